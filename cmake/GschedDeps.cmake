@@ -1,0 +1,11 @@
+# Third-party libraries, all from Debian packages (deploy/install-deps.sh installs them).
+# Each becomes an IMPORTED target so modules link by name and never see include paths.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(UV REQUIRED IMPORTED_TARGET libuv>=1.44)
+pkg_check_modules(PROTOBUF_C REQUIRED IMPORTED_TARGET libprotobuf-c>=1.4)
+pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc>=2.0)
+pkg_check_modules(SQLITE3 REQUIRED IMPORTED_TARGET sqlite3>=3.35)
+pkg_check_modules(CRITERION IMPORTED_TARGET criterion>=2.4)
+
+find_program(PROTOC_C NAMES protoc-c protoc-gen-c REQUIRED)
+find_package(Python3 COMPONENTS Interpreter)

@@ -1,0 +1,10 @@
+# GSCHED_MPI: AUTO builds the Open MPI parts when MPI is found, ON requires it, OFF skips it.
+set(GSCHED_HAVE_MPI OFF)
+if(NOT GSCHED_MPI STREQUAL "OFF")
+  find_package(MPI COMPONENTS C QUIET)
+  if(MPI_C_FOUND)
+    set(GSCHED_HAVE_MPI ON)
+  elseif(GSCHED_MPI STREQUAL "ON")
+    message(FATAL_ERROR "GSCHED_MPI=ON but no MPI C library was found (install libopenmpi-dev)")
+  endif()
+endif()

@@ -1,0 +1,1 @@
+typedef int gs_toml_placeholder;

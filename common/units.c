@@ -1,0 +1,1 @@
+typedef int gs_units_placeholder;
