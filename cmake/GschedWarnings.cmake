@@ -8,8 +8,10 @@ if(GSCHED_WERROR)
 endif()
 
 if(GSCHED_SANITIZE)
-  add_compile_options(-fsanitize=${GSCHED_SANITIZE} -fno-sanitize-recover=all
-                      -fno-omit-frame-pointer)
+  # C only: nvcc does not take these flags, and device code is checked by its CPU twin.
+  add_compile_options($<$<COMPILE_LANGUAGE:C>:-fsanitize=${GSCHED_SANITIZE}>
+                      $<$<COMPILE_LANGUAGE:C>:-fno-sanitize-recover=all>
+                      $<$<COMPILE_LANGUAGE:C>:-fno-omit-frame-pointer>)
   add_link_options(-fsanitize=${GSCHED_SANITIZE})
 endif()
 

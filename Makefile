@@ -1,0 +1,51 @@
+# Thin wrapper over CMake: the two commands in README.md and the CI entry point.
+#   make demo   install dependencies, build, run the main job
+#   make test   install dependencies, build, run every test (plain and ASan+UBSan builds)
+
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_ARGS ?=
+SANITIZE   ?= address,undefined
+
+.PHONY: all deps configure build test test-unit test-asan demo install format format-check clean
+
+all: build
+
+deps:
+	./deploy/install-deps.sh
+
+configure: deps
+	cmake -S . -B $(BUILD) $(CMAKE_ARGS)
+
+build: configure
+	cmake --build $(BUILD) -j$(JOBS)
+
+test-unit: build
+	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
+
+# Sanitizer build in its own directory; CUDA off there (nvcc takes no -fsanitize, and the CPU
+# path is what the sanitizers check). run-checked.sh fails any test whose output holds a report.
+test-asan: deps
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGSCHED_SANITIZE=$(SANITIZE) \
+	      -DGSCHED_CUDA=OFF $(CMAKE_ARGS)
+	cmake --build $(ASAN_BUILD) -j$(JOBS)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS)
+
+test: test-unit test-asan
+
+demo: build
+	./examples/demo.sh $(BUILD)
+
+install: build
+	cmake --install $(BUILD)
+
+format:
+	git ls-files '*.c' '*.h' '*.cu' '*.cuh' | xargs clang-format -i
+
+format-check:
+	git ls-files '*.c' '*.h' '*.cu' '*.cuh' | xargs clang-format --dry-run --Werror
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages gsched needs to build, test and run; nothing else.
+# Idempotent: when every package is present it only checks (one dpkg-query, well under 5 s);
+# it runs apt-get update only when something is missing. CUDA, when present, comes from the
+# machine's CUDA toolkit, not from here: the build works without it.
+set -euo pipefail
+
+packages=(
+  build-essential    # gcc, make, libc headers
+  cmake              # >= 3.25 (Debian 12 ships 3.25.1)
+  pkg-config
+  python3            # the TOML conformance runner
+  libuv1-dev         # event loops of gschedd and gsched-workerd
+  libprotobuf-c-dev  # wire protocol runtime
+  protobuf-c-compiler
+  libhwloc-dev       # GPU/CPU/NUMA topology
+  hwloc
+  libsqlite3-dev     # scheduler state
+  libssl-dev
+  libcriterion-dev   # unit tests
+  libopenmpi-dev     # CPU all-reduce in the trainer
+  openmpi-bin
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null | grep -qx installed || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: missing: ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    SUDO=sudo
+  else
+    echo "install-deps: not root; run as root or: sudo apt-get install ${missing[*]}" >&2
+    exit 1
+  fi
+else
+  SUDO=
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "install-deps: installed ${missing[*]}"

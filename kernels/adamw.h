@@ -1,0 +1,37 @@
+/*
+ * adamw.h: the fused AdamW optimizer step, on the CPU and (when built with CUDA) on the GPU.
+ *
+ * One pass over the parameters updates the first and second moments and the weights:
+ *     m = b1*m + (1-b1)*g;  v = b2*v + (1-b2)*g*g
+ *     p -= lr * (mhat / (sqrt(vhat) + eps) + wd * p),  mhat = m/(1-b1^t), vhat = v/(1-b2^t)
+ * (decoupled weight decay, as in Loshchilov & Hutter and PyTorch's AdamW). Fusing the three
+ * updates reads each array once instead of three times, which is what bounds this step.
+ *
+ * The CPU function is the reference the CUDA kernel is tested against; both take the same
+ * hyper-parameters and agree within float32 rounding. Arrays are caller-owned; the CUDA
+ * variant takes device pointers (see kernels/device.h) and runs on the given stream
+ * (NULL = the default stream), returning once the kernel is queued.
+ */
+#ifndef GS_KERN_ADAMW_H
+#define GS_KERN_ADAMW_H
+
+#include <stddef.h>
+
+struct gs_kern_adamw {
+    float lr;
+    float beta1;
+    float beta2;
+    float eps;
+    float weight_decay;
+    int step; /* 1-based step number t, for bias correction */
+};
+
+/* Returns 0, or -EINVAL for a NULL array with n > 0 or step < 1. */
+int gs_kern_adamw_cpu(float *param, const float *grad, float *m, float *v, size_t n,
+                      const struct gs_kern_adamw *hp);
+
+/* Returns 0, -EINVAL as above, -ENODEV when built without CUDA, -EIO on a CUDA error. */
+int gs_kern_adamw_cuda(float *d_param, const float *d_grad, float *d_m, float *d_v, size_t n,
+                       const struct gs_kern_adamw *hp, void *stream);
+
+#endif

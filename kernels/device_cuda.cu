@@ -1,0 +1,84 @@
+/*
+ * device_cuda.cu: device.h on the CUDA runtime. Each call maps its cudaError_t through
+ * gs_kern_dev_check(), which keeps the error text per thread for the caller's log line.
+ */
+#include <cerrno>
+#include <cstdio>
+#include <cuda_runtime.h>
+
+extern "C" {
+#include "kernels/device.h"
+#include "kernels/device_internal.h"
+}
+
+static thread_local char last_error[128];
+
+extern "C" int gs_kern_dev_check(int cuda_status)
+{
+    cudaError_t status = (cudaError_t)cuda_status;
+
+    if (status == cudaSuccess)
+        return 0;
+    snprintf(last_error, sizeof(last_error), "%s: %s", cudaGetErrorName(status),
+             cudaGetErrorString(status));
+    return -EIO;
+}
+
+extern "C" bool gs_kern_cuda_built(void)
+{
+    return true;
+}
+
+extern "C" int gs_kern_dev_count(int *ret_count)
+{
+    int count = 0;
+    cudaError_t status = cudaGetDeviceCount(&count);
+
+    /* No driver or no device is an answer (zero devices), not a failure. */
+    if (status == cudaErrorNoDevice || status == cudaErrorInsufficientDriver) {
+        cudaGetLastError();
+        *ret_count = 0;
+        return 0;
+    }
+    if (status != cudaSuccess)
+        return gs_kern_dev_check(status);
+    *ret_count = count;
+    return 0;
+}
+
+extern "C" int gs_kern_dev_alloc(size_t bytes, void **ret_ptr)
+{
+    void *p = NULL;
+    int rc = gs_kern_dev_check(cudaMalloc(&p, bytes));
+
+    if (rc < 0)
+        return rc == -EIO && bytes > 0 ? -ENOMEM : rc;
+    *ret_ptr = p;
+    return 0;
+}
+
+extern "C" void gs_kern_dev_free(void *ptr)
+{
+    if (ptr != NULL)
+        cudaFree(ptr);
+}
+
+extern "C" int gs_kern_dev_copy_to(void *dst_dev, const void *src_host, size_t bytes)
+{
+    return gs_kern_dev_check(cudaMemcpy(dst_dev, src_host, bytes, cudaMemcpyHostToDevice));
+}
+
+extern "C" int gs_kern_dev_copy_from(void *dst_host, const void *src_dev, size_t bytes)
+{
+    return gs_kern_dev_check(cudaMemcpy(dst_host, src_dev, bytes, cudaMemcpyDeviceToHost));
+}
+
+extern "C" int gs_kern_dev_sync(void)
+{
+    return gs_kern_dev_check(cudaDeviceSynchronize());
+}
+
+extern "C" const char *gs_kern_dev_last_error(void)
+{
+    return last_error;
+}
