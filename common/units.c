@@ -121,8 +121,7 @@ static int parse_clock_form(struct span s, uint64_t *ret_seconds)
 }
 
 /* Reads "12" or "1.25" as a fixed-point value in units of 1e-9. */
-static int read_fixed_nano(const char **p, const char *end, uint64_t *ret_whole,
-                           uint64_t *ret_nano)
+static int read_fixed_nano(const char **p, const char *end, uint64_t *ret_whole, uint64_t *ret_nano)
 {
     uint64_t whole, nano = 0, scale = NS_PER_SEC / 10;
     const char *s = *p;

@@ -11,8 +11,8 @@ extern "C" {
 #include "kernels/device_internal.h"
 }
 
-static __global__ void adamw_kernel(float *param, const float *grad, float *m, float *v,
-                                    size_t n, struct gs_kern_adamw hp, float corr1, float corr2)
+static __global__ void adamw_kernel(float *param, const float *grad, float *m, float *v, size_t n,
+                                    struct gs_kern_adamw hp, float corr1, float corr2)
 {
     size_t stride = (size_t)blockDim.x * gridDim.x;
 
@@ -46,7 +46,7 @@ extern "C" int gs_kern_adamw_cuda(float *d_param, const float *d_grad, float *d_
     blocks = (n + threads - 1) / threads;
     if (blocks > 65535)
         blocks = 65535;
-    adamw_kernel<<<(unsigned)blocks, threads, 0, (cudaStream_t)stream>>>(d_param, d_grad, d_m,
-                                                                          d_v, n, *hp, corr1, corr2);
+    adamw_kernel<<<(unsigned)blocks, threads, 0, (cudaStream_t)stream>>>(d_param, d_grad, d_m, d_v,
+                                                                         n, *hp, corr1, corr2);
     return gs_kern_dev_check(cudaGetLastError());
 }

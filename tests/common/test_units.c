@@ -92,9 +92,9 @@ Test(duration, infinite_and_unlimited)
 
 Test(duration, rejects_malformed_input)
 {
-    const char *bad[] = {"",     "   ", "abc",   "1:",     ":30",    "1:60",    "1:2:3:4",
-                         "1-",   "-5",  "1-24",  "1-2:60", "1:30:60", "5x",     "h",
-                         "1.h",  "1.",  "1h 2m", "1--2",   "1-2-3",   "1:2-3",  "+5"};
+    const char *bad[] = {"",    "   ", "abc",   "1:",     ":30",     "1:60",  "1:2:3:4",
+                         "1-",  "-5",  "1-24",  "1-2:60", "1:30:60", "5x",    "h",
+                         "1.h", "1.",  "1h 2m", "1--2",   "1-2-3",   "1:2-3", "+5"};
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         dur_fails(bad[i], -EINVAL);
