@@ -1,0 +1,216 @@
+/*
+ * test_launch.c: a task starts as a real process in its own session with its log files,
+ * directory, environment, user, limits and CPU binding; every failure before exec is
+ * reported with the step that failed; signalling the group reaches grandchildren.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "worker/launch.h"
+
+static char dir[64];
+static char out_path[128], err_path[128];
+static char *env_default[] = {"PATH=/usr/bin:/bin", "GSCHED_TEST=yes", NULL};
+
+static void make_dir(void)
+{
+    snprintf(dir, sizeof(dir), "/tmp/gsched-launch-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    chmod(dir, 0777); /* the set_user test writes here as nobody */
+    snprintf(out_path, sizeof(out_path), "%s/task.out", dir);
+    snprintf(err_path, sizeof(err_path), "%s/task.err", dir);
+}
+
+static void remove_dir(void)
+{
+    char cmd[128];
+
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(launch, .init = make_dir, .fini = remove_dir);
+
+static void slurp(const char *path, char *out, size_t size)
+{
+    FILE *f = fopen(path, "r");
+    size_t n;
+
+    cr_assert_not_null(f, "cannot open %s", path);
+    n = fread(out, 1, size - 1, f);
+    out[n] = '\0';
+    fclose(f);
+}
+
+/* Runs sh -c script with the given spec fields and returns the wait status. */
+static int run_sh(struct wrk_launch_spec *spec, const char *script)
+{
+    char *argv[] = {"/bin/sh", "-c", (char *)script, NULL};
+    struct gs_error err;
+    pid_t pid = -1;
+    int status = 0;
+
+    spec->argv = argv;
+    if (spec->envp == NULL)
+        spec->envp = env_default;
+    if (spec->stdout_path == NULL)
+        spec->stdout_path = out_path;
+    cr_assert_eq(wrk_launch(spec, &pid, &err), 0, "%s", err.msg);
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    return status;
+}
+
+Test(launch, runs_command_with_logs_and_exit_code)
+{
+    struct wrk_launch_spec spec = {.stderr_path = err_path};
+    char out[256], errtxt[256];
+    int status = run_sh(&spec, "echo to-out; echo to-err >&2; exit 3");
+
+    cr_assert(WIFEXITED(status));
+    cr_assert_eq(WEXITSTATUS(status), 3);
+    slurp(out_path, out, sizeof(out));
+    slurp(err_path, errtxt, sizeof(errtxt));
+    cr_assert_str_eq(out, "to-out\n");
+    cr_assert_str_eq(errtxt, "to-err\n");
+}
+
+Test(launch, stderr_joins_stdout_when_not_given)
+{
+    struct wrk_launch_spec spec = {0};
+    char out[256];
+
+    run_sh(&spec, "echo a; echo b >&2");
+    slurp(out_path, out, sizeof(out));
+    cr_assert_str_eq(out, "a\nb\n");
+}
+
+Test(launch, task_sees_exactly_its_environment_and_workdir)
+{
+    struct wrk_launch_spec spec = {.workdir = dir};
+    char out[512], want[256];
+
+    run_sh(&spec, "echo \"$GSCHED_TEST ${HOME-unset}\"; pwd; read x || echo stdin-empty");
+    slurp(out_path, out, sizeof(out));
+    snprintf(want, sizeof(want), "yes unset\n%s\nstdin-empty\n", dir);
+    cr_assert_str_eq(out, want);
+}
+
+Test(launch, task_leads_its_own_session_and_group)
+{
+    struct wrk_launch_spec spec = {0};
+    char *argv[] = {"sleep", "100", NULL};
+    struct gs_error err;
+    pid_t pid;
+    int status;
+
+    spec.argv = argv;
+    spec.envp = env_default;
+    cr_assert_eq(wrk_launch(&spec, &pid, &err), 0, "%s", err.msg);
+    cr_assert_eq(getpgid(pid), pid);
+    cr_assert_eq(getsid(pid), pid);
+    cr_assert_eq(wrk_signal_group(pid, SIGKILL), 0);
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+}
+
+Test(launch, signalling_the_group_reaches_grandchildren)
+{
+    struct wrk_launch_spec spec = {.stdout_path = "/dev/null"};
+    char *argv[] = {"/bin/sh", "-c", "sleep 100 & sleep 100 & wait", NULL};
+    uint64_t deadline;
+    struct gs_error err;
+    pid_t pid;
+    int status;
+
+    spec.argv = argv;
+    spec.envp = env_default;
+    cr_assert_eq(wrk_launch(&spec, &pid, &err), 0, "%s", err.msg);
+    cr_assert_eq(wrk_signal_group(pid, SIGTERM), 0);
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFSIGNALED(status));
+    /* The sleeps were reparented away from us; poll until the group is empty. */
+    deadline = gs_clock_mono_ms() + 10000;
+    while (kill(-pid, 0) == 0 && gs_clock_mono_ms() < deadline)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    cr_assert_eq(kill(-pid, 0), -1, "grandchildren survived");
+    cr_assert_eq(errno, ESRCH);
+}
+
+static void assert_launch_fails(struct wrk_launch_spec *spec, int want, const char *fragment)
+{
+    struct gs_error err;
+    pid_t pid = 4242;
+
+    if (spec->envp == NULL)
+        spec->envp = env_default;
+    cr_assert_eq(wrk_launch(spec, &pid, &err), want, "message: %s", err.msg);
+    cr_assert_eq(pid, 4242, "pid written on failure");
+    cr_assert_not_null(strstr(err.msg, fragment), "message '%s' lacks '%s'", err.msg, fragment);
+}
+
+Test(launch, reports_each_failed_step_by_name)
+{
+    char *missing[] = {"no-such-command-gsched", NULL};
+    char *abs_missing[] = {"/no/such/binary", NULL};
+    char *ok[] = {"/bin/true", NULL};
+    char bad_log[160];
+    struct wrk_launch_spec a = {.argv = missing};
+    struct wrk_launch_spec b = {.argv = abs_missing};
+    struct wrk_launch_spec c = {.argv = ok, .workdir = "/nonexistent-gsched-dir"};
+    struct wrk_launch_spec d = {.argv = ok, .stdout_path = bad_log};
+    struct wrk_launch_spec e = {0};
+
+    snprintf(bad_log, sizeof(bad_log), "%s/missing-subdir/out.log", dir);
+    assert_launch_fails(&a, -ENOENT, "exec no-such-command-gsched: command not found in PATH");
+    assert_launch_fails(&b, -ENOENT, "exec /no/such/binary: No such file or directory");
+    assert_launch_fails(&c, -ENOENT, "chdir /nonexistent-gsched-dir: No such file");
+    assert_launch_fails(&d, -ENOENT, "open stdout");
+    assert_launch_fails(&e, -EINVAL, "no command");
+}
+
+Test(launch, applies_memory_limit_and_cpu_binding)
+{
+    int cpus[] = {0};
+    struct wrk_launch_spec spec = {.mem_limit_bytes = 256ULL << 20, .ncpus = 1, .cpus = cpus};
+    char out[512];
+
+    run_sh(&spec, "ulimit -v; grep Cpus_allowed_list /proc/self/status");
+    slurp(out_path, out, sizeof(out));
+    cr_assert_str_eq(out, "262144\nCpus_allowed_list:\t0\n");
+}
+
+Test(launch, resets_signals_the_worker_ignores)
+{
+    struct wrk_launch_spec spec = {0};
+    char out[256];
+
+    signal(SIGPIPE, SIG_IGN);
+    run_sh(&spec, "grep SigIgn /proc/self/status");
+    signal(SIGPIPE, SIG_DFL);
+    slurp(out_path, out, sizeof(out));
+    cr_assert_str_eq(out, "SigIgn:\t0000000000000000\n");
+}
+
+Test(launch, runs_as_the_jobs_user_and_logs_belong_to_it)
+{
+    struct wrk_launch_spec spec = {.set_user = true, .uid = 65534, .gid = 65534};
+    struct stat st;
+    char out[256];
+
+    if (geteuid() != 0)
+        cr_skip_test("needs root to switch users");
+    run_sh(&spec, "id -u; id -g");
+    slurp(out_path, out, sizeof(out));
+    cr_assert_str_eq(out, "65534\n65534\n");
+    cr_assert_eq(stat(out_path, &st), 0);
+    cr_assert_eq(st.st_uid, 65534, "the log file was created as the job's user");
+}
