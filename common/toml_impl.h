@@ -83,8 +83,7 @@ struct gs_toml_doc {
 /* toml.c: the model. Allocation failures return NULL / -ENOMEM. */
 void *toml_alloc(struct gs_toml_doc *doc, size_t size);
 const char *toml_strdup(struct gs_toml_doc *doc, const char *s, size_t len);
-struct toml_entry *toml_table_find(const struct gs_toml_value *table, const char *key,
-                                   size_t len);
+struct toml_entry *toml_table_find(const struct gs_toml_value *table, const char *key, size_t len);
 /* Appends an entry; key must already live in the arena and must not be present yet. */
 int toml_table_add(struct gs_toml_doc *doc, struct gs_toml_value *table, const char *key,
                    size_t key_len, int key_line, int key_col, struct gs_toml_value *value);
@@ -144,9 +143,6 @@ int toml_fail(struct toml_parser *p, struct toml_pos pos, const char *fmt, ...)
 int toml_oom(struct toml_parser *p);
 /* Writes a short description of the character at p->pos ("'x'", "newline", "end of input"). */
 const char *toml_describe_here(const struct toml_parser *p, char *out, size_t size);
-/* A new value of the given type at pos, depth levels below the root (checked). */
-int toml_new_value(struct toml_parser *p, enum gs_toml_type type, struct toml_pos pos,
-                   unsigned depth, struct gs_toml_value **ret_value);
 
 /* toml_scalar.c: each reads one token at p->pos and leaves p->pos just past it. */
 /* Any of the four string kinds; multi-line ones only when allow_multiline. Result in arena. */

@@ -1,0 +1,87 @@
+/*
+ * jobspec.h: what a user asks for when submitting a job, as gsched holds it in memory, and
+ * the reader of job files (`gsched submit job.toml`). docs/job-file.md documents the format.
+ *
+ * A job file is checked whole before anything is submitted: every unknown key (with a
+ * suggestion for typos), wrong type and impossible value is reported as
+ * "job.toml:LINE:COL: message", and any such problem means no spec is produced.
+ * Cluster-dependent checks (more GPUs per node than any node has) belong to the scheduler.
+ *
+ * A struct gs_jobspec owns all its strings and arrays; gs_jobspec_free() releases them.
+ * Not thread-safe; no global state.
+ */
+#ifndef GS_JOBSPEC_H
+#define GS_JOBSPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+
+enum gs_dep_type {
+    GS_DEP_AFTER = 0,  /* once the other job has started */
+    GS_DEP_AFTEROK,    /* once it completed with exit code 0 */
+    GS_DEP_AFTERNOTOK, /* once it ended in failure (non-zero, timeout, node failure) */
+    GS_DEP_AFTERANY,   /* once it ended, however */
+};
+
+struct gs_dep {
+    enum gs_dep_type type;
+    uint64_t job_id;
+};
+
+#define GS_JOBSPEC_NAME_MAX 128
+#define GS_JOBSPEC_PRIORITY_MAX 1000000
+#define GS_JOBSPEC_DEFAULT_STDOUT "gsched-%j-%t.out"
+
+struct gs_jobspec {
+    char *name;
+    int32_t priority; /* higher runs first; -1e6..1e6 */
+    bool hold;        /* submitted held: waits for `gsched release` */
+    struct gs_dep *deps;
+    size_t ndeps;
+
+    /* [resources] */
+    uint32_t nodes;
+    uint32_t gpus_per_node;
+    uint32_t cpus_per_gpu;     /* 0 when cpus_per_task is used */
+    uint32_t cpus_per_task;    /* 0 when cpus_per_gpu is used */
+    uint64_t mem_per_node_mib; /* 0: no memory request */
+    uint64_t time_limit_s;     /* GS_DURATION_INFINITE when unlimited */
+    bool exclusive;
+    char *constraint; /* node feature required, NULL for none */
+
+    /* [run] */
+    char **argv; /* NULL-terminated; NULL when script is used */
+    size_t argc;
+    char *script; /* run with /bin/sh; NULL when argv is used */
+    uint32_t tasks_per_node;
+    bool tasks_per_gpu; /* tasks_per_node = "per-gpu" */
+    char *workdir;
+    char *stdout_pattern; /* %j job id, %t task rank, %n node name, %x job name, %% */
+    char *stderr_pattern; /* NULL: same file as stdout */
+    char **env;           /* NULL-terminated "KEY=VALUE" strings, in file order */
+    size_t nenv;
+
+    /* [restart] */
+    uint32_t max_restarts;
+};
+
+/* A spec with the defaults of an empty job file (1 node, 1 task, 1 CPU, no time limit). */
+struct gs_jobspec *gs_jobspec_new(void);
+void gs_jobspec_free(struct gs_jobspec *spec);
+
+/*
+ * Reads a job file of len bytes. filename prefixes the messages. On success stores a new
+ * spec in *ret_spec (the caller frees it) and returns 0. On failure returns -EINVAL (or
+ * -ENOMEM) and appends one "FILE:LINE:COL: message\n" line per problem to errors.
+ */
+int gs_jobspec_parse_toml(const char *text, size_t len, const char *filename,
+                          struct gs_jobspec **ret_spec, struct gs_buf *errors);
+
+/* Parses "afterok:41" (also after, afternotok, afterany). Returns 0 or -EINVAL. */
+int gs_dep_parse(const char *text, struct gs_dep *ret_dep);
+const char *gs_dep_type_name(enum gs_dep_type type);
+
+#endif

@@ -1,0 +1,231 @@
+/*
+ * test_jobspec.c: job files as users write them are read into a spec with the right
+ * defaults; every mistake is reported at its line:col with a useful message, typos get a
+ * suggestion, and a file with any problem yields no spec.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <string.h>
+
+#include "common/jobspec.h"
+#include "common/units.h"
+
+static struct gs_buf errors;
+
+static void setup(void)
+{
+    gs_buf_init(&errors);
+}
+
+static void teardown(void)
+{
+    gs_buf_release(&errors);
+}
+
+TestSuite(jobspec, .init = setup, .fini = teardown);
+
+static struct gs_jobspec *parse_ok(const char *text)
+{
+    struct gs_jobspec *spec = NULL;
+    int rc = gs_jobspec_parse_toml(text, strlen(text), "job.toml", &spec, &errors);
+
+    cr_assert_eq(rc, 0, "rc=%d errors:\n%s", rc, errors.data ? errors.data : "");
+    cr_assert_not_null(spec);
+    return spec;
+}
+
+/* Asserts the file is rejected and the messages contain want. */
+static void parse_fails(const char *text, const char *want)
+{
+    struct gs_jobspec *spec = (struct gs_jobspec *)0x1;
+    int rc = gs_jobspec_parse_toml(text, strlen(text), "job.toml", &spec, &errors);
+
+    cr_assert_eq(rc, -EINVAL, "accepted:\n%s", text);
+    cr_assert_eq(spec, (struct gs_jobspec *)0x1, "spec written on failure");
+    cr_assert_not_null(errors.data);
+    cr_assert_not_null(strstr(errors.data, want), "want '%s' in:\n%s", want, errors.data);
+}
+
+Test(jobspec, reads_the_full_example)
+{
+    struct gs_jobspec *s = parse_ok("name = \"gpt-small\"\n"
+                                    "priority = 10\n"
+                                    "depends_on = [\"afterok:41\", \"afterany:7\"]\n"
+                                    "[resources]\n"
+                                    "nodes = 2\n"
+                                    "gpus_per_node = 4\n"
+                                    "cpus_per_gpu = 8\n"
+                                    "mem_per_node = \"64G\"\n"
+                                    "time_limit = \"02:00:00\"\n"
+                                    "exclusive = false\n"
+                                    "constraint = \"h100\"\n"
+                                    "[run]\n"
+                                    "command = [\"python3\", \"train.py\", \"--epochs\", \"3\"]\n"
+                                    "tasks_per_node = 4\n"
+                                    "workdir = \".\"\n"
+                                    "stdout = \"logs/%j-%t.out\"\n"
+                                    "env = { NCCL_DEBUG = \"WARN\", OMP_NUM_THREADS = \"8\" }\n"
+                                    "[restart]\n"
+                                    "max_restarts = 2\n");
+
+    cr_assert_str_eq(s->name, "gpt-small");
+    cr_assert_eq(s->priority, 10);
+    cr_assert_eq(s->ndeps, 2);
+    cr_assert_eq(s->deps[0].type, GS_DEP_AFTEROK);
+    cr_assert_eq(s->deps[0].job_id, 41);
+    cr_assert_eq(s->deps[1].type, GS_DEP_AFTERANY);
+    cr_assert_eq(s->nodes, 2);
+    cr_assert_eq(s->gpus_per_node, 4);
+    cr_assert_eq(s->cpus_per_gpu, 8);
+    cr_assert_eq(s->cpus_per_task, 0);
+    cr_assert_eq(s->mem_per_node_mib, 64 * 1024);
+    cr_assert_eq(s->time_limit_s, 7200);
+    cr_assert_str_eq(s->constraint, "h100");
+    cr_assert_eq(s->argc, 4);
+    cr_assert_str_eq(s->argv[1], "train.py");
+    cr_assert_null(s->argv[4]);
+    cr_assert_eq(s->tasks_per_node, 4);
+    cr_assert_str_eq(s->stdout_pattern, "logs/%j-%t.out");
+    cr_assert_eq(s->nenv, 2);
+    cr_assert_str_eq(s->env[0], "NCCL_DEBUG=WARN");
+    cr_assert_str_eq(s->env[1], "OMP_NUM_THREADS=8");
+    cr_assert_null(s->env[2]);
+    cr_assert_eq(s->max_restarts, 2);
+    gs_jobspec_free(s);
+}
+
+Test(jobspec, minimal_file_gets_defaults_and_name_from_file)
+{
+    struct gs_jobspec *s = parse_ok("[run]\nscript = \"\"\"\necho hi\n\"\"\"\n");
+
+    cr_assert_str_eq(s->name, "job");
+    cr_assert_eq(s->nodes, 1);
+    cr_assert_eq(s->gpus_per_node, 0);
+    cr_assert_eq(s->cpus_per_task, 1);
+    cr_assert_eq(s->tasks_per_node, 1);
+    cr_assert_eq(s->time_limit_s, GS_DURATION_INFINITE);
+    cr_assert_null(s->argv);
+    cr_assert_str_eq(s->script, "echo hi\n");
+    cr_assert_str_eq(s->stdout_pattern, "gsched-%j-%t.out");
+    cr_assert_null(s->stderr_pattern);
+    gs_jobspec_free(s);
+}
+
+Test(jobspec, name_defaults_to_file_base_name)
+{
+    struct gs_jobspec *s = NULL;
+    const char *text = "[run]\ncommand = [\"true\"]\n";
+
+    cr_assert_eq(gs_jobspec_parse_toml(text, strlen(text), "jobs/train-7b.toml", &s, &errors), 0);
+    cr_assert_str_eq(s->name, "train-7b");
+    gs_jobspec_free(s);
+}
+
+Test(jobspec, accepts_integer_minutes_and_mib_and_per_gpu_tasks)
+{
+    struct gs_jobspec *s = parse_ok("[resources]\ngpus_per_node = 2\ntime_limit = 90\n"
+                                    "mem_per_node = 4096\n"
+                                    "[run]\ncommand = [\"true\"]\ntasks_per_node = \"per-gpu\"\n");
+
+    cr_assert_eq(s->time_limit_s, 5400);
+    cr_assert_eq(s->mem_per_node_mib, 4096);
+    cr_assert(s->tasks_per_gpu);
+    gs_jobspec_free(s);
+}
+
+Test(jobspec, typo_in_key_is_reported_with_suggestion_and_place)
+{
+    parse_fails("[resources]\ngpu_per_node = 4\n[run]\ncommand = [\"true\"]\n",
+                "job.toml:2:1: unknown key 'gpu_per_node' in resources (did you mean "
+                "'resources.gpus_per_node'?)");
+}
+
+Test(jobspec, key_in_wrong_section_points_to_the_right_one)
+{
+    parse_fails("gpus_per_node = 4\n[run]\ncommand = [\"true\"]\n",
+                "job.toml:1:1: unknown key 'gpus_per_node' (did you mean "
+                "'resources.gpus_per_node'?)");
+}
+
+Test(jobspec, wrong_type_names_the_field_and_position)
+{
+    parse_fails("[resources]\nnodes = 2\ngpus_per_node = \"four\"\n[run]\ncommand = [\"x\"]\n",
+                "job.toml:3:17: resources.gpus_per_node must be an integer from 0 to 1024");
+    gs_buf_reset(&errors);
+    parse_fails("[resources]\nnodes = 0\n[run]\ncommand = [\"x\"]\n",
+                "job.toml:2:9: resources.nodes must be a positive integer");
+}
+
+Test(jobspec, reports_every_problem_in_one_pass)
+{
+    parse_fails("priority = \"high\"\nbogus = 1\n[resources]\ntime_limit = \"2h30\"\n"
+                "[run]\ncommand = [\"x\", 3]\n",
+                "job.toml:1:12: priority must be an integer");
+    cr_assert_not_null(strstr(errors.data, "job.toml:2:1: unknown key 'bogus'"));
+    cr_assert_not_null(strstr(errors.data, "job.toml:4:14: resources.time_limit must be a "
+                                           "duration"));
+    cr_assert_not_null(strstr(errors.data, "job.toml:6:17: run.command[1] must be a string, "
+                                           "not integer"));
+}
+
+Test(jobspec, toml_syntax_error_carries_its_position)
+{
+    parse_fails("name = \"x\"\n[run\ncommand = [\"x\"]\n", "job.toml:2:");
+}
+
+Test(jobspec, rejects_missing_or_conflicting_run)
+{
+    parse_fails("name = \"x\"\n", "nothing to run: set run.command or run.script");
+    gs_buf_reset(&errors);
+    parse_fails("[run]\ncommand = [\"x\"]\nscript = \"echo\"\n",
+                "job.toml:3:10: run.command and run.script are both set");
+    gs_buf_reset(&errors);
+    parse_fails("[run]\ncommand = []\n", "run.command must be a non-empty array");
+    gs_buf_reset(&errors);
+    parse_fails("[run]\nscript = \"  \\n\"\n", "run.script is empty");
+}
+
+Test(jobspec, rejects_inconsistent_resources)
+{
+    parse_fails("[resources]\ngpus_per_node = 1\ncpus_per_gpu = 2\ncpus_per_task = 2\n"
+                "[run]\ncommand = [\"x\"]\n",
+                "job.toml:4:17: resources.cpus_per_gpu and resources.cpus_per_task are both set");
+    gs_buf_reset(&errors);
+    parse_fails("[resources]\ncpus_per_gpu = 2\n[run]\ncommand = [\"x\"]\n",
+                "resources.cpus_per_gpu needs resources.gpus_per_node > 0");
+    gs_buf_reset(&errors);
+    parse_fails("[run]\ncommand = [\"x\"]\ntasks_per_node = \"per-gpu\"\n",
+                "needs resources.gpus_per_node > 0");
+}
+
+Test(jobspec, rejects_bad_dependencies_patterns_and_env)
+{
+    parse_fails("depends_on = [\"afterbad:3\"]\n[run]\ncommand = [\"x\"]\n",
+                "job.toml:1:15: depends_on: cannot read 'afterbad:3'");
+    gs_buf_reset(&errors);
+    parse_fails("[run]\ncommand = [\"x\"]\nstdout = \"out-%q.log\"\n",
+                "run.stdout: unknown placeholder '%q'");
+    gs_buf_reset(&errors);
+    parse_fails("[run]\ncommand = [\"x\"]\nenv = { \"1BAD\" = \"v\" }\n",
+                "job.toml:3:9: run.env: '1BAD' is not a valid environment variable name");
+    gs_buf_reset(&errors);
+    parse_fails("[run]\ncommand = [\"x\"]\nenv = { A = 1 }\n", "run.env.A must be a string");
+    gs_buf_reset(&errors);
+    parse_fails("resources = 3\n[run]\ncommand = [\"x\"]\n", "resources must be a table");
+}
+
+Test(jobspec, dependency_strings)
+{
+    struct gs_dep d;
+
+    cr_assert_eq(gs_dep_parse("after:1", &d), 0);
+    cr_assert_eq(d.type, GS_DEP_AFTER);
+    cr_assert_eq(gs_dep_parse("afternotok:18446744073709551", &d), 0);
+    cr_assert_eq(d.type, GS_DEP_AFTERNOTOK);
+    cr_assert_eq(gs_dep_parse("afterok:", &d), -EINVAL);
+    cr_assert_eq(gs_dep_parse("afterok:0", &d), -EINVAL);
+    cr_assert_eq(gs_dep_parse("afterok:1x", &d), -EINVAL);
+    cr_assert_eq(gs_dep_parse("41", &d), -EINVAL);
+    cr_assert_eq(gs_dep_parse("afterok:99999999999999999999999", &d), -EINVAL);
+    cr_assert_str_eq(gs_dep_type_name(GS_DEP_AFTERANY), "afterany");
+}
