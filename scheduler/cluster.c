@@ -1,0 +1,386 @@
+/*
+ * cluster.c: per-node free-resource bookkeeping and placement (see cluster.h).
+ * GPUs are a 64-bit mask per node, cores a bitmap, memory a counter, so fit checks are a
+ * few popcounts. Node choice sorts the nodes that fit by what they would have left.
+ */
+#include "scheduler/cluster.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CORE_WORDS (SCHED_MAX_CORES / 64)
+#define NAME_MAX_LEN 64
+#define FEATURE_MAX_LEN 32
+
+struct node {
+    char name[NAME_MAX_LEN];
+    uint32_t ngpus;
+    uint32_t ncores;
+    uint64_t mem_mib;
+    int16_t gpu_numa[SCHED_MAX_GPUS];
+    int16_t core_numa[SCHED_MAX_CORES];
+    char features[SCHED_MAX_FEATURES][FEATURE_MAX_LEN];
+    size_t nfeatures;
+    bool up;
+    uint64_t gpu_free;
+    uint64_t core_free[CORE_WORDS];
+    uint64_t mem_free;
+    uint32_t njobs;
+    bool exclusive_held;
+};
+
+struct sched_cluster {
+    struct node *nodes;
+    size_t nnodes;
+    size_t cap;
+};
+
+struct sched_cluster *sched_cluster_new(void)
+{
+    return calloc(1, sizeof(struct sched_cluster));
+}
+
+void sched_cluster_free(struct sched_cluster *cluster)
+{
+    if (cluster == NULL)
+        return;
+    free(cluster->nodes);
+    free(cluster);
+}
+
+struct sched_cluster *sched_cluster_copy(const struct sched_cluster *cluster)
+{
+    struct sched_cluster *c = calloc(1, sizeof(*c));
+
+    if (c == NULL)
+        return NULL;
+    c->nodes = malloc((cluster->nnodes > 0 ? cluster->nnodes : 1) * sizeof(*c->nodes));
+    if (c->nodes == NULL) {
+        free(c);
+        return NULL;
+    }
+    memcpy(c->nodes, cluster->nodes, cluster->nnodes * sizeof(*c->nodes));
+    c->nnodes = c->cap = cluster->nnodes;
+    return c;
+}
+
+static uint64_t low_bits(uint32_t n)
+{
+    return n >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << n) - 1;
+}
+
+static int check_info(const struct sched_node_info *info)
+{
+    if (info->name == NULL || info->name[0] == '\0' || strlen(info->name) >= NAME_MAX_LEN)
+        return -EINVAL;
+    if (info->ngpus > SCHED_MAX_GPUS || info->ncores == 0 || info->ncores > SCHED_MAX_CORES)
+        return -EINVAL;
+    if (info->nfeatures > SCHED_MAX_FEATURES)
+        return -EINVAL;
+    for (size_t i = 0; i < info->nfeatures; i++) {
+        if (strlen(info->features[i]) >= FEATURE_MAX_LEN)
+            return -EINVAL;
+    }
+    return 0;
+}
+
+static void fill_node(struct node *n, const struct sched_node_info *info)
+{
+    memset(n, 0, sizeof(*n));
+    snprintf(n->name, sizeof(n->name), "%s", info->name);
+    n->ngpus = info->ngpus;
+    n->ncores = info->ncores;
+    n->mem_mib = info->mem_mib;
+    for (uint32_t i = 0; i < info->ngpus; i++)
+        n->gpu_numa[i] = (int16_t)(info->gpu_numa != NULL ? info->gpu_numa[i] : 0);
+    for (uint32_t i = 0; i < info->ncores; i++)
+        n->core_numa[i] = (int16_t)(info->core_numa != NULL ? info->core_numa[i] : 0);
+    for (size_t i = 0; i < info->nfeatures; i++)
+        snprintf(n->features[i], FEATURE_MAX_LEN, "%s", info->features[i]);
+    n->nfeatures = info->nfeatures;
+    n->up = true;
+    n->gpu_free = low_bits(info->ngpus);
+    for (uint32_t w = 0; w < CORE_WORDS; w++) {
+        uint32_t first = w * 64;
+        n->core_free[w] = first >= info->ncores ? 0 : low_bits(info->ncores - first);
+    }
+    n->mem_free = info->mem_mib;
+}
+
+int sched_cluster_add_node(struct sched_cluster *cluster, const struct sched_node_info *info)
+{
+    int rc = check_info(info);
+
+    if (rc < 0)
+        return rc;
+    if (cluster->nnodes == cluster->cap) {
+        size_t cap = cluster->cap ? cluster->cap * 2 : 8;
+        struct node *nodes = realloc(cluster->nodes, cap * sizeof(*nodes));
+
+        if (nodes == NULL)
+            return -ENOMEM;
+        cluster->nodes = nodes;
+        cluster->cap = cap;
+    }
+    fill_node(&cluster->nodes[cluster->nnodes], info);
+    return (int)cluster->nnodes++;
+}
+
+size_t sched_cluster_nnodes(const struct sched_cluster *cluster)
+{
+    return cluster->nnodes;
+}
+
+const char *sched_cluster_node_name(const struct sched_cluster *cluster, uint32_t node)
+{
+    return node < cluster->nnodes ? cluster->nodes[node].name : NULL;
+}
+
+void sched_cluster_set_up(struct sched_cluster *cluster, uint32_t node, bool up)
+{
+    if (node < cluster->nnodes)
+        cluster->nodes[node].up = up;
+}
+
+bool sched_cluster_is_up(const struct sched_cluster *cluster, uint32_t node)
+{
+    return node < cluster->nnodes && cluster->nodes[node].up;
+}
+
+static uint32_t count_cores(const uint64_t *bits)
+{
+    uint32_t n = 0;
+
+    for (int w = 0; w < CORE_WORDS; w++)
+        n += (uint32_t)__builtin_popcountll(bits[w]);
+    return n;
+}
+
+uint32_t sched_cluster_free_gpus(const struct sched_cluster *cluster, uint32_t node)
+{
+    return (uint32_t)__builtin_popcountll(cluster->nodes[node].gpu_free);
+}
+
+uint32_t sched_cluster_free_cores(const struct sched_cluster *cluster, uint32_t node)
+{
+    return count_cores(cluster->nodes[node].core_free);
+}
+
+uint64_t sched_cluster_free_mem(const struct sched_cluster *cluster, uint32_t node)
+{
+    return cluster->nodes[node].mem_free;
+}
+
+void sched_alloc_init(struct sched_alloc *alloc)
+{
+    memset(alloc, 0, sizeof(*alloc));
+}
+
+void sched_alloc_release(struct sched_alloc *alloc)
+{
+    free(alloc->nodes);
+    sched_alloc_init(alloc);
+}
+
+static int alloc_reserve(struct sched_alloc *alloc, uint32_t n)
+{
+    struct sched_node_alloc *nodes;
+
+    if (n <= alloc->cap)
+        return 0;
+    nodes = realloc(alloc->nodes, n * sizeof(*nodes));
+    if (nodes == NULL)
+        return -ENOMEM;
+    alloc->nodes = nodes;
+    alloc->cap = n;
+    return 0;
+}
+
+int sched_alloc_copy(struct sched_alloc *dst, const struct sched_alloc *src)
+{
+    int rc = alloc_reserve(dst, src->nnodes);
+
+    if (rc < 0)
+        return rc;
+    if (src->nnodes > 0)
+        memcpy(dst->nodes, src->nodes, src->nnodes * sizeof(*dst->nodes));
+    dst->nnodes = src->nnodes;
+    dst->exclusive = src->exclusive;
+    return 0;
+}
+
+static bool has_feature(const struct node *n, const char *feature)
+{
+    if (feature == NULL || feature[0] == '\0')
+        return true;
+    for (size_t i = 0; i < n->nfeatures; i++) {
+        if (strcmp(n->features[i], feature) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Could the node hold the request if it were idle? */
+static bool node_can_ever(const struct node *n, const struct sched_req *req)
+{
+    return req->gpus_per_node <= n->ngpus && req->cores_per_node <= n->ncores &&
+           req->mem_per_node_mib <= n->mem_mib && has_feature(n, req->constraint);
+}
+
+static bool node_fits_now(const struct node *n, const struct sched_req *req)
+{
+    if (!n->up || n->exclusive_held || (req->exclusive && n->njobs > 0))
+        return false;
+    return (uint32_t)__builtin_popcountll(n->gpu_free) >= req->gpus_per_node &&
+           count_cores(n->core_free) >= req->cores_per_node &&
+           n->mem_free >= req->mem_per_node_mib && has_feature(n, req->constraint);
+}
+
+bool sched_cluster_could_ever_fit(const struct sched_cluster *cluster, const struct sched_req *req,
+                                  char *why, size_t why_size)
+{
+    uint32_t able = 0;
+
+    for (size_t i = 0; i < cluster->nnodes; i++)
+        able += node_can_ever(&cluster->nodes[i], req);
+    if (req->nodes > 0 && able >= req->nodes)
+        return true;
+    if (req->nodes == 0)
+        snprintf(why, why_size, "a job needs at least one node");
+    else if (cluster->nnodes < req->nodes)
+        snprintf(why, why_size, "the cluster has %zu node(s), the job asks for %u", cluster->nnodes,
+                 req->nodes);
+    else
+        snprintf(why, why_size,
+                 "only %u node(s) can ever hold %u GPU(s), %u core(s) and %llu MiB%s%s; the "
+                 "job asks for %u",
+                 able, req->gpus_per_node, req->cores_per_node,
+                 (unsigned long long)req->mem_per_node_mib, req->constraint ? " with " : "",
+                 req->constraint ? req->constraint : "", req->nodes);
+    return false;
+}
+
+/* Lowest free GPU indices; then cores on those GPUs' NUMA nodes first, lowest first. */
+static void place_in_node(const struct node *n, uint32_t index, const struct sched_req *req,
+                          struct sched_node_alloc *out)
+{
+    uint64_t numa_mask = 0, free_gpus = n->gpu_free;
+    uint32_t want = req->cores_per_node;
+
+    memset(out, 0, sizeof(*out));
+    out->node = index;
+    out->mem_mib = req->mem_per_node_mib;
+    for (uint32_t k = 0; k < req->gpus_per_node; k++) {
+        int g = __builtin_ctzll(free_gpus);
+        out->gpus |= UINT64_C(1) << g;
+        free_gpus &= free_gpus - 1;
+        numa_mask |= UINT64_C(1) << (n->gpu_numa[g] & 63);
+    }
+    for (int pass = 0; pass < 2 && want > 0; pass++) {
+        for (uint32_t c = 0; c < n->ncores && want > 0; c++) {
+            uint64_t bit = UINT64_C(1) << (c % 64);
+            bool near = (numa_mask >> (n->core_numa[c] & 63)) & 1;
+
+            if (!(n->core_free[c / 64] & bit) || (out->cores[c / 64] & bit))
+                continue;
+            if (pass == 0 && req->gpus_per_node > 0 && !near)
+                continue;
+            out->cores[c / 64] |= bit;
+            want--;
+        }
+    }
+}
+
+struct candidate {
+    uint32_t node;
+    uint32_t gpus_left;
+    uint32_t cores_left;
+};
+
+static int compare_candidates(const void *pa, const void *pb)
+{
+    const struct candidate *a = pa, *b = pb;
+
+    if (a->gpus_left != b->gpus_left)
+        return a->gpus_left < b->gpus_left ? -1 : 1;
+    if (a->cores_left != b->cores_left)
+        return a->cores_left < b->cores_left ? -1 : 1;
+    return a->node < b->node ? -1 : a->node > b->node;
+}
+
+static bool avoided(const uint64_t *avoid, size_t i)
+{
+    return avoid != NULL && ((avoid[i / 64] >> (i % 64)) & 1);
+}
+
+int sched_cluster_place(const struct sched_cluster *cluster, const struct sched_req *req,
+                        const uint64_t *avoid, struct sched_alloc *alloc)
+{
+    struct candidate *cand;
+    uint32_t ncand = 0;
+    int rc = -EAGAIN;
+
+    if (req->nodes == 0 || req->nodes > cluster->nnodes)
+        return -EAGAIN;
+    cand = malloc(cluster->nnodes * sizeof(*cand));
+    if (cand == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < cluster->nnodes; i++) {
+        const struct node *n = &cluster->nodes[i];
+
+        if (avoided(avoid, i) || !node_fits_now(n, req))
+            continue;
+        cand[ncand++] = (struct candidate){
+            (uint32_t)i, (uint32_t)__builtin_popcountll(n->gpu_free) - req->gpus_per_node,
+            count_cores(n->core_free) - req->cores_per_node};
+    }
+    if (ncand < req->nodes)
+        goto out;
+    qsort(cand, ncand, sizeof(*cand), compare_candidates);
+    rc = alloc_reserve(alloc, req->nodes);
+    if (rc < 0)
+        goto out;
+    for (uint32_t k = 0; k < req->nodes; k++)
+        place_in_node(&cluster->nodes[cand[k].node], cand[k].node, req, &alloc->nodes[k]);
+    alloc->nnodes = req->nodes;
+    alloc->exclusive = req->exclusive;
+out:
+    free(cand);
+    return rc;
+}
+
+void sched_cluster_take(struct sched_cluster *cluster, const struct sched_alloc *alloc)
+{
+    for (uint32_t k = 0; k < alloc->nnodes; k++) {
+        const struct sched_node_alloc *a = &alloc->nodes[k];
+        struct node *n = &cluster->nodes[a->node];
+
+        n->gpu_free &= ~a->gpus;
+        for (int w = 0; w < CORE_WORDS; w++)
+            n->core_free[w] &= ~a->cores[w];
+        n->mem_free -= a->mem_mib <= n->mem_free ? a->mem_mib : n->mem_free;
+        n->njobs++;
+        n->exclusive_held = n->exclusive_held || alloc->exclusive;
+    }
+}
+
+void sched_cluster_give_back(struct sched_cluster *cluster, const struct sched_alloc *alloc)
+{
+    for (uint32_t k = 0; k < alloc->nnodes; k++) {
+        const struct sched_node_alloc *a = &alloc->nodes[k];
+        struct node *n = &cluster->nodes[a->node];
+
+        n->gpu_free |= a->gpus & low_bits(n->ngpus);
+        for (int w = 0; w < CORE_WORDS; w++)
+            n->core_free[w] |= a->cores[w];
+        n->mem_free += a->mem_mib;
+        if (n->mem_free > n->mem_mib)
+            n->mem_free = n->mem_mib;
+        if (n->njobs > 0)
+            n->njobs--;
+        if (alloc->exclusive)
+            n->exclusive_held = false;
+    }
+}

@@ -1,0 +1,107 @@
+/*
+ * cluster.h: the scheduler's picture of its nodes and what is free on each, and the one
+ * place that decides where a job goes (sched_cluster_place). Resources are accounted per GPU
+ * index, per core and per MiB. Pure bookkeeping: no I/O, no clock, no allocation after a
+ * node is added, so the scheduler can ask "would this fit?" thousands of times a second and
+ * the planner can simulate the future on a copy.
+ *
+ * Placement today: nodes are chosen best-fit (fewest free GPUs left, then fewest free cores)
+ * to keep whole nodes free for large jobs; within a node the GPUs are the lowest free
+ * indices and the cores are taken first from the GPUs' NUMA nodes. Topology-aware choice of
+ * which GPUs replaces the inside of this one function.
+ *
+ * Loop thread only (the scheduler's state); a copy made with sched_cluster_copy() may be used
+ * anywhere.
+ */
+#ifndef SCHED_CLUSTER_H
+#define SCHED_CLUSTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SCHED_MAX_GPUS 64     /* per node: one bit each in a uint64_t */
+#define SCHED_MAX_CORES 1024  /* per node */
+#define SCHED_MAX_FEATURES 16 /* per node */
+#define SCHED_MAX_JOB_NODES 256
+
+struct sched_node_info {
+    const char *name;
+    uint32_t ngpus;
+    uint32_t ncores;
+    uint64_t mem_mib;
+    const int *gpu_numa;  /* ngpus entries, or NULL */
+    const int *core_numa; /* ncores entries, or NULL */
+    const char *const *features;
+    size_t nfeatures;
+};
+
+/* What one job needs on each of its nodes. */
+struct sched_req {
+    uint32_t nodes;
+    uint32_t gpus_per_node;
+    uint32_t cores_per_node;
+    uint64_t mem_per_node_mib;
+    bool exclusive;
+    const char *constraint; /* NULL: any node */
+};
+
+struct sched_node_alloc {
+    uint32_t node; /* index in the cluster */
+    uint64_t gpus; /* bit i: GPU index i */
+    uint64_t cores[SCHED_MAX_CORES / 64];
+    uint64_t mem_mib;
+};
+
+/* Where one job runs. Caller-owned: sched_alloc_init() before use, sched_alloc_release(). */
+struct sched_alloc {
+    uint32_t nnodes;
+    bool exclusive;
+    struct sched_node_alloc *nodes; /* nnodes entries, grown by sched_cluster_place() */
+    uint32_t cap;
+};
+
+void sched_alloc_init(struct sched_alloc *alloc);
+void sched_alloc_release(struct sched_alloc *alloc);
+/* Copies src into dst (which must be initialised). Returns 0 or -ENOMEM. */
+int sched_alloc_copy(struct sched_alloc *dst, const struct sched_alloc *src);
+
+struct sched_cluster;
+
+struct sched_cluster *sched_cluster_new(void);
+void sched_cluster_free(struct sched_cluster *cluster);
+/* A deep copy of the free-resource state, for what-if planning. NULL when out of memory. */
+struct sched_cluster *sched_cluster_copy(const struct sched_cluster *cluster);
+
+/* Adds a node, up and idle. Returns its index (>= 0), -EINVAL for impossible sizes, -ENOMEM. */
+int sched_cluster_add_node(struct sched_cluster *cluster, const struct sched_node_info *info);
+size_t sched_cluster_nnodes(const struct sched_cluster *cluster);
+const char *sched_cluster_node_name(const struct sched_cluster *cluster, uint32_t node);
+/* Marks a node up (schedulable) or down. A down node keeps its allocations' accounting. */
+void sched_cluster_set_up(struct sched_cluster *cluster, uint32_t node, bool up);
+bool sched_cluster_is_up(const struct sched_cluster *cluster, uint32_t node);
+
+/* Free GPUs / cores / MiB of one node (for `gsched nodes`). */
+uint32_t sched_cluster_free_gpus(const struct sched_cluster *cluster, uint32_t node);
+uint32_t sched_cluster_free_cores(const struct sched_cluster *cluster, uint32_t node);
+uint64_t sched_cluster_free_mem(const struct sched_cluster *cluster, uint32_t node);
+
+/*
+ * True when some set of req->nodes nodes of the cluster (up or not) could hold the job if
+ * it were empty: submit-time check that the request is possible at all. On false, *why gets
+ * a short reason ("no node has 9 GPUs").
+ */
+bool sched_cluster_could_ever_fit(const struct sched_cluster *cluster, const struct sched_req *req,
+                                  char *why, size_t why_size);
+
+/*
+ * Chooses nodes, GPUs and cores for req among what is free now. avoid (NULL, or a bitmap of
+ * nnodes bits) excludes nodes. Returns 0 with *alloc filled, -EAGAIN when it does not fit
+ * now, -ENOMEM. Does not take the resources: sched_cluster_take() does.
+ */
+int sched_cluster_place(const struct sched_cluster *cluster, const struct sched_req *req,
+                        const uint64_t *avoid, struct sched_alloc *alloc);
+void sched_cluster_take(struct sched_cluster *cluster, const struct sched_alloc *alloc);
+void sched_cluster_give_back(struct sched_cluster *cluster, const struct sched_alloc *alloc);
+
+#endif

@@ -1,0 +1,264 @@
+/*
+ * plan.c: priority order, gang placement and EASY backfill (see plan.h).
+ *
+ * The reservation is computed on a copy of the cluster: running jobs are released in the
+ * order of their end times until the blocked job fits. Started jobs join the list of
+ * running ones so later reservations see them.
+ */
+#include "scheduler/plan.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct pass {
+    struct sched_cluster *cluster;
+    const struct sched_pending *pending;
+    struct sched_verdict *verdicts;
+    uint64_t now_s;
+    struct sched_running *running; /* input jobs, then those started in this pass */
+    size_t nrunning;
+    const struct sched_pending *head; /* the blocked job holding the reservation */
+    uint64_t shadow_s;
+    uint64_t *reserved; /* bitmap of the nodes the reservation uses */
+    size_t words;
+};
+
+static const char *const reason_names[] = {"None", "Resources", "Priority"};
+
+const char *sched_reason_name(enum sched_reason reason)
+{
+    return (int)reason >= 0 && reason <= SCHED_REASON_PRIORITY ? reason_names[reason] : "Unknown";
+}
+
+void sched_verdicts_init(struct sched_verdict *v, size_t n)
+{
+    memset(v, 0, n * sizeof(*v));
+    for (size_t i = 0; i < n; i++)
+        sched_alloc_init(&v[i].alloc);
+}
+
+void sched_verdicts_release(struct sched_verdict *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        sched_alloc_release(&v[i].alloc);
+}
+
+/* Sort keys copied out of the pending jobs, so qsort needs no context pointer. */
+struct order_key {
+    int32_t priority;
+    uint64_t submit_seq;
+    size_t index;
+};
+
+static int by_priority(const void *pa, const void *pb)
+{
+    const struct order_key *a = pa, *b = pb;
+
+    if (a->priority != b->priority)
+        return a->priority > b->priority ? -1 : 1;
+    if (a->submit_seq != b->submit_seq)
+        return a->submit_seq < b->submit_seq ? -1 : 1;
+    return a->index < b->index ? -1 : a->index > b->index;
+}
+
+static int by_end(const void *pa, const void *pb)
+{
+    const struct sched_running *a = pa, *b = pb;
+
+    return a->end_s < b->end_s ? -1 : a->end_s > b->end_s;
+}
+
+static uint64_t end_of(const struct pass *p, const struct sched_pending *job)
+{
+    if (job->time_limit_s == SCHED_TIME_INFINITE || job->time_limit_s > UINT64_MAX - p->now_s)
+        return SCHED_TIME_INFINITE;
+    return p->now_s + job->time_limit_s;
+}
+
+/*
+ * Earliest time job fits if the running jobs (plus extra, when not NULL) end at their
+ * limits, on a copy of cluster (already holding extra's resources, when given). Writes the
+ * nodes it would use into reserved (when not NULL).
+ */
+static int shadow_time(const struct pass *p, struct sched_cluster *sim,
+                       const struct sched_pending *job, uint64_t *ret_shadow, uint64_t *reserved)
+{
+    struct sched_running *order = malloc((p->nrunning + 1) * sizeof(*order));
+    struct sched_alloc alloc;
+    int rc = 0;
+
+    if (order == NULL)
+        return -ENOMEM;
+    memcpy(order, p->running, p->nrunning * sizeof(*order));
+    qsort(order, p->nrunning, sizeof(*order), by_end);
+    sched_alloc_init(&alloc);
+    *ret_shadow = SCHED_TIME_INFINITE;
+    for (size_t i = 0; i < p->nrunning; i++) {
+        if (order[i].end_s == SCHED_TIME_INFINITE)
+            break;
+        sched_cluster_give_back(sim, order[i].alloc);
+        if (i + 1 < p->nrunning && order[i + 1].end_s == order[i].end_s)
+            continue; /* release everything that ends at the same moment first */
+        rc = sched_cluster_place(sim, &job->req, NULL, &alloc);
+        if (rc == -EAGAIN)
+            continue;
+        if (rc < 0)
+            break;
+        *ret_shadow = order[i].end_s;
+        for (uint32_t k = 0; reserved != NULL && k < alloc.nnodes; k++)
+            reserved[alloc.nodes[k].node / 64] |= UINT64_C(1) << (alloc.nodes[k].node % 64);
+        break;
+    }
+    sched_alloc_release(&alloc);
+    free(order);
+    return rc == -EAGAIN ? 0 : rc;
+}
+
+static bool uses_reserved(const struct pass *p, const struct sched_alloc *alloc)
+{
+    for (uint32_t k = 0; k < alloc->nnodes; k++) {
+        uint32_t n = alloc->nodes[k].node;
+        if ((p->reserved[n / 64] >> (n % 64)) & 1)
+            return true;
+    }
+    return false;
+}
+
+/* Would starting job now (at alloc) push the reservation later? Exact, by simulation. */
+static int delays_head(struct pass *p, const struct sched_pending *job,
+                       const struct sched_alloc *alloc, bool *ret_delays)
+{
+    struct sched_cluster *sim = sched_cluster_copy(p->cluster);
+    uint64_t shadow;
+    int rc;
+
+    if (sim == NULL)
+        return -ENOMEM;
+    sched_cluster_take(sim, alloc);
+    p->running[p->nrunning] = (struct sched_running){job->job_id, end_of(p, job), alloc};
+    p->nrunning++;
+    rc = shadow_time(p, sim, p->head, &shadow, NULL);
+    p->nrunning--;
+    sched_cluster_free(sim);
+    if (rc == 0)
+        *ret_delays = shadow > p->shadow_s;
+    return rc;
+}
+
+static int set_head(struct pass *p, const struct sched_pending *job)
+{
+    struct sched_cluster *sim = sched_cluster_copy(p->cluster);
+    int rc;
+
+    if (sim == NULL)
+        return -ENOMEM;
+    p->head = job;
+    rc = shadow_time(p, sim, job, &p->shadow_s, p->reserved);
+    sched_cluster_free(sim);
+    return rc;
+}
+
+/*
+ * May job, which fits now at alloc, start without delaying the reservation? If the chosen
+ * nodes would delay it, the job may still run on nodes outside the reservation; alloc is
+ * then rewritten to those.
+ */
+static int may_backfill(struct pass *p, const struct sched_pending *job, struct sched_alloc *alloc,
+                        bool *ret_ok)
+{
+    bool delays = false;
+    int rc;
+
+    *ret_ok = true;
+    if (end_of(p, job) <= p->shadow_s || !uses_reserved(p, alloc))
+        return 0;
+    rc = delays_head(p, job, alloc, &delays);
+    if (rc < 0 || !delays)
+        return rc;
+    rc = sched_cluster_place(p->cluster, &job->req, p->reserved, alloc);
+    *ret_ok = rc == 0;
+    return rc == -EAGAIN ? 0 : rc;
+}
+
+static void start(struct pass *p, const struct sched_pending *job, struct sched_verdict *v)
+{
+    sched_cluster_take(p->cluster, &v->alloc);
+    v->start = true;
+    v->backfilled = p->head != NULL;
+    v->reason = SCHED_REASON_NONE;
+    p->running[p->nrunning++] = (struct sched_running){job->job_id, end_of(p, job), &v->alloc};
+}
+
+static int decide(struct pass *p, size_t index)
+{
+    const struct sched_pending *job = &p->pending[index];
+    struct sched_verdict *v = &p->verdicts[index];
+    bool ok = true;
+    int rc = sched_cluster_place(p->cluster, &job->req, NULL, &v->alloc);
+
+    if (rc == -EAGAIN) {
+        v->reason = SCHED_REASON_RESOURCES;
+        return p->head == NULL ? set_head(p, job) : 0;
+    }
+    if (rc < 0)
+        return rc;
+    if (p->head != NULL) {
+        rc = may_backfill(p, job, &v->alloc, &ok);
+        if (rc < 0)
+            return rc;
+    }
+    if (!ok) {
+        v->reason = SCHED_REASON_PRIORITY;
+        v->alloc.nnodes = 0;
+        return 0;
+    }
+    start(p, job, v);
+    return 0;
+}
+
+/* Gives back what this pass took, so a failed pass leaves the cluster as it found it. */
+static void undo(struct pass *p, size_t npending)
+{
+    for (size_t i = 0; i < npending; i++) {
+        if (p->verdicts[i].start)
+            sched_cluster_give_back(p->cluster, &p->verdicts[i].alloc);
+        p->verdicts[i].start = false;
+    }
+}
+
+int sched_plan(struct sched_cluster *cluster, const struct sched_pending *pending, size_t npending,
+               const struct sched_running *running, size_t nrunning, uint64_t now_s,
+               struct sched_verdict *verdicts, struct sched_reservation *ret_res)
+{
+    struct pass p = {.cluster = cluster,
+                     .pending = pending,
+                     .verdicts = verdicts,
+                     .now_s = now_s,
+                     .shadow_s = SCHED_TIME_INFINITE};
+    struct order_key *order = malloc((npending > 0 ? npending : 1) * sizeof(*order));
+    int rc = -ENOMEM;
+
+    p.words = (sched_cluster_nnodes(cluster) + 63) / 64 + 1;
+    p.reserved = calloc(p.words, sizeof(uint64_t));
+    p.running = malloc((nrunning + npending + 1) * sizeof(*p.running));
+    if (order == NULL || p.reserved == NULL || p.running == NULL)
+        goto out;
+    memcpy(p.running, running, nrunning * sizeof(*running));
+    p.nrunning = nrunning;
+    for (size_t i = 0; i < npending; i++)
+        order[i] = (struct order_key){pending[i].priority, pending[i].submit_seq, i};
+    qsort(order, npending, sizeof(*order), by_priority);
+    rc = 0;
+    for (size_t i = 0; i < npending && rc == 0; i++)
+        rc = decide(&p, order[i].index);
+    if (rc < 0)
+        undo(&p, npending);
+    else if (ret_res != NULL)
+        *ret_res = (struct sched_reservation){p.head ? p.head->job_id : 0, p.shadow_s};
+out:
+    free(order);
+    free(p.reserved);
+    free(p.running);
+    return rc;
+}

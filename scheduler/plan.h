@@ -1,0 +1,73 @@
+/*
+ * plan.h: one scheduling pass. Given the pending jobs and the running ones, decide which
+ * pending jobs start now and where, and why each other job waits.
+ *
+ * Order is priority (higher first), then submit order. Jobs start in that order while they
+ * fit. The first job that does not fit gets a reservation: the earliest time it could start
+ * if running jobs end at their time limits (the "shadow time") and the nodes it would use.
+ * After it, a job may start early (EASY backfill) only if that cannot delay the reservation:
+ * it ends, by its time limit, before the shadow time, or it uses none of the reserved nodes,
+ * or a simulation shows the reservation still holds with it running.
+ *
+ * The pass is run on every event that can change the answer (submit, task exit, node up or
+ * down, release), never on a timer. It takes the resources of the jobs it starts in
+ * cluster; the caller records them. Pure: no I/O, no clock (now is a parameter).
+ */
+#ifndef SCHED_PLAN_H
+#define SCHED_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "scheduler/cluster.h"
+
+#define SCHED_TIME_INFINITE UINT64_MAX
+
+struct sched_pending {
+    uint64_t job_id;
+    int32_t priority;
+    uint64_t submit_seq;   /* ties in priority go to the lower */
+    uint64_t time_limit_s; /* SCHED_TIME_INFINITE when unlimited */
+    struct sched_req req;
+};
+
+struct sched_running {
+    uint64_t job_id;
+    uint64_t end_s; /* start + time limit; SCHED_TIME_INFINITE when unlimited */
+    const struct sched_alloc *alloc;
+};
+
+enum sched_reason {
+    SCHED_REASON_NONE = 0,  /* starts now */
+    SCHED_REASON_RESOURCES, /* does not fit in what is free */
+    SCHED_REASON_PRIORITY,  /* fits, but would delay a higher-priority job's reservation */
+};
+
+struct sched_verdict {
+    bool start;
+    bool backfilled; /* started ahead of a blocked higher-priority job */
+    enum sched_reason reason;
+    struct sched_alloc alloc; /* where it runs, when start */
+};
+
+struct sched_reservation {
+    uint64_t job_id;  /* 0: no job is blocked */
+    uint64_t start_s; /* shadow time; SCHED_TIME_INFINITE when it cannot be predicted */
+};
+
+const char *sched_reason_name(enum sched_reason reason);
+
+/* Initialises n verdicts; release them with sched_verdicts_release(). */
+void sched_verdicts_init(struct sched_verdict *v, size_t n);
+void sched_verdicts_release(struct sched_verdict *v, size_t n);
+
+/*
+ * Runs the pass. verdicts has npending entries, matching pending by index. Returns 0 or
+ * -ENOMEM (then nothing was taken from cluster).
+ */
+int sched_plan(struct sched_cluster *cluster, const struct sched_pending *pending, size_t npending,
+               const struct sched_running *running, size_t nrunning, uint64_t now_s,
+               struct sched_verdict *verdicts, struct sched_reservation *ret_res);
+
+#endif

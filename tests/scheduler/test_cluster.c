@@ -1,0 +1,201 @@
+/*
+ * test_cluster.c: per-GPU, per-core and per-MiB accounting; gang placement is all nodes or
+ * none; best fit keeps big nodes free; exclusive and constraint rules; cores are taken near
+ * the job's GPUs first.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <string.h>
+
+#include "scheduler/cluster.h"
+
+static struct sched_cluster *cluster;
+static struct sched_alloc alloc;
+
+static void setup(void)
+{
+    cluster = sched_cluster_new();
+    cr_assert_not_null(cluster);
+    sched_alloc_init(&alloc);
+}
+
+static void teardown(void)
+{
+    sched_alloc_release(&alloc);
+    sched_cluster_free(cluster);
+}
+
+TestSuite(cluster, .init = setup, .fini = teardown);
+
+/* A node of ngpus GPUs and 4 cores per GPU, GPUs split over two NUMA nodes. */
+static int add(const char *name, uint32_t ngpus, const char *feature)
+{
+    static int gpu_numa[64], core_numa[256];
+    const char *features[] = {feature};
+    uint32_t ncores = ngpus > 0 ? 4 * ngpus : 8;
+    struct sched_node_info info = {.name = name,
+                                   .ngpus = ngpus,
+                                   .ncores = ncores,
+                                   .mem_mib = 65536,
+                                   .gpu_numa = gpu_numa,
+                                   .core_numa = core_numa,
+                                   .features = features,
+                                   .nfeatures = feature != NULL};
+
+    for (uint32_t g = 0; g < ngpus; g++)
+        gpu_numa[g] = g < ngpus / 2 ? 0 : 1;
+    for (uint32_t c = 0; c < ncores; c++)
+        core_numa[c] = c < ncores / 2 ? 0 : 1;
+    return sched_cluster_add_node(cluster, &info);
+}
+
+#define REQ(n, g, c)                                                                               \
+    (&(struct sched_req){.nodes = (n), .gpus_per_node = (g), .cores_per_node = (c)})
+
+static struct sched_req req(uint32_t nodes, uint32_t gpus, uint32_t cores)
+{
+    return (struct sched_req){.nodes = nodes, .gpus_per_node = gpus, .cores_per_node = cores};
+}
+
+Test(cluster, take_and_give_back_account_gpus_cores_and_memory)
+{
+    struct sched_req r = req(1, 3, 5);
+
+    cr_assert_eq(add("n1", 8, NULL), 0);
+    r.mem_per_node_mib = 1000;
+    cr_assert_eq(sched_cluster_place(cluster, &r, NULL, &alloc), 0);
+    cr_assert_eq(alloc.nnodes, 1);
+    cr_assert_eq(alloc.nodes[0].gpus, 0x7, "lowest free GPU indices");
+    sched_cluster_take(cluster, &alloc);
+    cr_assert_eq(sched_cluster_free_gpus(cluster, 0), 5);
+    cr_assert_eq(sched_cluster_free_cores(cluster, 0), 27);
+    cr_assert_eq(sched_cluster_free_mem(cluster, 0), 64536);
+    sched_cluster_give_back(cluster, &alloc);
+    cr_assert_eq(sched_cluster_free_gpus(cluster, 0), 8);
+    cr_assert_eq(sched_cluster_free_cores(cluster, 0), 32);
+    cr_assert_eq(sched_cluster_free_mem(cluster, 0), 65536);
+}
+
+Test(cluster, cores_come_from_the_gpus_numa_node_first)
+{
+    struct sched_alloc first;
+    struct sched_req r = req(1, 4, 4);
+
+    add("n1", 8, NULL); /* GPUs 0-3 and cores 0-15 on NUMA 0; 4-7 and 16-31 on NUMA 1 */
+    sched_alloc_init(&first);
+    cr_assert_eq(sched_cluster_place(cluster, &r, NULL, &first), 0);
+    sched_cluster_take(cluster, &first);
+    cr_assert_eq(sched_cluster_place(cluster, &r, NULL, &alloc), 0);
+    cr_assert_eq(alloc.nodes[0].gpus, 0xf0);
+    cr_assert_eq(alloc.nodes[0].cores[0], 0xfULL << 16, "cores 16-19 are near GPUs 4-7");
+    sched_alloc_release(&first);
+}
+
+Test(cluster, gang_allocation_is_all_nodes_or_none)
+{
+    struct sched_req two = req(2, 4, 1), three = req(3, 4, 1);
+    struct sched_alloc busy;
+
+    add("n1", 8, NULL);
+    add("n2", 8, NULL);
+    add("n3", 8, NULL);
+    sched_alloc_init(&busy);
+    cr_assert_eq(sched_cluster_place(cluster, REQ(1, 8, 1), NULL, &busy), 0);
+    sched_cluster_take(cluster, &busy);
+    cr_assert_eq(sched_cluster_place(cluster, &three, NULL, &alloc), -EAGAIN);
+    cr_assert_eq(sched_cluster_place(cluster, &two, NULL, &alloc), 0);
+    cr_assert_eq(alloc.nnodes, 2);
+    cr_assert_neq(alloc.nodes[0].node, busy.nodes[0].node);
+    cr_assert_neq(alloc.nodes[1].node, busy.nodes[0].node);
+    cr_assert_neq(alloc.nodes[0].node, alloc.nodes[1].node);
+    sched_alloc_release(&busy);
+}
+
+Test(cluster, best_fit_keeps_whole_nodes_free)
+{
+    struct sched_alloc six;
+
+    add("big", 8, NULL);
+    add("part", 8, NULL);
+    sched_alloc_init(&six);
+    cr_assert_eq(sched_cluster_place(cluster, REQ(1, 6, 1), NULL, &six), 0);
+    sched_cluster_take(cluster, &six);
+    cr_assert_eq(sched_cluster_place(cluster, REQ(1, 2, 1), NULL, &alloc), 0);
+    cr_assert_eq(alloc.nodes[0].node, six.nodes[0].node, "2 GPUs go to the partly used node");
+    sched_alloc_release(&six);
+}
+
+Test(cluster, exclusive_jobs_need_and_hold_whole_nodes)
+{
+    struct sched_req excl = req(1, 1, 1), small = req(1, 1, 1);
+    struct sched_alloc a;
+
+    excl.exclusive = true;
+    add("n1", 8, NULL);
+    sched_alloc_init(&a);
+    cr_assert_eq(sched_cluster_place(cluster, &small, NULL, &a), 0);
+    sched_cluster_take(cluster, &a);
+    cr_assert_eq(sched_cluster_place(cluster, &excl, NULL, &alloc), -EAGAIN);
+    sched_cluster_give_back(cluster, &a);
+    cr_assert_eq(sched_cluster_place(cluster, &excl, NULL, &alloc), 0);
+    sched_cluster_take(cluster, &alloc);
+    cr_assert_eq(sched_cluster_place(cluster, &small, NULL, &a), -EAGAIN);
+    sched_cluster_give_back(cluster, &alloc);
+    cr_assert_eq(sched_cluster_place(cluster, &small, NULL, &a), 0);
+    sched_alloc_release(&a);
+}
+
+Test(cluster, constraint_selects_nodes_with_the_feature)
+{
+    struct sched_req r = req(1, 1, 1);
+
+    add("a100", 8, "a100");
+    add("h100", 8, "h100");
+    r.constraint = "h100";
+    cr_assert_eq(sched_cluster_place(cluster, &r, NULL, &alloc), 0);
+    cr_assert_str_eq(sched_cluster_node_name(cluster, alloc.nodes[0].node), "h100");
+    r.constraint = "b200";
+    cr_assert_eq(sched_cluster_place(cluster, &r, NULL, &alloc), -EAGAIN);
+}
+
+Test(cluster, down_and_avoided_nodes_are_not_used)
+{
+    uint64_t avoid = 0x1;
+
+    add("n1", 8, NULL);
+    add("n2", 8, NULL);
+    sched_cluster_set_up(cluster, 1, false);
+    cr_assert_not(sched_cluster_is_up(cluster, 1));
+    cr_assert_eq(sched_cluster_place(cluster, REQ(1, 1, 1), &avoid, &alloc), -EAGAIN);
+    cr_assert_eq(sched_cluster_place(cluster, REQ(1, 1, 1), NULL, &alloc), 0);
+    cr_assert_eq(alloc.nodes[0].node, 0);
+}
+
+Test(cluster, could_ever_fit_explains_impossible_requests)
+{
+    char why[160];
+    struct sched_req r = req(1, 9, 1);
+
+    add("n1", 8, NULL);
+    add("n2", 8, NULL);
+    cr_assert_not(sched_cluster_could_ever_fit(cluster, &r, why, sizeof(why)));
+    cr_assert_not_null(strstr(why, "9 GPU(s)"), "%s", why);
+    r = req(3, 1, 1);
+    cr_assert_not(sched_cluster_could_ever_fit(cluster, &r, why, sizeof(why)));
+    cr_assert_not_null(strstr(why, "2 node(s)"), "%s", why);
+    r = req(2, 8, 32);
+    cr_assert(sched_cluster_could_ever_fit(cluster, &r, why, sizeof(why)));
+}
+
+Test(cluster, rejects_impossible_nodes)
+{
+    struct sched_node_info info = {.name = "x", .ngpus = 65, .ncores = 8};
+
+    cr_assert_eq(sched_cluster_add_node(cluster, &info), -EINVAL);
+    info.ngpus = 8;
+    info.ncores = 0;
+    cr_assert_eq(sched_cluster_add_node(cluster, &info), -EINVAL);
+    info.ncores = 8;
+    info.name = "";
+    cr_assert_eq(sched_cluster_add_node(cluster, &info), -EINVAL);
+}

@@ -1,0 +1,197 @@
+/*
+ * test_plan.c: one scheduling pass: priority then submit order, the first blocked job's
+ * reservation, and EASY backfill that never delays it (short jobs, jobs on other nodes,
+ * simulation for the rest).
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+
+#include "scheduler/plan.h"
+
+#define MAXJ 8
+
+static struct sched_cluster *cluster;
+static struct sched_pending pending[MAXJ];
+static struct sched_verdict verdicts[MAXJ];
+static struct sched_running running[MAXJ];
+static struct sched_alloc running_alloc[MAXJ];
+static size_t npending, nrunning;
+static struct sched_reservation res;
+
+static void setup(void)
+{
+    cluster = sched_cluster_new();
+    npending = nrunning = 0;
+    sched_verdicts_init(verdicts, MAXJ);
+    for (int i = 0; i < MAXJ; i++)
+        sched_alloc_init(&running_alloc[i]);
+}
+
+static void teardown(void)
+{
+    sched_verdicts_release(verdicts, MAXJ);
+    for (int i = 0; i < MAXJ; i++)
+        sched_alloc_release(&running_alloc[i]);
+    sched_cluster_free(cluster);
+}
+
+TestSuite(plan, .init = setup, .fini = teardown);
+
+static void node(const char *name, uint32_t ngpus)
+{
+    struct sched_node_info info = {.name = name, .ngpus = ngpus, .ncores = 64, .mem_mib = 1024};
+
+    cr_assert_geq(sched_cluster_add_node(cluster, &info), 0);
+}
+
+static struct sched_req gpus(uint32_t nodes, uint32_t per_node)
+{
+    return (struct sched_req){.nodes = nodes, .gpus_per_node = per_node, .cores_per_node = 1};
+}
+
+/* A job already running since before the pass, ending at end_s. */
+static void run(uint64_t id, struct sched_req req, uint64_t end_s)
+{
+    cr_assert_eq(sched_cluster_place(cluster, &req, NULL, &running_alloc[nrunning]), 0);
+    sched_cluster_take(cluster, &running_alloc[nrunning]);
+    running[nrunning] = (struct sched_running){id, end_s, &running_alloc[nrunning]};
+    nrunning++;
+}
+
+static void submit(uint64_t id, int32_t prio, struct sched_req req, uint64_t limit_s)
+{
+    pending[npending] = (struct sched_pending){id, prio, id, limit_s, req};
+    npending++;
+}
+
+static void plan_at(uint64_t now)
+{
+    cr_assert_eq(sched_plan(cluster, pending, npending, running, nrunning, now, verdicts, &res), 0);
+}
+
+static const struct sched_verdict *of(uint64_t id)
+{
+    for (size_t i = 0; i < npending; i++) {
+        if (pending[i].job_id == id)
+            return &verdicts[i];
+    }
+    cr_assert_fail("no job %llu", (unsigned long long)id);
+    return NULL;
+}
+
+Test(plan, higher_priority_first_then_submit_order)
+{
+    node("n1", 8);
+    submit(1, 0, gpus(1, 8), 100);
+    submit(2, 5, gpus(1, 8), 100);
+    submit(3, 5, gpus(1, 8), 100);
+    plan_at(0);
+    cr_assert(of(2)->start);
+    cr_assert_not(of(3)->start);
+    cr_assert_not(of(1)->start);
+    cr_assert_eq(of(3)->reason, SCHED_REASON_RESOURCES);
+    cr_assert_eq(res.job_id, 3, "the next in order holds the reservation");
+    cr_assert_eq(res.start_s, 100, "when job 2's time limit ends");
+}
+
+Test(plan, everything_that_fits_starts_in_one_pass)
+{
+    node("n1", 8);
+    node("n2", 8);
+    for (uint64_t id = 1; id <= 4; id++)
+        submit(id, 0, gpus(1, 4), 100);
+    plan_at(0);
+    for (uint64_t id = 1; id <= 4; id++) {
+        cr_assert(of(id)->start, "job %llu", (unsigned long long)id);
+        cr_assert_not(of(id)->backfilled);
+    }
+    cr_assert_eq(res.job_id, 0);
+    cr_assert_eq(sched_cluster_free_gpus(cluster, 0) + sched_cluster_free_gpus(cluster, 1), 0);
+}
+
+Test(plan, short_job_backfills_ahead_of_blocked_job)
+{
+    node("n1", 8);
+    run(100, gpus(1, 4), 100);
+    submit(1, 10, gpus(1, 8), 1000); /* blocked until t=100 */
+    submit(2, 0, gpus(1, 2), 50);    /* ends at 50: cannot delay job 1 */
+    plan_at(0);
+    cr_assert_not(of(1)->start);
+    cr_assert_eq(res.job_id, 1);
+    cr_assert_eq(res.start_s, 100);
+    cr_assert(of(2)->start);
+    cr_assert(of(2)->backfilled);
+}
+
+Test(plan, long_job_that_would_delay_the_reservation_waits)
+{
+    node("n1", 8);
+    run(100, gpus(1, 4), 100);
+    submit(1, 10, gpus(1, 8), 1000);
+    submit(2, 0, gpus(1, 2), 500); /* would hold 2 GPUs past t=100 */
+    plan_at(0);
+    cr_assert_not(of(2)->start);
+    cr_assert_eq(of(2)->reason, SCHED_REASON_PRIORITY);
+    cr_assert_eq(sched_cluster_free_gpus(cluster, 0), 4, "nothing taken for job 2");
+}
+
+Test(plan, long_job_backfills_onto_nodes_outside_the_reservation)
+{
+    node("n1", 8);
+    node("n2", 4);
+    run(100, gpus(1, 6), 100);       /* only n1 can hold it */
+    submit(1, 10, gpus(1, 8), 1000); /* reserved: n1 at t=100 */
+    submit(2, 0, gpus(1, 2), 500);   /* best fit is n1's last 2 GPUs: that would delay job 1 */
+    plan_at(0);
+    cr_assert_not(of(1)->start);
+    cr_assert_eq(res.start_s, 100);
+    cr_assert(of(2)->start, "job 2 fits on the node job 1 does not need");
+    cr_assert_eq(of(2)->alloc.nodes[0].node, 1, "job 2 runs on n2, outside the reservation");
+    cr_assert_eq(sched_cluster_free_gpus(cluster, 0), 2, "n1 keeps its GPUs for job 1");
+}
+
+Test(plan, gang_reservation_covers_all_its_nodes)
+{
+    node("n1", 8);
+    node("n2", 8);
+    run(100, gpus(1, 8), 100);
+    submit(1, 10, gpus(2, 8), 1000); /* needs both nodes, from t=100 */
+    submit(2, 0, gpus(1, 8), 200);   /* would hold the free node past t=100 */
+    submit(3, 0, gpus(1, 8), 60);    /* done by t=60 */
+    plan_at(0);
+    cr_assert_eq(res.job_id, 1);
+    cr_assert_eq(res.start_s, 100);
+    cr_assert_not(of(2)->start);
+    cr_assert_eq(of(2)->reason, SCHED_REASON_PRIORITY);
+    cr_assert(of(3)->start);
+}
+
+Test(plan, unlimited_running_jobs_leave_no_reservation_to_protect)
+{
+    node("n1", 8);
+    run(100, gpus(1, 4), SCHED_TIME_INFINITE);
+    submit(1, 10, gpus(1, 8), 1000);
+    submit(2, 0, gpus(1, 4), SCHED_TIME_INFINITE);
+    plan_at(0);
+    cr_assert_eq(res.start_s, SCHED_TIME_INFINITE);
+    cr_assert(of(2)->start, "job 1 cannot be predicted to start, so it cannot be delayed");
+}
+
+Test(plan, reservation_counts_jobs_started_in_the_same_pass)
+{
+    node("n1", 8);
+    submit(1, 10, gpus(1, 6), 100); /* starts now, ends at 100 */
+    submit(2, 9, gpus(1, 8), 100);  /* blocked until 100 */
+    submit(3, 0, gpus(1, 2), 300);  /* would delay job 2 */
+    plan_at(0);
+    cr_assert(of(1)->start);
+    cr_assert_eq(res.job_id, 2);
+    cr_assert_eq(res.start_s, 100);
+    cr_assert_not(of(3)->start);
+}
+
+Test(plan, reason_names_match_squeue)
+{
+    cr_assert_str_eq(sched_reason_name(SCHED_REASON_RESOURCES), "Resources");
+    cr_assert_str_eq(sched_reason_name(SCHED_REASON_PRIORITY), "Priority");
+}
