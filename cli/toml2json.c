@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "common/buf.h"
+#include "common/json.h"
 #include "common/error.h"
 #include "common/toml.h"
 
@@ -46,28 +47,6 @@ static int read_all(FILE *in, struct gs_buf *out)
             break;
     }
     return ferror(in) ? stdio_error() : 0;
-}
-
-/* A JSON string literal: quotes, backslashes and control characters escaped; UTF-8 as is. */
-static int put_json_string(struct gs_buf *out, const char *s, size_t len)
-{
-    int rc = gs_buf_putc(out, '"');
-
-    for (size_t i = 0; i < len && rc == 0; i++) {
-        unsigned char c = (unsigned char)s[i];
-
-        if (c == '"' || c == '\\')
-            rc = gs_buf_printf(out, "\\%c", c);
-        else if (c == '\n')
-            rc = gs_buf_append_str(out, "\\n");
-        else if (c == '\t')
-            rc = gs_buf_append_str(out, "\\t");
-        else if (c < 0x20 || c == 0x7F)
-            rc = gs_buf_printf(out, "\\u%04x", c);
-        else
-            rc = gs_buf_putc(out, (char)c);
-    }
-    return rc < 0 ? rc : gs_buf_putc(out, '"');
 }
 
 static int put_date(struct gs_buf *out, const struct gs_toml_datetime *dt)
@@ -161,7 +140,7 @@ static int put_scalar_text(struct gs_buf *out, const struct gs_toml_value *v)
     int rc;
 
     if (gs_toml_as_string(v, &s, &len) == 0)
-        return put_json_string(out, s, len);
+        return gs_json_put_string(out, s, len);
     if (gs_toml_type(v) == GS_TOML_INTEGER && gs_toml_as_int(v, &i) == 0)
         rc = gs_buf_printf(&text, "%" PRId64, i);
     else if (gs_toml_type(v) == GS_TOML_FLOAT && gs_toml_as_float(v, &d) == 0)
@@ -171,7 +150,7 @@ static int put_scalar_text(struct gs_buf *out, const struct gs_toml_value *v)
     else
         rc = put_datetime_text(&text, v);
     if (rc == 0)
-        rc = put_json_string(out, text.data, text.len);
+        rc = gs_json_put_string(out, text.data, text.len);
     gs_buf_release(&text);
     return rc;
 }
@@ -189,7 +168,7 @@ static int put_table(struct gs_buf *out, const struct gs_toml_value *table)
         if (i > 0)
             rc = gs_buf_putc(out, ',');
         if (rc == 0)
-            rc = put_json_string(out, key, len);
+            rc = gs_json_put_string(out, key, len);
         if (rc == 0)
             rc = gs_buf_putc(out, ':');
         if (rc == 0)
