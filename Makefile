@@ -21,8 +21,12 @@ configure: deps
 build: configure
 	cmake --build $(BUILD) -j$(JOBS)
 
+# ctest shows only failing tests' output; the conformance runner's own summary is worth
+# seeing on success too.
 test-unit: build
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
+	@grep -hE '^[0-9]+ passed, [0-9]+ failed' $(BUILD)/Testing/Temporary/LastTest.log \
+	  | sed -E 's/^([0-9]+) passed, ([0-9]+) failed.*/toml-test conformance: \1 cases passed, \2 failed/' || true
 
 # Sanitizer build in its own directory; CUDA off there (nvcc takes no -fsanitize, and the CPU
 # path is what the sanitizers check). run-checked.sh fails any test whose output holds a report.
@@ -32,6 +36,8 @@ test-asan: deps
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS)
+	@grep -hE '^[0-9]+ passed, [0-9]+ failed' $(ASAN_BUILD)/Testing/Temporary/LastTest.log \
+	  | sed -E 's/^([0-9]+) passed, ([0-9]+) failed.*/toml-test conformance (asan): \1 cases passed, \2 failed/' || true
 
 test: test-unit test-asan
 
