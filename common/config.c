@@ -1,0 +1,239 @@
+/*
+ * config.c: reading gsched.toml (see config.h) with common/schema.h, like job files.
+ */
+#include "common/config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "common/schema.h"
+#include "common/toml.h"
+
+#define CFG(c) ((struct gs_config *)(c)->target)
+
+int gs_config_init(struct gs_config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->host = strdup("127.0.0.1");
+    cfg->port = 6817;
+    cfg->socket_path = strdup("/run/gsched/gschedd.sock");
+    cfg->state_dir = strdup("/var/lib/gsched");
+    cfg->heartbeat_interval_ms = 2000;
+    cfg->heartbeat_misses = 3;
+    cfg->kill_grace_ms = 30000;
+    cfg->log_level = GS_LOG_INFO;
+    cfg->log_dir = strdup("/var/lib/gsched/worker");
+    if (cfg->host == NULL || cfg->socket_path == NULL || cfg->state_dir == NULL ||
+        cfg->log_dir == NULL) {
+        gs_config_release(cfg);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+void gs_config_release(struct gs_config *cfg)
+{
+    free(cfg->host);
+    free(cfg->socket_path);
+    free(cfg->state_dir);
+    free(cfg->worker_name);
+    free(cfg->worker_address);
+    gs_schema_strv_free(cfg->features);
+    free(cfg->topology_xml);
+    free(cfg->log_dir);
+    memset(cfg, 0, sizeof(*cfg));
+}
+
+static void rd_host(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    gs_schema_string(c, v, "scheduler.host", &CFG(c)->host);
+}
+
+static void rd_port(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    gs_schema_uint(c, v, "scheduler.port", 1, 65535, &CFG(c)->port);
+}
+
+static void rd_socket(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    char *path = NULL;
+
+    if (gs_schema_string(c, v, "scheduler.socket", &path) < 0 || path == NULL)
+        return;
+    /* sun_path holds 108 bytes including the NUL. */
+    if (strlen(path) > 107) {
+        GS_SCHEMA_REPORT_AT(c, v, "scheduler.socket is longer than a Unix socket path can be");
+        free(path);
+        return;
+    }
+    free(CFG(c)->socket_path);
+    CFG(c)->socket_path = path;
+}
+
+static void rd_state_dir(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    gs_schema_string(c, v, "scheduler.state_dir", &CFG(c)->state_dir);
+}
+
+static void read_ms(struct gs_schema_ctx *c, const struct gs_toml_value *v, const char *path,
+                    uint64_t *out_ms)
+{
+    uint64_t s;
+
+    if (gs_schema_duration(c, v, path, 1, false, &s) == 0 && s < UINT64_MAX / 1000)
+        *out_ms = s * 1000;
+}
+
+static void rd_heartbeat_interval(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    read_ms(c, v, "scheduler.heartbeat_interval", &CFG(c)->heartbeat_interval_ms);
+}
+
+static void rd_heartbeat_misses(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    gs_schema_uint(c, v, "scheduler.heartbeat_misses", 1, 1000, &CFG(c)->heartbeat_misses);
+}
+
+static void rd_kill_grace(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    read_ms(c, v, "scheduler.kill_grace", &CFG(c)->kill_grace_ms);
+}
+
+static void rd_log_level(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    const char *s;
+
+    if (gs_toml_as_string(v, &s, NULL) < 0 || gs_log_level_parse(s, &CFG(c)->log_level) < 0)
+        GS_SCHEMA_REPORT_AT(c, v,
+                            "scheduler.log_level must be \"debug\", \"info\", \"warn\" or "
+                            "\"error\"");
+}
+
+static const struct gs_schema_key scheduler_keys[] = {
+    {"host", rd_host},
+    {"port", rd_port},
+    {"socket", rd_socket},
+    {"state_dir", rd_state_dir},
+    {"heartbeat_interval", rd_heartbeat_interval},
+    {"heartbeat_misses", rd_heartbeat_misses},
+    {"kill_grace", rd_kill_grace},
+    {"log_level", rd_log_level},
+    {NULL, NULL},
+};
+
+static void rd_name(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    gs_schema_string(c, v, "worker.name", &CFG(c)->worker_name);
+}
+
+static void rd_address(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    gs_schema_string(c, v, "worker.address", &CFG(c)->worker_address);
+}
+
+static void rd_features(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    if (gs_toml_count(v) > GS_CONFIG_MAX_FEATURES) {
+        GS_SCHEMA_REPORT_AT(c, v, "worker.features holds at most %d features",
+                            GS_CONFIG_MAX_FEATURES);
+        return;
+    }
+    gs_schema_strv(c, v, "worker.features", &CFG(c)->features, &CFG(c)->nfeatures);
+}
+
+static void rd_topology(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    gs_schema_string(c, v, "worker.topology", &CFG(c)->topology_xml);
+}
+
+static void rd_gpus(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    gs_schema_uint(c, v, "worker.gpus", 0, 64, &CFG(c)->fake_gpus);
+}
+
+static void rd_log_dir(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    gs_schema_string(c, v, "worker.log_dir", &CFG(c)->log_dir);
+}
+
+static const struct gs_schema_key worker_keys[] = {
+    {"name", rd_name},
+    {"address", rd_address},
+    {"features", rd_features},
+    {"topology", rd_topology},
+    {"gpus", rd_gpus},
+    {"log_dir", rd_log_dir},
+    {NULL, NULL},
+};
+
+static void rd_scheduler(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    gs_schema_read_section(c, v, "scheduler");
+}
+
+static void rd_worker(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    gs_schema_read_section(c, v, "worker");
+}
+
+static const struct gs_schema_key root_keys[] = {
+    {"scheduler", rd_scheduler},
+    {"worker", rd_worker},
+    {NULL, NULL},
+};
+
+static const struct gs_schema_section sections[] = {
+    {"", root_keys},
+    {"scheduler", scheduler_keys},
+    {"worker", worker_keys},
+};
+
+int gs_config_parse(struct gs_config *cfg, const char *text, size_t len, const char *filename,
+                    struct gs_buf *errors)
+{
+    struct gs_toml_doc *doc = NULL;
+    struct gs_schema_ctx c;
+    struct gs_error err;
+    int rc;
+
+    if (filename == NULL)
+        filename = "gsched.toml";
+    rc = gs_toml_parse(text, len, &doc, &err);
+    if (rc < 0) {
+        gs_buf_printf(errors, "%s:%d:%d: %s\n", filename, err.line, err.col, err.msg);
+        return rc;
+    }
+    gs_schema_init(&c, errors, filename, sections, sizeof(sections) / sizeof(sections[0]), cfg);
+    gs_schema_read_section(&c, gs_toml_root(doc), "");
+    gs_toml_free(doc);
+    return gs_schema_finish(&c);
+}
+
+int gs_config_load(struct gs_config *cfg, const char *path, struct gs_buf *errors)
+{
+    struct gs_buf text = GS_BUF_INIT;
+    char chunk[8192];
+    size_t n;
+    FILE *f = fopen(path, "rb");
+    int rc = 0;
+
+    if (f == NULL) {
+        rc = -errno;
+        gs_buf_printf(errors, "%s: %s\n", path, gs_strerror(rc));
+        return rc;
+    }
+    while (rc == 0 && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+        rc = gs_buf_append(&text, chunk, n);
+    if (rc == 0 && ferror(f)) {
+        rc = -EIO;
+        gs_buf_printf(errors, "%s: read error\n", path);
+    }
+    fclose(f);
+    if (rc == 0)
+        rc = gs_config_parse(cfg, text.data != NULL ? text.data : "", text.len, path, errors);
+    gs_buf_release(&text);
+    return rc;
+}

@@ -1,0 +1,73 @@
+/*
+ * config.h: gsched.toml, the configuration the daemons and the CLI share on a real cluster
+ * (/etc/gsched/gsched.toml, or --config FILE). `gsched up` needs none: it writes one for its
+ * local cluster. Every key has a default, so an empty file is a valid configuration.
+ *
+ *     [scheduler]
+ *     host = "10.0.0.1"             # where workers reach the scheduler (and it listens)
+ *     port = 6817
+ *     socket = "/run/gsched/gschedd.sock"   # the CLI's Unix socket
+ *     state_dir = "/var/lib/gsched"         # SQLite database and logs
+ *     heartbeat_interval = "2s"
+ *     heartbeat_misses = 3                  # a node is DOWN after this many are missed
+ *     kill_grace = "30s"                    # SIGTERM to SIGKILL
+ *     log_level = "info"
+ *     [worker]
+ *     name = "node7"                        # default: the host name
+ *     address = "10.0.0.7"                  # MASTER_ADDR others use; default: host
+ *     features = ["h100", "ib"]
+ *     topology = "/etc/gsched/node.xml"     # hwloc XML instead of discovery
+ *     gpus = 0                              # > 0: that many synthetic GPUs (testing)
+ *     log_dir = "/var/lib/gsched/worker"    # per-task logs kept by the worker
+ *
+ * Errors name the place ("gsched.toml:4:8: scheduler.port must be an integer from 1 to
+ * 65535") as for job files. The struct owns its strings; gs_config_release() frees them.
+ */
+#ifndef GS_CONFIG_H
+#define GS_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+#include "common/log.h"
+
+#define GS_CONFIG_DEFAULT_PATH "/etc/gsched/gsched.toml"
+#define GS_CONFIG_MAX_FEATURES 16
+
+struct gs_config {
+    /* [scheduler] */
+    char *host;
+    uint32_t port;
+    char *socket_path;
+    char *state_dir;
+    uint64_t heartbeat_interval_ms;
+    uint32_t heartbeat_misses;
+    uint64_t kill_grace_ms;
+    enum gs_log_level log_level;
+    /* [worker] */
+    char *worker_name; /* NULL: the host name */
+    char *worker_address;
+    char **features; /* NULL-terminated */
+    size_t nfeatures;
+    char *topology_xml;
+    uint32_t fake_gpus;
+    char *log_dir;
+};
+
+/* Fills cfg with the defaults. Returns 0 or -ENOMEM. */
+int gs_config_init(struct gs_config *cfg);
+void gs_config_release(struct gs_config *cfg);
+
+/*
+ * Reads a gsched.toml over the values already in cfg (call gs_config_init first). On a
+ * problem returns -EINVAL with one "FILE:LINE:COL: message" line per problem in errors, and
+ * cfg keeps its earlier values for the keys that were bad.
+ */
+int gs_config_parse(struct gs_config *cfg, const char *text, size_t len, const char *filename,
+                    struct gs_buf *errors);
+
+/* Reads path and parses it. -ENOENT (with a message) when the file does not exist. */
+int gs_config_load(struct gs_config *cfg, const char *path, struct gs_buf *errors);
+
+#endif
