@@ -1,0 +1,462 @@
+/*
+ * store.c: SQLite persistence of the scheduler's state (see store.h for the schema).
+ *
+ * Every statement is prepared once at open. Text and blobs are bound SQLITE_STATIC: the
+ * caller's row outlives the step. Errors map to negative errno: busy/locked -EBUSY, out of
+ * memory -ENOMEM, disk full -ENOSPC, anything else -EIO.
+ */
+#include "scheduler/store.h"
+
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum stmt_id {
+    ST_BEGIN,
+    ST_COMMIT,
+    ST_ROLLBACK,
+    ST_NEXT_ID,
+    ST_PUT_JOB,
+    ST_PUT_TASK,
+    ST_CLEAR_TASKS,
+    ST_PUT_NODE,
+    ST_ADD_EVENT,
+    ST_LOAD_JOBS,
+    ST_LOAD_TASKS,
+    ST_LOAD_NODES,
+    ST_LOAD_EVENTS,
+    ST_COUNT,
+};
+
+static const char *const stmt_sql[ST_COUNT] = {
+    [ST_BEGIN] = "BEGIN IMMEDIATE",
+    [ST_COMMIT] = "COMMIT",
+    [ST_ROLLBACK] = "ROLLBACK",
+    [ST_NEXT_ID] = "SELECT COALESCE(MAX(id), 0) + 1 FROM jobs",
+    [ST_PUT_JOB] = "INSERT OR REPLACE INTO jobs (id, name, uid, gid, user, priority, state, "
+                   "reason, held, submit_ms, start_ms, end_ms, exit_code, signaled, "
+                   "term_signal, restarts, attempt, spec, alloc) VALUES (?1, ?2, ?3, ?4, ?5, "
+                   "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
+    [ST_PUT_TASK] = "INSERT OR REPLACE INTO tasks (job_id, rank, node, attempt, state, pid, "
+                    "exit_code, signaled, term_signal, end_reason, start_ms, end_ms) VALUES "
+                    "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    [ST_CLEAR_TASKS] = "DELETE FROM tasks WHERE job_id = ?1",
+    [ST_PUT_NODE] = "INSERT OR REPLACE INTO nodes (name, state, last_seen_ms, topology) VALUES "
+                    "(?1, ?2, ?3, ?4)",
+    [ST_ADD_EVENT] = "INSERT INTO events (at_ms, job_id, node, kind, detail) VALUES (?1, ?2, "
+                     "?3, ?4, ?5)",
+    [ST_LOAD_JOBS] = "SELECT id, name, uid, gid, user, priority, state, reason, held, "
+                     "submit_ms, start_ms, end_ms, exit_code, signaled, term_signal, restarts, "
+                     "attempt, spec, alloc FROM jobs ORDER BY id",
+    [ST_LOAD_TASKS] = "SELECT job_id, rank, node, attempt, state, pid, exit_code, signaled, "
+                      "term_signal, end_reason, start_ms, end_ms FROM tasks ORDER BY job_id, "
+                      "rank",
+    [ST_LOAD_NODES] = "SELECT name, state, last_seen_ms, topology FROM nodes ORDER BY name",
+    [ST_LOAD_EVENTS] = "SELECT at_ms, job_id, node, kind, detail FROM events WHERE ?1 = 0 OR "
+                       "job_id = ?1 ORDER BY id",
+};
+
+static const char schema_sql[] =
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);"
+    "CREATE TABLE IF NOT EXISTS jobs (id INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+    "  uid INTEGER NOT NULL, gid INTEGER NOT NULL, user TEXT, priority INTEGER NOT NULL, "
+    "  state INTEGER NOT NULL, reason TEXT, held INTEGER NOT NULL, submit_ms INTEGER, "
+    "  start_ms INTEGER, end_ms INTEGER, exit_code INTEGER, signaled INTEGER, "
+    "  term_signal INTEGER, restarts INTEGER, attempt INTEGER, spec BLOB NOT NULL, alloc BLOB);"
+    "CREATE INDEX IF NOT EXISTS jobs_state ON jobs (state);"
+    "CREATE TABLE IF NOT EXISTS tasks (job_id INTEGER NOT NULL, rank INTEGER NOT NULL, "
+    "  node TEXT, attempt INTEGER, state INTEGER, pid INTEGER, exit_code INTEGER, "
+    "  signaled INTEGER, term_signal INTEGER, end_reason INTEGER, start_ms INTEGER, "
+    "  end_ms INTEGER, PRIMARY KEY (job_id, rank));"
+    "CREATE TABLE IF NOT EXISTS nodes (name TEXT PRIMARY KEY, state TEXT, "
+    "  last_seen_ms INTEGER, topology BLOB);"
+    "CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY, at_ms INTEGER, "
+    "  job_id INTEGER, node TEXT, kind TEXT NOT NULL, detail TEXT);"
+    "CREATE INDEX IF NOT EXISTS events_job ON events (job_id);"
+    "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '1');";
+
+struct sched_store {
+    sqlite3 *db;
+    sqlite3_stmt *stmt[ST_COUNT];
+};
+
+static int db_err(int rc)
+{
+    switch (rc & 0xff) {
+    case SQLITE_OK:
+    case SQLITE_DONE:
+    case SQLITE_ROW:
+        return 0;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        return -EBUSY;
+    case SQLITE_NOMEM:
+        return -ENOMEM;
+    case SQLITE_FULL:
+        return -ENOSPC;
+    default:
+        return -EIO;
+    }
+}
+
+void sched_store_close(struct sched_store *store)
+{
+    if (store == NULL)
+        return;
+    for (int i = 0; i < ST_COUNT; i++)
+        sqlite3_finalize(store->stmt[i]);
+    sqlite3_close(store->db);
+    free(store);
+}
+
+static int check_version(struct sched_store *s, struct gs_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key = 'schema_version'", -1,
+                                &st, NULL);
+    int version = 0;
+
+    if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        version = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    if (version != SCHED_STORE_SCHEMA_VERSION)
+        return gs_error_set(err, -EPROTO, 0, 0,
+                            "state database has schema version %d, this "
+                            "gschedd reads version %d",
+                            version, SCHED_STORE_SCHEMA_VERSION);
+    return 0;
+}
+
+static int setup_db(struct sched_store *s, struct gs_error *err)
+{
+    static const char pragmas[] = "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; "
+                                  "PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;";
+    char *msg = NULL;
+    int rc;
+
+    rc = sqlite3_exec(s->db, pragmas, NULL, NULL, &msg);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(s->db, schema_sql, NULL, NULL, &msg);
+    if (rc != SQLITE_OK) {
+        gs_error_set(err, db_err(rc), 0, 0, "sqlite: %s", msg != NULL ? msg : "error");
+        sqlite3_free(msg);
+        return db_err(rc);
+    }
+    rc = check_version(s, err);
+    for (int i = 0; rc == 0 && i < ST_COUNT; i++) {
+        int prc = sqlite3_prepare_v3(s->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &s->stmt[i],
+                                     NULL);
+        if (prc != SQLITE_OK)
+            rc = gs_error_set(err, db_err(prc), 0, 0, "sqlite: %s", sqlite3_errmsg(s->db));
+    }
+    return rc;
+}
+
+int sched_store_open(const char *path, struct sched_store **ret_store, struct gs_error *err)
+{
+    struct sched_store *s = calloc(1, sizeof(*s));
+    int rc;
+
+    if (s == NULL)
+        return gs_error_set(err, -ENOMEM, 0, 0, "out of memory");
+    rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+    if (rc != SQLITE_OK) {
+        rc = gs_error_set(err, db_err(rc), 0, 0, "%s: %s", path,
+                          s->db != NULL ? sqlite3_errmsg(s->db) : "cannot open");
+        sched_store_close(s);
+        return rc;
+    }
+    rc = setup_db(s, err);
+    if (rc < 0) {
+        sched_store_close(s);
+        return rc;
+    }
+    *ret_store = s;
+    return 0;
+}
+
+/* Runs a statement that returns no rows, then resets it for the next use. */
+static int run(struct sched_store *s, enum stmt_id id)
+{
+    int rc = sqlite3_step(s->stmt[id]);
+
+    sqlite3_reset(s->stmt[id]);
+    sqlite3_clear_bindings(s->stmt[id]);
+    return rc == SQLITE_DONE ? 0 : db_err(rc);
+}
+
+int sched_store_begin(struct sched_store *store)
+{
+    return run(store, ST_BEGIN);
+}
+
+int sched_store_commit(struct sched_store *store)
+{
+    return run(store, ST_COMMIT);
+}
+
+int sched_store_rollback(struct sched_store *store)
+{
+    return run(store, ST_ROLLBACK);
+}
+
+int sched_store_next_job_id(struct sched_store *store, uint64_t *ret_id)
+{
+    sqlite3_stmt *st = store->stmt[ST_NEXT_ID];
+    int rc = sqlite3_step(st);
+
+    if (rc == SQLITE_ROW)
+        *ret_id = (uint64_t)sqlite3_column_int64(st, 0);
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW ? 0 : db_err(rc);
+}
+
+static void bind_text(sqlite3_stmt *st, int col, const char *s)
+{
+    if (s != NULL)
+        sqlite3_bind_text(st, col, s, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, col);
+}
+
+static void bind_blob(sqlite3_stmt *st, int col, const void *p, size_t len)
+{
+    if (p != NULL)
+        sqlite3_bind_blob64(st, col, len > 0 ? p : "", len, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, col);
+}
+
+int sched_store_put_job(struct sched_store *store, const struct sched_job_row *r)
+{
+    sqlite3_stmt *st = store->stmt[ST_PUT_JOB];
+
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)r->id);
+    bind_text(st, 2, r->name != NULL ? r->name : "");
+    sqlite3_bind_int64(st, 3, r->uid);
+    sqlite3_bind_int64(st, 4, r->gid);
+    bind_text(st, 5, r->user);
+    sqlite3_bind_int(st, 6, r->priority);
+    sqlite3_bind_int(st, 7, r->state);
+    bind_text(st, 8, r->reason);
+    sqlite3_bind_int(st, 9, r->held);
+    sqlite3_bind_int64(st, 10, (sqlite3_int64)r->submit_ms);
+    sqlite3_bind_int64(st, 11, (sqlite3_int64)r->start_ms);
+    sqlite3_bind_int64(st, 12, (sqlite3_int64)r->end_ms);
+    sqlite3_bind_int(st, 13, r->exit_code);
+    sqlite3_bind_int(st, 14, r->signaled);
+    sqlite3_bind_int(st, 15, r->term_signal);
+    sqlite3_bind_int64(st, 16, r->restarts);
+    sqlite3_bind_int64(st, 17, r->attempt);
+    bind_blob(st, 18, r->spec != NULL ? r->spec : "", r->spec_len);
+    bind_blob(st, 19, r->alloc, r->alloc_len);
+    return run(store, ST_PUT_JOB);
+}
+
+int sched_store_put_task(struct sched_store *store, const struct sched_task_row *r)
+{
+    sqlite3_stmt *st = store->stmt[ST_PUT_TASK];
+
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)r->job_id);
+    sqlite3_bind_int64(st, 2, r->rank);
+    bind_text(st, 3, r->node);
+    sqlite3_bind_int64(st, 4, r->attempt);
+    sqlite3_bind_int(st, 5, r->state);
+    sqlite3_bind_int(st, 6, r->pid);
+    sqlite3_bind_int(st, 7, r->exit_code);
+    sqlite3_bind_int(st, 8, r->signaled);
+    sqlite3_bind_int(st, 9, r->term_signal);
+    sqlite3_bind_int(st, 10, r->end_reason);
+    sqlite3_bind_int64(st, 11, (sqlite3_int64)r->start_ms);
+    sqlite3_bind_int64(st, 12, (sqlite3_int64)r->end_ms);
+    return run(store, ST_PUT_TASK);
+}
+
+int sched_store_clear_tasks(struct sched_store *store, uint64_t job_id)
+{
+    sqlite3_bind_int64(store->stmt[ST_CLEAR_TASKS], 1, (sqlite3_int64)job_id);
+    return run(store, ST_CLEAR_TASKS);
+}
+
+int sched_store_put_node(struct sched_store *store, const struct sched_node_row *r)
+{
+    sqlite3_stmt *st = store->stmt[ST_PUT_NODE];
+
+    bind_text(st, 1, r->name);
+    bind_text(st, 2, r->state);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)r->last_seen_ms);
+    bind_blob(st, 4, r->topology, r->topology_len);
+    return run(store, ST_PUT_NODE);
+}
+
+int sched_store_add_event(struct sched_store *store, uint64_t at_ms, uint64_t job_id,
+                          const char *node, const char *kind, const char *detail)
+{
+    sqlite3_stmt *st = store->stmt[ST_ADD_EVENT];
+
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)at_ms);
+    if (job_id != 0)
+        sqlite3_bind_int64(st, 2, (sqlite3_int64)job_id);
+    else
+        sqlite3_bind_null(st, 2);
+    bind_text(st, 3, node);
+    bind_text(st, 4, kind);
+    bind_text(st, 5, detail);
+    return run(store, ST_ADD_EVENT);
+}
+
+static const char *col_text(sqlite3_stmt *st, int col)
+{
+    return (const char *)sqlite3_column_text(st, col);
+}
+
+static uint64_t col_u64(sqlite3_stmt *st, int col)
+{
+    return (uint64_t)sqlite3_column_int64(st, col);
+}
+
+static void read_job(sqlite3_stmt *st, struct sched_job_row *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->id = col_u64(st, 0);
+    r->name = col_text(st, 1);
+    r->uid = (uint32_t)col_u64(st, 2);
+    r->gid = (uint32_t)col_u64(st, 3);
+    r->user = col_text(st, 4);
+    r->priority = sqlite3_column_int(st, 5);
+    r->state = sqlite3_column_int(st, 6);
+    r->reason = col_text(st, 7);
+    r->held = sqlite3_column_int(st, 8) != 0;
+    r->submit_ms = col_u64(st, 9);
+    r->start_ms = col_u64(st, 10);
+    r->end_ms = col_u64(st, 11);
+    r->exit_code = sqlite3_column_int(st, 12);
+    r->signaled = sqlite3_column_int(st, 13) != 0;
+    r->term_signal = sqlite3_column_int(st, 14);
+    r->restarts = (uint32_t)col_u64(st, 15);
+    r->attempt = (uint32_t)col_u64(st, 16);
+    r->spec = sqlite3_column_blob(st, 17);
+    r->spec_len = (size_t)sqlite3_column_bytes(st, 17);
+    if (sqlite3_column_type(st, 18) != SQLITE_NULL) {
+        r->alloc = sqlite3_column_blob(st, 18);
+        r->alloc_len = (size_t)sqlite3_column_bytes(st, 18);
+        if (r->alloc == NULL)
+            r->alloc = "";
+    }
+}
+
+static void read_task(sqlite3_stmt *st, struct sched_task_row *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->job_id = col_u64(st, 0);
+    r->rank = (uint32_t)col_u64(st, 1);
+    r->node = col_text(st, 2);
+    r->attempt = (uint32_t)col_u64(st, 3);
+    r->state = sqlite3_column_int(st, 4);
+    r->pid = sqlite3_column_int(st, 5);
+    r->exit_code = sqlite3_column_int(st, 6);
+    r->signaled = sqlite3_column_int(st, 7) != 0;
+    r->term_signal = sqlite3_column_int(st, 8);
+    r->end_reason = sqlite3_column_int(st, 9);
+    r->start_ms = col_u64(st, 10);
+    r->end_ms = col_u64(st, 11);
+}
+
+/* Steps a query to the end, handing each row to visit; resets it whatever happens. */
+static int walk(struct sched_store *s, enum stmt_id id,
+                int (*visit)(sqlite3_stmt *st, void *fn, void *data), void *fn, void *data)
+{
+    sqlite3_stmt *st = s->stmt[id];
+    int rc, cb_rc = 0;
+
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        cb_rc = visit(st, fn, data);
+        if (cb_rc < 0)
+            break;
+    }
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    if (cb_rc < 0)
+        return cb_rc;
+    return rc == SQLITE_DONE ? 0 : db_err(rc);
+}
+
+typedef int (*job_fn)(const struct sched_job_row *row, void *data);
+typedef int (*task_fn)(const struct sched_task_row *row, void *data);
+typedef int (*node_fn)(const struct sched_node_row *row, void *data);
+typedef int (*event_fn)(uint64_t at_ms, uint64_t job_id, const char *node, const char *kind,
+                        const char *detail, void *data);
+
+/* Function pointers travel through walk() wrapped in a struct: C has no void * for them. */
+struct fn_box {
+    job_fn job;
+    task_fn task;
+    node_fn node;
+    event_fn event;
+};
+
+static int visit_job(sqlite3_stmt *st, void *fn, void *data)
+{
+    struct sched_job_row r;
+
+    read_job(st, &r);
+    return ((struct fn_box *)fn)->job(&r, data);
+}
+
+static int visit_task(sqlite3_stmt *st, void *fn, void *data)
+{
+    struct sched_task_row r;
+
+    read_task(st, &r);
+    return ((struct fn_box *)fn)->task(&r, data);
+}
+
+static int visit_node(sqlite3_stmt *st, void *fn, void *data)
+{
+    struct sched_node_row r = {
+        .name = col_text(st, 0),
+        .state = col_text(st, 1),
+        .last_seen_ms = col_u64(st, 2),
+        .topology = sqlite3_column_blob(st, 3),
+        .topology_len = (size_t)sqlite3_column_bytes(st, 3),
+    };
+
+    return ((struct fn_box *)fn)->node(&r, data);
+}
+
+static int visit_event(sqlite3_stmt *st, void *fn, void *data)
+{
+    return ((struct fn_box *)fn)
+        ->event(col_u64(st, 0), col_u64(st, 1), col_text(st, 2), col_text(st, 3), col_text(st, 4),
+                data);
+}
+
+int sched_store_load_jobs(struct sched_store *store, job_fn fn, void *data)
+{
+    struct fn_box box = {.job = fn};
+
+    return walk(store, ST_LOAD_JOBS, visit_job, &box, data);
+}
+
+int sched_store_load_tasks(struct sched_store *store, task_fn fn, void *data)
+{
+    struct fn_box box = {.task = fn};
+
+    return walk(store, ST_LOAD_TASKS, visit_task, &box, data);
+}
+
+int sched_store_load_nodes(struct sched_store *store, node_fn fn, void *data)
+{
+    struct fn_box box = {.node = fn};
+
+    return walk(store, ST_LOAD_NODES, visit_node, &box, data);
+}
+
+int sched_store_load_events(struct sched_store *store, uint64_t job_id, event_fn fn, void *data)
+{
+    struct fn_box box = {.event = fn};
+
+    sqlite3_bind_int64(store->stmt[ST_LOAD_EVENTS], 1, (sqlite3_int64)job_id);
+    return walk(store, ST_LOAD_EVENTS, visit_event, &box, data);
+}

@@ -1,0 +1,118 @@
+/*
+ * store.h: the scheduler's durable state in SQLite: jobs, their tasks, nodes and an event
+ * log. The database is in WAL mode with synchronous=FULL, so a commit that returned is on
+ * disk: the scheduler acknowledges a submit only after the commit that holds its row.
+ *
+ * This layer is synchronous and knows nothing of protobuf: a job's spec and allocation are
+ * opaque blobs (packed gs.JobSpec / allocation messages) next to the columns the scheduler
+ * queries. It is driven from one thread at a time, in practice the journal's writer thread
+ * (scheduler/journal.h), which batches many changes into one transaction.
+ *
+ * Schema (version 1):
+ *   meta(key TEXT PRIMARY KEY, value TEXT)                      -- schema_version, ...
+ *   jobs(id INTEGER PRIMARY KEY, name, uid, gid, user, priority, state, reason, held,
+ *        submit_ms, start_ms, end_ms, exit_code, signaled, term_signal, restarts, attempt,
+ *        spec BLOB NOT NULL, alloc BLOB)
+ *   tasks(job_id, rank, node, attempt, state, pid, exit_code, signaled, term_signal,
+ *         end_reason, start_ms, end_ms, PRIMARY KEY (job_id, rank))
+ *   nodes(name TEXT PRIMARY KEY, state, last_seen_ms, topology BLOB)
+ *   events(id INTEGER PRIMARY KEY, at_ms, job_id, node, kind, detail)
+ */
+#ifndef SCHED_STORE_H
+#define SCHED_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+
+#define SCHED_STORE_SCHEMA_VERSION 1
+
+/* One row of jobs; strings and blobs are borrowed (by the store on write, by the callback on
+ * load: valid only during the callback). */
+struct sched_job_row {
+    uint64_t id;
+    const char *name;
+    uint32_t uid;
+    uint32_t gid;
+    const char *user;
+    int32_t priority;
+    int state;
+    const char *reason;
+    bool held;
+    uint64_t submit_ms;
+    uint64_t start_ms;
+    uint64_t end_ms;
+    int32_t exit_code;
+    bool signaled;
+    int32_t term_signal;
+    uint32_t restarts;
+    uint32_t attempt;
+    const void *spec;
+    size_t spec_len;
+    const void *alloc; /* NULL when not allocated */
+    size_t alloc_len;
+};
+
+struct sched_task_row {
+    uint64_t job_id;
+    uint32_t rank;
+    const char *node;
+    uint32_t attempt;
+    int state;
+    int32_t pid;
+    int32_t exit_code;
+    bool signaled;
+    int32_t term_signal;
+    int end_reason;
+    uint64_t start_ms;
+    uint64_t end_ms;
+};
+
+struct sched_node_row {
+    const char *name;
+    const char *state;
+    uint64_t last_seen_ms;
+    const void *topology;
+    size_t topology_len;
+};
+
+struct sched_store;
+
+/* Opens (creating when missing) the database at path. err says what failed. */
+int sched_store_open(const char *path, struct sched_store **ret_store, struct gs_error *err);
+void sched_store_close(struct sched_store *store);
+
+int sched_store_begin(struct sched_store *store);
+int sched_store_commit(struct sched_store *store);
+int sched_store_rollback(struct sched_store *store);
+
+/* The id the next inserted job will get: one more than any job ever stored. */
+int sched_store_next_job_id(struct sched_store *store, uint64_t *ret_id);
+
+/* Inserts or replaces the whole row with row->id. */
+int sched_store_put_job(struct sched_store *store, const struct sched_job_row *row);
+int sched_store_put_task(struct sched_store *store, const struct sched_task_row *row);
+/* Deletes a job's task rows (when it is requeued: the next attempt gets new ones). */
+int sched_store_clear_tasks(struct sched_store *store, uint64_t job_id);
+int sched_store_put_node(struct sched_store *store, const struct sched_node_row *row);
+int sched_store_add_event(struct sched_store *store, uint64_t at_ms, uint64_t job_id,
+                          const char *node, const char *kind, const char *detail);
+
+/* Calls fn for every stored row, in id / key order; a negative return from fn stops the
+ * walk and is returned. */
+int sched_store_load_jobs(struct sched_store *store,
+                          int (*fn)(const struct sched_job_row *row, void *data), void *data);
+int sched_store_load_tasks(struct sched_store *store,
+                           int (*fn)(const struct sched_task_row *row, void *data), void *data);
+int sched_store_load_nodes(struct sched_store *store,
+                           int (*fn)(const struct sched_node_row *row, void *data), void *data);
+
+/* Events of one job (job_id != 0) or all, oldest first. */
+int sched_store_load_events(struct sched_store *store, uint64_t job_id,
+                            int (*fn)(uint64_t at_ms, uint64_t job_id, const char *node,
+                                      const char *kind, const char *detail, void *data),
+                            void *data);
+
+#endif

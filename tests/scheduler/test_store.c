@@ -1,0 +1,267 @@
+/*
+ * test_store.c: the scheduler's SQLite state survives close and reopen, rolls back what was
+ * not committed, and refuses a database of another schema version.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "scheduler/store.h"
+
+static char dir[64], path[128];
+static struct sched_store *store;
+
+static void setup(void)
+{
+    struct gs_error err;
+
+    snprintf(dir, sizeof(dir), "/tmp/gsched-store-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/state.db", dir);
+    cr_assert_eq(sched_store_open(path, &store, &err), 0, "%s", err.msg);
+}
+
+static void teardown(void)
+{
+    char cmd[128];
+
+    sched_store_close(store);
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(store, .init = setup, .fini = teardown);
+
+static void reopen(void)
+{
+    struct gs_error err;
+
+    sched_store_close(store);
+    cr_assert_eq(sched_store_open(path, &store, &err), 0, "%s", err.msg);
+}
+
+static struct sched_job_row job(uint64_t id, int state)
+{
+    static const unsigned char spec[] = {0x0a, 0x03, 'a', 0x00, 'c'};
+
+    return (struct sched_job_row){.id = id,
+                                  .name = "train",
+                                  .uid = 1000,
+                                  .gid = 100,
+                                  .user = "ada",
+                                  .priority = -5,
+                                  .state = state,
+                                  .reason = "Resources",
+                                  .submit_ms = 1764683000000ULL + id,
+                                  .exit_code = -1,
+                                  .spec = spec,
+                                  .spec_len = sizeof(spec)};
+}
+
+struct seen {
+    int n;
+    struct sched_job_row last;
+    char name[32];
+    unsigned char spec[16];
+    bool has_alloc;
+};
+
+static int collect_job(const struct sched_job_row *row, void *data)
+{
+    struct seen *s = data;
+
+    s->n++;
+    s->last = *row;
+    snprintf(s->name, sizeof(s->name), "%s", row->name);
+    memcpy(s->spec, row->spec, row->spec_len < 16 ? row->spec_len : 16);
+    s->has_alloc = row->alloc != NULL;
+    return 0;
+}
+
+Test(store, committed_jobs_survive_reopen_with_every_column)
+{
+    struct sched_job_row r = job(1, 2);
+    struct seen s = {0};
+    uint64_t next = 0;
+    const char alloc[] = "n1";
+
+    r.alloc = alloc;
+    r.alloc_len = 2;
+    r.held = true;
+    r.restarts = 2;
+    r.attempt = 3;
+    cr_assert_eq(sched_store_begin(store), 0);
+    cr_assert_eq(sched_store_put_job(store, &r), 0);
+    cr_assert_eq(sched_store_commit(store), 0);
+    reopen();
+    cr_assert_eq(sched_store_load_jobs(store, collect_job, &s), 0);
+    cr_assert_eq(s.n, 1);
+    cr_assert_str_eq(s.name, "train");
+    cr_assert_eq(s.last.uid, 1000);
+    cr_assert_eq(s.last.priority, -5);
+    cr_assert_eq(s.last.state, 2);
+    cr_assert(s.last.held);
+    cr_assert_eq(s.last.submit_ms, 1764683000001ULL);
+    cr_assert_eq(s.last.exit_code, -1);
+    cr_assert_eq(s.last.restarts, 2);
+    cr_assert_eq(s.last.attempt, 3);
+    cr_assert_eq(s.last.spec_len, 5);
+    cr_assert_eq(memcmp(s.spec,
+                        "\x0a\x03"
+                        "a\0c",
+                        5),
+                 0, "blob with a NUL kept whole");
+    cr_assert(s.has_alloc);
+    cr_assert_eq(sched_store_next_job_id(store, &next), 0);
+    cr_assert_eq(next, 2);
+}
+
+Test(store, rolled_back_changes_are_gone)
+{
+    struct sched_job_row r = job(7, 1);
+    struct seen s = {0};
+
+    cr_assert_eq(sched_store_begin(store), 0);
+    cr_assert_eq(sched_store_put_job(store, &r), 0);
+    cr_assert_eq(sched_store_rollback(store), 0);
+    cr_assert_eq(sched_store_load_jobs(store, collect_job, &s), 0);
+    cr_assert_eq(s.n, 0);
+}
+
+Test(store, put_replaces_the_row_with_the_same_id)
+{
+    struct sched_job_row r = job(3, 1);
+    struct seen s = {0};
+
+    cr_assert_eq(sched_store_put_job(store, &r), 0);
+    r.state = 3;
+    r.reason = NULL;
+    r.end_ms = 99;
+    cr_assert_eq(sched_store_put_job(store, &r), 0);
+    cr_assert_eq(sched_store_load_jobs(store, collect_job, &s), 0);
+    cr_assert_eq(s.n, 1);
+    cr_assert_eq(s.last.state, 3);
+    cr_assert_eq(s.last.end_ms, 99);
+    cr_assert_not(s.has_alloc);
+}
+
+static int count_task(const struct sched_task_row *row, void *data)
+{
+    int *n = data;
+
+    cr_assert_str_eq(row->node, "node1");
+    (*n)++;
+    return 0;
+}
+
+Test(store, tasks_are_kept_per_rank_and_cleared_per_job)
+{
+    struct sched_task_row t = {.job_id = 4, .rank = 0, .node = "node1", .pid = 123};
+    int n = 0;
+
+    cr_assert_eq(sched_store_put_task(store, &t), 0);
+    t.rank = 1;
+    cr_assert_eq(sched_store_put_task(store, &t), 0);
+    t.exit_code = 3;
+    cr_assert_eq(sched_store_put_task(store, &t), 0, "same rank replaces");
+    cr_assert_eq(sched_store_load_tasks(store, count_task, &n), 0);
+    cr_assert_eq(n, 2);
+    cr_assert_eq(sched_store_clear_tasks(store, 4), 0);
+    n = 0;
+    cr_assert_eq(sched_store_load_tasks(store, count_task, &n), 0);
+    cr_assert_eq(n, 0);
+}
+
+static int count_node(const struct sched_node_row *row, void *data)
+{
+    cr_assert_str_eq(row->state, "idle");
+    cr_assert_eq(row->topology_len, 3);
+    (*(int *)data)++;
+    return 0;
+}
+
+Test(store, nodes_round_trip)
+{
+    struct sched_node_row n = {
+        .name = "node1", .state = "idle", .topology = "xyz", .topology_len = 3};
+    int count = 0;
+
+    cr_assert_eq(sched_store_put_node(store, &n), 0);
+    cr_assert_eq(sched_store_load_nodes(store, count_node, &count), 0);
+    cr_assert_eq(count, 1);
+}
+
+static int count_event(uint64_t at_ms, uint64_t job_id, const char *node, const char *kind,
+                       const char *detail, void *data)
+{
+    (void)at_ms;
+    (void)node;
+    (void)detail;
+    cr_assert_not_null(kind);
+    if (job_id == 9)
+        cr_assert_str_eq(kind, "placed");
+    (*(int *)data)++;
+    return 0;
+}
+
+Test(store, events_filter_by_job)
+{
+    int all = 0, nine = 0;
+
+    cr_assert_eq(sched_store_add_event(store, 1, 9, "node1", "placed", "gpus=0,1"), 0);
+    cr_assert_eq(sched_store_add_event(store, 2, 10, NULL, "submitted", NULL), 0);
+    cr_assert_eq(sched_store_add_event(store, 3, 0, "node2", "node_down", "missed=3"), 0);
+    cr_assert_eq(sched_store_load_events(store, 0, count_event, &all), 0);
+    cr_assert_eq(sched_store_load_events(store, 9, count_event, &nine), 0);
+    cr_assert_eq(all, 3);
+    cr_assert_eq(nine, 1);
+}
+
+static int stop_early(const struct sched_job_row *row, void *data)
+{
+    (void)row;
+    (*(int *)data)++;
+    return -ECANCELED;
+}
+
+Test(store, a_callback_error_stops_the_walk)
+{
+    struct sched_job_row a = job(1, 1), b = job(2, 1);
+    int n = 0;
+
+    sched_store_put_job(store, &a);
+    sched_store_put_job(store, &b);
+    cr_assert_eq(sched_store_load_jobs(store, stop_early, &n), -ECANCELED);
+    cr_assert_eq(n, 1);
+}
+
+Test(store, refuses_another_schema_version)
+{
+    sqlite3 *db;
+    struct gs_error err;
+
+    sched_store_close(store);
+    store = NULL;
+    cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(db, "UPDATE meta SET value = '99' WHERE key = 'schema_version'", NULL,
+                              NULL, NULL),
+                 SQLITE_OK);
+    sqlite3_close(db);
+    cr_assert_eq(sched_store_open(path, &store, &err), -EPROTO);
+    cr_assert_not_null(strstr(err.msg, "schema version 99"), "%s", err.msg);
+    cr_assert_null(store);
+}
+
+Test(store, unopenable_path_is_named)
+{
+    struct sched_store *other = NULL;
+    struct gs_error err;
+
+    cr_assert_lt(sched_store_open("/nonexistent-dir/state.db", &other, &err), 0);
+    cr_assert_not_null(strstr(err.msg, "/nonexistent-dir/state.db"), "%s", err.msg);
+    cr_assert_null(other);
+}
