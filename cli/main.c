@@ -1,12 +1,14 @@
 /*
- * main.c: the gsched command's entry point. Parses the global options and dispatches to a
- * subcommand. The cluster subcommands (submit, queue, nodes, ...) arrive with the scheduler;
- * until then the command answers --version and --help and names what it does not know.
- * Exit codes: 0 success, 1 failure of the requested action, 2 bad usage.
+ * main.c: the gsched command's entry point: global options, then dispatch to a subcommand
+ * (cli/commands.h). The cluster subcommands (submit, queue, nodes, ...) join the table as
+ * the scheduler gains them. Exit codes: 0 success, 1 the requested action failed, 2 bad
+ * usage.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/commands.h"
 #include "gsched_config.h"
 
 static const char usage_text[] =
@@ -14,9 +16,33 @@ static const char usage_text[] =
     "\n"
     "gsched schedules jobs onto the GPUs of a cluster by hardware topology and launches them.\n"
     "\n"
+    "commands:\n"
+    "  check JOB.toml [--json]   check a job file and show the job as gsched reads it\n"
+    "\n"
     "options:\n"
     "  -V, --version   print the version and the optional parts this build has\n"
     "  -h, --help      print this help\n";
+
+struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+};
+
+static const struct command commands[] = {
+    {"check", cli_cmd_check},
+};
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "gsched %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, " (see gsched --help)\n");
+    return 2;
+}
 
 static void print_version(void)
 {
@@ -40,6 +66,10 @@ int main(int argc, char **argv)
     if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0 || strcmp(arg, "help") == 0) {
         fputs(usage_text, stdout);
         return 0;
+    }
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+        if (strcmp(arg, commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
     }
     if (arg[0] == '-')
         fprintf(stderr, "gsched: unknown option '%s' (see gsched --help)\n", arg);

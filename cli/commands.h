@@ -1,0 +1,19 @@
+/*
+ * commands.h: the gsched subcommands. Each takes the arguments after "gsched" (argv[0] is
+ * the subcommand's name) and returns the process exit status: 0 done, 1 the action failed,
+ * 2 bad usage.
+ */
+#ifndef GS_CLI_COMMANDS_H
+#define GS_CLI_COMMANDS_H
+
+#include "common/buf.h"
+
+int cli_cmd_check(int argc, char **argv);
+
+/* Prints "gsched CMD: message (see gsched --help)" and returns 2. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Reads a file ("-" for standard input); prints the reason on failure. */
+int cli_read_file(const char *path, struct gs_buf *out);
+
+#endif

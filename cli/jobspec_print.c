@@ -1,0 +1,179 @@
+/*
+ * jobspec_print.c: printing a struct gs_jobspec for people (key = value lines, in job-file
+ * terms: durations and sizes in their usual forms) and for programs (JSON with plain numbers:
+ * seconds and MiB, null for unlimited).
+ */
+#include "cli/jobspec_print.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "common/units.h"
+
+static void json_strv(struct gs_json *j, const char *key, char *const *v)
+{
+    gs_json_key(j, key);
+    if (v == NULL) {
+        gs_json_null(j);
+        return;
+    }
+    gs_json_array_begin(j);
+    for (size_t i = 0; v[i] != NULL; i++)
+        gs_json_string(j, v[i]);
+    gs_json_array_end(j);
+}
+
+static void json_deps(struct gs_json *j, const struct gs_jobspec *s)
+{
+    gs_json_key(j, "depends_on");
+    gs_json_array_begin(j);
+    for (size_t i = 0; i < s->ndeps; i++) {
+        char dep[64];
+        snprintf(dep, sizeof(dep), "%s:%llu", gs_dep_type_name(s->deps[i].type),
+                 (unsigned long long)s->deps[i].job_id);
+        gs_json_string(j, dep);
+    }
+    gs_json_array_end(j);
+}
+
+static void json_env(struct gs_json *j, const struct gs_jobspec *s)
+{
+    gs_json_key(j, "env");
+    gs_json_object_begin(j);
+    for (size_t i = 0; i < s->nenv; i++) {
+        const char *eq = strchr(s->env[i], '=');
+        char key[256];
+
+        snprintf(key, sizeof(key), "%.*s", (int)(eq - s->env[i]), s->env[i]);
+        gs_json_key(j, key);
+        gs_json_string(j, eq + 1);
+    }
+    gs_json_object_end(j);
+}
+
+static void json_resources(struct gs_json *j, const struct gs_jobspec *s)
+{
+    gs_json_key(j, "resources");
+    gs_json_object_begin(j);
+    gs_json_key(j, "nodes");
+    gs_json_uint(j, s->nodes);
+    gs_json_key(j, "gpus_per_node");
+    gs_json_uint(j, s->gpus_per_node);
+    gs_json_key(j, s->cpus_per_gpu > 0 ? "cpus_per_gpu" : "cpus_per_task");
+    gs_json_uint(j, s->cpus_per_gpu > 0 ? s->cpus_per_gpu : s->cpus_per_task);
+    gs_json_key(j, "mem_per_node_mib");
+    gs_json_uint(j, s->mem_per_node_mib);
+    gs_json_key(j, "time_limit_s");
+    if (s->time_limit_s == GS_DURATION_INFINITE)
+        gs_json_null(j);
+    else
+        gs_json_uint(j, s->time_limit_s);
+    gs_json_key(j, "exclusive");
+    gs_json_bool(j, s->exclusive);
+    gs_json_key(j, "constraint");
+    gs_json_string(j, s->constraint);
+    gs_json_object_end(j);
+}
+
+static void json_run(struct gs_json *j, const struct gs_jobspec *s)
+{
+    gs_json_key(j, "run");
+    gs_json_object_begin(j);
+    json_strv(j, "command", s->argv);
+    gs_json_key(j, "script");
+    gs_json_string(j, s->script);
+    gs_json_key(j, "tasks_per_node");
+    if (s->tasks_per_gpu)
+        gs_json_string(j, "per-gpu");
+    else
+        gs_json_uint(j, s->tasks_per_node);
+    gs_json_key(j, "workdir");
+    gs_json_string(j, s->workdir);
+    gs_json_key(j, "stdout");
+    gs_json_string(j, s->stdout_pattern);
+    gs_json_key(j, "stderr");
+    gs_json_string(j, s->stderr_pattern);
+    json_env(j, s);
+    gs_json_object_end(j);
+}
+
+void cli_jobspec_json(struct gs_json *j, const struct gs_jobspec *s)
+{
+    gs_json_object_begin(j);
+    gs_json_key(j, "name");
+    gs_json_string(j, s->name);
+    gs_json_key(j, "priority");
+    gs_json_int(j, s->priority);
+    gs_json_key(j, "hold");
+    gs_json_bool(j, s->hold);
+    json_deps(j, s);
+    json_resources(j, s);
+    json_run(j, s);
+    gs_json_key(j, "restart");
+    gs_json_object_begin(j);
+    gs_json_key(j, "max_restarts");
+    gs_json_uint(j, s->max_restarts);
+    gs_json_object_end(j);
+    gs_json_object_end(j);
+}
+
+/* Lines accumulate in out; the first failure sticks in rc. */
+struct text {
+    struct gs_buf *out;
+    int rc;
+};
+
+static void text_line(struct text *t, const char *key, const char *value)
+{
+    if (t->rc == 0)
+        t->rc = gs_buf_printf(t->out, "%-16s = %s\n", key, value);
+}
+
+static void text_strv(struct text *t, const char *key, char *const *v)
+{
+    struct gs_buf line = GS_BUF_INIT;
+    int rc = gs_buf_append_str(&line, "");
+
+    for (size_t i = 0; rc == 0 && v[i] != NULL; i++)
+        rc = gs_buf_printf(&line, "%s%s", i > 0 ? " " : "", v[i]);
+    if (rc < 0 && t->rc == 0)
+        t->rc = rc;
+    text_line(t, key, line.data);
+    gs_buf_release(&line);
+}
+
+int cli_jobspec_text(struct gs_buf *out, const struct gs_jobspec *s)
+{
+    struct text t = {out, 0};
+    char a[64], b[64];
+
+    text_line(&t, "name", s->name);
+    snprintf(a, sizeof(a), "%d", s->priority);
+    text_line(&t, "priority", a);
+    for (size_t i = 0; i < s->ndeps; i++) {
+        snprintf(a, sizeof(a), "%s:%llu", gs_dep_type_name(s->deps[i].type),
+                 (unsigned long long)s->deps[i].job_id);
+        text_line(&t, "depends_on", a);
+    }
+    snprintf(a, sizeof(a), "%u node(s) x %u GPU(s)", s->nodes, s->gpus_per_node);
+    text_line(&t, "resources", a);
+    snprintf(a, sizeof(a), "%u per %s", s->cpus_per_gpu ? s->cpus_per_gpu : s->cpus_per_task,
+             s->cpus_per_gpu ? "GPU" : "task");
+    text_line(&t, "cpus", a);
+    text_line(&t, "mem_per_node",
+              s->mem_per_node_mib ? gs_format_size(s->mem_per_node_mib << 20, b, sizeof(b))
+                                  : "no request");
+    text_line(&t, "time_limit", gs_format_duration(s->time_limit_s, b, sizeof(b)));
+    if (s->constraint != NULL)
+        text_line(&t, "constraint", s->constraint);
+    if (s->argv != NULL)
+        text_strv(&t, "command", s->argv);
+    else
+        text_line(&t, "script", "(inline, /bin/sh)");
+    snprintf(a, sizeof(a), "%u", s->tasks_per_node);
+    text_line(&t, "tasks_per_node", s->tasks_per_gpu ? "per-gpu" : a);
+    text_line(&t, "stdout", s->stdout_pattern);
+    for (size_t i = 0; i < s->nenv; i++)
+        text_line(&t, "env", s->env[i]);
+    return t.rc;
+}
