@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/error.h"
 #include "common/schema.h"
 #include "common/toml.h"
 #include "common/units.h"
@@ -28,8 +29,7 @@ static void rd_name(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 
     if (gs_schema_string(c, v, "name", &name) < 0)
         return;
-    if (name != NULL && (name[0] == '\0' || strlen(name) > GS_JOBSPEC_NAME_MAX ||
-                         strpbrk(name, "\n\r\t/") != NULL)) {
+    if (name != NULL && !gs_jobspec_name_ok(name)) {
         REPORT_AT(c, v, "name must be 1 to %d characters without '/', tabs or newlines",
                   GS_JOBSPEC_NAME_MAX);
         free(name);
@@ -88,22 +88,24 @@ static void rd_depends_on(struct gs_schema_ctx *c, const struct gs_toml_value *v
 
 static void rd_nodes(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
-    gs_schema_uint(c, v, "resources.nodes", 1, 100000, &SPEC(c)->nodes);
+    gs_schema_uint(c, v, "resources.nodes", 1, GS_JOBSPEC_NODES_MAX, &SPEC(c)->nodes);
 }
 
 static void rd_gpus_per_node(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
-    gs_schema_uint(c, v, "resources.gpus_per_node", 0, 1024, &SPEC(c)->gpus_per_node);
+    gs_schema_uint(c, v, "resources.gpus_per_node", 0, GS_JOBSPEC_GPUS_MAX,
+                   &SPEC(c)->gpus_per_node);
 }
 
 static void rd_cpus_per_gpu(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
-    gs_schema_uint(c, v, "resources.cpus_per_gpu", 1, 4096, &SPEC(c)->cpus_per_gpu);
+    gs_schema_uint(c, v, "resources.cpus_per_gpu", 1, GS_JOBSPEC_CPUS_MAX, &SPEC(c)->cpus_per_gpu);
 }
 
 static void rd_cpus_per_task(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
-    gs_schema_uint(c, v, "resources.cpus_per_task", 1, 4096, &SPEC(c)->cpus_per_task);
+    gs_schema_uint(c, v, "resources.cpus_per_task", 1, GS_JOBSPEC_CPUS_MAX,
+                   &SPEC(c)->cpus_per_task);
 }
 
 static void rd_mem_per_node(struct gs_schema_ctx *c, const struct gs_toml_value *v)
@@ -174,7 +176,8 @@ static void rd_tasks_per_node(struct gs_schema_ctx *c, const struct gs_toml_valu
         REPORT_AT(c, v, "run.tasks_per_node must be a positive integer or \"per-gpu\"");
         return;
     }
-    if (gs_schema_uint(c, v, "run.tasks_per_node", 1, 4096, &SPEC(c)->tasks_per_node) == 0)
+    if (gs_schema_uint(c, v, "run.tasks_per_node", 1, GS_JOBSPEC_CPUS_MAX,
+                       &SPEC(c)->tasks_per_node) == 0)
         SPEC(c)->tasks_per_gpu = false;
 }
 
@@ -184,23 +187,37 @@ static void rd_workdir(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 }
 
 /* Output patterns take %j %t %n %x %u and %%; anything else is a typo worth catching. */
+const char *gs_jobspec_bad_placeholder(const char *pattern)
+{
+    for (const char *p = pattern; *p != '\0'; p++) {
+        if (*p != '%')
+            continue;
+        if (p[1] == '\0' || strchr("jtnxu%", p[1]) == NULL)
+            return p;
+        p++;
+    }
+    return NULL;
+}
+
+bool gs_jobspec_name_ok(const char *name)
+{
+    return name[0] != '\0' && strlen(name) <= GS_JOBSPEC_NAME_MAX &&
+           strpbrk(name, "\n\r\t/") == NULL;
+}
+
 static void read_pattern(struct gs_schema_ctx *c, const struct gs_toml_value *v, const char *path,
                          char **out)
 {
+    const char *bad;
+
     if (gs_schema_string(c, v, path, out) < 0 || *out == NULL)
         return;
-    for (const char *p = *out; *p != '\0'; p++) {
-        if (*p != '%')
-            continue;
-        p++;
-        if (*p == '\0' || strchr("jtnxu%", *p) == NULL) {
-            REPORT_AT(c, v,
-                      "%s: unknown placeholder '%%%.1s' (use %%j job id, %%t task rank, "
-                      "%%n node, %%x job name, %%u user, %%%% for %%)",
-                      path, p);
-            return;
-        }
-    }
+    bad = gs_jobspec_bad_placeholder(*out);
+    if (bad != NULL)
+        REPORT_AT(c, v,
+                  "%s: unknown placeholder '%%%.1s' (use %%j job id, %%t task rank, "
+                  "%%n node, %%x job name, %%u user, %%%% for %%)",
+                  path, bad + 1);
 }
 
 static void rd_stdout(struct gs_schema_ctx *c, const struct gs_toml_value *v)
@@ -213,7 +230,7 @@ static void rd_stderr(struct gs_schema_ctx *c, const struct gs_toml_value *v)
     read_pattern(c, v, "run.stderr", &SPEC(c)->stderr_pattern);
 }
 
-static bool is_env_name(const char *s, size_t len)
+bool gs_jobspec_env_name_ok(const char *s, size_t len)
 {
     if (len == 0 || (s[0] >= '0' && s[0] <= '9'))
         return false;
@@ -245,7 +262,7 @@ static void rd_env(struct gs_schema_ctx *c, const struct gs_toml_value *v)
         const char *key = gs_toml_key_at(v, i, &klen), *val;
         struct gs_buf kv = GS_BUF_INIT;
 
-        if (!is_env_name(key, klen)) {
+        if (!gs_jobspec_env_name_ok(key, klen)) {
             gs_schema_report(c, gs_toml_key_line(v, i), gs_toml_key_col(v, i),
                              "run.env: '%s' is not a valid environment variable name", key);
             continue;
@@ -272,7 +289,8 @@ static const struct gs_schema_key run_keys[] = {
 
 static void rd_max_restarts(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
-    gs_schema_uint(c, v, "restart.max_restarts", 0, 1000, &SPEC(c)->max_restarts);
+    gs_schema_uint(c, v, "restart.max_restarts", 0, GS_JOBSPEC_RESTARTS_MAX,
+                   &SPEC(c)->max_restarts);
 }
 
 static const struct gs_schema_key restart_keys[] = {
@@ -456,4 +474,89 @@ int gs_dep_parse(const char *text, struct gs_dep *ret_dep)
         }
     }
     return -EINVAL;
+}
+
+static bool blank(const char *s)
+{
+    return s == NULL || strspn(s, " \t\r\n") == strlen(s);
+}
+
+static int check_resources(const struct gs_jobspec *s, struct gs_error *err)
+{
+    if (s->nodes < 1 || s->nodes > GS_JOBSPEC_NODES_MAX)
+        return gs_error_set(err, -EINVAL, 0, 0, "resources.nodes must be 1 to %d",
+                            GS_JOBSPEC_NODES_MAX);
+    if (s->gpus_per_node > GS_JOBSPEC_GPUS_MAX)
+        return gs_error_set(err, -EINVAL, 0, 0, "resources.gpus_per_node must be 0 to %d",
+                            GS_JOBSPEC_GPUS_MAX);
+    if (s->cpus_per_gpu > GS_JOBSPEC_CPUS_MAX || s->cpus_per_task > GS_JOBSPEC_CPUS_MAX)
+        return gs_error_set(err, -EINVAL, 0, 0, "cpus per GPU or task must be at most %d",
+                            GS_JOBSPEC_CPUS_MAX);
+    if ((s->cpus_per_gpu > 0) == (s->cpus_per_task > 0))
+        return gs_error_set(err, -EINVAL, 0, 0,
+                            "exactly one of resources.cpus_per_gpu and cpus_per_task is set");
+    if (s->cpus_per_gpu > 0 && s->gpus_per_node == 0)
+        return gs_error_set(err, -EINVAL, 0, 0,
+                            "resources.cpus_per_gpu needs resources.gpus_per_node > 0");
+    if (s->time_limit_s == 0)
+        return gs_error_set(err, -EINVAL, 0, 0, "resources.time_limit must not be zero");
+    return 0;
+}
+
+static int check_run(const struct gs_jobspec *s, struct gs_error *err)
+{
+    const char *bad;
+
+    if ((s->argv != NULL) == (s->script != NULL))
+        return gs_error_set(err, -EINVAL, 0, 0, "exactly one of run.command and run.script");
+    if (s->argv != NULL && (s->argc == 0 || s->argv[0][0] == '\0'))
+        return gs_error_set(err, -EINVAL, 0, 0, "run.command must name a program");
+    if (s->script != NULL && blank(s->script))
+        return gs_error_set(err, -EINVAL, 0, 0, "run.script is empty");
+    if (s->tasks_per_gpu ? s->gpus_per_node == 0
+                         : s->tasks_per_node < 1 || s->tasks_per_node > GS_JOBSPEC_CPUS_MAX)
+        return gs_error_set(err, -EINVAL, 0, 0,
+                            "run.tasks_per_node must be 1 to %d, or "
+                            "per-gpu with GPUs",
+                            GS_JOBSPEC_CPUS_MAX);
+    if (s->stdout_pattern == NULL)
+        return gs_error_set(err, -EINVAL, 0, 0, "run.stdout is missing");
+    bad = gs_jobspec_bad_placeholder(s->stdout_pattern);
+    if (bad == NULL && s->stderr_pattern != NULL)
+        bad = gs_jobspec_bad_placeholder(s->stderr_pattern);
+    if (bad != NULL)
+        return gs_error_set(err, -EINVAL, 0, 0,
+                            "unknown placeholder '%.2s' in run.stdout or "
+                            "run.stderr",
+                            bad);
+    for (size_t i = 0; i < s->nenv; i++) {
+        const char *eq = strchr(s->env[i], '=');
+        if (eq == NULL || !gs_jobspec_env_name_ok(s->env[i], (size_t)(eq - s->env[i])))
+            return gs_error_set(err, -EINVAL, 0, 0, "run.env: '%s' is not NAME=VALUE", s->env[i]);
+    }
+    return 0;
+}
+
+int gs_jobspec_check(const struct gs_jobspec *s, struct gs_error *err)
+{
+    int rc;
+
+    if (s->name == NULL || !gs_jobspec_name_ok(s->name))
+        return gs_error_set(err, -EINVAL, 0, 0,
+                            "name must be 1 to %d characters without '/', "
+                            "tabs or newlines",
+                            GS_JOBSPEC_NAME_MAX);
+    if (s->priority < -GS_JOBSPEC_PRIORITY_MAX || s->priority > GS_JOBSPEC_PRIORITY_MAX)
+        return gs_error_set(err, -EINVAL, 0, 0, "priority must be from %d to %d",
+                            -GS_JOBSPEC_PRIORITY_MAX, GS_JOBSPEC_PRIORITY_MAX);
+    for (size_t i = 0; i < s->ndeps; i++) {
+        if (s->deps[i].job_id == 0 || (int)s->deps[i].type < GS_DEP_AFTER ||
+            s->deps[i].type > GS_DEP_AFTERANY)
+            return gs_error_set(err, -EINVAL, 0, 0, "depends_on[%zu] is not a valid dependency", i);
+    }
+    if (s->max_restarts > GS_JOBSPEC_RESTARTS_MAX)
+        return gs_error_set(err, -EINVAL, 0, 0, "restart.max_restarts must be at most %d",
+                            GS_JOBSPEC_RESTARTS_MAX);
+    rc = check_resources(s, err);
+    return rc < 0 ? rc : check_run(s, err);
 }

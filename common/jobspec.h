@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "common/buf.h"
+#include "common/error.h"
 
 enum gs_dep_type {
     GS_DEP_AFTER = 0,  /* once the other job has started */
@@ -34,6 +35,10 @@ struct gs_dep {
 #define GS_JOBSPEC_NAME_MAX 128
 #define GS_JOBSPEC_PRIORITY_MAX 1000000
 #define GS_JOBSPEC_DEFAULT_STDOUT "gsched-%j-%t.out"
+#define GS_JOBSPEC_NODES_MAX 100000
+#define GS_JOBSPEC_GPUS_MAX 1024
+#define GS_JOBSPEC_CPUS_MAX 4096 /* per GPU, per task, and tasks per node */
+#define GS_JOBSPEC_RESTARTS_MAX 1000
 
 struct gs_jobspec {
     char *name;
@@ -79,6 +84,20 @@ void gs_jobspec_free(struct gs_jobspec *spec);
  */
 int gs_jobspec_parse_toml(const char *text, size_t len, const char *filename,
                           struct gs_jobspec **ret_spec, struct gs_buf *errors);
+
+/*
+ * Checks a spec built by other means than the job-file reader (received from a client,
+ * converted from an sbatch script) against the same rules. Returns 0, or -EINVAL with
+ * err->msg naming the field.
+ */
+int gs_jobspec_check(const struct gs_jobspec *spec, struct gs_error *err);
+
+/* Job names: 1..GS_JOBSPEC_NAME_MAX characters, no '/', tab, CR or LF. */
+bool gs_jobspec_name_ok(const char *name);
+/* Environment variable names: letters, digits, '_', not starting with a digit. */
+bool gs_jobspec_env_name_ok(const char *name, size_t len);
+/* The first '%' of an output pattern that is not %j %t %n %x %u %%, or NULL. */
+const char *gs_jobspec_bad_placeholder(const char *pattern);
 
 /* Parses "afterok:41" (also after, afternotok, afterany). Returns 0 or -EINVAL. */
 int gs_dep_parse(const char *text, struct gs_dep *ret_dep);

@@ -91,6 +91,7 @@ Test(jobspec, reads_the_full_example)
     cr_assert_str_eq(s->env[1], "OMP_NUM_THREADS=8");
     cr_assert_null(s->env[2]);
     cr_assert_eq(s->max_restarts, 2);
+    cr_assert_eq(gs_jobspec_check(s, &(struct gs_error){0}), 0, "reader and check agree");
     gs_jobspec_free(s);
 }
 
@@ -108,6 +109,7 @@ Test(jobspec, minimal_file_gets_defaults_and_name_from_file)
     cr_assert_str_eq(s->script, "echo hi\n");
     cr_assert_str_eq(s->stdout_pattern, "gsched-%j-%t.out");
     cr_assert_null(s->stderr_pattern);
+    cr_assert_eq(gs_jobspec_check(s, &(struct gs_error){0}), 0, "reader and check agree");
     gs_jobspec_free(s);
 }
 

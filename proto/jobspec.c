@@ -1,0 +1,257 @@
+/*
+ * jobspec.c: gs_jobspec <-> gs.JobSpec (see jobspec.h). Sending borrows; receiving copies
+ * and checks every field, because the scheduler stores and runs what arrives.
+ */
+#include "proto/jobspec.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/units.h"
+
+static char *or_empty(const char *s)
+{
+    return (char *)(s != NULL ? s : "");
+}
+
+static int view_env(struct gs_proto_jobspec_view *v, const struct gs_jobspec *spec)
+{
+    size_t n = spec->nenv;
+
+    v->env = calloc(n + 1, sizeof(*v->env));
+    v->env_ptrs = calloc(n + 1, sizeof(*v->env_ptrs));
+    v->env_keys = calloc(n + 1, sizeof(*v->env_keys));
+    if (v->env == NULL || v->env_ptrs == NULL || v->env_keys == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        const char *eq = strchr(spec->env[i], '=');
+        size_t klen = eq != NULL ? (size_t)(eq - spec->env[i]) : strlen(spec->env[i]);
+
+        v->env_keys[i] = strndup(spec->env[i], klen);
+        if (v->env_keys[i] == NULL)
+            return -ENOMEM;
+        gs__run_spec__env_entry__init(&v->env[i]);
+        v->env[i].key = v->env_keys[i];
+        v->env[i].value = or_empty(eq != NULL ? eq + 1 : NULL);
+        v->env_ptrs[i] = &v->env[i];
+    }
+    v->run.n_env = n;
+    v->run.env = v->env_ptrs;
+    return 0;
+}
+
+static int view_deps(struct gs_proto_jobspec_view *v, const struct gs_jobspec *spec)
+{
+    v->deps = calloc(spec->ndeps + 1, sizeof(*v->deps));
+    v->dep_ptrs = calloc(spec->ndeps + 1, sizeof(*v->dep_ptrs));
+    if (v->deps == NULL || v->dep_ptrs == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < spec->ndeps; i++) {
+        gs__dependency__init(&v->deps[i]);
+        v->deps[i].type = (Gs__DependencyType)(spec->deps[i].type + 1);
+        v->deps[i].job_id = spec->deps[i].job_id;
+        v->dep_ptrs[i] = &v->deps[i];
+    }
+    v->spec.n_depends_on = spec->ndeps;
+    v->spec.depends_on = v->dep_ptrs;
+    return 0;
+}
+
+static void view_resources(Gs__Resources *r, const struct gs_jobspec *spec)
+{
+    gs__resources__init(r);
+    r->nodes = spec->nodes;
+    r->gpus_per_node = spec->gpus_per_node;
+    if (spec->cpus_per_gpu > 0) {
+        r->cpus_case = GS__RESOURCES__CPUS_CPUS_PER_GPU;
+        r->cpus_per_gpu = spec->cpus_per_gpu;
+    } else if (spec->cpus_per_task > 0) {
+        r->cpus_case = GS__RESOURCES__CPUS_CPUS_PER_TASK;
+        r->cpus_per_task = spec->cpus_per_task;
+    }
+    r->mem_per_node_mib = spec->mem_per_node_mib;
+    r->time_limit_s = spec->time_limit_s == GS_DURATION_INFINITE ? 0 : spec->time_limit_s;
+    r->exclusive = spec->exclusive;
+    r->constraint = or_empty(spec->constraint);
+}
+
+static void view_run(Gs__RunSpec *run, const struct gs_jobspec *spec)
+{
+    gs__run_spec__init(run);
+    run->n_argv = spec->argv != NULL ? spec->argc : 0;
+    run->argv = spec->argv;
+    run->script = or_empty(spec->script);
+    run->tasks_per_node = spec->tasks_per_node;
+    run->tasks_per_gpu = spec->tasks_per_gpu;
+    run->workdir = or_empty(spec->workdir);
+    run->stdout_pattern = or_empty(spec->stdout_pattern);
+    run->stderr_pattern = or_empty(spec->stderr_pattern);
+}
+
+int gs_proto_jobspec_view_init(struct gs_proto_jobspec_view *v, const struct gs_jobspec *spec)
+{
+    int rc;
+
+    memset(v, 0, sizeof(*v));
+    gs__job_spec__init(&v->spec);
+    v->spec.name = or_empty(spec->name);
+    v->spec.priority = spec->priority;
+    v->spec.hold = spec->hold;
+    v->spec.max_restarts = spec->max_restarts;
+    view_resources(&v->resources, spec);
+    view_run(&v->run, spec);
+    v->spec.resources = &v->resources;
+    v->spec.run = &v->run;
+    rc = view_deps(v, spec);
+    if (rc == 0)
+        rc = view_env(v, spec);
+    if (rc < 0)
+        gs_proto_jobspec_view_release(v);
+    return rc;
+}
+
+void gs_proto_jobspec_view_release(struct gs_proto_jobspec_view *v)
+{
+    for (size_t i = 0; v->env_keys != NULL && v->env_keys[i] != NULL; i++)
+        free(v->env_keys[i]);
+    free(v->env_keys);
+    free(v->env);
+    free(v->env_ptrs);
+    free(v->deps);
+    free(v->dep_ptrs);
+    memset(v, 0, sizeof(*v));
+}
+
+/* Optional strings: "" on the wire is "not set" here. */
+static int copy_opt(const char *s, char **out)
+{
+    if (s == NULL || s[0] == '\0')
+        return 0;
+    *out = strdup(s);
+    return *out != NULL ? 0 : -ENOMEM;
+}
+
+static int copy_argv(const Gs__RunSpec *run, struct gs_jobspec *spec)
+{
+    if (run->n_argv == 0)
+        return 0;
+    spec->argv = calloc(run->n_argv + 1, sizeof(char *));
+    if (spec->argv == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < run->n_argv; i++) {
+        spec->argv[i] = strdup(or_empty(run->argv[i]));
+        if (spec->argv[i] == NULL)
+            return -ENOMEM;
+    }
+    spec->argc = run->n_argv;
+    return 0;
+}
+
+static int copy_env(const Gs__RunSpec *run, struct gs_jobspec *spec)
+{
+    spec->env = calloc(run->n_env + 1, sizeof(char *));
+    if (spec->env == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < run->n_env; i++) {
+        const char *k = or_empty(run->env[i]->key), *v = or_empty(run->env[i]->value);
+        size_t len = strlen(k) + strlen(v) + 2;
+
+        spec->env[i] = malloc(len);
+        if (spec->env[i] == NULL)
+            return -ENOMEM;
+        memcpy(spec->env[i], k, strlen(k));
+        spec->env[i][strlen(k)] = '=';
+        memcpy(spec->env[i] + strlen(k) + 1, v, strlen(v) + 1);
+        spec->nenv = i + 1;
+    }
+    return 0;
+}
+
+static int copy_deps(const Gs__JobSpec *pb, struct gs_jobspec *spec, struct gs_error *err)
+{
+    spec->deps = calloc(pb->n_depends_on + 1, sizeof(*spec->deps));
+    if (spec->deps == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < pb->n_depends_on; i++) {
+        int type = (int)pb->depends_on[i]->type - 1;
+
+        if (type < GS_DEP_AFTER || type > GS_DEP_AFTERANY)
+            return gs_error_set(err, -EINVAL, 0, 0, "depends_on[%zu] has no valid type", i);
+        spec->deps[i].type = (enum gs_dep_type)type;
+        spec->deps[i].job_id = pb->depends_on[i]->job_id;
+        spec->ndeps = i + 1;
+    }
+    return 0;
+}
+
+static void copy_resources(const Gs__Resources *r, struct gs_jobspec *spec)
+{
+    spec->nodes = r->nodes;
+    spec->gpus_per_node = r->gpus_per_node;
+    spec->cpus_per_gpu = r->cpus_case == GS__RESOURCES__CPUS_CPUS_PER_GPU ? r->cpus_per_gpu : 0;
+    spec->cpus_per_task = r->cpus_case == GS__RESOURCES__CPUS_CPUS_PER_TASK ? r->cpus_per_task
+                          : r->cpus_case == GS__RESOURCES__CPUS__NOT_SET    ? 1
+                                                                            : 0;
+    spec->mem_per_node_mib = r->mem_per_node_mib;
+    spec->time_limit_s = r->time_limit_s == 0 ? GS_DURATION_INFINITE : r->time_limit_s;
+    spec->exclusive = r->exclusive;
+}
+
+static int copy_all(const Gs__JobSpec *pb, struct gs_jobspec *spec, struct gs_error *err)
+{
+    const Gs__RunSpec *run = pb->run;
+    int rc;
+
+    if (pb->resources == NULL || run == NULL)
+        return gs_error_set(err, -EINVAL, 0, 0, "job spec lacks %s",
+                            pb->resources == NULL ? "resources" : "run");
+    spec->priority = pb->priority;
+    spec->hold = pb->hold;
+    spec->max_restarts = pb->max_restarts;
+    copy_resources(pb->resources, spec);
+    spec->tasks_per_node = run->tasks_per_node;
+    spec->tasks_per_gpu = run->tasks_per_gpu;
+    rc = copy_opt(pb->name, &spec->name);
+    if (rc == 0)
+        rc = copy_opt(pb->resources->constraint, &spec->constraint);
+    if (rc == 0)
+        rc = copy_opt(run->script, &spec->script);
+    if (rc == 0)
+        rc = copy_opt(run->workdir, &spec->workdir);
+    if (rc == 0)
+        rc = copy_opt(run->stdout_pattern, &spec->stdout_pattern);
+    if (rc == 0)
+        rc = copy_opt(run->stderr_pattern, &spec->stderr_pattern);
+    if (rc == 0)
+        rc = copy_argv(run, spec);
+    if (rc == 0)
+        rc = copy_env(run, spec);
+    if (rc == 0)
+        rc = copy_deps(pb, spec, err);
+    if (rc == -ENOMEM)
+        gs_error_set(err, rc, 0, 0, "out of memory");
+    return rc;
+}
+
+int gs_proto_jobspec_from_pb(const Gs__JobSpec *pb, struct gs_jobspec **ret_spec,
+                             struct gs_error *err)
+{
+    struct gs_jobspec *spec = gs_jobspec_new();
+    int rc;
+
+    if (spec == NULL)
+        return gs_error_set(err, -ENOMEM, 0, 0, "out of memory");
+    /* gs_jobspec_new() sets defaults; the wire says everything explicitly. */
+    spec->nodes = 0;
+    spec->tasks_per_node = 0;
+    rc = copy_all(pb, spec, err);
+    if (rc == 0)
+        rc = gs_jobspec_check(spec, err);
+    if (rc < 0) {
+        gs_jobspec_free(spec);
+        return rc;
+    }
+    *ret_spec = spec;
+    return 0;
+}

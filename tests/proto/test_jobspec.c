@@ -1,0 +1,157 @@
+/*
+ * test_jobspec.c: a job spec read from a job file survives the trip through a packed
+ * gs.JobSpec unchanged, and a spec arriving from the wire is checked like a job file.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <string.h>
+
+#include "common/units.h"
+#include "proto/jobspec.h"
+
+static const char full[] = "name = \"gpt\"\npriority = -3\nhold = true\n"
+                           "depends_on = [\"afterok:41\", \"after:2\"]\n"
+                           "[resources]\nnodes = 2\ngpus_per_node = 4\ncpus_per_gpu = 8\n"
+                           "mem_per_node = \"64G\"\ntime_limit = \"1:00:00\"\nexclusive = true\n"
+                           "constraint = \"h100\"\n"
+                           "[run]\ncommand = [\"python3\", \"train.py\"]\n"
+                           "tasks_per_node = \"per-gpu\"\nworkdir = \"/w\"\n"
+                           "stdout = \"o-%j\"\nstderr = \"e-%t\"\n"
+                           "env = { A = \"1\", B = \"x=y\" }\n[restart]\nmax_restarts = 2\n";
+
+static struct gs_jobspec *parse(const char *text)
+{
+    struct gs_buf errors = GS_BUF_INIT;
+    struct gs_jobspec *spec = NULL;
+
+    cr_assert_eq(gs_jobspec_parse_toml(text, strlen(text), "job.toml", &spec, &errors), 0, "%s",
+                 errors.data);
+    gs_buf_release(&errors);
+    return spec;
+}
+
+/* spec -> view -> packed bytes -> unpacked message -> spec */
+static int round_trip(const struct gs_jobspec *in, struct gs_jobspec **out, struct gs_error *err)
+{
+    struct gs_proto_jobspec_view view;
+    uint8_t buf[4096];
+    Gs__JobSpec *pb;
+    size_t len;
+    int rc;
+
+    cr_assert_eq(gs_proto_jobspec_view_init(&view, in), 0);
+    len = gs__job_spec__get_packed_size(&view.spec);
+    cr_assert_lt(len, sizeof(buf));
+    gs__job_spec__pack(&view.spec, buf);
+    gs_proto_jobspec_view_release(&view);
+    pb = gs__job_spec__unpack(NULL, len, buf);
+    cr_assert_not_null(pb);
+    rc = gs_proto_jobspec_from_pb(pb, out, err);
+    gs__job_spec__free_unpacked(pb, NULL);
+    return rc;
+}
+
+Test(proto_jobspec, every_field_survives_the_wire)
+{
+    struct gs_jobspec *in = parse(full), *out = NULL;
+    struct gs_error err;
+
+    cr_assert_eq(gs_jobspec_check(in, &err), 0, "%s", err.msg);
+    cr_assert_eq(round_trip(in, &out, &err), 0, "%s", err.msg);
+    cr_assert_str_eq(out->name, "gpt");
+    cr_assert_eq(out->priority, -3);
+    cr_assert(out->hold);
+    cr_assert_eq(out->ndeps, 2);
+    cr_assert_eq(out->deps[0].type, GS_DEP_AFTEROK);
+    cr_assert_eq(out->deps[1].type, GS_DEP_AFTER);
+    cr_assert_eq(out->deps[1].job_id, 2);
+    cr_assert_eq(out->nodes, 2);
+    cr_assert_eq(out->gpus_per_node, 4);
+    cr_assert_eq(out->cpus_per_gpu, 8);
+    cr_assert_eq(out->cpus_per_task, 0);
+    cr_assert_eq(out->mem_per_node_mib, 65536);
+    cr_assert_eq(out->time_limit_s, 3600);
+    cr_assert(out->exclusive);
+    cr_assert_str_eq(out->constraint, "h100");
+    cr_assert_eq(out->argc, 2);
+    cr_assert_str_eq(out->argv[1], "train.py");
+    cr_assert_null(out->script);
+    cr_assert(out->tasks_per_gpu);
+    cr_assert_str_eq(out->workdir, "/w");
+    cr_assert_str_eq(out->stdout_pattern, "o-%j");
+    cr_assert_str_eq(out->stderr_pattern, "e-%t");
+    cr_assert_eq(out->nenv, 2);
+    cr_assert_str_eq(out->env[1], "B=x=y");
+    cr_assert_eq(out->max_restarts, 2);
+    gs_jobspec_free(in);
+    gs_jobspec_free(out);
+}
+
+Test(proto_jobspec, unlimited_time_and_defaults_survive)
+{
+    struct gs_jobspec *in = parse("[run]\nscript = \"echo hi\"\n"), *out = NULL;
+    struct gs_error err;
+
+    cr_assert_eq(round_trip(in, &out, &err), 0, "%s", err.msg);
+    cr_assert_eq(out->time_limit_s, GS_DURATION_INFINITE);
+    cr_assert_eq(out->cpus_per_task, 1);
+    cr_assert_eq(out->tasks_per_node, 1);
+    cr_assert_str_eq(out->script, "echo hi");
+    cr_assert_null(out->argv);
+    cr_assert_null(out->constraint);
+    cr_assert_null(out->stderr_pattern);
+    gs_jobspec_free(in);
+    gs_jobspec_free(out);
+}
+
+static void assert_rejected(Gs__JobSpec *pb, const char *fragment)
+{
+    struct gs_jobspec *out = (struct gs_jobspec *)0x1;
+    struct gs_error err;
+
+    cr_assert_eq(gs_proto_jobspec_from_pb(pb, &out, &err), -EINVAL);
+    cr_assert_eq(out, (struct gs_jobspec *)0x1);
+    cr_assert_not_null(strstr(err.msg, fragment), "'%s' lacks '%s'", err.msg, fragment);
+}
+
+Test(proto_jobspec, wire_specs_are_checked_like_job_files)
+{
+    Gs__JobSpec pb = GS__JOB_SPEC__INIT;
+    Gs__Resources res = GS__RESOURCES__INIT;
+    Gs__RunSpec run = GS__RUN_SPEC__INIT;
+    Gs__Dependency dep = GS__DEPENDENCY__INIT, *deps[] = {&dep};
+    char *argv[] = {"true"};
+
+    assert_rejected(&pb, "lacks resources");
+    pb.resources = &res;
+    pb.run = &run;
+    pb.name = "x";
+    run.tasks_per_node = 1;
+    run.stdout_pattern = "out";
+    assert_rejected(&pb, "resources.nodes");
+    res.nodes = 1;
+    assert_rejected(&pb, "exactly one of run.command and run.script");
+    run.n_argv = 1;
+    run.argv = argv;
+    run.script = "echo";
+    assert_rejected(&pb, "exactly one of run.command and run.script");
+    run.script = "";
+    pb.name = "a/b";
+    assert_rejected(&pb, "name must be");
+    pb.name = "ok";
+    res.cpus_case = GS__RESOURCES__CPUS_CPUS_PER_GPU;
+    res.cpus_per_gpu = 2;
+    assert_rejected(&pb, "cpus_per_gpu needs");
+    res.cpus_case = GS__RESOURCES__CPUS__NOT_SET;
+    run.stdout_pattern = "%q";
+    assert_rejected(&pb, "placeholder");
+    run.stdout_pattern = "out";
+    pb.n_depends_on = 1;
+    pb.depends_on = deps;
+    assert_rejected(&pb, "depends_on[0]");
+    dep.type = GS__DEPENDENCY_TYPE__DEPENDENCY_TYPE_AFTERANY;
+    assert_rejected(&pb, "depends_on[0]"); /* job id 0 */
+    dep.job_id = 5;
+    pb.priority = 2000000;
+    assert_rejected(&pb, "priority");
+}
