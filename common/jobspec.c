@@ -560,3 +560,39 @@ int gs_jobspec_check(const struct gs_jobspec *s, struct gs_error *err)
     rc = check_resources(s, err);
     return rc < 0 ? rc : check_run(s, err);
 }
+
+static int expand_one(char code, const struct gs_pattern_vars *v, struct gs_buf *out)
+{
+    switch (code) {
+    case 'j':
+        return gs_buf_printf(out, "%llu", (unsigned long long)v->job_id);
+    case 't':
+        return gs_buf_printf(out, "%u", v->rank);
+    case 'n':
+        return gs_buf_append_str(out, v->node != NULL ? v->node : "");
+    case 'x':
+        return gs_buf_append_str(out, v->job_name != NULL ? v->job_name : "");
+    case 'u':
+        return gs_buf_append_str(out, v->user != NULL ? v->user : "");
+    case '%':
+        return gs_buf_putc(out, '%');
+    default:
+        return -EINVAL;
+    }
+}
+
+int gs_jobspec_expand_pattern(const char *pattern, const struct gs_pattern_vars *vars,
+                              struct gs_buf *out)
+{
+    int rc = 0;
+
+    for (const char *p = pattern; rc == 0 && *p != '\0'; p++) {
+        if (*p != '%') {
+            rc = gs_buf_putc(out, *p);
+            continue;
+        }
+        p++;
+        rc = *p == '\0' ? -EINVAL : expand_one(*p, vars, out);
+    }
+    return rc;
+}

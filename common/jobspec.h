@@ -99,6 +99,19 @@ bool gs_jobspec_env_name_ok(const char *name, size_t len);
 /* The first '%' of an output pattern that is not %j %t %n %x %u %%, or NULL. */
 const char *gs_jobspec_bad_placeholder(const char *pattern);
 
+/* What the placeholders of an output pattern stand for, for one task. */
+struct gs_pattern_vars {
+    uint64_t job_id;
+    uint32_t rank;
+    const char *node;
+    const char *job_name;
+    const char *user;
+};
+
+/* Appends pattern with %j %t %n %x %u %% replaced. Returns 0, -EINVAL (unknown %), -ENOMEM. */
+int gs_jobspec_expand_pattern(const char *pattern, const struct gs_pattern_vars *vars,
+                              struct gs_buf *out);
+
 /* Parses "afterok:41" (also after, afternotok, afterany). Returns 0 or -EINVAL. */
 int gs_dep_parse(const char *text, struct gs_dep *ret_dep);
 const char *gs_dep_type_name(enum gs_dep_type type);

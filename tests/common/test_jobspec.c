@@ -231,3 +231,15 @@ Test(jobspec, dependency_strings)
     cr_assert_eq(gs_dep_parse("afterok:99999999999999999999999", &d), -EINVAL);
     cr_assert_str_eq(gs_dep_type_name(GS_DEP_AFTERANY), "afterany");
 }
+
+Test(jobspec, output_patterns_expand_every_placeholder)
+{
+    struct gs_pattern_vars v = {
+        .job_id = 42, .rank = 3, .node = "node2", .job_name = "gpt", .user = "ada"};
+
+    cr_assert_eq(gs_jobspec_expand_pattern("logs/%x-%j-%t@%n.%u.100%%", &v, &errors), 0);
+    cr_assert_str_eq(errors.data, "logs/gpt-42-3@node2.ada.100%");
+    gs_buf_reset(&errors);
+    cr_assert_eq(gs_jobspec_expand_pattern("bad-%q", &v, &errors), -EINVAL);
+    cr_assert_eq(gs_jobspec_expand_pattern("trailing-%", &v, &errors), -EINVAL);
+}

@@ -1,0 +1,83 @@
+/*
+ * test_env.c: a task's environment carries what torchrun/DDP scripts read, overriding the
+ * job's variables of the same name but keeping the rest in order.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <string.h>
+
+#include "worker/env.h"
+
+static const char *get(char **envp, const char *key)
+{
+    size_t n = strlen(key);
+
+    for (size_t i = 0; envp[i] != NULL; i++) {
+        if (strncmp(envp[i], key, n) == 0 && envp[i][n] == '=')
+            return envp[i] + n + 1;
+    }
+    return NULL;
+}
+
+Test(env, task_gets_ranks_master_and_its_gpus)
+{
+    uint32_t gpus[] = {2, 3};
+    char *job_env[] = {"NCCL_DEBUG=WARN", "RANK=99", "PATH=/opt/bin", NULL};
+    struct wrk_task_env in = {.job_id = 42,
+                              .job_name = "gpt",
+                              .nodelist = "node1,node2",
+                              .rank = 5,
+                              .local_rank = 1,
+                              .world_size = 8,
+                              .local_world_size = 4,
+                              .node_rank = 1,
+                              .master_addr = "10.0.0.1",
+                              .master_port = 29500,
+                              .gpus = gpus,
+                              .ngpus = 2,
+                              .user = "ada",
+                              .home = "/home/ada",
+                              .job_env = job_env};
+    char **envp = NULL;
+
+    cr_assert_eq(wrk_env_build(&in, &envp), 0);
+    cr_assert_str_eq(envp[0], "NCCL_DEBUG=WARN", "the job's order is kept");
+    cr_assert_str_eq(get(envp, "RANK"), "5", "gsched's RANK overrides the job's");
+    cr_assert_str_eq(get(envp, "PATH"), "/opt/bin");
+    cr_assert_str_eq(get(envp, "LOCAL_RANK"), "1");
+    cr_assert_str_eq(get(envp, "WORLD_SIZE"), "8");
+    cr_assert_str_eq(get(envp, "LOCAL_WORLD_SIZE"), "4");
+    cr_assert_str_eq(get(envp, "NODE_RANK"), "1");
+    cr_assert_str_eq(get(envp, "MASTER_ADDR"), "10.0.0.1");
+    cr_assert_str_eq(get(envp, "MASTER_PORT"), "29500");
+    cr_assert_str_eq(get(envp, "CUDA_VISIBLE_DEVICES"), "2,3");
+    cr_assert_str_eq(get(envp, "CUDA_DEVICE_ORDER"), "PCI_BUS_ID");
+    cr_assert_str_eq(get(envp, "GSCHED_JOB_ID"), "42");
+    cr_assert_str_eq(get(envp, "GSCHED_NODELIST"), "node1,node2");
+    cr_assert_str_eq(get(envp, "USER"), "ada");
+    cr_assert_str_eq(get(envp, "HOME"), "/home/ada");
+    wrk_env_free(envp);
+}
+
+Test(env, cpu_task_sees_no_gpus_and_gets_a_path)
+{
+    struct wrk_task_env in = {
+        .job_id = 1, .job_name = "cpu", .nodelist = "n1", .master_addr = "n1"};
+    char **envp = NULL;
+
+    cr_assert_eq(wrk_env_build(&in, &envp), 0);
+    cr_assert_str_eq(get(envp, "CUDA_VISIBLE_DEVICES"), "");
+    cr_assert_str_eq(get(envp, "PATH"), WRK_ENV_DEFAULT_PATH);
+    cr_assert_null(get(envp, "USER"));
+    wrk_env_free(envp);
+}
+
+Test(env, rejects_job_variables_without_a_value)
+{
+    char *job_env[] = {"NOEQUALS", NULL};
+    struct wrk_task_env in = {.job_env = job_env};
+    char **envp = (char **)0x1;
+
+    cr_assert_eq(wrk_env_build(&in, &envp), -EINVAL);
+    cr_assert_eq(envp, (char **)0x1);
+}

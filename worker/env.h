@@ -1,0 +1,45 @@
+/*
+ * env.h: the environment one task starts with. The job's variables come first; gsched's
+ * own then override any of the same name, because the placement defines them and an
+ * unmodified torchrun/DDP script reads them:
+ *
+ *   GSCHED_JOB_ID GSCHED_JOB_NAME GSCHED_NODELIST GSCHED_NODE_RANK
+ *   RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE NODE_RANK MASTER_ADDR MASTER_PORT
+ *   CUDA_VISIBLE_DEVICES (the task's GPUs, PCI bus order) CUDA_DEVICE_ORDER=PCI_BUS_ID
+ *   USER LOGNAME HOME (the job's user, when known), PATH (a default when the job has none)
+ *
+ * A task without GPUs gets CUDA_VISIBLE_DEVICES="" so it cannot use GPUs it was not given.
+ * The result is a NULL-terminated malloc'd array of malloc'd "KEY=VALUE" strings, freed
+ * with wrk_env_free(). No global state; any thread.
+ */
+#ifndef WRK_ENV_H
+#define WRK_ENV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define WRK_ENV_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
+
+struct wrk_task_env {
+    uint64_t job_id;
+    const char *job_name;
+    const char *nodelist; /* node names of the job, in node-rank order, comma-separated */
+    uint32_t rank;
+    uint32_t local_rank;
+    uint32_t world_size;
+    uint32_t local_world_size;
+    uint32_t node_rank;
+    const char *master_addr;
+    uint32_t master_port;
+    const uint32_t *gpus; /* node GPU indices given to this task */
+    size_t ngpus;
+    const char *user; /* NULL: not set */
+    const char *home;
+    char *const *job_env; /* "KEY=VALUE", NULL-terminated; may be NULL */
+};
+
+/* Returns 0 with *ret_envp, or -ENOMEM / -EINVAL (a job variable without '='). */
+int wrk_env_build(const struct wrk_task_env *in, char ***ret_envp);
+void wrk_env_free(char **envp);
+
+#endif
