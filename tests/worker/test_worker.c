@@ -1,0 +1,358 @@
+/*
+ * test_worker.c: gsched-workerd's core against a fake scheduler on loopback TCP, on a
+ * private loop: it registers its topology, heartbeats, runs the tasks it is given with the
+ * right environment and files, reports exits (and launch failures) until acknowledged,
+ * survives losing the scheduler with its tasks still running, and obeys SignalTasks.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "proto/conn.h"
+#include "worker/worker.h"
+
+#define MAX_EXITS 8
+
+static uv_loop_t loop;
+static uv_tcp_t server;
+static struct gs_proto_conn *sched_conn;
+static struct wrk_ctx *worker;
+static struct gs_topo *topo;
+static char dir[64];
+static bool ack_exits, stopped;
+static int registers, heartbeats, replies, nexits, last_running_reported;
+static Gs__TaskExit exits[MAX_EXITS];
+static char exit_errors[MAX_EXITS][256], exit_nodes[MAX_EXITS][64];
+static int32_t last_result_code;
+
+static void send_env(Gs__Envelope *env)
+{
+    cr_assert_not_null(sched_conn, "worker not connected");
+    cr_assert_eq(gs_proto_conn_send(sched_conn, env), 0);
+}
+
+static void reply_register(void)
+{
+    Gs__NodeRegisterReply reply = GS__NODE_REGISTER_REPLY__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+
+    reply.accepted = true;
+    reply.heartbeat_interval_ms = 30;
+    env.body_case = GS__ENVELOPE__BODY_NODE_REGISTER_REPLY;
+    env.node_register_reply = &reply;
+    send_env(&env);
+}
+
+static void ack(const Gs__TaskExit *ex)
+{
+    Gs__TaskRef ref = GS__TASK_REF__INIT, *refs[] = {&ref};
+    Gs__TaskExitAck msg = GS__TASK_EXIT_ACK__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+
+    ref.job_id = ex->job_id;
+    ref.rank = ex->rank;
+    ref.attempt = ex->attempt;
+    msg.n_tasks = 1;
+    msg.tasks = refs;
+    env.body_case = GS__ENVELOPE__BODY_TASK_EXIT_ACK;
+    env.task_exit_ack = &msg;
+    send_env(&env);
+}
+
+static void on_sched_message(struct gs_proto_conn *c, const Gs__Envelope *env, void *data)
+{
+    (void)c;
+    (void)data;
+    switch (env->body_case) {
+    case GS__ENVELOPE__BODY_NODE_REGISTER:
+        registers++;
+        cr_assert_str_eq(env->node_register->topology->node_name, "node1");
+        cr_assert_eq(env->node_register->topology->n_gpus, 4);
+        last_running_reported = (int)env->node_register->n_running;
+        reply_register();
+        break;
+    case GS__ENVELOPE__BODY_HEARTBEAT:
+        heartbeats++;
+        break;
+    case GS__ENVELOPE__BODY_LAUNCH_TASKS_REPLY:
+        replies++;
+        last_result_code = env->launch_tasks_reply->results[0]->code;
+        break;
+    case GS__ENVELOPE__BODY_TASK_EXIT:
+        cr_assert_lt(nexits, MAX_EXITS);
+        exits[nexits] = *env->task_exit;
+        /* The envelope is freed after this callback: keep copies of its strings. */
+        snprintf(exit_errors[nexits], sizeof(exit_errors[0]), "%s", env->task_exit->launch_error);
+        snprintf(exit_nodes[nexits], sizeof(exit_nodes[0]), "%s", env->task_exit->node_name);
+        exits[nexits].launch_error = exits[nexits].node_name = NULL;
+        if (ack_exits)
+            ack(env->task_exit);
+        nexits++;
+        break;
+    default:
+        cr_assert_fail("unexpected %s", gs_proto_body_name(env->body_case));
+    }
+}
+
+static void on_sched_close(struct gs_proto_conn *c, int status, void *data)
+{
+    (void)status;
+    (void)data;
+    if (sched_conn == c)
+        sched_conn = NULL;
+}
+
+static void on_worker_connection(uv_stream_t *srv, int status)
+{
+    struct gs_proto_conn_opts opts = {
+        .role = GS__ROLE__ROLE_SCHEDULER,
+        .name = "fake-gschedd",
+        .accept_roles = GS_PROTO_ROLE_BIT(GS__ROLE__ROLE_WORKER),
+        .on_message = on_sched_message,
+        .on_close = on_sched_close,
+    };
+
+    cr_assert_eq(status, 0);
+    sched_conn = gs_proto_conn_new(&loop, GS_PROTO_TCP, &opts);
+    cr_assert_not_null(sched_conn);
+    cr_assert_eq(uv_accept(srv, gs_proto_conn_stream(sched_conn)), 0);
+    cr_assert_eq(gs_proto_conn_start(sched_conn), 0);
+}
+
+static void setup(void)
+{
+    struct gs_topo_opts topts = {.xml_path = GSCHED_TOPOLOGIES "/cpu-only.xml", .fake_gpus = 4};
+    struct sockaddr_storage addr;
+    int len = sizeof(addr);
+    struct wrk_opts opts = {.node_name = "node1", .address = "127.0.0.1", .grace_ms = 200};
+    struct gs_error err;
+    struct sockaddr_in bind_addr;
+
+    signal(SIGPIPE, SIG_IGN);
+    snprintf(dir, sizeof(dir), "/tmp/gsched-worker-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    cr_assert_eq(uv_loop_init(&loop), 0);
+    cr_assert_eq(gs_topo_load(&topts, &topo, &err), 0, "%s", err.msg);
+    uv_ip4_addr("127.0.0.1", 0, &bind_addr);
+    cr_assert_eq(uv_tcp_init(&loop, &server), 0);
+    cr_assert_eq(uv_tcp_bind(&server, (const struct sockaddr *)&bind_addr, 0), 0);
+    cr_assert_eq(uv_listen((uv_stream_t *)&server, 8, on_worker_connection), 0);
+    cr_assert_eq(uv_tcp_getsockname(&server, (struct sockaddr *)&addr, &len), 0);
+    opts.scheduler = (const struct sockaddr *)&addr;
+    opts.topo = topo;
+    worker = wrk_new(&loop, &opts, &err);
+    cr_assert_not_null(worker, "%s", err.msg);
+    cr_assert_eq(wrk_start(worker), 0);
+    registers = heartbeats = replies = nexits = 0;
+    ack_exits = true;
+    stopped = false;
+}
+
+static void on_stopped(void *data)
+{
+    (void)data;
+    stopped = true;
+}
+
+static void teardown(void)
+{
+    char cmd[128];
+
+    wrk_stop(worker, on_stopped, NULL);
+    if (sched_conn != NULL)
+        gs_proto_conn_close(sched_conn);
+    uv_close((uv_handle_t *)&server, NULL);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    cr_assert(stopped);
+    cr_assert_eq(uv_loop_close(&loop), 0, "handles leaked");
+    gs_topo_free(topo);
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(worker, .init = setup, .fini = teardown, .timeout = 60);
+
+static void on_deadline(uv_timer_t *t)
+{
+    *(bool *)t->data = true;
+}
+
+/* Runs the loop until *counter >= want; fails after 10 s. */
+static void run_until(int *counter, int want, const char *what)
+{
+    uv_timer_t deadline;
+    bool expired = false;
+
+    uv_timer_init(&loop, &deadline);
+    deadline.data = &expired;
+    uv_timer_start(&deadline, on_deadline, 10000, 0);
+    while (*counter < want && !expired)
+        uv_run(&loop, UV_RUN_ONCE);
+    uv_close((uv_handle_t *)&deadline, NULL);
+    uv_run(&loop, UV_RUN_NOWAIT);
+    cr_assert_geq(*counter, want, "timed out waiting for %s", what);
+}
+
+/* Runs the loop until the worker has no unacknowledged exit; fails after 10 s. */
+static void run_until_acked(void)
+{
+    uv_timer_t deadline;
+    bool expired = false;
+
+    uv_timer_init(&loop, &deadline);
+    deadline.data = &expired;
+    uv_timer_start(&deadline, on_deadline, 10000, 0);
+    while (wrk_unacked_exits(worker) > 0 && !expired)
+        uv_run(&loop, UV_RUN_ONCE);
+    uv_close((uv_handle_t *)&deadline, NULL);
+    uv_run(&loop, UV_RUN_NOWAIT);
+    cr_assert_eq(wrk_unacked_exits(worker), 0, "acknowledged exits are forgotten");
+}
+
+/* Sends a LaunchTasks for job_id with ntasks tasks on node1, two fake GPUs each. */
+static void launch(uint64_t job_id, int ntasks, char **argv, size_t argc, const char *script)
+{
+    Gs__LaunchTasks msg = GS__LAUNCH_TASKS__INIT;
+    Gs__RunSpec run = GS__RUN_SPEC__INIT;
+    Gs__NodeAllocation alloc = GS__NODE_ALLOCATION__INIT, *allocs[] = {&alloc};
+    Gs__TaskAssignment tasks[4], *task_ptrs[4];
+    Gs__LaunchTasks__EnvEntry e = GS__LAUNCH_TASKS__ENV_ENTRY__INIT, *envs[] = {&e};
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    uint32_t gpus[4][2] = {{0, 1}, {2, 3}, {0, 1}, {2, 3}};
+
+    alloc.node_name = "node1";
+    for (int i = 0; i < ntasks; i++) {
+        gs__task_assignment__init(&tasks[i]);
+        tasks[i].rank = (uint32_t)i;
+        tasks[i].local_rank = (uint32_t)i;
+        tasks[i].n_gpus = 2;
+        tasks[i].gpus = gpus[i];
+        task_ptrs[i] = &tasks[i];
+    }
+    run.n_argv = argc;
+    run.argv = argv;
+    run.script = (char *)(script != NULL ? script : "");
+    run.workdir = dir;
+    run.stdout_pattern = "out-%j-%t.txt";
+    e.key = "FROM_JOB";
+    e.value = "yes";
+    msg.job_id = job_id;
+    msg.job_name = "test";
+    msg.attempt = 1;
+    msg.n_allocation = 1;
+    msg.allocation = allocs;
+    msg.n_tasks = (size_t)ntasks;
+    msg.tasks = task_ptrs;
+    msg.world_size = (uint32_t)ntasks;
+    msg.master_addr = "127.0.0.1";
+    msg.master_port = 29500;
+    msg.run = &run;
+    msg.n_env = 1;
+    msg.env = envs;
+    env.request_id = job_id;
+    env.body_case = GS__ENVELOPE__BODY_LAUNCH_TASKS;
+    env.launch_tasks = &msg;
+    send_env(&env);
+}
+
+static void slurp(const char *name, char *out, size_t size)
+{
+    char path[160];
+    FILE *f;
+    size_t n;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    f = fopen(path, "r");
+    cr_assert_not_null(f, "no %s", path);
+    n = fread(out, 1, size - 1, f);
+    out[n] = '\0';
+    fclose(f);
+}
+
+Test(worker, registers_heartbeats_and_runs_tasks_with_their_environment)
+{
+    char out[256];
+
+    run_until(&registers, 1, "registration");
+    launch(5, 2, NULL, 0,
+           "echo rank=$RANK world=$WORLD_SIZE local=$LOCAL_RANK gpus=$CUDA_VISIBLE_DEVICES "
+           "master=$MASTER_ADDR:$MASTER_PORT job=$GSCHED_JOB_ID from_job=$FROM_JOB; exit $RANK");
+    run_until(&nexits, 2, "two task exits");
+    cr_assert_eq(replies, 1);
+    cr_assert_eq(last_result_code, 0);
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(exits[i].job_id, 5);
+        cr_assert_eq(exits[i].attempt, 1);
+        cr_assert_not(exits[i].signaled);
+        cr_assert_eq(exits[i].exit_code, (int)exits[i].rank);
+        cr_assert_str_eq(exit_nodes[i], "node1");
+    }
+    slurp("out-5-1.txt", out, sizeof(out));
+    cr_assert_str_eq(out, "rank=1 world=2 local=1 gpus=2,3 master=127.0.0.1:29500 job=5 "
+                          "from_job=yes\n");
+    run_until(&heartbeats, 1, "a heartbeat");
+    run_until_acked();
+}
+
+Test(worker, launch_failure_is_reported_with_its_reason)
+{
+    char *argv[] = {"/no/such/program"};
+
+    run_until(&registers, 1, "registration");
+    launch(6, 1, argv, 1, NULL);
+    run_until(&nexits, 1, "the failed task's exit");
+    cr_assert_eq(replies, 1);
+    cr_assert_lt(last_result_code, 0);
+    cr_assert_eq(exits[0].end_reason, GS__END_REASON__END_REASON_LAUNCH_FAILED);
+    cr_assert_not_null(strstr(exit_errors[0], "/no/such/program"), "%s", exit_errors[0]);
+}
+
+Test(worker, tasks_survive_losing_the_scheduler_and_exits_are_resent)
+{
+    char go[128];
+    FILE *f;
+
+    run_until(&registers, 1, "registration");
+    ack_exits = false;
+    launch(7, 1, NULL, 0, "while [ ! -f go ]; do sleep 0.02; done");
+    run_until(&replies, 1, "the launch reply");
+    gs_proto_conn_close(sched_conn); /* the scheduler goes away */
+    run_until(&registers, 2, "re-registration");
+    cr_assert_eq(last_running_reported, 1, "the new registration lists the running task");
+    cr_assert_eq(wrk_running(worker), 1);
+    snprintf(go, sizeof(go), "%s/go", dir);
+    f = fopen(go, "w");
+    cr_assert_not_null(f);
+    fclose(f);
+    run_until(&nexits, 1, "the exit after reconnecting");
+    cr_assert_eq(exits[0].job_id, 7);
+    cr_assert_eq(exits[0].exit_code, 0);
+    cr_assert_eq(wrk_unacked_exits(worker), 1, "kept until acknowledged");
+    cr_assert_geq(wrk_registrations(worker), 2);
+}
+
+Test(worker, signal_tasks_cancels_a_job)
+{
+    Gs__SignalTasks msg = GS__SIGNAL_TASKS__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+
+    run_until(&registers, 1, "registration");
+    launch(8, 2, NULL, 0, "sleep 100");
+    run_until(&replies, 1, "the launch reply");
+    msg.job_id = 8;
+    msg.signal = 0;
+    msg.reason = "cancelled by test";
+    msg.end_reason = GS__END_REASON__END_REASON_CANCELLED;
+    env.body_case = GS__ENVELOPE__BODY_SIGNAL_TASKS;
+    env.signal_tasks = &msg;
+    send_env(&env);
+    run_until(&nexits, 2, "both cancelled tasks");
+    for (int i = 0; i < 2; i++) {
+        cr_assert(exits[i].signaled);
+        cr_assert_eq(exits[i].end_reason, GS__END_REASON__END_REASON_CANCELLED);
+    }
+}

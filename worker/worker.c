@@ -1,0 +1,458 @@
+/*
+ * worker.c: gsched-workerd's connection to the scheduler, its registration, heartbeats and
+ * exit reports (see worker.h). LaunchTasks and SignalTasks are in worker_launch.c.
+ *
+ * Exits live in a list until acknowledged: sent when they happen, and all of them again in
+ * the NodeRegister after every reconnect. The scheduler de-duplicates by (job, rank,
+ * attempt), so a resend after a lost ack is harmless.
+ */
+#include "worker/worker_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "worker/register.h"
+
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 5000
+
+static void connect_now(struct wrk_ctx *w);
+
+int wrk_send(struct wrk_ctx *w, Gs__Envelope *env)
+{
+    if (w->conn == NULL || !gs_proto_conn_is_ready(w->conn))
+        return -ENOTCONN;
+    return gs_proto_conn_send(w->conn, env);
+}
+
+static void send_exit(struct wrk_ctx *w, struct wrk_exit *e)
+{
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+
+    env.body_case = GS__ENVELOPE__BODY_TASK_EXIT;
+    env.task_exit = &e->msg;
+    if (w->registered)
+        wrk_send(w, &env);
+}
+
+void wrk_record_exit(struct wrk_ctx *w, uint64_t job_id, uint32_t rank, uint32_t attempt,
+                     const struct wrk_task_exit *ex, Gs__EndReason reason, const char *error)
+{
+    struct wrk_exit *e = calloc(1, sizeof(*e));
+
+    if (e == NULL) {
+        GS_LOG(GS_LOG_ERROR, "job=%llu rank=%u exit lost: out of memory",
+               (unsigned long long)job_id, rank);
+        return;
+    }
+    gs__task_exit__init(&e->msg);
+    snprintf(e->node_name, sizeof(e->node_name), "%s", w->node_name);
+    snprintf(e->launch_error, sizeof(e->launch_error), "%s", error != NULL ? error : "");
+    e->msg.job_id = job_id;
+    e->msg.rank = rank;
+    e->msg.attempt = attempt;
+    e->msg.node_name = e->node_name;
+    e->msg.launch_error = e->launch_error;
+    e->msg.end_reason = reason;
+    if (ex != NULL) {
+        e->msg.signaled = ex->signaled;
+        e->msg.exit_code = ex->exit_code;
+        e->msg.term_signal = (uint32_t)ex->term_signal;
+        e->msg.start_time_ms = ex->start_ms;
+        e->msg.end_time_ms = ex->end_ms;
+    }
+    e->next = w->exits;
+    w->exits = e;
+    send_exit(w, e);
+}
+
+static Gs__EndReason end_reason_of(enum wrk_end_reason r)
+{
+    switch (r) {
+    case WRK_END_CANCELLED:
+        return GS__END_REASON__END_REASON_CANCELLED;
+    case WRK_END_TIMEOUT:
+        return GS__END_REASON__END_REASON_TIMEOUT;
+    default:
+        return GS__END_REASON__END_REASON_NONE;
+    }
+}
+
+static void on_task_exit(struct wrk_tasks *tasks, const struct wrk_task_exit *ex, void *data)
+{
+    struct wrk_ctx *w = data;
+    struct wrk_job *job = wrk_job_find(w, ex->job_id);
+
+    (void)tasks;
+    GS_LOG(GS_LOG_INFO, "job=%llu rank=%u code=%d signal=%d task ended",
+           (unsigned long long)ex->job_id, ex->rank, ex->exit_code, ex->term_signal);
+    wrk_record_exit(w, ex->job_id, ex->rank, job != NULL ? job->attempt : 0, ex,
+                    end_reason_of(ex->reason), NULL);
+    if (job != NULL)
+        job->ntasks--;
+}
+
+static void handle_ack(struct wrk_ctx *w, const Gs__TaskExitAck *ack)
+{
+    for (size_t i = 0; i < ack->n_tasks; i++) {
+        const Gs__TaskRef *t = ack->tasks[i];
+
+        for (struct wrk_exit **p = &w->exits; *p != NULL; p = &(*p)->next) {
+            struct wrk_exit *e = *p;
+
+            if (e->msg.job_id == t->job_id && e->msg.rank == t->rank &&
+                e->msg.attempt == t->attempt) {
+                *p = e->next;
+                free(e);
+                break;
+            }
+        }
+    }
+}
+
+struct running_ctx {
+    struct wrk_ctx *w;
+    Gs__NodeRegister *msg;
+    int rc;
+};
+
+static void add_running(uint64_t job_id, uint32_t rank, pid_t pid, void *data)
+{
+    struct running_ctx *r = data;
+    struct wrk_job *job = wrk_job_find(r->w, job_id);
+
+    if (r->rc == 0)
+        r->rc =
+            wrk_register_add_running(r->msg, job_id, rank, pid, 0, job != NULL ? job->attempt : 0);
+}
+
+/* NodeRegister with the running tasks and every unacknowledged exit. */
+static int send_register(struct wrk_ctx *w)
+{
+    struct wrk_register_info info = {w->topo, w->node_name, w->address, w->features, w->start_ms};
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    struct running_ctx r = {w, NULL, 0};
+    Gs__TaskExit **exits = NULL;
+    size_t n = 0;
+    int rc = wrk_register_build(&info, &r.msg);
+
+    if (rc < 0)
+        return rc;
+    wrk_tasks_foreach(w->tasks, add_running, &r);
+    for (struct wrk_exit *e = w->exits; e != NULL; e = e->next)
+        n++;
+    exits = calloc(n + 1, sizeof(*exits));
+    rc = r.rc < 0 ? r.rc : exits == NULL ? -ENOMEM : 0;
+    if (rc == 0) {
+        n = 0;
+        for (struct wrk_exit *e = w->exits; e != NULL; e = e->next)
+            exits[n++] = &e->msg;
+        /* Borrowed for the send only: detached again before the message is freed. */
+        r.msg->unacked_exits = exits;
+        r.msg->n_unacked_exits = n;
+        env.body_case = GS__ENVELOPE__BODY_NODE_REGISTER;
+        env.node_register = r.msg;
+        rc = wrk_send(w, &env);
+        r.msg->unacked_exits = NULL;
+        r.msg->n_unacked_exits = 0;
+    }
+    free(exits);
+    wrk_register_free(r.msg);
+    return rc;
+}
+
+/* hb->running has room for every running task (counted just before). */
+static void collect_running(uint64_t job_id, uint32_t rank, pid_t pid, void *data)
+{
+    Gs__Heartbeat *hb = data;
+    Gs__TaskRef *t = hb->running[hb->n_running++];
+
+    gs__task_ref__init(t);
+    t->job_id = job_id;
+    t->rank = rank;
+    t->pid = pid;
+}
+
+static void on_heartbeat(uv_timer_t *timer)
+{
+    struct wrk_ctx *w = timer->data;
+    int n = wrk_tasks_count(w->tasks, 0);
+    Gs__TaskRef *refs = calloc((size_t)n + 1, sizeof(*refs));
+    Gs__TaskRef **ptrs = calloc((size_t)n + 1, sizeof(*ptrs));
+    Gs__Heartbeat hb = GS__HEARTBEAT__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+
+    if (refs != NULL && ptrs != NULL) {
+        for (int i = 0; i < n; i++)
+            ptrs[i] = &refs[i];
+        hb.node_name = w->node_name;
+        hb.seq = ++w->heartbeat_seq;
+        hb.sent_at_ms = gs_clock_wall_ms();
+        hb.running = ptrs;
+        wrk_tasks_foreach(w->tasks, collect_running, &hb);
+        env.body_case = GS__ENVELOPE__BODY_HEARTBEAT;
+        env.heartbeat = &hb;
+        wrk_send(w, &env);
+    }
+    free(refs);
+    free(ptrs);
+}
+
+static void handle_register_reply(struct wrk_ctx *w, const Gs__NodeRegisterReply *reply)
+{
+    if (!reply->accepted) {
+        GS_LOG(GS_LOG_ERROR, "node=%s reason=\"%s\" scheduler refused registration", w->node_name,
+               reply->reason != NULL ? reply->reason : "");
+        gs_proto_conn_close(w->conn);
+        return;
+    }
+    w->registered = true;
+    w->registrations++;
+    w->backoff_ms = BACKOFF_MIN_MS;
+    w->heartbeat_ms = reply->heartbeat_interval_ms > 0 ? reply->heartbeat_interval_ms : 2000;
+    uv_timer_start(&w->heartbeat, on_heartbeat, w->heartbeat_ms, w->heartbeat_ms);
+    for (size_t i = 0; i < reply->n_kill; i++) {
+        GS_LOG(GS_LOG_WARN, "job=%llu no longer assigned here, killing its tasks",
+               (unsigned long long)reply->kill[i]->job_id);
+        wrk_tasks_kill(w->tasks, reply->kill[i]->job_id, WRK_END_CANCELLED);
+    }
+    GS_LOG(GS_LOG_INFO, "node=%s heartbeat_ms=%llu registered", w->node_name,
+           (unsigned long long)w->heartbeat_ms);
+}
+
+static void on_message(struct gs_proto_conn *conn, const Gs__Envelope *env, void *data)
+{
+    struct wrk_ctx *w = data;
+
+    (void)conn;
+    switch (env->body_case) {
+    case GS__ENVELOPE__BODY_NODE_REGISTER_REPLY:
+        handle_register_reply(w, env->node_register_reply);
+        break;
+    case GS__ENVELOPE__BODY_LAUNCH_TASKS:
+        wrk_handle_launch(w, env->launch_tasks, env->request_id);
+        break;
+    case GS__ENVELOPE__BODY_SIGNAL_TASKS:
+        wrk_handle_signal(w, env->signal_tasks);
+        break;
+    case GS__ENVELOPE__BODY_TASK_EXIT_ACK:
+        handle_ack(w, env->task_exit_ack);
+        break;
+    default:
+        GS_LOG(GS_LOG_WARN, "body=%s unexpected from scheduler, ignored",
+               gs_proto_body_name(env->body_case));
+        break;
+    }
+}
+
+static void on_ready(struct gs_proto_conn *conn, const Gs__Hello *peer, void *data)
+{
+    struct wrk_ctx *w = data;
+    int rc;
+
+    (void)peer;
+    rc = send_register(w);
+    if (rc < 0) {
+        GS_LOG(GS_LOG_ERROR, "rc=%d cannot send registration", rc);
+        gs_proto_conn_close(conn);
+    }
+}
+
+static void on_reconnect_timer(uv_timer_t *timer)
+{
+    connect_now(timer->data);
+}
+
+static void schedule_reconnect(struct wrk_ctx *w)
+{
+    if (w->stopping)
+        return;
+    uv_timer_start(&w->reconnect, on_reconnect_timer, w->backoff_ms, 0);
+    w->backoff_ms = w->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : w->backoff_ms * 2;
+}
+
+static void release_handle(struct wrk_ctx *w)
+{
+    if (--w->open_handles > 0 || !w->stopping)
+        return;
+    if (w->stopped != NULL)
+        w->stopped(w->stopped_data);
+    for (struct wrk_exit *e = w->exits, *next; e != NULL; e = next) {
+        next = e->next;
+        free(e);
+    }
+    for (struct wrk_job *j = w->jobs, *next; j != NULL; j = next) {
+        next = j->next;
+        free(j);
+    }
+    for (size_t i = 0; w->features != NULL && w->features[i] != NULL; i++)
+        free(w->features[i]);
+    free(w->features);
+    free(w);
+}
+
+static void on_conn_close(struct gs_proto_conn *conn, int status, void *data)
+{
+    struct wrk_ctx *w = data;
+
+    (void)conn;
+    w->conn = NULL;
+    w->registered = false;
+    uv_timer_stop(&w->heartbeat);
+    if (!w->stopping)
+        GS_LOG(GS_LOG_WARN, "status=%d reason=%s lost the scheduler, reconnecting", status,
+               gs_proto_reason(status));
+    schedule_reconnect(w);
+    release_handle(w);
+}
+
+static void on_connected(uv_connect_t *req, int status)
+{
+    struct wrk_ctx *w = req->data;
+
+    free(req);
+    if (status == 0 && !w->stopping)
+        status = gs_proto_conn_start(w->conn);
+    if (status < 0) {
+        GS_LOG(GS_LOG_DEBUG, "status=%d cannot reach the scheduler", status);
+        gs_proto_conn_close(w->conn);
+    }
+}
+
+static void connect_now(struct wrk_ctx *w)
+{
+    struct gs_proto_conn_opts opts = {
+        .role = GS__ROLE__ROLE_WORKER,
+        .name = w->node_name,
+        .accept_roles = GS_PROTO_ROLE_BIT(GS__ROLE__ROLE_SCHEDULER),
+        .on_ready = on_ready,
+        .on_message = on_message,
+        .on_close = on_conn_close,
+        .data = w,
+    };
+    uv_connect_t *req;
+
+    if (w->conn != NULL || w->stopping)
+        return;
+    w->conn = gs_proto_conn_new(w->loop, GS_PROTO_TCP, &opts);
+    req = malloc(sizeof(*req));
+    if (w->conn == NULL || req == NULL) {
+        free(req);
+        if (w->conn != NULL)
+            gs_proto_conn_close(w->conn);
+        else
+            schedule_reconnect(w);
+        return;
+    }
+    w->open_handles++; /* the connection, until on_conn_close */
+    req->data = w;
+    if (uv_tcp_connect(req, (uv_tcp_t *)gs_proto_conn_stream(w->conn),
+                       (const struct sockaddr *)&w->scheduler, on_connected) < 0) {
+        free(req);
+        gs_proto_conn_close(w->conn);
+    }
+}
+
+static void on_timer_closed(uv_handle_t *handle)
+{
+    release_handle(handle->data);
+}
+
+static int copy_features(struct wrk_ctx *w, char *const *features)
+{
+    size_t n = 0;
+
+    while (features != NULL && features[n] != NULL)
+        n++;
+    w->features = calloc(n + 1, sizeof(char *));
+    if (w->features == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        w->features[i] = strdup(features[i]);
+        if (w->features[i] == NULL)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+struct wrk_ctx *wrk_new(uv_loop_t *loop, const struct wrk_opts *opts, struct gs_error *err)
+{
+    struct wrk_ctx *w = calloc(1, sizeof(*w));
+    socklen_t len = opts->scheduler->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                                           : sizeof(struct sockaddr_in);
+
+    if (w == NULL || copy_features(w, opts->features) < 0) {
+        gs_error_set(err, -ENOMEM, 0, 0, "out of memory");
+        goto fail;
+    }
+    w->loop = loop;
+    memcpy(&w->scheduler, opts->scheduler, len);
+    snprintf(w->node_name, sizeof(w->node_name), "%s", opts->node_name);
+    snprintf(w->address, sizeof(w->address), "%s", opts->address);
+    w->topo = opts->topo;
+    w->grace_ms = opts->grace_ms > 0 ? opts->grace_ms : 30000;
+    w->start_ms = gs_clock_wall_ms();
+    w->backoff_ms = BACKOFF_MIN_MS;
+    w->tasks = wrk_tasks_new(loop, w->grace_ms, on_task_exit, w);
+    if (w->tasks == NULL) {
+        gs_error_set(err, -ENOMEM, 0, 0, "cannot watch child processes");
+        goto fail;
+    }
+    uv_timer_init(loop, &w->heartbeat);
+    uv_timer_init(loop, &w->reconnect);
+    w->heartbeat.data = w->reconnect.data = w;
+    w->open_handles = 2;
+    return w;
+fail:
+    if (w != NULL) {
+        for (size_t i = 0; w->features != NULL && w->features[i] != NULL; i++)
+            free(w->features[i]);
+        free(w->features);
+    }
+    free(w);
+    return NULL;
+}
+
+int wrk_start(struct wrk_ctx *w)
+{
+    connect_now(w);
+    return 0;
+}
+
+void wrk_stop(struct wrk_ctx *w, void (*stopped)(void *data), void *data)
+{
+    if (w->stopping)
+        return;
+    w->stopping = true;
+    w->stopped = stopped;
+    w->stopped_data = data;
+    wrk_tasks_close(w->tasks);
+    w->tasks = NULL;
+    if (w->conn != NULL)
+        gs_proto_conn_close(w->conn);
+    uv_close((uv_handle_t *)&w->heartbeat, on_timer_closed);
+    uv_close((uv_handle_t *)&w->reconnect, on_timer_closed);
+}
+
+int wrk_running(const struct wrk_ctx *w)
+{
+    return w->tasks != NULL ? wrk_tasks_count(w->tasks, 0) : 0;
+}
+
+int wrk_unacked_exits(const struct wrk_ctx *w)
+{
+    int n = 0;
+
+    for (const struct wrk_exit *e = w->exits; e != NULL; e = e->next)
+        n++;
+    return n;
+}
+
+unsigned wrk_registrations(const struct wrk_ctx *w)
+{
+    return w->registrations;
+}

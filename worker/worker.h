@@ -1,0 +1,45 @@
+/*
+ * worker.h: gsched-workerd's core: one node's agent, on one libuv loop.
+ *
+ * It connects to the scheduler (reconnecting with backoff, 100 ms doubling to 5 s, for as
+ * long as it runs), registers the node's topology and the tasks it still runs, sends
+ * heartbeats at the interval the scheduler asks for, starts the tasks of LaunchTasks, ends
+ * or signals them on SignalTasks, and reports every exit as a TaskExit that it keeps and
+ * resends on each reconnect until the scheduler acknowledges it (TaskExitAck), so no exit is
+ * lost when the scheduler restarts. Running tasks do not depend on the connection: they
+ * survive a scheduler outage.
+ *
+ * Loop thread only. wrk_stop() kills the tasks, closes everything and calls the stop
+ * callback once the last handle is closed; the context is freed after it returns.
+ */
+#ifndef WRK_WORKER_H
+#define WRK_WORKER_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "common/error.h"
+#include "common/topo.h"
+
+struct wrk_opts {
+    const struct sockaddr *scheduler; /* copied */
+    const char *node_name;
+    const char *address;        /* what other nodes use as MASTER_ADDR for this node */
+    char *const *features;      /* NULL-terminated, may be NULL; copied */
+    const struct gs_topo *topo; /* borrowed: must outlive the worker */
+    uint64_t grace_ms;          /* SIGTERM to SIGKILL when LaunchTasks names none */
+};
+
+struct wrk_ctx;
+
+struct wrk_ctx *wrk_new(uv_loop_t *loop, const struct wrk_opts *opts, struct gs_error *err);
+/* Starts connecting. Returns 0 or a negative errno. */
+int wrk_start(struct wrk_ctx *w);
+void wrk_stop(struct wrk_ctx *w, void (*stopped)(void *data), void *data);
+
+/* For tests and `gsched nodes`: tasks running, exits not yet acknowledged, registrations. */
+int wrk_running(const struct wrk_ctx *w);
+int wrk_unacked_exits(const struct wrk_ctx *w);
+unsigned wrk_registrations(const struct wrk_ctx *w);
+
+#endif

@@ -1,0 +1,69 @@
+/*
+ * worker_internal.h: struct wrk_ctx, shared by worker.c (connection, registration,
+ * heartbeats, exits) and worker_launch.c (LaunchTasks and SignalTasks). Not for other
+ * folders.
+ */
+#ifndef WRK_WORKER_INTERNAL_H
+#define WRK_WORKER_INTERNAL_H
+
+#include <stdbool.h>
+#include <sys/socket.h>
+
+#include "proto/conn.h"
+#include "worker/tasks.h"
+#include "worker/worker.h"
+
+/* An exit the scheduler has not acknowledged yet. */
+struct wrk_exit {
+    struct wrk_exit *next;
+    Gs__TaskExit msg; /* launch_error and node_name are owned below */
+    char node_name[64];
+    char launch_error[256];
+};
+
+/* The attempt a job's tasks were started under, to stamp their exits with. */
+struct wrk_job {
+    struct wrk_job *next;
+    uint64_t job_id;
+    uint32_t attempt;
+    int ntasks;
+};
+
+struct wrk_ctx {
+    uv_loop_t *loop;
+    struct sockaddr_storage scheduler;
+    char node_name[64];
+    char address[256];
+    char **features;
+    const struct gs_topo *topo;
+    uint64_t grace_ms;
+    uint64_t start_ms;
+    struct gs_proto_conn *conn; /* NULL while disconnected */
+    bool registered;
+    unsigned registrations;
+    uint64_t heartbeat_ms;
+    uint64_t heartbeat_seq;
+    uint64_t backoff_ms;
+    uv_timer_t heartbeat;
+    uv_timer_t reconnect;
+    struct wrk_tasks *tasks;
+    struct wrk_exit *exits;
+    struct wrk_job *jobs;
+    int open_handles;
+    bool stopping;
+    void (*stopped)(void *data);
+    void *stopped_data;
+};
+
+/* worker_launch.c */
+void wrk_handle_launch(struct wrk_ctx *w, const Gs__LaunchTasks *msg, uint64_t request_id);
+void wrk_handle_signal(struct wrk_ctx *w, const Gs__SignalTasks *msg);
+struct wrk_job *wrk_job_find(struct wrk_ctx *w, uint64_t job_id);
+
+/* worker.c */
+int wrk_send(struct wrk_ctx *w, Gs__Envelope *env);
+/* Records an exit (and sends it when connected). */
+void wrk_record_exit(struct wrk_ctx *w, uint64_t job_id, uint32_t rank, uint32_t attempt,
+                     const struct wrk_task_exit *ex, Gs__EndReason reason, const char *error);
+
+#endif
