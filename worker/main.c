@@ -1,0 +1,313 @@
+/*
+ * main.c: gsched-workerd, the per-node agent (worker/worker.h does the work). Reads
+ * /etc/gsched/gsched.toml (or --config) and command-line overrides, loads the topology
+ * (this machine, --topology FILE.xml, or --gpus N synthetic GPUs), connects to the
+ * scheduler and runs until SIGTERM or SIGINT, which end its tasks and exit cleanly.
+ * Exit codes: 0 stopped on a signal, 1 could not start, 2 bad usage.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "common/config.h"
+#include "common/log.h"
+#include "common/topo.h"
+#include "gsched_config.h"
+#include "worker/worker.h"
+
+static const char usage[] =
+    "usage: gsched-workerd [options]\n"
+    "  --config FILE        configuration (default " GS_CONFIG_DEFAULT_PATH " when present)\n"
+    "  --scheduler HOST:PORT  where gschedd listens for workers\n"
+    "  --name NAME          this node's name (default: the host name)\n"
+    "  --address ADDR       address other nodes reach this one at (MASTER_ADDR)\n"
+    "  --topology FILE.xml  hwloc XML topology instead of discovering this machine\n"
+    "  --gpus N             pretend to have N GPUs (testing)\n"
+    "  --features A,B       node features job constraints match\n"
+    "  --log-level LEVEL    debug, info, warn or error\n"
+    "  --version, --help\n";
+
+/* The one context of this program: settings and the loop's handles. */
+struct workerd {
+    struct gs_config cfg;
+    const char *config_path;
+    bool config_given;
+    uv_loop_t loop;
+    uv_signal_t sigterm, sigint;
+    struct wrk_ctx *worker;
+    struct gs_topo *topo;
+};
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "gsched-workerd: ");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, " (see gsched-workerd --help)\n");
+    return 2;
+}
+
+static int set_str(char **field, const char *value)
+{
+    char *copy = strdup(value);
+
+    if (copy == NULL)
+        return -ENOMEM;
+    free(*field);
+    *field = copy;
+    return 0;
+}
+
+static int split_features(struct gs_config *cfg, const char *list)
+{
+    char *copy = strdup(list), *save = NULL;
+    size_t n = 0;
+
+    if (copy == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; cfg->features != NULL && cfg->features[i] != NULL; i++)
+        free(cfg->features[i]);
+    free(cfg->features);
+    cfg->features = calloc(GS_CONFIG_MAX_FEATURES + 1, sizeof(char *));
+    for (char *f = strtok_r(copy, ",", &save); cfg->features != NULL && f != NULL;
+         f = strtok_r(NULL, ",", &save)) {
+        if (n == GS_CONFIG_MAX_FEATURES || (cfg->features[n] = strdup(f)) == NULL)
+            break;
+        n++;
+    }
+    cfg->nfeatures = n;
+    free(copy);
+    return cfg->features != NULL ? 0 : -ENOMEM;
+}
+
+static int parse_scheduler(struct gs_config *cfg, const char *arg)
+{
+    const char *colon = strrchr(arg, ':');
+    char *end;
+    long port;
+
+    if (colon == NULL || colon == arg)
+        return -EINVAL;
+    port = strtol(colon + 1, &end, 10);
+    if (*end != '\0' || port < 1 || port > 65535)
+        return -EINVAL;
+    free(cfg->host);
+    cfg->host = strndup(arg, (size_t)(colon - arg));
+    cfg->port = (uint32_t)port;
+    return cfg->host != NULL ? 0 : -ENOMEM;
+}
+
+enum { OPT_CONFIG = 1, OPT_SCHED, OPT_NAME, OPT_ADDRESS, OPT_TOPO, OPT_GPUS, OPT_FEAT, OPT_LOG };
+
+static const struct option long_opts[] = {
+    {"config", required_argument, NULL, OPT_CONFIG},
+    {"scheduler", required_argument, NULL, OPT_SCHED},
+    {"name", required_argument, NULL, OPT_NAME},
+    {"address", required_argument, NULL, OPT_ADDRESS},
+    {"topology", required_argument, NULL, OPT_TOPO},
+    {"gpus", required_argument, NULL, OPT_GPUS},
+    {"features", required_argument, NULL, OPT_FEAT},
+    {"log-level", required_argument, NULL, OPT_LOG},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0},
+};
+
+static int apply_option(struct workerd *d, int opt, const char *arg)
+{
+    struct gs_config *cfg = &d->cfg;
+    char *end;
+    long n;
+
+    switch (opt) {
+    case OPT_SCHED:
+        return parse_scheduler(cfg, arg) < 0 ? usage_error("--scheduler wants HOST:PORT, not "
+                                                           "'%s'",
+                                                           arg)
+                                             : 0;
+    case OPT_NAME:
+        return set_str(&cfg->worker_name, arg) < 0 ? 1 : 0;
+    case OPT_ADDRESS:
+        return set_str(&cfg->worker_address, arg) < 0 ? 1 : 0;
+    case OPT_TOPO:
+        return set_str(&cfg->topology_xml, arg) < 0 ? 1 : 0;
+    case OPT_GPUS:
+        n = strtol(arg, &end, 10);
+        if (*end != '\0' || n < 0 || n > 64)
+            return usage_error("--gpus wants 0 to 64, not '%s'", arg);
+        cfg->fake_gpus = (uint32_t)n;
+        return 0;
+    case OPT_FEAT:
+        return split_features(cfg, arg) < 0 ? 1 : 0;
+    case OPT_LOG:
+        return gs_log_level_parse(arg, &cfg->log_level) < 0
+                   ? usage_error("--log-level wants debug, info, warn or error, not '%s'", arg)
+                   : 0;
+    default:
+        return 0;
+    }
+}
+
+/* First pass: --help, --version and --config, which decide what the second pass builds on. */
+static int first_pass(struct workerd *d, int argc, char **argv)
+{
+    int opt;
+
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, "hV", long_opts, NULL)) != -1) {
+        if (opt == 'h') {
+            fputs(usage, stdout);
+            return -1;
+        }
+        if (opt == 'V') {
+            printf("gsched-workerd %s\n", GSCHED_VERSION);
+            return -1;
+        }
+        if (opt == '?')
+            return usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
+        if (opt == OPT_CONFIG) {
+            d->config_path = optarg;
+            d->config_given = true;
+        }
+    }
+    if (optind < argc)
+        return usage_error("unexpected argument '%s'", argv[optind]);
+    return 0;
+}
+
+static int configure(struct workerd *d, int argc, char **argv)
+{
+    struct gs_buf errors = GS_BUF_INIT;
+    int rc = first_pass(d, argc, argv), opt;
+
+    if (rc != 0)
+        return rc;
+    if (!d->config_given && access(GS_CONFIG_DEFAULT_PATH, F_OK) == 0)
+        d->config_path = GS_CONFIG_DEFAULT_PATH;
+    if (d->config_path != NULL && gs_config_load(&d->cfg, d->config_path, &errors) < 0) {
+        fputs(errors.data != NULL ? errors.data : "gsched-workerd: bad configuration\n", stderr);
+        gs_buf_release(&errors);
+        return 1;
+    }
+    gs_buf_release(&errors);
+    optind = 0; /* GNU getopt: start over */
+    while (rc == 0 && (opt = getopt_long(argc, argv, "hV", long_opts, NULL)) != -1)
+        rc = apply_option(d, opt, optarg);
+    return rc;
+}
+
+static int resolve(const struct gs_config *cfg, struct sockaddr_storage *out)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+    struct addrinfo *res = NULL;
+    char port[8];
+    int rc;
+
+    snprintf(port, sizeof(port), "%u", cfg->port);
+    rc = getaddrinfo(cfg->host, port, &hints, &res);
+    if (rc != 0 || res == NULL) {
+        fprintf(stderr, "gsched-workerd: scheduler %s:%s: %s\n", cfg->host, port, gai_strerror(rc));
+        return -EHOSTUNREACH;
+    }
+    memcpy(out, res->ai_addr, res->ai_addrlen);
+    freeaddrinfo(res);
+    return 0;
+}
+
+static void on_stopped(void *data)
+{
+    struct workerd *d = data;
+
+    uv_close((uv_handle_t *)&d->sigterm, NULL);
+    uv_close((uv_handle_t *)&d->sigint, NULL);
+}
+
+static void on_signal(uv_signal_t *handle, int signum)
+{
+    struct workerd *d = handle->data;
+
+    GS_LOG(GS_LOG_INFO, "signal=%d stopping", signum);
+    uv_signal_stop(&d->sigterm);
+    uv_signal_stop(&d->sigint);
+    wrk_stop(d->worker, on_stopped, d);
+}
+
+static int load_topology(struct workerd *d)
+{
+    struct gs_topo_opts opts = {.xml_path = d->cfg.topology_xml,
+                                .fake_gpus = (int)d->cfg.fake_gpus};
+    struct gs_error err;
+    int rc = gs_topo_load(&opts, &d->topo, &err);
+
+    if (rc < 0)
+        fprintf(stderr, "gsched-workerd: %s\n", err.msg);
+    return rc;
+}
+
+static int run(struct workerd *d)
+{
+    struct sockaddr_storage sched;
+    char host[256] = "";
+    struct wrk_opts opts = {.scheduler = (const struct sockaddr *)&sched,
+                            .features = d->cfg.features,
+                            .grace_ms = d->cfg.kill_grace_ms};
+    struct gs_error err;
+    int rc = load_topology(d);
+
+    if (rc == 0)
+        rc = resolve(&d->cfg, &sched);
+    if (rc < 0)
+        return 1;
+    gethostname(host, sizeof(host) - 1);
+    opts.node_name = d->cfg.worker_name != NULL ? d->cfg.worker_name : host;
+    opts.address = d->cfg.worker_address != NULL ? d->cfg.worker_address : host;
+    opts.topo = d->topo;
+    uv_loop_init(&d->loop);
+    d->worker = wrk_new(&d->loop, &opts, &err);
+    if (d->worker == NULL) {
+        fprintf(stderr, "gsched-workerd: %s\n", err.msg);
+        uv_loop_close(&d->loop);
+        return 1;
+    }
+    uv_signal_init(&d->loop, &d->sigterm);
+    uv_signal_init(&d->loop, &d->sigint);
+    d->sigterm.data = d->sigint.data = d;
+    uv_signal_start(&d->sigterm, on_signal, SIGTERM);
+    uv_signal_start(&d->sigint, on_signal, SIGINT);
+    GS_LOG(GS_LOG_INFO, "node=%s gpus=%d cores=%d scheduler=%s:%u starting", opts.node_name,
+           gs_topo_ngpus(d->topo), gs_topo_ncores(d->topo), d->cfg.host, d->cfg.port);
+    wrk_start(d->worker);
+    uv_run(&d->loop, UV_RUN_DEFAULT);
+    uv_loop_close(&d->loop);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct workerd d = {0};
+    int rc;
+
+    signal(SIGPIPE, SIG_IGN); /* libuv writes with write(2); a vanished peer is an error */
+    if (gs_config_init(&d.cfg) < 0)
+        return 1;
+    rc = configure(&d, argc, argv);
+    if (rc == 0) {
+        gs_log_setup("gsched-workerd", d.cfg.log_level, 2);
+        rc = run(&d);
+    }
+    gs_topo_free(d.topo);
+    gs_config_release(&d.cfg);
+    return rc < 0 ? 0 : rc;
+}
