@@ -9,6 +9,7 @@
 #include "common/buf.h"
 
 int cli_cmd_check(int argc, char **argv);
+int cli_cmd_nodes(int argc, char **argv);
 
 /* Prints "gsched CMD: message (see gsched --help)" and returns 2. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -18,6 +18,7 @@ static const char usage_text[] =
     "\n"
     "commands:\n"
     "  check JOB.toml [--json]   check a job file and show the job as gsched reads it\n"
+    "  nodes [--json] [NODE...]  the cluster's nodes: state, free GPUs, cores, memory\n"
     "\n"
     "options:\n"
     "  -V, --version   print the version and the optional parts this build has\n"
@@ -30,6 +31,7 @@ struct command {
 
 static const struct command commands[] = {
     {"check", cli_cmd_check},
+    {"nodes", cli_cmd_nodes},
 };
 
 int cli_usage_error(const char *cmd, const char *fmt, ...)

@@ -54,7 +54,7 @@ static void rd_host(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 
 static void rd_port(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
-    gs_schema_uint(c, v, "scheduler.port", 1, 65535, &CFG(c)->port);
+    gs_schema_uint(c, v, "scheduler.port", 0, 65535, &CFG(c)->port);
 }
 
 static void rd_socket(struct gs_schema_ctx *c, const struct gs_toml_value *v)

@@ -5,7 +5,7 @@
  *
  *     [scheduler]
  *     host = "10.0.0.1"             # where workers reach the scheduler (and it listens)
- *     port = 6817
+ *     port = 6817                           # 0: any free port (gschedd logs it)
  *     socket = "/run/gsched/gschedd.sock"   # the CLI's Unix socket
  *     state_dir = "/var/lib/gsched"         # SQLite database and logs
  *     heartbeat_interval = "2s"

@@ -81,7 +81,7 @@ Test(config, reports_mistakes_at_their_place_and_keeps_old_values)
     cr_assert_eq(parse("[scheduler]\nport = 70000\nheartbeet_misses = 2\n[worker]\ngpus = -1\n"),
                  -EINVAL);
     cr_assert_not_null(
-        strstr(errors.data, "gsched.toml:2:8: scheduler.port must be an integer from 1 to 65535"),
+        strstr(errors.data, "gsched.toml:2:8: scheduler.port must be an integer from 0 to 65535"),
         "%s", errors.data);
     cr_assert_not_null(strstr(errors.data, "gsched.toml:3:1: unknown key 'heartbeet_misses' in "
                                            "scheduler (did you mean "

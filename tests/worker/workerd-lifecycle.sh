@@ -36,4 +36,7 @@ done
 wait $pid
 rc=$?
 [ $rc -eq 0 ] || fail "exit status $rc after SIGTERM"
+if grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$tmp/log"; then
+  fail "sanitizer report in the worker's log"
+fi
 echo "workerd-lifecycle: ok"

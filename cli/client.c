@@ -1,0 +1,97 @@
+/*
+ * client.c: one blocking request to gschedd over its Unix socket (see client.h).
+ */
+#include "cli/client.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "common/config.h"
+#include "common/error.h"
+
+int cli_socket_path(const char *option, char *out, size_t size)
+{
+    const char *env = getenv("GSCHED_SOCKET");
+    struct gs_config cfg;
+    struct gs_buf errors = GS_BUF_INIT;
+    int rc = 0;
+
+    if (option != NULL || (env != NULL && env[0] != '\0')) {
+        snprintf(out, size, "%s", option != NULL ? option : env);
+        return 0;
+    }
+    if (gs_config_init(&cfg) < 0)
+        return -ENOMEM;
+    if (access(GS_CONFIG_DEFAULT_PATH, F_OK) == 0 &&
+        (rc = gs_config_load(&cfg, GS_CONFIG_DEFAULT_PATH, &errors)) < 0)
+        fputs(errors.data, stderr);
+    if (rc == 0)
+        snprintf(out, size, "%s", cfg.socket_path);
+    gs_buf_release(&errors);
+    gs_config_release(&cfg);
+    return rc;
+}
+
+static int connect_unix(const char *path)
+{
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    int fd;
+
+    if (strlen(path) >= sizeof(sun.sun_path))
+        return -ENAMETOOLONG;
+    memcpy(sun.sun_path, path, strlen(path) + 1);
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+        int rc = -errno;
+        close(fd);
+        return rc;
+    }
+    return fd;
+}
+
+static int take_reply(Gs__Envelope *reply, Gs__Envelope **ret_reply)
+{
+    int rc;
+
+    if (reply->body_case != GS__ENVELOPE__BODY_ERROR) {
+        *ret_reply = reply;
+        return 0;
+    }
+    fprintf(stderr, "gsched: %s\n", reply->error->message);
+    for (size_t i = 0; i < reply->error->n_details; i++)
+        fprintf(stderr, "%s\n", reply->error->details[i]);
+    rc = reply->error->code < 0 ? reply->error->code : -EIO;
+    gs_proto_envelope_free(reply);
+    return rc;
+}
+
+int cli_request(const char *socket_path, Gs__Envelope *req, Gs__Envelope **ret_reply)
+{
+    Gs__Envelope *reply = NULL;
+    int fd = connect_unix(socket_path), rc;
+
+    if (fd < 0) {
+        fprintf(stderr, "gsched: cannot reach gschedd at %s: %s\n", socket_path, gs_strerror(fd));
+        return fd;
+    }
+    req->request_id = 1;
+    rc = gs_proto_handshake_fd(fd, GS__ROLE__ROLE_CLI, "gsched",
+                               GS_PROTO_ROLE_BIT(GS__ROLE__ROLE_SCHEDULER), CLI_TIMEOUT_MS, NULL);
+    if (rc == 0)
+        rc = gs_proto_write_fd(fd, req, CLI_TIMEOUT_MS);
+    if (rc == 0)
+        rc = gs_proto_read_fd(fd, 0, CLI_TIMEOUT_MS, &reply);
+    close(fd);
+    if (rc < 0) {
+        fprintf(stderr, "gsched: gschedd at %s: %s\n", socket_path, gs_proto_reason(rc));
+        return rc;
+    }
+    return take_reply(reply, ret_reply);
+}

@@ -1,0 +1,138 @@
+/*
+ * cmd_nodes.c: `gsched nodes [--json] [--socket PATH] [NODE...]`: the cluster's nodes as
+ * sinfo shows them, one aligned line each (state, GPUs free/total, cores free/total, memory
+ * free/total, features), or a JSON array with the same facts for programs.
+ */
+#include "cli/commands.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/client.h"
+#include "common/json.h"
+#include "common/units.h"
+
+static const char *state_name(Gs__NodeState s)
+{
+    switch (s) {
+    case GS__NODE_STATE__NODE_STATE_UP:
+        return "up";
+    case GS__NODE_STATE__NODE_STATE_DOWN:
+        return "down";
+    case GS__NODE_STATE__NODE_STATE_DRAINING:
+        return "draining";
+    case GS__NODE_STATE__NODE_STATE_DRAINED:
+        return "drained";
+    default:
+        return "unknown";
+    }
+}
+
+static void json_node(struct gs_json *j, const Gs__NodeInfo *n)
+{
+    gs_json_object_begin(j);
+    gs_json_key(j, "name");
+    gs_json_string(j, n->name);
+    gs_json_key(j, "state");
+    gs_json_string(j, state_name(n->state));
+    gs_json_key(j, "reason");
+    gs_json_string(j, n->reason);
+    gs_json_key(j, "gpus_total");
+    gs_json_uint(j, n->gpus_total);
+    gs_json_key(j, "gpus_free");
+    gs_json_uint(j, n->gpus_free);
+    gs_json_key(j, "cores_total");
+    gs_json_uint(j, n->cores_total);
+    gs_json_key(j, "cores_free");
+    gs_json_uint(j, n->cores_free);
+    gs_json_key(j, "memory_total_mib");
+    gs_json_uint(j, n->memory_total_mib);
+    gs_json_key(j, "memory_free_mib");
+    gs_json_uint(j, n->memory_free_mib);
+    gs_json_key(j, "features");
+    gs_json_array_begin(j);
+    for (size_t i = 0; i < n->n_features; i++)
+        gs_json_string(j, n->features[i]);
+    gs_json_array_end(j);
+    gs_json_key(j, "last_heartbeat_ms");
+    gs_json_uint(j, n->last_heartbeat_ms);
+    gs_json_object_end(j);
+}
+
+static int print_json(const Gs__NodesReply *r)
+{
+    struct gs_buf out = GS_BUF_INIT;
+    struct gs_json j;
+    int rc;
+
+    gs_json_init(&j, &out);
+    gs_json_array_begin(&j);
+    for (size_t i = 0; i < r->n_nodes; i++)
+        json_node(&j, r->nodes[i]);
+    gs_json_array_end(&j);
+    rc = gs_json_finish(&j);
+    if (rc == 0)
+        printf("%s\n", out.data);
+    gs_buf_release(&out);
+    return rc;
+}
+
+static void print_table(const Gs__NodesReply *r)
+{
+    printf("%-16s %-8s %-9s %-11s %-13s %s\n", "NODE", "STATE", "GPUS", "CPUS", "MEMORY",
+           "FEATURES");
+    for (size_t i = 0; i < r->n_nodes; i++) {
+        const Gs__NodeInfo *n = r->nodes[i];
+        char gpus[24], cpus[24], mem[48], a[24], b[24], feat[256] = "";
+
+        snprintf(gpus, sizeof(gpus), "%u/%u", n->gpus_free, n->gpus_total);
+        snprintf(cpus, sizeof(cpus), "%u/%u", n->cores_free, n->cores_total);
+        snprintf(mem, sizeof(mem), "%s/%s", gs_format_size(n->memory_free_mib << 20, a, 24),
+                 gs_format_size(n->memory_total_mib << 20, b, 24));
+        for (size_t k = 0; k < n->n_features; k++)
+            snprintf(feat + strlen(feat), sizeof(feat) - strlen(feat), "%s%s", k ? "," : "",
+                     n->features[k]);
+        printf("%-16s %-8s %-9s %-11s %-13s %s%s%s\n", n->name, state_name(n->state), gpus, cpus,
+               mem, feat[0] ? feat : "-", n->reason[0] ? "  " : "", n->reason);
+    }
+}
+
+int cli_cmd_nodes(int argc, char **argv)
+{
+    Gs__NodesRequest req = GS__NODES_REQUEST__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT, *reply = NULL;
+    const char *socket_opt = NULL;
+    char *names[64], path[256];
+    bool json = false;
+    int rc;
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            json = true;
+        else if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc)
+            socket_opt = argv[++i];
+        else if (argv[i][0] == '-')
+            return cli_usage_error("nodes", "unknown option '%s'", argv[i]);
+        else if (req.n_names < 64)
+            names[req.n_names++] = argv[i];
+    }
+    req.names = names;
+    if (cli_socket_path(socket_opt, path, sizeof(path)) < 0)
+        return 1;
+    env.body_case = GS__ENVELOPE__BODY_NODES_REQUEST;
+    env.nodes_request = &req;
+    rc = cli_request(path, &env, &reply);
+    if (rc < 0)
+        return 1;
+    if (reply->body_case != GS__ENVELOPE__BODY_NODES_REPLY) {
+        fprintf(stderr, "gsched: gschedd answered with %s\n", gs_proto_body_name(reply->body_case));
+        rc = -EPROTO;
+    } else if (json) {
+        rc = print_json(reply->nodes_reply);
+    } else {
+        print_table(reply->nodes_reply);
+    }
+    gs_proto_envelope_free(reply);
+    return rc < 0 ? 1 : 0;
+}

@@ -1,0 +1,181 @@
+/*
+ * sched.c: gschedd's listeners, node registry and heartbeat expiry (see sched.h).
+ */
+#define _GNU_SOURCE /* struct ucred, SO_PEERCRED */
+
+#include "scheduler/sched.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "proto/conn.h"
+#include "scheduler/cluster.h"
+#include "scheduler/sched_internal.h"
+
+static void on_cron(uv_timer_t *timer);
+
+struct sched_node *sched_node_find(struct sched_ctx *s, const char *name)
+{
+    for (size_t i = 0; i < s->nnodes; i++) {
+        if (strcmp(s->nodes[i]->name, name) == 0)
+            return s->nodes[i];
+    }
+    return NULL;
+}
+
+static const char *state_word(const struct sched_node *n)
+{
+    return n->up ? "up" : "down";
+}
+
+static void set_down(struct sched_ctx *s, struct sched_node *n, const char *why)
+{
+    if (!n->up)
+        return;
+    n->up = false;
+    snprintf(n->reason, sizeof(n->reason), "%s", why);
+    sched_cluster_set_up(s->cluster, n->index, false);
+    GS_LOG(GS_LOG_WARN, "node=%s reason=\"%s\" node down", n->name, why);
+}
+
+static void on_cron(uv_timer_t *timer)
+{
+    struct sched_ctx *s = timer->data;
+    uint64_t now = gs_clock_mono_ms(), limit = s->heartbeat_ms * s->heartbeat_misses;
+
+    for (size_t i = 0; i < s->nnodes; i++) {
+        struct sched_node *n = s->nodes[i];
+        char why[96];
+
+        if (n->up && now - n->last_heartbeat_mono > limit) {
+            snprintf(why, sizeof(why), "missed %u heartbeats", s->heartbeat_misses);
+            set_down(s, n, why);
+        }
+    }
+}
+
+void sched_release_handle(struct sched_ctx *s)
+{
+    if (--s->open_handles > 0 || !s->stopping)
+        return;
+    if (s->stopped != NULL)
+        s->stopped(s->stopped_data);
+    for (size_t i = 0; i < s->nnodes; i++) {
+        gs__node_topology__free_unpacked(s->nodes[i]->topology, NULL);
+        free(s->nodes[i]);
+    }
+    free(s->nodes);
+    sched_cluster_free(s->cluster);
+    free(s);
+}
+
+static void on_handle_closed(uv_handle_t *handle)
+{
+    sched_release_handle(handle->data);
+}
+
+int sched_worker_port(const struct sched_ctx *s)
+{
+    struct sockaddr_storage ss;
+    int len = sizeof(ss);
+
+    if (uv_tcp_getsockname(&s->workers, (struct sockaddr *)&ss, &len) < 0)
+        return -1;
+    if (ss.ss_family == AF_INET6)
+        return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
+void sched_stop(struct sched_ctx *s, void (*stopped)(void *data), void *data)
+{
+    if (s->stopping)
+        return;
+    s->stopping = true;
+    s->stopped = stopped;
+    s->stopped_data = data;
+    for (size_t i = 0; i < s->nnodes; i++) {
+        if (s->nodes[i]->conn != NULL)
+            gs_proto_conn_close(s->nodes[i]->conn);
+    }
+    for (struct sched_cli *c = s->clis; c != NULL; c = c->next)
+        gs_proto_conn_close(c->conn);
+    uv_close((uv_handle_t *)&s->cron, on_handle_closed);
+    uv_close((uv_handle_t *)&s->workers, on_handle_closed);
+    uv_close((uv_handle_t *)&s->cli, on_handle_closed);
+    unlink(s->socket_path);
+}
+
+const char *sched_node_state_word(const struct sched_node *n)
+{
+    return state_word(n);
+}
+
+static int listen_workers(struct sched_ctx *s, const struct gs_config *cfg, struct gs_error *err)
+{
+    struct sockaddr_storage addr;
+    int rc = uv_ip4_addr(cfg->host, (int)cfg->port, (struct sockaddr_in *)&addr);
+
+    if (rc < 0)
+        rc = uv_ip6_addr(cfg->host, (int)cfg->port, (struct sockaddr_in6 *)&addr);
+    if (rc < 0)
+        return gs_error_set(err, -EINVAL, 0, 0, "scheduler.host '%s' is not an IP address",
+                            cfg->host);
+    rc = uv_tcp_bind(&s->workers, (const struct sockaddr *)&addr, 0);
+    if (rc == 0)
+        rc = uv_listen((uv_stream_t *)&s->workers, 128, sched_on_worker_connection);
+    if (rc < 0)
+        return gs_error_set(err, rc, 0, 0, "listen on %s:%u: %s", cfg->host, cfg->port,
+                            uv_strerror(rc));
+    return 0;
+}
+
+/* The CLI socket: a stale file from a crashed gschedd is replaced; anyone may connect,
+ * since every request is judged by the caller's uid. */
+static int listen_cli(struct sched_ctx *s, const struct gs_config *cfg, struct gs_error *err)
+{
+    int rc;
+
+    snprintf(s->socket_path, sizeof(s->socket_path), "%s", cfg->socket_path);
+    unlink(s->socket_path);
+    rc = uv_pipe_bind(&s->cli, s->socket_path);
+    if (rc == 0)
+        rc = uv_listen((uv_stream_t *)&s->cli, 128, sched_on_cli_connection);
+    if (rc < 0)
+        return gs_error_set(err, rc, 0, 0, "listen on %s: %s", s->socket_path, uv_strerror(rc));
+    chmod(s->socket_path, 0666);
+    return 0;
+}
+
+struct sched_ctx *sched_new(uv_loop_t *loop, const struct gs_config *cfg, struct gs_error *err)
+{
+    struct sched_ctx *s = calloc(1, sizeof(*s));
+
+    if (s == NULL || (s->cluster = sched_cluster_new()) == NULL) {
+        free(s);
+        gs_error_set(err, -ENOMEM, 0, 0, "out of memory");
+        return NULL;
+    }
+    s->loop = loop;
+    s->heartbeat_ms = cfg->heartbeat_interval_ms;
+    s->heartbeat_misses = cfg->heartbeat_misses;
+    uv_tcp_init(loop, &s->workers);
+    uv_pipe_init(loop, &s->cli, 0);
+    uv_timer_init(loop, &s->cron);
+    s->workers.data = s->cli.data = s->cron.data = s;
+    s->open_handles = 3;
+    if (listen_workers(s, cfg, err) < 0 || listen_cli(s, cfg, err) < 0) {
+        sched_stop(s, NULL, NULL);
+        return NULL;
+    }
+    uv_timer_start(&s->cron, on_cron, s->heartbeat_ms, s->heartbeat_ms);
+    GS_LOG(GS_LOG_INFO, "port=%d socket=%s heartbeat_ms=%llu listening", sched_worker_port(s),
+           s->socket_path, (unsigned long long)s->heartbeat_ms);
+    return s;
+}

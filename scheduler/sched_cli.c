@@ -1,0 +1,171 @@
+/*
+ * sched_cli.c: requests from the gsched CLI on gschedd's Unix socket. Each connection
+ * carries one request and gets one reply, then closes. The caller's uid comes from
+ * SO_PEERCRED, never from the message, so per-user rules can rest on it.
+ */
+#define _GNU_SOURCE /* struct ucred */
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "common/log.h"
+#include "scheduler/sched_internal.h"
+
+static void send_error(struct sched_cli *c, uint64_t request_id, int code, const char *msg)
+{
+    Gs__ErrorReply err = GS__ERROR_REPLY__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+
+    err.code = code;
+    err.message = (char *)msg;
+    env.request_id = request_id;
+    env.body_case = GS__ENVELOPE__BODY_ERROR;
+    env.error = &err;
+    gs_proto_conn_send(c->conn, &env);
+}
+
+/* One NodeInfo, borrowing from the node; free_gpus is the caller's array to free. */
+static void fill_node_info(struct sched_ctx *s, struct sched_node *n, Gs__NodeInfo *info,
+                           bool with_topology)
+{
+    uint32_t free_gpus = sched_cluster_free_gpus(s->cluster, n->index);
+
+    gs__node_info__init(info);
+    info->name = n->name;
+    info->state = n->up ? GS__NODE_STATE__NODE_STATE_UP : GS__NODE_STATE__NODE_STATE_DOWN;
+    info->reason = n->reason;
+    info->gpus_total = (uint32_t)n->topology->n_gpus;
+    info->gpus_free = n->up ? free_gpus : 0;
+    info->cores_total = n->topology->cores;
+    info->cores_free = n->up ? sched_cluster_free_cores(s->cluster, n->index) : 0;
+    info->memory_total_mib = n->topology->memory_mib;
+    info->memory_free_mib = n->up ? sched_cluster_free_mem(s->cluster, n->index) : 0;
+    info->n_features = n->topology->n_features;
+    info->features = n->topology->features;
+    info->last_heartbeat_ms = n->last_heartbeat_wall;
+    if (with_topology)
+        info->topology = n->topology;
+}
+
+static bool wanted(const Gs__NodesRequest *req, const char *name)
+{
+    if (req->n_names == 0)
+        return true;
+    for (size_t i = 0; i < req->n_names; i++) {
+        if (strcmp(req->names[i], name) == 0)
+            return true;
+    }
+    return false;
+}
+
+static void handle_nodes(struct sched_cli *c, uint64_t request_id, const Gs__NodesRequest *req)
+{
+    struct sched_ctx *s = c->s;
+    Gs__NodeInfo *infos = calloc(s->nnodes + 1, sizeof(*infos));
+    Gs__NodeInfo **ptrs = calloc(s->nnodes + 1, sizeof(*ptrs));
+    Gs__NodesReply reply = GS__NODES_REPLY__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+
+    if (infos == NULL || ptrs == NULL) {
+        send_error(c, request_id, -ENOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < s->nnodes; i++) {
+        if (!wanted(req, s->nodes[i]->name))
+            continue;
+        fill_node_info(s, s->nodes[i], &infos[reply.n_nodes], req->with_topology);
+        ptrs[reply.n_nodes] = &infos[reply.n_nodes];
+        reply.n_nodes++;
+    }
+    reply.nodes = ptrs;
+    env.request_id = request_id;
+    env.body_case = GS__ENVELOPE__BODY_NODES_REPLY;
+    env.nodes_reply = &reply;
+    gs_proto_conn_send(c->conn, &env);
+out:
+    free(infos);
+    free(ptrs);
+}
+
+static void on_cli_message(struct gs_proto_conn *conn, const Gs__Envelope *env, void *data)
+{
+    struct sched_cli *c = data;
+    char msg[128];
+
+    GS_LOG(GS_LOG_DEBUG, "uid=%u body=%s cli request", (unsigned)c->uid,
+           gs_proto_body_name(env->body_case));
+    if (env->body_case == GS__ENVELOPE__BODY_NODES_REQUEST) {
+        handle_nodes(c, env->request_id, env->nodes_request);
+    } else {
+        snprintf(msg, sizeof(msg), "this gschedd does not serve %s requests",
+                 gs_proto_body_name(env->body_case));
+        send_error(c, env->request_id, -EOPNOTSUPP, msg);
+    }
+    gs_proto_conn_close(conn); /* one request per connection; the reply is flushed first */
+}
+
+static void on_cli_close(struct gs_proto_conn *conn, int status, void *data)
+{
+    struct sched_cli *c = data;
+    struct sched_ctx *s = c->s;
+
+    (void)conn;
+    (void)status;
+    for (struct sched_cli **p = &s->clis; *p != NULL; p = &(*p)->next) {
+        if (*p == c) {
+            *p = c->next;
+            break;
+        }
+    }
+    free(c);
+    sched_release_handle(s);
+}
+
+/* The connecting process's uid and gid, from the kernel. */
+static int peer_credentials(struct gs_proto_conn *conn, struct sched_cli *c)
+{
+    struct ucred cred;
+    socklen_t len = sizeof(cred);
+    uv_os_fd_t fd;
+
+    if (uv_fileno((uv_handle_t *)gs_proto_conn_stream(conn), &fd) < 0 ||
+        getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+        return -EACCES;
+    c->uid = cred.uid;
+    c->gid = cred.gid;
+    return 0;
+}
+
+void sched_on_cli_connection(uv_stream_t *server, int status)
+{
+    struct sched_ctx *s = server->data;
+    struct sched_cli *c = calloc(1, sizeof(*c));
+    struct gs_proto_conn_opts opts = {
+        .role = GS__ROLE__ROLE_SCHEDULER,
+        .name = "gschedd",
+        .accept_roles = GS_PROTO_ROLE_BIT(GS__ROLE__ROLE_CLI),
+        .on_message = on_cli_message,
+        .on_close = on_cli_close,
+        .data = c,
+    };
+
+    if (status < 0 || c == NULL || s->stopping) {
+        free(c);
+        return;
+    }
+    c->s = s;
+    c->conn = gs_proto_conn_new(s->loop, GS_PROTO_PIPE, &opts);
+    if (c->conn == NULL) {
+        free(c);
+        return;
+    }
+    c->next = s->clis;
+    s->clis = c;
+    s->open_handles++; /* until on_cli_close */
+    if (uv_accept(server, gs_proto_conn_stream(c->conn)) < 0 || peer_credentials(c->conn, c) < 0 ||
+        gs_proto_conn_start(c->conn) < 0)
+        gs_proto_conn_close(c->conn);
+}

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# nodes.sh BIN_DIR SRC_DIR: real gschedd and gsched-workerd processes on loopback in a
+# temporary directory. Workers register with their topology and show in `gsched nodes`;
+# a second worker with a taken name is refused; garbage on the worker port closes only that
+# connection; a worker killed with -9 turns DOWN after its missed heartbeats; a restarted
+# gschedd gets the surviving worker back. Polls with deadlines, never bare sleeps.
+set -u
+bin=$1
+src=$2
+tmp=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$tmp"; }
+trap cleanup EXIT
+fail() {
+  echo "nodes: $*" >&2
+  for f in "$tmp"/*.log; do echo "--- $f" >&2; tail -20 "$f" >&2; done
+  exit 1
+}
+export GSCHED_SOCKET="$tmp/gschedd.sock"
+
+# wait_for DESCRIPTION COMMAND...: retries COMMAND until it succeeds, for at most 15 s.
+wait_for() {
+  local what=$1 deadline=$((SECONDS + 15))
+  shift
+  until "$@" >/dev/null 2>&1; do
+    [ $SECONDS -lt $deadline ] || fail "timed out waiting for $what"
+    sleep 0.05
+  done
+}
+
+# A fixed free port, so that a restarted gschedd is where its workers look for it.
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+cat > "$tmp/gsched.toml" <<CONF
+[scheduler]
+host = "127.0.0.1"
+port = $port
+socket = "$tmp/gschedd.sock"
+heartbeat_interval = "1s"
+heartbeat_misses = 2
+CONF
+
+start_sched() {
+  "$bin/gschedd" --config "$tmp/gsched.toml" 2>>"$tmp/gschedd.log" &
+  sched=$!
+  pids+=("$sched")
+  wait_for "gschedd to listen" test -S "$tmp/gschedd.sock"
+}
+
+node_state() { # node_state NAME STATE: the node is listed with that state
+  "$bin/gsched" nodes --json "$1" | python3 -c '
+import json, sys
+nodes = json.load(sys.stdin)
+sys.exit(0 if nodes and nodes[0]["state"] == sys.argv[1] else 1)' "$2"
+}
+
+start_sched
+"$bin/gsched-workerd" --scheduler 127.0.0.1:"$port" --name node1 --gpus 2 --features h100 \
+  2>"$tmp/node1.log" &
+w1=$!; pids+=("$w1")
+"$bin/gsched-workerd" --scheduler 127.0.0.1:"$port" --name node2 \
+  --topology "$src/tests/topologies/pcie-8gpu.xml" 2>"$tmp/node2.log" &
+w2=$!; pids+=("$w2")
+wait_for "node1 up" node_state node1 up
+wait_for "node2 up" node_state node2 up
+
+table=$("$bin/gsched" nodes) || fail "gsched nodes failed"
+grep -qE '^node2 +up +8/8 +64/64' <<< "$table" || fail "node2 line wrong in:$'\n'$table"
+grep -qE '^node1 +up +2/2 .* h100$' <<< "$table" || fail "node1 line wrong in:$'\n'$table"
+
+# A second worker claiming node1 is refused while the first is alive.
+"$bin/gsched-workerd" --scheduler 127.0.0.1:"$port" --name node1 --gpus 1 2>"$tmp/dup.log" &
+dup=$!; pids+=("$dup")
+wait_for "the duplicate refused" grep -q "already connected" "$tmp/gschedd.log"
+kill -TERM "$dup"
+
+# Garbage on the worker port: that connection is closed, the daemon keeps serving.
+python3 - "$port" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" + bytes(range(256)) * 8)
+try:
+    s.recv(100)
+except OSError:
+    pass
+s.close()
+PY
+node_state node1 up || fail "gschedd stopped serving after garbage"
+
+# kill -9 a worker: its node goes DOWN after 2 missed heartbeats.
+kill -9 "$w1"
+wait_for "node1 down" node_state node1 down
+"$bin/gsched" nodes | grep -q "missed 2 heartbeats" || fail "no reason for node1 down"
+
+# Restart gschedd: the surviving worker reconnects and registers again.
+kill -TERM "$sched"
+wait "$sched" || fail "gschedd exited non-zero on SIGTERM"
+start_sched
+wait_for "node2 back after the restart" node_state node2 up
+
+# Bad configuration is refused with its place, and nothing listens.
+printf '[scheduler]\nport = 70000\n' > "$tmp/bad.toml"
+"$bin/gschedd" --config "$tmp/bad.toml" 2>"$tmp/bad.err"
+[ $? -eq 1 ] || fail "bad config not refused"
+grep -q "bad.toml:2:8: scheduler.port" "$tmp/bad.err" || fail "bad config error: $(cat "$tmp/bad.err")"
+"$bin/gsched" nodes --socket "$tmp/nobody.sock" 2>"$tmp/err.txt"
+[ $? -eq 1 ] || fail "gsched nodes without a scheduler did not fail"
+grep -q "cannot reach gschedd at $tmp/nobody.sock" "$tmp/err.txt" || fail "no clear error"
+
+kill -TERM "$w2" "$sched"
+wait "$w2" || fail "worker exited non-zero"
+wait "$sched" || fail "gschedd exited non-zero"
+# Under the sanitizer build the daemons report into their logs: those count too.
+if grep -lE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$tmp"/*.log; then
+  fail "sanitizer report in a daemon's log"
+fi
+echo "nodes: ok"
