@@ -27,8 +27,8 @@ int cli_socket_path(const char *option, char *out, size_t size)
     }
     if (gs_config_init(&cfg) < 0)
         return -ENOMEM;
-    if (access(GS_CONFIG_DEFAULT_PATH, F_OK) == 0 &&
-        (rc = gs_config_load(&cfg, GS_CONFIG_DEFAULT_PATH, &errors)) < 0)
+    rc = gs_config_load_default(&cfg, NULL, &errors);
+    if (rc < 0)
         fputs(errors.data, stderr);
     if (rc == 0)
         snprintf(out, size, "%s", cfg.socket_path);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/error.h"
 #include "common/schema.h"
@@ -236,4 +237,11 @@ int gs_config_load(struct gs_config *cfg, const char *path, struct gs_buf *error
         rc = gs_config_parse(cfg, text.data != NULL ? text.data : "", text.len, path, errors);
     gs_buf_release(&text);
     return rc;
+}
+
+int gs_config_load_default(struct gs_config *cfg, const char *path, struct gs_buf *errors)
+{
+    if (path == NULL && access(GS_CONFIG_DEFAULT_PATH, F_OK) == 0)
+        path = GS_CONFIG_DEFAULT_PATH;
+    return path != NULL ? gs_config_load(cfg, path, errors) : 0;
 }

@@ -67,6 +67,12 @@ void gs_config_release(struct gs_config *cfg);
 int gs_config_parse(struct gs_config *cfg, const char *text, size_t len, const char *filename,
                     struct gs_buf *errors);
 
+/*
+ * What a daemon or the CLI reads: path when given (it must exist), else
+ * GS_CONFIG_DEFAULT_PATH when that exists, else nothing (the defaults stand).
+ */
+int gs_config_load_default(struct gs_config *cfg, const char *path, struct gs_buf *errors);
+
 /* Reads path and parses it. -ENOENT (with a message) when the file does not exist. */
 int gs_config_load(struct gs_config *cfg, const char *path, struct gs_buf *errors);
 

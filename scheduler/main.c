@@ -14,6 +14,7 @@
 
 #include "common/config.h"
 #include "common/log.h"
+#include "common/stop_signals.h"
 #include "gsched_config.h"
 #include "scheduler/sched.h"
 
@@ -28,7 +29,7 @@ static const char usage[] =
 struct gschedd {
     struct gs_config cfg;
     uv_loop_t loop;
-    uv_signal_t sigterm, sigint;
+    struct gs_stop_signals stop;
     struct sched_ctx *sched;
 };
 
@@ -50,14 +51,12 @@ static int bad(const char *what, const char *arg)
     return 2;
 }
 
-static int load_config(struct gschedd *d, const char *path, bool given)
+static int load_config(struct gschedd *d, const char *path)
 {
     struct gs_buf errors = GS_BUF_INIT;
     int rc = 0;
 
-    if (!given && access(GS_CONFIG_DEFAULT_PATH, F_OK) == 0)
-        path = GS_CONFIG_DEFAULT_PATH;
-    if (path != NULL && gs_config_load(&d->cfg, path, &errors) < 0) {
+    if (gs_config_load_default(&d->cfg, path, &errors) < 0) {
         fputs(errors.data != NULL ? errors.data : "gschedd: bad configuration\n", stderr);
         rc = 1;
     }
@@ -110,7 +109,7 @@ static int configure(struct gschedd *d, int argc, char **argv)
     }
     if (optind < argc)
         return bad("no arguments besides options", argv[optind]);
-    rc = load_config(d, config, config != NULL);
+    rc = load_config(d, config);
     optind = 0;
     while (rc == 0 && (opt = getopt_long(argc, argv, "hV", long_opts, NULL)) != -1)
         rc = override(d, opt, optarg);
@@ -121,17 +120,15 @@ static void on_stopped(void *data)
 {
     struct gschedd *d = data;
 
-    uv_close((uv_handle_t *)&d->sigterm, NULL);
-    uv_close((uv_handle_t *)&d->sigint, NULL);
+    gs_stop_signals_close(&d->stop);
 }
 
-static void on_signal(uv_signal_t *handle, int signum)
+static void on_stop(struct gs_stop_signals *sig, int signum, void *data)
 {
-    struct gschedd *d = handle->data;
+    struct gschedd *d = data;
 
-    GS_LOG(GS_LOG_INFO, "signal=%d stopping", signum);
-    uv_signal_stop(&d->sigterm);
-    uv_signal_stop(&d->sigint);
+    (void)sig;
+    (void)signum;
     sched_stop(d->sched, on_stopped, d);
 }
 
@@ -147,11 +144,7 @@ static int run(struct gschedd *d)
         uv_loop_close(&d->loop);
         return 1;
     }
-    uv_signal_init(&d->loop, &d->sigterm);
-    uv_signal_init(&d->loop, &d->sigint);
-    d->sigterm.data = d->sigint.data = d;
-    uv_signal_start(&d->sigterm, on_signal, SIGTERM);
-    uv_signal_start(&d->sigint, on_signal, SIGINT);
+    gs_stop_signals_init(&d->stop, &d->loop, on_stop, d);
     uv_run(&d->loop, UV_RUN_DEFAULT);
     uv_loop_close(&d->loop);
     return 0;

@@ -18,6 +18,7 @@
 
 #include "common/config.h"
 #include "common/log.h"
+#include "common/stop_signals.h"
 #include "common/topo.h"
 #include "gsched_config.h"
 #include "worker/worker.h"
@@ -38,9 +39,8 @@ static const char usage[] =
 struct workerd {
     struct gs_config cfg;
     const char *config_path;
-    bool config_given;
     uv_loop_t loop;
-    uv_signal_t sigterm, sigint;
+    struct gs_stop_signals stop;
     struct wrk_ctx *worker;
     struct gs_topo *topo;
 };
@@ -177,10 +177,8 @@ static int first_pass(struct workerd *d, int argc, char **argv)
         }
         if (opt == '?')
             return usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
-        if (opt == OPT_CONFIG) {
+        if (opt == OPT_CONFIG)
             d->config_path = optarg;
-            d->config_given = true;
-        }
     }
     if (optind < argc)
         return usage_error("unexpected argument '%s'", argv[optind]);
@@ -194,9 +192,7 @@ static int configure(struct workerd *d, int argc, char **argv)
 
     if (rc != 0)
         return rc;
-    if (!d->config_given && access(GS_CONFIG_DEFAULT_PATH, F_OK) == 0)
-        d->config_path = GS_CONFIG_DEFAULT_PATH;
-    if (d->config_path != NULL && gs_config_load(&d->cfg, d->config_path, &errors) < 0) {
+    if (gs_config_load_default(&d->cfg, d->config_path, &errors) < 0) {
         fputs(errors.data != NULL ? errors.data : "gsched-workerd: bad configuration\n", stderr);
         gs_buf_release(&errors);
         return 1;
@@ -230,17 +226,15 @@ static void on_stopped(void *data)
 {
     struct workerd *d = data;
 
-    uv_close((uv_handle_t *)&d->sigterm, NULL);
-    uv_close((uv_handle_t *)&d->sigint, NULL);
+    gs_stop_signals_close(&d->stop);
 }
 
-static void on_signal(uv_signal_t *handle, int signum)
+static void on_stop(struct gs_stop_signals *sig, int signum, void *data)
 {
-    struct workerd *d = handle->data;
+    struct workerd *d = data;
 
-    GS_LOG(GS_LOG_INFO, "signal=%d stopping", signum);
-    uv_signal_stop(&d->sigterm);
-    uv_signal_stop(&d->sigint);
+    (void)sig;
+    (void)signum;
     wrk_stop(d->worker, on_stopped, d);
 }
 
@@ -281,11 +275,7 @@ static int run(struct workerd *d)
         uv_loop_close(&d->loop);
         return 1;
     }
-    uv_signal_init(&d->loop, &d->sigterm);
-    uv_signal_init(&d->loop, &d->sigint);
-    d->sigterm.data = d->sigint.data = d;
-    uv_signal_start(&d->sigterm, on_signal, SIGTERM);
-    uv_signal_start(&d->sigint, on_signal, SIGINT);
+    gs_stop_signals_init(&d->stop, &d->loop, on_stop, d);
     GS_LOG(GS_LOG_INFO, "node=%s gpus=%d cores=%d scheduler=%s:%u starting", opts.node_name,
            gs_topo_ngpus(d->topo), gs_topo_ncores(d->topo), d->cfg.host, d->cfg.port);
     wrk_start(d->worker);
