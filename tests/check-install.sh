@@ -8,4 +8,7 @@ rm -rf "$dest"
 cmake --install "$build" --prefix "$dest"
 "$dest/bin/gsched" --version
 test -x "$dest/bin/toml2json"
+"$dest/sbin/gschedd" --version
+"$dest/sbin/gsched-workerd" --version
+test -f "$dest/share/gsched/systemd/gschedd.service"
 rm -rf "$dest"
