@@ -82,6 +82,17 @@ static Gs__EndReason end_reason_of(enum wrk_end_reason r)
     }
 }
 
+void wrk_job_forget(struct wrk_ctx *w, struct wrk_job *job)
+{
+    for (struct wrk_job **p = &w->jobs; *p != NULL; p = &(*p)->next) {
+        if (*p == job) {
+            *p = job->next;
+            free(job);
+            return;
+        }
+    }
+}
+
 static void on_task_exit(struct wrk_tasks *tasks, const struct wrk_task_exit *ex, void *data)
 {
     struct wrk_ctx *w = data;
@@ -92,8 +103,10 @@ static void on_task_exit(struct wrk_tasks *tasks, const struct wrk_task_exit *ex
            (unsigned long long)ex->job_id, ex->rank, ex->exit_code, ex->term_signal);
     wrk_record_exit(w, ex->job_id, ex->rank, job != NULL ? job->attempt : 0, ex,
                     end_reason_of(ex->reason), NULL);
-    if (job != NULL)
-        job->ntasks--;
+    /* The exit carries the attempt from here on; a job with no task left here is dropped
+     * so that a long-running worker does not accumulate them. */
+    if (job != NULL && --job->ntasks <= 0)
+        wrk_job_forget(w, job);
 }
 
 static void handle_ack(struct wrk_ctx *w, const Gs__TaskExitAck *ack)
@@ -455,4 +468,13 @@ int wrk_unacked_exits(const struct wrk_ctx *w)
 unsigned wrk_registrations(const struct wrk_ctx *w)
 {
     return w->registrations;
+}
+
+int wrk_jobs_known(const struct wrk_ctx *w)
+{
+    int n = 0;
+
+    for (const struct wrk_job *j = w->jobs; j != NULL; j = j->next)
+        n++;
+    return n;
 }

@@ -41,5 +41,7 @@ void wrk_stop(struct wrk_ctx *w, void (*stopped)(void *data), void *data);
 int wrk_running(const struct wrk_ctx *w);
 int wrk_unacked_exits(const struct wrk_ctx *w);
 unsigned wrk_registrations(const struct wrk_ctx *w);
+/* Jobs with tasks on this node (their attempt numbers are kept while they run). */
+int wrk_jobs_known(const struct wrk_ctx *w);
 
 #endif

@@ -59,6 +59,8 @@ struct wrk_ctx {
 void wrk_handle_launch(struct wrk_ctx *w, const Gs__LaunchTasks *msg, uint64_t request_id);
 void wrk_handle_signal(struct wrk_ctx *w, const Gs__SignalTasks *msg);
 struct wrk_job *wrk_job_find(struct wrk_ctx *w, uint64_t job_id);
+/* Drops a job record once none of its tasks runs here. */
+void wrk_job_forget(struct wrk_ctx *w, struct wrk_job *job);
 
 /* worker.c */
 int wrk_send(struct wrk_ctx *w, Gs__Envelope *env);

@@ -327,6 +327,8 @@ void wrk_handle_launch(struct wrk_ctx *w, const Gs__LaunchTasks *msg, uint64_t r
     }
     if (l.results != NULL)
         send_reply(&l, request_id);
+    if (wrk_job_find(w, msg->job_id) != NULL && wrk_job_find(w, msg->job_id)->ntasks <= 0)
+        wrk_job_forget(w, wrk_job_find(w, msg->job_id));
     free_strv(l.job_env);
     free_strv(l.argv);
     free(l.results);

@@ -296,6 +296,7 @@ Test(worker, registers_heartbeats_and_runs_tasks_with_their_environment)
                           "from_job=yes\n");
     run_until(&heartbeats, 1, "a heartbeat");
     run_until_acked();
+    cr_assert_eq(wrk_jobs_known(worker), 0, "a finished job is not kept");
 }
 
 Test(worker, launch_failure_is_reported_with_its_reason)
@@ -309,6 +310,7 @@ Test(worker, launch_failure_is_reported_with_its_reason)
     cr_assert_lt(last_result_code, 0);
     cr_assert_eq(exits[0].end_reason, GS__END_REASON__END_REASON_LAUNCH_FAILED);
     cr_assert_not_null(strstr(exit_errors[0], "/no/such/program"), "%s", exit_errors[0]);
+    cr_assert_eq(wrk_jobs_known(worker), 0, "a job none of whose tasks started is not kept");
 }
 
 Test(worker, tasks_survive_losing_the_scheduler_and_exits_are_resent)
