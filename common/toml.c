@@ -10,18 +10,38 @@
 #include "common/toml_impl.h"
 
 #include <errno.h>
-#include <stdalign.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* Small allocations share chunks of this size; bigger ones get a chunk of their own. */
 #define CHUNK_SIZE (64 * 1024)
-/* Tables up to this many entries are searched linearly, without an index. */
-#define LINEAR_MAX 8
 
+/* Both classes: what a bare key holds can also continue a number token. */
+#define BARE_TOKEN (TOML_CH_BARE | TOML_CH_TOKEN)
+
+const unsigned char toml_char_class[256] = {
+    ['-'] = BARE_TOKEN, ['_'] = BARE_TOKEN, ['.'] = TOML_CH_TOKEN, ['+'] = TOML_CH_TOKEN,
+    ['A'] = BARE_TOKEN, ['B'] = BARE_TOKEN, ['C'] = BARE_TOKEN,    ['D'] = BARE_TOKEN,
+    ['E'] = BARE_TOKEN, ['F'] = BARE_TOKEN, ['G'] = BARE_TOKEN,    ['H'] = BARE_TOKEN,
+    ['I'] = BARE_TOKEN, ['J'] = BARE_TOKEN, ['K'] = BARE_TOKEN,    ['L'] = BARE_TOKEN,
+    ['M'] = BARE_TOKEN, ['N'] = BARE_TOKEN, ['O'] = BARE_TOKEN,    ['P'] = BARE_TOKEN,
+    ['Q'] = BARE_TOKEN, ['R'] = BARE_TOKEN, ['S'] = BARE_TOKEN,    ['T'] = BARE_TOKEN,
+    ['U'] = BARE_TOKEN, ['V'] = BARE_TOKEN, ['W'] = BARE_TOKEN,    ['X'] = BARE_TOKEN,
+    ['Y'] = BARE_TOKEN, ['Z'] = BARE_TOKEN, ['a'] = BARE_TOKEN,    ['b'] = BARE_TOKEN,
+    ['c'] = BARE_TOKEN, ['d'] = BARE_TOKEN, ['e'] = BARE_TOKEN,    ['f'] = BARE_TOKEN,
+    ['g'] = BARE_TOKEN, ['h'] = BARE_TOKEN, ['i'] = BARE_TOKEN,    ['j'] = BARE_TOKEN,
+    ['k'] = BARE_TOKEN, ['l'] = BARE_TOKEN, ['m'] = BARE_TOKEN,    ['n'] = BARE_TOKEN,
+    ['o'] = BARE_TOKEN, ['p'] = BARE_TOKEN, ['q'] = BARE_TOKEN,    ['r'] = BARE_TOKEN,
+    ['s'] = BARE_TOKEN, ['t'] = BARE_TOKEN, ['u'] = BARE_TOKEN,    ['v'] = BARE_TOKEN,
+    ['w'] = BARE_TOKEN, ['x'] = BARE_TOKEN, ['y'] = BARE_TOKEN,    ['z'] = BARE_TOKEN,
+    ['0'] = BARE_TOKEN, ['1'] = BARE_TOKEN, ['2'] = BARE_TOKEN,    ['3'] = BARE_TOKEN,
+    ['4'] = BARE_TOKEN, ['5'] = BARE_TOKEN, ['6'] = BARE_TOKEN,    ['7'] = BARE_TOKEN,
+    ['8'] = BARE_TOKEN, ['9'] = BARE_TOKEN,
+};
+
+/* The free space of the head chunk is tracked in the document (free_start, free_len). */
 struct toml_chunk {
     struct toml_chunk *next;
-    size_t used, cap;
     max_align_t data[];
 };
 
@@ -35,60 +55,64 @@ static struct toml_chunk *chunk_new(size_t cap)
     if (c == NULL)
         return NULL;
     c->next = NULL;
-    c->used = 0;
-    c->cap = cap;
     return c;
 }
 
-void *toml_alloc(struct gs_toml_doc *doc, size_t size)
+/* Links a chunk of its own for a block too big to share one, behind the head. */
+static void *alloc_big(struct gs_toml_doc *doc, size_t size)
 {
-    const size_t align = alignof(max_align_t);
-    struct toml_chunk *c = doc->chunks;
-    void *p;
+    struct toml_chunk *big = chunk_new(size);
 
-    if (size > SIZE_MAX - align)
+    if (big == NULL)
         return NULL;
-    size = (size + align - 1) / align * align;
-    if (size > CHUNK_SIZE / 4) {
-        /* Own chunk, linked behind the head so the head keeps serving small requests. */
-        struct toml_chunk *big = chunk_new(size);
-
-        if (big == NULL)
-            return NULL;
-        big->used = size;
-        if (c == NULL) {
-            doc->chunks = big;
-        } else {
-            big->next = c->next;
-            c->next = big;
-        }
-        return big->data;
+    if (doc->chunks == NULL) {
+        doc->chunks = big;
+    } else {
+        /* behind the head, so the head keeps serving small requests */
+        big->next = doc->chunks->next;
+        doc->chunks->next = big;
     }
-    if (c == NULL || c->cap - c->used < size) {
-        c = chunk_new(CHUNK_SIZE);
-        if (c == NULL)
-            return NULL;
-        c->next = doc->chunks;
-        doc->chunks = c;
-    }
-    p = (char *)c->data + c->used;
-    c->used += size;
-    return p;
+    return big->data;
 }
 
-const char *toml_strdup(struct gs_toml_doc *doc, const char *s, size_t len)
+/* Starts a new head chunk; what was left free in the old one is given up. */
+static int new_head(struct gs_toml_doc *doc)
 {
-    char *copy;
+    struct toml_chunk *c = chunk_new(CHUNK_SIZE);
 
-    if (len == SIZE_MAX)
+    if (c == NULL)
+        return -ENOMEM;
+    c->next = doc->chunks;
+    doc->chunks = c;
+    doc->free_start = (char *)c->data;
+    doc->free_len = CHUNK_SIZE;
+    return 0;
+}
+
+/* toml_alloc() when the head chunk has no room, or size is 0 or absurd. */
+void *toml_alloc_slow(struct gs_toml_doc *doc, size_t size)
+{
+    if (size == 0)
+        size = 1; /* a distinct block, never NULL */
+    if (size > SIZE_MAX - TOML_ALIGN)
         return NULL;
-    copy = toml_alloc(doc, len + 1);
-    if (copy == NULL)
+    size = (size + TOML_ALIGN - 1) & ~(TOML_ALIGN - 1);
+    if (size > CHUNK_SIZE / 4)
+        return alloc_big(doc, size);
+    if (new_head(doc) < 0)
         return NULL;
-    if (len > 0)
-        memcpy(copy, s, len);
-    copy[len] = '\0';
-    return copy;
+    return toml_alloc(doc, size);
+}
+
+char *toml_alloc_bytes_slow(struct gs_toml_doc *doc, size_t size)
+{
+    if (size == 0)
+        size = 1;
+    if (size > CHUNK_SIZE / 4)
+        return toml_alloc_slow(doc, size);
+    if (new_head(doc) < 0)
+        return NULL;
+    return toml_alloc_bytes(doc, size);
 }
 
 /*
@@ -103,7 +127,8 @@ static void *vec_grow(struct gs_toml_doc *doc, void *items, size_t count, size_t
 
     if (count < *cap)
         return items;
-    new_cap = *cap == 0 ? 4 : *cap * 2;
+    /* 8 is past most tables and arrays of a job file, which then never regrow */
+    new_cap = *cap == 0 ? 8 : *cap * 2;
     if (new_cap < *cap || new_cap > SIZE_MAX / elem_size)
         return NULL;
     grown = toml_alloc(doc, new_cap * elem_size);
@@ -127,33 +152,25 @@ static uint32_t key_hash(const char *key, size_t len)
     return h;
 }
 
-static bool entry_is(const struct toml_entry *e, const char *key, size_t len)
-{
-    return e->key_len == len && memcmp(e->key, key, len) == 0;
-}
-
-struct toml_entry *toml_table_find(const struct gs_toml_value *table, const char *key, size_t len)
+struct toml_entry *toml_table_find_indexed(const struct gs_toml_value *table, const char *key,
+                                           size_t len)
 {
     const struct toml_table *t = &table->u.table;
-    size_t mask, i;
-    uint32_t h;
+    uint32_t h = key_hash(key, len);
+    size_t mask = t->nslots - 1;
 
-    if (t->slots == NULL) {
-        for (i = 0; i < t->count; i++) {
-            if (entry_is(&t->entries[i], key, len))
-                return &t->entries[i];
-        }
-        return NULL;
-    }
-    h = key_hash(key, len);
-    mask = t->nslots - 1;
-    for (i = h & mask; t->slots[i] != 0; i = (i + 1) & mask) {
+    for (size_t i = h & mask; t->slots[i] != 0; i = (i + 1) & mask) {
         struct toml_entry *e = &t->entries[t->slots[i] - 1];
 
-        if (e->hash == h && entry_is(e, key, len))
+        if (e->hash == h && toml_entry_is(e, key, len))
             return e;
     }
     return NULL;
+}
+
+bool toml_same_long_bytes(const char *a, const char *b, size_t len)
+{
+    return memcmp(a, b, len) == 0;
 }
 
 static void index_put(struct toml_table *t, size_t entry)
@@ -181,6 +198,11 @@ static int index_rebuild(struct gs_toml_doc *doc, struct toml_table *t)
     if (slots == NULL)
         return -ENOMEM;
     memset(slots, 0, nslots * sizeof(*slots));
+    if (t->slots == NULL) {
+        /* entries added while the table was small were not hashed */
+        for (size_t i = 0; i < t->count; i++)
+            t->entries[i].hash = key_hash(t->entries[i].key, t->entries[i].key_len);
+    }
     t->slots = slots;
     t->nslots = nslots;
     for (size_t i = 0; i < t->count; i++)
@@ -188,38 +210,38 @@ static int index_rebuild(struct gs_toml_doc *doc, struct toml_table *t)
     return 0;
 }
 
-int toml_table_add(struct gs_toml_doc *doc, struct gs_toml_value *table, const char *key,
-                   size_t key_len, int key_line, int key_col, struct gs_toml_value *value)
+/* Grows the entries or the index of t so that one more entry fits. */
+static int table_make_room(struct gs_toml_doc *doc, struct toml_table *t)
 {
-    struct toml_table *t = &table->u.table;
-    struct toml_entry *e;
     struct toml_entry *entries;
-    int rc;
 
     entries = vec_grow(doc, t->entries, t->count, &t->cap, sizeof(*t->entries));
     if (entries == NULL)
         return -ENOMEM;
     t->entries = entries;
-    if (t->count >= LINEAR_MAX && (t->slots == NULL || (t->count + 1) * 2 > t->nslots)) {
-        rc = index_rebuild(doc, t);
-        if (rc < 0)
-            return rc;
-    }
-    e = &t->entries[t->count];
-    e->key = key;
-    e->key_len = key_len;
-    e->hash = key_hash(key, key_len);
-    e->key_line = key_line;
-    e->key_col = key_col;
-    e->value = value;
-    t->count++;
-    if (t->slots != NULL)
-        index_put(t, t->count - 1);
+    if (t->count >= TOML_LINEAR_MAX && (t->slots == NULL || (t->count + 1) * 2 > t->nslots))
+        return index_rebuild(doc, t);
     return 0;
 }
 
-int toml_array_push(struct gs_toml_doc *doc, struct gs_toml_value *array,
-                    struct gs_toml_value *item)
+int toml_table_add_slow(struct gs_toml_doc *doc, struct gs_toml_value *table, const char *key,
+                        size_t key_len, int key_line, int key_col, struct gs_toml_value *value)
+{
+    struct toml_table *t = &table->u.table;
+    struct toml_entry *e;
+
+    if (table_make_room(doc, t) < 0)
+        return -ENOMEM;
+    e = &t->entries[t->count++];
+    *e = (struct toml_entry){key, key_len, 0, key_line, key_col, value};
+    if (t->slots != NULL) {
+        e->hash = key_hash(key, key_len);
+        index_put(t, t->count - 1);
+    }
+    return 0;
+}
+
+int toml_array_grow(struct gs_toml_doc *doc, struct gs_toml_value *array)
 {
     struct toml_array *a = &array->u.array;
     struct gs_toml_value **items;
@@ -228,7 +250,6 @@ int toml_array_push(struct gs_toml_doc *doc, struct gs_toml_value *array,
     if (items == NULL)
         return -ENOMEM;
     a->items = items;
-    a->items[a->count++] = item;
     return 0;
 }
 

@@ -36,31 +36,71 @@
 
 static int parse_value(struct toml_parser *p, unsigned depth, struct gs_toml_value **ret_value);
 
-struct toml_pos toml_pos_at(struct toml_parser *p, size_t pos)
+/* A line or column number from a count, stopping at INT_MAX. */
+static int clamp_number(size_t n)
 {
-    if (pos > p->len)
-        pos = p->len;
-    if (pos < p->mark_pos) {
-        p->mark_pos = 0;
-        p->mark_line = 1;
-        p->mark_col = 1;
-    }
-    while (p->mark_pos < pos) {
-        unsigned char c = (unsigned char)p->text[p->mark_pos++];
-
-        if (c == '\n') {
-            p->mark_line += p->mark_line < INT_MAX;
-            p->mark_col = 1;
-        } else if ((c & 0xC0) != 0x80) {
-            p->mark_col += p->mark_col < INT_MAX;
-        }
-    }
-    return (struct toml_pos){p->mark_line, p->mark_col};
+    return n > INT_MAX ? INT_MAX : (int)n;
 }
 
-struct toml_pos toml_here(struct toml_parser *p)
+/*
+ * The exact position of any offset, scanning from the start of the input. Only errors ask
+ * for positions this way, once per parse, so it need not be fast.
+ */
+struct toml_pos toml_pos_at(const struct toml_parser *p, size_t pos)
 {
-    return toml_pos_at(p, p->pos);
+    size_t line = 1, col = 1;
+
+    if (pos > p->len)
+        pos = p->len;
+    for (size_t i = 0; i < pos; i++) {
+        unsigned char c = (unsigned char)p->text[i];
+
+        if (c == '\n') {
+            line++;
+            col = 1;
+        } else if ((c & 0xC0) != 0x80) {
+            col++;
+        }
+    }
+    return (struct toml_pos){clamp_number(line), clamp_number(col)};
+}
+
+/*
+ * toml_here() where a subtraction does not give the column: the input has non-ASCII text
+ * somewhere, so characters are counted (UTF-8 continuation bytes not), resuming from the last
+ * count on the same line so that a long line is counted once, not once per value on it.
+ */
+struct toml_pos toml_counted_pos(struct toml_parser *p)
+{
+    size_t at = p->line_start, col = 1;
+
+    if (p->count_line_start == p->line_start && p->count_pos >= at && p->count_pos <= p->pos) {
+        at = p->count_pos;
+        col = p->count_col;
+    }
+    for (; at < p->pos; at++)
+        col += ((unsigned char)p->text[at] & 0xC0) != 0x80;
+    p->count_line_start = p->line_start;
+    p->count_pos = p->pos;
+    p->count_col = col;
+    return (struct toml_pos){p->line, clamp_number(col)};
+}
+
+/* Notes that a line starts at offset start, the parser having just read its newline. */
+static void new_line(struct toml_parser *p, size_t start)
+{
+    p->line += p->line < INT_MAX;
+    p->line_start = start;
+}
+
+void toml_track_lines(struct toml_parser *p, size_t from, size_t to)
+{
+    const char *nl;
+
+    while ((nl = memchr(p->text + from, '\n', to - from)) != NULL) {
+        from = (size_t)(nl - p->text) + 1;
+        new_line(p, from);
+    }
 }
 
 int toml_fail(struct toml_parser *p, struct toml_pos pos, const char *fmt, ...)
@@ -104,13 +144,19 @@ const char *toml_describe_here(const struct toml_parser *p, char *out, size_t si
     return out;
 }
 
-static int new_value(struct toml_parser *p, enum gs_toml_type type, struct toml_pos pos,
-                     unsigned depth, struct gs_toml_value **ret_value)
+static TOML_NOINLINE int too_deep(struct toml_parser *p, struct toml_pos pos)
+{
+    return toml_fail(p, pos, "nesting too deep (more than %d levels)", GS_TOML_MAX_DEPTH);
+}
+
+/* Inline: it runs for every value, and its callers have a frame to share. */
+static inline int new_value(struct toml_parser *p, enum gs_toml_type type, struct toml_pos pos,
+                            unsigned depth, struct gs_toml_value **ret_value)
 {
     struct gs_toml_value *v;
 
     if (depth > GS_TOML_MAX_DEPTH)
-        return toml_fail(p, pos, "nesting too deep (more than %d levels)", GS_TOML_MAX_DEPTH);
+        return too_deep(p, pos);
     v = toml_alloc(p->doc, sizeof(*v));
     if (v == NULL)
         return toml_oom(p);
@@ -156,44 +202,94 @@ static size_t utf8_seq_len(const unsigned char *s, size_t avail)
     return n;
 }
 
-/* Rejects malformed UTF-8, control characters other than tab, and CR without LF. */
-static int check_encoding(struct toml_parser *p)
+/* A byte of 0x80 or more at s[*i]: one well-formed UTF-8 sequence, which *i moves past. */
+static int check_utf8(struct toml_parser *p, size_t *i)
 {
     const unsigned char *s = (const unsigned char *)p->text;
-    size_t i = 0, n;
+    unsigned char c = s[*i];
+    size_t n;
 
-    while (i < p->len) {
-        unsigned char c = s[i];
-
-        if (c >= 0x80) {
-            n = utf8_seq_len(s + i, p->len - i);
-            if (n == 0 && (c < 0xC2 || c > 0xF4))
-                return toml_fail(p, toml_pos_at(p, i), "invalid utf-8 byte 0x%02x", c);
-            if (n == 0)
-                return toml_fail(p, toml_pos_at(p, i),
-                                 "invalid utf-8 sequence starting with byte 0x%02x", c);
-            i += n;
-            continue;
-        }
-        if (c == '\r' && (i + 1 == p->len || s[i + 1] != '\n'))
-            return toml_fail(p, toml_pos_at(p, i), "carriage return not followed by line feed");
-        if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F)
-            return toml_fail(p, toml_pos_at(p, i), "control character U+%04X is not allowed", c);
-        i++;
-    }
+    p->has_high = true;
+    n = utf8_seq_len(s + *i, p->len - *i);
+    if (n == 0 && (c < 0xC2 || c > 0xF4))
+        return toml_fail(p, toml_pos_at(p, *i), "invalid utf-8 byte 0x%02x", c);
+    if (n == 0)
+        return toml_fail(p, toml_pos_at(p, *i), "invalid utf-8 sequence starting with byte 0x%02x",
+                         c);
+    *i += n;
     return 0;
+}
+
+/* Checks the character at s[*i] and moves *i past it. */
+static int check_char(struct toml_parser *p, size_t *i)
+{
+    const unsigned char *s = (const unsigned char *)p->text;
+    unsigned char c = s[*i];
+
+    if (c >= 0x80)
+        return check_utf8(p, i);
+    if (c == '\r' && (*i + 1 == p->len || s[*i + 1] != '\n'))
+        return toml_fail(p, toml_pos_at(p, *i), "carriage return not followed by line feed");
+    if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F)
+        return toml_fail(p, toml_pos_at(p, *i), "control character U+%04X is not allowed", c);
+    (*i)++;
+    return 0;
+}
+
+/*
+ * Offset of the first byte from i that check_char() must see, a block at a time, copying
+ * each block read into the document's copy of the input on the way.
+ */
+static size_t skip_plain_blocks(const struct toml_parser *p, size_t i)
+{
+    const char *text = p->text;
+    char *kept = p->kept;
+    size_t len = p->len;
+
+    while (len - i >= TOML_BLOCK_SIZE) {
+        toml_block b = toml_block_load(text + i);
+        toml_mask flagged = toml_block_special(b);
+
+        memcpy(kept + i, text + i, TOML_BLOCK_SIZE);
+        /* LFs are fine: only some blocks have one, so they are taken out only then */
+        if (flagged != 0 && (flagged &= ~toml_block_eq(b, '\n')) != 0)
+            return i + toml_mask_first(flagged);
+        i += TOML_BLOCK_SIZE;
+    }
+    return i;
+}
+
+/*
+ * Rejects malformed UTF-8, control characters other than tab, and CR without LF, notes
+ * whether there is any non-ASCII text (see toml_here()), and fills p->kept: the pass reads
+ * every byte anyway, so the copy costs a store per block.
+ */
+static int check_encoding(struct toml_parser *p)
+{
+    size_t i = 0, at;
+    int rc = 0;
+
+    while (rc == 0 && i < p->len) {
+        i = skip_plain_blocks(p, i);
+        if (i == p->len)
+            break;
+        at = i;
+        rc = check_char(p, &i);
+        /* a character may run past the last block copied, or sit in the last few bytes */
+        memcpy(p->kept + at, p->text + at, i - at);
+    }
+    return rc;
 }
 
 /* ---- whitespace, comments, newlines ---- */
 
 static void skip_ws(struct toml_parser *p)
 {
-    int c = toml_peek(p);
+    size_t i = p->pos;
 
-    while (c == ' ' || c == '\t') {
-        p->pos++;
-        c = toml_peek(p);
-    }
+    while (i < p->len && (p->text[i] == ' ' || p->text[i] == '\t'))
+        i++;
+    p->pos = i;
 }
 
 static bool at_newline(const struct toml_parser *p)
@@ -206,9 +302,10 @@ static bool at_newline(const struct toml_parser *p)
 static void skip_newline(struct toml_parser *p)
 {
     p->pos += toml_peek(p) == '\r' ? 2 : 1;
+    new_line(p, p->pos);
 }
 
-static void skip_comment(struct toml_parser *p)
+static inline void skip_comment(struct toml_parser *p)
 {
     const char *nl;
 
@@ -220,8 +317,7 @@ static void skip_comment(struct toml_parser *p)
         p->pos--;
 }
 
-/* Whitespace, comments and newlines, as allowed between array elements. */
-static void skip_ws_comments_newlines(struct toml_parser *p)
+static void skip_ws_comments_newlines_loop(struct toml_parser *p)
 {
     for (;;) {
         skip_ws(p);
@@ -232,11 +328,31 @@ static void skip_ws_comments_newlines(struct toml_parser *p)
     }
 }
 
+/* Whitespace, comments and newlines, as allowed between array elements. */
+static inline void skip_ws_comments_newlines(struct toml_parser *p)
+{
+    int c = toml_peek(p);
+
+    /* usually there is nothing to skip, as in "[1, 2]" after the 1, or one space */
+    if (c == ' ' && toml_peek_at(p, 1) > ' ' && toml_peek_at(p, 1) != '#') {
+        p->pos++;
+        return;
+    }
+    if (c == ' ' || c == '\t' || c == '#' || c == '\n' || c == '\r')
+        skip_ws_comments_newlines_loop(p);
+}
+
 /* After a key/value pair or header: optional whitespace and comment, then newline or end. */
-static int end_line(struct toml_parser *p, const char *after)
+static TOML_NOINLINE int no_newline(struct toml_parser *p, const char *after)
 {
     char what[16];
 
+    return toml_fail(p, toml_here(p), "expected newline after %s, found %s", after,
+                     toml_describe_here(p, what, sizeof(what)));
+}
+
+static int end_line(struct toml_parser *p, const char *after)
+{
     skip_ws(p);
     skip_comment(p);
     if (toml_peek(p) < 0)
@@ -245,16 +361,15 @@ static int end_line(struct toml_parser *p, const char *after)
         skip_newline(p);
         return 0;
     }
-    return toml_fail(p, toml_here(p), "expected newline after %s, found %s", after,
-                     toml_describe_here(p, what, sizeof(what)));
+    return no_newline(p, after);
 }
 
 /* ---- keys ---- */
 
+/* c is a byte value or -1 (end of input). */
 static bool is_bare_key_char(int c)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || toml_is_digit(c) || c == '_' ||
-           c == '-';
+    return c >= 0 && (toml_char_class[c] & TOML_CH_BARE);
 }
 
 static void text_put(char *out, size_t size, size_t *len, char c)
@@ -305,23 +420,53 @@ static const char *key_text(const struct toml_parser *p, size_t n, char *out, si
     return out;
 }
 
-static int parse_key_part(struct toml_parser *p, struct toml_key_part *part)
+/* End of the bare key that starts at offset i, a block at a time. */
+static size_t bare_key_end(const struct toml_parser *p, size_t i)
 {
-    size_t start = p->pos;
-    int c = toml_peek(p);
+    while (p->len - i >= TOML_BLOCK_SIZE) {
+        toml_mask others = toml_block_non_bare(toml_block_load(p->text + i));
+
+        if (others != 0)
+            return i + toml_mask_first(others);
+        i += TOML_BLOCK_SIZE;
+    }
+    while (i < p->len && is_bare_key_char((unsigned char)p->text[i]))
+        i++;
+    return i;
+}
+
+static TOML_NOINLINE int no_key(struct toml_parser *p, struct toml_pos pos)
+{
     char what[16];
 
+    return toml_fail(p, pos, "expected a key, found %s", toml_describe_here(p, what, sizeof(what)));
+}
+
+static int parse_key_part(struct toml_parser *p, struct toml_key_part *part)
+{
+    size_t end = p->pos;
+    int c = toml_peek(p);
+
     part->pos = toml_here(p);
-    if (c == '"' || c == '\'')
+    part->in_arena = c == '"' || c == '\'';
+    if (part->in_arena)
         return toml_parse_string(p, false, &part->name, &part->len);
     if (!is_bare_key_char(c))
-        return toml_fail(p, part->pos, "expected a key, found %s",
-                         toml_describe_here(p, what, sizeof(what)));
-    while (is_bare_key_char(toml_peek(p)))
-        p->pos++;
-    part->len = p->pos - start;
-    part->name = toml_strdup(p->doc, p->text + start, part->len);
-    return part->name == NULL ? toml_oom(p) : 0;
+        return no_key(p, part->pos);
+    end = bare_key_end(p, end);
+    part->name = p->text + p->pos;
+    part->len = end - p->pos;
+    p->pos = end;
+    return 0;
+}
+
+/* Makes a key part that is about to become a table entry a string of the document. */
+static void part_key(struct toml_parser *p, struct toml_key_part *part)
+{
+    if (!part->in_arena) {
+        part->name = toml_keep(p, (size_t)(part->name - p->text), part->len);
+        part->in_arena = true;
+    }
 }
 
 /* A simple or dotted key into p->parts; leaves p->pos after the whitespace that follows. */
@@ -359,7 +504,7 @@ static const char *article(enum gs_toml_type type)
 static int add_table(struct toml_parser *p, struct gs_toml_value *parent, size_t i, unsigned flags,
                      struct toml_pos pos, struct gs_toml_value **ret_table)
 {
-    const struct toml_key_part *part = &p->parts[i];
+    struct toml_key_part *part = &p->parts[i];
     struct gs_toml_value *t = NULL;
     int rc;
 
@@ -368,6 +513,7 @@ static int add_table(struct toml_parser *p, struct gs_toml_value *parent, size_t
         return rc;
     t->flags = (uint8_t)flags;
     t->section = p->section;
+    part_key(p, part);
     rc = toml_table_add(p->doc, parent, part->name, part->len, part->pos.line, part->pos.col, t);
     if (rc < 0)
         return toml_oom(p);
@@ -486,7 +632,7 @@ static int define_table(struct toml_parser *p, struct gs_toml_value *parent, str
 static int define_aot_element(struct toml_parser *p, struct gs_toml_value *parent,
                               struct toml_pos at, struct gs_toml_value **current)
 {
-    const struct toml_key_part *last = &p->parts[p->nparts - 1];
+    struct toml_key_part *last = &p->parts[p->nparts - 1];
     struct toml_entry *e = toml_table_find(parent, last->name, last->len);
     struct gs_toml_value *array = NULL, *t = NULL;
     int rc;
@@ -500,6 +646,7 @@ static int define_aot_element(struct toml_parser *p, struct gs_toml_value *paren
         if (rc < 0)
             return rc;
         array->flags = TOML_F_AOT;
+        part_key(p, last);
         if (toml_table_add(p->doc, parent, last->name, last->len, last->pos.line, last->pos.col,
                            array) < 0)
             return toml_oom(p);
@@ -546,12 +693,28 @@ static int parse_header(struct toml_parser *p, struct gs_toml_value **current)
 /* ---- key/value pairs and compound values ---- */
 
 /* key = value, into table (the current table, or an inline table being read). */
+static TOML_NOINLINE int duplicate_key(struct toml_parser *p, const struct toml_entry *e)
+{
+    char key[KEY_TEXT_MAX];
+
+    return toml_fail(p, p->parts[p->nparts - 1].pos, "duplicate key '%s' (first defined at %d:%d)",
+                     key_text(p, p->nparts, key, sizeof(key)), e->key_line, e->key_col);
+}
+
+static TOML_NOINLINE int no_equals(struct toml_parser *p)
+{
+    char key[KEY_TEXT_MAX], what[16];
+
+    return toml_fail(p, toml_here(p), "expected '=' after key '%s', found %s",
+                     key_text(p, p->nparts, key, sizeof(key)),
+                     toml_describe_here(p, what, sizeof(what)));
+}
+
 static int parse_keyval(struct toml_parser *p, struct gs_toml_value *table)
 {
     struct gs_toml_value *parent = table, *value;
     struct toml_key_part last;
     struct toml_entry *e;
-    char key[KEY_TEXT_MAX], what[16];
     int rc;
 
     rc = parse_key(p);
@@ -565,18 +728,16 @@ static int parse_keyval(struct toml_parser *p, struct gs_toml_value *table)
     last = p->parts[p->nparts - 1];
     e = toml_table_find(parent, last.name, last.len);
     if (e != NULL)
-        return toml_fail(p, last.pos, "duplicate key '%s' (first defined at %d:%d)",
-                         key_text(p, p->nparts, key, sizeof(key)), e->key_line, e->key_col);
+        return duplicate_key(p, e);
     if (toml_peek(p) != '=')
-        return toml_fail(p, toml_here(p), "expected '=' after key '%s', found %s",
-                         key_text(p, p->nparts, key, sizeof(key)),
-                         toml_describe_here(p, what, sizeof(what)));
+        return no_equals(p);
     p->pos++;
     skip_ws(p);
     /* p->parts is free for nested keys from here on; last holds what is still needed */
     rc = parse_value(p, parent->depth + 1u, &value);
     if (rc < 0)
         return rc;
+    part_key(p, &last);
     if (toml_table_add(p->doc, parent, last.name, last.len, last.pos.line, last.pos.col, value) < 0)
         return toml_oom(p);
     return 0;
@@ -592,7 +753,8 @@ static int array_error(struct toml_parser *p, struct toml_pos open)
                      toml_describe_here(p, what, sizeof(what)));
 }
 
-static int parse_array(struct toml_parser *p, unsigned depth, struct gs_toml_value **ret_value)
+static TOML_NOINLINE int parse_array(struct toml_parser *p, unsigned depth,
+                                     struct gs_toml_value **ret_value)
 {
     struct toml_pos open = toml_here(p);
     struct gs_toml_value *array = NULL, *item = NULL;
@@ -636,8 +798,8 @@ static int inline_table_error(struct toml_parser *p, struct toml_pos open)
                      toml_describe_here(p, what, sizeof(what)));
 }
 
-static int parse_inline_table(struct toml_parser *p, unsigned depth,
-                              struct gs_toml_value **ret_value)
+static TOML_NOINLINE int parse_inline_table(struct toml_parser *p, unsigned depth,
+                                            struct gs_toml_value **ret_value)
 {
     struct toml_pos open = toml_here(p);
     struct gs_toml_value *table = NULL;
@@ -721,6 +883,18 @@ static int parse_document(struct toml_parser *p)
     }
 }
 
+/* Room for the document's copy of the input, which check_encoding() fills. */
+static int alloc_kept(struct toml_parser *p)
+{
+    if (p->len == SIZE_MAX)
+        return toml_oom(p);
+    p->kept = toml_alloc_bytes(p->doc, p->len + 1);
+    if (p->kept == NULL)
+        return toml_oom(p);
+    p->kept[p->len] = '\0';
+    return 0;
+}
+
 static void parser_init(struct toml_parser *p, const char *text, size_t len,
                         struct gs_toml_doc *doc, struct gs_error *err)
 {
@@ -730,8 +904,8 @@ static void parser_init(struct toml_parser *p, const char *text, size_t len,
     p->doc = doc;
     p->err = err;
     gs_buf_init(&p->scratch);
-    p->mark_line = 1;
-    p->mark_col = 1;
+    p->line = 1;
+    p->count_col = 1;
     p->c_locale = (locale_t)0;
 }
 
@@ -756,6 +930,8 @@ int gs_toml_parse(const char *text, size_t len, struct gs_toml_doc **ret_doc, st
         return gs_error_set(err, -ENOMEM, 0, 0, "out of memory");
     parser_init(&p, text, len, doc, err);
     rc = new_value(&p, GS_TOML_TABLE, (struct toml_pos){1, 1}, 0, &doc->root);
+    if (rc == 0)
+        rc = alloc_kept(&p);
     if (rc == 0)
         rc = check_encoding(&p);
     if (rc == 0)
