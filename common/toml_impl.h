@@ -501,7 +501,7 @@ const char *toml_describe_here(const struct toml_parser *p, char *out, size_t si
 /* Any of the four string kinds; multi-line ones only when allow_multiline. Result in arena. */
 int toml_parse_string(struct toml_parser *p, bool allow_multiline, const char **ret_str,
                       size_t *ret_len);
-/* Integer, float, boolean or date/time into v, whose type it sets. */
+/* Integer, float, boolean or date/time into v, whose type it sets; v->line:col is p->pos. */
 int toml_parse_scalar(struct toml_parser *p, struct gs_toml_value *v);
 
 #endif

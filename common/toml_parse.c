@@ -692,7 +692,6 @@ static int parse_header(struct toml_parser *p, struct gs_toml_value **current)
 
 /* ---- key/value pairs and compound values ---- */
 
-/* key = value, into table (the current table, or an inline table being read). */
 static TOML_NOINLINE int duplicate_key(struct toml_parser *p, const struct toml_entry *e)
 {
     char key[KEY_TEXT_MAX];
@@ -710,6 +709,7 @@ static TOML_NOINLINE int no_equals(struct toml_parser *p)
                      toml_describe_here(p, what, sizeof(what)));
 }
 
+/* key = value, into table (the current table, or an inline table being read). */
 static int parse_keyval(struct toml_parser *p, struct gs_toml_value *table)
 {
     struct gs_toml_value *parent = table, *value;

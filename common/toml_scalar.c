@@ -231,10 +231,6 @@ static int literal_string(struct toml_parser *p, size_t open)
     return put(p, p->text + start, p->pos - 1 - start);
 }
 
-/*
- * A run of quote characters inside a multi-line string. Fewer than three are content; three
- * to five close the string, the extra one or two being content; more is an error.
- */
 /* Length of the run of quote characters at p->pos. */
 static size_t quote_run(const struct toml_parser *p)
 {
@@ -246,6 +242,10 @@ static size_t quote_run(const struct toml_parser *p)
     return n;
 }
 
+/*
+ * A run of quote characters inside a multi-line string. Fewer than three are content; three
+ * to five close the string, the extra one or two being content; more is an error.
+ */
 static int ml_quotes(struct toml_parser *p, bool *done)
 {
     size_t n = quote_run(p);
@@ -434,10 +434,6 @@ static int digit_value(int c)
     return d < 0 ? 99 : d;
 }
 
-/*
- * Scans digits of base with single underscores between them, from s[*i]. Returns false on a
- * misplaced underscore; *ndigits receives the number of digits (0 when none are there).
- */
 static bool is_base_digit(int c, int base)
 {
     /* decimal is by far the most common: spare it the hex table walk */
@@ -446,6 +442,10 @@ static bool is_base_digit(int c, int base)
     return digit_value(c) < base;
 }
 
+/*
+ * Scans digits of base with single underscores between them, from s[*i]. Returns false on a
+ * misplaced underscore; *ndigits receives the number of digits (0 when none are there).
+ */
 static bool scan_digits(const char *s, size_t n, size_t *i, int base, size_t *ndigits)
 {
     size_t count = 0;
@@ -712,9 +712,7 @@ static inline size_t run_of_digits(const char *s, size_t n, size_t i, uint64_t *
                                    size_t *count)
 {
     uint64_t v = *value;
-    size_t digits = 0;
-
-    size_t start = i;
+    size_t digits = 0, start = i;
 
     for (;;) {
         for (; i < n && toml_is_digit((unsigned char)s[i]); i++)
@@ -898,6 +896,10 @@ static int parse_date(struct toml_parser *p, struct toml_pos at, struct gs_toml_
     return 0;
 }
 
+/* What n fractional digits of a second are multiplied by to make nanoseconds (n >= 1). */
+static const int to_nanoseconds[10] = {0,     100000000, 10000000, 1000000, 100000,
+                                       10000, 1000,      100,      10,      1};
+
 /* Optional fractional seconds after the '.'; digits past nanoseconds are dropped. */
 static int parse_fraction(struct toml_parser *p, struct toml_pos at, struct gs_toml_datetime *dt)
 {
@@ -912,8 +914,7 @@ static int parse_fraction(struct toml_parser *p, struct toml_pos at, struct gs_t
     }
     if (ndigits == 0)
         return toml_fail(p, at, "invalid time: expected digits after '.'");
-    for (; ndigits < 9; ndigits++)
-        dt->nanosecond *= 10;
+    dt->nanosecond *= to_nanoseconds[ndigits];
     return 0;
 }
 
@@ -1011,7 +1012,8 @@ static enum scalar_kind scalar_kind(const struct toml_parser *p)
 
 int toml_parse_scalar(struct toml_parser *p, struct gs_toml_value *v)
 {
-    struct toml_pos at = toml_here(p);
+    /* errors point where the value starts, which the caller has already worked out */
+    struct toml_pos at = {v->line, v->col};
     int c = toml_peek(p);
     enum scalar_kind kind = scalar_kind(p);
 
