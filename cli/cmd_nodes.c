@@ -32,31 +32,21 @@ static const char *state_name(Gs__NodeState s)
 static void json_node(struct gs_json *j, const Gs__NodeInfo *n)
 {
     gs_json_object_begin(j);
-    gs_json_key(j, "name");
-    gs_json_string(j, n->name);
-    gs_json_key(j, "state");
-    gs_json_string(j, state_name(n->state));
-    gs_json_key(j, "reason");
-    gs_json_string(j, n->reason);
-    gs_json_key(j, "gpus_total");
-    gs_json_uint(j, n->gpus_total);
-    gs_json_key(j, "gpus_free");
-    gs_json_uint(j, n->gpus_free);
-    gs_json_key(j, "cores_total");
-    gs_json_uint(j, n->cores_total);
-    gs_json_key(j, "cores_free");
-    gs_json_uint(j, n->cores_free);
-    gs_json_key(j, "memory_total_mib");
-    gs_json_uint(j, n->memory_total_mib);
-    gs_json_key(j, "memory_free_mib");
-    gs_json_uint(j, n->memory_free_mib);
+    gs_json_kv_string(j, "name", n->name);
+    gs_json_kv_string(j, "state", state_name(n->state));
+    gs_json_kv_string(j, "reason", n->reason);
+    gs_json_kv_uint(j, "gpus_total", n->gpus_total);
+    gs_json_kv_uint(j, "gpus_free", n->gpus_free);
+    gs_json_kv_uint(j, "cores_total", n->cores_total);
+    gs_json_kv_uint(j, "cores_free", n->cores_free);
+    gs_json_kv_uint(j, "memory_total_mib", n->memory_total_mib);
+    gs_json_kv_uint(j, "memory_free_mib", n->memory_free_mib);
     gs_json_key(j, "features");
     gs_json_array_begin(j);
     for (size_t i = 0; i < n->n_features; i++)
         gs_json_string(j, n->features[i]);
     gs_json_array_end(j);
-    gs_json_key(j, "last_heartbeat_ms");
-    gs_json_uint(j, n->last_heartbeat_ms);
+    gs_json_kv_uint(j, "last_heartbeat_ms", n->last_heartbeat_ms);
     gs_json_object_end(j);
 }
 

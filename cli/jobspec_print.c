@@ -55,23 +55,18 @@ static void json_resources(struct gs_json *j, const struct gs_jobspec *s)
 {
     gs_json_key(j, "resources");
     gs_json_object_begin(j);
-    gs_json_key(j, "nodes");
-    gs_json_uint(j, s->nodes);
-    gs_json_key(j, "gpus_per_node");
-    gs_json_uint(j, s->gpus_per_node);
+    gs_json_kv_uint(j, "nodes", s->nodes);
+    gs_json_kv_uint(j, "gpus_per_node", s->gpus_per_node);
     gs_json_key(j, s->cpus_per_gpu > 0 ? "cpus_per_gpu" : "cpus_per_task");
     gs_json_uint(j, s->cpus_per_gpu > 0 ? s->cpus_per_gpu : s->cpus_per_task);
-    gs_json_key(j, "mem_per_node_mib");
-    gs_json_uint(j, s->mem_per_node_mib);
+    gs_json_kv_uint(j, "mem_per_node_mib", s->mem_per_node_mib);
     gs_json_key(j, "time_limit_s");
     if (s->time_limit_s == GS_DURATION_INFINITE)
         gs_json_null(j);
     else
         gs_json_uint(j, s->time_limit_s);
-    gs_json_key(j, "exclusive");
-    gs_json_bool(j, s->exclusive);
-    gs_json_key(j, "constraint");
-    gs_json_string(j, s->constraint);
+    gs_json_kv_bool(j, "exclusive", s->exclusive);
+    gs_json_kv_string(j, "constraint", s->constraint);
     gs_json_object_end(j);
 }
 
@@ -80,19 +75,15 @@ static void json_run(struct gs_json *j, const struct gs_jobspec *s)
     gs_json_key(j, "run");
     gs_json_object_begin(j);
     json_strv(j, "command", s->argv);
-    gs_json_key(j, "script");
-    gs_json_string(j, s->script);
+    gs_json_kv_string(j, "script", s->script);
     gs_json_key(j, "tasks_per_node");
     if (s->tasks_per_gpu)
         gs_json_string(j, "per-gpu");
     else
         gs_json_uint(j, s->tasks_per_node);
-    gs_json_key(j, "workdir");
-    gs_json_string(j, s->workdir);
-    gs_json_key(j, "stdout");
-    gs_json_string(j, s->stdout_pattern);
-    gs_json_key(j, "stderr");
-    gs_json_string(j, s->stderr_pattern);
+    gs_json_kv_string(j, "workdir", s->workdir);
+    gs_json_kv_string(j, "stdout", s->stdout_pattern);
+    gs_json_kv_string(j, "stderr", s->stderr_pattern);
     json_env(j, s);
     gs_json_object_end(j);
 }
@@ -100,19 +91,15 @@ static void json_run(struct gs_json *j, const struct gs_jobspec *s)
 void cli_jobspec_json(struct gs_json *j, const struct gs_jobspec *s)
 {
     gs_json_object_begin(j);
-    gs_json_key(j, "name");
-    gs_json_string(j, s->name);
-    gs_json_key(j, "priority");
-    gs_json_int(j, s->priority);
-    gs_json_key(j, "hold");
-    gs_json_bool(j, s->hold);
+    gs_json_kv_string(j, "name", s->name);
+    gs_json_kv_int(j, "priority", s->priority);
+    gs_json_kv_bool(j, "hold", s->hold);
     json_deps(j, s);
     json_resources(j, s);
     json_run(j, s);
     gs_json_key(j, "restart");
     gs_json_object_begin(j);
-    gs_json_key(j, "max_restarts");
-    gs_json_uint(j, s->max_restarts);
+    gs_json_kv_uint(j, "max_restarts", s->max_restarts);
     gs_json_object_end(j);
     gs_json_object_end(j);
 }

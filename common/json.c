@@ -150,6 +150,30 @@ void gs_json_null(struct gs_json *j)
         set_rc(j, gs_buf_append_str(j->out, "null"));
 }
 
+void gs_json_kv_string(struct gs_json *j, const char *key, const char *s)
+{
+    gs_json_key(j, key);
+    gs_json_string(j, s);
+}
+
+void gs_json_kv_int(struct gs_json *j, const char *key, int64_t v)
+{
+    gs_json_key(j, key);
+    gs_json_int(j, v);
+}
+
+void gs_json_kv_uint(struct gs_json *j, const char *key, uint64_t v)
+{
+    gs_json_key(j, key);
+    gs_json_uint(j, v);
+}
+
+void gs_json_kv_bool(struct gs_json *j, const char *key, bool v)
+{
+    gs_json_key(j, key);
+    gs_json_bool(j, v);
+}
+
 int gs_json_finish(struct gs_json *j)
 {
     if (j->rc == 0 && (j->depth != 0 || j->after_key))

@@ -47,6 +47,12 @@ void gs_json_uint(struct gs_json *j, uint64_t v);
 void gs_json_double(struct gs_json *j, double v); /* non-finite values write null */
 void gs_json_bool(struct gs_json *j, bool v);
 void gs_json_null(struct gs_json *j);
+/* A key and its value in one call, for the common case of an object's scalar members. */
+void gs_json_kv_string(struct gs_json *j, const char *key, const char *s);
+void gs_json_kv_int(struct gs_json *j, const char *key, int64_t v);
+void gs_json_kv_uint(struct gs_json *j, const char *key, uint64_t v);
+void gs_json_kv_bool(struct gs_json *j, const char *key, bool v);
+
 /* 0 when everything was written and every object and array was closed. */
 int gs_json_finish(struct gs_json *j);
 

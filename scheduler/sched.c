@@ -30,11 +30,6 @@ struct sched_node *sched_node_find(struct sched_ctx *s, const char *name)
     return NULL;
 }
 
-static const char *state_word(const struct sched_node *n)
-{
-    return n->up ? "up" : "down";
-}
-
 static void set_down(struct sched_ctx *s, struct sched_node *n, const char *why)
 {
     if (!n->up)
@@ -110,11 +105,6 @@ void sched_stop(struct sched_ctx *s, void (*stopped)(void *data), void *data)
     uv_close((uv_handle_t *)&s->workers, on_handle_closed);
     uv_close((uv_handle_t *)&s->cli, on_handle_closed);
     unlink(s->socket_path);
-}
-
-const char *sched_node_state_word(const struct sched_node *n)
-{
-    return state_word(n);
 }
 
 static int listen_workers(struct sched_ctx *s, const struct gs_config *cfg, struct gs_error *err)

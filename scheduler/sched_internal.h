@@ -53,7 +53,6 @@ struct sched_ctx {
 };
 
 struct sched_node *sched_node_find(struct sched_ctx *s, const char *name);
-const char *sched_node_state_word(const struct sched_node *n);
 void sched_release_handle(struct sched_ctx *s);
 
 /* sched_workers.c */

@@ -108,3 +108,17 @@ Test(json, only_one_top_level_value)
     gs_json_int(&j, 2);
     cr_assert_eq(gs_json_finish(&j), -EINVAL);
 }
+
+Test(json, key_value_helpers_write_a_member_each)
+{
+    gs_json_object_begin(&j);
+    gs_json_kv_string(&j, "name", "n1");
+    gs_json_kv_int(&j, "delta", -2);
+    gs_json_kv_uint(&j, "gpus", 8);
+    gs_json_kv_bool(&j, "up", false);
+    gs_json_kv_string(&j, "reason", NULL);
+    gs_json_object_end(&j);
+    cr_assert_eq(gs_json_finish(&j), 0);
+    cr_assert_str_eq(out.data,
+                     "{\"name\":\"n1\",\"delta\":-2,\"gpus\":8,\"up\":false,\"reason\":null}");
+}
