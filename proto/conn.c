@@ -555,6 +555,10 @@ int gs_proto_conn_start(struct gs_proto_conn *conn)
         return -EINVAL;
     conn->started = true;
     name_peer(conn);
+    /* Frames are small and answered at once: Nagle's wait for an ACK that the peer delays
+     * would add 40 ms to every exchange. */
+    if (conn->transport == GS_PROTO_TCP)
+        uv_tcp_nodelay(&conn->io.tcp, 1);
     rc = uv_timer_start(&conn->timer, on_handshake_timeout, conn->opts.handshake_timeout_ms, 0);
     if (rc < 0)
         return rc;

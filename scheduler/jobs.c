@@ -11,6 +11,7 @@
 #include <string.h>
 
 struct sched_jobs {
+    struct sched_cluster *cluster;
     struct sched_job **v;
     size_t n;
     size_t cap;
@@ -36,16 +37,61 @@ bool sched_job_finished(const struct sched_job *job)
            job->state != SCHED_JOB_REQUEUED;
 }
 
-struct sched_jobs *sched_jobs_new(void)
+struct sched_jobs *sched_jobs_new(struct sched_cluster *cluster)
 {
-    return calloc(1, sizeof(struct sched_jobs));
+    struct sched_jobs *jobs = calloc(1, sizeof(struct sched_jobs));
+
+    if (jobs != NULL)
+        jobs->cluster = cluster;
+    return jobs;
+}
+
+static void free_tasks(struct sched_job *job)
+{
+    for (uint32_t i = 0; job->tasks != NULL && i < job->ntasks; i++)
+        free(job->tasks[i].launch_error);
+    free(job->tasks);
+    job->tasks = NULL;
 }
 
 static void job_free(struct sched_job *job)
 {
     gs_jobspec_free(job->spec);
     sched_alloc_release(&job->alloc);
+    free_tasks(job);
+    for (size_t i = 0; i < job->nhistory; i++)
+        free(job->history[i].detail);
+    free(job->history);
     free(job);
+}
+
+/* The allocation goes back to the cluster and is forgotten. */
+static void release_alloc(struct sched_job *job)
+{
+    if (job->cluster != NULL && job->alloc.nnodes > 0)
+        sched_cluster_give_back(job->cluster, &job->alloc);
+    sched_alloc_release(&job->alloc);
+}
+
+int sched_job_note(struct sched_job *job, uint64_t at_ms, enum sched_job_state state,
+                   const char *detail)
+{
+    struct sched_job_event *v = realloc(job->history, (job->nhistory + 1) * sizeof(*v));
+    char *copy = strdup(detail != NULL ? detail : "");
+
+    if (v != NULL)
+        job->history = v;
+    if (v == NULL || copy == NULL) {
+        free(copy);
+        return -ENOMEM;
+    }
+    v[job->nhistory++] = (struct sched_job_event){at_ms, state, copy};
+    return 0;
+}
+
+uint32_t sched_job_rank_node(const struct sched_job *job, uint32_t rank)
+{
+    return job->tasks_per_node > 0 ? rank / job->tasks_per_node : 0;
 }
 
 void sched_jobs_free(struct sched_jobs *jobs)
@@ -113,6 +159,7 @@ struct sched_job *sched_jobs_add(struct sched_jobs *jobs, uint64_t id, struct gs
     job->spec = spec;
     job->state = SCHED_JOB_PENDING;
     job->held = spec->hold;
+    job->cluster = jobs->cluster;
     job->submit_seq = id;
     job->submit_ms = submit_ms;
     sched_alloc_init(&job->alloc);
@@ -191,16 +238,31 @@ const char *sched_job_hold_reason(const struct sched_jobs *jobs, const struct sc
     }
 }
 
-int sched_job_start(struct sched_job *job, const struct sched_alloc *alloc, uint32_t ntasks,
+int sched_job_start(struct sched_job *job, const struct sched_alloc *alloc, uint32_t tasks_per_node,
                     uint64_t now_ms)
 {
+    uint32_t nodes = alloc->nnodes > 0 ? alloc->nnodes : 1, ntasks = nodes * tasks_per_node;
+    struct sched_task *tasks;
     int rc;
 
-    if (job->state != SCHED_JOB_PENDING || ntasks == 0)
+    if (job->state != SCHED_JOB_PENDING || tasks_per_node == 0)
         return -EINVAL;
+    tasks = calloc(ntasks, sizeof(*tasks));
+    if (tasks == NULL)
+        return -ENOMEM;
     rc = sched_alloc_copy(&job->alloc, alloc);
-    if (rc < 0)
+    if (rc < 0) {
+        free(tasks);
         return rc;
+    }
+    for (uint32_t r = 0; r < ntasks; r++) {
+        tasks[r].node = r / tasks_per_node;
+        tasks[r].cluster_node = alloc->nnodes > 0 ? alloc->nodes[r / tasks_per_node].node : 0;
+        tasks[r].local_rank = r % tasks_per_node;
+    }
+    free_tasks(job);
+    job->tasks = tasks;
+    job->tasks_per_node = tasks_per_node;
     job->state = SCHED_JOB_RUNNING;
     job->reason[0] = '\0';
     job->start_ms = now_ms;
@@ -218,7 +280,7 @@ static void finish(struct sched_job *job, enum sched_job_state state, uint64_t n
 {
     job->state = state;
     job->end_ms = now_ms;
-    sched_alloc_release(&job->alloc);
+    release_alloc(job);
 }
 
 /* The job's exit code is its first failing task's, as Slurm reports a batch step's. */
@@ -232,11 +294,19 @@ static void note_failure(struct sched_job *job, int32_t exit_code, int32_t term_
     job->exit_code = term_signal != 0 ? 128 + term_signal : exit_code;
 }
 
-bool sched_job_task_ended(struct sched_job *job, enum sched_task_end how, int32_t exit_code,
-                          int32_t term_signal, uint64_t now_ms)
+bool sched_job_task_ended(struct sched_job *job, uint32_t rank, enum sched_task_end how,
+                          int32_t exit_code, int32_t term_signal, uint64_t now_ms)
 {
-    if (job->state != SCHED_JOB_RUNNING || job->tasks_ended >= job->ntasks)
+    struct sched_task *t;
+
+    if (job->state != SCHED_JOB_RUNNING || rank >= job->ntasks || job->tasks[rank].ended)
         return false;
+    t = &job->tasks[rank];
+    t->ended = true;
+    t->how = how;
+    t->exit_code = exit_code;
+    t->term_signal = term_signal;
+    t->end_ms = now_ms;
     job->tasks_ended++;
     if (how == SCHED_TASK_TIMEOUT)
         job->any_timeout = true;
@@ -248,12 +318,14 @@ bool sched_job_task_ended(struct sched_job *job, enum sched_task_end how, int32_
         note_failure(job, exit_code, term_signal);
     if (job->tasks_ended < job->ntasks)
         return false;
-    if (job->any_cancelled || job->cancel_requested)
+    if (job->cancel_requested)
         finish(job, SCHED_JOB_CANCELLED, now_ms);
     else if (job->any_timeout)
         finish(job, SCHED_JOB_TIMEOUT, now_ms);
+    else if (job->any_failed)
+        finish(job, SCHED_JOB_FAILED, now_ms);
     else
-        finish(job, job->any_failed ? SCHED_JOB_FAILED : SCHED_JOB_COMPLETED, now_ms);
+        finish(job, job->any_cancelled ? SCHED_JOB_CANCELLED : SCHED_JOB_COMPLETED, now_ms);
     return true;
 }
 
@@ -263,7 +335,7 @@ enum sched_job_state sched_job_node_failed(struct sched_job *job, uint64_t now_m
         return job->state;
     if (!job->cancel_requested && job->restarts < job->spec->max_restarts) {
         job->restarts++;
-        sched_alloc_release(&job->alloc);
+        release_alloc(job);
         job->state = SCHED_JOB_PENDING;
         snprintf(job->reason, sizeof(job->reason), "Requeued after node failure (%u of %u)",
                  job->restarts, job->spec->max_restarts);
@@ -271,6 +343,16 @@ enum sched_job_state sched_job_node_failed(struct sched_job *job, uint64_t now_m
     }
     finish(job, SCHED_JOB_NODE_FAIL, now_ms);
     return SCHED_JOB_NODE_FAIL;
+}
+
+void sched_job_requeue_unstarted(struct sched_job *job, const char *why)
+{
+    if (job->state != SCHED_JOB_RUNNING)
+        return;
+    release_alloc(job);
+    job->state = SCHED_JOB_PENDING;
+    job->start_ms = 0;
+    snprintf(job->reason, sizeof(job->reason), "%s", why);
 }
 
 bool sched_job_cancel(struct sched_job *job, uint64_t now_ms)

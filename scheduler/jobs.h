@@ -14,8 +14,13 @@
  * otherwise), afterany (ended). A dependency that can no longer be met (afterok on a failed
  * job) makes the job wait with reason DependencyNeverSatisfied, as in Slurm.
  *
+ * When one task fails (or never starts), the job is over: the caller ends its other tasks,
+ * and the job is FAILED with that task's exit code even though the others then end by
+ * signal. Precedence of outcomes: cancel requested, then time limit, then failure.
+ *
  * States use gs.JobState's numbers so they go to the wire and the store as they are.
- * The table owns its jobs (and each job its spec). Loop thread only.
+ * The table owns its jobs (and each job its spec, tasks and history). When a job stops
+ * running its allocation goes back to the table's cluster. Loop thread only.
  */
 #ifndef SCHED_JOBS_H
 #define SCHED_JOBS_H
@@ -52,6 +57,29 @@ enum sched_dep_status {
     SCHED_DEP_NEVER, /* a dependency can no longer be met */
 };
 
+/* One task of a job's current attempt. */
+struct sched_task {
+    uint32_t node;         /* index into the job's alloc.nodes */
+    uint32_t cluster_node; /* the node's cluster index, kept after the job ends */
+    uint32_t local_rank;   /* among the tasks of its node */
+    bool ended;
+    bool started; /* its worker confirmed it runs (pid known) */
+    int32_t pid;
+    enum sched_task_end how;
+    int32_t exit_code;
+    int32_t term_signal;
+    uint64_t start_ms;
+    uint64_t end_ms;
+    char *launch_error; /* owned; when how is SCHED_TASK_LAUNCH_FAILED */
+};
+
+/* One line of a job's history (gsched show). */
+struct sched_job_event {
+    uint64_t at_ms;
+    enum sched_job_state state;
+    char *detail; /* owned */
+};
+
 struct sched_job {
     uint64_t id;
     struct gs_jobspec *spec; /* owned */
@@ -73,13 +101,21 @@ struct sched_job {
     uint32_t attempt;
     struct sched_alloc alloc; /* while RUNNING */
     uint32_t ntasks;          /* of the current attempt */
+    uint32_t tasks_per_node;
+    struct sched_task *tasks; /* ntasks entries, rank order */
     uint32_t tasks_ended;
     bool any_failed, any_timeout, any_cancelled;
+    uint32_t master_port;
+    uint64_t expected_start_ms; /* the planner's estimate while pending, 0 unknown */
+    struct sched_job_event *history;
+    size_t nhistory;
+    struct sched_cluster *cluster; /* the table's: where the allocation goes back */
 };
 
 struct sched_jobs;
 
-struct sched_jobs *sched_jobs_new(void);
+/* cluster (may be NULL) gets back the resources of every job that stops running. */
+struct sched_jobs *sched_jobs_new(struct sched_cluster *cluster);
 /* Frees the table and every job in it. */
 void sched_jobs_free(struct sched_jobs *jobs);
 
@@ -106,20 +142,35 @@ enum sched_dep_status sched_job_deps(const struct sched_jobs *jobs, const struct
  */
 const char *sched_job_hold_reason(const struct sched_jobs *jobs, const struct sched_job *job);
 
-/* PENDING -> RUNNING on alloc (copied) with ntasks tasks. Returns 0 or -EINVAL / -ENOMEM. */
-int sched_job_start(struct sched_job *job, const struct sched_alloc *alloc, uint32_t ntasks,
+/*
+ * PENDING -> RUNNING on alloc (copied) with tasks_per_node tasks on each of its nodes (ranks
+ * node by node). The resources must already be taken in the cluster. Returns 0 or -EINVAL /
+ * -ENOMEM.
+ */
+int sched_job_start(struct sched_job *job, const struct sched_alloc *alloc, uint32_t tasks_per_node,
                     uint64_t now_ms);
 /*
- * One task of the current attempt ended. Returns true when that was the last one: the job
- * then has its final state, exit code and end time, and its allocation is released.
+ * Task rank of the current attempt ended. A rank out of range or already ended is ignored
+ * (returns false), so a repeated report changes nothing. Returns true when that was the last
+ * one: the job then has its final state, exit code and end time, and its allocation went back.
  */
-bool sched_job_task_ended(struct sched_job *job, enum sched_task_end how, int32_t exit_code,
-                          int32_t term_signal, uint64_t now_ms);
+bool sched_job_task_ended(struct sched_job *job, uint32_t rank, enum sched_task_end how,
+                          int32_t exit_code, int32_t term_signal, uint64_t now_ms);
 /*
  * A node of a RUNNING job failed: REQUEUED (back to PENDING, attempt + 1) while restarts
- * remain, else NODE_FAIL. Returns the state it took. The allocation is released.
+ * remain, else NODE_FAIL. Returns the state it took. The allocation goes back.
  */
 enum sched_job_state sched_job_node_failed(struct sched_job *job, uint64_t now_ms);
+/*
+ * Back to PENDING without charging a restart: its tasks never started (the launch was lost
+ * with a scheduler restart or a worker connection). The allocation goes back.
+ */
+void sched_job_requeue_unstarted(struct sched_job *job, const char *why);
+/* Appends a history line (detail copied). Returns 0 or -ENOMEM. */
+int sched_job_note(struct sched_job *job, uint64_t at_ms, enum sched_job_state state,
+                   const char *detail);
+/* The node (index into alloc.nodes) rank runs on. */
+uint32_t sched_job_rank_node(const struct sched_job *job, uint32_t rank);
 /* Cancels a PENDING job at once (returns true); a RUNNING one is only marked (false). */
 bool sched_job_cancel(struct sched_job *job, uint64_t now_ms);
 

@@ -1,5 +1,6 @@
 /*
- * sched.c: gschedd's listeners, node registry and heartbeat expiry (see sched.h).
+ * sched.c: gschedd's lifecycle: state reloaded from the store, listeners, node registry
+ * and heartbeat expiry, and an orderly stop (see sched.h).
  */
 #define _GNU_SOURCE /* struct ucred, SO_PEERCRED */
 
@@ -30,14 +31,15 @@ struct sched_node *sched_node_find(struct sched_ctx *s, const char *name)
     return NULL;
 }
 
-static void set_down(struct sched_ctx *s, struct sched_node *n, const char *why)
+void sched_node_set_down(struct sched_ctx *s, struct sched_node *n, const char *why)
 {
     if (!n->up)
         return;
     n->up = false;
     snprintf(n->reason, sizeof(n->reason), "%s", why);
-    sched_cluster_set_up(s->cluster, n->index, false);
+    sched_node_update_schedulable(s, n);
     GS_LOG(GS_LOG_WARN, "node=%s reason=\"%s\" node down", n->name, why);
+    sched_engine_node_down(s, n);
 }
 
 static void on_cron(uv_timer_t *timer)
@@ -51,7 +53,7 @@ static void on_cron(uv_timer_t *timer)
 
         if (n->up && now - n->last_heartbeat_mono > limit) {
             snprintf(why, sizeof(why), "missed %u heartbeats", s->heartbeat_misses);
-            set_down(s, n, why);
+            sched_node_set_down(s, n, why);
         }
     }
 }
@@ -67,6 +69,7 @@ void sched_release_handle(struct sched_ctx *s)
         free(s->nodes[i]);
     }
     free(s->nodes);
+    sched_jobs_free(s->jobs);
     sched_cluster_free(s->cluster);
     free(s);
 }
@@ -101,6 +104,11 @@ void sched_stop(struct sched_ctx *s, void (*stopped)(void *data), void *data)
     }
     for (struct sched_cli *c = s->clis; c != NULL; c = c->next)
         gs_proto_conn_close(c->conn);
+    if (s->journal != NULL) {
+        sched_journal_close(s->journal); /* commits what is queued first */
+        s->journal = NULL;
+    }
+    uv_close((uv_handle_t *)&s->plan_idle, on_handle_closed);
     uv_close((uv_handle_t *)&s->cron, on_handle_closed);
     uv_close((uv_handle_t *)&s->workers, on_handle_closed);
     uv_close((uv_handle_t *)&s->cli, on_handle_closed);
@@ -147,7 +155,10 @@ struct sched_ctx *sched_new(uv_loop_t *loop, const struct gs_config *cfg, struct
 {
     struct sched_ctx *s = calloc(1, sizeof(*s));
 
-    if (s == NULL || (s->cluster = sched_cluster_new()) == NULL) {
+    if (s == NULL || (s->cluster = sched_cluster_new()) == NULL ||
+        (s->jobs = sched_jobs_new(s->cluster)) == NULL) {
+        if (s != NULL)
+            sched_cluster_free(s->cluster);
         free(s);
         gs_error_set(err, -ENOMEM, 0, 0, "out of memory");
         return NULL;
@@ -155,16 +166,21 @@ struct sched_ctx *sched_new(uv_loop_t *loop, const struct gs_config *cfg, struct
     s->loop = loop;
     s->heartbeat_ms = cfg->heartbeat_interval_ms;
     s->heartbeat_misses = cfg->heartbeat_misses;
+    s->kill_grace_ms = cfg->kill_grace_ms;
+    snprintf(s->state_dir, sizeof(s->state_dir), "%s", cfg->state_dir);
     uv_tcp_init(loop, &s->workers);
     uv_pipe_init(loop, &s->cli, 0);
     uv_timer_init(loop, &s->cron);
-    s->workers.data = s->cli.data = s->cron.data = s;
-    s->open_handles = 3;
-    if (listen_workers(s, cfg, err) < 0 || listen_cli(s, cfg, err) < 0) {
+    uv_idle_init(loop, &s->plan_idle);
+    s->workers.data = s->cli.data = s->cron.data = s->plan_idle.data = s;
+    s->open_handles = 4;
+    if (sched_persist_open(s, err) < 0 || listen_workers(s, cfg, err) < 0 ||
+        listen_cli(s, cfg, err) < 0) {
         sched_stop(s, NULL, NULL);
         return NULL;
     }
     uv_timer_start(&s->cron, on_cron, s->heartbeat_ms, s->heartbeat_ms);
+    sched_engine_wake(s); /* jobs left pending by the last run */
     GS_LOG(GS_LOG_INFO, "port=%d socket=%s heartbeat_ms=%llu listening", sched_worker_port(s),
            s->socket_path, (unsigned long long)s->heartbeat_ms);
     return s;

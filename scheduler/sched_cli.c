@@ -1,7 +1,9 @@
 /*
  * sched_cli.c: requests from the gsched CLI on gschedd's Unix socket. Each connection
  * carries one request and gets one reply, then closes. The caller's uid comes from
- * SO_PEERCRED, never from the message, so per-user rules can rest on it.
+ * SO_PEERCRED, never from the message, so per-user rules can rest on it. Requests answered
+ * later (after a commit, a wait, a worker's answer) hold the connection's record alive
+ * (sched_cli_hold) so that a peer that hung up meanwhile costs nothing but a dropped reply.
  */
 #define _GNU_SOURCE /* struct ucred */
 
@@ -14,7 +16,38 @@
 #include "common/log.h"
 #include "scheduler/sched_internal.h"
 
-static void send_error(struct sched_cli *c, uint64_t request_id, int code, const char *msg)
+static void cli_free_if_done(struct sched_cli *c)
+{
+    struct sched_ctx *s = c->s;
+
+    if (!c->closed || c->busy > 0)
+        return;
+    free(c);
+    sched_release_handle(s);
+}
+
+void sched_cli_hold(struct sched_cli *c)
+{
+    c->busy++;
+}
+
+void sched_cli_unhold(struct sched_cli *c)
+{
+    c->busy--;
+    cli_free_if_done(c);
+}
+
+void sched_cli_reply(struct sched_cli *c, Gs__Envelope *env, bool held)
+{
+    if (!c->closed && c->conn != NULL) {
+        gs_proto_conn_send(c->conn, env);
+        gs_proto_conn_close(c->conn); /* one request per connection; the reply is flushed first */
+    }
+    if (held)
+        sched_cli_unhold(c);
+}
+
+void sched_cli_error(struct sched_cli *c, uint64_t request_id, int code, const char *msg, bool held)
 {
     Gs__ErrorReply err = GS__ERROR_REPLY__INIT;
     Gs__Envelope env = GS__ENVELOPE__INIT;
@@ -24,7 +57,7 @@ static void send_error(struct sched_cli *c, uint64_t request_id, int code, const
     env.request_id = request_id;
     env.body_case = GS__ENVELOPE__BODY_ERROR;
     env.error = &err;
-    gs_proto_conn_send(c->conn, &env);
+    sched_cli_reply(c, &env, held);
 }
 
 /* One NodeInfo, borrowing from the node; free_gpus is the caller's array to free. */
@@ -61,6 +94,13 @@ static bool wanted(const Gs__NodesRequest *req, const char *name)
     return false;
 }
 
+static int by_name(const void *a, const void *b)
+{
+    const Gs__NodeInfo *x = *(Gs__NodeInfo *const *)a, *y = *(Gs__NodeInfo *const *)b;
+
+    return strverscmp(x->name, y->name);
+}
+
 static void handle_nodes(struct sched_cli *c, uint64_t request_id, const Gs__NodesRequest *req)
 {
     struct sched_ctx *s = c->s;
@@ -70,7 +110,7 @@ static void handle_nodes(struct sched_cli *c, uint64_t request_id, const Gs__Nod
     Gs__Envelope env = GS__ENVELOPE__INIT;
 
     if (infos == NULL || ptrs == NULL) {
-        send_error(c, request_id, -ENOMEM, "out of memory");
+        sched_cli_error(c, request_id, -ENOMEM, "out of memory", false);
         goto out;
     }
     for (size_t i = 0; i < s->nnodes; i++) {
@@ -80,11 +120,12 @@ static void handle_nodes(struct sched_cli *c, uint64_t request_id, const Gs__Nod
         ptrs[reply.n_nodes] = &infos[reply.n_nodes];
         reply.n_nodes++;
     }
+    qsort(ptrs, reply.n_nodes, sizeof(*ptrs), by_name); /* as sinfo lists them */
     reply.nodes = ptrs;
     env.request_id = request_id;
     env.body_case = GS__ENVELOPE__BODY_NODES_REPLY;
     env.nodes_reply = &reply;
-    gs_proto_conn_send(c->conn, &env);
+    sched_cli_reply(c, &env, false);
 out:
     free(infos);
     free(ptrs);
@@ -95,16 +136,43 @@ static void on_cli_message(struct gs_proto_conn *conn, const Gs__Envelope *env, 
     struct sched_cli *c = data;
     char msg[128];
 
+    (void)conn;
     GS_LOG(GS_LOG_DEBUG, "uid=%u body=%s cli request", (unsigned)c->uid,
            gs_proto_body_name(env->body_case));
-    if (env->body_case == GS__ENVELOPE__BODY_NODES_REQUEST) {
+    if (c->busy > 0 || c->waiter != NULL) {
+        sched_cli_error(c, env->request_id, -EBUSY, "one request per connection", false);
+        return;
+    }
+    switch (env->body_case) {
+    case GS__ENVELOPE__BODY_NODES_REQUEST:
         handle_nodes(c, env->request_id, env->nodes_request);
-    } else {
+        break;
+    case GS__ENVELOPE__BODY_SUBMIT_REQUEST:
+        sched_engine_submit(c, env->request_id, env->submit_request);
+        break;
+    case GS__ENVELOPE__BODY_QUEUE_REQUEST:
+        sched_query_queue(c, env->request_id, env->queue_request);
+        break;
+    case GS__ENVELOPE__BODY_SHOW_REQUEST:
+        sched_query_show(c, env->request_id, env->show_request);
+        break;
+    case GS__ENVELOPE__BODY_CANCEL_REQUEST:
+    case GS__ENVELOPE__BODY_HOLD_REQUEST:
+    case GS__ENVELOPE__BODY_RELEASE_REQUEST:
+        sched_engine_action(c, env);
+        break;
+    case GS__ENVELOPE__BODY_WAIT_REQUEST:
+        sched_query_wait(c, env->request_id, env->wait_request);
+        break;
+    case GS__ENVELOPE__BODY_LOGS_REQUEST:
+        sched_query_logs(c, env->request_id, env->logs_request);
+        break;
+    default:
         snprintf(msg, sizeof(msg), "this gschedd does not serve %s requests",
                  gs_proto_body_name(env->body_case));
-        send_error(c, env->request_id, -EOPNOTSUPP, msg);
+        sched_cli_error(c, env->request_id, -EOPNOTSUPP, msg, false);
+        break;
     }
-    gs_proto_conn_close(conn); /* one request per connection; the reply is flushed first */
 }
 
 static void on_cli_close(struct gs_proto_conn *conn, int status, void *data)
@@ -120,8 +188,10 @@ static void on_cli_close(struct gs_proto_conn *conn, int status, void *data)
             break;
         }
     }
-    free(c);
-    sched_release_handle(s);
+    c->closed = true;
+    c->conn = NULL;
+    sched_query_cli_gone(c);
+    cli_free_if_done(c);
 }
 
 /* The connecting process's uid and gid, from the kernel. */

@@ -1,7 +1,9 @@
 /*
  * sched_internal.h: struct sched_ctx and what its files share: sched.c (listeners, cron,
- * lifecycle), sched_workers.c (worker connections, nodes), sched_cli.c (CLI requests).
- * Not for other folders.
+ * lifecycle), sched_workers.c (worker connections, nodes, reconciliation), sched_cli.c (CLI
+ * connections and dispatch), sched_engine.c (the life of jobs: submit, planning, launch,
+ * exits, failures, cancel), sched_persist.c (changes to the store, reload at start),
+ * sched_query.c (what the CLI reads: queue, show, wait, logs). Not for other folders.
  */
 #ifndef SCHED_SCHED_INTERNAL_H
 #define SCHED_SCHED_INTERNAL_H
@@ -11,6 +13,8 @@
 
 #include "proto/conn.h"
 #include "scheduler/cluster.h"
+#include "scheduler/jobs.h"
+#include "scheduler/journal.h"
 #include "scheduler/sched.h"
 
 struct sched_node {
@@ -18,20 +22,49 @@ struct sched_node {
     uint32_t index; /* in the cluster */
     bool up;
     char reason[128];
-    struct gs_proto_conn *conn; /* its worker, while connected */
+    struct gs_proto_conn *conn; /* its worker, while connected and registered */
     Gs__NodeTopology *topology; /* owned copy from the last registration */
     uint64_t last_heartbeat_mono;
     uint64_t last_heartbeat_wall;
     char worker_version[32];
 };
 
-/* A CLI connection: one request, one reply. */
+/*
+ * A CLI connection: one request, one reply. A request answered later (submit after its
+ * commit, wait, logs) holds the connection with busy; a connection the peer closed stays
+ * allocated until the last holder lets go, so late answers go nowhere instead of to freed
+ * memory.
+ */
 struct sched_cli {
     struct sched_cli *next;
     struct sched_ctx *s;
     struct gs_proto_conn *conn;
     uid_t uid;
     gid_t gid;
+    int busy;
+    bool closed;
+    struct sched_waiter *waiter;
+};
+
+/* A WaitRequest in progress. */
+struct sched_waiter {
+    struct sched_waiter *next;
+    struct sched_cli *cli;
+    uint64_t request_id;
+    uint64_t *job_ids;
+    size_t njobs;
+    bool until_start;
+    uv_timer_t timer;
+};
+
+/* A LogsRequest passed on to a worker, until its answer comes back. */
+struct sched_forward {
+    struct sched_forward *next;
+    struct sched_cli *cli;
+    uint64_t cli_request_id;
+    uint64_t worker_request_id;
+    struct gs_proto_conn *worker;
+    bool task_finished;
 };
 
 struct sched_ctx {
@@ -39,13 +72,23 @@ struct sched_ctx {
     uv_tcp_t workers;
     uv_pipe_t cli;
     uv_timer_t cron;
+    uv_idle_t plan_idle; /* runs one planning pass after the events of a loop iteration */
+    bool plan_wanted;
     char socket_path[108];
+    char state_dir[512];
     uint64_t heartbeat_ms;
     uint32_t heartbeat_misses;
+    uint64_t kill_grace_ms;
     struct sched_cluster *cluster;
     struct sched_node **nodes;
     size_t nnodes;
+    struct sched_jobs *jobs;
+    struct sched_journal *journal;
+    uint64_t next_job_id;
+    uint64_t next_request_id; /* for requests gschedd sends to workers */
     struct sched_cli *clis;
+    struct sched_waiter *waiters;
+    struct sched_forward *forwards;
     int open_handles;
     bool stopping;
     void (*stopped)(void *data);
@@ -54,10 +97,91 @@ struct sched_ctx {
 
 struct sched_node *sched_node_find(struct sched_ctx *s, const char *name);
 void sched_release_handle(struct sched_ctx *s);
+/* Marks a node DOWN (no-op when it is already): its jobs fail over (sched_engine.c). */
+void sched_node_set_down(struct sched_ctx *s, struct sched_node *n, const char *why);
+/* Whether new work may go to the node: UP and its worker connected. */
+void sched_node_update_schedulable(struct sched_ctx *s, struct sched_node *n);
 
 /* sched_workers.c */
 void sched_on_worker_connection(uv_stream_t *server, int status);
+/* A registry entry for name (new ones are added to the cluster from topology, copied). */
+struct sched_node *sched_node_add(struct sched_ctx *s, const char *name,
+                                  const Gs__NodeTopology *topology);
+/* Sends env to the node's worker; false when it is not connected. */
+bool sched_node_send(struct sched_node *n, Gs__Envelope *env);
+
 /* sched_cli.c */
 void sched_on_cli_connection(uv_stream_t *server, int status);
+void sched_cli_hold(struct sched_cli *c);
+/* Sends env (when the peer is still there) and closes the connection; lets go of a hold. */
+void sched_cli_reply(struct sched_cli *c, Gs__Envelope *env, bool held);
+void sched_cli_error(struct sched_cli *c, uint64_t request_id, int code, const char *msg,
+                     bool held);
+void sched_cli_unhold(struct sched_cli *c);
+
+/* sched_engine.c */
+void sched_engine_submit(struct sched_cli *c, uint64_t request_id, const Gs__SubmitRequest *req);
+void sched_engine_action(struct sched_cli *c, const Gs__Envelope *env);
+/* Asks for a planning pass once this loop iteration's events are handled. */
+void sched_engine_wake(struct sched_ctx *s);
+/* A task exit from node n's worker; acknowledged to that worker once stored. */
+void sched_engine_task_exit(struct sched_ctx *s, struct sched_node *n, const Gs__TaskExit *ex);
+void sched_engine_launch_reply(struct sched_ctx *s, struct sched_node *n,
+                               const Gs__LaunchTasksReply *r);
+/*
+ * A worker registered: decides which of its running tasks it keeps (the others go into
+ * *ret_kill, which the caller frees with free()), takes its unacknowledged exits, and
+ * requeues this node's tasks the worker does not know.
+ */
+int sched_engine_reconcile(struct sched_ctx *s, struct sched_node *n, const Gs__NodeRegister *reg,
+                           Gs__TaskRef ***ret_kill, size_t *ret_nkill);
+void sched_engine_node_down(struct sched_ctx *s, struct sched_node *n);
+/* The MASTER_ADDR of a node: the address its worker registered, else its name. */
+const char *sched_node_address(const struct sched_node *n);
+
+/* sched_persist.c */
+struct sched_change;
+typedef void (*sched_change_fn)(struct sched_ctx *s, int status, void *arg);
+/* NULL when out of memory; commit() accepts NULL and reports -ENOMEM. */
+struct sched_change *sched_change_new(struct sched_ctx *s);
+/* Snapshots of what to write; a failure is remembered and reported by commit. */
+void sched_change_job(struct sched_change *ch, const struct sched_job *job);
+void sched_change_tasks(struct sched_change *ch, const struct sched_job *job);
+void sched_change_task(struct sched_change *ch, const struct sched_job *job, uint32_t rank);
+void sched_change_clear_tasks(struct sched_change *ch, uint64_t job_id);
+void sched_change_event(struct sched_change *ch, uint64_t at_ms, uint64_t job_id, const char *node,
+                        const char *kind, const char *detail);
+void sched_change_node(struct sched_change *ch, const struct sched_node *n);
+/* Queues the change (taking ownership); then(s, status, arg) runs after it is on disk. */
+void sched_change_commit(struct sched_ctx *s, struct sched_change *ch, sched_change_fn then,
+                         void *arg);
+/* Opens the database under state_dir, loads nodes and jobs, starts the journal. */
+int sched_persist_open(struct sched_ctx *s, struct gs_error *err);
+
+/* sched_query.c */
+/* Whether job matches sel's name, user and states (finished: ended jobs may match). */
+bool sched_job_selected(const struct sched_job *job, const Gs__JobSelector *sel, bool finished);
+void sched_query_queue(struct sched_cli *c, uint64_t request_id, const Gs__QueueRequest *req);
+void sched_query_show(struct sched_cli *c, uint64_t request_id, const Gs__ShowRequest *req);
+void sched_query_wait(struct sched_cli *c, uint64_t request_id, const Gs__WaitRequest *req);
+void sched_query_logs(struct sched_cli *c, uint64_t request_id, const Gs__LogsRequest *req);
+/* A job changed state: answers the waits it completes. */
+void sched_query_job_changed(struct sched_ctx *s, const struct sched_job *job);
+/* A worker answered a forwarded request (LogsReply or ErrorReply); false if not ours. */
+bool sched_query_worker_reply(struct sched_ctx *s, struct gs_proto_conn *worker,
+                              const Gs__Envelope *env);
+void sched_query_worker_gone(struct sched_ctx *s, struct gs_proto_conn *worker);
+void sched_query_cli_gone(struct sched_cli *c);
+/* The nodes of a job's allocation, as NodeAllocation messages (borrowing node names). */
+struct sched_alloc_msg {
+    Gs__NodeAllocation *nodes;
+    Gs__NodeAllocation **ptrs;
+    size_t n;
+};
+int sched_alloc_msg_build(struct sched_ctx *s, const struct sched_job *job,
+                          struct sched_alloc_msg *m);
+void sched_alloc_msg_release(struct sched_alloc_msg *m);
+/* JobState of a job (for the wire). */
+Gs__JobState sched_job_wire_state(const struct sched_job *job);
 
 #endif

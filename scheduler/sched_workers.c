@@ -1,7 +1,9 @@
 /*
  * sched_workers.c: gschedd's side of worker connections: registration into the node
- * registry (and the cluster's free-resource accounting), heartbeats, and the tasks and
- * exits a worker reports (see sched.h for what is done with them for now).
+ * registry (and the cluster's free-resource accounting), reconciliation of what a
+ * registering worker still runs with what the scheduler assigned it, heartbeats, and the
+ * messages a worker sends later (exits, launch results, answers to forwarded requests).
+ * A node's index in s->nodes is its index in the cluster: both only ever grow together.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -27,41 +29,68 @@ static Gs__NodeTopology *copy_topology(const Gs__NodeTopology *t)
     return copy;
 }
 
-static int add_to_cluster(struct sched_ctx *s, struct sched_node *n)
+static int add_to_cluster(struct sched_ctx *s, const char *name, const Gs__NodeTopology *t)
 {
-    const Gs__NodeTopology *t = n->topology;
-    struct sched_node_info info = {.name = n->name,
+    struct sched_node_info info = {.name = name,
                                    .ngpus = (uint32_t)t->n_gpus,
                                    .ncores = t->cores > 0 ? t->cores : 1,
                                    .mem_mib = t->memory_mib,
                                    .features = (const char *const *)t->features,
                                    .nfeatures = t->n_features};
-    int rc = sched_cluster_add_node(s->cluster, &info);
 
-    if (rc >= 0)
-        n->index = (uint32_t)rc;
-    return rc < 0 ? rc : 0;
+    return sched_cluster_add_node(s->cluster, &info);
 }
 
-static struct sched_node *new_node(struct sched_ctx *s, const char *name)
+struct sched_node *sched_node_add(struct sched_ctx *s, const char *name,
+                                  const Gs__NodeTopology *topology)
 {
     struct sched_node *n = calloc(1, sizeof(*n));
     struct sched_node **v = realloc(s->nodes, (s->nnodes + 1) * sizeof(*v));
+    int index;
 
-    if (n == NULL || v == NULL) {
-        free(n);
-        if (v != NULL)
-            s->nodes = v;
-        return NULL;
-    }
-    s->nodes = v;
+    if (v != NULL)
+        s->nodes = v;
+    if (n == NULL || v == NULL || (n->topology = copy_topology(topology)) == NULL)
+        goto fail;
+    index = add_to_cluster(s, name, n->topology);
+    if (index < 0 || (size_t)index != s->nnodes)
+        goto fail;
+    n->index = (uint32_t)index;
     snprintf(n->name, sizeof(n->name), "%s", name);
+    sched_cluster_set_up(s->cluster, n->index, false);
     s->nodes[s->nnodes++] = n;
     return n;
+fail:
+    if (n != NULL)
+        gs__node_topology__free_unpacked(n->topology, NULL);
+    free(n);
+    return NULL;
+}
+
+bool sched_node_send(struct sched_node *n, Gs__Envelope *env)
+{
+    return n->conn != NULL && gs_proto_conn_send(n->conn, env) == 0;
+}
+
+void sched_node_update_schedulable(struct sched_ctx *s, struct sched_node *n)
+{
+    bool ok = n->up && n->conn != NULL;
+
+    if (ok != sched_cluster_is_up(s->cluster, n->index)) {
+        sched_cluster_set_up(s->cluster, n->index, ok);
+        if (ok)
+            sched_engine_wake(s);
+    }
+}
+
+/* Whether a re-registering node's resources are what the cluster accounts for. */
+static bool same_shape(const Gs__NodeTopology *a, const Gs__NodeTopology *b)
+{
+    return a->n_gpus == b->n_gpus && a->cores == b->cores && a->memory_mib == b->memory_mib;
 }
 
 static void send_reply(struct gs_proto_conn *conn, bool accepted, const char *reason,
-                       uint64_t heartbeat_ms, const Gs__NodeRegister *reg)
+                       uint64_t heartbeat_ms, Gs__TaskRef **kill, size_t nkill)
 {
     Gs__NodeRegisterReply reply = GS__NODE_REGISTER_REPLY__INIT;
     Gs__Envelope env = GS__ENVELOPE__INIT;
@@ -70,39 +99,11 @@ static void send_reply(struct gs_proto_conn *conn, bool accepted, const char *re
     reply.reason = (char *)(reason != NULL ? reason : "");
     reply.heartbeat_interval_ms = heartbeat_ms;
     reply.cluster_name = "gsched";
-    /* No job is assigned to any node yet, so whatever it still runs is not ours to keep. */
-    if (accepted && reg != NULL) {
-        reply.n_kill = reg->n_running;
-        reply.kill = reg->running;
-    }
+    reply.n_kill = nkill;
+    reply.kill = kill;
     env.body_case = GS__ENVELOPE__BODY_NODE_REGISTER_REPLY;
     env.node_register_reply = &reply;
     gs_proto_conn_send(conn, &env);
-}
-
-static void ack_exits(struct gs_proto_conn *conn, Gs__TaskExit **exits, size_t n)
-{
-    Gs__TaskRef *refs = calloc(n + 1, sizeof(*refs));
-    Gs__TaskRef **ptrs = calloc(n + 1, sizeof(*ptrs));
-    Gs__TaskExitAck ack = GS__TASK_EXIT_ACK__INIT;
-    Gs__Envelope env = GS__ENVELOPE__INIT;
-
-    if (n > 0 && refs != NULL && ptrs != NULL) {
-        for (size_t i = 0; i < n; i++) {
-            gs__task_ref__init(&refs[i]);
-            refs[i].job_id = exits[i]->job_id;
-            refs[i].rank = exits[i]->rank;
-            refs[i].attempt = exits[i]->attempt;
-            ptrs[i] = &refs[i];
-        }
-        ack.n_tasks = n;
-        ack.tasks = ptrs;
-        env.body_case = GS__ENVELOPE__BODY_TASK_EXIT_ACK;
-        env.task_exit_ack = &ack;
-        gs_proto_conn_send(conn, &env);
-    }
-    free(refs);
-    free(ptrs);
 }
 
 /* What a worker connection knows: the scheduler, and its node once registered. */
@@ -117,7 +118,7 @@ static int register_node(struct wconn *wc, struct gs_proto_conn *conn, const Gs_
     struct sched_ctx *s = wc->s;
     const char *name = reg->topology != NULL ? reg->topology->node_name : NULL;
     struct sched_node *n;
-    bool fresh;
+    Gs__NodeTopology *copy;
 
     if (name == NULL || name[0] == '\0' || strlen(name) >= sizeof(n->name)) {
         *ret_reason = "registration without a valid node name";
@@ -128,23 +129,27 @@ static int register_node(struct wconn *wc, struct gs_proto_conn *conn, const Gs_
         *ret_reason = "a worker with this node name is already connected";
         return -EEXIST;
     }
-    fresh = n == NULL;
-    if (fresh && (n = new_node(s, name)) == NULL) {
+    if (n != NULL && !same_shape(n->topology, reg->topology)) {
+        *ret_reason = "this node registered before with other GPUs, cores or memory; "
+                      "restart gschedd to change a node's resources";
+        return -EINVAL;
+    }
+    if (n == NULL && (n = sched_node_add(s, name, reg->topology)) == NULL) {
+        *ret_reason = "cannot record this node's topology";
+        return -ENOMEM;
+    }
+    copy = copy_topology(reg->topology);
+    if (copy == NULL) {
         *ret_reason = "out of memory";
         return -ENOMEM;
     }
     gs__node_topology__free_unpacked(n->topology, NULL);
-    n->topology = copy_topology(reg->topology);
-    if (n->topology == NULL || (fresh && add_to_cluster(s, n) < 0)) {
-        *ret_reason = "cannot record this node's topology";
-        return -EINVAL;
-    }
+    n->topology = copy;
     n->conn = conn;
     n->up = true;
     n->reason[0] = '\0';
     n->last_heartbeat_mono = gs_clock_mono_ms();
     n->last_heartbeat_wall = gs_clock_wall_ms();
-    sched_cluster_set_up(s->cluster, n->index, true);
     wc->node = n;
     return 0;
 }
@@ -152,21 +157,34 @@ static int register_node(struct wconn *wc, struct gs_proto_conn *conn, const Gs_
 static void handle_register(struct wconn *wc, struct gs_proto_conn *conn,
                             const Gs__NodeRegister *reg)
 {
+    struct sched_ctx *s = wc->s;
     const char *reason = NULL;
+    Gs__TaskRef **kill = NULL;
+    size_t nkill = 0;
+    struct sched_change *ch;
     int rc = register_node(wc, conn, reg, &reason);
 
+    if (rc == 0 && (rc = sched_engine_reconcile(s, wc->node, reg, &kill, &nkill)) < 0)
+        reason = "out of memory";
     if (rc < 0) {
         GS_LOG(GS_LOG_WARN, "peer=%s reason=\"%s\" registration refused", gs_proto_conn_peer(conn),
                reason);
-        send_reply(conn, false, reason, 0, NULL);
+        if (wc->node != NULL && wc->node->conn == conn)
+            wc->node->conn = NULL;
+        wc->node = NULL;
+        send_reply(conn, false, reason, 0, NULL, 0);
         gs_proto_conn_close(conn);
         return;
     }
-    send_reply(conn, true, NULL, wc->s->heartbeat_ms, reg);
-    ack_exits(conn, reg->unacked_exits, reg->n_unacked_exits);
-    GS_LOG(GS_LOG_INFO, "node=%s gpus=%zu cores=%u mem_mib=%llu running=%zu node up",
+    send_reply(conn, true, NULL, s->heartbeat_ms, kill, nkill);
+    free(kill);
+    sched_node_update_schedulable(s, wc->node);
+    ch = sched_change_new(s);
+    sched_change_node(ch, wc->node);
+    sched_change_commit(s, ch, NULL, NULL);
+    GS_LOG(GS_LOG_INFO, "node=%s gpus=%zu cores=%u mem_mib=%llu running=%zu killed=%zu node up",
            wc->node->name, reg->topology->n_gpus, reg->topology->cores,
-           (unsigned long long)reg->topology->memory_mib, reg->n_running);
+           (unsigned long long)reg->topology->memory_mib, reg->n_running, nkill);
 }
 
 static void on_worker_message(struct gs_proto_conn *conn, const Gs__Envelope *env, void *data)
@@ -189,9 +207,16 @@ static void on_worker_message(struct gs_proto_conn *conn, const Gs__Envelope *en
         wc->node->last_heartbeat_wall = gs_clock_wall_ms();
         break;
     case GS__ENVELOPE__BODY_TASK_EXIT:
-        ack_exits(conn, &((Gs__TaskExit *[]){env->task_exit})[0], 1);
+        sched_engine_task_exit(wc->s, wc->node, env->task_exit);
         break;
     case GS__ENVELOPE__BODY_LAUNCH_TASKS_REPLY:
+        sched_engine_launch_reply(wc->s, wc->node, env->launch_tasks_reply);
+        break;
+    case GS__ENVELOPE__BODY_LOGS_REPLY:
+    case GS__ENVELOPE__BODY_ERROR:
+        if (!sched_query_worker_reply(wc->s, conn, env))
+            GS_LOG(GS_LOG_WARN, "node=%s body=%s answer to no request, ignored", wc->node->name,
+                   gs_proto_body_name(env->body_case));
         break;
     default:
         GS_LOG(GS_LOG_WARN, "node=%s body=%s unexpected from a worker, ignored", wc->node->name,
@@ -205,8 +230,12 @@ static void on_worker_close(struct gs_proto_conn *conn, int status, void *data)
     struct wconn *wc = data;
     struct sched_ctx *s = wc->s;
 
+    sched_query_worker_gone(s, conn);
     if (wc->node != NULL && wc->node->conn == conn) {
         wc->node->conn = NULL;
+        if (wc->node->up)
+            snprintf(wc->node->reason, sizeof(wc->node->reason), "worker disconnected");
+        sched_node_update_schedulable(s, wc->node);
         GS_LOG(GS_LOG_INFO, "node=%s status=%d worker disconnected", wc->node->name, status);
     }
     free(wc);

@@ -35,6 +35,7 @@ cat > "$tmp/gsched.toml" <<CONF
 host = "127.0.0.1"
 port = $port
 socket = "$tmp/gschedd.sock"
+state_dir = "$tmp/state"
 heartbeat_interval = "1s"
 heartbeat_misses = 2
 CONF

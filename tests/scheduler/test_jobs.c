@@ -16,7 +16,7 @@ static struct sched_alloc one_node;
 
 static void setup(void)
 {
-    jobs = sched_jobs_new();
+    jobs = sched_jobs_new(NULL);
     cr_assert_not_null(jobs);
     sched_alloc_init(&one_node);
     cr_assert_eq(sched_alloc_copy(&one_node, &(struct sched_alloc){.nnodes = 0}), 0);
@@ -79,22 +79,24 @@ Test(jobs, all_tasks_zero_is_completed)
 {
     struct sched_job *job = running(1, 2);
 
-    cr_assert_not(sched_job_task_ended(job, SCHED_TASK_EXITED, 0, 0, 6000));
-    cr_assert(sched_job_task_ended(job, SCHED_TASK_EXITED, 0, 0, 7000));
+    cr_assert_not(sched_job_task_ended(job, 0, SCHED_TASK_EXITED, 0, 0, 6000));
+    cr_assert_not(sched_job_task_ended(job, 0, SCHED_TASK_EXITED, 0, 0, 6500), "reported twice");
+    cr_assert(sched_job_task_ended(job, 1, SCHED_TASK_EXITED, 0, 0, 7000));
     cr_assert_eq(job->state, SCHED_JOB_COMPLETED);
     cr_assert_eq(job->exit_code, 0);
     cr_assert_eq(job->end_ms, 7000);
     cr_assert_eq(job->attempt, 1);
-    cr_assert_not(sched_job_task_ended(job, SCHED_TASK_EXITED, 0, 0, 8000), "already over");
+    cr_assert_not(sched_job_task_ended(job, 1, SCHED_TASK_EXITED, 0, 0, 8000), "already over");
 }
 
+/* The others of a failed job are ended by gsched (CANCELLED): the job still FAILED. */
 Test(jobs, first_failing_task_gives_the_exit_code)
 {
     struct sched_job *job = running(1, 3);
 
-    sched_job_task_ended(job, SCHED_TASK_EXITED, 0, 0, 6000);
-    sched_job_task_ended(job, SCHED_TASK_EXITED, 0, SIGSEGV, 6001);
-    cr_assert(sched_job_task_ended(job, SCHED_TASK_EXITED, 3, 0, 6002));
+    sched_job_task_ended(job, 0, SCHED_TASK_EXITED, 0, 0, 6000);
+    sched_job_task_ended(job, 2, SCHED_TASK_EXITED, 0, SIGSEGV, 6001);
+    cr_assert(sched_job_task_ended(job, 1, SCHED_TASK_CANCELLED, 3, 0, 6002));
     cr_assert_eq(job->state, SCHED_JOB_FAILED);
     cr_assert(job->signaled);
     cr_assert_eq(job->exit_code, 128 + SIGSEGV);
@@ -104,7 +106,7 @@ Test(jobs, launch_failure_fails_the_job)
 {
     struct sched_job *job = running(1, 1);
 
-    cr_assert(sched_job_task_ended(job, SCHED_TASK_LAUNCH_FAILED, 0, 0, 6000));
+    cr_assert(sched_job_task_ended(job, 0, SCHED_TASK_LAUNCH_FAILED, 0, 0, 6000));
     cr_assert_eq(job->state, SCHED_JOB_FAILED);
     cr_assert_eq(job->exit_code, 127);
 }
@@ -113,11 +115,11 @@ Test(jobs, time_limit_and_cancel_win_over_exit_codes)
 {
     struct sched_job *t = running(1, 2), *c = running(2, 1), *p = add(3, 0);
 
-    sched_job_task_ended(t, SCHED_TASK_TIMEOUT, 0, SIGTERM, 6000);
-    cr_assert(sched_job_task_ended(t, SCHED_TASK_EXITED, 1, 0, 6001));
+    sched_job_task_ended(t, 1, SCHED_TASK_TIMEOUT, 0, SIGTERM, 6000);
+    cr_assert(sched_job_task_ended(t, 0, SCHED_TASK_EXITED, 1, 0, 6001));
     cr_assert_eq(t->state, SCHED_JOB_TIMEOUT);
     cr_assert_not(sched_job_cancel(c, 6000), "a running job ends when its tasks do");
-    cr_assert(sched_job_task_ended(c, SCHED_TASK_EXITED, 0, SIGTERM, 6100));
+    cr_assert(sched_job_task_ended(c, 0, SCHED_TASK_EXITED, 0, SIGTERM, 6100));
     cr_assert_eq(c->state, SCHED_JOB_CANCELLED);
     cr_assert(sched_job_cancel(p, 6200), "a pending job ends at once");
     cr_assert_eq(p->state, SCHED_JOB_CANCELLED);
@@ -153,7 +155,7 @@ Test(jobs, dependencies_follow_slurm_semantics)
     cr_assert_eq(sched_job_deps(jobs, ok, &blocker), SCHED_DEP_WAIT);
     cr_assert_eq(blocker, 1);
     cr_assert_str_eq(sched_job_hold_reason(jobs, ok), "Dependency");
-    sched_job_task_ended(a, SCHED_TASK_EXITED, 1, 0, 6000); /* job 1 fails */
+    sched_job_task_ended(a, 0, SCHED_TASK_EXITED, 1, 0, 6000); /* job 1 fails */
     cr_assert_eq(sched_job_deps(jobs, ok, NULL), SCHED_DEP_NEVER);
     cr_assert_str_eq(sched_job_hold_reason(jobs, ok), "DependencyNeverSatisfied");
     cr_assert_eq(sched_job_deps(jobs, notok, NULL), SCHED_DEP_MET);
@@ -170,4 +172,42 @@ Test(jobs, held_jobs_say_so)
     cr_assert_str_eq(sched_job_hold_reason(jobs, job), "Held");
     cr_assert_str_eq(sched_job_state_name(SCHED_JOB_NODE_FAIL), "NODE_FAIL");
     cr_assert_eq(sched_job_start(running(2, 1), &one_node, 1, 0), -EINVAL, "already running");
+}
+
+Test(jobs, ranks_map_to_nodes_and_out_of_range_is_ignored)
+{
+    struct sched_job *job = add(1, 0);
+    struct sched_alloc two;
+
+    sched_alloc_init(&two);
+    two.nnodes = 2;
+    two.nodes = calloc(2, sizeof(*two.nodes));
+    cr_assert_not_null(two.nodes);
+    two.cap = 2;
+    cr_assert_eq(sched_job_start(job, &two, 3, 5000), 0);
+    cr_assert_eq(job->ntasks, 6);
+    cr_assert_eq(sched_job_rank_node(job, 2), 0);
+    cr_assert_eq(sched_job_rank_node(job, 3), 1);
+    cr_assert_eq(job->tasks[4].node, 1);
+    cr_assert_eq(job->tasks[4].local_rank, 1);
+    cr_assert_not(sched_job_task_ended(job, 6, SCHED_TASK_EXITED, 0, 0, 6000), "no rank 6");
+    cr_assert_eq(job->tasks_ended, 0);
+    sched_alloc_release(&two);
+}
+
+Test(jobs, unstarted_requeue_charges_no_restart_and_history_is_kept)
+{
+    struct sched_job *job = running(1, 1);
+
+    sched_job_requeue_unstarted(job, "launch lost");
+    cr_assert_eq(job->state, SCHED_JOB_PENDING);
+    cr_assert_eq(job->restarts, 0);
+    cr_assert_str_eq(job->reason, "launch lost");
+    cr_assert_eq(sched_job_note(job, 10, SCHED_JOB_PENDING, "requeued"), 0);
+    cr_assert_eq(sched_job_note(job, 20, SCHED_JOB_RUNNING, NULL), 0);
+    cr_assert_eq(job->nhistory, 2);
+    cr_assert_str_eq(job->history[0].detail, "requeued");
+    cr_assert_eq(job->history[1].at_ms, 20);
+    cr_assert_eq(sched_job_start(job, &one_node, 1, 7000), 0);
+    cr_assert_eq(job->attempt, 2);
 }

@@ -1,0 +1,1109 @@
+/*
+ * sched_engine.c: the life of jobs in gschedd: admission of submits, the planning pass,
+ * starting jobs on their nodes, task exits, node failures, and cancel / hold / release.
+ *
+ * Every decision is made in memory on the loop thread, then written through the journal;
+ * what other parties may act on (a submit's reply, a LaunchTasks, an exit's ack) goes out
+ * only from the commit's continuation. So a job is acknowledged only when stored, a job is
+ * launched only once its RUNNING row is stored (a restart finds it RUNNING and does not
+ * start it again), and a worker forgets an exit only once its effect is stored.
+ *
+ * Planning is event-driven: anything that can let a job start (submit, end, release, node
+ * up) calls sched_engine_wake(), which arms an idle handle; the pass runs once after the
+ * events of the current loop iteration, so a burst of a thousand submits costs one pass,
+ * and a freed GPU never waits for a timer.
+ */
+#define _GNU_SOURCE /* getpwuid_r */
+
+#include <errno.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/units.h"
+#include "proto/jobspec.h"
+#include "scheduler/plan.h"
+#include "scheduler/sched_internal.h"
+
+#define MASTER_PORT_BASE 29500
+#define MASTER_PORT_SPAN 10000
+
+static struct sched_node *node_at(struct sched_ctx *s, uint32_t index)
+{
+    return index < s->nnodes ? s->nodes[index] : NULL;
+}
+
+const char *sched_node_address(const struct sched_node *n)
+{
+    const char *a = n->topology != NULL ? n->topology->address : NULL;
+
+    return a != NULL && a[0] != '\0' ? a : n->name;
+}
+
+static uint32_t tasks_per_node(const struct gs_jobspec *spec)
+{
+    if (spec->tasks_per_gpu)
+        return spec->gpus_per_node > 0 ? spec->gpus_per_node : 1;
+    return spec->tasks_per_node > 0 ? spec->tasks_per_node : 1;
+}
+
+static void job_req(const struct gs_jobspec *spec, struct sched_req *req)
+{
+    uint32_t cores = spec->cpus_per_gpu > 0 ? spec->cpus_per_gpu * spec->gpus_per_node
+                                            : (spec->cpus_per_task > 0 ? spec->cpus_per_task : 1) *
+                                                  tasks_per_node(spec);
+
+    *req = (struct sched_req){.nodes = spec->nodes,
+                              .gpus_per_node = spec->gpus_per_node,
+                              .cores_per_node = cores,
+                              .mem_per_node_mib = spec->mem_per_node_mib,
+                              .exclusive = spec->exclusive,
+                              .constraint = spec->constraint};
+}
+
+Gs__JobState sched_job_wire_state(const struct sched_job *job)
+{
+    return (Gs__JobState)job->state;
+}
+
+/* --- allocations on the wire ------------------------------------------------------------ */
+
+static uint32_t *bits_to_list(const uint64_t *words, size_t nwords, size_t *ret_n)
+{
+    size_t n = 0, k = 0;
+    uint32_t *v;
+
+    for (size_t w = 0; w < nwords; w++)
+        n += (size_t)__builtin_popcountll(words[w]);
+    v = calloc(n + 1, sizeof(*v));
+    if (v == NULL)
+        return NULL;
+    for (size_t w = 0; w < nwords; w++) {
+        for (uint64_t bits = words[w]; bits != 0; bits &= bits - 1)
+            v[k++] = (uint32_t)(w * 64 + (size_t)__builtin_ctzll(bits));
+    }
+    *ret_n = n;
+    return v;
+}
+
+int sched_alloc_msg_build(struct sched_ctx *s, const struct sched_job *job,
+                          struct sched_alloc_msg *m)
+{
+    size_t n = job->alloc.nnodes;
+
+    m->n = 0;
+    m->nodes = calloc(n + 1, sizeof(*m->nodes));
+    m->ptrs = calloc(n + 1, sizeof(*m->ptrs));
+    if (m->nodes == NULL || m->ptrs == NULL)
+        goto fail;
+    for (size_t i = 0; i < n; i++) {
+        const struct sched_node_alloc *a = &job->alloc.nodes[i];
+        struct sched_node *node = node_at(s, a->node);
+        Gs__NodeAllocation *na = &m->nodes[i];
+
+        gs__node_allocation__init(na);
+        m->ptrs[i] = na;
+        m->n++;
+        na->node_name = node != NULL ? node->name : "";
+        na->address = node != NULL ? (char *)sched_node_address(node) : "";
+        na->gpus = bits_to_list(&a->gpus, 1, &na->n_gpus);
+        na->cores = bits_to_list(a->cores, SCHED_MAX_CORES / 64, &na->n_cores);
+        if (na->gpus == NULL || na->cores == NULL)
+            goto fail;
+        na->mem_mib = a->mem_mib;
+        na->first_rank = (uint32_t)i * job->tasks_per_node;
+        na->ntasks = job->tasks_per_node;
+    }
+    return 0;
+fail:
+    sched_alloc_msg_release(m);
+    return -ENOMEM;
+}
+
+void sched_alloc_msg_release(struct sched_alloc_msg *m)
+{
+    for (size_t i = 0; m->nodes != NULL && i < m->n; i++) {
+        free(m->nodes[i].gpus);
+        free(m->nodes[i].cores);
+    }
+    free(m->nodes);
+    free(m->ptrs);
+    m->nodes = NULL;
+    m->ptrs = NULL;
+    m->n = 0;
+}
+
+/* --- telling workers ------------------------------------------------------------------- */
+
+/* SignalTasks to every node of the job but skip (an alloc node index, or UINT32_MAX). */
+static void signal_job(struct sched_ctx *s, const struct sched_job *job, uint32_t skip,
+                       uint32_t signum, Gs__EndReason why, const char *reason)
+{
+    Gs__SignalTasks sig = GS__SIGNAL_TASKS__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+
+    sig.job_id = job->id;
+    sig.signal = signum;
+    sig.reason = (char *)reason;
+    sig.end_reason = why;
+    env.body_case = GS__ENVELOPE__BODY_SIGNAL_TASKS;
+    env.signal_tasks = &sig;
+    for (uint32_t i = 0; i < job->alloc.nnodes; i++) {
+        struct sched_node *n = node_at(s, job->alloc.nodes[i].node);
+
+        if (i != skip && n != NULL)
+            sched_node_send(n, &env);
+    }
+}
+
+/* The cores of a node's allocation split evenly between its tasks, in order. */
+static void task_cores(const Gs__NodeAllocation *na, uint32_t local, uint32_t ntasks,
+                       Gs__TaskAssignment *t)
+{
+    size_t per = ntasks > 0 ? na->n_cores / ntasks : 0;
+
+    if (per == 0) {
+        t->n_cores = 0; /* fewer cores than tasks: let them share, unbound */
+        return;
+    }
+    t->cores = na->cores + (size_t)local * per;
+    t->n_cores = per;
+}
+
+struct launch_msg {
+    Gs__LaunchTasks lt;
+    Gs__UserIdentity user;
+    Gs__TaskLimits limits;
+    struct gs_proto_jobspec_view view;
+    struct sched_alloc_msg alloc;
+    Gs__TaskAssignment *tasks;
+    Gs__TaskAssignment **task_ptrs;
+    Gs__LaunchTasks__EnvEntry *env;
+    Gs__LaunchTasks__EnvEntry **env_ptrs;
+};
+
+static int launch_msg_init(struct sched_ctx *s, const struct sched_job *job, struct launch_msg *m)
+{
+    int rc;
+
+    memset(m, 0, sizeof(*m));
+    rc = gs_proto_jobspec_view_init(&m->view, job->spec);
+    if (rc < 0)
+        return rc;
+    rc = sched_alloc_msg_build(s, job, &m->alloc);
+    m->tasks = calloc(job->tasks_per_node + 1, sizeof(*m->tasks));
+    m->task_ptrs = calloc(job->tasks_per_node + 1, sizeof(*m->task_ptrs));
+    m->env = calloc(m->view.run.n_env + 1, sizeof(*m->env));
+    m->env_ptrs = calloc(m->view.run.n_env + 1, sizeof(*m->env_ptrs));
+    if (rc < 0 || m->tasks == NULL || m->task_ptrs == NULL || m->env == NULL || m->env_ptrs == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < m->view.run.n_env; i++) {
+        gs__launch_tasks__env_entry__init(&m->env[i]);
+        m->env[i].key = m->view.run.env[i]->key;
+        m->env[i].value = m->view.run.env[i]->value;
+        m->env_ptrs[i] = &m->env[i];
+    }
+    gs__launch_tasks__init(&m->lt);
+    gs__user_identity__init(&m->user);
+    gs__task_limits__init(&m->limits);
+    m->user.uid = job->uid;
+    m->user.gid = job->gid;
+    m->user.username = (char *)job->user;
+    m->limits.time_limit_s =
+        job->spec->time_limit_s == GS_DURATION_INFINITE ? 0 : job->spec->time_limit_s;
+    m->lt.job_id = job->id;
+    m->lt.job_name = job->spec->name;
+    m->lt.attempt = job->attempt;
+    m->lt.user = &m->user;
+    m->lt.n_allocation = m->alloc.n;
+    m->lt.allocation = m->alloc.ptrs;
+    m->lt.world_size = job->ntasks;
+    m->lt.master_addr = m->alloc.n > 0 ? m->alloc.nodes[0].address : "";
+    m->lt.master_port = job->master_port;
+    m->lt.run = &m->view.run;
+    m->lt.n_env = m->view.run.n_env;
+    m->lt.env = m->env_ptrs;
+    m->lt.limits = &m->limits;
+    m->lt.grace_period_ms = (uint32_t)s->kill_grace_ms;
+    return 0;
+}
+
+static void launch_msg_release(struct launch_msg *m)
+{
+    gs_proto_jobspec_view_release(&m->view);
+    sched_alloc_msg_release(&m->alloc);
+    free(m->tasks);
+    free(m->task_ptrs);
+    free(m->env);
+    free(m->env_ptrs);
+}
+
+static void launch_job(struct sched_ctx *s, struct sched_job *job)
+{
+    struct launch_msg m;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+
+    if (launch_msg_init(s, job, &m) < 0) {
+        GS_LOG(GS_LOG_ERROR,
+               "job=%llu out of memory building its launch; it is requeued when "
+               "its workers report",
+               (unsigned long long)job->id);
+        goto out;
+    }
+    env.request_id = ++s->next_request_id;
+    env.body_case = GS__ENVELOPE__BODY_LAUNCH_TASKS;
+    env.launch_tasks = &m.lt;
+    for (size_t i = 0; i < m.alloc.n; i++) {
+        const Gs__NodeAllocation *na = m.alloc.ptrs[i];
+        struct sched_node *n = node_at(s, job->alloc.nodes[i].node);
+
+        for (uint32_t l = 0; l < job->tasks_per_node; l++) {
+            Gs__TaskAssignment *t = &m.tasks[l];
+
+            gs__task_assignment__init(t);
+            t->rank = na->first_rank + l;
+            t->local_rank = l;
+            /* Every task sees all of its node's GPUs, as torchrun's ranks do: a DDP script
+             * picks cuda:LOCAL_RANK itself. */
+            t->gpus = na->gpus;
+            t->n_gpus = na->n_gpus;
+            task_cores(na, l, job->tasks_per_node, t);
+            m.task_ptrs[l] = t;
+        }
+        m.lt.n_tasks = job->tasks_per_node;
+        m.lt.tasks = m.task_ptrs;
+        if (n == NULL || !sched_node_send(n, &env))
+            GS_LOG(GS_LOG_WARN, "job=%llu node=%s worker not connected; launch waits for it",
+                   (unsigned long long)job->id, na->node_name);
+    }
+out:
+    launch_msg_release(&m);
+}
+
+/* --- starting jobs ---------------------------------------------------------------------- */
+
+struct job_ref {
+    uint64_t job_id;
+    uint32_t attempt;
+};
+
+static struct job_ref *job_ref_new(const struct sched_job *job)
+{
+    struct job_ref *r = malloc(sizeof(*r));
+
+    if (r != NULL)
+        *r = (struct job_ref){job->id, job->attempt};
+    return r;
+}
+
+static void started_stored(struct sched_ctx *s, int status, void *arg)
+{
+    struct job_ref *r = arg;
+    struct sched_job *job = sched_jobs_find(s->jobs, r->job_id);
+
+    if (status == 0 && !s->stopping && job != NULL && job->state == SCHED_JOB_RUNNING &&
+        job->attempt == r->attempt) {
+        launch_job(s, job);
+        sched_query_job_changed(s, job);
+    }
+    free(r);
+}
+
+static uint32_t pick_master_port(const struct sched_job *job)
+{
+    return MASTER_PORT_BASE + (uint32_t)(job->id % MASTER_PORT_SPAN);
+}
+
+static void describe_nodes(struct sched_ctx *s, const struct sched_job *job, char *out, size_t size)
+{
+    size_t off = 0;
+
+    out[0] = '\0';
+    for (uint32_t i = 0; i < job->alloc.nnodes && off + 1 < size; i++) {
+        struct sched_node *n = node_at(s, job->alloc.nodes[i].node);
+        int k = snprintf(out + off, size - off, "%s%s", i > 0 ? "," : "", n ? n->name : "?");
+
+        if (k < 0)
+            break;
+        off += (size_t)k;
+    }
+}
+
+/* Ranks go to nodes in name order (node1 before node2), whatever order placement chose. */
+static void sort_by_name(struct sched_ctx *s, struct sched_alloc *alloc)
+{
+    for (uint32_t i = 1; i < alloc->nnodes; i++) {
+        struct sched_node_alloc key = alloc->nodes[i];
+        const char *name = sched_cluster_node_name(s->cluster, key.node);
+        uint32_t j = i;
+
+        while (j > 0 && strverscmp(sched_cluster_node_name(s->cluster, alloc->nodes[j - 1].node),
+                                   name) > 0) {
+            alloc->nodes[j] = alloc->nodes[j - 1];
+            j--;
+        }
+        alloc->nodes[j] = key;
+    }
+}
+
+static void start_job(struct sched_ctx *s, struct sched_job *job, struct sched_alloc *alloc,
+                      bool backfilled)
+{
+    uint64_t now = gs_clock_wall_ms();
+    struct sched_change *ch;
+    char nodes[256], detail[320];
+    int rc;
+
+    sort_by_name(s, alloc);
+    rc = sched_job_start(job, alloc, tasks_per_node(job->spec), now);
+
+    if (rc < 0) {
+        sched_cluster_give_back(s->cluster, alloc);
+        GS_LOG(GS_LOG_ERROR, "job=%llu error=\"%s\" cannot start", (unsigned long long)job->id,
+               gs_strerror(rc));
+        return;
+    }
+    job->master_port = pick_master_port(job);
+    job->expected_start_ms = 0;
+    describe_nodes(s, job, nodes, sizeof(nodes));
+    snprintf(detail, sizeof(detail), "on %s%s", nodes, backfilled ? " (backfilled)" : "");
+    sched_job_note(job, now, SCHED_JOB_RUNNING, detail);
+    GS_LOG(GS_LOG_INFO, "job=%llu attempt=%u nodes=%s tasks=%u backfill=%d job started",
+           (unsigned long long)job->id, job->attempt, nodes, job->ntasks, backfilled);
+    ch = sched_change_new(s);
+    sched_change_job(ch, job);
+    sched_change_clear_tasks(ch, job->id);
+    sched_change_tasks(ch, job);
+    sched_change_event(ch, now, job->id, nodes, "RUNNING", detail);
+    sched_change_commit(s, ch, started_stored, job_ref_new(job));
+}
+
+static void plan_pass(struct sched_ctx *s)
+{
+    size_t n = sched_jobs_count(s->jobs), np = 0, nr = 0;
+    struct sched_pending *pending = calloc(n + 1, sizeof(*pending));
+    struct sched_running *running = calloc(n + 1, sizeof(*running));
+    struct sched_verdict *verdicts = NULL;
+    struct sched_job **pjobs = calloc(n + 1, sizeof(*pjobs));
+    struct sched_reservation res = {0};
+    uint64_t now_s = gs_clock_wall_ms() / 1000;
+
+    if (pending == NULL || running == NULL || pjobs == NULL)
+        goto out;
+    for (size_t i = 0; i < n; i++) {
+        struct sched_job *job = sched_jobs_at(s->jobs, i);
+        const char *why;
+
+        if (job->state == SCHED_JOB_RUNNING) {
+            uint64_t lim = job->spec->time_limit_s;
+            running[nr++] = (struct sched_running){
+                job->id,
+                lim == GS_DURATION_INFINITE ? SCHED_TIME_INFINITE : job->start_ms / 1000 + lim,
+                &job->alloc};
+        }
+        if (job->state != SCHED_JOB_PENDING)
+            continue;
+        if ((why = sched_job_hold_reason(s->jobs, job)) != NULL) {
+            snprintf(job->reason, sizeof(job->reason), "%s", why);
+            continue;
+        }
+        pjobs[np] = job;
+        pending[np].job_id = job->id;
+        pending[np].priority = job->spec->priority;
+        pending[np].submit_seq = job->submit_seq;
+        pending[np].time_limit_s = job->spec->time_limit_s == GS_DURATION_INFINITE
+                                       ? SCHED_TIME_INFINITE
+                                       : job->spec->time_limit_s;
+        job_req(job->spec, &pending[np].req);
+        np++;
+    }
+    if (np == 0)
+        goto out;
+    verdicts = calloc(np, sizeof(*verdicts));
+    if (verdicts == NULL)
+        goto out;
+    sched_verdicts_init(verdicts, np);
+    if (sched_plan(s->cluster, pending, np, running, nr, now_s, verdicts, &res) < 0) {
+        GS_LOG(GS_LOG_ERROR, "planning pass out of memory; retried on the next event");
+        goto out;
+    }
+    for (size_t i = 0; i < np; i++) {
+        struct sched_job *job = pjobs[i];
+
+        if (verdicts[i].start) {
+            start_job(s, job, &verdicts[i].alloc, verdicts[i].backfilled);
+            continue;
+        }
+        snprintf(job->reason, sizeof(job->reason), "%s", sched_reason_name(verdicts[i].reason));
+        job->expected_start_ms =
+            job->id == res.job_id && res.start_s != SCHED_TIME_INFINITE ? res.start_s * 1000 : 0;
+    }
+out:
+    if (verdicts != NULL)
+        sched_verdicts_release(verdicts, np);
+    free(verdicts);
+    free(pending);
+    free(running);
+    free(pjobs);
+}
+
+static void on_plan_idle(uv_idle_t *idle)
+{
+    struct sched_ctx *s = idle->data;
+
+    uv_idle_stop(idle);
+    s->plan_wanted = false;
+    if (!s->stopping)
+        plan_pass(s);
+}
+
+void sched_engine_wake(struct sched_ctx *s)
+{
+    if (s->plan_wanted || s->stopping)
+        return;
+    s->plan_wanted = true;
+    uv_idle_start(&s->plan_idle, on_plan_idle);
+}
+
+/* --- submit ----------------------------------------------------------------------------- */
+
+struct submit_op {
+    struct sched_cli *cli;
+    uint64_t request_id;
+    struct sched_job draft; /* what is being stored; spec owned until it joins the table */
+};
+
+static void submit_reply(struct sched_cli *c, uint64_t request_id, uint64_t job_id,
+                         const char *warning)
+{
+    Gs__SubmitReply reply = GS__SUBMIT_REPLY__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    char *warnings[1] = {(char *)warning};
+
+    reply.job_id = job_id;
+    reply.state = GS__JOB_STATE__JOB_STATE_PENDING;
+    if (warning != NULL) {
+        reply.n_warnings = 1;
+        reply.warnings = warnings;
+    }
+    env.request_id = request_id;
+    env.body_case = GS__ENVELOPE__BODY_SUBMIT_REPLY;
+    env.submit_reply = &reply;
+    sched_cli_reply(c, &env, true);
+}
+
+static void submit_stored(struct sched_ctx *s, int status, void *arg)
+{
+    struct submit_op *op = arg;
+    struct sched_job *d = &op->draft, *job;
+    char msg[160];
+
+    if (status < 0) {
+        snprintf(msg, sizeof(msg), "job not stored: %s", gs_strerror(status));
+        sched_cli_error(op->cli, op->request_id, status, msg, true);
+        gs_jobspec_free(d->spec);
+        goto out;
+    }
+    job = sched_jobs_add(s->jobs, d->id, d->spec, d->submit_ms);
+    if (job == NULL) {
+        sched_cli_error(op->cli, op->request_id, -ENOMEM, "out of memory", true);
+        goto out;
+    }
+    job->uid = d->uid;
+    job->gid = d->gid;
+    memcpy(job->user, d->user, sizeof(job->user));
+    sched_job_note(job, d->submit_ms, SCHED_JOB_PENDING,
+                   job->held ? "submitted held" : "submitted");
+    GS_LOG(GS_LOG_INFO, "job=%llu uid=%u name=%s job submitted", (unsigned long long)job->id,
+           job->uid, job->spec->name);
+    submit_reply(op->cli, op->request_id, job->id, NULL);
+    sched_engine_wake(s);
+out:
+    free(op);
+}
+
+static void user_name(uid_t uid, char *out, size_t size)
+{
+    struct passwd pw, *found = NULL;
+    char buf[4096];
+
+    if (getpwuid_r(uid, &pw, buf, sizeof(buf), &found) == 0 && found != NULL)
+        snprintf(out, size, "%s", found->pw_name);
+    else
+        snprintf(out, size, "%u", (unsigned)uid);
+}
+
+/* Cluster-dependent checks a job file cannot make by itself. */
+static int admit(struct sched_ctx *s, const struct gs_jobspec *spec, char *why, size_t size)
+{
+    struct sched_req req;
+
+    for (size_t i = 0; i < spec->ndeps; i++) {
+        if (sched_jobs_find(s->jobs, spec->deps[i].job_id) == NULL) {
+            snprintf(why, size, "depends_on: job %llu does not exist",
+                     (unsigned long long)spec->deps[i].job_id);
+            return -EINVAL;
+        }
+    }
+    if (sched_cluster_nnodes(s->cluster) == 0) {
+        snprintf(why, size, "the cluster has no nodes yet (start a gsched-workerd)");
+        return -EAGAIN;
+    }
+    job_req(spec, &req);
+    if (!sched_cluster_could_ever_fit(s->cluster, &req, why, size))
+        return -EINVAL;
+    return 0;
+}
+
+void sched_engine_submit(struct sched_cli *c, uint64_t request_id, const Gs__SubmitRequest *req)
+{
+    struct sched_ctx *s = c->s;
+    struct gs_jobspec *spec = NULL;
+    struct submit_op *op = NULL;
+    struct sched_change *ch;
+    struct gs_error err;
+    char why[256];
+    int rc;
+
+    gs_error_clear(&err);
+    if (req->spec == NULL) {
+        sched_cli_error(c, request_id, -EINVAL, "submit without a job spec", false);
+        return;
+    }
+    rc = gs_proto_jobspec_from_pb(req->spec, &spec, &err);
+    if (rc < 0) {
+        sched_cli_error(c, request_id, rc, err.msg, false);
+        return;
+    }
+    rc = admit(s, spec, why, sizeof(why));
+    if (rc < 0) {
+        sched_cli_error(c, request_id, rc, why, false);
+        goto out;
+    }
+    if (req->validate_only) {
+        sched_cli_hold(c);
+        submit_reply(c, request_id, 0, NULL);
+        goto out;
+    }
+    op = calloc(1, sizeof(*op));
+    if (op == NULL) {
+        sched_cli_error(c, request_id, -ENOMEM, "out of memory", false);
+        goto out;
+    }
+    op->cli = c;
+    op->request_id = request_id;
+    op->draft.id = s->next_job_id++;
+    op->draft.spec = spec;
+    op->draft.uid = c->uid;
+    op->draft.gid = c->gid;
+    user_name(c->uid, op->draft.user, sizeof(op->draft.user));
+    op->draft.state = SCHED_JOB_PENDING;
+    op->draft.held = spec->hold;
+    op->draft.submit_ms = gs_clock_wall_ms();
+    spec = NULL; /* the op's now */
+    sched_cli_hold(c);
+    ch = sched_change_new(s);
+    sched_change_job(ch, &op->draft);
+    sched_change_event(ch, op->draft.submit_ms, op->draft.id, "", "PENDING",
+                       op->draft.held ? "submitted held" : "submitted");
+    sched_change_commit(s, ch, submit_stored, op);
+out:
+    gs_jobspec_free(spec);
+}
+
+/* --- task exits and launch replies -------------------------------------------------------- */
+
+static enum sched_task_end end_of(Gs__EndReason r)
+{
+    switch (r) {
+    case GS__END_REASON__END_REASON_NONE:
+        return SCHED_TASK_EXITED;
+    case GS__END_REASON__END_REASON_TIMEOUT:
+        return SCHED_TASK_TIMEOUT;
+    case GS__END_REASON__END_REASON_LAUNCH_FAILED:
+        return SCHED_TASK_LAUNCH_FAILED;
+    default:
+        return SCHED_TASK_CANCELLED;
+    }
+}
+
+struct ack_op {
+    char node[64];
+    Gs__TaskRef ref;
+};
+
+static void send_ack(struct sched_ctx *s, const char *node, const Gs__TaskRef *ref)
+{
+    struct sched_node *n = sched_node_find(s, node);
+    Gs__TaskRef copy = *ref, *ptrs[1] = {&copy};
+    Gs__TaskExitAck ack = GS__TASK_EXIT_ACK__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+
+    if (n == NULL)
+        return;
+    ack.n_tasks = 1;
+    ack.tasks = ptrs;
+    env.body_case = GS__ENVELOPE__BODY_TASK_EXIT_ACK;
+    env.task_exit_ack = &ack;
+    sched_node_send(n, &env);
+}
+
+static void exit_stored(struct sched_ctx *s, int status, void *arg)
+{
+    struct ack_op *op = arg;
+
+    /* Not stored: no ack, so the worker reports it again when it reconnects. */
+    if (status == 0 && !s->stopping)
+        send_ack(s, op->node, &op->ref);
+    free(op);
+}
+
+static struct ack_op *ack_op_new(const struct sched_node *n, const Gs__TaskExit *ex)
+{
+    struct ack_op *op = calloc(1, sizeof(*op));
+
+    if (op == NULL)
+        return NULL;
+    snprintf(op->node, sizeof(op->node), "%s", n->name);
+    gs__task_ref__init(&op->ref);
+    op->ref.job_id = ex->job_id;
+    op->ref.rank = ex->rank;
+    op->ref.attempt = ex->attempt;
+    return op;
+}
+
+static void describe_end(const struct sched_job *job, const Gs__TaskExit *ex, char *out,
+                         size_t size)
+{
+    if (job->state == SCHED_JOB_COMPLETED)
+        snprintf(out, size, "all %u tasks exited 0", job->ntasks);
+    else if (job->state == SCHED_JOB_TIMEOUT)
+        snprintf(out, size, "time limit reached");
+    else if (job->state == SCHED_JOB_CANCELLED)
+        snprintf(out, size, "%s", job->reason[0] ? job->reason : "cancelled");
+    else if (ex->end_reason == GS__END_REASON__END_REASON_LAUNCH_FAILED)
+        snprintf(out, size, "rank %u could not start on %s: %s", ex->rank, ex->node_name,
+                 ex->launch_error);
+    else if (job->signaled)
+        snprintf(out, size, "a task was killed by signal %d", job->term_signal);
+    else
+        snprintf(out, size, "a task exited with code %d", job->exit_code);
+}
+
+void sched_engine_task_exit(struct sched_ctx *s, struct sched_node *n, const Gs__TaskExit *ex)
+{
+    struct sched_job *job = sched_jobs_find(s->jobs, ex->job_id);
+    uint64_t now = gs_clock_wall_ms();
+    enum sched_task_end how = end_of(ex->end_reason);
+    bool failed_before, last;
+    struct sched_task *t;
+    struct sched_change *ch;
+    char detail[400];
+
+    if (job == NULL || job->state != SCHED_JOB_RUNNING || ex->attempt != job->attempt ||
+        ex->rank >= job->ntasks || job->tasks[ex->rank].ended ||
+        job->alloc.nodes[job->tasks[ex->rank].node].node != n->index) {
+        /* Of an attempt that is over, or reported twice: nothing changes, so no wait. */
+        struct ack_op *op = ack_op_new(n, ex);
+        if (op != NULL)
+            send_ack(s, op->node, &op->ref);
+        free(op);
+        return;
+    }
+    t = &job->tasks[ex->rank];
+    t->start_ms = ex->start_time_ms;
+    if (how == SCHED_TASK_LAUNCH_FAILED && ex->launch_error != NULL)
+        t->launch_error = strdup(ex->launch_error);
+    failed_before = job->any_failed;
+    last = sched_job_task_ended(job, ex->rank, how, ex->exit_code, (int32_t)ex->term_signal,
+                                ex->end_time_ms ? ex->end_time_ms : now);
+    GS_LOG(GS_LOG_INFO, "job=%llu rank=%u node=%s exit=%d signal=%u end_reason=%d task ended",
+           (unsigned long long)job->id, ex->rank, n->name, ex->exit_code, ex->term_signal,
+           (int)ex->end_reason);
+    ch = sched_change_new(s);
+    sched_change_task(ch, job, ex->rank);
+    if (!last && job->any_failed && !failed_before) {
+        /* One rank failing leaves the others waiting on it forever (a collective that never
+         * completes): end them, as torchrun does. */
+        snprintf(detail, sizeof(detail), "rank %u failed", ex->rank);
+        signal_job(s, job, UINT32_MAX, 0, GS__END_REASON__END_REASON_CANCELLED, detail);
+    }
+    if (last) {
+        describe_end(job, ex, detail, sizeof(detail));
+        if (job->state != SCHED_JOB_CANCELLED)
+            snprintf(job->reason, sizeof(job->reason), "%.159s", detail);
+        sched_job_note(job, job->end_ms, job->state, detail);
+        sched_change_job(ch, job);
+        sched_change_event(ch, job->end_ms, job->id, n->name, sched_job_state_name(job->state),
+                           detail);
+        GS_LOG(GS_LOG_INFO, "job=%llu state=%s exit=%d job ended", (unsigned long long)job->id,
+               sched_job_state_name(job->state), job->exit_code);
+        sched_query_job_changed(s, job);
+        sched_engine_wake(s);
+    }
+    sched_change_commit(s, ch, exit_stored, ack_op_new(n, ex));
+}
+
+void sched_engine_launch_reply(struct sched_ctx *s, struct sched_node *n,
+                               const Gs__LaunchTasksReply *r)
+{
+    struct sched_job *job = sched_jobs_find(s->jobs, r->job_id);
+
+    (void)n;
+    if (job == NULL || job->state != SCHED_JOB_RUNNING || job->attempt != r->attempt)
+        return;
+    for (size_t i = 0; i < r->n_results; i++) {
+        const Gs__TaskLaunchResult *res = r->results[i];
+
+        if (res->rank < job->ntasks && res->code == 0) {
+            job->tasks[res->rank].pid = res->pid;
+            job->tasks[res->rank].started = true;
+        }
+    }
+}
+
+/* --- node failure and reconciliation ------------------------------------------------------ */
+
+static bool job_uses(const struct sched_job *job, uint32_t node_index, uint32_t *ret_at)
+{
+    for (uint32_t i = 0; i < job->alloc.nnodes; i++) {
+        if (job->alloc.nodes[i].node == node_index) {
+            if (ret_at != NULL)
+                *ret_at = i;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The job lost node (an alloc index): requeue it or fail it, ending its other tasks. */
+static void fail_over(struct sched_ctx *s, struct sched_job *job, uint32_t at, const char *why,
+                      bool charge)
+{
+    uint64_t now = gs_clock_wall_ms();
+    enum sched_job_state st;
+    struct sched_change *ch;
+    char detail[320];
+
+    signal_job(s, job, at, 0, GS__END_REASON__END_REASON_REQUEUED, why);
+    if (charge) {
+        st = sched_job_node_failed(job, now);
+    } else {
+        sched_job_requeue_unstarted(job, "Requeued: its launch was lost");
+        st = SCHED_JOB_REQUEUED;
+    }
+    snprintf(detail, sizeof(detail), "%s", why);
+    if (st == SCHED_JOB_NODE_FAIL)
+        snprintf(job->reason, sizeof(job->reason), "%s", why);
+    sched_job_note(job, now, st, detail);
+    GS_LOG(GS_LOG_WARN, "job=%llu state=%s reason=\"%s\" job lost a node",
+           (unsigned long long)job->id, sched_job_state_name(st), why);
+    ch = sched_change_new(s);
+    sched_change_job(ch, job);
+    sched_change_clear_tasks(ch, job->id);
+    sched_change_event(ch, now, job->id, "", sched_job_state_name(st), detail);
+    sched_change_commit(s, ch, NULL, NULL);
+    sched_query_job_changed(s, job);
+    sched_engine_wake(s);
+}
+
+void sched_engine_node_down(struct sched_ctx *s, struct sched_node *n)
+{
+    size_t count = sched_jobs_count(s->jobs);
+    char why[200];
+
+    snprintf(why, sizeof(why), "node %s: %s", n->name, n->reason);
+    for (size_t i = 0; i < count; i++) {
+        struct sched_job *job = sched_jobs_at(s->jobs, i);
+        uint32_t at;
+
+        if (job->state == SCHED_JOB_RUNNING && job_uses(job, n->index, &at))
+            fail_over(s, job, at, why, true);
+    }
+    {
+        struct sched_change *ch = sched_change_new(s);
+
+        sched_change_node(ch, n);
+        sched_change_commit(s, ch, NULL, NULL);
+    }
+}
+
+static const Gs__TaskRef *find_running(const Gs__NodeRegister *reg, uint64_t job_id, uint32_t rank,
+                                       uint32_t attempt)
+{
+    for (size_t i = 0; i < reg->n_running; i++) {
+        const Gs__TaskRef *r = reg->running[i];
+        if (r->job_id == job_id && r->rank == rank && r->attempt == attempt)
+            return r;
+    }
+    return NULL;
+}
+
+static bool has_exit(const Gs__NodeRegister *reg, uint64_t job_id, uint32_t rank, uint32_t attempt)
+{
+    for (size_t i = 0; i < reg->n_unacked_exits; i++) {
+        const Gs__TaskExit *e = reg->unacked_exits[i];
+        if (e->job_id == job_id && e->rank == rank && e->attempt == attempt)
+            return true;
+    }
+    return false;
+}
+
+/* Whether the running task r is one the scheduler assigned to node n. */
+static bool assigned_here(struct sched_ctx *s, const struct sched_node *n, const Gs__TaskRef *r)
+{
+    const struct sched_job *job = sched_jobs_find(s->jobs, r->job_id);
+
+    return job != NULL && job->state == SCHED_JOB_RUNNING && job->attempt == r->attempt &&
+           r->rank < job->ntasks && !job->tasks[r->rank].ended &&
+           job->alloc.nodes[job->tasks[r->rank].node].node == n->index;
+}
+
+/* Tasks assigned to n that its worker neither runs nor reported: the job lost them. */
+static void check_missing(struct sched_ctx *s, struct sched_node *n, const Gs__NodeRegister *reg)
+{
+    size_t count = sched_jobs_count(s->jobs);
+
+    for (size_t i = 0; i < count; i++) {
+        struct sched_job *job = sched_jobs_at(s->jobs, i);
+        uint32_t at;
+        char why[200];
+
+        if (job->state != SCHED_JOB_RUNNING || !job_uses(job, n->index, &at))
+            continue;
+        for (uint32_t r = 0; r < job->ntasks; r++) {
+            const struct sched_task *t = &job->tasks[r];
+
+            if (t->node != at || t->ended || find_running(reg, job->id, r, job->attempt) ||
+                has_exit(reg, job->id, r, job->attempt))
+                continue;
+            /* A worker that started after the job did lost the tasks with its restart; one
+             * that was up all along never got the launch. */
+            if (reg->worker_start_ms > job->start_ms) {
+                snprintf(why, sizeof(why), "node %s: its worker restarted", n->name);
+                fail_over(s, job, at, why, true);
+            } else {
+                snprintf(why, sizeof(why), "node %s never received the launch", n->name);
+                fail_over(s, job, at, why, false);
+            }
+            break;
+        }
+    }
+}
+
+int sched_engine_reconcile(struct sched_ctx *s, struct sched_node *n, const Gs__NodeRegister *reg,
+                           Gs__TaskRef ***ret_kill, size_t *ret_nkill)
+{
+    Gs__TaskRef **kill = calloc(reg->n_running + 1, sizeof(*kill));
+    size_t nkill = 0;
+
+    if (kill == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < reg->n_running; i++) {
+        const Gs__TaskRef *r = reg->running[i];
+
+        if (assigned_here(s, n, r)) {
+            struct sched_job *job = sched_jobs_find(s->jobs, r->job_id);
+            job->tasks[r->rank].pid = r->pid;
+            job->tasks[r->rank].started = true;
+        } else {
+            kill[nkill++] = reg->running[i];
+        }
+    }
+    for (size_t i = 0; i < reg->n_unacked_exits; i++)
+        sched_engine_task_exit(s, n, reg->unacked_exits[i]);
+    check_missing(s, n, reg);
+    *ret_kill = kill;
+    *ret_nkill = nkill;
+    return 0;
+}
+
+/* --- cancel, hold, release ---------------------------------------------------------------- */
+
+struct action_op {
+    struct sched_cli *cli;
+    uint64_t request_id;
+    Gs__Envelope__BodyCase reply_case;
+    Gs__JobActionResult *results;
+    Gs__JobActionResult **ptrs;
+    char (*messages)[160];
+    size_t n;
+};
+
+/* One job's action; returns 0 or a negative errno with msg saying why. */
+static int act(struct sched_ctx *s, struct sched_cli *c, Gs__Envelope__BodyCase what,
+               const Gs__CancelRequest *cancel, struct sched_job *job, struct sched_change *ch,
+               char *msg, size_t size)
+{
+    uint64_t now = gs_clock_wall_ms();
+    char detail[160];
+
+    if (c->uid != 0 && c->uid != job->uid) {
+        snprintf(msg, size, "job %llu: permission denied (it belongs to %s)",
+                 (unsigned long long)job->id, job->user);
+        return -EPERM;
+    }
+    if (sched_job_finished(job)) {
+        snprintf(msg, size, "job %llu has already ended (%s)", (unsigned long long)job->id,
+                 sched_job_state_name(job->state));
+        return -EALREADY;
+    }
+    if (what == GS__ENVELOPE__BODY_CANCEL_REQUEST && cancel->signal != 0) {
+        if (job->state != SCHED_JOB_RUNNING) {
+            snprintf(msg, size, "job %llu is not running", (unsigned long long)job->id);
+            return -EINVAL;
+        }
+        signal_job(s, job, UINT32_MAX, cancel->signal, GS__END_REASON__END_REASON_NONE,
+                   "signal from gsched cancel");
+        snprintf(msg, size, "signal %u sent", cancel->signal);
+        return 0;
+    }
+    if (what == GS__ENVELOPE__BODY_CANCEL_REQUEST) {
+        snprintf(detail, sizeof(detail), "cancelled by %s%s%s", c->uid == 0 ? "root" : job->user,
+                 cancel->reason && cancel->reason[0] ? ": " : "",
+                 cancel->reason ? cancel->reason : "");
+        snprintf(job->reason, sizeof(job->reason), "%s", detail);
+        if (sched_job_cancel(job, now)) {
+            sched_job_note(job, now, job->state, detail);
+            sched_change_event(ch, now, job->id, "", "CANCELLED", detail);
+            sched_query_job_changed(s, job);
+            sched_engine_wake(s); /* its dependents may now be decided */
+        } else {
+            signal_job(s, job, UINT32_MAX, 0, GS__END_REASON__END_REASON_CANCELLED, detail);
+            snprintf(msg, size, "cancelling: its tasks are being ended");
+        }
+        sched_change_job(ch, job);
+        return 0;
+    }
+    if (job->state != SCHED_JOB_PENDING) {
+        snprintf(msg, size, "job %llu is %s: only pending jobs can be %s",
+                 (unsigned long long)job->id, sched_job_state_name(job->state),
+                 what == GS__ENVELOPE__BODY_HOLD_REQUEST ? "held" : "released");
+        return -EINVAL;
+    }
+    if ((what == GS__ENVELOPE__BODY_HOLD_REQUEST) == job->held) {
+        snprintf(msg, size, "job %llu is %s held", (unsigned long long)job->id,
+                 job->held ? "already" : "not");
+        return -EALREADY;
+    }
+    job->held = what == GS__ENVELOPE__BODY_HOLD_REQUEST;
+    snprintf(detail, sizeof(detail), "%s by %s", job->held ? "held" : "released",
+             c->uid == 0 ? "root" : job->user);
+    sched_job_note(job, now, job->state, detail);
+    sched_change_job(ch, job);
+    sched_change_event(ch, now, job->id, "", "PENDING", detail);
+    if (!job->held)
+        sched_engine_wake(s);
+    return 0;
+}
+
+static void action_stored(struct sched_ctx *s, int status, void *arg)
+{
+    struct action_op *op = arg;
+    Gs__JobActionReply reply = GS__JOB_ACTION_REPLY__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+
+    (void)s;
+    if (status < 0) {
+        sched_cli_error(op->cli, op->request_id, status, "the change could not be stored", true);
+    } else {
+        reply.n_results = op->n;
+        reply.results = op->ptrs;
+        env.request_id = op->request_id;
+        env.body_case = op->reply_case;
+        if (op->reply_case == GS__ENVELOPE__BODY_CANCEL_REPLY)
+            env.cancel_reply = &reply;
+        else if (op->reply_case == GS__ENVELOPE__BODY_HOLD_REPLY)
+            env.hold_reply = &reply;
+        else
+            env.release_reply = &reply;
+        sched_cli_reply(op->cli, &env, true);
+    }
+    free(op->results);
+    free(op->ptrs);
+    free(op->messages);
+    free(op);
+}
+
+static int add_result(struct action_op *op, uint64_t job_id, int code, const char *msg,
+                      Gs__JobState state, size_t cap)
+{
+    Gs__JobActionResult *r;
+
+    if (op->n >= cap)
+        return -ENOMEM;
+    r = &op->results[op->n];
+    gs__job_action_result__init(r);
+    r->job_id = job_id;
+    r->code = code;
+    snprintf(op->messages[op->n], sizeof(op->messages[op->n]), "%s", msg);
+    r->message = op->messages[op->n];
+    r->state = state;
+    op->ptrs[op->n++] = r;
+    return 0;
+}
+
+void sched_engine_action(struct sched_cli *c, const Gs__Envelope *env)
+{
+    struct sched_ctx *s = c->s;
+    const Gs__JobSelector *sel = NULL;
+    const Gs__CancelRequest *cancel = NULL;
+    struct action_op *op = calloc(1, sizeof(*op));
+    size_t count = sched_jobs_count(s->jobs), cap;
+    struct sched_change *ch = sched_change_new(s);
+    char msg[160];
+
+    if (env->body_case == GS__ENVELOPE__BODY_CANCEL_REQUEST) {
+        cancel = env->cancel_request;
+        sel = cancel->selector;
+        if (op != NULL)
+            op->reply_case = GS__ENVELOPE__BODY_CANCEL_REPLY;
+    } else if (env->body_case == GS__ENVELOPE__BODY_HOLD_REQUEST) {
+        sel = env->hold_request->selector;
+        if (op != NULL)
+            op->reply_case = GS__ENVELOPE__BODY_HOLD_REPLY;
+    } else {
+        sel = env->release_request->selector;
+        if (op != NULL)
+            op->reply_case = GS__ENVELOPE__BODY_RELEASE_REPLY;
+    }
+    if (op == NULL || ch == NULL || sel == NULL) {
+        sched_cli_error(c, env->request_id, op == NULL || ch == NULL ? -ENOMEM : -EINVAL,
+                        op == NULL || ch == NULL ? "out of memory" : "no jobs selected", false);
+        free(op);
+        sched_change_commit(s, ch, NULL, NULL);
+        return;
+    }
+    cap = sel->n_job_ids > 0 ? sel->n_job_ids : count;
+    op->cli = c;
+    op->request_id = env->request_id;
+    op->results = calloc(cap + 1, sizeof(*op->results));
+    op->ptrs = calloc(cap + 1, sizeof(*op->ptrs));
+    op->messages = calloc(cap + 1, sizeof(*op->messages));
+    if (op->results == NULL || op->ptrs == NULL || op->messages == NULL)
+        cap = 0;
+    for (size_t i = 0; i < (sel->n_job_ids > 0 ? sel->n_job_ids : count); i++) {
+        struct sched_job *job = sel->n_job_ids > 0 ? sched_jobs_find(s->jobs, sel->job_ids[i])
+                                                   : sched_jobs_at(s->jobs, i);
+        int rc;
+
+        if (sel->n_job_ids == 0 &&
+            (!sched_job_selected(job, sel, false) || (c->uid != 0 && c->uid != job->uid)))
+            continue;
+        msg[0] = '\0';
+        if (job == NULL) {
+            snprintf(msg, sizeof(msg), "job %llu: no such job",
+                     (unsigned long long)sel->job_ids[i]);
+            add_result(op, sel->job_ids[i], -ENOENT, msg, GS__JOB_STATE__JOB_STATE_UNSPECIFIED,
+                       cap);
+            continue;
+        }
+        rc = act(s, c, env->body_case, cancel, job, ch, msg, sizeof(msg));
+        add_result(op, job->id, rc, msg, sched_job_wire_state(job), cap);
+    }
+    sched_cli_hold(c);
+    sched_change_commit(s, ch, action_stored, op);
+}

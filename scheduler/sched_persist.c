@@ -1,0 +1,613 @@
+/*
+ * sched_persist.c: how gschedd's state reaches SQLite and comes back after a restart.
+ *
+ * The loop never touches the database while running: it builds a change, a self-contained
+ * snapshot of rows (jobs with their packed spec and allocation, tasks, events, nodes), and
+ * hands it to the journal's writer thread; the change's continuation runs on the loop once
+ * the rows are on disk. That continuation is where acknowledgements go out (a submit's
+ * reply, a task exit's ack), so nothing is acknowledged before it is durable.
+ *
+ * At start, before the journal's thread exists, the loop thread reads everything back:
+ * nodes first (so allocations can be mapped onto cluster indices), then jobs, their tasks
+ * and their history. Running jobs take their resources again; whether they still run is
+ * settled when their workers register (sched_engine_reconcile).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "proto/jobspec.h"
+#include "scheduler/sched_internal.h"
+
+struct ch_job {
+    struct sched_job_row row;
+    char *name, *user, *reason;
+    uint8_t *spec, *alloc;
+};
+
+struct ch_task {
+    struct sched_task_row row;
+    char *node;
+};
+
+struct ch_event {
+    uint64_t at_ms, job_id;
+    char *node, *kind, *detail;
+};
+
+struct ch_node {
+    struct sched_node_row row;
+    char *name;
+    uint8_t *topology;
+};
+
+struct sched_change {
+    int rc;
+    struct ch_job *jobs;
+    size_t njobs;
+    struct ch_task *tasks;
+    size_t ntasks;
+    uint64_t *clears;
+    size_t nclears;
+    struct ch_event *events;
+    size_t nevents;
+    struct ch_node *nodes;
+    size_t nnodes;
+    struct sched_ctx *s;
+    sched_change_fn then;
+    void *arg;
+};
+
+struct sched_change *sched_change_new(struct sched_ctx *s)
+{
+    struct sched_change *ch = calloc(1, sizeof(struct sched_change));
+
+    if (ch != NULL)
+        ch->s = s;
+    return ch;
+}
+
+/* A new zeroed slot at the end of *v, or NULL (and ch->rc set) when out of memory. */
+static void *grow(struct sched_change *ch, void **v, size_t *n, size_t size)
+{
+    char *nv;
+
+    if (ch == NULL || ch->rc < 0)
+        return NULL;
+    nv = realloc(*v, (*n + 1) * size);
+    if (nv == NULL) {
+        ch->rc = -ENOMEM;
+        return NULL;
+    }
+    *v = nv;
+    memset(nv + *n * size, 0, size);
+    return nv + (*n)++ * size;
+}
+
+static char *dup_or_fail(struct sched_change *ch, const char *str)
+{
+    char *d = strdup(str != NULL ? str : "");
+
+    if (d == NULL)
+        ch->rc = -ENOMEM;
+    return d;
+}
+
+static void change_free(struct sched_change *ch)
+{
+    for (size_t i = 0; i < ch->njobs; i++) {
+        free(ch->jobs[i].name);
+        free(ch->jobs[i].user);
+        free(ch->jobs[i].reason);
+        free(ch->jobs[i].spec);
+        free(ch->jobs[i].alloc);
+    }
+    for (size_t i = 0; i < ch->ntasks; i++)
+        free(ch->tasks[i].node);
+    for (size_t i = 0; i < ch->nevents; i++) {
+        free(ch->events[i].node);
+        free(ch->events[i].kind);
+        free(ch->events[i].detail);
+    }
+    for (size_t i = 0; i < ch->nnodes; i++) {
+        free(ch->nodes[i].name);
+        free(ch->nodes[i].topology);
+    }
+    free(ch->jobs);
+    free(ch->tasks);
+    free(ch->clears);
+    free(ch->events);
+    free(ch->nodes);
+    free(ch);
+}
+
+static int pack_spec(const struct gs_jobspec *spec, uint8_t **ret, size_t *ret_len)
+{
+    struct gs_proto_jobspec_view view;
+    size_t len;
+    int rc = gs_proto_jobspec_view_init(&view, spec);
+
+    if (rc < 0)
+        return rc;
+    len = gs__job_spec__get_packed_size(&view.spec);
+    *ret = malloc(len > 0 ? len : 1);
+    if (*ret != NULL)
+        *ret_len = gs__job_spec__pack(&view.spec, *ret);
+    gs_proto_jobspec_view_release(&view);
+    return *ret != NULL ? 0 : -ENOMEM;
+}
+
+/* The allocation as a LaunchTasks holding only where the job runs: nodes and master port. */
+static int pack_alloc(struct sched_ctx *s, const struct sched_job *job, uint8_t **ret,
+                      size_t *ret_len)
+{
+    Gs__LaunchTasks lt = GS__LAUNCH_TASKS__INIT;
+    struct sched_alloc_msg m;
+    size_t len;
+    int rc = sched_alloc_msg_build(s, job, &m);
+
+    if (rc < 0)
+        return rc;
+    lt.job_id = job->id;
+    lt.attempt = job->attempt;
+    lt.n_allocation = m.n;
+    lt.allocation = m.ptrs;
+    lt.world_size = job->ntasks;
+    lt.master_port = job->master_port;
+    len = gs__launch_tasks__get_packed_size(&lt);
+    *ret = malloc(len > 0 ? len : 1);
+    if (*ret != NULL)
+        *ret_len = gs__launch_tasks__pack(&lt, *ret);
+    sched_alloc_msg_release(&m);
+    return *ret != NULL ? 0 : -ENOMEM;
+}
+
+void sched_change_job(struct sched_change *ch, const struct sched_job *job)
+{
+    struct ch_job *cj = grow(ch, (void **)&ch->jobs, &ch->njobs, sizeof(*cj));
+    struct sched_job_row *r;
+
+    if (cj == NULL)
+        return;
+    r = &cj->row;
+    cj->name = dup_or_fail(ch, job->spec->name);
+    cj->user = dup_or_fail(ch, job->user);
+    cj->reason = dup_or_fail(ch, job->reason);
+    if (ch->rc == 0)
+        ch->rc = pack_spec(job->spec, &cj->spec, &r->spec_len);
+    if (ch->rc == 0 && job->state == SCHED_JOB_RUNNING)
+        ch->rc = pack_alloc(ch->s, job, &cj->alloc, &r->alloc_len);
+    r->id = job->id;
+    r->name = cj->name;
+    r->uid = job->uid;
+    r->gid = job->gid;
+    r->user = cj->user;
+    r->priority = job->spec->priority;
+    r->state = job->state;
+    r->reason = cj->reason;
+    r->held = job->held;
+    r->submit_ms = job->submit_ms;
+    r->start_ms = job->start_ms;
+    r->end_ms = job->end_ms;
+    r->exit_code = job->exit_code;
+    r->signaled = job->signaled;
+    r->term_signal = job->term_signal;
+    r->restarts = job->restarts;
+    r->attempt = job->attempt;
+    r->spec = cj->spec;
+    r->alloc = cj->alloc;
+}
+
+/* A task's row state: RUNNING until it ends, then what its end means for the job. */
+static int task_state(const struct sched_task *t)
+{
+    if (!t->ended)
+        return SCHED_JOB_RUNNING;
+    switch (t->how) {
+    case SCHED_TASK_CANCELLED:
+        return SCHED_JOB_CANCELLED;
+    case SCHED_TASK_TIMEOUT:
+        return SCHED_JOB_TIMEOUT;
+    case SCHED_TASK_LAUNCH_FAILED:
+        return SCHED_JOB_FAILED;
+    default:
+        return t->exit_code != 0 || t->term_signal != 0 ? SCHED_JOB_FAILED : SCHED_JOB_COMPLETED;
+    }
+}
+
+void sched_change_task(struct sched_change *ch, const struct sched_job *job, uint32_t rank)
+{
+    struct sched_ctx *s = ch->s;
+    const struct sched_task *t = &job->tasks[rank];
+    struct ch_task *ct = grow(ch, (void **)&ch->tasks, &ch->ntasks, sizeof(*ct));
+    uint32_t node = job->alloc.nnodes > t->node ? job->alloc.nodes[t->node].node : 0;
+
+    if (ct == NULL)
+        return;
+    ct->node = dup_or_fail(
+        ch, job->alloc.nnodes > t->node ? sched_cluster_node_name(s->cluster, node) : "");
+    ct->row = (struct sched_task_row){.job_id = job->id,
+                                      .rank = rank,
+                                      .node = ct->node,
+                                      .attempt = job->attempt,
+                                      .state = task_state(t),
+                                      .pid = t->pid,
+                                      .exit_code = t->exit_code,
+                                      .signaled = t->term_signal != 0,
+                                      .term_signal = t->term_signal,
+                                      .end_reason = (int)t->how,
+                                      .start_ms = t->start_ms,
+                                      .end_ms = t->end_ms};
+}
+
+void sched_change_tasks(struct sched_change *ch, const struct sched_job *job)
+{
+    for (uint32_t r = 0; r < job->ntasks && job->tasks != NULL; r++)
+        sched_change_task(ch, job, r);
+}
+
+void sched_change_clear_tasks(struct sched_change *ch, uint64_t job_id)
+{
+    uint64_t *slot = grow(ch, (void **)&ch->clears, &ch->nclears, sizeof(*slot));
+
+    if (slot != NULL)
+        *slot = job_id;
+}
+
+void sched_change_event(struct sched_change *ch, uint64_t at_ms, uint64_t job_id, const char *node,
+                        const char *kind, const char *detail)
+{
+    struct ch_event *e = grow(ch, (void **)&ch->events, &ch->nevents, sizeof(*e));
+
+    if (e == NULL)
+        return;
+    e->at_ms = at_ms;
+    e->job_id = job_id;
+    e->node = dup_or_fail(ch, node);
+    e->kind = dup_or_fail(ch, kind);
+    e->detail = dup_or_fail(ch, detail);
+}
+
+void sched_change_node(struct sched_change *ch, const struct sched_node *n)
+{
+    struct ch_node *cn = grow(ch, (void **)&ch->nodes, &ch->nnodes, sizeof(*cn));
+    size_t len;
+
+    if (cn == NULL)
+        return;
+    cn->name = dup_or_fail(ch, n->name);
+    len = gs__node_topology__get_packed_size(n->topology);
+    cn->topology = malloc(len > 0 ? len : 1);
+    if (cn->topology == NULL) {
+        ch->rc = -ENOMEM;
+        return;
+    }
+    cn->row.topology_len = gs__node_topology__pack(n->topology, cn->topology);
+    cn->row.topology = cn->topology;
+    cn->row.name = cn->name;
+    cn->row.state = n->up ? "up" : "down";
+    cn->row.last_seen_ms = n->last_heartbeat_wall;
+}
+
+/* Writer thread: the rows in an order that keeps a requeue's clear before its new tasks. */
+static int apply_change(struct sched_store *store, void *data)
+{
+    struct sched_change *ch = data;
+    int rc = 0;
+
+    for (size_t i = 0; rc == 0 && i < ch->nclears; i++)
+        rc = sched_store_clear_tasks(store, ch->clears[i]);
+    for (size_t i = 0; rc == 0 && i < ch->njobs; i++)
+        rc = sched_store_put_job(store, &ch->jobs[i].row);
+    for (size_t i = 0; rc == 0 && i < ch->ntasks; i++)
+        rc = sched_store_put_task(store, &ch->tasks[i].row);
+    for (size_t i = 0; rc == 0 && i < ch->nevents; i++) {
+        const struct ch_event *e = &ch->events[i];
+        rc = sched_store_add_event(store, e->at_ms, e->job_id, e->node, e->kind, e->detail);
+    }
+    for (size_t i = 0; rc == 0 && i < ch->nnodes; i++)
+        rc = sched_store_put_node(store, &ch->nodes[i].row);
+    return rc;
+}
+
+static void change_done(int status, void *data)
+{
+    struct sched_change *ch = data;
+
+    if (status < 0)
+        GS_LOG(GS_LOG_ERROR, "error=\"%s\" state change not stored", gs_strerror(status));
+    if (ch->then != NULL)
+        ch->then(ch->s, status, ch->arg);
+    change_free(ch);
+}
+
+void sched_change_commit(struct sched_ctx *s, struct sched_change *ch, sched_change_fn then,
+                         void *arg)
+{
+    int rc;
+
+    if (ch == NULL) {
+        if (then != NULL)
+            then(s, -ENOMEM, arg);
+        return;
+    }
+    ch->s = s;
+    ch->then = then;
+    ch->arg = arg;
+    rc = ch->rc;
+    if (rc == 0)
+        rc = s->journal != NULL ? sched_journal_submit(s->journal, apply_change, change_done, ch)
+                                : -ESHUTDOWN;
+    if (rc < 0)
+        change_done(rc, ch);
+}
+
+/* --- reload at start ----------------------------------------------------------------- */
+
+static int load_node(const struct sched_node_row *row, void *data)
+{
+    struct sched_ctx *s = data;
+    Gs__NodeTopology *t = gs__node_topology__unpack(NULL, row->topology_len, row->topology);
+    struct sched_node *n;
+
+    if (t == NULL) {
+        GS_LOG(GS_LOG_WARN, "node=%s stored topology unreadable, forgotten", row->name);
+        return 0;
+    }
+    n = sched_node_add(s, row->name, t);
+    gs__node_topology__free_unpacked(t, NULL);
+    if (n == NULL)
+        return -ENOMEM;
+    /* Up but unschedulable until its worker registers again; the heartbeat deadline
+     * starts now, so a node that never comes back fails its jobs over in due time. */
+    n->up = strcmp(row->state, "up") == 0;
+    snprintf(n->reason, sizeof(n->reason), "%s",
+             n->up ? "waiting for its worker after a scheduler restart" : "down before restart");
+    n->last_heartbeat_mono = gs_clock_mono_ms();
+    n->last_heartbeat_wall = row->last_seen_ms;
+    sched_node_update_schedulable(s, n);
+    return 0;
+}
+
+/* Rebuilds a running job's allocation from its stored LaunchTasks and takes it again. */
+static int restore_alloc(struct sched_ctx *s, struct sched_job *job, const void *blob, size_t len)
+{
+    Gs__LaunchTasks *lt = gs__launch_tasks__unpack(NULL, len, blob);
+    struct sched_alloc alloc;
+    uint32_t attempt = job->attempt, tpn;
+    int rc = -EINVAL;
+
+    sched_alloc_init(&alloc);
+    if (lt == NULL || lt->n_allocation == 0)
+        goto out;
+    alloc.nodes = calloc(lt->n_allocation, sizeof(*alloc.nodes));
+    if (alloc.nodes == NULL) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    alloc.cap = (uint32_t)lt->n_allocation;
+    alloc.exclusive = job->spec->exclusive;
+    for (size_t i = 0; i < lt->n_allocation; i++) {
+        const Gs__NodeAllocation *na = lt->allocation[i];
+        struct sched_node *n = sched_node_find(s, na->node_name);
+        struct sched_node_alloc *a = &alloc.nodes[alloc.nnodes++];
+
+        if (n == NULL)
+            goto out;
+        a->node = n->index;
+        a->mem_mib = na->mem_mib;
+        for (size_t g = 0; g < na->n_gpus; g++)
+            a->gpus |= na->gpus[g] < SCHED_MAX_GPUS ? 1ULL << na->gpus[g] : 0;
+        for (size_t c = 0; c < na->n_cores; c++) {
+            if (na->cores[c] < SCHED_MAX_CORES)
+                a->cores[na->cores[c] / 64] |= 1ULL << (na->cores[c] % 64);
+        }
+    }
+    tpn = lt->allocation[0]->ntasks;
+    job->state = SCHED_JOB_PENDING;
+    job->attempt = attempt > 0 ? attempt - 1 : 0; /* start counts it again */
+    rc = sched_job_start(job, &alloc, tpn > 0 ? tpn : 1, job->start_ms);
+    if (rc == 0) {
+        sched_cluster_take(s->cluster, &job->alloc);
+        job->master_port = lt->master_port;
+    }
+out:
+    if (rc < 0)
+        job->state = SCHED_JOB_RUNNING;
+    sched_alloc_release(&alloc);
+    gs__launch_tasks__free_unpacked(lt, NULL);
+    return rc;
+}
+
+static int load_job(const struct sched_job_row *row, void *data)
+{
+    struct sched_ctx *s = data;
+    Gs__JobSpec *pb = gs__job_spec__unpack(NULL, row->spec_len, row->spec);
+    struct gs_jobspec *spec = NULL;
+    struct sched_job *job;
+    struct gs_error err;
+    uint64_t start_ms = row->start_ms;
+
+    gs_error_clear(&err);
+    if (pb == NULL || gs_proto_jobspec_from_pb(pb, &spec, &err) < 0) {
+        GS_LOG(GS_LOG_ERROR, "job=%llu error=\"%s\" stored spec unreadable, skipped",
+               (unsigned long long)row->id, pb == NULL ? "unpack" : err.msg);
+        gs__job_spec__free_unpacked(pb, NULL);
+        return 0;
+    }
+    gs__job_spec__free_unpacked(pb, NULL);
+    job = sched_jobs_add(s->jobs, row->id, spec, row->submit_ms);
+    if (job == NULL)
+        return -ENOMEM;
+    job->uid = row->uid;
+    job->gid = row->gid;
+    snprintf(job->user, sizeof(job->user), "%s", row->user);
+    snprintf(job->reason, sizeof(job->reason), "%s", row->reason);
+    job->held = row->held;
+    job->state = (enum sched_job_state)row->state;
+    job->start_ms = start_ms;
+    job->end_ms = row->end_ms;
+    job->exit_code = row->exit_code;
+    job->signaled = row->signaled;
+    job->term_signal = row->term_signal;
+    job->restarts = row->restarts;
+    job->attempt = row->attempt;
+    if (job->state == SCHED_JOB_REQUEUED)
+        job->state = SCHED_JOB_PENDING;
+    if (job->state == SCHED_JOB_RUNNING &&
+        (row->alloc == NULL || restore_alloc(s, job, row->alloc, row->alloc_len) < 0)) {
+        GS_LOG(GS_LOG_WARN, "job=%llu stored allocation unusable, requeued",
+               (unsigned long long)job->id);
+        job->state = SCHED_JOB_PENDING;
+        sched_alloc_release(&job->alloc);
+    }
+    if (job->state == SCHED_JOB_RUNNING)
+        job->start_ms = start_ms;
+    return 0;
+}
+
+static enum sched_task_end task_end_of(int end_reason)
+{
+    switch (end_reason) {
+    case SCHED_TASK_CANCELLED:
+    case SCHED_TASK_TIMEOUT:
+    case SCHED_TASK_LAUNCH_FAILED:
+        return (enum sched_task_end)end_reason;
+    default:
+        return SCHED_TASK_EXITED;
+    }
+}
+
+/* A finished job keeps its tasks' ends and nodes, for `gsched show` and `gsched logs`. */
+static int restore_ended_task(struct sched_ctx *s, struct sched_job *job,
+                              const struct sched_task_row *row)
+{
+    struct sched_node *n = sched_node_find(s, row->node);
+    struct sched_task *t, *v;
+
+    if (row->rank >= 1u << 20)
+        return 0;
+    if (row->rank >= job->ntasks) {
+        v = realloc(job->tasks, (row->rank + 1) * sizeof(*v));
+        if (v == NULL)
+            return -ENOMEM;
+        memset(v + job->ntasks, 0, (row->rank + 1 - job->ntasks) * sizeof(*v));
+        job->tasks = v;
+        job->ntasks = row->rank + 1;
+    }
+    t = &job->tasks[row->rank];
+    t->cluster_node = n != NULL ? n->index : UINT32_MAX;
+    t->ended = true;
+    t->how = task_end_of(row->end_reason);
+    t->pid = row->pid;
+    t->exit_code = row->exit_code;
+    t->term_signal = row->term_signal;
+    t->start_ms = row->start_ms;
+    t->end_ms = row->end_ms;
+    return 0;
+}
+
+static int load_task(const struct sched_task_row *row, void *data)
+{
+    struct sched_ctx *s = data;
+    struct sched_job *job = sched_jobs_find(s->jobs, row->job_id);
+    struct sched_task *t;
+
+    if (job == NULL || row->attempt != job->attempt)
+        return 0;
+    if (job->state != SCHED_JOB_RUNNING)
+        return restore_ended_task(s, job, row);
+    if (row->rank >= job->ntasks)
+        return 0;
+    t = &job->tasks[row->rank];
+    t->pid = row->pid;
+    t->started = row->pid > 0;
+    t->start_ms = row->start_ms;
+    if (row->state != SCHED_JOB_RUNNING)
+        sched_job_task_ended(job, row->rank, task_end_of(row->end_reason), row->exit_code,
+                             row->term_signal, row->end_ms);
+    return 0;
+}
+
+static enum sched_job_state state_of_kind(const char *kind)
+{
+    static const char *const kinds[] = {
+        [SCHED_JOB_PENDING] = "PENDING",     [SCHED_JOB_RUNNING] = "RUNNING",
+        [SCHED_JOB_COMPLETED] = "COMPLETED", [SCHED_JOB_FAILED] = "FAILED",
+        [SCHED_JOB_CANCELLED] = "CANCELLED", [SCHED_JOB_TIMEOUT] = "TIMEOUT",
+        [SCHED_JOB_NODE_FAIL] = "NODE_FAIL", [SCHED_JOB_REQUEUED] = "REQUEUED",
+    };
+
+    for (int i = SCHED_JOB_PENDING; i <= SCHED_JOB_REQUEUED; i++) {
+        if (strcmp(kind, kinds[i]) == 0)
+            return (enum sched_job_state)i;
+    }
+    return SCHED_JOB_PENDING;
+}
+
+static int load_event(uint64_t at_ms, uint64_t job_id, const char *node, const char *kind,
+                      const char *detail, void *data)
+{
+    struct sched_ctx *s = data;
+    struct sched_job *job = sched_jobs_find(s->jobs, job_id);
+
+    (void)node;
+    return job != NULL ? sched_job_note(job, at_ms, state_of_kind(kind), detail) : 0;
+}
+
+static int make_dirs(const char *path)
+{
+    char buf[512];
+
+    snprintf(buf, sizeof(buf), "%s", path);
+    for (char *p = buf + 1; *p != '\0'; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+            return -errno;
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+        return -errno;
+    return 0;
+}
+
+int sched_persist_open(struct sched_ctx *s, struct gs_error *err)
+{
+    struct sched_store *store = NULL;
+    char path[600];
+    int rc = make_dirs(s->state_dir);
+
+    if (rc < 0)
+        return gs_error_set(err, rc, 0, 0, "state directory %s: %s", s->state_dir, gs_strerror(rc));
+    snprintf(path, sizeof(path), "%s/gsched.db", s->state_dir);
+    rc = sched_store_open(path, &store, err);
+    if (rc < 0)
+        return rc;
+    rc = sched_store_next_job_id(store, &s->next_job_id);
+    if (rc == 0)
+        rc = sched_store_load_nodes(store, load_node, s);
+    if (rc == 0)
+        rc = sched_store_load_jobs(store, load_job, s);
+    if (rc == 0)
+        rc = sched_store_load_tasks(store, load_task, s);
+    if (rc == 0)
+        rc = sched_store_load_events(store, 0, load_event, s);
+    if (rc < 0) {
+        sched_store_close(store);
+        return gs_error_set(err, rc, 0, 0, "loading %s: %s", path, gs_strerror(rc));
+    }
+    s->journal = sched_journal_new(s->loop, store);
+    if (s->journal == NULL) {
+        sched_store_close(store);
+        return gs_error_set(err, -ENOMEM, 0, 0, "cannot start the journal");
+    }
+    GS_LOG(GS_LOG_INFO, "db=%s jobs=%zu nodes=%zu next_job=%llu state loaded", path,
+           sched_jobs_count(s->jobs), s->nnodes, (unsigned long long)s->next_job_id);
+    return 0;
+}

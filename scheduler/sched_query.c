@@ -1,0 +1,611 @@
+/*
+ * sched_query.c: what the CLI reads from gschedd: the queue, one job's details and history,
+ * waiting for jobs to start or end, and task output.
+ *
+ * Queue and show are answered at once from memory. A wait holds its CLI connection until
+ * every job it names has reached the wanted point (sched_query_job_changed is called on each
+ * state change) or its timeout fires. Logs live on the node that ran the task: the request
+ * is passed on to that node's worker with the file's path filled in, and the worker's answer
+ * comes back through here to the CLI.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/buf.h"
+#include "common/log.h"
+#include "common/units.h"
+#include "proto/jobspec.h"
+#include "scheduler/sched_internal.h"
+
+#define LOGS_MAX_BYTES (1u << 20)
+
+/* A JobInfo and what it borrows or owns. */
+struct info {
+    Gs__JobInfo info;
+    Gs__UserIdentity user;
+    Gs__Resources res;
+    struct sched_alloc_msg alloc;
+    struct gs_proto_jobspec_view view;
+    bool has_view;
+};
+
+/* Where an ended job ran, from its tasks (which GPUs is no longer known). */
+static int ended_nodes(struct sched_ctx *s, const struct sched_job *job, struct sched_alloc_msg *m)
+{
+    m->n = 0;
+    m->nodes = calloc(job->ntasks + 1, sizeof(*m->nodes));
+    m->ptrs = calloc(job->ntasks + 1, sizeof(*m->ptrs));
+    if (m->nodes == NULL || m->ptrs == NULL)
+        return -ENOMEM;
+    for (uint32_t r = 0; r < job->ntasks; r++) {
+        uint32_t cn = job->tasks[r].cluster_node;
+        Gs__NodeAllocation *na = m->n > 0 ? &m->nodes[m->n - 1] : NULL;
+
+        if (cn >= s->nnodes)
+            continue;
+        if (na != NULL && strcmp(na->node_name, s->nodes[cn]->name) == 0) {
+            na->ntasks++;
+            continue;
+        }
+        na = &m->nodes[m->n];
+        gs__node_allocation__init(na);
+        na->node_name = s->nodes[cn]->name;
+        na->address = (char *)sched_node_address(s->nodes[cn]);
+        na->first_rank = r;
+        na->ntasks = 1;
+        m->ptrs[m->n++] = na;
+    }
+    return 0;
+}
+
+static int info_fill(struct sched_ctx *s, const struct sched_job *job, struct info *in,
+                     bool with_spec)
+{
+    const struct gs_jobspec *sp = job->spec;
+    int rc = 0;
+
+    memset(in, 0, sizeof(*in));
+    gs__job_info__init(&in->info);
+    gs__user_identity__init(&in->user);
+    gs__resources__init(&in->res);
+    in->user.uid = job->uid;
+    in->user.gid = job->gid;
+    in->user.username = (char *)job->user;
+    in->res.nodes = sp->nodes;
+    in->res.gpus_per_node = sp->gpus_per_node;
+    if (sp->cpus_per_gpu > 0) {
+        in->res.cpus_case = GS__RESOURCES__CPUS_CPUS_PER_GPU;
+        in->res.cpus_per_gpu = sp->cpus_per_gpu;
+    } else if (sp->cpus_per_task > 0) {
+        in->res.cpus_case = GS__RESOURCES__CPUS_CPUS_PER_TASK;
+        in->res.cpus_per_task = sp->cpus_per_task;
+    }
+    in->res.mem_per_node_mib = sp->mem_per_node_mib;
+    in->res.time_limit_s = sp->time_limit_s == GS_DURATION_INFINITE ? 0 : sp->time_limit_s;
+    in->res.exclusive = sp->exclusive;
+    in->res.constraint = sp->constraint != NULL ? sp->constraint : "";
+    in->info.job_id = job->id;
+    in->info.name = sp->name;
+    in->info.user = &in->user;
+    in->info.state = sched_job_wire_state(job);
+    in->info.reason = (char *)job->reason;
+    in->info.priority = sp->priority;
+    in->info.held = job->held;
+    in->info.resources = &in->res;
+    in->info.submit_time_ms = job->submit_ms;
+    in->info.start_time_ms = job->start_ms;
+    in->info.end_time_ms = job->end_ms;
+    in->info.expected_start_ms = job->expected_start_ms;
+    in->info.signaled = job->signaled;
+    in->info.exit_code = job->exit_code;
+    in->info.term_signal = (uint32_t)job->term_signal;
+    in->info.restart_count = job->restarts;
+    if (job->state == SCHED_JOB_RUNNING)
+        rc = sched_alloc_msg_build(s, job, &in->alloc);
+    else if (job->tasks != NULL)
+        rc = ended_nodes(s, job, &in->alloc);
+    in->info.n_allocation = in->alloc.n;
+    in->info.allocation = in->alloc.ptrs;
+    if (rc == 0 && with_spec) {
+        rc = gs_proto_jobspec_view_init(&in->view, sp);
+        in->has_view = rc == 0;
+        if (rc == 0)
+            in->info.spec = &in->view.spec;
+    }
+    return rc;
+}
+
+static void info_release(struct info *in)
+{
+    sched_alloc_msg_release(&in->alloc);
+    if (in->has_view)
+        gs_proto_jobspec_view_release(&in->view);
+}
+
+bool sched_job_selected(const struct sched_job *job, const Gs__JobSelector *sel, bool finished)
+{
+    if (!finished && sched_job_finished(job))
+        return false;
+    if (sel == NULL)
+        return true;
+    if (sel->name != NULL && sel->name[0] != '\0' && strcmp(sel->name, job->spec->name) != 0)
+        return false;
+    if (sel->user != NULL && sel->user[0] != '\0' && strcmp(sel->user, job->user) != 0)
+        return false;
+    if (sel->n_states == 0)
+        return true;
+    for (size_t i = 0; i < sel->n_states; i++) {
+        if ((int)sel->states[i] == (int)job->state)
+            return true;
+    }
+    return false;
+}
+
+/* Priority order, then submit order, as the planner considers them. */
+static int by_priority(const void *a, const void *b)
+{
+    const struct sched_job *x = *(const struct sched_job *const *)a;
+    const struct sched_job *y = *(const struct sched_job *const *)b;
+
+    if (x->spec->priority != y->spec->priority)
+        return x->spec->priority > y->spec->priority ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+void sched_query_queue(struct sched_cli *c, uint64_t request_id, const Gs__QueueRequest *req)
+{
+    struct sched_ctx *s = c->s;
+    size_t count = sched_jobs_count(s->jobs), n = 0;
+    const Gs__JobSelector *sel = req->selector;
+    struct sched_job **v = calloc(count + 1, sizeof(*v));
+    struct info *infos = NULL;
+    Gs__JobInfo **ptrs = NULL;
+    Gs__QueueReply reply = GS__QUEUE_REPLY__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+
+    if (v == NULL)
+        goto oom;
+    if (sel != NULL && sel->n_job_ids > 0) {
+        for (size_t i = 0; i < sel->n_job_ids; i++) {
+            struct sched_job *job = sched_jobs_find(s->jobs, sel->job_ids[i]);
+            if (job != NULL && sched_job_selected(job, sel, true) && n < count)
+                v[n++] = job;
+        }
+    } else {
+        for (size_t i = 0; i < count; i++) {
+            struct sched_job *job = sched_jobs_at(s->jobs, i);
+            if (sched_job_selected(job, sel, req->include_finished))
+                v[n++] = job;
+        }
+    }
+    qsort(v, n, sizeof(*v), by_priority);
+    if (req->limit > 0 && n > req->limit)
+        n = req->limit;
+    infos = calloc(n + 1, sizeof(*infos));
+    ptrs = calloc(n + 1, sizeof(*ptrs));
+    if (infos == NULL || ptrs == NULL)
+        goto oom;
+    for (size_t i = 0; i < n; i++) {
+        info_fill(s, v[i], &infos[i], false);
+        ptrs[i] = &infos[i].info;
+    }
+    reply.n_jobs = n;
+    reply.jobs = ptrs;
+    env.request_id = request_id;
+    env.body_case = GS__ENVELOPE__BODY_QUEUE_REPLY;
+    env.queue_reply = &reply;
+    sched_cli_reply(c, &env, false);
+    goto out;
+oom:
+    sched_cli_error(c, request_id, -ENOMEM, "out of memory", false);
+out:
+    for (size_t i = 0; infos != NULL && i < n; i++)
+        info_release(&infos[i]);
+    free(infos);
+    free(ptrs);
+    free(v);
+}
+
+static Gs__EndReason wire_end(enum sched_task_end how)
+{
+    switch (how) {
+    case SCHED_TASK_CANCELLED:
+        return GS__END_REASON__END_REASON_CANCELLED;
+    case SCHED_TASK_TIMEOUT:
+        return GS__END_REASON__END_REASON_TIMEOUT;
+    case SCHED_TASK_LAUNCH_FAILED:
+        return GS__END_REASON__END_REASON_LAUNCH_FAILED;
+    default:
+        return GS__END_REASON__END_REASON_NONE;
+    }
+}
+
+static const char *task_node_name(struct sched_ctx *s, const struct sched_task *t)
+{
+    return t->cluster_node < s->nnodes ? s->nodes[t->cluster_node]->name : "";
+}
+
+void sched_query_show(struct sched_cli *c, uint64_t request_id, const Gs__ShowRequest *req)
+{
+    struct sched_ctx *s = c->s;
+    struct sched_job *job = sched_jobs_find(s->jobs, req->job_id);
+    Gs__ShowReply reply = GS__SHOW_REPLY__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    Gs__JobStateChange *hist = NULL, **hptrs = NULL;
+    Gs__TaskExit *exits = NULL, **eptrs = NULL;
+    struct info in;
+    size_t ne = 0;
+    char msg[80];
+
+    if (job == NULL) {
+        snprintf(msg, sizeof(msg), "job %llu: no such job", (unsigned long long)req->job_id);
+        sched_cli_error(c, request_id, -ENOENT, msg, false);
+        return;
+    }
+    hist = calloc(job->nhistory + 1, sizeof(*hist));
+    hptrs = calloc(job->nhistory + 1, sizeof(*hptrs));
+    exits = calloc(job->ntasks + 1, sizeof(*exits));
+    eptrs = calloc(job->ntasks + 1, sizeof(*eptrs));
+    if (hist == NULL || hptrs == NULL || exits == NULL || eptrs == NULL ||
+        info_fill(s, job, &in, true) < 0) {
+        sched_cli_error(c, request_id, -ENOMEM, "out of memory", false);
+        goto out_free;
+    }
+    for (size_t i = 0; i < job->nhistory; i++) {
+        gs__job_state_change__init(&hist[i]);
+        hist[i].job_id = job->id;
+        hist[i].state = (Gs__JobState)job->history[i].state;
+        hist[i].reason = job->history[i].detail;
+        hist[i].changed_at_ms = job->history[i].at_ms;
+        hptrs[i] = &hist[i];
+    }
+    for (uint32_t r = 0; job->tasks != NULL && r < job->ntasks; r++) {
+        const struct sched_task *t = &job->tasks[r];
+        Gs__TaskExit *e = &exits[ne];
+
+        if (!t->ended)
+            continue;
+        gs__task_exit__init(e);
+        e->job_id = job->id;
+        e->rank = r;
+        e->node_name = (char *)task_node_name(s, t);
+        e->signaled = t->term_signal != 0;
+        e->exit_code = t->exit_code;
+        e->term_signal = (uint32_t)t->term_signal;
+        e->end_reason = wire_end(t->how);
+        e->start_time_ms = t->start_ms;
+        e->end_time_ms = t->end_ms;
+        e->attempt = job->attempt;
+        e->launch_error = t->launch_error != NULL ? t->launch_error : "";
+        eptrs[ne++] = e;
+    }
+    reply.job = &in.info;
+    reply.n_history = job->nhistory;
+    reply.history = hptrs;
+    reply.n_task_exits = ne;
+    reply.task_exits = eptrs;
+    env.request_id = request_id;
+    env.body_case = GS__ENVELOPE__BODY_SHOW_REPLY;
+    env.show_reply = &reply;
+    sched_cli_reply(c, &env, false);
+    info_release(&in);
+out_free:
+    free(hist);
+    free(hptrs);
+    free(exits);
+    free(eptrs);
+}
+
+/* --- wait -------------------------------------------------------------------------------- */
+
+static bool reached(const struct sched_job *job, bool until_start)
+{
+    return sched_job_finished(job) || (until_start && job->state == SCHED_JOB_RUNNING);
+}
+
+static void fill_change(const struct sched_job *job, Gs__JobStateChange *ch)
+{
+    gs__job_state_change__init(ch);
+    ch->job_id = job->id;
+    ch->state = sched_job_wire_state(job);
+    ch->reason = (char *)job->reason;
+    ch->signaled = job->signaled;
+    ch->exit_code = job->exit_code;
+    ch->term_signal = (uint32_t)job->term_signal;
+    ch->submit_time_ms = job->submit_ms;
+    ch->start_time_ms = job->start_ms;
+    ch->end_time_ms = job->end_ms;
+    ch->restart_count = job->restarts;
+}
+
+static void wait_reply(struct sched_ctx *s, struct sched_cli *c, uint64_t request_id,
+                       const uint64_t *ids, size_t n, bool timed_out, bool held)
+{
+    Gs__JobStateChange *v = calloc(n + 1, sizeof(*v));
+    Gs__JobStateChange **ptrs = calloc(n + 1, sizeof(*ptrs));
+    Gs__WaitReply reply = GS__WAIT_REPLY__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    size_t k = 0;
+
+    if (v == NULL || ptrs == NULL) {
+        sched_cli_error(c, request_id, -ENOMEM, "out of memory", held);
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct sched_job *job = sched_jobs_find(s->jobs, ids[i]);
+        if (job == NULL)
+            continue;
+        fill_change(job, &v[k]);
+        ptrs[k] = &v[k];
+        k++;
+    }
+    reply.n_jobs = k;
+    reply.jobs = ptrs;
+    reply.timed_out = timed_out;
+    env.request_id = request_id;
+    env.body_case = GS__ENVELOPE__BODY_WAIT_REPLY;
+    env.wait_reply = &reply;
+    sched_cli_reply(c, &env, held);
+out:
+    free(v);
+    free(ptrs);
+}
+
+static void on_waiter_closed(uv_handle_t *handle)
+{
+    struct sched_waiter *w = handle->data;
+    struct sched_ctx *s = w->cli->s;
+
+    sched_cli_unhold(w->cli);
+    free(w->job_ids);
+    free(w);
+    sched_release_handle(s);
+}
+
+/* Unlinks the waiter; answers it first unless its CLI is gone. */
+static void waiter_end(struct sched_ctx *s, struct sched_waiter *w, bool answer, bool timed_out)
+{
+    for (struct sched_waiter **p = &s->waiters; *p != NULL; p = &(*p)->next) {
+        if (*p == w) {
+            *p = w->next;
+            break;
+        }
+    }
+    w->cli->waiter = NULL;
+    if (answer) {
+        sched_cli_hold(w->cli); /* the reply lets go of this one; the timer's close the other */
+        wait_reply(s, w->cli, w->request_id, w->job_ids, w->njobs, timed_out, true);
+    }
+    uv_timer_stop(&w->timer);
+    uv_close((uv_handle_t *)&w->timer, on_waiter_closed);
+}
+
+static void on_wait_timeout(uv_timer_t *timer)
+{
+    struct sched_waiter *w = timer->data;
+
+    waiter_end(w->cli->s, w, true, true);
+}
+
+static bool all_reached(struct sched_ctx *s, const uint64_t *ids, size_t n, bool until_start)
+{
+    for (size_t i = 0; i < n; i++) {
+        const struct sched_job *job = sched_jobs_find(s->jobs, ids[i]);
+        if (job != NULL && !reached(job, until_start))
+            return false;
+    }
+    return true;
+}
+
+void sched_query_wait(struct sched_cli *c, uint64_t request_id, const Gs__WaitRequest *req)
+{
+    struct sched_ctx *s = c->s;
+    bool until_start = req->until == GS__WAIT_FOR__WAIT_FOR_START;
+    struct sched_waiter *w;
+    char msg[80];
+
+    if (req->n_job_ids == 0) {
+        sched_cli_error(c, request_id, -EINVAL, "wait for which jobs?", false);
+        return;
+    }
+    for (size_t i = 0; i < req->n_job_ids; i++) {
+        if (sched_jobs_find(s->jobs, req->job_ids[i]) == NULL) {
+            snprintf(msg, sizeof(msg), "job %llu: no such job",
+                     (unsigned long long)req->job_ids[i]);
+            sched_cli_error(c, request_id, -ENOENT, msg, false);
+            return;
+        }
+    }
+    if (all_reached(s, req->job_ids, req->n_job_ids, until_start) || c->waiter != NULL) {
+        wait_reply(s, c, request_id, req->job_ids, req->n_job_ids, false, false);
+        return;
+    }
+    w = calloc(1, sizeof(*w));
+    if (w == NULL || (w->job_ids = calloc(req->n_job_ids, sizeof(uint64_t))) == NULL) {
+        free(w);
+        sched_cli_error(c, request_id, -ENOMEM, "out of memory", false);
+        return;
+    }
+    memcpy(w->job_ids, req->job_ids, req->n_job_ids * sizeof(uint64_t));
+    w->njobs = req->n_job_ids;
+    w->cli = c;
+    w->request_id = request_id;
+    w->until_start = until_start;
+    uv_timer_init(s->loop, &w->timer);
+    w->timer.data = w;
+    s->open_handles++; /* until on_waiter_closed */
+    sched_cli_hold(c);
+    c->waiter = w;
+    w->next = s->waiters;
+    s->waiters = w;
+    if (req->timeout_ms > 0)
+        uv_timer_start(&w->timer, on_wait_timeout, req->timeout_ms, 0);
+}
+
+void sched_query_job_changed(struct sched_ctx *s, const struct sched_job *job)
+{
+    struct sched_waiter *w = s->waiters, *next;
+
+    for (; w != NULL; w = next) {
+        bool mine = false;
+
+        next = w->next;
+        for (size_t i = 0; i < w->njobs && !mine; i++)
+            mine = w->job_ids[i] == job->id;
+        if (mine && all_reached(s, w->job_ids, w->njobs, w->until_start))
+            waiter_end(s, w, true, false);
+    }
+}
+
+void sched_query_cli_gone(struct sched_cli *c)
+{
+    if (c->waiter != NULL)
+        waiter_end(c->s, c->waiter, false, false);
+}
+
+/* --- logs -------------------------------------------------------------------------------- */
+
+static int log_path(const struct sched_job *job, uint32_t rank, const char *node,
+                    Gs__LogStream stream, struct gs_buf *out)
+{
+    const struct gs_jobspec *sp = job->spec;
+    const char *pattern =
+        sp->stdout_pattern != NULL ? sp->stdout_pattern : GS_JOBSPEC_DEFAULT_STDOUT;
+    struct gs_pattern_vars vars = {job->id, rank, node, sp->name, job->user};
+    const char *wd = sp->workdir;
+
+    if (stream == GS__LOG_STREAM__LOG_STREAM_STDERR && sp->stderr_pattern != NULL)
+        pattern = sp->stderr_pattern;
+    if (pattern[0] != '/') {
+        if (wd == NULL || wd[0] != '/')
+            return -ENOENT; /* relative to a directory nobody recorded */
+        if (gs_buf_printf(out, "%s/", wd) < 0)
+            return -ENOMEM;
+    }
+    return gs_jobspec_expand_pattern(pattern, &vars, out);
+}
+
+void sched_query_logs(struct sched_cli *c, uint64_t request_id, const Gs__LogsRequest *req)
+{
+    struct sched_ctx *s = c->s;
+    struct sched_job *job = sched_jobs_find(s->jobs, req->job_id);
+    Gs__LogsRequest fwd = *req;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    struct gs_buf path = GS_BUF_INIT;
+    struct sched_forward *f = NULL;
+    const struct sched_task *t;
+    struct sched_node *n;
+    char msg[200];
+    int rc;
+
+    if (job == NULL) {
+        snprintf(msg, sizeof(msg), "job %llu: no such job", (unsigned long long)req->job_id);
+        sched_cli_error(c, request_id, -ENOENT, msg, false);
+        return;
+    }
+    if (c->uid != 0 && c->uid != job->uid) {
+        snprintf(msg, sizeof(msg), "job %llu: permission denied (it belongs to %s)",
+                 (unsigned long long)job->id, job->user);
+        sched_cli_error(c, request_id, -EPERM, msg, false);
+        return;
+    }
+    if (job->tasks == NULL || req->rank >= job->ntasks) {
+        if (job->tasks == NULL)
+            snprintf(msg, sizeof(msg), "job %llu has no output yet: it has not started",
+                     (unsigned long long)job->id);
+        else
+            snprintf(msg, sizeof(msg), "job %llu has no task %u (it has %u)",
+                     (unsigned long long)job->id, req->rank, job->ntasks);
+        sched_cli_error(c, request_id, job->tasks == NULL ? -EAGAIN : -ENOENT, msg, false);
+        return;
+    }
+    t = &job->tasks[req->rank];
+    n = t->cluster_node < s->nnodes ? s->nodes[t->cluster_node] : NULL;
+    if (n == NULL || n->conn == NULL) {
+        snprintf(msg, sizeof(msg), "job %llu task %u ran on %s, whose worker is not connected",
+                 (unsigned long long)job->id, req->rank, n != NULL ? n->name : "an unknown node");
+        sched_cli_error(c, request_id, -EHOSTDOWN, msg, false);
+        return;
+    }
+    rc = log_path(job, req->rank, n->name, req->stream, &path);
+    f = rc == 0 ? calloc(1, sizeof(*f)) : NULL;
+    if (f == NULL) {
+        sched_cli_error(c, request_id, rc < 0 ? rc : -ENOMEM,
+                        rc == -ENOENT ? "the job's output path is relative to an unknown directory"
+                                      : "out of memory",
+                        false);
+        goto out;
+    }
+    f->cli = c;
+    f->cli_request_id = request_id;
+    f->worker_request_id = ++s->next_request_id;
+    f->worker = n->conn;
+    f->task_finished = t->ended || sched_job_finished(job);
+    fwd.node_name = n->name;
+    fwd.path = path.data;
+    fwd.max_bytes = req->max_bytes == 0 || req->max_bytes > LOGS_MAX_BYTES ? 0 : req->max_bytes;
+    env.request_id = f->worker_request_id;
+    env.body_case = GS__ENVELOPE__BODY_LOGS_REQUEST;
+    env.logs_request = &fwd;
+    if (!sched_node_send(n, &env)) {
+        sched_cli_error(c, request_id, -EHOSTDOWN, "the node's worker is not connected", false);
+        free(f);
+        goto out;
+    }
+    sched_cli_hold(c);
+    f->next = s->forwards;
+    s->forwards = f;
+out:
+    gs_buf_release(&path);
+}
+
+static struct sched_forward *take_forward(struct sched_ctx *s, struct gs_proto_conn *worker,
+                                          uint64_t request_id)
+{
+    for (struct sched_forward **p = &s->forwards; *p != NULL; p = &(*p)->next) {
+        struct sched_forward *f = *p;
+
+        if (f->worker == worker && (request_id == 0 || f->worker_request_id == request_id)) {
+            *p = f->next;
+            return f;
+        }
+    }
+    return NULL;
+}
+
+bool sched_query_worker_reply(struct sched_ctx *s, struct gs_proto_conn *worker,
+                              const Gs__Envelope *env)
+{
+    struct sched_forward *f;
+    Gs__Envelope out = *env;
+    Gs__LogsReply reply;
+
+    if (env->request_id == 0 || (f = take_forward(s, worker, env->request_id)) == NULL)
+        return false;
+    out.request_id = f->cli_request_id;
+    if (env->body_case == GS__ENVELOPE__BODY_LOGS_REPLY) {
+        reply = *env->logs_reply;
+        reply.finished = f->task_finished && reply.eof;
+        out.logs_reply = &reply;
+        sched_cli_reply(f->cli, &out, true);
+    } else if (env->body_case == GS__ENVELOPE__BODY_ERROR) {
+        sched_cli_reply(f->cli, &out, true);
+    } else {
+        sched_cli_error(f->cli, f->cli_request_id, -EPROTO, "the worker answered oddly", true);
+    }
+    free(f);
+    return true;
+}
+
+void sched_query_worker_gone(struct sched_ctx *s, struct gs_proto_conn *worker)
+{
+    struct sched_forward *f;
+
+    while ((f = take_forward(s, worker, 0)) != NULL) {
+        sched_cli_error(f->cli, f->cli_request_id, -EHOSTDOWN,
+                        "the node's worker disconnected before answering", true);
+        free(f);
+    }
+}
