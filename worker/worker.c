@@ -1,6 +1,7 @@
 /*
  * worker.c: gsched-workerd's connection to the scheduler, its registration, heartbeats and
- * exit reports (see worker.h). LaunchTasks and SignalTasks are in worker_launch.c.
+ * exit reports (see worker.h). LaunchTasks and SignalTasks are in worker_launch.c,
+ * LogsRequest in worker_logs.c.
  *
  * Exits live in a list until acknowledged: sent when they happen, and all of them again in
  * the NodeRegister after every reconnect. The scheduler de-duplicates by (job, rank,
@@ -254,6 +255,9 @@ static void on_message(struct gs_proto_conn *conn, const Gs__Envelope *env, void
         break;
     case GS__ENVELOPE__BODY_TASK_EXIT_ACK:
         handle_ack(w, env->task_exit_ack);
+        break;
+    case GS__ENVELOPE__BODY_LOGS_REQUEST:
+        wrk_handle_logs(w, env->logs_request, env->request_id);
         break;
     default:
         GS_LOG(GS_LOG_WARN, "body=%s unexpected from scheduler, ignored",

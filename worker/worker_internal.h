@@ -1,7 +1,7 @@
 /*
  * worker_internal.h: struct wrk_ctx, shared by worker.c (connection, registration,
- * heartbeats, exits) and worker_launch.c (LaunchTasks and SignalTasks). Not for other
- * folders.
+ * heartbeats, exits), worker_launch.c (LaunchTasks and SignalTasks) and worker_logs.c
+ * (LogsRequest). Not for other folders.
  */
 #ifndef WRK_WORKER_INTERNAL_H
 #define WRK_WORKER_INTERNAL_H
@@ -61,6 +61,9 @@ void wrk_handle_signal(struct wrk_ctx *w, const Gs__SignalTasks *msg);
 struct wrk_job *wrk_job_find(struct wrk_ctx *w, uint64_t job_id);
 /* Drops a job record once none of its tasks runs here. */
 void wrk_job_forget(struct wrk_ctx *w, struct wrk_job *job);
+
+/* worker_logs.c: replies a LogsReply or an ErrorReply under request_id. */
+void wrk_handle_logs(struct wrk_ctx *w, const Gs__LogsRequest *req, uint64_t request_id);
 
 /* worker.c */
 int wrk_send(struct wrk_ctx *w, Gs__Envelope *env);

@@ -2,7 +2,8 @@
  * test_worker.c: gsched-workerd's core against a fake scheduler on loopback TCP, on a
  * private loop: it registers its topology, heartbeats, runs the tasks it is given with the
  * right environment and files, reports exits (and launch failures) until acknowledged,
- * survives losing the scheduler with its tasks still running, and obeys SignalTasks.
+ * survives losing the scheduler with its tasks still running, obeys SignalTasks, and
+ * answers log reads under their request ids.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -28,6 +29,11 @@ static int registers, heartbeats, replies, nexits, last_running_reported;
 static Gs__TaskExit exits[MAX_EXITS];
 static char exit_errors[MAX_EXITS][256], exit_nodes[MAX_EXITS][64];
 static int32_t last_result_code;
+static int log_replies, errors;
+static uint64_t last_request_id;
+static Gs__LogsReply last_logs; /* scalars only; its strings are copied below */
+static char last_logs_data[64], last_logs_node[64], last_error[256];
+static int32_t last_error_code;
 
 static void send_env(Gs__Envelope *env)
 {
@@ -93,6 +99,20 @@ static void on_sched_message(struct gs_proto_conn *c, const Gs__Envelope *env, v
             ack(env->task_exit);
         nexits++;
         break;
+    case GS__ENVELOPE__BODY_LOGS_REPLY:
+        log_replies++;
+        last_request_id = env->request_id;
+        last_logs = *env->logs_reply;
+        snprintf(last_logs_data, sizeof(last_logs_data), "%.*s", (int)env->logs_reply->data.len,
+                 (const char *)env->logs_reply->data.data);
+        snprintf(last_logs_node, sizeof(last_logs_node), "%s", env->logs_reply->node_name);
+        break;
+    case GS__ENVELOPE__BODY_ERROR:
+        errors++;
+        last_request_id = env->request_id;
+        last_error_code = env->error->code;
+        snprintf(last_error, sizeof(last_error), "%s", env->error->message);
+        break;
     default:
         cr_assert_fail("unexpected %s", gs_proto_body_name(env->body_case));
     }
@@ -147,7 +167,7 @@ static void setup(void)
     worker = wrk_new(&loop, &opts, &err);
     cr_assert_not_null(worker, "%s", err.msg);
     cr_assert_eq(wrk_start(worker), 0);
-    registers = heartbeats = replies = nexits = 0;
+    registers = heartbeats = replies = nexits = log_replies = errors = 0;
     ack_exits = true;
     stopped = false;
 }
@@ -357,4 +377,49 @@ Test(worker, signal_tasks_cancels_a_job)
         cr_assert(exits[i].signaled);
         cr_assert_eq(exits[i].end_reason, GS__END_REASON__END_REASON_CANCELLED);
     }
+}
+
+static void request_logs(uint64_t request_id, const char *log_path, uint64_t offset)
+{
+    Gs__LogsRequest msg = GS__LOGS_REQUEST__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+
+    msg.job_id = 9;
+    msg.node_name = "node1";
+    msg.path = (char *)log_path;
+    msg.offset = offset;
+    env.request_id = request_id;
+    env.body_case = GS__ENVELOPE__BODY_LOGS_REQUEST;
+    env.logs_request = &msg;
+    send_env(&env);
+}
+
+Test(worker, serves_log_reads_under_the_request_id)
+{
+    char log_path[160], missing[160], want[256];
+    FILE *f;
+
+    run_until(&registers, 1, "registration");
+    snprintf(log_path, sizeof(log_path), "%s/log.txt", dir);
+    f = fopen(log_path, "w");
+    cr_assert_not_null(f);
+    fputs("hello\nworld\n", f);
+    fclose(f);
+    request_logs(41, log_path, 6);
+    run_until(&log_replies, 1, "the log chunk");
+    cr_assert_eq(last_request_id, 41);
+    cr_assert_str_eq(last_logs_data, "world\n");
+    cr_assert_eq(last_logs.offset, 6);
+    cr_assert_eq(last_logs.size, 12);
+    cr_assert(last_logs.eof);
+    cr_assert_not(last_logs.finished, "the scheduler decides that");
+    cr_assert_str_eq(last_logs_node, "node1");
+
+    snprintf(missing, sizeof(missing), "%s/nothing.out", dir);
+    request_logs(42, missing, 0);
+    run_until(&errors, 1, "the error reply");
+    cr_assert_eq(last_request_id, 42);
+    cr_assert_eq(last_error_code, -ENOENT);
+    snprintf(want, sizeof(want), "node1: %s: No such file or directory", missing);
+    cr_assert_str_eq(last_error, want);
 }
