@@ -4,15 +4,30 @@
 #include "cli/client.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "common/config.h"
 #include "common/error.h"
+
+/* A local cluster in the current directory wins over the configuration: whoever ran
+ * `gsched up` here means that cluster. Kept relative, so a long cwd still fits sun_path. */
+static bool local_socket(char *out, size_t size)
+{
+    const char *path = "./" CLI_LOCAL_STATE_DIR "/" CLI_LOCAL_SOCKET;
+    struct stat st;
+
+    if (stat(path, &st) < 0 || !S_ISSOCK(st.st_mode))
+        return false;
+    snprintf(out, size, "%s", path);
+    return true;
+}
 
 int cli_socket_path(const char *option, char *out, size_t size)
 {
@@ -25,6 +40,8 @@ int cli_socket_path(const char *option, char *out, size_t size)
         snprintf(out, size, "%s", option != NULL ? option : env);
         return 0;
     }
+    if (local_socket(out, size))
+        return 0;
     if (gs_config_init(&cfg) < 0)
         return -ENOMEM;
     rc = gs_config_load_default(&cfg, NULL, &errors);
@@ -56,7 +73,7 @@ static int connect_unix(const char *path)
     return fd;
 }
 
-static int take_reply(Gs__Envelope *reply, Gs__Envelope **ret_reply)
+static int take_reply(Gs__Envelope *reply, bool verbose, Gs__Envelope **ret_reply)
 {
     int rc;
 
@@ -64,34 +81,51 @@ static int take_reply(Gs__Envelope *reply, Gs__Envelope **ret_reply)
         *ret_reply = reply;
         return 0;
     }
-    fprintf(stderr, "gsched: %s\n", reply->error->message);
-    for (size_t i = 0; i < reply->error->n_details; i++)
-        fprintf(stderr, "%s\n", reply->error->details[i]);
+    if (verbose) {
+        fprintf(stderr, "gsched: %s\n", reply->error->message);
+        for (size_t i = 0; i < reply->error->n_details; i++)
+            fprintf(stderr, "%s\n", reply->error->details[i]);
+    }
     rc = reply->error->code < 0 ? reply->error->code : -EIO;
     gs_proto_envelope_free(reply);
     return rc;
 }
 
-int cli_request(const char *socket_path, Gs__Envelope *req, Gs__Envelope **ret_reply)
+static int request(const char *socket_path, Gs__Envelope *req, int timeout_ms, bool verbose,
+                   Gs__Envelope **ret_reply)
 {
     Gs__Envelope *reply = NULL;
     int fd = connect_unix(socket_path), rc;
 
     if (fd < 0) {
-        fprintf(stderr, "gsched: cannot reach gschedd at %s: %s\n", socket_path, gs_strerror(fd));
+        if (verbose)
+            fprintf(stderr, "gsched: cannot reach gschedd at %s: %s\n", socket_path,
+                    gs_strerror(fd));
         return fd;
     }
     req->request_id = 1;
     rc = gs_proto_handshake_fd(fd, GS__ROLE__ROLE_CLI, "gsched",
-                               GS_PROTO_ROLE_BIT(GS__ROLE__ROLE_SCHEDULER), CLI_TIMEOUT_MS, NULL);
+                               GS_PROTO_ROLE_BIT(GS__ROLE__ROLE_SCHEDULER), timeout_ms, NULL);
     if (rc == 0)
-        rc = gs_proto_write_fd(fd, req, CLI_TIMEOUT_MS);
+        rc = gs_proto_write_fd(fd, req, timeout_ms);
     if (rc == 0)
-        rc = gs_proto_read_fd(fd, 0, CLI_TIMEOUT_MS, &reply);
+        rc = gs_proto_read_fd(fd, 0, timeout_ms, &reply);
     close(fd);
     if (rc < 0) {
-        fprintf(stderr, "gsched: gschedd at %s: %s\n", socket_path, gs_proto_reason(rc));
+        if (verbose)
+            fprintf(stderr, "gsched: gschedd at %s: %s\n", socket_path, gs_proto_reason(rc));
         return rc;
     }
-    return take_reply(reply, ret_reply);
+    return take_reply(reply, verbose, ret_reply);
+}
+
+int cli_request(const char *socket_path, Gs__Envelope *req, Gs__Envelope **ret_reply)
+{
+    return request(socket_path, req, CLI_TIMEOUT_MS, true, ret_reply);
+}
+
+int cli_request_quiet(const char *socket_path, Gs__Envelope *req, int timeout_ms,
+                      Gs__Envelope **ret_reply)
+{
+    return request(socket_path, req, timeout_ms, false, ret_reply);
 }

@@ -1,7 +1,8 @@
 /*
  * client.h: the CLI's connection to gschedd: a blocking Unix socket, one request and one
- * reply per connection. The socket path is --socket, else $GSCHED_SOCKET, else the
- * configuration's scheduler.socket (GS_CONFIG_DEFAULT_PATH when present).
+ * reply per connection. The socket path is --socket, else $GSCHED_SOCKET, else
+ * ./.gsched/gschedd.sock when the current directory holds a local cluster (`gsched up`),
+ * else the configuration's scheduler.socket (GS_CONFIG_DEFAULT_PATH when present).
  */
 #ifndef GS_CLI_CLIENT_H
 #define GS_CLI_CLIENT_H
@@ -9,6 +10,9 @@
 #include "proto/frame.h"
 
 #define CLI_TIMEOUT_MS 30000
+/* Where `gsched up` keeps a local cluster by default, relative to the current directory. */
+#define CLI_LOCAL_STATE_DIR ".gsched"
+#define CLI_LOCAL_SOCKET "gschedd.sock"
 
 /* The socket path to use, into out. Returns 0 or prints why not and returns < 0. */
 int cli_socket_path(const char *option, char *out, size_t size);
@@ -19,5 +23,13 @@ int cli_socket_path(const char *option, char *out, size_t size);
  * Other failures print "gsched: cannot reach gschedd at PATH: why". Returns 0 or < 0.
  */
 int cli_request(const char *socket_path, Gs__Envelope *req, Gs__Envelope **ret_reply);
+
+/*
+ * cli_request without printing anything, each step limited to timeout_ms, for callers that
+ * poll a daemon still starting (`gsched up`): a missing socket is -ENOENT, a refused
+ * connection -ECONNREFUSED, an ErrorReply its code.
+ */
+int cli_request_quiet(const char *socket_path, Gs__Envelope *req, int timeout_ms,
+                      Gs__Envelope **ret_reply);
 
 #endif

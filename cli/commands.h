@@ -10,6 +10,16 @@
 
 int cli_cmd_check(int argc, char **argv);
 int cli_cmd_nodes(int argc, char **argv);
+int cli_cmd_submit(int argc, char **argv);
+int cli_cmd_queue(int argc, char **argv);
+int cli_cmd_show(int argc, char **argv);
+int cli_cmd_cancel(int argc, char **argv);
+int cli_cmd_hold(int argc, char **argv);
+int cli_cmd_release(int argc, char **argv);
+int cli_cmd_wait(int argc, char **argv);
+int cli_cmd_logs(int argc, char **argv);
+int cli_cmd_up(int argc, char **argv);
+int cli_cmd_down(int argc, char **argv);
 
 /* Prints "gsched CMD: message (see gsched --help)" and returns 2. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -19,6 +19,23 @@ static const char usage_text[] =
     "commands:\n"
     "  check JOB.toml [--json]   check a job file and show the job as gsched reads it\n"
     "  nodes [--json] [NODE...]  the cluster's nodes: state, free GPUs, cores, memory\n"
+    "  submit JOB.toml [--wait] [--hold] [--json | --parsable]\n"
+    "                            queue a job; --wait: until it ends, exiting with its status\n"
+    "  queue [--all] [--user U] [--name N] [--state S,...] [--json] [JOB...]\n"
+    "                            the jobs waiting and running (--all: and finished ones)\n"
+    "  show JOB [--json]         one job in full: state, times, nodes, history, task exits\n"
+    "  cancel JOB... [--signal SIG] [--reason TEXT]\n"
+    "                            end jobs (--signal: only send them SIG, e.g. USR1)\n"
+    "  hold JOB... / release JOB...\n"
+    "                            keep pending jobs from starting / let them start again\n"
+    "  wait JOB... [--timeout DUR] [--start] [--json]\n"
+    "                            until the jobs end (--start: start); exit as submit --wait\n"
+    "  logs JOB [-f] [--task N] [--stderr] [--tail BYTES]\n"
+    "                            a task's output (rank 0 unless --task); -f follows it\n"
+    "  (job commands also take --socket PATH; cancel/hold/release take --verbose, --json)\n"
+    "  up [--workers N] [--gpus-per-node K | --topology FILE.xml] [--state DIR]\n"
+    "                            start gschedd and N workers on this machine (./.gsched)\n"
+    "  down [--state DIR]        stop that local cluster, keeping its jobs and logs\n"
     "\n"
     "options:\n"
     "  -V, --version   print the version and the optional parts this build has\n"
@@ -30,8 +47,10 @@ struct command {
 };
 
 static const struct command commands[] = {
-    {"check", cli_cmd_check},
-    {"nodes", cli_cmd_nodes},
+    {"check", cli_cmd_check}, {"nodes", cli_cmd_nodes},     {"submit", cli_cmd_submit},
+    {"queue", cli_cmd_queue}, {"show", cli_cmd_show},       {"cancel", cli_cmd_cancel},
+    {"hold", cli_cmd_hold},   {"release", cli_cmd_release}, {"wait", cli_cmd_wait},
+    {"logs", cli_cmd_logs},   {"up", cli_cmd_up},           {"down", cli_cmd_down},
 };
 
 int cli_usage_error(const char *cmd, const char *fmt, ...)

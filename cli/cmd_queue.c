@@ -1,0 +1,206 @@
+/*
+ * cmd_queue.c: `gsched queue [--all] [--user U] [--name N] [--state S[,S]] [--json]
+ * [--socket PATH] [JOB...]`: the jobs gschedd holds, in its order (priority, then
+ * submission), as squeue lays them out:
+ *
+ *     JOBID  NAME   USER   ST  TIME  NODES  GPUS  NODELIST(REASON)
+ *     42     train  alice  R   1:02  2      8     n1,n2
+ *     43     eval   alice  PD  0:00  1      1     (Resources)
+ *
+ * or a JSON array of JobInfo objects. Finished jobs are listed only with --all.
+ */
+#include "cli/commands.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/client.h"
+#include "cli/job_json.h"
+#include "cli/job_print.h"
+#include "cli/jobcmd.h"
+#include "cli/table.h"
+#include "common/clock.h"
+#include "common/units.h"
+
+#define MAX_STATES 16
+
+struct queue_args {
+    Gs__QueueRequest req;
+    Gs__JobSelector sel;
+    Gs__JobState states[MAX_STATES];
+    struct cli_job_ids jobs;
+    const char *socket_opt;
+    bool json;
+};
+
+static const struct cli_opt queue_opts[] = {
+    {"--all", "-a", false, 'a'},  {"--user", "-u", true, 'u'},  {"--name", "-n", true, 'n'},
+    {"--state", "-t", true, 't'}, {"--json", NULL, false, 'j'}, {"--socket", NULL, true, 's'},
+    {NULL, NULL, false, 0},
+};
+
+/* "R,PD" or "running,pending" into the selector. Returns 0 or the usage error's status. */
+static int parse_states(struct queue_args *q, const char *list)
+{
+    char name[32];
+
+    for (const char *p = list; *p != '\0';) {
+        size_t len = strcspn(p, ",");
+
+        snprintf(name, sizeof(name), "%.*s", (int)len, p);
+        if (q->sel.n_states == MAX_STATES)
+            return cli_usage_error("queue", "at most %d states in --state", MAX_STATES);
+        if (cli_job_state_parse(name, &q->states[q->sel.n_states]) < 0)
+            return cli_usage_error("queue", "unknown job state '%s' in --state", name);
+        q->sel.n_states++;
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return 0;
+}
+
+/* Returns 0, or the exit status to leave with. */
+static int parse_args(int argc, char **argv, struct queue_args *q)
+{
+    struct cli_args a;
+    int opt = 0, status = 0;
+
+    cli_args_init(&a, argc, argv);
+    while (status == 0 && (opt = cli_args_next(&a, queue_opts)) > 0) {
+        if (opt == CLI_ARGS_OPERAND)
+            status = cli_job_ids_take(&q->jobs, "queue", &a);
+        else if (opt == 'a')
+            q->req.include_finished = true;
+        else if (opt == 'u')
+            q->sel.user = (char *)a.value;
+        else if (opt == 'n')
+            q->sel.name = (char *)a.value;
+        else if (opt == 't')
+            status = parse_states(q, a.value);
+        else if (opt == 'j')
+            q->json = true;
+        else if (opt == 's')
+            q->socket_opt = a.value;
+    }
+    if (status == 0 && opt < 0)
+        status = cli_args_error("queue", &a);
+    return status;
+}
+
+/* squeue's last column: where it runs, or why it waits (or why it ended, if nowhere). */
+static int where_or_why(struct gs_buf *out, const Gs__JobInfo *job)
+{
+    bool waiting = job->state == GS__JOB_STATE__JOB_STATE_PENDING ||
+                   job->state == GS__JOB_STATE__JOB_STATE_REQUEUED;
+    const char *reason = job->reason != NULL && job->reason[0] != '\0' ? job->reason : NULL;
+
+    if (!waiting && job->n_allocation > 0)
+        return cli_job_nodelist(out, job->allocation, job->n_allocation, false);
+    if (waiting || reason != NULL)
+        return gs_buf_printf(out, "(%s)", reason != NULL ? reason : "None");
+    return 0;
+}
+
+static int add_row(struct cli_table *t, const Gs__JobInfo *job, uint64_t now_ms)
+{
+    const Gs__Resources *res = job->resources;
+    uint64_t nodes = job->n_allocation > 0 ? job->n_allocation : res != NULL ? res->nodes : 0;
+    uint64_t gpus = nodes * (res != NULL ? res->gpus_per_node : 0);
+    struct gs_buf last = GS_BUF_INIT;
+    char id[24], user[64], elapsed[32], nnodes[24], ngpus[24];
+    const char *cells[8];
+    int rc;
+
+    snprintf(id, sizeof(id), "%llu", (unsigned long long)job->job_id);
+    if (job->user != NULL && job->user->username != NULL && job->user->username[0] != '\0')
+        snprintf(user, sizeof(user), "%s", job->user->username);
+    else
+        snprintf(user, sizeof(user), "%u", job->user != NULL ? job->user->uid : 0);
+    gs_format_duration(cli_job_elapsed_s(job->state, job->start_time_ms, job->end_time_ms, now_ms),
+                       elapsed, sizeof(elapsed));
+    snprintf(nnodes, sizeof(nnodes), "%llu", (unsigned long long)nodes);
+    snprintf(ngpus, sizeof(ngpus), "%llu", (unsigned long long)gpus);
+    rc = where_or_why(&last, job);
+    cells[0] = id;
+    cells[1] = job->name;
+    cells[2] = user;
+    cells[3] = cli_job_state_code(job->state);
+    cells[4] = elapsed;
+    cells[5] = nnodes;
+    cells[6] = ngpus;
+    cells[7] = last.data != NULL ? last.data : "";
+    for (size_t i = 0; rc == 0 && i < 8; i++)
+        rc = cli_table_add(t, cells[i]);
+    gs_buf_release(&last);
+    return rc;
+}
+
+static int print_table(const Gs__QueueReply *r)
+{
+    static const char *const header[] = {"JOBID", "NAME",  "USER", "ST",
+                                         "TIME",  "NODES", "GPUS", "NODELIST(REASON)"};
+    struct cli_table t;
+    struct gs_buf out = GS_BUF_INIT;
+    uint64_t now = gs_clock_wall_ms();
+    int rc = 0;
+
+    cli_table_init(&t, 8);
+    for (size_t i = 0; rc == 0 && i < 8; i++)
+        rc = cli_table_add(&t, header[i]);
+    for (size_t i = 0; rc == 0 && i < r->n_jobs; i++)
+        rc = add_row(&t, r->jobs[i], now);
+    if (rc == 0)
+        rc = cli_table_render(&t, &out);
+    if (rc == 0 && fwrite(out.data, 1, out.len, stdout) != out.len)
+        rc = -EIO;
+    cli_table_release(&t);
+    gs_buf_release(&out);
+    return rc;
+}
+
+static int print_json(const Gs__QueueReply *r)
+{
+    struct gs_buf out = GS_BUF_INIT;
+    struct gs_json j;
+    int rc;
+
+    gs_json_init(&j, &out);
+    gs_json_array_begin(&j);
+    for (size_t i = 0; i < r->n_jobs; i++)
+        cli_json_job_info(&j, r->jobs[i]);
+    gs_json_array_end(&j);
+    rc = cli_json_write(&j, &out, stdout);
+    gs_buf_release(&out);
+    return rc;
+}
+
+int cli_cmd_queue(int argc, char **argv)
+{
+    struct queue_args q = {.req = GS__QUEUE_REQUEST__INIT, .sel = GS__JOB_SELECTOR__INIT};
+    Gs__Envelope env = GS__ENVELOPE__INIT, *reply = NULL;
+    char path[256];
+    int status = parse_args(argc, argv, &q);
+
+    if (status != 0)
+        goto out;
+    status = 1;
+    q.sel.job_ids = q.jobs.ids;
+    q.sel.n_job_ids = q.jobs.n;
+    q.sel.states = q.states;
+    q.req.selector = &q.sel;
+    env.body_case = GS__ENVELOPE__BODY_QUEUE_REQUEST;
+    env.queue_request = &q.req;
+    if (cli_socket_path(q.socket_opt, path, sizeof(path)) < 0 ||
+        cli_call(path, &env, GS__ENVELOPE__BODY_QUEUE_REPLY, &reply) < 0)
+        goto out;
+    if ((q.json ? print_json(reply->queue_reply) : print_table(reply->queue_reply)) == 0)
+        status = 0;
+    else
+        fprintf(stderr, "gsched queue: cannot write the listing\n");
+out:
+    gs_proto_envelope_free(reply);
+    cli_job_ids_release(&q.jobs);
+    return status;
+}

@@ -1,0 +1,274 @@
+/*
+ * cmd_show.c: `gsched show JOB [--json] [--socket PATH]`: one job in full, as `scontrol show
+ * job` lays it out (Key=Value, a few per line, continuation lines indented), then its state
+ * history and how each task ended:
+ *
+ *     JobId=42 Name=train
+ *        User=alice(1000) Group=1000 Priority=0 Held=no
+ *        State=RUNNING Reason=None ExitCode=0:0 Restarts=0
+ *        ...
+ *     History:
+ *        2024-05-01T10:00:00 PENDING submitted
+ *     Tasks:
+ *        Rank=0 Node=n1 ExitCode=0:0 EndReason=NONE Attempt=0
+ *
+ * --json prints the whole ShowReply: {"job":{...},"history":[...],"task_exits":[...]}.
+ */
+#include "cli/commands.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/client.h"
+#include "cli/job_json.h"
+#include "cli/job_print.h"
+#include "cli/jobcmd.h"
+#include "common/clock.h"
+#include "common/error.h"
+#include "common/units.h"
+
+static const char *or_none(const char *s)
+{
+    return s != NULL && s[0] != '\0' ? s : "None";
+}
+
+static int put_identity(struct gs_buf *out, const Gs__JobInfo *job)
+{
+    const Gs__UserIdentity *u = job->user;
+
+    if (u == NULL)
+        return gs_buf_printf(out, "   User=Unknown Priority=%d Held=%s\n", job->priority,
+                             job->held ? "yes" : "no");
+    return gs_buf_printf(out, "   User=%s(%u) Group=%u Priority=%d Held=%s\n", or_none(u->username),
+                         u->uid, u->gid, job->priority, job->held ? "yes" : "no");
+}
+
+static int put_state(struct gs_buf *out, const Gs__JobInfo *job)
+{
+    return gs_buf_printf(out, "   State=%s Reason=%s ExitCode=%d:%u Restarts=%u\n",
+                         cli_job_state_name(job->state), or_none(job->reason),
+                         job->signaled ? 0 : job->exit_code, job->signaled ? job->term_signal : 0,
+                         job->restart_count);
+}
+
+static int put_times(struct gs_buf *out, const Gs__JobInfo *job, uint64_t now_ms)
+{
+    uint64_t limit = job->resources != NULL ? job->resources->time_limit_s : 0;
+    char submit[32], start[32], end[32], elapsed[32], tl[32];
+    int rc;
+
+    rc = gs_buf_printf(out, "   SubmitTime=%s StartTime=%s EndTime=%s\n",
+                       cli_format_time(job->submit_time_ms, submit, sizeof(submit)),
+                       cli_format_time(job->start_time_ms, start, sizeof(start)),
+                       cli_format_time(job->end_time_ms, end, sizeof(end)));
+    cli_format_elapsed(cli_job_elapsed_s(job->state, job->start_time_ms, job->end_time_ms, now_ms),
+                       elapsed, sizeof(elapsed));
+    gs_format_duration(limit > 0 ? limit : GS_DURATION_INFINITE, tl, sizeof(tl));
+    if (rc == 0)
+        rc = gs_buf_printf(out, "   Elapsed=%s TimeLimit=%s", elapsed, tl);
+    if (rc == 0 && job->state == GS__JOB_STATE__JOB_STATE_PENDING && job->expected_start_ms > 0)
+        rc = gs_buf_printf(out, " ExpectedStart=%s",
+                           cli_format_time(job->expected_start_ms, start, sizeof(start)));
+    return rc == 0 ? gs_buf_putc(out, '\n') : rc;
+}
+
+static int put_resources(struct gs_buf *out, const Gs__JobInfo *job)
+{
+    const Gs__Resources *r = job->resources;
+    int rc;
+
+    rc = gs_buf_printf(out, "   Nodes=%u GpusPerNode=%u", r != NULL ? r->nodes : 0,
+                       r != NULL ? r->gpus_per_node : 0);
+    if (rc == 0 && r != NULL && r->mem_per_node_mib > 0)
+        rc = gs_buf_printf(out, " MemPerNode=%lluM", (unsigned long long)r->mem_per_node_mib);
+    if (rc == 0 && r != NULL && r->constraint != NULL && r->constraint[0] != '\0')
+        rc = gs_buf_printf(out, " Constraint=%s", r->constraint);
+    if (rc == 0 && r != NULL && r->exclusive)
+        rc = gs_buf_append_str(out, " Exclusive=yes");
+    if (rc == 0)
+        rc = gs_buf_append_str(out, " NodeList=");
+    if (rc == 0 && job->n_allocation > 0)
+        rc = cli_job_nodelist(out, job->allocation, job->n_allocation, true);
+    else if (rc == 0)
+        rc = gs_buf_append_str(out, "None");
+    return rc == 0 ? gs_buf_putc(out, '\n') : rc;
+}
+
+/* What runs and where: only in the spec, which ShowReply carries. */
+static int put_run(struct gs_buf *out, const Gs__JobSpec *spec)
+{
+    const Gs__RunSpec *run = spec != NULL ? spec->run : NULL;
+    int rc;
+
+    if (run == NULL)
+        return 0;
+    rc = gs_buf_append_str(out, "   Command=");
+    if (rc == 0 && run->n_argv > 0)
+        rc = cli_argv_join(out, run->argv, run->n_argv);
+    else if (rc == 0)
+        rc = gs_buf_append_str(out, "(script)");
+    if (rc == 0)
+        rc = gs_buf_printf(out, "\n   WorkDir=%s\n   StdOut=%s", or_none(run->workdir),
+                           or_none(run->stdout_pattern));
+    if (rc == 0 && run->stderr_pattern != NULL && run->stderr_pattern[0] != '\0')
+        rc = gs_buf_printf(out, " StdErr=%s", run->stderr_pattern);
+    return rc == 0 ? gs_buf_putc(out, '\n') : rc;
+}
+
+static int put_history(struct gs_buf *out, const Gs__ShowReply *r)
+{
+    char when[32];
+    int rc = 0;
+
+    if (r->n_history > 0)
+        rc = gs_buf_append_str(out, "History:\n");
+    for (size_t i = 0; rc == 0 && i < r->n_history; i++) {
+        const Gs__JobStateChange *c = r->history[i];
+
+        rc = gs_buf_printf(out, "   %s %s", cli_format_time(c->changed_at_ms, when, sizeof(when)),
+                           cli_job_state_name(c->state));
+        if (rc == 0 && c->reason != NULL && c->reason[0] != '\0')
+            rc = gs_buf_printf(out, " %s", c->reason);
+        if (rc == 0)
+            rc = gs_buf_putc(out, '\n');
+    }
+    return rc;
+}
+
+static int put_tasks(struct gs_buf *out, const Gs__ShowReply *r)
+{
+    int rc = 0;
+
+    if (r->n_task_exits > 0)
+        rc = gs_buf_append_str(out, "Tasks:\n");
+    for (size_t i = 0; rc == 0 && i < r->n_task_exits; i++) {
+        const Gs__TaskExit *t = r->task_exits[i];
+
+        rc = gs_buf_printf(out, "   Rank=%u Node=%s ExitCode=%d:%u EndReason=%s Attempt=%u",
+                           t->rank, or_none(t->node_name), t->signaled ? 0 : t->exit_code,
+                           t->signaled ? t->term_signal : 0, cli_end_reason_name(t->end_reason),
+                           t->attempt);
+        if (rc == 0 && t->launch_error != NULL && t->launch_error[0] != '\0')
+            rc = gs_buf_printf(out, " LaunchError=\"%s\"", t->launch_error);
+        if (rc == 0)
+            rc = gs_buf_putc(out, '\n');
+    }
+    return rc;
+}
+
+static int show_text(struct gs_buf *out, const Gs__ShowReply *r)
+{
+    const Gs__JobInfo *job = r->job;
+    int rc;
+
+    if (job == NULL)
+        return -EPROTO;
+    rc = gs_buf_printf(out, "JobId=%llu Name=%s\n", (unsigned long long)job->job_id,
+                       or_none(job->name));
+    if (rc == 0)
+        rc = put_identity(out, job);
+    if (rc == 0)
+        rc = put_state(out, job);
+    if (rc == 0)
+        rc = put_times(out, job, gs_clock_wall_ms());
+    if (rc == 0)
+        rc = put_resources(out, job);
+    if (rc == 0)
+        rc = put_run(out, job->spec);
+    if (rc == 0)
+        rc = put_history(out, r);
+    if (rc == 0)
+        rc = put_tasks(out, r);
+    return rc;
+}
+
+static int show_json(const Gs__ShowReply *r)
+{
+    struct gs_buf out = GS_BUF_INIT;
+    struct gs_json j;
+    int rc;
+
+    gs_json_init(&j, &out);
+    gs_json_object_begin(&j);
+    gs_json_key(&j, "job");
+    if (r->job != NULL)
+        cli_json_job_info(&j, r->job);
+    else
+        gs_json_null(&j);
+    gs_json_key(&j, "history");
+    gs_json_array_begin(&j);
+    for (size_t i = 0; i < r->n_history; i++)
+        cli_json_state_change(&j, r->history[i]);
+    gs_json_array_end(&j);
+    gs_json_key(&j, "task_exits");
+    gs_json_array_begin(&j);
+    for (size_t i = 0; i < r->n_task_exits; i++)
+        cli_json_task_exit(&j, r->task_exits[i]);
+    gs_json_array_end(&j);
+    gs_json_object_end(&j);
+    rc = cli_json_write(&j, &out, stdout);
+    gs_buf_release(&out);
+    return rc;
+}
+
+static int print_reply(const Gs__ShowReply *r, bool json)
+{
+    struct gs_buf out = GS_BUF_INIT;
+    int rc;
+
+    if (json)
+        return show_json(r);
+    rc = show_text(&out, r);
+    if (rc == 0 && fwrite(out.data, 1, out.len, stdout) != out.len)
+        rc = -EIO;
+    gs_buf_release(&out);
+    return rc;
+}
+
+static const struct cli_opt show_opts[] = {
+    {"--json", NULL, false, 'j'},
+    {"--socket", NULL, true, 's'},
+    {NULL, NULL, false, 0},
+};
+
+int cli_cmd_show(int argc, char **argv)
+{
+    Gs__ShowRequest req = GS__SHOW_REQUEST__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT, *reply = NULL;
+    const char *socket_opt = NULL;
+    struct cli_args a;
+    bool json = false, have_id = false;
+    char path[256];
+    int opt, rc;
+
+    cli_args_init(&a, argc, argv);
+    while ((opt = cli_args_next(&a, show_opts)) > 0) {
+        if (opt == CLI_ARGS_OPERAND && have_id)
+            return cli_usage_error("show", "one job at a time ('%s')", a.value);
+        if (opt == CLI_ARGS_OPERAND && cli_parse_job_id(a.value, &req.job_id) < 0)
+            return cli_usage_error("show", "not a job id: '%s'", a.value);
+        if (opt == CLI_ARGS_OPERAND)
+            have_id = true;
+        else if (opt == 'j')
+            json = true;
+        else if (opt == 's')
+            socket_opt = a.value;
+    }
+    if (opt < 0)
+        return cli_args_error("show", &a);
+    if (!have_id)
+        return cli_usage_error("show", "which job? (gsched show JOB)");
+    if (cli_socket_path(socket_opt, path, sizeof(path)) < 0)
+        return 1;
+    env.body_case = GS__ENVELOPE__BODY_SHOW_REQUEST;
+    env.show_request = &req;
+    if (cli_call(path, &env, GS__ENVELOPE__BODY_SHOW_REPLY, &reply) < 0)
+        return 1;
+    rc = print_reply(reply->show_reply, json);
+    if (rc < 0)
+        fprintf(stderr, "gsched show: %s\n",
+                rc == -EPROTO ? "gschedd sent no job" : gs_strerror(rc));
+    gs_proto_envelope_free(reply);
+    return rc < 0 ? 1 : 0;
+}

@@ -1,0 +1,275 @@
+/*
+ * cmd_submit.c: `gsched submit FILE.toml [--wait] [--json] [--parsable] [--hold]
+ * [--socket PATH]`: reads the job file exactly as `gsched check` does (any problem is
+ * printed as FILE:LINE:COL and nothing is sent), makes its paths absolute (gschedd and the
+ * workers do not run in the user's directory), adds who submits, and sends a
+ * SubmitRequest. With --wait it then waits for the job's end like `gsched wait` and exits
+ * with the job's status.
+ */
+#include "cli/commands.h"
+
+#include <errno.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/client.h"
+#include "cli/job_json.h"
+#include "cli/job_print.h"
+#include "cli/jobcmd.h"
+#include "cli/wait.h"
+#include "common/error.h"
+#include "common/jobspec.h"
+#include "proto/jobspec.h"
+
+struct submit_args {
+    const char *file;
+    const char *socket_opt;
+    bool wait;
+    bool json;
+    bool parsable;
+    bool hold;
+};
+
+/* Who submits: the scheduler trusts SO_PEERCRED, but records the name and groups sent. */
+struct submitter {
+    Gs__UserIdentity pb;
+    uint32_t *groups;
+    char *username;
+};
+
+static const struct cli_opt submit_opts[] = {
+    {"--wait", "-W", false, 'w'}, {"--json", NULL, false, 'j'},  {"--parsable", NULL, false, 'p'},
+    {"--hold", "-H", false, 'H'}, {"--socket", NULL, true, 's'}, {NULL, NULL, false, 0},
+};
+
+/* Returns 0, or the exit status of a usage error. */
+static int parse_args(int argc, char **argv, struct submit_args *s)
+{
+    struct cli_args a;
+    int opt;
+
+    cli_args_init(&a, argc, argv);
+    while ((opt = cli_args_next(&a, submit_opts)) > 0) {
+        if (opt == CLI_ARGS_OPERAND && s->file != NULL)
+            return cli_usage_error("submit", "one job file at a time ('%s')", a.value);
+        if (opt == CLI_ARGS_OPERAND)
+            s->file = a.value;
+        else if (opt == 'w')
+            s->wait = true;
+        else if (opt == 'j')
+            s->json = true;
+        else if (opt == 'p')
+            s->parsable = true;
+        else if (opt == 'H')
+            s->hold = true;
+        else if (opt == 's')
+            s->socket_opt = a.value;
+    }
+    if (opt < 0)
+        return cli_args_error("submit", &a);
+    if (s->file == NULL)
+        return cli_usage_error("submit", "which job file? (gsched submit JOB.toml)");
+    if (s->json && s->parsable)
+        return cli_usage_error("submit", "--json and --parsable do not go together");
+    return 0;
+}
+
+static bool is_stdin(const char *file)
+{
+    return strcmp(file, "-") == 0;
+}
+
+static int load_spec(const char *file, struct gs_jobspec **ret_spec)
+{
+    struct gs_buf text = GS_BUF_INIT, errors = GS_BUF_INIT;
+    int rc = cli_read_file(file, &text); /* says why itself */
+
+    if (rc < 0)
+        goto out;
+    rc = gs_jobspec_parse_toml(text.data != NULL ? text.data : "", text.len,
+                               is_stdin(file) ? "<stdin>" : file, ret_spec, &errors);
+    if (rc < 0 && errors.len > 0)
+        fputs(errors.data, stderr);
+    else if (rc < 0)
+        fprintf(stderr, "gsched submit: %s: %s\n", file, gs_strerror(rc));
+out:
+    gs_buf_release(&text);
+    gs_buf_release(&errors);
+    return rc;
+}
+
+/*
+ * Replaces the spec's workdir by its absolute form (the current directory when unset) and
+ * appends the job file's absolute path to source ("" for standard input).
+ */
+static int absolute_paths(struct gs_jobspec *spec, const char *file, struct gs_buf *source)
+{
+    struct gs_buf workdir = GS_BUF_INIT;
+    char cwd[4096];
+    int rc;
+
+    if (getcwd(cwd, sizeof(cwd)) == NULL) {
+        rc = -errno;
+        fprintf(stderr, "gsched submit: current directory: %s\n", gs_strerror(rc));
+        return rc;
+    }
+    rc = cli_path_absolute(cwd, spec->workdir != NULL ? spec->workdir : ".", &workdir);
+    if (rc == 0 && !is_stdin(file))
+        rc = cli_path_absolute(cwd, file, source);
+    if (rc == 0) {
+        free(spec->workdir);
+        spec->workdir = gs_buf_detach(&workdir, NULL);
+        rc = spec->workdir != NULL ? 0 : -ENOMEM;
+    }
+    if (rc < 0)
+        fprintf(stderr, "gsched submit: %s\n", gs_strerror(rc));
+    gs_buf_release(&workdir);
+    return rc;
+}
+
+/* The supplementary groups; none when the system will not say. */
+static int fill_groups(struct submitter *s)
+{
+    int n = getgroups(0, NULL);
+    gid_t *gids;
+
+    if (n <= 0)
+        return 0;
+    gids = calloc((size_t)n, sizeof(*gids));
+    s->groups = calloc((size_t)n, sizeof(*s->groups));
+    if (gids == NULL || s->groups == NULL) {
+        free(gids);
+        return -ENOMEM;
+    }
+    n = getgroups(n, gids);
+    for (int i = 0; i < n; i++)
+        s->groups[i] = (uint32_t)gids[i];
+    s->pb.n_groups = n > 0 ? (size_t)n : 0;
+    s->pb.groups = s->groups;
+    free(gids);
+    return 0;
+}
+
+static int submitter_init(struct submitter *s)
+{
+    const struct passwd *pw = getpwuid(getuid());
+
+    memset(s, 0, sizeof(*s));
+    gs__user_identity__init(&s->pb);
+    s->pb.uid = (uint32_t)getuid();
+    s->pb.gid = (uint32_t)getgid();
+    s->username = strdup(pw != NULL ? pw->pw_name : "");
+    if (s->username == NULL)
+        return -ENOMEM;
+    s->pb.username = s->username;
+    return fill_groups(s);
+}
+
+static void submitter_release(struct submitter *s)
+{
+    free(s->groups);
+    free(s->username);
+}
+
+static int print_submitted(const Gs__SubmitReply *r, const struct submit_args *s)
+{
+    struct gs_buf out = GS_BUF_INIT;
+    struct gs_json j;
+    int rc = 0;
+
+    for (size_t i = 0; i < r->n_warnings; i++)
+        fprintf(stderr, "gsched submit: warning: %s\n", r->warnings[i]);
+    if (s->parsable) {
+        printf("%llu\n", (unsigned long long)r->job_id);
+    } else if (!s->json) {
+        printf("Submitted job %llu\n", (unsigned long long)r->job_id);
+    } else {
+        gs_json_init(&j, &out);
+        gs_json_object_begin(&j);
+        gs_json_kv_uint(&j, "job_id", r->job_id);
+        gs_json_kv_string(&j, "state", cli_job_state_name(r->state));
+        gs_json_key(&j, "warnings");
+        gs_json_array_begin(&j);
+        for (size_t i = 0; i < r->n_warnings; i++)
+            gs_json_string(&j, r->warnings[i]);
+        gs_json_array_end(&j);
+        gs_json_object_end(&j);
+        rc = cli_json_write(&j, &out, stdout);
+    }
+    fflush(stdout);
+    gs_buf_release(&out);
+    return rc;
+}
+
+/* Sends the spec; on success stores the new job's id. */
+static int send_spec(const char *path, const struct gs_jobspec *spec, const char *source,
+                     const struct submit_args *s, uint64_t *ret_id)
+{
+    Gs__SubmitRequest req = GS__SUBMIT_REQUEST__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT, *reply = NULL;
+    struct gs_proto_jobspec_view view;
+    struct submitter who;
+    int rc = submitter_init(&who);
+
+    if (rc == 0)
+        rc = gs_proto_jobspec_view_init(&view, spec);
+    if (rc < 0) {
+        fprintf(stderr, "gsched submit: %s\n", gs_strerror(rc));
+        goto out_who;
+    }
+    view.spec.user = &who.pb;
+    req.spec = &view.spec;
+    req.source_file = (char *)source;
+    env.body_case = GS__ENVELOPE__BODY_SUBMIT_REQUEST;
+    env.submit_request = &req;
+    rc = cli_call(path, &env, GS__ENVELOPE__BODY_SUBMIT_REPLY, &reply);
+    if (rc == 0)
+        rc = print_submitted(reply->submit_reply, s);
+    if (rc == 0)
+        *ret_id = reply->submit_reply->job_id;
+    gs_proto_envelope_free(reply);
+    gs_proto_jobspec_view_release(&view);
+out_who:
+    submitter_release(&who);
+    return rc;
+}
+
+int cli_cmd_submit(int argc, char **argv)
+{
+    struct submit_args s = {0};
+    struct gs_jobspec *spec = NULL;
+    struct gs_buf source = GS_BUF_INIT;
+    char path[256];
+    uint64_t id = 0;
+    int status = parse_args(argc, argv, &s);
+
+    if (status != 0)
+        return status;
+    status = 1;
+    if (load_spec(s.file, &spec) < 0 || absolute_paths(spec, s.file, &source) < 0)
+        goto out;
+    if (s.hold)
+        spec->hold = true;
+    if (cli_socket_path(s.socket_opt, path, sizeof(path)) < 0 ||
+        send_spec(path, spec, source.data != NULL ? source.data : "", &s, &id) < 0)
+        goto out;
+    status = 0;
+    if (s.wait) {
+        struct cli_wait_opts o = {
+            .cmd = "submit",
+            .until = GS__WAIT_FOR__WAIT_FOR_END,
+            .poll_ms = 1000,
+            .json = s.json,
+            .lines = s.parsable ? stderr : stdout, /* stdout holds just the id */
+        };
+
+        status = cli_wait_jobs(path, &id, 1, &o);
+    }
+out:
+    gs_jobspec_free(spec);
+    gs_buf_release(&source);
+    return status;
+}

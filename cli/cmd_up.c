@@ -1,0 +1,546 @@
+/*
+ * cmd_up.c: `gsched up` and `gsched down`: a whole cluster on this machine, so that gsched
+ * can be tried (and its end-to-end tests run) without root, /etc/gsched or more than one
+ * host. `up` writes DIR/gsched.toml, starts gschedd and N gsched-workerd named node1..nodeN
+ * with synthetic GPUs (or an hwloc XML topology), and returns once every worker is UP;
+ * `down` stops them and keeps the rest of DIR, so the next `up` resumes the same queue.
+ * The state directory's layout and the process handling are in cli/local.h.
+ */
+#include "cli/commands.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/client.h"
+#include "cli/local.h"
+#include "common/clock.h"
+#include "common/error.h"
+
+#define UP_DEFAULT_WORKERS 2
+#define UP_DEFAULT_GPUS 4
+#define UP_START_TIMEOUT_MS 20000
+#define UP_POLL_MS 50
+#define UP_PROBE_TIMEOUT_MS 1000
+#define DOWN_TIMEOUT_MS 15000
+#define TAIL_LINES 20
+
+static const char up_usage[] =
+    "usage: gsched up [--workers N] [--gpus-per-node K | --topology FILE.xml] [--features A,B]\n"
+    "                 [--state DIR] [--port P]\n"
+    "Starts gschedd and N gsched-workerd (node1..nodeN) on this machine.\n"
+    "  --workers N         workers to start, 1 to 64 (default 2)\n"
+    "  --gpus-per-node K   synthetic GPUs per worker (default 4; 0: this machine's own)\n"
+    "  --topology FILE     every worker has the hardware of this hwloc XML file\n"
+    "  --features A,B      features of every worker, for job constraints\n"
+    "  --state DIR         configuration, socket, logs and database (default ./.gsched)\n"
+    "  --port P            TCP port for the workers (default: a free one)\n";
+
+static const char down_usage[] = "usage: gsched down [--state DIR]\n"
+                                 "Stops the local cluster that `gsched up` started in DIR "
+                                 "(default ./.gsched), keeping its jobs and logs.\n";
+
+struct up_opts {
+    unsigned workers;
+    unsigned gpus;
+    bool gpus_given;
+    const char *topology;
+    const char *features;
+    const char *state;
+    unsigned port; /* 0: pick a free one */
+};
+
+/* What `up` works with once the options are checked. */
+struct up {
+    struct up_opts opts;
+    struct cli_local local;
+    char gschedd[PATH_MAX];
+    char workerd[PATH_MAX];
+    char topology[PATH_MAX]; /* absolute, "" without --topology */
+    char config[PATH_MAX];
+    char socket[PATH_MAX];
+    unsigned gpus_per_node; /* from the scheduler's view of node1, for the summary */
+};
+
+static int parse_number(const char *opt, const char *arg, unsigned min, unsigned max, unsigned *out)
+{
+    char *end;
+    long n = strtol(arg, &end, 10);
+
+    if (arg[0] == '\0' || *end != '\0' || n < (long)min || n > (long)max)
+        return cli_usage_error("up", "%s wants %u to %u, not '%s'", opt, min, max, arg);
+    *out = (unsigned)n;
+    return 0;
+}
+
+/* One option with its argument at argv[*i]; returns 0, or 2 after printing why. */
+static int parse_up_option(struct up_opts *o, int argc, char **argv, int *i)
+{
+    const char *opt = argv[*i], *arg;
+
+    if (*i + 1 >= argc)
+        return cli_usage_error("up", "%s wants a value", opt);
+    arg = argv[++*i];
+    if (strcmp(opt, "--workers") == 0)
+        return parse_number(opt, arg, 1, CLI_LOCAL_MAX_WORKERS, &o->workers);
+    if (strcmp(opt, "--port") == 0)
+        return parse_number(opt, arg, 1, 65535, &o->port);
+    if (strcmp(opt, "--gpus-per-node") == 0) {
+        o->gpus_given = true;
+        return parse_number(opt, arg, 0, 64, &o->gpus);
+    }
+    if (strcmp(opt, "--topology") == 0)
+        o->topology = arg;
+    else if (strcmp(opt, "--features") == 0)
+        o->features = arg;
+    else
+        o->state = arg;
+    return 0;
+}
+
+static int parse_up(struct up_opts *o, int argc, char **argv)
+{
+    static const char *const with_value[] = {"--workers",  "--gpus-per-node", "--topology",
+                                             "--features", "--state",         "--port"};
+
+    *o = (struct up_opts){
+        .workers = UP_DEFAULT_WORKERS, .gpus = UP_DEFAULT_GPUS, .state = CLI_LOCAL_STATE_DIR};
+    for (int i = 1; i < argc; i++) {
+        bool known = false;
+        int rc;
+
+        for (size_t k = 0; k < sizeof(with_value) / sizeof(with_value[0]); k++)
+            known = known || strcmp(argv[i], with_value[k]) == 0;
+        if (!known)
+            return cli_usage_error("up", "unknown argument '%s'", argv[i]);
+        rc = parse_up_option(o, argc, argv, &i);
+        if (rc != 0)
+            return rc;
+    }
+    if (o->gpus_given && o->topology != NULL)
+        return cli_usage_error("up", "--gpus-per-node and --topology exclude each other");
+    return 0;
+}
+
+static bool is_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            return true;
+    }
+    return false;
+}
+
+static bool executable(const char *dir, const char *name, char *out, size_t size)
+{
+    int n = snprintf(out, size, "%s/%s", dir, name);
+
+    return n > 0 && (size_t)n < size && access(out, X_OK) == 0;
+}
+
+/*
+ * The daemons of the same build or installation as this gsched: beside it (a build tree),
+ * in ../sbin (an installation: the daemons go to sbin), then on PATH.
+ */
+static int find_program(const char *name, char *out, size_t size)
+{
+    char self[PATH_MAX], dir[PATH_MAX + 8], *slash, *path, *save = NULL;
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    bool found = false;
+
+    if (n > 0) {
+        self[n] = '\0';
+        slash = strrchr(self, '/');
+        if (slash != NULL)
+            *slash = '\0';
+        snprintf(dir, sizeof(dir), "%s/../sbin", self);
+        found = executable(self, name, out, size) || executable(dir, name, out, size);
+    }
+    path = strdup(getenv("PATH") != NULL ? getenv("PATH") : "/usr/bin:/bin");
+    for (char *d = path != NULL ? strtok_r(path, ":", &save) : NULL; d != NULL && !found;
+         d = strtok_r(NULL, ":", &save))
+        found = d[0] == '/' && executable(d, name, out, size);
+    free(path);
+    if (found)
+        return 0;
+    fprintf(stderr, "gsched up: cannot find %s beside gsched%s%s or on PATH\n", name,
+            n > 0 ? " in " : "", n > 0 ? self : "");
+    return -ENOENT;
+}
+
+/* A port nothing listens on now. Another program may take it before gschedd does; then
+ * gschedd fails to listen, `up` says so, and running it again picks another. */
+static int pick_port(unsigned *ret_port)
+{
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(sin);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), rc = 0;
+
+    if (fd < 0)
+        return -errno;
+    if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 ||
+        getsockname(fd, (struct sockaddr *)&sin, &len) < 0)
+        rc = -errno;
+    close(fd);
+    if (rc == 0)
+        *ret_port = ntohs(sin.sin_port);
+    return rc;
+}
+
+/* A TOML basic string: quotes, backslashes and control characters escaped. */
+static void toml_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s != '\0'; s++) {
+        unsigned char ch = (unsigned char)*s;
+
+        if (ch == '"' || ch == '\\')
+            fprintf(f, "\\%c", ch);
+        else if (ch < 0x20 || ch == 0x7f)
+            fprintf(f, "\\u%04x", ch);
+        else
+            fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+static int write_config(const struct up *u)
+{
+    FILE *f = fopen(u->config, "w");
+    int rc = 0;
+
+    if (f == NULL) {
+        rc = -errno;
+        goto out;
+    }
+    fputs("# Written by `gsched up` at every start; edits are lost.\n[scheduler]\n", f);
+    fputs("host = \"127.0.0.1\"\n", f);
+    fprintf(f, "port = %u\nsocket = ", u->opts.port);
+    toml_string(f, u->socket);
+    fputs("\nstate_dir = ", f);
+    toml_string(f, u->local.dir);
+    fputc('\n', f);
+    if (ferror(f))
+        rc = -EIO;
+    if (fclose(f) != 0 && rc == 0)
+        rc = -errno;
+out:
+    if (rc < 0)
+        fprintf(stderr, "gsched up: cannot write %s: %s\n", u->config, gs_strerror(rc));
+    return rc;
+}
+
+static int start_gschedd(struct up *u)
+{
+    char *argv[] = {u->gschedd, "--config", u->config, NULL};
+
+    return cli_local_spawn(&u->local, &u->local.daemons[0], argv);
+}
+
+static int start_worker(struct up *u, unsigned i)
+{
+    struct cli_daemon *d = &u->local.daemons[i];
+    char sched[32], gpus[16], *argv[16];
+    int n = 0;
+
+    snprintf(sched, sizeof(sched), "127.0.0.1:%u", u->opts.port);
+    snprintf(gpus, sizeof(gpus), "%u", u->opts.gpus);
+    argv[n++] = u->workerd;
+    argv[n++] = "--config"; /* so a /etc/gsched/gsched.toml on this machine stays out */
+    argv[n++] = u->config;
+    argv[n++] = "--scheduler";
+    argv[n++] = sched;
+    argv[n++] = "--name";
+    argv[n++] = d->name;
+    argv[n++] = u->topology[0] != '\0' ? "--topology" : "--gpus";
+    argv[n++] = u->topology[0] != '\0' ? u->topology : gpus;
+    if (u->opts.features != NULL) {
+        argv[n++] = "--features";
+        argv[n++] = (char *)u->opts.features;
+    }
+    argv[n] = NULL;
+    return cli_local_spawn(&u->local, d, argv);
+}
+
+/* Reports a daemon that has already exited, with its log; returns -ECHILD when one has. */
+static int check_exits(struct up *u)
+{
+    for (unsigned i = 0; i <= u->local.nworkers; i++) {
+        struct cli_daemon *d = &u->local.daemons[i];
+        int status = 0;
+
+        if (!d->child || !cli_local_ended(d, &status))
+            continue;
+        if (WIFSIGNALED(status))
+            fprintf(stderr, "gsched up: %s was killed by signal %d\n", d->name, WTERMSIG(status));
+        else
+            fprintf(stderr, "gsched up: %s exited with status %d\n", d->name, WEXITSTATUS(status));
+        cli_local_print_tail(&u->local, d, TAIL_LINES);
+        return -ECHILD;
+    }
+    return 0;
+}
+
+/* The first of node1..nodeN that is not UP in r (0: all are); node1's GPUs into u. */
+static unsigned first_not_up(struct up *u, const Gs__NodesReply *r)
+{
+    for (unsigned i = 1; i <= u->local.nworkers; i++) {
+        const Gs__NodeInfo *n = NULL;
+
+        for (size_t k = 0; k < r->n_nodes && n == NULL; k++) {
+            if (strcmp(r->nodes[k]->name, u->local.daemons[i].name) == 0)
+                n = r->nodes[k];
+        }
+        if (n == NULL || n->state != GS__NODE_STATE__NODE_STATE_UP)
+            return i;
+        if (i == 1)
+            u->gpus_per_node = n->gpus_total;
+    }
+    return 0;
+}
+
+/* Asks gschedd for its nodes: 0 when it answers and (with workers) all are UP; else the
+ * first worker not UP, or -errno when gschedd does not answer yet. */
+static int probe(struct up *u, bool workers)
+{
+    Gs__NodesRequest req = GS__NODES_REQUEST__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT, *reply = NULL;
+    int rc;
+
+    env.body_case = GS__ENVELOPE__BODY_NODES_REQUEST;
+    env.nodes_request = &req;
+    rc = cli_request_quiet(u->socket, &env, UP_PROBE_TIMEOUT_MS, &reply);
+    if (rc < 0)
+        return rc;
+    if (reply->body_case != GS__ENVELOPE__BODY_NODES_REPLY)
+        rc = -EPROTO;
+    else if (workers)
+        rc = (int)first_not_up(u, reply->nodes_reply);
+    gs_proto_envelope_free(reply);
+    return rc;
+}
+
+static void sleep_poll(void)
+{
+    struct timespec ts = {.tv_sec = 0, .tv_nsec = UP_POLL_MS * 1000000L};
+
+    nanosleep(&ts, NULL);
+}
+
+/* Polls until probe() is satisfied, a daemon exits, or the deadline passes. */
+static int wait_ready(struct up *u, bool workers, uint64_t deadline_ms)
+{
+    int rc;
+
+    for (;;) {
+        rc = check_exits(u);
+        if (rc < 0)
+            return rc;
+        rc = probe(u, workers);
+        if (rc == 0)
+            return 0;
+        if (gs_clock_mono_ms() >= deadline_ms)
+            break;
+        sleep_poll();
+    }
+    if (rc < 0) {
+        fprintf(stderr, "gsched up: gschedd does not answer on %s after %d s: %s\n", u->socket,
+                UP_START_TIMEOUT_MS / 1000, gs_strerror(rc));
+        cli_local_print_tail(&u->local, &u->local.daemons[0], TAIL_LINES);
+    } else {
+        fprintf(stderr, "gsched up: %s is not up after %d s\n", u->local.daemons[rc].name,
+                UP_START_TIMEOUT_MS / 1000);
+        cli_local_print_tail(&u->local, &u->local.daemons[rc], TAIL_LINES);
+    }
+    return -ETIMEDOUT;
+}
+
+/*
+ * gschedd first, and the workers once it answers: a worker that finds nobody listening
+ * backs off for up to seconds, which would make every `up` slow.
+ */
+static int start_cluster(struct up *u)
+{
+    uint64_t deadline = gs_clock_mono_ms() + UP_START_TIMEOUT_MS;
+    unsigned n = u->local.nworkers;
+    int rc;
+
+    u->local.nworkers = 0;
+    rc = start_gschedd(u);
+    if (rc == 0)
+        rc = wait_ready(u, false, deadline);
+    for (unsigned i = 1; i <= n && rc == 0; i++) {
+        rc = start_worker(u, i);
+        u->local.nworkers = i; /* started or not, its files are cleaned up on failure */
+    }
+    if (rc == 0)
+        rc = wait_ready(u, true, deadline);
+    return rc;
+}
+
+static void stop_cluster(struct cli_local *l)
+{
+    cli_local_stop(l, &l->daemons[1], l->nworkers, DOWN_TIMEOUT_MS);
+    cli_local_stop(l, &l->daemons[0], 1, DOWN_TIMEOUT_MS);
+    cli_local_forget(l);
+}
+
+/* Refuses a directory whose cluster (or a leftover daemon of it) still runs. */
+static int check_not_running(struct cli_local *l)
+{
+    if (cli_local_load(l) == 0) {
+        cli_local_forget(l); /* stale pid files: their pids may come back as strangers */
+        return 0;
+    }
+    if (l->daemons[0].running) {
+        fprintf(stderr,
+                "gsched up: a cluster is already running in %s (gschedd pid %d); gsched down "
+                "first\n",
+                l->dir, (int)l->daemons[0].pid);
+        return -EEXIST;
+    }
+    for (unsigned i = 1; i <= l->nworkers; i++) {
+        if (l->daemons[i].running) {
+            fprintf(stderr,
+                    "gsched up: %s (pid %d) of an earlier cluster still runs in %s; "
+                    "gsched down first\n",
+                    l->daemons[i].name, (int)l->daemons[i].pid, l->dir);
+            break;
+        }
+    }
+    return -EEXIST;
+}
+
+static int prepare(struct up *u)
+{
+    int rc = cli_local_init(&u->local, "up", u->opts.state, true);
+
+    if (rc == 0)
+        rc = check_not_running(&u->local);
+    if (rc == 0 && u->opts.topology != NULL &&
+        (rc = cli_local_resolve(u->opts.topology, u->topology)) < 0) {
+        fprintf(stderr, "gsched up: %s: %s\n", u->opts.topology, gs_strerror(rc));
+    }
+    if (rc == 0)
+        rc = find_program("gschedd", u->gschedd, sizeof(u->gschedd));
+    if (rc == 0)
+        rc = find_program("gsched-workerd", u->workerd, sizeof(u->workerd));
+    if (rc == 0 && u->opts.port == 0 && (rc = pick_port(&u->opts.port)) < 0)
+        fprintf(stderr, "gsched up: cannot find a free port: %s\n", gs_strerror(rc));
+    if (rc == 0)
+        rc = cli_local_path(&u->local, "gsched.toml", u->config, sizeof(u->config));
+    if (rc == 0)
+        rc = cli_local_path(&u->local, CLI_LOCAL_SOCKET, u->socket, sizeof(u->socket));
+    if (rc == 0)
+        rc = write_config(u);
+    u->local.nworkers = u->opts.workers;
+    return rc;
+}
+
+/* Whether dir is ./.gsched, which gsched finds by itself (cli/client.h). */
+static bool is_default_dir(const char *dir)
+{
+    char here[PATH_MAX];
+
+    return cli_local_resolve(CLI_LOCAL_STATE_DIR, here) == 0 && strcmp(here, dir) == 0;
+}
+
+static void print_summary(const struct up *u)
+{
+    const struct cli_local *l = &u->local;
+    unsigned n = l->nworkers;
+    char names[128] = "";
+
+    for (unsigned i = 1; i <= n && n <= 4; i++)
+        snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", i > 1 ? ", " : "",
+                 l->daemons[i].name);
+    if (n > 4)
+        snprintf(names, sizeof(names), "node1..node%u", n);
+    printf("gsched: local cluster up in %s: gschedd (port %u) and %u worker%s (%s), %u GPU%s%s\n",
+           l->dir, u->opts.port, n, n == 1 ? "" : "s", names, u->gpus_per_node,
+           u->gpus_per_node == 1 ? "" : "s", n == 1 ? "" : " each");
+    if (is_default_dir(l->dir))
+        printf("  gsched nodes / gsched submit job.toml / gsched queue / gsched down\n");
+    else
+        printf("  export GSCHED_SOCKET=%s\n"
+               "  gsched nodes / gsched submit job.toml / gsched queue / gsched down --state %s\n",
+               u->socket, l->dir);
+}
+
+int cli_cmd_up(int argc, char **argv)
+{
+    struct up *u;
+    int rc;
+
+    if (is_help(argc, argv)) {
+        fputs(up_usage, stdout);
+        return 0;
+    }
+    u = calloc(1, sizeof(*u)); /* a few PATH_MAX buffers and 65 daemons: not for the stack */
+    if (u == NULL)
+        return 1;
+    rc = parse_up(&u->opts, argc, argv);
+    if (rc != 0)
+        goto out;
+    rc = prepare(u) < 0 ? 1 : 0;
+    if (rc != 0)
+        goto out;
+    if (start_cluster(u) < 0) {
+        stop_cluster(&u->local);
+        rc = 1;
+        goto out;
+    }
+    print_summary(u);
+out:
+    free(u);
+    return rc;
+}
+
+int cli_cmd_down(int argc, char **argv)
+{
+    struct cli_local *l = NULL;
+    const char *state = CLI_LOCAL_STATE_DIR;
+    int rc = 1;
+
+    if (is_help(argc, argv)) {
+        fputs(down_usage, stdout);
+        return 0;
+    }
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--state") != 0)
+            return cli_usage_error("down", "unknown argument '%s'", argv[i]);
+        if (i + 1 >= argc)
+            return cli_usage_error("down", "--state wants a value");
+        state = argv[++i];
+    }
+    l = calloc(1, sizeof(*l));
+    if (l == NULL)
+        return 1;
+    rc = cli_local_init(l, "down", state, false);
+    if (rc == -ENOENT)
+        fprintf(stderr, "gsched down: no cluster in %s (no such directory)\n", state);
+    if (rc < 0) {
+        rc = 1; /* cli_local_init said why otherwise */
+        goto out;
+    }
+    rc = 1;
+    if (cli_local_load(l) == 0) {
+        cli_local_forget(l);
+        fprintf(stderr, "gsched down: no cluster is running in %s\n", l->dir);
+        goto out;
+    }
+    stop_cluster(l);
+    if (cli_local_load(l) > 0)
+        goto out; /* cli_local_stop said which */
+    printf("gsched: local cluster in %s stopped\n", l->dir);
+    rc = 0;
+out:
+    free(l);
+    return rc;
+}

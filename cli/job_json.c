@@ -1,0 +1,235 @@
+/*
+ * job_json.c: JSON writers for the job messages (see job_json.h). Every field of each
+ * message is written, including zero values, so that programs never have to know proto3's
+ * "absent means default" rule.
+ */
+#include "cli/job_json.h"
+
+#include <errno.h>
+
+#include "cli/job_print.h"
+
+static void json_u32_array(struct gs_json *j, const char *key, const uint32_t *v, size_t n)
+{
+    gs_json_key(j, key);
+    gs_json_array_begin(j);
+    for (size_t i = 0; i < n; i++)
+        gs_json_uint(j, v[i]);
+    gs_json_array_end(j);
+}
+
+static void json_user(struct gs_json *j, const Gs__UserIdentity *u)
+{
+    gs_json_key(j, "user");
+    if (u == NULL) {
+        gs_json_null(j);
+        return;
+    }
+    gs_json_object_begin(j);
+    gs_json_kv_uint(j, "uid", u->uid);
+    gs_json_kv_uint(j, "gid", u->gid);
+    gs_json_kv_string(j, "username", u->username);
+    json_u32_array(j, "groups", u->groups, u->n_groups);
+    gs_json_object_end(j);
+}
+
+static void json_resources(struct gs_json *j, const Gs__Resources *r)
+{
+    gs_json_key(j, "resources");
+    if (r == NULL) {
+        gs_json_null(j);
+        return;
+    }
+    gs_json_object_begin(j);
+    gs_json_kv_uint(j, "nodes", r->nodes);
+    gs_json_kv_uint(j, "gpus_per_node", r->gpus_per_node);
+    /* A oneof: only the member that is set, as the proto's JSON mapping does. */
+    if (r->cpus_case == GS__RESOURCES__CPUS_CPUS_PER_GPU)
+        gs_json_kv_uint(j, "cpus_per_gpu", r->cpus_per_gpu);
+    else if (r->cpus_case == GS__RESOURCES__CPUS_CPUS_PER_TASK)
+        gs_json_kv_uint(j, "cpus_per_task", r->cpus_per_task);
+    gs_json_kv_uint(j, "mem_per_node_mib", r->mem_per_node_mib);
+    gs_json_kv_uint(j, "time_limit_s", r->time_limit_s);
+    gs_json_kv_bool(j, "exclusive", r->exclusive);
+    gs_json_kv_string(j, "constraint", r->constraint);
+    gs_json_object_end(j);
+}
+
+static void json_allocation(struct gs_json *j, Gs__NodeAllocation *const *alloc, size_t n)
+{
+    gs_json_key(j, "allocation");
+    gs_json_array_begin(j);
+    for (size_t i = 0; i < n; i++) {
+        const Gs__NodeAllocation *a = alloc[i];
+
+        gs_json_object_begin(j);
+        gs_json_kv_string(j, "node_name", a->node_name);
+        gs_json_kv_string(j, "address", a->address);
+        json_u32_array(j, "gpus", a->gpus, a->n_gpus);
+        json_u32_array(j, "cores", a->cores, a->n_cores);
+        gs_json_kv_uint(j, "mem_mib", a->mem_mib);
+        gs_json_kv_uint(j, "first_rank", a->first_rank);
+        gs_json_kv_uint(j, "ntasks", a->ntasks);
+        gs_json_object_end(j);
+    }
+    gs_json_array_end(j);
+}
+
+static const char *dependency_type_name(Gs__DependencyType t)
+{
+    switch (t) {
+    case GS__DEPENDENCY_TYPE__DEPENDENCY_TYPE_AFTER:
+        return "AFTER";
+    case GS__DEPENDENCY_TYPE__DEPENDENCY_TYPE_AFTEROK:
+        return "AFTEROK";
+    case GS__DEPENDENCY_TYPE__DEPENDENCY_TYPE_AFTERNOTOK:
+        return "AFTERNOTOK";
+    case GS__DEPENDENCY_TYPE__DEPENDENCY_TYPE_AFTERANY:
+        return "AFTERANY";
+    default:
+        return "UNSPECIFIED";
+    }
+}
+
+static void json_deps(struct gs_json *j, Gs__Dependency *const *deps, size_t n)
+{
+    gs_json_key(j, "depends_on");
+    gs_json_array_begin(j);
+    for (size_t i = 0; i < n; i++) {
+        gs_json_object_begin(j);
+        gs_json_kv_string(j, "type", dependency_type_name(deps[i]->type));
+        gs_json_kv_uint(j, "job_id", deps[i]->job_id);
+        gs_json_object_end(j);
+    }
+    gs_json_array_end(j);
+}
+
+static void json_run(struct gs_json *j, const Gs__RunSpec *r)
+{
+    gs_json_key(j, "run");
+    if (r == NULL) {
+        gs_json_null(j);
+        return;
+    }
+    gs_json_object_begin(j);
+    gs_json_key(j, "argv");
+    gs_json_array_begin(j);
+    for (size_t i = 0; i < r->n_argv; i++)
+        gs_json_string(j, r->argv[i]);
+    gs_json_array_end(j);
+    gs_json_kv_string(j, "script", r->script);
+    gs_json_kv_uint(j, "tasks_per_node", r->tasks_per_node);
+    gs_json_kv_bool(j, "tasks_per_gpu", r->tasks_per_gpu);
+    gs_json_kv_string(j, "workdir", r->workdir);
+    gs_json_kv_string(j, "stdout_pattern", r->stdout_pattern);
+    gs_json_kv_string(j, "stderr_pattern", r->stderr_pattern);
+    gs_json_key(j, "env");
+    gs_json_object_begin(j);
+    for (size_t i = 0; i < r->n_env; i++)
+        gs_json_kv_string(j, r->env[i]->key, r->env[i]->value);
+    gs_json_object_end(j);
+    gs_json_object_end(j);
+}
+
+void cli_json_job_spec(struct gs_json *j, const Gs__JobSpec *s)
+{
+    if (s == NULL) {
+        gs_json_null(j);
+        return;
+    }
+    gs_json_object_begin(j);
+    gs_json_kv_string(j, "name", s->name);
+    json_user(j, s->user);
+    gs_json_kv_int(j, "priority", s->priority);
+    gs_json_kv_bool(j, "hold", s->hold);
+    json_deps(j, s->depends_on, s->n_depends_on);
+    json_resources(j, s->resources);
+    json_run(j, s->run);
+    gs_json_kv_uint(j, "max_restarts", s->max_restarts);
+    gs_json_object_end(j);
+}
+
+void cli_json_job_info(struct gs_json *j, const Gs__JobInfo *job)
+{
+    gs_json_object_begin(j);
+    gs_json_kv_uint(j, "job_id", job->job_id);
+    gs_json_kv_string(j, "name", job->name);
+    json_user(j, job->user);
+    gs_json_kv_string(j, "state", cli_job_state_name(job->state));
+    gs_json_kv_string(j, "reason", job->reason);
+    gs_json_kv_int(j, "priority", job->priority);
+    gs_json_kv_bool(j, "held", job->held);
+    json_resources(j, job->resources);
+    gs_json_kv_uint(j, "submit_time_ms", job->submit_time_ms);
+    gs_json_kv_uint(j, "start_time_ms", job->start_time_ms);
+    gs_json_kv_uint(j, "end_time_ms", job->end_time_ms);
+    gs_json_kv_uint(j, "expected_start_ms", job->expected_start_ms);
+    gs_json_kv_bool(j, "signaled", job->signaled);
+    gs_json_kv_int(j, "exit_code", job->exit_code);
+    gs_json_kv_uint(j, "term_signal", job->term_signal);
+    gs_json_kv_uint(j, "restart_count", job->restart_count);
+    json_allocation(j, job->allocation, job->n_allocation);
+    /* Only ShowReply carries the spec; queue listings leave it out rather than null. */
+    if (job->spec != NULL) {
+        gs_json_key(j, "spec");
+        cli_json_job_spec(j, job->spec);
+    }
+    gs_json_object_end(j);
+}
+
+void cli_json_state_change(struct gs_json *j, const Gs__JobStateChange *c)
+{
+    gs_json_object_begin(j);
+    gs_json_kv_uint(j, "job_id", c->job_id);
+    gs_json_kv_string(j, "state", cli_job_state_name(c->state));
+    gs_json_kv_string(j, "previous", cli_job_state_name(c->previous));
+    gs_json_kv_string(j, "reason", c->reason);
+    gs_json_kv_bool(j, "signaled", c->signaled);
+    gs_json_kv_int(j, "exit_code", c->exit_code);
+    gs_json_kv_uint(j, "term_signal", c->term_signal);
+    gs_json_kv_uint(j, "changed_at_ms", c->changed_at_ms);
+    gs_json_kv_uint(j, "submit_time_ms", c->submit_time_ms);
+    gs_json_kv_uint(j, "start_time_ms", c->start_time_ms);
+    gs_json_kv_uint(j, "end_time_ms", c->end_time_ms);
+    gs_json_kv_uint(j, "restart_count", c->restart_count);
+    gs_json_object_end(j);
+}
+
+void cli_json_task_exit(struct gs_json *j, const Gs__TaskExit *t)
+{
+    gs_json_object_begin(j);
+    gs_json_kv_uint(j, "job_id", t->job_id);
+    gs_json_kv_uint(j, "rank", t->rank);
+    gs_json_kv_string(j, "node_name", t->node_name);
+    gs_json_kv_bool(j, "signaled", t->signaled);
+    gs_json_kv_int(j, "exit_code", t->exit_code);
+    gs_json_kv_uint(j, "term_signal", t->term_signal);
+    gs_json_kv_string(j, "end_reason", cli_end_reason_name(t->end_reason));
+    gs_json_kv_uint(j, "start_time_ms", t->start_time_ms);
+    gs_json_kv_uint(j, "end_time_ms", t->end_time_ms);
+    gs_json_kv_uint(j, "attempt", t->attempt);
+    gs_json_kv_string(j, "launch_error", t->launch_error);
+    gs_json_object_end(j);
+}
+
+void cli_json_action_result(struct gs_json *j, const Gs__JobActionResult *r)
+{
+    gs_json_object_begin(j);
+    gs_json_kv_uint(j, "job_id", r->job_id);
+    gs_json_kv_int(j, "code", r->code);
+    gs_json_kv_string(j, "message", r->message);
+    gs_json_kv_string(j, "state", cli_job_state_name(r->state));
+    gs_json_object_end(j);
+}
+
+int cli_json_write(struct gs_json *j, struct gs_buf *out, FILE *f)
+{
+    int rc = gs_json_finish(j);
+
+    if (rc == 0)
+        rc = gs_buf_putc(out, '\n');
+    if (rc == 0 && (fwrite(out->data, 1, out->len, f) != out->len || fflush(f) != 0))
+        rc = -EIO;
+    gs_buf_reset(out);
+    return rc;
+}

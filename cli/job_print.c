@@ -1,0 +1,254 @@
+/*
+ * job_print.c: the text pieces every job command prints (see job_print.h). Names and codes
+ * follow Slurm's squeue/scontrol, which most users of a GPU cluster already read fluently;
+ * the state names are the proto's, so text and --json agree.
+ */
+#include "cli/job_print.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+static const struct {
+    Gs__JobState state;
+    const char *name;
+    const char *code;
+} states[] = {
+    {GS__JOB_STATE__JOB_STATE_PENDING, "PENDING", "PD"},
+    {GS__JOB_STATE__JOB_STATE_RUNNING, "RUNNING", "R"},
+    {GS__JOB_STATE__JOB_STATE_COMPLETED, "COMPLETED", "CD"},
+    {GS__JOB_STATE__JOB_STATE_FAILED, "FAILED", "F"},
+    {GS__JOB_STATE__JOB_STATE_CANCELLED, "CANCELLED", "CA"},
+    {GS__JOB_STATE__JOB_STATE_TIMEOUT, "TIMEOUT", "TO"},
+    {GS__JOB_STATE__JOB_STATE_NODE_FAIL, "NODE_FAIL", "NF"},
+    {GS__JOB_STATE__JOB_STATE_REQUEUED, "REQUEUED", "RQ"},
+};
+
+#define NSTATES (sizeof(states) / sizeof(states[0]))
+
+const char *cli_job_state_name(Gs__JobState state)
+{
+    for (size_t i = 0; i < NSTATES; i++) {
+        if (states[i].state == state)
+            return states[i].name;
+    }
+    return state == GS__JOB_STATE__JOB_STATE_UNSPECIFIED ? "UNSPECIFIED" : "UNKNOWN";
+}
+
+const char *cli_job_state_code(Gs__JobState state)
+{
+    for (size_t i = 0; i < NSTATES; i++) {
+        if (states[i].state == state)
+            return states[i].code;
+    }
+    return "?";
+}
+
+int cli_job_state_parse(const char *text, Gs__JobState *ret_state)
+{
+    for (size_t i = 0; i < NSTATES; i++) {
+        if (strcasecmp(text, states[i].name) == 0 || strcasecmp(text, states[i].code) == 0) {
+            *ret_state = states[i].state;
+            return 0;
+        }
+    }
+    return -EINVAL;
+}
+
+bool cli_job_state_final(Gs__JobState state)
+{
+    /* REQUEUED is not final: the job is about to be pending again. */
+    return state == GS__JOB_STATE__JOB_STATE_COMPLETED ||
+           state == GS__JOB_STATE__JOB_STATE_FAILED ||
+           state == GS__JOB_STATE__JOB_STATE_CANCELLED ||
+           state == GS__JOB_STATE__JOB_STATE_TIMEOUT || state == GS__JOB_STATE__JOB_STATE_NODE_FAIL;
+}
+
+const char *cli_end_reason_name(Gs__EndReason reason)
+{
+    switch (reason) {
+    case GS__END_REASON__END_REASON_NONE:
+        return "NONE";
+    case GS__END_REASON__END_REASON_CANCELLED:
+        return "CANCELLED";
+    case GS__END_REASON__END_REASON_TIMEOUT:
+        return "TIMEOUT";
+    case GS__END_REASON__END_REASON_REQUEUED:
+        return "REQUEUED";
+    case GS__END_REASON__END_REASON_NODE_SHUTDOWN:
+        return "NODE_SHUTDOWN";
+    case GS__END_REASON__END_REASON_LAUNCH_FAILED:
+        return "LAUNCH_FAILED";
+    case GS__END_REASON__END_REASON_LOST:
+        return "LOST";
+    default:
+        return "UNKNOWN";
+    }
+}
+
+uint64_t cli_job_elapsed_s(Gs__JobState state, uint64_t start_ms, uint64_t end_ms, uint64_t now_ms)
+{
+    /* A pending job shows 0 even when an earlier attempt ran, as squeue does. */
+    if (start_ms == 0 || state == GS__JOB_STATE__JOB_STATE_PENDING)
+        return 0;
+    if (end_ms != 0)
+        return end_ms > start_ms ? (end_ms - start_ms) / 1000 : 0;
+    if (state == GS__JOB_STATE__JOB_STATE_RUNNING && now_ms > start_ms)
+        return (now_ms - start_ms) / 1000;
+    return 0;
+}
+
+char *cli_format_elapsed(uint64_t seconds, char *out, size_t size)
+{
+    unsigned long long d = seconds / 86400, h = seconds / 3600 % 24, m = seconds / 60 % 60,
+                       s = seconds % 60;
+
+    if (d > 0)
+        snprintf(out, size, "%llu-%02llu:%02llu:%02llu", d, h, m, s);
+    else
+        snprintf(out, size, "%02llu:%02llu:%02llu", h, m, s);
+    return out;
+}
+
+char *cli_format_time(uint64_t ms, char *out, size_t size)
+{
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+
+    if (ms == 0 || localtime_r(&t, &tm) == NULL ||
+        strftime(out, size, "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+        snprintf(out, size, "Unknown");
+    return out;
+}
+
+int cli_format_indices(struct gs_buf *out, const uint32_t *v, size_t n)
+{
+    int rc = 0;
+
+    for (size_t i = 0; rc == 0 && i < n;) {
+        size_t last = i;
+
+        while (last + 1 < n && v[last + 1] == v[last] + 1)
+            last++;
+        /* Two in a row read better as "0,1" than as "0-1". */
+        if (last < i + 2)
+            last = i;
+        if (last > i)
+            rc = gs_buf_printf(out, "%s%u-%u", i > 0 ? "," : "", v[i], v[last]);
+        else
+            rc = gs_buf_printf(out, "%s%u", i > 0 ? "," : "", v[i]);
+        i = last + 1;
+    }
+    return rc;
+}
+
+int cli_job_nodelist(struct gs_buf *out, Gs__NodeAllocation *const *alloc, size_t n, bool with_gpus)
+{
+    int rc = 0;
+
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        const Gs__NodeAllocation *a = alloc[i];
+
+        rc = gs_buf_printf(out, "%s%s", i > 0 ? "," : "", a->node_name);
+        if (rc == 0 && with_gpus && a->n_gpus > 0) {
+            rc = gs_buf_putc(out, '[');
+            if (rc == 0)
+                rc = cli_format_indices(out, a->gpus, a->n_gpus);
+            if (rc == 0)
+                rc = gs_buf_putc(out, ']');
+        }
+    }
+    return rc;
+}
+
+/* Characters a shell takes literally in a word. */
+static bool shell_safe(const char *s)
+{
+    if (s[0] == '\0')
+        return false;
+    for (const char *p = s; *p != '\0'; p++) {
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              strchr("-_./=:,+%@", *p) != NULL))
+            return false;
+    }
+    return true;
+}
+
+static int append_quoted(struct gs_buf *out, const char *s)
+{
+    int rc;
+
+    if (shell_safe(s))
+        return gs_buf_append_str(out, s);
+    rc = gs_buf_putc(out, '\'');
+    for (const char *p = s; rc == 0 && *p != '\0'; p++)
+        rc = *p == '\'' ? gs_buf_append_str(out, "'\\''") : gs_buf_putc(out, *p);
+    if (rc == 0)
+        rc = gs_buf_putc(out, '\'');
+    return rc;
+}
+
+int cli_argv_join(struct gs_buf *out, char *const *argv, size_t n)
+{
+    int rc = 0;
+
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (i > 0)
+            rc = gs_buf_putc(out, ' ');
+        if (rc == 0)
+            rc = append_quoted(out, argv[i]);
+    }
+    return rc;
+}
+
+int cli_job_exit_status(Gs__JobState state, bool signaled, int32_t exit_code, uint32_t term_signal)
+{
+    if (state == GS__JOB_STATE__JOB_STATE_COMPLETED)
+        return 0;
+    /* exit() keeps only the low 8 bits: 256 would read as success. */
+    if (!signaled && exit_code >= 1 && exit_code <= 255)
+        return exit_code;
+    if (signaled && term_signal >= 1 && term_signal <= 127)
+        return 128 + (int)term_signal;
+    return 1;
+}
+
+int cli_job_status_line(struct gs_buf *out, const Gs__JobStateChange *c, const char *nodelist,
+                        uint64_t now_ms)
+{
+    char elapsed[32];
+    int rc;
+
+    cli_format_elapsed(cli_job_elapsed_s(c->state, c->start_time_ms, c->end_time_ms, now_ms),
+                       elapsed, sizeof(elapsed));
+    rc = gs_buf_printf(out, "job %llu %s %s", (unsigned long long)c->job_id,
+                       cli_job_state_name(c->state), elapsed);
+    if (rc == 0 && nodelist != NULL && nodelist[0] != '\0')
+        rc = gs_buf_printf(out, " %s", nodelist);
+    else if (rc == 0 && c->reason != NULL && c->reason[0] != '\0')
+        rc = gs_buf_printf(out, " (%s)", c->reason);
+    return rc;
+}
+
+int cli_job_end_line(struct gs_buf *out, const Gs__JobStateChange *c, uint64_t now_ms)
+{
+    char elapsed[32];
+    int rc;
+
+    cli_format_elapsed(cli_job_elapsed_s(c->state, c->start_time_ms, c->end_time_ms, now_ms),
+                       elapsed, sizeof(elapsed));
+    rc = gs_buf_printf(out, "job %llu %s", (unsigned long long)c->job_id,
+                       cli_job_state_name(c->state));
+    if (rc == 0 && c->signaled)
+        rc = gs_buf_printf(out, " signal=%u", c->term_signal);
+    else if (rc == 0)
+        rc = gs_buf_printf(out, " exit=%d", c->exit_code);
+    if (rc == 0)
+        rc = gs_buf_printf(out, " elapsed=%s", elapsed);
+    if (rc == 0 && c->state != GS__JOB_STATE__JOB_STATE_COMPLETED && c->reason != NULL &&
+        c->reason[0] != '\0')
+        rc = gs_buf_printf(out, " (%s)", c->reason);
+    return rc;
+}

@@ -1,0 +1,71 @@
+/*
+ * job_print.h: jobs as the CLI shows them to people, shared by submit, queue, show, wait and
+ * cancel: state names and squeue's short codes, elapsed times, node lists, the one-line
+ * status and end lines, and the exit status a waiting command returns for a job. (JSON is
+ * in job_json.h.) Pure functions over the wire structs (proto/gsched.proto): nothing here
+ * talks to gschedd or reads the clock; "now" is passed in. Thread-safe.
+ */
+#ifndef GS_CLI_JOB_PRINT_H
+#define GS_CLI_JOB_PRINT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+#include "proto/gsched.pb-c.h"
+
+/* "PENDING", "RUNNING", ... as in the proto without the JOB_STATE_ prefix ("UNSPECIFIED"
+ * for 0, "UNKNOWN" for a value this build does not know). */
+const char *cli_job_state_name(Gs__JobState state);
+/* squeue's codes: PD R CD F CA TO NF RQ; "?" for anything else. */
+const char *cli_job_state_code(Gs__JobState state);
+/* A state by name or code, any case ("running", "R", "pd"). Returns 0 or -EINVAL. */
+int cli_job_state_parse(const char *text, Gs__JobState *ret_state);
+/* True for the states a job stays in: COMPLETED, FAILED, CANCELLED, TIMEOUT, NODE_FAIL. */
+bool cli_job_state_final(Gs__JobState state);
+/* "NONE", "CANCELLED", "LAUNCH_FAILED", ... (END_REASON_ dropped); "UNKNOWN". */
+const char *cli_end_reason_name(Gs__EndReason reason);
+
+/*
+ * Seconds a job has run: pending 0, running now - start, ended end - start. Times are ms
+ * since the epoch, 0 for unknown (which gives 0); a clock behind start gives 0.
+ */
+uint64_t cli_job_elapsed_s(Gs__JobState state, uint64_t start_ms, uint64_t end_ms, uint64_t now_ms);
+/* "HH:MM:SS", with "D-" in front from one day on ("00:00:03", "1-02:03:04"). Returns out. */
+char *cli_format_elapsed(uint64_t seconds, char *out, size_t size);
+/* Local time as ISO 8601 without zone, "2024-05-01T10:00:00"; 0 gives "Unknown". */
+char *cli_format_time(uint64_t ms, char *out, size_t size);
+
+/* Appends indices in ranges: {0,1,2,3,6} -> "0-3,6"; none -> "". Returns 0 or -ENOMEM. */
+int cli_format_indices(struct gs_buf *out, const uint32_t *v, size_t n);
+/*
+ * Appends the allocation's node names comma-joined ("n1,n2"); with_gpus adds each node's
+ * GPU indices ("n1[0-3],n2[0,2]", a node without GPUs stays bare). Returns 0 or -ENOMEM.
+ */
+int cli_job_nodelist(struct gs_buf *out, Gs__NodeAllocation *const *alloc, size_t n,
+                     bool with_gpus);
+/* Appends argv as a shell would need it typed: words with specials in '...'. 0/-ENOMEM. */
+int cli_argv_join(struct gs_buf *out, char *const *argv, size_t n);
+
+/*
+ * The exit status a command waiting for one job returns: COMPLETED 0; otherwise the job's
+ * exit code when it is 1..255, 128 + the signal when it was signaled, else 1.
+ */
+int cli_job_exit_status(Gs__JobState state, bool signaled, int32_t exit_code, uint32_t term_signal);
+
+/*
+ * Appends the status line of a job not yet ended: "job 42 RUNNING 00:00:03 n1,n2", with
+ * the nodes when nodelist is not empty, else " (reason)" when the change has one.
+ * Returns 0 or -ENOMEM.
+ */
+int cli_job_status_line(struct gs_buf *out, const Gs__JobStateChange *c, const char *nodelist,
+                        uint64_t now_ms);
+/*
+ * Appends the line for a job that has ended: "job 42 COMPLETED exit=0 elapsed=00:00:03",
+ * "signal=9" in place of exit= when signaled, " (reason)" after a state other than
+ * COMPLETED when there is a reason. Returns 0 or -ENOMEM.
+ */
+int cli_job_end_line(struct gs_buf *out, const Gs__JobStateChange *c, uint64_t now_ms);
+
+#endif

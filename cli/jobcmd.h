@@ -1,0 +1,48 @@
+/*
+ * jobcmd.h: plumbing the job subcommands (submit, queue, show, cancel, hold, release, wait,
+ * logs) share: one exchange with gschedd whose answer must be of the expected kind, the
+ * usage error for a bad argument, and the list of job ids typed on the command line.
+ * Everything here prints its own failures to stderr. Single-threaded, like the CLI.
+ */
+#ifndef GS_CLI_JOBCMD_H
+#define GS_CLI_JOBCMD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cli/args.h"
+#include "proto/frame.h"
+
+/*
+ * Sends req (the caller sets its body) to gschedd at socket_path (from cli_socket_path)
+ * and stores the reply in *ret_reply (free with gs_proto_envelope_free) when its body is
+ * want. An ErrorReply has had its message and details printed by cli_request; a reply of
+ * another kind prints "gsched: gschedd answered with KIND". Returns 0 or < 0.
+ */
+int cli_call(const char *socket_path, Gs__Envelope *req, Gs__Envelope__BodyCase want,
+             Gs__Envelope **ret_reply);
+
+/* The usage error for a failed cli_args_next(): "gsched CMD: unknown option '--x'"; 2. */
+int cli_args_error(const char *cmd, const struct cli_args *a);
+
+/* Job ids in the order typed; caller-owned, ids NULL until the first. */
+struct cli_job_ids {
+    uint64_t *ids;
+    size_t n;
+    size_t cap;
+};
+
+/* Parses text as a job id and appends it. Returns 0, -EINVAL (not an id) or -ENOMEM. */
+int cli_job_ids_add(struct cli_job_ids *v, const char *text);
+void cli_job_ids_release(struct cli_job_ids *v);
+
+/*
+ * For the parse loops: adds operand a->value as a job id; on failure returns the exit
+ * status to leave with (2, "gsched CMD: not a job id: 'x'"; 1 out of memory), else 0.
+ */
+int cli_job_ids_take(struct cli_job_ids *v, const char *cmd, const struct cli_args *a);
+
+/* Sleeps ms milliseconds (for polling loops), resuming after signals. */
+void cli_sleep_ms(uint64_t ms);
+
+#endif
