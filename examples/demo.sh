@@ -1,54 +1,43 @@
 #!/usr/bin/env bash
-# demo.sh BUILD_DIR: the main job of `make demo`. Starts a local cluster in a temporary
-# directory (gschedd and two gsched-workerd with synthetic GPUs), shows its nodes, checks
-# the example job file the way `gsched submit` will, shows a rejected one, and stops the
-# cluster. (Submitting and running jobs arrive with the scheduler's job path.)
+# demo.sh BUILD_DIR: the main job of `make demo`. Starts a local cluster with `gsched up`
+# (gschedd and two workers with 4 synthetic GPUs each) in a temporary directory, submits
+# examples/hello.toml (2 nodes x 2 GPUs, one task per GPU), shows it queued and running,
+# waits for it, prints each task's output and the job's history, shows that a job file with
+# a mistake is refused, and stops the cluster.
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
-bin="$build/bin"
+gsched="$build/bin/gsched"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gsched-demo.XXXXXX")
-pids=()
-cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$tmp"; }
+cleanup() { "$gsched" down --state "$tmp/state" >/dev/null 2>&1 || true; rm -rf "$tmp"; }
 trap cleanup EXIT
-export GSCHED_SOCKET="$tmp/gschedd.sock"
+cd "$tmp"
+export GSCHED_SOCKET="$tmp/state/gschedd.sock"
 
-wait_for() {
-  local deadline=$((SECONDS + 15))
-  until "$@" >/dev/null 2>&1; do
-    [ $SECONDS -lt $deadline ] || { echo "demo: cluster did not come up" >&2; exit 1; }
-    sleep 0.05
-  done
-}
-both_up() {
-  "$bin/gsched" nodes --json | python3 -c '
-import json, sys
-nodes = json.load(sys.stdin)
-sys.exit(0 if len([n for n in nodes if n["state"] == "up"]) == 2 else 1)'
-}
-
-"$bin/gsched" --version
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-printf '[scheduler]\nhost = "127.0.0.1"\nport = %s\nsocket = "%s"\n' "$port" "$GSCHED_SOCKET" \
-  > "$tmp/gsched.toml"
-echo "--- starting gschedd and two workers (node1: 2 GPUs, node2: 4 GPUs) in $tmp"
-"$bin/gschedd" --config "$tmp/gsched.toml" 2>"$tmp/gschedd.log" & pids+=($!)
-wait_for test -S "$GSCHED_SOCKET"
-"$bin/gsched-workerd" --scheduler "127.0.0.1:$port" --name node1 --gpus 2 --features demo \
-  2>"$tmp/node1.log" & pids+=($!)
-"$bin/gsched-workerd" --scheduler "127.0.0.1:$port" --name node2 --gpus 4 \
-  2>"$tmp/node2.log" & pids+=($!)
-wait_for both_up
+"$gsched" --version
+echo "--- gsched up --workers 2 --gpus-per-node 4"
+"$gsched" up --workers 2 --gpus-per-node 4 --state "$tmp/state"
 echo "--- gsched nodes"
-"$bin/gsched" nodes
-echo "--- gsched check examples/hello.toml"
-"$bin/gsched" check "$here/hello.toml"
+"$gsched" nodes
+echo "--- gsched submit examples/hello.toml"
+cp "$here/hello.toml" .
+id=$("$gsched" submit --parsable hello.toml)
+echo "submitted job $id"
+"$gsched" wait --start "$id" >/dev/null
+echo "--- gsched queue"
+"$gsched" queue
+"$gsched" nodes
+echo "--- gsched wait $id"
+"$gsched" wait "$id"
+echo "--- its output (gsched logs $id --task N)"
+for rank in 0 1 2 3; do "$gsched" logs "$id" --task "$rank"; done
+echo "--- gsched show $id"
+"$gsched" show "$id"
 echo "--- a job file with a mistake is refused, the problem at its place:"
-printf 'name = "typo"\n[resources]\ngpu_per_node = 4\n[run]\ncommand = ["true"]\n' \
-  > "$tmp/typo.toml"
-"$bin/gsched" check "$tmp/typo.toml" || true
-echo "--- stopping the cluster"
-kill -TERM "${pids[@]}"
-wait "${pids[@]}"
-pids=()
+printf 'name = "typo"\n[resources]\ngpu_per_node = 4\n[run]\ncommand = ["true"]\n' > typo.toml
+"$gsched" submit typo.toml || true
+echo "--- gsched queue --all"
+"$gsched" queue --all
+echo "--- gsched down"
+"$gsched" down --state "$tmp/state"
 echo "demo: done"
