@@ -31,6 +31,7 @@ struct submit_args {
     bool json;
     bool parsable;
     bool hold;
+    bool no_export;
 };
 
 /* Who submits: the scheduler trusts SO_PEERCRED, but records the name and groups sent. */
@@ -42,7 +43,8 @@ struct submitter {
 
 static const struct cli_opt submit_opts[] = {
     {"--wait", "-W", false, 'w'}, {"--json", NULL, false, 'j'},  {"--parsable", NULL, false, 'p'},
-    {"--hold", "-H", false, 'H'}, {"--socket", NULL, true, 's'}, {NULL, NULL, false, 0},
+    {"--hold", "-H", false, 'H'}, {"--socket", NULL, true, 's'}, {"--no-export", NULL, false, 'E'},
+    {NULL, NULL, false, 0},
 };
 
 /* Returns 0, or the exit status of a usage error. */
@@ -65,6 +67,8 @@ static int parse_args(int argc, char **argv, struct submit_args *s)
             s->parsable = true;
         else if (opt == 'H')
             s->hold = true;
+        else if (opt == 'E')
+            s->no_export = true;
         else if (opt == 's')
             s->socket_opt = a.value;
     }
@@ -237,6 +241,43 @@ out_who:
     return rc;
 }
 
+extern char **environ;
+
+/*
+ * The submitter's environment goes with the job, as sbatch's --export=ALL does, so a task
+ * finds the same PATH (a virtualenv's python), PYTHONPATH and so on; the job file's env
+ * wins over it, and names a job file could not hold (bash's exported functions) stay out.
+ */
+static int export_environment(struct gs_jobspec *spec)
+{
+    size_t n = 0, k = 0;
+    char **v;
+
+    for (char **e = environ; e != NULL && *e != NULL; e++)
+        n++;
+    v = calloc(n + spec->nenv + 1, sizeof(*v));
+    if (v == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        const char *eq = strchr(environ[i], '=');
+        size_t klen = eq != NULL ? (size_t)(eq - environ[i]) : 0;
+        bool overridden = false;
+
+        if (eq == NULL || !gs_jobspec_env_name_ok(environ[i], klen))
+            continue;
+        for (size_t j = 0; j < spec->nenv && !overridden; j++)
+            overridden = strncmp(spec->env[j], environ[i], klen + 1) == 0;
+        if (!overridden && (v[k] = strdup(environ[i])) != NULL)
+            k++;
+    }
+    for (size_t j = 0; j < spec->nenv; j++)
+        v[k++] = spec->env[j];
+    free(spec->env);
+    spec->env = v;
+    spec->nenv = k;
+    return 0;
+}
+
 int cli_cmd_submit(int argc, char **argv)
 {
     struct submit_args s = {0};
@@ -253,6 +294,8 @@ int cli_cmd_submit(int argc, char **argv)
         goto out;
     if (s.hold)
         spec->hold = true;
+    if (!s.no_export && export_environment(spec) < 0)
+        goto out;
     if (cli_socket_path(s.socket_opt, path, sizeof(path)) < 0 ||
         send_spec(path, spec, source.data != NULL ? source.data : "", &s, &id) < 0)
         goto out;
