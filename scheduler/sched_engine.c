@@ -383,17 +383,24 @@ static void start_job(struct sched_ctx *s, struct sched_job *job, struct sched_a
 
 static void plan_pass(struct sched_ctx *s)
 {
-    size_t n = sched_jobs_count(s->jobs), np = 0, nr = 0;
-    struct sched_pending *pending = calloc(n + 1, sizeof(*pending));
-    struct sched_running *running = calloc(n + 1, sizeof(*running));
+    size_t n = sched_jobs_count(s->jobs), np = 0, nr = 0, span;
+    struct sched_pending *pending = NULL;
+    struct sched_running *running = NULL;
     struct sched_verdict *verdicts = NULL;
-    struct sched_job **pjobs = calloc(n + 1, sizeof(*pjobs));
+    struct sched_job **pjobs = NULL;
     struct sched_reservation res = {0};
     uint64_t now_s = gs_clock_wall_ms() / 1000;
 
+    /* Jobs before the oldest unfinished one never matter again: skip them for good. */
+    while (s->plan_from < n && sched_job_finished(sched_jobs_at(s->jobs, s->plan_from)))
+        s->plan_from++;
+    span = n - s->plan_from;
+    pending = malloc((span + 1) * sizeof(*pending));
+    running = malloc((span + 1) * sizeof(*running));
+    pjobs = malloc((span + 1) * sizeof(*pjobs));
     if (pending == NULL || running == NULL || pjobs == NULL)
         goto out;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = s->plan_from; i < n; i++) {
         struct sched_job *job = sched_jobs_at(s->jobs, i);
         const char *why;
 

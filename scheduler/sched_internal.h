@@ -74,6 +74,7 @@ struct sched_ctx {
     uv_timer_t cron;
     uv_idle_t plan_idle; /* runs one planning pass after the events of a loop iteration */
     bool plan_wanted;
+    size_t plan_from; /* jobs table index before which every job has ended */
     char socket_path[108];
     char state_dir[512];
     uint64_t heartbeat_ms;
