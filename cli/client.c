@@ -73,15 +73,21 @@ static int connect_unix(const char *path)
     return fd;
 }
 
-static int take_reply(Gs__Envelope *reply, bool verbose, Gs__Envelope **ret_reply)
+/* How loud a request is: print transport failures? hand back ErrorReplies as replies? */
+struct req_mode {
+    bool print;
+    bool raw_errors;
+};
+
+static int take_reply(Gs__Envelope *reply, struct req_mode m, Gs__Envelope **ret_reply)
 {
     int rc;
 
-    if (reply->body_case != GS__ENVELOPE__BODY_ERROR) {
+    if (reply->body_case != GS__ENVELOPE__BODY_ERROR || m.raw_errors) {
         *ret_reply = reply;
         return 0;
     }
-    if (verbose) {
+    if (m.print) {
         fprintf(stderr, "gsched: %s\n", reply->error->message);
         for (size_t i = 0; i < reply->error->n_details; i++)
             fprintf(stderr, "%s\n", reply->error->details[i]);
@@ -91,14 +97,14 @@ static int take_reply(Gs__Envelope *reply, bool verbose, Gs__Envelope **ret_repl
     return rc;
 }
 
-static int request(const char *socket_path, Gs__Envelope *req, int timeout_ms, bool verbose,
+static int request(const char *socket_path, Gs__Envelope *req, int timeout_ms, struct req_mode m,
                    Gs__Envelope **ret_reply)
 {
     Gs__Envelope *reply = NULL;
     int fd = connect_unix(socket_path), rc;
 
     if (fd < 0) {
-        if (verbose)
+        if (m.print)
             fprintf(stderr, "gsched: cannot reach gschedd at %s: %s\n", socket_path,
                     gs_strerror(fd));
         return fd;
@@ -112,20 +118,25 @@ static int request(const char *socket_path, Gs__Envelope *req, int timeout_ms, b
         rc = gs_proto_read_fd(fd, 0, timeout_ms, &reply);
     close(fd);
     if (rc < 0) {
-        if (verbose)
+        if (m.print)
             fprintf(stderr, "gsched: gschedd at %s: %s\n", socket_path, gs_proto_reason(rc));
         return rc;
     }
-    return take_reply(reply, verbose, ret_reply);
+    return take_reply(reply, m, ret_reply);
 }
 
 int cli_request(const char *socket_path, Gs__Envelope *req, Gs__Envelope **ret_reply)
 {
-    return request(socket_path, req, CLI_TIMEOUT_MS, true, ret_reply);
+    return request(socket_path, req, CLI_TIMEOUT_MS, (struct req_mode){true, false}, ret_reply);
 }
 
 int cli_request_quiet(const char *socket_path, Gs__Envelope *req, int timeout_ms,
                       Gs__Envelope **ret_reply)
 {
-    return request(socket_path, req, timeout_ms, false, ret_reply);
+    return request(socket_path, req, timeout_ms, (struct req_mode){false, false}, ret_reply);
+}
+
+int cli_request_raw(const char *socket_path, Gs__Envelope *req, Gs__Envelope **ret_reply)
+{
+    return request(socket_path, req, CLI_TIMEOUT_MS, (struct req_mode){true, true}, ret_reply);
 }

@@ -32,4 +32,10 @@ int cli_request(const char *socket_path, Gs__Envelope *req, Gs__Envelope **ret_r
 int cli_request_quiet(const char *socket_path, Gs__Envelope *req, int timeout_ms,
                       Gs__Envelope **ret_reply);
 
+/*
+ * cli_request that returns an ErrorReply as the reply (rc 0), for callers that word the
+ * error themselves; a connection failure is still printed.
+ */
+int cli_request_raw(const char *socket_path, Gs__Envelope *req, Gs__Envelope **ret_reply);
+
 #endif

@@ -22,6 +22,7 @@
 #include "cli/wait.h"
 #include "common/error.h"
 #include "common/jobspec.h"
+#include "common/toml.h"
 #include "proto/jobspec.h"
 
 struct submit_args {
@@ -209,6 +210,38 @@ static int print_submitted(const Gs__SubmitReply *r, const struct submit_args *s
 }
 
 /* Sends the spec; on success stores the new job's id. */
+/*
+ * The scheduler's reason for refusing a job starts with the field it is about
+ * ("resources.gpus_per_node: no node ..."): printed at that field's place in the file, the
+ * way the file's own mistakes are, or after the file's name when the field was left out.
+ */
+static void print_refusal(const char *file, const char *message)
+{
+    struct gs_buf text = GS_BUF_INIT, field = GS_BUF_INIT;
+    const char *colon = strstr(message, ": "), *name = is_stdin(file) ? "<stdin>" : file;
+    const struct gs_toml_value *v = NULL;
+    struct gs_toml_doc *doc = NULL;
+    struct gs_error err;
+    size_t n = colon != NULL ? (size_t)(colon - message) : 0;
+
+    if (n == 0 || strspn(message, "abcdefghijklmnopqrstuvwxyz_.") != n ||
+        gs_buf_append(&field, message, n) < 0) {
+        fprintf(stderr, "gsched submit: %s: %s\n", name, message);
+        goto out;
+    }
+    if (!is_stdin(file) && cli_read_file(file, &text) == 0 &&
+        gs_toml_parse(text.data != NULL ? text.data : "", text.len, &doc, &err) == 0)
+        v = gs_toml_get_path(gs_toml_root(doc), field.data);
+    if (v != NULL)
+        fprintf(stderr, "%s:%d:%d: %s\n", name, gs_toml_line(v), gs_toml_col(v), message);
+    else
+        fprintf(stderr, "%s: %s\n", name, message);
+out:
+    gs_toml_free(doc);
+    gs_buf_release(&text);
+    gs_buf_release(&field);
+}
+
 static int send_spec(const char *path, const struct gs_jobspec *spec, const char *source,
                      const struct submit_args *s, uint64_t *ret_id)
 {
@@ -229,7 +262,16 @@ static int send_spec(const char *path, const struct gs_jobspec *spec, const char
     req.source_file = (char *)source;
     env.body_case = GS__ENVELOPE__BODY_SUBMIT_REQUEST;
     env.submit_request = &req;
-    rc = cli_call(path, &env, GS__ENVELOPE__BODY_SUBMIT_REPLY, &reply);
+    rc = cli_request_raw(path, &env, &reply);
+    if (rc == 0 && reply->body_case == GS__ENVELOPE__BODY_ERROR) {
+        print_refusal(s->file, reply->error->message);
+        for (size_t i = 0; i < reply->error->n_details; i++)
+            fprintf(stderr, "%s\n", reply->error->details[i]);
+        rc = reply->error->code < 0 ? reply->error->code : -EIO;
+    } else if (rc == 0 && reply->body_case != GS__ENVELOPE__BODY_SUBMIT_REPLY) {
+        fprintf(stderr, "gsched: gschedd answered with %s\n", gs_proto_body_name(reply->body_case));
+        rc = -EPROTO;
+    }
     if (rc == 0)
         rc = print_submitted(reply->submit_reply, s);
     if (rc == 0)

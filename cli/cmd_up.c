@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 #include "cli/local.h"
 #include "common/clock.h"
 #include "common/error.h"
+#include "common/units.h"
 
 #define UP_DEFAULT_WORKERS 2
 #define UP_DEFAULT_GPUS 4
@@ -33,14 +35,18 @@
 
 static const char up_usage[] =
     "usage: gsched up [--workers N] [--gpus-per-node K | --topology FILE.xml] [--features A,B]\n"
-    "                 [--state DIR] [--port P]\n"
+    "                 [--state DIR] [--port P] [--heartbeat DUR] [--kill-grace DUR]\n"
     "Starts gschedd and N gsched-workerd (node1..nodeN) on this machine.\n"
     "  --workers N         workers to start, 1 to 64 (default 2)\n"
     "  --gpus-per-node K   synthetic GPUs per worker (default 4; 0: this machine's own)\n"
     "  --topology FILE     every worker has the hardware of this hwloc XML file\n"
     "  --features A,B      features of every worker, for job constraints\n"
     "  --state DIR         configuration, socket, logs and database (default ./.gsched)\n"
-    "  --port P            TCP port for the workers (default: a free one)\n";
+    "  --port P            TCP port for the workers (default: a free one)\n"
+    "  --heartbeat DUR     workers' heartbeat interval, whole seconds (default 2s); a node\n"
+    "                      is DOWN after 3 missed ones\n"
+    "  --kill-grace DUR    from SIGTERM to SIGKILL when a job ends (default 30s)\n"
+    "DUR is a duration as in gsched.toml: \"1s\", \"90s\", \"1m30s\", \"1:30\".\n";
 
 static const char down_usage[] = "usage: gsched down [--state DIR]\n"
                                  "Stops the local cluster that `gsched up` started in DIR "
@@ -53,7 +59,9 @@ struct up_opts {
     const char *topology;
     const char *features;
     const char *state;
-    unsigned port; /* 0: pick a free one */
+    unsigned port;         /* 0: pick a free one */
+    uint64_t heartbeat_s;  /* 0: the scheduler's default */
+    uint64_t kill_grace_s; /* 0: the scheduler's default */
 };
 
 /* What `up` works with once the options are checked. */
@@ -79,6 +87,21 @@ static int parse_number(const char *opt, const char *arg, unsigned min, unsigned
     return 0;
 }
 
+/* A duration for gsched.toml, which counts in whole seconds: at least 1 s, not unlimited. */
+static int parse_seconds(const char *opt, const char *arg, uint64_t *out)
+{
+    uint64_t s;
+
+    if (gs_parse_duration(arg, &s) < 0 || s == 0 || s == GS_DURATION_INFINITE ||
+        s > UINT32_MAX / 1000)
+        return cli_usage_error("up",
+                               "%s wants a duration of whole seconds such as \"1s\" or \"1m\", "
+                               "not '%s'",
+                               opt, arg);
+    *out = s;
+    return 0;
+}
+
 /* One option with its argument at argv[*i]; returns 0, or 2 after printing why. */
 static int parse_up_option(struct up_opts *o, int argc, char **argv, int *i)
 {
@@ -91,6 +114,10 @@ static int parse_up_option(struct up_opts *o, int argc, char **argv, int *i)
         return parse_number(opt, arg, 1, CLI_LOCAL_MAX_WORKERS, &o->workers);
     if (strcmp(opt, "--port") == 0)
         return parse_number(opt, arg, 1, 65535, &o->port);
+    if (strcmp(opt, "--heartbeat") == 0)
+        return parse_seconds(opt, arg, &o->heartbeat_s);
+    if (strcmp(opt, "--kill-grace") == 0)
+        return parse_seconds(opt, arg, &o->kill_grace_s);
     if (strcmp(opt, "--gpus-per-node") == 0) {
         o->gpus_given = true;
         return parse_number(opt, arg, 0, 64, &o->gpus);
@@ -106,8 +133,9 @@ static int parse_up_option(struct up_opts *o, int argc, char **argv, int *i)
 
 static int parse_up(struct up_opts *o, int argc, char **argv)
 {
-    static const char *const with_value[] = {"--workers",  "--gpus-per-node", "--topology",
-                                             "--features", "--state",         "--port"};
+    static const char *const with_value[] = {"--workers",   "--gpus-per-node", "--topology",
+                                             "--features",  "--state",         "--port",
+                                             "--heartbeat", "--kill-grace"};
 
     *o = (struct up_opts){
         .workers = UP_DEFAULT_WORKERS, .gpus = UP_DEFAULT_GPUS, .state = CLI_LOCAL_STATE_DIR};
@@ -226,6 +254,10 @@ static int write_config(const struct up *u)
     fputs("\nstate_dir = ", f);
     toml_string(f, u->local.dir);
     fputc('\n', f);
+    if (u->opts.heartbeat_s > 0)
+        fprintf(f, "heartbeat_interval = \"%" PRIu64 "s\"\n", u->opts.heartbeat_s);
+    if (u->opts.kill_grace_s > 0)
+        fprintf(f, "kill_grace = \"%" PRIu64 "s\"\n", u->opts.kill_grace_s);
     if (ferror(f))
         rc = -EIO;
     if (fclose(f) != 0 && rc == 0)
@@ -258,6 +290,8 @@ static int start_worker(struct up *u, unsigned i)
     argv[n++] = sched;
     argv[n++] = "--name";
     argv[n++] = d->name;
+    argv[n++] = "--address"; /* MASTER_ADDR: the host name may not resolve to this machine */
+    argv[n++] = "127.0.0.1";
     argv[n++] = u->topology[0] != '\0' ? "--topology" : "--gpus";
     argv[n++] = u->topology[0] != '\0' ? u->topology : gpus;
     if (u->opts.features != NULL) {

@@ -543,10 +543,84 @@ static void user_name(uid_t uid, char *out, size_t size)
         snprintf(out, size, "%u", (unsigned)uid);
 }
 
-/* Cluster-dependent checks a job file cannot make by itself. */
+static bool could_fit(struct sched_ctx *s, const struct sched_req *req)
+{
+    char unused[8];
+
+    return sched_cluster_could_ever_fit(s->cluster, req, unused, sizeof(unused));
+}
+
+/* The largest GPU count, core count and memory any node has. */
+static void largest_node(struct sched_ctx *s, uint32_t *gpus, uint32_t *cores, uint64_t *mem)
+{
+    *gpus = *cores = 0;
+    *mem = 0;
+    for (size_t i = 0; i < s->nnodes; i++) {
+        uint32_t ng = (uint32_t)s->nodes[i]->topology->n_gpus;
+        uint32_t nc = s->nodes[i]->topology->cores;
+
+        *gpus = ng > *gpus ? ng : *gpus;
+        *cores = nc > *cores ? nc : *cores;
+        *mem = s->nodes[i]->topology->memory_mib > *mem ? s->nodes[i]->topology->memory_mib : *mem;
+    }
+}
+
+/*
+ * Why req is impossible, naming the job-file field it is about so that `gsched submit` can
+ * point at its line: each per-node need alone on one node, then the node count.
+ */
+static void unfit_reason(struct sched_ctx *s, const struct gs_jobspec *spec,
+                         const struct sched_req *req, const char *fallback, char *why, size_t size)
+{
+    struct sched_req one = *req, t;
+    uint32_t gpus, cores;
+    uint64_t mem;
+
+    largest_node(s, &gpus, &cores, &mem);
+    one.nodes = 1;
+    t = (struct sched_req){.nodes = 1, .gpus_per_node = req->gpus_per_node, .cores_per_node = 1};
+    if (!could_fit(s, &t)) {
+        snprintf(why, size, "resources.gpus_per_node: no node has %u GPUs (the most is %u)",
+                 req->gpus_per_node, gpus);
+        return;
+    }
+    t = (struct sched_req){.nodes = 1, .cores_per_node = 1, .constraint = req->constraint};
+    if (!could_fit(s, &t)) {
+        snprintf(why, size, "resources.constraint: no node has the feature '%s'", req->constraint);
+        return;
+    }
+    t = (struct sched_req){.nodes = 1, .cores_per_node = req->cores_per_node};
+    if (!could_fit(s, &t)) {
+        snprintf(why, size, "%s: the job needs %u cores per node; no node has more than %u",
+                 spec->cpus_per_gpu > 0    ? "resources.cpus_per_gpu"
+                 : spec->cpus_per_task > 1 ? "resources.cpus_per_task"
+                                           : "run.tasks_per_node",
+                 req->cores_per_node, cores);
+        return;
+    }
+    t = (struct sched_req){
+        .nodes = 1, .cores_per_node = 1, .mem_per_node_mib = req->mem_per_node_mib};
+    if (!could_fit(s, &t)) {
+        snprintf(why, size, "resources.mem_per_node: no node has %llu MiB (the most is %llu)",
+                 (unsigned long long)req->mem_per_node_mib, (unsigned long long)mem);
+        return;
+    }
+    if (could_fit(s, &one)) {
+        snprintf(why, size, "resources.nodes: %s", fallback);
+        return;
+    }
+    snprintf(why, size, "resources: %s", fallback);
+}
+
+/*
+ * Cluster-dependent checks a job file cannot make by itself. The reason starts with the
+ * job-file field it is about ("resources.gpus_per_node: ..."), which the CLI turns into
+ * the field's file:line:col.
+ */
 static int admit(struct sched_ctx *s, const struct gs_jobspec *spec, char *why, size_t size)
 {
     struct sched_req req;
+    char fit[200];
 
     for (size_t i = 0; i < spec->ndeps; i++) {
         if (sched_jobs_find(s->jobs, spec->deps[i].job_id) == NULL) {
@@ -560,8 +634,10 @@ static int admit(struct sched_ctx *s, const struct gs_jobspec *spec, char *why, 
         return -EAGAIN;
     }
     job_req(spec, &req);
-    if (!sched_cluster_could_ever_fit(s->cluster, &req, why, size))
+    if (!sched_cluster_could_ever_fit(s->cluster, &req, fit, sizeof(fit))) {
+        unfit_reason(s, spec, &req, fit, why, size);
         return -EINVAL;
+    }
     return 0;
 }
 
