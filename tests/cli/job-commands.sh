@@ -60,7 +60,7 @@ has "$err" "bad-job.toml:3:1: unknown key 'gpu_per_node'"
 [ "$(wc -l < "$dir/record")" -eq "$lines" ] || fail "a bad job file was sent"
 sed 's/^name = .*/name = "rejected"/' job.toml > rejected.toml
 run 1 submit rejected.toml
-has "$err" "gsched: job rejected"
+has "$err" "gsched submit: rejected.toml: job rejected"
 has "$err" "job.toml:3:1: resources.nodes: only 2 nodes"
 
 # queue: an aligned squeue table; finished jobs only with --all.
