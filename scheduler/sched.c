@@ -40,6 +40,10 @@ void sched_node_set_down(struct sched_ctx *s, struct sched_node *n, const char *
     sched_node_update_schedulable(s, n);
     GS_LOG(GS_LOG_WARN, "node=%s reason=\"%s\" node down", n->name, why);
     sched_engine_node_down(s, n);
+    /* A worker that is only slow keeps its connection; closing it makes it register again,
+     * and that registration is where its leftover tasks are told to stop. */
+    if (n->conn != NULL)
+        gs_proto_conn_close(n->conn);
 }
 
 static void on_cron(uv_timer_t *timer)
