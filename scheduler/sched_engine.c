@@ -1073,6 +1073,8 @@ static int act(struct sched_ctx *s, struct sched_cli *c, Gs__Envelope__BodyCase 
         return -EALREADY;
     }
     job->held = what == GS__ENVELOPE__BODY_HOLD_REQUEST;
+    snprintf(job->reason, sizeof(job->reason), "%s", job->held ? "Held" : "");
+    job->expected_start_ms = 0;
     snprintf(detail, sizeof(detail), "%s by %s", job->held ? "held" : "released",
              c->uid == 0 ? "root" : job->user);
     sched_job_note(job, now, job->state, detail);

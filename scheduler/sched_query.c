@@ -259,6 +259,8 @@ void sched_query_show(struct sched_cli *c, uint64_t request_id, const Gs__ShowRe
         hist[i].state = (Gs__JobState)job->history[i].state;
         hist[i].reason = job->history[i].detail;
         hist[i].changed_at_ms = job->history[i].at_ms;
+        if (i > 0)
+            hist[i].previous = (Gs__JobState)job->history[i - 1].state;
         hptrs[i] = &hist[i];
     }
     for (uint32_t r = 0; job->tasks != NULL && r < job->ntasks; r++) {
@@ -318,6 +320,11 @@ static void fill_change(const struct sched_job *job, Gs__JobStateChange *ch)
     ch->start_time_ms = job->start_ms;
     ch->end_time_ms = job->end_ms;
     ch->restart_count = job->restarts;
+    if (job->nhistory > 0) {
+        ch->changed_at_ms = job->history[job->nhistory - 1].at_ms;
+        if (job->nhistory > 1)
+            ch->previous = (Gs__JobState)job->history[job->nhistory - 2].state;
+    }
 }
 
 static void wait_reply(struct sched_ctx *s, struct sched_cli *c, uint64_t request_id,

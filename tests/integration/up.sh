@@ -55,9 +55,18 @@ kill -0 "$stranger" || fail "down signalled a process that is not gschedd"
 kill "$stranger"
 [ -e .gsched/gschedd.pid ] && fail "stale pid file kept"
 
+# gsched.toml counts durations in whole seconds: less is refused before anything starts.
+"$bin/gsched" up --state other --heartbeat 300ms 2>err.txt
+[ $? = 2 ] || fail "--heartbeat 300ms not refused"
+grep -q "heartbeat wants a duration of whole seconds" err.txt || fail "$(cat err.txt)"
+[ -e other/gschedd.pid ] && fail "a refused up started something"
+
 # Elsewhere, with a topology file; the socket is then named by GSCHED_SOCKET.
-out=$("$bin/gsched" up --workers 1 --state other --topology "$src/tests/topologies/pcie-8gpu.xml") ||
-  fail "up --state failed: $out"
+out=$("$bin/gsched" up --workers 1 --state other --topology "$src/tests/topologies/pcie-8gpu.xml" \
+  --heartbeat 1s --kill-grace 1m30s) || fail "up --state failed: $out"
+grep -qx 'heartbeat_interval = "1s"' other/gsched.toml && grep -qx 'kill_grace = "90s"' other/gsched.toml ||
+  fail "--heartbeat / --kill-grace not in gsched.toml: $(cat other/gsched.toml)"
+grep -q "heartbeat_ms=1000 listening" other/gschedd.log || fail "gschedd does not use --heartbeat"
 grep -q "1 worker (node1), 8 GPUs$" <<< "$out" || fail "unexpected summary: $out"
 grep -q "export GSCHED_SOCKET=$tmp/other/gschedd.sock" <<< "$out" || fail "no socket hint: $out"
 GSCHED_SOCKET=$tmp/other/gschedd.sock "$bin/gsched" nodes | grep -qE '^node1 +up +8/8' ||

@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# failures.sh BIN_DIR SRC_DIR: daemons dying under running jobs, on a `gsched up` cluster of
+# two ws-4gpu workers with 1 s heartbeats (a node is DOWN after 3 missed ones).
+# kill -9 of gschedd: restarted from the same configuration, it still has every job it had
+# acknowledged, finished ones keep their outcome, a task that ended while it was down and
+# one that ends after the restart are each recorded COMPLETED having run exactly once, and
+# job ids are not reused. kill -9 of a worker: its node goes DOWN, its job with
+# max_restarts = 1 is REQUEUED and completes on the other node, one with max_restarts = 0
+# ends NODE_FAIL.
+name="failures"
+. "$(dirname "$0")/lib.sh"
+
+start_cluster --workers 2 --topology "$src/tests/topologies/ws-4gpu.xml" --heartbeat 1s \
+  --kill-grace 1s
+
+# A job whose task logs "start PID" and "end NODELIST" to FILE around waiting for gate NAME.
+logged_job() { # logged_job FILE NAME [TOML-LINES]
+  cat > "$2.toml" <<EOF
+${3:-}
+[run]
+script = """
+echo start \$\$ \$GSCHED_NODELIST >> $tmp/$1
+$(gate_wait "$2")
+echo end \$GSCHED_NODELIST >> $tmp/$1
+"""
+EOF
+}
+lines() { grep -c "^$2" "$tmp/$1" 2>/dev/null; } # lines FILE WORD: how many lines start so
+
+# jobs_json: {job id: [state, exit code, reason]} of every job gschedd knows.
+jobs_json() {
+  "$bin/gsched" queue --all --json | python3 -c '
+import json, sys
+print(json.dumps({j["job_id"]: [j["state"], j["exit_code"], j["reason"]] for j in json.load(sys.stdin)}))'
+}
+
+# --- kill -9 of gschedd --------------------------------------------------------------------
+job_file ok.toml '[run]
+command = ["true"]'
+job_file exit3.toml '[run]
+script = "exit 3"'
+done_ok=$(submit ok.toml)
+done_bad=$(submit exit3.toml)
+wait_end "$done_ok" || fail "job $done_ok failed"
+wait_end "$done_bad"
+logged_job r1.log r1
+logged_job r2.log r2
+r1=$(submit r1.toml)
+r2=$(submit r2.toml)
+wait_start "$r1"
+wait_start "$r2"
+wait_for "r1 and r2 to log their start" 10 eval '[ "$(lines r1.log start)" = 1 ] && [ "$(lines r2.log start)" = 1 ]'
+held=()
+for _ in 1 2 3 4 5; do held+=("$(submit ok.toml --hold)"); done # acknowledged, then the kill
+before=$(jobs_json)
+sched=$(cat "$state/gschedd.pid")
+kill -9 "$sched"
+wait_for "gschedd (pid $sched) to die" 5 eval "! pid_alive $sched"
+
+# r1 ends while gschedd is down: its worker keeps the exit until it can report it.
+gate r1
+wait_for "r1 to end" 10 eval '[ "$(lines r1.log end)" = 1 ]'
+# `up` does not take over a half-running cluster: it says so and leaves the workers alone.
+"$bin/gsched" up --state "$state" --workers 2 >out.txt 2>&1 && fail "up over running workers succeeded"
+grep -q "of an earlier cluster still runs" out.txt || fail "up over running workers: $(cat out.txt)"
+for n in node1 node2; do
+  pid_alive "$(cat "$state/$n.pid")" || fail "$n was disturbed by the refused up"
+done
+# Restarted as `up` starts it, and recorded so that `down` stops it.
+setsid "$bin/gschedd" --config "$state/gsched.toml" >>"$state/gschedd.log" 2>&1 </dev/null &
+sched=$!
+extra_pids+=("$sched")
+echo "$sched" > "$state/gschedd.pid"
+node_up() {
+  "$bin/gsched" nodes --json "$1" | python3 -c '
+import json, sys
+sys.exit(0 if json.load(sys.stdin)[0]["state"] == "up" else 1)'
+}
+wait_for "node1 back" 15 node_up node1
+wait_for "node2 back" 15 node_up node2
+
+after=$(jobs_json)
+python3 - "$before" "$after" "$r1" "$r2" <<'PY' || fail "jobs changed across the gschedd restart"
+import json, sys
+before, after = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+running = set(sys.argv[3:5])
+missing = sorted(set(before) - set(after), key=int)
+assert not missing, f"jobs lost: {missing}"
+for job, was in before.items():
+    if job in running:
+        assert after[job][0] in ("RUNNING", "COMPLETED"), (job, was, after[job])
+    else:
+        assert after[job] == was, (job, was, after[job])
+PY
+wait_end "$r1" 10 || fail "r1, ended while gschedd was down, is not COMPLETED: $(jq "$r1" 'j')"
+expect "$r2" 'j["state"] == "RUNNING"'
+gate r2
+wait_end "$r2" 10 || fail "r2 failed after the restart: $(jq "$r2" 'j')"
+for r in "$r1" "$r2"; do
+  expect "$r" 'j["restart_count"] == 0 and len(t) == 1 and t[0]["attempt"] == 1' "one attempt"
+done
+[ "$(lines r1.log start)" = 1 ] && [ "$(lines r2.log start)" = 1 ] || fail "a task ran twice"
+for h in "${held[@]}"; do expect "$h" 'j["state"] == "PENDING" and j["reason"] == "Held"'; done
+next=$(submit ok.toml)
+[ "$next" -gt "${held[4]}" ] || fail "job id $next reused after the restart (last was ${held[4]})"
+wait_end "$next" || fail "a job submitted after the restart failed"
+"$bin/gsched" cancel "${held[@]}" || fail "cancel of the held jobs failed"
+
+# --- kill -9 of a worker -------------------------------------------------------------------
+# The blocker fills one node's GPUs, so both victims go to the other, whose worker dies.
+cat > blocker.toml <<EOF
+[resources]
+gpus_per_node = 4
+[run]
+script = """
+$(gate_wait blocker)
+"""
+EOF
+logged_job once.log once '[resources]
+gpus_per_node = 2
+[restart]
+max_restarts = 0'
+logged_job twice.log twice '[resources]
+gpus_per_node = 2
+[restart]
+max_restarts = 1'
+blocker=$(submit blocker.toml)
+wait_start "$blocker"
+keep=$(jq "$blocker" 'j["allocation"][0]["node_name"]')
+once=$(submit once.toml)
+twice=$(submit twice.toml)
+wait_start "$once"
+wait_start "$twice"
+lost=$(jq "$twice" 'j["allocation"][0]["node_name"]')
+expect "$once" "j['allocation'][0]['node_name'] == '$lost' != '$keep'" "both victims on one node"
+wait_for "both victims to log their start" 10 \
+  eval '[ "$(lines once.log start)" = 1 ] && [ "$(lines twice.log start)" = 1 ]'
+kill -9 "$(cat "$state/$lost.pid")"
+wait_end "$once" 15
+expect "$once" 'j["state"] == "NODE_FAIL" and j["restart_count"] == 0'
+"$bin/gsched" nodes --json "$lost" | python3 -c '
+import json, sys
+n = json.load(sys.stdin)[0]
+sys.exit(0 if n["state"] == "down" else f"{n}")' || fail "$lost not down"
+# Requeued; it waits for the blocker's GPUs, the only ones left.
+expect "$twice" 'j["state"] == "PENDING" and j["reason"] == "Resources" and j["restart_count"] == 1 and
+  [e["state"] for e in h] == ["PENDING", "RUNNING", "REQUEUED"]' "requeued, waiting for Resources"
+gate blocker
+gate twice
+wait_end "$blocker" || fail "the blocker failed"
+wait_end "$twice" || fail "the requeued job failed: $(jq "$twice" 'j')"
+expect "$twice" "j['restart_count'] == 1 and j['allocation'][0]['node_name'] == '$keep' and
+  [e['state'] for e in h][-2:] == ['RUNNING', 'COMPLETED']" "COMPLETED on $keep"
+[ "$(lines twice.log "start [0-9]* $keep\$")" = 1 ] || fail "no second attempt on $keep: $(cat "$tmp/twice.log")"
+
+stop_cluster
+check_logs
+echo "failures: ok"

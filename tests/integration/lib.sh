@@ -1,0 +1,157 @@
+# shellcheck shell=bash disable=SC2034,SC2154
+# lib.sh: sourced by the job-path integration scripts (jobs.sh, failures.sh). Each script
+# sets `name`, then calls start_cluster: a `gsched up` local cluster in its own temporary
+# directory, stopped and removed on exit whatever happens. Helpers poll with deadlines and
+# read the CLI's --json output with python3; nothing here sleeps to synchronise.
+#
+# Layout:  $tmp/state   the cluster (gsched up --state), daemons' logs in state/*.log
+#          $tmp/work    where jobs are submitted from, so their workdir and output files
+#          $tmp/gates   files the jobs' scripts wait for (gate NAME releases them)
+# Job scripts wait for gates with a bounded loop (gate_wait), so a task orphaned by a killed
+# worker ends by itself even if nobody opens its gate; cleanup kills the ones still alive.
+set -u
+bin=$(cd "$1" && pwd) || exit 1
+src=$(cd "$2" && pwd) || exit 1
+tmp=$(mktemp -d)
+state=$tmp/state
+work=$tmp/work
+gates=$tmp/gates
+extra_pids=() # daemons a script starts itself (a restarted gschedd)
+# The interpreter itself, not a version manager's shim in front of it: a test runs it a
+# few hundred times.
+py=$(python3 -c 'import sys; print(sys.executable)') || exit 1
+python3() { "$py" "$@"; }
+unset GSCHED_SOCKET
+export GSCHED_SOCKET=$state/gschedd.sock
+
+cleanup() {
+  if [ -f "$state/gschedd.pid" ] || ls "$state"/node*.pid >/dev/null 2>&1; then
+    "$bin/gsched" down --state "$state" >/dev/null 2>&1
+  fi
+  local p f
+  for p in "${extra_pids[@]}"; do kill_if "$p" gschedd; done
+  for f in "$state"/*.pid; do # whatever `down` could not stop
+    [ -f "$f" ] && kill_if "$(cat "$f")" gschedd gsched-workerd
+  done
+  if [ -f "$tmp/tasks.pids" ]; then
+    while read -r p; do kill_if "$p" sh; done < "$tmp/tasks.pids"
+  fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# kill_if PID PROGRAM...: kill -9 PID if it is still one of the programs (pids are reused).
+# Tasks append their shell's pid to $tmp/tasks.pids (gate_wait), so that cleanup can end
+# any a killed worker left behind.
+kill_if() {
+  local p=$1 comm
+  shift
+  comm=$(cat /proc/"$p"/comm 2>/dev/null) || return 0
+  for prog in "$@"; do
+    [ "$comm" = "$prog" ] && kill -9 "$p" 2>/dev/null
+  done
+  return 0
+}
+
+fail() {
+  echo "$name: $*" >&2
+  for f in "$state"/*.log; do
+    [ -f "$f" ] && { echo "--- $f" >&2; tail -25 "$f" >&2; }
+  done
+  exit 1
+}
+
+# wait_for DESCRIPTION SECONDS COMMAND...: retries COMMAND until it succeeds or SECONDS pass.
+wait_for() {
+  local what=$1 deadline=$((SECONDS + $2))
+  shift 2
+  until "$@" >/dev/null 2>&1; do
+    [ $SECONDS -lt $deadline ] || fail "timed out after $2 s waiting for $what"
+    sleep 0.05
+  done
+}
+
+start_cluster() { # start_cluster UP-OPTIONS...
+  mkdir -p "$work" "$gates" || exit 1
+  cd "$work" || exit 1
+  local out
+  out=$("$bin/gsched" up --state "$state" "$@" 2>&1) || fail "gsched up failed: $out"
+}
+
+stop_cluster() {
+  local out
+  out=$("$bin/gsched" down --state "$state" 2>&1) || fail "gsched down failed: $out"
+}
+
+# Under the sanitizer build the daemons report into their logs: those count too.
+check_logs() {
+  if grep -lE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$state"/*.log; then
+    fail "sanitizer report in a daemon's log"
+  fi
+}
+
+gate() { touch "$gates/$1"; }
+
+# A shell fragment for job scripts: records the task's pid, then waits for gate NAME
+# (at most 30 s, so that no task outlives the test by long).
+gate_wait() {
+  printf 'echo $$ >> %s/tasks.pids\ni=0\nwhile [ ! -e %s/%s ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done\n' \
+    "$tmp" "$gates" "$1"
+}
+
+# job_file FILE TOML-TEXT: writes a job file into $work.
+job_file() { printf '%s\n' "$2" > "$work/$1"; }
+
+# submit FILE [OPTIONS...]: submits, prints the job id; fails the test when refused.
+submit() {
+  local out
+  out=$("$bin/gsched" submit "$@" --json 2>&1) || fail "submit $* refused: $out"
+  python3 -c 'import json,sys; print(json.loads(sys.argv[1])["job_id"])' "$out" ||
+    fail "submit $*: unexpected output: $out"
+}
+
+# jq JOB EXPR: evaluates a Python expression over `gsched show JOB --json`, with the
+# reply's job as j, its history as h and its task exits as t; prints the result.
+jq() {
+  local out
+  out=$("$bin/gsched" show "$1" --json 2>&1) || fail "show $1 failed: $out"
+  python3 -c '
+import json, sys
+d = json.loads(sys.argv[1]); j = d["job"]; h = d["history"]; t = d["task_exits"]
+r = eval("(" + sys.argv[2] + ")")
+print(json.dumps(r) if isinstance(r, (list, dict)) else r)' "$out" "$2" || fail "jq $1 '$2' on: $out"
+}
+
+# is JOB EXPR: true when the Python expression over the job holds (quiet; for wait_for).
+is() { [ "$(jq "$1" "$2" 2>/dev/null)" = True ]; }
+
+# expect JOB EXPR [WHAT]: fails the test unless EXPR holds now.
+expect() { is "$1" "$2" || fail "job $1: expected ${3:-$2}; the job: $(jq "$1" 'j')"; }
+
+job_state() { jq "$1" 'j["state"]'; }
+job_reason() { jq "$1" 'j["reason"]'; }
+
+# queue_count: how many jobs gschedd knows, finished ones included.
+queue_count() {
+  "$bin/gsched" queue --all --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))'
+}
+
+# wait_end JOB [SECONDS]: waits for the job to end (gsched wait, deadline 20 s by default);
+# prints nothing, returns the job's exit status as gsched wait does.
+wait_end() {
+  "$bin/gsched" wait "$1" --timeout "${2:-20}s" >/dev/null 2>&1
+  local rc=$?
+  is "$1" 'j["state"] not in ("PENDING", "RUNNING", "REQUEUED")' ||
+    fail "job $1 did not end in ${2:-20} s: $(jq "$1" 'j')"
+  return $rc
+}
+
+wait_start() {
+  "$bin/gsched" wait "$1" --start --timeout "${2:-20}s" >/dev/null 2>&1 ||
+    fail "job $1 did not start in ${2:-20} s: $(jq "$1" 'j')"
+}
+
+# pid_alive PID: the process exists and is not a zombie.
+pid_alive() {
+  kill -0 "$1" 2>/dev/null && [ "$(awk '{print $3}' /proc/"$1"/stat 2>/dev/null)" != Z ]
+}
