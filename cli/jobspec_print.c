@@ -101,6 +101,10 @@ void cli_jobspec_json(struct gs_json *j, const struct gs_jobspec *s)
     gs_json_object_begin(j);
     gs_json_kv_uint(j, "max_restarts", s->max_restarts);
     gs_json_object_end(j);
+    gs_json_key(j, "placement");
+    gs_json_object_begin(j);
+    gs_json_kv_string(j, "gpu_affinity", gs_gpu_affinity_name(s->gpu_affinity));
+    gs_json_object_end(j);
     gs_json_object_end(j);
 }
 
@@ -153,6 +157,7 @@ int cli_jobspec_text(struct gs_buf *out, const struct gs_jobspec *s)
     text_line(&t, "time_limit", gs_format_duration(s->time_limit_s, b, sizeof(b)));
     if (s->constraint != NULL)
         text_line(&t, "constraint", s->constraint);
+    text_line(&t, "gpu_affinity", gs_gpu_affinity_name(s->gpu_affinity));
     if (s->argv != NULL)
         text_strv(&t, "command", s->argv);
     else

@@ -298,6 +298,42 @@ static const struct gs_schema_key restart_keys[] = {
     {NULL, NULL},
 };
 
+static const char *const affinity_names[] = {
+    [GS_GPU_AFFINITY_PREFER] = "prefer",
+    [GS_GPU_AFFINITY_STRICT] = "strict",
+    [GS_GPU_AFFINITY_ANY] = "any",
+};
+
+const char *gs_gpu_affinity_name(enum gs_gpu_affinity a)
+{
+    return (unsigned)a <= GS_GPU_AFFINITY_ANY ? affinity_names[a] : "unknown";
+}
+
+static void rd_gpu_affinity(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    const char *s;
+
+    if (gs_toml_as_string(v, &s, NULL) == 0) {
+        for (int a = GS_GPU_AFFINITY_PREFER; a <= GS_GPU_AFFINITY_ANY; a++) {
+            if (strcmp(s, affinity_names[a]) == 0) {
+                SPEC(c)->gpu_affinity = (enum gs_gpu_affinity)a;
+                return;
+            }
+        }
+    }
+    REPORT_AT(c, v, "placement.gpu_affinity must be \"prefer\", \"strict\" or \"any\"");
+}
+
+static const struct gs_schema_key placement_keys[] = {
+    {"gpu_affinity", rd_gpu_affinity},
+    {NULL, NULL},
+};
+
+static void rd_placement(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    gs_schema_read_section(c, v, "placement");
+}
+
 static void rd_resources(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
     gs_schema_read_section(c, v, "resources");
@@ -314,18 +350,21 @@ static void rd_restart(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 }
 
 static const struct gs_schema_key root_keys[] = {
-    {"name", rd_name},           {"priority", rd_priority},
-    {"hold", rd_hold},           {"depends_on", rd_depends_on},
-    {"resources", rd_resources}, {"run", rd_run},
-    {"restart", rd_restart},     {NULL, NULL},
+    {"name", rd_name},
+    {"priority", rd_priority},
+    {"hold", rd_hold},
+    {"depends_on", rd_depends_on},
+    {"resources", rd_resources},
+    {"run", rd_run},
+    {"restart", rd_restart},
+    {"placement", rd_placement},
+    {NULL, NULL},
 };
 
 /* Every section, so that a key put in the wrong one gets pointed to the right one. */
 static const struct gs_schema_section sections[] = {
-    {"", root_keys},
-    {"resources", resources_keys},
-    {"run", run_keys},
-    {"restart", restart_keys},
+    {"", root_keys},           {"resources", resources_keys}, {"run", run_keys},
+    {"restart", restart_keys}, {"placement", placement_keys},
 };
 
 /* ---- checks across keys, defaults that depend on other keys ---- */
@@ -554,6 +593,8 @@ int gs_jobspec_check(const struct gs_jobspec *s, struct gs_error *err)
             s->deps[i].type > GS_DEP_AFTERANY)
             return gs_error_set(err, -EINVAL, 0, 0, "depends_on[%zu] is not a valid dependency", i);
     }
+    if ((unsigned)s->gpu_affinity > GS_GPU_AFFINITY_ANY)
+        return gs_error_set(err, -EINVAL, 0, 0, "placement.gpu_affinity is not a known value");
     if (s->max_restarts > GS_JOBSPEC_RESTARTS_MAX)
         return gs_error_set(err, -EINVAL, 0, 0, "restart.max_restarts must be at most %d",
                             GS_JOBSPEC_RESTARTS_MAX);

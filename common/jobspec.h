@@ -27,6 +27,13 @@ enum gs_dep_type {
     GS_DEP_AFTERANY,   /* once it ended, however */
 };
 
+/* How much a job cares which of a node's GPUs it gets ([placement] gpu_affinity). */
+enum gs_gpu_affinity {
+    GS_GPU_AFFINITY_PREFER = 0, /* the best-connected set free now (default) */
+    GS_GPU_AFFINITY_STRICT,     /* wait for a set as well connected as an empty node gives */
+    GS_GPU_AFFINITY_ANY,        /* any free GPUs */
+};
+
 struct gs_dep {
     enum gs_dep_type type;
     uint64_t job_id;
@@ -71,6 +78,9 @@ struct gs_jobspec {
 
     /* [restart] */
     uint32_t max_restarts;
+
+    /* [placement] */
+    enum gs_gpu_affinity gpu_affinity;
 };
 
 /* A spec with the defaults of an empty job file (1 node, 1 task, 1 CPU, no time limit). */
@@ -115,5 +125,6 @@ int gs_jobspec_expand_pattern(const char *pattern, const struct gs_pattern_vars 
 /* Parses "afterok:41" (also after, afternotok, afterany). Returns 0 or -EINVAL. */
 int gs_dep_parse(const char *text, struct gs_dep *ret_dep);
 const char *gs_dep_type_name(enum gs_dep_type type);
+const char *gs_gpu_affinity_name(enum gs_gpu_affinity a); /* "prefer", "strict", "any" */
 
 #endif

@@ -99,6 +99,7 @@ int gs_proto_jobspec_view_init(struct gs_proto_jobspec_view *v, const struct gs_
     v->spec.priority = spec->priority;
     v->spec.hold = spec->hold;
     v->spec.max_restarts = spec->max_restarts;
+    v->spec.gpu_affinity = (Gs__GpuAffinity)spec->gpu_affinity;
     view_resources(&v->resources, spec);
     view_run(&v->run, spec);
     v->spec.resources = &v->resources;
@@ -209,6 +210,7 @@ static int copy_all(const Gs__JobSpec *pb, struct gs_jobspec *spec, struct gs_er
     spec->priority = pb->priority;
     spec->hold = pb->hold;
     spec->max_restarts = pb->max_restarts;
+    spec->gpu_affinity = (enum gs_gpu_affinity)pb->gpu_affinity;
     copy_resources(pb->resources, spec);
     spec->tasks_per_node = run->tasks_per_node;
     spec->tasks_per_gpu = run->tasks_per_gpu;

@@ -243,3 +243,19 @@ Test(jobspec, output_patterns_expand_every_placeholder)
     cr_assert_eq(gs_jobspec_expand_pattern("bad-%q", &v, &errors), -EINVAL);
     cr_assert_eq(gs_jobspec_expand_pattern("trailing-%", &v, &errors), -EINVAL);
 }
+
+Test(jobspec, placement_gpu_affinity)
+{
+    struct gs_jobspec *spec = parse_ok("[run]\ncommand = [\"true\"]\n");
+
+    cr_assert_eq(spec->gpu_affinity, GS_GPU_AFFINITY_PREFER, "prefer is the default");
+    gs_jobspec_free(spec);
+    spec = parse_ok("[placement]\ngpu_affinity = \"strict\"\n[run]\ncommand = [\"true\"]\n");
+    cr_assert_eq(spec->gpu_affinity, GS_GPU_AFFINITY_STRICT);
+    cr_assert_str_eq(gs_gpu_affinity_name(spec->gpu_affinity), "strict");
+    gs_jobspec_free(spec);
+    parse_fails("[placement]\ngpu_affinity = \"best\"\n[run]\ncommand = [\"true\"]\n",
+                "job.toml:2:16: placement.gpu_affinity must be");
+    parse_fails("[placement]\ngpu_afinity = \"any\"\n[run]\ncommand = [\"true\"]\n",
+                "did you mean 'placement.gpu_affinity'");
+}
