@@ -128,6 +128,26 @@ int sched_cluster_add_node(struct sched_cluster *cluster, const struct sched_nod
     return (int)cluster->nnodes++;
 }
 
+int sched_cluster_reset_node(struct sched_cluster *cluster, uint32_t node,
+                             const struct sched_node_info *info)
+{
+    struct node *n;
+    bool up;
+    int rc = check_info(info);
+
+    if (rc < 0)
+        return rc;
+    if (node >= cluster->nnodes)
+        return -EINVAL;
+    n = &cluster->nodes[node];
+    if (n->njobs > 0)
+        return -EBUSY;
+    up = n->up;
+    fill_node(n, info);
+    n->up = up;
+    return 0;
+}
+
 size_t sched_cluster_nnodes(const struct sched_cluster *cluster)
 {
     return cluster->nnodes;

@@ -75,6 +75,12 @@ struct sched_cluster *sched_cluster_copy(const struct sched_cluster *cluster);
 
 /* Adds a node, up and idle. Returns its index (>= 0), -EINVAL for impossible sizes, -ENOMEM. */
 int sched_cluster_add_node(struct sched_cluster *cluster, const struct sched_node_info *info);
+/*
+ * Gives a node new resources (its worker came back with other GPUs, cores or memory).
+ * Returns 0, -EBUSY while jobs hold any of it, -EINVAL for impossible sizes.
+ */
+int sched_cluster_reset_node(struct sched_cluster *cluster, uint32_t node,
+                             const struct sched_node_info *info);
 size_t sched_cluster_nnodes(const struct sched_cluster *cluster);
 const char *sched_cluster_node_name(const struct sched_cluster *cluster, uint32_t node);
 /* Marks a node up (schedulable) or down. A down node keeps its allocations' accounting. */

@@ -68,7 +68,9 @@ static void fill_node_info(struct sched_ctx *s, struct sched_node *n, Gs__NodeIn
 
     gs__node_info__init(info);
     info->name = n->name;
-    info->state = n->up ? GS__NODE_STATE__NODE_STATE_UP : GS__NODE_STATE__NODE_STATE_DOWN;
+    /* Up means schedulable: a node whose worker has not (re)connected is not, yet. */
+    info->state =
+        n->up && n->conn != NULL ? GS__NODE_STATE__NODE_STATE_UP : GS__NODE_STATE__NODE_STATE_DOWN;
     info->reason = n->reason;
     info->gpus_total = (uint32_t)n->topology->n_gpus;
     info->gpus_free = n->up ? free_gpus : 0;

@@ -159,6 +159,59 @@ static void signal_job(struct sched_ctx *s, const struct sched_job *job, uint32_
     }
 }
 
+/* The NUMA node of core c on a node, -1 when its topology does not say. */
+static int core_numa(const Gs__NodeTopology *t, uint32_t c)
+{
+    for (size_t i = 0; t != NULL && i < t->n_numa_nodes; i++) {
+        for (size_t k = 0; k < t->numa_nodes[i]->n_cores; k++) {
+            if (t->numa_nodes[i]->cores[k] == c)
+                return (int)t->numa_nodes[i]->os_index;
+        }
+    }
+    return -1;
+}
+
+/*
+ * With one task per GPU, reorders the node's allocated cores so that task l's even share
+ * (chunk l) is taken from the cores on GPU l's NUMA node first: each rank runs next to its
+ * GPU, and no two ranks share a core.
+ */
+static int order_cores(const Gs__NodeTopology *t, Gs__NodeAllocation *na, uint32_t ntasks)
+{
+    size_t per = ntasks > 0 ? na->n_cores / ntasks : 0, k = 0;
+    uint32_t *ordered = calloc(na->n_cores + 1, sizeof(*ordered));
+    bool *used = calloc(na->n_cores + 1, sizeof(*used));
+    int rc = -ENOMEM;
+
+    if (ordered == NULL || used == NULL)
+        goto out;
+    for (uint32_t l = 0; l < ntasks && per > 0; l++) {
+        uint32_t g = l < na->n_gpus ? na->gpus[l] : UINT32_MAX;
+        int want = g < t->n_gpus ? t->gpus[g]->numa_node : -1;
+        size_t got = 0;
+
+        for (int pass = 0; pass < 2 && got < per; pass++) {
+            for (size_t c = 0; c < na->n_cores && got < per; c++) {
+                if (used[c] || (pass == 0 && (want < 0 || core_numa(t, na->cores[c]) != want)))
+                    continue;
+                used[c] = true;
+                ordered[k++] = na->cores[c];
+                got++;
+            }
+        }
+    }
+    for (size_t c = 0; c < na->n_cores; c++) {
+        if (!used[c])
+            ordered[k++] = na->cores[c];
+    }
+    memcpy(na->cores, ordered, na->n_cores * sizeof(*ordered));
+    rc = 0;
+out:
+    free(ordered);
+    free(used);
+    return rc;
+}
+
 /* The cores of a node's allocation split evenly between its tasks, in order. */
 static void task_cores(const Gs__NodeAllocation *na, uint32_t local, uint32_t ntasks,
                        Gs__TaskAssignment *t)
@@ -257,9 +310,11 @@ static void launch_job(struct sched_ctx *s, struct sched_job *job)
     env.body_case = GS__ENVELOPE__BODY_LAUNCH_TASKS;
     env.launch_tasks = &m.lt;
     for (size_t i = 0; i < m.alloc.n; i++) {
-        const Gs__NodeAllocation *na = m.alloc.ptrs[i];
+        Gs__NodeAllocation *na = m.alloc.ptrs[i];
         struct sched_node *n = node_at(s, job->alloc.nodes[i].node);
 
+        if (job->spec->tasks_per_gpu && n != NULL)
+            order_cores(n->topology, na, job->tasks_per_node);
         for (uint32_t l = 0; l < job->tasks_per_node; l++) {
             Gs__TaskAssignment *t = &m.tasks[l];
 

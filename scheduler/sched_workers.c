@@ -29,16 +29,42 @@ static Gs__NodeTopology *copy_topology(const Gs__NodeTopology *t)
     return copy;
 }
 
-static int add_to_cluster(struct sched_ctx *s, const char *name, const Gs__NodeTopology *t)
+/*
+ * Adds the node to the cluster (reset < 0) or gives node reset new resources, with the NUMA
+ * node of every GPU and core, so that a job's cores are taken near its GPUs.
+ */
+static int to_cluster(struct sched_ctx *s, const char *name, const Gs__NodeTopology *t, int reset)
 {
+    uint32_t ncores = t->cores > 0 ? t->cores : 1;
+    int *gpu_numa = calloc(t->n_gpus + 1, sizeof(int));
+    int *core_numa = calloc(ncores, sizeof(int));
     struct sched_node_info info = {.name = name,
                                    .ngpus = (uint32_t)t->n_gpus,
-                                   .ncores = t->cores > 0 ? t->cores : 1,
+                                   .ncores = ncores,
                                    .mem_mib = t->memory_mib,
+                                   .gpu_numa = gpu_numa,
+                                   .core_numa = core_numa,
                                    .features = (const char *const *)t->features,
                                    .nfeatures = t->n_features};
+    int rc = -ENOMEM;
 
-    return sched_cluster_add_node(s->cluster, &info);
+    if (gpu_numa == NULL || core_numa == NULL)
+        goto out;
+    for (size_t g = 0; g < t->n_gpus; g++)
+        gpu_numa[g] = t->gpus[g]->numa_node >= 0 ? t->gpus[g]->numa_node : 0;
+    for (size_t i = 0; i < t->n_numa_nodes; i++) {
+        const Gs__NumaNode *nn = t->numa_nodes[i];
+        for (size_t c = 0; c < nn->n_cores; c++) {
+            if (nn->cores[c] < ncores)
+                core_numa[nn->cores[c]] = (int)nn->os_index;
+        }
+    }
+    rc = reset < 0 ? sched_cluster_add_node(s->cluster, &info)
+                   : sched_cluster_reset_node(s->cluster, (uint32_t)reset, &info);
+out:
+    free(gpu_numa);
+    free(core_numa);
+    return rc;
 }
 
 struct sched_node *sched_node_add(struct sched_ctx *s, const char *name,
@@ -52,7 +78,7 @@ struct sched_node *sched_node_add(struct sched_ctx *s, const char *name,
         s->nodes = v;
     if (n == NULL || v == NULL || (n->topology = copy_topology(topology)) == NULL)
         goto fail;
-    index = add_to_cluster(s, name, n->topology);
+    index = to_cluster(s, name, n->topology, -1);
     if (index < 0 || (size_t)index != s->nnodes)
         goto fail;
     n->index = (uint32_t)index;
@@ -129,10 +155,13 @@ static int register_node(struct wconn *wc, struct gs_proto_conn *conn, const Gs_
         *ret_reason = "a worker with this node name is already connected";
         return -EEXIST;
     }
-    if (n != NULL && !same_shape(n->topology, reg->topology)) {
-        *ret_reason = "this node registered before with other GPUs, cores or memory; "
-                      "restart gschedd to change a node's resources";
-        return -EINVAL;
+    /* A node's resources follow its latest registration (features included), except while
+     * jobs hold them: then only a registration of the same shape is taken. */
+    if (n != NULL && to_cluster(s, name, reg->topology, (int)n->index) < 0 &&
+        !same_shape(n->topology, reg->topology)) {
+        *ret_reason = "this node registered before with other GPUs, cores or memory, and jobs "
+                      "still hold some: its resources can change once they end";
+        return -EBUSY;
     }
     if (n == NULL && (n = sched_node_add(s, name, reg->topology)) == NULL) {
         *ret_reason = "cannot record this node's topology";

@@ -95,6 +95,42 @@ static void set_gpus(struct envset *e, const uint32_t *gpus, size_t n)
     set(e, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
 }
 
+static void set_bus_ids(struct envset *e, const char *const *ids, size_t n)
+{
+    struct gs_buf list = GS_BUF_INIT;
+    int rc = gs_buf_append_str(&list, "");
+
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = gs_buf_printf(&list, "%s%s", i > 0 ? "," : "", ids[i]);
+    if (rc == 0)
+        set(e, "GSCHED_GPU_BUS_IDS", list.data);
+    else if (e->rc == 0)
+        e->rc = rc;
+    gs_buf_release(&list);
+}
+
+/* "0-3,8,10-11": runs of consecutive cores folded, as taskset and Slurm print them. */
+static void set_cores(struct envset *e, const uint32_t *cores, size_t n)
+{
+    struct gs_buf list = GS_BUF_INIT;
+    int rc = gs_buf_append_str(&list, "");
+
+    for (size_t i = 0; rc == 0 && i < n;) {
+        size_t j = i;
+
+        while (j + 1 < n && cores[j + 1] == cores[j] + 1)
+            j++;
+        rc = j > i ? gs_buf_printf(&list, "%s%u-%u", i > 0 ? "," : "", cores[i], cores[j])
+                   : gs_buf_printf(&list, "%s%u", i > 0 ? "," : "", cores[i]);
+        i = j + 1;
+    }
+    if (rc == 0)
+        set(e, "GSCHED_CPUS", list.data);
+    else if (e->rc == 0)
+        e->rc = rc;
+    gs_buf_release(&list);
+}
+
 int wrk_env_build(const struct wrk_task_env *in, char ***ret_envp)
 {
     struct envset e = {0};
@@ -121,6 +157,9 @@ int wrk_env_build(const struct wrk_task_env *in, char ***ret_envp)
     set(&e, "MASTER_ADDR", in->master_addr);
     set_uint(&e, "MASTER_PORT", in->master_port);
     set_gpus(&e, in->gpus, in->ngpus);
+    if (in->gpu_bus_ids != NULL)
+        set_bus_ids(&e, in->gpu_bus_ids, in->ngpus);
+    set_cores(&e, in->cores, in->ncores);
     if (e.rc < 0) {
         wrk_env_free(e.v);
         return e.rc;

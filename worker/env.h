@@ -6,6 +6,8 @@
  *   GSCHED_JOB_ID GSCHED_JOB_NAME GSCHED_NODELIST GSCHED_NODE_RANK
  *   RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE NODE_RANK MASTER_ADDR MASTER_PORT
  *   CUDA_VISIBLE_DEVICES (the task's GPUs, PCI bus order) CUDA_DEVICE_ORDER=PCI_BUS_ID
+ *   GSCHED_GPU_BUS_IDS (their PCI bus ids, when known) GSCHED_CPUS (the task's cores, as
+ *   ranges "0-3,8"; empty when it is not bound)
  *   USER LOGNAME HOME (the job's user, when known), PATH (a default when the job has none)
  *
  * A task without GPUs gets CUDA_VISIBLE_DEVICES="" so it cannot use GPUs it was not given.
@@ -35,7 +37,10 @@ struct wrk_task_env {
     size_t ngpus;
     const char *user; /* NULL: not set */
     const char *home;
-    char *const *job_env; /* "KEY=VALUE", NULL-terminated; may be NULL */
+    char *const *job_env;           /* "KEY=VALUE", NULL-terminated; may be NULL */
+    const char *const *gpu_bus_ids; /* ngpus entries, or NULL when unknown */
+    const uint32_t *cores;          /* the task's logical cores, ascending */
+    size_t ncores;
 };
 
 /* Returns 0 with *ret_envp, or -ENOMEM / -EINVAL (a job variable without '='). */

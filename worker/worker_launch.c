@@ -189,6 +189,37 @@ static int output_path(const struct launch *l, const char *pattern, uint32_t ran
     return gs_jobspec_expand_pattern(pattern, &vars, out);
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/* The PCI bus ids of the task's GPUs (borrowed from the topology), and its cores sorted. */
+static int task_facts(const struct launch *l, const Gs__TaskAssignment *t, const char ***ret_ids,
+                      uint32_t **ret_cores)
+{
+    const char **ids = calloc(t->n_gpus + 1, sizeof(*ids));
+    uint32_t *cores = calloc(t->n_cores + 1, sizeof(*cores));
+
+    if (ids == NULL || cores == NULL) {
+        free(ids);
+        free(cores);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < t->n_gpus; i++) {
+        const struct gs_topo_gpu *g =
+            l->w->topo != NULL ? gs_topo_gpu(l->w->topo, (int)t->gpus[i]) : NULL;
+        ids[i] = g != NULL ? g->pci_bus_id : "";
+    }
+    memcpy(cores, t->cores, t->n_cores * sizeof(*cores));
+    qsort(cores, t->n_cores, sizeof(*cores), cmp_u32);
+    *ret_ids = ids;
+    *ret_cores = cores;
+    return 0;
+}
+
 static int start_task(struct launch *l, const Gs__TaskAssignment *t, struct gs_error *err)
 {
     const Gs__RunSpec *run = l->msg->run;
@@ -207,13 +238,23 @@ static int start_task(struct launch *l, const Gs__TaskAssignment *t, struct gs_e
                               t->n_gpus,
                               l->user[0] ? l->user : NULL,
                               l->home[0] ? l->home : NULL,
-                              l->job_env};
+                              l->job_env,
+                              NULL,
+                              NULL,
+                              0};
     struct gs_buf out = GS_BUF_INIT, errp = GS_BUF_INIT;
     struct wrk_launch_spec spec = {.argv = l->argv};
     char **envp = NULL;
+    const char **bus_ids = NULL;
+    uint32_t *cores = NULL;
     int *cpus = NULL, ncpus, rc;
 
-    rc = wrk_env_build(&te, &envp);
+    rc = task_facts(l, t, &bus_ids, &cores);
+    te.gpu_bus_ids = bus_ids;
+    te.cores = cores;
+    te.ncores = t->n_cores;
+    if (rc == 0)
+        rc = wrk_env_build(&te, &envp);
     if (rc == 0)
         rc =
             output_path(l, run->stdout_pattern[0] ? run->stdout_pattern : GS_JOBSPEC_DEFAULT_STDOUT,
@@ -241,6 +282,8 @@ static int start_task(struct launch *l, const Gs__TaskAssignment *t, struct gs_e
                          lim != NULL ? lim->time_limit_s * 1000 : 0, err);
 out:
     wrk_env_free(envp);
+    free(bus_ids);
+    free(cores);
     free(cpus);
     gs_buf_release(&out);
     gs_buf_release(&errp);

@@ -81,3 +81,23 @@ Test(env, rejects_job_variables_without_a_value)
     cr_assert_eq(wrk_env_build(&in, &envp), -EINVAL);
     cr_assert_eq(envp, (char **)0x1);
 }
+
+Test(env, bus_ids_and_cores_are_listed)
+{
+    uint32_t gpus[] = {0, 1}, cores[] = {0, 1, 2, 3, 8, 10, 11};
+    const char *ids[] = {"0000:17:00.0", "0000:3d:00.0"};
+    struct wrk_task_env in = {
+        .gpus = gpus, .ngpus = 2, .gpu_bus_ids = ids, .cores = cores, .ncores = 7};
+    char **envp = NULL;
+
+    cr_assert_eq(wrk_env_build(&in, &envp), 0);
+    cr_assert_str_eq(get(envp, "GSCHED_GPU_BUS_IDS"), "0000:17:00.0,0000:3d:00.0");
+    cr_assert_str_eq(get(envp, "GSCHED_CPUS"), "0-3,8,10-11", "runs folded as taskset does");
+    wrk_env_free(envp);
+    in.ncores = 0;
+    in.gpu_bus_ids = NULL;
+    cr_assert_eq(wrk_env_build(&in, &envp), 0);
+    cr_assert_str_eq(get(envp, "GSCHED_CPUS"), "");
+    cr_assert_null(get(envp, "GSCHED_GPU_BUS_IDS"));
+    wrk_env_free(envp);
+}
