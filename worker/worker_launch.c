@@ -213,8 +213,10 @@ static int task_facts(const struct launch *l, const Gs__TaskAssignment *t, const
             l->w->topo != NULL ? gs_topo_gpu(l->w->topo, (int)t->gpus[i]) : NULL;
         ids[i] = g != NULL ? g->pci_bus_id : "";
     }
-    memcpy(cores, t->cores, t->n_cores * sizeof(*cores));
-    qsort(cores, t->n_cores, sizeof(*cores), cmp_u32);
+    if (t->n_cores > 0) {
+        memcpy(cores, t->cores, t->n_cores * sizeof(*cores));
+        qsort(cores, t->n_cores, sizeof(*cores), cmp_u32);
+    }
     *ret_ids = ids;
     *ret_cores = cores;
     return 0;
