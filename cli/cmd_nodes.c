@@ -1,7 +1,9 @@
 /*
- * cmd_nodes.c: `gsched nodes [--json] [--socket PATH] [NODE...]`: the cluster's nodes as
- * sinfo shows them, one aligned line each (state, GPUs free/total, cores free/total, memory
- * free/total, features), or a JSON array with the same facts for programs.
+ * cmd_nodes.c: `gsched nodes [--json] [--topology] [--socket PATH] [NODE...]`: the
+ * cluster's nodes as sinfo shows them, one aligned line each (state, GPUs free/total, cores
+ * free/total, memory free/total, features), or a JSON array with the same facts for
+ * programs. With --topology, each node's GPU matrix as `nvidia-smi topo -m` draws it
+ * (cli/topo_print.h) instead of the line, or, with --json, under "topology".
  */
 #include "cli/commands.h"
 
@@ -10,6 +12,7 @@
 #include <string.h>
 
 #include "cli/client.h"
+#include "cli/topo_print.h"
 #include "common/json.h"
 #include "common/units.h"
 
@@ -47,6 +50,10 @@ static void json_node(struct gs_json *j, const Gs__NodeInfo *n)
         gs_json_string(j, n->features[i]);
     gs_json_array_end(j);
     gs_json_kv_uint(j, "last_heartbeat_ms", n->last_heartbeat_ms);
+    if (n->topology != NULL) {
+        gs_json_key(j, "topology");
+        cli_topo_json(j, n->topology);
+    }
     gs_json_object_end(j);
 }
 
@@ -88,6 +95,53 @@ static void print_table(const Gs__NodesReply *r)
     }
 }
 
+static const char *plural(size_t n)
+{
+    return n == 1 ? "" : "s";
+}
+
+/* "dgx: up, 2 sockets, 112 cores, 8 GPUs, 4 NICs" and a blank line. */
+static int print_heading(struct gs_buf *out, const Gs__NodeInfo *n)
+{
+    const Gs__NodeTopology *t = n->topology;
+
+    if (t == NULL)
+        return gs_buf_printf(out, "%s: %s, no topology reported\n", n->name, state_name(n->state));
+    return gs_buf_printf(out, "%s: %s, %u socket%s, %u core%s, %zu GPU%s, %zu NIC%s\n\n", n->name,
+                         state_name(n->state), t->sockets, plural(t->sockets), t->cores,
+                         plural(t->cores), t->n_gpus, plural(t->n_gpus), t->n_nics,
+                         plural(t->n_nics));
+}
+
+/* Per node a heading and its matrix, a blank line between nodes, the legend once at the end
+ * when any node has GPUs. */
+static int print_topologies(const Gs__NodesReply *r)
+{
+    struct gs_buf out = GS_BUF_INIT;
+    bool any_gpus = false;
+    int rc = 0;
+
+    for (size_t i = 0; rc == 0 && i < r->n_nodes; i++) {
+        const Gs__NodeInfo *n = r->nodes[i];
+
+        if (i > 0)
+            rc = gs_buf_putc(&out, '\n');
+        if (rc == 0)
+            rc = print_heading(&out, n);
+        if (rc == 0 && n->topology != NULL)
+            rc = cli_topo_print(n->topology, &out);
+        any_gpus = any_gpus || (n->topology != NULL && n->topology->n_gpus > 0);
+    }
+    if (rc == 0 && any_gpus)
+        rc = gs_buf_putc(&out, '\n');
+    if (rc == 0 && any_gpus)
+        rc = cli_topo_legend(&out);
+    if (rc == 0 && out.len > 0)
+        fputs(out.data, stdout);
+    gs_buf_release(&out);
+    return rc;
+}
+
 int cli_cmd_nodes(int argc, char **argv)
 {
     Gs__NodesRequest req = GS__NODES_REQUEST__INIT;
@@ -100,6 +154,8 @@ int cli_cmd_nodes(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0)
             json = true;
+        else if (strcmp(argv[i], "--topology") == 0)
+            req.with_topology = true;
         else if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc)
             socket_opt = argv[++i];
         else if (argv[i][0] == '-')
@@ -120,6 +176,8 @@ int cli_cmd_nodes(int argc, char **argv)
         rc = -EPROTO;
     } else if (json) {
         rc = print_json(reply->nodes_reply);
+    } else if (req.with_topology) {
+        rc = print_topologies(reply->nodes_reply);
     } else {
         print_table(reply->nodes_reply);
     }

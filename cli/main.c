@@ -19,6 +19,8 @@ static const char usage_text[] =
     "commands:\n"
     "  check JOB.toml [--json]   check a job file and show the job as gsched reads it\n"
     "  nodes [--json] [NODE...]  the cluster's nodes: state, free GPUs, cores, memory\n"
+    "  nodes --topology [--json] [NODE...]\n"
+    "                            each node's GPU/NIC matrix, as nvidia-smi topo -m shows it\n"
     "  submit JOB.toml [--wait] [--hold] [--json | --parsable]\n"
     "                            queue a job; --wait: until it ends, exiting with its status\n"
     "  queue [--all] [--user U] [--name N] [--state S,...] [--json] [JOB...]\n"

@@ -1,15 +1,15 @@
 /*
  * topo.c: struct gs_topo from hwloc. Loads the hwloc topology (system or XML), copies what
- * gsched needs into plain arrays, and destroys the hwloc handle before returning, so the
- * rest of gsched never touches hwloc and a gs_topo is cheap to keep and share read-only.
+ * gsched needs into plain arrays (cores, GPUs, NICs, then the link matrices of
+ * topo_links.c), and destroys the hwloc handle before returning, so the rest of gsched
+ * never touches hwloc and a gs_topo is cheap to keep and share read-only.
  *
  * I/O objects (PCI devices, OS devices) appear only when an I/O type filter is set before
  * the load; KEEP_ALL keeps the PCIe switches too, which placement needs for link classes.
  */
-#include "common/topo.h"
+#include "common/topo_internal.h"
 
 #include <dlfcn.h>
-#include <hwloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,24 +19,16 @@
 #define FAKE_GPUS_MAX 64
 #define FAKE_GPU_MIB 81920
 
-struct topo_numa {
-    int os_index;
-    uint64_t memory_mib;
-};
-
-struct gs_topo {
-    char hostname[256];
-    int npackages;
-    int nnuma;
-    int ncores;
-    int npus;
-    int ngpus;
-    bool this_system;
-    uint64_t memory_mib;
-    struct topo_numa *numa;
-    struct gs_topo_core *cores;
-    struct gs_topo_gpu *gpus;
-};
+static void free_gpus(struct gs_topo *topo)
+{
+    for (int i = 0; topo->gpus != NULL && i < topo->ngpus; i++) {
+        free((int *)topo->gpus[i].local_cores);
+        free((struct gs_topo_bridge *)topo->gpus[i].pci_path);
+    }
+    free(topo->gpus);
+    topo->gpus = NULL;
+    topo->ngpus = 0;
+}
 
 void gs_topo_free(struct gs_topo *topo)
 {
@@ -44,11 +36,15 @@ void gs_topo_free(struct gs_topo *topo)
         return;
     for (int i = 0; topo->cores != NULL && i < topo->ncores; i++)
         free((int *)topo->cores[i].pus);
-    for (int i = 0; topo->gpus != NULL && i < topo->ngpus; i++)
-        free((int *)topo->gpus[i].local_cores);
+    free_gpus(topo);
+    for (int i = 0; topo->nics != NULL && i < topo->nnics; i++)
+        free((struct gs_topo_bridge *)topo->nics[i].pci_path);
     free(topo->numa);
     free(topo->cores);
-    free(topo->gpus);
+    free(topo->nics);
+    free(topo->gpu_links);
+    free(topo->nvlinks);
+    free(topo->nic_links);
     free(topo);
 }
 
@@ -193,19 +189,35 @@ static int compare_gpu_bus(const void *a, const void *b)
                   ((const struct gs_topo_gpu *)b)->pci_bus_id);
 }
 
+static int compare_nic_bus(const void *a, const void *b)
+{
+    return strcmp(((const struct gs_topo_nic *)a)->pci_bus_id,
+                  ((const struct gs_topo_nic *)b)->pci_bus_id);
+}
+
+static void format_bus_id(hwloc_obj_t pci, char out[GS_TOPO_BUSID_MAX])
+{
+    const struct hwloc_pcidev_attr_s *a = &pci->attr->pcidev;
+
+    snprintf(out, GS_TOPO_BUSID_MAX, "%04x:%02x:%02x.%x", (unsigned)a->domain, a->bus, a->dev,
+             a->func);
+}
+
 static int fill_gpu(hwloc_topology_t ht, struct gs_topo *topo, hwloc_obj_t pci,
                     struct gs_topo_gpu *gpu)
 {
     hwloc_obj_t near = hwloc_get_non_io_ancestor_obj(ht, pci);
-    const struct hwloc_pcidev_attr_s *a = &pci->attr->pcidev;
+    int rc;
 
-    snprintf(gpu->pci_bus_id, sizeof(gpu->pci_bus_id), "%04x:%02x:%02x.%x", (unsigned)a->domain,
-             a->bus, a->dev, a->func);
-    gpu->vendor_id = a->vendor_id;
-    gpu->device_id = a->device_id;
+    format_bus_id(pci, gpu->pci_bus_id);
+    gpu->vendor_id = pci->attr->pcidev.vendor_id;
+    gpu->device_id = pci->attr->pcidev.device_id;
     gpu->package = near != NULL ? os_index_of_ancestor(near, HWLOC_OBJ_PACKAGE) : -1;
     gpu->numa_node = near != NULL ? first_node(near->nodeset) : -1;
     describe_gpu(pci, gpu);
+    rc = topo_pci_path(pci, &gpu->pci_path, &gpu->npci_path);
+    if (rc < 0)
+        return rc;
     return select_cores(topo, ht, near != NULL ? near->cpuset : NULL, gpu->numa_node, gpu);
 }
 
@@ -233,13 +245,72 @@ static int load_gpus(hwloc_topology_t ht, struct gs_topo *topo)
     return 0;
 }
 
+/*
+ * A NIC is a PCI function with a network or OpenFabrics OS device below it; its names are
+ * those of the first of each kind (an IPoIB child interface comes after its parent). Returns
+ * whether pci is one, with the names filled in when nic is not NULL.
+ */
+static bool describe_nic(hwloc_obj_t pci, struct gs_topo_nic *nic)
+{
+    bool found = false;
+
+    for (hwloc_obj_t os = pci->io_first_child; os != NULL; os = os->next_sibling) {
+        char *dest = NULL;
+
+        if (os->type != HWLOC_OBJ_OS_DEVICE || os->name == NULL)
+            continue;
+        if (os->attr->osdev.type == HWLOC_OBJ_OSDEV_NETWORK)
+            dest = nic != NULL ? nic->name : NULL;
+        else if (os->attr->osdev.type == HWLOC_OBJ_OSDEV_OPENFABRICS)
+            dest = nic != NULL ? nic->ib_device : NULL;
+        else
+            continue;
+        found = true;
+        if (dest != NULL && dest[0] == '\0')
+            snprintf(dest, GS_TOPO_NAME_MAX, "%s", os->name);
+    }
+    return found;
+}
+
+static int fill_nic(hwloc_topology_t ht, hwloc_obj_t pci, struct gs_topo_nic *nic)
+{
+    hwloc_obj_t near = hwloc_get_non_io_ancestor_obj(ht, pci);
+
+    format_bus_id(pci, nic->pci_bus_id);
+    nic->package = near != NULL ? os_index_of_ancestor(near, HWLOC_OBJ_PACKAGE) : -1;
+    nic->numa_node = near != NULL ? first_node(near->nodeset) : -1;
+    describe_nic(pci, nic);
+    return topo_pci_path(pci, &nic->pci_path, &nic->npci_path);
+}
+
+static int load_nics(hwloc_topology_t ht, struct gs_topo *topo)
+{
+    hwloc_obj_t pci = NULL;
+    int n = 0, rc;
+
+    while ((pci = hwloc_get_next_pcidev(ht, pci)) != NULL)
+        n += describe_nic(pci, NULL);
+    topo->nics = calloc(n > 0 ? (size_t)n : 1, sizeof(*topo->nics));
+    if (topo->nics == NULL)
+        return -ENOMEM;
+    while ((pci = hwloc_get_next_pcidev(ht, pci)) != NULL) {
+        if (!describe_nic(pci, NULL))
+            continue;
+        rc = fill_nic(ht, pci, &topo->nics[topo->nnics]);
+        topo->nnics++;
+        if (rc < 0)
+            return rc;
+    }
+    qsort(topo->nics, (size_t)topo->nnics, sizeof(*topo->nics), compare_nic_bus);
+    for (int i = 0; i < topo->nnics; i++)
+        topo->nics[i].index = i;
+    return 0;
+}
+
 /* n synthetic GPUs, spread evenly over the NUMA nodes, each near that node's cores. */
 static int make_fake_gpus(struct gs_topo *topo, int n)
 {
-    for (int i = 0; topo->gpus != NULL && i < topo->ngpus; i++)
-        free((int *)topo->gpus[i].local_cores);
-    free(topo->gpus);
-    topo->ngpus = 0;
+    free_gpus(topo);
     topo->gpus = calloc((size_t)n, sizeof(*topo->gpus));
     if (topo->gpus == NULL)
         return -ENOMEM;
@@ -336,8 +407,12 @@ int gs_topo_load(const struct gs_topo_opts *opts, struct gs_topo **ret_topo, str
         rc = load_cores(ht, topo);
     if (rc == 0)
         rc = load_gpus(ht, topo);
+    if (rc == 0)
+        rc = load_nics(ht, topo);
     if (rc == 0 && opts->fake_gpus > 0)
         rc = make_fake_gpus(topo, opts->fake_gpus);
+    if (rc == 0)
+        rc = topo_load_links(ht, topo, opts->fake_gpus == 0);
 out:
     hwloc_topology_destroy(ht);
     if (rc < 0) {
@@ -407,4 +482,14 @@ const struct gs_topo_core *gs_topo_core(const struct gs_topo *topo, int i)
 bool gs_topo_is_this_system(const struct gs_topo *topo)
 {
     return topo->this_system;
+}
+
+int gs_topo_nnics(const struct gs_topo *topo)
+{
+    return topo->nnics;
+}
+
+const struct gs_topo_nic *gs_topo_nic(const struct gs_topo *topo, int i)
+{
+    return i >= 0 && i < topo->nnics ? &topo->nics[i] : NULL;
 }

@@ -1,6 +1,9 @@
 /*
  * register.c: topology to NodeRegister (see register.h). Every string, array and
  * sub-message is its own allocation, which is exactly what free_unpacked releases.
+ * Link classes travel as the proto's LinkType: gpu_links for every GPU pair (a < b), and
+ * per NIC how each GPU reaches it, so that `gsched nodes --topology` can draw the whole
+ * `nvidia-smi topo -m` matrix from what the scheduler stored.
  */
 #include "worker/register.h"
 
@@ -31,7 +34,28 @@ static uint32_t *dup_cores(const int *cores, int n, size_t *ret_n, int *rc)
     return v;
 }
 
-static Gs__Gpu *build_gpu(const struct gs_topo_gpu *g, int *rc)
+/* gs_topo_link to the wire's LinkType; PXB has the value added last (see gsched.proto). */
+static Gs__LinkType link_type(int link)
+{
+    switch (link) {
+    case GS_TOPO_LINK_NVLINK:
+        return GS__LINK_TYPE__LINK_TYPE_NVLINK;
+    case GS_TOPO_LINK_PIX:
+        return GS__LINK_TYPE__LINK_TYPE_PCIE_SWITCH;
+    case GS_TOPO_LINK_PXB:
+        return GS__LINK_TYPE__LINK_TYPE_PCIE_MULTI_SWITCH;
+    case GS_TOPO_LINK_PHB:
+        return GS__LINK_TYPE__LINK_TYPE_PCIE_HOST;
+    case GS_TOPO_LINK_NODE:
+        return GS__LINK_TYPE__LINK_TYPE_SAME_NUMA;
+    case GS_TOPO_LINK_SYS:
+        return GS__LINK_TYPE__LINK_TYPE_CROSS_SOCKET;
+    default:
+        return GS__LINK_TYPE__LINK_TYPE_UNSPECIFIED;
+    }
+}
+
+static Gs__Gpu *build_gpu(const struct gs_topo *topo, const struct gs_topo_gpu *g, int *rc)
 {
     Gs__Gpu *m = malloc(sizeof(*m));
 
@@ -48,7 +72,75 @@ static Gs__Gpu *build_gpu(const struct gs_topo_gpu *g, int *rc)
     m->socket = g->package;
     m->memory_mib = g->memory_mib;
     m->local_cores = dup_cores(g->local_cores, g->nlocal_cores, &m->n_local_cores, rc);
+    m->nearest_nic = gs_topo_gpu_nearest_nic(topo, g->index);
     return m;
+}
+
+static Gs__Nic *build_nic(const struct gs_topo *topo, const struct gs_topo_nic *k, int *rc)
+{
+    Gs__Nic *m = malloc(sizeof(*m));
+    int ngpus = gs_topo_ngpus(topo);
+
+    if (m == NULL) {
+        *rc = -ENOMEM;
+        return NULL;
+    }
+    gs__nic__init(m);
+    m->index = (uint32_t)k->index;
+    m->name = dup_str(k->name, rc);
+    m->ib_device = dup_str(k->ib_device, rc);
+    m->pci_bus_id = dup_str(k->pci_bus_id, rc);
+    m->numa_node = k->numa_node;
+    m->socket = k->package;
+    m->gpu_links = malloc((ngpus > 0 ? (size_t)ngpus : 1) * sizeof(*m->gpu_links));
+    if (m->gpu_links == NULL) {
+        *rc = -ENOMEM;
+        return m;
+    }
+    for (int g = 0; g < ngpus; g++)
+        m->gpu_links[g] = link_type(gs_topo_gpu_nic_link(topo, g, k->index));
+    m->n_gpu_links = (size_t)ngpus;
+    return m;
+}
+
+static Gs__GpuLink *build_gpu_link(const struct gs_topo *topo, int a, int b, int *rc)
+{
+    Gs__GpuLink *m = malloc(sizeof(*m));
+    int nvlinks = 0;
+
+    if (m == NULL) {
+        *rc = -ENOMEM;
+        return NULL;
+    }
+    gs__gpu_link__init(m);
+    m->gpu_a = (uint32_t)a;
+    m->gpu_b = (uint32_t)b;
+    m->type = link_type(gs_topo_gpu_link(topo, a, b, &nvlinks));
+    m->nvlink_count = (uint32_t)nvlinks;
+    return m;
+}
+
+/* gpu_links for every pair a < b, and the nics with how each GPU reaches them. */
+static void build_links(Gs__NodeTopology *t, const struct gs_topo *topo, int *rc)
+{
+    size_t ngpus = (size_t)gs_topo_ngpus(topo), nnics = (size_t)gs_topo_nnics(topo);
+
+    t->gpu_links = calloc(ngpus * ngpus / 2 + 1, sizeof(*t->gpu_links));
+    t->nics = calloc(nnics + 1, sizeof(*t->nics));
+    if (t->gpu_links == NULL || t->nics == NULL) {
+        *rc = -ENOMEM;
+        return;
+    }
+    for (int a = 0; *rc == 0 && a < (int)ngpus; a++) {
+        for (int b = a + 1; *rc == 0 && b < (int)ngpus; b++) {
+            t->gpu_links[t->n_gpu_links] = build_gpu_link(topo, a, b, rc);
+            t->n_gpu_links += t->gpu_links[t->n_gpu_links] != NULL;
+        }
+    }
+    for (int k = 0; *rc == 0 && k < (int)nnics; k++) {
+        t->nics[k] = build_nic(topo, gs_topo_nic(topo, k), rc);
+        t->n_nics += t->nics[k] != NULL;
+    }
 }
 
 /* The NUMA node's cores are those whose numa_node matches its OS index. */
@@ -94,7 +186,7 @@ static void build_lists(Gs__NodeTopology *t, const struct wrk_register_info *inf
         return;
     }
     for (int i = 0; *rc == 0 && i < gs_topo_ngpus(topo); i++) {
-        t->gpus[i] = build_gpu(gs_topo_gpu(topo, i), rc);
+        t->gpus[i] = build_gpu(topo, gs_topo_gpu(topo, i), rc);
         t->n_gpus += t->gpus[i] != NULL;
     }
     for (int i = 0; *rc == 0 && i < gs_topo_nnuma(topo); i++) {
@@ -105,6 +197,8 @@ static void build_lists(Gs__NodeTopology *t, const struct wrk_register_info *inf
         t->features[i] = dup_str(info->features[i], rc);
         t->n_features += t->features[i] != NULL;
     }
+    if (*rc == 0)
+        build_links(t, topo, rc);
 }
 
 int wrk_register_build(const struct wrk_register_info *info, Gs__NodeRegister **ret_msg)

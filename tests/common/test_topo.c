@@ -168,3 +168,143 @@ Test(topo, rejects_missing_or_invalid_files_naming_them)
     cr_assert_eq(gs_topo_load(&opts, &topo, &err), -EINVAL);
     gs_topo_free(NULL);
 }
+
+/* Every pair's class (and NVLinks) against a matrix: NV is GS_TOPO_LINK_NVLINK. */
+static void assert_gpu_link(const struct gs_topo *topo, int a, int b, int want, int want_nvlinks)
+{
+    int nvlinks = -1, ba = -1;
+
+    cr_assert_eq(gs_topo_gpu_link(topo, a, b, &nvlinks), want, "gpu %d-%d is %s, want %s", a, b,
+                 gs_topo_link_name(gs_topo_gpu_link(topo, a, b, NULL)), gs_topo_link_name(want));
+    cr_assert_eq(nvlinks, want_nvlinks, "gpu %d-%d has %d NVLinks", a, b, nvlinks);
+    cr_assert_eq(gs_topo_gpu_link(topo, b, a, &ba), want, "links are symmetric");
+    cr_assert_eq(ba, want_nvlinks);
+}
+
+static void assert_nic(const struct gs_topo_nic *nic, const char *name, const char *ib,
+                       const char *bus_id, int numa)
+{
+    cr_assert_not_null(nic);
+    cr_assert_str_eq(nic->name, name);
+    cr_assert_str_eq(nic->ib_device, ib);
+    cr_assert_str_eq(nic->pci_bus_id, bus_id);
+    cr_assert_eq(nic->numa_node, numa);
+}
+
+Test(topo, nvswitch_server_has_every_gpu_pair_on_18_nvlinks)
+{
+    struct gs_topo *topo = load_fixture("dgx-h100.xml", 0);
+
+    for (int a = 0; a < 8; a++)
+        for (int b = a + 1; b < 8; b++)
+            assert_gpu_link(topo, a, b, GS_TOPO_LINK_NVLINK, 18);
+    gs_topo_free(topo);
+}
+
+Test(topo, nvswitch_server_nics_sit_beside_their_gpu_pairs)
+{
+    struct gs_topo *topo = load_fixture("dgx-h100.xml", 0);
+
+    cr_assert_eq(gs_topo_nnics(topo), 4);
+    assert_nic(gs_topo_nic(topo, 0), "ibp27s0", "mlx5_0", "0000:1b:00.0", 0);
+    assert_nic(gs_topo_nic(topo, 3), "ibp219s0", "mlx5_3", "0000:db:00.0", 1);
+    cr_assert_eq(gs_topo_nic(topo, 2)->index, 2);
+    cr_assert_null(gs_topo_nic(topo, 4));
+    for (int g = 0; g < 8; g++)
+        cr_assert_eq(gs_topo_gpu_nearest_nic(topo, g), g / 2, "gpu %d", g);
+    cr_assert_eq(gs_topo_gpu_nic_link(topo, 0, 0), GS_TOPO_LINK_PIX);
+    cr_assert_eq(gs_topo_gpu_nic_link(topo, 0, 1), GS_TOPO_LINK_NODE);
+    cr_assert_eq(gs_topo_gpu_nic_link(topo, 0, 2), GS_TOPO_LINK_SYS);
+    cr_assert_eq(gs_topo_gpu_nic_link(topo, 7, 3), GS_TOPO_LINK_PIX);
+    gs_topo_free(topo);
+}
+
+Test(topo, pci_path_runs_from_the_gpu_up_to_its_host_bridge)
+{
+    struct gs_topo *topo = load_fixture("dgx-h100.xml", 0);
+    const struct gs_topo_gpu *g1 = gs_topo_gpu(topo, 1);
+    const char *want[] = {"0000:18:01.0", "0000:17:00.0", "0000:16:01.0", "0000:[16-1b]"};
+
+    cr_assert_eq(g1->npci_path, 4);
+    for (int i = 0; i < 4; i++) {
+        cr_assert_str_eq(g1->pci_path[i].id, want[i]);
+        cr_assert_eq(g1->pci_path[i].host, i == 3);
+    }
+    cr_assert_eq(gs_topo_nic(topo, 0)->npci_path, 4);
+    cr_assert_str_eq(gs_topo_nic(topo, 0)->pci_path[0].id, "0000:18:02.0");
+    gs_topo_free(topo);
+}
+
+Test(topo, pcie_server_classes_follow_its_switch_tree)
+{
+    struct gs_topo *topo = load_fixture("pcie-8gpu.xml", 0);
+
+    assert_gpu_link(topo, 0, 1, GS_TOPO_LINK_PIX, 0);
+    assert_gpu_link(topo, 2, 3, GS_TOPO_LINK_PIX, 0);
+    assert_gpu_link(topo, 0, 2, GS_TOPO_LINK_PXB, 0);
+    assert_gpu_link(topo, 1, 3, GS_TOPO_LINK_PXB, 0);
+    assert_gpu_link(topo, 5, 6, GS_TOPO_LINK_PXB, 0);
+    assert_gpu_link(topo, 0, 7, GS_TOPO_LINK_SYS, 0);
+    assert_gpu_link(topo, 3, 4, GS_TOPO_LINK_SYS, 0);
+    cr_assert_eq(gs_topo_nnics(topo), 2);
+    assert_nic(gs_topo_nic(topo, 1), "ens1f0", "mlx5_1", "0000:90:00.0", 1);
+    for (int g = 0; g < 8; g++) {
+        cr_assert_eq(gs_topo_gpu_nearest_nic(topo, g), g < 4 ? 0 : 1, "gpu %d", g);
+        cr_assert_eq(gs_topo_gpu_nic_link(topo, g, g < 4 ? 0 : 1), GS_TOPO_LINK_PHB);
+        cr_assert_eq(gs_topo_gpu_nic_link(topo, g, g < 4 ? 1 : 0), GS_TOPO_LINK_SYS);
+    }
+    gs_topo_free(topo);
+}
+
+Test(topo, workstation_nvlink_bridges_pair_gpus_over_separate_host_bridges)
+{
+    struct gs_topo *topo = load_fixture("ws-4gpu.xml", 0);
+
+    assert_gpu_link(topo, 0, 1, GS_TOPO_LINK_NVLINK, 4);
+    assert_gpu_link(topo, 2, 3, GS_TOPO_LINK_NVLINK, 4);
+    assert_gpu_link(topo, 0, 2, GS_TOPO_LINK_NODE, 0);
+    assert_gpu_link(topo, 1, 3, GS_TOPO_LINK_NODE, 0);
+    cr_assert_eq(gs_topo_nnics(topo), 0);
+    cr_assert_eq(gs_topo_gpu_nearest_nic(topo, 0), -1, "no NIC: none is nearest");
+    gs_topo_free(topo);
+}
+
+Test(topo, cpu_only_node_lists_its_nic)
+{
+    struct gs_topo *topo = load_fixture("cpu-only.xml", 0);
+
+    cr_assert_eq(gs_topo_nnics(topo), 1);
+    assert_nic(gs_topo_nic(topo, 0), "ens1f0", "mlx5_0", "0000:41:00.0", 0);
+    cr_assert_eq(gs_topo_nic(topo, 0)->package, 0);
+    gs_topo_free(topo);
+}
+
+Test(topo, fake_gpus_are_node_or_sys_by_numa_without_nvlink)
+{
+    struct gs_topo *topo = load_fixture("dgx-h100.xml", 4);
+
+    cr_assert_eq(gs_topo_gpu(topo, 0)->npci_path, 0);
+    assert_gpu_link(topo, 0, 1, GS_TOPO_LINK_NODE, 0);
+    assert_gpu_link(topo, 0, 2, GS_TOPO_LINK_SYS, 0);
+    /* The real NICs stay; a synthetic GPU shares no bridge with them. */
+    cr_assert_eq(gs_topo_nnics(topo), 4);
+    cr_assert_eq(gs_topo_gpu_nic_link(topo, 0, 0), GS_TOPO_LINK_NODE);
+    cr_assert_eq(gs_topo_gpu_nearest_nic(topo, 3), 2);
+    gs_topo_free(topo);
+}
+
+Test(topo, link_queries_reject_out_of_range_and_self)
+{
+    struct gs_topo *topo = load_fixture("ws-4gpu.xml", 0);
+    int nvlinks = 7;
+
+    cr_assert_eq(gs_topo_gpu_link(topo, 1, 1, &nvlinks), -EINVAL);
+    cr_assert_eq(gs_topo_gpu_link(topo, 0, 4, &nvlinks), -EINVAL);
+    cr_assert_eq(gs_topo_gpu_link(topo, -1, 0, &nvlinks), -EINVAL);
+    cr_assert_eq(nvlinks, 7, "not written on failure");
+    cr_assert_eq(gs_topo_gpu_nic_link(topo, 0, 0), -EINVAL);
+    cr_assert_eq(gs_topo_gpu_nearest_nic(topo, 9), -1);
+    cr_assert_str_eq(gs_topo_link_name(GS_TOPO_LINK_PXB), "PXB");
+    cr_assert_str_eq(gs_topo_link_name(0), "?");
+    gs_topo_free(topo);
+}

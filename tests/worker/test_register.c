@@ -1,6 +1,7 @@
 /*
  * test_register.c: the NodeRegister a worker sends describes its topology (GPUs with bus
- * ids, NUMA nodes with their cores, features) and its running tasks, and survives packing.
+ * ids, NUMA nodes with their cores, features, GPU pair links, NICs with how each GPU reaches
+ * them) and its running tasks, and survives packing.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -65,8 +66,89 @@ Test(register, cpu_only_node_without_features)
     info.topo = topo;
     cr_assert_eq(wrk_register_build(&info, &msg), 0);
     cr_assert_eq(msg->topology->n_gpus, 0);
+    cr_assert_eq(msg->topology->n_gpu_links, 0);
+    cr_assert_eq(msg->topology->n_nics, 1);
+    cr_assert_eq(msg->topology->nics[0]->n_gpu_links, 0);
     cr_assert_eq(msg->topology->n_features, 0);
     cr_assert_eq(msg->topology->cores, 16);
+    wrk_register_free(msg);
+    gs_topo_free(topo);
+}
+
+static Gs__NodeRegister *build_fixture(const char *name, struct gs_topo **ret_topo)
+{
+    char path[512];
+    struct gs_topo_opts opts = {.xml_path = path};
+    struct wrk_register_info info = {.node_name = "n1", .address = "n1"};
+    Gs__NodeRegister *msg = NULL;
+
+    snprintf(path, sizeof(path), "%s/%s", GSCHED_TOPOLOGIES, name);
+    cr_assert_eq(gs_topo_load(&opts, ret_topo, NULL), 0, "%s", name);
+    info.topo = *ret_topo;
+    cr_assert_eq(wrk_register_build(&info, &msg), 0);
+    return msg;
+}
+
+static const Gs__GpuLink *pair(const Gs__NodeTopology *t, uint32_t a, uint32_t b)
+{
+    for (size_t i = 0; i < t->n_gpu_links; i++)
+        if (t->gpu_links[i]->gpu_a == a && t->gpu_links[i]->gpu_b == b)
+            return t->gpu_links[i];
+    cr_assert_fail("no link %u-%u", a, b);
+    return NULL;
+}
+
+Test(register, sends_every_gpu_pair_once_and_the_nics)
+{
+    struct gs_topo *topo = NULL;
+    Gs__NodeRegister *msg = build_fixture("dgx-h100.xml", &topo);
+    const Gs__NodeTopology *t = msg->topology;
+
+    cr_assert_eq(t->n_gpu_links, 28, "8 GPUs: 28 pairs");
+    for (size_t i = 0; i < t->n_gpu_links; i++) {
+        cr_assert_lt(t->gpu_links[i]->gpu_a, t->gpu_links[i]->gpu_b);
+        cr_assert_eq(t->gpu_links[i]->type, GS__LINK_TYPE__LINK_TYPE_NVLINK);
+        cr_assert_eq(t->gpu_links[i]->nvlink_count, 18);
+    }
+    cr_assert_eq(pair(t, 0, 7)->gpu_a, 0);
+    cr_assert_eq(t->n_nics, 4);
+    cr_assert_str_eq(t->nics[1]->name, "ibp91s0");
+    cr_assert_str_eq(t->nics[1]->ib_device, "mlx5_1");
+    cr_assert_str_eq(t->nics[1]->pci_bus_id, "0000:5b:00.0");
+    cr_assert_eq(t->nics[1]->numa_node, 0);
+    cr_assert_eq(t->nics[3]->socket, 1);
+    cr_assert_eq(t->nics[0]->n_gpu_links, 8);
+    cr_assert_eq(t->nics[0]->gpu_links[1], GS__LINK_TYPE__LINK_TYPE_PCIE_SWITCH);
+    cr_assert_eq(t->nics[0]->gpu_links[2], GS__LINK_TYPE__LINK_TYPE_SAME_NUMA);
+    cr_assert_eq(t->nics[0]->gpu_links[4], GS__LINK_TYPE__LINK_TYPE_CROSS_SOCKET);
+    for (size_t g = 0; g < t->n_gpus; g++)
+        cr_assert_eq(t->gpus[g]->nearest_nic, (int32_t)g / 2);
+    wrk_register_free(msg);
+    gs_topo_free(topo);
+}
+
+Test(register, maps_each_pcie_class_to_its_link_type)
+{
+    struct gs_topo *topo = NULL;
+    Gs__NodeRegister *msg = build_fixture("pcie-8gpu.xml", &topo);
+    const Gs__NodeTopology *t = msg->topology;
+
+    cr_assert_eq(pair(t, 0, 1)->type, GS__LINK_TYPE__LINK_TYPE_PCIE_SWITCH);
+    cr_assert_eq(pair(t, 0, 2)->type, GS__LINK_TYPE__LINK_TYPE_PCIE_MULTI_SWITCH);
+    cr_assert_eq(pair(t, 0, 4)->type, GS__LINK_TYPE__LINK_TYPE_CROSS_SOCKET);
+    cr_assert_eq(pair(t, 0, 1)->nvlink_count, 0);
+    cr_assert_eq(t->nics[1]->gpu_links[5], GS__LINK_TYPE__LINK_TYPE_PCIE_HOST);
+    cr_assert_eq(t->gpus[5]->nearest_nic, 1);
+    wrk_register_free(msg);
+    gs_topo_free(topo);
+    msg = build_fixture("ws-4gpu.xml", &topo);
+    t = msg->topology;
+    cr_assert_eq(t->n_gpu_links, 6);
+    cr_assert_eq(pair(t, 2, 3)->type, GS__LINK_TYPE__LINK_TYPE_NVLINK);
+    cr_assert_eq(pair(t, 2, 3)->nvlink_count, 4);
+    cr_assert_eq(pair(t, 1, 2)->type, GS__LINK_TYPE__LINK_TYPE_SAME_NUMA);
+    cr_assert_eq(t->n_nics, 0);
+    cr_assert_eq(t->gpus[0]->nearest_nic, -1);
     wrk_register_free(msg);
     gs_topo_free(topo);
 }
