@@ -92,6 +92,14 @@ static int put_resources(struct gs_buf *out, const Gs__JobInfo *job)
         rc = cli_job_nodelist(out, job->allocation, job->n_allocation, true);
     else if (rc == 0)
         rc = gs_buf_append_str(out, "None");
+    /* How each node's GPUs are linked, as the placement judged them. */
+    for (size_t i = 0, shown = 0; rc == 0 && i < job->n_allocation; i++) {
+        const Gs__NodeAllocation *a = job->allocation[i];
+
+        if (a->gpu_link != NULL && a->gpu_link[0] != '\0')
+            rc = gs_buf_printf(out, "%s%s:%s(score=%llu)", shown++ == 0 ? " GpuLinks=" : ",",
+                               a->node_name, a->gpu_link, (unsigned long long)a->gpu_score);
+    }
     return rc == 0 ? gs_buf_putc(out, '\n') : rc;
 }
 

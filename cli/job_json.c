@@ -70,6 +70,8 @@ static void json_allocation(struct gs_json *j, Gs__NodeAllocation *const *alloc,
         gs_json_kv_uint(j, "mem_mib", a->mem_mib);
         gs_json_kv_uint(j, "first_rank", a->first_rank);
         gs_json_kv_uint(j, "ntasks", a->ntasks);
+        gs_json_kv_string(j, "gpu_link", a->gpu_link);
+        gs_json_kv_uint(j, "gpu_score", a->gpu_score);
         gs_json_object_end(j);
     }
     gs_json_array_end(j);

@@ -29,12 +29,16 @@ struct node {
     uint64_t mem_free;
     uint32_t njobs;
     bool exclusive_held;
+    const struct gs_gpuset_node *gs; /* the GPU link hierarchy; NULL: unknown */
 };
 
 struct sched_cluster {
     struct node *nodes;
     size_t nnodes;
     size_t cap;
+    /* The link hierarchies (14 KB each) live apart, owned by the cluster a copy was made
+     * from, so that what-if copies cost a few KB per node. */
+    struct gs_gpuset_node **shapes; /* cap entries; NULL in copies */
 };
 
 struct sched_cluster *sched_cluster_new(void)
@@ -46,6 +50,9 @@ void sched_cluster_free(struct sched_cluster *cluster)
 {
     if (cluster == NULL)
         return;
+    for (size_t i = 0; cluster->shapes != NULL && i < cluster->nnodes; i++)
+        free(cluster->shapes[i]);
+    free(cluster->shapes);
     free(cluster->nodes);
     free(cluster);
 }
@@ -109,22 +116,43 @@ static void fill_node(struct node *n, const struct sched_node_info *info)
     n->mem_free = info->mem_mib;
 }
 
+/* The node's link hierarchy from info (into *shape, allocated on first use), or NULL when
+ * the matrix is unknown or unusable: placement then takes the lowest free indices. */
+static const struct gs_gpuset_node *make_shape(struct gs_gpuset_node **shape,
+                                               const struct sched_node_info *info)
+{
+    if (info->links == NULL || info->ngpus == 0)
+        return NULL;
+    if (*shape == NULL && (*shape = malloc(sizeof(**shape))) == NULL)
+        return NULL;
+    return gs_gpuset_init(*shape, (int)info->ngpus, info->links) == 0 ? *shape : NULL;
+}
+
 int sched_cluster_add_node(struct sched_cluster *cluster, const struct sched_node_info *info)
 {
     int rc = check_info(info);
 
     if (rc < 0)
         return rc;
+    if (cluster->shapes == NULL && cluster->nnodes > 0)
+        return -EINVAL; /* a what-if copy */
     if (cluster->nnodes == cluster->cap) {
         size_t cap = cluster->cap ? cluster->cap * 2 : 8;
         struct node *nodes = realloc(cluster->nodes, cap * sizeof(*nodes));
+        struct gs_gpuset_node **shapes;
 
         if (nodes == NULL)
             return -ENOMEM;
         cluster->nodes = nodes;
+        shapes = realloc(cluster->shapes, cap * sizeof(*shapes));
+        if (shapes == NULL)
+            return -ENOMEM;
+        memset(shapes + cluster->cap, 0, (cap - cluster->cap) * sizeof(*shapes));
+        cluster->shapes = shapes;
         cluster->cap = cap;
     }
     fill_node(&cluster->nodes[cluster->nnodes], info);
+    cluster->nodes[cluster->nnodes].gs = make_shape(&cluster->shapes[cluster->nnodes], info);
     return (int)cluster->nnodes++;
 }
 
@@ -142,9 +170,12 @@ int sched_cluster_reset_node(struct sched_cluster *cluster, uint32_t node,
     n = &cluster->nodes[node];
     if (n->njobs > 0)
         return -EBUSY;
+    if (cluster->shapes == NULL)
+        return -EINVAL; /* a what-if copy */
     up = n->up;
     fill_node(n, info);
     n->up = up;
+    n->gs = make_shape(&cluster->shapes[node], info);
     return 0;
 }
 
@@ -282,22 +313,51 @@ bool sched_cluster_could_ever_fit(const struct sched_cluster *cluster, const str
     return false;
 }
 
-/* Lowest free GPU indices; then cores on those GPUs' NUMA nodes first, lowest first. */
-static void place_in_node(const struct node *n, uint32_t index, const struct sched_req *req,
-                          struct sched_node_alloc *out)
+/* The lowest k set bits of mask. */
+static uint64_t lowest_bits(uint64_t mask, uint32_t k)
 {
-    uint64_t numa_mask = 0, free_gpus = n->gpu_free;
+    uint64_t out = 0;
+
+    for (uint32_t i = 0; i < k && mask != 0; i++) {
+        out |= mask & -mask;
+        mask &= mask - 1;
+    }
+    return out;
+}
+
+/*
+ * The GPUs req would get on n now: by link class when n's matrix is known, else the lowest
+ * free indices. Returns false when none will do (too few free, or STRICT and no set as good
+ * as an empty node gives).
+ */
+static bool choose_gpus(const struct node *n, const struct sched_req *req,
+                        struct gs_gpuset_choice *ret)
+{
+    uint32_t k = req->gpus_per_node;
+
+    memset(ret, 0, sizeof(*ret));
+    if ((uint32_t)__builtin_popcountll(n->gpu_free) < k)
+        return false;
+    if (k > 0 && n->gs != NULL)
+        return gs_gpuset_choose(n->gs, n->gpu_free, (int)k, req->affinity, ret) == 0;
+    ret->mask = lowest_bits(n->gpu_free, k);
+    ret->ngpus = (int)k;
+    return true;
+}
+
+/* The chosen GPUs; then cores on those GPUs' NUMA nodes first, lowest first. */
+static void place_in_node(const struct node *n, uint32_t index, const struct sched_req *req,
+                          uint64_t gpus, struct sched_node_alloc *out)
+{
+    uint64_t numa_mask = 0;
     uint32_t want = req->cores_per_node;
 
     memset(out, 0, sizeof(*out));
     out->node = index;
     out->mem_mib = req->mem_per_node_mib;
-    for (uint32_t k = 0; k < req->gpus_per_node; k++) {
-        int g = __builtin_ctzll(free_gpus);
-        out->gpus |= UINT64_C(1) << g;
-        free_gpus &= free_gpus - 1;
-        numa_mask |= UINT64_C(1) << (n->gpu_numa[g] & 63);
-    }
+    out->gpus = gpus;
+    for (uint64_t m = gpus; m != 0; m &= m - 1)
+        numa_mask |= UINT64_C(1) << (n->gpu_numa[__builtin_ctzll(m)] & 63);
     for (int pass = 0; pass < 2 && want > 0; pass++) {
         for (uint32_t c = 0; c < n->ncores && want > 0; c++) {
             uint64_t bit = UINT64_C(1) << (c % 64);
@@ -315,18 +375,26 @@ static void place_in_node(const struct node *n, uint32_t index, const struct sch
 
 struct candidate {
     uint32_t node;
+    int worst; /* link class of the node's best set for the job */
     uint32_t gpus_left;
     uint32_t cores_left;
+    uint64_t gpus;
+    uint64_t score;
 };
 
+/* Best link class first; then best fit; then the better set. */
 static int compare_candidates(const void *pa, const void *pb)
 {
     const struct candidate *a = pa, *b = pb;
 
+    if (a->worst != b->worst)
+        return a->worst < b->worst ? -1 : 1;
     if (a->gpus_left != b->gpus_left)
         return a->gpus_left < b->gpus_left ? -1 : 1;
     if (a->cores_left != b->cores_left)
         return a->cores_left < b->cores_left ? -1 : 1;
+    if (a->score != b->score)
+        return a->score < b->score ? -1 : 1;
     return a->node < b->node ? -1 : a->node > b->node;
 }
 
@@ -349,12 +417,17 @@ int sched_cluster_place(const struct sched_cluster *cluster, const struct sched_
         return -ENOMEM;
     for (size_t i = 0; i < cluster->nnodes; i++) {
         const struct node *n = &cluster->nodes[i];
+        struct gs_gpuset_choice ch;
 
-        if (avoided(avoid, i) || !node_fits_now(n, req))
+        if (avoided(avoid, i) || !node_fits_now(n, req) || !choose_gpus(n, req, &ch))
             continue;
-        cand[ncand++] = (struct candidate){
-            (uint32_t)i, (uint32_t)__builtin_popcountll(n->gpu_free) - req->gpus_per_node,
-            count_cores(n->core_free) - req->cores_per_node};
+        cand[ncand++] =
+            (struct candidate){(uint32_t)i,
+                               ch.worst,
+                               (uint32_t)__builtin_popcountll(n->gpu_free) - req->gpus_per_node,
+                               count_cores(n->core_free) - req->cores_per_node,
+                               ch.mask,
+                               ch.score};
     }
     if (ncand < req->nodes)
         goto out;
@@ -363,7 +436,8 @@ int sched_cluster_place(const struct sched_cluster *cluster, const struct sched_
     if (rc < 0)
         goto out;
     for (uint32_t k = 0; k < req->nodes; k++)
-        place_in_node(&cluster->nodes[cand[k].node], cand[k].node, req, &alloc->nodes[k]);
+        place_in_node(&cluster->nodes[cand[k].node], cand[k].node, req, cand[k].gpus,
+                      &alloc->nodes[k]);
     alloc->nnodes = req->nodes;
     alloc->exclusive = req->exclusive;
 out:
@@ -384,6 +458,33 @@ void sched_cluster_take(struct sched_cluster *cluster, const struct sched_alloc 
         n->njobs++;
         n->exclusive_held = n->exclusive_held || alloc->exclusive;
     }
+}
+
+void sched_cluster_gpu_quality(const struct sched_cluster *cluster, uint32_t node, uint64_t gpus,
+                               struct sched_gpu_quality *ret)
+{
+    const struct node *n = node < cluster->nnodes ? &cluster->nodes[node] : NULL;
+    uint32_t total = 0, nvl = 0, min_nvl = UINT32_MAX;
+
+    memset(ret, 0, sizeof(*ret));
+    if (n == NULL || n->gs == NULL)
+        return;
+    for (uint64_t a = gpus; a != 0; a &= a - 1) {
+        int i = __builtin_ctzll(a);
+
+        for (uint64_t b = a & (a - 1); b != 0; b &= b - 1) {
+            int j = __builtin_ctzll(b), c = n->gs->cls[i][j];
+            uint32_t l = n->gs->nvlinks[i][j];
+
+            ret->worst = c > ret->worst ? c : ret->worst;
+            total += (uint32_t)c;
+            nvl += l;
+            min_nvl = l < min_nvl ? l : min_nvl;
+        }
+    }
+    ret->nvlinks = ret->worst == GS_GPUSET_NVLINK ? (int)min_nvl : 0;
+    ret->score = (uint64_t)ret->worst << 40 | (uint64_t)total << 20 |
+                 ((UINT64_C(1) << 20) - 1 - (nvl & 0xfffff));
 }
 
 void sched_cluster_give_back(struct sched_cluster *cluster, const struct sched_alloc *alloc)

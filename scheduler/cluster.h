@@ -5,10 +5,11 @@
  * node is added, so the scheduler can ask "would this fit?" thousands of times a second and
  * the planner can simulate the future on a copy.
  *
- * Placement today: nodes are chosen best-fit (fewest free GPUs left, then fewest free cores)
- * to keep whole nodes free for large jobs; within a node the GPUs are the lowest free
- * indices and the cores are taken first from the GPUs' NUMA nodes. Topology-aware choice of
- * which GPUs replaces the inside of this one function.
+ * Placement: within a node the GPUs are chosen by link class (common/gpuset.h: the set whose
+ * worst pair is best, then the fewest broken free groups) when the node's GPU link matrix
+ * is known, else the lowest free indices; the cores come first from those GPUs' NUMA
+ * nodes. Nodes are ranked by the worst link class they can give the job, then best fit
+ * (fewest free GPUs left, then fewest free cores) to keep whole nodes free for large jobs.
  *
  * Loop thread only (the scheduler's state); a copy made with sched_cluster_copy() may be used
  * anywhere.
@@ -19,6 +20,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "common/gpuset.h"
 
 #define SCHED_MAX_GPUS 64     /* per node: one bit each in a uint64_t */
 #define SCHED_MAX_CORES 1024  /* per node */
@@ -34,6 +37,7 @@ struct sched_node_info {
     const int *core_numa; /* ncores entries, or NULL */
     const char *const *features;
     size_t nfeatures;
+    const struct gs_gpuset_link *links; /* ngpus x ngpus, row-major; NULL: unknown */
 };
 
 /* What one job needs on each of its nodes. */
@@ -44,6 +48,14 @@ struct sched_req {
     uint64_t mem_per_node_mib;
     bool exclusive;
     const char *constraint; /* NULL: any node */
+    enum gs_gpuset_affinity affinity;
+};
+
+/* How good the GPUs of one node's allocation are together. */
+struct sched_gpu_quality {
+    int worst;   /* enum gs_gpuset_class; GS_GPUSET_NONE for fewer than 2 GPUs or unknown */
+    int nvlinks; /* the fewest links of a pair when worst is NVLINK */
+    uint64_t score;
 };
 
 struct sched_node_alloc {
@@ -108,6 +120,9 @@ bool sched_cluster_could_ever_fit(const struct sched_cluster *cluster, const str
 int sched_cluster_place(const struct sched_cluster *cluster, const struct sched_req *req,
                         const uint64_t *avoid, struct sched_alloc *alloc);
 void sched_cluster_take(struct sched_cluster *cluster, const struct sched_alloc *alloc);
+/* The link quality of gpus on node (for `gsched show` and the event log). */
+void sched_cluster_gpu_quality(const struct sched_cluster *cluster, uint32_t node, uint64_t gpus,
+                               struct sched_gpu_quality *ret);
 void sched_cluster_give_back(struct sched_cluster *cluster, const struct sched_alloc *alloc);
 
 #endif

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/buf.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/units.h"
@@ -61,7 +62,11 @@ static void job_req(const struct gs_jobspec *spec, struct sched_req *req)
                               .cores_per_node = cores,
                               .mem_per_node_mib = spec->mem_per_node_mib,
                               .exclusive = spec->exclusive,
-                              .constraint = spec->constraint};
+                              .constraint = spec->constraint,
+                              .affinity =
+                                  spec->gpu_affinity == GS_GPU_AFFINITY_STRICT ? GS_GPUSET_STRICT
+                                  : spec->gpu_affinity == GS_GPU_AFFINITY_ANY  ? GS_GPUSET_ANY
+                                                                               : GS_GPUSET_PREFER};
 }
 
 Gs__JobState sched_job_wire_state(const struct sched_job *job)
@@ -97,7 +102,8 @@ int sched_alloc_msg_build(struct sched_ctx *s, const struct sched_job *job,
     m->n = 0;
     m->nodes = calloc(n + 1, sizeof(*m->nodes));
     m->ptrs = calloc(n + 1, sizeof(*m->ptrs));
-    if (m->nodes == NULL || m->ptrs == NULL)
+    m->links = calloc(n + 1, sizeof(*m->links));
+    if (m->nodes == NULL || m->ptrs == NULL || m->links == NULL)
         goto fail;
     for (size_t i = 0; i < n; i++) {
         const struct sched_node_alloc *a = &job->alloc.nodes[i];
@@ -116,6 +122,15 @@ int sched_alloc_msg_build(struct sched_ctx *s, const struct sched_job *job,
         na->mem_mib = a->mem_mib;
         na->first_rank = (uint32_t)i * job->tasks_per_node;
         na->ntasks = job->tasks_per_node;
+        {
+            struct sched_gpu_quality q;
+
+            sched_cluster_gpu_quality(s->cluster, a->node, a->gpus, &q);
+            if (q.worst != GS_GPUSET_NONE)
+                gs_gpuset_class_name(q.worst, q.nvlinks, m->links[i], sizeof(m->links[i]));
+            na->gpu_link = m->links[i];
+            na->gpu_score = q.score;
+        }
     }
     return 0;
 fail:
@@ -131,8 +146,10 @@ void sched_alloc_msg_release(struct sched_alloc_msg *m)
     }
     free(m->nodes);
     free(m->ptrs);
+    free(m->links);
     m->nodes = NULL;
     m->ptrs = NULL;
+    m->links = NULL;
     m->n = 0;
 }
 
@@ -387,6 +404,32 @@ static void describe_nodes(struct sched_ctx *s, const struct sched_job *job, cha
     }
 }
 
+/* "node1 GPUs 0,1 (NV4, score 1099512676351), node2 ...": for the history and the log. */
+static void describe_placement(struct sched_ctx *s, const struct sched_job *job, char *out,
+                               size_t size)
+{
+    struct gs_buf b = GS_BUF_INIT;
+    int rc = gs_buf_append_str(&b, "");
+
+    for (uint32_t i = 0; rc == 0 && i < job->alloc.nnodes; i++) {
+        const struct sched_node_alloc *a = &job->alloc.nodes[i];
+        struct sched_node *n = node_at(s, a->node);
+        struct sched_gpu_quality q;
+        char cls[GS_GPUSET_NAME_MAX];
+
+        rc = gs_buf_printf(&b, "%s%s", i > 0 ? ", " : "", n != NULL ? n->name : "?");
+        for (uint64_t m = a->gpus; rc == 0 && m != 0; m &= m - 1)
+            rc = gs_buf_printf(&b, "%s%d", m == a->gpus ? " GPUs " : ",", __builtin_ctzll(m));
+        sched_cluster_gpu_quality(s->cluster, a->node, a->gpus, &q);
+        if (rc == 0 && q.worst != GS_GPUSET_NONE)
+            rc = gs_buf_printf(&b, " (%s, score %llu)",
+                               gs_gpuset_class_name(q.worst, q.nvlinks, cls, sizeof(cls)),
+                               (unsigned long long)q.score);
+    }
+    snprintf(out, size, "%s", rc == 0 && b.data != NULL ? b.data : "?");
+    gs_buf_release(&b);
+}
+
 /* Ranks go to nodes in name order (node1 before node2), whatever order placement chose. */
 static void sort_by_name(struct sched_ctx *s, struct sched_alloc *alloc)
 {
@@ -409,7 +452,7 @@ static void start_job(struct sched_ctx *s, struct sched_job *job, struct sched_a
 {
     uint64_t now = gs_clock_wall_ms();
     struct sched_change *ch;
-    char nodes[256], detail[320];
+    char nodes[256], detail[480], where[400];
     int rc;
 
     sort_by_name(s, alloc);
@@ -424,7 +467,8 @@ static void start_job(struct sched_ctx *s, struct sched_job *job, struct sched_a
     job->master_port = pick_master_port(job);
     job->expected_start_ms = 0;
     describe_nodes(s, job, nodes, sizeof(nodes));
-    snprintf(detail, sizeof(detail), "on %s%s", nodes, backfilled ? " (backfilled)" : "");
+    describe_placement(s, job, where, sizeof(where));
+    snprintf(detail, sizeof(detail), "on %s%s", where, backfilled ? " (backfilled)" : "");
     sched_job_note(job, now, SCHED_JOB_RUNNING, detail);
     GS_LOG(GS_LOG_INFO, "job=%llu attempt=%u nodes=%s tasks=%u backfill=%d job started",
            (unsigned long long)job->id, job->attempt, nodes, job->ntasks, backfilled);

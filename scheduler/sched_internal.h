@@ -176,6 +176,7 @@ void sched_query_cli_gone(struct sched_cli *c);
 /* The nodes of a job's allocation, as NodeAllocation messages (borrowing node names). */
 struct sched_alloc_msg {
     Gs__NodeAllocation *nodes;
+    char (*links)[GS_GPUSET_NAME_MAX];
     Gs__NodeAllocation **ptrs;
     size_t n;
 };

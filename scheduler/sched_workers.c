@@ -29,6 +29,54 @@ static Gs__NodeTopology *copy_topology(const Gs__NodeTopology *t)
     return copy;
 }
 
+/* A LinkType from the wire as a gpuset class; an unknown one counts as the worst. */
+static uint8_t link_class(Gs__LinkType t)
+{
+    switch (t) {
+    case GS__LINK_TYPE__LINK_TYPE_NVLINK:
+        return GS_GPUSET_NVLINK;
+    case GS__LINK_TYPE__LINK_TYPE_PCIE_SWITCH:
+        return GS_GPUSET_PIX;
+    case GS__LINK_TYPE__LINK_TYPE_PCIE_MULTI_SWITCH:
+        return GS_GPUSET_PXB;
+    case GS__LINK_TYPE__LINK_TYPE_PCIE_HOST:
+        return GS_GPUSET_PHB;
+    case GS__LINK_TYPE__LINK_TYPE_SAME_NUMA:
+        return GS_GPUSET_NODE;
+    default:
+        return GS_GPUSET_SYS;
+    }
+}
+
+/*
+ * The GPU pair matrix from a registration, or NULL (placement ignores links) when the
+ * worker sent none: a CPU node, a single GPU, or a worker that predates them.
+ */
+static struct gs_gpuset_link *link_matrix(const Gs__NodeTopology *t)
+{
+    size_t n = t->n_gpus;
+    struct gs_gpuset_link *m;
+
+    if (n < 2 || t->n_gpu_links == 0 || n > GS_GPUSET_MAX)
+        return NULL;
+    m = calloc(n * n, sizeof(*m));
+    if (m == NULL)
+        return NULL;
+    for (size_t i = 0; i < n * n; i++)
+        m[i].cls = GS_GPUSET_SYS;
+    for (size_t i = 0; i < t->n_gpu_links; i++) {
+        const Gs__GpuLink *l = t->gpu_links[i];
+        uint8_t c = link_class(l->type);
+        uint8_t nv =
+            c == GS_GPUSET_NVLINK ? (uint8_t)(l->nvlink_count < 255 ? l->nvlink_count : 255) : 0;
+
+        if (l->gpu_a >= n || l->gpu_b >= n || l->gpu_a == l->gpu_b)
+            continue;
+        m[l->gpu_a * n + l->gpu_b] = m[l->gpu_b * n + l->gpu_a] = (struct gs_gpuset_link){c, nv};
+    }
+    return m;
+}
+
 /*
  * Adds the node to the cluster (reset < 0) or gives node reset new resources, with the NUMA
  * node of every GPU and core, so that a job's cores are taken near its GPUs.
@@ -38,6 +86,7 @@ static int to_cluster(struct sched_ctx *s, const char *name, const Gs__NodeTopol
     uint32_t ncores = t->cores > 0 ? t->cores : 1;
     int *gpu_numa = calloc(t->n_gpus + 1, sizeof(int));
     int *core_numa = calloc(ncores, sizeof(int));
+    struct gs_gpuset_link *links = link_matrix(t);
     struct sched_node_info info = {.name = name,
                                    .ngpus = (uint32_t)t->n_gpus,
                                    .ncores = ncores,
@@ -45,7 +94,8 @@ static int to_cluster(struct sched_ctx *s, const char *name, const Gs__NodeTopol
                                    .gpu_numa = gpu_numa,
                                    .core_numa = core_numa,
                                    .features = (const char *const *)t->features,
-                                   .nfeatures = t->n_features};
+                                   .nfeatures = t->n_features,
+                                   .links = links};
     int rc = -ENOMEM;
 
     if (gpu_numa == NULL || core_numa == NULL)
@@ -62,6 +112,7 @@ static int to_cluster(struct sched_ctx *s, const char *name, const Gs__NodeTopol
     rc = reset < 0 ? sched_cluster_add_node(s->cluster, &info)
                    : sched_cluster_reset_node(s->cluster, (uint32_t)reset, &info);
 out:
+    free(links);
     free(gpu_numa);
     free(core_numa);
     return rc;
