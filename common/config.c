@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "common/hostlist.h"
 #include "common/schema.h"
 #include "common/toml.h"
 
@@ -45,6 +46,11 @@ void gs_config_release(struct gs_config *cfg)
     gs_schema_strv_free(cfg->features);
     free(cfg->topology_xml);
     free(cfg->log_dir);
+    for (size_t i = 0; i < cfg->nswitches; i++) {
+        free(cfg->switches[i].name);
+        gs_hostlist_free(cfg->switches[i].nodes);
+    }
+    free(cfg->switches);
     memset(cfg, 0, sizeof(*cfg));
 }
 
@@ -170,6 +176,106 @@ static const struct gs_schema_key worker_keys[] = {
     {NULL, NULL},
 };
 
+static struct gs_config_switch *current_switch(struct gs_schema_ctx *c)
+{
+    return &CFG(c)->switches[CFG(c)->nswitches - 1];
+}
+
+static void rd_switch_name(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    gs_schema_string(c, v, "switch.name", &current_switch(c)->name);
+}
+
+/* One hostlist or a list of them, expanded; a node under two switches is a mistake. */
+static void rd_switch_nodes(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    struct gs_config_switch *sw = current_switch(c);
+    const struct gs_toml_value **items = NULL;
+    size_t n = 0;
+
+    if (gs_schema_string_list(c, v, "switch.nodes", &items, &n) < 0)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        const char *expr;
+        char **names = NULL, **all;
+        size_t k = 0;
+        struct gs_error err;
+
+        gs_error_clear(&err);
+        gs_toml_as_string(items[i], &expr, NULL);
+        if (gs_hostlist_expand(expr, &names, &k, &err) < 0) {
+            gs_schema_report(c, gs_toml_line(items[i]), gs_toml_col(items[i]) + err.col,
+                             "switch.nodes: %s", err.msg);
+            continue;
+        }
+        all = realloc(sw->nodes, (sw->nnodes + k + 1) * sizeof(*all));
+        if (all == NULL) {
+            c->enomem = true;
+            gs_hostlist_free(names);
+            break;
+        }
+        sw->nodes = all;
+        memcpy(all + sw->nnodes, names, k * sizeof(*all));
+        sw->nnodes += k;
+        all[sw->nnodes] = NULL;
+        free(names); /* its strings now belong to the switch */
+        for (size_t j = sw->nnodes - k; j < sw->nnodes; j++) {
+            int other = gs_config_switch_of(CFG(c), all[j]);
+            if (other >= 0 && (size_t)other != CFG(c)->nswitches - 1)
+                GS_SCHEMA_REPORT_AT(c, items[i], "switch.nodes: %s is under switch '%s' already",
+                                    all[j], CFG(c)->switches[other].name);
+        }
+    }
+    free(items);
+}
+
+static const struct gs_schema_key switch_keys[] = {
+    {"name", rd_switch_name},
+    {"nodes", rd_switch_nodes},
+    {NULL, NULL},
+};
+
+static void rd_switch(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    size_t n = gs_toml_count(v);
+    struct gs_config_switch *sw;
+
+    if (gs_toml_type(v) != GS_TOML_ARRAY || n > GS_CONFIG_MAX_SWITCHES) {
+        GS_SCHEMA_REPORT_AT(c, v, "switch must be an array of tables ([[switch]]), at most %d",
+                            GS_CONFIG_MAX_SWITCHES);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct gs_toml_value *t = gs_toml_at(v, i);
+
+        if (gs_toml_type(t) != GS_TOML_TABLE) {
+            GS_SCHEMA_REPORT_AT(c, t, "switch must be an array of tables ([[switch]])");
+            continue;
+        }
+        sw = realloc(CFG(c)->switches, (CFG(c)->nswitches + 1) * sizeof(*sw));
+        if (sw == NULL) {
+            c->enomem = true;
+            return;
+        }
+        CFG(c)->switches = sw;
+        memset(&sw[CFG(c)->nswitches++], 0, sizeof(*sw));
+        gs_schema_read_section(c, t, "switch");
+        if (current_switch(c)->name == NULL)
+            GS_SCHEMA_REPORT_AT(c, t, "switch needs a name");
+    }
+}
+
+int gs_config_switch_of(const struct gs_config *cfg, const char *node)
+{
+    for (size_t i = 0; i < cfg->nswitches; i++) {
+        for (size_t j = 0; j < cfg->switches[i].nnodes; j++) {
+            if (strcmp(cfg->switches[i].nodes[j], node) == 0)
+                return (int)i;
+        }
+    }
+    return -1;
+}
+
 static void rd_scheduler(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
     gs_schema_read_section(c, v, "scheduler");
@@ -183,6 +289,7 @@ static void rd_worker(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 static const struct gs_schema_key root_keys[] = {
     {"scheduler", rd_scheduler},
     {"worker", rd_worker},
+    {"switch", rd_switch},
     {NULL, NULL},
 };
 
@@ -190,6 +297,7 @@ static const struct gs_schema_section sections[] = {
     {"", root_keys},
     {"scheduler", scheduler_keys},
     {"worker", worker_keys},
+    {"switch", switch_keys},
 };
 
 int gs_config_parse(struct gs_config *cfg, const char *text, size_t len, const char *filename,

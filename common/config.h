@@ -19,6 +19,9 @@
  *     topology = "/etc/gsched/node.xml"     # hwloc XML instead of discovery
  *     gpus = 0                              # > 0: that many synthetic GPUs (testing)
  *     log_dir = "/var/lib/gsched/worker"    # per-task logs kept by the worker
+ *     [[switch]]                            # the network, as Slurm's topology.conf says it:
+ *     name = "leaf1"                        # multi-node jobs go under one switch when
+ *     nodes = "node[1-16]"                  # they fit (a hostlist, or a list of them)
  *
  * Errors name the place ("gsched.toml:4:8: scheduler.port must be an integer from 1 to
  * 65535") as for job files. The struct owns its strings; gs_config_release() frees them.
@@ -34,6 +37,14 @@
 
 #define GS_CONFIG_DEFAULT_PATH "/etc/gsched/gsched.toml"
 #define GS_CONFIG_MAX_FEATURES 16
+#define GS_CONFIG_MAX_SWITCHES 4096
+
+/* One network switch and the nodes under it ([[switch]]). */
+struct gs_config_switch {
+    char *name;
+    char **nodes; /* expanded, NULL-terminated */
+    size_t nnodes;
+};
 
 struct gs_config {
     /* [scheduler] */
@@ -53,7 +64,13 @@ struct gs_config {
     char *topology_xml;
     uint32_t fake_gpus;
     char *log_dir;
+    /* [[switch]] */
+    struct gs_config_switch *switches;
+    size_t nswitches;
 };
+
+/* The index of the switch node is under, or -1. */
+int gs_config_switch_of(const struct gs_config *cfg, const char *node);
 
 /* Fills cfg with the defaults. Returns 0 or -ENOMEM. */
 int gs_config_init(struct gs_config *cfg);

@@ -112,3 +112,31 @@ Test(config, load_reads_a_file)
     cr_assert_eq(cfg.nfeatures, 1);
     cr_assert_str_eq(cfg.features[0], "a100");
 }
+
+Test(config, switches_list_their_nodes_as_hostlists)
+{
+    cr_assert_eq(parse("[[switch]]\nname = \"leaf1\"\nnodes = \"node[1-3]\"\n"
+                       "[[switch]]\nname = \"leaf2\"\nnodes = [\"node[4-5]\", \"gpu07\"]\n"),
+                 0, "%s", errors.data ? errors.data : "");
+    cr_assert_eq(cfg.nswitches, 2);
+    cr_assert_str_eq(cfg.switches[0].name, "leaf1");
+    cr_assert_eq(cfg.switches[0].nnodes, 3);
+    cr_assert_str_eq(cfg.switches[1].nodes[2], "gpu07");
+    cr_assert_eq(gs_config_switch_of(&cfg, "node2"), 0);
+    cr_assert_eq(gs_config_switch_of(&cfg, "gpu07"), 1);
+    cr_assert_eq(gs_config_switch_of(&cfg, "node9"), -1);
+}
+
+Test(config, bad_switches_are_reported_at_their_place)
+{
+    cr_assert_eq(parse("[[switch]]\nname = \"a\"\nnodes = \"n[1-2]\"\n"
+                       "[[switch]]\nname = \"b\"\nnodes = \"n[2-3]\"\n"
+                       "[[switch]]\nnodes = \"m[3-1]\"\nnmae = \"c\"\n"),
+                 -EINVAL);
+    cr_assert_not_null(strstr(errors.data, "gsched.toml:6:9: switch.nodes: n2 is under switch 'a'"),
+                       "%s", errors.data);
+    cr_assert_not_null(strstr(errors.data, "gsched.toml:8:12: switch.nodes: range 3-1 goes down"),
+                       "%s", errors.data);
+    cr_assert_not_null(strstr(errors.data, "did you mean 'switch.name'"), "%s", errors.data);
+    cr_assert_not_null(strstr(errors.data, "switch needs a name"), "%s", errors.data);
+}

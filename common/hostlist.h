@@ -1,0 +1,35 @@
+/*
+ * hostlist.h: Slurm's hostlist notation for sets of node names, both ways.
+ *
+ *   expand:   "node[1-3,7],gpu[08-10],login"  ->  node1 node2 node3 node7 gpu08 gpu09 gpu10 login
+ *   compress: node1 node2 node3 node7          ->  "node[1-3,7]"
+ *
+ * A bracket holds comma-separated numbers and ranges; leading zeros set the width (01-10
+ * gives 01 .. 10). One bracket per name, at its end or in its middle ("rack[1-2]-gpu" gives
+ * rack1-gpu, rack2-gpu). Compression keeps the input order of the prefixes and sorts the
+ * numbers of each; names that end in no number stay as they are.
+ *
+ * Used by the cluster configuration ([[switch]] nodes) and, later, SLURM_JOB_NODELIST.
+ * Pure; any thread.
+ */
+#ifndef GS_HOSTLIST_H
+#define GS_HOSTLIST_H
+
+#include <stddef.h>
+
+#include "common/buf.h"
+#include "common/error.h"
+
+#define GS_HOSTLIST_MAX 100000 /* names one expression may expand to */
+
+/*
+ * Expands expr into a NULL-terminated array of names (free with gs_hostlist_free) and
+ * their count. Returns 0, -EINVAL with err naming the column of the problem, or -ENOMEM.
+ */
+int gs_hostlist_expand(const char *expr, char ***ret_names, size_t *ret_n, struct gs_error *err);
+void gs_hostlist_free(char **names);
+
+/* Appends the compressed form of n names to out. Returns 0 or -ENOMEM. */
+int gs_hostlist_compress(const char *const *names, size_t n, struct gs_buf *out);
+
+#endif

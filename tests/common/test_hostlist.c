@@ -1,0 +1,91 @@
+/*
+ * test_hostlist.c: Slurm hostlist expressions expand to the names Slurm gives (ranges,
+ * zero-padded widths, suffixes after the bracket), bad ones name their column, and
+ * compression folds runs back into brackets.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <string.h>
+
+#include "common/hostlist.h"
+
+static void expands_to(const char *expr, const char *want)
+{
+    struct gs_buf joined = GS_BUF_INIT;
+    struct gs_error err;
+    char **names = NULL;
+    size_t n = 0;
+
+    gs_error_clear(&err);
+    cr_assert_eq(gs_hostlist_expand(expr, &names, &n, &err), 0, "%s: %s", expr, err.msg);
+    for (size_t i = 0; i < n; i++)
+        cr_assert_eq(gs_buf_printf(&joined, "%s%s", i ? " " : "", names[i]), 0);
+    cr_assert_null(names[n]);
+    cr_assert_str_eq(joined.data != NULL ? joined.data : "", want, "%s", expr);
+    gs_hostlist_free(names);
+    gs_buf_release(&joined);
+}
+
+static void refused(const char *expr, int col, const char *want)
+{
+    struct gs_error err;
+    char **names = NULL;
+    size_t n = 0;
+
+    gs_error_clear(&err);
+    cr_assert_eq(gs_hostlist_expand(expr, &names, &n, &err), -EINVAL, "%s", expr);
+    cr_assert_eq(err.col, col, "%s: column %d, not %d (%s)", expr, err.col, col, err.msg);
+    cr_assert_not_null(strstr(err.msg, want), "%s: %s", expr, err.msg);
+}
+
+static void compresses_to(const char *const *names, size_t n, const char *want)
+{
+    struct gs_buf out = GS_BUF_INIT;
+
+    cr_assert_eq(gs_hostlist_compress(names, n, &out), 0);
+    cr_assert_str_eq(out.data, want);
+    gs_buf_release(&out);
+}
+
+Test(hostlist, expands_ranges_lists_and_plain_names)
+{
+    expands_to("node[1-3,7]", "node1 node2 node3 node7");
+    expands_to("gpu[08-10],login", "gpu08 gpu09 gpu10 login");
+    expands_to("rack[1-2]-gpu", "rack1-gpu rack2-gpu");
+    expands_to("a,b[2],c", "a b2 c");
+    expands_to("", "");
+}
+
+Test(hostlist, bad_expressions_name_their_column)
+{
+    refused("node[3-1]", 6, "goes down");
+    refused("node[1-]", 6, "N-M");
+    refused("node[1,x]", 8, "number");
+    refused("node[1", 5, "without ']'");
+    refused("a,,b", 3, "empty name");
+    refused("n[1][2]", 1, "one bracket");
+    refused("n[0-200000]", 3, "more than");
+}
+
+Test(hostlist, compress_folds_runs)
+{
+    const char *a[] = {"node3", "node1", "node2", "node7", "login"};
+    const char *b[] = {"gpu08", "gpu09", "gpu10"};
+    const char *c[] = {"node5"};
+    const char *d[] = {"x", "node1", "y"};
+
+    compresses_to(a, 5, "node[1-3,7],login");
+    compresses_to(b, 3, "gpu[08-10]");
+    compresses_to(c, 1, "node5");
+    compresses_to(d, 3, "x,node1,y");
+    compresses_to(NULL, 0, "");
+}
+
+Test(hostlist, compress_keeps_widths_apart)
+{
+    const char *a[] = {"node9", "node10", "node11"};
+    const char *b[] = {"gpu08", "gpu100"};
+
+    compresses_to(a, 3, "node[9-11]");
+    compresses_to(b, 2, "gpu08,gpu100");
+}
