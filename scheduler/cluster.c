@@ -30,6 +30,7 @@ struct node {
     uint32_t njobs;
     bool exclusive_held;
     const struct gs_gpuset_node *gs; /* the GPU link hierarchy; NULL: unknown */
+    int switch_id;
 };
 
 struct sched_cluster {
@@ -114,6 +115,7 @@ static void fill_node(struct node *n, const struct sched_node_info *info)
         n->core_free[w] = first >= info->ncores ? 0 : low_bits(info->ncores - first);
     }
     n->mem_free = info->mem_mib;
+    n->switch_id = info->switch_id;
 }
 
 /* The node's link hierarchy from info (into *shape, allocated on first use), or NULL when
@@ -375,6 +377,7 @@ static void place_in_node(const struct node *n, uint32_t index, const struct sch
 
 struct candidate {
     uint32_t node;
+    int switch_id;
     int worst; /* link class of the node's best set for the job */
     uint32_t gpus_left;
     uint32_t cores_left;
@@ -396,6 +399,50 @@ static int compare_candidates(const void *pa, const void *pb)
     if (a->score != b->score)
         return a->score < b->score ? -1 : 1;
     return a->node < b->node ? -1 : a->node > b->node;
+}
+
+/*
+ * Moves to the front of the ranked candidates the first `want` of one switch, choosing the
+ * switch whose chosen nodes have the best (lowest) sum of ranks; leaves the ranking alone
+ * when no switch has enough. All-reduce traffic then crosses one switch, not the spine.
+ */
+static void under_one_switch(struct candidate *cand, uint32_t ncand, uint32_t want)
+{
+    int best = -1;
+    uint64_t best_sum = UINT64_MAX;
+
+    for (uint32_t i = 0; i < ncand; i++) {
+        int sw = cand[i].switch_id;
+        uint32_t have = 0;
+        uint64_t sum = 0;
+        bool seen = false;
+
+        for (uint32_t k = 0; k < i && !seen; k++)
+            seen = cand[k].switch_id == sw;
+        if (sw <= 0 || seen)
+            continue;
+        for (uint32_t k = i; k < ncand && have < want; k++) {
+            if (cand[k].switch_id == sw) {
+                have++;
+                sum += k;
+            }
+        }
+        if (have == want && sum < best_sum) {
+            best_sum = sum;
+            best = sw;
+        }
+    }
+    if (best < 0)
+        return;
+    /* A stable partition: the switch's nodes first, in rank order. */
+    for (uint32_t placed = 0, k = 0; k < ncand && placed < want; k++) {
+        struct candidate c = cand[k];
+
+        if (c.switch_id != best)
+            continue;
+        memmove(cand + placed + 1, cand + placed, (k - placed) * sizeof(*cand));
+        cand[placed++] = c;
+    }
 }
 
 static bool avoided(const uint64_t *avoid, size_t i)
@@ -421,17 +468,20 @@ int sched_cluster_place(const struct sched_cluster *cluster, const struct sched_
 
         if (avoided(avoid, i) || !node_fits_now(n, req) || !choose_gpus(n, req, &ch))
             continue;
-        cand[ncand++] =
-            (struct candidate){(uint32_t)i,
-                               ch.worst,
-                               (uint32_t)__builtin_popcountll(n->gpu_free) - req->gpus_per_node,
-                               count_cores(n->core_free) - req->cores_per_node,
-                               ch.mask,
-                               ch.score};
+        cand[ncand++] = (struct candidate){
+            .node = (uint32_t)i,
+            .switch_id = n->switch_id,
+            .worst = ch.worst,
+            .gpus_left = (uint32_t)__builtin_popcountll(n->gpu_free) - req->gpus_per_node,
+            .cores_left = count_cores(n->core_free) - req->cores_per_node,
+            .gpus = ch.mask,
+            .score = ch.score};
     }
     if (ncand < req->nodes)
         goto out;
     qsort(cand, ncand, sizeof(*cand), compare_candidates);
+    if (req->nodes > 1)
+        under_one_switch(cand, ncand, req->nodes);
     rc = alloc_reserve(alloc, req->nodes);
     if (rc < 0)
         goto out;

@@ -10,6 +10,8 @@
  * is known, else the lowest free indices; the cores come first from those GPUs' NUMA
  * nodes. Nodes are ranked by the worst link class they can give the job, then best fit
  * (fewest free GPUs left, then fewest free cores) to keep whole nodes free for large jobs.
+ * A multi-node job goes under one network switch when some switch has enough such nodes
+ * (the one whose best nodes rank best), else across switches.
  *
  * Loop thread only (the scheduler's state); a copy made with sched_cluster_copy() may be used
  * anywhere.
@@ -38,6 +40,7 @@ struct sched_node_info {
     const char *const *features;
     size_t nfeatures;
     const struct gs_gpuset_link *links; /* ngpus x ngpus, row-major; NULL: unknown */
+    int switch_id;                      /* network switch it hangs off, from 1; 0 unknown */
 };
 
 /* What one job needs on each of its nodes. */

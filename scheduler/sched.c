@@ -171,6 +171,7 @@ struct sched_ctx *sched_new(uv_loop_t *loop, const struct gs_config *cfg, struct
     s->heartbeat_ms = cfg->heartbeat_interval_ms;
     s->heartbeat_misses = cfg->heartbeat_misses;
     s->kill_grace_ms = cfg->kill_grace_ms;
+    s->cfg = cfg;
     snprintf(s->state_dir, sizeof(s->state_dir), "%s", cfg->state_dir);
     uv_tcp_init(loop, &s->workers);
     uv_pipe_init(loop, &s->cli, 0);

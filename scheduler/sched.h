@@ -24,7 +24,8 @@
 
 struct sched_ctx;
 
-/* Listens as cfg says (TCP host:port for workers, socket path for the CLI). */
+/* Listens as cfg says (TCP host:port for workers, socket path for the CLI). cfg is borrowed
+ * and must outlive the scheduler (its [[switch]] list is read as nodes register). */
 struct sched_ctx *sched_new(uv_loop_t *loop, const struct gs_config *cfg, struct gs_error *err);
 /* The TCP port workers connect to (useful when the configuration said 0). */
 int sched_worker_port(const struct sched_ctx *s);

@@ -80,6 +80,7 @@ struct sched_ctx {
     uint64_t heartbeat_ms;
     uint32_t heartbeat_misses;
     uint64_t kill_grace_ms;
+    const struct gs_config *cfg; /* borrowed from the caller of sched_new() */
     struct sched_cluster *cluster;
     struct sched_node **nodes;
     size_t nnodes;

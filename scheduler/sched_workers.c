@@ -95,7 +95,8 @@ static int to_cluster(struct sched_ctx *s, const char *name, const Gs__NodeTopol
                                    .core_numa = core_numa,
                                    .features = (const char *const *)t->features,
                                    .nfeatures = t->n_features,
-                                   .links = links};
+                                   .links = links,
+                                   .switch_id = gs_config_switch_of(s->cfg, name) + 1};
     int rc = -ENOMEM;
 
     if (gpu_numa == NULL || core_numa == NULL)

@@ -199,3 +199,97 @@ Test(cluster, rejects_impossible_nodes)
     info.name = "";
     cr_assert_eq(sched_cluster_add_node(cluster, &info), -EINVAL);
 }
+
+/* A 4-GPU workstation: NVLink pairs 0-1 and 2-3 (NV4), NODE otherwise; on switch sw. */
+static int add_ws(const char *name, int sw)
+{
+    struct gs_gpuset_link links[16];
+    struct sched_node_info info = {
+        .name = name, .ngpus = 4, .ncores = 16, .mem_mib = 65536, .links = links, .switch_id = sw};
+
+    for (int a = 0; a < 4; a++) {
+        for (int b = 0; b < 4; b++) {
+            bool pair = a != b && a / 2 == b / 2;
+            links[a * 4 + b] = (struct gs_gpuset_link){.cls = (uint8_t)(a == b ? GS_GPUSET_NVLINK
+                                                                        : pair ? GS_GPUSET_NVLINK
+                                                                               : GS_GPUSET_NODE),
+                                                       .nvlinks = (uint8_t)(pair ? 4 : 0)};
+        }
+    }
+    return sched_cluster_add_node(cluster, &info);
+}
+
+static void place_take(struct sched_req r, uint64_t want_gpus, uint32_t want_node)
+{
+    cr_assert_eq(sched_cluster_place(cluster, &r, NULL, &alloc), 0);
+    cr_assert_eq(alloc.nodes[0].gpus, want_gpus, "GPUs %#llx, not %#llx",
+                 (unsigned long long)alloc.nodes[0].gpus, (unsigned long long)want_gpus);
+    cr_assert_eq(alloc.nodes[0].node, want_node);
+    sched_cluster_take(cluster, &alloc);
+}
+
+/* Marks GPUs of a node busy, as a job placed there by hand. */
+static void busy(uint32_t node, uint64_t gpus)
+{
+    struct sched_node_alloc na = {.node = node, .gpus = gpus};
+    struct sched_alloc a = {.nnodes = 1, .nodes = &na, .cap = 1};
+
+    sched_cluster_take(cluster, &a);
+}
+
+Test(cluster, gpus_are_chosen_by_link_class_and_do_not_break_free_pairs)
+{
+    struct sched_gpu_quality q;
+
+    cr_assert_eq(add_ws("ws", 0), 0);
+    place_take(req(1, 1, 1), 0x1, 0);
+    place_take(req(1, 1, 1), 0x2, 0); /* GPU 1, not 2: the pair 2-3 stays whole */
+    place_take(req(1, 2, 1), 0xc, 0);
+    sched_cluster_gpu_quality(cluster, 0, 0xc, &q);
+    cr_assert_eq(q.worst, GS_GPUSET_NVLINK);
+    cr_assert_eq(q.nvlinks, 4);
+    sched_cluster_gpu_quality(cluster, 0, 0x5, &q);
+    cr_assert_eq(q.worst, GS_GPUSET_NODE);
+}
+
+Test(cluster, a_node_that_can_give_a_better_link_wins_over_best_fit)
+{
+    struct sched_req r = req(1, 2, 1);
+
+    cr_assert_eq(add_ws("a", 0), 0);
+    cr_assert_eq(add_ws("b", 0), 1);
+    place_take(req(1, 1, 1), 0x1, 0); /* a: 1, 2, 3 free: only the pair 2-3 is NVLink */
+    place_take(req(1, 1, 1), 0x2, 0); /* a: 2, 3 free */
+    place_take(req(1, 1, 1), 0x4, 0); /* a: 3 free */
+    r.affinity = GS_GPUSET_STRICT;
+    place_take(r, 0x3, 1); /* b, NV4: a has one GPU */
+    place_take(r, 0xc, 1);
+    cr_assert_eq(sched_cluster_place(cluster, &r, NULL, &alloc), -EAGAIN, "only GPU a3 is free");
+}
+
+Test(cluster, strict_waits_for_a_set_as_good_as_an_empty_node)
+{
+    struct sched_req r = req(1, 2, 1);
+
+    cr_assert_eq(add_ws("ws", 0), 0);
+    busy(0, 0x5); /* 1 and 3 free: a NODE pair only */
+    r.affinity = GS_GPUSET_STRICT;
+    cr_assert_eq(sched_cluster_place(cluster, &r, NULL, &alloc), -EAGAIN);
+    r.affinity = GS_GPUSET_PREFER;
+    place_take(r, 0xa, 0);
+}
+
+Test(cluster, multi_node_jobs_stay_under_one_switch)
+{
+    /* Best fit alone would take n3 and n1 (most loaded first): they are on two switches. */
+    cr_assert_eq(add_ws("n1", 1), 0);
+    cr_assert_eq(add_ws("n2", 2), 1);
+    cr_assert_eq(add_ws("n3", 2), 2);
+    cr_assert_eq(add_ws("n4", 1), 3);
+    busy(0, 0x1); /* n1: 3 free, 1 left after the job */
+    busy(2, 0x3); /* n3: 2 free, none left: ranked first */
+    cr_assert_eq(sched_cluster_place(cluster, REQ(2, 2, 1), NULL, &alloc), 0);
+    cr_assert_eq(alloc.nnodes, 2);
+    cr_assert_eq(alloc.nodes[0].node, 2, "n3 first (least free), then its switch-mate n2");
+    cr_assert_eq(alloc.nodes[1].node, 1);
+}
