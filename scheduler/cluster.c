@@ -31,6 +31,7 @@ struct node {
     bool exclusive_held;
     const struct gs_gpuset_node *gs; /* the GPU link hierarchy; NULL: unknown */
     int switch_id;
+    uint8_t nic_class[SCHED_MAX_GPUS]; /* per GPU, to its nearest NIC; 0 unknown */
 };
 
 struct sched_cluster {
@@ -116,6 +117,8 @@ static void fill_node(struct node *n, const struct sched_node_info *info)
     }
     n->mem_free = info->mem_mib;
     n->switch_id = info->switch_id;
+    for (uint32_t i = 0; info->gpu_nic_class != NULL && i < info->ngpus; i++)
+        n->nic_class[i] = info->gpu_nic_class[i];
 }
 
 /* The node's link hierarchy from info (into *shape, allocated on first use), or NULL when
@@ -379,6 +382,7 @@ struct candidate {
     uint32_t node;
     int switch_id;
     int worst; /* link class of the node's best set for the job */
+    int nic;   /* multi-node jobs: the set's best GPU-NIC class (7 when unknown) */
     uint32_t gpus_left;
     uint32_t cores_left;
     uint64_t gpus;
@@ -392,6 +396,8 @@ static int compare_candidates(const void *pa, const void *pb)
 
     if (a->worst != b->worst)
         return a->worst < b->worst ? -1 : 1;
+    if (a->nic != b->nic)
+        return a->nic < b->nic ? -1 : 1;
     if (a->gpus_left != b->gpus_left)
         return a->gpus_left < b->gpus_left ? -1 : 1;
     if (a->cores_left != b->cores_left)
@@ -399,6 +405,19 @@ static int compare_candidates(const void *pa, const void *pb)
     if (a->score != b->score)
         return a->score < b->score ? -1 : 1;
     return a->node < b->node ? -1 : a->node > b->node;
+}
+
+/* The best class between one of gpus and its nearest NIC; past the worst when unknown. */
+static int nic_class(const struct node *n, uint64_t gpus)
+{
+    int best = GS_GPUSET_CLASS_WORST + 1;
+
+    for (uint64_t m = gpus; m != 0; m &= m - 1) {
+        int c = n->nic_class[__builtin_ctzll(m)];
+        if (c > 0 && c < best)
+            best = c;
+    }
+    return best;
 }
 
 /*
@@ -472,6 +491,7 @@ int sched_cluster_place(const struct sched_cluster *cluster, const struct sched_
             .node = (uint32_t)i,
             .switch_id = n->switch_id,
             .worst = ch.worst,
+            .nic = req->nodes > 1 ? nic_class(n, ch.mask) : 0,
             .gpus_left = (uint32_t)__builtin_popcountll(n->gpu_free) - req->gpus_per_node,
             .cores_left = count_cores(n->core_free) - req->cores_per_node,
             .gpus = ch.mask,

@@ -10,8 +10,9 @@
  * is known, else the lowest free indices; the cores come first from those GPUs' NUMA
  * nodes. Nodes are ranked by the worst link class they can give the job, then best fit
  * (fewest free GPUs left, then fewest free cores) to keep whole nodes free for large jobs.
- * A multi-node job goes under one network switch when some switch has enough such nodes
- * (the one whose best nodes rank best), else across switches.
+ * A multi-node job prefers, at equal GPU links, nodes where its GPUs sit closest to a NIC
+ * (under one PCIe switch with it, ideally), and goes under one network switch when some switch has
+ * enough such nodes (the one whose best nodes rank best), else across switches.
  *
  * Loop thread only (the scheduler's state); a copy made with sched_cluster_copy() may be used
  * anywhere.
@@ -41,6 +42,7 @@ struct sched_node_info {
     size_t nfeatures;
     const struct gs_gpuset_link *links; /* ngpus x ngpus, row-major; NULL: unknown */
     int switch_id;                      /* network switch it hangs off, from 1; 0 unknown */
+    const uint8_t *gpu_nic_class;       /* ngpus: gpuset class to the nearest NIC; NULL */
 };
 
 /* What one job needs on each of its nodes. */

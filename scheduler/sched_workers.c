@@ -87,6 +87,7 @@ static int to_cluster(struct sched_ctx *s, const char *name, const Gs__NodeTopol
     int *gpu_numa = calloc(t->n_gpus + 1, sizeof(int));
     int *core_numa = calloc(ncores, sizeof(int));
     struct gs_gpuset_link *links = link_matrix(t);
+    uint8_t *nic_class = calloc(t->n_gpus + 1, 1);
     struct sched_node_info info = {.name = name,
                                    .ngpus = (uint32_t)t->n_gpus,
                                    .ncores = ncores,
@@ -96,11 +97,20 @@ static int to_cluster(struct sched_ctx *s, const char *name, const Gs__NodeTopol
                                    .features = (const char *const *)t->features,
                                    .nfeatures = t->n_features,
                                    .links = links,
-                                   .switch_id = gs_config_switch_of(s->cfg, name) + 1};
+                                   .switch_id = gs_config_switch_of(s->cfg, name) + 1,
+                                   .gpu_nic_class = nic_class};
     int rc = -ENOMEM;
 
-    if (gpu_numa == NULL || core_numa == NULL)
+    if (gpu_numa == NULL || core_numa == NULL || nic_class == NULL)
         goto out;
+    for (size_t i = 0; i < t->n_nics; i++) {
+        for (size_t g = 0; g < t->nics[i]->n_gpu_links && g < t->n_gpus; g++) {
+            uint8_t c = link_class(t->nics[i]->gpu_links[g]);
+            if (t->nics[i]->gpu_links[g] != GS__LINK_TYPE__LINK_TYPE_UNSPECIFIED &&
+                (nic_class[g] == 0 || c < nic_class[g]))
+                nic_class[g] = c;
+        }
+    }
     for (size_t g = 0; g < t->n_gpus; g++)
         gpu_numa[g] = t->gpus[g]->numa_node >= 0 ? t->gpus[g]->numa_node : 0;
     for (size_t i = 0; i < t->n_numa_nodes; i++) {
@@ -114,6 +124,7 @@ static int to_cluster(struct sched_ctx *s, const char *name, const Gs__NodeTopol
                    : sched_cluster_reset_node(s->cluster, (uint32_t)reset, &info);
 out:
     free(links);
+    free(nic_class);
     free(gpu_numa);
     free(core_numa);
     return rc;

@@ -200,12 +200,19 @@ Test(cluster, rejects_impossible_nodes)
     cr_assert_eq(sched_cluster_add_node(cluster, &info), -EINVAL);
 }
 
-/* A 4-GPU workstation: NVLink pairs 0-1 and 2-3 (NV4), NODE otherwise; on switch sw. */
-static int add_ws(const char *name, int sw)
+/* A 4-GPU workstation: NVLink pairs 0-1 and 2-3 (NV4), NODE otherwise; on switch sw; its
+ * GPUs reach their nearest NIC by class nic (0: no NIC known). */
+static int add_ws_nic(const char *name, int sw, uint8_t nic)
 {
     struct gs_gpuset_link links[16];
-    struct sched_node_info info = {
-        .name = name, .ngpus = 4, .ncores = 16, .mem_mib = 65536, .links = links, .switch_id = sw};
+    uint8_t nic_class[4] = {nic, nic, nic, nic};
+    struct sched_node_info info = {.name = name,
+                                   .ngpus = 4,
+                                   .ncores = 16,
+                                   .mem_mib = 65536,
+                                   .links = links,
+                                   .switch_id = sw,
+                                   .gpu_nic_class = nic_class};
 
     for (int a = 0; a < 4; a++) {
         for (int b = 0; b < 4; b++) {
@@ -217,6 +224,11 @@ static int add_ws(const char *name, int sw)
         }
     }
     return sched_cluster_add_node(cluster, &info);
+}
+
+static int add_ws(const char *name, int sw)
+{
+    return add_ws_nic(name, sw, 0);
 }
 
 static void place_take(struct sched_req r, uint64_t want_gpus, uint32_t want_node)
@@ -292,4 +304,16 @@ Test(cluster, multi_node_jobs_stay_under_one_switch)
     cr_assert_eq(alloc.nnodes, 2);
     cr_assert_eq(alloc.nodes[0].node, 2, "n3 first (least free), then its switch-mate n2");
     cr_assert_eq(alloc.nodes[1].node, 1);
+}
+
+Test(cluster, multi_node_jobs_prefer_gpus_near_a_nic)
+{
+    cr_assert_eq(add_ws_nic("n1", 0, GS_GPUSET_PIX), 0);
+    cr_assert_eq(add_ws_nic("n2", 0, GS_GPUSET_SYS), 1);
+    cr_assert_eq(add_ws_nic("n3", 0, GS_GPUSET_PHB), 2);
+    cr_assert_eq(sched_cluster_place(cluster, REQ(2, 2, 1), NULL, &alloc), 0);
+    cr_assert_eq(alloc.nodes[0].node, 0);
+    cr_assert_eq(alloc.nodes[1].node, 2, "n3's GPUs are closer to a NIC than n2's");
+    cr_assert_eq(sched_cluster_place(cluster, REQ(1, 2, 1), NULL, &alloc), 0);
+    cr_assert_eq(alloc.nodes[0].node, 0, "a one-node job does not care");
 }
