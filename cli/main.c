@@ -39,6 +39,8 @@ static const char usage_text[] =
     "     [--features A,B] [--port P] [--heartbeat DUR] [--kill-grace DUR]\n"
     "                            start gschedd and N workers on this machine (./.gsched)\n"
     "  down [--state DIR]        stop that local cluster, keeping its jobs and logs\n"
+    "  place --topology FILE.xml --gpus K [--busy LIST] [--affinity A] [--json]\n"
+    "                            which GPUs of that node a K-GPU job gets, as gschedd picks\n"
     "\n"
     "options:\n"
     "  -V, --version   print the version and the optional parts this build has\n"
@@ -54,6 +56,7 @@ static const struct command commands[] = {
     {"queue", cli_cmd_queue}, {"show", cli_cmd_show},       {"cancel", cli_cmd_cancel},
     {"hold", cli_cmd_hold},   {"release", cli_cmd_release}, {"wait", cli_cmd_wait},
     {"logs", cli_cmd_logs},   {"up", cli_cmd_up},           {"down", cli_cmd_down},
+    {"place", cli_cmd_place},
 };
 
 int cli_usage_error(const char *cmd, const char *fmt, ...)
