@@ -1,6 +1,7 @@
 /*
  * env.c: building a task's environment (see env.h). A small set of "KEY=VALUE" strings
- * where setting a key replaces its earlier value, in place, so the job's order is kept.
+ * where setting a key replaces its earlier value, in place, so the job's order is kept;
+ * hints go through set_default(), which leaves a key the job already has alone.
  */
 #include "worker/env.h"
 
@@ -72,6 +73,13 @@ static void set(struct envset *e, const char *key, const char *value)
     put_owned(e, gs_buf_detach(&kv, NULL));
 }
 
+/* For hints: the job's own value, when it has one, wins (even an empty one). */
+static void set_default(struct envset *e, const char *key, const char *value)
+{
+    if (find(e, key, strlen(key)) < 0)
+        set(e, key, value);
+}
+
 static void set_uint(struct envset *e, const char *key, unsigned long long value)
 {
     char num[24];
@@ -131,14 +139,45 @@ static void set_cores(struct envset *e, const uint32_t *cores, size_t n)
     gs_buf_release(&list);
 }
 
+static bool known(const char *s)
+{
+    return s != NULL && s[0] != '\0';
+}
+
+/* NCCL reads both variables as name prefixes, so "mlx5_1" would also pick mlx5_10..17 on
+ * a node with that many; a leading '=' asks for the exact name. */
+static void set_exact_default(struct envset *e, const char *key, const char *name)
+{
+    struct gs_buf value = GS_BUF_INIT;
+
+    if (find(e, key, strlen(key)) >= 0)
+        return;
+    if (gs_buf_printf(&value, "=%s", name) == 0)
+        set(e, key, value.data);
+    else if (e->rc == 0)
+        e->rc = -ENOMEM;
+    gs_buf_release(&value);
+}
+
+static void set_nic(struct envset *e, const struct wrk_task_env *in)
+{
+    if (known(in->nic_name) || known(in->nic_ib_device))
+        set(e, "GSCHED_NIC", known(in->nic_name) ? in->nic_name : in->nic_ib_device);
+    if (!in->nccl_nic_hints)
+        return;
+    if (known(in->nic_name))
+        set_exact_default(e, "NCCL_SOCKET_IFNAME", in->nic_name);
+    if (known(in->nic_ib_device))
+        set_exact_default(e, "NCCL_IB_HCA", in->nic_ib_device);
+}
+
 int wrk_env_build(const struct wrk_task_env *in, char ***ret_envp)
 {
     struct envset e = {0};
 
     for (size_t i = 0; in->job_env != NULL && in->job_env[i] != NULL; i++)
         put_owned(&e, strdup(in->job_env[i]));
-    if (e.rc == 0 && find(&e, "PATH", 4) < 0)
-        set(&e, "PATH", WRK_ENV_DEFAULT_PATH);
+    set_default(&e, "PATH", WRK_ENV_DEFAULT_PATH);
     if (in->user != NULL) {
         set(&e, "USER", in->user);
         set(&e, "LOGNAME", in->user);
@@ -160,6 +199,7 @@ int wrk_env_build(const struct wrk_task_env *in, char ***ret_envp)
     if (in->gpu_bus_ids != NULL)
         set_bus_ids(&e, in->gpu_bus_ids, in->ngpus);
     set_cores(&e, in->cores, in->ncores);
+    set_nic(&e, in);
     if (e.rc < 0) {
         wrk_env_free(e.v);
         return e.rc;

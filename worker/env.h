@@ -6,9 +6,19 @@
  *   GSCHED_JOB_ID GSCHED_JOB_NAME GSCHED_NODELIST GSCHED_NODE_RANK
  *   RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE NODE_RANK MASTER_ADDR MASTER_PORT
  *   CUDA_VISIBLE_DEVICES (the task's GPUs, PCI bus order) CUDA_DEVICE_ORDER=PCI_BUS_ID
- *   GSCHED_GPU_BUS_IDS (their PCI bus ids, when known) GSCHED_CPUS (the task's cores, as
- *   ranges "0-3,8"; empty when it is not bound)
+ *   GSCHED_GPU_BUS_IDS (their PCI bus ids, when known) GSCHED_CPUS (the cores the scheduler
+ *   gave the task, as ranges "0-3,8"; listed even when the worker does not bind them, so a
+ *   placement can be checked on a fake topology; empty when it has none)
+ *   GSCHED_NIC (the NIC nearest the task's GPU: its network interface, else its RDMA
+ *   device; absent when unknown)
  *   USER LOGNAME HOME (the job's user, when known), PATH (a default when the job has none)
+ *
+ * Hints are the exception: they only fill gaps, so a job that names its own keeps it. PATH
+ * is one; NCCL_SOCKET_IFNAME==<interface> and NCCL_IB_HCA==<rdma device> of the NIC nearest
+ * the task's GPU are the others ('=' makes NCCL match the exact name, not every name that
+ * starts with it), set (each when known) only when nccl_nic_hints says the NIC is this
+ * machine's: NCCL would act on a fake topology's names and fail. A job that wants NCCL to
+ * choose sets the variable itself, even to "".
  *
  * A task without GPUs gets CUDA_VISIBLE_DEVICES="" so it cannot use GPUs it was not given.
  * The result is a NULL-terminated malloc'd array of malloc'd "KEY=VALUE" strings, freed
@@ -17,6 +27,7 @@
 #ifndef WRK_ENV_H
 #define WRK_ENV_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,6 +52,9 @@ struct wrk_task_env {
     const char *const *gpu_bus_ids; /* ngpus entries, or NULL when unknown */
     const uint32_t *cores;          /* the task's logical cores, ascending */
     size_t ncores;
+    const char *nic_name;      /* interface of the NIC nearest the task's GPU; NULL/"": none */
+    const char *nic_ib_device; /* its RDMA device ("mlx5_0"); NULL/"": none */
+    bool nccl_nic_hints;       /* also hint NCCL at that NIC (it is this machine's) */
 };
 
 /* Returns 0 with *ret_envp, or -ENOMEM / -EINVAL (a job variable without '='). */

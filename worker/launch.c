@@ -3,10 +3,15 @@
  *
  * Privileges are dropped before the log files are opened and before chdir, so a job can
  * only write where its user may: a job cannot make the root-run worker create files for it.
- * The child reports a failed step through a close-on-exec pipe as {step, errno}; a read of
- * zero bytes means the exec succeeded.
+ * The child reports a failed step through a close-on-exec pipe as {step, errno, fatal} and
+ * exits; a step it may skip (the memory policy) is reported the same way with fatal = 0
+ * before it goes on. End of file without a fatal report means the exec succeeded. Reports
+ * are a few bytes, far under PIPE_BUF, so each arrives whole.
+ *
+ * set_mempolicy goes through syscall(2): glibc has no wrapper and libnuma would be one more
+ * dependency for one system call.
  */
-#define _GNU_SOURCE /* sched_setaffinity, getgrouplist, setgroups, pipe2, close_range */
+#define _GNU_SOURCE /* sched_setaffinity, getgrouplist, setgroups, pipe2, close_range, syscall */
 
 #include "worker/launch.h"
 
@@ -21,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -37,18 +43,28 @@ enum step {
     STEP_STDERR,
     STEP_RLIMIT,
     STEP_AFFINITY,
-    STEP_EXEC,
+    STEP_MEMPOLICY,
+    STEP_EXEC, /* last: await_exec() range-checks against it */
 };
 
 static const char *const step_names[] = {
-    "setsid",    "setgroups",         "setgid",      "setuid",
-    "chdir",     "open /dev/null",    "open stdout", "open stderr",
-    "setrlimit", "sched_setaffinity", "exec",
+    "setsid",    "setgroups",         "setgid",        "setuid",
+    "chdir",     "open /dev/null",    "open stdout",   "open stderr",
+    "setrlimit", "sched_setaffinity", "set_mempolicy", "exec",
 };
 
-struct failure {
+/* set_mempolicy(2) modes, values from <linux/mempolicy.h> (kernel ABI). Spelled out here
+ * because that header declares them as enumerators, so #ifdef cannot tell whether an older
+ * header has MPOL_PREFERRED_MANY. */
+enum {
+    MEMPOLICY_PREFERRED = 1,
+    MEMPOLICY_PREFERRED_MANY = 5,
+};
+
+struct step_report {
     int step;
     int err;
+    int fatal; /* 0: the child skipped the step and went on */
 };
 
 /* Everything the child needs, computed before fork so the child only makes system calls. */
@@ -57,6 +73,8 @@ struct prepared {
     gid_t groups[MAX_GROUPS];
     int ngroups;
     cpu_set_t cpus;
+    struct wrk_numa_mask mem;       /* the nodes of the task's cores */
+    struct wrk_numa_mask mem_first; /* the first of them alone, for kernels before 5.15 */
 };
 
 static const char *env_get(char *const *envp, const char *name)
@@ -95,43 +113,90 @@ static int resolve_exe(const struct wrk_launch_spec *spec, char *out, struct gs_
     return gs_error_set(err, -ENOENT, 0, 0, "exec %s: command not found in PATH", name);
 }
 
-static int prepare(const struct wrk_launch_spec *spec, struct prepared *prep, struct gs_error *err)
+int wrk_launch_numa_mask(const int *nodes, int n, struct wrk_numa_mask *ret_mask)
 {
-    int rc = resolve_exe(spec, prep->exe, err);
+    const int word_bits = (int)(CHAR_BIT * sizeof(unsigned long));
+    struct wrk_numa_mask mask = {.first = -1};
 
-    if (rc < 0)
-        return rc;
-    prep->ngroups = 0;
-    if (spec->set_user) {
-        struct passwd pw, *found = NULL;
-        char pwbuf[4096];
+    for (int i = 0; i < n; i++) {
+        unsigned long bit;
 
-        prep->ngroups = 1;
-        prep->groups[0] = spec->gid;
-        getpwuid_r(spec->uid, &pw, pwbuf, sizeof(pwbuf), &found);
-        if (found != NULL) {
-            prep->ngroups = MAX_GROUPS;
-            if (getgrouplist(found->pw_name, spec->gid, prep->groups, &prep->ngroups) < 0)
-                prep->ngroups = MAX_GROUPS; /* truncated list: keep what fits */
-        }
+        if (nodes[i] < 0)
+            continue;
+        if (nodes[i] >= WRK_LAUNCH_NUMA_MAX)
+            return -EINVAL;
+        bit = 1UL << (nodes[i] % word_bits);
+        if ((mask.bits[nodes[i] / word_bits] & bit) != 0)
+            continue;
+        mask.bits[nodes[i] / word_bits] |= bit;
+        mask.count++;
+        if (mask.first < 0)
+            mask.first = nodes[i];
     }
+    *ret_mask = mask;
+    return 0;
+}
+
+static void prepare_groups(const struct wrk_launch_spec *spec, struct prepared *prep)
+{
+    struct passwd pw, *found = NULL;
+    char pwbuf[4096];
+
+    prep->ngroups = 0;
+    if (!spec->set_user)
+        return;
+    prep->ngroups = 1;
+    prep->groups[0] = spec->gid;
+    getpwuid_r(spec->uid, &pw, pwbuf, sizeof(pwbuf), &found);
+    if (found != NULL) {
+        prep->ngroups = MAX_GROUPS;
+        if (getgrouplist(found->pw_name, spec->gid, prep->groups, &prep->ngroups) < 0)
+            prep->ngroups = MAX_GROUPS; /* truncated list: keep what fits */
+    }
+}
+
+static int prepare_binding(const struct wrk_launch_spec *spec, struct prepared *prep,
+                           struct gs_error *err)
+{
+    int rc;
+
     CPU_ZERO(&prep->cpus);
     for (int i = 0; i < spec->ncpus; i++) {
         if (spec->cpus[i] < 0 || spec->cpus[i] >= CPU_SETSIZE)
             return gs_error_set(err, -EINVAL, 0, 0, "cpu %d out of range", spec->cpus[i]);
         CPU_SET(spec->cpus[i], &prep->cpus);
     }
-    return 0;
+    rc = wrk_launch_numa_mask(spec->mem_nodes, spec->mem_nodes != NULL ? spec->nmem_nodes : 0,
+                              &prep->mem);
+    if (rc < 0)
+        return gs_error_set(err, rc, 0, 0, "numa node out of range (the limit is %d)",
+                            WRK_LAUNCH_NUMA_MAX - 1);
+    return wrk_launch_numa_mask(&prep->mem.first, prep->mem.count > 0 ? 1 : 0, &prep->mem_first);
+}
+
+static int prepare(const struct wrk_launch_spec *spec, struct prepared *prep, struct gs_error *err)
+{
+    int rc = resolve_exe(spec, prep->exe, err);
+
+    if (rc < 0)
+        return rc;
+    prepare_groups(spec, prep);
+    return prepare_binding(spec, prep, err);
+}
+
+static void child_report(int fd, enum step step, int fatal)
+{
+    struct step_report r = {step, errno, fatal};
+    ssize_t w;
+
+    do {
+        w = write(fd, &r, sizeof(r));
+    } while (w < 0 && errno == EINTR);
 }
 
 static _Noreturn void child_fail(int fd, enum step step)
 {
-    struct failure f = {step, errno};
-    ssize_t w;
-
-    do {
-        w = write(fd, &f, sizeof(f));
-    } while (w < 0 && errno == EINTR);
+    child_report(fd, step, 1);
     _exit(127);
 }
 
@@ -188,6 +253,28 @@ static void redirect_stdio(int fd, const struct wrk_launch_spec *spec)
         child_fail(fd, STEP_STDERR);
 }
 
+/* The kernel reads maxnode - 1 bits of the mask (a historical off-by-one libnuma also
+ * pays), hence the + 1. */
+static long set_mempolicy_mask(int mode, const struct wrk_numa_mask *mask)
+{
+    return syscall(SYS_set_mempolicy, mode, mask->bits, (unsigned long)WRK_LAUNCH_NUMA_MAX + 1);
+}
+
+/* Preferred, not bound: see launch.h for why, and for which failures are only noted. */
+static void bind_memory(int fd, const struct prepared *prep)
+{
+    if (prep->mem.count == 0)
+        return;
+    /* Kernels before 5.15 refuse PREFERRED_MANY (EINVAL); the first node alone is next best. */
+    if (prep->mem.count > 1 && set_mempolicy_mask(MEMPOLICY_PREFERRED_MANY, &prep->mem) == 0)
+        return;
+    if (set_mempolicy_mask(MEMPOLICY_PREFERRED, &prep->mem_first) == 0)
+        return;
+    if (errno != EPERM && errno != ENOSYS)
+        child_fail(fd, STEP_MEMPOLICY);
+    child_report(fd, STEP_MEMPOLICY, 0);
+}
+
 static _Noreturn void run_child(int fd, const struct wrk_launch_spec *spec,
                                 const struct prepared *prep)
 {
@@ -202,6 +289,7 @@ static _Noreturn void run_child(int fd, const struct wrk_launch_spec *spec,
     set_limit(fd, RLIMIT_NOFILE, spec->max_open_files);
     if (spec->ncpus > 0 && sched_setaffinity(0, sizeof(prep->cpus), &prep->cpus) < 0)
         child_fail(fd, STEP_AFFINITY);
+    bind_memory(fd, prep);
     /* Whatever the worker left open (sockets, the SQLite file of a test harness) stays out
      * of the task; the failure pipe is close-on-exec already. */
     close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
@@ -226,24 +314,44 @@ static const char *step_detail(const struct wrk_launch_spec *spec, const struct 
     }
 }
 
-/* Reads the child's report: 0 when exec happened, else the child's errno as a negative. */
-static int await_exec(int fd, pid_t pid, const struct wrk_launch_spec *spec,
-                      const struct prepared *prep, struct gs_error *err)
+/* The child's next report; false at end of file (the exec happened). A short or garbled
+ * report reads as a failed exec. */
+static bool next_report(int fd, struct step_report *r)
 {
-    struct failure f;
     ssize_t n;
 
     do {
-        n = read(fd, &f, sizeof(f));
+        n = read(fd, r, sizeof(*r));
     } while (n < 0 && errno == EINTR);
     if (n == 0)
-        return 0;
-    if (n != (ssize_t)sizeof(f) || f.step < 0 || f.step > STEP_EXEC)
-        f = (struct failure){STEP_EXEC, EIO};
-    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-        ;
-    return gs_error_set(err, -f.err, 0, 0, "%s %s: %s", step_names[f.step],
-                        step_detail(spec, prep, f.step), gs_strerror(-f.err));
+        return false;
+    if (n != (ssize_t)sizeof(*r) || r->step < 0 || r->step > STEP_EXEC)
+        *r = (struct step_report){STEP_EXEC, EIO, 1};
+    return true;
+}
+
+/* Reads the child's reports: 0 when exec happened (err holding the note of a skipped step,
+ * if any), else the child's errno as a negative. */
+static int await_exec(int fd, pid_t pid, const struct wrk_launch_spec *spec,
+                      const struct prepared *prep, struct gs_error *err)
+{
+    struct step_report r;
+
+    while (next_report(fd, &r)) {
+        const char *detail = step_detail(spec, prep, r.step);
+
+        if (detail == NULL)
+            detail = "";
+        if (!r.fatal) {
+            gs_error_set(err, 0, 0, 0, "%s: %s", step_names[r.step], gs_strerror(-r.err));
+            continue;
+        }
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        return gs_error_set(err, -r.err, 0, 0, "%s%s%s: %s", step_names[r.step],
+                            detail[0] != '\0' ? " " : "", detail, gs_strerror(-r.err));
+    }
+    return 0;
 }
 
 int wrk_launch(const struct wrk_launch_spec *spec, pid_t *ret_pid, struct gs_error *err)
@@ -252,6 +360,7 @@ int wrk_launch(const struct wrk_launch_spec *spec, pid_t *ret_pid, struct gs_err
     int fds[2] = {-1, -1}, rc;
     pid_t pid;
 
+    gs_error_clear(err);
     if (spec == NULL || spec->argv == NULL || spec->argv[0] == NULL || spec->envp == NULL)
         return gs_error_set(err, -EINVAL, 0, 0, "task has no command");
     prep = malloc(sizeof(*prep));

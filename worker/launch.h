@@ -4,19 +4,30 @@
  * wrk_launch() forks, and the child puts itself in a new session (so the task and everything
  * it starts form one process group the worker can signal as a whole), redirects stdin from
  * /dev/null and stdout/stderr to the task's log files, changes directory, drops to the job's
- * user, applies resource limits and CPU affinity, and execs the command with exactly the
- * given environment. If anything before the exec fails, the child reports which step and
- * errno through a close-on-exec pipe, so the caller gets "chdir /x: No such file or
- * directory" instead of a task that mysteriously exits 127.
+ * user, applies resource limits, CPU affinity and a memory policy, and execs the command
+ * with exactly the given environment. If anything before the exec fails, the child reports
+ * which step and errno through a close-on-exec pipe, so the caller gets "chdir /x: No such
+ * file or directory" instead of a task that mysteriously exits 127.
+ *
+ * The memory policy prefers the NUMA nodes of the task's cores (MPOL_PREFERRED_MANY, or
+ * MPOL_PREFERRED on the first node where the kernel predates 5.15): allocations land next
+ * to the task's CPUs and GPU but still succeed elsewhere when those nodes are full, which a
+ * strict MPOL_BIND would turn into OOM kills. It is an optimisation, so the one refusal
+ * that says "not here" rather than "wrong request" — EPERM (Docker's default seccomp
+ * profile allows set_mempolicy only with CAP_SYS_NICE) or ENOSYS (a kernel without NUMA) —
+ * does not fail the task: it starts unbound and the caller gets a note. Any other failure
+ * (a node outside the cpuset, say) is a failed step like the rest.
  *
  * The child does only async-signal-safe work between fork and exec (the worker has libuv
- * threads): everything it needs — paths, argv, envp, the CPU mask — is prepared before fork.
+ * threads): everything it needs — paths, argv, envp, the CPU mask, the nodemasks — is
+ * prepared before fork; the child only makes system calls.
  * Reaping is the caller's: it learns of the exit through SIGCHLD/waitpid (see worker.c).
  * Thread: call from the worker's loop thread.
  */
 #ifndef WRK_LAUNCH_H
 #define WRK_LAUNCH_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -36,12 +47,33 @@ struct wrk_launch_spec {
     uint64_t max_open_files;  /* RLIMIT_NOFILE; 0 = inherit */
     int ncpus;                /* CPU affinity: OS indices of the PUs; 0 = no binding */
     const int *cpus;
+    int nmem_nodes;       /* memory policy: OS indices of the NUMA nodes to prefer, */
+    const int *mem_nodes; /* repeats and negatives (unknown) allowed; 0 = no policy */
+};
+
+/* NUMA node OS indices a memory policy can name; set_mempolicy's nodemask is this wide. */
+#define WRK_LAUNCH_NUMA_MAX 1024
+
+/* A set of NUMA nodes in the layout set_mempolicy(2) takes. */
+struct wrk_numa_mask {
+    unsigned long bits[WRK_LAUNCH_NUMA_MAX / (CHAR_BIT * sizeof(unsigned long))];
+    int count; /* distinct nodes in bits */
+    int first; /* the first node given (the node of the task's first core); -1 when none */
 };
 
 /*
+ * Folds n NUMA node OS indices into a mask, skipping negative (unknown) ones and repeats.
+ * Returns 0 with *ret_mask, or -EINVAL when a node is WRK_LAUNCH_NUMA_MAX or more (then
+ * *ret_mask is untouched). Pure; any thread.
+ */
+int wrk_launch_numa_mask(const int *nodes, int n, struct wrk_numa_mask *ret_mask);
+
+/*
  * Starts the task. On success stores the child's pid (which is also its process group and
- * session id) and returns 0. On failure returns a negative errno with err naming the step
- * ("exec python3: No such file or directory"); no child is left running.
+ * session id) and returns 0; err (may be NULL) then has code 0 and an empty message, or a
+ * note on a step the child skipped ("set_mempolicy: Operation not permitted") for the
+ * caller to log. On failure returns a negative errno with err naming the step ("exec
+ * python3: No such file or directory"); no child is left running.
  */
 int wrk_launch(const struct wrk_launch_spec *spec, pid_t *ret_pid, struct gs_error *err);
 

@@ -50,6 +50,8 @@ struct wrk_ctx {
     struct wrk_exit *exits;
     struct wrk_job *jobs;
     int open_handles;
+    bool warned_unbound;      /* said that a fake topology leaves tasks unbound */
+    bool warned_skipped_step; /* said that a task started without its memory policy */
     bool stopping;
     void (*stopped)(void *data);
     void *stopped_data;

@@ -3,9 +3,12 @@
  *
  * For each task of this node: the command (argv, or the script under /bin/sh -c), the
  * environment (worker/env.h), the output files from the job's patterns, the job's user,
- * limits, and CPU binding to the task's cores when the topology is this machine's (a fake
- * topology's core numbers mean nothing here, so binding is skipped). Every task gets a
- * result in the LaunchTasksReply; one that could not start also gets a TaskExit saying
+ * limits, and binding when the topology is this machine's: CPU affinity to the PUs of the
+ * task's cores, a memory policy preferring their NUMA nodes, and NCCL hints naming the NIC
+ * nearest the task's GPU. A fake topology (--topology FILE) names cores, nodes and NICs
+ * that mean nothing here, so all three are skipped, with one warning per worker rather
+ * than a line per task; the GSCHED_ variables still describe the placement. Every task gets
+ * a result in the LaunchTasksReply; one that could not start also gets a TaskExit saying
  * why, so the scheduler has a single path for "this task is over".
  */
 #define _GNU_SOURCE /* getpwuid_r */
@@ -35,6 +38,8 @@ struct launch {
     char user[64];
     char home[256];
     bool set_user;
+    bool bind;         /* the topology is this machine's: bind, and hint NCCL */
+    bool gpu_per_task; /* one task per GPU, each seeing all of them (see task_nic()) */
     Gs__TaskLaunchResult *results;
     Gs__TaskLaunchResult **result_ptrs;
     char (*messages)[256];
@@ -157,27 +162,71 @@ static int resolve_user(struct launch *l, char *why, size_t why_size)
     return 0;
 }
 
-/* The PUs of the task's cores, when the topology describes this machine. */
-static int task_cpus(const struct launch *l, const Gs__TaskAssignment *t, int **ret_cpus)
-{
-    const struct gs_topo *topo = l->w->topo;
-    size_t n = 0;
-    int *cpus;
+/* What one task is given beyond its assignment, from the topology; task_facts_release(). */
+struct task_facts {
+    const char **bus_ids;          /* of its GPUs; the strings are the topology's */
+    uint32_t *cores;               /* its cores, ascending, for GSCHED_CPUS */
+    const struct gs_topo_nic *nic; /* nearest its GPU; NULL when none is known */
+    int *cpus;                     /* the PUs of its cores, to bind to; none when unbound */
+    int ncpus;
+    int *nodes; /* the NUMA node of each core, in the scheduler's order; none when unbound */
+    int nnodes;
+};
 
-    *ret_cpus = NULL;
-    if (t->n_cores == 0 || topo == NULL || !gs_topo_is_this_system(topo))
+static void task_facts_release(struct task_facts *f)
+{
+    free(f->bus_ids);
+    free(f->cores);
+    free(f->cpus);
+    free(f->nodes);
+}
+
+/*
+ * The PUs and NUMA nodes of the task's cores, when the topology describes this machine. The
+ * nodes keep the scheduler's order, whose first cores sit nearest the task's GPU, so the
+ * first node is the one to prefer alone. A core the topology lacks (a stale view) is left out.
+ */
+static int task_binding(const struct launch *l, const Gs__TaskAssignment *t, struct task_facts *f)
+{
+    size_t npus = 0;
+
+    if (!l->bind || t->n_cores == 0)
         return 0;
-    cpus = calloc(t->n_cores * 8 + 1, sizeof(int));
-    if (cpus == NULL)
+    for (size_t i = 0; i < t->n_cores; i++) {
+        const struct gs_topo_core *core = gs_topo_core(l->w->topo, (int)t->cores[i]);
+
+        npus += core != NULL ? (size_t)core->npus : 0;
+    }
+    f->cpus = calloc(npus + 1, sizeof(*f->cpus));
+    f->nodes = calloc(t->n_cores, sizeof(*f->nodes));
+    if (f->cpus == NULL || f->nodes == NULL)
         return -ENOMEM;
     for (size_t i = 0; i < t->n_cores; i++) {
-        const struct gs_topo_core *core = gs_topo_core(topo, (int)t->cores[i]);
+        const struct gs_topo_core *core = gs_topo_core(l->w->topo, (int)t->cores[i]);
 
-        for (int p = 0; core != NULL && p < core->npus && p < 8; p++)
-            cpus[n++] = core->pus[p];
+        if (core == NULL)
+            continue;
+        for (int p = 0; p < core->npus; p++)
+            f->cpus[f->ncpus++] = core->pus[p];
+        f->nodes[f->nnodes++] = core->numa_node;
     }
-    *ret_cpus = cpus;
-    return (int)n;
+    return 0;
+}
+
+/*
+ * The NIC for the task's GPU. With one task per GPU each task sees all of the node's GPUs
+ * and drives GPU LOCAL_RANK (the one the scheduler put its cores next to); otherwise the
+ * task's first GPU stands for its set.
+ */
+static const struct gs_topo_nic *task_nic(const struct launch *l, const Gs__TaskAssignment *t)
+{
+    const struct gs_topo *topo = l->w->topo;
+    uint32_t gpu;
+
+    if (topo == NULL || t->n_gpus == 0)
+        return NULL;
+    gpu = l->gpu_per_task && t->local_rank < t->n_gpus ? t->gpus[t->local_rank] : t->gpus[0];
+    return gs_topo_nic(topo, gs_topo_gpu_nearest_nic(topo, (int)gpu));
 }
 
 static int output_path(const struct launch *l, const char *pattern, uint32_t rank,
@@ -196,77 +245,91 @@ static int cmp_u32(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* The PCI bus ids of the task's GPUs (borrowed from the topology), and its cores sorted. */
-static int task_facts(const struct launch *l, const Gs__TaskAssignment *t, const char ***ret_ids,
-                      uint32_t **ret_cores)
+/* Fills f (zeroed by the caller; release it even on failure). Returns 0 or -ENOMEM. */
+static int task_facts_init(const struct launch *l, const Gs__TaskAssignment *t,
+                           struct task_facts *f)
 {
-    const char **ids = calloc(t->n_gpus + 1, sizeof(*ids));
-    uint32_t *cores = calloc(t->n_cores + 1, sizeof(*cores));
-
-    if (ids == NULL || cores == NULL) {
-        free(ids);
-        free(cores);
+    f->bus_ids = calloc(t->n_gpus + 1, sizeof(*f->bus_ids));
+    f->cores = calloc(t->n_cores + 1, sizeof(*f->cores));
+    if (f->bus_ids == NULL || f->cores == NULL)
         return -ENOMEM;
-    }
     for (size_t i = 0; i < t->n_gpus; i++) {
         const struct gs_topo_gpu *g =
             l->w->topo != NULL ? gs_topo_gpu(l->w->topo, (int)t->gpus[i]) : NULL;
-        ids[i] = g != NULL ? g->pci_bus_id : "";
+        f->bus_ids[i] = g != NULL ? g->pci_bus_id : "";
     }
     if (t->n_cores > 0) {
-        memcpy(cores, t->cores, t->n_cores * sizeof(*cores));
-        qsort(cores, t->n_cores, sizeof(*cores), cmp_u32);
+        memcpy(f->cores, t->cores, t->n_cores * sizeof(*f->cores));
+        qsort(f->cores, t->n_cores, sizeof(*f->cores), cmp_u32);
     }
-    *ret_ids = ids;
-    *ret_cores = cores;
-    return 0;
+    f->nic = task_nic(l, t);
+    return task_binding(l, t, f);
+}
+
+static int build_task_env(const struct launch *l, const Gs__TaskAssignment *t,
+                          const struct task_facts *f, char ***ret_envp)
+{
+    struct wrk_task_env te = {
+        .job_id = l->msg->job_id,
+        .job_name = l->msg->job_name,
+        .nodelist = l->nodelist,
+        .rank = t->rank,
+        .local_rank = t->local_rank,
+        .world_size = l->msg->world_size,
+        .local_world_size = (uint32_t)l->msg->n_tasks,
+        .node_rank = l->node_rank,
+        .master_addr = l->msg->master_addr,
+        .master_port = l->msg->master_port,
+        .gpus = t->gpus,
+        .ngpus = t->n_gpus,
+        .user = l->user[0] ? l->user : NULL,
+        .home = l->home[0] ? l->home : NULL,
+        .job_env = l->job_env,
+        .gpu_bus_ids = f->bus_ids,
+        .cores = f->cores,
+        .ncores = t->n_cores,
+        .nic_name = f->nic != NULL ? f->nic->name : NULL,
+        .nic_ib_device = f->nic != NULL ? f->nic->ib_device : NULL,
+        .nccl_nic_hints = l->bind,
+    };
+
+    return wrk_env_build(&te, ret_envp);
+}
+
+/* A step the child skipped (see wrk_launch()) is worth one line per worker, not per task. */
+static void note_skipped_step(struct launch *l, const Gs__TaskAssignment *t,
+                              const struct gs_error *err)
+{
+    if (err->msg[0] == '\0' || l->w->warned_skipped_step)
+        return;
+    l->w->warned_skipped_step = true;
+    GS_LOG(GS_LOG_WARN,
+           "job=%llu rank=%u error=\"%s\" task started without its memory policy; said once "
+           "per worker",
+           (unsigned long long)l->msg->job_id, t->rank, err->msg);
 }
 
 static int start_task(struct launch *l, const Gs__TaskAssignment *t, struct gs_error *err)
 {
     const Gs__RunSpec *run = l->msg->run;
     const Gs__TaskLimits *lim = l->msg->limits;
-    struct wrk_task_env te = {l->msg->job_id,
-                              l->msg->job_name,
-                              l->nodelist,
-                              t->rank,
-                              t->local_rank,
-                              l->msg->world_size,
-                              (uint32_t)l->msg->n_tasks,
-                              l->node_rank,
-                              l->msg->master_addr,
-                              l->msg->master_port,
-                              t->gpus,
-                              t->n_gpus,
-                              l->user[0] ? l->user : NULL,
-                              l->home[0] ? l->home : NULL,
-                              l->job_env,
-                              NULL,
-                              NULL,
-                              0};
     struct gs_buf out = GS_BUF_INIT, errp = GS_BUF_INIT;
     struct wrk_launch_spec spec = {.argv = l->argv};
+    struct task_facts f = {0};
     char **envp = NULL;
-    const char **bus_ids = NULL;
-    uint32_t *cores = NULL;
-    int *cpus = NULL, ncpus, rc;
+    int rc;
 
-    rc = task_facts(l, t, &bus_ids, &cores);
-    te.gpu_bus_ids = bus_ids;
-    te.cores = cores;
-    te.ncores = t->n_cores;
+    rc = task_facts_init(l, t, &f);
     if (rc == 0)
-        rc = wrk_env_build(&te, &envp);
+        rc = build_task_env(l, t, &f, &envp);
     if (rc == 0)
         rc =
             output_path(l, run->stdout_pattern[0] ? run->stdout_pattern : GS_JOBSPEC_DEFAULT_STDOUT,
                         t->rank, &out);
     if (rc == 0 && run->stderr_pattern[0] != '\0')
         rc = output_path(l, run->stderr_pattern, t->rank, &errp);
-    ncpus = rc == 0 ? task_cpus(l, t, &cpus) : 0;
-    if (rc < 0 || ncpus < 0) {
-        rc = gs_error_set(err, rc < 0 ? rc : ncpus, 0, 0, "cannot prepare the task: %s",
-                          gs_strerror(rc < 0 ? rc : ncpus));
+    if (rc < 0) {
+        rc = gs_error_set(err, rc, 0, 0, "cannot prepare the task: %s", gs_strerror(rc));
         goto out;
     }
     spec.envp = envp;
@@ -278,15 +341,17 @@ static int start_task(struct launch *l, const Gs__TaskAssignment *t, struct gs_e
     spec.gid = l->msg->user != NULL ? l->msg->user->gid : 0;
     spec.mem_limit_bytes = lim != NULL ? lim->mem_limit_mib << 20 : 0;
     spec.max_open_files = lim != NULL ? lim->max_open_files : 0;
-    spec.ncpus = ncpus;
-    spec.cpus = cpus;
+    spec.ncpus = f.ncpus;
+    spec.cpus = f.cpus;
+    spec.nmem_nodes = f.nnodes;
+    spec.mem_nodes = f.nodes;
     rc = wrk_tasks_start(l->w->tasks, l->msg->job_id, t->rank, &spec,
                          lim != NULL ? lim->time_limit_s * 1000 : 0, err);
+    if (rc == 0)
+        note_skipped_step(l, t, err);
 out:
     wrk_env_free(envp);
-    free(bus_ids);
-    free(cores);
-    free(cpus);
+    task_facts_release(&f);
     gs_buf_release(&out);
     gs_buf_release(&errp);
     return rc;
@@ -319,6 +384,38 @@ static void send_reply(struct launch *l, uint64_t request_id)
     wrk_send(l->w, &env);
 }
 
+static bool one_task_per_gpu(const Gs__LaunchTasks *m)
+{
+    const Gs__TaskAssignment *first = m->n_tasks > 0 ? m->tasks[0] : NULL;
+
+    for (size_t i = 0; first != NULL && i < m->n_tasks; i++) {
+        const Gs__TaskAssignment *t = m->tasks[i];
+
+        if (t->n_gpus != m->n_tasks ||
+            memcmp(t->gpus, first->gpus, t->n_gpus * sizeof(*t->gpus)) != 0)
+            return false;
+    }
+    return first != NULL;
+}
+
+/* Whether binding is possible, saying once per worker when it is not but would matter. */
+static void decide_binding(struct launch *l)
+{
+    bool wanted = false;
+
+    l->bind = l->w->topo != NULL && gs_topo_is_this_system(l->w->topo);
+    l->gpu_per_task = one_task_per_gpu(l->msg);
+    for (size_t i = 0; i < l->msg->n_tasks; i++)
+        wanted = wanted || l->msg->tasks[i]->n_cores > 0 || l->msg->tasks[i]->n_gpus > 0;
+    if (l->bind || !wanted || l->w->warned_unbound)
+        return;
+    l->w->warned_unbound = true;
+    GS_LOG(GS_LOG_WARN,
+           "job=%llu the topology does not describe this machine: tasks start without cpu or "
+           "memory binding and without nccl nic hints; said once per worker",
+           (unsigned long long)l->msg->job_id);
+}
+
 static int prepare(struct launch *l, char *why, size_t why_size)
 {
     size_t n = l->msg->n_tasks;
@@ -336,6 +433,7 @@ static int prepare(struct launch *l, char *why, size_t why_size)
         l->result_ptrs[i] = &l->results[i];
     }
     describe_allocation(l);
+    decide_binding(l);
     rc = resolve_user(l, why, why_size);
     if (rc == 0 && (rc = build_argv(l)) == -EINVAL)
         snprintf(why, why_size, "the job has no command or script");

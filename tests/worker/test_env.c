@@ -1,6 +1,7 @@
 /*
  * test_env.c: a task's environment carries what torchrun/DDP scripts read, overriding the
- * job's variables of the same name but keeping the rest in order.
+ * job's variables of the same name but keeping the rest in order; NCCL's NIC hints only
+ * fill gaps the job left, and only for a NIC of this machine.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -99,5 +100,68 @@ Test(env, bus_ids_and_cores_are_listed)
     cr_assert_eq(wrk_env_build(&in, &envp), 0);
     cr_assert_str_eq(get(envp, "GSCHED_CPUS"), "");
     cr_assert_null(get(envp, "GSCHED_GPU_BUS_IDS"));
+    wrk_env_free(envp);
+}
+
+Test(env, nic_nearest_the_gpu_is_hinted_to_nccl)
+{
+    uint32_t gpus[] = {3};
+    struct wrk_task_env in = {.gpus = gpus,
+                              .ngpus = 1,
+                              .nic_name = "ibp27s0",
+                              .nic_ib_device = "mlx5_3",
+                              .nccl_nic_hints = true};
+    char **envp = NULL;
+
+    cr_assert_eq(wrk_env_build(&in, &envp), 0);
+    cr_assert_str_eq(get(envp, "NCCL_SOCKET_IFNAME"), "=ibp27s0", "exactly it, not a prefix");
+    cr_assert_str_eq(get(envp, "NCCL_IB_HCA"), "=mlx5_3", "not mlx5_30 too");
+    cr_assert_str_eq(get(envp, "GSCHED_NIC"), "ibp27s0", "the interface names it first");
+    wrk_env_free(envp);
+}
+
+Test(env, nccl_hints_never_override_the_jobs_own)
+{
+    char *job_env[] = {"NCCL_IB_HCA=mlx5_0,mlx5_1", "NCCL_SOCKET_IFNAME=", "GSCHED_NIC=x", NULL};
+    struct wrk_task_env in = {.job_env = job_env,
+                              .nic_name = "ens1f0",
+                              .nic_ib_device = "mlx5_3",
+                              .nccl_nic_hints = true};
+    char **envp = NULL;
+
+    cr_assert_eq(wrk_env_build(&in, &envp), 0);
+    cr_assert_str_eq(get(envp, "NCCL_IB_HCA"), "mlx5_0,mlx5_1");
+    cr_assert_str_eq(get(envp, "NCCL_SOCKET_IFNAME"), "", "an empty value is the job's too");
+    cr_assert_str_eq(envp[0], "NCCL_IB_HCA=mlx5_0,mlx5_1", "kept in place");
+    cr_assert_str_eq(get(envp, "GSCHED_NIC"), "ens1f0", "gsched's own name is gsched's");
+    wrk_env_free(envp);
+}
+
+Test(env, only_known_nic_names_are_set)
+{
+    struct wrk_task_env in = {.nic_name = "", .nic_ib_device = "mlx5_2", .nccl_nic_hints = true};
+    char **envp = NULL;
+
+    cr_assert_eq(wrk_env_build(&in, &envp), 0);
+    cr_assert_null(get(envp, "NCCL_SOCKET_IFNAME"), "no interface, no hint");
+    cr_assert_str_eq(get(envp, "NCCL_IB_HCA"), "=mlx5_2");
+    cr_assert_str_eq(get(envp, "GSCHED_NIC"), "mlx5_2", "the rdma device when no interface");
+    wrk_env_free(envp);
+    in.nic_ib_device = NULL;
+    cr_assert_eq(wrk_env_build(&in, &envp), 0);
+    cr_assert_null(get(envp, "NCCL_IB_HCA"));
+    cr_assert_null(get(envp, "GSCHED_NIC"));
+    wrk_env_free(envp);
+}
+
+Test(env, a_fake_topologys_nic_is_shown_but_not_hinted)
+{
+    struct wrk_task_env in = {.nic_name = "ens1f0", .nic_ib_device = "mlx5_0"};
+    char **envp = NULL;
+
+    cr_assert_eq(wrk_env_build(&in, &envp), 0);
+    cr_assert_str_eq(get(envp, "GSCHED_NIC"), "ens1f0");
+    cr_assert_null(get(envp, "NCCL_SOCKET_IFNAME"), "NCCL would look for it here and fail");
+    cr_assert_null(get(envp, "NCCL_IB_HCA"));
     wrk_env_free(envp);
 }

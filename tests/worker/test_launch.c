@@ -1,15 +1,23 @@
 /*
  * test_launch.c: a task starts as a real process in its own session with its log files,
- * directory, environment, user, limits and CPU binding; every failure before exec is
- * reported with the step that failed; signalling the group reaches grandchildren.
+ * directory, environment, user, limits, CPU binding and memory policy; every failure before
+ * exec is reported with the step that failed; signalling the group reaches grandchildren.
+ * The memory policy is read back by the show_binding helper, from the kernel.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <limits.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -218,4 +226,201 @@ Test(launch, runs_as_the_jobs_user_and_logs_belong_to_it)
     cr_assert_str_eq(out, "65534\n65534\n");
     cr_assert_eq(stat(out_path, &st), 0);
     cr_assert_eq(st.st_uid, 65534, "the log file was created as the job's user");
+}
+
+#define LONG_BITS ((int)(CHAR_BIT * sizeof(unsigned long)))
+
+static bool mask_has(const struct wrk_numa_mask *m, int node)
+{
+    return (m->bits[node / LONG_BITS] >> (node % LONG_BITS)) & 1UL;
+}
+
+Test(launch, numa_mask_holds_each_known_node_once)
+{
+    int nodes[] = {1, 0, 1, -1, 65, 0, WRK_LAUNCH_NUMA_MAX - 1};
+    struct wrk_numa_mask m;
+    int set = 0;
+
+    cr_assert_eq(wrk_launch_numa_mask(nodes, 7, &m), 0);
+    cr_assert_eq(m.count, 4, "repeats and unknown (-1) nodes are not counted");
+    cr_assert_eq(m.first, 1, "the first core's node, the one to prefer alone");
+    for (int node = 0; node < WRK_LAUNCH_NUMA_MAX; node++)
+        set += mask_has(&m, node);
+    cr_assert_eq(set, 4);
+    cr_assert(mask_has(&m, 0) && mask_has(&m, 1) && mask_has(&m, 65));
+    cr_assert(mask_has(&m, WRK_LAUNCH_NUMA_MAX - 1), "the last bit of the last word");
+}
+
+Test(launch, numa_mask_of_no_known_node_is_empty)
+{
+    int unknown[] = {-1, -1};
+    struct wrk_numa_mask m;
+
+    cr_assert_eq(wrk_launch_numa_mask(NULL, 0, &m), 0);
+    cr_assert_eq(m.count, 0);
+    cr_assert_eq(m.first, -1);
+    cr_assert_eq(wrk_launch_numa_mask(unknown, 2, &m), 0);
+    cr_assert_eq(m.count, 0);
+    for (size_t i = 0; i < sizeof(m.bits) / sizeof(m.bits[0]); i++)
+        cr_assert_eq(m.bits[i], 0UL);
+}
+
+Test(launch, numa_mask_rejects_nodes_past_its_width)
+{
+    int nodes[] = {3, WRK_LAUNCH_NUMA_MAX};
+    struct wrk_numa_mask m, before;
+
+    memset(&m, 0xab, sizeof(m));
+    before = m;
+    cr_assert_eq(wrk_launch_numa_mask(nodes, 2, &m), -EINVAL);
+    cr_assert_eq(memcmp(&m, &before, sizeof(m)), 0, "untouched on failure");
+}
+
+/* The NUMA nodes this process may allocate on (Mems_allowed_list), at most max of them. */
+static int allowed_nodes(int *out, int max)
+{
+    char line[4096], *p = NULL;
+    FILE *f = fopen("/proc/self/status", "r");
+    int n = 0;
+
+    cr_assert_not_null(f);
+    while (p == NULL && fgets(line, sizeof(line), f) != NULL) {
+        if (strncmp(line, "Mems_allowed_list:", 18) == 0)
+            p = line + 18;
+    }
+    fclose(f);
+    cr_assert_not_null(p, "no Mems_allowed_list in /proc/self/status");
+    while (n < max && *p != '\0' && *p != '\n') {
+        char *end;
+        long lo = strtol(p, &end, 10), hi = lo;
+
+        if (*end == '-')
+            hi = strtol(end + 1, &end, 10);
+        for (long node = lo; node <= hi && n < max; node++)
+            out[n++] = (int)node;
+        p = *end == ',' ? end + 1 : end;
+    }
+    return n;
+}
+
+/* Runs show_binding with spec; returns its line, and the launch's note in *note. */
+static void show_binding(struct wrk_launch_spec *spec, char *out, size_t size,
+                         struct gs_error *note)
+{
+    char *argv[] = {SHOW_BINDING, NULL};
+    pid_t pid = -1;
+    int status = -1;
+
+    spec->argv = argv;
+    spec->envp = env_default;
+    spec->stdout_path = out_path;
+    cr_assert_eq(wrk_launch(spec, &pid, note), 0, "%s", note->msg);
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert_eq(status, 0, "show_binding failed");
+    slurp(out_path, out, size);
+    spec->argv = NULL;
+}
+
+/* What a task reports when its memory policy was refused (EPERM under a seccomp profile,
+ * ENOSYS without NUMA): the launch succeeded with a note, and the task is unbound. */
+static bool policy_refused(const struct gs_error *note, const char *out)
+{
+    if (note->msg[0] == '\0')
+        return false;
+    cr_assert_eq(note->code, 0, "a note, not an error");
+    cr_assert_not_null(strstr(note->msg, "set_mempolicy: "), "%s", note->msg);
+    cr_assert_not_null(strstr(out, "mempolicy=default"), "%s", out);
+    return true;
+}
+
+Test(launch, memory_prefers_the_numa_node_of_the_tasks_cores)
+{
+    int node, cpus[] = {0}, nodes[3];
+    struct wrk_launch_spec spec = {.ncpus = 1, .cpus = cpus, .nmem_nodes = 3, .mem_nodes = nodes};
+    struct gs_error note;
+    char out[256], want[128];
+
+    cr_assert_eq(allowed_nodes(&node, 1), 1);
+    nodes[0] = node;
+    nodes[1] = -1;
+    nodes[2] = node;
+    show_binding(&spec, out, sizeof(out), &note);
+    if (policy_refused(&note, out))
+        cr_skip_test("set_mempolicy refused here: %s", note.msg);
+    snprintf(want, sizeof(want), "cpus=0 mempolicy=preferred nodes=%d\n", node);
+    cr_assert_str_eq(out, want);
+}
+
+Test(launch, memory_prefers_all_the_nodes_of_a_task_spanning_several)
+{
+    int nodes[2];
+    struct wrk_launch_spec spec = {.nmem_nodes = 2, .mem_nodes = nodes};
+    struct gs_error note;
+    char out[256], want[128];
+
+    if (allowed_nodes(nodes, 2) < 2)
+        cr_skip_test("one NUMA node here");
+    show_binding(&spec, out, sizeof(out), &note);
+    if (policy_refused(&note, out))
+        cr_skip_test("set_mempolicy refused here: %s", note.msg);
+    /* preferred_many since Linux 5.15; before, the first node alone. */
+    snprintf(want, sizeof(want), "mempolicy=preferred nodes=%d\n", nodes[0]);
+    if (strstr(out, "preferred_many") != NULL)
+        snprintf(want, sizeof(want), "mempolicy=preferred_many nodes=%d,%d\n", nodes[0], nodes[1]);
+    cr_assert_not_null(strstr(out, want), "%s lacks %s", out, want);
+}
+
+Test(launch, memory_policy_failures_are_reported_as_a_step)
+{
+    int absent[] = {WRK_LAUNCH_NUMA_MAX - 1}, too_wide[] = {WRK_LAUNCH_NUMA_MAX};
+    struct wrk_launch_spec a = {.nmem_nodes = 1, .mem_nodes = too_wide};
+    struct wrk_launch_spec b = {.nmem_nodes = 1, .mem_nodes = absent};
+    char *ok[] = {"/bin/true", NULL};
+    struct gs_error err;
+    pid_t pid = 4242;
+    int rc;
+
+    a.argv = b.argv = ok;
+    a.envp = b.envp = env_default;
+    assert_launch_fails(&a, -EINVAL, "numa node out of range");
+    rc = wrk_launch(&b, &pid, &err);
+    if (rc == 0) {
+        waitpid(pid, NULL, 0);
+        cr_assert_not_null(strstr(err.msg, "set_mempolicy: "), "%s", err.msg);
+        cr_skip_test("set_mempolicy refused here: %s", err.msg);
+    }
+    cr_assert_eq(rc, -EINVAL, "a node this machine lacks: %s", err.msg);
+    cr_assert_str_eq(err.msg, "set_mempolicy: Invalid argument");
+    cr_assert_eq(pid, 4242, "pid written on failure");
+}
+
+/* Makes set_mempolicy fail with EPERM in this test's process and its children, as Docker's
+ * default seccomp profile does without CAP_SYS_NICE. */
+static void refuse_set_mempolicy(void)
+{
+    struct sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_set_mempolicy, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {sizeof(filter) / sizeof(filter[0]), filter};
+
+    cr_assert_eq(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+    cr_assert_eq(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), 0);
+}
+
+Test(launch, refused_memory_policy_starts_the_task_with_a_note)
+{
+    int cpus[] = {0}, nodes[] = {0};
+    struct wrk_launch_spec spec = {.ncpus = 1, .cpus = cpus, .nmem_nodes = 1, .mem_nodes = nodes};
+    struct gs_error note;
+    char out[256];
+
+    cr_assert_eq(allowed_nodes(nodes, 1), 1);
+    refuse_set_mempolicy();
+    show_binding(&spec, out, sizeof(out), &note);
+    cr_assert_eq(note.code, 0);
+    cr_assert_str_eq(note.msg, "set_mempolicy: Operation not permitted");
+    cr_assert_str_eq(out, "cpus=0 mempolicy=default nodes=\n", "bound to its CPUs all the same");
 }

@@ -3,16 +3,26 @@
  * private loop: it registers its topology, heartbeats, runs the tasks it is given with the
  * right environment and files, reports exits (and launch failures) until acknowledged,
  * survives losing the scheduler with its tasks still running, obeys SignalTasks, and
- * answers log reads under their request ids.
+ * answers log reads under their request ids. Binding: on a fake topology (suite worker)
+ * tasks run unbound with one warning per worker; on this machine's own topology with
+ * synthetic GPUs (suite worker_on_this_machine) each task runs on its cores' PUs, prefers
+ * their NUMA node and is pointed at its GPU's NIC, as the show_binding helper reads back.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "proto/conn.h"
 #include "worker/worker.h"
 
@@ -34,6 +44,7 @@ static uint64_t last_request_id;
 static Gs__LogsReply last_logs; /* scalars only; its strings are copied below */
 static char last_logs_data[64], last_logs_node[64], last_error[256];
 static int32_t last_error_code;
+static int log_fd = -1;
 
 static void send_env(Gs__Envelope *env)
 {
@@ -77,7 +88,7 @@ static void on_sched_message(struct gs_proto_conn *c, const Gs__Envelope *env, v
     case GS__ENVELOPE__BODY_NODE_REGISTER:
         registers++;
         cr_assert_str_eq(env->node_register->topology->node_name, "node1");
-        cr_assert_eq(env->node_register->topology->n_gpus, 4);
+        cr_assert_eq(env->node_register->topology->n_gpus, (size_t)gs_topo_ngpus(topo));
         last_running_reported = (int)env->node_register->n_running;
         reply_register();
         break;
@@ -143,20 +154,25 @@ static void on_worker_connection(uv_stream_t *srv, int status)
     cr_assert_eq(gs_proto_conn_start(sched_conn), 0);
 }
 
-static void setup(void)
+/* Starts a worker on topts's topology, its warnings going to worker.log in the test's dir. */
+static void start_worker(const struct gs_topo_opts *topts)
 {
-    struct gs_topo_opts topts = {.xml_path = GSCHED_TOPOLOGIES "/cpu-only.xml", .fake_gpus = 4};
     struct sockaddr_storage addr;
     int len = sizeof(addr);
     struct wrk_opts opts = {.node_name = "node1", .address = "127.0.0.1", .grace_ms = 200};
     struct gs_error err;
     struct sockaddr_in bind_addr;
+    char log_path[128];
 
     signal(SIGPIPE, SIG_IGN);
     snprintf(dir, sizeof(dir), "/tmp/gsched-worker-XXXXXX");
     cr_assert_not_null(mkdtemp(dir));
+    snprintf(log_path, sizeof(log_path), "%s/worker.log", dir);
+    log_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    cr_assert_geq(log_fd, 0);
+    gs_log_setup("test_worker", GS_LOG_WARN, log_fd);
     cr_assert_eq(uv_loop_init(&loop), 0);
-    cr_assert_eq(gs_topo_load(&topts, &topo, &err), 0, "%s", err.msg);
+    cr_assert_eq(gs_topo_load(topts, &topo, &err), 0, "%s", err.msg);
     uv_ip4_addr("127.0.0.1", 0, &bind_addr);
     cr_assert_eq(uv_tcp_init(&loop, &server), 0);
     cr_assert_eq(uv_tcp_bind(&server, (const struct sockaddr *)&bind_addr, 0), 0);
@@ -170,6 +186,22 @@ static void setup(void)
     registers = heartbeats = replies = nexits = log_replies = errors = 0;
     ack_exits = true;
     stopped = false;
+}
+
+/* A fake 4-GPU node: its cores and NIC are another machine's, so nothing is bound. */
+static void setup(void)
+{
+    struct gs_topo_opts topts = {.xml_path = GSCHED_TOPOLOGIES "/cpu-only.xml", .fake_gpus = 4};
+
+    start_worker(&topts);
+}
+
+/* This machine with two synthetic GPUs: its cores and NICs are real, so tasks are bound. */
+static void setup_this_machine(void)
+{
+    struct gs_topo_opts topts = {.fake_gpus = 2};
+
+    start_worker(&topts);
 }
 
 static void on_stopped(void *data)
@@ -190,11 +222,14 @@ static void teardown(void)
     cr_assert(stopped);
     cr_assert_eq(uv_loop_close(&loop), 0, "handles leaked");
     gs_topo_free(topo);
+    gs_log_setup("test_worker", GS_LOG_WARN, 2);
+    close(log_fd);
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
     cr_assert_eq(system(cmd), 0);
 }
 
 TestSuite(worker, .init = setup, .fini = teardown, .timeout = 60);
+TestSuite(worker_on_this_machine, .init = setup_this_machine, .fini = teardown, .timeout = 60);
 
 static void on_deadline(uv_timer_t *t)
 {
@@ -233,8 +268,17 @@ static void run_until_acked(void)
     cr_assert_eq(wrk_unacked_exits(worker), 0, "acknowledged exits are forgotten");
 }
 
-/* Sends a LaunchTasks for job_id with ntasks tasks on node1, two fake GPUs each. */
-static void launch(uint64_t job_id, int ntasks, char **argv, size_t argc, const char *script)
+/* Where launch_laid_out() puts task i: GPUs gpus[i] (ngpus of them) and, when ncores > 0,
+ * cores i * ncores up to (i + 1) * ncores - 1. */
+struct layout {
+    uint32_t gpus[4][2];
+    size_t ngpus;
+    size_t ncores;
+};
+
+/* Sends a LaunchTasks for job_id with ntasks tasks on node1, laid out as given. */
+static void launch_laid_out(uint64_t job_id, int ntasks, char **argv, size_t argc,
+                            const char *script, const struct layout *layout)
 {
     Gs__LaunchTasks msg = GS__LAUNCH_TASKS__INIT;
     Gs__RunSpec run = GS__RUN_SPEC__INIT;
@@ -242,15 +286,22 @@ static void launch(uint64_t job_id, int ntasks, char **argv, size_t argc, const 
     Gs__TaskAssignment tasks[4], *task_ptrs[4];
     Gs__LaunchTasks__EnvEntry e = GS__LAUNCH_TASKS__ENV_ENTRY__INIT, *envs[] = {&e};
     Gs__Envelope env = GS__ENVELOPE__INIT;
-    uint32_t gpus[4][2] = {{0, 1}, {2, 3}, {0, 1}, {2, 3}};
+    struct layout l = *layout;
+    uint32_t cores[4][4];
 
+    cr_assert_leq(ntasks, 4);
+    cr_assert_leq(l.ncores, 4);
     alloc.node_name = "node1";
     for (int i = 0; i < ntasks; i++) {
         gs__task_assignment__init(&tasks[i]);
         tasks[i].rank = (uint32_t)i;
         tasks[i].local_rank = (uint32_t)i;
-        tasks[i].n_gpus = 2;
-        tasks[i].gpus = gpus[i];
+        tasks[i].n_gpus = l.ngpus;
+        tasks[i].gpus = l.gpus[i];
+        for (size_t c = 0; c < l.ncores; c++)
+            cores[i][c] = (uint32_t)(i * l.ncores + c);
+        tasks[i].n_cores = l.ncores;
+        tasks[i].cores = cores[i];
         task_ptrs[i] = &tasks[i];
     }
     run.n_argv = argc;
@@ -277,6 +328,14 @@ static void launch(uint64_t job_id, int ntasks, char **argv, size_t argc, const 
     env.body_case = GS__ENVELOPE__BODY_LAUNCH_TASKS;
     env.launch_tasks = &msg;
     send_env(&env);
+}
+
+/* Sends a LaunchTasks for job_id with ntasks tasks on node1, two fake GPUs each, no cores. */
+static void launch(uint64_t job_id, int ntasks, char **argv, size_t argc, const char *script)
+{
+    static const struct layout two_gpus_each = {{{0, 1}, {2, 3}, {0, 1}, {2, 3}}, 2, 0};
+
+    launch_laid_out(job_id, ntasks, argv, argc, script, &two_gpus_each);
 }
 
 static void slurp(const char *name, char *out, size_t size)
@@ -422,4 +481,176 @@ Test(worker, serves_log_reads_under_the_request_id)
     cr_assert_eq(last_error_code, -ENOENT);
     snprintf(want, sizeof(want), "node1: %s: No such file or directory", missing);
     cr_assert_str_eq(last_error, want);
+}
+
+/* How many lines of the worker's log contain needle. */
+static int log_lines_with(const char *needle)
+{
+    char line[1024];
+    int n = 0;
+    FILE *f;
+
+    snprintf(line, sizeof(line), "%s/worker.log", dir);
+    f = fopen(line, "r");
+    cr_assert_not_null(f);
+    while (fgets(line, sizeof(line), f) != NULL)
+        n += strstr(line, needle) != NULL;
+    fclose(f);
+    return n;
+}
+
+/* The show_binding line, then what the task was told about its cores and NIC. */
+#define BINDING_SCRIPT                                                                             \
+    "'" SHOW_BINDING "'; echo gsched_cpus=$GSCHED_CPUS nic=${GSCHED_NIC-unset} "                   \
+    "ifname=${NCCL_SOCKET_IFNAME-unset} hca=${NCCL_IB_HCA-unset}"
+
+static const char *or_unset(const char *s)
+{
+    return s != NULL && s[0] != '\0' ? s : "unset";
+}
+
+/* The NIC a task on gpu is pointed at, as BINDING_SCRIPT prints it. */
+static void nic_line(int gpu, bool hinted, char *out, size_t size)
+{
+    const struct gs_topo_nic *nic = gs_topo_nic(topo, gs_topo_gpu_nearest_nic(topo, gpu));
+    const char *name = nic != NULL ? nic->name : NULL, *ib = nic != NULL ? nic->ib_device : NULL;
+
+    char ifname[80] = "unset", hca[80] = "unset";
+
+    if (hinted && name != NULL && name[0] != '\0')
+        snprintf(ifname, sizeof(ifname), "=%s", name);
+    if (hinted && ib != NULL && ib[0] != '\0')
+        snprintf(hca, sizeof(hca), "=%s", ib);
+    snprintf(out, size, "nic=%s ifname=%s hca=%s",
+             or_unset(name != NULL && name[0] != '\0' ? name : ib), ifname, hca);
+}
+
+/* This process's Cpus_allowed_list: where an unbound task may run too. */
+static void own_cpus(char *out, size_t size)
+{
+    char line[4096];
+    FILE *f = fopen("/proc/self/status", "r");
+
+    cr_assert_not_null(f);
+    out[0] = '\0';
+    while (out[0] == '\0' && fgets(line, sizeof(line), f) != NULL) {
+        if (strncmp(line, "Cpus_allowed_list:\t", 19) == 0)
+            snprintf(out, size, "%.*s", (int)strcspn(line + 19, "\n"), line + 19);
+    }
+    fclose(f);
+    cr_assert_neq(out[0], '\0');
+}
+
+Test(worker, fake_topology_leaves_tasks_unbound_and_says_so_once)
+{
+    static const struct layout two_cores_each = {{{0, 1}, {2, 3}, {0, 1}, {2, 3}}, 2, 2};
+    char out[512], want[1024], cpus[256], nic[256];
+
+    run_until(&registers, 1, "registration");
+    launch_laid_out(10, 2, NULL, 0, BINDING_SCRIPT, &two_cores_each);
+    run_until(&nexits, 2, "the first job's tasks");
+    launch_laid_out(11, 2, NULL, 0, BINDING_SCRIPT, &two_cores_each);
+    run_until(&nexits, 4, "the second job's tasks");
+    cr_assert_eq(log_lines_with("does not describe this machine"), 1,
+                 "one warning per worker, not per task or job");
+    own_cpus(cpus, sizeof(cpus));
+    nic_line(2, false, nic, sizeof(nic));
+    snprintf(want, sizeof(want), "cpus=%s mempolicy=default nodes=\ngsched_cpus=2-3 %s\n", cpus,
+             nic);
+    slurp("out-11-1.txt", out, sizeof(out));
+    cr_assert_str_eq(out, want, "unbound, the placement still shown, NCCL left alone");
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    return *(const int *)a - *(const int *)b;
+}
+
+/* "0-1,4": a core's PUs (OS indices) as the kernel lists CPUs. */
+static void format_pus(const struct gs_topo_core *core, char *out, size_t size)
+{
+    int pus[64], n = core->npus < 64 ? core->npus : 64;
+    size_t off = 0;
+
+    memcpy(pus, core->pus, (size_t)n * sizeof(int));
+    qsort(pus, (size_t)n, sizeof(int), cmp_int);
+    out[0] = '\0';
+    for (int i = 0; i < n && off < size; i++) {
+        int j = i;
+
+        while (j + 1 < n && pus[j + 1] == pus[j] + 1)
+            j++;
+        off += (size_t)snprintf(out + off, size - off, "%s%d", i > 0 ? "," : "", pus[i]);
+        if (j > i && off < size)
+            off += (size_t)snprintf(out + off, size - off, "-%d", pus[j]);
+        i = j;
+    }
+}
+
+Test(worker_on_this_machine, binds_each_task_next_to_its_gpu)
+{
+    /* One task per GPU, each seeing both, as the scheduler sends them; one core each. */
+    static const struct layout per_gpu = {{{0, 1}, {0, 1}}, 2, 1};
+    int ntasks = gs_topo_ncores(topo) >= 2 ? 2 : 1;
+    bool refused;
+
+    run_until(&registers, 1, "registration");
+    launch_laid_out(12, ntasks, NULL, 0, BINDING_SCRIPT, &per_gpu);
+    run_until(&nexits, ntasks, "the tasks");
+    cr_assert_eq(log_lines_with("does not describe this machine"), 0);
+    /* EPERM (a seccomp profile) or ENOSYS: tasks still start, with one warning. */
+    refused = log_lines_with("without its memory policy") == 1;
+    for (int i = 0; i < ntasks; i++) {
+        const struct gs_topo_core *core = gs_topo_core(topo, i);
+        char name[32], out[512], want[1024], pus[256], nic[256], policy[32];
+
+        format_pus(core, pus, sizeof(pus));
+        /* With one task, it does not own a GPU: its first stands for its set. */
+        nic_line(ntasks == 2 ? i : 0, true, nic, sizeof(nic));
+        if (refused || core->numa_node < 0)
+            snprintf(policy, sizeof(policy), "default nodes=");
+        else
+            snprintf(policy, sizeof(policy), "preferred nodes=%d", core->numa_node);
+        snprintf(want, sizeof(want), "cpus=%s mempolicy=%s\ngsched_cpus=%d %s\n", pus, policy, i,
+                 nic);
+        snprintf(name, sizeof(name), "out-12-%d.txt", i);
+        slurp(name, out, sizeof(out));
+        cr_assert_str_eq(out, want, "task %d", i);
+    }
+}
+
+/* Makes set_mempolicy fail with EPERM in this test's process and so in the worker's tasks,
+ * as Docker's default seccomp profile does without CAP_SYS_NICE. */
+static void refuse_set_mempolicy(void)
+{
+    struct sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_set_mempolicy, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {sizeof(filter) / sizeof(filter[0]), filter};
+
+    cr_assert_eq(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+    cr_assert_eq(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), 0);
+}
+
+Test(worker_on_this_machine, refused_memory_policy_is_warned_once_and_tasks_run)
+{
+    static const struct layout per_gpu = {{{0, 1}, {0, 1}}, 2, 1};
+    int ntasks = gs_topo_ncores(topo) >= 2 ? 2 : 1;
+
+    refuse_set_mempolicy();
+    run_until(&registers, 1, "registration");
+    launch_laid_out(13, ntasks, NULL, 0, "exit 0", &per_gpu);
+    run_until(&nexits, ntasks, "the first job's tasks");
+    launch_laid_out(14, ntasks, NULL, 0, "exit 0", &per_gpu);
+    run_until(&nexits, 2 * ntasks, "the second job's tasks");
+    for (int i = 0; i < 2 * ntasks; i++) {
+        cr_assert_eq(exits[i].end_reason, GS__END_REASON__END_REASON_NONE, "task %d", i);
+        cr_assert_eq(exits[i].exit_code, 0);
+    }
+    cr_assert_eq(log_lines_with("error=\"set_mempolicy: Operation not permitted\" task started "
+                                "without its memory policy"),
+                 1, "one warning per worker");
 }
