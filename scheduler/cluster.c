@@ -350,32 +350,45 @@ static bool choose_gpus(const struct node *n, const struct sched_req *req,
     return true;
 }
 
-/* The chosen GPUs; then cores on those GPUs' NUMA nodes first, lowest first. */
+/* Takes up to want free cores of NUMA node numa (any node when numa < 0), lowest first. */
+static uint32_t take_cores(const struct node *n, int numa, uint32_t want,
+                           struct sched_node_alloc *out)
+{
+    uint32_t got = 0;
+
+    for (uint32_t c = 0; c < n->ncores && got < want; c++) {
+        uint64_t bit = UINT64_C(1) << (c % 64);
+
+        if (!(n->core_free[c / 64] & bit) || (out->cores[c / 64] & bit) ||
+            (numa >= 0 && n->core_numa[c] != numa))
+            continue;
+        out->cores[c / 64] |= bit;
+        got++;
+    }
+    return got;
+}
+
+/*
+ * The chosen GPUs, and the cores: each GPU's even share from its own NUMA node (so that a
+ * job spanning two sockets gets cores on both, next to the ranks' GPUs), what is left from
+ * the GPUs' nodes, then from anywhere.
+ */
 static void place_in_node(const struct node *n, uint32_t index, const struct sched_req *req,
                           uint64_t gpus, struct sched_node_alloc *out)
 {
-    uint64_t numa_mask = 0;
-    uint32_t want = req->cores_per_node;
+    uint32_t want = req->cores_per_node, ngpus = (uint32_t)__builtin_popcountll(gpus);
+    uint32_t share = ngpus > 0 ? want / ngpus : 0;
 
     memset(out, 0, sizeof(*out));
     out->node = index;
     out->mem_mib = req->mem_per_node_mib;
     out->gpus = gpus;
-    for (uint64_t m = gpus; m != 0; m &= m - 1)
-        numa_mask |= UINT64_C(1) << (n->gpu_numa[__builtin_ctzll(m)] & 63);
-    for (int pass = 0; pass < 2 && want > 0; pass++) {
-        for (uint32_t c = 0; c < n->ncores && want > 0; c++) {
-            uint64_t bit = UINT64_C(1) << (c % 64);
-            bool near = (numa_mask >> (n->core_numa[c] & 63)) & 1;
-
-            if (!(n->core_free[c / 64] & bit) || (out->cores[c / 64] & bit))
-                continue;
-            if (pass == 0 && req->gpus_per_node > 0 && !near)
-                continue;
-            out->cores[c / 64] |= bit;
-            want--;
-        }
-    }
+    for (uint64_t m = gpus; m != 0 && share > 0; m &= m - 1)
+        want -= take_cores(n, n->gpu_numa[__builtin_ctzll(m)], share, out);
+    for (uint64_t m = gpus; m != 0 && want > 0; m &= m - 1)
+        want -= take_cores(n, n->gpu_numa[__builtin_ctzll(m)], want, out);
+    if (want > 0)
+        take_cores(n, -1, want, out);
 }
 
 struct candidate {
