@@ -258,6 +258,10 @@ static int write_config(const struct up *u)
         fprintf(f, "heartbeat_interval = \"%" PRIu64 "s\"\n", u->opts.heartbeat_s);
     if (u->opts.kill_grace_s > 0)
         fprintf(f, "kill_grace = \"%" PRIu64 "s\"\n", u->opts.kill_grace_s);
+    /* Each worker keeps its task ledger there (worker/ledger.h), one file per node. */
+    fputs("[worker]\nlog_dir = ", f);
+    toml_string(f, u->local.dir);
+    fputs("\n", f);
     if (ferror(f))
         rc = -EIO;
     if (fclose(f) != 0 && rc == 0)

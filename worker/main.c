@@ -13,10 +13,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <uv.h>
 
 #include "common/config.h"
+#include "common/error.h"
 #include "common/log.h"
 #include "common/stop_signals.h"
 #include "common/topo.h"
@@ -32,6 +34,7 @@ static const char usage[] =
     "  --topology FILE.xml  hwloc XML topology instead of discovering this machine\n"
     "  --gpus N             pretend to have N GPUs (testing)\n"
     "  --features A,B       node features job constraints match\n"
+    "  --log-dir DIR        where the worker keeps its state (worker.log_dir)\n"
     "  --log-level LEVEL    debug, info, warn or error\n"
     "  --version, --help\n";
 
@@ -109,7 +112,17 @@ static int parse_scheduler(struct gs_config *cfg, const char *arg)
     return cfg->host != NULL ? 0 : -ENOMEM;
 }
 
-enum { OPT_CONFIG = 1, OPT_SCHED, OPT_NAME, OPT_ADDRESS, OPT_TOPO, OPT_GPUS, OPT_FEAT, OPT_LOG };
+enum {
+    OPT_CONFIG = 1,
+    OPT_SCHED,
+    OPT_NAME,
+    OPT_ADDRESS,
+    OPT_TOPO,
+    OPT_GPUS,
+    OPT_FEAT,
+    OPT_LOGDIR,
+    OPT_LOG
+};
 
 static const struct option long_opts[] = {
     {"config", required_argument, NULL, OPT_CONFIG},
@@ -119,6 +132,7 @@ static const struct option long_opts[] = {
     {"topology", required_argument, NULL, OPT_TOPO},
     {"gpus", required_argument, NULL, OPT_GPUS},
     {"features", required_argument, NULL, OPT_FEAT},
+    {"log-dir", required_argument, NULL, OPT_LOGDIR},
     {"log-level", required_argument, NULL, OPT_LOG},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
@@ -151,6 +165,8 @@ static int apply_option(struct workerd *d, int opt, const char *arg)
         return 0;
     case OPT_FEAT:
         return split_features(cfg, arg) < 0 ? 1 : 0;
+    case OPT_LOGDIR:
+        return set_str(&cfg->log_dir, arg) < 0 ? 1 : 0;
     case OPT_LOG:
         return gs_log_level_parse(arg, &cfg->log_level) < 0
                    ? usage_error("--log-level wants debug, info, warn or error, not '%s'", arg)
@@ -250,10 +266,47 @@ static int load_topology(struct workerd *d)
     return rc;
 }
 
+/* mkdir -p, for the worker's state directory. */
+static int make_dirs(const char *path)
+{
+    char buf[4096];
+
+    if (strlen(path) >= sizeof(buf))
+        return -ENAMETOOLONG;
+    snprintf(buf, sizeof(buf), "%s", path);
+    for (char *p = buf + 1;; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char was = *p;
+        *p = '\0';
+        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+            return -errno;
+        if (was == '\0')
+            return 0;
+        *p = was;
+    }
+}
+
+/* The task ledger's path under log_dir, or "" (with a warning) when there is none. */
+static void ledger_path(const struct workerd *d, const char *node, char *out, size_t size)
+{
+    int rc = d->cfg.log_dir != NULL ? make_dirs(d->cfg.log_dir) : -ENOENT;
+
+    out[0] = '\0';
+    if (rc < 0) {
+        GS_LOG(GS_LOG_WARN,
+               "dir=%s error=\"%s\" no task ledger: tasks a crashed worker leaves "
+               "behind will not be ended",
+               d->cfg.log_dir != NULL ? d->cfg.log_dir : "", gs_strerror(rc));
+        return;
+    }
+    snprintf(out, size, "%s/%s.tasks", d->cfg.log_dir, node);
+}
+
 static int run(struct workerd *d)
 {
     struct sockaddr_storage sched;
-    char host[256] = "";
+    char host[256] = "", ledger[4200];
     struct wrk_opts opts = {.scheduler = (const struct sockaddr *)&sched,
                             .features = d->cfg.features,
                             .grace_ms = d->cfg.kill_grace_ms};
@@ -268,6 +321,8 @@ static int run(struct workerd *d)
     opts.node_name = d->cfg.worker_name != NULL ? d->cfg.worker_name : host;
     opts.address = d->cfg.worker_address != NULL ? d->cfg.worker_address : host;
     opts.topo = d->topo;
+    ledger_path(d, opts.node_name, ledger, sizeof(ledger));
+    opts.ledger_path = ledger[0] != '\0' ? ledger : NULL;
     uv_loop_init(&d->loop);
     d->worker = wrk_new(&d->loop, &opts, &err);
     if (d->worker == NULL) {

@@ -266,6 +266,13 @@ int wrk_tasks_signal(struct wrk_tasks *tasks, uint64_t job_id, int sig)
     return n;
 }
 
+pid_t wrk_tasks_pid(const struct wrk_tasks *tasks, uint64_t job_id, uint32_t rank)
+{
+    const struct task *t = find(tasks, job_id, rank);
+
+    return t != NULL ? t->pid : 0;
+}
+
 int wrk_tasks_count(const struct wrk_tasks *tasks, uint64_t job_id)
 {
     int n = 0;

@@ -64,6 +64,9 @@ int wrk_tasks_kill(struct wrk_tasks *tasks, uint64_t job_id, enum wrk_end_reason
 /* Sends sig to every task of job (a user's scancel --signal). Returns how many. */
 int wrk_tasks_signal(struct wrk_tasks *tasks, uint64_t job_id, int sig);
 
+/* The pid (and process group) of a running task, or 0. */
+pid_t wrk_tasks_pid(const struct wrk_tasks *tasks, uint64_t job_id, uint32_t rank);
+
 /* Number of running tasks, of all jobs (job_id 0) or of one. */
 int wrk_tasks_count(const struct wrk_tasks *tasks, uint64_t job_id);
 

@@ -100,6 +100,8 @@ static void on_task_exit(struct wrk_tasks *tasks, const struct wrk_task_exit *ex
     struct wrk_job *job = wrk_job_find(w, ex->job_id);
 
     (void)tasks;
+    if (w->ledger != NULL && wrk_ledger_remove(w->ledger, ex->pid) < 0)
+        GS_LOG(GS_LOG_WARN, "pid=%d task ledger not updated", (int)ex->pid);
     GS_LOG(GS_LOG_INFO, "job=%llu rank=%u code=%d signal=%d task ended",
            (unsigned long long)ex->job_id, ex->rank, ex->exit_code, ex->term_signal);
     wrk_record_exit(w, ex->job_id, ex->rank, job != NULL ? job->attempt : 0, ex,
@@ -309,6 +311,7 @@ static void release_handle(struct wrk_ctx *w)
     for (size_t i = 0; w->features != NULL && w->features[i] != NULL; i++)
         free(w->features[i]);
     free(w->features);
+    wrk_ledger_free(w->ledger);
     free(w);
 }
 
@@ -396,6 +399,24 @@ static int copy_features(struct wrk_ctx *w, char *const *features)
     return 0;
 }
 
+/*
+ * Ends what an earlier worker of this node left running (it died without ending its tasks,
+ * and the scheduler, seeing a new worker, requeues those jobs), then starts a fresh ledger.
+ */
+static void start_ledger(struct wrk_ctx *w, const char *path)
+{
+    int killed = wrk_ledger_sweep(path);
+
+    if (killed < 0)
+        GS_LOG(GS_LOG_WARN, "path=%s error=\"%s\" task ledger unreadable", path,
+               gs_strerror(killed));
+    else if (killed > 0)
+        GS_LOG(GS_LOG_WARN, "tasks=%d leftover tasks of a previous worker ended", killed);
+    w->ledger = wrk_ledger_new(path);
+    if (w->ledger == NULL)
+        GS_LOG(GS_LOG_WARN, "path=%s out of memory: tasks are not recorded", path);
+}
+
 struct wrk_ctx *wrk_new(uv_loop_t *loop, const struct wrk_opts *opts, struct gs_error *err)
 {
     struct wrk_ctx *w = calloc(1, sizeof(*w));
@@ -419,6 +440,8 @@ struct wrk_ctx *wrk_new(uv_loop_t *loop, const struct wrk_opts *opts, struct gs_
         gs_error_set(err, -ENOMEM, 0, 0, "cannot watch child processes");
         goto fail;
     }
+    if (opts->ledger_path != NULL)
+        start_ledger(w, opts->ledger_path);
     uv_timer_init(loop, &w->heartbeat);
     uv_timer_init(loop, &w->reconnect);
     w->heartbeat.data = w->reconnect.data = w;

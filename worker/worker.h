@@ -28,6 +28,7 @@ struct wrk_opts {
     char *const *features;      /* NULL-terminated, may be NULL; copied */
     const struct gs_topo *topo; /* borrowed: must outlive the worker */
     uint64_t grace_ms;          /* SIGTERM to SIGKILL when LaunchTasks names none */
+    const char *ledger_path;    /* its running tasks on disk (worker/ledger.h); NULL: none */
 };
 
 struct wrk_ctx;

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 
 #include "proto/conn.h"
+#include "worker/ledger.h"
 #include "worker/tasks.h"
 #include "worker/worker.h"
 
@@ -47,6 +48,7 @@ struct wrk_ctx {
     uv_timer_t heartbeat;
     uv_timer_t reconnect;
     struct wrk_tasks *tasks;
+    struct wrk_ledger *ledger; /* NULL when not kept */
     struct wrk_exit *exits;
     struct wrk_job *jobs;
     int open_handles;

@@ -465,6 +465,11 @@ void wrk_handle_launch(struct wrk_ctx *w, const Gs__LaunchTasks *msg, uint64_t r
             continue;
         }
         wrk_job_find(w, msg->job_id)->ntasks++;
+        l.results[i].pid = wrk_tasks_pid(w->tasks, msg->job_id, msg->tasks[i]->rank);
+        if (w->ledger != NULL &&
+            wrk_ledger_add(w->ledger, l.results[i].pid, msg->job_id, msg->tasks[i]->rank) < 0)
+            GS_LOG(GS_LOG_WARN, "job=%llu rank=%u task ledger not updated",
+                   (unsigned long long)msg->job_id, msg->tasks[i]->rank);
         GS_LOG(GS_LOG_INFO, "job=%llu rank=%u gpus=%zu task started",
                (unsigned long long)msg->job_id, msg->tasks[i]->rank, msg->tasks[i]->n_gpus);
     }

@@ -135,7 +135,9 @@ lost=$(jq "$twice" 'j["allocation"][0]["node_name"]')
 expect "$once" "j['allocation'][0]['node_name'] == '$lost' != '$keep'" "both victims on one node"
 wait_for "both victims to log their start" 10 \
   eval '[ "$(lines once.log start)" = 1 ] && [ "$(lines twice.log start)" = 1 ]'
-kill -9 "$(cat "$state/$lost.pid")"
+lost_pid=$(cat "$state/$lost.pid")
+mapfile -d '' lost_cmd < "/proc/$lost_pid/cmdline"
+kill -9 "$lost_pid"
 wait_end "$once" 15
 expect "$once" 'j["state"] == "NODE_FAIL" and j["restart_count"] == 0'
 "$bin/gsched" nodes --json "$lost" | python3 -c '
@@ -152,6 +154,15 @@ wait_end "$twice" || fail "the requeued job failed: $(jq "$twice" 'j')"
 expect "$twice" "j['restart_count'] == 1 and j['allocation'][0]['node_name'] == '$keep' and
   [e['state'] for e in h][-2:] == ['RUNNING', 'COMPLETED']" "COMPLETED on $keep"
 [ "$(lines twice.log "start [0-9]* $keep\$")" = 1 ] || fail "no second attempt on $keep: $(cat "$tmp/twice.log")"
+
+# The dead worker's tasks outlived it (once still waits on its gate). Started again, the
+# worker ends them from its task ledger before it registers.
+orphan=$(awk '/^start/ {print $2; exit}' "$tmp/once.log")
+pid_alive "$orphan" || fail "once's task (pid $orphan) did not outlive its worker"
+setsid "${lost_cmd[@]}" </dev/null >>"$state/$lost.log" 2>&1 &
+echo $! > "$state/$lost.pid"
+wait_for "the restarted worker to end once's task (pid $orphan)" 10 eval "! pid_alive $orphan"
+grep -q "leftover task of a previous worker ended" "$state/$lost.log" || fail "no ledger sweep logged"
 
 stop_cluster
 check_logs

@@ -1,0 +1,160 @@
+/*
+ * test_ledger.c: a worker's task ledger ends the process groups an earlier worker left
+ * running (also a group whose leader is gone), never a process that merely reuses a pid,
+ * and leaves no file once nothing runs.
+ */
+#define _DEFAULT_SOURCE /* usleep, getpgid */
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "worker/ledger.h"
+
+static char path[64];
+
+static void setup(void)
+{
+    snprintf(path, sizeof(path), "/tmp/gsched-ledger-%d.tasks", (int)getpid());
+    unlink(path);
+}
+
+static void teardown(void)
+{
+    unlink(path);
+}
+
+TestSuite(ledger, .init = setup, .fini = teardown);
+
+/* A child in its own session, as tasks are, that sleeps until killed. */
+static pid_t start_task(void)
+{
+    pid_t pid = fork();
+
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        setsid();
+        execlp("sleep", "sleep", "60", (char *)NULL);
+        _exit(127);
+    }
+    /* Wait until it is its own group leader (setsid ran), with a deadline. */
+    for (int i = 0; i < 2000 && getpgid(pid) != pid; i++)
+        usleep(1000);
+    cr_assert_eq(getpgid(pid), pid);
+    return pid;
+}
+
+static bool killed_by(pid_t pid, int sig)
+{
+    int status;
+
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    return WIFSIGNALED(status) && WTERMSIG(status) == sig;
+}
+
+Test(ledger, no_file_means_nothing_to_end)
+{
+    cr_assert_eq(wrk_ledger_sweep(path), 0);
+}
+
+Test(ledger, a_new_worker_ends_what_the_old_one_left)
+{
+    struct wrk_ledger *old = wrk_ledger_new(path);
+    pid_t a = start_task(), b = start_task();
+
+    cr_assert_not_null(old);
+    cr_assert_neq(wrk_ledger_start_time(a), 0);
+    cr_assert_eq(wrk_ledger_add(old, a, 7, 0), 0);
+    cr_assert_eq(wrk_ledger_add(old, b, 7, 1), 0);
+    cr_assert_eq(wrk_ledger_remove(old, b), 0, "b ended normally as far as the worker knew");
+    wrk_ledger_free(old); /* the worker dies: its file stays */
+    cr_assert_eq(access(path, F_OK), 0);
+    cr_assert_eq(wrk_ledger_sweep(path), 1);
+    cr_assert(killed_by(a, SIGKILL));
+    cr_assert_eq(kill(b, 0), 0, "b was not listed: left alone");
+    kill(b, SIGKILL);
+    waitpid(b, NULL, 0);
+    cr_assert_eq(access(path, F_OK), -1, "the swept file is gone");
+}
+
+Test(ledger, a_reused_pid_is_not_killed)
+{
+    FILE *f = fopen(path, "w");
+
+    cr_assert_not_null(f);
+    /* Ourselves, with a start time that is not ours: a pid reused since. */
+    fprintf(f, "%d %llu 1 0\n", (int)getpid(),
+            (unsigned long long)wrk_ledger_start_time(getpid()) + 12345);
+    fclose(f);
+    cr_assert_eq(wrk_ledger_sweep(path), 0);
+}
+
+Test(ledger, the_file_goes_when_nothing_runs)
+{
+    struct wrk_ledger *l = wrk_ledger_new(path);
+
+    cr_assert_eq(wrk_ledger_add(l, getpid(), 1, 0), 0);
+    cr_assert_eq(access(path, F_OK), 0);
+    cr_assert_eq(wrk_ledger_remove(l, getpid()), 0);
+    cr_assert_eq(access(path, F_OK), -1);
+    wrk_ledger_free(l);
+}
+
+/* No such process, or only its zombie left. */
+static bool gone(pid_t pid)
+{
+    char stat[64], buf[256] = "";
+    FILE *f;
+    size_t n;
+
+    snprintf(stat, sizeof(stat), "/proc/%d/stat", (int)pid);
+    f = fopen(stat, "r");
+    if (f == NULL)
+        return true;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return strstr(buf, ") Z") != NULL;
+}
+
+Test(ledger, a_group_outlives_its_leader_and_is_still_ended)
+{
+    int up[2], go[2];
+    pid_t leader, orphan = 0;
+    char byte = 0;
+    struct wrk_ledger *l = wrk_ledger_new(path);
+
+    cr_assert_eq(pipe(up), 0);
+    cr_assert_eq(pipe(go), 0);
+    leader = fork();
+    cr_assert_geq(leader, 0);
+    if (leader == 0) {
+        pid_t child;
+
+        setsid();
+        child = fork();
+        if (child == 0) {
+            execlp("sleep", "sleep", "60", (char *)NULL);
+            _exit(127);
+        }
+        if (write(up[1], &child, sizeof(child)) != sizeof(child) || read(go[0], &byte, 1) != 1)
+            _exit(1);
+        _exit(0); /* the leader goes; its child stays in the group */
+    }
+    cr_assert_eq(read(up[0], &orphan, sizeof(orphan)), (ssize_t)sizeof(orphan));
+    cr_assert_eq(wrk_ledger_add(l, leader, 3, 0), 0);
+    cr_assert_eq(write(go[1], &byte, 1), 1);
+    cr_assert_eq(waitpid(leader, NULL, 0), leader);
+    wrk_ledger_free(l);
+    cr_assert_eq(kill(orphan, 0), 0, "the leader's child still runs");
+    cr_assert_eq(wrk_ledger_sweep(path), 1);
+    /* Not our child: init (or a subreaper) reaps it, so poll with a deadline. */
+    for (int i = 0; i < 2000 && !gone(orphan); i++)
+        usleep(1000);
+    cr_assert(gone(orphan), "the orphan was ended");
+}

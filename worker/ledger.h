@@ -1,0 +1,42 @@
+/*
+ * ledger.h: the worker's record, on disk, of the process groups it has started and not
+ * yet seen end, so that a worker that died (kill -9, a crash, an OOM kill) and is started
+ * again can end what its previous life left running. Without it those tasks would keep
+ * their GPUs busy while the scheduler, which requeues the jobs of a restarted worker, runs
+ * them again elsewhere or gives the GPUs to someone else.
+ *
+ * The file holds one line per task, "PID STARTTIME JOB RANK": the task's process group
+ * leader (tasks run in their own session, so its pid is the group id) and its start time
+ * in clock ticks since boot from /proc/PID/stat, which tells a reused pid from the task.
+ * It is rewritten whole (temporary file, then rename) on every change; no fsync, since a
+ * machine that crashed has no tasks left to end.
+ *
+ * Loop thread only; no global state.
+ */
+#ifndef WRK_LEDGER_H
+#define WRK_LEDGER_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+struct wrk_ledger;
+
+/* A ledger kept at path (copied). NULL when out of memory. */
+struct wrk_ledger *wrk_ledger_new(const char *path);
+void wrk_ledger_free(struct wrk_ledger *l);
+
+/*
+ * Ends (SIGKILL to the process group) every task the file at path lists whose leader is
+ * still the same process, then removes the file. Returns how many were ended, or a
+ * negative errno when the file exists but cannot be read. No file: 0.
+ */
+int wrk_ledger_sweep(const char *path);
+
+/* Records a started task / forgets an ended one, and rewrites the file. Return 0 or < 0. */
+int wrk_ledger_add(struct wrk_ledger *l, pid_t pid, uint64_t job_id, uint32_t rank);
+int wrk_ledger_remove(struct wrk_ledger *l, pid_t pid);
+
+/* The start time of pid in clock ticks since boot (field 22 of /proc/PID/stat), or 0. */
+uint64_t wrk_ledger_start_time(pid_t pid);
+
+#endif
