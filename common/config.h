@@ -18,7 +18,7 @@
  *     features = ["h100", "ib"]
  *     topology = "/etc/gsched/node.xml"     # hwloc XML instead of discovery
  *     gpus = 0                              # > 0: that many synthetic GPUs (testing)
- *     log_dir = "/var/lib/gsched/worker"    # per-task logs kept by the worker
+ *     log_dir = "/var/lib/gsched/worker"    # the worker's state: its task ledger
  *     [[switch]]                            # the network, as Slurm's topology.conf says it:
  *     name = "leaf1"                        # multi-node jobs go under one switch when
  *     nodes = "node[1-16]"                  # they fit (a hostlist, or a list of them)
