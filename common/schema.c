@@ -224,8 +224,7 @@ int gs_schema_strv(struct gs_schema_ctx *c, const struct gs_toml_value *v, const
     return 0;
 }
 
-/* Optimal string alignment distance, capped at 9 (only small distances matter here). */
-static int edit_distance(const char *a, const char *b)
+int gs_schema_edit_distance(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);
     int d[32][32];
@@ -270,7 +269,7 @@ static void suggest(const struct gs_schema_ctx *c, const char *key, const char *
         bool here = strcmp(name, section) == 0;
 
         for (const struct gs_schema_key *k = c->sections[s].keys; k->key != NULL; k++) {
-            int dist = edit_distance(key, k->key);
+            int dist = gs_schema_edit_distance(key, k->key);
 
             if (!here && dist == 0) {
                 qualified(out, size, name, k->key);

@@ -91,4 +91,8 @@ int gs_schema_strv(struct gs_schema_ctx *c, const struct gs_toml_value *v, const
                    char ***out, size_t *ret_n);
 void gs_schema_strv_free(char **v);
 
+/* Optimal string alignment distance of a and b, capped at 9: only small distances make
+ * "did you mean" suggestions (also those of the sbatch option parser). */
+int gs_schema_edit_distance(const char *a, const char *b);
+
 #endif
