@@ -41,6 +41,8 @@ static const char usage_text[] =
     "  down [--state DIR]        stop that local cluster, keeping its jobs and logs\n"
     "  place --topology FILE.xml --gpus K [--busy LIST] [--affinity A] [--json]\n"
     "                            which GPUs of that node a K-GPU job gets, as gschedd picks\n"
+    "  scontrol show hostnames [LIST]\n"
+    "                            a Slurm hostlist (default $SLURM_JOB_NODELIST), one per line\n"
     "\n"
     "options:\n"
     "  -V, --version   print the version and the optional parts this build has\n"
@@ -52,11 +54,13 @@ struct command {
 };
 
 static const struct command commands[] = {
-    {"check", cli_cmd_check}, {"nodes", cli_cmd_nodes},     {"submit", cli_cmd_submit},
-    {"queue", cli_cmd_queue}, {"show", cli_cmd_show},       {"cancel", cli_cmd_cancel},
-    {"hold", cli_cmd_hold},   {"release", cli_cmd_release}, {"wait", cli_cmd_wait},
-    {"logs", cli_cmd_logs},   {"up", cli_cmd_up},           {"down", cli_cmd_down},
-    {"place", cli_cmd_place},
+    {"check", cli_cmd_check},   {"nodes", cli_cmd_nodes},
+    {"submit", cli_cmd_submit}, {"queue", cli_cmd_queue},
+    {"show", cli_cmd_show},     {"cancel", cli_cmd_cancel},
+    {"hold", cli_cmd_hold},     {"release", cli_cmd_release},
+    {"wait", cli_cmd_wait},     {"logs", cli_cmd_logs},
+    {"up", cli_cmd_up},         {"down", cli_cmd_down},
+    {"place", cli_cmd_place},   {"scontrol", cli_cmd_scontrol},
 };
 
 int cli_usage_error(const char *cmd, const char *fmt, ...)
