@@ -81,10 +81,24 @@ static void print_version(void)
            GSCHED_HAVE_NCCL ? "yes" : "no", GSCHED_HAVE_MPI ? "yes" : "no");
 }
 
+/*
+ * Called as a Slurm command (a link named scontrol to gsched), gsched is that command: job
+ * scripts call them by those names. Only the ones gsched implements the Slurm way answer.
+ */
+static const char *slurm_name(const char *argv0)
+{
+    const char *base = strrchr(argv0, '/');
+
+    base = base != NULL ? base + 1 : argv0;
+    return strcmp(base, "scontrol") == 0 ? base : NULL;
+}
+
 int main(int argc, char **argv)
 {
-    const char *arg;
+    const char *arg, *as = slurm_name(argv[0]);
 
+    if (as != NULL)
+        return cli_cmd_scontrol(argc, argv);
     if (argc < 2) {
         fputs(usage_text, stderr);
         return 2;

@@ -18,5 +18,11 @@ out=$(env -u SLURM_JOB_NODELIST -u GSCHED_NODELIST "$gsched" scontrol show hostn
 [ $? -eq 1 ] && [[ $out == *"SLURM_JOB_NODELIST is not set"* ]] || fail "no list: $out"
 "$gsched" scontrol show jobs >/dev/null 2>&1
 [ $? -eq 2 ] || fail "an unsupported command did not exit 2"
+# Called through a link named scontrol, gsched is scontrol, as job scripts call it.
+dir=$(mktemp -d)
+ln -s "$gsched" "$dir/scontrol"
+out=$("$dir/scontrol" show hostnames 'x[1-2]' 2>&1) || fail "as scontrol: $out"
+[ "$out" = "$(printf 'x1\nx2')" ] || fail "as scontrol: $out"
+rm -rf "$dir"
 [ $failures -eq 0 ] && echo "scontrol: ok"
 exit $((failures > 0))
