@@ -329,7 +329,8 @@ Test(job_json, job_info_nests_user_resources_and_allocation_without_spec)
            "\"constraint\":\"\"},\"submit_time_ms\":0,\"start_time_ms\":0,\"end_time_ms\":0,"
            "\"expected_start_ms\":0,\"signaled\":false,\"exit_code\":0,\"term_signal\":0,"
            "\"restart_count\":0,\"allocation\":[{\"node_name\":\"n1\",\"address\":\"10.0.0.1\","
-           "\"gpus\":[0,1],\"cores\":[0,1,2,3],\"mem_mib\":0,\"first_rank\":0,\"ntasks\":2,\"gpu_link\":\"\",\"gpu_score\":0}]}");
+           "\"gpus\":[0,1],\"cores\":[0,1,2,3],\"mem_mib\":0,\"first_rank\":0,\"ntasks\":2,\"gpu_"
+           "link\":\"\",\"gpu_score\":0}]}");
     free(s);
 }
 
