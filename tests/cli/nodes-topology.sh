@@ -4,34 +4,12 @@
 # one with the PCIe-switch fixture: the matrix each worker registered comes back through the
 # scheduler and prints as `nvidia-smi topo -m` would, in text and in --json. Polls with
 # deadlines, never bare sleeps.
-set -u
-bin=$1
-src=$2
-tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$tmp"; }
-trap cleanup EXIT
-fail() {
-  echo "nodes-topology: $*" >&2
-  for f in "$tmp"/*.log; do echo "--- $f" >&2; tail -20 "$f" >&2; done
-  exit 1
-}
-export GSCHED_SOCKET="$tmp/gschedd.sock"
-
-# wait_for DESCRIPTION COMMAND...: retries COMMAND until it succeeds, for at most 15 s.
-wait_for() {
-  local what=$1 deadline=$((SECONDS + 15))
-  shift
-  until "$@" >/dev/null 2>&1; do
-    [ $SECONDS -lt $deadline ] || fail "timed out waiting for $what"
-    sleep 0.05
-  done
-}
+name="nodes-topology"
+. "$(dirname "$0")/../daemons.sh" "$@"
 node_up() { "$bin/gsched" nodes "$1" | grep -qE "^$1 +up "; }
 # has TEXT REGEX: some line of TEXT matches the extended regular expression.
 has() { grep -qE -- "$2" <<< "$1" || fail "no line matching '$2' in:"$'\n'"$1"; }
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 cat > "$tmp/gsched.toml" <<CONF
 [scheduler]
 host = "127.0.0.1"

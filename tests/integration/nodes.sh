@@ -4,32 +4,9 @@
 # a second worker with a taken name is refused; garbage on the worker port closes only that
 # connection; a worker killed with -9 turns DOWN after its missed heartbeats; a restarted
 # gschedd gets the surviving worker back. Polls with deadlines, never bare sleeps.
-set -u
-bin=$1
-src=$2
-tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$tmp"; }
-trap cleanup EXIT
-fail() {
-  echo "nodes: $*" >&2
-  for f in "$tmp"/*.log; do echo "--- $f" >&2; tail -20 "$f" >&2; done
-  exit 1
-}
-export GSCHED_SOCKET="$tmp/gschedd.sock"
+name="nodes"
+. "$(dirname "$0")/../daemons.sh" "$@"
 
-# wait_for DESCRIPTION COMMAND...: retries COMMAND until it succeeds, for at most 15 s.
-wait_for() {
-  local what=$1 deadline=$((SECONDS + 15))
-  shift
-  until "$@" >/dev/null 2>&1; do
-    [ $SECONDS -lt $deadline ] || fail "timed out waiting for $what"
-    sleep 0.05
-  done
-}
-
-# A fixed free port, so that a restarted gschedd is where its workers look for it.
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 cat > "$tmp/gsched.toml" <<CONF
 [scheduler]
 host = "127.0.0.1"

@@ -1,0 +1,31 @@
+# daemons.sh: sourced by the test scripts that start gschedd and gsched-workerd by hand
+# (rather than through `gsched up`, tests/integration/lib.sh): a temporary directory, the
+# daemons' pids killed on exit, fail (with every daemon log's tail), wait_for (polls with a
+# deadline, never a bare sleep) and a free loopback port. Set name= before sourcing; takes
+# BIN_DIR SRC_DIR as the script's arguments.
+set -u
+bin=$1
+src=$2
+tmp=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$tmp"; }
+trap cleanup EXIT
+fail() {
+  echo "$name: $*" >&2
+  for f in "$tmp"/*.log; do echo "--- $f" >&2; tail -20 "$f" >&2; done
+  exit 1
+}
+export GSCHED_SOCKET="$tmp/gschedd.sock"
+
+# wait_for DESCRIPTION COMMAND...: retries COMMAND until it succeeds, for at most 15 s.
+wait_for() {
+  local what=$1 deadline=$((SECONDS + 15))
+  shift
+  until "$@" >/dev/null 2>&1; do
+    [ $SECONDS -lt $deadline ] || fail "timed out waiting for $what"
+    sleep 0.05
+  done
+}
+
+# A free port, fixed for the test, so that a restarted gschedd is where workers look for it.
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
