@@ -7,15 +7,12 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <limits.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <stddef.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -23,6 +20,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "refuse_mempolicy.h"
 #include "worker/launch.h"
 
 static char dir[64];
@@ -394,22 +392,6 @@ Test(launch, memory_policy_failures_are_reported_as_a_step)
     cr_assert_eq(pid, 4242, "pid written on failure");
 }
 
-/* Makes set_mempolicy fail with EPERM in this test's process and its children, as Docker's
- * default seccomp profile does without CAP_SYS_NICE. */
-static void refuse_set_mempolicy(void)
-{
-    struct sock_filter filter[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_set_mempolicy, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    struct sock_fprog prog = {sizeof(filter) / sizeof(filter[0]), filter};
-
-    cr_assert_eq(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
-    cr_assert_eq(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), 0);
-}
-
 Test(launch, refused_memory_policy_starts_the_task_with_a_note)
 {
     int cpus[] = {0}, nodes[] = {0};
@@ -418,7 +400,7 @@ Test(launch, refused_memory_policy_starts_the_task_with_a_note)
     char out[256];
 
     cr_assert_eq(allowed_nodes(nodes, 1), 1);
-    refuse_set_mempolicy();
+    test_refuse_set_mempolicy();
     show_binding(&spec, out, sizeof(out), &note);
     cr_assert_eq(note.code, 0);
     cr_assert_str_eq(note.msg, "set_mempolicy: Operation not permitted");

@@ -11,19 +11,17 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/log.h"
 #include "proto/conn.h"
+#include "refuse_mempolicy.h"
 #include "worker/worker.h"
 
 #define MAX_EXITS 8
@@ -619,28 +617,12 @@ Test(worker_on_this_machine, binds_each_task_next_to_its_gpu)
     }
 }
 
-/* Makes set_mempolicy fail with EPERM in this test's process and so in the worker's tasks,
- * as Docker's default seccomp profile does without CAP_SYS_NICE. */
-static void refuse_set_mempolicy(void)
-{
-    struct sock_filter filter[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_set_mempolicy, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    struct sock_fprog prog = {sizeof(filter) / sizeof(filter[0]), filter};
-
-    cr_assert_eq(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
-    cr_assert_eq(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), 0);
-}
-
 Test(worker_on_this_machine, refused_memory_policy_is_warned_once_and_tasks_run)
 {
     static const struct layout per_gpu = {{{0, 1}, {0, 1}}, 2, 1};
     int ntasks = gs_topo_ncores(topo) >= 2 ? 2 : 1;
 
-    refuse_set_mempolicy();
+    test_refuse_set_mempolicy();
     run_until(&registers, 1, "registration");
     launch_laid_out(13, ntasks, NULL, 0, "exit 0", &per_gpu);
     run_until(&nexits, ntasks, "the first job's tasks");
