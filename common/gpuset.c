@@ -420,6 +420,11 @@ static void describe(const struct gs_gpuset_node *n, uint64_t free, uint64_t mas
                  (UINT64_C(0xfffff) - (uint64_t)ret->nvlinks);
 }
 
+void gs_gpuset_evaluate(const struct gs_gpuset_node *n, uint64_t gpus, struct gs_gpuset_choice *ret)
+{
+    describe(n, gpus & all_gpus(n->ngpus), gpus & all_gpus(n->ngpus), ret);
+}
+
 int gs_gpuset_choose(const struct gs_gpuset_node *n, uint64_t free_mask, int k,
                      enum gs_gpuset_affinity aff, struct gs_gpuset_choice *ret)
 {

@@ -134,6 +134,11 @@ int gs_gpuset_init(struct gs_gpuset_node *n, int ngpus, const struct gs_gpuset_l
 int gs_gpuset_choose(const struct gs_gpuset_node *n, uint64_t free_mask, int k,
                      enum gs_gpuset_affinity aff, struct gs_gpuset_choice *ret);
 
+/* How good a given set of GPUs is (worst, total, nvlinks, score; frag 0): for reporting a
+ * placement already made. Bits beyond the node's GPUs are ignored. */
+void gs_gpuset_evaluate(const struct gs_gpuset_node *n, uint64_t gpus,
+                        struct gs_gpuset_choice *ret);
+
 /* The worst class of the best k-set on an empty node of this shape, or -EINVAL for a bad k. */
 int gs_gpuset_best_possible(const struct gs_gpuset_node *n, int k);
 

@@ -547,27 +547,15 @@ void sched_cluster_gpu_quality(const struct sched_cluster *cluster, uint32_t nod
                                struct sched_gpu_quality *ret)
 {
     const struct node *n = node < cluster->nnodes ? &cluster->nodes[node] : NULL;
-    uint32_t total = 0, nvl = 0, min_nvl = UINT32_MAX;
+    struct gs_gpuset_choice ch;
 
     memset(ret, 0, sizeof(*ret));
     if (n == NULL || n->gs == NULL)
         return;
-    for (uint64_t a = gpus; a != 0; a &= a - 1) {
-        int i = __builtin_ctzll(a);
-
-        for (uint64_t b = a & (a - 1); b != 0; b &= b - 1) {
-            int j = __builtin_ctzll(b), c = n->gs->cls[i][j];
-            uint32_t l = n->gs->nvlinks[i][j];
-
-            ret->worst = c > ret->worst ? c : ret->worst;
-            total += (uint32_t)c;
-            nvl += l;
-            min_nvl = l < min_nvl ? l : min_nvl;
-        }
-    }
-    ret->nvlinks = ret->worst == GS_GPUSET_NVLINK ? (int)min_nvl : 0;
-    ret->score = (uint64_t)ret->worst << 40 | (uint64_t)total << 20 |
-                 ((UINT64_C(1) << 20) - 1 - (nvl & 0xfffff));
+    gs_gpuset_evaluate(n->gs, gpus, &ch);
+    ret->worst = ch.worst;
+    ret->nvlinks = ch.worst_nvlinks;
+    ret->score = ch.score;
 }
 
 void sched_cluster_give_back(struct sched_cluster *cluster, const struct sched_alloc *alloc)
