@@ -812,20 +812,27 @@ static enum sched_task_end end_of(Gs__EndReason r)
     }
 }
 
+/* An exit to acknowledge once stored. Registry nodes live as long as gschedd. */
 struct ack_op {
-    char node[64];
+    struct sched_node *node;
     Gs__TaskRef ref;
 };
 
-static void send_ack(struct sched_ctx *s, const char *node, const Gs__TaskRef *ref)
+static void ref_of(const Gs__TaskExit *ex, Gs__TaskRef *ref)
 {
-    struct sched_node *n = sched_node_find(s, node);
-    Gs__TaskRef copy = *ref, *ptrs[1] = {&copy};
+    gs__task_ref__init(ref);
+    ref->job_id = ex->job_id;
+    ref->rank = ex->rank;
+    ref->attempt = ex->attempt;
+}
+
+/* Through the node's current connection, which may not be the one the exit came on. */
+static void send_ack(struct sched_node *n, Gs__TaskRef *ref)
+{
+    Gs__TaskRef *ptrs[1] = {ref};
     Gs__TaskExitAck ack = GS__TASK_EXIT_ACK__INIT;
     Gs__Envelope env = GS__ENVELOPE__INIT;
 
-    if (n == NULL)
-        return;
     ack.n_tasks = 1;
     ack.tasks = ptrs;
     env.body_case = GS__ENVELOPE__BODY_TASK_EXIT_ACK;
@@ -838,22 +845,19 @@ static void exit_stored(struct sched_ctx *s, int status, void *arg)
     struct ack_op *op = arg;
 
     /* Not stored: no ack, so the worker reports it again when it reconnects. */
-    if (status == 0 && !s->stopping)
-        send_ack(s, op->node, &op->ref);
+    if (op != NULL && status == 0 && !s->stopping)
+        send_ack(op->node, &op->ref);
     free(op);
 }
 
-static struct ack_op *ack_op_new(const struct sched_node *n, const Gs__TaskExit *ex)
+static struct ack_op *ack_op_new(struct sched_node *n, const Gs__TaskExit *ex)
 {
     struct ack_op *op = calloc(1, sizeof(*op));
 
     if (op == NULL)
         return NULL;
-    snprintf(op->node, sizeof(op->node), "%s", n->name);
-    gs__task_ref__init(&op->ref);
-    op->ref.job_id = ex->job_id;
-    op->ref.rank = ex->rank;
-    op->ref.attempt = ex->attempt;
+    op->node = n;
+    ref_of(ex, &op->ref);
     return op;
 }
 
@@ -889,10 +893,10 @@ void sched_engine_task_exit(struct sched_ctx *s, struct sched_node *n, const Gs_
         ex->rank >= job->ntasks || job->tasks[ex->rank].ended ||
         job->alloc.nodes[job->tasks[ex->rank].node].node != n->index) {
         /* Of an attempt that is over, or reported twice: nothing changes, so no wait. */
-        struct ack_op *op = ack_op_new(n, ex);
-        if (op != NULL)
-            send_ack(s, op->node, &op->ref);
-        free(op);
+        Gs__TaskRef ref;
+
+        ref_of(ex, &ref);
+        send_ack(n, &ref);
         return;
     }
     t = &job->tasks[ex->rank];

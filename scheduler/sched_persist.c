@@ -533,17 +533,11 @@ static int load_task(const struct sched_task_row *row, void *data)
     return 0;
 }
 
+/* Events are stored with the state's name as their kind (sched_job_state_name). */
 static enum sched_job_state state_of_kind(const char *kind)
 {
-    static const char *const kinds[] = {
-        [SCHED_JOB_PENDING] = "PENDING",     [SCHED_JOB_RUNNING] = "RUNNING",
-        [SCHED_JOB_COMPLETED] = "COMPLETED", [SCHED_JOB_FAILED] = "FAILED",
-        [SCHED_JOB_CANCELLED] = "CANCELLED", [SCHED_JOB_TIMEOUT] = "TIMEOUT",
-        [SCHED_JOB_NODE_FAIL] = "NODE_FAIL", [SCHED_JOB_REQUEUED] = "REQUEUED",
-    };
-
     for (int i = SCHED_JOB_PENDING; i <= SCHED_JOB_REQUEUED; i++) {
-        if (strcmp(kind, kinds[i]) == 0)
+        if (strcmp(kind, sched_job_state_name((enum sched_job_state)i)) == 0)
             return (enum sched_job_state)i;
     }
     return SCHED_JOB_PENDING;
