@@ -54,13 +54,11 @@ struct command {
 };
 
 static const struct command commands[] = {
-    {"check", cli_cmd_check},   {"nodes", cli_cmd_nodes},
-    {"submit", cli_cmd_submit}, {"queue", cli_cmd_queue},
-    {"show", cli_cmd_show},     {"cancel", cli_cmd_cancel},
-    {"hold", cli_cmd_hold},     {"release", cli_cmd_release},
-    {"wait", cli_cmd_wait},     {"logs", cli_cmd_logs},
-    {"up", cli_cmd_up},         {"down", cli_cmd_down},
-    {"place", cli_cmd_place},   {"scontrol", cli_cmd_scontrol},
+    {"check", cli_cmd_check}, {"nodes", cli_cmd_nodes},     {"submit", cli_cmd_submit},
+    {"queue", cli_cmd_queue}, {"show", cli_cmd_show},       {"cancel", cli_cmd_cancel},
+    {"hold", cli_cmd_hold},   {"release", cli_cmd_release}, {"wait", cli_cmd_wait},
+    {"logs", cli_cmd_logs},   {"up", cli_cmd_up},           {"down", cli_cmd_down},
+    {"place", cli_cmd_place},
 };
 
 int cli_usage_error(const char *cmd, const char *fmt, ...)
@@ -82,23 +80,33 @@ static void print_version(void)
 }
 
 /*
- * Called as a Slurm command (a link named scontrol to gsched), gsched is that command: job
- * scripts call them by those names. Only the ones gsched implements the Slurm way answer.
+ * Called as a Slurm command (a link named squeue to gsched), gsched is that command: job
+ * scripts call them by those names. Only the ones gsched implements the Slurm way answer;
+ * each also answers as "gsched NAME".
  */
-static const char *slurm_name(const char *argv0)
+static const struct command slurm_commands[] = {
+    {"scontrol", cli_cmd_scontrol},
+};
+
+static const struct command *slurm_command(const char *argv0)
 {
     const char *base = strrchr(argv0, '/');
 
     base = base != NULL ? base + 1 : argv0;
-    return strcmp(base, "scontrol") == 0 ? base : NULL;
+    for (size_t i = 0; i < sizeof(slurm_commands) / sizeof(slurm_commands[0]); i++) {
+        if (strcmp(base, slurm_commands[i].name) == 0)
+            return &slurm_commands[i];
+    }
+    return NULL;
 }
 
 int main(int argc, char **argv)
 {
-    const char *arg, *as = slurm_name(argv[0]);
+    const struct command *as = slurm_command(argv[0]);
+    const char *arg;
 
     if (as != NULL)
-        return cli_cmd_scontrol(argc, argv);
+        return as->run(argc, argv);
     if (argc < 2) {
         fputs(usage_text, stderr);
         return 2;
@@ -115,6 +123,10 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
         if (strcmp(arg, commands[i].name) == 0)
             return commands[i].run(argc - 1, argv + 1);
+    }
+    for (size_t i = 0; i < sizeof(slurm_commands) / sizeof(slurm_commands[0]); i++) {
+        if (strcmp(arg, slurm_commands[i].name) == 0)
+            return slurm_commands[i].run(argc - 1, argv + 1);
     }
     if (arg[0] == '-')
         fprintf(stderr, "gsched: unknown option '%s' (see gsched --help)\n", arg);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "common/sbatch.h"
 #include "common/schema.h"
 #include "common/toml.h"
 #include "common/units.h"
@@ -477,6 +478,15 @@ void gs_jobspec_free(struct gs_jobspec *spec)
     free(spec->stdout_pattern);
     free(spec->stderr_pattern);
     gs_schema_strv_free(spec->env);
+    free(spec->partition);
+    free(spec->account);
+    free(spec->qos);
+    free(spec->comment);
+    gs_schema_strv_free(spec->nodelist);
+    gs_schema_strv_free(spec->exclude);
+    free(spec->submit_dir);
+    free(spec->submit_host);
+    free(spec->array.task_ids);
     free(spec);
 }
 
@@ -542,6 +552,69 @@ static int check_resources(const struct gs_jobspec *s, struct gs_error *err)
     return 0;
 }
 
+static uint32_t tasks_max(const struct gs_jobspec *s)
+{
+    return gs_jobspec_tasks_per_node(s);
+}
+
+uint32_t gs_jobspec_tasks_per_node(const struct gs_jobspec *s)
+{
+    if (s->tasks_per_gpu)
+        return s->gpus_per_node > 0 ? s->gpus_per_node : 1;
+    return s->tasks_per_node > 0 ? s->tasks_per_node : 1;
+}
+
+uint32_t gs_jobspec_ntasks(const struct gs_jobspec *s)
+{
+    return s->ntasks > 0 ? s->ntasks : s->nodes * gs_jobspec_tasks_per_node(s);
+}
+
+uint32_t gs_jobspec_node_tasks(const struct gs_jobspec *s, uint32_t node)
+{
+    uint32_t n = s->nodes > 0 ? s->nodes : 1;
+
+    if (s->ntasks == 0)
+        return gs_jobspec_tasks_per_node(s);
+    return s->ntasks / n + (node < s->ntasks % n ? 1 : 0);
+}
+
+static const char *bad_placeholder(const struct gs_jobspec *s, const char *pattern)
+{
+    return s->slurm ? gs_sbatch_bad_placeholder(pattern) : gs_jobspec_bad_placeholder(pattern);
+}
+
+/* The fields only sbatch sets: names of nodes, the array, the warning signal. */
+static int check_slurm(const struct gs_jobspec *s, struct gs_error *err)
+{
+    const struct gs_job_array *a = &s->array;
+
+    for (size_t i = 0; i < s->nnodelist; i++) {
+        if (s->nodelist[i][0] == '\0')
+            return gs_error_set(err, -EINVAL, 0, 0, "resources.nodelist has an empty name");
+    }
+    for (size_t i = 0; i < s->nexclude; i++) {
+        if (s->exclude[i][0] == '\0')
+            return gs_error_set(err, -EINVAL, 0, 0, "resources.exclude has an empty name");
+    }
+    if (s->nnodelist > s->nodes)
+        return gs_error_set(err, -EINVAL, 0, 0,
+                            "resources.nodelist names %zu nodes but the job asks for %u",
+                            s->nnodelist, s->nodes);
+    if (s->ntasks > 0 &&
+        (s->ntasks < s->nodes || (uint64_t)s->ntasks > (uint64_t)s->nodes * tasks_max(s)))
+        return gs_error_set(err, -EINVAL, 0, 0,
+                            "resources.ntasks %u does not fit %u nodes of at most %u tasks",
+                            s->ntasks, s->nodes, tasks_max(s));
+    for (size_t i = 1; i < a->ntask_ids; i++) {
+        if (a->task_ids[i] <= a->task_ids[i - 1])
+            return gs_error_set(err, -EINVAL, 0, 0, "array.task_ids must ascend");
+    }
+    if (s->warn_signal >= 65)
+        return gs_error_set(err, -EINVAL, 0, 0, "run.warn_signal %u is not a signal",
+                            s->warn_signal);
+    return 0;
+}
+
 static int check_run(const struct gs_jobspec *s, struct gs_error *err)
 {
     const char *bad;
@@ -558,11 +631,13 @@ static int check_run(const struct gs_jobspec *s, struct gs_error *err)
                             "run.tasks_per_node must be 1 to %d, or "
                             "per-gpu with GPUs",
                             GS_JOBSPEC_CPUS_MAX);
+    if (s->batch && s->script == NULL)
+        return gs_error_set(err, -EINVAL, 0, 0, "run.batch needs a script");
     if (s->stdout_pattern == NULL)
         return gs_error_set(err, -EINVAL, 0, 0, "run.stdout is missing");
-    bad = gs_jobspec_bad_placeholder(s->stdout_pattern);
+    bad = bad_placeholder(s, s->stdout_pattern);
     if (bad == NULL && s->stderr_pattern != NULL)
-        bad = gs_jobspec_bad_placeholder(s->stderr_pattern);
+        bad = bad_placeholder(s, s->stderr_pattern);
     if (bad != NULL)
         return gs_error_set(err, -EINVAL, 0, 0,
                             "unknown placeholder '%.2s' in run.stdout or "
@@ -599,7 +674,9 @@ int gs_jobspec_check(const struct gs_jobspec *s, struct gs_error *err)
         return gs_error_set(err, -EINVAL, 0, 0, "restart.max_restarts must be at most %d",
                             GS_JOBSPEC_RESTARTS_MAX);
     rc = check_resources(s, err);
-    return rc < 0 ? rc : check_run(s, err);
+    if (rc == 0)
+        rc = check_run(s, err);
+    return rc < 0 ? rc : check_slurm(s, err);
 }
 
 static int expand_one(char code, const struct gs_pattern_vars *v, struct gs_buf *out)
@@ -622,18 +699,80 @@ static int expand_one(char code, const struct gs_pattern_vars *v, struct gs_buf 
     }
 }
 
+void gs_jobspec_pattern_vars(const struct gs_jobspec *spec, uint64_t job_id, uint32_t rank,
+                             const char *node, uint32_t node_rank, const char *user,
+                             struct gs_pattern_vars *ret)
+{
+    *ret = (struct gs_pattern_vars){
+        .job_id = job_id,
+        .rank = rank,
+        .node = node,
+        .job_name = spec->name,
+        .user = user,
+        .slurm = spec->slurm,
+        .array_job_id = spec->array.array_job_id,
+        .array_task_id = spec->array.task_id,
+        .node_rank = node_rank,
+    };
+}
+
+/* Slurm's NO_VAL: what %a stands for outside an array, as sbatch writes it. */
+#define SLURM_NO_ARRAY_TASK 4294967294u
+
+/* One Slurm placeholder, numbers zero-padded to width (sbatch's "%4a" is "0007"). */
+static int expand_slurm(char code, int width, const struct gs_pattern_vars *v, struct gs_buf *out)
+{
+    unsigned long long num;
+
+    switch (code) {
+    case 'A':
+        num = v->array_job_id != 0 ? v->array_job_id : v->job_id;
+        break;
+    case 'a':
+        num = v->array_job_id != 0 ? v->array_task_id : SLURM_NO_ARRAY_TASK;
+        break;
+    case 'j':
+        num = v->job_id;
+        break;
+    case 'J':
+        if (v->step == 0)
+            return gs_buf_printf(out, "%0*llu", width, (unsigned long long)v->job_id);
+        return gs_buf_printf(out, "%0*llu.%u", width, (unsigned long long)v->job_id, v->step - 1);
+    case 'n':
+        num = v->node_rank;
+        break;
+    case 't':
+        num = v->rank;
+        break;
+    case 'N':
+        return gs_buf_append_str(out, v->node != NULL ? v->node : "");
+    default:
+        return expand_one(code, v, out);
+    }
+    return gs_buf_printf(out, "%0*llu", width, num);
+}
+
 int gs_jobspec_expand_pattern(const char *pattern, const struct gs_pattern_vars *vars,
                               struct gs_buf *out)
 {
     int rc = 0;
 
     for (const char *p = pattern; rc == 0 && *p != '\0'; p++) {
+        int width = 0;
+
         if (*p != '%') {
             rc = gs_buf_putc(out, *p);
             continue;
         }
         p++;
-        rc = *p == '\0' ? -EINVAL : expand_one(*p, vars, out);
+        while (vars->slurm && *p >= '0' && *p <= '9' && width < 64)
+            width = width * 10 + (*p++ - '0');
+        if (*p == '\0')
+            rc = -EINVAL;
+        else if (vars->slurm)
+            rc = strchr("jJAaxNntu%", *p) != NULL ? expand_slurm(*p, width, vars, out) : -EINVAL;
+        else
+            rc = expand_one(*p, vars, out);
     }
     return rc;
 }

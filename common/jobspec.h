@@ -37,6 +37,21 @@ enum gs_gpu_affinity {
 struct gs_dep {
     enum gs_dep_type type;
     uint64_t job_id;
+    uint32_t delay_min; /* after only: minutes after the other job started */
+};
+
+/*
+ * A job array (sbatch --array). A submitted spec lists every task id; the scheduler makes
+ * one job per id, each with array_job_id (the first element's job id), its task_id and the
+ * summary Slurm exports, and task_ids released.
+ */
+struct gs_job_array {
+    uint32_t *task_ids; /* submit only: sorted, distinct; NULL otherwise */
+    size_t ntask_ids;
+    uint32_t throttle; /* elements running at once; 0: no limit */
+    uint64_t array_job_id;
+    uint32_t task_id;
+    uint32_t count, min, max, step;
 };
 
 #define GS_JOBSPEC_NAME_MAX 128
@@ -81,6 +96,26 @@ struct gs_jobspec {
 
     /* [placement] */
     enum gs_gpu_affinity gpu_affinity;
+
+    /* What Slurm batch scripts ask for (gsched sbatch); zero / NULL from a job file. */
+    uint32_t ntasks;        /* tasks in all when not nodes x tasks_per_node; 0: that */
+    uint32_t gpus_per_task; /* for srun's binding; 0: none */
+    uint64_t time_min_s;    /* recorded; 0: none */
+    char *partition;        /* NULL: the cluster's default */
+    char *account, *qos, *comment;
+    char **nodelist; /* NULL-terminated node names the job must include, or NULL */
+    size_t nnodelist;
+    char **exclude; /* NULL-terminated node names it must not use, or NULL */
+    size_t nexclude;
+    bool batch; /* script runs once on the first node, argv its arguments */
+    bool slurm; /* SLURM_* variables and Slurm output patterns */
+    char *submit_dir, *submit_host;
+    uint32_t warn_signal; /* --signal: this signal warn_before_s before the time limit */
+    uint32_t warn_before_s;
+    bool warn_batch_only;
+    bool depends_any; /* one dependency suffices */
+    bool singleton;   /* one job of this name and user at a time */
+    struct gs_job_array array;
 };
 
 /* A spec with the defaults of an empty job file (1 node, 1 task, 1 CPU, no time limit). */
@@ -102,6 +137,16 @@ int gs_jobspec_parse_toml(const char *text, size_t len, const char *filename,
  */
 int gs_jobspec_check(const struct gs_jobspec *spec, struct gs_error *err);
 
+/* The most tasks one node runs (tasks_per_node, or gpus_per_node for per-gpu). */
+uint32_t gs_jobspec_tasks_per_node(const struct gs_jobspec *spec);
+/* Tasks in all: ntasks, or nodes x tasks per node. */
+uint32_t gs_jobspec_ntasks(const struct gs_jobspec *spec);
+/*
+ * Tasks on the job's node-th node (0-based): ntasks spread as evenly as possible, the
+ * first nodes taking one more (sbatch -n 7 -N 3: 3, 2, 2), else tasks per node.
+ */
+uint32_t gs_jobspec_node_tasks(const struct gs_jobspec *spec, uint32_t node);
+
 /* Job names: 1..GS_JOBSPEC_NAME_MAX characters, no '/', tab, CR or LF. */
 bool gs_jobspec_name_ok(const char *name);
 /* Environment variable names: letters, digits, '_', not starting with a digit. */
@@ -116,9 +161,27 @@ struct gs_pattern_vars {
     const char *node;
     const char *job_name;
     const char *user;
+    /* Slurm patterns (sbatch): %A %a %J %N %n as sbatch means them, widths ("%4a") */
+    bool slurm;
+    uint64_t array_job_id; /* 0: not an array element (%A is the job id, %a "4294967294") */
+    uint32_t array_task_id;
+    uint32_t node_rank; /* %n in Slurm: the node's index in the job */
+    uint32_t step;      /* %J is JOBID.STEP for steps (step >= 1 is step step - 1), else JOBID */
 };
 
-/* Appends pattern with %j %t %n %x %u %% replaced. Returns 0, -EINVAL (unknown %), -ENOMEM. */
+/*
+ * The vars of one task of spec's job: job_name and the Slurm fields from the spec, the rest
+ * as given (node may be NULL). The vars borrow from spec.
+ */
+void gs_jobspec_pattern_vars(const struct gs_jobspec *spec, uint64_t job_id, uint32_t rank,
+                             const char *node, uint32_t node_rank, const char *user,
+                             struct gs_pattern_vars *ret);
+
+/*
+ * Appends pattern with its placeholders replaced: gsched's %j %t %n (node name) %x %u %%,
+ * or with vars->slurm, sbatch's %A %a %j %J %N (node name) %n (node index) %t %u %x %%.
+ * Returns 0, -EINVAL (unknown %), -ENOMEM.
+ */
 int gs_jobspec_expand_pattern(const char *pattern, const struct gs_pattern_vars *vars,
                               struct gs_buf *out);
 

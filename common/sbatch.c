@@ -391,7 +391,7 @@ static int push_term(struct gs_sbatch_deps *d, const struct gs_sbatch_dep_term *
 static int dep_job(struct gs_sbatch_deps *d, const char *type, size_t type_len, const char *s,
                    const char *end, struct gs_error *err)
 {
-    struct gs_sbatch_dep_term t = {false, {GS_DEP_AFTER, 0}, 0};
+    struct gs_sbatch_dep_term t = {false, {GS_DEP_AFTER, 0, 0}, 0};
     const char *plus = memchr(s, '+', (size_t)(end - s));
     char buf[64];
 
@@ -445,7 +445,7 @@ static int dep_element(void *ctx, const char *s, const char *end, bool first, st
 
     (void)first;
     if (end - s == 9 && strncmp(s, "singleton", 9) == 0)
-        return push_term(d, &(struct gs_sbatch_dep_term){true, {GS_DEP_AFTER, 0}, 0});
+        return push_term(d, &(struct gs_sbatch_dep_term){true, {GS_DEP_AFTER, 0, 0}, 0});
     if (colon == NULL || colon == s || colon + 1 == end)
         return gs_error_set(err, -EINVAL, 0, 0, "'%.*s' is not TYPE:JOBID or singleton",
                             (int)(end - s), s);

@@ -5,6 +5,7 @@
 #include "proto/jobspec.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,6 +52,7 @@ static int view_deps(struct gs_proto_jobspec_view *v, const struct gs_jobspec *s
         gs__dependency__init(&v->deps[i]);
         v->deps[i].type = (Gs__DependencyType)(spec->deps[i].type + 1);
         v->deps[i].job_id = spec->deps[i].job_id;
+        v->deps[i].delay_min = spec->deps[i].delay_min;
         v->dep_ptrs[i] = &v->deps[i];
     }
     v->spec.n_depends_on = spec->ndeps;
@@ -74,6 +76,14 @@ static void view_resources(Gs__Resources *r, const struct gs_jobspec *spec)
     r->time_limit_s = spec->time_limit_s == GS_DURATION_INFINITE ? 0 : spec->time_limit_s;
     r->exclusive = spec->exclusive;
     r->constraint = or_empty(spec->constraint);
+    r->ntasks = spec->ntasks;
+    r->partition = or_empty(spec->partition);
+    r->n_nodelist = spec->nodelist != NULL ? spec->nnodelist : 0;
+    r->nodelist = spec->nodelist;
+    r->n_exclude = spec->exclude != NULL ? spec->nexclude : 0;
+    r->exclude = spec->exclude;
+    r->time_min_s = spec->time_min_s;
+    r->gpus_per_task = spec->gpus_per_task;
 }
 
 static void view_run(Gs__RunSpec *run, const struct gs_jobspec *spec)
@@ -87,6 +97,32 @@ static void view_run(Gs__RunSpec *run, const struct gs_jobspec *spec)
     run->workdir = or_empty(spec->workdir);
     run->stdout_pattern = or_empty(spec->stdout_pattern);
     run->stderr_pattern = or_empty(spec->stderr_pattern);
+    run->batch = spec->batch;
+    run->slurm = spec->slurm;
+    run->submit_dir = or_empty(spec->submit_dir);
+    run->submit_host = or_empty(spec->submit_host);
+    run->warn_signal = spec->warn_signal;
+    run->warn_before_s = spec->warn_before_s;
+    run->warn_batch_only = spec->warn_batch_only;
+}
+
+static bool is_array(const struct gs_job_array *a)
+{
+    return a->ntask_ids > 0 || a->array_job_id != 0;
+}
+
+static void view_array(Gs__ArraySpec *pb, const struct gs_job_array *a)
+{
+    gs__array_spec__init(pb);
+    pb->n_task_ids = a->ntask_ids;
+    pb->task_ids = a->task_ids;
+    pb->throttle = a->throttle;
+    pb->array_job_id = a->array_job_id;
+    pb->task_id = a->task_id;
+    pb->task_count = a->count;
+    pb->task_min = a->min;
+    pb->task_max = a->max;
+    pb->task_step = a->step;
 }
 
 int gs_proto_jobspec_view_init(struct gs_proto_jobspec_view *v, const struct gs_jobspec *spec)
@@ -100,6 +136,15 @@ int gs_proto_jobspec_view_init(struct gs_proto_jobspec_view *v, const struct gs_
     v->spec.hold = spec->hold;
     v->spec.max_restarts = spec->max_restarts;
     v->spec.gpu_affinity = (Gs__GpuAffinity)spec->gpu_affinity;
+    v->spec.account = or_empty(spec->account);
+    v->spec.qos = or_empty(spec->qos);
+    v->spec.comment = or_empty(spec->comment);
+    v->spec.depends_any = spec->depends_any;
+    v->spec.singleton = spec->singleton;
+    if (is_array(&spec->array)) {
+        view_array(&v->array, &spec->array);
+        v->spec.array = &v->array;
+    }
     view_resources(&v->resources, spec);
     view_run(&v->run, spec);
     v->spec.resources = &v->resources;
@@ -181,6 +226,7 @@ static int copy_deps(const Gs__JobSpec *pb, struct gs_jobspec *spec, struct gs_e
             return gs_error_set(err, -EINVAL, 0, 0, "depends_on[%zu] has no valid type", i);
         spec->deps[i].type = (enum gs_dep_type)type;
         spec->deps[i].job_id = pb->depends_on[i]->job_id;
+        spec->deps[i].delay_min = pb->depends_on[i]->delay_min;
         spec->ndeps = i + 1;
     }
     return 0;
@@ -197,6 +243,80 @@ static void copy_resources(const Gs__Resources *r, struct gs_jobspec *spec)
     spec->mem_per_node_mib = r->mem_per_node_mib;
     spec->time_limit_s = r->time_limit_s == 0 ? GS_DURATION_INFINITE : r->time_limit_s;
     spec->exclusive = r->exclusive;
+    spec->ntasks = r->ntasks;
+    spec->time_min_s = r->time_min_s;
+    spec->gpus_per_task = r->gpus_per_task;
+}
+
+static int copy_strv(char **in, size_t n, char ***out, size_t *ret_n)
+{
+    if (n == 0)
+        return 0;
+    *out = calloc(n + 1, sizeof(char *));
+    if (*out == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        (*out)[i] = strdup(or_empty(in[i]));
+        if ((*out)[i] == NULL)
+            return -ENOMEM;
+        *ret_n = i + 1;
+    }
+    return 0;
+}
+
+static int copy_array(const Gs__ArraySpec *pb, struct gs_job_array *a)
+{
+    if (pb == NULL)
+        return 0;
+    a->throttle = pb->throttle;
+    a->array_job_id = pb->array_job_id;
+    a->task_id = pb->task_id;
+    a->count = pb->task_count;
+    a->min = pb->task_min;
+    a->max = pb->task_max;
+    a->step = pb->task_step;
+    if (pb->n_task_ids == 0)
+        return 0;
+    a->task_ids = malloc(pb->n_task_ids * sizeof(*a->task_ids));
+    if (a->task_ids == NULL)
+        return -ENOMEM;
+    memcpy(a->task_ids, pb->task_ids, pb->n_task_ids * sizeof(*a->task_ids));
+    a->ntask_ids = pb->n_task_ids;
+    return 0;
+}
+
+/* The fields only sbatch jobs have. */
+static int copy_slurm(const Gs__JobSpec *pb, struct gs_jobspec *spec)
+{
+    const Gs__Resources *r = pb->resources;
+    const Gs__RunSpec *run = pb->run;
+    int rc;
+
+    spec->batch = run->batch;
+    spec->slurm = run->slurm;
+    spec->warn_signal = run->warn_signal;
+    spec->warn_before_s = run->warn_before_s;
+    spec->warn_batch_only = run->warn_batch_only;
+    spec->depends_any = pb->depends_any;
+    spec->singleton = pb->singleton;
+    rc = copy_opt(r->partition, &spec->partition);
+    if (rc == 0)
+        rc = copy_opt(pb->account, &spec->account);
+    if (rc == 0)
+        rc = copy_opt(pb->qos, &spec->qos);
+    if (rc == 0)
+        rc = copy_opt(pb->comment, &spec->comment);
+    if (rc == 0)
+        rc = copy_opt(run->submit_dir, &spec->submit_dir);
+    if (rc == 0)
+        rc = copy_opt(run->submit_host, &spec->submit_host);
+    if (rc == 0)
+        rc = copy_strv(r->nodelist, r->n_nodelist, &spec->nodelist, &spec->nnodelist);
+    if (rc == 0)
+        rc = copy_strv(r->exclude, r->n_exclude, &spec->exclude, &spec->nexclude);
+    if (rc == 0)
+        rc = copy_array(pb->array, &spec->array);
+    return rc;
 }
 
 static int copy_all(const Gs__JobSpec *pb, struct gs_jobspec *spec, struct gs_error *err)
@@ -231,6 +351,8 @@ static int copy_all(const Gs__JobSpec *pb, struct gs_jobspec *spec, struct gs_er
         rc = copy_env(run, spec);
     if (rc == 0)
         rc = copy_deps(pb, spec, err);
+    if (rc == 0)
+        rc = copy_slurm(pb, spec);
     if (rc == -ENOMEM)
         gs_error_set(err, rc, 0, 0, "out of memory");
     return rc;

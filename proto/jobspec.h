@@ -22,6 +22,7 @@ struct gs_proto_jobspec_view {
     Gs__JobSpec spec;
     Gs__Resources resources;
     Gs__RunSpec run;
+    Gs__ArraySpec array;
     Gs__Dependency *deps;
     Gs__Dependency **dep_ptrs;
     Gs__RunSpec__EnvEntry *env;

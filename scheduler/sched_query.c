@@ -480,8 +480,11 @@ static int log_path(const struct sched_job *job, uint32_t rank, const char *node
     const struct gs_jobspec *sp = job->spec;
     const char *pattern =
         sp->stdout_pattern != NULL ? sp->stdout_pattern : GS_JOBSPEC_DEFAULT_STDOUT;
-    struct gs_pattern_vars vars = {job->id, rank, node, sp->name, job->user};
+    struct gs_pattern_vars vars;
     const char *wd = sp->workdir;
+
+    gs_jobspec_pattern_vars(sp, job->id, rank, node, sched_job_rank_node(job, rank), job->user,
+                            &vars);
 
     if (stream == GS__LOG_STREAM__LOG_STREAM_STDERR && sp->stderr_pattern != NULL)
         pattern = sp->stderr_pattern;

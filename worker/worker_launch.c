@@ -232,8 +232,18 @@ static const struct gs_topo_nic *task_nic(const struct launch *l, const Gs__Task
 static int output_path(const struct launch *l, const char *pattern, uint32_t rank,
                        struct gs_buf *out)
 {
-    struct gs_pattern_vars vars = {l->msg->job_id, rank, l->w->node_name, l->msg->job_name,
-                                   l->user};
+    struct gs_pattern_vars vars = {
+        .job_id = l->msg->job_id,
+        .rank = rank,
+        .node = l->w->node_name,
+        .job_name = l->msg->job_name,
+        .user = l->user,
+        .slurm = l->msg->run != NULL && l->msg->run->slurm,
+        .array_job_id = l->msg->array_job_id,
+        .array_task_id = l->msg->array_task_id,
+        .node_rank = l->node_rank,
+        .step = l->msg->step,
+    };
 
     return gs_jobspec_expand_pattern(pattern, &vars, out);
 }

@@ -47,7 +47,7 @@ static struct sched_job *add_dep(uint64_t id, enum gs_dep_type type, uint64_t on
     struct sched_job *job = add(id, 0);
 
     job->spec->deps = calloc(1, sizeof(*job->spec->deps));
-    job->spec->deps[0] = (struct gs_dep){type, on};
+    job->spec->deps[0] = (struct gs_dep){.type = type, .job_id = on};
     job->spec->ndeps = 1;
     return job;
 }
