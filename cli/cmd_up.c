@@ -32,10 +32,12 @@
 #define UP_PROBE_TIMEOUT_MS 1000
 #define DOWN_TIMEOUT_MS 15000
 #define TAIL_LINES 20
+#define UP_MAX_PARTITIONS 16
 
 static const char up_usage[] =
     "usage: gsched up [--workers N] [--gpus-per-node K | --topology FILE.xml] [--features A,B]\n"
     "                 [--state DIR] [--port P] [--heartbeat DUR] [--kill-grace DUR]\n"
+    "                 [--partition NAME[=NODES][:default][:max_time=DUR]]...\n"
     "Starts gschedd and N gsched-workerd (node1..nodeN) on this machine.\n"
     "  --workers N         workers to start, 1 to 64 (default 2)\n"
     "  --gpus-per-node K   synthetic GPUs per worker (default 4; 0: this machine's own)\n"
@@ -46,6 +48,9 @@ static const char up_usage[] =
     "  --heartbeat DUR     workers' heartbeat interval, whole seconds (default 2s); a node\n"
     "                      is DOWN after 3 missed ones\n"
     "  --kill-grace DUR    from SIGTERM to SIGKILL when a job ends (default 30s)\n"
+    "  --partition SPEC    a partition (sbatch -p), as [[partition]] in gsched.toml: its\n"
+    "                      nodes a hostlist (default: all), the default one, its longest\n"
+    "                      time limit; repeat for more (default: one, \"main\", of all)\n"
     "DUR is a duration as in gsched.toml: \"1s\", \"90s\", \"1m30s\", \"1:30\".\n";
 
 static const char down_usage[] = "usage: gsched down [--state DIR]\n"
@@ -62,6 +67,8 @@ struct up_opts {
     unsigned port;         /* 0: pick a free one */
     uint64_t heartbeat_s;  /* 0: the scheduler's default */
     uint64_t kill_grace_s; /* 0: the scheduler's default */
+    const char *partitions[UP_MAX_PARTITIONS];
+    unsigned npartitions;
 };
 
 /* What `up` works with once the options are checked. */
@@ -122,6 +129,14 @@ static int parse_up_option(struct up_opts *o, int argc, char **argv, int *i)
         o->gpus_given = true;
         return parse_number(opt, arg, 0, 64, &o->gpus);
     }
+    if (strcmp(opt, "--partition") == 0) {
+        if (o->npartitions == UP_MAX_PARTITIONS)
+            return cli_usage_error("up", "at most %d --partition options", UP_MAX_PARTITIONS);
+        if (arg[0] == '\0' || arg[0] == '=' || arg[0] == ':')
+            return cli_usage_error("up", "--partition wants NAME[=NODES][:default][:max_time=DUR]");
+        o->partitions[o->npartitions++] = arg;
+        return 0;
+    }
     if (strcmp(opt, "--topology") == 0)
         o->topology = arg;
     else if (strcmp(opt, "--features") == 0)
@@ -135,7 +150,7 @@ static int parse_up(struct up_opts *o, int argc, char **argv)
 {
     static const char *const with_value[] = {"--workers",   "--gpus-per-node", "--topology",
                                              "--features",  "--state",         "--port",
-                                             "--heartbeat", "--kill-grace"};
+                                             "--heartbeat", "--kill-grace",    "--partition"};
 
     *o = (struct up_opts){
         .workers = UP_DEFAULT_WORKERS, .gpus = UP_DEFAULT_GPUS, .state = CLI_LOCAL_STATE_DIR};
@@ -238,6 +253,41 @@ static void toml_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/*
+ * --partition NAME[=NODES][:default][:max_time=DUR] as a [[partition]] table; gschedd
+ * checks the values when it reads the file, with file:line:col messages.
+ */
+static void write_partition(FILE *f, const char *spec)
+{
+    char buf[512], *save = NULL, *part, *eq;
+
+    snprintf(buf, sizeof(buf), "%s", spec);
+    part = strtok_r(buf, ":", &save);
+    eq = part != NULL ? strchr(part, '=') : NULL;
+    if (eq != NULL)
+        *eq = '\0';
+    fputs("[[partition]]\nname = ", f);
+    toml_string(f, part != NULL ? part : "");
+    if (eq != NULL) {
+        fputs("\nnodes = ", f);
+        toml_string(f, eq + 1);
+    }
+    fputc('\n', f);
+    while ((part = strtok_r(NULL, ":", &save)) != NULL) {
+        if (strcmp(part, "default") == 0) {
+            fputs("default = true\n", f);
+        } else if (strncmp(part, "max_time=", 9) == 0) {
+            fputs("max_time = ", f);
+            toml_string(f, part + 9);
+            fputc('\n', f);
+        } else {
+            fputs("unknown_option = ", f); /* gschedd names it at its line */
+            toml_string(f, part);
+            fputc('\n', f);
+        }
+    }
+}
+
 static int write_config(const struct up *u)
 {
     FILE *f = fopen(u->config, "w");
@@ -258,6 +308,8 @@ static int write_config(const struct up *u)
         fprintf(f, "heartbeat_interval = \"%" PRIu64 "s\"\n", u->opts.heartbeat_s);
     if (u->opts.kill_grace_s > 0)
         fprintf(f, "kill_grace = \"%" PRIu64 "s\"\n", u->opts.kill_grace_s);
+    for (unsigned i = 0; i < u->opts.npartitions; i++)
+        write_partition(f, u->opts.partitions[i]);
     /* Each worker keeps its task ledger there (worker/ledger.h), one file per node. */
     fputs("[worker]\nlog_dir = ", f);
     toml_string(f, u->local.dir);

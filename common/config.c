@@ -11,10 +11,23 @@
 
 #include "common/error.h"
 #include "common/hostlist.h"
+#include "common/jobspec.h"
 #include "common/schema.h"
 #include "common/toml.h"
+#include "common/units.h"
 
 #define CFG(c) ((struct gs_config *)(c)->target)
+
+static void free_partitions(struct gs_config *cfg)
+{
+    for (size_t i = 0; i < cfg->npartitions; i++) {
+        free(cfg->partitions[i].name);
+        gs_hostlist_free(cfg->partitions[i].nodes);
+    }
+    free(cfg->partitions);
+    cfg->partitions = NULL;
+    cfg->npartitions = 0;
+}
 
 int gs_config_init(struct gs_config *cfg)
 {
@@ -28,8 +41,19 @@ int gs_config_init(struct gs_config *cfg)
     cfg->kill_grace_ms = 30000;
     cfg->log_level = GS_LOG_INFO;
     cfg->log_dir = strdup("/var/lib/gsched/worker");
+    cfg->cluster_name = strdup(GS_CONFIG_DEFAULT_CLUSTER);
+    cfg->partitions = calloc(1, sizeof(*cfg->partitions));
+    if (cfg->partitions != NULL) {
+        cfg->npartitions = 1;
+        cfg->partitions[0] = (struct gs_config_partition){
+            .name = strdup(GS_CONFIG_DEFAULT_PARTITION),
+            .is_default = true,
+            .max_time_s = GS_DURATION_INFINITE,
+        };
+    }
     if (cfg->host == NULL || cfg->socket_path == NULL || cfg->state_dir == NULL ||
-        cfg->log_dir == NULL) {
+        cfg->log_dir == NULL || cfg->cluster_name == NULL || cfg->partitions == NULL ||
+        cfg->partitions[0].name == NULL) {
         gs_config_release(cfg);
         return -ENOMEM;
     }
@@ -51,6 +75,8 @@ void gs_config_release(struct gs_config *cfg)
         gs_hostlist_free(cfg->switches[i].nodes);
     }
     free(cfg->switches);
+    free_partitions(cfg);
+    free(cfg->cluster_name);
     memset(cfg, 0, sizeof(*cfg));
 }
 
@@ -119,6 +145,21 @@ static void rd_log_level(struct gs_schema_ctx *c, const struct gs_toml_value *v)
                             "\"error\"");
 }
 
+static void rd_cluster_name(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    char *name = NULL;
+
+    if (gs_schema_string(c, v, "scheduler.cluster_name", &name) < 0 || name == NULL)
+        return;
+    if (!gs_jobspec_name_ok(name) || strchr(name, ' ') != NULL) {
+        GS_SCHEMA_REPORT_AT(c, v, "scheduler.cluster_name must be one word without '/'");
+        free(name);
+        return;
+    }
+    free(CFG(c)->cluster_name);
+    CFG(c)->cluster_name = name;
+}
+
 static const struct gs_schema_key scheduler_keys[] = {
     {"host", rd_host},
     {"port", rd_port},
@@ -128,6 +169,7 @@ static const struct gs_schema_key scheduler_keys[] = {
     {"heartbeat_misses", rd_heartbeat_misses},
     {"kill_grace", rd_kill_grace},
     {"log_level", rd_log_level},
+    {"cluster_name", rd_cluster_name},
     {NULL, NULL},
 };
 
@@ -186,14 +228,14 @@ static void rd_switch_name(struct gs_schema_ctx *c, const struct gs_toml_value *
     gs_schema_string(c, v, "switch.name", &current_switch(c)->name);
 }
 
-/* One hostlist or a list of them, expanded; a node under two switches is a mistake. */
-static void rd_switch_nodes(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+/* One hostlist or a list of them, expanded and appended to *nodes (NULL-terminated). */
+static void read_node_lists(struct gs_schema_ctx *c, const struct gs_toml_value *v,
+                            const char *path, char ***nodes, size_t *nnodes)
 {
-    struct gs_config_switch *sw = current_switch(c);
     const struct gs_toml_value **items = NULL;
     size_t n = 0;
 
-    if (gs_schema_string_list(c, v, "switch.nodes", &items, &n) < 0)
+    if (gs_schema_string_list(c, v, path, &items, &n) < 0)
         return;
     for (size_t i = 0; i < n; i++) {
         const char *expr;
@@ -204,29 +246,38 @@ static void rd_switch_nodes(struct gs_schema_ctx *c, const struct gs_toml_value 
         gs_error_clear(&err);
         gs_toml_as_string(items[i], &expr, NULL);
         if (gs_hostlist_expand(expr, &names, &k, &err) < 0) {
-            gs_schema_report(c, gs_toml_line(items[i]), gs_toml_col(items[i]) + err.col,
-                             "switch.nodes: %s", err.msg);
+            gs_schema_report(c, gs_toml_line(items[i]), gs_toml_col(items[i]) + err.col, "%s: %s",
+                             path, err.msg);
             continue;
         }
-        all = realloc(sw->nodes, (sw->nnodes + k + 1) * sizeof(*all));
+        all = realloc(*nodes, (*nnodes + k + 1) * sizeof(*all));
         if (all == NULL) {
             c->enomem = true;
             gs_hostlist_free(names);
             break;
         }
-        sw->nodes = all;
-        memcpy(all + sw->nnodes, names, k * sizeof(*all));
-        sw->nnodes += k;
-        all[sw->nnodes] = NULL;
-        free(names); /* its strings now belong to the switch */
-        for (size_t j = sw->nnodes - k; j < sw->nnodes; j++) {
-            int other = gs_config_switch_of(CFG(c), all[j]);
-            if (other >= 0 && (size_t)other != CFG(c)->nswitches - 1)
-                GS_SCHEMA_REPORT_AT(c, items[i], "switch.nodes: %s is under switch '%s' already",
-                                    all[j], CFG(c)->switches[other].name);
-        }
+        *nodes = all;
+        memcpy(all + *nnodes, names, k * sizeof(*all));
+        *nnodes += k;
+        all[*nnodes] = NULL;
+        free(names); /* its strings now belong to *nodes */
     }
     free(items);
+}
+
+/* A node under two switches is a mistake. */
+static void rd_switch_nodes(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    struct gs_config_switch *sw = current_switch(c);
+    size_t before = sw->nnodes;
+
+    read_node_lists(c, v, "switch.nodes", &sw->nodes, &sw->nnodes);
+    for (size_t j = before; j < sw->nnodes; j++) {
+        int other = gs_config_switch_of(CFG(c), sw->nodes[j]);
+        if (other >= 0 && (size_t)other != CFG(c)->nswitches - 1)
+            GS_SCHEMA_REPORT_AT(c, v, "switch.nodes: %s is under switch '%s' already", sw->nodes[j],
+                                CFG(c)->switches[other].name);
+    }
 }
 
 static const struct gs_schema_key switch_keys[] = {
@@ -265,6 +316,144 @@ static void rd_switch(struct gs_schema_ctx *c, const struct gs_toml_value *v)
     }
 }
 
+static struct gs_config_partition *current_partition(struct gs_schema_ctx *c)
+{
+    return &CFG(c)->partitions[CFG(c)->npartitions - 1];
+}
+
+static void rd_partition_name(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    struct gs_config_partition *p = current_partition(c);
+    char *name = NULL;
+
+    if (gs_schema_string(c, v, "partition.name", &name) < 0 || name == NULL)
+        return;
+    if (!gs_jobspec_name_ok(name) || strpbrk(name, " ,") != NULL) {
+        GS_SCHEMA_REPORT_AT(c, v, "partition.name must be one word without ',' or '/'");
+        free(name);
+        return;
+    }
+    for (size_t i = 0; i + 1 < CFG(c)->npartitions; i++) {
+        if (strcmp(CFG(c)->partitions[i].name, name) == 0) {
+            GS_SCHEMA_REPORT_AT(c, v, "partition '%s' is defined twice", name);
+            free(name);
+            return;
+        }
+    }
+    free(p->name);
+    p->name = name;
+}
+
+/* "ALL" (as slurm.conf says it) is every node, like leaving nodes out. */
+static void rd_partition_nodes(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    struct gs_config_partition *p = current_partition(c);
+    const char *s;
+
+    if (gs_toml_as_string(v, &s, NULL) == 0 && strcmp(s, "ALL") == 0)
+        return;
+    read_node_lists(c, v, "partition.nodes", &p->nodes, &p->nnodes);
+    if (p->nodes == NULL && !c->enomem) {
+        p->nodes = calloc(1, sizeof(*p->nodes)); /* an empty list: no node at all */
+        if (p->nodes == NULL)
+            c->enomem = true;
+    }
+}
+
+static void rd_partition_default(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    struct gs_config_partition *p = current_partition(c);
+
+    if (gs_schema_bool(c, v, "partition.default", &p->is_default) < 0 || !p->is_default)
+        return;
+    for (size_t i = 0; i + 1 < CFG(c)->npartitions; i++) {
+        if (CFG(c)->partitions[i].is_default) {
+            GS_SCHEMA_REPORT_AT(c, v, "partition '%s' is the default already",
+                                CFG(c)->partitions[i].name);
+            p->is_default = false;
+            return;
+        }
+    }
+}
+
+static void rd_partition_max_time(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    gs_schema_duration(c, v, "partition.max_time", 60, false, &current_partition(c)->max_time_s);
+}
+
+static const struct gs_schema_key partition_keys[] = {
+    {"name", rd_partition_name},
+    {"nodes", rd_partition_nodes},
+    {"default", rd_partition_default},
+    {"max_time", rd_partition_max_time},
+    {NULL, NULL},
+};
+
+/* The first [[partition]] replaces the implicit "main"; the first is the default when none says so.
+ */
+static void rd_partition(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    struct gs_config *cfg = CFG(c);
+    size_t n = gs_toml_count(v);
+    bool any_default = false;
+
+    if (gs_toml_type(v) != GS_TOML_ARRAY || n == 0 || n > GS_CONFIG_MAX_PARTITIONS) {
+        GS_SCHEMA_REPORT_AT(c, v, "partition must be an array of tables ([[partition]]), 1 to %d",
+                            GS_CONFIG_MAX_PARTITIONS);
+        return;
+    }
+    if (!cfg->partitions_configured) {
+        free_partitions(cfg);
+        cfg->partitions_configured = true;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct gs_toml_value *t = gs_toml_at(v, i);
+        struct gs_config_partition *p;
+
+        if (gs_toml_type(t) != GS_TOML_TABLE) {
+            GS_SCHEMA_REPORT_AT(c, t, "partition must be an array of tables ([[partition]])");
+            continue;
+        }
+        p = realloc(cfg->partitions, (cfg->npartitions + 1) * sizeof(*p));
+        if (p == NULL) {
+            c->enomem = true;
+            return;
+        }
+        cfg->partitions = p;
+        cfg->partitions[cfg->npartitions++] = (struct gs_config_partition){
+            .max_time_s = GS_DURATION_INFINITE,
+        };
+        gs_schema_read_section(c, t, "partition");
+        if (current_partition(c)->name == NULL)
+            GS_SCHEMA_REPORT_AT(c, t, "partition needs a name");
+    }
+    for (size_t i = 0; i < cfg->npartitions; i++)
+        any_default = any_default || cfg->partitions[i].is_default;
+    if (!any_default && cfg->npartitions > 0)
+        cfg->partitions[0].is_default = true;
+}
+
+const struct gs_config_partition *gs_config_partition(const struct gs_config *cfg, const char *name)
+{
+    for (size_t i = 0; i < cfg->npartitions; i++) {
+        const struct gs_config_partition *p = &cfg->partitions[i];
+        if (p->name != NULL && (name == NULL ? p->is_default : strcmp(p->name, name) == 0))
+            return p;
+    }
+    return NULL;
+}
+
+bool gs_config_partition_has(const struct gs_config_partition *p, const char *node)
+{
+    if (p->nodes == NULL)
+        return true;
+    for (size_t i = 0; i < p->nnodes; i++) {
+        if (strcmp(p->nodes[i], node) == 0)
+            return true;
+    }
+    return false;
+}
+
 int gs_config_switch_of(const struct gs_config *cfg, const char *node)
 {
     for (size_t i = 0; i < cfg->nswitches; i++) {
@@ -287,17 +476,13 @@ static void rd_worker(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 }
 
 static const struct gs_schema_key root_keys[] = {
-    {"scheduler", rd_scheduler},
-    {"worker", rd_worker},
-    {"switch", rd_switch},
-    {NULL, NULL},
+    {"scheduler", rd_scheduler}, {"worker", rd_worker}, {"switch", rd_switch},
+    {"partition", rd_partition}, {NULL, NULL},
 };
 
 static const struct gs_schema_section sections[] = {
-    {"", root_keys},
-    {"scheduler", scheduler_keys},
-    {"worker", worker_keys},
-    {"switch", switch_keys},
+    {"", root_keys},         {"scheduler", scheduler_keys}, {"worker", worker_keys},
+    {"switch", switch_keys}, {"partition", partition_keys},
 };
 
 int gs_config_parse(struct gs_config *cfg, const char *text, size_t len, const char *filename,

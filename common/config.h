@@ -19,9 +19,16 @@
  *     topology = "/etc/gsched/node.xml"     # hwloc XML instead of discovery
  *     gpus = 0                              # > 0: that many synthetic GPUs (testing)
  *     log_dir = "/var/lib/gsched/worker"    # the worker's state: its task ledger
+ *     cluster_name = "gsched"               # SLURM_CLUSTER_NAME, sinfo/scontrol
  *     [[switch]]                            # the network, as Slurm's topology.conf says it:
  *     name = "leaf1"                        # multi-node jobs go under one switch when
  *     nodes = "node[1-16]"                  # they fit (a hostlist, or a list of them)
+ *     [[partition]]                         # node groups jobs ask for (sbatch -p), as
+ *     name = "gpu"                          # slurm.conf's PartitionName lines: nodes (a
+ *     nodes = "node[1-8]"                   # hostlist or list; "ALL" or left out: every
+ *     default = true                        # node), the default partition (else the
+ *     max_time = "2d"                       # first), the longest time limit it allows
+ * Without [[partition]] there is one, "main", default, every node, no time limit.
  *
  * Errors name the place ("gsched.toml:4:8: scheduler.port must be an integer from 1 to
  * 65535") as for job files. The struct owns its strings; gs_config_release() frees them.
@@ -29,6 +36,7 @@
 #ifndef GS_CONFIG_H
 #define GS_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -46,6 +54,19 @@ struct gs_config_switch {
     size_t nnodes;
 };
 
+/* A partition: a named group of nodes ([[partition]]). */
+struct gs_config_partition {
+    char *name;
+    char **nodes; /* expanded, NULL-terminated; NULL: every node */
+    size_t nnodes;
+    bool is_default;
+    uint64_t max_time_s; /* GS_DURATION_INFINITE: no limit */
+};
+
+#define GS_CONFIG_MAX_PARTITIONS 256
+#define GS_CONFIG_DEFAULT_PARTITION "main"
+#define GS_CONFIG_DEFAULT_CLUSTER "gsched"
+
 struct gs_config {
     /* [scheduler] */
     char *host;
@@ -56,6 +77,7 @@ struct gs_config {
     uint32_t heartbeat_misses;
     uint64_t kill_grace_ms;
     enum gs_log_level log_level;
+    char *cluster_name;
     /* [worker] */
     char *worker_name; /* NULL: the host name */
     char *worker_address;
@@ -67,7 +89,17 @@ struct gs_config {
     /* [[switch]] */
     struct gs_config_switch *switches;
     size_t nswitches;
+    /* [[partition]]; at least one after gs_config_init (the implicit "main") */
+    struct gs_config_partition *partitions;
+    size_t npartitions;
+    bool partitions_configured; /* false: partitions holds only the implicit "main" */
 };
+
+/* The default partition (never NULL after gs_config_init), or the one named, or NULL. */
+const struct gs_config_partition *gs_config_partition(const struct gs_config *cfg,
+                                                      const char *name);
+/* Whether node belongs to the partition. */
+bool gs_config_partition_has(const struct gs_config_partition *p, const char *node);
 
 /* The index of the switch node is under, or -1. */
 int gs_config_switch_of(const struct gs_config *cfg, const char *node);

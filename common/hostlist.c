@@ -270,3 +270,19 @@ int gs_hostlist_compress(const char *const *names, size_t n, struct gs_buf *out)
     free(nums);
     return rc;
 }
+
+int gs_hostlist_counts(const uint32_t *counts, size_t n, struct gs_buf *out)
+{
+    int rc = 0;
+
+    for (size_t i = 0; i < n && rc == 0;) {
+        size_t run = 1;
+
+        while (i + run < n && counts[i + run] == counts[i])
+            run++;
+        rc = run > 1 ? gs_buf_printf(out, "%s%u(x%zu)", i > 0 ? "," : "", counts[i], run)
+                     : gs_buf_printf(out, "%s%u", i > 0 ? "," : "", counts[i]);
+        i += run;
+    }
+    return rc;
+}

@@ -16,6 +16,7 @@
 #define GS_HOSTLIST_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/buf.h"
 #include "common/error.h"
@@ -31,5 +32,12 @@ void gs_hostlist_free(char **names);
 
 /* Appends the compressed form of n names to out. Returns 0 or -ENOMEM. */
 int gs_hostlist_compress(const char *const *names, size_t n, struct gs_buf *out);
+
+/*
+ * Appends per-node counts the way Slurm writes SLURM_TASKS_PER_NODE and
+ * SLURM_JOB_CPUS_PER_NODE: runs of equal values folded, "2(x3),1" for 2 2 2 1.
+ * Returns 0 or -ENOMEM.
+ */
+int gs_hostlist_counts(const uint32_t *counts, size_t n, struct gs_buf *out);
 
 #endif

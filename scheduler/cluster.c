@@ -294,16 +294,46 @@ static bool node_fits_now(const struct node *n, const struct sched_req *req)
            n->mem_free >= req->mem_per_node_mib && has_feature(n, req->constraint);
 }
 
+static bool bit_set(const uint64_t *bits, size_t i)
+{
+    return bits != NULL && ((bits[i / 64] >> (i % 64)) & 1);
+}
+
+/* Whether the request's node lists let it use node i at all. */
+static bool node_allowed(const struct sched_req *req, size_t i)
+{
+    return req->allowed == NULL || bit_set(req->allowed, i);
+}
+
 bool sched_cluster_could_ever_fit(const struct sched_cluster *cluster, const struct sched_req *req,
                                   char *why, size_t why_size)
 {
-    uint32_t able = 0;
+    uint32_t able = 0, allowed = 0;
 
-    for (size_t i = 0; i < cluster->nnodes; i++)
-        able += node_can_ever(&cluster->nodes[i], req);
+    for (size_t i = 0; i < cluster->nnodes; i++) {
+        bool ok = node_can_ever(&cluster->nodes[i], req);
+
+        allowed += node_allowed(req, i);
+        if (bit_set(req->required, i) && (!ok || !node_allowed(req, i))) {
+            snprintf(why, why_size, "node %s can never hold the job%s", cluster->nodes[i].name,
+                     node_allowed(req, i) ? "" : " (it is not in the job's partition)");
+            return false;
+        }
+        able += ok && node_allowed(req, i);
+    }
+    if (req->nrequired > req->nodes) {
+        snprintf(why, why_size, "the job names %u node(s) to run on but asks for %u",
+                 req->nrequired, req->nodes);
+        return false;
+    }
     if (req->nodes > 0 && able >= req->nodes)
         return true;
-    if (req->nodes == 0)
+    if (req->nodes > 0 && req->allowed != NULL && allowed < req->nodes)
+        snprintf(why, why_size,
+                 "the job may use %u node(s) (its partition less excluded ones), "
+                 "it asks for %u",
+                 allowed, req->nodes);
+    else if (req->nodes == 0)
         snprintf(why, why_size, "a job needs at least one node");
     else if (cluster->nnodes < req->nodes)
         snprintf(why, why_size, "the cluster has %zu node(s), the job asks for %u", cluster->nnodes,
@@ -477,9 +507,19 @@ static void under_one_switch(struct candidate *cand, uint32_t ncand, uint32_t wa
     }
 }
 
-static bool avoided(const uint64_t *avoid, size_t i)
+/* The candidates the request names (--nodelist) first, the rest after, each in rank order. */
+static uint32_t required_first(struct candidate *cand, uint32_t ncand, const uint64_t *required)
 {
-    return avoid != NULL && ((avoid[i / 64] >> (i % 64)) & 1);
+    uint32_t k = 0;
+
+    for (uint32_t i = 0; i < ncand; i++) {
+        if (bit_set(required, cand[i].node)) {
+            struct candidate c = cand[i];
+            memmove(&cand[k + 1], &cand[k], (i - k) * sizeof(*cand));
+            cand[k++] = c;
+        }
+    }
+    return k;
 }
 
 int sched_cluster_place(const struct sched_cluster *cluster, const struct sched_req *req,
@@ -498,7 +538,8 @@ int sched_cluster_place(const struct sched_cluster *cluster, const struct sched_
         const struct node *n = &cluster->nodes[i];
         struct gs_gpuset_choice ch;
 
-        if (avoided(avoid, i) || !node_fits_now(n, req) || !choose_gpus(n, req, &ch))
+        if (bit_set(avoid, i) || !node_allowed(req, i) || !node_fits_now(n, req) ||
+            !choose_gpus(n, req, &ch))
             continue;
         cand[ncand++] = (struct candidate){
             .node = (uint32_t)i,
@@ -513,8 +554,12 @@ int sched_cluster_place(const struct sched_cluster *cluster, const struct sched_
     if (ncand < req->nodes)
         goto out;
     qsort(cand, ncand, sizeof(*cand), compare_candidates);
-    if (req->nodes > 1)
+    if (req->required != NULL) {
+        if (required_first(cand, ncand, req->required) < req->nrequired)
+            goto out; /* a node it must have is busy */
+    } else if (req->nodes > 1) {
         under_one_switch(cand, ncand, req->nodes);
+    }
     rc = alloc_reserve(alloc, req->nodes);
     if (rc < 0)
         goto out;

@@ -54,6 +54,14 @@ struct sched_req {
     bool exclusive;
     const char *constraint; /* NULL: any node */
     enum gs_gpuset_affinity affinity;
+    /*
+     * Bitmaps over cluster node indices (bit i of word i / 64), NULL for no restriction:
+     * the nodes the job may use (its partition less sbatch --exclude), and those it must
+     * include (--nodelist; counted in nodes).
+     */
+    const uint64_t *allowed;
+    const uint64_t *required;
+    uint32_t nrequired;
 };
 
 /* How good the GPUs of one node's allocation are together. */

@@ -15,7 +15,20 @@ struct sched_jobs {
     struct sched_job **v;
     size_t n;
     size_t cap;
+    uint64_t now_ms;  /* for after:JOB+MIN (sched_jobs_set_now) */
+    bool timed_waits; /* a dependency waited on the clock since the last set_now */
 };
+
+void sched_jobs_set_now(struct sched_jobs *jobs, uint64_t now_ms)
+{
+    jobs->now_ms = now_ms;
+    jobs->timed_waits = false;
+}
+
+bool sched_jobs_timed_waits(const struct sched_jobs *jobs)
+{
+    return jobs->timed_waits;
+}
 
 static const char *const state_names[] = {
     [SCHED_JOB_PENDING] = "PENDING",     [SCHED_JOB_RUNNING] = "RUNNING",
@@ -202,23 +215,74 @@ static enum sched_dep_status one_dep(const struct sched_job *other, enum gs_dep_
     return SCHED_DEP_NEVER;
 }
 
+/* A dependency on an array's first element is on every element (Slurm's afterok:ARRAYID). */
+static enum sched_dep_status on_job(const struct sched_jobs *jobs, const struct sched_job *other,
+                                    enum gs_dep_type type)
+{
+    enum sched_dep_status worst = one_dep(other, type);
+
+    if (other->spec->array.array_job_id != other->id)
+        return worst;
+    for (uint64_t id = other->id + 1; id < other->id + other->spec->array.count; id++) {
+        const struct sched_job *e = sched_jobs_find(jobs, id);
+        enum sched_dep_status s;
+
+        if (e == NULL || e->spec->array.array_job_id != other->id)
+            continue;
+        s = one_dep(e, type);
+        worst = s > worst ? s : worst;
+    }
+    return worst;
+}
+
+/* Another unfinished job of the same name and user that came first, or runs (singleton). */
+static bool singleton_blocked(const struct sched_jobs *jobs, const struct sched_job *job,
+                              uint64_t *ret_blocker)
+{
+    for (size_t i = 0; i < jobs->n; i++) {
+        const struct sched_job *o = jobs->v[i];
+
+        if (o == job || o->uid != job->uid || sched_job_finished(o) ||
+            strcmp(o->spec->name, job->spec->name) != 0)
+            continue;
+        if (o->state == SCHED_JOB_RUNNING || o->id < job->id) {
+            if (ret_blocker != NULL)
+                *ret_blocker = o->id;
+            return true;
+        }
+    }
+    return false;
+}
+
 enum sched_dep_status sched_job_deps(const struct sched_jobs *jobs, const struct sched_job *job,
                                      uint64_t *ret_blocker)
 {
-    enum sched_dep_status worst = SCHED_DEP_MET;
+    const struct gs_jobspec *sp = job->spec;
+    enum sched_dep_status worst = SCHED_DEP_MET, best = SCHED_DEP_NEVER;
 
-    for (size_t i = 0; i < job->spec->ndeps; i++) {
-        const struct gs_dep *d = &job->spec->deps[i];
+    for (size_t i = 0; i < sp->ndeps; i++) {
+        const struct gs_dep *d = &sp->deps[i];
         const struct sched_job *other = sched_jobs_find(jobs, d->job_id);
         /* Submit refuses unknown ids; one missing now was never a job: never met. */
-        enum sched_dep_status s = other != NULL ? one_dep(other, d->type) : SCHED_DEP_NEVER;
+        enum sched_dep_status s = other != NULL ? on_job(jobs, other, d->type) : SCHED_DEP_NEVER;
 
-        if (s > worst) {
-            worst = s;
+        if (s == SCHED_DEP_MET && d->type == GS_DEP_AFTER && d->delay_min > 0 &&
+            other->start_ms + (uint64_t)d->delay_min * 60000 > jobs->now_ms) {
+            s = SCHED_DEP_WAIT;
+            ((struct sched_jobs *)jobs)->timed_waits = true;
+        }
+        if (s < best)
+            best = s;
+        if (s > worst || (sp->depends_any && s == SCHED_DEP_WAIT)) {
+            worst = s > worst ? s : worst;
             if (ret_blocker != NULL)
                 *ret_blocker = d->job_id;
         }
     }
+    if (sp->depends_any && sp->ndeps > 0)
+        worst = best; /* one met suffices; never only when none can be */
+    if (sp->singleton && worst == SCHED_DEP_MET && singleton_blocked(jobs, job, ret_blocker))
+        worst = SCHED_DEP_WAIT;
     return worst;
 }
 
@@ -245,6 +309,9 @@ int sched_job_start(struct sched_job *job, const struct sched_alloc *alloc, uint
     struct sched_task *tasks;
     int rc;
 
+    /* A batch job's one task is its script, on the first node; srun steps are not tasks. */
+    if (job->spec->batch)
+        ntasks = 1;
     if (job->state != SCHED_JOB_PENDING || tasks_per_node == 0)
         return -EINVAL;
     tasks = calloc(ntasks, sizeof(*tasks));
@@ -275,6 +342,8 @@ int sched_job_start(struct sched_job *job, const struct sched_alloc *alloc, uint
     job->term_signal = 0;
     return 0;
 }
+
+static void back_to_pending(struct sched_job *job);
 
 static void finish(struct sched_job *job, enum sched_job_state state, uint64_t now_ms)
 {
@@ -318,6 +387,10 @@ bool sched_job_task_ended(struct sched_job *job, uint32_t rank, enum sched_task_
         note_failure(job, exit_code, term_signal);
     if (job->tasks_ended < job->ntasks)
         return false;
+    if (job->requeue_requested && !job->cancel_requested) {
+        back_to_pending(job);
+        return true;
+    }
     if (job->cancel_requested)
         finish(job, SCHED_JOB_CANCELLED, now_ms);
     else if (job->any_timeout)
@@ -353,6 +426,33 @@ void sched_job_requeue_unstarted(struct sched_job *job, const char *why)
     job->state = SCHED_JOB_PENDING;
     job->start_ms = 0;
     snprintf(job->reason, sizeof(job->reason), "%s", why);
+}
+
+/* A requeued job: pending again, another restart counted, held when asked. */
+static void back_to_pending(struct sched_job *job)
+{
+    release_alloc(job);
+    job->state = SCHED_JOB_PENDING;
+    job->restarts++;
+    job->held = job->requeue_hold;
+    job->requeue_requested = job->requeue_hold = false;
+    job->cancel_requested = false;
+    job->start_ms = job->end_ms = 0;
+    job->expected_start_ms = 0;
+}
+
+int sched_job_requeue(struct sched_job *job, bool hold, const char *why)
+{
+    if (job->state == SCHED_JOB_PENDING)
+        return -EINVAL;
+    snprintf(job->reason, sizeof(job->reason), "%s", why);
+    job->requeue_hold = hold;
+    if (job->state == SCHED_JOB_RUNNING) {
+        job->requeue_requested = true;
+        return 0;
+    }
+    back_to_pending(job);
+    return 1;
 }
 
 bool sched_job_cancel(struct sched_job *job, uint64_t now_ms)

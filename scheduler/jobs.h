@@ -90,6 +90,8 @@ struct sched_job {
     char reason[160];
     bool held;
     bool cancel_requested;
+    bool requeue_requested; /* scontrol requeue: back to PENDING when its tasks have ended */
+    bool requeue_hold;      /* ... and held (requeuehold) */
     uint64_t submit_seq;
     uint64_t submit_ms;
     uint64_t start_ms;
@@ -133,7 +135,17 @@ struct sched_job *sched_jobs_at(const struct sched_jobs *jobs, size_t i);
 const char *sched_job_state_name(enum sched_job_state state); /* "PENDING", ... */
 bool sched_job_finished(const struct sched_job *job);
 
-/* Whether job's dependencies allow it to start; *ret_blocker gets the job in the way. */
+/* The clock after:JOB+MIN dependencies are judged by; forgets earlier timed waits. */
+void sched_jobs_set_now(struct sched_jobs *jobs, uint64_t now_ms);
+/* Whether a dependency waited on the clock since set_now (then plan again later). */
+bool sched_jobs_timed_waits(const struct sched_jobs *jobs);
+
+/*
+ * Whether job's dependencies allow it to start; *ret_blocker gets the job in the way. All
+ * must be met, or with depends_any one (never met only when none can be); a dependency on
+ * an array's first element covers every element; singleton waits for earlier unfinished
+ * jobs of the same name and user.
+ */
 enum sched_dep_status sched_job_deps(const struct sched_jobs *jobs, const struct sched_job *job,
                                      uint64_t *ret_blocker);
 /*
@@ -144,8 +156,8 @@ const char *sched_job_hold_reason(const struct sched_jobs *jobs, const struct sc
 
 /*
  * PENDING -> RUNNING on alloc (copied) with tasks_per_node tasks on each of its nodes (ranks
- * node by node). The resources must already be taken in the cluster. Returns 0 or -EINVAL /
- * -ENOMEM.
+ * node by node), or for a batch job one task, the script, on the first node. The resources must
+ * already be taken in the cluster. Returns 0 or -EINVAL / -ENOMEM.
  */
 int sched_job_start(struct sched_job *job, const struct sched_alloc *alloc, uint32_t tasks_per_node,
                     uint64_t now_ms);
@@ -171,6 +183,13 @@ int sched_job_note(struct sched_job *job, uint64_t at_ms, enum sched_job_state s
                    const char *detail);
 /* The node (index into alloc.nodes) rank runs on. */
 uint32_t sched_job_rank_node(const struct sched_job *job, uint32_t rank);
+/*
+ * scontrol requeue: a RUNNING job is marked and goes back to PENDING (restart count + 1,
+ * held when hold) once its tasks have ended, sched_job_task_ended returning true with the
+ * job PENDING (returns 0); an ended one goes back at once (returns 1). -EINVAL for a
+ * PENDING job.
+ */
+int sched_job_requeue(struct sched_job *job, bool hold, const char *why);
 /* Cancels a PENDING job at once (returns true); a RUNNING one is only marked (false). */
 bool sched_job_cancel(struct sched_job *job, uint64_t now_ms);
 

@@ -60,6 +60,8 @@ static void on_cron(uv_timer_t *timer)
             sched_node_set_down(s, n, why);
         }
     }
+    if (s->timed_deps)
+        sched_engine_wake(s);
 }
 
 void sched_release_handle(struct sched_ctx *s)

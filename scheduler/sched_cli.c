@@ -161,6 +161,7 @@ static void on_cli_message(struct gs_proto_conn *conn, const Gs__Envelope *env, 
     case GS__ENVELOPE__BODY_CANCEL_REQUEST:
     case GS__ENVELOPE__BODY_HOLD_REQUEST:
     case GS__ENVELOPE__BODY_RELEASE_REQUEST:
+    case GS__ENVELOPE__BODY_REQUEUE_REQUEST:
         sched_engine_action(c, env);
         break;
     case GS__ENVELOPE__BODY_WAIT_REQUEST:
@@ -168,6 +169,9 @@ static void on_cli_message(struct gs_proto_conn *conn, const Gs__Envelope *env, 
         break;
     case GS__ENVELOPE__BODY_LOGS_REQUEST:
         sched_query_logs(c, env->request_id, env->logs_request);
+        break;
+    case GS__ENVELOPE__BODY_PARTITIONS_REQUEST:
+        sched_query_partitions(c, env->request_id);
         break;
     default:
         snprintf(msg, sizeof(msg), "this gschedd does not serve %s requests",

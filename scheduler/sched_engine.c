@@ -30,6 +30,7 @@
 #include "scheduler/sched_internal.h"
 
 #define MASTER_PORT_BASE 29500
+#define SCHED_MAX_ARRAY_SIZE 1001 /* Slurm's default MaxArraySize: task ids 0..1000 */
 #define MASTER_PORT_SPAN 10000
 
 static struct sched_node *node_at(struct sched_ctx *s, uint32_t index)
@@ -120,8 +121,13 @@ int sched_alloc_msg_build(struct sched_ctx *s, const struct sched_job *job,
         if (na->gpus == NULL || na->cores == NULL)
             goto fail;
         na->mem_mib = a->mem_mib;
-        na->first_rank = (uint32_t)i * job->tasks_per_node;
-        na->ntasks = job->tasks_per_node;
+        if (job->spec->batch) { /* the layout srun steps get by default */
+            na->first_rank = i > 0 ? m->nodes[i - 1].first_rank + m->nodes[i - 1].ntasks : 0;
+            na->ntasks = gs_jobspec_node_tasks(job->spec, (uint32_t)i);
+        } else {
+            na->first_rank = (uint32_t)i * job->tasks_per_node;
+            na->ntasks = job->tasks_per_node;
+        }
         {
             struct sched_gpu_quality q;
 
@@ -166,6 +172,7 @@ static void signal_job(struct sched_ctx *s, const struct sched_job *job, uint32_
     sig.signal = signum;
     sig.reason = (char *)reason;
     sig.end_reason = why;
+    sig.all_steps = true; /* the batch shell and every srun step inside the job */
     env.body_case = GS__ENVELOPE__BODY_SIGNAL_TASKS;
     env.signal_tasks = &sig;
     for (uint32_t i = 0; i < job->alloc.nnodes; i++) {
@@ -251,8 +258,7 @@ struct launch_msg {
     struct sched_alloc_msg alloc;
     Gs__TaskAssignment *tasks;
     Gs__TaskAssignment **task_ptrs;
-    Gs__LaunchTasks__EnvEntry *env;
-    Gs__LaunchTasks__EnvEntry **env_ptrs;
+    struct sched_env env;
 };
 
 static int launch_msg_init(struct sched_ctx *s, const struct sched_job *job, struct launch_msg *m)
@@ -264,18 +270,14 @@ static int launch_msg_init(struct sched_ctx *s, const struct sched_job *job, str
     if (rc < 0)
         return rc;
     rc = sched_alloc_msg_build(s, job, &m->alloc);
+    if (rc == 0)
+        rc = sched_env_init(&m->env, &m->view.run);
+    if (rc == 0 && job->spec->slurm)
+        rc = sched_slurm_job_env(s, job, &m->env);
     m->tasks = calloc(job->tasks_per_node + 1, sizeof(*m->tasks));
     m->task_ptrs = calloc(job->tasks_per_node + 1, sizeof(*m->task_ptrs));
-    m->env = calloc(m->view.run.n_env + 1, sizeof(*m->env));
-    m->env_ptrs = calloc(m->view.run.n_env + 1, sizeof(*m->env_ptrs));
-    if (rc < 0 || m->tasks == NULL || m->task_ptrs == NULL || m->env == NULL || m->env_ptrs == NULL)
+    if (rc < 0 || m->tasks == NULL || m->task_ptrs == NULL)
         return -ENOMEM;
-    for (size_t i = 0; i < m->view.run.n_env; i++) {
-        gs__launch_tasks__env_entry__init(&m->env[i]);
-        m->env[i].key = m->view.run.env[i]->key;
-        m->env[i].value = m->view.run.env[i]->value;
-        m->env_ptrs[i] = &m->env[i];
-    }
     gs__launch_tasks__init(&m->lt);
     gs__user_identity__init(&m->user);
     gs__task_limits__init(&m->limits);
@@ -294,8 +296,11 @@ static int launch_msg_init(struct sched_ctx *s, const struct sched_job *job, str
     m->lt.master_addr = m->alloc.n > 0 ? m->alloc.nodes[0].address : "";
     m->lt.master_port = job->master_port;
     m->lt.run = &m->view.run;
-    m->lt.n_env = m->view.run.n_env;
-    m->lt.env = m->env_ptrs;
+    m->lt.n_env = m->env.n;
+    m->lt.env = m->env.ptrs;
+    m->lt.cluster_name = s->cfg->cluster_name;
+    m->lt.array_job_id = job->spec->array.array_job_id;
+    m->lt.array_task_id = job->spec->array.task_id;
     m->lt.limits = &m->limits;
     m->lt.grace_period_ms = (uint32_t)s->kill_grace_ms;
     return 0;
@@ -307,8 +312,7 @@ static void launch_msg_release(struct launch_msg *m)
     sched_alloc_msg_release(&m->alloc);
     free(m->tasks);
     free(m->task_ptrs);
-    free(m->env);
-    free(m->env_ptrs);
+    sched_env_release(&m->env);
 }
 
 static void launch_job(struct sched_ctx *s, struct sched_job *job)
@@ -326,10 +330,28 @@ static void launch_job(struct sched_ctx *s, struct sched_job *job)
     env.request_id = ++s->next_request_id;
     env.body_case = GS__ENVELOPE__BODY_LAUNCH_TASKS;
     env.launch_tasks = &m.lt;
-    for (size_t i = 0; i < m.alloc.n; i++) {
+    /* A batch job's script runs once, on its first node, with all of that node's share;
+     * srun steps use the rest. */
+    for (size_t i = 0; i < (job->spec->batch && m.alloc.n > 0 ? 1 : m.alloc.n); i++) {
         Gs__NodeAllocation *na = m.alloc.ptrs[i];
         struct sched_node *n = node_at(s, job->alloc.nodes[i].node);
 
+        if (job->spec->batch) {
+            Gs__TaskAssignment *t = &m.tasks[0];
+
+            gs__task_assignment__init(t);
+            t->gpus = na->gpus;
+            t->n_gpus = na->n_gpus;
+            t->cores = na->cores;
+            t->n_cores = na->n_cores;
+            m.task_ptrs[0] = t;
+            m.lt.n_tasks = 1;
+            m.lt.tasks = m.task_ptrs;
+            if (n == NULL || !sched_node_send(n, &env))
+                GS_LOG(GS_LOG_WARN, "job=%llu node=%s worker not connected; launch waits for it",
+                       (unsigned long long)job->id, na->node_name);
+            break;
+        }
         if (job->spec->tasks_per_gpu && n != NULL)
             order_cores(n->topology, na, job->tasks_per_node);
         for (uint32_t l = 0; l < job->tasks_per_node; l++) {
@@ -480,6 +502,39 @@ static void start_job(struct sched_ctx *s, struct sched_job *job, struct sched_a
     sched_change_commit(s, ch, started_stored, job_ref_new(job));
 }
 
+/*
+ * sbatch --array=...%N: at most N elements of an array run at once. Elements have
+ * consecutive ids, so the pass meets each array's elements in a row and counts once per
+ * array; slots go to pending elements in id order.
+ */
+struct throttle {
+    uint64_t array_job_id;
+    uint32_t slots;
+};
+
+static bool throttle_admits(struct sched_ctx *s, struct throttle *th, const struct sched_job *job)
+{
+    const struct gs_job_array *a = &job->spec->array;
+
+    if (a->array_job_id == 0 || a->throttle == 0)
+        return true;
+    if (th->array_job_id != a->array_job_id) {
+        uint32_t running = 0;
+
+        for (uint64_t id = a->array_job_id; id < a->array_job_id + a->count; id++) {
+            const struct sched_job *e = sched_jobs_find(s->jobs, id);
+            running += e != NULL && e->spec->array.array_job_id == a->array_job_id &&
+                       e->state == SCHED_JOB_RUNNING;
+        }
+        th->array_job_id = a->array_job_id;
+        th->slots = running < a->throttle ? a->throttle - running : 0;
+    }
+    if (th->slots == 0)
+        return false;
+    th->slots--;
+    return true;
+}
+
 static void plan_pass(struct sched_ctx *s)
 {
     size_t n = sched_jobs_count(s->jobs), np = 0, nr = 0, span;
@@ -487,8 +542,10 @@ static void plan_pass(struct sched_ctx *s)
     struct sched_running *running = NULL;
     struct sched_verdict *verdicts = NULL;
     struct sched_job **pjobs = NULL;
+    struct sched_node_masks *masks = NULL;
     struct sched_reservation res = {0};
     uint64_t now_s = gs_clock_wall_ms() / 1000;
+    struct throttle th = {0};
 
     /* Jobs before the oldest unfinished one never matter again: skip them for good. */
     while (s->plan_from < n && sched_job_finished(sched_jobs_at(s->jobs, s->plan_from)))
@@ -497,8 +554,10 @@ static void plan_pass(struct sched_ctx *s)
     pending = malloc((span + 1) * sizeof(*pending));
     running = malloc((span + 1) * sizeof(*running));
     pjobs = malloc((span + 1) * sizeof(*pjobs));
-    if (pending == NULL || running == NULL || pjobs == NULL)
+    masks = calloc(span + 1, sizeof(*masks));
+    if (pending == NULL || running == NULL || pjobs == NULL || masks == NULL)
         goto out;
+    sched_jobs_set_now(s->jobs, now_s * 1000);
     for (size_t i = s->plan_from; i < n; i++) {
         struct sched_job *job = sched_jobs_at(s->jobs, i);
         const char *why;
@@ -516,6 +575,12 @@ static void plan_pass(struct sched_ctx *s)
             snprintf(job->reason, sizeof(job->reason), "%s", why);
             continue;
         }
+        if (!throttle_admits(s, &th, job)) {
+            snprintf(job->reason, sizeof(job->reason), "JobArrayTaskLimit");
+            continue;
+        }
+        if (sched_node_masks_build(s, job->spec, &masks[np]) < 0)
+            continue; /* out of memory: it waits for the next pass */
         pjobs[np] = job;
         pending[np].job_id = job->id;
         pending[np].priority = job->spec->priority;
@@ -524,8 +589,10 @@ static void plan_pass(struct sched_ctx *s)
                                        ? SCHED_TIME_INFINITE
                                        : job->spec->time_limit_s;
         job_req(job->spec, &pending[np].req);
+        sched_node_masks_apply(&masks[np], &pending[np].req);
         np++;
     }
+    s->timed_deps = sched_jobs_timed_waits(s->jobs);
     if (np == 0)
         goto out;
     verdicts = calloc(np, sizeof(*verdicts));
@@ -554,6 +621,9 @@ out:
     free(pending);
     free(running);
     free(pjobs);
+    for (size_t i = 0; masks != NULL && i < np; i++)
+        sched_node_masks_release(&masks[i]);
+    free(masks);
 }
 
 static void on_plan_idle(uv_idle_t *idle)
@@ -579,56 +649,117 @@ void sched_engine_wake(struct sched_ctx *s)
 struct submit_op {
     struct sched_cli *cli;
     uint64_t request_id;
-    struct sched_job draft; /* what is being stored; spec owned until it joins the table */
+    struct sched_job *drafts; /* what is being stored; specs owned until they join the table */
+    size_t ndrafts;           /* more than one for an array: one job per element */
 };
 
 static void submit_reply(struct sched_cli *c, uint64_t request_id, uint64_t job_id,
-                         const char *warning)
+                         uint32_t array_size, const char *partition)
 {
     Gs__SubmitReply reply = GS__SUBMIT_REPLY__INIT;
     Gs__Envelope env = GS__ENVELOPE__INIT;
-    char *warnings[1] = {(char *)warning};
 
     reply.job_id = job_id;
     reply.state = GS__JOB_STATE__JOB_STATE_PENDING;
-    if (warning != NULL) {
-        reply.n_warnings = 1;
-        reply.warnings = warnings;
-    }
+    reply.array_size = array_size;
+    reply.partition = (char *)(partition != NULL ? partition : "");
     env.request_id = request_id;
     env.body_case = GS__ENVELOPE__BODY_SUBMIT_REPLY;
     env.submit_reply = &reply;
     sched_cli_reply(c, &env, true);
 }
 
+static void submit_op_free(struct submit_op *op)
+{
+    for (size_t i = 0; op != NULL && i < op->ndrafts; i++)
+        gs_jobspec_free(op->drafts[i].spec);
+    if (op != NULL)
+        free(op->drafts);
+    free(op);
+}
+
 static void submit_stored(struct sched_ctx *s, int status, void *arg)
 {
     struct submit_op *op = arg;
-    struct sched_job *d = &op->draft, *job;
+    struct sched_job *job;
     char msg[160];
 
     if (status < 0) {
         snprintf(msg, sizeof(msg), "job not stored: %s", gs_strerror(status));
         sched_cli_error(op->cli, op->request_id, status, msg, true);
-        gs_jobspec_free(d->spec);
         goto out;
     }
-    job = sched_jobs_add(s->jobs, d->id, d->spec, d->submit_ms);
-    if (job == NULL) {
-        sched_cli_error(op->cli, op->request_id, -ENOMEM, "out of memory", true);
-        goto out;
+    for (size_t i = 0; i < op->ndrafts; i++) {
+        struct sched_job *d = &op->drafts[i];
+
+        job = sched_jobs_add(s->jobs, d->id, d->spec, d->submit_ms);
+        d->spec = NULL; /* the table's now, also on failure */
+        if (job == NULL) {
+            sched_cli_error(op->cli, op->request_id, -ENOMEM, "out of memory", true);
+            goto out;
+        }
+        job->uid = d->uid;
+        job->gid = d->gid;
+        memcpy(job->user, d->user, sizeof(job->user));
+        sched_job_note(job, d->submit_ms, SCHED_JOB_PENDING,
+                       job->held ? "submitted held" : "submitted");
+        GS_LOG(GS_LOG_INFO, "job=%llu uid=%u name=%s job submitted", (unsigned long long)job->id,
+               job->uid, job->spec->name);
     }
-    job->uid = d->uid;
-    job->gid = d->gid;
-    memcpy(job->user, d->user, sizeof(job->user));
-    sched_job_note(job, d->submit_ms, SCHED_JOB_PENDING,
-                   job->held ? "submitted held" : "submitted");
-    GS_LOG(GS_LOG_INFO, "job=%llu uid=%u name=%s job submitted", (unsigned long long)job->id,
-           job->uid, job->spec->name);
-    submit_reply(op->cli, op->request_id, job->id, NULL);
+    job = sched_jobs_find(s->jobs, op->drafts[0].id);
+    submit_reply(op->cli, op->request_id, op->drafts[0].id,
+                 op->ndrafts > 1 || job->spec->array.array_job_id != 0 ? (uint32_t)op->ndrafts : 0,
+                 job->spec->partition);
     sched_engine_wake(s);
 out:
-    free(op);
+    submit_op_free(op);
+}
+
+/* A copy of spec through the wire form, which every field already round-trips. */
+static int spec_copy(const struct gs_jobspec *spec, struct gs_jobspec **ret)
+{
+    struct gs_proto_jobspec_view view;
+    struct gs_error err;
+    int rc = gs_proto_jobspec_view_init(&view, spec);
+
+    if (rc < 0)
+        return rc;
+    rc = gs_proto_jobspec_from_pb(&view.spec, ret, &err);
+    gs_proto_jobspec_view_release(&view);
+    return rc;
+}
+
+/*
+ * One spec per array element: array_job_id the first element's id, its own task id, the
+ * summary Slurm exports (count, min, max, and the step when the ids are evenly spaced).
+ */
+static int array_specs(const struct gs_jobspec *spec, uint64_t first_id, struct sched_job *drafts)
+{
+    const struct gs_job_array *a = &spec->array;
+    uint32_t step = a->ntask_ids > 1 ? a->task_ids[1] - a->task_ids[0] : 1;
+
+    for (size_t i = 2; i < a->ntask_ids; i++) {
+        if (a->task_ids[i] - a->task_ids[i - 1] != step)
+            step = 1;
+    }
+    for (size_t i = 0; i < a->ntask_ids; i++) {
+        struct gs_jobspec *e;
+        int rc = spec_copy(spec, &e);
+
+        if (rc < 0)
+            return rc;
+        free(e->array.task_ids);
+        e->array.task_ids = NULL;
+        e->array.ntask_ids = 0;
+        e->array.array_job_id = first_id;
+        e->array.task_id = a->task_ids[i];
+        e->array.count = (uint32_t)a->ntask_ids;
+        e->array.min = a->task_ids[0];
+        e->array.max = a->task_ids[a->ntask_ids - 1];
+        e->array.step = step;
+        drafts[i].spec = e;
+    }
+    return 0;
 }
 
 static void user_name(uid_t uid, char *out, size_t size)
@@ -716,10 +847,12 @@ static void unfit_reason(struct sched_ctx *s, const struct gs_jobspec *spec,
  * job-file field it is about ("resources.gpus_per_node: ..."), which the CLI turns into
  * the field's file:line:col.
  */
-static int admit(struct sched_ctx *s, const struct gs_jobspec *spec, char *why, size_t size)
+static int admit(struct sched_ctx *s, struct gs_jobspec *spec, char *why, size_t size)
 {
     struct sched_req req;
+    struct sched_node_masks masks = {0};
     char fit[200];
+    int rc;
 
     for (size_t i = 0; i < spec->ndeps; i++) {
         if (sched_jobs_find(s->jobs, spec->deps[i].job_id) == NULL) {
@@ -732,12 +865,37 @@ static int admit(struct sched_ctx *s, const struct gs_jobspec *spec, char *why, 
         snprintf(why, size, "the cluster has no nodes yet (start a gsched-workerd)");
         return -EAGAIN;
     }
-    job_req(spec, &req);
-    if (!sched_cluster_could_ever_fit(s->cluster, &req, fit, sizeof(fit))) {
-        unfit_reason(s, spec, &req, fit, why, size);
+    if (spec->array.ntask_ids > 0 &&
+        spec->array.task_ids[spec->array.ntask_ids - 1] >= SCHED_MAX_ARRAY_SIZE) {
+        snprintf(why, size, "array: task ids must be below %u (MaxArraySize)",
+                 SCHED_MAX_ARRAY_SIZE);
         return -EINVAL;
     }
-    return 0;
+    rc = sched_slurm_admit(s, spec, why, size);
+    if (rc < 0)
+        return rc;
+    rc = sched_node_masks_build(s, spec, &masks);
+    if (rc < 0) {
+        snprintf(why, size, "out of memory");
+        return rc;
+    }
+    job_req(spec, &req);
+    sched_node_masks_apply(&masks, &req);
+    if (!sched_cluster_could_ever_fit(s->cluster, &req, fit, sizeof(fit))) {
+        struct sched_req any = req;
+
+        any.allowed = any.required = NULL;
+        any.nrequired = 0;
+        if (req.allowed != NULL && could_fit(s, &any))
+            snprintf(why, size, "resources: %s", fit); /* its partition or node lists */
+        else if (!sched_cluster_could_ever_fit(s->cluster, &any, fit, sizeof(fit)))
+            unfit_reason(s, spec, &any, fit, why, size); /* fit now says it without masks */
+        else
+            unfit_reason(s, spec, &req, fit, why, size);
+        rc = -EINVAL;
+    }
+    sched_node_masks_release(&masks);
+    return rc;
 }
 
 void sched_engine_submit(struct sched_cli *c, uint64_t request_id, const Gs__SubmitRequest *req)
@@ -747,7 +905,9 @@ void sched_engine_submit(struct sched_cli *c, uint64_t request_id, const Gs__Sub
     struct submit_op *op = NULL;
     struct sched_change *ch;
     struct gs_error err;
-    char why[256];
+    char why[256], user[sizeof(((struct sched_job *)0)->user)];
+    uint64_t now;
+    size_t n;
     int rc;
 
     gs_error_clear(&err);
@@ -767,31 +927,47 @@ void sched_engine_submit(struct sched_cli *c, uint64_t request_id, const Gs__Sub
     }
     if (req->validate_only) {
         sched_cli_hold(c);
-        submit_reply(c, request_id, 0, NULL);
+        submit_reply(c, request_id, 0, (uint32_t)spec->array.ntask_ids, spec->partition);
         goto out;
     }
+    n = spec->array.ntask_ids > 0 ? spec->array.ntask_ids : 1;
     op = calloc(1, sizeof(*op));
-    if (op == NULL) {
-        sched_cli_error(c, request_id, -ENOMEM, "out of memory", false);
-        goto out;
-    }
+    if (op != NULL)
+        op->drafts = calloc(n, sizeof(*op->drafts));
+    if (op == NULL || op->drafts == NULL)
+        goto oom;
+    op->ndrafts = n;
     op->cli = c;
     op->request_id = request_id;
-    op->draft.id = s->next_job_id++;
-    op->draft.spec = spec;
-    op->draft.uid = c->uid;
-    op->draft.gid = c->gid;
-    user_name(c->uid, op->draft.user, sizeof(op->draft.user));
-    op->draft.state = SCHED_JOB_PENDING;
-    op->draft.held = spec->hold;
-    op->draft.submit_ms = gs_clock_wall_ms();
-    spec = NULL; /* the op's now */
-    sched_cli_hold(c);
+    now = gs_clock_wall_ms();
+    if (spec->array.ntask_ids > 0) {
+        if (array_specs(spec, s->next_job_id, op->drafts) < 0)
+            goto oom;
+    } else {
+        op->drafts[0].spec = spec;
+        spec = NULL; /* the op's now */
+    }
     ch = sched_change_new(s);
-    sched_change_job(ch, &op->draft);
-    sched_change_event(ch, op->draft.submit_ms, op->draft.id, "", "PENDING",
-                       op->draft.held ? "submitted held" : "submitted");
+    user_name(c->uid, user, sizeof(user));
+    for (size_t i = 0; i < n; i++) {
+        struct sched_job *d = &op->drafts[i];
+
+        d->id = s->next_job_id++;
+        d->uid = c->uid;
+        d->gid = c->gid;
+        memcpy(d->user, user, sizeof(d->user));
+        d->state = SCHED_JOB_PENDING;
+        d->held = d->spec->hold;
+        d->submit_ms = now;
+        sched_change_job(ch, d);
+        sched_change_event(ch, now, d->id, "", "PENDING", d->held ? "submitted held" : "submitted");
+    }
+    sched_cli_hold(c);
     sched_change_commit(s, ch, submit_stored, op);
+    goto out;
+oom:
+    sched_cli_error(c, request_id, -ENOMEM, "out of memory", false);
+    submit_op_free(op);
 out:
     gs_jobspec_free(spec);
 }
@@ -824,6 +1000,7 @@ static void ref_of(const Gs__TaskExit *ex, Gs__TaskRef *ref)
     ref->job_id = ex->job_id;
     ref->rank = ex->rank;
     ref->attempt = ex->attempt;
+    ref->step = ex->step;
 }
 
 /* Through the node's current connection, which may not be the one the exit came on. */
@@ -889,8 +1066,9 @@ void sched_engine_task_exit(struct sched_ctx *s, struct sched_node *n, const Gs_
     struct sched_change *ch;
     char detail[400];
 
-    if (job == NULL || job->state != SCHED_JOB_RUNNING || ex->attempt != job->attempt ||
-        ex->rank >= job->ntasks || job->tasks[ex->rank].ended ||
+    /* Steps (srun) are sched_steps.c's; one that reaches here has no srun left to tell. */
+    if (ex->step != 0 || job == NULL || job->state != SCHED_JOB_RUNNING ||
+        ex->attempt != job->attempt || ex->rank >= job->ntasks || job->tasks[ex->rank].ended ||
         job->alloc.nodes[job->tasks[ex->rank].node].node != n->index) {
         /* Of an attempt that is over, or reported twice: nothing changes, so no wait. */
         Gs__TaskRef ref;
@@ -917,7 +1095,18 @@ void sched_engine_task_exit(struct sched_ctx *s, struct sched_node *n, const Gs_
         snprintf(detail, sizeof(detail), "rank %u failed", ex->rank);
         signal_job(s, job, UINT32_MAX, 0, GS__END_REASON__END_REASON_CANCELLED, detail);
     }
-    if (last) {
+    if (last && job->state == SCHED_JOB_PENDING) { /* scontrol requeue */
+        sched_job_note(job, now, SCHED_JOB_PENDING, job->reason);
+        sched_change_job(ch, job);
+        sched_change_event(ch, now, job->id, n->name, "REQUEUED", job->reason);
+        GS_LOG(GS_LOG_INFO, "job=%llu restarts=%u job requeued", (unsigned long long)job->id,
+               job->restarts);
+        sched_query_job_changed(s, job);
+        sched_engine_wake(s);
+    } else if (last) {
+        if (job->spec->batch) /* its srun steps end with it, as in Slurm */
+            signal_job(s, job, UINT32_MAX, 0, GS__END_REASON__END_REASON_CANCELLED,
+                       "the batch step ended");
         describe_end(job, ex, detail, sizeof(detail));
         if (job->state != SCHED_JOB_CANCELLED)
             snprintf(job->reason, sizeof(job->reason), "%.159s", detail);
@@ -1022,7 +1211,7 @@ static const Gs__TaskRef *find_running(const Gs__NodeRegister *reg, uint64_t job
 {
     for (size_t i = 0; i < reg->n_running; i++) {
         const Gs__TaskRef *r = reg->running[i];
-        if (r->job_id == job_id && r->rank == rank && r->attempt == attempt)
+        if (r->job_id == job_id && r->rank == rank && r->attempt == attempt && r->step == 0)
             return r;
     }
     return NULL;
@@ -1032,7 +1221,7 @@ static bool has_exit(const Gs__NodeRegister *reg, uint64_t job_id, uint32_t rank
 {
     for (size_t i = 0; i < reg->n_unacked_exits; i++) {
         const Gs__TaskExit *e = reg->unacked_exits[i];
-        if (e->job_id == job_id && e->rank == rank && e->attempt == attempt)
+        if (e->job_id == job_id && e->rank == rank && e->attempt == attempt && e->step == 0)
             return true;
     }
     return false;
@@ -1043,8 +1232,8 @@ static bool assigned_here(struct sched_ctx *s, const struct sched_node *n, const
 {
     const struct sched_job *job = sched_jobs_find(s->jobs, r->job_id);
 
-    return job != NULL && job->state == SCHED_JOB_RUNNING && job->attempt == r->attempt &&
-           r->rank < job->ntasks && !job->tasks[r->rank].ended &&
+    return job != NULL && r->step == 0 && job->state == SCHED_JOB_RUNNING &&
+           job->attempt == r->attempt && r->rank < job->ntasks && !job->tasks[r->rank].ended &&
            job->alloc.nodes[job->tasks[r->rank].node].node == n->index;
 }
 
@@ -1119,10 +1308,43 @@ struct action_op {
     size_t n;
 };
 
+/*
+ * scontrol requeue: a running job's tasks are ended and it queues again when they have; an
+ * ended one queues again at once (Slurm requeues finished batch jobs too).
+ */
+static int requeue(struct sched_ctx *s, struct sched_cli *c, bool hold, struct sched_job *job,
+                   struct sched_change *ch, char *msg, size_t size)
+{
+    uint64_t now = gs_clock_wall_ms();
+    char detail[160];
+    int rc;
+
+    snprintf(detail, sizeof(detail), "requeued%s by %s", hold ? " held" : "",
+             c->uid == 0 ? "root" : job->user);
+    rc = sched_job_requeue(job, hold, detail);
+    if (rc < 0) {
+        snprintf(msg, size, "job %llu is pending: only running or ended jobs can be requeued",
+                 (unsigned long long)job->id);
+        return rc;
+    }
+    if (rc == 0) {
+        signal_job(s, job, UINT32_MAX, 0, GS__END_REASON__END_REASON_CANCELLED, detail);
+        snprintf(msg, size, "requeueing: its tasks are being ended");
+        return 0;
+    }
+    s->plan_from = 0; /* an ended job is in the queue again */
+    sched_job_note(job, now, SCHED_JOB_PENDING, detail);
+    sched_change_job(ch, job);
+    sched_change_event(ch, now, job->id, "", "REQUEUED", detail);
+    sched_query_job_changed(s, job);
+    sched_engine_wake(s);
+    return 0;
+}
+
 /* One job's action; returns 0 or a negative errno with msg saying why. */
 static int act(struct sched_ctx *s, struct sched_cli *c, Gs__Envelope__BodyCase what,
-               const Gs__CancelRequest *cancel, struct sched_job *job, struct sched_change *ch,
-               char *msg, size_t size)
+               const Gs__CancelRequest *cancel, bool requeue_hold, struct sched_job *job,
+               struct sched_change *ch, char *msg, size_t size)
 {
     uint64_t now = gs_clock_wall_ms();
     char detail[160];
@@ -1132,6 +1354,8 @@ static int act(struct sched_ctx *s, struct sched_cli *c, Gs__Envelope__BodyCase 
                  (unsigned long long)job->id, job->user);
         return -EPERM;
     }
+    if (what == GS__ENVELOPE__BODY_REQUEUE_REQUEST)
+        return requeue(s, c, requeue_hold, job, ch, msg, size);
     if (sched_job_finished(job)) {
         snprintf(msg, size, "job %llu has already ended (%s)", (unsigned long long)job->id,
                  sched_job_state_name(job->state));
@@ -1206,6 +1430,8 @@ static void action_stored(struct sched_ctx *s, int status, void *arg)
             env.cancel_reply = &reply;
         else if (op->reply_case == GS__ENVELOPE__BODY_HOLD_REPLY)
             env.hold_reply = &reply;
+        else if (op->reply_case == GS__ENVELOPE__BODY_REQUEUE_REPLY)
+            env.requeue_reply = &reply;
         else
             env.release_reply = &reply;
         sched_cli_reply(op->cli, &env, true);
@@ -1239,6 +1465,9 @@ void sched_engine_action(struct sched_cli *c, const Gs__Envelope *env)
     struct sched_ctx *s = c->s;
     const Gs__JobSelector *sel = NULL;
     const Gs__CancelRequest *cancel = NULL;
+    bool requeue_hold = false;
+    uint64_t *ids = NULL;
+    size_t nids = 0;
     struct action_op *op = calloc(1, sizeof(*op));
     size_t count = sched_jobs_count(s->jobs), cap;
     struct sched_change *ch = sched_change_new(s);
@@ -1249,6 +1478,11 @@ void sched_engine_action(struct sched_cli *c, const Gs__Envelope *env)
         sel = cancel->selector;
         if (op != NULL)
             op->reply_case = GS__ENVELOPE__BODY_CANCEL_REPLY;
+    } else if (env->body_case == GS__ENVELOPE__BODY_REQUEUE_REQUEST) {
+        sel = env->requeue_request->selector;
+        requeue_hold = env->requeue_request->hold;
+        if (op != NULL)
+            op->reply_case = GS__ENVELOPE__BODY_REQUEUE_REPLY;
     } else if (env->body_case == GS__ENVELOPE__BODY_HOLD_REQUEST) {
         sel = env->hold_request->selector;
         if (op != NULL)
@@ -1265,7 +1499,9 @@ void sched_engine_action(struct sched_cli *c, const Gs__Envelope *env)
         sched_change_commit(s, ch, NULL, NULL);
         return;
     }
-    cap = sel->n_job_ids > 0 ? sel->n_job_ids : count;
+    if (sel->n_job_ids > 0 && sched_expand_ids(s, sel->job_ids, sel->n_job_ids, &ids, &nids) < 0)
+        nids = 0; /* out of memory: answered with no results */
+    cap = sel->n_job_ids > 0 ? nids : count;
     op->cli = c;
     op->request_id = env->request_id;
     op->results = calloc(cap + 1, sizeof(*op->results));
@@ -1273,9 +1509,9 @@ void sched_engine_action(struct sched_cli *c, const Gs__Envelope *env)
     op->messages = calloc(cap + 1, sizeof(*op->messages));
     if (op->results == NULL || op->ptrs == NULL || op->messages == NULL)
         cap = 0;
-    for (size_t i = 0; i < (sel->n_job_ids > 0 ? sel->n_job_ids : count); i++) {
-        struct sched_job *job = sel->n_job_ids > 0 ? sched_jobs_find(s->jobs, sel->job_ids[i])
-                                                   : sched_jobs_at(s->jobs, i);
+    for (size_t i = 0; i < (sel->n_job_ids > 0 ? nids : count); i++) {
+        struct sched_job *job =
+            sel->n_job_ids > 0 ? sched_jobs_find(s->jobs, ids[i]) : sched_jobs_at(s->jobs, i);
         int rc;
 
         if (sel->n_job_ids == 0 &&
@@ -1283,15 +1519,14 @@ void sched_engine_action(struct sched_cli *c, const Gs__Envelope *env)
             continue;
         msg[0] = '\0';
         if (job == NULL) {
-            snprintf(msg, sizeof(msg), "job %llu: no such job",
-                     (unsigned long long)sel->job_ids[i]);
-            add_result(op, sel->job_ids[i], -ENOENT, msg, GS__JOB_STATE__JOB_STATE_UNSPECIFIED,
-                       cap);
+            snprintf(msg, sizeof(msg), "job %llu: no such job", (unsigned long long)ids[i]);
+            add_result(op, ids[i], -ENOENT, msg, GS__JOB_STATE__JOB_STATE_UNSPECIFIED, cap);
             continue;
         }
-        rc = act(s, c, env->body_case, cancel, job, ch, msg, sizeof(msg));
+        rc = act(s, c, env->body_case, cancel, requeue_hold, job, ch, msg, sizeof(msg));
         add_result(op, job->id, rc, msg, sched_job_wire_state(job), cap);
     }
+    free(ids);
     sched_cli_hold(c);
     sched_change_commit(s, ch, action_stored, op);
 }

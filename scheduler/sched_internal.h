@@ -74,6 +74,7 @@ struct sched_ctx {
     uv_timer_t cron;
     uv_idle_t plan_idle; /* runs one planning pass after the events of a loop iteration */
     bool plan_wanted;
+    bool timed_deps;  /* a job waits for after:JOB+MIN: the cron plans again */
     size_t plan_from; /* jobs table index before which every job has ended */
     char socket_path[108];
     char state_dir[512];
@@ -141,6 +142,42 @@ void sched_engine_node_down(struct sched_ctx *s, struct sched_node *n);
 /* The MASTER_ADDR of a node: the address its worker registered, else its name. */
 const char *sched_node_address(const struct sched_node *n);
 
+/* sched_slurm.c */
+/* The job's partition: the one it names, else the default; NULL when it names none known. */
+const struct gs_config_partition *sched_job_partition(struct sched_ctx *s,
+                                                      const struct gs_jobspec *spec);
+/*
+ * Submit-time checks and defaults of partitions and node lists: fixes spec->partition to
+ * the default one when unset, gives an unlimited job its partition's max_time, refuses a
+ * longer one, unknown partitions and nodes. Returns 0, -EINVAL with why, -ENOMEM.
+ */
+int sched_slurm_admit(struct sched_ctx *s, struct gs_jobspec *spec, char *why, size_t size);
+/* The nodes a job may use and must use, as sched_req bitmaps (NULL: no restriction). */
+struct sched_node_masks {
+    uint64_t *allowed;
+    uint64_t *required;
+    uint32_t nrequired;
+};
+int sched_node_masks_build(struct sched_ctx *s, const struct gs_jobspec *spec,
+                           struct sched_node_masks *m);
+void sched_node_masks_apply(const struct sched_node_masks *m, struct sched_req *req);
+void sched_node_masks_release(struct sched_node_masks *m);
+/*
+ * A LaunchTasks environment: the run spec's variables (borrowed), then what gschedd adds
+ * (owned), a key set twice keeping the later value.
+ */
+struct sched_env {
+    Gs__LaunchTasks__EnvEntry *entries;
+    Gs__LaunchTasks__EnvEntry **ptrs;
+    uint8_t *owned; /* per entry: 1 key owned, 2 value owned */
+    size_t n, cap;
+    int rc;
+};
+int sched_env_init(struct sched_env *e, const Gs__RunSpec *run);
+void sched_env_release(struct sched_env *e);
+/* Adds the job-level SLURM_* variables of a running Slurm job (and GSCHED_SOCKET). */
+int sched_slurm_job_env(struct sched_ctx *s, const struct sched_job *job, struct sched_env *e);
+
 /* sched_persist.c */
 struct sched_change;
 typedef void (*sched_change_fn)(struct sched_ctx *s, int status, void *arg);
@@ -167,6 +204,14 @@ void sched_query_queue(struct sched_cli *c, uint64_t request_id, const Gs__Queue
 void sched_query_show(struct sched_cli *c, uint64_t request_id, const Gs__ShowRequest *req);
 void sched_query_wait(struct sched_cli *c, uint64_t request_id, const Gs__WaitRequest *req);
 void sched_query_logs(struct sched_cli *c, uint64_t request_id, const Gs__LogsRequest *req);
+/*
+ * Job ids as a selector names them, with every element of an array whose first id is named
+ * (Slurm: `scancel 123` is the whole array). *ret (free() it) keeps unknown ids too.
+ */
+int sched_expand_ids(struct sched_ctx *s, const uint64_t *ids, size_t n, uint64_t **ret,
+                     size_t *ret_n);
+/* The cluster's partitions (sbatch -p, sinfo). */
+void sched_query_partitions(struct sched_cli *c, uint64_t request_id);
 /* A job changed state: answers the waits it completes. */
 void sched_query_job_changed(struct sched_ctx *s, const struct sched_job *job);
 /* A worker answered a forwarded request (LogsReply or ErrorReply); false if not ours. */

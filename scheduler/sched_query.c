@@ -29,7 +29,51 @@ struct info {
     struct sched_alloc_msg alloc;
     struct gs_proto_jobspec_view view;
     bool has_view;
+    struct gs_buf stdout_path, stderr_path;
 };
+
+static int log_path(const struct sched_job *job, uint32_t rank, const char *node,
+                    Gs__LogStream stream, struct gs_buf *out);
+
+/* Cores the job holds (running) or asks for (else): Slurm's NumCPUs. */
+static uint32_t job_cpus(const struct sched_job *job)
+{
+    const struct gs_jobspec *sp = job->spec;
+    uint32_t n = 0, per;
+
+    if (job->state == SCHED_JOB_RUNNING) {
+        for (uint32_t i = 0; i < job->alloc.nnodes; i++) {
+            for (size_t w = 0; w < SCHED_MAX_CORES / 64; w++)
+                n += (uint32_t)__builtin_popcountll(job->alloc.nodes[i].cores[w]);
+        }
+        return n;
+    }
+    per = sp->cpus_per_gpu > 0
+              ? sp->cpus_per_gpu * sp->gpus_per_node
+              : (sp->cpus_per_task > 0 ? sp->cpus_per_task : 1) * gs_jobspec_tasks_per_node(sp);
+    return per * sp->nodes;
+}
+
+/* The files a batch job's output goes to, for squeue/scontrol (node unknown until it runs). */
+static void fill_paths(struct sched_ctx *s, const struct sched_job *job, struct info *in)
+{
+    const char *node = job->alloc.nnodes > 0
+                           ? sched_cluster_node_name(s->cluster, job->alloc.nodes[0].node)
+                           : NULL;
+    const char *first = node;
+
+    if (first == NULL && job->tasks != NULL)
+        first = sched_cluster_node_name(s->cluster, job->tasks[0].cluster_node);
+    if (log_path(job, 0, first != NULL ? first : "", GS__LOG_STREAM__LOG_STREAM_STDOUT,
+                 &in->stdout_path) == 0 &&
+        in->stdout_path.data != NULL)
+        in->info.stdout_path = in->stdout_path.data;
+    if (job->spec->stderr_pattern != NULL &&
+        log_path(job, 0, first != NULL ? first : "", GS__LOG_STREAM__LOG_STREAM_STDERR,
+                 &in->stderr_path) == 0 &&
+        in->stderr_path.data != NULL)
+        in->info.stderr_path = in->stderr_path.data;
+}
 
 /* Where an ended job ran, from its tasks (which GPUs is no longer known). */
 static int ended_nodes(struct sched_ctx *s, const struct sched_job *job, struct sched_alloc_msg *m)
@@ -86,6 +130,22 @@ static int info_fill(struct sched_ctx *s, const struct sched_job *job, struct in
     in->res.time_limit_s = sp->time_limit_s == GS_DURATION_INFINITE ? 0 : sp->time_limit_s;
     in->res.exclusive = sp->exclusive;
     in->res.constraint = sp->constraint != NULL ? sp->constraint : "";
+    in->res.ntasks = sp->ntasks;
+    in->res.partition = sp->partition != NULL ? sp->partition : "";
+    in->res.nodelist = sp->nodelist;
+    in->res.n_nodelist = sp->nnodelist;
+    in->res.exclude = sp->exclude;
+    in->res.n_exclude = sp->nexclude;
+    in->res.time_min_s = sp->time_min_s;
+    in->res.gpus_per_task = sp->gpus_per_task;
+    in->info.partition = sp->partition != NULL ? sp->partition : "";
+    in->info.account = sp->account != NULL ? sp->account : "";
+    in->info.qos = sp->qos != NULL ? sp->qos : "";
+    in->info.array_job_id = sp->array.array_job_id;
+    in->info.array_task_id = sp->array.task_id;
+    in->info.ntasks = gs_jobspec_ntasks(sp);
+    in->info.ncpus = job_cpus(job);
+    in->info.workdir = sp->workdir != NULL ? sp->workdir : "";
     in->info.job_id = job->id;
     in->info.name = sp->name;
     in->info.user = &in->user;
@@ -108,6 +168,7 @@ static int info_fill(struct sched_ctx *s, const struct sched_job *job, struct in
         rc = ended_nodes(s, job, &in->alloc);
     in->info.n_allocation = in->alloc.n;
     in->info.allocation = in->alloc.ptrs;
+    fill_paths(s, job, in);
     if (rc == 0 && with_spec) {
         rc = gs_proto_jobspec_view_init(&in->view, sp);
         in->has_view = rc == 0;
@@ -120,6 +181,8 @@ static int info_fill(struct sched_ctx *s, const struct sched_job *job, struct in
 static void info_release(struct info *in)
 {
     sched_alloc_msg_release(&in->alloc);
+    gs_buf_release(&in->stdout_path);
+    gs_buf_release(&in->stderr_path);
     if (in->has_view)
         gs_proto_jobspec_view_release(&in->view);
 }
@@ -144,6 +207,38 @@ bool sched_job_selected(const struct sched_job *job, const Gs__JobSelector *sel,
 }
 
 /* Priority order, then submit order, as the planner considers them. */
+int sched_expand_ids(struct sched_ctx *s, const uint64_t *ids, size_t n, uint64_t **ret,
+                     size_t *ret_n)
+{
+    size_t cap = n, k = 0;
+    uint64_t *out;
+
+    for (size_t i = 0; i < n; i++) {
+        const struct sched_job *job = sched_jobs_find(s->jobs, ids[i]);
+        if (job != NULL && job->spec->array.array_job_id == job->id)
+            cap += job->spec->array.count;
+    }
+    out = calloc(cap + 1, sizeof(*out));
+    if (out == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        const struct sched_job *job = sched_jobs_find(s->jobs, ids[i]);
+
+        out[k++] = ids[i];
+        if (job == NULL || job->spec->array.array_job_id != job->id)
+            continue;
+        /* An array's elements have the ids after its first one (submitted together). */
+        for (uint64_t id = job->id + 1; id < job->id + job->spec->array.count && k < cap; id++) {
+            const struct sched_job *e = sched_jobs_find(s->jobs, id);
+            if (e != NULL && e->spec->array.array_job_id == job->id)
+                out[k++] = id;
+        }
+    }
+    *ret = out;
+    *ret_n = k;
+    return 0;
+}
+
 static int by_priority(const void *a, const void *b)
 {
     const struct sched_job *x = *(const struct sched_job *const *)a;
@@ -164,12 +259,16 @@ void sched_query_queue(struct sched_cli *c, uint64_t request_id, const Gs__Queue
     Gs__JobInfo **ptrs = NULL;
     Gs__QueueReply reply = GS__QUEUE_REPLY__INIT;
     Gs__Envelope env = GS__ENVELOPE__INIT;
+    uint64_t *ids = NULL;
+    size_t nids = 0;
 
     if (v == NULL)
         goto oom;
     if (sel != NULL && sel->n_job_ids > 0) {
-        for (size_t i = 0; i < sel->n_job_ids; i++) {
-            struct sched_job *job = sched_jobs_find(s->jobs, sel->job_ids[i]);
+        if (sched_expand_ids(s, sel->job_ids, sel->n_job_ids, &ids, &nids) < 0)
+            goto oom;
+        for (size_t i = 0; i < nids; i++) {
+            struct sched_job *job = sched_jobs_find(s->jobs, ids[i]);
             if (job != NULL && sched_job_selected(job, sel, true) && n < count)
                 v[n++] = job;
         }
@@ -206,6 +305,7 @@ out:
     free(infos);
     free(ptrs);
     free(v);
+    free(ids);
 }
 
 static Gs__EndReason wire_end(enum sched_task_end how)
@@ -618,4 +718,68 @@ void sched_query_worker_gone(struct sched_ctx *s, struct gs_proto_conn *worker)
                         "the node's worker disconnected before answering", true);
         free(f);
     }
+}
+
+static int by_string(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * A partition's nodes: those configured for it, or every node the scheduler knows when it
+ * has none listed (the implicit "main", nodes = "ALL").
+ */
+void sched_query_partitions(struct sched_cli *c, uint64_t request_id)
+{
+    struct sched_ctx *s = c->s;
+    const struct gs_config *cfg = s->cfg;
+    size_t np = cfg->npartitions;
+    Gs__PartitionInfo *infos = calloc(np + 1, sizeof(*infos));
+    Gs__PartitionInfo **ptrs = calloc(np + 1, sizeof(*ptrs));
+    char **names = NULL;
+    size_t used = 0;
+    Gs__PartitionsReply reply = GS__PARTITIONS_REPLY__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+
+    for (size_t i = 0; i < np; i++)
+        used += cfg->partitions[i].nodes != NULL ? cfg->partitions[i].nnodes : s->nnodes;
+    names = calloc(used + 1, sizeof(*names));
+    if (infos == NULL || ptrs == NULL || names == NULL) {
+        sched_cli_error(c, request_id, -ENOMEM, "out of memory", false);
+        goto out;
+    }
+    used = 0;
+    for (size_t i = 0; i < np; i++) {
+        const struct gs_config_partition *p = &cfg->partitions[i];
+        Gs__PartitionInfo *pi = &infos[i];
+        char **first = names + used;
+
+        gs__partition_info__init(pi);
+        pi->name = p->name;
+        pi->is_default = p->is_default;
+        pi->max_time_s = p->max_time_s == GS_DURATION_INFINITE ? 0 : p->max_time_s;
+        pi->up = true;
+        if (p->nodes != NULL) {
+            for (size_t k = 0; k < p->nnodes; k++)
+                names[used++] = p->nodes[k];
+        } else {
+            for (size_t k = 0; k < s->nnodes; k++)
+                names[used++] = s->nodes[k]->name;
+        }
+        pi->nodes = first;
+        pi->n_nodes = (size_t)(names + used - first);
+        qsort(pi->nodes, pi->n_nodes, sizeof(*pi->nodes), by_string);
+        ptrs[i] = pi;
+    }
+    reply.partitions = ptrs;
+    reply.n_partitions = np;
+    reply.cluster_name = cfg->cluster_name;
+    env.request_id = request_id;
+    env.body_case = GS__ENVELOPE__BODY_PARTITIONS_REPLY;
+    env.partitions_reply = &reply;
+    sched_cli_reply(c, &env, false);
+out:
+    free(names);
+    free(ptrs);
+    free(infos);
 }

@@ -89,3 +89,21 @@ Test(hostlist, compress_keeps_widths_apart)
     compresses_to(a, 3, "node[9-11]");
     compresses_to(b, 2, "gpu08,gpu100");
 }
+
+static void counts_are(const uint32_t *counts, size_t n, const char *want)
+{
+    struct gs_buf out = GS_BUF_INIT;
+
+    cr_assert_eq(gs_hostlist_counts(counts, n, &out), 0);
+    cr_assert_str_eq(out.data != NULL ? out.data : "", want);
+    gs_buf_release(&out);
+}
+
+Test(hostlist, counts_fold_runs_as_slurm_tasks_per_node)
+{
+    counts_are((uint32_t[]){2, 2, 2, 1}, 4, "2(x3),1");
+    counts_are((uint32_t[]){3, 2, 2}, 3, "3,2(x2)");
+    counts_are((uint32_t[]){8}, 1, "8");
+    counts_are((uint32_t[]){1, 2, 1}, 3, "1,2,1");
+    counts_are(NULL, 0, "");
+}

@@ -1,0 +1,334 @@
+/*
+ * sched_slurm.c: what gschedd does for Slurm batch jobs (gsched sbatch) beyond a job file:
+ * partitions and node lists narrowed to the nodes a job may use, and the job-level SLURM_*
+ * environment its batch step and srun steps see.
+ *
+ * Partitions come from the configuration ([[partition]], or the implicit "main" of every
+ * node). A job's partition is fixed at submit (the default one when it names none), so a
+ * later change of the default does not move queued jobs. Node masks are bitmaps over the
+ * cluster's node indices, rebuilt for each planning pass because nodes join the cluster as
+ * their workers register.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/buf.h"
+#include "common/hostlist.h"
+#include "common/units.h"
+#include "scheduler/sched_internal.h"
+
+#define BATCH_STEP_MAX_ENV 64 /* the SLURM_* variables set here, with room to spare */
+
+static void set_bit(uint64_t *bits, size_t i)
+{
+    bits[i / 64] |= 1ULL << (i % 64);
+}
+
+static void clear_bit(uint64_t *bits, size_t i)
+{
+    bits[i / 64] &= ~(1ULL << (i % 64));
+}
+
+const struct gs_config_partition *sched_job_partition(struct sched_ctx *s,
+                                                      const struct gs_jobspec *spec)
+{
+    return gs_config_partition(s->cfg, spec->partition);
+}
+
+int sched_slurm_admit(struct sched_ctx *s, struct gs_jobspec *spec, char *why, size_t size)
+{
+    const struct gs_config_partition *p = sched_job_partition(s, spec);
+    char limit[32];
+
+    if (p == NULL) {
+        snprintf(why, size, "partition: no partition '%s' (see gsched sinfo)", spec->partition);
+        return -EINVAL;
+    }
+    if (spec->partition == NULL) {
+        spec->partition = strdup(p->name);
+        if (spec->partition == NULL)
+            return -ENOMEM;
+    }
+    if (p->max_time_s != GS_DURATION_INFINITE) {
+        if (spec->time_limit_s == GS_DURATION_INFINITE) {
+            spec->time_limit_s = p->max_time_s; /* Slurm's default: the partition's limit */
+        } else if (spec->time_limit_s > p->max_time_s) {
+            gs_format_duration(p->max_time_s, limit, sizeof(limit));
+            snprintf(why, size,
+                     "resources.time_limit: partition '%s' allows jobs at most %s (its max_time)",
+                     p->name, limit);
+            return -EINVAL;
+        }
+    }
+    for (size_t i = 0; i < spec->nnodelist; i++) {
+        if (!gs_config_partition_has(p, spec->nodelist[i])) {
+            snprintf(why, size, "resources.nodelist: node %s is not in partition '%s'",
+                     spec->nodelist[i], p->name);
+            return -EINVAL;
+        }
+        if (sched_node_find(s, spec->nodelist[i]) == NULL) {
+            snprintf(why, size, "resources.nodelist: no node %s in the cluster", spec->nodelist[i]);
+            return -EINVAL;
+        }
+    }
+    return 0;
+}
+
+void sched_node_masks_release(struct sched_node_masks *m)
+{
+    free(m->allowed);
+    free(m->required);
+    *m = (struct sched_node_masks){0};
+}
+
+int sched_node_masks_build(struct sched_ctx *s, const struct gs_jobspec *spec,
+                           struct sched_node_masks *m)
+{
+    const struct gs_config_partition *p = sched_job_partition(s, spec);
+    size_t n = sched_cluster_nnodes(s->cluster), words = n / 64 + 1;
+
+    *m = (struct sched_node_masks){0};
+    if (p != NULL && p->nodes == NULL && spec->nexclude == 0 && spec->nnodelist == 0)
+        return 0; /* every node, nothing required: no masks at all */
+    m->allowed = calloc(words, sizeof(*m->allowed));
+    if (m->allowed == NULL)
+        goto oom;
+    for (size_t i = 0; i < s->nnodes; i++) {
+        const struct sched_node *node = s->nodes[i];
+
+        if (node->index < n && p != NULL && gs_config_partition_has(p, node->name))
+            set_bit(m->allowed, node->index);
+    }
+    for (size_t i = 0; i < spec->nexclude; i++) {
+        const struct sched_node *node = sched_node_find(s, spec->exclude[i]);
+        if (node != NULL && node->index < n)
+            clear_bit(m->allowed, node->index);
+    }
+    if (spec->nnodelist > 0) {
+        m->required = calloc(words, sizeof(*m->required));
+        if (m->required == NULL)
+            goto oom;
+        for (size_t i = 0; i < spec->nnodelist; i++) {
+            const struct sched_node *node = sched_node_find(s, spec->nodelist[i]);
+            if (node != NULL && node->index < n) {
+                set_bit(m->required, node->index);
+                m->nrequired++;
+            }
+        }
+    }
+    return 0;
+oom:
+    sched_node_masks_release(m);
+    return -ENOMEM;
+}
+
+void sched_node_masks_apply(const struct sched_node_masks *m, struct sched_req *req)
+{
+    req->allowed = m->allowed;
+    req->required = m->required;
+    req->nrequired = m->nrequired;
+}
+
+/* --- the batch step's environment -------------------------------------------------------- */
+
+static void env_put(struct sched_env *e, const char *key, const char *value)
+{
+    Gs__LaunchTasks__EnvEntry *en;
+    char *k, *v;
+
+    if (e->rc < 0)
+        return;
+    for (size_t i = 0; i < e->n; i++) {
+        if (strcmp(e->entries[i].key, key) == 0) { /* Slurm's value wins over the user's */
+            v = strdup(value);
+            if (v == NULL) {
+                e->rc = -ENOMEM;
+                return;
+            }
+            if (e->owned[i] & 2)
+                free(e->entries[i].value);
+            e->entries[i].value = v;
+            e->owned[i] |= 2;
+            return;
+        }
+    }
+    if (e->n >= e->cap) {
+        e->rc = -ENOMEM;
+        return;
+    }
+    k = strdup(key);
+    v = strdup(value);
+    if (k == NULL || v == NULL) {
+        free(k);
+        free(v);
+        e->rc = -ENOMEM;
+        return;
+    }
+    en = &e->entries[e->n];
+    gs__launch_tasks__env_entry__init(en);
+    en->key = k;
+    en->value = v;
+    e->owned[e->n] = 3;
+    e->ptrs[e->n] = en;
+    e->n++;
+}
+
+static void env_putf(struct sched_env *e, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void env_putf(struct sched_env *e, const char *key, const char *fmt, ...)
+{
+    char value[256];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(value, sizeof(value), fmt, ap);
+    va_end(ap);
+    env_put(e, key, value);
+}
+
+void sched_env_release(struct sched_env *e)
+{
+    for (size_t i = 0; i < e->n; i++) {
+        if (e->owned[i] & 1)
+            free(e->entries[i].key);
+        if (e->owned[i] & 2)
+            free(e->entries[i].value);
+    }
+    free(e->entries);
+    free(e->ptrs);
+    free(e->owned);
+    *e = (struct sched_env){0};
+}
+
+int sched_env_init(struct sched_env *e, const Gs__RunSpec *run)
+{
+    size_t cap = run->n_env + BATCH_STEP_MAX_ENV;
+
+    *e = (struct sched_env){0};
+    e->entries = calloc(cap, sizeof(*e->entries));
+    e->ptrs = calloc(cap, sizeof(*e->ptrs));
+    e->owned = calloc(cap, sizeof(*e->owned));
+    e->cap = cap;
+    if (e->entries == NULL || e->ptrs == NULL || e->owned == NULL) {
+        sched_env_release(e);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < run->n_env; i++) { /* borrowed from the run spec */
+        gs__launch_tasks__env_entry__init(&e->entries[i]);
+        e->entries[i].key = run->env[i]->key;
+        e->entries[i].value = run->env[i]->value;
+        e->ptrs[i] = &e->entries[i];
+    }
+    e->n = run->n_env;
+    return 0;
+}
+
+/* The job's per-node counts: tasks as sbatch lays them out, and allocated cores. */
+static int node_counts(const struct sched_job *job, uint32_t **tasks, uint32_t **cpus)
+{
+    uint32_t n = job->alloc.nnodes;
+
+    *tasks = calloc(n + 1, sizeof(**tasks));
+    *cpus = calloc(n + 1, sizeof(**cpus));
+    if (*tasks == NULL || *cpus == NULL)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t c = 0;
+
+        for (size_t w = 0; w < SCHED_MAX_CORES / 64; w++)
+            c += (uint32_t)__builtin_popcountll(job->alloc.nodes[i].cores[w]);
+        (*tasks)[i] = gs_jobspec_node_tasks(job->spec, i);
+        (*cpus)[i] = c;
+    }
+    return 0;
+}
+
+int sched_slurm_job_env(struct sched_ctx *s, const struct sched_job *job, struct sched_env *e)
+{
+    const struct gs_jobspec *sp = job->spec;
+    struct gs_buf nodelist = GS_BUF_INIT, tpn = GS_BUF_INIT, cpn = GS_BUF_INIT;
+    const char **names = calloc(job->alloc.nnodes + 1, sizeof(*names));
+    uint32_t *tasks = NULL, *cpus = NULL;
+    int rc;
+
+    rc = names == NULL ? -ENOMEM : node_counts(job, &tasks, &cpus);
+    if (rc < 0)
+        goto out;
+    for (uint32_t i = 0; i < job->alloc.nnodes; i++) {
+        const char *name = sched_cluster_node_name(s->cluster, job->alloc.nodes[i].node);
+        names[i] = name != NULL ? name : "";
+    }
+    rc = gs_hostlist_compress(names, job->alloc.nnodes, &nodelist);
+    if (rc == 0)
+        rc = gs_hostlist_counts(tasks, job->alloc.nnodes, &tpn);
+    if (rc == 0)
+        rc = gs_hostlist_counts(cpus, job->alloc.nnodes, &cpn);
+    if (rc < 0)
+        goto out;
+    env_putf(e, "SLURM_JOB_ID", "%" PRIu64, job->id);
+    env_putf(e, "SLURM_JOBID", "%" PRIu64, job->id);
+    env_put(e, "SLURM_JOB_NAME", sp->name);
+    env_put(e, "SLURM_JOB_NODELIST", nodelist.data != NULL ? nodelist.data : "");
+    env_put(e, "SLURM_NODELIST", nodelist.data != NULL ? nodelist.data : "");
+    env_putf(e, "SLURM_JOB_NUM_NODES", "%u", job->alloc.nnodes);
+    env_putf(e, "SLURM_NNODES", "%u", job->alloc.nnodes);
+    env_putf(e, "SLURM_NTASKS", "%u", gs_jobspec_ntasks(sp));
+    env_putf(e, "SLURM_NPROCS", "%u", gs_jobspec_ntasks(sp));
+    if (sp->tasks_per_node > 0 && sp->ntasks == 0)
+        env_putf(e, "SLURM_NTASKS_PER_NODE", "%u", sp->tasks_per_node);
+    env_put(e, "SLURM_TASKS_PER_NODE", tpn.data != NULL ? tpn.data : "");
+    env_put(e, "SLURM_JOB_CPUS_PER_NODE", cpn.data != NULL ? cpn.data : "");
+    if (sp->cpus_per_task > 0)
+        env_putf(e, "SLURM_CPUS_PER_TASK", "%u", sp->cpus_per_task);
+    if (sp->cpus_per_gpu > 0)
+        env_putf(e, "SLURM_CPUS_PER_GPU", "%u", sp->cpus_per_gpu);
+    if (sp->gpus_per_node > 0) {
+        env_putf(e, "SLURM_GPUS_PER_NODE", "%u", sp->gpus_per_node);
+        env_putf(e, "SLURM_GPUS", "%u", sp->gpus_per_node * job->alloc.nnodes);
+    }
+    if (sp->gpus_per_task > 0)
+        env_putf(e, "SLURM_GPUS_PER_TASK", "%u", sp->gpus_per_task);
+    if (sp->mem_per_node_mib > 0)
+        env_putf(e, "SLURM_MEM_PER_NODE", "%" PRIu64, sp->mem_per_node_mib);
+    if (sp->submit_dir != NULL)
+        env_put(e, "SLURM_SUBMIT_DIR", sp->submit_dir);
+    if (sp->submit_host != NULL)
+        env_put(e, "SLURM_SUBMIT_HOST", sp->submit_host);
+    env_put(e, "SLURM_CLUSTER_NAME", s->cfg->cluster_name);
+    env_put(e, "SLURM_JOB_PARTITION", sp->partition != NULL ? sp->partition : "");
+    if (sp->account != NULL)
+        env_put(e, "SLURM_JOB_ACCOUNT", sp->account);
+    if (sp->qos != NULL)
+        env_put(e, "SLURM_JOB_QOS", sp->qos);
+    env_put(e, "SLURM_JOB_USER", job->user);
+    env_putf(e, "SLURM_JOB_UID", "%u", job->uid);
+    env_putf(e, "SLURM_JOB_GID", "%u", job->gid);
+    env_putf(e, "SLURM_RESTART_COUNT", "%u", job->restarts);
+    env_putf(e, "SLURM_JOB_START_TIME", "%" PRIu64, job->start_ms / 1000);
+    if (sp->time_limit_s != GS_DURATION_INFINITE)
+        env_putf(e, "SLURM_JOB_END_TIME", "%" PRIu64, job->start_ms / 1000 + sp->time_limit_s);
+    if (sp->array.array_job_id != 0) {
+        env_putf(e, "SLURM_ARRAY_JOB_ID", "%" PRIu64, sp->array.array_job_id);
+        env_putf(e, "SLURM_ARRAY_TASK_ID", "%u", sp->array.task_id);
+        env_putf(e, "SLURM_ARRAY_TASK_COUNT", "%u", sp->array.count);
+        env_putf(e, "SLURM_ARRAY_TASK_MIN", "%u", sp->array.min);
+        env_putf(e, "SLURM_ARRAY_TASK_MAX", "%u", sp->array.max);
+        env_putf(e, "SLURM_ARRAY_TASK_STEP", "%u", sp->array.step);
+    }
+    /* srun inside the job reaches this scheduler through its socket. */
+    env_put(e, "GSCHED_SOCKET", s->socket_path);
+    rc = e->rc;
+out:
+    gs_buf_release(&nodelist);
+    gs_buf_release(&tpn);
+    gs_buf_release(&cpn);
+    free(names);
+    free(tasks);
+    free(cpus);
+    return rc;
+}
