@@ -334,7 +334,8 @@ static void rd_partition_name(struct gs_schema_ctx *c, const struct gs_toml_valu
         return;
     }
     for (size_t i = 0; i + 1 < CFG(c)->npartitions; i++) {
-        if (strcmp(CFG(c)->partitions[i].name, name) == 0) {
+        const char *other = CFG(c)->partitions[i].name; /* NULL: one without a name */
+        if (other != NULL && strcmp(other, name) == 0) {
             GS_SCHEMA_REPORT_AT(c, v, "partition '%s' is defined twice", name);
             free(name);
             return;
@@ -369,7 +370,8 @@ static void rd_partition_default(struct gs_schema_ctx *c, const struct gs_toml_v
     for (size_t i = 0; i + 1 < CFG(c)->npartitions; i++) {
         if (CFG(c)->partitions[i].is_default) {
             GS_SCHEMA_REPORT_AT(c, v, "partition '%s' is the default already",
-                                CFG(c)->partitions[i].name);
+                                CFG(c)->partitions[i].name != NULL ? CFG(c)->partitions[i].name
+                                                                   : "(unnamed)");
             p->is_default = false;
             return;
         }

@@ -12,6 +12,7 @@
  *     heartbeat_misses = 3                  # a node is DOWN after this many are missed
  *     kill_grace = "30s"                    # SIGTERM to SIGKILL
  *     log_level = "info"
+ *     cluster_name = "gsched"               # SLURM_CLUSTER_NAME, sinfo/scontrol
  *     [worker]
  *     name = "node7"                        # default: the host name
  *     address = "10.0.0.7"                  # MASTER_ADDR others use; default: host
@@ -19,7 +20,6 @@
  *     topology = "/etc/gsched/node.xml"     # hwloc XML instead of discovery
  *     gpus = 0                              # > 0: that many synthetic GPUs (testing)
  *     log_dir = "/var/lib/gsched/worker"    # the worker's state: its task ledger
- *     cluster_name = "gsched"               # SLURM_CLUSTER_NAME, sinfo/scontrol
  *     [[switch]]                            # the network, as Slurm's topology.conf says it:
  *     name = "leaf1"                        # multi-node jobs go under one switch when
  *     nodes = "node[1-16]"                  # they fit (a hostlist, or a list of them)
@@ -95,7 +95,11 @@ struct gs_config {
     bool partitions_configured; /* false: partitions holds only the implicit "main" */
 };
 
-/* The default partition (never NULL after gs_config_init), or the one named, or NULL. */
+/*
+ * The default partition (never NULL after gs_config_init or a parse that succeeded; a
+ * failed one leaves the configuration unusable, as daemons then exit), or the one named,
+ * or NULL.
+ */
 const struct gs_config_partition *gs_config_partition(const struct gs_config *cfg,
                                                       const char *name);
 /* Whether node belongs to the partition. */

@@ -220,6 +220,8 @@ static enum sched_dep_status on_job(const struct sched_jobs *jobs, const struct 
                                     enum gs_dep_type type)
 {
     enum sched_dep_status worst = one_dep(other, type);
+    bool all_ended = sched_job_finished(other),
+         any_failed = all_ended && other->state != SCHED_JOB_COMPLETED;
 
     if (other->spec->array.array_job_id != other->id)
         return worst;
@@ -231,7 +233,12 @@ static enum sched_dep_status on_job(const struct sched_jobs *jobs, const struct 
             continue;
         s = one_dep(e, type);
         worst = s > worst ? s : worst;
+        all_ended = all_ended && sched_job_finished(e);
+        any_failed = any_failed || (sched_job_finished(e) && e->state != SCHED_JOB_COMPLETED);
     }
+    /* afternotok on an array (Slurm): once all have ended, met when any one failed. */
+    if (type == GS_DEP_AFTERNOTOK)
+        return !all_ended ? SCHED_DEP_WAIT : any_failed ? SCHED_DEP_MET : SCHED_DEP_NEVER;
     return worst;
 }
 

@@ -1,6 +1,7 @@
 /*
  * test_config.c: gsched.toml: defaults for everything, each key read with its unit, and
- * mistakes reported at their place without touching the values already there.
+ * mistakes reported at their place without touching the values already there; partitions
+ * (the implicit "main", [[partition]] tables replacing it) and the cluster name.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/config.h"
+#include "common/units.h"
 
 static struct gs_config cfg;
 static struct gs_buf errors;
@@ -139,4 +141,227 @@ Test(config, bad_switches_are_reported_at_their_place)
                        "%s", errors.data);
     cr_assert_not_null(strstr(errors.data, "did you mean 'switch.name'"), "%s", errors.data);
     cr_assert_not_null(strstr(errors.data, "switch needs a name"), "%s", errors.data);
+}
+
+/* Whether errors holds want, with the whole text in the failure message. */
+#define assert_error(want)                                                                         \
+    cr_assert_not_null(strstr(errors.data != NULL ? errors.data : "", (want)),                     \
+                       "want \"%s\" in:\n%s", (want), errors.data != NULL ? errors.data : "")
+
+Test(config, without_partitions_there_is_main_with_every_node)
+{
+    const struct gs_config_partition *p;
+
+    cr_assert_eq(parse("[scheduler]\nport = 7000\n"), 0, "%s", errors.data);
+    cr_assert_not(cfg.partitions_configured);
+    cr_assert_eq(cfg.npartitions, 1);
+    p = gs_config_partition(&cfg, NULL);
+    cr_assert_not_null(p);
+    cr_assert_str_eq(p->name, GS_CONFIG_DEFAULT_PARTITION);
+    cr_assert_str_eq(p->name, "main");
+    cr_assert(p->is_default);
+    cr_assert_null(p->nodes, "every node");
+    cr_assert_eq(p->max_time_s, GS_DURATION_INFINITE);
+    cr_assert_eq(gs_config_partition(&cfg, "main"), p);
+    cr_assert_null(gs_config_partition(&cfg, "gpu"));
+    cr_assert(gs_config_partition_has(p, "node1"));
+    cr_assert(gs_config_partition_has(p, "anything-at-all"));
+}
+
+Test(config, partitions_replace_main_and_read_every_key)
+{
+    const struct gs_config_partition *cpu, *gpu, *all, *bare;
+
+    cr_assert_eq(parse("[[partition]]\nname = \"cpu\"\nnodes = \"node[1-4]\"\nmax_time = \"2d\"\n"
+                       "[[partition]]\nname = \"gpu\"\nnodes = [\"node[5-6]\", \"gpu07\"]\n"
+                       "default = true\nmax_time = 90\n"
+                       "[[partition]]\nname = \"all\"\nnodes = \"ALL\"\nmax_time = \"1:30:00\"\n"
+                       "[[partition]]\nname = \"bare\"\ndefault = false\n"),
+                 0, "%s", errors.data);
+    cr_assert(cfg.partitions_configured);
+    cr_assert_eq(cfg.npartitions, 4);
+    cr_assert_null(gs_config_partition(&cfg, "main"), "the first [[partition]] replaces main");
+    cpu = gs_config_partition(&cfg, "cpu");
+    gpu = gs_config_partition(&cfg, "gpu");
+    all = gs_config_partition(&cfg, "all");
+    bare = gs_config_partition(&cfg, "bare");
+    cr_assert(cpu != NULL && gpu != NULL && all != NULL && bare != NULL);
+    cr_assert_eq(cpu, &cfg.partitions[0], "file order is kept");
+    cr_assert_eq(bare, &cfg.partitions[3]);
+
+    cr_assert_eq(cpu->nnodes, 4);
+    cr_assert_str_eq(cpu->nodes[0], "node1");
+    cr_assert_str_eq(cpu->nodes[3], "node4");
+    cr_assert_null(cpu->nodes[4], "NULL-terminated");
+    cr_assert_eq(cpu->max_time_s, 2 * 86400);
+    cr_assert_not(cpu->is_default);
+    cr_assert(gs_config_partition_has(cpu, "node2"));
+    cr_assert_not(gs_config_partition_has(cpu, "node5"));
+    cr_assert_not(gs_config_partition_has(cpu, "node"), "whole names only");
+
+    cr_assert_eq(gpu->nnodes, 3, "a list of hostlists adds up");
+    cr_assert_str_eq(gpu->nodes[2], "gpu07");
+    cr_assert(gpu->is_default);
+    cr_assert_eq(gpu->max_time_s, 90 * 60, "an integer max_time counts minutes, as Slurm's");
+    cr_assert(gs_config_partition_has(gpu, "node6"));
+    cr_assert_not(gs_config_partition_has(gpu, "node4"));
+
+    cr_assert_null(all->nodes, "\"ALL\" is every node");
+    cr_assert(gs_config_partition_has(all, "whatever"));
+    cr_assert_eq(all->max_time_s, 5400);
+    cr_assert_null(bare->nodes, "no nodes key: every node");
+    cr_assert_eq(bare->max_time_s, GS_DURATION_INFINITE, "no max_time: no limit");
+    cr_assert_not(bare->is_default);
+
+    cr_assert_eq(gs_config_partition(&cfg, NULL), gpu, "the one that says default");
+    cr_assert_null(gs_config_partition(&cfg, "GPU"), "names are exact");
+    cr_assert_null(gs_config_partition(&cfg, ""));
+}
+
+Test(config, the_first_partition_is_the_default_when_none_says_so)
+{
+    cr_assert_eq(parse("[[partition]]\nname = \"a\"\nnodes = \"n1\"\n"
+                       "[[partition]]\nname = \"b\"\nnodes = \"n2\"\n"),
+                 0, "%s", errors.data);
+    cr_assert_eq(cfg.npartitions, 2);
+    cr_assert(cfg.partitions[0].is_default);
+    cr_assert_not(cfg.partitions[1].is_default);
+    cr_assert_str_eq(gs_config_partition(&cfg, NULL)->name, "a");
+}
+
+Test(config, a_comma_hostlist_and_an_empty_node_list_are_read_as_written)
+{
+    const struct gs_config_partition *p;
+
+    cr_assert_eq(parse("[[partition]]\nname = \"mixed\"\nnodes = \"n[1-2],gpu07\"\n"
+                       "[[partition]]\nname = \"none\"\nnodes = []\n"),
+                 0, "%s", errors.data);
+    p = gs_config_partition(&cfg, "mixed");
+    cr_assert_eq(p->nnodes, 3);
+    cr_assert(gs_config_partition_has(p, "gpu07"));
+    p = gs_config_partition(&cfg, "none");
+    cr_assert_not_null(p->nodes, "an empty list is no node, not every node");
+    cr_assert_eq(p->nnodes, 0);
+    cr_assert_not(gs_config_partition_has(p, "n1"));
+}
+
+Test(config, two_defaults_are_reported_at_the_second)
+{
+    cr_assert_eq(parse("[[partition]]\nname = \"a\"\ndefault = true\n"
+                       "[[partition]]\nname = \"b\"\ndefault = true\n"),
+                 -EINVAL);
+    assert_error("gsched.toml:6:11: partition 'a' is the default already");
+    cr_assert(gs_config_partition(&cfg, "a")->is_default);
+    cr_assert_not(gs_config_partition(&cfg, "b")->is_default);
+}
+
+Test(config, duplicate_partition_names_are_reported)
+{
+    cr_assert_eq(parse("[[partition]]\nname = \"a\"\n[[partition]]\nname = \"a\"\n"), -EINVAL);
+    assert_error("gsched.toml:4:8: partition 'a' is defined twice");
+}
+
+Test(config, bad_partition_names_are_reported)
+{
+    static const char *const bad[] = {"a b", "a,b", "a/b", ""};
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char text[128];
+
+        gs_buf_reset(&errors);
+        snprintf(text, sizeof(text), "[[partition]]\nname = \"%s\"\n", bad[i]);
+        cr_assert_eq(parse(text), -EINVAL, "name '%s'", bad[i]);
+        assert_error("gsched.toml:2:8: partition.name must be one word without ',' or '/'");
+    }
+    gs_buf_reset(&errors);
+    cr_assert_eq(parse("[[partition]]\nname = 7\n"), -EINVAL);
+    assert_error("gsched.toml:2:8: partition.name must be");
+}
+
+Test(config, a_partition_needs_a_name)
+{
+    cr_assert_eq(parse("[[partition]]\nnodes = \"n1\"\n"), -EINVAL);
+    assert_error("gsched.toml:1:");
+    assert_error("partition needs a name");
+}
+
+Test(config, bad_partition_hostlists_and_times_are_reported_at_their_place)
+{
+    cr_assert_eq(parse("[[partition]]\nname = \"a\"\nnodes = \"n[3-1]\"\n"
+                       "[[partition]]\nname = \"b\"\nnodes = [\"n1\", \"m[1-\"]\n"
+                       "[[partition]]\nname = \"c\"\nmax_time = \"forever\"\n"
+                       "[[partition]]\nname = \"d\"\nmax_time = 0\n"
+                       "[[partition]]\nname = \"e\"\nnodse = \"n1\"\n"),
+                 -EINVAL);
+    assert_error("gsched.toml:3:12: partition.nodes: range 3-1 goes down");
+    assert_error("gsched.toml:6:18: partition.nodes: '[' without ']'");
+    assert_error("gsched.toml:9:12: partition.max_time must be a duration");
+    assert_error("(an integer means minutes)");
+    assert_error("gsched.toml:12:12: partition.max_time must be a duration");
+    assert_error("gsched.toml:15:1: unknown key 'nodse' in partition (did you mean "
+                 "'partition.nodes'?)");
+}
+
+/*
+ * Disabled: crashes. A [[partition]] without a name leaves partitions[i].name NULL, and
+ * rd_partition_name() of a later one strcmp()s against it (config.c, the duplicate check;
+ * rd_partition_default()'s message prints it with %s as well). Reported to the lead.
+ */
+Test(config, a_nameless_partition_before_others_is_reported_not_a_crash)
+{
+    cr_assert_eq(parse("[[partition]]\nnodes = \"n1\"\ndefault = true\n"
+                       "[[partition]]\nname = \"b\"\ndefault = true\n"),
+                 -EINVAL);
+    assert_error("gsched.toml:1:1: partition needs a name");
+}
+
+Test(config, partition_must_be_an_array_of_tables)
+{
+    cr_assert_eq(parse("partition = \"gpu\"\n"), -EINVAL);
+    assert_error("gsched.toml:1:13: partition must be an array of tables ([[partition]])");
+    cr_assert_not(cfg.partitions_configured, "bad input changes nothing");
+    cr_assert_str_eq(gs_config_partition(&cfg, NULL)->name, "main");
+    gs_buf_reset(&errors);
+    cr_assert_eq(parse("partition = []\n"), -EINVAL);
+    assert_error("gsched.toml:1:13: partition must be an array of tables");
+    gs_buf_reset(&errors);
+    cr_assert_eq(parse("partition = [1, \"x\"]\n"), -EINVAL);
+    assert_error("gsched.toml:1:14: partition must be an array of tables");
+    assert_error("gsched.toml:1:17: partition must be an array of tables");
+    gs_buf_reset(&errors);
+    cr_assert_eq(parse("[partition]\nname = \"a\"\n"), -EINVAL, "a table, not an array of them");
+    assert_error("partition must be an array of tables");
+}
+
+Test(config, cluster_name_defaults_to_gsched_and_is_checked)
+{
+    cr_assert_str_eq(cfg.cluster_name, GS_CONFIG_DEFAULT_CLUSTER);
+    cr_assert_str_eq(cfg.cluster_name, "gsched");
+    cr_assert_eq(parse("[scheduler]\ncluster_name = \"prod-a100\"\n"), 0, "%s", errors.data);
+    cr_assert_str_eq(cfg.cluster_name, "prod-a100");
+    cr_assert_eq(parse("[scheduler]\ncluster_name = \"two words\"\n"), -EINVAL);
+    assert_error("gsched.toml:2:16: scheduler.cluster_name must be one word without '/'");
+    cr_assert_str_eq(cfg.cluster_name, "prod-a100", "a bad value keeps the old one");
+    gs_buf_reset(&errors);
+    cr_assert_eq(parse("[scheduler]\ncluster_name = \"a/b\"\n"), -EINVAL);
+    assert_error("scheduler.cluster_name must be one word");
+    gs_buf_reset(&errors);
+    cr_assert_eq(parse("[scheduler]\ncluster_name = \"\"\n"), -EINVAL);
+    assert_error("scheduler.cluster_name must be one word");
+    gs_buf_reset(&errors);
+    cr_assert_eq(parse("[scheduler]\ncluster_name = 3\n"), -EINVAL);
+    assert_error("gsched.toml:2:16: scheduler.cluster_name must be");
+    cr_assert_str_eq(cfg.cluster_name, "prod-a100");
+}
+
+Test(config, partitions_are_freed_with_the_config)
+{
+    /* Under ASan/valgrind: every partition string and node list goes with the config. */
+    cr_assert_eq(parse("[[partition]]\nname = \"a\"\nnodes = \"n[1-64]\"\n"
+                       "[[partition]]\nname = \"b\"\nnodes = [\"m[1-2]\", \"k1\"]\n"),
+                 0, "%s", errors.data);
+    gs_config_release(&cfg);
+    cr_assert_eq(cfg.npartitions, 0);
+    cr_assert_null(cfg.partitions);
+    cr_assert_eq(gs_config_init(&cfg), 0, "teardown releases it once more");
 }

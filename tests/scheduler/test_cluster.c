@@ -1,10 +1,12 @@
 /*
  * test_cluster.c: per-GPU, per-core and per-MiB accounting; gang placement is all nodes or
  * none; best fit keeps big nodes free; exclusive and constraint rules; cores are taken near
- * the job's GPUs first.
+ * the job's GPUs first; node lists (allowed: the partition less --exclude; required:
+ * --nodelist) bound placement and explain impossible requests.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "scheduler/cluster.h"
@@ -316,4 +318,171 @@ Test(cluster, multi_node_jobs_prefer_gpus_near_a_nic)
     cr_assert_eq(alloc.nodes[1].node, 2, "n3's GPUs are closer to a NIC than n2's");
     cr_assert_eq(sched_cluster_place(cluster, REQ(1, 2, 1), NULL, &alloc), 0);
     cr_assert_eq(alloc.nodes[0].node, 0, "a one-node job does not care");
+}
+
+/* A node bitmap (bit i: cluster node i) of the nodes given, for struct sched_req. */
+#define BITS(...) bits_of((const uint32_t[]){__VA_ARGS__}, sizeof((uint32_t[]){__VA_ARGS__}) / 4)
+
+static uint64_t bits_of(const uint32_t *nodes, size_t n)
+{
+    uint64_t b = 0;
+
+    for (size_t i = 0; i < n; i++)
+        b |= 1ULL << nodes[i];
+    return b;
+}
+
+static bool alloc_has(const struct sched_alloc *a, uint32_t node)
+{
+    for (uint32_t k = 0; k < a->nnodes; k++) {
+        if (a->nodes[k].node == node)
+            return true;
+    }
+    return false;
+}
+
+Test(cluster, placement_never_uses_a_node_outside_allowed)
+{
+    uint64_t allowed = BITS(2, 3), none = 0;
+    struct sched_req r = req(1, 2, 1);
+
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(add((const char *[]){"n1", "n2", "n3", "n4"}[i], 8, NULL), i);
+    busy(0, 0x3f); /* n1 has 2 GPUs free: best fit would pick it first */
+    r.allowed = &allowed;
+    cr_assert_eq(sched_cluster_place(cluster, &r, NULL, &alloc), 0);
+    cr_assert(alloc.nodes[0].node == 2 || alloc.nodes[0].node == 3, "node %u", alloc.nodes[0].node);
+    r.nodes = 2;
+    cr_assert_eq(sched_cluster_place(cluster, &r, NULL, &alloc), 0);
+    cr_assert(alloc_has(&alloc, 2) && alloc_has(&alloc, 3));
+    r.nodes = 3;
+    cr_assert_eq(sched_cluster_place(cluster, &r, NULL, &alloc), -EAGAIN,
+                 "four nodes free, two allowed");
+    r.nodes = 1;
+    r.allowed = &none;
+    cr_assert_eq(sched_cluster_place(cluster, &r, NULL, &alloc), -EAGAIN, "no node allowed");
+    r.allowed = NULL;
+    cr_assert_eq(sched_cluster_place(cluster, &r, NULL, &alloc), 0);
+    cr_assert_eq(alloc.nodes[0].node, 0, "without a list best fit picks n1 again");
+}
+
+Test(cluster, allowed_nodes_beyond_the_first_word_count)
+{
+    uint64_t allowed[2] = {0, 1ULL << (66 - 64)};
+    struct sched_req r = req(1, 1, 1);
+    char name[16];
+
+    for (int i = 0; i < 70; i++) {
+        snprintf(name, sizeof(name), "n%d", i);
+        cr_assert_eq(add(name, 8, NULL), i);
+    }
+    r.allowed = allowed;
+    cr_assert_eq(sched_cluster_place(cluster, &r, NULL, &alloc), 0);
+    cr_assert_eq(alloc.nodes[0].node, 66);
+}
+
+Test(cluster, required_nodes_are_always_in_the_allocation_and_the_rest_go_by_rank)
+{
+    uint64_t required = BITS(3), both = BITS(0, 3);
+    struct sched_req r = req(2, 2, 1);
+
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(add((const char *[]){"n1", "n2", "n3", "n4"}[i], 8, NULL), i);
+    busy(1, 0x3f); /* n2 ranks first (fewest GPUs left), n4 would come last */
+    r.required = &required;
+    r.nrequired = 1;
+    cr_assert_eq(sched_cluster_place(cluster, &r, NULL, &alloc), 0);
+    cr_assert_eq(alloc.nnodes, 2);
+    cr_assert(alloc_has(&alloc, 3), "the named node n4");
+    cr_assert(alloc_has(&alloc, 1), "the best ranked of the others, n2");
+
+    r.required = &both;
+    r.nrequired = 2;
+    cr_assert_eq(sched_cluster_place(cluster, &r, NULL, &alloc), 0);
+    cr_assert(alloc_has(&alloc, 0) && alloc_has(&alloc, 3), "exactly the named nodes");
+
+    r = req(1, 1, 1);
+    r.required = &required;
+    r.nrequired = 1;
+    cr_assert_eq(sched_cluster_place(cluster, &r, NULL, &alloc), 0);
+    cr_assert_eq(alloc.nodes[0].node, 3, "over best fit's n2");
+}
+
+Test(cluster, a_busy_or_down_required_node_means_wait)
+{
+    uint64_t required = BITS(2);
+    struct sched_req r = req(2, 4, 1);
+
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(add((const char *[]){"n1", "n2", "n3"}[i], 8, NULL), i);
+    r.required = &required;
+    r.nrequired = 1;
+    busy(2, 0x1f); /* n3: 3 GPUs free, the job wants 4 there */
+    cr_assert_eq(sched_cluster_place(cluster, &r, NULL, &alloc), -EAGAIN,
+                 "n1 and n2 are free but n3 is a must");
+    r.gpus_per_node = 3;
+    cr_assert_eq(sched_cluster_place(cluster, &r, NULL, &alloc), 0);
+    cr_assert(alloc_has(&alloc, 2));
+    sched_cluster_set_up(cluster, 2, false);
+    cr_assert_eq(sched_cluster_place(cluster, &r, NULL, &alloc), -EAGAIN, "n3 is down");
+    sched_cluster_set_up(cluster, 2, true);
+    cr_assert_eq(sched_cluster_place(cluster, &r, &required, &alloc), -EAGAIN, "n3 is avoided");
+}
+
+Test(cluster, a_required_node_outside_allowed_is_never_used)
+{
+    uint64_t required = BITS(0), allowed = BITS(1, 2);
+    struct sched_req r = req(2, 1, 1);
+    char why[200];
+
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(add((const char *[]){"n1", "n2", "n3"}[i], 8, NULL), i);
+    r.required = &required;
+    r.nrequired = 1;
+    r.allowed = &allowed;
+    cr_assert_eq(sched_cluster_place(cluster, &r, NULL, &alloc), -EAGAIN);
+    cr_assert_not(sched_cluster_could_ever_fit(cluster, &r, why, sizeof(why)));
+    cr_assert_not_null(strstr(why, "node n1 can never hold the job"), "%s", why);
+    cr_assert_not_null(strstr(why, "not in the job's partition"), "%s", why);
+}
+
+Test(cluster, could_ever_fit_explains_node_list_problems)
+{
+    uint64_t small = BITS(2), two = BITS(0, 2), one = BITS(1), with_small = BITS(0, 2);
+    struct sched_req r = req(1, 8, 1);
+    char why[200];
+
+    cr_assert_eq(add("n1", 8, NULL), 0);
+    cr_assert_eq(add("n2", 8, NULL), 1);
+    cr_assert_eq(add("small", 4, NULL), 2);
+
+    r.required = &small;
+    r.nrequired = 1;
+    cr_assert_not(sched_cluster_could_ever_fit(cluster, &r, why, sizeof(why)));
+    cr_assert_not_null(strstr(why, "node small can never hold the job"), "%s", why);
+    cr_assert_null(strstr(why, "partition"), "%s", why);
+
+    r = req(1, 1, 1);
+    r.required = &two;
+    r.nrequired = 2;
+    cr_assert_not(sched_cluster_could_ever_fit(cluster, &r, why, sizeof(why)));
+    cr_assert_not_null(strstr(why, "names 2 node(s) to run on but asks for 1"), "%s", why);
+    r.nodes = 2;
+    cr_assert(sched_cluster_could_ever_fit(cluster, &r, why, sizeof(why)));
+
+    r = req(2, 1, 1);
+    r.allowed = &one;
+    cr_assert_not(sched_cluster_could_ever_fit(cluster, &r, why, sizeof(why)));
+    cr_assert_not_null(strstr(why, "may use 1 node(s)"), "%s", why);
+    cr_assert_not_null(strstr(why, "it asks for 2"), "%s", why);
+    r.nodes = 1;
+    cr_assert(sched_cluster_could_ever_fit(cluster, &r, why, sizeof(why)));
+
+    /* Enough allowed nodes, but one of them is too small: the GPU count is the reason. */
+    r = req(2, 8, 1);
+    r.allowed = &with_small;
+    cr_assert_not(sched_cluster_could_ever_fit(cluster, &r, why, sizeof(why)));
+    cr_assert_not_null(strstr(why, "only 1 node(s) can ever hold 8 GPU(s)"), "%s", why);
+    r.allowed = NULL;
+    cr_assert(sched_cluster_could_ever_fit(cluster, &r, why, sizeof(why)), "n1 and n2");
 }
