@@ -1,7 +1,8 @@
 /*
  * env.c: building a task's environment (see env.h). A small set of "KEY=VALUE" strings
  * where setting a key replaces its earlier value, in place, so the job's order is kept;
- * hints go through set_default(), which leaves a key the job already has alone.
+ * hints go through set_default(), which leaves a key the job already has alone. Slurm's
+ * hostlist and "2(x3),1" forms come from common/hostlist.h.
  */
 #include "worker/env.h"
 
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "common/buf.h"
+#include "common/hostlist.h"
 
 struct envset {
     char **v;
@@ -88,18 +90,36 @@ static void set_uint(struct envset *e, const char *key, unsigned long long value
     set(e, key, num);
 }
 
-static void set_gpus(struct envset *e, const uint32_t *gpus, size_t n)
+/*
+ * The torchrun-style variables: gsched's placement defines them, so they override the job's;
+ * but Slurm sets none of them, so in a Slurm job what the script exported (and srun passed
+ * on: "export MASTER_ADDR=$(scontrol show hostnames ... | head -n 1)") wins.
+ */
+static void set_placement_uint(struct envset *e, const struct wrk_task_env *in, const char *key,
+                               unsigned long long value)
+{
+    if (!in->slurm || find(e, key, strlen(key)) < 0)
+        set_uint(e, key, value);
+}
+
+/* "0,1,3": GPU indices as CUDA_VISIBLE_DEVICES and Slurm's GPU variables list them. */
+static void set_list(struct envset *e, const char *key, const uint32_t *v, size_t n)
 {
     struct gs_buf list = GS_BUF_INIT;
     int rc = gs_buf_append_str(&list, "");
 
     for (size_t i = 0; rc == 0 && i < n; i++)
-        rc = gs_buf_printf(&list, "%s%u", i > 0 ? "," : "", gpus[i]);
+        rc = gs_buf_printf(&list, "%s%u", i > 0 ? "," : "", v[i]);
     if (rc == 0)
-        set(e, "CUDA_VISIBLE_DEVICES", list.data);
+        set(e, key, list.data);
     else if (e->rc == 0)
         e->rc = rc;
     gs_buf_release(&list);
+}
+
+static void set_gpus(struct envset *e, const uint32_t *gpus, size_t n)
+{
+    set_list(e, "CUDA_VISIBLE_DEVICES", gpus, n);
     set(e, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
 }
 
@@ -171,6 +191,69 @@ static void set_nic(struct envset *e, const struct wrk_task_env *in)
         set_exact_default(e, "NCCL_IB_HCA", in->nic_ib_device);
 }
 
+/* Sets key to what fill appends to a buffer (a hostlist, per-node counts). */
+static void set_built(struct envset *e, const char *key, int rc, struct gs_buf *value)
+{
+    if (rc == 0 && value->data == NULL)
+        rc = gs_buf_append_str(value, "");
+    if (rc == 0)
+        set(e, key, value->data);
+    else if (e->rc == 0)
+        e->rc = rc;
+    gs_buf_release(value);
+}
+
+/* The step's layout, under its SLURM_STEP_ names and the older ones srun overrides. */
+static void set_step(struct envset *e, const struct wrk_task_env *in)
+{
+    struct gs_buf nodes = GS_BUF_INIT, counts = GS_BUF_INIT;
+    unsigned long long ntasks = 0;
+    int rc;
+
+    for (size_t i = 0; i < in->n_step_nodes; i++)
+        ntasks += in->step_node_tasks != NULL ? in->step_node_tasks[i] : 0;
+    set_uint(e, "SLURM_STEP_ID", in->step - 1);
+    set_uint(e, "SLURM_STEPID", in->step - 1);
+    set_uint(e, "SLURM_STEP_NUM_TASKS", ntasks);
+    set_uint(e, "SLURM_STEP_NUM_NODES", in->n_step_nodes);
+    set_uint(e, "SLURM_NTASKS", ntasks);
+    set_uint(e, "SLURM_NPROCS", ntasks);
+    set_uint(e, "SLURM_NNODES", in->n_step_nodes);
+    rc =
+        gs_hostlist_compress(in->step_nodes, in->step_nodes != NULL ? in->n_step_nodes : 0, &nodes);
+    if (rc == 0)
+        set(e, "SLURM_NODELIST", nodes.data != NULL ? nodes.data : "");
+    set_built(e, "SLURM_STEP_NODELIST", rc, &nodes);
+    rc = gs_hostlist_counts(in->step_node_tasks, in->step_node_tasks != NULL ? in->n_step_nodes : 0,
+                            &counts);
+    if (rc == 0)
+        set(e, "SLURM_TASKS_PER_NODE", counts.data != NULL ? counts.data : "");
+    set_built(e, "SLURM_STEP_TASKS_PER_NODE", rc, &counts);
+}
+
+/* What only the task's node knows; the job-level SLURM_ variables came in job_env. */
+static void set_slurm(struct envset *e, const struct wrk_task_env *in)
+{
+    set_uint(e, "SLURM_PROCID", in->rank);
+    set_uint(e, "SLURM_LOCALID", in->local_rank);
+    set_uint(e, "SLURM_NODEID", in->node_rank);
+    set(e, "SLURMD_NODENAME", in->node_name);
+    set_uint(e, "SLURM_CPUS_ON_NODE", in->node_cpus);
+    set_uint(e, "SLURM_GPUS_ON_NODE", in->n_node_gpus);
+    set_list(e, "SLURM_JOB_GPUS", in->node_gpus, in->n_node_gpus);
+    set_list(e, "GPU_DEVICE_ORDINAL", in->node_gpus, in->n_node_gpus);
+    set_list(e, "SLURM_STEP_GPUS", in->gpus, in->ngpus);
+    if (in->task_pid_slot) {
+        char room[WRK_ENV_PID_ROOM + 1];
+
+        memset(room, ' ', WRK_ENV_PID_ROOM);
+        room[WRK_ENV_PID_ROOM] = '\0';
+        set(e, "SLURM_TASK_PID", room);
+    }
+    if (in->step >= 1)
+        set_step(e, in);
+}
+
 int wrk_env_build(const struct wrk_task_env *in, char ***ret_envp)
 {
     struct envset e = {0};
@@ -188,18 +271,30 @@ int wrk_env_build(const struct wrk_task_env *in, char ***ret_envp)
     set(&e, "GSCHED_JOB_NAME", in->job_name);
     set(&e, "GSCHED_NODELIST", in->nodelist);
     set_uint(&e, "GSCHED_NODE_RANK", in->node_rank);
-    set_uint(&e, "RANK", in->rank);
-    set_uint(&e, "LOCAL_RANK", in->local_rank);
-    set_uint(&e, "WORLD_SIZE", in->world_size);
-    set_uint(&e, "LOCAL_WORLD_SIZE", in->local_world_size);
-    set_uint(&e, "NODE_RANK", in->node_rank);
-    set(&e, "MASTER_ADDR", in->master_addr);
-    set_uint(&e, "MASTER_PORT", in->master_port);
-    set_gpus(&e, in->gpus, in->ngpus);
+    /* The batch shell is no rank of a distributed run: torchrun inside it sets these for
+     * the processes it starts, and would be misled by a shell-wide RANK=0. */
+    if (!in->batch) {
+        set_placement_uint(&e, in, "RANK", in->rank);
+        set_placement_uint(&e, in, "LOCAL_RANK", in->local_rank);
+        set_placement_uint(&e, in, "WORLD_SIZE", in->world_size);
+        set_placement_uint(&e, in, "LOCAL_WORLD_SIZE", in->local_world_size);
+    }
+    set_placement_uint(&e, in, "NODE_RANK", in->node_rank);
+    if (in->slurm)
+        set_default(&e, "MASTER_ADDR", in->master_addr);
+    else
+        set(&e, "MASTER_ADDR", in->master_addr);
+    set_placement_uint(&e, in, "MASTER_PORT", in->master_port);
+    if (in->batch && in->node_gpus != NULL)
+        set_gpus(&e, in->node_gpus, in->n_node_gpus);
+    else
+        set_gpus(&e, in->gpus, in->ngpus);
     if (in->gpu_bus_ids != NULL)
         set_bus_ids(&e, in->gpu_bus_ids, in->ngpus);
     set_cores(&e, in->cores, in->ncores);
     set_nic(&e, in);
+    if (in->slurm)
+        set_slurm(&e, in);
     if (e.rc < 0) {
         wrk_env_free(e.v);
         return e.rc;

@@ -21,6 +21,23 @@
  * choose sets the variable itself, even to "".
  *
  * A task without GPUs gets CUDA_VISIBLE_DEVICES="" so it cannot use GPUs it was not given.
+ *
+ * Slurm jobs (slurm): the scheduler sends the job-level SLURM_* variables (SLURM_JOB_ID,
+ * SLURM_JOB_NODELIST, ...) in job_env; this adds what only the task's node knows:
+ *   SLURM_PROCID SLURM_LOCALID SLURM_NODEID SLURMD_NODENAME SLURM_CPUS_ON_NODE
+ *   SLURM_GPUS_ON_NODE SLURM_JOB_GPUS GPU_DEVICE_ORDINAL (the node's GPUs) SLURM_STEP_GPUS
+ *   (the task's) SLURM_TASK_PID (with task_pid_slot: room the child fills, launch.h)
+ * and for an srun step (step >= 1) the step's own layout, as srun gives its tasks:
+ *   SLURM_STEP_ID SLURM_STEPID (step - 1) SLURM_STEP_NUM_TASKS SLURM_STEP_NUM_NODES
+ *   SLURM_STEP_NODELIST ("n[1-3]") SLURM_STEP_TASKS_PER_NODE ("2(x3),1"), and the older
+ *   names srun overrides with the step's values: SLURM_NTASKS SLURM_NPROCS SLURM_NNODES
+ *   SLURM_NODELIST SLURM_TASKS_PER_NODE.
+ * Slurm sets none of RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, NODE_RANK, MASTER_ADDR
+ * and MASTER_PORT, so in a Slurm job they only fill gaps: a value the script exported, which
+ * srun passes on to its steps, is kept.
+ * The batch shell (batch) is one process for the whole node, not a rank: it gets no RANK,
+ * LOCAL_RANK, WORLD_SIZE or LOCAL_WORLD_SIZE (a torchrun it starts works them out itself),
+ * and CUDA_VISIBLE_DEVICES lists all of the node's GPUs.
  * The result is a NULL-terminated malloc'd array of malloc'd "KEY=VALUE" strings, freed
  * with wrk_env_free(). No global state; any thread.
  */
@@ -55,7 +72,22 @@ struct wrk_task_env {
     const char *nic_name;      /* interface of the NIC nearest the task's GPU; NULL/"": none */
     const char *nic_ib_device; /* its RDMA device ("mlx5_0"); NULL/"": none */
     bool nccl_nic_hints;       /* also hint NCCL at that NIC (it is this machine's) */
+    /* Slurm semantics (RunSpec.slurm) */
+    bool slurm;
+    bool batch;                /* the batch shell (RunSpec.batch, step 0) */
+    uint32_t step;             /* TaskRef.step: >= 1 is srun step step - 1 */
+    const char *node_name;     /* this node: SLURMD_NODENAME */
+    const uint32_t *node_gpus; /* every GPU the job (or step) has on this node */
+    size_t n_node_gpus;
+    uint32_t node_cpus;              /* cores it has on this node */
+    const char *const *step_nodes;   /* the step's nodes, in node-rank order (the allocation) */
+    const uint32_t *step_node_tasks; /* tasks on each of them */
+    size_t n_step_nodes;
+    bool task_pid_slot; /* SLURM_TASK_PID=<room for the pid>, for wrk_launch_spec.pid_var */
 };
+
+/* Length of the room after "SLURM_TASK_PID=" that task_pid_slot leaves for the pid. */
+#define WRK_ENV_PID_ROOM 15
 
 /* Returns 0 with *ret_envp, or -ENOMEM / -EINVAL (a job variable without '='). */
 int wrk_env_build(const struct wrk_task_env *in, char ***ret_envp);

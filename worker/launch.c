@@ -245,6 +245,13 @@ static void redirect_stdio(int fd, const struct wrk_launch_spec *spec)
 
     if (in < 0 || dup2(in, 0) < 0)
         child_fail(fd, STEP_STDIN);
+    if (spec->use_fds) {
+        if (dup2(spec->stdout_fd, 1) < 0)
+            child_fail(fd, STEP_STDOUT);
+        if (dup2(spec->stderr_fd, 2) < 0)
+            child_fail(fd, STEP_STDERR);
+        return;
+    }
     out = open_log(spec->stdout_path);
     if (out < 0 || dup2(out, 1) < 0)
         child_fail(fd, STEP_STDOUT);
@@ -275,12 +282,33 @@ static void bind_memory(int fd, const struct prepared *prep)
     child_report(fd, STEP_MEMPOLICY, 0);
 }
 
+/* Writes the child's pid after the '=' of spec->pid_var: plain stores into the child's own
+ * copy of the environment, so async-signal-safe, unlike snprintf. */
+static void put_pid(const struct wrk_launch_spec *spec)
+{
+    char digits[16], *p;
+    int n = 0;
+    pid_t pid = getpid();
+
+    if (spec->pid_var == NULL || (p = strchr(spec->pid_var, '=')) == NULL)
+        return;
+    do {
+        digits[n++] = (char)('0' + pid % 10);
+        pid /= 10;
+    } while (pid > 0 && n < (int)sizeof(digits));
+    p++;
+    while (n > 0)
+        *p++ = digits[--n];
+    *p = '\0';
+}
+
 static _Noreturn void run_child(int fd, const struct wrk_launch_spec *spec,
                                 const struct prepared *prep)
 {
     reset_signals();
     if (setsid() < 0)
         child_fail(fd, STEP_SETSID);
+    put_pid(spec);
     drop_privileges(fd, spec, prep);
     if (spec->workdir != NULL && chdir(spec->workdir) < 0)
         child_fail(fd, STEP_CHDIR);

@@ -3,7 +3,8 @@
  *
  * wrk_launch() forks, and the child puts itself in a new session (so the task and everything
  * it starts form one process group the worker can signal as a whole), redirects stdin from
- * /dev/null and stdout/stderr to the task's log files, changes directory, drops to the job's
+ * /dev/null and stdout/stderr to the task's log files (or to pipes the caller reads),
+ * changes directory, drops to the job's
  * user, applies resource limits, CPU affinity and a memory policy, and execs the command
  * with exactly the given environment. If anything before the exec fails, the child reports
  * which step and errno through a close-on-exec pipe, so the caller gets "chdir /x: No such
@@ -40,7 +41,13 @@ struct wrk_launch_spec {
     const char *workdir;     /* NULL: stay in the worker's directory */
     const char *stdout_path; /* NULL: /dev/null; created (0644) or appended to */
     const char *stderr_path; /* NULL: same file as stdout */
-    bool set_user;           /* switch to uid/gid (only when the worker runs as root) */
+    bool use_fds;            /* stdout/stderr onto these descriptors instead (pipes the */
+    int stdout_fd;           /* caller reads); the paths are then ignored */
+    int stderr_fd;
+    /* One of envp's strings, "NAME=" and room for at least 11 more characters, into which
+     * the child writes its own pid (SLURM_TASK_PID); NULL: none. */
+    char *pid_var;
+    bool set_user; /* switch to uid/gid (only when the worker runs as root) */
     uid_t uid;
     gid_t gid;
     uint64_t mem_limit_bytes; /* RLIMIT_AS; 0 = unlimited */

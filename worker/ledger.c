@@ -19,6 +19,7 @@ struct entry {
     pid_t pid;
     uint64_t start;
     uint64_t job_id;
+    uint32_t step;
     uint32_t rank;
 };
 
@@ -89,8 +90,8 @@ static int write_file(const struct wrk_ledger *l)
         return -errno;
     for (size_t i = 0; i < l->n; i++) {
         const struct entry *e = &l->v[i];
-        if (fprintf(f, "%d %" PRIu64 " %" PRIu64 " %" PRIu32 "\n", (int)e->pid, e->start, e->job_id,
-                    e->rank) < 0)
+        if (fprintf(f, "%d %" PRIu64 " %" PRIu64 " %" PRIu32 " %" PRIu32 "\n", (int)e->pid,
+                    e->start, e->job_id, e->rank, e->step) < 0)
             rc = -EIO;
     }
     if (fclose(f) != 0 && rc == 0)
@@ -102,7 +103,7 @@ static int write_file(const struct wrk_ledger *l)
     return rc;
 }
 
-int wrk_ledger_add(struct wrk_ledger *l, pid_t pid, uint64_t job_id, uint32_t rank)
+int wrk_ledger_add(struct wrk_ledger *l, pid_t pid, uint64_t job_id, uint32_t step, uint32_t rank)
 {
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 16;
@@ -113,7 +114,11 @@ int wrk_ledger_add(struct wrk_ledger *l, pid_t pid, uint64_t job_id, uint32_t ra
         l->v = v;
         l->cap = cap;
     }
-    l->v[l->n++] = (struct entry){pid, wrk_ledger_start_time(pid), job_id, rank};
+    l->v[l->n++] = (struct entry){.pid = pid,
+                                  .start = wrk_ledger_start_time(pid),
+                                  .job_id = job_id,
+                                  .step = step,
+                                  .rank = rank};
     return write_file(l);
 }
 
@@ -131,15 +136,21 @@ int wrk_ledger_remove(struct wrk_ledger *l, pid_t pid)
 int wrk_ledger_sweep(const char *path)
 {
     FILE *f = fopen(path, "r");
-    int pid, killed = 0;
-    uint64_t start, job;
-    uint32_t rank;
+    char line[256];
+    int killed = 0;
 
     if (f == NULL)
         return errno == ENOENT ? 0 : -errno;
-    while (fscanf(f, "%d %" SCNu64 " %" SCNu64 " %" SCNu32, &pid, &start, &job, &rank) == 4) {
-        uint64_t now = pid > 1 ? wrk_ledger_start_time(pid) : 1;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        int pid;
+        uint64_t start, job, now;
+        uint32_t rank, step = 0;
 
+        /* STEP is absent from the files of workers that predate steps: step 0. */
+        if (sscanf(line, "%d %" SCNu64 " %" SCNu64 " %" SCNu32 " %" SCNu32, &pid, &start, &job,
+                   &rank, &step) < 4)
+            continue;
+        now = pid > 1 ? wrk_ledger_start_time(pid) : 1;
         /* A live pid with another start time is someone else's now. With no process of
          * that pid left, a group of that id can only be ours: Linux hands out no pid that
          * is still some group's id, so the task's children are found even after their
@@ -149,9 +160,9 @@ int wrk_ledger_sweep(const char *path)
         if (killpg(pid, SIGKILL) == 0) {
             killed++;
             GS_LOG(GS_LOG_WARN,
-                   "job=%" PRIu64 " rank=%" PRIu32 " pid=%d leftover task of a "
+                   "job=%" PRIu64 " step=%" PRIu32 " rank=%" PRIu32 " pid=%d leftover task of a "
                    "previous worker ended",
-                   job, rank, pid);
+                   job, step, rank, pid);
         }
     }
     fclose(f);

@@ -5,9 +5,11 @@
  * their GPUs busy while the scheduler, which requeues the jobs of a restarted worker, runs
  * them again elsewhere or gives the GPUs to someone else.
  *
- * The file holds one line per task, "PID STARTTIME JOB RANK": the task's process group
+ * The file holds one line per task, "PID STARTTIME JOB RANK STEP": the task's process group
  * leader (tasks run in their own session, so its pid is the group id) and its start time
- * in clock ticks since boot from /proc/PID/stat, which tells a reused pid from the task.
+ * in clock ticks since boot from /proc/PID/stat, which tells a reused pid from the task;
+ * then its job, rank and step (TaskRef.step), for the log line when it is ended. Files of
+ * workers that predate steps have no STEP and are read as step 0.
  * It is rewritten whole (temporary file, then rename) on every change; no fsync, since a
  * machine that crashed has no tasks left to end.
  *
@@ -33,7 +35,7 @@ void wrk_ledger_free(struct wrk_ledger *l);
 int wrk_ledger_sweep(const char *path);
 
 /* Records a started task / forgets an ended one, and rewrites the file. Return 0 or < 0. */
-int wrk_ledger_add(struct wrk_ledger *l, pid_t pid, uint64_t job_id, uint32_t rank);
+int wrk_ledger_add(struct wrk_ledger *l, pid_t pid, uint64_t job_id, uint32_t step, uint32_t rank);
 int wrk_ledger_remove(struct wrk_ledger *l, pid_t pid);
 
 /* The start time of pid in clock ticks since boot (field 22 of /proc/PID/stat), or 0. */

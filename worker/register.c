@@ -233,8 +233,8 @@ int wrk_register_build(const struct wrk_register_info *info, Gs__NodeRegister **
     return 0;
 }
 
-int wrk_register_add_running(Gs__NodeRegister *msg, uint64_t job_id, uint32_t rank, int32_t pid,
-                             uint64_t start_ms, uint32_t attempt)
+int wrk_register_add_running(Gs__NodeRegister *msg, uint64_t job_id, uint32_t step, uint32_t rank,
+                             int32_t pid, uint64_t start_ms, uint32_t attempt)
 {
     Gs__TaskRef **v = realloc(msg->running, (msg->n_running + 1) * sizeof(*v));
     Gs__TaskRef *t;
@@ -247,6 +247,7 @@ int wrk_register_add_running(Gs__NodeRegister *msg, uint64_t job_id, uint32_t ra
         return -ENOMEM;
     gs__task_ref__init(t);
     t->job_id = job_id;
+    t->step = step;
     t->rank = rank;
     t->pid = pid;
     t->start_time_ms = start_ms;

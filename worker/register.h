@@ -22,9 +22,9 @@ struct wrk_register_info {
 
 /* Returns 0 with a new message in *ret_msg, or -ENOMEM. */
 int wrk_register_build(const struct wrk_register_info *info, Gs__NodeRegister **ret_msg);
-/* Appends one running task to msg. Returns 0 or -ENOMEM. */
-int wrk_register_add_running(Gs__NodeRegister *msg, uint64_t job_id, uint32_t rank, int32_t pid,
-                             uint64_t start_ms, uint32_t attempt);
+/* Appends one running task (TaskRef, step included) to msg. Returns 0 or -ENOMEM. */
+int wrk_register_add_running(Gs__NodeRegister *msg, uint64_t job_id, uint32_t step, uint32_t rank,
+                             int32_t pid, uint64_t start_ms, uint32_t attempt);
 void wrk_register_free(Gs__NodeRegister *msg);
 
 #endif

@@ -3,29 +3,57 @@
  *
  * An exit is noticed with waitid(WNOWAIT) first, so the main process stays a zombie while
  * the rest of its process group is killed: its pid, which is the group id, cannot be reused
- * by an unrelated process before the kill lands. Then it is reaped and reported.
- * Each task owns one timer, used first for the time limit and then for the SIGTERM grace.
+ * by an unrelated process before the kill lands. Then it is reaped; from then on nothing
+ * signals that pid again. A task without captured output is reported at once; one with
+ * captured output once both pipes reached end of file (or the drain time ran out).
+ *
+ * Each task owns two timers: one used in turn for the time limit, the SIGTERM grace and the
+ * output drain, the other for the --signal warning. It is freed when its last handle (the
+ * timers and its pipes) is closed.
  */
+#define _GNU_SOURCE /* pipe2 */
+
 #include "worker/tasks.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "common/clock.h"
 #include "common/log.h"
 
+/* How long a reaped task's pipes may stay open (held by a process that left its group). */
+#define DRAIN_MS 1000
+
+struct stream {
+    uv_pipe_t pipe;
+    struct task *task;
+    enum wrk_stream which;
+    bool open; /* the handle is initialised and not yet being closed */
+};
+
 struct task {
     struct task *prev, *next;
     struct wrk_tasks *owner;
-    uint64_t job_id;
-    uint32_t rank;
+    struct wrk_task_id id;
     pid_t pid;
     uint64_t start_ms;
     enum wrk_end_reason reason;
     bool term_sent;
-    uv_timer_t timer;
+    bool reaped; /* the main process is gone: pid means nothing any more */
+    int status;
+    uint64_t end_ms;
+    uv_timer_t timer; /* time limit, then SIGTERM grace, then (once reaped) output drain */
+    uv_timer_t warn;
+    int warn_signal;
+    bool warn_leader_only;
+    struct stream out[2];
+    char *remove_on_exit;
+    int handles; /* open handles; the task is freed when the last one is closed */
 };
 
 struct wrk_tasks {
@@ -33,33 +61,67 @@ struct wrk_tasks {
     uv_signal_t sigchld;
     uint64_t grace_ms;
     wrk_task_exit_cb exit_cb;
+    wrk_task_output_cb output_cb;
     void *data;
     struct task *head;
-    int open_handles; /* freed when the last one is closed */
+    int open_handles; /* sigchld and one per task; freed when the last one is closed */
     bool closing;
+    char buf[WRK_TASKS_CHUNK]; /* read buffer of every pipe: libuv fills and hands it back
+                                * within one call, and the loop is single-threaded */
 };
 
-static void release_handle(uv_handle_t *handle, struct wrk_tasks *tasks)
+static void release_handle(struct wrk_tasks *tasks)
 {
-    (void)handle;
     if (--tasks->open_handles == 0 && tasks->closing)
         free(tasks);
 }
 
-static void on_task_timer_closed(uv_handle_t *handle)
+static void task_handle_closed(struct task *t)
 {
-    struct task *t = handle->data;
     struct wrk_tasks *tasks = t->owner;
 
+    if (--t->handles > 0)
+        return;
+    free(t->remove_on_exit);
     free(t);
-    release_handle(handle, tasks);
+    release_handle(tasks);
+}
+
+static void on_timer_closed(uv_handle_t *handle)
+{
+    task_handle_closed(handle->data);
+}
+
+static void on_stream_closed(uv_handle_t *handle)
+{
+    struct stream *s = handle->data;
+
+    task_handle_closed(s->task);
 }
 
 static void on_sigchld_closed(uv_handle_t *handle)
 {
-    release_handle(handle, handle->data);
+    release_handle(handle->data);
 }
 
+static void close_stream(struct stream *s)
+{
+    if (!s->open)
+        return;
+    s->open = false;
+    uv_read_stop((uv_stream_t *)&s->pipe);
+    uv_close((uv_handle_t *)&s->pipe, on_stream_closed);
+}
+
+static void remove_file(struct task *t)
+{
+    if (t->remove_on_exit != NULL && unlink(t->remove_on_exit) < 0 && errno != ENOENT)
+        GS_LOG(GS_LOG_WARN, "job=%llu step=%u rank=%u path=%s error=\"%s\" cannot remove",
+               (unsigned long long)t->id.job_id, t->id.step, t->id.rank, t->remove_on_exit,
+               gs_strerror(-errno));
+}
+
+/* Takes t off the list and closes its handles; t is freed once they are closed. */
 static void unlink_task(struct wrk_tasks *tasks, struct task *t)
 {
     if (t->prev != NULL)
@@ -69,7 +131,51 @@ static void unlink_task(struct wrk_tasks *tasks, struct task *t)
     if (t->next != NULL)
         t->next->prev = t->prev;
     t->prev = t->next = NULL;
-    uv_close((uv_handle_t *)&t->timer, on_task_timer_closed);
+    remove_file(t);
+    close_stream(&t->out[0]);
+    close_stream(&t->out[1]);
+    uv_close((uv_handle_t *)&t->warn, on_timer_closed);
+    uv_close((uv_handle_t *)&t->timer, on_timer_closed);
+}
+
+static bool streams_done(const struct task *t)
+{
+    return !t->out[0].open && !t->out[1].open;
+}
+
+static void fill_exit(const struct task *t, struct wrk_task_exit *ex)
+{
+    ex->job_id = t->id.job_id;
+    ex->step = t->id.step;
+    ex->rank = t->id.rank;
+    ex->pid = t->pid;
+    ex->signaled = WIFSIGNALED(t->status);
+    ex->exit_code = WIFEXITED(t->status) ? WEXITSTATUS(t->status) : 0;
+    ex->term_signal = WIFSIGNALED(t->status) ? WTERMSIG(t->status) : 0;
+    ex->reason = t->reason;
+    ex->start_ms = t->start_ms;
+    ex->end_ms = t->end_ms;
+}
+
+/* Reports a reaped task whose streams are done. The callback may close the table. */
+static void finish(struct wrk_tasks *tasks, struct task *t)
+{
+    struct wrk_task_exit ex;
+
+    fill_exit(t, &ex);
+    unlink_task(tasks, t);
+    GS_LOG(GS_LOG_DEBUG, "job=%llu step=%u rank=%u pid=%d code=%d signal=%d task exited",
+           (unsigned long long)ex.job_id, ex.step, ex.rank, (int)ex.pid, ex.exit_code,
+           ex.term_signal);
+    tasks->exit_cb(tasks, &ex, tasks->data);
+}
+
+static void emit(struct task *t, enum wrk_stream which, const char *bytes, size_t len, bool eof)
+{
+    struct wrk_tasks *tasks = t->owner;
+
+    if (tasks->output_cb != NULL)
+        tasks->output_cb(tasks, &t->id, which, bytes, len, eof, tasks->data);
 }
 
 static void send_term(struct task *t, enum wrk_end_reason reason);
@@ -78,20 +184,53 @@ static void on_task_timer(uv_timer_t *timer)
 {
     struct task *t = timer->data;
 
+    if (t->reaped) {
+        /* Something outside the task's group still holds a pipe: cut the streams. */
+        GS_LOG(GS_LOG_INFO,
+               "job=%llu step=%u rank=%u output still open after the task ended, "
+               "cut",
+               (unsigned long long)t->id.job_id, t->id.step, t->id.rank);
+        for (int i = 0; i < 2; i++) {
+            if (!t->out[i].open)
+                continue;
+            close_stream(&t->out[i]);
+            emit(t, (enum wrk_stream)i, NULL, 0, true);
+            if (t->owner->closing)
+                return;
+        }
+        finish(t->owner, t);
+        return;
+    }
     if (!t->term_sent) {
-        GS_LOG(GS_LOG_INFO, "job=%llu rank=%u pid=%d time limit reached",
-               (unsigned long long)t->job_id, t->rank, (int)t->pid);
+        GS_LOG(GS_LOG_INFO, "job=%llu step=%u rank=%u pid=%d time limit reached",
+               (unsigned long long)t->id.job_id, t->id.step, t->id.rank, (int)t->pid);
         send_term(t, WRK_END_TIMEOUT);
         return;
     }
-    GS_LOG(GS_LOG_WARN, "job=%llu rank=%u pid=%d grace period over, sending sigkill",
-           (unsigned long long)t->job_id, t->rank, (int)t->pid);
+    GS_LOG(GS_LOG_WARN, "job=%llu step=%u rank=%u pid=%d grace period over, sending sigkill",
+           (unsigned long long)t->id.job_id, t->id.step, t->id.rank, (int)t->pid);
     wrk_signal_group(t->pid, SIGKILL);
+}
+
+static void on_warn_timer(uv_timer_t *timer)
+{
+    struct task *t = timer->data;
+    int rc;
+
+    if (t->reaped)
+        return;
+    rc = t->warn_leader_only ? (kill(t->pid, t->warn_signal) < 0 ? -errno : 0)
+                             : wrk_signal_group(t->pid, t->warn_signal);
+    GS_LOG(GS_LOG_INFO,
+           "job=%llu step=%u rank=%u pid=%d signal=%d to=%s rc=%d warning signal before the "
+           "time limit sent",
+           (unsigned long long)t->id.job_id, t->id.step, t->id.rank, (int)t->pid, t->warn_signal,
+           t->warn_leader_only ? "process" : "group", rc);
 }
 
 static void send_term(struct task *t, enum wrk_end_reason reason)
 {
-    if (t->term_sent)
+    if (t->term_sent || t->reaped)
         return;
     t->term_sent = true;
     t->reason = reason;
@@ -102,31 +241,20 @@ static void send_term(struct task *t, enum wrk_end_reason reason)
     uv_timer_start(&t->timer, on_task_timer, t->owner->grace_ms, 0);
 }
 
-static void fill_exit(const struct task *t, int status, struct wrk_task_exit *ex)
-{
-    ex->job_id = t->job_id;
-    ex->rank = t->rank;
-    ex->pid = t->pid;
-    ex->signaled = WIFSIGNALED(status);
-    ex->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
-    ex->term_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-    ex->reason = t->reason;
-    ex->start_ms = t->start_ms;
-    ex->end_ms = gs_clock_wall_ms();
-}
-
-/* Returns true when t's main process has exited and was reaped into *ret_status. */
-static bool reap(struct task *t, int *ret_status)
+/* Returns true when t's main process has exited and was reaped into t->status. */
+static bool reap(struct task *t)
 {
     siginfo_t info = {0};
 
     if (waitid(P_PID, (id_t)t->pid, &info, WEXITED | WNOHANG | WNOWAIT) < 0 || info.si_pid == 0)
         return false;
     wrk_signal_group(t->pid, SIGKILL); /* leftovers of the task */
-    while (waitpid(t->pid, ret_status, 0) < 0) {
+    while (waitpid(t->pid, &t->status, 0) < 0) {
         if (errno != EINTR)
             return false;
     }
+    t->reaped = true;
+    t->end_ms = gs_clock_wall_ms();
     return true;
 }
 
@@ -134,23 +262,53 @@ static void on_sigchld(uv_signal_t *handle, int signum)
 {
     struct wrk_tasks *tasks = handle->data;
     struct task *t = tasks->head, *next;
-    int status;
 
     (void)signum;
     for (; t != NULL; t = next) {
-        struct wrk_task_exit ex;
-
         next = t->next;
-        if (!reap(t, &status))
+        if (t->reaped || !reap(t))
             continue;
-        fill_exit(t, status, &ex);
-        unlink_task(tasks, t);
-        GS_LOG(GS_LOG_DEBUG, "job=%llu rank=%u pid=%d code=%d signal=%d task exited",
-               (unsigned long long)ex.job_id, ex.rank, (int)ex.pid, ex.exit_code, ex.term_signal);
-        tasks->exit_cb(tasks, &ex, tasks->data);
+        uv_timer_stop(&t->warn);
+        if (!streams_done(t)) {
+            /* The group is dead: the pipes end as soon as their last bytes are read. */
+            uv_update_time(tasks->loop);
+            uv_timer_start(&t->timer, on_task_timer, DRAIN_MS, 0);
+            continue;
+        }
+        finish(tasks, t);
         if (tasks->closing)
             return; /* the callback closed the table: next is gone */
     }
+}
+
+static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
+{
+    struct stream *s = handle->data;
+
+    (void)suggested;
+    buf->base = s->task->owner->buf;
+    buf->len = sizeof(s->task->owner->buf);
+}
+
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+{
+    struct stream *s = stream->data;
+    struct task *t = s->task;
+    struct wrk_tasks *tasks = t->owner;
+
+    if (nread == 0)
+        return;
+    if (nread > 0) {
+        emit(t, s->which, buf->base, (size_t)nread, false);
+        return;
+    }
+    /* UV_EOF, or a read error, which ends the stream all the same. */
+    close_stream(s);
+    emit(t, s->which, NULL, 0, true);
+    if (tasks->closing || !t->reaped || !streams_done(t))
+        return;
+    uv_timer_stop(&t->timer);
+    finish(tasks, t);
 }
 
 struct wrk_tasks *wrk_tasks_new(uv_loop_t *loop, uint64_t grace_ms, wrk_task_exit_cb exit_cb,
@@ -178,6 +336,11 @@ struct wrk_tasks *wrk_tasks_new(uv_loop_t *loop, uint64_t grace_ms, wrk_task_exi
     return tasks;
 }
 
+void wrk_tasks_set_output_cb(struct wrk_tasks *tasks, wrk_task_output_cb output_cb)
+{
+    tasks->output_cb = output_cb;
+}
+
 void wrk_tasks_close(struct wrk_tasks *tasks)
 {
     int status;
@@ -188,66 +351,174 @@ void wrk_tasks_close(struct wrk_tasks *tasks)
     while (tasks->head != NULL) {
         struct task *t = tasks->head;
 
-        wrk_signal_group(t->pid, SIGKILL);
-        waitpid(t->pid, &status, WNOHANG);
+        if (!t->reaped) {
+            wrk_signal_group(t->pid, SIGKILL);
+            waitpid(t->pid, &status, WNOHANG);
+        }
         unlink_task(tasks, t);
     }
     uv_close((uv_handle_t *)&tasks->sigchld, on_sigchld_closed);
 }
 
-static struct task *find(const struct wrk_tasks *tasks, uint64_t job_id, uint32_t rank)
+static bool same_id(const struct wrk_task_id *a, const struct wrk_task_id *b)
+{
+    return a->job_id == b->job_id && a->step == b->step && a->rank == b->rank;
+}
+
+static struct task *find(const struct wrk_tasks *tasks, const struct wrk_task_id *id)
 {
     for (struct task *t = tasks->head; t != NULL; t = t->next) {
-        if (t->job_id == job_id && t->rank == rank)
+        if (same_id(&t->id, id))
             return t;
     }
     return NULL;
 }
 
-int wrk_tasks_start(struct wrk_tasks *tasks, uint64_t job_id, uint32_t rank,
-                    const struct wrk_launch_spec *spec, uint64_t time_limit_ms,
+static bool matches(const struct task *t, const struct wrk_task_match *m)
+{
+    if (t->reaped || t->id.job_id != m->job_id)
+        return false;
+    if (m->all_steps)
+        return true;
+    if (t->id.step != m->step)
+        return false;
+    for (size_t i = 0; i < m->nranks; i++) {
+        if (m->ranks[i] == t->id.rank)
+            return true;
+    }
+    return m->nranks == 0;
+}
+
+/* The read end of a pipe the task writes one stream into. On failure the stream is lost
+ * (the task still runs; its writes go nowhere once the read end is closed). */
+static void open_stream(struct task *t, enum wrk_stream which, int fd)
+{
+    struct stream *s = &t->out[which];
+
+    s->task = t;
+    s->which = which;
+    if (uv_pipe_init(t->owner->loop, &s->pipe, 0) < 0) {
+        close(fd);
+        return;
+    }
+    s->pipe.data = s;
+    t->handles++;
+    s->open = true;
+    if (uv_pipe_open(&s->pipe, fd) < 0) {
+        close(fd);
+        close_stream(s);
+        return;
+    }
+    if (uv_read_start((uv_stream_t *)&s->pipe, on_alloc, on_read) < 0)
+        close_stream(s);
+}
+
+static void close_fds(int fds[2][2])
+{
+    for (int i = 0; i < 2; i++) {
+        for (int j = 0; j < 2; j++) {
+            if (fds[i][j] >= 0)
+                close(fds[i][j]);
+            fds[i][j] = -1;
+        }
+    }
+}
+
+static void start_timers(struct task *t, const struct wrk_task_opts *opts)
+{
+    uv_loop_t *loop = t->owner->loop;
+
+    uv_timer_init(loop, &t->timer);
+    uv_timer_init(loop, &t->warn);
+    t->timer.data = t->warn.data = t;
+    t->handles += 2;
+    uv_update_time(loop);
+    if (opts->time_limit_ms > 0)
+        uv_timer_start(&t->timer, on_task_timer, opts->time_limit_ms, 0);
+    if (opts->warn_signal > 0 && opts->time_limit_ms > 0) {
+        uint64_t at = opts->time_limit_ms > opts->warn_before_ms
+                          ? opts->time_limit_ms - opts->warn_before_ms
+                          : 0;
+
+        t->warn_signal = opts->warn_signal;
+        t->warn_leader_only = opts->warn_leader_only;
+        uv_timer_start(&t->warn, on_warn_timer, at, 0);
+    }
+}
+
+int wrk_tasks_start(struct wrk_tasks *tasks, const struct wrk_task_id *id,
+                    const struct wrk_launch_spec *spec, const struct wrk_task_opts *opts,
                     struct gs_error *err)
 {
-    struct task *t;
+    static const struct wrk_task_opts none = {.warn_signal = 0};
+    struct wrk_launch_spec s = *spec;
+    int fds[2][2] = {{-1, -1}, {-1, -1}};
+    struct task *t = NULL;
     int rc;
 
-    if (tasks->closing)
-        return gs_error_set(err, -ESHUTDOWN, 0, 0, "worker is shutting down");
-    if (find(tasks, job_id, rank) != NULL)
-        return gs_error_set(err, -EEXIST, 0, 0, "job %llu rank %u is already running",
-                            (unsigned long long)job_id, rank);
-    t = calloc(1, sizeof(*t));
-    if (t == NULL)
-        return gs_error_set(err, -ENOMEM, 0, 0, "out of memory");
-    rc = wrk_launch(spec, &t->pid, err);
-    if (rc < 0) {
-        free(t);
-        return rc;
+    if (opts == NULL)
+        opts = &none;
+    if (tasks->closing) {
+        rc = gs_error_set(err, -ESHUTDOWN, 0, 0, "worker is shutting down");
+        goto fail;
     }
+    if (find(tasks, id) != NULL) {
+        rc = gs_error_set(err, -EEXIST, 0, 0, "job %llu step %u rank %u is already running",
+                          (unsigned long long)id->job_id, id->step, id->rank);
+        goto fail;
+    }
+    t = calloc(1, sizeof(*t));
+    if (t == NULL || (opts->remove_on_exit != NULL &&
+                      (t->remove_on_exit = strdup(opts->remove_on_exit)) == NULL)) {
+        rc = gs_error_set(err, -ENOMEM, 0, 0, "out of memory");
+        goto fail;
+    }
+    if (opts->capture) {
+        if (pipe2(fds[0], O_CLOEXEC) < 0 || pipe2(fds[1], O_CLOEXEC) < 0) {
+            rc = gs_error_set(err, -errno, 0, 0, "pipe: %s", gs_strerror(-errno));
+            goto fail;
+        }
+        s.use_fds = true;
+        s.stdout_fd = fds[0][1];
+        s.stderr_fd = fds[1][1];
+    }
+    rc = wrk_launch(&s, &t->pid, err);
+    if (rc < 0)
+        goto fail;
     t->owner = tasks;
-    t->job_id = job_id;
-    t->rank = rank;
+    t->id = *id;
     t->start_ms = gs_clock_wall_ms();
-    uv_timer_init(tasks->loop, &t->timer);
-    t->timer.data = t;
     tasks->open_handles++;
-    if (time_limit_ms > 0) {
-        uv_update_time(tasks->loop);
-        uv_timer_start(&t->timer, on_task_timer, time_limit_ms, 0);
+    start_timers(t, opts);
+    if (opts->capture) {
+        /* Only the task may hold the write ends, so that its exit ends the streams. */
+        close(fds[0][1]);
+        close(fds[1][1]);
+        open_stream(t, WRK_STREAM_STDOUT, fds[0][0]);
+        open_stream(t, WRK_STREAM_STDERR, fds[1][0]);
     }
     t->next = tasks->head;
     if (tasks->head != NULL)
         tasks->head->prev = t;
     tasks->head = t;
     return 0;
+fail:
+    close_fds(fds);
+    if (opts->remove_on_exit != NULL)
+        unlink(opts->remove_on_exit);
+    if (t != NULL)
+        free(t->remove_on_exit);
+    free(t);
+    return rc;
 }
 
-int wrk_tasks_kill(struct wrk_tasks *tasks, uint64_t job_id, enum wrk_end_reason reason)
+int wrk_tasks_kill(struct wrk_tasks *tasks, const struct wrk_task_match *m,
+                   enum wrk_end_reason reason)
 {
     int n = 0;
 
     for (struct task *t = tasks->head; t != NULL; t = t->next) {
-        if (t->job_id != job_id)
+        if (!matches(t, m))
             continue;
         send_term(t, reason);
         n++;
@@ -255,22 +526,25 @@ int wrk_tasks_kill(struct wrk_tasks *tasks, uint64_t job_id, enum wrk_end_reason
     return n;
 }
 
-int wrk_tasks_signal(struct wrk_tasks *tasks, uint64_t job_id, int sig)
+int wrk_tasks_signal(struct wrk_tasks *tasks, const struct wrk_task_match *m, int sig,
+                     bool leader_only)
 {
     int n = 0;
 
     for (struct task *t = tasks->head; t != NULL; t = t->next) {
-        if (t->job_id == job_id && wrk_signal_group(t->pid, sig) == 0)
+        if (!matches(t, m))
+            continue;
+        if (leader_only ? kill(t->pid, sig) == 0 : wrk_signal_group(t->pid, sig) == 0)
             n++;
     }
     return n;
 }
 
-pid_t wrk_tasks_pid(const struct wrk_tasks *tasks, uint64_t job_id, uint32_t rank)
+pid_t wrk_tasks_pid(const struct wrk_tasks *tasks, const struct wrk_task_id *id)
 {
-    const struct task *t = find(tasks, job_id, rank);
+    const struct task *t = find(tasks, id);
 
-    return t != NULL ? t->pid : 0;
+    return t != NULL && !t->reaped ? t->pid : 0;
 }
 
 int wrk_tasks_count(const struct wrk_tasks *tasks, uint64_t job_id)
@@ -278,14 +552,17 @@ int wrk_tasks_count(const struct wrk_tasks *tasks, uint64_t job_id)
     int n = 0;
 
     for (const struct task *t = tasks->head; t != NULL; t = t->next)
-        n += job_id == 0 || t->job_id == job_id;
+        n += !t->reaped && (job_id == 0 || t->id.job_id == job_id);
     return n;
 }
 
 void wrk_tasks_foreach(const struct wrk_tasks *tasks,
-                       void (*fn)(uint64_t job_id, uint32_t rank, pid_t pid, void *data),
+                       void (*fn)(const struct wrk_task_id *id, pid_t pid, uint64_t start_ms,
+                                  void *data),
                        void *data)
 {
-    for (const struct task *t = tasks->head; t != NULL; t = t->next)
-        fn(t->job_id, t->rank, t->pid, data);
+    for (const struct task *t = tasks->head; t != NULL; t = t->next) {
+        if (!t->reaped)
+            fn(&t->id, t->pid, t->start_ms, data);
+    }
 }

@@ -7,14 +7,29 @@
  * process group is killed too, so nothing of a finished task keeps running. Each exit is
  * reported once through the exit callback with the reason gsched ended it (if it did).
  *
- * Tasks are identified by (job id, rank). Loop thread only. wrk_tasks_close() kills what is
- * still running (SIGKILL, no grace), reports nothing more, and frees the object from its
- * last close callback; the loop must run afterwards for that to happen.
+ * Tasks are identified by (job id, step, rank): a Slurm batch job runs its batch shell as
+ * step 0 and each srun as a step s >= 1 at the same time, with the same rank numbers in
+ * different steps. Plain gsched jobs use step 0 only.
+ *
+ * Optional per task (struct wrk_task_opts):
+ * - a warning signal some time before the time limit (sbatch --signal), to the whole group
+ *   or only to the main process (a batch shell, --signal=B:...);
+ * - stdout and stderr captured through pipes and handed to the output callback as they
+ *   come (srun steps: the scheduler relays them to srun). Such a task's exit is reported
+ *   only after both streams reached end of file, so its output always comes first; should a
+ *   process that escaped the task's group keep a pipe open, the streams are cut one second
+ *   after the task's group was killed;
+ * - a file to remove once the task is over (the batch script's private copy).
+ *
+ * Loop thread only. wrk_tasks_close() kills what is still running (SIGKILL, no grace),
+ * reports nothing more, and frees the object from its last close callback; the loop must
+ * run afterwards for that to happen.
  */
 #ifndef WRK_TASKS_H
 #define WRK_TASKS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <uv.h>
@@ -28,8 +43,34 @@ enum wrk_end_reason {
     WRK_END_TIMEOUT,   /* its time limit passed */
 };
 
+/* The values are LogStream's on the wire. */
+enum wrk_stream {
+    WRK_STREAM_STDOUT = 0,
+    WRK_STREAM_STDERR = 1,
+};
+
+/* Most bytes one output callback carries (StepOutput chunks stay under this). */
+#define WRK_TASKS_CHUNK (64u * 1024u)
+
+struct wrk_task_id {
+    uint64_t job_id;
+    uint32_t step; /* 0: the job's own tasks (a batch shell); s >= 1: srun step s - 1 */
+    uint32_t rank;
+};
+
+struct wrk_task_opts {
+    uint64_t time_limit_ms;  /* from the start; 0: none */
+    int warn_signal;         /* 0: none; else sent warn_before_ms before the time limit, */
+    uint64_t warn_before_ms; /* at once when the limit is shorter; needs a time limit */
+    bool warn_leader_only;   /* the warning goes to the main process only, not its group */
+    bool capture;            /* stdout/stderr through pipes to the output callback */
+    /* A file to unlink once the task is over, or at once when it does not start; copied. */
+    const char *remove_on_exit;
+};
+
 struct wrk_task_exit {
     uint64_t job_id;
+    uint32_t step;
     uint32_t rank;
     pid_t pid;
     bool signaled;   /* killed by a signal rather than exiting */
@@ -40,39 +81,59 @@ struct wrk_task_exit {
     uint64_t end_ms;
 };
 
+/* Which tasks a kill or a signal is for. */
+struct wrk_task_match {
+    uint64_t job_id;
+    bool all_steps;        /* every task of the job: step and ranks are ignored */
+    uint32_t step;         /* else only this step's tasks, */
+    const uint32_t *ranks; /* and of those only these ranks (nranks 0: all of them) */
+    size_t nranks;
+};
+
 struct wrk_tasks;
 
 typedef void (*wrk_task_exit_cb)(struct wrk_tasks *tasks, const struct wrk_task_exit *exit,
                                  void *data);
+/* len bytes (at most WRK_TASKS_CHUNK) of a captured stream, or eof (len 0) once it closed. */
+typedef void (*wrk_task_output_cb)(struct wrk_tasks *tasks, const struct wrk_task_id *id,
+                                   enum wrk_stream stream, const char *bytes, size_t len, bool eof,
+                                   void *data);
 
 /* Creates the table on loop. grace_ms: SIGTERM-to-SIGKILL delay. NULL on failure. */
 struct wrk_tasks *wrk_tasks_new(uv_loop_t *loop, uint64_t grace_ms, wrk_task_exit_cb exit_cb,
                                 void *data);
+/* Where captured output goes (same data as the exit callback). Without it, it is dropped. */
+void wrk_tasks_set_output_cb(struct wrk_tasks *tasks, wrk_task_output_cb output_cb);
 void wrk_tasks_close(struct wrk_tasks *tasks);
 
 /*
- * Launches one task. time_limit_ms 0 means none. Returns 0, -EEXIST if (job, rank) is
- * already running, or the launch error (err says which step failed).
+ * Launches one task; opts may be NULL (no limit, no warning, no capture). Returns 0,
+ * -EEXIST if (job, step, rank) is already running, or the launch error (err says which step
+ * failed). spec's stdout_path/stderr_path are ignored when opts->capture.
  */
-int wrk_tasks_start(struct wrk_tasks *tasks, uint64_t job_id, uint32_t rank,
-                    const struct wrk_launch_spec *spec, uint64_t time_limit_ms,
+int wrk_tasks_start(struct wrk_tasks *tasks, const struct wrk_task_id *id,
+                    const struct wrk_launch_spec *spec, const struct wrk_task_opts *opts,
                     struct gs_error *err);
 
-/* Ends every task of job: SIGTERM now, SIGKILL after the grace period. Returns how many. */
-int wrk_tasks_kill(struct wrk_tasks *tasks, uint64_t job_id, enum wrk_end_reason reason);
+/* Ends the matching tasks: SIGTERM now, SIGKILL after the grace period. Returns how many. */
+int wrk_tasks_kill(struct wrk_tasks *tasks, const struct wrk_task_match *m,
+                   enum wrk_end_reason reason);
 
-/* Sends sig to every task of job (a user's scancel --signal). Returns how many. */
-int wrk_tasks_signal(struct wrk_tasks *tasks, uint64_t job_id, int sig);
+/* Sends sig to the matching tasks' process groups, or with leader_only to their main
+ * processes only (scancel --batch). Returns how many. */
+int wrk_tasks_signal(struct wrk_tasks *tasks, const struct wrk_task_match *m, int sig,
+                     bool leader_only);
 
 /* The pid (and process group) of a running task, or 0. */
-pid_t wrk_tasks_pid(const struct wrk_tasks *tasks, uint64_t job_id, uint32_t rank);
+pid_t wrk_tasks_pid(const struct wrk_tasks *tasks, const struct wrk_task_id *id);
 
 /* Number of running tasks, of all jobs (job_id 0) or of one. */
 int wrk_tasks_count(const struct wrk_tasks *tasks, uint64_t job_id);
 
-/* Calls fn for each running task (the worker's heartbeat lists them). */
+/* Calls fn for each running task (the worker's heartbeat and registration list them). */
 void wrk_tasks_foreach(const struct wrk_tasks *tasks,
-                       void (*fn)(uint64_t job_id, uint32_t rank, pid_t pid, void *data),
+                       void (*fn)(const struct wrk_task_id *id, pid_t pid, uint64_t start_ms,
+                                  void *data),
                        void *data);
 
 #endif

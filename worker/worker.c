@@ -4,8 +4,12 @@
  * LogsRequest in worker_logs.c.
  *
  * Exits live in a list until acknowledged: sent when they happen, and all of them again in
- * the NodeRegister after every reconnect. The scheduler de-duplicates by (job, rank,
+ * the NodeRegister after every reconnect. The scheduler de-duplicates by (job, step, rank,
  * attempt), so a resend after a lost ack is harmless.
+ *
+ * Output of srun step tasks goes out as StepOutput frames on the same connection as their
+ * TaskExit, and the task table reports the exit only after the output's end, so srun gets
+ * every byte before it learns the task is over.
  */
 #include "worker/worker_internal.h"
 
@@ -40,21 +44,22 @@ static void send_exit(struct wrk_ctx *w, struct wrk_exit *e)
         wrk_send(w, &env);
 }
 
-void wrk_record_exit(struct wrk_ctx *w, uint64_t job_id, uint32_t rank, uint32_t attempt,
+void wrk_record_exit(struct wrk_ctx *w, const struct wrk_task_id *id, uint32_t attempt,
                      const struct wrk_task_exit *ex, Gs__EndReason reason, const char *error)
 {
     struct wrk_exit *e = calloc(1, sizeof(*e));
 
     if (e == NULL) {
-        GS_LOG(GS_LOG_ERROR, "job=%llu rank=%u exit lost: out of memory",
-               (unsigned long long)job_id, rank);
+        GS_LOG(GS_LOG_ERROR, "job=%llu step=%u rank=%u exit lost: out of memory",
+               (unsigned long long)id->job_id, id->step, id->rank);
         return;
     }
     gs__task_exit__init(&e->msg);
     snprintf(e->node_name, sizeof(e->node_name), "%s", w->node_name);
     snprintf(e->launch_error, sizeof(e->launch_error), "%s", error != NULL ? error : "");
-    e->msg.job_id = job_id;
-    e->msg.rank = rank;
+    e->msg.job_id = id->job_id;
+    e->msg.step = id->step;
+    e->msg.rank = id->rank;
     e->msg.attempt = attempt;
     e->msg.node_name = e->node_name;
     e->msg.launch_error = e->launch_error;
@@ -98,14 +103,14 @@ static void on_task_exit(struct wrk_tasks *tasks, const struct wrk_task_exit *ex
 {
     struct wrk_ctx *w = data;
     struct wrk_job *job = wrk_job_find(w, ex->job_id);
+    struct wrk_task_id id = {.job_id = ex->job_id, .step = ex->step, .rank = ex->rank};
 
     (void)tasks;
     if (w->ledger != NULL && wrk_ledger_remove(w->ledger, ex->pid) < 0)
         GS_LOG(GS_LOG_WARN, "pid=%d task ledger not updated", (int)ex->pid);
-    GS_LOG(GS_LOG_INFO, "job=%llu rank=%u code=%d signal=%d task ended",
-           (unsigned long long)ex->job_id, ex->rank, ex->exit_code, ex->term_signal);
-    wrk_record_exit(w, ex->job_id, ex->rank, job != NULL ? job->attempt : 0, ex,
-                    end_reason_of(ex->reason), NULL);
+    GS_LOG(GS_LOG_INFO, "job=%llu step=%u rank=%u code=%d signal=%d task ended",
+           (unsigned long long)ex->job_id, ex->step, ex->rank, ex->exit_code, ex->term_signal);
+    wrk_record_exit(w, &id, job != NULL ? job->attempt : 0, ex, end_reason_of(ex->reason), NULL);
     /* The exit carries the attempt from here on; a job with no task left here is dropped
      * so that a long-running worker does not accumulate them. */
     if (job != NULL && --job->ntasks <= 0)
@@ -120,7 +125,7 @@ static void handle_ack(struct wrk_ctx *w, const Gs__TaskExitAck *ack)
         for (struct wrk_exit **p = &w->exits; *p != NULL; p = &(*p)->next) {
             struct wrk_exit *e = *p;
 
-            if (e->msg.job_id == t->job_id && e->msg.rank == t->rank &&
+            if (e->msg.job_id == t->job_id && e->msg.step == t->step && e->msg.rank == t->rank &&
                 e->msg.attempt == t->attempt) {
                 *p = e->next;
                 free(e);
@@ -136,14 +141,14 @@ struct running_ctx {
     int rc;
 };
 
-static void add_running(uint64_t job_id, uint32_t rank, pid_t pid, void *data)
+static void add_running(const struct wrk_task_id *id, pid_t pid, uint64_t start_ms, void *data)
 {
     struct running_ctx *r = data;
-    struct wrk_job *job = wrk_job_find(r->w, job_id);
+    struct wrk_job *job = wrk_job_find(r->w, id->job_id);
 
     if (r->rc == 0)
-        r->rc =
-            wrk_register_add_running(r->msg, job_id, rank, pid, 0, job != NULL ? job->attempt : 0);
+        r->rc = wrk_register_add_running(r->msg, id->job_id, id->step, id->rank, pid, start_ms,
+                                         job != NULL ? job->attempt : 0);
 }
 
 /* NodeRegister with the running tasks and every unacknowledged exit. */
@@ -182,15 +187,17 @@ static int send_register(struct wrk_ctx *w)
 }
 
 /* hb->running has room for every running task (counted just before). */
-static void collect_running(uint64_t job_id, uint32_t rank, pid_t pid, void *data)
+static void collect_running(const struct wrk_task_id *id, pid_t pid, uint64_t start_ms, void *data)
 {
     Gs__Heartbeat *hb = data;
     Gs__TaskRef *t = hb->running[hb->n_running++];
 
     gs__task_ref__init(t);
-    t->job_id = job_id;
-    t->rank = rank;
+    t->job_id = id->job_id;
+    t->step = id->step;
+    t->rank = id->rank;
     t->pid = pid;
+    t->start_time_ms = start_ms;
 }
 
 static void on_heartbeat(uv_timer_t *timer)
@@ -231,13 +238,49 @@ static void handle_register_reply(struct wrk_ctx *w, const Gs__NodeRegisterReply
     w->backoff_ms = BACKOFF_MIN_MS;
     w->heartbeat_ms = reply->heartbeat_interval_ms > 0 ? reply->heartbeat_interval_ms : 2000;
     uv_timer_start(&w->heartbeat, on_heartbeat, w->heartbeat_ms, w->heartbeat_ms);
+    /* Exactly the tasks named: a restarted scheduler ends the steps whose srun it lost
+     * while the batch shell of the same job runs on. */
     for (size_t i = 0; i < reply->n_kill; i++) {
-        GS_LOG(GS_LOG_WARN, "job=%llu no longer assigned here, killing its tasks",
-               (unsigned long long)reply->kill[i]->job_id);
-        wrk_tasks_kill(w->tasks, reply->kill[i]->job_id, WRK_END_CANCELLED);
+        const Gs__TaskRef *k = reply->kill[i];
+        struct wrk_task_match m = {
+            .job_id = k->job_id, .step = k->step, .ranks = &k->rank, .nranks = 1};
+
+        GS_LOG(GS_LOG_WARN, "job=%llu step=%u rank=%u no longer assigned here, killing it",
+               (unsigned long long)k->job_id, k->step, k->rank);
+        wrk_tasks_kill(w->tasks, &m, WRK_END_CANCELLED);
     }
     GS_LOG(GS_LOG_INFO, "node=%s heartbeat_ms=%llu registered", w->node_name,
            (unsigned long long)w->heartbeat_ms);
+}
+
+/* A chunk (or the end) of a step task's stdout or stderr, for the srun waiting on it. Only
+ * while registered: the scheduler relays output of tasks it knows. */
+static void on_task_output(struct wrk_tasks *tasks, const struct wrk_task_id *id,
+                           enum wrk_stream stream, const char *bytes, size_t len, bool eof,
+                           void *data)
+{
+    struct wrk_ctx *w = data;
+    Gs__StepOutput out = GS__STEP_OUTPUT__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    int rc;
+
+    (void)tasks;
+    if (!w->registered)
+        return;
+    out.job_id = id->job_id;
+    out.step = id->step;
+    out.rank = id->rank;
+    out.stream = stream == WRK_STREAM_STDERR ? GS__LOG_STREAM__LOG_STREAM_STDERR
+                                             : GS__LOG_STREAM__LOG_STREAM_STDOUT;
+    out.data.data = (uint8_t *)bytes;
+    out.data.len = len;
+    out.eof = eof;
+    env.body_case = GS__ENVELOPE__BODY_STEP_OUTPUT;
+    env.step_output = &out;
+    rc = wrk_send(w, &env);
+    if (rc < 0 && rc != -ENOTCONN)
+        GS_LOG(GS_LOG_WARN, "job=%llu step=%u rank=%u bytes=%zu rc=%d step output dropped",
+               (unsigned long long)id->job_id, id->step, id->rank, len, rc);
 }
 
 static void on_message(struct gs_proto_conn *conn, const Gs__Envelope *env, void *data)
@@ -431,6 +474,8 @@ struct wrk_ctx *wrk_new(uv_loop_t *loop, const struct wrk_opts *opts, struct gs_
     memcpy(&w->scheduler, opts->scheduler, len);
     snprintf(w->node_name, sizeof(w->node_name), "%s", opts->node_name);
     snprintf(w->address, sizeof(w->address), "%s", opts->address);
+    snprintf(w->script_dir, sizeof(w->script_dir), "%s",
+             opts->script_dir != NULL ? opts->script_dir : "/tmp");
     w->topo = opts->topo;
     w->grace_ms = opts->grace_ms > 0 ? opts->grace_ms : 30000;
     w->start_ms = gs_clock_wall_ms();
@@ -440,6 +485,7 @@ struct wrk_ctx *wrk_new(uv_loop_t *loop, const struct wrk_opts *opts, struct gs_
         gs_error_set(err, -ENOMEM, 0, 0, "cannot watch child processes");
         goto fail;
     }
+    wrk_tasks_set_output_cb(w->tasks, on_task_output);
     if (opts->ledger_path != NULL)
         start_ledger(w, opts->ledger_path);
     uv_timer_init(loop, &w->heartbeat);

@@ -4,7 +4,9 @@
  * It connects to the scheduler (reconnecting with backoff, 100 ms doubling to 5 s, for as
  * long as it runs), registers the node's topology and the tasks it still runs, sends
  * heartbeats at the interval the scheduler asks for, starts the tasks of LaunchTasks, ends
- * or signals them on SignalTasks, and reports every exit as a TaskExit that it keeps and
+ * or signals them on SignalTasks, relays the output of srun step tasks as StepOutput
+ * (dropped while disconnected: a step dies with its srun anyway), and reports every exit
+ * (after the task's output) as a TaskExit that it keeps and
  * resends on each reconnect until the scheduler acknowledges it (TaskExitAck), so no exit is
  * lost when the scheduler restarts. Running tasks do not depend on the connection: they
  * survive a scheduler outage.
@@ -29,6 +31,8 @@ struct wrk_opts {
     const struct gs_topo *topo; /* borrowed: must outlive the worker */
     uint64_t grace_ms;          /* SIGTERM to SIGKILL when LaunchTasks names none */
     const char *ledger_path;    /* its running tasks on disk (worker/ledger.h); NULL: none */
+    const char *script_dir;     /* batch scripts' private copies; NULL: /tmp. Task users
+                                 * must be able to reach it. */
 };
 
 struct wrk_ctx;

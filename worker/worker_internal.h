@@ -22,12 +22,13 @@ struct wrk_exit {
     char launch_error[256];
 };
 
-/* The attempt a job's tasks were started under, to stamp their exits with. */
+/* The attempt a job's tasks (of all its steps) were started under, to stamp their exits
+ * with. */
 struct wrk_job {
     struct wrk_job *next;
     uint64_t job_id;
     uint32_t attempt;
-    int ntasks;
+    int ntasks; /* of every step */
 };
 
 struct wrk_ctx {
@@ -35,6 +36,7 @@ struct wrk_ctx {
     struct sockaddr_storage scheduler;
     char node_name[64];
     char address[256];
+    char script_dir[256]; /* where batch scripts are written for their run */
     char **features;
     const struct gs_topo *topo;
     uint64_t grace_ms;
@@ -71,8 +73,8 @@ void wrk_handle_logs(struct wrk_ctx *w, const Gs__LogsRequest *req, uint64_t req
 
 /* worker.c */
 int wrk_send(struct wrk_ctx *w, Gs__Envelope *env);
-/* Records an exit (and sends it when connected). */
-void wrk_record_exit(struct wrk_ctx *w, uint64_t job_id, uint32_t rank, uint32_t attempt,
+/* Records an exit of task id (and sends it when connected). */
+void wrk_record_exit(struct wrk_ctx *w, const struct wrk_task_id *id, uint32_t attempt,
                      const struct wrk_task_exit *ex, Gs__EndReason reason, const char *error);
 
 #endif

@@ -1,7 +1,8 @@
 /*
  * worker_launch.c: LaunchTasks and SignalTasks on a worker (see worker.h).
  *
- * For each task of this node: the command (argv, or the script under /bin/sh -c), the
+ * For each task of this node: the command (argv, or the script under /bin/sh -c, or for a
+ * Slurm batch job the script itself, see below), the
  * environment (worker/env.h), the output files from the job's patterns, the job's user,
  * limits, and binding when the topology is this machine's: CPU affinity to the PUs of the
  * task's cores, a memory policy preferring their NUMA nodes, and NCCL hints naming the NIC
@@ -10,16 +11,27 @@
  * than a line per task; the GSCHED_ variables still describe the placement. Every task gets
  * a result in the LaunchTasksReply; one that could not start also gets a TaskExit saying
  * why, so the scheduler has a single path for "this task is over".
+ *
+ * Slurm jobs (RunSpec.slurm). The batch shell (run.batch, step 0) is the script written to
+ * a private file (mode 0700, the task user's, in the worker's script directory) and exec'd
+ * as itself, so its own "#!" line picks the interpreter and $0 is its path; without one it
+ * runs under /bin/sh, as Slurm would not but a shell script expects. The file goes when
+ * the task does. srun steps (step >= 1) have their stdout and stderr captured for srun
+ * instead of written to files. Tasks of all steps are keyed (job, step, rank). An sbatch
+ * --signal warning goes, before the time limit, to the batch shell alone when it asked
+ * for B:, else to the step tasks (and to the tasks of a plain job), as Slurm sends it.
  */
 #define _GNU_SOURCE /* getpwuid_r */
 
 #include "worker/worker_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/buf.h"
@@ -40,6 +52,12 @@ struct launch {
     bool set_user;
     bool bind;         /* the topology is this machine's: bind, and hint NCCL */
     bool gpu_per_task; /* one task per GPU, each seeing all of them (see task_nic()) */
+    bool slurm;
+    bool batch;   /* the batch shell: run.script written to a file and exec'd as itself */
+    bool capture; /* a step: output to the scheduler rather than to files */
+    const Gs__NodeAllocation *here; /* this node's entry of the allocation; NULL: none */
+    const char **step_nodes;        /* the allocation's node names, for SLURM_STEP_NODELIST */
+    uint32_t *step_node_tasks;
     Gs__TaskLaunchResult *results;
     Gs__TaskLaunchResult **result_ptrs;
     char (*messages)[256];
@@ -106,7 +124,8 @@ static int build_argv(struct launch *l)
     l->argv = calloc(n > 0 ? n + 1 : 4, sizeof(char *));
     if (l->argv == NULL)
         return -ENOMEM;
-    if (n == 0) {
+    /* A batch script's argv are its arguments: batch_argv() puts the script before them. */
+    if (n == 0 && !l->batch) {
         l->argv[0] = strdup("/bin/sh");
         l->argv[1] = strdup("-c");
         l->argv[2] = strdup(run->script);
@@ -122,21 +141,31 @@ static int build_argv(struct launch *l)
     return 0;
 }
 
-static void describe_allocation(struct launch *l)
+static int describe_allocation(struct launch *l)
 {
-    size_t off = 0;
+    size_t off = 0, n_alloc = l->msg->n_allocation;
 
     l->nodelist[0] = '\0';
-    for (size_t i = 0; i < l->msg->n_allocation; i++) {
-        const char *name = l->msg->allocation[i]->node_name;
+    l->step_nodes = calloc(n_alloc + 1, sizeof(*l->step_nodes));
+    l->step_node_tasks = calloc(n_alloc + 1, sizeof(*l->step_node_tasks));
+    if (l->step_nodes == NULL || l->step_node_tasks == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < n_alloc; i++) {
+        const Gs__NodeAllocation *a = l->msg->allocation[i];
+        const char *name = a->node_name;
         int n =
             snprintf(l->nodelist + off, sizeof(l->nodelist) - off, "%s%s", i > 0 ? "," : "", name);
 
         if (n > 0 && (size_t)n < sizeof(l->nodelist) - off)
             off += (size_t)n;
-        if (strcmp(name, l->w->node_name) == 0)
+        l->step_nodes[i] = name;
+        l->step_node_tasks[i] = a->ntasks;
+        if (strcmp(name, l->w->node_name) == 0) {
             l->node_rank = (uint32_t)i;
+            l->here = a;
+        }
     }
+    return 0;
 }
 
 /* Whose the tasks are: the job's user, if this worker may become it. */
@@ -238,7 +267,7 @@ static int output_path(const struct launch *l, const char *pattern, uint32_t ran
         .node = l->w->node_name,
         .job_name = l->msg->job_name,
         .user = l->user,
-        .slurm = l->msg->run != NULL && l->msg->run->slurm,
+        .slurm = l->slurm,
         .array_job_id = l->msg->array_job_id,
         .array_task_id = l->msg->array_task_id,
         .node_rank = l->node_rank,
@@ -301,9 +330,114 @@ static int build_task_env(const struct launch *l, const Gs__TaskAssignment *t,
         .nic_name = f->nic != NULL ? f->nic->name : NULL,
         .nic_ib_device = f->nic != NULL ? f->nic->ib_device : NULL,
         .nccl_nic_hints = l->bind,
+        .slurm = l->slurm,
+        .batch = l->batch,
+        .step = l->msg->step,
+        .node_name = l->w->node_name,
+        .node_gpus = l->here != NULL ? l->here->gpus : NULL,
+        .n_node_gpus = l->here != NULL ? l->here->n_gpus : 0,
+        .node_cpus = l->here != NULL ? (uint32_t)l->here->n_cores : 0,
+        .step_nodes = l->step_nodes,
+        .step_node_tasks = l->step_node_tasks,
+        .n_step_nodes = l->msg->n_allocation,
+        .task_pid_slot = l->slurm,
     };
 
     return wrk_env_build(&te, ret_envp);
+}
+
+/* The slot wrk_env_build() left for SLURM_TASK_PID, for the child to fill. */
+static char *pid_slot(char **envp)
+{
+    static const char key[] = "SLURM_TASK_PID=";
+
+    for (size_t i = 0; envp != NULL && envp[i] != NULL; i++) {
+        if (strncmp(envp[i], key, sizeof(key) - 1) == 0 &&
+            strlen(envp[i]) >= sizeof(key) - 1 + WRK_ENV_PID_ROOM)
+            return envp[i];
+    }
+    return NULL;
+}
+
+/*
+ * Writes the batch script to a new private file in the worker's script directory, owned by
+ * the task's user with mode 0700 so that only they can read or run it. Returns 0 with the
+ * path in *path, or a negative errno with err saying what failed.
+ */
+static int write_script(const struct launch *l, struct gs_buf *path, struct gs_error *err)
+{
+    const char *script = l->msg->run->script;
+    size_t len = strlen(script), off = 0;
+    int fd, rc = 0;
+
+    rc = gs_buf_printf(path, "%s/gsched-batch-%llu-XXXXXX", l->w->script_dir,
+                       (unsigned long long)l->msg->job_id);
+    if (rc < 0)
+        return gs_error_set(err, rc, 0, 0, "out of memory");
+    fd = mkostemp(path->data, O_CLOEXEC);
+    if (fd < 0)
+        return gs_error_set(err, -errno, 0, 0, "batch script in %s: %s", l->w->script_dir,
+                            gs_strerror(-errno));
+    while (rc == 0 && off < len) {
+        ssize_t n = write(fd, script + off, len - off);
+
+        if (n < 0 && errno != EINTR)
+            rc = -errno;
+        else if (n > 0)
+            off += (size_t)n;
+    }
+    if (rc == 0 && l->set_user && fchown(fd, l->msg->user->uid, l->msg->user->gid) < 0)
+        rc = -errno;
+    if (rc == 0 && fchmod(fd, 0700) < 0)
+        rc = -errno;
+    if (close(fd) < 0 && rc == 0)
+        rc = -errno;
+    if (rc < 0) {
+        gs_error_set(err, rc, 0, 0, "batch script %s: %s", path->data, gs_strerror(rc));
+        unlink(path->data);
+    }
+    return rc;
+}
+
+/* The batch shell's command line: the script itself when it names its interpreter ("#!"),
+ * else /bin/sh running it; then its arguments. The strings are borrowed. */
+static int batch_argv(const struct launch *l, const char *path, char ***ret_argv)
+{
+    const Gs__RunSpec *run = l->msg->run;
+    bool shebang = strncmp(run->script, "#!", 2) == 0;
+    char **argv = calloc(run->n_argv + 3, sizeof(*argv));
+    size_t n = 0;
+
+    if (argv == NULL)
+        return -ENOMEM;
+    if (!shebang)
+        argv[n++] = "/bin/sh";
+    argv[n++] = (char *)path;
+    for (size_t i = 0; i < run->n_argv; i++)
+        argv[n++] = l->argv[i];
+    *ret_argv = argv;
+    return 0;
+}
+
+/* Whether and how the sbatch --signal warning reaches this task (see the top of the file). */
+static void task_warning(const struct launch *l, struct wrk_task_opts *opts)
+{
+    const Gs__RunSpec *run = l->msg->run;
+    bool wanted = l->batch ? run->warn_batch_only : !run->warn_batch_only;
+
+    if (run->warn_signal == 0 || !wanted)
+        return;
+    opts->warn_signal = (int)run->warn_signal;
+    opts->warn_before_ms = (uint64_t)run->warn_before_s * 1000;
+    opts->warn_leader_only = l->batch;
+}
+
+/* sbatch's default output file, when the job named none. */
+static const char *default_stdout(const struct launch *l)
+{
+    if (!l->slurm)
+        return GS_JOBSPEC_DEFAULT_STDOUT;
+    return l->msg->array_job_id != 0 ? "slurm-%A_%a.out" : "slurm-%j.out";
 }
 
 /* A step the child skipped (see wrk_launch()) is worth one line per worker, not per task. */
@@ -323,26 +457,43 @@ static int start_task(struct launch *l, const Gs__TaskAssignment *t, struct gs_e
 {
     const Gs__RunSpec *run = l->msg->run;
     const Gs__TaskLimits *lim = l->msg->limits;
-    struct gs_buf out = GS_BUF_INIT, errp = GS_BUF_INIT;
+    struct gs_buf out = GS_BUF_INIT, errp = GS_BUF_INIT, script = GS_BUF_INIT;
     struct wrk_launch_spec spec = {.argv = l->argv};
+    struct wrk_task_id id = {.job_id = l->msg->job_id, .step = l->msg->step, .rank = t->rank};
+    struct wrk_task_opts opts = {.time_limit_ms = lim != NULL ? lim->time_limit_s * 1000 : 0,
+                                 .capture = l->capture};
     struct task_facts f = {0};
-    char **envp = NULL;
+    char **envp = NULL, **argv = NULL;
     int rc;
 
     rc = task_facts_init(l, t, &f);
     if (rc == 0)
         rc = build_task_env(l, t, &f, &envp);
-    if (rc == 0)
-        rc =
-            output_path(l, run->stdout_pattern[0] ? run->stdout_pattern : GS_JOBSPEC_DEFAULT_STDOUT,
-                        t->rank, &out);
-    if (rc == 0 && run->stderr_pattern[0] != '\0')
+    if (rc == 0 && !l->capture)
+        rc = output_path(l, run->stdout_pattern[0] ? run->stdout_pattern : default_stdout(l),
+                         t->rank, &out);
+    if (rc == 0 && !l->capture && run->stderr_pattern[0] != '\0')
         rc = output_path(l, run->stderr_pattern, t->rank, &errp);
     if (rc < 0) {
         rc = gs_error_set(err, rc, 0, 0, "cannot prepare the task: %s", gs_strerror(rc));
         goto out;
     }
+    if (l->batch) {
+        rc = write_script(l, &script, err);
+        if (rc < 0)
+            goto out;
+        opts.remove_on_exit = script.data; /* from here on the task table removes it */
+        rc = batch_argv(l, script.data, &argv);
+        if (rc < 0) {
+            unlink(script.data);
+            rc = gs_error_set(err, rc, 0, 0, "out of memory");
+            goto out;
+        }
+        spec.argv = argv;
+    }
+    task_warning(l, &opts);
     spec.envp = envp;
+    spec.pid_var = pid_slot(envp);
     spec.workdir = run->workdir[0] != '\0' ? run->workdir : NULL;
     spec.stdout_path = out.data;
     spec.stderr_path = errp.data;
@@ -355,11 +506,12 @@ static int start_task(struct launch *l, const Gs__TaskAssignment *t, struct gs_e
     spec.cpus = f.cpus;
     spec.nmem_nodes = f.nnodes;
     spec.mem_nodes = f.nodes;
-    rc = wrk_tasks_start(l->w->tasks, l->msg->job_id, t->rank, &spec,
-                         lim != NULL ? lim->time_limit_s * 1000 : 0, err);
+    rc = wrk_tasks_start(l->w->tasks, &id, &spec, &opts, err);
     if (rc == 0)
         note_skipped_step(l, t, err);
 out:
+    free(argv);
+    gs_buf_release(&script);
     wrk_env_free(envp);
     task_facts_release(&f);
     gs_buf_release(&out);
@@ -370,13 +522,14 @@ out:
 static void fail_task(struct launch *l, size_t i, int code, const char *message)
 {
     const Gs__TaskAssignment *t = l->msg->tasks[i];
+    struct wrk_task_id id = {.job_id = l->msg->job_id, .step = l->msg->step, .rank = t->rank};
 
     l->results[i].code = code;
     snprintf(l->messages[i], sizeof(l->messages[i]), "%s", message);
-    GS_LOG(GS_LOG_WARN, "job=%llu rank=%u error=\"%s\" launch failed",
-           (unsigned long long)l->msg->job_id, t->rank, message);
-    wrk_record_exit(l->w, l->msg->job_id, t->rank, l->msg->attempt, NULL,
-                    GS__END_REASON__END_REASON_LAUNCH_FAILED, message);
+    GS_LOG(GS_LOG_WARN, "job=%llu step=%u rank=%u error=\"%s\" launch failed",
+           (unsigned long long)l->msg->job_id, l->msg->step, t->rank, message);
+    wrk_record_exit(l->w, &id, l->msg->attempt, NULL, GS__END_REASON__END_REASON_LAUNCH_FAILED,
+                    message);
 }
 
 static void send_reply(struct launch *l, uint64_t request_id)
@@ -442,9 +595,14 @@ static int prepare(struct launch *l, char *why, size_t why_size)
         l->results[i].message = l->messages[i];
         l->result_ptrs[i] = &l->results[i];
     }
-    describe_allocation(l);
+    l->slurm = l->msg->run != NULL && l->msg->run->slurm;
+    l->batch = l->msg->run != NULL && l->msg->run->batch && l->msg->step == 0 &&
+               l->msg->run->script != NULL && l->msg->run->script[0] != '\0';
+    l->capture = l->msg->step >= 1;
+    rc = describe_allocation(l);
     decide_binding(l);
-    rc = resolve_user(l, why, why_size);
+    if (rc == 0)
+        rc = resolve_user(l, why, why_size);
     if (rc == 0 && (rc = build_argv(l)) == -EINVAL)
         snprintf(why, why_size, "the job has no command or script");
     if (rc == 0)
@@ -474,14 +632,18 @@ void wrk_handle_launch(struct wrk_ctx *w, const Gs__LaunchTasks *msg, uint64_t r
             fail_task(&l, i, err.code, err.msg);
             continue;
         }
+        struct wrk_task_id id = {
+            .job_id = msg->job_id, .step = msg->step, .rank = msg->tasks[i]->rank};
+
         wrk_job_find(w, msg->job_id)->ntasks++;
-        l.results[i].pid = wrk_tasks_pid(w->tasks, msg->job_id, msg->tasks[i]->rank);
+        l.results[i].pid = wrk_tasks_pid(w->tasks, &id);
         if (w->ledger != NULL &&
-            wrk_ledger_add(w->ledger, l.results[i].pid, msg->job_id, msg->tasks[i]->rank) < 0)
-            GS_LOG(GS_LOG_WARN, "job=%llu rank=%u task ledger not updated",
-                   (unsigned long long)msg->job_id, msg->tasks[i]->rank);
-        GS_LOG(GS_LOG_INFO, "job=%llu rank=%u gpus=%zu task started",
-               (unsigned long long)msg->job_id, msg->tasks[i]->rank, msg->tasks[i]->n_gpus);
+            wrk_ledger_add(w->ledger, l.results[i].pid, msg->job_id, msg->step, id.rank) < 0)
+            GS_LOG(GS_LOG_WARN, "job=%llu step=%u rank=%u task ledger not updated",
+                   (unsigned long long)msg->job_id, msg->step, id.rank);
+        GS_LOG(GS_LOG_INFO, "job=%llu step=%u rank=%u gpus=%zu batch=%d task started",
+               (unsigned long long)msg->job_id, msg->step, id.rank, msg->tasks[i]->n_gpus,
+               (int)l.batch);
     }
     if (l.results != NULL)
         send_reply(&l, request_id);
@@ -492,18 +654,31 @@ void wrk_handle_launch(struct wrk_ctx *w, const Gs__LaunchTasks *msg, uint64_t r
     free(l.results);
     free(l.result_ptrs);
     free(l.messages);
+    free(l.step_nodes);
+    free(l.step_node_tasks);
 }
 
 void wrk_handle_signal(struct wrk_ctx *w, const Gs__SignalTasks *msg)
 {
     enum wrk_end_reason reason =
         msg->end_reason == GS__END_REASON__END_REASON_TIMEOUT ? WRK_END_TIMEOUT : WRK_END_CANCELLED;
+    /* batch_only is the batch shell alone: step 0, its own pid rather than its group. */
+    struct wrk_task_match m = {
+        .job_id = msg->job_id,
+        .all_steps = msg->all_steps && !msg->batch_only,
+        .step = msg->batch_only ? 0 : msg->step,
+        .ranks = msg->batch_only ? NULL : msg->ranks,
+        .nranks = msg->batch_only ? 0 : msg->n_ranks,
+    };
     int n;
 
     if (msg->signal == 0)
-        n = wrk_tasks_kill(w->tasks, msg->job_id, reason);
+        n = wrk_tasks_kill(w->tasks, &m, reason);
     else
-        n = wrk_tasks_signal(w->tasks, msg->job_id, (int)msg->signal);
-    GS_LOG(GS_LOG_INFO, "job=%llu signal=%u tasks=%d reason=\"%s\" signalled",
-           (unsigned long long)msg->job_id, msg->signal, n, msg->reason != NULL ? msg->reason : "");
+        n = wrk_tasks_signal(w->tasks, &m, (int)msg->signal, msg->batch_only);
+    GS_LOG(GS_LOG_INFO,
+           "job=%llu step=%u all_steps=%d batch_only=%d ranks=%zu signal=%u tasks=%d "
+           "reason=\"%s\" signalled",
+           (unsigned long long)msg->job_id, msg->step, (int)msg->all_steps, (int)msg->batch_only,
+           msg->n_ranks, msg->signal, n, msg->reason != NULL ? msg->reason : "");
 }

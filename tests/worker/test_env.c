@@ -1,7 +1,9 @@
 /*
  * test_env.c: a task's environment carries what torchrun/DDP scripts read, overriding the
  * job's variables of the same name but keeping the rest in order; NCCL's NIC hints only
- * fill gaps the job left, and only for a NIC of this machine.
+ * fill gaps the job left, and only for a NIC of this machine. Slurm jobs get the per-task
+ * SLURM_* variables: the batch shell as one process for its node (no RANK & co, all of the
+ * node's GPUs), srun step tasks with the step's layout.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -163,5 +165,143 @@ Test(env, a_fake_topologys_nic_is_shown_but_not_hinted)
     cr_assert_str_eq(get(envp, "GSCHED_NIC"), "ens1f0");
     cr_assert_null(get(envp, "NCCL_SOCKET_IFNAME"), "NCCL would look for it here and fail");
     cr_assert_null(get(envp, "NCCL_IB_HCA"));
+    wrk_env_free(envp);
+}
+
+/* A job on n[1-3] and gpu7 with 8 GPUs on this node (n2), 2 of them this task's. */
+static uint32_t node_gpus[] = {0, 1, 2, 3, 4, 5, 6, 7}, task_gpus[] = {2, 3};
+static const char *step_nodes[] = {"n1", "n2", "n3", "gpu7"};
+static uint32_t step_tasks[] = {2, 2, 2, 1};
+
+static struct wrk_task_env slurm_task(void)
+{
+    static char *job_env[] = {"SLURM_JOB_ID=42", "SLURM_NTASKS=16", "SLURM_NODELIST=n[1-9]",
+                              "SLURM_JOB_NODELIST=n[1-3],gpu7", NULL};
+
+    return (struct wrk_task_env){.job_id = 42,
+                                 .job_name = "train",
+                                 .nodelist = "n1,n2,n3,gpu7",
+                                 .rank = 3,
+                                 .local_rank = 1,
+                                 .world_size = 7,
+                                 .local_world_size = 2,
+                                 .node_rank = 1,
+                                 .master_addr = "10.0.0.1",
+                                 .master_port = 29500,
+                                 .gpus = task_gpus,
+                                 .ngpus = 2,
+                                 .job_env = job_env,
+                                 .slurm = true,
+                                 .node_name = "n2",
+                                 .node_gpus = node_gpus,
+                                 .n_node_gpus = 8,
+                                 .node_cpus = 32,
+                                 .step_nodes = step_nodes,
+                                 .step_node_tasks = step_tasks,
+                                 .n_step_nodes = 4};
+}
+
+Test(env, slurm_step_task_gets_its_place_and_the_steps_layout)
+{
+    struct wrk_task_env in = slurm_task();
+    char **envp = NULL;
+
+    in.step = 3; /* the job's third srun: Slurm step 2 */
+    in.task_pid_slot = true;
+    cr_assert_eq(wrk_env_build(&in, &envp), 0);
+    cr_assert_str_eq(get(envp, "SLURM_PROCID"), "3");
+    cr_assert_str_eq(get(envp, "SLURM_LOCALID"), "1");
+    cr_assert_str_eq(get(envp, "SLURM_NODEID"), "1");
+    cr_assert_str_eq(get(envp, "SLURMD_NODENAME"), "n2");
+    cr_assert_str_eq(get(envp, "SLURM_CPUS_ON_NODE"), "32");
+    cr_assert_str_eq(get(envp, "SLURM_GPUS_ON_NODE"), "8");
+    cr_assert_str_eq(get(envp, "SLURM_JOB_GPUS"), "0,1,2,3,4,5,6,7");
+    cr_assert_str_eq(get(envp, "GPU_DEVICE_ORDINAL"), "0,1,2,3,4,5,6,7");
+    cr_assert_str_eq(get(envp, "SLURM_STEP_GPUS"), "2,3");
+    cr_assert_str_eq(get(envp, "CUDA_VISIBLE_DEVICES"), "2,3", "a step task sees its own GPUs");
+    cr_assert_str_eq(get(envp, "SLURM_STEP_ID"), "2");
+    cr_assert_str_eq(get(envp, "SLURM_STEPID"), "2");
+    cr_assert_str_eq(get(envp, "SLURM_STEP_NUM_TASKS"), "7");
+    cr_assert_str_eq(get(envp, "SLURM_STEP_NUM_NODES"), "4");
+    cr_assert_str_eq(get(envp, "SLURM_STEP_NODELIST"), "n[1-3],gpu7");
+    cr_assert_str_eq(get(envp, "SLURM_STEP_TASKS_PER_NODE"), "2(x3),1");
+    cr_assert_str_eq(get(envp, "SLURM_NTASKS"), "7", "srun gives its tasks the step's count");
+    cr_assert_str_eq(get(envp, "SLURM_NPROCS"), "7");
+    cr_assert_str_eq(get(envp, "SLURM_NNODES"), "4");
+    cr_assert_str_eq(get(envp, "SLURM_NODELIST"), "n[1-3],gpu7");
+    cr_assert_str_eq(get(envp, "SLURM_TASKS_PER_NODE"), "2(x3),1");
+    cr_assert_str_eq(get(envp, "SLURM_JOB_NODELIST"), "n[1-3],gpu7", "the job's is kept");
+    cr_assert_str_eq(get(envp, "SLURM_JOB_ID"), "42");
+    cr_assert_eq(strlen(get(envp, "SLURM_TASK_PID")), WRK_ENV_PID_ROOM, "room for the pid");
+    cr_assert_str_eq(get(envp, "RANK"), "3", "torchrun-style variables stay for step tasks");
+    cr_assert_str_eq(get(envp, "LOCAL_RANK"), "1");
+    cr_assert_str_eq(get(envp, "WORLD_SIZE"), "7");
+    cr_assert_str_eq(get(envp, "MASTER_ADDR"), "10.0.0.1");
+    cr_assert_str_eq(get(envp, "MASTER_PORT"), "29500");
+    wrk_env_free(envp);
+}
+
+Test(env, slurm_scripts_own_master_addr_and_port_are_kept)
+{
+    char *job_env[] = {"MASTER_ADDR=n1", "MASTER_PORT=29501", "SLURM_JOB_ID=42", NULL};
+    struct wrk_task_env in = slurm_task();
+    char **envp = NULL;
+
+    in.step = 1;
+    in.job_env = job_env;
+    cr_assert_eq(wrk_env_build(&in, &envp), 0);
+    cr_assert_str_eq(get(envp, "MASTER_ADDR"), "n1", "srun passed on what the script exported");
+    cr_assert_str_eq(get(envp, "MASTER_PORT"), "29501");
+    cr_assert_str_eq(get(envp, "RANK"), "3", "a gap is still filled");
+    wrk_env_free(envp);
+    in.slurm = false;
+    cr_assert_eq(wrk_env_build(&in, &envp), 0);
+    cr_assert_str_eq(get(envp, "MASTER_ADDR"), "10.0.0.1", "gsched's own jobs: the placement's");
+    wrk_env_free(envp);
+}
+
+Test(env, slurm_batch_shell_is_one_process_for_its_node)
+{
+    struct wrk_task_env in = slurm_task();
+    char **envp = NULL;
+
+    in.batch = true;
+    in.rank = 0;
+    in.local_rank = 0;
+    in.node_rank = 0;
+    in.gpus = node_gpus;
+    in.ngpus = 8;
+    in.node_gpus = task_gpus; /* CUDA_VISIBLE_DEVICES comes from the node's list */
+    in.n_node_gpus = 2;
+    cr_assert_eq(wrk_env_build(&in, &envp), 0);
+    cr_assert_null(get(envp, "RANK"), "torchrun in the script must compute its own");
+    cr_assert_null(get(envp, "LOCAL_RANK"));
+    cr_assert_null(get(envp, "WORLD_SIZE"));
+    cr_assert_null(get(envp, "LOCAL_WORLD_SIZE"));
+    cr_assert_str_eq(get(envp, "CUDA_VISIBLE_DEVICES"), "2,3", "all of the node's GPUs");
+    cr_assert_str_eq(get(envp, "SLURM_PROCID"), "0");
+    cr_assert_str_eq(get(envp, "SLURM_LOCALID"), "0");
+    cr_assert_str_eq(get(envp, "SLURM_NODEID"), "0");
+    cr_assert_str_eq(get(envp, "SLURM_GPUS_ON_NODE"), "2");
+    cr_assert_str_eq(get(envp, "SLURM_JOB_GPUS"), "2,3");
+    cr_assert_null(get(envp, "SLURM_STEP_ID"), "the batch shell is no srun step");
+    cr_assert_null(get(envp, "SLURM_STEP_NODELIST"));
+    cr_assert_null(get(envp, "SLURM_TASK_PID"), "only with task_pid_slot");
+    cr_assert_str_eq(get(envp, "SLURM_NTASKS"), "16", "the job's value, not a step's");
+    cr_assert_str_eq(get(envp, "SLURM_NODELIST"), "n[1-9]", "left as the scheduler set it");
+    wrk_env_free(envp);
+}
+
+Test(env, plain_jobs_get_no_slurm_variables)
+{
+    struct wrk_task_env in = slurm_task();
+    char **envp = NULL;
+
+    in.slurm = false;
+    in.step = 2;
+    cr_assert_eq(wrk_env_build(&in, &envp), 0);
+    cr_assert_null(get(envp, "SLURM_PROCID"));
+    cr_assert_null(get(envp, "SLURM_STEP_ID"));
+    cr_assert_str_eq(get(envp, "SLURM_NTASKS"), "16");
     wrk_env_free(envp);
 }

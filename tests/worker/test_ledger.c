@@ -1,7 +1,8 @@
 /*
  * test_ledger.c: a worker's task ledger ends the process groups an earlier worker left
  * running (also a group whose leader is gone), never a process that merely reuses a pid,
- * and leaves no file once nothing runs.
+ * and leaves no file once nothing runs. Entries carry the task's step (a batch shell and
+ * srun steps of one job, same ranks); files written before steps existed still sweep.
  */
 #define _DEFAULT_SOURCE /* usleep, getpgid */
 
@@ -69,8 +70,8 @@ Test(ledger, a_new_worker_ends_what_the_old_one_left)
 
     cr_assert_not_null(old);
     cr_assert_neq(wrk_ledger_start_time(a), 0);
-    cr_assert_eq(wrk_ledger_add(old, a, 7, 0), 0);
-    cr_assert_eq(wrk_ledger_add(old, b, 7, 1), 0);
+    cr_assert_eq(wrk_ledger_add(old, a, 7, 0, 0), 0);
+    cr_assert_eq(wrk_ledger_add(old, b, 7, 0, 1), 0);
     cr_assert_eq(wrk_ledger_remove(old, b), 0, "b ended normally as far as the worker knew");
     wrk_ledger_free(old); /* the worker dies: its file stays */
     cr_assert_eq(access(path, F_OK), 0);
@@ -98,7 +99,7 @@ Test(ledger, the_file_goes_when_nothing_runs)
 {
     struct wrk_ledger *l = wrk_ledger_new(path);
 
-    cr_assert_eq(wrk_ledger_add(l, getpid(), 1, 0), 0);
+    cr_assert_eq(wrk_ledger_add(l, getpid(), 1, 0, 0), 0);
     cr_assert_eq(access(path, F_OK), 0);
     cr_assert_eq(wrk_ledger_remove(l, getpid()), 0);
     cr_assert_eq(access(path, F_OK), -1);
@@ -147,7 +148,7 @@ Test(ledger, a_group_outlives_its_leader_and_is_still_ended)
         _exit(0); /* the leader goes; its child stays in the group */
     }
     cr_assert_eq(read(up[0], &orphan, sizeof(orphan)), (ssize_t)sizeof(orphan));
-    cr_assert_eq(wrk_ledger_add(l, leader, 3, 0), 0);
+    cr_assert_eq(wrk_ledger_add(l, leader, 3, 0, 0), 0);
     cr_assert_eq(write(go[1], &byte, 1), 1);
     cr_assert_eq(waitpid(leader, NULL, 0), leader);
     wrk_ledger_free(l);
@@ -157,4 +158,49 @@ Test(ledger, a_group_outlives_its_leader_and_is_still_ended)
     for (int i = 0; i < 2000 && !gone(orphan); i++)
         usleep(1000);
     cr_assert(gone(orphan), "the orphan was ended");
+}
+
+/* The whole file as text. */
+static void read_file(char *out, size_t size)
+{
+    FILE *f = fopen(path, "r");
+    size_t n;
+
+    cr_assert_not_null(f);
+    n = fread(out, 1, size - 1, f);
+    out[n] = '\0';
+    fclose(f);
+}
+
+Test(ledger, same_rank_in_two_steps_is_recorded_and_ended_apart)
+{
+    struct wrk_ledger *old = wrk_ledger_new(path);
+    pid_t batch = start_task(), step = start_task();
+    char text[512], want[512];
+
+    cr_assert_eq(wrk_ledger_add(old, batch, 9, 0, 0), 0);
+    cr_assert_eq(wrk_ledger_add(old, step, 9, 2, 0), 0);
+    read_file(text, sizeof(text));
+    snprintf(want, sizeof(want), "%d %llu 9 0 0\n%d %llu 9 0 2\n", (int)batch,
+             (unsigned long long)wrk_ledger_start_time(batch), (int)step,
+             (unsigned long long)wrk_ledger_start_time(step));
+    cr_assert_str_eq(text, want);
+    cr_assert_eq(wrk_ledger_remove(old, batch), 0);
+    wrk_ledger_free(old);
+    cr_assert_eq(wrk_ledger_sweep(path), 1);
+    cr_assert(killed_by(step, SIGKILL), "the step task was left running by the old worker");
+    kill(batch, SIGKILL);
+    waitpid(batch, NULL, 0);
+}
+
+Test(ledger, a_file_without_steps_still_sweeps)
+{
+    pid_t a = start_task();
+    FILE *f = fopen(path, "w");
+
+    cr_assert_not_null(f);
+    fprintf(f, "%d %llu 4 1\n", (int)a, (unsigned long long)wrk_ledger_start_time(a));
+    fclose(f);
+    cr_assert_eq(wrk_ledger_sweep(path), 1);
+    cr_assert(killed_by(a, SIGKILL));
 }

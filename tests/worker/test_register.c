@@ -24,7 +24,7 @@ Test(register, describes_the_node_and_survives_the_wire)
     cr_assert_eq(gs_topo_load(&opts, &topo, &err), 0, "%s", err.msg);
     info.topo = topo;
     cr_assert_eq(wrk_register_build(&info, &msg), 0);
-    cr_assert_eq(wrk_register_add_running(msg, 7, 3, 4242, 99, 1), 0);
+    cr_assert_eq(wrk_register_add_running(msg, 7, 2, 3, 4242, 99, 1), 0);
     len = gs__node_register__get_packed_size(msg);
     buf = malloc(len);
     gs__node_register__pack(msg, buf);
@@ -49,6 +49,8 @@ Test(register, describes_the_node_and_survives_the_wire)
     cr_assert_eq(back->n_running, 1);
     cr_assert_eq(back->running[0]->job_id, 7);
     cr_assert_eq(back->running[0]->pid, 4242);
+    cr_assert_eq(back->running[0]->step, 2, "a step task says which step");
+    cr_assert_eq(back->running[0]->rank, 3);
     cr_assert_eq(back->worker_start_ms, 123);
     gs__node_register__free_unpacked(back, NULL);
     wrk_register_free(msg);

@@ -2,6 +2,10 @@
  * test_tasks.c: the worker's task table on a private libuv loop: exits are reported with
  * their code and reason, cancel sends SIGTERM then SIGKILL after the grace period, time
  * limits end tasks, leftovers of a finished task are killed, and closing leaks nothing.
+ * Tasks are keyed (job, step, rank): the same rank runs in two steps at once and each is
+ * signalled apart; captured output arrives, in order, before the exit; the --signal warning
+ * comes before the time limit, to the group or to the main process only; a file handed over
+ * is removed when the task ends.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -24,12 +28,41 @@ static int nexits;
 static char dir[64];
 static char *env[] = {"PATH=/usr/bin:/bin", NULL};
 
+/* Captured output, per (step, stream): its first bytes, how many in all, how often each
+ * stream ended, and whether it had by the time of the exit. */
+static char output[4][2][256];
+static size_t output_len[4][2];
+static int eofs[4][2], eofs_at_exit[4][2], chunks;
+
 static void on_exit_cb(struct wrk_tasks *t, const struct wrk_task_exit *ex, void *data)
 {
     (void)t;
     (void)data;
     cr_assert_lt(nexits, MAX_EXITS);
+    if (ex->step < 4)
+        memcpy(eofs_at_exit[ex->step], eofs[ex->step], sizeof(eofs[0]));
     exits[nexits++] = *ex;
+}
+
+static void on_output_cb(struct wrk_tasks *t, const struct wrk_task_id *id, enum wrk_stream stream,
+                         const char *bytes, size_t len, bool eof, void *data)
+{
+    size_t *have;
+
+    (void)t;
+    (void)data;
+    cr_assert_lt(id->step, 4);
+    cr_assert_leq(len, WRK_TASKS_CHUNK);
+    have = &output_len[id->step][stream];
+    if (eof) {
+        cr_assert_eq(len, 0);
+        eofs[id->step][stream]++;
+        return;
+    }
+    chunks++;
+    if (*have + len < sizeof(output[0][0]))
+        memcpy(output[id->step][stream] + *have, bytes, len);
+    *have += len;
 }
 
 static void setup(void)
@@ -37,9 +70,14 @@ static void setup(void)
     snprintf(dir, sizeof(dir), "/tmp/gsched-tasks-XXXXXX");
     cr_assert_not_null(mkdtemp(dir));
     cr_assert_eq(uv_loop_init(&loop), 0);
-    nexits = 0;
+    nexits = chunks = 0;
+    memset(output, 0, sizeof(output));
+    memset(output_len, 0, sizeof(output_len));
+    memset(eofs, 0, sizeof(eofs));
+    memset(eofs_at_exit, 0, sizeof(eofs_at_exit));
     tasks = wrk_tasks_new(&loop, 300, on_exit_cb, NULL);
     cr_assert_not_null(tasks);
+    wrk_tasks_set_output_cb(tasks, on_output_cb);
 }
 
 static void teardown(void)
@@ -76,13 +114,31 @@ static void run_until_exits(int want)
     cr_assert_eq(nexits, want, "timed out waiting for %d exits", want);
 }
 
-static void start_sh(uint64_t job, uint32_t rank, const char *script, uint64_t limit_ms)
+static void start_opts(uint64_t job, uint32_t step, uint32_t rank, const char *script,
+                       const struct wrk_task_opts *opts)
 {
     char *argv[] = {"/bin/sh", "-c", (char *)script, NULL};
     struct wrk_launch_spec spec = {.argv = argv, .envp = env, .workdir = dir};
+    struct wrk_task_id id = {.job_id = job, .step = step, .rank = rank};
     struct gs_error err;
 
-    cr_assert_eq(wrk_tasks_start(tasks, job, rank, &spec, limit_ms, &err), 0, "%s", err.msg);
+    cr_assert_eq(wrk_tasks_start(tasks, &id, &spec, opts, &err), 0, "%s", err.msg);
+}
+
+static void start_sh(uint64_t job, uint32_t rank, const char *script, uint64_t limit_ms)
+{
+    struct wrk_task_opts opts = {.time_limit_ms = limit_ms};
+
+    start_opts(job, 0, rank, script, &opts);
+}
+
+/* Every task of job, whatever its step. */
+static const struct wrk_task_match *whole_job(uint64_t job)
+{
+    static struct wrk_task_match m;
+
+    m = (struct wrk_task_match){.job_id = job, .all_steps = true};
+    return &m;
 }
 
 /* Polls (with a deadline) until path exists: the task says it is ready. */
@@ -119,18 +175,19 @@ Test(tasks, refuses_a_second_start_of_the_same_rank)
 {
     char *argv[] = {"/bin/true", NULL};
     struct wrk_launch_spec spec = {.argv = argv, .envp = env};
+    struct wrk_task_id id = {.job_id = 1, .step = 0, .rank = 0};
     struct gs_error err;
 
     start_sh(1, 0, "sleep 100", 0);
-    cr_assert_eq(wrk_tasks_start(tasks, 1, 0, &spec, 0, &err), -EEXIST);
-    cr_assert_eq(wrk_tasks_kill(tasks, 1, WRK_END_CANCELLED), 1);
+    cr_assert_eq(wrk_tasks_start(tasks, &id, &spec, NULL, &err), -EEXIST);
+    cr_assert_eq(wrk_tasks_kill(tasks, whole_job(1), WRK_END_CANCELLED), 1);
     run_until_exits(1);
 }
 
 Test(tasks, cancel_sends_sigterm_first)
 {
     start_sh(2, 0, "sleep 100", 0);
-    cr_assert_eq(wrk_tasks_kill(tasks, 2, WRK_END_CANCELLED), 1);
+    cr_assert_eq(wrk_tasks_kill(tasks, whole_job(2), WRK_END_CANCELLED), 1);
     run_until_exits(1);
     cr_assert(exits[0].signaled);
     cr_assert_eq(exits[0].term_signal, SIGTERM);
@@ -144,7 +201,7 @@ Test(tasks, task_ignoring_sigterm_gets_sigkill_after_grace)
     start_sh(3, 0, "trap '' TERM; touch ready; while :; do sleep 1; done", 0);
     wait_for_file("ready");
     t0 = gs_clock_mono_ms();
-    wrk_tasks_kill(tasks, 3, WRK_END_CANCELLED);
+    wrk_tasks_kill(tasks, whole_job(3), WRK_END_CANCELLED);
     run_until_exits(1);
     cr_assert(exits[0].signaled);
     cr_assert_eq(exits[0].term_signal, SIGKILL);
@@ -204,7 +261,7 @@ Test(tasks, signal_reaches_only_the_named_job)
     start_sh(6, 0, "trap 'exit 42' USR1; touch ready6; while :; do sleep 1; done", 0);
     start_sh(9, 0, "sleep 100", 0);
     wait_for_file("ready6");
-    cr_assert_eq(wrk_tasks_signal(tasks, 6, SIGUSR1), 1);
+    cr_assert_eq(wrk_tasks_signal(tasks, whole_job(6), SIGUSR1, false), 1);
     run_until_exits(1);
     cr_assert_eq(exits[0].job_id, 6);
     cr_assert_eq(exits[0].exit_code, 42);
@@ -217,4 +274,171 @@ Test(tasks, close_kills_running_tasks_and_frees_everything)
     start_sh(10, 1, "sleep 100", 5000);
     cr_assert_eq(wrk_tasks_count(tasks, 0), 2);
     /* teardown closes with both running and asserts the loop closes clean */
+}
+
+Test(tasks, same_rank_runs_in_two_steps_and_each_is_ended_apart)
+{
+    struct wrk_task_match step2 = {.job_id = 11, .step = 2};
+    struct wrk_task_id batch = {.job_id = 11, .step = 0, .rank = 0},
+                       in_step = {.job_id = 11, .step = 2, .rank = 0};
+
+    start_opts(11, 0, 0, "sleep 100", NULL);
+    start_opts(11, 2, 0, "sleep 100", NULL);
+    cr_assert_eq(wrk_tasks_count(tasks, 11), 2);
+    cr_assert_neq(wrk_tasks_pid(tasks, &batch), wrk_tasks_pid(tasks, &in_step));
+    cr_assert_eq(wrk_tasks_kill(tasks, &step2, WRK_END_CANCELLED), 1);
+    run_until_exits(1);
+    cr_assert_eq(exits[0].step, 2);
+    cr_assert_eq(exits[0].rank, 0);
+    cr_assert_eq(exits[0].reason, WRK_END_CANCELLED);
+    cr_assert_neq(wrk_tasks_pid(tasks, &batch), 0, "the batch shell of the same job runs on");
+    cr_assert_eq(wrk_tasks_pid(tasks, &in_step), 0);
+}
+
+Test(tasks, ranks_of_a_match_pick_tasks_within_the_step)
+{
+    uint32_t one[] = {1};
+    struct wrk_task_match m = {.job_id = 12, .step = 1, .ranks = one, .nranks = 1};
+
+    start_opts(12, 1, 0, "sleep 100", NULL);
+    start_opts(12, 1, 1, "sleep 100", NULL);
+    cr_assert_eq(wrk_tasks_kill(tasks, &m, WRK_END_CANCELLED), 1);
+    run_until_exits(1);
+    cr_assert_eq(exits[0].rank, 1);
+    cr_assert_eq(wrk_tasks_count(tasks, 12), 1);
+}
+
+Test(tasks, captured_output_comes_in_order_and_ends_before_the_exit)
+{
+    struct wrk_task_opts opts = {.capture = true};
+
+    start_opts(13, 1, 0, "echo out1; echo err1 >&2; echo out2; exit 3", &opts);
+    run_until_exits(1);
+    cr_assert_eq(exits[0].exit_code, 3);
+    cr_assert_str_eq(output[1][WRK_STREAM_STDOUT], "out1\nout2\n");
+    cr_assert_str_eq(output[1][WRK_STREAM_STDERR], "err1\n");
+    cr_assert_eq(eofs_at_exit[1][WRK_STREAM_STDOUT], 1, "stdout ended before the exit");
+    cr_assert_eq(eofs_at_exit[1][WRK_STREAM_STDERR], 1, "stderr ended before the exit");
+}
+
+Test(tasks, large_output_is_cut_into_chunks)
+{
+    struct wrk_task_opts opts = {.capture = true};
+
+    /* The callback asserts each chunk is at most WRK_TASKS_CHUNK. */
+    start_opts(14, 3, 0, "exec 2>&-; head -c 200000 /dev/zero | tr '\\0' y", &opts);
+    run_until_exits(1);
+    cr_assert_eq(output_len[3][WRK_STREAM_STDOUT], 200000, "every byte arrived");
+    cr_assert_geq(chunks, 4, "200000 bytes need at least four chunks");
+    cr_assert_eq(eofs_at_exit[3][WRK_STREAM_STDERR], 1, "a stream closed early ends early");
+}
+
+Test(tasks, output_held_open_by_an_escaped_process_is_cut)
+{
+    struct wrk_task_opts opts = {.capture = true};
+    uint64_t t0 = gs_clock_mono_ms();
+
+    /* setsid puts the sleeper outside the task's group, with the task's stdout. */
+    start_opts(15, 1, 0, "echo before; setsid sleep 30 & echo $! > escaped.pid; exit 0", &opts);
+    run_until_exits(1);
+    cr_assert_str_eq(output[1][WRK_STREAM_STDOUT], "before\n");
+    cr_assert_eq(eofs_at_exit[1][WRK_STREAM_STDOUT], 1);
+    cr_assert_lt(gs_clock_mono_ms() - t0, 5000, "the drain is bounded");
+    {
+        char cmd[256];
+
+        snprintf(cmd, sizeof(cmd), "kill $(cat '%s/escaped.pid') 2>/dev/null", dir);
+        cr_assert_eq(system(cmd), 0, "the escaped sleeper was still there to end");
+    }
+}
+
+Test(tasks, warning_signal_comes_before_the_time_limit)
+{
+    struct wrk_task_opts opts = {
+        .time_limit_ms = 1500, .warn_signal = SIGUSR1, .warn_before_ms = 1200};
+    uint64_t t0 = gs_clock_mono_ms();
+
+    start_opts(16, 1, 0, "trap 'touch warned; exit 7' USR1; while :; do sleep 0.02; done", &opts);
+    run_until_exits(1);
+    cr_assert_lt(gs_clock_mono_ms() - t0, 1400, "the warning came late");
+    wait_for_file("warned");
+    cr_assert_eq(exits[0].exit_code, 7, "the trap ran");
+    cr_assert_eq(exits[0].reason, WRK_END_NONE, "it ended before its limit");
+}
+
+Test(tasks, warning_longer_than_the_limit_is_sent_at_once)
+{
+    struct wrk_task_opts opts = {
+        .time_limit_ms = 5000, .warn_signal = SIGUSR1, .warn_before_ms = 60000};
+
+    uint64_t t0 = gs_clock_mono_ms();
+
+    /* The signal may beat the trap: either way the task ends long before its limit. */
+    start_opts(17, 1, 0, "trap 'exit 0' USR1; while :; do sleep 0.02; done", &opts);
+    run_until_exits(1);
+    cr_assert_lt(gs_clock_mono_ms() - t0, 4000, "the warning waited");
+    cr_assert_eq(exits[0].reason, WRK_END_NONE, "not ended by its time limit");
+    cr_assert(exits[0].exit_code == 0 || (exits[0].signaled && exits[0].term_signal == SIGUSR1),
+              "ended by the warning");
+}
+
+Test(tasks, warning_to_the_leader_only_spares_its_children)
+{
+    struct wrk_task_opts opts = {.time_limit_ms = 3000,
+                                 .warn_signal = SIGUSR1,
+                                 .warn_before_ms = 2900,
+                                 .warn_leader_only = true};
+
+    /* The child would write child-warned if the signal reached the whole group. */
+    start_opts(18, 0, 0,
+               "sh -c \"trap 'touch child-warned' USR1; touch child-up; "
+               "while :; do sleep 0.02; done\" & "
+               "trap 'touch leader-warned' USR1; "
+               "while [ ! -f leader-warned ]; do sleep 0.02; done; sleep 0.3; exit 0",
+               &opts);
+    run_until_exits(1);
+    wait_for_file("leader-warned");
+    {
+        char path[128];
+
+        snprintf(path, sizeof(path), "%s/child-warned", dir);
+        cr_assert_neq(access(path, F_OK), 0, "the signal reached the group");
+    }
+}
+
+Test(tasks, signal_to_the_leader_only)
+{
+    struct wrk_task_match m = {.job_id = 19, .step = 0};
+
+    start_opts(19, 0, 0,
+               "sh -c \"trap 'touch child-got-it' USR2; touch child-up; "
+               "while :; do sleep 0.02; done\" & "
+               "trap 'sleep 0.3; exit 9' USR2; touch ready19; while :; do sleep 0.02; done",
+               NULL);
+    wait_for_file("ready19");
+    wait_for_file("child-up");
+    cr_assert_eq(wrk_tasks_signal(tasks, &m, SIGUSR2, true), 1);
+    run_until_exits(1);
+    cr_assert_eq(exits[0].exit_code, 9);
+    {
+        char path[128];
+
+        snprintf(path, sizeof(path), "%s/child-got-it", dir);
+        cr_assert_neq(access(path, F_OK), 0, "the signal reached the group");
+    }
+}
+
+Test(tasks, handed_over_file_is_removed_with_the_task)
+{
+    char path[128];
+    struct wrk_task_opts opts = {.remove_on_exit = path};
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/script", dir);
+    f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fclose(f);
+    start_opts(20, 0, 0, "exit 0", &opts);
+    run_until_exits(1);
+    cr_assert_neq(access(path, F_OK), 0, "the file outlived its task");
 }

@@ -7,6 +7,12 @@
  * tasks run unbound with one warning per worker; on this machine's own topology with
  * synthetic GPUs (suite worker_on_this_machine) each task runs on its cores' PUs, prefers
  * their NUMA node and is pointed at its GPU's NIC, as the show_binding helper reads back.
+ * Slurm (suite worker): a batch script runs as itself under its own "#!" line (or /bin/sh)
+ * from a private file that goes with the task, with its arguments and the batch shell's
+ * environment; srun steps run next to it under the same ranks, their output arriving as
+ * StepOutput chunks whose end comes before the TaskExit; SignalTasks picks steps, all
+ * steps or the batch shell alone; the --signal warning reaches the batch shell or the
+ * steps as sbatch's B: says.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -19,6 +25,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "proto/conn.h"
 #include "refuse_mempolicy.h"
@@ -43,6 +50,10 @@ static Gs__LogsReply last_logs; /* scalars only; its strings are copied below */
 static char last_logs_data[64], last_logs_node[64], last_error[256];
 static int32_t last_error_code;
 static int log_fd = -1;
+/* StepOutput by rank and stream: the bytes, the eofs, and the eofs seen by each exit. */
+static char step_out[4][2][512];
+static size_t step_out_len[4][2];
+static int step_eofs[4][2], step_outputs, eofs_before_exit[MAX_EXITS];
 
 static void send_env(Gs__Envelope *env)
 {
@@ -69,6 +80,7 @@ static void ack(const Gs__TaskExit *ex)
     Gs__Envelope env = GS__ENVELOPE__INIT;
 
     ref.job_id = ex->job_id;
+    ref.step = ex->step;
     ref.rank = ex->rank;
     ref.attempt = ex->attempt;
     msg.n_tasks = 1;
@@ -104,6 +116,9 @@ static void on_sched_message(struct gs_proto_conn *c, const Gs__Envelope *env, v
         snprintf(exit_errors[nexits], sizeof(exit_errors[0]), "%s", env->task_exit->launch_error);
         snprintf(exit_nodes[nexits], sizeof(exit_nodes[0]), "%s", env->task_exit->node_name);
         exits[nexits].launch_error = exits[nexits].node_name = NULL;
+        if (env->task_exit->rank < 4)
+            eofs_before_exit[nexits] =
+                step_eofs[env->task_exit->rank][0] + step_eofs[env->task_exit->rank][1];
         if (ack_exits)
             ack(env->task_exit);
         nexits++;
@@ -122,6 +137,25 @@ static void on_sched_message(struct gs_proto_conn *c, const Gs__Envelope *env, v
         last_error_code = env->error->code;
         snprintf(last_error, sizeof(last_error), "%s", env->error->message);
         break;
+    case GS__ENVELOPE__BODY_STEP_OUTPUT: {
+        const Gs__StepOutput *o = env->step_output;
+        size_t *have;
+
+        cr_assert_lt(o->rank, 4);
+        cr_assert_lt((int)o->stream, 2);
+        cr_assert_leq(o->data.len, 64 * 1024, "chunks are at most 64 KiB");
+        cr_assert_geq(o->step, 1, "only steps' output is relayed");
+        step_outputs++;
+        if (o->eof) {
+            step_eofs[o->rank][o->stream]++;
+            break;
+        }
+        have = &step_out_len[o->rank][o->stream];
+        cr_assert_lt(*have + o->data.len, sizeof(step_out[0][0]));
+        memcpy(step_out[o->rank][o->stream] + *have, o->data.data, o->data.len);
+        *have += o->data.len;
+        break;
+    }
     default:
         cr_assert_fail("unexpected %s", gs_proto_body_name(env->body_case));
     }
@@ -178,6 +212,11 @@ static void start_worker(const struct gs_topo_opts *topts)
     cr_assert_eq(uv_tcp_getsockname(&server, (struct sockaddr *)&addr, &len), 0);
     opts.scheduler = (const struct sockaddr *)&addr;
     opts.topo = topo;
+    opts.script_dir = dir;
+    memset(step_out, 0, sizeof(step_out));
+    memset(step_out_len, 0, sizeof(step_out_len));
+    memset(step_eofs, 0, sizeof(step_eofs));
+    step_outputs = 0;
     worker = wrk_new(&loop, &opts, &err);
     cr_assert_not_null(worker, "%s", err.msg);
     cr_assert_eq(wrk_start(worker), 0);
@@ -635,4 +674,342 @@ Test(worker_on_this_machine, refused_memory_policy_is_warned_once_and_tasks_run)
     cr_assert_eq(log_lines_with("error=\"set_mempolicy: Operation not permitted\" task started "
                                 "without its memory policy"),
                  1, "one warning per worker");
+}
+
+/* ---- Slurm batch jobs and steps ---------------------------------------------------------- */
+
+struct slurm_launch {
+    uint64_t job_id;
+    uint32_t step;      /* 0: the batch shell, on node1 (first node) with 4 GPUs and 8 cores */
+    const char *script; /* the batch script */
+    char **argv;        /* the batch script's arguments, or a step's command */
+    size_t argc;
+    uint64_t time_limit_s;
+    uint32_t warn_signal, warn_before_s;
+    bool warn_batch_only;
+};
+
+/*
+ * Sends a Slurm LaunchTasks as the scheduler does: the batch step to the first node with
+ * all of its resources, or step tasks ranks 2 and 3 of a step on node0 (ranks 0-1) and
+ * node1 (2-3), two GPUs each.
+ */
+static void launch_slurm(const struct slurm_launch *sl)
+{
+    static uint32_t all_gpus[] = {0, 1, 2, 3}, cores[] = {0, 1, 2, 3, 4, 5, 6, 7};
+    static uint32_t step_gpus[2][2] = {{0, 1}, {2, 3}};
+    Gs__LaunchTasks msg = GS__LAUNCH_TASKS__INIT;
+    Gs__RunSpec run = GS__RUN_SPEC__INIT;
+    Gs__TaskLimits limits = GS__TASK_LIMITS__INIT;
+    Gs__NodeAllocation other = GS__NODE_ALLOCATION__INIT, here = GS__NODE_ALLOCATION__INIT;
+    Gs__NodeAllocation *batch_alloc[] = {&here}, *step_alloc[] = {&other, &here};
+    Gs__TaskAssignment tasks[2], *task_ptrs[2] = {&tasks[0], &tasks[1]};
+    Gs__LaunchTasks__EnvEntry e = GS__LAUNCH_TASKS__ENV_ENTRY__INIT, *envs[] = {&e};
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    char job_id[24];
+
+    other.node_name = "node0";
+    other.ntasks = 2;
+    here.node_name = "node1";
+    here.gpus = all_gpus;
+    here.n_gpus = 4;
+    here.cores = cores;
+    here.n_cores = 8;
+    for (int i = 0; i < 2; i++) {
+        gs__task_assignment__init(&tasks[i]);
+        tasks[i].rank = sl->step == 0 ? 0 : (uint32_t)(2 + i);
+        tasks[i].local_rank = (uint32_t)i;
+        tasks[i].gpus = sl->step == 0 ? all_gpus : step_gpus[i];
+        tasks[i].n_gpus = sl->step == 0 ? 4 : 2;
+    }
+    if (sl->step == 0) {
+        here.ntasks = 1;
+        msg.allocation = batch_alloc;
+        msg.n_allocation = 1;
+        msg.n_tasks = 1;
+        run.batch = true;
+        run.script = (char *)sl->script;
+    } else {
+        here.ntasks = 2;
+        here.first_rank = 2;
+        msg.allocation = step_alloc;
+        msg.n_allocation = 2;
+        msg.n_tasks = 2;
+        run.script = "";
+    }
+    run.slurm = true;
+    run.argv = sl->argv;
+    run.n_argv = sl->argc;
+    run.workdir = dir;
+    run.stdout_pattern = "";
+    run.stderr_pattern = "";
+    run.warn_signal = sl->warn_signal;
+    run.warn_before_s = sl->warn_before_s;
+    run.warn_batch_only = sl->warn_batch_only;
+    limits.time_limit_s = sl->time_limit_s;
+    snprintf(job_id, sizeof(job_id), "%llu", (unsigned long long)sl->job_id);
+    e.key = "SLURM_JOB_ID";
+    e.value = job_id;
+    msg.job_id = sl->job_id;
+    msg.job_name = "slurm-test";
+    msg.attempt = 1;
+    msg.step = sl->step;
+    msg.tasks = task_ptrs;
+    msg.world_size = sl->step == 0 ? 1 : 4;
+    msg.master_addr = "127.0.0.1";
+    msg.master_port = 29500;
+    msg.run = &run;
+    msg.limits = &limits;
+    msg.n_env = 1;
+    msg.env = envs;
+    env.request_id = sl->job_id * 10 + sl->step;
+    env.body_case = GS__ENVELOPE__BODY_LAUNCH_TASKS;
+    env.launch_tasks = &msg;
+    send_env(&env);
+}
+
+/* Files in the test's dir whose name starts with prefix. */
+static int files_named(const char *prefix)
+{
+    char cmd[256], line[64] = "";
+    FILE *p;
+
+    snprintf(cmd, sizeof(cmd), "ls '%s' | grep -c '^%s' || true", dir, prefix);
+    p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    if (fgets(line, sizeof(line), p) == NULL)
+        line[0] = '\0';
+    pclose(p);
+    return atoi(line);
+}
+
+static void touch(const char *name)
+{
+    char path[160];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fclose(f);
+}
+
+Test(worker, batch_script_runs_as_itself_with_its_arguments)
+{
+    char *args[] = {"first arg", "second"};
+    struct slurm_launch sl = {.job_id = 30,
+                              .script = "#!/bin/sh\n"
+                                        "echo \"0=${0##*/} 1=$1 2=$2 mode=$(stat -c %a \"$0\")\"\n"
+                                        "echo rank=${RANK-unset} world=${WORLD_SIZE-unset} "
+                                        "procid=$SLURM_PROCID nodeid=$SLURM_NODEID "
+                                        "node=$SLURMD_NODENAME gpus=$CUDA_VISIBLE_DEVICES "
+                                        "job_gpus=$SLURM_JOB_GPUS cpus=$SLURM_CPUS_ON_NODE "
+                                        "step=${SLURM_STEP_ID-unset} job=$SLURM_JOB_ID\n"
+                                        "[ \"$SLURM_TASK_PID\" = \"$$\" ] && echo task_pid=ok\n"
+                                        "exit 3\n",
+                              .argv = args,
+                              .argc = 2};
+    char out[1024];
+
+    run_until(&registers, 1, "registration");
+    launch_slurm(&sl);
+    run_until(&nexits, 1, "the batch shell's exit");
+    cr_assert_eq(last_result_code, 0);
+    cr_assert_eq(exits[0].step, 0);
+    cr_assert_eq(exits[0].exit_code, 3);
+    slurp("slurm-30.out", out, sizeof(out));
+    cr_assert_not_null(strstr(out, " 1=first arg 2=second mode=700\n"), "%s", out);
+    cr_assert_eq(strncmp(out, "0=gsched-batch-30-", 18), 0, "$0 is the script's path: %s", out);
+    cr_assert_not_null(strstr(out, "rank=unset world=unset procid=0 nodeid=0 node=node1 "
+                                   "gpus=0,1,2,3 job_gpus=0,1,2,3 cpus=8 step=unset job=30\n"),
+                       "%s", out);
+    cr_assert_not_null(strstr(out, "task_pid=ok\n"), "SLURM_TASK_PID is the shell's pid: %s", out);
+    cr_assert_eq(files_named("gsched-batch-"), 0, "the script's copy went with the task");
+    run_until_acked();
+}
+
+Test(worker, batch_script_shebang_picks_the_interpreter)
+{
+    static const char script[] = "#!/bin/cat\nthis is printed, not run\n";
+    struct slurm_launch sl = {.job_id = 31, .script = script};
+    char out[256];
+
+    run_until(&registers, 1, "registration");
+    launch_slurm(&sl);
+    run_until(&nexits, 1, "the batch shell's exit");
+    cr_assert_eq(exits[0].exit_code, 0);
+    slurp("slurm-31.out", out, sizeof(out));
+    cr_assert_str_eq(out, script, "cat was the interpreter, given the script's path");
+}
+
+Test(worker, batch_script_without_shebang_runs_under_sh)
+{
+    struct slurm_launch sl = {.job_id = 32, .script = "echo plain \"$1\"; exit 0\n"};
+    char *args[] = {"x"};
+    char out[256];
+
+    sl.argv = args;
+    sl.argc = 1;
+    run_until(&registers, 1, "registration");
+    launch_slurm(&sl);
+    run_until(&nexits, 1, "the batch shell's exit");
+    cr_assert_eq(exits[0].exit_code, 0);
+    slurp("slurm-32.out", out, sizeof(out));
+    cr_assert_str_eq(out, "plain x\n");
+}
+
+Test(worker, step_output_arrives_in_chunks_and_ends_before_the_exit)
+{
+    char *argv[] = {"/bin/sh", "-c",
+                    "echo out-$SLURM_PROCID-$SLURM_LOCALID-$SLURM_NODEID-$SLURM_STEP_ID "
+                    "$SLURM_STEP_NODELIST $SLURM_STEP_TASKS_PER_NODE $SLURM_STEP_NUM_TASKS "
+                    "gpus=$CUDA_VISIBLE_DEVICES; echo err-$RANK >&2; exit $SLURM_LOCALID"};
+    struct slurm_launch batch = {.job_id = 33,
+                                 .script = "#!/bin/sh\n"
+                                           "while [ ! -f go ]; do sleep 0.02; done\n"},
+                        step = {.job_id = 33, .step = 1, .argv = argv, .argc = 3};
+
+    run_until(&registers, 1, "registration");
+    launch_slurm(&batch);
+    run_until(&replies, 1, "the batch launch reply");
+    launch_slurm(&step);
+    run_until(&nexits, 2, "both step tasks");
+    cr_assert_eq(wrk_running(worker), 1, "the batch shell runs on");
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(exits[i].step, 1);
+        cr_assert_eq(exits[i].exit_code, (int)exits[i].rank - 2);
+        cr_assert_eq(eofs_before_exit[i], 2, "both streams ended before rank %u's exit",
+                     exits[i].rank);
+    }
+    cr_assert_str_eq(step_out[2][0], "out-2-0-1-0 node[0-1] 2(x2) 4 gpus=0,1\n");
+    cr_assert_str_eq(step_out[3][0], "out-3-1-1-0 node[0-1] 2(x2) 4 gpus=2,3\n");
+    cr_assert_str_eq(step_out[3][1], "err-3\n");
+    run_until_acked(); /* acks name the step: the exits are forgotten */
+    touch("go");
+    run_until(&nexits, 3, "the batch shell");
+    {
+        char out[64];
+
+        slurp("slurm-33.out", out, sizeof(out));
+        cr_assert_str_eq(out, "", "the steps' output went to srun, not to the job's file");
+    }
+    cr_assert_eq(exits[2].step, 0);
+    cr_assert_eq(exits[2].rank, 0);
+}
+
+static void signal_tasks(uint64_t job_id, uint32_t sig, uint32_t step, bool all_steps,
+                         bool batch_only)
+{
+    Gs__SignalTasks msg = GS__SIGNAL_TASKS__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+
+    msg.job_id = job_id;
+    msg.signal = sig;
+    msg.step = step;
+    msg.all_steps = all_steps;
+    msg.batch_only = batch_only;
+    msg.reason = "test";
+    msg.end_reason = GS__END_REASON__END_REASON_CANCELLED;
+    env.body_case = GS__ENVELOPE__BODY_SIGNAL_TASKS;
+    env.signal_tasks = &msg;
+    send_env(&env);
+}
+
+Test(worker, signals_pick_a_step_all_steps_or_the_batch_shell)
+{
+    /* The batch shell's child would say it got the signal; the shell itself exits 5. */
+    struct slurm_launch batch = {
+        .job_id = 34,
+        .script = "#!/bin/sh\n"
+                  "sh -c \"trap 'touch child-got-usr1' USR1; touch child-up; "
+                  "while :; do sleep 0.02; done\" &\n"
+                  "trap 'sleep 0.2; exit 5' USR1\n"
+                  "while [ ! -f child-up ]; do sleep 0.02; done; touch batch-up\n"
+                  "while :; do sleep 0.02; done\n"};
+    char *argv[] = {"/bin/sh", "-c", "sleep 100"};
+    struct slurm_launch step1 = {.job_id = 34, .step = 1, .argv = argv, .argc = 3},
+                        step2 = {.job_id = 34, .step = 2, .argv = argv, .argc = 3};
+    char path[160];
+
+    run_until(&registers, 1, "registration");
+    launch_slurm(&batch);
+    launch_slurm(&step1);
+    launch_slurm(&step2);
+    run_until(&replies, 3, "three launch replies");
+    cr_assert_eq(wrk_running(worker), 5);
+    signal_tasks(34, 0, 2, false, false); /* end step 2 (Slurm step 1) only */
+    run_until(&nexits, 2, "step 2's tasks");
+    cr_assert_eq(exits[0].step, 2);
+    cr_assert_eq(exits[1].step, 2);
+    cr_assert_eq(wrk_running(worker), 3);
+    snprintf(path, sizeof(path), "%s/batch-up", dir);
+    while (access(path, F_OK) != 0) /* the loop runs inside run_until only: poll it here */
+        run_until(&heartbeats, heartbeats + 1, "a heartbeat while the batch shell starts");
+    signal_tasks(34, SIGUSR1, 0, false, true); /* scancel --batch: the shell, not its group */
+    run_until(&nexits, 3, "the batch shell");
+    cr_assert_eq(exits[2].step, 0);
+    cr_assert_eq(exits[2].exit_code, 5);
+    snprintf(path, sizeof(path), "%s/child-got-usr1", dir);
+    cr_assert_neq(access(path, F_OK), 0, "batch_only reached the shell's children");
+    signal_tasks(34, 0, 0, true, false); /* the job's end: every step */
+    run_until(&nexits, 5, "step 1's tasks");
+    cr_assert_eq(exits[3].step, 1);
+    cr_assert_eq(wrk_running(worker), 0);
+}
+
+Test(worker, warning_signal_goes_to_the_batch_shell_with_b)
+{
+    struct slurm_launch batch = {.job_id = 35,
+                                 .script = "#!/bin/sh\ntrap 'echo warned; exit 0' USR1\n"
+                                           "while :; do sleep 0.02; done\n",
+                                 .time_limit_s = 2,
+                                 .warn_signal = SIGUSR1,
+                                 .warn_before_s = 1,
+                                 .warn_batch_only = true};
+    char *argv[] = {"/bin/sh", "-c", "trap 'echo warned' USR1; sleep 1.5 & wait; echo done"};
+    struct slurm_launch step = batch;
+    char out[64];
+
+    step.step = 1;
+    step.argv = argv;
+    step.argc = 3;
+    run_until(&registers, 1, "registration");
+    launch_slurm(&step);
+    launch_slurm(&batch);
+    run_until(&nexits, 3, "the batch shell and the step");
+    slurp("slurm-35.out", out, sizeof(out));
+    cr_assert_str_eq(out, "warned\n");
+    cr_assert_str_eq(step_out[2][0], "done\n", "B: spares the steps");
+    cr_assert_str_eq(step_out[3][0], "done\n");
+}
+
+Test(worker, warning_signal_goes_to_the_steps_without_b)
+{
+    struct slurm_launch batch = {.job_id = 36,
+                                 .script = "#!/bin/sh\ntrap 'echo warned' USR1\n"
+                                           "while [ ! -f go ]; do sleep 0.02; done\n",
+                                 .time_limit_s = 2,
+                                 .warn_signal = SIGUSR1,
+                                 .warn_before_s = 1};
+    char *argv[] = {"/bin/sh", "-c", "trap 'echo warned; exit 0' USR1; sleep 30 & wait"};
+    struct slurm_launch step = batch;
+    uint64_t t0 = gs_clock_mono_ms();
+    char out[64];
+
+    step.step = 1;
+    step.argv = argv;
+    step.argc = 3;
+    run_until(&registers, 1, "registration");
+    launch_slurm(&batch);
+    launch_slurm(&step);
+    run_until(&nexits, 2, "the warned step tasks");
+    cr_assert_geq(gs_clock_mono_ms() - t0, 900, "the warning came a second before the limit");
+    cr_assert_eq(exits[0].step, 1);
+    cr_assert_eq(exits[0].end_reason, GS__END_REASON__END_REASON_NONE);
+    cr_assert_str_eq(step_out[2][0], "warned\n");
+    cr_assert_str_eq(step_out[3][0], "warned\n");
+    touch("go");
+    run_until(&nexits, 3, "the batch shell");
+    slurp("slurm-36.out", out, sizeof(out));
+    cr_assert_str_eq(out, "", "without B: the batch shell is not warned");
 }
