@@ -619,9 +619,12 @@ static int check_run(const struct gs_jobspec *s, struct gs_error *err)
 {
     const char *bad;
 
-    if ((s->argv != NULL) == (s->script != NULL))
+    /* A batch job's argv is its script's arguments ($1 ...), possibly none. */
+    if (s->batch && s->script == NULL)
+        return gs_error_set(err, -EINVAL, 0, 0, "a batch job needs run.script");
+    if (!s->batch && (s->argv != NULL) == (s->script != NULL))
         return gs_error_set(err, -EINVAL, 0, 0, "exactly one of run.command and run.script");
-    if (s->argv != NULL && (s->argc == 0 || s->argv[0][0] == '\0'))
+    if (!s->batch && s->argv != NULL && (s->argc == 0 || s->argv[0][0] == '\0'))
         return gs_error_set(err, -EINVAL, 0, 0, "run.command must name a program");
     if (s->script != NULL && blank(s->script))
         return gs_error_set(err, -EINVAL, 0, 0, "run.script is empty");

@@ -20,6 +20,7 @@
 #include <strings.h>
 
 #include "common/hostlist.h"
+#include "common/sbatch_internal.h"
 #include "common/schema.h"
 #include "common/units.h"
 
@@ -308,7 +309,7 @@ static const struct {
     {"CONT", SIGCONT}, {"STOP", SIGSTOP}, {"TSTP", SIGTSTP}, {"URG", SIGURG},   {"XCPU", SIGXCPU},
 };
 
-static const char *signal_name(int signo)
+const char *gs_sbatch_signal_name(int signo)
 {
     for (size_t i = 0; i < sizeof(signal_names) / sizeof(signal_names[0]); i++)
         if (signal_names[i].signo == signo)
@@ -881,13 +882,13 @@ static const struct opt_def options[] = {
     OPT("reservation", 0, RESERVATION, set_string, reservation, 0, GROUP_NONE),
     OPT("licenses", 'L', LICENSES, set_string, licenses, 0, GROUP_NONE),
     OPT("gres-flags", 0, GRES_FLAGS, set_string, gres_flags, 0, GROUP_NONE),
+    OPT("comment", 0, COMMENT, set_string, comment, 0, GROUP_NONE),
     FLAG("hold", 'H', HOLD, hold, 1),
     FLAG("test-only", 0, TEST_ONLY, test_only, 1),
     OPT("wrap", 0, WRAP, set_wrap, wrap, 0, GROUP_NONE),
     FLAG("parsable", 0, PARSABLE, parsable, 1),
     WARNED("mail-type", REQ, "gsched does not send mail"),
     WARNED("mail-user", REQ, "gsched does not send mail"),
-    WARNED("comment", REQ, "comments are not stored"),
     WARNED("open-mode", REQ, "output files are always truncated"),
     WARNED("get-user-env", ARG_OPTIONAL, "jobs get the submitting environment"),
     WARNED("hint", REQ, "placement follows the GPU topology"),
@@ -1327,6 +1328,7 @@ void gs_sbatch_free(struct gs_sbatch *sb)
     free(sb->reservation);
     free(sb->licenses);
     free(sb->gres_flags);
+    free(sb->comment);
     free(sb->nodelist);
     gs_hostlist_free(sb->nodelist_names);
     free(sb->exclude);
@@ -1447,21 +1449,30 @@ static int kv_time(struct gs_buf *out, int rc, const char *key, uint64_t seconds
     return kv(out, rc, key, "%s", gs_format_duration(seconds, text, sizeof(text)));
 }
 
+int gs_sbatch_runs_text(struct gs_buf *out, const uint32_t *ids, size_t n)
+{
+    int rc = 0;
+
+    for (size_t i = 0; i < n && rc == 0;) {
+        size_t j = i;
+
+        while (j + 1 < n && ids[j + 1] == ids[j] + 1)
+            j++;
+        rc = gs_buf_printf(out, "%s%u", i > 0 ? "," : "", ids[i]);
+        if (rc == 0 && j > i)
+            rc = gs_buf_printf(out, "-%u", ids[j]);
+        i = j + 1;
+    }
+    return rc;
+}
+
 /* The ids as runs: "0-3,7,9-11". */
 static int kv_array(struct gs_buf *out, int rc, const struct gs_sbatch_array *a)
 {
     if (rc == 0)
         rc = gs_buf_append_str(out, "array=");
-    for (size_t i = 0; i < a->n && rc == 0;) {
-        size_t j = i;
-
-        while (j + 1 < a->n && a->ids[j + 1] == a->ids[j] + 1)
-            j++;
-        rc = gs_buf_printf(out, "%s%u", i > 0 ? "," : "", a->ids[i]);
-        if (rc == 0 && j > i)
-            rc = gs_buf_printf(out, "-%u", a->ids[j]);
-        i = j + 1;
-    }
+    if (rc == 0)
+        rc = gs_sbatch_runs_text(out, a->ids, a->n);
     if (rc == 0)
         rc = gs_buf_putc(out, '\n');
     rc = kv(out, rc, "array_tasks", "%zu", a->n);
@@ -1491,7 +1502,7 @@ static int kv_deps(struct gs_buf *out, int rc, const struct gs_sbatch_deps *d)
 
 static int kv_signal(struct gs_buf *out, int rc, const struct gs_sbatch_signal *s)
 {
-    const char *name = signal_name(s->signo);
+    const char *name = gs_sbatch_signal_name(s->signo);
     char num[16];
 
     snprintf(num, sizeof(num), "%d", s->signo);
@@ -1561,6 +1572,7 @@ static const struct {
     {"reservation", GS_SBATCH_OPT_RESERVATION, FIELD(reservation)},
     {"licenses", GS_SBATCH_OPT_LICENSES, FIELD(licenses)},
     {"gres_flags", GS_SBATCH_OPT_GRES_FLAGS, FIELD(gres_flags)},
+    {"comment", GS_SBATCH_OPT_COMMENT, FIELD(comment)},
     {"nodelist", GS_SBATCH_OPT_NODELIST, FIELD(nodelist)},
     {"exclude", GS_SBATCH_OPT_EXCLUDE, FIELD(exclude)},
     {"output", GS_SBATCH_OPT_OUTPUT, FIELD(output)},

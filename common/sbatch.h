@@ -86,6 +86,7 @@ enum gs_sbatch_opt {
     GS_SBATCH_OPT_RESERVATION,
     GS_SBATCH_OPT_LICENSES,
     GS_SBATCH_OPT_GRES_FLAGS,
+    GS_SBATCH_OPT_COMMENT,
     GS_SBATCH_OPT_HOLD,
     GS_SBATCH_OPT_TEST_ONLY,
     GS_SBATCH_OPT_WRAP,
@@ -166,6 +167,7 @@ struct gs_sbatch {
     uint64_t time_limit_s, time_min_s; /* GS_DURATION_INFINITE for unlimited */
 
     char *partition, *account, *qos, *constraint, *reservation, *licenses, *gres_flags;
+    char *comment;  /* recorded with the job and shown */
     char *nodelist; /* the expression as given; nodelist_names its expansion */
     char **nodelist_names;
     size_t nodelist_n;
