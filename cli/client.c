@@ -1,5 +1,6 @@
 /*
- * client.c: one blocking request to gschedd over its Unix socket (see client.h).
+ * client.c: one blocking request to gschedd over its Unix socket (see client.h), and its
+ * two halves (connect, then hello + request + reply) for srun, which keeps the connection.
  */
 #include "cli/client.h"
 
@@ -54,7 +55,7 @@ int cli_socket_path(const char *option, char *out, size_t size)
     return rc;
 }
 
-static int connect_unix(const char *path)
+int cli_connect(const char *path)
 {
     struct sockaddr_un sun = {.sun_family = AF_UNIX};
     int fd;
@@ -71,6 +72,20 @@ static int connect_unix(const char *path)
         return rc;
     }
     return fd;
+}
+
+int cli_exchange(int fd, Gs__Envelope *req, int timeout_ms, Gs__Envelope **ret_reply)
+{
+    int rc;
+
+    req->request_id = 1;
+    rc = gs_proto_handshake_fd(fd, GS__ROLE__ROLE_CLI, "gsched",
+                               GS_PROTO_ROLE_BIT(GS__ROLE__ROLE_SCHEDULER), timeout_ms, NULL);
+    if (rc == 0)
+        rc = gs_proto_write_fd(fd, req, timeout_ms);
+    if (rc == 0)
+        rc = gs_proto_read_fd(fd, 0, timeout_ms, ret_reply);
+    return rc;
 }
 
 /* How loud a request is: print transport failures? hand back ErrorReplies as replies? */
@@ -101,7 +116,7 @@ static int request(const char *socket_path, Gs__Envelope *req, int timeout_ms, s
                    Gs__Envelope **ret_reply)
 {
     Gs__Envelope *reply = NULL;
-    int fd = connect_unix(socket_path), rc;
+    int fd = cli_connect(socket_path), rc;
 
     if (fd < 0) {
         if (m.print)
@@ -109,13 +124,7 @@ static int request(const char *socket_path, Gs__Envelope *req, int timeout_ms, s
                     gs_strerror(fd));
         return fd;
     }
-    req->request_id = 1;
-    rc = gs_proto_handshake_fd(fd, GS__ROLE__ROLE_CLI, "gsched",
-                               GS_PROTO_ROLE_BIT(GS__ROLE__ROLE_SCHEDULER), timeout_ms, NULL);
-    if (rc == 0)
-        rc = gs_proto_write_fd(fd, req, timeout_ms);
-    if (rc == 0)
-        rc = gs_proto_read_fd(fd, 0, timeout_ms, &reply);
+    rc = cli_exchange(fd, req, timeout_ms, &reply);
     close(fd);
     if (rc < 0) {
         if (m.print)

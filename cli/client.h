@@ -38,4 +38,15 @@ int cli_request_quiet(const char *socket_path, Gs__Envelope *req, int timeout_ms
  */
 int cli_request_raw(const char *socket_path, Gs__Envelope *req, Gs__Envelope **ret_reply);
 
+/*
+ * The two halves of a request, for a caller that keeps the connection afterwards (srun
+ * reads its step's output on it). Neither prints. cli_connect returns the connected
+ * socket or -errno (-ENAMETOOLONG for a path sun_path cannot hold). cli_exchange
+ * introduces the CLI to the scheduler, sends req (its request_id is set here) and reads
+ * one reply into *ret_reply, each step limited to timeout_ms; it returns 0 or a
+ * GS_PROTO_ERR_* / -errno (gs_proto_reason words it).
+ */
+int cli_connect(const char *socket_path);
+int cli_exchange(int fd, Gs__Envelope *req, int timeout_ms, Gs__Envelope **ret_reply);
+
 #endif

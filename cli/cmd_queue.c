@@ -1,13 +1,15 @@
 /*
- * cmd_queue.c: `gsched queue [--all] [--user U] [--name N] [--state S[,S]] [--json]
- * [--socket PATH] [JOB...]`: the jobs gschedd holds, in its order (priority, then
+ * cmd_queue.c: `gsched queue [--all] [--user U] [--name N] [--state S[,S]] [--array]
+ * [--json] [--socket PATH] [JOB...]`: the jobs gschedd holds, in its order (priority, then
  * submission), as squeue lays them out:
  *
  *     JOBID  NAME   USER   ST  TIME  NODES  GPUS  NODELIST(REASON)
  *     42     train  alice  R   1:02  2      8     n1,n2
  *     43     eval   alice  PD  0:00  1      1     (Resources)
  *
- * or a JSON array of JobInfo objects. Finished jobs are listed only with --all.
+ * or a JSON array of JobInfo objects. Finished jobs are listed only with --all. Array
+ * elements show as ARRAYID_TASK; pending ones of one array waiting for the same reason fold
+ * into one line, "123_[4-15]", as squeue folds them (--array / -r: one line each).
  */
 #include "cli/commands.h"
 
@@ -19,6 +21,7 @@
 #include "cli/job_json.h"
 #include "cli/job_print.h"
 #include "cli/jobcmd.h"
+#include "cli/slurm_fmt.h"
 #include "cli/table.h"
 #include "common/clock.h"
 #include "common/units.h"
@@ -32,12 +35,13 @@ struct queue_args {
     struct cli_job_ids jobs;
     const char *socket_opt;
     bool json;
+    bool unfold; /* --array: one line per array element */
 };
 
 static const struct cli_opt queue_opts[] = {
-    {"--all", "-a", false, 'a'},  {"--user", "-u", true, 'u'},  {"--name", "-n", true, 'n'},
-    {"--state", "-t", true, 't'}, {"--json", NULL, false, 'j'}, {"--socket", NULL, true, 's'},
-    {NULL, NULL, false, 0},
+    {"--all", "-a", false, 'a'},   {"--user", "-u", true, 'u'},  {"--name", "-n", true, 'n'},
+    {"--state", "-t", true, 't'},  {"--json", NULL, false, 'j'}, {"--socket", NULL, true, 's'},
+    {"--array", "-r", false, 'r'}, {NULL, NULL, false, 0},
 };
 
 /* "R,PD" or "running,pending" into the selector. Returns 0 or the usage error's status. */
@@ -81,6 +85,8 @@ static int parse_args(int argc, char **argv, struct queue_args *q)
             status = parse_states(q, a.value);
         else if (opt == 'j')
             q->json = true;
+        else if (opt == 'r')
+            q->unfold = true;
         else if (opt == 's')
             q->socket_opt = a.value;
     }
@@ -103,17 +109,18 @@ static int where_or_why(struct gs_buf *out, const Gs__JobInfo *job)
     return 0;
 }
 
-static int add_row(struct cli_table *t, const Gs__JobInfo *job, uint64_t now_ms)
+static int add_row(struct cli_table *t, const struct slurm_row *row, uint64_t now_ms)
 {
+    const Gs__JobInfo *job = row->job;
     const Gs__Resources *res = job->resources;
     uint64_t nodes = job->n_allocation > 0 ? job->n_allocation : res != NULL ? res->nodes : 0;
     uint64_t gpus = nodes * (res != NULL ? res->gpus_per_node : 0);
-    struct gs_buf last = GS_BUF_INIT;
-    char id[24], user[64], elapsed[32], nnodes[24], ngpus[24];
+    struct gs_buf last = GS_BUF_INIT, id = GS_BUF_INIT;
+    char user[64], elapsed[32], nnodes[24], ngpus[24];
     const char *cells[8];
     int rc;
 
-    snprintf(id, sizeof(id), "%llu", (unsigned long long)job->job_id);
+    rc = slurm_row_id(&id, row);
     if (job->user != NULL && job->user->username != NULL && job->user->username[0] != '\0')
         snprintf(user, sizeof(user), "%s", job->user->username);
     else
@@ -122,8 +129,9 @@ static int add_row(struct cli_table *t, const Gs__JobInfo *job, uint64_t now_ms)
                        elapsed, sizeof(elapsed));
     snprintf(nnodes, sizeof(nnodes), "%llu", (unsigned long long)nodes);
     snprintf(ngpus, sizeof(ngpus), "%llu", (unsigned long long)gpus);
-    rc = where_or_why(&last, job);
-    cells[0] = id;
+    if (rc == 0)
+        rc = where_or_why(&last, job);
+    cells[0] = id.data != NULL ? id.data : "";
     cells[1] = job->name;
     cells[2] = user;
     cells[3] = cli_job_state_code(job->state);
@@ -134,29 +142,33 @@ static int add_row(struct cli_table *t, const Gs__JobInfo *job, uint64_t now_ms)
     for (size_t i = 0; rc == 0 && i < 8; i++)
         rc = cli_table_add(t, cells[i]);
     gs_buf_release(&last);
+    gs_buf_release(&id);
     return rc;
 }
 
-static int print_table(const Gs__QueueReply *r)
+static int print_table(const Gs__QueueReply *r, bool fold)
 {
     static const char *const header[] = {"JOBID", "NAME",  "USER", "ST",
                                          "TIME",  "NODES", "GPUS", "NODELIST(REASON)"};
     struct cli_table t;
     struct gs_buf out = GS_BUF_INIT;
     uint64_t now = gs_clock_wall_ms();
-    int rc = 0;
+    struct slurm_row *rows = NULL;
+    size_t nrows = 0;
+    int rc = slurm_rows_build(r->jobs, r->n_jobs, fold, &rows, &nrows);
 
     cli_table_init(&t, 8);
     for (size_t i = 0; rc == 0 && i < 8; i++)
         rc = cli_table_add(&t, header[i]);
-    for (size_t i = 0; rc == 0 && i < r->n_jobs; i++)
-        rc = add_row(&t, r->jobs[i], now);
+    for (size_t i = 0; rc == 0 && i < nrows; i++)
+        rc = add_row(&t, &rows[i], now);
     if (rc == 0)
         rc = cli_table_render(&t, &out);
     if (rc == 0 && fwrite(out.data, 1, out.len, stdout) != out.len)
         rc = -EIO;
     cli_table_release(&t);
     gs_buf_release(&out);
+    slurm_rows_free(rows, nrows);
     return rc;
 }
 
@@ -195,7 +207,7 @@ int cli_cmd_queue(int argc, char **argv)
     if (cli_socket_path(q.socket_opt, path, sizeof(path)) < 0 ||
         cli_call(path, &env, GS__ENVELOPE__BODY_QUEUE_REPLY, &reply) < 0)
         goto out;
-    if ((q.json ? print_json(reply->queue_reply) : print_table(reply->queue_reply)) == 0)
+    if ((q.json ? print_json(reply->queue_reply) : print_table(reply->queue_reply, !q.unfold)) == 0)
         status = 0;
     else
         fprintf(stderr, "gsched queue: cannot write the listing\n");

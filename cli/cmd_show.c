@@ -73,6 +73,21 @@ static int put_times(struct gs_buf *out, const Gs__JobInfo *job, uint64_t now_ms
     return rc == 0 ? gs_buf_putc(out, '\n') : rc;
 }
 
+/* Partition, account, QOS and array element, for jobs that have them (sbatch). */
+static int put_slurm(struct gs_buf *out, const Gs__JobInfo *job)
+{
+    int rc = 0;
+
+    if (job->partition != NULL && job->partition[0] != '\0')
+        rc = gs_buf_printf(out, "   Partition=%s Account=%s QOS=%s\n", job->partition,
+                           job->account != NULL && job->account[0] ? job->account : "(null)",
+                           job->qos != NULL && job->qos[0] ? job->qos : "(null)");
+    if (rc == 0 && job->array_job_id != 0)
+        rc = gs_buf_printf(out, "   ArrayJobId=%llu ArrayTaskId=%u\n",
+                           (unsigned long long)job->array_job_id, job->array_task_id);
+    return rc;
+}
+
 static int put_resources(struct gs_buf *out, const Gs__JobInfo *job)
 {
     const Gs__Resources *r = job->resources;
@@ -176,6 +191,8 @@ static int show_text(struct gs_buf *out, const Gs__ShowReply *r)
                        or_none(job->name));
     if (rc == 0)
         rc = put_identity(out, job);
+    if (rc == 0)
+        rc = put_slurm(out, job);
     if (rc == 0)
         rc = put_state(out, job);
     if (rc == 0)

@@ -23,7 +23,6 @@
 #include "common/error.h"
 #include "common/jobspec.h"
 #include "common/toml.h"
-#include "proto/jobspec.h"
 
 struct submit_args {
     const char *file;
@@ -33,13 +32,6 @@ struct submit_args {
     bool parsable;
     bool hold;
     bool no_export;
-};
-
-/* Who submits: the scheduler trusts SO_PEERCRED, but records the name and groups sent. */
-struct submitter {
-    Gs__UserIdentity pb;
-    uint32_t *groups;
-    char *username;
 };
 
 static const struct cli_opt submit_opts[] = {
@@ -135,50 +127,6 @@ static int absolute_paths(struct gs_jobspec *spec, const char *file, struct gs_b
     return rc;
 }
 
-/* The supplementary groups; none when the system will not say. */
-static int fill_groups(struct submitter *s)
-{
-    int n = getgroups(0, NULL);
-    gid_t *gids;
-
-    if (n <= 0)
-        return 0;
-    gids = calloc((size_t)n, sizeof(*gids));
-    s->groups = calloc((size_t)n, sizeof(*s->groups));
-    if (gids == NULL || s->groups == NULL) {
-        free(gids);
-        return -ENOMEM;
-    }
-    n = getgroups(n, gids);
-    for (int i = 0; i < n; i++)
-        s->groups[i] = (uint32_t)gids[i];
-    s->pb.n_groups = n > 0 ? (size_t)n : 0;
-    s->pb.groups = s->groups;
-    free(gids);
-    return 0;
-}
-
-static int submitter_init(struct submitter *s)
-{
-    const struct passwd *pw = getpwuid(getuid());
-
-    memset(s, 0, sizeof(*s));
-    gs__user_identity__init(&s->pb);
-    s->pb.uid = (uint32_t)getuid();
-    s->pb.gid = (uint32_t)getgid();
-    s->username = strdup(pw != NULL ? pw->pw_name : "");
-    if (s->username == NULL)
-        return -ENOMEM;
-    s->pb.username = s->username;
-    return fill_groups(s);
-}
-
-static void submitter_release(struct submitter *s)
-{
-    free(s->groups);
-    free(s->username);
-}
-
 static int print_submitted(const Gs__SubmitReply *r, const struct submit_args *s)
 {
     struct gs_buf out = GS_BUF_INIT;
@@ -196,11 +144,7 @@ static int print_submitted(const Gs__SubmitReply *r, const struct submit_args *s
         gs_json_object_begin(&j);
         gs_json_kv_uint(&j, "job_id", r->job_id);
         gs_json_kv_string(&j, "state", cli_job_state_name(r->state));
-        gs_json_key(&j, "warnings");
-        gs_json_array_begin(&j);
-        for (size_t i = 0; i < r->n_warnings; i++)
-            gs_json_string(&j, r->warnings[i]);
-        gs_json_array_end(&j);
+        cli_json_kv_strings(&j, "warnings", r->warnings, r->n_warnings);
         gs_json_object_end(&j);
         rc = cli_json_write(&j, &out, stdout);
     }
@@ -245,24 +189,11 @@ out:
 static int send_spec(const char *path, const struct gs_jobspec *spec, const char *source,
                      const struct submit_args *s, uint64_t *ret_id)
 {
-    Gs__SubmitRequest req = GS__SUBMIT_REQUEST__INIT;
-    Gs__Envelope env = GS__ENVELOPE__INIT, *reply = NULL;
-    struct gs_proto_jobspec_view view;
-    struct submitter who;
-    int rc = submitter_init(&who);
+    const struct passwd *pw = getpwuid(getuid());
+    Gs__Envelope *reply = NULL;
+    int rc = cli_submit_send(path, spec, source, false, pw != NULL ? pw->pw_name : "",
+                             "gsched submit", &reply);
 
-    if (rc == 0)
-        rc = gs_proto_jobspec_view_init(&view, spec);
-    if (rc < 0) {
-        fprintf(stderr, "gsched submit: %s\n", gs_strerror(rc));
-        goto out_who;
-    }
-    view.spec.user = &who.pb;
-    req.spec = &view.spec;
-    req.source_file = (char *)source;
-    env.body_case = GS__ENVELOPE__BODY_SUBMIT_REQUEST;
-    env.submit_request = &req;
-    rc = cli_request_raw(path, &env, &reply);
     if (rc == 0 && reply->body_case == GS__ENVELOPE__BODY_ERROR) {
         print_refusal(s->file, reply->error->message);
         for (size_t i = 0; i < reply->error->n_details; i++)
@@ -277,9 +208,6 @@ static int send_spec(const char *path, const struct gs_jobspec *spec, const char
     if (rc == 0)
         *ret_id = reply->submit_reply->job_id;
     gs_proto_envelope_free(reply);
-    gs_proto_jobspec_view_release(&view);
-out_who:
-    submitter_release(&who);
     return rc;
 }
 

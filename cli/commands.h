@@ -22,6 +22,12 @@ int cli_cmd_up(int argc, char **argv);
 int cli_cmd_down(int argc, char **argv);
 int cli_cmd_place(int argc, char **argv);
 int cli_cmd_scontrol(int argc, char **argv);
+int cli_cmd_squeue(int argc, char **argv);
+int cli_cmd_sinfo(int argc, char **argv);
+int cli_cmd_sacct(int argc, char **argv);
+int cli_cmd_scancel(int argc, char **argv);
+int cli_cmd_sbatch(int argc, char **argv);
+int cli_cmd_srun(int argc, char **argv);
 
 /* Prints "gsched CMD: message (see gsched --help)" and returns 2. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -33,6 +33,15 @@ static void json_user(struct gs_json *j, const Gs__UserIdentity *u)
     gs_json_object_end(j);
 }
 
+static void json_strings(struct gs_json *j, const char *key, char *const *v, size_t n)
+{
+    gs_json_key(j, key);
+    gs_json_array_begin(j);
+    for (size_t i = 0; i < n; i++)
+        gs_json_string(j, v[i]);
+    gs_json_array_end(j);
+}
+
 static void json_resources(struct gs_json *j, const Gs__Resources *r)
 {
     gs_json_key(j, "resources");
@@ -52,6 +61,12 @@ static void json_resources(struct gs_json *j, const Gs__Resources *r)
     gs_json_kv_uint(j, "time_limit_s", r->time_limit_s);
     gs_json_kv_bool(j, "exclusive", r->exclusive);
     gs_json_kv_string(j, "constraint", r->constraint);
+    gs_json_kv_uint(j, "ntasks", r->ntasks);
+    gs_json_kv_string(j, "partition", r->partition);
+    json_strings(j, "nodelist", r->nodelist, r->n_nodelist);
+    json_strings(j, "exclude", r->exclude, r->n_exclude);
+    gs_json_kv_uint(j, "time_min_s", r->time_min_s);
+    gs_json_kv_uint(j, "gpus_per_task", r->gpus_per_task);
     gs_json_object_end(j);
 }
 
@@ -114,17 +129,20 @@ static void json_run(struct gs_json *j, const Gs__RunSpec *r)
         return;
     }
     gs_json_object_begin(j);
-    gs_json_key(j, "argv");
-    gs_json_array_begin(j);
-    for (size_t i = 0; i < r->n_argv; i++)
-        gs_json_string(j, r->argv[i]);
-    gs_json_array_end(j);
+    json_strings(j, "argv", r->argv, r->n_argv);
     gs_json_kv_string(j, "script", r->script);
     gs_json_kv_uint(j, "tasks_per_node", r->tasks_per_node);
     gs_json_kv_bool(j, "tasks_per_gpu", r->tasks_per_gpu);
     gs_json_kv_string(j, "workdir", r->workdir);
     gs_json_kv_string(j, "stdout_pattern", r->stdout_pattern);
     gs_json_kv_string(j, "stderr_pattern", r->stderr_pattern);
+    gs_json_kv_bool(j, "batch", r->batch);
+    gs_json_kv_bool(j, "slurm", r->slurm);
+    gs_json_kv_string(j, "submit_dir", r->submit_dir);
+    gs_json_kv_string(j, "submit_host", r->submit_host);
+    gs_json_kv_uint(j, "warn_signal", r->warn_signal);
+    gs_json_kv_uint(j, "warn_before_s", r->warn_before_s);
+    gs_json_kv_bool(j, "warn_batch_only", r->warn_batch_only);
     gs_json_key(j, "env");
     gs_json_object_begin(j);
     for (size_t i = 0; i < r->n_env; i++)
@@ -148,6 +166,26 @@ void cli_json_job_spec(struct gs_json *j, const Gs__JobSpec *s)
     json_resources(j, s->resources);
     json_run(j, s->run);
     gs_json_kv_uint(j, "max_restarts", s->max_restarts);
+    gs_json_kv_string(j, "account", s->account);
+    gs_json_kv_string(j, "qos", s->qos);
+    gs_json_kv_string(j, "comment", s->comment);
+    gs_json_kv_bool(j, "depends_any", s->depends_any);
+    gs_json_kv_bool(j, "singleton", s->singleton);
+    gs_json_key(j, "array");
+    if (s->array == NULL) {
+        gs_json_null(j);
+    } else {
+        gs_json_object_begin(j);
+        json_u32_array(j, "task_ids", s->array->task_ids, s->array->n_task_ids);
+        gs_json_kv_uint(j, "throttle", s->array->throttle);
+        gs_json_kv_uint(j, "array_job_id", s->array->array_job_id);
+        gs_json_kv_uint(j, "task_id", s->array->task_id);
+        gs_json_kv_uint(j, "task_count", s->array->task_count);
+        gs_json_kv_uint(j, "task_min", s->array->task_min);
+        gs_json_kv_uint(j, "task_max", s->array->task_max);
+        gs_json_kv_uint(j, "task_step", s->array->task_step);
+        gs_json_object_end(j);
+    }
     gs_json_object_end(j);
 }
 
@@ -170,6 +208,16 @@ void cli_json_job_info(struct gs_json *j, const Gs__JobInfo *job)
     gs_json_kv_int(j, "exit_code", job->exit_code);
     gs_json_kv_uint(j, "term_signal", job->term_signal);
     gs_json_kv_uint(j, "restart_count", job->restart_count);
+    gs_json_kv_string(j, "partition", job->partition);
+    gs_json_kv_string(j, "account", job->account);
+    gs_json_kv_string(j, "qos", job->qos);
+    gs_json_kv_uint(j, "array_job_id", job->array_job_id);
+    gs_json_kv_uint(j, "array_task_id", job->array_task_id);
+    gs_json_kv_uint(j, "ntasks", job->ntasks);
+    gs_json_kv_uint(j, "ncpus", job->ncpus);
+    gs_json_kv_string(j, "workdir", job->workdir);
+    gs_json_kv_string(j, "stdout_path", job->stdout_path);
+    gs_json_kv_string(j, "stderr_path", job->stderr_path);
     json_allocation(j, job->allocation, job->n_allocation);
     /* Only ShowReply carries the spec; queue listings leave it out rather than null. */
     if (job->spec != NULL) {

@@ -1,7 +1,8 @@
 /*
  * job_print.c: the text pieces every job command prints (see job_print.h). Names and codes
  * follow Slurm's squeue/scontrol, which most users of a GPU cluster already read fluently;
- * the state names are the proto's, so text and --json agree.
+ * the state names are the proto's, so text and --json agree. The Slurm views (slurm_fmt.c)
+ * take their state names and codes, long elapsed times, dates and ranges from here too.
  */
 #include "cli/job_print.h"
 
@@ -114,16 +115,27 @@ char *cli_format_elapsed(uint64_t seconds, char *out, size_t size)
 
 char *cli_format_time(uint64_t ms, char *out, size_t size)
 {
+    return cli_format_time_or(ms, "Unknown", out, size);
+}
+
+char *cli_format_time_or(uint64_t ms, const char *unknown, char *out, size_t size)
+{
     time_t t = (time_t)(ms / 1000);
     struct tm tm;
 
     if (ms == 0 || localtime_r(&t, &tm) == NULL ||
         strftime(out, size, "%Y-%m-%dT%H:%M:%S", &tm) == 0)
-        snprintf(out, size, "Unknown");
+        snprintf(out, size, "%s", unknown);
     return out;
 }
 
 int cli_format_indices(struct gs_buf *out, const uint32_t *v, size_t n)
+{
+    /* Two in a row read better as "0,1" than as "0-1". */
+    return cli_format_ranges(out, v, n, 3);
+}
+
+int cli_format_ranges(struct gs_buf *out, const uint32_t *v, size_t n, size_t min_run)
 {
     int rc = 0;
 
@@ -132,8 +144,7 @@ int cli_format_indices(struct gs_buf *out, const uint32_t *v, size_t n)
 
         while (last + 1 < n && v[last + 1] == v[last] + 1)
             last++;
-        /* Two in a row read better as "0,1" than as "0-1". */
-        if (last < i + 2)
+        if (last + 1 < i + min_run)
             last = i;
         if (last > i)
             rc = gs_buf_printf(out, "%s%u-%u", i > 0 ? "," : "", v[i], v[last]);

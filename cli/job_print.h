@@ -36,9 +36,16 @@ uint64_t cli_job_elapsed_s(Gs__JobState state, uint64_t start_ms, uint64_t end_m
 char *cli_format_elapsed(uint64_t seconds, char *out, size_t size);
 /* Local time as ISO 8601 without zone, "2024-05-01T10:00:00"; 0 gives "Unknown". */
 char *cli_format_time(uint64_t ms, char *out, size_t size);
+/* cli_format_time with another text for 0 (Slurm's views: "N/A", "None"). Returns out. */
+char *cli_format_time_or(uint64_t ms, const char *unknown, char *out, size_t size);
 
 /* Appends indices in ranges: {0,1,2,3,6} -> "0-3,6"; none -> "". Returns 0 or -ENOMEM. */
 int cli_format_indices(struct gs_buf *out, const uint32_t *v, size_t n);
+/*
+ * Appends ascending indices comma-joined, each run of at least min_run consecutive ones as
+ * "lo-hi" (cli_format_indices: 3, so "0,1" stays; Slurm's array ranges: 2). 0/-ENOMEM.
+ */
+int cli_format_ranges(struct gs_buf *out, const uint32_t *v, size_t n, size_t min_run);
 /*
  * Appends the allocation's node names comma-joined ("n1,n2"); with_gpus adds each node's
  * GPU indices ("n1[0-3],n2[0,2]", a node without GPUs stays bare). Returns 0 or -ENOMEM.

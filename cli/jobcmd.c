@@ -1,17 +1,22 @@
 /*
  * jobcmd.c: what the job subcommands share (see jobcmd.h). cli_request (client.c) already
  * reports unreachable daemons and ErrorReplies, details included; this adds the check that
- * the answer is the one asked for, which each command would otherwise repeat.
+ * the answer is the one asked for, which each command would otherwise repeat, and the
+ * SubmitRequest that `gsched submit` and `sbatch` both send.
  */
 #include "cli/jobcmd.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/client.h"
 #include "cli/commands.h"
+#include "common/error.h"
+#include "proto/jobspec.h"
 
 int cli_call(const char *socket_path, Gs__Envelope *req, Gs__Envelope__BodyCase want,
              Gs__Envelope **ret_reply)
@@ -29,6 +34,93 @@ int cli_call(const char *socket_path, Gs__Envelope *req, Gs__Envelope__BodyCase 
     }
     *ret_reply = reply;
     return 0;
+}
+
+/* Who submits, as the SubmitRequest carries it. */
+struct submitter {
+    Gs__UserIdentity pb;
+    uint32_t *groups;
+    char *username;
+};
+
+/* The supplementary groups; none when the system will not say. */
+static int fill_groups(struct submitter *s)
+{
+    int n = getgroups(0, NULL);
+    gid_t *gids;
+
+    if (n <= 0)
+        return 0;
+    gids = calloc((size_t)n, sizeof(*gids));
+    s->groups = calloc((size_t)n, sizeof(*s->groups));
+    if (gids == NULL || s->groups == NULL) {
+        free(gids);
+        return -ENOMEM;
+    }
+    n = getgroups(n, gids);
+    for (int i = 0; i < n; i++)
+        s->groups[i] = (uint32_t)gids[i];
+    s->pb.n_groups = n > 0 ? (size_t)n : 0;
+    s->pb.groups = s->groups;
+    free(gids);
+    return 0;
+}
+
+static int submitter_init(struct submitter *s, const char *user)
+{
+    memset(s, 0, sizeof(*s));
+    gs__user_identity__init(&s->pb);
+    s->pb.uid = (uint32_t)getuid();
+    s->pb.gid = (uint32_t)getgid();
+    s->username = strdup(user);
+    if (s->username == NULL)
+        return -ENOMEM;
+    s->pb.username = s->username;
+    return fill_groups(s);
+}
+
+static void submitter_release(struct submitter *s)
+{
+    free(s->groups);
+    free(s->username);
+}
+
+int cli_submit_send(const char *socket_path, const struct gs_jobspec *spec, const char *source,
+                    bool validate_only, const char *user, const char *prefix,
+                    Gs__Envelope **ret_reply)
+{
+    Gs__SubmitRequest req = GS__SUBMIT_REQUEST__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    struct gs_proto_jobspec_view view;
+    struct submitter who;
+    int rc = submitter_init(&who, user);
+
+    if (rc == 0)
+        rc = gs_proto_jobspec_view_init(&view, spec);
+    if (rc < 0) {
+        fprintf(stderr, "%s: %s\n", prefix, gs_strerror(rc));
+        goto out;
+    }
+    view.spec.user = &who.pb;
+    req.spec = &view.spec;
+    req.validate_only = validate_only;
+    req.source_file = (char *)source;
+    env.body_case = GS__ENVELOPE__BODY_SUBMIT_REQUEST;
+    env.submit_request = &req;
+    rc = cli_request_raw(socket_path, &env, ret_reply);
+    gs_proto_jobspec_view_release(&view);
+out:
+    submitter_release(&who);
+    return rc;
+}
+
+void cli_json_kv_strings(struct gs_json *j, const char *key, char *const *v, size_t n)
+{
+    gs_json_key(j, key);
+    gs_json_array_begin(j);
+    for (size_t i = 0; i < n; i++)
+        gs_json_string(j, v[i]);
+    gs_json_array_end(j);
 }
 
 int cli_args_error(const char *cmd, const struct cli_args *a)

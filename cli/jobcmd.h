@@ -1,16 +1,20 @@
 /*
- * jobcmd.h: plumbing the job subcommands (submit, queue, show, cancel, hold, release, wait,
- * logs) share: one exchange with gschedd whose answer must be of the expected kind, the
- * usage error for a bad argument, and the list of job ids typed on the command line.
+ * jobcmd.h: plumbing the job subcommands (submit, sbatch, queue, show, cancel, hold, release,
+ * wait, logs) share: one exchange with gschedd whose answer must be of the expected kind,
+ * sending a job with who submits it, the usage error for a bad argument, and the list of
+ * job ids typed on the command line.
  * Everything here prints its own failures to stderr. Single-threaded, like the CLI.
  */
 #ifndef GS_CLI_JOBCMD_H
 #define GS_CLI_JOBCMD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "cli/args.h"
+#include "common/jobspec.h"
+#include "common/json.h"
 #include "proto/frame.h"
 
 /*
@@ -21,6 +25,22 @@
  */
 int cli_call(const char *socket_path, Gs__Envelope *req, Gs__Envelope__BodyCase want,
              Gs__Envelope **ret_reply);
+
+/*
+ * Sends spec as a SubmitRequest (validate_only: only ask whether it would be taken, as
+ * sbatch --test-only; source: the job file's absolute path, or "") with who submits: this
+ * process's uid, gid and supplementary groups and the name user. gschedd trusts
+ * SO_PEERCRED, but records the name and groups sent. The reply, whatever its kind (a
+ * SubmitReply, or an ErrorReply the caller words), goes in *ret_reply. Out of memory is
+ * printed as "PREFIX: why", an unreachable gschedd as cli_request_raw prints it.
+ * Returns 0 or < 0.
+ */
+int cli_submit_send(const char *socket_path, const struct gs_jobspec *spec, const char *source,
+                    bool validate_only, const char *user, const char *prefix,
+                    Gs__Envelope **ret_reply);
+
+/* "key": [the n strings of v] in the object j writes (a SubmitReply's warnings). */
+void cli_json_kv_strings(struct gs_json *j, const char *key, char *const *v, size_t n);
 
 /* The usage error for a failed cli_args_next(): "gsched CMD: unknown option '--x'"; 2. */
 int cli_args_error(const char *cmd, const struct cli_args *a);

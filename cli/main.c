@@ -23,7 +23,7 @@ static const char usage_text[] =
     "                            each node's GPU/NIC matrix, as nvidia-smi topo -m shows it\n"
     "  submit JOB.toml [--wait] [--hold] [--json | --parsable]\n"
     "                            queue a job; --wait: until it ends, exiting with its status\n"
-    "  queue [--all] [--user U] [--name N] [--state S,...] [--json] [JOB...]\n"
+    "  queue [--all] [--user U] [--name N] [--state S,...] [--array] [--json] [JOB...]\n"
     "                            the jobs waiting and running (--all: and finished ones)\n"
     "  show JOB [--json]         one job in full: state, times, nodes, history, task exits\n"
     "  cancel JOB... [--signal SIG] [--reason TEXT]\n"
@@ -43,6 +43,14 @@ static const char usage_text[] =
     "                            which GPUs of that node a K-GPU job gets, as gschedd picks\n"
     "  scontrol show hostnames [LIST]\n"
     "                            a Slurm hostlist (default $SLURM_JOB_NODELIST), one per line\n"
+    "  scontrol [-o] show job|partition|node [X] / hold|release|requeue|requeuehold IDS\n"
+    "  squeue / sinfo / sacct / scancel [Slurm's options]\n"
+    "                            Slurm's views and scancel, with Slurm's formats and options\n"
+    "  sbatch [OPTIONS] SCRIPT [ARGS] | --wrap CMD [--test-only] [--json] [--wait]\n"
+    "                            submit a Slurm batch script, its #SBATCH lines as Slurm reads\n"
+    "                            them (--test-only: show the job, submit nothing)\n"
+    "  srun [-N N] [-n N] [-c N] [-l] [-w LIST] ... COMMAND [ARGS]\n"
+    "                            inside a job: a job step on its nodes, output streamed back\n"
     "\n"
     "options:\n"
     "  -V, --version   print the version and the optional parts this build has\n"
@@ -85,7 +93,9 @@ static void print_version(void)
  * each also answers as "gsched NAME".
  */
 static const struct command slurm_commands[] = {
-    {"scontrol", cli_cmd_scontrol},
+    {"scontrol", cli_cmd_scontrol}, {"squeue", cli_cmd_squeue},   {"sinfo", cli_cmd_sinfo},
+    {"sacct", cli_cmd_sacct},       {"scancel", cli_cmd_scancel}, {"sbatch", cli_cmd_sbatch},
+    {"srun", cli_cmd_srun},
 };
 
 static const struct command *slurm_command(const char *argv0)

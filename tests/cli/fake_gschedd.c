@@ -11,6 +11,16 @@
  * is pending for Resources; 7 and 99 do not exist. Logs of any job are "hello\nworld\n",
  * served 5 bytes at a time. Each SubmitRequest's workdir, source file and user name are
  * appended to RECORD as "submit workdir=... source=... user=... hold=0|1".
+ *
+ * For the Slurm views (slurm-views.sh) the queue also holds array 50 ("sweep", partition
+ * debug): element 50_0 (job 50) running on n3 for 65 s, 50_1..50_3 and 50_5 (jobs 51-53,
+ * 55) pending for JobArrayTaskLimit, 50_4 (job 54) held; and, finished, 47 (failed with
+ * exit code 2 on n5) and 48 (cancelled by uid 1000). Queue requests are answered by their
+ * selector's ids (a job's own or its array's) and include_finished. Partitions: gpu
+ * (default, unlimited: n1 n2 n4-n7) and debug (30 minutes: n3 n5); nodes n1 (half used),
+ * n2 (every core used), n3 (a quarter), n4 (drained), n5 and n7 (idle), n6 (down). Cancel,
+ * hold, release and requeue requests are appended to RECORD as "cancel ids=42,51 signal=10",
+ * "hold ids=...", "requeue ids=... hold=0|1"; requeueing a pending job fails (-EINVAL).
  * Single-threaded; exits on SIGTERM (default action).
  */
 #include <errno.h>
@@ -59,7 +69,7 @@ static void send_error(int fd, int code, const char *msg, const char *detail)
 
 static bool job_exists(uint64_t id)
 {
-    return id >= 41 && id <= 46;
+    return (id >= 41 && id <= 48) || (id >= 50 && id <= 55);
 }
 
 static void on_submit(struct fake *f, int fd, const Gs__SubmitRequest *req)
@@ -129,40 +139,156 @@ static void fill_running(struct fake *f, struct running_job *j)
     j->info.start_time_ms = f->started_ms;
     j->info.allocation = j->alloc_ptrs;
     j->info.n_allocation = 2;
+    j->info.partition = "gpu";
+    j->info.account = "ml";
+    j->info.qos = "normal";
+    j->info.ntasks = 2;
+    j->info.ncpus = 16;
+    j->info.workdir = "/home/alice";
+    j->info.stdout_path = "/home/alice/slurm-42.out";
+}
+
+#define NARRAY 6
+#define MAX_JOBS 16
+
+/* Every job the queue holds, in gschedd's order; storage for their parts. */
+struct job_table {
+    struct running_job run;
+    Gs__JobInfo pending, done, failed, cancelled, array[NARRAY];
+    Gs__UserIdentity bob;
+    Gs__Resources one, sweep_res;
+    Gs__NodeAllocation n3, n5, *n3_ptr, *n5_ptr;
+    Gs__JobInfo *all[MAX_JOBS];
+    size_t n;
+};
+
+static void fill_table(struct fake *f, struct job_table *t)
+{
+    static const uint32_t tasks[NARRAY] = {0, 1, 2, 3, 5, 4};
+    static const uint64_t ids[NARRAY] = {50, 51, 52, 53, 55, 54};
+    uint64_t now = gs_clock_wall_ms();
+
+    memset(t, 0, sizeof(*t));
+    fill_running(f, &t->run);
+    gs__user_identity__init(&t->bob);
+    gs__resources__init(&t->one);
+    gs__resources__init(&t->sweep_res);
+    gs__node_allocation__init(&t->n3);
+    gs__node_allocation__init(&t->n5);
+    t->n3.node_name = "n3";
+    t->n5.node_name = "n5";
+    t->n3_ptr = &t->n3;
+    t->n5_ptr = &t->n5;
+    t->bob.uid = 1001;
+    t->one.nodes = 1;
+    t->one.gpus_per_node = 8;
+    gs__job_info__init(&t->pending);
+    t->pending.job_id = 43;
+    t->pending.name = "a-much-longer-name";
+    t->pending.user = &t->bob;
+    t->pending.state = GS__JOB_STATE__JOB_STATE_PENDING;
+    t->pending.reason = "Resources";
+    t->pending.resources = &t->one;
+    t->pending.partition = "gpu";
+    t->pending.ntasks = 1;
+    t->pending.ncpus = 8;
+    t->pending.priority = 10;
+    t->done = t->pending;
+    t->done.job_id = 41;
+    t->done.name = "prep";
+    t->done.state = GS__JOB_STATE__JOB_STATE_COMPLETED;
+    t->done.reason = "";
+    t->done.start_time_ms = 1000;
+    t->done.end_time_ms = 62000;
+    t->done.priority = 0;
+    t->failed = t->done;
+    t->failed.job_id = 47;
+    t->failed.name = "eval";
+    t->failed.user = t->run.info.user;
+    t->failed.state = GS__JOB_STATE__JOB_STATE_FAILED;
+    t->failed.account = "ml";
+    t->failed.exit_code = 2;
+    t->failed.reason = "rank 0 exited 2";
+    t->failed.submit_time_ms = now - 200000;
+    t->failed.start_time_ms = now - 100000;
+    t->failed.end_time_ms = now - 30000;
+    t->failed.allocation = &t->n5_ptr;
+    t->failed.n_allocation = 1;
+    t->cancelled = t->failed;
+    t->cancelled.job_id = 48;
+    t->cancelled.name = "old";
+    t->cancelled.state = GS__JOB_STATE__JOB_STATE_CANCELLED;
+    t->cancelled.exit_code = 0;
+    t->cancelled.signaled = true;
+    t->cancelled.term_signal = 15;
+    t->cancelled.reason = "cancelled by uid 1000";
+    t->sweep_res.nodes = 1;
+    t->sweep_res.gpus_per_node = 1;
+    t->sweep_res.time_limit_s = 1800;
+    for (int i = 0; i < NARRAY; i++) {
+        Gs__JobInfo *e = &t->array[i];
+
+        gs__job_info__init(e);
+        e->job_id = ids[i];
+        e->name = "sweep";
+        e->user = t->run.info.user;
+        e->resources = &t->sweep_res;
+        e->partition = "debug";
+        e->account = "ml";
+        e->array_job_id = 50;
+        e->array_task_id = tasks[i];
+        e->ntasks = 1;
+        e->ncpus = 4;
+        e->submit_time_ms = now - 120000;
+        e->state = GS__JOB_STATE__JOB_STATE_PENDING;
+        e->reason = "JobArrayTaskLimit";
+    }
+    t->array[0].state = GS__JOB_STATE__JOB_STATE_RUNNING;
+    t->array[0].reason = "";
+    t->array[0].start_time_ms = now - 65000;
+    t->array[0].allocation = &t->n3_ptr;
+    t->array[0].n_allocation = 1;
+    t->array[5].held = true;
+    t->array[5].reason = "Held";
+    t->all[t->n++] = &t->run.info;
+    t->all[t->n++] = &t->pending;
+    for (int i = 0; i < NARRAY; i++)
+        t->all[t->n++] = &t->array[i];
+    t->all[t->n++] = &t->done;
+    t->all[t->n++] = &t->failed;
+    t->all[t->n++] = &t->cancelled;
+}
+
+static bool finished(const Gs__JobInfo *j)
+{
+    return j->state != GS__JOB_STATE__JOB_STATE_PENDING &&
+           j->state != GS__JOB_STATE__JOB_STATE_RUNNING;
+}
+
+/* The selector's ids match a job's own id or its array's, as gschedd's do. */
+static bool selected(const Gs__JobSelector *sel, const Gs__JobInfo *j)
+{
+    if (sel == NULL || sel->n_job_ids == 0)
+        return true;
+    for (size_t i = 0; i < sel->n_job_ids; i++) {
+        if (sel->job_ids[i] == j->job_id ||
+            (j->array_job_id != 0 && sel->job_ids[i] == j->array_job_id))
+            return true;
+    }
+    return false;
 }
 
 static void on_queue(struct fake *f, int fd, const Gs__QueueRequest *req)
 {
     Gs__QueueReply reply = GS__QUEUE_REPLY__INIT;
     Gs__Envelope env = GS__ENVELOPE__INIT;
-    Gs__JobInfo pending = GS__JOB_INFO__INIT, done = GS__JOB_INFO__INIT;
-    Gs__UserIdentity bob = GS__USER_IDENTITY__INIT;
-    Gs__Resources one = GS__RESOURCES__INIT;
-    Gs__JobInfo *jobs[3];
-    struct running_job run;
+    Gs__JobInfo *jobs[MAX_JOBS];
+    struct job_table t;
 
-    fill_running(f, &run);
-    bob.uid = 1001;
-    one.nodes = 1;
-    one.gpus_per_node = 8;
-    pending.job_id = 43;
-    pending.name = "a-much-longer-name";
-    pending.user = &bob;
-    pending.state = GS__JOB_STATE__JOB_STATE_PENDING;
-    pending.reason = "Resources";
-    pending.resources = &one;
-    done = pending;
-    done.job_id = 41;
-    done.name = "prep";
-    done.state = GS__JOB_STATE__JOB_STATE_COMPLETED;
-    done.reason = "";
-    done.start_time_ms = 1000;
-    done.end_time_ms = 62000;
-    jobs[reply.n_jobs++] = &run.info;
-    if (req->selector == NULL || req->selector->n_job_ids == 0) {
-        jobs[reply.n_jobs++] = &pending;
-        if (req->include_finished)
-            jobs[reply.n_jobs++] = &done;
+    fill_table(f, &t);
+    for (size_t i = 0; i < t.n; i++) {
+        if (selected(req->selector, t.all[i]) && (req->include_finished || !finished(t.all[i])))
+            jobs[reply.n_jobs++] = t.all[i];
     }
     reply.jobs = jobs;
     env.body_case = GS__ENVELOPE__BODY_QUEUE_REPLY;
@@ -182,6 +308,18 @@ static void on_show(struct fake *f, int fd, const Gs__ShowRequest *req)
     struct running_job job;
 
     if (req->job_id != 42) {
+        struct job_table t;
+
+        fill_table(f, &t);
+        for (size_t i = 0; i < t.n; i++) {
+            if (t.all[i]->job_id == req->job_id) {
+                reply.job = t.all[i];
+                env.body_case = GS__ENVELOPE__BODY_SHOW_REPLY;
+                env.show_reply = &reply;
+                send_reply(fd, &env);
+                return;
+            }
+        }
         send_error(fd, -ENOENT, "job 99: no such job", NULL);
         return;
     }
@@ -211,21 +349,54 @@ static void on_show(struct fake *f, int fd, const Gs__ShowRequest *req)
     send_reply(fd, &env);
 }
 
-static void on_action(int fd, const Gs__Envelope *in)
+/* "cancel ids=42,51 signal=10" (the kind, the ids, the request's own fields) to RECORD. */
+static void record_action(struct fake *f, const Gs__Envelope *in, const Gs__JobSelector *sel)
+{
+    FILE *rec = fopen(f->record_path, "a");
+
+    if (rec == NULL)
+        return;
+    fprintf(rec, "%s ids=",
+            in->body_case == GS__ENVELOPE__BODY_CANCEL_REQUEST    ? "cancel"
+            : in->body_case == GS__ENVELOPE__BODY_HOLD_REQUEST    ? "hold"
+            : in->body_case == GS__ENVELOPE__BODY_RELEASE_REQUEST ? "release"
+                                                                  : "requeue");
+    for (size_t i = 0; sel != NULL && i < sel->n_job_ids; i++)
+        fprintf(rec, "%s%llu", i > 0 ? "," : "", (unsigned long long)sel->job_ids[i]);
+    if (sel != NULL && (sel->user[0] != '\0' || sel->name[0] != '\0' || sel->n_states > 0))
+        fprintf(rec, " user=%s name=%s states=%zu", sel->user, sel->name, sel->n_states);
+    if (in->body_case == GS__ENVELOPE__BODY_CANCEL_REQUEST)
+        fprintf(rec, " signal=%u", in->cancel_request->signal);
+    if (in->body_case == GS__ENVELOPE__BODY_REQUEUE_REQUEST)
+        fprintf(rec, " hold=%d", in->requeue_request->hold ? 1 : 0);
+    fputc('\n', rec);
+    fclose(rec);
+}
+
+static void on_action(struct fake *f, int fd, const Gs__Envelope *in)
 {
     const Gs__JobSelector *sel =
-        in->body_case == GS__ENVELOPE__BODY_CANCEL_REQUEST ? in->cancel_request->selector
-        : in->body_case == GS__ENVELOPE__BODY_HOLD_REQUEST ? in->hold_request->selector
-                                                           : in->release_request->selector;
+        in->body_case == GS__ENVELOPE__BODY_CANCEL_REQUEST    ? in->cancel_request->selector
+        : in->body_case == GS__ENVELOPE__BODY_HOLD_REQUEST    ? in->hold_request->selector
+        : in->body_case == GS__ENVELOPE__BODY_RELEASE_REQUEST ? in->release_request->selector
+                                                              : in->requeue_request->selector;
+    bool requeue = in->body_case == GS__ENVELOPE__BODY_REQUEUE_REQUEST;
     Gs__JobActionReply reply = GS__JOB_ACTION_REPLY__INIT;
     Gs__JobActionResult results[16], *ptrs[16];
     Gs__Envelope env = GS__ENVELOPE__INIT;
 
+    record_action(f, in, sel);
     for (size_t i = 0; sel != NULL && i < sel->n_job_ids && i < 16; i++) {
+        bool pending = sel->job_ids[i] == 43 || (sel->job_ids[i] >= 51 && sel->job_ids[i] <= 55);
+
         gs__job_action_result__init(&results[i]);
         results[i].job_id = sel->job_ids[i];
         results[i].code = job_exists(sel->job_ids[i]) ? 0 : -ENOENT;
         results[i].message = job_exists(sel->job_ids[i]) ? "" : "no such job";
+        if (requeue && pending) {
+            results[i].code = -EINVAL;
+            results[i].message = "job is pending: nothing to requeue";
+        }
         results[i].state = in->body_case == GS__ENVELOPE__BODY_CANCEL_REQUEST
                                ? GS__JOB_STATE__JOB_STATE_CANCELLED
                                : GS__JOB_STATE__JOB_STATE_PENDING;
@@ -311,6 +482,84 @@ static void on_logs(int fd, const Gs__LogsRequest *req)
     send_reply(fd, &env);
 }
 
+static void on_partitions(int fd)
+{
+    static char *gpu_nodes[] = {"n1", "n2", "n4", "n5", "n6", "n7"};
+    static char *debug_nodes[] = {"n3", "n5"};
+    Gs__PartitionsReply reply = GS__PARTITIONS_REPLY__INIT;
+    Gs__PartitionInfo gpu = GS__PARTITION_INFO__INIT, debug = GS__PARTITION_INFO__INIT;
+    Gs__PartitionInfo *parts[] = {&gpu, &debug};
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+
+    gpu.name = "gpu";
+    gpu.is_default = true;
+    gpu.nodes = gpu_nodes;
+    gpu.n_nodes = 6;
+    gpu.up = true;
+    debug.name = "debug";
+    debug.nodes = debug_nodes;
+    debug.n_nodes = 2;
+    debug.max_time_s = 1800;
+    debug.up = true;
+    reply.partitions = parts;
+    reply.n_partitions = 2;
+    reply.cluster_name = "fake";
+    env.body_case = GS__ENVELOPE__BODY_PARTITIONS_REPLY;
+    env.partitions_reply = &reply;
+    send_reply(fd, &env);
+}
+
+static void on_nodes(int fd)
+{
+    static const struct {
+        const char *name;
+        Gs__NodeState state;
+        uint32_t cores_free, gpus_free;
+        uint64_t job;
+        const char *reason;
+    } spec[] = {
+        {"n1", GS__NODE_STATE__NODE_STATE_UP, 8, 2, 42, ""},
+        {"n2", GS__NODE_STATE__NODE_STATE_UP, 0, 2, 42, ""},
+        {"n3", GS__NODE_STATE__NODE_STATE_UP, 12, 3, 50, ""},
+        {"n4", GS__NODE_STATE__NODE_STATE_DRAINED, 16, 4, 0, "maintenance"},
+        {"n5", GS__NODE_STATE__NODE_STATE_UP, 16, 4, 0, ""},
+        {"n6", GS__NODE_STATE__NODE_STATE_DOWN, 16, 4, 0, "not heartbeating"},
+        {"n7", GS__NODE_STATE__NODE_STATE_UP, 16, 4, 0, ""},
+    };
+    enum { N = sizeof(spec) / sizeof(spec[0]) };
+    static char *features[] = {"h100", "nvlink"};
+    Gs__NodesReply reply = GS__NODES_REPLY__INIT;
+    Gs__NodeInfo nodes[N], *ptrs[N];
+    uint64_t jobs[N];
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+
+    for (size_t i = 0; i < N; i++) {
+        Gs__NodeInfo *n = &nodes[i];
+
+        gs__node_info__init(n);
+        n->name = (char *)spec[i].name;
+        n->state = spec[i].state;
+        n->reason = (char *)spec[i].reason;
+        n->cores_total = 16;
+        n->cores_free = spec[i].cores_free;
+        n->gpus_total = 4;
+        n->gpus_free = spec[i].gpus_free;
+        n->memory_total_mib = 65536;
+        n->memory_free_mib = 65536 - (16 - spec[i].cores_free) * 2048;
+        n->features = features;
+        n->n_features = 2;
+        jobs[i] = spec[i].job;
+        n->running_jobs = &jobs[i];
+        n->n_running_jobs = spec[i].job != 0 ? 1 : 0;
+        ptrs[i] = n;
+    }
+    reply.nodes = ptrs;
+    reply.n_nodes = N;
+    env.body_case = GS__ENVELOPE__BODY_NODES_REPLY;
+    env.nodes_reply = &reply;
+    send_reply(fd, &env);
+}
+
 static void serve(struct fake *f, int fd)
 {
     Gs__Envelope *in = NULL;
@@ -332,7 +581,14 @@ static void serve(struct fake *f, int fd)
     case GS__ENVELOPE__BODY_CANCEL_REQUEST:
     case GS__ENVELOPE__BODY_HOLD_REQUEST:
     case GS__ENVELOPE__BODY_RELEASE_REQUEST:
-        on_action(fd, in);
+    case GS__ENVELOPE__BODY_REQUEUE_REQUEST:
+        on_action(f, fd, in);
+        break;
+    case GS__ENVELOPE__BODY_PARTITIONS_REQUEST:
+        on_partitions(fd);
+        break;
+    case GS__ENVELOPE__BODY_NODES_REQUEST:
+        on_nodes(fd);
         break;
     case GS__ENVELOPE__BODY_WAIT_REQUEST:
         on_wait(f, fd, in->wait_request);

@@ -65,8 +65,14 @@ has "$err" "job.toml:3:1: resources.nodes: only 2 nodes"
 
 # queue: an aligned squeue table; finished jobs only with --all.
 run 0 queue
-has "$out" "JOBID  NAME                USER   ST  TIME  NODES  GPUS  NODELIST(REASON)"
-has "$out" "42     train               alice  R   "
+grep -qE '^JOBID +NAME +USER +ST +TIME +NODES +GPUS +NODELIST\(REASON\)$' <<< "$out" || fail "queue header: $out"
+# Pending elements of array 50 waiting for the same reason fold into one line, as squeue's.
+grep -qE '^50_0 +sweep +alice +R ' <<< "$out" || fail "queue array element: $out"
+grep -qE '^50_\[1-3,5\] +sweep +alice +PD +0:00 +1 +1 +\(JobArrayTaskLimit\)$' <<< "$out" ||
+  fail "queue folded array: $out"
+grep -qE '^50_4 +sweep +alice +PD .*\(Held\)$' <<< "$out" || fail "queue held element: $out"
+run 0 queue --array
+[ "$(grep -cE '^50_[0-9]+ ' <<< "$out")" = 6 ] || fail "queue --array: one line per element: $out"
 grep -qE '^42 +train +alice +R +[0-9]+:[0-9]{2} +2 +4 +n1,n2$' <<< "$out" || fail "queue row 42: $out"
 grep -qE '^43 +a-much-longer-name +1001 +PD +0:00 +1 +8 +\(Resources\)$' <<< "$out" \
   || fail "queue row 43: $out"

@@ -326,9 +326,13 @@ Test(job_json, job_info_nests_user_resources_and_allocation_without_spec)
            "\"username\":\"alice\",\"groups\":[]},\"state\":\"RUNNING\",\"reason\":\"\","
            "\"priority\":0,\"held\":false,\"resources\":{\"nodes\":1,\"gpus_per_node\":2,"
            "\"cpus_per_gpu\":2,\"mem_per_node_mib\":0,\"time_limit_s\":0,\"exclusive\":false,"
-           "\"constraint\":\"\"},\"submit_time_ms\":0,\"start_time_ms\":0,\"end_time_ms\":0,"
-           "\"expected_start_ms\":0,\"signaled\":false,\"exit_code\":0,\"term_signal\":0,"
-           "\"restart_count\":0,\"allocation\":[{\"node_name\":\"n1\",\"address\":\"10.0.0.1\","
+           "\"constraint\":\"\",\"ntasks\":0,\"partition\":\"\",\"nodelist\":[],\"exclude\":[],"
+           "\"time_min_s\":0,\"gpus_per_task\":0},\"submit_time_ms\":0,\"start_time_ms\":0,"
+           "\"end_time_ms\":0,\"expected_start_ms\":0,\"signaled\":false,\"exit_code\":0,"
+           "\"term_signal\":0,\"restart_count\":0,\"partition\":\"\",\"account\":\"\",\"qos\":"
+           "\"\",\"array_job_id\":0,\"array_task_id\":0,\"ntasks\":0,\"ncpus\":0,\"workdir\":"
+           "\"\",\"stdout_path\":\"\",\"stderr_path\":\"\",\"allocation\":[{\"node_name\":\"n1\","
+           "\"address\":\"10.0.0.1\","
            "\"gpus\":[0,1],\"cores\":[0,1,2,3],\"mem_mib\":0,\"first_rank\":0,\"ntasks\":2,\"gpu_"
            "link\":\"\",\"gpu_score\":0}]}");
     free(s);
@@ -367,8 +371,12 @@ Test(job_json, job_info_from_show_carries_the_spec_and_absent_parts_are_null)
                         "\"resources\":null,\"run\":{\"argv\":[\"python3\",\"train.py\"],"
                         "\"script\":\"\",\"tasks_per_node\":0,\"tasks_per_gpu\":false,"
                         "\"workdir\":\"/home/alice\",\"stdout_pattern\":\"\","
-                        "\"stderr_pattern\":\"\",\"env\":{\"OMP_NUM_THREADS\":\"4\"}},"
-                        "\"max_restarts\":0}}") != NULL,
+                        "\"stderr_pattern\":\"\",\"batch\":false,\"slurm\":false,"
+                        "\"submit_dir\":\"\",\"submit_host\":\"\",\"warn_signal\":0,"
+                        "\"warn_before_s\":0,\"warn_batch_only\":false,"
+                        "\"env\":{\"OMP_NUM_THREADS\":\"4\"}},"
+                        "\"max_restarts\":0,\"account\":\"\",\"qos\":\"\",\"comment\":\"\","
+                        "\"depends_any\":false,\"singleton\":false,\"array\":null}}") != NULL,
               "%s", s);
     free(s);
 }
