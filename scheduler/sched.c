@@ -70,6 +70,7 @@ void sched_release_handle(struct sched_ctx *s)
         return;
     if (s->stopped != NULL)
         s->stopped(s->stopped_data);
+    sched_steps_free(s);
     for (size_t i = 0; i < s->nnodes; i++) {
         gs__node_topology__free_unpacked(s->nodes[i]->topology, NULL);
         free(s->nodes[i]);

@@ -141,6 +141,10 @@ static void on_cli_message(struct gs_proto_conn *conn, const Gs__Envelope *env, 
     (void)conn;
     GS_LOG(GS_LOG_DEBUG, "uid=%u body=%s cli request", (unsigned)c->uid,
            gs_proto_body_name(env->body_case));
+    if (c->step != NULL) { /* streaming a step (srun): only StepSignal comes now */
+        sched_steps_cli_message(c, env);
+        return;
+    }
     if (c->busy > 0 || c->waiter != NULL) {
         sched_cli_error(c, env->request_id, -EBUSY, "one request per connection", false);
         return;
@@ -173,6 +177,9 @@ static void on_cli_message(struct gs_proto_conn *conn, const Gs__Envelope *env, 
     case GS__ENVELOPE__BODY_PARTITIONS_REQUEST:
         sched_query_partitions(c, env->request_id);
         break;
+    case GS__ENVELOPE__BODY_STEP_LAUNCH_REQUEST:
+        sched_steps_launch(c, env->request_id, env->step_launch_request);
+        break;
     default:
         snprintf(msg, sizeof(msg), "this gschedd does not serve %s requests",
                  gs_proto_body_name(env->body_case));
@@ -197,6 +204,7 @@ static void on_cli_close(struct gs_proto_conn *conn, int status, void *data)
     c->closed = true;
     c->conn = NULL;
     sched_query_cli_gone(c);
+    sched_steps_cli_gone(c);
     cli_free_if_done(c);
 }
 

@@ -161,20 +161,28 @@ void sched_alloc_msg_release(struct sched_alloc_msg *m)
 
 /* --- telling workers ------------------------------------------------------------------- */
 
+void sched_signal_tasks_msg(Gs__SignalTasks *sig, Gs__Envelope *env, uint64_t job_id,
+                            uint32_t signum, Gs__EndReason why, const char *reason)
+{
+    gs__signal_tasks__init(sig);
+    gs__envelope__init(env);
+    sig->job_id = job_id;
+    sig->signal = signum;
+    sig->reason = (char *)reason;
+    sig->end_reason = why;
+    env->body_case = GS__ENVELOPE__BODY_SIGNAL_TASKS;
+    env->signal_tasks = sig;
+}
+
 /* SignalTasks to every node of the job but skip (an alloc node index, or UINT32_MAX). */
 static void signal_job(struct sched_ctx *s, const struct sched_job *job, uint32_t skip,
                        uint32_t signum, Gs__EndReason why, const char *reason)
 {
-    Gs__SignalTasks sig = GS__SIGNAL_TASKS__INIT;
-    Gs__Envelope env = GS__ENVELOPE__INIT;
+    Gs__SignalTasks sig;
+    Gs__Envelope env;
 
-    sig.job_id = job->id;
-    sig.signal = signum;
-    sig.reason = (char *)reason;
-    sig.end_reason = why;
+    sched_signal_tasks_msg(&sig, &env, job->id, signum, why, reason);
     sig.all_steps = true; /* the batch shell and every srun step inside the job */
-    env.body_case = GS__ENVELOPE__BODY_SIGNAL_TASKS;
-    env.signal_tasks = &sig;
     for (uint32_t i = 0; i < job->alloc.nnodes; i++) {
         struct sched_node *n = node_at(s, job->alloc.nodes[i].node);
 
@@ -250,6 +258,51 @@ static void task_cores(const Gs__NodeAllocation *na, uint32_t local, uint32_t nt
     t->n_cores = per;
 }
 
+void sched_node_tasks(const Gs__NodeAllocation *na, uint32_t ntasks, uint32_t cpus_per_task,
+                      uint32_t gpus_per_task, Gs__TaskAssignment *tasks, Gs__TaskAssignment **ptrs,
+                      Gs__LaunchTasks *lt)
+{
+    for (uint32_t l = 0; l < ntasks; l++) {
+        Gs__TaskAssignment *t = &tasks[l];
+
+        gs__task_assignment__init(t);
+        t->rank = na->first_rank + l;
+        t->local_rank = l;
+        t->gpus = gpus_per_task > 0 ? na->gpus + (size_t)l * gpus_per_task : na->gpus;
+        t->n_gpus = gpus_per_task > 0 ? gpus_per_task : na->n_gpus;
+        if (cpus_per_task > 0) {
+            t->cores = na->cores + (size_t)l * cpus_per_task;
+            t->n_cores = cpus_per_task;
+        } else {
+            task_cores(na, l, ntasks, t);
+        }
+        ptrs[l] = t;
+    }
+    lt->n_tasks = ntasks;
+    lt->tasks = ptrs;
+}
+
+void sched_launch_msg_job(struct sched_ctx *s, const struct sched_job *job, Gs__LaunchTasks *lt,
+                          Gs__UserIdentity *user, Gs__TaskLimits *limits)
+{
+    gs__launch_tasks__init(lt);
+    gs__user_identity__init(user);
+    gs__task_limits__init(limits);
+    user->uid = job->uid;
+    user->gid = job->gid;
+    user->username = (char *)job->user;
+    lt->job_id = job->id;
+    lt->job_name = job->spec->name;
+    lt->attempt = job->attempt;
+    lt->user = user;
+    lt->master_port = job->master_port;
+    lt->cluster_name = s->cfg->cluster_name;
+    lt->array_job_id = job->spec->array.array_job_id;
+    lt->array_task_id = job->spec->array.task_id;
+    lt->limits = limits;
+    lt->grace_period_ms = (uint32_t)s->kill_grace_ms;
+}
+
 struct launch_msg {
     Gs__LaunchTasks lt;
     Gs__UserIdentity user;
@@ -278,31 +331,16 @@ static int launch_msg_init(struct sched_ctx *s, const struct sched_job *job, str
     m->task_ptrs = calloc(job->tasks_per_node + 1, sizeof(*m->task_ptrs));
     if (rc < 0 || m->tasks == NULL || m->task_ptrs == NULL)
         return -ENOMEM;
-    gs__launch_tasks__init(&m->lt);
-    gs__user_identity__init(&m->user);
-    gs__task_limits__init(&m->limits);
-    m->user.uid = job->uid;
-    m->user.gid = job->gid;
-    m->user.username = (char *)job->user;
+    sched_launch_msg_job(s, job, &m->lt, &m->user, &m->limits);
     m->limits.time_limit_s =
         job->spec->time_limit_s == GS_DURATION_INFINITE ? 0 : job->spec->time_limit_s;
-    m->lt.job_id = job->id;
-    m->lt.job_name = job->spec->name;
-    m->lt.attempt = job->attempt;
-    m->lt.user = &m->user;
     m->lt.n_allocation = m->alloc.n;
     m->lt.allocation = m->alloc.ptrs;
     m->lt.world_size = job->ntasks;
     m->lt.master_addr = m->alloc.n > 0 ? m->alloc.nodes[0].address : "";
-    m->lt.master_port = job->master_port;
     m->lt.run = &m->view.run;
     m->lt.n_env = m->env.n;
     m->lt.env = m->env.ptrs;
-    m->lt.cluster_name = s->cfg->cluster_name;
-    m->lt.array_job_id = job->spec->array.array_job_id;
-    m->lt.array_task_id = job->spec->array.task_id;
-    m->lt.limits = &m->limits;
-    m->lt.grace_period_ms = (uint32_t)s->kill_grace_ms;
     return 0;
 }
 
@@ -354,21 +392,9 @@ static void launch_job(struct sched_ctx *s, struct sched_job *job)
         }
         if (job->spec->tasks_per_gpu && n != NULL)
             order_cores(n->topology, na, job->tasks_per_node);
-        for (uint32_t l = 0; l < job->tasks_per_node; l++) {
-            Gs__TaskAssignment *t = &m.tasks[l];
-
-            gs__task_assignment__init(t);
-            t->rank = na->first_rank + l;
-            t->local_rank = l;
-            /* Every task sees all of its node's GPUs, as torchrun's ranks do: a DDP script
-             * picks cuda:LOCAL_RANK itself. */
-            t->gpus = na->gpus;
-            t->n_gpus = na->n_gpus;
-            task_cores(na, l, job->tasks_per_node, t);
-            m.task_ptrs[l] = t;
-        }
-        m.lt.n_tasks = job->tasks_per_node;
-        m.lt.tasks = m.task_ptrs;
+        /* Every task sees all of its node's GPUs, as torchrun's ranks do: a DDP script picks
+         * cuda:LOCAL_RANK itself. Cores are the node's split evenly. */
+        sched_node_tasks(na, job->tasks_per_node, 0, 0, m.tasks, m.task_ptrs, &m.lt);
         if (n == NULL || !sched_node_send(n, &env))
             GS_LOG(GS_LOG_WARN, "job=%llu node=%s worker not connected; launch waits for it",
                    (unsigned long long)job->id, na->node_name);
@@ -994,7 +1020,7 @@ struct ack_op {
     Gs__TaskRef ref;
 };
 
-static void ref_of(const Gs__TaskExit *ex, Gs__TaskRef *ref)
+void sched_task_ref_of(const Gs__TaskExit *ex, Gs__TaskRef *ref)
 {
     gs__task_ref__init(ref);
     ref->job_id = ex->job_id;
@@ -1004,7 +1030,7 @@ static void ref_of(const Gs__TaskExit *ex, Gs__TaskRef *ref)
 }
 
 /* Through the node's current connection, which may not be the one the exit came on. */
-static void send_ack(struct sched_node *n, Gs__TaskRef *ref)
+void sched_send_exit_ack(struct sched_node *n, Gs__TaskRef *ref)
 {
     Gs__TaskRef *ptrs[1] = {ref};
     Gs__TaskExitAck ack = GS__TASK_EXIT_ACK__INIT;
@@ -1023,7 +1049,7 @@ static void exit_stored(struct sched_ctx *s, int status, void *arg)
 
     /* Not stored: no ack, so the worker reports it again when it reconnects. */
     if (op != NULL && status == 0 && !s->stopping)
-        send_ack(op->node, &op->ref);
+        sched_send_exit_ack(op->node, &op->ref);
     free(op);
 }
 
@@ -1034,7 +1060,7 @@ static struct ack_op *ack_op_new(struct sched_node *n, const Gs__TaskExit *ex)
     if (op == NULL)
         return NULL;
     op->node = n;
-    ref_of(ex, &op->ref);
+    sched_task_ref_of(ex, &op->ref);
     return op;
 }
 
@@ -1073,8 +1099,8 @@ void sched_engine_task_exit(struct sched_ctx *s, struct sched_node *n, const Gs_
         /* Of an attempt that is over, or reported twice: nothing changes, so no wait. */
         Gs__TaskRef ref;
 
-        ref_of(ex, &ref);
-        send_ack(n, &ref);
+        sched_task_ref_of(ex, &ref);
+        sched_send_exit_ack(n, &ref);
         return;
     }
     t = &job->tasks[ex->rank];
@@ -1191,6 +1217,7 @@ void sched_engine_node_down(struct sched_ctx *s, struct sched_node *n)
     char why[200];
 
     snprintf(why, sizeof(why), "node %s: %s", n->name, n->reason);
+    sched_steps_node_gone(s, n);
     for (size_t i = 0; i < count; i++) {
         struct sched_job *job = sched_jobs_at(s->jobs, i);
         uint32_t at;
@@ -1284,6 +1311,8 @@ int sched_engine_reconcile(struct sched_ctx *s, struct sched_node *n, const Gs__
             struct sched_job *job = sched_jobs_find(s->jobs, r->job_id);
             job->tasks[r->rank].pid = r->pid;
             job->tasks[r->rank].started = true;
+        } else if (r->step != 0 && sched_steps_known(s, r->job_id, r->step)) {
+            /* a step whose srun still streams: the worker only reconnected */
         } else {
             kill[nkill++] = reg->running[i];
         }

@@ -44,6 +44,7 @@ struct sched_cli {
     int busy;
     bool closed;
     struct sched_waiter *waiter;
+    struct sched_step *step; /* the srun step this connection streams (sched_steps.c) */
 };
 
 /* A WaitRequest in progress. */
@@ -92,6 +93,8 @@ struct sched_ctx {
     struct sched_cli *clis;
     struct sched_waiter *waiters;
     struct sched_forward *forwards;
+    struct sched_step *steps;         /* srun steps streaming to their CLI (sched_steps.c) */
+    struct sched_step_seq *step_seqs; /* per running job: the last step number given */
     int open_handles;
     bool stopping;
     void (*stopped)(void *data);
@@ -141,6 +144,29 @@ int sched_engine_reconcile(struct sched_ctx *s, struct sched_node *n, const Gs__
 void sched_engine_node_down(struct sched_ctx *s, struct sched_node *n);
 /* The MASTER_ADDR of a node: the address its worker registered, else its name. */
 const char *sched_node_address(const struct sched_node *n);
+
+/* sched_steps.c: srun inside a running job (job steps), relayed between srun and workers */
+struct sched_step;
+struct sched_step_seq;
+/* A StepLaunchRequest: checks, lays out and launches the step; the connection then streams. */
+void sched_steps_launch(struct sched_cli *c, uint64_t request_id, const Gs__StepLaunchRequest *req);
+/* A frame on a connection that streams a step (c->step set): StepSignal, else ignored. */
+void sched_steps_cli_message(struct sched_cli *c, const Gs__Envelope *env);
+/* srun's connection closed (from on_cli_close, before the record is freed). */
+void sched_steps_cli_gone(struct sched_cli *c);
+/* From workers: a TaskExit with step >= 1 (acknowledged here), a StepOutput. */
+void sched_steps_task_exit(struct sched_ctx *s, struct sched_node *n, const Gs__TaskExit *ex);
+void sched_steps_output(struct sched_ctx *s, struct sched_node *n, const Gs__StepOutput *out);
+/* A LaunchTasksReply: true when it answers a step's launch (then it is handled here). */
+bool sched_steps_launch_reply(struct sched_ctx *s, struct sched_node *n, uint64_t request_id);
+/* Whether job_id has a live step number step (TaskRef.step), e.g. for reconciliation. */
+bool sched_steps_known(struct sched_ctx *s, uint64_t job_id, uint32_t step);
+/* The job ended, however: its sruns are told and closed (called by sched_engine.c). */
+void sched_steps_job_ended(struct sched_ctx *s, uint64_t job_id);
+/* Node n's worker went away: its step tasks count as exited with a failure. */
+void sched_steps_node_gone(struct sched_ctx *s, struct sched_node *n);
+/* Frees what is left at shutdown (called where sched_ctx is freed). */
+void sched_steps_free(struct sched_ctx *s);
 
 /* sched_slurm.c */
 /* The job's partition: the one it names, else the default; NULL when it names none known. */
@@ -212,7 +238,7 @@ int sched_expand_ids(struct sched_ctx *s, const uint64_t *ids, size_t n, uint64_
                      size_t *ret_n);
 /* The cluster's partitions (sbatch -p, sinfo). */
 void sched_query_partitions(struct sched_cli *c, uint64_t request_id);
-/* A job changed state: answers the waits it completes. */
+/* A job changed state: answers the waits it completes, ends its steps unless it runs. */
 void sched_query_job_changed(struct sched_ctx *s, const struct sched_job *job);
 /* A worker answered a forwarded request (LogsReply or ErrorReply); false if not ours. */
 bool sched_query_worker_reply(struct sched_ctx *s, struct gs_proto_conn *worker,
@@ -231,5 +257,29 @@ int sched_alloc_msg_build(struct sched_ctx *s, const struct sched_job *job,
 void sched_alloc_msg_release(struct sched_alloc_msg *m);
 /* JobState of a job (for the wire). */
 Gs__JobState sched_job_wire_state(const struct sched_job *job);
+
+/* Messages to workers that a job's launch (sched_engine.c) and its steps' share. */
+/* sig and env (which carries it) for job_id's tasks; the caller sets step or all_steps. */
+void sched_signal_tasks_msg(Gs__SignalTasks *sig, Gs__Envelope *env, uint64_t job_id,
+                            uint32_t signum, Gs__EndReason why, const char *reason);
+/*
+ * The job's part of a LaunchTasks (id, name, attempt, who, master port, cluster, array,
+ * grace), user and limits initialised and linked, borrowing from job; the caller adds the
+ * allocation, world size, master address, run, environment, time limit and step.
+ */
+void sched_launch_msg_job(struct sched_ctx *s, const struct sched_job *job, Gs__LaunchTasks *lt,
+                          Gs__UserIdentity *user, Gs__TaskLimits *limits);
+/* The TaskRef an exit is acknowledged by; the TaskExitAck for it, through n's connection. */
+void sched_task_ref_of(const Gs__TaskExit *ex, Gs__TaskRef *ref);
+void sched_send_exit_ack(struct sched_node *n, Gs__TaskRef *ref);
+/*
+ * A node's ntasks tasks into tasks/ptrs (ntasks each), linked into lt: consecutive ranks
+ * from na's first_rank; gpus_per_task GPUs each in order (0: every task sees all of the
+ * node's, as torchrun's ranks do); cpus_per_task cores each in order (0: the node's cores
+ * split evenly, unbound when there are fewer than tasks).
+ */
+void sched_node_tasks(const Gs__NodeAllocation *na, uint32_t ntasks, uint32_t cpus_per_task,
+                      uint32_t gpus_per_task, Gs__TaskAssignment *tasks, Gs__TaskAssignment **ptrs,
+                      Gs__LaunchTasks *lt);
 
 #endif

@@ -299,10 +299,17 @@ static void on_worker_message(struct gs_proto_conn *conn, const Gs__Envelope *en
         wc->node->last_heartbeat_wall = gs_clock_wall_ms();
         break;
     case GS__ENVELOPE__BODY_TASK_EXIT:
-        sched_engine_task_exit(wc->s, wc->node, env->task_exit);
+        if (env->task_exit->step >= 1) /* an srun step's: relayed, not stored */
+            sched_steps_task_exit(wc->s, wc->node, env->task_exit);
+        else
+            sched_engine_task_exit(wc->s, wc->node, env->task_exit);
+        break;
+    case GS__ENVELOPE__BODY_STEP_OUTPUT:
+        sched_steps_output(wc->s, wc->node, env->step_output);
         break;
     case GS__ENVELOPE__BODY_LAUNCH_TASKS_REPLY:
-        sched_engine_launch_reply(wc->s, wc->node, env->launch_tasks_reply);
+        if (!sched_steps_launch_reply(wc->s, wc->node, env->request_id))
+            sched_engine_launch_reply(wc->s, wc->node, env->launch_tasks_reply);
         break;
     case GS__ENVELOPE__BODY_LOGS_REPLY:
     case GS__ENVELOPE__BODY_ERROR:
