@@ -11,6 +11,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/signals.h"
+
 void cli_args_init(struct cli_args *a, int argc, char **argv)
 {
     memset(a, 0, sizeof(*a));
@@ -100,98 +102,17 @@ int cli_parse_job_id(const char *text, uint64_t *ret_id)
     return 0;
 }
 
-static const struct {
-    const char *name;
-    int number;
-} signals[] = {
-    {"HUP", SIGHUP},   {"INT", SIGINT},       {"QUIT", SIGQUIT}, {"ILL", SIGILL},
-    {"TRAP", SIGTRAP}, {"ABRT", SIGABRT},     {"BUS", SIGBUS},   {"FPE", SIGFPE},
-    {"KILL", SIGKILL}, {"USR1", SIGUSR1},     {"SEGV", SIGSEGV}, {"USR2", SIGUSR2},
-    {"PIPE", SIGPIPE}, {"ALRM", SIGALRM},     {"TERM", SIGTERM}, {"CHLD", SIGCHLD},
-    {"CONT", SIGCONT}, {"STOP", SIGSTOP},     {"TSTP", SIGTSTP}, {"TTIN", SIGTTIN},
-    {"TTOU", SIGTTOU}, {"URG", SIGURG},       {"XCPU", SIGXCPU}, {"XFSZ", SIGXFSZ},
-    {"PROF", SIGPROF}, {"VTALRM", SIGVTALRM}, {"SYS", SIGSYS},   {"WINCH", SIGWINCH},
-};
-
-/* Linux numbers signals 1..64 (the real-time ones included); the tasks run on Linux too. */
-#define MAX_SIGNAL 64
-
 int cli_parse_signal(const char *text, uint32_t *ret_signal)
 {
-    const char *name = strncasecmp(text, "SIG", 3) == 0 ? text + 3 : text;
-    uint64_t n;
+    int n;
 
-    if (cli_parse_u64(text, &n) == 0) {
-        if (n < 1 || n > MAX_SIGNAL)
-            return -EINVAL;
-        *ret_signal = (uint32_t)n;
-        return 0;
-    }
-    for (size_t i = 0; i < sizeof(signals) / sizeof(signals[0]); i++) {
-        if (strcasecmp(name, signals[i].name) == 0) {
-            *ret_signal = (uint32_t)signals[i].number;
-            return 0;
-        }
-    }
-    return -EINVAL;
+    if (gs_signal_parse(text, strlen(text), &n) < 0)
+        return -EINVAL;
+    *ret_signal = (uint32_t)n;
+    return 0;
 }
 
 const char *cli_signal_name(uint32_t signal)
 {
-    for (size_t i = 0; i < sizeof(signals) / sizeof(signals[0]); i++) {
-        if ((uint32_t)signals[i].number == signal)
-            return signals[i].name;
-    }
-    return NULL;
-}
-
-/* Drops the last component of the path being built after base ("/a/b" -> "/a"). */
-static void drop_component(struct gs_buf *out, size_t base)
-{
-    size_t len = out->len;
-
-    while (len > base && out->data[len - 1] != '/')
-        len--;
-    if (len > base)
-        len--; /* the slash before it */
-    gs_buf_truncate(out, len);
-}
-
-/* Appends path's components to the path being built after base, resolving . and .. */
-static int append_components(struct gs_buf *out, size_t base, const char *path)
-{
-    const char *p = path;
-    int rc = 0;
-
-    while (rc == 0 && *p != '\0') {
-        size_t len = strcspn(p, "/");
-
-        if (len == 2 && p[0] == '.' && p[1] == '.')
-            drop_component(out, base);
-        else if (len > 0 && !(len == 1 && p[0] == '.'))
-            rc = gs_buf_putc(out, '/') < 0 ? -ENOMEM : gs_buf_append(out, p, len);
-        p += len;
-        while (*p == '/')
-            p++;
-    }
-    return rc;
-}
-
-int cli_path_absolute(const char *cwd, const char *path, struct gs_buf *out)
-{
-    size_t base = out->len;
-    int rc = 0;
-
-    if (path[0] != '/') {
-        if (cwd == NULL || cwd[0] != '/')
-            return -EINVAL;
-        rc = append_components(out, base, cwd);
-    }
-    if (rc == 0)
-        rc = append_components(out, base, path);
-    if (rc == 0 && out->len == base)
-        rc = gs_buf_putc(out, '/');
-    if (rc < 0)
-        gs_buf_truncate(out, base);
-    return rc;
+    return signal <= GS_SIGNAL_MAX ? gs_signal_name((int)signal) : NULL;
 }

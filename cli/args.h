@@ -54,11 +54,4 @@ int cli_parse_signal(const char *text, uint32_t *ret_signal);
 /* "TERM" for SIGTERM; NULL for a number without a name here. */
 const char *cli_signal_name(uint32_t signal);
 
-/*
- * Appends path made absolute against cwd (itself absolute), with "." and ".." and repeated
- * slashes resolved lexically (symbolic links are not followed: "a/../b" is "b").
- * Returns 0, -EINVAL when cwd is not absolute, or -ENOMEM.
- */
-int cli_path_absolute(const char *cwd, const char *path, struct gs_buf *out);
-
 #endif

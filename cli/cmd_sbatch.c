@@ -33,6 +33,7 @@
 #include "cli/wait.h"
 #include "common/error.h"
 #include "common/json.h"
+#include "common/path.h"
 #include "common/sbatch.h"
 #include "common/sbatch_spec.h"
 
@@ -348,7 +349,7 @@ static int submit(const struct sbatch_args *a, const struct where *w, const stru
     char path[256];
     int status = 1;
 
-    if (a->script != NULL && cli_path_absolute(w->cwd, a->script, &source) < 0)
+    if (a->script != NULL && gs_path_absolute(w->cwd, a->script, &source) < 0)
         goto out;
     if (send_spec(a, spec, source.data != NULL ? source.data : "", false, w->user, path,
                   sizeof(path), &reply) != 0)

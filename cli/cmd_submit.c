@@ -22,6 +22,7 @@
 #include "cli/wait.h"
 #include "common/error.h"
 #include "common/jobspec.h"
+#include "common/path.h"
 #include "common/toml.h"
 
 struct submit_args {
@@ -113,9 +114,9 @@ static int absolute_paths(struct gs_jobspec *spec, const char *file, struct gs_b
         fprintf(stderr, "gsched submit: current directory: %s\n", gs_strerror(rc));
         return rc;
     }
-    rc = cli_path_absolute(cwd, spec->workdir != NULL ? spec->workdir : ".", &workdir);
+    rc = gs_path_absolute(cwd, spec->workdir != NULL ? spec->workdir : ".", &workdir);
     if (rc == 0 && !is_stdin(file))
-        rc = cli_path_absolute(cwd, file, source);
+        rc = gs_path_absolute(cwd, file, source);
     if (rc == 0) {
         free(spec->workdir);
         spec->workdir = gs_buf_detach(&workdir, NULL);

@@ -16,6 +16,7 @@
 #include "cli/args.h"
 #include "common/error.h"
 #include "common/hostlist.h"
+#include "common/path.h"
 
 extern char **environ;
 
@@ -404,7 +405,7 @@ int cli_srun_request(struct cli_srun_args *a, struct cli_srun_owned *own)
         fprintf(stderr, "srun: error: cannot get the current directory: %s\n", strerror(-rc));
         return rc;
     }
-    if (cli_path_absolute(cwd, a->chdir != NULL ? a->chdir : ".", &own->workdir) < 0)
+    if (gs_path_absolute(cwd, a->chdir != NULL ? a->chdir : ".", &own->workdir) < 0)
         goto nomem;
     a->req.workdir = own->workdir.data;
     if (a->nodelist != NULL) {

@@ -22,6 +22,7 @@
 #include "common/hostlist.h"
 #include "common/sbatch_internal.h"
 #include "common/schema.h"
+#include "common/signals.h"
 #include "common/units.h"
 
 /* ---- small helpers ---- */
@@ -300,51 +301,6 @@ out:
 
 /* ---- --signal ---- */
 
-static const struct {
-    const char *name;
-    int signo;
-} signal_names[] = {
-    {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"ABRT", SIGABRT}, {"KILL", SIGKILL},
-    {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"PIPE", SIGPIPE}, {"ALRM", SIGALRM}, {"TERM", SIGTERM},
-    {"CONT", SIGCONT}, {"STOP", SIGSTOP}, {"TSTP", SIGTSTP}, {"URG", SIGURG},   {"XCPU", SIGXCPU},
-};
-
-const char *gs_sbatch_signal_name(int signo)
-{
-    for (size_t i = 0; i < sizeof(signal_names) / sizeof(signal_names[0]); i++)
-        if (signal_names[i].signo == signo)
-            return signal_names[i].name;
-    return NULL;
-}
-
-static int signal_number(const char *s, size_t len, int *ret)
-{
-    uint32_t n;
-    char num[16];
-
-    if (len > 0 && isdigit((unsigned char)s[0])) {
-        if (len >= sizeof(num))
-            return -EINVAL;
-        memcpy(num, s, len);
-        num[len] = '\0';
-        if (whole_u32(num, &n) < 0 || n < 1 || n > 64)
-            return -EINVAL;
-        *ret = (int)n;
-        return 0;
-    }
-    if (len > 3 && strncasecmp(s, "SIG", 3) == 0) {
-        s += 3;
-        len -= 3;
-    }
-    for (size_t i = 0; i < sizeof(signal_names) / sizeof(signal_names[0]); i++) {
-        if (strlen(signal_names[i].name) == len && strncasecmp(s, signal_names[i].name, len) == 0) {
-            *ret = signal_names[i].signo;
-            return 0;
-        }
-    }
-    return -EINVAL;
-}
-
 int gs_sbatch_parse_signal(const char *text, struct gs_sbatch_signal *ret, struct gs_error *err)
 {
     struct gs_sbatch_signal sig = {0, GS_SBATCH_SIGNAL_DEFAULT_S, false, false};
@@ -361,8 +317,8 @@ int gs_sbatch_parse_signal(const char *text, struct gs_sbatch_signal *ret, struc
         sig_start = colon + 1;
     }
     at = strchr(sig_start, '@');
-    if (signal_number(sig_start, at != NULL ? (size_t)(at - sig_start) : strlen(sig_start),
-                      &sig.signo) < 0)
+    if (gs_signal_parse(sig_start, at != NULL ? (size_t)(at - sig_start) : strlen(sig_start),
+                        &sig.signo) < 0)
         return gs_error_set(err, -EINVAL, 0, 0,
                             "unknown signal (a number 1-64 or a name such as USR1, SIGTERM)");
     if (at != NULL) {
@@ -1502,7 +1458,7 @@ static int kv_deps(struct gs_buf *out, int rc, const struct gs_sbatch_deps *d)
 
 static int kv_signal(struct gs_buf *out, int rc, const struct gs_sbatch_signal *s)
 {
-    const char *name = gs_sbatch_signal_name(s->signo);
+    const char *name = gs_signal_name(s->signo);
     char num[16];
 
     snprintf(num, sizeof(num), "%d", s->signo);

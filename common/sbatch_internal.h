@@ -11,16 +11,7 @@
 
 #include "common/buf.h"
 
-/* "USR1" for SIGUSR1: the name --signal takes and shows; NULL for a signal without one. */
-const char *gs_sbatch_signal_name(int signo);
-
 /* Appends ids (ascending) as runs, Slurm's way of writing them: "0-3,7,9-11". 0 or -ENOMEM. */
 int gs_sbatch_runs_text(struct gs_buf *out, const uint32_t *ids, size_t n);
-
-/*
- * Appends path made absolute against cwd, "." and ".." resolved lexically (as the shell's
- * cd does without -P). Returns 0 or -ENOMEM.
- */
-int gs_sbatch_path_absolute(const char *cwd, const char *path, struct gs_buf *out);
 
 #endif

@@ -13,7 +13,9 @@
 
 #include "common/hostlist.h"
 #include "common/json.h"
+#include "common/path.h"
 #include "common/sbatch_internal.h"
+#include "common/signals.h"
 #include "common/units.h"
 
 /* One writer for both formats: kv lines, or the members of one JSON object. */
@@ -117,7 +119,7 @@ static int deps_text(struct gs_buf *out, const struct gs_jobspec *spec)
 
 static int signal_text(struct gs_buf *out, const struct gs_jobspec *spec)
 {
-    const char *name = gs_sbatch_signal_name((int)spec->warn_signal);
+    const char *name = gs_signal_name((int)spec->warn_signal);
 
     if (spec->warn_signal == 0)
         return 0;
@@ -180,8 +182,8 @@ static int pattern_path(struct gs_buf *out, const char *pattern, const struct gs
         }
     }
     if (rc == 0)
-        rc = gs_sbatch_path_absolute(spec->workdir != NULL ? spec->workdir : "/",
-                                     filled.data != NULL ? filled.data : "", out);
+        rc = gs_path_absolute(spec->workdir != NULL ? spec->workdir : "/",
+                              filled.data != NULL ? filled.data : "", out);
     gs_buf_release(&filled);
     return rc;
 }

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/path.h"
 #include "common/sbatch_internal.h"
 #include "common/units.h"
 
@@ -378,44 +379,6 @@ static void map_mem(struct conv *c)
 
 /* ---- paths ---- */
 
-int gs_sbatch_path_absolute(const char *cwd, const char *path, struct gs_buf *out)
-{
-    struct gs_buf joined = GS_BUF_INIT;
-    const char *p;
-    int rc = path[0] == '/' ? gs_buf_append_str(&joined, path)
-                            : gs_buf_printf(&joined, "%s/%s", cwd, path);
-
-    if (rc < 0)
-        goto out;
-    gs_buf_reset(out);
-    for (p = joined.data; *p != '\0' && rc == 0;) {
-        size_t len;
-
-        while (*p == '/')
-            p++;
-        len = strcspn(p, "/");
-        if (len == 0 || (len == 1 && p[0] == '.')) {
-            /* nothing */
-        } else if (len == 2 && p[0] == '.' && p[1] == '.') {
-            size_t keep = out->len;
-
-            while (keep > 0 && out->data[keep - 1] != '/')
-                keep--;
-            gs_buf_truncate(out, keep > 0 ? keep - 1 : 0);
-        } else {
-            rc = gs_buf_putc(out, '/');
-            if (rc == 0)
-                rc = gs_buf_append(out, p, len);
-        }
-        p += len;
-    }
-    if (rc == 0 && out->len == 0)
-        rc = gs_buf_putc(out, '/');
-out:
-    gs_buf_release(&joined);
-    return rc;
-}
-
 static void map_paths(struct conv *c)
 {
     const struct gs_sbatch *sb = c->sb;
@@ -430,8 +393,7 @@ static void map_paths(struct conv *c)
     s->stdout_pattern = dup_or_fail(c, out);
     if (is_set(sb, GS_SBATCH_OPT_ERROR))
         s->stderr_pattern = dup_or_fail(c, sb->error);
-    if (gs_sbatch_path_absolute(c->env->cwd, is_set(sb, GS_SBATCH_OPT_CHDIR) ? sb->chdir : ".",
-                                &dir) < 0)
+    if (gs_path_absolute(c->env->cwd, is_set(sb, GS_SBATCH_OPT_CHDIR) ? sb->chdir : ".", &dir) < 0)
         c->rc = -ENOMEM;
     else
         s->workdir = gs_buf_detach(&dir, NULL);

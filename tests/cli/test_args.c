@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "cli/args.h"
+#include "common/path.h"
 
 static const struct cli_opt opts[] = {
     {"--json", NULL, false, 'j'},
@@ -120,7 +121,7 @@ static void absolute(const char *cwd, const char *path, const char *want)
 {
     struct gs_buf out = GS_BUF_INIT;
 
-    cr_assert_eq(cli_path_absolute(cwd, path, &out), 0, "%s + %s", cwd, path);
+    cr_assert_eq(gs_path_absolute(cwd, path, &out), 0, "%s + %s", cwd, path);
     cr_assert_str_eq(out.data, want, "%s + %s", cwd, path);
     gs_buf_release(&out);
 }
@@ -142,9 +143,9 @@ Test(cli_args, refuses_a_relative_cwd_and_leaves_the_buffer_as_it_was)
     struct gs_buf out = GS_BUF_INIT;
 
     cr_assert_eq(gs_buf_append_str(&out, "keep"), 0);
-    cr_assert_eq(cli_path_absolute("here", "job.toml", &out), -EINVAL);
+    cr_assert_eq(gs_path_absolute("here", "job.toml", &out), -EINVAL);
     cr_assert_str_eq(out.data, "keep");
-    cr_assert_eq(cli_path_absolute("/w", "a", &out), 0);
+    cr_assert_eq(gs_path_absolute("/w", "a", &out), 0);
     cr_assert_str_eq(out.data, "keep/w/a", "appends");
     gs_buf_release(&out);
 }

@@ -1,0 +1,60 @@
+/*
+ * path.c: paths made absolute without touching the file system (see path.h), for job
+ * files' and batch scripts' working directories and output files, which name places on
+ * the nodes that run them rather than where the CLI runs.
+ */
+#include "common/path.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* Drops the last component of the path being built after base ("/a/b" -> "/a"). */
+static void drop_component(struct gs_buf *out, size_t base)
+{
+    size_t len = out->len;
+
+    while (len > base && out->data[len - 1] != '/')
+        len--;
+    if (len > base)
+        len--; /* the slash before it */
+    gs_buf_truncate(out, len);
+}
+
+/* Appends path's components to the path being built after base, resolving . and .. */
+static int append_components(struct gs_buf *out, size_t base, const char *path)
+{
+    const char *p = path;
+    int rc = 0;
+
+    while (rc == 0 && *p != '\0') {
+        size_t len = strcspn(p, "/");
+
+        if (len == 2 && p[0] == '.' && p[1] == '.')
+            drop_component(out, base);
+        else if (len > 0 && !(len == 1 && p[0] == '.'))
+            rc = gs_buf_putc(out, '/') < 0 ? -ENOMEM : gs_buf_append(out, p, len);
+        p += len;
+        while (*p == '/')
+            p++;
+    }
+    return rc;
+}
+
+int gs_path_absolute(const char *cwd, const char *path, struct gs_buf *out)
+{
+    size_t base = out->len;
+    int rc = 0;
+
+    if (path[0] != '/') {
+        if (cwd == NULL || cwd[0] != '/')
+            return -EINVAL;
+        rc = append_components(out, base, cwd);
+    }
+    if (rc == 0)
+        rc = append_components(out, base, path);
+    if (rc == 0 && out->len == base)
+        rc = gs_buf_putc(out, '/');
+    if (rc < 0)
+        gs_buf_truncate(out, base);
+    return rc;
+}
