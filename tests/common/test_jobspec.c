@@ -259,3 +259,46 @@ Test(jobspec, placement_gpu_affinity)
     parse_fails("[placement]\ngpu_afinity = \"any\"\n[run]\ncommand = [\"true\"]\n",
                 "did you mean 'placement.gpu_affinity'");
 }
+
+/* sbatch's placeholders: %A/%a of arrays, %J of steps, %N the node's name, %n its index. */
+Test(jobspec, slurm_output_patterns_as_sbatch_writes_them)
+{
+    struct gs_pattern_vars v = {.job_id = 125,
+                                .rank = 0,
+                                .node = "node3",
+                                .job_name = "sweep",
+                                .user = "ada",
+                                .slurm = true,
+                                .array_job_id = 120,
+                                .array_task_id = 5,
+                                .node_rank = 1};
+
+    cr_assert_eq(gs_jobspec_expand_pattern("logs/%x_%A_%a.%j-%N-%n-%t.%u.%%", &v, &errors), 0);
+    cr_assert_str_eq(errors.data, "logs/sweep_120_5.125-node3-1-0.ada.%");
+    gs_buf_reset(&errors);
+    cr_assert_eq(gs_jobspec_expand_pattern("%4a-%3j", &v, &errors), 0);
+    cr_assert_str_eq(errors.data, "0005-125", "widths zero-pad as sbatch does");
+    gs_buf_reset(&errors);
+
+    /* Outside an array %A is the job id and %a Slurm's NO_VAL. */
+    v.array_job_id = 0;
+    cr_assert_eq(gs_jobspec_expand_pattern("%A_%a", &v, &errors), 0);
+    cr_assert_str_eq(errors.data, "125_4294967294");
+    gs_buf_reset(&errors);
+
+    /* %J is JOBID.STEP for srun steps (TaskRef.step s is Slurm's step s - 1). */
+    cr_assert_eq(gs_jobspec_expand_pattern("%J", &v, &errors), 0);
+    cr_assert_str_eq(errors.data, "125");
+    gs_buf_reset(&errors);
+    v.step = 3;
+    cr_assert_eq(gs_jobspec_expand_pattern("%J", &v, &errors), 0);
+    cr_assert_str_eq(errors.data, "125.2");
+    gs_buf_reset(&errors);
+
+    cr_assert_eq(gs_jobspec_expand_pattern("%q", &v, &errors), -EINVAL);
+    cr_assert_eq(gs_jobspec_expand_pattern("%4", &v, &errors), -EINVAL, "a width without a letter");
+    /* gsched's own patterns take no widths and no %A. */
+    v.slurm = false;
+    gs_buf_reset(&errors);
+    cr_assert_eq(gs_jobspec_expand_pattern("%A", &v, &errors), -EINVAL);
+}
