@@ -3,7 +3,7 @@
 # (gschedd and two workers with 4 synthetic GPUs each) in a temporary directory, submits
 # examples/hello.toml (2 nodes x 2 GPUs, one task per GPU), shows it queued and running,
 # waits for it, prints each task's output and the job's history, shows that a job file with
-# a mistake is refused, and stops the cluster.
+# a mistake is refused, runs examples/hello-slurm.sh through sbatch, and stops the cluster.
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
@@ -36,6 +36,15 @@ echo "--- gsched show $id"
 echo "--- a job file with a mistake is refused, the problem at its place:"
 printf 'name = "typo"\n[resources]\ngpu_per_node = 4\n[run]\ncommand = ["true"]\n' > typo.toml
 "$gsched" submit typo.toml || true
+echo "--- a Slurm batch script, unchanged: gsched sbatch examples/hello-slurm.sh"
+links="$tmp/slurm-bin" # what deploy/install-slurm-links.sh makes, for this demo only
+mkdir -p "$links"
+for cmd in srun scontrol; do ln -s "$gsched" "$links/$cmd"; done
+cp "$here/hello-slurm.sh" .
+sid=$(PATH="$links:$PATH" "$gsched" sbatch --parsable hello-slurm.sh)
+"$gsched" wait "$sid" >/dev/null
+cat "hello-slurm-$sid.out"
+"$gsched" sacct -j "$sid"
 echo "--- gsched queue --all"
 "$gsched" queue --all
 echo "--- gsched down"

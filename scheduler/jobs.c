@@ -72,15 +72,30 @@ static void job_free(struct sched_job *job)
     gs_jobspec_free(job->spec);
     sched_alloc_release(&job->alloc);
     free_tasks(job);
+    free(job->ran_on);
     for (size_t i = 0; i < job->nhistory; i++)
         free(job->history[i].detail);
     free(job->history);
     free(job);
 }
 
-/* The allocation goes back to the cluster and is forgotten. */
+/*
+ * The allocation goes back to the cluster; only its nodes are remembered, for the job's
+ * NodeList once it has ended (a batch job's nodes are more than its one task's).
+ */
 static void release_alloc(struct sched_job *job)
 {
+    uint32_t *ran_on = NULL;
+
+    if (job->alloc.nnodes > 0)
+        ran_on = malloc(job->alloc.nnodes * sizeof(*ran_on));
+    if (ran_on != NULL) { /* out of memory: the tasks' nodes stand in */
+        for (uint32_t i = 0; i < job->alloc.nnodes; i++)
+            ran_on[i] = job->alloc.nodes[i].node;
+        free(job->ran_on);
+        job->ran_on = ran_on;
+        job->nran_on = job->alloc.nnodes;
+    }
     if (job->cluster != NULL && job->alloc.nnodes > 0)
         sched_cluster_give_back(job->cluster, &job->alloc);
     sched_alloc_release(&job->alloc);

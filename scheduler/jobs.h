@@ -102,7 +102,9 @@ struct sched_job {
     uint32_t restarts;
     uint32_t attempt;
     struct sched_alloc alloc; /* while RUNNING */
-    uint32_t ntasks;          /* of the current attempt */
+    uint32_t *ran_on;         /* cluster nodes of the last allocation, once it went back */
+    uint32_t nran_on;
+    uint32_t ntasks; /* of the current attempt */
     uint32_t tasks_per_node;
     struct sched_task *tasks; /* ntasks entries, rank order */
     uint32_t tasks_ended;

@@ -75,9 +75,39 @@ static void fill_paths(struct sched_ctx *s, const struct sched_job *job, struct 
         in->info.stderr_path = in->stderr_path.data;
 }
 
+/* Where an ended job ran, from the nodes it held, with its tasks counted on each. */
+static int ran_on_nodes(struct sched_ctx *s, const struct sched_job *job, struct sched_alloc_msg *m)
+{
+    m->n = 0;
+    m->nodes = calloc(job->nran_on + 1, sizeof(*m->nodes));
+    m->ptrs = calloc(job->nran_on + 1, sizeof(*m->ptrs));
+    if (m->nodes == NULL || m->ptrs == NULL)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < job->nran_on; i++) {
+        uint32_t cn = job->ran_on[i];
+        Gs__NodeAllocation *na = &m->nodes[m->n];
+
+        if (cn >= s->nnodes)
+            continue;
+        gs__node_allocation__init(na);
+        na->node_name = s->nodes[cn]->name;
+        na->address = (char *)sched_node_address(s->nodes[cn]);
+        for (uint32_t r = 0; r < job->ntasks; r++) {
+            if (job->tasks[r].cluster_node != cn)
+                continue;
+            if (na->ntasks++ == 0)
+                na->first_rank = r;
+        }
+        m->ptrs[m->n++] = na;
+    }
+    return 0;
+}
+
 /* Where an ended job ran, from its tasks (which GPUs is no longer known). */
 static int ended_nodes(struct sched_ctx *s, const struct sched_job *job, struct sched_alloc_msg *m)
 {
+    if (job->nran_on > 0)
+        return ran_on_nodes(s, job, m);
     m->n = 0;
     m->nodes = calloc(job->ntasks + 1, sizeof(*m->nodes));
     m->ptrs = calloc(job->ntasks + 1, sizeof(*m->ptrs));
