@@ -7,19 +7,20 @@
  *     scancel -s USR1 42                # only deliver SIGUSR1 (CancelRequest.signal)
  *
  * Options: -u/--user, -n/--name (--jobname), -t/--state, -p/--partition, -A/--account,
- * -q/--qos, -s/--signal, --me, -v, and gsched's --socket. Silent on success, like scancel;
- * each failure is "scancel: error: ..." and the exit status is 1.
+ * -q/--qos, -s/--signal, -b/--batch (the signal goes to the batch shell alone, not to its
+ * srun steps; SIGKILL when no -s), --me, -v, and gsched's --socket. Silent on success, like
+ * scancel; each failure is "scancel: error: ..." and the exit status is 1.
  *
  * Plain job ids go to gschedd as they are (it matches an id against a job's own and its
  * array's, so "123" cancels every element of array 123). Element ids and filters are first
  * resolved against the queue here, and only the matching jobs' own ids are sent: an empty
- * selector would select every job. Not supported (yet): -b/--batch (needs a "batch only"
- * field in CancelRequest), -i/--interactive, -f/--full.
+ * selector would select every job. Not supported: -i/--interactive, -f/--full.
  */
 #include "cli/commands.h"
 
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -34,7 +35,7 @@ struct scancel_args {
     struct slurm_job_ref refs[SLURM_MAX_REFS];
     const char *socket_opt;
     uint32_t signal;
-    bool verbose;
+    bool verbose, batch;
     char me[64];
 };
 
@@ -51,7 +52,8 @@ static int add_ref(struct scancel_args *x, const char *text)
 
 static void usage(FILE *f)
 {
-    fputs("Usage: scancel [-s signal] [-u user] [-n name] [-t state] [-p partition] [-A account]\n"
+    fputs("Usage: scancel [-b] [-s signal] [-u user] [-n name] [-t state] [-p partition] [-A "
+          "account]\n"
           "               [-q qos] [--me] [-v] [--socket PATH] [job_id[_array_id]...]\n",
           f);
 }
@@ -113,6 +115,8 @@ static int parse_args(int argc, char **argv, struct scancel_args *x)
             x->verbose = true;
             break;
         case 'b':
+            x->batch = true;
+            break;
         case 'i':
             return slurm_error(CMD, "%s is not supported by gsched", argv[optind - 1]);
         case 'S':
@@ -192,7 +196,11 @@ int cli_cmd_scancel(int argc, char **argv)
     sel.job_ids = ids;
     sel.n_job_ids = n;
     cancel.selector = &sel;
+    /* -b without -s kills the batch shell, which ends the job the way its script would. */
+    if (x.batch && x.signal == 0)
+        x.signal = SIGKILL;
     cancel.signal = x.signal;
+    cancel.batch_only = x.batch;
     cancel.reason = "";
     env.body_case = GS__ENVELOPE__BODY_CANCEL_REQUEST;
     env.cancel_request = &cancel;

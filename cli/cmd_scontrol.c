@@ -243,10 +243,12 @@ static int put_job(const struct scontrol *sc, struct gs_buf *out, const Gs__JobI
         rc = slurm_job_tres(out, job);
     if (rc == 0)
         rc = next_line(sc, out);
-    /* A batch job's script path is not on the wire: its arguments are all there is. */
+    /* A batch job's Command= is its script's path, as Slurm prints it; --wrap has none. */
     if (rc == 0)
         rc = gs_buf_append_str(out, "Command=");
-    if (rc == 0 && run != NULL && !run->batch && run->n_argv > 0)
+    if (rc == 0 && run != NULL && run->batch && spec->source != NULL && spec->source[0] != '\0')
+        rc = gs_buf_append_str(out, spec->source);
+    else if (rc == 0 && run != NULL && !run->batch && run->n_argv > 0)
         rc = cli_argv_join(out, run->argv, run->n_argv);
     else if (rc == 0)
         rc = gs_buf_append_str(out, "(null)");

@@ -169,6 +169,7 @@ void cli_json_job_spec(struct gs_json *j, const Gs__JobSpec *s)
     gs_json_kv_string(j, "account", s->account);
     gs_json_kv_string(j, "qos", s->qos);
     gs_json_kv_string(j, "comment", s->comment);
+    gs_json_kv_string(j, "source", s->source);
     gs_json_kv_bool(j, "depends_any", s->depends_any);
     gs_json_kv_bool(j, "singleton", s->singleton);
     gs_json_key(j, "array");

@@ -482,6 +482,7 @@ void gs_jobspec_free(struct gs_jobspec *spec)
     free(spec->account);
     free(spec->qos);
     free(spec->comment);
+    free(spec->source);
     gs_schema_strv_free(spec->nodelist);
     gs_schema_strv_free(spec->exclude);
     free(spec->submit_dir);

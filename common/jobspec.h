@@ -103,6 +103,7 @@ struct gs_jobspec {
     uint64_t time_min_s;    /* recorded; 0: none */
     char *partition;        /* NULL: the cluster's default */
     char *account, *qos, *comment;
+    char *source;    /* the job file or batch script's path, as submitted; NULL unknown */
     char **nodelist; /* NULL-terminated node names the job must include, or NULL */
     size_t nnodelist;
     char **exclude; /* NULL-terminated node names it must not use, or NULL */

@@ -139,6 +139,7 @@ int gs_proto_jobspec_view_init(struct gs_proto_jobspec_view *v, const struct gs_
     v->spec.account = or_empty(spec->account);
     v->spec.qos = or_empty(spec->qos);
     v->spec.comment = or_empty(spec->comment);
+    v->spec.source = or_empty(spec->source);
     v->spec.depends_any = spec->depends_any;
     v->spec.singleton = spec->singleton;
     if (is_array(&spec->array)) {
@@ -306,6 +307,8 @@ static int copy_slurm(const Gs__JobSpec *pb, struct gs_jobspec *spec)
         rc = copy_opt(pb->qos, &spec->qos);
     if (rc == 0)
         rc = copy_opt(pb->comment, &spec->comment);
+    if (rc == 0)
+        rc = copy_opt(pb->source, &spec->source);
     if (rc == 0)
         rc = copy_opt(run->submit_dir, &spec->submit_dir);
     if (rc == 0)

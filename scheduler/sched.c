@@ -110,7 +110,7 @@ void sched_stop(struct sched_ctx *s, void (*stopped)(void *data), void *data)
             gs_proto_conn_close(s->nodes[i]->conn);
     }
     for (struct sched_cli *c = s->clis; c != NULL; c = c->next)
-        gs_proto_conn_close(c->conn);
+        sched_cli_close(c);
     if (s->journal != NULL) {
         sched_journal_close(s->journal); /* commits what is queued first */
         s->journal = NULL;

@@ -37,12 +37,27 @@ void sched_cli_unhold(struct sched_cli *c)
     cli_free_if_done(c);
 }
 
+int sched_cli_send(struct sched_cli *c, const Gs__Envelope *env)
+{
+    if (c->closed || c->conn == NULL)
+        return -ENOTCONN;
+    return gs_proto_conn_send(c->conn, env);
+}
+
+void sched_cli_close(struct sched_cli *c)
+{
+    if (!c->closed && c->conn != NULL)
+        gs_proto_conn_close(c->conn);
+}
+
 void sched_cli_reply(struct sched_cli *c, Gs__Envelope *env, bool held)
 {
-    if (!c->closed && c->conn != NULL) {
-        gs_proto_conn_send(c->conn, env);
-        gs_proto_conn_close(c->conn); /* one request per connection; the reply is flushed first */
-    }
+    /*
+     * One request per connection: the reply is flushed, then the connection closes. A peer
+     * that cannot take the reply has gone or is stuck; closing is all there is left to do.
+     */
+    (void)sched_cli_send(c, env);
+    sched_cli_close(c);
     if (held)
         sched_cli_unhold(c);
 }

@@ -191,6 +191,20 @@ static void signal_job(struct sched_ctx *s, const struct sched_job *job, uint32_
     }
 }
 
+/* A signal for the batch shell alone (scancel -b): it runs on the job's first node. */
+static void signal_batch(struct sched_ctx *s, const struct sched_job *job, uint32_t signum)
+{
+    struct sched_node *n = job->alloc.nnodes > 0 ? node_at(s, job->alloc.nodes[0].node) : NULL;
+    Gs__SignalTasks sig;
+    Gs__Envelope env;
+
+    sched_signal_tasks_msg(&sig, &env, job->id, signum, GS__END_REASON__END_REASON_NONE,
+                           "signal from scancel --batch");
+    sig.batch_only = true;
+    if (n != NULL)
+        sched_node_send(n, &env);
+}
+
 /* The NUMA node of core c on a node, -1 when its topology does not say. */
 static int core_numa(const Gs__NodeTopology *t, uint32_t c)
 {
@@ -946,6 +960,11 @@ void sched_engine_submit(struct sched_cli *c, uint64_t request_id, const Gs__Sub
         sched_cli_error(c, request_id, rc, err.msg, false);
         return;
     }
+    if (spec->source == NULL && req->source_file != NULL && req->source_file[0] != '\0') {
+        spec->source = strdup(req->source_file); /* kept for show and scontrol's Command= */
+        if (spec->source == NULL)
+            goto oom;
+    }
     rc = admit(s, spec, why, sizeof(why));
     if (rc < 0) {
         sched_cli_error(c, request_id, rc, why, false);
@@ -1395,8 +1414,15 @@ static int act(struct sched_ctx *s, struct sched_cli *c, Gs__Envelope__BodyCase 
             snprintf(msg, size, "job %llu is not running", (unsigned long long)job->id);
             return -EINVAL;
         }
-        signal_job(s, job, UINT32_MAX, cancel->signal, GS__END_REASON__END_REASON_NONE,
-                   "signal from gsched cancel");
+        if (cancel->batch_only && !job->spec->batch) {
+            snprintf(msg, size, "job %llu has no batch step", (unsigned long long)job->id);
+            return -EINVAL;
+        }
+        if (cancel->batch_only)
+            signal_batch(s, job, cancel->signal);
+        else
+            signal_job(s, job, UINT32_MAX, cancel->signal, GS__END_REASON__END_REASON_NONE,
+                       "signal from gsched cancel");
         snprintf(msg, size, "signal %u sent", cancel->signal);
         return 0;
     }

@@ -121,6 +121,14 @@ void sched_on_cli_connection(uv_stream_t *server, int status);
 void sched_cli_hold(struct sched_cli *c);
 /* Sends env (when the peer is still there) and closes the connection; lets go of a hold. */
 void sched_cli_reply(struct sched_cli *c, Gs__Envelope *env, bool held);
+/*
+ * Queues env to the CLI peer: 0, or < 0 when the peer is gone or does not keep up. Every
+ * frame to a CLI goes through here and sched_cli_close, never through c->conn directly, so
+ * that a peer reached some other way than its own connection is served the same.
+ */
+int sched_cli_send(struct sched_cli *c, const Gs__Envelope *env);
+/* Ends the peer's session once what is queued has been flushed; nothing if already gone. */
+void sched_cli_close(struct sched_cli *c);
 void sched_cli_error(struct sched_cli *c, uint64_t request_id, int code, const char *msg,
                      bool held);
 void sched_cli_unhold(struct sched_cli *c);

@@ -137,9 +137,9 @@ static void to_srun(struct sched_step *st, const Gs__Envelope *env)
 {
     int rc;
 
-    if (st->cli == NULL || st->cli->closed || st->cli->conn == NULL)
+    if (st->cli == NULL)
         return;
-    rc = gs_proto_conn_send(st->cli->conn, env);
+    rc = sched_cli_send(st->cli, env);
     if (rc < 0 && !st->send_failed) {
         st->send_failed = true;
         GS_LOG(GS_LOG_WARN, "job=%" PRIu64 " step=%u rc=%d srun does not keep up; output dropped",
@@ -152,8 +152,8 @@ static void step_finish(struct sched_ctx *s, struct sched_step *st)
 {
     struct sched_cli *c = st->cli;
 
-    if (c != NULL && !c->closed && c->conn != NULL)
-        gs_proto_conn_close(c->conn); /* what is queued is flushed first */
+    if (c != NULL)
+        sched_cli_close(c); /* what is queued is flushed first */
     GS_LOG(GS_LOG_INFO, "job=%" PRIu64 " step=%u exited=%u/%u step ended", st->job_id, st->step - 1,
            st->nexited, st->ntasks);
     step_free(s, st);
@@ -481,7 +481,7 @@ static void send_reply(struct sched_cli *c, uint64_t request_id, const struct sc
     env.request_id = request_id;
     env.body_case = GS__ENVELOPE__BODY_STEP_LAUNCH_REPLY;
     env.step_launch_reply = &reply;
-    gs_proto_conn_send(c->conn, &env);
+    sched_cli_send(c, &env);
     free(names);
     free(tpn);
 }

@@ -366,7 +366,8 @@ static void record_action(struct fake *f, const Gs__Envelope *in, const Gs__JobS
     if (sel != NULL && (sel->user[0] != '\0' || sel->name[0] != '\0' || sel->n_states > 0))
         fprintf(rec, " user=%s name=%s states=%zu", sel->user, sel->name, sel->n_states);
     if (in->body_case == GS__ENVELOPE__BODY_CANCEL_REQUEST)
-        fprintf(rec, " signal=%u", in->cancel_request->signal);
+        fprintf(rec, " signal=%u%s", in->cancel_request->signal,
+                in->cancel_request->batch_only ? " batch" : "");
     if (in->body_case == GS__ENVELOPE__BODY_REQUEUE_REQUEST)
         fprintf(rec, " hold=%d", in->requeue_request->hold ? 1 : 0);
     fputc('\n', rec);

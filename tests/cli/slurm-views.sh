@@ -184,6 +184,10 @@ same ""
 [ "$(last_record)" = "cancel ids=42,53,55 signal=10" ] || fail "scancel sent: $(last_record)"
 run 0 scancel --signal=TERM 50_1
 [ "$(last_record)" = "cancel ids=51 signal=15" ] || fail "scancel element: $(last_record)"
+run 0 scancel -b 42
+[ "$(last_record)" = "cancel ids=42 signal=9 batch" ] || fail "scancel -b: $(last_record)"
+run 0 scancel --batch -s USR1 42
+[ "$(last_record)" = "cancel ids=42 signal=10 batch" ] || fail "scancel --batch -s: $(last_record)"
 run 0 scancel -u alice -t PD
 [ "$(last_record)" = "cancel ids=51,52,53,55,54 signal=0" ] || fail "scancel -u -t: $(last_record)"
 lines=$(wc -l < "$dir/record")
@@ -197,8 +201,8 @@ run 1 scancel
 has "$err" "scancel: error: No job identification provided"
 run 1 scancel -s NOPE 42
 has "$err" "scancel: error: Invalid job signal: NOPE"
-run 1 scancel --batch 42
-has "$err" "--batch is not supported"
+run 1 scancel --interactive 42
+has "$err" "--interactive is not supported"
 run 1 scancel 42x
 has "$err" "scancel: error: Invalid job id 42x"
 

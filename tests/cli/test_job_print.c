@@ -366,18 +366,20 @@ Test(job_json, job_info_from_show_carries_the_spec_and_absent_parts_are_null)
     s = json_of(write_info, &job);
     cr_assert(strstr(s, "\"user\":null,\"state\":\"UNSPECIFIED\"") != NULL, "%s", s);
     cr_assert(strstr(s, "\"resources\":null,") != NULL, "%s", s);
-    cr_assert(strstr(s, "\"spec\":{\"name\":\"train\",\"user\":null,\"priority\":0,"
-                        "\"hold\":false,\"depends_on\":[{\"type\":\"AFTEROK\",\"job_id\":41}],"
-                        "\"resources\":null,\"run\":{\"argv\":[\"python3\",\"train.py\"],"
-                        "\"script\":\"\",\"tasks_per_node\":0,\"tasks_per_gpu\":false,"
-                        "\"workdir\":\"/home/alice\",\"stdout_pattern\":\"\","
-                        "\"stderr_pattern\":\"\",\"batch\":false,\"slurm\":false,"
-                        "\"submit_dir\":\"\",\"submit_host\":\"\",\"warn_signal\":0,"
-                        "\"warn_before_s\":0,\"warn_batch_only\":false,"
-                        "\"env\":{\"OMP_NUM_THREADS\":\"4\"}},"
-                        "\"max_restarts\":0,\"account\":\"\",\"qos\":\"\",\"comment\":\"\","
-                        "\"depends_any\":false,\"singleton\":false,\"array\":null}}") != NULL,
-              "%s", s);
+    cr_assert(
+        strstr(s, "\"spec\":{\"name\":\"train\",\"user\":null,\"priority\":0,"
+                  "\"hold\":false,\"depends_on\":[{\"type\":\"AFTEROK\",\"job_id\":41}],"
+                  "\"resources\":null,\"run\":{\"argv\":[\"python3\",\"train.py\"],"
+                  "\"script\":\"\",\"tasks_per_node\":0,\"tasks_per_gpu\":false,"
+                  "\"workdir\":\"/home/alice\",\"stdout_pattern\":\"\","
+                  "\"stderr_pattern\":\"\",\"batch\":false,\"slurm\":false,"
+                  "\"submit_dir\":\"\",\"submit_host\":\"\",\"warn_signal\":0,"
+                  "\"warn_before_s\":0,\"warn_batch_only\":false,"
+                  "\"env\":{\"OMP_NUM_THREADS\":\"4\"}},"
+                  "\"max_restarts\":0,\"account\":\"\",\"qos\":\"\",\"comment\":\"\","
+                  "\"source\":\"\",\"depends_any\":false,\"singleton\":false,\"array\":null}}") !=
+            NULL,
+        "%s", s);
     free(s);
 }
 

@@ -136,6 +136,28 @@ scancel "$id" || fail "scancel $id failed"
 wait_end "$id" 30 || true
 [ "$(job_state "$id")" = CANCELLED ] || fail "scancel: $(jq "$id" 'j')"
 
+# --- scancel -b: the batch shell gets the signal, its srun step does not -------------------------
+cat > "$work/batch-sig.sh" << 'EOF'
+#!/bin/bash
+#SBATCH -J batch-sig -N 1 -o batch-sig.out
+trap 'echo BATCH_USR1 >> sig.marks' USR1
+srun sh -c 'trap "echo STEP_USR1 >> sig.marks" USR1; echo STEP_READY >> sig.marks
+  while [ ! -e sig.gate ]; do sleep 0.1; done' &
+while [ ! -e sig.gate ]; do sleep 0.1; done
+wait
+echo BATCH_DONE >> sig.marks
+EOF
+id=$(sbatch --parsable "$work/batch-sig.sh") || fail "sbatch batch-sig.sh"
+wait_for "the srun step of batch-sig" 30 grep -q STEP_READY "$work/sig.marks"
+scancel -b -s USR1 "$id" || fail "scancel -b -s USR1 $id failed"
+wait_for "the batch shell's trap" 30 grep -q BATCH_USR1 "$work/sig.marks"
+touch "$work/sig.gate"
+completed "$id" batch-sig "$work/batch-sig.out"
+has "$work/sig.marks" '^BATCH_DONE$'
+[ "$(count "$work/sig.marks" '^STEP_USR1$')" = 0 ] || fail "scancel -b reached the step: $(cat "$work/sig.marks")"
+scontrol show job "$id" > "$tmp/scontrol.out" 2>&1 || fail "scontrol show job: $(cat "$tmp/scontrol.out")"
+has "$tmp/scontrol.out" "Command=$work/batch-sig.sh\$"
+
 # --- a bad directive submits nothing ---------------------------------------------------------------
 before=$(queue_count)
 printf '#!/bin/sh\n#SBATCH --nodse=2\necho hi\n' > "$work/typo.sh"
