@@ -103,6 +103,19 @@ int gs_schema_uint(struct gs_schema_ctx *c, const struct gs_toml_value *v, const
     return -EINVAL;
 }
 
+int gs_schema_double(struct gs_schema_ctx *c, const struct gs_toml_value *v, const char *path,
+                     double min, double max, double *out)
+{
+    double x = 0;
+
+    if (gs_toml_as_float(v, &x) == 0 && x >= min && x <= max) { /* NaN fails both */
+        *out = x;
+        return 0;
+    }
+    GS_SCHEMA_REPORT_AT(c, v, "%s must be a number from %g to %g", path, min, max);
+    return -EINVAL;
+}
+
 int gs_schema_bool(struct gs_schema_ctx *c, const struct gs_toml_value *v, const char *path,
                    bool *out)
 {
@@ -333,7 +346,15 @@ void gs_schema_read_section(struct gs_schema_ctx *c, const struct gs_toml_value 
 
         if (k == NULL)
             report_unknown(c, table, i, name);
-        else
+        else {
+            const struct gs_schema_key *outer = c->key; /* a section inside a section */
+            const char *outer_section = c->section;
+
+            c->key = k;
+            c->section = name;
             k->read(c, gs_toml_at(table, i));
+            c->key = outer;
+            c->section = outer_section;
+        }
     }
 }

@@ -39,6 +39,9 @@ struct gs_schema_ctx {
     const struct gs_schema_section *sections;
     size_t nsections;
     void *target; /* what the key readers fill */
+    /* While a reader runs: its key and section, for readers shared by several keys. */
+    const struct gs_schema_key *key;
+    const char *section;
     int nerrors;
     bool enomem;
 };
@@ -69,6 +72,9 @@ int gs_schema_string(struct gs_schema_ctx *c, const struct gs_toml_value *v, con
                      char **out); /* replaces (frees) a previous *out */
 int gs_schema_uint(struct gs_schema_ctx *c, const struct gs_toml_value *v, const char *path,
                    int64_t min, int64_t max, uint32_t *out);
+/* A float (or an integer) in [min, max]; NaN never is. */
+int gs_schema_double(struct gs_schema_ctx *c, const struct gs_toml_value *v, const char *path,
+                     double min, double max, double *out);
 int gs_schema_bool(struct gs_schema_ctx *c, const struct gs_toml_value *v, const char *path,
                    bool *out);
 /*

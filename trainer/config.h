@@ -1,0 +1,95 @@
+/*
+ * config.h: gsched-train's settings, from a TOML file (examples/train-small.toml) and then
+ * `--section.key=value` overrides from the command line, each checked the same way: an
+ * unknown key, a value of the wrong type or out of range, or settings that contradict each
+ * other are errors naming FILE:LINE:COL (or the option), and nothing is trained.
+ *
+ * Every key and its default is in docs/trainer.md. Strings are owned by the config and
+ * freed by trn_config_release(); the struct itself is the caller's.
+ */
+#ifndef TRN_CONFIG_H
+#define TRN_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+
+enum trn_precision {
+    TRN_PRECISION_FP32 = 0,
+    TRN_PRECISION_BF16,
+    TRN_PRECISION_FP16,
+};
+
+struct trn_config {
+    /* top level */
+    enum trn_precision precision;
+    uint64_t seed;    /* weights init and dropout-free sampling */
+    uint32_t threads; /* 0: every core */
+    char *out_dir;    /* metrics, plot, checkpoints unless given elsewhere; default "." */
+
+    /* [model] */
+    uint32_t layers, heads, channels, context, vocab; /* vocab as the data has it */
+
+    /* [data] */
+    char *data_dir; /* a `gsched shard build` dataset */
+    uint64_t data_seed;
+    uint32_t prefetch;
+
+    /* [batch] */
+    uint64_t global_tokens; /* per optimizer step, over every rank and micro-step */
+    uint32_t micro;         /* sequences per micro-batch; 0: "auto" */
+    uint64_t memory_mib;    /* budget for "auto" */
+
+    /* [optim] */
+    double lr, min_lr, weight_decay, beta1, beta2, eps, grad_clip; /* grad_clip 0: off */
+    uint32_t warmup_steps, steps;
+
+    /* [loss_scale] (fp16) */
+    double scale_init, scale_growth, scale_backoff;
+    uint32_t scale_interval;
+
+    /* [eval] */
+    uint32_t eval_every, eval_batches; /* every 0: never */
+
+    /* [checkpoint] */
+    char *ckpt_dir; /* NULL: out_dir/checkpoints */
+    uint32_t ckpt_every, ckpt_keep;
+    char *resume; /* "auto" (the newest in ckpt_dir, if any), "none", or a file */
+
+    /* [metrics] */
+    char *metrics_file, *plot_file; /* NULL: out_dir/metrics.jsonl, out_dir/loss.svg */
+    double peak_flops;              /* for MFU; 0: not reported */
+    uint32_t log_every;
+};
+
+/* The defaults (docs/trainer.md), without strings that need allocating. */
+void trn_config_defaults(struct trn_config *cfg);
+void trn_config_release(struct trn_config *cfg);
+
+/*
+ * Reads a TOML document over cfg (whose defaults the caller set). filename names the place
+ * in errors. Returns 0, -EINVAL with one "FILE:LINE:COL: ..." line per problem appended to
+ * errors, or -ENOMEM / -errno for a file that cannot be read (trn_config_load).
+ */
+int trn_config_parse(struct trn_config *cfg, const char *text, size_t len, const char *filename,
+                     struct gs_buf *errors);
+int trn_config_load(struct trn_config *cfg, const char *path, struct gs_buf *errors);
+
+/*
+ * One command-line override, "section.key=value" (or "key=value" at the top level): value is
+ * read as a TOML value, or as a string when it is not one (--data.dir=shards). Errors name
+ * the option.
+ */
+int trn_config_override(struct trn_config *cfg, const char *assignment, struct gs_buf *errors);
+
+/*
+ * Checks what single keys cannot: heads divide channels, a micro-batch's tokens divide the
+ * global batch, min_lr <= lr, warmup <= steps... Returns 0 or -EINVAL with lines in errors.
+ */
+int trn_config_check(const struct trn_config *cfg, struct gs_buf *errors);
+
+const char *trn_precision_name(enum trn_precision p);
+
+#endif
