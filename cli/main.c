@@ -41,6 +41,9 @@ static const char usage_text[] =
     "  down [--state DIR]        stop that local cluster, keeping its jobs and logs\n"
     "  place --topology FILE.xml --gpus K [--busy LIST] [--affinity A] [--json]\n"
     "                            which GPUs of that node a K-GPU job gets, as gschedd picks\n"
+    "  shard build --out DIR [--shard-tokens N] [--val-tokens N | --val-fraction F]\n"
+    "        [--raw u8|u16|u32 --vocab V] FILE... / shard check DIR / shard info DIR [--json]\n"
+    "                            a training dataset: build shards, verify them, list them\n"
     "  scontrol show hostnames [LIST]\n"
     "                            a Slurm hostlist (default $SLURM_JOB_NODELIST), one per line\n"
     "  scontrol [-o] show job|partition|node [X] / hold|release|requeue|requeuehold IDS\n"
@@ -66,7 +69,7 @@ static const struct command commands[] = {
     {"queue", cli_cmd_queue}, {"show", cli_cmd_show},       {"cancel", cli_cmd_cancel},
     {"hold", cli_cmd_hold},   {"release", cli_cmd_release}, {"wait", cli_cmd_wait},
     {"logs", cli_cmd_logs},   {"up", cli_cmd_up},           {"down", cli_cmd_down},
-    {"place", cli_cmd_place},
+    {"place", cli_cmd_place}, {"shard", cli_cmd_shard},
 };
 
 int cli_usage_error(const char *cmd, const char *fmt, ...)

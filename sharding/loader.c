@@ -1,0 +1,457 @@
+/*
+ * loader.c: the prefetching batch loader (semantics in loader.h).
+ *
+ * Two threads share a loader: the consumer (shard_loader_next) and one reader thread that
+ * fills ring slots in step order. Under the mutex they share only the counters below and the
+ * error; a slot's contents belong to the reader from when it is free until it is counted in
+ * `produced`, then to the consumer until it is counted in `released`. The reader owns the
+ * step position, the epoch's permutation and its window buffer outright.
+ *
+ *     released <= delivered <= produced <= released + nslots
+ *
+ * The consumer holds at most one slot (delivered - released <= 1), freed when it asks for
+ * the next batch, so with nslots = 1 the reader only ever works while the consumer waits.
+ *
+ * The permutation: splitmix64 (Steele, Lea, Flood 2014) seeded with a mix of the seed and
+ * the epoch drives a Fisher-Yates shuffle of 0..n-1, with rejection sampling for an unbiased
+ * index. Its output depends on nothing but (seed, epoch, n), which is what makes the order
+ * independent of ranks and resumable: a loader recomputes it for any epoch it starts in.
+ */
+#include "sharding/loader.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+
+#define DEFAULT_PREFETCH 2
+
+struct slot {
+    int32_t *tokens; /* inputs then targets, rank_batch x T each */
+    struct shard_loader_batch batch;
+};
+
+struct shard_loader {
+    struct shard_loader_config cfg;
+    uint32_t world, rank_batch;
+
+    /* The split's shards in manifest order, with first_sample[i] the id of shard i's first
+     * sample (first_sample[nshards] = nsamples). Read-only after shard_loader_new. */
+    size_t nshards;
+    struct shard_file **shards;
+    uint64_t *first_sample;
+    uint64_t nsamples;
+
+    /* Reader thread only. */
+    uint64_t epoch, sample; /* the next step to fill */
+    uint64_t *order;        /* train: the permutation of order_epoch */
+    uint64_t order_epoch;
+    bool have_order;
+    int32_t *window; /* T + 1 tokens */
+
+    /* Shared, under mu. */
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    struct slot *slots;
+    uint32_t nslots;
+    uint64_t produced, delivered, released;
+    bool stop, reader_done;
+    int error;
+    struct gs_error reader_err;
+
+    /* Consumer only. */
+    bool thread_started, ended;
+    struct shard_loader_batch end_batch;
+    uint64_t wait_total_ns;
+};
+
+static uint64_t splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += UINT64_C(0x9E3779B97F4A7C15));
+
+    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [0, bound), bound >= 1: values below 2^64 mod bound are redrawn. */
+static uint64_t uniform(uint64_t *state, uint64_t bound)
+{
+    uint64_t threshold = (0 - bound) % bound;
+    uint64_t r;
+
+    do {
+        r = splitmix64(state);
+    } while (r < threshold);
+    return r % bound;
+}
+
+int shard_loader_permutation(uint64_t seed, uint64_t epoch, uint64_t n, uint64_t *order)
+{
+    uint64_t mix = seed, state;
+
+    /* Two rounds so that nearby (seed, epoch) pairs start far apart. */
+    state = splitmix64(&mix) ^ epoch;
+    state = splitmix64(&state);
+    for (uint64_t i = 0; i < n; i++)
+        order[i] = i;
+    for (uint64_t i = n; i > 1; i--) {
+        uint64_t j = uniform(&state, i), t = order[i - 1];
+
+        order[i - 1] = order[j];
+        order[j] = t;
+    }
+    return 0;
+}
+
+/* --- setup --- */
+
+static int check_config(const struct shard_loader_config *c, struct gs_error *err)
+{
+    uint32_t world = c->world == 0 ? 1 : c->world;
+
+    if (c->manifest == NULL)
+        return gs_error_set(err, -EINVAL, 0, 0, "loader: no dataset");
+    if (c->seq_len < 1)
+        return gs_error_set(err, -EINVAL, 0, 0, "loader: seq_len must be at least 1");
+    if (c->global_batch < 1)
+        return gs_error_set(err, -EINVAL, 0, 0, "loader: global_batch must be at least 1");
+    if (c->global_batch % world != 0)
+        return gs_error_set(err, -EINVAL, 0, 0,
+                            "loader: global_batch %" PRIu32 " does not divide by world %" PRIu32,
+                            c->global_batch, world);
+    if (c->rank >= world)
+        return gs_error_set(err, -EINVAL, 0, 0,
+                            "loader: rank %" PRIu32 " is not below world %" PRIu32, c->rank, world);
+    if ((c->alloc == NULL) != (c->release == NULL))
+        return gs_error_set(err, -EINVAL, 0, 0, "loader: give both alloc and release, or neither");
+    return 0;
+}
+
+/* Opens the split's shards and numbers their samples. */
+static int open_shards(struct shard_loader *l, struct gs_error *err)
+{
+    const struct shard_manifest *m = l->cfg.manifest;
+    uint64_t t = l->cfg.seq_len;
+    int rc;
+
+    l->shards = calloc(m->nshards + 1, sizeof(*l->shards));
+    l->first_sample = calloc(m->nshards + 1, sizeof(*l->first_sample));
+    if (l->shards == NULL || l->first_sample == NULL)
+        return gs_error_set(err, -ENOMEM, 0, 0, "loader: out of memory");
+    for (size_t i = 0; i < m->nshards; i++) {
+        const struct shard_manifest_shard *e = &m->shards[i];
+
+        if (e->split != l->cfg.split)
+            continue;
+        rc = shard_manifest_check_shard(m, i, 0, err);
+        if (rc == 0)
+            rc = shard_open(e->path, 0, &l->shards[l->nshards], err);
+        if (rc < 0)
+            return rc;
+        l->first_sample[l->nshards] = l->nsamples;
+        l->nsamples += e->tokens > t ? (e->tokens - 1) / t : 0;
+        l->nshards++;
+    }
+    l->first_sample[l->nshards] = l->nsamples;
+    if (l->nsamples == 0 ||
+        (l->cfg.split == SHARD_SPLIT_TRAIN && l->nsamples < l->cfg.global_batch))
+        return gs_error_set(err, -EINVAL, 0, 0,
+                            "loader: %s split of %s has %" PRIu64 " samples of %" PRIu32
+                            "+1 tokens, fewer than global_batch %" PRIu32,
+                            shard_split_name(l->cfg.split), m->dir, l->nsamples, l->cfg.seq_len,
+                            l->cfg.split == SHARD_SPLIT_TRAIN ? l->cfg.global_batch : 1);
+    return 0;
+}
+
+static void *default_alloc(size_t size, void *data)
+{
+    (void)data;
+    return malloc(size);
+}
+
+static void default_release(void *ptr, void *data)
+{
+    (void)data;
+    free(ptr);
+}
+
+static int alloc_slots(struct shard_loader *l, struct gs_error *err)
+{
+    size_t per = (size_t)l->rank_batch * l->cfg.seq_len;
+
+    l->slots = calloc(l->nslots, sizeof(*l->slots));
+    l->window = malloc(((size_t)l->cfg.seq_len + 1) * sizeof(*l->window));
+    if (l->slots == NULL || l->window == NULL)
+        return gs_error_set(err, -ENOMEM, 0, 0, "loader: out of memory");
+    if (l->cfg.split == SHARD_SPLIT_TRAIN) {
+        l->order = malloc(l->nsamples * sizeof(*l->order));
+        if (l->order == NULL)
+            return gs_error_set(err, -ENOMEM, 0, 0,
+                                "loader: out of memory for %" PRIu64 " samples' order",
+                                l->nsamples);
+    }
+    for (uint32_t i = 0; i < l->nslots; i++) {
+        l->slots[i].tokens = l->cfg.alloc(2 * per * sizeof(int32_t), l->cfg.alloc_data);
+        if (l->slots[i].tokens == NULL)
+            return gs_error_set(err, -ENOMEM, 0, 0, "loader: cannot allocate batch buffers");
+    }
+    return 0;
+}
+
+/* --- the reader --- */
+
+/* Global sample id g (of the split) into slot row j. */
+static int read_sample(struct shard_loader *l, uint64_t g, struct slot *s, uint32_t j,
+                       struct gs_error *err)
+{
+    size_t lo = 0, hi = l->nshards, t = l->cfg.seq_len;
+    int32_t *in = s->tokens + (size_t)j * t;
+    int32_t *tg = s->tokens + (size_t)l->rank_batch * t + (size_t)j * t;
+    int rc;
+
+    /* The shard whose sample range holds g: first_sample[lo] <= g < first_sample[lo + 1]. */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+
+        if (l->first_sample[mid] <= g)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    rc = shard_read(l->shards[lo], (g - l->first_sample[lo]) * t, t + 1, l->window, err);
+    if (rc < 0)
+        return rc;
+    memcpy(in, l->window, t * sizeof(*in));
+    memcpy(tg, l->window + 1, t * sizeof(*tg));
+    return 0;
+}
+
+static int fill_train(struct shard_loader *l, struct slot *s, struct gs_error *err)
+{
+    uint64_t gb = l->cfg.global_batch, base;
+    int rc;
+
+    if (l->sample + gb > l->nsamples) {
+        l->epoch++;
+        l->sample = 0;
+    }
+    if (!l->have_order || l->order_epoch != l->epoch) {
+        shard_loader_permutation(l->cfg.seed, l->epoch, l->nsamples, l->order);
+        l->order_epoch = l->epoch;
+        l->have_order = true;
+    }
+    s->batch = (struct shard_loader_batch){.samples = l->rank_batch,
+                                           .epoch = l->epoch,
+                                           .sample = l->sample,
+                                           .next_epoch = l->epoch,
+                                           .next_sample = l->sample + gb};
+    base = l->sample + (uint64_t)l->cfg.rank * l->rank_batch;
+    for (uint32_t j = 0; j < l->rank_batch; j++) {
+        rc = read_sample(l, l->order[base + j], s, j, err);
+        if (rc < 0)
+            return rc;
+    }
+    l->sample += gb;
+    if (l->sample + gb > l->nsamples) {
+        s->batch.next_epoch = l->epoch + 1;
+        s->batch.next_sample = 0;
+    }
+    return 0;
+}
+
+static int fill_val(struct shard_loader *l, struct slot *s, struct gs_error *err)
+{
+    uint64_t n = l->nsamples - l->sample, w = l->world, first, last;
+    int rc;
+
+    if (n > l->cfg.global_batch)
+        n = l->cfg.global_batch;
+    first = l->sample + l->cfg.rank * n / w;
+    last = l->sample + (l->cfg.rank + 1) * n / w;
+    s->batch = (struct shard_loader_batch){.samples = (uint32_t)(last - first),
+                                           .end = n == 0,
+                                           .epoch = l->epoch,
+                                           .sample = l->sample,
+                                           .next_epoch = l->epoch,
+                                           .next_sample = l->sample + n};
+    for (uint64_t g = first; g < last; g++) {
+        rc = read_sample(l, g, s, (uint32_t)(g - first), err);
+        if (rc < 0)
+            return rc;
+    }
+    l->sample += n;
+    return 0;
+}
+
+static void *reader_main(void *arg)
+{
+    struct shard_loader *l = arg;
+    struct gs_error err;
+    bool end = false;
+
+    pthread_mutex_lock(&l->mu);
+    while (!l->stop && !end) {
+        struct slot *s;
+        int rc;
+
+        if (l->produced - l->released >= l->nslots) {
+            pthread_cond_wait(&l->cond, &l->mu);
+            continue;
+        }
+        s = &l->slots[l->produced % l->nslots];
+        pthread_mutex_unlock(&l->mu);
+        gs_error_clear(&err);
+        rc = l->cfg.split == SHARD_SPLIT_TRAIN ? fill_train(l, s, &err) : fill_val(l, s, &err);
+        s->batch.inputs = s->tokens;
+        s->batch.targets = s->tokens + (size_t)l->rank_batch * l->cfg.seq_len;
+        pthread_mutex_lock(&l->mu);
+        if (rc < 0) {
+            l->error = rc;
+            l->reader_err = err;
+            break;
+        }
+        end = s->batch.end;
+        l->produced++;
+        pthread_cond_broadcast(&l->cond);
+    }
+    l->reader_done = true;
+    pthread_cond_broadcast(&l->cond);
+    pthread_mutex_unlock(&l->mu);
+    return NULL;
+}
+
+/* --- public --- */
+
+int shard_loader_new(const struct shard_loader_config *cfg, struct shard_loader **ret_loader,
+                     struct gs_error *err)
+{
+    struct shard_loader *l;
+    int rc = check_config(cfg, err);
+
+    if (rc < 0)
+        return rc;
+    l = calloc(1, sizeof(*l));
+    if (l == NULL)
+        return gs_error_set(err, -ENOMEM, 0, 0, "loader: out of memory");
+    l->cfg = *cfg;
+    if (l->cfg.alloc == NULL) {
+        l->cfg.alloc = default_alloc;
+        l->cfg.release = default_release;
+    }
+    l->world = cfg->world == 0 ? 1 : cfg->world;
+    l->rank_batch = cfg->global_batch / l->world;
+    l->nslots = cfg->prefetch == 0 ? DEFAULT_PREFETCH : cfg->prefetch;
+    l->epoch = cfg->epoch;
+    l->sample = cfg->sample;
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_cond_init(&l->cond, NULL);
+    rc = open_shards(l, err);
+    if (rc == 0 && cfg->sample > l->nsamples)
+        rc = gs_error_set(err, -EINVAL, 0, 0,
+                          "loader: position sample %" PRIu64 " is past the %" PRIu64
+                          " samples of the %s split",
+                          cfg->sample, l->nsamples, shard_split_name(cfg->split));
+    if (rc == 0)
+        rc = alloc_slots(l, err);
+    if (rc == 0) {
+        rc = -pthread_create(&l->thread, NULL, reader_main, l);
+        if (rc < 0)
+            gs_error_set(err, rc, 0, 0, "loader: cannot start its reader: %s", gs_strerror(rc));
+    }
+    if (rc < 0) {
+        shard_loader_free(l);
+        return rc;
+    }
+    l->thread_started = true;
+    *ret_loader = l;
+    return 0;
+}
+
+void shard_loader_free(struct shard_loader *l)
+{
+    if (l == NULL)
+        return;
+    if (l->thread_started) {
+        pthread_mutex_lock(&l->mu);
+        l->stop = true;
+        pthread_cond_broadcast(&l->cond);
+        pthread_mutex_unlock(&l->mu);
+        pthread_join(l->thread, NULL);
+    }
+    for (uint32_t i = 0; l->slots != NULL && i < l->nslots; i++) {
+        if (l->slots[i].tokens != NULL)
+            l->cfg.release(l->slots[i].tokens, l->cfg.alloc_data);
+    }
+    for (size_t i = 0; i < l->nshards; i++)
+        shard_close(l->shards[i]);
+    pthread_cond_destroy(&l->cond);
+    pthread_mutex_destroy(&l->mu);
+    free(l->slots);
+    free(l->shards);
+    free(l->first_sample);
+    free(l->order);
+    free(l->window);
+    free(l);
+}
+
+int shard_loader_next(struct shard_loader *l, struct shard_loader_batch *batch,
+                      struct gs_error *err)
+{
+    uint64_t t0 = gs_clock_mono_ns(), waited;
+    struct shard_loader_batch b;
+    int rc = 0;
+
+    if (l->ended) {
+        *batch = l->end_batch;
+        batch->wait_ns = 0;
+        return 0;
+    }
+    pthread_mutex_lock(&l->mu);
+    if (l->delivered > l->released) {
+        l->released++;
+        pthread_cond_broadcast(&l->cond);
+    }
+    while (l->produced == l->delivered && !l->reader_done)
+        pthread_cond_wait(&l->cond, &l->mu);
+    if (l->produced > l->delivered) {
+        b = l->slots[l->delivered % l->nslots].batch;
+        l->delivered++;
+    } else {
+        /* The reader stopped without a batch for us: it failed. */
+        rc = l->error != 0 ? l->error : -EIO;
+        if (err != NULL)
+            *err = l->reader_err;
+    }
+    pthread_mutex_unlock(&l->mu);
+    if (rc < 0)
+        return rc;
+    waited = gs_clock_mono_ns() - t0;
+    l->wait_total_ns += waited;
+    b.wait_ns = waited;
+    if (b.end) {
+        l->ended = true;
+        l->end_batch = b;
+    }
+    *batch = b;
+    return 0;
+}
+
+uint64_t shard_loader_samples(const struct shard_loader *l)
+{
+    return l->nsamples;
+}
+
+uint32_t shard_loader_rank_batch(const struct shard_loader *l)
+{
+    return l->rank_batch;
+}
+
+uint64_t shard_loader_wait_ns(const struct shard_loader *l)
+{
+    return l->wait_total_ns;
+}

@@ -1,0 +1,115 @@
+/*
+ * loader.h: the trainer's batches, read from a dataset (manifest.h) by a background thread
+ * into a ring of prefetched buffers.
+ *
+ * Samples. A sample is a window of T + 1 consecutive tokens of one shard: inputs are its
+ * first T tokens, targets the last T (the inputs shifted by one). Windows start every T
+ * tokens (sample k of a shard covers tokens kT .. kT+T), so a shard of n tokens holds
+ * (n - 1) / T samples and no window crosses a shard's end. Samples are numbered over the
+ * split's shards in manifest order: the global sample ids.
+ *
+ * Order (train). Epoch e visits every train sample once, in a permutation defined only by
+ * (seed, e) and the number of samples: Fisher-Yates driven by splitmix64 seeded from
+ * seed and e (loader.c). It does not depend on the number of ranks.
+ *
+ * Steps. A step takes global_batch consecutive entries of that order. A position is
+ * (epoch, sample): the index into epoch's order where the next step begins. When fewer than
+ * global_batch entries are left in an epoch, they are skipped and the step begins the next
+ * epoch at 0 (every step is full; a few samples per epoch go unseen, a different few each
+ * epoch). A position need not be a multiple of global_batch, so a run may resume with
+ * another global_batch too.
+ *
+ * Ranks. With world W (global_batch divisible by W, else shard_loader_new fails), rank r takes
+ * entries [r B/W, (r+1) B/W) of each step's B = global_batch entries, B/W samples per rank.
+ * So the ranks' batches of a step, concatenated in rank order, are exactly the batch a
+ * W = 1 loader delivers at that step, and a run resumed at the same position with another W
+ * reads the same global samples.
+ *
+ * Eval (split val). One sequential pass over the val samples in id order, from position
+ * sample (epoch unused), global_batch per step; the last step may be short: of its n samples
+ * rank r takes [r n/W, (r+1) n/W) (possibly none). After the last step, shard_loader_next()
+ * delivers a batch with end set and no samples.
+ *
+ * Tokens are delivered as int32, whatever the shard dtype (ids are below 2^31, shard.h).
+ *
+ * Threading. One consumer thread calls shard_loader_next(); one reader thread (pthread) fills
+ * the ring. prefetch is the number of buffers in the ring: the batch returned by
+ * shard_loader_next() occupies one until the next call, so prefetch = 1 means no read-ahead and
+ * prefetch = k reads up to k - 1 batches ahead. Buffers come from the caller's allocator
+ * (e.g. pinned host memory for the CUDA path), malloc by default, and are released with it
+ * in shard_loader_free(), which stops and joins the reader.
+ *
+ * Errors. A shard that fails to read ends the reader; the consumer gets the error (naming
+ * the shard) from shard_loader_next() when it reaches that batch, and on every call after.
+ */
+#ifndef SHARD_LOADER_H
+#define SHARD_LOADER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "sharding/manifest.h"
+
+/* Allocates size bytes of batch buffer, or NULL. */
+typedef void *(*shard_loader_alloc_fn)(size_t size, void *data);
+typedef void (*shard_loader_release_fn)(void *ptr, void *data);
+
+struct shard_loader_config {
+    const struct shard_manifest *manifest; /* borrowed: outlives the loader */
+    enum shard_split split;                /* train: shuffled epochs; val: one sequential pass */
+    uint32_t seq_len;                      /* T, >= 1 */
+    uint32_t global_batch;                 /* samples per step over every rank, >= 1 */
+    uint32_t rank, world;                  /* 0 <= rank < world; world 0 counts as 1 */
+    uint64_t seed;
+    uint64_t epoch, sample;          /* where to start: the position of the first step */
+    uint32_t prefetch;               /* ring buffers, >= 1; 0 means 2 */
+    shard_loader_alloc_fn alloc;     /* NULL: malloc */
+    shard_loader_release_fn release; /* NULL: free (set both or neither) */
+    void *alloc_data;
+};
+
+struct shard_loader_batch {
+    const int32_t *inputs;            /* samples x seq_len ids, row-major */
+    const int32_t *targets;           /* samples x seq_len ids: inputs shifted by one */
+    uint32_t samples;                 /* this rank's share; global_batch / world for train */
+    bool end;                         /* val: the pass is over (no samples) */
+    uint64_t epoch, sample;           /* position of this step */
+    uint64_t next_epoch, next_sample; /* position of the step after it (resume here) */
+    uint64_t wait_ns;                 /* how long shard_loader_next blocked for this batch */
+};
+
+struct shard_loader;
+
+/*
+ * Starts a loader at cfg's position. Returns 0, or -EINVAL for a bad configuration (err
+ * names the setting: "global_batch 30 does not divide by world 4"), a split without a
+ * sample, a position past the epoch, or a shard that does not open (err names it).
+ */
+int shard_loader_new(const struct shard_loader_config *cfg, struct shard_loader **ret_loader,
+                     struct gs_error *err);
+/* Stops and joins the reader, releases the buffers; NULL allowed. */
+void shard_loader_free(struct shard_loader *l);
+
+/*
+ * The next batch, valid until the next call or shard_loader_free(). Blocks until the reader has
+ * it (the time is in batch->wait_ns). Returns 0, or the reader's error (err names the
+ * shard), then the same error on every later call.
+ */
+int shard_loader_next(struct shard_loader *l, struct shard_loader_batch *batch,
+                      struct gs_error *err);
+
+/* Samples in the loader's split, and per rank per (full) step. */
+uint64_t shard_loader_samples(const struct shard_loader *l);
+uint32_t shard_loader_rank_batch(const struct shard_loader *l);
+/* Total time shard_loader_next() has blocked, over every batch so far. */
+uint64_t shard_loader_wait_ns(const struct shard_loader *l);
+
+/*
+ * The epoch's order: order[i] is the global sample id at index i of epoch's permutation of
+ * n samples. Exposed for tests and tools; the loader uses the same function.
+ */
+int shard_loader_permutation(uint64_t seed, uint64_t epoch, uint64_t n, uint64_t *order);
+
+#endif
