@@ -5,11 +5,13 @@
  * the layout from -N/-n/..., its whole environment), then stays on the connection: the
  * tasks' output arrives as StepOutput frames and goes to srun's stdout and stderr (-l puts
  * "RANK: " before each line), each task's end as a TaskExit, and gschedd closes the
- * connection once every task has ended. SIGINT, SIGTERM and the other signals srun passes
- * on go to the step as StepSignal; a second SIGINT within a second closes the connection,
- * which ends the step's tasks. srun exits with the worst task status (a task killed by a
- * signal counts as 128 + the signal, as a shell shows it; one that never started as 1) and
- * names each failed task on stderr the way Slurm does.
+ * connection once every task has ended. A step that must wait for GPUs or cores the job's
+ * other steps hold hears StepPending first and waits, as long as it takes. SIGINT, SIGTERM
+ * and the other signals srun passes on go to the step as StepSignal (a waiting srun ends at
+ * the first, which withdraws its step); a second SIGINT within a second closes the
+ * connection, which ends the step's tasks. srun exits with the worst task status (a task
+ * killed by a signal counts as 128 + the signal, as a shell shows it; one that never
+ * started as 1) and names each failed task on stderr the way Slurm does.
  *
  * This file is the exchange and the streaming; srun_args.c reads the options (Slurm's
  * syntax, not gsched's) and builds the request. The CLI is not libuv: a poll() loop over
@@ -331,6 +333,56 @@ static int stream(struct srun_run *r)
     return r->worst;
 }
 
+/*
+ * gschedd said the step waits for resources its job's other steps hold (StepPending): say
+ * so as Slurm does and wait, as long as it takes, for the StepLaunchReply (or an error),
+ * which replaces *reply. A signal withdraws the request: closing the connection is enough.
+ * Returns 0, or 1 (said) when srun is to end.
+ */
+static int wait_for_step(struct srun_run *r, Gs__Envelope **reply)
+{
+    const char *why = (*reply)->step_pending->reason;
+
+    fprintf(stderr, "srun: Job %" PRIu64 " step creation temporarily disabled, retrying (%s)\n",
+            r->a->job_id, why != NULL && why[0] != '\0' ? why : "Requested nodes are busy");
+    for (;;) {
+        struct pollfd p[2] = {{.fd = r->fd, .events = POLLIN},
+                              {.fd = sig_pipe[0], .events = POLLIN}};
+        Gs__Envelope *env = NULL;
+        unsigned char sig;
+        int rc;
+
+        if (poll(p, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            fprintf(stderr, "srun: error: poll: %s\n", strerror(errno));
+            return 1;
+        }
+        if ((p[1].revents & POLLIN) && read(sig_pipe[0], &sig, 1) == 1) {
+            fprintf(stderr, "srun: Cancelled pending job step with signal %u\n", sig);
+            return 1;
+        }
+        if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
+            continue;
+        rc = gs_proto_read_fd(r->fd, 0, CLI_TIMEOUT_MS, &env);
+        if (rc < 0) {
+            fprintf(stderr, "srun: error: the connection to gschedd failed: %s\n",
+                    gs_proto_reason(rc));
+            return 1;
+        }
+        if (env->body_case == GS__ENVELOPE__BODY_STEP_PENDING) {
+            gs_proto_envelope_free(env); /* said already */
+            continue;
+        }
+        gs_proto_envelope_free(*reply);
+        *reply = env;
+        if (env->body_case == GS__ENVELOPE__BODY_STEP_LAUNCH_REPLY)
+            fprintf(stderr, "srun: Step created for StepId=%" PRIu64 ".%u\n", r->a->job_id,
+                    env->step_launch_reply->step_id);
+        return 0;
+    }
+}
+
 /* A step's -o / -e file: %j the job, %s the step, %% a percent. -1 (said) on failure. */
 static int open_output(const char *pattern, uint64_t job_id, uint32_t step)
 {
@@ -374,6 +426,8 @@ static int run_step(struct cli_srun_args *a, const char *socket_path)
         fprintf(stderr, "srun: error: gschedd at %s: %s\n", socket_path, gs_proto_reason(rc));
         goto out;
     }
+    if (reply->body_case == GS__ENVELOPE__BODY_STEP_PENDING && wait_for_step(&r, &reply) != 0)
+        goto out;
     if (take_reply(&r, reply) != 0)
         goto out;
     if (a->out_pattern != NULL &&

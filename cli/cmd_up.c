@@ -334,9 +334,15 @@ static int start_gschedd(struct up *u)
 static int start_worker(struct up *u, unsigned i)
 {
     struct cli_daemon *d = &u->local.daemons[i];
-    char sched[32], gpus[16], *argv[16];
+    char sched[32], gpus[16], sock_name[32], cli_socket[PATH_MAX], *argv[18];
     int n = 0;
 
+    /* Each worker's own CLI socket, the GSCHED_SOCKET of its tasks: here they share one
+     * directory, where on a real cluster each worker has its host. No longer than
+     * gschedd.sock, which cli_local_init checked fits. */
+    snprintf(sock_name, sizeof(sock_name), "%s.sock", d->name);
+    if (cli_local_path(&u->local, sock_name, cli_socket, sizeof(cli_socket)) < 0)
+        return -ENAMETOOLONG;
     snprintf(sched, sizeof(sched), "127.0.0.1:%u", u->opts.port);
     snprintf(gpus, sizeof(gpus), "%u", u->opts.gpus);
     argv[n++] = u->workerd;
@@ -346,6 +352,8 @@ static int start_worker(struct up *u, unsigned i)
     argv[n++] = sched;
     argv[n++] = "--name";
     argv[n++] = d->name;
+    argv[n++] = "--cli-socket";
+    argv[n++] = cli_socket;
     argv[n++] = "--address"; /* MASTER_ADDR: the host name may not resolve to this machine */
     argv[n++] = "127.0.0.1";
     argv[n++] = u->topology[0] != '\0' ? "--topology" : "--gpus";

@@ -202,6 +202,10 @@ void cli_local_forget(struct cli_local *l)
         if (!l->daemons[i].running &&
             daemon_path(l, &l->daemons[i], "pid", path, sizeof(path)) == 0)
             unlink(path);
+        /* a killed worker's CLI socket (one that stops removes its own) */
+        if (i > 0 && !l->daemons[i].running &&
+            daemon_path(l, &l->daemons[i], "sock", path, sizeof(path)) == 0)
+            unlink(path);
     }
     if (!l->daemons[0].running && cli_local_path(l, "gschedd.sock", path, sizeof(path)) == 0)
         unlink(path);

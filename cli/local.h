@@ -4,6 +4,8 @@
  *
  *     DIR/gsched.toml                  the configuration, rewritten by every `up`
  *     DIR/gschedd.sock                 the CLI's socket (gschedd creates it)
+ *     DIR/nodeI.sock                   worker I's CLI socket, its tasks' GSCHED_SOCKET
+ *                                      (the worker creates it, worker/relay.h)
  *     DIR/gschedd.pid, DIR/nodeI.pid   "PID\n" of each daemon, from `up` until `down`
  *     DIR/gschedd.log, DIR/nodeI.log   each daemon's stdout and stderr, appended run after run
  *     anything else                    the scheduler's own state (state_dir), kept by `down`
@@ -60,7 +62,8 @@ int cli_local_path(const struct cli_local *l, const char *name, char *out, size_
  * highest node number found. Returns how many run. */
 int cli_local_load(struct cli_local *l);
 
-/* Removes the pid files of the daemons that do not run, and the socket unless gschedd runs. */
+/* Removes the pid files (and workers' sockets) of the daemons that do not run, and gschedd's
+ * socket unless it runs. */
 void cli_local_forget(struct cli_local *l);
 
 /*

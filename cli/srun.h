@@ -22,7 +22,6 @@ struct cli_srun_args {
     const char *nodelist;
     const char *export_spec;
     const char *out_pattern, *err_pattern;
-    uint32_t gpus;
     bool nodes_given;
     bool unbuffered;
     bool kill_bad;
@@ -47,9 +46,9 @@ int cli_srun_parse(struct cli_srun_args *a, int argc, char **argv);
 
 /*
  * Completes a->req: the job (--jobid, else $SLURM_JOB_ID or $SLURM_JOBID), the command,
- * GPUs per task from -G, the absolute workdir, the expanded -w list and the environment
- * --export passes, the last three held in own (zeroed but for workdir = GS_BUF_INIT; the
- * caller releases it, whatever this returns). Returns 0 or < 0 with the reason printed.
+ * the absolute workdir, the expanded -w list and the environment --export passes, the last
+ * three held in own (zeroed but for workdir = GS_BUF_INIT; the caller releases it, whatever
+ * this returns). Returns 0 or < 0 with the reason printed.
  */
 int cli_srun_request(struct cli_srun_args *a, struct cli_srun_owned *own);
 void cli_srun_owned_release(struct cli_srun_owned *o);

@@ -29,6 +29,7 @@ enum srun_id {
     O_CPT,
     O_GPT,
     O_GPUS,
+    O_GPN,
     O_CHDIR,
     O_NAME,
     O_LABEL,
@@ -38,10 +39,13 @@ enum srun_id {
     O_UNBUFFERED,
     O_MPI,
     O_KILL_BAD,
+    O_EXACT,
+    O_EXCLUSIVE,
+    O_OVERLAP,
     O_OUTPUT,
     O_ERROR,
     O_HELP,
-    O_IGNORED_FLAG,  /* accepted, no effect here (--exclusive, --overlap ...) */
+    O_IGNORED_FLAG,  /* accepted, no effect here (--quiet, --verbose) */
     O_IGNORED_VALUE, /* accepted with its value, no effect here (--cpu-bind ...) */
 };
 
@@ -59,6 +63,7 @@ static const struct srun_opt srun_opts[] = {
     {"cpus-per-task", 'c', VALUE, O_CPT},
     {"gpus-per-task", 0, VALUE, O_GPT},
     {"gpus", 'G', VALUE, O_GPUS},
+    {"gpus-per-node", 0, VALUE, O_GPN},
     {"chdir", 'D', VALUE, O_CHDIR},
     {"job-name", 'J', VALUE, O_NAME},
     {"label", 'l', FLAG, O_LABEL},
@@ -83,9 +88,9 @@ static const struct srun_opt srun_opts[] = {
     {"time", 't', VALUE, O_IGNORED_VALUE},
     {"wait", 'W', VALUE, O_IGNORED_VALUE},
     {"gres", 0, VALUE, O_IGNORED_VALUE},
-    {"exclusive", 0, FLAG, O_IGNORED_FLAG},
-    {"overlap", 0, FLAG, O_IGNORED_FLAG},
-    {"exact", 0, FLAG, O_IGNORED_FLAG},
+    {"exact", 0, FLAG, O_EXACT},
+    {"exclusive", 0, FLAG, O_EXCLUSIVE},
+    {"overlap", 0, FLAG, O_OVERLAP},
     {"quiet", 'Q', FLAG, O_IGNORED_FLAG},
     {"verbose", 'v', FLAG, O_IGNORED_FLAG},
     {NULL, 0, FLAG, 0},
@@ -98,6 +103,11 @@ static const char srun_usage[] =
     "      --ntasks-per-node=N  at most N tasks on each node\n"
     "  -c, --cpus-per-task=N    cores per task (default: the node's cores split)\n"
     "      --gpus-per-task=N    GPUs per task (default: every task sees its node's GPUs)\n"
+    "  -G, --gpus=N             GPUs for the whole step, spread over its nodes\n"
+    "      --gpus-per-node=N    GPUs on each node of the step\n"
+    "      --exact, --exclusive hold only ntasks x cpus-per-task cores (default: all of\n"
+    "                           the job's cores on each node), so steps run side by side\n"
+    "      --overlap            hold nothing: run beside the job's other steps\n"
     "  -w, --nodelist=LIST      only these of the job's nodes (a hostlist)\n"
     "  -D, --chdir=DIR          the tasks' working directory (default: the current one)\n"
     "  -J, --job-name=NAME      the step's name\n"
@@ -150,8 +160,21 @@ static int take(struct cli_srun_args *a, const struct srun_opt *o, const char *v
     case O_GPT:
         return number(opt, value, &a->req.gpus_per_task);
     case O_GPUS:
-        /* "gpu:4" or "4": the step's total, shared out per task once ntasks is known. */
-        return number(opt, strchr(value, ':') != NULL ? strrchr(value, ':') + 1 : value, &a->gpus);
+        /* "gpu:4" or "4": the step's total; gschedd spreads it over the step's nodes. */
+        return number(opt, strchr(value, ':') != NULL ? strrchr(value, ':') + 1 : value,
+                      &a->req.gpus);
+    case O_GPN:
+        return number(opt, strchr(value, ':') != NULL ? strrchr(value, ':') + 1 : value,
+                      &a->req.gpus_per_node);
+    case O_EXACT:
+        a->req.exact = true;
+        return 0;
+    case O_EXCLUSIVE:
+        a->req.exclusive = true;
+        return 0;
+    case O_OVERLAP:
+        a->req.overlap = true;
+        return 0;
     case O_CHDIR:
         a->chdir = value;
         return 0;
@@ -385,16 +408,6 @@ int cli_srun_request(struct cli_srun_args *a, struct cli_srun_owned *own)
     if (a->ncommand == 0) {
         fprintf(stderr, "srun: fatal: No command given to execute.\n");
         return -EINVAL;
-    }
-    if (a->gpus > 0) { /* -G: the step's GPUs in all, shared out per task */
-        uint32_t n = a->req.ntasks > 0 ? a->req.ntasks : 1;
-
-        if (a->gpus % n != 0) {
-            fprintf(stderr, "srun: error: --gpus=%u does not divide among %u tasks\n", a->gpus, n);
-            return -EINVAL;
-        }
-        if (a->req.gpus_per_task == 0)
-            a->req.gpus_per_task = a->gpus / n;
     }
     a->req.job_id = a->job_id;
     a->req.argv = a->command;

@@ -70,6 +70,7 @@ void gs_config_release(struct gs_config *cfg)
     gs_schema_strv_free(cfg->features);
     free(cfg->topology_xml);
     free(cfg->log_dir);
+    free(cfg->worker_cli_socket);
     for (size_t i = 0; i < cfg->nswitches; i++) {
         free(cfg->switches[i].name);
         gs_hostlist_free(cfg->switches[i].nodes);
@@ -208,6 +209,21 @@ static void rd_log_dir(struct gs_schema_ctx *c, const struct gs_toml_value *v)
     gs_schema_string(c, v, "worker.log_dir", &CFG(c)->log_dir);
 }
 
+static void rd_cli_socket(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    char *path = NULL;
+
+    if (gs_schema_string(c, v, "worker.cli_socket", &path) < 0 || path == NULL)
+        return;
+    if (strlen(path) > 107) { /* as scheduler.socket */
+        GS_SCHEMA_REPORT_AT(c, v, "worker.cli_socket is longer than a Unix socket path can be");
+        free(path);
+        return;
+    }
+    free(CFG(c)->worker_cli_socket);
+    CFG(c)->worker_cli_socket = path;
+}
+
 static const struct gs_schema_key worker_keys[] = {
     {"name", rd_name},
     {"address", rd_address},
@@ -215,6 +231,7 @@ static const struct gs_schema_key worker_keys[] = {
     {"topology", rd_topology},
     {"gpus", rd_gpus},
     {"log_dir", rd_log_dir},
+    {"cli_socket", rd_cli_socket},
     {NULL, NULL},
 };
 

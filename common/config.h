@@ -20,6 +20,8 @@
  *     topology = "/etc/gsched/node.xml"     # hwloc XML instead of discovery
  *     gpus = 0                              # > 0: that many synthetic GPUs (testing)
  *     log_dir = "/var/lib/gsched/worker"    # the worker's state: its task ledger
+ *     cli_socket = "/run/gsched/workerd.sock"  # the CLI's socket inside jobs on this node;
+ *                                           # default: LOG_DIR/NAME.sock
  *     [[switch]]                            # the network, as Slurm's topology.conf says it:
  *     name = "leaf1"                        # multi-node jobs go under one switch when
  *     nodes = "node[1-16]"                  # they fit (a hostlist, or a list of them)
@@ -86,6 +88,7 @@ struct gs_config {
     char *topology_xml;
     uint32_t fake_gpus;
     char *log_dir;
+    char *worker_cli_socket; /* NULL: LOG_DIR/NAME.sock (worker/relay.h) */
     /* [[switch]] */
     struct gs_config_switch *switches;
     size_t nswitches;

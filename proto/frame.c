@@ -320,3 +320,18 @@ size_t gs_proto_decoder_buffered(const struct gs_proto_decoder *dec)
 {
     return dec->header_len + dec->payload_len;
 }
+
+int gs_proto_relay_pack(Gs__CliRelay *relay, const Gs__Envelope *inner, struct gs_buf *packed)
+{
+    int rc;
+
+    relay->close = inner == NULL;
+    if (inner == NULL)
+        return 0;
+    rc = gs_proto_encode(inner, packed);
+    if (rc < 0)
+        return rc;
+    relay->frame.data = (uint8_t *)packed->data + GS_PROTO_HEADER_SIZE;
+    relay->frame.len = packed->len - GS_PROTO_HEADER_SIZE;
+    return 0;
+}

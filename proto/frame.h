@@ -35,7 +35,7 @@
 
 #define GS_PROTO_MAGIC 0x47534348u /* "GSCH" */
 #define GS_PROTO_VERSION_MAJOR 1u  /* bump on an incompatible change */
-#define GS_PROTO_VERSION_MINOR 1u  /* bump when adding fields or body cases */
+#define GS_PROTO_VERSION_MINOR 2u  /* bump when adding fields or body cases */
 #define GS_PROTO_HEADER_SIZE 4u
 #define GS_PROTO_MAX_FRAME_DEFAULT (16u * 1024u * 1024u)
 
@@ -80,6 +80,13 @@ const char *gs_proto_body_name(Gs__Envelope__BodyCase body);
  * 32-bit length; -ENOMEM. On failure out is unchanged. Usable by blocking clients as is.
  */
 int gs_proto_encode(const Gs__Envelope *env, struct gs_buf *out);
+
+/*
+ * Fills a CliRelay's frame with inner, encoded without its length prefix, in *packed (the
+ * caller's, released after the relay is sent: relay->frame borrows from it); inner NULL
+ * leaves the frame empty and sets close. Returns 0 or an error of gs_proto_encode().
+ */
+int gs_proto_relay_pack(Gs__CliRelay *relay, const Gs__Envelope *inner, struct gs_buf *packed);
 
 /*
  * Unpacks one payload (no header). On success stores the envelope in *ret_env, which the

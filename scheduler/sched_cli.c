@@ -4,6 +4,13 @@
  * SO_PEERCRED, never from the message, so per-user rules can rest on it. Requests answered
  * later (after a commit, a wait, a worker's answer) hold the connection's record alive
  * (sched_cli_hold) so that a peer that hung up meanwhile costs nothing but a dropped reply.
+ *
+ * A CLI inside a job on another host reaches gschedd through its node's worker, which
+ * relays the session in CliRelay frames over its own connection (worker/relay.h). Such a
+ * relayed CLI is a sched_cli without a connection, served by the same dispatch; only
+ * sched_cli_send and sched_cli_close know the difference, so the rest of the scheduler does
+ * not. The uid is the one the worker vouches for: gschedd trusts its registered workers as
+ * slurmctld trusts slurmd, and takes CliRelay from nowhere else.
  */
 #define _GNU_SOURCE /* struct ucred */
 
@@ -13,17 +20,80 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "common/buf.h"
 #include "common/log.h"
 #include "scheduler/sched_internal.h"
+
+static void on_relayed_freed(uv_handle_t *handle)
+{
+    struct sched_cli *c = handle->data;
+    struct sched_ctx *s = c->s;
+
+    free(c);
+    sched_release_handle(s);
+}
 
 static void cli_free_if_done(struct sched_cli *c)
 {
     struct sched_ctx *s = c->s;
 
-    if (!c->closed || c->busy > 0)
+    if (!c->closed || c->busy > 0 || c->freeing)
         return;
+    if (c->relayed) { /* its timer is the handle counted for it */
+        c->freeing = true;
+        uv_close((uv_handle_t *)&c->close_timer, on_relayed_freed);
+        return;
+    }
     free(c);
     sched_release_handle(s);
+}
+
+/* The peer is gone, however: what a connection's on_close does, once per record. */
+static void cli_gone(struct sched_cli *c)
+{
+    struct sched_ctx *s = c->s;
+
+    if (c->closed)
+        return;
+    for (struct sched_cli **p = &s->clis; *p != NULL; p = &(*p)->next) {
+        if (*p == c) {
+            *p = c->next;
+            break;
+        }
+    }
+    c->closed = true;
+    c->conn = NULL;
+    c->relay = NULL;
+    sched_query_cli_gone(c);
+    sched_steps_cli_gone(c);
+    cli_free_if_done(c);
+}
+
+/* A frame (inner) or the end of the session (inner NULL) to a relayed CLI's worker. */
+static int relay_down(struct gs_proto_conn *worker, uint64_t session, const Gs__Envelope *inner)
+{
+    Gs__CliRelay msg = GS__CLI_RELAY__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    struct gs_buf packed = GS_BUF_INIT;
+    int rc = 0;
+
+    if (worker == NULL)
+        return -ENOTCONN;
+    msg.session = session;
+    rc = gs_proto_relay_pack(&msg, inner, &packed);
+    if (rc < 0)
+        goto out;
+    env.body_case = GS__ENVELOPE__BODY_CLI_RELAY;
+    env.cli_relay = &msg;
+    rc = gs_proto_conn_send(worker, &env);
+out:
+    gs_buf_release(&packed);
+    return rc;
+}
+
+static void on_relayed_close(uv_timer_t *timer)
+{
+    cli_gone(timer->data);
 }
 
 void sched_cli_hold(struct sched_cli *c)
@@ -39,14 +109,28 @@ void sched_cli_unhold(struct sched_cli *c)
 
 int sched_cli_send(struct sched_cli *c, const Gs__Envelope *env)
 {
-    if (c->closed || c->conn == NULL)
+    if (c->closed || c->closing)
+        return -ENOTCONN;
+    if (c->relayed)
+        return relay_down(c->relay, c->relay_session, env);
+    if (c->conn == NULL)
         return -ENOTCONN;
     return gs_proto_conn_send(c->conn, env);
 }
 
 void sched_cli_close(struct sched_cli *c)
 {
-    if (!c->closed && c->conn != NULL)
+    if (c->closed || c->closing)
+        return;
+    if (c->relayed) {
+        /* After the frames queued before it, on the same connection: the worker flushes
+         * them to the CLI, then closes its socket. */
+        (void)relay_down(c->relay, c->relay_session, NULL);
+        c->closing = true;
+        uv_timer_start(&c->close_timer, on_relayed_close, 0, 0);
+        return;
+    }
+    if (c->conn != NULL)
         gs_proto_conn_close(c->conn);
 }
 
@@ -148,12 +232,11 @@ out:
     free(ptrs);
 }
 
-static void on_cli_message(struct gs_proto_conn *conn, const Gs__Envelope *env, void *data)
+/* One frame from a CLI, on its own connection or relayed. */
+static void cli_dispatch(struct sched_cli *c, const Gs__Envelope *env)
 {
-    struct sched_cli *c = data;
     char msg[128];
 
-    (void)conn;
     GS_LOG(GS_LOG_DEBUG, "uid=%u body=%s cli request", (unsigned)c->uid,
            gs_proto_body_name(env->body_case));
     if (c->step != NULL) { /* streaming a step (srun): only StepSignal comes now */
@@ -195,6 +278,11 @@ static void on_cli_message(struct gs_proto_conn *conn, const Gs__Envelope *env, 
     case GS__ENVELOPE__BODY_STEP_LAUNCH_REQUEST:
         sched_steps_launch(c, env->request_id, env->step_launch_request);
         break;
+    case GS__ENVELOPE__BODY_CLI_RELAY: /* a CLI must not vouch for a uid */
+        GS_LOG(GS_LOG_WARN, "uid=%u node=%s cli_relay from a cli refused", (unsigned)c->uid,
+               c->relayed ? c->relay_node : "local");
+        sched_cli_error(c, env->request_id, -EPERM, "cli_relay is taken from workers only", false);
+        break;
     default:
         snprintf(msg, sizeof(msg), "this gschedd does not serve %s requests",
                  gs_proto_body_name(env->body_case));
@@ -203,24 +291,131 @@ static void on_cli_message(struct gs_proto_conn *conn, const Gs__Envelope *env, 
     }
 }
 
+static void on_cli_message(struct gs_proto_conn *conn, const Gs__Envelope *env, void *data)
+{
+    (void)conn;
+    cli_dispatch(data, env);
+}
+
 static void on_cli_close(struct gs_proto_conn *conn, int status, void *data)
 {
-    struct sched_cli *c = data;
-    struct sched_ctx *s = c->s;
-
     (void)conn;
     (void)status;
-    for (struct sched_cli **p = &s->clis; *p != NULL; p = &(*p)->next) {
-        if (*p == c) {
-            *p = c->next;
-            break;
+    cli_gone(data);
+}
+
+static struct sched_cli *relayed_find(struct sched_ctx *s, struct gs_proto_conn *worker,
+                                      uint64_t session)
+{
+    for (struct sched_cli *c = s->clis; c != NULL; c = c->next) {
+        if (c->relayed && c->relay == worker && c->relay_session == session)
+            return c;
+    }
+    return NULL;
+}
+
+static struct sched_cli *relayed_open(struct sched_ctx *s, struct gs_proto_conn *worker,
+                                      const char *node, const Gs__CliRelay *msg)
+{
+    struct sched_cli *c = calloc(1, sizeof(*c));
+
+    if (c == NULL)
+        return NULL;
+    c->s = s;
+    c->relayed = true;
+    c->relay = worker;
+    c->relay_session = msg->session;
+    c->uid = (uid_t)msg->uid;
+    c->gid = (gid_t)msg->gid;
+    snprintf(c->relay_node, sizeof(c->relay_node), "%s", node);
+    uv_timer_init(s->loop, &c->close_timer);
+    c->close_timer.data = c;
+    c->next = s->clis;
+    s->clis = c;
+    s->open_handles++; /* its timer, until on_relayed_freed */
+    GS_LOG(GS_LOG_DEBUG, "node=%s session=%llu uid=%u relayed cli session opened", node,
+           (unsigned long long)msg->session, (unsigned)c->uid);
+    return c;
+}
+
+/* Why a relayed frame cannot be served, or NULL; *ret_env is the frame's envelope. */
+static const char *relayed_frame(const struct sched_cli *c, const Gs__CliRelay *msg,
+                                 Gs__Envelope **ret_env)
+{
+    int rc;
+
+    if (msg->uid != (uint32_t)c->uid || msg->gid != (uint32_t)c->gid)
+        return "uid_changed";
+    rc = gs_proto_decode(msg->frame.data, msg->frame.len, ret_env);
+    if (rc < 0)
+        return gs_proto_reason(rc);
+    if ((*ret_env)->body_case == GS__ENVELOPE__BODY_HELLO ||
+        (*ret_env)->body_case == GS__ENVELOPE__BODY_HELLO_REJECT) {
+        gs_proto_envelope_free(*ret_env);
+        *ret_env = NULL;
+        return "bad_hello";
+    }
+    return NULL;
+}
+
+void sched_cli_relay(struct sched_ctx *s, struct gs_proto_conn *conn, const char *node,
+                     uint64_t *last_session, const Gs__CliRelay *msg)
+{
+    struct sched_cli *c = relayed_find(s, conn, msg->session);
+    Gs__Envelope *inner = NULL;
+    const char *bad;
+
+    if (c == NULL && (msg->close || msg->session <= *last_session || msg->session == 0)) {
+        /* Ended here first (both sides may close at once), or never opened. A frame is
+         * answered with the end, in case the worker still has its CLI waiting. */
+        GS_LOG(GS_LOG_DEBUG, "node=%s session=%llu close=%d frame for no open session dropped",
+               node, (unsigned long long)msg->session, msg->close);
+        if (!msg->close)
+            (void)relay_down(conn, msg->session, NULL);
+        return;
+    }
+    if (c == NULL) {
+        *last_session = msg->session;
+        c = relayed_open(s, conn, node, msg);
+        if (c == NULL) {
+            GS_LOG(GS_LOG_ERROR, "node=%s session=%llu out of memory: relayed cli refused", node,
+                   (unsigned long long)msg->session);
+            (void)relay_down(conn, msg->session, NULL);
+            return;
         }
     }
-    c->closed = true;
-    c->conn = NULL;
-    sched_query_cli_gone(c);
-    sched_steps_cli_gone(c);
-    cli_free_if_done(c);
+    if (msg->close) {
+        c->relay = NULL; /* the worker ended it: nothing to tell it */
+        cli_gone(c);
+        return;
+    }
+    if (c->closing) /* its end is on the way to the worker */
+        return;
+    bad = relayed_frame(c, msg, &inner);
+    if (bad != NULL) {
+        GS_LOG(GS_LOG_WARN,
+               "node=%s session=%llu uid=%u bytes=%zu reason=%s bad relayed frame, "
+               "closing the session",
+               node, (unsigned long long)msg->session, (unsigned)c->uid, msg->frame.len, bad);
+        sched_cli_close(c);
+        return;
+    }
+    cli_dispatch(c, inner);
+    gs_proto_envelope_free(inner);
+}
+
+void sched_cli_relay_gone(struct sched_ctx *s, struct gs_proto_conn *conn)
+{
+    struct sched_cli *c;
+
+    while ((c = s->clis) != NULL) {
+        while (c != NULL && !(c->relayed && c->relay == conn))
+            c = c->next;
+        if (c == NULL)
+            return;
+        c->relay = NULL;
+        cli_gone(c); /* unlinks it: the scan starts over */
+    }
 }
 
 /* The connecting process's uid and gid, from the kernel. */

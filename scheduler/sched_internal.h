@@ -34,6 +34,12 @@ struct sched_node {
  * commit, wait, logs) holds the connection with busy; a connection the peer closed stays
  * allocated until the last holder lets go, so late answers go nowhere instead of to freed
  * memory.
+ *
+ * A relayed CLI (relayed set) has no connection of its own: it is a session a worker
+ * carries in CliRelay frames for a CLI on its node (worker/relay.h), keyed by (worker
+ * connection, session), with the uid and gid the worker vouches for. sched_cli_send and
+ * sched_cli_close wrap its frames and its end for that worker; its close runs from a
+ * zero timer, out of the caller's stack, as a connection's on_close would.
  */
 struct sched_cli {
     struct sched_cli *next;
@@ -45,6 +51,14 @@ struct sched_cli {
     bool closed;
     struct sched_waiter *waiter;
     struct sched_step *step; /* the srun step this connection streams (sched_steps.c) */
+    /* relayed CLIs only */
+    bool relayed;
+    bool closing;                /* sched_cli_close ran: its close_timer is started */
+    bool freeing;                /* close_timer is being closed, then the record freed */
+    struct gs_proto_conn *relay; /* the worker's connection; NULL once it is gone */
+    uint64_t relay_session;
+    char relay_node[64];
+    uv_timer_t close_timer;
 };
 
 /* A WaitRequest in progress. */
@@ -94,7 +108,7 @@ struct sched_ctx {
     struct sched_waiter *waiters;
     struct sched_forward *forwards;
     struct sched_step *steps;         /* srun steps streaming to their CLI (sched_steps.c) */
-    struct sched_step_seq *step_seqs; /* per running job: the last step number given */
+    struct sched_step_seq *step_seqs; /* per job with steps: numbers, holdings, waiting */
     int open_handles;
     bool stopping;
     void (*stopped)(void *data);
@@ -132,6 +146,16 @@ void sched_cli_close(struct sched_cli *c);
 void sched_cli_error(struct sched_cli *c, uint64_t request_id, int code, const char *msg,
                      bool held);
 void sched_cli_unhold(struct sched_cli *c);
+/*
+ * A CliRelay from the registered worker of node on conn: opens a relayed CLI for a session
+ * numbered above *last_session (the highest this connection has opened, which it updates),
+ * passes the frame in it to the same dispatch as a CLI connection's, or ends the session.
+ * A malformed frame ends that session alone, with one log line.
+ */
+void sched_cli_relay(struct sched_ctx *s, struct gs_proto_conn *conn, const char *node,
+                     uint64_t *last_session, const Gs__CliRelay *msg);
+/* The worker connection conn went away: its relayed CLIs end as a CLI that hung up does. */
+void sched_cli_relay_gone(struct sched_ctx *s, struct gs_proto_conn *conn);
 
 /* sched_engine.c */
 void sched_engine_submit(struct sched_cli *c, uint64_t request_id, const Gs__SubmitRequest *req);
@@ -156,7 +180,10 @@ const char *sched_node_address(const struct sched_node *n);
 /* sched_steps.c: srun inside a running job (job steps), relayed between srun and workers */
 struct sched_step;
 struct sched_step_seq;
-/* A StepLaunchRequest: checks, lays out and launches the step; the connection then streams. */
+/*
+ * A StepLaunchRequest: checks, lays out and launches the step, or queues it (StepPending)
+ * while its job's running steps hold what it needs; the connection then streams.
+ */
 void sched_steps_launch(struct sched_cli *c, uint64_t request_id, const Gs__StepLaunchRequest *req);
 /* A frame on a connection that streams a step (c->step set): StepSignal, else ignored. */
 void sched_steps_cli_message(struct sched_cli *c, const Gs__Envelope *env);

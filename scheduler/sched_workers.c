@@ -2,7 +2,8 @@
  * sched_workers.c: gschedd's side of worker connections: registration into the node
  * registry (and the cluster's free-resource accounting), reconciliation of what a
  * registering worker still runs with what the scheduler assigned it, heartbeats, and the
- * messages a worker sends later (exits, launch results, answers to forwarded requests).
+ * messages a worker sends later (exits, launch results, answers to forwarded requests,
+ * CLI sessions it relays for its jobs, served by sched_cli.c).
  * A node's index in s->nodes is its index in the cluster: both only ever grow together.
  */
 #include <errno.h>
@@ -195,10 +196,12 @@ static void send_reply(struct gs_proto_conn *conn, bool accepted, const char *re
     gs_proto_conn_send(conn, &env);
 }
 
-/* What a worker connection knows: the scheduler, and its node once registered. */
+/* What a worker connection knows: the scheduler, its node once registered, and the highest
+ * CLI session it has relayed (sched_cli.c). */
 struct wconn {
     struct sched_ctx *s;
     struct sched_node *node;
+    uint64_t relay_last_session;
 };
 
 static int register_node(struct wconn *wc, struct gs_proto_conn *conn, const Gs__NodeRegister *reg,
@@ -311,6 +314,9 @@ static void on_worker_message(struct gs_proto_conn *conn, const Gs__Envelope *en
         if (!sched_steps_launch_reply(wc->s, wc->node, env->request_id))
             sched_engine_launch_reply(wc->s, wc->node, env->launch_tasks_reply);
         break;
+    case GS__ENVELOPE__BODY_CLI_RELAY:
+        sched_cli_relay(wc->s, conn, wc->node->name, &wc->relay_last_session, env->cli_relay);
+        break;
     case GS__ENVELOPE__BODY_LOGS_REPLY:
     case GS__ENVELOPE__BODY_ERROR:
         if (!sched_query_worker_reply(wc->s, conn, env))
@@ -330,6 +336,7 @@ static void on_worker_close(struct gs_proto_conn *conn, int status, void *data)
     struct sched_ctx *s = wc->s;
 
     sched_query_worker_gone(s, conn);
+    sched_cli_relay_gone(s, conn);
     if (wc->node != NULL && wc->node->conn == conn) {
         wc->node->conn = NULL;
         if (wc->node->up)

@@ -271,6 +271,8 @@ int wrk_env_build(const struct wrk_task_env *in, char ***ret_envp)
     set(&e, "GSCHED_JOB_NAME", in->job_name);
     set(&e, "GSCHED_NODELIST", in->nodelist);
     set_uint(&e, "GSCHED_NODE_RANK", in->node_rank);
+    if (in->cli_socket != NULL)
+        set(&e, "GSCHED_SOCKET", in->cli_socket);
     /* The batch shell is no rank of a distributed run: torchrun inside it sets these for
      * the processes it starts, and would be misled by a shell-wide RANK=0. */
     if (!in->batch) {

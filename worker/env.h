@@ -12,6 +12,8 @@
  *   GSCHED_NIC (the NIC nearest the task's GPU: its network interface, else its RDMA
  *   device; absent when unknown)
  *   USER LOGNAME HOME (the job's user, when known), PATH (a default when the job has none)
+ *   GSCHED_SOCKET (the worker's CLI socket, worker/relay.h, when it has one: it replaces
+ *   the scheduler's value, whose socket is on gschedd's host, not necessarily this one)
  *
  * Hints are the exception: they only fill gaps, so a job that names its own keeps it. PATH
  * is one; NCCL_SOCKET_IFNAME==<interface> and NCCL_IB_HCA==<rdma device> of the NIC nearest
@@ -83,7 +85,8 @@ struct wrk_task_env {
     const char *const *step_nodes;   /* the step's nodes, in node-rank order (the allocation) */
     const uint32_t *step_node_tasks; /* tasks on each of them */
     size_t n_step_nodes;
-    bool task_pid_slot; /* SLURM_TASK_PID=<room for the pid>, for wrk_launch_spec.pid_var */
+    bool task_pid_slot;     /* SLURM_TASK_PID=<room for the pid>, for wrk_launch_spec.pid_var */
+    const char *cli_socket; /* GSCHED_SOCKET; NULL: the job's own value stands */
 };
 
 /* Length of the room after "SLURM_TASK_PID=" that task_pid_slot leaves for the pid. */

@@ -35,6 +35,8 @@ static const char usage[] =
     "  --gpus N             pretend to have N GPUs (testing)\n"
     "  --features A,B       node features job constraints match\n"
     "  --log-dir DIR        where the worker keeps its state (worker.log_dir)\n"
+    "  --cli-socket PATH    the gsched CLI's socket inside this node's jobs (worker.cli_socket;\n"
+    "                       default LOG_DIR/NAME.sock)\n"
     "  --log-level LEVEL    debug, info, warn or error\n"
     "  --version, --help\n";
 
@@ -121,7 +123,8 @@ enum {
     OPT_GPUS,
     OPT_FEAT,
     OPT_LOGDIR,
-    OPT_LOG
+    OPT_LOG,
+    OPT_CLISOCK
 };
 
 static const struct option long_opts[] = {
@@ -134,6 +137,7 @@ static const struct option long_opts[] = {
     {"features", required_argument, NULL, OPT_FEAT},
     {"log-dir", required_argument, NULL, OPT_LOGDIR},
     {"log-level", required_argument, NULL, OPT_LOG},
+    {"cli-socket", required_argument, NULL, OPT_CLISOCK},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -167,6 +171,12 @@ static int apply_option(struct workerd *d, int opt, const char *arg)
         return split_features(cfg, arg) < 0 ? 1 : 0;
     case OPT_LOGDIR:
         return set_str(&cfg->log_dir, arg) < 0 ? 1 : 0;
+    case OPT_CLISOCK:
+        if (arg[0] == '\0' || strlen(arg) > 107)
+            return usage_error("--cli-socket wants a Unix socket path of 1 to 107 bytes, not "
+                               "'%s'",
+                               arg);
+        return set_str(&cfg->worker_cli_socket, arg) < 0 ? 1 : 0;
     case OPT_LOG:
         return gs_log_level_parse(arg, &cfg->log_level) < 0
                    ? usage_error("--log-level wants debug, info, warn or error, not '%s'", arg)
@@ -303,10 +313,31 @@ static void ledger_path(const struct workerd *d, const char *node, char *out, si
     snprintf(out, size, "%s/%s.tasks", d->cfg.log_dir, node);
 }
 
+/*
+ * The CLI socket: the configured one (which must work), else NAME.sock beside the task
+ * ledger, as each node has its own ledger there (which may fail with a warning: a worker
+ * without a writable log_dir still runs jobs). "" when there is none.
+ */
+static void cli_socket_path(const struct workerd *d, const char *node, const char *ledger,
+                            struct wrk_opts *opts, char *out, size_t size)
+{
+    out[0] = '\0';
+    if (d->cfg.worker_cli_socket != NULL) {
+        snprintf(out, size, "%s", d->cfg.worker_cli_socket);
+        opts->cli_socket = out;
+        return;
+    }
+    if (ledger[0] == '\0')
+        return;
+    snprintf(out, size, "%s/%s.sock", d->cfg.log_dir, node);
+    opts->cli_socket = out;
+    opts->cli_socket_optional = true;
+}
+
 static int run(struct workerd *d)
 {
     struct sockaddr_storage sched;
-    char host[256] = "", ledger[4200];
+    char host[256] = "", ledger[4200], cli_socket[4200];
     struct wrk_opts opts = {.scheduler = (const struct sockaddr *)&sched,
                             .features = d->cfg.features,
                             .grace_ms = d->cfg.kill_grace_ms};
@@ -323,10 +354,12 @@ static int run(struct workerd *d)
     opts.topo = d->topo;
     ledger_path(d, opts.node_name, ledger, sizeof(ledger));
     opts.ledger_path = ledger[0] != '\0' ? ledger : NULL;
+    cli_socket_path(d, opts.node_name, ledger, &opts, cli_socket, sizeof(cli_socket));
     uv_loop_init(&d->loop);
     d->worker = wrk_new(&d->loop, &opts, &err);
     if (d->worker == NULL) {
         fprintf(stderr, "gsched-workerd: %s\n", err.msg);
+        uv_run(&d->loop, UV_RUN_DEFAULT); /* what it had opened closes */
         uv_loop_close(&d->loop);
         return 1;
     }

@@ -10,6 +10,10 @@
  * Output of srun step tasks goes out as StepOutput frames on the same connection as their
  * TaskExit, and the task table reports the exit only after the output's end, so srun gets
  * every byte before it learns the task is over.
+ *
+ * CliRelay frames (the CLI sessions of worker/relay.c) also share the connection; the
+ * relay may send only while registered, since gschedd closes a connection whose first
+ * message is anything but a registration.
  */
 #include "worker/worker_internal.h"
 
@@ -24,6 +28,7 @@
 
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
+#define CLI_RELAY_MINOR 2u /* the first protocol minor whose gschedd takes CliRelay */
 
 static void connect_now(struct wrk_ctx *w);
 
@@ -237,6 +242,7 @@ static void handle_register_reply(struct wrk_ctx *w, const Gs__NodeRegisterReply
     w->registrations++;
     w->backoff_ms = BACKOFF_MIN_MS;
     w->heartbeat_ms = reply->heartbeat_interval_ms > 0 ? reply->heartbeat_interval_ms : 2000;
+    wrk_relay_set_connected(w->relay, true);
     uv_timer_start(&w->heartbeat, on_heartbeat, w->heartbeat_ms, w->heartbeat_ms);
     /* Exactly the tasks named: a restarted scheduler ends the steps whose srun it lost
      * while the batch shell of the same job runs on. */
@@ -304,6 +310,10 @@ static void on_message(struct gs_proto_conn *conn, const Gs__Envelope *env, void
     case GS__ENVELOPE__BODY_LOGS_REQUEST:
         wrk_handle_logs(w, env->logs_request, env->request_id);
         break;
+    case GS__ENVELOPE__BODY_CLI_RELAY:
+        if (w->relay != NULL)
+            wrk_relay_from_scheduler(w->relay, env->cli_relay);
+        break;
     default:
         GS_LOG(GS_LOG_WARN, "body=%s unexpected from scheduler, ignored",
                gs_proto_body_name(env->body_case));
@@ -365,6 +375,7 @@ static void on_conn_close(struct gs_proto_conn *conn, int status, void *data)
     (void)conn;
     w->conn = NULL;
     w->registered = false;
+    wrk_relay_set_connected(w->relay, false);
     uv_timer_stop(&w->heartbeat);
     if (!w->stopping)
         GS_LOG(GS_LOG_WARN, "status=%d reason=%s lost the scheduler, reconnecting", status,
@@ -460,6 +471,53 @@ static void start_ledger(struct wrk_ctx *w, const char *path)
         GS_LOG(GS_LOG_WARN, "path=%s out of memory: tasks are not recorded", path);
 }
 
+/* The relay's way to gschedd: only once registered (see the top of this file). */
+static int relay_send(const Gs__Envelope *env, void *data)
+{
+    struct wrk_ctx *w = data;
+
+    const Gs__Hello *peer;
+
+    if (!w->registered)
+        return -ENOTCONN;
+    /* An older gschedd would take the unknown body for a broken peer and drop us. */
+    peer = gs_proto_conn_peer_hello(w->conn);
+    if (peer == NULL || peer->protocol_minor < CLI_RELAY_MINOR)
+        return -EPROTONOSUPPORT;
+    return wrk_send(w, (Gs__Envelope *)env);
+}
+
+static void on_relay_closed(void *data)
+{
+    release_handle(data);
+}
+
+/* The CLI socket, when one is wanted; a failure is fatal unless it is optional. */
+static int start_relay(struct wrk_ctx *w, const struct wrk_opts *opts, struct gs_error *err)
+{
+    struct wrk_relay_opts ro = {
+        .path = opts->cli_socket, .node_name = w->node_name, .send = relay_send, .data = w};
+    struct gs_error rerr;
+
+    if (opts->cli_socket == NULL)
+        return 0;
+    w->relay = wrk_relay_new(w->loop, &ro, &rerr);
+    if (w->relay != NULL) {
+        w->open_handles++; /* until on_relay_closed */
+        GS_LOG(GS_LOG_INFO, "path=%s cli socket listening", opts->cli_socket);
+        return 0;
+    }
+    if (!opts->cli_socket_optional) {
+        *err = rerr;
+        return rerr.code;
+    }
+    GS_LOG(GS_LOG_WARN,
+           "error=\"%s\" no cli socket: gsched inside jobs uses gschedd's own socket, "
+           "which only works on gschedd's host",
+           rerr.msg);
+    return 0;
+}
+
 struct wrk_ctx *wrk_new(uv_loop_t *loop, const struct wrk_opts *opts, struct gs_error *err)
 {
     struct wrk_ctx *w = calloc(1, sizeof(*w));
@@ -492,6 +550,10 @@ struct wrk_ctx *wrk_new(uv_loop_t *loop, const struct wrk_opts *opts, struct gs_
     uv_timer_init(loop, &w->reconnect);
     w->heartbeat.data = w->reconnect.data = w;
     w->open_handles = 2;
+    if (start_relay(w, opts, err) < 0) {
+        wrk_stop(w, NULL, NULL); /* freed once its handles are closed */
+        return NULL;
+    }
     return w;
 fail:
     if (w != NULL) {
@@ -518,10 +580,17 @@ void wrk_stop(struct wrk_ctx *w, void (*stopped)(void *data), void *data)
     w->stopped_data = data;
     wrk_tasks_close(w->tasks);
     w->tasks = NULL;
+    wrk_relay_close(w->relay, on_relay_closed, w);
+    w->relay = NULL;
     if (w->conn != NULL)
         gs_proto_conn_close(w->conn);
     uv_close((uv_handle_t *)&w->heartbeat, on_timer_closed);
     uv_close((uv_handle_t *)&w->reconnect, on_timer_closed);
+}
+
+const char *wrk_cli_socket(const struct wrk_ctx *w)
+{
+    return w->relay != NULL ? wrk_relay_path(w->relay) : NULL;
 }
 
 int wrk_running(const struct wrk_ctx *w)

@@ -9,7 +9,8 @@
  * (after the task's output) as a TaskExit that it keeps and
  * resends on each reconnect until the scheduler acknowledges it (TaskExitAck), so no exit is
  * lost when the scheduler restarts. Running tasks do not depend on the connection: they
- * survive a scheduler outage.
+ * survive a scheduler outage. The gsched CLI inside its jobs reaches gschedd through the
+ * worker's CLI socket, relayed over the same connection (worker/relay.h).
  *
  * Loop thread only. wrk_stop() kills the tasks, closes everything and calls the stop
  * callback once the last handle is closed; the context is freed after it returns.
@@ -17,6 +18,7 @@
 #ifndef WRK_WORKER_H
 #define WRK_WORKER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
 
@@ -33,6 +35,9 @@ struct wrk_opts {
     const char *ledger_path;    /* its running tasks on disk (worker/ledger.h); NULL: none */
     const char *script_dir;     /* batch scripts' private copies; NULL: /tmp. Task users
                                  * must be able to reach it. */
+    const char *cli_socket;     /* the CLI's socket for this node's tasks (worker/relay.h),
+                                 * their GSCHED_SOCKET; NULL: none */
+    bool cli_socket_optional;   /* failing to listen there is a warning, not an error */
 };
 
 struct wrk_ctx;
@@ -42,6 +47,8 @@ struct wrk_ctx *wrk_new(uv_loop_t *loop, const struct wrk_opts *opts, struct gs_
 int wrk_start(struct wrk_ctx *w);
 void wrk_stop(struct wrk_ctx *w, void (*stopped)(void *data), void *data);
 
+/* The CLI socket the node's tasks get as GSCHED_SOCKET, or NULL when there is none. */
+const char *wrk_cli_socket(const struct wrk_ctx *w);
 /* For tests and `gsched nodes`: tasks running, exits not yet acknowledged, registrations. */
 int wrk_running(const struct wrk_ctx *w);
 int wrk_unacked_exits(const struct wrk_ctx *w);

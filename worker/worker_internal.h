@@ -11,6 +11,7 @@
 
 #include "proto/conn.h"
 #include "worker/ledger.h"
+#include "worker/relay.h"
 #include "worker/tasks.h"
 #include "worker/worker.h"
 
@@ -51,6 +52,7 @@ struct wrk_ctx {
     uv_timer_t reconnect;
     struct wrk_tasks *tasks;
     struct wrk_ledger *ledger; /* NULL when not kept */
+    struct wrk_relay *relay;   /* the CLI socket; NULL when there is none */
     struct wrk_exit *exits;
     struct wrk_job *jobs;
     int open_handles;

@@ -341,6 +341,7 @@ static int build_task_env(const struct launch *l, const Gs__TaskAssignment *t,
         .step_node_tasks = l->step_node_tasks,
         .n_step_nodes = l->msg->n_allocation,
         .task_pid_slot = l->slurm,
+        .cli_socket = wrk_cli_socket(l->w),
     };
 
     return wrk_env_build(&te, ret_envp);

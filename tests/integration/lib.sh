@@ -63,10 +63,10 @@ fail() {
 
 # wait_for DESCRIPTION SECONDS COMMAND...: retries COMMAND until it succeeds or SECONDS pass.
 wait_for() {
-  local what=$1 deadline=$((SECONDS + $2))
+  local what=$1 secs=$2 deadline=$((SECONDS + $2))
   shift 2
   until "$@" >/dev/null 2>&1; do
-    [ $SECONDS -lt $deadline ] || fail "timed out after $2 s waiting for $what"
+    [ $SECONDS -lt $deadline ] || fail "timed out after $secs s waiting for $what"
     sleep 0.05
   done
 }

@@ -1,0 +1,492 @@
+/*
+ * test_cli_relay.c: gschedd serving CLI sessions a worker relays (CliRelay, sched_cli.c),
+ * in process on a private loop, with a fake worker on loopback TCP that registers a node
+ * and then speaks for CLIs of its node. A relayed request is answered inside CliRelay
+ * frames and its session ended with the close marker; the uid the worker vouches for is
+ * the submitter's; a malformed frame, or one from another uid, ends that session alone; a
+ * frame for a session already ended is answered with its end and an end for one never
+ * opened is dropped; a CliRelay inside a relayed session, or from a CLI's own connection,
+ * is refused; a session held by a wait ends when its worker goes, or when gschedd stops,
+ * which leaves nothing on the loop.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/buf.h"
+#include "common/clock.h"
+#include "common/config.h"
+#include "proto/conn.h"
+#include "scheduler/sched.h"
+
+#define MAX_DOWN 32
+
+/* A CliRelay gschedd sent the worker. */
+struct down_frame {
+    uint64_t session;
+    bool close;
+    Gs__Envelope *inner;
+};
+
+static uv_loop_t loop;
+static uv_timer_t tick;
+static char dir[64], sock[128];
+static struct gs_config cfg;
+static struct sched_ctx *sched;
+static struct gs_proto_conn *worker, *cli;
+static bool registered, worker_closed, sched_stopped, cli_closed;
+static struct down_frame down[MAX_DOWN];
+static int ndown;
+static Gs__Envelope__BodyCase cli_body;
+static int32_t cli_error;
+
+static void on_tick(uv_timer_t *t)
+{
+    (void)t;
+}
+
+static void run_until(bool (*cond)(void), const char *what)
+{
+    uint64_t deadline = gs_clock_mono_ms() + 5000;
+
+    while (!cond()) {
+        cr_assert_lt(gs_clock_mono_ms(), deadline, "timed out waiting for %s", what);
+        uv_run(&loop, UV_RUN_ONCE);
+    }
+}
+
+static void on_worker_ready(struct gs_proto_conn *conn, const Gs__Hello *peer, void *data)
+{
+    Gs__NodeTopology topo = GS__NODE_TOPOLOGY__INIT;
+    Gs__NodeRegister reg = GS__NODE_REGISTER__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+
+    (void)peer;
+    (void)data;
+    topo.node_name = "n1";
+    topo.address = "127.0.0.1";
+    topo.cores = 2;
+    topo.memory_mib = 1024;
+    reg.topology = &topo;
+    env.body_case = GS__ENVELOPE__BODY_NODE_REGISTER;
+    env.node_register = &reg;
+    cr_assert_eq(gs_proto_conn_send(conn, &env), 0);
+}
+
+static void on_worker_message(struct gs_proto_conn *conn, const Gs__Envelope *env, void *data)
+{
+    struct down_frame *f = &down[ndown];
+
+    (void)conn;
+    (void)data;
+    if (env->body_case == GS__ENVELOPE__BODY_NODE_REGISTER_REPLY) {
+        cr_assert(env->node_register_reply->accepted, "%s", env->node_register_reply->reason);
+        registered = true;
+        return;
+    }
+    if (env->body_case != GS__ENVELOPE__BODY_CLI_RELAY)
+        return; /* LaunchTasks of the submitted job: this worker runs nothing */
+    cr_assert_lt(ndown, MAX_DOWN);
+    f->session = env->cli_relay->session;
+    f->close = env->cli_relay->close;
+    f->inner = NULL;
+    if (!f->close)
+        cr_assert_eq(
+            gs_proto_decode(env->cli_relay->frame.data, env->cli_relay->frame.len, &f->inner), 0);
+    ndown++;
+}
+
+static void on_worker_close(struct gs_proto_conn *conn, int status, void *data)
+{
+    (void)conn;
+    (void)status;
+    (void)data;
+    worker = NULL;
+    worker_closed = true;
+}
+
+static void on_connected(uv_connect_t *req, int status)
+{
+    free(req);
+    cr_assert_eq(status, 0, "connect: %s", uv_strerror(status));
+    cr_assert_eq(gs_proto_conn_start(worker), 0);
+}
+
+static bool is_registered(void)
+{
+    return registered;
+}
+
+static void setup(void)
+{
+    struct gs_proto_conn_opts opts = {
+        .role = GS__ROLE__ROLE_WORKER,
+        .name = "n1",
+        .accept_roles = GS_PROTO_ROLE_BIT(GS__ROLE__ROLE_SCHEDULER),
+        .on_ready = on_worker_ready,
+        .on_message = on_worker_message,
+        .on_close = on_worker_close,
+    };
+    struct sockaddr_in addr;
+    uv_connect_t *req = malloc(sizeof(*req));
+    struct gs_error err;
+
+    signal(SIGPIPE, SIG_IGN);
+    snprintf(dir, sizeof(dir), "/tmp/gs-cli-relay-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(sock, sizeof(sock), "%s/g.sock", dir);
+    cr_assert_eq(gs_config_init(&cfg), 0);
+    cfg.port = 0;
+    free(cfg.socket_path);
+    free(cfg.state_dir);
+    cfg.socket_path = strdup(sock);
+    cfg.state_dir = strdup(dir);
+    cfg.log_level = GS_LOG_ERROR;
+    cr_assert_eq(uv_loop_init(&loop), 0);
+    uv_timer_init(&loop, &tick);
+    uv_timer_start(&tick, on_tick, 1, 1);
+    memset(down, 0, sizeof(down));
+    ndown = 0;
+    registered = worker_closed = sched_stopped = cli_closed = false;
+    sched = sched_new(&loop, &cfg, &err);
+    cr_assert_not_null(sched, "%s", err.msg);
+    worker = gs_proto_conn_new(&loop, GS_PROTO_TCP, &opts);
+    cr_assert(worker != NULL && req != NULL);
+    uv_ip4_addr("127.0.0.1", sched_worker_port(sched), &addr);
+    cr_assert_eq(uv_tcp_connect(req, (uv_tcp_t *)gs_proto_conn_stream(worker),
+                                (const struct sockaddr *)&addr, on_connected),
+                 0);
+    run_until(is_registered, "the registration");
+}
+
+static bool is_stopped(void)
+{
+    return sched_stopped && worker == NULL && cli == NULL;
+}
+
+static void on_stopped(void *data)
+{
+    (void)data;
+    sched_stopped = true;
+}
+
+static void teardown(void)
+{
+    if (worker != NULL)
+        gs_proto_conn_close(worker);
+    sched_stop(sched, on_stopped, NULL);
+    run_until(is_stopped, "gschedd to stop");
+    uv_close((uv_handle_t *)&tick, NULL);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    cr_assert_eq(uv_loop_close(&loop), 0, "handles left on the loop");
+    for (int i = 0; i < ndown; i++)
+        gs_proto_envelope_free(down[i].inner);
+    gs_config_release(&cfg);
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* A CliRelay from the worker: inner packed into its frame (NULL: the close marker). */
+static void relay_raw(uint64_t session, uint32_t uid, const void *frame, size_t len, bool close)
+{
+    Gs__CliRelay m = GS__CLI_RELAY__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+
+    m.session = session;
+    m.uid = uid;
+    m.gid = uid;
+    m.frame.data = (uint8_t *)frame;
+    m.frame.len = len;
+    m.close = close;
+    env.body_case = GS__ENVELOPE__BODY_CLI_RELAY;
+    env.cli_relay = &m;
+    cr_assert_eq(gs_proto_conn_send(worker, &env), 0);
+}
+
+static void relay(uint64_t session, uint32_t uid, const Gs__Envelope *inner)
+{
+    struct gs_buf packed = GS_BUF_INIT;
+
+    cr_assert_eq(gs_proto_encode(inner, &packed), 0);
+    relay_raw(session, uid, packed.data + GS_PROTO_HEADER_SIZE, packed.len - GS_PROTO_HEADER_SIZE,
+              false);
+    gs_buf_release(&packed);
+}
+
+static int want_down;
+static bool enough_down(void)
+{
+    return ndown >= want_down;
+}
+
+static void wait_down(int n)
+{
+    want_down = n;
+    run_until(enough_down, "frames from gschedd");
+}
+
+/* Lets gschedd handle everything sent so far, with no answer expected. */
+static void settle(void)
+{
+    uint64_t until = gs_clock_mono_ms() + 100;
+
+    while (gs_clock_mono_ms() < until)
+        uv_run(&loop, UV_RUN_ONCE);
+}
+
+static void nodes_request(Gs__Envelope *env, Gs__NodesRequest *req, uint64_t request_id)
+{
+    gs__nodes_request__init(req);
+    env->request_id = request_id;
+    env->body_case = GS__ENVELOPE__BODY_NODES_REQUEST;
+    env->nodes_request = req;
+}
+
+/* Submits a one-node job in relayed session `session` as uid; returns its id. */
+static uint64_t submit_job(uint64_t session, uint32_t uid)
+{
+    Gs__Resources res = GS__RESOURCES__INIT;
+    Gs__RunSpec run = GS__RUN_SPEC__INIT;
+    Gs__JobSpec spec = GS__JOB_SPEC__INIT;
+    Gs__SubmitRequest sub = GS__SUBMIT_REQUEST__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    char *argv[] = {"true"};
+    int first = ndown;
+
+    res.nodes = 1;
+    run.n_argv = 1;
+    run.argv = argv;
+    run.tasks_per_node = 1;
+    run.workdir = "/";
+    run.stdout_pattern = "/dev/null";
+    spec.name = "relayed";
+    spec.resources = &res;
+    spec.run = &run;
+    sub.spec = &spec;
+    env.request_id = 4;
+    env.body_case = GS__ENVELOPE__BODY_SUBMIT_REQUEST;
+    env.submit_request = &sub;
+    relay(session, uid, &env);
+    wait_down(first + 2);
+    cr_assert_eq(down[first].inner->body_case, GS__ENVELOPE__BODY_SUBMIT_REPLY, "%s",
+                 down[first].inner->body_case == GS__ENVELOPE__BODY_ERROR
+                     ? down[first].inner->error->message
+                     : "");
+    cr_assert(down[first + 1].close);
+    return down[first].inner->submit_reply->job_id;
+}
+
+TestSuite(cli_relay, .init = setup, .fini = teardown);
+
+Test(cli_relay, answers_a_relayed_request_then_ends_its_session)
+{
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    Gs__NodesRequest req;
+
+    nodes_request(&env, &req, 3);
+    relay(1, 1234, &env);
+    wait_down(2);
+    cr_assert_eq(down[0].session, 1);
+    cr_assert_eq(down[0].inner->body_case, GS__ENVELOPE__BODY_NODES_REPLY);
+    cr_assert_eq(down[0].inner->request_id, 3);
+    cr_assert_eq(down[0].inner->nodes_reply->n_nodes, 1);
+    cr_assert_str_eq(down[0].inner->nodes_reply->nodes[0]->name, "n1");
+    cr_assert_eq(down[1].session, 1);
+    cr_assert(down[1].close, "one request per session: then its end");
+    relay_raw(1, 1234, NULL, 0, true); /* the worker's end crossing gschedd's: dropped */
+    settle();
+    cr_assert_eq(ndown, 2);
+}
+
+Test(cli_relay, a_submission_belongs_to_the_uid_the_worker_vouches_for)
+{
+    Gs__ShowRequest show = GS__SHOW_REQUEST__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+
+    show.job_id = submit_job(1, 4321);
+    env.request_id = 5;
+    env.body_case = GS__ENVELOPE__BODY_SHOW_REQUEST;
+    env.show_request = &show;
+    relay(2, 4321, &env);
+    wait_down(4);
+    cr_assert_eq(down[2].session, 2);
+    cr_assert_eq(down[2].inner->body_case, GS__ENVELOPE__BODY_SHOW_REPLY);
+    cr_assert_eq(down[2].inner->show_reply->job->user->uid, 4321);
+}
+
+Test(cli_relay, a_malformed_frame_ends_that_session_alone)
+{
+    uint8_t garbage[] = {0xff, 0xff, 0xff};
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    Gs__NodesRequest req;
+
+    relay_raw(1, 1000, garbage, sizeof(garbage), false);
+    wait_down(1);
+    cr_assert_eq(down[0].session, 1);
+    cr_assert(down[0].close);
+    nodes_request(&env, &req, 6);
+    relay(1, 1000, &env);              /* an ended session's number: only its end again */
+    relay_raw(9, 1000, NULL, 0, true); /* the end of one never opened: nothing */
+    relay(2, 1000, &env);              /* the next session is served */
+    wait_down(4);
+    cr_assert_eq(down[1].session, 1);
+    cr_assert(down[1].close);
+    cr_assert_eq(down[2].session, 2);
+    cr_assert_eq(down[2].inner->body_case, GS__ENVELOPE__BODY_NODES_REPLY);
+    cr_assert_eq(down[3].session, 2);
+    cr_assert(down[3].close);
+    settle();
+    cr_assert_eq(ndown, 4, "nothing else for the dropped frames");
+    cr_assert_not(worker_closed, "the worker's connection stays");
+}
+
+Test(cli_relay, a_session_whose_uid_changes_is_ended)
+{
+    Gs__WaitRequest wait = GS__WAIT_REQUEST__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    uint64_t job = submit_job(1, 1000);
+
+    wait.n_job_ids = 1;
+    wait.job_ids = &job;
+    env.request_id = 8;
+    env.body_case = GS__ENVELOPE__BODY_WAIT_REQUEST;
+    env.wait_request = &wait;
+    relay(2, 1000, &env); /* held: the job runs on a worker that runs nothing */
+    settle();
+    cr_assert_eq(ndown, 2);
+    relay(2, 1001, &env); /* the same session, another uid */
+    wait_down(3);
+    cr_assert_eq(down[2].session, 2);
+    cr_assert(down[2].close);
+    settle();
+    cr_assert_eq(ndown, 3);
+}
+
+Test(cli_relay, refuses_a_cli_relay_inside_a_relayed_session)
+{
+    Gs__CliRelay nested = GS__CLI_RELAY__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+
+    nested.session = 1;
+    nested.uid = 0;
+    env.request_id = 2;
+    env.body_case = GS__ENVELOPE__BODY_CLI_RELAY;
+    env.cli_relay = &nested;
+    relay(1, 1000, &env);
+    wait_down(2);
+    cr_assert_eq(down[0].inner->body_case, GS__ENVELOPE__BODY_ERROR);
+    cr_assert_eq(down[0].inner->error->code, -EPERM);
+    cr_assert(down[1].close);
+}
+
+static void on_cli_ready(struct gs_proto_conn *conn, const Gs__Hello *peer, void *data)
+{
+    Gs__CliRelay m = GS__CLI_RELAY__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+
+    (void)peer;
+    (void)data;
+    m.session = 1;
+    m.uid = 0;
+    env.request_id = 11;
+    env.body_case = GS__ENVELOPE__BODY_CLI_RELAY;
+    env.cli_relay = &m;
+    cr_assert_eq(gs_proto_conn_send(conn, &env), 0);
+}
+
+static void on_cli_message(struct gs_proto_conn *conn, const Gs__Envelope *env, void *data)
+{
+    (void)conn;
+    (void)data;
+    cli_body = env->body_case;
+    if (env->body_case == GS__ENVELOPE__BODY_ERROR)
+        cli_error = env->error->code;
+}
+
+static void on_cli_close(struct gs_proto_conn *conn, int status, void *data)
+{
+    (void)conn;
+    (void)status;
+    (void)data;
+    cli = NULL;
+    cli_closed = true;
+}
+
+static void on_cli_connected(uv_connect_t *req, int status)
+{
+    free(req);
+    cr_assert_eq(status, 0);
+    cr_assert_eq(gs_proto_conn_start(cli), 0);
+}
+
+static bool is_cli_closed(void)
+{
+    return cli_closed;
+}
+
+Test(cli_relay, refuses_a_cli_relay_from_a_cli_connection)
+{
+    struct gs_proto_conn_opts opts = {
+        .role = GS__ROLE__ROLE_CLI,
+        .name = "gsched",
+        .accept_roles = GS_PROTO_ROLE_BIT(GS__ROLE__ROLE_SCHEDULER),
+        .on_ready = on_cli_ready,
+        .on_message = on_cli_message,
+        .on_close = on_cli_close,
+    };
+    uv_connect_t *req = malloc(sizeof(*req));
+
+    cli = gs_proto_conn_new(&loop, GS_PROTO_PIPE, &opts);
+    cr_assert(cli != NULL && req != NULL);
+    uv_pipe_connect(req, (uv_pipe_t *)gs_proto_conn_stream(cli), sock, on_cli_connected);
+    run_until(is_cli_closed, "the refusal");
+    cr_assert_eq(cli_body, GS__ENVELOPE__BODY_ERROR);
+    cr_assert_eq(cli_error, -EPERM);
+}
+
+static bool is_worker_closed(void)
+{
+    return worker_closed;
+}
+
+Test(cli_relay, sessions_end_with_their_workers_connection)
+{
+    Gs__WaitRequest wait = GS__WAIT_REQUEST__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    uint64_t job = submit_job(1, 1000);
+
+    /* A wait held until the job ends, which it cannot: this worker runs nothing. */
+    wait.n_job_ids = 1;
+    wait.job_ids = &job;
+    env.request_id = 2;
+    env.body_case = GS__ENVELOPE__BODY_WAIT_REQUEST;
+    env.wait_request = &wait;
+    relay(2, 1000, &env);
+    settle();
+    cr_assert_eq(ndown, 2, "the wait is held");
+    gs_proto_conn_close(worker);
+    run_until(is_worker_closed, "the worker to go");
+    settle(); /* gschedd ends the held session; teardown checks nothing is left */
+}
+
+Test(cli_relay, stops_with_a_relayed_session_still_held)
+{
+    Gs__WaitRequest wait = GS__WAIT_REQUEST__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    uint64_t job = submit_job(1, 1000);
+
+    wait.n_job_ids = 1;
+    wait.job_ids = &job;
+    env.request_id = 3;
+    env.body_case = GS__ENVELOPE__BODY_WAIT_REQUEST;
+    env.wait_request = &wait;
+    relay(2, 1000, &env);
+    settle();
+    cr_assert_eq(ndown, 2, "the wait is held");
+    /* teardown stops gschedd now: the session ends with it, nothing is left on the loop */
+}
