@@ -240,7 +240,10 @@ static void set_slurm(struct envset *e, const struct wrk_task_env *in)
     set(e, "SLURMD_NODENAME", in->node_name);
     set_uint(e, "SLURM_CPUS_ON_NODE", in->node_cpus);
     set_uint(e, "SLURM_GPUS_ON_NODE", in->n_node_gpus);
-    set_list(e, "SLURM_JOB_GPUS", in->node_gpus, in->n_node_gpus);
+    /* In a step the node's GPUs are the step's share; SLURM_JOB_GPUS stays the job's, as
+     * srun's environment (the batch shell's) carries it. */
+    if (in->step == 0)
+        set_list(e, "SLURM_JOB_GPUS", in->node_gpus, in->n_node_gpus);
     set_list(e, "GPU_DEVICE_ORDINAL", in->node_gpus, in->n_node_gpus);
     set_list(e, "SLURM_STEP_GPUS", in->gpus, in->ngpus);
     if (in->task_pid_slot) {

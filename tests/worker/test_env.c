@@ -206,8 +206,12 @@ Test(env, slurm_step_task_gets_its_place_and_the_steps_layout)
     struct wrk_task_env in = slurm_task();
     char **envp = NULL;
 
+    static char *srun_env[] = {"SLURM_JOB_ID=42", "SLURM_JOB_NODELIST=n[1-3],gpu7",
+                               "SLURM_JOB_GPUS=0,1,2,3,4,5,6,7,8,9", NULL};
+
     in.step = 3; /* the job's third srun: Slurm step 2 */
     in.task_pid_slot = true;
+    in.job_env = srun_env; /* the batch shell's, through srun */
     cr_assert_eq(wrk_env_build(&in, &envp), 0);
     cr_assert_str_eq(get(envp, "SLURM_PROCID"), "3");
     cr_assert_str_eq(get(envp, "SLURM_LOCALID"), "1");
@@ -215,7 +219,8 @@ Test(env, slurm_step_task_gets_its_place_and_the_steps_layout)
     cr_assert_str_eq(get(envp, "SLURMD_NODENAME"), "n2");
     cr_assert_str_eq(get(envp, "SLURM_CPUS_ON_NODE"), "32");
     cr_assert_str_eq(get(envp, "SLURM_GPUS_ON_NODE"), "8");
-    cr_assert_str_eq(get(envp, "SLURM_JOB_GPUS"), "0,1,2,3,4,5,6,7");
+    cr_assert_str_eq(get(envp, "SLURM_JOB_GPUS"), "0,1,2,3,4,5,6,7,8,9",
+                     "the job's GPUs, not the step's share");
     cr_assert_str_eq(get(envp, "GPU_DEVICE_ORDINAL"), "0,1,2,3,4,5,6,7");
     cr_assert_str_eq(get(envp, "SLURM_STEP_GPUS"), "2,3");
     cr_assert_str_eq(get(envp, "CUDA_VISIBLE_DEVICES"), "2,3", "a step task sees its own GPUs");
