@@ -327,7 +327,9 @@ static int stream(struct srun_run *r)
     if (r->nexited < r->ntasks) {
         fprintf(stderr, "srun: error: StepId=%" PRIu64 ".%u: %u of %u tasks did not report: %s\n",
                 r->a->job_id, r->step_id, r->ntasks - r->nexited, r->ntasks,
-                r->ended_why != NULL ? r->ended_why : "gschedd closed the connection");
+                r->ended_why != NULL
+                    ? r->ended_why
+                    : "the connection to gschedd (or the worker relaying it) closed");
         return r->worst > 0 ? r->worst : 1;
     }
     return r->worst;
