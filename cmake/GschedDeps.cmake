@@ -9,3 +9,13 @@ pkg_check_modules(CRITERION IMPORTED_TARGET criterion>=2.4)
 
 find_program(PROTOC_C NAMES protoc-c protoc-gen-c REQUIRED)
 find_package(Python3 COMPONENTS Interpreter)
+
+# OpenMP threads the CPU kernels (kernels/); optional: without it they run single-threaded.
+option(GSCHED_OPENMP "Use OpenMP threads in the CPU kernels when the compiler has it" ON)
+set(GSCHED_HAVE_OPENMP OFF)
+if(GSCHED_OPENMP)
+  find_package(OpenMP COMPONENTS C)
+  if(OpenMP_C_FOUND)
+    set(GSCHED_HAVE_OPENMP ON)
+  endif()
+endif()

@@ -17,6 +17,8 @@
 
 #include <stddef.h>
 
+#include "kernels/dtype.h"
+
 struct gs_kern_adamw {
     float lr;
     float beta1;
@@ -29,6 +31,12 @@ struct gs_kern_adamw {
 /* Returns 0, or -EINVAL for a NULL array with n > 0 or step < 1. */
 int gs_kern_adamw_cpu(float *param, const float *grad, float *m, float *v, size_t n,
                       const struct gs_kern_adamw *hp);
+
+/* The same step, which also writes the updated weights, rounded once, into `copy` (n elements
+ * of dtype dt: the 16-bit weights the forward pass reads; F32 is allowed and copies). One pass
+ * instead of a step and a cast. Returns 0, or -EINVAL as above or for a NULL copy. */
+int gs_kern_adamw_copy_cpu(float *param, const float *grad, float *m, float *v, size_t n,
+                           const struct gs_kern_adamw *hp, void *copy, enum gs_kern_dtype dt);
 
 /* Returns 0, -EINVAL as above, -ENODEV when built without CUDA, -EIO on a CUDA error. */
 int gs_kern_adamw_cuda(float *d_param, const float *d_grad, float *d_m, float *d_v, size_t n,
