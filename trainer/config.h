@@ -26,7 +26,7 @@ struct trn_config {
     /* top level */
     enum trn_precision precision;
     uint64_t seed;    /* weights init and dropout-free sampling */
-    uint32_t threads; /* 0: every core */
+    uint32_t threads; /* kernel threads; 0: OpenMP's default (OMP_NUM_THREADS, else every core) */
     char *out_dir;    /* metrics, plot, checkpoints unless given elsewhere; default "." */
 
     /* [model] */

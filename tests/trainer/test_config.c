@@ -169,6 +169,15 @@ Test(trn_config, cross_key_checks)
     cr_assert(strstr(errs(), "data.dir is required") != NULL, "%s", errs());
 }
 
+Test(trn_config, the_example_file_reads_and_checks)
+{
+    cr_assert_eq(trn_config_load(&cfg, GSCHED_EXAMPLES "/train-small.toml", &errors), 0, "%s",
+                 errs());
+    cr_assert_eq(cfg.layers, 6);
+    cr_assert_eq(cfg.micro, 0, "auto");
+    cr_assert_eq(trn_config_check(&cfg, &errors), 0, "%s", errs());
+}
+
 Test(trn_config, micro_must_divide_the_global_batch)
 {
     cr_assert_eq(parse("[data]\ndir = \"d\"\n[model]\ncontext = 64\n"

@@ -1,0 +1,108 @@
+/*
+ * model.h: the GPT-style decoder gsched-train trains (the model of tests/reference/
+ * gen_fixtures.py): token and position embeddings, `layers` blocks of LayerNorm → causal
+ * multi-head attention → residual, LayerNorm → MLP (4x, GELU) → residual, a final LayerNorm
+ * and an LM head tied to the token embedding, over a vocabulary padded to a multiple of 64.
+ *
+ * Memory is allocated once, in trn_model_new(), as four arenas: fp32 master parameters,
+ * fp32 gradients, AdamW's two moments, and the activations of one micro-batch (plus, for
+ * bf16/fp16, the 16-bit weight copy the forward pass reads). Nothing is allocated in
+ * forward, backward or the optimizer step.
+ *
+ * Parameter tensors sit in the flat arrays in BACKWARD order (final LayerNorm, the last
+ * block, ..., the first block, wpe, wte), the order in which backward completes their
+ * gradients, so that data-parallel training can all-reduce the flat gradient buffer in
+ * contiguous buckets as they fill.
+ *
+ * Single-threaded API (the kernels use OpenMP inside); the model is the caller's to free.
+ */
+#ifndef TRN_MODEL_H
+#define TRN_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/dtype.h"
+
+struct trn_model_shape {
+    uint32_t layers, heads, channels, context; /* context: the longest sequence */
+    uint32_t vocab;                            /* real tokens; padded up to a multiple of 64 */
+};
+
+/* One parameter tensor's place in the flat arrays (fixture and checkpoint names). */
+struct trn_param {
+    char name[32]; /* "wte", "h.3.attn.qkv.w", ... as in tests/reference */
+    size_t offset, count;
+    uint32_t rank, dims[2];
+    bool decay; /* weight decay applies: matrices and embeddings, not biases or norms */
+};
+
+struct trn_adamw {
+    float lr, beta1, beta2, eps, weight_decay;
+    uint64_t t; /* 1-based step number, for bias correction */
+};
+
+struct trn_model;
+
+uint32_t trn_vocab_padded(uint32_t vocab);
+
+/* Bytes trn_model_new() allocates for this shape, micro-batch and dtype. */
+size_t trn_model_bytes(const struct trn_model_shape *shape, enum gs_kern_dtype dt, uint32_t batch);
+/* Model FLOPs of forward + backward per token at sequence length T (matmuls and attention). */
+double trn_model_flops_per_token(const struct trn_model_shape *shape, uint32_t T);
+
+/*
+ * A model for micro-batches of up to `batch` sequences of up to shape->context tokens, with
+ * storage dtype dt. Parameters start at zero: call trn_model_init() or load them, then
+ * trn_model_sync(). Returns 0, -EINVAL for a bad shape, -ENOMEM.
+ */
+int trn_model_new(const struct trn_model_shape *shape, enum gs_kern_dtype dt, uint32_t batch,
+                  struct trn_model **ret);
+void trn_model_free(struct trn_model *m);
+
+const struct trn_model_shape *trn_model_shape(const struct trn_model *m);
+enum gs_kern_dtype trn_model_dtype(const struct trn_model *m);
+size_t trn_model_nparams(const struct trn_model *m);
+size_t trn_model_ntensors(const struct trn_model *m);
+const struct trn_param *trn_model_param(const struct trn_model *m, size_t i);
+const struct trn_param *trn_model_find(const struct trn_model *m, const char *name);
+/* The flat fp32 arrays, nparams long each, in backward order. */
+float *trn_model_params(struct trn_model *m);
+float *trn_model_grads(struct trn_model *m);
+float *trn_model_adam_m(struct trn_model *m);
+float *trn_model_adam_v(struct trn_model *m);
+
+/* GPT-2's initialisation from a seed: N(0, 0.02) weights, output projections scaled by
+ * 1/sqrt(2*layers), zero biases, unit LayerNorm weights; padded embedding rows zero. */
+void trn_model_init(struct trn_model *m, uint64_t seed);
+/* Refreshes the 16-bit weight copy from the fp32 master (after init or loading). */
+int trn_model_sync(struct trn_model *m);
+
+/*
+ * Forward pass over B x T tokens (B <= batch, T <= context). With targets, *ret_loss gets the
+ * mean cross-entropy (a target of -1 is masked out) and, when for_backward, the logits'
+ * gradient is prepared with weight grad_scale per token (e.g. loss_scale / (B*T*accum)); a
+ * trn_model_backward() must follow. Without targets only the logits are computed. Returns 0
+ * or -EINVAL (bad sizes, a token id outside the vocabulary).
+ */
+int trn_model_forward(struct trn_model *m, const int32_t *tokens, const int32_t *targets,
+                      uint32_t B, uint32_t T, float grad_scale, bool for_backward,
+                      double *ret_loss);
+/* Adds the last forward pass's gradients into trn_model_grads(). 0 or -EINVAL. */
+int trn_model_backward(struct trn_model *m);
+void trn_model_zero_grads(struct trn_model *m);
+/* Logits of sequence b at position t of the last forward pass, as vocab floats. */
+int trn_model_logits(const struct trn_model *m, uint32_t b, uint32_t t, float *out);
+
+/*
+ * Gradient post-processing and the AdamW step, over every tensor: unscale by inv_scale
+ * (fp16; 1 otherwise) noting any inf/NaN in *found_nonfinite, the global norm (returned,
+ * before clipping), clipping to max_norm (0: none). trn_model_adamw() then applies the step
+ * with weight decay on `decay` tensors only, and refreshes the 16-bit copy in the same pass.
+ */
+int trn_model_grad_prepare(struct trn_model *m, float inv_scale, float max_norm, float *ret_norm,
+                           bool *found_nonfinite);
+int trn_model_adamw(struct trn_model *m, const struct trn_adamw *hp);
+
+#endif
