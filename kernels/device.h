@@ -18,6 +18,13 @@ bool gs_kern_cuda_built(void);
 int gs_kern_dev_count(int *ret_count);
 int gs_kern_dev_alloc(size_t bytes, void **ret_ptr);
 void gs_kern_dev_free(void *ptr);
+/*
+ * Page-locked host memory (cudaMallocHost): copies from it to a device run asynchronously
+ * and at full bandwidth, which is why the data loader's batch buffers come from here when a
+ * GPU is present. -ENODEV without CUDA, -ENOMEM (or -EIO) when the driver refuses.
+ */
+int gs_kern_host_alloc(size_t bytes, void **ret_ptr);
+void gs_kern_host_free(void *ptr);
 int gs_kern_dev_copy_to(void *dst_dev, const void *src_host, size_t bytes);
 int gs_kern_dev_copy_from(void *dst_host, const void *src_dev, size_t bytes);
 /* Waits for all work queued on the current device. */

@@ -63,6 +63,23 @@ extern "C" void gs_kern_dev_free(void *ptr)
         cudaFree(ptr);
 }
 
+extern "C" int gs_kern_host_alloc(size_t bytes, void **ret_ptr)
+{
+    void *p = NULL;
+    int rc = gs_kern_dev_check(cudaMallocHost(&p, bytes));
+
+    if (rc < 0)
+        return rc == -EIO && bytes > 0 ? -ENOMEM : rc;
+    *ret_ptr = p;
+    return 0;
+}
+
+extern "C" void gs_kern_host_free(void *ptr)
+{
+    if (ptr != NULL)
+        cudaFreeHost(ptr);
+}
+
 extern "C" int gs_kern_dev_copy_to(void *dst_dev, const void *src_host, size_t bytes)
 {
     return gs_kern_dev_check(cudaMemcpy(dst_dev, src_host, bytes, cudaMemcpyHostToDevice));

@@ -30,6 +30,18 @@ void gs_kern_dev_free(void *ptr)
     (void)ptr;
 }
 
+int gs_kern_host_alloc(size_t bytes, void **ret_ptr)
+{
+    (void)bytes;
+    (void)ret_ptr;
+    return -ENODEV;
+}
+
+void gs_kern_host_free(void *ptr)
+{
+    (void)ptr;
+}
+
 int gs_kern_dev_copy_to(void *dst_dev, const void *src_host, size_t bytes)
 {
     (void)dst_dev;

@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "kernels/device.h"
 #include "kernels/ops.h"
 #include "sharding/loader.h"
 #include "sharding/manifest.h"
@@ -136,6 +137,29 @@ static int open_data(struct run *r)
     return 0;
 }
 
+/* The loader's batch buffers in page-locked memory, for the copies to a GPU. */
+static void *pinned_alloc(size_t size, void *data)
+{
+    void *p = NULL;
+
+    (void)data;
+    return gs_kern_host_alloc(size, &p) == 0 ? p : NULL;
+}
+
+static void pinned_release(void *ptr, void *data)
+{
+    (void)data;
+    gs_kern_host_free(ptr);
+}
+
+/* Whether a GPU is there to copy batches to: CUDA built and a device found. */
+static bool have_gpu(void)
+{
+    int n = 0;
+
+    return gs_kern_cuda_built() && gs_kern_dev_count(&n) == 0 && n > 0;
+}
+
 static int start_loader(struct run *r)
 {
     struct shard_loader_config lc = {
@@ -151,7 +175,13 @@ static int start_loader(struct run *r)
         .prefetch = r->cfg->prefetch,
     };
     struct gs_error gerr = {0};
-    int rc = shard_loader_new(&lc, &r->loader, &gerr);
+    int rc;
+
+    if (have_gpu()) {
+        lc.alloc = pinned_alloc;
+        lc.release = pinned_release;
+    }
+    rc = shard_loader_new(&lc, &r->loader, &gerr);
 
     if (rc < 0)
         gs_buf_printf(r->err, "data: %s", gerr.msg);

@@ -74,17 +74,17 @@ head -c 5 "$tmp/a/loss.svg" | grep -q '<svg' || fail "loss.svg is not an SVG"
 [ "$(ls "$tmp/a/checkpoints" | grep -c '^ckpt-.*\.gstf$')" = 2 ] || fail "keep = 2: $(ls "$tmp/a/checkpoints")"
 [ -f "$tmp/a/checkpoints/ckpt-00000020.gstf" ] || fail "no final checkpoint"
 
-# --- stopped by SIGUSR1 after step 7 (as the batch system's --signal would), then resumed -------
-GSCHED_TRAIN_SIGNAL_AT=7 "$bin/gsched-train" train "$tmp/tiny.toml" --out_dir="$tmp/b" > "$tmp/b1.log" 2>&1
+# --- stopped by SIGUSR1 after step 10 (as the batch system's --signal would), then resumed -------
+GSCHED_TRAIN_SIGNAL_AT=10 "$bin/gsched-train" train "$tmp/tiny.toml" --out_dir="$tmp/b" > "$tmp/b1.log" 2>&1
 status=$?
 [ $status = 75 ] || fail "stopped run: exit $status, want 75: $(cat "$tmp/b1.log")"
 grep -q 'asks to be requeued' "$tmp/b1.log" || fail "no requeue line: $(cat "$tmp/b1.log")"
-[ "$(losses "$tmp/b/metrics.jsonl" | wc -l)" = 7 ] || fail "the run did not stop after step 7"
-[ -f "$tmp/b/checkpoints/ckpt-00000007.gstf" ] || fail "no checkpoint at the stop: $(ls "$tmp/b/checkpoints")"
+[ "$(losses "$tmp/b/metrics.jsonl" | wc -l)" = 10 ] || fail "the run did not stop after step 10"
+[ -f "$tmp/b/checkpoints/ckpt-00000010.gstf" ] || fail "no checkpoint at the stop: $(ls "$tmp/b/checkpoints")"
 "$bin/gsched-train" train "$tmp/tiny.toml" --out_dir="$tmp/b" > "$tmp/b2.log" 2>&1 ||
   fail "the resumed run failed: $(cat "$tmp/b2.log")"
-grep -q "^resuming from .*ckpt-00000007.gstf at step 7" "$tmp/b2.log" ||
-  fail "did not resume at step 7: $(cat "$tmp/b2.log")"
+grep -q "^resuming from .*ckpt-00000010.gstf at step 10" "$tmp/b2.log" ||
+  fail "did not resume at step 10: $(cat "$tmp/b2.log")"
 losses "$tmp/a/metrics.jsonl" > "$tmp/a.losses"
 losses "$tmp/b/metrics.jsonl" > "$tmp/b.losses"
 cmp -s "$tmp/a.losses" "$tmp/b.losses" ||
