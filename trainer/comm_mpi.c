@@ -1,0 +1,150 @@
+/*
+ * comm_mpi.c: the Open MPI backend, for CPU ranks started by mpirun (or by gsched's MPI
+ * launcher). It runs on comm.c's communication thread, which initialises MPI and is the only
+ * thread that calls it (MPI_THREAD_FUNNELED). Collectives use a duplicate of MPI_COMM_WORLD
+ * whose errors return instead of aborting, so a failure becomes -EIO with MPI's message.
+ *
+ * bf16 travels as 2-byte elements with a user-defined sum: each pairwise combination adds in
+ * fp32 and rounds once to bf16, as NCCL does for its bf16 reductions.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "kernels/dtype.h"
+#include "trainer/comm_internal.h"
+
+struct mpi_state {
+    MPI_Comm comm;
+    MPI_Datatype bf16;
+    MPI_Op bf16_sum;
+    bool initialised_here;
+};
+
+static int mpi_fail(int code, const char *what, char *err, size_t errlen)
+{
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+
+    if (MPI_Error_string(code, msg, &len) != MPI_SUCCESS)
+        snprintf(msg, sizeof(msg), "MPI error %d", code);
+    snprintf(err, errlen, "%s: %s", what, msg);
+    return -EIO;
+}
+
+static void bf16_sum(void *in, void *inout, int *len, MPI_Datatype *type)
+{
+    const uint16_t *a = in;
+    uint16_t *b = inout;
+
+    (void)type;
+    for (int i = 0; i < *len; i++)
+        b[i] = gs_kern_f32_to_bf16(gs_kern_bf16_to_f32(a[i]) + gs_kern_bf16_to_f32(b[i]));
+}
+
+static int mpi_init(void **state, int *rank, int *size, char *err, size_t errlen)
+{
+    struct mpi_state *s = calloc(1, sizeof(*s));
+    int provided = 0, flag = 0, rc;
+
+    if (s == NULL)
+        return -ENOMEM;
+    MPI_Initialized(&flag);
+    if (!flag) {
+        rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
+        if (rc != MPI_SUCCESS) {
+            free(s);
+            return mpi_fail(rc, "MPI_Init_thread", err, errlen);
+        }
+        s->initialised_here = true;
+    }
+    rc = MPI_Comm_dup(MPI_COMM_WORLD, &s->comm);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Comm_set_errhandler(s->comm, MPI_ERRORS_RETURN);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Type_contiguous(2, MPI_BYTE, &s->bf16);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Type_commit(&s->bf16);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Op_create(bf16_sum, 1, &s->bf16_sum);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Comm_rank(s->comm, rank);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Comm_size(s->comm, size);
+    if (rc != MPI_SUCCESS) {
+        free(s);
+        return mpi_fail(rc, "MPI set-up", err, errlen);
+    }
+    *state = s;
+    return 0;
+}
+
+static void mpi_finalize(void *state)
+{
+    struct mpi_state *s = state;
+
+    MPI_Op_free(&s->bf16_sum);
+    MPI_Type_free(&s->bf16);
+    MPI_Comm_free(&s->comm);
+    if (s->initialised_here)
+        MPI_Finalize();
+    free(s);
+}
+
+/* MPI counts are ints: a longer buffer goes in pieces. */
+#define PIECE ((size_t)1 << 30)
+
+static int mpi_allreduce(void *state, void *buf, size_t count, enum trn_comm_dtype dt, bool average,
+                         char *err, size_t errlen)
+{
+    struct mpi_state *s = state;
+    size_t esize = dt == TRN_COMM_F32 ? 4 : 2;
+    int size = 1, rc = MPI_Comm_size(s->comm, &size);
+
+    for (size_t off = 0; rc == MPI_SUCCESS && off < count; off += PIECE) {
+        size_t n = count - off < PIECE ? count - off : PIECE;
+
+        rc = MPI_Allreduce(MPI_IN_PLACE, (char *)buf + off * esize, (int)n,
+                           dt == TRN_COMM_F32 ? MPI_FLOAT : s->bf16,
+                           dt == TRN_COMM_F32 ? MPI_SUM : s->bf16_sum, s->comm);
+    }
+    if (rc != MPI_SUCCESS)
+        return mpi_fail(rc, "MPI_Allreduce", err, errlen);
+    if (average && size > 1)
+        trn_comm_scale(buf, count, dt, 1.0f / (float)size);
+    return 0;
+}
+
+static int mpi_barrier(void *state, char *err, size_t errlen)
+{
+    struct mpi_state *s = state;
+    int rc = MPI_Barrier(s->comm);
+
+    return rc == MPI_SUCCESS ? 0 : mpi_fail(rc, "MPI_Barrier", err, errlen);
+}
+
+static int mpi_broadcast(void *state, void *buf, size_t bytes, int root, char *err, size_t errlen)
+{
+    struct mpi_state *s = state;
+    int rc = MPI_SUCCESS;
+
+    for (size_t off = 0; rc == MPI_SUCCESS && off < bytes; off += PIECE) {
+        size_t n = bytes - off < PIECE ? bytes - off : PIECE;
+
+        rc = MPI_Bcast((char *)buf + off, (int)n, MPI_BYTE, root, s->comm);
+    }
+    return rc == MPI_SUCCESS ? 0 : mpi_fail(rc, "MPI_Bcast", err, errlen);
+}
+
+static const struct trn_comm_backend mpi_backend = {
+    .name = "mpi",
+    .init = mpi_init,
+    .finalize = mpi_finalize,
+    .allreduce = mpi_allreduce,
+    .barrier = mpi_barrier,
+    .broadcast = mpi_broadcast,
+};
+
+const struct trn_comm_backend *const trn_comm_mpi_backend = &mpi_backend;
