@@ -24,6 +24,7 @@
 enum trn_comm_dtype {
     TRN_COMM_F32 = 0,
     TRN_COMM_BF16, /* half the bytes on the wire; each pairwise sum is done in fp32 */
+    TRN_COMM_F64,  /* small exact-ish scalars: losses, counts, flags */
 };
 
 struct trn_comm;

@@ -23,6 +23,6 @@ extern const struct trn_comm_backend trn_comm_local_backend;
 extern const struct trn_comm_backend *const trn_comm_mpi_backend;
 
 /* Averaging a float or bf16 buffer in place (shared by the backends). */
-void trn_comm_scale(void *buf, size_t count, enum trn_comm_dtype dt, float factor);
+void trn_comm_scale(void *buf, size_t count, enum trn_comm_dtype dt, double factor);
 
 #endif

@@ -63,18 +63,25 @@ const struct trn_comm_backend trn_comm_local_backend = {
     .broadcast = local_broadcast,
 };
 
-void trn_comm_scale(void *buf, size_t count, enum trn_comm_dtype dt, float factor)
+void trn_comm_scale(void *buf, size_t count, enum trn_comm_dtype dt, double factor)
 {
     if (dt == TRN_COMM_F32) {
         float *f = buf;
 
         for (size_t i = 0; i < count; i++)
-            f[i] *= factor;
+            f[i] *= (float)factor;
+        return;
+    }
+    if (dt == TRN_COMM_F64) {
+        double *d = buf;
+
+        for (size_t i = 0; i < count; i++)
+            d[i] *= factor;
         return;
     }
     for (size_t i = 0; i < count; i++) {
         uint16_t *h = buf;
 
-        h[i] = gs_kern_f32_to_bf16(gs_kern_bf16_to_f32(h[i]) * factor);
+        h[i] = gs_kern_f32_to_bf16(gs_kern_bf16_to_f32(h[i]) * (float)factor);
     }
 }

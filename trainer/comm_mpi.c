@@ -100,20 +100,20 @@ static int mpi_allreduce(void *state, void *buf, size_t count, enum trn_comm_dty
                          char *err, size_t errlen)
 {
     struct mpi_state *s = state;
-    size_t esize = dt == TRN_COMM_F32 ? 4 : 2;
+    size_t esize = dt == TRN_COMM_F64 ? 8 : dt == TRN_COMM_F32 ? 4 : 2;
+    MPI_Datatype type = dt == TRN_COMM_F64 ? MPI_DOUBLE : dt == TRN_COMM_F32 ? MPI_FLOAT : s->bf16;
+    MPI_Op op = dt == TRN_COMM_BF16 ? s->bf16_sum : MPI_SUM;
     int size = 1, rc = MPI_Comm_size(s->comm, &size);
 
     for (size_t off = 0; rc == MPI_SUCCESS && off < count; off += PIECE) {
         size_t n = count - off < PIECE ? count - off : PIECE;
 
-        rc = MPI_Allreduce(MPI_IN_PLACE, (char *)buf + off * esize, (int)n,
-                           dt == TRN_COMM_F32 ? MPI_FLOAT : s->bf16,
-                           dt == TRN_COMM_F32 ? MPI_SUM : s->bf16_sum, s->comm);
+        rc = MPI_Allreduce(MPI_IN_PLACE, (char *)buf + off * esize, (int)n, type, op, s->comm);
     }
     if (rc != MPI_SUCCESS)
         return mpi_fail(rc, "MPI_Allreduce", err, errlen);
     if (average && size > 1)
-        trn_comm_scale(buf, count, dt, 1.0f / (float)size);
+        trn_comm_scale(buf, count, dt, 1.0 / (double)size);
     return 0;
 }
 

@@ -25,6 +25,8 @@ enum field_kind {
     F_SIZE_MIB,
     F_PRECISION,
     F_MICRO, /* an integer or "auto" */
+    F_BOOL,
+    F_ALLREDUCE, /* "fp32" | "bf16" */
 };
 
 struct field {
@@ -76,6 +78,11 @@ static const struct field fields[] = {
     F("checkpoint.every", F_U32, ckpt_every, 0, U32_MAX),
     F("checkpoint.keep", F_U32, ckpt_keep, 1, 1000),
     F("checkpoint.resume", F_STRING, resume, 0, 0),
+    F("ddp.bucket_mib", F_U32, ddp_bucket_mib, 1, 4096),
+    F("ddp.first_bucket_mib", F_U32, ddp_first_bucket_mib, 1, 4096),
+    F("ddp.overlap", F_BOOL, ddp_overlap, 0, 0),
+    F("ddp.allreduce", F_ALLREDUCE, ddp_bf16, 0, 0),
+    F("ddp.check_every", F_U32, ddp_check_every, 0, U32_MAX),
     F("metrics.file", F_STRING, metrics_file, 0, 0),
     F("metrics.plot", F_STRING, plot_file, 0, 0),
     F("metrics.peak_flops", F_DOUBLE, peak_flops, 0, 1e20),
@@ -144,6 +151,16 @@ static void rd_field(struct gs_schema_ctx *c, const struct gs_toml_value *v)
         else
             GS_SCHEMA_REPORT_AT(c, v, "%s must be \"fp32\", \"bf16\" or \"fp16\"", f->path);
         return;
+    case F_BOOL:
+        gs_schema_bool(c, v, f->path, AT(f, c, bool));
+        return;
+    case F_ALLREDUCE:
+        gs_toml_as_string(v, &s, NULL);
+        if (s != NULL && (strcmp(s, "fp32") == 0 || strcmp(s, "bf16") == 0))
+            *AT(f, c, bool) = strcmp(s, "bf16") == 0;
+        else
+            GS_SCHEMA_REPORT_AT(c, v, "%s must be \"fp32\" or \"bf16\"", f->path);
+        return;
     case F_MICRO:
         if (gs_toml_as_string(v, &s, NULL) == 0 && strcmp(s, "auto") == 0)
             *AT(f, c, uint32_t) = 0;
@@ -163,19 +180,13 @@ static void rd_section(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 
 /* The tables common/schema.h walks: key names for its checks, all read by rd_field. */
 static const struct gs_schema_key root_keys[] = {
-    {"precision", rd_field},
-    {"seed", rd_field},
-    {"threads", rd_field},
-    {"out_dir", rd_field},
-    {"model", rd_section},
-    {"data", rd_section},
-    {"batch", rd_section},
-    {"optim", rd_section},
-    {"loss_scale", rd_section},
-    {"eval", rd_section},
-    {"checkpoint", rd_section},
-    {"metrics", rd_section},
-    {NULL, NULL},
+    {"precision", rd_field},    {"seed", rd_field},
+    {"threads", rd_field},      {"out_dir", rd_field},
+    {"model", rd_section},      {"data", rd_section},
+    {"batch", rd_section},      {"optim", rd_section},
+    {"loss_scale", rd_section}, {"eval", rd_section},
+    {"checkpoint", rd_section}, {"metrics", rd_section},
+    {"ddp", rd_section},        {NULL, NULL},
 };
 static const struct gs_schema_key model_keys[] = {
     {"layers", rd_field},  {"heads", rd_field}, {"channels", rd_field},
@@ -212,6 +223,10 @@ static const struct gs_schema_key eval_keys[] = {
 static const struct gs_schema_key ckpt_keys[] = {
     {"dir", rd_field}, {"every", rd_field}, {"keep", rd_field}, {"resume", rd_field}, {NULL, NULL},
 };
+static const struct gs_schema_key ddp_keys[] = {
+    {"bucket_mib", rd_field}, {"first_bucket_mib", rd_field}, {"overlap", rd_field},
+    {"allreduce", rd_field},  {"check_every", rd_field},      {NULL, NULL},
+};
 static const struct gs_schema_key metrics_keys[] = {
     {"file", rd_field},      {"plot", rd_field}, {"peak_flops", rd_field},
     {"log_every", rd_field}, {NULL, NULL},
@@ -221,6 +236,7 @@ static const struct gs_schema_section sections[] = {
     {"", root_keys},       {"model", model_keys},     {"data", data_keys},
     {"batch", batch_keys}, {"optim", optim_keys},     {"loss_scale", scale_keys},
     {"eval", eval_keys},   {"checkpoint", ckpt_keys}, {"metrics", metrics_keys},
+    {"ddp", ddp_keys},
 };
 
 void trn_config_defaults(struct trn_config *cfg)
@@ -257,6 +273,10 @@ void trn_config_defaults(struct trn_config *cfg)
         .ckpt_keep = 3,
         .peak_flops = 0,
         .log_every = 1,
+        .ddp_bucket_mib = 25,
+        .ddp_first_bucket_mib = 1,
+        .ddp_overlap = true,
+        .ddp_check_every = 100,
     };
 }
 

@@ -58,6 +58,12 @@ struct trn_config {
     uint32_t ckpt_every, ckpt_keep;
     char *resume; /* "auto" (the newest in ckpt_dir, if any), "none", or a file */
 
+    /* [ddp] (data parallelism, when started with several ranks) */
+    uint32_t ddp_bucket_mib, ddp_first_bucket_mib;
+    bool ddp_overlap;
+    bool ddp_bf16;            /* allreduce = "bf16" */
+    uint32_t ddp_check_every; /* compare the ranks' weights every N steps; 0: never */
+
     /* [metrics] */
     char *metrics_file, *plot_file; /* NULL: out_dir/metrics.jsonl, out_dir/loss.svg */
     double peak_flops;              /* for MFU; 0: not reported */

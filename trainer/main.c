@@ -82,14 +82,15 @@ static int cmd_train(int argc, char **argv)
         status = 1;
         goto out;
     }
-    if (rc == TRN_EXIT_REQUEUE)
+    /* Rank 0 reports for every rank. */
+    if (res.lead && rc == TRN_EXIT_REQUEUE)
         printf("stopped at step %llu; checkpoint %s; exit %d asks to be requeued\n",
                (unsigned long long)res.steps_done, res.ckpt_path, TRN_EXIT_REQUEUE);
-    else if (isnan(res.eval_loss))
+    else if (res.lead && isnan(res.eval_loss))
         printf("done: %llu steps, train loss %.4f, no eval\ncheckpoint: %s\nplot: %s\n",
                (unsigned long long)res.steps_done, res.final_loss,
                res.ckpt_path[0] ? res.ckpt_path : "(none)", res.plot_path);
-    else
+    else if (res.lead)
         printf("done: %llu steps, train loss %.4f, eval loss %.4f\ncheckpoint: %s\nplot: %s\n",
                (unsigned long long)res.steps_done, res.final_loss, res.eval_loss,
                res.ckpt_path[0] ? res.ckpt_path : "(none)", res.plot_path);

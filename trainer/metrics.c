@@ -102,6 +102,9 @@ static void human_line(struct trn_metrics *m, const struct trn_step_record *r, d
         fprintf(m->out, " | MFU %.1f%%", 100.0 * mfu);
     if (r->peak_mem_bytes > 0)
         fprintf(m->out, " | mem %.2f GiB", (double)r->peak_mem_bytes / (1024.0 * 1024 * 1024));
+    if (r->ranks > 1)
+        fprintf(m->out, " | %u ranks, comm %.0f ms, exposed %.1f ms, overlap %.2f", r->ranks,
+                r->comm_ms, r->exposed_ms, r->comm_ms > 0 ? 1.0 - r->exposed_ms / r->comm_ms : 1.0);
     fputc('\n', m->out);
     fflush(m->out);
 }
@@ -138,6 +141,12 @@ int trn_metrics_step(struct trn_metrics *m, const struct trn_step_record *r)
     if (mfu >= 0)
         kv_double(&j, "mfu", mfu);
     gs_json_kv_uint(&j, "peak_mem_bytes", r->peak_mem_bytes);
+    if (r->ranks > 1) {
+        gs_json_kv_uint(&j, "ranks", r->ranks);
+        kv_double(&j, "comm_ms", r->comm_ms);
+        kv_double(&j, "comm_exposed_ms", r->exposed_ms);
+        kv_double(&j, "overlap", r->comm_ms > 0 ? 1.0 - r->exposed_ms / r->comm_ms : 1.0);
+    }
     gs_json_object_end(&j);
     rc = gs_json_finish(&j);
     if (rc == 0)

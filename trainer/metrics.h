@@ -27,6 +27,8 @@ struct trn_step_record {
     double flops;      /* model FLOPs of the step (forward + backward) */
     double peak_flops; /* per second, for MFU; 0: not reported */
     uint64_t peak_mem_bytes;
+    uint32_t ranks;             /* data-parallel ranks; the comm fields below when > 1 */
+    double comm_ms, exposed_ms; /* gradient all-reduce time, and the part the step waited */
 };
 
 struct trn_metrics;

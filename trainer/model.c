@@ -73,6 +73,8 @@ struct trn_model {
     void *ws;
     size_t ws_bytes;
 
+    trn_grads_ready_fn ready; /* data parallelism's hook, or NULL */
+    void *ready_data;
     uint32_t fwd_B, fwd_T; /* of the last forward pass */
     bool ready_for_backward;
     bool logits_valid; /* false once the classifier turned them into their gradient */
@@ -514,6 +516,14 @@ int trn_model_logits(const struct trn_model *m, uint32_t b, uint32_t t, float *o
 
 /* --- backward ------------------------------------------------------------------------------ */
 
+/* Tells the hook that every gradient slot before tensor index `first_pending` is final. */
+static int grads_ready(struct trn_model *m, size_t first_pending)
+{
+    size_t final = first_pending < m->ntensors ? m->params[first_pending].offset : m->nparams;
+
+    return m->ready != NULL ? m->ready(final, m->ready_data) : 0;
+}
+
 int trn_model_backward(struct trn_model *m)
 {
     int B = (int)m->fwd_B, T = (int)m->fwd_T, C = (int)m->shape.channels;
@@ -532,6 +542,8 @@ int trn_model_backward(struct trn_model *m)
         rc = gs_kern_layernorm_bwd(m->dres, Gt(m, m->lnfw), Gt(m, m->lnfb), m->dc,
                                    m->blocks[m->shape.layers - 1].res3, Wt(m, m->lnfw), m->lnf_mean,
                                    m->lnf_rstd, N, C, dt);
+    if (rc == 0)
+        rc = grads_ready(m, m->lnfw + 1); /* lnf.b and lnf.w lead the layout */
     for (uint32_t l = m->shape.layers; rc == 0 && l-- > 0;) {
         struct block_acts *b = &m->blocks[l];
         const void *x = l > 0 ? m->blocks[l - 1].res3 : m->encoded;
@@ -561,10 +573,21 @@ int trn_model_backward(struct trn_model *m)
         if (rc == 0)
             rc = gs_kern_layernorm_bwd(m->dres, G(m, l, P_LN1W), G(m, l, P_LN1B), m->dc, x,
                                        W(m, l, P_LN1W), b->ln1_mean, b->ln1_rstd, N, C, dt);
+        /* Block l's tensors end with its ln1.w (laid out reversed); what follows is pending. */
+        if (rc == 0)
+            rc = grads_ready(m, m->block[l * P_PER_BLOCK + P_LN1W] + 1);
     }
     if (rc == 0)
         rc = gs_kern_encoder_bwd(Gt(m, m->wte), Gt(m, m->wpe), m->dres, m->tokens, B, T, C, V, dt);
+    if (rc == 0)
+        rc = grads_ready(m, m->ntensors);
     return rc;
+}
+
+void trn_model_on_grads_ready(struct trn_model *m, trn_grads_ready_fn ready, void *data)
+{
+    m->ready = ready;
+    m->ready_data = data;
 }
 
 void trn_model_zero_grads(struct trn_model *m)

@@ -91,6 +91,15 @@ int trn_model_forward(struct trn_model *m, const int32_t *tokens, const int32_t 
                       double *ret_loss);
 /* Adds the last forward pass's gradients into trn_model_grads(). 0 or -EINVAL. */
 int trn_model_backward(struct trn_model *m);
+/*
+ * Called during trn_model_backward() each time the gradients of a prefix of the flat array
+ * are final: ready(final, data) means grads[0 .. final) will not change again in this pass
+ * (after the final LayerNorm, after each block, and at the end with final = nparams). Data
+ * parallelism starts its all-reduces from here, while backward goes on. NULL: none.
+ * A nonzero return from ready stops the pass with that error.
+ */
+typedef int (*trn_grads_ready_fn)(size_t final, void *data);
+void trn_model_on_grads_ready(struct trn_model *m, trn_grads_ready_fn ready, void *data);
 void trn_model_zero_grads(struct trn_model *m);
 /* Logits of sequence b at position t of the last forward pass, as vocab floats. */
 int trn_model_logits(const struct trn_model *m, uint32_t b, uint32_t t, float *out);

@@ -26,7 +26,10 @@
 #include "kernels/ops.h"
 #include "sharding/loader.h"
 #include "sharding/manifest.h"
+#include "common/crc32c.h"
 #include "trainer/ckpt.h"
+#include "trainer/comm.h"
+#include "trainer/ddp.h"
 #include "trainer/metrics.h"
 #include "trainer/model.h"
 #include "trainer/schedule.h"
@@ -49,6 +52,9 @@ struct run {
     char *ckpt_dir, *metrics_path, *plot_path;
     bool has_val;
     uint64_t signal_at; /* GSCHED_TRAIN_SIGNAL_AT: raise SIGUSR1 after this step; 0 none */
+    struct trn_comm *comm;
+    struct trn_ddp *ddp; /* with more than one rank */
+    bool lead;           /* rank 0: it alone writes metrics, checkpoints and the plot */
 };
 
 static double ms_since(const struct timespec *t0)
@@ -222,6 +228,78 @@ static int resume(struct run *r)
     return rc;
 }
 
+/* Rank 0's weights, optimizer state and counters (fresh or resumed) to every rank. */
+static int share_state(struct run *r)
+{
+    size_t bytes = trn_model_nparams(r->model) * sizeof(float);
+    int rc = trn_comm_broadcast(r->comm, trn_model_params(r->model), bytes, 0);
+
+    if (rc == 0)
+        rc = trn_comm_broadcast(r->comm, trn_model_adam_m(r->model), bytes, 0);
+    if (rc == 0)
+        rc = trn_comm_broadcast(r->comm, trn_model_adam_v(r->model), bytes, 0);
+    if (rc == 0)
+        rc = trn_comm_broadcast(r->comm, &r->st, sizeof(r->st), 0);
+    if (rc == 0)
+        rc = trn_model_sync(r->model);
+    if (rc < 0)
+        gs_buf_printf(r->err, "sharing the start state: %s", trn_comm_error(r->comm));
+    return rc;
+}
+
+static int start_ddp(struct run *r)
+{
+    struct trn_ddp_opts o = {
+        .bucket_bytes = (size_t)r->cfg->ddp_bucket_mib << 20,
+        .first_bucket_bytes = (size_t)r->cfg->ddp_first_bucket_mib << 20,
+        .overlap = r->cfg->ddp_overlap,
+        .bf16 = r->cfg->ddp_bf16,
+    };
+    int rc = trn_ddp_new(r->comm, r->model, &o, &r->ddp);
+
+    if (rc < 0)
+        gs_buf_printf(r->err, "data parallel: %s", strerror(-rc));
+    return rc;
+}
+
+/* Sums n doubles over the ranks, in place (nothing to do alone). */
+static int sum_over_ranks(struct run *r, double *v, size_t n)
+{
+    struct trn_comm_req *req;
+    int rc;
+
+    if (r->world == 1)
+        return 0;
+    rc = trn_comm_allreduce(r->comm, v, n, TRN_COMM_F64, false, &req);
+    if (rc == 0)
+        rc = trn_comm_wait(r->comm, req, NULL, NULL);
+    if (rc < 0 && r->err->len == 0)
+        gs_buf_printf(r->err, "all-reduce: %s", trn_comm_error(r->comm));
+    return rc;
+}
+
+/* Every ddp.check_every steps: the ranks' weights must be bitwise equal. */
+static int check_in_step(struct run *r)
+{
+    uint32_t crc =
+        gs_crc32c(0, trn_model_params(r->model), trn_model_nparams(r->model) * sizeof(float));
+    uint32_t lead_crc = crc;
+    double differ;
+    int rc = trn_comm_broadcast(r->comm, &lead_crc, sizeof(lead_crc), 0);
+
+    differ = lead_crc != crc ? 1.0 : 0.0;
+    if (rc == 0)
+        rc = sum_over_ranks(r, &differ, 1);
+    if (rc == 0 && differ > 0) {
+        gs_buf_printf(r->err,
+                      "step %llu: the weights differ between ranks (%g ranks disagree with "
+                      "rank 0; this one's checksum %08X, rank 0's %08X)",
+                      (unsigned long long)r->st.step, differ, crc, lead_crc);
+        rc = -EPROTO;
+    }
+    return rc;
+}
+
 static int setup(struct run *r)
 {
     const struct trn_config *cfg = r->cfg;
@@ -229,8 +307,21 @@ static int setup(struct run *r)
     uint32_t seqs = (uint32_t)(cfg->global_tokens / cfg->context);
     int rc;
 
-    r->world = 1;
-    r->rank = 0;
+    rc = trn_comm_new(&r->comm);
+    if (rc < 0) {
+        gs_buf_printf(r->err, "communication: %s", r->comm ? trn_comm_error(r->comm) : "");
+        return rc;
+    }
+    r->world = (uint32_t)trn_comm_size(r->comm);
+    r->rank = (uint32_t)trn_comm_rank(r->comm);
+    r->lead = r->rank == 0;
+    if (!r->lead)
+        r->out = NULL; /* one voice: rank 0's */
+    if (seqs % r->world != 0) {
+        gs_buf_printf(r->err, "the %u sequences of a step do not divide between %u ranks", seqs,
+                      r->world);
+        return -EINVAL;
+    }
     /* A test aid: the batch system's warning signal at an exact step (tests/trainer). */
     if (getenv("GSCHED_TRAIN_SIGNAL_AT") != NULL)
         r->signal_at = strtoull(getenv("GSCHED_TRAIN_SIGNAL_AT"), NULL, 10);
@@ -238,7 +329,7 @@ static int setup(struct run *r)
     r->dt = dtype_of(cfg->precision);
     r->shape =
         (struct trn_model_shape){cfg->layers, cfg->heads, cfg->channels, cfg->context, cfg->vocab};
-    if (mkdir(out_dir, 0755) < 0 && errno != EEXIST) {
+    if (r->lead && mkdir(out_dir, 0755) < 0 && errno != EEXIST) {
         gs_buf_printf(r->err, "out_dir %s: %s", out_dir, strerror(errno));
         return -errno;
     }
@@ -265,16 +356,26 @@ static int setup(struct run *r)
     trn_loss_scaler_init(&r->st.scaler, cfg->scale_init, cfg->scale_growth, cfg->scale_backoff,
                          cfg->scale_interval);
     trn_rng_seed(&r->st.rng, cfg->seed);
-    if (rc == 0)
+    if (rc == 0 && r->lead)
         rc = resume(r);
+    if (rc == 0 && r->world > 1)
+        rc = share_state(r);
+    if (rc == 0 && r->world > 1)
+        rc = start_ddp(r);
     if (rc == 0)
         rc = start_loader(r);
-    if (rc == 0 && (rc = trn_ckpt_writer_new(r->ckpt_dir, cfg->ckpt_keep, &r->writer)) < 0)
+    if (rc == 0 && r->lead &&
+        (rc = trn_ckpt_writer_new(r->ckpt_dir, cfg->ckpt_keep, &r->writer)) < 0)
         gs_buf_printf(r->err, "checkpoint.dir %s: %s", r->ckpt_dir, strerror(-rc));
-    if (rc == 0 && (rc = trn_metrics_new(r->metrics_path, r->out, cfg->log_every, &r->metrics)) < 0)
+    if (rc == 0 && r->lead &&
+        (rc = trn_metrics_new(r->metrics_path, r->out, cfg->log_every, &r->metrics)) < 0)
         gs_buf_printf(r->err, "%s: %s", r->metrics_path, strerror(-rc));
     r->lr = (struct trn_lr_schedule){cfg->lr, cfg->min_lr, cfg->warmup_steps, cfg->steps};
-    if (rc == 0)
+    if (rc == 0 && r->world > 1 && r->out != NULL)
+        fprintf(r->out, "data parallel: %u ranks (%s), %u gradient buckets, overlap %s, %s\n",
+                r->world, trn_comm_backend(r->comm), trn_ddp_buckets(r->ddp),
+                cfg->ddp_overlap ? "on" : "off", cfg->ddp_bf16 ? "bf16" : "fp32");
+    if (rc == 0 && r->out != NULL)
         fprintf(r->out,
                 "model: %u layers, %u heads, %u channels, context %u, vocab %u (padded %u): "
                 "%.2fM parameters, %s, threads: %d\n"
@@ -289,6 +390,8 @@ static int setup(struct run *r)
 
 static void teardown(struct run *r)
 {
+    trn_ddp_free(r->ddp);
+    trn_comm_free(r->comm);
     trn_metrics_free(r->metrics);
     trn_ckpt_writer_free(r->writer);
     shard_loader_free(r->loader);
@@ -338,12 +441,31 @@ static int step(struct run *r, struct trn_step_record *rec)
                                    &loss);
         rec->fwd_ms += ms_since(&t);
         clock_gettime(CLOCK_MONOTONIC, &t);
+        if (r->ddp != NULL && a + 1 == r->accum)
+            trn_ddp_arm(r->ddp); /* only the last micro-step's gradients travel */
         if (rc == 0)
             rc = trn_model_backward(r->model);
         rec->bwd_ms += ms_since(&t);
         loss_sum += loss;
         rec->tokens += (uint64_t)b.samples * r->T * r->world;
     }
+    if (r->ddp != NULL) {
+        struct trn_ddp_stats ds;
+        int frc = trn_ddp_finish(r->ddp, &ds); /* even after an error: no request outlives */
+
+        if (rc == 0 && frc < 0) {
+            rc = frc;
+            gs_buf_printf(r->err, "step %llu: gradient all-reduce: %s",
+                          (unsigned long long)r->st.step + 1, trn_comm_error(r->comm));
+        }
+        rec->comm_ms = (double)ds.comm_ns / 1e6;
+        rec->exposed_ms = (double)ds.exposed_ns / 1e6;
+    }
+    if (rc == 0 && r->world > 1) {
+        rc = sum_over_ranks(r, &loss_sum, 1);
+        loss_sum /= r->world;
+    }
+    rec->ranks = r->world;
     if (rc < 0) {
         if (r->err->len == 0)
             gs_buf_printf(r->err, "step %llu: %s", (unsigned long long)r->st.step + 1,
@@ -377,22 +499,25 @@ static int step(struct run *r, struct trn_step_record *rec)
     return rc;
 }
 
-/* Mean loss over up to eval.batches micro-batches of the val split, from its start. */
+/*
+ * Mean loss over up to eval.batches batches of the val split, from its start. A batch is an
+ * optimizer step's worth of sequences over every rank, so what is evaluated does not depend
+ * on the number of ranks; each rank runs its share micro-batch by micro-batch.
+ */
 static int evaluate(struct run *r, double *ret_loss)
 {
     struct shard_loader_config lc = {
         .manifest = r->manifest,
         .split = SHARD_SPLIT_VAL,
         .seq_len = r->T,
-        .global_batch = r->B * r->world,
+        .global_batch = r->B * r->accum * r->world,
         .rank = r->rank,
         .world = r->world,
         .prefetch = 2,
     };
     struct shard_loader *l = NULL;
     struct gs_error gerr = {0};
-    double sum = 0;
-    uint64_t n = 0;
+    double acc[2] = {0, 0}; /* loss sum and samples, then over every rank */
     int rc = shard_loader_new(&lc, &l, &gerr);
 
     for (uint32_t i = 0; rc == 0 && i < r->cfg->eval_batches; i++) {
@@ -402,17 +527,24 @@ static int evaluate(struct run *r, double *ret_loss)
         rc = shard_loader_next(l, &b, &gerr);
         if (rc < 0 || b.end || b.samples == 0)
             break;
-        rc = trn_model_forward(r->model, b.inputs, b.targets, b.samples, r->T, 0, false, &loss);
-        sum += loss * b.samples;
-        n += b.samples;
+        for (uint32_t s0 = 0; rc == 0 && s0 < b.samples; s0 += r->B) {
+            uint32_t n = b.samples - s0 < r->B ? b.samples - s0 : r->B;
+            size_t at = (size_t)s0 * r->T;
+
+            rc = trn_model_forward(r->model, b.inputs + at, b.targets + at, n, r->T, 0, false,
+                                   &loss);
+            acc[0] += loss * n;
+            acc[1] += n;
+        }
     }
     shard_loader_free(l);
     if (rc < 0) {
         gs_buf_printf(r->err, "eval: %s", gerr.msg[0] ? gerr.msg : strerror(-rc));
         return rc;
     }
-    *ret_loss = n > 0 ? sum / (double)n : NAN;
-    return 0;
+    rc = sum_over_ranks(r, acc, 2); /* every rank reaches here: no collective above */
+    *ret_loss = acc[1] > 0 ? acc[0] / acc[1] : NAN;
+    return rc;
 }
 
 static int checkpoint(struct run *r, double *stall_ms)
@@ -475,17 +607,27 @@ int trn_train(const struct trn_config *cfg, volatile sig_atomic_t *stop, FILE *o
             raise(SIGUSR1); /* handled like one from outside: the flag is set at once */
         last = r.st.step == cfg->steps;
         stopped = stop != NULL && *stop != 0;
+        if (r.world > 1) { /* a signal may reach one rank first: stop together, or not at all */
+            double any = stopped ? 1.0 : 0.0;
+
+            rc = sum_over_ranks(&r, &any, 1);
+            stopped = any > 0;
+            if (rc == 0 && cfg->ddp_check_every > 0 &&
+                (r.st.step % cfg->ddp_check_every == 0 || last))
+                rc = check_in_step(&r);
+        }
         res->final_loss = rec.loss;
-        if (r.has_val && cfg->eval_every > 0 && (r.st.step % cfg->eval_every == 0 || last)) {
+        if (rc == 0 && r.has_val && cfg->eval_every > 0 &&
+            (r.st.step % cfg->eval_every == 0 || last)) {
             rc = evaluate(&r, &res->eval_loss);
-            if (rc == 0)
+            if (rc == 0 && r.metrics != NULL)
                 rc = trn_metrics_eval(r.metrics, rec.step, res->eval_loss);
         }
-        if (rc == 0 &&
+        if (rc == 0 && r.lead &&
             ((cfg->ckpt_every > 0 && (r.st.step % cfg->ckpt_every == 0 || last)) || stopped))
             rc = checkpoint(&r, &rec.ckpt_ms);
         rec.peak_mem_bytes = peak_rss_bytes();
-        if (rc == 0)
+        if (rc == 0 && r.metrics != NULL)
             rc = trn_metrics_step(r.metrics, &rec);
         if (rc < 0 && err->len == 0)
             gs_buf_printf(err, "step %llu: %s", (unsigned long long)r.st.step, strerror(-rc));
@@ -500,6 +642,7 @@ int trn_train(const struct trn_config *cfg, volatile sig_atomic_t *stop, FILE *o
             gs_buf_printf(err, "%s: %s", r.plot_path, strerror(-rc));
     }
     res->steps_done = r.st.step;
+    res->lead = r.lead;
     teardown(&r);
     if (rc == 0 && stopped && res->steps_done < cfg->steps)
         return TRN_EXIT_REQUEUE;

@@ -26,6 +26,7 @@ struct trn_run_result {
     double eval_loss;    /* last evaluation; NaN when none ran */
     char ckpt_path[512]; /* newest checkpoint written, "" if none */
     char plot_path[512]; /* loss.svg, "" if none */
+    bool lead;           /* rank 0, which speaks for the run; the others stay quiet */
 };
 
 /*
