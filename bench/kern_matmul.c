@@ -12,9 +12,13 @@
  * The baseline is the plain loop nest a first C trainer has (llm.c's naive CPU matmul):
  * OpenMP over output rows, an inner dot product, converting 16-bit inputs element by element.
  * dinp is timed as the best full backward call minus the best call with dinp NULL (dW only).
- * A register-resident FMA loop on every thread, first, gives the attainable peak to compare.
+ * A register-resident FMA loop on every thread, first, gives the attainable peak to compare,
+ * and a vdpbf16ps loop the same for bf16 where the CPU has AVX512-BF16 (the matmul's bf16
+ * path there). There each bf16 shape is timed a second time on the float AVX-512 kernel
+ * (GSCHED_KERN_ISA=avx512, set and cleared around it), for the dot / float ratio.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +36,13 @@
 
 #include "kernels/dtype.h"
 #include "kernels/ops.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && (__GNUC__ >= 10 || defined(__clang__))
+#include <immintrin.h>
+#define HAVE_BF16_PROBE 1
+#else
+#define HAVE_BF16_PROBE 0
+#endif
 
 struct shape {
     const char *name;
@@ -130,6 +141,62 @@ __attribute__((target("avx512f,fma"))) static float fma_chains(long iters)
 }
 #endif
 
+/* The same with 16 vdpbf16ps chains: 64 flops per instruction (16 lanes, 2 products). */
+#if HAVE_BF16_PROBE
+__attribute__((target("avx512f,avx512bf16"))) static float dot_chains(long iters)
+{
+    __m512 acc[16];
+    __m512bh a = (__m512bh)_mm512_set1_epi32(0x3f803f80); /* (1.0, 1.0) */
+    __m512bh b = (__m512bh)_mm512_set1_epi32(0x33803380); /* tiny: no overflow */
+    float sum = 0.0f;
+
+    for (int i = 0; i < 16; i++)
+        acc[i] = _mm512_set1_ps(0.1f * (float)i);
+    for (long k = 0; k < iters; k++)
+        for (int i = 0; i < 16; i++)
+            acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
+    for (int i = 0; i < 16; i++)
+        sum += _mm512_reduce_add_ps(acc[i]);
+    return sum;
+}
+#endif
+
+/* Whether the CPU runs vdpbf16ps (and so the matmul's bf16 dot-product path). */
+static bool bf16_probe_ok(void)
+{
+#if HAVE_BF16_PROBE
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512bf16");
+#else
+    return false;
+#endif
+}
+
+static double bf16_probe(int threads)
+{
+    const long iters = 20000000;
+    double best = 1e30;
+    float sink = 0.0f;
+
+#if HAVE_BF16_PROBE
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx512bf16"))
+        return 0.0;
+    for (int r = 0; r < 3; r++) {
+        double t0 = now_s(), dt;
+
+        OMP_PAR_SUM(sink)
+        for (int t = 0; t < threads; t++)
+            sink += dot_chains(iters);
+        dt = now_s() - t0;
+        best = dt < best ? dt : best;
+    }
+#endif
+    if (sink == 12345.0f)
+        printf("\n");
+    return (double)threads * iters * 16 * 64 / best * 1e-9;
+}
+
 static double peak_probe(int threads)
 {
     const long iters = 20000000;
@@ -162,10 +229,10 @@ struct bufs {
     size_t ws_bytes;
 };
 
-/* Seconds for the three blocked products (best of `repeats`) and the three baseline ones
- * (one run each: the triple loop is slow and steady), in t[0..2] and t[3..5]. */
+/* Seconds for the three blocked products (best of `repeats`) and, with `naive`, the three
+ * baseline ones (one run each: the triple loop is slow and steady), in t[0..2] and t[3..5]. */
 static int time_shape(const struct shape *s, enum gs_kern_dtype dt, int repeats,
-                      const struct bufs *b, double t[6])
+                      const struct bufs *b, bool naive, double t[6])
 {
     double full = 1e30;
 
@@ -192,6 +259,8 @@ static int time_shape(const struct shape *s, enum gs_kern_dtype dt, int repeats,
         full = t3 - t2 < full ? t3 - t2 : full;
     }
     t[1] = full - t[2]; /* best full backward minus best dW-only: the dinp product */
+    if (!naive)
+        return 0;
     t[3] = now_s();
     naive_fwd(b->out, b->inp, b->w, s->n, s->c, s->oc, dt);
     t[4] = now_s();
@@ -204,8 +273,12 @@ static int time_shape(const struct shape *s, enum gs_kern_dtype dt, int repeats,
     return 0;
 }
 
+/* One dtype over every shape. bf16, where the CPU has AVX512-BF16 and GSCHED_KERN_ISA is
+ * unset, is also timed on the float AVX-512 kernel, shape by shape right after the dot
+ * product path, so the two columns see the same machine load. */
 static int run(enum gs_kern_dtype dt, int repeats)
 {
+    bool float_too = dt == GS_KERN_BF16 && getenv("GSCHED_KERN_ISA") == NULL && bf16_probe_ok();
     static const char *ops[3] = {"fwd", "dinp", "dw"};
     size_t big = 2048 * 1536;
     size_t es = gs_kern_dtype_size(dt);
@@ -229,15 +302,27 @@ static int run(enum gs_kern_dtype dt, int repeats)
     fill(b.dout, big * 4, dt, 3);
     for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
         const struct shape *s = &shapes[i];
-        double flop = 2.0 * s->n * s->c * s->oc, t[6];
+        double flop = 2.0 * s->n * s->c * s->oc, t[6], alt[6];
 
-        rc = time_shape(s, dt, repeats, &b, t);
+        rc = time_shape(s, dt, repeats, &b, true, t);
+        if (rc == 0 && float_too) {
+            setenv("GSCHED_KERN_ISA", "avx512", 1);
+            rc = time_shape(s, dt, repeats, &b, false, alt);
+            unsetenv("GSCHED_KERN_ISA");
+        }
         if (rc < 0)
             goto out;
-        for (int k = 0; k < 3; k++)
-            printf("| %s | %s N=%d C=%d OC=%d | %s | %.1f | %.1f | %.1fx |\n",
+        for (int k = 0; k < 3; k++) {
+            char fl[64] = "-";
+
+            if (float_too)
+                snprintf(fl, sizeof(fl), "%.1f | %.2fx", flop / alt[k] * 1e-9, alt[k] / t[k]);
+            else
+                snprintf(fl, sizeof(fl), "- | -");
+            printf("| %s | %s N=%d C=%d OC=%d | %s | %.1f | %.1f | %.1fx | %s |\n",
                    dt == GS_KERN_F32 ? "fp32" : "bf16", s->name, s->n, s->c, s->oc, ops[k],
-                   flop / t[k] * 1e-9, flop / t[k + 3] * 1e-9, t[k + 3] / t[k]);
+                   flop / t[k] * 1e-9, flop / t[k + 3] * 1e-9, t[k + 3] / t[k], fl);
+        }
     }
 out:
     free(b.inp);
@@ -265,8 +350,13 @@ int main(int argc, char **argv)
     printf("kern_matmul: threads=%d repeats=%d (blocked: best of)\n", threads, repeats);
     printf("fma probe: %.1f GFLOP/s (16 AVX-512 FMA chains per thread, all threads)\n",
            peak_probe(threads));
-    printf("| dtype | shape | product | blocked GFLOP/s | naive GFLOP/s | ratio |\n");
-    printf("|---|---|---|---|---|---|\n");
+    printf("bf16 dot probe: %.1f GFLOP/s (16 vdpbf16ps chains per thread, all threads; 0: none)\n",
+           bf16_probe(threads));
+    printf("GSCHED_KERN_ISA=%s\n", getenv("GSCHED_KERN_ISA") ? getenv("GSCHED_KERN_ISA") : "");
+    printf(
+        "| dtype | shape | product | blocked GFLOP/s | naive GFLOP/s | ratio | bf16 on the float "
+        "kernel GFLOP/s | dot / float |\n");
+    printf("|---|---|---|---|---|---|---|---|\n");
     if (run(GS_KERN_F32, repeats) < 0 || run(GS_KERN_BF16, repeats) < 0) {
         fprintf(stderr, "kern_matmul: kernel failed\n");
         return 1;

@@ -60,6 +60,18 @@ static inline void *gs_kern_align_ptr(void *p)
 #define GS_KERN_CLONES
 #endif
 
+/* Whether the compiler can build the matmul's AVX512-BF16 dot-product path (GCC 10 and
+ * clang 11 have the _mm512_dpbf16_ps intrinsic); whether it runs is checked at run time.
+ * -DGS_KERN_HAVE_BF16_DOT=0 leaves it out. */
+#ifndef GS_KERN_HAVE_BF16_DOT
+#if defined(__x86_64__) && ((defined(__clang__) && __clang_major__ >= 11) ||                       \
+                            (defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 10))
+#define GS_KERN_HAVE_BF16_DOT 1
+#else
+#define GS_KERN_HAVE_BF16_DOT 0
+#endif
+#endif
+
 /* For helpers of a GS_KERN_CLONES function: they must be inlined to get the clone's ISA. */
 #define GS_KERN_INLINE static inline __attribute__((always_inline))
 

@@ -23,7 +23,12 @@
  * because reductions run in a fixed order that depends only on the shapes (see each .c file).
  * Results do depend on the CPU's instruction set: the matmul's fallback for CPUs without FMA
  * rounds each multiply and add separately, so it differs (by float rounding) from the AVX2
- * and AVX-512 paths, which agree with each other bit for bit.
+ * and AVX-512 paths, which agree with each other bit for bit. bf16 matmuls on CPUs with
+ * AVX512-BF16 run a dot-product path (vdpbf16ps) that adds the products of k and k+1 before
+ * accumulating in fp32 (and flushes denormals): still fixed-order and thread-count
+ * independent, but not bitwise equal to the fp32 kernel on the rounded inputs (the fp32
+ * sums differ by float rounding, so a stored bf16 value can differ by one ulp);
+ * GSCHED_KERN_ISA=avx512 selects the float path instead.
  *
  * Threads: each kernel opens its own OpenMP parallel region with the current OpenMP thread
  * count (omp_set_num_threads, OMP_NUM_THREADS); any thread may call, and calls touching
