@@ -62,6 +62,15 @@ static int write_line(struct trn_metrics *m, struct gs_buf *line)
     return 0;
 }
 
+/* 1 - exposed / total, within [0, 1]: waking up after the last bucket can cost a little more
+ * than the all-reduce itself when nothing overlapped. */
+static double overlap(const struct trn_step_record *r)
+{
+    double o = r->comm_ms > 0 ? 1.0 - r->exposed_ms / r->comm_ms : 1.0;
+
+    return o < 0 ? 0 : o;
+}
+
 static void kv_double(struct gs_json *j, const char *key, double v)
 {
     gs_json_key(j, key);
@@ -104,7 +113,7 @@ static void human_line(struct trn_metrics *m, const struct trn_step_record *r, d
         fprintf(m->out, " | mem %.2f GiB", (double)r->peak_mem_bytes / (1024.0 * 1024 * 1024));
     if (r->ranks > 1)
         fprintf(m->out, " | %u ranks, comm %.0f ms, exposed %.1f ms, overlap %.2f", r->ranks,
-                r->comm_ms, r->exposed_ms, r->comm_ms > 0 ? 1.0 - r->exposed_ms / r->comm_ms : 1.0);
+                r->comm_ms, r->exposed_ms, overlap(r));
     fputc('\n', m->out);
     fflush(m->out);
 }
@@ -145,7 +154,7 @@ int trn_metrics_step(struct trn_metrics *m, const struct trn_step_record *r)
         gs_json_kv_uint(&j, "ranks", r->ranks);
         kv_double(&j, "comm_ms", r->comm_ms);
         kv_double(&j, "comm_exposed_ms", r->exposed_ms);
-        kv_double(&j, "overlap", r->comm_ms > 0 ? 1.0 - r->exposed_ms / r->comm_ms : 1.0);
+        kv_double(&j, "overlap", overlap(r));
     }
     gs_json_object_end(&j);
     rc = gs_json_finish(&j);
