@@ -14,19 +14,6 @@
 #include "common/jobspec.h"
 #include "common/json.h"
 
-static int read_all(FILE *f, struct gs_buf *out)
-{
-    char chunk[8192];
-    size_t n;
-    int rc = 0;
-
-    while (rc == 0 && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-        rc = gs_buf_append(out, chunk, n);
-    if (rc == 0 && ferror(f))
-        rc = -EIO;
-    return rc;
-}
-
 /* Reads path ("-": standard input) into out; on failure prints why and returns < 0. */
 int cli_read_file(const char *path, struct gs_buf *out)
 {
@@ -38,7 +25,7 @@ int cli_read_file(const char *path, struct gs_buf *out)
         fprintf(stderr, "gsched: %s: %s\n", path, gs_strerror(rc));
         return rc;
     }
-    rc = read_all(f, out);
+    rc = gs_buf_read_stream(out, f);
     if (f != stdin)
         fclose(f);
     if (rc < 0)

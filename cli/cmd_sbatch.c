@@ -127,8 +127,6 @@ static bool wraps(const struct sbatch_args *a)
 static int read_script(const char *path, struct gs_buf *out)
 {
     FILE *f = path != NULL ? fopen(path, "rb") : stdin;
-    char chunk[8192];
-    size_t n;
     int rc = 0;
 
     if (f == NULL) {
@@ -136,10 +134,7 @@ static int read_script(const char *path, struct gs_buf *out)
         fprintf(stderr, CMD ": error: Unable to open file %s: %s\n", path, gs_strerror(rc));
         return rc;
     }
-    while (rc == 0 && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-        rc = gs_buf_append(out, chunk, n);
-    if (rc == 0 && ferror(f))
-        rc = -EIO;
+    rc = gs_buf_read_stream(out, f);
     if (f != stdin)
         fclose(f);
     if (rc < 0)

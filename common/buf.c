@@ -145,3 +145,16 @@ char *gs_buf_detach(struct gs_buf *b, size_t *ret_len)
     gs_buf_init(b);
     return p;
 }
+
+int gs_buf_read_stream(struct gs_buf *b, FILE *f)
+{
+    char chunk[8192];
+    size_t n;
+    int rc = 0;
+
+    while (rc == 0 && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+        rc = gs_buf_append(b, chunk, n);
+    if (rc == 0 && ferror(f))
+        rc = -EIO;
+    return rc;
+}

@@ -11,6 +11,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 
 struct gs_buf {
     char *data; /* NULL until the first growth */
@@ -31,6 +32,8 @@ int gs_buf_putc(struct gs_buf *b, char c);
 int gs_buf_printf(struct gs_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int gs_buf_vprintf(struct gs_buf *b, const char *fmt, va_list ap)
     __attribute__((format(printf, 2, 0)));
+/* Appends everything left in f (until EOF). Returns 0, -EIO on a read error, or -ENOMEM. */
+int gs_buf_read_stream(struct gs_buf *b, FILE *f);
 /* Empties the buffer but keeps its storage. */
 void gs_buf_reset(struct gs_buf *b);
 /* Drops the first n bytes (all of them when n >= len), moving the rest to the front. */

@@ -528,8 +528,6 @@ int gs_config_parse(struct gs_config *cfg, const char *text, size_t len, const c
 int gs_config_load(struct gs_config *cfg, const char *path, struct gs_buf *errors)
 {
     struct gs_buf text = GS_BUF_INIT;
-    char chunk[8192];
-    size_t n;
     FILE *f = fopen(path, "rb");
     int rc = 0;
 
@@ -538,12 +536,9 @@ int gs_config_load(struct gs_config *cfg, const char *path, struct gs_buf *error
         gs_buf_printf(errors, "%s: %s\n", path, gs_strerror(rc));
         return rc;
     }
-    while (rc == 0 && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-        rc = gs_buf_append(&text, chunk, n);
-    if (rc == 0 && ferror(f)) {
-        rc = -EIO;
+    rc = gs_buf_read_stream(&text, f);
+    if (rc == -EIO)
         gs_buf_printf(errors, "%s: read error\n", path);
-    }
     fclose(f);
     if (rc == 0)
         rc = gs_config_parse(cfg, text.data != NULL ? text.data : "", text.len, path, errors);

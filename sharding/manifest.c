@@ -350,19 +350,14 @@ static int read_doc(struct reader *r, const struct gs_toml_value *root, struct s
 
 static int read_text(const char *path, struct gs_buf *text, struct gs_error *err)
 {
-    char chunk[8192];
     FILE *f = fopen(path, "rb");
-    size_t n;
     int rc = 0;
 
     if (f == NULL) {
         rc = -errno;
         return gs_error_set(err, rc, 0, 0, "%s: cannot open: %s", path, gs_strerror(rc));
     }
-    while (rc == 0 && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-        rc = gs_buf_append(text, chunk, n);
-    if (rc == 0 && ferror(f))
-        rc = -EIO;
+    rc = gs_buf_read_stream(text, f);
     fclose(f);
     if (rc < 0)
         gs_error_set(err, rc, 0, 0, "%s: cannot read: %s", path, gs_strerror(rc));

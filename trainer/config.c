@@ -315,9 +315,7 @@ int trn_config_parse(struct trn_config *cfg, const char *text, size_t len, const
 int trn_config_load(struct trn_config *cfg, const char *path, struct gs_buf *errors)
 {
     struct gs_buf text = GS_BUF_INIT;
-    char chunk[8192];
     FILE *f = fopen(path, "rb");
-    size_t n;
     int rc = 0;
 
     if (f == NULL) {
@@ -325,12 +323,9 @@ int trn_config_load(struct trn_config *cfg, const char *path, struct gs_buf *err
         gs_buf_printf(errors, "%s: %s\n", path, strerror(errno));
         return rc;
     }
-    while (rc == 0 && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-        rc = gs_buf_append(&text, chunk, n);
-    if (rc == 0 && ferror(f)) {
-        rc = -EIO;
+    rc = gs_buf_read_stream(&text, f);
+    if (rc == -EIO)
         gs_buf_printf(errors, "%s: read error\n", path);
-    }
     fclose(f);
     if (rc == 0)
         rc = trn_config_parse(cfg, text.data != NULL ? text.data : "", text.len, path, errors);
