@@ -507,43 +507,13 @@ static const struct gs_schema_section sections[] = {
 int gs_config_parse(struct gs_config *cfg, const char *text, size_t len, const char *filename,
                     struct gs_buf *errors)
 {
-    struct gs_toml_doc *doc = NULL;
-    struct gs_schema_ctx c;
-    struct gs_error err;
-    int rc;
-
-    if (filename == NULL)
-        filename = "gsched.toml";
-    rc = gs_toml_parse(text, len, &doc, &err);
-    if (rc < 0) {
-        gs_buf_printf(errors, "%s:%d:%d: %s\n", filename, err.line, err.col, err.msg);
-        return rc;
-    }
-    gs_schema_init(&c, errors, filename, sections, sizeof(sections) / sizeof(sections[0]), cfg);
-    gs_schema_read_section(&c, gs_toml_root(doc), "");
-    gs_toml_free(doc);
-    return gs_schema_finish(&c);
+    return gs_schema_parse(text, len, filename != NULL ? filename : "gsched.toml", sections,
+                           sizeof(sections) / sizeof(sections[0]), cfg, errors);
 }
 
 int gs_config_load(struct gs_config *cfg, const char *path, struct gs_buf *errors)
 {
-    struct gs_buf text = GS_BUF_INIT;
-    FILE *f = fopen(path, "rb");
-    int rc = 0;
-
-    if (f == NULL) {
-        rc = -errno;
-        gs_buf_printf(errors, "%s: %s\n", path, gs_strerror(rc));
-        return rc;
-    }
-    rc = gs_buf_read_stream(&text, f);
-    if (rc == -EIO)
-        gs_buf_printf(errors, "%s: read error\n", path);
-    fclose(f);
-    if (rc == 0)
-        rc = gs_config_parse(cfg, text.data != NULL ? text.data : "", text.len, path, errors);
-    gs_buf_release(&text);
-    return rc;
+    return gs_schema_load(path, sections, sizeof(sections) / sizeof(sections[0]), cfg, errors);
 }
 
 int gs_config_load_default(struct gs_config *cfg, const char *path, struct gs_buf *errors)

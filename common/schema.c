@@ -358,3 +358,45 @@ void gs_schema_read_section(struct gs_schema_ctx *c, const struct gs_toml_value 
         }
     }
 }
+
+int gs_schema_parse(const char *text, size_t len, const char *filename,
+                    const struct gs_schema_section *sections, size_t nsections, void *target,
+                    struct gs_buf *errors)
+{
+    struct gs_toml_doc *doc = NULL;
+    struct gs_schema_ctx c;
+    struct gs_error err;
+    int rc = gs_toml_parse(text, len, &doc, &err);
+
+    if (rc == -EINVAL)
+        gs_buf_printf(errors, "%s:%d:%d: %s\n", filename, err.line, err.col, err.msg);
+    if (rc < 0)
+        return rc;
+    gs_schema_init(&c, errors, filename, sections, nsections, target);
+    gs_schema_read_section(&c, gs_toml_root(doc), "");
+    gs_toml_free(doc);
+    return gs_schema_finish(&c);
+}
+
+int gs_schema_load(const char *path, const struct gs_schema_section *sections, size_t nsections,
+                   void *target, struct gs_buf *errors)
+{
+    struct gs_buf text = GS_BUF_INIT;
+    FILE *f = fopen(path, "rb");
+    int rc;
+
+    if (f == NULL) {
+        rc = -errno;
+        gs_buf_printf(errors, "%s: %s\n", path, strerror(errno));
+        return rc;
+    }
+    rc = gs_buf_read_stream(&text, f);
+    if (rc == -EIO)
+        gs_buf_printf(errors, "%s: read error\n", path);
+    fclose(f);
+    if (rc == 0)
+        rc = gs_schema_parse(text.data != NULL ? text.data : "", text.len, path, sections,
+                             nsections, target, errors);
+    gs_buf_release(&text);
+    return rc;
+}

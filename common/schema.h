@@ -49,6 +49,19 @@ struct gs_schema_ctx {
 void gs_schema_init(struct gs_schema_ctx *c, struct gs_buf *errors, const char *filename,
                     const struct gs_schema_section *sections, size_t nsections, void *target);
 
+/*
+ * A whole document in one call, for readers with nothing to do beyond their sections: parses
+ * len bytes of TOML (a syntax error is one "FILENAME:LINE:COL: message" line in errors),
+ * walks its root as section "" into target, and returns gs_schema_finish()'s result, or
+ * -ENOMEM. gs_schema_load() reads the file at path first (an open or read error is one
+ * "PATH: reason" line and its -errno).
+ */
+int gs_schema_parse(const char *text, size_t len, const char *filename,
+                    const struct gs_schema_section *sections, size_t nsections, void *target,
+                    struct gs_buf *errors);
+int gs_schema_load(const char *path, const struct gs_schema_section *sections, size_t nsections,
+                   void *target, struct gs_buf *errors);
+
 /* Walks table as section name (which must be in the context's sections). */
 void gs_schema_read_section(struct gs_schema_ctx *c, const struct gs_toml_value *table,
                             const char *name);
