@@ -81,6 +81,7 @@ static void json_run(struct gs_json *j, const struct gs_jobspec *s)
         gs_json_string(j, "per-gpu");
     else
         gs_json_uint(j, s->tasks_per_node);
+    gs_json_kv_string(j, "launcher", gs_launcher_name(s->launcher));
     gs_json_kv_string(j, "workdir", s->workdir);
     gs_json_kv_string(j, "stdout", s->stdout_pattern);
     gs_json_kv_string(j, "stderr", s->stderr_pattern);
@@ -164,6 +165,8 @@ int cli_jobspec_text(struct gs_buf *out, const struct gs_jobspec *s)
         text_line(&t, "script", "(inline, /bin/sh)");
     snprintf(a, sizeof(a), "%u", s->tasks_per_node);
     text_line(&t, "tasks_per_node", s->tasks_per_gpu ? "per-gpu" : a);
+    if (s->launcher != GS_LAUNCHER_NONE)
+        text_line(&t, "launcher", gs_launcher_name(s->launcher));
     text_line(&t, "stdout", s->stdout_pattern);
     for (size_t i = 0; i < s->nenv; i++)
         text_line(&t, "env", s->env[i]);

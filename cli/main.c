@@ -54,6 +54,11 @@ static const char usage_text[] =
     "                            them (--test-only: show the job, submit nothing)\n"
     "  srun [-N N] [-n N] [-c N] [-l] [-w LIST] ... COMMAND [ARGS]\n"
     "                            inside a job: a job step on its nodes, output streamed back\n"
+    "  mpirun [MPIRUN OPTIONS --] PROGRAM [ARGS]\n"
+    "                            inside a job: Open MPI's mpirun over the job's nodes, its\n"
+    "                            daemons started by gsched rsh (a launcher = \"mpi\" job's "
+    "leader)\n"
+    "  rsh HOST COMMAND...       inside a job: a shell command on one of its nodes\n"
     "\n"
     "options:\n"
     "  -V, --version   print the version and the optional parts this build has\n"
@@ -69,7 +74,8 @@ static const struct command commands[] = {
     {"queue", cli_cmd_queue}, {"show", cli_cmd_show},       {"cancel", cli_cmd_cancel},
     {"hold", cli_cmd_hold},   {"release", cli_cmd_release}, {"wait", cli_cmd_wait},
     {"logs", cli_cmd_logs},   {"up", cli_cmd_up},           {"down", cli_cmd_down},
-    {"place", cli_cmd_place}, {"shard", cli_cmd_shard},
+    {"place", cli_cmd_place}, {"shard", cli_cmd_shard},     {"mpirun", cli_cmd_mpirun},
+    {"rsh", cli_cmd_rsh},
 };
 
 int cli_usage_error(const char *cmd, const char *fmt, ...)

@@ -286,3 +286,75 @@ int gs_hostlist_counts(const uint32_t *counts, size_t n, struct gs_buf *out)
     }
     return rc;
 }
+
+/* One decimal number of 1..UINT32_MAX at *p, advancing p; 0 when there is none. */
+static uint32_t read_count(const char **p)
+{
+    uint64_t v = 0;
+    const char *s = *p;
+
+    while (*s >= '0' && *s <= '9' && v <= UINT32_MAX)
+        v = v * 10 + (uint64_t)(*s++ - '0');
+    if (s == *p || v > UINT32_MAX)
+        return 0;
+    *p = s;
+    return (uint32_t)v;
+}
+
+int gs_hostlist_counts_parse(const char *text, uint32_t **ret_counts, size_t *ret_n,
+                             struct gs_error *err)
+{
+    uint32_t *counts = NULL;
+    size_t n = 0, cap = 0;
+    const char *p = text;
+    int rc = 0;
+
+    while (rc == 0) {
+        const char *at = p;
+        uint32_t value = read_count(&p), times = 1;
+
+        if (value == 0) {
+            rc = gs_error_set(err, -EINVAL, 1, (int)(at - text) + 1, "expected a count");
+            break;
+        }
+        if (strncmp(p, "(x", 2) == 0) {
+            at = p += 2;
+            times = read_count(&p);
+            if (times == 0 || *p != ')') {
+                rc = gs_error_set(err, -EINVAL, 1, (int)(at - text) + 1,
+                                  "expected a repeat count and ')'");
+                break;
+            }
+            p++;
+        }
+        if (times > 100000 || n + times > 100000) { /* more nodes than a job may have */
+            rc = gs_error_set(err, -EINVAL, 1, (int)(at - text) + 1, "too many nodes");
+            break;
+        }
+        if (n + times > cap) {
+            size_t ncap = (n + times) * 2;
+            uint32_t *grown = realloc(counts, ncap * sizeof(*counts));
+
+            if (grown == NULL) {
+                rc = -ENOMEM;
+                break;
+            }
+            counts = grown;
+            cap = ncap;
+        }
+        for (uint32_t i = 0; i < times; i++)
+            counts[n++] = value;
+        if (*p == '\0')
+            break;
+        if (*p != ',')
+            rc = gs_error_set(err, -EINVAL, 1, (int)(p - text) + 1, "expected ',' or the end");
+        p++;
+    }
+    if (rc < 0) {
+        free(counts);
+        return rc;
+    }
+    *ret_counts = counts;
+    *ret_n = n;
+    return 0;
+}

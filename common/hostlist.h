@@ -40,4 +40,11 @@ int gs_hostlist_compress(const char *const *names, size_t n, struct gs_buf *out)
  */
 int gs_hostlist_counts(const uint32_t *counts, size_t n, struct gs_buf *out);
 
+/*
+ * The reverse: "2(x3),1" into a malloc'd array {2, 2, 2, 1} (the caller frees it) and its
+ * length. Counts are 1 or more. Returns 0, -EINVAL with err naming the column, or -ENOMEM.
+ */
+int gs_hostlist_counts_parse(const char *text, uint32_t **ret_counts, size_t *ret_n,
+                             struct gs_error *err);
+
 #endif

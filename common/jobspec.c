@@ -282,10 +282,45 @@ static void rd_env(struct gs_schema_ctx *c, const struct gs_toml_value *v)
     SPEC(c)->nenv = k;
 }
 
+const char *gs_launcher_name(enum gs_launcher l)
+{
+    return l == GS_LAUNCHER_MPI ? "mpi" : "none";
+}
+
+int gs_launcher_parse(const char *name, enum gs_launcher *ret)
+{
+    if (strcmp(name, "none") == 0)
+        *ret = GS_LAUNCHER_NONE;
+    else if (strcmp(name, "mpi") == 0)
+        *ret = GS_LAUNCHER_MPI;
+    else
+        return -EINVAL;
+    return 0;
+}
+
+bool gs_jobspec_runs_leader(const struct gs_jobspec *spec)
+{
+    return spec->batch || spec->launcher != GS_LAUNCHER_NONE;
+}
+
+static void rd_launcher(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    char *name = NULL;
+
+    if (gs_schema_string(c, v, "run.launcher", &name) < 0 || name == NULL)
+        return;
+    if (gs_launcher_parse(name, &SPEC(c)->launcher) < 0)
+        REPORT_AT(c, v,
+                  "run.launcher must be \"none\" (gsched starts every task) or \"mpi\" "
+                  "(mpirun starts them through gsched), not \"%s\"",
+                  name);
+    free(name);
+}
+
 static const struct gs_schema_key run_keys[] = {
-    {"command", rd_command}, {"script", rd_script}, {"tasks_per_node", rd_tasks_per_node},
-    {"workdir", rd_workdir}, {"stdout", rd_stdout}, {"stderr", rd_stderr},
-    {"env", rd_env},         {NULL, NULL},
+    {"command", rd_command}, {"script", rd_script},     {"tasks_per_node", rd_tasks_per_node},
+    {"workdir", rd_workdir}, {"stdout", rd_stdout},     {"stderr", rd_stderr},
+    {"env", rd_env},         {"launcher", rd_launcher}, {NULL, NULL},
 };
 
 static void rd_max_restarts(struct gs_schema_ctx *c, const struct gs_toml_value *v)
@@ -637,6 +672,13 @@ static int check_run(const struct gs_jobspec *s, struct gs_error *err)
                             GS_JOBSPEC_CPUS_MAX);
     if (s->batch && s->script == NULL)
         return gs_error_set(err, -EINVAL, 0, 0, "run.batch needs a script");
+    if (s->batch && s->launcher != GS_LAUNCHER_NONE)
+        return gs_error_set(err, -EINVAL, 0, 0,
+                            "run.launcher is for job files; a batch script runs mpirun itself "
+                            "(gsched mpirun)");
+    if ((unsigned)s->launcher > GS_LAUNCHER_MPI)
+        return gs_error_set(err, -EINVAL, 0, 0, "run.launcher %u is unknown",
+                            (unsigned)s->launcher);
     if (s->stdout_pattern == NULL)
         return gs_error_set(err, -EINVAL, 0, 0, "run.stdout is missing");
     bad = bad_placeholder(s, s->stdout_pattern);

@@ -34,6 +34,12 @@ enum gs_gpu_affinity {
     GS_GPU_AFFINITY_ANY,        /* any free GPUs */
 };
 
+/* What starts a job's ranks ([run] launcher). */
+enum gs_launcher {
+    GS_LAUNCHER_NONE = 0, /* the workers start every task (default) */
+    GS_LAUNCHER_MPI,      /* one leader task on the first node: gsched mpirun -- command */
+};
+
 struct gs_dep {
     enum gs_dep_type type;
     uint64_t job_id;
@@ -90,6 +96,7 @@ struct gs_jobspec {
     char *stderr_pattern; /* NULL: same file as stdout */
     char **env;           /* NULL-terminated "KEY=VALUE" strings, in file order */
     size_t nenv;
+    enum gs_launcher launcher;
 
     /* [restart] */
     uint32_t max_restarts;
@@ -137,6 +144,15 @@ int gs_jobspec_parse_toml(const char *text, size_t len, const char *filename,
  * err->msg naming the field.
  */
 int gs_jobspec_check(const struct gs_jobspec *spec, struct gs_error *err);
+
+/*
+ * Whether the job runs one leader task on its first node, which starts the rest itself: a
+ * batch script (its srun steps) or a launcher (mpirun's ranks). The job ends with it.
+ */
+bool gs_jobspec_runs_leader(const struct gs_jobspec *spec);
+/* "none", "mpi"; gs_launcher_parse returns 0 or -EINVAL. */
+const char *gs_launcher_name(enum gs_launcher l);
+int gs_launcher_parse(const char *name, enum gs_launcher *ret);
 
 /* The most tasks one node runs (tasks_per_node, or gpus_per_node for per-gpu). */
 uint32_t gs_jobspec_tasks_per_node(const struct gs_jobspec *spec);

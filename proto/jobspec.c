@@ -98,6 +98,8 @@ static void view_run(Gs__RunSpec *run, const struct gs_jobspec *spec)
     run->stdout_pattern = or_empty(spec->stdout_pattern);
     run->stderr_pattern = or_empty(spec->stderr_pattern);
     run->batch = spec->batch;
+    run->launcher = spec->launcher == GS_LAUNCHER_MPI ? GS__LAUNCHER__LAUNCHER_MPI
+                                                      : GS__LAUNCHER__LAUNCHER_NONE;
     run->slurm = spec->slurm;
     run->submit_dir = or_empty(spec->submit_dir);
     run->submit_host = or_empty(spec->submit_host);
@@ -294,6 +296,8 @@ static int copy_slurm(const Gs__JobSpec *pb, struct gs_jobspec *spec)
     int rc;
 
     spec->batch = run->batch;
+    /* The numbers are the same; one this side does not know fails gs_jobspec_check. */
+    spec->launcher = (enum gs_launcher)run->launcher;
     spec->slurm = run->slurm;
     spec->warn_signal = run->warn_signal;
     spec->warn_before_s = run->warn_before_s;

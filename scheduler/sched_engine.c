@@ -121,7 +121,7 @@ int sched_alloc_msg_build(struct sched_ctx *s, const struct sched_job *job,
         if (na->gpus == NULL || na->cores == NULL)
             goto fail;
         na->mem_mib = a->mem_mib;
-        if (job->spec->batch) { /* the layout srun steps get by default */
+        if (gs_jobspec_runs_leader(job->spec)) { /* the layout steps get by default */
             na->first_rank = i > 0 ? m->nodes[i - 1].first_rank + m->nodes[i - 1].ntasks : 0;
             na->ntasks = gs_jobspec_node_tasks(job->spec, (uint32_t)i);
         } else {
@@ -382,13 +382,15 @@ static void launch_job(struct sched_ctx *s, struct sched_job *job)
     env.request_id = ++s->next_request_id;
     env.body_case = GS__ENVELOPE__BODY_LAUNCH_TASKS;
     env.launch_tasks = &m.lt;
-    /* A batch job's script runs once, on its first node, with all of that node's share;
-     * srun steps use the rest. */
-    for (size_t i = 0; i < (job->spec->batch && m.alloc.n > 0 ? 1 : m.alloc.n); i++) {
+    /* A batch job's script (or a launcher, mpirun) runs once, on its first node, with all
+     * of that node's share; srun steps use the rest. */
+    bool leader = gs_jobspec_runs_leader(job->spec);
+
+    for (size_t i = 0; i < (leader && m.alloc.n > 0 ? 1 : m.alloc.n); i++) {
         Gs__NodeAllocation *na = m.alloc.ptrs[i];
         struct sched_node *n = node_at(s, job->alloc.nodes[i].node);
 
-        if (job->spec->batch) {
+        if (leader) {
             Gs__TaskAssignment *t = &m.tasks[0];
 
             gs__task_assignment__init(t);
@@ -1149,7 +1151,7 @@ void sched_engine_task_exit(struct sched_ctx *s, struct sched_node *n, const Gs_
         sched_query_job_changed(s, job);
         sched_engine_wake(s);
     } else if (last) {
-        if (job->spec->batch) /* its srun steps end with it, as in Slurm */
+        if (gs_jobspec_runs_leader(job->spec)) /* its steps end with it, as in Slurm */
             signal_job(s, job, UINT32_MAX, 0, GS__END_REASON__END_REASON_CANCELLED,
                        "the batch step ended");
         describe_end(job, ex, detail, sizeof(detail));
@@ -1414,7 +1416,7 @@ static int act(struct sched_ctx *s, struct sched_cli *c, Gs__Envelope__BodyCase 
             snprintf(msg, size, "job %llu is not running", (unsigned long long)job->id);
             return -EINVAL;
         }
-        if (cancel->batch_only && !job->spec->batch) {
+        if (cancel->batch_only && !gs_jobspec_runs_leader(job->spec)) {
             snprintf(msg, size, "job %llu has no batch step", (unsigned long long)job->id);
             return -EINVAL;
         }

@@ -274,6 +274,12 @@ int wrk_env_build(const struct wrk_task_env *in, char ***ret_envp)
     set(&e, "GSCHED_JOB_NAME", in->job_name);
     set(&e, "GSCHED_NODELIST", in->nodelist);
     set_uint(&e, "GSCHED_NODE_RANK", in->node_rank);
+    if (in->step_node_tasks != NULL) { /* what gsched mpirun gives mpirun's --host */
+        struct gs_buf counts = GS_BUF_INIT;
+
+        set_built(&e, "GSCHED_TASKS_PER_NODE",
+                  gs_hostlist_counts(in->step_node_tasks, in->n_step_nodes, &counts), &counts);
+    }
     if (in->cli_socket != NULL)
         set(&e, "GSCHED_SOCKET", in->cli_socket);
     /* The batch shell is no rank of a distributed run: torchrun inside it sets these for

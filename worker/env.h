@@ -37,6 +37,8 @@
  * Slurm sets none of RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, NODE_RANK, MASTER_ADDR
  * and MASTER_PORT, so in a Slurm job they only fill gaps: a value the script exported, which
  * srun passes on to its steps, is kept.
+ * Every task gets GSCHED_TASKS_PER_NODE, the tasks of each node of GSCHED_NODELIST in
+ * SLURM_TASKS_PER_NODE's form ("2(x3),1"), from which gsched mpirun builds mpirun's hosts.
  * The batch shell (batch) is one process for the whole node, not a rank: it gets no RANK,
  * LOCAL_RANK, WORLD_SIZE or LOCAL_WORLD_SIZE (a torchrun it starts works them out itself),
  * and CUDA_VISIBLE_DEVICES lists all of the node's GPUs.

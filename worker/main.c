@@ -334,10 +334,26 @@ static void cli_socket_path(const struct workerd *d, const char *node, const cha
     opts->cli_socket_optional = true;
 }
 
+/*
+ * The gsched installed beside this gsched-workerd (the same build or prefix), which a
+ * launcher job's leader runs; NULL when there is none, and the task's PATH decides.
+ */
+static const char *cli_beside(char *out, size_t size)
+{
+    size_t len = size;
+    char *slash;
+
+    if (uv_exepath(out, &len) < 0 || (slash = strrchr(out, '/')) == NULL ||
+        (size_t)(slash - out) + sizeof("/gsched") > size)
+        return NULL;
+    memcpy(slash, "/gsched", sizeof("/gsched"));
+    return access(out, X_OK) == 0 ? out : NULL;
+}
+
 static int run(struct workerd *d)
 {
     struct sockaddr_storage sched;
-    char host[256] = "", ledger[4200], cli_socket[4200];
+    char host[256] = "", ledger[4200], cli_socket[4200], cli[4200];
     struct wrk_opts opts = {.scheduler = (const struct sockaddr *)&sched,
                             .features = d->cfg.features,
                             .grace_ms = d->cfg.kill_grace_ms};
@@ -355,6 +371,7 @@ static int run(struct workerd *d)
     ledger_path(d, opts.node_name, ledger, sizeof(ledger));
     opts.ledger_path = ledger[0] != '\0' ? ledger : NULL;
     cli_socket_path(d, opts.node_name, ledger, &opts, cli_socket, sizeof(cli_socket));
+    opts.cli_path = cli_beside(cli, sizeof(cli));
     uv_loop_init(&d->loop);
     d->worker = wrk_new(&d->loop, &opts, &err);
     if (d->worker == NULL) {

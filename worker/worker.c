@@ -98,6 +98,7 @@ void wrk_job_forget(struct wrk_ctx *w, struct wrk_job *job)
     for (struct wrk_job **p = &w->jobs; *p != NULL; p = &(*p)->next) {
         if (*p == job) {
             *p = job->next;
+            free(job->deferred);
             free(job);
             return;
         }
@@ -119,7 +120,7 @@ static void on_task_exit(struct wrk_tasks *tasks, const struct wrk_task_exit *ex
     /* The exit carries the attempt from here on; a job with no task left here is dropped
      * so that a long-running worker does not accumulate them. */
     if (job != NULL && --job->ntasks <= 0)
-        wrk_job_forget(w, job);
+        wrk_job_idle(w, job);
 }
 
 static void handle_ack(struct wrk_ctx *w, const Gs__TaskExitAck *ack)
@@ -534,6 +535,8 @@ struct wrk_ctx *wrk_new(uv_loop_t *loop, const struct wrk_opts *opts, struct gs_
     snprintf(w->address, sizeof(w->address), "%s", opts->address);
     snprintf(w->script_dir, sizeof(w->script_dir), "%s",
              opts->script_dir != NULL ? opts->script_dir : "/tmp");
+    snprintf(w->cli_path, sizeof(w->cli_path), "%s",
+             opts->cli_path != NULL ? opts->cli_path : "gsched");
     w->topo = opts->topo;
     w->grace_ms = opts->grace_ms > 0 ? opts->grace_ms : 30000;
     w->start_ms = gs_clock_wall_ms();

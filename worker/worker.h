@@ -38,6 +38,8 @@ struct wrk_opts {
     const char *cli_socket;     /* the CLI's socket for this node's tasks (worker/relay.h),
                                  * their GSCHED_SOCKET; NULL: none */
     bool cli_socket_optional;   /* failing to listen there is a warning, not an error */
+    const char *cli_path;       /* the gsched CLI a launcher job's leader runs (gsched
+                                 * mpirun); NULL: "gsched" from the task's PATH */
 };
 
 struct wrk_ctx;

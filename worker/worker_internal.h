@@ -30,6 +30,10 @@ struct wrk_job {
     uint64_t job_id;
     uint32_t attempt;
     int ntasks; /* of every step */
+    /* A later attempt's LaunchTasks (packed) waiting for this one's tasks to end. */
+    uint8_t *deferred;
+    size_t deferred_len;
+    uint64_t deferred_request_id;
 };
 
 struct wrk_ctx {
@@ -38,6 +42,7 @@ struct wrk_ctx {
     char node_name[64];
     char address[256];
     char script_dir[256]; /* where batch scripts are written for their run */
+    char cli_path[4096];  /* the gsched CLI, for a launcher job's leader */
     char **features;
     const struct gs_topo *topo;
     uint64_t grace_ms;
@@ -69,6 +74,8 @@ void wrk_handle_signal(struct wrk_ctx *w, const Gs__SignalTasks *msg);
 struct wrk_job *wrk_job_find(struct wrk_ctx *w, uint64_t job_id);
 /* Drops a job record once none of its tasks runs here. */
 void wrk_job_forget(struct wrk_ctx *w, struct wrk_job *job);
+/* The job's last task here ended: runs a deferred launch, or forgets the job. */
+void wrk_job_idle(struct wrk_ctx *w, struct wrk_job *job);
 
 /* worker_logs.c: replies a LogsReply or an ErrorReply under request_id. */
 void wrk_handle_logs(struct wrk_ctx *w, const Gs__LogsRequest *req, uint64_t request_id);

@@ -54,6 +54,7 @@ struct launch {
     bool gpu_per_task; /* one task per GPU, each seeing all of them (see task_nic()) */
     bool slurm;
     bool batch;   /* the batch shell: run.script written to a file and exec'd as itself */
+    bool mpi;     /* a launcher job's leader: gsched mpirun -- the command */
     bool capture; /* a step: output to the scheduler rather than to files */
     const Gs__NodeAllocation *here; /* this node's entry of the allocation; NULL: none */
     const char **step_nodes;        /* the allocation's node names, for SLURM_STEP_NODELIST */
@@ -70,6 +71,65 @@ struct wrk_job *wrk_job_find(struct wrk_ctx *w, uint64_t job_id)
             return j;
     }
     return NULL;
+}
+
+/*
+ * A requeued job's next attempt may come here while its last one's tasks are still ending
+ * (signalled with the requeue, killed after the grace time): the new tasks would clash with
+ * them (the same ranks, files, ports) and their exits must keep the old attempt's number.
+ * So the launch waits, as packed bytes, until the last of them has ended; a still later
+ * attempt replaces it. Returns whether msg was deferred (or failed to be: then said).
+ */
+static bool defer_launch(struct wrk_ctx *w, const Gs__LaunchTasks *msg, uint64_t request_id)
+{
+    struct wrk_job *j = wrk_job_find(w, msg->job_id);
+    size_t len;
+    uint8_t *buf;
+
+    if (j == NULL || j->ntasks <= 0 || msg->attempt <= j->attempt)
+        return false;
+    len = gs__launch_tasks__get_packed_size(msg);
+    buf = malloc(len > 0 ? len : 1);
+    if (buf == NULL) {
+        GS_LOG(GS_LOG_ERROR, "job=%llu attempt=%u out of memory deferring its launch",
+               (unsigned long long)msg->job_id, msg->attempt);
+        return false; /* it fails as "already running", which the scheduler hears */
+    }
+    gs__launch_tasks__pack(msg, buf);
+    free(j->deferred);
+    j->deferred = buf;
+    j->deferred_len = len;
+    j->deferred_request_id = request_id;
+    GS_LOG(GS_LOG_INFO,
+           "job=%llu attempt=%u previous_attempt=%u tasks_left=%d launch waits for the "
+           "previous attempt's tasks to end",
+           (unsigned long long)msg->job_id, msg->attempt, j->attempt, j->ntasks);
+    return true;
+}
+
+void wrk_job_idle(struct wrk_ctx *w, struct wrk_job *job)
+{
+    uint8_t *buf = job->deferred;
+    uint64_t request_id = job->deferred_request_id;
+    Gs__LaunchTasks *msg;
+
+    if (buf == NULL) {
+        wrk_job_forget(w, job);
+        return;
+    }
+    job->deferred = NULL;
+    msg = gs__launch_tasks__unpack(NULL, job->deferred_len, buf);
+    free(buf);
+    if (msg == NULL) { /* it packed here; only memory can be short */
+        GS_LOG(GS_LOG_ERROR, "job=%llu deferred launch lost: out of memory",
+               (unsigned long long)job->job_id);
+        wrk_job_forget(w, job);
+        return;
+    }
+    GS_LOG(GS_LOG_INFO, "job=%llu attempt=%u deferred launch starts",
+           (unsigned long long)msg->job_id, msg->attempt);
+    wrk_handle_launch(w, msg, request_id); /* may forget job */
+    gs__launch_tasks__free_unpacked(msg, NULL);
 }
 
 static int remember_job(struct wrk_ctx *w, uint64_t job_id, uint32_t attempt)
@@ -121,19 +181,27 @@ static int build_argv(struct launch *l)
 
     if (run == NULL || (n == 0 && (run->script == NULL || run->script[0] == '\0')))
         return -EINVAL;
-    l->argv = calloc(n > 0 ? n + 1 : 4, sizeof(char *));
+    size_t at = 0;
+
+    l->argv = calloc((n > 0 ? n : 3) + 4, sizeof(char *));
     if (l->argv == NULL)
         return -ENOMEM;
+    /* mpirun starts the command on every node: gsched mpirun reads the job's layout. */
+    if (l->mpi) {
+        l->argv[at++] = strdup(l->w->cli_path);
+        l->argv[at++] = strdup("mpirun");
+        l->argv[at++] = strdup("--");
+    }
     /* A batch script's argv are its arguments: batch_argv() puts the script before them. */
     if (n == 0 && !l->batch) {
-        l->argv[0] = strdup("/bin/sh");
-        l->argv[1] = strdup("-c");
-        l->argv[2] = strdup(run->script);
-        n = 3;
+        l->argv[at++] = strdup("/bin/sh");
+        l->argv[at++] = strdup("-c");
+        l->argv[at++] = strdup(run->script);
     } else {
         for (size_t i = 0; i < n; i++)
-            l->argv[i] = strdup(run->argv[i]);
+            l->argv[at++] = strdup(run->argv[i]);
     }
+    n = at;
     for (size_t i = 0; i < n; i++) {
         if (l->argv[i] == NULL)
             return -ENOMEM;
@@ -331,7 +399,7 @@ static int build_task_env(const struct launch *l, const Gs__TaskAssignment *t,
         .nic_ib_device = f->nic != NULL ? f->nic->ib_device : NULL,
         .nccl_nic_hints = l->bind,
         .slurm = l->slurm,
-        .batch = l->batch,
+        .batch = l->batch || l->mpi, /* the leader is no rank */
         .step = l->msg->step,
         .node_name = l->w->node_name,
         .node_gpus = l->here != NULL ? l->here->gpus : NULL,
@@ -599,6 +667,8 @@ static int prepare(struct launch *l, char *why, size_t why_size)
     l->slurm = l->msg->run != NULL && l->msg->run->slurm;
     l->batch = l->msg->run != NULL && l->msg->run->batch && l->msg->step == 0 &&
                l->msg->run->script != NULL && l->msg->run->script[0] != '\0';
+    l->mpi = l->msg->run != NULL && l->msg->run->launcher == GS__LAUNCHER__LAUNCHER_MPI &&
+             l->msg->step == 0;
     l->capture = l->msg->step >= 1;
     rc = describe_allocation(l);
     decide_binding(l);
@@ -619,7 +689,11 @@ void wrk_handle_launch(struct wrk_ctx *w, const Gs__LaunchTasks *msg, uint64_t r
 {
     struct launch l = {.w = w, .msg = msg};
     char why[256] = "";
-    int rc = prepare(&l, why, sizeof(why));
+    int rc;
+
+    if (defer_launch(w, msg, request_id))
+        return;
+    rc = prepare(&l, why, sizeof(why));
 
     for (size_t i = 0; l.results != NULL && i < msg->n_tasks; i++) {
         struct gs_error err;

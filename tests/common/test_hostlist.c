@@ -5,6 +5,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/hostlist.h"
@@ -106,4 +107,46 @@ Test(hostlist, counts_fold_runs_as_slurm_tasks_per_node)
     counts_are((uint32_t[]){8}, 1, "8");
     counts_are((uint32_t[]){1, 2, 1}, 3, "1,2,1");
     counts_are(NULL, 0, "");
+}
+
+static void parsed_counts_are(const char *text, const uint32_t *want, size_t nwant)
+{
+    uint32_t *got = NULL;
+    size_t n = 0;
+    struct gs_error err;
+
+    gs_error_clear(&err);
+    cr_assert_eq(gs_hostlist_counts_parse(text, &got, &n, &err), 0, "%s: %s", text, err.msg);
+    cr_assert_eq(n, nwant, "%s: %zu counts", text, n);
+    for (size_t i = 0; i < n; i++)
+        cr_expect_eq(got[i], want[i], "%s: count %zu is %u", text, i, got[i]);
+    free(got);
+}
+
+static void counts_refused_at(const char *text, int col)
+{
+    uint32_t *got = NULL;
+    size_t n = 0;
+    struct gs_error err;
+
+    gs_error_clear(&err);
+    cr_assert_eq(gs_hostlist_counts_parse(text, &got, &n, &err), -EINVAL, "%s accepted", text);
+    cr_expect_eq(err.col, col, "%s: column %d (%s)", text, err.col, err.msg);
+    cr_expect_null(got);
+}
+
+Test(hostlist, counts_parse_undoes_counts)
+{
+    parsed_counts_are("2(x3),1", (uint32_t[]){2, 2, 2, 1}, 4);
+    parsed_counts_are("3,2(x2)", (uint32_t[]){3, 2, 2}, 3);
+    parsed_counts_are("8", (uint32_t[]){8}, 1);
+    parsed_counts_are("1,2,1", (uint32_t[]){1, 2, 1}, 3);
+    counts_refused_at("", 1);
+    counts_refused_at("0", 1);
+    counts_refused_at("2,", 3);
+    counts_refused_at("2(x", 4);
+    counts_refused_at("2(x3", 4);
+    counts_refused_at("2x3", 2);
+    counts_refused_at("1(x100001)", 4);
+    counts_refused_at("99999999999", 1);
 }

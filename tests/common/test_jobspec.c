@@ -260,6 +260,29 @@ Test(jobspec, placement_gpu_affinity)
                 "did you mean 'placement.gpu_affinity'");
 }
 
+Test(jobspec, mpi_launcher)
+{
+    struct gs_jobspec *spec = parse_ok("[run]\ncommand = [\"true\"]\n");
+
+    cr_assert_eq(spec->launcher, GS_LAUNCHER_NONE, "none is the default");
+    cr_assert_not(gs_jobspec_runs_leader(spec));
+    gs_jobspec_free(spec);
+    spec = parse_ok("[resources]\nnodes = 2\n[run]\nlauncher = \"mpi\"\n"
+                    "command = [\"gsched-train\", \"train\", \"c.toml\"]\n");
+    cr_assert_eq(spec->launcher, GS_LAUNCHER_MPI);
+    cr_assert_str_eq(gs_launcher_name(spec->launcher), "mpi");
+    cr_assert(gs_jobspec_runs_leader(spec), "mpirun leads the job");
+    cr_assert_eq(gs_jobspec_ntasks(spec), 2, "one rank per node");
+    gs_jobspec_free(spec);
+    spec = parse_ok("[run]\nlauncher = \"mpi\"\nscript = \"./a.out\"\n");
+    cr_assert_eq(spec->launcher, GS_LAUNCHER_MPI);
+    gs_jobspec_free(spec);
+    parse_fails("[run]\nlauncher = \"mpich\"\ncommand = [\"true\"]\n",
+                "job.toml:2:12: run.launcher must be \"none\"");
+    parse_fails("[run]\nlauncher = 1\ncommand = [\"true\"]\n", "job.toml:2:12: run.launcher");
+    parse_fails("[run]\nlaunch = \"mpi\"\ncommand = [\"true\"]\n", "did you mean 'run.launcher'");
+}
+
 /* sbatch's placeholders: %A/%a of arrays, %J of steps, %N the node's name, %n its index. */
 Test(jobspec, slurm_output_patterns_as_sbatch_writes_them)
 {

@@ -15,7 +15,7 @@ static const char full[] = "name = \"gpt\"\npriority = -3\nhold = true\n"
                            "mem_per_node = \"64G\"\ntime_limit = \"1:00:00\"\nexclusive = true\n"
                            "constraint = \"h100\"\n"
                            "[run]\ncommand = [\"python3\", \"train.py\"]\n"
-                           "tasks_per_node = \"per-gpu\"\nworkdir = \"/w\"\n"
+                           "tasks_per_node = \"per-gpu\"\nworkdir = \"/w\"\nlauncher = \"mpi\"\n"
                            "stdout = \"o-%j\"\nstderr = \"e-%t\"\n"
                            "env = { A = \"1\", B = \"x=y\" }\n[restart]\nmax_restarts = 2\n";
 
@@ -83,6 +83,7 @@ Test(proto_jobspec, every_field_survives_the_wire)
     cr_assert_eq(out->nenv, 2);
     cr_assert_str_eq(out->env[1], "B=x=y");
     cr_assert_eq(out->max_restarts, 2);
+    cr_assert_eq(out->launcher, GS_LAUNCHER_MPI);
     gs_jobspec_free(in);
     gs_jobspec_free(out);
 }

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# ddp.sh BIN_DIR SRC_DIR MODE: data-parallel gsched-train launched by gsched (issue 7), on a
+# `gsched up` cluster of three workers with 1 s heartbeats (MODE mpi; without MPI there is
+# nothing to launch). A 2-node job file with launcher = "mpi":
+#   - its one leader task on the first node runs mpirun, whose daemons are srun steps of
+#     the job started through gsched rsh: one rank per node, each on its own node's worker;
+#   - `gsched mpirun` outside a job, and a launcher typo, are refused with a reason;
+#   - kill -9 of the worker under rank 1 after the first checkpoint: the job is REQUEUED,
+#     runs again on two live nodes, resumes from its last checkpoint and ends COMPLETED at
+#     the same final losses as the uninterrupted run; nothing of the first attempt lingers.
+name="integration_ddp"
+. "$(dirname "$0")/lib.sh"
+mode=${3:-local}
+if [ "$mode" != mpi ]; then
+  echo "$name: built without MPI; nothing to run"
+  exit 0
+fi
+# MPI's libraries leak by design; the ranks and launchers under the sanitizer build say so.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+export PATH="$bin:$PATH" # the job's environment is submit's: gsched-train is found there
+
+start_cluster --workers 3 --gpus-per-node 0 --heartbeat 1s --kill-grace 1s
+
+"$bin/gsched" shard build --out "$tmp/data" --val-fraction 0.05 /usr/share/common-licenses/* \
+  > "$tmp/build.log" 2>&1 || fail "shard build: $(cat "$tmp/build.log")"
+cat > "$work/cfg.toml" << EOF
+threads = 1
+[model]
+layers = 2
+heads = 2
+channels = 64
+context = 64
+[data]
+dir = "$tmp/data"
+[batch]
+global_tokens = 1024
+micro = 8
+[optim]
+lr = 3e-3
+warmup_steps = 2
+steps = 300
+[eval]
+every = 150
+batches = 2
+[checkpoint]
+every = 20
+keep = 20
+[metrics]
+log_every = 50
+EOF
+ddp_job() { # ddp_job FILE OUT_DIR
+  job_file "$1" "name = \"ddp\"
+[resources]
+nodes = 2
+cpus_per_task = 1
+[run]
+launcher = \"mpi\"
+command = [\"gsched-train\", \"train\", \"cfg.toml\", \"--out_dir=$2\"]
+stdout = \"$2.out\"
+[restart]
+max_restarts = 1"
+}
+
+# --- refused: outside a job, and a launcher that does not exist ----------------------------
+out=$(env -u GSCHED_JOB_ID -u SLURM_JOB_ID "$bin/gsched" mpirun -- true 2>&1) &&
+  fail "gsched mpirun outside a job ran: $out"
+case $out in *"runs inside a job"*) ;; *) fail "gsched mpirun outside a job: $out" ;; esac
+job_file typo.toml '[resources]
+nodes = 2
+[run]
+launcher = "mpich"
+command = ["true"]'
+out=$("$bin/gsched" submit typo.toml 2>&1) && fail "launcher = mpich submitted: $out"
+case $out in *"typo.toml:4:12: run.launcher must be"*) ;; *) fail "launcher typo: $out" ;; esac
+[ "$(queue_count)" = 0 ] || fail "a refused job was queued"
+
+# --- uninterrupted: the reference run -------------------------------------------------------
+ddp_job ref.toml ref
+ref=$(submit ref.toml)
+wait_end "$ref" 240 || fail "the reference run failed: $(tail -20 "$work/ref.out")"
+expect "$ref" 'j["restart_count"] == 0 and len(j["allocation"]) == 2 and
+  len({a["node_name"] for a in j["allocation"]}) == 2' "one run on two nodes"
+grep -q "data parallel: 2 ranks (mpi)" "$work/ref.out" || fail "not 2 MPI ranks: $(head "$work/ref.out")"
+grep -q "^done: 300 steps" "$work/ref.out" || fail "the reference run: $(tail "$work/ref.out")"
+# Each rank ran under its own node's worker: rank 1's daemon was a step there.
+second=$(jq "$ref" 'j["allocation"][1]["node_name"]')
+grep -qE "job=1 step=[1-9][0-9]* rank=0 .*task started" "$state/$second.log" ||
+  fail "no rsh step on $second: $(tail "$state/$second.log")"
+
+# --- kill -9 of rank 1's worker after the first checkpoint ----------------------------------
+# Its rank and daemon outlive it until gschedd declares the node down (3 missed heartbeats),
+# as ranks on a node cut off from the network would: the run must last longer than that.
+ddp_job lost.toml lost
+lost=$(submit lost.toml)
+wait_start "$lost" 30
+victim=$(jq "$lost" 'j["allocation"][1]["node_name"]')
+wait_for "the first checkpoint" 120 test -e "$work/lost/checkpoints/ckpt-00000020.gstf"
+victim_pid=$(cat "$state/$victim.pid")
+kill -9 "$victim_pid"
+wait_for "the job requeued" 30 is "$lost" '"REQUEUED" in [e["state"] for e in h]'
+wait_end "$lost" 240 || fail "the requeued run failed: $(jq "$lost" "[j, h]"); $(tail -20 "$work/lost.out")"
+expect "$lost" 'j["state"] == "COMPLETED" and j["restart_count"] == 1 and
+  [e["state"] for e in h][-3:] == ["REQUEUED", "RUNNING", "COMPLETED"] and
+  "'"$victim"'" not in [a["node_name"] for a in j["allocation"]]' "requeued and completed elsewhere"
+resumed=$(sed -n 's/^resuming from .* at step \([0-9]*\)$/\1/p' "$work/lost.out")
+[ -n "$resumed" ] && [ "$resumed" -ge 20 ] && [ "$resumed" -lt 300 ] ||
+  fail "the second attempt did not resume from a checkpoint: $(head -20 "$work/lost.out")"
+grep -q "^done: 300 steps" "$work/lost.out" || fail "the resumed run: $(tail "$work/lost.out")"
+
+# Same data in the same order: the resumed run ends where the uninterrupted one does.
+python3 - "$work/ref/metrics.jsonl" "$work/lost/metrics.jsonl" << 'PY' || fail "losses differ"
+import json, sys
+def last(path):
+    recs = [json.loads(l) for l in open(path)]
+    return {k: [r["loss"] for r in recs if r["kind"] == k][-1] for k in ("train", "eval")}
+a, b = last(sys.argv[1]), last(sys.argv[2])
+for k in a:
+    if abs(a[k] - b[k]) > 1e-6 * abs(a[k]):
+        sys.exit(f"final {k} loss {b[k]} after the requeue, {a[k]} uninterrupted")
+print(f"final losses equal: {a}")
+PY
+
+# The dead worker's rank and daemon end with mpirun, which lost them: nothing of the job
+# stays behind on the machine.
+wait_for "the first attempt's ranks to end" 30 eval "! pgrep -f -- '--out_dir=lost' >/dev/null"
+check_logs
+stop_cluster
+echo "$name: passed"
