@@ -12,7 +12,15 @@
  *     Tasks:
  *        Rank=0 Node=n1 ExitCode=0:0 EndReason=NONE Attempt=0
  *
- * --json prints the whole ShowReply: {"job":{...},"history":[...],"task_exits":[...]}.
+ * A job whose tasks report their progress (gsched-train does) gets one line for the latest
+ * report before its history (wrapped here), the numbers the report left at 0 (unknown) left
+ * out, and its free text, if any, indented on the next:
+ *
+ *     Progress: step 120/300 (40%) loss 2.314 eval 2.401 tokens/s 8200 ranks 2 comm 31 ms
+ *     exposed 6 ms overlap 0.81 (3 s ago)
+ *
+ * --json prints the whole ShowReply: {"job":{...},"history":[...],"task_exits":[...],
+ * "progress":{...} or null}.
  */
 #include "cli/commands.h"
 
@@ -136,7 +144,64 @@ static int put_run(struct gs_buf *out, const Gs__JobSpec *spec)
                            or_none(run->stdout_pattern));
     if (rc == 0 && run->stderr_pattern != NULL && run->stderr_pattern[0] != '\0')
         rc = gs_buf_printf(out, " StdErr=%s", run->stderr_pattern);
+    /* As the job file says it ([run] launcher); the default says nothing. */
+    if (rc == 0 && run->launcher == GS__LAUNCHER__LAUNCHER_MPI)
+        rc = gs_buf_append_str(out, " Launcher=mpi");
+    else if (rc == 0 && run->launcher != GS__LAUNCHER__LAUNCHER_NONE)
+        rc = gs_buf_printf(out, " Launcher=%d", (int)run->launcher);
     return rc == 0 ? gs_buf_putc(out, '\n') : rc;
+}
+
+/* "3 s", "4 min", "2 h": how long ago a report came, coarser as it ages. */
+static void format_age(uint64_t then_ms, uint64_t now_ms, char *out, size_t size)
+{
+    uint64_t s = now_ms > then_ms ? (now_ms - then_ms) / 1000 : 0;
+
+    if (s < 120)
+        snprintf(out, size, "%llu s", (unsigned long long)s);
+    else if (s < 2 * 3600)
+        snprintf(out, size, "%llu min", (unsigned long long)(s / 60));
+    else
+        snprintf(out, size, "%llu h", (unsigned long long)(s / 3600));
+}
+
+/* Decimals for a time in ms: "31 ms", but "0.4 ms" rather than "0 ms" on a small model. */
+static int ms_digits(double ms)
+{
+    return ms < 10 ? 1 : 0;
+}
+
+/* The latest progress report on one line (and its free text on the next), if there is one. */
+static int put_progress(struct gs_buf *out, const Gs__JobProgressReport *p, uint64_t now_ms)
+{
+    char age[32];
+    int rc;
+
+    if (p == NULL)
+        return 0;
+    rc = gs_buf_printf(out, "Progress: step %llu", (unsigned long long)p->step);
+    if (rc == 0 && p->steps > 0)
+        rc = gs_buf_printf(out, "/%llu (%.0f%%)", (unsigned long long)p->steps,
+                           100.0 * (double)p->step / (double)p->steps);
+    /* 0 is "not reported"; a NaN loss is news and printed as such. */
+    if (rc == 0 && p->loss != 0)
+        rc = gs_buf_printf(out, " loss %.3f", p->loss);
+    if (rc == 0 && p->eval_loss != 0)
+        rc = gs_buf_printf(out, " eval %.3f", p->eval_loss);
+    if (rc == 0 && p->tokens_per_s > 0)
+        rc = gs_buf_printf(out, " tokens/s %.0f", p->tokens_per_s);
+    if (rc == 0 && p->ranks > 0)
+        rc = gs_buf_printf(out, " ranks %u", p->ranks);
+    if (rc == 0 && p->ranks > 1 && p->comm_ms > 0)
+        rc = gs_buf_printf(out, " comm %.*f ms exposed %.*f ms overlap %.2f", ms_digits(p->comm_ms),
+                           p->comm_ms, ms_digits(p->comm_exposed_ms), p->comm_exposed_ms,
+                           p->overlap);
+    format_age(p->received_ms, now_ms, age, sizeof(age));
+    if (rc == 0)
+        rc = gs_buf_printf(out, " (%s ago)\n", age);
+    if (rc == 0 && p->text != NULL && p->text[0] != '\0')
+        rc = gs_buf_printf(out, "   %s\n", p->text);
+    return rc;
 }
 
 static int put_history(struct gs_buf *out, const Gs__ShowReply *r)
@@ -202,10 +267,44 @@ static int show_text(struct gs_buf *out, const Gs__ShowReply *r)
     if (rc == 0)
         rc = put_run(out, job->spec);
     if (rc == 0)
+        rc = put_progress(out, r->progress, gs_clock_wall_ms());
+    if (rc == 0)
         rc = put_history(out, r);
     if (rc == 0)
         rc = put_tasks(out, r);
     return rc;
+}
+
+static void kv_double(struct gs_json *j, const char *key, double v)
+{
+    gs_json_key(j, key);
+    gs_json_double(j, v); /* NaN and infinities as null */
+}
+
+/* Every field of the report, as the proto names them; null when there is none. */
+static void json_progress(struct gs_json *j, const Gs__JobProgressReport *p)
+{
+    if (p == NULL) {
+        gs_json_null(j);
+        return;
+    }
+    gs_json_object_begin(j);
+    gs_json_kv_uint(j, "job_id", p->job_id);
+    gs_json_kv_uint(j, "step", p->step);
+    gs_json_kv_uint(j, "steps", p->steps);
+    kv_double(j, "loss", p->loss);
+    kv_double(j, "tokens_per_s", p->tokens_per_s);
+    gs_json_kv_uint(j, "ranks", p->ranks);
+    kv_double(j, "comm_ms", p->comm_ms);
+    kv_double(j, "comm_exposed_ms", p->comm_exposed_ms);
+    kv_double(j, "overlap", p->overlap);
+    kv_double(j, "eval_loss", p->eval_loss);
+    gs_json_kv_uint(j, "eval_step", p->eval_step);
+    kv_double(j, "lr", p->lr);
+    gs_json_kv_string(j, "text", p->text);
+    gs_json_kv_uint(j, "received_ms", p->received_ms);
+    gs_json_kv_uint(j, "attempt", p->attempt);
+    gs_json_object_end(j);
 }
 
 static int show_json(const Gs__ShowReply *r)
@@ -231,6 +330,8 @@ static int show_json(const Gs__ShowReply *r)
     for (size_t i = 0; i < r->n_task_exits; i++)
         cli_json_task_exit(&j, r->task_exits[i]);
     gs_json_array_end(&j);
+    gs_json_key(&j, "progress");
+    json_progress(&j, r->progress);
     gs_json_object_end(&j);
     rc = cli_json_write(&j, &out, stdout);
     gs_buf_release(&out);

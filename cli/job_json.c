@@ -121,6 +121,18 @@ static void json_deps(struct gs_json *j, Gs__Dependency *const *deps, size_t n)
     gs_json_array_end(j);
 }
 
+static const char *launcher_name(Gs__Launcher l)
+{
+    switch (l) {
+    case GS__LAUNCHER__LAUNCHER_NONE:
+        return "NONE";
+    case GS__LAUNCHER__LAUNCHER_MPI:
+        return "MPI";
+    default:
+        return "UNKNOWN";
+    }
+}
+
 static void json_run(struct gs_json *j, const Gs__RunSpec *r)
 {
     gs_json_key(j, "run");
@@ -143,6 +155,7 @@ static void json_run(struct gs_json *j, const Gs__RunSpec *r)
     gs_json_kv_uint(j, "warn_signal", r->warn_signal);
     gs_json_kv_uint(j, "warn_before_s", r->warn_before_s);
     gs_json_kv_bool(j, "warn_batch_only", r->warn_batch_only);
+    gs_json_kv_string(j, "launcher", launcher_name(r->launcher));
     gs_json_key(j, "env");
     gs_json_object_begin(j);
     for (size_t i = 0; i < r->n_env; i++)

@@ -76,6 +76,7 @@ static void job_free(struct sched_job *job)
     for (size_t i = 0; i < job->nhistory; i++)
         free(job->history[i].detail);
     free(job->history);
+    free(job->progress);
     free(job);
 }
 
@@ -332,7 +333,7 @@ int sched_job_start(struct sched_job *job, const struct sched_alloc *alloc, uint
     int rc;
 
     /* A batch job's one task is its script, on the first node; srun steps are not tasks. */
-    if (job->spec->batch)
+    if (gs_jobspec_runs_leader(job->spec))
         ntasks = 1;
     if (job->state != SCHED_JOB_PENDING || tasks_per_node == 0)
         return -EINVAL;

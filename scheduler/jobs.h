@@ -114,6 +114,9 @@ struct sched_job {
     struct sched_job_event *history;
     size_t nhistory;
     struct sched_cluster *cluster; /* the table's: where the allocation goes back */
+    /* The latest progress report of its tasks (sched_internal.h), NULL before any; owned,
+     * one flat allocation freed with the job. */
+    struct sched_job_progress *progress;
 };
 
 struct sched_jobs;

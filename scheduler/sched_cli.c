@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 
 #include "common/buf.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "scheduler/sched_internal.h"
 
@@ -232,6 +233,89 @@ out:
     free(ptrs);
 }
 
+/*
+ * The report's free text as shown later: at most SCHED_PROGRESS_TEXT_MAX bytes, cut before
+ * a UTF-8 sequence rather than inside one, control characters (a newline would break the
+ * one-line display) as spaces.
+ */
+static void progress_text(char *out, const char *in)
+{
+    size_t n = in != NULL ? strnlen(in, SCHED_PROGRESS_TEXT_MAX + 1) : 0;
+
+    if (n > SCHED_PROGRESS_TEXT_MAX) {
+        n = SCHED_PROGRESS_TEXT_MAX;
+        while (n > 0 && ((unsigned char)in[n] & 0xC0) == 0x80)
+            n--;
+    }
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)in[i];
+
+        out[i] = ch < 0x20 || ch == 0x7F ? ' ' : (char)ch;
+    }
+    out[n] = '\0';
+}
+
+/*
+ * A JobProgressReport from a task of a running job: taken from the job's owner or root only
+ * (the uid is the kernel's, or the one a worker vouches for), and only while the job runs,
+ * so that a late report from a task being torn down cannot pass for the next attempt's.
+ * The latest one replaces the one before; nothing is stored (see struct sched_job_progress).
+ */
+static void handle_progress(struct sched_cli *c, uint64_t request_id,
+                            const Gs__JobProgressReport *req)
+{
+    struct sched_ctx *s = c->s;
+    struct sched_job *job = sched_jobs_find(s->jobs, req->job_id);
+    Gs__JobProgressReply reply = GS__JOB_PROGRESS_REPLY__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    struct sched_job_progress *p;
+    char msg[160];
+    int code = 0;
+
+    if (job == NULL) {
+        code = -ENOENT;
+        snprintf(msg, sizeof(msg), "job %llu: no such job", (unsigned long long)req->job_id);
+    } else if (c->uid != 0 && (uint32_t)c->uid != job->uid) {
+        code = -EPERM;
+        snprintf(msg, sizeof(msg), "job %llu: only its owner or root may report its progress",
+                 (unsigned long long)job->id);
+    } else if (job->state != SCHED_JOB_RUNNING) {
+        code = -EINVAL;
+        snprintf(msg, sizeof(msg), "job %llu is %s: progress is taken from running jobs only",
+                 (unsigned long long)job->id, sched_job_state_name(job->state));
+    }
+    if (code < 0) {
+        GS_LOG(GS_LOG_DEBUG, "job=%llu uid=%u rc=%d progress report refused",
+               (unsigned long long)req->job_id, (unsigned)c->uid, code);
+        sched_cli_error(c, request_id, code, msg, false);
+        return;
+    }
+    if (job->progress == NULL && (job->progress = calloc(1, sizeof(*job->progress))) == NULL) {
+        sched_cli_error(c, request_id, -ENOMEM, "out of memory", false);
+        return;
+    }
+    p = job->progress;
+    p->received_ms = gs_clock_wall_ms();
+    p->attempt = job->attempt;
+    p->step = req->step;
+    p->steps = req->steps;
+    p->loss = req->loss;
+    p->tokens_per_s = req->tokens_per_s;
+    p->ranks = req->ranks;
+    p->comm_ms = req->comm_ms;
+    p->comm_exposed_ms = req->comm_exposed_ms;
+    p->overlap = req->overlap;
+    p->eval_loss = req->eval_loss;
+    p->eval_step = req->eval_step;
+    p->lr = req->lr;
+    progress_text(p->text, req->text);
+    reply.job_id = job->id;
+    env.request_id = request_id;
+    env.body_case = GS__ENVELOPE__BODY_JOB_PROGRESS_REPLY;
+    env.job_progress_reply = &reply;
+    sched_cli_reply(c, &env, false);
+}
+
 /* One frame from a CLI, on its own connection or relayed. */
 static void cli_dispatch(struct sched_cli *c, const Gs__Envelope *env)
 {
@@ -277,6 +361,9 @@ static void cli_dispatch(struct sched_cli *c, const Gs__Envelope *env)
         break;
     case GS__ENVELOPE__BODY_STEP_LAUNCH_REQUEST:
         sched_steps_launch(c, env->request_id, env->step_launch_request);
+        break;
+    case GS__ENVELOPE__BODY_JOB_PROGRESS_REPORT:
+        handle_progress(c, env->request_id, env->job_progress_report);
         break;
     case GS__ENVELOPE__BODY_CLI_RELAY: /* a CLI must not vouch for a uid */
         GS_LOG(GS_LOG_WARN, "uid=%u node=%s cli_relay from a cli refused", (unsigned)c->uid,

@@ -61,6 +61,22 @@ struct sched_cli {
     uv_timer_t close_timer;
 };
 
+/*
+ * A job's latest JobProgressReport (sched_cli.c takes it, sched_query.c shows it). It is
+ * telemetry, not job state: kept in memory only, never written to SQLite, so a restarted
+ * gschedd shows none until the next report; it stays after the job ends, as the last word
+ * on how far it got, until the job is forgotten.
+ */
+#define SCHED_PROGRESS_TEXT_MAX 200
+struct sched_job_progress {
+    uint64_t received_ms; /* wall clock */
+    uint32_t attempt;     /* the job's restart count then */
+    uint64_t step, steps, eval_step;
+    double loss, tokens_per_s, comm_ms, comm_exposed_ms, overlap, eval_loss, lr;
+    uint32_t ranks;
+    char text[SCHED_PROGRESS_TEXT_MAX + 1];
+};
+
 /* A WaitRequest in progress. */
 struct sched_waiter {
     struct sched_waiter *next;

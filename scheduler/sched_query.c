@@ -357,6 +357,29 @@ static const char *task_node_name(struct sched_ctx *s, const struct sched_task *
     return t->cluster_node < s->nnodes ? s->nodes[t->cluster_node]->name : "";
 }
 
+/* The job's latest progress report as ShowReply carries it (kept after the job ended). */
+static void fill_progress(const struct sched_job *job, Gs__JobProgressReport *m)
+{
+    const struct sched_job_progress *p = job->progress;
+
+    gs__job_progress_report__init(m);
+    m->job_id = job->id;
+    m->step = p->step;
+    m->steps = p->steps;
+    m->loss = p->loss;
+    m->tokens_per_s = p->tokens_per_s;
+    m->ranks = p->ranks;
+    m->comm_ms = p->comm_ms;
+    m->comm_exposed_ms = p->comm_exposed_ms;
+    m->overlap = p->overlap;
+    m->eval_loss = p->eval_loss;
+    m->eval_step = p->eval_step;
+    m->lr = p->lr;
+    m->text = (char *)p->text;
+    m->received_ms = p->received_ms;
+    m->attempt = p->attempt;
+}
+
 void sched_query_show(struct sched_cli *c, uint64_t request_id, const Gs__ShowRequest *req)
 {
     struct sched_ctx *s = c->s;
@@ -365,6 +388,7 @@ void sched_query_show(struct sched_cli *c, uint64_t request_id, const Gs__ShowRe
     Gs__Envelope env = GS__ENVELOPE__INIT;
     Gs__JobStateChange *hist = NULL, **hptrs = NULL;
     Gs__TaskExit *exits = NULL, **eptrs = NULL;
+    Gs__JobProgressReport progress;
     struct info in;
     size_t ne = 0;
     char msg[80];
@@ -418,6 +442,10 @@ void sched_query_show(struct sched_cli *c, uint64_t request_id, const Gs__ShowRe
     reply.history = hptrs;
     reply.n_task_exits = ne;
     reply.task_exits = eptrs;
+    if (job->progress != NULL) {
+        fill_progress(job, &progress);
+        reply.progress = &progress;
+    }
     env.request_id = request_id;
     env.body_case = GS__ENVELOPE__BODY_SHOW_REPLY;
     env.show_reply = &reply;

@@ -32,6 +32,7 @@
 #include "trainer/ddp.h"
 #include "trainer/metrics.h"
 #include "trainer/model.h"
+#include "trainer/report.h"
 #include "trainer/schedule.h"
 #include "trainer/state.h"
 
@@ -47,6 +48,7 @@ struct run {
     struct trn_model *model;
     struct trn_ckpt_writer *writer;
     struct trn_metrics *metrics;
+    struct trn_report *report; /* rank 0 inside a gsched job: progress to gschedd */
     struct trn_state st;
     struct trn_lr_schedule lr;
     char *ckpt_dir, *metrics_path, *plot_path;
@@ -370,6 +372,8 @@ static int setup(struct run *r)
     if (rc == 0 && r->lead &&
         (rc = trn_metrics_new(r->metrics_path, r->out, cfg->log_every, &r->metrics)) < 0)
         gs_buf_printf(r->err, "%s: %s", r->metrics_path, strerror(-rc));
+    if (rc == 0 && r->lead)
+        rc = trn_report_open(cfg->log_every, stderr, &r->report);
     r->lr = (struct trn_lr_schedule){cfg->lr, cfg->min_lr, cfg->warmup_steps, cfg->steps};
     if (rc == 0 && r->world > 1 && r->out != NULL)
         fprintf(r->out, "data parallel: %u ranks (%s), %u gradient buckets, overlap %s, %s\n",
@@ -393,6 +397,7 @@ static void teardown(struct run *r)
     trn_ddp_free(r->ddp);
     trn_comm_free(r->comm);
     trn_metrics_free(r->metrics);
+    trn_report_free(r->report);
     trn_ckpt_writer_free(r->writer);
     shard_loader_free(r->loader);
     trn_model_free(r->model);
@@ -622,6 +627,8 @@ int trn_train(const struct trn_config *cfg, volatile sig_atomic_t *stop, FILE *o
             rc = evaluate(&r, &res->eval_loss);
             if (rc == 0 && r.metrics != NULL)
                 rc = trn_metrics_eval(r.metrics, rec.step, res->eval_loss);
+            if (rc == 0)
+                trn_report_eval(r.report, r.st.step, res->eval_loss);
         }
         if (rc == 0 && r.lead &&
             ((cfg->ckpt_every > 0 && (r.st.step % cfg->ckpt_every == 0 || last)) || stopped))
@@ -629,6 +636,8 @@ int trn_train(const struct trn_config *cfg, volatile sig_atomic_t *stop, FILE *o
         rec.peak_mem_bytes = peak_rss_bytes();
         if (rc == 0 && r.metrics != NULL)
             rc = trn_metrics_step(r.metrics, &rec);
+        if (rc == 0) /* never fails the run: a report that cannot go is dropped */
+            trn_report_step(r.report, &rec, stopped);
         if (rc < 0 && err->len == 0)
             gs_buf_printf(err, "step %llu: %s", (unsigned long long)r.st.step, strerror(-rc));
     }

@@ -374,7 +374,7 @@ Test(job_json, job_info_from_show_carries_the_spec_and_absent_parts_are_null)
                   "\"workdir\":\"/home/alice\",\"stdout_pattern\":\"\","
                   "\"stderr_pattern\":\"\",\"batch\":false,\"slurm\":false,"
                   "\"submit_dir\":\"\",\"submit_host\":\"\",\"warn_signal\":0,"
-                  "\"warn_before_s\":0,\"warn_batch_only\":false,"
+                  "\"warn_before_s\":0,\"warn_batch_only\":false,\"launcher\":\"NONE\","
                   "\"env\":{\"OMP_NUM_THREADS\":\"4\"}},"
                   "\"max_restarts\":0,\"account\":\"\",\"qos\":\"\",\"comment\":\"\","
                   "\"source\":\"\",\"depends_any\":false,\"singleton\":false,\"array\":null}}") !=
