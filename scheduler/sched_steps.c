@@ -1037,12 +1037,13 @@ void sched_steps_node_gone(struct sched_ctx *s, struct sched_node *n)
         bool ended = false;
 
         next = st->next;
-        for (uint32_t i = 0; i < st->nnodes && !ended; i++) {
+        /* The last fake exit frees st: ended is tested before st is read again. */
+        for (uint32_t i = 0; !ended && i < st->nnodes; i++) {
             const struct step_node *sn = &st->nodes[i];
 
             if (sn->index != n->index)
                 continue;
-            for (uint32_t r = sn->first_rank; r < sn->first_rank + sn->ntasks && !ended; r++) {
+            for (uint32_t r = sn->first_rank; !ended && r < sn->first_rank + sn->ntasks; r++) {
                 if (st->exited[r])
                     continue;
                 ended = st->nexited + 1 == st->ntasks;
