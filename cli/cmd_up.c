@@ -6,11 +6,13 @@
  * `down` stops them and keeps the rest of DIR, so the next `up` resumes the same queue.
  * The state directory's layout and the process handling are in cli/local.h.
  */
+#define _GNU_SOURCE /* sched_getaffinity */
 #include "cli/commands.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,9 +39,11 @@
 static const char up_usage[] =
     "usage: gsched up [--workers N] [--gpus-per-node K | --topology FILE.xml] [--features A,B]\n"
     "                 [--state DIR] [--port P] [--heartbeat DUR] [--kill-grace DUR]\n"
-    "                 [--partition NAME[=NODES][:default][:max_time=DUR]]...\n"
+    "                 [--partition NAME[=NODES][:default][:max_time=DUR]]... [--share-cpus]\n"
     "Starts gschedd and N gsched-workerd (node1..nodeN) on this machine.\n"
     "  --workers N         workers to start, 1 to 64 (default 2)\n"
+    "  --share-cpus        every worker offers all of this machine's CPUs (default: each\n"
+    "                      its own share, when there are at least N; not with --topology)\n"
     "  --gpus-per-node K   synthetic GPUs per worker (default 4; 0: this machine's own)\n"
     "  --topology FILE     every worker has the hardware of this hwloc XML file\n"
     "  --features A,B      features of every worker, for job constraints\n"
@@ -69,6 +73,7 @@ struct up_opts {
     uint64_t kill_grace_s; /* 0: the scheduler's default */
     const char *partitions[UP_MAX_PARTITIONS];
     unsigned npartitions;
+    bool share_cpus;
 };
 
 /* What `up` works with once the options are checked. */
@@ -158,6 +163,10 @@ static int parse_up(struct up_opts *o, int argc, char **argv)
         bool known = false;
         int rc;
 
+        if (strcmp(argv[i], "--share-cpus") == 0) {
+            o->share_cpus = true;
+            continue;
+        }
         for (size_t k = 0; k < sizeof(with_value) / sizeof(with_value[0]); k++)
             known = known || strcmp(argv[i], with_value[k]) == 0;
         if (!known)
@@ -331,10 +340,44 @@ static int start_gschedd(struct up *u)
     return cli_local_spawn(&u->local, &u->local.daemons[0], argv);
 }
 
+/*
+ * Worker i's share (1-based) of the CPUs this process may use, as --cpus wants it ("0,1"):
+ * N workers on one machine are N nodes, and binding each job's cores should not put two
+ * "nodes'" ranks on one CPU. Returns 0, or 1 when the workers share them all (fewer CPUs
+ * than workers, --share-cpus, or another machine's --topology).
+ */
+static int worker_cpus(const struct up *u, unsigned i, char *out, size_t size)
+{
+    unsigned n = u->opts.workers, ncpus = 0, *cpus, first, last;
+    cpu_set_t set;
+    size_t off = 0;
+
+    if (u->opts.share_cpus || u->topology[0] != '\0' || sched_getaffinity(0, sizeof(set), &set) < 0)
+        return 1;
+    cpus = calloc(CPU_SETSIZE, sizeof(*cpus));
+    if (cpus == NULL)
+        return 1;
+    for (unsigned c = 0; c < CPU_SETSIZE; c++) {
+        if (CPU_ISSET(c, &set))
+            cpus[ncpus++] = c;
+    }
+    if (ncpus < n) {
+        free(cpus);
+        return 1;
+    }
+    first = (i - 1) * ncpus / n;
+    last = i * ncpus / n;
+    out[0] = '\0';
+    for (unsigned k = first; k < last && off < size; k++)
+        off += (size_t)snprintf(out + off, size - off, "%s%u", k > first ? "," : "", cpus[k]);
+    free(cpus);
+    return off < size ? 0 : 1;
+}
+
 static int start_worker(struct up *u, unsigned i)
 {
     struct cli_daemon *d = &u->local.daemons[i];
-    char sched[32], gpus[16], sock_name[32], cli_socket[PATH_MAX], *argv[18];
+    char sched[32], gpus[16], sock_name[32], cli_socket[PATH_MAX], cpus[1024], *argv[20];
     int n = 0;
 
     /* Each worker's own CLI socket, the GSCHED_SOCKET of its tasks: here they share one
@@ -361,6 +404,10 @@ static int start_worker(struct up *u, unsigned i)
     if (u->opts.features != NULL) {
         argv[n++] = "--features";
         argv[n++] = (char *)u->opts.features;
+    }
+    if (worker_cpus(u, i, cpus, sizeof(cpus)) == 0) {
+        argv[n++] = "--cpus";
+        argv[n++] = cpus;
     }
     argv[n] = NULL;
     return cli_local_spawn(&u->local, d, argv);

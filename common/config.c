@@ -69,6 +69,7 @@ void gs_config_release(struct gs_config *cfg)
     free(cfg->worker_address);
     gs_schema_strv_free(cfg->features);
     free(cfg->topology_xml);
+    free(cfg->worker_cpus);
     free(cfg->log_dir);
     free(cfg->worker_cli_socket);
     for (size_t i = 0; i < cfg->nswitches; i++) {
@@ -204,6 +205,15 @@ static void rd_gpus(struct gs_schema_ctx *c, const struct gs_toml_value *v)
     gs_schema_uint(c, v, "worker.gpus", 0, 64, &CFG(c)->fake_gpus);
 }
 
+static void rd_cpus(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    gs_schema_string(c, v, "worker.cpus", &CFG(c)->worker_cpus);
+    if (CFG(c)->worker_cpus != NULL &&
+        (CFG(c)->worker_cpus[0] == '\0' ||
+         strspn(CFG(c)->worker_cpus, "0123456789,-") != strlen(CFG(c)->worker_cpus)))
+        GS_SCHEMA_REPORT_AT(c, v, "worker.cpus must list CPU numbers, such as \"0-3,8\"");
+}
+
 static void rd_log_dir(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
     gs_schema_string(c, v, "worker.log_dir", &CFG(c)->log_dir);
@@ -230,6 +240,7 @@ static const struct gs_schema_key worker_keys[] = {
     {"features", rd_features},
     {"topology", rd_topology},
     {"gpus", rd_gpus},
+    {"cpus", rd_cpus},
     {"log_dir", rd_log_dir},
     {"cli_socket", rd_cli_socket},
     {NULL, NULL},

@@ -87,6 +87,7 @@ struct gs_config {
     size_t nfeatures;
     char *topology_xml;
     uint32_t fake_gpus;
+    char *worker_cpus; /* NULL: every CPU; else the OS CPU list the worker offers ("0-3") */
     char *log_dir;
     char *worker_cli_socket; /* NULL: LOG_DIR/NAME.sock (worker/relay.h) */
     /* [[switch]] */

@@ -349,6 +349,31 @@ static void keep_pciaccess_resident(void)
     (void)dlopen("libpciaccess.so.0", RTLD_NOW | RTLD_NODELETE);
 }
 
+/* Keeps the PUs of list (OS indices, "0-3,8"), which must all exist, and I/O devices. */
+static int restrict_cpus(hwloc_topology_t ht, const char *list, struct gs_error *err)
+{
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    hwloc_const_cpuset_t all = hwloc_topology_get_topology_cpuset(ht);
+    int rc = 0;
+
+    if (set == NULL)
+        return gs_error_set(err, -ENOMEM, 0, 0, "out of memory");
+    if (strspn(list, "0123456789,-") != strlen(list) || hwloc_bitmap_list_sscanf(set, list) < 0 ||
+        hwloc_bitmap_iszero(set) || hwloc_bitmap_weight(set) < 0)
+        rc = gs_error_set(err, -EINVAL, 0, 0,
+                          "cpus '%s': expected a list of CPU numbers such as 0-3,8", list);
+    else if (!hwloc_bitmap_isincluded(set, all))
+        rc = gs_error_set(err, -EINVAL, 0, 0,
+                          "cpus '%s': names CPUs this topology does not have (it has %d)", list,
+                          hwloc_bitmap_weight(all));
+    else if (hwloc_topology_restrict(
+                 ht, set, HWLOC_RESTRICT_FLAG_ADAPT_IO | HWLOC_RESTRICT_FLAG_ADAPT_MISC) < 0)
+        rc = gs_error_set(err, -errno != 0 ? -errno : -EINVAL, 0, 0,
+                          "cpus '%s': hwloc could not restrict the topology", list);
+    hwloc_bitmap_free(set);
+    return rc;
+}
+
 static int open_hwloc(const struct gs_topo_opts *opts, hwloc_topology_t *ret_ht,
                       struct gs_error *err)
 {
@@ -370,6 +395,14 @@ static int open_hwloc(const struct gs_topo_opts *opts, hwloc_topology_t *ret_ht,
         hwloc_topology_destroy(ht);
         return gs_error_set(err, -EINVAL, 0, 0, "%s: hwloc could not load the topology",
                             opts->xml_path != NULL ? opts->xml_path : "this machine");
+    }
+    if (opts->cpus != NULL) {
+        int rc = restrict_cpus(ht, opts->cpus, err);
+
+        if (rc < 0) {
+            hwloc_topology_destroy(ht);
+            return rc;
+        }
     }
     *ret_ht = ht;
     return 0;

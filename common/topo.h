@@ -110,6 +110,9 @@ struct gs_topo;
 struct gs_topo_opts {
     const char *xml_path; /* NULL: this machine */
     int fake_gpus;        /* > 0: replace the GPUs found by this many synthetic ones */
+    /* NULL: every CPU. Else an OS PU list ("0-3,8"): the topology keeps only the cores of
+     * those PUs (a worker offering part of a machine); GPUs and NICs stay. */
+    const char *cpus;
 };
 
 /*

@@ -33,6 +33,7 @@ static const char usage[] =
     "  --address ADDR       address other nodes reach this one at (MASTER_ADDR)\n"
     "  --topology FILE.xml  hwloc XML topology instead of discovering this machine\n"
     "  --gpus N             pretend to have N GPUs (testing)\n"
+    "  --cpus LIST          offer only these CPUs (OS numbers, \"0-3,8\"; worker.cpus)\n"
     "  --features A,B       node features job constraints match\n"
     "  --log-dir DIR        where the worker keeps its state (worker.log_dir)\n"
     "  --cli-socket PATH    the gsched CLI's socket inside this node's jobs (worker.cli_socket;\n"
@@ -121,6 +122,7 @@ enum {
     OPT_ADDRESS,
     OPT_TOPO,
     OPT_GPUS,
+    OPT_CPUS,
     OPT_FEAT,
     OPT_LOGDIR,
     OPT_LOG,
@@ -134,6 +136,7 @@ static const struct option long_opts[] = {
     {"address", required_argument, NULL, OPT_ADDRESS},
     {"topology", required_argument, NULL, OPT_TOPO},
     {"gpus", required_argument, NULL, OPT_GPUS},
+    {"cpus", required_argument, NULL, OPT_CPUS},
     {"features", required_argument, NULL, OPT_FEAT},
     {"log-dir", required_argument, NULL, OPT_LOGDIR},
     {"log-level", required_argument, NULL, OPT_LOG},
@@ -167,6 +170,8 @@ static int apply_option(struct workerd *d, int opt, const char *arg)
             return usage_error("--gpus wants 0 to 64, not '%s'", arg);
         cfg->fake_gpus = (uint32_t)n;
         return 0;
+    case OPT_CPUS:
+        return set_str(&cfg->worker_cpus, arg) < 0 ? 1 : 0;
     case OPT_FEAT:
         return split_features(cfg, arg) < 0 ? 1 : 0;
     case OPT_LOGDIR:
@@ -267,7 +272,8 @@ static void on_stop(struct gs_stop_signals *sig, int signum, void *data)
 static int load_topology(struct workerd *d)
 {
     struct gs_topo_opts opts = {.xml_path = d->cfg.topology_xml,
-                                .fake_gpus = (int)d->cfg.fake_gpus};
+                                .fake_gpus = (int)d->cfg.fake_gpus,
+                                .cpus = d->cfg.worker_cpus};
     struct gs_error err;
     int rc = gs_topo_load(&opts, &d->topo, &err);
 

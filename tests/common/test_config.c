@@ -61,7 +61,7 @@ Test(config, reads_every_key)
                        "kill_grace = 10\nlog_level = \"debug\"\n"
                        "[worker]\nname = \"node7\"\naddress = \"10.0.0.7\"\n"
                        "features = [\"h100\", \"ib\"]\ntopology = \"/etc/node.xml\"\n"
-                       "gpus = 4\nlog_dir = \"/srv/logs\"\n"),
+                       "gpus = 4\ncpus = \"2-31\"\nlog_dir = \"/srv/logs\"\n"),
                  0, "%s", errors.data);
     cr_assert_str_eq(cfg.host, "10.0.0.1");
     cr_assert_eq(cfg.port, 7000);
@@ -76,12 +76,16 @@ Test(config, reads_every_key)
     cr_assert_str_eq(cfg.features[1], "ib");
     cr_assert_null(cfg.features[2]);
     cr_assert_eq(cfg.fake_gpus, 4);
+    cr_assert_str_eq(cfg.worker_cpus, "2-31");
 }
 
 Test(config, reports_mistakes_at_their_place_and_keeps_old_values)
 {
-    cr_assert_eq(parse("[scheduler]\nport = 70000\nheartbeet_misses = 2\n[worker]\ngpus = -1\n"),
+    cr_assert_eq(parse("[scheduler]\nport = 70000\nheartbeet_misses = 2\n[worker]\ngpus = -1\n"
+                       "cpus = \"all\"\n"),
                  -EINVAL);
+    cr_assert_not_null(strstr(errors.data, "gsched.toml:6:8: worker.cpus must list CPU numbers"),
+                       "%s", errors.data);
     cr_assert_not_null(
         strstr(errors.data, "gsched.toml:2:8: scheduler.port must be an integer from 0 to 65535"),
         "%s", errors.data);

@@ -4,6 +4,7 @@
  * machine, and with synthetic GPUs.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -307,4 +308,44 @@ Test(topo, link_queries_reject_out_of_range_and_self)
     cr_assert_str_eq(gs_topo_link_name(GS_TOPO_LINK_PXB), "PXB");
     cr_assert_str_eq(gs_topo_link_name(0), "?");
     gs_topo_free(topo);
+}
+
+static int load_cpus(const char *name, const char *cpus, struct gs_topo **ret, struct gs_error *err)
+{
+    char path[512];
+    struct gs_topo_opts opts = {.xml_path = path, .cpus = cpus};
+
+    snprintf(path, sizeof(path), "%s/%s", GSCHED_TOPOLOGIES, name);
+    return gs_topo_load(&opts, ret, err);
+}
+
+/* A worker offering part of a machine (worker.cpus): its cores shrink, its devices stay. */
+Test(topo, cpus_keep_their_cores_and_every_device)
+{
+    struct gs_topo *topo = NULL;
+    struct gs_error err;
+
+    cr_assert_eq(load_cpus("dgx-h100.xml", "56-59", &topo, &err), 0, "%s", err.msg);
+    cr_assert_eq(gs_topo_ncores(topo), 4);
+    for (int i = 0; i < gs_topo_ncores(topo); i++) {
+        cr_assert_eq(gs_topo_core(topo, i)->package, 1, "core %d", i);
+        cr_assert_eq(gs_topo_core(topo, i)->npus, 1, "only the listed hardware thread");
+    }
+    cr_assert_eq(gs_topo_ngpus(topo), 8, "GPUs stay");
+    cr_assert_eq(gs_topo_nnics(topo) > 0, true, "NICs stay");
+    gs_topo_free(topo);
+    topo = NULL;
+    cr_assert_eq(load_cpus("ws-4gpu.xml", "0-3", &topo, &err), 0, "%s", err.msg);
+    cr_assert_eq(gs_topo_ncores(topo), 4);
+    cr_assert_eq(gs_topo_ngpus(topo), 4);
+    gs_topo_free(topo);
+    topo = NULL;
+    cr_assert_eq(load_cpus("ws-4gpu.xml", "0-3,999", &topo, &err), -EINVAL);
+    cr_assert(strstr(err.msg, "cpus '0-3,999': names CPUs this topology does not have") != NULL,
+              "%s", err.msg);
+    cr_assert_null(topo);
+    cr_assert_eq(load_cpus("ws-4gpu.xml", "two", &topo, &err), -EINVAL);
+    cr_assert(strstr(err.msg, "expected a list of CPU numbers") != NULL, "%s", err.msg);
+    cr_assert_eq(load_cpus("ws-4gpu.xml", "", &topo, &err), -EINVAL);
+    cr_assert_null(topo);
 }
