@@ -15,7 +15,8 @@
  * logged, ended with the job, and reaching gschedd through that node's worker socket. The
  * per-task rank variables of that one-task step would mislead the ranks the daemon starts,
  * so the shell unsets them; Open MPI gives each rank its own (OMPI_COMM_WORLD_RANK...).
- * GSCHED_NODELIST and GSCHED_NODE_RANK are set back to the job's, as its tasks have them.
+ * GSCHED_NODELIST and GSCHED_NODE_RANK are set back to the job's, as its tasks have them,
+ * and each daemon gets its own session directory (see session_dir()).
  */
 #include <errno.h>
 #include <signal.h>
@@ -330,6 +331,28 @@ out:
     return status;
 }
 
+static bool plain_word(const char *s)
+{
+    return s[0] != '\0' &&
+           strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") ==
+               strlen(s);
+}
+
+/*
+ * Open MPI keeps a daemon's session files (the topology it shares with its ranks, among
+ * them) under a directory named by the real host: two "nodes" of one machine would write
+ * the same files and crash each other. Each rsh step gets its own base, removed after.
+ */
+static int session_dir(const char *host, const char *job, struct gs_buf *line)
+{
+    if (!plain_word(host) || !plain_word(job))
+        return 0;
+    return gs_buf_printf(line,
+                         "d=\"${TMPDIR:-/tmp}/gsched-ompi-%s-%s\"; mkdir -p \"$d\" && "
+                         "export OMPI_MCA_orte_tmpdir_base=\"$d\"; ",
+                         job, host);
+}
+
 int cli_cmd_rsh(int argc, char **argv)
 {
     struct gs_buf line = GS_BUF_INIT;
@@ -353,8 +376,12 @@ int cli_cmd_rsh(int argc, char **argv)
     rc = gs_buf_append_str(&line, RSH_UNSET);
     if (rc == 0)
         rc = node_vars(argv[1], &line);
+    if (rc == 0)
+        rc = session_dir(argv[1], job, &line);
     for (i = 2; i < argc && rc == 0; i++)
         rc = gs_buf_printf(&line, "%s%s", i > 2 ? " " : "", argv[i]);
+    if (rc == 0 && plain_word(argv[1]) && plain_word(job))
+        rc = gs_buf_append_str(&line, "; rc=$?; rmdir \"$d\" 2>/dev/null; exit $rc");
     if (rc == 0) {
         char *srun[] = {"srun", "--overlap", "-N1", "-n1",     "-w", argv[1],
                         jobopt, "/bin/sh",   "-c",  line.data, NULL};
