@@ -12,6 +12,10 @@ json=$("$gsched" check --json "$src/examples/hello.toml") || fail "--json failed
 python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["resources"]["nodes"] == 2; assert d["run"]["tasks_per_node"] == "per-gpu"' "$json" \
   || fail "bad JSON: $json"
 
+json=$("$gsched" check --json "$src/examples/train-ddp.toml") || fail "train-ddp.toml rejected"
+python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["resources"]["nodes"] == 2; assert d["run"]["launcher"] == "mpi"' "$json" \
+  || fail "train-ddp.toml: $json"
+
 bad="$src/tests/cli/bad-job.toml"
 err=$("$gsched" check "$bad" 2>&1 >/dev/null)
 rc=$?

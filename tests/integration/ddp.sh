@@ -38,9 +38,9 @@ micro = 8
 [optim]
 lr = 3e-3
 warmup_steps = 2
-steps = 300
+steps = 200
 [eval]
-every = 150
+every = 100
 batches = 2
 [checkpoint]
 every = 20
@@ -81,7 +81,7 @@ wait_end "$ref" 240 || fail "the reference run failed: $(tail -20 "$work/ref.out
 expect "$ref" 'j["restart_count"] == 0 and len(j["allocation"]) == 2 and
   len({a["node_name"] for a in j["allocation"]}) == 2' "one run on two nodes"
 grep -q "data parallel: 2 ranks (mpi)" "$work/ref.out" || fail "not 2 MPI ranks: $(head "$work/ref.out")"
-grep -q "^done: 300 steps" "$work/ref.out" || fail "the reference run: $(tail "$work/ref.out")"
+grep -q "^done: 200 steps" "$work/ref.out" || fail "the reference run: $(tail "$work/ref.out")"
 # Each rank ran under its own node's worker: rank 1's daemon was a step there.
 second=$(jq "$ref" 'j["allocation"][1]["node_name"]')
 grep -qE "job=1 step=[1-9][0-9]* rank=0 .*task started" "$state/$second.log" ||
@@ -103,9 +103,9 @@ expect "$lost" 'j["state"] == "COMPLETED" and j["restart_count"] == 1 and
   [e["state"] for e in h][-3:] == ["REQUEUED", "RUNNING", "COMPLETED"] and
   "'"$victim"'" not in [a["node_name"] for a in j["allocation"]]' "requeued and completed elsewhere"
 resumed=$(sed -n 's/^resuming from .* at step \([0-9]*\)$/\1/p' "$work/lost.out")
-[ -n "$resumed" ] && [ "$resumed" -ge 20 ] && [ "$resumed" -lt 300 ] ||
+[ -n "$resumed" ] && [ "$resumed" -ge 20 ] && [ "$resumed" -lt 200 ] ||
   fail "the second attempt did not resume from a checkpoint: $(head -20 "$work/lost.out")"
-grep -q "^done: 300 steps" "$work/lost.out" || fail "the resumed run: $(tail "$work/lost.out")"
+grep -q "^done: 200 steps" "$work/lost.out" || fail "the resumed run: $(tail "$work/lost.out")"
 
 # Same data in the same order: the resumed run ends where the uninterrupted one does.
 python3 - "$work/ref/metrics.jsonl" "$work/lost/metrics.jsonl" << 'PY' || fail "losses differ"

@@ -178,6 +178,14 @@ Test(trn_config, the_example_file_reads_and_checks)
     cr_assert_eq(trn_config_check(&cfg, &errors), 0, "%s", errs());
 }
 
+Test(trn_config, the_demo_model_reads_and_checks)
+{
+    cr_assert_eq(trn_config_load(&cfg, GSCHED_EXAMPLES "/train-tiny.toml", &errors), 0, "%s",
+                 errs());
+    cr_assert_eq(cfg.layers, 3);
+    cr_assert_eq(trn_config_check(&cfg, &errors), 0, "%s", errs());
+}
+
 Test(trn_config, micro_must_divide_the_global_batch)
 {
     cr_assert_eq(parse("[data]\ndir = \"d\"\n[model]\ncontext = 64\n"
