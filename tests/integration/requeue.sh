@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# requeue.sh BIN_DIR SRC_DIR: a requeued job's next attempt does not start on a node before
+# the previous attempt's task there has ended. On a `gsched up` cluster of three workers
+# (1 s heartbeats, 1 s kill grace), a 2-node job with max_restarts = 1 whose first attempt
+# ignores SIGTERM; kill -9 of the worker under its second node: the job is requeued onto
+# the surviving node and the third, and the surviving node's worker holds the new launch
+# until SIGKILL has ended the old task (its log says so), so the new task never sees the
+# old one alive; the job then COMPLETES.
+name="integration_requeue"
+. "$(dirname "$0")/lib.sh"
+
+start_cluster --workers 3 --gpus-per-node 0 --heartbeat 1s --kill-grace 1s
+
+# Each task works out its node's name; the first attempt records its pid per node and waits
+# (deaf to SIGTERM), a later one says whether the first attempt's task there still lives.
+job_file requeue.toml "name = \"requeue\"
+[resources]
+nodes = 2
+[run]
+script = '''
+node=\$(echo \"\$GSCHED_NODELIST\" | cut -d, -f\$((GSCHED_NODE_RANK + 1)))
+if [ -e $tmp/first-seen ]; then
+  if [ -e $tmp/pid.\$node ] && kill -0 \"\$(cat $tmp/pid.\$node)\" 2>/dev/null; then
+    echo \"clash \$node\" >> $tmp/req.log
+  else
+    echo \"after \$node\" >> $tmp/req.log
+  fi
+  exit 0
+fi
+echo \$\$ > $tmp/pid.\$node
+echo \"first \$node\" >> $tmp/req.log
+trap '' TERM
+$(gate_wait never)
+'''
+[restart]
+max_restarts = 1"
+id=$(submit requeue.toml)
+wait_start "$id"
+wait_for "both first tasks" 15 eval '[ "$(grep -c "^first" "$tmp/req.log" 2>/dev/null)" = 2 ]'
+touch "$tmp/first-seen"
+keep=$(jq "$id" 'j["allocation"][0]["node_name"]')
+lost=$(jq "$id" 'j["allocation"][1]["node_name"]')
+kill -9 "$(cat "$state/$lost.pid")"
+wait_end "$id" 30 || fail "the requeued job failed: $(jq "$id" '[j["reason"], h]'); $(cat "$tmp/req.log")"
+expect "$id" 'j["state"] == "COMPLETED" and j["restart_count"] == 1 and
+  "'"$lost"'" not in [a["node_name"] for a in j["allocation"]]' "requeued and completed"
+grep -q "^after $keep\$" "$tmp/req.log" || fail "no second attempt on $keep: $(cat "$tmp/req.log")"
+grep -q "^clash" "$tmp/req.log" && fail "the attempts overlapped: $(cat "$tmp/req.log")"
+grep -q "launch waits for the previous attempt's tasks to end" "$state/$keep.log" ||
+  fail "$keep did not hold the launch: $(grep "job=$id" "$state/$keep.log")"
+# The dead worker's task is no one's now: the test ends it.
+kill -9 "$(cat "$tmp/pid.$lost")" 2>/dev/null
+check_logs
+stop_cluster
+echo "$name: passed"
