@@ -5,9 +5,10 @@
 #   - its one leader task on the first node runs mpirun, whose daemons are srun steps of
 #     the job started through gsched rsh: one rank per node, each on its own node's worker;
 #   - `gsched mpirun` outside a job, and a launcher typo, are refused with a reason;
-#   - kill -9 of the worker under rank 1 after the first checkpoint: the job is REQUEUED,
-#     runs again on two live nodes, resumes from its last checkpoint and ends COMPLETED at
-#     the same final losses as the uninterrupted run; nothing of the first attempt lingers.
+#   - kill -9 of the worker under rank 1 after the first checkpoint, and then (that worker
+#     restarted) of the one under the leader, mpirun: each time the job is REQUEUED, runs
+#     again on two live nodes, resumes from its last checkpoint and ends COMPLETED at the
+#     same final losses as the uninterrupted run; nothing of the first attempt lingers.
 name="integration_ddp"
 . "$(dirname "$0")/lib.sh"
 mode=${3:-local}
@@ -87,28 +88,31 @@ second=$(jq "$ref" 'j["allocation"][1]["node_name"]')
 grep -qE "job=1 step=[1-9][0-9]* rank=0 .*task started" "$state/$second.log" ||
   fail "no rsh step on $second: $(tail "$state/$second.log")"
 
-# --- kill -9 of rank 1's worker after the first checkpoint ----------------------------------
-# Its rank and daemon outlive it until gschedd declares the node down (3 missed heartbeats),
-# as ranks on a node cut off from the network would: the run must last longer than that.
-ddp_job lost.toml lost
-lost=$(submit lost.toml)
-wait_start "$lost" 30
-victim=$(jq "$lost" 'j["allocation"][1]["node_name"]')
-wait_for "the first checkpoint" 120 test -e "$work/lost/checkpoints/ckpt-00000020.gstf"
-victim_pid=$(cat "$state/$victim.pid")
-kill -9 "$victim_pid"
-wait_for "the job requeued" 30 is "$lost" '"REQUEUED" in [e["state"] for e in h]'
-wait_end "$lost" 240 || fail "the requeued run failed: $(jq "$lost" "[j, h]"); $(tail -20 "$work/lost.out")"
-expect "$lost" 'j["state"] == "COMPLETED" and j["restart_count"] == 1 and
-  [e["state"] for e in h][-3:] == ["REQUEUED", "RUNNING", "COMPLETED"] and
-  "'"$victim"'" not in [a["node_name"] for a in j["allocation"]]' "requeued and completed elsewhere"
-resumed=$(sed -n 's/^resuming from .* at step \([0-9]*\)$/\1/p' "$work/lost.out")
-[ -n "$resumed" ] && [ "$resumed" -ge 20 ] && [ "$resumed" -lt 200 ] ||
-  fail "the second attempt did not resume from a checkpoint: $(head -20 "$work/lost.out")"
-grep -q "^done: 200 steps" "$work/lost.out" || fail "the resumed run: $(tail "$work/lost.out")"
-
-# Same data in the same order: the resumed run ends where the uninterrupted one does.
-python3 - "$work/ref/metrics.jsonl" "$work/lost/metrics.jsonl" << 'PY' || fail "losses differ"
+# --- kill -9 of a worker under the run after its first checkpoint --------------------------
+# The dead worker's rank and daemon outlive it until gschedd declares the node down (3
+# missed heartbeats), as ranks on a node cut off from the network would: the run must last
+# longer than that. lose_node OUT_DIR ALLOC_INDEX: the worker under that node of the job.
+lose_node() {
+  local out=$1 at=$2 id victim victim_pid resumed
+  ddp_job "$out.toml" "$out"
+  id=$(submit "$out.toml")
+  wait_start "$id" 30
+  victim=$(jq "$id" "j['allocation'][$at]['node_name']")
+  wait_for "the first checkpoint" 120 test -e "$work/$out/checkpoints/ckpt-00000020.gstf"
+  victim_pid=$(cat "$state/$victim.pid")
+  mapfile -d '' victim_cmd < "/proc/$victim_pid/cmdline"
+  kill -9 "$victim_pid"
+  wait_for "the job requeued" 30 is "$id" '"REQUEUED" in [e["state"] for e in h]'
+  wait_end "$id" 240 || fail "the requeued run failed: $(jq "$id" "[j, h]"); $(tail -20 "$work/$out.out")"
+  expect "$id" 'j["state"] == "COMPLETED" and j["restart_count"] == 1 and
+    [e["state"] for e in h][-3:] == ["REQUEUED", "RUNNING", "COMPLETED"] and
+    "'"$victim"'" not in [a["node_name"] for a in j["allocation"]]' "requeued and completed elsewhere"
+  resumed=$(sed -n 's/^resuming from .* at step \([0-9]*\)$/\1/p' "$work/$out.out")
+  [ -n "$resumed" ] && [ "$resumed" -ge 20 ] && [ "$resumed" -lt 200 ] ||
+    fail "the second attempt did not resume from a checkpoint: $(head -20 "$work/$out.out")"
+  grep -q "^done: 200 steps" "$work/$out.out" || fail "the resumed run: $(tail "$work/$out.out")"
+  # Same data in the same order: the resumed run ends where the uninterrupted one does.
+  python3 - "$work/ref/metrics.jsonl" "$work/$out/metrics.jsonl" << 'PY' || fail "$out: losses differ"
 import json, sys
 def last(path):
     recs = [json.loads(l) for l in open(path)]
@@ -119,10 +123,17 @@ for k in a:
         sys.exit(f"final {k} loss {b[k]} after the requeue, {a[k]} uninterrupted")
 print(f"final losses equal: {a}")
 PY
-
-# The dead worker's rank and daemon end with mpirun, which lost them: nothing of the job
-# stays behind on the machine.
-wait_for "the first attempt's ranks to end" 30 eval "! pgrep -f -- '--out_dir=lost' >/dev/null"
+  # The dead worker's rank and daemon end with mpirun, which lost them (or, on the leader's
+  # node, with the daemons mpirun loses): nothing of the job stays behind on the machine.
+  wait_for "the first attempt's ranks to end" 30 eval "! pgrep -f -- '--out_dir=$out' >/dev/null"
+  # Started again as `up` started it, the worker's node takes jobs again.
+  setsid "${victim_cmd[@]}" >> "$state/$victim.log" 2>&1 < /dev/null &
+  extra_pids+=("$!")
+  echo "$!" > "$state/$victim.pid"
+  wait_for "$victim back" 15 eval "\"$bin/gsched\" nodes --json $victim | python3 -c 'import json,sys; sys.exit(json.load(sys.stdin)[0][\"state\"] != \"up\")'"
+}
+lose_node lost 1   # rank 1's node
+lose_node leader 0 # the leader's: mpirun itself is cut off
 check_logs
 stop_cluster
 echo "$name: passed"
