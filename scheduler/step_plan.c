@@ -1,0 +1,364 @@
+/*
+ * step_plan.c: what a job step (srun inside a running job, sched_steps.c) is made of, pure
+ * over the job, the StepLaunchRequest and the job's allocation message: its layout (which of
+ * the job's nodes, how many tasks on each, their ranks), what it takes of the job's cores
+ * and GPUs beside the running steps (step_alloc.c keeps the accounting), and its LaunchTasks
+ * (the job's with the step's layout, share, command and environment), one per step node.
+ * Nothing here sends or waits; the one state it changes is the job's holdings, which
+ * sched_step_take() takes from.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/units.h"
+#include "scheduler/steps_internal.h"
+
+#define STEP_NEVER_FITS "Requested node configuration is not available"
+
+/* --- the step's layout ---------------------------------------------------------------------- */
+
+/*
+ * Which of the job's nodes the step uses (alloc indices into pick[], in node-rank order)
+ * from -w and -N. *named: the nodes were named (-w), so none may be dropped later.
+ */
+static int pick_nodes(const struct sched_job *job, const struct sched_alloc_msg *m,
+                      const Gs__StepLaunchRequest *req, bool *pick, uint32_t *ret_k, char *why,
+                      size_t size)
+{
+    uint32_t k = 0, want = req->nodes;
+
+    if (want > m->n) {
+        snprintf(why, size, "job %" PRIu64 " has %zu node%s, the step asks for %u", job->id, m->n,
+                 m->n == 1 ? "" : "s", want);
+        return -EINVAL;
+    }
+    for (size_t i = 0; i < req->n_nodelist; i++) {
+        size_t at = 0;
+
+        while (at < m->n && strcmp(m->nodes[at].node_name, req->nodelist[i]) != 0)
+            at++;
+        if (at == m->n) {
+            snprintf(why, size, "node '%s' (-w) is not one of job %" PRIu64 "'s nodes",
+                     req->nodelist[i], job->id);
+            return -EINVAL;
+        }
+        if (!pick[at])
+            k++;
+        pick[at] = true;
+    }
+    if (want > 0 && k > want) {
+        snprintf(why, size, "-w names %u nodes but -N asks for %u", k, want);
+        return -EINVAL;
+    }
+    if (want == 0 && k == 0)
+        want = (uint32_t)m->n;
+    for (size_t i = 0; i < m->n && k < want; i++) { /* -N beyond -w: the next ones in order */
+        if (!pick[i]) {
+            pick[i] = true;
+            k++;
+        }
+    }
+    *ret_k = k;
+    return 0;
+}
+
+/*
+ * The step's nodes and tasks per node: ntasks spread as sbatch spreads them (the first nodes
+ * one more), at most ntasks_per_node each; neither given: the job's own layout on those
+ * nodes. Fewer tasks than nodes uses only the first nodes, as srun does ("setting nnodes"),
+ * unless the nodes were named. Whether the nodes can hold the tasks' CPUs and GPUs is
+ * sched_step_take()'s.
+ */
+int sched_step_plan_layout(const struct sched_job *job, const struct sched_alloc_msg *m,
+                           const Gs__StepLaunchRequest *req, struct sched_step *st, char *why,
+                           size_t size)
+{
+    bool *pick = calloc(m->n + 1, sizeof(*pick));
+    uint32_t k = 0, ntasks = req->ntasks, tpn = req->ntasks_per_node, rank = 0;
+    int rc = -ENOMEM;
+
+    st->nodes = calloc(m->n + 1, sizeof(*st->nodes));
+    if (pick == NULL || st->nodes == NULL)
+        goto out;
+    rc = pick_nodes(job, m, req, pick, &k, why, size);
+    if (rc < 0)
+        goto out;
+    rc = -EINVAL;
+    if (tpn > 0 && ntasks == 0)
+        ntasks = tpn * k;
+    if (tpn > 0 && ntasks > tpn * k) {
+        snprintf(why, size, "%u tasks do not fit %u node%s at %u per node", ntasks, k,
+                 k == 1 ? "" : "s", tpn);
+        goto out;
+    }
+    if (ntasks > 0 && ntasks < k && req->n_nodelist > 0) {
+        snprintf(why, size, "%u task%s cannot cover the %u nodes -w names", ntasks,
+                 ntasks == 1 ? "" : "s", k);
+        goto out;
+    }
+    for (uint32_t i = 0, used = 0; i < m->n; i++) {
+        struct step_node *sn = &st->nodes[st->nnodes];
+        uint32_t cnt;
+
+        if (!pick[i])
+            continue;
+        if (ntasks > 0) {
+            uint32_t kk = ntasks < k ? ntasks : k;
+            if (used == kk)
+                break;
+            cnt = ntasks / kk + (used < ntasks % kk ? 1 : 0);
+        } else {
+            cnt = m->nodes[i].ntasks; /* the job's layout */
+            if (cnt == 0 && req->n_nodelist == 0 && req->nodes == 0)
+                continue; /* a node the job put no task on; srun -N would name it */
+            if (cnt == 0) {
+                snprintf(why, size,
+                         "node %s has no task in job %" PRIu64 "'s layout: say how many (-n)",
+                         m->nodes[i].node_name, job->id);
+                goto out;
+            }
+        }
+        used++;
+        sn->index = job->alloc.nodes[i].node;
+        sn->alloc_index = i;
+        sn->first_rank = rank;
+        sn->ntasks = cnt;
+        rank += cnt;
+        st->nnodes++;
+    }
+    if (rank == 0) {
+        snprintf(why, size, "the step would have no tasks");
+        goto out;
+    }
+    st->ntasks = rank;
+    st->exited = calloc(rank, sizeof(*st->exited));
+    rc = st->exited == NULL ? -ENOMEM : 0;
+out:
+    free(pick);
+    return rc;
+}
+
+/* --- what the step takes ------------------------------------------------------------------------
+ */
+
+/* GPUs each task is bound to: --gpus-per-task, else the job's unless -G or --gpus-per-node. */
+static uint32_t step_gpus_per_task(const struct sched_job *job, const Gs__StepLaunchRequest *req)
+{
+    if (req->gpus_per_task > 0)
+        return req->gpus_per_task;
+    if (req->gpus > 0 || req->gpus_per_node > 0)
+        return 0; /* the node's share, seen by every task there */
+    return job->spec->gpus_per_task;
+}
+
+static uint32_t step_cpus_per_task(const struct sched_job *job, const Gs__StepLaunchRequest *req)
+{
+    return req->cpus_per_task > 0 ? req->cpus_per_task : job->spec->cpus_per_task;
+}
+
+/* What the step asks of each of the job's nodes (ask: one per job node, zeroed). */
+static void step_asks(const struct sched_job *job, const Gs__StepLaunchRequest *req,
+                      const struct sched_step *st, struct sched_step_ask *ask)
+{
+    uint32_t gpt = step_gpus_per_task(job, req);
+
+    for (uint32_t k = 0; k < st->nnodes; k++) {
+        struct sched_step_ask *a = &ask[st->nodes[k].alloc_index];
+
+        a->ntasks = st->nodes[k].ntasks;
+        a->cpus_per_task = step_cpus_per_task(job, req);
+        a->exact_cores = req->exact || req->exclusive || req->cpus_per_task > 0;
+        if (gpt > 0)
+            a->gpus = a->ntasks * gpt;
+        else if (req->gpus_per_node > 0)
+            a->gpus = req->gpus_per_node;
+        else if (req->gpus > 0) /* spread as tasks are: the first nodes one more */
+            a->gpus = req->gpus / st->nnodes + (k < req->gpus % st->nnodes ? 1 : 0);
+        else
+            a->all_gpus = true;
+    }
+}
+
+/*
+ * Gives the step its cores and GPUs (st->grants) when they are free and no earlier step of
+ * the job waits (behind; --overlap steps never wait). Returns 0, -EBUSY (wait), -ENOSPC with
+ * why (never in this job), -ENOMEM.
+ */
+int sched_step_take(struct sched_step_seq *q, const struct sched_job *job,
+                    const struct sched_alloc_msg *m, const Gs__StepLaunchRequest *req,
+                    struct sched_step *st, bool behind, char *why, size_t size)
+{
+    uint32_t n = job->alloc.nnodes, at = 0;
+    struct sched_step_ask *ask = calloc(n + 1, sizeof(*ask));
+    struct sched_step_grant *grants = calloc(n + 1, sizeof(*grants));
+    int rc = -ENOMEM;
+
+    if (ask == NULL || grants == NULL)
+        goto out;
+    step_asks(job, req, st, ask);
+    rc = sched_step_alloc_take(q->held, ask, req->overlap, grants, &at);
+    if (rc == 0 && behind && !req->overlap) { /* it fits, but first come first served */
+        sched_step_alloc_give_back(q->held, grants);
+        rc = -EBUSY;
+    }
+    if (rc == -ENOSPC)
+        snprintf(why, size, STEP_NEVER_FITS);
+    if (rc == -ENOSPC && at < m->n) {
+        GS_LOG(GS_LOG_INFO,
+               "job=%" PRIu64 " node=%s ntasks=%u cpus_per_task=%u gpus=%s%u job_cores=%zu "
+               "job_gpus=%zu step never fits",
+               job->id, m->nodes[at].node_name, ask[at].ntasks, ask[at].cpus_per_task,
+               ask[at].all_gpus ? "all:" : "", ask[at].gpus, m->nodes[at].n_cores,
+               m->nodes[at].n_gpus);
+    }
+    if (rc == 0) {
+        st->grants = grants;
+        grants = NULL;
+    }
+out:
+    free(ask);
+    free(grants);
+    return rc;
+}
+
+/* --- the LaunchTasks message ------------------------------------------------------------------ */
+
+void sched_step_msg_release(struct sched_step_msg *m)
+{
+    free(m->nodes);
+    free(m->node_ptrs);
+    free(m->slices);
+    free(m->env);
+    free(m->env_ptrs);
+    free(m->tasks);
+    free(m->task_ptrs);
+}
+
+/* Seconds the job has left (at least 1), 0 when it has no time limit. */
+static uint64_t time_left_s(const struct sched_job *job)
+{
+    uint64_t now = gs_clock_wall_ms() / 1000, end;
+
+    if (job->spec->time_limit_s == GS_DURATION_INFINITE)
+        return 0;
+    end = job->start_ms / 1000 + job->spec->time_limit_s;
+    return end > now ? end - now : 1;
+}
+
+static size_t bits_count(const uint64_t *words, size_t nwords)
+{
+    size_t n = 0;
+
+    for (size_t w = 0; w < nwords; w++)
+        n += (size_t)__builtin_popcountll(words[w]);
+    return n;
+}
+
+static size_t bits_list(const uint64_t *words, size_t nwords, uint32_t *out)
+{
+    size_t n = 0;
+
+    for (size_t w = 0; w < nwords; w++) {
+        for (uint64_t bits = words[w]; bits != 0; bits &= bits - 1)
+            out[n++] = (uint32_t)(w * 64 + (size_t)__builtin_ctzll(bits));
+    }
+    return n;
+}
+
+/* Each step node's GPUs and cores: what its grant names, in index order. */
+static int step_slices(const struct sched_step *st, struct sched_step_msg *m)
+{
+    size_t total = 0, at = 0;
+
+    for (uint32_t i = 0; i < st->nnodes; i++) {
+        const struct sched_step_grant *g = &st->grants[st->nodes[i].alloc_index];
+
+        total += bits_count(&g->gpus, 1) + bits_count(g->cores, SCHED_STEP_CORE_WORDS);
+    }
+    m->slices = calloc(total + 1, sizeof(*m->slices));
+    if (m->slices == NULL)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < st->nnodes; i++) {
+        const struct sched_step_grant *g = &st->grants[st->nodes[i].alloc_index];
+        Gs__NodeAllocation *na = &m->nodes[i];
+
+        na->gpus = m->slices + at;
+        na->n_gpus = bits_list(&g->gpus, 1, na->gpus);
+        at += na->n_gpus;
+        na->cores = m->slices + at;
+        na->n_cores = bits_list(g->cores, SCHED_STEP_CORE_WORDS, na->cores);
+        at += na->n_cores;
+    }
+    return 0;
+}
+
+/* Everything of the LaunchTasks but each node's tasks, borrowing from job, req and alloc. */
+int sched_step_msg_init(struct sched_ctx *s, const struct sched_job *job,
+                        const Gs__StepLaunchRequest *req, const struct sched_step *st,
+                        const struct sched_alloc_msg *alloc, struct sched_step_msg *m)
+{
+    uint32_t most = 0;
+
+    m->nodes = calloc(st->nnodes + 1, sizeof(*m->nodes));
+    m->node_ptrs = calloc(st->nnodes + 1, sizeof(*m->node_ptrs));
+    m->env = calloc(req->n_env + 1, sizeof(*m->env));
+    m->env_ptrs = calloc(req->n_env + 1, sizeof(*m->env_ptrs));
+    for (uint32_t i = 0; i < st->nnodes; i++)
+        most = st->nodes[i].ntasks > most ? st->nodes[i].ntasks : most;
+    m->tasks = calloc(most + 1, sizeof(*m->tasks));
+    m->task_ptrs = calloc(most + 1, sizeof(*m->task_ptrs));
+    if (m->nodes == NULL || m->node_ptrs == NULL || m->env == NULL || m->env_ptrs == NULL ||
+        m->tasks == NULL || m->task_ptrs == NULL)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < st->nnodes; i++) {
+        m->nodes[i] = alloc->nodes[st->nodes[i].alloc_index]; /* its lists replaced below */
+        m->nodes[i].first_rank = st->nodes[i].first_rank;
+        m->nodes[i].ntasks = st->nodes[i].ntasks;
+        m->node_ptrs[i] = &m->nodes[i];
+    }
+    if (step_slices(st, m) < 0)
+        return -ENOMEM;
+    /* srun's whole environment: the batch step's SLURM_* included; the worker adds the
+     * step's and each task's variables over it. */
+    for (size_t i = 0; i < req->n_env; i++) {
+        gs__launch_tasks__env_entry__init(&m->env[i]);
+        m->env[i].key = req->env[i]->key;
+        m->env[i].value = req->env[i]->value;
+        m->env_ptrs[i] = &m->env[i];
+    }
+    gs__run_spec__init(&m->run);
+    m->run.n_argv = req->n_argv;
+    m->run.argv = req->argv;
+    m->run.slurm = true;
+    m->run.workdir = req->workdir[0] != '\0'      ? req->workdir
+                     : job->spec->workdir != NULL ? job->spec->workdir
+                                                  : "";
+    m->run.submit_dir = job->spec->submit_dir != NULL ? job->spec->submit_dir : "";
+    m->run.submit_host = job->spec->submit_host != NULL ? job->spec->submit_host : "";
+    sched_launch_msg_job(s, job, &m->lt, &m->user, &m->limits);
+    m->limits.time_limit_s = time_left_s(job);
+    if (req->job_name[0] != '\0')
+        m->lt.job_name = req->job_name;
+    m->lt.n_allocation = st->nnodes;
+    m->lt.allocation = m->node_ptrs;
+    m->lt.world_size = st->ntasks;
+    m->lt.master_addr = m->nodes[0].address;
+    m->lt.run = &m->run;
+    m->lt.n_env = req->n_env;
+    m->lt.env = m->env_ptrs;
+    m->lt.step = st->step;
+    return 0;
+}
+
+/* Node na's tasks: the step's CPUs and GPUs per task, else the job's (sched_node_tasks). */
+void sched_step_node_tasks(const struct sched_job *job, const Gs__StepLaunchRequest *req,
+                           const Gs__NodeAllocation *na, struct sched_step_msg *m)
+{
+    sched_node_tasks(na, na->ntasks, step_cpus_per_task(job, req), step_gpus_per_task(job, req),
+                     m->tasks, m->task_ptrs, &m->lt);
+}

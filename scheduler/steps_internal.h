@@ -1,0 +1,113 @@
+/*
+ * steps_internal.h: what the files of job steps (srun inside a running job) share:
+ * sched_steps.c (talking to srun and to workers, launching, waiting, the sched_steps_*
+ * entry points), step_records.c (the steps and per-job records in memory) and step_plan.c
+ * (a step's layout, what it takes of the job, its LaunchTasks). Not installed; included
+ * only by those files. Single-threaded: gschedd's loop.
+ */
+#ifndef SCHED_STEPS_INTERNAL_H
+#define SCHED_STEPS_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "scheduler/sched_internal.h"
+#include "scheduler/step_alloc.h"
+
+/* One node of a step. */
+struct step_node {
+    uint32_t index;       /* in s->nodes, which is the cluster's index */
+    uint32_t alloc_index; /* in the job's alloc.nodes */
+    uint32_t first_rank;
+    uint32_t ntasks;
+    uint64_t launch_request_id; /* of its LaunchTasks, which its reply echoes */
+};
+
+struct sched_step {
+    struct sched_step *next; /* in s->steps, or in its job's queue while waiting */
+    uint64_t job_id;
+    uint32_t step; /* TaskRef.step: Slurm's step id + 1; 0 while waiting */
+    uint32_t attempt;
+    struct sched_cli *cli; /* srun's connection; NULL once it went away */
+    uint64_t request_id;   /* srun's StepLaunchRequest, which the reply answers */
+    bool waiting;
+    Gs__StepLaunchRequest *req; /* while waiting: an owned copy (free_unpacked) */
+    uint32_t ntasks;
+    uint32_t nexited;
+    bool *exited; /* per rank */
+    struct step_node *nodes;
+    uint32_t nnodes;
+    struct sched_step_grant *grants; /* per node of the job; NULL: nothing given yet */
+    bool send_failed;                /* said once in the log */
+};
+
+/* A running job with steps: its step numbers, what they hold, and those waiting. */
+struct sched_step_seq {
+    struct sched_step_seq *next;
+    uint64_t job_id;
+    uint32_t last; /* the last step number given out */
+    struct sched_step_alloc *held;
+    struct sched_step *waiting; /* first come first */
+    bool retrying;              /* retry_waiting() is on the stack */
+    bool retry_again;           /* and a step ended meanwhile */
+    bool ending;                /* the job ended: nothing starts any more */
+};
+
+/* A step's LaunchTasks, built by sched_step_msg_init() and sent once per step node: the
+ * message and every array it points into (owned, sched_step_msg_release); strings and
+ * env values are borrowed from the job, the request and the allocation message. */
+struct sched_step_msg {
+    Gs__LaunchTasks lt;
+    Gs__UserIdentity user;
+    Gs__TaskLimits limits;
+    Gs__RunSpec run;
+    Gs__NodeAllocation *nodes; /* the step's: the job's with its layout, cores and GPUs */
+    Gs__NodeAllocation **node_ptrs;
+    uint32_t *slices; /* every node's GPU and core lists */
+    Gs__LaunchTasks__EnvEntry *env;
+    Gs__LaunchTasks__EnvEntry **env_ptrs;
+    Gs__TaskAssignment *tasks;
+    Gs__TaskAssignment **task_ptrs;
+};
+
+/* step_records.c: the steps in memory. */
+
+/* The running step job_id.step (s->steps), NULL if none; waiting steps have no number. */
+struct sched_step *sched_step_find(struct sched_ctx *s, uint64_t job_id, uint32_t step);
+/* job_id's record (s->step_seqs), NULL if it has none. */
+struct sched_step_seq *sched_step_seq_find(struct sched_ctx *s, uint64_t job_id);
+/* The job's record, made (owned by s, NUMA placement from its workers) with its first step;
+ * NULL when out of memory. */
+struct sched_step_seq *sched_step_seq_get(struct sched_ctx *s, const struct sched_job *job);
+/* Takes st out of the list at head, if it is there; frees nothing. */
+void sched_step_unlink(struct sched_step **head, struct sched_step *st);
+/* Unlinks and frees st, giving back what it holds and clearing its CLI's pointer to it; the
+ * caller retries the job's waiting steps. */
+void sched_step_free(struct sched_ctx *s, struct sched_step *st);
+/* Frees job_id's record and its waiting steps (not its running ones). */
+void sched_step_seq_forget(struct sched_ctx *s, uint64_t job_id);
+
+/* step_plan.c: over the job, the request and the allocation message (sched_alloc_msg). */
+
+/* Lays st out: its nodes (st->nodes, owned) and ranks (st->exited, owned) from -w, -N, -n
+ * and --ntasks-per-node; 0, -EINVAL with why, or -ENOMEM. */
+int sched_step_plan_layout(const struct sched_job *job, const struct sched_alloc_msg *m,
+                           const Gs__StepLaunchRequest *req, struct sched_step *st, char *why,
+                           size_t size);
+/* Gives st its cores and GPUs from q->held (st->grants, owned) unless behind an earlier
+ * waiting step; 0, -EBUSY (wait), -ENOSPC with why (never in this job), -ENOMEM. */
+int sched_step_take(struct sched_step_seq *q, const struct sched_job *job,
+                    const struct sched_alloc_msg *m, const Gs__StepLaunchRequest *req,
+                    struct sched_step *st, bool behind, char *why, size_t size);
+/* Fills m (zeroed by the caller) with all of st's LaunchTasks but each node's tasks; 0 or
+ * -ENOMEM. m is released with sched_step_msg_release() either way. */
+int sched_step_msg_init(struct sched_ctx *s, const struct sched_job *job,
+                        const Gs__StepLaunchRequest *req, const struct sched_step *st,
+                        const struct sched_alloc_msg *alloc, struct sched_step_msg *m);
+/* Sets m->lt's tasks to node na's (one node of m->nodes), replacing the previous node's. */
+void sched_step_node_tasks(const struct sched_job *job, const Gs__StepLaunchRequest *req,
+                           const Gs__NodeAllocation *na, struct sched_step_msg *m);
+void sched_step_msg_release(struct sched_step_msg *m);
+
+#endif
