@@ -13,29 +13,8 @@ bin=$build/bin
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gsched-ddp-bench.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
-"$bin/gsched" shard build --out "$tmp/data" --val-fraction 0.05 /usr/share/common-licenses/* > /dev/null
-cat > "$tmp/s.toml" << EOF2
-threads = 1
-[model]
-layers = 6
-heads = 6
-channels = 384
-context = 256
-[data]
-dir = "$tmp/data"
-[batch]
-global_tokens = 4096
-micro = 4
-[optim]
-warmup_steps = 0
-steps = $((steps + 2))
-[eval]
-every = 0
-[checkpoint]
-every = 0
-[metrics]
-log_every = 1000
-EOF2
+. "$(dirname "$0")/model_s.sh"
+model_s "$bin" "$tmp" "$steps" < /dev/null
 
 mpi() {
   OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -np "$1" --oversubscribe \
