@@ -16,7 +16,7 @@
  * per-task rank variables of that one-task step would mislead the ranks the daemon starts,
  * so the shell unsets them; Open MPI gives each rank its own (OMPI_COMM_WORLD_RANK...).
  * GSCHED_NODELIST and GSCHED_NODE_RANK are set back to the job's, as its tasks have them,
- * and each daemon gets its own session directory (see session_dir()).
+ * and each daemon gets its own session directory (see with_session_dir()).
  */
 #include <errno.h>
 #include <signal.h>
@@ -341,21 +341,23 @@ static bool plain_word(const char *s)
 /*
  * Open MPI keeps a daemon's session files (the topology it shares with its ranks, among
  * them) under a directory named by the real host: two "nodes" of one machine would write
- * the same files and crash each other. Each rsh step gets its own base, removed after.
+ * the same files and crash each other. Each rsh step gets its own base, removed after:
+ * appends cmd run that way (or as it is, when host or job would need quoting).
  */
-static int session_dir(const char *host, const char *job, struct gs_buf *line)
+static int with_session_dir(const char *host, const char *job, const char *cmd, struct gs_buf *line)
 {
     if (!plain_word(host) || !plain_word(job))
-        return 0;
+        return gs_buf_append_str(line, cmd);
     return gs_buf_printf(line,
                          "d=\"${TMPDIR:-/tmp}/gsched-ompi-%s-%s\"; mkdir -p \"$d\" && "
-                         "export OMPI_MCA_orte_tmpdir_base=\"$d\"; ",
-                         job, host);
+                         "export OMPI_MCA_orte_tmpdir_base=\"$d\"; %s; rc=$?; "
+                         "rmdir \"$d\" 2>/dev/null; exit $rc",
+                         job, host, cmd);
 }
 
 int cli_cmd_rsh(int argc, char **argv)
 {
-    struct gs_buf line = GS_BUF_INIT;
+    struct gs_buf line = GS_BUF_INIT, cmd = GS_BUF_INIT;
     const char *job = job_id_here();
     char jobopt[64];
     int i = 1, status = 1, rc = 0;
@@ -376,12 +378,10 @@ int cli_cmd_rsh(int argc, char **argv)
     rc = gs_buf_append_str(&line, RSH_UNSET);
     if (rc == 0)
         rc = node_vars(argv[1], &line);
+    for (i = 2; i < argc && rc == 0; i++) /* as ssh does: the words joined by spaces */
+        rc = gs_buf_printf(&cmd, "%s%s", i > 2 ? " " : "", argv[i]);
     if (rc == 0)
-        rc = session_dir(argv[1], job, &line);
-    for (i = 2; i < argc && rc == 0; i++)
-        rc = gs_buf_printf(&line, "%s%s", i > 2 ? " " : "", argv[i]);
-    if (rc == 0 && plain_word(argv[1]) && plain_word(job))
-        rc = gs_buf_append_str(&line, "; rc=$?; rmdir \"$d\" 2>/dev/null; exit $rc");
+        rc = with_session_dir(argv[1], job, cmd.data, &line);
     if (rc == 0) {
         char *srun[] = {"srun", "--overlap", "-N1", "-n1",     "-w", argv[1],
                         jobopt, "/bin/sh",   "-c",  line.data, NULL};
@@ -391,5 +391,6 @@ int cli_cmd_rsh(int argc, char **argv)
         fputs("gsched rsh: out of memory\n", stderr);
     }
     gs_buf_release(&line);
+    gs_buf_release(&cmd);
     return status;
 }

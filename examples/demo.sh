@@ -54,8 +54,9 @@ bar() { # bar STEP STEPS REST
 }
 shown=-1
 while :; do
-  state=$("$gsched" show "$id" | sed -n 's/^   State=\([A-Z_]*\).*/\1/p')
-  line=$("$gsched" show "$id" | sed -n 's/^Progress: //p')
+  view=$("$gsched" show "$id")
+  state=$(sed -n 's/^   State=\([A-Z_]*\).*/\1/p' <<< "$view")
+  line=$(sed -n 's/^Progress: //p' <<< "$view")
   re='^step ([0-9]+)/([0-9]+) \(([0-9]+)%\) loss ([0-9.]+).* tokens/s ([0-9]+).*overlap ([0-9.]+)'
   if [[ $line =~ $re ]]; then
     step=${BASH_REMATCH[1]} steps=${BASH_REMATCH[2]}
