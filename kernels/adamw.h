@@ -7,10 +7,9 @@
  * (decoupled weight decay, as in Loshchilov & Hutter and PyTorch's AdamW). Fusing the three
  * updates reads each array once instead of three times, which is what bounds this step.
  *
- * The CPU function is the reference the CUDA kernel is tested against; both take the same
- * hyper-parameters and agree within float32 rounding. Arrays are caller-owned; the CUDA
- * variant takes device pointers (see kernels/device.h) and runs on the given stream
- * (NULL = the default stream), returning once the kernel is queued.
+ * The CPU function is the reference the CUDA twin (gs_kern_gpu_adamw in gpu.h) is tested
+ * against; both take the same hyper-parameters and agree within float32 rounding. Arrays are
+ * caller-owned.
  */
 #ifndef GS_KERN_ADAMW_H
 #define GS_KERN_ADAMW_H
@@ -37,9 +36,5 @@ int gs_kern_adamw_cpu(float *param, const float *grad, float *m, float *v, size_
  * instead of a step and a cast. Returns 0, or -EINVAL as above or for a NULL copy. */
 int gs_kern_adamw_copy_cpu(float *param, const float *grad, float *m, float *v, size_t n,
                            const struct gs_kern_adamw *hp, void *copy, enum gs_kern_dtype dt);
-
-/* Returns 0, -EINVAL as above, -ENODEV when built without CUDA, -EIO on a CUDA error. */
-int gs_kern_adamw_cuda(float *d_param, const float *d_grad, float *d_m, float *d_v, size_t n,
-                       const struct gs_kern_adamw *hp, void *stream);
 
 #endif

@@ -1,9 +1,11 @@
 /*
  * device_cuda.cu: device.h on the CUDA runtime. Each call maps its cudaError_t through
- * gs_kern_dev_check(), which keeps the error text per thread for the caller's log line.
+ * gs_kern_dev_check() (a cuBLASLt status through gs_kern_dev_check_blas()), which keeps the
+ * error text per thread for the caller's log line.
  */
 #include <cerrno>
 #include <cstdio>
+#include <cublasLt.h>
 #include <cuda_runtime.h>
 
 extern "C" {
@@ -21,6 +23,17 @@ extern "C" int gs_kern_dev_check(int cuda_status)
         return 0;
     snprintf(last_error, sizeof(last_error), "%s: %s", cudaGetErrorName(status),
              cudaGetErrorString(status));
+    return -EIO;
+}
+
+extern "C" int gs_kern_dev_check_blas(int cublas_status)
+{
+    cublasStatus_t status = (cublasStatus_t)cublas_status;
+
+    if (status == CUBLAS_STATUS_SUCCESS)
+        return 0;
+    snprintf(last_error, sizeof(last_error), "%s: %s", cublasLtGetStatusName(status),
+             cublasLtGetStatusString(status));
     return -EIO;
 }
 

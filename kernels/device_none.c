@@ -1,8 +1,7 @@
 /*
- * device_none.c: device.h and the CUDA entry points of kernels/ for builds without CUDA.
+ * device_none.c: device.h for builds without CUDA (gpu_none.c does gpu.h).
  * Every call reports -ENODEV so callers take their CPU path; nothing here pretends to work.
  */
-#include "kernels/adamw.h"
 #include "kernels/device.h"
 
 #include <errno.h>
@@ -66,17 +65,4 @@ int gs_kern_dev_sync(void)
 const char *gs_kern_dev_last_error(void)
 {
     return "built without CUDA";
-}
-
-int gs_kern_adamw_cuda(float *d_param, const float *d_grad, float *d_m, float *d_v, size_t n,
-                       const struct gs_kern_adamw *hp, void *stream)
-{
-    (void)d_param;
-    (void)d_grad;
-    (void)d_m;
-    (void)d_v;
-    (void)n;
-    (void)hp;
-    (void)stream;
-    return -ENODEV;
 }

@@ -1,7 +1,9 @@
 /*
  * test_adamw.c: the fused AdamW step against a float64 reference written from the formula,
- * and the CUDA kernel against the CPU one when a GPU is present (skipped, not passed, when
- * there is none). Tolerance: float32 results within 1e-5 relative of float64 after 20 steps.
+ * and the CUDA twin (gs_kern_gpu_adamw, gpu.h) against the CPU one when a GPU is present
+ * (skipped, not passed, when there is none). Tolerances: float32 results within 1e-5 relative
+ * of float64 after 20 steps; the GPU within 1e-6 relative of the CPU (it performs the same
+ * rounded operations, so it should match bit for bit; test_gpu_kernels.c holds it to that).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -11,6 +13,7 @@
 
 #include "kernels/adamw.h"
 #include "kernels/device.h"
+#include "kernels/gpu.h"
 
 #define N 4099 /* odd, so no kernel gets an even split for free */
 #define STEPS 20
@@ -79,7 +82,9 @@ Test(adamw, without_cuda_reports_enodev)
     if (gs_kern_cuda_built())
         cr_skip_test("built with CUDA");
     cr_assert_eq(gs_kern_dev_count(&count), -ENODEV);
-    cr_assert_eq(gs_kern_adamw_cuda(NULL, NULL, NULL, NULL, 0, &hp_base, NULL), -ENODEV);
+    cr_assert_eq(
+        gs_kern_gpu_adamw(NULL, NULL, NULL, NULL, NULL, 0, &hp_base, 1.0f, NULL, GS_KERN_F32),
+        -ENODEV);
 }
 
 static void upload(float **d, const float *h)
@@ -94,11 +99,13 @@ Test(adamw, cuda_step_matches_cpu_step)
     static float p[N], g[N], m[N], v[N], out[N];
     float *dp, *dg, *dm, *dv;
     struct gs_kern_adamw hp = hp_base;
+    struct gs_kern_gpu *gpu = NULL;
     uint64_t seed = 7;
     int count = 0;
 
     if (!gs_kern_cuda_built() || gs_kern_dev_count(&count) < 0 || count == 0)
         cr_skip_test("no CUDA device");
+    cr_assert_eq(gs_kern_gpu_new(0, &gpu), 0, "%s", gs_kern_dev_last_error());
     for (size_t i = 0; i < N; i++)
         p[i] = rnd(&seed);
     upload(&dp, p);
@@ -108,10 +115,14 @@ Test(adamw, cuda_step_matches_cpu_step)
     for (hp.step = 1; hp.step <= STEPS; hp.step++) {
         for (size_t i = 0; i < N; i++)
             g[i] = rnd(&seed) * 0.1f;
+        /* The context's stream need not wait for the default stream's copy: sync first. */
+        cr_assert_eq(gs_kern_gpu_sync(gpu), 0);
         cr_assert_eq(gs_kern_dev_copy_to(dg, g, sizeof(g)), 0);
-        cr_assert_eq(gs_kern_adamw_cuda(dp, dg, dm, dv, N, &hp, NULL), 0);
+        cr_assert_eq(gs_kern_dev_sync(), 0);
+        cr_assert_eq(gs_kern_gpu_adamw(gpu, dp, dg, dm, dv, N, &hp, 1.0f, NULL, GS_KERN_F32), 0);
         cr_assert_eq(gs_kern_adamw_cpu(p, g, m, v, N, &hp), 0);
     }
+    cr_assert_eq(gs_kern_gpu_sync(gpu), 0, "%s", gs_kern_dev_last_error());
     cr_assert_eq(gs_kern_dev_copy_from(out, dp, sizeof(out)), 0);
     for (size_t i = 0; i < N; i++)
         cr_assert_leq(fabsf(out[i] - p[i]), 1e-6f * fmaxf(1.0f, fabsf(p[i])), "i=%zu", i);
@@ -119,4 +130,5 @@ Test(adamw, cuda_step_matches_cpu_step)
     gs_kern_dev_free(dg);
     gs_kern_dev_free(dm);
     gs_kern_dev_free(dv);
+    gs_kern_gpu_free(gpu);
 }
