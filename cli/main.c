@@ -59,6 +59,9 @@ static const char usage_text[] =
     "                            daemons started by gsched rsh (a launcher = \"mpi\" job's "
     "leader)\n"
     "  rsh HOST COMMAND...       inside a job: a shell command on one of its nodes\n"
+    "  kv put KEY VALUE / kv get KEY [--timeout SECONDS] [--job ID] [--json]\n"
+    "                            the job's key/value store, for its tasks to rendezvous:\n"
+    "                            one puts (an address), the others wait for it (kv --help)\n"
     "\n"
     "options:\n"
     "  -V, --version   print the version and the optional parts this build has\n"
@@ -75,7 +78,7 @@ static const struct command commands[] = {
     {"hold", cli_cmd_hold},   {"release", cli_cmd_release}, {"wait", cli_cmd_wait},
     {"logs", cli_cmd_logs},   {"up", cli_cmd_up},           {"down", cli_cmd_down},
     {"place", cli_cmd_place}, {"shard", cli_cmd_shard},     {"mpirun", cli_cmd_mpirun},
-    {"rsh", cli_cmd_rsh},
+    {"rsh", cli_cmd_rsh},     {"kv", cli_cmd_kv},
 };
 
 int cli_usage_error(const char *cmd, const char *fmt, ...)

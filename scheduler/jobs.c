@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "scheduler/job_kv.h"
+
 struct sched_jobs {
     struct sched_cluster *cluster;
     struct sched_job **v;
@@ -77,17 +79,20 @@ static void job_free(struct sched_job *job)
         free(job->history[i].detail);
     free(job->history);
     free(job->progress);
+    sched_job_kv_drop(job);
     free(job);
 }
 
 /*
- * The allocation goes back to the cluster; only its nodes are remembered, for the job's
- * NodeList once it has ended (a batch job's nodes are more than its one task's).
+ * The job stops running: its allocation goes back to the cluster; only its nodes are
+ * remembered, for the job's NodeList once it has ended (a batch job's nodes are more than
+ * its one task's). Its key/value store goes too: a requeued attempt starts empty.
  */
 static void release_alloc(struct sched_job *job)
 {
     uint32_t *ran_on = NULL;
 
+    sched_job_kv_drop(job);
     if (job->alloc.nnodes > 0)
         ran_on = malloc(job->alloc.nnodes * sizeof(*ran_on));
     if (ran_on != NULL) { /* out of memory: the tasks' nodes stand in */

@@ -20,7 +20,8 @@
  *
  * States use gs.JobState's numbers so they go to the wire and the store as they are.
  * The table owns its jobs (and each job its spec, tasks and history). When a job stops
- * running its allocation goes back to the table's cluster. Loop thread only.
+ * running its allocation goes back to the table's cluster and its key/value store
+ * (job_kv.h) is dropped. Loop thread only.
  */
 #ifndef SCHED_JOBS_H
 #define SCHED_JOBS_H
@@ -80,6 +81,8 @@ struct sched_job_event {
     char *detail; /* owned */
 };
 
+struct sched_job_kv;
+
 struct sched_job {
     uint64_t id;
     struct gs_jobspec *spec; /* owned */
@@ -117,6 +120,9 @@ struct sched_job {
     /* The latest progress report of its tasks (sched_internal.h), NULL before any; owned,
      * one flat allocation freed with the job. */
     struct sched_job_progress *progress;
+    /* The current attempt's key/value store (job_kv.h), NULL before its first put; owned,
+     * dropped when the job stops running. */
+    struct sched_job_kv *kv;
 };
 
 struct sched_jobs;

@@ -67,6 +67,7 @@ static void cli_gone(struct sched_cli *c)
     c->relay = NULL;
     sched_query_cli_gone(c);
     sched_steps_cli_gone(c);
+    sched_kv_cli_gone(c);
     cli_free_if_done(c);
 }
 
@@ -255,41 +256,51 @@ static void progress_text(char *out, const char *in)
     out[n] = '\0';
 }
 
-/*
- * A JobProgressReport from a task of a running job: taken from the job's owner or root only
- * (the uid is the kernel's, or the one a worker vouches for), and only while the job runs,
- * so that a late report from a task being torn down cannot pass for the next attempt's.
- * The latest one replaces the one before; nothing is stored (see struct sched_job_progress).
- */
-static void handle_progress(struct sched_cli *c, uint64_t request_id,
-                            const Gs__JobProgressReport *req)
+/* Shared by the requests a job's own tasks make: progress reports, its key/value store. */
+struct sched_job *sched_cli_task_job(struct sched_cli *c, uint64_t request_id, uint64_t job_id,
+                                     const char *what, const char *running_only)
 {
-    struct sched_ctx *s = c->s;
-    struct sched_job *job = sched_jobs_find(s->jobs, req->job_id);
-    Gs__JobProgressReply reply = GS__JOB_PROGRESS_REPLY__INIT;
-    Gs__Envelope env = GS__ENVELOPE__INIT;
-    struct sched_job_progress *p;
-    char msg[160];
+    struct sched_job *job = sched_jobs_find(c->s->jobs, job_id);
+    char msg[200];
     int code = 0;
 
     if (job == NULL) {
         code = -ENOENT;
-        snprintf(msg, sizeof(msg), "job %llu: no such job", (unsigned long long)req->job_id);
+        snprintf(msg, sizeof(msg), "job %llu: no such job", (unsigned long long)job_id);
     } else if (c->uid != 0 && (uint32_t)c->uid != job->uid) {
         code = -EPERM;
-        snprintf(msg, sizeof(msg), "job %llu: only its owner or root may report its progress",
-                 (unsigned long long)job->id);
+        snprintf(msg, sizeof(msg), "job %llu: only its owner or root may %s",
+                 (unsigned long long)job_id, what);
     } else if (job->state != SCHED_JOB_RUNNING) {
         code = -EINVAL;
-        snprintf(msg, sizeof(msg), "job %llu is %s: progress is taken from running jobs only",
-                 (unsigned long long)job->id, sched_job_state_name(job->state));
+        snprintf(msg, sizeof(msg), "job %llu is %s: %s", (unsigned long long)job_id,
+                 sched_job_state_name(job->state), running_only);
     }
-    if (code < 0) {
-        GS_LOG(GS_LOG_DEBUG, "job=%llu uid=%u rc=%d progress report refused",
-               (unsigned long long)req->job_id, (unsigned)c->uid, code);
-        sched_cli_error(c, request_id, code, msg, false);
+    if (code == 0)
+        return job;
+    GS_LOG(GS_LOG_DEBUG, "job=%llu uid=%u rc=%d what=\"%s\" request refused",
+           (unsigned long long)job_id, (unsigned)c->uid, code, what);
+    sched_cli_error(c, request_id, code, msg, false);
+    return NULL;
+}
+
+/*
+ * A JobProgressReport from a task of a running job: taken from the job's owner or root only,
+ * and only while the job runs, so that a late report from a task being torn down cannot pass
+ * for the next attempt's. The latest one replaces the one before; nothing is stored (see
+ * struct sched_job_progress).
+ */
+static void handle_progress(struct sched_cli *c, uint64_t request_id,
+                            const Gs__JobProgressReport *req)
+{
+    struct sched_job *job = sched_cli_task_job(c, request_id, req->job_id, "report its progress",
+                                               "progress is taken from running jobs only");
+    Gs__JobProgressReply reply = GS__JOB_PROGRESS_REPLY__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    struct sched_job_progress *p;
+
+    if (job == NULL)
         return;
-    }
     if (job->progress == NULL && (job->progress = calloc(1, sizeof(*job->progress))) == NULL) {
         sched_cli_error(c, request_id, -ENOMEM, "out of memory", false);
         return;
@@ -364,6 +375,12 @@ static void cli_dispatch(struct sched_cli *c, const Gs__Envelope *env)
         break;
     case GS__ENVELOPE__BODY_JOB_PROGRESS_REPORT:
         handle_progress(c, env->request_id, env->job_progress_report);
+        break;
+    case GS__ENVELOPE__BODY_JOB_KV_PUT:
+        sched_kv_put(c, env->request_id, env->job_kv_put);
+        break;
+    case GS__ENVELOPE__BODY_JOB_KV_GET:
+        sched_kv_get(c, env->request_id, env->job_kv_get);
         break;
     case GS__ENVELOPE__BODY_CLI_RELAY: /* a CLI must not vouch for a uid */
         GS_LOG(GS_LOG_WARN, "uid=%u node=%s cli_relay from a cli refused", (unsigned)c->uid,

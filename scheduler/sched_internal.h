@@ -3,7 +3,8 @@
  * lifecycle), sched_workers.c (worker connections, nodes, reconciliation), sched_cli.c (CLI
  * connections and dispatch), sched_engine.c (the life of jobs: submit, planning, launch,
  * exits, failures, cancel), sched_persist.c (changes to the store, reload at start),
- * sched_query.c (what the CLI reads: queue, show, wait, logs). Not for other folders.
+ * sched_query.c (what the CLI reads: queue, show, wait, logs), sched_kv.c (the jobs'
+ * key/value stores). Not for other folders.
  */
 #ifndef SCHED_SCHED_INTERNAL_H
 #define SCHED_SCHED_INTERNAL_H
@@ -50,7 +51,8 @@ struct sched_cli {
     int busy;
     bool closed;
     struct sched_waiter *waiter;
-    struct sched_step *step; /* the srun step this connection streams (sched_steps.c) */
+    struct sched_step *step;       /* the srun step this connection streams (sched_steps.c) */
+    struct sched_kv_wait *kv_wait; /* a JobKvGet waiting for its key (sched_kv.c) */
     /* relayed CLIs only */
     bool relayed;
     bool closing;                /* sched_cli_close ran: its close_timer is started */
@@ -123,6 +125,7 @@ struct sched_ctx {
     struct sched_cli *clis;
     struct sched_waiter *waiters;
     struct sched_forward *forwards;
+    struct sched_kv_wait *kv_waits;   /* JobKvGets waiting for their keys (sched_kv.c) */
     struct sched_step *steps;         /* srun steps streaming to their CLI (sched_steps.c) */
     struct sched_step_seq *step_seqs; /* per job with steps: numbers, holdings, waiting */
     int open_handles;
@@ -162,6 +165,14 @@ void sched_cli_close(struct sched_cli *c);
 void sched_cli_error(struct sched_cli *c, uint64_t request_id, int code, const char *msg,
                      bool held);
 void sched_cli_unhold(struct sched_cli *c);
+/*
+ * The job job_id when the caller may act for it as one of its tasks: its owner or root (the
+ * uid is the kernel's, or the one a worker vouches for), while the job is RUNNING. Else
+ * NULL, the ErrorReply sent: -ENOENT, -EPERM "job N: only its owner or root may WHAT",
+ * -EINVAL "job N is STATE: RUNNING_ONLY".
+ */
+struct sched_job *sched_cli_task_job(struct sched_cli *c, uint64_t request_id, uint64_t job_id,
+                                     const char *what, const char *running_only);
 /*
  * A CliRelay from the registered worker of node on conn: opens a relayed CLI for a session
  * numbered above *last_session (the highest this connection has opened, which it updates),
@@ -218,6 +229,17 @@ void sched_steps_job_ended(struct sched_ctx *s, uint64_t job_id);
 void sched_steps_node_gone(struct sched_ctx *s, struct sched_node *n);
 /* Frees what is left at shutdown (called where sched_ctx is freed). */
 void sched_steps_free(struct sched_ctx *s);
+
+/* sched_kv.c: the jobs' key/value stores (job_kv.h) on CLI connections */
+struct sched_kv_wait;
+/* A JobKvPut: answered at once; the gets waiting for that key are answered with it. */
+void sched_kv_put(struct sched_cli *c, uint64_t request_id, const Gs__JobKvPut *req);
+/* A JobKvGet: answered at once when the key is set or no wait is asked, else it waits. */
+void sched_kv_get(struct sched_cli *c, uint64_t request_id, const Gs__JobKvGet *req);
+/* A job changed state: when it stopped running, the gets waiting on it fail (-EINVAL). */
+void sched_kv_job_changed(struct sched_ctx *s, const struct sched_job *job);
+/* The CLI's peer went away (from cli_gone): its waiting get, if any, is withdrawn. */
+void sched_kv_cli_gone(struct sched_cli *c);
 
 /* sched_slurm.c */
 /* The job's partition: the one it names, else the default; NULL when it names none known. */

@@ -613,8 +613,10 @@ void sched_query_job_changed(struct sched_ctx *s, const struct sched_job *job)
 {
     struct sched_waiter *w = s->waiters, *next;
 
-    if (job->state != SCHED_JOB_RUNNING) /* ended, requeued: its srun steps are over */
+    if (job->state != SCHED_JOB_RUNNING) { /* ended, requeued: its srun steps are over */
         sched_steps_job_ended(s, job->id);
+        sched_kv_job_changed(s, job); /* and its key/value store is gone */
+    }
 
     for (; w != NULL; w = next) {
         bool mine = false;

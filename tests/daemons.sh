@@ -1,7 +1,7 @@
 # daemons.sh: sourced by the test scripts that start gschedd and gsched-workerd by hand
 # (rather than through `gsched up`, tests/integration/lib.sh): a temporary directory, the
 # daemons' pids killed on exit, fail (with every daemon log's tail), wait_for (polls with a
-# deadline, never a bare sleep) and a free loopback port. Set name= before sourcing; takes
+# deadline, never a bare sleep), a free loopback port and a configuration using it. Set name= before sourcing; takes
 # BIN_DIR SRC_DIR as the script's arguments.
 set -u
 bin=$1
@@ -29,3 +29,14 @@ wait_for() {
 
 # A free port, fixed for the test, so that a restarted gschedd is where workers look for it.
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+
+# write_config [LINE...]: $tmp/gsched.toml for a gschedd on 127.0.0.1:$port, its socket
+# $tmp/gschedd.sock and its state in $tmp/state; each LINE follows in [scheduler] (a LINE
+# may open another section).
+write_config() {
+  {
+    printf '[scheduler]\nhost = "127.0.0.1"\nport = %s\n' "$port"
+    printf 'socket = "%s"\nstate_dir = "%s"\n' "$tmp/gschedd.sock" "$tmp/state"
+    printf '%s\n' "$@"
+  } > "$tmp/gsched.toml"
+}

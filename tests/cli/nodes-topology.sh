@@ -10,13 +10,7 @@ node_up() { "$bin/gsched" nodes "$1" | grep -qE "^$1 +up "; }
 # has TEXT REGEX: some line of TEXT matches the extended regular expression.
 has() { grep -qE -- "$2" <<< "$1" || fail "no line matching '$2' in:"$'\n'"$1"; }
 
-cat > "$tmp/gsched.toml" <<CONF
-[scheduler]
-host = "127.0.0.1"
-port = $port
-socket = "$tmp/gschedd.sock"
-state_dir = "$tmp/state"
-CONF
+write_config
 "$bin/gschedd" --config "$tmp/gsched.toml" 2>"$tmp/gschedd.log" &
 pids+=("$!")
 wait_for "gschedd to listen" test -S "$tmp/gschedd.sock"

@@ -7,15 +7,7 @@
 name="nodes"
 . "$(dirname "$0")/../daemons.sh" "$@"
 
-cat > "$tmp/gsched.toml" <<CONF
-[scheduler]
-host = "127.0.0.1"
-port = $port
-socket = "$tmp/gschedd.sock"
-state_dir = "$tmp/state"
-heartbeat_interval = "1s"
-heartbeat_misses = 2
-CONF
+write_config 'heartbeat_interval = "1s"' 'heartbeat_misses = 2'
 
 start_sched() {
   "$bin/gschedd" --config "$tmp/gsched.toml" 2>>"$tmp/gschedd.log" &

@@ -11,42 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "scheduler/jobs.h"
+#include "job_fixture.h"
 
-static struct sched_jobs *jobs;
-static struct sched_alloc one_node;
-
-static void setup(void)
-{
-    jobs = sched_jobs_new(NULL);
-    cr_assert_not_null(jobs);
-    sched_alloc_init(&one_node);
-    cr_assert_eq(sched_alloc_copy(&one_node, &(struct sched_alloc){.nnodes = 0}), 0);
-}
-
-static void teardown(void)
-{
-    sched_alloc_release(&one_node);
-    sched_jobs_free(jobs);
-}
-
-TestSuite(jobs, .init = setup, .fini = teardown);
-
-static struct sched_job *add(uint64_t id, uint32_t max_restarts)
-{
-    struct gs_jobspec *spec = gs_jobspec_new();
-    struct sched_job *job;
-
-    cr_assert_not_null(spec);
-    spec->max_restarts = max_restarts;
-    job = sched_jobs_add(jobs, id, spec, 1000 + id);
-    cr_assert_not_null(job);
-    return job;
-}
+TestSuite(jobs, .init = job_fixture_setup, .fini = job_fixture_teardown);
 
 static struct sched_job *add_dep(uint64_t id, enum gs_dep_type type, uint64_t on)
 {
-    struct sched_job *job = add(id, 0);
+    struct sched_job *job = fixture_add(id, 0);
 
     job->spec->deps = calloc(1, sizeof(*job->spec->deps));
     job->spec->deps[0] = (struct gs_dep){.type = type, .job_id = on};
@@ -54,20 +25,11 @@ static struct sched_job *add_dep(uint64_t id, enum gs_dep_type type, uint64_t on
     return job;
 }
 
-static struct sched_job *running(uint64_t id, uint32_t ntasks)
-{
-    struct sched_job *job = add(id, 0);
-
-    cr_assert_eq(sched_job_start(job, &one_node, ntasks, 5000), 0);
-    cr_assert_eq(job->state, SCHED_JOB_RUNNING);
-    return job;
-}
-
 Test(jobs, table_keeps_id_order_and_refuses_duplicates)
 {
-    add(5, 0);
-    add(2, 0);
-    add(9, 0);
+    fixture_add(5, 0);
+    fixture_add(2, 0);
+    fixture_add(9, 0);
     cr_assert_eq(sched_jobs_count(jobs), 3);
     cr_assert_eq(sched_jobs_at(jobs, 0)->id, 2);
     cr_assert_eq(sched_jobs_at(jobs, 2)->id, 9);
@@ -79,7 +41,7 @@ Test(jobs, table_keeps_id_order_and_refuses_duplicates)
 
 Test(jobs, all_tasks_zero_is_completed)
 {
-    struct sched_job *job = running(1, 2);
+    struct sched_job *job = fixture_running(1, 2);
 
     cr_assert_not(sched_job_task_ended(job, 0, SCHED_TASK_EXITED, 0, 0, 6000));
     cr_assert_not(sched_job_task_ended(job, 0, SCHED_TASK_EXITED, 0, 0, 6500), "reported twice");
@@ -94,7 +56,7 @@ Test(jobs, all_tasks_zero_is_completed)
 /* The others of a failed job are ended by gsched (CANCELLED): the job still FAILED. */
 Test(jobs, first_failing_task_gives_the_exit_code)
 {
-    struct sched_job *job = running(1, 3);
+    struct sched_job *job = fixture_running(1, 3);
 
     sched_job_task_ended(job, 0, SCHED_TASK_EXITED, 0, 0, 6000);
     sched_job_task_ended(job, 2, SCHED_TASK_EXITED, 0, SIGSEGV, 6001);
@@ -106,7 +68,7 @@ Test(jobs, first_failing_task_gives_the_exit_code)
 
 Test(jobs, launch_failure_fails_the_job)
 {
-    struct sched_job *job = running(1, 1);
+    struct sched_job *job = fixture_running(1, 1);
 
     cr_assert(sched_job_task_ended(job, 0, SCHED_TASK_LAUNCH_FAILED, 0, 0, 6000));
     cr_assert_eq(job->state, SCHED_JOB_FAILED);
@@ -115,7 +77,7 @@ Test(jobs, launch_failure_fails_the_job)
 
 Test(jobs, time_limit_and_cancel_win_over_exit_codes)
 {
-    struct sched_job *t = running(1, 2), *c = running(2, 1), *p = add(3, 0);
+    struct sched_job *t = fixture_running(1, 2), *c = fixture_running(2, 1), *p = fixture_add(3, 0);
 
     sched_job_task_ended(t, 1, SCHED_TASK_TIMEOUT, 0, SIGTERM, 6000);
     cr_assert(sched_job_task_ended(t, 0, SCHED_TASK_EXITED, 1, 0, 6001));
@@ -130,7 +92,7 @@ Test(jobs, time_limit_and_cancel_win_over_exit_codes)
 
 Test(jobs, node_failure_requeues_until_restarts_run_out)
 {
-    struct sched_job *job = add(1, 1);
+    struct sched_job *job = fixture_add(1, 1);
 
     cr_assert_eq(sched_job_start(job, &one_node, 1, 5000), 0);
     cr_assert_eq(sched_job_node_failed(job, 6000), SCHED_JOB_REQUEUED);
@@ -146,7 +108,7 @@ Test(jobs, node_failure_requeues_until_restarts_run_out)
 
 Test(jobs, dependencies_follow_slurm_semantics)
 {
-    struct sched_job *a = running(1, 1), *ok = add_dep(2, GS_DEP_AFTEROK, 1);
+    struct sched_job *a = fixture_running(1, 1), *ok = add_dep(2, GS_DEP_AFTEROK, 1);
     struct sched_job *notok = add_dep(3, GS_DEP_AFTERNOTOK, 1);
     struct sched_job *any = add_dep(4, GS_DEP_AFTERANY, 1);
     struct sched_job *after = add_dep(5, GS_DEP_AFTER, 1);
@@ -168,17 +130,18 @@ Test(jobs, dependencies_follow_slurm_semantics)
 
 Test(jobs, held_jobs_say_so)
 {
-    struct sched_job *job = add(1, 0);
+    struct sched_job *job = fixture_add(1, 0);
 
     job->held = true;
     cr_assert_str_eq(sched_job_hold_reason(jobs, job), "Held");
     cr_assert_str_eq(sched_job_state_name(SCHED_JOB_NODE_FAIL), "NODE_FAIL");
-    cr_assert_eq(sched_job_start(running(2, 1), &one_node, 1, 0), -EINVAL, "already running");
+    cr_assert_eq(sched_job_start(fixture_running(2, 1), &one_node, 1, 0), -EINVAL,
+                 "already running");
 }
 
 Test(jobs, ranks_map_to_nodes_and_out_of_range_is_ignored)
 {
-    struct sched_job *job = add(1, 0);
+    struct sched_job *job = fixture_add(1, 0);
     struct sched_alloc two;
 
     sched_alloc_init(&two);
@@ -199,7 +162,7 @@ Test(jobs, ranks_map_to_nodes_and_out_of_range_is_ignored)
 
 Test(jobs, unstarted_requeue_charges_no_restart_and_history_is_kept)
 {
-    struct sched_job *job = running(1, 1);
+    struct sched_job *job = fixture_running(1, 1);
 
     sched_job_requeue_unstarted(job, "launch lost");
     cr_assert_eq(job->state, SCHED_JOB_PENDING);
@@ -217,7 +180,7 @@ Test(jobs, unstarted_requeue_charges_no_restart_and_history_is_kept)
 /* A job of a name and user, for singleton. */
 static struct sched_job *named(uint64_t id, const char *name, uint32_t uid)
 {
-    struct sched_job *job = add(id, 0);
+    struct sched_job *job = fixture_add(id, 0);
 
     job->spec->name = strdup(name);
     cr_assert_not_null(job->spec->name);
@@ -249,7 +212,8 @@ static void end(struct sched_job *job, int32_t rc)
 
 Test(jobs, depends_any_needs_one_met_and_is_never_only_when_none_can_be)
 {
-    struct sched_job *a = running(1, 1), *b = add(2, 0), *any = add(3, 0), *all = add(4, 0);
+    struct sched_job *a = fixture_running(1, 1), *b = fixture_add(2, 0), *any = fixture_add(3, 0),
+                     *all = fixture_add(4, 0);
     const struct gs_dep deps[] = {{.type = GS_DEP_AFTEROK, .job_id = 1},
                                   {.type = GS_DEP_AFTEROK, .job_id = 2}};
     uint64_t blocker = 0;
@@ -274,7 +238,8 @@ Test(jobs, depends_any_needs_one_met_and_is_never_only_when_none_can_be)
 
 Test(jobs, depends_any_is_never_when_every_dependency_is)
 {
-    struct sched_job *a = running(1, 1), *b = running(2, 1), *any = add(3, 0);
+    struct sched_job *a = fixture_running(1, 1), *b = fixture_running(2, 1),
+                     *any = fixture_add(3, 0);
     const struct gs_dep deps[] = {{.type = GS_DEP_AFTEROK, .job_id = 1},
                                   {.type = GS_DEP_AFTERNOTOK, .job_id = 2},
                                   {.type = GS_DEP_AFTEROK, .job_id = 99}};
@@ -326,7 +291,7 @@ Test(jobs, singleton_waits_while_a_later_job_of_its_name_runs)
 
 Test(jobs, singleton_also_needs_its_other_dependencies)
 {
-    struct sched_job *a = running(1, 1), *solo = named(2, "train", 100);
+    struct sched_job *a = fixture_running(1, 1), *solo = named(2, "train", 100);
     const struct gs_dep dep = {.type = GS_DEP_AFTEROK, .job_id = 1};
 
     a->spec->name = strdup("prep");
@@ -339,7 +304,7 @@ Test(jobs, singleton_also_needs_its_other_dependencies)
 
 Test(jobs, after_with_a_delay_waits_on_the_clock)
 {
-    struct sched_job *a = add(1, 0), *b = add(2, 0);
+    struct sched_job *a = fixture_add(1, 0), *b = fixture_add(2, 0);
     const struct gs_dep dep = {.type = GS_DEP_AFTER, .job_id = 1, .delay_min = 2};
 
     set_deps(b, &dep, 1);
@@ -361,10 +326,10 @@ Test(jobs, after_with_a_delay_waits_on_the_clock)
 
 Test(jobs, a_dependency_without_a_delay_ignores_the_clock)
 {
-    struct sched_job *b = add(2, 0);
+    struct sched_job *b = fixture_add(2, 0);
     const struct gs_dep dep = {.type = GS_DEP_AFTER, .job_id = 1};
 
-    running(1, 1);
+    fixture_running(1, 1);
     set_deps(b, &dep, 1);
     sched_jobs_set_now(jobs, 0);
     cr_assert_eq(sched_job_deps(jobs, b, NULL), SCHED_DEP_MET);
@@ -375,7 +340,7 @@ Test(jobs, a_dependency_without_a_delay_ignores_the_clock)
 static void array(uint64_t first, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++) {
-        struct sched_job *e = add(first + i, 0);
+        struct sched_job *e = fixture_add(first + i, 0);
 
         e->spec->array.array_job_id = first;
         e->spec->array.task_id = i;
@@ -391,7 +356,7 @@ Test(jobs, a_dependency_on_an_arrays_first_element_is_on_every_element)
     uint64_t blocker = 0;
 
     array(10, 3);
-    add(13, 0); /* the next job, not an element */
+    fixture_add(13, 0); /* the next job, not an element */
     for (uint64_t id = 10; id <= 11; id++) {
         start(sched_jobs_find(jobs, id), 6000);
         end(sched_jobs_find(jobs, id), 0);
@@ -454,7 +419,7 @@ Test(jobs, afternotok_on_an_array_is_never_when_every_element_completed)
 
 Test(jobs, requeue_of_a_running_job_waits_for_its_tasks)
 {
-    struct sched_job *job = running(1, 2);
+    struct sched_job *job = fixture_running(1, 2);
 
     cr_assert_eq(sched_job_requeue(job, false, "Requeued by user"), 0);
     cr_assert_eq(job->state, SCHED_JOB_RUNNING, "its tasks still run");
@@ -480,7 +445,7 @@ Test(jobs, requeue_of_a_running_job_waits_for_its_tasks)
 
 Test(jobs, requeue_hold_leaves_the_job_held)
 {
-    struct sched_job *job = running(1, 1);
+    struct sched_job *job = fixture_running(1, 1);
 
     cr_assert_eq(sched_job_requeue(job, true, "requeuehold"), 0);
     cr_assert(sched_job_task_ended(job, 0, SCHED_TASK_EXITED, 1, 0, 6000));
@@ -491,7 +456,8 @@ Test(jobs, requeue_hold_leaves_the_job_held)
 
 Test(jobs, requeue_of_an_ended_job_is_at_once_and_of_a_pending_one_refused)
 {
-    struct sched_job *done = running(1, 1), *failed = running(2, 1), *pending = add(3, 0);
+    struct sched_job *done = fixture_running(1, 1), *failed = fixture_running(2, 1),
+                     *pending = fixture_add(3, 0);
 
     end(done, 0);
     end(failed, 3);
@@ -515,7 +481,7 @@ Test(jobs, requeue_of_an_ended_job_is_at_once_and_of_a_pending_one_refused)
 
 Test(jobs, cancel_wins_over_a_requeue_in_progress)
 {
-    struct sched_job *job = running(1, 1);
+    struct sched_job *job = fixture_running(1, 1);
 
     cr_assert_eq(sched_job_requeue(job, false, "requeue"), 0);
     cr_assert_not(sched_job_cancel(job, 6000));
@@ -556,7 +522,7 @@ Test(jobs, requeue_gives_the_nodes_back_when_the_tasks_have_ended)
 
 Test(jobs, a_batch_job_is_one_task_on_the_first_node)
 {
-    struct sched_job *job = add(1, 0);
+    struct sched_job *job = fixture_add(1, 0);
     struct sched_alloc two;
 
     job->spec->batch = true;
