@@ -27,6 +27,7 @@ test-unit: build
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
 	@grep -hE '^[0-9]+ passed, [0-9]+ failed' $(BUILD)/Testing/Temporary/LastTest.log \
 	  | sed -E 's/^([0-9]+) passed, ([0-9]+) failed.*/toml-test conformance: \1 cases passed, \2 failed/' || true
+	@./tests/count-skips.sh $(BUILD)/Testing/Temporary/LastTest.log
 
 # Sanitizer build in its own directory; CUDA off there (nvcc takes no -fsanitize, and the CPU
 # path is what the sanitizers check). run-checked.sh fails any test whose output holds a report.
@@ -38,6 +39,7 @@ test-asan: deps
 	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS)
 	@grep -hE '^[0-9]+ passed, [0-9]+ failed' $(ASAN_BUILD)/Testing/Temporary/LastTest.log \
 	  | sed -E 's/^([0-9]+) passed, ([0-9]+) failed.*/toml-test conformance (asan): \1 cases passed, \2 failed/' || true
+	@./tests/count-skips.sh $(ASAN_BUILD)/Testing/Temporary/LastTest.log
 
 test: test-unit test-asan
 

@@ -1,6 +1,7 @@
 # GSCHED_CUDA: AUTO builds the CUDA/NCCL parts when nvcc is found, ON requires it, OFF skips it.
-# The CPU path is always built; CUDA code lives only in kernels/ (and later the trainer's comm
-# layer), so everything else stays plain C.
+# The CPU path is always built; CUDA code lives only in kernels/ and the trainer's NCCL
+# communicator (trainer/comm_nccl.c, built and linked to NCCL exactly when GSCHED_HAVE_NCCL),
+# so everything else stays plain C.
 set(GSCHED_HAVE_CUDA OFF)
 set(GSCHED_HAVE_NCCL OFF)
 if(NOT GSCHED_CUDA STREQUAL "OFF")

@@ -5,13 +5,18 @@
  * from that thread is all MPI must support) and progress never waits for the caller to poll.
  * Barrier and broadcast go through the same queue, so they stay ordered with the
  * all-reduces started before them.
+ *
+ * In GPU mode (trn_comm_new_gpu) there is no thread and no queue: every call goes straight
+ * to the GPU backend, which only queues work on the GPU (the NCCL stream keeps the order).
  */
 #define _POSIX_C_SOURCE 200809L
 
 #include "trainer/comm.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -31,10 +36,13 @@ struct trn_comm_req {
     bool done;
     int result;
     uint64_t busy_ns;
+    void *gpu_req; /* GPU mode: the backend's request */
 };
 
 struct trn_comm {
-    const struct trn_comm_backend *be;
+    const struct trn_comm_backend *be;         /* CPU mode */
+    const struct trn_comm_gpu_backend *gpu_be; /* GPU mode (NULL: built without NCCL) */
+    bool gpu;                                  /* GPU mode: no thread, no queue */
     void *be_state;
     int rank, size;
     pthread_t thread;
@@ -144,6 +152,33 @@ int trn_comm_new(struct trn_comm **ret)
     return rc; /* on failure the caller still frees c, which stops the thread */
 }
 
+int trn_comm_new_gpu(int device, void *stream, struct trn_comm **ret)
+{
+    struct trn_comm *c = calloc(1, sizeof(*c));
+
+    if (c == NULL)
+        return -ENOMEM;
+    c->gpu = true;
+    c->gpu_be = trn_comm_nccl_backend;
+    *ret = c; /* on failure too: the caller reads the error, then frees c */
+    if (c->gpu_be == NULL) {
+        snprintf(c->error, sizeof(c->error),
+                 "GPU ranks need NCCL, and this gsched-train was built without it "
+                 "(configure with CUDA and NCCL installed)");
+        return -ENOTSUP;
+    }
+    return c->gpu_be->init(device, stream, &c->be_state, &c->rank, &c->size, c->error,
+                           sizeof(c->error));
+}
+
+/* A GPU communicator whose start failed takes no more calls (as a CPU one, where every
+ * request returns the start's error). */
+static int gpu_not_started(struct trn_comm *c)
+{
+    snprintf(c->error, sizeof(c->error), "the GPU communicator did not start");
+    return -EIO;
+}
+
 static struct trn_comm_req *new_req(enum op op)
 {
     struct trn_comm_req *r = calloc(1, sizeof(*r));
@@ -172,6 +207,12 @@ void trn_comm_free(struct trn_comm *c)
 
     if (c == NULL)
         return;
+    if (c->gpu) {
+        if (c->be_state != NULL)
+            c->gpu_be->finalize(c->be_state);
+        free(c);
+        return;
+    }
     stop = new_req(OP_STOP);
     if (stop != NULL) {
         submit(c, stop);
@@ -197,12 +238,65 @@ int trn_comm_size(const struct trn_comm *c)
 
 const char *trn_comm_backend(const struct trn_comm *c)
 {
-    return c->be->name;
+    return c->gpu ? "nccl" : c->be->name;
+}
+
+bool trn_comm_on_gpu(const struct trn_comm *c)
+{
+    return c->gpu;
+}
+
+int trn_comm_env_count(const char *name)
+{
+    const char *v = getenv(name);
+    char *end;
+    long n;
+
+    if (v == NULL || *v < '0' || *v > '9')
+        return -1;
+    errno = 0;
+    n = strtol(v, &end, 10);
+    return errno == 0 && *end == '\0' && n <= INT_MAX ? (int)n : -1;
+}
+
+int trn_comm_local_rank(void)
+{
+    int r;
+
+    if (getenv("OMPI_COMM_WORLD_SIZE") != NULL)
+        r = trn_comm_env_count("OMPI_COMM_WORLD_LOCAL_RANK");
+    else if (getenv("LOCAL_RANK") != NULL)
+        r = trn_comm_env_count("LOCAL_RANK");
+    else
+        r = trn_comm_env_count("SLURM_LOCALID");
+    return r < 0 ? 0 : r;
 }
 
 const char *trn_comm_error(const struct trn_comm *c)
 {
     return c->error;
+}
+
+/* GPU mode: the request is a handle around the backend's. */
+static int gpu_allreduce(struct trn_comm *c, void *buf, size_t count, enum trn_comm_dtype dt,
+                         bool average, struct trn_comm_req **ret)
+{
+    struct trn_comm_req *r;
+    int rc;
+
+    if (c->be_state == NULL)
+        return gpu_not_started(c);
+    r = new_req(OP_ALLREDUCE);
+    if (r == NULL)
+        return -ENOMEM;
+    rc = c->gpu_be->allreduce(c->be_state, buf, count, dt, average, &r->gpu_req, c->error,
+                              sizeof(c->error));
+    if (rc < 0) {
+        free(r);
+        return rc;
+    }
+    *ret = r;
+    return 0;
 }
 
 int trn_comm_allreduce(struct trn_comm *c, void *buf, size_t count, enum trn_comm_dtype dt,
@@ -212,6 +306,8 @@ int trn_comm_allreduce(struct trn_comm *c, void *buf, size_t count, enum trn_com
 
     if (buf == NULL && count > 0)
         return -EINVAL;
+    if (c->gpu)
+        return gpu_allreduce(c, buf, count, dt, average, ret);
     r = new_req(OP_ALLREDUCE);
     if (r == NULL)
         return -ENOMEM;
@@ -230,6 +326,12 @@ int trn_comm_wait(struct trn_comm *c, struct trn_comm_req *r, uint64_t *busy_ns,
     uint64_t t0 = now_ns();
     int rc;
 
+    if (c->gpu) {
+        rc = c->gpu_be->wait(c->be_state, r->gpu_req, busy_ns, waited_ns, c->error,
+                             sizeof(c->error));
+        free(r);
+        return rc;
+    }
     pthread_mutex_lock(&c->mu);
     while (!r->done)
         pthread_cond_wait(&c->cv, &c->mu);
@@ -251,8 +353,22 @@ static int blocking(struct trn_comm *c, struct trn_comm_req *r)
     return trn_comm_wait(c, r, NULL, NULL);
 }
 
+int trn_comm_gpu_times(struct trn_comm *c, uint64_t *busy_ns, uint64_t *exposed_ns)
+{
+    if (!c->gpu) {
+        snprintf(c->error, sizeof(c->error), "GPU times asked of a CPU communicator");
+        return -EINVAL;
+    }
+    if (c->be_state == NULL)
+        return gpu_not_started(c);
+    return c->gpu_be->times(c->be_state, busy_ns, exposed_ns, c->error, sizeof(c->error));
+}
+
 int trn_comm_barrier(struct trn_comm *c)
 {
+    if (c->gpu)
+        return c->be_state != NULL ? c->gpu_be->barrier(c->be_state, c->error, sizeof(c->error))
+                                   : gpu_not_started(c);
     return blocking(c, new_req(OP_BARRIER));
 }
 
@@ -262,6 +378,10 @@ int trn_comm_broadcast(struct trn_comm *c, void *buf, size_t bytes, int root)
 
     if (root < 0 || root >= c->size || (buf == NULL && bytes > 0))
         return -EINVAL;
+    if (c->gpu && c->be_state == NULL)
+        return gpu_not_started(c);
+    if (c->gpu) /* blocking: nothing is queued on the communication thread */
+        return c->gpu_be->broadcast(c->be_state, buf, bytes, root, c->error, sizeof(c->error));
     r = new_req(OP_BCAST);
     if (r != NULL) {
         r->buf = buf;

@@ -13,6 +13,9 @@
  * share of cores) a spinning communication thread takes half a core from the backward pass
  * it is meant to hide behind. Measured on 2 ranks x 1 core, 1 MiB buckets: spinning made the
  * overlapped step 2.5x slower than no overlap at all (bench/ddp.sh).
+ *
+ * GPU ranks use MPI for one thing only: trn_comm_mpi_bootstrap() carries NCCL's unique id
+ * from rank 0 to the others at start-up, from the training thread, and finalizes MPI again.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -24,6 +27,7 @@
 #include <time.h>
 
 #include "kernels/dtype.h"
+#include "trainer/comm.h"
 #include "trainer/comm_internal.h"
 
 struct mpi_state {
@@ -179,3 +183,47 @@ static const struct trn_comm_backend mpi_backend = {
 };
 
 const struct trn_comm_backend *const trn_comm_mpi_backend = &mpi_backend;
+
+int trn_comm_mpi_bootstrap(int *rank, int *size, void *buf, size_t len, char *err, size_t errlen)
+{
+    MPI_Comm comm = MPI_COMM_NULL;
+    int initialised = 0, finalized = 0, provided = 0, r = 0, n = 0, rc;
+    bool here = false;
+
+    if (len > INT_MAX) {
+        snprintf(err, errlen, "MPI start-up: %zu bytes are more than one broadcast takes", len);
+        return -EINVAL;
+    }
+    MPI_Initialized(&initialised);
+    MPI_Finalized(&finalized);
+    if (finalized) {
+        snprintf(err, errlen, "MPI start-up: MPI was finalized already in this process");
+        return -ENOTSUP;
+    }
+    if (!initialised) {
+        rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
+        if (rc != MPI_SUCCESS)
+            return mpi_fail(rc, "MPI_Init_thread", err, errlen);
+        here = true;
+    }
+    rc = MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Comm_rank(comm, &r);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Comm_size(comm, &n);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Bcast(buf, (int)len, MPI_BYTE, 0, comm);
+    if (rc != MPI_SUCCESS)
+        mpi_fail(rc, "MPI start-up", err, errlen);
+    if (comm != MPI_COMM_NULL)
+        MPI_Comm_free(&comm);
+    if (here)
+        MPI_Finalize();
+    if (rc != MPI_SUCCESS)
+        return -EIO;
+    *rank = r;
+    *size = n;
+    return 0;
+}

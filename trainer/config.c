@@ -27,6 +27,7 @@ enum field_kind {
     F_MICRO, /* an integer or "auto" */
     F_BOOL,
     F_ALLREDUCE, /* "fp32" | "bf16" */
+    F_DEVICE,    /* "auto" | "cpu" | "cuda" */
 };
 
 struct field {
@@ -48,6 +49,8 @@ static const struct field fields[] = {
     F("seed", F_U64, seed, 0, I64_MAX),
     F("threads", F_U32, threads, 0, 1024),
     F("out_dir", F_STRING, out_dir, 0, 0),
+    F("device", F_DEVICE, device, 0, 0),
+    F("tf32", F_BOOL, tf32, 0, 0),
     F("model.layers", F_U32, layers, 1, 256),
     F("model.heads", F_U32, heads, 1, 256),
     F("model.channels", F_U32, channels, 1, 65536),
@@ -83,6 +86,7 @@ static const struct field fields[] = {
     F("ddp.overlap", F_BOOL, ddp_overlap, 0, 0),
     F("ddp.allreduce", F_ALLREDUCE, ddp_bf16, 0, 0),
     F("ddp.check_every", F_U32, ddp_check_every, 0, U32_MAX),
+    F("ddp.always", F_BOOL, ddp_always, 0, 0),
     F("metrics.file", F_STRING, metrics_file, 0, 0),
     F("metrics.plot", F_STRING, plot_file, 0, 0),
     F("metrics.peak_flops", F_DOUBLE, peak_flops, 0, 1e20),
@@ -161,6 +165,17 @@ static void rd_field(struct gs_schema_ctx *c, const struct gs_toml_value *v)
         else
             GS_SCHEMA_REPORT_AT(c, v, "%s must be \"fp32\" or \"bf16\"", f->path);
         return;
+    case F_DEVICE:
+        gs_toml_as_string(v, &s, NULL);
+        if (s != NULL && strcmp(s, "auto") == 0)
+            *AT(f, c, enum trn_device) = TRN_DEVICE_AUTO;
+        else if (s != NULL && strcmp(s, "cpu") == 0)
+            *AT(f, c, enum trn_device) = TRN_DEVICE_CPU;
+        else if (s != NULL && strcmp(s, "cuda") == 0)
+            *AT(f, c, enum trn_device) = TRN_DEVICE_CUDA;
+        else
+            GS_SCHEMA_REPORT_AT(c, v, "%s must be \"auto\", \"cpu\" or \"cuda\"", f->path);
+        return;
     case F_MICRO:
         if (gs_toml_as_string(v, &s, NULL) == 0 && strcmp(s, "auto") == 0)
             *AT(f, c, uint32_t) = 0;
@@ -182,6 +197,7 @@ static void rd_section(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 static const struct gs_schema_key root_keys[] = {
     {"precision", rd_field},    {"seed", rd_field},
     {"threads", rd_field},      {"out_dir", rd_field},
+    {"device", rd_field},       {"tf32", rd_field},
     {"model", rd_section},      {"data", rd_section},
     {"batch", rd_section},      {"optim", rd_section},
     {"loss_scale", rd_section}, {"eval", rd_section},
@@ -224,8 +240,13 @@ static const struct gs_schema_key ckpt_keys[] = {
     {"dir", rd_field}, {"every", rd_field}, {"keep", rd_field}, {"resume", rd_field}, {NULL, NULL},
 };
 static const struct gs_schema_key ddp_keys[] = {
-    {"bucket_mib", rd_field}, {"first_bucket_mib", rd_field}, {"overlap", rd_field},
-    {"allreduce", rd_field},  {"check_every", rd_field},      {NULL, NULL},
+    {"bucket_mib", rd_field},
+    {"first_bucket_mib", rd_field},
+    {"overlap", rd_field},
+    {"allreduce", rd_field},
+    {"check_every", rd_field},
+    {"always", rd_field},
+    {NULL, NULL},
 };
 static const struct gs_schema_key metrics_keys[] = {
     {"file", rd_field},      {"plot", rd_field}, {"peak_flops", rd_field},
@@ -406,6 +427,11 @@ int trn_config_check(const struct trn_config *cfg, struct gs_buf *errors)
         strcmp(cfg->resume, "none") != 0 && cfg->resume[0] == '\0')
         gs_buf_printf(errors, "checkpoint.resume must be \"auto\", \"none\" or a file\n");
     return errors->len > before ? -EINVAL : 0;
+}
+
+const char *trn_device_name(enum trn_device d)
+{
+    return d == TRN_DEVICE_CPU ? "cpu" : d == TRN_DEVICE_CUDA ? "cuda" : "auto";
 }
 
 const char *trn_precision_name(enum trn_precision p)

@@ -16,6 +16,12 @@
 
 #include "common/buf.h"
 
+enum trn_device {
+    TRN_DEVICE_AUTO = 0, /* CUDA when built with it and a device is visible, else the CPU */
+    TRN_DEVICE_CPU,
+    TRN_DEVICE_CUDA,
+};
+
 enum trn_precision {
     TRN_PRECISION_FP32 = 0,
     TRN_PRECISION_BF16,
@@ -28,6 +34,8 @@ struct trn_config {
     uint64_t seed;    /* weights init and dropout-free sampling */
     uint32_t threads; /* kernel threads; 0: OpenMP's default (OMP_NUM_THREADS, else every core) */
     char *out_dir;    /* metrics, plot, checkpoints unless given elsewhere; default "." */
+    enum trn_device device;
+    bool tf32; /* fp32 matmuls on a GPU may use TF32 Tensor Cores */
 
     /* [model] */
     uint32_t layers, heads, channels, context, vocab; /* vocab as the data has it */
@@ -63,6 +71,7 @@ struct trn_config {
     bool ddp_overlap;
     bool ddp_bf16;            /* allreduce = "bf16" */
     uint32_t ddp_check_every; /* compare the ranks' weights every N steps; 0: never */
+    bool ddp_always;          /* buckets and all-reduces even with one rank (benchmarks) */
 
     /* [metrics] */
     char *metrics_file, *plot_file; /* NULL: out_dir/metrics.jsonl, out_dir/loss.svg */
@@ -97,5 +106,6 @@ int trn_config_override(struct trn_config *cfg, const char *assignment, struct g
 int trn_config_check(const struct trn_config *cfg, struct gs_buf *errors);
 
 const char *trn_precision_name(enum trn_precision p);
+const char *trn_device_name(enum trn_device d);
 
 #endif

@@ -2,7 +2,9 @@
  * ddp.c: gradient buckets and their all-reduces (see ddp.h). Buckets are contiguous ranges
  * of the flat gradient array, so an all-reduce needs no packing: it runs on the gradients in
  * place (or on their bf16 copy). The hook runs on the training thread between kernels; it
- * only queues requests, so it costs backward nothing measurable.
+ * only queues requests, so it costs backward nothing measurable. On a GPU the same code
+ * runs on device pointers: the communicator tells them apart and orders them against the
+ * compute stream (comm.h).
  */
 #include "trainer/ddp.h"
 
@@ -32,8 +34,11 @@ int trn_ddp_new(struct trn_comm *c, struct trn_model *m, const struct trn_ddp_op
     size_t cap = o->bucket_bytes > 0 ? o->bucket_bytes : (size_t)25 << 20;
     size_t first = o->first_bucket_bytes > 0 ? o->first_bucket_bytes : (size_t)1 << 20;
     size_t n = trn_model_ntensors(m), begin = 0;
-    struct trn_ddp *d = calloc(1, sizeof(*d));
+    struct trn_ddp *d;
 
+    if (o->bf16 && trn_comm_on_gpu(c))
+        return -ENOTSUP; /* the host casts below would read device memory */
+    d = calloc(1, sizeof(*d));
     if (d == NULL)
         return -ENOMEM;
     d->comm = c;
@@ -137,4 +142,11 @@ int trn_ddp_finish(struct trn_ddp *d, struct trn_ddp_stats *st)
     }
     d->next = 0;
     return rc;
+}
+
+int trn_ddp_gpu_stats(struct trn_ddp *d, struct trn_ddp_stats *st)
+{
+    if (!trn_comm_on_gpu(d->comm))
+        return 0;
+    return trn_comm_gpu_times(d->comm, &st->comm_ns, &st->exposed_ns);
 }

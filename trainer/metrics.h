@@ -4,7 +4,7 @@
  * progress views see it at once) and, every log_every steps, to a human line on stdout:
  *
  *     step   120/2000 | loss 2.3141 | lr 5.99e-04 | norm 0.84 | 14,203 tok/s | 288 ms
- *       (data 1 fwd 95 bwd 170 opt 20 ckpt 0) | MFU 41.2% | mem 1.2 GiB
+ *       (data 1 fwd 95 bwd 170 opt 20 ckpt 0) | MFU 41.2% | mem 1.2 GiB [| gpu 30.1 GiB]
  *
  * Eval losses are recorded beside the train losses; trn_metrics_plot() draws both as
  * loss.svg at the end. Times are in milliseconds in the records.
@@ -24,9 +24,10 @@ struct trn_step_record {
     bool skipped; /* fp16 overflow: no update */
     uint64_t tokens;
     double step_ms, data_ms, fwd_ms, bwd_ms, optim_ms, ckpt_ms;
-    double flops;      /* model FLOPs of the step (forward + backward) */
-    double peak_flops; /* per second, for MFU; 0: not reported */
-    uint64_t peak_mem_bytes;
+    double flops;               /* model FLOPs of the step (forward + backward) */
+    double peak_flops;          /* per second, for MFU; 0: not reported */
+    uint64_t peak_mem_bytes;    /* the process's peak resident memory */
+    uint64_t device_mem_bytes;  /* on a GPU: the model's device arena, its whole use; else 0 */
     uint32_t ranks;             /* data-parallel ranks; the comm fields below when > 1 */
     double comm_ms, exposed_ms; /* gradient all-reduce time, and the part the step waited */
 };

@@ -13,6 +13,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "trainer/model.h"
+#include "trainer/model_internal.h"
 
 #include <errno.h>
 #include <math.h>
@@ -24,60 +25,9 @@
 #include "kernels/ops.h"
 #include "trainer/rng.h"
 
-#define ALIGN 64
-
-/* Parameter tensors of one block, in forward order (their slots are laid out reversed). */
-enum {
-    P_LN1W,
-    P_LN1B,
-    P_QKVW,
-    P_QKVB,
-    P_ATTPROJW,
-    P_ATTPROJB,
-    P_LN2W,
-    P_LN2B,
-    P_FCW,
-    P_FCB,
-    P_FCPROJW,
-    P_FCPROJB,
-    P_PER_BLOCK
-};
-
 static const char *const block_names[P_PER_BLOCK] = {
     "ln1.w", "ln1.b", "attn.qkv.w", "attn.qkv.b", "attn.proj.w", "attn.proj.b",
     "ln2.w", "ln2.b", "mlp.fc.w",   "mlp.fc.b",   "mlp.proj.w",  "mlp.proj.b",
-};
-
-struct block_acts {
-    void *ln1, *qkv, *atty, *res2, *ln2, *fch, *fch_gelu, *res3;
-    float *ln1_mean, *ln1_rstd, *ln2_mean, *ln2_rstd, *att;
-};
-
-struct trn_model {
-    struct trn_model_shape shape;
-    uint32_t Vp, batch;
-    enum gs_kern_dtype dt;
-    size_t dsz; /* bytes per stored element */
-
-    struct trn_param *params; /* [ntensors], in backward order */
-    size_t ntensors, nparams;
-    size_t wte, wpe, lnfw, lnfb; /* indices into params */
-    size_t *block;               /* [layers * P_PER_BLOCK] indices into params */
-    float *p, *g, *m, *v;        /* fp32 arenas, nparams each */
-    void *w16;                   /* the dt copy (== p for fp32) */
-    void *acts;                  /* one allocation for everything below */
-    void *encoded, *lnf, *logits, *scratch, *dres, *dc, *dqkv, *dbig;
-    float *lnf_mean, *lnf_rstd, *losses;
-    int32_t *tokens, *targets;
-    struct block_acts *blocks;
-    void *ws;
-    size_t ws_bytes;
-
-    trn_grads_ready_fn ready; /* data parallelism's hook, or NULL */
-    void *ready_data;
-    uint32_t fwd_B, fwd_T; /* of the last forward pass */
-    bool ready_for_backward;
-    bool logits_valid; /* false once the classifier turned them into their gradient */
 };
 
 uint32_t trn_vocab_padded(uint32_t vocab)
@@ -91,10 +41,12 @@ static bool shape_ok(const struct trn_model_shape *s)
            s->channels % s->heads == 0 && s->vocab <= (1u << 24) && s->channels <= 65536;
 }
 
-static size_t round_up(size_t n)
+size_t trn_model_round_up(size_t n)
 {
-    return (n + ALIGN - 1) / ALIGN * ALIGN;
+    return (n + TRN_MODEL_ALIGN - 1) / TRN_MODEL_ALIGN * TRN_MODEL_ALIGN;
 }
+
+#define round_up trn_model_round_up
 
 /* --- parameters ----------------------------------------------------------------------------- */
 
@@ -143,26 +95,31 @@ static void layout_params(struct trn_model *m)
 }
 
 /* A block's tensor k in the dt copy (what kernels read) and in the fp32 gradients. */
-static const void *W(const struct trn_model *m, uint32_t l, int k)
+const void *trn_model_w(const struct trn_model *m, uint32_t l, int k)
 {
     return (const char *)m->w16 +
            m->params[m->block[l * P_PER_BLOCK + (uint32_t)k]].offset * m->dsz;
 }
 
-static float *G(const struct trn_model *m, uint32_t l, int k)
+float *trn_model_g(const struct trn_model *m, uint32_t l, int k)
 {
     return m->g + m->params[m->block[l * P_PER_BLOCK + (uint32_t)k]].offset;
 }
 
-static const void *Wt(const struct trn_model *m, size_t index)
+const void *trn_model_wt(const struct trn_model *m, size_t index)
 {
     return (const char *)m->w16 + m->params[index].offset * m->dsz;
 }
 
-static float *Gt(const struct trn_model *m, size_t index)
+float *trn_model_gt(const struct trn_model *m, size_t index)
 {
     return m->g + m->params[index].offset;
 }
+
+#define W trn_model_w
+#define G trn_model_g
+#define Wt trn_model_wt
+#define Gt trn_model_gt
 
 /* --- activations ---------------------------------------------------------------------------- */
 
@@ -170,26 +127,33 @@ struct act_sizes {
     size_t BTC, BT, att, logits;
 };
 
-static struct act_sizes act_sizes(const struct trn_model_shape *s, uint32_t Vp, uint32_t batch)
+/* The CPU keeps attention's probabilities [B,NH,T,T]; the GPU only their log-sum-exp. */
+static struct act_sizes act_sizes(const struct trn_model_shape *s, uint32_t Vp, uint32_t batch,
+                                  bool gpu)
 {
     size_t BT = (size_t)batch * s->context;
 
     return (struct act_sizes){
         .BTC = BT * s->channels,
         .BT = BT,
-        .att = (size_t)batch * s->heads * s->context * s->context,
+        .att = (size_t)batch * s->heads * s->context * (gpu ? 1 : s->context),
         .logits = BT * Vp,
     };
 }
 
-/* The kernels' scratch: the most any matmul (its size grows with the largest of its three
- * dimensions: N rows, 4C wide, Vp logits) or the attention needs. */
-static size_t ws_size(const struct trn_model_shape *s, uint32_t Vp, uint32_t batch)
+/* The kernels' scratch: on the CPU the most any matmul (its size grows with the largest of
+ * its three dimensions: N rows, 4C wide, Vp logits) or the attention needs; on the GPU what
+ * gpu.h says its kernels need. */
+static size_t ws_size(const struct trn_model_shape *s, uint32_t Vp, uint32_t batch, bool gpu)
 {
     int N = (int)(batch * s->context), C4 = 4 * (int)s->channels;
-    size_t a = gs_kern_attention_ws_bytes((int)s->context, (int)s->channels, (int)s->heads);
-    size_t b = gs_kern_matmul_ws_bytes(N, C4, (int)Vp > C4 ? (int)Vp : C4);
+    size_t a, b;
 
+    if (gpu)
+        return round_up(gs_kern_gpu_ws_bytes((int)batch, (int)s->context, (int)s->channels,
+                                             (int)s->heads, (int)Vp, param_elems(s, Vp)));
+    a = gs_kern_attention_ws_bytes((int)s->context, (int)s->channels, (int)s->heads);
+    b = gs_kern_matmul_ws_bytes(N, C4, (int)Vp > C4 ? (int)Vp : C4);
     return round_up(a > b ? a : b);
 }
 
@@ -198,19 +162,14 @@ static size_t ws_size(const struct trn_model_shape *s, uint32_t Vp, uint32_t bat
  * hands out the pointers into m. One function for both, so the size and the layout cannot
  * drift apart.
  */
-static size_t layout_acts(struct trn_model *m, const struct trn_model_shape *s, uint32_t Vp,
-                          uint32_t batch, size_t dsz, char *base)
+size_t trn_model_layout_acts(struct trn_model *m, const struct trn_model_shape *s, uint32_t Vp,
+                             uint32_t batch, size_t dsz, bool gpu, char *base)
 {
-    struct act_sizes z = act_sizes(s, Vp, batch);
+    struct act_sizes z = act_sizes(s, Vp, batch, gpu);
     struct trn_model scratch;
     struct block_acts tmp;
     size_t off = 0;
-#define TAKE(ptr, bytes)                                                                           \
-    do {                                                                                           \
-        if (base != NULL)                                                                          \
-            (ptr) = (void *)(base + off);                                                          \
-        off += round_up(bytes);                                                                    \
-    } while (0)
+#define TAKE(ptr, bytes) TRN_MODEL_TAKE(base, off, ptr, bytes)
 
     if (base == NULL)
         m = &scratch; /* only sizes are wanted: the pointers go nowhere */
@@ -244,7 +203,7 @@ static size_t layout_acts(struct trn_model *m, const struct trn_model_shape *s, 
     TAKE(m->dc, z.BTC * dsz);
     TAKE(m->dqkv, 3 * z.BTC * dsz);
     TAKE(m->dbig, 4 * z.BTC * dsz);
-    TAKE(m->ws, ws_size(s, Vp, batch));
+    TAKE(m->ws, ws_size(s, Vp, batch, gpu));
 #undef TAKE
     return off;
 }
@@ -255,7 +214,13 @@ size_t trn_model_bytes(const struct trn_model_shape *shape, enum gs_kern_dtype d
     size_t P = param_elems(shape, Vp), dsz = gs_kern_dtype_size(dt);
 
     return 4 * round_up(P * 4) + (dt != GS_KERN_F32 ? round_up(P * dsz) : 0) +
-           layout_acts(NULL, shape, Vp, batch, dsz, NULL);
+           trn_model_layout_acts(NULL, shape, Vp, batch, dsz, false, NULL);
+}
+
+size_t trn_model_bytes_on(const struct trn_model_shape *shape, enum gs_kern_dtype dt,
+                          uint32_t batch, bool gpu)
+{
+    return gpu ? trn_model_gpu_bytes(shape, dt, batch) : trn_model_bytes(shape, dt, batch);
 }
 
 double trn_model_flops_per_token(const struct trn_model_shape *s, uint32_t T)
@@ -273,7 +238,7 @@ static void *arena(size_t bytes)
 {
     void *p = NULL;
 
-    if (posix_memalign(&p, ALIGN, round_up(bytes > 0 ? bytes : 1)) != 0)
+    if (posix_memalign(&p, TRN_MODEL_ALIGN, round_up(bytes > 0 ? bytes : 1)) != 0)
         return NULL;
     memset(p, 0, round_up(bytes > 0 ? bytes : 1)); /* also makes the pages resident now */
     return p;
@@ -282,8 +247,40 @@ static void *arena(size_t bytes)
 int trn_model_new(const struct trn_model_shape *shape, enum gs_kern_dtype dt, uint32_t batch,
                   struct trn_model **ret)
 {
+    return trn_model_new_on(shape, dt, batch, NULL, ret);
+}
+
+/* The host side: parameter table, master arrays; on the CPU also gradients, the 16-bit copy
+ * and the activations. */
+static int open_host(struct trn_model *m)
+{
+    bool cpu = m->gpu == NULL;
+    size_t acts;
+
+    m->p = arena(m->nparams * 4);
+    m->m = arena(m->nparams * 4);
+    m->v = arena(m->nparams * 4);
+    if (m->p == NULL || m->m == NULL || m->v == NULL)
+        return -ENOMEM;
+    if (!cpu)
+        return 0;
+    m->g = arena(m->nparams * 4);
+    m->w16 = m->dt == GS_KERN_F32 ? (void *)m->p : arena(m->nparams * m->dsz);
+    acts = trn_model_layout_acts(m, &m->shape, m->Vp, m->batch, m->dsz, false, NULL);
+    m->acts = arena(acts);
+    if (m->g == NULL || m->w16 == NULL || m->acts == NULL)
+        return -ENOMEM;
+    trn_model_layout_acts(m, &m->shape, m->Vp, m->batch, m->dsz, false, m->acts);
+    m->ws_bytes = ws_size(&m->shape, m->Vp, m->batch, false);
+    return 0;
+}
+
+int trn_model_new_on(const struct trn_model_shape *shape, enum gs_kern_dtype dt, uint32_t batch,
+                     struct gs_kern_gpu *gpu, struct trn_model **ret)
+{
     struct trn_model *m;
-    size_t nt, acts;
+    size_t nt;
+    int rc;
 
     if (!shape_ok(shape) || batch == 0 || gs_kern_dtype_size(dt) == 0)
         return -EINVAL;
@@ -295,47 +292,62 @@ int trn_model_new(const struct trn_model_shape *shape, enum gs_kern_dtype dt, ui
     m->batch = batch;
     m->dt = dt;
     m->dsz = gs_kern_dtype_size(dt);
+    m->gpu = gpu;
     nt = (size_t)shape->layers * P_PER_BLOCK + 4;
     m->params = calloc(nt, sizeof(*m->params));
     m->block = calloc((size_t)shape->layers * P_PER_BLOCK, sizeof(*m->block));
     m->blocks = calloc(shape->layers, sizeof(*m->blocks));
-    if (m->params == NULL || m->block == NULL || m->blocks == NULL)
-        goto oom;
+    if (m->params == NULL || m->block == NULL || m->blocks == NULL) {
+        rc = -ENOMEM;
+        goto out;
+    }
     layout_params(m);
-    m->p = arena(m->nparams * 4);
-    m->g = arena(m->nparams * 4);
-    m->m = arena(m->nparams * 4);
-    m->v = arena(m->nparams * 4);
-    m->w16 = dt == GS_KERN_F32 ? (void *)m->p : arena(m->nparams * m->dsz);
-    acts = layout_acts(m, shape, m->Vp, batch, m->dsz, NULL);
-    m->acts = arena(acts);
-    if (m->p == NULL || m->g == NULL || m->m == NULL || m->v == NULL || m->w16 == NULL ||
-        m->acts == NULL)
-        goto oom;
-    layout_acts(m, shape, m->Vp, batch, m->dsz, m->acts);
-    m->ws_bytes = ws_size(shape, m->Vp, batch);
+    rc = open_host(m);
+    if (rc == 0 && gpu != NULL)
+        rc = trn_model_gpu_open(m);
+out:
+    if (rc < 0) {
+        trn_model_free(m);
+        return rc;
+    }
     *ret = m;
     return 0;
-oom:
-    trn_model_free(m);
-    return -ENOMEM;
 }
 
 void trn_model_free(struct trn_model *m)
 {
     if (m == NULL)
         return;
-    if (m->w16 != m->p)
-        free(m->w16);
+    if (m->gpu != NULL) {
+        trn_model_gpu_close(m); /* the device arena and the GPU's own host buffers */
+    } else {
+        if (m->w16 != m->p)
+            free(m->w16);
+        free(m->g);
+        free(m->acts);
+    }
     free(m->p);
-    free(m->g);
     free(m->m);
     free(m->v);
-    free(m->acts);
     free(m->params);
     free(m->block);
     free(m->blocks);
     free(m);
+}
+
+bool trn_model_on_gpu(const struct trn_model *m)
+{
+    return m->gpu != NULL;
+}
+
+struct gs_kern_gpu *trn_model_gpu(const struct trn_model *m)
+{
+    return m->gpu;
+}
+
+size_t trn_model_arena_bytes(const struct trn_model *m)
+{
+    return m->gpu != NULL ? m->arena_bytes : trn_model_bytes(&m->shape, m->dt, m->batch);
 }
 
 const struct trn_model_shape *trn_model_shape(const struct trn_model *m)
@@ -418,13 +430,55 @@ void trn_model_init(struct trn_model *m, uint64_t seed)
 
 int trn_model_sync(struct trn_model *m)
 {
+    if (m->gpu != NULL)
+        return trn_model_gpu_sync(m);
     return m->dt == GS_KERN_F32 ? 0 : gs_kern_cast(m->w16, m->dt, m->p, GS_KERN_F32, m->nparams);
+}
+
+int trn_model_fetch(struct trn_model *m)
+{
+    return m->gpu != NULL ? trn_model_gpu_fetch(m) : 0;
+}
+
+int trn_model_read_grads(const struct trn_model *m, float *dst)
+{
+    if (m->gpu != NULL)
+        return trn_model_gpu_read(m, m->g, dst, m->nparams * sizeof(float));
+    memcpy(dst, m->g, m->nparams * sizeof(float));
+    return 0;
+}
+
+int trn_model_take_loss(struct trn_model *m, double *ret_mean)
+{
+    double sum = m->loss_sum, count = m->loss_count;
+    int rc = 0;
+
+    if (m->gpu != NULL)
+        rc = trn_model_gpu_take_loss(m, &sum, &count);
+    m->loss_sum = m->loss_count = 0;
+    *ret_mean = count > 0 ? sum / count : 0.0;
+    return rc;
+}
+
+int trn_model_check_ids(const struct trn_model *m, const int32_t *tokens, const int32_t *targets,
+                        size_t n)
+{
+    int32_t V = (int32_t)m->shape.vocab;
+
+    for (size_t i = 0; i < n; i++) {
+        if (tokens[i] < 0 || tokens[i] >= V)
+            return -EINVAL;
+        if (targets != NULL && (targets[i] < -1 || targets[i] >= V))
+            return -EINVAL;
+    }
+    return 0;
 }
 
 /* --- forward ------------------------------------------------------------------------------- */
 
-int trn_model_forward(struct trn_model *m, const int32_t *tokens, const int32_t *targets,
-                      uint32_t B, uint32_t T, float grad_scale, bool for_backward, double *ret_loss)
+static int cpu_forward(struct trn_model *m, const int32_t *tokens, const int32_t *targets,
+                       uint32_t B, uint32_t T, float grad_scale, bool for_backward,
+                       double *ret_loss)
 {
     int Bi = (int)B, Ti = (int)T, C = (int)m->shape.channels, NH = (int)m->shape.heads;
     int N = Bi * Ti, V = (int)m->shape.vocab, Vp = (int)m->Vp;
@@ -433,9 +487,6 @@ int trn_model_forward(struct trn_model *m, const int32_t *tokens, const int32_t 
     double sum = 0;
     int rc;
 
-    m->ready_for_backward = m->logits_valid = false;
-    if (B == 0 || T == 0 || B > m->batch || T > m->shape.context || (for_backward && !targets))
-        return -EINVAL;
     memcpy(m->tokens, tokens, (size_t)N * sizeof(*tokens));
     rc = gs_kern_encoder_fwd(m->encoded, tokens, Wt(m, m->wte), Wt(m, m->wpe), Bi, Ti, C, V, dt);
     x = m->encoded;
@@ -492,9 +543,30 @@ int trn_model_forward(struct trn_model *m, const int32_t *tokens, const int32_t 
                 counted++;
             }
         }
-        if (ret_loss != NULL)
+        if (ret_loss != NULL) {
             *ret_loss = counted > 0 ? sum / counted : 0.0;
+        } else {
+            m->loss_sum += sum;
+            m->loss_count += counted;
+        }
     }
+    return 0;
+}
+
+int trn_model_forward(struct trn_model *m, const int32_t *tokens, const int32_t *targets,
+                      uint32_t B, uint32_t T, float grad_scale, bool for_backward, double *ret_loss)
+{
+    int rc;
+
+    m->ready_for_backward = m->logits_valid = false;
+    if (B == 0 || T == 0 || B > m->batch || T > m->shape.context || (for_backward && !targets))
+        return -EINVAL;
+    if (m->gpu != NULL)
+        rc = trn_model_gpu_forward(m, tokens, targets, B, T, grad_scale, for_backward, ret_loss);
+    else
+        rc = cpu_forward(m, tokens, targets, B, T, grad_scale, for_backward, ret_loss);
+    if (rc < 0)
+        return rc;
     m->fwd_B = B;
     m->fwd_T = T;
     m->ready_for_backward = for_backward;
@@ -509,6 +581,18 @@ int trn_model_logits(const struct trn_model *m, uint32_t b, uint32_t t, float *o
     if (b >= m->fwd_B || t >= m->fwd_T || !m->logits_valid)
         return -EINVAL; /* after a training forward the logits are gradients now */
     row = ((size_t)b * m->fwd_T + t) * m->Vp;
+    if (m->gpu != NULL) {
+        /* One row to the host, converted there: sampling's path, not training's. */
+        void *host = malloc((size_t)m->shape.vocab * m->dsz);
+        int rc = host == NULL ? -ENOMEM
+                              : trn_model_gpu_read(m, (const char *)m->logits + row * m->dsz, host,
+                                                   (size_t)m->shape.vocab * m->dsz);
+
+        for (uint32_t i = 0; rc == 0 && i < m->shape.vocab; i++)
+            out[i] = gs_kern_load(host, i, m->dt);
+        free(host);
+        return rc;
+    }
     for (uint32_t i = 0; i < m->shape.vocab; i++)
         out[i] = gs_kern_load(m->logits, row + i, m->dt);
     return 0;
@@ -517,23 +601,20 @@ int trn_model_logits(const struct trn_model *m, uint32_t b, uint32_t t, float *o
 /* --- backward ------------------------------------------------------------------------------ */
 
 /* Tells the hook that every gradient slot before tensor index `first_pending` is final. */
-static int grads_ready(struct trn_model *m, size_t first_pending)
+int trn_model_grads_ready(struct trn_model *m, size_t first_pending)
 {
     size_t final = first_pending < m->ntensors ? m->params[first_pending].offset : m->nparams;
 
     return m->ready != NULL ? m->ready(final, m->ready_data) : 0;
 }
 
-int trn_model_backward(struct trn_model *m)
+static int cpu_backward(struct trn_model *m)
 {
     int B = (int)m->fwd_B, T = (int)m->fwd_T, C = (int)m->shape.channels;
     int NH = (int)m->shape.heads, N = B * T, Vp = (int)m->Vp, V = (int)m->shape.vocab;
     enum gs_kern_dtype dt = m->dt;
     int rc;
 
-    if (!m->ready_for_backward)
-        return -EINVAL;
-    m->ready_for_backward = false;
     /* The logits now hold their gradient (gs_kern_classifier). */
     rc = gs_kern_matmul_bwd(m->dc, Gt(m, m->wte), NULL, m->logits, m->lnf, Wt(m, m->wte), N, C, Vp,
                             dt, m->ws, m->ws_bytes);
@@ -543,7 +624,7 @@ int trn_model_backward(struct trn_model *m)
                                    m->blocks[m->shape.layers - 1].res3, Wt(m, m->lnfw), m->lnf_mean,
                                    m->lnf_rstd, N, C, dt);
     if (rc == 0)
-        rc = grads_ready(m, m->lnfw + 1); /* lnf.b and lnf.w lead the layout */
+        rc = trn_model_grads_ready(m, m->lnfw + 1); /* lnf.b and lnf.w lead the layout */
     for (uint32_t l = m->shape.layers; rc == 0 && l-- > 0;) {
         struct block_acts *b = &m->blocks[l];
         const void *x = l > 0 ? m->blocks[l - 1].res3 : m->encoded;
@@ -575,13 +656,21 @@ int trn_model_backward(struct trn_model *m)
                                        W(m, l, P_LN1W), b->ln1_mean, b->ln1_rstd, N, C, dt);
         /* Block l's tensors end with its ln1.w (laid out reversed); what follows is pending. */
         if (rc == 0)
-            rc = grads_ready(m, m->block[l * P_PER_BLOCK + P_LN1W] + 1);
+            rc = trn_model_grads_ready(m, m->block[l * P_PER_BLOCK + P_LN1W] + 1);
     }
     if (rc == 0)
         rc = gs_kern_encoder_bwd(Gt(m, m->wte), Gt(m, m->wpe), m->dres, m->tokens, B, T, C, V, dt);
     if (rc == 0)
-        rc = grads_ready(m, m->ntensors);
+        rc = trn_model_grads_ready(m, m->ntensors);
     return rc;
+}
+
+int trn_model_backward(struct trn_model *m)
+{
+    if (!m->ready_for_backward)
+        return -EINVAL;
+    m->ready_for_backward = false;
+    return m->gpu != NULL ? trn_model_gpu_backward(m) : cpu_backward(m);
 }
 
 void trn_model_on_grads_ready(struct trn_model *m, trn_grads_ready_fn ready, void *data)
@@ -590,9 +679,13 @@ void trn_model_on_grads_ready(struct trn_model *m, trn_grads_ready_fn ready, voi
     m->ready_data = data;
 }
 
-void trn_model_zero_grads(struct trn_model *m)
+int trn_model_zero_grads(struct trn_model *m)
 {
+    if (m->gpu != NULL)
+        return gs_kern_gpu_memset_async(m->g, 0, m->nparams * sizeof(float),
+                                        gs_kern_gpu_stream(m->gpu));
     memset(m->g, 0, m->nparams * sizeof(float));
+    return 0;
 }
 
 /* --- optimizer ----------------------------------------------------------------------------- */
@@ -606,6 +699,8 @@ int trn_model_grad_prepare(struct trn_model *m, float inv_scale, float max_norm,
     int rc = 0;
 
     *found_nonfinite = false;
+    if (m->gpu != NULL)
+        return trn_model_gpu_grad_prepare(m, inv_scale, ret_norm, found_nonfinite, max_norm);
     if (inv_scale != 1.0f)
         rc = gs_kern_grad_unscale(m->g, m->nparams, inv_scale, found_nonfinite);
     if (rc == 0)
@@ -621,20 +716,27 @@ int trn_model_grad_prepare(struct trn_model *m, float inv_scale, float max_norm,
     return rc;
 }
 
+struct gs_kern_adamw trn_model_adamw_hp(const struct trn_adamw *hp, const struct trn_param *t)
+{
+    return (struct gs_kern_adamw){
+        .lr = hp->lr,
+        .beta1 = hp->beta1,
+        .beta2 = hp->beta2,
+        .eps = hp->eps,
+        .weight_decay = t->decay ? hp->weight_decay : 0.0f,
+        .step = (int)hp->t,
+    };
+}
+
 int trn_model_adamw(struct trn_model *m, const struct trn_adamw *hp)
 {
     int rc = 0;
 
+    if (m->gpu != NULL)
+        return trn_model_gpu_adamw(m, hp);
     for (size_t i = 0; rc == 0 && i < m->ntensors; i++) {
         const struct trn_param *t = &m->params[i];
-        struct gs_kern_adamw k = {
-            .lr = hp->lr,
-            .beta1 = hp->beta1,
-            .beta2 = hp->beta2,
-            .eps = hp->eps,
-            .weight_decay = t->decay ? hp->weight_decay : 0.0f,
-            .step = (int)hp->t,
-        };
+        struct gs_kern_adamw k = trn_model_adamw_hp(hp, t);
 
         rc = gs_kern_adamw_copy_cpu(m->p + t->offset, m->g + t->offset, m->m + t->offset,
                                     m->v + t->offset, t->count, &k,

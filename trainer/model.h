@@ -14,6 +14,14 @@
  * gradients, so that data-parallel training can all-reduce the flat gradient buffer in
  * contiguous buckets as they fill.
  *
+ * On a GPU (trn_model_new_on with a kernels/gpu.h context) the same passes run as CUDA
+ * kernels: one device arena holds the fp32 weights, gradients, AdamW moments, the 16-bit
+ * copy, the activations and the kernels' workspace, allocated here and nowhere else; the
+ * passes only queue work on the context's stream. The fp32 master weights and moments
+ * returned by trn_model_params/adam_m/adam_v stay host arrays: trn_model_sync() pushes them
+ * to the device, trn_model_fetch() brings the device's back. trn_model_grads() is where the
+ * kernels accumulate (device memory on a GPU); trn_model_read_grads() copies it to the host.
+ *
  * Single-threaded API (the kernels use OpenMP inside); the model is the caller's to free.
  */
 #ifndef TRN_MODEL_H
@@ -24,6 +32,7 @@
 #include <stdint.h>
 
 #include "kernels/dtype.h"
+#include "kernels/gpu.h"
 
 struct trn_model_shape {
     uint32_t layers, heads, channels, context; /* context: the longest sequence */
@@ -49,6 +58,10 @@ uint32_t trn_vocab_padded(uint32_t vocab);
 
 /* Bytes trn_model_new() allocates for this shape, micro-batch and dtype. */
 size_t trn_model_bytes(const struct trn_model_shape *shape, enum gs_kern_dtype dt, uint32_t batch);
+/* The same for the GPU's device arena when gpu (what auto micro-batch sizes against free
+ * device memory), else trn_model_bytes(). */
+size_t trn_model_bytes_on(const struct trn_model_shape *shape, enum gs_kern_dtype dt,
+                          uint32_t batch, bool gpu);
 /* Model FLOPs of forward + backward per token at sequence length T (matmuls and attention). */
 double trn_model_flops_per_token(const struct trn_model_shape *shape, uint32_t T);
 
@@ -59,7 +72,16 @@ double trn_model_flops_per_token(const struct trn_model_shape *shape, uint32_t T
  */
 int trn_model_new(const struct trn_model_shape *shape, enum gs_kern_dtype dt, uint32_t batch,
                   struct trn_model **ret);
+/* The same on the GPU of context gpu (NULL: the CPU), which the caller keeps alive longer
+ * than the model. -ENOMEM when the device arena does not fit, -EIO on a CUDA error. */
+int trn_model_new_on(const struct trn_model_shape *shape, enum gs_kern_dtype dt, uint32_t batch,
+                     struct gs_kern_gpu *gpu, struct trn_model **ret);
 void trn_model_free(struct trn_model *m);
+bool trn_model_on_gpu(const struct trn_model *m);
+struct gs_kern_gpu *trn_model_gpu(const struct trn_model *m); /* NULL on the CPU */
+/* The model's memory: the device arena on a GPU (its peak: nothing else is allocated),
+ * trn_model_bytes() on the CPU. */
+size_t trn_model_arena_bytes(const struct trn_model *m);
 
 const struct trn_model_shape *trn_model_shape(const struct trn_model *m);
 enum gs_kern_dtype trn_model_dtype(const struct trn_model *m);
@@ -76,8 +98,14 @@ float *trn_model_adam_v(struct trn_model *m);
 /* GPT-2's initialisation from a seed: N(0, 0.02) weights, output projections scaled by
  * 1/sqrt(2*layers), zero biases, unit LayerNorm weights; padded embedding rows zero. */
 void trn_model_init(struct trn_model *m, uint64_t seed);
-/* Refreshes the 16-bit weight copy from the fp32 master (after init or loading). */
+/* After the host master arrays changed (init, loading, a broadcast): refreshes the 16-bit
+ * weight copy from them and, on a GPU, uploads weights and moments first. */
 int trn_model_sync(struct trn_model *m);
+/* On a GPU: waits for queued work and copies the device's weights and moments into the host
+ * arrays (before a checkpoint or a checksum). Nothing to do on the CPU. */
+int trn_model_fetch(struct trn_model *m);
+/* Copies the nparams gradients to dst (host). */
+int trn_model_read_grads(const struct trn_model *m, float *dst);
 
 /*
  * Forward pass over B x T tokens (B <= batch, T <= context). With targets, *ret_loss gets the
@@ -89,6 +117,13 @@ int trn_model_sync(struct trn_model *m);
 int trn_model_forward(struct trn_model *m, const int32_t *tokens, const int32_t *targets,
                       uint32_t B, uint32_t T, float grad_scale, bool for_backward,
                       double *ret_loss);
+/*
+ * The mean loss over every row with a target of the forward passes without ret_loss since
+ * the last call, and a fresh start; on a GPU this waits for those passes (the one copy back
+ * per step). A forward pass with ret_loss reports its own loss there instead (and waits for
+ * it on a GPU): evaluation does that, a training step passes NULL and asks here.
+ */
+int trn_model_take_loss(struct trn_model *m, double *ret_mean);
 /* Adds the last forward pass's gradients into trn_model_grads(). 0 or -EINVAL. */
 int trn_model_backward(struct trn_model *m);
 /*
@@ -100,7 +135,7 @@ int trn_model_backward(struct trn_model *m);
  */
 typedef int (*trn_grads_ready_fn)(size_t final, void *data);
 void trn_model_on_grads_ready(struct trn_model *m, trn_grads_ready_fn ready, void *data);
-void trn_model_zero_grads(struct trn_model *m);
+int trn_model_zero_grads(struct trn_model *m);
 /* Logits of sequence b at position t of the last forward pass, as vocab floats. */
 int trn_model_logits(const struct trn_model *m, uint32_t b, uint32_t t, float *out);
 

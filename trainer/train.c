@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "kernels/device.h"
+#include "kernels/gpu.h"
 #include "kernels/ops.h"
 #include "sharding/loader.h"
 #include "sharding/manifest.h"
@@ -55,9 +56,82 @@ struct run {
     bool has_val;
     uint64_t signal_at; /* GSCHED_TRAIN_SIGNAL_AT: raise SIGUSR1 after this step; 0 none */
     struct trn_comm *comm;
-    struct trn_ddp *ddp; /* with more than one rank */
-    bool lead;           /* rank 0: it alone writes metrics, checkpoints and the plot */
+    struct trn_ddp *ddp;     /* with more than one rank */
+    bool lead;               /* rank 0: it alone writes metrics, checkpoints and the plot */
+    struct gs_kern_gpu *gpu; /* the rank's GPU, or NULL on the CPU */
+    struct gpu_timer *timer; /* step-time split on the GPU */
 };
+
+/*
+ * On a GPU the host only queues work, so a phase's host time says nothing: the step's split
+ * comes from CUDA events recorded around each phase, read after the step's last wait.
+ * Events per micro-step: before forward, before backward, after backward; then two around
+ * the optimizer.
+ */
+struct gpu_timer {
+    uint32_t micro; /* micro-steps per step */
+    void **ev;      /* [3 * micro + 2] */
+};
+
+static void gpu_timer_free(struct gpu_timer *t)
+{
+    if (t == NULL)
+        return;
+    for (uint32_t i = 0; t->ev != NULL && i < 3 * t->micro + 2; i++)
+        gs_kern_gpu_event_free(t->ev[i]);
+    free(t->ev);
+    free(t);
+}
+
+static int gpu_timer_new(uint32_t micro, struct gpu_timer **ret)
+{
+    struct gpu_timer *t = calloc(1, sizeof(*t));
+    int rc = 0;
+
+    if (t == NULL)
+        return -ENOMEM;
+    t->micro = micro;
+    t->ev = calloc(3 * (size_t)micro + 2, sizeof(*t->ev));
+    if (t->ev == NULL)
+        rc = -ENOMEM;
+    for (uint32_t i = 0; rc == 0 && i < 3 * micro + 2; i++)
+        rc = gs_kern_gpu_event_new(true, &t->ev[i]);
+    if (rc < 0) {
+        gpu_timer_free(t);
+        return rc;
+    }
+    *ret = t;
+    return 0;
+}
+
+/* Records event i on the compute stream (nothing on the CPU). */
+static void mark(struct run *r, uint32_t i)
+{
+    if (r->timer != NULL)
+        gs_kern_gpu_event_record(r->timer->ev[i], gs_kern_gpu_stream(r->gpu));
+}
+
+static double gpu_ms(struct gpu_timer *t, uint32_t from, uint32_t to)
+{
+    float ms = 0;
+
+    return gs_kern_gpu_event_ms(t->ev[from], t->ev[to], &ms) == 0 ? (double)ms : 0.0;
+}
+
+/* After the step's wait: the device's forward, backward and optimizer times. */
+static void gpu_split(struct run *r, struct trn_step_record *rec)
+{
+    struct gpu_timer *t = r->timer;
+
+    if (t == NULL)
+        return;
+    rec->fwd_ms = rec->bwd_ms = 0;
+    for (uint32_t a = 0; a < t->micro; a++) {
+        rec->fwd_ms += gpu_ms(t, 3 * a, 3 * a + 1);
+        rec->bwd_ms += gpu_ms(t, 3 * a + 1, 3 * a + 2);
+    }
+    rec->optim_ms = gpu_ms(t, 3 * t->micro, 3 * t->micro + 1);
+}
 
 static double ms_since(const struct timespec *t0)
 {
@@ -102,6 +176,8 @@ static enum gs_kern_dtype dtype_of(enum trn_precision p)
 static int choose_micro(struct run *r, uint32_t seqs_per_rank)
 {
     uint64_t budget = r->cfg->memory_mib * 1024 * 1024;
+    bool gpu = r->gpu != NULL;
+    struct gs_kern_gpu_info info;
 
     if (r->cfg->micro > 0) {
         if (seqs_per_rank % r->cfg->micro != 0) {
@@ -112,17 +188,20 @@ static int choose_micro(struct run *r, uint32_t seqs_per_rank)
         r->B = r->cfg->micro;
         return 0;
     }
+    /* On a GPU the budget is the device's free memory, less a tenth for the CUDA context,
+     * cuBLASLt and NCCL, which allocate on their own. */
+    if (gpu && gs_kern_gpu_info(r->gpu, &info) == 0)
+        budget = info.free_bytes / 10 * 9;
     for (uint32_t b = seqs_per_rank; b >= 1; b--) {
-        if (seqs_per_rank % b == 0 && trn_model_bytes(&r->shape, r->dt, b) <= budget) {
+        if (seqs_per_rank % b == 0 && trn_model_bytes_on(&r->shape, r->dt, b, gpu) <= budget) {
             r->B = b;
             return 0;
         }
     }
-    gs_buf_printf(r->err,
-                  "batch.memory %llu MiB cannot hold the model with even one sequence "
-                  "(%zu MiB needed)",
-                  (unsigned long long)r->cfg->memory_mib,
-                  trn_model_bytes(&r->shape, r->dt, 1) / (1024 * 1024) + 1);
+    gs_buf_printf(
+        r->err, "%s %llu MiB cannot hold the model with even one sequence (%zu MiB needed)",
+        gpu ? "the GPU's free memory" : "batch.memory", (unsigned long long)(budget >> 20),
+        trn_model_bytes_on(&r->shape, r->dt, 1, gpu) / (1024 * 1024) + 1);
     return -ENOMEM;
 }
 
@@ -168,6 +247,87 @@ static bool have_gpu(void)
     return gs_kern_cuda_built() && gs_kern_dev_count(&n) == 0 && n > 0;
 }
 
+/*
+ * device = "auto" | "cpu" | "cuda": opens the rank's GPU, or leaves r->gpu NULL for the CPU.
+ * The rank's device among those visible is its local rank modulo their count, so gsched's
+ * workers (CUDA_VISIBLE_DEVICES per task) and a plain mpirun on a multi-GPU node both give
+ * each rank its own GPU. Before the communicator, which NCCL ties to the device.
+ */
+static int open_device(struct run *r)
+{
+    enum trn_device want = r->cfg->device;
+    int n = 0, dev, rc;
+
+    if (want == TRN_DEVICE_CPU || (want == TRN_DEVICE_AUTO && !have_gpu()))
+        return 0;
+    if (!gs_kern_cuda_built()) {
+        gs_buf_printf(r->err, "device = \"cuda\": this gsched-train was built without CUDA");
+        return -ENODEV;
+    }
+    rc = gs_kern_dev_count(&n);
+    if (rc == 0 && n == 0) {
+        gs_buf_printf(r->err,
+                      "device = \"cuda\": no CUDA device is visible "
+                      "(CUDA_VISIBLE_DEVICES=%s)",
+                      getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES") : "unset");
+        return -ENODEV;
+    }
+    dev = rc == 0 ? trn_comm_local_rank() % n : 0;
+    if (rc == 0)
+        rc = gs_kern_gpu_new(dev, &r->gpu);
+    if (rc < 0) {
+        gs_buf_printf(r->err, "device cuda:%d: %s", dev, gs_kern_dev_last_error());
+        return rc;
+    }
+    gs_kern_gpu_set_tf32(r->gpu, r->cfg->tf32);
+    return 0;
+}
+
+static void print_device(struct run *r)
+{
+    struct gs_kern_gpu_info info;
+
+    if (r->out == NULL)
+        return;
+    if (r->gpu == NULL) {
+        fprintf(r->out, "device: cpu\n");
+        return;
+    }
+    if (gs_kern_gpu_info(r->gpu, &info) == 0)
+        fprintf(r->out, "device: cuda:%d %s (sm_%d%d, %d SMs, %.1f GiB, %.1f GiB free)\n",
+                gs_kern_gpu_device(r->gpu), info.name, info.major, info.minor, info.sms,
+                (double)info.total_bytes / (1 << 30), (double)info.free_bytes / (1 << 30));
+}
+
+/* Whether the launcher started several ranks (mpirun, or gsched's one task per rank). */
+static bool several_ranks(void)
+{
+    const char *names[] = {"OMPI_COMM_WORLD_SIZE", "WORLD_SIZE"};
+
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        const char *v = getenv(names[i]);
+
+        if (v != NULL && atoi(v) > 1)
+            return true;
+    }
+    return false;
+}
+
+/* CPU ranks talk through Open MPI (or alone); GPU ranks through NCCL, when there is anyone
+ * to talk to or ddp.always asks for the path on one rank. */
+static int open_comm(struct run *r)
+{
+    int rc;
+
+    if (r->gpu != NULL && (several_ranks() || r->cfg->ddp_always))
+        rc = trn_comm_new_gpu(gs_kern_gpu_device(r->gpu), gs_kern_gpu_stream(r->gpu), &r->comm);
+    else
+        rc = trn_comm_new(&r->comm);
+    if (rc < 0)
+        gs_buf_printf(r->err, "communication: %s", r->comm ? trn_comm_error(r->comm) : "");
+    return rc;
+}
+
 static int start_loader(struct run *r)
 {
     struct shard_loader_config lc = {
@@ -185,7 +345,7 @@ static int start_loader(struct run *r)
     struct gs_error gerr = {0};
     int rc;
 
-    if (have_gpu()) {
+    if (r->gpu != NULL) {
         lc.alloc = pinned_alloc;
         lc.release = pinned_release;
     }
@@ -259,7 +419,10 @@ static int start_ddp(struct run *r)
     };
     int rc = trn_ddp_new(r->comm, r->model, &o, &r->ddp);
 
-    if (rc < 0)
+    if (rc == -ENOTSUP && o.bf16)
+        gs_buf_printf(r->err,
+                      "ddp.allreduce = \"bf16\" is not supported on GPUs yet (use \"fp32\")");
+    else if (rc < 0)
         gs_buf_printf(r->err, "data parallel: %s", strerror(-rc));
     return rc;
 }
@@ -283,11 +446,15 @@ static int sum_over_ranks(struct run *r, double *v, size_t n)
 /* Every ddp.check_every steps: the ranks' weights must be bitwise equal. */
 static int check_in_step(struct run *r)
 {
-    uint32_t crc =
-        gs_crc32c(0, trn_model_params(r->model), trn_model_nparams(r->model) * sizeof(float));
-    uint32_t lead_crc = crc;
+    uint32_t crc, lead_crc;
     double differ;
-    int rc = trn_comm_broadcast(r->comm, &lead_crc, sizeof(lead_crc), 0);
+    int rc = trn_model_fetch(r->model); /* a GPU's weights to the host first */
+
+    if (rc < 0)
+        return rc;
+    crc = gs_crc32c(0, trn_model_params(r->model), trn_model_nparams(r->model) * sizeof(float));
+    lead_crc = crc;
+    rc = trn_comm_broadcast(r->comm, &lead_crc, sizeof(lead_crc), 0);
 
     differ = lead_crc != crc ? 1.0 : 0.0;
     if (rc == 0)
@@ -309,16 +476,19 @@ static int setup(struct run *r)
     uint32_t seqs = (uint32_t)(cfg->global_tokens / cfg->context);
     int rc;
 
-    rc = trn_comm_new(&r->comm);
-    if (rc < 0) {
-        gs_buf_printf(r->err, "communication: %s", r->comm ? trn_comm_error(r->comm) : "");
+    if (cfg->threads > 0)
+        gs_kern_set_threads((int)cfg->threads); /* before any workspace is sized */
+    rc = open_device(r);
+    if (rc == 0)
+        rc = open_comm(r);
+    if (rc < 0)
         return rc;
-    }
     r->world = (uint32_t)trn_comm_size(r->comm);
     r->rank = (uint32_t)trn_comm_rank(r->comm);
     r->lead = r->rank == 0;
     if (!r->lead)
         r->out = NULL; /* one voice: rank 0's */
+    print_device(r);
     if (seqs % r->world != 0) {
         gs_buf_printf(r->err, "the %u sequences of a step do not divide between %u ranks", seqs,
                       r->world);
@@ -340,19 +510,20 @@ static int setup(struct run *r)
     r->plot_path = join(out_dir, cfg->plot_file, "loss.svg");
     if (r->ckpt_dir == NULL || r->metrics_path == NULL || r->plot_path == NULL)
         return -ENOMEM;
-    if (cfg->threads > 0)
-        gs_kern_set_threads((int)cfg->threads); /* before any workspace is sized */
     rc = choose_micro(r, seqs / r->world);
     if (rc == 0)
         rc = open_data(r);
     if (rc < 0)
         return rc;
     r->accum = seqs / r->world / r->B;
-    rc = trn_model_new(&r->shape, r->dt, r->B, &r->model);
+    rc = trn_model_new_on(&r->shape, r->dt, r->B, r->gpu, &r->model);
     if (rc < 0) {
-        gs_buf_printf(r->err, "model: %s", strerror(-rc));
+        gs_buf_printf(r->err, "model: %s%s%s", strerror(-rc), r->gpu != NULL ? ": " : "",
+                      r->gpu != NULL ? gs_kern_dev_last_error() : "");
         return rc;
     }
+    if (r->gpu != NULL && (rc = gpu_timer_new(r->accum, &r->timer)) < 0)
+        return rc;
     trn_model_init(r->model, cfg->seed);
     rc = trn_model_sync(r->model);
     trn_loss_scaler_init(&r->st.scaler, cfg->scale_init, cfg->scale_growth, cfg->scale_backoff,
@@ -362,7 +533,7 @@ static int setup(struct run *r)
         rc = resume(r);
     if (rc == 0 && r->world > 1)
         rc = share_state(r);
-    if (rc == 0 && r->world > 1)
+    if (rc == 0 && (r->world > 1 || cfg->ddp_always))
         rc = start_ddp(r);
     if (rc == 0)
         rc = start_loader(r);
@@ -375,7 +546,7 @@ static int setup(struct run *r)
     if (rc == 0 && r->lead)
         rc = trn_report_open(cfg->log_every, stderr, &r->report);
     r->lr = (struct trn_lr_schedule){cfg->lr, cfg->min_lr, cfg->warmup_steps, cfg->steps};
-    if (rc == 0 && r->world > 1 && r->out != NULL)
+    if (rc == 0 && r->ddp != NULL && r->out != NULL)
         fprintf(r->out, "data parallel: %u ranks (%s), %u gradient buckets, overlap %s, %s\n",
                 r->world, trn_comm_backend(r->comm), trn_ddp_buckets(r->ddp),
                 cfg->ddp_overlap ? "on" : "off", cfg->ddp_bf16 ? "bf16" : "fp32");
@@ -384,11 +555,12 @@ static int setup(struct run *r)
                 "model: %u layers, %u heads, %u channels, context %u, vocab %u (padded %u): "
                 "%.2fM parameters, %s, threads: %d\n"
                 "batch: %u sequences of %u tokens per step = micro-batch %u x %u accumulation "
-                "steps; %.0f MiB of model memory\n",
+                "steps; %.0f MiB of %s memory\n",
                 cfg->layers, cfg->heads, cfg->channels, cfg->context, cfg->vocab,
                 trn_vocab_padded(cfg->vocab), (double)trn_model_nparams(r->model) / 1e6,
                 trn_precision_name(cfg->precision), gs_kern_threads(), seqs, r->T, r->B, r->accum,
-                (double)trn_model_bytes(&r->shape, r->dt, r->B) / (1024.0 * 1024.0));
+                (double)trn_model_arena_bytes(r->model) / (1024.0 * 1024.0),
+                r->gpu != NULL ? "device" : "model");
     return rc;
 }
 
@@ -400,7 +572,9 @@ static void teardown(struct run *r)
     trn_report_free(r->report);
     trn_ckpt_writer_free(r->writer);
     shard_loader_free(r->loader);
+    gpu_timer_free(r->timer);
     trn_model_free(r->model);
+    gs_kern_gpu_free(r->gpu); /* after the model, whose arena lives on it */
     shard_manifest_free(r->manifest);
     free(r->ckpt_dir);
     free(r->metrics_path);
@@ -430,28 +604,29 @@ static int step(struct run *r, struct trn_step_record *rec)
     float scale = fp16 ? (float)r->st.scaler.scale : 1.0f, norm = 0;
     struct timespec t0, t;
     double loss_sum = 0;
-    int rc = 0;
+    int rc;
 
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    trn_model_zero_grads(r->model);
+    rc = trn_model_zero_grads(r->model);
     for (uint32_t a = 0; rc == 0 && a < r->accum; a++) {
         struct shard_loader_batch b;
-        double loss = 0;
 
         rc = next_batch(r, &b, &rec->data_ms);
         clock_gettime(CLOCK_MONOTONIC, &t);
+        mark(r, 3 * a);
         if (rc == 0)
             rc = trn_model_forward(r->model, b.inputs, b.targets, b.samples, r->T,
                                    scale / ((float)b.samples * (float)r->T * (float)r->accum), true,
-                                   &loss);
+                                   NULL);
         rec->fwd_ms += ms_since(&t);
         clock_gettime(CLOCK_MONOTONIC, &t);
+        mark(r, 3 * a + 1);
         if (r->ddp != NULL && a + 1 == r->accum)
             trn_ddp_arm(r->ddp); /* only the last micro-step's gradients travel */
         if (rc == 0)
             rc = trn_model_backward(r->model);
+        mark(r, 3 * a + 2);
         rec->bwd_ms += ms_since(&t);
-        loss_sum += loss;
         rec->tokens += (uint64_t)b.samples * r->T * r->world;
     }
     if (r->ddp != NULL) {
@@ -466,6 +641,8 @@ static int step(struct run *r, struct trn_step_record *rec)
         rec->comm_ms = (double)ds.comm_ns / 1e6;
         rec->exposed_ms = (double)ds.exposed_ns / 1e6;
     }
+    if (rc == 0) /* the mean over the step's micro-batches (on a GPU: the first wait) */
+        rc = trn_model_take_loss(r->model, &loss_sum);
     if (rc == 0 && r->world > 1) {
         rc = sum_over_ranks(r, &loss_sum, 1);
         loss_sum /= r->world;
@@ -473,18 +650,20 @@ static int step(struct run *r, struct trn_step_record *rec)
     rec->ranks = r->world;
     if (rc < 0) {
         if (r->err->len == 0)
-            gs_buf_printf(r->err, "step %llu: %s", (unsigned long long)r->st.step + 1,
-                          strerror(-rc));
+            gs_buf_printf(r->err, "step %llu: %s%s%s", (unsigned long long)r->st.step + 1,
+                          strerror(-rc), r->gpu != NULL && rc == -EIO ? ": " : "",
+                          r->gpu != NULL && rc == -EIO ? gs_kern_dev_last_error() : "");
         return rc;
     }
     clock_gettime(CLOCK_MONOTONIC, &t);
+    mark(r, 3 * r->accum);
     rc =
         trn_model_grad_prepare(r->model, 1.0f / scale, (float)r->cfg->grad_clip, &norm, &nonfinite);
     if (rc == 0 && fp16)
         apply = trn_loss_scaler_update(&r->st.scaler, nonfinite);
     else if (rc == 0 && nonfinite) {
         gs_buf_printf(r->err, "step %llu: the gradients hold inf or NaN (loss %g): diverged",
-                      (unsigned long long)r->st.step + 1, loss_sum / r->accum);
+                      (unsigned long long)r->st.step + 1, loss_sum);
         return -ERANGE;
     }
     rec->lr = trn_lr_at(&r->lr, r->st.step);
@@ -495,8 +674,20 @@ static int step(struct run *r, struct trn_step_record *rec)
 
         rc = trn_model_adamw(r->model, &hp);
     }
+    mark(r, 3 * r->accum + 1);
+    if (rc == 0 && r->gpu != NULL) /* an honest step time: the GPU has finished it */
+        rc = gs_kern_gpu_sync(r->gpu);
+    if (rc == 0 && r->gpu != NULL && r->ddp != NULL) {
+        /* The all-reduces' times are known now that the GPU has run them. */
+        struct trn_ddp_stats ds = {0};
+
+        rc = trn_ddp_gpu_stats(r->ddp, &ds);
+        rec->comm_ms = (double)ds.comm_ns / 1e6;
+        rec->exposed_ms = (double)ds.exposed_ns / 1e6;
+    }
     rec->optim_ms = ms_since(&t);
-    rec->loss = loss_sum / r->accum;
+    gpu_split(r, rec);
+    rec->loss = loss_sum;
     rec->grad_norm = norm;
     rec->loss_scale = fp16 ? scale : 0;
     rec->skipped = !apply;
@@ -552,6 +743,19 @@ static int evaluate(struct run *r, double *ret_loss)
     return rc;
 }
 
+/* MFU's denominator: metrics.peak_flops, else on a GPU its dense bf16 Tensor Core peak for
+ * the world's GPUs (all alike), else none. */
+static double peak_flops_of(struct run *r)
+{
+    struct gs_kern_gpu_info info;
+
+    if (r->cfg->peak_flops > 0 || r->gpu == NULL)
+        return r->cfg->peak_flops;
+    if (gs_kern_gpu_info(r->gpu, &info) < 0 || info.bf16_peak_flops <= 0)
+        return 0;
+    return info.bf16_peak_flops * r->world;
+}
+
 static int checkpoint(struct run *r, double *stall_ms)
 {
     size_t size = trn_state_size(r->model);
@@ -563,7 +767,11 @@ static int checkpoint(struct run *r, double *stall_ms)
         fprintf(r->out, "warning: the previous checkpoint failed: %s\n", strerror(-rc));
     if (rc == -ENOMEM)
         return rc;
-    rc = trn_state_save(r->model, &r->st, buf, size);
+    /* On a GPU the step stalls for the copy of weights and moments to the host, no longer:
+     * the staging and the write go on behind the next steps. */
+    rc = trn_model_fetch(r->model);
+    if (rc == 0)
+        rc = trn_state_save(r->model, &r->st, buf, size);
     if (rc == 0)
         rc = trn_ckpt_submit(r->writer, r->st.step, size);
     *stall_ms += (double)stall_ns / 1e6;
@@ -587,7 +795,7 @@ int trn_train(const struct trn_config *cfg, volatile sig_atomic_t *stop, FILE *o
               struct trn_run_result *res, struct gs_buf *err)
 {
     struct run r = {.cfg = cfg, .out = out, .err = err};
-    double flops_per_step;
+    double flops_per_step, peak_flops = 0;
     bool stopped = false;
     int rc;
 
@@ -597,11 +805,13 @@ int trn_train(const struct trn_config *cfg, volatile sig_atomic_t *stop, FILE *o
     if (rc == 0)
         rc = setup(&r);
     flops_per_step = trn_model_flops_per_token(&r.shape, r.T) * (double)cfg->global_tokens;
+    if (rc == 0)
+        peak_flops = peak_flops_of(&r);
     while (rc == 0 && r.st.step < cfg->steps && !stopped) {
         struct trn_step_record rec = {.step = r.st.step,
                                       .steps = cfg->steps,
                                       .flops = flops_per_step,
-                                      .peak_flops = cfg->peak_flops};
+                                      .peak_flops = peak_flops};
         bool last;
 
         rc = step(&r, &rec);
@@ -634,6 +844,8 @@ int trn_train(const struct trn_config *cfg, volatile sig_atomic_t *stop, FILE *o
             ((cfg->ckpt_every > 0 && (r.st.step % cfg->ckpt_every == 0 || last)) || stopped))
             rc = checkpoint(&r, &rec.ckpt_ms);
         rec.peak_mem_bytes = peak_rss_bytes();
+        if (r.gpu != NULL)
+            rec.device_mem_bytes = trn_model_arena_bytes(r.model);
         if (rc == 0 && r.metrics != NULL)
             rc = trn_metrics_step(r.metrics, &rec);
         if (rc == 0) /* never fails the run: a report that cannot go is dropped */

@@ -8,6 +8,9 @@
  *     fp16: max |c - ref| <= 2e-2 * max|ref|      (11-bit mantissas)
  * Also: the parameter layout (backward order, names, decay), memory sizing, and that the
  * initialisation is deterministic.
+ *
+ * The same fixtures judge the model on a GPU (kernels/gpu.h), with the same tolerances:
+ * those tests skip themselves, counted as skipped, where no CUDA device is visible.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -16,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/device.h"
+#include "kernels/gpu.h"
 #include "trainer/model.h"
 #include "trainer/tensorfile.h"
 
@@ -28,10 +33,14 @@ struct fixture {
 
 static void open_fixture(struct fixture *fx)
 {
-    struct gs_buf err = GS_BUF_INIT;
+    struct gs_buf err = GS_BUF_INIT, path = GS_BUF_INIT;
     const struct trn_tensor *c, *in, *tg;
+    /* GSCHED_FIXTURES in the environment: the test binary was moved (bench/gpu_pack.sh). */
+    const char *dir = getenv("GSCHED_FIXTURES") ? getenv("GSCHED_FIXTURES") : GSCHED_FIXTURES;
 
-    cr_assert_eq(trn_tf_open(GSCHED_FIXTURES "/tiny.gstf", &fx->tf, &err), 0, "%s", err.data);
+    cr_assert_eq(gs_buf_printf(&path, "%s/tiny.gstf", dir), 0);
+    cr_assert_eq(trn_tf_open(path.data, &fx->tf, &err), 0, "%s", err.data);
+    gs_buf_release(&path);
     c = trn_tf_expect(fx->tf, "config", TRN_TF_I32, 7, &err);
     cr_assert_not_null(c, "%s", err.data);
     const int32_t *v = c->data; /* L NH C T V Vp B */
@@ -48,12 +57,26 @@ static void open_fixture(struct fixture *fx)
     gs_buf_release(&err);
 }
 
-static struct trn_model *model_from_fixture(struct fixture *fx, enum gs_kern_dtype dt)
+/* A GPU context on device 0, or the test skipped when there is none. */
+static struct gs_kern_gpu *gpu_or_skip(void)
+{
+    struct gs_kern_gpu *g = NULL;
+    int n = 0;
+
+    if (!gs_kern_cuda_built() || gs_kern_dev_count(&n) < 0 || n == 0)
+        cr_skip_test("no CUDA device");
+    cr_assert_eq(gs_kern_gpu_new(0, &g), 0, "%s", gs_kern_dev_last_error());
+    return g;
+}
+
+static struct trn_model *model_from_fixture(struct fixture *fx, enum gs_kern_dtype dt,
+                                            struct gs_kern_gpu *gpu)
 {
     struct gs_buf err = GS_BUF_INIT;
     struct trn_model *m = NULL;
 
-    cr_assert_eq(trn_model_new(&fx->shape, dt, fx->B, &m), 0);
+    cr_assert_eq(trn_model_new_on(&fx->shape, dt, fx->B, gpu, &m), 0, "%s",
+                 gpu != NULL ? gs_kern_dev_last_error() : "");
     for (size_t i = 0; i < trn_model_ntensors(m); i++) {
         const struct trn_param *p = trn_model_param(m, i);
         const struct trn_tensor *t = trn_tf_expect(fx->tf, p->name, TRN_TF_F32, p->count, &err);
@@ -83,17 +106,17 @@ static double tolerance(enum gs_kern_dtype dt)
     return dt == GS_KERN_F32 ? 2e-4 : dt == GS_KERN_BF16 ? 6e-2 : 2e-2;
 }
 
-static void check_forward_backward(enum gs_kern_dtype dt)
+static void check_forward_backward(enum gs_kern_dtype dt, struct gs_kern_gpu *gpu)
 {
     struct fixture fx;
     struct trn_model *m;
     const struct trn_tensor *ref_loss, *ref_logits;
     double loss = 0, tol = tolerance(dt);
-    float *row;
+    float *row, *grads;
     uint32_t V;
 
     open_fixture(&fx);
-    m = model_from_fixture(&fx, dt);
+    m = model_from_fixture(&fx, dt, gpu);
     V = fx.shape.vocab;
 
     /* Logits, without targets. */
@@ -117,6 +140,8 @@ static void check_forward_backward(enum gs_kern_dtype dt)
                        "loss %.7f vs %.7f", loss, *(const float *)ref_loss->data);
     cr_assert_eq(trn_model_backward(m), 0);
     cr_assert_eq(trn_model_backward(m), -EINVAL, "one backward per forward");
+    grads = malloc(trn_model_nparams(m) * sizeof(float));
+    cr_assert_eq(trn_model_read_grads(m, grads), 0);
     for (size_t i = 0; i < trn_model_ntensors(m); i++) {
         const struct trn_param *p = trn_model_param(m, i);
         char name[48];
@@ -126,36 +151,61 @@ static void check_forward_backward(enum gs_kern_dtype dt)
         snprintf(name, sizeof(name), "grad.%s", p->name);
         g = trn_tf_find(fx.tf, name);
         cr_assert_not_null(g, "%s", name);
-        e = rel_err(trn_model_grads(m) + p->offset, g->data, p->count);
+        e = rel_err(grads + p->offset, g->data, p->count);
         cr_assert_leq(e, tol, "%s: relative error %g > %g", name, e, tol);
     }
+    free(grads);
     trn_model_free(m);
     trn_tf_close(fx.tf);
 }
 
 Test(model, matches_pytorch_fp32)
 {
-    check_forward_backward(GS_KERN_F32);
+    check_forward_backward(GS_KERN_F32, NULL);
 }
 
 Test(model, matches_pytorch_bf16)
 {
-    check_forward_backward(GS_KERN_BF16);
+    check_forward_backward(GS_KERN_BF16, NULL);
 }
 
 Test(model, matches_pytorch_fp16)
 {
-    check_forward_backward(GS_KERN_F16);
+    check_forward_backward(GS_KERN_F16, NULL);
 }
 
-Test(model, ten_adamw_steps_match_pytorch)
+Test(model, gpu_matches_pytorch_fp32)
+{
+    struct gs_kern_gpu *g = gpu_or_skip();
+
+    check_forward_backward(GS_KERN_F32, g);
+    gs_kern_gpu_free(g);
+}
+
+Test(model, gpu_matches_pytorch_bf16)
+{
+    struct gs_kern_gpu *g = gpu_or_skip();
+
+    check_forward_backward(GS_KERN_BF16, g);
+    gs_kern_gpu_free(g);
+}
+
+Test(model, gpu_matches_pytorch_fp16)
+{
+    struct gs_kern_gpu *g = gpu_or_skip();
+
+    check_forward_backward(GS_KERN_F16, g);
+    gs_kern_gpu_free(g);
+}
+
+static void check_adamw_steps(struct gs_kern_gpu *gpu)
 {
     struct fixture fx;
     struct trn_model *m;
     const struct trn_tensor *losses, *norms, *hp;
 
     open_fixture(&fx);
-    m = model_from_fixture(&fx, GS_KERN_F32);
+    m = model_from_fixture(&fx, GS_KERN_F32, gpu);
     losses = trn_tf_find(fx.tf, "adamw.losses");
     norms = trn_tf_find(fx.tf, "adamw.grad_norms");
     hp = trn_tf_find(fx.tf, "adamw.hparams"); /* lr beta1 beta2 eps wd clip */
@@ -167,7 +217,7 @@ Test(model, ten_adamw_steps_match_pytorch)
         float norm;
         bool bad;
 
-        trn_model_zero_grads(m);
+        cr_assert_eq(trn_model_zero_grads(m), 0);
         cr_assert_eq(trn_model_forward(m, fx.inputs, fx.targets, fx.B, fx.T, 0, true, &loss), 0);
         cr_assert_eq(trn_model_backward(m), 0);
         cr_assert_eq(trn_model_grad_prepare(m, 1.0f, h[5], &norm, &bad), 0);
@@ -180,6 +230,7 @@ Test(model, ten_adamw_steps_match_pytorch)
                            (unsigned long long)step);
         cr_assert_eq(trn_model_adamw(m, &a), 0);
     }
+    cr_assert_eq(trn_model_fetch(m), 0); /* a GPU's weights to the host arrays */
     for (size_t i = 0; i < trn_model_ntensors(m); i++) {
         const struct trn_param *p = trn_model_param(m, i);
         char name[64];
@@ -211,6 +262,28 @@ Test(model, ten_adamw_steps_match_pytorch)
     }
     trn_model_free(m);
     trn_tf_close(fx.tf);
+}
+
+Test(model, ten_adamw_steps_match_pytorch)
+{
+    check_adamw_steps(NULL);
+}
+
+Test(model, gpu_ten_adamw_steps_match_pytorch)
+{
+    struct gs_kern_gpu *g = gpu_or_skip();
+
+    check_adamw_steps(g);
+    gs_kern_gpu_free(g);
+}
+
+Test(model, gpu_without_cuda_is_refused)
+{
+    struct gs_kern_gpu *g = NULL;
+
+    if (gs_kern_cuda_built())
+        cr_skip_test("built with CUDA");
+    cr_assert_eq(gs_kern_gpu_new(0, &g), -ENODEV);
 }
 
 Test(model, layout_is_backward_order_with_decay_on_matrices)

@@ -7,113 +7,44 @@
 #define _GNU_SOURCE
 
 #include <criterion/criterion.h>
-#include <poll.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <unistd.h>
 
 #include "common/clock.h"
-#include "proto/frame.h"
+#include "fake_gschedd.h"
 #include "trainer/report.h"
 
 #define MAX_SEEN 64
 
-/* A gschedd that takes (or refuses) every report and remembers it. */
-struct fake {
-    char dir[32], path[80];
-    int lfd;
-    bool serve; /* false: listen only, never accept (a stuck gschedd) */
+/* What the fake gschedd (fake_gschedd.h) took: every report, or refused each. */
+struct seen {
     bool refuse;
-    atomic_bool stop;
-    pthread_t thread;
     size_t n;
-    Gs__JobProgressReport seen[MAX_SEEN];
+    Gs__JobProgressReport v[MAX_SEEN];
 };
 
-static void serve_one(struct fake *f, int fd)
+static void answer(struct fake_gschedd *f, const Gs__Envelope *req, Gs__Envelope *reply)
 {
-    Gs__Envelope *req = NULL, env = GS__ENVELOPE__INIT;
-    Gs__JobProgressReply ok = GS__JOB_PROGRESS_REPLY__INIT;
-    Gs__ErrorReply err = GS__ERROR_REPLY__INIT;
+    static Gs__JobProgressReply ok = GS__JOB_PROGRESS_REPLY__INIT;
+    static Gs__ErrorReply err = GS__ERROR_REPLY__INIT;
+    struct seen *seen = f->data;
 
-    if (gs_proto_handshake_fd(fd, GS__ROLE__ROLE_SCHEDULER, "fake",
-                              GS_PROTO_ROLE_BIT(GS__ROLE__ROLE_CLI), 2000, NULL) < 0 ||
-        gs_proto_read_fd(fd, 0, 2000, &req) < 0)
-        return;
-    if (req->body_case == GS__ENVELOPE__BODY_JOB_PROGRESS_REPORT && f->n < MAX_SEEN) {
-        f->seen[f->n] = *req->job_progress_report;
-        f->seen[f->n].text = NULL; /* borrowed from req, freed below */
-        f->n++;
+    if (req->body_case == GS__ENVELOPE__BODY_JOB_PROGRESS_REPORT && seen->n < MAX_SEEN) {
+        seen->v[seen->n] = *req->job_progress_report;
+        seen->v[seen->n].text = NULL; /* borrowed from req, freed after the answer */
+        seen->n++;
     }
-    env.request_id = req->request_id;
-    if (f->refuse) {
+    if (seen->refuse) {
         err.code = -EINVAL;
         err.message = "job 7 is COMPLETED: progress is taken from running jobs only";
-        env.body_case = GS__ENVELOPE__BODY_ERROR;
-        env.error = &err;
+        reply->body_case = GS__ENVELOPE__BODY_ERROR;
+        reply->error = &err;
     } else {
         ok.job_id = req->job_progress_report->job_id;
-        env.body_case = GS__ENVELOPE__BODY_JOB_PROGRESS_REPLY;
-        env.job_progress_reply = &ok;
+        reply->body_case = GS__ENVELOPE__BODY_JOB_PROGRESS_REPLY;
+        reply->job_progress_reply = &ok;
     }
-    (void)gs_proto_write_fd(fd, &env, 2000);
-    gs_proto_envelope_free(req);
-}
-
-static void *fake_main(void *arg)
-{
-    struct fake *f = arg;
-
-    while (!atomic_load(&f->stop)) {
-        struct pollfd p = {.fd = f->lfd, .events = POLLIN};
-        int fd;
-
-        if (poll(&p, 1, 20) <= 0)
-            continue;
-        fd = accept(f->lfd, NULL, NULL);
-        if (fd < 0)
-            continue;
-        serve_one(f, fd);
-        close(fd);
-    }
-    return NULL;
-}
-
-static void fake_start(struct fake *f, bool serve)
-{
-    struct sockaddr_un sun = {.sun_family = AF_UNIX};
-
-    memset(f, 0, sizeof(*f));
-    snprintf(f->dir, sizeof(f->dir), "/tmp/gs-report-XXXXXX");
-    cr_assert_not_null(mkdtemp(f->dir));
-    snprintf(f->path, sizeof(f->path), "%s/gschedd.sock", f->dir);
-    snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", f->path);
-    f->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    cr_assert_geq(f->lfd, 0);
-    cr_assert_eq(bind(f->lfd, (struct sockaddr *)&sun, sizeof(sun)), 0);
-    cr_assert_eq(listen(f->lfd, 64), 0);
-    f->serve = serve;
-    if (serve)
-        cr_assert_eq(pthread_create(&f->thread, NULL, fake_main, f), 0);
-    setenv("GSCHED_JOB_ID", "7", 1);
-    setenv("GSCHED_SOCKET", f->path, 1);
-}
-
-static void fake_stop(struct fake *f)
-{
-    atomic_store(&f->stop, true);
-    if (f->serve)
-        pthread_join(f->thread, NULL);
-    close(f->lfd);
-    unlink(f->path);
-    rmdir(f->dir);
-    unsetenv("GSCHED_JOB_ID");
-    unsetenv("GSCHED_SOCKET");
 }
 
 static struct trn_step_record record(uint64_t step, uint64_t steps)
@@ -152,9 +83,10 @@ Test(report, none_outside_a_job)
 Test(report, every_n_steps_after_eval_at_the_end_and_when_stopped)
 {
     struct trn_report *r = NULL;
-    struct fake f;
+    struct fake_gschedd f;
+    struct seen seen = {0};
 
-    fake_start(&f, true);
+    fake_gschedd_start(&f, true, 0, answer, &seen);
     cr_assert_eq(trn_report_open(5, NULL, &r), 0);
     cr_assert_not_null(r);
     for (uint64_t s = 0; s < 12; s++) {
@@ -166,24 +98,24 @@ Test(report, every_n_steps_after_eval_at_the_end_and_when_stopped)
     }
     trn_report_step(r, &(struct trn_step_record){.step = 2, .steps = 12}, true);
     trn_report_free(r);
-    fake_stop(&f);
+    fake_gschedd_stop(&f);
     /* Steps done: 1, 6, 11 (every 5), 8 (after the eval), 12 (the last), 3 (stopped). */
-    cr_assert_eq(f.n, 6, "%zu reports", f.n);
+    cr_assert_eq(seen.n, 6, "%zu reports", seen.n);
     uint64_t want[] = {1, 6, 8, 11, 12, 3};
     for (size_t i = 0; i < 6; i++) {
-        cr_assert_eq(f.seen[i].step, want[i], "report %zu: step %llu", i,
-                     (unsigned long long)f.seen[i].step);
-        cr_assert_eq(f.seen[i].job_id, 7);
-        cr_assert_eq(f.seen[i].steps, 12);
+        cr_assert_eq(seen.v[i].step, want[i], "report %zu: step %llu", i,
+                     (unsigned long long)seen.v[i].step);
+        cr_assert_eq(seen.v[i].job_id, 7);
+        cr_assert_eq(seen.v[i].steps, 12);
     }
-    cr_assert_eq(f.seen[0].eval_loss, 0, "no eval before step 8");
-    cr_assert_eq(f.seen[2].eval_loss, 2.25);
-    cr_assert_eq(f.seen[2].eval_step, 8);
-    cr_assert_eq(f.seen[4].eval_loss, 2.25, "the last eval stays with later reports");
-    cr_assert_float_eq(f.seen[0].tokens_per_s, 10000.0, 1e-9);
-    cr_assert_eq(f.seen[0].ranks, 2);
-    cr_assert_float_eq(f.seen[0].comm_exposed_ms, 2.5, 1e-12);
-    cr_assert_float_eq(f.seen[0].overlap, 0.75, 1e-12);
+    cr_assert_eq(seen.v[0].eval_loss, 0, "no eval before step 8");
+    cr_assert_eq(seen.v[2].eval_loss, 2.25);
+    cr_assert_eq(seen.v[2].eval_step, 8);
+    cr_assert_eq(seen.v[4].eval_loss, 2.25, "the last eval stays with later reports");
+    cr_assert_float_eq(seen.v[0].tokens_per_s, 10000.0, 1e-9);
+    cr_assert_eq(seen.v[0].ranks, 2);
+    cr_assert_float_eq(seen.v[0].comm_exposed_ms, 2.5, 1e-12);
+    cr_assert_float_eq(seen.v[0].overlap, 0.75, 1e-12);
 }
 
 Test(report, a_refusal_is_one_warning_and_the_end_of_reports)
@@ -192,11 +124,11 @@ Test(report, a_refusal_is_one_warning_and_the_end_of_reports)
     char *text = NULL;
     size_t len = 0;
     FILE *warn = open_memstream(&text, &len);
-    struct fake f;
+    struct fake_gschedd f;
+    struct seen seen = {.refuse = true};
 
     cr_assert_not_null(warn);
-    fake_start(&f, true);
-    f.refuse = true;
+    fake_gschedd_start(&f, true, 0, answer, &seen);
     cr_assert_eq(trn_report_open(1, warn, &r), 0);
     for (uint64_t s = 0; s < 4; s++) {
         struct trn_step_record rec = record(s, 4);
@@ -204,9 +136,9 @@ Test(report, a_refusal_is_one_warning_and_the_end_of_reports)
         trn_report_step(r, &rec, false);
     }
     trn_report_free(r);
-    fake_stop(&f);
+    fake_gschedd_stop(&f);
     fclose(warn);
-    cr_assert_eq(f.n, 1, "%zu reports after a refusal", f.n);
+    cr_assert_eq(seen.n, 1, "%zu reports after a refusal", seen.n);
     cr_assert(strstr(text, "is COMPLETED") != NULL && strstr(text, "reports are off") != NULL, "%s",
               text);
     cr_assert_eq(strchr(text, '\n'), text + len - 1, "one line: %s", text);
@@ -220,10 +152,10 @@ Test(report, a_gschedd_that_never_answers_costs_a_bounded_time)
     size_t len = 0;
     FILE *warn = open_memstream(&text, &len);
     uint64_t t0, t1, t2;
-    struct fake f;
+    struct fake_gschedd f;
 
     cr_assert_not_null(warn);
-    fake_start(&f, false);
+    fake_gschedd_start(&f, false, 0, answer, NULL);
     cr_assert_eq(trn_report_open(1, warn, &r), 0);
     t0 = gs_clock_mono_ms();
     for (uint64_t s = 0; s < TRN_REPORT_MAX_FAILURES; s++) {
@@ -239,7 +171,7 @@ Test(report, a_gschedd_that_never_answers_costs_a_bounded_time)
     }
     t2 = gs_clock_mono_ms();
     trn_report_free(r);
-    fake_stop(&f);
+    fake_gschedd_stop(&f);
     fclose(warn);
     /* Each timed out (no sooner than the timeout), then nothing more was tried. */
     cr_assert_geq(t1 - t0, (uint64_t)TRN_REPORT_MAX_FAILURES * TRN_REPORT_TIMEOUT_MS - 5);
