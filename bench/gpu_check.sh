@@ -155,6 +155,26 @@ else
   fail "gpt2-124m bf16" "$OUT/gpt2.log"
   tail -15 "$OUT/gpt2.log"
 fi
+# The same with CUDA Graphs: the same losses (the same kernels replayed), and the speed-up.
+if [ -d "$OUT/gpt2" ]; then
+  if train gpt2-graph "$ROOT/examples/train-gpt2-124m.toml" "${gpt[@]}" --cuda_graph=true; then
+    j=$OUT/gpt2-graph/metrics.jsonl
+    same=$(paste <(losses "$OUT/gpt2/metrics.jsonl") <(losses "$j") |
+      awk '$2 != $4 {n++} END {print n + 0}')
+    note=$(grep -o 'cuda_graph: the capture was refused.*' "$OUT/gpt2-graph.log" | head -1)
+    if [ -n "$note" ]; then
+      fail "gpt2-124m with CUDA Graphs" "$note"
+    elif [ "$same" = 0 ]; then
+      row "gpt2-124m with CUDA Graphs" ok "$(metric "$j" tokens_per_s) tokens/s, losses bitwise those without graphs"
+    else
+      fail "gpt2-124m with CUDA Graphs" "$same steps' losses differ from the run without graphs"
+    fi
+  else
+    fail "gpt2-124m with CUDA Graphs" "$OUT/gpt2-graph.log"
+    tail -10 "$OUT/gpt2-graph.log"
+  fi
+fi
+
 # The same with the data-parallel path on one rank: a one-rank NCCL communicator, buckets
 # all-reduced during backward, to see the overlap machinery work on one GPU.
 if [ -d "$OUT/gpt2" ]; then

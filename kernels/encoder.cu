@@ -63,8 +63,11 @@ static __global__ void encoder_dwte_kernel(float *dwte, const void *dout, const 
                                            int V)
 {
     int begin = starts[blockIdx.x], end = starts[blockIdx.x + 1];
-    int token = tokens[order[begin]];
+    int token;
 
+    if (begin >= end) /* an empty run: a graph sized for every position pads with them */
+        return;
+    token = tokens[order[begin]];
     if (token < 0 || token >= V) /* the same for the whole block */
         return;
     for (int c = (int)threadIdx.x; c < C; c += (int)blockDim.x) {

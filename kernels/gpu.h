@@ -143,7 +143,9 @@ int gs_kern_gpu_encoder_fwd(struct gs_kern_gpu *g, void *out, const int32_t *tok
                             const void *wte, const void *wpe, int B, int T, int C, int V,
                             enum gs_kern_dtype dt);
 /* dwte[token] += its positions' dout rows (one run per distinct token, from
- * gs_kern_encoder_runs, uploaded), dwpe[t] += sum over b of dout[b,t]. */
+ * gs_kern_encoder_runs, uploaded), dwpe[t] += sum over b of dout[b,t]. Empty runs
+ * (starts[u] == starts[u + 1]) are allowed and do nothing, so a caller that needs a launch
+ * independent of the batch (a CUDA Graph) can pass nuniq = B*T with starts padded by N. */
 int gs_kern_gpu_encoder_bwd(struct gs_kern_gpu *g, float *dwte, float *dwpe, const void *dout,
                             const int32_t *tokens, const int32_t *order, const int32_t *starts,
                             int nuniq, int B, int T, int C, int V, enum gs_kern_dtype dt);

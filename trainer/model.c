@@ -435,6 +435,19 @@ int trn_model_sync(struct trn_model *m)
     return m->dt == GS_KERN_F32 ? 0 : gs_kern_cast(m->w16, m->dt, m->p, GS_KERN_F32, m->nparams);
 }
 
+int trn_model_use_graphs(struct trn_model *m, bool on)
+{
+    if (m->gpu == NULL)
+        return -ENOTSUP;
+    m->graphs = on;
+    return 0;
+}
+
+const char *trn_model_graph_note(const struct trn_model *m)
+{
+    return m->graph_note;
+}
+
 int trn_model_fetch(struct trn_model *m)
 {
     return m->gpu != NULL ? trn_model_gpu_fetch(m) : 0;

@@ -104,6 +104,16 @@ int trn_model_sync(struct trn_model *m);
 /* On a GPU: waits for queued work and copies the device's weights and moments into the host
  * arrays (before a checkpoint or a checksum). Nothing to do on the CPU. */
 int trn_model_fetch(struct trn_model *m);
+/*
+ * On a GPU: replays the forward and backward passes of training micro-steps (with targets,
+ * without ret_loss, no grads-ready hook during backward) from CUDA Graphs captured on first
+ * use, one per input slot, shapes and loss weight, instead of launching each kernel: the
+ * host's launch cost leaves the step. Other passes run as before. -ENOTSUP on the CPU. A
+ * capture the driver refuses turns graphs off and the pass runs without them;
+ * trn_model_graph_note() then says why (else "").
+ */
+int trn_model_use_graphs(struct trn_model *m, bool on);
+const char *trn_model_graph_note(const struct trn_model *m);
 /* Copies the nparams gradients to dst (host). */
 int trn_model_read_grads(const struct trn_model *m, float *dst);
 

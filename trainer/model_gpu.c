@@ -24,11 +24,18 @@
  *
  * The host waits for the GPU once per optimizer step, to read the gradient norm and the
  * inf/NaN flag (and, in trn_model_take_loss, the step's loss).
+ *
+ * CUDA Graphs (trn_model_use_graphs): a training micro-step's forward and backward are each
+ * captured once per input slot (the slots' addresses are baked in) and replayed after. What
+ * varies per micro-batch lives in device memory (the ids, their runs), except the number of
+ * runs: a graph launches one encoder block per position and the runs past the last are left
+ * empty. A change of shapes or of the loss weight (fp16's scale) captures anew.
  */
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -144,6 +151,10 @@ void trn_model_gpu_close(struct trn_model *m)
         gs_kern_gpu_event_free(m->slots[i].copied);
         gs_kern_gpu_event_free(m->slots[i].freed);
     }
+    for (int i = 0; i < 2; i++) {
+        gs_kern_gpu_graph_free(m->fwd_graph[i].exec);
+        gs_kern_gpu_graph_free(m->bwd_graph[i].exec);
+    }
     gs_kern_gpu_stream_free(m->copy_stream);
     gs_kern_dev_free(m->arena);
     free(m->sort_scratch);
@@ -213,8 +224,12 @@ static int upload(struct trn_model *m, const int32_t *tokens, const int32_t *tar
     if (targets != NULL)
         memcpy(s->host + n, targets, n * sizeof(int32_t));
     if (for_backward) {
-        rc = gs_kern_encoder_runs(tokens, N, m->sort_scratch, s->host + 2 * n, s->host + 3 * n,
-                                  &s->nuniq);
+        int32_t *starts = s->host + 3 * n;
+
+        rc = gs_kern_encoder_runs(tokens, N, m->sort_scratch, s->host + 2 * n, starts, &s->nuniq);
+        /* A graph launches one block per position: the runs past the last are empty. */
+        for (int u = s->nuniq + 1; m->graphs && u <= N; u++)
+            starts[u] = N;
         ints = 4 * n + 1;
     }
     if (rc == 0)
@@ -295,36 +310,100 @@ static int read_loss_now(struct trn_model *m, const int32_t *targets_dev, int N,
     return 0;
 }
 
+/* One pass's arguments, so that it can run directly or inside a graph capture. */
+struct pass {
+    struct gpu_slot *s;
+    int B, T, nuniq;
+    float scale;
+    bool targets, for_backward, sum_loss;
+};
+
+typedef int (*pass_fn)(struct trn_model *m, const struct pass *p);
+
+/* The pass without graphs, after a capture the driver refused: graphs stay off from now. */
+static int graphs_refused(struct trn_model *m, pass_fn body, const struct pass *p)
+{
+    snprintf(m->graph_note, sizeof(m->graph_note), "%s", gs_kern_dev_last_error());
+    m->graphs = false;
+    return body(m, p);
+}
+
+/*
+ * Runs body from gg's graph: launched as is when it was captured for these shapes and loss
+ * weight, else captured first (the capture only records: the graph is launched after). An
+ * argument error inside body is body's own; a capture that fails because something in it
+ * cannot be captured falls back to running body directly.
+ */
+static int graphed(struct trn_model *m, struct gpu_graph *gg, pass_fn body, const struct pass *p)
+{
+    void *exec = NULL;
+    int rc, brc;
+
+    if (gg->exec != NULL && gg->B == (uint32_t)p->B && gg->T == (uint32_t)p->T &&
+        gg->scale == p->scale)
+        return gs_kern_gpu_graph_launch(m->gpu, gg->exec);
+    gs_kern_gpu_graph_free(gg->exec);
+    gg->exec = NULL;
+    if (gs_kern_gpu_capture_begin(m->gpu) < 0)
+        return graphs_refused(m, body, p);
+    brc = body(m, p);
+    rc = gs_kern_gpu_capture_end(m->gpu, &exec);
+    if (rc == -ENOTSUP)
+        return graphs_refused(m, body, p);
+    if (rc == 0 && brc < 0)
+        gs_kern_gpu_graph_free(exec);
+    if (rc < 0 || brc < 0)
+        return brc < 0 ? brc : rc;
+    *gg = (struct gpu_graph){exec, (uint32_t)p->B, (uint32_t)p->T, p->scale};
+    return gs_kern_gpu_graph_launch(m->gpu, exec);
+}
+
+static int forward_body(struct trn_model *m, const struct pass *p)
+{
+    int N = p->B * p->T, C = (int)m->shape.channels;
+    int V = (int)m->shape.vocab, Vp = (int)m->Vp;
+    const int32_t *tok = p->s->dev, *tgt = p->s->dev + N;
+    int rc = gs_kern_gpu_encoder_fwd(m->gpu, m->encoded, tok, Wt(m, m->wte), Wt(m, m->wpe), p->B,
+                                     p->T, C, V, m->dt);
+
+    if (rc == 0)
+        rc = blocks_fwd(m, p->B, p->T);
+    if (rc == 0)
+        rc = gs_kern_gpu_matmul_fwd(m->gpu, m->logits, NULL, m->lnf, Wt(m, m->wte), NULL, N, C, Vp,
+                                    m->dt);
+    if (rc == 0 && p->targets)
+        rc = gs_kern_gpu_classifier(m->gpu, m->logits, m->losses, tgt, N, V, Vp, p->scale,
+                                    p->for_backward, m->dt);
+    if (rc == 0 && p->sum_loss)
+        rc = gs_kern_gpu_sum_losses(m->gpu, m->loss_acc, m->losses, tgt, N);
+    return rc;
+}
+
 int trn_model_gpu_forward(struct trn_model *m, const int32_t *tokens, const int32_t *targets,
                           uint32_t B, uint32_t T, float grad_scale, bool for_backward,
                           double *ret_loss)
 {
-    int Bi = (int)B, Ti = (int)T, N = Bi * Ti, C = (int)m->shape.channels;
-    int V = (int)m->shape.vocab, Vp = (int)m->Vp;
-    struct gpu_slot *s = NULL;
-    const int32_t *tok, *tgt;
+    struct pass p = {
+        .B = (int)B,
+        .T = (int)T,
+        .scale = grad_scale,
+        .targets = targets != NULL,
+        .for_backward = for_backward,
+        .sum_loss = targets != NULL && ret_loss == NULL,
+    };
+    int N = p.B * p.T;
     int rc = trn_model_check_ids(m, tokens, targets, (size_t)N);
 
     if (rc == 0)
-        rc = upload(m, tokens, targets, N, for_backward, &s);
+        rc = upload(m, tokens, targets, N, for_backward, &p.s);
     if (rc < 0)
         return rc;
-    tok = s->dev;
-    tgt = s->dev + N;
-    rc = gs_kern_gpu_encoder_fwd(m->gpu, m->encoded, tok, Wt(m, m->wte), Wt(m, m->wpe), Bi, Ti, C,
-                                 V, m->dt);
-    if (rc == 0)
-        rc = blocks_fwd(m, Bi, Ti);
-    if (rc == 0)
-        rc = gs_kern_gpu_matmul_fwd(m->gpu, m->logits, NULL, m->lnf, Wt(m, m->wte), NULL, N, C, Vp,
-                                    m->dt);
-    if (rc == 0 && targets != NULL)
-        rc = gs_kern_gpu_classifier(m->gpu, m->logits, m->losses, tgt, N, V, Vp, grad_scale,
-                                    for_backward, m->dt);
+    if (m->graphs && for_backward && p.sum_loss)
+        rc = graphed(m, &m->fwd_graph[m->slot], forward_body, &p);
+    else
+        rc = forward_body(m, &p);
     if (rc == 0 && targets != NULL && ret_loss != NULL)
-        rc = read_loss_now(m, tgt, N, ret_loss);
-    else if (rc == 0 && targets != NULL)
-        rc = gs_kern_gpu_sum_losses(m->gpu, m->loss_acc, m->losses, tgt, N);
+        rc = read_loss_now(m, p.s->dev + N, N, ret_loss);
     return rc;
 }
 
@@ -378,12 +457,11 @@ static int block_bwd(struct trn_model *m, uint32_t l, int Bi, int Ti)
     return rc;
 }
 
-int trn_model_gpu_backward(struct trn_model *m)
+static int backward_body(struct trn_model *m, const struct pass *p)
 {
-    int Bi = (int)m->fwd_B, Ti = (int)m->fwd_T, N = Bi * Ti, C = (int)m->shape.channels;
+    int N = p->B * p->T, C = (int)m->shape.channels;
     int V = (int)m->shape.vocab, Vp = (int)m->Vp;
-    struct gpu_slot *s = &m->slots[m->slot];
-    const int32_t *tok = s->dev, *order = s->dev + 2 * N, *starts = s->dev + 3 * N;
+    const int32_t *tok = p->s->dev, *order = p->s->dev + 2 * N, *starts = p->s->dev + 3 * N;
     struct gs_kern_gpu *g = m->gpu;
     enum gs_kern_dtype dt = m->dt;
     int rc;
@@ -400,16 +478,29 @@ int trn_model_gpu_backward(struct trn_model *m)
     if (rc == 0)
         rc = trn_model_grads_ready(m, m->lnfw + 1);
     for (uint32_t l = m->shape.layers; rc == 0 && l-- > 0;) {
-        rc = block_bwd(m, l, Bi, Ti);
+        rc = block_bwd(m, l, p->B, p->T);
         if (rc == 0)
             rc = trn_model_grads_ready(m, m->block[l * P_PER_BLOCK + P_LN1W] + 1);
     }
     if (rc == 0)
         rc = gs_kern_gpu_encoder_bwd(g, Gt(m, m->wte), Gt(m, m->wpe), m->dres, tok, order, starts,
-                                     s->nuniq, Bi, Ti, C, V, dt);
+                                     p->nuniq, p->B, p->T, C, V, dt);
     if (rc == 0)
         rc = trn_model_grads_ready(m, m->ntensors);
     return rc;
+}
+
+int trn_model_gpu_backward(struct trn_model *m)
+{
+    struct gpu_slot *s = &m->slots[m->slot];
+    struct pass p = {.s = s, .B = (int)m->fwd_B, .T = (int)m->fwd_T, .nuniq = s->nuniq};
+
+    /* Data parallelism's hook queues work of its own between kernels: never in a graph. */
+    if (m->graphs && m->ready == NULL) {
+        p.nuniq = p.B * p.T; /* the upload padded the runs for this */
+        return graphed(m, &m->bwd_graph[m->slot], backward_body, &p);
+    }
+    return backward_body(m, &p);
 }
 
 /* --- optimizer ----------------------------------------------------------------------------- */

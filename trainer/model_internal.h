@@ -91,6 +91,15 @@ struct trn_model {
     struct gpu_slot slots[2];
     int slot; /* of the last forward pass */
     int64_t *sort_scratch;
+    /* CUDA Graphs of a training micro-step's forward and backward, one per input slot (their
+     * addresses differ), valid for the shapes and loss weight they were captured with. */
+    bool graphs;
+    struct gpu_graph {
+        void *exec;
+        uint32_t B, T;
+        float scale;
+    } fwd_graph[2], bwd_graph[2];
+    char graph_note[192]; /* why a capture was refused ("" while none was) */
 
     trn_grads_ready_fn ready; /* data parallelism's hook, or NULL */
     void *ready_data;

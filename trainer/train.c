@@ -524,6 +524,10 @@ static int setup(struct run *r)
     }
     if (r->gpu != NULL && (rc = gpu_timer_new(r->accum, &r->timer)) < 0)
         return rc;
+    if (cfg->cuda_graph && r->gpu != NULL)
+        trn_model_use_graphs(r->model, true);
+    else if (cfg->cuda_graph && r->out != NULL)
+        fprintf(r->out, "cuda_graph: only on a GPU; training without graphs\n");
     trn_model_init(r->model, cfg->seed);
     rc = trn_model_sync(r->model);
     trn_loss_scaler_init(&r->st.scaler, cfg->scale_init, cfg->scale_growth, cfg->scale_backoff,
@@ -796,7 +800,7 @@ int trn_train(const struct trn_config *cfg, volatile sig_atomic_t *stop, FILE *o
 {
     struct run r = {.cfg = cfg, .out = out, .err = err};
     double flops_per_step, peak_flops = 0;
-    bool stopped = false;
+    bool stopped = false, graph_noted = false;
     int rc;
 
     memset(res, 0, sizeof(*res));
@@ -817,6 +821,11 @@ int trn_train(const struct trn_config *cfg, volatile sig_atomic_t *stop, FILE *o
         rc = step(&r, &rec);
         if (rc < 0)
             break;
+        if (!graph_noted && trn_model_graph_note(r.model)[0] != '\0' && r.out != NULL) {
+            fprintf(r.out, "cuda_graph: the capture was refused (%s); training without graphs\n",
+                    trn_model_graph_note(r.model));
+            graph_noted = true;
+        }
         r.st.step++;
         if (r.signal_at > 0 && r.st.step == r.signal_at)
             raise(SIGUSR1); /* handled like one from outside: the flag is set at once */

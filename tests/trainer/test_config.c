@@ -131,6 +131,22 @@ Test(trn_config, overrides_take_toml_values_and_bare_strings)
     cr_assert_eq(cfg.micro, 0);
 }
 
+Test(trn_config, device_settings)
+{
+    cr_assert_eq(cfg.device, TRN_DEVICE_AUTO);
+    cr_assert(!cfg.tf32 && !cfg.cuda_graph && !cfg.ddp_always);
+    cr_assert_eq(parse("device = \"cuda\"\ntf32 = true\ncuda_graph = true\n[ddp]\nalways = true\n"),
+                 0, "%s", errs());
+    cr_assert_eq(cfg.device, TRN_DEVICE_CUDA);
+    cr_assert(cfg.tf32 && cfg.cuda_graph && cfg.ddp_always);
+    cr_assert_eq(trn_config_override(&cfg, "device=cpu", &errors), 0, "%s", errs());
+    cr_assert_eq(cfg.device, TRN_DEVICE_CPU);
+    cr_assert_str_eq(trn_device_name(cfg.device), "cpu");
+    cr_assert_eq(trn_config_override(&cfg, "device=gpu", &errors), -EINVAL);
+    cr_assert(strstr(errs(), "device must be \"auto\", \"cpu\" or \"cuda\"") != NULL, "%s", errs());
+    cr_assert_eq(cfg.device, TRN_DEVICE_CPU, "a bad value changes nothing");
+}
+
 Test(trn_config, bad_overrides_name_the_option_and_change_nothing)
 {
     cr_assert_eq(trn_config_override(&cfg, "optim.lr=fast", &errors), -EINVAL);

@@ -122,4 +122,19 @@ if "$bin/gsched-train" train "$tmp/bad.toml" --out_dir="$tmp/c" > "$tmp/c.log" 2
 fi
 grep -q 'model.channels (384) must be a multiple of model.heads (5)' "$tmp/c.log" ||
   fail "cross-key message: $(cat "$tmp/c.log")"
+# --- devices ----------------------------------------------------------------------------------
+# Asking for a GPU where there is none (or a build without CUDA) is a clear error; a GPU-only
+# setting on the CPU is a note, not an error. (On a GPU machine bench/gpu_check.sh trains.)
+if ! command -v nvidia-smi > /dev/null || ! nvidia-smi -L > /dev/null 2>&1; then
+  if "$bin/gsched-train" train "$tmp/tiny.toml" --out_dir="$tmp/g" --device=cuda > "$tmp/g.log" 2>&1; then
+    fail "device = cuda trained without a GPU"
+  fi
+  grep -qE 'device = "cuda": (no CUDA device is visible|this gsched-train was built without CUDA)' \
+    "$tmp/g.log" || fail "no device message: $(cat "$tmp/g.log")"
+fi
+"$bin/gsched-train" train "$tmp/tiny.toml" --out_dir="$tmp/h" --device=cpu --cuda_graph=true \
+  --optim.steps=2 > "$tmp/h.log" 2>&1 || fail "cuda_graph on the CPU: $(cat "$tmp/h.log")"
+grep -q '^device: cpu' "$tmp/h.log" || fail "no device line: $(cat "$tmp/h.log")"
+grep -q 'cuda_graph: only on a GPU; training without graphs' "$tmp/h.log" ||
+  fail "no cuda_graph note: $(cat "$tmp/h.log")"
 echo "$name: all checks passed"
