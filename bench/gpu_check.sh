@@ -137,7 +137,7 @@ fi
 
 # --- 4. GPT-2 124M ---------------------------------------------------------------------------
 gpt=(--optim.steps="$STEPS" --optim.warmup_steps=5 --eval.every=0 --checkpoint.every=10
-  --metrics.log_every=5 --batch.global_tokens=262144)
+  --metrics.log_every=5 --batch.global_tokens=262144 --batch.micro=64)
 if train gpt2 "$ROOT/examples/train-gpt2-124m.toml" "${gpt[@]}"; then
   j=$OUT/gpt2/metrics.jsonl
   tps=$(metric "$j" tokens_per_s)

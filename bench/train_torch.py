@@ -4,14 +4,25 @@
 The same GPT-style model as gsched-train (tests/reference/gen_fixtures.py defines it: tied
 LM head, GELU tanh, LayerNorm eps 1e-5, biases everywhere), trained the same way: micro-batches
 of B x T tokens, AdamW with weight decay on matrices, gradient clipping at 1.0. Prints one line
-"torch precision=P tokens_per_s=X ms_per_step=Y" with the median over the timed steps.
+"torch precision=P tokens_per_s=X ms_per_step=Y threads=N blas=KIND blas_threads=M blas_lib=PATH"
+with the median over the timed steps. KIND is the threading of the OpenBLAS this process
+mapped (openblas_get_parallel(): "openmp", "pthread" or "sequential"; "none" without
+OpenBLAS), PATH the libopenblas file from /proc/self/maps. Debian picks the OpenBLAS build
+with update-alternatives (libopenblas.so.0, libblas.so.3, liblapack.so.3; with both installed
+the pthread build wins, priority 100 against 95); one process gets the OpenMP build with
+LD_LIBRARY_PATH=/usr/lib/<multiarch>/openblas-openmp. --require-blas openmp (or pthread)
+exits with status 3 before timing anything when the mapped build is another.
 
-    /usr/bin/python3 bench/train_torch.py --precision fp32 --steps 8 --threads 2
+    LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp \\
+        /usr/bin/python3 bench/train_torch.py --precision fp32 --steps 8 --threads 2 \\
+        --require-blas openmp
 """
 import argparse
+import ctypes
 import math
 import os
 import statistics
+import sys
 import time
 
 import torch
@@ -62,6 +73,16 @@ class GPT(nn.Module):
         return F.cross_entropy(logits.float().reshape(-1, V), targets.reshape(-1))
 
 
+def blas_info():
+    """(kind, threads, path) of the OpenBLAS mapped into this process."""
+    libs = [l.split()[-1] for l in open("/proc/self/maps") if "libopenblas" in l.split()[-1]]
+    if not libs:
+        return "none", 0, "-"
+    lib = ctypes.CDLL(libs[0])
+    kind = {0: "sequential", 1: "pthread", 2: "openmp"}.get(lib.openblas_get_parallel(), "unknown")
+    return kind, lib.openblas_get_num_threads(), libs[0]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
@@ -74,9 +95,15 @@ def main():
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--require-blas", choices=["openmp", "pthread"])
     a = ap.parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(a.threads)
+    blas, blas_threads, blas_lib = blas_info()
+    if a.require_blas and blas != a.require_blas:
+        print("train_torch: wanted the %s OpenBLAS, this process mapped %s (%s)" %
+              (a.require_blas, blas_lib, blas), file=sys.stderr)
+        sys.exit(3)
     Vp = (a.vocab + 63) // 64 * 64
     model = GPT(a.layers, a.heads, a.channels, a.context, Vp)
     decay = [p for p in model.parameters() if p.dim() >= 2]
@@ -97,8 +124,9 @@ def main():
         if step >= a.warmup:
             times.append(time.perf_counter() - t0)
     ms = statistics.median(times) * 1e3
-    print("torch precision=%s tokens_per_s=%.0f ms_per_step=%.1f threads=%d" %
-          (a.precision, a.micro * a.context / (ms / 1e3), ms, a.threads))
+    print("torch precision=%s tokens_per_s=%.0f ms_per_step=%.1f threads=%d blas=%s "
+          "blas_threads=%d blas_lib=%s" % (a.precision, a.micro * a.context / (ms / 1e3), ms,
+                                           torch.get_num_threads(), blas, blas_threads, blas_lib))
 
 
 if __name__ == "__main__":
