@@ -163,7 +163,7 @@ int gs_sbatch_parse_array(const char *text, struct gs_sbatch_array *ret, struct 
     const char *pct = strchr(text, '%');
     const char *end = pct != NULL ? pct : text + strlen(text);
     uint32_t throttle = 0, *ids;
-    size_t n, kept = 0;
+    size_t n = 0, kept = 0;
     int rc;
 
     if (pct != NULL && (whole_u32(pct + 1, &throttle) < 0 || throttle == 0))

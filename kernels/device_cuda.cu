@@ -15,15 +15,21 @@ extern "C" {
 
 static thread_local char last_error[128];
 
+/* Keeps "NAME: text" for gs_kern_dev_last_error() and gives the error code every caller maps
+ * a CUDA or cuBLASLt failure to. */
+static int keep_error(const char *name, const char *text)
+{
+    snprintf(last_error, sizeof(last_error), "%s: %s", name, text);
+    return -EIO;
+}
+
 extern "C" int gs_kern_dev_check(int cuda_status)
 {
     cudaError_t status = (cudaError_t)cuda_status;
 
     if (status == cudaSuccess)
         return 0;
-    snprintf(last_error, sizeof(last_error), "%s: %s", cudaGetErrorName(status),
-             cudaGetErrorString(status));
-    return -EIO;
+    return keep_error(cudaGetErrorName(status), cudaGetErrorString(status));
 }
 
 extern "C" int gs_kern_dev_check_blas(int cublas_status)
@@ -32,9 +38,7 @@ extern "C" int gs_kern_dev_check_blas(int cublas_status)
 
     if (status == CUBLAS_STATUS_SUCCESS)
         return 0;
-    snprintf(last_error, sizeof(last_error), "%s: %s", cublasLtGetStatusName(status),
-             cublasLtGetStatusString(status));
-    return -EIO;
+    return keep_error(cublasLtGetStatusName(status), cublasLtGetStatusString(status));
 }
 
 extern "C" bool gs_kern_cuda_built(void)
