@@ -15,7 +15,7 @@ ARCH=${GPU_PACK_ARCH:-90}
 B=$ROOT/build-gpupack
 
 cmake -S "$ROOT" -B "$B" -DGSCHED_CUDA=ON -DGSCHED_MPI=OFF -DCMAKE_CUDA_ARCHITECTURES="$ARCH" \
-  -DCMAKE_BUILD_TYPE=Release > /dev/null
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
 cmake --build "$B" -j"$(nproc)" --target gsched gsched-train test_gpu_kernels test_gpu_gemm \
   test_adamw test_trn_model test_trn_comm_gpu > /dev/null
 
@@ -26,9 +26,10 @@ for t in test_gpu_kernels test_gpu_gemm test_adamw test_trn_model test_trn_comm_
   [ -x "$B/tests/$t" ] && cp "$B/tests/$t" "$DIR/build/tests/"
 done
 cp "$ROOT"/tests/reference/fixtures/* "$DIR/fixtures/"
-# Every shared library outside libc's own set and CUDA's big ones.
+# Every shared library but glibc's own, the compiler runtime (any newer system has newer
+# ones, which must not be shadowed) and CUDA's big ones, which the GPU machine has.
 ldd "$DIR"/build/bin/* "$DIR"/build/tests/* | awk '/=> \// {print $3}' | sort -u |
-  grep -vE '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*|libcublas[^/]*|libcublasLt[^/]*|libnccl[^/]*|libcuda)\.so' |
+  grep -vE '/(libc|libm|libpthread|libdl|librt|libresolv|ld-linux[^/]*|libstdc\+\+|libgcc_s|libcublas|libcublasLt|libnccl|libcuda)\.so' |
   while read -r lib; do cp -L "$lib" "$DIR/lib/"; done
 strip --strip-debug "$DIR"/build/bin/* "$DIR"/build/tests/* "$DIR"/lib/* 2> /dev/null || true
 du -sh "$DIR"
