@@ -21,8 +21,8 @@ int gs_kern_encoder_runs(const int32_t *tokens, int N, int64_t *scratch, int32_t
 {
     int nuniq = 0;
 
-    if (tokens == NULL || scratch == NULL || order == NULL || starts == NULL ||
-        ret_nuniq == NULL || N <= 0)
+    if (tokens == NULL || scratch == NULL || order == NULL || starts == NULL || ret_nuniq == NULL ||
+        N <= 0)
         return -EINVAL;
     for (int i = 0; i < N; i++) {
         if (tokens[i] < 0)

@@ -177,12 +177,12 @@ int gs_kern_gpu_matmul_bwd(struct gs_kern_gpu *g, void *dinp, float *dw, float *
                            int N, int C, int OC, enum gs_kern_dtype dt);
 
 /* out [B,T,C] from qkv [B,T,3C]; lse [B,NH,T] float saved for backward. */
-int gs_kern_gpu_attention_fwd(struct gs_kern_gpu *g, void *out, float *lse, const void *qkv,
-                              int B, int T, int C, int NH, enum gs_kern_dtype dt);
+int gs_kern_gpu_attention_fwd(struct gs_kern_gpu *g, void *out, float *lse, const void *qkv, int B,
+                              int T, int C, int NH, enum gs_kern_dtype dt);
 /* dqkv [B,T,3C] overwritten, from dout, the forward's out and lse, and qkv. */
-int gs_kern_gpu_attention_bwd(struct gs_kern_gpu *g, void *dqkv, const void *dout,
-                              const void *out, const float *lse, const void *qkv, int B, int T,
-                              int C, int NH, enum gs_kern_dtype dt);
+int gs_kern_gpu_attention_bwd(struct gs_kern_gpu *g, void *dqkv, const void *dout, const void *out,
+                              const float *lse, const void *qkv, int B, int T, int C, int NH,
+                              enum gs_kern_dtype dt);
 
 int gs_kern_gpu_gelu_fwd(struct gs_kern_gpu *g, void *out, const void *inp, size_t n,
                          enum gs_kern_dtype dt);
@@ -195,8 +195,8 @@ int gs_kern_gpu_residual_bwd(struct gs_kern_gpu *g, void *da, void *db, const vo
 
 /* As gs_kern_classifier: losses[N] float; with backward, logits become dlogits in place. */
 int gs_kern_gpu_classifier(struct gs_kern_gpu *g, void *logits, float *losses,
-                           const int32_t *targets, int N, int V, int Vp, float scale,
-                           bool backward, enum gs_kern_dtype dt);
+                           const int32_t *targets, int N, int V, int Vp, float scale, bool backward,
+                           enum gs_kern_dtype dt);
 /* acc[0] += the sum of losses over rows whose target is >= 0, acc[1] += their count (device
  * floats; one block, fixed order). */
 int gs_kern_gpu_sum_losses(struct gs_kern_gpu *g, float *acc, const float *losses,

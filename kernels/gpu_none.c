@@ -172,15 +172,15 @@ int gs_kern_gpu_matmul_bwd(struct gs_kern_gpu *g, void *dinp, float *dw, float *
     return -ENODEV;
 }
 
-int gs_kern_gpu_attention_fwd(struct gs_kern_gpu *g, void *out, float *lse, const void *qkv,
-                              int B, int T, int C, int NH, enum gs_kern_dtype dt)
+int gs_kern_gpu_attention_fwd(struct gs_kern_gpu *g, void *out, float *lse, const void *qkv, int B,
+                              int T, int C, int NH, enum gs_kern_dtype dt)
 {
     return -ENODEV;
 }
 
-int gs_kern_gpu_attention_bwd(struct gs_kern_gpu *g, void *dqkv, const void *dout,
-                              const void *out, const float *lse, const void *qkv, int B, int T,
-                              int C, int NH, enum gs_kern_dtype dt)
+int gs_kern_gpu_attention_bwd(struct gs_kern_gpu *g, void *dqkv, const void *dout, const void *out,
+                              const float *lse, const void *qkv, int B, int T, int C, int NH,
+                              enum gs_kern_dtype dt)
 {
     return -ENODEV;
 }
@@ -210,8 +210,8 @@ int gs_kern_gpu_residual_bwd(struct gs_kern_gpu *g, void *da, void *db, const vo
 }
 
 int gs_kern_gpu_classifier(struct gs_kern_gpu *g, void *logits, float *losses,
-                           const int32_t *targets, int N, int V, int Vp, float scale,
-                           bool backward, enum gs_kern_dtype dt)
+                           const int32_t *targets, int N, int V, int Vp, float scale, bool backward,
+                           enum gs_kern_dtype dt)
 {
     return -ENODEV;
 }
