@@ -833,3 +833,23 @@ Test(gpu_kernels, stubs_report_enodev_without_cuda)
     cr_assert_eq(gs_kern_gpu_adamw(g, x, x, x, x, 8, &hp, 1.0f, NULL, GS_KERN_F32), -ENODEV);
     cr_assert_eq(gs_kern_gpu_cast(g, x, GS_KERN_BF16, x, GS_KERN_F32, 8), -ENODEV);
 }
+
+/* The host half of the encoder's backward runs everywhere: positions grouped by token id,
+ * each group in position order, and bad input refused. */
+Test(encoder_runs, groups_positions_by_token_in_position_order)
+{
+    const int32_t tokens[] = {5, 2, 5, 0, 2, 5, 7};
+    enum { N = sizeof(tokens) / sizeof(tokens[0]) };
+    const int32_t want_order[N] = {3, 1, 4, 0, 2, 5, 6}, want_starts[] = {0, 1, 3, 6, 7};
+    int32_t order[N], starts[N + 1], bad[1] = {-1};
+    int64_t keys[N];
+    int nuniq = 0;
+
+    cr_assert_eq(gs_kern_encoder_runs(tokens, N, keys, order, starts, &nuniq), 0);
+    cr_assert_eq(nuniq, 4);
+    cr_assert_arr_eq(order, want_order, sizeof(want_order));
+    cr_assert_arr_eq(starts, want_starts, sizeof(want_starts));
+    cr_assert_eq(gs_kern_encoder_runs(bad, 1, keys, order, starts, &nuniq), -EINVAL);
+    cr_assert_eq(gs_kern_encoder_runs(tokens, 0, keys, order, starts, &nuniq), -EINVAL);
+    cr_assert_eq(gs_kern_encoder_runs(tokens, N, NULL, order, starts, &nuniq), -EINVAL);
+}
