@@ -26,7 +26,7 @@
  * cuBLASLt documentation says so in the notes to cublasLtEpilogue_t). Where
  * cuBLASLt has no algorithm for an epilogue (or the aux leading dimension is not a multiple
  * of 8, which it requires), the same result comes in steps: the bias pre-filled into the
- * output and added as C with beta = 1, a plain product, then the GELU kernels below (the
+ * output and added as C with beta = 1, a plain product, then pointwise.cu's GELU twins (the
  * CPU's order: one more rounding than the fused path).
  *
  * dbias[OC] += column sums of dout runs as two small kernels after the products (so it may
@@ -47,9 +47,6 @@
 
 #include "kernels/gpu_internal.h"
 
-#define GELU_K 0.7978845608028654f /* sqrt(2/pi), as pointwise_cpu.c */
-#define GELU_A 0.044715f
-
 static bool dtype_ok(enum gs_kern_dtype dt)
 {
     return dt == GS_KERN_F32 || dt == GS_KERN_BF16 || dt == GS_KERN_F16;
@@ -64,7 +61,7 @@ static cudaDataType_t cuda_type(enum gs_kern_dtype dt)
     return CUDA_R_32F;
 }
 
-/* --- small kernels: bias fill, GELU, bias gradient ---------------------------------------- */
+/* --- small kernels: bias fill, bias gradient ---------------------------------------------- */
 
 /* out[r, c] = bias[c]: the C operand of the unfused path, added with beta = 1. */
 static __global__ void fill_rows(void *out, const void *bias, int N, int OC, int dt)
@@ -74,36 +71,6 @@ static __global__ void fill_rows(void *out, const void *bias, int N, int OC, int
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
         gs_dstore(out, i, dt, gs_dload(bias, i % (size_t)OC, dt));
-}
-
-static __device__ __forceinline__ float gelu_tanh(float x)
-{
-    float u = GELU_K * (x + GELU_A * x * x * x);
-
-    return 0.5f * x * (1.0f + tanhf(u));
-}
-
-static __device__ __forceinline__ float gelu_grad(float x)
-{
-    float u = GELU_K * (x + GELU_A * x * x * x), th = tanhf(u);
-    float du = GELU_K * (1.0f + 3.0f * GELU_A * x * x);
-
-    return 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du;
-}
-
-static __global__ void gelu_fwd_kernel(void *out, const void *inp, size_t n, int dt)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
-        gs_dstore(out, i, dt, gelu_tanh(gs_dload(inp, i, dt)));
-}
-
-/* g[i] *= gelu'(x[i]), in place (each element read, then written, by one thread). */
-static __global__ void gelu_bwd_inplace(void *g, const void *x, size_t n, int dt)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
-        gs_dstore(g, i, dt, gs_dload(g, i, dt) * gelu_grad(gs_dload(x, i, dt)));
 }
 
 #define BIAS_TX 32    /* columns per block (one warp's width: coalesced rows) */
@@ -191,16 +158,12 @@ static int bias_grad(struct gs_kern_gpu *g, float *dbias, const void *dout, int 
     return launched();
 }
 
+/* The unfused path's GELU: pointwise.cu's twins, in place on a. */
 static int elementwise(struct gs_kern_gpu *g, bool backward, void *a, const void *x, size_t n,
                        enum gs_kern_dtype dt)
 {
-    unsigned blocks = gs_kern_gpu_blocks(n, 256, 65535);
-
-    if (backward)
-        gelu_bwd_inplace<<<blocks, 256, 0, g->stream>>>(a, x, n, dt);
-    else
-        gelu_fwd_kernel<<<blocks, 256, 0, g->stream>>>(a, x, n, dt);
-    return launched();
+    return backward ? gs_kern_gpu_gelu_bwd(g, a, x, a, n, dt)
+                    : gs_kern_gpu_gelu_fwd(g, a, x, n, dt);
 }
 
 /* --- cuBLASLt ------------------------------------------------------------------------------ */
