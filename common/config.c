@@ -42,6 +42,10 @@ int gs_config_init(struct gs_config *cfg)
     cfg->log_level = GS_LOG_INFO;
     cfg->log_dir = strdup("/var/lib/gsched/worker");
     cfg->cluster_name = strdup(GS_CONFIG_DEFAULT_CLUSTER);
+    cfg->http_listen = strdup(GS_CONFIG_DEFAULT_HTTP);
+    cfg->idle_threshold_pct = 5;
+    cfg->idle_window_ms = 60000;
+    cfg->telemetry_interval_ms = 1000;
     cfg->partitions = calloc(1, sizeof(*cfg->partitions));
     if (cfg->partitions != NULL) {
         cfg->npartitions = 1;
@@ -49,11 +53,12 @@ int gs_config_init(struct gs_config *cfg)
             .name = strdup(GS_CONFIG_DEFAULT_PARTITION),
             .is_default = true,
             .max_time_s = GS_DURATION_INFINITE,
+            .idle_grace_s = GS_CONFIG_DEFAULT_IDLE_GRACE_S,
         };
     }
     if (cfg->host == NULL || cfg->socket_path == NULL || cfg->state_dir == NULL ||
-        cfg->log_dir == NULL || cfg->cluster_name == NULL || cfg->partitions == NULL ||
-        cfg->partitions[0].name == NULL) {
+        cfg->log_dir == NULL || cfg->cluster_name == NULL || cfg->http_listen == NULL ||
+        cfg->partitions == NULL || cfg->partitions[0].name == NULL) {
         gs_config_release(cfg);
         return -ENOMEM;
     }
@@ -65,6 +70,7 @@ void gs_config_release(struct gs_config *cfg)
     free(cfg->host);
     free(cfg->socket_path);
     free(cfg->state_dir);
+    free(cfg->http_listen);
     free(cfg->worker_name);
     free(cfg->worker_address);
     gs_schema_strv_free(cfg->features);
@@ -162,6 +168,45 @@ static void rd_cluster_name(struct gs_schema_ctx *c, const struct gs_toml_value 
     CFG(c)->cluster_name = name;
 }
 
+/* "host:port" with a port from 0 (any free one) to 65535, or "" for none. */
+static void rd_http(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    char *addr = NULL, *colon, *end;
+    unsigned long port;
+
+    if (gs_schema_string(c, v, "scheduler.http", &addr) < 0 || addr == NULL)
+        return;
+    if (addr[0] == '\0') {
+        free(addr);
+        free(CFG(c)->http_listen);
+        CFG(c)->http_listen = NULL;
+        return;
+    }
+    colon = strrchr(addr, ':');
+    errno = 0;
+    port = colon != NULL ? strtoul(colon + 1, &end, 10) : 0;
+    if (colon == NULL || colon == addr || colon[1] == '\0' || *end != '\0' || errno != 0 ||
+        port > 65535) {
+        GS_SCHEMA_REPORT_AT(c, v,
+                            "scheduler.http must be \"HOST:PORT\" (such as \"127.0.0.1:6818\"), "
+                            "or \"\" for no HTTP listener");
+        free(addr);
+        return;
+    }
+    free(CFG(c)->http_listen);
+    CFG(c)->http_listen = addr;
+}
+
+static void rd_idle_threshold(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    gs_schema_uint(c, v, "scheduler.idle_threshold", 0, 100, &CFG(c)->idle_threshold_pct);
+}
+
+static void rd_idle_window(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    read_ms(c, v, "scheduler.idle_window", &CFG(c)->idle_window_ms);
+}
+
 static const struct gs_schema_key scheduler_keys[] = {
     {"host", rd_host},
     {"port", rd_port},
@@ -172,6 +217,9 @@ static const struct gs_schema_key scheduler_keys[] = {
     {"kill_grace", rd_kill_grace},
     {"log_level", rd_log_level},
     {"cluster_name", rd_cluster_name},
+    {"http", rd_http},
+    {"idle_threshold", rd_idle_threshold},
+    {"idle_window", rd_idle_window},
     {NULL, NULL},
 };
 
@@ -234,6 +282,15 @@ static void rd_cli_socket(struct gs_schema_ctx *c, const struct gs_toml_value *v
     CFG(c)->worker_cli_socket = path;
 }
 
+static void rd_telemetry_interval(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    uint64_t s;
+
+    if (gs_schema_duration(c, v, "worker.telemetry_interval", 1, true, &s) == 0 &&
+        s < UINT64_MAX / 1000)
+        CFG(c)->telemetry_interval_ms = s * 1000;
+}
+
 static const struct gs_schema_key worker_keys[] = {
     {"name", rd_name},
     {"address", rd_address},
@@ -243,6 +300,7 @@ static const struct gs_schema_key worker_keys[] = {
     {"cpus", rd_cpus},
     {"log_dir", rd_log_dir},
     {"cli_socket", rd_cli_socket},
+    {"telemetry_interval", rd_telemetry_interval},
     {NULL, NULL},
 };
 
@@ -411,11 +469,42 @@ static void rd_partition_max_time(struct gs_schema_ctx *c, const struct gs_toml_
     gs_schema_duration(c, v, "partition.max_time", 60, false, &current_partition(c)->max_time_s);
 }
 
+static const char *const idle_actions[] = {"flag", "notify", "cancel", "requeue"};
+
+const char *gs_idle_action_name(enum gs_idle_action a)
+{
+    return (unsigned)a < sizeof(idle_actions) / sizeof(idle_actions[0]) ? idle_actions[a] : "?";
+}
+
+static void rd_partition_idle_action(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    const char *s;
+
+    if (gs_toml_as_string(v, &s, NULL) == 0) {
+        for (size_t i = 0; i < sizeof(idle_actions) / sizeof(idle_actions[0]); i++) {
+            if (strcmp(s, idle_actions[i]) == 0) {
+                current_partition(c)->idle_action = (enum gs_idle_action)i;
+                return;
+            }
+        }
+    }
+    GS_SCHEMA_REPORT_AT(c, v,
+                        "partition.idle_action must be \"flag\", \"notify\", \"cancel\" or "
+                        "\"requeue\"");
+}
+
+static void rd_partition_idle_grace(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    gs_schema_duration(c, v, "partition.idle_grace", 60, true, &current_partition(c)->idle_grace_s);
+}
+
 static const struct gs_schema_key partition_keys[] = {
     {"name", rd_partition_name},
     {"nodes", rd_partition_nodes},
     {"default", rd_partition_default},
     {"max_time", rd_partition_max_time},
+    {"idle_action", rd_partition_idle_action},
+    {"idle_grace", rd_partition_idle_grace},
     {NULL, NULL},
 };
 
@@ -452,6 +541,7 @@ static void rd_partition(struct gs_schema_ctx *c, const struct gs_toml_value *v)
         cfg->partitions = p;
         cfg->partitions[cfg->npartitions++] = (struct gs_config_partition){
             .max_time_s = GS_DURATION_INFINITE,
+            .idle_grace_s = GS_CONFIG_DEFAULT_IDLE_GRACE_S,
         };
         gs_schema_read_section(c, t, "partition");
         if (current_partition(c)->name == NULL)

@@ -13,6 +13,10 @@
  *     kill_grace = "30s"                    # SIGTERM to SIGKILL
  *     log_level = "info"
  *     cluster_name = "gsched"               # SLURM_CLUSTER_NAME, sinfo/scontrol
+ *     http = "127.0.0.1:6818"               # /metrics, /api/v1 and the status page;
+ *                                           # "" turns it off; port 0: any free port
+ *     idle_threshold = 5                    # % SM use under which an allocated GPU idles
+ *     idle_window = "60s"                   # ... for this long before it is flagged
  *     [worker]
  *     name = "node7"                        # default: the host name
  *     address = "10.0.0.7"                  # MASTER_ADDR others use; default: host
@@ -22,6 +26,7 @@
  *     log_dir = "/var/lib/gsched/worker"    # the worker's state: its task ledger
  *     cli_socket = "/run/gsched/workerd.sock"  # the CLI's socket inside jobs on this node;
  *                                           # default: LOG_DIR/NAME.sock
+ *     telemetry_interval = "1s"             # GPU (NVML) and CPU sampling; "0s": none
  *     [[switch]]                            # the network, as Slurm's topology.conf says it:
  *     name = "leaf1"                        # multi-node jobs go under one switch when
  *     nodes = "node[1-16]"                  # they fit (a hostlist, or a list of them)
@@ -30,6 +35,10 @@
  *     nodes = "node[1-8]"                   # hostlist or list; "ALL" or left out: every
  *     default = true                        # node), the default partition (else the
  *     max_time = "2d"                       # first), the longest time limit it allows
+ *     idle_action = "flag"                  # a flagged idle GPU: "flag" (history, views,
+ *                                           # metrics), "notify" (also a line in the job's
+ *                                           # stderr), "cancel" or "requeue" the job once
+ *     idle_grace = "30m"                    # it has idled this long (cancel/requeue only)
  * Without [[partition]] there is one, "main", default, every node, no time limit.
  *
  * Errors name the place ("gsched.toml:4:8: scheduler.port must be an integer from 1 to
@@ -56,6 +65,14 @@ struct gs_config_switch {
     size_t nnodes;
 };
 
+/* What gschedd does about an allocated GPU flagged idle (partition.idle_action). */
+enum gs_idle_action {
+    GS_IDLE_FLAG = 0, /* record it: history, views, metrics */
+    GS_IDLE_NOTIFY,   /* ... and tell the job's owner in its stderr */
+    GS_IDLE_CANCEL,   /* ... and cancel the job after idle_grace */
+    GS_IDLE_REQUEUE,  /* ... and requeue it after idle_grace */
+};
+
 /* A partition: a named group of nodes ([[partition]]). */
 struct gs_config_partition {
     char *name;
@@ -63,7 +80,12 @@ struct gs_config_partition {
     size_t nnodes;
     bool is_default;
     uint64_t max_time_s; /* GS_DURATION_INFINITE: no limit */
+    enum gs_idle_action idle_action;
+    uint64_t idle_grace_s; /* cancel/requeue: idle this long after the flag; default 30 min */
 };
+
+#define GS_CONFIG_DEFAULT_IDLE_GRACE_S 1800
+#define GS_CONFIG_DEFAULT_HTTP "127.0.0.1:6818"
 
 #define GS_CONFIG_MAX_PARTITIONS 256
 #define GS_CONFIG_DEFAULT_PARTITION "main"
@@ -80,6 +102,9 @@ struct gs_config {
     uint64_t kill_grace_ms;
     enum gs_log_level log_level;
     char *cluster_name;
+    char *http_listen;           /* "host:port"; NULL when turned off ("") */
+    uint32_t idle_threshold_pct; /* 0-100, default 5 */
+    uint64_t idle_window_ms;     /* default 60 s */
     /* [worker] */
     char *worker_name; /* NULL: the host name */
     char *worker_address;
@@ -89,7 +114,8 @@ struct gs_config {
     uint32_t fake_gpus;
     char *worker_cpus; /* NULL: every CPU; else the OS CPU list the worker offers ("0-3") */
     char *log_dir;
-    char *worker_cli_socket; /* NULL: LOG_DIR/NAME.sock (worker/relay.h) */
+    char *worker_cli_socket;        /* NULL: LOG_DIR/NAME.sock (worker/relay.h) */
+    uint64_t telemetry_interval_ms; /* 0: no sampling; default 1 s */
     /* [[switch]] */
     struct gs_config_switch *switches;
     size_t nswitches;
@@ -106,6 +132,9 @@ struct gs_config {
  */
 const struct gs_config_partition *gs_config_partition(const struct gs_config *cfg,
                                                       const char *name);
+/* "flag", "notify", "cancel", "requeue". */
+const char *gs_idle_action_name(enum gs_idle_action a);
+
 /* Whether node belongs to the partition. */
 bool gs_config_partition_has(const struct gs_config_partition *p, const char *node);
 

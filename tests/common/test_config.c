@@ -369,3 +369,41 @@ Test(config, partitions_are_freed_with_the_config)
     cr_assert_null(cfg.partitions);
     cr_assert_eq(gs_config_init(&cfg), 0, "teardown releases it once more");
 }
+
+Test(config, telemetry_keys_have_defaults_and_are_read)
+{
+    cr_assert_eq(parse(""), 0);
+    cr_assert_str_eq(cfg.http_listen, "127.0.0.1:6818");
+    cr_assert_eq(cfg.idle_threshold_pct, 5);
+    cr_assert_eq(cfg.idle_window_ms, 60000);
+    cr_assert_eq(cfg.telemetry_interval_ms, 1000);
+    cr_assert_eq(cfg.partitions[0].idle_action, GS_IDLE_FLAG);
+    cr_assert_eq(cfg.partitions[0].idle_grace_s, 1800);
+    cr_assert_eq(parse("[scheduler]\nhttp = \"0.0.0.0:0\"\nidle_threshold = 10\n"
+                       "idle_window = \"2m\"\n[worker]\ntelemetry_interval = \"0s\"\n"
+                       "[[partition]]\nname = \"gpu\"\nidle_action = \"requeue\"\n"
+                       "idle_grace = \"10m\"\n"),
+                 0, "%s", errors.data);
+    cr_assert_str_eq(cfg.http_listen, "0.0.0.0:0");
+    cr_assert_eq(cfg.idle_threshold_pct, 10);
+    cr_assert_eq(cfg.idle_window_ms, 120000);
+    cr_assert_eq(cfg.telemetry_interval_ms, 0);
+    cr_assert_eq(cfg.partitions[0].idle_action, GS_IDLE_REQUEUE);
+    cr_assert_eq(cfg.partitions[0].idle_grace_s, 600);
+    cr_assert_str_eq(gs_idle_action_name(GS_IDLE_NOTIFY), "notify");
+    cr_assert_eq(parse("[scheduler]\nhttp = \"\"\n"), 0);
+    cr_assert_null(cfg.http_listen, "an empty address turns the listener off");
+}
+
+Test(config, bad_telemetry_keys_are_reported_at_their_place)
+{
+    cr_assert_eq(parse("[scheduler]\nhttp = \"localhost\"\nidle_threshold = 101\n"
+                       "[[partition]]\nname = \"gpu\"\nidle_action = \"kill\"\n"),
+                 -EINVAL);
+    cr_assert(strstr(errors.data, "gsched.toml:2:8: scheduler.http must be") != NULL, "%s",
+              errors.data);
+    cr_assert(strstr(errors.data, "gsched.toml:3:18:") != NULL, "%s", errors.data);
+    cr_assert(strstr(errors.data, "gsched.toml:6:15: partition.idle_action must be") != NULL, "%s",
+              errors.data);
+    cr_assert_str_eq(cfg.http_listen, "127.0.0.1:6818", "a bad value leaves the old one");
+}
