@@ -2,8 +2,9 @@
  * cmd_nodes.c: `gsched nodes [--json] [--topology] [--socket PATH] [NODE...]`: the
  * cluster's nodes as sinfo shows them, one aligned line each (state, GPUs free/total, cores
  * free/total, memory free/total, features), or a JSON array with the same facts for
- * programs. With --topology, each node's GPU matrix as `nvidia-smi topo -m` draws it
- * (cli/topo_print.h) instead of the line, or, with --json, under "topology".
+ * programs (with each GPU's latest telemetry under "gpu_stats"). With --topology, each node's GPU
+ * matrix as `nvidia-smi topo -m` draws it (cli/topo_print.h) instead of the line, or, with --json,
+ * under "topology".
  */
 #include "cli/commands.h"
 
@@ -32,6 +33,42 @@ static const char *state_name(Gs__NodeState s)
     }
 }
 
+/* One GPU's figures as the workers' telemetry left them in gschedd (gs.GpuStats). */
+static void json_gpu(struct gs_json *j, const Gs__GpuStats *g)
+{
+    gs_json_object_begin(j);
+    gs_json_kv_uint(j, "index", g->index);
+    gs_json_kv_uint(j, "samples", g->samples);
+    gs_json_kv_uint(j, "utilization_pct", g->utilization_pct);
+    gs_json_kv_uint(j, "utilization_max_pct", g->utilization_max_pct);
+    gs_json_kv_uint(j, "memory_util_pct", g->memory_util_pct);
+    gs_json_kv_uint(j, "memory_used_mib", g->memory_used_mib);
+    gs_json_kv_uint(j, "memory_used_max_mib", g->memory_used_max_mib);
+    gs_json_kv_uint(j, "memory_total_mib", g->memory_total_mib);
+    gs_json_kv_int(j, "temperature_c", g->temperature_c);
+    gs_json_kv_uint(j, "power_w", g->power_w);
+    gs_json_kv_uint(j, "sm_clock_mhz", g->sm_clock_mhz);
+    gs_json_kv_uint(j, "throttle_reasons", g->throttle_reasons);
+    gs_json_kv_uint(j, "ecc_uncorrected", g->ecc_uncorrected);
+    gs_json_kv_uint(j, "xid_last", g->xid_last);
+    gs_json_kv_uint(j, "xid_count", g->xid_count);
+    gs_json_kv_uint(j, "job_id", g->job_id);
+    gs_json_kv_bool(j, "idle", g->idle);
+    gs_json_kv_uint(j, "idle_since_ms", g->idle_since_ms);
+    gs_json_kv_uint(j, "sampled_at_ms", g->sampled_at_ms);
+    gs_json_key(j, "processes");
+    gs_json_array_begin(j);
+    for (size_t i = 0; i < g->n_processes; i++) {
+        gs_json_object_begin(j);
+        gs_json_kv_uint(j, "pid", g->processes[i]->pid);
+        gs_json_kv_uint(j, "memory_mib", g->processes[i]->memory_mib);
+        gs_json_kv_uint(j, "job_id", g->processes[i]->job_id);
+        gs_json_object_end(j);
+    }
+    gs_json_array_end(j);
+    gs_json_object_end(j);
+}
+
 static void json_node(struct gs_json *j, const Gs__NodeInfo *n)
 {
     gs_json_object_begin(j);
@@ -50,6 +87,18 @@ static void json_node(struct gs_json *j, const Gs__NodeInfo *n)
         gs_json_string(j, n->features[i]);
     gs_json_array_end(j);
     gs_json_kv_uint(j, "last_heartbeat_ms", n->last_heartbeat_ms);
+    gs_json_kv_uint(j, "cpu_util_pct", n->cpu_util_pct);
+    gs_json_kv_uint(j, "memory_used_mib", n->memory_used_mib);
+    gs_json_key(j, "free_gpus");
+    gs_json_array_begin(j);
+    for (size_t i = 0; i < n->n_free_gpus; i++)
+        gs_json_uint(j, n->free_gpus[i]);
+    gs_json_array_end(j);
+    gs_json_key(j, "gpu_stats");
+    gs_json_array_begin(j);
+    for (size_t i = 0; i < n->n_gpu_stats; i++)
+        json_gpu(j, n->gpu_stats[i]);
+    gs_json_array_end(j);
     if (n->topology != NULL) {
         gs_json_key(j, "topology");
         cli_topo_json(j, n->topology);

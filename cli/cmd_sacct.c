@@ -27,6 +27,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "cli/job_json.h"
 #include "cli/slurm_cmd.h"
 #include "cli/slurm_fmt.h"
 #include "common/clock.h"
@@ -62,6 +63,16 @@ enum field {
     F_REQMEM,
     F_ALLOCTRES,
     F_ALLOCNODES,
+    F_TOTALCPU,
+    F_MAXRSS,
+    F_TRESUSAGEINAVE,
+    F_TRESUSAGEINMAX,
+    F_GPUUTIL,
+    F_GPUUTILMAX,
+    F_GPUMEM,
+    F_GPUHOURS,
+    F_GPUIDLE,
+    F_GPUSUSED,
     F_COUNT
 };
 
@@ -96,6 +107,16 @@ static const struct {
     [F_REQMEM] = {"ReqMem", 10},
     [F_ALLOCTRES] = {"AllocTRES", 10},
     [F_ALLOCNODES] = {"AllocNodes", 10},
+    [F_TOTALCPU] = {"TotalCPU", 10},
+    [F_MAXRSS] = {"MaxRSS", 10},
+    [F_TRESUSAGEINAVE] = {"TRESUsageInAve", -30},
+    [F_TRESUSAGEINMAX] = {"TRESUsageInMax", -30},
+    [F_GPUUTIL] = {"GPUUtil", 8},
+    [F_GPUUTILMAX] = {"GPUUtilMax", 10},
+    [F_GPUMEM] = {"GPUMem", 10},
+    [F_GPUHOURS] = {"GPUHours", 10},
+    [F_GPUIDLE] = {"GPUIdle", 8},
+    [F_GPUSUSED] = {"GPUsUsed", 8},
 };
 
 struct column {
@@ -112,7 +133,7 @@ struct sacct_args {
     size_t ncols;
     const char *socket_opt;
     enum parsable parsable;
-    bool noheader, all_users, jobs_given, have_start;
+    bool noheader, all_users, jobs_given, have_start, json;
     uint64_t start_ms, end_ms; /* end 0: now */
     char me[64];
 };
@@ -166,7 +187,7 @@ static void usage(FILE *f)
 {
     fputs("Usage: sacct [-a] [-j jobs] [-u users] [--format fields] [-b] [-n] [-p | -P] [-X]\n"
           "             [-s states] [-S start] [-E end] [--name names] [-r partitions]\n"
-          "             [-A accounts] [--socket PATH]\n",
+          "             [-A accounts] [--json] [--socket PATH]\n",
           f);
 }
 
@@ -195,6 +216,7 @@ static int parse_args(int argc, char **argv, struct sacct_args *s)
         {"help", no_argument, NULL, 'h'},
         {"usage", no_argument, NULL, 'U'},
         {"socket", required_argument, NULL, 'K'},
+        {"json", no_argument, NULL, 'J'},
         {NULL, 0, NULL, 0},
     };
     uint64_t now = gs_clock_wall_ms();
@@ -260,6 +282,9 @@ static int parse_args(int argc, char **argv, struct sacct_args *s)
         case 'K':
             s->socket_opt = optarg;
             break;
+        case 'J':
+            s->json = true;
+            break;
         case 'h':
         case 'U':
             usage(stdout);
@@ -291,6 +316,60 @@ static int put_state(struct gs_buf *out, const Gs__JobInfo *job)
             return gs_buf_printf(out, "CANCELLED by %lu", uid);
     }
     return gs_buf_append_str(out, slurm_state_name(job->state));
+}
+
+/* Slurm's TRES usage form: cpu as a time, memory in M, GPU figures as gres. */
+static int tres_usage(const Gs__JobUsage *u, bool max, struct gs_buf *out)
+{
+    char cpu[64];
+    int rc;
+
+    slurm_fmt_secs_long(u->cpu_time_ms / 1000, cpu, sizeof(cpu));
+    rc = gs_buf_printf(out, "cpu=%s", cpu);
+    if (rc == 0 && u->gpu_alloc_ms > 0 && max)
+        rc = gs_buf_printf(out, ",gres/gpumem=%lluM,gres/gpuutil=%u",
+                           (unsigned long long)u->gpu_mem_peak_mib, u->gpu_util_max_pct);
+    else if (rc == 0 && u->gpu_alloc_ms > 0)
+        rc = gs_buf_printf(out, ",gres/gpumem=%lluM,gres/gpuutil=%.0f",
+                           (unsigned long long)u->gpu_mem_peak_mib, u->gpu_util_mean_pct);
+    if (rc == 0)
+        rc = gs_buf_printf(out, ",mem=%lluM", (unsigned long long)u->rss_peak_mib);
+    return rc;
+}
+
+/* The usage columns; empty when no telemetry came (as sacct leaves unknown fields). */
+static int usage_value(const Gs__JobUsage *u, enum field f, struct gs_buf *out)
+{
+    char buf[64];
+    bool gpu = u != NULL && u->gpu_alloc_ms > 0;
+
+    if (u == NULL || !u->telemetry)
+        return 0;
+    switch (f) {
+    case F_TOTALCPU:
+        return gs_buf_append_str(out, slurm_fmt_secs_long(u->cpu_time_ms / 1000, buf, sizeof(buf)));
+    case F_MAXRSS:
+        return gs_buf_printf(out, "%lluM", (unsigned long long)u->rss_peak_mib);
+    case F_TRESUSAGEINAVE:
+    case F_TRESUSAGEINMAX:
+        return tres_usage(u, f == F_TRESUSAGEINMAX, out);
+    case F_GPUUTIL:
+        return gpu ? gs_buf_printf(out, "%.1f%%", u->gpu_util_mean_pct) : 0;
+    case F_GPUUTILMAX:
+        return gpu ? gs_buf_printf(out, "%u%%", u->gpu_util_max_pct) : 0;
+    case F_GPUMEM:
+        return gpu ? gs_buf_printf(out, "%lluM", (unsigned long long)u->gpu_mem_peak_mib) : 0;
+    case F_GPUHOURS:
+        return gpu ? gs_buf_printf(out, "%.3f", (double)u->gpu_alloc_ms / 3.6e6) : 0;
+    case F_GPUIDLE:
+        return gpu ? gs_buf_printf(out, "%.0f%%",
+                                   100.0 * (double)u->gpu_idle_ms / (double)u->gpu_alloc_ms)
+                   : 0;
+    case F_GPUSUSED:
+        return gpu ? gs_buf_printf(out, "%u/%u", u->gpus_used, u->gpus_alloc) : 0;
+    default:
+        return 0;
+    }
 }
 
 static int value(const Gs__JobInfo *job, enum field f, uint64_t now_ms, struct gs_buf *out)
@@ -360,6 +439,17 @@ static int value(const Gs__JobInfo *job, enum field f, uint64_t now_ms, struct g
     case F_ALLOCTRES:
         /* Nothing is allocated before the job starts. */
         return job->n_allocation > 0 ? slurm_job_tres(out, job) : 0;
+    case F_TOTALCPU:
+    case F_MAXRSS:
+    case F_TRESUSAGEINAVE:
+    case F_TRESUSAGEINMAX:
+    case F_GPUUTIL:
+    case F_GPUUTILMAX:
+    case F_GPUMEM:
+    case F_GPUHOURS:
+    case F_GPUIDLE:
+    case F_GPUSUSED:
+        return usage_value(job->usage, f, out);
     case F_COUNT:
         break;
     }
@@ -418,6 +508,26 @@ static int by_job_id(const void *a, const void *b)
     return x->job_id < y->job_id ? -1 : x->job_id > y->job_id;
 }
 
+/* --json: {"jobs": [JobInfo with its usage, ...]} in job id order. */
+static int print_json(Gs__JobInfo *const *jobs, size_t n)
+{
+    struct gs_buf out = GS_BUF_INIT;
+    struct gs_json j;
+    int rc;
+
+    gs_json_init(&j, &out);
+    gs_json_object_begin(&j);
+    gs_json_key(&j, "jobs");
+    gs_json_array_begin(&j);
+    for (size_t i = 0; i < n; i++)
+        cli_json_job_info(&j, jobs[i]);
+    gs_json_array_end(&j);
+    gs_json_object_end(&j);
+    rc = cli_json_write(&j, &out, stdout);
+    gs_buf_release(&out);
+    return rc;
+}
+
 static int print_jobs(const struct sacct_args *s, const Gs__QueueReply *r)
 {
     struct gs_buf out = GS_BUF_INIT, cell = GS_BUF_INIT;
@@ -433,6 +543,11 @@ static int print_jobs(const struct sacct_args *s, const Gs__QueueReply *r)
     }
     if (n > 0)
         qsort(jobs, n, sizeof(*jobs), by_job_id);
+    if (s->json) {
+        rc = print_json(jobs, n);
+        n = 0;
+        gs_buf_reset(&out);
+    }
     for (size_t i = 0; rc == 0 && i < n; i++) {
         const Gs__JobInfo *job = jobs[i];
 

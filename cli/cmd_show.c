@@ -32,6 +32,7 @@
 #include "cli/job_json.h"
 #include "cli/job_print.h"
 #include "cli/jobcmd.h"
+#include "cli/usage_print.h"
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/units.h"
@@ -190,6 +191,8 @@ static int put_progress(struct gs_buf *out, const Gs__JobProgressReport *p, uint
         rc = gs_buf_printf(out, " eval %.3f", p->eval_loss);
     if (rc == 0 && p->tokens_per_s > 0)
         rc = gs_buf_printf(out, " tokens/s %.0f", p->tokens_per_s);
+    if (rc == 0 && p->mfu > 0)
+        rc = gs_buf_printf(out, " MFU %.1f%%", 100.0 * p->mfu);
     if (rc == 0 && p->ranks > 0)
         rc = gs_buf_printf(out, " ranks %u", p->ranks);
     if (rc == 0 && p->ranks > 1 && p->comm_ms > 0)
@@ -267,6 +270,8 @@ static int show_text(struct gs_buf *out, const Gs__ShowReply *r)
     if (rc == 0)
         rc = put_run(out, job->spec);
     if (rc == 0)
+        rc = cli_usage_show(out, job->usage);
+    if (rc == 0)
         rc = put_progress(out, r->progress, gs_clock_wall_ms());
     if (rc == 0)
         rc = put_history(out, r);
@@ -301,6 +306,7 @@ static void json_progress(struct gs_json *j, const Gs__JobProgressReport *p)
     kv_double(j, "eval_loss", p->eval_loss);
     gs_json_kv_uint(j, "eval_step", p->eval_step);
     kv_double(j, "lr", p->lr);
+    kv_double(j, "mfu", p->mfu);
     gs_json_kv_string(j, "text", p->text);
     gs_json_kv_uint(j, "received_ms", p->received_ms);
     gs_json_kv_uint(j, "attempt", p->attempt);

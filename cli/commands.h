@@ -32,6 +32,8 @@ int cli_cmd_srun(int argc, char **argv);
 int cli_cmd_mpirun(int argc, char **argv);
 int cli_cmd_rsh(int argc, char **argv);
 int cli_cmd_kv(int argc, char **argv);
+int cli_cmd_seff(int argc, char **argv);
+int cli_cmd_top(int argc, char **argv);
 
 /* Prints "gsched CMD: message (see gsched --help)" and returns 2. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -8,6 +8,7 @@
 #include <errno.h>
 
 #include "cli/job_print.h"
+#include "cli/usage_print.h"
 
 static void json_u32_array(struct gs_json *j, const char *key, const uint32_t *v, size_t n)
 {
@@ -233,6 +234,11 @@ void cli_json_job_info(struct gs_json *j, const Gs__JobInfo *job)
     gs_json_kv_string(j, "stdout_path", job->stdout_path);
     gs_json_kv_string(j, "stderr_path", job->stderr_path);
     json_allocation(j, job->allocation, job->n_allocation);
+    gs_json_key(j, "tokens_per_s");
+    gs_json_double(j, job->tokens_per_s);
+    gs_json_key(j, "mfu");
+    gs_json_double(j, job->mfu);
+    cli_usage_json(j, job->usage);
     /* Only ShowReply carries the spec; queue listings leave it out rather than null. */
     if (job->spec != NULL) {
         gs_json_key(j, "spec");

@@ -47,6 +47,11 @@ static const char usage_text[] =
     "  scontrol show hostnames [LIST]\n"
     "                            a Slurm hostlist (default $SLURM_JOB_NODELIST), one per line\n"
     "  scontrol [-o] show job|partition|node [X] / hold|release|requeue|requeuehold IDS\n"
+    "  top [--once] [--interval DUR] [--user U] [--partition P] [--sort node|util|idle]\n"
+    "      [--idle]              every GPU of the cluster, refreshed: use, memory, power, job,\n"
+    "                            idle flags, totals (--once: one plain-text frame)\n"
+    "  seff JOB [--json]         CPU and GPU efficiency of a running or ended job, as Slurm's\n"
+    "                            seff, from the workers' telemetry\n"
     "  squeue / sinfo / sacct / scancel [Slurm's options]\n"
     "                            Slurm's views and scancel, with Slurm's formats and options\n"
     "  sbatch [OPTIONS] SCRIPT [ARGS] | --wrap CMD [--test-only] [--json] [--wait]\n"
@@ -78,7 +83,7 @@ static const struct command commands[] = {
     {"hold", cli_cmd_hold},   {"release", cli_cmd_release}, {"wait", cli_cmd_wait},
     {"logs", cli_cmd_logs},   {"up", cli_cmd_up},           {"down", cli_cmd_down},
     {"place", cli_cmd_place}, {"shard", cli_cmd_shard},     {"mpirun", cli_cmd_mpirun},
-    {"rsh", cli_cmd_rsh},     {"kv", cli_cmd_kv},
+    {"rsh", cli_cmd_rsh},     {"kv", cli_cmd_kv},           {"top", cli_cmd_top},
 };
 
 int cli_usage_error(const char *cmd, const char *fmt, ...)
@@ -107,7 +112,7 @@ static void print_version(void)
 static const struct command slurm_commands[] = {
     {"scontrol", cli_cmd_scontrol}, {"squeue", cli_cmd_squeue},   {"sinfo", cli_cmd_sinfo},
     {"sacct", cli_cmd_sacct},       {"scancel", cli_cmd_scancel}, {"sbatch", cli_cmd_sbatch},
-    {"srun", cli_cmd_srun},
+    {"srun", cli_cmd_srun},         {"seff", cli_cmd_seff},
 };
 
 static const struct command *slurm_command(const char *argv0)

@@ -5,6 +5,10 @@ pkg_check_modules(UV REQUIRED IMPORTED_TARGET libuv>=1.44)
 pkg_check_modules(PROTOBUF_C REQUIRED IMPORTED_TARGET libprotobuf-c>=1.4)
 pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc>=2.0)
 pkg_check_modules(SQLITE3 REQUIRED IMPORTED_TARGET sqlite3>=3.35)
+# gschedd's HTTP server (/metrics, /api/v1): 0.9.71 brought enum MHD_Result; Debian 12 has 0.9.75.
+pkg_check_modules(MHD REQUIRED IMPORTED_TARGET libmicrohttpd>=0.9.71)
+# `gsched top`'s full-screen view (the wide-character build, for the bars' block glyphs).
+pkg_check_modules(NCURSES REQUIRED IMPORTED_TARGET ncursesw>=6)
 pkg_check_modules(CRITERION IMPORTED_TARGET criterion>=2.4)
 
 find_program(PROTOC_C NAMES protoc-c protoc-gen-c REQUIRED)

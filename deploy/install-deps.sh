@@ -16,6 +16,9 @@ packages=(
   libhwloc-dev       # GPU/CPU/NUMA topology
   hwloc
   libsqlite3-dev     # scheduler state
+  libmicrohttpd-dev  # gschedd's HTTP server: /metrics and /api/v1
+  libncurses-dev     # gsched top's full-screen view
+  tmux               # drives gsched top in its test
   libssl-dev
   libcriterion-dev   # unit tests
   libopenmpi-dev     # CPU all-reduce in the trainer

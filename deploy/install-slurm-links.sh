@@ -10,7 +10,7 @@ dir=${1:-/usr/local/lib/gsched/slurm-bin}
 gsched=$(command -v gsched || true)
 [ -n "$gsched" ] || { echo "install-slurm-links.sh: gsched is not on PATH" >&2; exit 1; }
 mkdir -p "$dir"
-for cmd in sbatch srun squeue scancel sinfo scontrol sacct; do
+for cmd in sbatch srun squeue scancel sinfo scontrol sacct seff; do
   target=$dir/$cmd
   if [ -e "$target" ] || [ -L "$target" ]; then
     if [ "$(readlink -f "$target")" != "$(readlink -f "$gsched")" ]; then

@@ -4,7 +4,7 @@
 # already on the machine (the licence texts), submits examples/train-ddp.toml (a 2-node x
 # 1-rank data-parallel gsched-train job whose ranks mpirun starts through the workers),
 # follows its progress from `gsched show` with a progress bar, then prints the final eval
-# loss, a text sample from the last checkpoint and where loss.svg is (copied to
+# loss (with `gsched top --once`, the cluster view, shown once while it trains), a text sample from the last checkpoint and where loss.svg is (copied to
 # BUILD_DIR/demo/), and stops the cluster.
 # GSCHED_DEMO_STEPS shortens the run (the ctest `demo` does); GSCHED_DEMO_KEEP=1 keeps the
 # directory. Under 3 minutes on 2 cores.
@@ -53,11 +53,17 @@ bar() { # bar STEP STEPS REST
     "$(printf '%*s' $((width - fill)) '' | tr ' ' '.')" "$3"
 }
 shown=-1
+topped=0
 while :; do
   view=$("$gsched" show "$id")
   state=$(sed -n 's/^   State=\([A-Z_]*\).*/\1/p' <<< "$view")
   line=$(sed -n 's/^Progress: //p' <<< "$view")
   re='^step ([0-9]+)/([0-9]+) \(([0-9]+)%\) loss ([0-9.]+).* tokens/s ([0-9]+).*overlap ([0-9.]+)'
+  if [[ $line =~ $re ]] && [ "$topped" = 0 ]; then
+    topped=1
+    echo "--- gsched top --once: the cluster while the job runs (CPU nodes: no GPU rows)"
+    "$gsched" top --once
+  fi
   if [[ $line =~ $re ]]; then
     step=${BASH_REMATCH[1]} steps=${BASH_REMATCH[2]}
     text="step $step/$steps  loss ${BASH_REMATCH[4]}  tokens/s ${BASH_REMATCH[5]}  overlap ${BASH_REMATCH[6]}"

@@ -28,6 +28,7 @@ struct node {
     uint64_t core_free[CORE_WORDS];
     uint64_t mem_free;
     uint32_t njobs;
+    uint64_t alloc_gen; /* sched_cluster_alloc_gen */
     bool exclusive_held;
     const struct gs_gpuset_node *gs; /* the GPU link hierarchy; NULL: unknown */
     int switch_id;
@@ -573,6 +574,16 @@ out:
     return rc;
 }
 
+uint64_t sched_cluster_free_gpu_mask(const struct sched_cluster *cluster, uint32_t node)
+{
+    return node < cluster->nnodes ? cluster->nodes[node].gpu_free : 0;
+}
+
+uint64_t sched_cluster_alloc_gen(const struct sched_cluster *cluster, uint32_t node)
+{
+    return node < cluster->nnodes ? cluster->nodes[node].alloc_gen : 0;
+}
+
 void sched_cluster_take(struct sched_cluster *cluster, const struct sched_alloc *alloc)
 {
     for (uint32_t k = 0; k < alloc->nnodes; k++) {
@@ -584,6 +595,7 @@ void sched_cluster_take(struct sched_cluster *cluster, const struct sched_alloc 
             n->core_free[w] &= ~a->cores[w];
         n->mem_free -= a->mem_mib <= n->mem_free ? a->mem_mib : n->mem_free;
         n->njobs++;
+        n->alloc_gen++;
         n->exclusive_held = n->exclusive_held || alloc->exclusive;
     }
 }
@@ -617,6 +629,7 @@ void sched_cluster_give_back(struct sched_cluster *cluster, const struct sched_a
             n->mem_free = n->mem_mib;
         if (n->njobs > 0)
             n->njobs--;
+        n->alloc_gen++;
         if (alloc->exclusive)
             n->exclusive_held = false;
     }

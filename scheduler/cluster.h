@@ -114,6 +114,8 @@ bool sched_cluster_is_up(const struct sched_cluster *cluster, uint32_t node);
 
 /* Free GPUs / cores / MiB of one node (for `gsched nodes`). */
 uint32_t sched_cluster_free_gpus(const struct sched_cluster *cluster, uint32_t node);
+/* Bit i: GPU i of node is free. */
+uint64_t sched_cluster_free_gpu_mask(const struct sched_cluster *cluster, uint32_t node);
 uint32_t sched_cluster_free_cores(const struct sched_cluster *cluster, uint32_t node);
 uint64_t sched_cluster_free_mem(const struct sched_cluster *cluster, uint32_t node);
 
@@ -133,6 +135,11 @@ bool sched_cluster_could_ever_fit(const struct sched_cluster *cluster, const str
 int sched_cluster_place(const struct sched_cluster *cluster, const struct sched_req *req,
                         const uint64_t *avoid, struct sched_alloc *alloc);
 void sched_cluster_take(struct sched_cluster *cluster, const struct sched_alloc *alloc);
+/*
+ * A number that changes whenever an allocation on node is taken or given back: who holds
+ * its GPUs needs looking up again only when it moved.
+ */
+uint64_t sched_cluster_alloc_gen(const struct sched_cluster *cluster, uint32_t node);
 /* The link quality of gpus on node (for `gsched show` and the event log). */
 void sched_cluster_gpu_quality(const struct sched_cluster *cluster, uint32_t node, uint64_t gpus,
                                struct sched_gpu_quality *ret);

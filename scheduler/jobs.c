@@ -80,6 +80,7 @@ static void job_free(struct sched_job *job)
     free(job->history);
     free(job->progress);
     sched_job_kv_drop(job);
+    sched_usage_release(&job->usage);
     free(job);
 }
 

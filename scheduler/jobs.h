@@ -32,6 +32,7 @@
 
 #include "common/jobspec.h"
 #include "scheduler/cluster.h"
+#include "scheduler/usage.h"
 
 enum sched_job_state {
     SCHED_JOB_PENDING = 1,
@@ -123,6 +124,8 @@ struct sched_job {
     /* The current attempt's key/value store (job_kv.h), NULL before its first put; owned,
      * dropped when the job stops running. */
     struct sched_job_kv *kv;
+    /* Its use of the allocation from telemetry (usage.h), attempts together. */
+    struct sched_job_usage usage;
 };
 
 struct sched_jobs;

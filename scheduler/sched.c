@@ -18,7 +18,9 @@
 #include "common/log.h"
 #include "proto/conn.h"
 #include "scheduler/cluster.h"
+#include "scheduler/http.h"
 #include "scheduler/sched_internal.h"
+#include "scheduler/telemetry.h"
 
 static void on_cron(uv_timer_t *timer);
 
@@ -78,12 +80,18 @@ void sched_release_handle(struct sched_ctx *s)
     free(s->nodes);
     sched_jobs_free(s->jobs);
     sched_cluster_free(s->cluster);
+    sched_tel_free(s->tel);
     free(s);
 }
 
 static void on_handle_closed(uv_handle_t *handle)
 {
     sched_release_handle(handle->data);
+}
+
+static void on_http_closed(void *data)
+{
+    sched_release_handle(data);
 }
 
 int sched_worker_port(const struct sched_ctx *s)
@@ -114,6 +122,11 @@ void sched_stop(struct sched_ctx *s, void (*stopped)(void *data), void *data)
     if (s->journal != NULL) {
         sched_journal_close(s->journal); /* commits what is queued first */
         s->journal = NULL;
+    }
+    if (s->http != NULL) {
+        s->open_handles++;
+        sched_http_close(s->http, on_http_closed, s);
+        s->http = NULL;
     }
     uv_close((uv_handle_t *)&s->plan_idle, on_handle_closed);
     uv_close((uv_handle_t *)&s->cron, on_handle_closed);
@@ -163,9 +176,12 @@ struct sched_ctx *sched_new(uv_loop_t *loop, const struct gs_config *cfg, struct
     struct sched_ctx *s = calloc(1, sizeof(*s));
 
     if (s == NULL || (s->cluster = sched_cluster_new()) == NULL ||
-        (s->jobs = sched_jobs_new(s->cluster)) == NULL) {
-        if (s != NULL)
+        (s->jobs = sched_jobs_new(s->cluster)) == NULL ||
+        (s->tel = sched_tel_new(cfg->idle_threshold_pct, cfg->idle_window_ms)) == NULL) {
+        if (s != NULL) {
+            sched_jobs_free(s->jobs);
             sched_cluster_free(s->cluster);
+        }
         free(s);
         gs_error_set(err, -ENOMEM, 0, 0, "out of memory");
         return NULL;
@@ -188,6 +204,7 @@ struct sched_ctx *sched_new(uv_loop_t *loop, const struct gs_config *cfg, struct
         return NULL;
     }
     uv_timer_start(&s->cron, on_cron, s->heartbeat_ms, s->heartbeat_ms);
+    s->http = sched_http_start(s, loop, cfg->http_listen, s->state_dir);
     sched_engine_wake(s); /* jobs left pending by the last run */
     GS_LOG(GS_LOG_INFO, "port=%d socket=%s heartbeat_ms=%llu listening", sched_worker_port(s),
            s->socket_path, (unsigned long long)s->heartbeat_ms);

@@ -209,10 +209,11 @@ static void handle_nodes(struct sched_cli *c, uint64_t request_id, const Gs__Nod
     struct sched_ctx *s = c->s;
     Gs__NodeInfo *infos = calloc(s->nnodes + 1, sizeof(*infos));
     Gs__NodeInfo **ptrs = calloc(s->nnodes + 1, sizeof(*ptrs));
+    struct sched_tel_msgs *tel = calloc(s->nnodes + 1, sizeof(*tel));
     Gs__NodesReply reply = GS__NODES_REPLY__INIT;
     Gs__Envelope env = GS__ENVELOPE__INIT;
 
-    if (infos == NULL || ptrs == NULL) {
+    if (infos == NULL || ptrs == NULL || tel == NULL) {
         sched_cli_error(c, request_id, -ENOMEM, "out of memory", false);
         goto out;
     }
@@ -220,6 +221,11 @@ static void handle_nodes(struct sched_cli *c, uint64_t request_id, const Gs__Nod
         if (!wanted(req, s->nodes[i]->name))
             continue;
         fill_node_info(s, s->nodes[i], &infos[reply.n_nodes], req->with_topology);
+        if (sched_telemetry_node_info(s, s->nodes[i], &infos[reply.n_nodes], &tel[reply.n_nodes]) <
+            0) {
+            sched_cli_error(c, request_id, -ENOMEM, "out of memory", false);
+            goto out;
+        }
         ptrs[reply.n_nodes] = &infos[reply.n_nodes];
         reply.n_nodes++;
     }
@@ -230,6 +236,9 @@ static void handle_nodes(struct sched_cli *c, uint64_t request_id, const Gs__Nod
     env.nodes_reply = &reply;
     sched_cli_reply(c, &env, false);
 out:
+    for (size_t i = 0; tel != NULL && i < s->nnodes; i++)
+        sched_telemetry_msgs_release(&tel[i]);
+    free(tel);
     free(infos);
     free(ptrs);
 }
@@ -319,6 +328,7 @@ static void handle_progress(struct sched_cli *c, uint64_t request_id,
     p->eval_loss = req->eval_loss;
     p->eval_step = req->eval_step;
     p->lr = req->lr;
+    p->mfu = req->mfu >= 0 && req->mfu <= 1 ? req->mfu : 0;
     progress_text(p->text, req->text);
     reply.job_id = job->id;
     env.request_id = request_id;

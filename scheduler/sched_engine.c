@@ -528,6 +528,7 @@ static void start_job(struct sched_ctx *s, struct sched_job *job, struct sched_a
                gs_strerror(rc));
         return;
     }
+    s->stats.jobs_started++;
     job->master_port = pick_master_port(job);
     job->expected_start_ms = 0;
     describe_nodes(s, job, nodes, sizeof(nodes));
@@ -675,7 +676,7 @@ static void on_plan_idle(uv_idle_t *idle)
     uv_idle_stop(idle);
     s->plan_wanted = false;
     if (!s->stopping)
-        plan_pass(s);
+        sched_stats_time_pass(s, plan_pass);
 }
 
 void sched_engine_wake(struct sched_ctx *s)
@@ -740,6 +741,7 @@ static void submit_stored(struct sched_ctx *s, int status, void *arg)
             sched_cli_error(op->cli, op->request_id, -ENOMEM, "out of memory", true);
             goto out;
         }
+        s->stats.jobs_submitted++;
         job->uid = d->uid;
         job->gid = d->gid;
         memcpy(job->user, d->user, sizeof(job->user));
@@ -1389,6 +1391,31 @@ static int requeue(struct sched_ctx *s, struct sched_cli *c, bool hold, struct s
     sched_query_job_changed(s, job);
     sched_engine_wake(s);
     return 0;
+}
+
+void sched_engine_idle_end(struct sched_ctx *s, struct sched_job *job, bool requeue,
+                           const char *why)
+{
+    uint64_t now = gs_clock_wall_ms();
+    struct sched_change *ch;
+
+    if (job->state != SCHED_JOB_RUNNING || job->cancel_requested || job->requeue_requested)
+        return;
+    if (requeue) {
+        if (sched_job_requeue(job, false, why) < 0)
+            return;
+    } else {
+        snprintf(job->reason, sizeof(job->reason), "%s", why);
+        sched_job_cancel(job, now);
+    }
+    sched_job_note(job, now, job->state, why);
+    signal_job(s, job, UINT32_MAX, 0, GS__END_REASON__END_REASON_CANCELLED, why);
+    ch = sched_change_new(s);
+    if (ch == NULL)
+        return;
+    sched_change_job(ch, job);
+    sched_change_event(ch, now, job->id, "", sched_job_state_name(job->state), why);
+    sched_change_commit(s, ch, NULL, NULL);
 }
 
 /* One job's action; returns 0 or a negative errno with msg saying why. */

@@ -28,6 +28,12 @@ struct sched_node {
     uint64_t last_heartbeat_mono;
     uint64_t last_heartbeat_wall;
     char worker_version[32];
+    /* Who holds each GPU, for telemetry (sched_telemetry.c); filled again when the
+     * cluster's sched_cluster_alloc_gen for the node moves. */
+    bool owners_valid;
+    uint64_t owners_gen;
+    uint64_t gpu_owner[SCHED_MAX_GPUS];      /* job id, 0 none */
+    uint16_t gpu_owner_slot[SCHED_MAX_GPUS]; /* the node's index in that job's alloc.nodes */
 };
 
 /*
@@ -74,7 +80,7 @@ struct sched_job_progress {
     uint64_t received_ms; /* wall clock */
     uint32_t attempt;     /* the job's restart count then */
     uint64_t step, steps, eval_step;
-    double loss, tokens_per_s, comm_ms, comm_exposed_ms, overlap, eval_loss, lr;
+    double loss, tokens_per_s, comm_ms, comm_exposed_ms, overlap, eval_loss, lr, mfu;
     uint32_t ranks;
     char text[SCHED_PROGRESS_TEXT_MAX + 1];
 };
@@ -98,6 +104,15 @@ struct sched_forward {
     uint64_t worker_request_id;
     struct gs_proto_conn *worker;
     bool task_finished;
+};
+
+/* What /metrics counts (sched_metrics.c); from zero at each start of gschedd. */
+struct sched_stats {
+    uint64_t jobs_submitted; /* jobs added to the table by a submit (array elements each) */
+    uint64_t jobs_started;   /* PENDING -> RUNNING, every attempt */
+    uint64_t plan_passes;    /* planning passes run */
+    uint64_t plan_ns_sum;    /* their time, in all */
+    uint64_t plan_ns_last;   /* the last one's */
 };
 
 struct sched_ctx {
@@ -128,6 +143,9 @@ struct sched_ctx {
     struct sched_kv_wait *kv_waits;   /* JobKvGets waiting for their keys (sched_kv.c) */
     struct sched_step *steps;         /* srun steps streaming to their CLI (sched_steps.c) */
     struct sched_step_seq *step_seqs; /* per job with steps: numbers, holdings, waiting */
+    struct sched_tel *tel;            /* GPU telemetry (telemetry.h, sched_telemetry.c) */
+    struct sched_http *http;          /* the HTTP server (http.h); NULL when off or not started */
+    struct sched_stats stats;         /* counters for /metrics */
     int open_handles;
     bool stopping;
     void (*stopped)(void *data);
@@ -136,6 +154,34 @@ struct sched_ctx {
 
 struct sched_node *sched_node_find(struct sched_ctx *s, const char *name);
 void sched_release_handle(struct sched_ctx *s);
+/* sched_metrics.c: runs pass(s) (the planning pass) and counts its time in s->stats. */
+void sched_stats_time_pass(struct sched_ctx *s, void (*pass)(struct sched_ctx *s));
+/* sched_telemetry.c: heartbeats' figures into s->tel and the jobs' usage; idle policy. */
+void sched_telemetry_heartbeat(struct sched_ctx *s, struct sched_node *n, const Gs__Heartbeat *hb);
+/* A node's GPU figures for NodeInfo (gpu_stats, cpu/memory use); release with the next. */
+struct sched_tel_msgs {
+    Gs__GpuStats *stats;
+    Gs__GpuStats **ptrs;
+    Gs__GpuProcess *procs;
+    Gs__GpuProcess **proc_ptrs;
+    uint32_t free_gpus[SCHED_MAX_GPUS];
+};
+int sched_telemetry_node_info(struct sched_ctx *s, const struct sched_node *n, Gs__NodeInfo *info,
+                              struct sched_tel_msgs *m);
+void sched_telemetry_msgs_release(struct sched_tel_msgs *m);
+/* A job's usage for JobInfo: m->usage filled, idle_gpus owned by m; release with the next. */
+struct sched_usage_msg {
+    Gs__JobUsage usage;
+    char **idle_gpus;
+    size_t nidle;
+};
+int sched_telemetry_job_usage(struct sched_ctx *s, const struct sched_job *job,
+                              struct sched_usage_msg *m);
+void sched_telemetry_usage_release(struct sched_usage_msg *m);
+/* The idle policy's end of a job (sched_engine.c): cancelled, or requeued when requeue. */
+void sched_engine_idle_end(struct sched_ctx *s, struct sched_job *job, bool requeue,
+                           const char *why);
+
 /* Marks a node DOWN (no-op when it is already): its jobs fail over (sched_engine.c). */
 void sched_node_set_down(struct sched_ctx *s, struct sched_node *n, const char *why);
 /* Whether new work may go to the node: UP and its worker connected. */

@@ -27,6 +27,7 @@ struct ch_job {
     struct sched_job_row row;
     char *name, *user, *reason;
     uint8_t *spec, *alloc;
+    void *usage;
 };
 
 struct ch_task {
@@ -105,6 +106,7 @@ static void change_free(struct sched_change *ch)
         free(ch->jobs[i].reason);
         free(ch->jobs[i].spec);
         free(ch->jobs[i].alloc);
+        free(ch->jobs[i].usage);
     }
     for (size_t i = 0; i < ch->ntasks; i++)
         free(ch->tasks[i].node);
@@ -181,6 +183,8 @@ void sched_change_job(struct sched_change *ch, const struct sched_job *job)
         ch->rc = pack_spec(job->spec, &cj->spec, &r->spec_len);
     if (ch->rc == 0 && job->state == SCHED_JOB_RUNNING)
         ch->rc = pack_alloc(ch->s, job, &cj->alloc, &r->alloc_len);
+    if (ch->rc == 0)
+        ch->rc = sched_usage_pack(&job->usage, &cj->usage, &r->usage_len);
     r->id = job->id;
     r->name = cj->name;
     r->uid = job->uid;
@@ -200,6 +204,7 @@ void sched_change_job(struct sched_change *ch, const struct sched_job *job)
     r->attempt = job->attempt;
     r->spec = cj->spec;
     r->alloc = cj->alloc;
+    r->usage = cj->usage;
 }
 
 /* A task's row state: RUNNING until it ends, then what its end means for the job. */
@@ -467,6 +472,9 @@ static int load_job(const struct sched_job_row *row, void *data)
     }
     if (job->state == SCHED_JOB_RUNNING)
         job->start_ms = start_ms;
+    if (row->usage != NULL && sched_usage_from_packed(&job->usage, row->usage, row->usage_len) < 0)
+        GS_LOG(GS_LOG_WARN, "job=%llu stored usage unreadable, dropped",
+               (unsigned long long)job->id);
     return 0;
 }
 

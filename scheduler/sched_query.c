@@ -30,6 +30,7 @@ struct info {
     struct gs_proto_jobspec_view view;
     bool has_view;
     struct gs_buf stdout_path, stderr_path;
+    struct sched_usage_msg usage;
 };
 
 static int log_path(const struct sched_job *job, uint32_t rank, const char *node,
@@ -199,6 +200,15 @@ static int info_fill(struct sched_ctx *s, const struct sched_job *job, struct in
     in->info.n_allocation = in->alloc.n;
     in->info.allocation = in->alloc.ptrs;
     fill_paths(s, job, in);
+    if (job->progress != NULL && job->progress->attempt == job->attempt) {
+        in->info.tokens_per_s = job->progress->tokens_per_s;
+        in->info.mfu = job->progress->mfu;
+    }
+    if (rc == 0 && job->start_ms > 0) {
+        rc = sched_telemetry_job_usage(s, job, &in->usage);
+        in->usage.usage.cpus_alloc = in->info.ncpus;
+        in->info.usage = &in->usage.usage;
+    }
     if (rc == 0 && with_spec) {
         rc = gs_proto_jobspec_view_init(&in->view, sp);
         in->has_view = rc == 0;
@@ -210,6 +220,7 @@ static int info_fill(struct sched_ctx *s, const struct sched_job *job, struct in
 
 static void info_release(struct info *in)
 {
+    sched_telemetry_usage_release(&in->usage);
     sched_alloc_msg_release(&in->alloc);
     gs_buf_release(&in->stdout_path);
     gs_buf_release(&in->stderr_path);
@@ -375,6 +386,7 @@ static void fill_progress(const struct sched_job *job, Gs__JobProgressReport *m)
     m->eval_loss = p->eval_loss;
     m->eval_step = p->eval_step;
     m->lr = p->lr;
+    m->mfu = p->mfu;
     m->text = (char *)p->text;
     m->received_ms = p->received_ms;
     m->attempt = p->attempt;

@@ -300,6 +300,7 @@ static void on_worker_message(struct gs_proto_conn *conn, const Gs__Envelope *en
     case GS__ENVELOPE__BODY_HEARTBEAT:
         wc->node->last_heartbeat_mono = gs_clock_mono_ms();
         wc->node->last_heartbeat_wall = gs_clock_wall_ms();
+        sched_telemetry_heartbeat(wc->s, wc->node, env->heartbeat);
         break;
     case GS__ENVELOPE__BODY_TASK_EXIT:
         if (env->task_exit->step >= 1) /* an srun step's: relayed, not stored */

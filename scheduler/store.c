@@ -36,8 +36,8 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_NEXT_ID] = "SELECT COALESCE(MAX(id), 0) + 1 FROM jobs",
     [ST_PUT_JOB] = "INSERT OR REPLACE INTO jobs (id, name, uid, gid, user, priority, state, "
                    "reason, held, submit_ms, start_ms, end_ms, exit_code, signaled, "
-                   "term_signal, restarts, attempt, spec, alloc) VALUES (?1, ?2, ?3, ?4, ?5, "
-                   "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
+                   "term_signal, restarts, attempt, spec, alloc, usage) VALUES (?1, ?2, ?3, ?4, "
+                   "?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
     [ST_PUT_TASK] = "INSERT OR REPLACE INTO tasks (job_id, rank, node, attempt, state, pid, "
                     "exit_code, signaled, term_signal, end_reason, start_ms, end_ms) VALUES "
                     "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
@@ -48,7 +48,7 @@ static const char *const stmt_sql[ST_COUNT] = {
                      "?3, ?4, ?5)",
     [ST_LOAD_JOBS] = "SELECT id, name, uid, gid, user, priority, state, reason, held, "
                      "submit_ms, start_ms, end_ms, exit_code, signaled, term_signal, restarts, "
-                     "attempt, spec, alloc FROM jobs ORDER BY id",
+                     "attempt, spec, alloc, usage FROM jobs ORDER BY id",
     [ST_LOAD_TASKS] = "SELECT job_id, rank, node, attempt, state, pid, exit_code, signaled, "
                       "term_signal, end_reason, start_ms, end_ms FROM tasks ORDER BY job_id, "
                       "rank",
@@ -63,7 +63,8 @@ static const char schema_sql[] =
     "  uid INTEGER NOT NULL, gid INTEGER NOT NULL, user TEXT, priority INTEGER NOT NULL, "
     "  state INTEGER NOT NULL, reason TEXT, held INTEGER NOT NULL, submit_ms INTEGER, "
     "  start_ms INTEGER, end_ms INTEGER, exit_code INTEGER, signaled INTEGER, "
-    "  term_signal INTEGER, restarts INTEGER, attempt INTEGER, spec BLOB NOT NULL, alloc BLOB);"
+    "  term_signal INTEGER, restarts INTEGER, attempt INTEGER, spec BLOB NOT NULL, alloc BLOB, "
+    "  usage BLOB);"
     "CREATE INDEX IF NOT EXISTS jobs_state ON jobs (state);"
     "CREATE TABLE IF NOT EXISTS tasks (job_id INTEGER NOT NULL, rank INTEGER NOT NULL, "
     "  node TEXT, attempt INTEGER, state INTEGER, pid INTEGER, exit_code INTEGER, "
@@ -74,7 +75,7 @@ static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY, at_ms INTEGER, "
     "  job_id INTEGER, node TEXT, kind TEXT NOT NULL, detail TEXT);"
     "CREATE INDEX IF NOT EXISTS events_job ON events (job_id);"
-    "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '1');";
+    "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '2');";
 
 struct sched_store {
     sqlite3 *db;
@@ -110,6 +111,18 @@ void sched_store_close(struct sched_store *store)
     free(store);
 }
 
+/* Version 1 had no jobs.usage; nothing else changed. */
+static int migrate_v1(struct sched_store *s)
+{
+    if (sqlite3_exec(s->db,
+                     "BEGIN IMMEDIATE; ALTER TABLE jobs ADD COLUMN usage BLOB; "
+                     "UPDATE meta SET value = '2' WHERE key = 'schema_version'; COMMIT;",
+                     NULL, NULL, NULL) == SQLITE_OK)
+        return 0;
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    return -EIO;
+}
+
 static int check_version(struct sched_store *s, struct gs_error *err)
 {
     sqlite3_stmt *st = NULL;
@@ -120,6 +133,8 @@ static int check_version(struct sched_store *s, struct gs_error *err)
     if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
         version = sqlite3_column_int(st, 0);
     sqlite3_finalize(st);
+    if (version == 1 && migrate_v1(s) == 0)
+        version = 2;
     if (version != SCHED_STORE_SCHEMA_VERSION)
         return gs_error_set(err, -EPROTO, 0, 0,
                             "state database has schema version %d, this "
@@ -251,6 +266,7 @@ int sched_store_put_job(struct sched_store *store, const struct sched_job_row *r
     sqlite3_bind_int64(st, 17, r->attempt);
     bind_blob(st, 18, r->spec != NULL ? r->spec : "", r->spec_len);
     bind_blob(st, 19, r->alloc, r->alloc_len);
+    bind_blob(st, 20, r->usage, r->usage_len);
     return run(store, ST_PUT_JOB);
 }
 
@@ -343,6 +359,12 @@ static void read_job(sqlite3_stmt *st, struct sched_job_row *r)
         r->alloc_len = (size_t)sqlite3_column_bytes(st, 18);
         if (r->alloc == NULL)
             r->alloc = "";
+    }
+    if (sqlite3_column_type(st, 19) != SQLITE_NULL) {
+        r->usage = sqlite3_column_blob(st, 19);
+        r->usage_len = (size_t)sqlite3_column_bytes(st, 19);
+        if (r->usage == NULL)
+            r->usage = "";
     }
 }
 

@@ -8,11 +8,11 @@
  * queries. It is driven from one thread at a time, in practice the journal's writer thread
  * (scheduler/journal.h), which batches many changes into one transaction.
  *
- * Schema (version 1):
+ * Schema (version 2; a version 1 database gains jobs.usage when opened):
  *   meta(key TEXT PRIMARY KEY, value TEXT)                      -- schema_version, ...
  *   jobs(id INTEGER PRIMARY KEY, name, uid, gid, user, priority, state, reason, held,
  *        submit_ms, start_ms, end_ms, exit_code, signaled, term_signal, restarts, attempt,
- *        spec BLOB NOT NULL, alloc BLOB)
+ *        spec BLOB NOT NULL, alloc BLOB, usage BLOB)   -- usage: packed gs.JobUsage
  *   tasks(job_id, rank, node, attempt, state, pid, exit_code, signaled, term_signal,
  *         end_reason, start_ms, end_ms, PRIMARY KEY (job_id, rank))
  *   nodes(name TEXT PRIMARY KEY, state, last_seen_ms, topology BLOB)
@@ -27,7 +27,7 @@
 
 #include "common/error.h"
 
-#define SCHED_STORE_SCHEMA_VERSION 1
+#define SCHED_STORE_SCHEMA_VERSION 2
 
 /* One row of jobs; strings and blobs are borrowed (by the store on write, by the callback on
  * load: valid only during the callback). */
@@ -53,6 +53,8 @@ struct sched_job_row {
     size_t spec_len;
     const void *alloc; /* NULL when not allocated */
     size_t alloc_len;
+    const void *usage; /* NULL when nothing was recorded */
+    size_t usage_len;
 };
 
 struct sched_task_row {

@@ -93,6 +93,8 @@ static void fill(const struct trn_report *r, const struct trn_step_record *rec,
     m->steps = rec->steps;
     m->loss = rec->loss;
     m->tokens_per_s = secs > 0 ? (double)rec->tokens / secs : 0;
+    /* As the metrics line's MFU: this rank's FLOPs against its device's peak. */
+    m->mfu = secs > 0 && rec->peak_flops > 0 ? rec->flops / secs / rec->peak_flops : 0;
     m->ranks = rec->ranks;
     if (rec->ranks > 1) {
         m->comm_ms = rec->comm_ms;

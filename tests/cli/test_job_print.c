@@ -334,7 +334,7 @@ Test(job_json, job_info_nests_user_resources_and_allocation_without_spec)
            "\"\",\"stdout_path\":\"\",\"stderr_path\":\"\",\"allocation\":[{\"node_name\":\"n1\","
            "\"address\":\"10.0.0.1\","
            "\"gpus\":[0,1],\"cores\":[0,1,2,3],\"mem_mib\":0,\"first_rank\":0,\"ntasks\":2,\"gpu_"
-           "link\":\"\",\"gpu_score\":0}]}");
+           "link\":\"\",\"gpu_score\":0}],\"tokens_per_s\":0,\"mfu\":0,\"usage\":null}");
     free(s);
 }
 
