@@ -35,8 +35,8 @@ struct trn_comm_req {
     int root;
     bool done;
     int result;
-    uint64_t busy_ns;
-    void *gpu_req; /* GPU mode: the backend's request */
+    uint64_t began_ns, ended_ns; /* on the communication thread */
+    void *gpu_req;               /* GPU mode: the backend's request */
 };
 
 struct trn_comm {
@@ -105,8 +105,9 @@ static void *comm_main(void *data)
         pthread_mutex_unlock(&c->mu);
         t0 = now_ns();
         rc = c->init_rc < 0 ? c->init_rc : run(c, r);
-        r->busy_ns = now_ns() - t0;
         pthread_mutex_lock(&c->mu);
+        r->began_ns = t0;
+        r->ended_ns = now_ns();
         r->result = rc;
         r->done = true;
         pthread_cond_broadcast(&c->cv);
@@ -320,14 +321,14 @@ int trn_comm_allreduce(struct trn_comm *c, void *buf, size_t count, enum trn_com
     return 0;
 }
 
-int trn_comm_wait(struct trn_comm *c, struct trn_comm_req *r, uint64_t *busy_ns,
-                  uint64_t *waited_ns)
+int trn_comm_wait_times(struct trn_comm *c, struct trn_comm_req *r, struct trn_comm_times *t)
 {
     uint64_t t0 = now_ns();
     int rc;
 
+    *t = (struct trn_comm_times){0};
     if (c->gpu) {
-        rc = c->gpu_be->wait(c->be_state, r->gpu_req, busy_ns, waited_ns, c->error,
+        rc = c->gpu_be->wait(c->be_state, r->gpu_req, &t->busy_ns, &t->waited_ns, c->error,
                              sizeof(c->error));
         free(r);
         return rc;
@@ -336,12 +337,25 @@ int trn_comm_wait(struct trn_comm *c, struct trn_comm_req *r, uint64_t *busy_ns,
     while (!r->done)
         pthread_cond_wait(&c->cv, &c->mu);
     pthread_mutex_unlock(&c->mu);
-    if (waited_ns != NULL)
-        *waited_ns = now_ns() - t0;
-    if (busy_ns != NULL)
-        *busy_ns = r->busy_ns;
+    t->waited_ns = now_ns() - t0;
+    t->began_ns = r->began_ns;
+    t->ended_ns = r->ended_ns;
+    t->busy_ns = r->ended_ns - r->began_ns;
     rc = r->result;
     free(r);
+    return rc;
+}
+
+int trn_comm_wait(struct trn_comm *c, struct trn_comm_req *r, uint64_t *busy_ns,
+                  uint64_t *waited_ns)
+{
+    struct trn_comm_times t;
+    int rc = trn_comm_wait_times(c, r, &t);
+
+    if (busy_ns != NULL)
+        *busy_ns = t.busy_ns;
+    if (waited_ns != NULL)
+        *waited_ns = t.waited_ns;
     return rc;
 }
 

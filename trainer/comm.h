@@ -128,6 +128,16 @@ int trn_comm_allreduce(struct trn_comm *c, void *buf, size_t count, enum trn_com
 int trn_comm_wait(struct trn_comm *c, struct trn_comm_req *r, uint64_t *busy_ns,
                   uint64_t *waited_ns);
 
+/* What trn_comm_wait_times tells of a request it waited for. */
+struct trn_comm_times {
+    uint64_t busy_ns, waited_ns; /* as trn_comm_wait's */
+    /* CPU mode: when the communication thread began and ended the collective, on the
+     * monotonic clock (gs_clock_mono_ns); ended - began is busy_ns. GPU mode: 0. */
+    uint64_t began_ns, ended_ns;
+};
+/* trn_comm_wait, also telling when the collective ran (the profiler's comm lane). */
+int trn_comm_wait_times(struct trn_comm *c, struct trn_comm_req *r, struct trn_comm_times *t);
+
 /*
  * GPU mode: for the device-buffer all-reduces waited on since the last call, *busy_ns
  * (NULL allowed) gets the sum of their times on the NCCL stream (timing events around each

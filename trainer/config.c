@@ -24,7 +24,7 @@ enum field_kind {
     F_STRING,
     F_SIZE_MIB,
     F_PRECISION,
-    F_MICRO, /* an integer or "auto" */
+    F_AUTO_U32, /* an integer from min to max, or "auto", stored as min - 1 (wrapping) */
     F_BOOL,
     F_ALLREDUCE, /* "fp32" | "bf16" */
     F_DEVICE,    /* "auto" | "cpu" | "cuda" */
@@ -61,7 +61,7 @@ static const struct field fields[] = {
     F("data.seed", F_U64, data_seed, 0, I64_MAX),
     F("data.prefetch", F_U32, prefetch, 1, 64),
     F("batch.global_tokens", F_U64, global_tokens, 1, I64_MAX),
-    F("batch.micro", F_MICRO, micro, 0, 65536),
+    F("batch.micro", F_AUTO_U32, micro, 1, 65536),
     F("batch.memory", F_SIZE_MIB, memory_mib, 0, 0),
     F("optim.lr", F_DOUBLE, lr, 0, 10),
     F("optim.min_lr", F_DOUBLE, min_lr, 0, 10),
@@ -92,6 +92,9 @@ static const struct field fields[] = {
     F("metrics.plot", F_STRING, plot_file, 0, 0),
     F("metrics.peak_flops", F_DOUBLE, peak_flops, 0, 1e20),
     F("metrics.log_every", F_U32, log_every, 1, U32_MAX),
+    F("profile.steps", F_U32, profile_steps, 0, 100000),
+    F("profile.start", F_AUTO_U32, profile_start, 0, U32_MAX - 1),
+    F("profile.path", F_STRING, profile_path, 0, 0),
 };
 
 /* The descriptor of the key being read: section "" is the top level. */
@@ -177,14 +180,14 @@ static void rd_field(struct gs_schema_ctx *c, const struct gs_toml_value *v)
         else
             GS_SCHEMA_REPORT_AT(c, v, "%s must be \"auto\", \"cpu\" or \"cuda\"", f->path);
         return;
-    case F_MICRO:
+    case F_AUTO_U32: /* batch.micro's "auto" is 0, profile.start's UINT32_MAX */
         if (gs_toml_as_string(v, &s, NULL) == 0 && strcmp(s, "auto") == 0)
-            *AT(f, c, uint32_t) = 0;
-        else if (gs_toml_as_int(v, &n) == 0 && n >= 1 && n <= (int64_t)f->max)
+            *AT(f, c, uint32_t) = (uint32_t)((int64_t)f->min - 1);
+        else if (gs_toml_as_int(v, &n) == 0 && n >= (int64_t)f->min && n <= (int64_t)f->max)
             *AT(f, c, uint32_t) = (uint32_t)n;
         else
-            GS_SCHEMA_REPORT_AT(c, v, "%s must be \"auto\" or an integer from 1 to %.0f", f->path,
-                                f->max);
+            GS_SCHEMA_REPORT_AT(c, v, "%s must be \"auto\" or an integer from %.0f to %.0f",
+                                f->path, f->min, f->max);
         return;
     }
 }
@@ -196,23 +199,12 @@ static void rd_section(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 
 /* The tables common/schema.h walks: key names for its checks, all read by rd_field. */
 static const struct gs_schema_key root_keys[] = {
-    {"precision", rd_field},
-    {"seed", rd_field},
-    {"threads", rd_field},
-    {"out_dir", rd_field},
-    {"device", rd_field},
-    {"tf32", rd_field},
-    {"cuda_graph", rd_field},
-    {"model", rd_section},
-    {"data", rd_section},
-    {"batch", rd_section},
-    {"optim", rd_section},
-    {"loss_scale", rd_section},
-    {"eval", rd_section},
-    {"checkpoint", rd_section},
-    {"metrics", rd_section},
-    {"ddp", rd_section},
-    {NULL, NULL},
+    {"precision", rd_field},  {"seed", rd_field},         {"threads", rd_field},
+    {"out_dir", rd_field},    {"device", rd_field},       {"tf32", rd_field},
+    {"cuda_graph", rd_field}, {"model", rd_section},      {"data", rd_section},
+    {"batch", rd_section},    {"optim", rd_section},      {"loss_scale", rd_section},
+    {"eval", rd_section},     {"checkpoint", rd_section}, {"metrics", rd_section},
+    {"ddp", rd_section},      {"profile", rd_section},    {NULL, NULL},
 };
 static const struct gs_schema_key model_keys[] = {
     {"layers", rd_field},  {"heads", rd_field}, {"channels", rd_field},
@@ -263,11 +255,18 @@ static const struct gs_schema_key metrics_keys[] = {
     {"log_every", rd_field}, {NULL, NULL},
 };
 
+static const struct gs_schema_key profile_keys[] = {
+    {"steps", rd_field},
+    {"start", rd_field},
+    {"path", rd_field},
+    {NULL, NULL},
+};
+
 static const struct gs_schema_section sections[] = {
     {"", root_keys},       {"model", model_keys},     {"data", data_keys},
     {"batch", batch_keys}, {"optim", optim_keys},     {"loss_scale", scale_keys},
     {"eval", eval_keys},   {"checkpoint", ckpt_keys}, {"metrics", metrics_keys},
-    {"ddp", ddp_keys},
+    {"ddp", ddp_keys},     {"profile", profile_keys},
 };
 
 void trn_config_defaults(struct trn_config *cfg)
@@ -308,6 +307,7 @@ void trn_config_defaults(struct trn_config *cfg)
         .ddp_first_bucket_mib = 1,
         .ddp_overlap = true,
         .ddp_check_every = 100,
+        .profile_start = TRN_PROFILE_START_AUTO,
     };
 }
 
@@ -319,8 +319,9 @@ void trn_config_release(struct trn_config *cfg)
     free(cfg->resume);
     free(cfg->metrics_file);
     free(cfg->plot_file);
+    free(cfg->profile_path);
     cfg->out_dir = cfg->data_dir = cfg->ckpt_dir = cfg->resume = NULL;
-    cfg->metrics_file = cfg->plot_file = NULL;
+    cfg->metrics_file = cfg->plot_file = cfg->profile_path = NULL;
 }
 
 int trn_config_parse(struct trn_config *cfg, const char *text, size_t len, const char *filename,

@@ -78,7 +78,16 @@ struct trn_config {
     char *metrics_file, *plot_file; /* NULL: out_dir/metrics.jsonl, out_dir/loss.svg */
     double peak_flops;              /* for MFU; 0: not reported */
     uint32_t log_every;
+
+    /* [profile] (trainer/trace.h) */
+    uint32_t profile_steps; /* steps traced; 0: no trace */
+    uint32_t profile_start; /* the first, as metrics.jsonl's "step"; TRN_PROFILE_START_AUTO */
+    char *profile_path;     /* NULL: out_dir/trace.json */
 };
+
+/* profile.start = "auto": after two warm-up steps of this process's run (fresh or resumed),
+ * or earlier when fewer than profile.steps steps would be left (docs/trainer.md). */
+#define TRN_PROFILE_START_AUTO UINT32_MAX
 
 /* The defaults (docs/trainer.md), without strings that need allocating. */
 void trn_config_defaults(struct trn_config *cfg);

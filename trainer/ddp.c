@@ -5,17 +5,23 @@
  * only queues requests, so it costs backward nothing measurable. On a GPU the same code
  * runs on device pointers: the communicator tells them apart and orders them against the
  * compute stream (comm.h).
+ *
+ * While a recorder is set (trn_ddp_trace), each bucket's start time is noted and its span
+ * recorded when it is waited for, with the times the communication thread ran it
+ * (trn_comm_wait_times); on a GPU, when it has been queued. All of it on the training thread.
  */
 #include "trainer/ddp.h"
 
 #include <errno.h>
 #include <stdlib.h>
 
+#include "common/clock.h"
 #include "kernels/dtype.h"
 
 struct bucket {
     size_t begin, end; /* in floats of the flat array */
     struct trn_comm_req *req;
+    uint64_t launch_ns; /* when started, while tracing */
 };
 
 struct trn_ddp {
@@ -26,6 +32,7 @@ struct trn_ddp {
     bool overlap, bf16;
     uint16_t *wire; /* bf16 copies of the gradients, when bf16 */
     int error;      /* of a start from the hook */
+    struct trn_trace *trace;
 };
 
 int trn_ddp_new(struct trn_comm *c, struct trn_model *m, const struct trn_ddp_opts *o,
@@ -57,7 +64,7 @@ int trn_ddp_new(struct trn_comm *c, struct trn_model *m, const struct trn_ddp_op
         size_t end = p->offset + p->count, limit = d->nb == 0 ? first : cap;
 
         if ((end - begin) * sizeof(float) >= limit || i + 1 == n) {
-            d->b[d->nb++] = (struct bucket){begin, end, NULL};
+            d->b[d->nb++] = (struct bucket){.begin = begin, .end = end};
             begin = end;
         }
     }
@@ -79,16 +86,56 @@ uint32_t trn_ddp_buckets(const struct trn_ddp *d)
     return d->nb;
 }
 
+void trn_ddp_trace(struct trn_ddp *d, struct trn_trace *t)
+{
+    d->trace = t;
+}
+
+static int64_t bucket_bytes(const struct trn_ddp *d, const struct bucket *b)
+{
+    return (int64_t)((b->end - b->begin) * (d->bf16 ? sizeof(uint16_t) : sizeof(float)));
+}
+
+/*
+ * A bucket's all-reduce on the comm lane: as the communication thread ran it (CPU), from
+ * its start to its end, with how long it queued behind the buckets before it; on a GPU the
+ * host only queued it, and that is what is shown.
+ */
+static void trace_bucket(struct trn_ddp *d, const struct bucket *b, const struct trn_comm_times *t)
+{
+    bool gpu = trn_comm_on_gpu(d->comm);
+    struct trn_trace_event ev = {
+        .name = gpu ? "all-reduce queued" : "all-reduce",
+        .cat = "comm",
+        .lane = TRN_TRACE_COMM,
+        .start_ns = gpu ? b->launch_ns : t->began_ns,
+        .end_ns = gpu ? gs_clock_mono_ns() : t->ended_ns,
+        .args = {{"bucket", b - d->b},
+                 {"bytes", bucket_bytes(d, b)},
+                 {"queued_us", gpu ? 0 : (int64_t)(t->began_ns - b->launch_ns) / 1000}},
+    };
+
+    trn_trace_add(d->trace, &ev);
+}
+
 static int start(struct trn_ddp *d, struct bucket *b)
 {
     float *g = trn_model_grads(d->model) + b->begin;
     size_t n = b->end - b->begin;
+    int rc;
 
-    if (!d->bf16)
-        return trn_comm_allreduce(d->comm, g, n, TRN_COMM_F32, true, &b->req);
-    for (size_t i = 0; i < n; i++)
-        d->wire[b->begin + i] = gs_kern_f32_to_bf16(g[i]);
-    return trn_comm_allreduce(d->comm, d->wire + b->begin, n, TRN_COMM_BF16, true, &b->req);
+    if (d->trace != NULL)
+        b->launch_ns = gs_clock_mono_ns();
+    if (!d->bf16) {
+        rc = trn_comm_allreduce(d->comm, g, n, TRN_COMM_F32, true, &b->req);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            d->wire[b->begin + i] = gs_kern_f32_to_bf16(g[i]);
+        rc = trn_comm_allreduce(d->comm, d->wire + b->begin, n, TRN_COMM_BF16, true, &b->req);
+    }
+    if (rc == 0 && d->trace != NULL && trn_comm_on_gpu(d->comm))
+        trace_bucket(d, b, NULL);
+    return rc;
 }
 
 static int on_ready(size_t final, void *data)
@@ -113,6 +160,7 @@ void trn_ddp_arm(struct trn_ddp *d)
 
 int trn_ddp_finish(struct trn_ddp *d, struct trn_ddp_stats *st)
 {
+    uint64_t t0 = d->trace != NULL ? gs_clock_mono_ns() : 0;
     int rc = d->error;
 
     trn_model_on_grads_ready(d->model, NULL, NULL);
@@ -125,12 +173,14 @@ int trn_ddp_finish(struct trn_ddp *d, struct trn_ddp_stats *st)
     /* Wait for every started bucket, even after an error: none may outlive its buffer. */
     for (uint32_t i = 0; i < d->next; i++) {
         struct bucket *b = &d->b[i];
-        uint64_t busy = 0, waited = 0;
-        int r = trn_comm_wait(d->comm, b->req, &busy, &waited);
+        struct trn_comm_times t;
+        int r = trn_comm_wait_times(d->comm, b->req, &t);
 
         b->req = NULL;
-        st->comm_ns += busy;
-        st->exposed_ns += waited;
+        st->comm_ns += t.busy_ns;
+        st->exposed_ns += t.waited_ns;
+        if (r == 0 && d->trace != NULL && !trn_comm_on_gpu(d->comm))
+            trace_bucket(d, b, &t);
         if (r < 0 && rc == 0)
             rc = r;
         if (r == 0 && d->bf16) {
@@ -140,6 +190,8 @@ int trn_ddp_finish(struct trn_ddp *d, struct trn_ddp_stats *st)
                 g[k] = gs_kern_bf16_to_f32(d->wire[k]);
         }
     }
+    trn_trace_span(d->trace, TRN_TRACE_COMPUTE, "comm wait", "comm", t0, "buckets", d->next, NULL,
+                   0);
     d->next = 0;
     return rc;
 }

@@ -32,6 +32,7 @@
 
 #include "trainer/comm.h"
 #include "trainer/model.h"
+#include "trainer/trace.h"
 
 struct trn_ddp_opts {
     size_t bucket_bytes, first_bucket_bytes; /* 0: 25 MiB, 1 MiB */
@@ -54,6 +55,13 @@ int trn_ddp_new(struct trn_comm *c, struct trn_model *m, const struct trn_ddp_op
                 struct trn_ddp **ret);
 void trn_ddp_free(struct trn_ddp *d);
 uint32_t trn_ddp_buckets(const struct trn_ddp *d);
+
+/*
+ * Records into t (NULL: stop recording; the default) each bucket's all-reduce on the comm
+ * lane — with a CPU communicator as the communication thread ran it, with a GPU one the
+ * host's queueing of it — and trn_ddp_finish's wait on the compute lane ("comm wait").
+ */
+void trn_ddp_trace(struct trn_ddp *d, struct trn_trace *t);
 
 /* Before the backward pass whose gradients are to be averaged: hooks into the model. */
 void trn_ddp_arm(struct trn_ddp *d);

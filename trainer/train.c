@@ -9,6 +9,11 @@
  * schedule's learning rate, unless the fp16 scaler says to skip the step. Evaluation and
  * checkpoints come after the step they follow; a checkpoint copies the state into the
  * writer's staging buffer and the write itself overlaps the next steps.
+ *
+ * Profiling (profile.steps, trainer/trace.h): during the profiled steps r->tr points at the
+ * recorder and each phase above records a span into it (span(); ddp.c records the buckets);
+ * outside them it is NULL and a phase's only cost is that test. The file is written after
+ * the last profiled step.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -27,6 +32,7 @@
 #include "kernels/ops.h"
 #include "sharding/loader.h"
 #include "sharding/manifest.h"
+#include "common/clock.h"
 #include "common/crc32c.h"
 #include "trainer/ckpt.h"
 #include "trainer/comm.h"
@@ -36,10 +42,12 @@
 #include "trainer/report.h"
 #include "trainer/schedule.h"
 #include "trainer/state.h"
+#include "trainer/trace.h"
 
 struct run {
     const struct trn_config *cfg;
     FILE *out;
+    FILE *log; /* every rank's out, for the line each rank's trace file gets */
     struct gs_buf *err;
     struct trn_model_shape shape;
     enum gs_kern_dtype dt;
@@ -60,6 +68,12 @@ struct run {
     bool lead;               /* rank 0: it alone writes metrics, checkpoints and the plot */
     struct gs_kern_gpu *gpu; /* the rank's GPU, or NULL on the CPU */
     struct gpu_timer *timer; /* step-time split on the GPU */
+    struct trn_trace *trace; /* profile.steps > 0: the recorder */
+    struct trn_trace *tr;    /* the recorder during a profiled step, else NULL: spans go here */
+    uint64_t prof_first, prof_end; /* the profiled steps, [first, end) */
+    uint64_t prof_step;            /* the step being recorded */
+    uint32_t prof_steps;           /* profiled steps run so far */
+    char *trace_path;
 };
 
 /*
@@ -139,6 +153,24 @@ static double ms_since(const struct timespec *t0)
 
     clock_gettime(CLOCK_MONOTONIC, &t1);
     return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+/* While a step is profiled: now, for a span's start; else 0, without reading the clock. */
+static uint64_t tnow(const struct run *r)
+{
+    return r->tr != NULL ? gs_clock_mono_ns() : 0;
+}
+
+#define NO_MICRO UINT32_MAX
+
+/* A span of the profiled step from `from` to now; its arguments the step (metrics.jsonl's
+ * "step") and the micro-step, unless NO_MICRO. Nothing when the step is not profiled. */
+static void span(struct run *r, enum trn_trace_lane lane, const char *name, const char *cat,
+                 uint64_t from, uint32_t micro)
+{
+    if (r->tr != NULL)
+        trn_trace_span(r->tr, lane, name, cat, from, "step", (int64_t)r->prof_step,
+                       micro != NO_MICRO ? "micro" : NULL, micro);
 }
 
 static uint64_t peak_rss_bytes(void)
@@ -448,6 +480,7 @@ static int check_in_step(struct run *r)
 {
     uint32_t crc, lead_crc;
     double differ;
+    uint64_t from = tnow(r);
     int rc = trn_model_fetch(r->model); /* a GPU's weights to the host first */
 
     if (rc < 0)
@@ -466,7 +499,121 @@ static int check_in_step(struct run *r)
                       (unsigned long long)r->st.step, differ, crc, lead_crc);
         rc = -EPROTO;
     }
+    span(r, TRN_TRACE_COMPUTE, "weights check", "comm", from, NO_MICRO);
     return rc;
+}
+
+/* --- profiling (profile.steps, trainer/trace.h) ------------------------------------------- */
+
+/* Rank 0 writes path itself, rank r path with "-rank<r>" before a final ".json" (or at the
+ * end), so that every rank's file can sit in one directory. */
+static char *rank_path(const char *path, uint32_t rank)
+{
+    size_t len = strlen(path), size = len + 32;
+    size_t stem = len >= 5 && strcmp(path + len - 5, ".json") == 0 ? len - 5 : len;
+    char *p = malloc(size);
+
+    if (p == NULL)
+        return NULL;
+    if (rank == 0)
+        snprintf(p, size, "%s", path);
+    else
+        snprintf(p, size, "%.*s-rank%u%s", (int)stem, path, rank, path + stem);
+    return p;
+}
+
+/* profile.start, or "auto": two steps into this run, fresh or resumed (its first steps touch
+ * fresh memory and capture graphs), moved earlier when fewer than profile.steps are left. */
+static void profile_window(struct run *r)
+{
+    const struct trn_config *cfg = r->cfg;
+    uint64_t first = r->st.step, n = cfg->profile_steps, start = cfg->profile_start;
+
+    if (cfg->profile_start == TRN_PROFILE_START_AUTO) {
+        start = first + 2;
+        if (start + n > cfg->steps)
+            start = cfg->steps > n ? cfg->steps - n : 0;
+        if (start < first)
+            start = first;
+    }
+    r->prof_first = start;
+    r->prof_end = start + n;
+}
+
+/* At most this many spans (about 90 MiB); a longer profile drops the rest, and says so. */
+#define PROFILE_MAX_EVENTS ((size_t)1 << 20)
+
+/* The recorder, with room for every span a profiled step records (step(), its helpers and
+ * the loop in trn_train: 10 + 3 per micro-step + 1 per bucket at most), allocated now. */
+static int start_profile(struct run *r, const char *out_dir)
+{
+    size_t per_step = 16 + 3 * (size_t)r->accum + (r->ddp != NULL ? trn_ddp_buckets(r->ddp) : 0);
+    size_t capacity = per_step * r->cfg->profile_steps;
+    char *base = join(out_dir, r->cfg->profile_path, "trace.json");
+    int rc;
+
+    profile_window(r);
+    r->trace_path = base != NULL ? rank_path(base, r->rank) : NULL;
+    free(base);
+    if (r->trace_path == NULL)
+        return -ENOMEM;
+    rc = trn_trace_new(r->rank, capacity < PROFILE_MAX_EVENTS ? capacity : PROFILE_MAX_EVENTS,
+                       &r->trace);
+    if (rc < 0)
+        gs_buf_printf(r->err, "profile: %s", strerror(-rc));
+    return rc;
+}
+
+/*
+ * At the top of every step: whether its spans are recorded. Times count from the start of
+ * the first profiled step, which every rank reaches just after the previous step's last
+ * collective, so the ranks' files line up when loaded together.
+ */
+static void profile_step(struct run *r)
+{
+    bool on = r->trace != NULL && r->st.step >= r->prof_first && r->st.step < r->prof_end;
+
+    if (on && r->prof_steps == 0) {
+        r->prof_first = r->st.step;
+        trn_trace_set_origin(r->trace, gs_clock_mono_ns());
+    }
+    r->prof_steps += on;
+    r->prof_step = r->st.step;
+    r->tr = on ? r->trace : NULL;
+    if (r->ddp != NULL)
+        trn_ddp_trace(r->ddp, r->tr);
+}
+
+/* After the last profiled step, or at the end of a run that stopped first: the file, one line
+ * saying where it is, and the recorder freed. A trace that cannot be written is a warning. */
+static void finish_profile(struct run *r)
+{
+    static const char *const keys[] = {"world", "first_step", "steps", "micro_steps", "buckets"};
+    int64_t values[] = {r->world, (int64_t)r->prof_first, r->prof_steps, r->accum,
+                        r->ddp != NULL ? trn_ddp_buckets(r->ddp) : 0};
+    int rc = 0;
+
+    if (r->trace == NULL)
+        return;
+    r->tr = NULL;
+    if (r->ddp != NULL)
+        trn_ddp_trace(r->ddp, NULL);
+    if (r->prof_steps > 0)
+        rc = trn_trace_write(r->trace, r->trace_path, keys, values, 5);
+    if (rc < 0)
+        fprintf(stderr, "warning: profile: rank %u: %s: %s\n", r->rank, r->trace_path,
+                strerror(-rc));
+    else if (r->prof_steps == 0 && r->log != NULL)
+        fprintf(r->log, "profile: rank %u: no step of %llu-%llu ran; no trace written\n", r->rank,
+                (unsigned long long)r->prof_first, (unsigned long long)r->prof_end - 1);
+    else if (r->log != NULL)
+        fprintf(r->log,
+                "profile: rank %u wrote %zu events (%llu dropped) of steps %llu-%llu to %s\n",
+                r->rank, trn_trace_count(r->trace), (unsigned long long)trn_trace_dropped(r->trace),
+                (unsigned long long)r->prof_first,
+                (unsigned long long)(r->prof_first + r->prof_steps - 1), r->trace_path);
+    trn_trace_free(r->trace);
+    r->trace = NULL;
 }
 
 static int setup(struct run *r)
@@ -541,6 +688,8 @@ static int setup(struct run *r)
         rc = start_ddp(r);
     if (rc == 0)
         rc = start_loader(r);
+    if (rc == 0 && cfg->profile_steps > 0)
+        rc = start_profile(r, out_dir);
     if (rc == 0 && r->lead &&
         (rc = trn_ckpt_writer_new(r->ckpt_dir, cfg->ckpt_keep, &r->writer)) < 0)
         gs_buf_printf(r->err, "checkpoint.dir %s: %s", r->ckpt_dir, strerror(-rc));
@@ -577,6 +726,8 @@ static void teardown(struct run *r)
     trn_ckpt_writer_free(r->writer);
     shard_loader_free(r->loader);
     gpu_timer_free(r->timer);
+    trn_trace_free(r->trace);
+    free(r->trace_path);
     trn_model_free(r->model);
     gs_kern_gpu_free(r->gpu); /* after the model, whose arena lives on it */
     shard_manifest_free(r->manifest);
@@ -602,67 +753,79 @@ static int next_batch(struct run *r, struct shard_loader_batch *b, double *data_
     return 0;
 }
 
-static int step(struct run *r, struct trn_step_record *rec)
+/* Micro-step a of a step: its batch, forward and backward (the last one armed for DDP). */
+static int micro_step(struct run *r, uint32_t a, float scale, struct trn_step_record *rec)
+{
+    struct shard_loader_batch b;
+    struct timespec t;
+    uint64_t from = tnow(r);
+    int rc = next_batch(r, &b, &rec->data_ms);
+
+    span(r, TRN_TRACE_DATA, "data wait", "data", from, a);
+    if (rc < 0)
+        return rc;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    from = tnow(r);
+    mark(r, 3 * a);
+    rc = trn_model_forward(r->model, b.inputs, b.targets, b.samples, r->T,
+                           scale / ((float)b.samples * (float)r->T * (float)r->accum), true, NULL);
+    rec->fwd_ms += ms_since(&t);
+    span(r, TRN_TRACE_COMPUTE, "forward", "compute", from, a);
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    from = tnow(r);
+    mark(r, 3 * a + 1);
+    if (r->ddp != NULL && a + 1 == r->accum)
+        trn_ddp_arm(r->ddp); /* only the last micro-step's gradients travel */
+    if (rc == 0)
+        rc = trn_model_backward(r->model);
+    mark(r, 3 * a + 2);
+    rec->bwd_ms += ms_since(&t);
+    span(r, TRN_TRACE_COMPUTE, "backward", "compute", from, a);
+    rec->tokens += (uint64_t)b.samples * r->T * r->world;
+    return rc;
+}
+
+/* Waits for the gradient all-reduces still outstanding (even after an error rc: no request
+ * may outlive the step) and takes their times; returns rc or the all-reduce's error. */
+static int average_grads(struct run *r, int rc, struct trn_step_record *rec)
+{
+    struct trn_ddp_stats ds;
+    int frc = trn_ddp_finish(r->ddp, &ds);
+
+    if (rc == 0 && frc < 0) {
+        rc = frc;
+        gs_buf_printf(r->err, "step %llu: gradient all-reduce: %s",
+                      (unsigned long long)r->st.step + 1, trn_comm_error(r->comm));
+    }
+    rec->comm_ms = (double)ds.comm_ns / 1e6;
+    rec->exposed_ms = (double)ds.exposed_ns / 1e6;
+    return rc;
+}
+
+/* The mean loss over the step's micro-batches and ranks (on a GPU: the host's first wait). */
+static int step_loss(struct run *r, double *loss_sum)
+{
+    uint64_t from = tnow(r);
+    int rc = trn_model_take_loss(r->model, loss_sum);
+
+    if (rc == 0 && r->world > 1) {
+        rc = sum_over_ranks(r, loss_sum, 1);
+        *loss_sum /= r->world;
+    }
+    span(r, TRN_TRACE_COMPUTE, "loss", "compute", from, NO_MICRO);
+    return rc;
+}
+
+/* Unscale, inf/NaN check and clipping, then AdamW unless the fp16 scaler skips the step. */
+static int update(struct run *r, float scale, double loss_sum, struct trn_step_record *rec)
 {
     bool fp16 = r->dt == GS_KERN_F16, nonfinite = false, apply = true;
-    float scale = fp16 ? (float)r->st.scaler.scale : 1.0f, norm = 0;
-    struct timespec t0, t;
-    double loss_sum = 0;
-    int rc;
-
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    rc = trn_model_zero_grads(r->model);
-    for (uint32_t a = 0; rc == 0 && a < r->accum; a++) {
-        struct shard_loader_batch b;
-
-        rc = next_batch(r, &b, &rec->data_ms);
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        mark(r, 3 * a);
-        if (rc == 0)
-            rc = trn_model_forward(r->model, b.inputs, b.targets, b.samples, r->T,
-                                   scale / ((float)b.samples * (float)r->T * (float)r->accum), true,
-                                   NULL);
-        rec->fwd_ms += ms_since(&t);
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        mark(r, 3 * a + 1);
-        if (r->ddp != NULL && a + 1 == r->accum)
-            trn_ddp_arm(r->ddp); /* only the last micro-step's gradients travel */
-        if (rc == 0)
-            rc = trn_model_backward(r->model);
-        mark(r, 3 * a + 2);
-        rec->bwd_ms += ms_since(&t);
-        rec->tokens += (uint64_t)b.samples * r->T * r->world;
-    }
-    if (r->ddp != NULL) {
-        struct trn_ddp_stats ds;
-        int frc = trn_ddp_finish(r->ddp, &ds); /* even after an error: no request outlives */
-
-        if (rc == 0 && frc < 0) {
-            rc = frc;
-            gs_buf_printf(r->err, "step %llu: gradient all-reduce: %s",
-                          (unsigned long long)r->st.step + 1, trn_comm_error(r->comm));
-        }
-        rec->comm_ms = (double)ds.comm_ns / 1e6;
-        rec->exposed_ms = (double)ds.exposed_ns / 1e6;
-    }
-    if (rc == 0) /* the mean over the step's micro-batches (on a GPU: the first wait) */
-        rc = trn_model_take_loss(r->model, &loss_sum);
-    if (rc == 0 && r->world > 1) {
-        rc = sum_over_ranks(r, &loss_sum, 1);
-        loss_sum /= r->world;
-    }
-    rec->ranks = r->world;
-    if (rc < 0) {
-        if (r->err->len == 0)
-            gs_buf_printf(r->err, "step %llu: %s%s%s", (unsigned long long)r->st.step + 1,
-                          strerror(-rc), r->gpu != NULL && rc == -EIO ? ": " : "",
-                          r->gpu != NULL && rc == -EIO ? gs_kern_dev_last_error() : "");
-        return rc;
-    }
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    mark(r, 3 * r->accum);
-    rc =
+    float norm = 0;
+    uint64_t from = tnow(r);
+    int rc =
         trn_model_grad_prepare(r->model, 1.0f / scale, (float)r->cfg->grad_clip, &norm, &nonfinite);
+
+    span(r, TRN_TRACE_COMPUTE, fp16 ? "unscale+clip" : "clip", "compute", from, NO_MICRO);
     if (rc == 0 && fp16)
         apply = trn_loss_scaler_update(&r->st.scaler, nonfinite);
     else if (rc == 0 && nonfinite) {
@@ -676,25 +839,68 @@ static int step(struct run *r, struct trn_step_record *rec)
             (float)rec->lr,     (float)r->cfg->beta1,        (float)r->cfg->beta2,
             (float)r->cfg->eps, (float)r->cfg->weight_decay, ++r->st.adam_t};
 
+        from = tnow(r);
         rc = trn_model_adamw(r->model, &hp);
+        span(r, TRN_TRACE_COMPUTE, "optimizer", "compute", from, NO_MICRO);
     }
-    mark(r, 3 * r->accum + 1);
-    if (rc == 0 && r->gpu != NULL) /* an honest step time: the GPU has finished it */
-        rc = gs_kern_gpu_sync(r->gpu);
-    if (rc == 0 && r->gpu != NULL && r->ddp != NULL) {
-        /* The all-reduces' times are known now that the GPU has run them. */
-        struct trn_ddp_stats ds = {0};
+    rec->grad_norm = norm;
+    rec->skipped = !apply;
+    return rc;
+}
 
+/* On a GPU, the end of the step: the host waits for the device to finish it, then reads the
+ * all-reduces' times. */
+static int gpu_finish(struct run *r, struct trn_step_record *rec)
+{
+    struct trn_ddp_stats ds = {0};
+    uint64_t from = tnow(r);
+    int rc = gs_kern_gpu_sync(r->gpu); /* an honest step time: the GPU has finished it */
+
+    span(r, TRN_TRACE_COMPUTE, "gpu sync", "compute", from, NO_MICRO);
+    if (rc == 0 && r->ddp != NULL) { /* known now that the GPU has run them */
         rc = trn_ddp_gpu_stats(r->ddp, &ds);
         rec->comm_ms = (double)ds.comm_ns / 1e6;
         rec->exposed_ms = (double)ds.exposed_ns / 1e6;
     }
+    return rc;
+}
+
+static int step(struct run *r, struct trn_step_record *rec)
+{
+    bool fp16 = r->dt == GS_KERN_F16;
+    float scale = fp16 ? (float)r->st.scaler.scale : 1.0f;
+    struct timespec t0, t;
+    double loss_sum = 0;
+    int rc;
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    rc = trn_model_zero_grads(r->model);
+    for (uint32_t a = 0; rc == 0 && a < r->accum; a++)
+        rc = micro_step(r, a, scale, rec);
+    if (r->ddp != NULL)
+        rc = average_grads(r, rc, rec);
+    if (rc == 0)
+        rc = step_loss(r, &loss_sum);
+    rec->ranks = r->world;
+    if (rc < 0) {
+        if (r->err->len == 0)
+            gs_buf_printf(r->err, "step %llu: %s%s%s", (unsigned long long)r->st.step + 1,
+                          strerror(-rc), r->gpu != NULL && rc == -EIO ? ": " : "",
+                          r->gpu != NULL && rc == -EIO ? gs_kern_dev_last_error() : "");
+        return rc;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    mark(r, 3 * r->accum);
+    rc = update(r, scale, loss_sum, rec);
+    if (rc == -ERANGE)
+        return rc;
+    mark(r, 3 * r->accum + 1);
+    if (rc == 0 && r->gpu != NULL)
+        rc = gpu_finish(r, rec);
     rec->optim_ms = ms_since(&t);
     gpu_split(r, rec);
     rec->loss = loss_sum;
-    rec->grad_norm = norm;
     rec->loss_scale = fp16 ? scale : 0;
-    rec->skipped = !apply;
     rec->step_ms = ms_since(&t0);
     return rc;
 }
@@ -718,6 +924,7 @@ static int evaluate(struct run *r, double *ret_loss)
     struct shard_loader *l = NULL;
     struct gs_error gerr = {0};
     double acc[2] = {0, 0}; /* loss sum and samples, then over every rank */
+    uint64_t from = tnow(r);
     int rc = shard_loader_new(&lc, &l, &gerr);
 
     for (uint32_t i = 0; rc == 0 && i < r->cfg->eval_batches; i++) {
@@ -744,6 +951,7 @@ static int evaluate(struct run *r, double *ret_loss)
     }
     rc = sum_over_ranks(r, acc, 2); /* every rank reaches here: no collective above */
     *ret_loss = acc[1] > 0 ? acc[0] / acc[1] : NAN;
+    span(r, TRN_TRACE_COMPUTE, "eval", "eval", from, NO_MICRO);
     return rc;
 }
 
@@ -760,13 +968,30 @@ static double peak_flops_of(struct run *r)
     return info.bf16_peak_flops * r->world;
 }
 
+/* The checkpoint's wait for the previous write: the first stall_ns of its span. */
+static void stall_span(struct run *r, uint64_t from, uint64_t stall_ns)
+{
+    struct trn_trace_event ev = {
+        .name = "checkpoint stall",
+        .cat = "checkpoint",
+        .lane = TRN_TRACE_CHECKPOINT,
+        .start_ns = from,
+        .end_ns = from + stall_ns,
+        .args = {{"step", (int64_t)r->prof_step}},
+    };
+
+    if (r->tr != NULL)
+        trn_trace_add(r->tr, &ev);
+}
+
 static int checkpoint(struct run *r, double *stall_ms)
 {
     size_t size = trn_state_size(r->model);
-    uint64_t stall_ns = 0;
+    uint64_t stall_ns = 0, from = tnow(r);
     void *buf;
     int rc = trn_ckpt_stage(r->writer, size, &buf, &stall_ns);
 
+    stall_span(r, from, stall_ns);
     if (rc < 0 && rc != -ENOMEM)
         fprintf(r->out, "warning: the previous checkpoint failed: %s\n", strerror(-rc));
     if (rc == -ENOMEM)
@@ -779,6 +1004,7 @@ static int checkpoint(struct run *r, double *stall_ms)
     if (rc == 0)
         rc = trn_ckpt_submit(r->writer, r->st.step, size);
     *stall_ms += (double)stall_ns / 1e6;
+    span(r, TRN_TRACE_CHECKPOINT, "checkpoint", "checkpoint", from, NO_MICRO);
     return rc;
 }
 
@@ -798,7 +1024,7 @@ static int finish_checkpoints(struct run *r, struct trn_run_result *res)
 int trn_train(const struct trn_config *cfg, volatile sig_atomic_t *stop, FILE *out,
               struct trn_run_result *res, struct gs_buf *err)
 {
-    struct run r = {.cfg = cfg, .out = out, .err = err};
+    struct run r = {.cfg = cfg, .out = out, .log = out, .err = err};
     double flops_per_step, peak_flops = 0;
     bool stopped = false, graph_noted = false;
     int rc;
@@ -817,8 +1043,12 @@ int trn_train(const struct trn_config *cfg, volatile sig_atomic_t *stop, FILE *o
                                       .flops = flops_per_step,
                                       .peak_flops = peak_flops};
         bool last;
+        uint64_t from;
 
+        profile_step(&r);
+        from = tnow(&r);
         rc = step(&r, &rec);
+        span(&r, TRN_TRACE_COMPUTE, "step", "step", from, NO_MICRO);
         if (rc < 0)
             break;
         if (!graph_noted && trn_model_graph_note(r.model)[0] != '\0' && r.out != NULL) {
@@ -861,7 +1091,10 @@ int trn_train(const struct trn_config *cfg, volatile sig_atomic_t *stop, FILE *o
             trn_report_step(r.report, &rec, stopped);
         if (rc < 0 && err->len == 0)
             gs_buf_printf(err, "step %llu: %s", (unsigned long long)r.st.step, strerror(-rc));
+        if (r.tr != NULL && r.st.step >= r.prof_end)
+            finish_profile(&r);
     }
+    finish_profile(&r); /* a run that ended before its profiled steps did */
     if (r.writer != NULL && rc == 0)
         rc = finish_checkpoints(&r, res);
     if (r.metrics != NULL && rc == 0) {

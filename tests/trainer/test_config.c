@@ -147,6 +147,33 @@ Test(trn_config, device_settings)
     cr_assert_eq(cfg.device, TRN_DEVICE_CPU, "a bad value changes nothing");
 }
 
+Test(trn_config, profile_settings)
+{
+    cr_assert_eq(cfg.profile_steps, 0, "off by default");
+    cr_assert_eq(cfg.profile_start, TRN_PROFILE_START_AUTO);
+    cr_assert_null(cfg.profile_path);
+    cr_assert_eq(parse("[profile]\nsteps = 3\nstart = 0\npath = \"prof/t.json\"\n"), 0, "%s",
+                 errs());
+    cr_assert_eq(cfg.profile_steps, 3);
+    cr_assert_eq(cfg.profile_start, 0, "0 is a step, not auto");
+    cr_assert_str_eq(cfg.profile_path, "prof/t.json");
+    cr_assert_eq(trn_config_override(&cfg, "profile.steps=2", &errors), 0, "%s", errs());
+    cr_assert_eq(cfg.profile_steps, 2);
+    cr_assert_eq(trn_config_override(&cfg, "profile.start=auto", &errors), 0, "%s", errs());
+    cr_assert_eq(cfg.profile_start, TRN_PROFILE_START_AUTO);
+    cr_assert_eq(parse("[profile]\nsteps = -1\nstart = \"later\"\nstep = 2\n"), -EINVAL);
+    cr_assert(strstr(errs(), "train.toml:2:9: profile.steps must be an integer from 0 to 100000") !=
+                  NULL,
+              "%s", errs());
+    cr_assert(strstr(errs(), "train.toml:3:9: profile.start must be \"auto\" or an integer from 0 "
+                             "to ") != NULL,
+              "%s", errs());
+    cr_assert(strstr(errs(), "train.toml:4:1: unknown key 'step' in profile (did you mean "
+                             "'profile.steps'?)") != NULL,
+              "%s", errs());
+    cr_assert_eq(cfg.profile_steps, 2, "a bad value changes nothing");
+}
+
 Test(trn_config, bad_overrides_name_the_option_and_change_nothing)
 {
     cr_assert_eq(trn_config_override(&cfg, "optim.lr=fast", &errors), -EINVAL);

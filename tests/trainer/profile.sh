@@ -1,0 +1,168 @@
+#!/bin/bash
+# profile.sh BIN MODE: gsched-train's Chrome/Perfetto trace (--profile.steps) end to end, on
+# shards of the licence texts:
+#   - one rank, 6 steps of 2 micro-steps with --profile.steps=2: trace.json is JSON in the
+#     Trace Event Format with the rank and lanes named, spans for exactly steps 2 and 3 (the
+#     default start: two warm-up steps), a data wait, forward and backward per micro-step
+#     inside their step, clip and optimizer per step, the eval and checkpoint after step 2,
+#     nothing dropped, and one line naming the file;
+#   - profile.start and profile.path choose the steps and the file; a bad value is refused
+#     with its place;
+#   - with MODE mpi, 2 ranks: trace.json (pid 0) and trace-rank1.json (pid 1), each with
+#     every gradient bucket's all-reduce on the comm lane of both steps, and on at least one
+#     step an all-reduce that starts while backward is still running (the overlap).
+set -u
+name=trainer_profile
+mode=${2:-local}
+. "$(dirname "$0")/lib.sh"
+trn_test_start "$1"
+build_shards "$tmp/data"
+cat > "$tmp/tiny.toml" << EOF2
+threads = 1
+[model]
+layers = 2
+heads = 2
+channels = 32
+context = 32
+[data]
+dir = "$tmp/data"
+[batch]
+global_tokens = 256
+micro = 4
+[optim]
+lr = 3e-3
+warmup_steps = 2
+steps = 6
+[eval]
+every = 3
+batches = 2
+[checkpoint]
+every = 3
+EOF2
+
+# check TRACE RANK STEPS MICRO [BUCKETS]: the trace's structure (see the header); with
+# BUCKETS, the all-reduces and their overlap with backward.
+check() {
+  "$py" - "$@" << 'PY'
+import json, sys
+path, rank, steps, micro = sys.argv[1], int(sys.argv[2]), eval(sys.argv[3]), int(sys.argv[4])
+buckets = int(sys.argv[5]) if len(sys.argv) > 5 else 0
+doc = json.load(open(path))
+ev = doc["traceEvents"]
+meta = {(e["name"], e.get("tid")): e["args"] for e in ev if e["ph"] == "M"}
+spans = [e for e in ev if e["ph"] == "X"]
+def need(cond, what):
+    if not cond:
+        sys.exit("%s: %s" % (path, what))
+need(doc["displayTimeUnit"] == "ms", "displayTimeUnit")
+need(meta[("process_name", 0)]["name"] == "rank %d" % rank, "process name")
+lanes = {t: meta[("thread_name", t)]["name"] for t in range(4)}
+need(lanes == {0: "compute", 1: "comm", 2: "data", 3: "checkpoint"}, "lanes %s" % lanes)
+need(all(e["pid"] == rank for e in ev if "pid" in e), "pid is not the rank")
+other = doc["otherData"]
+need(other["rank"] == rank and other["events"] == len(spans) and other["dropped"] == 0,
+     "otherData %s" % other)
+need([e["ts"] for e in spans] == sorted(e["ts"] for e in spans), "not in start order")
+def named(n, step=None):
+    return [e for e in spans if e["name"] == n and (step is None or e["args"].get("step") == step)]
+for n in ("step", "forward", "backward", "optimizer", "clip", "loss", "data wait"):
+    got = sorted({e["args"].get("step") for e in named(n)})
+    need(got == steps, "%s for steps %s, want %s" % (n, got, steps))
+for s in steps:
+    step = named("step", s)
+    need(len(step) == 1, "%d step spans for step %d" % (len(step), s))
+    lo, hi = step[0]["ts"], step[0]["ts"] + step[0]["dur"]
+    for n in ("forward", "backward", "data wait"):
+        got = sorted(e["args"]["micro"] for e in named(n, s))
+        need(got == list(range(micro)), "step %d: %s micro-steps %s" % (s, n, got))
+    for e in named("forward", s) + named("backward", s) + named("optimizer", s):
+        need(lo <= e["ts"] and e["ts"] + e["dur"] <= hi + 0.001, "%s outside its step" % e)
+        need(e["tid"] == 0, "%s not on the compute lane" % e)
+    need(all(e["tid"] == 2 for e in named("data wait", s)), "data waits not on the data lane")
+if buckets:
+    overlapped = 0
+    for s in steps:
+        step = named("step", s)[0]
+        lo, hi = step["ts"], step["ts"] + step["dur"]
+        ar = [e for e in named("all-reduce") if e["tid"] == 1 and lo <= e["ts"] <= hi]
+        need(sorted(e["args"]["bucket"] for e in ar) == list(range(buckets)),
+             "step %d: all-reduces %s" % (s, [e["args"] for e in ar]))
+        need(all(e["args"]["bytes"] > 0 for e in ar), "bucket bytes")
+        wait = [e for e in named("comm wait") if lo <= e["ts"] <= hi and e["tid"] == 0]
+        need(len(wait) == 1, "step %d: %d comm waits" % (s, len(wait)))
+        bwd = [e for e in named("backward", s) if e["args"]["micro"] == micro - 1][0]
+        end = bwd["ts"] + bwd["dur"]
+        overlapped += any(bwd["ts"] < e["ts"] < end for e in ar)
+    need(overlapped > 0, "no all-reduce started during backward")
+print("%s: %d spans, steps %s%s" % (path, len(spans), steps,
+                                    ", overlap on %d" % overlapped if buckets else ""))
+PY
+}
+
+# --- one rank: the default start, the default file -----------------------------------------
+"$bin/gsched-train" train "$tmp/tiny.toml" --out_dir="$tmp/a" --profile.steps=2 \
+  > "$tmp/a.log" 2>&1 || fail "the profiled run failed: $(cat "$tmp/a.log")"
+grep -q "^profile: rank 0 wrote [0-9]* events (0 dropped) of steps 2-3 to $tmp/a/trace.json\$" \
+  "$tmp/a.log" || fail "no profile line: $(cat "$tmp/a.log")"
+check "$tmp/a/trace.json" 0 "[2, 3]" 2 || fail "the one-rank trace"
+"$py" - "$tmp/a/trace.json" << 'PY' || fail "eval and checkpoint"
+import json, sys
+spans = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e["ph"] == "X"]
+got = sorted((e["name"], e["tid"], e["args"]["step"]) for e in spans
+             if e["name"] in ("eval", "checkpoint", "checkpoint stall"))
+want = [("checkpoint", 3, 2), ("checkpoint stall", 3, 2), ("eval", 0, 2)]
+sys.exit(None if got == want else "eval/checkpoint spans %s, want %s" % (got, want))
+PY
+[ ! -e "$tmp/a/trace.json.tmp" ] || fail "a temporary file stayed"
+
+# --- profile.start and profile.path; a bad value -------------------------------------------
+"$bin/gsched-train" train "$tmp/tiny.toml" --out_dir="$tmp/b" --profile.steps=1 \
+  --profile.start=0 --profile.path=prof.json > "$tmp/b.log" 2>&1 || fail "$(cat "$tmp/b.log")"
+check "$tmp/b/prof.json" 0 "[0]" 2 || fail "profile.start = 0"
+[ ! -e "$tmp/b/trace.json" ] || fail "trace.json written beside profile.path"
+"$bin/gsched-train" train "$tmp/tiny.toml" --out_dir="$tmp/c" --profile.steps=lots \
+  > "$tmp/c.log" 2>&1
+status=$?
+[ $status = 2 ] || fail "a bad profile.steps: exit $status, want 2"
+grep -q "^option --profile.steps:1:[0-9]*: profile.steps must be an integer" "$tmp/c.log" ||
+  fail "the refusal: $(cat "$tmp/c.log")"
+
+if [ "$mode" != mpi ]; then
+  echo "$name: one-rank checks passed (built without MPI: no 2-rank run)"
+  exit 0
+fi
+
+# --- two ranks: a file per rank, buckets on the comm lane, overlap with backward -------------
+# 1.7M parameters in 1 MiB buckets: 7 buckets, the first ready early in backward.
+cat > "$tmp/ddp.toml" << EOF2
+threads = 1
+[model]
+layers = 2
+heads = 2
+channels = 256
+context = 64
+[data]
+dir = "$tmp/data"
+[batch]
+global_tokens = 256
+micro = 2
+[optim]
+warmup_steps = 2
+steps = 5
+[eval]
+every = 0
+[ddp]
+bucket_mib = 1
+first_bucket_mib = 1
+EOF2
+mpi 2 "$bin/gsched-train" train "$tmp/ddp.toml" --out_dir="$tmp/d" --profile.steps=2 \
+  > "$tmp/d.log" 2>&1 || fail "2 ranks: $(cat "$tmp/d.log")"
+buckets=$(sed -n 's/^data parallel: 2 ranks (mpi), \([0-9]*\) gradient buckets.*/\1/p' "$tmp/d.log")
+[ "${buckets:-0}" -gt 1 ] || fail "want several buckets: $(cat "$tmp/d.log")"
+for r in 0 1; do
+  grep -q "^profile: rank $r wrote [0-9]* events (0 dropped) of steps 2-3 to " "$tmp/d.log" ||
+    fail "no profile line for rank $r: $(cat "$tmp/d.log")"
+done
+check "$tmp/d/trace.json" 0 "[2, 3]" 1 "$buckets" || fail "rank 0's trace"
+check "$tmp/d/trace-rank1.json" 1 "[2, 3]" 1 "$buckets" || fail "rank 1's trace"
+echo "$name: all checks passed"
