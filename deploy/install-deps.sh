@@ -19,6 +19,7 @@ packages=(
   libmicrohttpd-dev  # gschedd's HTTP server: /metrics and /api/v1
   libncurses-dev     # gsched top's full-screen view
   tmux               # drives gsched top in its test
+  chromium           # loads gschedd's status page in its test (headless)
   libssl-dev
   libcriterion-dev   # unit tests
   libopenmpi-dev     # CPU all-reduce in the trainer

@@ -57,6 +57,8 @@ static const struct route routes[] = {
     {"/api/v1/nodes", sched_api_nodes},
     {"/api/v1/jobs", sched_api_jobs},
     {"/api/v1/jobs/", sched_api_job},
+    {"/api/v1/history/", sched_api_history},
+    {"/", sched_web_file}, /* last: "/" is a prefix of everything */
 };
 
 static const struct route *find_route(const char *path, const char **ret_rest)

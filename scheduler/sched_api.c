@@ -76,7 +76,7 @@ static const struct sched_job **gpu_holders(struct sched_ctx *s)
     return holders;
 }
 
-static void write_node_gpus(struct gs_json *j, const struct sched_node *n,
+static void write_node_gpus(struct gs_json *j, struct sched_ctx *s, const struct sched_node *n,
                             const struct sched_job **held)
 {
     gs_json_key(j, "gpus");
@@ -97,6 +97,7 @@ static void write_node_gpus(struct gs_json *j, const struct sched_node *n,
                           gpu->index < SCHED_MAX_GPUS && held[gpu->index] != NULL
                               ? held[gpu->index]->user
                               : NULL);
+        sched_telemetry_gpu_json(j, s, n, gpu->index);
         gs_json_object_end(j);
     }
     gs_json_array_end(j);
@@ -128,12 +129,13 @@ static void write_node(struct gs_json *j, struct sched_ctx *s, const struct sche
     write_node_features(j, t);
     gs_json_kv_uint(j, "gpus_total", t->n_gpus);
     gs_json_kv_uint(j, "gpus_free", n->up ? sched_cluster_free_gpus(s->cluster, n->index) : 0);
-    write_node_gpus(j, n, held);
+    write_node_gpus(j, s, n, held);
     gs_json_kv_uint(j, "cores_total", t->cores);
     gs_json_kv_uint(j, "cores_free", n->up ? sched_cluster_free_cores(s->cluster, n->index) : 0);
     gs_json_kv_uint(j, "memory_mib", t->memory_mib);
     gs_json_kv_uint(j, "memory_free_mib", n->up ? sched_cluster_free_mem(s->cluster, n->index) : 0);
     kv_ms(j, "last_heartbeat_ms", n->last_heartbeat_wall);
+    sched_telemetry_node_json(j, s, n);
     gs_json_object_end(j);
 }
 
@@ -234,6 +236,7 @@ static void write_progress(struct gs_json *j, const struct sched_job_progress *p
     gs_json_kv_uint(j, "steps", p->steps);
     kv_double(j, "loss", p->loss);
     kv_double(j, "tokens_per_s", p->tokens_per_s);
+    kv_double(j, "mfu", p->mfu);
     kv_double(j, "lr", p->lr);
     gs_json_kv_uint(j, "eval_step", p->eval_step);
     kv_double(j, "eval_loss", p->eval_loss);
@@ -299,6 +302,7 @@ static void write_job_fields(struct gs_json *j, struct sched_ctx *s, const struc
     write_outcome(j, job);
     write_allocation(j, s, job);
     write_progress(j, job->progress);
+    sched_telemetry_usage_json(j, s, job);
 }
 
 static void write_job(struct gs_json *j, struct sched_ctx *s, const struct sched_job *job)

@@ -260,13 +260,10 @@ static void render_counters(struct sched_prom *p, struct sched_ctx *s)
     sched_prom_sample(p, "gsched_sched_last_pass_seconds", (double)st->plan_ns_last / 1e9, NULL);
 }
 
-/*
- * The sections of /metrics, in order. GPU telemetry (utilisation, memory, power, idle
- * flags) joins as one more entry with this signature.
- */
+/* The sections of /metrics, in order; the GPU telemetry's are sched_telemetry.c's. */
 static void (*const sections[])(struct sched_prom *p, struct sched_ctx *s) = {
-    render_build_info,  render_jobs, render_node_states,
-    render_node_gauges, render_gpus, render_counters,
+    render_build_info, render_jobs,     render_node_states,      render_node_gauges,
+    render_gpus,       render_counters, sched_telemetry_metrics,
 };
 
 int sched_metrics_render(struct sched_ctx *s, struct gs_buf *out)
