@@ -17,6 +17,7 @@
 #include "common/config.h"
 #include "scheduler/sched_http_routes.h"
 #include "scheduler/sched_internal.h"
+#include "scheduler/telemetry.h"
 
 #define GPUS 8
 
@@ -33,7 +34,8 @@ static void setup(void)
     s->cfg = &cfg;
     s->cluster = sched_cluster_new();
     s->jobs = sched_jobs_new(s->cluster);
-    cr_assert(s->cluster != NULL && s->jobs != NULL);
+    s->tel = sched_tel_new(5, 60000);
+    cr_assert(s->cluster != NULL && s->jobs != NULL && s->tel != NULL);
     gs_buf_init(&out);
 }
 
@@ -53,6 +55,7 @@ static void teardown(void)
     free(s->nodes);
     sched_jobs_free(s->jobs);
     sched_cluster_free(s->cluster);
+    sched_tel_free(s->tel);
     free(s);
     gs_config_release(&cfg);
     gs_buf_release(&out);
@@ -220,10 +223,12 @@ Test(metrics, api_nodes_tell_which_job_holds_each_gpu)
     api(sched_api_nodes, "");
     expect_line("{\"name\":\"n1\",\"state\":\"up\",");
     expect_line("\"gpus_total\":8,\"gpus_free\":7,\"gpus\":[{\"index\":0,\"model\":\"H100\","
-                "\"memory_mib\":0,\"job\":7,\"user\":\"alice\"},{\"index\":1,");
-    expect_line("{\"index\":1,\"model\":\"H100\",\"memory_mib\":0,\"job\":null,\"user\":null}");
+                "\"memory_mib\":0,\"job\":7,\"user\":\"alice\",\"util_pct\":null,");
+    expect_line("{\"index\":1,\"model\":\"H100\",\"memory_mib\":0,\"job\":null,\"user\":null,");
+    expect_line("\"idle\":false,\"below_threshold_since_ms\":null},{\"index\":1,");
     expect_line("\"cores_total\":64,\"cores_free\":60,");
-    expect_line("\"last_heartbeat_ms\":1700000000000}");
+    expect_line("\"last_heartbeat_ms\":1700000000000,\"nvml\":false,\"cpu_util_pct\":null,"
+                "\"memory_used_mib\":null}");
 }
 
 Test(metrics, api_job_shows_its_allocation_and_history)
@@ -270,4 +275,35 @@ Test(metrics, api_job_refuses_unknown_and_malformed_ids)
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         cr_expect_eq(sched_api_job(s, &(struct sched_http_request){"", bad[i], NULL}, &out, &type),
                      -EINVAL, "'%s' accepted", bad[i]);
+}
+
+Test(metrics, gpu_telemetry_by_node_and_gpu_and_idle_gpus_with_their_job)
+{
+    struct sched_tel_node *tn;
+    struct sched_tel_figures f;
+
+    add_nodes(1);
+    add_job(7, 2, "alice", true);
+    tn = sched_tel_node(s->tel, 0, GPUS);
+    cr_assert_not_null(tn);
+    memset(&f, 0, sizeof(f));
+    f.samples = 1;
+    f.s.util_pct = f.s.util_max_pct = 42;
+    f.s.mem_used_mib = 1024;
+    f.s.power_w = 300;
+    f.s.temperature_c = -1;
+    sched_tel_record(s->tel, &tn->gpus[0], &f, 7, 1000);
+    f.s.util_pct = f.s.util_max_pct = 0;
+    sched_tel_record(s->tel, &tn->gpus[1], &f, 7, 1000);
+    sched_tel_record(s->tel, &tn->gpus[1], &f, 7, 61000);
+    cr_assert(tn->gpus[1].flagged);
+    cr_assert_eq(sched_metrics_render(s, &out), 0);
+    expect_line("# TYPE gsched_gpu_utilization_percent gauge\n");
+    expect_line("gsched_gpu_utilization_percent{node=\"n1\",gpu=\"0\"} 42\n");
+    expect_line("gsched_gpu_memory_used_bytes{node=\"n1\",gpu=\"0\"} 1073741824\n");
+    expect_line("gsched_gpu_power_watts{node=\"n1\",gpu=\"1\"} 300\n");
+    expect_line("gsched_gpu_below_idle_threshold{node=\"n1\",gpu=\"1\"} 1\n");
+    expect_line("gsched_gpu_idle_seconds{node=\"n1\",gpu=\"1\",job=\"7\",user=\"alice\"} ");
+    cr_expect_null(strstr(out.data, "gsched_gpu_temperature_celsius{"), "unknown: left out");
+    cr_expect_null(strstr(out.data, "gpu=\"2\"}"), "a GPU never reported is left out");
 }
