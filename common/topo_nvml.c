@@ -1,9 +1,9 @@
 /*
  * topo_nvml.c: NVLink counts from NVML, for a machine whose hwloc has no "NVLinkBandwidth"
  * matrix (Debian's hwloc is built without its NVML backend). libnvidia-ml.so.1 is dlopen'd
- * on each call and the few entry points used are declared here, so gsched builds without
- * NVIDIA's headers and runs without the library or a driver: any failure means "no
- * NVLink known", never an error. Called by topo_load_links() on the loading thread.
+ * on each call and the few entry points used are declared here (the types in nvml_abi.h),
+ * so gsched builds without NVIDIA's headers and runs without the library or a driver: any failure
+ * means "no NVLink known", never an error. Called by topo_load_links() on the loading thread.
  *
  * For each GPU, each active link's far end is either another of our GPUs (a direct link)
  * or an NVSwitch (an NVIDIA bridge-class PCI device in hwloc's tree). Two GPUs then have
@@ -17,23 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* From nvml.h (NVML API 11/12); only the parts used here. */
-#define NVML_SUCCESS 0
-#define NVML_FEATURE_ENABLED 1
-#define NVML_NVLINK_MAX_LINKS 18
-
-typedef struct nvml_device *nvml_device_t;
-
-/* nvmlPciInfo_t as the _v2 and later entry points fill it. */
-struct nvml_pci_info {
-    char bus_id_legacy[16];
-    unsigned int domain;
-    unsigned int bus;
-    unsigned int device;
-    unsigned int pci_device_id; /* device id << 16 | vendor id */
-    unsigned int pci_subsystem_id;
-    char bus_id[32];
-};
+#include "common/dl.h"
+#include "common/nvml_abi.h"
 
 struct nvml_api {
     void *lib;
@@ -43,17 +28,6 @@ struct nvml_api {
     int (*link_state)(nvml_device_t device, unsigned int link, int *ret_active);
     int (*remote_pci)(nvml_device_t device, unsigned int link, struct nvml_pci_info *ret_pci);
 };
-
-/* dlsym into a function pointer: memcpy, because ISO C has no cast between the two. */
-static bool resolve(void *lib, const char *name, void *fn, size_t size)
-{
-    void *sym = dlsym(lib, name);
-
-    if (sym == NULL || size != sizeof(sym))
-        return false;
-    memcpy(fn, &sym, size);
-    return true;
-}
 
 /*
  * RTLD_NODELETE for the reason topo.c keeps libpciaccess resident: NVML's allocations stay
@@ -65,13 +39,14 @@ static int open_nvml(struct nvml_api *api)
     api->lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (api->lib == NULL)
         return -ENOENT;
-    if (resolve(api->lib, "nvmlInit_v2", &api->init, sizeof(api->init)) &&
-        resolve(api->lib, "nvmlShutdown", &api->shutdown, sizeof(api->shutdown)) &&
-        resolve(api->lib, "nvmlDeviceGetHandleByPciBusId_v2", &api->handle_by_bus_id,
-                sizeof(api->handle_by_bus_id)) &&
-        resolve(api->lib, "nvmlDeviceGetNvLinkState", &api->link_state, sizeof(api->link_state)) &&
-        resolve(api->lib, "nvmlDeviceGetNvLinkRemotePciInfo_v2", &api->remote_pci,
-                sizeof(api->remote_pci)) &&
+    if (gs_dl_sym(api->lib, "nvmlInit_v2", &api->init, sizeof(api->init)) &&
+        gs_dl_sym(api->lib, "nvmlShutdown", &api->shutdown, sizeof(api->shutdown)) &&
+        gs_dl_sym(api->lib, "nvmlDeviceGetHandleByPciBusId_v2", &api->handle_by_bus_id,
+                  sizeof(api->handle_by_bus_id)) &&
+        gs_dl_sym(api->lib, "nvmlDeviceGetNvLinkState", &api->link_state,
+                  sizeof(api->link_state)) &&
+        gs_dl_sym(api->lib, "nvmlDeviceGetNvLinkRemotePciInfo_v2", &api->remote_pci,
+                  sizeof(api->remote_pci)) &&
         api->init() == NVML_SUCCESS)
         return 0;
     dlclose(api->lib);

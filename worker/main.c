@@ -362,7 +362,9 @@ static int run(struct workerd *d)
     char host[256] = "", ledger[4200], cli_socket[4200], cli[4200];
     struct wrk_opts opts = {.scheduler = (const struct sockaddr *)&sched,
                             .features = d->cfg.features,
-                            .grace_ms = d->cfg.kill_grace_ms};
+                            .grace_ms = d->cfg.kill_grace_ms,
+                            .telemetry_ms = d->cfg.telemetry_interval_ms,
+                            .synthetic_gpus = d->cfg.fake_gpus > 0};
     struct gs_error err;
     int rc = load_topology(d);
 

@@ -223,6 +223,8 @@ static void on_heartbeat(uv_timer_t *timer)
         hb.sent_at_ms = gs_clock_wall_ms();
         hb.running = ptrs;
         wrk_tasks_foreach(w->tasks, collect_running, &hb);
+        if (w->telemetry != NULL)
+            wrk_telemetry_fill(w->telemetry, &hb);
         env.body_case = GS__ENVELOPE__BODY_HEARTBEAT;
         env.heartbeat = &hb;
         wrk_send(w, &env);
@@ -519,6 +521,42 @@ static int start_relay(struct wrk_ctx *w, const struct wrk_opts *opts, struct gs
     return 0;
 }
 
+static void on_telemetry_closed(void *data)
+{
+    release_handle(data);
+}
+
+/* GPU, CPU and memory figures for the heartbeats, when sampling is on. NVML finds real GPUs
+ * by bus id, synthetic ones by index. Without memory for it, heartbeats carry none. */
+static void start_telemetry(struct wrk_ctx *w, const struct wrk_opts *opts)
+{
+    int ngpus = w->topo != NULL ? gs_topo_ngpus(w->topo) : 0;
+    struct wrk_telemetry_opts to = {.interval_ms = opts->telemetry_ms, .ngpus = ngpus};
+    const char **bus_ids;
+
+    if (opts->telemetry_ms == 0)
+        return;
+    bus_ids = calloc((size_t)ngpus + 1, sizeof(*bus_ids));
+    for (int i = 0; bus_ids != NULL && i < ngpus; i++)
+        bus_ids[i] = opts->synthetic_gpus ? "" : gs_topo_gpu(w->topo, i)->pci_bus_id;
+    to.bus_ids = bus_ids;
+    w->telemetry = bus_ids != NULL ? wrk_telemetry_new(w->loop, &to) : NULL;
+    free(bus_ids);
+    if (w->telemetry == NULL) {
+        GS_LOG(GS_LOG_WARN, "node=%s out of memory: heartbeats carry no telemetry", w->node_name);
+        return;
+    }
+    w->open_handles++; /* until on_telemetry_closed */
+    GS_LOG(GS_LOG_INFO, "node=%s nvml=%s gpus=%d telemetry_ms=%llu telemetry started", w->node_name,
+           wrk_telemetry_nvml(w->telemetry) ? "yes" : "no", ngpus,
+           (unsigned long long)opts->telemetry_ms);
+    if (wrk_telemetry_nvml(w->telemetry) && wrk_telemetry_nvml_gpus(w->telemetry) < ngpus)
+        GS_LOG(GS_LOG_WARN,
+               "node=%s gpus=%d nvml_gpus=%d nvml does not know every gpu, the "
+               "others report no figures",
+               w->node_name, ngpus, wrk_telemetry_nvml_gpus(w->telemetry));
+}
+
 struct wrk_ctx *wrk_new(uv_loop_t *loop, const struct wrk_opts *opts, struct gs_error *err)
 {
     struct wrk_ctx *w = calloc(1, sizeof(*w));
@@ -557,6 +595,7 @@ struct wrk_ctx *wrk_new(uv_loop_t *loop, const struct wrk_opts *opts, struct gs_
         wrk_stop(w, NULL, NULL); /* freed once its handles are closed */
         return NULL;
     }
+    start_telemetry(w, opts);
     return w;
 fail:
     if (w != NULL) {
@@ -585,6 +624,8 @@ void wrk_stop(struct wrk_ctx *w, void (*stopped)(void *data), void *data)
     w->tasks = NULL;
     wrk_relay_close(w->relay, on_relay_closed, w);
     w->relay = NULL;
+    wrk_telemetry_close(w->telemetry, on_telemetry_closed, w);
+    w->telemetry = NULL;
     if (w->conn != NULL)
         gs_proto_conn_close(w->conn);
     uv_close((uv_handle_t *)&w->heartbeat, on_timer_closed);

@@ -10,7 +10,8 @@
  * resends on each reconnect until the scheduler acknowledges it (TaskExitAck), so no exit is
  * lost when the scheduler restarts. Running tasks do not depend on the connection: they
  * survive a scheduler outage. The gsched CLI inside its jobs reaches gschedd through the
- * worker's CLI socket, relayed over the same connection (worker/relay.h).
+ * worker's CLI socket, relayed over the same connection (worker/relay.h). With telemetry on,
+ * heartbeats carry the node's GPU, CPU and memory figures and each task's CPU time and RSS.
  *
  * Loop thread only. wrk_stop() kills the tasks, closes everything and calls the stop
  * callback once the last handle is closed; the context is freed after it returns.
@@ -40,6 +41,10 @@ struct wrk_opts {
     bool cli_socket_optional;   /* failing to listen there is a warning, not an error */
     const char *cli_path;       /* the gsched CLI a launcher job's leader runs (gsched
                                  * mpirun); NULL: "gsched" from the task's PATH */
+    uint64_t telemetry_ms;      /* GPU (NVML), CPU and memory sampling interval for the
+                                 * heartbeats (worker/telemetry.h); 0: none */
+    bool synthetic_gpus;        /* topo's GPUs are made up (--gpus N): NVML finds GPU i as
+                                 * its device i rather than by PCI bus id */
 };
 
 struct wrk_ctx;

@@ -13,6 +13,7 @@
 #include "worker/ledger.h"
 #include "worker/relay.h"
 #include "worker/tasks.h"
+#include "worker/telemetry.h"
 #include "worker/worker.h"
 
 /* An exit the scheduler has not acknowledged yet. */
@@ -56,8 +57,9 @@ struct wrk_ctx {
     uv_timer_t heartbeat;
     uv_timer_t reconnect;
     struct wrk_tasks *tasks;
-    struct wrk_ledger *ledger; /* NULL when not kept */
-    struct wrk_relay *relay;   /* the CLI socket; NULL when there is none */
+    struct wrk_ledger *ledger;       /* NULL when not kept */
+    struct wrk_relay *relay;         /* the CLI socket; NULL when there is none */
+    struct wrk_telemetry *telemetry; /* heartbeat figures; NULL when not sampling */
     struct wrk_exit *exits;
     struct wrk_job *jobs;
     int open_handles;

@@ -12,7 +12,8 @@
  * environment; srun steps run next to it under the same ranks, their output arriving as
  * StepOutput chunks whose end comes before the TaskExit; SignalTasks picks steps, all
  * steps or the batch shell alone; the --signal warning reaches the batch shell or the
- * steps as sbatch's B: says.
+ * steps as sbatch's B: says. Telemetry (suite worker_telemetry, the fake NVML scripted as
+ * in test_telemetry.c): heartbeats carry every GPU's figures and the running task's CPU time.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -29,6 +30,7 @@
 #include "common/log.h"
 #include "proto/conn.h"
 #include "refuse_mempolicy.h"
+#include "telemetry_helpers.h"
 #include "worker/worker.h"
 
 #define MAX_EXITS 8
@@ -50,6 +52,8 @@ static Gs__LogsReply last_logs; /* scalars only; its strings are copied below */
 static char last_logs_data[64], last_logs_node[64], last_error[256];
 static int32_t last_error_code;
 static int log_fd = -1;
+static uint64_t telemetry_ms; /* the worker's sampling; 0: none */
+static int telemetry_beats;   /* heartbeats with GPU 2's scripted figures and task CPU time */
 /* StepOutput by rank and stream: the bytes, the eofs, and the eofs seen by each exit. */
 static char step_out[4][2][512];
 static size_t step_out_len[4][2];
@@ -90,6 +94,22 @@ static void ack(const Gs__TaskExit *ex)
     send_env(&env);
 }
 
+/* GPU 2's figures as the worker_telemetry suite scripts them, and CPU time of its task. */
+static bool has_telemetry(const Gs__Heartbeat *hb)
+{
+    const Gs__GpuStats *g = hb->n_gpus == 4 ? hb->gpus[2] : NULL;
+
+    if (telemetry_ms == 0) {
+        cr_assert_not(hb->nvml);
+        cr_assert_eq(hb->n_gpus, 0);
+        cr_assert_eq(hb->memory_total_mib, 0, "no figures without telemetry");
+        return false;
+    }
+    return hb->nvml && hb->memory_total_mib > 0 && g != NULL && g->index == 2 && g->samples > 0 &&
+           g->utilization_pct == 66 && g->memory_total_mib == 1000 && hb->n_running == 1 &&
+           hb->running[0]->cpu_time_ms > 0;
+}
+
 static void on_sched_message(struct gs_proto_conn *c, const Gs__Envelope *env, void *data)
 {
     (void)c;
@@ -104,6 +124,8 @@ static void on_sched_message(struct gs_proto_conn *c, const Gs__Envelope *env, v
         break;
     case GS__ENVELOPE__BODY_HEARTBEAT:
         heartbeats++;
+        if (has_telemetry(env->heartbeat))
+            telemetry_beats++;
         break;
     case GS__ENVELOPE__BODY_LAUNCH_TASKS_REPLY:
         replies++;
@@ -191,7 +213,11 @@ static void start_worker(const struct gs_topo_opts *topts)
 {
     struct sockaddr_storage addr;
     int len = sizeof(addr);
-    struct wrk_opts opts = {.node_name = "node1", .address = "127.0.0.1", .grace_ms = 200};
+    struct wrk_opts opts = {.node_name = "node1",
+                            .address = "127.0.0.1",
+                            .grace_ms = 200,
+                            .telemetry_ms = telemetry_ms,
+                            .synthetic_gpus = true};
     struct gs_error err;
     struct sockaddr_in bind_addr;
     char log_path[128];
@@ -220,7 +246,7 @@ static void start_worker(const struct gs_topo_opts *topts)
     worker = wrk_new(&loop, &opts, &err);
     cr_assert_not_null(worker, "%s", err.msg);
     cr_assert_eq(wrk_start(worker), 0);
-    registers = heartbeats = replies = nexits = log_replies = errors = 0;
+    registers = heartbeats = replies = nexits = log_replies = errors = telemetry_beats = 0;
     ack_exits = true;
     stopped = false;
 }
@@ -238,6 +264,16 @@ static void setup_this_machine(void)
 {
     struct gs_topo_opts topts = {.fake_gpus = 2};
 
+    start_worker(&topts);
+}
+
+/* The fake node sampled every 10 ms, the fake NVML answering for its GPU 2 only. */
+static void setup_telemetry(void)
+{
+    struct gs_topo_opts topts = {.xml_path = GSCHED_TOPOLOGIES "/cpu-only.xml", .fake_gpus = 4};
+
+    script_create("count 4\ngpu 2 util=66 mem_used_mib=10 mem_total_mib=1000\n");
+    telemetry_ms = 10;
     start_worker(&topts);
 }
 
@@ -267,6 +303,15 @@ static void teardown(void)
 
 TestSuite(worker, .init = setup, .fini = teardown, .timeout = 60);
 TestSuite(worker_on_this_machine, .init = setup_this_machine, .fini = teardown, .timeout = 60);
+
+static void teardown_telemetry(void)
+{
+    teardown();
+    telemetry_ms = 0;
+    script_remove();
+}
+
+TestSuite(worker_telemetry, .init = setup_telemetry, .fini = teardown_telemetry, .timeout = 60);
 
 static void on_deadline(uv_timer_t *t)
 {
@@ -1012,4 +1057,11 @@ Test(worker, warning_signal_goes_to_the_steps_without_b)
     run_until(&nexits, 3, "the batch shell");
     slurp("slurm-36.out", out, sizeof(out));
     cr_assert_str_eq(out, "", "without B: the batch shell is not warned");
+}
+
+Test(worker_telemetry, heartbeats_carry_gpu_figures_and_task_cpu_time)
+{
+    run_until(&registers, 1, "registration");
+    launch(9, 1, NULL, 0, "i=0; while [ $i -lt 100000000 ]; do i=$((i+1)); done");
+    run_until(&telemetry_beats, 1, "a heartbeat with GPU figures and the task's CPU time");
 }
