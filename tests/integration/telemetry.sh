@@ -20,7 +20,7 @@ mkdir -p "$work" "$tmp/state" || exit 1
 cd "$work" || exit 1
 
 write_config 'heartbeat_interval = "1s"' 'kill_grace = "1s"' 'idle_window = "2s"' \
-  'idle_threshold = 5' 'http = ""' '[worker]' "log_dir = \"$tmp/state\"" \
+  'idle_threshold = 5' 'http = "127.0.0.1:0"' '[worker]' "log_dir = \"$tmp/state\"" \
   'telemetry_interval = "1s"' \
   '[[partition]]' 'name = "main"' 'default = true' 'nodes = ["node1", "node3"]' \
   '[[partition]]' 'name = "strict"' 'nodes = "node2"' 'idle_action = "cancel"' 'idle_grace = "0s"'
@@ -109,6 +109,16 @@ echo "$top" | grep -q 'idle-flagged 1' || fail "top's totals: $top"
 echo "$top" | grep -qE '^ +1 +\[ +\] +0% .* '"$job"' .*IDLE [0-9]+s' || fail "top's GPU 1 line: $top"
 echo "$top" | grep -qE '^node1 .* 0 +\[\|+ +\] +80% .*400W +65C '"$job"' ' || fail "top's GPU 0: $top"
 "$bin/gsched" top --once --idle | grep -c IDLE | grep -qx 1 || fail "top --idle"
+# /metrics: the figures per GPU, and the flagged GPU with its job and user.
+wait_for "http.addr" test -s "$tmp/state/http.addr"
+metrics=$(python3 -c 'import sys, urllib.request
+print(urllib.request.urlopen("http://" + open(sys.argv[1]).read().strip() + "/metrics").read().decode())' \
+  "$tmp/state/http.addr") || fail "no /metrics"
+echo "$metrics" | grep -qx 'gsched_gpu_utilization_percent{node="node1",gpu="0"} 80' ||
+  fail "no GPU 0 utilisation in /metrics"
+echo "$metrics" | grep -qx 'gsched_gpu_power_watts{node="node1",gpu="0"} 400' || fail "no power"
+echo "$metrics" | grep -qE '^gsched_gpu_idle_seconds\{node="node1",gpu="1",job="'"$job"'",user="[a-z]+"\} [0-9.]+$' ||
+  fail "no idle GPU in /metrics: $(echo "$metrics" | grep idle)"
 wait_for "the task's process mapped to its job" is nodes \
   "[p['job_id'] for g in n['node1']['gpu_stats'] if g['index'] == 0 for p in g['processes']] == [$job]"
 
@@ -132,6 +142,30 @@ wait_for "sort by util" screen_has 'sort util'
 tmux -L gstop send-keys -t top q
 wait_for "top to quit" screen_has 'top-exited=0'
 tmux -L gstop kill-server 2>/dev/null
+
+# The status page in headless Chromium, its DOM once the page's scripts have run (virtual
+# time lets its fetches finish): the totals, the idle GPU's cell, the job's row, node1's
+# charts; a screenshot is kept in the build tree as the test's artifact.
+command -v chromium >/dev/null || fail "chromium is missing (deploy/install-deps.sh installs it)"
+addr=$(cat "$tmp/state/http.addr")
+browse() {
+  timeout 90 chromium --headless --no-sandbox --disable-gpu --user-data-dir="$tmp/chrome" \
+    --virtual-time-budget=6000 --window-size=1280,1000 "$@" 2>>"$tmp/chromium.log"
+}
+dom=$(browse --dump-dom "http://$addr/?node=node1") || fail "chromium failed: $(tail -5 "$tmp/chromium.log")"
+echo "$dom" | grep -q '<body data-loaded="yes">' || fail "the page did not load its data: $dom"
+echo "$dom" | grep -q '<b id="idle-count">1</b>' || fail "page totals: $(echo "$dom" | grep totals)"
+echo "$dom" | grep -qE '<div class="gpu idle" title="node1 GPU 1[^"]*IDLE since[^"]*" data-gpu="node1:1">' ||
+  fail "no idle cell for node1:1: $(echo "$dom" | grep -o '<div class="gpu[^>]*>' | head -8)"
+echo "$dom" | grep -qE 'data-gpu="node1:0"[^>]*>80<' || fail "GPU 0's cell has no 80%"
+echo "$dom" | grep -qE '<tr class="idle"><td class="num">'"$job"'</td><td>half-idle</td>' ||
+  fail "no idle row for the job: $(echo "$dom" | grep -o '<tbody>.*</tbody>' | head -2)"
+echo "$dom" | grep -q 'data-chart="node1:1"' || fail "no chart for node1:1"
+artifacts=$bin/../test-artifacts
+mkdir -p "$artifacts"
+browse --screenshot="$artifacts/status-page.png" "http://$addr/?node=node1" >/dev/null ||
+  fail "no screenshot"
+[ -s "$artifacts/status-page.png" ] || fail "empty screenshot"
 
 # GPU 1 works: the flag clears.
 script node1 'count 4' "gpu 0 util=80 mem_used_mib=30000 mem_total_mib=81559 pids=$pid:30000" \
