@@ -1163,6 +1163,7 @@ void sched_engine_task_exit(struct sched_ctx *s, struct sched_node *n, const Gs_
         sched_change_job(ch, job);
         sched_change_event(ch, job->end_ms, job->id, n->name, sched_job_state_name(job->state),
                            detail);
+        sched_telemetry_job_ended(s, job, ch);
         GS_LOG(GS_LOG_INFO, "job=%llu state=%s exit=%d job ended", (unsigned long long)job->id,
                sched_job_state_name(job->state), job->exit_code);
         sched_query_job_changed(s, job);

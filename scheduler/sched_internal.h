@@ -158,6 +158,9 @@ void sched_release_handle(struct sched_ctx *s);
 void sched_stats_time_pass(struct sched_ctx *s, void (*pass)(struct sched_ctx *s));
 /* sched_telemetry.c: heartbeats' figures into s->tel and the jobs' usage; idle policy. */
 void sched_telemetry_heartbeat(struct sched_ctx *s, struct sched_node *n, const Gs__Heartbeat *hb);
+struct sched_change;
+/* An ended job that held GPUs it never used gets a history line (into ch) and a warning. */
+void sched_telemetry_job_ended(struct sched_ctx *s, struct sched_job *job, struct sched_change *ch);
 /* A node's GPU figures for NodeInfo (gpu_stats, cpu/memory use); release with the next. */
 struct sched_tel_msgs {
     Gs__GpuStats *stats;

@@ -127,8 +127,33 @@ static void apply_policy(struct sched_ctx *s, struct sched_job *job, const struc
     sched_engine_idle_end(s, job, p->idle_action == GS_IDLE_REQUEUE, why);
 }
 
+/* The "notify" policy: a line in the job's stderr through the GPU's worker, if it knows
+ * JobNotice (protocol 1.5; an older worker would close the connection on it). */
+static void notify_owner(struct sched_ctx *s, const struct sched_job *job, struct sched_node *n,
+                         uint32_t gpu, uint64_t idle_s)
+{
+    const struct gs_config_partition *p = sched_job_partition(s, job->spec);
+    const Gs__Hello *hello = n->conn != NULL ? gs_proto_conn_peer_hello(n->conn) : NULL;
+    Gs__JobNotice notice = GS__JOB_NOTICE__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    char text[256];
+
+    if (p == NULL || p->idle_action != GS_IDLE_NOTIFY || hello == NULL || hello->protocol_minor < 5)
+        return;
+    snprintf(text, sizeof(text),
+             "GPU %s:%u of job %llu has been idle (under %u%% utilisation) for %llu s; "
+             "a job should hold only the GPUs it uses",
+             n->name, gpu, (unsigned long long)job->id, sched_tel_threshold(s->tel),
+             (unsigned long long)idle_s);
+    notice.job_id = job->id;
+    notice.text = text;
+    env.body_case = GS__ENVELOPE__BODY_JOB_NOTICE;
+    env.job_notice = &notice;
+    sched_node_send(n, &env);
+}
+
 /* A history line (stored) for an idle flag raised or cleared on one of job's GPUs. */
-static void note_idle(struct sched_ctx *s, struct sched_job *job, const struct sched_node *n,
+static void note_idle(struct sched_ctx *s, struct sched_job *job, struct sched_node *n,
                       uint32_t gpu, const struct sched_tel_gpu *g, bool flagged, uint64_t now)
 {
     struct sched_change *ch = sched_change_new(s);
@@ -145,6 +170,8 @@ static void note_idle(struct sched_ctx *s, struct sched_job *job, const struct s
            (unsigned long long)job->id, n->name, gpu, job->user,
            flagged ? "gpu idle flagged" : "gpu idle cleared");
     sched_job_note(job, now, job->state, detail);
+    if (flagged)
+        notify_owner(s, job, n, gpu, (now - g->below_since_ms) / 1000);
     if (ch == NULL)
         return;
     sched_change_event(ch, now, job->id, n->name, sched_job_state_name(job->state), detail);
@@ -348,4 +375,21 @@ int sched_telemetry_job_usage(struct sched_ctx *s, const struct sched_job *job,
     m->usage.n_idle_gpus = m->nidle;
     m->usage.idle_gpus = m->idle_gpus;
     return rc;
+}
+
+void sched_telemetry_job_ended(struct sched_ctx *s, struct sched_job *job, struct sched_change *ch)
+{
+    const struct sched_job_usage *u = &job->usage;
+    uint32_t alloc = job->spec->gpus_per_node * job->spec->nodes;
+    uint32_t used = sched_usage_gpus_used(u);
+    char detail[160];
+
+    if (u->gpu_alloc_ms == 0 || alloc == 0 || used >= alloc)
+        return;
+    snprintf(detail, sizeof(detail), "used %u of its %u GPUs (the others never went over %u%%)",
+             used, alloc, sched_tel_threshold(s->tel));
+    GS_LOG(GS_LOG_WARN, "job=%llu user=%s gpus=%u used=%u job held gpus it never used",
+           (unsigned long long)job->id, job->user, alloc, used);
+    sched_job_note(job, job->end_ms, job->state, detail);
+    sched_change_event(ch, job->end_ms, job->id, "", sched_job_state_name(job->state), detail);
 }

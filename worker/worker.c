@@ -307,6 +307,9 @@ static void on_message(struct gs_proto_conn *conn, const Gs__Envelope *env, void
     case GS__ENVELOPE__BODY_SIGNAL_TASKS:
         wrk_handle_signal(w, env->signal_tasks);
         break;
+    case GS__ENVELOPE__BODY_JOB_NOTICE:
+        wrk_handle_notice(w, env->job_notice);
+        break;
     case GS__ENVELOPE__BODY_TASK_EXIT_ACK:
         handle_ack(w, env->task_exit_ack);
         break;

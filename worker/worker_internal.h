@@ -73,6 +73,8 @@ struct wrk_ctx {
 /* worker_launch.c */
 void wrk_handle_launch(struct wrk_ctx *w, const Gs__LaunchTasks *msg, uint64_t request_id);
 void wrk_handle_signal(struct wrk_ctx *w, const Gs__SignalTasks *msg);
+/* JobNotice: a line to the stderr of the job's lowest-ranked task here (worker_notice.c). */
+void wrk_handle_notice(struct wrk_ctx *w, const Gs__JobNotice *msg);
 struct wrk_job *wrk_job_find(struct wrk_ctx *w, uint64_t job_id);
 /* Drops a job record once none of its tasks runs here. */
 void wrk_job_forget(struct wrk_ctx *w, struct wrk_job *job);

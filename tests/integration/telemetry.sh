@@ -23,7 +23,8 @@ write_config 'heartbeat_interval = "1s"' 'kill_grace = "1s"' 'idle_window = "2s"
   'idle_threshold = 5' 'http = "127.0.0.1:0"' '[worker]' "log_dir = \"$tmp/state\"" \
   'telemetry_interval = "1s"' \
   '[[partition]]' 'name = "main"' 'default = true' 'nodes = ["node1", "node3"]' \
-  '[[partition]]' 'name = "strict"' 'nodes = "node2"' 'idle_action = "cancel"' 'idle_grace = "0s"'
+  '[[partition]]' 'name = "strict"' 'nodes = "node2"' 'idle_action = "cancel"' 'idle_grace = "0s"' \
+  '[[partition]]' 'name = "watched"' 'nodes = "node2"' 'idle_action = "notify"'
 
 # script NODE LINES...: the fake NVML script of NODE's worker, replaced in one rename.
 script() {
@@ -215,6 +216,19 @@ sjob=$(sbatch_json -J never-works -p strict --gpus-per-node=1 idle.sh)
 is show "$sjob" 'j["state"] == "CANCELLED"' || fail "idle job not cancelled: $(show "$sjob" j)"
 show "$sjob" 'j["reason"]' | grep -q 'cancelled by gsched: GPU node2:0 idle' ||
   fail "no reason: $(show "$sjob" 'j["reason"]')"
+show "$sjob" '[h["reason"] for h in r["history"]]' | grep -q 'used 0 of its 1 GPUs' ||
+  fail "no unused-GPUs line: $(show "$sjob" 'r["history"]')"
+
+# The watched partition tells the owner in the job's stderr (its output file here).
+printf '#!/bin/sh\ni=0\nwhile [ $i -lt 600 ] && [ ! -f %s/stop2 ]; do sleep 0.1; i=$((i+1)); done\n' \
+  "$work" > wait.sh
+njob=$(sbatch_json -J watched -p watched --gpus-per-node=1 wait.sh)
+notified() { grep -q "^gsched: GPU node2:0 of job $njob has been idle (under 5% utilisation)" \
+  "slurm-$njob.out"; }
+wait_for "the notice in the job's output" notified
+is show "$njob" 'j["state"] == "RUNNING"' || fail "notify ended the job: $(show "$njob" j)"
+touch "$work/stop2"
+"$bin/gsched" wait "$njob" --timeout 30s >/dev/null 2>&1
 
 kill -TERM "${pids[@]}" 2>/dev/null
 for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
