@@ -6,8 +6,10 @@
  *     JOBID  NAME   USER   ST  TIME  NODES  GPUS  NODELIST(REASON)
  *     42     train  alice  R   1:02  2      8     n1,n2
  *     43     eval   alice  PD  0:00  1      1     (Resources)
+ *     44     sweep  bob    R   9:40  1      2     n3 (GPUIdle:n3:1)
  *
- * or a JSON array of JobInfo objects. Finished jobs are listed only with --all. Array
+ * (a running job with GPUs gschedd flags idle names them after its nodes), or a JSON array
+ * of JobInfo objects. Finished jobs are listed only with --all. Array
  * elements show as ARRAYID_TASK; pending ones of one array waiting for the same reason fold
  * into one line, "123_[4-15]", as squeue folds them (--array / -r: one line each).
  */
@@ -102,8 +104,16 @@ static int where_or_why(struct gs_buf *out, const Gs__JobInfo *job)
                    job->state == GS__JOB_STATE__JOB_STATE_REQUEUED;
     const char *reason = job->reason != NULL && job->reason[0] != '\0' ? job->reason : NULL;
 
-    if (!waiting && job->n_allocation > 0)
-        return cli_job_nodelist(out, job->allocation, job->n_allocation, false);
+    if (!waiting && job->n_allocation > 0) {
+        int rc = cli_job_nodelist(out, job->allocation, job->n_allocation, false);
+
+        /* A running job with GPUs flagged idle says which, as a reason would. */
+        for (size_t i = 0; rc == 0 && job->usage != NULL && i < job->usage->n_idle_gpus; i++)
+            rc = gs_buf_printf(out, "%s%s", i == 0 ? " (GPUIdle:" : ",", job->usage->idle_gpus[i]);
+        if (rc == 0 && job->usage != NULL && job->usage->n_idle_gpus > 0)
+            rc = gs_buf_putc(out, ')');
+        return rc;
+    }
     if (waiting || reason != NULL)
         return gs_buf_printf(out, "(%s)", reason != NULL ? reason : "None");
     return 0;

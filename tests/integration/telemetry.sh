@@ -104,6 +104,8 @@ show "$job" '[h["reason"] for h in r["history"]]' | grep -q 'GPU node1:1 idle: u
   fail "no idle line in the history: $(show "$job" 'r["history"]')"
 [ "$(show "$job" 'j["usage"]["idle_gpus"]')" = "['node1:1']" ] || fail "GPU 0 flagged too"
 "$bin/gsched" show "$job" | grep -q 'IdleGPUs=node1:1' || fail "gsched show has no IdleGPUs"
+"$bin/gsched" queue | grep -qE "^$job .* node1 \(GPUIdle:node1:1\)\$" ||
+  fail "gsched queue: $("$bin/gsched" queue)"
 grep -q "job=$job node=node1 gpu=1 .*gpu idle flagged" "$tmp/gschedd.log" || fail "no log line"
 top=$("$bin/gsched" top --once) || fail "top --once failed"
 echo "$top" | grep -q 'idle-flagged 1' || fail "top's totals: $top"
