@@ -128,45 +128,16 @@ static int print_json(const Gs__JobInfo *job)
     return rc;
 }
 
-static const struct cli_opt seff_opts[] = {
-    {"--json", NULL, false, 'j'},
-    {"--socket", NULL, true, 's'},
-    {NULL, NULL, false, 0},
-};
-
 int cli_cmd_seff(int argc, char **argv)
 {
-    Gs__ShowRequest req = GS__SHOW_REQUEST__INIT;
-    Gs__Envelope env = GS__ENVELOPE__INIT, *reply = NULL;
     Gs__JobUsage none = GS__JOB_USAGE__INIT;
-    const char *socket_opt = NULL;
+    Gs__Envelope *reply = NULL;
     const Gs__JobInfo *job;
-    struct cli_args a;
-    bool json = false, have_id = false;
-    char path[256];
-    int opt, rc = 0;
+    bool json;
+    int rc = cli_show_fetch("seff", argc, argv, &json, &reply);
 
-    cli_args_init(&a, argc, argv);
-    while ((opt = cli_args_next(&a, seff_opts)) > 0) {
-        if (opt == CLI_ARGS_OPERAND && (have_id || cli_parse_job_id(a.value, &req.job_id) < 0))
-            return cli_usage_error("seff", "one job id, not '%s'", a.value);
-        if (opt == CLI_ARGS_OPERAND)
-            have_id = true;
-        else if (opt == 'j')
-            json = true;
-        else if (opt == 's')
-            socket_opt = a.value;
-    }
-    if (opt < 0)
-        return cli_args_error("seff", &a);
-    if (!have_id)
-        return cli_usage_error("seff", "which job? (gsched seff JOB)");
-    if (cli_socket_path(socket_opt, path, sizeof(path)) < 0)
-        return 1;
-    env.body_case = GS__ENVELOPE__BODY_SHOW_REQUEST;
-    env.show_request = &req;
-    if (cli_call(path, &env, GS__ENVELOPE__BODY_SHOW_REPLY, &reply) < 0)
-        return 1;
+    if (rc != 0)
+        return rc;
     job = reply->show_reply->job;
     if (job == NULL) {
         fprintf(stderr, "gsched seff: gschedd sent no job\n");

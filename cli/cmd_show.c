@@ -358,45 +358,14 @@ static int print_reply(const Gs__ShowReply *r, bool json)
     return rc;
 }
 
-static const struct cli_opt show_opts[] = {
-    {"--json", NULL, false, 'j'},
-    {"--socket", NULL, true, 's'},
-    {NULL, NULL, false, 0},
-};
-
 int cli_cmd_show(int argc, char **argv)
 {
-    Gs__ShowRequest req = GS__SHOW_REQUEST__INIT;
-    Gs__Envelope env = GS__ENVELOPE__INIT, *reply = NULL;
-    const char *socket_opt = NULL;
-    struct cli_args a;
-    bool json = false, have_id = false;
-    char path[256];
-    int opt, rc;
+    Gs__Envelope *reply = NULL;
+    bool json;
+    int rc = cli_show_fetch("show", argc, argv, &json, &reply);
 
-    cli_args_init(&a, argc, argv);
-    while ((opt = cli_args_next(&a, show_opts)) > 0) {
-        if (opt == CLI_ARGS_OPERAND && have_id)
-            return cli_usage_error("show", "one job at a time ('%s')", a.value);
-        if (opt == CLI_ARGS_OPERAND && cli_parse_job_id(a.value, &req.job_id) < 0)
-            return cli_usage_error("show", "not a job id: '%s'", a.value);
-        if (opt == CLI_ARGS_OPERAND)
-            have_id = true;
-        else if (opt == 'j')
-            json = true;
-        else if (opt == 's')
-            socket_opt = a.value;
-    }
-    if (opt < 0)
-        return cli_args_error("show", &a);
-    if (!have_id)
-        return cli_usage_error("show", "which job? (gsched show JOB)");
-    if (cli_socket_path(socket_opt, path, sizeof(path)) < 0)
-        return 1;
-    env.body_case = GS__ENVELOPE__BODY_SHOW_REQUEST;
-    env.show_request = &req;
-    if (cli_call(path, &env, GS__ENVELOPE__BODY_SHOW_REPLY, &reply) < 0)
-        return 1;
+    if (rc != 0)
+        return rc;
     rc = print_reply(reply->show_reply, json);
     if (rc < 0)
         fprintf(stderr, "gsched show: %s\n",

@@ -174,3 +174,44 @@ void cli_sleep_ms(uint64_t ms)
     while (nanosleep(&left, &left) < 0 && errno == EINTR)
         ;
 }
+
+static const struct cli_opt show_opts[] = {
+    {"--json", NULL, false, 'j'},
+    {"--socket", NULL, true, 's'},
+    {NULL, NULL, false, 0},
+};
+
+int cli_show_fetch(const char *cmd, int argc, char **argv, bool *ret_json, Gs__Envelope **ret_reply)
+{
+    Gs__ShowRequest req = GS__SHOW_REQUEST__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    const char *socket_opt = NULL;
+    struct cli_args a;
+    bool have_id = false;
+    char path[256];
+    int opt;
+
+    *ret_json = false;
+    cli_args_init(&a, argc, argv);
+    while ((opt = cli_args_next(&a, show_opts)) > 0) {
+        if (opt == CLI_ARGS_OPERAND && have_id)
+            return cli_usage_error(cmd, "one job at a time ('%s')", a.value);
+        if (opt == CLI_ARGS_OPERAND && cli_parse_job_id(a.value, &req.job_id) < 0)
+            return cli_usage_error(cmd, "not a job id: '%s'", a.value);
+        if (opt == CLI_ARGS_OPERAND)
+            have_id = true;
+        else if (opt == 'j')
+            *ret_json = true;
+        else if (opt == 's')
+            socket_opt = a.value;
+    }
+    if (opt < 0)
+        return cli_args_error(cmd, &a);
+    if (!have_id)
+        return cli_usage_error(cmd, "which job? (gsched %s JOB)", cmd);
+    if (cli_socket_path(socket_opt, path, sizeof(path)) < 0)
+        return 1;
+    env.body_case = GS__ENVELOPE__BODY_SHOW_REQUEST;
+    env.show_request = &req;
+    return cli_call(path, &env, GS__ENVELOPE__BODY_SHOW_REPLY, ret_reply) < 0 ? 1 : 0;
+}

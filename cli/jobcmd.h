@@ -62,6 +62,15 @@ void cli_job_ids_release(struct cli_job_ids *v);
  */
 int cli_job_ids_take(struct cli_job_ids *v, const char *cmd, const struct cli_args *a);
 
+/*
+ * `gsched CMD JOB [--json] [--socket PATH]`, the shape of show and seff: reads the
+ * arguments, asks gschedd for the job and stores the ShowReply's envelope in *ret_reply
+ * (free with gs_proto_envelope_free) and --json in *ret_json. Returns 0, or the exit status
+ * to leave with (2 bad usage, 1 failure; the reason printed).
+ */
+int cli_show_fetch(const char *cmd, int argc, char **argv, bool *ret_json,
+                   Gs__Envelope **ret_reply);
+
 /* Sleeps ms milliseconds (for polling loops), resuming after signals. */
 void cli_sleep_ms(uint64_t ms);
 
