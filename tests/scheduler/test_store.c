@@ -68,6 +68,8 @@ struct seen {
     char name[32];
     unsigned char spec[16];
     bool has_alloc;
+    char usage[16];
+    size_t usage_len;
 };
 
 static int collect_job(const struct sched_job_row *row, void *data)
@@ -79,6 +81,9 @@ static int collect_job(const struct sched_job_row *row, void *data)
     snprintf(s->name, sizeof(s->name), "%s", row->name);
     memcpy(s->spec, row->spec, row->spec_len < 16 ? row->spec_len : 16);
     s->has_alloc = row->alloc != NULL;
+    s->usage_len = row->usage != NULL ? row->usage_len : 0;
+    if (row->usage != NULL)
+        memcpy(s->usage, row->usage, row->usage_len < 16 ? row->usage_len : 16);
     return 0;
 }
 
@@ -264,4 +269,39 @@ Test(store, unopenable_path_is_named)
     cr_assert_lt(sched_store_open("/nonexistent-dir/state.db", &other, &err), 0);
     cr_assert_not_null(strstr(err.msg, "/nonexistent-dir/state.db"), "%s", err.msg);
     cr_assert_null(other);
+}
+
+Test(store, a_version_1_database_gains_the_usage_column)
+{
+    struct sched_job_row r = job(4, 3);
+    struct seen s = {0};
+    sqlite3 *db;
+
+    cr_assert_eq(sched_store_begin(store), 0);
+    cr_assert_eq(sched_store_put_job(store, &r), 0);
+    cr_assert_eq(sched_store_commit(store), 0);
+    sched_store_close(store);
+    store = NULL;
+    /* What gschedd before schema 2 left: no jobs.usage, version 1. */
+    cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(db,
+                              "ALTER TABLE jobs DROP COLUMN usage; UPDATE meta SET value = '1' "
+                              "WHERE key = 'schema_version'",
+                              NULL, NULL, NULL),
+                 SQLITE_OK);
+    sqlite3_close(db);
+    reopen();
+    cr_assert_eq(sched_store_load_jobs(store, collect_job, &s), 0);
+    cr_assert_eq(s.n, 1, "the old row is kept");
+    cr_assert_eq(s.usage_len, 0);
+    r.usage = "\x08\x01";
+    r.usage_len = 2;
+    cr_assert_eq(sched_store_begin(store), 0);
+    cr_assert_eq(sched_store_put_job(store, &r), 0);
+    cr_assert_eq(sched_store_commit(store), 0);
+    reopen();
+    memset(&s, 0, sizeof(s));
+    cr_assert_eq(sched_store_load_jobs(store, collect_job, &s), 0);
+    cr_assert_eq(s.usage_len, 2);
+    cr_assert_eq(memcmp(s.usage, "\x08\x01", 2), 0);
 }
