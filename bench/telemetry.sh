@@ -150,6 +150,22 @@ print(" ".join(f"{k}={u[k]}" for k in keys if k in u) or "usage=none")
 EOF
 }
 
+# render_times URL N: gschedd's own render time of /metrics (gsched_metrics_render_seconds,
+# which each scrape reports for the one before it), median and p90 over N scrapes.
+render_times() {
+    python3 - "$1" "$2" <<'EOF'
+import sys, urllib.request
+ms = []
+for _ in range(int(sys.argv[2]) + 1):
+    body = urllib.request.urlopen(sys.argv[1], timeout=60).read().decode()
+    for line in body.splitlines():
+        if line.startswith("gsched_metrics_render_seconds "):
+            ms.append(float(line.split()[1]) * 1000)
+ms = sorted(ms[1:])  # the first reports a scrape from before this run
+print(f"render_ms_median={ms[len(ms) // 2]:.1f} render_ms_p90={ms[int(len(ms) * 0.9)]:.1f} scrapes={len(ms)}")
+EOF
+}
+
 # A port nothing listens on now (another program could take it first: gschedd then fails).
 free_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -205,6 +221,7 @@ while read -r -u "$load_out" line; do
         before=$(snapshot)
         echo "metrics $(time_gets "$url/metrics" "$fetches")"
         phase_line metrics with 0 "$before" "$(snapshot)" | tee "$tmp/metrics.txt"
+        echo "render_in_gschedd $(render_times "$url/metrics" "$fetches")"
         echo "baseline_404 $(time_gets "$url/api/v1/jobs/999999999" "$fetches")"
         echo "job 1 usage: $(job_usage "$url/api/v1/jobs/1")"
         kill -INT "$load_pid" ;;

@@ -113,6 +113,7 @@ struct sched_stats {
     uint64_t plan_passes;    /* planning passes run */
     uint64_t plan_ns_sum;    /* their time, in all */
     uint64_t plan_ns_last;   /* the last one's */
+    uint64_t metrics_ns_last; /* the last render of /metrics */
 };
 
 struct sched_ctx {

@@ -268,14 +268,21 @@ static void (*const sections[])(struct sched_prom *p, struct sched_ctx *s) = {
 
 int sched_metrics_render(struct sched_ctx *s, struct gs_buf *out)
 {
+    uint64_t start = gs_clock_mono_ns();
     struct sched_prom p;
 
-    /* Room for a typical scrape at once: some 100 bytes a line, ~10 lines per node. */
-    if (gs_buf_reserve(out, 4096 + s->nnodes * 1024) < 0)
+    /* Room for a typical scrape at once: some 60 lines of 100 bytes per 8-GPU node with
+     * telemetry, so that a large scrape is not copied while it grows. */
+    if (gs_buf_reserve(out, 4096 + s->nnodes * 6144) < 0)
         return -ENOMEM;
     sched_prom_init(&p, out);
     for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]) && p.rc == 0; i++)
         sections[i](&p, s);
+    sched_prom_family(&p, "gsched_metrics_render_seconds", "gauge",
+                      "How long gschedd took to render the previous scrape of /metrics.");
+    sched_prom_sample(&p, "gsched_metrics_render_seconds", (double)s->stats.metrics_ns_last / 1e9,
+                      NULL);
+    s->stats.metrics_ns_last = gs_clock_mono_ns() - start;
     return sched_prom_finish(&p);
 }
 
