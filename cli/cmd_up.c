@@ -317,6 +317,8 @@ static int write_config(const struct up *u)
         fprintf(f, "heartbeat_interval = \"%" PRIu64 "s\"\n", u->opts.heartbeat_s);
     if (u->opts.kill_grace_s > 0)
         fprintf(f, "kill_grace = \"%" PRIu64 "s\"\n", u->opts.kill_grace_s);
+    /* Any free port, so that several local clusters each have their status page. */
+    fputs("http = \"127.0.0.1:0\"\n", f);
     for (unsigned i = 0; i < u->opts.npartitions; i++)
         write_partition(f, u->opts.partitions[i]);
     /* Each worker keeps its task ledger there (worker/ledger.h), one file per node. */
@@ -596,6 +598,21 @@ static bool is_default_dir(const char *dir)
     return cli_local_resolve(CLI_LOCAL_STATE_DIR, here) == 0 && strcmp(here, dir) == 0;
 }
 
+/* The status page's address, from gschedd's STATE_DIR/http.addr (none when it has no HTTP). */
+static void print_status_page(const struct cli_local *l)
+{
+    char path[512], addr[128] = "";
+    FILE *f;
+
+    if (cli_local_path(l, "http.addr", path, sizeof(path)) < 0 || (f = fopen(path, "r")) == NULL)
+        return;
+    if (fgets(addr, sizeof(addr), f) != NULL) {
+        addr[strcspn(addr, "\n")] = '\0';
+        printf("  gsched top, or the status page at http://%s/\n", addr);
+    }
+    fclose(f);
+}
+
 static void print_summary(const struct up *u)
 {
     const struct cli_local *l = &u->local;
@@ -616,6 +633,7 @@ static void print_summary(const struct up *u)
         printf("  export GSCHED_SOCKET=%s\n"
                "  gsched nodes / gsched submit job.toml / gsched queue / gsched down --state %s\n",
                u->socket, l->dir);
+    print_status_page(l);
 }
 
 int cli_cmd_up(int argc, char **argv)
