@@ -204,6 +204,23 @@ struct wconn {
     uint64_t relay_last_session;
 };
 
+/* A host name's characters only: node names go into logs, hostlists and file names. */
+static bool node_name_ok(const char *name, size_t size)
+{
+    size_t len = name != NULL ? strlen(name) : 0;
+
+    if (len == 0 || len >= size || name[0] == '-' || name[0] == '.')
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)name[i];
+
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '-' || c == '_' || c == '.'))
+            return false;
+    }
+    return true;
+}
+
 static int register_node(struct wconn *wc, struct gs_proto_conn *conn, const Gs__NodeRegister *reg,
                          const char **ret_reason)
 {
@@ -212,9 +229,16 @@ static int register_node(struct wconn *wc, struct gs_proto_conn *conn, const Gs_
     struct sched_node *n;
     Gs__NodeTopology *copy;
 
-    if (name == NULL || name[0] == '\0' || strlen(name) >= sizeof(n->name)) {
-        *ret_reason = "registration without a valid node name";
+    if (!node_name_ok(name, sizeof(n->name))) {
+        *ret_reason = "registration without a valid node name (1-63 letters, digits, '-', '_', "
+                      "'.')";
         return -EINVAL;
+    }
+    /* One connection is one node: a second name on it would leave the first node pointing
+     * at a connection that closes without telling it. */
+    if (wc->node != NULL && strcmp(wc->node->name, name) != 0) {
+        *ret_reason = "this connection registered another node already";
+        return -EEXIST;
     }
     n = sched_node_find(s, name);
     if (n != NULL && n->conn != NULL && n->conn != conn) {
@@ -264,6 +288,8 @@ static void handle_register(struct wconn *wc, struct gs_proto_conn *conn,
     if (rc < 0) {
         GS_LOG(GS_LOG_WARN, "peer=%s reason=\"%s\" registration refused", gs_proto_conn_peer(conn),
                reason);
+        /* The connection closes: its node (if it had one) is left as a lost worker's,
+         * DOWN after the missed heartbeats, never pointing at the freed connection. */
         if (wc->node != NULL && wc->node->conn == conn)
             wc->node->conn = NULL;
         wc->node = NULL;

@@ -39,6 +39,7 @@ static struct gs_config cfg;
 static struct sched_ctx *sched;
 static struct gs_proto_conn *worker, *cli;
 static bool registered, worker_closed, sched_stopped, cli_closed;
+static bool expect_refusal, refused;
 static struct down_frame down[MAX_DOWN];
 static int ndown;
 static Gs__Envelope__BodyCase cli_body;
@@ -84,6 +85,10 @@ static void on_worker_message(struct gs_proto_conn *conn, const Gs__Envelope *en
     (void)conn;
     (void)data;
     if (env->body_case == GS__ENVELOPE__BODY_NODE_REGISTER_REPLY) {
+        if (expect_refusal && !env->node_register_reply->accepted) {
+            refused = true;
+            return;
+        }
         cr_assert(env->node_register_reply->accepted, "%s", env->node_register_reply->reason);
         registered = true;
         return;
@@ -121,7 +126,8 @@ static bool is_registered(void)
     return registered;
 }
 
-static void setup(void)
+/* A fake worker for n1 on loopback TCP, registered when the loop has run until it is. */
+static void connect_worker(void)
 {
     struct gs_proto_conn_opts opts = {
         .role = GS__ROLE__ROLE_WORKER,
@@ -133,6 +139,19 @@ static void setup(void)
     };
     struct sockaddr_in addr;
     uv_connect_t *req = malloc(sizeof(*req));
+
+    registered = worker_closed = false;
+    worker = gs_proto_conn_new(&loop, GS_PROTO_TCP, &opts);
+    cr_assert(worker != NULL && req != NULL);
+    uv_ip4_addr("127.0.0.1", sched_worker_port(sched), &addr);
+    cr_assert_eq(uv_tcp_connect(req, (uv_tcp_t *)gs_proto_conn_stream(worker),
+                                (const struct sockaddr *)&addr, on_connected),
+                 0);
+    run_until(is_registered, "the registration");
+}
+
+static void setup(void)
+{
     struct gs_error err;
 
     signal(SIGPIPE, SIG_IGN);
@@ -143,6 +162,8 @@ static void setup(void)
     cfg.port = 0;
     free(cfg.socket_path);
     free(cfg.state_dir);
+    free(cfg.http_listen);
+    cfg.http_listen = NULL;
     cfg.socket_path = strdup(sock);
     cfg.state_dir = strdup(dir);
     cfg.log_level = GS_LOG_ERROR;
@@ -152,15 +173,10 @@ static void setup(void)
     memset(down, 0, sizeof(down));
     ndown = 0;
     registered = worker_closed = sched_stopped = cli_closed = false;
+    expect_refusal = refused = false;
     sched = sched_new(&loop, &cfg, &err);
     cr_assert_not_null(sched, "%s", err.msg);
-    worker = gs_proto_conn_new(&loop, GS_PROTO_TCP, &opts);
-    cr_assert(worker != NULL && req != NULL);
-    uv_ip4_addr("127.0.0.1", sched_worker_port(sched), &addr);
-    cr_assert_eq(uv_tcp_connect(req, (uv_tcp_t *)gs_proto_conn_stream(worker),
-                                (const struct sockaddr *)&addr, on_connected),
-                 0);
-    run_until(is_registered, "the registration");
+    connect_worker();
 }
 
 static bool is_stopped(void)
@@ -489,4 +505,30 @@ Test(cli_relay, stops_with_a_relayed_session_still_held)
     settle();
     cr_assert_eq(ndown, 2, "the wait is held");
     /* teardown stops gschedd now: the session ends with it, nothing is left on the loop */
+}
+
+static bool is_refused_and_closed(void)
+{
+    return refused && worker_closed;
+}
+
+Test(cli_relay, a_second_node_name_on_one_connection_is_refused_and_frees_the_first)
+{
+    Gs__NodeTopology topo = GS__NODE_TOPOLOGY__INIT;
+    Gs__NodeRegister reg = GS__NODE_REGISTER__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+
+    topo.node_name = "n2";
+    topo.address = "127.0.0.1";
+    topo.cores = 2;
+    topo.memory_mib = 1024;
+    reg.topology = &topo;
+    env.body_case = GS__ENVELOPE__BODY_NODE_REGISTER;
+    env.node_register = &reg;
+    expect_refusal = true;
+    cr_assert_eq(gs_proto_conn_send(worker, &env), 0);
+    run_until(is_refused_and_closed, "the refusal and the close");
+    /* n1 no longer points at the closed connection: a new worker registers it at once. */
+    expect_refusal = false;
+    connect_worker();
 }
