@@ -95,13 +95,11 @@ static void put_value(struct sched_prom *p, double v)
     }
 }
 
-void sched_prom_sample(struct sched_prom *p, const char *name, double value, ...)
+/* {key="value",...} from the pairs of ap, nothing when there are none. */
+static void put_labels(struct sched_prom *p, va_list ap)
 {
     const char *key, *sep = "{";
-    va_list ap;
 
-    put_str(p, name);
-    va_start(ap, value);
     while ((key = va_arg(ap, const char *)) != NULL) {
         put_str(p, sep);
         put_str(p, key);
@@ -110,9 +108,40 @@ void sched_prom_sample(struct sched_prom *p, const char *name, double value, ...
         put(p, "\"", 1);
         sep = ",";
     }
-    va_end(ap);
     if (sep[0] == ',')
         put(p, "}", 1);
+}
+
+void sched_prom_sample(struct sched_prom *p, const char *name, double value, ...)
+{
+    va_list ap;
+
+    put_str(p, name);
+    va_start(ap, value);
+    put_labels(p, ap);
+    va_end(ap);
+    put(p, " ", 1);
+    put_value(p, value);
+    put(p, "\n", 1);
+}
+
+int sched_prom_labels(struct gs_buf *out, ...)
+{
+    struct sched_prom p;
+    va_list ap;
+
+    sched_prom_init(&p, out);
+    va_start(ap, out);
+    put_labels(&p, ap);
+    va_end(ap);
+    return p.rc;
+}
+
+void sched_prom_sample_labels(struct sched_prom *p, const char *name, const char *labels,
+                              size_t len, double value)
+{
+    put_str(p, name);
+    put(p, labels, len);
     put(p, " ", 1);
     put_value(p, value);
     put(p, "\n", 1);

@@ -44,6 +44,14 @@ void sched_prom_family(struct sched_prom *p, const char *name, const char *type,
  */
 void sched_prom_sample(struct sched_prom *p, const char *name, double value, ...)
     __attribute__((sentinel));
+/*
+ * A label set, {key="value",...} from the pairs (NULL-terminated), escaped, appended to out:
+ * made once for a series written in many families. 0 or -ENOMEM.
+ */
+int sched_prom_labels(struct gs_buf *out, ...) __attribute__((sentinel));
+/* One sample line with a label set from sched_prom_labels (len bytes at labels). */
+void sched_prom_sample_labels(struct sched_prom *p, const char *name, const char *labels,
+                              size_t len, double value);
 /* 0, or the first error (-ENOMEM). */
 int sched_prom_finish(const struct sched_prom *p);
 
