@@ -9,7 +9,8 @@
 #     to it); the flag clears when GPU 1 works. Ended, its usage is stored: sacct's columns
 #     and --json, seff's GPU lines, and the same after gschedd restarts.
 #   - A job in a partition whose idle_action is "cancel" (grace 0) whose GPU never works is
-#     cancelled by gschedd, saying why.
+#     cancelled by gschedd, saying why, and its history says it used none of its GPUs; with
+#     "requeue" it is requeued; with "notify" its owner finds a line in its output.
 #   - A node without NVML reports no GPU figures and the views say so.
 name="telemetry"
 . "$(dirname "$0")/../daemons.sh" "$(cd "$1" && pwd)" "$(cd "$2" && pwd)"
@@ -24,7 +25,8 @@ write_config 'heartbeat_interval = "1s"' 'kill_grace = "1s"' 'idle_window = "2s"
   'telemetry_interval = "1s"' \
   '[[partition]]' 'name = "main"' 'default = true' 'nodes = ["node1", "node3"]' \
   '[[partition]]' 'name = "strict"' 'nodes = "node2"' 'idle_action = "cancel"' 'idle_grace = "0s"' \
-  '[[partition]]' 'name = "watched"' 'nodes = "node2"' 'idle_action = "notify"'
+  '[[partition]]' 'name = "watched"' 'nodes = "node2"' 'idle_action = "notify"' \
+  '[[partition]]' 'name = "recycled"' 'nodes = "node2"' 'idle_action = "requeue"' 'idle_grace = "0s"'
 
 # script NODE LINES...: the fake NVML script of NODE's worker, replaced in one rename.
 script() {
@@ -220,6 +222,15 @@ show "$sjob" 'j["reason"]' | grep -q 'cancelled by gsched: GPU node2:0 idle' ||
   fail "no reason: $(show "$sjob" 'j["reason"]')"
 show "$sjob" '[h["reason"] for h in r["history"]]' | grep -q 'used 0 of its 1 GPUs' ||
   fail "no unused-GPUs line: $(show "$sjob" 'r["history"]')"
+
+# The recycled partition requeues such a job instead (and it is cancelled here once seen).
+rjob=$(sbatch_json -J requeued -p recycled --gpus-per-node=1 idle.sh)
+requeued() { [ "$(show "$rjob" 'j["restart_count"] >= 1')" = True ]; }
+wait_for "the idle job requeued" requeued
+show "$rjob" '[h["reason"] for h in r["history"]]' | grep -q 'requeued by gsched: GPU node2:0 idle' ||
+  fail "no requeue line: $(show "$rjob" 'r["history"]')"
+"$bin/gsched" cancel "$rjob" >/dev/null
+"$bin/gsched" wait "$rjob" --timeout 30s >/dev/null 2>&1
 
 # The watched partition tells the owner in the job's stderr (its output file here).
 printf '#!/bin/sh\ni=0\nwhile [ $i -lt 600 ] && [ ! -f %s/stop2 ]; do sleep 0.1; i=$((i+1)); done\n' \
