@@ -392,6 +392,23 @@ static void fill_progress(const struct sched_job *job, Gs__JobProgressReport *m)
     m->attempt = p->attempt;
 }
 
+/*
+ * Another user's job, as Slurm's PrivateData shows it: what it asked for and where it ran,
+ * but not its environment (secrets live there), script or command arguments.
+ */
+static void hide_private(struct info *in)
+{
+    static char hidden[] = "";
+
+    if (!in->has_view)
+        return;
+    in->view.run.n_env = 0;
+    in->view.run.env = NULL;
+    in->view.run.n_argv = 0;
+    in->view.run.argv = NULL;
+    in->view.run.script = hidden;
+}
+
 void sched_query_show(struct sched_cli *c, uint64_t request_id, const Gs__ShowRequest *req)
 {
     struct sched_ctx *s = c->s;
@@ -419,6 +436,8 @@ void sched_query_show(struct sched_cli *c, uint64_t request_id, const Gs__ShowRe
         sched_cli_error(c, request_id, -ENOMEM, "out of memory", false);
         goto out_free;
     }
+    if (c->uid != 0 && c->uid != job->uid)
+        hide_private(&in);
     for (size_t i = 0; i < job->nhistory; i++) {
         gs__job_state_change__init(&hist[i]);
         hist[i].job_id = job->id;

@@ -238,6 +238,7 @@ wait_for "the stubborn task (pid $pid) to be gone" 5 eval "! pid_alive $pid"
 # --- cancel --------------------------------------------------------------------------------
 cat > victim.toml <<EOF
 [run]
+env = { SECRET = "hunter2" }
 script = """
 echo \$\$ > $tmp/victim.pid
 $(gate_wait never)
@@ -255,6 +256,14 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && id nobody >/dev/null 2
     "$bin/gsched" cancel "$v" >out.txt 2>&1 && fail "nobody cancelled root's job"
   grep -q "permission denied" out.txt || fail "cancel by nobody: $(cat out.txt)"
   expect "$v" 'j["state"] == "RUNNING"'
+  # ... nor read its environment, script or arguments (Slurm's PrivateData).
+  setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups \
+    "$bin/gsched" show "$v" --json >shown.json 2>&1 || fail "show by nobody: $(cat shown.json)"
+  python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))["job"]["spec"]["run"]
+assert r["env"] == {} and r["argv"] == [] and r["script"] == "", r' shown.json ||
+    fail "nobody sees root's job spec: $(cat shown.json)"
+  "$bin/gsched" show "$v" --json | grep -q hunter2 || fail "the owner no longer sees the job's env"
   chmod 700 "$tmp" "$state"
 fi
 "$bin/gsched" cancel "$v" || fail "cancel of a running job failed"
