@@ -229,12 +229,15 @@ void sched_change_task(struct sched_change *ch, const struct sched_job *job, uin
     struct sched_ctx *s = ch->s;
     const struct sched_task *t = &job->tasks[rank];
     struct ch_task *ct = grow(ch, (void **)&ch->tasks, &ch->ntasks, sizeof(*ct));
-    uint32_t node = job->alloc.nnodes > t->node ? job->alloc.nodes[t->node].node : 0;
+    /* cluster_node, not the allocation: the last task's row is written after the
+     * allocation went back, and must still say where it ran (NodeList, gsched logs). */
+    const char *node = t->cluster_node < sched_cluster_nnodes(s->cluster)
+                           ? sched_cluster_node_name(s->cluster, t->cluster_node)
+                           : NULL;
 
     if (ct == NULL)
         return;
-    ct->node = dup_or_fail(
-        ch, job->alloc.nnodes > t->node ? sched_cluster_node_name(s->cluster, node) : "");
+    ct->node = dup_or_fail(ch, node != NULL ? node : "");
     ct->row = (struct sched_task_row){.job_id = job->id,
                                       .rank = rank,
                                       .node = ct->node,

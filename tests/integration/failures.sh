@@ -93,6 +93,10 @@ for job, was in before.items():
         assert after[job] == was, (job, was, after[job])
 PY
 wait_end "$r1" 10 || fail "r1, ended while gschedd was down, is not COMPLETED: $(jq "$r1" 'j')"
+# A job that ended before the kill still says where it ran, and its log is still read.
+expect "$done_ok" 'len(j["allocation"]) == 1 and j["allocation"][0]["node_name"] != ""' \
+  "its node after the restart"
+"$bin/gsched" logs "$done_bad" >/dev/null 2>err.txt || fail "logs after the restart: $(cat err.txt)"
 expect "$r2" 'j["state"] == "RUNNING"'
 gate r2
 wait_end "$r2" 10 || fail "r2 failed after the restart: $(jq "$r2" 'j')"
