@@ -14,6 +14,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "cli/jobcmd.h"
+#include "common/clock.h"
 #include "common/config.h"
 #include "common/error.h"
 
@@ -148,4 +150,42 @@ int cli_request_quiet(const char *socket_path, Gs__Envelope *req, int timeout_ms
 int cli_request_raw(const char *socket_path, Gs__Envelope *req, Gs__Envelope **ret_reply)
 {
     return request(socket_path, req, CLI_TIMEOUT_MS, (struct req_mode){true, true}, ret_reply);
+}
+
+static bool try_again(const Gs__Envelope *reply)
+{
+    return reply->body_case == GS__ENVELOPE__BODY_ERROR && reply->error->code == -EAGAIN;
+}
+
+int cli_request_retried(const char *socket_path, Gs__Envelope *req, uint64_t retry_ms,
+                        Gs__Envelope **ret_reply)
+{
+    uint64_t deadline = gs_clock_mono_ms() + retry_ms, pause_ms = 100;
+    Gs__Envelope *reply = NULL;
+    int fd = cli_connect(socket_path), rc;
+
+    if (fd < 0) {
+        fprintf(stderr, "gsched: cannot reach gschedd at %s: %s\n", socket_path, gs_strerror(fd));
+        return fd;
+    }
+    for (;;) {
+        rc = fd < 0 ? fd : cli_exchange(fd, req, CLI_TIMEOUT_MS, &reply);
+        if (fd >= 0)
+            close(fd);
+        if ((rc == 0 && !try_again(reply)) || gs_clock_mono_ms() + pause_ms > deadline)
+            break;
+        if (rc == 0) {
+            gs_proto_envelope_free(reply);
+            reply = NULL;
+        }
+        cli_sleep_ms(pause_ms);
+        pause_ms = pause_ms * 2 > 1000 ? 1000 : pause_ms * 2;
+        fd = cli_connect(socket_path);
+    }
+    if (rc < 0) {
+        fprintf(stderr, "gsched: gschedd at %s: %s\n", socket_path,
+                fd < 0 ? gs_strerror(rc) : gs_proto_reason(rc));
+        return rc;
+    }
+    return take_reply(reply, (struct req_mode){true, true}, ret_reply);
 }

@@ -39,6 +39,16 @@ int cli_request_quiet(const char *socket_path, Gs__Envelope *req, int timeout_ms
 int cli_request_raw(const char *socket_path, Gs__Envelope *req, Gs__Envelope **ret_reply);
 
 /*
+ * cli_request_raw for a request that is safe to send again (a submit with its client key):
+ * when the exchange fails after the request may have reached gschedd (the connection reset,
+ * no reply), or gschedd answers -EAGAIN, it is sent again, after 0.1 s, 0.2 s, ... up to 1 s
+ * apart, for at most retry_ms. A gschedd that cannot be reached at the first try fails at
+ * once (nothing was sent). Failures are printed as cli_request_raw prints them.
+ */
+int cli_request_retried(const char *socket_path, Gs__Envelope *req, uint64_t retry_ms,
+                        Gs__Envelope **ret_reply);
+
+/*
  * The two halves of a request, for a caller that keeps the connection afterwards (srun
  * reads its step's output on it). Neither prints. cli_connect returns the connected
  * socket or -errno (-ENAMETOOLONG for a path sun_path cannot hold). cli_exchange

@@ -274,6 +274,7 @@ static int print_submitted(const Gs__SubmitReply *r, const struct sbatch_args *a
         gs_json_kv_uint(&j, "job_id", r->job_id);
         gs_json_kv_uint(&j, "array_size", r->array_size);
         gs_json_kv_string(&j, "partition", r->partition);
+        gs_json_kv_bool(&j, "retried", r->retried);
         cli_json_kv_strings(&j, "warnings", r->warnings, r->n_warnings);
         gs_json_object_end(&j);
         rc = cli_json_write(&j, &out, stdout);

@@ -145,6 +145,7 @@ static int print_submitted(const Gs__SubmitReply *r, const struct submit_args *s
         gs_json_object_begin(&j);
         gs_json_kv_uint(&j, "job_id", r->job_id);
         gs_json_kv_string(&j, "state", cli_job_state_name(r->state));
+        gs_json_kv_bool(&j, "retried", r->retried);
         cli_json_kv_strings(&j, "warnings", r->warnings, r->n_warnings);
         gs_json_object_end(&j);
         rc = cli_json_write(&j, &out, stdout);

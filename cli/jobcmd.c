@@ -11,12 +11,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "cli/client.h"
 #include "cli/commands.h"
 #include "common/error.h"
 #include "proto/jobspec.h"
+
+/* How long a submit keeps trying after gschedd went away mid-request (it may be restarting). */
+#define SUBMIT_RETRY_MS 30000
 
 int cli_call(const char *socket_path, Gs__Envelope *req, Gs__Envelope__BodyCase want,
              Gs__Envelope **ret_reply)
@@ -85,6 +89,24 @@ static void submitter_release(struct submitter *s)
     free(s->username);
 }
 
+/* A fresh client key: 128 random bits in hex, from the kernel's generator. */
+static int new_client_key(char key[33])
+{
+    unsigned char bytes[16];
+    size_t got = 0;
+
+    while (got < sizeof(bytes)) {
+        ssize_t n = getrandom(bytes + got, sizeof(bytes) - got, 0);
+
+        if (n < 0 && errno != EINTR)
+            return -errno;
+        got += n > 0 ? (size_t)n : 0;
+    }
+    for (size_t i = 0; i < sizeof(bytes); i++)
+        snprintf(key + 2 * i, 3, "%02x", bytes[i]);
+    return 0;
+}
+
 int cli_submit_send(const char *socket_path, const struct gs_jobspec *spec, const char *source,
                     bool validate_only, const char *user, const char *prefix,
                     Gs__Envelope **ret_reply)
@@ -93,8 +115,12 @@ int cli_submit_send(const char *socket_path, const struct gs_jobspec *spec, cons
     Gs__Envelope env = GS__ENVELOPE__INIT;
     struct gs_proto_jobspec_view view;
     struct submitter who;
+    const char *given = getenv("GSCHED_SUBMIT_KEY");
+    char key[33];
     int rc = submitter_init(&who, user);
 
+    if (rc == 0 && (given == NULL || given[0] == '\0'))
+        rc = new_client_key(key);
     if (rc == 0)
         rc = gs_proto_jobspec_view_init(&view, spec);
     if (rc < 0) {
@@ -105,9 +131,11 @@ int cli_submit_send(const char *socket_path, const struct gs_jobspec *spec, cons
     req.spec = &view.spec;
     req.validate_only = validate_only;
     req.source_file = (char *)source;
+    /* The same key on every retry: a submit whose reply was lost queues nothing twice. */
+    req.client_key = given != NULL && given[0] != '\0' ? (char *)given : key;
     env.body_case = GS__ENVELOPE__BODY_SUBMIT_REQUEST;
     env.submit_request = &req;
-    rc = cli_request_raw(socket_path, &env, ret_reply);
+    rc = cli_request_retried(socket_path, &env, SUBMIT_RETRY_MS, ret_reply);
     gs_proto_jobspec_view_release(&view);
 out:
     submitter_release(&who);

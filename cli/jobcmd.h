@@ -30,10 +30,12 @@ int cli_call(const char *socket_path, Gs__Envelope *req, Gs__Envelope__BodyCase 
  * Sends spec as a SubmitRequest (validate_only: only ask whether it would be taken, as
  * sbatch --test-only; source: the job file's absolute path, or "") with who submits: this
  * process's uid, gid and supplementary groups and the name user. gschedd trusts
- * SO_PEERCRED, but records the name and groups sent. The reply, whatever its kind (a
- * SubmitReply, or an ErrorReply the caller words), goes in *ret_reply. Out of memory is
- * printed as "PREFIX: why", an unreachable gschedd as cli_request_raw prints it.
- * Returns 0 or < 0.
+ * SO_PEERCRED, but records the name and groups sent. It carries a client key
+ * (GSCHED_SUBMIT_KEY when set, else 128 random bits) and is sent again with the same key
+ * when gschedd went away before answering (cli_request_retried), so it is queued once
+ * whatever the connection does. The reply, whatever its kind (a SubmitReply, or an
+ * ErrorReply the caller words), goes in *ret_reply. Out of memory is printed as "PREFIX:
+ * why", an unreachable gschedd as cli_request_raw prints it. Returns 0 or < 0.
  */
 int cli_submit_send(const char *socket_path, const struct gs_jobspec *spec, const char *source,
                     bool validate_only, const char *user, const char *prefix,

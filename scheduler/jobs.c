@@ -81,6 +81,7 @@ static void job_free(struct sched_job *job)
     free(job->progress);
     sched_job_kv_drop(job);
     sched_usage_release(&job->usage);
+    free(job->submit_key);
     free(job);
 }
 

@@ -124,6 +124,9 @@ struct sched_job {
     /* The current attempt's key/value store (job_kv.h), NULL before its first put; owned,
      * dropped when the job stops running. */
     struct sched_job_kv *kv;
+    /* The client's key of the submission this job is the first of (sched_keys.c), owned;
+     * NULL for none. */
+    char *submit_key;
     /* Its use of the allocation from telemetry (usage.h), attempts together. */
     struct sched_job_usage usage;
 };

@@ -20,6 +20,7 @@
 #include "scheduler/cluster.h"
 #include "scheduler/http.h"
 #include "scheduler/sched_internal.h"
+#include "scheduler/submit_keys.h"
 #include "scheduler/telemetry.h"
 
 static void on_cron(uv_timer_t *timer);
@@ -81,6 +82,7 @@ void sched_release_handle(struct sched_ctx *s)
     sched_jobs_free(s->jobs);
     sched_cluster_free(s->cluster);
     sched_tel_free(s->tel);
+    sched_submit_keys_free(s->submit_keys);
     free(s);
 }
 
@@ -177,8 +179,10 @@ struct sched_ctx *sched_new(uv_loop_t *loop, const struct gs_config *cfg, struct
 
     if (s == NULL || (s->cluster = sched_cluster_new()) == NULL ||
         (s->jobs = sched_jobs_new(s->cluster)) == NULL ||
-        (s->tel = sched_tel_new(cfg->idle_threshold_pct, cfg->idle_window_ms)) == NULL) {
+        (s->tel = sched_tel_new(cfg->idle_threshold_pct, cfg->idle_window_ms)) == NULL ||
+        (s->submit_keys = sched_submit_keys_new()) == NULL) {
         if (s != NULL) {
+            sched_tel_free(s->tel);
             sched_jobs_free(s->jobs);
             sched_cluster_free(s->cluster);
         }

@@ -714,8 +714,10 @@ static void submit_reply(struct sched_cli *c, uint64_t request_id, uint64_t job_
 
 static void submit_op_free(struct submit_op *op)
 {
-    for (size_t i = 0; op != NULL && i < op->ndrafts; i++)
+    for (size_t i = 0; op != NULL && i < op->ndrafts; i++) {
         gs_jobspec_free(op->drafts[i].spec);
+        free(op->drafts[i].submit_key);
+    }
     if (op != NULL)
         free(op->drafts);
     free(op);
@@ -728,6 +730,7 @@ static void submit_stored(struct sched_ctx *s, int status, void *arg)
     char msg[160];
 
     if (status < 0) {
+        sched_keys_unclaim(s, &op->drafts[0]);
         snprintf(msg, sizeof(msg), "job not stored: %s", gs_strerror(status));
         sched_cli_error(op->cli, op->request_id, status, msg, true);
         goto out;
@@ -742,6 +745,8 @@ static void submit_stored(struct sched_ctx *s, int status, void *arg)
             goto out;
         }
         s->stats.jobs_submitted++;
+        job->submit_key = d->submit_key; /* the job's now */
+        d->submit_key = NULL;
         job->uid = d->uid;
         job->gid = d->gid;
         memcpy(job->user, d->user, sizeof(job->user));
@@ -979,6 +984,8 @@ void sched_engine_submit(struct sched_cli *c, uint64_t request_id, const Gs__Sub
         submit_reply(c, request_id, 0, (uint32_t)spec->array.ntask_ids, spec->partition);
         goto out;
     }
+    if (sched_keys_check(c, request_id, req) != 0)
+        goto out;
     n = spec->array.ntask_ids > 0 ? spec->array.ntask_ids : 1;
     op = calloc(1, sizeof(*op));
     if (op != NULL)
@@ -1008,6 +1015,10 @@ void sched_engine_submit(struct sched_cli *c, uint64_t request_id, const Gs__Sub
         d->state = SCHED_JOB_PENDING;
         d->held = d->spec->hold;
         d->submit_ms = now;
+        /* Out of memory here costs the retry protection of this one submit, not the submit. */
+        if (i == 0 && sched_keys_claim(s, d, req->client_key) < 0)
+            GS_LOG(GS_LOG_WARN, "job=%llu client key not kept (out of memory)",
+                   (unsigned long long)d->id);
         sched_change_job(ch, d);
         sched_change_event(ch, now, d->id, "", "PENDING", d->held ? "submitted held" : "submitted");
     }

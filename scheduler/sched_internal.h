@@ -108,11 +108,11 @@ struct sched_forward {
 
 /* What /metrics counts (sched_metrics.c); from zero at each start of gschedd. */
 struct sched_stats {
-    uint64_t jobs_submitted; /* jobs added to the table by a submit (array elements each) */
-    uint64_t jobs_started;   /* PENDING -> RUNNING, every attempt */
-    uint64_t plan_passes;    /* planning passes run */
-    uint64_t plan_ns_sum;    /* their time, in all */
-    uint64_t plan_ns_last;   /* the last one's */
+    uint64_t jobs_submitted;  /* jobs added to the table by a submit (array elements each) */
+    uint64_t jobs_started;    /* PENDING -> RUNNING, every attempt */
+    uint64_t plan_passes;     /* planning passes run */
+    uint64_t plan_ns_sum;     /* their time, in all */
+    uint64_t plan_ns_last;    /* the last one's */
     uint64_t metrics_ns_last; /* the last render of /metrics */
 };
 
@@ -141,12 +141,13 @@ struct sched_ctx {
     struct sched_cli *clis;
     struct sched_waiter *waiters;
     struct sched_forward *forwards;
-    struct sched_kv_wait *kv_waits;   /* JobKvGets waiting for their keys (sched_kv.c) */
-    struct sched_step *steps;         /* srun steps streaming to their CLI (sched_steps.c) */
-    struct sched_step_seq *step_seqs; /* per job with steps: numbers, holdings, waiting */
-    struct sched_tel *tel;            /* GPU telemetry (telemetry.h, sched_telemetry.c) */
-    struct sched_http *http;          /* the HTTP server (http.h); NULL when off or not started */
-    struct sched_stats stats;         /* counters for /metrics */
+    struct sched_kv_wait *kv_waits;        /* JobKvGets waiting for their keys (sched_kv.c) */
+    struct sched_step *steps;              /* srun steps streaming to their CLI (sched_steps.c) */
+    struct sched_step_seq *step_seqs;      /* per job with steps: numbers, holdings, waiting */
+    struct sched_tel *tel;                 /* GPU telemetry (telemetry.h, sched_telemetry.c) */
+    struct sched_submit_keys *submit_keys; /* clients' submit keys (sched_keys.c) */
+    struct sched_http *http;  /* the HTTP server (http.h); NULL when off or not started */
+    struct sched_stats stats; /* counters for /metrics */
     int open_handles;
     bool stopping;
     void (*stopped)(void *data);
@@ -182,6 +183,16 @@ struct sched_usage_msg {
 int sched_telemetry_job_usage(struct sched_ctx *s, const struct sched_job *job,
                               struct sched_usage_msg *m);
 void sched_telemetry_usage_release(struct sched_usage_msg *m);
+/*
+ * sched_keys.c, idempotent submits: sched_keys_check answers a submit whose client_key was
+ * used before (returns 1: answered) or lets it through (0); sched_keys_claim gives the
+ * submission's first job the key; sched_keys_unclaim forgets it when the job was not stored;
+ * sched_keys_restore puts a stored key back at start. 0 or -errno.
+ */
+int sched_keys_check(struct sched_cli *c, uint64_t request_id, const Gs__SubmitRequest *req);
+int sched_keys_claim(struct sched_ctx *s, struct sched_job *first, const char *key);
+void sched_keys_unclaim(struct sched_ctx *s, const struct sched_job *first);
+int sched_keys_restore(struct sched_ctx *s, struct sched_job *job, const char *key);
 /* The idle policy's end of a job (sched_engine.c): cancelled, or requeued when requeue. */
 void sched_engine_idle_end(struct sched_ctx *s, struct sched_job *job, bool requeue,
                            const char *why);

@@ -28,6 +28,7 @@ struct ch_job {
     char *name, *user, *reason;
     uint8_t *spec, *alloc;
     void *usage;
+    char *submit_key;
 };
 
 struct ch_task {
@@ -107,6 +108,7 @@ static void change_free(struct sched_change *ch)
         free(ch->jobs[i].spec);
         free(ch->jobs[i].alloc);
         free(ch->jobs[i].usage);
+        free(ch->jobs[i].submit_key);
     }
     for (size_t i = 0; i < ch->ntasks; i++)
         free(ch->tasks[i].node);
@@ -179,6 +181,8 @@ void sched_change_job(struct sched_change *ch, const struct sched_job *job)
     cj->name = dup_or_fail(ch, job->spec->name);
     cj->user = dup_or_fail(ch, job->user);
     cj->reason = dup_or_fail(ch, job->reason);
+    if (job->submit_key != NULL)
+        cj->submit_key = dup_or_fail(ch, job->submit_key);
     if (ch->rc == 0)
         ch->rc = pack_spec(job->spec, &cj->spec, &r->spec_len);
     if (ch->rc == 0 && job->state == SCHED_JOB_RUNNING)
@@ -205,6 +209,7 @@ void sched_change_job(struct sched_change *ch, const struct sched_job *job)
     r->spec = cj->spec;
     r->alloc = cj->alloc;
     r->usage = cj->usage;
+    r->submit_key = cj->submit_key;
 }
 
 /* A task's row state: RUNNING until it ends, then what its end means for the job. */
@@ -475,6 +480,8 @@ static int load_job(const struct sched_job_row *row, void *data)
     }
     if (job->state == SCHED_JOB_RUNNING)
         job->start_ms = start_ms;
+    if (sched_keys_restore(s, job, row->submit_key) < 0)
+        return -ENOMEM;
     if (row->usage != NULL && sched_usage_from_packed(&job->usage, row->usage, row->usage_len) < 0)
         GS_LOG(GS_LOG_WARN, "job=%llu stored usage unreadable, dropped",
                (unsigned long long)job->id);

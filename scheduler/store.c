@@ -34,10 +34,12 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_COMMIT] = "COMMIT",
     [ST_ROLLBACK] = "ROLLBACK",
     [ST_NEXT_ID] = "SELECT COALESCE(MAX(id), 0) + 1 FROM jobs",
-    [ST_PUT_JOB] = "INSERT OR REPLACE INTO jobs (id, name, uid, gid, user, priority, state, "
-                   "reason, held, submit_ms, start_ms, end_ms, exit_code, signaled, "
-                   "term_signal, restarts, attempt, spec, alloc, usage) VALUES (?1, ?2, ?3, ?4, "
-                   "?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
+    [ST_PUT_JOB] =
+        "INSERT OR REPLACE INTO jobs (id, name, uid, gid, user, priority, state, "
+        "reason, held, submit_ms, start_ms, end_ms, exit_code, signaled, "
+        "term_signal, restarts, attempt, spec, alloc, usage, submit_key) VALUES (?1, ?2, "
+        "?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, "
+        "?20, ?21)",
     [ST_PUT_TASK] = "INSERT OR REPLACE INTO tasks (job_id, rank, node, attempt, state, pid, "
                     "exit_code, signaled, term_signal, end_reason, start_ms, end_ms) VALUES "
                     "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
@@ -48,7 +50,7 @@ static const char *const stmt_sql[ST_COUNT] = {
                      "?3, ?4, ?5)",
     [ST_LOAD_JOBS] = "SELECT id, name, uid, gid, user, priority, state, reason, held, "
                      "submit_ms, start_ms, end_ms, exit_code, signaled, term_signal, restarts, "
-                     "attempt, spec, alloc, usage FROM jobs ORDER BY id",
+                     "attempt, spec, alloc, usage, submit_key FROM jobs ORDER BY id",
     [ST_LOAD_TASKS] = "SELECT job_id, rank, node, attempt, state, pid, exit_code, signaled, "
                       "term_signal, end_reason, start_ms, end_ms FROM tasks ORDER BY job_id, "
                       "rank",
@@ -64,7 +66,7 @@ static const char schema_sql[] =
     "  state INTEGER NOT NULL, reason TEXT, held INTEGER NOT NULL, submit_ms INTEGER, "
     "  start_ms INTEGER, end_ms INTEGER, exit_code INTEGER, signaled INTEGER, "
     "  term_signal INTEGER, restarts INTEGER, attempt INTEGER, spec BLOB NOT NULL, alloc BLOB, "
-    "  usage BLOB);"
+    "  usage BLOB, submit_key TEXT);"
     "CREATE INDEX IF NOT EXISTS jobs_state ON jobs (state);"
     "CREATE TABLE IF NOT EXISTS tasks (job_id INTEGER NOT NULL, rank INTEGER NOT NULL, "
     "  node TEXT, attempt INTEGER, state INTEGER, pid INTEGER, exit_code INTEGER, "
@@ -111,11 +113,12 @@ void sched_store_close(struct sched_store *store)
     free(store);
 }
 
-/* Version 1 had no jobs.usage; nothing else changed. */
+/* Version 1 had no jobs.usage nor jobs.submit_key; nothing else changed. */
 static int migrate_v1(struct sched_store *s)
 {
     if (sqlite3_exec(s->db,
                      "BEGIN IMMEDIATE; ALTER TABLE jobs ADD COLUMN usage BLOB; "
+                     "ALTER TABLE jobs ADD COLUMN submit_key TEXT; "
                      "UPDATE meta SET value = '2' WHERE key = 'schema_version'; COMMIT;",
                      NULL, NULL, NULL) == SQLITE_OK)
         return 0;
@@ -267,6 +270,10 @@ int sched_store_put_job(struct sched_store *store, const struct sched_job_row *r
     bind_blob(st, 18, r->spec != NULL ? r->spec : "", r->spec_len);
     bind_blob(st, 19, r->alloc, r->alloc_len);
     bind_blob(st, 20, r->usage, r->usage_len);
+    if (r->submit_key != NULL)
+        bind_text(st, 21, r->submit_key);
+    else
+        sqlite3_bind_null(st, 21);
     return run(store, ST_PUT_JOB);
 }
 
@@ -366,6 +373,8 @@ static void read_job(sqlite3_stmt *st, struct sched_job_row *r)
         if (r->usage == NULL)
             r->usage = "";
     }
+    if (sqlite3_column_type(st, 20) != SQLITE_NULL)
+        r->submit_key = col_text(st, 20);
 }
 
 static void read_task(sqlite3_stmt *st, struct sched_task_row *r)

@@ -12,7 +12,8 @@
  *   meta(key TEXT PRIMARY KEY, value TEXT)                      -- schema_version, ...
  *   jobs(id INTEGER PRIMARY KEY, name, uid, gid, user, priority, state, reason, held,
  *        submit_ms, start_ms, end_ms, exit_code, signaled, term_signal, restarts, attempt,
- *        spec BLOB NOT NULL, alloc BLOB, usage BLOB)   -- usage: packed gs.JobUsage
+ *        spec BLOB NOT NULL, alloc BLOB, usage BLOB,   -- usage: packed gs.JobUsage
+ *        submit_key TEXT)                              -- SubmitRequest.client_key
  *   tasks(job_id, rank, node, attempt, state, pid, exit_code, signaled, term_signal,
  *         end_reason, start_ms, end_ms, PRIMARY KEY (job_id, rank))
  *   nodes(name TEXT PRIMARY KEY, state, last_seen_ms, topology BLOB)
@@ -55,6 +56,7 @@ struct sched_job_row {
     size_t alloc_len;
     const void *usage; /* NULL when nothing was recorded */
     size_t usage_len;
+    const char *submit_key; /* NULL: none */
 };
 
 struct sched_task_row {

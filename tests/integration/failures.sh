@@ -52,6 +52,12 @@ wait_start "$r2"
 wait_for "r1 and r2 to log their start" 10 eval '[ "$(lines r1.log start)" = 1 ] && [ "$(lines r2.log start)" = 1 ]'
 held=()
 for _ in 1 2 3 4 5; do held+=("$(submit ok.toml --hold)"); done # acknowledged, then the kill
+# A submit sent again with its client key (as the CLI does after a lost reply) queues
+# nothing twice, before and after the restart; another key is another job.
+keyed=$(GSCHED_SUBMIT_KEY=once-7f3a submit ok.toml --hold)
+[ "$(GSCHED_SUBMIT_KEY=once-7f3a submit ok.toml --hold)" = "$keyed" ] || fail "a retried submit made a second job"
+GSCHED_SUBMIT_KEY=once-7f3a "$bin/gsched" submit ok.toml --hold --json | grep -q '"retried":true' ||
+  fail "the retried submit does not say so"
 before=$(jobs_json)
 sched=$(cat "$state/gschedd.pid")
 kill -9 "$sched"
@@ -105,6 +111,11 @@ for r in "$r1" "$r2"; do
 done
 [ "$(lines r1.log start)" = 1 ] && [ "$(lines r2.log start)" = 1 ] || fail "a task ran twice"
 for h in "${held[@]}"; do expect "$h" 'j["state"] == "PENDING" and j["reason"] == "Held"'; done
+[ "$(GSCHED_SUBMIT_KEY=once-7f3a submit ok.toml --hold)" = "$keyed" ] ||
+  fail "the client key was forgotten across the restart"
+other=$(GSCHED_SUBMIT_KEY=twice-11 submit ok.toml --hold)
+[ "$other" != "$keyed" ] || fail "another key gave the same job"
+"$bin/gsched" cancel "$keyed" "$other" >/dev/null || fail "cancel of the keyed jobs failed"
 next=$(submit ok.toml)
 [ "$next" -gt "${held[4]}" ] || fail "job id $next reused after the restart (last was ${held[4]})"
 wait_end "$next" || fail "a job submitted after the restart failed"

@@ -70,6 +70,7 @@ struct seen {
     bool has_alloc;
     char usage[16];
     size_t usage_len;
+    char submit_key[80];
 };
 
 static int collect_job(const struct sched_job_row *row, void *data)
@@ -82,6 +83,7 @@ static int collect_job(const struct sched_job_row *row, void *data)
     memcpy(s->spec, row->spec, row->spec_len < 16 ? row->spec_len : 16);
     s->has_alloc = row->alloc != NULL;
     s->usage_len = row->usage != NULL ? row->usage_len : 0;
+    snprintf(s->submit_key, sizeof(s->submit_key), "%s", row->submit_key ? row->submit_key : "");
     if (row->usage != NULL)
         memcpy(s->usage, row->usage, row->usage_len < 16 ? row->usage_len : 16);
     return 0;
@@ -285,8 +287,9 @@ Test(store, a_version_1_database_gains_the_usage_column)
     /* What gschedd before schema 2 left: no jobs.usage, version 1. */
     cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
     cr_assert_eq(sqlite3_exec(db,
-                              "ALTER TABLE jobs DROP COLUMN usage; UPDATE meta SET value = '1' "
-                              "WHERE key = 'schema_version'",
+                              "ALTER TABLE jobs DROP COLUMN usage; ALTER TABLE jobs DROP COLUMN "
+                              "submit_key; UPDATE meta SET value = '1' WHERE key = "
+                              "'schema_version'",
                               NULL, NULL, NULL),
                  SQLITE_OK);
     sqlite3_close(db);
@@ -296,6 +299,7 @@ Test(store, a_version_1_database_gains_the_usage_column)
     cr_assert_eq(s.usage_len, 0);
     r.usage = "\x08\x01";
     r.usage_len = 2;
+    r.submit_key = "retry-7f3a";
     cr_assert_eq(sched_store_begin(store), 0);
     cr_assert_eq(sched_store_put_job(store, &r), 0);
     cr_assert_eq(sched_store_commit(store), 0);
@@ -304,4 +308,5 @@ Test(store, a_version_1_database_gains_the_usage_column)
     cr_assert_eq(sched_store_load_jobs(store, collect_job, &s), 0);
     cr_assert_eq(s.usage_len, 2);
     cr_assert_eq(memcmp(s.usage, "\x08\x01", 2), 0);
+    cr_assert_str_eq(s.submit_key, "retry-7f3a");
 }
