@@ -45,6 +45,9 @@ int gs_config_init(struct gs_config *cfg)
     cfg->http_listen = strdup(GS_CONFIG_DEFAULT_HTTP);
     cfg->idle_threshold_pct = 5;
     cfg->idle_window_ms = 60000;
+    cfg->max_connections = 1024;
+    cfg->max_connections_per_user = 64;
+    cfg->request_timeout_ms = 10000;
     cfg->telemetry_interval_ms = 1000;
     cfg->partitions = calloc(1, sizeof(*cfg->partitions));
     if (cfg->partitions != NULL) {
@@ -207,6 +210,22 @@ static void rd_idle_window(struct gs_schema_ctx *c, const struct gs_toml_value *
     read_ms(c, v, "scheduler.idle_window", &CFG(c)->idle_window_ms);
 }
 
+static void rd_max_connections(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    gs_schema_uint(c, v, "scheduler.max_connections", 1, 1000000, &CFG(c)->max_connections);
+}
+
+static void rd_max_connections_per_user(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    gs_schema_uint(c, v, "scheduler.max_connections_per_user", 1, 1000000,
+                   &CFG(c)->max_connections_per_user);
+}
+
+static void rd_request_timeout(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    read_ms(c, v, "scheduler.request_timeout", &CFG(c)->request_timeout_ms);
+}
+
 static const struct gs_schema_key scheduler_keys[] = {
     {"host", rd_host},
     {"port", rd_port},
@@ -220,6 +239,9 @@ static const struct gs_schema_key scheduler_keys[] = {
     {"http", rd_http},
     {"idle_threshold", rd_idle_threshold},
     {"idle_window", rd_idle_window},
+    {"max_connections", rd_max_connections},
+    {"max_connections_per_user", rd_max_connections_per_user},
+    {"request_timeout", rd_request_timeout},
     {NULL, NULL},
 };
 

@@ -17,6 +17,9 @@
  *                                           # "" turns it off; port 0: any free port
  *     idle_threshold = 5                    # % SM use under which an allocated GPU idles
  *     idle_window = "60s"                   # ... for this long before it is flagged
+ *     max_connections = 1024                # CLI connections at once, in all
+ *     max_connections_per_user = 64         # ... and from one uid
+ *     request_timeout = "10s"               # a CLI connection without a request is closed
  *     [worker]
  *     name = "node7"                        # default: the host name
  *     address = "10.0.0.7"                  # MASTER_ADDR others use; default: host
@@ -102,9 +105,12 @@ struct gs_config {
     uint64_t kill_grace_ms;
     enum gs_log_level log_level;
     char *cluster_name;
-    char *http_listen;           /* "host:port"; NULL when turned off ("") */
-    uint32_t idle_threshold_pct; /* 0-100, default 5 */
-    uint64_t idle_window_ms;     /* default 60 s */
+    char *http_listen;                 /* "host:port"; NULL when turned off ("") */
+    uint32_t idle_threshold_pct;       /* 0-100, default 5 */
+    uint64_t idle_window_ms;           /* default 60 s */
+    uint32_t max_connections;          /* CLI connections at once; default 1024 */
+    uint32_t max_connections_per_user; /* default 64 */
+    uint64_t request_timeout_ms;       /* default 10 s */
     /* [worker] */
     char *worker_name; /* NULL: the host name */
     char *worker_address;

@@ -173,9 +173,10 @@ static int pattern_path(struct gs_buf *out, const char *pattern, const struct gs
         case '%':
             rc = gs_buf_putc(&filled, '%');
             break;
-        case '\0':
-            p--; /* a lone '%' at the end: kept */
-            /* fall through */
+        case '\0': /* a lone '%' at the end: kept */
+            rc = gs_buf_append(&filled, start, (size_t)(p - start));
+            p--;
+            break;
         default:
             rc = gs_buf_append(&filled, start, (size_t)(p - start + 1));
             break;

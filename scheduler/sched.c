@@ -63,6 +63,7 @@ static void on_cron(uv_timer_t *timer)
             sched_node_set_down(s, n, why);
         }
     }
+    sched_cli_sweep(s, now);
     if (s->timed_deps)
         sched_engine_wake(s);
 }

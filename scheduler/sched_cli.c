@@ -407,8 +407,44 @@ static void cli_dispatch(struct sched_cli *c, const Gs__Envelope *env)
 
 static void on_cli_message(struct gs_proto_conn *conn, const Gs__Envelope *env, void *data)
 {
+    struct sched_cli *c = data;
+
     (void)conn;
-    cli_dispatch(data, env);
+    c->asked = true;
+    cli_dispatch(c, env);
+}
+
+/* Connections at once, counted with c (just accepted, its uid known): too many, in all or
+ * from its user, and it is closed before its Hello is even read. */
+static bool over_limits(const struct sched_ctx *s, const struct sched_cli *c)
+{
+    uint32_t all = 0, mine = 0;
+
+    for (const struct sched_cli *o = s->clis; o != NULL; o = o->next) {
+        if (o->relayed || o->closed)
+            continue;
+        all++;
+        mine += o->uid == c->uid;
+    }
+    if (all <= s->cfg->max_connections && mine <= s->cfg->max_connections_per_user)
+        return false;
+    GS_LOG(GS_LOG_WARN,
+           "uid=%u connections=%u user_connections=%u cli connection refused: too many",
+           (unsigned)c->uid, all, mine);
+    return true;
+}
+
+void sched_cli_sweep(struct sched_ctx *s, uint64_t now_ms)
+{
+    for (struct sched_cli *c = s->clis; c != NULL; c = c->next) {
+        if (c->relayed || c->closed || c->asked || c->busy > 0 || c->conn == NULL ||
+            now_ms - c->accepted_ms < s->cfg->request_timeout_ms)
+            continue;
+        GS_LOG(GS_LOG_INFO, "uid=%u cli connection closed: no request in %llu ms", (unsigned)c->uid,
+               (unsigned long long)s->cfg->request_timeout_ms);
+        c->asked = true; /* closing: not again */
+        gs_proto_conn_close(c->conn);
+    }
 }
 
 static void on_cli_close(struct gs_proto_conn *conn, int status, void *data)
@@ -572,8 +608,9 @@ void sched_on_cli_connection(uv_stream_t *server, int status)
     }
     c->next = s->clis;
     s->clis = c;
+    c->accepted_ms = gs_clock_mono_ms();
     s->open_handles++; /* until on_cli_close */
     if (uv_accept(server, gs_proto_conn_stream(c->conn)) < 0 || peer_credentials(c->conn, c) < 0 ||
-        gs_proto_conn_start(c->conn) < 0)
+        over_limits(s, c) || gs_proto_conn_start(c->conn) < 0)
         gs_proto_conn_close(c->conn);
 }

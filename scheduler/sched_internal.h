@@ -59,6 +59,8 @@ struct sched_cli {
     struct sched_waiter *waiter;
     struct sched_step *step;       /* the srun step this connection streams (sched_steps.c) */
     struct sched_kv_wait *kv_wait; /* a JobKvGet waiting for its key (sched_kv.c) */
+    uint64_t accepted_ms;          /* monotonic: when the connection was accepted */
+    bool asked;                    /* its request has come */
     /* relayed CLIs only */
     bool relayed;
     bool closing;                /* sched_cli_close ran: its close_timer is started */
@@ -212,6 +214,8 @@ bool sched_node_send(struct sched_node *n, Gs__Envelope *env);
 
 /* sched_cli.c */
 void sched_on_cli_connection(uv_stream_t *server, int status);
+/* From the cron: closes CLI connections that sent no request within scheduler.request_timeout. */
+void sched_cli_sweep(struct sched_ctx *s, uint64_t now_ms);
 void sched_cli_hold(struct sched_cli *c);
 /* Sends env (when the peer is still there) and closes the connection; lets go of a hold. */
 void sched_cli_reply(struct sched_cli *c, Gs__Envelope *env, bool held);

@@ -379,6 +379,15 @@ Test(config, telemetry_keys_have_defaults_and_are_read)
     cr_assert_eq(cfg.telemetry_interval_ms, 1000);
     cr_assert_eq(cfg.partitions[0].idle_action, GS_IDLE_FLAG);
     cr_assert_eq(cfg.partitions[0].idle_grace_s, 1800);
+    cr_assert_eq(cfg.max_connections, 1024);
+    cr_assert_eq(cfg.max_connections_per_user, 64);
+    cr_assert_eq(cfg.request_timeout_ms, 10000);
+    cr_assert_eq(parse("[scheduler]\nmax_connections = 10\nmax_connections_per_user = 2\n"
+                       "request_timeout = \"3s\"\n"),
+                 0, "%s", errors.data);
+    cr_assert_eq(cfg.max_connections, 10);
+    cr_assert_eq(cfg.max_connections_per_user, 2);
+    cr_assert_eq(cfg.request_timeout_ms, 3000);
     cr_assert_eq(parse("[scheduler]\nhttp = \"0.0.0.0:0\"\nidle_threshold = 10\n"
                        "idle_window = \"2m\"\n[worker]\ntelemetry_interval = \"0s\"\n"
                        "[[partition]]\nname = \"gpu\"\nidle_action = \"requeue\"\n"

@@ -532,3 +532,84 @@ Test(cli_relay, a_second_node_name_on_one_connection_is_refused_and_frees_the_fi
     expect_refusal = false;
     connect_worker();
 }
+
+static void on_quiet_ready(struct gs_proto_conn *conn, const Gs__Hello *peer, void *data)
+{
+    (void)conn;
+    (void)peer;
+    (void)data;
+}
+
+static int quiet_closed;
+
+static void on_quiet_close(struct gs_proto_conn *conn, int status, void *data)
+{
+    (void)conn;
+    (void)status;
+    (void)data;
+    quiet_closed++;
+}
+
+static void on_quiet_connected(uv_connect_t *req, int status)
+{
+    struct gs_proto_conn *conn = req->data;
+
+    free(req);
+    cr_assert_eq(status, 0);
+    cr_assert_eq(gs_proto_conn_start(conn), 0);
+}
+
+/* A CLI connection that says Hello and then nothing. */
+static struct gs_proto_conn *quiet_cli(void)
+{
+    struct gs_proto_conn_opts opts = {
+        .role = GS__ROLE__ROLE_CLI,
+        .name = "gsched",
+        .accept_roles = GS_PROTO_ROLE_BIT(GS__ROLE__ROLE_SCHEDULER),
+        .on_ready = on_quiet_ready,
+        .on_message = on_cli_message,
+        .on_close = on_quiet_close,
+    };
+    uv_connect_t *req = malloc(sizeof(*req));
+    struct gs_proto_conn *conn = gs_proto_conn_new(&loop, GS_PROTO_PIPE, &opts);
+
+    cr_assert(conn != NULL && req != NULL);
+    req->data = conn;
+    uv_pipe_connect(req, (uv_pipe_t *)gs_proto_conn_stream(conn), sock, on_quiet_connected);
+    return conn;
+}
+
+static bool one_quiet_closed(void)
+{
+    return quiet_closed >= 1;
+}
+
+static bool two_quiet_closed(void)
+{
+    return quiet_closed >= 2;
+}
+
+Test(cli_relay, a_cli_connection_that_asks_nothing_is_closed_after_the_request_timeout)
+{
+    uint64_t start = gs_clock_mono_ms();
+
+    quiet_closed = 0;
+    cfg.request_timeout_ms = 1000; /* gschedd reads its configuration where it uses it */
+    quiet_cli();
+    run_until(one_quiet_closed, "the silent connection to be closed");
+    cr_assert_geq(gs_clock_mono_ms() - start, 1000, "not before the timeout");
+}
+
+Test(cli_relay, connections_beyond_the_per_user_limit_are_refused)
+{
+    struct gs_proto_conn *first;
+
+    quiet_closed = 0;
+    cfg.max_connections_per_user = 1;
+    first = quiet_cli();
+    quiet_cli();
+    run_until(one_quiet_closed, "the second connection to be refused");
+    cr_assert_eq(quiet_closed, 1);
+    gs_proto_conn_close(first);
+    run_until(two_quiet_closed, "the first to close");
+}
