@@ -433,33 +433,43 @@ static void on_cli_close(struct gs_proto_conn *conn, int status, void *data)
     cli_closed = true;
 }
 
-static void on_cli_connected(uv_connect_t *req, int status)
-{
-    free(req);
-    cr_assert_eq(status, 0);
-    cr_assert_eq(gs_proto_conn_start(cli), 0);
-}
-
 static bool is_cli_closed(void)
 {
     return cli_closed;
 }
 
-Test(cli_relay, refuses_a_cli_relay_from_a_cli_connection)
+static void on_cli_conn_connected(uv_connect_t *req, int status)
+{
+    struct gs_proto_conn *conn = req->data;
+
+    free(req);
+    cr_assert_eq(status, 0);
+    cr_assert_eq(gs_proto_conn_start(conn), 0);
+}
+
+/* A CLI connection to gschedd's socket, started once connected. */
+static struct gs_proto_conn *cli_conn(gs_proto_ready_cb on_ready, gs_proto_close_cb on_close)
 {
     struct gs_proto_conn_opts opts = {
         .role = GS__ROLE__ROLE_CLI,
         .name = "gsched",
         .accept_roles = GS_PROTO_ROLE_BIT(GS__ROLE__ROLE_SCHEDULER),
-        .on_ready = on_cli_ready,
+        .on_ready = on_ready,
         .on_message = on_cli_message,
-        .on_close = on_cli_close,
+        .on_close = on_close,
     };
     uv_connect_t *req = malloc(sizeof(*req));
+    struct gs_proto_conn *conn = gs_proto_conn_new(&loop, GS_PROTO_PIPE, &opts);
 
-    cli = gs_proto_conn_new(&loop, GS_PROTO_PIPE, &opts);
-    cr_assert(cli != NULL && req != NULL);
-    uv_pipe_connect(req, (uv_pipe_t *)gs_proto_conn_stream(cli), sock, on_cli_connected);
+    cr_assert(conn != NULL && req != NULL);
+    req->data = conn;
+    uv_pipe_connect(req, (uv_pipe_t *)gs_proto_conn_stream(conn), sock, on_cli_conn_connected);
+    return conn;
+}
+
+Test(cli_relay, refuses_a_cli_relay_from_a_cli_connection)
+{
+    cli = cli_conn(on_cli_ready, on_cli_close);
     run_until(is_cli_closed, "the refusal");
     cr_assert_eq(cli_body, GS__ENVELOPE__BODY_ERROR);
     cr_assert_eq(cli_error, -EPERM);
@@ -550,33 +560,10 @@ static void on_quiet_close(struct gs_proto_conn *conn, int status, void *data)
     quiet_closed++;
 }
 
-static void on_quiet_connected(uv_connect_t *req, int status)
-{
-    struct gs_proto_conn *conn = req->data;
-
-    free(req);
-    cr_assert_eq(status, 0);
-    cr_assert_eq(gs_proto_conn_start(conn), 0);
-}
-
 /* A CLI connection that says Hello and then nothing. */
 static struct gs_proto_conn *quiet_cli(void)
 {
-    struct gs_proto_conn_opts opts = {
-        .role = GS__ROLE__ROLE_CLI,
-        .name = "gsched",
-        .accept_roles = GS_PROTO_ROLE_BIT(GS__ROLE__ROLE_SCHEDULER),
-        .on_ready = on_quiet_ready,
-        .on_message = on_cli_message,
-        .on_close = on_quiet_close,
-    };
-    uv_connect_t *req = malloc(sizeof(*req));
-    struct gs_proto_conn *conn = gs_proto_conn_new(&loop, GS_PROTO_PIPE, &opts);
-
-    cr_assert(conn != NULL && req != NULL);
-    req->data = conn;
-    uv_pipe_connect(req, (uv_pipe_t *)gs_proto_conn_stream(conn), sock, on_quiet_connected);
-    return conn;
+    return cli_conn(on_quiet_ready, on_quiet_close);
 }
 
 static bool one_quiet_closed(void)
