@@ -64,6 +64,7 @@ static void on_cron(uv_timer_t *timer)
         }
     }
     sched_cli_sweep(s, now);
+    sched_workers_sweep(s, now);
     if (s->timed_deps)
         sched_engine_wake(s);
 }

@@ -148,6 +148,7 @@ struct sched_ctx {
     struct sched_step_seq *step_seqs;      /* per job with steps: numbers, holdings, waiting */
     struct sched_tel *tel;                 /* GPU telemetry (telemetry.h, sched_telemetry.c) */
     struct sched_submit_keys *submit_keys; /* clients' submit keys (sched_keys.c) */
+    struct sched_wconn *wconns;            /* worker connections (sched_workers.c) */
     struct sched_http *http;  /* the HTTP server (http.h); NULL when off or not started */
     struct sched_stats stats; /* counters for /metrics */
     int open_handles;
@@ -206,6 +207,8 @@ void sched_node_update_schedulable(struct sched_ctx *s, struct sched_node *n);
 
 /* sched_workers.c */
 void sched_on_worker_connection(uv_stream_t *server, int status);
+/* From the cron: closes worker connections not registered within scheduler.request_timeout. */
+void sched_workers_sweep(struct sched_ctx *s, uint64_t now_ms);
 /* A registry entry for name (new ones are added to the cluster from topology, copied). */
 struct sched_node *sched_node_add(struct sched_ctx *s, const char *name,
                                   const Gs__NodeTopology *topology);

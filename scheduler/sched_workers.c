@@ -197,12 +197,29 @@ static void send_reply(struct gs_proto_conn *conn, bool accepted, const char *re
 }
 
 /* What a worker connection knows: the scheduler, its node once registered, and the highest
- * CLI session it has relayed (sched_cli.c). */
-struct wconn {
+ * CLI session it has relayed (sched_cli.c). Every one is on s->wconns until it closes, so
+ * that one which never registers can be timed out. */
+struct sched_wconn {
     struct sched_ctx *s;
+    struct sched_wconn *next, **pprev;
+    struct gs_proto_conn *conn;
+    uint64_t accepted_ms; /* monotonic */
     struct sched_node *node;
     uint64_t relay_last_session;
 };
+
+void sched_workers_sweep(struct sched_ctx *s, uint64_t now_ms)
+{
+    for (struct sched_wconn *wc = s->wconns; wc != NULL; wc = wc->next) {
+        if (wc->node != NULL || wc->accepted_ms == 0 ||
+            now_ms - wc->accepted_ms < s->cfg->request_timeout_ms)
+            continue;
+        GS_LOG(GS_LOG_WARN, "peer=%s worker connection closed: no registration in %llu ms",
+               gs_proto_conn_peer(wc->conn), (unsigned long long)s->cfg->request_timeout_ms);
+        wc->accepted_ms = 0; /* closing: not again */
+        gs_proto_conn_close(wc->conn);
+    }
+}
 
 /* A host name's characters only: node names go into logs, hostlists and file names. */
 static bool node_name_ok(const char *name, size_t size)
@@ -221,8 +238,8 @@ static bool node_name_ok(const char *name, size_t size)
     return true;
 }
 
-static int register_node(struct wconn *wc, struct gs_proto_conn *conn, const Gs__NodeRegister *reg,
-                         const char **ret_reason)
+static int register_node(struct sched_wconn *wc, struct gs_proto_conn *conn,
+                         const Gs__NodeRegister *reg, const char **ret_reason)
 {
     struct sched_ctx *s = wc->s;
     const char *name = reg->topology != NULL ? reg->topology->node_name : NULL;
@@ -273,7 +290,7 @@ static int register_node(struct wconn *wc, struct gs_proto_conn *conn, const Gs_
     return 0;
 }
 
-static void handle_register(struct wconn *wc, struct gs_proto_conn *conn,
+static void handle_register(struct sched_wconn *wc, struct gs_proto_conn *conn,
                             const Gs__NodeRegister *reg)
 {
     struct sched_ctx *s = wc->s;
@@ -310,7 +327,7 @@ static void handle_register(struct wconn *wc, struct gs_proto_conn *conn,
 
 static void on_worker_message(struct gs_proto_conn *conn, const Gs__Envelope *env, void *data)
 {
-    struct wconn *wc = data;
+    struct sched_wconn *wc = data;
 
     if (env->body_case == GS__ENVELOPE__BODY_NODE_REGISTER) {
         handle_register(wc, conn, env->node_register);
@@ -359,7 +376,7 @@ static void on_worker_message(struct gs_proto_conn *conn, const Gs__Envelope *en
 
 static void on_worker_close(struct gs_proto_conn *conn, int status, void *data)
 {
-    struct wconn *wc = data;
+    struct sched_wconn *wc = data;
     struct sched_ctx *s = wc->s;
 
     sched_query_worker_gone(s, conn);
@@ -371,6 +388,9 @@ static void on_worker_close(struct gs_proto_conn *conn, int status, void *data)
         sched_node_update_schedulable(s, wc->node);
         GS_LOG(GS_LOG_INFO, "node=%s status=%d worker disconnected", wc->node->name, status);
     }
+    *wc->pprev = wc->next;
+    if (wc->next != NULL)
+        wc->next->pprev = wc->pprev;
     free(wc);
     sched_release_handle(s);
 }
@@ -378,7 +398,7 @@ static void on_worker_close(struct gs_proto_conn *conn, int status, void *data)
 void sched_on_worker_connection(uv_stream_t *server, int status)
 {
     struct sched_ctx *s = server->data;
-    struct wconn *wc = calloc(1, sizeof(*wc));
+    struct sched_wconn *wc = calloc(1, sizeof(*wc));
     struct gs_proto_conn_opts opts = {
         .role = GS__ROLE__ROLE_SCHEDULER,
         .name = "gschedd",
@@ -399,6 +419,13 @@ void sched_on_worker_connection(uv_stream_t *server, int status)
         free(wc);
         return;
     }
+    wc->conn = conn;
+    wc->accepted_ms = gs_clock_mono_ms();
+    wc->next = s->wconns;
+    wc->pprev = &s->wconns;
+    if (s->wconns != NULL)
+        s->wconns->pprev = &wc->next;
+    s->wconns = wc;
     s->open_handles++; /* until on_worker_close */
     if (uv_accept(server, gs_proto_conn_stream(conn)) < 0 || gs_proto_conn_start(conn) < 0)
         gs_proto_conn_close(conn);

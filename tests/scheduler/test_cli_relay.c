@@ -600,3 +600,37 @@ Test(cli_relay, connections_beyond_the_per_user_limit_are_refused)
     gs_proto_conn_close(first);
     run_until(two_quiet_closed, "the first to close");
 }
+
+static void on_quiet_tcp_connected(uv_connect_t *req, int status)
+{
+    struct gs_proto_conn *conn = req->data;
+
+    free(req);
+    cr_assert_eq(status, 0);
+    cr_assert_eq(gs_proto_conn_start(conn), 0);
+}
+
+Test(cli_relay, a_worker_connection_that_never_registers_is_closed)
+{
+    struct gs_proto_conn_opts opts = {
+        .role = GS__ROLE__ROLE_WORKER,
+        .name = "silent",
+        .accept_roles = GS_PROTO_ROLE_BIT(GS__ROLE__ROLE_SCHEDULER),
+        .on_ready = on_quiet_ready,
+        .on_close = on_quiet_close,
+    };
+    struct gs_proto_conn *conn = gs_proto_conn_new(&loop, GS_PROTO_TCP, &opts);
+    uv_connect_t *req = malloc(sizeof(*req));
+    struct sockaddr_in addr;
+
+    cr_assert(conn != NULL && req != NULL);
+    quiet_closed = 0;
+    cfg.request_timeout_ms = 1000;
+    req->data = conn;
+    uv_ip4_addr("127.0.0.1", sched_worker_port(sched), &addr);
+    cr_assert_eq(uv_tcp_connect(req, (uv_tcp_t *)gs_proto_conn_stream(conn),
+                                (const struct sockaddr *)&addr, on_quiet_tcp_connected),
+                 0);
+    run_until(one_quiet_closed, "the unregistered worker connection to be closed");
+    cr_assert(registered && !worker_closed, "the registered worker stays");
+}
