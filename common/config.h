@@ -19,7 +19,8 @@
  *     idle_window = "60s"                   # ... for this long before it is flagged
  *     max_connections = 1024                # CLI connections at once, in all
  *     max_connections_per_user = 64         # ... and from one uid
- *     request_timeout = "10s"               # a CLI connection without a request is closed
+ *     request_timeout = "10s"               # a CLI connection without a request, or a
+ *                                           # worker one without a registration, closes
  *     [worker]
  *     name = "node7"                        # default: the host name
  *     address = "10.0.0.7"                  # MASTER_ADDR others use; default: host
