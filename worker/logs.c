@@ -49,14 +49,18 @@ static int read_at(int fd, char *buf, size_t want, uint64_t start, size_t *ret_g
     return 0;
 }
 
-/* Opens path without blocking on a FIFO and checks that it is a regular file. */
-static int open_log(const char *path, struct stat *st)
+/*
+ * Opens path without blocking on a FIFO and without following a symbolic link at its end,
+ * and checks that it is a regular file of the job's user: the worker reads as root, and a
+ * job must not get another file's contents by naming it as its output.
+ */
+static int open_log(const char *path, uint32_t owner, struct stat *st)
 {
     int fd, rc;
 
     if (path == NULL || path[0] != '/')
         return -EINVAL;
-    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
     if (fd < 0)
         return -errno;
     rc = fstat(fd, st) < 0 ? -errno : 0;
@@ -64,6 +68,8 @@ static int open_log(const char *path, struct stat *st)
         rc = -EISDIR;
     else if (rc == 0 && !S_ISREG(st->st_mode))
         rc = -EINVAL;
+    else if (rc == 0 && st->st_uid != owner)
+        rc = -EACCES;
     if (rc < 0) {
         close(fd);
         return rc;
@@ -71,14 +77,14 @@ static int open_log(const char *path, struct stat *st)
     return fd;
 }
 
-int wrk_logs_read(const char *path, uint64_t offset, bool from_end, uint32_t max_bytes,
-                  struct wrk_logs_chunk *ret_chunk)
+int wrk_logs_read(const char *path, uint32_t owner, uint64_t offset, bool from_end,
+                  uint32_t max_bytes, struct wrk_logs_chunk *ret_chunk)
 {
     struct wrk_logs_chunk c = {0};
     struct stat st;
     uint64_t left;
     size_t want;
-    int fd = open_log(path, &st), rc;
+    int fd = open_log(path, owner, &st), rc;
 
     if (fd < 0)
         return fd;

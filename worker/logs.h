@@ -28,12 +28,13 @@ struct wrk_logs_chunk {
 /*
  * Reads at most max_bytes (see the limits above) of the regular file at the absolute path,
  * from offset, or from max(0, size - offset) when from_end (a tail). An offset past the end
- * gives an empty chunk at the end. Returns 0 with *ret_chunk, or -EINVAL (a relative path,
- * or not a regular file), -EISDIR, -ENOMEM, or what open(2)/pread(2) failed with (-ENOENT,
- * -EACCES, ...); *ret_chunk is written only on success.
+ * gives an empty chunk at the end. The file must belong to owner (the job's user) and path
+ * must not end in a symbolic link. Returns 0 with *ret_chunk, or -EINVAL (a relative path,
+ * or not a regular file), -EISDIR, -EACCES (another user's file), -ELOOP (a link), -ENOMEM,
+ * or what open(2)/pread(2) failed with (-ENOENT, ...); *ret_chunk is written only on success.
  */
-int wrk_logs_read(const char *path, uint64_t offset, bool from_end, uint32_t max_bytes,
-                  struct wrk_logs_chunk *ret_chunk);
+int wrk_logs_read(const char *path, uint32_t owner, uint64_t offset, bool from_end,
+                  uint32_t max_bytes, struct wrk_logs_chunk *ret_chunk);
 
 /* Frees the data; accepts a zeroed or released chunk. */
 void wrk_logs_chunk_release(struct wrk_logs_chunk *chunk);

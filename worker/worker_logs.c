@@ -37,7 +37,8 @@ void wrk_handle_logs(struct wrk_ctx *w, const Gs__LogsRequest *req, uint64_t req
     Gs__Envelope env = GS__ENVELOPE__INIT;
     const char *path = req->path != NULL && req->path[0] != '\0' ? req->path : "(no path)";
     struct wrk_logs_chunk chunk;
-    int rc = wrk_logs_read(req->path, req->offset, req->from_end, req->max_bytes, &chunk);
+    int rc = wrk_logs_read(req->path, req->owner_uid, req->offset, req->from_end, req->max_bytes,
+                           &chunk);
 
     if (rc < 0) {
         GS_LOG(GS_LOG_DEBUG, "job=%llu rank=%u path=%s rc=%d cannot read log",
