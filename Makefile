@@ -1,14 +1,17 @@
 # Thin wrapper over CMake: the two commands in README.md and the CI entry point.
 #   make demo   install dependencies, build, run the main job
-#   make test   install dependencies, build, run every test (plain and ASan+UBSan builds)
+#   make test   install dependencies, build, run every test (plain and ASan+UBSan builds,
+#               then the libFuzzer harnesses briefly in a clang build)
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 30
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 SANITIZE   ?= address,undefined
 
-.PHONY: all deps configure build test test-unit test-asan demo install format format-check clean
+.PHONY: all deps configure build test test-unit test-asan test-fuzz demo install format format-check clean
 
 all: build
 
@@ -41,7 +44,16 @@ test-asan: deps
 	  | sed -E 's/^([0-9]+) passed, ([0-9]+) failed.*/toml-test conformance (asan): \1 cases passed, \2 failed/' || true
 	@./tests/count-skips.sh $(ASAN_BUILD)/Testing/Temporary/LastTest.log
 
-test: test-unit test-asan
+# libFuzzer harnesses (tests/fuzz/) in a clang build of their own: only the fuzzers and the
+# libraries they call are built, and each runs a fixed number of inputs from its seed corpus
+# (-seed=1: the same ones every time), a few seconds, at most FUZZ_SECONDS.
+test-fuzz: deps
+	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DGSCHED_FUZZ=ON \
+	      -DGSCHED_FUZZ_SECONDS=$(FUZZ_SECONDS) -DGSCHED_CUDA=OFF -DGSCHED_MPI=OFF $(CMAKE_ARGS)
+	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzzers
+	ctest --test-dir $(FUZZ_BUILD) --output-on-failure -j$(JOBS) -L fuzz
+
+test: test-unit test-asan test-fuzz
 
 demo: build
 	./examples/demo.sh $(BUILD)
@@ -56,4 +68,4 @@ format-check:
 	git ls-files '*.c' '*.h' '*.cu' '*.cuh' | xargs clang-format --dry-run --Werror
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

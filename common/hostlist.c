@@ -109,6 +109,9 @@ static int expand_term(struct names *ns, const char *t, size_t len, int col, str
     if (memchr(open + 1, '[', (size_t)(close - open - 1)) != NULL ||
         memchr(close + 1, '[', len - (size_t)(close + 1 - t)) != NULL)
         return gs_error_set(err, -EINVAL, 1, col, "one bracket per name");
+    if (memchr(t, ']', (size_t)(open - t)) != NULL ||
+        memchr(close + 1, ']', len - (size_t)(close + 1 - t)) != NULL)
+        return gs_error_set(err, -EINVAL, 1, col, "']' without '['");
     plen = (size_t)(open - t);
     slen = len - (size_t)(close + 1 - t);
     for (p = open + 1; p < close;) {
@@ -172,6 +175,7 @@ struct split {
     uint64_t num;
     bool has_num;
     bool done;
+    size_t next; /* the next name with this prefix, in input order; n after the last */
 };
 
 static void split_name(const char *name, struct split *s)
@@ -204,6 +208,17 @@ static bool same_group(const struct split *a, const struct split *b)
            memcmp(a->name, b->name, a->plen) == 0;
 }
 
+/* Folds b into a group's summary (a copy of its first name): the padded width once a member
+ * has one, and digits -1 once members differ in length, so that no padded name joins
+ * unpadded ones of another length (111 and 2, then 011, would print 2 as 002). */
+static void join_group(struct split *group, const struct split *b)
+{
+    if (b->width > group->width)
+        group->width = b->width;
+    if (b->digits != group->digits)
+        group->digits = -1;
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -230,6 +245,45 @@ static int put_ranges(struct gs_buf *out, uint64_t *nums, size_t n, int width)
     return rc;
 }
 
+/* Orders names by prefix, then by input position (they all sit in one array). */
+static int cmp_prefix(const void *a, const void *b)
+{
+    const struct split *x = *(const struct split *const *)a;
+    const struct split *y = *(const struct split *const *)b;
+    int c;
+
+    if (x->plen != y->plen)
+        return x->plen < y->plen ? -1 : 1;
+    c = memcmp(x->name, y->name, x->plen);
+    if (c != 0)
+        return c;
+    return x < y ? -1 : x > y;
+}
+
+/*
+ * Chains each name to the next one with the same prefix (next), so that grouping scans the
+ * names of one prefix instead of all: n names with distinct prefixes cost n log n, not n^2.
+ * Returns 0 or -ENOMEM.
+ */
+static int link_prefixes(struct split *sp, size_t n)
+{
+    struct split **order = malloc((n + 1) * sizeof(*order));
+
+    if (order == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        order[i] = &sp[i];
+    qsort(order, n, sizeof(*order), cmp_prefix);
+    for (size_t i = 0; i < n; i++) {
+        bool same = i + 1 < n && order[i + 1]->plen == order[i]->plen &&
+                    memcmp(order[i + 1]->name, order[i]->name, order[i]->plen) == 0;
+
+        order[i]->next = same ? (size_t)(order[i + 1] - sp) : n;
+    }
+    free(order);
+    return 0;
+}
+
 int gs_hostlist_compress(const char *const *names, size_t n, struct gs_buf *out)
 {
     struct split *sp = calloc(n + 1, sizeof(*sp));
@@ -239,21 +293,23 @@ int gs_hostlist_compress(const char *const *names, size_t n, struct gs_buf *out)
 
     for (size_t i = 0; rc == 0 && i < n; i++)
         split_name(names[i], &sp[i]);
+    if (rc == 0)
+        rc = link_prefixes(sp, n);
     for (size_t i = 0; rc == 0 && i < n; i++) {
         size_t k = 0;
 
         if (sp[i].done)
             continue;
-        int width = sp[i].width;
+        struct split group = sp[i]; /* what the members so far have in common */
 
-        for (size_t j = i; j < n; j++) {
-            if (j == i || (!sp[j].done && same_group(&sp[i], &sp[j]))) {
+        for (size_t j = i; j < n; j = sp[j].next) {
+            if (j == i || (!sp[j].done && same_group(&group, &sp[j]))) {
                 nums[k++] = sp[j].num;
                 sp[j].done = true;
-                width = sp[j].width > width ? sp[j].width : width;
+                join_group(&group, &sp[j]);
             }
         }
-        sp[i].width = width;
+        sp[i].width = group.width;
         rc = gs_buf_printf(out, "%s%.*s", first ? "" : ",", (int)sp[i].plen, sp[i].name);
         first = false;
         if (rc == 0 && sp[i].has_num && k == 1)

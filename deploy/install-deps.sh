@@ -22,6 +22,8 @@ packages=(
   chromium           # loads gschedd's status page in its test (headless)
   libssl-dev
   libcriterion-dev   # unit tests
+  clang              # the libFuzzer build (make test-fuzz)
+  libclang-rt-14-dev # libclang_rt.fuzzer, sanitizer runtimes: only a Recommends of clang-14
   libopenmpi-dev     # CPU all-reduce in the trainer
   openmpi-bin
 )

@@ -154,6 +154,50 @@ static void budget_free(void *allocator_data, void *pointer)
     free(pointer);
 }
 
+/* The messages field fd of msg holds, and their count in *ret_n (a oneof's: if chosen). */
+static const ProtobufCMessage *const *
+sub_messages(const ProtobufCMessage *msg, const ProtobufCFieldDescriptor *fd, size_t *ret_n)
+{
+    const char *base = (const char *)msg;
+
+    *ret_n = 0;
+    if (fd->type != PROTOBUF_C_TYPE_MESSAGE)
+        return NULL;
+    if (fd->label == PROTOBUF_C_LABEL_REPEATED) {
+        *ret_n = *(const size_t *)(base + fd->quantifier_offset);
+        return *(const ProtobufCMessage *const *const *)(base + fd->offset);
+    }
+    if ((fd->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) &&
+        *(const uint32_t *)(base + fd->quantifier_offset) != fd->id)
+        return NULL;
+    *ret_n = *(const ProtobufCMessage *const *)(base + fd->offset) != NULL ? 1 : 0;
+    return (const ProtobufCMessage *const *)(base + fd->offset);
+}
+
+/*
+ * Whether msg or a message inside it kept an unknown field numbered 0. Protobuf forbids
+ * field 0, but protobuf-c 1.4.1 takes it from a tag written in two bytes (81 00) and keeps
+ * it as an unknown field, which it then packs as a one-byte tag it refuses to unpack: an
+ * envelope accepted here could not be forwarded. Found by tests/fuzz/fuzz_frame.
+ */
+static bool has_field_zero(const ProtobufCMessage *msg)
+{
+    const ProtobufCMessageDescriptor *desc = msg->descriptor;
+
+    for (unsigned i = 0; i < msg->n_unknown_fields; i++)
+        if (msg->unknown_fields[i].tag == 0)
+            return true;
+    for (unsigned f = 0; f < desc->n_fields; f++) {
+        size_t n;
+        const ProtobufCMessage *const *subs = sub_messages(msg, &desc->fields[f], &n);
+
+        for (size_t k = 0; k < n; k++)
+            if (subs[k] != NULL && has_field_zero(subs[k]))
+                return true;
+    }
+    return false;
+}
+
 int gs_proto_decode(const void *payload, size_t len, Gs__Envelope **ret_env)
 {
     struct unpack_budget budget = {0};
@@ -168,6 +212,10 @@ int gs_proto_decode(const void *payload, size_t len, Gs__Envelope **ret_env)
     env = gs__envelope__unpack(&allocator, len, payload);
     if (env == NULL)
         return budget.out_of_memory ? -ENOMEM : GS_PROTO_ERR_MALFORMED;
+    if (has_field_zero(&env->base)) {
+        gs_proto_envelope_free(env);
+        return GS_PROTO_ERR_MALFORMED;
+    }
     if (body_message(env) == NULL) {
         gs_proto_envelope_free(env);
         return GS_PROTO_ERR_UNKNOWN;
@@ -273,6 +321,8 @@ static int take_payload(struct gs_proto_decoder *dec, const uint8_t **data, size
         *len -= want;
         return 1;
     }
+    if (*len == 0)
+        return 0; /* the input ended with the header: no buffer yet (NULL + 0 is UB) */
     rc = grow_payload(dec, dec->payload_len + (*len < want ? *len : want));
     if (rc < 0)
         return rc;

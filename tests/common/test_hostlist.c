@@ -5,6 +5,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,6 +67,47 @@ Test(hostlist, bad_expressions_name_their_column)
     refused("a,,b", 3, "empty name");
     refused("n[1][2]", 1, "one bracket");
     refused("n[0-200000]", 3, "more than");
+}
+
+/* Found by tests/fuzz/fuzz_hostlist: names with a ']' came out, which compress then wrote
+ * back as an expression expand refused. */
+Test(hostlist, rejects_a_stray_closing_bracket_beside_the_range)
+{
+    refused("n[1-2]x]", 1, "']' without '['");
+    refused("a,n[01]]", 3, "']' without '['");
+    refused("8][0]", 1, "']' without '['");
+}
+
+/* Found by tests/fuzz/fuzz_hostlist: names whose prefixes all differ ("n0x2", "n1x2", ...)
+ * took time quadratic in their number, near a minute for 37000 of them. */
+Test(hostlist, compress_takes_many_distinct_prefixes_in_stride, .timeout = 30)
+{
+    enum { NAMES = 100000 };
+    char **names = calloc(NAMES, sizeof(*names));
+    struct gs_buf out = GS_BUF_INIT;
+
+    cr_assert_not_null(names);
+    for (size_t i = 0; i < NAMES; i++) {
+        names[i] = malloc(24);
+        cr_assert_not_null(names[i]);
+        snprintf(names[i], 24, "n%zux2", i);
+    }
+    cr_assert_eq(gs_hostlist_compress((const char *const *)names, NAMES, &out), 0);
+    cr_assert_eq(strncmp(out.data, "n0x2,n1x2,n2x2,", 15), 0, "%.40s", out.data);
+    for (size_t i = 0; i < NAMES; i++)
+        free(names[i]);
+    free(names);
+    gs_buf_release(&out);
+}
+
+/* Found by tests/fuzz/fuzz_hostlist: 0 joined 111 and 011 and came out as 000. */
+Test(hostlist, compress_pads_only_numbers_of_the_padded_width)
+{
+    const char *a[] = {"111", "011", "0"};
+    const char *b[] = {"n111", "n2", "n011"};
+
+    compresses_to(a, 3, "[011,111],0");
+    compresses_to(b, 3, "n[2,111],n011");
 }
 
 Test(hostlist, compress_folds_runs)

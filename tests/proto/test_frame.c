@@ -699,6 +699,54 @@ Test(frame, grows_payload_buffer_only_as_bytes_arrive)
     gs_proto_decoder_release(&dec);
 }
 
+/* Found by tests/fuzz/fuzz_frame: a chunk that ended right after the header made the
+ * decoder take no bytes into its buffer before it had one (NULL + 0, clang's UBSan). */
+Test(frame, waits_for_the_payload_when_a_chunk_ends_with_the_header)
+{
+    struct gs_buf frame = GS_BUF_INIT;
+    struct gs_proto_decoder dec;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    Gs__QueueRequest queue = GS__QUEUE_REQUEST__INIT;
+
+    env.body_case = GS__ENVELOPE__BODY_QUEUE_REQUEST;
+    env.queue_request = &queue;
+    queue.limit = 3;
+    encode_ok(&env, &frame);
+    gs_proto_decoder_init(&dec, 0);
+    cr_assert_eq(decode_bytes(&dec, (const uint8_t *)frame.data, GS_PROTO_HEADER_SIZE), 0);
+    cr_assert_eq(decode_bytes(&dec, (const uint8_t *)frame.data, 0), 0);
+    cr_assert_eq(gs_proto_decoder_buffered(&dec), GS_PROTO_HEADER_SIZE);
+    cr_assert_eq(decode_bytes(&dec, (const uint8_t *)frame.data + GS_PROTO_HEADER_SIZE,
+                              frame.len - GS_PROTO_HEADER_SIZE),
+                 1);
+    cr_assert_eq(gs_proto_decoder_finish(&dec), 0);
+    gs_proto_decoder_release(&dec);
+    gs_buf_release(&frame);
+}
+
+/* Found by tests/fuzz/fuzz_frame: protobuf-c kept a field numbered 0 (tag 81 00) as an
+ * unknown field, and the envelope, packed again, no longer unpacked. */
+Test(frame, rejects_a_field_numbered_zero_as_malformed)
+{
+    /* Hello: magic, version 1, then field 0 as fixed64 (tag 81 00) or as a varint (80 00). */
+    const uint8_t hello[] = {0x82, 0x01, 0x11, 0x0d, 0x48, 0x43, 0x53, 0x47, 0x10, 0x01,
+                             0x81, 0x00, 1,    2,    3,    4,    5,    6,    7,    8};
+    const uint8_t varint[] = {0x82, 0x01, 0x0a, 0x0d, 0x48, 0x43, 0x53,
+                              0x47, 0x10, 0x01, 0x80, 0x00, 0x05};
+    /* SubmitRequest whose JobSpec holds field 0; then the same with field 1000 instead. */
+    uint8_t submit[] = {0xc2, 0x02, 0x05, 0x0a, 0x03, 0x80, 0x00, 0x05};
+    Gs__Envelope *env = NULL;
+
+    cr_assert_eq(gs_proto_decode(hello, sizeof(hello), &env), GS_PROTO_ERR_MALFORMED);
+    cr_assert_eq(gs_proto_decode(varint, sizeof(varint), &env), GS_PROTO_ERR_MALFORMED);
+    cr_assert_eq(gs_proto_decode(submit, sizeof(submit), &env), GS_PROTO_ERR_MALFORMED);
+    cr_assert_null(env);
+    submit[5] = 0xc0; /* field 1000, varint (tag c0 3e): an unknown field, kept */
+    submit[6] = 0x3e;
+    cr_assert_eq(gs_proto_decode(submit, sizeof(submit), &env), 0);
+    gs_proto_envelope_free(env);
+}
+
 Test(frame, rejects_payload_that_would_unpack_beyond_its_budget)
 {
     enum { NJOBS = 200000 };

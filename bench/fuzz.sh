@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# fuzz.sh BUILD_DIR [EXECUTIONS]: runs each libFuzzer harness of tests/fuzz/ (a build with
+# -DGSCHED_FUZZ=ON, as `make test-fuzz` makes in build-fuzz) for EXECUTIONS inputs (default
+# 10 million) or MAX_SECONDS (default 3600) each, whichever ends first, starting from its
+# seed corpus with -seed=1. Prints one row per fuzzer: inputs run, inputs per second,
+# libFuzzer's final edge coverage (cov) and features (ft), the corpus it grew (inputs and
+# bytes), and the crashes, leaks, timeouts and out-of-memory inputs it wrote (it stops at the
+# first). FUZZERS (default: all seven) picks some. Logs, grown corpora and findings go to
+# WORK (default: a temporary directory, removed at the end unless KEEP=1).
+set -euo pipefail
+if [ $# -lt 1 ]; then
+  echo "usage: bench/fuzz.sh BUILD_DIR [EXECUTIONS]" >&2
+  exit 2
+fi
+build=$1
+runs=${2:-10000000}
+max_seconds=${MAX_SECONDS:-3600}
+fuzzers=${FUZZERS:-"toml jobfile sbatch hostlist frame topology config"}
+here=$(cd "$(dirname "$0")" && pwd)
+seeds=$here/../tests/fuzz/corpus
+work=${WORK:-$(mktemp -d)}
+[ "${KEEP:-0}" = 1 ] || [ -n "${WORK:-}" ] || trap 'rm -rf "$work"' EXIT
+
+# The same input caps as the ctest runs (tests/fuzz/CMakeLists.txt); the others let
+# libFuzzer pick its default from the seeds.
+max_len_of() {
+  case $1 in
+    hostlist) echo 4096 ;;
+    topology) echo 65536 ;;
+  esac
+}
+
+# Seed directories beside corpus/NAME, as tests/fuzz/CMakeLists.txt gives them (SEEDS).
+extra_seeds_of() {
+  case $1 in
+    sbatch) echo "$here/../tests/sbatch/scripts" ;;
+  esac
+}
+
+# What the fuzzer wrote to $1: crash-, leak-, timeout- and oom- files, one per line.
+findings_in() {
+  find "$1" -maxdepth 1 \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' \
+    -o -name 'oom-*' \)
+}
+
+# The value after "key:" on libFuzzer's last status line ("#N DONE cov: 1 ft: 2 corp: 3/4b").
+status_field() {
+  sed -n "s/.* $2: \([^ ]*\).*/\1/p" "$1" | tail -1
+}
+
+run_one() {
+  local name=$1 dir=$work/$1 log=$work/$1.log start end execs rate findings
+  local flags=(-seed=1 -runs="$runs" -max_total_time="$max_seconds" -print_final_stats=1
+    -artifact_prefix="$dir/")
+  [ -z "$(max_len_of "$name")" ] || flags+=(-max_len="$(max_len_of "$name")")
+  local dirs=("$dir/corpus" "$seeds/$name")
+  [ -z "$(extra_seeds_of "$name")" ] || dirs+=("$(extra_seeds_of "$name")")
+  mkdir -p "$dir/corpus"
+  start=$(date +%s)
+  "$build/fuzz/fuzz_$name" "${flags[@]}" "${dirs[@]}" >"$log" 2>&1 || true
+  end=$(date +%s)
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
+  findings=$(findings_in "$dir" | wc -l)
+  printf '%-9s %12s %9s %6s %7s %14s %8s %6s\n' "$name" "${execs:-?}" "${rate:-?}" \
+    "$(status_field "$log" cov)" "$(status_field "$log" ft)" "$(status_field "$log" corp)" \
+    "$findings" "$((end - start))"
+  findings_in "$dir" | sed 's/^/          finding: /'
+}
+
+echo "budget: $runs inputs or ${max_seconds} s per fuzzer; work in $work"
+printf '%-9s %12s %9s %6s %7s %14s %8s %6s\n' fuzzer executions exec/s cov ft corpus \
+  findings secs
+for name in $fuzzers; do
+  run_one "$name"
+done
