@@ -55,7 +55,9 @@ static const char up_usage[] =
     "  --partition SPEC    a partition (sbatch -p), as [[partition]] in gsched.toml: its\n"
     "                      nodes a hostlist (default: all), the default one, its longest\n"
     "                      time limit; repeat for more (default: one, \"main\", of all)\n"
-    "DUR is a duration as in gsched.toml: \"1s\", \"90s\", \"1m30s\", \"1:30\".\n";
+    "DUR is a duration as in gsched.toml: \"1s\", \"90s\", \"1m30s\", \"1:30\".\n"
+    "A cluster in DIR whose gschedd alone died (every worker still runs) gets its gschedd\n"
+    "back, from its own configuration; the options are then not used.\n";
 
 static const char down_usage[] = "usage: gsched down [--state DIR]\n"
                                  "Stops the local cluster that `gsched up` started in DIR "
@@ -538,13 +540,27 @@ static void stop_cluster(struct cli_local *l)
     cli_local_forget(l);
 }
 
-/* Refuses a directory whose cluster (or a leftover daemon of it) still runs. */
+/* Whether the cluster in l lost its gschedd alone: every worker still runs. */
+static bool only_gschedd_died(const struct cli_local *l)
+{
+    if (l->daemons[0].running || l->nworkers == 0)
+        return false;
+    for (unsigned i = 1; i <= l->nworkers; i++)
+        if (!l->daemons[i].running)
+            return false;
+    return true;
+}
+
+/* Refuses a directory whose cluster (or a leftover daemon of it) still runs; 1 when only
+ * its gschedd died, which `up` then starts again (revive()). */
 static int check_not_running(struct cli_local *l)
 {
     if (cli_local_load(l) == 0) {
         cli_local_forget(l); /* stale pid files: their pids may come back as strangers */
         return 0;
     }
+    if (only_gschedd_died(l))
+        return 1;
     if (l->daemons[0].running) {
         fprintf(stderr,
                 "gsched up: a cluster is already running in %s (gschedd pid %d); gsched down "
@@ -555,13 +571,39 @@ static int check_not_running(struct cli_local *l)
     for (unsigned i = 1; i <= l->nworkers; i++) {
         if (l->daemons[i].running) {
             fprintf(stderr,
-                    "gsched up: %s (pid %d) of an earlier cluster still runs in %s; "
-                    "gsched down first\n",
+                    "gsched up: %s (pid %d) of an earlier cluster still runs in %s, but not "
+                    "all of its workers do; gsched down first\n",
                     l->daemons[i].name, (int)l->daemons[i].pid, l->dir);
             break;
         }
     }
     return -EEXIST;
+}
+
+/*
+ * A cluster whose gschedd alone died (its workers run on, waiting to reconnect): gschedd is
+ * started again from the configuration it had, so on the port the workers know; its state
+ * directory brings back every job. Returns 0 or < 0 (said why).
+ */
+static int revive(struct up *u)
+{
+    uint64_t deadline = gs_clock_mono_ms() + UP_START_TIMEOUT_MS;
+    int rc = cli_local_path(&u->local, "gsched.toml", u->config, sizeof(u->config));
+
+    if (rc == 0)
+        rc = cli_local_path(&u->local, CLI_LOCAL_SOCKET, u->socket, sizeof(u->socket));
+    if (rc == 0)
+        rc = find_program("gschedd", u->gschedd, sizeof(u->gschedd));
+    if (rc < 0)
+        return rc;
+    cli_local_forget(&u->local); /* the dead gschedd's pid file and socket */
+    printf("gsched up: the gschedd of %s is not running, its %u worker%s are: starting it "
+           "again from %s\n",
+           u->local.dir, u->local.nworkers, u->local.nworkers == 1 ? "" : "s", u->config);
+    rc = start_gschedd(u);
+    if (rc == 0)
+        rc = wait_ready(u, true, deadline);
+    return rc;
 }
 
 static int prepare(struct up *u)
@@ -570,6 +612,8 @@ static int prepare(struct up *u)
 
     if (rc == 0)
         rc = check_not_running(&u->local);
+    if (rc == 1)
+        return 1; /* revive() instead */
     if (rc == 0 && u->opts.topology != NULL &&
         (rc = cli_local_resolve(u->opts.topology, u->topology)) < 0) {
         fprintf(stderr, "gsched up: %s: %s\n", u->opts.topology, gs_strerror(rc));
@@ -651,7 +695,14 @@ int cli_cmd_up(int argc, char **argv)
     rc = parse_up(&u->opts, argc, argv);
     if (rc != 0)
         goto out;
-    rc = prepare(u) < 0 ? 1 : 0;
+    rc = prepare(u);
+    if (rc == 1) {
+        rc = revive(u) < 0 ? 1 : 0;
+        if (rc == 0)
+            print_status_page(&u->local);
+        goto out;
+    }
+    rc = rc < 0 ? 1 : 0;
     if (rc != 0)
         goto out;
     if (start_cluster(u) < 0) {

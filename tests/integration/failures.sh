@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # failures.sh BIN_DIR SRC_DIR: daemons dying under running jobs, on a `gsched up` cluster of
 # two ws-4gpu workers with 1 s heartbeats (a node is DOWN after 3 missed ones).
-# kill -9 of gschedd: restarted from the same configuration, it still has every job it had
+# kill -9 of gschedd: brought back by `gsched up` (its workers left alone), it still has every job it had
 # acknowledged, finished ones keep their outcome, a task that ended while it was down and
 # one that ends after the restart are each recorded COMPLETED having run exactly once, and
 # job ids are not reused. kill -9 of a worker: its node goes DOWN, its job with
@@ -66,17 +66,18 @@ wait_for "gschedd (pid $sched) to die" 5 eval "! pid_alive $sched"
 # r1 ends while gschedd is down: its worker keeps the exit until it can report it.
 gate r1
 wait_for "r1 to end" 10 eval '[ "$(lines r1.log end)" = 1 ]'
-# `up` does not take over a half-running cluster: it says so and leaves the workers alone.
-"$bin/gsched" up --state "$state" --workers 2 >out.txt 2>&1 && fail "up over running workers succeeded"
-grep -q "of an earlier cluster still runs" out.txt || fail "up over running workers: $(cat out.txt)"
+# `up` brings back a cluster whose gschedd alone died, from its own configuration (so on
+# the port its workers know), leaving the workers alone.
+w1=$(cat "$state/node1.pid")
+w2=$(cat "$state/node2.pid")
+"$bin/gsched" up --state "$state" --workers 2 >out.txt 2>&1 || fail "up after gschedd died: $(cat out.txt)"
+grep -q "the gschedd of .* is not running, its 2 workers are: starting it again" out.txt ||
+  fail "up after gschedd died: $(cat out.txt)"
+[ "$(cat "$state/node1.pid")" = "$w1" ] && [ "$(cat "$state/node2.pid")" = "$w2" ] ||
+  fail "the workers were restarted"
 for n in node1 node2; do
-  pid_alive "$(cat "$state/$n.pid")" || fail "$n was disturbed by the refused up"
+  pid_alive "$(cat "$state/$n.pid")" || fail "$n was disturbed by up"
 done
-# Restarted as `up` starts it, and recorded so that `down` stops it.
-setsid "$bin/gschedd" --config "$state/gsched.toml" >>"$state/gschedd.log" 2>&1 </dev/null &
-sched=$!
-extra_pids+=("$sched")
-echo "$sched" > "$state/gschedd.pid"
 node_up() {
   "$bin/gsched" nodes --json "$1" | python3 -c '
 import json, sys
