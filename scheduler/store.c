@@ -8,9 +8,12 @@
 #include "scheduler/store.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 enum stmt_id {
     ST_BEGIN,
@@ -174,10 +177,21 @@ static int setup_db(struct sched_store *s, struct gs_error *err)
 int sched_store_open(const char *path, struct sched_store **ret_store, struct gs_error *err)
 {
     struct sched_store *s = calloc(1, sizeof(*s));
-    int rc;
+    int rc, fd;
 
     if (s == NULL)
         return gs_error_set(err, -ENOMEM, 0, 0, "out of memory");
+    /* Jobs' environments (secrets among them) live here: readable by gschedd's user only.
+     * SQLite gives its -wal and -shm files the database's mode. */
+    fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0 || fchmod(fd, 0600) < 0) {
+        rc = gs_error_set(err, -errno, 0, 0, "%s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        free(s);
+        return rc;
+    }
+    close(fd);
     rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
     if (rc != SQLITE_OK) {
         rc = gs_error_set(err, db_err(rc), 0, 0, "%s: %s", path,

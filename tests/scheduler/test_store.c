@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "scheduler/store.h"
@@ -309,4 +310,16 @@ Test(store, a_version_1_database_gains_the_usage_column)
     cr_assert_eq(s.usage_len, 2);
     cr_assert_eq(memcmp(s.usage, "\x08\x01", 2), 0);
     cr_assert_str_eq(s.submit_key, "retry-7f3a");
+}
+
+Test(store, the_database_is_readable_by_its_owner_only)
+{
+    struct stat st;
+
+    cr_assert_eq(stat(path, &st), 0);
+    cr_assert_eq(st.st_mode & 0777, 0600, "mode %o", st.st_mode & 0777);
+    cr_assert_eq(chmod(path, 0644), 0); /* a database from before: tightened when opened */
+    reopen();
+    cr_assert_eq(stat(path, &st), 0);
+    cr_assert_eq(st.st_mode & 0777, 0600, "mode %o", st.st_mode & 0777);
 }
