@@ -1,8 +1,8 @@
 /*
  * store.h: the scheduler's durable state in SQLite: jobs, their tasks, nodes and an event
  * log. The database (mode 0600: it holds the jobs' environments) is in WAL mode with
- * synchronous=FULL, so a commit that returned is on
- * disk: the scheduler acknowledges a submit only after the commit that holds its row.
+ * synchronous=FULL, so a commit that returned is on disk: the scheduler acknowledges a
+ * submit only after the commit that holds its row.
  *
  * This layer is synchronous and knows nothing of protobuf: a job's spec and allocation are
  * opaque blobs (packed gs.JobSpec / allocation messages) next to the columns the scheduler
