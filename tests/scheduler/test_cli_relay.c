@@ -60,15 +60,14 @@ static void run_until(bool (*cond)(void), const char *what)
     }
 }
 
-static void on_worker_ready(struct gs_proto_conn *conn, const Gs__Hello *peer, void *data)
+/* Registers node name (2 cores, 1 GiB, no GPUs) on conn. */
+static void send_register(struct gs_proto_conn *conn, const char *name)
 {
     Gs__NodeTopology topo = GS__NODE_TOPOLOGY__INIT;
     Gs__NodeRegister reg = GS__NODE_REGISTER__INIT;
     Gs__Envelope env = GS__ENVELOPE__INIT;
 
-    (void)peer;
-    (void)data;
-    topo.node_name = "n1";
+    topo.node_name = (char *)name;
     topo.address = "127.0.0.1";
     topo.cores = 2;
     topo.memory_mib = 1024;
@@ -76,6 +75,13 @@ static void on_worker_ready(struct gs_proto_conn *conn, const Gs__Hello *peer, v
     env.body_case = GS__ENVELOPE__BODY_NODE_REGISTER;
     env.node_register = &reg;
     cr_assert_eq(gs_proto_conn_send(conn, &env), 0);
+}
+
+static void on_worker_ready(struct gs_proto_conn *conn, const Gs__Hello *peer, void *data)
+{
+    (void)peer;
+    (void)data;
+    send_register(conn, "n1");
 }
 
 static void on_worker_message(struct gs_proto_conn *conn, const Gs__Envelope *env, void *data)
@@ -524,19 +530,8 @@ static bool is_refused_and_closed(void)
 
 Test(cli_relay, a_second_node_name_on_one_connection_is_refused_and_frees_the_first)
 {
-    Gs__NodeTopology topo = GS__NODE_TOPOLOGY__INIT;
-    Gs__NodeRegister reg = GS__NODE_REGISTER__INIT;
-    Gs__Envelope env = GS__ENVELOPE__INIT;
-
-    topo.node_name = "n2";
-    topo.address = "127.0.0.1";
-    topo.cores = 2;
-    topo.memory_mib = 1024;
-    reg.topology = &topo;
-    env.body_case = GS__ENVELOPE__BODY_NODE_REGISTER;
-    env.node_register = &reg;
     expect_refusal = true;
-    cr_assert_eq(gs_proto_conn_send(worker, &env), 0);
+    send_register(worker, "n2");
     run_until(is_refused_and_closed, "the refusal and the close");
     /* n1 no longer points at the closed connection: a new worker registers it at once. */
     expect_refusal = false;
