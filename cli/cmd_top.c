@@ -65,39 +65,56 @@ static int fetch(const struct top *t, bool quiet, Gs__Envelope **ret_nodes,
     return rc;
 }
 
-/* One frame, or a frame saying why there is none. */
-static int frame(const struct top *t, bool quiet, struct cli_top_frame *f)
-{
-    Gs__Envelope *nodes = NULL, *queue = NULL;
-    char line[320];
-    int rc = fetch(t, quiet, &nodes, &queue);
+/* The latest figures: replies kept between fetches, so that a key redraws without asking
+ * gschedd again. */
+struct figures {
+    Gs__Envelope *nodes, *queue;
+    int rc; /* of the last fetch */
+};
 
-    if (rc == 0) {
-        rc =
-            cli_top_render(nodes->nodes_reply, queue->queue_reply, &t->opts, gs_clock_wall_ms(), f);
-    } else if (quiet) {
-        snprintf(line, sizeof(line), "gsched top: cannot reach gschedd at %s: %s (retrying)",
-                 t->socket, gs_strerror(rc));
-        rc = cli_top_render(NULL, NULL, &t->opts, gs_clock_wall_ms(), f);
-        if (rc == 0)
-            rc = cli_top_add(f, CLI_TOP_DOWN, line);
-    }
-    if (nodes != NULL)
-        gs_proto_envelope_free(nodes);
-    if (queue != NULL)
-        gs_proto_envelope_free(queue);
-    return rc;
+static void figures_release(struct figures *g)
+{
+    if (g->nodes != NULL)
+        gs_proto_envelope_free(g->nodes);
+    if (g->queue != NULL)
+        gs_proto_envelope_free(g->queue);
+    g->nodes = g->queue = NULL;
+}
+
+static void figures_fetch(const struct top *t, bool quiet, struct figures *g)
+{
+    figures_release(g);
+    g->rc = fetch(t, quiet, &g->nodes, &g->queue);
+}
+
+/* One frame of g, or a frame saying why there is none. */
+static int frame(const struct top *t, const struct figures *g, struct cli_top_frame *f)
+{
+    char line[320];
+    int rc;
+
+    if (g->rc == 0)
+        return cli_top_render(g->nodes->nodes_reply, g->queue->queue_reply, &t->opts,
+                              gs_clock_wall_ms(), f);
+    snprintf(line, sizeof(line), "gsched top: cannot reach gschedd at %s: %s (retrying)", t->socket,
+             gs_strerror(g->rc));
+    rc = cli_top_render(NULL, NULL, &t->opts, gs_clock_wall_ms(), f);
+    return rc == 0 ? cli_top_add(f, CLI_TOP_DOWN, line) : rc;
 }
 
 static int print_once(const struct top *t)
 {
     struct cli_top_frame f = {0};
-    int rc = frame(t, false, &f);
+    struct figures g = {0};
+    int rc;
 
+    figures_fetch(t, false, &g); /* a failure is printed there */
+    rc = g.rc == 0 ? frame(t, &g, &f) : g.rc;
     for (size_t i = 0; rc == 0 && i < f.n; i++)
         if (puts(f.lines[i].text) < 0)
             rc = -EIO;
     cli_top_frame_release(&f);
+    figures_release(&g);
     return rc < 0 ? 1 : 0;
 }
 
@@ -217,6 +234,8 @@ static bool key(struct top *t, int ch)
 
 static int run_screen(struct top *t)
 {
+    struct figures g = {0};
+    uint64_t next = 0;
     bool go = true;
     int rc = 0;
 
@@ -227,28 +246,29 @@ static int run_screen(struct top *t)
     keypad(stdscr, TRUE);
     curs_set(0);
     init_colors();
+    /* Fetched every interval; a key redraws the figures already here at once. */
     while (go) {
         struct cli_top_frame f = {0};
-        uint64_t next = gs_clock_mono_ms() + t->interval_ms;
+        uint64_t now = gs_clock_mono_ms();
         int ch;
 
-        rc = frame(t, true, &f);
+        if (now >= next) {
+            figures_fetch(t, true, &g);
+            next = now + t->interval_ms;
+        }
+        rc = frame(t, &g, &f);
         if (rc == 0)
             draw(t, &f);
         cli_top_frame_release(&f);
         if (rc < 0)
             break;
-        /* Keys redraw at once; the next fetch waits for the interval. */
-        do {
-            uint64_t now = gs_clock_mono_ms();
-
-            timeout(now < next ? (int)(next - now) : 0);
-            ch = getch();
-            if (ch != ERR)
-                go = key(t, ch);
-        } while (go && ch != ERR && ch != 's' && ch != 'i' && ch != 'u' && ch != 'p' && ch != 'c' &&
-                 ch != KEY_RESIZE && gs_clock_mono_ms() < next);
+        now = gs_clock_mono_ms();
+        timeout(now < next ? (int)(next - now) : 0);
+        ch = getch();
+        if (ch != ERR)
+            go = key(t, ch);
     }
+    figures_release(&g);
     endwin();
     return rc < 0 ? 1 : 0;
 }
