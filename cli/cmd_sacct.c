@@ -12,10 +12,12 @@
  * with an optional %WIDTH), -b/--brief, -p/--parsable ('|' after every field),
  * -P/--parsable2 (between them), -n/--noheader, -X/--allocations, -s STATES,
  * -S/-E TIMES (ISO dates, "now", "today"), --name NAMES, -r PARTITIONS, -A ACCOUNTS, and
- * gsched's --socket. gsched keeps no per-step records yet, so every job is one line (its
- * allocation) with or without -X. As in Slurm, only the caller's own jobs show unless -a,
- * -u or -j says otherwise (root sees everyone's), and without -j only jobs active since
- * midnight (-S) show. Every failure exits 1, as in Slurm.
+ * gsched's --socket and --json (every job's JobInfo, its usage included). The usage
+ * columns (TotalCPU, MaxRSS, TRESUsageInAve/Max, GPUUtil, GPUUtilMax, GPUMem, GPUHours,
+ * GPUIdle, GPUsUsed) come from gschedd's telemetry and are empty without it. gsched keeps no
+ * per-step records yet, so every job is one line (its allocation) with or without -X. As in Slurm,
+ * only the caller's own jobs show unless -a, -u or -j says otherwise (root sees everyone's), and
+ * without -j only jobs active since midnight (-S) show. Every failure exits 1, as in Slurm.
  */
 #include "cli/commands.h"
 

@@ -46,7 +46,7 @@ static void hms(uint64_t ms, char *out, size_t size)
                  s % 60);
 }
 
-static void put_cpu(const Gs__JobInfo *job, const Gs__JobUsage *u)
+static void put_cpu(const Gs__JobUsage *u)
 {
     char used[32], core_wall[32], wall[32];
     double eff = cli_usage_cpu_eff(u);
@@ -66,7 +66,6 @@ static void put_cpu(const Gs__JobInfo *job, const Gs__JobUsage *u)
                (double)u->rss_peak_mib);
     else
         printf("Memory Utilized: unknown\n");
-    (void)job;
 }
 
 static void put_gpu(const Gs__JobUsage *u)
@@ -102,7 +101,7 @@ static void print_text(const Gs__JobInfo *job, const Gs__JobUsage *u)
         printf("State: %s\n", cli_job_state_name(job->state));
     printf("Nodes: %u\n", nodes);
     printf("Cores per node: %u\n", nodes > 0 ? job->ncpus / nodes : job->ncpus);
-    put_cpu(job, u);
+    put_cpu(u);
     put_gpu(u);
 }
 
