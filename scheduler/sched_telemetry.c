@@ -84,7 +84,6 @@ static void figures_of(const Gs__GpuStats *gs, struct sched_tel_figures *f)
     f->xid_last = gs->xid_last;
     f->xid_count = gs->xid_count;
     f->samples = gs->samples;
-    f->nprocs_seen = clamp32(gs->n_processes);
     for (size_t i = 0; i < gs->n_processes && f->nprocs < SCHED_TEL_PROCS; i++) {
         f->procs[f->nprocs++] = (struct sched_tel_proc){
             .pid = gs->processes[i]->pid,
@@ -119,7 +118,7 @@ static void apply_policy(struct sched_ctx *s, struct sched_job *job, const struc
         (p->idle_action != GS_IDLE_CANCEL && p->idle_action != GS_IDLE_REQUEUE) ||
         now - g->flagged_at_ms < p->idle_grace_s * 1000)
         return;
-    snprintf(why, sizeof(why), "%s by gsched: GPU %s:%u idle (under %u%%) since %" PRIu64 " s",
+    snprintf(why, sizeof(why), "%s by gsched: GPU %s:%u idle (under %u%%) for %" PRIu64 " s",
              p->idle_action == GS_IDLE_CANCEL ? "cancelled" : "requeued", n->name, gpu,
              sched_tel_threshold(s->tel), (now - g->below_since_ms) / 1000);
     GS_LOG(GS_LOG_WARN, "job=%llu node=%s gpu=%u action=%s idle policy",

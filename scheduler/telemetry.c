@@ -119,7 +119,6 @@ static enum sched_tel_idle update_idle(struct sched_tel *t, struct sched_tel_gpu
 {
     if (owner != g->owner) {
         g->owner = owner;
-        g->owner_since_ms = now_ms;
         g->below_since_ms = 0;
         g->flagged = false;
         g->flagged_at_ms = 0;

@@ -62,7 +62,6 @@ struct sched_tel_figures {
     uint32_t xid_count; /* in that heartbeat */
     uint32_t samples;   /* 0: the worker knew nothing of this GPU */
     uint32_t nprocs;    /* kept (at most SCHED_TEL_PROCS) */
-    uint32_t nprocs_seen;
     struct sched_tel_proc procs[SCHED_TEL_PROCS];
 };
 
@@ -76,7 +75,6 @@ struct sched_tel_gpu {
     uint32_t coarse_next, coarse_n;
     /* idle state, for the job that holds it */
     uint64_t owner;          /* job id, 0 none */
-    uint64_t owner_since_ms; /* when this owner's first summary came */
     uint64_t below_since_ms; /* start of the current run under the threshold, 0 none */
     bool flagged;
     uint64_t flagged_at_ms;
