@@ -30,7 +30,7 @@ static const struct {
 };
 
 /* The folder holding index.html, into dir. */
-static int web_dir(char *dir, size_t size)
+static void web_dir(char *dir, size_t size)
 {
     char exe[1024], probe[1200];
     size_t len = sizeof(exe);
@@ -41,11 +41,10 @@ static int web_dir(char *dir, size_t size)
         snprintf(probe, sizeof(probe), "%s/../share/gsched/web/index.html", exe);
         if (access(probe, R_OK) == 0) {
             snprintf(dir, size, "%s/../share/gsched/web", exe);
-            return 0;
+            return;
         }
     }
     snprintf(dir, size, "%s", GSCHED_SOURCE_WEB_DIR);
-    return 0;
 }
 
 static int read_into(const char *path, struct gs_buf *body)
