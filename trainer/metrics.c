@@ -113,7 +113,7 @@ static void human_line(struct trn_metrics *m, const struct trn_step_record *r, d
         fprintf(m->out, " | mem %.2f GiB", (double)r->peak_mem_bytes / (1024.0 * 1024 * 1024));
     if (r->device_mem_bytes > 0)
         fprintf(m->out, " | gpu %.2f GiB", (double)r->device_mem_bytes / (1024.0 * 1024 * 1024));
-    if (r->ranks > 1)
+    if (r->data_parallel)
         fprintf(m->out, " | %u ranks, comm %.0f ms, exposed %.1f ms, overlap %.2f", r->ranks,
                 r->comm_ms, r->exposed_ms, overlap(r));
     fputc('\n', m->out);
@@ -154,7 +154,7 @@ int trn_metrics_step(struct trn_metrics *m, const struct trn_step_record *r)
     gs_json_kv_uint(&j, "peak_mem_bytes", r->peak_mem_bytes);
     if (r->device_mem_bytes > 0)
         gs_json_kv_uint(&j, "device_mem_bytes", r->device_mem_bytes);
-    if (r->ranks > 1) {
+    if (r->data_parallel) {
         gs_json_kv_uint(&j, "ranks", r->ranks);
         kv_double(&j, "comm_ms", r->comm_ms);
         kv_double(&j, "comm_exposed_ms", r->exposed_ms);

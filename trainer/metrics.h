@@ -28,7 +28,8 @@ struct trn_step_record {
     double peak_flops;          /* per second, for MFU; 0: not reported */
     uint64_t peak_mem_bytes;    /* the process's peak resident memory */
     uint64_t device_mem_bytes;  /* on a GPU: the model's device arena, its whole use; else 0 */
-    uint32_t ranks;             /* data-parallel ranks; the comm fields below when > 1 */
+    uint32_t ranks;             /* data-parallel ranks */
+    bool data_parallel;         /* gradients all-reduced (ranks > 1 or ddp.always): comm fields */
     double comm_ms, exposed_ms; /* gradient all-reduce time, and the part the step waited */
 };
 

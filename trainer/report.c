@@ -96,7 +96,7 @@ static void fill(const struct trn_report *r, const struct trn_step_record *rec,
     /* As the metrics line's MFU: this rank's FLOPs against its device's peak. */
     m->mfu = secs > 0 && rec->peak_flops > 0 ? rec->flops / secs / rec->peak_flops : 0;
     m->ranks = rec->ranks;
-    if (rec->ranks > 1) {
+    if (rec->data_parallel) {
         m->comm_ms = rec->comm_ms;
         m->comm_exposed_ms = rec->exposed_ms;
         m->overlap = overlap_of(rec);

@@ -882,6 +882,7 @@ static int step(struct run *r, struct trn_step_record *rec)
     if (rc == 0)
         rc = step_loss(r, &loss_sum);
     rec->ranks = r->world;
+    rec->data_parallel = r->ddp != NULL;
     if (rc < 0) {
         if (r->err->len == 0)
             gs_buf_printf(r->err, "step %llu: %s%s%s", (unsigned long long)r->st.step + 1,

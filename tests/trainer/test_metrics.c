@@ -112,6 +112,37 @@ Test(metrics, records_lines_and_plot)
     free(s);
 }
 
+/* The all-reduce's figures appear whenever gradients are all-reduced, also with one rank
+ * (ddp.always), and never without data parallelism. */
+Test(metrics, comm_figures_follow_data_parallelism_not_the_rank_count)
+{
+    char jsonl[96];
+    struct trn_metrics *m;
+    char *s;
+
+    snprintf(jsonl, sizeof(jsonl), "%s/metrics.jsonl", dir);
+    cr_assert_eq(trn_metrics_new(jsonl, NULL, 1, &m), 0);
+    for (uint64_t i = 0; i < 2; i++) {
+        struct trn_step_record r = {.step = i,
+                                    .steps = 2,
+                                    .loss = 1.0,
+                                    .tokens = 100,
+                                    .step_ms = 10,
+                                    .ranks = 1,
+                                    .data_parallel = i == 1,
+                                    .comm_ms = 4,
+                                    .exposed_ms = 1};
+
+        cr_assert_eq(trn_metrics_step(m, &r), 0);
+    }
+    trn_metrics_free(m);
+    s = slurp(jsonl);
+    cr_assert_eq(count(s, "\"overlap\""), 1, "%s", s);
+    cr_assert(strstr(s, "\"step\":0,") < strstr(s, "\"overlap\":0.75"), "%s", s);
+    cr_assert(strstr(s, "\"comm_ms\":4,\"comm_exposed_ms\":1,\"overlap\":0.75") != NULL, "%s", s);
+    free(s);
+}
+
 Test(metrics, an_unwritable_file_is_an_error)
 {
     struct trn_metrics *m;

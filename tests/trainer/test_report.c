@@ -56,6 +56,7 @@ static struct trn_step_record record(uint64_t step, uint64_t steps)
                                     .tokens = 1000,
                                     .step_ms = 100,
                                     .ranks = 2,
+                                    .data_parallel = true,
                                     .comm_ms = 10,
                                     .exposed_ms = 2.5};
 }
