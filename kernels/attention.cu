@@ -37,7 +37,10 @@
  * and D comes from the stored (rounded) out rather than from sum(p * dout.v), which for bf16
  * differs by bf16 rounding of out.
  *
- * SIMT fp32 with shared-memory tiles, no Tensor Cores yet. hs up to 128 (-EINVAL past it).
+ * SIMT fp32 with shared-memory tiles: the path for fp32, head sizes 65..128, GPUs before
+ * sm_80 and unaligned tensors; bf16 and fp16 with head sizes up to 64 run on Tensor Cores
+ * (attention_tc.cu) unless gs_kern_gpu_set_attention_simt says otherwise, after the same
+ * D kernel. hs up to 128 (-EINVAL past it).
  * Scratch: the backward pass takes B*NH*T floats of the workspace for D (-ENOSPC if short).
  */
 #include <cerrno>
@@ -393,11 +396,14 @@ extern "C" int gs_kern_gpu_attention_fwd(struct gs_kern_gpu *g, void *out, float
                                          enum gs_kern_dtype dt)
 {
     struct att_args a;
+    const void *ptrs[] = {out, qkv};
 
     if (g == NULL || out == NULL || lse == NULL || qkv == NULL || args_bad(B, T, C, NH, dt))
         return -EINVAL;
     if ((T + ROWS - 1) / ROWS > 65535)
         return -EINVAL;
+    if (gs_kern_gpu_attention_tc_takes(g, C, NH, dt, ptrs, 2))
+        return gs_kern_gpu_attention_tc_fwd(g, out, lse, qkv, B, T, C, NH, dt);
     a = make_args(T, C, NH, dt);
     a.qkv = qkv, a.o = out, a.lse = lse;
     return run(g, PASS_FWD, a, B);
@@ -409,6 +415,7 @@ extern "C" int gs_kern_gpu_attention_bwd(struct gs_kern_gpu *g, void *dqkv, cons
 {
     struct att_args a;
     int rows = B * NH * T, rc;
+    const void *ptrs[] = {dqkv, dout, out, qkv};
 
     if (g == NULL || dqkv == NULL || dout == NULL || out == NULL || lse == NULL || qkv == NULL ||
         args_bad(B, T, C, NH, dt) || (T + ROWS - 1) / ROWS > 65535)
@@ -420,6 +427,8 @@ extern "C" int gs_kern_gpu_attention_bwd(struct gs_kern_gpu *g, void *dqkv, cons
     a.lse = (float *)lse, a.dvec = (float *)g->ws;
     att_dvec<<<(unsigned)((rows + 7) / 8), 256, 0, g->stream>>>(a, rows);
     rc = gs_kern_dev_check(cudaGetLastError());
+    if (rc == 0 && gs_kern_gpu_attention_tc_takes(g, C, NH, dt, ptrs, 4))
+        return gs_kern_gpu_attention_tc_bwd(g, dqkv, dout, lse, a.dvec, qkv, B, T, C, NH, dt);
     if (rc == 0)
         rc = run(g, PASS_BWD_KV, a, B);
     if (rc == 0)

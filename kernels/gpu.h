@@ -85,6 +85,9 @@ int gs_kern_gpu_info(const struct gs_kern_gpu *g, struct gs_kern_gpu_info *ret);
 void gs_kern_gpu_set_workspace(struct gs_kern_gpu *g, void *ws, size_t bytes);
 /* Lets fp32 matmuls use TF32 Tensor Cores (off by default: exact fp32 products). */
 void gs_kern_gpu_set_tf32(struct gs_kern_gpu *g, bool allow);
+/* Attention on CUDA cores only (SIMT fp32), also where the Tensor-Core kernels would run
+ * (bf16/fp16, head size up to 64, sm_80+): for tests and comparisons; off by default. */
+void gs_kern_gpu_set_attention_simt(struct gs_kern_gpu *g, bool simt);
 /* Waits for everything queued on the compute stream. */
 int gs_kern_gpu_sync(struct gs_kern_gpu *g);
 

@@ -52,6 +52,10 @@ extern "C" int gs_kern_gpu_new(int device, struct gs_kern_gpu **ret)
     if (g == NULL)
         return -ENOMEM;
     g->device = device;
+    rc = gs_kern_dev_check(
+        cudaDeviceGetAttribute(&g->cc_major, cudaDevAttrComputeCapabilityMajor, device));
+    if (rc < 0)
+        goto out_free;
     rc = gs_kern_dev_check(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
     if (rc < 0)
         goto out_free;
@@ -166,6 +170,12 @@ extern "C" void gs_kern_gpu_set_tf32(struct gs_kern_gpu *g, bool allow)
 {
     if (g != NULL)
         g->tf32 = allow;
+}
+
+extern "C" void gs_kern_gpu_set_attention_simt(struct gs_kern_gpu *g, bool simt)
+{
+    if (g != NULL)
+        g->att_simt = simt;
 }
 
 extern "C" int gs_kern_gpu_sync(struct gs_kern_gpu *g)

@@ -24,6 +24,8 @@ struct gs_kern_gpu {
     void *ws; /* caller's device scratch (gs_kern_gpu_set_workspace) */
     size_t ws_bytes;
     bool tf32;
+    int cc_major;  /* compute capability: Tensor-Core attention needs 8 (mma.sync bf16) */
+    bool att_simt; /* gs_kern_gpu_set_attention_simt: the SIMT attention kernels only */
 };
 
 /* cuBLASLt's own workspace: the front of the context's workspace. Kernels run one after
@@ -38,6 +40,18 @@ size_t gs_kern_gpu_reduce_ws_bytes(int B, int T, int C, int Vp, size_t n_grads);
  * partial sums (matmul.cu) for these shapes. */
 size_t gs_kern_gpu_attention_ws_bytes(int B, int T, int NH);
 size_t gs_kern_gpu_bias_ws_bytes(int N, int OC);
+
+/* Tensor-Core attention (attention_tc.cu): whether it takes these arguments (bf16 or fp16,
+ * head size a multiple of 8 up to 64, sm_80 or later, every tensor in ptrs 16-byte aligned,
+ * not switched off); then its forward, and its backward from lse and D = dout . out (dvec,
+ * [B,NH,T] float) computed by attention.cu. Arguments are checked by the callers there. */
+bool gs_kern_gpu_attention_tc_takes(const struct gs_kern_gpu *g, int C, int NH,
+                                    enum gs_kern_dtype dt, const void *const *ptrs, int nptrs);
+int gs_kern_gpu_attention_tc_fwd(struct gs_kern_gpu *g, void *out, float *lse, const void *qkv,
+                                 int B, int T, int C, int NH, enum gs_kern_dtype dt);
+int gs_kern_gpu_attention_tc_bwd(struct gs_kern_gpu *g, void *dqkv, const void *dout,
+                                 const float *lse, const float *dvec, const void *qkv, int B, int T,
+                                 int C, int NH, enum gs_kern_dtype dt);
 
 /* grad.cu's fixed grid (GRAD_BLOCKS there), and so its per-block partials in the workspace:
  * a float and an int per block. Fixed, not per device, so sums repeat on any GPU. */

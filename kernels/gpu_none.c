@@ -39,6 +39,10 @@ void gs_kern_gpu_set_tf32(struct gs_kern_gpu *g, bool allow)
 {
 }
 
+void gs_kern_gpu_set_attention_simt(struct gs_kern_gpu *g, bool simt)
+{
+}
+
 int gs_kern_gpu_sync(struct gs_kern_gpu *g)
 {
     return -ENODEV;

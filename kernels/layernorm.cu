@@ -12,7 +12,11 @@
  *    reads the stored value back, so the statistics and the output come from exactly what
  *    res holds, as residual_fwd followed by layernorm_fwd would compute. res may be a or b:
  *    each element is read and then written by the lane that owns it, and nobody else reads it.
- *  - Backward: one block per chunk of LN_BWD_ROWS rows. Its warps first compute dinp for the
+ *  - Backward, vectorised (ln_bwd_vec_kernel, where C is a multiple of 16 bytes and up to
+ *    1024 16-bit or 512 fp32 channels): one warp per chunk of LN_BWD_ROWS rows, each lane
+ *    owning 16-byte groups of channels across the chunk's rows (weights and parameter-
+ *    gradient partials in registers, every element read once). Otherwise (the fallback,
+ *    ln_bwd_kernel): one block per chunk of LN_BWD_ROWS rows. Its warps first compute dinp for the
  *    chunk's rows (warp per row: the two row sums, then dinp += ..., accumulated in float
  *    and rounded once); then its threads walk channels and sum dout * xhat and dout over the
  *    chunk's rows in row order into per-chunk partial sums in the context's workspace.
@@ -27,6 +31,8 @@
  */
 #include <cerrno>
 #include <climits>
+#include <cstdint>
+#include <cstring>
 
 #include "kernels/gpu_internal.h"
 
@@ -34,6 +40,8 @@
 #define LN_WARPS 8     /* rows per block in the forward pass (256 threads) */
 #define LN_BWD_ROWS 32 /* rows per chunk of the parameter-gradient partial sums */
 #define LN_BWD_THREADS 256
+#define LN_VEC_WARPS 4  /* warps (chunks) per block of the vectorised backward */
+#define LN_VEC_MAX 4    /* 16-byte groups per lane at most: C up to 1024 16-bit, 512 fp32 */
 #define SUM_CHANNELS 32 /* channels per block of the partial-sum kernel ... */
 #define SUM_LANES 16    /* ... and chunk lanes per channel */
 
@@ -138,6 +146,128 @@ static __global__ void ln_bwd_kernel(void *dinp, float *part_dw, float *part_db,
     }
 }
 
+/* 16 bytes of storage (E elements) at element i, widened to float, and back. */
+template <int DT> struct ln_vec {
+    static constexpr int E = DT == GS_KERN_F32 ? 4 : 8;
+
+    static __device__ __forceinline__ void load(float *x, const void *p, size_t i)
+    {
+        uint4 v = *(const uint4 *)((const char *)p + i * (16 / E));
+
+        if (DT == GS_KERN_F32) {
+            memcpy(x, &v, sizeof(v));
+            return;
+        }
+        uint16_t h[8];
+
+        memcpy(h, &v, sizeof(v));
+#pragma unroll
+        for (int e = 0; e < 8; e++)
+            x[e] = gs_dload(h, (size_t)e, DT);
+    }
+
+    static __device__ __forceinline__ void store(void *p, size_t i, const float *x)
+    {
+        uint4 v;
+
+        if (DT == GS_KERN_F32) {
+            memcpy(&v, x, sizeof(v));
+        } else {
+            uint16_t h[8];
+
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                gs_dstore(h, (size_t)e, DT, x[e]);
+            memcpy(&v, h, sizeof(v));
+        }
+        *(uint4 *)((char *)p + i * (16 / E)) = v;
+    }
+};
+
+/* The vectorised backward: one warp per chunk of LN_BWD_ROWS rows, LN_VEC_WARPS warps a
+ * block. Lane l owns the 16-byte groups l, l + 32, ... (at most NV of them) of every row, so
+ * it keeps their weights and its dweight/dbias partial sums in registers over the chunk's
+ * rows, issues all of a row's loads at once, and reads each element of dout, inp and dinp
+ * once. The chunk's partials go to the workspace as with ln_bwd_kernel, summed by
+ * ln_param_sum_kernel. Needs C a multiple of E (16 bytes) and 16-byte aligned tensors. */
+template <int DT, int NV>
+static __global__ void __launch_bounds__(LN_VEC_WARPS * 32)
+    ln_bwd_vec_kernel(void *dinp, float *part_dw, float *part_db, const void *dout, const void *inp,
+                      const void *weight, const float *mean, const float *rstd, int N, int C)
+{
+    constexpr int E = ln_vec<DT>::E;
+    int chunk = (int)blockIdx.x * LN_VEC_WARPS + (int)threadIdx.x / 32;
+    int lane = (int)threadIdx.x % 32, groups = C / E, row0 = chunk * LN_BWD_ROWS;
+    int rows = N - row0 < LN_BWD_ROWS ? N - row0 : LN_BWD_ROWS;
+    float w[NV][E], dw[NV][E] = {}, db[NV][E] = {};
+
+    if (row0 >= N) /* the whole warp leaves together */
+        return;
+#pragma unroll
+    for (int v = 0; v < NV; v++)
+        if (lane + 32 * v < groups)
+            ln_vec<DT>::load(w[v], weight, (size_t)(lane + 32 * v) * E);
+    for (int r = 0; r < rows; r++) {
+        int n = row0 + r;
+        size_t base = (size_t)n * (size_t)C;
+        float m = mean[n], s = rstd[n], gm = 0.0f, gxm = 0.0f;
+        float d[NV][E], xh[NV][E];
+
+#pragma unroll
+        for (int v = 0; v < NV; v++) {
+            size_t i = base + (size_t)(lane + 32 * v) * E;
+
+            if (lane + 32 * v >= groups)
+                continue;
+            ln_vec<DT>::load(d[v], dout, i);
+            ln_vec<DT>::load(xh[v], inp, i);
+        }
+#pragma unroll
+        for (int v = 0; v < NV; v++) {
+            if (lane + 32 * v >= groups)
+                continue;
+#pragma unroll
+            for (int e = 0; e < E; e++) {
+                float x = (xh[v][e] - m) * s, gg = d[v][e] * w[v][e];
+
+                xh[v][e] = x;
+                dw[v][e] += d[v][e] * x;
+                db[v][e] += d[v][e];
+                d[v][e] = gg;
+                gm += gg;
+                gxm += gg * x;
+            }
+        }
+        gm = gs_warp_sum(gm) / (float)C;
+        gxm = gs_warp_sum(gxm) / (float)C;
+#pragma unroll
+        for (int v = 0; v < NV; v++) {
+            size_t i = base + (size_t)(lane + 32 * v) * E;
+            float o[E];
+
+            if (lane + 32 * v >= groups)
+                continue;
+            ln_vec<DT>::load(o, dinp, i);
+#pragma unroll
+            for (int e = 0; e < E; e++)
+                o[e] += (d[v][e] - gm - xh[v][e] * gxm) * s;
+            ln_vec<DT>::store(dinp, i, o);
+        }
+    }
+#pragma unroll
+    for (int v = 0; v < NV; v++) {
+        size_t i = (size_t)chunk * (size_t)C + (size_t)(lane + 32 * v) * E;
+
+        if (lane + 32 * v >= groups)
+            continue;
+#pragma unroll
+        for (int e = 0; e < E; e += 4) {
+            ln_vec<GS_KERN_F32>::store(part_dw + i + e, 0, dw[v] + e);
+            ln_vec<GS_KERN_F32>::store(part_db + i + e, 0, db[v] + e);
+        }
+    }
+}
+
 /* Block (SUM_CHANNELS x SUM_LANES) per SUM_CHANNELS channels: lane y sums chunks y, y +
  * SUM_LANES, ... in order, then lane 0 adds the lanes' sums in lane order and adds the total
  * to dweight/dbias once. */
@@ -182,6 +312,26 @@ static const ln_fwd_fn residual_ln_fwd_kernels[] = {ln_fwd_kernel<GS_KERN_F32, t
                                                     ln_fwd_kernel<GS_KERN_F16, true>};
 static const ln_bwd_fn ln_bwd_kernels[] = {ln_bwd_kernel<GS_KERN_F32>, ln_bwd_kernel<GS_KERN_BF16>,
                                            ln_bwd_kernel<GS_KERN_F16>};
+
+/* The vectorised backward for these arguments, or NULL where it does not apply (C not a
+ * multiple of 16 bytes or past LN_VEC_MAX groups a lane, a tensor not 16-byte aligned). */
+static ln_bwd_fn ln_bwd_vec_for(enum gs_kern_dtype dt, int C, const void *dinp, const void *dout,
+                                const void *inp, const void *weight)
+{
+    int e = dt == GS_KERN_F32 ? 4 : 8, nv = (C / e + 31) / 32;
+    uintptr_t addr = (uintptr_t)dinp | (uintptr_t)dout | (uintptr_t)inp | (uintptr_t)weight;
+    static const ln_bwd_fn k[3][LN_VEC_MAX] = {
+        {ln_bwd_vec_kernel<GS_KERN_F32, 1>, ln_bwd_vec_kernel<GS_KERN_F32, 2>,
+         ln_bwd_vec_kernel<GS_KERN_F32, 3>, ln_bwd_vec_kernel<GS_KERN_F32, 4>},
+        {ln_bwd_vec_kernel<GS_KERN_BF16, 1>, ln_bwd_vec_kernel<GS_KERN_BF16, 2>,
+         ln_bwd_vec_kernel<GS_KERN_BF16, 3>, ln_bwd_vec_kernel<GS_KERN_BF16, 4>},
+        {ln_bwd_vec_kernel<GS_KERN_F16, 1>, ln_bwd_vec_kernel<GS_KERN_F16, 2>,
+         ln_bwd_vec_kernel<GS_KERN_F16, 3>, ln_bwd_vec_kernel<GS_KERN_F16, 4>}};
+
+    if (C % e != 0 || nv > LN_VEC_MAX || (addr & 15u) != 0)
+        return NULL;
+    return k[dt][nv - 1];
+}
 
 static size_t ln_chunks(int N)
 {
@@ -248,6 +398,7 @@ extern "C" int gs_kern_gpu_layernorm_bwd(struct gs_kern_gpu *g, void *dinp, floa
 {
     size_t chunks = ln_chunks(N);
     float *part_dw, *part_db;
+    ln_bwd_fn vec;
     dim3 sum_threads(SUM_CHANNELS, SUM_LANES);
     int rc;
 
@@ -258,8 +409,13 @@ extern "C" int gs_kern_gpu_layernorm_bwd(struct gs_kern_gpu *g, void *dinp, floa
         return -ENOSPC;
     part_dw = (float *)g->ws;
     part_db = part_dw + chunks * (size_t)C;
-    ln_bwd_kernels[dt]<<<(unsigned)chunks, LN_BWD_THREADS, 0, g->stream>>>(
-        dinp, part_dw, part_db, dout, inp, weight, mean, rstd, N, C);
+    vec = ln_bwd_vec_for(dt, C, dinp, dout, inp, weight);
+    if (vec != NULL)
+        vec<<<(unsigned)((chunks + LN_VEC_WARPS - 1) / LN_VEC_WARPS), LN_VEC_WARPS * 32, 0,
+              g->stream>>>(dinp, part_dw, part_db, dout, inp, weight, mean, rstd, N, C);
+    else
+        ln_bwd_kernels[dt]<<<(unsigned)chunks, LN_BWD_THREADS, 0, g->stream>>>(
+            dinp, part_dw, part_db, dout, inp, weight, mean, rstd, N, C);
     rc = gs_kern_dev_check(cudaGetLastError());
     if (rc < 0)
         return rc;

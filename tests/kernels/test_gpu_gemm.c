@@ -579,31 +579,42 @@ static void check_attention(struct dev *d, int B, int T, int C, int NH, enum gs_
     free(lse_want);
 }
 
-/* hs = 32 over a ragged T (the last 64-row tile 3 rows deep), then hs = 64 at T = 256. */
-static void check_attention_dtype(enum gs_kern_dtype dt)
+/* hs = 32 over a ragged T (the last 64-row tile 3 rows deep), then hs = 64 at T = 256 and
+ * over a ragged T of several tiles. bf16 and fp16 run the Tensor-Core kernels here unless
+ * simt asks for the SIMT ones. */
+static void check_attention_dtype(enum gs_kern_dtype dt, bool simt)
 {
     struct dev d;
 
     NEED_DEVICE();
     dev_open(&d);
+    gs_kern_gpu_set_attention_simt(d.g, simt);
     check_attention(&d, 2, 67, 96, 3, dt);
     check_attention(&d, 1, 256, 128, 2, dt);
+    check_attention(&d, 2, 200, 256, 4, dt);
     dev_close(&d);
 }
 
 Test(gpu_gemm, attention_matches_cpu_fp32)
 {
-    check_attention_dtype(GS_KERN_F32);
+    check_attention_dtype(GS_KERN_F32, false);
 }
 
 Test(gpu_gemm, attention_matches_cpu_bf16)
 {
-    check_attention_dtype(GS_KERN_BF16);
+    check_attention_dtype(GS_KERN_BF16, false);
 }
 
 Test(gpu_gemm, attention_matches_cpu_fp16)
 {
-    check_attention_dtype(GS_KERN_F16);
+    check_attention_dtype(GS_KERN_F16, false);
+}
+
+/* The SIMT kernels where the Tensor-Core ones would run: the fallback stays tested. */
+Test(gpu_gemm, attention_simt_matches_cpu_16bit)
+{
+    check_attention_dtype(GS_KERN_BF16, true);
+    check_attention_dtype(GS_KERN_F16, true);
 }
 
 /* Head sizes 4 (far below the 32-channel instance), 80 (channels padded to 128) and 128. */
