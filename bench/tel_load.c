@@ -32,6 +32,8 @@
  * usage: tel_load [--host IPV4] --port P [-n NODES] [-g GPUS] [--interval-ms MS]
  *                 [--phases MODE[:S],...] [--seconds S] [--with-gpus | --without-gpus]
  *                 [--settle-ms MS] [--launches K] [--ramp-timeout-s S] [--seed N]
+ *                 [--key FILE]
+ * --key: the cluster key (scheduler.auth_key) each simulated worker proves it holds.
  */
 #include <errno.h>
 #include <signal.h>
@@ -108,6 +110,7 @@ struct load {
     uv_timer_t hb_timer, stage_timer;
     uv_signal_t sigint, sigterm;
     struct hb_scratch hb;
+    struct gs_proto_auth_key key; /* len 0: connections without the cluster key */
     int rc;
 };
 
@@ -406,6 +409,7 @@ static void start_node(struct load *l, struct node *n)
                                       .on_ready = on_ready,
                                       .on_message = on_message,
                                       .on_close = on_close,
+                                      .auth_key = &l->key,
                                       .data = n};
 
     l->connecting++;
@@ -645,7 +649,7 @@ static int parse_phases(struct load *l, const char *text, uint32_t default_s)
 
 static int parse_args(struct load *l, int argc, char **argv)
 {
-    const char *host = "127.0.0.1", *phases = "with";
+    const char *host = "127.0.0.1", *phases = "with", *key = NULL;
     uint32_t port = 0, seconds = 20;
     const struct {
         const char *name;
@@ -671,8 +675,8 @@ static int parse_args(struct load *l, int argc, char **argv)
         if (v == NULL)
             return -EINVAL;
         i++;
-        if (strcmp(a, "--host") == 0 || strcmp(a, "--phases") == 0) {
-            *(strcmp(a, "--host") == 0 ? &host : &phases) = v;
+        if (strcmp(a, "--host") == 0 || strcmp(a, "--phases") == 0 || strcmp(a, "--key") == 0) {
+            *(strcmp(a, "--host") == 0 ? &host : strcmp(a, "--key") == 0 ? &key : &phases) = v;
             continue;
         }
         while (k < sizeof(numbers) / sizeof(numbers[0]) && strcmp(a, numbers[k].name) != 0)
@@ -684,6 +688,16 @@ static int parse_args(struct load *l, int argc, char **argv)
     if (port == 0 || port > 65535 || l->nnodes == 0 || l->nnodes > 9999 || l->ngpus == 0 ||
         l->ngpus > MAX_GPUS || l->interval_ms == 0 || uv_ip4_addr(host, (int)port, &l->addr) < 0)
         return -EINVAL;
+    if (key != NULL) {
+        struct gs_buf why = GS_BUF_INIT;
+        int rc = gs_proto_auth_key_load(key, &l->key, &why);
+
+        if (rc < 0)
+            fprintf(stderr, "tel_load: --key %s\n", why.data != NULL ? why.data : "");
+        gs_buf_release(&why);
+        if (rc < 0)
+            return rc;
+    }
     return parse_phases(l, phases, seconds);
 }
 
@@ -691,6 +705,7 @@ static const char usage[] =
     "usage: tel_load [--host IPV4] --port P [-n NODES] [-g GPUS] [--interval-ms MS]\n"
     "                [--phases MODE[:S],...] [--seconds S] [--with-gpus | --without-gpus]\n"
     "                [--settle-ms MS] [--launches K] [--ramp-timeout-s S] [--seed N]\n"
+    "                [--key FILE]\n"
     "  MODE is with (GPU telemetry in every heartbeat) or without (none)\n";
 
 static int init_nodes(struct load *l)

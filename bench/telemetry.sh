@@ -26,6 +26,7 @@ window=${WINDOW_S:-25}
 fetches=${FETCHES:-20}
 hz=$(getconf CLK_TCK)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gsched-tel.XXXXXX")
+(umask 077 && head -c 32 /dev/urandom > "$tmp/gsched.key") # the cluster key (proto/auth.h)
 gschedd_pid=""
 load_pid=""
 
@@ -184,6 +185,7 @@ heartbeat_interval = "1s"
 heartbeat_misses = 30
 log_level = "warn"
 http = "127.0.0.1:0"
+auth_key = "$tmp/gsched.key"
 EOF
     "$bin/gschedd" --config "$tmp/gsched.toml" 2>"$tmp/gschedd.log" &
     gschedd_pid=$!
@@ -204,7 +206,8 @@ echo "telemetry: $nodes nodes x $gpus GPUs, heartbeats every 1 s, $window s wind
     "$(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 phases="without:$window,with:$window,without:$window,with:$window,with:60"
 coproc LOAD { exec "$bin/tel_load" --port "$port" -n "$nodes" -g "$gpus" --interval-ms 1000 \
-    --phases "$phases" --settle-ms 3000 --launches "$nodes" --ramp-timeout-s 240 2>"$tmp/tel_load.err"; }
+    --phases "$phases" --settle-ms 3000 --launches "$nodes" --ramp-timeout-s 240 \
+    --key "$tmp/gsched.key" 2>"$tmp/tel_load.err"; }
 # shellcheck disable=SC2153 # LOAD_PID is set by coproc
 load_pid=$LOAD_PID
 exec {load_out}<&"${LOAD[0]}" # bash closes LOAD's descriptors once tel_load has exited

@@ -26,6 +26,7 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/units.h"
+#include "proto/auth.h"
 
 #define UP_DEFAULT_WORKERS 2
 #define UP_DEFAULT_GPUS 4
@@ -86,6 +87,7 @@ struct up {
     char workerd[PATH_MAX];
     char topology[PATH_MAX]; /* absolute, "" without --topology */
     char config[PATH_MAX];
+    char key[PATH_MAX]; /* the cluster key (proto/auth.h), made once and kept */
     char socket[PATH_MAX];
     unsigned gpus_per_node; /* from the scheduler's view of node1, for the summary */
 };
@@ -321,6 +323,9 @@ static int write_config(const struct up *u)
         fprintf(f, "kill_grace = \"%" PRIu64 "s\"\n", u->opts.kill_grace_s);
     /* Any free port, so that several local clusters each have their status page. */
     fputs("http = \"127.0.0.1:0\"\n", f);
+    fputs("auth_key = ", f);
+    toml_string(f, u->key);
+    fputc('\n', f);
     for (unsigned i = 0; i < u->opts.npartitions; i++)
         write_partition(f, u->opts.partitions[i]);
     /* Each worker keeps its task ledger there (worker/ledger.h), one file per node. */
@@ -606,6 +611,24 @@ static int revive(struct up *u)
     return rc;
 }
 
+/* STATE/gsched.key, the key this cluster's daemons authenticate each other with: created
+ * on the first start (mode 0600, the user's alone) and kept, so that workers started with
+ * it still get in after gschedd is revived. */
+static int make_key(struct up *u)
+{
+    int rc = cli_local_path(&u->local, "gsched.key", u->key, sizeof(u->key));
+
+    if (rc == 0) {
+        rc = gs_proto_auth_key_create(u->key);
+        if (rc == -EEXIST)
+            rc = 0;
+        if (rc < 0)
+            fprintf(stderr, "gsched up: cannot create the cluster key %s: %s\n", u->key,
+                    gs_strerror(rc));
+    }
+    return rc;
+}
+
 static int prepare(struct up *u)
 {
     int rc = cli_local_init(&u->local, "up", u->opts.state, true);
@@ -628,6 +651,8 @@ static int prepare(struct up *u)
         rc = cli_local_path(&u->local, "gsched.toml", u->config, sizeof(u->config));
     if (rc == 0)
         rc = cli_local_path(&u->local, CLI_LOCAL_SOCKET, u->socket, sizeof(u->socket));
+    if (rc == 0)
+        rc = make_key(u);
     if (rc == 0)
         rc = write_config(u);
     u->local.nworkers = u->opts.workers;

@@ -10,6 +10,8 @@ pkg_check_modules(MHD REQUIRED IMPORTED_TARGET libmicrohttpd>=0.9.71)
 # `gsched top`'s full-screen view (the wide-character build, for the bars' block glyphs).
 pkg_check_modules(NCURSES REQUIRED IMPORTED_TARGET ncursesw>=6)
 pkg_check_modules(CRITERION IMPORTED_TARGET criterion>=2.4)
+# The cluster key's HMAC, nonces and constant-time compare (proto/auth.c): OpenSSL's libcrypto.
+pkg_check_modules(LIBCRYPTO REQUIRED IMPORTED_TARGET libcrypto>=3.0)
 
 find_program(PROTOC_C NAMES protoc-c protoc-gen-c REQUIRED)
 find_package(Python3 COMPONENTS Interpreter)

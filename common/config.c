@@ -43,6 +43,7 @@ int gs_config_init(struct gs_config *cfg)
     cfg->log_dir = strdup("/var/lib/gsched/worker");
     cfg->cluster_name = strdup(GS_CONFIG_DEFAULT_CLUSTER);
     cfg->http_listen = strdup(GS_CONFIG_DEFAULT_HTTP);
+    cfg->auth_key = strdup(GS_CONFIG_DEFAULT_AUTH_KEY);
     cfg->idle_threshold_pct = 5;
     cfg->idle_window_ms = 60000;
     cfg->max_connections = 1024;
@@ -61,7 +62,7 @@ int gs_config_init(struct gs_config *cfg)
     }
     if (cfg->host == NULL || cfg->socket_path == NULL || cfg->state_dir == NULL ||
         cfg->log_dir == NULL || cfg->cluster_name == NULL || cfg->http_listen == NULL ||
-        cfg->partitions == NULL || cfg->partitions[0].name == NULL) {
+        cfg->auth_key == NULL || cfg->partitions == NULL || cfg->partitions[0].name == NULL) {
         gs_config_release(cfg);
         return -ENOMEM;
     }
@@ -74,6 +75,7 @@ void gs_config_release(struct gs_config *cfg)
     free(cfg->socket_path);
     free(cfg->state_dir);
     free(cfg->http_listen);
+    free(cfg->auth_key);
     free(cfg->worker_name);
     free(cfg->worker_address);
     gs_schema_strv_free(cfg->features);
@@ -226,6 +228,19 @@ static void rd_request_timeout(struct gs_schema_ctx *c, const struct gs_toml_val
     read_ms(c, v, "scheduler.request_timeout", &CFG(c)->request_timeout_ms);
 }
 
+/* "" turns authentication off (a trusted network, or tests that want it so). */
+static void rd_auth_key(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    char *path = NULL;
+
+    if (gs_schema_string(c, v, "scheduler.auth_key", &path) < 0 || path == NULL)
+        return;
+    free(CFG(c)->auth_key);
+    CFG(c)->auth_key = path[0] != '\0' ? path : NULL;
+    if (path[0] == '\0')
+        free(path);
+}
+
 static const struct gs_schema_key scheduler_keys[] = {
     {"host", rd_host},
     {"port", rd_port},
@@ -242,6 +257,7 @@ static const struct gs_schema_key scheduler_keys[] = {
     {"max_connections", rd_max_connections},
     {"max_connections_per_user", rd_max_connections_per_user},
     {"request_timeout", rd_request_timeout},
+    {"auth_key", rd_auth_key},
     {NULL, NULL},
 };
 

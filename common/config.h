@@ -21,6 +21,9 @@
  *     max_connections_per_user = 64         # ... and from one uid
  *     request_timeout = "10s"               # a CLI connection without a request, or a
  *                                           # worker one without a registration, closes
+ *     auth_key = "/etc/gsched/gsched.key"   # the cluster key gschedd and every worker
+ *                                           # hold (root only, 0600; proto/auth.h); ""
+ *                                           # leaves worker links unauthenticated
  *     [worker]
  *     name = "node7"                        # default: the host name
  *     address = "10.0.0.7"                  # MASTER_ADDR others use; default: host
@@ -94,6 +97,7 @@ struct gs_config_partition {
 #define GS_CONFIG_MAX_PARTITIONS 256
 #define GS_CONFIG_DEFAULT_PARTITION "main"
 #define GS_CONFIG_DEFAULT_CLUSTER "gsched"
+#define GS_CONFIG_DEFAULT_AUTH_KEY "/etc/gsched/gsched.key"
 
 struct gs_config {
     /* [scheduler] */
@@ -112,6 +116,7 @@ struct gs_config {
     uint32_t max_connections;          /* CLI connections at once; default 1024 */
     uint32_t max_connections_per_user; /* default 64 */
     uint64_t request_timeout_ms;       /* default 10 s */
+    char *auth_key;                    /* the cluster key's path; NULL when turned off ("") */
     /* [worker] */
     char *worker_name; /* NULL: the host name */
     char *worker_address;

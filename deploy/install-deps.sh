@@ -20,7 +20,7 @@ packages=(
   libncurses-dev     # gsched top's full-screen view
   tmux               # drives gsched top in its test
   chromium           # loads gschedd's status page in its test (headless)
-  libssl-dev
+  libssl-dev         # libcrypto: the cluster key's HMAC between the daemons
   libcriterion-dev   # unit tests
   clang              # the libFuzzer build (make test-fuzz)
   libclang-rt-14-dev # libclang_rt.fuzzer, sanitizer runtimes: only a Recommends of clang-14

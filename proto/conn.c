@@ -10,6 +10,10 @@
  * its frame buffer, freed in its write callback, which libuv runs (with UV_ECANCELED if need
  * be) before the stream's close callback.
  *
+ * A keyed connection (proto/auth.h) has one more state between the peer's Hello and ready:
+ * the peer's Hello is kept, our proof is sent, and the only frame taken next is the peer's
+ * AuthProof (or a HelloReject); the handshake timer runs until it has been checked.
+ *
  * Reading uses one buffer per connection: libuv calls alloc and read in pairs for a stream.
  * Text that comes from the peer (its name, a reject message) is made log-safe before it is
  * printed, so a peer cannot forge log lines.
@@ -44,8 +48,12 @@ struct gs_proto_conn {
     char peer[PEER_NAME_MAX];
     struct gs_proto_decoder dec;
     char *read_buf;
-    Gs__Envelope *peer_hello; /* the accepted Hello, kept for gs_proto_conn_peer_hello() */
-    int status;               /* what on_close will get */
+    Gs__Envelope *peer_hello;      /* the accepted Hello, kept for gs_proto_conn_peer_hello() */
+    struct gs_proto_auth_key *key; /* NULL: not keyed */
+    uint8_t nonce[GS_PROTO_AUTH_NONCE_SIZE];
+    bool proof_sent; /* keyed: our AuthProof is out (the peer's Hello came) */
+    bool proof_wait; /* keyed: the peer's Hello is in peer_hello; its proof is next */
+    int status;      /* what on_close will get */
     int open_handles;
     bool started;
     bool ready;
@@ -88,6 +96,9 @@ static void conn_free(struct gs_proto_conn *conn)
 {
     gs_proto_decoder_release(&conn->dec);
     gs_proto_envelope_free(conn->peer_hello);
+    if (conn->key != NULL)
+        gs_proto_auth_key_clear(conn->key);
+    free(conn->key);
     free(conn->read_buf);
     free(conn->name);
     free(conn);
@@ -138,6 +149,13 @@ struct gs_proto_conn *gs_proto_conn_new(uv_loop_t *loop, enum gs_proto_transport
     conn->read_buf = malloc(READ_BUF_SIZE);
     if (conn->name == NULL || conn->read_buf == NULL)
         goto out_free;
+    conn->opts.auth_key = NULL; /* borrowed: the copy below is what counts */
+    if (opts->auth_key != NULL && opts->auth_key->len > 0) {
+        conn->key = malloc(sizeof(*conn->key));
+        if (conn->key == NULL)
+            goto out_free;
+        *conn->key = *opts->auth_key;
+    }
     conn->opts.name = conn->name;
     snprintf(conn->peer, sizeof(conn->peer), "%s", opts->peer_name != NULL ? opts->peer_name : "");
     conn->opts.peer_name = conn->peer;
@@ -299,8 +317,11 @@ int gs_proto_conn_send(struct gs_proto_conn *conn, const Gs__Envelope *env)
     if (!conn->started)
         return -ENOTCONN;
     if (env->body_case == GS__ENVELOPE__BODY_HELLO ||
-        env->body_case == GS__ENVELOPE__BODY_HELLO_REJECT)
+        env->body_case == GS__ENVELOPE__BODY_HELLO_REJECT ||
+        env->body_case == GS__ENVELOPE__BODY_AUTH_PROOF)
         return -EINVAL;
+    if (conn->key != NULL && !conn->proof_sent)
+        return -ENOTCONN; /* it would reach the peer before our proof */
     return queue_frame(conn, env);
 }
 
@@ -310,6 +331,14 @@ static int send_hello(struct gs_proto_conn *conn)
     Gs__Hello hello;
 
     gs_proto_hello_init(&hello, conn->opts.role, conn->name);
+    if (conn->key != NULL) {
+        int rc = gs_proto_auth_nonce(conn->nonce);
+
+        if (rc < 0)
+            return rc;
+        hello.auth_nonce.data = conn->nonce;
+        hello.auth_nonce.len = sizeof(conn->nonce);
+    }
     env.body_case = GS__ENVELOPE__BODY_HELLO;
     env.hello = &hello;
     return queue_frame(conn, &env);
@@ -324,6 +353,8 @@ static Gs__RejectReason reject_reason(int code)
         return GS__REJECT_REASON__REJECT_REASON_ROLE;
     case GS_PROTO_ERR_HANDSHAKE:
         return GS__REJECT_REASON__REJECT_REASON_BAD_MAGIC;
+    case GS_PROTO_ERR_AUTH:
+        return GS__REJECT_REASON__REJECT_REASON_AUTH;
     default:
         return GS__REJECT_REASON__REJECT_REASON_NOT_HELLO;
     }
@@ -385,23 +416,111 @@ static void refuse_hello(struct gs_proto_conn *conn, const Gs__Hello *hello, int
     send_reject(conn, reject_reason(rc),
                 rc == GS_PROTO_ERR_VERSION ? "protocol major differs"
                 : rc == GS_PROTO_ERR_ROLE  ? "role not accepted here"
+                : rc == GS_PROTO_ERR_AUTH  ? "this link needs the cluster key (scheduler.auth_key)"
                                            : "not a gsched hello");
     close_with(conn, rc);
 }
 
-static void accept_hello(struct gs_proto_conn *conn, Gs__Envelope *env)
+/* The connection is ready: the peer's Hello (in peer_hello) accepted, and proven if keyed. */
+static void become_ready(struct gs_proto_conn *conn)
 {
-    const Gs__Hello *hello = env->hello;
+    const Gs__Hello *hello = conn->peer_hello->hello;
     char name[LOG_TEXT_MAX];
 
-    GS_LOG(GS_LOG_DEBUG, "peer=%s role=%s name=%s protocol=%u.%u hello", conn->peer,
+    GS_LOG(GS_LOG_DEBUG, "peer=%s role=%s name=%s protocol=%u.%u%s hello", conn->peer,
            gs_proto_role_name(hello->role), log_text(name, sizeof(name), hello->name),
-           hello->protocol_major, hello->protocol_minor);
+           hello->protocol_major, hello->protocol_minor, conn->key != NULL ? " authenticated" : "");
     uv_timer_stop(&conn->timer);
-    conn->peer_hello = env;
+    conn->proof_wait = false;
     conn->ready = true;
     if (conn->opts.on_ready != NULL)
         conn->opts.on_ready(conn, hello, conn->opts.data);
+}
+
+/* Keyed: our proof for the peer's Hello. */
+static int send_proof(struct gs_proto_conn *conn, const Gs__Hello *peer)
+{
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    Gs__AuthProof proof = GS__AUTH_PROOF__INIT;
+    uint8_t mac[GS_PROTO_AUTH_PROOF_SIZE];
+    int rc = gs_proto_auth_proof(conn->key, conn->opts.role, conn->name, conn->nonce,
+                                 peer->auth_nonce.data, mac);
+
+    if (rc < 0)
+        return rc;
+    proof.mac.data = mac;
+    proof.mac.len = sizeof(mac);
+    env.body_case = GS__ENVELOPE__BODY_AUTH_PROOF;
+    env.auth_proof = &proof;
+    rc = queue_frame(conn, &env);
+    if (rc == 0)
+        conn->proof_sent = true;
+    return rc;
+}
+
+/* A Hello that passed gs_proto_hello_check. Takes env. */
+static void accept_hello(struct gs_proto_conn *conn, Gs__Envelope *env)
+{
+    const Gs__Hello *hello = env->hello;
+    int rc;
+
+    conn->peer_hello = env;
+    if (conn->key == NULL) {
+        become_ready(conn);
+        return;
+    }
+    rc = send_proof(conn, hello);
+    if (rc < 0) {
+        GS_LOG(GS_LOG_WARN, "peer=%s reason=auth_failed error=%s closing", conn->peer,
+               strerror(-rc));
+        close_with(conn, rc);
+        return;
+    }
+    conn->proof_wait = true; /* the timer still runs: the proof must come in time */
+}
+
+/* Keyed: the frame after the peer's Hello must prove it holds the key. Takes env. */
+static void check_proof(struct gs_proto_conn *conn, Gs__Envelope *env)
+{
+    const Gs__Hello *hello = conn->peer_hello->hello;
+    uint8_t want[GS_PROTO_AUTH_PROOF_SIZE];
+    char name[LOG_TEXT_MAX];
+    int rc;
+
+    if (env->body_case == GS__ENVELOPE__BODY_HELLO_REJECT) {
+        on_rejected(conn, env->hello_reject);
+        gs_proto_envelope_free(env);
+        return;
+    }
+    rc = env->body_case != GS__ENVELOPE__BODY_AUTH_PROOF ||
+                 env->auth_proof->mac.len != GS_PROTO_AUTH_PROOF_SIZE
+             ? GS_PROTO_ERR_AUTH
+             : gs_proto_auth_proof(conn->key, hello->role, hello->name, hello->auth_nonce.data,
+                                   conn->nonce, want);
+    if (rc == 0 && !gs_proto_auth_equal(want, env->auth_proof->mac.data, sizeof(want)))
+        rc = GS_PROTO_ERR_AUTH;
+    if (rc == 0) {
+        gs_proto_envelope_free(env);
+        become_ready(conn);
+        return;
+    }
+    GS_LOG(GS_LOG_WARN, "peer=%s reason=auth_failed role=%s name=%s got=%s closing", conn->peer,
+           gs_proto_role_name(hello->role), log_text(name, sizeof(name), hello->name),
+           env->body_case == GS__ENVELOPE__BODY_AUTH_PROOF ? "wrong_proof"
+                                                           : gs_proto_body_name(env->body_case));
+    gs_proto_envelope_free(env);
+    close_with(conn, rc < 0 ? rc : GS_PROTO_ERR_AUTH);
+}
+
+/* Keyed: the peer's Hello must carry a nonce of the right size, not ours echoed. */
+static int check_nonce(const struct gs_proto_conn *conn, const Gs__Hello *hello)
+{
+    if (conn->key == NULL)
+        return 0;
+    if (hello->auth_nonce.len != GS_PROTO_AUTH_NONCE_SIZE ||
+        memcmp(hello->auth_nonce.data, conn->nonce, GS_PROTO_AUTH_NONCE_SIZE) == 0)
+        return GS_PROTO_ERR_AUTH;
+    return 0;
 }
 
 /* The first frame: a Hello we accept, else the connection ends. Takes env. */
@@ -412,6 +531,8 @@ static void handshake(struct gs_proto_conn *conn, Gs__Envelope *env)
     switch (env->body_case) {
     case GS__ENVELOPE__BODY_HELLO:
         rc = gs_proto_hello_check(env->hello, conn->opts.accept_roles);
+        if (rc == 0)
+            rc = check_nonce(conn, env->hello);
         if (rc == 0) {
             accept_hello(conn, env);
             return;
@@ -436,7 +557,9 @@ static void deliver(struct gs_proto_conn *conn, Gs__Envelope *env)
 {
     switch (env->body_case) {
     case GS__ENVELOPE__BODY_HELLO:
-        GS_LOG(GS_LOG_WARN, "peer=%s reason=bad_hello second_hello closing", conn->peer);
+    case GS__ENVELOPE__BODY_AUTH_PROOF:
+        GS_LOG(GS_LOG_WARN, "peer=%s reason=bad_hello second_%s closing", conn->peer,
+               gs_proto_body_name(env->body_case));
         close_with(conn, GS_PROTO_ERR_HANDSHAKE);
         break;
     case GS__ENVELOPE__BODY_HELLO_REJECT:
@@ -466,6 +589,8 @@ static void feed(struct gs_proto_conn *conn, const uint8_t *data, size_t len)
         }
         if (conn->ready)
             deliver(conn, env);
+        else if (conn->proof_wait)
+            check_proof(conn, env);
         else
             handshake(conn, env);
     }

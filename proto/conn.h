@@ -10,6 +10,9 @@
  *      protocol major from an accepted role; then on_ready runs, and every later envelope
  *      goes to on_message. Envelopes may be sent as soon as start has returned: they follow
  *      our Hello on the wire, and the peer reads them only after accepting it.
+ *      With a cluster key (opts.auth_key), our Hello carries a nonce, the peer's must too,
+ *      and both sides prove they hold the key (proto/auth.h) before on_ready; until our
+ *      proof is out (on the peer's Hello), gs_proto_conn_send() refuses with -ENOTCONN.
  *   3. A malformed, oversized, empty, truncated or unknown frame, a bad Hello, a HelloReject,
  *      a handshake timeout or an I/O error closes this connection alone, with one log line
  *      (GS_LOG_WARN, "peer=... reason=... closing"); when the peer's Hello is refused, a
@@ -35,6 +38,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "proto/auth.h"
 #include "proto/frame.h"
 
 #define GS_PROTO_HANDSHAKE_TIMEOUT_DEFAULT_MS 10000u
@@ -66,6 +70,9 @@ struct gs_proto_conn_opts {
     gs_proto_ready_cb on_ready;     /* may be NULL */
     gs_proto_message_cb on_message; /* NULL: messages are dropped */
     gs_proto_close_cb on_close;     /* may be NULL */
+    /* The cluster key (borrowed for gs_proto_conn_new, which copies it); NULL or len 0: the
+     * link is not authenticated (the CLI's Unix sockets, where SO_PEERCRED says who). */
+    const struct gs_proto_auth_key *auth_key;
     void *data;
 };
 
@@ -85,10 +92,10 @@ int gs_proto_conn_start(struct gs_proto_conn *conn);
 
 /*
  * Queues env (borrowed: it is packed before this returns). Returns 0; -ENOTCONN before
- * start; -EPIPE once closing; -EINVAL for a Hello or HelloReject (the connection sends
- * those) or an envelope without a known body; -EMSGSIZE above max_frame; -ENOBUFS when more
- * than max_write_queue bytes already wait (a peer that does not read); -ENOMEM; or a libuv
- * write error. A failed send leaves the connection open.
+ * start, or on a keyed connection before the peer's Hello; -EPIPE once closing; -EINVAL for a
+ * Hello, HelloReject or AuthProof (the connection sends those) or an envelope without a known body;
+ * -EMSGSIZE above max_frame; -ENOBUFS when more than max_write_queue bytes already wait (a peer
+ * that does not read); -ENOMEM; or a libuv write error. A failed send leaves the connection open.
  */
 int gs_proto_conn_send(struct gs_proto_conn *conn, const Gs__Envelope *env);
 

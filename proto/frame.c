@@ -45,6 +45,8 @@ const char *gs_proto_reason(int code)
         return "rejected_by_peer";
     case GS_PROTO_ERR_TIMEOUT:
         return "timeout";
+    case GS_PROTO_ERR_AUTH:
+        return "auth_failed";
     case -ENOMEM:
         return "no_memory";
     default:

@@ -35,7 +35,7 @@
 
 #define GS_PROTO_MAGIC 0x47534348u /* "GSCH" */
 #define GS_PROTO_VERSION_MAJOR 1u  /* bump on an incompatible change */
-#define GS_PROTO_VERSION_MINOR 5u  /* bump when adding fields or body cases */
+#define GS_PROTO_VERSION_MINOR 6u  /* bump when adding fields or body cases */
 /* The first minor whose peers know JobKvPut and JobKvGet (a client checks the peer's Hello). */
 #define GS_PROTO_MINOR_JOB_KV 4u
 #define GS_PROTO_HEADER_SIZE 4u
@@ -62,12 +62,13 @@
 #define GS_PROTO_ERR_ROLE (-EACCES)             /* the peer's role is not accepted here */
 #define GS_PROTO_ERR_REJECTED (-ECONNREFUSED)   /* the peer sent a HelloReject */
 #define GS_PROTO_ERR_TIMEOUT (-ETIMEDOUT)       /* no Hello (or no progress) in time */
+#define GS_PROTO_ERR_AUTH (-EKEYREJECTED)       /* no nonce, or a wrong or missing AuthProof */
 
 /*
  * The log word for a code: "oversized_frame", "empty_frame", "malformed_frame",
  * "unknown_message", "truncated_frame", "peer_closed", "bad_hello", "version_mismatch",
- * "role_refused", "rejected_by_peer", "timeout", "no_memory", "closed" for 0, and "io_error"
- * for anything else. Never NULL.
+ * "role_refused", "rejected_by_peer", "timeout", "auth_failed", "no_memory", "closed" for 0, and
+ * "io_error" for anything else. Never NULL.
  */
 const char *gs_proto_reason(int code);
 

@@ -85,6 +85,7 @@ void sched_release_handle(struct sched_ctx *s)
     sched_cluster_free(s->cluster);
     sched_tel_free(s->tel);
     sched_submit_keys_free(s->submit_keys);
+    gs_proto_auth_key_clear(&s->auth_key);
     free(s);
 }
 
@@ -175,6 +176,24 @@ static int listen_cli(struct sched_ctx *s, const struct gs_config *cfg, struct g
     return 0;
 }
 
+/* The cluster key workers must prove they hold (proto/auth.h); none when turned off. */
+static int load_key(struct sched_ctx *s, const struct gs_config *cfg, struct gs_error *err)
+{
+    struct gs_buf why = GS_BUF_INIT;
+    int rc;
+
+    if (cfg->auth_key == NULL) {
+        GS_LOG(GS_LOG_WARN, "auth=none worker links are not authenticated (scheduler.auth_key "
+                            "is \"\"): anyone who reaches the port can register a node");
+        return 0;
+    }
+    rc = gs_proto_auth_key_load(cfg->auth_key, &s->auth_key, &why);
+    if (rc < 0)
+        gs_error_set(err, rc, 0, 0, "scheduler.auth_key: %s", why.data != NULL ? why.data : "");
+    gs_buf_release(&why);
+    return rc;
+}
+
 struct sched_ctx *sched_new(uv_loop_t *loop, const struct gs_config *cfg, struct gs_error *err)
 {
     struct sched_ctx *s = calloc(1, sizeof(*s));
@@ -204,8 +223,8 @@ struct sched_ctx *sched_new(uv_loop_t *loop, const struct gs_config *cfg, struct
     uv_idle_init(loop, &s->plan_idle);
     s->workers.data = s->cli.data = s->cron.data = s->plan_idle.data = s;
     s->open_handles = 4;
-    if (sched_persist_open(s, err) < 0 || listen_workers(s, cfg, err) < 0 ||
-        listen_cli(s, cfg, err) < 0) {
+    if (load_key(s, cfg, err) < 0 || sched_persist_open(s, err) < 0 ||
+        listen_workers(s, cfg, err) < 0 || listen_cli(s, cfg, err) < 0) {
         sched_stop(s, NULL, NULL);
         return NULL;
     }

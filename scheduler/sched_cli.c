@@ -10,7 +10,10 @@
  * relayed CLI is a sched_cli without a connection, served by the same dispatch; only
  * sched_cli_send and sched_cli_close know the difference, so the rest of the scheduler does
  * not. The uid is the one the worker vouches for: gschedd trusts its registered workers as
- * slurmctld trusts slurmd, and takes CliRelay from nowhere else.
+ * slurmctld trusts slurmd (they proved they hold the cluster key, proto/auth.h), and takes
+ * CliRelay from nowhere else. A worker speaks only for the users whose jobs run on its node:
+ * a session for any other uid (root included) is refused at its first request, so a node
+ * that was broken into cannot act for the rest of the cluster's users.
  */
 #define _GNU_SOURCE /* struct ucred */
 
@@ -508,12 +511,32 @@ static const char *relayed_frame(const struct sched_cli *c, const Gs__CliRelay *
     return NULL;
 }
 
+/* Whether uid has a running job with part of its allocation on node. */
+static bool uid_runs_on(struct sched_ctx *s, uint32_t uid, const char *node)
+{
+    const struct sched_node *n = sched_node_find(s, node);
+    size_t count = sched_jobs_count(s->jobs);
+
+    for (size_t i = s->plan_from; n != NULL && i < count; i++) {
+        const struct sched_job *job = sched_jobs_at(s->jobs, i);
+
+        if (job->uid != uid || job->state != SCHED_JOB_RUNNING)
+            continue;
+        for (uint32_t k = 0; k < job->alloc.nnodes; k++) {
+            if (job->alloc.nodes[k].node == n->index)
+                return true;
+        }
+    }
+    return false;
+}
+
 void sched_cli_relay(struct sched_ctx *s, struct gs_proto_conn *conn, const char *node,
                      uint64_t *last_session, const Gs__CliRelay *msg)
 {
     struct sched_cli *c = relayed_find(s, conn, msg->session);
     Gs__Envelope *inner = NULL;
     const char *bad;
+    bool opened = false;
 
     if (c == NULL && (msg->close || msg->session <= *last_session || msg->session == 0)) {
         /* Ended here first (both sides may close at once), or never opened. A frame is
@@ -527,6 +550,7 @@ void sched_cli_relay(struct sched_ctx *s, struct gs_proto_conn *conn, const char
     if (c == NULL) {
         *last_session = msg->session;
         c = relayed_open(s, conn, node, msg);
+        opened = true;
         if (c == NULL) {
             GS_LOG(GS_LOG_ERROR, "node=%s session=%llu out of memory: relayed cli refused", node,
                    (unsigned long long)msg->session);
@@ -548,6 +572,19 @@ void sched_cli_relay(struct sched_ctx *s, struct gs_proto_conn *conn, const char
                "closing the session",
                node, (unsigned long long)msg->session, (unsigned)c->uid, msg->frame.len, bad);
         sched_cli_close(c);
+        return;
+    }
+    if (opened && !uid_runs_on(s, msg->uid, node)) {
+        char why[160];
+
+        GS_LOG(GS_LOG_WARN, "node=%s session=%llu uid=%u reason=no_job_on_node relayed cli refused",
+               node, (unsigned long long)msg->session, (unsigned)msg->uid);
+        snprintf(why, sizeof(why),
+                 "uid %u has no running job on %s: a node relays requests only for the users "
+                 "whose jobs run there",
+                 (unsigned)msg->uid, node);
+        sched_cli_error(c, inner->request_id, -EPERM, why, false);
+        gs_proto_envelope_free(inner);
         return;
     }
     cli_dispatch(c, inner);

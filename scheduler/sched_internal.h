@@ -149,6 +149,7 @@ struct sched_ctx {
     struct sched_tel *tel;                 /* GPU telemetry (telemetry.h, sched_telemetry.c) */
     struct sched_submit_keys *submit_keys; /* clients' submit keys (sched_keys.c) */
     struct sched_wconn *wconns;            /* worker connections (sched_workers.c) */
+    struct gs_proto_auth_key auth_key;     /* the cluster key; len 0: links not authenticated */
     struct sched_http *http;  /* the HTTP server (http.h); NULL when off or not started */
     struct sched_stats stats; /* counters for /metrics */
     int open_handles;

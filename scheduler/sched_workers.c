@@ -405,6 +405,7 @@ void sched_on_worker_connection(uv_stream_t *server, int status)
         .accept_roles = GS_PROTO_ROLE_BIT(GS__ROLE__ROLE_WORKER),
         .on_message = on_worker_message,
         .on_close = on_worker_close,
+        .auth_key = &s->auth_key,
         .data = wc,
     };
     struct gs_proto_conn *conn;

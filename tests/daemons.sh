@@ -30,13 +30,18 @@ wait_for() {
 # A free port, fixed for the test, so that a restarted gschedd is where workers look for it.
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 
+# The cluster key the daemons authenticate each other with (proto/auth.h): root's (or the
+# test user's) alone.
+(umask 077 && head -c 32 /dev/urandom > "$tmp/gsched.key")
+
 # write_config [LINE...]: $tmp/gsched.toml for a gschedd on 127.0.0.1:$port, its socket
-# $tmp/gschedd.sock and its state in $tmp/state; each LINE follows in [scheduler] (a LINE
-# may open another section).
+# $tmp/gschedd.sock, its state in $tmp/state and the key $tmp/gsched.key; each LINE follows
+# in [scheduler] (a LINE may open another section).
 write_config() {
   {
     printf '[scheduler]\nhost = "127.0.0.1"\nport = %s\n' "$port"
     printf 'socket = "%s"\nstate_dir = "%s"\n' "$tmp/gschedd.sock" "$tmp/state"
+    printf 'auth_key = "%s"\n' "$tmp/gsched.key"
     printf '%s\n' "$@"
   } > "$tmp/gsched.toml"
 }

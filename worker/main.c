@@ -29,6 +29,7 @@ static const char usage[] =
     "usage: gsched-workerd [options]\n"
     "  --config FILE        configuration (default " GS_CONFIG_DEFAULT_PATH " when present)\n"
     "  --scheduler HOST:PORT  where gschedd listens for workers\n"
+    "  --auth-key FILE      the cluster key (scheduler.auth_key; \"\": none)\n"
     "  --name NAME          this node's name (default: the host name)\n"
     "  --address ADDR       address other nodes reach this one at (MASTER_ADDR)\n"
     "  --topology FILE.xml  hwloc XML topology instead of discovering this machine\n"
@@ -126,7 +127,8 @@ enum {
     OPT_FEAT,
     OPT_LOGDIR,
     OPT_LOG,
-    OPT_CLISOCK
+    OPT_CLISOCK,
+    OPT_AUTH_KEY
 };
 
 static const struct option long_opts[] = {
@@ -141,6 +143,7 @@ static const struct option long_opts[] = {
     {"log-dir", required_argument, NULL, OPT_LOGDIR},
     {"log-level", required_argument, NULL, OPT_LOG},
     {"cli-socket", required_argument, NULL, OPT_CLISOCK},
+    {"auth-key", required_argument, NULL, OPT_AUTH_KEY},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -176,6 +179,13 @@ static int apply_option(struct workerd *d, int opt, const char *arg)
         return split_features(cfg, arg) < 0 ? 1 : 0;
     case OPT_LOGDIR:
         return set_str(&cfg->log_dir, arg) < 0 ? 1 : 0;
+    case OPT_AUTH_KEY:
+        if (arg[0] == '\0') {
+            free(cfg->auth_key);
+            cfg->auth_key = NULL;
+            return 0;
+        }
+        return set_str(&cfg->auth_key, arg) < 0 ? 1 : 0;
     case OPT_CLISOCK:
         if (arg[0] == '\0' || strlen(arg) > 107)
             return usage_error("--cli-socket wants a Unix socket path of 1 to 107 bytes, not "
@@ -356,6 +366,27 @@ static const char *cli_beside(char *out, size_t size)
     return access(out, X_OK) == 0 ? out : NULL;
 }
 
+/* The cluster key into key (len 0 when scheduler.auth_key is ""); 0, or -1 after saying why. */
+static int load_key(const struct gs_config *cfg, struct gs_proto_auth_key *key)
+{
+    struct gs_buf why = GS_BUF_INIT;
+    int rc = 0;
+
+    memset(key, 0, sizeof(*key));
+    if (cfg->auth_key == NULL) {
+        GS_LOG(GS_LOG_WARN, "auth=none the link to gschedd is not authenticated "
+                            "(scheduler.auth_key is \"\")");
+        return 0;
+    }
+    if (gs_proto_auth_key_load(cfg->auth_key, key, &why) < 0) {
+        fprintf(stderr, "gsched-workerd: scheduler.auth_key: %s\n",
+                why.data != NULL ? why.data : "");
+        rc = -1;
+    }
+    gs_buf_release(&why);
+    return rc;
+}
+
 static int run(struct workerd *d)
 {
     struct sockaddr_storage sched;
@@ -365,13 +396,17 @@ static int run(struct workerd *d)
                             .grace_ms = d->cfg.kill_grace_ms,
                             .telemetry_ms = d->cfg.telemetry_interval_ms,
                             .synthetic_gpus = d->cfg.fake_gpus > 0};
+    struct gs_proto_auth_key key;
     struct gs_error err;
-    int rc = load_topology(d);
+    int rc = load_key(&d->cfg, &key);
 
+    if (rc == 0)
+        rc = load_topology(d);
     if (rc == 0)
         rc = resolve(&d->cfg, &sched);
     if (rc < 0)
-        return 1;
+        goto out;
+    opts.auth_key = &key;
     gethostname(host, sizeof(host) - 1);
     opts.node_name = d->cfg.worker_name != NULL ? d->cfg.worker_name : host;
     opts.address = d->cfg.worker_address != NULL ? d->cfg.worker_address : host;
@@ -382,6 +417,7 @@ static int run(struct workerd *d)
     opts.cli_path = cli_beside(cli, sizeof(cli));
     uv_loop_init(&d->loop);
     d->worker = wrk_new(&d->loop, &opts, &err);
+    gs_proto_auth_key_clear(&key); /* the worker keeps its own copy */
     if (d->worker == NULL) {
         fprintf(stderr, "gsched-workerd: %s\n", err.msg);
         uv_run(&d->loop, UV_RUN_DEFAULT); /* what it had opened closes */
@@ -395,6 +431,9 @@ static int run(struct workerd *d)
     uv_run(&d->loop, UV_RUN_DEFAULT);
     uv_loop_close(&d->loop);
     return 0;
+out:
+    gs_proto_auth_key_clear(&key);
+    return 1;
 }
 
 int main(int argc, char **argv)

@@ -371,6 +371,7 @@ static void release_handle(struct wrk_ctx *w)
         free(w->features[i]);
     free(w->features);
     wrk_ledger_free(w->ledger);
+    gs_proto_auth_key_clear(&w->auth_key);
     free(w);
 }
 
@@ -412,6 +413,7 @@ static void connect_now(struct wrk_ctx *w)
         .on_ready = on_ready,
         .on_message = on_message,
         .on_close = on_conn_close,
+        .auth_key = &w->auth_key,
         .data = w,
     };
     uv_connect_t *req;
@@ -579,6 +581,8 @@ struct wrk_ctx *wrk_new(uv_loop_t *loop, const struct wrk_opts *opts, struct gs_
     snprintf(w->cli_path, sizeof(w->cli_path), "%s",
              opts->cli_path != NULL ? opts->cli_path : "gsched");
     w->topo = opts->topo;
+    if (opts->auth_key != NULL)
+        w->auth_key = *opts->auth_key;
     w->grace_ms = opts->grace_ms > 0 ? opts->grace_ms : 30000;
     w->start_ms = gs_clock_wall_ms();
     w->backoff_ms = BACKOFF_MIN_MS;

@@ -25,6 +25,7 @@
 
 #include "common/error.h"
 #include "common/topo.h"
+#include "proto/auth.h"
 
 struct wrk_opts {
     const struct sockaddr *scheduler; /* copied */
@@ -45,6 +46,7 @@ struct wrk_opts {
                                  * heartbeats (worker/telemetry.h); 0: none */
     bool synthetic_gpus;        /* topo's GPUs are made up (--gpus N): NVML finds GPU i as
                                  * its device i rather than by PCI bus id */
+    const struct gs_proto_auth_key *auth_key; /* the cluster key (copied); NULL: none */
 };
 
 struct wrk_ctx;

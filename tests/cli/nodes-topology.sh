@@ -15,7 +15,7 @@ write_config
 pids+=("$!")
 wait_for "gschedd to listen" test -S "$tmp/gschedd.sock"
 for node in dgx-h100 pcie-8gpu; do
-  "$bin/gsched-workerd" --scheduler 127.0.0.1:"$port" --name "$node" \
+  "$bin/gsched-workerd" --scheduler 127.0.0.1:"$port" --auth-key "$tmp/gsched.key" --name "$node" \
     --topology "$src/tests/topologies/$node.xml" 2>"$tmp/$node.log" &
   pids+=("$!")
 done

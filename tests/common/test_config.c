@@ -416,3 +416,16 @@ Test(config, bad_telemetry_keys_are_reported_at_their_place)
               errors.data);
     cr_assert_str_eq(cfg.http_listen, "127.0.0.1:6818", "a bad value leaves the old one");
 }
+
+Test(config, the_cluster_key_has_a_default_path_and_can_be_turned_off)
+{
+    cr_assert_eq(parse(""), 0);
+    cr_assert_str_eq(cfg.auth_key, "/etc/gsched/gsched.key");
+    cr_assert_eq(parse("[scheduler]\nauth_key = \"/srv/k\"\n"), 0, "%s", errors.data);
+    cr_assert_str_eq(cfg.auth_key, "/srv/k");
+    cr_assert_eq(parse("[scheduler]\nauth_key = \"\"\n"), 0, "%s", errors.data);
+    cr_assert_null(cfg.auth_key, "\"\" turns authentication off");
+    cr_assert_eq(parse("[scheduler]\nauth_key = 3\n"), -EINVAL);
+    cr_assert(strstr(errors.data, "gsched.toml:2:12: scheduler.auth_key") != NULL, "%s",
+              errors.data);
+}

@@ -11,7 +11,8 @@
 #     after --timeout), bad keys, a value over 4096 bytes, the 65th key, --json.
 #   - A waiting get whose CLI is killed, on gschedd's socket and through a worker: withdrawn,
 #     gschedd runs on (the sanitizer build checks it frees nothing twice).
-#   - As root with setpriv: another uid is refused, directly and through a worker.
+#   - As root with setpriv: another uid is refused, directly (by the store's owner check) and
+#     through a worker (by the relay: that uid has no job on the node).
 #   - A waiting get is answered with an error when its job is cancelled, and when it is
 #     requeued; the requeued attempt starts with an empty store.
 # Finally the daemons stop by SIGTERM and their logs must hold no sanitizer report.
@@ -176,7 +177,8 @@ cli=$!
 wait_for "the get of 'gone' to wait" parked gone
 { kill -9 "$cli" && wait "$cli"; } 2>/dev/null # bash would say "Killed"
 wait_for "the get of 'gone' to be withdrawn" withdrawn gone
-GSCHED_SOCKET=$tmp/node1.sock "$bin/gsched" kv get gone2 --job "$h" --timeout 60 >/dev/null 2>&1 &
+hnode=$("$bin/gsched" squeue -h -j "$h" -o %N) # a node relays only for users with a job there
+GSCHED_SOCKET=$tmp/$hnode.sock "$bin/gsched" kv get gone2 --job "$h" --timeout 60 >/dev/null 2>&1 &
 cli=$!
 wait_for "the relayed get of 'gone2' to wait" parked gone2
 { kill -9 "$cli" && wait "$cli"; } 2>/dev/null # bash would say "Killed"
@@ -199,7 +201,8 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null &&
   as_nobody() { (cd / && setpriv --reuid=65534 --regid=65534 --clear-groups "$bin/gsched" "$@"); }
   expect_fail "$tmp/e8" "job $h: only its owner or root may use its key/value store" \
     as_nobody kv put k stolen --job "$h"
-  expect_fail "$tmp/e9" "job $h: only its owner or root may use its key/value store" \
+  # Through a worker: refused before the store is asked (that uid has no job on node2).
+  expect_fail "$tmp/e9" "uid 65534 has no running job on node2" \
     env GSCHED_SOCKET="$tmp/node2.sock" setpriv --reuid=65534 --regid=65534 --clear-groups \
     "$bin/gsched" kv get k --job "$h"
   [ "$(kv get k --job "$h")" = "value two" ] || fail "k changed after another uid's put"

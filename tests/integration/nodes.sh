@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # nodes.sh BIN_DIR SRC_DIR: real gschedd and gsched-workerd processes on loopback in a
 # temporary directory. Workers register with their topology and show in `gsched nodes`;
-# a second worker with a taken name is refused; garbage on the worker port closes only that
-# connection; a worker killed with -9 turns DOWN after its missed heartbeats; a restarted
+# a second worker with a taken name is refused; workers with another cluster key or none
+# never register (gschedd logs auth_failed, the keyless one is told why); garbage on the
+# worker port closes only that connection; a worker killed with -9 turns DOWN after its missed heartbeats; a restarted
 # gschedd gets the surviving worker back. Polls with deadlines, never bare sleeps.
 name="nodes"
 . "$(dirname "$0")/../daemons.sh" "$@"
@@ -24,10 +25,10 @@ sys.exit(0 if nodes and nodes[0]["state"] == sys.argv[1] else 1)' "$2"
 }
 
 start_sched
-"$bin/gsched-workerd" --scheduler 127.0.0.1:"$port" --name node1 --gpus 2 --features h100 \
+"$bin/gsched-workerd" --scheduler 127.0.0.1:"$port" --auth-key "$tmp/gsched.key" --name node1 --gpus 2 --features h100 \
   2>"$tmp/node1.log" &
 w1=$!; pids+=("$w1")
-"$bin/gsched-workerd" --scheduler 127.0.0.1:"$port" --name node2 \
+"$bin/gsched-workerd" --scheduler 127.0.0.1:"$port" --auth-key "$tmp/gsched.key" --name node2 \
   --topology "$src/tests/topologies/pcie-8gpu.xml" 2>"$tmp/node2.log" &
 w2=$!; pids+=("$w2")
 wait_for "node1 up" node_state node1 up
@@ -38,10 +39,24 @@ grep -qE '^node2 +up +8/8 +64/64' <<< "$table" || fail "node2 line wrong in:$'\n
 grep -qE '^node1 +up +2/2 .* h100$' <<< "$table" || fail "node1 line wrong in:$'\n'$table"
 
 # A second worker claiming node1 is refused while the first is alive.
-"$bin/gsched-workerd" --scheduler 127.0.0.1:"$port" --name node1 --gpus 1 2>"$tmp/dup.log" &
+"$bin/gsched-workerd" --scheduler 127.0.0.1:"$port" --auth-key "$tmp/gsched.key" --name node1 --gpus 1 2>"$tmp/dup.log" &
 dup=$!; pids+=("$dup")
 wait_for "the duplicate refused" grep -q "already connected" "$tmp/gschedd.log"
 kill -TERM "$dup"
+
+# Another cluster key, and no key at all: neither gets in, nor takes a node name.
+(umask 077 && head -c 32 /dev/urandom > "$tmp/other.key")
+"$bin/gsched-workerd" --scheduler 127.0.0.1:"$port" --auth-key "$tmp/other.key" --name intruder \
+  2>"$tmp/intruder.log" &
+pids+=("$!")
+"$bin/gsched-workerd" --scheduler 127.0.0.1:"$port" --auth-key "" --name keyless \
+  2>"$tmp/keyless.log" &
+pids+=("$!")
+wait_for "the other key refused" grep -q "reason=auth_failed role=worker name=intruder" \
+  "$tmp/gschedd.log"
+wait_for "the keyless worker told why" grep -q "needs_the_cluster_key" "$tmp/keyless.log"
+"$bin/gsched" nodes --json intruder keyless | python3 -c 'import json, sys
+sys.exit(0 if json.load(sys.stdin) == [] else 1)' || fail "an unauthenticated worker registered"
 
 # Garbage on the worker port: that connection is closed, the daemon keeps serving.
 python3 - "$port" <<'PY'

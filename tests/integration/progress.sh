@@ -6,7 +6,8 @@
 # loss, and the text view a "Progress:" line. Then reports a trainer never sends, through
 # progress_send (tests/integration/progress_send.c): for a job that has ended, for no job,
 # from root for a running job (taken, its free text cleaned of control characters and cut),
-# and, as root with setpriv, from another uid for root's job (refused). gschedd must run on.
+# and, as root with setpriv, from another uid for root's job (refused: by gschedd for the
+# job's owner, and by the relay, since that uid has no job on the node). gschedd must run on.
 name="progress"
 . "$(dirname "$0")/lib.sh"
 tests=$(cd "$3" && pwd) || exit 1
@@ -70,9 +71,13 @@ grep -Eq '^Progress: step 12/12 \(100%\) loss [0-9.]+ eval [0-9.]+ tokens/s [0-9
 
 # --- refused: a job that is not running, a job that does not exist ---------------------------
 sock=$state/node1.sock # as a task would: through the worker
-out=$("$send" "$sock" "$j" 13 12 2>&1)
+out=$("$send" "$GSCHED_SOCKET" "$j" 13 12 2>&1)
 [ $? = 1 ] && [[ $out == *"is COMPLETED: progress is taken from running jobs only"* ]] ||
   fail "a report for an ended job: $out"
+# Through the worker, once root has no job left on node1, node1 no longer speaks for root.
+out=$("$send" "$sock" "$j" 13 12 2>&1)
+[ $? = 1 ] && [[ $out == *"uid 0 has no running job on node1"* ]] ||
+  fail "a report through node1 with no job there: $out"
 out=$("$send" "$GSCHED_SOCKET" 999999 1 2 2>&1)
 [ $? = 1 ] && [[ $out == *"job 999999: no such job"* ]] || fail "a report for no job: $out"
 expect "$j" 'd["progress"]["step"] == 12' "the ended job's report unchanged"
@@ -104,8 +109,10 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null &&
   chmod o+x "$tmp" "$state" # the sockets and the helper, reachable by that user
   for s in "$sock" "$GSCHED_SOCKET"; do
     out=$(cd / && setpriv --reuid=65534 --regid=65534 --clear-groups "$tmp/progress_send" "$s" "$g" 9 10 2>&1)
-    [ $? = 1 ] && [[ $out == *"only its owner or root may report its progress"* ]] ||
-      fail "uid 65534's report for root's job through $s: $out"
+    rc=$?
+    want="only its owner or root may report its progress"
+    [ "$s" = "$sock" ] && want="uid 65534 has no running job on node1" # node1 speaks for root only
+    [ $rc = 1 ] && [[ $out == *"$want"* ]] || fail "uid 65534's report for root's job through $s: $out"
   done
   expect "$g" 'd["progress"]["step"] == 3' "root's job's report unchanged"
 else

@@ -6,8 +6,9 @@
 # anything inside a job that reaches gschedd does so through a worker's socket. A 2-node
 # batch script then runs srun across both nodes, scontrol show job, squeue -j, a dependent
 # sbatch and six squeues at once; GSCHED_SOCKET in its tasks names their own worker's socket. As root
-# (with setpriv), a CLI of another uid on a worker's socket is served as that uid: it
-# cannot cancel root's job but can submit and cancel its own. Finally a worker killed with
+# (with setpriv), a CLI of another uid on a worker's socket is refused while that uid has no
+# job running on the node, and once it has one is served as that uid: it cannot cancel
+# root's job but can submit and cancel its own. Finally a worker killed with
 # -9 while srun streams through it ends that srun with an error, and gschedd runs on.
 name="relay"
 . "$(dirname "$0")/lib.sh"
@@ -86,9 +87,22 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null &&
   setpriv --reuid=65534 --regid=65534 --clear-groups "$bin/gsched" --version >/dev/null 2>&1; then
   chmod o+x "$tmp" "$state" # the worker's socket, reachable by that user
   as_nobody() { (cd / && GSCHED_SOCKET=$state/node1.sock setpriv --reuid=65534 --regid=65534 --clear-groups "$bin/gsched" "$@"); }
-  printf '#!/bin/bash\n#SBATCH -J rootjob\n#SBATCH -o /dev/null\n%s\n' "$(gate_wait rootjob)" > "$work/rootjob.sh"
+  printf '#!/bin/bash\n#SBATCH -J rootjob\n#SBATCH -o /dev/null\n#SBATCH -w node2\n%s\n' "$(gate_wait rootjob)" > "$work/rootjob.sh"
   rootjob=$(sbatch --parsable "$work/rootjob.sh" 2>&1) || fail "sbatch rootjob: $rootjob"
   wait_start "$rootjob"
+  # No job of its own on node1: node1 does not speak for it.
+  as_nobody scancel "$rootjob" > "$tmp/cancel.txt" 2>&1 && fail "uid 65534 cancelled root's job"
+  has "$tmp/cancel.txt" "uid 65534 has no running job on node1"
+  as_nobody sbatch -o /dev/null --wrap true > "$tmp/sbatch.txt" 2>&1 && fail "uid 65534 submitted through node1 with no job there"
+  has "$tmp/sbatch.txt" "no running job on node1"
+  grep -q "node=node1 session=[0-9]* uid=65534 reason=no_job_on_node relayed cli refused" "$state/gschedd.log" ||
+    fail "no log line for the refused relay"
+  # A job of its own on node1 (submitted on gschedd's socket): now node1 relays for it.
+  chmod o+rx "$gates"
+  holder=$( (cd / && GSCHED_SOCKET=$tmp/hidden.sock setpriv --reuid=65534 --regid=65534 --clear-groups \
+    "$bin/gsched" sbatch --parsable -w node1 -o /dev/null --wrap "$(gate_wait holder)") 2>&1) ||
+    fail "uid 65534 cannot submit on gschedd's socket: $holder"
+  wait_start "$holder"
   as_nobody scancel "$rootjob" > "$tmp/cancel.txt" 2>&1 && fail "uid 65534 cancelled root's job"
   has "$tmp/cancel.txt" "permission denied"
   [ "$(job_state "$rootjob")" = RUNNING ] || fail "root's job after uid 65534's scancel: $(jq "$rootjob" 'j')"
@@ -99,7 +113,9 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null &&
   wait_end "$own" 10 || true
   [ "$(job_state "$own")" = CANCELLED ] || fail "own job after scancel: $(jq "$own" 'j')"
   gate rootjob
+  gate holder
   wait_end "$rootjob" 30 || fail "root's job did not complete: $(jq "$rootjob" 'j')"
+  wait_end "$holder" 30 || fail "uid 65534's job did not complete: $(jq "$holder" 'j')"
 else
   echo "$name: not root (or no setpriv): the other-uid checks are skipped"
 fi

@@ -67,6 +67,10 @@ out=$("$bin/gsched" up --workers 1 --state other --topology "$src/tests/topologi
 grep -qx 'heartbeat_interval = "1s"' other/gsched.toml && grep -qx 'kill_grace = "90s"' other/gsched.toml ||
   fail "--heartbeat / --kill-grace not in gsched.toml: $(cat other/gsched.toml)"
 grep -q "heartbeat_ms=1000 listening" other/gschedd.log || fail "gschedd does not use --heartbeat"
+# The cluster key: made on the first start, the user's alone, named in gsched.toml.
+[ "$(stat -c '%a %s' other/gsched.key)" = "600 32" ] || fail "key: $(stat -c '%a %s' other/gsched.key)"
+grep -qx "auth_key = \"$tmp/other/gsched.key\"" other/gsched.toml || fail "no auth_key in: $(cat other/gsched.toml)"
+grep -q 'auth=none' other/gschedd.log && fail "gschedd runs without the key"
 grep -q "1 worker (node1), 8 GPUs$" <<< "$out" || fail "unexpected summary: $out"
 grep -q "export GSCHED_SOCKET=$tmp/other/gschedd.sock" <<< "$out" || fail "no socket hint: $out"
 GSCHED_SOCKET=$tmp/other/gschedd.sock "$bin/gsched" nodes | grep -qE '^node1 +up +8/8' ||

@@ -4,11 +4,14 @@
  * still arrives; a peer of another protocol major, a garbage-sending peer, a peer that
  * vanishes mid-frame, sends no Hello, a second Hello, an unknown body or the wrong role is
  * closed with the right reason (and told why) while other connections on the loop carry
- * on. "Raw" peers are plain blocking sockets driven with the fd helpers.
+ * on. With a cluster key, peers holding it become ready and others (another key, no key, no
+ * proof, a reflected proof, an echoed nonce) never do. "Raw" peers are plain blocking
+ * sockets driven with the fd helpers.
  *
  * No sleeps: the loop runs until a condition holds, bounded by a timer that fails the test.
  */
 #include <criterion/criterion.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -595,4 +598,169 @@ Test(conn, refuses_sends_it_cannot_make)
     cr_assert_eq(idle.status, 0);
     cr_assert_eq(s.status, 0);
     close(fd);
+}
+
+/* ---- the cluster key (proto/auth.h) ---- */
+
+static void fill_key(struct gs_proto_auth_key *key, uint8_t byte)
+{
+    memset(key, 0, sizeof(*key));
+    memset(key->bytes, byte, 32);
+    key->len = 32;
+}
+
+/* conn_pair with keys ka and kb (NULL: none). */
+static void keyed_pair(struct side *a, const struct gs_proto_auth_key *ka, struct side *b,
+                       const struct gs_proto_auth_key *kb)
+{
+    struct gs_proto_conn_opts oa = side_opts(a, GS__ROLE__ROLE_SCHEDULER, "gschedd");
+    struct gs_proto_conn_opts ob = side_opts(b, GS__ROLE__ROLE_WORKER, "n1");
+    int sv[2];
+
+    oa.accept_roles = GS_PROTO_ROLE_BIT(GS__ROLE__ROLE_WORKER);
+    oa.auth_key = ka;
+    ob.auth_key = kb;
+    cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    open_conn(sv[0], a, &oa);
+    open_conn(sv[1], b, &ob);
+}
+
+Test(conn, peers_with_the_same_key_authenticate_and_talk)
+{
+    struct gs_proto_auth_key k;
+    struct side a = {0}, b = {.echo = true};
+
+    fill_key(&k, 0x5a);
+    keyed_pair(&a, &k, &b, &k);
+    RUN_UNTIL(a.readies == 1 && b.readies == 1);
+    cr_assert_eq(gs_proto_conn_peer_hello(a.conn)->auth_nonce.len, GS_PROTO_AUTH_NONCE_SIZE);
+    send_request(a.conn, 3);
+    RUN_UNTIL(a.messages == 1);
+    cr_assert_eq(a.last_job_id, 30);
+    gs_proto_conn_close(a.conn);
+    RUN_UNTIL(a.closes == 1 && b.closes == 1);
+}
+
+Test(conn, a_different_key_is_refused_on_both_sides)
+{
+    struct gs_proto_auth_key ka, kb;
+    struct side a = {0}, b = {0};
+
+    fill_key(&ka, 1);
+    fill_key(&kb, 2);
+    keyed_pair(&a, &ka, &b, &kb);
+    RUN_UNTIL(a.closes == 1 && b.closes == 1);
+    cr_assert_eq(a.readies + b.readies, 0, "nobody may become ready");
+    cr_assert_eq(a.messages + b.messages, 0);
+    cr_assert(a.status == GS_PROTO_ERR_AUTH || b.status == GS_PROTO_ERR_AUTH, "%d %d", a.status,
+              b.status);
+}
+
+Test(conn, a_peer_without_the_key_is_told_and_closed)
+{
+    struct gs_proto_auth_key k;
+    struct side a = {0}, b = {0};
+
+    fill_key(&k, 7);
+    keyed_pair(&a, &k, &b, NULL);
+    RUN_UNTIL(a.closes == 1 && b.closes == 1);
+    cr_assert_eq(a.readies, 0, "the keyed side never trusts it");
+    cr_assert_eq(a.status, GS_PROTO_ERR_AUTH);
+    cr_assert_eq(b.status, GS_PROTO_ERR_REJECTED, "told why: %d", b.status);
+}
+
+/* A raw peer that says Hello with a nonce and then anything but a valid proof. */
+static void raw_hello_with_nonce(int fd, const uint8_t *nonce)
+{
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    Gs__Hello hello;
+
+    gs_proto_hello_init(&hello, GS__ROLE__ROLE_WORKER, "raw");
+    hello.auth_nonce.data = (uint8_t *)nonce;
+    hello.auth_nonce.len = GS_PROTO_AUTH_NONCE_SIZE;
+    env.body_case = GS__ENVELOPE__BODY_HELLO;
+    env.hello = &hello;
+    cr_assert_eq(gs_proto_write_fd(fd, &env, 1000), 0);
+}
+
+Test(conn, messages_before_a_valid_proof_are_refused)
+{
+    struct gs_proto_auth_key k;
+    struct side s = {0};
+    struct gs_proto_conn_opts opts = side_opts(&s, GS__ROLE__ROLE_SCHEDULER, "gschedd");
+    uint8_t nonce[GS_PROTO_AUTH_NONCE_SIZE] = {9};
+    struct gs_buf hb = GS_BUF_INIT;
+    Gs__Envelope *env;
+    int fd;
+
+    fill_key(&k, 3);
+    opts.auth_key = &k;
+    fd = raw_pair(&s, &opts);
+    raw_hello_with_nonce(fd, nonce);
+    heartbeat_frame(&hb, 1); /* no proof: straight to business */
+    raw_write(fd, hb.data, hb.len);
+    RUN_UNTIL(s.closes == 1);
+    cr_assert_eq(s.readies, 0);
+    cr_assert_eq(s.messages, 0);
+    cr_assert_eq(s.status, GS_PROTO_ERR_AUTH);
+    gs_proto_envelope_free(raw_expect(fd, GS__ENVELOPE__BODY_HELLO));
+    env = raw_expect(fd, GS__ENVELOPE__BODY_AUTH_PROOF); /* its own proof, for our nonce */
+    cr_assert_eq(env->auth_proof->mac.len, GS_PROTO_AUTH_PROOF_SIZE);
+    gs_proto_envelope_free(env);
+    gs_buf_release(&hb);
+    close(fd);
+}
+
+/* Runs the loop until the connection has written something for the raw peer at fd. */
+static void pump_until_readable(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+
+    for (int i = 0; i < DEADLINE_MS / 10; i++) {
+        uv_run(&loop, UV_RUN_NOWAIT);
+        if (poll(&p, 1, 10) == 1)
+            return;
+    }
+    cr_assert_fail("nothing to read from the connection");
+}
+
+/* Sending its own proof back (reflection) or echoing its nonce does not get a peer in. */
+Test(conn, a_reflected_proof_or_echoed_nonce_is_refused)
+{
+    struct gs_proto_auth_key k;
+    struct side s = {0}, t = {0};
+    struct gs_proto_conn_opts opts = side_opts(&s, GS__ROLE__ROLE_SCHEDULER, "gschedd");
+    uint8_t nonce[GS_PROTO_AUTH_NONCE_SIZE] = {1, 2, 3};
+    Gs__Envelope *hello, *proof;
+    int fd;
+
+    fill_key(&k, 4);
+    opts.auth_key = &k;
+    fd = raw_pair(&s, &opts);
+    raw_hello_with_nonce(fd, nonce);
+    pump_until_readable(fd);
+    hello = raw_expect(fd, GS__ENVELOPE__BODY_HELLO);
+    pump_until_readable(fd);
+    proof = raw_expect(fd, GS__ENVELOPE__BODY_AUTH_PROOF);
+    cr_assert_eq(gs_proto_write_fd(fd, proof, 1000), 0);
+    RUN_UNTIL(s.closes == 1);
+    cr_assert_eq(s.readies, 0);
+    cr_assert_eq(s.status, GS_PROTO_ERR_AUTH);
+    close(fd);
+
+    /* Its own nonce echoed in our Hello: refused before any proof is made. */
+    gs_proto_envelope_free(hello);
+    opts = side_opts(&t, GS__ROLE__ROLE_SCHEDULER, "gschedd");
+    opts.auth_key = &k;
+    fd = raw_pair(&t, &opts);
+    pump_until_readable(fd);
+    hello = raw_expect(fd, GS__ENVELOPE__BODY_HELLO);
+    raw_hello_with_nonce(fd, hello->hello->auth_nonce.data);
+    RUN_UNTIL(t.closes == 1);
+    cr_assert_eq(t.readies, 0);
+    cr_assert_eq(t.status, GS_PROTO_ERR_AUTH);
+    gs_proto_envelope_free(raw_expect(fd, GS__ENVELOPE__BODY_HELLO_REJECT));
+    close(fd);
+    gs_proto_envelope_free(hello);
+    gs_proto_envelope_free(proof);
 }

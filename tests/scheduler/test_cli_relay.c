@@ -1,10 +1,11 @@
 /*
  * test_cli_relay.c: gschedd serving CLI sessions a worker relays (CliRelay, sched_cli.c),
  * in process on a private loop, with a fake worker on loopback TCP that registers a node
- * and then speaks for CLIs of its node. A relayed request is answered inside CliRelay
- * frames and its session ended with the close marker; the uid the worker vouches for is
- * the submitter's; a malformed frame, or one from another uid, ends that session alone; a
- * frame for a session already ended is answered with its end and an end for one never
+ * and then speaks for CLIs of its node (this process's uid has a job on it, submitted on
+ * gschedd's socket). A relayed request is answered inside CliRelay frames and its session
+ * ended with the close marker; the uid the worker vouches for is the submitter's; a uid
+ * with no job on the node is refused; a malformed frame, or one from another uid, ends that session
+ * alone; a frame for a session already ended is answered with its end and an end for one never
  * opened is dropped; a CliRelay inside a relayed session, or from a CLI's own connection,
  * is refused; a session held by a wait ends when its worker goes, or when gschedd stops,
  * which leaves nothing on the loop.
@@ -44,6 +45,8 @@ static struct down_frame down[MAX_DOWN];
 static int ndown;
 static Gs__Envelope__BodyCase cli_body;
 static int32_t cli_error;
+static uint64_t cli_job;
+static uint32_t me; /* this process's uid: the one with a job on n1 (own_job_on_n1) */
 
 static void on_tick(uv_timer_t *t)
 {
@@ -60,7 +63,7 @@ static void run_until(bool (*cond)(void), const char *what)
     }
 }
 
-/* Registers node name (2 cores, 1 GiB, no GPUs) on conn. */
+/* Registers node name (8 cores, 1 GiB, no GPUs) on conn. */
 static void send_register(struct gs_proto_conn *conn, const char *name)
 {
     Gs__NodeTopology topo = GS__NODE_TOPOLOGY__INIT;
@@ -69,7 +72,7 @@ static void send_register(struct gs_proto_conn *conn, const char *name)
 
     topo.node_name = (char *)name;
     topo.address = "127.0.0.1";
-    topo.cores = 2;
+    topo.cores = 8;
     topo.memory_mib = 1024;
     reg.topology = &topo;
     env.body_case = GS__ENVELOPE__BODY_NODE_REGISTER;
@@ -156,6 +159,8 @@ static void connect_worker(void)
     run_until(is_registered, "the registration");
 }
 
+static void own_job_on_n1(void);
+
 static void setup(void)
 {
     struct gs_error err;
@@ -170,6 +175,8 @@ static void setup(void)
     free(cfg.state_dir);
     free(cfg.http_listen);
     cfg.http_listen = NULL;
+    free(cfg.auth_key); /* the workers here are bare connections (tests/proto tests keys) */
+    cfg.auth_key = NULL;
     cfg.socket_path = strdup(sock);
     cfg.state_dir = strdup(dir);
     cfg.log_level = GS_LOG_ERROR;
@@ -183,6 +190,8 @@ static void setup(void)
     sched = sched_new(&loop, &cfg, &err);
     cr_assert_not_null(sched, "%s", err.msg);
     connect_worker();
+    me = (uint32_t)getuid();
+    own_job_on_n1();
 }
 
 static bool is_stopped(void)
@@ -269,30 +278,47 @@ static void nodes_request(Gs__Envelope *env, Gs__NodesRequest *req, uint64_t req
     env->nodes_request = req;
 }
 
+/* A SubmitRequest for a one-node job running `true`, built in p (which env points into). */
+struct submit_parts {
+    Gs__Resources res;
+    Gs__RunSpec run;
+    Gs__JobSpec spec;
+    Gs__SubmitRequest sub;
+    char *argv[1];
+};
+
+static void submit_envelope(Gs__Envelope *env, struct submit_parts *p, char *name,
+                            uint64_t request_id)
+{
+    gs__resources__init(&p->res);
+    gs__run_spec__init(&p->run);
+    gs__job_spec__init(&p->spec);
+    gs__submit_request__init(&p->sub);
+    gs__envelope__init(env);
+    p->argv[0] = "true";
+    p->res.nodes = 1;
+    p->run.n_argv = 1;
+    p->run.argv = p->argv;
+    p->run.tasks_per_node = 1;
+    p->run.workdir = "/";
+    p->run.stdout_pattern = "/dev/null";
+    p->spec.name = name;
+    p->spec.resources = &p->res;
+    p->spec.run = &p->run;
+    p->sub.spec = &p->spec;
+    env->request_id = request_id;
+    env->body_case = GS__ENVELOPE__BODY_SUBMIT_REQUEST;
+    env->submit_request = &p->sub;
+}
+
 /* Submits a one-node job in relayed session `session` as uid; returns its id. */
 static uint64_t submit_job(uint64_t session, uint32_t uid)
 {
-    Gs__Resources res = GS__RESOURCES__INIT;
-    Gs__RunSpec run = GS__RUN_SPEC__INIT;
-    Gs__JobSpec spec = GS__JOB_SPEC__INIT;
-    Gs__SubmitRequest sub = GS__SUBMIT_REQUEST__INIT;
-    Gs__Envelope env = GS__ENVELOPE__INIT;
-    char *argv[] = {"true"};
+    struct submit_parts p;
+    Gs__Envelope env;
     int first = ndown;
 
-    res.nodes = 1;
-    run.n_argv = 1;
-    run.argv = argv;
-    run.tasks_per_node = 1;
-    run.workdir = "/";
-    run.stdout_pattern = "/dev/null";
-    spec.name = "relayed";
-    spec.resources = &res;
-    spec.run = &run;
-    sub.spec = &spec;
-    env.request_id = 4;
-    env.body_case = GS__ENVELOPE__BODY_SUBMIT_REQUEST;
-    env.submit_request = &sub;
+    submit_envelope(&env, &p, "relayed", 4);
     relay(session, uid, &env);
     wait_down(first + 2);
     cr_assert_eq(down[first].inner->body_case, GS__ENVELOPE__BODY_SUBMIT_REPLY, "%s",
@@ -311,7 +337,7 @@ Test(cli_relay, answers_a_relayed_request_then_ends_its_session)
     Gs__NodesRequest req;
 
     nodes_request(&env, &req, 3);
-    relay(1, 1234, &env);
+    relay(1, me, &env);
     wait_down(2);
     cr_assert_eq(down[0].session, 1);
     cr_assert_eq(down[0].inner->body_case, GS__ENVELOPE__BODY_NODES_REPLY);
@@ -320,7 +346,7 @@ Test(cli_relay, answers_a_relayed_request_then_ends_its_session)
     cr_assert_str_eq(down[0].inner->nodes_reply->nodes[0]->name, "n1");
     cr_assert_eq(down[1].session, 1);
     cr_assert(down[1].close, "one request per session: then its end");
-    relay_raw(1, 1234, NULL, 0, true); /* the worker's end crossing gschedd's: dropped */
+    relay_raw(1, me, NULL, 0, true); /* the worker's end crossing gschedd's: dropped */
     settle();
     cr_assert_eq(ndown, 2);
 }
@@ -330,15 +356,35 @@ Test(cli_relay, a_submission_belongs_to_the_uid_the_worker_vouches_for)
     Gs__ShowRequest show = GS__SHOW_REQUEST__INIT;
     Gs__Envelope env = GS__ENVELOPE__INIT;
 
-    show.job_id = submit_job(1, 4321);
+    show.job_id = submit_job(1, me);
     env.request_id = 5;
     env.body_case = GS__ENVELOPE__BODY_SHOW_REQUEST;
     env.show_request = &show;
-    relay(2, 4321, &env);
+    relay(2, me, &env);
     wait_down(4);
     cr_assert_eq(down[2].session, 2);
     cr_assert_eq(down[2].inner->body_case, GS__ENVELOPE__BODY_SHOW_REPLY);
-    cr_assert_eq(down[2].inner->show_reply->job->user->uid, 4321);
+    cr_assert_eq(down[2].inner->show_reply->job->user->uid, me);
+}
+
+/* A worker speaks only for the users whose jobs run on its node. */
+Test(cli_relay, a_uid_without_a_job_on_the_node_is_refused)
+{
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    Gs__NodesRequest req;
+
+    nodes_request(&env, &req, 4);
+    relay(1, me + 1, &env);
+    wait_down(2);
+    cr_assert_eq(down[0].inner->body_case, GS__ENVELOPE__BODY_ERROR);
+    cr_assert_eq(down[0].inner->request_id, 4);
+    cr_assert_eq(down[0].inner->error->code, -EPERM);
+    cr_assert(strstr(down[0].inner->error->message, "has no running job on n1") != NULL, "%s",
+              down[0].inner->error->message);
+    cr_assert(down[1].close);
+    relay(2, me, &env); /* the same worker, for a user whose job runs there */
+    wait_down(4);
+    cr_assert_eq(down[2].inner->body_case, GS__ENVELOPE__BODY_NODES_REPLY);
 }
 
 Test(cli_relay, a_malformed_frame_ends_that_session_alone)
@@ -347,14 +393,14 @@ Test(cli_relay, a_malformed_frame_ends_that_session_alone)
     Gs__Envelope env = GS__ENVELOPE__INIT;
     Gs__NodesRequest req;
 
-    relay_raw(1, 1000, garbage, sizeof(garbage), false);
+    relay_raw(1, me, garbage, sizeof(garbage), false);
     wait_down(1);
     cr_assert_eq(down[0].session, 1);
     cr_assert(down[0].close);
     nodes_request(&env, &req, 6);
-    relay(1, 1000, &env);              /* an ended session's number: only its end again */
-    relay_raw(9, 1000, NULL, 0, true); /* the end of one never opened: nothing */
-    relay(2, 1000, &env);              /* the next session is served */
+    relay(1, me, &env);              /* an ended session's number: only its end again */
+    relay_raw(9, me, NULL, 0, true); /* the end of one never opened: nothing */
+    relay(2, me, &env);              /* the next session is served */
     wait_down(4);
     cr_assert_eq(down[1].session, 1);
     cr_assert(down[1].close);
@@ -371,17 +417,17 @@ Test(cli_relay, a_session_whose_uid_changes_is_ended)
 {
     Gs__WaitRequest wait = GS__WAIT_REQUEST__INIT;
     Gs__Envelope env = GS__ENVELOPE__INIT;
-    uint64_t job = submit_job(1, 1000);
+    uint64_t job = submit_job(1, me);
 
     wait.n_job_ids = 1;
     wait.job_ids = &job;
     env.request_id = 8;
     env.body_case = GS__ENVELOPE__BODY_WAIT_REQUEST;
     env.wait_request = &wait;
-    relay(2, 1000, &env); /* held: the job runs on a worker that runs nothing */
+    relay(2, me, &env); /* held: the job runs on a worker that runs nothing */
     settle();
     cr_assert_eq(ndown, 2);
-    relay(2, 1001, &env); /* the same session, another uid */
+    relay(2, me + 1, &env); /* the same session, another uid */
     wait_down(3);
     cr_assert_eq(down[2].session, 2);
     cr_assert(down[2].close);
@@ -399,7 +445,7 @@ Test(cli_relay, refuses_a_cli_relay_inside_a_relayed_session)
     env.request_id = 2;
     env.body_case = GS__ENVELOPE__BODY_CLI_RELAY;
     env.cli_relay = &nested;
-    relay(1, 1000, &env);
+    relay(1, me, &env);
     wait_down(2);
     cr_assert_eq(down[0].inner->body_case, GS__ENVELOPE__BODY_ERROR);
     cr_assert_eq(down[0].inner->error->code, -EPERM);
@@ -428,6 +474,8 @@ static void on_cli_message(struct gs_proto_conn *conn, const Gs__Envelope *env, 
     cli_body = env->body_case;
     if (env->body_case == GS__ENVELOPE__BODY_ERROR)
         cli_error = env->error->code;
+    if (env->body_case == GS__ENVELOPE__BODY_SUBMIT_REPLY)
+        cli_job = env->submit_reply->job_id;
 }
 
 static void on_cli_close(struct gs_proto_conn *conn, int status, void *data)
@@ -473,6 +521,30 @@ static struct gs_proto_conn *cli_conn(gs_proto_ready_cb on_ready, gs_proto_close
     return conn;
 }
 
+/* A job's submission, from this process on gschedd's own socket. */
+static void on_own_ready(struct gs_proto_conn *conn, const Gs__Hello *peer, void *data)
+{
+    struct submit_parts p;
+    Gs__Envelope env;
+
+    (void)peer;
+    (void)data;
+    submit_envelope(&env, &p, "own", 1);
+    cr_assert_eq(gs_proto_conn_send(conn, &env), 0);
+}
+
+/* A job of this process's uid (me) running on n1, submitted on gschedd's socket: n1 relays
+ * only for users whose jobs run there. The fake worker runs nothing, so it stays RUNNING. */
+static void own_job_on_n1(void)
+{
+    cli_closed = false;
+    cli_job = 0;
+    cli = cli_conn(on_own_ready, on_cli_close);
+    run_until(is_cli_closed, "the own job's submission");
+    cr_assert_eq(cli_body, GS__ENVELOPE__BODY_SUBMIT_REPLY, "error %d", cli_error);
+    cli_closed = false;
+}
+
 Test(cli_relay, refuses_a_cli_relay_from_a_cli_connection)
 {
     cli = cli_conn(on_cli_ready, on_cli_close);
@@ -490,7 +562,7 @@ Test(cli_relay, sessions_end_with_their_workers_connection)
 {
     Gs__WaitRequest wait = GS__WAIT_REQUEST__INIT;
     Gs__Envelope env = GS__ENVELOPE__INIT;
-    uint64_t job = submit_job(1, 1000);
+    uint64_t job = submit_job(1, me);
 
     /* A wait held until the job ends, which it cannot: this worker runs nothing. */
     wait.n_job_ids = 1;
@@ -498,7 +570,7 @@ Test(cli_relay, sessions_end_with_their_workers_connection)
     env.request_id = 2;
     env.body_case = GS__ENVELOPE__BODY_WAIT_REQUEST;
     env.wait_request = &wait;
-    relay(2, 1000, &env);
+    relay(2, me, &env);
     settle();
     cr_assert_eq(ndown, 2, "the wait is held");
     gs_proto_conn_close(worker);
@@ -510,14 +582,14 @@ Test(cli_relay, stops_with_a_relayed_session_still_held)
 {
     Gs__WaitRequest wait = GS__WAIT_REQUEST__INIT;
     Gs__Envelope env = GS__ENVELOPE__INIT;
-    uint64_t job = submit_job(1, 1000);
+    uint64_t job = submit_job(1, me);
 
     wait.n_job_ids = 1;
     wait.job_ids = &job;
     env.request_id = 3;
     env.body_case = GS__ENVELOPE__BODY_WAIT_REQUEST;
     env.wait_request = &wait;
-    relay(2, 1000, &env);
+    relay(2, me, &env);
     settle();
     cr_assert_eq(ndown, 2, "the wait is held");
     /* teardown stops gschedd now: the session ends with it, nothing is left on the loop */

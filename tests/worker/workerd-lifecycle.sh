@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # workerd-lifecycle.sh WORKERD SRC_DIR: gsched-workerd started with no scheduler listening
 # keeps running and retrying, and SIGTERM stops it cleanly (exit 0) within a few seconds;
-# bad options are refused with status 2 and a message.
+# bad options are refused with status 2 and a message, and a cluster key that is missing or
+# readable by others with status 1 and a message naming it.
 set -u
 workerd=$1
 src=$2
@@ -14,7 +15,18 @@ grep -q "gpus wants" "$tmp/err" || fail "no message for --gpus 9999"
 
 # A port nobody listens on: bind one, then close it.
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$workerd" --scheduler 127.0.0.1:"$port" --name nodeX --topology "$src/tests/topologies/ws-4gpu.xml" \
+
+"$workerd" --scheduler 127.0.0.1:"$port" --auth-key "$tmp/none.key" 2>"$tmp/err"
+[ $? -eq 1 ] || fail "a missing key did not stop it"
+grep -q "scheduler.auth_key: $tmp/none.key: No such file" "$tmp/err" || fail "$(cat "$tmp/err")"
+head -c 32 /dev/urandom > "$tmp/gsched.key"
+chmod 0644 "$tmp/gsched.key"
+"$workerd" --scheduler 127.0.0.1:"$port" --auth-key "$tmp/gsched.key" 2>"$tmp/err"
+[ $? -eq 1 ] || fail "a key others can read did not stop it"
+grep -q "readable by others (mode 644" "$tmp/err" || fail "$(cat "$tmp/err")"
+chmod 0600 "$tmp/gsched.key"
+
+"$workerd" --scheduler 127.0.0.1:"$port" --auth-key "$tmp/gsched.key" --name nodeX --topology "$src/tests/topologies/ws-4gpu.xml" \
   --log-level debug 2>"$tmp/log" &
 pid=$!
 deadline=$((SECONDS + 10))
