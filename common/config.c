@@ -329,6 +329,11 @@ static void rd_telemetry_interval(struct gs_schema_ctx *c, const struct gs_toml_
         CFG(c)->telemetry_interval_ms = s * 1000;
 }
 
+static void rd_allow_root_jobs(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    gs_schema_bool(c, v, "worker.allow_root_jobs", &CFG(c)->allow_root_jobs);
+}
+
 static const struct gs_schema_key worker_keys[] = {
     {"name", rd_name},
     {"address", rd_address},
@@ -339,6 +344,7 @@ static const struct gs_schema_key worker_keys[] = {
     {"log_dir", rd_log_dir},
     {"cli_socket", rd_cli_socket},
     {"telemetry_interval", rd_telemetry_interval},
+    {"allow_root_jobs", rd_allow_root_jobs},
     {NULL, NULL},
 };
 

@@ -34,6 +34,7 @@
  *     cli_socket = "/run/gsched/workerd.sock"  # the CLI's socket inside jobs on this node;
  *                                           # default: LOG_DIR/NAME.sock
  *     telemetry_interval = "1s"             # GPU (NVML) and CPU sampling; "0s": none
+ *     allow_root_jobs = false               # run jobs of uid 0 (refused unless true)
  *     [[switch]]                            # the network, as Slurm's topology.conf says it:
  *     name = "leaf1"                        # multi-node jobs go under one switch when
  *     nodes = "node[1-16]"                  # they fit (a hostlist, or a list of them)
@@ -128,6 +129,7 @@ struct gs_config {
     char *log_dir;
     char *worker_cli_socket;        /* NULL: LOG_DIR/NAME.sock (worker/relay.h) */
     uint64_t telemetry_interval_ms; /* 0: no sampling; default 1 s */
+    bool allow_root_jobs;           /* launch tasks as uid 0; default false */
     /* [[switch]] */
     struct gs_config_switch *switches;
     size_t nswitches;

@@ -30,6 +30,7 @@ static const char usage[] =
     "  --config FILE        configuration (default " GS_CONFIG_DEFAULT_PATH " when present)\n"
     "  --scheduler HOST:PORT  where gschedd listens for workers\n"
     "  --auth-key FILE      the cluster key (scheduler.auth_key; \"\": none)\n"
+    "  --allow-root-jobs    run jobs of uid 0 (worker.allow_root_jobs; refused otherwise)\n"
     "  --name NAME          this node's name (default: the host name)\n"
     "  --address ADDR       address other nodes reach this one at (MASTER_ADDR)\n"
     "  --topology FILE.xml  hwloc XML topology instead of discovering this machine\n"
@@ -128,7 +129,8 @@ enum {
     OPT_LOGDIR,
     OPT_LOG,
     OPT_CLISOCK,
-    OPT_AUTH_KEY
+    OPT_AUTH_KEY,
+    OPT_ALLOW_ROOT
 };
 
 static const struct option long_opts[] = {
@@ -144,6 +146,7 @@ static const struct option long_opts[] = {
     {"log-level", required_argument, NULL, OPT_LOG},
     {"cli-socket", required_argument, NULL, OPT_CLISOCK},
     {"auth-key", required_argument, NULL, OPT_AUTH_KEY},
+    {"allow-root-jobs", no_argument, NULL, OPT_ALLOW_ROOT},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -179,6 +182,9 @@ static int apply_option(struct workerd *d, int opt, const char *arg)
         return split_features(cfg, arg) < 0 ? 1 : 0;
     case OPT_LOGDIR:
         return set_str(&cfg->log_dir, arg) < 0 ? 1 : 0;
+    case OPT_ALLOW_ROOT:
+        cfg->allow_root_jobs = true;
+        return 0;
     case OPT_AUTH_KEY:
         if (arg[0] == '\0') {
             free(cfg->auth_key);
@@ -395,7 +401,8 @@ static int run(struct workerd *d)
                             .features = d->cfg.features,
                             .grace_ms = d->cfg.kill_grace_ms,
                             .telemetry_ms = d->cfg.telemetry_interval_ms,
-                            .synthetic_gpus = d->cfg.fake_gpus > 0};
+                            .synthetic_gpus = d->cfg.fake_gpus > 0,
+                            .allow_root_jobs = d->cfg.allow_root_jobs};
     struct gs_proto_auth_key key;
     struct gs_error err;
     int rc = load_key(&d->cfg, &key);

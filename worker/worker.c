@@ -581,6 +581,7 @@ struct wrk_ctx *wrk_new(uv_loop_t *loop, const struct wrk_opts *opts, struct gs_
     snprintf(w->cli_path, sizeof(w->cli_path), "%s",
              opts->cli_path != NULL ? opts->cli_path : "gsched");
     w->topo = opts->topo;
+    w->allow_root_jobs = opts->allow_root_jobs;
     if (opts->auth_key != NULL)
         w->auth_key = *opts->auth_key;
     w->grace_ms = opts->grace_ms > 0 ? opts->grace_ms : 30000;

@@ -47,6 +47,7 @@ struct wrk_opts {
     bool synthetic_gpus;        /* topo's GPUs are made up (--gpus N): NVML finds GPU i as
                                  * its device i rather than by PCI bus id */
     const struct gs_proto_auth_key *auth_key; /* the cluster key (copied); NULL: none */
+    bool allow_root_jobs;                     /* launch tasks as uid 0 (else refused) */
 };
 
 struct wrk_ctx;

@@ -40,6 +40,7 @@ struct wrk_job {
 struct wrk_ctx {
     uv_loop_t *loop;
     struct gs_proto_auth_key auth_key; /* the cluster key; len 0: none */
+    bool allow_root_jobs;              /* worker.allow_root_jobs */
     struct sockaddr_storage scheduler;
     char node_name[64];
     char address[256];

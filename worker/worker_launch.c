@@ -244,8 +244,15 @@ static int resolve_user(struct launch *l, char *why, size_t why_size)
     struct passwd pw, *found = NULL;
     char buf[4096];
 
-    if (u == NULL)
-        return 0;
+    if (u == NULL) {
+        snprintf(why, why_size, "the launch names no user to run the tasks as");
+        return -EPERM;
+    }
+    if (u->uid == 0 && !l->w->allow_root_jobs) {
+        snprintf(why, why_size,
+                 "this node does not run jobs as root (worker.allow_root_jobs is false)");
+        return -EPERM;
+    }
     if (u->uid != me && me != 0) {
         snprintf(why, why_size, "worker runs as uid %u and cannot start tasks as uid %u",
                  (unsigned)me, u->uid);

@@ -425,6 +425,9 @@ Test(config, the_cluster_key_has_a_default_path_and_can_be_turned_off)
     cr_assert_str_eq(cfg.auth_key, "/srv/k");
     cr_assert_eq(parse("[scheduler]\nauth_key = \"\"\n"), 0, "%s", errors.data);
     cr_assert_null(cfg.auth_key, "\"\" turns authentication off");
+    cr_assert_not(cfg.allow_root_jobs, "root's jobs are refused unless allowed");
+    cr_assert_eq(parse("[worker]\nallow_root_jobs = true\n"), 0, "%s", errors.data);
+    cr_assert(cfg.allow_root_jobs);
     cr_assert_eq(parse("[scheduler]\nauth_key = 3\n"), -EINVAL);
     cr_assert(strstr(errors.data, "gsched.toml:2:12: scheduler.auth_key") != NULL, "%s",
               errors.data);

@@ -169,7 +169,7 @@ wait_for "the job counted as COMPLETED" completed
 # A second gschedd on the same HTTP address: one error line, and it schedules all the same.
 port2=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 mkdir -p "$tmp/state2" || exit 1
-printf '[scheduler]\nhost = "127.0.0.1"\nport = %s\nsocket = "%s"\nstate_dir = "%s"\nhttp = "%s"\nheartbeat_interval = "1s"\nauth_key = "%s"\n[worker]\nlog_dir = "%s"\n' \
+printf '[scheduler]\nhost = "127.0.0.1"\nport = %s\nsocket = "%s"\nstate_dir = "%s"\nhttp = "%s"\nheartbeat_interval = "1s"\nauth_key = "%s"\n[worker]\nallow_root_jobs = true\nlog_dir = "%s"\n' \
   "$port2" "$tmp/second.sock" "$tmp/state2" "$addr" "$tmp/gsched.key" "$tmp/state2" > "$tmp/second.toml"
 "$bin/gschedd" --config "$tmp/second.toml" 2>>"$tmp/second.log" &
 sched2=$!

@@ -3,8 +3,9 @@
 # temporary directory. Workers register with their topology and show in `gsched nodes`;
 # a second worker with a taken name is refused; workers with another cluster key or none
 # never register (gschedd logs auth_failed, the keyless one is told why); garbage on the
-# worker port closes only that connection; a worker killed with -9 turns DOWN after its missed heartbeats; a restarted
-# gschedd gets the surviving worker back. Polls with deadlines, never bare sleeps.
+# worker port closes only that connection; a worker killed with -9 turns DOWN after its
+# missed heartbeats; a restarted gschedd gets the surviving worker back; as root, a worker
+# without --allow-root-jobs fails root's job at launch, saying why. Polls with deadlines, never bare sleeps.
 name="nodes"
 . "$(dirname "$0")/../daemons.sh" "$@"
 
@@ -83,6 +84,19 @@ kill -TERM "$sched"
 wait "$sched" || fail "gschedd exited non-zero on SIGTERM"
 start_sched
 wait_for "node2 back after the restart" node_state node2 up
+
+# As root: these workers were started without --allow-root-jobs, so root's job fails to
+# launch, saying why, and nothing of it runs.
+if [ "$(id -u)" = 0 ]; then
+  id=$("$bin/gsched" sbatch --parsable -w node2 -o "$tmp/root.out" --wrap "touch $tmp/ran") ||
+    fail "sbatch as root: $id"
+  "$bin/gsched" wait "$id" --timeout 30s >/dev/null 2>&1
+  "$bin/gsched" show "$id" > "$tmp/root-show.txt" 2>&1
+  grep -q 'State=FAILED Reason=rank 0 could not start on node2: this node does not run jobs as root' \
+    "$tmp/root-show.txt" ||
+    fail "root's job on a worker that refuses them: $(cat "$tmp/root-show.txt")"
+  [ -e "$tmp/ran" ] && fail "root's job ran"
+fi
 
 # Bad configuration is refused with its place, and nothing listens.
 printf '[scheduler]\nport = 70000\n' > "$tmp/bad.toml"

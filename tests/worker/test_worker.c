@@ -208,6 +208,8 @@ static void on_worker_connection(uv_stream_t *srv, int status)
     cr_assert_eq(gs_proto_conn_start(sched_conn), 0);
 }
 
+static bool allow_root = true; /* worker.allow_root_jobs of the worker under test */
+
 /* Starts a worker on topts's topology, its warnings going to worker.log in the test's dir. */
 static void start_worker(const struct gs_topo_opts *topts)
 {
@@ -217,7 +219,8 @@ static void start_worker(const struct gs_topo_opts *topts)
                             .address = "127.0.0.1",
                             .grace_ms = 200,
                             .telemetry_ms = telemetry_ms,
-                            .synthetic_gpus = true};
+                            .synthetic_gpus = true,
+                            .allow_root_jobs = allow_root}; /* CI runs the tests as root */
     struct gs_error err;
     struct sockaddr_in bind_addr;
     char log_path[128];
@@ -257,6 +260,13 @@ static void setup(void)
     struct gs_topo_opts topts = {.xml_path = GSCHED_TOPOLOGIES "/cpu-only.xml", .fake_gpus = 4};
 
     start_worker(&topts);
+}
+
+/* The fake node, refusing jobs of uid 0. */
+static void setup_no_root(void)
+{
+    allow_root = false;
+    setup();
 }
 
 /* This machine with two synthetic GPUs: its cores and NICs are real, so tasks are bound. */
@@ -303,6 +313,7 @@ static void teardown(void)
 
 TestSuite(worker, .init = setup, .fini = teardown, .timeout = 60);
 TestSuite(worker_on_this_machine, .init = setup_this_machine, .fini = teardown, .timeout = 60);
+TestSuite(worker_no_root, .init = setup_no_root, .fini = teardown, .timeout = 60);
 
 static void teardown_telemetry(void)
 {
@@ -358,11 +369,17 @@ struct layout {
     size_t ncores;
 };
 
+/* The user launch_laid_out names: this process's, unless a test says otherwise (no_user:
+ * none at all). */
+static uint32_t launch_uid;
+static bool launch_uid_set, no_user;
+
 /* Sends a LaunchTasks for job_id with ntasks tasks on node1, laid out as given. */
 static void launch_laid_out(uint64_t job_id, int ntasks, char **argv, size_t argc,
                             const char *script, const struct layout *layout)
 {
     Gs__LaunchTasks msg = GS__LAUNCH_TASKS__INIT;
+    Gs__UserIdentity user = GS__USER_IDENTITY__INIT;
     Gs__RunSpec run = GS__RUN_SPEC__INIT;
     Gs__NodeAllocation alloc = GS__NODE_ALLOCATION__INIT, *allocs[] = {&alloc};
     Gs__TaskAssignment tasks[4], *task_ptrs[4];
@@ -406,6 +423,9 @@ static void launch_laid_out(uint64_t job_id, int ntasks, char **argv, size_t arg
     msg.run = &run;
     msg.n_env = 1;
     msg.env = envs;
+    user.uid = launch_uid_set ? launch_uid : (uint32_t)getuid();
+    user.gid = (uint32_t)getgid();
+    msg.user = no_user ? NULL : &user;
     env.request_id = job_id;
     env.body_case = GS__ENVELOPE__BODY_LAUNCH_TASKS;
     env.launch_tasks = &msg;
@@ -472,6 +492,34 @@ Test(worker, launch_failure_is_reported_with_its_reason)
     cr_assert_eq(exits[0].end_reason, GS__END_REASON__END_REASON_LAUNCH_FAILED);
     cr_assert_not_null(strstr(exit_errors[0], "/no/such/program"), "%s", exit_errors[0]);
     cr_assert_eq(wrk_jobs_known(worker), 0, "a job none of whose tasks started is not kept");
+}
+
+/* A worker runs nobody's tasks as root, nor tasks of nobody in particular. */
+static void refused_launch(uint64_t job_id, const char *why)
+{
+    char *argv[] = {"/bin/true"};
+
+    launch(job_id, 1, argv, 1, NULL);
+    run_until(&nexits, 1, "the refused task's exit");
+    cr_assert_eq(replies, 1);
+    cr_assert_eq(last_result_code, -EPERM);
+    cr_assert_eq(exits[0].end_reason, GS__END_REASON__END_REASON_LAUNCH_FAILED);
+    cr_assert_not_null(strstr(exit_errors[0], why), "%s", exit_errors[0]);
+}
+
+Test(worker, a_launch_without_a_user_is_refused)
+{
+    run_until(&registers, 1, "registration");
+    no_user = true;
+    refused_launch(8, "names no user");
+}
+
+Test(worker_no_root, root_jobs_are_refused_unless_allowed)
+{
+    run_until(&registers, 1, "registration");
+    launch_uid = 0;
+    launch_uid_set = true;
+    refused_launch(9, "does not run jobs as root (worker.allow_root_jobs is false)");
 }
 
 Test(worker, tasks_survive_losing_the_scheduler_and_exits_are_resent)
@@ -750,9 +798,13 @@ static void launch_slurm(const struct slurm_launch *sl)
     Gs__NodeAllocation *batch_alloc[] = {&here}, *step_alloc[] = {&other, &here};
     Gs__TaskAssignment tasks[2], *task_ptrs[2] = {&tasks[0], &tasks[1]};
     Gs__LaunchTasks__EnvEntry e = GS__LAUNCH_TASKS__ENV_ENTRY__INIT, *envs[] = {&e};
+    Gs__UserIdentity user = GS__USER_IDENTITY__INIT;
     Gs__Envelope env = GS__ENVELOPE__INIT;
     char job_id[24];
 
+    user.uid = (uint32_t)getuid();
+    user.gid = (uint32_t)getgid();
+    msg.user = &user;
     other.node_name = "node0";
     other.ntasks = 2;
     here.node_name = "node1";
