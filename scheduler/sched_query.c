@@ -749,7 +749,8 @@ void sched_query_logs(struct sched_cli *c, uint64_t request_id, const Gs__LogsRe
     f->task_finished = t->ended || sched_job_finished(job);
     fwd.node_name = n->name;
     fwd.path = path.data;
-    fwd.owner_uid = job->uid; /* the worker reads as root: only this user's file */
+    fwd.owner_uid = job->uid; /* the worker reads as this user, and only this user's file */
+    fwd.owner_gid = job->gid;
     fwd.max_bytes = req->max_bytes == 0 || req->max_bytes > LOGS_MAX_BYTES ? 0 : req->max_bytes;
     env.request_id = f->worker_request_id;
     env.body_case = GS__ENVELOPE__BODY_LOGS_REQUEST;

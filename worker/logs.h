@@ -4,7 +4,8 @@
  * scheduler never needs a shared filesystem. A follower asks again from offset + len until
  * the task has ended and eof is set.
  *
- * Pure file reading: no loop, no global state, any thread. The chunk's data is malloc'd
+ * File reading (in a short-lived child process when root reads for another user): no loop,
+ * no global state, any thread. The chunk's data is malloc'd
  * and owned by the chunk; wrk_logs_chunk_release() frees it.
  */
 #ifndef WRK_LOGS_H
@@ -29,11 +30,15 @@ struct wrk_logs_chunk {
  * Reads at most max_bytes (see the limits above) of the regular file at the absolute path,
  * from offset, or from max(0, size - offset) when from_end (a tail). An offset past the end
  * gives an empty chunk at the end. The file must belong to owner (the job's user) and path
- * must not end in a symbolic link. Returns 0 with *ret_chunk, or -EINVAL (a relative path,
- * or not a regular file), -EISDIR, -EACCES (another user's file), -ELOOP (a link), -ENOMEM,
- * or what open(2)/pread(2) failed with (-ENOENT, ...); *ret_chunk is written only on success.
+ * must not end in a symbolic link. Run as root for another user, the file is opened and read
+ * by a child process that is owner and group (see logs.c): what that user cannot open
+ * fails as it would for them. Returns 0 with *ret_chunk, or -EINVAL (a relative path, or not
+ * a regular file), -EISDIR, -EACCES (another user's file, or one the user may not read),
+ * -ELOOP (a link), -EPERM (the drop to the user failed), -ENOMEM, -EIO (the reader child
+ * died), or what open(2)/pread(2) failed with (-ENOENT, ...); *ret_chunk is written only on
+ * success.
  */
-int wrk_logs_read(const char *path, uint32_t owner, uint64_t offset, bool from_end,
+int wrk_logs_read(const char *path, uint32_t owner, uint32_t group, uint64_t offset, bool from_end,
                   uint32_t max_bytes, struct wrk_logs_chunk *ret_chunk);
 
 /* Frees the data; accepts a zeroed or released chunk. */

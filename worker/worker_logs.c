@@ -3,13 +3,17 @@
  * task's log path filled in, and gets back a LogsReply with one chunk (worker/logs.h) or an
  * ErrorReply, both under the request's request_id so it can match them to the CLI waiting.
  *
- * The file is read as the worker's user (root on a real cluster). That is safe because
- * only the scheduler connection sends this, and the scheduler takes the path from the
- * job's own output settings, not from the CLI.
+ * Only the scheduler connection sends this, and the scheduler takes the path from the job's
+ * own output settings, not from the CLI. A root worker reads another user's file as that
+ * user (worker/logs.h): the job's group comes with the request (LogsRequest.owner_gid);
+ * from a gschedd that sends none, the user's primary group from the password database.
  */
+#define _GNU_SOURCE /* getpwuid_r */
+
 #include "worker/worker_internal.h"
 
 #include <errno.h>
+#include <pwd.h>
 #include <stdio.h>
 
 #include "common/error.h"
@@ -31,14 +35,33 @@ static void reply_error(struct wrk_ctx *w, uint64_t request_id, const char *path
     wrk_send(w, &env);
 }
 
+/* The group to read as: the request's, else the user's primary group; -EPERM for none. */
+static int owner_group(const Gs__LogsRequest *req, uint32_t *gid)
+{
+    struct passwd pw, *found = NULL;
+    char buf[4096];
+
+    *gid = req->owner_gid;
+    if (*gid != 0 || req->owner_uid == 0)
+        return 0;
+    if (getpwuid_r(req->owner_uid, &pw, buf, sizeof(buf), &found) != 0 || found == NULL)
+        return -EPERM;
+    *gid = (uint32_t)pw.pw_gid;
+    return 0;
+}
+
 void wrk_handle_logs(struct wrk_ctx *w, const Gs__LogsRequest *req, uint64_t request_id)
 {
     Gs__LogsReply reply = GS__LOGS_REPLY__INIT;
     Gs__Envelope env = GS__ENVELOPE__INIT;
     const char *path = req->path != NULL && req->path[0] != '\0' ? req->path : "(no path)";
     struct wrk_logs_chunk chunk;
-    int rc = wrk_logs_read(req->path, req->owner_uid, req->offset, req->from_end, req->max_bytes,
-                           &chunk);
+    uint32_t gid;
+    int rc = owner_group(req, &gid);
+
+    if (rc == 0)
+        rc = wrk_logs_read(req->path, req->owner_uid, gid, req->offset, req->from_end,
+                           req->max_bytes, &chunk);
 
     if (rc < 0) {
         GS_LOG(GS_LOG_DEBUG, "job=%llu rank=%u path=%s rc=%d cannot read log",
