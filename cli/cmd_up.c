@@ -301,6 +301,16 @@ static void write_partition(FILE *f, const char *spec)
     }
 }
 
+/* FNV-1a of a path: a short name for it. */
+static uint32_t path_hash(const char *path)
+{
+    uint32_t h = 2166136261u;
+
+    for (const char *p = path; *p != '\0'; p++)
+        h = (h ^ (uint8_t)*p) * 16777619u;
+    return h;
+}
+
 static int write_config(const struct up *u)
 {
     FILE *f = fopen(u->config, "w");
@@ -335,6 +345,8 @@ static int write_config(const struct up *u)
     /* The cluster is its user's: started by root, its jobs are root's to run. */
     if (geteuid() == 0)
         fputs("allow_root_jobs = true\n", f);
+    /* Its jobs' cgroups apart from another local cluster's nodes of the same names. */
+    fprintf(f, "cgroup_parent = \"gsched-up/%08x\"\n", path_hash(u->local.dir));
     if (ferror(f))
         rc = -EIO;
     if (fclose(f) != 0 && rc == 0)

@@ -25,6 +25,7 @@ static const struct {
     {GS__JOB_STATE__JOB_STATE_TIMEOUT, "TIMEOUT", "TO"},
     {GS__JOB_STATE__JOB_STATE_NODE_FAIL, "NODE_FAIL", "NF"},
     {GS__JOB_STATE__JOB_STATE_REQUEUED, "REQUEUED", "RQ"},
+    {GS__JOB_STATE__JOB_STATE_OUT_OF_MEMORY, "OUT_OF_MEMORY", "OOM"},
 };
 
 #define NSTATES (sizeof(states) / sizeof(states[0]))
@@ -64,7 +65,9 @@ bool cli_job_state_final(Gs__JobState state)
     return state == GS__JOB_STATE__JOB_STATE_COMPLETED ||
            state == GS__JOB_STATE__JOB_STATE_FAILED ||
            state == GS__JOB_STATE__JOB_STATE_CANCELLED ||
-           state == GS__JOB_STATE__JOB_STATE_TIMEOUT || state == GS__JOB_STATE__JOB_STATE_NODE_FAIL;
+           state == GS__JOB_STATE__JOB_STATE_TIMEOUT ||
+           state == GS__JOB_STATE__JOB_STATE_NODE_FAIL ||
+           state == GS__JOB_STATE__JOB_STATE_OUT_OF_MEMORY;
 }
 
 const char *cli_end_reason_name(Gs__EndReason reason)
@@ -84,6 +87,8 @@ const char *cli_end_reason_name(Gs__EndReason reason)
         return "LAUNCH_FAILED";
     case GS__END_REASON__END_REASON_LOST:
         return "LOST";
+    case GS__END_REASON__END_REASON_OOM:
+        return "OUT_OF_MEMORY";
     default:
         return "UNKNOWN";
     }

@@ -22,7 +22,8 @@ const char *cli_job_state_name(Gs__JobState state);
 const char *cli_job_state_code(Gs__JobState state);
 /* A state by name or code, any case ("running", "R", "pd"). Returns 0 or -EINVAL. */
 int cli_job_state_parse(const char *text, Gs__JobState *ret_state);
-/* True for the states a job stays in: COMPLETED, FAILED, CANCELLED, TIMEOUT, NODE_FAIL. */
+/* True for the states a job stays in: COMPLETED, FAILED, CANCELLED, TIMEOUT, NODE_FAIL,
+ * OUT_OF_MEMORY. */
 bool cli_job_state_final(Gs__JobState state);
 /* "NONE", "CANCELLED", "LAUNCH_FAILED", ... (END_REASON_ dropped); "UNKNOWN". */
 const char *cli_end_reason_name(Gs__EndReason reason);

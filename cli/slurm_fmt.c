@@ -522,6 +522,8 @@ const char *slurm_reason(const Gs__JobInfo *job, char *buf, size_t size)
         return "TimeLimit";
     case GS__JOB_STATE__JOB_STATE_NODE_FAIL:
         return "NodeDown";
+    case GS__JOB_STATE__JOB_STATE_OUT_OF_MEMORY:
+        return "OutOfMemory";
     default:
         return "None";
     }
@@ -551,6 +553,7 @@ int slurm_nodelist_reason(struct gs_buf *out, const Gs__JobInfo *job)
     case GS__JOB_STATE__JOB_STATE_REQUEUED:
     case GS__JOB_STATE__JOB_STATE_FAILED:
     case GS__JOB_STATE__JOB_STATE_TIMEOUT:
+    case GS__JOB_STATE__JOB_STATE_OUT_OF_MEMORY:
         return gs_buf_printf(out, "(%s)", slurm_reason(job, buf, sizeof(buf)));
     default:
         return slurm_alloc_hostlist(out, job->allocation, job->n_allocation);

@@ -44,6 +44,9 @@ int gs_config_init(struct gs_config *cfg)
     cfg->cluster_name = strdup(GS_CONFIG_DEFAULT_CLUSTER);
     cfg->http_listen = strdup(GS_CONFIG_DEFAULT_HTTP);
     cfg->auth_key = strdup(GS_CONFIG_DEFAULT_AUTH_KEY);
+    cfg->cgroups = strdup("auto");
+    cfg->cgroup_parent = strdup("gsched");
+    cfg->job_pids_max = 32768;
     cfg->idle_threshold_pct = 5;
     cfg->idle_window_ms = 60000;
     cfg->max_connections = 1024;
@@ -62,7 +65,8 @@ int gs_config_init(struct gs_config *cfg)
     }
     if (cfg->host == NULL || cfg->socket_path == NULL || cfg->state_dir == NULL ||
         cfg->log_dir == NULL || cfg->cluster_name == NULL || cfg->http_listen == NULL ||
-        cfg->auth_key == NULL || cfg->partitions == NULL || cfg->partitions[0].name == NULL) {
+        cfg->auth_key == NULL || cfg->cgroups == NULL || cfg->cgroup_parent == NULL ||
+        cfg->partitions == NULL || cfg->partitions[0].name == NULL) {
         gs_config_release(cfg);
         return -ENOMEM;
     }
@@ -76,6 +80,8 @@ void gs_config_release(struct gs_config *cfg)
     free(cfg->state_dir);
     free(cfg->http_listen);
     free(cfg->auth_key);
+    free(cfg->cgroups);
+    free(cfg->cgroup_parent);
     free(cfg->worker_name);
     free(cfg->worker_address);
     gs_schema_strv_free(cfg->features);
@@ -329,6 +335,46 @@ static void rd_telemetry_interval(struct gs_schema_ctx *c, const struct gs_toml_
         CFG(c)->telemetry_interval_ms = s * 1000;
 }
 
+static void rd_cgroups(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    char *mode = NULL;
+
+    if (gs_schema_string(c, v, "worker.cgroups", &mode) < 0 || mode == NULL)
+        return;
+    if (strcmp(mode, "auto") != 0 && strcmp(mode, "v1") != 0 && strcmp(mode, "v2") != 0 &&
+        strcmp(mode, "off") != 0) {
+        GS_SCHEMA_REPORT_AT(c, v, "worker.cgroups must be \"auto\", \"v1\", \"v2\" or \"off\"");
+        free(mode);
+        return;
+    }
+    free(CFG(c)->cgroups);
+    CFG(c)->cgroups = mode;
+}
+
+/* Plain names joined by '/', as the cgroup trees take them. */
+static void rd_cgroup_parent(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    char *parent = NULL;
+
+    if (gs_schema_string(c, v, "worker.cgroup_parent", &parent) < 0 || parent == NULL)
+        return;
+    if (parent[0] == '\0' || parent[0] == '/' || strstr(parent, "..") != NULL ||
+        strstr(parent, "//") != NULL || parent[strlen(parent) - 1] == '/') {
+        GS_SCHEMA_REPORT_AT(c, v,
+                            "worker.cgroup_parent must be a relative path of names, such "
+                            "as \"gsched\"");
+        free(parent);
+        return;
+    }
+    free(CFG(c)->cgroup_parent);
+    CFG(c)->cgroup_parent = parent;
+}
+
+static void rd_job_pids_max(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    gs_schema_uint(c, v, "worker.job_pids_max", 0, 4194304, &CFG(c)->job_pids_max);
+}
+
 static void rd_allow_root_jobs(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
     gs_schema_bool(c, v, "worker.allow_root_jobs", &CFG(c)->allow_root_jobs);
@@ -345,6 +391,9 @@ static const struct gs_schema_key worker_keys[] = {
     {"cli_socket", rd_cli_socket},
     {"telemetry_interval", rd_telemetry_interval},
     {"allow_root_jobs", rd_allow_root_jobs},
+    {"cgroups", rd_cgroups},
+    {"cgroup_parent", rd_cgroup_parent},
+    {"job_pids_max", rd_job_pids_max},
     {NULL, NULL},
 };
 

@@ -35,6 +35,10 @@
  *                                           # default: LOG_DIR/NAME.sock
  *     telemetry_interval = "1s"             # GPU (NVML) and CPU sampling; "0s": none
  *     allow_root_jobs = false               # run jobs of uid 0 (refused unless true)
+ *     cgroups = "auto"                      # each job in its own cgroup: "auto", "v1",
+ *                                           # "v2" or "off" (worker/cgroup.h)
+ *     cgroup_parent = "gsched"              # ... under PARENT/NODE in the cgroup trees
+ *     job_pids_max = 32768                  # each job's pids limit on a node; 0: none
  *     [[switch]]                            # the network, as Slurm's topology.conf says it:
  *     name = "leaf1"                        # multi-node jobs go under one switch when
  *     nodes = "node[1-16]"                  # they fit (a hostlist, or a list of them)
@@ -130,6 +134,9 @@ struct gs_config {
     char *worker_cli_socket;        /* NULL: LOG_DIR/NAME.sock (worker/relay.h) */
     uint64_t telemetry_interval_ms; /* 0: no sampling; default 1 s */
     bool allow_root_jobs;           /* launch tasks as uid 0; default false */
+    char *cgroups;                  /* "auto", "v1", "v2" or "off" */
+    char *cgroup_parent;            /* default "gsched" */
+    uint32_t job_pids_max;          /* default 32768; 0: none */
     /* [[switch]] */
     struct gs_config_switch *switches;
     size_t nswitches;

@@ -6,7 +6,9 @@
 #include "common/path.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Drops the last component of the path being built after base ("/a/b" -> "/a"). */
 static void drop_component(struct gs_buf *out, size_t base)
@@ -57,4 +59,20 @@ int gs_path_absolute(const char *cwd, const char *path, struct gs_buf *out)
     if (rc < 0)
         gs_buf_truncate(out, base);
     return rc;
+}
+
+ssize_t gs_path_read_small(const char *path, char *buf, size_t size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t len;
+
+    if (fd < 0)
+        return -errno;
+    len = read(fd, buf, size - 1);
+    if (len < 0)
+        len = -errno;
+    else
+        buf[len] = '\0';
+    close(fd);
+    return len;
 }

@@ -1,8 +1,11 @@
 /*
- * path.h: lexical absolute paths. Pure; any thread.
+ * path.h: lexical absolute paths (pure), and reading a small file whole (/proc, /sys).
+ * Any thread.
  */
 #ifndef GS_PATH_H
 #define GS_PATH_H
+
+#include <sys/types.h>
 
 #include "common/buf.h"
 
@@ -12,5 +15,9 @@
  * Returns 0, -EINVAL when cwd is not absolute, or -ENOMEM.
  */
 int gs_path_absolute(const char *cwd, const char *path, struct gs_buf *out);
+
+/* Reads at most size - 1 bytes of path into buf, NUL-terminated, with one read(2) (what a
+ * /proc or /sys file gives at once). Returns the length or a negative errno. */
+ssize_t gs_path_read_small(const char *path, char *buf, size_t size);
 
 #endif

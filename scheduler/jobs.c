@@ -33,15 +33,20 @@ bool sched_jobs_timed_waits(const struct sched_jobs *jobs)
 }
 
 static const char *const state_names[] = {
-    [SCHED_JOB_PENDING] = "PENDING",     [SCHED_JOB_RUNNING] = "RUNNING",
-    [SCHED_JOB_COMPLETED] = "COMPLETED", [SCHED_JOB_FAILED] = "FAILED",
-    [SCHED_JOB_CANCELLED] = "CANCELLED", [SCHED_JOB_TIMEOUT] = "TIMEOUT",
-    [SCHED_JOB_NODE_FAIL] = "NODE_FAIL", [SCHED_JOB_REQUEUED] = "REQUEUED",
+    [SCHED_JOB_PENDING] = "PENDING",
+    [SCHED_JOB_RUNNING] = "RUNNING",
+    [SCHED_JOB_COMPLETED] = "COMPLETED",
+    [SCHED_JOB_FAILED] = "FAILED",
+    [SCHED_JOB_CANCELLED] = "CANCELLED",
+    [SCHED_JOB_TIMEOUT] = "TIMEOUT",
+    [SCHED_JOB_NODE_FAIL] = "NODE_FAIL",
+    [SCHED_JOB_REQUEUED] = "REQUEUED",
+    [SCHED_JOB_OUT_OF_MEMORY] = "OUT_OF_MEMORY",
 };
 
 const char *sched_job_state_name(enum sched_job_state state)
 {
-    if ((int)state < SCHED_JOB_PENDING || state > SCHED_JOB_REQUEUED)
+    if ((int)state < SCHED_JOB_PENDING || state > SCHED_JOB_OUT_OF_MEMORY)
         return "UNKNOWN";
     return state_names[state];
 }
@@ -366,7 +371,7 @@ int sched_job_start(struct sched_job *job, const struct sched_alloc *alloc, uint
     job->attempt++;
     job->ntasks = ntasks;
     job->tasks_ended = 0;
-    job->any_failed = job->any_timeout = job->any_cancelled = false;
+    job->any_failed = job->any_timeout = job->any_cancelled = job->any_oom = false;
     job->exit_code = 0;
     job->signaled = false;
     job->term_signal = 0;
@@ -413,7 +418,10 @@ bool sched_job_task_ended(struct sched_job *job, uint32_t rank, enum sched_task_
         job->any_cancelled = true;
     else if (how == SCHED_TASK_LAUNCH_FAILED)
         note_failure(job, 127, 0);
-    else if (exit_code != 0 || term_signal != 0)
+    else if (how == SCHED_TASK_OOM) {
+        job->any_oom = true;
+        note_failure(job, exit_code, term_signal);
+    } else if (exit_code != 0 || term_signal != 0)
         note_failure(job, exit_code, term_signal);
     if (job->tasks_ended < job->ntasks)
         return false;
@@ -425,6 +433,8 @@ bool sched_job_task_ended(struct sched_job *job, uint32_t rank, enum sched_task_
         finish(job, SCHED_JOB_CANCELLED, now_ms);
     else if (job->any_timeout)
         finish(job, SCHED_JOB_TIMEOUT, now_ms);
+    else if (job->any_oom)
+        finish(job, SCHED_JOB_OUT_OF_MEMORY, now_ms);
     else if (job->any_failed)
         finish(job, SCHED_JOB_FAILED, now_ms);
     else

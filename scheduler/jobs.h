@@ -43,6 +43,7 @@ enum sched_job_state {
     SCHED_JOB_TIMEOUT = 6,
     SCHED_JOB_NODE_FAIL = 7,
     SCHED_JOB_REQUEUED = 8,
+    SCHED_JOB_OUT_OF_MEMORY = 9, /* the kernel killed processes of it over mem_per_node */
 };
 
 /* How a task ended, as far as the job's outcome is concerned. */
@@ -51,6 +52,7 @@ enum sched_task_end {
     SCHED_TASK_CANCELLED,     /* gsched ended it on cancel */
     SCHED_TASK_TIMEOUT,       /* its time limit */
     SCHED_TASK_LAUNCH_FAILED, /* never started */
+    SCHED_TASK_OOM,           /* its job's cgroup went over mem_per_node */
 };
 
 enum sched_dep_status {
@@ -112,7 +114,7 @@ struct sched_job {
     uint32_t tasks_per_node;
     struct sched_task *tasks; /* ntasks entries, rank order */
     uint32_t tasks_ended;
-    bool any_failed, any_timeout, any_cancelled;
+    bool any_failed, any_timeout, any_cancelled, any_oom;
     uint32_t master_port;
     uint64_t expected_start_ms; /* the planner's estimate while pending, 0 unknown */
     struct sched_job_event *history;

@@ -1043,6 +1043,8 @@ static enum sched_task_end end_of(Gs__EndReason r)
         return SCHED_TASK_TIMEOUT;
     case GS__END_REASON__END_REASON_LAUNCH_FAILED:
         return SCHED_TASK_LAUNCH_FAILED;
+    case GS__END_REASON__END_REASON_OOM:
+        return SCHED_TASK_OOM;
     default:
         return SCHED_TASK_CANCELLED;
     }
@@ -1107,6 +1109,11 @@ static void describe_end(const struct sched_job *job, const Gs__TaskExit *ex, ch
         snprintf(out, size, "time limit reached");
     else if (job->state == SCHED_JOB_CANCELLED)
         snprintf(out, size, "%s", job->reason[0] ? job->reason : "cancelled");
+    else if (job->state == SCHED_JOB_OUT_OF_MEMORY)
+        snprintf(out, size,
+                 "out of memory on %s: the kernel killed processes of rank %u's node over the "
+                 "job's mem_per_node",
+                 ex->node_name, ex->rank);
     else if (ex->end_reason == GS__END_REASON__END_REASON_LAUNCH_FAILED)
         snprintf(out, size, "rank %u could not start on %s: %s", ex->rank, ex->node_name,
                  ex->launch_error);

@@ -42,7 +42,7 @@ static void render_build_info(struct sched_prom *p, struct sched_ctx *s)
 
 /* --- jobs by state and partition ------------------------------------------------------- */
 
-#define NSTATES (SCHED_JOB_REQUEUED + 1)
+#define NSTATES (SCHED_JOB_OUT_OF_MEMORY + 1)
 
 /* The job's partition as an index into cfg->partitions; npartitions when not configured. */
 static size_t partition_of(const struct gs_config *cfg, const struct sched_job *job,

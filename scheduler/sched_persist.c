@@ -224,6 +224,8 @@ static int task_state(const struct sched_task *t)
         return SCHED_JOB_TIMEOUT;
     case SCHED_TASK_LAUNCH_FAILED:
         return SCHED_JOB_FAILED;
+    case SCHED_TASK_OOM:
+        return SCHED_JOB_OUT_OF_MEMORY;
     default:
         return t->exit_code != 0 || t->term_signal != 0 ? SCHED_JOB_FAILED : SCHED_JOB_COMPLETED;
     }
@@ -494,6 +496,7 @@ static enum sched_task_end task_end_of(int end_reason)
     case SCHED_TASK_CANCELLED:
     case SCHED_TASK_TIMEOUT:
     case SCHED_TASK_LAUNCH_FAILED:
+    case SCHED_TASK_OOM:
         return (enum sched_task_end)end_reason;
     default:
         return SCHED_TASK_EXITED;
@@ -554,7 +557,7 @@ static int load_task(const struct sched_task_row *row, void *data)
 /* Events are stored with the state's name as their kind (sched_job_state_name). */
 static enum sched_job_state state_of_kind(const char *kind)
 {
-    for (int i = SCHED_JOB_PENDING; i <= SCHED_JOB_REQUEUED; i++) {
+    for (int i = SCHED_JOB_PENDING; i <= SCHED_JOB_OUT_OF_MEMORY; i++) {
         if (strcmp(kind, sched_job_state_name((enum sched_job_state)i)) == 0)
             return (enum sched_job_state)i;
     }

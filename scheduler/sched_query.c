@@ -358,6 +358,8 @@ static Gs__EndReason wire_end(enum sched_task_end how)
         return GS__END_REASON__END_REASON_TIMEOUT;
     case SCHED_TASK_LAUNCH_FAILED:
         return GS__END_REASON__END_REASON_LAUNCH_FAILED;
+    case SCHED_TASK_OOM:
+        return GS__END_REASON__END_REASON_OOM;
     default:
         return GS__END_REASON__END_REASON_NONE;
     }

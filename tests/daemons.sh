@@ -37,7 +37,8 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 # write_config [LINE...]: $tmp/gsched.toml for a gschedd on 127.0.0.1:$port, its socket
 # $tmp/gschedd.sock, its state in $tmp/state and the key $tmp/gsched.key; each LINE follows
 # in [scheduler] (a LINE may open another section). Workers run root's jobs
-# (worker.allow_root_jobs, in the LINEs' [worker] or one added): CI runs the tests as root.
+# (worker.allow_root_jobs, in the LINEs' [worker] or one added): CI runs the tests as root;
+# their jobs' cgroups go under gsched-test/TMPNAME, apart from other tests' nodes.
 write_config() {
   local line worker=no
   {
@@ -47,10 +48,10 @@ write_config() {
     for line in "$@"; do
       printf '%s\n' "$line"
       if [ "$line" = "[worker]" ]; then
-        printf 'allow_root_jobs = true\n'
+        printf 'allow_root_jobs = true\ncgroup_parent = "gsched-test/%s"\n' "${tmp##*/}"
         worker=yes
       fi
     done
-    [ $worker = yes ] || printf '[worker]\nallow_root_jobs = true\n'
+    [ $worker = yes ] || printf '[worker]\nallow_root_jobs = true\ncgroup_parent = "gsched-test/%s"\n' "${tmp##*/}"
   } > "$tmp/gsched.toml"
 }

@@ -34,6 +34,7 @@
 
 enum step {
     STEP_SETSID,
+    STEP_CGROUP,
     STEP_SETGROUPS,
     STEP_SETGID,
     STEP_SETUID,
@@ -48,9 +49,19 @@ enum step {
 };
 
 static const char *const step_names[] = {
-    "setsid",    "setgroups",         "setgid",        "setuid",
-    "chdir",     "open /dev/null",    "open stdout",   "open stderr",
-    "setrlimit", "sched_setaffinity", "set_mempolicy", "exec",
+    "setsid",
+    "join the job's cgroup",
+    "setgroups",
+    "setgid",
+    "setuid",
+    "chdir",
+    "open /dev/null",
+    "open stdout",
+    "open stderr",
+    "setrlimit",
+    "sched_setaffinity",
+    "set_mempolicy",
+    "exec",
 };
 
 /* set_mempolicy(2) modes, values from <linux/mempolicy.h> (kernel ABI). Spelled out here
@@ -308,6 +319,12 @@ static _Noreturn void run_child(int fd, const struct wrk_launch_spec *spec,
     reset_signals();
     if (setsid() < 0)
         child_fail(fd, STEP_SETSID);
+    /* Into the job's cgroup before anything else runs, and while still root: the group's
+     * files are root's. Nothing it forks from here on can leave it. */
+    for (int i = 0; i < spec->ncgroup_fds; i++) {
+        if (write(spec->cgroup_fds[i], "0", 1) != 1)
+            child_fail(fd, STEP_CGROUP);
+    }
     put_pid(spec);
     drop_privileges(fd, spec, prep);
     if (spec->workdir != NULL && chdir(spec->workdir) < 0)

@@ -402,7 +402,10 @@ static int run(struct workerd *d)
                             .grace_ms = d->cfg.kill_grace_ms,
                             .telemetry_ms = d->cfg.telemetry_interval_ms,
                             .synthetic_gpus = d->cfg.fake_gpus > 0,
-                            .allow_root_jobs = d->cfg.allow_root_jobs};
+                            .allow_root_jobs = d->cfg.allow_root_jobs,
+                            .cgroups = d->cfg.cgroups,
+                            .cgroup_parent = d->cfg.cgroup_parent,
+                            .job_pids_max = d->cfg.job_pids_max};
     struct gs_proto_auth_key key;
     struct gs_error err;
     int rc = load_key(&d->cfg, &key);

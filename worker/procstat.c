@@ -19,6 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/path.h"
+
 #define MIB (1024ull * 1024ull)
 
 /* One process's share of its session, in the kernel's units. */
@@ -28,28 +30,11 @@ struct proc_usage {
     uint64_t rss_pages;
 };
 
-/* Reads path into buf (NUL-terminated). Returns the length or a negative errno. */
-static ssize_t read_small(const char *path, char *buf, size_t size)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    ssize_t len;
-
-    if (fd < 0)
-        return -errno;
-    len = read(fd, buf, size - 1);
-    if (len < 0)
-        len = -errno;
-    else
-        buf[len] = '\0';
-    close(fd);
-    return len;
-}
-
 int wrk_procstat_read_cpu(struct wrk_procstat_cpu *ret_cpu)
 {
     unsigned long long v[8];
     char buf[512];
-    ssize_t len = read_small("/proc/stat", buf, sizeof(buf));
+    ssize_t len = gs_path_read_small("/proc/stat", buf, sizeof(buf));
 
     if (len < 0)
         return (int)len;
@@ -80,7 +65,7 @@ int wrk_procstat_read_memory(uint64_t *ret_used_mib, uint64_t *ret_total_mib)
     unsigned long long total_kib = 0, avail_kib = 0;
     bool have_total = false, have_avail = false;
     char buf[4096];
-    ssize_t len = read_small("/proc/meminfo", buf, sizeof(buf));
+    ssize_t len = gs_path_read_small("/proc/meminfo", buf, sizeof(buf));
 
     if (len < 0)
         return (int)len;
@@ -101,7 +86,7 @@ int wrk_procstat_read_memory(uint64_t *ret_used_mib, uint64_t *ret_total_mib)
 int wrk_procstat_read_loadavg(uint32_t *ret_x100)
 {
     char buf[256];
-    ssize_t len = read_small("/proc/loadavg", buf, sizeof(buf));
+    ssize_t len = gs_path_read_small("/proc/loadavg", buf, sizeof(buf));
     double load;
 
     if (len < 0)
@@ -122,7 +107,7 @@ static int read_proc(pid_t pid, struct proc_usage *ret_usage)
     ssize_t len;
 
     snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    len = read_small(path, buf, sizeof(buf));
+    len = gs_path_read_small(path, buf, sizeof(buf));
     if (len < 0)
         return len == -ESRCH ? -ENOENT : (int)len;
     end = strrchr(buf, ')');

@@ -95,6 +95,14 @@ static Gs__EndReason end_reason_of(enum wrk_end_reason r)
 
 void wrk_job_forget(struct wrk_ctx *w, struct wrk_job *job)
 {
+    int killed = wrk_cg_job_end(w->cg, job->job_id); /* what outlived its tasks goes too */
+
+    if (killed > 0)
+        GS_LOG(GS_LOG_INFO, "job=%llu processes=%d left in its cgroup after its tasks, killed",
+               (unsigned long long)job->job_id, killed);
+    else if (killed < 0)
+        GS_LOG(GS_LOG_WARN, "job=%llu error=\"%s\" cgroup not removed",
+               (unsigned long long)job->job_id, gs_strerror(killed));
     for (struct wrk_job **p = &w->jobs; *p != NULL; p = &(*p)->next) {
         if (*p == job) {
             *p = job->next;
@@ -110,13 +118,19 @@ static void on_task_exit(struct wrk_tasks *tasks, const struct wrk_task_exit *ex
     struct wrk_ctx *w = data;
     struct wrk_job *job = wrk_job_find(w, ex->job_id);
     struct wrk_task_id id = {.job_id = ex->job_id, .step = ex->step, .rank = ex->rank};
+    Gs__EndReason reason;
 
     (void)tasks;
     if (w->ledger != NULL && wrk_ledger_remove(w->ledger, ex->pid) < 0)
         GS_LOG(GS_LOG_WARN, "pid=%d task ledger not updated", (int)ex->pid);
     GS_LOG(GS_LOG_INFO, "job=%llu step=%u rank=%u code=%d signal=%d task ended",
            (unsigned long long)ex->job_id, ex->step, ex->rank, ex->exit_code, ex->term_signal);
-    wrk_record_exit(w, &id, job != NULL ? job->attempt : 0, ex, end_reason_of(ex->reason), NULL);
+    reason = end_reason_of(ex->reason);
+    /* The kernel's OOM killer ended processes in the job's group here: whatever this task's
+     * own status, the job ran out of memory (as Slurm says OUT_OF_MEMORY). */
+    if (reason == GS__END_REASON__END_REASON_NONE && wrk_cg_job_oom_kills(w->cg, ex->job_id) > 0)
+        reason = GS__END_REASON__END_REASON_OOM;
+    wrk_record_exit(w, &id, job != NULL ? job->attempt : 0, ex, reason, NULL);
     /* The exit carries the attempt from here on; a job with no task left here is dropped
      * so that a long-running worker does not accumulate them. */
     if (job != NULL && --job->ntasks <= 0)
@@ -372,6 +386,7 @@ static void release_handle(struct wrk_ctx *w)
     free(w->features);
     wrk_ledger_free(w->ledger);
     gs_proto_auth_key_clear(&w->auth_key);
+    wrk_cg_free(w->cg);
     free(w);
 }
 
@@ -562,6 +577,28 @@ static void start_telemetry(struct wrk_ctx *w, const struct wrk_opts *opts)
                w->node_name, ngpus, wrk_telemetry_nvml_gpus(w->telemetry));
 }
 
+/* The jobs' cgroups, as worker.cgroups asks; without them jobs run unconfined, said once. */
+static int start_cgroups(struct wrk_ctx *w, const struct wrk_opts *opts, struct gs_error *err)
+{
+    struct gs_buf why = GS_BUF_INIT;
+    char node[256];
+    int rc;
+
+    snprintf(node, sizeof(node), "%s/%s",
+             opts->cgroup_parent != NULL ? opts->cgroup_parent : "gsched", w->node_name);
+    rc = wrk_cg_open(opts->cgroups, opts->cgroup_root, node, &w->cg, &why);
+    if (rc < 0)
+        gs_error_set(err, rc, 0, 0, "worker.cgroups: %s", why.data != NULL ? why.data : "");
+    else if (wrk_cg_mode(w->cg) == WRK_CG_NONE)
+        GS_LOG(GS_LOG_WARN, "node=%s cgroups=none reason=\"%s\" jobs run without kernel limits",
+               w->node_name, why.data != NULL ? why.data : "");
+    else
+        GS_LOG(GS_LOG_INFO, "node=%s cgroups=\"%s\" jobs get their own cgroups", w->node_name,
+               wrk_cg_describe(w->cg));
+    gs_buf_release(&why);
+    return rc;
+}
+
 struct wrk_ctx *wrk_new(uv_loop_t *loop, const struct wrk_opts *opts, struct gs_error *err)
 {
     struct wrk_ctx *w = calloc(1, sizeof(*w));
@@ -582,6 +619,7 @@ struct wrk_ctx *wrk_new(uv_loop_t *loop, const struct wrk_opts *opts, struct gs_
              opts->cli_path != NULL ? opts->cli_path : "gsched");
     w->topo = opts->topo;
     w->allow_root_jobs = opts->allow_root_jobs;
+    w->job_pids_max = opts->job_pids_max;
     if (opts->auth_key != NULL)
         w->auth_key = *opts->auth_key;
     w->grace_ms = opts->grace_ms > 0 ? opts->grace_ms : 30000;
@@ -599,7 +637,7 @@ struct wrk_ctx *wrk_new(uv_loop_t *loop, const struct wrk_opts *opts, struct gs_
     uv_timer_init(loop, &w->reconnect);
     w->heartbeat.data = w->reconnect.data = w;
     w->open_handles = 2;
-    if (start_relay(w, opts, err) < 0) {
+    if (start_cgroups(w, opts, err) < 0 || start_relay(w, opts, err) < 0) {
         wrk_stop(w, NULL, NULL); /* freed once its handles are closed */
         return NULL;
     }
@@ -630,6 +668,8 @@ void wrk_stop(struct wrk_ctx *w, void (*stopped)(void *data), void *data)
     w->stopped_data = data;
     wrk_tasks_close(w->tasks);
     w->tasks = NULL;
+    for (struct wrk_job *j = w->jobs; j != NULL; j = j->next)
+        (void)wrk_cg_job_end(w->cg, j->job_id); /* its tasks were killed just now */
     wrk_relay_close(w->relay, on_relay_closed, w);
     w->relay = NULL;
     wrk_telemetry_close(w->telemetry, on_telemetry_closed, w);

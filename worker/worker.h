@@ -48,6 +48,10 @@ struct wrk_opts {
                                  * its device i rather than by PCI bus id */
     const struct gs_proto_auth_key *auth_key; /* the cluster key (copied); NULL: none */
     bool allow_root_jobs;                     /* launch tasks as uid 0 (else refused) */
+    const char *cgroups;       /* worker.cgroups: "auto" (NULL), "v1", "v2" or "off" */
+    const char *cgroup_root;   /* where the cgroup trees are mounted; NULL: /sys/fs/cgroup */
+    const char *cgroup_parent; /* the group the node's job groups go under; NULL: "gsched" */
+    uint64_t job_pids_max;     /* each job's pids limit on this node; 0: none */
 };
 
 struct wrk_ctx;

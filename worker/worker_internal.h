@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 
 #include "proto/conn.h"
+#include "worker/cgroup.h"
 #include "worker/ledger.h"
 #include "worker/relay.h"
 #include "worker/tasks.h"
@@ -41,6 +42,8 @@ struct wrk_ctx {
     uv_loop_t *loop;
     struct gs_proto_auth_key auth_key; /* the cluster key; len 0: none */
     bool allow_root_jobs;              /* worker.allow_root_jobs */
+    struct wrk_cg *cg;                 /* the jobs' cgroups (worker/cgroup.h) */
+    uint64_t job_pids_max;             /* worker.job_pids_max; 0: none */
     struct sockaddr_storage scheduler;
     char node_name[64];
     char address[256];

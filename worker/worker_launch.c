@@ -529,6 +529,57 @@ static void note_skipped_step(struct launch *l, const Gs__TaskAssignment *t,
            (unsigned long long)l->msg->job_id, t->rank, err->msg);
 }
 
+/* The PUs of this node's cores of the job, when binding: the job's cpuset. */
+static int job_pus(const struct launch *l, int **ret, int *n)
+{
+    size_t npus = 0;
+
+    *ret = NULL;
+    *n = 0;
+    if (!l->bind || l->here == NULL || l->here->n_cores == 0)
+        return 0;
+    for (size_t i = 0; i < l->here->n_cores; i++) {
+        const struct gs_topo_core *core = gs_topo_core(l->w->topo, (int)l->here->cores[i]);
+
+        npus += core != NULL ? (size_t)core->npus : 0;
+    }
+    *ret = calloc(npus + 1, sizeof(**ret));
+    if (*ret == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < l->here->n_cores; i++) {
+        const struct gs_topo_core *core = gs_topo_core(l->w->topo, (int)l->here->cores[i]);
+
+        for (int p = 0; core != NULL && p < core->npus; p++)
+            (*ret)[(*n)++] = core->pus[p];
+    }
+    return 0;
+}
+
+/* The job's cgroup on this node (made, with its limits, by its first task here): the
+ * descriptors the task's child writes itself into; their count, or a negative errno. */
+static int enter_cgroup(struct launch *l, int fds[WRK_CG_MAX_FDS], struct gs_error *err)
+{
+    struct wrk_cg_limits lim = {
+        .mem_bytes = l->here != NULL ? l->here->mem_mib << 20 : 0,
+        .pids_max = l->w->job_pids_max,
+    };
+    struct gs_buf why = GS_BUF_INIT;
+    int *pus = NULL, rc;
+
+    if (wrk_cg_mode(l->w->cg) == WRK_CG_NONE)
+        return 0;
+    rc = job_pus(l, &pus, &lim.ncpus);
+    lim.cpus = pus;
+    if (rc == 0)
+        rc = wrk_cg_job_enter(l->w->cg, l->msg->job_id, &lim, fds, &why);
+    if (rc < 0)
+        gs_error_set(err, rc, 0, 0, "the job's cgroup: %s",
+                     why.data != NULL ? why.data : gs_strerror(rc));
+    gs_buf_release(&why);
+    free(pus);
+    return rc;
+}
+
 static int start_task(struct launch *l, const Gs__TaskAssignment *t, struct gs_error *err)
 {
     const Gs__RunSpec *run = l->msg->run;
@@ -540,6 +591,7 @@ static int start_task(struct launch *l, const Gs__TaskAssignment *t, struct gs_e
                                  .capture = l->capture};
     struct task_facts f = {0};
     char **envp = NULL, **argv = NULL;
+    int cg_fds[WRK_CG_MAX_FDS];
     int rc;
 
     rc = task_facts_init(l, t, &f);
@@ -582,7 +634,14 @@ static int start_task(struct launch *l, const Gs__TaskAssignment *t, struct gs_e
     spec.cpus = f.cpus;
     spec.nmem_nodes = f.nnodes;
     spec.mem_nodes = f.nodes;
+    rc = enter_cgroup(l, cg_fds, err);
+    if (rc < 0)
+        goto out;
+    spec.cgroup_fds = cg_fds;
+    spec.ncgroup_fds = rc;
     rc = wrk_tasks_start(l->w->tasks, &id, &spec, &opts, err);
+    for (int i = 0; i < spec.ncgroup_fds; i++)
+        close(cg_fds[i]);
     if (rc == 0)
         note_skipped_step(l, t, err);
 out:

@@ -209,6 +209,7 @@ static void on_worker_connection(uv_stream_t *srv, int status)
 }
 
 static bool allow_root = true; /* worker.allow_root_jobs of the worker under test */
+static char cg_parent[64];
 
 /* Starts a worker on topts's topology, its warnings going to worker.log in the test's dir. */
 static void start_worker(const struct gs_topo_opts *topts)
@@ -242,6 +243,8 @@ static void start_worker(const struct gs_topo_opts *topts)
     opts.scheduler = (const struct sockaddr *)&addr;
     opts.topo = topo;
     opts.script_dir = dir;
+    snprintf(cg_parent, sizeof(cg_parent), "gsched-test/%s", strrchr(dir, '/') + 1);
+    opts.cgroup_parent = cg_parent; /* apart from the other tests' node1 */
     memset(step_out, 0, sizeof(step_out));
     memset(step_out_len, 0, sizeof(step_out_len));
     memset(step_eofs, 0, sizeof(step_eofs));

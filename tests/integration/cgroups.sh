@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# cgroups.sh BIN_DIR SRC_DIR: each job in its own cgroup (worker/cgroup.h), on a `gsched up`
+# cluster of one worker. Where the worker has cgroups (root, v1 or v2 memory and pids): a
+# process a job leaves behind with `setsid` is killed when the job ends, and when it is
+# cancelled; a job whose processes use more than its mem_per_node is killed by the kernel
+# (its process ends by SIGKILL, and the job as OUT_OF_MEMORY); the job's group has its
+# memory and pids limits while it runs and is gone after. Without cgroups the worker says
+# so at start and the script checks only that.
+name="cgroups"
+. "$(dirname "$0")/lib.sh"
+
+start_cluster --workers 1 --heartbeat 1s --kill-grace 1s
+log=$state/node1.log
+if grep -q 'cgroups=none' "$log"; then
+  grep -q 'jobs run without kernel limits' "$log" || fail "no word on running without cgroups"
+  echo "$name: no cgroups here ($(grep -o 'reason="[^"]*"' "$log")): containment not checked"
+  echo "$name: ok"
+  exit 0
+fi
+grep -Eq 'cgroups="v[12] \(memory,pids' "$log" || fail "no cgroups line in $log"
+parent=$(sed -n 's/^cgroup_parent = "\(.*\)"$/\1/p' "$state/gsched.toml")
+[ -n "$parent" ] || fail "no cgroup_parent in gsched.toml"
+if grep -q 'cgroups="v1' "$log"; then
+  group() { echo "/sys/fs/cgroup/$2/$parent/node1/job_$1"; } # group JOB CONTROLLER
+  mem_limit=memory.limit_in_bytes
+else
+  group() { echo "/sys/fs/cgroup/$parent/node1/job_$1"; }
+  mem_limit=memory.max
+fi
+
+# --- a process left behind with setsid is killed when its job ends --------------------------
+job_file left.toml "name = \"left\"
+[resources]
+nodes = 1
+mem_per_node = \"256M\"
+[run]
+script = \"\"\"
+setsid sleep 97 > /dev/null 2>&1 < /dev/null &
+echo \$! > $work/left.pid
+$(gate_wait left)
+\"\"\""
+id=$(submit left.toml)
+wait_start "$id"
+wait_for "the left-behind pid" 15 test -s "$work/left.pid"
+pid=$(cat "$work/left.pid")
+pid_alive "$pid" || fail "the setsid sleep is not running"
+[ "$(cat "$(group "$id" memory)/$mem_limit")" = 268435456 ] ||
+  fail "memory limit: $(cat "$(group "$id" memory)/$mem_limit")"
+[ "$(cat "$(group "$id" pids)/pids.max")" = 32768 ] || fail "pids limit: $(cat "$(group "$id" pids)/pids.max")"
+grep -qx "$pid" "$(group "$id" pids)/cgroup.procs" || fail "the setsid sleep is not in the job's group"
+gate left
+wait_end "$id"
+[ "$(job_state "$id")" = COMPLETED ] || fail "job left: $(jq "$id" 'j')"
+gone() { ! pid_alive "$pid"; }
+wait_for "the left-behind sleep to be killed" 15 gone
+wait_for "the job's group to go" 15 test ! -e "$(group "$id" pids)"
+grep -q "job=$id processes=1 left in its cgroup after its tasks, killed" "$log" ||
+  fail "no log line for the killed process"
+
+# --- and when it is cancelled -------------------------------------------------------------
+job_file cancelled.toml "name = \"cancelled\"
+[resources]
+nodes = 1
+[run]
+script = \"\"\"
+setsid sh -c 'sleep 98' > /dev/null 2>&1 < /dev/null &
+echo \$! > $work/cancelled.pid
+$(gate_wait never)
+\"\"\""
+id=$(submit cancelled.toml)
+wait_start "$id"
+wait_for "the cancelled job's pid" 15 test -s "$work/cancelled.pid"
+pid=$(cat "$work/cancelled.pid")
+pid_alive "$pid" || fail "the cancelled job's setsid sh is not running"
+"$bin/gsched" cancel "$id" >/dev/null || fail "cancel $id"
+wait_end "$id"
+wait_for "the cancelled job's setsid sh to be killed" 15 gone
+
+# --- more memory than mem_per_node: the kernel kills it --------------------------------------
+job_file hog.toml "name = \"hog\"
+[resources]
+nodes = 1
+mem_per_node = \"32M\"
+[run]
+script = \"\"\"
+python3 -c 'b = bytearray(256 << 20); print(len(b))'
+echo \"rc=\$?\" > $work/hog.rc
+\"\"\""
+id=$(submit hog.toml)
+wait_end "$id" 60
+grep -qx 'rc=137' "$work/hog.rc" || fail "the hog was not killed by SIGKILL: $(cat "$work/hog.rc" 2>&1)"
+# The batch shell itself exited 0, but the job ran out of memory: OUT_OF_MEMORY, as Slurm.
+[ "$(job_state "$id")" = OUT_OF_MEMORY ] || fail "the hog's job: $(jq "$id" 'j')"
+expect "$id" 'j["reason"].startswith("out of memory on node1")' "the reason"
+expect "$id" 't[0]["end_reason"] == "OUT_OF_MEMORY"' "the task's end reason"
+"$bin/gsched" squeue -h -t OOM -j "$id" -o '%i %T' | grep -qx "$id OUT_OF_MEMORY" ||
+  fail "squeue -t OOM: $("$bin/gsched" squeue -h -j "$id" -o '%i %T' 2>&1)"
+echo "$name: ok"

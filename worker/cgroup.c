@@ -1,0 +1,553 @@
+/*
+ * cgroup.c: per-job control groups on a worker, cgroup v1 or v2 (see cgroup.h).
+ *
+ * v1 keeps one tree per controller, so a job's group is made in each hierarchy used and a
+ * task writes itself into each; v2 has one tree, whose controllers must be enabled in
+ * every ancestor's cgroup.subtree_control. v1's cpuset starts a new group with no CPUs and
+ * no memory nodes, so every level gets its parent's before anything joins it.
+ *
+ * Ending a job: its group is frozen (v1 freezer, v2 cgroup.freeze) so nothing in it can
+ * fork, every process listed in cgroup.procs gets SIGKILL, and it is thawed so the kills
+ * land; repeated until the list is empty (v2's cgroup.kill does all of it where the kernel
+ * has it). Killed processes leave the group as they exit, so removal is retried for a short
+ * bounded time; the loop thread waits at most END_WAIT_MS for it.
+ */
+#define _GNU_SOURCE
+
+#include "worker/cgroup.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/path.h"
+
+#define END_WAIT_MS 500
+#define MAX_PIDS 4096
+
+/* One tree the job groups are made in: a v1 hierarchy, or the v2 tree. */
+struct hier {
+    const char *ctrl; /* v1: "memory", ...; v2: "" */
+    char base[PATH_MAX - 64];
+    size_t top_len; /* of base's ROOT[/CTRL] part: the levels past it are ours */
+};
+
+struct wrk_cg {
+    enum wrk_cg_mode mode;
+    struct hier h[WRK_CG_MAX_FDS];
+    int nh;
+    int memory, pids, cpuset, freezer; /* index into h, -1 when not there (v2: 0 or -1) */
+    char desc[96];
+};
+
+static int write_file(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC), rc = 0;
+    size_t len = strlen(text);
+
+    if (fd < 0)
+        return -errno;
+    if (write(fd, text, len) != (ssize_t)len)
+        rc = -errno;
+    close(fd);
+    return rc;
+}
+
+static bool exists(const char *path)
+{
+    return access(path, F_OK) == 0;
+}
+
+/* path = dir/name, refused when it would not fit. */
+static int join(char *out, size_t size, const char *dir, const char *name)
+{
+    int n = snprintf(out, size, "%s/%s", dir, name);
+
+    return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+/* v1 cpuset: a new group has no CPUs or memory nodes until given its parent's. */
+static int inherit_cpuset(const char *dir)
+{
+    char parent[PATH_MAX], path[PATH_MAX], value[4096];
+    const char *files[] = {"cpuset.cpus", "cpuset.mems"};
+    char *slash;
+    int rc = 0;
+
+    snprintf(parent, sizeof(parent), "%s", dir);
+    slash = strrchr(parent, '/');
+    if (slash == NULL)
+        return -EINVAL;
+    *slash = '\0';
+    for (size_t i = 0; i < 2 && rc == 0; i++) {
+        ssize_t len;
+
+        if (join(path, sizeof(path), parent, files[i]) < 0)
+            return -ENAMETOOLONG;
+        len = gs_path_read_small(path, value, sizeof(value));
+        if (len < 0)
+            return (int)len;
+        if (join(path, sizeof(path), dir, files[i]) < 0)
+            return -ENAMETOOLONG;
+        rc = write_file(path, value[0] == '\n' ? "" : value);
+    }
+    return rc;
+}
+
+/* mkdir dir (an existing one is fine); *created says whether this call made it. */
+static int make_dir(const struct wrk_cg *cg, const struct hier *h, const char *dir, bool *created)
+{
+    *created = false;
+    if (mkdir(dir, 0755) < 0)
+        return errno == EEXIST ? 0 : -errno;
+    *created = true;
+    if (cg->mode == WRK_CG_V1 && strcmp(h->ctrl, "cpuset") == 0)
+        return inherit_cpuset(dir);
+    return 0;
+}
+
+/* v2: the controllers enabled for dir's children. cpuset is optional. */
+static int enable_controllers(const char *dir)
+{
+    char path[PATH_MAX];
+    int rc;
+
+    if (join(path, sizeof(path), dir, "cgroup.subtree_control") < 0)
+        return -ENAMETOOLONG;
+    rc = write_file(path, "+memory +pids");
+    if (rc == 0)
+        (void)write_file(path, "+cpuset");
+    return rc;
+}
+
+/* ROOT/[CTRL/]REL (REL: "gsched/NODE", a relative path), every level made and, on v2, given
+ * the controllers. */
+static int make_base(struct wrk_cg *cg, struct hier *h, const char *root, const char *rel,
+                     struct gs_buf *why)
+{
+    char dir[sizeof(h->base)];
+    const char *p = rel;
+    bool created;
+    int rc = 0;
+
+    snprintf(dir, sizeof(dir), "%s%s%s", root, h->ctrl[0] != '\0' ? "/" : "", h->ctrl);
+    h->top_len = strlen(dir);
+    if (cg->mode == WRK_CG_V2)
+        rc = enable_controllers(dir);
+    while (rc == 0 && *p != '\0') {
+        size_t len = strcspn(p, "/"), at = strlen(dir);
+
+        if (at + 1 + len >= sizeof(dir)) {
+            rc = -ENAMETOOLONG;
+            break;
+        }
+        dir[at] = '/';
+        memcpy(dir + at + 1, p, len);
+        dir[at + 1 + len] = '\0';
+        p += len + (p[len] == '/');
+        rc = make_dir(cg, h, dir, &created);
+        if (rc == 0 && cg->mode == WRK_CG_V2)
+            rc = enable_controllers(dir);
+    }
+    snprintf(h->base, sizeof(h->base), "%s", dir);
+    if (rc < 0)
+        gs_buf_printf(why, "%s: %s", dir, strerror(-rc));
+    return rc;
+}
+
+/* A relative path of plain names: no empty, "." or ".." component. */
+static bool rel_ok(const char *rel)
+{
+    const char *p = rel;
+
+    if (rel == NULL || rel[0] == '\0' || rel[0] == '/')
+        return false;
+    while (*p != '\0') {
+        size_t len = strcspn(p, "/");
+
+        if (len == 0 || (len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.'))
+            return false;
+        p += len + (p[len] == '/');
+    }
+    return rel[strlen(rel) - 1] != '/';
+}
+
+/* v2 when root is the unified tree with the memory and pids controllers. */
+static bool v2_usable(const char *root)
+{
+    char path[PATH_MAX], text[512];
+
+    snprintf(path, sizeof(path), "%s/cgroup.controllers", root);
+    return gs_path_read_small(path, text, sizeof(text)) > 0 && strstr(text, "memory") != NULL &&
+           strstr(text, "pids") != NULL;
+}
+
+/* v1 when the memory and pids hierarchies are mounted under root. */
+static bool v1_has(const char *root, const char *ctrl)
+{
+    char path[PATH_MAX];
+
+    snprintf(path, sizeof(path), "%s/%s/cgroup.procs", root, ctrl);
+    return exists(path);
+}
+
+static int setup_v1(struct wrk_cg *cg, const char *root, const char *node, struct gs_buf *why)
+{
+    static const char *ctrls[] = {"memory", "pids", "cpuset", "freezer"};
+    int *slot[] = {&cg->memory, &cg->pids, &cg->cpuset, &cg->freezer};
+    int rc;
+
+    cg->mode = WRK_CG_V1;
+    snprintf(cg->desc, sizeof(cg->desc), "v1 (");
+    for (size_t i = 0; i < 4; i++) {
+        if (!v1_has(root, ctrls[i]))
+            continue;
+        cg->h[cg->nh].ctrl = ctrls[i];
+        rc = make_base(cg, &cg->h[cg->nh], root, node, why);
+        if (rc < 0)
+            return rc;
+        *slot[i] = cg->nh++;
+        snprintf(cg->desc + strlen(cg->desc), sizeof(cg->desc) - strlen(cg->desc), "%s%s",
+                 cg->nh > 1 ? "," : "", ctrls[i]);
+    }
+    snprintf(cg->desc + strlen(cg->desc), sizeof(cg->desc) - strlen(cg->desc), ")");
+    return 0;
+}
+
+static int setup_v2(struct wrk_cg *cg, const char *root, const char *node, struct gs_buf *why)
+{
+    char path[PATH_MAX];
+    int rc;
+
+    cg->mode = WRK_CG_V2;
+    cg->h[0].ctrl = "";
+    rc = make_base(cg, &cg->h[0], root, node, why);
+    if (rc < 0)
+        return rc;
+    cg->nh = 1;
+    cg->memory = cg->pids = cg->freezer = 0;
+    snprintf(path, sizeof(path), "%s/cpuset.cpus", cg->h[0].base);
+    cg->cpuset = exists(path) ? 0 : -1;
+    snprintf(cg->desc, sizeof(cg->desc), "v2 (memory,pids%s)", cg->cpuset == 0 ? ",cpuset" : "");
+    return 0;
+}
+
+/* Removes the empty job groups an earlier worker of this node left (killed before it could):
+ * a group still holding processes stays, for the task ledger's adoption. */
+static void sweep(const struct wrk_cg *cg)
+{
+    char path[PATH_MAX];
+
+    for (int i = 0; i < cg->nh; i++) {
+        DIR *d = opendir(cg->h[i].base);
+        struct dirent *e;
+
+        while (d != NULL && (e = readdir(d)) != NULL) {
+            if (strncmp(e->d_name, "job_", 4) == 0 &&
+                join(path, sizeof(path), cg->h[i].base, e->d_name) == 0)
+                (void)rmdir(path);
+        }
+        if (d != NULL)
+            closedir(d);
+    }
+}
+
+int wrk_cg_open(const char *want, const char *root, const char *node, struct wrk_cg **ret,
+                struct gs_buf *why)
+{
+    struct wrk_cg *cg = calloc(1, sizeof(*cg));
+    bool v2, v1;
+    int rc = 0;
+
+    if (cg == NULL)
+        return -ENOMEM;
+    cg->memory = cg->pids = cg->cpuset = cg->freezer = -1;
+    snprintf(cg->desc, sizeof(cg->desc), "none");
+    root = root != NULL ? root : "/sys/fs/cgroup";
+    want = want != NULL ? want : "auto";
+    if (!rel_ok(node)) {
+        gs_buf_printf(why, "'%s' cannot name a cgroup", node != NULL ? node : "");
+        free(cg);
+        return -EINVAL;
+    }
+    v2 = v2_usable(root);
+    v1 = v1_has(root, "memory") && v1_has(root, "pids");
+    if (strcmp(want, "off") == 0) {
+        gs_buf_printf(why, "worker.cgroups is \"off\"");
+    } else if (strcmp(want, "v2") == 0 || (strcmp(want, "auto") == 0 && v2)) {
+        rc = v2 ? setup_v2(cg, root, node, why) : -ENOTSUP;
+        if (!v2)
+            gs_buf_printf(why, "%s is not a cgroup v2 tree with the memory and pids controllers",
+                          root);
+    } else if (strcmp(want, "v1") == 0 || (strcmp(want, "auto") == 0 && v1)) {
+        rc = v1 ? setup_v1(cg, root, node, why) : -ENOTSUP;
+        if (!v1)
+            gs_buf_printf(why, "no cgroup v1 memory and pids hierarchies under %s", root);
+    } else if (strcmp(want, "auto") == 0) {
+        gs_buf_printf(why,
+                      "neither a cgroup v2 tree with memory and pids nor v1 hierarchies of "
+                      "them under %s",
+                      root);
+    } else {
+        gs_buf_printf(why, "worker.cgroups must be \"auto\", \"v1\", \"v2\" or \"off\", not '%s'",
+                      want);
+        rc = -EINVAL;
+    }
+    if (rc < 0 && strcmp(want, "auto") == 0) {
+        /* auto settles for none, saying why */
+        memset(cg->h, 0, sizeof(cg->h));
+        cg->nh = 0;
+        cg->mode = WRK_CG_NONE;
+        cg->memory = cg->pids = cg->cpuset = cg->freezer = -1;
+        snprintf(cg->desc, sizeof(cg->desc), "none");
+        rc = 0;
+    }
+    if (rc < 0) {
+        free(cg);
+        return rc;
+    }
+    sweep(cg);
+    *ret = cg;
+    return 0;
+}
+
+/* Removes the node's group and the levels above it up to the tree's top, as far as they are
+ * empty (other nodes' groups may share them). */
+void wrk_cg_free(struct wrk_cg *cg)
+{
+    for (int i = 0; cg != NULL && i < cg->nh; i++) {
+        struct hier *h = &cg->h[i];
+        char *slash;
+
+        while (strlen(h->base) > h->top_len && rmdir(h->base) == 0 &&
+               (slash = strrchr(h->base, '/')) != NULL)
+            *slash = '\0';
+    }
+    free(cg);
+}
+
+enum wrk_cg_mode wrk_cg_mode(const struct wrk_cg *cg)
+{
+    return cg != NULL ? cg->mode : WRK_CG_NONE;
+}
+
+const char *wrk_cg_describe(const struct wrk_cg *cg)
+{
+    return cg != NULL ? cg->desc : "none";
+}
+
+static int job_dir(const struct hier *h, uint64_t job_id, char *out, size_t size)
+{
+    int n = snprintf(out, size, "%s/job_%llu", h->base, (unsigned long long)job_id);
+
+    return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+/* Writes value into file of the job's group in hierarchy i (none when i < 0). */
+static int set_value(const struct wrk_cg *cg, int i, const char *dir_of_h[], const char *file,
+                     const char *value)
+{
+    char path[PATH_MAX];
+
+    if (i < 0)
+        return 0;
+    if (join(path, sizeof(path), dir_of_h[i], file) < 0)
+        return -ENAMETOOLONG;
+    (void)cg;
+    return write_file(path, value);
+}
+
+static void cpu_list(const struct wrk_cg_limits *lim, char *out, size_t size)
+{
+    size_t len = 0;
+
+    out[0] = '\0';
+    for (int i = 0; i < lim->ncpus && len + 12 < size; i++)
+        len += (size_t)snprintf(out + len, size - len, "%s%d", i > 0 ? "," : "", lim->cpus[i]);
+}
+
+/* The limits of a group just made. */
+static int apply_limits(const struct wrk_cg *cg, const char *dirs[],
+                        const struct wrk_cg_limits *lim, struct gs_buf *why)
+{
+    char value[8192];
+    const char *file = "";
+    int rc = 0;
+
+    if (lim->mem_bytes > 0) {
+        snprintf(value, sizeof(value), "%llu", (unsigned long long)lim->mem_bytes);
+        file = cg->mode == WRK_CG_V1 ? "memory.limit_in_bytes" : "memory.max";
+        rc = set_value(cg, cg->memory, dirs, file, value);
+    }
+    if (rc == 0 && lim->pids_max > 0) {
+        snprintf(value, sizeof(value), "%llu", (unsigned long long)lim->pids_max);
+        file = "pids.max";
+        rc = set_value(cg, cg->pids, dirs, file, value);
+    }
+    if (rc == 0 && lim->ncpus > 0) {
+        cpu_list(lim, value, sizeof(value));
+        file = "cpuset.cpus";
+        rc = set_value(cg, cg->cpuset, dirs, file, value);
+    }
+    if (rc < 0)
+        gs_buf_printf(why, "%s: %s", file, strerror(-rc));
+    return rc;
+}
+
+int wrk_cg_job_enter(struct wrk_cg *cg, uint64_t job_id, const struct wrk_cg_limits *lim,
+                     int fds[WRK_CG_MAX_FDS], struct gs_buf *why)
+{
+    char dirs_buf[WRK_CG_MAX_FDS][PATH_MAX], path[PATH_MAX];
+    const char *dirs[WRK_CG_MAX_FDS];
+    bool created = false, made;
+    int n = 0, rc = 0;
+
+    if (cg == NULL || cg->mode == WRK_CG_NONE)
+        return 0;
+    for (int i = 0; i < cg->nh && rc == 0; i++) {
+        rc = job_dir(&cg->h[i], job_id, dirs_buf[i], sizeof(dirs_buf[i]));
+        if (rc == 0)
+            rc = make_dir(cg, &cg->h[i], dirs_buf[i], &made);
+        created = created || made;
+        dirs[i] = dirs_buf[i];
+        if (rc < 0)
+            gs_buf_printf(why, "%s: %s", dirs_buf[i], strerror(-rc));
+    }
+    if (rc == 0 && created && lim != NULL)
+        rc = apply_limits(cg, dirs, lim, why);
+    for (int i = 0; i < cg->nh && rc == 0; i++) {
+        if (join(path, sizeof(path), dirs[i], "cgroup.procs") < 0) {
+            rc = -ENAMETOOLONG;
+            break;
+        }
+        fds[n] = open(path, O_WRONLY | O_CLOEXEC);
+        if (fds[n] < 0) {
+            rc = -errno;
+            gs_buf_printf(why, "%s: %s", path, strerror(errno));
+            break;
+        }
+        n++;
+    }
+    if (rc < 0) {
+        while (n > 0)
+            close(fds[--n]);
+        return rc;
+    }
+    return n;
+}
+
+/* The hierarchy whose cgroup.procs lists the job's processes: the freezer's, else the
+ * first (a task joins every one). */
+static int list_hier(const struct wrk_cg *cg)
+{
+    return cg->freezer >= 0 ? cg->freezer : 0;
+}
+
+int wrk_cg_job_pids(const struct wrk_cg *cg, uint64_t job_id, int *out, int max)
+{
+    char dir[PATH_MAX], path[PATH_MAX];
+    char *text, *p, *end;
+    ssize_t len;
+    int n = 0;
+
+    if (cg == NULL || cg->mode == WRK_CG_NONE)
+        return 0;
+    if (job_dir(&cg->h[list_hier(cg)], job_id, dir, sizeof(dir)) < 0 ||
+        join(path, sizeof(path), dir, "cgroup.procs") < 0)
+        return -ENAMETOOLONG;
+    text = malloc(MAX_PIDS * 12);
+    if (text == NULL)
+        return -ENOMEM;
+    len = gs_path_read_small(path, text, MAX_PIDS * 12);
+    if (len < 0) {
+        free(text);
+        return (int)len;
+    }
+    for (p = text; *p != '\0' && n < max; p = end) {
+        long pid = strtol(p, &end, 10);
+
+        if (end == p)
+            break;
+        if (pid > 0)
+            out[n++] = (int)pid;
+        while (*end == '\n' || *end == ' ')
+            end++;
+    }
+    free(text);
+    return n;
+}
+
+/* Freezes (true) or thaws the job's group, where a freezer is there. */
+static void freeze(const struct wrk_cg *cg, const char *dirs[], bool frozen)
+{
+    if (cg->mode == WRK_CG_V1 && cg->freezer >= 0)
+        (void)set_value(cg, cg->freezer, dirs, "freezer.state", frozen ? "FROZEN" : "THAWED");
+    else if (cg->mode == WRK_CG_V2)
+        (void)set_value(cg, 0, dirs, "cgroup.freeze", frozen ? "1" : "0");
+}
+
+int wrk_cg_job_end(struct wrk_cg *cg, uint64_t job_id)
+{
+    char dirs_buf[WRK_CG_MAX_FDS][PATH_MAX];
+    const char *dirs[WRK_CG_MAX_FDS];
+    int pids[256], killed = 0, n, rc = 0, waited = 0;
+
+    if (cg == NULL || cg->mode == WRK_CG_NONE)
+        return 0;
+    for (int i = 0; i < cg->nh; i++) {
+        if (job_dir(&cg->h[i], job_id, dirs_buf[i], sizeof(dirs_buf[i])) < 0)
+            return -ENAMETOOLONG;
+        dirs[i] = dirs_buf[i];
+    }
+    if (!exists(dirs[0]))
+        return 0;
+    while ((n = wrk_cg_job_pids(cg, job_id, pids, 256)) > 0 && waited < END_WAIT_MS) {
+        freeze(cg, dirs, true);
+        n = wrk_cg_job_pids(cg, job_id, pids, 256);
+        for (int i = 0; i < n; i++)
+            killed += kill(pids[i], SIGKILL) == 0;
+        freeze(cg, dirs, false);
+        sleep_ms(2);
+        waited += 2;
+    }
+    for (int i = cg->nh - 1; i >= 0; i--) {
+        while (rmdir(dirs[i]) < 0 && errno == EBUSY && waited < END_WAIT_MS) {
+            sleep_ms(2);
+            waited += 2;
+        }
+        if (exists(dirs[i]))
+            rc = -EBUSY;
+    }
+    return rc < 0 ? rc : killed;
+}
+
+uint64_t wrk_cg_job_oom_kills(const struct wrk_cg *cg, uint64_t job_id)
+{
+    char dir[PATH_MAX], path[PATH_MAX], text[1024];
+    const char *line;
+
+    if (cg == NULL || cg->memory < 0 || job_dir(&cg->h[cg->memory], job_id, dir, sizeof(dir)) < 0)
+        return 0;
+    if (join(path, sizeof(path), dir,
+             cg->mode == WRK_CG_V1 ? "memory.oom_control" : "memory.events") < 0 ||
+        gs_path_read_small(path, text, sizeof(text)) < 0)
+        return 0;
+    line = strstr(text, "oom_kill ");
+    return line != NULL ? strtoull(line + strlen("oom_kill "), NULL, 10) : 0;
+}
