@@ -52,6 +52,7 @@ int gs_config_init(struct gs_config *cfg)
     cfg->max_connections = 1024;
     cfg->max_connections_per_user = 64;
     cfg->request_timeout_ms = 10000;
+    cfg->max_submit_jobs = 10000;
     cfg->telemetry_interval_ms = 1000;
     cfg->partitions = calloc(1, sizeof(*cfg->partitions));
     if (cfg->partitions != NULL) {
@@ -247,6 +248,11 @@ static void rd_auth_key(struct gs_schema_ctx *c, const struct gs_toml_value *v)
         free(path);
 }
 
+static void rd_max_submit_jobs(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    gs_schema_uint(c, v, "scheduler.max_submit_jobs", 0, 100000000, &CFG(c)->max_submit_jobs);
+}
+
 static const struct gs_schema_key scheduler_keys[] = {
     {"host", rd_host},
     {"port", rd_port},
@@ -264,6 +270,7 @@ static const struct gs_schema_key scheduler_keys[] = {
     {"max_connections_per_user", rd_max_connections_per_user},
     {"request_timeout", rd_request_timeout},
     {"auth_key", rd_auth_key},
+    {"max_submit_jobs", rd_max_submit_jobs},
     {NULL, NULL},
 };
 

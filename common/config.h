@@ -21,6 +21,7 @@
  *     max_connections_per_user = 64         # ... and from one uid
  *     request_timeout = "10s"               # a CLI connection without a request, or a
  *                                           # worker one without a registration, closes
+ *     max_submit_jobs = 10000               # a user's jobs pending or running at once; 0: any
  *     auth_key = "/etc/gsched/gsched.key"   # the cluster key gschedd and every worker
  *                                           # hold (root only, 0600; proto/auth.h); ""
  *                                           # leaves worker links unauthenticated
@@ -122,6 +123,7 @@ struct gs_config {
     uint32_t max_connections_per_user; /* default 64 */
     uint64_t request_timeout_ms;       /* default 10 s */
     char *auth_key;                    /* the cluster key's path; NULL when turned off ("") */
+    uint32_t max_submit_jobs;          /* per uid, pending or running; 0: no limit */
     /* [worker] */
     char *worker_name; /* NULL: the host name */
     char *worker_address;

@@ -947,6 +947,30 @@ static int admit(struct sched_ctx *s, struct gs_jobspec *spec, char *why, size_t
     return rc;
 }
 
+/* Whether n more jobs would take uid past scheduler.max_submit_jobs jobs pending or running
+ * (Slurm's MaxSubmitJobs), saying so in why. Everyone's, root's too. */
+static bool over_submit_limit(struct sched_ctx *s, uid_t uid, size_t n, char *why, size_t size)
+{
+    size_t count = sched_jobs_count(s->jobs), mine = 0;
+    uint32_t max = s->cfg->max_submit_jobs;
+
+    if (max == 0)
+        return false;
+    for (size_t i = s->plan_from; i < count; i++) {
+        const struct sched_job *job = sched_jobs_at(s->jobs, i);
+
+        mine += job->uid == (uint32_t)uid && !sched_job_finished(job);
+    }
+    if (mine + n <= max)
+        return false;
+    snprintf(
+        why, size,
+        "uid %u has %zu jobs pending or running; %zu more would pass scheduler.max_submit_jobs "
+        "(%u)",
+        (unsigned)uid, mine, n, max);
+    return true;
+}
+
 void sched_engine_submit(struct sched_cli *c, uint64_t request_id, const Gs__SubmitRequest *req)
 {
     struct sched_ctx *s = c->s;
@@ -987,6 +1011,10 @@ void sched_engine_submit(struct sched_cli *c, uint64_t request_id, const Gs__Sub
     if (sched_keys_check(c, request_id, req) != 0)
         goto out;
     n = spec->array.ntask_ids > 0 ? spec->array.ntask_ids : 1;
+    if (over_submit_limit(s, c->uid, n, why, sizeof(why))) {
+        sched_cli_error(c, request_id, -EDQUOT, why, false);
+        goto out;
+    }
     op = calloc(1, sizeof(*op));
     if (op != NULL)
         op->drafts = calloc(n, sizeof(*op->drafts));

@@ -421,6 +421,22 @@ Test(config, the_cluster_key_has_a_default_path_and_can_be_turned_off)
 {
     cr_assert_eq(parse(""), 0);
     cr_assert_str_eq(cfg.auth_key, "/etc/gsched/gsched.key");
+    cr_assert_eq(cfg.max_submit_jobs, 10000);
+    cr_assert_str_eq(cfg.cgroups, "auto");
+    cr_assert_str_eq(cfg.cgroup_parent, "gsched");
+    cr_assert_eq(cfg.job_pids_max, 32768);
+    cr_assert_eq(parse("[scheduler]\nmax_submit_jobs = 5\n[worker]\ncgroups = \"v1\"\n"
+                       "cgroup_parent = \"a/b\"\njob_pids_max = 0\n"),
+                 0, "%s", errors.data);
+    cr_assert_eq(cfg.max_submit_jobs, 5);
+    cr_assert_str_eq(cfg.cgroups, "v1");
+    cr_assert_str_eq(cfg.cgroup_parent, "a/b");
+    cr_assert_eq(cfg.job_pids_max, 0);
+    cr_assert_eq(parse("[worker]\ncgroups = \"v3\"\ncgroup_parent = \"../x\"\n"), -EINVAL);
+    cr_assert(strstr(errors.data, "gsched.toml:2:11: worker.cgroups must be") != NULL, "%s",
+              errors.data);
+    cr_assert(strstr(errors.data, "gsched.toml:3:17: worker.cgroup_parent must be") != NULL, "%s",
+              errors.data);
     cr_assert_eq(parse("[scheduler]\nauth_key = \"/srv/k\"\n"), 0, "%s", errors.data);
     cr_assert_str_eq(cfg.auth_key, "/srv/k");
     cr_assert_eq(parse("[scheduler]\nauth_key = \"\"\n"), 0, "%s", errors.data);

@@ -387,6 +387,23 @@ Test(cli_relay, a_uid_without_a_job_on_the_node_is_refused)
     cr_assert_eq(down[2].inner->body_case, GS__ENVELOPE__BODY_NODES_REPLY);
 }
 
+/* scheduler.max_submit_jobs: a user's jobs pending or running at once (root's too). */
+Test(cli_relay, submissions_past_the_users_limit_are_refused)
+{
+    struct submit_parts p;
+    Gs__Envelope env;
+
+    cfg.max_submit_jobs = 2; /* the own job and one more */
+    submit_job(1, me);
+    submit_envelope(&env, &p, "third", 6);
+    relay(2, me, &env);
+    wait_down(4);
+    cr_assert_eq(down[2].inner->body_case, GS__ENVELOPE__BODY_ERROR);
+    cr_assert_eq(down[2].inner->error->code, -EDQUOT);
+    cr_assert(strstr(down[2].inner->error->message, "has 2 jobs pending or running") != NULL,
+              "%s", down[2].inner->error->message);
+}
+
 Test(cli_relay, a_malformed_frame_ends_that_session_alone)
 {
     uint8_t garbage[] = {0xff, 0xff, 0xff};
