@@ -248,6 +248,16 @@ static void rd_auth_key(struct gs_schema_ctx *c, const struct gs_toml_value *v)
         free(path);
 }
 
+/* "0s" (the default) turns fencing off. */
+static void rd_fence_timeout(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    uint64_t s;
+
+    if (gs_schema_duration(c, v, "scheduler.fence_timeout", 1, true, &s) == 0 &&
+        s < UINT64_MAX / 1000)
+        CFG(c)->fence_timeout_ms = s * 1000;
+}
+
 static void rd_max_submit_jobs(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
     gs_schema_uint(c, v, "scheduler.max_submit_jobs", 0, 100000000, &CFG(c)->max_submit_jobs);
@@ -271,6 +281,7 @@ static const struct gs_schema_key scheduler_keys[] = {
     {"request_timeout", rd_request_timeout},
     {"auth_key", rd_auth_key},
     {"max_submit_jobs", rd_max_submit_jobs},
+    {"fence_timeout", rd_fence_timeout},
     {NULL, NULL},
 };
 

@@ -34,6 +34,11 @@ struct sched_node *sched_node_find(struct sched_ctx *s, const char *name)
     return NULL;
 }
 
+uint64_t sched_fence_ms(const struct sched_ctx *s)
+{
+    return s->cfg->fence_timeout_ms;
+}
+
 void sched_node_set_down(struct sched_ctx *s, struct sched_node *n, const char *why)
 {
     if (!n->up)
@@ -61,6 +66,13 @@ static void on_cron(uv_timer_t *timer)
         if (n->up && now - n->last_heartbeat_mono > limit) {
             snprintf(why, sizeof(why), "missed %u heartbeats", s->heartbeat_misses);
             sched_node_set_down(s, n, why);
+        }
+        if (!n->up && n->failover_due_mono != 0 && now >= n->failover_due_mono) {
+            GS_LOG(GS_LOG_WARN,
+                   "node=%s fence_ms=%llu its worker has fenced itself by now: its "
+                   "jobs move",
+                   n->name, (unsigned long long)sched_fence_ms(s));
+            sched_engine_node_lost(s, n);
         }
     }
     sched_cli_sweep(s, now);

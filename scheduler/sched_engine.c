@@ -1283,11 +1283,27 @@ static void fail_over(struct sched_ctx *s, struct sched_job *job, uint32_t at, c
 
 void sched_engine_node_down(struct sched_ctx *s, struct sched_node *n)
 {
+    sched_steps_node_gone(s, n);
+    if (sched_fence_ms(s) == 0) {
+        sched_engine_node_lost(s, n); /* no fencing: its jobs move now */
+        return;
+    }
+    n->failover_due_mono = n->last_heartbeat_mono + sched_fence_ms(s) + s->heartbeat_ms;
+    {
+        struct sched_change *ch = sched_change_new(s);
+
+        sched_change_node(ch, n);
+        sched_change_commit(s, ch, NULL, NULL);
+    }
+}
+
+void sched_engine_node_lost(struct sched_ctx *s, struct sched_node *n)
+{
     size_t count = sched_jobs_count(s->jobs);
     char why[200];
 
+    n->failover_due_mono = 0;
     snprintf(why, sizeof(why), "node %s: %s", n->name, n->reason);
-    sched_steps_node_gone(s, n);
     for (size_t i = 0; i < count; i++) {
         struct sched_job *job = sched_jobs_at(s->jobs, i);
         uint32_t at;

@@ -27,6 +27,9 @@ struct sched_node {
     Gs__NodeTopology *topology; /* owned copy from the last registration */
     uint64_t last_heartbeat_mono;
     uint64_t last_heartbeat_wall;
+    /* Down with jobs on it: when they may run elsewhere (mono ms; 0: nothing pending), once
+     * its worker has surely fenced itself (sched_fence_ms after its last heartbeat). */
+    uint64_t failover_due_mono;
     char worker_version[32];
     /* Who holds each GPU, for telemetry (sched_telemetry.c); filled again when the
      * cluster's sched_cluster_alloc_gen for the node moves. */
@@ -159,6 +162,10 @@ struct sched_ctx {
 };
 
 struct sched_node *sched_node_find(struct sched_ctx *s, const char *name);
+/* How long a worker that hears nothing from gschedd runs its tasks before killing them:
+ * scheduler.fence_timeout; 0 (the default): workers never fence, and a lost node's jobs
+ * move as soon as it is declared down. */
+uint64_t sched_fence_ms(const struct sched_ctx *s);
 void sched_release_handle(struct sched_ctx *s);
 /* sched_metrics.c: runs pass(s) (the planning pass) and counts its time in s->stats. */
 void sched_stats_time_pass(struct sched_ctx *s, void (*pass)(struct sched_ctx *s));
@@ -269,7 +276,11 @@ void sched_engine_launch_reply(struct sched_ctx *s, struct sched_node *n,
  */
 int sched_engine_reconcile(struct sched_ctx *s, struct sched_node *n, const Gs__NodeRegister *reg,
                            Gs__TaskRef ***ret_kill, size_t *ret_nkill);
+/* A node went down: its srun steps end now; its jobs move (sched_engine_node_lost) only once
+ * its worker has fenced itself, failover_due_mono, unless it registers again first. */
 void sched_engine_node_down(struct sched_ctx *s, struct sched_node *n);
+/* The jobs of a node down past its fence timeout: requeued or NODE_FAIL. */
+void sched_engine_node_lost(struct sched_ctx *s, struct sched_node *n);
 /* The MASTER_ADDR of a node: the address its worker registered, else its name. */
 const char *sched_node_address(const struct sched_node *n);
 

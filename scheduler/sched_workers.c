@@ -180,7 +180,7 @@ static bool same_shape(const Gs__NodeTopology *a, const Gs__NodeTopology *b)
 }
 
 static void send_reply(struct gs_proto_conn *conn, bool accepted, const char *reason,
-                       uint64_t heartbeat_ms, Gs__TaskRef **kill, size_t nkill)
+                       uint64_t heartbeat_ms, uint64_t fence_ms, Gs__TaskRef **kill, size_t nkill)
 {
     Gs__NodeRegisterReply reply = GS__NODE_REGISTER_REPLY__INIT;
     Gs__Envelope env = GS__ENVELOPE__INIT;
@@ -188,12 +188,28 @@ static void send_reply(struct gs_proto_conn *conn, bool accepted, const char *re
     reply.accepted = accepted;
     reply.reason = (char *)(reason != NULL ? reason : "");
     reply.heartbeat_interval_ms = heartbeat_ms;
+    reply.fence_timeout_ms = fence_ms;
     reply.cluster_name = "gsched";
     reply.n_kill = nkill;
     reply.kill = kill;
     env.body_case = GS__ENVELOPE__BODY_NODE_REGISTER_REPLY;
     env.node_register_reply = &reply;
     gs_proto_conn_send(conn, &env);
+}
+
+/* The worker learns from it that it is still heard (its fence, NodeRegisterReply). */
+static void ack_heartbeat(struct gs_proto_conn *conn, const Gs__Heartbeat *hb)
+{
+    Gs__HeartbeatAck ack = GS__HEARTBEAT_ACK__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    const Gs__Hello *peer = gs_proto_conn_peer_hello(conn);
+
+    if (peer == NULL || peer->protocol_minor < 6) /* older workers know no such body */
+        return;
+    ack.seq = hb->seq;
+    env.body_case = GS__ENVELOPE__BODY_HEARTBEAT_ACK;
+    env.heartbeat_ack = &ack;
+    (void)gs_proto_conn_send(conn, &env);
 }
 
 /* What a worker connection knows: the scheduler, its node once registered, and the highest
@@ -283,6 +299,7 @@ static int register_node(struct sched_wconn *wc, struct gs_proto_conn *conn,
     n->topology = copy;
     n->conn = conn;
     n->up = true;
+    n->failover_due_mono = 0; /* back before its jobs were moved: they run on here */
     n->reason[0] = '\0';
     n->last_heartbeat_mono = gs_clock_mono_ms();
     n->last_heartbeat_wall = gs_clock_wall_ms();
@@ -310,11 +327,11 @@ static void handle_register(struct sched_wconn *wc, struct gs_proto_conn *conn,
         if (wc->node != NULL && wc->node->conn == conn)
             wc->node->conn = NULL;
         wc->node = NULL;
-        send_reply(conn, false, reason, 0, NULL, 0);
+        send_reply(conn, false, reason, 0, 0, NULL, 0);
         gs_proto_conn_close(conn);
         return;
     }
-    send_reply(conn, true, NULL, s->heartbeat_ms, kill, nkill);
+    send_reply(conn, true, NULL, s->heartbeat_ms, sched_fence_ms(s), kill, nkill);
     free(kill);
     sched_node_update_schedulable(s, wc->node);
     ch = sched_change_new(s);
@@ -344,6 +361,7 @@ static void on_worker_message(struct gs_proto_conn *conn, const Gs__Envelope *en
         wc->node->last_heartbeat_mono = gs_clock_mono_ms();
         wc->node->last_heartbeat_wall = gs_clock_wall_ms();
         sched_telemetry_heartbeat(wc->s, wc->node, env->heartbeat);
+        ack_heartbeat(conn, env->heartbeat);
         break;
     case GS__ENVELOPE__BODY_TASK_EXIT:
         if (env->task_exit->step >= 1) /* an srun step's: relayed, not stored */

@@ -110,14 +110,25 @@ static int inherit_cpuset(const char *dir)
     return rc;
 }
 
-/* mkdir dir (an existing one is fine); *created says whether this call made it. */
+/* Whether a v1 cpuset group has no CPUs yet (a task cannot join it: ENOSPC). */
+static bool cpuset_empty(const char *dir)
+{
+    char path[PATH_MAX], value[64];
+
+    return join(path, sizeof(path), dir, "cpuset.cpus") < 0 ||
+           gs_path_read_small(path, value, sizeof(value)) <= 0 || value[0] == '\n';
+}
+
+/* mkdir dir (an existing one is fine); *created says whether this call made it. A v1 cpuset
+ * group gets its parent's CPUs and memory nodes whenever it has none, also one another
+ * worker made a moment ago and has not filled in yet (the levels go top-down, so the
+ * parent has them). */
 static int make_dir(const struct wrk_cg *cg, const struct hier *h, const char *dir, bool *created)
 {
-    *created = false;
-    if (mkdir(dir, 0755) < 0)
-        return errno == EEXIST ? 0 : -errno;
-    *created = true;
-    if (cg->mode == WRK_CG_V1 && strcmp(h->ctrl, "cpuset") == 0)
+    *created = mkdir(dir, 0755) == 0;
+    if (!*created && errno != EEXIST)
+        return -errno;
+    if (cg->mode == WRK_CG_V1 && strcmp(h->ctrl, "cpuset") == 0 && cpuset_empty(dir))
         return inherit_cpuset(dir);
     return 0;
 }

@@ -247,6 +247,33 @@ static void on_heartbeat(uv_timer_t *timer)
     free(ptrs);
 }
 
+/*
+ * Fencing: a worker that has heard nothing from gschedd (no heartbeat acknowledged, no
+ * frame at all) for fence_ms kills every task it runs, since gschedd starts their jobs
+ * elsewhere once that time (and a margin) has passed: a job never runs twice at once,
+ * whichever side of a cut link each daemon is on. The exits go to gschedd when it is heard
+ * again; their attempts are old by then.
+ */
+static void on_fence(uv_timer_t *timer)
+{
+    struct wrk_ctx *w = timer->data;
+    uint64_t silent = gs_clock_mono_ms() - w->last_heard_ms;
+    int n = 0;
+
+    if (w->fenced || w->fence_ms == 0 || silent <= w->fence_ms)
+        return;
+    w->fenced = true;
+    for (struct wrk_job *j = w->jobs; j != NULL; j = j->next) {
+        struct wrk_task_match m = {.job_id = j->job_id, .all_steps = true};
+
+        n += wrk_tasks_kill(w->tasks, &m, WRK_END_CANCELLED);
+    }
+    GS_LOG(GS_LOG_ERROR,
+           "node=%s silent_ms=%llu fence_ms=%llu tasks=%d nothing heard from gschedd: fenced, "
+           "tasks killed",
+           w->node_name, (unsigned long long)silent, (unsigned long long)w->fence_ms, n);
+}
+
 static void handle_register_reply(struct wrk_ctx *w, const Gs__NodeRegisterReply *reply)
 {
     if (!reply->accepted) {
@@ -261,6 +288,16 @@ static void handle_register_reply(struct wrk_ctx *w, const Gs__NodeRegisterReply
     w->heartbeat_ms = reply->heartbeat_interval_ms > 0 ? reply->heartbeat_interval_ms : 2000;
     wrk_relay_set_connected(w->relay, true);
     uv_timer_start(&w->heartbeat, on_heartbeat, w->heartbeat_ms, w->heartbeat_ms);
+    w->fence_ms = reply->fence_timeout_ms;
+    w->fenced = false;
+    if (w->fence_ms > 0) {
+        uint64_t every =
+            w->fence_ms / 4 > 1000 ? 1000 : (w->fence_ms / 4 > 0 ? w->fence_ms / 4 : 1);
+
+        uv_timer_start(&w->fence, on_fence, every, every);
+    } else {
+        uv_timer_stop(&w->fence);
+    }
     /* Exactly the tasks named: a restarted scheduler ends the steps whose srun it lost
      * while the batch shell of the same job runs on. */
     for (size_t i = 0; i < reply->n_kill; i++) {
@@ -311,7 +348,10 @@ static void on_message(struct gs_proto_conn *conn, const Gs__Envelope *env, void
     struct wrk_ctx *w = data;
 
     (void)conn;
+    w->last_heard_ms = gs_clock_mono_ms();
     switch (env->body_case) {
+    case GS__ENVELOPE__BODY_HEARTBEAT_ACK: /* heard: that is all it says */
+        break;
     case GS__ENVELOPE__BODY_NODE_REGISTER_REPLY:
         handle_register_reply(w, env->node_register_reply);
         break;
@@ -635,8 +675,9 @@ struct wrk_ctx *wrk_new(uv_loop_t *loop, const struct wrk_opts *opts, struct gs_
         start_ledger(w, opts->ledger_path);
     uv_timer_init(loop, &w->heartbeat);
     uv_timer_init(loop, &w->reconnect);
-    w->heartbeat.data = w->reconnect.data = w;
-    w->open_handles = 2;
+    uv_timer_init(loop, &w->fence);
+    w->heartbeat.data = w->reconnect.data = w->fence.data = w;
+    w->open_handles = 3;
     if (start_cgroups(w, opts, err) < 0 || start_relay(w, opts, err) < 0) {
         wrk_stop(w, NULL, NULL); /* freed once its handles are closed */
         return NULL;
@@ -678,6 +719,7 @@ void wrk_stop(struct wrk_ctx *w, void (*stopped)(void *data), void *data)
         gs_proto_conn_close(w->conn);
     uv_close((uv_handle_t *)&w->heartbeat, on_timer_closed);
     uv_close((uv_handle_t *)&w->reconnect, on_timer_closed);
+    uv_close((uv_handle_t *)&w->fence, on_timer_closed);
 }
 
 const char *wrk_cli_socket(const struct wrk_ctx *w)

@@ -61,6 +61,10 @@ struct wrk_ctx {
     uint64_t backoff_ms;
     uv_timer_t heartbeat;
     uv_timer_t reconnect;
+    uv_timer_t fence;       /* checks that gschedd is still heard (worker.c) */
+    uint64_t fence_ms;      /* from the registration reply; 0: never fence */
+    uint64_t last_heard_ms; /* mono: the last frame from gschedd */
+    bool fenced;            /* tasks killed for silence, until the next registration */
     struct wrk_tasks *tasks;
     struct wrk_ledger *ledger;       /* NULL when not kept */
     struct wrk_relay *relay;         /* the CLI socket; NULL when there is none */
