@@ -76,3 +76,20 @@ ssize_t gs_path_read_small(const char *path, char *buf, size_t size)
     close(fd);
     return len;
 }
+
+int gs_write_all(int fd, const void *data, size_t len)
+{
+    const char *p = data;
+
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}

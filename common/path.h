@@ -20,4 +20,7 @@ int gs_path_absolute(const char *cwd, const char *path, struct gs_buf *out);
  * /proc or /sys file gives at once). Returns the length or a negative errno. */
 ssize_t gs_path_read_small(const char *path, char *buf, size_t size);
 
+/* Writes all len bytes to fd, retrying short writes and EINTR. 0 or a negative errno. */
+int gs_write_all(int fd, const void *data, size_t len);
+
 #endif

@@ -25,6 +25,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/path.h"
+
 static uint32_t clamp_max(uint32_t max_bytes)
 {
     if (max_bytes == 0)
@@ -120,23 +122,6 @@ struct reader_header {
     uint8_t eof;
 };
 
-static int write_all(int fd, const void *p, size_t len)
-{
-    const char *b = p;
-
-    while (len > 0) {
-        ssize_t n = write(fd, b, len);
-
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        b += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 /* Reads exactly len bytes; -EIO when the pipe ends first. */
 static int read_all(int fd, void *p, size_t len)
 {
@@ -172,7 +157,8 @@ static void reader_child(int out, const char *path, uint32_t uid, uint32_t gid, 
         h.size = c->size;
         h.eof = c->eof;
     }
-    if (write_all(out, &h, sizeof(h)) < 0 || (h.rc == 0 && write_all(out, c->data, c->len) < 0))
+    if (gs_write_all(out, &h, sizeof(h)) < 0 ||
+        (h.rc == 0 && gs_write_all(out, c->data, c->len) < 0))
         _exit(1);
     _exit(0);
 }

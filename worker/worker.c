@@ -24,6 +24,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "worker/exits_file.h"
 #include "worker/register.h"
 
 #define BACKOFF_MIN_MS 100
@@ -49,25 +50,62 @@ static void send_exit(struct wrk_ctx *w, struct wrk_exit *e)
         wrk_send(w, &env);
 }
 
+/* Rewrites the file of unacknowledged exits (worker/exits_file.h) from w->exits. */
+static void save_exits(struct wrk_ctx *w)
+{
+    size_t n = 0, i = 0;
+    Gs__TaskExit **all;
+    int rc;
+
+    if (w->exits_path[0] == '\0')
+        return;
+    for (struct wrk_exit *e = w->exits; e != NULL; e = e->next)
+        n++;
+    all = calloc(n + 1, sizeof(*all));
+    if (all == NULL) {
+        GS_LOG(GS_LOG_ERROR, "path=%s out of memory: unacknowledged exits not saved",
+               w->exits_path);
+        return;
+    }
+    for (struct wrk_exit *e = w->exits; e != NULL; e = e->next)
+        all[i++] = &e->msg;
+    rc = wrk_exits_save(w->exits_path, all, n);
+    if (rc < 0)
+        GS_LOG(GS_LOG_ERROR, "path=%s error=\"%s\" unacknowledged exits not saved", w->exits_path,
+               gs_strerror(rc));
+    free(all);
+}
+
+/* An exit as kept until acknowledged; NULL when out of memory. */
+static struct wrk_exit *new_exit(struct wrk_ctx *w, const char *node_name, const char *error)
+{
+    struct wrk_exit *e = calloc(1, sizeof(*e));
+
+    if (e == NULL)
+        return NULL;
+    gs__task_exit__init(&e->msg);
+    snprintf(e->node_name, sizeof(e->node_name), "%s",
+             node_name != NULL ? node_name : w->node_name);
+    snprintf(e->launch_error, sizeof(e->launch_error), "%s", error != NULL ? error : "");
+    e->msg.node_name = e->node_name;
+    e->msg.launch_error = e->launch_error;
+    return e;
+}
+
 void wrk_record_exit(struct wrk_ctx *w, const struct wrk_task_id *id, uint32_t attempt,
                      const struct wrk_task_exit *ex, Gs__EndReason reason, const char *error)
 {
-    struct wrk_exit *e = calloc(1, sizeof(*e));
+    struct wrk_exit *e = new_exit(w, NULL, error);
 
     if (e == NULL) {
         GS_LOG(GS_LOG_ERROR, "job=%llu step=%u rank=%u exit lost: out of memory",
                (unsigned long long)id->job_id, id->step, id->rank);
         return;
     }
-    gs__task_exit__init(&e->msg);
-    snprintf(e->node_name, sizeof(e->node_name), "%s", w->node_name);
-    snprintf(e->launch_error, sizeof(e->launch_error), "%s", error != NULL ? error : "");
     e->msg.job_id = id->job_id;
     e->msg.step = id->step;
     e->msg.rank = id->rank;
     e->msg.attempt = attempt;
-    e->msg.node_name = e->node_name;
-    e->msg.launch_error = e->launch_error;
     e->msg.end_reason = reason;
     if (ex != NULL) {
         e->msg.signaled = ex->signaled;
@@ -78,6 +116,7 @@ void wrk_record_exit(struct wrk_ctx *w, const struct wrk_task_id *id, uint32_t a
     }
     e->next = w->exits;
     w->exits = e;
+    save_exits(w); /* on disk before gschedd can hear of it */
     send_exit(w, e);
 }
 
@@ -139,6 +178,8 @@ static void on_task_exit(struct wrk_tasks *tasks, const struct wrk_task_exit *ex
 
 static void handle_ack(struct wrk_ctx *w, const Gs__TaskExitAck *ack)
 {
+    bool removed = false;
+
     for (size_t i = 0; i < ack->n_tasks; i++) {
         const Gs__TaskRef *t = ack->tasks[i];
 
@@ -149,10 +190,13 @@ static void handle_ack(struct wrk_ctx *w, const Gs__TaskExitAck *ack)
                 e->msg.attempt == t->attempt) {
                 *p = e->next;
                 free(e);
+                removed = true;
                 break;
             }
         }
     }
+    if (removed)
+        save_exits(w);
 }
 
 struct running_ctx {
@@ -520,6 +564,46 @@ static int copy_features(struct wrk_ctx *w, char *const *features)
  * Ends what an earlier worker of this node left running (it died without ending its tasks,
  * and the scheduler, seeing a new worker, requeues those jobs), then starts a fresh ledger.
  */
+/* The exits a previous worker of this node recorded and never had acknowledged: reported
+ * in the next registration like any other. */
+static void load_exits(struct wrk_ctx *w, const char *ledger_path)
+{
+    Gs__NodeRegister *saved = NULL;
+    int rc;
+
+    snprintf(w->exits_path, sizeof(w->exits_path), "%s.exits", ledger_path);
+    rc = wrk_exits_load(w->exits_path, &saved);
+    if (rc < 0) {
+        GS_LOG(GS_LOG_WARN, "path=%s error=\"%s\" unacknowledged exits unreadable, dropped",
+               w->exits_path, gs_strerror(rc));
+        return;
+    }
+    for (size_t i = 0; saved != NULL && i < saved->n_unacked_exits; i++) {
+        const Gs__TaskExit *x = saved->unacked_exits[i];
+        struct wrk_exit *e = new_exit(w, x->node_name, x->launch_error);
+
+        if (e == NULL)
+            break;
+        e->msg.job_id = x->job_id;
+        e->msg.step = x->step;
+        e->msg.rank = x->rank;
+        e->msg.attempt = x->attempt;
+        e->msg.end_reason = x->end_reason;
+        e->msg.signaled = x->signaled;
+        e->msg.exit_code = x->exit_code;
+        e->msg.term_signal = x->term_signal;
+        e->msg.start_time_ms = x->start_time_ms;
+        e->msg.end_time_ms = x->end_time_ms;
+        e->next = w->exits;
+        w->exits = e;
+    }
+    if (saved != NULL && saved->n_unacked_exits > 0)
+        GS_LOG(GS_LOG_INFO, "exits=%zu unacknowledged exits of a previous worker, to report",
+               saved->n_unacked_exits);
+    if (saved != NULL)
+        gs__node_register__free_unpacked(saved, NULL);
+}
+
 static void start_ledger(struct wrk_ctx *w, const char *path)
 {
     int killed = wrk_ledger_sweep(path);
@@ -671,8 +755,10 @@ struct wrk_ctx *wrk_new(uv_loop_t *loop, const struct wrk_opts *opts, struct gs_
         goto fail;
     }
     wrk_tasks_set_output_cb(w->tasks, on_task_output);
-    if (opts->ledger_path != NULL)
+    if (opts->ledger_path != NULL) {
         start_ledger(w, opts->ledger_path);
+        load_exits(w, opts->ledger_path);
+    }
     uv_timer_init(loop, &w->heartbeat);
     uv_timer_init(loop, &w->reconnect);
     uv_timer_init(loop, &w->fence);
