@@ -8,7 +8,9 @@ ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 30
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
-CMAKE_ARGS ?=
+# The project's own builds (dev, CI) treat warnings as errors; a plain `cmake` build, with
+# another compiler's warnings, does not (GSCHED_WERROR defaults to OFF).
+CMAKE_ARGS ?= -DGSCHED_WERROR=ON
 SANITIZE   ?= address,undefined
 
 .PHONY: all deps configure build test test-unit test-asan test-fuzz demo install format format-check clean

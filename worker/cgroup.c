@@ -44,7 +44,7 @@ struct wrk_cg {
     enum wrk_cg_mode mode;
     struct hier h[WRK_CG_MAX_FDS];
     int nh;
-    int memory, pids, cpuset, freezer; /* index into h, -1 when not there (v2: 0 or -1) */
+    int memory, pids, cpuset, freezer, devices; /* index into h, -1 when not there */
     char desc[96];
 };
 
@@ -220,13 +220,13 @@ static bool v1_has(const char *root, const char *ctrl)
 
 static int setup_v1(struct wrk_cg *cg, const char *root, const char *node, struct gs_buf *why)
 {
-    static const char *ctrls[] = {"memory", "pids", "cpuset", "freezer"};
-    int *slot[] = {&cg->memory, &cg->pids, &cg->cpuset, &cg->freezer};
+    static const char *ctrls[] = {"memory", "pids", "cpuset", "freezer", "devices"};
+    int *slot[] = {&cg->memory, &cg->pids, &cg->cpuset, &cg->freezer, &cg->devices};
     int rc;
 
     cg->mode = WRK_CG_V1;
     snprintf(cg->desc, sizeof(cg->desc), "v1 (");
-    for (size_t i = 0; i < 4; i++) {
+    for (size_t i = 0; i < 5; i++) {
         if (!v1_has(root, ctrls[i]))
             continue;
         cg->h[cg->nh].ctrl = ctrls[i];
@@ -288,7 +288,7 @@ int wrk_cg_open(const char *want, const char *root, const char *node, struct wrk
 
     if (cg == NULL)
         return -ENOMEM;
-    cg->memory = cg->pids = cg->cpuset = cg->freezer = -1;
+    cg->memory = cg->pids = cg->cpuset = cg->freezer = cg->devices = -1;
     snprintf(cg->desc, sizeof(cg->desc), "none");
     root = root != NULL ? root : "/sys/fs/cgroup";
     want = want != NULL ? want : "auto";
@@ -325,7 +325,7 @@ int wrk_cg_open(const char *want, const char *root, const char *node, struct wrk
         memset(cg->h, 0, sizeof(cg->h));
         cg->nh = 0;
         cg->mode = WRK_CG_NONE;
-        cg->memory = cg->pids = cg->cpuset = cg->freezer = -1;
+        cg->memory = cg->pids = cg->cpuset = cg->freezer = cg->devices = -1;
         snprintf(cg->desc, sizeof(cg->desc), "none");
         rc = 0;
     }
@@ -416,6 +416,11 @@ static int apply_limits(const struct wrk_cg *cg, const char *dirs[],
         file = "cpuset.cpus";
         rc = set_value(cg, cg->cpuset, dirs, file, value);
     }
+    for (int i = 0; rc == 0 && cg->mode == WRK_CG_V1 && i < lim->ndeny_gpus; i++) {
+        snprintf(value, sizeof(value), "c %d:%u rwm", WRK_CG_NVIDIA_MAJOR, lim->deny_gpus[i]);
+        file = "devices.deny";
+        rc = set_value(cg, cg->devices, dirs, file, value);
+    }
     if (rc < 0)
         gs_buf_printf(why, "%s: %s", file, strerror(-rc));
     return rc;
@@ -426,7 +431,7 @@ int wrk_cg_job_enter(struct wrk_cg *cg, uint64_t job_id, const struct wrk_cg_lim
 {
     char dirs_buf[WRK_CG_MAX_FDS][PATH_MAX], path[PATH_MAX];
     const char *dirs[WRK_CG_MAX_FDS];
-    bool created = false, made;
+    bool created = false, made = false;
     int n = 0, rc = 0;
 
     if (cg == NULL || cg->mode == WRK_CG_NONE)

@@ -5,10 +5,11 @@
  *
  * Layout: ROOT/PARENT/NODE/job_ID (PARENT: worker.cgroup_parent, "gsched"; NODE: the
  * worker's name, so several workers of one machine do not meet), in each v1 hierarchy used (memory,
- * pids, cpuset, freezer) or once in the v2 tree. A task joins its job's group in the child, between
- * fork and exec, by writing to descriptors the worker opened for it (wrk_cg_job_enter). When the
- * job's last task here has ended (done, cancelled, timed out), wrk_cg_job_end kills what is left in
- * the group (a `setsid sleep &`, a double fork) and removes it.
+ * pids, cpuset, freezer, devices) or once in the v2 tree. A task joins its job's group in the
+ * child, between fork and exec, by writing to descriptors the worker opened for it
+ * (wrk_cg_job_enter). When the job's last task here has ended (done, cancelled, timed out),
+ * wrk_cg_job_end kills what is left in the group (a `setsid sleep &`, a double fork) and removes
+ * it.
  *
  * Which version is used is decided at start (worker.cgroups: "auto", "v1", "v2", "off"):
  * v2 where /sys/fs/cgroup is the unified tree with the memory and pids controllers, v1
@@ -29,13 +30,18 @@
 
 enum wrk_cg_mode { WRK_CG_NONE = 0, WRK_CG_V1 = 1, WRK_CG_V2 = 2 };
 
-#define WRK_CG_MAX_FDS 4 /* cgroup.procs files a task writes itself into (v1 hierarchies) */
+#define WRK_CG_MAX_FDS 5        /* cgroup.procs files a task writes itself into (v1 hierarchies) */
+#define WRK_CG_NVIDIA_MAJOR 195 /* /dev/nvidiaN's character device major */
 
 struct wrk_cg_limits {
     uint64_t mem_bytes; /* memory.limit_in_bytes / memory.max; 0: none */
     uint64_t pids_max;  /* pids.max; 0: none */
     const int *cpus;    /* cpuset.cpus: OS indices of the job's PUs; ncpus 0: the parent's */
     int ncpus;
+    /* /dev/nvidiaN minors of this node's GPUs the job was not given: denied to it (v1
+     * devices controller; v2 has no such file and they stay open) */
+    const unsigned *deny_gpus;
+    int ndeny_gpus;
 };
 
 struct wrk_cg;

@@ -37,6 +37,7 @@
 #include "common/buf.h"
 #include "common/jobspec.h"
 #include "common/log.h"
+#include "common/path.h"
 #include "worker/env.h"
 
 /* What every task of one LaunchTasks shares. */
@@ -555,6 +556,46 @@ static int job_pus(const struct launch *l, int **ret, int *n)
     return 0;
 }
 
+/* The /dev/nvidiaN minor of GPU g: the driver's /proc says it by bus id; a GPU it does not
+ * list (synthetic GPUs, no driver) is taken to be minor g, the driver's usual order. */
+static unsigned gpu_minor(const struct gs_topo *topo, int g)
+{
+    const struct gs_topo_gpu *gpu = gs_topo_gpu(topo, g);
+    char path[128], text[2048];
+    const char *at;
+
+    if (gpu == NULL || gpu->pci_bus_id[0] == '\0')
+        return (unsigned)g;
+    snprintf(path, sizeof(path), "/proc/driver/nvidia/gpus/%s/information", gpu->pci_bus_id);
+    if (gs_path_read_small(path, text, sizeof(text)) <= 0 ||
+        (at = strstr(text, "Device Minor:")) == NULL)
+        return (unsigned)g;
+    return (unsigned)strtoul(at + strlen("Device Minor:"), NULL, 10);
+}
+
+/* The minors of this node's GPUs the job was not given (its cgroup denies them). */
+static int gpus_denied(const struct launch *l, unsigned **ret, int *n)
+{
+    int ngpus = l->w->topo != NULL ? gs_topo_ngpus(l->w->topo) : 0;
+
+    *ret = NULL;
+    *n = 0;
+    if (ngpus <= 0)
+        return 0;
+    *ret = calloc((size_t)ngpus, sizeof(**ret));
+    if (*ret == NULL)
+        return -ENOMEM;
+    for (int g = 0; g < ngpus; g++) {
+        bool given = false;
+
+        for (size_t i = 0; l->here != NULL && i < l->here->n_gpus; i++)
+            given = given || l->here->gpus[i] == (uint32_t)g;
+        if (!given)
+            (*ret)[(*n)++] = gpu_minor(l->w->topo, g);
+    }
+    return 0;
+}
+
 /* The job's cgroup on this node (made, with its limits, by its first task here): the
  * descriptors the task's child writes itself into; their count, or a negative errno. */
 static int enter_cgroup(struct launch *l, int fds[WRK_CG_MAX_FDS], struct gs_error *err)
@@ -564,6 +605,7 @@ static int enter_cgroup(struct launch *l, int fds[WRK_CG_MAX_FDS], struct gs_err
         .pids_max = l->w->job_pids_max,
     };
     struct gs_buf why = GS_BUF_INIT;
+    unsigned *deny = NULL;
     int *pus = NULL, rc;
 
     if (wrk_cg_mode(l->w->cg) == WRK_CG_NONE)
@@ -571,12 +613,16 @@ static int enter_cgroup(struct launch *l, int fds[WRK_CG_MAX_FDS], struct gs_err
     rc = job_pus(l, &pus, &lim.ncpus);
     lim.cpus = pus;
     if (rc == 0)
+        rc = gpus_denied(l, &deny, &lim.ndeny_gpus);
+    lim.deny_gpus = deny;
+    if (rc == 0)
         rc = wrk_cg_job_enter(l->w->cg, l->msg->job_id, &lim, fds, &why);
     if (rc < 0)
         gs_error_set(err, rc, 0, 0, "the job's cgroup: %s",
                      why.data != NULL ? why.data : gs_strerror(rc));
     gs_buf_release(&why);
     free(pus);
+    free(deny);
     return rc;
 }
 

@@ -3,7 +3,8 @@
 # cluster of one worker. Where the worker has cgroups (root, v1 or v2 memory and pids): a
 # process a job leaves behind with `setsid` is killed when the job ends, and when it is
 # cancelled; a job whose processes use more than its mem_per_node is killed by the kernel
-# (its process ends by SIGKILL, and the job as OUT_OF_MEMORY); the job's group has its
+# (its process ends by SIGKILL, and the job as OUT_OF_MEMORY); on v1, a job opens only its
+# own GPUs' /dev/nvidiaN (stand-in device nodes); the job's group has its
 # memory and pids limits while it runs and is gone after. Without cgroups the worker says
 # so at start and the script checks only that.
 name="cgroups"
@@ -75,6 +76,32 @@ pid_alive "$pid" || fail "the cancelled job's setsid sh is not running"
 "$bin/gsched" cancel "$id" >/dev/null || fail "cancel $id"
 wait_end "$id"
 wait_for "the cancelled job's setsid sh to be killed" 15 gone
+
+# --- GPUs (v1 devices controller): only the job's own /dev/nvidiaN open --------------------
+# Stand-in device nodes (no NVIDIA driver here): opening one the job was given fails with
+# ENXIO (no such device), one it was not with EPERM from its cgroup.
+if grep -q 'cgroups="v1 ([^"]*devices' "$log"; then
+  for i in 0 1 2 3; do mknod "$work/nvidia$i" c 195 "$i" || fail "mknod"; done
+  job_file gpus.toml "name = \"gpus\"
+[resources]
+nodes = 1
+gpus_per_node = 1
+[run]
+script = \"\"\"
+for i in 0 1 2 3; do
+  if (exec 3< $work/nvidia\$i) 2>&1 | grep -q 'not permitted'; then echo \"\$i denied\"; else echo \"\$i open\"; fi
+done > $work/gpus.txt
+echo \"\$CUDA_VISIBLE_DEVICES\" > $work/gpus.mine
+\"\"\""
+  id=$(submit gpus.toml)
+  wait_end "$id"
+  mine=$(cat "$work/gpus.mine")
+  for i in 0 1 2 3; do
+    want=denied
+    [ "$i" = "$mine" ] && want=open
+    grep -qx "$i $want" "$work/gpus.txt" || fail "GPU $i should be $want (the job has $mine): $(cat "$work/gpus.txt")"
+  done
+fi
 
 # --- more memory than mem_per_node: the kernel kills it --------------------------------------
 job_file hog.toml "name = \"hog\"
