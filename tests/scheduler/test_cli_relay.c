@@ -400,8 +400,8 @@ Test(cli_relay, submissions_past_the_users_limit_are_refused)
     wait_down(4);
     cr_assert_eq(down[2].inner->body_case, GS__ENVELOPE__BODY_ERROR);
     cr_assert_eq(down[2].inner->error->code, -EDQUOT);
-    cr_assert(strstr(down[2].inner->error->message, "has 2 jobs pending or running") != NULL,
-              "%s", down[2].inner->error->message);
+    cr_assert(strstr(down[2].inner->error->message, "has 2 jobs pending or running") != NULL, "%s",
+              down[2].inner->error->message);
 }
 
 Test(cli_relay, a_malformed_frame_ends_that_session_alone)
