@@ -522,7 +522,7 @@ int wrk_cg_job_end(struct wrk_cg *cg, uint64_t job_id)
 {
     char dirs_buf[WRK_CG_MAX_FDS][PATH_MAX];
     const char *dirs[WRK_CG_MAX_FDS];
-    int pids[256], killed = 0, n, rc = 0, waited = 0;
+    int pids[256], seen[256], killed = 0, n, rc = 0, waited = 0;
 
     if (cg == NULL || cg->mode == WRK_CG_NONE)
         return 0;
@@ -536,8 +536,19 @@ int wrk_cg_job_end(struct wrk_cg *cg, uint64_t job_id)
     while ((n = wrk_cg_job_pids(cg, job_id, pids, 256)) > 0 && waited < END_WAIT_MS) {
         freeze(cg, dirs, true);
         n = wrk_cg_job_pids(cg, job_id, pids, 256);
-        for (int i = 0; i < n; i++)
-            killed += kill(pids[i], SIGKILL) == 0;
+        for (int i = 0; i < n; i++) {
+            bool again = false;
+
+            if (kill(pids[i], SIGKILL) < 0)
+                continue;
+            /* A process killed in an earlier round may still be listed while it exits:
+             * counted once. */
+            for (int k = 0; k < killed && k < 256; k++)
+                again = again || seen[k] == pids[i];
+            if (!again && killed < 256)
+                seen[killed] = pids[i];
+            killed += !again;
+        }
         freeze(cg, dirs, false);
         sleep_ms(2);
         waited += 2;

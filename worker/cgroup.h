@@ -73,7 +73,8 @@ int wrk_cg_job_enter(struct wrk_cg *cg, uint64_t job_id, const struct wrk_cg_lim
 
 /* SIGKILLs every process in the job's group (frozen first where the freezer is there, so
  * nothing forks meanwhile) until it is empty, then removes it. Returns the number of
- * processes killed, or a negative errno when the group would not empty or go. */
+ * processes killed (each counted once; at most 256 are told apart), or a negative errno
+ * when the group would not empty or go. */
 int wrk_cg_job_end(struct wrk_cg *cg, uint64_t job_id);
 
 /* The processes in the job's group now (pids into out, at most max); -errno. */
