@@ -1,7 +1,9 @@
 /*
  * test_worker.c: gsched-workerd's core against a fake scheduler on loopback TCP, on a
  * private loop: it registers its topology, heartbeats, runs the tasks it is given with the
- * right environment and files, reports exits (and launch failures) until acknowledged,
+ * right environment and files, reports exits (and launch failures) until acknowledged (an
+ * unacknowledged one, from its exits file, by the next worker too: suite worker_ledger),
+ * refuses launches with no user or as root unless allowed (suite worker_no_root),
  * survives losing the scheduler with its tasks still running, obeys SignalTasks, and
  * answers log reads under their request ids. Binding: on a fake topology (suite worker)
  * tasks run unbound with one warning per worker; on this machine's own topology with
@@ -42,7 +44,7 @@ static struct wrk_ctx *worker;
 static struct gs_topo *topo;
 static char dir[64];
 static bool ack_exits, stopped;
-static int registers, heartbeats, replies, nexits, last_running_reported;
+static int registers, heartbeats, replies, nexits, last_running_reported, last_unacked_reported;
 static Gs__TaskExit exits[MAX_EXITS];
 static char exit_errors[MAX_EXITS][256], exit_nodes[MAX_EXITS][64];
 static int32_t last_result_code;
@@ -120,6 +122,7 @@ static void on_sched_message(struct gs_proto_conn *c, const Gs__Envelope *env, v
         cr_assert_str_eq(env->node_register->topology->node_name, "node1");
         cr_assert_eq(env->node_register->topology->n_gpus, (size_t)gs_topo_ngpus(topo));
         last_running_reported = (int)env->node_register->n_running;
+        last_unacked_reported = (int)env->node_register->n_unacked_exits;
         reply_register();
         break;
     case GS__ENVELOPE__BODY_HEARTBEAT:
@@ -209,13 +212,18 @@ static void on_worker_connection(uv_stream_t *srv, int status)
 }
 
 static bool allow_root = true; /* worker.allow_root_jobs of the worker under test */
+static bool use_ledger;        /* the worker keeps DIR/node1.ledger (and its .exits) */
+static char ledger_path[128];
+static struct wrk_opts wopts; /* what the worker under test was made with, for a restart */
 static char cg_parent[64];
 
 /* Starts a worker on topts's topology, its warnings going to worker.log in the test's dir. */
+static struct sockaddr_storage sched_addr; /* the fake scheduler's, which wopts points at */
+
 static void start_worker(const struct gs_topo_opts *topts)
 {
-    struct sockaddr_storage addr;
-    int len = sizeof(addr);
+    struct sockaddr_storage *addr = &sched_addr;
+    int len = sizeof(*addr);
     struct wrk_opts opts = {.node_name = "node1",
                             .address = "127.0.0.1",
                             .grace_ms = 200,
@@ -239,12 +247,17 @@ static void start_worker(const struct gs_topo_opts *topts)
     cr_assert_eq(uv_tcp_init(&loop, &server), 0);
     cr_assert_eq(uv_tcp_bind(&server, (const struct sockaddr *)&bind_addr, 0), 0);
     cr_assert_eq(uv_listen((uv_stream_t *)&server, 8, on_worker_connection), 0);
-    cr_assert_eq(uv_tcp_getsockname(&server, (struct sockaddr *)&addr, &len), 0);
-    opts.scheduler = (const struct sockaddr *)&addr;
+    cr_assert_eq(uv_tcp_getsockname(&server, (struct sockaddr *)addr, &len), 0);
+    opts.scheduler = (const struct sockaddr *)addr;
     opts.topo = topo;
     opts.script_dir = dir;
     snprintf(cg_parent, sizeof(cg_parent), "gsched-test/%s", strrchr(dir, '/') + 1);
     opts.cgroup_parent = cg_parent; /* apart from the other tests' node1 */
+    if (use_ledger) {
+        snprintf(ledger_path, sizeof(ledger_path), "%s/node1.ledger", dir);
+        opts.ledger_path = ledger_path;
+    }
+    wopts = opts;
     memset(step_out, 0, sizeof(step_out));
     memset(step_out_len, 0, sizeof(step_out_len));
     memset(step_eofs, 0, sizeof(step_eofs));
@@ -317,6 +330,15 @@ static void teardown(void)
 TestSuite(worker, .init = setup, .fini = teardown, .timeout = 60);
 TestSuite(worker_on_this_machine, .init = setup_this_machine, .fini = teardown, .timeout = 60);
 TestSuite(worker_no_root, .init = setup_no_root, .fini = teardown, .timeout = 60);
+
+/* The fake node with its task ledger and exits file on disk. */
+static void setup_ledger(void)
+{
+    use_ledger = true;
+    setup();
+}
+
+TestSuite(worker_ledger, .init = setup_ledger, .fini = teardown, .timeout = 60);
 
 static void teardown_telemetry(void)
 {
@@ -1119,4 +1141,32 @@ Test(worker_telemetry, heartbeats_carry_gpu_figures_and_task_cpu_time)
     run_until(&registers, 1, "registration");
     launch(9, 1, NULL, 0, "i=0; while [ $i -lt 100000000 ]; do i=$((i+1)); done");
     run_until(&telemetry_beats, 1, "a heartbeat with GPU figures and the task's CPU time");
+}
+
+/* An exit nobody acknowledged outlives its worker: the next worker of the node (a restart
+ * after a crash, here a stop) reports it in its registration (worker/exits_file.h). */
+Test(worker_ledger, an_unacknowledged_exit_outlives_a_worker_restart)
+{
+    char *argv[] = {"/bin/true"}, exits_file[160];
+    struct gs_error err;
+    uint64_t deadline = gs_clock_mono_ms() + 5000;
+
+    run_until(&registers, 1, "registration");
+    cr_assert_eq(last_unacked_reported, 0);
+    ack_exits = false;
+    launch(11, 1, argv, 1, NULL);
+    run_until(&nexits, 1, "the task's exit");
+    snprintf(exits_file, sizeof(exits_file), "%s.exits", ledger_path);
+    cr_assert_eq(access(exits_file, F_OK), 0, "the exit is on disk before it is acknowledged");
+    wrk_stop(worker, on_stopped, NULL);
+    while (!stopped) {
+        cr_assert_lt(gs_clock_mono_ms(), deadline, "the worker did not stop");
+        uv_run(&loop, UV_RUN_ONCE);
+    }
+    stopped = false;
+    worker = wrk_new(&loop, &wopts, &err);
+    cr_assert_not_null(worker, "%s", err.msg);
+    cr_assert_eq(wrk_start(worker), 0);
+    run_until(&registers, 2, "the new worker's registration");
+    cr_assert_eq(last_unacked_reported, 1, "the old exit is reported again");
 }
