@@ -371,8 +371,7 @@ static int job_dir(const struct hier *h, uint64_t job_id, char *out, size_t size
 }
 
 /* Writes value into file of the job's group in hierarchy i (none when i < 0). */
-static int set_value(const struct wrk_cg *cg, int i, const char *dir_of_h[], const char *file,
-                     const char *value)
+static int set_value(int i, const char *dir_of_h[], const char *file, const char *value)
 {
     char path[PATH_MAX];
 
@@ -380,7 +379,6 @@ static int set_value(const struct wrk_cg *cg, int i, const char *dir_of_h[], con
         return 0;
     if (join(path, sizeof(path), dir_of_h[i], file) < 0)
         return -ENAMETOOLONG;
-    (void)cg;
     return write_file(path, value);
 }
 
@@ -404,22 +402,22 @@ static int apply_limits(const struct wrk_cg *cg, const char *dirs[],
     if (lim->mem_bytes > 0) {
         snprintf(value, sizeof(value), "%llu", (unsigned long long)lim->mem_bytes);
         file = cg->mode == WRK_CG_V1 ? "memory.limit_in_bytes" : "memory.max";
-        rc = set_value(cg, cg->memory, dirs, file, value);
+        rc = set_value(cg->memory, dirs, file, value);
     }
     if (rc == 0 && lim->pids_max > 0) {
         snprintf(value, sizeof(value), "%llu", (unsigned long long)lim->pids_max);
         file = "pids.max";
-        rc = set_value(cg, cg->pids, dirs, file, value);
+        rc = set_value(cg->pids, dirs, file, value);
     }
     if (rc == 0 && lim->ncpus > 0) {
         cpu_list(lim, value, sizeof(value));
         file = "cpuset.cpus";
-        rc = set_value(cg, cg->cpuset, dirs, file, value);
+        rc = set_value(cg->cpuset, dirs, file, value);
     }
     for (int i = 0; rc == 0 && cg->mode == WRK_CG_V1 && i < lim->ndeny_gpus; i++) {
         snprintf(value, sizeof(value), "c %d:%u rwm", WRK_CG_NVIDIA_MAJOR, lim->deny_gpus[i]);
         file = "devices.deny";
-        rc = set_value(cg, cg->devices, dirs, file, value);
+        rc = set_value(cg->devices, dirs, file, value);
     }
     if (rc < 0)
         gs_buf_printf(why, "%s: %s", file, strerror(-rc));
@@ -513,9 +511,9 @@ int wrk_cg_job_pids(const struct wrk_cg *cg, uint64_t job_id, int *out, int max)
 static void freeze(const struct wrk_cg *cg, const char *dirs[], bool frozen)
 {
     if (cg->mode == WRK_CG_V1 && cg->freezer >= 0)
-        (void)set_value(cg, cg->freezer, dirs, "freezer.state", frozen ? "FROZEN" : "THAWED");
+        (void)set_value(cg->freezer, dirs, "freezer.state", frozen ? "FROZEN" : "THAWED");
     else if (cg->mode == WRK_CG_V2)
-        (void)set_value(cg, 0, dirs, "cgroup.freeze", frozen ? "1" : "0");
+        (void)set_value(0, dirs, "cgroup.freeze", frozen ? "1" : "0");
 }
 
 int wrk_cg_job_end(struct wrk_cg *cg, uint64_t job_id)
