@@ -12,6 +12,8 @@ pkg_check_modules(NCURSES REQUIRED IMPORTED_TARGET ncursesw>=6)
 pkg_check_modules(CRITERION IMPORTED_TARGET criterion>=2.4)
 # The cluster key's HMAC, nonces and constant-time compare (proto/auth.c): OpenSSL's libcrypto.
 pkg_check_modules(LIBCRYPTO REQUIRED IMPORTED_TARGET libcrypto>=3.0)
+# The workers' cgroup v2 device programs (worker/devbpf.c): libbpf loads and attaches them.
+pkg_check_modules(LIBBPF REQUIRED IMPORTED_TARGET libbpf>=0.7)
 
 find_program(PROTOC_C NAMES protoc-c protoc-gen-c REQUIRED)
 find_package(Python3 COMPONENTS Interpreter)

@@ -21,6 +21,7 @@ packages=(
   tmux               # drives gsched top in its test
   chromium           # loads gschedd's status page in its test (headless)
   libssl-dev         # libcrypto: the cluster key's HMAC between the daemons
+  libbpf-dev         # the workers' cgroup v2 device programs (GPU isolation)
   libcriterion-dev   # unit tests
   clang              # the libFuzzer build (make test-fuzz)
   libclang-rt-14-dev # libclang_rt.fuzzer, sanitizer runtimes: only a Recommends of clang-14

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "common/path.h"
+#include "worker/devbpf.h"
 
 #define END_WAIT_MS 500
 #define MAX_PIDS 4096
@@ -45,6 +46,7 @@ struct wrk_cg {
     struct hier h[WRK_CG_MAX_FDS];
     int nh;
     int memory, pids, cpuset, freezer, devices; /* index into h, -1 when not there */
+    bool bpf_devices;                           /* v2: a device program per job (devbpf.h) */
     char desc[96];
 };
 
@@ -133,16 +135,20 @@ static int make_dir(const struct wrk_cg *cg, const struct hier *h, const char *d
     return 0;
 }
 
-/* v2: the controllers enabled for dir's children. cpuset is optional. */
-static int enable_controllers(const char *dir)
+/* v2: the controllers used enabled for dir's children (cpuset where it can be: another
+ * user of the tree may hold CPUs exclusively). */
+static int enable_controllers(const struct wrk_cg *cg, const char *dir)
 {
     char path[PATH_MAX];
-    int rc;
+    int rc = 0;
 
     if (join(path, sizeof(path), dir, "cgroup.subtree_control") < 0)
         return -ENAMETOOLONG;
-    rc = write_file(path, "+memory +pids");
-    if (rc == 0)
+    if (cg->memory >= 0)
+        rc = write_file(path, "+memory");
+    if (rc == 0 && cg->pids >= 0)
+        rc = write_file(path, "+pids");
+    if (rc == 0 && cg->cpuset >= 0)
         (void)write_file(path, "+cpuset");
     return rc;
 }
@@ -160,7 +166,7 @@ static int make_base(struct wrk_cg *cg, struct hier *h, const char *root, const 
     snprintf(dir, sizeof(dir), "%s%s%s", root, h->ctrl[0] != '\0' ? "/" : "", h->ctrl);
     h->top_len = strlen(dir);
     if (cg->mode == WRK_CG_V2)
-        rc = enable_controllers(dir);
+        rc = enable_controllers(cg, dir);
     while (rc == 0 && *p != '\0') {
         size_t len = strcspn(p, "/"), at = strlen(dir);
 
@@ -174,7 +180,7 @@ static int make_base(struct wrk_cg *cg, struct hier *h, const char *root, const 
         p += len + (p[len] == '/');
         rc = make_dir(cg, h, dir, &created);
         if (rc == 0 && cg->mode == WRK_CG_V2)
-            rc = enable_controllers(dir);
+            rc = enable_controllers(cg, dir);
     }
     snprintf(h->base, sizeof(h->base), "%s", dir);
     if (rc < 0)
@@ -199,14 +205,35 @@ static bool rel_ok(const char *rel)
     return rel[strlen(rel) - 1] != '/';
 }
 
-/* v2 when root is the unified tree with the memory and pids controllers. */
-static bool v2_usable(const char *root)
+/* Whether the v2 controller name is in the list text ("cpuset cpu io memory pids"). */
+static bool has_word(const char *text, const char *name)
 {
-    char path[PATH_MAX], text[512];
+    size_t len = strlen(name);
+
+    for (const char *p = strstr(text, name); p != NULL; p = strstr(p + len, name)) {
+        if ((p == text || p[-1] == ' ') && (p[len] == ' ' || p[len] == '\n' || p[len] == '\0'))
+            return true;
+    }
+    return false;
+}
+
+/* The controllers of the v2 tree at root (cgroup.controllers) into text; false when root is
+ * not a v2 tree. */
+static bool v2_controllers(const char *root, char *text, size_t size)
+{
+    char path[PATH_MAX];
 
     snprintf(path, sizeof(path), "%s/cgroup.controllers", root);
-    return gs_path_read_small(path, text, sizeof(text)) > 0 && strstr(text, "memory") != NULL &&
-           strstr(text, "pids") != NULL;
+    return gs_path_read_small(path, text, size) >= 0;
+}
+
+/* v2 for "auto" when root is the unified tree with the memory and pids controllers. */
+static bool v2_usable(const char *root)
+{
+    char text[512];
+
+    return v2_controllers(root, text, sizeof(text)) && has_word(text, "memory") &&
+           has_word(text, "pids");
 }
 
 /* v1 when the memory and pids hierarchies are mounted under root. */
@@ -241,21 +268,42 @@ static int setup_v1(struct wrk_cg *cg, const char *root, const char *node, struc
     return 0;
 }
 
+/* The v2 tree with the controllers it has ("auto" takes it only with memory and pids; "v2"
+ * asked for takes any, as a hybrid system's unified tree with none still kills and freezes
+ * a whole job and isolates devices) and, where this process can load one, a device program
+ * per job (devbpf.h). What is missing is said in why. */
 static int setup_v2(struct wrk_cg *cg, const char *root, const char *node, struct gs_buf *why)
 {
-    char path[PATH_MAX];
+    char text[512] = "", list[64], path[PATH_MAX];
+    struct gs_buf bpf_why = GS_BUF_INIT;
     int rc;
 
     cg->mode = WRK_CG_V2;
     cg->h[0].ctrl = "";
+    (void)v2_controllers(root, text, sizeof(text));
+    cg->memory = has_word(text, "memory") ? 0 : -1;
+    cg->pids = has_word(text, "pids") ? 0 : -1;
+    cg->cpuset = has_word(text, "cpuset") ? 0 : -1;
+    cg->freezer = 0; /* cgroup.freeze, in every v2 group but the root */
     rc = make_base(cg, &cg->h[0], root, node, why);
     if (rc < 0)
         return rc;
     cg->nh = 1;
-    cg->memory = cg->pids = cg->freezer = 0;
     snprintf(path, sizeof(path), "%s/cpuset.cpus", cg->h[0].base);
-    cg->cpuset = exists(path) ? 0 : -1;
-    snprintf(cg->desc, sizeof(cg->desc), "v2 (memory,pids%s)", cg->cpuset == 0 ? ",cpuset" : "");
+    if (!exists(path))
+        cg->cpuset = -1;
+    cg->bpf_devices = wrk_devbpf_probe(&bpf_why) == 0;
+    snprintf(list, sizeof(list), "%s%s%s%s", cg->memory == 0 ? ",memory" : "",
+             cg->pids == 0 ? ",pids" : "", cg->cpuset == 0 ? ",cpuset" : "",
+             cg->bpf_devices ? ",devices" : "");
+    snprintf(cg->desc, sizeof(cg->desc), "v2 (%s)", list[0] != '\0' ? list + 1 : "no controllers");
+    if (cg->memory < 0 || cg->pids < 0)
+        gs_buf_printf(why, "%s has no %s controller: jobs' %s not limited", root,
+                      cg->memory < 0 ? "memory" : "pids", cg->memory < 0 ? "memory" : "processes");
+    if (!cg->bpf_devices)
+        gs_buf_printf(why, "%sGPU devices not isolated (%s)", why->len > 0 ? "; " : "",
+                      bpf_why.data != NULL ? bpf_why.data : "");
+    gs_buf_release(&bpf_why);
     return 0;
 }
 
@@ -283,6 +331,7 @@ int wrk_cg_open(const char *want, const char *root, const char *node, struct wrk
                 struct gs_buf *why)
 {
     struct wrk_cg *cg = calloc(1, sizeof(*cg));
+    char text[512];
     bool v2, v1;
     int rc = 0;
 
@@ -302,10 +351,9 @@ int wrk_cg_open(const char *want, const char *root, const char *node, struct wrk
     if (strcmp(want, "off") == 0) {
         gs_buf_printf(why, "worker.cgroups is \"off\"");
     } else if (strcmp(want, "v2") == 0 || (strcmp(want, "auto") == 0 && v2)) {
-        rc = v2 ? setup_v2(cg, root, node, why) : -ENOTSUP;
-        if (!v2)
-            gs_buf_printf(why, "%s is not a cgroup v2 tree with the memory and pids controllers",
-                          root);
+        rc = v2_controllers(root, text, sizeof(text)) ? setup_v2(cg, root, node, why) : -ENOTSUP;
+        if (rc == -ENOTSUP)
+            gs_buf_printf(why, "%s is not a cgroup v2 tree", root);
     } else if (strcmp(want, "v1") == 0 || (strcmp(want, "auto") == 0 && v1)) {
         rc = v1 ? setup_v1(cg, root, node, why) : -ENOTSUP;
         if (!v1)
@@ -419,8 +467,22 @@ static int apply_limits(const struct wrk_cg *cg, const char *dirs[],
         file = "devices.deny";
         rc = set_value(cg->devices, dirs, file, value);
     }
-    if (rc < 0)
+    if (rc < 0) {
         gs_buf_printf(why, "%s: %s", file, strerror(-rc));
+        return rc;
+    }
+    if (cg->mode == WRK_CG_V2 && cg->bpf_devices && lim->ndeny_gpus > 0) {
+        int fd = open(dirs[0], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        if (fd < 0)
+            rc = -errno;
+        else
+            rc = wrk_devbpf_deny(fd, WRK_CG_NVIDIA_MAJOR, lim->deny_gpus, lim->ndeny_gpus, why);
+        if (fd < 0)
+            gs_buf_printf(why, "%s: %s", dirs[0], strerror(-rc));
+        else
+            close(fd);
+    }
     return rc;
 }
 

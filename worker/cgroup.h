@@ -12,7 +12,8 @@
  * it.
  *
  * Which version is used is decided at start (worker.cgroups: "auto", "v1", "v2", "off"):
- * v2 where /sys/fs/cgroup is the unified tree with the memory and pids controllers, v1
+ * v2 where /sys/fs/cgroup is the unified tree with the memory and pids controllers ("v2"
+ * asked for: any v2 tree, with the controllers it has, the missing ones said in why), v1
  * where those controllers are mounted as hierarchies (a hybrid system's unified tree
  * without controllers is not used), else none: jobs then run without kernel limits, and
  * the worker says so once.
@@ -39,7 +40,7 @@ struct wrk_cg_limits {
     const int *cpus;    /* cpuset.cpus: OS indices of the job's PUs; ncpus 0: the parent's */
     int ncpus;
     /* /dev/nvidiaN minors of this node's GPUs the job was not given: denied to it (v1
-     * devices controller; v2 has no such file and they stay open) */
+     * devices controller; v2 a device program, devbpf.h, where the worker can load one) */
     const unsigned *deny_gpus;
     int ndeny_gpus;
 };

@@ -716,6 +716,9 @@ static int start_cgroups(struct wrk_ctx *w, const struct wrk_opts *opts, struct 
     else if (wrk_cg_mode(w->cg) == WRK_CG_NONE)
         GS_LOG(GS_LOG_WARN, "node=%s cgroups=none reason=\"%s\" jobs run without kernel limits",
                w->node_name, why.data != NULL ? why.data : "");
+    else if (why.len > 0) /* some limits are missing */
+        GS_LOG(GS_LOG_WARN, "node=%s cgroups=\"%s\" reason=\"%s\" jobs get their own cgroups",
+               w->node_name, wrk_cg_describe(w->cg), why.data);
     else
         GS_LOG(GS_LOG_INFO, "node=%s cgroups=\"%s\" jobs get their own cgroups", w->node_name,
                wrk_cg_describe(w->cg));
