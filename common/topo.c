@@ -379,11 +379,14 @@ static int open_hwloc(const struct gs_topo_opts *opts, hwloc_topology_t *ret_ht,
 {
     hwloc_topology_t ht;
     struct stat st;
+    int rc;
 
     if (opts->xml_path != NULL && stat(opts->xml_path, &st) < 0)
         return gs_error_set(err, -errno, 0, 0, "%s: %s", opts->xml_path, gs_strerror(-errno));
     if (opts->xml_path == NULL)
         keep_pciaccess_resident();
+    else if ((rc = topo_trial_load_xml(opts->xml_path, err)) < 0)
+        return rc;
     if (hwloc_topology_init(&ht) < 0)
         return gs_error_set(err, -ENOMEM, 0, 0, "hwloc: cannot initialise a topology");
     hwloc_topology_set_io_types_filter(ht, HWLOC_TYPE_FILTER_KEEP_ALL);
@@ -397,8 +400,7 @@ static int open_hwloc(const struct gs_topo_opts *opts, hwloc_topology_t *ret_ht,
                             opts->xml_path != NULL ? opts->xml_path : "this machine");
     }
     if (opts->cpus != NULL) {
-        int rc = restrict_cpus(ht, opts->cpus, err);
-
+        rc = restrict_cpus(ht, opts->cpus, err);
         if (rc < 0) {
             hwloc_topology_destroy(ht);
             return rc;

@@ -50,4 +50,9 @@ int topo_load_links(hwloc_topology_t ht, struct gs_topo *topo, bool with_nvlink)
  * nothing without the library, a driver or NVLink. Returns 0 or -ENOMEM. */
 int topo_nvml_add_nvlinks(hwloc_topology_t ht, struct gs_topo *topo);
 
+/* Loads the hwloc XML file path in a child process first (topo_trial.c): 0 when hwloc
+ * loads it there, else -EINVAL (or -ETIMEDOUT) with err naming the file, also when hwloc
+ * crashed on it. */
+int topo_trial_load_xml(const char *path, struct gs_error *err);
+
 #endif

@@ -170,6 +170,33 @@ Test(topo, rejects_missing_or_invalid_files_naming_them)
     gs_topo_free(NULL);
 }
 
+/* Files hwloc 2.9.0 itself crashes on (tests/fuzz/hwloc-crashes/: a cpuset without its
+ * complete_cpuset, the nodeset twins, a set that is not hex): an error naming the file, and
+ * this process goes on. Where a later hwloc loads them, they must still load cleanly. */
+Test(topo, a_file_hwloc_crashes_on_is_an_error_not_a_crash)
+{
+    static const char *names[] = {"pu-without-complete-cpuset.xml",
+                                  "numa-without-complete-nodeset.xml", "nodeset-not-hex.xml"};
+
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        char path[512];
+        struct gs_topo_opts opts = {.xml_path = path};
+        struct gs_topo *topo = NULL;
+        struct gs_error err;
+        int rc;
+
+        snprintf(path, sizeof(path), "%s/../fuzz/hwloc-crashes/%s", GSCHED_TOPOLOGIES, names[i]);
+        rc = gs_topo_load(&opts, &topo, &err);
+        if (rc == 0) {
+            gs_topo_free(topo);
+            continue;
+        }
+        cr_assert_eq(rc, -EINVAL, "%s: %d %s", names[i], rc, err.msg);
+        cr_assert_not_null(strstr(err.msg, names[i]), "%s", err.msg);
+        cr_assert_null(topo);
+    }
+}
+
 /* Every pair's class (and NVLinks) against a matrix: NV is GS_TOPO_LINK_NVLINK. */
 static void assert_gpu_link(const struct gs_topo *topo, int a, int b, int want, int want_nvlinks)
 {

@@ -15,11 +15,13 @@
  * hwloc 2.9.0 (Debian 12) itself dereferences NULL in hwloc_topology_load() when an object
  * has a cpuset but no complete_cpuset, or a nodeset but no complete_nodeset (hwloc-crashes/
  * holds such files, each a one-letter typo of ws-4gpu.xml). That is hwloc's bug, not
- * gsched's, and the fuzzer finds it within a few hundred inputs, so inputs with an object
- * that has one of a pair without the other are skipped here (hwloc_would_crash); so are
- * sets that do not start with 0x (",x01" fails an assert() in hwloc_bitmap_sscanf);
- * anything else that crashes inside hwloc is still reported. hwloc 2.9.0 and its libxml2
- * plugin also leak on some XML files they reject, from their own allocations, which
+ * gsched's: gs_topo_load survives it by loading the file in a child process first
+ * (common/topo_trial.c), but that child is a fork of this fuzzer, whose crash handlers would
+ * record the child's crash as the run's. The fuzzer finds such files within a few hundred
+ * inputs, so inputs with an object that has one of a pair without the other are skipped
+ * here (hwloc_would_crash); so are sets that do not start with 0x (",x01" fails an assert()
+ * in hwloc_bitmap_sscanf); anything else that crashes inside hwloc is still reported. hwloc 2.9.0
+ * and its libxml2 plugin also leak on some XML files they reject, from their own allocations, which
  * hwloc_topology_destroy() does not free: LeakSanitizer is told to pass over leaks whose stack
  * holds libhwloc, its XML plugin or libxml2 (__lsan_default_suppressions). For those stacks to be
  * named, the plugin must stay loaded: hwloc unloads its plugins with the last topology, so the
