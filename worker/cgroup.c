@@ -411,11 +411,19 @@ const char *wrk_cg_describe(const struct wrk_cg *cg)
     return cg != NULL ? cg->desc : "none";
 }
 
-static int job_dir(const struct hier *h, uint64_t job_id, char *out, size_t size)
+/* BASE/job_ID, or with step >= 0 BASE/job_ID/step_STEP. */
+static int group_dir(const struct hier *h, uint64_t job_id, long step, char *out, size_t size)
 {
-    int n = snprintf(out, size, "%s/job_%llu", h->base, (unsigned long long)job_id);
+    int n = step < 0 ? snprintf(out, size, "%s/job_%llu", h->base, (unsigned long long)job_id)
+                     : snprintf(out, size, "%s/job_%llu/step_%ld", h->base,
+                                (unsigned long long)job_id, step);
 
     return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+static int job_dir(const struct hier *h, uint64_t job_id, char *out, size_t size)
+{
+    return group_dir(h, job_id, -1, out, size);
 }
 
 /* Writes value into file of the job's group in hierarchy i (none when i < 0). */
@@ -486,27 +494,44 @@ static int apply_limits(const struct wrk_cg *cg, const char *dirs[],
     return rc;
 }
 
-int wrk_cg_job_enter(struct wrk_cg *cg, uint64_t job_id, const struct wrk_cg_limits *lim,
-                     int fds[WRK_CG_MAX_FDS], struct gs_buf *why)
+/* Makes the job's group (step < 0) or a step's in every hierarchy, their paths into dirs;
+ * *created: whether some level was new. */
+static int make_group(struct wrk_cg *cg, uint64_t job_id, long step, char dirs_buf[][PATH_MAX],
+                      const char *dirs[], bool *created, struct gs_buf *why)
 {
-    char dirs_buf[WRK_CG_MAX_FDS][PATH_MAX], path[PATH_MAX];
-    const char *dirs[WRK_CG_MAX_FDS];
-    bool created = false, made = false;
-    int n = 0, rc = 0;
+    bool made = false;
+    int rc = 0;
 
-    if (cg == NULL || cg->mode == WRK_CG_NONE)
-        return 0;
+    *created = false;
     for (int i = 0; i < cg->nh && rc == 0; i++) {
-        rc = job_dir(&cg->h[i], job_id, dirs_buf[i], sizeof(dirs_buf[i]));
+        rc = group_dir(&cg->h[i], job_id, step, dirs_buf[i], PATH_MAX);
         if (rc == 0)
             rc = make_dir(cg, &cg->h[i], dirs_buf[i], &made);
-        created = created || made;
+        *created = *created || made;
         dirs[i] = dirs_buf[i];
         if (rc < 0)
             gs_buf_printf(why, "%s: %s", dirs_buf[i], strerror(-rc));
     }
+    return rc;
+}
+
+int wrk_cg_job_enter(struct wrk_cg *cg, uint64_t job_id, uint32_t step,
+                     const struct wrk_cg_limits *lim, int fds[WRK_CG_MAX_FDS], struct gs_buf *why)
+{
+    char dirs_buf[WRK_CG_MAX_FDS][PATH_MAX], path[PATH_MAX];
+    const char *dirs[WRK_CG_MAX_FDS];
+    bool created = false;
+    int n = 0, rc;
+
+    if (cg == NULL || cg->mode == WRK_CG_NONE)
+        return 0;
+    /* The job's group holds the limits, made before its steps': a v1 devices or cpuset group
+     * starts with its parent's settings, and limits on v2 hold for the whole subtree. */
+    rc = make_group(cg, job_id, -1, dirs_buf, dirs, &created, why);
     if (rc == 0 && created && lim != NULL)
         rc = apply_limits(cg, dirs, lim, why);
+    if (rc == 0)
+        rc = make_group(cg, job_id, step, dirs_buf, dirs, &created, why);
     for (int i = 0; i < cg->nh && rc == 0; i++) {
         if (join(path, sizeof(path), dirs[i], "cgroup.procs") < 0) {
             rc = -ENAMETOOLONG;
@@ -535,38 +560,62 @@ static int list_hier(const struct wrk_cg *cg)
     return cg->freezer >= 0 ? cg->freezer : 0;
 }
 
-int wrk_cg_job_pids(const struct wrk_cg *cg, uint64_t job_id, int *out, int max)
+/* Appends the pids listed in dir/cgroup.procs to out[*n..max); 0 or -errno. */
+static int read_procs(const char *dir, char *text, int *out, int *n, int max)
 {
-    char dir[PATH_MAX], path[PATH_MAX];
-    char *text, *p, *end;
+    char path[PATH_MAX], *p, *end;
     ssize_t len;
-    int n = 0;
 
-    if (cg == NULL || cg->mode == WRK_CG_NONE)
-        return 0;
-    if (job_dir(&cg->h[list_hier(cg)], job_id, dir, sizeof(dir)) < 0 ||
-        join(path, sizeof(path), dir, "cgroup.procs") < 0)
+    if (join(path, sizeof(path), dir, "cgroup.procs") < 0)
         return -ENAMETOOLONG;
-    text = malloc(MAX_PIDS * 12);
-    if (text == NULL)
-        return -ENOMEM;
     len = gs_path_read_small(path, text, MAX_PIDS * 12);
-    if (len < 0) {
-        free(text);
+    if (len < 0)
         return (int)len;
-    }
-    for (p = text; *p != '\0' && n < max; p = end) {
+    for (p = text; *p != '\0' && *n < max; p = end) {
         long pid = strtol(p, &end, 10);
 
         if (end == p)
             break;
         if (pid > 0)
-            out[n++] = (int)pid;
+            out[(*n)++] = (int)pid;
         while (*end == '\n' || *end == ' ')
             end++;
     }
+    return 0;
+}
+
+/* The processes in the group dir and in its step groups (one level below). */
+static int group_pids(const char *dir, bool with_steps, int *out, int max)
+{
+    char *text = malloc(MAX_PIDS * 12), sub[PATH_MAX];
+    DIR *d = NULL;
+    struct dirent *e;
+    int n = 0, rc;
+
+    if (text == NULL)
+        return -ENOMEM;
+    rc = read_procs(dir, text, out, &n, max);
+    if (rc == 0 && with_steps)
+        d = opendir(dir);
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, "step_", 5) == 0 && join(sub, sizeof(sub), dir, e->d_name) == 0)
+            (void)read_procs(sub, text, out, &n, max); /* a step group may go meanwhile */
+    }
+    if (d != NULL)
+        closedir(d);
     free(text);
-    return n;
+    return rc < 0 ? rc : n;
+}
+
+int wrk_cg_job_pids(const struct wrk_cg *cg, uint64_t job_id, int *out, int max)
+{
+    char dir[PATH_MAX];
+
+    if (cg == NULL || cg->mode == WRK_CG_NONE)
+        return 0;
+    if (job_dir(&cg->h[list_hier(cg)], job_id, dir, sizeof(dir)) < 0)
+        return -ENAMETOOLONG;
+    return group_pids(dir, true, out, max);
 }
 
 /* Freezes (true) or thaws the job's group, where a freezer is there. */
@@ -578,24 +627,53 @@ static void freeze(const struct wrk_cg *cg, const char *dirs[], bool frozen)
         (void)set_value(0, dirs, "cgroup.freeze", frozen ? "1" : "0");
 }
 
-int wrk_cg_job_end(struct wrk_cg *cg, uint64_t job_id)
+/* Removes dir's step groups (the job's, with_steps), then dir; waits for EBUSY ones (killed
+ * processes still leaving) while *waited allows. 0 or -EBUSY. */
+static int remove_group(const char *dir, bool with_steps, int *waited)
+{
+    char sub[PATH_MAX];
+    DIR *d = with_steps ? opendir(dir) : NULL;
+    struct dirent *e;
+
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, "step_", 5) != 0 || join(sub, sizeof(sub), dir, e->d_name) < 0)
+            continue;
+        while (rmdir(sub) < 0 && errno == EBUSY && *waited < END_WAIT_MS) {
+            sleep_ms(2);
+            *waited += 2;
+        }
+    }
+    if (d != NULL)
+        closedir(d);
+    while (rmdir(dir) < 0 && errno == EBUSY && *waited < END_WAIT_MS) {
+        sleep_ms(2);
+        *waited += 2;
+    }
+    return exists(dir) ? -EBUSY : 0;
+}
+
+/* Kills everything in the job's group (step < 0, its steps' included) or a step's, and
+ * removes it: see wrk_cg_job_end. */
+static int end_group(struct wrk_cg *cg, uint64_t job_id, long step)
 {
     char dirs_buf[WRK_CG_MAX_FDS][PATH_MAX];
     const char *dirs[WRK_CG_MAX_FDS];
-    int pids[256], seen[256], killed = 0, n, rc = 0, waited = 0;
+    int pids[256], seen[256], killed = 0, n, rc = 0, waited = 0, li;
 
     if (cg == NULL || cg->mode == WRK_CG_NONE)
         return 0;
     for (int i = 0; i < cg->nh; i++) {
-        if (job_dir(&cg->h[i], job_id, dirs_buf[i], sizeof(dirs_buf[i])) < 0)
+        if (group_dir(&cg->h[i], job_id, step, dirs_buf[i], sizeof(dirs_buf[i])) < 0)
             return -ENAMETOOLONG;
         dirs[i] = dirs_buf[i];
     }
-    if (!exists(dirs[0]))
+    li = list_hier(cg);
+    if (!exists(dirs[li]))
         return 0;
-    while ((n = wrk_cg_job_pids(cg, job_id, pids, 256)) > 0 && waited < END_WAIT_MS) {
+    /* freezing a group freezes its descendants (v1 freezer and v2 alike) */
+    while ((n = group_pids(dirs[li], step < 0, pids, 256)) > 0 && waited < END_WAIT_MS) {
         freeze(cg, dirs, true);
-        n = wrk_cg_job_pids(cg, job_id, pids, 256);
+        n = group_pids(dirs[li], step < 0, pids, 256);
         for (int i = 0; i < n; i++) {
             bool again = false;
 
@@ -614,27 +692,55 @@ int wrk_cg_job_end(struct wrk_cg *cg, uint64_t job_id)
         waited += 2;
     }
     for (int i = cg->nh - 1; i >= 0; i--) {
-        while (rmdir(dirs[i]) < 0 && errno == EBUSY && waited < END_WAIT_MS) {
-            sleep_ms(2);
-            waited += 2;
-        }
-        if (exists(dirs[i]))
+        if (remove_group(dirs[i], step < 0, &waited) < 0)
             rc = -EBUSY;
     }
     return rc < 0 ? rc : killed;
 }
 
-uint64_t wrk_cg_job_oom_kills(const struct wrk_cg *cg, uint64_t job_id)
+int wrk_cg_job_end(struct wrk_cg *cg, uint64_t job_id)
 {
-    char dir[PATH_MAX], path[PATH_MAX], text[1024];
+    return end_group(cg, job_id, -1);
+}
+
+int wrk_cg_step_end(struct wrk_cg *cg, uint64_t job_id, uint32_t step)
+{
+    return end_group(cg, job_id, step);
+}
+
+/* The oom_kill count of the group dir (memory.oom_control on v1, memory.events on v2). */
+static uint64_t oom_kills_in(const struct wrk_cg *cg, const char *dir)
+{
+    char path[PATH_MAX], text[1024];
     const char *line;
 
-    if (cg == NULL || cg->memory < 0 || job_dir(&cg->h[cg->memory], job_id, dir, sizeof(dir)) < 0)
-        return 0;
     if (join(path, sizeof(path), dir,
              cg->mode == WRK_CG_V1 ? "memory.oom_control" : "memory.events") < 0 ||
         gs_path_read_small(path, text, sizeof(text)) < 0)
         return 0;
     line = strstr(text, "oom_kill ");
     return line != NULL ? strtoull(line + strlen("oom_kill "), NULL, 10) : 0;
+}
+
+uint64_t wrk_cg_job_oom_kills(const struct wrk_cg *cg, uint64_t job_id)
+{
+    char dir[PATH_MAX], sub[PATH_MAX];
+    uint64_t n;
+    DIR *d;
+    struct dirent *e;
+
+    if (cg == NULL || cg->memory < 0 || job_dir(&cg->h[cg->memory], job_id, dir, sizeof(dir)) < 0)
+        return 0;
+    n = oom_kills_in(cg, dir);
+    if (cg->mode != WRK_CG_V1)
+        return n; /* v2 counts a kill in every ancestor up to the root */
+    /* v1 counts it only in the victim's own group: one of the steps' */
+    d = opendir(dir);
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, "step_", 5) == 0 && join(sub, sizeof(sub), dir, e->d_name) == 0)
+            n += oom_kills_in(cg, sub);
+    }
+    if (d != NULL)
+        closedir(d);
+    return n;
 }

@@ -3,13 +3,15 @@
  * was given and nothing of it outlives it: its memory (mem_per_node), the CPUs it is bound
  * to, a pids limit, and every process it started, whatever session or parent it has now.
  *
- * Layout: ROOT/PARENT/NODE/job_ID (PARENT: worker.cgroup_parent, "gsched"; NODE: the
- * worker's name, so several workers of one machine do not meet), in each v1 hierarchy used (memory,
- * pids, cpuset, freezer, devices) or once in the v2 tree. A task joins its job's group in the
- * child, between fork and exec, by writing to descriptors the worker opened for it
- * (wrk_cg_job_enter). When the job's last task here has ended (done, cancelled, timed out),
- * wrk_cg_job_end kills what is left in the group (a `setsid sleep &`, a double fork) and removes
- * it.
+ * Layout: ROOT/PARENT/NODE/job_ID/step_S (PARENT: worker.cgroup_parent, "gsched"; NODE: the
+ * worker's name, so several workers of one machine do not meet; S: the step, 0 for the job's
+ * own tasks), in each v1 hierarchy used (memory, pids, cpuset, freezer, devices) or once in the
+ * v2 tree. The job's group holds the limits; its steps' groups, which hold the processes, are
+ * what a step's end kills. A task joins its step's group in the child, between fork and exec,
+ * by writing to descriptors the worker opened for it (wrk_cg_job_enter). When a step's last
+ * task here has ended, wrk_cg_step_end kills what the step left (a `setsid sleep &`, a double
+ * fork) and removes its group; when the job's last task here has ended (done, cancelled,
+ * timed out), wrk_cg_job_end does so for the whole job.
  *
  * Which version is used is decided at start (worker.cgroups: "auto", "v1", "v2", "off"):
  * v2 where /sys/fs/cgroup is the unified tree with the memory and pids controllers ("v2"
@@ -65,20 +67,25 @@ const char *wrk_cg_describe(const struct wrk_cg *cg);
 
 /*
  * Creates the job's group if it is not there yet, with lim (limits apply to the whole job
- * on this node, so only its first launch here sets them), and opens its cgroup.procs files
- * for writing into fds (close-on-exec; the caller closes them). Returns how many (0 with no
- * cgroups), or a negative errno with the reason in why.
+ * on this node, so only its first launch here sets them), and in it the step's group
+ * (job_ID/step_STEP: step 0 is the job's own tasks, s >= 1 its srun steps), and opens the
+ * step group's cgroup.procs files for writing into fds (close-on-exec; the caller closes
+ * them). Returns how many (0 with no cgroups), or a negative errno with the reason in why.
  */
-int wrk_cg_job_enter(struct wrk_cg *cg, uint64_t job_id, const struct wrk_cg_limits *lim,
-                     int fds[WRK_CG_MAX_FDS], struct gs_buf *why);
+int wrk_cg_job_enter(struct wrk_cg *cg, uint64_t job_id, uint32_t step,
+                     const struct wrk_cg_limits *lim, int fds[WRK_CG_MAX_FDS], struct gs_buf *why);
 
-/* SIGKILLs every process in the job's group (frozen first where the freezer is there, so
- * nothing forks meanwhile) until it is empty, then removes it. Returns the number of
- * processes killed (each counted once; at most 256 are told apart), or a negative errno
- * when the group would not empty or go. */
+/* SIGKILLs every process in the job's group and its steps' (frozen first where the freezer
+ * is there, so nothing forks meanwhile) until it is empty, then removes them. Returns the
+ * number of processes killed (each counted once; at most 256 are told apart), or a negative
+ * errno when the group would not empty or go. */
 int wrk_cg_job_end(struct wrk_cg *cg, uint64_t job_id);
 
-/* The processes in the job's group now (pids into out, at most max); -errno. */
+/* The same for one step's group, when the step's last task on this node has ended and the
+ * job goes on (what the step left running is the step's, as Slurm ends a step). */
+int wrk_cg_step_end(struct wrk_cg *cg, uint64_t job_id, uint32_t step);
+
+/* The processes in the job's group and its steps' now (pids into out, at most max); -errno. */
 int wrk_cg_job_pids(const struct wrk_cg *cg, uint64_t job_id, int *out, int max);
 
 /* How many processes of the job the kernel's OOM killer ended (memory.oom_control or

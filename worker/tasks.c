@@ -556,6 +556,15 @@ int wrk_tasks_count(const struct wrk_tasks *tasks, uint64_t job_id)
     return n;
 }
 
+int wrk_tasks_count_step(const struct wrk_tasks *tasks, uint64_t job_id, uint32_t step)
+{
+    int n = 0;
+
+    for (const struct task *t = tasks->head; t != NULL; t = t->next)
+        n += !t->reaped && t->id.job_id == job_id && t->id.step == step;
+    return n;
+}
+
 void wrk_tasks_foreach(const struct wrk_tasks *tasks,
                        void (*fn)(const struct wrk_task_id *id, pid_t pid, uint64_t start_ms,
                                   void *data),

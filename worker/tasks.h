@@ -129,6 +129,8 @@ pid_t wrk_tasks_pid(const struct wrk_tasks *tasks, const struct wrk_task_id *id)
 
 /* Number of running tasks, of all jobs (job_id 0) or of one. */
 int wrk_tasks_count(const struct wrk_tasks *tasks, uint64_t job_id);
+/* Number of running tasks of one step of a job. */
+int wrk_tasks_count_step(const struct wrk_tasks *tasks, uint64_t job_id, uint32_t step);
 
 /* Calls fn for each running task (the worker's heartbeat and registration list them). */
 void wrk_tasks_foreach(const struct wrk_tasks *tasks,

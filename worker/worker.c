@@ -18,6 +18,7 @@
 #include "worker/worker_internal.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,6 +153,20 @@ void wrk_job_forget(struct wrk_ctx *w, struct wrk_job *job)
     }
 }
 
+/* A step's last task here has ended, its job's have not: its cgroup is emptied and goes. */
+static void step_ended(struct wrk_ctx *w, uint64_t job_id, uint32_t step)
+{
+    int killed = wrk_cg_step_end(w->cg, job_id, step);
+
+    if (killed > 0)
+        GS_LOG(GS_LOG_INFO,
+               "job=%llu step=%u processes=%d left in its cgroup after its tasks, killed",
+               (unsigned long long)job_id, step, killed);
+    else if (killed < 0)
+        GS_LOG(GS_LOG_WARN, "job=%llu step=%u error=\"%s\" cgroup not removed",
+               (unsigned long long)job_id, step, gs_strerror(killed));
+}
+
 static void on_task_exit(struct wrk_tasks *tasks, const struct wrk_task_exit *ex, void *data)
 {
     struct wrk_ctx *w = data;
@@ -171,9 +186,12 @@ static void on_task_exit(struct wrk_tasks *tasks, const struct wrk_task_exit *ex
         reason = GS__END_REASON__END_REASON_OOM;
     wrk_record_exit(w, &id, job != NULL ? job->attempt : 0, ex, reason, NULL);
     /* The exit carries the attempt from here on; a job with no task left here is dropped
-     * so that a long-running worker does not accumulate them. */
+     * so that a long-running worker does not accumulate them (its cgroup goes with it). A
+     * step with no task left here while the job goes on loses what it left running. */
     if (job != NULL && --job->ntasks <= 0)
         wrk_job_idle(w, job);
+    else if (job != NULL && wrk_tasks_count_step(w->tasks, ex->job_id, ex->step) == 0)
+        step_ended(w, ex->job_id, ex->step);
 }
 
 static void handle_ack(struct wrk_ctx *w, const Gs__TaskExitAck *ack)
@@ -295,27 +313,54 @@ static void on_heartbeat(uv_timer_t *timer)
  * Fencing: a worker that has heard nothing from gschedd (no heartbeat acknowledged, no
  * frame at all) for fence_ms kills every task it runs, since gschedd starts their jobs
  * elsewhere once that time (and a margin) has passed: a job never runs twice at once,
- * whichever side of a cut link each daemon is on. The exits go to gschedd when it is heard
- * again; their attempts are old by then.
+ * whichever side of a cut link each daemon is on. The timer looks every fence_period_ms and
+ * fences once the silence is within one period of fence_ms, so the tasks are dead by
+ * fence_ms, not up to a period later. The exits go to gschedd when it is heard again; their
+ * attempts are old by then.
  */
-static void on_fence(uv_timer_t *timer)
+static uint64_t fence_period_ms(uint64_t fence_ms)
 {
-    struct wrk_ctx *w = timer->data;
+    return fence_ms / 4 > 1000 ? 1000 : (fence_ms / 4 > 0 ? fence_ms / 4 : 1);
+}
+
+static bool fence_due(const struct wrk_ctx *w)
+{
+    uint64_t silent = gs_clock_mono_ms() - w->last_heard_ms;
+
+    return w->fence_ms > 0 && silent + fence_period_ms(w->fence_ms) > w->fence_ms;
+}
+
+static void fence(struct wrk_ctx *w)
+{
     uint64_t silent = gs_clock_mono_ms() - w->last_heard_ms;
     int n = 0;
 
-    if (w->fenced || w->fence_ms == 0 || silent <= w->fence_ms)
-        return;
     w->fenced = true;
     for (struct wrk_job *j = w->jobs; j != NULL; j = j->next) {
         struct wrk_task_match m = {.job_id = j->job_id, .all_steps = true};
 
         n += wrk_tasks_kill(w->tasks, &m, WRK_END_CANCELLED);
+        /* SIGKILL now, not after kill_grace: gschedd moves the job once fence_ms and a
+         * heartbeat have passed, and a task that outlives SIGTERM must be dead by then. */
+        wrk_tasks_signal(w->tasks, &m, SIGKILL, false);
     }
     GS_LOG(GS_LOG_ERROR,
            "node=%s silent_ms=%llu fence_ms=%llu tasks=%d nothing heard from gschedd: fenced, "
            "tasks killed",
            w->node_name, (unsigned long long)silent, (unsigned long long)w->fence_ms, n);
+    /* What still arrives on this connection was sent before gschedd gave up on the node (held
+     * behind a cut link, or unread by a stopped worker): a launch in it would start an attempt
+     * gschedd has moved elsewhere. Only a new registration makes this worker heard again. */
+    if (w->registered)
+        gs_proto_conn_close(w->conn);
+}
+
+static void on_fence(uv_timer_t *timer)
+{
+    struct wrk_ctx *w = timer->data;
+
+    if (!w->fenced && fence_due(w))
+        fence(w);
 }
 
 static void handle_register_reply(struct wrk_ctx *w, const Gs__NodeRegisterReply *reply)
@@ -335,8 +380,7 @@ static void handle_register_reply(struct wrk_ctx *w, const Gs__NodeRegisterReply
     w->fence_ms = reply->fence_timeout_ms;
     w->fenced = false;
     if (w->fence_ms > 0) {
-        uint64_t every =
-            w->fence_ms / 4 > 1000 ? 1000 : (w->fence_ms / 4 > 0 ? w->fence_ms / 4 : 1);
+        uint64_t every = fence_period_ms(w->fence_ms);
 
         uv_timer_start(&w->fence, on_fence, every, every);
     } else {
@@ -392,6 +436,12 @@ static void on_message(struct gs_proto_conn *conn, const Gs__Envelope *env, void
     struct wrk_ctx *w = data;
 
     (void)conn;
+    /* A frame after the fence's silence is stale: the timer had not looked yet (or the
+     * worker was stopped); it is dropped with the connection, as fence() says. */
+    if (w->registered && !w->fenced && fence_due(w)) {
+        fence(w);
+        return;
+    }
     w->last_heard_ms = gs_clock_mono_ms();
     switch (env->body_case) {
     case GS__ENVELOPE__BODY_HEARTBEAT_ACK: /* heard: that is all it says */

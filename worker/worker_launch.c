@@ -596,8 +596,9 @@ static int gpus_denied(const struct launch *l, unsigned **ret, int *n)
     return 0;
 }
 
-/* The job's cgroup on this node (made, with its limits, by its first task here): the
- * descriptors the task's child writes itself into; their count, or a negative errno. */
+/* The job's cgroup on this node (made, with its limits, by its first task here) and the
+ * step's in it: the descriptors the task's child writes itself into; their count, or a
+ * negative errno. */
 static int enter_cgroup(struct launch *l, int fds[WRK_CG_MAX_FDS], struct gs_error *err)
 {
     struct wrk_cg_limits lim = {
@@ -616,7 +617,7 @@ static int enter_cgroup(struct launch *l, int fds[WRK_CG_MAX_FDS], struct gs_err
         rc = gpus_denied(l, &deny, &lim.ndeny_gpus);
     lim.deny_gpus = deny;
     if (rc == 0)
-        rc = wrk_cg_job_enter(l->w->cg, l->msg->job_id, &lim, fds, &why);
+        rc = wrk_cg_job_enter(l->w->cg, l->msg->job_id, l->msg->step, &lim, fds, &why);
     if (rc < 0)
         gs_error_set(err, rc, 0, 0, "the job's cgroup: %s",
                      why.data != NULL ? why.data : gs_strerror(rc));

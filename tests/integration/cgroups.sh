@@ -3,7 +3,8 @@
 # cluster of one worker. Where the worker has cgroups (root, v1 or v2 memory and pids): a
 # process a job leaves behind with `setsid` is killed when the job ends, and when it is
 # cancelled; a job whose processes use more than its mem_per_node is killed by the kernel
-# (its process ends by SIGKILL, and the job as OUT_OF_MEMORY); on v1, a job opens only its
+# (its process ends by SIGKILL, and the job as OUT_OF_MEMORY); an srun step's leftovers are
+# killed when the step ends, the job going on; on v1, a job opens only its
 # own GPUs' /dev/nvidiaN (stand-in device nodes); the job's group has its
 # memory and pids limits while it runs and is gone after. Without cgroups the worker says
 # so at start and the script checks only that.
@@ -48,15 +49,49 @@ pid_alive "$pid" || fail "the setsid sleep is not running"
 [ "$(cat "$(group "$id" memory)/$mem_limit")" = 268435456 ] ||
   fail "memory limit: $(cat "$(group "$id" memory)/$mem_limit")"
 [ "$(cat "$(group "$id" pids)/pids.max")" = 32768 ] || fail "pids limit: $(cat "$(group "$id" pids)/pids.max")"
-grep -qx "$pid" "$(group "$id" pids)/cgroup.procs" || fail "the setsid sleep is not in the job's group"
+grep -qx "$pid" "$(group "$id" pids)/step_0/cgroup.procs" ||
+  fail "the setsid sleep is not in the group of the job's step 0"
 gate left
 wait_end "$id"
 [ "$(job_state "$id")" = COMPLETED ] || fail "job left: $(jq "$id" 'j')"
 gone() { ! pid_alive "$pid"; }
 wait_for "the left-behind sleep to be killed" 15 gone
 wait_for "the job's group to go" 15 test ! -e "$(group "$id" pids)"
-grep -q "job=$id processes=1 left in its cgroup after its tasks, killed" "$log" ||
-  fail "no log line for the killed process"
+wait_for "the log line for the killed process" 15 \
+  grep -q "job=$id processes=1 left in its cgroup after its tasks, killed" "$log"
+
+# --- a step's leftovers are killed when the step ends, the job's other steps go on ----------
+# A batch job whose srun step leaves a `setsid sleep` behind: once the step's task has ended
+# (srun returned), its group job_ID/step_1 and the sleep are gone while the batch step's
+# process still runs in job_ID/step_0. (The step waits for the sleep to be in its own session:
+# before that, the end of the task's process group would take it.)
+links=$tmp/bin
+mkdir -p "$links"
+ln -sf "$bin/gsched" "$links/srun"
+cat > "$work/steps.sh" <<EOF
+#!/bin/sh
+#SBATCH -o $work/steps.out
+PATH=$links:\$PATH srun -n1 sh -c 'setsid sleep 96 > /dev/null 2>&1 < /dev/null & p=\$!
+  until [ "\$(cut -d" " -f6 /proc/\$p/stat)" = \$p ]; do sleep 0.01; done # its own session now
+  echo \$p > $work/step.pid'
+echo "srun=\$?" > $work/step.rc
+$(gate_wait steps)
+EOF
+id=$("$bin/gsched" sbatch --parsable "$work/steps.sh") || fail "sbatch steps.sh"
+wait_for "the step to end" 30 test -s "$work/step.rc"
+grep -qx 'srun=0' "$work/step.rc" || fail "srun: $(cat "$work/step.rc" "$work/steps.out" 2>&1)"
+pid=$(cat "$work/step.pid")
+gone() { ! pid_alive "$pid"; }
+wait_for "the step's leftover sleep to be killed" 15 gone
+wait_for "the step's group to go" 15 test ! -e "$(group "$id" pids)/step_1"
+[ -n "$(cat "$(group "$id" pids)/step_0/cgroup.procs")" ] || fail "the batch step's group is empty"
+[ "$(job_state "$id")" = RUNNING ] || fail "the job ended with its step: $(jq "$id" 'j')"
+# the group goes hierarchy by hierarchy before the worker logs what it killed
+wait_for "the log line for the step's killed process" 15 \
+  grep -q "job=$id step=1 processes=1 left in its cgroup after its tasks, killed" "$log"
+gate steps
+wait_end "$id"
+[ "$(job_state "$id")" = COMPLETED ] || fail "job steps: $(jq "$id" 'j')"
 
 # --- and when it is cancelled -------------------------------------------------------------
 job_file cancelled.toml "name = \"cancelled\"

@@ -128,17 +128,17 @@ Test(cgroup_v2, a_job_opens_only_its_own_gpus)
     cr_assert_eq(wrk_cg_open("v2", root, rel, &cg, &why), 0, "%s", why.data);
     cr_assert_eq(wrk_cg_mode(cg), WRK_CG_V2);
     cr_assert_not_null(strstr(wrk_cg_describe(cg), "devices"), "%s", wrk_cg_describe(cg));
-    n = wrk_cg_job_enter(cg, 7, &lim, fds, &why);
+    n = wrk_cg_job_enter(cg, 7, 0, &lim, fds, &why);
     cr_assert_eq(n, 1, "%d: %s", n, why.data);
     cr_assert_eq(open_as_job(fds, n), 0x5, "GPUs 0 and 2 open, 1 and 3 denied");
 
     /* a later task of the job joins the same group and the same program */
-    m = wrk_cg_job_enter(cg, 7, &lim, other, &why);
+    m = wrk_cg_job_enter(cg, 7, 0, &lim, other, &why);
     cr_assert_eq(m, 1);
     cr_assert_eq(open_as_job(other, m), 0x5);
     /* another job, given every GPU: nothing denied */
     lim.ndeny_gpus = 0;
-    m = wrk_cg_job_enter(cg, 8, &lim, more, &why);
+    m = wrk_cg_job_enter(cg, 8, 0, &lim, more, &why);
     cr_assert_eq(m, 1);
     cr_assert_eq(open_as_job(more, m), 0xf);
     /* outside any job's group (this process) every stand-in opens */
@@ -183,7 +183,7 @@ Test(cgroup_v2, ending_a_job_kills_what_escaped_its_session)
     pid_t pid;
 
     cr_assert_eq(wrk_cg_open("v2", root, rel, &cg, &why), 0, "%s", why.data);
-    n = wrk_cg_job_enter(cg, 9, &lim, fds, &why);
+    n = wrk_cg_job_enter(cg, 9, 0, &lim, fds, &why);
     cr_assert_eq(n, 1);
     pid = fork();
     if (pid == 0) {
@@ -200,6 +200,63 @@ Test(cgroup_v2, ending_a_job_kills_what_escaped_its_session)
     cr_assert_eq(wrk_cg_job_pids(cg, 9, pids, 8), 1, "the grandchild is in the job's group");
     cr_assert_eq(wrk_cg_job_end(cg, 9), 1, "one process killed");
     cr_assert(dead(pids[0]), "the grandchild survived the job's end");
+    wrk_cg_free(cg);
+    gs_buf_release(&why);
+}
+
+/* A child of this process in the step's group (through fds) that sleeps until killed. */
+static pid_t sleeper(const int *fds, int nfds)
+{
+    pid_t pid = fork();
+
+    if (pid == 0) {
+        alarm(30); /* a failed test leaves no process behind for long */
+        for (int i = 0; i < nfds; i++) {
+            if (write(fds[i], "0", 1) != 1)
+                _exit(1);
+        }
+        pause();
+        _exit(0);
+    }
+    cr_assert_gt(pid, 0);
+    return pid;
+}
+
+Test(cgroup_v2, a_steps_end_kills_only_that_steps_processes)
+{
+    static const unsigned deny[] = {2};
+    struct wrk_cg_limits lim = {.deny_gpus = deny, .ndeny_gpus = 1};
+    struct gs_buf why = GS_BUF_INIT;
+    struct wrk_cg *cg = NULL;
+    int fds0[WRK_CG_MAX_FDS], fds1[WRK_CG_MAX_FDS], pids[8], status;
+    pid_t batch, step;
+    char path[256];
+
+    cr_assert_eq(wrk_cg_open("v2", root, rel, &cg, &why), 0, "%s", why.data);
+    cr_assert_eq(wrk_cg_job_enter(cg, 11, 0, &lim, fds0, &why), 1, "%s", why.data);
+    cr_assert_eq(wrk_cg_job_enter(cg, 11, 1, &lim, fds1, &why), 1, "%s", why.data);
+    snprintf(path, sizeof(path), "%s/%s/job_11/step_1", root, rel);
+    cr_assert_eq(access(path, F_OK), 0, "the step has its own group");
+    cr_assert_eq(open_as_job(fds1, 1), 0xb, "a step has its job's device program");
+    batch = sleeper(fds0, 1);
+    step = sleeper(fds1, 1);
+    close(fds0[0]);
+    close(fds1[0]);
+    /* both children write themselves into their groups soon after fork */
+    for (int i = 0; i < 500 && wrk_cg_job_pids(cg, 11, pids, 8) < 2; i++)
+        usleep(10000);
+    cr_assert_eq(wrk_cg_job_pids(cg, 11, pids, 8), 2, "the job lists both steps' processes");
+
+    cr_assert_eq(wrk_cg_step_end(cg, 11, 1), 1, "the step's one process killed");
+    cr_assert_eq(waitpid(step, &status, 0), step);
+    cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    cr_assert_neq(access(path, F_OK), 0, "the step's group is gone");
+    cr_assert_eq(wrk_cg_job_pids(cg, 11, pids, 8), 1);
+    cr_assert_eq(pids[0], batch, "the batch step's process lives on");
+
+    cr_assert_eq(wrk_cg_job_end(cg, 11), 1);
+    cr_assert_eq(waitpid(batch, &status, 0), batch);
+    cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
     wrk_cg_free(cg);
     gs_buf_release(&why);
 }
