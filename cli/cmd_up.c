@@ -40,6 +40,7 @@
 static const char up_usage[] =
     "usage: gsched up [--workers N] [--gpus-per-node K | --topology FILE.xml] [--features A,B]\n"
     "                 [--state DIR] [--port P] [--heartbeat DUR] [--kill-grace DUR]\n"
+    "                 [--fence-timeout DUR]\n"
     "                 [--partition NAME[=NODES][:default][:max_time=DUR]]... [--share-cpus]\n"
     "Starts gschedd and N gsched-workerd (node1..nodeN) on this machine.\n"
     "  --workers N         workers to start, 1 to 64 (default 2)\n"
@@ -53,6 +54,8 @@ static const char up_usage[] =
     "  --heartbeat DUR     workers' heartbeat interval, whole seconds (default 2s); a node\n"
     "                      is DOWN after 3 missed ones\n"
     "  --kill-grace DUR    from SIGTERM to SIGKILL when a job ends (default 30s)\n"
+    "  --fence-timeout DUR a worker that hears nothing from gschedd this long kills its\n"
+    "                      tasks, and a lost node's jobs move only after it (default 5m)\n"
     "  --partition SPEC    a partition (sbatch -p), as [[partition]] in gsched.toml: its\n"
     "                      nodes a hostlist (default: all), the default one, its longest\n"
     "                      time limit; repeat for more (default: one, \"main\", of all)\n"
@@ -74,6 +77,7 @@ struct up_opts {
     unsigned port;         /* 0: pick a free one */
     uint64_t heartbeat_s;  /* 0: the scheduler's default */
     uint64_t kill_grace_s; /* 0: the scheduler's default */
+    uint64_t fence_s;      /* 0: the scheduler's default */
     const char *partitions[UP_MAX_PARTITIONS];
     unsigned npartitions;
     bool share_cpus;
@@ -134,6 +138,8 @@ static int parse_up_option(struct up_opts *o, int argc, char **argv, int *i)
         return parse_seconds(opt, arg, &o->heartbeat_s);
     if (strcmp(opt, "--kill-grace") == 0)
         return parse_seconds(opt, arg, &o->kill_grace_s);
+    if (strcmp(opt, "--fence-timeout") == 0)
+        return parse_seconds(opt, arg, &o->fence_s);
     if (strcmp(opt, "--gpus-per-node") == 0) {
         o->gpus_given = true;
         return parse_number(opt, arg, 0, 64, &o->gpus);
@@ -157,9 +163,9 @@ static int parse_up_option(struct up_opts *o, int argc, char **argv, int *i)
 
 static int parse_up(struct up_opts *o, int argc, char **argv)
 {
-    static const char *const with_value[] = {"--workers",   "--gpus-per-node", "--topology",
-                                             "--features",  "--state",         "--port",
-                                             "--heartbeat", "--kill-grace",    "--partition"};
+    static const char *const with_value[] = {
+        "--workers", "--gpus-per-node", "--topology",   "--features",  "--state",
+        "--port",    "--heartbeat",     "--kill-grace", "--partition", "--fence-timeout"};
 
     *o = (struct up_opts){
         .workers = UP_DEFAULT_WORKERS, .gpus = UP_DEFAULT_GPUS, .state = CLI_LOCAL_STATE_DIR};
@@ -331,6 +337,8 @@ static int write_config(const struct up *u)
         fprintf(f, "heartbeat_interval = \"%" PRIu64 "s\"\n", u->opts.heartbeat_s);
     if (u->opts.kill_grace_s > 0)
         fprintf(f, "kill_grace = \"%" PRIu64 "s\"\n", u->opts.kill_grace_s);
+    if (u->opts.fence_s > 0)
+        fprintf(f, "fence_timeout = \"%" PRIu64 "s\"\n", u->opts.fence_s);
     /* Any free port, so that several local clusters each have their status page. */
     fputs("http = \"127.0.0.1:0\"\n", f);
     fputs("auth_key = ", f);

@@ -37,6 +37,7 @@ static const char usage_text[] =
     "  (job commands also take --socket PATH; cancel/hold/release take --verbose, --json)\n"
     "  up [--workers N] [--gpus-per-node K | --topology FILE.xml] [--state DIR]\n"
     "     [--features A,B] [--port P] [--heartbeat DUR] [--kill-grace DUR]\n"
+    "     [--fence-timeout DUR]\n"
     "                            start gschedd and N workers on this machine (./.gsched)\n"
     "  down [--state DIR]        stop that local cluster, keeping its jobs and logs\n"
     "  place --topology FILE.xml --gpus K [--busy LIST] [--affinity A] [--json]\n"

@@ -53,6 +53,7 @@ int gs_config_init(struct gs_config *cfg)
     cfg->max_connections_per_user = 64;
     cfg->request_timeout_ms = 10000;
     cfg->max_submit_jobs = 10000;
+    cfg->fence_timeout_ms = 300000; /* as Slurm's SlurmdTimeout: a node silent 5 min is lost */
     cfg->telemetry_interval_ms = 1000;
     cfg->partitions = calloc(1, sizeof(*cfg->partitions));
     if (cfg->partitions != NULL) {

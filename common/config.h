@@ -22,7 +22,7 @@
  *     request_timeout = "10s"               # a CLI connection without a request, or a
  *                                           # worker one without a registration, closes
  *     max_submit_jobs = 10000               # a user's jobs pending or running at once; 0: any
- *     fence_timeout = "0s"                  # > 0: a worker that hears nothing from gschedd
+ *     fence_timeout = "5m"                  # > 0: a worker that hears nothing from gschedd
  *                                           # this long kills its tasks, and a lost node's
  *                                           # jobs move only after it (and a heartbeat)
  *     auth_key = "/etc/gsched/gsched.key"   # the cluster key gschedd and every worker
@@ -127,7 +127,7 @@ struct gs_config {
     uint64_t request_timeout_ms;       /* default 10 s */
     char *auth_key;                    /* the cluster key's path; NULL when turned off ("") */
     uint32_t max_submit_jobs;          /* per uid, pending or running; 0: no limit */
-    uint64_t fence_timeout_ms;         /* 0 (default): no fencing */
+    uint64_t fence_timeout_ms;         /* default 5 min; 0: no fencing */
     /* [worker] */
     char *worker_name; /* NULL: the host name */
     char *worker_address;

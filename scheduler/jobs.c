@@ -372,6 +372,7 @@ int sched_job_start(struct sched_job *job, const struct sched_alloc *alloc, uint
     job->ntasks = ntasks;
     job->tasks_ended = 0;
     job->any_failed = job->any_timeout = job->any_cancelled = job->any_oom = false;
+    job->node_fail_pending = false;
     job->exit_code = 0;
     job->signaled = false;
     job->term_signal = 0;
@@ -425,6 +426,8 @@ bool sched_job_task_ended(struct sched_job *job, uint32_t rank, enum sched_task_
         note_failure(job, exit_code, term_signal);
     if (job->tasks_ended < job->ntasks)
         return false;
+    if (job->node_fail_pending && job->any_failed && !job->cancel_requested)
+        return false; /* a node failure's doing: its failover decides */
     if (job->requeue_requested && !job->cancel_requested) {
         back_to_pending(job);
         return true;
@@ -446,6 +449,7 @@ enum sched_job_state sched_job_node_failed(struct sched_job *job, uint64_t now_m
 {
     if (job->state != SCHED_JOB_RUNNING)
         return job->state;
+    job->node_fail_pending = false;
     if (!job->cancel_requested && job->restarts < job->spec->max_restarts) {
         job->restarts++;
         release_alloc(job);

@@ -115,6 +115,10 @@ struct sched_job {
     struct sched_task *tasks; /* ntasks entries, rank order */
     uint32_t tasks_ended;
     bool any_failed, any_timeout, any_cancelled, any_oom;
+    /* A node of the allocation is down and not yet failed over (scheduler.fence_timeout):
+     * tasks failing meanwhile (their peers lost with it) do not end the job; the node's
+     * failover requeues it, or NODE_FAIL. */
+    bool node_fail_pending;
     uint32_t master_port;
     uint64_t expected_start_ms; /* the planner's estimate while pending, 0 unknown */
     struct sched_job_event *history;

@@ -1281,14 +1281,36 @@ static void fail_over(struct sched_ctx *s, struct sched_job *job, uint32_t at, c
     sched_engine_wake(s);
 }
 
+/* Whether a node of the job's allocation is down with its failover still to come. */
+static bool uses_pending_node(struct sched_ctx *s, const struct sched_job *job)
+{
+    for (uint32_t i = 0; i < job->alloc.nnodes; i++) {
+        const struct sched_node *n = node_at(s, job->alloc.nodes[i].node);
+
+        if (n != NULL && !n->up && n->failover_due_mono != 0)
+            return true;
+    }
+    return false;
+}
+
 void sched_engine_node_down(struct sched_ctx *s, struct sched_node *n)
 {
+    size_t count = sched_jobs_count(s->jobs);
+
     sched_steps_node_gone(s, n);
     if (sched_fence_ms(s) == 0) {
         sched_engine_node_lost(s, n); /* no fencing: its jobs move now */
         return;
     }
     n->failover_due_mono = n->last_heartbeat_mono + sched_fence_ms(s) + s->heartbeat_ms;
+    /* Until then its jobs' other tasks may fail for want of it (an MPI rank whose peer is
+     * gone): that is the node failure's, not the job's own end. */
+    for (size_t i = 0; i < count; i++) {
+        struct sched_job *job = sched_jobs_at(s->jobs, i);
+
+        if (job->state == SCHED_JOB_RUNNING && job_uses(job, n->index, NULL))
+            job->node_fail_pending = true;
+    }
     {
         struct sched_change *ch = sched_change_new(s);
 
@@ -1316,6 +1338,27 @@ void sched_engine_node_lost(struct sched_ctx *s, struct sched_node *n)
 
         sched_change_node(ch, n);
         sched_change_commit(s, ch, NULL, NULL);
+    }
+}
+
+/* n registered again before its failover: its jobs are no longer waiting on it, and one
+ * whose tasks all ended meanwhile, failing for want of it, fails over now. */
+static void node_back(struct sched_ctx *s, struct sched_node *n)
+{
+    size_t count = sched_jobs_count(s->jobs);
+    char why[200];
+
+    snprintf(why, sizeof(why), "node %s was lost while the job ran", n->name);
+    for (size_t i = 0; i < count; i++) {
+        struct sched_job *job = sched_jobs_at(s->jobs, i);
+        uint32_t at;
+
+        if (job->state != SCHED_JOB_RUNNING || !job->node_fail_pending ||
+            !job_uses(job, n->index, &at))
+            continue;
+        job->node_fail_pending = uses_pending_node(s, job);
+        if (!job->node_fail_pending && job->tasks_ended == job->ntasks)
+            fail_over(s, job, at, why, true);
     }
 }
 
@@ -1406,6 +1449,7 @@ int sched_engine_reconcile(struct sched_ctx *s, struct sched_node *n, const Gs__
     for (size_t i = 0; i < reg->n_unacked_exits; i++)
         sched_engine_task_exit(s, n, reg->unacked_exits[i]);
     check_missing(s, n, reg);
+    node_back(s, n);
     *ret_kill = kill;
     *ret_nkill = nkill;
     return 0;

@@ -163,7 +163,7 @@ struct sched_ctx {
 
 struct sched_node *sched_node_find(struct sched_ctx *s, const char *name);
 /* How long a worker that hears nothing from gschedd runs its tasks before killing them:
- * scheduler.fence_timeout; 0 (the default): workers never fence, and a lost node's jobs
+ * scheduler.fence_timeout (default 5 min); 0: workers never fence, and a lost node's jobs
  * move as soon as it is declared down. */
 uint64_t sched_fence_ms(const struct sched_ctx *s);
 void sched_release_handle(struct sched_ctx *s);

@@ -20,7 +20,7 @@ fi
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 export PATH="$bin:$PATH" # the job's environment is submit's: gsched-train is found there
 
-start_cluster --workers 3 --gpus-per-node 0 --heartbeat 1s --kill-grace 1s
+start_cluster --workers 3 --gpus-per-node 0 --heartbeat 1s --kill-grace 1s --fence-timeout 5s
 
 "$bin/gsched" shard build --out "$tmp/data" --val-fraction 0.05 /usr/share/common-licenses/* \
   > "$tmp/build.log" 2>&1 || fail "shard build: $(cat "$tmp/build.log")"

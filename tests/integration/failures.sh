@@ -4,13 +4,14 @@
 # kill -9 of gschedd: brought back by `gsched up` (its workers left alone), it still has every job it had
 # acknowledged, finished ones keep their outcome, a task that ended while it was down and
 # one that ends after the restart are each recorded COMPLETED having run exactly once, and
-# job ids are not reused. kill -9 of a worker: its node goes DOWN, its job with
+# job ids are not reused. kill -9 of a worker: its node goes DOWN and, once its 5 s fence
+# timeout has passed (--fence-timeout), its job with
 # max_restarts = 1 is REQUEUED and completes on the other node, one with max_restarts = 0
 # ends NODE_FAIL.
 name="failures"
 . "$(dirname "$0")/lib.sh"
 
-start_cluster --workers 2 --topology "$src/tests/topologies/ws-4gpu.xml" --heartbeat 1s \
+start_cluster --workers 2 --topology "$src/tests/topologies/ws-4gpu.xml" --heartbeat 1s --fence-timeout 5s \
   --kill-grace 1s
 
 # A job whose task logs "start PID" and "end NODELIST" to FILE around waiting for gate NAME.

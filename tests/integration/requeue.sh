@@ -9,7 +9,7 @@
 name="integration_requeue"
 . "$(dirname "$0")/lib.sh"
 
-start_cluster --workers 3 --gpus-per-node 0 --heartbeat 1s --kill-grace 1s
+start_cluster --workers 3 --gpus-per-node 0 --heartbeat 1s --kill-grace 1s --fence-timeout 5s
 
 # Each task works out its node's name; the first attempt records its pid per node and waits
 # (deaf to SIGTERM), a later one says whether the first attempt's task there still lives.

@@ -106,6 +106,28 @@ Test(jobs, node_failure_requeues_until_restarts_run_out)
     cr_assert(sched_job_finished(job));
 }
 
+/* While a node of the job is down and not yet failed over (fencing), a task failing for
+ * want of it does not end the job: the failover requeues it. A success still ends it. */
+Test(jobs, a_failure_while_a_node_failover_is_pending_waits_for_the_failover)
+{
+    struct sched_job *job = fixture_add(1, 1), *ok = fixture_add(2, 1);
+
+    cr_assert_eq(sched_job_start(job, &one_node, 1, 5000), 0);
+    job->node_fail_pending = true;
+    cr_assert_not(sched_job_task_ended(job, 0, SCHED_TASK_EXITED, 1, 0, 6000),
+                  "its last task ended, but the job waits for the failover");
+    cr_assert_eq(job->state, SCHED_JOB_RUNNING);
+    cr_assert_eq(sched_job_node_failed(job, 7000), SCHED_JOB_REQUEUED);
+    cr_assert_not(job->node_fail_pending);
+    cr_assert_eq(sched_job_start(job, &one_node, 1, 8000), 0);
+    cr_assert_not(job->node_fail_pending, "a new attempt starts with no node lost");
+
+    cr_assert_eq(sched_job_start(ok, &one_node, 1, 5000), 0);
+    ok->node_fail_pending = true;
+    cr_assert(sched_job_task_ended(ok, 0, SCHED_TASK_EXITED, 0, 0, 6000));
+    cr_assert_eq(ok->state, SCHED_JOB_COMPLETED);
+}
+
 Test(jobs, dependencies_follow_slurm_semantics)
 {
     struct sched_job *a = fixture_running(1, 1), *ok = add_dep(2, GS_DEP_AFTEROK, 1);
