@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -574,8 +575,25 @@ static int load_event(uint64_t at_ms, uint64_t job_id, const char *node, const c
     return job != NULL ? sched_job_note(job, at_ms, state_of_kind(kind), detail) : 0;
 }
 
-static int make_dirs(const char *path)
+/* Whether path lies inside dir. */
+static bool inside(const char *path, const char *dir)
 {
+    size_t len = strlen(dir);
+
+    while (len > 1 && dir[len - 1] == '/')
+        len--;
+    return strncmp(path, dir, len) == 0 && path[len] == '/';
+}
+
+/* The state directory (and its missing parents, 0755) made; the directory itself is gschedd's
+ * alone, 0700, also when an older one was more open, as Slurm keeps StateSaveLocation: it
+ * holds every user's job environments. Where the CLI socket is configured inside it, others
+ * must reach the socket by name: 0711 then (no listing, no reading). A mode is only ever
+ * tightened. */
+static int make_state_dir(const char *path, const char *socket_path)
+{
+    mode_t mode = inside(socket_path, path) ? 0711 : 0700;
+    struct stat st;
     char buf[512];
 
     snprintf(buf, sizeof(buf), "%s", path);
@@ -587,7 +605,14 @@ static int make_dirs(const char *path)
             return -errno;
         *p = '/';
     }
-    if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+    if (mkdir(buf, mode) < 0 && errno != EEXIST)
+        return -errno;
+    if (stat(buf, &st) < 0)
+        return -errno;
+    if (!S_ISDIR(st.st_mode))
+        return -ENOTDIR;
+    /* tightened only: a 0700 one with the socket inside stays so (a one-user cluster) */
+    if (st.st_uid == geteuid() && (st.st_mode & 07777 & ~mode) != 0 && chmod(buf, mode) < 0)
         return -errno;
     return 0;
 }
@@ -596,7 +621,7 @@ int sched_persist_open(struct sched_ctx *s, struct gs_error *err)
 {
     struct sched_store *store = NULL;
     char path[600];
-    int rc = make_dirs(s->state_dir);
+    int rc = make_state_dir(s->state_dir, s->cfg->socket_path != NULL ? s->cfg->socket_path : "");
 
     if (rc < 0)
         return gs_error_set(err, rc, 0, 0, "state directory %s: %s", s->state_dir, gs_strerror(rc));

@@ -25,7 +25,11 @@ nodes = json.load(sys.stdin)
 sys.exit(0 if nodes and nodes[0]["state"] == sys.argv[1] else 1)' "$2"
 }
 
+# The state directory holds every user's jobs: gschedd's alone, even one made 0755 before.
+mkdir -m 755 "$tmp/state"
 start_sched
+[ "$(stat -c %a "$tmp/state")" = 700 ] || fail "state directory mode $(stat -c %a "$tmp/state")"
+[ "$(stat -c %a "$tmp/state/gsched.db")" = 600 ] || fail "database mode $(stat -c %a "$tmp/state/gsched.db")"
 "$bin/gsched-workerd" --scheduler 127.0.0.1:"$port" --auth-key "$tmp/gsched.key" --name node1 --gpus 2 --features h100 \
   2>"$tmp/node1.log" &
 w1=$!; pids+=("$w1")
