@@ -373,6 +373,7 @@ int sched_job_start(struct sched_job *job, const struct sched_alloc *alloc, uint
     job->tasks_ended = 0;
     job->any_failed = job->any_timeout = job->any_cancelled = job->any_oom = false;
     job->node_fail_pending = false;
+    job->lost_tasks = SCHED_LOST_NONE;
     job->exit_code = 0;
     job->signaled = false;
     job->term_signal = 0;
@@ -380,6 +381,7 @@ int sched_job_start(struct sched_job *job, const struct sched_alloc *alloc, uint
 }
 
 static void back_to_pending(struct sched_job *job);
+static void lost_end(struct sched_job *job, uint64_t now_ms);
 
 static void finish(struct sched_job *job, enum sched_job_state state, uint64_t now_ms)
 {
@@ -426,8 +428,13 @@ bool sched_job_task_ended(struct sched_job *job, uint32_t rank, enum sched_task_
         note_failure(job, exit_code, term_signal);
     if (job->tasks_ended < job->ntasks)
         return false;
-    if (job->node_fail_pending && job->any_failed && !job->cancel_requested)
-        return false; /* a node failure's doing: its failover decides */
+    if (job->lost_tasks != SCHED_LOST_NONE && !job->cancel_requested) {
+        lost_end(job, now_ms); /* none of the attempt runs any more: it moves now */
+        return true;
+    }
+    if (job->node_fail_pending && (job->any_failed || job->any_cancelled) && !job->cancel_requested)
+        return false; /* a node failure's doing (a fenced node's tasks end killed): its
+                       * failover decides */
     if (job->requeue_requested && !job->cancel_requested) {
         back_to_pending(job);
         return true;
@@ -450,6 +457,7 @@ enum sched_job_state sched_job_node_failed(struct sched_job *job, uint64_t now_m
     if (job->state != SCHED_JOB_RUNNING)
         return job->state;
     job->node_fail_pending = false;
+    job->lost_tasks = SCHED_LOST_NONE;
     if (!job->cancel_requested && job->restarts < job->spec->max_restarts) {
         job->restarts++;
         release_alloc(job);
@@ -469,7 +477,53 @@ void sched_job_requeue_unstarted(struct sched_job *job, const char *why)
     release_alloc(job);
     job->state = SCHED_JOB_PENDING;
     job->start_ms = 0;
+    job->lost_tasks = SCHED_LOST_NONE;
     snprintf(job->reason, sizeof(job->reason), "%s", why);
+}
+
+/* The end of an attempt that lost tasks, once none of it runs. */
+static void lost_end(struct sched_job *job, uint64_t now_ms)
+{
+    char why[sizeof(job->reason)];
+
+    snprintf(why, sizeof(why), "%s", job->reason);
+    if (job->lost_tasks == SCHED_LOST_UNSTARTED)
+        sched_job_requeue_unstarted(job, why);
+    else
+        (void)sched_job_node_failed(job, now_ms);
+    if (job->state == SCHED_JOB_NODE_FAIL)
+        snprintf(job->reason, sizeof(job->reason), "%s", why);
+}
+
+enum sched_job_state sched_job_tasks_lost(struct sched_job *job, uint32_t at, int how,
+                                          const char *why, uint64_t now_ms)
+{
+    if (job->state != SCHED_JOB_RUNNING)
+        return job->state;
+    for (uint32_t r = 0; r < job->ntasks; r++) {
+        struct sched_task *t = &job->tasks[r];
+
+        if (t->node != at || t->ended)
+            continue;
+        t->ended = true; /* lost: no exit of its own will come; the attempt is over anyway */
+        t->how = SCHED_TASK_CANCELLED;
+        t->end_ms = now_ms;
+        job->tasks_ended++;
+    }
+    /* a node failure outweighs an unstarted launch: it is charged */
+    if (job->lost_tasks != SCHED_LOST_NODE_FAIL)
+        job->lost_tasks = (uint8_t)how;
+    snprintf(job->reason, sizeof(job->reason), "%s", why);
+    if (job->tasks_ended < job->ntasks)
+        return SCHED_JOB_RUNNING;
+    if (job->cancel_requested) {
+        finish(job, SCHED_JOB_CANCELLED, now_ms);
+        return job->state;
+    }
+    how = job->lost_tasks;
+    lost_end(job, now_ms);
+    return job->state == SCHED_JOB_PENDING && how == SCHED_LOST_NODE_FAIL ? SCHED_JOB_REQUEUED
+                                                                          : job->state;
 }
 
 /* A requeued job: pending again, another restart counted, held when asked. */

@@ -119,6 +119,10 @@ struct sched_job {
      * tasks failing meanwhile (their peers lost with it) do not end the job; the node's
      * failover requeues it, or NODE_FAIL. */
     bool node_fail_pending;
+    /* Its tasks on a node were lost (the node failed over, or its worker lost them): the
+     * attempt ends once its other tasks have ended too, so that the next one never runs
+     * beside them; SCHED_LOST_* says how. */
+    uint8_t lost_tasks;
     uint32_t master_port;
     uint64_t expected_start_ms; /* the planner's estimate while pending, 0 unknown */
     struct sched_job_event *history;
@@ -196,6 +200,17 @@ bool sched_job_task_ended(struct sched_job *job, uint32_t rank, enum sched_task_
  * remain, else NODE_FAIL. Returns the state it took. The allocation goes back.
  */
 enum sched_job_state sched_job_node_failed(struct sched_job *job, uint64_t now_ms);
+
+enum { SCHED_LOST_NONE = 0, SCHED_LOST_NODE_FAIL = 1, SCHED_LOST_UNSTARTED = 2 };
+/*
+ * The tasks of a RUNNING job on its alloc node `at` are lost (how: SCHED_LOST_NODE_FAIL, the
+ * node failed or its worker restarted; SCHED_LOST_UNSTARTED, the launch never arrived). They
+ * count as ended; when no other task runs, the job takes sched_job_node_failed's state (or
+ * goes back to PENDING uncharged) now, else it stays RUNNING and takes it when its last task
+ * ends (sched_job_task_ended), a cancel still winning. Returns the state the job is in.
+ */
+enum sched_job_state sched_job_tasks_lost(struct sched_job *job, uint32_t at, int how,
+                                          const char *why, uint64_t now_ms);
 /*
  * Back to PENDING without charging a restart: its tasks never started (the launch was lost
  * with a scheduler restart or a worker connection). The allocation goes back.

@@ -1202,7 +1202,10 @@ void sched_engine_task_exit(struct sched_ctx *s, struct sched_node *n, const Gs_
         if (gs_jobspec_runs_leader(job->spec)) /* its steps end with it, as in Slurm */
             signal_job(s, job, UINT32_MAX, 0, GS__END_REASON__END_REASON_CANCELLED,
                        "the batch step ended");
-        describe_end(job, ex, detail, sizeof(detail));
+        if (job->state == SCHED_JOB_NODE_FAIL) /* a lost node's, said when it was lost */
+            snprintf(detail, sizeof(detail), "%s", job->reason);
+        else
+            describe_end(job, ex, detail, sizeof(detail));
         if (job->state != SCHED_JOB_CANCELLED)
             snprintf(job->reason, sizeof(job->reason), "%.159s", detail);
         sched_job_note(job, job->end_ms, job->state, detail);
@@ -1250,37 +1253,6 @@ static bool job_uses(const struct sched_job *job, uint32_t node_index, uint32_t 
     return false;
 }
 
-/* The job lost node (an alloc index): requeue it or fail it, ending its other tasks. */
-static void fail_over(struct sched_ctx *s, struct sched_job *job, uint32_t at, const char *why,
-                      bool charge)
-{
-    uint64_t now = gs_clock_wall_ms();
-    enum sched_job_state st;
-    struct sched_change *ch;
-    char detail[320];
-
-    signal_job(s, job, at, 0, GS__END_REASON__END_REASON_REQUEUED, why);
-    if (charge) {
-        st = sched_job_node_failed(job, now);
-    } else {
-        sched_job_requeue_unstarted(job, "Requeued: its launch was lost");
-        st = SCHED_JOB_REQUEUED;
-    }
-    snprintf(detail, sizeof(detail), "%s", why);
-    if (st == SCHED_JOB_NODE_FAIL)
-        snprintf(job->reason, sizeof(job->reason), "%s", why);
-    sched_job_note(job, now, st, detail);
-    GS_LOG(GS_LOG_WARN, "job=%llu state=%s reason=\"%s\" job lost a node",
-           (unsigned long long)job->id, sched_job_state_name(st), why);
-    ch = sched_change_new(s);
-    sched_change_job(ch, job);
-    sched_change_clear_tasks(ch, job->id);
-    sched_change_event(ch, now, job->id, "", sched_job_state_name(st), detail);
-    sched_change_commit(s, ch, NULL, NULL);
-    sched_query_job_changed(s, job);
-    sched_engine_wake(s);
-}
-
 /* Whether a node of the job's allocation is down with its failover still to come. */
 static bool uses_pending_node(struct sched_ctx *s, const struct sched_job *job)
 {
@@ -1291,6 +1263,47 @@ static bool uses_pending_node(struct sched_ctx *s, const struct sched_job *job)
             return true;
     }
     return false;
+}
+
+/* The job lost node (an alloc index): its other tasks are ended, and once none runs it is
+ * requeued (charged a restart when charge) or ends NODE_FAIL. Until then it stays RUNNING,
+ * so that its next attempt never starts beside a task of this one still in its kill grace
+ * or cut off on another node (sched_job_tasks_lost). */
+static void fail_over(struct sched_ctx *s, struct sched_job *job, uint32_t at, const char *why,
+                      bool charge)
+{
+    uint64_t now = gs_clock_wall_ms();
+    enum sched_job_state st;
+    struct sched_change *ch;
+    char detail[320];
+
+    signal_job(s, job, at, 0, GS__END_REASON__END_REASON_REQUEUED, why);
+    st = sched_job_tasks_lost(job, at, charge ? SCHED_LOST_NODE_FAIL : SCHED_LOST_UNSTARTED,
+                              charge ? why : "Requeued: its launch was lost", now);
+    job->node_fail_pending = st == SCHED_JOB_RUNNING && uses_pending_node(s, job);
+    if (st == SCHED_JOB_RUNNING) {
+        GS_LOG(GS_LOG_WARN,
+               "job=%llu reason=\"%s\" job lost a node; its other tasks end before it moves",
+               (unsigned long long)job->id, why);
+        ch = sched_change_new(s);
+        sched_change_job(ch, job);
+        sched_change_commit(s, ch, NULL, NULL);
+        sched_query_job_changed(s, job);
+        return;
+    }
+    if (st == SCHED_JOB_PENDING)
+        st = SCHED_JOB_REQUEUED; /* uncharged: its launch was lost */
+    snprintf(detail, sizeof(detail), "%s", why);
+    sched_job_note(job, now, st, detail);
+    GS_LOG(GS_LOG_WARN, "job=%llu state=%s reason=\"%s\" job lost a node",
+           (unsigned long long)job->id, sched_job_state_name(st), why);
+    ch = sched_change_new(s);
+    sched_change_job(ch, job);
+    sched_change_clear_tasks(ch, job->id);
+    sched_change_event(ch, now, job->id, "", sched_job_state_name(st), detail);
+    sched_change_commit(s, ch, NULL, NULL);
+    sched_query_job_changed(s, job);
+    sched_engine_wake(s);
 }
 
 void sched_engine_node_down(struct sched_ctx *s, struct sched_node *n)

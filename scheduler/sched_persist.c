@@ -385,6 +385,10 @@ static int load_node(const struct sched_node_row *row, void *data)
              n->up ? "waiting for its worker after a scheduler restart" : "down before restart");
     n->last_heartbeat_mono = gs_clock_mono_ms();
     n->last_heartbeat_wall = row->last_seen_ms;
+    /* Down already: its jobs move as they would have (its worker, unheard since before the
+     * restart, has fenced itself by then) unless it registers first. */
+    if (!n->up)
+        n->failover_due_mono = n->last_heartbeat_mono + sched_fence_ms(s) + s->heartbeat_ms;
     sched_node_update_schedulable(s, n);
     return 0;
 }

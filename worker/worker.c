@@ -610,10 +610,6 @@ static int copy_features(struct wrk_ctx *w, char *const *features)
     return 0;
 }
 
-/*
- * Ends what an earlier worker of this node left running (it died without ending its tasks,
- * and the scheduler, seeing a new worker, requeues those jobs), then starts a fresh ledger.
- */
 /* The exits a previous worker of this node recorded and never had acknowledged: reported
  * in the next registration like any other. */
 static void load_exits(struct wrk_ctx *w, const char *ledger_path)
@@ -654,6 +650,10 @@ static void load_exits(struct wrk_ctx *w, const char *ledger_path)
         gs__node_register__free_unpacked(saved, NULL);
 }
 
+/*
+ * Ends what an earlier worker of this node left running (it died without ending its tasks,
+ * and the scheduler, seeing a new worker, requeues those jobs), then starts a fresh ledger.
+ */
 static void start_ledger(struct wrk_ctx *w, const char *path)
 {
     int killed = wrk_ledger_sweep(path);

@@ -2,10 +2,10 @@
 # requeue.sh BIN_DIR SRC_DIR: a requeued job's next attempt does not start on a node before
 # the previous attempt's task there has ended. On a `gsched up` cluster of three workers
 # (1 s heartbeats, 1 s kill grace), a 2-node job with max_restarts = 1 whose first attempt
-# ignores SIGTERM; kill -9 of the worker under its second node: the job is requeued onto
-# the surviving node and the third, and the surviving node's worker holds the new launch
-# until SIGKILL has ended the old task (its log says so), so the new task never sees the
-# old one alive; the job then COMPLETES.
+# ignores SIGTERM; kill -9 of the worker under its second node: gschedd ends the surviving
+# task and requeues the job only once that task's exit is in (after SIGKILL, past the kill
+# grace), onto the surviving node and the third, so the new task never sees the old one
+# alive; the job then COMPLETES.
 name="integration_requeue"
 . "$(dirname "$0")/lib.sh"
 
@@ -46,8 +46,19 @@ expect "$id" 'j["state"] == "COMPLETED" and j["restart_count"] == 1 and
   "'"$lost"'" not in [a["node_name"] for a in j["allocation"]]' "requeued and completed"
 grep -q "^after $keep\$" "$tmp/req.log" || fail "no second attempt on $keep: $(cat "$tmp/req.log")"
 grep -q "^clash" "$tmp/req.log" && fail "the attempts overlapped: $(cat "$tmp/req.log")"
-grep -q "launch waits for the previous attempt's tasks to end" "$state/$keep.log" ||
-  fail "$keep did not hold the launch: $(grep "job=$id" "$state/$keep.log")"
+# gschedd moved the job only once the surviving task's exit was in (the worker's own hold of
+# a launch while the last attempt's task lives, worker_launch.c, is the second line).
+python3 - "$state/gschedd.log" "$id" "$keep" <<'PY' || fail "gschedd did not wait for the surviving task"
+import sys
+lines = open(sys.argv[1]).read().splitlines()
+job, keep = sys.argv[2], sys.argv[3]
+def at(text):
+    return next(i for i, l in enumerate(lines) if f"job={job} " in l and text in l)
+lost = at("job lost a node; its other tasks end before it moves")
+ended = at(f"rank=0 node={keep} ")
+requeued = at("job requeued")
+sys.exit(0 if lost < ended < requeued else 1)
+PY
 # The dead worker's task is no one's now: the test ends it.
 kill -9 "$(cat "$tmp/pid.$lost")" 2>/dev/null
 check_logs

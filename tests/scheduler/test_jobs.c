@@ -128,6 +128,49 @@ Test(jobs, a_failure_while_a_node_failover_is_pending_waits_for_the_failover)
     cr_assert_eq(ok->state, SCHED_JOB_COMPLETED);
 }
 
+static void start_on_two_nodes(struct sched_job *job, uint64_t now_ms)
+{
+    struct sched_alloc two;
+
+    sched_alloc_init(&two);
+    two.nnodes = two.cap = 2;
+    two.nodes = calloc(2, sizeof(*two.nodes));
+    cr_assert_not_null(two.nodes);
+    cr_assert_eq(sched_job_start(job, &two, 1, now_ms), 0);
+}
+
+/* A 2-node job losing one node moves only once its task on the other node has ended, so
+ * that its next attempt never runs beside it; out of restarts it ends NODE_FAIL with the
+ * node's reason, and a cancel meanwhile wins. */
+Test(jobs, a_job_that_lost_a_node_moves_when_its_other_tasks_have_ended)
+{
+    struct sched_job *job = fixture_add(1, 1), *last = fixture_add(2, 0),
+                     *cancelled = fixture_add(3, 1);
+
+    start_on_two_nodes(job, 5000);
+    cr_assert_eq(sched_job_tasks_lost(job, 1, SCHED_LOST_NODE_FAIL, "node n2: down", 6000),
+                 SCHED_JOB_RUNNING, "rank 0 still runs on the first node");
+    cr_assert(job->tasks[1].ended);
+    cr_assert_not(job->tasks[0].ended);
+    cr_assert(sched_job_task_ended(job, 0, SCHED_TASK_CANCELLED, 0, 15, 7000));
+    cr_assert_eq(job->state, SCHED_JOB_PENDING, "requeued once rank 0 ended");
+    cr_assert_eq(job->restarts, 1);
+    cr_assert_eq(job->lost_tasks, SCHED_LOST_NONE);
+
+    start_on_two_nodes(last, 5000);
+    cr_assert(sched_job_task_ended(last, 0, SCHED_TASK_EXITED, 0, 0, 5500) == false);
+    cr_assert_eq(sched_job_tasks_lost(last, 1, SCHED_LOST_NODE_FAIL, "node n2: down", 6000),
+                 SCHED_JOB_NODE_FAIL, "nothing else runs and no restart is left");
+    cr_assert_str_eq(last->reason, "node n2: down");
+
+    start_on_two_nodes(cancelled, 5000);
+    cr_assert_eq(sched_job_tasks_lost(cancelled, 0, SCHED_LOST_UNSTARTED, "lost launch", 6000),
+                 SCHED_JOB_RUNNING);
+    cancelled->cancel_requested = true;
+    cr_assert(sched_job_task_ended(cancelled, 1, SCHED_TASK_CANCELLED, 0, 15, 7000));
+    cr_assert_eq(cancelled->state, SCHED_JOB_CANCELLED);
+}
+
 Test(jobs, dependencies_follow_slurm_semantics)
 {
     struct sched_job *a = fixture_running(1, 1), *ok = add_dep(2, GS_DEP_AFTEROK, 1);

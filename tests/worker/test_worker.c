@@ -398,6 +398,7 @@ struct layout {
  * none at all). */
 static uint32_t launch_uid;
 static bool launch_uid_set, no_user;
+static uint32_t launch_attempt = 1; /* the attempt launch_laid_out sends */
 
 /* Sends a LaunchTasks for job_id with ntasks tasks on node1, laid out as given. */
 static void launch_laid_out(uint64_t job_id, int ntasks, char **argv, size_t argc,
@@ -437,7 +438,7 @@ static void launch_laid_out(uint64_t job_id, int ntasks, char **argv, size_t arg
     e.value = "yes";
     msg.job_id = job_id;
     msg.job_name = "test";
-    msg.attempt = 1;
+    msg.attempt = launch_attempt;
     msg.n_allocation = 1;
     msg.allocation = allocs;
     msg.n_tasks = (size_t)ntasks;
@@ -591,6 +592,40 @@ Test(worker, signal_tasks_cancels_a_job)
         cr_assert(exits[i].signaled);
         cr_assert_eq(exits[i].end_reason, GS__END_REASON__END_REASON_CANCELLED);
     }
+}
+
+/* A next attempt's launch arriving while the last attempt's task still runs here (its
+ * SIGTERM ignored) waits for that task to end: the new task never sees it alive. */
+Test(worker, a_next_attempts_launch_waits_for_the_last_attempts_tasks)
+{
+    Gs__SignalTasks msg = GS__SIGNAL_TASKS__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    char first[512], second[512], seen[64];
+
+    snprintf(first, sizeof(first), "trap '' TERM; echo $$ > %s/first.pid; sleep 100 & wait", dir);
+    snprintf(second, sizeof(second),
+             "if kill -0 \"$(cat %s/first.pid)\" 2>/dev/null; then echo clash; else echo "
+             "after; fi > %s/second.txt",
+             dir, dir);
+    run_until(&registers, 1, "registration");
+    launch(12, 1, NULL, 0, first);
+    run_until(&replies, 1, "the first attempt's launch reply");
+    launch_attempt = 2;
+    launch(12, 1, NULL, 0, second);
+    launch_attempt = 1;
+    msg.job_id = 12;
+    msg.reason = "requeued by test";
+    msg.end_reason = GS__END_REASON__END_REASON_REQUEUED;
+    env.body_case = GS__ENVELOPE__BODY_SIGNAL_TASKS;
+    env.signal_tasks = &msg;
+    send_env(&env); /* SIGTERM, ignored; SIGKILL after the worker's kill grace */
+    run_until(&nexits, 2, "both attempts' exits");
+    cr_assert_eq(exits[0].attempt, 1);
+    cr_assert(exits[0].signaled, "the first attempt's task was killed");
+    cr_assert_eq(exits[1].attempt, 2);
+    cr_assert_eq(exits[1].exit_code, 0);
+    slurp("second.txt", seen, sizeof(seen));
+    cr_assert_str_eq(seen, "after\n", "the second attempt ran beside the first");
 }
 
 static void request_logs(uint64_t request_id, const char *log_path, uint64_t offset)
