@@ -7,10 +7,26 @@
 # bytes), and the crashes, leaks, timeouts and out-of-memory inputs it wrote (it stops at the
 # first). FUZZERS (default: all seven) picks some. Logs, grown corpora and findings go to
 # WORK (default: a temporary directory, removed at the end unless KEEP=1).
+#
+# With LIVE_BUILD set to a sanitizer build (`make test-asan`'s build-asan), the report goes on
+# with the live daemons (tests/fuzz/live_fuzz.c): live_fuzz --target T for each T of
+# LIVE_TARGETS (default "sched worker"), --seed 1, for EXECUTIONS messages or MAX_SECONDS,
+# whichever ends first. One row per daemon: messages sent, messages per second, distinct
+# log lines the daemon wrote (live_fuzz's coverage figure: its daemons carry no edge
+# counters), connections (sequences), liveness checks passed, failures (it stops at the
+# first; the failure file with the sequences that caused it is listed).
+#
+# fuzz.sh --live ASAN_BUILD_DIR [MESSAGES]: the live daemons alone.
 set -euo pipefail
 if [ $# -lt 1 ]; then
-  echo "usage: bench/fuzz.sh BUILD_DIR [EXECUTIONS]" >&2
+  echo "usage: bench/fuzz.sh BUILD_DIR [EXECUTIONS] | bench/fuzz.sh --live ASAN_BUILD_DIR [MESSAGES]" >&2
   exit 2
+fi
+live_only=no
+if [ "$1" = --live ]; then
+  live_only=yes
+  shift
+  LIVE_BUILD=${1:?usage: bench/fuzz.sh --live ASAN_BUILD_DIR [MESSAGES]}
 fi
 build=$1
 runs=${2:-10000000}
@@ -19,7 +35,8 @@ fuzzers=${FUZZERS:-"toml jobfile sbatch hostlist frame topology config"}
 here=$(cd "$(dirname "$0")" && pwd)
 seeds=$here/../tests/fuzz/corpus
 work=${WORK:-$(mktemp -d)}
-[ "${KEEP:-0}" = 1 ] || [ -n "${WORK:-}" ] || trap 'rm -rf "$work"' EXIT
+# (A live daemon's failure keeps it: the failure file is what replays the failure.)
+[ "${KEEP:-0}" = 1 ] || [ -n "${WORK:-}" ] || trap '[ -e "$work/.keep" ] || rm -rf "$work"' EXIT
 
 # The same input caps as the ctest runs (tests/fuzz/CMakeLists.txt); the others let
 # libFuzzer pick its default from the seeds.
@@ -68,9 +85,43 @@ run_one() {
   findings_in "$dir" | sed 's/^/          finding: /'
 }
 
-echo "budget: $runs inputs or ${max_seconds} s per fuzzer; work in $work"
-printf '%-9s %12s %9s %6s %7s %14s %8s %6s\n' fuzzer executions exec/s cov ft corpus \
-  findings secs
-for name in $fuzzers; do
-  run_one "$name"
-done
+# The value of key= in live_fuzz's report line.
+report_field() {
+  sed -n "s/^live_fuzz: target=.* $2=\([^ ]*\).*/\1/p" "$1" | tail -1
+}
+
+live_one() {
+  local target=$1 dir=$work/live-$1 log=$work/live-$1.log start end
+  mkdir -p "$dir"
+  start=$(date +%s)
+  "$LIVE_BUILD/fuzz/live_fuzz" --target "$target" --bin "$LIVE_BUILD/bin" --seed 1 \
+    --messages "$runs" --seconds "$max_seconds" --work "$dir/run" \
+    --regress "$here/../tests/fuzz/live_regress/$target" >"$log" 2>&1 || true
+  end=$(date +%s)
+  printf '%-9s %12s %9s %9s %10s %8s %8s %6s\n' "live-$target" \
+    "$(report_field "$log" messages)" "$(report_field "$log" rate)" \
+    "$(report_field "$log" log_kinds)" "$(report_field "$log" sequences)" \
+    "$(report_field "$log" checks)" "$(report_field "$log" failures)" "$((end - start))"
+  if [ -n "$(find "$dir/run" -maxdepth 1 -name 'failure-*' 2>/dev/null)" ]; then
+    touch "$work/.keep"
+    find "$dir/run" -maxdepth 1 -name 'failure-*' | sed 's/^/          finding: /'
+  fi
+  grep -m1 'FAILURE' "$log" | sed 's/^/          /' || true
+}
+
+if [ $live_only = no ]; then
+  echo "budget: $runs inputs or ${max_seconds} s per fuzzer; work in $work"
+  printf '%-9s %12s %9s %6s %7s %14s %8s %6s\n' fuzzer executions exec/s cov ft corpus \
+    findings secs
+  for name in $fuzzers; do
+    run_one "$name"
+  done
+fi
+if [ -n "${LIVE_BUILD:-}" ]; then
+  echo "live daemons: $runs messages or ${max_seconds} s per daemon, from $LIVE_BUILD; work in $work"
+  printf '%-9s %12s %9s %9s %10s %8s %8s %6s\n' daemon messages msg/s log_kinds sequences \
+    checks failures secs
+  for target in ${LIVE_TARGETS:-sched worker}; do
+    live_one "$target"
+  done
+fi

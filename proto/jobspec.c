@@ -223,7 +223,7 @@ static int copy_deps(const Gs__JobSpec *pb, struct gs_jobspec *spec, struct gs_e
     if (spec->deps == NULL)
         return -ENOMEM;
     for (size_t i = 0; i < pb->n_depends_on; i++) {
-        int type = (int)pb->depends_on[i]->type - 1;
+        int64_t type = (int64_t)pb->depends_on[i]->type - 1; /* the wire's: any int32 */
 
         if (type < GS_DEP_AFTER || type > GS_DEP_AFTERANY)
             return gs_error_set(err, -EINVAL, 0, 0, "depends_on[%zu] has no valid type", i);

@@ -398,7 +398,8 @@ static void note_failure(struct sched_job *job, int32_t exit_code, int32_t term_
     job->any_failed = true;
     job->signaled = term_signal != 0;
     job->term_signal = term_signal;
-    job->exit_code = term_signal != 0 ? 128 + term_signal : exit_code;
+    /* term_signal is what a worker's TaskExit says, any 32-bit number: unsigned, no overflow */
+    job->exit_code = term_signal != 0 ? (int32_t)(128u + (uint32_t)term_signal) : exit_code;
 }
 
 bool sched_job_task_ended(struct sched_job *job, uint32_t rank, enum sched_task_end how,

@@ -993,6 +993,11 @@ void sched_engine_submit(struct sched_cli *c, uint64_t request_id, const Gs__Sub
         sched_cli_error(c, request_id, rc, err.msg, false);
         return;
     }
+    /* Where an array element stands is the scheduler's to say (array_specs): a client's
+     * array_job_id and count would be believed, by the planning pass's throttle loop too. */
+    spec->array.array_job_id = 0;
+    spec->array.task_id = spec->array.count = spec->array.min = spec->array.max = 0;
+    spec->array.step = 0;
     if (spec->source == NULL && req->source_file != NULL && req->source_file[0] != '\0') {
         spec->source = strdup(req->source_file); /* kept for show and scontrol's Command= */
         if (spec->source == NULL)

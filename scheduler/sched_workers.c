@@ -84,11 +84,14 @@ static struct gs_gpuset_link *link_matrix(const Gs__NodeTopology *t)
  */
 static int to_cluster(struct sched_ctx *s, const char *name, const Gs__NodeTopology *t, int reset)
 {
-    uint32_t ncores = t->cores > 0 ? t->cores : 1;
-    int *gpu_numa = calloc(t->n_gpus + 1, sizeof(int));
-    int *core_numa = calloc(ncores, sizeof(int));
-    struct gs_gpuset_link *links = link_matrix(t);
-    uint8_t *nic_class = calloc(t->n_gpus + 1, 1);
+    /* What the cluster refuses anyway, refused before allocating for it: a registration's
+     * core count is the peer's 32-bit number. */
+    bool fits = t->cores <= SCHED_MAX_CORES && t->n_gpus <= SCHED_MAX_GPUS;
+    uint32_t ncores = fits && t->cores > 0 ? t->cores : 1;
+    int *gpu_numa = fits ? calloc(t->n_gpus + 1, sizeof(int)) : NULL;
+    int *core_numa = fits ? calloc(ncores, sizeof(int)) : NULL;
+    struct gs_gpuset_link *links = fits ? link_matrix(t) : NULL;
+    uint8_t *nic_class = fits ? calloc(t->n_gpus + 1, 1) : NULL;
     struct sched_node_info info = {.name = name,
                                    .ngpus = (uint32_t)t->n_gpus,
                                    .ncores = ncores,
@@ -100,7 +103,7 @@ static int to_cluster(struct sched_ctx *s, const char *name, const Gs__NodeTopol
                                    .links = links,
                                    .switch_id = gs_config_switch_of(s->cfg, name) + 1,
                                    .gpu_nic_class = nic_class};
-    int rc = -ENOMEM;
+    int rc = fits ? -ENOMEM : -EINVAL;
 
     if (gpu_numa == NULL || core_numa == NULL || nic_class == NULL)
         goto out;

@@ -513,6 +513,7 @@ static void release_handle(struct wrk_ctx *w)
     }
     for (struct wrk_job *j = w->jobs, *next; j != NULL; j = next) {
         next = j->next;
+        free(j->deferred); /* a launch waiting for the previous attempt's tasks */
         free(j);
     }
     for (size_t i = 0; w->features != NULL && w->features[i] != NULL; i++)

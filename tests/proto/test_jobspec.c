@@ -4,6 +4,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "common/units.h"
@@ -149,6 +150,8 @@ Test(proto_jobspec, wire_specs_are_checked_like_job_files)
     run.stdout_pattern = "out";
     pb.n_depends_on = 1;
     pb.depends_on = deps;
+    assert_rejected(&pb, "depends_on[0]");
+    dep.type = (Gs__DependencyType)INT32_MIN; /* any int32 on the wire (live_fuzz found it) */
     assert_rejected(&pb, "depends_on[0]");
     dep.type = GS__DEPENDENCY_TYPE__DEPENDENCY_TYPE_AFTERANY;
     assert_rejected(&pb, "depends_on[0]"); /* job id 0 */

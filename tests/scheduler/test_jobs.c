@@ -66,6 +66,16 @@ Test(jobs, first_failing_task_gives_the_exit_code)
     cr_assert_eq(job->exit_code, 128 + SIGSEGV);
 }
 
+/* A worker's TaskExit may carry any 32-bit signal number (live_fuzz found the overflow). */
+Test(jobs, any_signal_number_from_the_wire_fails_the_job_without_overflow)
+{
+    struct sched_job *job = fixture_running(1, 1);
+
+    cr_assert(sched_job_task_ended(job, 0, SCHED_TASK_EXITED, 0, INT32_MAX, 6000));
+    cr_assert_eq(job->state, SCHED_JOB_FAILED);
+    cr_assert(job->signaled);
+}
+
 Test(jobs, launch_failure_fails_the_job)
 {
     struct sched_job *job = fixture_running(1, 1);
