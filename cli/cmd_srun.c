@@ -160,7 +160,8 @@ static void on_exit_frame(struct srun_run *r, const Gs__TaskExit *ex)
     } else if (ex->signaled) {
         fprintf(stderr, "srun: error: %s: task %u: %s\n", node, ex->rank,
                 strsignal((int)ex->term_signal));
-        status = 128 + (int)ex->term_signal;
+        /* a signal number from the wire: only a real one makes 128 + N */
+        status = ex->term_signal >= 1 && ex->term_signal <= 127 ? 128 + (int)ex->term_signal : 1;
     } else {
         status = ex->exit_code;
         if (status != 0)

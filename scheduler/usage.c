@@ -60,6 +60,8 @@ int sched_usage_task(struct sched_job_usage *u, uint32_t step, uint32_t rank, ui
         if (u->tasks[i].step == step && u->tasks[i].rank == rank)
             t = &u->tasks[i];
     if (t == NULL) {
+        if (u->ntasks >= SCHED_USAGE_MAX_TASKS)
+            return -E2BIG; /* a worker naming ever new ranks: memory stays bounded */
         if (u->ntasks == u->cap) {
             size_t cap = u->cap > 0 ? 2 * u->cap : 4;
             struct sched_usage_task *tasks = realloc(u->tasks, cap * sizeof(*tasks));

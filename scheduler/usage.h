@@ -55,7 +55,12 @@ void sched_usage_release(struct sched_job_usage *u);
 int sched_usage_gpu(struct sched_job_usage *u, uint32_t alloc_node, uint32_t nalloc, uint32_t gpu,
                     uint32_t util_pct, uint32_t util_max_pct, uint64_t mem_mib, uint64_t dt_ms,
                     bool idle);
-/* A task's CPU time and resident memory so far (see above). Returns 0 or -ENOMEM. */
+/* Most (step, rank) pairs a job's CPU time is kept for (a job of that many srun steps, or a
+ * worker naming ranks that do not exist): the next ones' CPU time is not counted. */
+#define SCHED_USAGE_MAX_TASKS 65536
+
+/* A task's CPU time and resident memory so far (see above). Returns 0, -ENOMEM, or -E2BIG
+ * for a new pair past SCHED_USAGE_MAX_TASKS (its memory peak still counts). */
 int sched_usage_task(struct sched_job_usage *u, uint32_t step, uint32_t rank, uint64_t cpu_ms,
                      uint64_t rss_mib);
 

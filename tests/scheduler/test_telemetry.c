@@ -150,6 +150,22 @@ Test(usage, cpu_time_is_the_latest_per_task_and_survives_a_restart)
     sched_usage_release(&u);
 }
 
+/* A worker naming ever new ranks for a job cannot grow its table without bound. */
+Test(usage, the_task_table_is_bounded)
+{
+    struct sched_job_usage u;
+
+    memset(&u, 0, sizeof(u));
+    for (uint32_t r = 0; r < SCHED_USAGE_MAX_TASKS; r++)
+        cr_assert_eq(sched_usage_task(&u, 0, r, 1, 1), 0);
+    cr_assert_eq(sched_usage_task(&u, 1, 0, 1, 99), -E2BIG);
+    cr_assert_eq(u.ntasks, SCHED_USAGE_MAX_TASKS);
+    cr_assert_eq(u.rss_peak_mib, 99, "its memory peak still counts");
+    cr_assert_eq(sched_usage_task(&u, 0, 7, 5, 1), 0, "known pairs still update");
+    cr_assert_eq(sched_usage_cpu_ms(&u), SCHED_USAGE_MAX_TASKS + 4);
+    sched_usage_release(&u);
+}
+
 Test(usage, round_trips_through_its_stored_form)
 {
     struct sched_job_usage u, back;
