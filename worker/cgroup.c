@@ -112,13 +112,20 @@ static int inherit_cpuset(const char *dir)
     return rc;
 }
 
-/* Whether a v1 cpuset group has no CPUs yet (a task cannot join it: ENOSPC). */
+/* Whether a v1 cpuset group has no CPUs or no memory nodes yet (a task cannot join it:
+ * ENOSPC). Both: another worker filling in a level it just made writes the CPUs first, and a
+ * group made below it in that moment would copy empty memory nodes. */
 static bool cpuset_empty(const char *dir)
 {
+    static const char *files[] = {"cpuset.cpus", "cpuset.mems"};
     char path[PATH_MAX], value[64];
 
-    return join(path, sizeof(path), dir, "cpuset.cpus") < 0 ||
-           gs_path_read_small(path, value, sizeof(value)) <= 0 || value[0] == '\n';
+    for (size_t i = 0; i < 2; i++) {
+        if (join(path, sizeof(path), dir, files[i]) < 0 ||
+            gs_path_read_small(path, value, sizeof(value)) <= 0 || value[0] == '\n')
+            return true;
+    }
+    return false;
 }
 
 /* mkdir dir (an existing one is fine); *created says whether this call made it. A v1 cpuset

@@ -147,6 +147,7 @@ static void start_on_two_nodes(struct sched_job *job, uint64_t now_ms)
     two.nodes = calloc(2, sizeof(*two.nodes));
     cr_assert_not_null(two.nodes);
     cr_assert_eq(sched_job_start(job, &two, 1, now_ms), 0);
+    sched_alloc_release(&two); /* the job keeps its own copy */
 }
 
 /* A 2-node job losing one node moves only once its task on the other node has ended, so
