@@ -20,15 +20,7 @@ start_gschedd
 start_worker 1 --gpus 1
 wait_for "node1 up" 20 node_state node1 up
 
-cat > "$tmp/work/away.toml" <<EOF
-name = "away"
-[run]
-script = '''
-$(task_script "$(tick_until gate)")
-'''
-[restart]
-max_restarts = 1
-EOF
+task_job away 1 "$(tick_until gate)"
 job=$(submit away.toml)
 log=$tmp/tasks/$job.log
 wait_for "the first attempt to start" 20 grep -q '^start .* node1 ' "$log"

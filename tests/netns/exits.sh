@@ -21,15 +21,7 @@ start_gschedd
 start_worker 1 --gpus 1
 wait_for "node1 up" 20 node_state node1 up
 
-cat > "$tmp/work/once.toml" <<EOF
-name = "once"
-[run]
-script = '''
-$(task_script "$(tick_until gate)")
-'''
-[restart]
-max_restarts = 1
-EOF
+task_job once 1 "$(tick_until gate)"
 job=$(submit once.toml)
 log=$tmp/tasks/$job.log
 exits=$tmp/wrk/node1.tasks.exits

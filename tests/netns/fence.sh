@@ -23,15 +23,7 @@ start_gschedd
 start_worker 1 --gpus 1
 wait_for "node1 up" 20 node_state node1 up
 
-cat > "$tmp/work/deaf.toml" <<EOF
-name = "deaf"
-[run]
-script = '''
-$(task_script "$(tick_until gate deaf)")
-'''
-[restart]
-max_restarts = 1
-EOF
+task_job deaf 1 "$(tick_until gate deaf)"
 job=$(submit deaf.toml)
 log=$tmp/tasks/$job.log
 wait_for "the first attempt to start" 20 grep -q '^start' "$log"

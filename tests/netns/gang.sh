@@ -24,18 +24,7 @@ start_worker 2 --gpus 1
 wait_for "node1 up" 20 node_state node1 up
 wait_for "node2 up" 20 node_state node2 up
 
-cat > "$tmp/work/gang.toml" <<EOF
-name = "gang"
-[resources]
-nodes = 2
-gpus_per_node = 1
-[run]
-script = '''
-$(task_script "$(tick_until gate deaf)")
-'''
-[restart]
-max_restarts = 1
-EOF
+task_job gang 1 "$(tick_until gate deaf)" 'nodes = 2' 'gpus_per_node = 1'
 job=$(submit gang.toml)
 log=$tmp/tasks/$job.log
 wait_for "both ranks to start" 20 eval '[ "$(grep -c "^start" "$log")" = 2 ]'

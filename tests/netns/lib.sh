@@ -242,6 +242,21 @@ tick_until() {
     '  echo "tick $me" >> "$log"; sleep 0.1; i=$((i+1))' 'done'
 }
 
+# task_job NAME MAX_RESTARTS BODY [RESOURCE-LINE...]: $tmp/work/NAME.toml, a job whose
+# script is task_script BODY, with those [resources] lines (none: one node) and
+# max_restarts.
+task_job() {
+  local name=$1 restarts=$2 body=$3 line q="'''"
+  shift 3
+  {
+    printf 'name = "%s"\n' "$name"
+    [ $# -gt 0 ] && printf '[resources]\n'
+    for line in "$@"; do printf '%s\n' "$line"; done
+    printf '[run]\nscript = %s\n%s\n%s\n[restart]\nmax_restarts = %s\n' \
+      "$q" "$(task_script "$body")" "$q" "$restarts"
+  } > "$tmp/work/$name.toml"
+}
+
 # check_logs: the sanitizer build's daemons report into their logs; those count too.
 check_logs() {
   if grep -lE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$tmp"/*.log; then

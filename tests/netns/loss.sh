@@ -35,15 +35,7 @@ start_gschedd
 start_worker 1 --gpus 1
 wait_for "node1 up" 30 node_state node1 up
 
-cat > "$tmp/work/short.toml" <<EOF
-name = "short"
-[run]
-script = '''
-$(task_script 'sleep 0.1')
-'''
-[restart]
-max_restarts = 3
-EOF
+task_job short 3 'sleep 0.1'
 jobs=()
 for _ in $(seq 20); do jobs+=("$(submit short.toml)"); done
 ended() { is "$1" 'j["state"] not in ("PENDING", "RUNNING", "REQUEUED")'; }

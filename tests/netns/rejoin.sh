@@ -19,15 +19,7 @@ start_gschedd
 start_worker 1 --gpus 1
 wait_for "node1 up" 20 node_state node1 up
 
-cat > "$tmp/work/back.toml" <<EOF
-name = "back"
-[run]
-script = '''
-$(task_script "$(tick_until gate)")
-'''
-[restart]
-max_restarts = 2
-EOF
+task_job back 2 "$(tick_until gate)"
 job=$(submit back.toml)
 log=$tmp/tasks/$job.log
 wait_for "the first attempt to start" 20 grep -q '^start' "$log"

@@ -22,15 +22,7 @@ start_gschedd
 start_worker 1 --gpus 1
 wait_for "node1 up" 20 node_state node1 up
 
-cat > "$tmp/work/late.toml" <<EOF
-name = "late"
-[run]
-script = '''
-$(task_script "$(tick_until gate)")
-'''
-[restart]
-max_restarts = 1
-EOF
+task_job late 1 "$(tick_until gate)"
 kill -STOP "${worker_pid[1]}"
 job=$(submit late.toml)
 log=$tmp/tasks/$job.log
