@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "tests/fuzz/live.h"
+#include "tests/common/pb_field_size.h"
 
 #define MAX_DEPTH 8
 #define SMALL_REPEAT 4
@@ -429,28 +430,6 @@ static bool oneof_selected(ProtobufCMessage *m, const ProtobufCFieldDescriptor *
     return *(uint32_t *)quantifier(m, f) == f->id;
 }
 
-static size_t elt_size(ProtobufCType type)
-{
-    switch (type) {
-    case PROTOBUF_C_TYPE_INT64:
-    case PROTOBUF_C_TYPE_SINT64:
-    case PROTOBUF_C_TYPE_SFIXED64:
-    case PROTOBUF_C_TYPE_UINT64:
-    case PROTOBUF_C_TYPE_FIXED64:
-    case PROTOBUF_C_TYPE_DOUBLE:
-        return 8;
-    case PROTOBUF_C_TYPE_BOOL:
-        return sizeof(protobuf_c_boolean);
-    case PROTOBUF_C_TYPE_STRING:
-    case PROTOBUF_C_TYPE_MESSAGE:
-        return sizeof(void *);
-    case PROTOBUF_C_TYPE_BYTES:
-        return sizeof(ProtobufCBinaryData);
-    default:
-        return 4;
-    }
-}
-
 static bool string_owned(const ProtobufCFieldDescriptor *f, const char *s)
 {
     return s != NULL && s != protobuf_c_empty_string && s != f->default_value;
@@ -474,7 +453,7 @@ static void drop_value(const ProtobufCFieldDescriptor *f, void *p)
         *(ProtobufCMessage **)p = NULL;
         break;
     default:
-        memset(p, 0, elt_size(f->type));
+        memset(p, 0, pb_field_elem_size(f->type));
         break;
     }
 }
@@ -538,7 +517,7 @@ static void append(struct lf_rng *r, const struct lf_dict *d, ProtobufCMessage *
 {
     size_t *n = quantifier(m, f);
     char **arr = member(m, f);
-    size_t size = elt_size(f->type);
+    size_t size = pb_field_elem_size(f->type);
     uint8_t elt[32] = {0};
 
     if (f->type == PROTOBUF_C_TYPE_MESSAGE && *n > 0 && lf_chance(r, 40)) {
@@ -564,7 +543,7 @@ static void remove_at(ProtobufCMessage *m, const ProtobufCFieldDescriptor *f, si
 {
     size_t *n = quantifier(m, f);
     char *arr = *(char **)member(m, f);
-    size_t size = elt_size(f->type);
+    size_t size = pb_field_elem_size(f->type);
 
     drop_value(f, arr + i * size);
     memmove(arr + i * size, arr + (i + 1) * size, (*n - i - 1) * size);
@@ -578,7 +557,7 @@ static void mutate_repeated(struct lf_rng *r, const struct lf_dict *d, ProtobufC
 {
     size_t *n = quantifier(m, f);
     char *arr = *(char **)member(m, f);
-    size_t size = elt_size(f->type), count;
+    size_t size = pb_field_elem_size(f->type), count;
 
     switch (lf_below(r, 8)) {
     case 0:

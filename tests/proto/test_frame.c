@@ -16,6 +16,7 @@
 
 #include "common/buf.h"
 #include "proto/frame.h"
+#include "tests/common/pb_field_size.h"
 
 /* ---- messages of any type with every field set, built from their descriptors ---- */
 
@@ -25,28 +26,6 @@
 static unsigned fill_seed;
 
 static ProtobufCMessage *new_filled(const ProtobufCMessageDescriptor *desc, int depth);
-
-static size_t elem_size(ProtobufCType type)
-{
-    switch (type) {
-    case PROTOBUF_C_TYPE_INT64:
-    case PROTOBUF_C_TYPE_SINT64:
-    case PROTOBUF_C_TYPE_SFIXED64:
-    case PROTOBUF_C_TYPE_UINT64:
-    case PROTOBUF_C_TYPE_FIXED64:
-    case PROTOBUF_C_TYPE_DOUBLE:
-        return 8;
-    case PROTOBUF_C_TYPE_BOOL:
-        return sizeof(protobuf_c_boolean);
-    case PROTOBUF_C_TYPE_STRING:
-    case PROTOBUF_C_TYPE_MESSAGE:
-        return sizeof(void *);
-    case PROTOBUF_C_TYPE_BYTES:
-        return sizeof(ProtobufCBinaryData);
-    default:
-        return 4;
-    }
-}
 
 static void fill_bytes(ProtobufCBinaryData *bin, unsigned v)
 {
@@ -113,7 +92,7 @@ static void fill_value(const ProtobufCFieldDescriptor *f, void *p, int depth)
 
 static void fill_repeated(const ProtobufCFieldDescriptor *f, char *msg, int depth)
 {
-    size_t size = elem_size(f->type);
+    size_t size = pb_field_elem_size(f->type);
     char *array;
 
     if (f->type == PROTOBUF_C_TYPE_MESSAGE && depth >= FILL_MAX_DEPTH)
