@@ -89,9 +89,18 @@ grep -qE "job=1 step=[1-9][0-9]* rank=0 .*task started" "$state/$second.log" ||
   fail "no rsh step on $second: $(tail "$state/$second.log")"
 
 # --- kill -9 of a worker under the run after its first checkpoint --------------------------
+# stop_rank OUT_DIR NODE: SIGSTOP to the job's gsched-train rank that runs on NODE.
+stop_rank() {
+  local pid stopped=0
+  for pid in $(pgrep -x gsched-train); do
+    tr '\0' '\n' < "/proc/$pid/cmdline" 2> /dev/null | grep -qx -- "--out_dir=$1" || continue
+    tr '\0' '\n' < "/proc/$pid/environ" 2> /dev/null | grep -qx "SLURMD_NODENAME=$2" || continue
+    kill -STOP "$pid" && stopped=$((stopped + 1))
+  done
+  [ "$stopped" = 1 ] || fail "$1: $stopped ranks of the run on $2, not one"
+}
 # The dead worker's rank and daemon outlive it until gschedd declares the node down (3
-# missed heartbeats), as ranks on a node cut off from the network would: the run must last
-# longer than that. lose_node OUT_DIR ALLOC_INDEX: the worker under that node of the job.
+# missed heartbeats), as ranks on a node cut off from the network would. lose_node OUT_DIR ALLOC_INDEX: the worker under that node of the job.
 lose_node() {
   local out=$1 at=$2 id victim victim_pid resumed
   ddp_job "$out.toml" "$out"
@@ -99,6 +108,9 @@ lose_node() {
   wait_start "$id" 30
   victim=$(jq "$id" "j['allocation'][$at]['node_name']")
   wait_for "the first checkpoint" 120 test -e "$work/$out/checkpoints/ckpt-00000020.gstf"
+  # The run must not finish before gschedd finds the node gone: the rank on the node that
+  # stays is stopped, so every rank waits in its next all-reduce until the job is killed.
+  stop_rank "$out" "$(jq "$id" "j['allocation'][$((1 - at))]['node_name']")"
   victim_pid=$(cat "$state/$victim.pid")
   mapfile -d '' victim_cmd < "/proc/$victim_pid/cmdline"
   kill -9 "$victim_pid"
