@@ -47,7 +47,7 @@ void sched_node_set_down(struct sched_ctx *s, struct sched_node *n, const char *
     snprintf(n->reason, sizeof(n->reason), "%s", why);
     sched_node_update_schedulable(s, n);
     GS_LOG(GS_LOG_WARN, "node=%s reason=\"%s\" node down", n->name, why);
-    sched_engine_node_down(s, n);
+    sched_failover_node_down(s, n);
     /* A worker that is only slow keeps its connection; closing it makes it register again,
      * and that registration is where its leftover tasks are told to stop. */
     if (n->conn != NULL)
@@ -72,7 +72,7 @@ static void on_cron(uv_timer_t *timer)
                    "node=%s fence_ms=%llu its worker has fenced itself by now: its "
                    "jobs move",
                    n->name, (unsigned long long)sched_fence_ms(s));
-            sched_engine_node_lost(s, n);
+            sched_failover_node_lost(s, n);
         }
     }
     sched_cli_sweep(s, now);

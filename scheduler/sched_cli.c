@@ -164,6 +164,68 @@ void sched_cli_error(struct sched_cli *c, uint64_t request_id, int code, const c
     sched_cli_reply(c, &env, held);
 }
 
+Gs__JobState sched_job_wire_state(const struct sched_job *job)
+{
+    return (Gs__JobState)job->state;
+}
+
+void sched_cli_submit_reply(struct sched_cli *c, uint64_t request_id, uint64_t job_id,
+                            uint32_t array_size, const char *partition)
+{
+    Gs__SubmitReply reply = GS__SUBMIT_REPLY__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+
+    reply.job_id = job_id;
+    reply.state = GS__JOB_STATE__JOB_STATE_PENDING;
+    reply.array_size = array_size;
+    reply.partition = (char *)(partition != NULL ? partition : "");
+    env.request_id = request_id;
+    env.body_case = GS__ENVELOPE__BODY_SUBMIT_REPLY;
+    env.submit_reply = &reply;
+    sched_cli_reply(c, &env, true);
+}
+
+void sched_cli_action_reply(struct sched_cli *c, uint64_t request_id, Gs__Envelope__BodyCase what,
+                            const struct sched_action_result *results, size_t n)
+{
+    Gs__JobActionReply reply = GS__JOB_ACTION_REPLY__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    Gs__JobActionResult *r = calloc(n + 1, sizeof(*r));
+    Gs__JobActionResult **ptrs = calloc(n + 1, sizeof(*ptrs));
+
+    if (r == NULL || ptrs == NULL) {
+        sched_cli_error(c, request_id, -ENOMEM, "out of memory", true);
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        gs__job_action_result__init(&r[i]);
+        r[i].job_id = results[i].job_id;
+        r[i].code = results[i].code;
+        r[i].message = (char *)results[i].message;
+        r[i].state = results[i].state;
+        ptrs[i] = &r[i];
+    }
+    reply.n_results = n;
+    reply.results = ptrs;
+    env.request_id = request_id;
+    env.body_case = what == GS__ENVELOPE__BODY_CANCEL_REQUEST    ? GS__ENVELOPE__BODY_CANCEL_REPLY
+                    : what == GS__ENVELOPE__BODY_HOLD_REQUEST    ? GS__ENVELOPE__BODY_HOLD_REPLY
+                    : what == GS__ENVELOPE__BODY_REQUEUE_REQUEST ? GS__ENVELOPE__BODY_REQUEUE_REPLY
+                                                                 : GS__ENVELOPE__BODY_RELEASE_REPLY;
+    if (env.body_case == GS__ENVELOPE__BODY_CANCEL_REPLY)
+        env.cancel_reply = &reply;
+    else if (env.body_case == GS__ENVELOPE__BODY_HOLD_REPLY)
+        env.hold_reply = &reply;
+    else if (env.body_case == GS__ENVELOPE__BODY_REQUEUE_REPLY)
+        env.requeue_reply = &reply;
+    else
+        env.release_reply = &reply;
+    sched_cli_reply(c, &env, true);
+out:
+    free(r);
+    free(ptrs);
+}
+
 /* One NodeInfo, borrowing from the node; free_gpus is the caller's array to free. */
 static void fill_node_info(struct sched_ctx *s, struct sched_node *n, Gs__NodeInfo *info,
                            bool with_topology)
@@ -360,7 +422,7 @@ static void cli_dispatch(struct sched_cli *c, const Gs__Envelope *env)
         handle_nodes(c, env->request_id, env->nodes_request);
         break;
     case GS__ENVELOPE__BODY_SUBMIT_REQUEST:
-        sched_engine_submit(c, env->request_id, env->submit_request);
+        sched_submit(c, env->request_id, env->submit_request);
         break;
     case GS__ENVELOPE__BODY_QUEUE_REQUEST:
         sched_query_queue(c, env->request_id, env->queue_request);
@@ -372,7 +434,7 @@ static void cli_dispatch(struct sched_cli *c, const Gs__Envelope *env)
     case GS__ENVELOPE__BODY_HOLD_REQUEST:
     case GS__ENVELOPE__BODY_RELEASE_REQUEST:
     case GS__ENVELOPE__BODY_REQUEUE_REQUEST:
-        sched_engine_action(c, env);
+        sched_action(c, env);
         break;
     case GS__ENVELOPE__BODY_WAIT_REQUEST:
         sched_query_wait(c, env->request_id, env->wait_request);

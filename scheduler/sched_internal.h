@@ -1,8 +1,10 @@
 /*
  * sched_internal.h: struct sched_ctx and what its files share: sched.c (listeners, cron,
  * lifecycle), sched_workers.c (worker connections, nodes, reconciliation), sched_cli.c (CLI
- * connections and dispatch), sched_engine.c (the life of jobs: submit, planning, launch,
- * exits, failures, cancel), sched_persist.c (changes to the store, reload at start),
+ * connections, dispatch and replies), the life of jobs: sched_engine.c (the planning pass,
+ * planner.h's decisions applied), sched_submit.c, sched_launch.c, sched_exits.c,
+ * sched_failover.c (nodes lost and back), sched_actions.c (cancel, hold, release, requeue);
+ * sched_persist.c (changes to the store, reload at start),
  * sched_query.c (what the CLI reads: queue, show, wait, logs), sched_kv.c (the jobs'
  * key/value stores). Not for other folders.
  */
@@ -16,6 +18,7 @@
 #include "scheduler/cluster.h"
 #include "scheduler/jobs.h"
 #include "scheduler/journal.h"
+#include "scheduler/planner.h"
 #include "scheduler/sched.h"
 
 struct sched_node {
@@ -204,11 +207,7 @@ int sched_keys_check(struct sched_cli *c, uint64_t request_id, const Gs__SubmitR
 int sched_keys_claim(struct sched_ctx *s, struct sched_job *first, const char *key);
 void sched_keys_unclaim(struct sched_ctx *s, const struct sched_job *first);
 int sched_keys_restore(struct sched_ctx *s, struct sched_job *job, const char *key);
-/* The idle policy's end of a job (sched_engine.c): cancelled, or requeued when requeue. */
-void sched_engine_idle_end(struct sched_ctx *s, struct sched_job *job, bool requeue,
-                           const char *why);
-
-/* Marks a node DOWN (no-op when it is already): its jobs fail over (sched_engine.c). */
+/* Marks a node DOWN (no-op when it is already): its jobs fail over (sched_failover.c). */
 void sched_node_set_down(struct sched_ctx *s, struct sched_node *n, const char *why);
 /* Whether new work may go to the node: UP and its worker connected. */
 void sched_node_update_schedulable(struct sched_ctx *s, struct sched_node *n);
@@ -241,6 +240,19 @@ void sched_cli_close(struct sched_cli *c);
 void sched_cli_error(struct sched_cli *c, uint64_t request_id, int code, const char *msg,
                      bool held);
 void sched_cli_unhold(struct sched_cli *c);
+/* A SubmitReply (job_id 0 for --test-only); lets go of the hold. */
+void sched_cli_submit_reply(struct sched_cli *c, uint64_t request_id, uint64_t job_id,
+                            uint32_t array_size, const char *partition);
+/* One job's outcome of a cancel, hold, release or requeue (sched_actions.c). */
+struct sched_action_result {
+    uint64_t job_id;
+    int32_t code; /* 0 or a negative errno */
+    Gs__JobState state;
+    char message[160];
+};
+/* The reply to what (a CancelRequest, HoldRequest, ...) with n results; lets go of the hold. */
+void sched_cli_action_reply(struct sched_cli *c, uint64_t request_id, Gs__Envelope__BodyCase what,
+                            const struct sched_action_result *results, size_t n);
 /*
  * The job job_id when the caller may act for it as one of its tasks: its owner or root (the
  * uid is the kernel's, or the one a worker vouches for), while the job is RUNNING. Else
@@ -260,27 +272,48 @@ void sched_cli_relay(struct sched_ctx *s, struct gs_proto_conn *conn, const char
 /* The worker connection conn went away: its relayed CLIs end as a CLI that hung up does. */
 void sched_cli_relay_gone(struct sched_ctx *s, struct gs_proto_conn *conn);
 
-/* sched_engine.c */
-void sched_engine_submit(struct sched_cli *c, uint64_t request_id, const Gs__SubmitRequest *req);
-void sched_engine_action(struct sched_cli *c, const Gs__Envelope *env);
+/* sched_engine.c: the planning pass */
 /* Asks for a planning pass once this loop iteration's events are handled. */
 void sched_engine_wake(struct sched_ctx *s);
-/* A task exit from node n's worker; acknowledged to that worker once stored. */
-void sched_engine_task_exit(struct sched_ctx *s, struct sched_node *n, const Gs__TaskExit *ex);
-void sched_engine_launch_reply(struct sched_ctx *s, struct sched_node *n,
-                               const Gs__LaunchTasksReply *r);
+
+/* sched_submit.c: a SubmitRequest, answered once its jobs are stored (or refused). */
+void sched_submit(struct sched_cli *c, uint64_t request_id, const Gs__SubmitRequest *req);
+
+/* sched_actions.c: cancel, hold, release, requeue, answered once stored. */
+void sched_action(struct sched_cli *c, const Gs__Envelope *env);
+/* The idle policy's end of a job: cancelled, or requeued when requeue. */
+void sched_action_idle_end(struct sched_ctx *s, struct sched_job *job, bool requeue,
+                           const char *why);
+
+/* sched_exits.c: a task exit from node n's worker; acknowledged to that worker once stored. */
+void sched_exit_task(struct sched_ctx *s, struct sched_node *n, const Gs__TaskExit *ex);
+
+/* sched_failover.c */
 /*
  * A worker registered: decides which of its running tasks it keeps (the others go into
  * *ret_kill, which the caller frees with free()), takes its unacknowledged exits, and
  * requeues this node's tasks the worker does not know.
  */
-int sched_engine_reconcile(struct sched_ctx *s, struct sched_node *n, const Gs__NodeRegister *reg,
-                           Gs__TaskRef ***ret_kill, size_t *ret_nkill);
-/* A node went down: its srun steps end now; its jobs move (sched_engine_node_lost) only once
- * its worker has fenced itself, failover_due_mono, unless it registers again first. */
-void sched_engine_node_down(struct sched_ctx *s, struct sched_node *n);
+int sched_failover_reconcile(struct sched_ctx *s, struct sched_node *n, const Gs__NodeRegister *reg,
+                             Gs__TaskRef ***ret_kill, size_t *ret_nkill);
+/* A node went down: its srun steps end now; its jobs move (sched_failover_node_lost) only
+ * once its worker has fenced itself, failover_due_mono, unless it registers again first. */
+void sched_failover_node_down(struct sched_ctx *s, struct sched_node *n);
 /* The jobs of a node down past its fence timeout: requeued or NODE_FAIL. */
-void sched_engine_node_lost(struct sched_ctx *s, struct sched_node *n);
+void sched_failover_node_lost(struct sched_ctx *s, struct sched_node *n);
+
+/* sched_launch.c */
+/* Starts job at alloc (taken from the cluster by the planner): stored RUNNING, then launched. */
+void sched_launch_start(struct sched_ctx *s, struct sched_job *job, struct sched_alloc *alloc,
+                        bool backfilled);
+void sched_launch_reply(struct sched_ctx *s, struct sched_node *n, const Gs__LaunchTasksReply *r);
+/* The registry node at a cluster index, NULL when there is none. */
+struct sched_node *sched_node_at(struct sched_ctx *s, uint32_t index);
+/* SignalTasks to every node of the job but skip (an alloc node index, or UINT32_MAX). */
+void sched_signal_job(struct sched_ctx *s, const struct sched_job *job, uint32_t skip,
+                      uint32_t signum, Gs__EndReason why, const char *reason);
+/* A signal for the batch shell alone (scancel -b): it runs on the job's first node. */
+void sched_signal_batch(struct sched_ctx *s, const struct sched_job *job, uint32_t signum);
 /* The MASTER_ADDR of a node: the address its worker registered, else its name. */
 const char *sched_node_address(const struct sched_node *n);
 
@@ -331,16 +364,9 @@ const struct gs_config_partition *sched_job_partition(struct sched_ctx *s,
  * longer one, unknown partitions and nodes. Returns 0, -EINVAL with why, -ENOMEM.
  */
 int sched_slurm_admit(struct sched_ctx *s, struct gs_jobspec *spec, char *why, size_t size);
-/* The nodes a job may use and must use, as sched_req bitmaps (NULL: no restriction). */
-struct sched_node_masks {
-    uint64_t *allowed;
-    uint64_t *required;
-    uint32_t nrequired;
-};
+/* The nodes a job may use and must use (planner.h), from its partition and node lists. */
 int sched_node_masks_build(struct sched_ctx *s, const struct gs_jobspec *spec,
                            struct sched_node_masks *m);
-void sched_node_masks_apply(const struct sched_node_masks *m, struct sched_req *req);
-void sched_node_masks_release(struct sched_node_masks *m);
 /*
  * A LaunchTasks environment: the run spec's variables (borrowed), then what gschedd adds
  * (owned), a key set twice keeping the later value.
@@ -411,7 +437,7 @@ void sched_alloc_msg_release(struct sched_alloc_msg *m);
 /* JobState of a job (for the wire). */
 Gs__JobState sched_job_wire_state(const struct sched_job *job);
 
-/* Messages to workers that a job's launch (sched_engine.c) and its steps' share. */
+/* Messages to workers that a job's launch (sched_launch.c) and its steps' share. */
 /* sig and env (which carries it) for job_id's tasks; the caller sets step or all_steps. */
 void sched_signal_tasks_msg(Gs__SignalTasks *sig, Gs__Envelope *env, uint64_t job_id,
                             uint32_t signum, Gs__EndReason why, const char *reason);

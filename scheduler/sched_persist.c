@@ -10,7 +10,7 @@
  * At start, before the journal's thread exists, the loop thread reads everything back:
  * nodes first (so allocations can be mapped onto cluster indices), then jobs, their tasks
  * and their history. Running jobs take their resources again; whether they still run is
- * settled when their workers register (sched_engine_reconcile).
+ * settled when their workers register (sched_failover_reconcile).
  */
 #include <errno.h>
 #include <stdio.h>

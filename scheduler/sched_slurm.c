@@ -78,13 +78,6 @@ int sched_slurm_admit(struct sched_ctx *s, struct gs_jobspec *spec, char *why, s
     return 0;
 }
 
-void sched_node_masks_release(struct sched_node_masks *m)
-{
-    free(m->allowed);
-    free(m->required);
-    *m = (struct sched_node_masks){0};
-}
-
 int sched_node_masks_build(struct sched_ctx *s, const struct gs_jobspec *spec,
                            struct sched_node_masks *m)
 {
@@ -124,13 +117,6 @@ int sched_node_masks_build(struct sched_ctx *s, const struct gs_jobspec *spec,
 oom:
     sched_node_masks_release(m);
     return -ENOMEM;
-}
-
-void sched_node_masks_apply(const struct sched_node_masks *m, struct sched_req *req)
-{
-    req->allowed = m->allowed;
-    req->required = m->required;
-    req->nrequired = m->nrequired;
 }
 
 /* --- the batch step's environment -------------------------------------------------------- */

@@ -123,7 +123,7 @@ static void apply_policy(struct sched_ctx *s, struct sched_job *job, const struc
              sched_tel_threshold(s->tel), (now - g->below_since_ms) / 1000);
     GS_LOG(GS_LOG_WARN, "job=%llu node=%s gpu=%u action=%s idle policy",
            (unsigned long long)job->id, n->name, gpu, gs_idle_action_name(p->idle_action));
-    sched_engine_idle_end(s, job, p->idle_action == GS_IDLE_REQUEUE, why);
+    sched_action_idle_end(s, job, p->idle_action == GS_IDLE_REQUEUE, why);
 }
 
 /* The "notify" policy: a line in the job's stderr through the GPU's worker, if it knows

@@ -320,7 +320,7 @@ static void handle_register(struct sched_wconn *wc, struct gs_proto_conn *conn,
     struct sched_change *ch;
     int rc = register_node(wc, conn, reg, &reason);
 
-    if (rc == 0 && (rc = sched_engine_reconcile(s, wc->node, reg, &kill, &nkill)) < 0)
+    if (rc == 0 && (rc = sched_failover_reconcile(s, wc->node, reg, &kill, &nkill)) < 0)
         reason = "out of memory";
     if (rc < 0) {
         GS_LOG(GS_LOG_WARN, "peer=%s reason=\"%s\" registration refused", gs_proto_conn_peer(conn),
@@ -370,14 +370,14 @@ static void on_worker_message(struct gs_proto_conn *conn, const Gs__Envelope *en
         if (env->task_exit->step >= 1) /* an srun step's: relayed, not stored */
             sched_steps_task_exit(wc->s, wc->node, env->task_exit);
         else
-            sched_engine_task_exit(wc->s, wc->node, env->task_exit);
+            sched_exit_task(wc->s, wc->node, env->task_exit);
         break;
     case GS__ENVELOPE__BODY_STEP_OUTPUT:
         sched_steps_output(wc->s, wc->node, env->step_output);
         break;
     case GS__ENVELOPE__BODY_LAUNCH_TASKS_REPLY:
         if (!sched_steps_launch_reply(wc->s, wc->node, env->request_id))
-            sched_engine_launch_reply(wc->s, wc->node, env->launch_tasks_reply);
+            sched_launch_reply(wc->s, wc->node, env->launch_tasks_reply);
         break;
     case GS__ENVELOPE__BODY_CLI_RELAY:
         sched_cli_relay(wc->s, conn, wc->node->name, &wc->relay_last_session, env->cli_relay);

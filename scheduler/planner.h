@@ -1,0 +1,69 @@
+/*
+ * planner.h: one planning pass over the job table: which pending jobs may be considered
+ * (not held, dependencies met, array throttle), what each asks of a node, and the pass of
+ * plan.h over them. The daemon's pass (sched_engine.c) and a simulator call the same
+ * function; it does no I/O, reads no clock (now is a parameter) and sends nothing.
+ *
+ * What it decides it writes into the jobs it read: a waiting job's reason (Resources,
+ * Priority, Dependency, Held, JobArrayTaskLimit) and its expected start when it holds the
+ * reservation. A job given a start is not started: the caller starts it (stores it, tells
+ * its workers) or gives its allocation back. Loop thread only.
+ */
+#ifndef SCHED_PLANNER_H
+#define SCHED_PLANNER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/jobspec.h"
+#include "scheduler/cluster.h"
+#include "scheduler/jobs.h"
+#include "scheduler/plan.h"
+
+/* The nodes a job may use and must use, as sched_req bitmaps (NULL: no restriction). */
+struct sched_node_masks {
+    uint64_t *allowed;
+    uint64_t *required;
+    uint32_t nrequired;
+};
+
+/* Points req at the masks, which must outlive it. */
+void sched_node_masks_apply(const struct sched_node_masks *m, struct sched_req *req);
+void sched_node_masks_release(struct sched_node_masks *m);
+
+/*
+ * Where a job's partition and node lists come from: the daemon's registry (node names to
+ * indices) and configuration. build fills m (all NULL: any node) or returns -ENOMEM. A
+ * NULL build: every job may use every node.
+ */
+struct sched_planner_masks {
+    int (*build)(void *data, const struct gs_jobspec *spec, struct sched_node_masks *m);
+    void *data;
+};
+
+/* Tasks a job runs on each of its nodes. */
+uint32_t sched_tasks_per_node(const struct gs_jobspec *spec);
+/* What the job asks of each node, without node masks. */
+void sched_job_req(const struct gs_jobspec *spec, struct sched_req *req);
+
+/* A pass's decisions: the jobs it considered (borrowed from the table), a verdict each. */
+struct sched_plan_out {
+    struct sched_job **jobs;
+    struct sched_verdict *verdicts;
+    size_t n;
+    struct sched_reservation res;
+    bool timed_deps; /* a job waits for after:JOB+MIN: plan again when that time comes */
+};
+
+/*
+ * Plans jobs[*plan_from..] (*plan_from advances past the jobs that have ended for good)
+ * on cluster at now_ms. The verdicts that start a job hold resources taken from cluster:
+ * the caller starts each such job or gives its allocation back. Returns 0 or -ENOMEM (then
+ * nothing was taken). Release out with sched_plan_out_release().
+ */
+int sched_planner_pass(struct sched_jobs *jobs, size_t *plan_from, struct sched_cluster *cluster,
+                       const struct sched_planner_masks *masks, uint64_t now_ms,
+                       struct sched_plan_out *out);
+void sched_plan_out_release(struct sched_plan_out *out);
+
+#endif

@@ -1,0 +1,183 @@
+/*
+ * test_planner.c: the planning pass over a job table with no daemon around it, as the
+ * simulator runs it: which pending jobs it considers (held, dependencies, array throttle,
+ * node masks from the caller), the verdicts, the reasons and expected start written into
+ * the waiting jobs, and the finished jobs it skips for good.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scheduler/planner.h"
+
+static struct sched_cluster *cluster;
+static struct sched_jobs *jobs;
+static struct sched_plan_out out;
+
+static void setup(void)
+{
+    struct sched_node_info n0 = {.name = "n0", .ngpus = 4, .ncores = 16, .mem_mib = 1024};
+    struct sched_node_info n1 = {.name = "n1", .ngpus = 4, .ncores = 16, .mem_mib = 1024};
+
+    cluster = sched_cluster_new();
+    cr_assert_not_null(cluster);
+    cr_assert_eq(sched_cluster_add_node(cluster, &n0), 0, "node index 0");
+    cr_assert_eq(sched_cluster_add_node(cluster, &n1), 1, "node index 1");
+    jobs = sched_jobs_new(cluster);
+    cr_assert_not_null(jobs);
+    memset(&out, 0, sizeof(out));
+}
+
+static void teardown(void)
+{
+    sched_plan_out_release(&out);
+    sched_jobs_free(jobs);
+    sched_cluster_free(cluster);
+}
+
+TestSuite(planner, .init = setup, .fini = teardown);
+
+static struct sched_job *add(uint64_t id, uint32_t gpus, int32_t priority, uint64_t limit_s)
+{
+    struct gs_jobspec *spec = gs_jobspec_new();
+    struct sched_job *job;
+
+    cr_assert_not_null(spec);
+    spec->gpus_per_node = gpus;
+    spec->priority = priority;
+    spec->time_limit_s = limit_s;
+    job = sched_jobs_add(jobs, id, spec, 1000);
+    cr_assert_not_null(job);
+    return job;
+}
+
+static const struct sched_verdict *verdict_of(uint64_t id)
+{
+    for (size_t i = 0; i < out.n; i++) {
+        if (out.jobs[i]->id == id)
+            return &out.verdicts[i];
+    }
+    return NULL;
+}
+
+/* Starts what the pass gave a start, as the daemon's engine does. */
+static void start_all(uint64_t now_ms)
+{
+    for (size_t i = 0; i < out.n; i++) {
+        if (out.verdicts[i].start)
+            cr_assert_eq(sched_job_start(out.jobs[i], &out.verdicts[i].alloc,
+                                         sched_tasks_per_node(out.jobs[i]->spec), now_ms),
+                         0);
+    }
+    sched_plan_out_release(&out);
+}
+
+Test(planner, starts_in_priority_order_and_says_why_the_others_wait)
+{
+    size_t from = 0;
+
+    add(1, 4, 0, 3600);
+    add(2, 4, 5, 3600);
+    add(3, 4, 0, 3600);
+    cr_assert_eq(sched_planner_pass(jobs, &from, cluster, NULL, 10000, &out), 0);
+    cr_assert_eq(out.n, 3);
+    cr_assert(verdict_of(2)->start, "the highest priority first");
+    cr_assert(verdict_of(1)->start);
+    cr_assert_not(verdict_of(3)->start, "two nodes of 4 GPUs are taken");
+    cr_assert_str_eq(sched_jobs_find(jobs, 3)->reason, "Resources");
+    /* The blocked job holds the reservation: it starts when the first job's limit ends. */
+    cr_assert_eq(out.res.job_id, 3);
+    start_all(10000);
+    cr_assert_eq(sched_planner_pass(jobs, &from, cluster, NULL, 20000, &out), 0);
+    cr_assert_eq(out.n, 1);
+    cr_assert_not(out.verdicts[0].start);
+    cr_assert_eq(sched_jobs_find(jobs, 3)->expected_start_ms, (10 + 3600) * 1000,
+                 "the earliest end of a running job's time limit");
+}
+
+Test(planner, leaves_out_held_dependent_and_throttled_jobs)
+{
+    struct sched_job *held = add(1, 1, 0, 60), *dep = add(2, 1, 0, 60), *e[3];
+    size_t from = 0;
+
+    held->held = true;
+    dep->spec->deps = calloc(1, sizeof(*dep->spec->deps));
+    cr_assert_not_null(dep->spec->deps);
+    dep->spec->ndeps = 1;
+    dep->spec->deps[0] = (struct gs_dep){.type = GS_DEP_AFTEROK, .job_id = 1};
+    for (int i = 0; i < 3; i++) { /* an array of three with %1 */
+        e[i] = add(10 + (uint64_t)i, 1, 0, 60);
+        e[i]->spec->array = (struct gs_job_array){
+            .array_job_id = 10, .task_id = (uint32_t)i, .count = 3, .throttle = 1};
+    }
+    cr_assert_eq(sched_planner_pass(jobs, &from, cluster, NULL, 10000, &out), 0);
+    cr_assert_eq(out.n, 1, "only the array's first element is considered");
+    cr_assert_eq(out.jobs[0]->id, 10);
+    cr_assert(out.verdicts[0].start);
+    cr_assert_str_eq(held->reason, "Held");
+    cr_assert_str_eq(dep->reason, "Dependency");
+    cr_assert_str_eq(e[1]->reason, "JobArrayTaskLimit");
+    cr_assert_str_eq(e[2]->reason, "JobArrayTaskLimit");
+    start_all(10000);
+    cr_assert_eq(sched_planner_pass(jobs, &from, cluster, NULL, 11000, &out), 0);
+    cr_assert_eq(out.n, 0, "its one slot is taken while element 0 runs");
+}
+
+/* The caller's masks: job 2 may use n1 only. */
+static int only_n1(void *data, const struct gs_jobspec *spec, struct sched_node_masks *m)
+{
+    int *calls = data;
+
+    (*calls)++;
+    *m = (struct sched_node_masks){0};
+    if (spec->priority != 7)
+        return 0;
+    m->allowed = calloc(1, sizeof(*m->allowed));
+    if (m->allowed == NULL)
+        return -ENOMEM;
+    m->allowed[0] = UINT64_C(1) << 1;
+    return 0;
+}
+
+Test(planner, takes_node_masks_from_the_caller)
+{
+    int calls = 0;
+    struct sched_planner_masks masks = {only_n1, &calls};
+    size_t from = 0;
+
+    add(1, 2, 7, 60);
+    cr_assert_eq(sched_planner_pass(jobs, &from, cluster, &masks, 10000, &out), 0);
+    cr_assert_eq(calls, 1);
+    cr_assert(out.verdicts[0].start);
+    cr_assert_eq(out.verdicts[0].alloc.nnodes, 1);
+    cr_assert_eq(out.verdicts[0].alloc.nodes[0].node, 1, "n1, not the first node");
+}
+
+Test(planner, skips_the_finished_jobs_at_the_front_for_good)
+{
+    size_t from = 0;
+    struct sched_job *a = add(1, 1, 0, 60);
+
+    add(2, 1, 0, 60);
+    cr_assert(sched_job_cancel(a, 5000));
+    cr_assert_eq(sched_planner_pass(jobs, &from, cluster, NULL, 10000, &out), 0);
+    cr_assert_eq(from, 1, "job 1 has ended: passes start after it");
+    cr_assert_eq(out.n, 1);
+    cr_assert_eq(out.jobs[0]->id, 2);
+}
+
+Test(planner, computes_what_a_job_asks_of_each_node)
+{
+    struct gs_jobspec spec = {
+        .nodes = 2, .gpus_per_node = 4, .tasks_per_gpu = true, .cpus_per_task = 3};
+    struct sched_req req;
+
+    sched_job_req(&spec, &req);
+    cr_assert_eq(sched_tasks_per_node(&spec), 4, "a task per GPU");
+    cr_assert_eq(req.nodes, 2);
+    cr_assert_eq(req.cores_per_node, 12);
+    spec.cpus_per_gpu = 5;
+    sched_job_req(&spec, &req);
+    cr_assert_eq(req.cores_per_node, 20);
+}
