@@ -8,6 +8,8 @@
  *     scontrol show node [NAME]          per node ("nodes" too)
  *     scontrol hold|release IDS          keep pending jobs from starting / let them start
  *     scontrol requeue|requeuehold IDS   end running jobs and queue them again (held)
+ *     scontrol update NodeName=LIST State=DRAIN Reason=TEXT | State=RESUME
+ *                                        take nodes out of service and back (root)
  *
  * `-o`/`--oneliner` before the command puts each record on one line, as Slurm's; --socket
  * PATH is gsched's. The hostnames expansion needs no daemon: the way multi-node torchrun
@@ -28,6 +30,7 @@
 
 #include "cli/client.h"
 #include "cli/job_print.h"
+#include "cli/scontrol_update.h"
 #include "cli/slurm_cmd.h"
 #include "cli/slurm_fmt.h"
 #include "common/clock.h"
@@ -681,7 +684,8 @@ static void usage(FILE *f)
 {
     fputs("Usage: scontrol [-o] [--socket PATH] COMMAND\n"
           "  show hostnames [LIST] | show job [ID] | show partition [NAME] | show node [NAME]\n"
-          "  hold IDS | release IDS | requeue IDS | requeuehold IDS\n",
+          "  hold IDS | release IDS | requeue IDS | requeuehold IDS\n"
+          "  update NodeName=LIST State=DRAIN Reason=TEXT | update NodeName=LIST State=RESUME\n",
           f);
 }
 
@@ -732,5 +736,7 @@ int cli_cmd_scontrol(int argc, char **argv)
         return job_action(&sc, ACT_REQUEUE, argc - 1, argv + 1);
     if (is(argv[0], "requeuehold", NULL))
         return job_action(&sc, ACT_REQUEUEHOLD, argc - 1, argv + 1);
+    if (is(argv[0], "update", NULL))
+        return scontrol_update(sc.socket_opt, argc - 1, argv + 1);
     return slurm_error(CMD, "invalid keyword: %s", argv[0]);
 }

@@ -464,7 +464,8 @@ static int check_exits(struct up *u)
     return 0;
 }
 
-/* The first of node1..nodeN that is not UP in r (0: all are); node1's GPUs into u. */
+/* The first of node1..nodeN whose worker is not registered in r (0: all are: UP, or drained
+ * by an operator); node1's GPUs into u. */
 static unsigned first_not_up(struct up *u, const Gs__NodesReply *r)
 {
     for (unsigned i = 1; i <= u->local.nworkers; i++) {
@@ -474,7 +475,8 @@ static unsigned first_not_up(struct up *u, const Gs__NodesReply *r)
             if (strcmp(r->nodes[k]->name, u->local.daemons[i].name) == 0)
                 n = r->nodes[k];
         }
-        if (n == NULL || n->state != GS__NODE_STATE__NODE_STATE_UP)
+        if (n == NULL || n->state == GS__NODE_STATE__NODE_STATE_DOWN ||
+            n->state == GS__NODE_STATE__NODE_STATE_UNSPECIFIED)
             return i;
         if (i == 1)
             u->gpus_per_node = n->gpus_total;

@@ -117,12 +117,16 @@ static void write_node(struct gs_json *j, struct sched_ctx *s, const struct sche
                        const struct sched_job **held)
 {
     const Gs__NodeTopology *t = n->topology;
-    bool up = n->up && n->conn != NULL;
+    Gs__NodeState st = sched_node_state(s, n);
 
     gs_json_object_begin(j);
     gs_json_kv_string(j, "name", n->name);
-    gs_json_kv_string(j, "state", up ? "up" : "down");
-    gs_json_kv_string(j, "reason", n->reason);
+    gs_json_kv_string(j, "state",
+                      st == GS__NODE_STATE__NODE_STATE_UP         ? "up"
+                      : st == GS__NODE_STATE__NODE_STATE_DRAINING ? "draining"
+                      : st == GS__NODE_STATE__NODE_STATE_DRAINED  ? "drained"
+                                                                  : "down");
+    gs_json_kv_string(j, "reason", sched_node_reason(n));
     gs_json_kv_bool(j, "connected", n->conn != NULL);
     gs_json_kv_string(j, "address", t->address);
     gs_json_kv_string(j, "worker_version", n->worker_version);

@@ -235,9 +235,8 @@ static void fill_node_info(struct sched_ctx *s, struct sched_node *n, Gs__NodeIn
     gs__node_info__init(info);
     info->name = n->name;
     /* Up means schedulable: a node whose worker has not (re)connected is not, yet. */
-    info->state =
-        n->up && n->conn != NULL ? GS__NODE_STATE__NODE_STATE_UP : GS__NODE_STATE__NODE_STATE_DOWN;
-    info->reason = n->reason;
+    info->state = sched_node_state(s, n);
+    info->reason = (char *)sched_node_reason(n);
     info->gpus_total = (uint32_t)n->topology->n_gpus;
     info->gpus_free = n->up ? free_gpus : 0;
     info->cores_total = n->topology->cores;
@@ -441,6 +440,9 @@ static void cli_dispatch(struct sched_cli *c, const Gs__Envelope *env)
         break;
     case GS__ENVELOPE__BODY_LOGS_REQUEST:
         sched_query_logs(c, env->request_id, env->logs_request);
+        break;
+    case GS__ENVELOPE__BODY_NODE_UPDATE_REQUEST:
+        sched_node_update(c, env->request_id, env->node_update_request);
         break;
     case GS__ENVELOPE__BODY_PARTITIONS_REQUEST:
         sched_query_partitions(c, env->request_id);

@@ -34,6 +34,9 @@ struct sched_node {
      * its worker has surely fenced itself (sched_fence_ms after its last heartbeat). */
     uint64_t failover_due_mono;
     char worker_version[32];
+    /* scontrol update state=drain: takes no new jobs (stored; kept across restarts). */
+    bool drain;
+    char drain_reason[128];
     /* Who holds each GPU, for telemetry (sched_telemetry.c); filled again when the
      * cluster's sched_cluster_alloc_gen for the node moves. */
     bool owners_valid;
@@ -211,6 +214,14 @@ int sched_keys_restore(struct sched_ctx *s, struct sched_job *job, const char *k
 void sched_node_set_down(struct sched_ctx *s, struct sched_node *n, const char *why);
 /* Whether new work may go to the node: UP and its worker connected. */
 void sched_node_update_schedulable(struct sched_ctx *s, struct sched_node *n);
+
+/* sched_drain.c: operators taking nodes out of service and back */
+/* UP, DRAINING (drained, jobs still on it), DRAINED or DOWN (its worker unheard). */
+Gs__NodeState sched_node_state(struct sched_ctx *s, const struct sched_node *n);
+/* What the node's state is about: the drain reason while up and drained, else n->reason. */
+const char *sched_node_reason(const struct sched_node *n);
+/* A NodeUpdateRequest (root only): drain or resume the named nodes, answered once stored. */
+void sched_node_update(struct sched_cli *c, uint64_t request_id, const Gs__NodeUpdateRequest *req);
 
 /* sched_workers.c */
 void sched_on_worker_connection(uv_stream_t *server, int status);

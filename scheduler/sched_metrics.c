@@ -111,7 +111,7 @@ static void render_jobs(struct sched_prom *p, struct sched_ctx *s)
 
 /* --- nodes ----------------------------------------------------------------------------- */
 
-/* Up means schedulable, as `gsched nodes` says: UP and its worker connected. */
+/* Up: UP and its worker connected (a drained node is up, only not schedulable). */
 static bool node_up(const struct sched_node *n)
 {
     return n->up && n->conn != NULL;
@@ -119,13 +119,22 @@ static bool node_up(const struct sched_node *n)
 
 static void render_node_states(struct sched_prom *p, struct sched_ctx *s)
 {
-    size_t up = 0;
+    size_t count[5] = {0};
 
-    for (size_t i = 0; i < s->nnodes; i++)
-        up += node_up(s->nodes[i]);
-    sched_prom_family(p, "gsched_nodes", "gauge", "Nodes by state (up: schedulable).");
-    sched_prom_sample(p, "gsched_nodes", (double)up, "state", "up", NULL);
-    sched_prom_sample(p, "gsched_nodes", (double)(s->nnodes - up), "state", "down", NULL);
+    for (size_t i = 0; i < s->nnodes; i++) {
+        Gs__NodeState st = sched_node_state(s, s->nodes[i]);
+        count[(size_t)st < 5 ? (size_t)st : 0]++;
+    }
+    sched_prom_family(p, "gsched_nodes", "gauge",
+                      "Nodes by state (up: schedulable; draining: drained with jobs still on it).");
+    sched_prom_sample(p, "gsched_nodes", (double)count[GS__NODE_STATE__NODE_STATE_UP], "state",
+                      "up", NULL);
+    sched_prom_sample(p, "gsched_nodes", (double)count[GS__NODE_STATE__NODE_STATE_DOWN], "state",
+                      "down", NULL);
+    sched_prom_sample(p, "gsched_nodes", (double)count[GS__NODE_STATE__NODE_STATE_DRAINING],
+                      "state", "draining", NULL);
+    sched_prom_sample(p, "gsched_nodes", (double)count[GS__NODE_STATE__NODE_STATE_DRAINED], "state",
+                      "drained", NULL);
 }
 
 /* What /metrics says of one node, computed once per scrape. */

@@ -45,6 +45,7 @@ struct ch_event {
 struct ch_node {
     struct sched_node_row row;
     char *name;
+    char *drain_reason;
     uint8_t *topology;
 };
 
@@ -120,6 +121,7 @@ static void change_free(struct sched_change *ch)
     }
     for (size_t i = 0; i < ch->nnodes; i++) {
         free(ch->nodes[i].name);
+        free(ch->nodes[i].drain_reason);
         free(ch->nodes[i].topology);
     }
     free(ch->jobs);
@@ -307,6 +309,10 @@ void sched_change_node(struct sched_change *ch, const struct sched_node *n)
     cn->row.name = cn->name;
     cn->row.state = n->up ? "up" : "down";
     cn->row.last_seen_ms = n->last_heartbeat_wall;
+    if (n->drain) {
+        cn->drain_reason = dup_or_fail(ch, n->drain_reason);
+        cn->row.drain_reason = cn->drain_reason;
+    }
 }
 
 /* Writer thread: the rows in an order that keeps a requeue's clear before its new tasks. */
@@ -389,6 +395,8 @@ static int load_node(const struct sched_node_row *row, void *data)
      * restart, has fenced itself by then) unless it registers first. */
     if (!n->up)
         n->failover_due_mono = n->last_heartbeat_mono + sched_fence_ms(s) + s->heartbeat_ms;
+    n->drain = row->drain_reason != NULL;
+    snprintf(n->drain_reason, sizeof(n->drain_reason), "%s", n->drain ? row->drain_reason : "");
     sched_node_update_schedulable(s, n);
     return 0;
 }

@@ -167,7 +167,7 @@ bool sched_node_send(struct sched_node *n, Gs__Envelope *env)
 
 void sched_node_update_schedulable(struct sched_ctx *s, struct sched_node *n)
 {
-    bool ok = n->up && n->conn != NULL;
+    bool ok = n->up && n->conn != NULL && !n->drain;
 
     if (ok != sched_cluster_is_up(s->cluster, n->index)) {
         sched_cluster_set_up(s->cluster, n->index, ok);

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sqlite3.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -47,8 +48,8 @@ static const char *const stmt_sql[ST_COUNT] = {
                     "exit_code, signaled, term_signal, end_reason, start_ms, end_ms) VALUES "
                     "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     [ST_CLEAR_TASKS] = "DELETE FROM tasks WHERE job_id = ?1",
-    [ST_PUT_NODE] = "INSERT OR REPLACE INTO nodes (name, state, last_seen_ms, topology) VALUES "
-                    "(?1, ?2, ?3, ?4)",
+    [ST_PUT_NODE] = "INSERT OR REPLACE INTO nodes (name, state, last_seen_ms, topology, "
+                    "drain_reason) VALUES (?1, ?2, ?3, ?4, ?5)",
     [ST_ADD_EVENT] = "INSERT INTO events (at_ms, job_id, node, kind, detail) VALUES (?1, ?2, "
                      "?3, ?4, ?5)",
     [ST_LOAD_JOBS] = "SELECT id, name, uid, gid, user, priority, state, reason, held, "
@@ -57,7 +58,8 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_LOAD_TASKS] = "SELECT job_id, rank, node, attempt, state, pid, exit_code, signaled, "
                       "term_signal, end_reason, start_ms, end_ms FROM tasks ORDER BY job_id, "
                       "rank",
-    [ST_LOAD_NODES] = "SELECT name, state, last_seen_ms, topology FROM nodes ORDER BY name",
+    [ST_LOAD_NODES] = "SELECT name, state, last_seen_ms, topology, drain_reason FROM nodes "
+                      "ORDER BY name",
     [ST_LOAD_EVENTS] = "SELECT at_ms, job_id, node, kind, detail FROM events WHERE ?1 = 0 OR "
                        "job_id = ?1 ORDER BY id",
 };
@@ -76,11 +78,11 @@ static const char schema_sql[] =
     "  signaled INTEGER, term_signal INTEGER, end_reason INTEGER, start_ms INTEGER, "
     "  end_ms INTEGER, PRIMARY KEY (job_id, rank));"
     "CREATE TABLE IF NOT EXISTS nodes (name TEXT PRIMARY KEY, state TEXT, "
-    "  last_seen_ms INTEGER, topology BLOB);"
+    "  last_seen_ms INTEGER, topology BLOB, drain_reason TEXT);"
     "CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY, at_ms INTEGER, "
     "  job_id INTEGER, node TEXT, kind TEXT NOT NULL, detail TEXT);"
     "CREATE INDEX IF NOT EXISTS events_job ON events (job_id);"
-    "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '2');";
+    "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '3');";
 
 struct sched_store {
     sqlite3 *db;
@@ -116,14 +118,13 @@ void sched_store_close(struct sched_store *store)
     free(store);
 }
 
-/* Version 1 had no jobs.usage nor jobs.submit_key; nothing else changed. */
-static int migrate_v1(struct sched_store *s)
+/* Runs one schema upgrade (ALTERs and the new version) in a transaction: all or nothing. */
+static int migrate(struct sched_store *s, const char *sql)
 {
-    if (sqlite3_exec(s->db,
-                     "BEGIN IMMEDIATE; ALTER TABLE jobs ADD COLUMN usage BLOB; "
-                     "ALTER TABLE jobs ADD COLUMN submit_key TEXT; "
-                     "UPDATE meta SET value = '2' WHERE key = 'schema_version'; COMMIT;",
-                     NULL, NULL, NULL) == SQLITE_OK)
+    char buf[512];
+
+    snprintf(buf, sizeof(buf), "BEGIN IMMEDIATE; %s COMMIT;", sql);
+    if (sqlite3_exec(s->db, buf, NULL, NULL, NULL) == SQLITE_OK)
         return 0;
     sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
     return -EIO;
@@ -139,8 +140,16 @@ static int check_version(struct sched_store *s, struct gs_error *err)
     if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
         version = sqlite3_column_int(st, 0);
     sqlite3_finalize(st);
-    if (version == 1 && migrate_v1(s) == 0)
+    /* Version 1 had no jobs.usage nor jobs.submit_key, version 2 no nodes.drain_reason. */
+    if (version == 1 &&
+        migrate(s, "ALTER TABLE jobs ADD COLUMN usage BLOB; "
+                   "ALTER TABLE jobs ADD COLUMN submit_key TEXT; "
+                   "UPDATE meta SET value = '2' WHERE key = 'schema_version';") == 0)
         version = 2;
+    if (version == 2 &&
+        migrate(s, "ALTER TABLE nodes ADD COLUMN drain_reason TEXT; "
+                   "UPDATE meta SET value = '3' WHERE key = 'schema_version';") == 0)
+        version = 3;
     if (version != SCHED_STORE_SCHEMA_VERSION)
         return gs_error_set(err, -EPROTO, 0, 0,
                             "state database has schema version %d, this "
@@ -324,6 +333,7 @@ int sched_store_put_node(struct sched_store *store, const struct sched_node_row 
     bind_text(st, 2, r->state);
     sqlite3_bind_int64(st, 3, (sqlite3_int64)r->last_seen_ms);
     bind_blob(st, 4, r->topology, r->topology_len);
+    bind_text(st, 5, r->drain_reason);
     return run(store, ST_PUT_NODE);
 }
 
@@ -465,6 +475,7 @@ static int visit_node(sqlite3_stmt *st, void *fn, void *data)
         .last_seen_ms = col_u64(st, 2),
         .topology = sqlite3_column_blob(st, 3),
         .topology_len = (size_t)sqlite3_column_bytes(st, 3),
+        .drain_reason = col_text(st, 4),
     };
 
     return ((struct fn_box *)fn)->node(&r, data);

@@ -9,7 +9,8 @@
  * queries. It is driven from one thread at a time, in practice the journal's writer thread
  * (scheduler/journal.h), which batches many changes into one transaction.
  *
- * Schema (version 2; a version 1 database gains jobs.usage when opened):
+ * Schema (version 3; older databases gain the missing columns when opened: version 1
+ * jobs.usage and jobs.submit_key, version 2 nodes.drain_reason):
  *   meta(key TEXT PRIMARY KEY, value TEXT)                      -- schema_version, ...
  *   jobs(id INTEGER PRIMARY KEY, name, uid, gid, user, priority, state, reason, held,
  *        submit_ms, start_ms, end_ms, exit_code, signaled, term_signal, restarts, attempt,
@@ -17,7 +18,8 @@
  *        submit_key TEXT)                              -- SubmitRequest.client_key
  *   tasks(job_id, rank, node, attempt, state, pid, exit_code, signaled, term_signal,
  *         end_reason, start_ms, end_ms, PRIMARY KEY (job_id, rank))
- *   nodes(name TEXT PRIMARY KEY, state, last_seen_ms, topology BLOB)
+ *   nodes(name TEXT PRIMARY KEY, state, last_seen_ms, topology BLOB,
+ *         drain_reason TEXT)                         -- NULL: not drained
  *   events(id INTEGER PRIMARY KEY, at_ms, job_id, node, kind, detail)
  */
 #ifndef SCHED_STORE_H
@@ -29,7 +31,7 @@
 
 #include "common/error.h"
 
-#define SCHED_STORE_SCHEMA_VERSION 2
+#define SCHED_STORE_SCHEMA_VERSION 3
 
 /* One row of jobs; strings and blobs are borrowed (by the store on write, by the callback on
  * load: valid only during the callback). */
@@ -81,6 +83,7 @@ struct sched_node_row {
     uint64_t last_seen_ms;
     const void *topology;
     size_t topology_len;
+    const char *drain_reason; /* NULL: not drained (scontrol update state=drain) */
 };
 
 struct sched_store;

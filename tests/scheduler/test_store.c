@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/buf.h"
 #include "scheduler/store.h"
 
 static char dir[64], path[128];
@@ -203,6 +204,43 @@ Test(store, nodes_round_trip)
     cr_assert_eq(count, 1);
 }
 
+/* The drained nodes' reasons, "-" for the others, in name order. */
+static int drains(const struct sched_node_row *row, void *data)
+{
+    struct gs_buf *b = data;
+
+    return gs_buf_printf(b, "%s=%s;", row->name,
+                         row->drain_reason != NULL ? row->drain_reason : "-");
+}
+
+Test(store, a_version_2_database_gains_the_drain_reason_and_keeps_its_nodes)
+{
+    struct sched_node_row n1 = {.name = "node1", .state = "up", .topology = "x", .topology_len = 1};
+    struct sched_node_row n2 = n1;
+    struct gs_buf b = GS_BUF_INIT;
+    sqlite3 *db;
+
+    n2.name = "node2";
+    cr_assert_eq(sched_store_put_node(store, &n1), 0);
+    sched_store_close(store);
+    store = NULL;
+    /* What gschedd before schema 3 left: no nodes.drain_reason, version 2. */
+    cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(db,
+                              "ALTER TABLE nodes DROP COLUMN drain_reason; UPDATE meta SET value "
+                              "= '2' WHERE key = 'schema_version'",
+                              NULL, NULL, NULL),
+                 SQLITE_OK);
+    sqlite3_close(db);
+    reopen();
+    n2.drain_reason = "bad DIMM";
+    cr_assert_eq(sched_store_put_node(store, &n2), 0);
+    reopen();
+    cr_assert_eq(sched_store_load_nodes(store, drains, &b), 0);
+    cr_assert_str_eq(b.data, "node1=-;node2=bad DIMM;");
+    gs_buf_release(&b);
+}
+
 static int count_event(uint64_t at_ms, uint64_t job_id, const char *node, const char *kind,
                        const char *detail, void *data)
 {
@@ -289,8 +327,8 @@ Test(store, a_version_1_database_gains_the_usage_column)
     cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
     cr_assert_eq(sqlite3_exec(db,
                               "ALTER TABLE jobs DROP COLUMN usage; ALTER TABLE jobs DROP COLUMN "
-                              "submit_key; UPDATE meta SET value = '1' WHERE key = "
-                              "'schema_version'",
+                              "submit_key; ALTER TABLE nodes DROP COLUMN drain_reason; "
+                              "UPDATE meta SET value = '1' WHERE key = 'schema_version'",
                               NULL, NULL, NULL),
                  SQLITE_OK);
     sqlite3_close(db);
