@@ -167,8 +167,9 @@ static int put_job(const struct scontrol *sc, struct gs_buf *out, const Gs__JobI
     if (rc == 0)
         rc = next_line(sc, out);
     if (rc == 0)
-        rc = gs_buf_printf(out, "Priority=%d Nice=0 Account=%s QOS=%s", job->priority,
-                           or_null(job->account), or_null(job->qos));
+        rc = gs_buf_printf(out, "Priority=%d Nice=%d Account=%s QOS=%s", job->priority,
+                           job->spec != NULL ? job->spec->nice : 0, or_null(job->account),
+                           or_null(job->qos));
     if (rc == 0)
         rc = next_line(sc, out);
     if (rc == 0)

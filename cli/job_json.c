@@ -175,6 +175,7 @@ void cli_json_job_spec(struct gs_json *j, const Gs__JobSpec *s)
     gs_json_kv_string(j, "name", s->name);
     json_user(j, s->user);
     gs_json_kv_int(j, "priority", s->priority);
+    gs_json_kv_int(j, "nice", s->nice);
     gs_json_kv_bool(j, "hold", s->hold);
     json_deps(j, s->depends_on, s->n_depends_on);
     json_resources(j, s->resources);

@@ -94,6 +94,7 @@ void cli_jobspec_json(struct gs_json *j, const struct gs_jobspec *s)
     gs_json_object_begin(j);
     gs_json_kv_string(j, "name", s->name);
     gs_json_kv_int(j, "priority", s->priority);
+    gs_json_kv_int(j, "nice", s->nice);
     gs_json_kv_bool(j, "hold", s->hold);
     json_deps(j, s);
     json_resources(j, s);
@@ -142,6 +143,8 @@ int cli_jobspec_text(struct gs_buf *out, const struct gs_jobspec *s)
     text_line(&t, "name", s->name);
     snprintf(a, sizeof(a), "%d", s->priority);
     text_line(&t, "priority", a);
+    snprintf(a, sizeof(a), "%d", s->nice);
+    text_line(&t, "nice", a);
     for (size_t i = 0; i < s->ndeps; i++) {
         snprintf(a, sizeof(a), "%s:%llu", gs_dep_type_name(s->deps[i].type),
                  (unsigned long long)s->deps[i].job_id);

@@ -53,8 +53,9 @@ static const char usage_text[] =
     "                            idle flags, totals (--once: one plain-text frame)\n"
     "  seff JOB [--json]         CPU and GPU efficiency of a running or ended job, as Slurm's\n"
     "                            seff, from the workers' telemetry\n"
-    "  squeue / sinfo / sacct / scancel [Slurm's options]\n"
+    "  squeue / sinfo / sacct / scancel / sprio / sshare [Slurm's options]\n"
     "                            Slurm's views and scancel, with Slurm's formats and options\n"
+    "                            (sprio: pending jobs' priority factors; sshare: fair share)\n"
     "  sbatch [OPTIONS] SCRIPT [ARGS] | --wrap CMD [--test-only] [--json] [--wait]\n"
     "                            submit a Slurm batch script, its #SBATCH lines as Slurm reads\n"
     "                            them (--test-only: show the job, submit nothing)\n"
@@ -113,7 +114,8 @@ static void print_version(void)
 static const struct command slurm_commands[] = {
     {"scontrol", cli_cmd_scontrol}, {"squeue", cli_cmd_squeue},   {"sinfo", cli_cmd_sinfo},
     {"sacct", cli_cmd_sacct},       {"scancel", cli_cmd_scancel}, {"sbatch", cli_cmd_sbatch},
-    {"srun", cli_cmd_srun},         {"seff", cli_cmd_seff},
+    {"srun", cli_cmd_srun},         {"seff", cli_cmd_seff},       {"sprio", cli_cmd_sprio},
+    {"sshare", cli_cmd_sshare},
 };
 
 static const struct command *slurm_command(const char *argv0)

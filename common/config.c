@@ -1,5 +1,7 @@
 /*
- * config.c: reading gsched.toml (see config.h) with common/schema.h, like job files.
+ * config.c: reading gsched.toml (see config.h) with common/schema.h, like job files. The
+ * scheduling policy, [priority] and [[account]], is read in config_policy.c
+ * (config_internal.h); its sections are registered here with the others.
  */
 #include "common/config.h"
 
@@ -9,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/config_internal.h"
 #include "common/error.h"
 #include "common/hostlist.h"
 #include "common/jobspec.h"
@@ -55,6 +58,7 @@ int gs_config_init(struct gs_config *cfg)
     cfg->max_submit_jobs = 10000;
     cfg->fence_timeout_ms = 300000; /* as Slurm's SlurmdTimeout: a node silent 5 min is lost */
     cfg->telemetry_interval_ms = 1000;
+    gs_config_priority_defaults(&cfg->priority);
     cfg->partitions = calloc(1, sizeof(*cfg->partitions));
     if (cfg->partitions != NULL) {
         cfg->npartitions = 1;
@@ -63,6 +67,7 @@ int gs_config_init(struct gs_config *cfg)
             .is_default = true,
             .max_time_s = GS_DURATION_INFINITE,
             .idle_grace_s = GS_CONFIG_DEFAULT_IDLE_GRACE_S,
+            .priority_job_factor = 1,
         };
     }
     if (cfg->host == NULL || cfg->socket_path == NULL || cfg->state_dir == NULL ||
@@ -96,6 +101,7 @@ void gs_config_release(struct gs_config *cfg)
         gs_hostlist_free(cfg->switches[i].nodes);
     }
     free(cfg->switches);
+    gs_config_accounts_free(cfg);
     free_partitions(cfg);
     free(cfg->cluster_name);
     memset(cfg, 0, sizeof(*cfg));
@@ -610,6 +616,12 @@ static void rd_partition_idle_grace(struct gs_schema_ctx *c, const struct gs_tom
     gs_schema_duration(c, v, "partition.idle_grace", 60, true, &current_partition(c)->idle_grace_s);
 }
 
+static void rd_partition_priority_job_factor(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    gs_schema_uint(c, v, "partition.priority_job_factor", 0, 65535,
+                   &current_partition(c)->priority_job_factor);
+}
+
 static const struct gs_schema_key partition_keys[] = {
     {"name", rd_partition_name},
     {"nodes", rd_partition_nodes},
@@ -617,6 +629,7 @@ static const struct gs_schema_key partition_keys[] = {
     {"max_time", rd_partition_max_time},
     {"idle_action", rd_partition_idle_action},
     {"idle_grace", rd_partition_idle_grace},
+    {"priority_job_factor", rd_partition_priority_job_factor},
     {NULL, NULL},
 };
 
@@ -654,6 +667,7 @@ static void rd_partition(struct gs_schema_ctx *c, const struct gs_toml_value *v)
         cfg->partitions[cfg->npartitions++] = (struct gs_config_partition){
             .max_time_s = GS_DURATION_INFINITE,
             .idle_grace_s = GS_CONFIG_DEFAULT_IDLE_GRACE_S,
+            .priority_job_factor = 1,
         };
         gs_schema_read_section(c, t, "partition");
         if (current_partition(c)->name == NULL)
@@ -708,13 +722,23 @@ static void rd_worker(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 }
 
 static const struct gs_schema_key root_keys[] = {
-    {"scheduler", rd_scheduler}, {"worker", rd_worker}, {"switch", rd_switch},
-    {"partition", rd_partition}, {NULL, NULL},
+    {"scheduler", rd_scheduler},
+    {"worker", rd_worker},
+    {"switch", rd_switch},
+    {"partition", rd_partition},
+    {"priority", gs_config_read_priority},
+    {"account", gs_config_read_accounts},
+    {NULL, NULL},
 };
 
 static const struct gs_schema_section sections[] = {
-    {"", root_keys},         {"scheduler", scheduler_keys}, {"worker", worker_keys},
-    {"switch", switch_keys}, {"partition", partition_keys},
+    {"", root_keys},
+    {"scheduler", scheduler_keys},
+    {"worker", worker_keys},
+    {"switch", switch_keys},
+    {"partition", partition_keys},
+    {"priority", gs_config_priority_keys},
+    {"account", gs_config_account_keys},
 };
 
 int gs_config_parse(struct gs_config *cfg, const char *text, size_t len, const char *filename,

@@ -55,6 +55,24 @@
  *                                           # metrics), "notify" (also a line in the job's
  *                                           # stderr), "cancel" or "requeue" the job once
  *     idle_grace = "30m"                    # it has idled this long (cancel/requeue only)
+ *     priority_job_factor = 1               # its jobs' partition priority factor (the
+ *                                           # largest of all partitions' is 1.0)
+ *     [priority]                            # Slurm's priority/multifactor (docs/policy.md);
+ *     weight_age = 1000                     # without any weight > 0 jobs go by root-set
+ *     weight_fairshare = 10000              # priority minus nice, then submit order
+ *     weight_job_size = 0
+ *     weight_partition = 0
+ *     max_age = "7d"                        # the age factor is 1 from this age on
+ *     decay_half_life = "7d"                # usage halves every ...; "0s": never decays
+ *     favor_small = false                   # true: the smallest jobs get job size 1
+ *     billing_cpu = 1.0                     # usage charged per core-second,
+ *     billing_gpu = 10.0                    # ... per GPU-second,
+ *     billing_mem_gib = 0.0                 # ... per GiB-second
+ *     [[account]]                           # the fair-share tree (sshare): accounts under
+ *     name = "research"                     # "root" (implicit) or another account, each
+ *     parent = "root"                       # entitled to shares / its siblings' shares of
+ *     shares = 60                           # its parent's; users listed are members (the
+ *     users = ["alice", "bob"]              # first account listing a user is the default)
  * Without [[partition]] there is one, "main", default, every node, no time limit.
  *
  * Errors name the place ("gsched.toml:4:8: scheduler.port must be an integer from 1 to
@@ -98,7 +116,32 @@ struct gs_config_partition {
     uint64_t max_time_s; /* GS_DURATION_INFINITE: no limit */
     enum gs_idle_action idle_action;
     uint64_t idle_grace_s; /* cancel/requeue: idle this long after the flag; default 30 min */
+    uint32_t priority_job_factor; /* default 1 */
 };
+
+/* [priority] (docs/policy.md). */
+struct gs_config_priority {
+    bool multifactor; /* any weight > 0: Slurm's multifactor; else root-set priority - nice */
+    uint32_t weight_age, weight_fairshare, weight_job_size, weight_partition; /* default 0 */
+    uint64_t max_age_s;                                                       /* default 7 days */
+    uint64_t decay_half_life_s; /* default 7 days; 0: usage never decays */
+    bool favor_small;           /* default false */
+    double billing_cpu;         /* default 1.0 per core-second */
+    double billing_gpu;         /* default 10.0 per GPU-second */
+    double billing_mem_gib;     /* default 0.0 per GiB-second */
+};
+
+/* An account of the fair-share tree ([[account]]). "root" is implicit and cannot be defined. */
+struct gs_config_account {
+    char *name;
+    char *parent;    /* "root" when not given */
+    uint32_t shares; /* default 1; 0 allowed (entitled to nothing) */
+    char **users;    /* NULL-terminated, possibly NULL */
+    size_t nusers;
+};
+
+#define GS_CONFIG_MAX_ACCOUNTS 4096
+#define GS_CONFIG_ROOT_ACCOUNT "root"
 
 #define GS_CONFIG_DEFAULT_IDLE_GRACE_S 1800
 #define GS_CONFIG_DEFAULT_HTTP "127.0.0.1:6818"
@@ -146,6 +189,10 @@ struct gs_config {
     /* [[switch]] */
     struct gs_config_switch *switches;
     size_t nswitches;
+    /* [priority] and [[account]] */
+    struct gs_config_priority priority;
+    struct gs_config_account *accounts; /* in file order; parents are defined (checked) */
+    size_t naccounts;
     /* [[partition]]; at least one after gs_config_init (the implicit "main") */
     struct gs_config_partition *partitions;
     size_t npartitions;
@@ -161,6 +208,14 @@ const struct gs_config_partition *gs_config_partition(const struct gs_config *cf
                                                       const char *name);
 /* "flag", "notify", "cancel", "requeue". */
 const char *gs_idle_action_name(enum gs_idle_action a);
+
+/* The account named, or NULL ("root" is not one: it has no entry). */
+const struct gs_config_account *gs_config_account(const struct gs_config *cfg, const char *name);
+/* The first account listing user, or NULL. */
+const struct gs_config_account *gs_config_user_account(const struct gs_config *cfg,
+                                                       const char *user);
+/* Whether user is a member of the account (listed in its users). */
+bool gs_config_account_has(const struct gs_config_account *a, const char *user);
 
 /* Whether node belongs to the partition. */
 bool gs_config_partition_has(const struct gs_config_partition *p, const char *node);

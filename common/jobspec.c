@@ -52,6 +52,19 @@ static void rd_priority(struct gs_schema_ctx *c, const struct gs_toml_value *v)
     SPEC(c)->priority = (int32_t)n;
 }
 
+/* Slurm's --nice: subtracted from the priority; below 0 only for root (gschedd checks). */
+static void rd_nice(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    int64_t n;
+
+    if (gs_toml_as_int(v, &n) < 0 || n < -GS_JOBSPEC_NICE_MAX || n > GS_JOBSPEC_NICE_MAX) {
+        REPORT_AT(c, v, "nice must be an integer from %d to %d", -GS_JOBSPEC_NICE_MAX,
+                  GS_JOBSPEC_NICE_MAX);
+        return;
+    }
+    SPEC(c)->nice = (int32_t)n;
+}
+
 static void rd_hold(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
     gs_schema_bool(c, v, "hold", &SPEC(c)->hold);
@@ -386,14 +399,9 @@ static void rd_restart(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 }
 
 static const struct gs_schema_key root_keys[] = {
-    {"name", rd_name},
-    {"priority", rd_priority},
-    {"hold", rd_hold},
-    {"depends_on", rd_depends_on},
-    {"resources", rd_resources},
-    {"run", rd_run},
-    {"restart", rd_restart},
-    {"placement", rd_placement},
+    {"name", rd_name}, {"priority", rd_priority},     {"nice", rd_nice},
+    {"hold", rd_hold}, {"depends_on", rd_depends_on}, {"resources", rd_resources},
+    {"run", rd_run},   {"restart", rd_restart},       {"placement", rd_placement},
     {NULL, NULL},
 };
 
@@ -709,6 +717,9 @@ int gs_jobspec_check(const struct gs_jobspec *s, struct gs_error *err)
     if (s->priority < -GS_JOBSPEC_PRIORITY_MAX || s->priority > GS_JOBSPEC_PRIORITY_MAX)
         return gs_error_set(err, -EINVAL, 0, 0, "priority must be from %d to %d",
                             -GS_JOBSPEC_PRIORITY_MAX, GS_JOBSPEC_PRIORITY_MAX);
+    if (s->nice < -GS_JOBSPEC_NICE_MAX || s->nice > GS_JOBSPEC_NICE_MAX)
+        return gs_error_set(err, -EINVAL, 0, 0, "nice must be from %d to %d", -GS_JOBSPEC_NICE_MAX,
+                            GS_JOBSPEC_NICE_MAX);
     for (size_t i = 0; i < s->ndeps; i++) {
         if (s->deps[i].job_id == 0 || (int)s->deps[i].type < GS_DEP_AFTER ||
             s->deps[i].type > GS_DEP_AFTERANY)

@@ -62,6 +62,7 @@ struct gs_job_array {
 
 #define GS_JOBSPEC_NAME_MAX 128
 #define GS_JOBSPEC_PRIORITY_MAX 1000000
+#define GS_JOBSPEC_NICE_MAX 1000000 /* as the priority; Slurm allows more */
 #define GS_JOBSPEC_DEFAULT_STDOUT "gsched-%j-%t.out"
 #define GS_JOBSPEC_NODES_MAX 100000
 #define GS_JOBSPEC_GPUS_MAX 1024
@@ -70,7 +71,8 @@ struct gs_job_array {
 
 struct gs_jobspec {
     char *name;
-    int32_t priority; /* higher runs first; -1e6..1e6 */
+    int32_t priority; /* higher runs first; -1e6..1e6; root only (gschedd refuses others) */
+    int32_t nice;     /* lowers the priority; -GS_JOBSPEC_NICE_MAX..GS_JOBSPEC_NICE_MAX, < 0 root */
     bool hold;        /* submitted held: waits for `gsched release` */
     struct gs_dep *deps;
     size_t ndeps;

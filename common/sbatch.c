@@ -755,6 +755,27 @@ static int set_export(struct ctx *c, const struct opt_def *d, const char *value,
     return 0;
 }
 
+/* --nice[=N]: N may be negative (gschedd allows that to root only); no value is 100. */
+static int set_nice(struct ctx *c, const struct opt_def *d, const char *value, struct gs_error *err)
+{
+    const char *p = value;
+    bool negative = false;
+    uint32_t n;
+
+    (void)d;
+    if (value == NULL) {
+        c->sb->nice = GS_SBATCH_NICE_DEFAULT;
+        return 0;
+    }
+    if (*p == '-' || *p == '+')
+        negative = *p++ == '-';
+    if (whole_u32(p, &n) < 0 || n > GS_JOBSPEC_NICE_MAX)
+        return gs_error_set(err, -EINVAL, 0, 0, "'%s' is not an adjustment from %d to %d", value,
+                            -GS_JOBSPEC_NICE_MAX, GS_JOBSPEC_NICE_MAX);
+    c->sb->nice = negative ? -(int32_t)n : (int32_t)n;
+    return 0;
+}
+
 static int set_exclusive(struct ctx *c, const struct opt_def *d, const char *value,
                          struct gs_error *err)
 {
@@ -840,6 +861,7 @@ static const struct opt_def options[] = {
     OPT("gres-flags", 0, GRES_FLAGS, set_string, gres_flags, 0, GROUP_NONE),
     OPT("comment", 0, COMMENT, set_string, comment, 0, GROUP_NONE),
     FLAG("hold", 'H', HOLD, hold, 1),
+    {"nice", 0, ARG_OPTIONAL, GS_SBATCH_OPT_NICE, set_nice, FIELD(nice), 0, GROUP_NONE, NULL},
     FLAG("test-only", 0, TEST_ONLY, test_only, 1),
     OPT("wrap", 0, WRAP, set_wrap, wrap, 0, GROUP_NONE),
     FLAG("parsable", 0, PARSABLE, parsable, 1),
@@ -853,7 +875,6 @@ static const struct opt_def options[] = {
     UNSUPPORTED("distribution", 'm', REQ, NULL),
     UNSUPPORTED("input", 'i', REQ, NULL),
     UNSUPPORTED("mincpus", 0, REQ, NULL),
-    UNSUPPORTED("nice", 0, ARG_OPTIONAL, NULL),
     UNSUPPORTED("no-kill", 'k', ARG_OPTIONAL, NULL),
     UNSUPPORTED("ntasks-per-socket", 0, REQ, NULL),
     UNSUPPORTED("ntasks-per-core", 0, REQ, NULL),
@@ -1556,6 +1577,8 @@ static int kv_job(const struct gs_sbatch *sb, struct gs_buf *out, int rc)
         rc = kv_export(out, rc, &sb->export_env);
     if (is_set(sb, GS_SBATCH_OPT_HOLD))
         rc = kv(out, rc, "hold", "yes");
+    if (is_set(sb, GS_SBATCH_OPT_NICE))
+        rc = kv(out, rc, "nice", "%d", sb->nice);
     return rc;
 }
 

@@ -42,6 +42,7 @@
 #define GS_SBATCH_GPU_TYPE_MAX 64      /* bytes of a GPU type name, with the NUL */
 #define GS_SBATCH_SIGNAL_DEFAULT_S 60  /* --signal's warning time when @secs is left out */
 #define GS_SBATCH_SIGNAL_MAX_S 65535
+#define GS_SBATCH_NICE_DEFAULT 100 /* --nice without a value, as Slurm's */
 
 /* Where an option's value came from. */
 enum gs_sbatch_source {
@@ -91,6 +92,7 @@ enum gs_sbatch_opt {
     GS_SBATCH_OPT_TEST_ONLY,
     GS_SBATCH_OPT_WRAP,
     GS_SBATCH_OPT_PARSABLE,
+    GS_SBATCH_OPT_NICE,
     GS_SBATCH_OPT_COUNT,
 };
 
@@ -183,6 +185,7 @@ struct gs_sbatch {
     struct gs_sbatch_signal signal;
     struct gs_sbatch_export export_env;
     bool hold, test_only;
+    int32_t nice;  /* --nice[=N]: N, or GS_SBATCH_NICE_DEFAULT without a value */
     bool parsable; /* print only the job id (for JOBID=$(sbatch --parsable ...)) */
 };
 

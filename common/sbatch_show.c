@@ -47,6 +47,16 @@ static void show_uint(struct show *s, const char *key, uint64_t v)
         s->rc = gs_buf_printf(s->out, "%s=%llu\n", key, (unsigned long long)v);
 }
 
+static void show_int(struct show *s, const char *key, int64_t v)
+{
+    if (s->rc < 0)
+        return;
+    if (s->format == GS_SBATCH_SHOW_JSON)
+        gs_json_kv_int(&s->j, key, v);
+    else
+        s->rc = gs_buf_printf(s->out, "%s=%lld\n", key, (long long)v);
+}
+
 static void show_bool(struct show *s, const char *key, bool v)
 {
     if (s->rc < 0)
@@ -231,6 +241,7 @@ static void show_job(struct show *s, const struct gs_jobspec *spec, const struct
     show_uint(s, "array_size", spec->array.ntask_ids);
     show_value(s, "dependency", deps_text(&s->value, spec));
     show_bool(s, "hold", spec->hold);
+    show_int(s, "nice", spec->nice);
     show_bool(s, "requeue", spec->max_restarts > 0);
     show_uint(s, "max_restarts", spec->max_restarts);
     show_value(s, "signal", signal_text(&s->value, spec));

@@ -63,6 +63,7 @@ static const char *const opt_names[GS_SBATCH_OPT_COUNT] = {
     [GS_SBATCH_OPT_TEST_ONLY] = "--test-only",
     [GS_SBATCH_OPT_WRAP] = "--wrap",
     [GS_SBATCH_OPT_PARSABLE] = "--parsable",
+    [GS_SBATCH_OPT_NICE] = "--nice",
 };
 
 /* The state of one conversion. */
@@ -626,6 +627,8 @@ static void map_simple(struct conv *c)
         s->nexclude = sb->exclude_n;
     s->exclusive = is_set(sb, GS_SBATCH_OPT_EXCLUSIVE) && sb->exclusive;
     s->hold = is_set(sb, GS_SBATCH_OPT_HOLD) && sb->hold;
+    if (is_set(sb, GS_SBATCH_OPT_NICE))
+        s->nice = sb->nice;
     if (is_set(sb, GS_SBATCH_OPT_REQUEUE) && sb->requeue)
         s->max_restarts = GS_SBATCH_REQUEUE_RESTARTS;
     if (is_set(sb, GS_SBATCH_OPT_GPU_BIND))
@@ -661,6 +664,7 @@ static enum gs_sbatch_opt option_of(const char *msg)
         {"array", GS_SBATCH_OPT_ARRAY},
         {"warn_signal", GS_SBATCH_OPT_SIGNAL},
         {"max_restarts", GS_SBATCH_OPT_REQUEUE},
+        {"nice", GS_SBATCH_OPT_NICE},
     };
 
     for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)

@@ -19,7 +19,16 @@ struct sched_jobs {
     size_t cap;
     uint64_t now_ms;  /* for after:JOB+MIN (sched_jobs_set_now) */
     bool timed_waits; /* a dependency waited on the clock since the last set_now */
+    void (*on_stop)(void *data, struct sched_job *job);
+    void *on_stop_data;
 };
+
+void sched_jobs_on_stop(struct sched_jobs *jobs, void (*fn)(void *data, struct sched_job *job),
+                        void *data)
+{
+    jobs->on_stop = fn;
+    jobs->on_stop_data = data;
+}
 
 void sched_jobs_set_now(struct sched_jobs *jobs, uint64_t now_ms)
 {
@@ -100,6 +109,8 @@ static void release_alloc(struct sched_job *job)
     uint32_t *ran_on = NULL;
 
     sched_job_kv_drop(job);
+    if (job->table != NULL && job->table->on_stop != NULL && job->alloc.nnodes > 0)
+        job->table->on_stop(job->table->on_stop_data, job);
     if (job->alloc.nnodes > 0)
         ran_on = malloc(job->alloc.nnodes * sizeof(*ran_on));
     if (ran_on != NULL) { /* out of memory: the tasks' nodes stand in */
@@ -201,6 +212,7 @@ struct sched_job *sched_jobs_add(struct sched_jobs *jobs, uint64_t id, struct gs
     job->state = SCHED_JOB_PENDING;
     job->held = spec->hold;
     job->cluster = jobs->cluster;
+    job->table = jobs;
     job->submit_seq = id;
     job->submit_ms = submit_ms;
     sched_alloc_init(&job->alloc);

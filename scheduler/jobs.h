@@ -32,6 +32,7 @@
 
 #include "common/jobspec.h"
 #include "scheduler/cluster.h"
+#include "scheduler/priority.h"
 #include "scheduler/usage.h"
 
 enum sched_job_state {
@@ -128,6 +129,7 @@ struct sched_job {
     struct sched_job_event *history;
     size_t nhistory;
     struct sched_cluster *cluster; /* the table's: where the allocation goes back */
+    struct sched_jobs *table;      /* the table it is in (its stop hook) */
     /* The latest progress report of its tasks (sched_internal.h), NULL before any; owned,
      * one flat allocation freed with the job. */
     struct sched_job_progress *progress;
@@ -139,12 +141,25 @@ struct sched_job {
     char *submit_key;
     /* Its use of the allocation from telemetry (usage.h), attempts together. */
     struct sched_job_usage usage;
+    /* Fair share (fairshare.h): its association's index + 1 (0: not looked up yet), and
+     * the wall time up to which its allocation's use has been charged to it. */
+    int32_t fs_assoc;
+    uint64_t charged_ms;
+    /* Its priority at the last planning pass while pending, and what made it. */
+    struct sched_prio prio;
+    bool prio_valid;
 };
 
 struct sched_jobs;
 
 /* cluster (may be NULL) gets back the resources of every job that stops running. */
 struct sched_jobs *sched_jobs_new(struct sched_cluster *cluster);
+/*
+ * fn (NULL: none) is called with data for every job that stops running, its allocation
+ * still in job->alloc, before it goes back: the last of its use is charged then.
+ */
+void sched_jobs_on_stop(struct sched_jobs *jobs, void (*fn)(void *data, struct sched_job *job),
+                        void *data);
 /* Frees the table and every job in it. */
 void sched_jobs_free(struct sched_jobs *jobs);
 

@@ -93,8 +93,8 @@ struct gathered {
     size_t nrunning;
 };
 
-static int gather(struct sched_jobs *jobs, size_t from, const struct sched_planner_masks *mk,
-                  struct gathered *g, struct sched_plan_out *out)
+static int gather(struct sched_jobs *jobs, size_t from, const struct sched_planner_hooks *hk,
+                  uint64_t now_ms, struct gathered *g, struct sched_plan_out *out)
 {
     size_t n = sched_jobs_count(jobs), span = n - from;
     struct throttle th = {0};
@@ -127,12 +127,13 @@ static int gather(struct sched_jobs *jobs, size_t from, const struct sched_plann
             snprintf(job->reason, sizeof(job->reason), "JobArrayTaskLimit");
             continue;
         }
-        if (mk != NULL && mk->build != NULL &&
-            mk->build(mk->data, job->spec, &g->masks[out->n]) < 0)
+        if (hk != NULL && hk->masks != NULL &&
+            hk->masks(hk->data, job->spec, &g->masks[out->n]) < 0)
             continue; /* out of memory: it waits for the next pass */
         out->jobs[out->n] = job;
         p->job_id = job->id;
-        p->priority = job->spec->priority;
+        p->priority = hk != NULL && hk->priority != NULL ? hk->priority(hk->data, job, now_ms)
+                                                         : job->spec->priority - job->spec->nice;
         p->submit_seq = job->submit_seq;
         p->time_limit_s = job->spec->time_limit_s == GS_DURATION_INFINITE ? SCHED_TIME_INFINITE
                                                                           : job->spec->time_limit_s;
@@ -144,7 +145,7 @@ static int gather(struct sched_jobs *jobs, size_t from, const struct sched_plann
 }
 
 int sched_planner_pass(struct sched_jobs *jobs, size_t *plan_from, struct sched_cluster *cluster,
-                       const struct sched_planner_masks *masks, uint64_t now_ms,
+                       const struct sched_planner_hooks *hooks, uint64_t now_ms,
                        struct sched_plan_out *out)
 {
     size_t n = sched_jobs_count(jobs);
@@ -156,7 +157,7 @@ int sched_planner_pass(struct sched_jobs *jobs, size_t *plan_from, struct sched_
     while (*plan_from < n && sched_job_finished(sched_jobs_at(jobs, *plan_from)))
         (*plan_from)++;
     sched_jobs_set_now(jobs, now_ms / 1000 * 1000);
-    rc = gather(jobs, *plan_from, masks, &g, out);
+    rc = gather(jobs, *plan_from, hooks, now_ms, &g, out);
     out->timed_deps = sched_jobs_timed_waits(jobs);
     if (rc < 0 || out->n == 0)
         goto out;

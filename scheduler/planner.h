@@ -1,8 +1,8 @@
 /*
  * planner.h: one planning pass over the job table: which pending jobs may be considered
- * (not held, dependencies met, array throttle), what each asks of a node, and the pass of
- * plan.h over them. The daemon's pass (sched_engine.c) and a simulator call the same
- * function; it does no I/O, reads no clock (now is a parameter) and sends nothing.
+ * (not held, dependencies met, array throttle), their priorities, what each asks of a
+ * node, and the pass of plan.h over them. The daemon's pass (sched_engine.c) and a simulator call
+ * the same function; it does no I/O, reads no clock (now is a parameter) and sends nothing.
  *
  * What it decides it writes into the jobs it read: a waiting job's reason (Resources,
  * Priority, Dependency, Held, JobArrayTaskLimit) and its expected start when it holds the
@@ -32,12 +32,16 @@ void sched_node_masks_apply(const struct sched_node_masks *m, struct sched_req *
 void sched_node_masks_release(struct sched_node_masks *m);
 
 /*
- * Where a job's partition and node lists come from: the daemon's registry (node names to
- * indices) and configuration. build fills m (all NULL: any node) or returns -ENOMEM. A
- * NULL build: every job may use every node.
+ * What the planner asks its caller (data is passed back to each):
+ *   masks: a job's partition and node lists as node masks (from the daemon's registry and
+ *     configuration): fills m (all NULL: any node) or returns -ENOMEM. NULL: every job may
+ *     use every node.
+ *   priority: a pending job's priority at now_ms (priority.h; the caller may keep what it
+ *     is made of in the job). NULL: the job's spec priority minus its nice.
  */
-struct sched_planner_masks {
-    int (*build)(void *data, const struct gs_jobspec *spec, struct sched_node_masks *m);
+struct sched_planner_hooks {
+    int (*masks)(void *data, const struct gs_jobspec *spec, struct sched_node_masks *m);
+    int32_t (*priority)(void *data, struct sched_job *job, uint64_t now_ms);
     void *data;
 };
 
@@ -62,7 +66,7 @@ struct sched_plan_out {
  * nothing was taken). Release out with sched_plan_out_release().
  */
 int sched_planner_pass(struct sched_jobs *jobs, size_t *plan_from, struct sched_cluster *cluster,
-                       const struct sched_planner_masks *masks, uint64_t now_ms,
+                       const struct sched_planner_hooks *hooks, uint64_t now_ms,
                        struct sched_plan_out *out);
 void sched_plan_out_release(struct sched_plan_out *out);
 

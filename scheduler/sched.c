@@ -77,6 +77,7 @@ static void on_cron(uv_timer_t *timer)
     }
     sched_cli_sweep(s, now);
     sched_workers_sweep(s, now);
+    sched_policy_tick(s, false);
     if (s->timed_deps)
         sched_engine_wake(s);
 }
@@ -94,6 +95,7 @@ void sched_release_handle(struct sched_ctx *s)
     }
     free(s->nodes);
     sched_jobs_free(s->jobs);
+    sched_policy_free(s);
     sched_cluster_free(s->cluster);
     sched_tel_free(s->tel);
     sched_submit_keys_free(s->submit_keys);
@@ -136,6 +138,8 @@ void sched_stop(struct sched_ctx *s, void (*stopped)(void *data), void *data)
     }
     for (struct sched_cli *c = s->clis; c != NULL; c = c->next)
         sched_cli_close(c);
+    if (s->journal != NULL && s->fs != NULL)
+        sched_policy_tick(s, true); /* the usage since the last minute's save */
     if (s->journal != NULL) {
         sched_journal_close(s->journal); /* commits what is queued first */
         s->journal = NULL;
@@ -235,6 +239,11 @@ struct sched_ctx *sched_new(uv_loop_t *loop, const struct gs_config *cfg, struct
     uv_idle_init(loop, &s->plan_idle);
     s->workers.data = s->cli.data = s->cron.data = s->plan_idle.data = s;
     s->open_handles = 4;
+    if (sched_policy_init(s) < 0) {
+        gs_error_set(err, -ENOMEM, 0, 0, "out of memory");
+        sched_stop(s, NULL, NULL);
+        return NULL;
+    }
     if (load_key(s, cfg, err) < 0 || sched_persist_open(s, err) < 0 ||
         listen_workers(s, cfg, err) < 0 || listen_cli(s, cfg, err) < 0) {
         sched_stop(s, NULL, NULL);

@@ -441,6 +441,9 @@ static void cli_dispatch(struct sched_cli *c, const Gs__Envelope *env)
     case GS__ENVELOPE__BODY_LOGS_REQUEST:
         sched_query_logs(c, env->request_id, env->logs_request);
         break;
+    case GS__ENVELOPE__BODY_SHARE_REQUEST:
+        sched_policy_share(c, env->request_id);
+        break;
     case GS__ENVELOPE__BODY_NODE_UPDATE_REQUEST:
         sched_node_update(c, env->request_id, env->node_update_request);
         break;

@@ -26,10 +26,11 @@ static int build_masks(void *data, const struct gs_jobspec *spec, struct sched_n
 
 static void plan_pass(struct sched_ctx *s)
 {
-    struct sched_planner_masks masks = {build_masks, s};
+    struct sched_planner_hooks hooks = {build_masks, sched_policy_priority, s};
     struct sched_plan_out out;
 
-    if (sched_planner_pass(s->jobs, &s->plan_from, s->cluster, &masks, gs_clock_wall_ms(), &out) <
+    sched_policy_before_pass(s);
+    if (sched_planner_pass(s->jobs, &s->plan_from, s->cluster, &hooks, gs_clock_wall_ms(), &out) <
         0) {
         GS_LOG(GS_LOG_ERROR, "planning pass out of memory; retried on the next event");
         return;

@@ -19,6 +19,7 @@
 #include "scheduler/jobs.h"
 #include "scheduler/journal.h"
 #include "scheduler/planner.h"
+#include "scheduler/priority.h"
 #include "scheduler/sched.h"
 
 struct sched_node {
@@ -134,8 +135,11 @@ struct sched_ctx {
     uv_timer_t cron;
     uv_idle_t plan_idle; /* runs one planning pass after the events of a loop iteration */
     bool plan_wanted;
-    bool timed_deps;  /* a job waits for after:JOB+MIN: the cron plans again */
-    size_t plan_from; /* jobs table index before which every job has ended */
+    bool timed_deps;            /* a job waits for after:JOB+MIN: the cron plans again */
+    size_t plan_from;           /* jobs table index before which every job has ended */
+    struct sched_fairshare *fs; /* sched_policy.c */
+    uint64_t usage_saved_ms;    /* wall time the usage was last stored */
+    struct sched_prio_cluster prio_cluster; /* the cluster's size for job size, each pass */
     char socket_path[108];
     char state_dir[512];
     uint64_t heartbeat_ms;
@@ -222,6 +226,34 @@ Gs__NodeState sched_node_state(struct sched_ctx *s, const struct sched_node *n);
 const char *sched_node_reason(const struct sched_node *n);
 /* A NodeUpdateRequest (root only): drain or resume the named nodes, answered once stored. */
 void sched_node_update(struct sched_cli *c, uint64_t request_id, const Gs__NodeUpdateRequest *req);
+
+/* sched_policy.c: fair share and multifactor priority (fairshare.h, priority.h) */
+/* The tree from the configuration, and the job table's stop hook; before the state loads. */
+int sched_policy_init(struct sched_ctx *s);
+void sched_policy_free(struct sched_ctx *s);
+/* A stored usage row (sched_store_load_usage's callback), decayed to now. */
+int sched_policy_load_usage(const char *account, const char *user, double usage, uint64_t at_ms,
+                            void *data);
+/* From the cron: running jobs charged to now, usage decayed, factors updated, stored once a
+ * minute (and now when final: an orderly stop). */
+void sched_policy_tick(struct sched_ctx *s, bool final);
+/* Before each planning pass: the cluster's size for the job-size factor. */
+void sched_policy_before_pass(struct sched_ctx *s);
+/* The planner's priority hook (planner.h): data is the sched_ctx; keeps job->prio. */
+int32_t sched_policy_priority(void *data, struct sched_job *job, uint64_t now_ms);
+/* The priority a job was last given (its spec's before any pass). */
+int32_t sched_policy_job_priority(const struct sched_job *job);
+/* A pending job's priority factors for JobInfo, borrowing nothing. */
+void sched_policy_factors(const struct sched_job *job, Gs__PriorityFactors *f);
+/*
+ * Submit checks of uid's spec: priority and negative nice are root's; with accounts
+ * configured, the account must exist and have user as a member (root: any), and an empty
+ * one becomes user's default account. 0, or < 0 with why saying which field.
+ */
+int sched_policy_admit(struct sched_ctx *s, uint32_t uid, const char *user, struct gs_jobspec *spec,
+                       char *why, size_t size);
+/* A ShareRequest: the fair-share tree (sshare). */
+void sched_policy_share(struct sched_cli *c, uint64_t request_id);
 
 /* sched_workers.c */
 void sched_on_worker_connection(uv_stream_t *server, int status);
@@ -407,6 +439,9 @@ void sched_change_clear_tasks(struct sched_change *ch, uint64_t job_id);
 void sched_change_event(struct sched_change *ch, uint64_t at_ms, uint64_t job_id, const char *node,
                         const char *kind, const char *detail);
 void sched_change_node(struct sched_change *ch, const struct sched_node *n);
+/* A fair-share association's usage as of at_ms. */
+void sched_change_usage(struct sched_change *ch, const char *account, const char *user,
+                        double usage, uint64_t at_ms);
 /* Queues the change (taking ownership); then(s, status, arg) runs after it is on disk. */
 void sched_change_commit(struct sched_ctx *s, struct sched_change *ch, sched_change_fn then,
                          void *arg);

@@ -49,8 +49,16 @@ struct ch_node {
     uint8_t *topology;
 };
 
+struct ch_usage {
+    char *account, *user;
+    double usage;
+    uint64_t at_ms;
+};
+
 struct sched_change {
     int rc;
+    struct ch_usage *usage;
+    size_t nusage;
     struct ch_job *jobs;
     size_t njobs;
     struct ch_task *tasks;
@@ -103,6 +111,11 @@ static char *dup_or_fail(struct sched_change *ch, const char *str)
 
 static void change_free(struct sched_change *ch)
 {
+    for (size_t i = 0; i < ch->nusage; i++) {
+        free(ch->usage[i].account);
+        free(ch->usage[i].user);
+    }
+    free(ch->usage);
     for (size_t i = 0; i < ch->njobs; i++) {
         free(ch->jobs[i].name);
         free(ch->jobs[i].user);
@@ -290,6 +303,19 @@ void sched_change_event(struct sched_change *ch, uint64_t at_ms, uint64_t job_id
     e->detail = dup_or_fail(ch, detail);
 }
 
+void sched_change_usage(struct sched_change *ch, const char *account, const char *user,
+                        double usage, uint64_t at_ms)
+{
+    struct ch_usage *u = grow(ch, (void **)&ch->usage, &ch->nusage, sizeof(*u));
+
+    if (u == NULL)
+        return;
+    u->account = dup_or_fail(ch, account);
+    u->user = dup_or_fail(ch, user);
+    u->usage = usage;
+    u->at_ms = at_ms;
+}
+
 void sched_change_node(struct sched_change *ch, const struct sched_node *n)
 {
     struct ch_node *cn = grow(ch, (void **)&ch->nodes, &ch->nnodes, sizeof(*cn));
@@ -333,6 +359,10 @@ static int apply_change(struct sched_store *store, void *data)
     }
     for (size_t i = 0; rc == 0 && i < ch->nnodes; i++)
         rc = sched_store_put_node(store, &ch->nodes[i].row);
+    for (size_t i = 0; rc == 0 && i < ch->nusage; i++) {
+        const struct ch_usage *u = &ch->usage[i];
+        rc = sched_store_put_usage(store, u->account, u->user, u->usage, u->at_ms);
+    }
     return rc;
 }
 
@@ -650,6 +680,8 @@ int sched_persist_open(struct sched_ctx *s, struct gs_error *err)
         rc = sched_store_load_tasks(store, load_task, s);
     if (rc == 0)
         rc = sched_store_load_events(store, 0, load_event, s);
+    if (rc == 0)
+        rc = sched_store_load_usage(store, sched_policy_load_usage, s);
     if (rc < 0) {
         sched_store_close(store);
         return gs_error_set(err, rc, 0, 0, "loading %s: %s", path, gs_strerror(rc));

@@ -31,6 +31,7 @@ struct info {
     bool has_view;
     struct gs_buf stdout_path, stderr_path;
     struct sched_usage_msg usage;
+    Gs__PriorityFactors factors;
 };
 
 static int log_path(const struct sched_job *job, uint32_t rank, const char *node,
@@ -182,7 +183,11 @@ static int info_fill(struct sched_ctx *s, const struct sched_job *job, struct in
     in->info.user = &in->user;
     in->info.state = sched_job_wire_state(job);
     in->info.reason = (char *)job->reason;
-    in->info.priority = sp->priority;
+    in->info.priority = sched_policy_job_priority(job);
+    if (job->state == SCHED_JOB_PENDING) {
+        sched_policy_factors(job, &in->factors);
+        in->info.priority_factors = &in->factors;
+    }
     in->info.held = job->held;
     in->info.resources = &in->res;
     in->info.submit_time_ms = job->submit_ms;
@@ -285,8 +290,10 @@ static int by_priority(const void *a, const void *b)
     const struct sched_job *x = *(const struct sched_job *const *)a;
     const struct sched_job *y = *(const struct sched_job *const *)b;
 
-    if (x->spec->priority != y->spec->priority)
-        return x->spec->priority > y->spec->priority ? -1 : 1;
+    int32_t px = sched_policy_job_priority(x), py = sched_policy_job_priority(y);
+
+    if (px != py)
+        return px > py ? -1 : 1;
     return x->id < y->id ? -1 : x->id > y->id;
 }
 

@@ -320,7 +320,10 @@ void sched_submit(struct sched_cli *c, uint64_t request_id, const Gs__SubmitRequ
         if (spec->source == NULL)
             goto oom;
     }
+    user_name(c->uid, user, sizeof(user));
     rc = admit(s, spec, why, sizeof(why));
+    if (rc == 0)
+        rc = sched_policy_admit(s, (uint32_t)c->uid, user, spec, why, sizeof(why));
     if (rc < 0) {
         sched_cli_error(c, request_id, rc, why, false);
         goto out;
@@ -354,7 +357,6 @@ void sched_submit(struct sched_cli *c, uint64_t request_id, const Gs__SubmitRequ
         spec = NULL; /* the op's now */
     }
     ch = sched_change_new(s);
-    user_name(c->uid, user, sizeof(user));
     for (size_t i = 0; i < n; i++) {
         struct sched_job *d = &op->drafts[i];
 

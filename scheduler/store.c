@@ -30,6 +30,8 @@ enum stmt_id {
     ST_LOAD_TASKS,
     ST_LOAD_NODES,
     ST_LOAD_EVENTS,
+    ST_PUT_USAGE,
+    ST_LOAD_USAGE,
     ST_COUNT,
 };
 
@@ -60,9 +62,16 @@ static const char *const stmt_sql[ST_COUNT] = {
                       "rank",
     [ST_LOAD_NODES] = "SELECT name, state, last_seen_ms, topology, drain_reason FROM nodes "
                       "ORDER BY name",
+    [ST_PUT_USAGE] = "INSERT OR REPLACE INTO usage (account, user, usage, at_ms) VALUES (?1, ?2, "
+                     "?3, ?4)",
+    [ST_LOAD_USAGE] = "SELECT account, user, usage, at_ms FROM usage ORDER BY account, user",
     [ST_LOAD_EVENTS] = "SELECT at_ms, job_id, node, kind, detail FROM events WHERE ?1 = 0 OR "
                        "job_id = ?1 ORDER BY id",
 };
+
+#define USAGE_SQL                                                                                  \
+    "CREATE TABLE IF NOT EXISTS usage (account TEXT NOT NULL, user TEXT NOT NULL, "               \
+    "  usage REAL NOT NULL, at_ms INTEGER NOT NULL, PRIMARY KEY (account, user));"
 
 static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);"
@@ -81,8 +90,8 @@ static const char schema_sql[] =
     "  last_seen_ms INTEGER, topology BLOB, drain_reason TEXT);"
     "CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY, at_ms INTEGER, "
     "  job_id INTEGER, node TEXT, kind TEXT NOT NULL, detail TEXT);"
-    "CREATE INDEX IF NOT EXISTS events_job ON events (job_id);"
-    "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '3');";
+    "CREATE INDEX IF NOT EXISTS events_job ON events (job_id);" USAGE_SQL
+    "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '4');";
 
 struct sched_store {
     sqlite3 *db;
@@ -150,6 +159,9 @@ static int check_version(struct sched_store *s, struct gs_error *err)
         migrate(s, "ALTER TABLE nodes ADD COLUMN drain_reason TEXT; "
                    "UPDATE meta SET value = '3' WHERE key = 'schema_version';") == 0)
         version = 3;
+    /* Version 3 had no usage table (made above, with the others). */
+    if (version == 3 && migrate(s, "UPDATE meta SET value = '4' WHERE key = 'schema_version';") == 0)
+        version = 4;
     if (version != SCHED_STORE_SCHEMA_VERSION)
         return gs_error_set(err, -EPROTO, 0, 0,
                             "state database has schema version %d, this "
@@ -440,6 +452,8 @@ static int walk(struct sched_store *s, enum stmt_id id,
 typedef int (*job_fn)(const struct sched_job_row *row, void *data);
 typedef int (*task_fn)(const struct sched_task_row *row, void *data);
 typedef int (*node_fn)(const struct sched_node_row *row, void *data);
+typedef int (*usage_fn)(const char *account, const char *user, double usage, uint64_t at_ms,
+                        void *data);
 typedef int (*event_fn)(uint64_t at_ms, uint64_t job_id, const char *node, const char *kind,
                         const char *detail, void *data);
 
@@ -449,6 +463,7 @@ struct fn_box {
     task_fn task;
     node_fn node;
     event_fn event;
+    usage_fn usage;
 };
 
 static int visit_job(sqlite3_stmt *st, void *fn, void *data)
@@ -515,4 +530,30 @@ int sched_store_load_events(struct sched_store *store, uint64_t job_id, event_fn
 
     sqlite3_bind_int64(store->stmt[ST_LOAD_EVENTS], 1, (sqlite3_int64)job_id);
     return walk(store, ST_LOAD_EVENTS, visit_event, &box, data);
+}
+
+int sched_store_put_usage(struct sched_store *store, const char *account, const char *user,
+                          double usage, uint64_t at_ms)
+{
+    sqlite3_stmt *st = store->stmt[ST_PUT_USAGE];
+
+    bind_text(st, 1, account);
+    bind_text(st, 2, user);
+    sqlite3_bind_double(st, 3, usage);
+    sqlite3_bind_int64(st, 4, (sqlite3_int64)at_ms);
+    return run(store, ST_PUT_USAGE);
+}
+
+static int visit_usage(sqlite3_stmt *st, void *fn, void *data)
+{
+    return ((struct fn_box *)fn)
+        ->usage(col_text(st, 0), col_text(st, 1), sqlite3_column_double(st, 2), col_u64(st, 3),
+                data);
+}
+
+int sched_store_load_usage(struct sched_store *store, usage_fn fn, void *data)
+{
+    struct fn_box box = {.usage = fn};
+
+    return walk(store, ST_LOAD_USAGE, visit_usage, &box, data);
 }

@@ -9,8 +9,8 @@
  * queries. It is driven from one thread at a time, in practice the journal's writer thread
  * (scheduler/journal.h), which batches many changes into one transaction.
  *
- * Schema (version 3; older databases gain the missing columns when opened: version 1
- * jobs.usage and jobs.submit_key, version 2 nodes.drain_reason):
+ * Schema (version 4; older databases gain what they miss when opened: version 1
+ * jobs.usage and jobs.submit_key, version 2 nodes.drain_reason, version 3 the usage table):
  *   meta(key TEXT PRIMARY KEY, value TEXT)                      -- schema_version, ...
  *   jobs(id INTEGER PRIMARY KEY, name, uid, gid, user, priority, state, reason, held,
  *        submit_ms, start_ms, end_ms, exit_code, signaled, term_signal, restarts, attempt,
@@ -21,6 +21,8 @@
  *   nodes(name TEXT PRIMARY KEY, state, last_seen_ms, topology BLOB,
  *         drain_reason TEXT)                         -- NULL: not drained
  *   events(id INTEGER PRIMARY KEY, at_ms, job_id, node, kind, detail)
+ *   usage(account, user, usage REAL, at_ms,          -- fair share: decayed billing-seconds
+ *         PRIMARY KEY (account, user))               -- as of at_ms (fairshare.h)
  */
 #ifndef SCHED_STORE_H
 #define SCHED_STORE_H
@@ -31,7 +33,7 @@
 
 #include "common/error.h"
 
-#define SCHED_STORE_SCHEMA_VERSION 3
+#define SCHED_STORE_SCHEMA_VERSION 4
 
 /* One row of jobs; strings and blobs are borrowed (by the store on write, by the callback on
  * load: valid only during the callback). */
@@ -116,6 +118,14 @@ int sched_store_load_tasks(struct sched_store *store,
                            int (*fn)(const struct sched_task_row *row, void *data), void *data);
 int sched_store_load_nodes(struct sched_store *store,
                            int (*fn)(const struct sched_node_row *row, void *data), void *data);
+
+/* A fair-share association's usage as of at_ms; every stored one, in key order. */
+int sched_store_put_usage(struct sched_store *store, const char *account, const char *user,
+                          double usage, uint64_t at_ms);
+int sched_store_load_usage(struct sched_store *store,
+                           int (*fn)(const char *account, const char *user, double usage,
+                                     uint64_t at_ms, void *data),
+                           void *data);
 
 /* Events of one job (job_id != 0) or all, oldest first. */
 int sched_store_load_events(struct sched_store *store, uint64_t job_id,

@@ -368,7 +368,7 @@ Test(job_json, job_info_from_show_carries_the_spec_and_absent_parts_are_null)
     cr_assert(strstr(s, "\"resources\":null,") != NULL, "%s", s);
     cr_assert(
         strstr(s, "\"spec\":{\"name\":\"train\",\"user\":null,\"priority\":0,"
-                  "\"hold\":false,\"depends_on\":[{\"type\":\"AFTEROK\",\"job_id\":41}],"
+                  "\"nice\":0,\"hold\":false,\"depends_on\":[{\"type\":\"AFTEROK\",\"job_id\":41}],"
                   "\"resources\":null,\"run\":{\"argv\":[\"python3\",\"train.py\"],"
                   "\"script\":\"\",\"tasks_per_node\":0,\"tasks_per_gpu\":false,"
                   "\"workdir\":\"/home/alice\",\"stdout_pattern\":\"\","

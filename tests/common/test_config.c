@@ -1,7 +1,8 @@
 /*
  * test_config.c: gsched.toml: defaults for everything, each key read with its unit, and
  * mistakes reported at their place without touching the values already there; partitions
- * (the implicit "main", [[partition]] tables replacing it) and the cluster name.
+ * (the implicit "main", [[partition]] tables replacing it), the cluster name, and the
+ * scheduling policy: [priority] and the [[account]] tree (parents defined, no cycles).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -447,4 +448,238 @@ Test(config, the_cluster_key_has_a_default_path_and_can_be_turned_off)
     cr_assert_eq(parse("[scheduler]\nauth_key = 3\n"), -EINVAL);
     cr_assert(strstr(errors.data, "gsched.toml:2:12: scheduler.auth_key") != NULL, "%s",
               errors.data);
+}
+
+/* ---- [priority], [[account]] and partition.priority_job_factor ---- */
+
+Test(config, priority_and_accounts_have_defaults)
+{
+    cr_assert_eq(parse(""), 0);
+    cr_assert_not(cfg.priority.multifactor, "no weight > 0: priority minus nice");
+    cr_assert_eq(cfg.priority.weight_age, 0);
+    cr_assert_eq(cfg.priority.weight_fairshare, 0);
+    cr_assert_eq(cfg.priority.weight_job_size, 0);
+    cr_assert_eq(cfg.priority.weight_partition, 0);
+    cr_assert_eq(cfg.priority.max_age_s, 7 * 86400);
+    cr_assert_eq(cfg.priority.decay_half_life_s, 7 * 86400);
+    cr_assert_not(cfg.priority.favor_small);
+    cr_assert_float_eq(cfg.priority.billing_cpu, 1.0, 1e-12);
+    cr_assert_float_eq(cfg.priority.billing_gpu, 10.0, 1e-12);
+    cr_assert_float_eq(cfg.priority.billing_mem_gib, 0.0, 1e-12);
+    cr_assert_eq(cfg.naccounts, 0);
+    cr_assert_null(cfg.accounts);
+    cr_assert_null(gs_config_account(&cfg, GS_CONFIG_ROOT_ACCOUNT), "root has no entry");
+    cr_assert_null(gs_config_user_account(&cfg, "alice"));
+    cr_assert_eq(gs_config_partition(&cfg, NULL)->priority_job_factor, 1, "the implicit main");
+    cr_assert_eq(parse("[[partition]]\nname = \"gpu\"\n"), 0, "%s", errors.data);
+    cr_assert_eq(gs_config_partition(&cfg, "gpu")->priority_job_factor, 1, "a [[partition]]");
+}
+
+Test(config, reads_priority_and_an_account_tree)
+{
+    const struct gs_config_account *research, *nlp, *ops;
+
+    cr_assert_eq(parse("[priority]\n"
+                       "weight_age = 1000\n"
+                       "weight_fairshare = 10000\n"
+                       "weight_job_size = 500\n"
+                       "weight_partition = 1000000\n"
+                       "max_age = \"3d\"\n"
+                       "decay_half_life = \"0s\"\n"
+                       "favor_small = true\n"
+                       "billing_cpu = 2\n"
+                       "billing_gpu = 12.5\n"
+                       "billing_mem_gib = 0.25\n"
+                       "[[partition]]\nname = \"gpu\"\npriority_job_factor = 10\n"
+                       "[[partition]]\nname = \"cpu\"\n"
+                       "[[account]]\n" /* its parent is defined further down */
+                       "name = \"nlp\"\nparent = \"research\"\nshares = 0\n"
+                       "users = [\"carol\", \"bob\"]\n"
+                       "[[account]]\n"
+                       "name = \"research\"\nparent = \"root\"\nshares = 60\n"
+                       "users = [\"alice\", \"bob\"]\n"
+                       "[[account]]\n"
+                       "name = \"ops\"\n"),
+                 0, "%s", errors.data);
+    cr_assert(cfg.priority.multifactor);
+    cr_assert_eq(cfg.priority.weight_age, 1000);
+    cr_assert_eq(cfg.priority.weight_fairshare, 10000);
+    cr_assert_eq(cfg.priority.weight_job_size, 500);
+    cr_assert_eq(cfg.priority.weight_partition, 1000000);
+    cr_assert_eq(cfg.priority.max_age_s, 3 * 86400);
+    cr_assert_eq(cfg.priority.decay_half_life_s, 0, "\"0s\": usage never decays");
+    cr_assert(cfg.priority.favor_small);
+    cr_assert_float_eq(cfg.priority.billing_cpu, 2.0, 1e-12, "an integer is a number too");
+    cr_assert_float_eq(cfg.priority.billing_gpu, 12.5, 1e-12);
+    cr_assert_float_eq(cfg.priority.billing_mem_gib, 0.25, 1e-12);
+    cr_assert_eq(gs_config_partition(&cfg, "gpu")->priority_job_factor, 10);
+    cr_assert_eq(gs_config_partition(&cfg, "cpu")->priority_job_factor, 1);
+
+    cr_assert_eq(cfg.naccounts, 3);
+    nlp = gs_config_account(&cfg, "nlp");
+    research = gs_config_account(&cfg, "research");
+    ops = gs_config_account(&cfg, "ops");
+    cr_assert_eq(nlp, &cfg.accounts[0], "file order is kept");
+    cr_assert_eq(research, &cfg.accounts[1]);
+    cr_assert_eq(ops, &cfg.accounts[2]);
+    cr_assert_null(gs_config_account(&cfg, "root"));
+    cr_assert_null(gs_config_account(&cfg, "NLP"), "names are exact");
+    cr_assert_str_eq(nlp->parent, "research");
+    cr_assert_eq(nlp->shares, 0, "0 shares: entitled to nothing");
+    cr_assert_str_eq(research->parent, GS_CONFIG_ROOT_ACCOUNT);
+    cr_assert_eq(research->shares, 60);
+    cr_assert_str_eq(ops->parent, "root", "no parent: root");
+    cr_assert_eq(ops->shares, 1, "no shares: 1");
+    cr_assert_eq(ops->nusers, 0);
+    cr_assert_null(ops->users);
+    cr_assert_eq(research->nusers, 2);
+    cr_assert_str_eq(research->users[0], "alice");
+    cr_assert_null(research->users[2], "NULL-terminated");
+
+    cr_assert(gs_config_account_has(research, "bob"));
+    cr_assert(gs_config_account_has(nlp, "bob"));
+    cr_assert_not(gs_config_account_has(research, "carol"));
+    cr_assert_not(gs_config_account_has(ops, "bob"));
+    cr_assert_eq(gs_config_user_account(&cfg, "bob"), nlp, "the first account listing bob");
+    cr_assert_eq(gs_config_user_account(&cfg, "alice"), research);
+    cr_assert_eq(gs_config_user_account(&cfg, "carol"), nlp);
+    cr_assert_null(gs_config_user_account(&cfg, "dave"));
+}
+
+Test(config, priority_weights_decide_multifactor_and_durations_read_as_elsewhere)
+{
+    cr_assert_eq(parse("[priority]\nweight_age = 0\nfavor_small = false\n"), 0, "%s", errors.data);
+    cr_assert_not(cfg.priority.multifactor, "a [priority] without a weight > 0");
+    cr_assert_eq(parse("[priority]\nweight_job_size = 1\n"), 0, "%s", errors.data);
+    cr_assert(cfg.priority.multifactor, "any one weight > 0");
+    cr_assert_eq(parse("[priority]\nweight_job_size = 0\n"), 0, "%s", errors.data);
+    cr_assert_not(cfg.priority.multifactor, "every weight back at 0");
+    cr_assert_eq(parse("[priority]\nmax_age = 90\ndecay_half_life = \"1-12:00:00\"\n"), 0, "%s",
+                 errors.data);
+    cr_assert_eq(cfg.priority.max_age_s, 90, "an integer duration counts seconds here");
+    cr_assert_eq(cfg.priority.decay_half_life_s, 36 * 3600);
+    cr_assert_eq(parse("[priority]\ndecay_half_life = \"unlimited\"\n"), 0, "%s", errors.data);
+    cr_assert_eq(cfg.priority.decay_half_life_s, 0, "never halving is no decay");
+}
+
+Test(config, bad_priority_keys_are_reported_at_their_place)
+{
+    cr_assert_eq(parse("[priority]\n"
+                       "weight_ages = 1\n"
+                       "weight_age = -1\n"
+                       "weight_fairshare = 1000001\n"
+                       "weight_job_size = 1.5\n"
+                       "max_age = \"0s\"\n"
+                       "decay_half_life = \"soon\"\n"
+                       "favor_small = \"yes\"\n"
+                       "billing_cpu = -1\n"
+                       "billing_gpu = \"10\"\n"
+                       "billing_mem_gib = nan\n"),
+                 -EINVAL);
+    assert_error("gsched.toml:2:1: unknown key 'weight_ages' in priority (did you mean "
+                 "'priority.weight_age'?)");
+    assert_error("gsched.toml:3:14: priority.weight_age must be an integer from 0 to 1000000");
+    assert_error("gsched.toml:4:20: priority.weight_fairshare must be an integer from 0 to "
+                 "1000000");
+    assert_error("gsched.toml:5:19: priority.weight_job_size must be an integer");
+    assert_error("gsched.toml:6:11: priority.max_age must be a duration");
+    assert_error("gsched.toml:7:19: priority.decay_half_life must be a duration");
+    assert_error("gsched.toml:8:15: priority.favor_small must be true or false");
+    assert_error("gsched.toml:9:15: priority.billing_cpu must be a number from 0");
+    assert_error("gsched.toml:10:15: priority.billing_gpu must be a number from 0");
+    assert_error("gsched.toml:11:19: priority.billing_mem_gib must be a number from 0");
+    cr_assert_eq(cfg.priority.weight_age, 0, "bad values keep the old ones");
+    cr_assert_eq(cfg.priority.max_age_s, 7 * 86400);
+    cr_assert_float_eq(cfg.priority.billing_gpu, 10.0, 1e-12);
+    cr_assert_not(cfg.priority.multifactor);
+    gs_buf_reset(&errors);
+    cr_assert_eq(parse("priority = 3\n"), -EINVAL);
+    assert_error("gsched.toml:1:12: priority must be a table ([priority])");
+    gs_buf_reset(&errors);
+    cr_assert_eq(parse("[[partition]]\nname = \"gpu\"\npriority_job_factor = 65536\n"), -EINVAL);
+    assert_error("gsched.toml:3:23: partition.priority_job_factor must be an integer from 0 to "
+                 "65535");
+}
+
+Test(config, duplicate_and_root_accounts_are_reported)
+{
+    cr_assert_eq(parse("[[account]]\nname = \"a\"\n[[account]]\nname = \"a\"\n"), -EINVAL);
+    assert_error("gsched.toml:4:8: account 'a' is defined twice");
+    gs_buf_reset(&errors);
+    cr_assert_eq(parse("[[account]]\nname = \"root\"\n"), -EINVAL);
+    assert_error("gsched.toml:2:8: account.name cannot be \"root\"");
+    gs_buf_reset(&errors);
+    cr_assert_eq(parse("[[account]]\nname = \"two words\"\n[[account]]\nname = \"a,b\"\n"
+                       "[[account]]\nshares = 2\n"),
+                 -EINVAL);
+    assert_error("gsched.toml:2:8: account.name must be one word without ',' or '/'");
+    assert_error("gsched.toml:4:8: account.name must be one word");
+    assert_error("gsched.toml:5:1: account needs a name");
+}
+
+Test(config, account_parents_must_be_defined_somewhere)
+{
+    cr_assert_eq(parse("[[account]]\nname = \"a\"\nparent = \"nope\"\n"), -EINVAL);
+    assert_error("gsched.toml:3:10: account.parent: no account 'nope' is defined");
+    gs_buf_reset(&errors);
+    cr_assert_eq(parse("[[account]]\nname = \"b\"\nparent = 7\n"), -EINVAL);
+    assert_error("gsched.toml:3:10: account.parent must be a string");
+}
+
+Test(config, account_cycles_are_reported_once_at_the_first_parent)
+{
+    cr_assert_eq(parse("[[account]]\nname = \"a\"\nparent = \"b\"\n"
+                       "[[account]]\nname = \"b\"\nparent = \"a\"\n"
+                       "[[account]]\nname = \"c\"\nparent = \"b\"\n"),
+                 -EINVAL);
+    assert_error("gsched.toml:3:10: account.parent makes a cycle: a -> b -> a");
+    cr_assert_null(strstr(errors.data, "gsched.toml:6:"), "one report per cycle:\n%s", errors.data);
+    cr_assert_null(strstr(errors.data, "gsched.toml:9:"), "c hangs off the cycle:\n%s",
+                   errors.data);
+    gs_buf_reset(&errors);
+    gs_config_release(&cfg);
+    cr_assert_eq(gs_config_init(&cfg), 0);
+    cr_assert_eq(parse("[[account]]\nname = \"self\"\nparent = \"self\"\n"), -EINVAL);
+    assert_error("gsched.toml:3:10: account.parent makes a cycle: self -> self");
+}
+
+Test(config, account_users_must_be_user_names)
+{
+    cr_assert_eq(parse("[[account]]\nname = \"a\"\nusers = 3\n"), -EINVAL);
+    assert_error("gsched.toml:3:9: account.users must be an array of strings, not integer");
+    gs_buf_reset(&errors);
+    cr_assert_eq(parse("[[account]]\nname = \"b\"\nusers = [\"x\", 2]\n"), -EINVAL);
+    assert_error("gsched.toml:3:15: account.users[1] must be a string, not integer");
+    gs_buf_reset(&errors);
+    cr_assert_eq(parse("[[account]]\nname = \"c\"\nusers = [\"ok\", \"a b\", \"\"]\n"), -EINVAL);
+    assert_error("gsched.toml:3:16: account.users[1] must be a user name");
+    assert_error("gsched.toml:3:23: account.users[2] must be a user name");
+    cr_assert_null(gs_config_account(&cfg, "c")->users, "a bad list is not kept");
+    gs_buf_reset(&errors);
+    cr_assert_eq(parse("[[account]]\nname = \"d\"\nshares = 1000001\n"), -EINVAL);
+    assert_error("gsched.toml:3:10: account.shares must be an integer from 0 to 1000000");
+}
+
+Test(config, account_must_be_an_array_of_tables)
+{
+    cr_assert_eq(parse("account = \"a\"\n"), -EINVAL);
+    assert_error("gsched.toml:1:11: account must be an array of tables ([[account]])");
+    gs_buf_reset(&errors);
+    cr_assert_eq(parse("[account]\nname = \"a\"\n"), -EINVAL);
+    assert_error("account must be an array of tables");
+    cr_assert_eq(cfg.naccounts, 0);
+}
+
+Test(config, accounts_are_freed_with_the_config)
+{
+    /* Under ASan/valgrind: every account string and user list goes with the config. */
+    cr_assert_eq(parse("[[account]]\nname = \"a\"\nusers = [\"u1\", \"u2\"]\n"
+                       "[[account]]\nname = \"b\"\nparent = \"a\"\nusers = \"u3\"\n"),
+                 0, "%s", errors.data);
+    cr_assert_eq(cfg.naccounts, 2);
+    cr_assert_eq(gs_config_user_account(&cfg, "u3"), &cfg.accounts[1], "one string: a list of one");
+    gs_config_release(&cfg);
+    cr_assert_eq(cfg.naccounts, 0);
+    cr_assert_null(cfg.accounts);
+    cr_assert_eq(gs_config_init(&cfg), 0, "teardown releases it once more");
 }

@@ -170,6 +170,37 @@ Test(jobspec, reports_every_problem_in_one_pass)
                                            "not integer"));
 }
 
+Test(jobspec, nice_is_read_and_checked)
+{
+    struct gs_jobspec *s = parse_ok("nice = -5\npriority = 3\n[run]\ncommand = [\"x\"]\n");
+    struct gs_error err;
+
+    cr_assert_eq(s->nice, -5, "negative is the scheduler's to refuse, not the reader's");
+    cr_assert_eq(s->priority, 3);
+    gs_jobspec_free(s);
+    s = parse_ok("nice = 1000000\n[run]\ncommand = [\"x\"]\n");
+    cr_assert_eq(s->nice, GS_JOBSPEC_NICE_MAX);
+    s->nice = GS_JOBSPEC_NICE_MAX + 1;
+    cr_assert_eq(gs_jobspec_check(s, &err), -EINVAL);
+    cr_assert_not_null(strstr(err.msg, "nice must be from -1000000 to 1000000"), "%s", err.msg);
+    gs_jobspec_free(s);
+    s = parse_ok("[run]\ncommand = [\"x\"]\n");
+    cr_assert_eq(s->nice, 0, "no nice: 0");
+    gs_jobspec_free(s);
+
+    parse_fails("nice = 1000001\n[run]\ncommand = [\"x\"]\n",
+                "job.toml:1:8: nice must be an integer from -1000000 to 1000000");
+    gs_buf_reset(&errors);
+    parse_fails("name = \"a\"\nnice = -1000001\n[run]\ncommand = [\"x\"]\n",
+                "job.toml:2:8: nice must be an integer from -1000000 to 1000000");
+    gs_buf_reset(&errors);
+    parse_fails("nice = \"low\"\n[run]\ncommand = [\"x\"]\n",
+                "job.toml:1:8: nice must be an integer");
+    gs_buf_reset(&errors);
+    parse_fails("[run]\ncommand = [\"x\"]\nnice = 3\n",
+                "job.toml:3:1: unknown key 'nice' in run (did you mean 'nice'?)");
+}
+
 Test(jobspec, toml_syntax_error_carries_its_position)
 {
     parse_fails("name = \"x\"\n[run\ncommand = [\"x\"]\n", "job.toml:2:");

@@ -577,6 +577,49 @@ Test(sbatch_options, flags)
     gs_sbatch_free(sb);
 }
 
+Test(sbatch_options, nice_with_and_without_an_adjustment)
+{
+    struct gs_sbatch *sb = parse(SHEBANG "#SBATCH --nice\n");
+    struct gs_buf kv = GS_BUF_INIT;
+
+    cr_assert_eq(sb->set_by[GS_SBATCH_OPT_NICE], GS_SBATCH_FROM_SCRIPT);
+    cr_assert_eq(sb->nice, 100, "no value: Slurm's 100");
+    cr_assert_eq(sb->nice, GS_SBATCH_NICE_DEFAULT);
+    cr_assert_eq(gs_sbatch_to_kv(sb, &kv), 0);
+    cr_assert(has(kv.data, "\nnice=100\n"), "%s", kv.data);
+    gs_buf_release(&kv);
+    gs_sbatch_free(sb);
+
+    sb = parse(SHEBANG "#SBATCH --nice=-5\n");
+    cr_assert_eq(sb->nice, -5, "negative is for gschedd to refuse to non-root");
+    gs_sbatch_free(sb);
+    sb = parse(SHEBANG "#SBATCH --nice=+3\n");
+    cr_assert_eq(sb->nice, 3);
+    gs_sbatch_free(sb);
+    sb = parse(SHEBANG "#SBATCH --nice=1000000\n");
+    cr_assert_eq(sb->nice, 1000000);
+    gs_sbatch_free(sb);
+    sb = parse_cli(SHEBANG "#SBATCH --nice=7\n", ARGC("--nice"), ARGV("--nice"));
+    cr_assert_eq(sb->set_by[GS_SBATCH_OPT_NICE], GS_SBATCH_FROM_CLI);
+    cr_assert_eq(sb->nice, 100, "the command line's replaces the script's");
+    gs_sbatch_free(sb);
+    sb = parse(SHEBANG "#SBATCH -J x\n");
+    cr_assert_eq(sb->set_by[GS_SBATCH_OPT_NICE], GS_SBATCH_UNSET);
+    cr_assert_eq(gs_sbatch_to_kv(sb, &kv), 0);
+    cr_assert_not(has(kv.data, "nice="), "%s", kv.data);
+    gs_buf_release(&kv);
+    gs_sbatch_free(sb);
+
+    expect_error(SHEBANG "#SBATCH --nice=abc\n",
+                 "run.sh:2: --nice=abc: 'abc' is not an adjustment from -1000000 to 1000000");
+    expect_error(SHEBANG "#SBATCH --nice=1000001\n", "run.sh:2: --nice=1000001: '1000001' is not");
+    expect_error(SHEBANG "#SBATCH --nice=-1000001\n", "run.sh:2: --nice=-1000001: '-1000001'");
+    expect_error(SHEBANG "#SBATCH --nice=\n", "run.sh:2: --nice=: '' is not an adjustment");
+    expect_error(SHEBANG "#SBATCH --nice=--1\n", "'--1' is not an adjustment");
+    /* An optional value needs '=', as getopt_long reads it: "5" is a word of its own. */
+    expect_error(SHEBANG "#SBATCH --nice 5\n", "run.sh:2: unexpected argument '5'");
+}
+
 Test(sbatch_options, ignorable_options_warn_once_each)
 {
     struct gs_sbatch *sb = parse(SHEBANG "#SBATCH --mail-type=END,FAIL --mail-user=a@b\n"

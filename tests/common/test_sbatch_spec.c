@@ -145,6 +145,7 @@ Test(sbatch_spec, defaults_are_slurms)
     cr_assert_eq(s->ndeps, 0);
     cr_assert_eq(s->array.ntask_ids, 0);
     cr_assert(!s->hold && !s->exclusive && !s->singleton);
+    cr_assert_eq(s->nice, 0);
     cr_assert_eq(warnings.len, 0, "warnings: %s", warnings.data);
     gs_jobspec_free(s);
 }
@@ -452,6 +453,17 @@ Test(sbatch_spec, strings_and_flags)
     gs_jobspec_free(s);
 }
 
+Test(sbatch_spec, nice_becomes_the_jobs)
+{
+    struct gs_jobspec *s = spec_of(SHEBANG "#SBATCH --nice=-20\n");
+
+    cr_assert_eq(s->nice, -20);
+    gs_jobspec_free(s);
+    s = spec_cli(SHEBANG "#SBATCH --nice=-20\n", ARGC("--nice"), ARGV("--nice"));
+    cr_assert_eq(s->nice, 100, "--nice alone: 100, and the command line wins");
+    gs_jobspec_free(s);
+}
+
 Test(sbatch_spec, command_line_overrides_the_script)
 {
     struct gs_jobspec *s =
@@ -634,6 +646,7 @@ Test(sbatch_spec, show_kv_in_fixed_order)
     char *out = show(SHEBANG "#SBATCH -J sweep -N 2 -n 3 -c 2 --gres=gpu:a100:2 --mem=8G\n"
                              "#SBATCH -t 1-00:00:30 --time-min=90 -p gpu -A nlp -q high\n"
                              "#SBATCH -w n[1-2] -x n7 --exclusive -a 0-15:4%2 -H --requeue\n"
+                             "#SBATCH --nice=-5\n"
                              "#SBATCH -d afterok:4?after:5+10 --signal=B:USR1@55\n"
                              "#SBATCH -o logs/%x_%A_%3a.out --export=NONE,HOME,X=1\n",
                      0, NULL, GS_SBATCH_SHOW_KV);
@@ -661,6 +674,7 @@ Test(sbatch_spec, show_kv_in_fixed_order)
                           "array_size=4\n"
                           "dependency=afterok:4?after:5+10\n"
                           "hold=yes\n"
+                          "nice=-5\n"
                           "requeue=yes\n"
                           "max_restarts=5\n"
                           "signal=B:USR1@55\n"
@@ -686,6 +700,7 @@ Test(sbatch_spec, show_defaults_and_lists)
     assert_has(out, "\nstderr_path=/home/alice/run/alice-%j.err\n");
     assert_has(out, "\nexport=ALL\n");
     assert_has(out, "\nrequeue=no\n");
+    assert_has(out, "\nhold=no\nnice=0\n");
     free(out);
 }
 
@@ -700,6 +715,7 @@ Test(sbatch_spec, show_json)
     assert_has(out, "\"time_limit\":\"00:05:00\"");
     assert_has(out, "\"partition\":null");
     assert_has(out, "\"exclusive\":false");
+    assert_has(out, "\"nice\":0,");
     assert_has(out, "\"dependency\":\"singleton\"");
     assert_has(out, "\"export\":\"ALL\"}");
     free(out);

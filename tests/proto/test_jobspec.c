@@ -10,7 +10,7 @@
 #include "common/units.h"
 #include "proto/jobspec.h"
 
-static const char full[] = "name = \"gpt\"\npriority = -3\nhold = true\n"
+static const char full[] = "name = \"gpt\"\npriority = -3\nnice = -7\nhold = true\n"
                            "depends_on = [\"afterok:41\", \"after:2\"]\n"
                            "[resources]\nnodes = 2\ngpus_per_node = 4\ncpus_per_gpu = 8\n"
                            "mem_per_node = \"64G\"\ntime_limit = \"1:00:00\"\nexclusive = true\n"
@@ -61,6 +61,7 @@ Test(proto_jobspec, every_field_survives_the_wire)
     cr_assert_eq(round_trip(in, &out, &err), 0, "%s", err.msg);
     cr_assert_str_eq(out->name, "gpt");
     cr_assert_eq(out->priority, -3);
+    cr_assert_eq(out->nice, -7, "negative nice survives the wire (sint32)");
     cr_assert(out->hold);
     cr_assert_eq(out->ndeps, 2);
     cr_assert_eq(out->deps[0].type, GS_DEP_AFTEROK);
@@ -102,6 +103,7 @@ Test(proto_jobspec, unlimited_time_and_defaults_survive)
     cr_assert_null(out->argv);
     cr_assert_null(out->constraint);
     cr_assert_null(out->stderr_pattern);
+    cr_assert_eq(out->nice, 0);
     gs_jobspec_free(in);
     gs_jobspec_free(out);
 }
@@ -158,4 +160,9 @@ Test(proto_jobspec, wire_specs_are_checked_like_job_files)
     dep.job_id = 5;
     pb.priority = 2000000;
     assert_rejected(&pb, "priority");
+    pb.priority = 0;
+    pb.nice = 1000001;
+    assert_rejected(&pb, "nice must be from");
+    pb.nice = INT32_MIN;
+    assert_rejected(&pb, "nice must be from");
 }

@@ -1,0 +1,27 @@
+/*
+ * config_internal.h: what config.c (the reader of gsched.toml, common/config.h) and
+ * config_policy.c (its [priority] and [[account]] parts) share and no one else needs:
+ * the policy readers config.c registers in its section tables, and the defaults and
+ * cleanup it calls from gs_config_init / gs_config_release.
+ */
+#ifndef GS_CONFIG_INTERNAL_H
+#define GS_CONFIG_INTERNAL_H
+
+#include "common/config.h"
+#include "common/schema.h"
+#include "common/toml.h"
+
+/* The keys of section "priority" and of each [[account]] table (section "account"). */
+extern const struct gs_schema_key gs_config_priority_keys[];
+extern const struct gs_schema_key gs_config_account_keys[];
+
+/* Root readers of [priority] and [[account]] (the latter also checks parents and cycles). */
+void gs_config_read_priority(struct gs_schema_ctx *c, const struct gs_toml_value *v);
+void gs_config_read_accounts(struct gs_schema_ctx *c, const struct gs_toml_value *v);
+
+/* [priority]'s defaults (weights 0, 7 days, billing 1 / 10 / 0). */
+void gs_config_priority_defaults(struct gs_config_priority *p);
+/* Frees cfg->accounts and empties it. */
+void gs_config_accounts_free(struct gs_config *cfg);
+
+#endif
