@@ -1,10 +1,10 @@
 /*
- * tel_load.c: load generator for bench/telemetry.sh. One process, one libuv loop, N TCP
- * connections to gschedd, each playing a worker node (sim0001 .. simN) with G GPUs: a Hello
- * as ROLE_WORKER, a NodeRegister with a synthetic topology (2 sockets, 64 cores, 2 TiB, G
- * H100-like GPUs all NVLinked), then one Heartbeat per node every interval, the N of them
- * spread evenly over it (node k's at offset k * interval / N), as N workers started at
- * unrelated times send them.
+ * tel_load.c: fake workers for bench/telemetry.sh and bench/sched_scale.sh. One process, one
+ * libuv loop, N TCP connections to gschedd, each playing a worker node (sim0001 .. simN) with
+ * G GPUs: a Hello as ROLE_WORKER, a NodeRegister with a synthetic topology (2 sockets, 64
+ * cores, 2 TiB, G H100-like GPUs all NVLinked), then one Heartbeat per node every interval,
+ * the N of them spread evenly over it (node k's at offset k * interval / N), as N workers
+ * started at unrelated times send them.
  *
  * Two kinds of heartbeat, switched per phase:
  *   with     what a worker with telemetry on sends (worker/telemetry.h): G GpuStats of one
@@ -20,6 +20,10 @@
  * with a made-up pid), and its tasks then run until the end: listed in their node's
  * heartbeats, their GPUs busy with one process of the job, so that gschedd's per-job usage
  * path runs. No TaskExit is ever sent; a SignalTasks is counted and otherwise ignored.
+ * With --exit-at-once (bench/sched_scale.sh) every task instead ends as soon as it started:
+ * right after the LaunchTasksReply, one TaskExit per rank (exit code 0, start and end times),
+ * as a worker reports a task that exited by itself; gschedd's TaskExitAck for each is
+ * counted (exits and exit_acks in the last line). Such tasks never appear in heartbeats.
  *
  * Sequence: connect and register every node (at most MAX_CONNECTING handshakes at once) and
  * print nodes_registered; heartbeat in the first phase's mode and wait for --launches
@@ -32,7 +36,7 @@
  * usage: tel_load [--host IPV4] --port P [-n NODES] [-g GPUS] [--interval-ms MS]
  *                 [--phases MODE[:S],...] [--seconds S] [--with-gpus | --without-gpus]
  *                 [--settle-ms MS] [--launches K] [--ramp-timeout-s S] [--seed N]
- *                 [--key FILE]
+ *                 [--key FILE] [--exit-at-once]
  * --key: the cluster key (scheduler.auth_key) each simulated worker proves it holds.
  */
 #include <errno.h>
@@ -48,8 +52,9 @@
 #include "proto/conn.h"
 #include "proto/frame.h"
 
-#define MAX_GPUS 64  /* gschedd's limit per node (SCHED_MAX_GPUS) */
-#define MAX_TASKS 16 /* tasks one simulated node runs at once */
+#define MAX_NODES 99999 /* named sim0001 .. sim99999 */
+#define MAX_GPUS 64     /* gschedd's limit per node (SCHED_MAX_GPUS) */
+#define MAX_TASKS 16    /* tasks one simulated node runs at once */
 #define MAX_PHASES 16
 #define MAX_CONNECTING 64 /* handshakes in flight during the ramp-up */
 #define NODE_CORES 64
@@ -104,6 +109,8 @@ struct load {
     bool with_gpus; /* the mode heartbeats are sent in now */
     struct node *nodes;
     uint32_t next_connect, connecting, registered, launches, signals;
+    bool exit_at_once;         /* tasks end as soon as they start */
+    uint64_t exits, exit_acks; /* TaskExits sent, and acknowledged by gschedd */
     uint64_t heartbeats_sent, errors, next_pid;
     uint64_t hb_start_ms, hb_issued; /* heartbeat k is due at start + k * interval / N */
     uint64_t t0_ms, begin_ms, begin_heartbeats, begin_errors;
@@ -305,6 +312,36 @@ static int add_task(struct node *n, const Gs__LaunchTasks *lt, const Gs__TaskAss
     return 0;
 }
 
+/* The task ended by itself with exit code 0, as a worker reports it (worker/worker.c). */
+static void send_exit(struct node *n, const Gs__LaunchTasks *lt, const Gs__TaskAssignment *a,
+                      uint64_t start_ms)
+{
+    Gs__TaskExit ex = GS__TASK_EXIT__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+
+    ex.job_id = lt->job_id;
+    ex.rank = a->rank;
+    ex.node_name = n->name;
+    ex.exit_code = 0;
+    ex.end_reason = GS__END_REASON__END_REASON_NONE;
+    ex.start_time_ms = start_ms;
+    ex.end_time_ms = gs_clock_wall_ms();
+    ex.attempt = lt->attempt;
+    ex.step = lt->step;
+    env.body_case = GS__ENVELOPE__BODY_TASK_EXIT;
+    env.task_exit = &ex;
+    if (gs_proto_conn_send(n->conn, &env) < 0)
+        n->l->errors++;
+    else
+        n->l->exits++;
+}
+
+/* gschedd has stored these exits: a worker forgets them now; here they are only counted. */
+static void on_exit_ack(struct node *n, const Gs__TaskExitAck *ack)
+{
+    n->l->exit_acks += ack->n_tasks;
+}
+
 /* Every rank started, as a worker whose fork and exec went well answers. */
 static void on_launch(struct node *n, const Gs__LaunchTasks *lt, uint64_t request_id)
 {
@@ -313,6 +350,7 @@ static void on_launch(struct node *n, const Gs__LaunchTasks *lt, uint64_t reques
     Gs__TaskLaunchResult **ptrs = calloc(lt->n_tasks + 1, sizeof(*ptrs));
     Gs__LaunchTasksReply reply = GS__LAUNCH_TASKS_REPLY__INIT;
     Gs__Envelope env = GS__ENVELOPE__INIT;
+    uint64_t start_ms = gs_clock_wall_ms();
 
     if (res == NULL || ptrs == NULL)
         goto out;
@@ -320,7 +358,7 @@ static void on_launch(struct node *n, const Gs__LaunchTasks *lt, uint64_t reques
         gs__task_launch_result__init(&res[i]);
         res[i].rank = lt->tasks[i]->rank;
         res[i].pid = (int32_t)(l->next_pid++);
-        if (add_task(n, lt, lt->tasks[i], (uint32_t)res[i].pid) < 0)
+        if (!l->exit_at_once && add_task(n, lt, lt->tasks[i], (uint32_t)res[i].pid) < 0)
             res[i].code = -EAGAIN;
         ptrs[i] = &res[i];
     }
@@ -333,6 +371,8 @@ static void on_launch(struct node *n, const Gs__LaunchTasks *lt, uint64_t reques
     env.launch_tasks_reply = &reply;
     if (gs_proto_conn_send(n->conn, &env) < 0)
         l->errors++;
+    for (size_t i = 0; l->exit_at_once && i < lt->n_tasks; i++)
+        send_exit(n, lt, lt->tasks[i], start_ms);
     if (++l->launches == l->launches_wanted && l->stage == STAGE_LAUNCHES)
         start_phase(l);
 out:
@@ -356,6 +396,9 @@ static void on_message(struct gs_proto_conn *conn, const Gs__Envelope *env, void
         break;
     case GS__ENVELOPE__BODY_SIGNAL_TASKS:
         n->l->signals++;
+        break;
+    case GS__ENVELOPE__BODY_TASK_EXIT_ACK:
+        on_exit_ack(n, env->task_exit_ack);
         break;
     default:
         break;
@@ -672,6 +715,10 @@ static int parse_args(struct load *l, int argc, char **argv)
             phases = strcmp(a, "--with-gpus") == 0 ? "with" : "without";
             continue;
         }
+        if (strcmp(a, "--exit-at-once") == 0) {
+            l->exit_at_once = true;
+            continue;
+        }
         if (v == NULL)
             return -EINVAL;
         i++;
@@ -685,7 +732,7 @@ static int parse_args(struct load *l, int argc, char **argv)
             return -EINVAL;
         *numbers[k].value = (uint32_t)strtoul(v, NULL, 10);
     }
-    if (port == 0 || port > 65535 || l->nnodes == 0 || l->nnodes > 9999 || l->ngpus == 0 ||
+    if (port == 0 || port > 65535 || l->nnodes == 0 || l->nnodes > MAX_NODES || l->ngpus == 0 ||
         l->ngpus > MAX_GPUS || l->interval_ms == 0 || uv_ip4_addr(host, (int)port, &l->addr) < 0)
         return -EINVAL;
     if (key != NULL) {
@@ -705,8 +752,9 @@ static const char usage[] =
     "usage: tel_load [--host IPV4] --port P [-n NODES] [-g GPUS] [--interval-ms MS]\n"
     "                [--phases MODE[:S],...] [--seconds S] [--with-gpus | --without-gpus]\n"
     "                [--settle-ms MS] [--launches K] [--ramp-timeout-s S] [--seed N]\n"
-    "                [--key FILE]\n"
-    "  MODE is with (GPU telemetry in every heartbeat) or without (none)\n";
+    "                [--key FILE] [--exit-at-once]\n"
+    "  MODE is with (GPU telemetry in every heartbeat) or without (none)\n"
+    "  --exit-at-once: every task ends (exit code 0) as soon as it starts\n";
 
 static int init_nodes(struct load *l)
 {
@@ -763,9 +811,10 @@ int main(int argc, char **argv)
     connect_more(&l);
     uv_run(&l.loop, UV_RUN_DEFAULT);
     printf("nodes_registered=%u heartbeats_sent=%llu elapsed_s=%.3f errors=%llu launches=%u "
-           "signals=%u\n",
+           "signals=%u exits=%llu exit_acks=%llu\n",
            l.registered, (unsigned long long)l.heartbeats_sent, seconds_since(l.t0_ms),
-           (unsigned long long)l.errors, l.launches, l.signals);
+           (unsigned long long)l.errors, l.launches, l.signals, (unsigned long long)l.exits,
+           (unsigned long long)l.exit_acks);
     if (uv_loop_close(&l.loop) != 0)
         l.rc = 1;
     free(l.nodes);

@@ -41,27 +41,9 @@ cleanup() {
     rm -rf "$tmp"
 }
 trap cleanup EXIT
-
-# wait_for SECONDS COMMAND...: polls COMMAND until it succeeds, or fails after SECONDS.
-wait_for() {
-    local deadline=$((SECONDS + $1))
-    shift
-    until "$@"; do
-        if ((SECONDS >= deadline)); then
-            echo "telemetry: timed out waiting for: $*" >&2
-            return 1
-        fi
-        sleep 0.05
-    done
-}
-
-# utime + stime of a process, in clock ticks.
-proc_ticks() {
-    local stat fields
-    stat=$(<"/proc/$1/stat")
-    read -r -a fields <<<"${stat##*) }" # from field 3 (state) on: utime is field 14
-    echo $((fields[11] + fields[12]))
-}
+bench_name=telemetry
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 # "busy total" clock ticks of every CPU together, from /proc/stat.
 machine_ticks() {
@@ -165,11 +147,6 @@ for _ in range(int(sys.argv[2]) + 1):
 ms = sorted(ms[1:])  # the first reports a scrape from before this run
 print(f"render_ms_median={ms[len(ms) // 2]:.1f} render_ms_p90={ms[int(len(ms) * 0.9)]:.1f} scrapes={len(ms)}")
 EOF
-}
-
-# A port nothing listens on now (another program could take it first: gschedd then fails).
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
 # start_gschedd PORT: sets gschedd_pid once its CLI socket and http.addr exist.

@@ -37,6 +37,17 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/popcnt.h"
+
+/*
+ * Counting GPUs is a popcount of a mask, done tens of times per decision on every node
+ * gschedd considers for a job: each function that counts bits on the choose and evaluate
+ * paths is built with and without POPCNT (common/popcnt.h). Every such function that is not
+ * inlined carries the attribute, the recursive ones too; a call from a popcnt clone or from
+ * an uncloned function (grow, the entry points' inlined helpers) reaches the callee's popcnt
+ * clone, directly or through the ifunc. scheduler/cluster.c does the same for its node scan.
+ */
+
 #define INFEASIBLE INT32_MAX
 #define NLEVELS (GS_GPUSET_CLASS_WORST + 1)
 
@@ -128,7 +139,8 @@ struct search {
 };
 
 /* Offers a set of cnt GPUs whose pair sums are known; adds its descendants' leftovers. */
-static void record(struct search *s, uint64_t mask, int cnt, int32_t total, int32_t nvlinks)
+GS_POPCNT_CLONES static void record(struct search *s, uint64_t mask, int cnt, int32_t total,
+                                    int32_t nvlinks)
 {
     const struct gs_gpuset_group *groups = s->n->groups;
     struct cell cand = {{total, nvlinks, 0}, mask};
@@ -146,8 +158,8 @@ static void record(struct search *s, uint64_t mask, int cnt, int32_t total, int3
 }
 
 /* Every extension of chosen (cnt GPUs, pairs <= cap) by GPUs of cand, each set once. */
-static void dfs(struct search *s, uint64_t chosen, uint64_t cand, int cnt, int32_t total,
-                int32_t nvlinks)
+GS_POPCNT_CLONES static void dfs(struct search *s, uint64_t chosen, uint64_t cand, int cnt,
+                                 int32_t total, int32_t nvlinks)
 {
     const struct gs_gpuset_node *n = s->n;
 
@@ -214,8 +226,8 @@ static void grow(struct search *s, int seed, uint64_t pool)
     }
 }
 
-static void search_group(const struct gs_gpuset_node *n, int g, uint64_t free, int kmax, int cap,
-                         bool only_max, struct cell *best)
+GS_POPCNT_CLONES static void search_group(const struct gs_gpuset_node *n, int g, uint64_t free,
+                                          int kmax, int cap, bool only_max, struct cell *best)
 {
     struct search s = {.n = n, .cap = cap, .kmax = kmax, .only_max = only_max, .best = best};
     uint64_t pool = free & n->groups[g].mask;
@@ -237,8 +249,8 @@ static void search_group(const struct gs_gpuset_node *n, int g, uint64_t free, i
 
 /* ---- the knapsack over a uniform group's subgroups ---- */
 
-static void solve_group(const struct gs_gpuset_node *n, int g, uint64_t free, int kmax, int cap,
-                        bool only_max, struct cell *best);
+GS_POPCNT_CLONES static void solve_group(const struct gs_gpuset_node *n, int g, uint64_t free,
+                                         int kmax, int cap, bool only_max, struct cell *best);
 
 /*
  * Folds one subgroup's best sets (child[0..ck]) into acc, which holds the best sets over the
@@ -268,8 +280,8 @@ static void combine(const struct gs_gpuset_group *gr, struct cell *acc, int have
     }
 }
 
-static void solve_uniform(const struct gs_gpuset_node *n, int g, uint64_t free, int kmax, int cap,
-                          struct cell *acc)
+GS_POPCNT_CLONES static void solve_uniform(const struct gs_gpuset_node *n, int g, uint64_t free,
+                                           int kmax, int cap, struct cell *acc)
 {
     const struct gs_gpuset_group *gr = &n->groups[g];
     struct cell child[GS_GPUSET_MAX + 1];
@@ -293,8 +305,8 @@ static void solve_uniform(const struct gs_gpuset_node *n, int g, uint64_t free, 
  * best[x] for x = 0..kmax (only x = kmax when only_max): the best x free GPUs of group g with
  * every pair <= cap, costs including the leftovers of g and its descendants (not ancestors).
  */
-static void solve_group(const struct gs_gpuset_node *n, int g, uint64_t free, int kmax, int cap,
-                        bool only_max, struct cell *best)
+GS_POPCNT_CLONES static void solve_group(const struct gs_gpuset_node *n, int g, uint64_t free,
+                                         int kmax, int cap, bool only_max, struct cell *best)
 {
     const struct gs_gpuset_group *gr = &n->groups[g];
     int nfree = popcount(free & gr->mask);
@@ -330,7 +342,8 @@ static uint64_t ancestors_frag(const struct gs_gpuset_node *n, int g, uint64_t f
  * nothing (else we would have stopped), or, at the first level tried, nothing either, since
  * that level is the best an empty node allows. Such groups are skipped.
  */
-static struct cell best_at_level(const struct gs_gpuset_node *n, uint64_t free, int k, int c)
+GS_POPCNT_CLONES static struct cell best_at_level(const struct gs_gpuset_node *n, uint64_t free,
+                                                  int k, int c)
 {
     struct cell cells[GS_GPUSET_MAX + 1];
     struct cell best = {{INFEASIBLE, 0, 0}, 0};
@@ -402,8 +415,8 @@ static void pair_stats(const struct gs_gpuset_node *n, uint64_t mask, struct gs_
     }
 }
 
-static void describe(const struct gs_gpuset_node *n, uint64_t free, uint64_t mask,
-                     struct gs_gpuset_choice *ret)
+GS_POPCNT_CLONES static void describe(const struct gs_gpuset_node *n, uint64_t free, uint64_t mask,
+                                      struct gs_gpuset_choice *ret)
 {
     memset(ret, 0, sizeof(*ret));
     ret->mask = mask;
@@ -425,8 +438,8 @@ void gs_gpuset_evaluate(const struct gs_gpuset_node *n, uint64_t gpus, struct gs
     describe(n, gpus & all_gpus(n->ngpus), gpus & all_gpus(n->ngpus), ret);
 }
 
-int gs_gpuset_choose(const struct gs_gpuset_node *n, uint64_t free_mask, int k,
-                     enum gs_gpuset_affinity aff, struct gs_gpuset_choice *ret)
+GS_POPCNT_CLONES int gs_gpuset_choose(const struct gs_gpuset_node *n, uint64_t free_mask, int k,
+                                      enum gs_gpuset_affinity aff, struct gs_gpuset_choice *ret)
 {
     struct gs_gpuset_choice choice;
     uint64_t mask = 0;

@@ -10,6 +10,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/popcnt.h"
+
+/*
+ * sched_cluster_place() scores every node for every job: its fit checks and GPU choice count
+ * bits dozens of times per node, so it is built with and without POPCNT (common/popcnt.h);
+ * it calls gs_gpuset_choose(), cloned the same way. GCC no longer inlines the bigger helpers
+ * into a function it has cloned, and a helper gets the clone's POPCNT only when inlined:
+ * HOT_INLINE makes it.
+ */
+#define HOT_INLINE static inline __attribute__((always_inline))
+
 #define CORE_WORDS (SCHED_MAX_CORES / 64)
 #define NAME_MAX_LEN 64
 #define FEATURE_MAX_LEN 32
@@ -206,7 +217,7 @@ bool sched_cluster_is_up(const struct sched_cluster *cluster, uint32_t node)
     return node < cluster->nnodes && cluster->nodes[node].up;
 }
 
-static uint32_t count_cores(const uint64_t *bits)
+HOT_INLINE uint32_t count_cores(const uint64_t *bits)
 {
     uint32_t n = 0;
 
@@ -286,7 +297,7 @@ static bool node_can_ever(const struct node *n, const struct sched_req *req)
            req->mem_per_node_mib <= n->mem_mib && has_feature(n, req->constraint);
 }
 
-static bool node_fits_now(const struct node *n, const struct sched_req *req)
+HOT_INLINE bool node_fits_now(const struct node *n, const struct sched_req *req)
 {
     if (!n->up || n->exclusive_held || (req->exclusive && n->njobs > 0))
         return false;
@@ -366,8 +377,8 @@ static uint64_t lowest_bits(uint64_t mask, uint32_t k)
  * free indices. Returns false when none will do (too few free, or STRICT and no set as good
  * as an empty node gives).
  */
-static bool choose_gpus(const struct node *n, const struct sched_req *req,
-                        struct gs_gpuset_choice *ret)
+HOT_INLINE bool choose_gpus(const struct node *n, const struct sched_req *req,
+                            struct gs_gpuset_choice *ret)
 {
     uint32_t k = req->gpus_per_node;
 
@@ -523,8 +534,9 @@ static uint32_t required_first(struct candidate *cand, uint32_t ncand, const uin
     return k;
 }
 
-int sched_cluster_place(const struct sched_cluster *cluster, const struct sched_req *req,
-                        const uint64_t *avoid, struct sched_alloc *alloc)
+GS_POPCNT_CLONES int sched_cluster_place(const struct sched_cluster *cluster,
+                                         const struct sched_req *req, const uint64_t *avoid,
+                                         struct sched_alloc *alloc)
 {
     struct candidate *cand;
     uint32_t ncand = 0;
