@@ -10,6 +10,8 @@
  *     scontrol requeue|requeuehold IDS   end running jobs and queue them again (held)
  *     scontrol update NodeName=LIST State=DRAIN Reason=TEXT | State=RESUME
  *                                        take nodes out of service and back (root)
+ *     scontrol update JobId=ID Priority=|Nice=|TimeLimit=|Partition=|Dependency=
+ *                                        change a pending job (scontrol_update.c)
  *
  * `-o`/`--oneliner` before the command puts each record on one line, as Slurm's; --socket
  * PATH is gsched's. The hostnames expansion needs no daemon: the way multi-node torchrun
@@ -686,7 +688,9 @@ static void usage(FILE *f)
     fputs("Usage: scontrol [-o] [--socket PATH] COMMAND\n"
           "  show hostnames [LIST] | show job [ID] | show partition [NAME] | show node [NAME]\n"
           "  hold IDS | release IDS | requeue IDS | requeuehold IDS\n"
-          "  update NodeName=LIST State=DRAIN Reason=TEXT | update NodeName=LIST State=RESUME\n",
+          "  update NodeName=LIST State=DRAIN Reason=TEXT | update NodeName=LIST State=RESUME\n"
+          "  update JobId=ID [Priority=N] [Nice=N] [TimeLimit=TIME] [Partition=NAME] "
+          "[Dependency=LIST]\n",
           f);
 }
 

@@ -1,17 +1,24 @@
 /*
- * scontrol_update.c: `scontrol update`, the parts operators use to take nodes out of
- * service and back, as Slurm's:
+ * scontrol_update.c: `scontrol update`, as Slurm's, for nodes and pending jobs:
  *
  *     scontrol update NodeName=LIST State=DRAIN Reason=TEXT
  *     scontrol update NodeName=LIST State=RESUME        (UNDRAIN too)
+ *     scontrol update JobId=ID [Priority=N] [Nice=N] [TimeLimit=TIME] [Partition=NAME]
+ *                              [Dependency=LIST]
  *
- * Keys are case-insensitive, LIST a hostlist (node[1-4,7]). Root only: gschedd refuses
- * anyone else. A drain needs a reason (Slurm's rule), so nobody later wonders why a node
- * sits idle. Nothing is printed on success; each failure prints a line and exits 1.
+ * Keys are case-insensitive, LIST a hostlist (node[1-4,7]). Nodes are root's: gschedd
+ * refuses anyone else, and a drain needs a reason (Slurm's rule), so nobody later wonders
+ * why a node sits idle. A job's owner may raise its nice, lower its time limit, move it to
+ * another partition and change its dependencies while it is pending; its priority and a
+ * negative nice are root's (gschedd checks). TIME is Slurm's (MIN, MIN:SEC, H:M:S, D-H,
+ * D-H:M, D-H:M:S, or UNLIMITED), Dependency sbatch's (afterok:12:13, singleton, "" none).
+ * Nothing is printed on success; each failure prints a line and exits 1.
  */
 #include "cli/scontrol_update.h"
 
 #include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +26,8 @@
 
 #include "cli/slurm_cmd.h"
 #include "common/hostlist.h"
+#include "common/sbatch.h"
+#include "common/units.h"
 
 #define CMD "scontrol"
 
@@ -26,31 +35,174 @@ struct node_update {
     const char *nodes;
     const char *state;
     const char *reason;
+    /* JobId=: the job's keys */
+    const char *job, *priority, *nice, *time_limit, *partition, *dependency;
 };
+
+static bool key_is(const char *word, size_t klen, const char *key)
+{
+    return klen == strlen(key) && strncasecmp(word, key, klen) == 0;
+}
 
 /* KEY=VALUE words into u; 0 or 1 with the error printed. */
 static int parse_words(int argc, char **argv, struct node_update *u)
 {
+    static const struct {
+        const char *key;
+        size_t offset;
+    } keys[] = {
+        {"NodeName", offsetof(struct node_update, nodes)},
+        {"State", offsetof(struct node_update, state)},
+        {"Reason", offsetof(struct node_update, reason)},
+        {"JobId", offsetof(struct node_update, job)},
+        {"Priority", offsetof(struct node_update, priority)},
+        {"Nice", offsetof(struct node_update, nice)},
+        {"TimeLimit", offsetof(struct node_update, time_limit)},
+        {"Partition", offsetof(struct node_update, partition)},
+        {"Dependency", offsetof(struct node_update, dependency)},
+    };
+
     for (int i = 0; i < argc; i++) {
         const char *eq = strchr(argv[i], '=');
-        size_t klen = eq != NULL ? (size_t)(eq - argv[i]) : 0;
+        size_t klen = eq != NULL ? (size_t)(eq - argv[i]) : 0, k;
 
         if (eq == NULL)
             return slurm_error(CMD, "update: '%s' is not KEY=VALUE", argv[i]);
-        if (klen == 8 && strncasecmp(argv[i], "NodeName", klen) == 0)
-            u->nodes = eq + 1;
-        else if (klen == 5 && strncasecmp(argv[i], "State", klen) == 0)
-            u->state = eq + 1;
-        else if (klen == 6 && strncasecmp(argv[i], "Reason", klen) == 0)
-            u->reason = eq + 1;
-        else
+        for (k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+            if (key_is(argv[i], klen, keys[k].key)) {
+                *(const char **)((char *)u + keys[k].offset) = eq + 1;
+                break;
+            }
+        }
+        if (k == sizeof(keys) / sizeof(keys[0]))
             return slurm_error(CMD, "Update of this parameter is not supported: %s", argv[i]);
     }
-    if (u->nodes == NULL || u->nodes[0] == '\0')
-        return slurm_error(CMD, "update: NodeName=LIST is required (gsched updates nodes only)");
+    if ((u->nodes == NULL) == (u->job == NULL))
+        return slurm_error(CMD, "update: NodeName=LIST or JobId=ID is required (one of them)");
+    if (u->job != NULL) {
+        if (u->state != NULL || u->reason != NULL)
+            return slurm_error(CMD, "update: State= and Reason= are for nodes (NodeName=)");
+        return 0;
+    }
+    if (u->priority != NULL || u->nice != NULL || u->time_limit != NULL || u->partition != NULL ||
+        u->dependency != NULL)
+        return slurm_error(CMD, "update: Priority=, Nice=, TimeLimit=, Partition= and "
+                                "Dependency= are for jobs (JobId=)");
+    if (u->nodes[0] == '\0')
+        return slurm_error(CMD, "update: NodeName=LIST is empty");
     if (u->state == NULL)
         return slurm_error(CMD, "update: State=DRAIN or State=RESUME is required");
     return 0;
+}
+
+static int parse_int(const char *key, const char *text, int32_t *ret)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0' || v > INT32_MAX || v < -INT32_MAX)
+        return slurm_error(CMD, "Invalid %s value: %s", key, text);
+    *ret = (int32_t)v;
+    return 0;
+}
+
+/* JobId=ID's keys into req (depends_on allocated into *deps, the caller's to free). */
+static int job_request(const struct node_update *u, Gs__JobUpdateRequest *req,
+                       Gs__Dependency **deps, Gs__Dependency ***ptrs)
+{
+    struct gs_sbatch_deps d = {0};
+    struct gs_error err;
+    char *end;
+    int status = 0;
+
+    errno = 0;
+    req->job_id = strtoull(u->job, &end, 10);
+    if (errno != 0 || end == u->job || *end != '\0' || req->job_id == 0)
+        return slurm_error(CMD, "Invalid job id specified: %s", u->job);
+    if (u->priority != NULL) {
+        req->set_priority = true;
+        status = parse_int("Priority", u->priority, &req->priority);
+    }
+    if (status == 0 && u->nice != NULL) {
+        req->set_nice = true;
+        status = parse_int("Nice", u->nice, &req->nice);
+    }
+    if (status == 0 && u->time_limit != NULL) {
+        req->set_time_limit = true;
+        if (strcasecmp(u->time_limit, "UNLIMITED") == 0 ||
+            strcasecmp(u->time_limit, "INFINITE") == 0)
+            req->time_limit_s = 0;
+        else if (gs_parse_duration(u->time_limit, &req->time_limit_s) < 0 || req->time_limit_s == 0)
+            status = slurm_error(CMD,
+                                 "Invalid TimeLimit value: %s (MIN, MIN:SEC, H:M:S, D-H, "
+                                 "D-H:M, D-H:M:S or UNLIMITED)",
+                                 u->time_limit);
+    }
+    if (status == 0 && u->partition != NULL) {
+        if (u->partition[0] == '\0')
+            status = slurm_error(CMD, "Invalid Partition value: an empty name");
+        req->partition = (char *)u->partition;
+    }
+    if (status != 0 || u->dependency == NULL)
+        return status;
+    req->set_dependency = true;
+    gs_error_clear(&err);
+    if (u->dependency[0] != '\0' && gs_sbatch_parse_dependency(u->dependency, &d, &err) < 0)
+        return slurm_error(CMD, "Dependency=%s, column %d: %s", u->dependency, err.col, err.msg);
+    *deps = calloc(d.n + 1, sizeof(**deps));
+    *ptrs = calloc(d.n + 1, sizeof(**ptrs));
+    if (*deps == NULL || *ptrs == NULL) {
+        gs_sbatch_deps_release(&d);
+        return slurm_error(CMD, "out of memory");
+    }
+    for (size_t i = 0; i < d.n; i++) {
+        if (d.terms[i].singleton) {
+            req->singleton = true;
+            continue;
+        }
+        gs__dependency__init(&(*deps)[req->n_depends_on]);
+        (*deps)[req->n_depends_on].type = (Gs__DependencyType)d.terms[i].dep.type;
+        (*deps)[req->n_depends_on].job_id = d.terms[i].dep.job_id;
+        (*deps)[req->n_depends_on].delay_min = d.terms[i].delay_min;
+        (*ptrs)[req->n_depends_on] = &(*deps)[req->n_depends_on];
+        req->n_depends_on++;
+    }
+    req->depends_on = *ptrs;
+    req->depends_any = d.op != GS_SBATCH_DEP_ALL;
+    gs_sbatch_deps_release(&d);
+    return 0;
+}
+
+static int update_job(const char *socket_opt, const struct node_update *u)
+{
+    Gs__JobUpdateRequest req = GS__JOB_UPDATE_REQUEST__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT, *reply = NULL;
+    Gs__Dependency *deps = NULL, **ptrs = NULL;
+    int status = job_request(u, &req, &deps, &ptrs);
+
+    if (status != 0)
+        goto out;
+    env.body_case = GS__ENVELOPE__BODY_JOB_UPDATE_REQUEST;
+    env.job_update_request = &req;
+    status = slurm_call(socket_opt, &env, GS__ENVELOPE__BODY_JOB_UPDATE_REPLY, &reply);
+    for (size_t i = 0; status == 0 && i < reply->job_update_reply->n_results; i++) {
+        const Gs__JobActionResult *r = reply->job_update_reply->results[i];
+
+        if (r->code == 0)
+            continue;
+        if (r->code == -ENOENT)
+            slurm_error(CMD, "Invalid job id specified");
+        else
+            slurm_error(CMD, "%s", r->message);
+        status = 1;
+    }
+out:
+    gs_proto_envelope_free(reply);
+    free(deps);
+    free(ptrs);
+    return status;
 }
 
 static int send_update(const char *socket_opt, const struct node_update *u,
@@ -93,6 +245,8 @@ int scontrol_update(const char *socket_opt, int argc, char **argv)
 
     if (status != 0)
         return status;
+    if (u.job != NULL)
+        return update_job(socket_opt, &u);
     if (strcasecmp(u.state, "drain") == 0)
         action = GS__NODE_ADMIN_ACTION__NODE_ADMIN_ACTION_DRAIN;
     else if (strcasecmp(u.state, "resume") == 0 || strcasecmp(u.state, "undrain") == 0)

@@ -1,6 +1,7 @@
 /*
- * scontrol_update.h: `scontrol update NodeName=LIST State=DRAIN|RESUME [Reason=TEXT]`
- * (scontrol_update.c), called by cmd_scontrol.c with the words after "update".
+ * scontrol_update.h: `scontrol update NodeName=LIST State=DRAIN|RESUME [Reason=TEXT]` and
+ * `scontrol update JobId=ID KEY=VALUE...` (scontrol_update.c), called by cmd_scontrol.c
+ * with the words after "update".
  */
 #ifndef GS_CLI_SCONTROL_UPDATE_H
 #define GS_CLI_SCONTROL_UPDATE_H

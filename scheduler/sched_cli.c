@@ -208,11 +208,15 @@ void sched_cli_action_reply(struct sched_cli *c, uint64_t request_id, Gs__Envelo
     reply.n_results = n;
     reply.results = ptrs;
     env.request_id = request_id;
-    env.body_case = what == GS__ENVELOPE__BODY_CANCEL_REQUEST    ? GS__ENVELOPE__BODY_CANCEL_REPLY
+    env.body_case = what == GS__ENVELOPE__BODY_JOB_UPDATE_REQUEST
+                        ? GS__ENVELOPE__BODY_JOB_UPDATE_REPLY
+                    : what == GS__ENVELOPE__BODY_CANCEL_REQUEST  ? GS__ENVELOPE__BODY_CANCEL_REPLY
                     : what == GS__ENVELOPE__BODY_HOLD_REQUEST    ? GS__ENVELOPE__BODY_HOLD_REPLY
                     : what == GS__ENVELOPE__BODY_REQUEUE_REQUEST ? GS__ENVELOPE__BODY_REQUEUE_REPLY
                                                                  : GS__ENVELOPE__BODY_RELEASE_REPLY;
-    if (env.body_case == GS__ENVELOPE__BODY_CANCEL_REPLY)
+    if (env.body_case == GS__ENVELOPE__BODY_JOB_UPDATE_REPLY)
+        env.job_update_reply = &reply;
+    else if (env.body_case == GS__ENVELOPE__BODY_CANCEL_REPLY)
         env.cancel_reply = &reply;
     else if (env.body_case == GS__ENVELOPE__BODY_HOLD_REPLY)
         env.hold_reply = &reply;
@@ -440,6 +444,9 @@ static void cli_dispatch(struct sched_cli *c, const Gs__Envelope *env)
         break;
     case GS__ENVELOPE__BODY_LOGS_REQUEST:
         sched_query_logs(c, env->request_id, env->logs_request);
+        break;
+    case GS__ENVELOPE__BODY_JOB_UPDATE_REQUEST:
+        sched_job_update(c, env->request_id, env->job_update_request);
         break;
     case GS__ENVELOPE__BODY_SHARE_REQUEST:
         sched_policy_share(c, env->request_id);

@@ -328,6 +328,10 @@ void sched_action(struct sched_cli *c, const Gs__Envelope *env);
 void sched_action_idle_end(struct sched_ctx *s, struct sched_job *job, bool requeue,
                            const char *why);
 
+/* sched_job_update.c: scontrol update JobId=...: a pending job's priority, nice, time
+ * limit, partition, dependencies; answered (JobActionReply) once stored. */
+void sched_job_update(struct sched_cli *c, uint64_t request_id, const Gs__JobUpdateRequest *req);
+
 /* sched_exits.c: a task exit from node n's worker; acknowledged to that worker once stored. */
 void sched_exit_task(struct sched_ctx *s, struct sched_node *n, const Gs__TaskExit *ex);
 

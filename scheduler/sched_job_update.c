@@ -1,0 +1,219 @@
+/*
+ * sched_job_update.c: `scontrol update JobId=ID KEY=VALUE...` on a pending job, as Slurm
+ * allows it: its priority (root only; 0 gives it back to the multifactor computation), its
+ * nice (anyone may lower their job's priority; a negative nice is root's), its time limit
+ * (its owner may only lower it, root may set any), its partition and its dependencies. The
+ * whole request is checked before anything changes, so a bad value changes nothing; the
+ * change is stored, put in the job's history, and answered once on disk, and the planner
+ * is woken. A running job's time limit would have to reach its workers: not yet.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/units.h"
+#include "scheduler/sched_internal.h"
+
+struct update_op {
+    struct sched_cli *cli;
+    uint64_t request_id;
+    struct sched_action_result result;
+};
+
+static void update_stored(struct sched_ctx *s, int status, void *arg)
+{
+    struct update_op *op = arg;
+
+    (void)s;
+    if (status < 0)
+        sched_cli_error(op->cli, op->request_id, status, "the change could not be stored", true);
+    else
+        sched_cli_action_reply(op->cli, op->request_id, GS__ENVELOPE__BODY_JOB_UPDATE_REQUEST,
+                               &op->result, 1);
+    free(op);
+}
+
+/* Every check of req against job; 0, or < 0 with msg saying which key. */
+static int check(struct sched_ctx *s, const struct sched_cli *c, const struct sched_job *job,
+                 const Gs__JobUpdateRequest *req, char *msg, size_t size)
+{
+    const struct gs_jobspec *sp = job->spec;
+    struct gs_jobspec trial = *sp; /* shallow: only read by sched_slurm_admit */
+    uint64_t limit = req->time_limit_s == 0 ? GS_DURATION_INFINITE : req->time_limit_s;
+    char why[256];
+
+    if (c->uid != 0 && c->uid != job->uid) {
+        snprintf(msg, size, "job %llu: permission denied (it belongs to %s)",
+                 (unsigned long long)job->id, job->user);
+        return -EPERM;
+    }
+    if (job->state != SCHED_JOB_PENDING) {
+        snprintf(msg, size,
+                 "job %llu is %s: only pending jobs can be updated (a running job's time "
+                 "limit: not yet)",
+                 (unsigned long long)job->id, sched_job_state_name(job->state));
+        return -EINVAL;
+    }
+    if (req->set_priority && c->uid != 0) {
+        snprintf(msg, size, "Priority: only root may set a job's priority (Nice lowers it)");
+        return -EPERM;
+    }
+    if (req->set_priority &&
+        (req->priority > GS_JOBSPEC_PRIORITY_MAX || req->priority < -GS_JOBSPEC_PRIORITY_MAX)) {
+        snprintf(msg, size, "Priority: must be from %d to %d", -GS_JOBSPEC_PRIORITY_MAX,
+                 GS_JOBSPEC_PRIORITY_MAX);
+        return -EINVAL;
+    }
+    if (req->set_nice && (req->nice > GS_JOBSPEC_NICE_MAX || req->nice < -GS_JOBSPEC_NICE_MAX)) {
+        snprintf(msg, size, "Nice: must be from %d to %d", -GS_JOBSPEC_NICE_MAX,
+                 GS_JOBSPEC_NICE_MAX);
+        return -EINVAL;
+    }
+    if (req->set_nice && req->nice < 0 && c->uid != 0) {
+        snprintf(msg, size, "Nice: only root may give a negative nice");
+        return -EPERM;
+    }
+    if (req->set_time_limit && c->uid != 0 && limit > sp->time_limit_s) {
+        snprintf(msg, size, "TimeLimit: only root may raise a job's time limit");
+        return -EPERM;
+    }
+    if (req->partition != NULL && req->partition[0] != '\0')
+        trial.partition = req->partition;
+    if (req->set_time_limit)
+        trial.time_limit_s = limit;
+    if (sched_slurm_admit(s, &trial, why, sizeof(why)) < 0) {
+        /* Named as scontrol's keys, not the job file's. */
+        if (strncmp(why, "resources.time_limit", 20) == 0)
+            snprintf(msg, size, "TimeLimit%s", why + 20);
+        else if (strncmp(why, "partition", 9) == 0)
+            snprintf(msg, size, "Partition%s", why + 9);
+        else
+            snprintf(msg, size, "%s", why);
+        return -EINVAL;
+    }
+    for (size_t i = 0; req->set_dependency && i < req->n_depends_on; i++) {
+        const Gs__Dependency *d = req->depends_on[i];
+
+        if (d->job_id == job->id || sched_jobs_find(s->jobs, d->job_id) == NULL ||
+            (int)d->type < GS_DEP_AFTER || (int)d->type > GS_DEP_AFTERANY) {
+            snprintf(msg, size, "Dependency: job %llu does not exist",
+                     (unsigned long long)d->job_id);
+            return -EINVAL;
+        }
+    }
+    return 0;
+}
+
+/* The checked request into job's spec; "Priority=5 TimeLimit=01:00:00" into what. */
+static int apply(struct sched_job *job, const Gs__JobUpdateRequest *req, char *what, size_t size)
+{
+    struct gs_jobspec *sp = job->spec;
+    struct gs_dep *deps = NULL;
+    char *part = NULL;
+    size_t off = 0;
+
+    if (req->set_dependency && req->n_depends_on > 0) {
+        deps = calloc(req->n_depends_on, sizeof(*deps));
+        if (deps == NULL)
+            return -ENOMEM;
+        for (size_t i = 0; i < req->n_depends_on; i++)
+            deps[i] = (struct gs_dep){(enum gs_dep_type)req->depends_on[i]->type,
+                                      req->depends_on[i]->job_id, req->depends_on[i]->delay_min};
+    }
+    if (req->partition != NULL && req->partition[0] != '\0' &&
+        (part = strdup(req->partition)) == NULL) {
+        free(deps);
+        return -ENOMEM;
+    }
+    what[0] = '\0';
+#define SAY(...)                                                                                   \
+    do {                                                                                           \
+        int k_ = snprintf(what + off, size - off, __VA_ARGS__);                                    \
+        off += k_ > 0 && (size_t)k_ < size - off ? (size_t)k_ : 0;                                 \
+    } while (0)
+    if (req->set_priority) {
+        sp->priority = req->priority;
+        SAY(" Priority=%d", req->priority);
+    }
+    if (req->set_nice) {
+        sp->nice = req->nice;
+        SAY(" Nice=%d", req->nice);
+    }
+    if (part != NULL) {
+        free(sp->partition);
+        sp->partition = part;
+        SAY(" Partition=%s", part);
+    }
+    if (req->set_time_limit) {
+        char d[32];
+
+        sp->time_limit_s = req->time_limit_s == 0 ? GS_DURATION_INFINITE : req->time_limit_s;
+        if (sp->time_limit_s == GS_DURATION_INFINITE)
+            snprintf(d, sizeof(d), "UNLIMITED");
+        else
+            gs_format_duration(sp->time_limit_s, d, sizeof(d));
+        SAY(" TimeLimit=%s", d);
+    }
+    if (req->set_dependency) {
+        free(sp->deps);
+        sp->deps = deps;
+        sp->ndeps = req->n_depends_on;
+        sp->depends_any = req->depends_any;
+        sp->singleton = req->singleton;
+        SAY(" Dependency=%s", sp->ndeps > 0 || sp->singleton ? "set" : "(null)");
+    }
+#undef SAY
+    job->prio_valid = false;
+    job->expected_start_ms = 0;
+    return 0;
+}
+
+void sched_job_update(struct sched_cli *c, uint64_t request_id, const Gs__JobUpdateRequest *req)
+{
+    struct sched_ctx *s = c->s;
+    struct sched_job *job = sched_jobs_find(s->jobs, req->job_id);
+    struct update_op *op = calloc(1, sizeof(*op));
+    struct sched_change *ch = NULL;
+    char detail[240], what[160];
+    uint64_t now = gs_clock_wall_ms();
+    int rc;
+
+    if (op == NULL) {
+        sched_cli_error(c, request_id, -ENOMEM, "out of memory", false);
+        return;
+    }
+    op->cli = c;
+    op->request_id = request_id;
+    op->result.job_id = req->job_id;
+    if (job == NULL) {
+        op->result.code = -ENOENT;
+        snprintf(op->result.message, sizeof(op->result.message), "job %llu: no such job",
+                 (unsigned long long)req->job_id);
+        goto answer;
+    }
+    rc = check(s, c, job, req, op->result.message, sizeof(op->result.message));
+    if (rc == 0)
+        rc = apply(job, req, what, sizeof(what));
+    op->result.code = rc;
+    op->result.state = sched_job_wire_state(job);
+    if (rc < 0)
+        goto answer;
+    snprintf(detail, sizeof(detail), "updated by %s:%s", c->uid == 0 ? "root" : job->user, what);
+    sched_job_note(job, now, job->state, detail);
+    GS_LOG(GS_LOG_INFO, "job=%llu uid=%u change=\"%s\" job updated", (unsigned long long)job->id,
+           (unsigned)c->uid, what + (what[0] == ' '));
+    ch = sched_change_new(s);
+    sched_change_job(ch, job);
+    sched_change_event(ch, now, job->id, "", sched_job_state_name(job->state), detail);
+    sched_query_job_changed(s, job);
+    sched_engine_wake(s);
+    sched_cli_hold(c);
+    sched_change_commit(s, ch, update_stored, op);
+    return;
+answer:
+    sched_cli_hold(c);
+    update_stored(s, 0, op);
+}

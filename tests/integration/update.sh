@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# update.sh BIN_DIR SRC_DIR: `scontrol update JobId=ID KEY=VALUE...` on pending jobs (issue
+# 18), on a `gsched up` cluster of one worker with partitions "main" and "short" (10 min at
+# most). Root sets a priority, a time limit, a partition and a dependency; each is shown and
+# kept across a gschedd restart. A request with one bad value changes nothing. A user may
+# raise their job's nice, lower its time limit and move it, but not set its priority, give
+# a negative nice, raise its time limit or touch another's job. A running job is refused.
+name="integration_update"
+. "$(dirname "$0")/lib.sh"
+
+start_cluster --workers 1 --gpus-per-node 0 --partition main:default --partition short:max_time=10m
+
+sbatch() { # sbatch OPTIONS...: prints the job id
+  local out
+  out=$("$bin/gsched" sbatch --parsable -o /dev/null "$@" 2>&1) || fail "sbatch $*: $out"
+  echo "${out%%;*}"
+}
+update() { "$bin/gsched" scontrol update "$@" 2>&1; }
+spec() { jq "$1" "j['spec']$2"; }
+
+a=$(sbatch --hold -t 60 --wrap=true) || exit 1
+b=$(sbatch --hold -t 60 --wrap=true) || exit 1
+
+# --- root: priority, time limit, dependency, partition --------------------------------------
+out=$(update JobId="$a" Priority=500 TimeLimit=30) || fail "update $a: $out"
+[ "$(spec "$a" "['priority']")" = 500 ] || fail "priority: $(spec "$a" "['priority']")"
+[ "$(spec "$a" "['resources']['time_limit_s']")" = 1800 ] || fail "time limit: $(spec "$a" "['resources']")"
+expect "$a" 'j["priority"] == 500' "its priority 500"
+expect "$a" 'any("updated by root: Priority=500 TimeLimit=30:00" in e["reason"] for e in h)' \
+  "the update in its history"
+out=$(update JobId="$a" Dependency=afterok:"$b") || fail "dependency: $out"
+expect "$a" 'j["spec"]["depends_on"] == [{"type": "AFTEROK", "job_id": '"$b"'}]' "afterok:$b"
+"$bin/gsched" scontrol release "$a" > /dev/null || fail "release $a"
+wait_for "$a to wait on $b" 10 is "$a" 'j["reason"] == "Dependency"'
+"$bin/gsched" scontrol hold "$a" > /dev/null || fail "hold $a"
+out=$(update JobId="$a" Dependency=) || fail "clearing the dependency: $out"
+expect "$a" 'j["spec"]["depends_on"] == []' "no dependency"
+
+# --- one bad value: nothing changes -----------------------------------------------------------
+out=$(update JobId="$a" Nice=20 Partition=nosuch) && fail "Partition=nosuch: $out"
+case $out in *"Partition: no partition 'nosuch'"*) ;; *) fail "Partition=nosuch: $out" ;; esac
+[ "$(spec "$a" "['nice']")" = 0 ] || fail "a refused update changed nice: $(spec "$a" "['nice']")"
+out=$(update JobId="$a" Partition=short) && fail "30 min into short: $out"
+case $out in *"TimeLimit: partition 'short' allows jobs at most 10:00"*) ;; *) fail "short: $out" ;; esac
+out=$(update JobId="$a" Dependency=afterok:99999) && fail "afterok:99999: $out"
+case $out in *"job 99999 does not exist"*) ;; *) fail "afterok:99999: $out" ;; esac
+out=$(update JobId="$a" Colour=red) && fail "Colour=: $out"
+case $out in *"not supported: Colour=red"*) ;; *) fail "Colour=: $out" ;; esac
+out=$(update JobId=abc Nice=1) && fail "JobId=abc: $out"
+case $out in *"Invalid job id specified: abc"*) ;; *) fail "JobId=abc: $out" ;; esac
+out=$(update JobId="$a" TimeLimit=soon) && fail "TimeLimit=soon: $out"
+case $out in *"Invalid TimeLimit value: soon"*) ;; *) fail "TimeLimit=soon: $out" ;; esac
+out=$(update JobId="$a" TimeLimit=5 Partition=short) || fail "5 min into short: $out"
+expect "$a" 'j["partition"] == "short" and j["spec"]["resources"]["time_limit_s"] == 300' "in short, 5 min"
+
+# --- kept across a gschedd restart ------------------------------------------------------------
+sched=$(cat "$state/gschedd.pid")
+kill -TERM "$sched"
+wait_for "gschedd (pid $sched) to stop" 10 eval "! pid_alive $sched"
+out=$("$bin/gsched" up --state "$state" --workers 1 2>&1) || fail "up after gschedd stopped: $out"
+expect "$a" 'j["spec"]["priority"] == 500 and j["partition"] == "short" and
+  j["spec"]["resources"]["time_limit_s"] == 300' "the updates after a restart"
+
+# --- another user: their own job within limits, nobody else's ---------------------------------
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && id nobody >/dev/null 2>&1; then
+  chmod 711 "$tmp" "$state" # the socket is 0666: let others through the directories
+  mkdir -m 777 "$tmp/nobody" && cd "$tmp/nobody" || exit 1
+  as_nobody() { setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups "$bin/gsched" "$@" 2>&1; }
+  out=$(as_nobody sbatch --parsable --hold -t 20 -o /dev/null --wrap=true) || fail "nobody's sbatch: $out"
+  n=${out%%;*}
+  out=$(as_nobody scontrol update JobId="$n" Nice=5 TimeLimit=10) || fail "nobody's own update: $out"
+  expect "$n" 'j["spec"]["nice"] == 5 and j["spec"]["resources"]["time_limit_s"] == 600' "nice 5, 10 min"
+  out=$(as_nobody scontrol update JobId="$n" TimeLimit=15) && fail "nobody raised a time limit: $out"
+  case $out in *"only root may raise a job's time limit"*) ;; *) fail "raise: $out" ;; esac
+  out=$(as_nobody scontrol update JobId="$n" Priority=9) && fail "nobody set a priority: $out"
+  case $out in *"only root may set a job's priority"*) ;; *) fail "priority: $out" ;; esac
+  out=$(as_nobody scontrol update JobId="$n" Nice=-1) && fail "nobody's negative nice: $out"
+  case $out in *"only root may give a negative nice"*) ;; *) fail "negative nice: $out" ;; esac
+  out=$(as_nobody scontrol update JobId="$a" Nice=50) && fail "nobody updated root's job: $out"
+  case $out in *"permission denied"*) ;; *) fail "root's job: $out" ;; esac
+  out=$(update JobId="$n" TimeLimit=1:00:00) || fail "root raising nobody's limit: $out"
+  expect "$n" 'j["spec"]["resources"]["time_limit_s"] == 3600' "root's raise"
+  cd "$work" || exit 1
+fi
+
+# --- a running job --------------------------------------------------------------------------
+{ echo "#!/bin/sh"; gate_wait run; } > "$work/run.sh"
+r=$(sbatch run.sh) || exit 1
+wait_start "$r"
+out=$(update JobId="$r" TimeLimit=1) && fail "a running job updated: $out"
+case $out in *"is RUNNING: only pending jobs can be updated"*) ;; *) fail "running: $out" ;; esac
+gate run
+wait_end "$r" || fail "the running job failed"
+check_logs
+stop_cluster
+echo "$name: passed"
