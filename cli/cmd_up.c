@@ -199,43 +199,6 @@ static bool is_help(int argc, char **argv)
     return false;
 }
 
-static bool executable(const char *dir, const char *name, char *out, size_t size)
-{
-    int n = snprintf(out, size, "%s/%s", dir, name);
-
-    return n > 0 && (size_t)n < size && access(out, X_OK) == 0;
-}
-
-/*
- * The daemons of the same build or installation as this gsched: beside it (a build tree),
- * in ../sbin (an installation: the daemons go to sbin), then on PATH.
- */
-static int find_program(const char *name, char *out, size_t size)
-{
-    char self[PATH_MAX], dir[PATH_MAX + 8], *slash, *path, *save = NULL;
-    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    bool found = false;
-
-    if (n > 0) {
-        self[n] = '\0';
-        slash = strrchr(self, '/');
-        if (slash != NULL)
-            *slash = '\0';
-        snprintf(dir, sizeof(dir), "%s/../sbin", self);
-        found = executable(self, name, out, size) || executable(dir, name, out, size);
-    }
-    path = strdup(getenv("PATH") != NULL ? getenv("PATH") : "/usr/bin:/bin");
-    for (char *d = path != NULL ? strtok_r(path, ":", &save) : NULL; d != NULL && !found;
-         d = strtok_r(NULL, ":", &save))
-        found = d[0] == '/' && executable(d, name, out, size);
-    free(path);
-    if (found)
-        return 0;
-    fprintf(stderr, "gsched up: cannot find %s beside gsched%s%s or on PATH\n", name,
-            n > 0 ? " in " : "", n > 0 ? self : "");
-    return -ENOENT;
-}
-
 /* A port nothing listens on now. Another program may take it before gschedd does; then
  * gschedd fails to listen, `up` says so, and running it again picks another. */
 static int pick_port(unsigned *ret_port)
@@ -623,7 +586,7 @@ static int revive(struct up *u)
     if (rc == 0)
         rc = cli_local_path(&u->local, CLI_LOCAL_SOCKET, u->socket, sizeof(u->socket));
     if (rc == 0)
-        rc = find_program("gschedd", u->gschedd, sizeof(u->gschedd));
+        rc = cli_find_program("up", "gschedd", u->gschedd, sizeof(u->gschedd));
     if (rc < 0)
         return rc;
     cli_local_forget(&u->local); /* the dead gschedd's pid file and socket */
@@ -667,9 +630,9 @@ static int prepare(struct up *u)
         fprintf(stderr, "gsched up: %s: %s\n", u->opts.topology, gs_strerror(rc));
     }
     if (rc == 0)
-        rc = find_program("gschedd", u->gschedd, sizeof(u->gschedd));
+        rc = cli_find_program("up", "gschedd", u->gschedd, sizeof(u->gschedd));
     if (rc == 0)
-        rc = find_program("gsched-workerd", u->workerd, sizeof(u->workerd));
+        rc = cli_find_program("up", "gsched-workerd", u->workerd, sizeof(u->workerd));
     if (rc == 0 && u->opts.port == 0 && (rc = pick_port(&u->opts.port)) < 0)
         fprintf(stderr, "gsched up: cannot find a free port: %s\n", gs_strerror(rc));
     if (rc == 0)

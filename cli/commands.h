@@ -28,6 +28,7 @@ int cli_cmd_sinfo(int argc, char **argv);
 int cli_cmd_sacct(int argc, char **argv);
 int cli_cmd_sprio(int argc, char **argv);
 int cli_cmd_sshare(int argc, char **argv);
+int cli_cmd_simulate(int argc, char **argv);
 int cli_cmd_scancel(int argc, char **argv);
 int cli_cmd_sbatch(int argc, char **argv);
 int cli_cmd_srun(int argc, char **argv);

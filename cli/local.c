@@ -440,3 +440,36 @@ void cli_local_print_tail(const struct cli_local *l, const struct cli_daemon *d,
         p += len + (nl != NULL);
     }
 }
+
+static bool executable(const char *dir, const char *name, char *out, size_t size)
+{
+    int n = snprintf(out, size, "%s/%s", dir, name);
+
+    return n > 0 && (size_t)n < size && access(out, X_OK) == 0;
+}
+
+int cli_find_program(const char *cmd, const char *name, char *out, size_t size)
+{
+    char self[PATH_MAX], dir[PATH_MAX + 8], *slash, *path, *save = NULL;
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    bool found = false;
+
+    if (n > 0) {
+        self[n] = '\0';
+        slash = strrchr(self, '/');
+        if (slash != NULL)
+            *slash = '\0';
+        snprintf(dir, sizeof(dir), "%s/../sbin", self);
+        found = executable(self, name, out, size) || executable(dir, name, out, size);
+    }
+    path = strdup(getenv("PATH") != NULL ? getenv("PATH") : "/usr/bin:/bin");
+    for (char *d = path != NULL ? strtok_r(path, ":", &save) : NULL; d != NULL && !found;
+         d = strtok_r(NULL, ":", &save))
+        found = d[0] == '/' && executable(d, name, out, size);
+    free(path);
+    if (found)
+        return 0;
+    fprintf(stderr, "gsched %s: cannot find %s beside gsched%s%s or on PATH\n", cmd, name,
+            n > 0 ? " in " : "", n > 0 ? self : "");
+    return -ENOENT;
+}

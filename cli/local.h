@@ -85,4 +85,11 @@ bool cli_local_ended(struct cli_daemon *d, int *status);
 /* Prints the last lines d wrote to its log since d->log_off, indented, to stderr. */
 void cli_local_print_tail(const struct cli_local *l, const struct cli_daemon *d, int lines);
 
+/*
+ * The program name of the same build or installation as this gsched: beside it (a build
+ * tree), in ../sbin (an installation: the daemons go to sbin), then on PATH. Its path into
+ * out; 0, or -ENOENT with "gsched CMD: cannot find NAME ..." printed.
+ */
+int cli_find_program(const char *cmd, const char *name, char *out, size_t size);
+
 #endif

@@ -68,7 +68,13 @@ static const char usage_text[] =
     "  rsh HOST COMMAND...       inside a job: a shell command on one of its nodes\n"
     "  kv put KEY VALUE / kv get KEY [--timeout SECONDS] [--job ID] [--json]\n"
     "                            the job's key/value store, for its tasks to rendezvous:\n"
-    "                            one puts (an address), the others wait for it (kv --help)\n"
+    "                            one puts (an address), the others wait for it (kv --help)\n";
+/* The rest of the help (a string literal may not be longer than 4095 characters). */
+static const char usage_more[] =
+    "  simulate --trace FORMAT:FILE --cluster FILE [--policy LIST] [--nodes N] [--load X]\n"
+    "           [--json] [--svg FILE]\n"
+    "                            replay a cluster trace through gschedd's planning code in\n"
+    "                            virtual time, policies side by side (docs/simulator.md)\n"
     "\n"
     "options:\n"
     "  -V, --version   print the version and the optional parts this build has\n"
@@ -112,10 +118,10 @@ static void print_version(void)
  * each also answers as "gsched NAME".
  */
 static const struct command slurm_commands[] = {
-    {"scontrol", cli_cmd_scontrol}, {"squeue", cli_cmd_squeue},   {"sinfo", cli_cmd_sinfo},
-    {"sacct", cli_cmd_sacct},       {"scancel", cli_cmd_scancel}, {"sbatch", cli_cmd_sbatch},
-    {"srun", cli_cmd_srun},         {"seff", cli_cmd_seff},       {"sprio", cli_cmd_sprio},
-    {"sshare", cli_cmd_sshare},
+    {"scontrol", cli_cmd_scontrol}, {"squeue", cli_cmd_squeue},     {"sinfo", cli_cmd_sinfo},
+    {"sacct", cli_cmd_sacct},       {"scancel", cli_cmd_scancel},   {"sbatch", cli_cmd_sbatch},
+    {"srun", cli_cmd_srun},         {"seff", cli_cmd_seff},         {"sprio", cli_cmd_sprio},
+    {"sshare", cli_cmd_sshare},     {"simulate", cli_cmd_simulate},
 };
 
 static const struct command *slurm_command(const char *argv0)
@@ -139,6 +145,7 @@ int main(int argc, char **argv)
         return as->run(argc, argv);
     if (argc < 2) {
         fputs(usage_text, stderr);
+        fputs(usage_more, stderr);
         return 2;
     }
     arg = argv[1];
@@ -148,6 +155,7 @@ int main(int argc, char **argv)
     }
     if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0 || strcmp(arg, "help") == 0) {
         fputs(usage_text, stdout);
+        fputs(usage_more, stdout);
         return 0;
     }
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {

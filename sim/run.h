@@ -1,0 +1,90 @@
+/*
+ * run.h: one replay of a trace under one policy, in virtual time, through gschedd's own
+ * planning code: the job table and its state machine (scheduler/jobs.h), the planning pass
+ * (scheduler/planner.h: priority order, gang placement, EASY backfill), placement
+ * (scheduler/cluster.h), and for multifactor the priority (scheduler/priority.h) from a
+ * fair-share tree (scheduler/fairshare.h) charged as jobs run.
+ *
+ * Events are job arrivals and job ends; at each instant with events, ends are applied,
+ * arrivals join the table, and one planning pass runs (as gschedd plans on every event).
+ * A job the pass starts runs for its trace run time stretched by its placement
+ * (model.h). Nothing reads a clock: time is the trace's, in milliseconds.
+ *
+ * Policies:
+ *   fifo-firstfit     submit order, no backfill: the planner's pass, then every start it
+ *                     made behind a blocked job is given back, so a blocked head blocks
+ *                     everyone; placement without link matrices (lowest free GPUs)
+ *   easy              the planner as gschedd runs it with no [priority]: submit order,
+ *                     EASY backfill
+ *   multifactor       the planner with Slurm's multifactor priority (age, fair share) as
+ *                     gschedd computes it, usage charged in virtual time
+ *   X-topo            the same with the nodes' GPU link matrices given to the cluster, so
+ *                     placement is topology-aware (fifo-topo, easy-topo, multifactor-topo)
+ * Without -topo the cluster has no link matrices and placement ignores links; run times
+ * are stretched by the true links either way. No preemption: gsched has none yet.
+ *
+ * Single-threaded; the result owns its series.
+ */
+#ifndef GS_SIM_RUN_H
+#define GS_SIM_RUN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/config.h"
+#include "sim/trace.h"
+
+struct gs_sim_policy {
+    const char *name;
+    bool backfill;
+    bool multifactor;
+    bool topo;
+};
+
+/* Every policy, fifo-firstfit (the baseline) first. */
+extern const struct gs_sim_policy gs_sim_policies[];
+extern const size_t gs_sim_npolicies;
+/* The policy named, or NULL. */
+const struct gs_sim_policy *gs_sim_policy_find(const char *name);
+
+/* The cluster's state from t_ms until the next point. */
+struct gs_sim_point {
+    uint64_t t_ms;
+    uint32_t alloc_gpus;
+    uint32_t pending;
+};
+
+struct gs_sim_result {
+    const char *policy;
+    size_t jobs;                   /* trace jobs replayed (those that could ever fit) */
+    size_t finished;               /* of them, ended */
+    size_t impossible;             /* could never fit this cluster: not replayed */
+    size_t timeouts;               /* ended by their time limit */
+    size_t passes;                 /* planning passes */
+    double avg_jct_s, p99_jct_s;   /* end - submit */
+    double avg_wait_s, p99_wait_s; /* start - submit */
+    double makespan_s;             /* last end - first submit */
+    double alloc_queued;           /* allocated GPUs / all GPUs, time-weighted while a job waits */
+    double util;                   /* allocated GPUs / all GPUs over the makespan */
+    double stranded_gpus;          /* mean free GPUs while a job waits */
+    double queued_share;           /* share of the makespan during which a job waits */
+    double jain;                   /* over accounts: GPU-time held / max-min fair GPU-time, while a
+                                    * job waits (docs/simulator.md) */
+    double avg_stretch;            /* of run times by placement (model.h) */
+    double jct_vs_baseline;        /* avg_jct / fifo-firstfit's; 0 when not known */
+    struct gs_sim_point *series;
+    size_t nseries, series_cap;
+};
+
+/*
+ * Replays t under policy. cfg: [priority] and [[account]] for multifactor (may be NULL for
+ * the others); shares: each trace account's entitled share (naccounts entries, summing to
+ * 1), the weights of the max-min fair division Jain's index is measured against. Returns 0 or
+ * -ENOMEM; release *ret with gs_sim_result_release().
+ */
+int gs_sim_run(const struct gs_sim_trace *t, const struct gs_sim_policy *policy,
+               const struct gs_config *cfg, const double *shares, struct gs_sim_result *ret);
+void gs_sim_result_release(struct gs_sim_result *r);
+
+#endif

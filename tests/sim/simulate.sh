@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# simulate.sh BIN TRACES_DIR PYTHON: gsched-simulate on the Tiresias 60-job fixture.
+#   - on 4 nodes (16 GPUs, saturated): the JSON has every policy, fifo-firstfit first, with
+#     every figure; every job finishes under every policy; easy's average JCT is at most
+#     fifo-firstfit's; allocation and utilisation are within 0..1; Jain's index in (0, 1]
+#   - the text table has a row per policy; --svg writes an SVG
+#   - a bad trace line is named FILE:LINE (exit 1); a bad option is a usage error (exit 2)
+set -euo pipefail
+bin=$1 traces=$2 python=$3
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/gsched-sim.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+args=(--trace "tiresias:$traces/60_job.csv" --cluster "$traces/n32g4.csv" --nodes 4)
+
+"$bin" "${args[@]}" --json --svg "$tmp/out.svg" >"$tmp/out.json"
+"$python" - "$tmp/out.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+pol = d["policies"]
+names = [p["policy"] for p in pol]
+assert names == ["fifo-firstfit", "easy", "multifactor", "fifo-topo", "easy-topo",
+                 "multifactor-topo"], names
+assert d["nodes"] == 4 and d["gpus"] == 16 and d["trace_jobs"] == 60, d
+keys = ["jobs", "finished", "impossible", "timeouts", "passes", "avg_jct_s", "p99_jct_s",
+        "avg_wait_s", "p99_wait_s", "makespan_s", "alloc_while_queued", "util",
+        "stranded_gpus", "queued_share", "jain", "avg_stretch", "jct_vs_fifo", "preemptions",
+        "gpu_hours_lost", "preemption"]
+by = {}
+for p in pol:
+    for k in keys:
+        assert k in p, (p["policy"], k)
+    assert p["jobs"] == 60 and p["finished"] == 60 and p["impossible"] == 0, p
+    assert p["timeouts"] == 0, p
+    assert 0 <= p["alloc_while_queued"] <= 1 and 0 <= p["util"] <= 1, p
+    assert 0 < p["jain"] <= 1, p
+    assert 0 <= p["stranded_gpus"] <= 16, p
+    assert p["p99_jct_s"] >= p["avg_jct_s"] > 0 and p["avg_wait_s"] >= 0, p
+    assert 1 <= p["avg_stretch"] <= 1.4, p
+    assert p["preemptions"] == 0 and p["preemption"] == "not modelled", p
+    by[p["policy"]] = p
+assert by["fifo-firstfit"]["jct_vs_fifo"] == 1, by["fifo-firstfit"]
+assert by["easy"]["avg_jct_s"] <= by["fifo-firstfit"]["avg_jct_s"], (by["easy"], by["fifo-firstfit"])
+assert by["fifo-firstfit"]["alloc_while_queued"] > 0, "saturated: jobs wait"
+print("sim_tiresias: json ok; easy/fifo avg JCT = %.3f" % by["easy"]["jct_vs_fifo"])
+PY
+head -c 5 "$tmp/out.svg" | grep -q '^<svg' && tail -n 1 "$tmp/out.svg" | grep -q '^</svg>$'
+
+"$bin" "${args[@]}" --policy easy,easy-topo >"$tmp/out.txt"
+grep -q '^policy ' "$tmp/out.txt"
+test "$(grep -cE '^(fifo-firstfit|easy|easy-topo) ' "$tmp/out.txt")" = 3
+grep -q 'does not model preemption yet' "$tmp/out.txt"
+
+printf 'job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n0,1,x,1,m,5,1\n' \
+  >"$tmp/bad.csv"
+rc=0; "$bin" --trace "tiresias:$tmp/bad.csv" --cluster "$traces/n32g4.csv" 2>"$tmp/err" || rc=$?
+test "$rc" = 1 && grep -q "bad.csv:2: submit_time: 'x' is not a whole number" "$tmp/err"
+rc=0; "$bin" --trace "nope:$tmp/bad.csv" --cluster x 2>/dev/null || rc=$?
+test "$rc" = 2
+rc=0; "$bin" "${args[@]}" --policy sjf 2>/dev/null || rc=$?
+test "$rc" = 2
+echo "sim_tiresias: ok"
