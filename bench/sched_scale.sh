@@ -48,23 +48,6 @@ load_pid=""
 # 10,000 worker connections need as many descriptors in gschedd and in tel_load.
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
-stop_run() {
-    if [ -n "$load_pid" ]; then
-        kill "$load_pid" 2>/dev/null || true
-        wait "$load_pid" 2>/dev/null || true
-        load_pid=""
-    fi
-    if [ -n "$gschedd_pid" ]; then
-        kill "$gschedd_pid" 2>/dev/null || true
-        wait "$gschedd_pid" 2>/dev/null || true
-        gschedd_pid=""
-    fi
-}
-
-cleanup() {
-    stop_run
-    rm -rf "$tmp"
-}
 trap cleanup EXIT
 bench_name=sched_scale
 # shellcheck source=bench/lib.sh

@@ -306,7 +306,8 @@ static int plan_now(struct run *run)
 
     for (size_t i = 0; i < run->npending; i++) {
         struct sim_job *j = &run->s->jobs[run->pending[i]];
-        run->pend_buf[i] = (struct sched_pending){j->id, 0, j->id, j->limit, j->req};
+        run->pend_buf[i] = (struct sched_pending){
+            .job_id = j->id, .submit_seq = j->id, .time_limit_s = j->limit, .req = j->req};
     }
     for (size_t i = 0; i < run->nrunning; i++) {
         struct sim_job *j = &run->s->jobs[run->running[i]];

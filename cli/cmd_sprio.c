@@ -12,11 +12,11 @@
  * root set (admin_set) shows that priority with zero factors, as Slurm shows it. Slurm
  * leaves out the columns of factors whose weight is 0; gschedd does not report the
  * weights, so every column always shows, and -n/--norm and -w/--weights, which need them,
- * are refused. Slurm's QOS, ASSOC and TRES factors do not exist here.
+ * are refused. Slurm's ASSOC and TRES factors do not exist here.
  *
  * Options as Slurm's: -j/--jobs [LIST] (also "sprio -j 42"), -u/--user LIST (adds USER, as
  * in Slurm), -p/--partition LIST, -h/--noheader, -l/--long (adds USER, NICE 11 wide), -o
- * FORMAT (%i %r %u %o %Y %S %A %F %J %P %N), $SPRIO_FORMAT, -S/--sort (Slurm's letters, '-'
+ * FORMAT (%i %r %u %o %Y %S %A %F %J %P %Q %N), $SPRIO_FORMAT, -S/--sort (Slurm's letters, '-'
  * for descending: "-y" is highest priority first; default "i", job id); gsched's --json
  * ({"jobs": [{job_id, partition, user, priority, priority_factors}]}) and --socket. Jobs
  * come from the queue request squeue uses; only PENDING ones show. Every failure exits 1.
@@ -49,6 +49,7 @@ enum field {
     F_FAIRSHARE,
     F_JOBSIZE,
     F_PARTPRIO,
+    F_QOS,
     F_NICE,
 };
 
@@ -63,15 +64,16 @@ static const struct slurm_field fields[] = {
     [F_FAIRSHARE] = {'F', "FairShare", "FAIRSHARE"},
     [F_JOBSIZE] = {'J', "JobSize", "JOBSIZE"},
     [F_PARTPRIO] = {'P', "PartitionPrio", "PARTITION"},
+    [F_QOS] = {'Q', "QOS", "QOS"},
     [F_NICE] = {'N', "Nice", "NICE"},
 };
 
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
 
 /* Slurm's widths: its default columns, -u adding USER after PARTITION, -l its long line. */
-static const char default_format[] = "%.15i %9r %.10Y %.10S %.10A %.10F %.10J %.10P %.10N";
-static const char users_format[] = "%.15i %9r %.8u %.10Y %.10S %.10A %.10F %.10J %.10P %.10N";
-static const char long_format[] = "%.15i %9r %.8u %.10Y %.10S %.10A %.10F %.10J %.10P %.11N";
+static const char default_format[] = "%.15i %9r %.10Y %.10S %.10A %.10F %.10J %.10P %.10Q %.10N";
+static const char users_format[] = "%.15i %9r %.8u %.10Y %.10S %.10A %.10F %.10J %.10P %.10Q %.10N";
+static const char long_format[] = "%.15i %9r %.8u %.10Y %.10S %.10A %.10F %.10J %.10P %.10Q %.11N";
 
 struct sort_key {
     char letter;
@@ -91,6 +93,7 @@ struct sprio_args {
 struct factors {
     double age, fairshare, job_size, partition;
     int nice;
+    double qos;
 };
 
 static struct factors factors_of(const Gs__JobInfo *job)
@@ -99,7 +102,7 @@ static struct factors factors_of(const Gs__JobInfo *job)
 
     if (pf == NULL || pf->admin_set)
         return (struct factors){0};
-    return (struct factors){pf->age, pf->fairshare, pf->job_size, pf->partition, pf->nice};
+    return (struct factors){pf->age, pf->fairshare, pf->job_size, pf->partition, pf->nice, pf->qos};
 }
 
 static const char *or_empty(const char *s)
@@ -124,7 +127,7 @@ static int parse_jobs(struct sprio_args *a, const char *list)
 /* -S: Slurm's sort letters, each ascending unless '-' comes right before it. 0 or 1. */
 static int parse_sort(struct sprio_args *a, const char *spec)
 {
-    static const char valid[] = "iruoNAaFfJjPpYy";
+    static const char valid[] = "iruoNAaFfJjPpQqYy";
 
     a->nsort = 0;
     for (size_t i = 0; spec[i] != '\0'; i++) {
@@ -258,6 +261,8 @@ static int value(void *ctx, int field, struct gs_buf *out)
         return put_weighted(out, f.job_size);
     case F_PARTPRIO:
         return put_weighted(out, f.partition);
+    case F_QOS:
+        return put_weighted(out, f.qos);
     case F_NICE:
         return gs_buf_printf(out, "%d", f.nice);
     }
@@ -298,6 +303,9 @@ static int cmp_key(const Gs__JobInfo *x, const Gs__JobInfo *y, char letter)
     case 'P':
     case 'p':
         return cmp_double(fx.partition, fy.partition);
+    case 'Q':
+    case 'q':
+        return cmp_double(fx.qos, fy.qos);
     default: /* 'Y', 'y' */
         return x->priority < y->priority ? -1 : x->priority > y->priority;
     }
@@ -338,6 +346,8 @@ static void put_factors(struct gs_json *j, const Gs__PriorityFactors *pf)
     gs_json_double(j, pf->job_size);
     gs_json_key(j, "partition");
     gs_json_double(j, pf->partition);
+    gs_json_key(j, "qos");
+    gs_json_double(j, pf->qos);
     gs_json_kv_int(j, "nice", pf->nice);
     gs_json_kv_bool(j, "admin_set", pf->admin_set);
     gs_json_object_end(j);

@@ -57,6 +57,7 @@ int gs_config_init(struct gs_config *cfg)
     cfg->request_timeout_ms = 10000;
     cfg->max_submit_jobs = 10000;
     cfg->fence_timeout_ms = 300000; /* as Slurm's SlurmdTimeout: a node silent 5 min is lost */
+    cfg->min_job_age_ms = 300000;   /* as Slurm's MinJobAge (300 s) */
     cfg->telemetry_interval_ms = 1000;
     gs_config_priority_defaults(&cfg->priority);
     cfg->partitions = calloc(1, sizeof(*cfg->partitions));
@@ -102,6 +103,7 @@ void gs_config_release(struct gs_config *cfg)
     }
     free(cfg->switches);
     gs_config_accounts_free(cfg);
+    gs_config_qos_free(cfg);
     free_partitions(cfg);
     free(cfg->cluster_name);
     memset(cfg, 0, sizeof(*cfg));
@@ -270,6 +272,16 @@ static void rd_max_submit_jobs(struct gs_schema_ctx *c, const struct gs_toml_val
     gs_schema_uint(c, v, "scheduler.max_submit_jobs", 0, 100000000, &CFG(c)->max_submit_jobs);
 }
 
+/* "0s" keeps finished jobs in memory for good. */
+static void rd_min_job_age(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    uint64_t s;
+
+    if (gs_schema_duration(c, v, "scheduler.min_job_age", 1, true, &s) == 0 &&
+        s < UINT64_MAX / 1000)
+        CFG(c)->min_job_age_ms = s * 1000;
+}
+
 static const struct gs_schema_key scheduler_keys[] = {
     {"host", rd_host},
     {"port", rd_port},
@@ -289,6 +301,7 @@ static const struct gs_schema_key scheduler_keys[] = {
     {"auth_key", rd_auth_key},
     {"max_submit_jobs", rd_max_submit_jobs},
     {"fence_timeout", rd_fence_timeout},
+    {"min_job_age", rd_min_job_age},
     {NULL, NULL},
 };
 
@@ -728,6 +741,7 @@ static const struct gs_schema_key root_keys[] = {
     {"partition", rd_partition},
     {"priority", gs_config_read_priority},
     {"account", gs_config_read_accounts},
+    {"qos", gs_config_read_qos},
     {NULL, NULL},
 };
 
@@ -739,6 +753,7 @@ static const struct gs_schema_section sections[] = {
     {"partition", partition_keys},
     {"priority", gs_config_priority_keys},
     {"account", gs_config_account_keys},
+    {"qos", gs_config_qos_keys},
 };
 
 int gs_config_parse(struct gs_config *cfg, const char *text, size_t len, const char *filename,

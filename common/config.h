@@ -25,6 +25,9 @@
  *     fence_timeout = "5m"                  # > 0: a worker that hears nothing from gschedd
  *                                           # this long kills its tasks, and a lost node's
  *                                           # jobs move only after it (and a heartbeat)
+ *     min_job_age = "5m"                    # a finished job leaves memory this long after
+ *                                           # it ended (Slurm's MinJobAge); its rows stay:
+ *                                           # show/sacct read them back. "0s": never
  *     auth_key = "/etc/gsched/gsched.key"   # the cluster key gschedd and every worker
  *                                           # hold (root only, 0600; proto/auth.h); ""
  *                                           # leaves worker links unauthenticated
@@ -73,6 +76,15 @@
  *     parent = "root"                       # entitled to shares / its siblings' shares of
  *     shares = 60                           # its parent's; users listed are members (the
  *     users = ["alice", "bob"]              # first account listing a user is the default)
+ *     [[qos]]                               # qualities of service jobs ask for (sbatch -q,
+ *     name = "urgent"                       # job file qos); without one a job is "normal"
+ *     priority = 100                        # (limits only if [[qos]] defines it): the QOS
+ *     tier = 1                              # priority factor; a pending job of a higher
+ *     max_gpus_per_user = 16                # tier may preempt running jobs of lower tiers;
+ *     max_jobs_per_user = 8                 # running jobs of one user (or account) in this
+ *     max_gpus_per_account = 64             # QOS at most; 0: no limit. max_wall: the
+ *     max_jobs_per_account = 0              # longest time limit a job of it may ask
+ *     max_wall = "1d"
  * Without [[partition]] there is one, "main", default, every node, no time limit.
  *
  * Errors name the place ("gsched.toml:4:8: scheduler.port must be an integer from 1 to
@@ -123,6 +135,7 @@ struct gs_config_partition {
 struct gs_config_priority {
     bool multifactor; /* any weight > 0: Slurm's multifactor; else root-set priority - nice */
     uint32_t weight_age, weight_fairshare, weight_job_size, weight_partition; /* default 0 */
+    uint32_t weight_qos;                                                      /* default 0 */
     uint64_t max_age_s;                                                       /* default 7 days */
     uint64_t decay_half_life_s; /* default 7 days; 0: usage never decays */
     bool favor_small;           /* default false */
@@ -140,6 +153,18 @@ struct gs_config_account {
     size_t nusers;
 };
 
+/* A quality of service ([[qos]]); limits 0: none. */
+struct gs_config_qos {
+    char *name;
+    uint32_t priority; /* 0..1e6: the QOS factor is it over the largest */
+    uint32_t tier;     /* preemption: a higher tier may preempt a lower one; default 0 */
+    uint32_t max_gpus_per_user, max_jobs_per_user;       /* running, in this QOS */
+    uint32_t max_gpus_per_account, max_jobs_per_account; /* running, in this QOS */
+    uint64_t max_wall_s;                                 /* GS_DURATION_INFINITE: none */
+};
+
+#define GS_CONFIG_MAX_QOS 256
+#define GS_CONFIG_DEFAULT_QOS "normal"
 #define GS_CONFIG_MAX_ACCOUNTS 4096
 #define GS_CONFIG_ROOT_ACCOUNT "root"
 
@@ -171,6 +196,7 @@ struct gs_config {
     char *auth_key;                    /* the cluster key's path; NULL when turned off ("") */
     uint32_t max_submit_jobs;          /* per uid, pending or running; 0: no limit */
     uint64_t fence_timeout_ms;         /* default 5 min; 0: no fencing */
+    uint64_t min_job_age_ms;           /* default 5 min; 0: finished jobs stay in memory */
     /* [worker] */
     char *worker_name; /* NULL: the host name */
     char *worker_address;
@@ -193,6 +219,8 @@ struct gs_config {
     struct gs_config_priority priority;
     struct gs_config_account *accounts; /* in file order; parents are defined (checked) */
     size_t naccounts;
+    struct gs_config_qos *qos; /* [[qos]], in file order */
+    size_t nqos;
     /* [[partition]]; at least one after gs_config_init (the implicit "main") */
     struct gs_config_partition *partitions;
     size_t npartitions;
@@ -211,6 +239,9 @@ const char *gs_idle_action_name(enum gs_idle_action a);
 
 /* The account named, or NULL ("root" is not one: it has no entry). */
 const struct gs_config_account *gs_config_account(const struct gs_config *cfg, const char *name);
+/* The QOS named (NULL or "": "normal"), or NULL when not configured. */
+const struct gs_config_qos *gs_config_qos(const struct gs_config *cfg, const char *name);
+
 /* The first account listing user, or NULL. */
 const struct gs_config_account *gs_config_user_account(const struct gs_config *cfg,
                                                        const char *user);

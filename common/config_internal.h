@@ -19,6 +19,11 @@ extern const struct gs_schema_key gs_config_account_keys[];
 void gs_config_read_priority(struct gs_schema_ctx *c, const struct gs_toml_value *v);
 void gs_config_read_accounts(struct gs_schema_ctx *c, const struct gs_toml_value *v);
 
+/* [[qos]] (config_qos.c): its keys, its root reader, and freeing what it read. */
+extern const struct gs_schema_key gs_config_qos_keys[];
+void gs_config_read_qos(struct gs_schema_ctx *c, const struct gs_toml_value *v);
+void gs_config_qos_free(struct gs_config *cfg);
+
 /* [priority]'s defaults (weights 0, 7 days, billing 1 / 10 / 0). */
 void gs_config_priority_defaults(struct gs_config_priority *p);
 /* Frees cfg->accounts and empties it. */

@@ -47,7 +47,7 @@ void gs_config_priority_defaults(struct gs_config_priority *p)
 static void update_multifactor(struct gs_config_priority *p)
 {
     p->multifactor = p->weight_age > 0 || p->weight_fairshare > 0 || p->weight_job_size > 0 ||
-                     p->weight_partition > 0;
+                     p->weight_partition > 0 || p->weight_qos > 0;
 }
 
 static void read_weight(struct gs_schema_ctx *c, const struct gs_toml_value *v, const char *path,
@@ -78,6 +78,11 @@ static void rd_weight_partition(struct gs_schema_ctx *c, const struct gs_toml_va
 }
 
 /* Integers count seconds, as the other durations of gsched.toml; zero is refused. */
+static void rd_weight_qos(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    read_weight(c, v, "priority.weight_qos", &PRIO(c)->weight_qos);
+}
+
 static void rd_max_age(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
     gs_schema_duration(c, v, "priority.max_age", 1, false, &PRIO(c)->max_age_s);
@@ -113,17 +118,12 @@ static void rd_billing_mem_gib(struct gs_schema_ctx *c, const struct gs_toml_val
 }
 
 const struct gs_schema_key gs_config_priority_keys[] = {
-    {"weight_age", rd_weight_age},
-    {"weight_fairshare", rd_weight_fairshare},
-    {"weight_job_size", rd_weight_job_size},
-    {"weight_partition", rd_weight_partition},
-    {"max_age", rd_max_age},
-    {"decay_half_life", rd_decay_half_life},
-    {"favor_small", rd_favor_small},
-    {"billing_cpu", rd_billing_cpu},
-    {"billing_gpu", rd_billing_gpu},
-    {"billing_mem_gib", rd_billing_mem_gib},
-    {NULL, NULL},
+    {"weight_age", rd_weight_age},           {"weight_fairshare", rd_weight_fairshare},
+    {"weight_job_size", rd_weight_job_size}, {"weight_partition", rd_weight_partition},
+    {"weight_qos", rd_weight_qos},           {"max_age", rd_max_age},
+    {"decay_half_life", rd_decay_half_life}, {"favor_small", rd_favor_small},
+    {"billing_cpu", rd_billing_cpu},         {"billing_gpu", rd_billing_gpu},
+    {"billing_mem_gib", rd_billing_mem_gib}, {NULL, NULL},
 };
 
 void gs_config_read_priority(struct gs_schema_ctx *c, const struct gs_toml_value *v)

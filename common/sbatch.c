@@ -19,6 +19,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/clock.h"
 #include "common/hostlist.h"
 #include "common/sbatch_internal.h"
 #include "common/schema.h"
@@ -776,6 +777,14 @@ static int set_nice(struct ctx *c, const struct opt_def *d, const char *value, s
     return 0;
 }
 
+/* Read against the clock now: the job may not start before that time (gschedd: BeginTime). */
+static int set_begin(struct ctx *c, const struct opt_def *d, const char *value,
+                     struct gs_error *err)
+{
+    (void)d;
+    return gs_sbatch_parse_begin(value, gs_clock_wall_ms(), &c->sb->begin_ms, err);
+}
+
 static int set_exclusive(struct ctx *c, const struct opt_def *d, const char *value,
                          struct gs_error *err)
 {
@@ -870,7 +879,7 @@ static const struct opt_def options[] = {
     WARNED("open-mode", REQ, "output files are always truncated"),
     WARNED("get-user-env", ARG_OPTIONAL, "jobs get the submitting environment"),
     WARNED("hint", REQ, "placement follows the GPU topology"),
-    UNSUPPORTED("begin", 'b', REQ, NULL),
+    OPT("begin", 'b', BEGIN, set_begin, begin_ms, 0, GROUP_NONE),
     UNSUPPORTED("deadline", 0, REQ, NULL),
     UNSUPPORTED("distribution", 'm', REQ, NULL),
     UNSUPPORTED("input", 'i', REQ, NULL),
@@ -1579,6 +1588,8 @@ static int kv_job(const struct gs_sbatch *sb, struct gs_buf *out, int rc)
         rc = kv(out, rc, "hold", "yes");
     if (is_set(sb, GS_SBATCH_OPT_NICE))
         rc = kv(out, rc, "nice", "%d", sb->nice);
+    if (is_set(sb, GS_SBATCH_OPT_BEGIN))
+        rc = kv(out, rc, "begin_ms", "%llu", (unsigned long long)sb->begin_ms);
     return rc;
 }
 

@@ -93,6 +93,7 @@ enum gs_sbatch_opt {
     GS_SBATCH_OPT_WRAP,
     GS_SBATCH_OPT_PARSABLE,
     GS_SBATCH_OPT_NICE,
+    GS_SBATCH_OPT_BEGIN,
     GS_SBATCH_OPT_COUNT,
 };
 
@@ -185,8 +186,9 @@ struct gs_sbatch {
     struct gs_sbatch_signal signal;
     struct gs_sbatch_export export_env;
     bool hold, test_only;
-    int32_t nice;  /* --nice[=N]: N, or GS_SBATCH_NICE_DEFAULT without a value */
-    bool parsable; /* print only the job id (for JOBID=$(sbatch --parsable ...)) */
+    int32_t nice;      /* --nice[=N]: N, or GS_SBATCH_NICE_DEFAULT without a value */
+    uint64_t begin_ms; /* --begin: not to start before this wall-clock time (ms) */
+    bool parsable;     /* print only the job id (for JOBID=$(sbatch --parsable ...)) */
 };
 
 /*
@@ -231,6 +233,15 @@ int gs_sbatch_parse_gres(const char *text, struct gs_sbatch_gpus *ret, bool *ret
 
 /* "[type:]N" of --gpus, --gpus-per-node, --gpus-per-task; N at least 1. */
 int gs_sbatch_parse_gpus(const char *text, struct gs_sbatch_gpus *ret, struct gs_error *err);
+
+/*
+ * --begin's TIME at now_ms (wall clock, ms) into *ret_ms, as Slurm reads it: "now",
+ * "now+N[seconds|minutes|hours|days|weeks]" (seconds without a unit), "HH:MM[:SS]" (today,
+ * or tomorrow when that has passed), "YYYY-MM-DD[THH:MM[:SS]]", "midnight", "noon",
+ * "teatime" (16:00), "today", "tomorrow"; local time.
+ */
+int gs_sbatch_parse_begin(const char *text, uint64_t now_ms, uint64_t *ret_ms,
+                          struct gs_error *err);
 
 /* "[B:|R:|BR:]SIG[@secs]", SIG a number or a name with or without "SIG" ("USR1", "SIGTERM"). */
 int gs_sbatch_parse_signal(const char *text, struct gs_sbatch_signal *ret, struct gs_error *err);

@@ -64,6 +64,7 @@ static const char *const opt_names[GS_SBATCH_OPT_COUNT] = {
     [GS_SBATCH_OPT_WRAP] = "--wrap",
     [GS_SBATCH_OPT_PARSABLE] = "--parsable",
     [GS_SBATCH_OPT_NICE] = "--nice",
+    [GS_SBATCH_OPT_BEGIN] = "--begin",
 };
 
 /* The state of one conversion. */
@@ -629,6 +630,8 @@ static void map_simple(struct conv *c)
     s->hold = is_set(sb, GS_SBATCH_OPT_HOLD) && sb->hold;
     if (is_set(sb, GS_SBATCH_OPT_NICE))
         s->nice = sb->nice;
+    if (is_set(sb, GS_SBATCH_OPT_BEGIN))
+        s->begin_ms = sb->begin_ms;
     if (is_set(sb, GS_SBATCH_OPT_REQUEUE) && sb->requeue)
         s->max_restarts = GS_SBATCH_REQUEUE_RESTARTS;
     if (is_set(sb, GS_SBATCH_OPT_GPU_BIND))

@@ -44,6 +44,9 @@ struct node {
     const struct gs_gpuset_node *gs; /* the GPU link hierarchy; NULL: unknown */
     int switch_id;
     uint8_t nic_class[SCHED_MAX_GPUS]; /* per GPU, to its nearest NIC; 0 unknown */
+    /* Every GPU pair has the same link (NVSwitch): any k free GPUs tie on links, and where
+     * they sit (NUMA node, NIC) decides (pick_uniform). */
+    bool links_uniform;
 };
 
 struct sched_cluster {
@@ -131,6 +134,13 @@ static void fill_node(struct node *n, const struct sched_node_info *info)
     n->switch_id = info->switch_id;
     for (uint32_t i = 0; info->gpu_nic_class != NULL && i < info->ngpus; i++)
         n->nic_class[i] = info->gpu_nic_class[i];
+    n->links_uniform = info->links != NULL && info->ngpus > 1;
+    for (uint32_t i = 0; n->links_uniform && i < info->ngpus * info->ngpus; i++) {
+        const struct gs_gpuset_link *a = &info->links[1], *b = &info->links[i];
+
+        if (i / info->ngpus != i % info->ngpus && (a->cls != b->cls || a->nvlinks != b->nvlinks))
+            n->links_uniform = false;
+    }
 }
 
 /* The node's link hierarchy from info (into *shape, allocated on first use), or NULL when
@@ -372,6 +382,105 @@ static uint64_t lowest_bits(uint64_t mask, uint32_t k)
     return out;
 }
 
+/* A GPU's closeness to its nearest NIC, lower is better; unknown last. */
+static int nic_rank(const struct node *n, uint32_t g)
+{
+    return n->nic_class[g] != 0 ? n->nic_class[g] : GS_GPUSET_CLASS_WORST + 1;
+}
+
+/* Up to k of free's GPUs on NUMA node numa (any when numa < 0), nearest a NIC first, then
+ * lowest index, added to *mask; returns how many. */
+static uint32_t take_near_nic(const struct node *n, uint64_t free, int numa, uint32_t k,
+                              uint64_t *mask)
+{
+    uint32_t got = 0;
+
+    for (int rank = 0; rank <= GS_GPUSET_CLASS_WORST + 1 && got < k; rank++) {
+        for (uint64_t m = free & ~*mask; m != 0 && got < k; m &= m - 1) {
+            uint32_t g = (uint32_t)__builtin_ctzll(m);
+
+            if ((numa < 0 || n->gpu_numa[g] == numa) && nic_rank(n, g) == rank) {
+                *mask |= UINT64_C(1) << g;
+                got++;
+            }
+        }
+    }
+    return got;
+}
+
+/*
+ * k of free's GPUs on a node whose GPU pairs are all alike (NVSwitch), where links cannot
+ * choose: within one NUMA node when one has k free (the one with the fewest free that
+ * does, leaving bigger blocks whole; then the one whose GPUs sit nearer a NIC), else from
+ * the NUMA nodes with the most free first (then nearer a NIC), so the set spans as few as
+ * it can; within a
+ * NUMA node the GPUs nearest a NIC, then the lowest indices. A multi-node job's traffic
+ * leaves through those NICs, its ranks' memory stays on their socket.
+ */
+static uint64_t pick_uniform(const struct node *n, uint64_t free, uint32_t k)
+{
+    uint32_t count[SCHED_MAX_GPUS] = {0}, best_rank = UINT32_MAX;
+    int nearest[SCHED_MAX_GPUS], best = -1, numa_max = 0;
+    uint64_t mask = 0;
+
+    for (int i = 0; i < SCHED_MAX_GPUS; i++)
+        nearest[i] = GS_GPUSET_CLASS_WORST + 1;
+    for (uint64_t m = free; m != 0; m &= m - 1) {
+        uint32_t g = (uint32_t)__builtin_ctzll(m);
+        int numa = n->gpu_numa[g];
+
+        if (numa >= 0 && numa < SCHED_MAX_GPUS) {
+            count[numa]++;
+            numa_max = numa > numa_max ? numa : numa_max;
+            nearest[numa] = nic_rank(n, g) < nearest[numa] ? nic_rank(n, g) : nearest[numa];
+        }
+    }
+    for (int numa = 0; numa <= numa_max; numa++) {
+        uint64_t trial = 0;
+        uint32_t rank = 0;
+
+        if (count[numa] < k || (best >= 0 && count[numa] > count[best]))
+            continue;
+        take_near_nic(n, free, numa, k, &trial);
+        for (uint64_t m = trial; m != 0; m &= m - 1)
+            rank += (uint32_t)nic_rank(n, (uint32_t)__builtin_ctzll(m));
+        if (best >= 0 && count[numa] == count[best] && rank >= best_rank)
+            continue;
+        best = numa;
+        best_rank = rank;
+    }
+    if (best >= 0) {
+        take_near_nic(n, free, best, k, &mask);
+        return mask;
+    }
+    for (uint32_t got = 0; got < k;) {
+        int most = -1;
+
+        for (int numa = 0; numa <= numa_max; numa++) {
+            if (count[numa] > 0 && (most < 0 || count[numa] > count[most] ||
+                                    (count[numa] == count[most] && nearest[numa] < nearest[most])))
+                most = numa;
+        }
+        if (most < 0)
+            break;
+        got += take_near_nic(n, free, most, k - got, &mask);
+        count[most] = 0;
+    }
+    if ((uint32_t)__builtin_popcountll(mask) < k) /* NUMA nodes out of range: any */
+        take_near_nic(n, free, -1, k - (uint32_t)__builtin_popcountll(mask), &mask);
+    return mask;
+}
+
+/* The set choose_gpus() found, or, where every k-set ties on links and leftovers (the same
+ * figures, other GPUs), pick_uniform's: only for the nodes a job gets, as it costs more. */
+static uint64_t final_gpus(const struct node *n, const struct sched_req *req, uint64_t chosen)
+{
+    if (n->gs == NULL || !n->links_uniform || req->affinity == GS_GPUSET_ANY ||
+        req->gpus_per_node == 0)
+        return chosen;
+    return pick_uniform(n, n->gpu_free, req->gpus_per_node);
+}
+
 /*
  * The GPUs req would get on n now: by link class when n's matrix is known, else the lowest
  * free indices. Returns false when none will do (too few free, or STRICT and no set as good
@@ -558,7 +667,7 @@ GS_POPCNT_CLONES int sched_cluster_place(const struct sched_cluster *cluster,
             .node = (uint32_t)i,
             .switch_id = n->switch_id,
             .worst = ch.worst,
-            .nic = req->nodes > 1 ? nic_class(n, ch.mask) : 0,
+            .nic = req->nodes > 1 ? nic_class(n, final_gpus(n, req, ch.mask)) : 0,
             .gpus_left = (uint32_t)__builtin_popcountll(n->gpu_free) - req->gpus_per_node,
             .cores_left = count_cores(n->core_free) - req->cores_per_node,
             .gpus = ch.mask,
@@ -576,9 +685,11 @@ GS_POPCNT_CLONES int sched_cluster_place(const struct sched_cluster *cluster,
     rc = alloc_reserve(alloc, req->nodes);
     if (rc < 0)
         goto out;
-    for (uint32_t k = 0; k < req->nodes; k++)
-        place_in_node(&cluster->nodes[cand[k].node], cand[k].node, req, cand[k].gpus,
-                      &alloc->nodes[k]);
+    for (uint32_t k = 0; k < req->nodes; k++) {
+        const struct node *n = &cluster->nodes[cand[k].node];
+
+        place_in_node(n, cand[k].node, req, final_gpus(n, req, cand[k].gpus), &alloc->nodes[k]);
+    }
     alloc->nnodes = req->nodes;
     alloc->exclusive = req->exclusive;
 out:

@@ -122,12 +122,12 @@ void sched_fairshare_free(struct sched_fairshare *fs)
 int sched_fairshare_assoc(struct sched_fairshare *fs, const char *account, const char *user)
 {
     int parent = account != NULL && account[0] != '\0' ? find(fs, account, "") : -1;
-    const char *acct;
+    char acct[NAME_MAX_LEN]; /* a copy: add_node() may move the nodes */
     int i;
 
     if (parent < 0)
         parent = 0;
-    acct = fs->nodes[parent].account;
+    snprintf(acct, sizeof(acct), "%s", fs->nodes[parent].account);
     i = find(fs, acct, user != NULL ? user : "");
     if (i >= 0 && fs->nodes[i].user[0] != '\0')
         return i;

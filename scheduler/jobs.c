@@ -198,8 +198,7 @@ static int insert(struct sched_jobs *jobs, struct sched_job *job)
     return 0;
 }
 
-struct sched_job *sched_jobs_add(struct sched_jobs *jobs, uint64_t id, struct gs_jobspec *spec,
-                                 uint64_t submit_ms)
+struct sched_job *sched_job_detached_new(uint64_t id, struct gs_jobspec *spec, uint64_t submit_ms)
 {
     struct sched_job *job = calloc(1, sizeof(*job));
 
@@ -211,16 +210,69 @@ struct sched_job *sched_jobs_add(struct sched_jobs *jobs, uint64_t id, struct gs
     job->spec = spec;
     job->state = SCHED_JOB_PENDING;
     job->held = spec->hold;
-    job->cluster = jobs->cluster;
-    job->table = jobs;
     job->submit_seq = id;
     job->submit_ms = submit_ms;
     sched_alloc_init(&job->alloc);
+    return job;
+}
+
+void sched_job_detached_free(struct sched_job *job)
+{
+    if (job != NULL)
+        job_free(job);
+}
+
+struct sched_job *sched_jobs_add(struct sched_jobs *jobs, uint64_t id, struct gs_jobspec *spec,
+                                 uint64_t submit_ms)
+{
+    struct sched_job *job = sched_job_detached_new(id, spec, submit_ms);
+
+    if (job == NULL)
+        return NULL;
+    job->cluster = jobs->cluster;
+    job->table = jobs;
     if (insert(jobs, job) < 0) {
         job_free(job);
         return NULL;
     }
     return job;
+}
+
+size_t sched_jobs_forget(struct sched_jobs *jobs,
+                         bool (*forget)(void *data, const struct sched_job *job), void *data,
+                         size_t *index)
+{
+    size_t kept = 0, removed = 0, at = index != NULL ? *index : 0, new_at = 0;
+
+    for (size_t i = 0; i < jobs->n; i++) {
+        struct sched_job *job = jobs->v[i];
+
+        if (i == at)
+            new_at = kept;
+        if (sched_job_finished(job) && forget(data, job)) {
+            job->table = NULL; /* gone from it: nothing of the table's is touched now */
+            job_free(job);
+            removed++;
+            continue;
+        }
+        jobs->v[kept++] = job;
+    }
+    if (at >= jobs->n)
+        new_at = kept + (at - jobs->n); /* past the end stays past the end */
+    jobs->n = kept;
+    if (index != NULL)
+        *index = new_at;
+    /* Give memory back when a burst of ended jobs has gone: a quarter used, half kept. */
+    if (removed > 0 && jobs->cap > 64 && jobs->n < jobs->cap / 4) {
+        size_t cap = jobs->cap / 2;
+        struct sched_job **v = realloc(jobs->v, cap * sizeof(*v));
+
+        if (v != NULL) { /* else the larger array is kept, which is fine */
+            jobs->v = v;
+            jobs->cap = cap;
+        }
+    }
+    return removed;
 }
 
 size_t sched_jobs_count(const struct sched_jobs *jobs)
@@ -339,6 +391,10 @@ const char *sched_job_hold_reason(const struct sched_jobs *jobs, const struct sc
         return NULL;
     if (job->held)
         return "Held";
+    if (job->spec->begin_ms > jobs->now_ms) { /* sbatch --begin: the cron plans again */
+        ((struct sched_jobs *)jobs)->timed_waits = true;
+        return "BeginTime";
+    }
     switch (sched_job_deps(jobs, job, NULL)) {
     case SCHED_DEP_WAIT:
         return "Dependency";

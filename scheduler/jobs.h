@@ -145,6 +145,10 @@ struct sched_job {
      * the wall time up to which its allocation's use has been charged to it. */
     int32_t fs_assoc;
     uint64_t charged_ms;
+    /* Preemption (preempt.h): the job it is being requeued for (0: none), and the wall time
+     * of its latest checkpoint as its progress reports say (0: none reported). */
+    uint64_t preempted_by;
+    uint64_t checkpoint_ms;
     /* Its priority at the last planning pass while pending, and what made it. */
     struct sched_prio prio;
     bool prio_valid;
@@ -173,6 +177,27 @@ struct sched_job *sched_jobs_find(const struct sched_jobs *jobs, uint64_t id);
 size_t sched_jobs_count(const struct sched_jobs *jobs);
 /* The i-th job in id order (0 <= i < count); valid until the next add. */
 struct sched_job *sched_jobs_at(const struct sched_jobs *jobs, size_t i);
+
+/*
+ * Forgetting (scheduler.min_job_age): removes from the table, and frees, every finished job
+ * forget(data, job) says to, in one pass that keeps the table in id order (lookups by id
+ * stay a binary search); forget must not look at the table, which the pass is compacting.
+ * Jobs pending, running or requeued are never removed, whatever forget says. *index (NULL:
+ * none) is an index into the table, such as the planner's plan_from: it is moved to the
+ * same job, or to the first kept one after the removed ones, so that every job before it
+ * still has ended. Pointers to removed jobs dangle afterwards; the table's memory shrinks
+ * when it is mostly empty. Returns how many were removed.
+ */
+size_t sched_jobs_forget(struct sched_jobs *jobs,
+                         bool (*forget)(void *data, const struct sched_job *job), void *data,
+                         size_t *index);
+/*
+ * A job outside any table (a forgotten one read back from the store to be shown), PENDING,
+ * taking ownership of spec as sched_jobs_add does; NULL when out of memory. Free it with
+ * sched_job_detached_free(), never through a table.
+ */
+struct sched_job *sched_job_detached_new(uint64_t id, struct gs_jobspec *spec, uint64_t submit_ms);
+void sched_job_detached_free(struct sched_job *job);
 
 const char *sched_job_state_name(enum sched_job_state state); /* "PENDING", ... */
 bool sched_job_finished(const struct sched_job *job);

@@ -3,7 +3,10 @@
  *
  * Two lists guarded by one mutex: queued (loop -> writer) and finished (writer -> loop).
  * The writer takes the whole queue at once, which is what makes commits grouped: while one
- * fsync runs, new submits pile up and go out together in the next.
+ * fsync runs, new submits pile up and go out together in the next. Reads (sched_journal_read)
+ * ride in the same queue, so they come back in order with the changes, but run after the
+ * batch's commit and outside its transaction: a slow read never holds the write lock, and a
+ * failed read fails alone.
  */
 #include "scheduler/journal.h"
 
@@ -19,6 +22,7 @@ struct change {
     sched_journal_done_fn done;
     void *data;
     int status;
+    bool read; /* sched_journal_read: outside the transaction, after it */
 };
 
 struct sched_journal {
@@ -48,7 +52,7 @@ static int apply_all(struct sched_journal *j, struct change *batch)
     int rc = sched_store_begin(j->store);
 
     for (struct change *c = batch; rc == 0 && c != NULL; c = c->next)
-        rc = c->apply(j->store, c->data);
+        rc = c->read ? 0 : c->apply(j->store, c->data);
     if (rc == 0)
         rc = sched_store_commit(j->store);
     if (rc < 0)
@@ -62,6 +66,8 @@ static void apply_one_by_one(struct sched_journal *j, struct change *batch)
     for (struct change *c = batch; c != NULL; c = c->next) {
         struct change *next = c->next;
 
+        if (c->read)
+            continue;
         c->next = NULL;
         c->status = apply_all(j, c);
         c->next = next;
@@ -72,14 +78,23 @@ static void apply_one_by_one(struct sched_journal *j, struct change *batch)
 
 static void write_batch(struct sched_journal *j, struct change *batch)
 {
-    int rc = apply_all(j, batch);
+    bool writes = false;
+    int rc = 0;
 
+    for (struct change *c = batch; c != NULL; c = c->next)
+        writes = writes || !c->read;
+    if (writes)
+        rc = apply_all(j, batch);
     if (rc == 0) {
         for (struct change *c = batch; c != NULL; c = c->next)
             c->status = 0;
-        return;
+    } else {
+        apply_one_by_one(j, batch);
     }
-    apply_one_by_one(j, batch);
+    for (struct change *c = batch; c != NULL; c = c->next) {
+        if (c->read)
+            c->status = c->apply(j->store, c->data);
+    }
 }
 
 static void writer_main(void *arg)
@@ -159,14 +174,15 @@ fail_mutex:
     return NULL;
 }
 
-int sched_journal_submit(struct sched_journal *j, sched_journal_apply_fn apply,
-                         sched_journal_done_fn done, void *data)
+static int queue(struct sched_journal *j, sched_journal_apply_fn apply, sched_journal_done_fn done,
+                 void *data, bool read)
 {
     struct change *c = calloc(1, sizeof(*c));
     int rc = 0;
 
     if (c == NULL)
         return -ENOMEM;
+    c->read = read;
     c->apply = apply;
     c->done = done;
     c->data = data;
@@ -185,6 +201,18 @@ int sched_journal_submit(struct sched_journal *j, sched_journal_apply_fn apply,
     }
     j->pending++;
     return 0;
+}
+
+int sched_journal_submit(struct sched_journal *j, sched_journal_apply_fn apply,
+                         sched_journal_done_fn done, void *data)
+{
+    return queue(j, apply, done, data, false);
+}
+
+int sched_journal_read(struct sched_journal *j, sched_journal_apply_fn read,
+                       sched_journal_done_fn done, void *data)
+{
+    return queue(j, read, done, data, true);
 }
 
 unsigned sched_journal_pending(const struct sched_journal *j)

@@ -35,7 +35,17 @@ struct sched_journal *sched_journal_new(uv_loop_t *loop, struct sched_store *sto
 int sched_journal_submit(struct sched_journal *j, sched_journal_apply_fn apply,
                          sched_journal_done_fn done, void *data);
 
-/* Number of changes submitted whose done callback has not run yet. */
+/*
+ * Queues a read: read(store, data) runs on the writer thread outside any transaction, once
+ * every change queued before it is committed (it sees them), touching nothing but the
+ * store and its own data; done(status, data) then runs on the loop thread with read's
+ * return. The loop never blocks on SQLite this way (gsched show / sacct of jobs only the
+ * store still holds). Returns 0, or -ENOMEM / -ESHUTDOWN (then done is not called).
+ */
+int sched_journal_read(struct sched_journal *j, sched_journal_apply_fn read,
+                       sched_journal_done_fn done, void *data);
+
+/* Number of changes (and reads) submitted whose done callback has not run yet. */
 unsigned sched_journal_pending(const struct sched_journal *j);
 
 /*

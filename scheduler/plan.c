@@ -22,13 +22,14 @@ struct pass {
     uint64_t shadow_s;
     uint64_t *reserved; /* bitmap of the nodes the reservation uses */
     size_t words;
+    const struct sched_plan_gate *gate;
 };
 
-static const char *const reason_names[] = {"None", "Resources", "Priority"};
+static const char *const reason_names[] = {"None", "Resources", "Priority", "QOSLimit"};
 
 const char *sched_reason_name(enum sched_reason reason)
 {
-    return (int)reason >= 0 && reason <= SCHED_REASON_PRIORITY ? reason_names[reason] : "Unknown";
+    return (int)reason >= 0 && reason <= SCHED_REASON_LIMIT ? reason_names[reason] : "Unknown";
 }
 
 void sched_verdicts_init(struct sched_verdict *v, size_t n)
@@ -46,6 +47,7 @@ void sched_verdicts_release(struct sched_verdict *v, size_t n)
 
 /* Sort keys copied out of the pending jobs, so qsort needs no context pointer. */
 struct order_key {
+    uint32_t tier;
     int32_t priority;
     uint64_t submit_seq;
     size_t index;
@@ -55,6 +57,8 @@ static int by_priority(const void *pa, const void *pb)
 {
     const struct order_key *a = pa, *b = pb;
 
+    if (a->tier != b->tier)
+        return a->tier > b->tier ? -1 : 1;
     if (a->priority != b->priority)
         return a->priority > b->priority ? -1 : 1;
     if (a->submit_seq != b->submit_seq)
@@ -183,6 +187,8 @@ static int may_backfill(struct pass *p, const struct sched_pending *job, struct 
 
 static void start(struct pass *p, const struct sched_pending *job, struct sched_verdict *v)
 {
+    if (p->gate != NULL && p->gate->started != NULL)
+        p->gate->started(p->gate->data, (size_t)(job - p->pending));
     sched_cluster_take(p->cluster, &v->alloc);
     v->start = true;
     v->backfilled = p->head != NULL;
@@ -195,7 +201,14 @@ static int decide(struct pass *p, size_t index)
     const struct sched_pending *job = &p->pending[index];
     struct sched_verdict *v = &p->verdicts[index];
     bool ok = true;
-    int rc = sched_cluster_place(p->cluster, &job->req, NULL, &v->alloc);
+    int rc;
+
+    if (p->gate != NULL && p->gate->may_start != NULL &&
+        !p->gate->may_start(p->gate->data, index)) {
+        v->reason = SCHED_REASON_LIMIT;
+        return 0;
+    }
+    rc = sched_cluster_place(p->cluster, &job->req, NULL, &v->alloc);
 
     if (rc == -EAGAIN) {
         v->reason = SCHED_REASON_RESOURCES;
@@ -231,11 +244,21 @@ int sched_plan(struct sched_cluster *cluster, const struct sched_pending *pendin
                const struct sched_running *running, size_t nrunning, uint64_t now_s,
                struct sched_verdict *verdicts, struct sched_reservation *ret_res)
 {
+    return sched_plan_gated(cluster, pending, npending, running, nrunning, now_s, NULL, verdicts,
+                            ret_res);
+}
+
+int sched_plan_gated(struct sched_cluster *cluster, const struct sched_pending *pending,
+                     size_t npending, const struct sched_running *running, size_t nrunning,
+                     uint64_t now_s, const struct sched_plan_gate *gate,
+                     struct sched_verdict *verdicts, struct sched_reservation *ret_res)
+{
     struct pass p = {.cluster = cluster,
                      .pending = pending,
                      .verdicts = verdicts,
                      .now_s = now_s,
-                     .shadow_s = SCHED_TIME_INFINITE};
+                     .shadow_s = SCHED_TIME_INFINITE,
+                     .gate = gate};
     struct order_key *order = malloc((npending > 0 ? npending : 1) * sizeof(*order));
     int rc = -ENOMEM;
 
@@ -247,7 +270,8 @@ int sched_plan(struct sched_cluster *cluster, const struct sched_pending *pendin
     memcpy(p.running, running, nrunning * sizeof(*running));
     p.nrunning = nrunning;
     for (size_t i = 0; i < npending; i++)
-        order[i] = (struct order_key){pending[i].priority, pending[i].submit_seq, i};
+        order[i] =
+            (struct order_key){pending[i].tier, pending[i].priority, pending[i].submit_seq, i};
     qsort(order, npending, sizeof(*order), by_priority);
     rc = 0;
     for (size_t i = 0; i < npending && rc == 0; i++)

@@ -2,12 +2,12 @@
  * plan.h: one scheduling pass. Given the pending jobs and the running ones, decide which
  * pending jobs start now and where, and why each other job waits.
  *
- * Order is priority (higher first), then submit order. Jobs start in that order while they
- * fit. The first job that does not fit gets a reservation: the earliest time it could start
- * if running jobs end at their time limits (the "shadow time") and the nodes it would use.
- * After it, a job may start early (EASY backfill) only if that cannot delay the reservation:
- * it ends, by its time limit, before the shadow time, or it uses none of the reserved nodes,
- * or a simulation shows the reservation still holds with it running.
+ * Order is preemption tier (higher first), then priority (higher first), then submit order. Jobs
+ * start in that order while they fit. The first job that does not fit gets a reservation: the
+ * earliest time it could start if running jobs end at their time limits (the "shadow time") and the
+ * nodes it would use. After it, a job may start early (EASY backfill) only if that cannot delay the
+ * reservation: it ends, by its time limit, before the shadow time, or it uses none of the reserved
+ * nodes, or a simulation shows the reservation still holds with it running.
  *
  * The pass is run on every event that can change the answer (submit, task exit, node up or
  * down, release), never on a timer. It takes the resources of the jobs it starts in
@@ -26,6 +26,7 @@
 
 struct sched_pending {
     uint64_t job_id;
+    uint32_t tier; /* its QOS's preemption tier: higher tiers go first */
     int32_t priority;
     uint64_t submit_seq;   /* ties in priority go to the lower */
     uint64_t time_limit_s; /* SCHED_TIME_INFINITE when unlimited */
@@ -42,6 +43,7 @@ enum sched_reason {
     SCHED_REASON_NONE = 0,  /* starts now */
     SCHED_REASON_RESOURCES, /* does not fit in what is free */
     SCHED_REASON_PRIORITY,  /* fits, but would delay a higher-priority job's reservation */
+    SCHED_REASON_LIMIT,     /* the gate kept it back (a QOS limit); its reason is the gate's */
 };
 
 struct sched_verdict {
@@ -63,11 +65,27 @@ void sched_verdicts_init(struct sched_verdict *v, size_t n);
 void sched_verdicts_release(struct sched_verdict *v, size_t n);
 
 /*
+ * Limits beside resources (QOS): may_start is asked before a job is placed (false: it
+ * waits, SCHED_REASON_LIMIT, without a reservation); started is told of each job the pass
+ * starts, in order. index is into pending.
+ */
+struct sched_plan_gate {
+    bool (*may_start)(void *data, size_t index);
+    void (*started)(void *data, size_t index);
+    void *data;
+};
+
+/*
  * Runs the pass. verdicts has npending entries, matching pending by index. Returns 0 or
  * -ENOMEM (then nothing was taken from cluster).
  */
 int sched_plan(struct sched_cluster *cluster, const struct sched_pending *pending, size_t npending,
                const struct sched_running *running, size_t nrunning, uint64_t now_s,
                struct sched_verdict *verdicts, struct sched_reservation *ret_res);
+/* The same with a gate (NULL: none). */
+int sched_plan_gated(struct sched_cluster *cluster, const struct sched_pending *pending,
+                     size_t npending, const struct sched_running *running, size_t nrunning,
+                     uint64_t now_s, const struct sched_plan_gate *gate,
+                     struct sched_verdict *verdicts, struct sched_reservation *ret_res);
 
 #endif

@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "common/units.h"
+#include "scheduler/preempt.h"
+#include "scheduler/qos.h"
 
 void sched_node_masks_apply(const struct sched_node_masks *m, struct sched_req *req)
 {
@@ -89,9 +91,26 @@ static bool throttle_admits(struct sched_jobs *jobs, struct throttle *th,
 struct gathered {
     struct sched_pending *pending;
     struct sched_running *running;
+    struct sched_job **rjobs; /* running[i]'s job */
     struct sched_node_masks *masks;
     size_t nrunning;
+    struct sched_qos_usage *qos; /* NULL without QOS limits */
+    struct sched_job **pjobs;    /* out->jobs, for the gate */
 };
+
+static uint32_t alloc_gpus(const struct sched_alloc *a)
+{
+    uint32_t n = 0;
+
+    for (uint32_t i = 0; i < a->nnodes; i++)
+        n += (uint32_t)__builtin_popcountll(a->nodes[i].gpus);
+    return n;
+}
+
+static uint32_t req_gpus(const struct sched_req *r)
+{
+    return (r->nodes > 0 ? r->nodes : 1) * r->gpus_per_node;
+}
 
 static int gather(struct sched_jobs *jobs, size_t from, const struct sched_planner_hooks *hk,
                   uint64_t now_ms, struct gathered *g, struct sched_plan_out *out)
@@ -101,10 +120,16 @@ static int gather(struct sched_jobs *jobs, size_t from, const struct sched_plann
 
     g->pending = malloc((span + 1) * sizeof(*g->pending));
     g->running = malloc((span + 1) * sizeof(*g->running));
+    g->rjobs = malloc((span + 1) * sizeof(*g->rjobs));
     g->masks = calloc(span + 1, sizeof(*g->masks));
     out->jobs = malloc((span + 1) * sizeof(*out->jobs));
-    if (g->pending == NULL || g->running == NULL || g->masks == NULL || out->jobs == NULL)
+    if (g->pending == NULL || g->running == NULL || g->rjobs == NULL || g->masks == NULL ||
+        out->jobs == NULL)
         return -ENOMEM;
+    if (hk != NULL && hk->cfg != NULL && hk->cfg->nqos > 0 &&
+        (g->qos = sched_qos_usage_new(hk->cfg)) == NULL)
+        return -ENOMEM;
+    g->pjobs = out->jobs;
     for (size_t i = from; i < n; i++) {
         struct sched_job *job = sched_jobs_at(jobs, i);
         struct sched_pending *p = &g->pending[out->n];
@@ -112,6 +137,11 @@ static int gather(struct sched_jobs *jobs, size_t from, const struct sched_plann
 
         if (job->state == SCHED_JOB_RUNNING) {
             uint64_t lim = job->spec->time_limit_s;
+
+            if (g->qos != NULL &&
+                sched_qos_usage_add(g->qos, job->spec, job->user, alloc_gpus(&job->alloc)) < 0)
+                return -ENOMEM;
+            g->rjobs[g->nrunning] = job;
             g->running[g->nrunning++] = (struct sched_running){
                 job->id,
                 lim == GS_DURATION_INFINITE ? SCHED_TIME_INFINITE : job->start_ms / 1000 + lim,
@@ -132,6 +162,7 @@ static int gather(struct sched_jobs *jobs, size_t from, const struct sched_plann
             continue; /* out of memory: it waits for the next pass */
         out->jobs[out->n] = job;
         p->job_id = job->id;
+        p->tier = hk != NULL && hk->cfg != NULL ? sched_qos_tier(hk->cfg, job->spec) : 0;
         p->priority = hk != NULL && hk->priority != NULL ? hk->priority(hk->data, job, now_ms)
                                                          : job->spec->priority - job->spec->nice;
         p->submit_seq = job->submit_seq;
@@ -142,6 +173,118 @@ static int gather(struct sched_jobs *jobs, size_t from, const struct sched_plann
         out->n++;
     }
     return 0;
+}
+
+/* QOS limits as plan.c's gate: the reason a job waits goes into the job. */
+static bool gate_may_start(void *data, size_t index)
+{
+    struct gathered *g = data;
+    struct sched_job *job = g->pjobs[index];
+    const char *why =
+        sched_qos_usage_check(g->qos, job->spec, job->user, req_gpus(&g->pending[index].req));
+
+    if (why != NULL)
+        snprintf(job->reason, sizeof(job->reason), "%s", why);
+    return why == NULL;
+}
+
+static void gate_started(void *data, size_t index)
+{
+    struct gathered *g = data;
+    struct sched_job *job = g->pjobs[index];
+
+    /* Out of memory: the job is not counted, so the next one may pass a limit once. */
+    (void)sched_qos_usage_add(g->qos, job->spec, job->user, req_gpus(&g->pending[index].req));
+}
+
+/* Plan order again: tier, priority, submit order (plan.c's); keys copied for qsort. */
+struct order_key {
+    uint32_t tier;
+    int32_t priority;
+    uint64_t seq;
+    size_t index;
+};
+
+static int by_plan_order(const void *pa, const void *pb)
+{
+    const struct order_key *a = pa, *b = pb;
+
+    if (a->tier != b->tier)
+        return a->tier > b->tier ? -1 : 1;
+    if (a->priority != b->priority)
+        return a->priority > b->priority ? -1 : 1;
+    return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+static int add_preemption(struct sched_plan_out *out, struct sched_job *victim,
+                          struct sched_job *by, double cost)
+{
+    struct sched_preemption *v = realloc(out->preempt, (out->npreempt + 1) * sizeof(*v));
+
+    if (v == NULL)
+        return -ENOMEM;
+    out->preempt = v;
+    v[out->npreempt++] = (struct sched_preemption){victim, by, cost};
+    return 0;
+}
+
+/*
+ * Pending jobs of a tier above 0 that found no room, in plan order, each choosing victims
+ * among the running jobs of lower tiers on what the pass left free.
+ */
+static int preempt(const struct gathered *g, struct sched_cluster *cluster, uint64_t now_ms,
+                   const struct gs_config *cfg, struct sched_plan_out *out)
+{
+    struct sched_preempt_cand *cands = calloc(g->nrunning + 1, sizeof(*cands));
+    struct order_key *order = calloc(out->n + 1, sizeof(*order));
+    size_t n = 0;
+    struct sched_cluster *sim = NULL;
+    int rc = -ENOMEM;
+
+    if (cands == NULL || order == NULL)
+        goto out;
+    for (size_t i = 0; i < out->n; i++) {
+        const struct sched_pending *p = &g->pending[i];
+
+        if (!out->verdicts[i].start && out->verdicts[i].reason == SCHED_REASON_RESOURCES &&
+            p->tier > 0)
+            order[n++] = (struct order_key){p->tier, p->priority, p->submit_seq, i};
+    }
+    rc = 0;
+    if (n == 0)
+        goto out;
+    qsort(order, n, sizeof(*order), by_plan_order);
+    for (size_t i = 0; i < g->nrunning; i++) {
+        const struct sched_job *r = g->rjobs[i];
+
+        cands[i] = (struct sched_preempt_cand){
+            r->id, sched_qos_tier(cfg, r->spec),
+            sched_preempt_cost(&r->alloc, r->start_ms, r->checkpoint_ms, now_ms), &r->alloc,
+            r->preempted_by};
+    }
+    sim = sched_cluster_copy(cluster);
+    if (sim == NULL) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (size_t k = 0; k < n && rc >= 0; k++) {
+        size_t at = order[k].index;
+        struct sched_job *job = out->jobs[at];
+        int chosen = sched_preempt_choose(sim, &g->pending[at].req, job->id, g->pending[at].tier,
+                                          cands, g->nrunning);
+
+        if (chosen == -ENOMEM)
+            rc = chosen;
+        for (size_t i = 0; chosen > 0 && rc == 0 && i < g->nrunning; i++) {
+            if (cands[i].preempted_by == job->id && g->rjobs[i]->preempted_by != job->id)
+                rc = add_preemption(out, g->rjobs[i], job, cands[i].cost);
+        }
+    }
+out:
+    sched_cluster_free(sim);
+    free(cands);
+    free(order);
+    return rc;
 }
 
 int sched_planner_pass(struct sched_jobs *jobs, size_t *plan_from, struct sched_cluster *cluster,
@@ -167,19 +310,31 @@ int sched_planner_pass(struct sched_jobs *jobs, size_t *plan_from, struct sched_
         goto out;
     }
     sched_verdicts_init(out->verdicts, out->n);
-    rc = sched_plan(cluster, g.pending, out->n, g.running, g.nrunning, now_ms / 1000, out->verdicts,
-                    &out->res);
+    {
+        struct sched_plan_gate gate = {gate_may_start, gate_started, &g};
+
+        rc = sched_plan_gated(cluster, g.pending, out->n, g.running, g.nrunning, now_ms / 1000,
+                              g.qos != NULL ? &gate : NULL, out->verdicts, &out->res);
+    }
     for (size_t i = 0; rc == 0 && i < out->n; i++) {
         struct sched_job *job = out->jobs[i];
 
         if (out->verdicts[i].start)
             continue;
-        snprintf(job->reason, sizeof(job->reason), "%s",
-                 sched_reason_name(out->verdicts[i].reason));
+        if (out->verdicts[i].reason != SCHED_REASON_LIMIT) /* the gate said why */
+            snprintf(job->reason, sizeof(job->reason), "%s",
+                     sched_reason_name(out->verdicts[i].reason));
         job->expected_start_ms =
             job->id == out->res.job_id && out->res.start_s != SCHED_TIME_INFINITE
                 ? out->res.start_s * 1000
                 : 0;
+    }
+    /* Out of memory choosing victims costs this pass its preemptions, not its starts. */
+    if (rc == 0 && hooks != NULL && hooks->cfg != NULL && hooks->cfg->nqos > 0 &&
+        preempt(&g, cluster, now_ms, hooks->cfg, out) < 0) {
+        free(out->preempt);
+        out->preempt = NULL;
+        out->npreempt = 0;
     }
 out:
     for (size_t i = 0; g.masks != NULL && i < out->n; i++)
@@ -187,6 +342,8 @@ out:
     free(g.masks);
     free(g.pending);
     free(g.running);
+    free(g.rjobs);
+    sched_qos_usage_free(g.qos);
     if (rc < 0)
         sched_plan_out_release(out);
     return rc;
@@ -194,6 +351,7 @@ out:
 
 void sched_plan_out_release(struct sched_plan_out *out)
 {
+    free(out->preempt);
     if (out->verdicts != NULL)
         sched_verdicts_release(out->verdicts, out->n);
     free(out->verdicts);

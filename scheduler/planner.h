@@ -5,8 +5,11 @@
  * the same function; it does no I/O, reads no clock (now is a parameter) and sends nothing.
  *
  * What it decides it writes into the jobs it read: a waiting job's reason (Resources,
- * Priority, Dependency, Held, JobArrayTaskLimit) and its expected start when it holds the
- * reservation. A job given a start is not started: the caller starts it (stores it, tells
+ * Priority, Dependency, Held, JobArrayTaskLimit, a QOS limit's) and its expected start when
+ * it holds the reservation. With QOS configured, jobs of higher tiers go first, QOS limits
+ * are kept (qos.h), and a job of a higher tier that does not fit may choose running jobs
+ * of lower tiers to preempt (preempt.h): the caller requeues them and marks each job's
+ * preempted_by. A job given a start is not started: the caller starts it (stores it, tells
  * its workers) or gives its allocation back. Loop thread only.
  */
 #ifndef SCHED_PLANNER_H
@@ -19,6 +22,7 @@
 #include "scheduler/cluster.h"
 #include "scheduler/jobs.h"
 #include "scheduler/plan.h"
+#include "common/config.h"
 
 /* The nodes a job may use and must use, as sched_req bitmaps (NULL: no restriction). */
 struct sched_node_masks {
@@ -43,6 +47,8 @@ struct sched_planner_hooks {
     int (*masks)(void *data, const struct gs_jobspec *spec, struct sched_node_masks *m);
     int32_t (*priority)(void *data, struct sched_job *job, uint64_t now_ms);
     void *data;
+    /* The QOS (limits, tiers; NULL: none): jobs of higher tiers go first and may preempt. */
+    const struct gs_config *cfg;
 };
 
 /* Tasks a job runs on each of its nodes. */
@@ -50,11 +56,20 @@ uint32_t sched_tasks_per_node(const struct gs_jobspec *spec);
 /* What the job asks of each node, without node masks. */
 void sched_job_req(const struct gs_jobspec *spec, struct sched_req *req);
 
+/* A running job to preempt (requeue) so that a pending one of a higher tier can start. */
+struct sched_preemption {
+    struct sched_job *victim;
+    struct sched_job *by;
+    double cost; /* its lost work (preempt.h) */
+};
+
 /* A pass's decisions: the jobs it considered (borrowed from the table), a verdict each. */
 struct sched_plan_out {
     struct sched_job **jobs;
     struct sched_verdict *verdicts;
     size_t n;
+    struct sched_preemption *preempt; /* new victims chosen in this pass */
+    size_t npreempt;
     struct sched_reservation res;
     bool timed_deps; /* a job waits for after:JOB+MIN: plan again when that time comes */
 };

@@ -26,6 +26,18 @@ static double partition_factor(const struct gs_config *cfg, const struct gs_jobs
     return p != NULL && max > 0 ? (double)p->priority_job_factor / max : 0;
 }
 
+static double qos_factor(const struct gs_config *cfg, const struct gs_jobspec *spec)
+{
+    const struct gs_config_qos *q = gs_config_qos(cfg, spec->qos);
+    uint32_t max = 0;
+
+    for (size_t i = 0; i < cfg->nqos; i++) {
+        if (cfg->qos[i].priority > max)
+            max = cfg->qos[i].priority;
+    }
+    return q != NULL && max > 0 ? (double)q->priority / max : 0;
+}
+
 static double size_factor(const struct gs_config_priority *w, const struct gs_jobspec *spec,
                           const struct sched_prio_cluster *cluster)
 {
@@ -65,8 +77,10 @@ void sched_priority(const struct gs_config *cfg, const struct gs_jobspec *spec, 
         ret->fairshare = w->weight_fairshare * clamp01(fairshare);
         ret->job_size = w->weight_job_size * size_factor(w, spec, cluster);
         ret->partition = w->weight_partition * partition_factor(cfg, spec);
+        ret->qos = w->weight_qos * qos_factor(cfg, spec);
     }
-    sum = round(ret->age + ret->fairshare + ret->job_size + ret->partition) - (double)spec->nice;
+    sum = round(ret->age + ret->fairshare + ret->job_size + ret->partition + ret->qos) -
+          (double)spec->nice;
     ret->priority = sum > INT32_MAX ? INT32_MAX : sum < -INT32_MAX ? -INT32_MAX : (int32_t)sum;
 }
 

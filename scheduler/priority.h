@@ -3,12 +3,13 @@
  * Slurm's multifactor priority (docs/policy.md):
  *
  *   priority = w_age * age + w_fairshare * fairshare + w_job_size * job_size
- *              + w_partition * partition - nice
+ *              + w_partition * partition + w_qos * qos - nice
  *
  * each factor from 0 to 1: age, the time since submit over max_age (1 beyond); fairshare,
  * the association's factor (fairshare.h); job_size, the share of the cluster's GPUs the
  * job asks for (its cores' share when it asks for no GPU; 1 minus it with favor_small);
- * partition, its partition's priority_job_factor over the largest one. Without weights it
+ * partition, its partition's priority_job_factor over the largest one; qos, its QOS's
+ * priority over the largest any QOS has. Without weights it
  * is 0 - nice, so jobs go by submit order. A priority root set in the job (spec priority
  * other than 0) replaces all of it, factors and nice alike, as `scontrol update
  * priority=` does in Slurm.
@@ -25,7 +26,7 @@
 /* What a priority is made of, each factor weighted (what sprio prints). */
 struct sched_prio {
     int32_t priority;
-    double age, fairshare, job_size, partition;
+    double age, fairshare, job_size, partition, qos;
     int32_t nice;
     bool admin_set;
 };

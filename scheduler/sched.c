@@ -78,6 +78,7 @@ static void on_cron(uv_timer_t *timer)
     sched_cli_sweep(s, now);
     sched_workers_sweep(s, now);
     sched_policy_tick(s, false);
+    sched_purge_tick(s); /* finished jobs past scheduler.min_job_age leave memory */
     if (s->timed_deps)
         sched_engine_wake(s);
 }

@@ -397,6 +397,9 @@ static void handle_progress(struct sched_cli *c, uint64_t request_id,
     p->eval_step = req->eval_step;
     p->lr = req->lr;
     p->mfu = req->mfu >= 0 && req->mfu <= 1 ? req->mfu : 0;
+    /* Preemption's cost counts from it (preempt.h): within this attempt and not ahead. */
+    if (req->checkpoint_ms > job->start_ms && req->checkpoint_ms <= p->received_ms)
+        job->checkpoint_ms = req->checkpoint_ms;
     progress_text(p->text, req->text);
     reply.job_id = job->id;
     env.request_id = request_id;

@@ -24,9 +24,43 @@ static int build_masks(void *data, const struct gs_jobspec *spec, struct sched_n
     return sched_node_masks_build(data, spec, m);
 }
 
+/*
+ * A victim of a higher tier's job is requeued as `scontrol requeue` does: its tasks get
+ * SIGTERM, then SIGKILL after the kill grace (gsched-train checkpoints on SIGTERM and exits
+ * 75), and it queues again once they have ended, when the preemptor takes its place.
+ */
+static void preempt(struct sched_ctx *s, const struct sched_preemption *p)
+{
+    struct sched_job *v = p->victim;
+    uint64_t now = gs_clock_wall_ms();
+    struct sched_change *ch;
+    char detail[160];
+
+    if (v->state != SCHED_JOB_RUNNING || v->requeue_requested || v->cancel_requested)
+        return;
+    snprintf(detail, sizeof(detail), "preempted by job %llu (QOS %s)",
+             (unsigned long long)p->by->id,
+             p->by->spec->qos != NULL && p->by->spec->qos[0] != '\0' ? p->by->spec->qos
+                                                                     : GS_CONFIG_DEFAULT_QOS);
+    if (sched_job_requeue(v, false, detail) < 0)
+        return;
+    v->preempted_by = p->by->id;
+    s->stats.preemptions++;
+    s->stats.preempt_lost_s += p->cost;
+    GS_LOG(GS_LOG_INFO, "job=%llu by=%llu lost_gpu_s=%.0f job preempted", (unsigned long long)v->id,
+           (unsigned long long)p->by->id, p->cost);
+    sched_job_note(v, now, v->state, detail);
+    sched_signal_job(s, v, UINT32_MAX, 0, GS__END_REASON__END_REASON_CANCELLED, detail);
+    ch = sched_change_new(s);
+    sched_change_job(ch, v);
+    sched_change_event(ch, now, v->id, "", "RUNNING", detail);
+    sched_change_commit(s, ch, NULL, NULL);
+    sched_query_job_changed(s, v);
+}
+
 static void plan_pass(struct sched_ctx *s)
 {
-    struct sched_planner_hooks hooks = {build_masks, sched_policy_priority, s};
+    struct sched_planner_hooks hooks = {build_masks, sched_policy_priority, s, s->cfg};
     struct sched_plan_out out;
 
     sched_policy_before_pass(s);
@@ -40,6 +74,8 @@ static void plan_pass(struct sched_ctx *s)
         if (out.verdicts[i].start)
             sched_launch_start(s, out.jobs[i], &out.verdicts[i].alloc, out.verdicts[i].backfilled);
     }
+    for (size_t i = 0; i < out.npreempt; i++)
+        preempt(s, &out.preempt[i]);
     sched_plan_out_release(&out);
 }
 

@@ -6,7 +6,8 @@
  * sched_failover.c (nodes lost and back), sched_actions.c (cancel, hold, release, requeue);
  * sched_persist.c (changes to the store, reload at start),
  * sched_query.c (what the CLI reads: queue, show, wait, logs), sched_kv.c (the jobs'
- * key/value stores). Not for other folders.
+ * key/value stores), sched_purge.c (finished jobs forgotten after scheduler.min_job_age,
+ * read back from the store for show and sacct). Not for other folders.
  */
 #ifndef SCHED_SCHED_INTERNAL_H
 #define SCHED_SCHED_INTERNAL_H
@@ -104,6 +105,8 @@ struct sched_waiter {
     uint64_t request_id;
     uint64_t *job_ids;
     size_t njobs;
+    struct sched_wait_stored *stored; /* forgotten jobs among them, read back (sched_query.c) */
+    size_t nstored;
     bool until_start;
     uv_timer_t timer;
 };
@@ -126,6 +129,8 @@ struct sched_stats {
     uint64_t plan_ns_sum;     /* their time, in all */
     uint64_t plan_ns_last;    /* the last one's */
     uint64_t metrics_ns_last; /* the last render of /metrics */
+    uint64_t preemptions;     /* running jobs requeued for a job of a higher tier */
+    double preempt_lost_s;    /* their lost work, GPU-seconds (core-seconds without GPUs) */
 };
 
 struct sched_ctx {
@@ -165,6 +170,10 @@ struct sched_ctx {
     struct gs_proto_auth_key auth_key;     /* the cluster key; len 0: links not authenticated */
     struct sched_http *http;  /* the HTTP server (http.h); NULL when off or not started */
     struct sched_stats stats; /* counters for /metrics */
+    /* sched_purge.c: jobs forgotten since start; whether the store holds jobs memory does
+     * not (forgotten, or left there at start), which queue/show then read back. */
+    uint64_t jobs_forgotten;
+    bool jobs_in_store_only;
     int open_handles;
     bool stopping;
     void (*stopped)(void *data);
@@ -451,6 +460,66 @@ void sched_change_commit(struct sched_ctx *s, struct sched_change *ch, sched_cha
                          void *arg);
 /* Opens the database under state_dir, loads nodes and jobs, starts the journal. */
 int sched_persist_open(struct sched_ctx *s, struct gs_error *err);
+
+/*
+ * A job read back from the store (forgotten), outside the table: *ret from its row, to be
+ * freed with sched_job_detached_free(). -EBADMSG when the row is malformed (its spec
+ * unreadable, a state out of range), -ENOMEM. Then its tasks of the row's attempt and its
+ * history lines, as at start.
+ */
+int sched_persist_job_detached(const struct sched_job_row *row, struct sched_job **ret);
+int sched_persist_job_task(struct sched_ctx *s, struct sched_job *job,
+                           const struct sched_task_row *row);
+int sched_persist_job_event(struct sched_job *job, uint64_t at_ms, const char *kind,
+                            const char *detail);
+
+/* sched_purge.c: forgetting finished jobs (scheduler.min_job_age), and reading them back */
+/*
+ * A finished job with a submit key stays this long after its submit whatever min_job_age
+ * says: a retried submit (the CLI retries for 30 s) must find its job, never queue another.
+ */
+#define SCHED_PURGE_KEY_HOLD_MS 60000
+/* An array every element of which stays (one is unfinished, or a pending job depends on
+ * its first element, which stands for them all); its elements' ids: id .. id + count - 1. */
+struct sched_purge_array {
+    uint64_t id;
+    uint32_t count;
+};
+/* What keeps finished jobs in memory, sorted for binary search. */
+struct sched_purge_pins {
+    uint64_t *ids; /* jobs a pending job depends on, or a `gsched wait` waits for */
+    size_t nids, capids;
+    struct sched_purge_array *arrays;
+    size_t narrays, caparrays;
+};
+/* The pins of the table as it is now. 0 or -ENOMEM (then release what was built). */
+int sched_purge_pins_build(struct sched_ctx *s, struct sched_purge_pins *p);
+bool sched_purge_pinned(const struct sched_purge_pins *p, const struct sched_job *job);
+void sched_purge_pins_release(struct sched_purge_pins *p);
+/* From the cron: forgets finished jobs that ended over min_job_age ago and nothing pins. */
+void sched_purge_tick(struct sched_ctx *s);
+/* What to read back: jobs by id (each array's first id standing for its elements), or else
+ * the most recent finished ones matching the filter. */
+struct sched_stored_query {
+    const uint64_t *ids;
+    size_t nids;
+    const char *name, *user; /* NULL or "": any */
+    uint32_t states;         /* bit 1 << state; 0: any finished */
+    uint32_t max;            /* at most this many jobs */
+    bool with_history;       /* their events too (gsched show) */
+    bool arrays;             /* by id: an array's first id brings its elements along */
+};
+/*
+ * Jobs read back from the store: done gets them in id order (detached, freed after it
+ * returns; those memory holds are left out) or status < 0 with why. The read runs on the
+ * journal's writer thread; c is held (sched_cli_hold) until done, which answers with held.
+ * 0, or < 0 when it could not start (done is then not called, c not held).
+ */
+typedef void (*sched_stored_fn)(struct sched_cli *c, uint64_t request_id, int status,
+                                const char *why, struct sched_job *const *jobs, size_t n,
+                                void *arg);
+int sched_stored_read(struct sched_cli *c, uint64_t request_id, const struct sched_stored_query *q,
+                      sched_stored_fn done, void *arg);
 
 /* sched_query.c */
 /* Whether job matches sel's name, user and states (finished: ended jobs may match). */

@@ -102,9 +102,10 @@ static void render_jobs(struct sched_prom *p, struct sched_ctx *s)
         if (job->state >= SCHED_JOB_PENDING && job->state < NSTATES)
             counts[partition_of(cfg, job, def) * NSTATES + job->state]++;
     }
-    sched_prom_family(p, "gsched_jobs", "gauge",
-                      "Jobs gschedd holds, by state and partition (ended states: every ended job "
-                      "in its database).");
+    sched_prom_family(
+        p, "gsched_jobs", "gauge",
+        "Jobs gschedd holds in memory, by state and partition (ended states: those ended "
+        "within scheduler.min_job_age or still needed).");
     write_job_counts(p, cfg, counts);
     free(counts);
 }
@@ -260,6 +261,14 @@ static void render_counters(struct sched_prom *p, struct sched_ctx *s)
     sched_prom_family(p, "gsched_jobs_started_total", "counter",
                       "Job starts since gschedd started (each attempt of a requeued job counts).");
     sched_prom_sample(p, "gsched_jobs_started_total", (double)st->jobs_started, NULL);
+    sched_prom_family(
+        p, "gsched_preemptions_total", "counter",
+        "Running jobs requeued for a job of a higher QOS tier since gschedd started.");
+    sched_prom_sample(p, "gsched_preemptions_total", (double)st->preemptions, NULL);
+    sched_prom_family(p, "gsched_preempted_work_seconds_total", "counter",
+                      "Their work lost since their last checkpoint: GPU-seconds (core-seconds for "
+                      "jobs without GPUs).");
+    sched_prom_sample(p, "gsched_preempted_work_seconds_total", st->preempt_lost_s, NULL);
     sched_prom_family(p, "gsched_sched_pass_seconds", "summary",
                       "Time of the planning passes since gschedd started.");
     sched_prom_sample(p, "gsched_sched_pass_seconds_sum", (double)st->plan_ns_sum / 1e9, NULL);

@@ -481,39 +481,91 @@ out:
     return rc;
 }
 
-static int load_job(const struct sched_job_row *row, void *data)
+/* A row's spec, or NULL (why says it) when it cannot be read. */
+static struct gs_jobspec *spec_of_row(const struct sched_job_row *row, struct gs_error *err)
 {
-    struct sched_ctx *s = data;
-    Gs__JobSpec *pb = gs__job_spec__unpack(NULL, row->spec_len, row->spec);
+    Gs__JobSpec *pb =
+        row->spec != NULL ? gs__job_spec__unpack(NULL, row->spec_len, row->spec) : NULL;
     struct gs_jobspec *spec = NULL;
-    struct sched_job *job;
-    struct gs_error err;
-    uint64_t start_ms = row->start_ms;
 
-    gs_error_clear(&err);
-    if (pb == NULL || gs_proto_jobspec_from_pb(pb, &spec, &err) < 0) {
-        GS_LOG(GS_LOG_ERROR, "job=%llu error=\"%s\" stored spec unreadable, skipped",
-               (unsigned long long)row->id, pb == NULL ? "unpack" : err.msg);
-        gs__job_spec__free_unpacked(pb, NULL);
-        return 0;
-    }
+    gs_error_clear(err);
+    if (pb == NULL)
+        gs_error_set(err, -EBADMSG, 0, 0, "unpack");
+    else if (gs_proto_jobspec_from_pb(pb, &spec, err) < 0)
+        spec = NULL;
     gs__job_spec__free_unpacked(pb, NULL);
-    job = sched_jobs_add(s->jobs, row->id, spec, row->submit_ms);
-    if (job == NULL)
-        return -ENOMEM;
+    return spec;
+}
+
+/* The row's columns into job (made with the row's spec). */
+static void fill_job(struct sched_job *job, const struct sched_job_row *row)
+{
     job->uid = row->uid;
     job->gid = row->gid;
-    snprintf(job->user, sizeof(job->user), "%s", row->user);
-    snprintf(job->reason, sizeof(job->reason), "%s", row->reason);
+    snprintf(job->user, sizeof(job->user), "%s", row->user != NULL ? row->user : "");
+    snprintf(job->reason, sizeof(job->reason), "%s", row->reason != NULL ? row->reason : "");
     job->held = row->held;
     job->state = (enum sched_job_state)row->state;
-    job->start_ms = start_ms;
+    job->start_ms = row->start_ms;
     job->end_ms = row->end_ms;
     job->exit_code = row->exit_code;
     job->signaled = row->signaled;
     job->term_signal = row->term_signal;
     job->restarts = row->restarts;
     job->attempt = row->attempt;
+}
+
+static bool state_ok(int state)
+{
+    return state >= SCHED_JOB_PENDING && state <= SCHED_JOB_OUT_OF_MEMORY;
+}
+
+int sched_persist_job_detached(const struct sched_job_row *row, struct sched_job **ret)
+{
+    struct gs_error err;
+    struct gs_jobspec *spec;
+    struct sched_job *job;
+
+    *ret = NULL;
+    if (!state_ok(row->state))
+        return -EBADMSG;
+    spec = spec_of_row(row, &err);
+    if (spec == NULL)
+        return err.code == -ENOMEM ? -ENOMEM : -EBADMSG;
+    job = sched_job_detached_new(row->id, spec, row->submit_ms);
+    if (job == NULL)
+        return -ENOMEM;
+    fill_job(job, row);
+    if (job->state == SCHED_JOB_REQUEUED)
+        job->state = SCHED_JOB_PENDING;
+    if (row->usage != NULL && sched_usage_from_packed(&job->usage, row->usage, row->usage_len) < 0)
+        GS_LOG(GS_LOG_WARN, "job=%llu stored usage unreadable, dropped",
+               (unsigned long long)job->id);
+    *ret = job;
+    return 0;
+}
+
+static int load_job(const struct sched_job_row *row, void *data)
+{
+    struct sched_ctx *s = data;
+    struct gs_jobspec *spec;
+    struct sched_job *job;
+    struct gs_error err;
+    uint64_t start_ms = row->start_ms;
+
+    if (sched_jobs_find(s->jobs, row->id) != NULL)
+        return 0; /* loaded already (a job pinned in memory, read again) */
+    spec = spec_of_row(row, &err);
+    if (spec == NULL || !state_ok(row->state)) {
+        GS_LOG(GS_LOG_ERROR, "job=%llu error=\"%s\" stored job unreadable, skipped",
+               (unsigned long long)row->id, spec == NULL ? err.msg : "state out of range");
+        gs_jobspec_free(spec);
+        return 0;
+    }
+    job = sched_jobs_add(s->jobs, row->id, spec, row->submit_ms);
+    if (job == NULL)
+        return -ENOMEM;
+    fill_job(job, row);
     if (job->state == SCHED_JOB_REQUEUED)
         job->state = SCHED_JOB_PENDING;
     if (job->state == SCHED_JOB_RUNNING &&
@@ -575,6 +627,14 @@ static int restore_ended_task(struct sched_ctx *s, struct sched_job *job,
     return 0;
 }
 
+int sched_persist_job_task(struct sched_ctx *s, struct sched_job *job,
+                           const struct sched_task_row *row)
+{
+    if (row->job_id != job->id || row->attempt != job->attempt || job->state == SCHED_JOB_RUNNING)
+        return 0;
+    return restore_ended_task(s, job, row);
+}
+
 static int load_task(const struct sched_task_row *row, void *data)
 {
     struct sched_ctx *s = data;
@@ -607,6 +667,12 @@ static enum sched_job_state state_of_kind(const char *kind)
     return SCHED_JOB_PENDING;
 }
 
+int sched_persist_job_event(struct sched_job *job, uint64_t at_ms, const char *kind,
+                            const char *detail)
+{
+    return sched_job_note(job, at_ms, state_of_kind(kind != NULL ? kind : ""), detail);
+}
+
 static int load_event(uint64_t at_ms, uint64_t job_id, const char *node, const char *kind,
                       const char *detail, void *data)
 {
@@ -614,7 +680,49 @@ static int load_event(uint64_t at_ms, uint64_t job_id, const char *node, const c
     struct sched_job *job = sched_jobs_find(s->jobs, job_id);
 
     (void)node;
-    return job != NULL ? sched_job_note(job, at_ms, state_of_kind(kind), detail) : 0;
+    return job != NULL ? sched_persist_job_event(job, at_ms, kind, detail) : 0;
+}
+
+/*
+ * The jobs gschedd holds in memory (scheduler.min_job_age > 0): those not finished, those
+ * that ended within min_job_age (or the submit-key hold), then the finished ones the others
+ * pin (a pending job's dependency, an array with an unfinished element: loaded whole). The
+ * others stay in the store alone, read back when asked for.
+ */
+static int load_jobs(struct sched_ctx *s, struct sched_store *store)
+{
+    uint64_t age = s->cfg->min_job_age_ms, now = gs_clock_wall_ms();
+    uint64_t keep = age > SCHED_PURGE_KEY_HOLD_MS ? age : SCHED_PURGE_KEY_HOLD_MS;
+    struct sched_purge_pins pins = {0};
+    size_t live, n;
+    int rc;
+
+    if (age == 0)
+        return sched_store_load_jobs(store, load_job, s);
+    rc = sched_store_load_live_jobs(store, now > keep ? now - keep : 0, load_job, s);
+    live = sched_jobs_count(s->jobs);
+    /* Twice: a pinned first element, once loaded, says how many elements its array has. */
+    for (int round = 0; rc == 0 && round < 2; round++) {
+        sched_purge_pins_release(&pins);
+        rc = sched_purge_pins_build(s, &pins);
+        for (size_t i = 0; rc == 0 && i < pins.nids; i++)
+            rc = sched_store_load_jobs_range(store, pins.ids[i], pins.ids[i], load_job, s);
+        for (size_t i = 0; rc == 0 && i < pins.narrays; i++) {
+            const struct sched_purge_array *a = &pins.arrays[i];
+            rc = sched_store_load_jobs_range(store, a->id, a->id + a->count - 1, load_job, s);
+        }
+    }
+    sched_purge_pins_release(&pins);
+    n = sched_jobs_count(s->jobs);
+    /* Ids go 1, 2, ... with no gaps: fewer in memory means some are in the store alone. */
+    s->jobs_in_store_only = s->next_job_id > n + 1;
+    if (rc == 0)
+        GS_LOG(GS_LOG_INFO,
+               "min_job_age_s=%llu loaded=%zu pinned=%zu in_store_only=%llu jobs that ended "
+               "earlier stay in the store",
+               (unsigned long long)(age / 1000), n, n - live,
+               (unsigned long long)(s->next_job_id > n + 1 ? s->next_job_id - 1 - n : 0));
+    return rc;
 }
 
 /* Whether path lies inside dir. */
@@ -675,11 +783,15 @@ int sched_persist_open(struct sched_ctx *s, struct gs_error *err)
     if (rc == 0)
         rc = sched_store_load_nodes(store, load_node, s);
     if (rc == 0)
-        rc = sched_store_load_jobs(store, load_job, s);
-    if (rc == 0)
-        rc = sched_store_load_tasks(store, load_task, s);
-    if (rc == 0)
-        rc = sched_store_load_events(store, 0, load_event, s);
+        rc = load_jobs(s, store);
+    /* Only from the oldest job in memory on: those before are in the store alone. */
+    if (rc == 0 && sched_jobs_count(s->jobs) > 0) {
+        uint64_t first = sched_jobs_at(s->jobs, 0)->id;
+
+        rc = sched_store_load_tasks_range(store, first, UINT64_MAX, load_task, s);
+        if (rc == 0)
+            rc = sched_store_load_events_range(store, first, UINT64_MAX, load_event, s);
+    }
     if (rc == 0)
         rc = sched_store_load_usage(store, sched_policy_load_usage, s);
     if (rc < 0) {

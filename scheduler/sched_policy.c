@@ -16,6 +16,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/units.h"
 #include "scheduler/fairshare.h"
 #include "scheduler/priority.h"
 #include "scheduler/sched_internal.h"
@@ -170,14 +171,42 @@ void sched_policy_factors(const struct sched_job *job, Gs__PriorityFactors *f)
     f->fairshare = job->prio.fairshare;
     f->job_size = job->prio.job_size;
     f->partition = job->prio.partition;
+    f->qos = job->prio.qos;
     f->nice = job->prio_valid ? job->prio.nice : job->spec->nice;
     f->admin_set = job->spec->priority != 0;
+}
+
+/* The job's QOS exists (or is "normal", or no [[qos]] is configured), and its time limit
+ * fits the QOS's max_wall. */
+static int admit_qos(const struct gs_config *cfg, struct gs_jobspec *spec, char *why, size_t size)
+{
+    const struct gs_config_qos *q = gs_config_qos(cfg, spec->qos);
+    char limit[32];
+
+    /* Without [[qos]] a QOS is only recorded, as accounts are without [[account]]. */
+    if (q == NULL && cfg->nqos > 0 && spec->qos != NULL && spec->qos[0] != '\0' &&
+        strcmp(spec->qos, GS_CONFIG_DEFAULT_QOS) != 0) {
+        snprintf(why, size, "qos: no QOS '%.64s' in the cluster's configuration", spec->qos);
+        return -EINVAL;
+    }
+    if (q == NULL || q->max_wall_s == GS_DURATION_INFINITE)
+        return 0;
+    if (spec->time_limit_s == GS_DURATION_INFINITE) {
+        spec->time_limit_s = q->max_wall_s; /* as a partition's max_time does */
+    } else if (spec->time_limit_s > q->max_wall_s) {
+        gs_format_duration(q->max_wall_s, limit, sizeof(limit));
+        snprintf(why, size, "resources.time_limit: QOS '%s' allows jobs at most %s (its max_wall)",
+                 q->name, limit);
+        return -EINVAL;
+    }
+    return 0;
 }
 
 int sched_policy_admit(struct sched_ctx *s, uint32_t uid, const char *user, struct gs_jobspec *spec,
                        char *why, size_t size)
 {
     const struct gs_config_account *a;
+    int rc;
 
     if (uid != 0 && spec->priority != 0) {
         snprintf(why, size, "priority: only root may set a job's priority (nice lowers it)");
@@ -187,8 +216,9 @@ int sched_policy_admit(struct sched_ctx *s, uint32_t uid, const char *user, stru
         snprintf(why, size, "nice: only root may give a negative nice");
         return -EPERM;
     }
-    if (s->cfg->naccounts == 0)
-        return 0;
+    rc = admit_qos(s->cfg, spec, why, size);
+    if (rc < 0 || s->cfg->naccounts == 0)
+        return rc;
     if (spec->account == NULL || spec->account[0] == '\0') {
         a = gs_config_user_account(s->cfg, user);
         if (a == NULL)

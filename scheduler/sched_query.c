@@ -2,7 +2,11 @@
  * sched_query.c: what the CLI reads from gschedd: the queue, one job's details and history,
  * waiting for jobs to start or end, and task output.
  *
- * Queue and show are answered at once from memory. A wait holds its CLI connection until
+ * Queue and show are answered at once from memory. A job gschedd has forgotten
+ * (scheduler.min_job_age, sched_purge.c) is read back from the store for show, and for a
+ * queue that asks for finished jobs (sacct, queue --all, squeue -j): the answer then goes
+ * once the read is done. A queue of active jobs alone (squeue) never reads the store. A
+ * wait holds its CLI connection until
  * every job it names has reached the wanted point (sched_query_job_changed is called on each
  * state change) or its timeout fires. Logs live on the node that ran the task: the request
  * is passed on to that node's worker with the file's path filled in, and the worker's answer
@@ -297,12 +301,21 @@ static int by_priority(const void *a, const void *b)
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-void sched_query_queue(struct sched_cli *c, uint64_t request_id, const Gs__QueueRequest *req)
+/*
+ * Forgotten jobs one queue request reads back at most (sacct without -j: the most recent):
+ * with 200 nodes, sacct -a of 10,000 of them and 4,000 in memory took 0.33 s, and the reply
+ * held ~19 MiB until sent (bench/RESULTS.md, "gschedd memory and MinJobAge").
+ */
+#define QUEUE_STORED_MAX 10000
+
+/* The reply to req from memory, with stored (forgotten jobs read back) among them. */
+static void queue_answer(struct sched_cli *c, uint64_t request_id, const Gs__QueueRequest *req,
+                         struct sched_job *const *stored, size_t nstored, bool held)
 {
     struct sched_ctx *s = c->s;
     size_t count = sched_jobs_count(s->jobs), n = 0;
     const Gs__JobSelector *sel = req->selector;
-    struct sched_job **v = calloc(count + 1, sizeof(*v));
+    struct sched_job **v = calloc(count + nstored + 1, sizeof(*v));
     struct info *infos = NULL;
     Gs__JobInfo **ptrs = NULL;
     Gs__QueueReply reply = GS__QUEUE_REPLY__INIT;
@@ -327,6 +340,10 @@ void sched_query_queue(struct sched_cli *c, uint64_t request_id, const Gs__Queue
                 v[n++] = job;
         }
     }
+    for (size_t i = 0; i < nstored; i++) {
+        if (sched_job_selected(stored[i], sel, true))
+            v[n++] = stored[i];
+    }
     qsort(v, n, sizeof(*v), by_priority);
     if (req->limit > 0 && n > req->limit)
         n = req->limit;
@@ -343,10 +360,10 @@ void sched_query_queue(struct sched_cli *c, uint64_t request_id, const Gs__Queue
     env.request_id = request_id;
     env.body_case = GS__ENVELOPE__BODY_QUEUE_REPLY;
     env.queue_reply = &reply;
-    sched_cli_reply(c, &env, false);
+    sched_cli_reply(c, &env, held);
     goto out;
 oom:
-    sched_cli_error(c, request_id, -ENOMEM, "out of memory", false);
+    sched_cli_error(c, request_id, -ENOMEM, "out of memory", held);
 out:
     for (size_t i = 0; infos != NULL && i < n; i++)
         info_release(&infos[i]);
@@ -354,6 +371,162 @@ out:
     free(ptrs);
     free(v);
     free(ids);
+}
+
+/* A QueueRequest kept for its answer after a store read (the request itself is gone). */
+struct queue_copy {
+    Gs__QueueRequest req;
+    Gs__JobSelector sel;
+    uint64_t *ids;
+    Gs__JobState *states;
+    char *name, *user;
+};
+
+static void queue_copy_free(struct queue_copy *q)
+{
+    if (q == NULL)
+        return;
+    free(q->ids);
+    free(q->states);
+    free(q->name);
+    free(q->user);
+    free(q);
+}
+
+static struct queue_copy *queue_copy_new(const Gs__QueueRequest *req)
+{
+    const Gs__JobSelector *sel = req->selector;
+    struct queue_copy *q = calloc(1, sizeof(*q));
+    bool oom = q == NULL;
+
+    if (q == NULL)
+        return NULL;
+    gs__queue_request__init(&q->req);
+    q->req.include_finished = req->include_finished;
+    q->req.limit = req->limit;
+    if (sel != NULL) {
+        gs__job_selector__init(&q->sel);
+        q->req.selector = &q->sel;
+        q->ids = calloc(sel->n_job_ids + 1, sizeof(*q->ids));
+        q->states = calloc(sel->n_states + 1, sizeof(*q->states));
+        q->name = strdup(sel->name != NULL ? sel->name : "");
+        q->user = strdup(sel->user != NULL ? sel->user : "");
+        oom = q->ids == NULL || q->states == NULL || q->name == NULL || q->user == NULL;
+        if (!oom) {
+            if (sel->n_job_ids > 0) /* (NULL arrays when empty) */
+                memcpy(q->ids, sel->job_ids, sel->n_job_ids * sizeof(*q->ids));
+            if (sel->n_states > 0)
+                memcpy(q->states, sel->states, sel->n_states * sizeof(*q->states));
+            q->sel.job_ids = q->ids;
+            q->sel.n_job_ids = sel->n_job_ids;
+            q->sel.states = q->states;
+            q->sel.n_states = sel->n_states;
+            q->sel.name = q->name;
+            q->sel.user = q->user;
+        }
+    }
+    if (oom) {
+        queue_copy_free(q);
+        return NULL;
+    }
+    return q;
+}
+
+static void queue_stored(struct sched_cli *c, uint64_t request_id, int status, const char *why,
+                         struct sched_job *const *jobs, size_t n, void *arg)
+{
+    struct queue_copy *q = arg;
+
+    if (status < 0)
+        sched_cli_error(c, request_id, status, why, true);
+    else
+        queue_answer(c, request_id, &q->req, jobs, n, true);
+    queue_copy_free(q);
+}
+
+/* The selector's states as a mask of bits 1 << state (0: any). */
+static uint32_t states_mask(const Gs__JobSelector *sel)
+{
+    uint32_t mask = 0;
+
+    for (size_t i = 0; sel != NULL && i < sel->n_states; i++) {
+        if ((unsigned)sel->states[i] < 32)
+            mask |= 1u << (unsigned)sel->states[i];
+    }
+    return mask;
+}
+
+/* Whether every element of the array job is the first of is in memory (or it is none). */
+static bool whole_array(struct sched_ctx *s, const struct sched_job *job)
+{
+    if (job->spec->array.array_job_id != job->id)
+        return true;
+    for (uint64_t id = job->id + 1; id < job->id + job->spec->array.count; id++) {
+        if (sched_jobs_find(s->jobs, id) == NULL)
+            return false; /* its elements end, and are forgotten, each in its time */
+    }
+    return true;
+}
+
+/*
+ * Whether req needs jobs only the store holds: it asks for finished ones, some jobs were
+ * forgotten, and (by id) some id named is one memory no longer has. *q gets the read.
+ */
+static bool queue_needs_store(struct sched_ctx *s, const Gs__QueueRequest *req, uint64_t **missing,
+                              struct sched_stored_query *q)
+{
+    const Gs__JobSelector *sel = req->selector;
+    size_t n = 0;
+
+    *missing = NULL;
+    memset(q, 0, sizeof(*q));
+    if (!req->include_finished || !s->jobs_in_store_only || s->journal == NULL)
+        return false;
+    q->states = states_mask(sel);
+    q->max = req->limit > 0 && req->limit < QUEUE_STORED_MAX ? req->limit : QUEUE_STORED_MAX;
+    if (sel == NULL || sel->n_job_ids == 0) {
+        q->name = sel != NULL ? sel->name : NULL;
+        q->user = sel != NULL ? sel->user : NULL;
+        return true;
+    }
+    *missing = calloc(sel->n_job_ids, sizeof(**missing));
+    if (*missing == NULL)
+        return false; /* answered from memory: the forgotten ones are left out */
+    for (size_t i = 0; i < sel->n_job_ids; i++) {
+        uint64_t id = sel->job_ids[i];
+        const struct sched_job *job = sched_jobs_find(s->jobs, id);
+
+        if (id > 0 && id < s->next_job_id && (job == NULL || !whole_array(s, job)))
+            (*missing)[n++] = id;
+    }
+    q->ids = *missing;
+    q->nids = n;
+    q->arrays = true;
+    q->max = QUEUE_STORED_MAX;
+    return n > 0;
+}
+
+void sched_query_queue(struct sched_cli *c, uint64_t request_id, const Gs__QueueRequest *req)
+{
+    struct sched_stored_query q;
+    struct queue_copy *copy = NULL;
+    uint64_t *missing = NULL;
+    int rc = -ENOMEM;
+
+    if (!queue_needs_store(c->s, req, &missing, &q)) {
+        free(missing);
+        queue_answer(c, request_id, req, NULL, 0, false);
+        return;
+    }
+    copy = queue_copy_new(req);
+    if (copy != NULL)
+        rc = sched_stored_read(c, request_id, &q, queue_stored, copy);
+    free(missing);
+    if (rc < 0) {
+        queue_copy_free(copy);
+        sched_cli_error(c, request_id, rc,
+                        rc == -ENOMEM ? "out of memory" : "the state database is closing", false);
+    }
 }
 
 static Gs__EndReason wire_end(enum sched_task_end how)
@@ -418,10 +591,11 @@ static void hide_private(struct info *in)
     in->view.run.script = hidden;
 }
 
-void sched_query_show(struct sched_cli *c, uint64_t request_id, const Gs__ShowRequest *req)
+/* The ShowReply for job (in memory, or read back from the store). */
+static void show_answer(struct sched_cli *c, uint64_t request_id, const struct sched_job *job,
+                        bool held)
 {
     struct sched_ctx *s = c->s;
-    struct sched_job *job = sched_jobs_find(s->jobs, req->job_id);
     Gs__ShowReply reply = GS__SHOW_REPLY__INIT;
     Gs__Envelope env = GS__ENVELOPE__INIT;
     Gs__JobStateChange *hist = NULL, **hptrs = NULL;
@@ -429,20 +603,14 @@ void sched_query_show(struct sched_cli *c, uint64_t request_id, const Gs__ShowRe
     Gs__JobProgressReport progress;
     struct info in;
     size_t ne = 0;
-    char msg[80];
 
-    if (job == NULL) {
-        snprintf(msg, sizeof(msg), "job %llu: no such job", (unsigned long long)req->job_id);
-        sched_cli_error(c, request_id, -ENOENT, msg, false);
-        return;
-    }
     hist = calloc(job->nhistory + 1, sizeof(*hist));
     hptrs = calloc(job->nhistory + 1, sizeof(*hptrs));
     exits = calloc(job->ntasks + 1, sizeof(*exits));
     eptrs = calloc(job->ntasks + 1, sizeof(*eptrs));
     if (hist == NULL || hptrs == NULL || exits == NULL || eptrs == NULL ||
         info_fill(s, job, &in, true) < 0) {
-        sched_cli_error(c, request_id, -ENOMEM, "out of memory", false);
+        sched_cli_error(c, request_id, -ENOMEM, "out of memory", held);
         goto out_free;
     }
     if (c->uid != 0 && c->uid != job->uid)
@@ -489,13 +657,57 @@ void sched_query_show(struct sched_cli *c, uint64_t request_id, const Gs__ShowRe
     env.request_id = request_id;
     env.body_case = GS__ENVELOPE__BODY_SHOW_REPLY;
     env.show_reply = &reply;
-    sched_cli_reply(c, &env, false);
+    sched_cli_reply(c, &env, held);
     info_release(&in);
 out_free:
     free(hist);
     free(hptrs);
     free(exits);
     free(eptrs);
+}
+
+static void show_not_found(struct sched_cli *c, uint64_t request_id, uint64_t job_id, bool held)
+{
+    char msg[80];
+
+    snprintf(msg, sizeof(msg), "job %llu: no such job", (unsigned long long)job_id);
+    sched_cli_error(c, request_id, -ENOENT, msg, held);
+}
+
+static void show_stored(struct sched_cli *c, uint64_t request_id, int status, const char *why,
+                        struct sched_job *const *jobs, size_t n, void *arg)
+{
+    uint64_t job_id = (uint64_t)(uintptr_t)arg;
+    struct sched_job *job = sched_jobs_find(c->s->jobs, job_id);
+
+    if (status < 0)
+        sched_cli_error(c, request_id, status, why, true);
+    else if (job != NULL || n > 0)
+        show_answer(c, request_id, job != NULL ? job : jobs[0], true);
+    else
+        show_not_found(c, request_id, job_id, true);
+}
+
+void sched_query_show(struct sched_cli *c, uint64_t request_id, const Gs__ShowRequest *req)
+{
+    struct sched_ctx *s = c->s;
+    struct sched_job *job = sched_jobs_find(s->jobs, req->job_id);
+    struct sched_stored_query q = {.ids = &req->job_id, .nids = 1, .max = 1, .with_history = true};
+    int rc;
+
+    if (job != NULL) {
+        show_answer(c, request_id, job, false);
+        return;
+    }
+    /* Forgotten (an id given out before, not in memory): from the store. */
+    if (!s->jobs_in_store_only || req->job_id == 0 || req->job_id >= s->next_job_id) {
+        show_not_found(c, request_id, req->job_id, false);
+        return;
+    }
+    rc = sched_stored_read(c, request_id, &q, show_stored, (void *)(uintptr_t)req->job_id);
+    if (rc < 0)
+        sched_cli_error(c, request_id, rc,
+                        rc == -ENOMEM ? "out of memory" : "the state database is closing", false);
 }
 
 /* --- wait -------------------------------------------------------------------------------- */
@@ -525,8 +737,32 @@ static void fill_change(const struct sched_job *job, Gs__JobStateChange *ch)
     }
 }
 
+/* A forgotten job's JobStateChange, read back from the store for a wait (it has ended). */
+struct sched_wait_stored {
+    Gs__JobStateChange change;
+    char reason[sizeof(((struct sched_job *)0)->reason)];
+};
+
+/* stored is in id order (sched_stored_read's). */
+static const Gs__JobStateChange *stored_change(const struct sched_wait_stored *stored, size_t n,
+                                               uint64_t id)
+{
+    size_t lo = 0, hi = n;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+
+        if (stored[mid].change.job_id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && stored[lo].change.job_id == id ? &stored[lo].change : NULL;
+}
+
 static void wait_reply(struct sched_ctx *s, struct sched_cli *c, uint64_t request_id,
-                       const uint64_t *ids, size_t n, bool timed_out, bool held)
+                       const uint64_t *ids, size_t n, const struct sched_wait_stored *stored,
+                       size_t nstored, bool timed_out, bool held)
 {
     Gs__JobStateChange *v = calloc(n + 1, sizeof(*v));
     Gs__JobStateChange **ptrs = calloc(n + 1, sizeof(*ptrs));
@@ -540,9 +776,15 @@ static void wait_reply(struct sched_ctx *s, struct sched_cli *c, uint64_t reques
     }
     for (size_t i = 0; i < n; i++) {
         const struct sched_job *job = sched_jobs_find(s->jobs, ids[i]);
-        if (job == NULL)
+        const Gs__JobStateChange *st;
+
+        if (job != NULL) {
+            fill_change(job, &v[k]);
+        } else if ((st = stored_change(stored, nstored, ids[i])) != NULL) {
+            v[k] = *st;
+        } else {
             continue;
-        fill_change(job, &v[k]);
+        }
         ptrs[k] = &v[k];
         k++;
     }
@@ -565,6 +807,7 @@ static void on_waiter_closed(uv_handle_t *handle)
 
     sched_cli_unhold(w->cli);
     free(w->job_ids);
+    free(w->stored);
     free(w);
     sched_release_handle(s);
 }
@@ -581,7 +824,8 @@ static void waiter_end(struct sched_ctx *s, struct sched_waiter *w, bool answer,
     w->cli->waiter = NULL;
     if (answer) {
         sched_cli_hold(w->cli); /* the reply lets go of this one; the timer's close the other */
-        wait_reply(s, w->cli, w->request_id, w->job_ids, w->njobs, timed_out, true);
+        wait_reply(s, w->cli, w->request_id, w->job_ids, w->njobs, w->stored, w->nstored, timed_out,
+                   true);
     }
     uv_timer_stop(&w->timer);
     uv_close((uv_handle_t *)&w->timer, on_waiter_closed);
@@ -604,37 +848,45 @@ static bool all_reached(struct sched_ctx *s, const uint64_t *ids, size_t n, bool
     return true;
 }
 
-void sched_query_wait(struct sched_cli *c, uint64_t request_id, const Gs__WaitRequest *req)
+/*
+ * A WaitRequest whose forgotten jobs (if any) have been read back into stored (owned from
+ * here on): answered now when every job is there, else a waiter. held: c is held for it.
+ */
+static void wait_begin(struct sched_cli *c, uint64_t request_id, const Gs__WaitRequest *req,
+                       struct sched_wait_stored *stored, size_t nstored, bool held)
 {
     struct sched_ctx *s = c->s;
     bool until_start = req->until == GS__WAIT_FOR__WAIT_FOR_START;
     struct sched_waiter *w;
     char msg[80];
 
-    if (req->n_job_ids == 0) {
-        sched_cli_error(c, request_id, -EINVAL, "wait for which jobs?", false);
-        return;
-    }
     for (size_t i = 0; i < req->n_job_ids; i++) {
-        if (sched_jobs_find(s->jobs, req->job_ids[i]) == NULL) {
+        if (sched_jobs_find(s->jobs, req->job_ids[i]) == NULL &&
+            stored_change(stored, nstored, req->job_ids[i]) == NULL) {
             snprintf(msg, sizeof(msg), "job %llu: no such job",
                      (unsigned long long)req->job_ids[i]);
-            sched_cli_error(c, request_id, -ENOENT, msg, false);
+            sched_cli_error(c, request_id, -ENOENT, msg, held);
+            free(stored);
             return;
         }
     }
+    /* (a forgotten job has ended: all_reached counts what memory lacks as there) */
     if (all_reached(s, req->job_ids, req->n_job_ids, until_start) || c->waiter != NULL) {
-        wait_reply(s, c, request_id, req->job_ids, req->n_job_ids, false, false);
+        wait_reply(s, c, request_id, req->job_ids, req->n_job_ids, stored, nstored, false, held);
+        free(stored);
         return;
     }
     w = calloc(1, sizeof(*w));
     if (w == NULL || (w->job_ids = calloc(req->n_job_ids, sizeof(uint64_t))) == NULL) {
         free(w);
-        sched_cli_error(c, request_id, -ENOMEM, "out of memory", false);
+        free(stored);
+        sched_cli_error(c, request_id, -ENOMEM, "out of memory", held);
         return;
     }
     memcpy(w->job_ids, req->job_ids, req->n_job_ids * sizeof(uint64_t));
     w->njobs = req->n_job_ids;
+    w->stored = stored;
+    w->nstored = nstored;
     w->cli = c;
     w->request_id = request_id;
     w->until_start = until_start;
@@ -642,11 +894,89 @@ void sched_query_wait(struct sched_cli *c, uint64_t request_id, const Gs__WaitRe
     w->timer.data = w;
     s->open_handles++; /* until on_waiter_closed */
     sched_cli_hold(c);
+    if (held)
+        sched_cli_unhold(c); /* the waiter holds it now */
     c->waiter = w;
     w->next = s->waiters;
     s->waiters = w;
     if (req->timeout_ms > 0)
         uv_timer_start(&w->timer, on_wait_timeout, req->timeout_ms, 0);
+}
+
+/* A WaitRequest kept while its forgotten jobs are read back. */
+struct wait_copy {
+    Gs__WaitRequest req;
+    uint64_t ids[];
+};
+
+static void wait_stored(struct sched_cli *c, uint64_t request_id, int status, const char *why,
+                        struct sched_job *const *jobs, size_t n, void *arg)
+{
+    struct wait_copy *w = arg;
+    struct sched_wait_stored *stored = NULL;
+
+    if (status == 0 && (stored = calloc(n + 1, sizeof(*stored))) == NULL) {
+        status = -ENOMEM;
+        why = "out of memory";
+    }
+    if (status < 0) {
+        sched_cli_error(c, request_id, status, why, true);
+        free(w);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        fill_change(jobs[i], &stored[i].change);
+        snprintf(stored[i].reason, sizeof(stored[i].reason), "%s", jobs[i]->reason);
+        stored[i].change.reason = stored[i].reason;
+    }
+    wait_begin(c, request_id, &w->req, stored, n, true);
+    free(w);
+}
+
+void sched_query_wait(struct sched_cli *c, uint64_t request_id, const Gs__WaitRequest *req)
+{
+    struct sched_ctx *s = c->s;
+    struct sched_stored_query q = {.with_history = true};
+    struct wait_copy *w = NULL;
+    size_t n = req->n_job_ids, nmissing = 0;
+    int rc = -ENOMEM;
+
+    if (n == 0) {
+        sched_cli_error(c, request_id, -EINVAL, "wait for which jobs?", false);
+        return;
+    }
+    /* Ids handed out but no longer in memory: forgotten, so ended; read back for the reply. */
+    for (size_t i = 0; s->jobs_in_store_only && i < n; i++) {
+        uint64_t id = req->job_ids[i];
+
+        nmissing += id > 0 && id < s->next_job_id && sched_jobs_find(s->jobs, id) == NULL;
+    }
+    if (nmissing == 0) {
+        wait_begin(c, request_id, req, NULL, 0, false);
+        return;
+    }
+    w = calloc(1, sizeof(*w) + 2 * n * sizeof(uint64_t));
+    if (w != NULL) {
+        uint64_t *missing = w->ids + n;
+
+        memcpy(w->ids, req->job_ids, n * sizeof(uint64_t));
+        w->req = *req;
+        w->req.job_ids = w->ids;
+        nmissing = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (sched_jobs_find(s->jobs, w->ids[i]) == NULL)
+                missing[nmissing++] = w->ids[i];
+        }
+        q.ids = missing;
+        q.nids = nmissing;
+        q.max = (uint32_t)(nmissing < UINT32_MAX ? nmissing : UINT32_MAX);
+        rc = sched_stored_read(c, request_id, &q, wait_stored, w);
+    }
+    if (rc < 0) {
+        free(w);
+        sched_cli_error(c, request_id, rc,
+                        rc == -ENOMEM ? "out of memory" : "the state database is closing", false);
+    }
 }
 
 void sched_query_job_changed(struct sched_ctx *s, const struct sched_job *job)

@@ -32,8 +32,17 @@ enum stmt_id {
     ST_LOAD_EVENTS,
     ST_PUT_USAGE,
     ST_LOAD_USAGE,
+    ST_LOAD_LIVE_JOBS,
+    ST_LOAD_JOBS_RANGE,
+    ST_LOAD_TASKS_RANGE,
+    ST_LOAD_EVENTS_RANGE,
+    ST_LOAD_FINISHED,
     ST_COUNT,
 };
+
+#define JOB_COLUMNS                                                                                \
+    "id, name, uid, gid, user, priority, state, reason, held, submit_ms, start_ms, end_ms, "       \
+    "exit_code, signaled, term_signal, restarts, attempt, spec, alloc, usage, submit_key"
 
 static const char *const stmt_sql[ST_COUNT] = {
     [ST_BEGIN] = "BEGIN IMMEDIATE",
@@ -67,10 +76,24 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_LOAD_USAGE] = "SELECT account, user, usage, at_ms FROM usage ORDER BY account, user",
     [ST_LOAD_EVENTS] = "SELECT at_ms, job_id, node, kind, detail FROM events WHERE ?1 = 0 OR "
                        "job_id = ?1 ORDER BY id",
+    /* Both terms have an index: SQLite reads the union of two index ranges. */
+    [ST_LOAD_LIVE_JOBS] = "SELECT " JOB_COLUMNS " FROM jobs WHERE state IN (1, 2, 8) OR "
+                          "end_ms >= ?1 ORDER BY id",
+    [ST_LOAD_JOBS_RANGE] = "SELECT " JOB_COLUMNS " FROM jobs WHERE id BETWEEN ?1 AND ?2 "
+                           "ORDER BY id",
+    [ST_LOAD_TASKS_RANGE] = "SELECT job_id, rank, node, attempt, state, pid, exit_code, "
+                            "signaled, term_signal, end_reason, start_ms, end_ms FROM tasks "
+                            "WHERE job_id BETWEEN ?1 AND ?2 ORDER BY job_id, rank",
+    [ST_LOAD_EVENTS_RANGE] = "SELECT at_ms, job_id, node, kind, detail FROM events WHERE "
+                             "job_id BETWEEN ?1 AND ?2 ORDER BY id",
+    [ST_LOAD_FINISHED] = "SELECT " JOB_COLUMNS " FROM jobs WHERE state NOT IN (1, 2, 8) AND "
+                         "(?1 = 0 OR end_ms < ?1) AND (?2 IS NULL OR name = ?2) AND "
+                         "(?3 IS NULL OR user = ?3) AND (?4 = 0 OR ((1 << state) & ?4) != 0) "
+                         "ORDER BY id DESC LIMIT ?5",
 };
 
 #define USAGE_SQL                                                                                  \
-    "CREATE TABLE IF NOT EXISTS usage (account TEXT NOT NULL, user TEXT NOT NULL, "               \
+    "CREATE TABLE IF NOT EXISTS usage (account TEXT NOT NULL, user TEXT NOT NULL, "                \
     "  usage REAL NOT NULL, at_ms INTEGER NOT NULL, PRIMARY KEY (account, user));"
 
 static const char schema_sql[] =
@@ -82,6 +105,7 @@ static const char schema_sql[] =
     "  term_signal INTEGER, restarts INTEGER, attempt INTEGER, spec BLOB NOT NULL, alloc BLOB, "
     "  usage BLOB, submit_key TEXT);"
     "CREATE INDEX IF NOT EXISTS jobs_state ON jobs (state);"
+    "CREATE INDEX IF NOT EXISTS jobs_end ON jobs (end_ms);"
     "CREATE TABLE IF NOT EXISTS tasks (job_id INTEGER NOT NULL, rank INTEGER NOT NULL, "
     "  node TEXT, attempt INTEGER, state INTEGER, pid INTEGER, exit_code INTEGER, "
     "  signaled INTEGER, term_signal INTEGER, end_reason INTEGER, start_ms INTEGER, "
@@ -160,7 +184,8 @@ static int check_version(struct sched_store *s, struct gs_error *err)
                    "UPDATE meta SET value = '3' WHERE key = 'schema_version';") == 0)
         version = 3;
     /* Version 3 had no usage table (made above, with the others). */
-    if (version == 3 && migrate(s, "UPDATE meta SET value = '4' WHERE key = 'schema_version';") == 0)
+    if (version == 3 &&
+        migrate(s, "UPDATE meta SET value = '4' WHERE key = 'schema_version';") == 0)
         version = 4;
     if (version != SCHED_STORE_SCHEMA_VERSION)
         return gs_error_set(err, -EPROTO, 0, 0,
@@ -556,4 +581,70 @@ int sched_store_load_usage(struct sched_store *store, usage_fn fn, void *data)
     struct fn_box box = {.usage = fn};
 
     return walk(store, ST_LOAD_USAGE, visit_usage, &box, data);
+}
+
+/* --- reads of part of the state (forgotten jobs: scheduler.min_job_age) ----------------- */
+
+/* Ids are SQLite integers: beyond INT64_MAX means "no bound". */
+static sqlite3_int64 id_bound(uint64_t id)
+{
+    return id > (uint64_t)INT64_MAX ? INT64_MAX : (sqlite3_int64)id;
+}
+
+static void bind_range(sqlite3_stmt *st, uint64_t first, uint64_t last)
+{
+    sqlite3_bind_int64(st, 1, id_bound(first));
+    sqlite3_bind_int64(st, 2, id_bound(last));
+}
+
+int sched_store_load_live_jobs(struct sched_store *store, uint64_t ended_since_ms, job_fn fn,
+                               void *data)
+{
+    struct fn_box box = {.job = fn};
+
+    sqlite3_bind_int64(store->stmt[ST_LOAD_LIVE_JOBS], 1, id_bound(ended_since_ms));
+    return walk(store, ST_LOAD_LIVE_JOBS, visit_job, &box, data);
+}
+
+int sched_store_load_jobs_range(struct sched_store *store, uint64_t first, uint64_t last, job_fn fn,
+                                void *data)
+{
+    struct fn_box box = {.job = fn};
+
+    bind_range(store->stmt[ST_LOAD_JOBS_RANGE], first, last);
+    return walk(store, ST_LOAD_JOBS_RANGE, visit_job, &box, data);
+}
+
+int sched_store_load_tasks_range(struct sched_store *store, uint64_t first, uint64_t last,
+                                 task_fn fn, void *data)
+{
+    struct fn_box box = {.task = fn};
+
+    bind_range(store->stmt[ST_LOAD_TASKS_RANGE], first, last);
+    return walk(store, ST_LOAD_TASKS_RANGE, visit_task, &box, data);
+}
+
+int sched_store_load_events_range(struct sched_store *store, uint64_t first, uint64_t last,
+                                  event_fn fn, void *data)
+{
+    struct fn_box box = {.event = fn};
+
+    bind_range(store->stmt[ST_LOAD_EVENTS_RANGE], first, last);
+    return walk(store, ST_LOAD_EVENTS_RANGE, visit_event, &box, data);
+}
+
+int sched_store_load_finished(struct sched_store *store, const struct sched_store_job_filter *f,
+                              job_fn fn, void *data)
+{
+    sqlite3_stmt *st = store->stmt[ST_LOAD_FINISHED];
+    struct fn_box box = {.job = fn};
+
+    if (f->max == 0)
+        return 0;
+    sqlite3_bind_int64(st, 1, id_bound(f->ended_before_ms));
+    bind_text(st, 2, f->name != NULL && f->name[0] != '\0' ? f->name : NULL);
+    bind_text(st, 3, f->user != NULL && f->user[0] != '\0' ? f->user : NULL);
+    sqlite3_bind_int64(st, 4, f->states);
+    sqlite3_bind_int64(st, 5, f->max);
+    return walk(store, ST_LOAD_FINISHED, visit_job, &box, data);
 }

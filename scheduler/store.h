@@ -23,6 +23,13 @@
  *   events(id INTEGER PRIMARY KEY, at_ms, job_id, node, kind, detail)
  *   usage(account, user, usage REAL, at_ms,          -- fair share: decayed billing-seconds
  *         PRIMARY KEY (account, user))               -- as of at_ms (fairshare.h)
+ * Indexes: jobs(state), jobs(end_ms) (made when missing at every open, no new version: the
+ * start-up load and sacct's reads of forgotten jobs go by the end time), events(job_id).
+ *
+ * Finished jobs leave gschedd's memory after scheduler.min_job_age but keep their rows: the
+ * reads below (by id range, the most recent finished ones matching a filter) answer for
+ * them. A job state is "finished" for these reads unless it is PENDING (1), RUNNING (2) or
+ * REQUEUED (8), gs.JobState's numbers.
  */
 #ifndef SCHED_STORE_H
 #define SCHED_STORE_H
@@ -118,6 +125,39 @@ int sched_store_load_tasks(struct sched_store *store,
                            int (*fn)(const struct sched_task_row *row, void *data), void *data);
 int sched_store_load_nodes(struct sched_store *store,
                            int (*fn)(const struct sched_node_row *row, void *data), void *data);
+
+/*
+ * Reads of part of the state (scheduler.min_job_age), each calling fn per row as the loads
+ * above do; a negative return from fn stops the walk and is returned.
+ *
+ * Jobs gschedd keeps in memory at start: not finished, or ended at or after ended_since_ms;
+ * in id order.
+ */
+int sched_store_load_live_jobs(struct sched_store *store, uint64_t ended_since_ms,
+                               int (*fn)(const struct sched_job_row *row, void *data), void *data);
+/* Jobs with first <= id <= last, in id order. */
+int sched_store_load_jobs_range(struct sched_store *store, uint64_t first, uint64_t last,
+                                int (*fn)(const struct sched_job_row *row, void *data), void *data);
+/* Tasks of the jobs with first <= job_id <= last, by job then rank. */
+int sched_store_load_tasks_range(struct sched_store *store, uint64_t first, uint64_t last,
+                                 int (*fn)(const struct sched_task_row *row, void *data),
+                                 void *data);
+/* Events of the jobs with first <= job_id <= last, oldest first. */
+int sched_store_load_events_range(struct sched_store *store, uint64_t first, uint64_t last,
+                                  int (*fn)(uint64_t at_ms, uint64_t job_id, const char *node,
+                                            const char *kind, const char *detail, void *data),
+                                  void *data);
+/* Which finished jobs sched_store_load_finished reads. */
+struct sched_store_job_filter {
+    const char *name;         /* NULL or "": any */
+    const char *user;         /* NULL or "": any */
+    uint32_t states;          /* bit 1 << state for each state wanted; 0: any finished one */
+    uint64_t ended_before_ms; /* only jobs that ended before (0: any) */
+    uint32_t max;             /* at most this many rows (0: none at all) */
+};
+/* Finished jobs matching f, the most recent (highest id) first. */
+int sched_store_load_finished(struct sched_store *store, const struct sched_store_job_filter *f,
+                              int (*fn)(const struct sched_job_row *row, void *data), void *data);
 
 /* A fair-share association's usage as of at_ms; every stored one, in key order. */
 int sched_store_put_usage(struct sched_store *store, const char *account, const char *user,

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "trainer/tensorfile.h"
 
 struct trn_ckpt_writer {
@@ -33,8 +34,9 @@ struct trn_ckpt_writer {
     bool busy, stop; /* busy: a job is pending or being written */
     uint64_t step;
     size_t len;
-    int result;      /* of the last job, until reported */
-    char *last_path; /* of the newest completed checkpoint */
+    int result;            /* of the last job, until reported */
+    char *last_path;       /* of the newest completed checkpoint */
+    uint64_t last_done_ms; /* wall time it was on disk */
 };
 
 static uint64_t now_ns(void)
@@ -153,6 +155,7 @@ static void *writer_main(void *data)
         if (rc == 0) {
             free(w->last_path);
             w->last_path = path;
+            w->last_done_ms = gs_clock_wall_ms();
         } else {
             free(path);
         }
@@ -274,6 +277,16 @@ int trn_ckpt_flush(struct trn_ckpt_writer *w, uint64_t *stall_ns)
 const char *trn_ckpt_last_path(const struct trn_ckpt_writer *w)
 {
     return w->last_path; /* written by the thread only while busy, read here when idle */
+}
+
+uint64_t trn_ckpt_last_done_ms(struct trn_ckpt_writer *w)
+{
+    uint64_t ms;
+
+    pthread_mutex_lock(&w->mu); /* the thread may be finishing a write now */
+    ms = w->last_done_ms;
+    pthread_mutex_unlock(&w->mu);
+    return ms;
 }
 
 int trn_ckpt_find_latest(const char *dir, char **ret_path, uint64_t *ret_step)

@@ -35,6 +35,8 @@ int trn_ckpt_submit(struct trn_ckpt_writer *w, uint64_t step, size_t len);
 int trn_ckpt_flush(struct trn_ckpt_writer *w, uint64_t *stall_ns);
 /* Path of the newest checkpoint this writer completed, or NULL. Valid until the next call. */
 const char *trn_ckpt_last_path(const struct trn_ckpt_writer *w);
+/* Wall-clock ms the newest completed checkpoint was on disk (0: none yet); any time. */
+uint64_t trn_ckpt_last_done_ms(struct trn_ckpt_writer *w);
 
 /*
  * The newest checkpoint in dir by step number: *ret_path (free() it) and *ret_step.

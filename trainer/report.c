@@ -24,6 +24,7 @@ struct trn_report {
     bool eval_due;     /* an evaluation since the last report */
     double eval_loss;  /* 0: none yet, as on the wire */
     uint64_t eval_step;
+    uint64_t checkpoint_ms; /* the latest checkpoint's wall time on disk, 0 none */
 };
 
 int trn_report_open(uint32_t every, FILE *warn, struct trn_report **ret)
@@ -103,7 +104,14 @@ static void fill(const struct trn_report *r, const struct trn_step_record *rec,
     }
     m->eval_loss = r->eval_loss;
     m->eval_step = r->eval_step;
+    m->checkpoint_ms = r->checkpoint_ms;
     m->lr = rec->lr;
+}
+
+void trn_report_checkpoint(struct trn_report *r, uint64_t wall_ms)
+{
+    if (r != NULL)
+        r->checkpoint_ms = wall_ms;
 }
 
 void trn_report_step(struct trn_report *r, const struct trn_step_record *rec, bool force)

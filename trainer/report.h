@@ -37,6 +37,9 @@ void trn_report_free(struct trn_report *r); /* NULL is allowed */
 
 /* An evaluation after `step` steps done: its loss goes with the next report, which is due. */
 void trn_report_eval(struct trn_report *r, uint64_t step, double loss);
+/* The latest checkpoint was on disk at wall_ms: gschedd counts a preemption's lost work
+ * from there (scheduler/preempt.h). */
+void trn_report_checkpoint(struct trn_report *r, uint64_t wall_ms);
 /*
  * The step just recorded: sends a report when one is due (see above) or force is set (the
  * run stops). Failures are handled here; r may be NULL (nothing happens).

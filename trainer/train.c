@@ -1088,6 +1088,8 @@ int trn_train(const struct trn_config *cfg, volatile sig_atomic_t *stop, FILE *o
             rec.device_mem_bytes = trn_model_arena_bytes(r.model);
         if (rc == 0 && r.metrics != NULL)
             rc = trn_metrics_step(r.metrics, &rec);
+        if (rc == 0 && r.writer != NULL)
+            trn_report_checkpoint(r.report, trn_ckpt_last_done_ms(r.writer));
         if (rc == 0) /* never fails the run: a report that cannot go is dropped */
             trn_report_step(r.report, &rec, stopped);
         if (rc < 0 && err->len == 0)

@@ -45,9 +45,9 @@ b=${out%%;*}
 [ "$a" -lt "$b" ] || fail "job ids $a, $b"
 
 # --- sprio ---------------------------------------------------------------------------------
-header='          JOBID PARTITION   PRIORITY       SITE        AGE  FAIRSHARE    JOBSIZE  PARTITION       NICE'
-# A job's line: its id right-aligned in 15, its partition left in 9, then 7 integers 10 wide.
-line_re() { printf '^ {%d}%s [a-z0-9_-]{1,9} {0,8}( +-?[0-9]+){7}$' $((15 - ${#1})) "$1"; }
+header='          JOBID PARTITION   PRIORITY       SITE        AGE  FAIRSHARE    JOBSIZE  PARTITION        QOS       NICE'
+# A job's line: its id right-aligned in 15, its partition left in 9, then 8 integers 10 wide.
+line_re() { printf '^ {%d}%s [a-z0-9_-]{1,9} {0,8}( +-?[0-9]+){8}$' $((15 - ${#1})) "$1"; }
 run 0 sprio
 lines "$out" 3
 [ "$(head -n 1 <<< "$out")" = "$header" ] || fail "sprio header: $(head -n 1 <<< "$out")"
@@ -74,7 +74,7 @@ run 0 sprio -h -S r,i
 
 # -l and -u add USER after PARTITION; -l's NICE is Slurm's 11 wide.
 run 0 sprio -l
-[ "$(head -n 1 <<< "$out")" = '          JOBID PARTITION     USER   PRIORITY       SITE        AGE  FAIRSHARE    JOBSIZE  PARTITION        NICE' ] ||
+[ "$(head -n 1 <<< "$out")" = '          JOBID PARTITION     USER   PRIORITY       SITE        AGE  FAIRSHARE    JOBSIZE  PARTITION        QOS        NICE' ] ||
   fail "sprio -l header: $(head -n 1 <<< "$out")"
 has "$out" " ${me:0:8} "
 run 0 sprio -u "$me"
@@ -105,7 +105,7 @@ run 0 sprio --json
 json_check "$out" "[j['job_id'] for j in d['jobs']] == [$a, $b]"
 json_check "$out" "all(set(j) >= {'job_id', 'partition', 'user', 'priority', 'priority_factors'} for j in d['jobs'])"
 json_check "$out" "all(j['user'] == '$me' and isinstance(j['priority'], int) for j in d['jobs'])"
-json_check "$out" "all(j['priority_factors'] is None or set(j['priority_factors']) == {'age', 'fairshare', 'job_size', 'partition', 'nice', 'admin_set'} for j in d['jobs'])"
+json_check "$out" "all(j['priority_factors'] is None or set(j['priority_factors']) == {'age', 'fairshare', 'job_size', 'partition', 'qos', 'nice', 'admin_set'} for j in d['jobs'])"
 
 # Through a link named sprio, gsched is sprio.
 mkdir -p "$tmp/links"

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/sbatch.h"
 #include "common/units.h"
@@ -641,8 +642,9 @@ Test(sbatch_options, ignorable_options_warn_once_each)
 
 Test(sbatch_options, known_slurm_options_gsched_lacks_are_errors)
 {
-    expect_error(SHEBANG "#SBATCH --begin=now+1hour\n",
-                 "run.sh:2: --begin=now+1hour: a Slurm option gsched does not support");
+    expect_error(SHEBANG "#SBATCH --deadline=now+1hour\n",
+                 "run.sh:2: --deadline=now+1hour: a Slurm option gsched does not support");
+    expect_error(SHEBANG "#SBATCH --begin=soon\n", "run.sh:2: --begin=soon: 'soon' is not a time");
     expect_error(SHEBANG "#SBATCH -s\n", "run.sh:2: -s: a Slurm option gsched does not support: "
                                          "GPUs are never shared");
 }
@@ -985,4 +987,41 @@ Test(sbatch_kv, sizes_and_gpus_in_canonical_form)
     cr_assert(has(kv.data, "dependency=after:3+5\n"), "%s", kv.data);
     gs_buf_release(&kv);
     gs_sbatch_free(sb);
+}
+
+/* --begin, at a fixed now: Friday 2026-12-04 16:42:10 UTC. */
+Test(sbatch, begin_times_read_as_slurm_reads_them)
+{
+    const uint64_t now = UINT64_C(1796402530) * 1000;
+    struct gs_error err;
+    uint64_t t;
+
+    setenv("TZ", "UTC", 1);
+    tzset();
+    cr_assert_eq(gs_sbatch_parse_begin("now", now, &t, &err), 0);
+    cr_assert_eq(t, now);
+    cr_assert_eq(gs_sbatch_parse_begin("now+90", now, &t, &err), 0);
+    cr_assert_eq(t, now + 90000, "seconds without a unit");
+    cr_assert_eq(gs_sbatch_parse_begin("now+2hours", now, &t, &err), 0);
+    cr_assert_eq(t, now + 7200000);
+    cr_assert_eq(gs_sbatch_parse_begin("17:00", now, &t, &err), 0);
+    cr_assert_eq(t, UINT64_C(1796403600) * 1000, "later today");
+    cr_assert_eq(gs_sbatch_parse_begin("16:00:30", now, &t, &err), 0);
+    cr_assert_eq(t, (UINT64_C(1796400030) + 86400) * 1000, "passed: tomorrow");
+    cr_assert_eq(gs_sbatch_parse_begin("2026-12-24T08:30", now, &t, &err), 0);
+    cr_assert_eq(t, UINT64_C(1798101000) * 1000);
+    cr_assert_eq(gs_sbatch_parse_begin("2026-12-24", now, &t, &err), 0);
+    cr_assert_eq(t, UINT64_C(1798070400) * 1000);
+    cr_assert_eq(gs_sbatch_parse_begin("midnight", now, &t, &err), 0);
+    cr_assert_eq(t, UINT64_C(1796428800) * 1000, "the next midnight");
+    cr_assert_eq(gs_sbatch_parse_begin("teatime", now, &t, &err), 0);
+    cr_assert_eq(t, (UINT64_C(1796400000) + 86400) * 1000, "16:00 has passed");
+    cr_assert_eq(gs_sbatch_parse_begin("tomorrow", now, &t, &err), 0);
+    cr_assert_eq(t, UINT64_C(1796428800) * 1000);
+    cr_assert_lt(gs_sbatch_parse_begin("soon", now, &t, &err), 0);
+    cr_assert(strstr(err.msg, "'soon' is not a time") != NULL, "%s", err.msg);
+    cr_assert_lt(gs_sbatch_parse_begin("now+3fortnights", now, &t, &err), 0);
+    cr_assert_lt(gs_sbatch_parse_begin("25:00", now, &t, &err), 0);
+    cr_assert_lt(gs_sbatch_parse_begin("2026-13-01", now, &t, &err), 0);
+    cr_assert_lt(gs_sbatch_parse_begin("12:00x", now, &t, &err), 0);
 }

@@ -22,33 +22,9 @@ export PATH="$bin:$PATH" # the job's environment is submit's: gsched-train is fo
 
 start_cluster --workers 3 --gpus-per-node 0 --heartbeat 1s --kill-grace 1s --fence-timeout 5s
 
-"$bin/gsched" shard build --out "$tmp/data" --val-fraction 0.05 /usr/share/common-licenses/* \
-  > "$tmp/build.log" 2>&1 || fail "shard build: $(cat "$tmp/build.log")"
-cat > "$work/cfg.toml" << EOF
-threads = 1
-[model]
-layers = 2
-heads = 2
-channels = 64
-context = 64
-[data]
-dir = "$tmp/data"
-[batch]
-global_tokens = 1024
-micro = 8
-[optim]
-lr = 3e-3
-warmup_steps = 2
-steps = 200
-[eval]
-every = 100
-batches = 2
-[checkpoint]
-every = 20
-keep = 20
-[metrics]
-log_every = 50
-EOF
+train_data "$tmp/data"
+train_cfg "$work/cfg.toml" "$tmp/data" 200
+printf '[eval]\nevery = 100\nbatches = 2\n' >> "$work/cfg.toml"
 ddp_job() { # ddp_job FILE OUT_DIR
   job_file "$1" "name = \"ddp\"
 [resources]

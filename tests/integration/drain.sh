@@ -72,10 +72,7 @@ wait_end "$busy" || fail "the job on the draining node failed"
 wait_for "node1 drained" 10 node_is node1 drained
 expect "$on1" 'j["state"] == "PENDING"' "node1's job to wait on the drained node"
 [ "$(sinfo_state node1)" = "drain|disk replacement" ] || fail "sinfo: $(sinfo_state node1)"
-sched=$(cat "$state/gschedd.pid")
-kill -TERM "$sched"
-wait_for "gschedd (pid $sched) to stop" 10 eval "! pid_alive $sched"
-out=$("$bin/gsched" up --state "$state" --workers 2 2>&1) || fail "up after gschedd stopped: $out"
+restart_sched 2
 wait_for "node1 back, drained" 15 node_is node1 drained
 [ "$(node_field node1 reason)" = "disk replacement" ] || fail "the reason after a restart: $(node_field node1 reason)"
 expect "$on1" 'j["state"] == "PENDING"' "node1's job to wait after the restart"

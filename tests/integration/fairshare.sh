@@ -12,14 +12,6 @@ name="integration_fairshare"
 
 start_cluster --workers 1 --gpus-per-node 2 --heartbeat 1s
 
-# restart_sched: gschedd stopped (TERM) and started again by `up` from state/gsched.toml.
-restart_sched() {
-  local sched out
-  sched=$(cat "$state/gschedd.pid")
-  kill -TERM "$sched"
-  wait_for "gschedd (pid $sched) to stop" 10 eval "! pid_alive $sched"
-  out=$("$bin/gsched" up --state "$state" --workers 1 2>&1) || fail "up after gschedd stopped: $out"
-}
 cat >> "$state/gsched.toml" << 'EOF'
 [priority]
 weight_fairshare = 10000
@@ -37,7 +29,7 @@ name = "light"
 shares = 1
 users = ["root"]
 EOF
-restart_sched
+restart_sched 1
 
 share() { # share ACCOUNT USER FIELD: a field of sshare --json's line
   "$bin/gsched" sshare --json | python3 -c '
@@ -88,7 +80,7 @@ expect "$l" "j['start_time_ms'] <= $(jq "$h" "j['start_time_ms']")" "light to st
 
 # --- the usage is stored: a restarted gschedd keeps it -------------------------------------
 before=$(share heavy root raw_usage)
-restart_sched
+restart_sched 1
 after=$(share heavy root raw_usage)
 python3 -c 'import sys; b, a = map(float, sys.argv[1:]); sys.exit(0 if a >= 0.9 * b > 0 else 1)' \
   "$before" "$after" || fail "heavy's usage was $before before the restart, $after after"

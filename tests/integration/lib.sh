@@ -155,3 +155,28 @@ wait_start() {
 pid_alive() {
   kill -0 "$1" 2>/dev/null && [ "$(awk '{print $3}' /proc/"$1"/stat 2>/dev/null)" != Z ]
 }
+
+# restart_sched WORKERS: gschedd stopped (TERM) and started again by `up` from
+# state/gsched.toml (as the test may have extended it), its WORKERS workers left running.
+restart_sched() {
+  local sched out
+  sched=$(cat "$state/gschedd.pid")
+  kill -TERM "$sched"
+  wait_for "gschedd (pid $sched) to stop" 10 eval "! pid_alive $sched"
+  out=$("$bin/gsched" up --state "$state" --workers "$1" 2>&1) || fail "up after gschedd stopped: $out"
+}
+
+# train_data DIR: a small gsched-train dataset in DIR, from the licence texts.
+train_data() {
+  "$bin/gsched" shard build --out "$1" --val-fraction 0.05 /usr/share/common-licenses/* \
+    > "$tmp/shard-build.log" 2>&1 || fail "shard build: $(cat "$tmp/shard-build.log")"
+}
+
+# train_cfg FILE DATA_DIR STEPS: a small GPT (2 layers, 64 channels, one thread) trained for
+# STEPS steps, a checkpoint every 20; the caller appends more sections.
+train_cfg() {
+  printf '%s\n' "threads = 1" "[model]" "layers = 2" "heads = 2" "channels = 64" \
+    "context = 64" "[data]" "dir = \"$2\"" "[batch]" "global_tokens = 1024" "micro = 8" \
+    "[optim]" "lr = 3e-3" "warmup_steps = 2" "steps = $3" "[checkpoint]" "every = 20" \
+    "keep = 20" "[metrics]" "log_every = 50" > "$1"
+}

@@ -2,7 +2,8 @@
 # update.sh BIN_DIR SRC_DIR: `scontrol update JobId=ID KEY=VALUE...` on pending jobs (issue
 # 18), on a `gsched up` cluster of one worker with partitions "main" and "short" (10 min at
 # most). Root sets a priority, a time limit, a partition and a dependency; each is shown and
-# kept across a gschedd restart. A request with one bad value changes nothing. A user may
+# kept across a gschedd restart. A request with one bad value changes nothing. A job
+# submitted with --begin=now+3 waits (BeginTime) and starts after that time. A user may
 # raise their job's nice, lower its time limit and move it, but not set its priority, give
 # a negative nice, raise its time limit or touch another's job. A running job is refused.
 name="integration_update"
@@ -54,10 +55,7 @@ out=$(update JobId="$a" TimeLimit=5 Partition=short) || fail "5 min into short: 
 expect "$a" 'j["partition"] == "short" and j["spec"]["resources"]["time_limit_s"] == 300' "in short, 5 min"
 
 # --- kept across a gschedd restart ------------------------------------------------------------
-sched=$(cat "$state/gschedd.pid")
-kill -TERM "$sched"
-wait_for "gschedd (pid $sched) to stop" 10 eval "! pid_alive $sched"
-out=$("$bin/gsched" up --state "$state" --workers 1 2>&1) || fail "up after gschedd stopped: $out"
+restart_sched 1
 expect "$a" 'j["spec"]["priority"] == 500 and j["partition"] == "short" and
   j["spec"]["resources"]["time_limit_s"] == 300' "the updates after a restart"
 
@@ -82,6 +80,13 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && id nobody >/dev/null 2
   expect "$n" 'j["spec"]["resources"]["time_limit_s"] == 3600' "root's raise"
   cd "$work" || exit 1
 fi
+
+# --- sbatch --begin: not before its time ------------------------------------------------------
+late=$(sbatch --begin=now+3 --wrap=true) || exit 1
+expect "$late" 'j["state"] == "PENDING"' "a job with a begin time in 3 s to wait"
+wait_for "$late to wait for its begin time" 10 is "$late" 'j["reason"] == "BeginTime"'
+wait_end "$late" 30 || fail "the --begin job failed"
+expect "$late" 'j["start_time_ms"] >= j["submit_time_ms"] + 2500' "its start after its begin time"
 
 # --- a running job --------------------------------------------------------------------------
 { echo "#!/bin/sh"; gate_wait run; } > "$work/run.sh"

@@ -320,6 +320,64 @@ Test(cluster, multi_node_jobs_prefer_gpus_near_a_nic)
     cr_assert_eq(alloc.nodes[0].node, 0, "a one-node job does not care");
 }
 
+/* An NVSwitch node: 8 GPUs, every pair NV18; GPUs 0-3 on NUMA node 0 and far from a NIC
+ * (SYS), 4-7 on NUMA node 1 with a NIC on their PCIe switch (PIX). */
+static int add_nvswitch(const char *name)
+{
+    static struct gs_gpuset_link links[64];
+    static int gpu_numa[8] = {0, 0, 0, 0, 1, 1, 1, 1}, core_numa[32];
+    static uint8_t nic[8] = {GS_GPUSET_SYS, GS_GPUSET_SYS, GS_GPUSET_SYS, GS_GPUSET_SYS,
+                             GS_GPUSET_PIX, GS_GPUSET_PIX, GS_GPUSET_PIX, GS_GPUSET_PIX};
+    struct sched_node_info info = {.name = name,
+                                   .ngpus = 8,
+                                   .ncores = 32,
+                                   .mem_mib = 1024,
+                                   .gpu_numa = gpu_numa,
+                                   .core_numa = core_numa,
+                                   .links = links,
+                                   .gpu_nic_class = nic};
+
+    for (int i = 0; i < 64; i++)
+        links[i] = (struct gs_gpuset_link){GS_GPUSET_NVLINK, 18};
+    for (int c = 0; c < 32; c++)
+        core_numa[c] = c < 16 ? 0 : 1;
+    return sched_cluster_add_node(cluster, &info);
+}
+
+Test(cluster, nvswitch_ties_are_broken_by_numa_node_then_nic)
+{
+    cr_assert_eq(add_nvswitch("dgx"), 0);
+    /* Both NUMA nodes hold 2: the one whose GPUs sit by a NIC. */
+    place_take(req(1, 2, 1), 0x30, 0);
+    /* NUMA 0 has 4 free, NUMA 1 has 2: the best fit keeps NUMA 0's four together. */
+    place_take(req(1, 2, 1), 0xc0, 0);
+    /* Only NUMA 0 is left: 3 of its 4. */
+    place_take(req(1, 3, 1), 0x07, 0);
+    sched_alloc_release(&alloc);
+    sched_alloc_init(&alloc);
+    busy(0, 0x08); /* all taken */
+    cr_assert_eq(sched_cluster_place(cluster, REQ(1, 1, 1), NULL, &alloc), -EAGAIN);
+}
+
+Test(cluster, a_set_wider_than_a_numa_node_spans_as_few_as_it_can)
+{
+    cr_assert_eq(add_nvswitch("dgx"), 0);
+    busy(0, 0x01 | 0x10); /* 3 free on each */
+    /* 5 GPUs: one NUMA node's 3 (NUMA 1 first: its NICs), then 2 of the other's. */
+    place_take(req(1, 5, 1), 0xe0 | 0x06, 0);
+    /* gpu_affinity = "any": the lowest free indices, as asked. */
+    sched_alloc_release(&alloc);
+    sched_alloc_init(&alloc);
+    cr_assert_eq(sched_cluster_place(cluster,
+                                     &(struct sched_req){.nodes = 1,
+                                                         .gpus_per_node = 1,
+                                                         .cores_per_node = 1,
+                                                         .affinity = GS_GPUSET_ANY},
+                                     NULL, &alloc),
+                 0);
+    cr_assert_eq(alloc.nodes[0].gpus, 0x08);
+}
+
 /* A node bitmap (bit i: cluster node i) of the nodes given, for struct sched_req. */
 #define BITS(...) bits_of((const uint32_t[]){__VA_ARGS__}, sizeof((uint32_t[]){__VA_ARGS__}) / 4)
 

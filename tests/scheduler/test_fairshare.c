@@ -6,6 +6,7 @@
  */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "scheduler/fairshare.h"
@@ -145,6 +146,23 @@ Test(fairshare, usage_decays_by_its_half_life)
     sched_fairshare_update(fs);
     cr_assert_float_eq(line(fs, "hpc", "carol")->usage, 100, 1e-9);
     cr_assert_eq(sched_fairshare_decayed_at(fs), 1000000 + 3 * 3600 * 1000);
+    sched_fairshare_free(fs);
+}
+
+Test(fairshare, associations_keep_their_names_as_the_tree_grows)
+{
+    struct sched_fairshare *fs = tree(0);
+    char user[16];
+
+    /* Far past the first array's room: each new one names its parent's account. */
+    for (int i = 0; i < 200; i++) {
+        snprintf(user, sizeof(user), "u%d", i);
+        cr_assert_geq(sched_fairshare_assoc(fs, "vision", user), 0);
+    }
+    sched_fairshare_update(fs);
+    cr_assert_str_eq(line(fs, "vision", "u199")->parent, "vision");
+    cr_assert_str_eq(line(fs, "vision", "u0")->account, "vision");
+    cr_assert_eq(sched_fairshare_count(fs), 6 + 200, "root, ml, vision, hpc, alice, bob");
     sched_fairshare_free(fs);
 }
 

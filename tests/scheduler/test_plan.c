@@ -60,7 +60,8 @@ static void run(uint64_t id, struct sched_req req, uint64_t end_s)
 
 static void submit(uint64_t id, int32_t prio, struct sched_req req, uint64_t limit_s)
 {
-    pending[npending] = (struct sched_pending){id, prio, id, limit_s, req};
+    pending[npending] = (struct sched_pending){
+        .job_id = id, .priority = prio, .submit_seq = id, .time_limit_s = limit_s, .req = req};
     npending++;
 }
 
