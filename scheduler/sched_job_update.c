@@ -87,11 +87,11 @@ static int check(struct sched_ctx *s, const struct sched_cli *c, const struct sc
     if (sched_slurm_admit(s, &trial, why, sizeof(why)) < 0) {
         /* Named as scontrol's keys, not the job file's. */
         if (strncmp(why, "resources.time_limit", 20) == 0)
-            snprintf(msg, size, "TimeLimit%s", why + 20);
+            snprintf(msg, size, "TimeLimit%.140s", why + 20);
         else if (strncmp(why, "partition", 9) == 0)
-            snprintf(msg, size, "Partition%s", why + 9);
+            snprintf(msg, size, "Partition%.140s", why + 9);
         else
-            snprintf(msg, size, "%s", why);
+            snprintf(msg, size, "%.150s", why);
         return -EINVAL;
     }
     for (size_t i = 0; req->set_dependency && i < req->n_depends_on; i++) {

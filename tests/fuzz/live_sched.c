@@ -208,7 +208,7 @@ static Gs__NodeTopology *topology(struct lf_rng *r, const char *name, uint32_t n
         Gs__Gpu *gpu = lf_new(&gs__gpu__descriptor);
 
         gpu->index = g;
-        snprintf(text, sizeof(text), "GPU-%s-%u", name, g);
+        snprintf(text, sizeof(text), "GPU-%.40s-%u", name, g);
         gpu->uuid = lf_strdup(text);
         gpu->model = lf_strdup("NVIDIA H100 80GB HBM3");
         snprintf(text, sizeof(text), "0000:%02x:00.0", 0x17 + g);

@@ -1,0 +1,126 @@
+/*
+ * plan_pass.c: the time of one planning pass (scheduler/planner.h, the code gschedd runs
+ * on every event) over a large queue, against the issue 18 aim of a pass over 100,000
+ * pending jobs in under 50 ms. The cluster is NODES nodes of 8 NVLinked GPUs (the link
+ * matrix of an NVSwitch node); the queue is PENDING jobs of 1 node x 1 GPU.
+ *
+ *     plan_pass [NODES [PENDING [REPS]]]     defaults 10000, 100000, 3
+ *
+ * Two cases, each on a fresh table: "full" (every GPU already held by running jobs, so no
+ * pending job fits: the pass decides that for each, the work of a busy cluster at every
+ * event) and "empty" (the pass starts min(PENDING, GPUs) jobs: the first pass after a big
+ * submit). Prints the best of REPS passes of each, in ms, and the table's memory per job.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "scheduler/planner.h"
+
+#define GPUS 8
+
+static struct sched_cluster *make_cluster(uint32_t nodes)
+{
+    static struct gs_gpuset_link links[GPUS * GPUS];
+    struct sched_cluster *c = sched_cluster_new();
+    char name[32];
+
+    for (int i = 0; i < GPUS * GPUS; i++)
+        links[i] = (struct gs_gpuset_link){GS_GPUSET_NVLINK, 18};
+    for (uint32_t i = 0; c != NULL && i < nodes; i++) {
+        struct sched_node_info info = {
+            .name = name, .ngpus = GPUS, .ncores = 64, .mem_mib = 1 << 20, .links = links};
+
+        snprintf(name, sizeof(name), "n%u", i);
+        if (sched_cluster_add_node(c, &info) < 0) {
+            sched_cluster_free(c);
+            return NULL;
+        }
+    }
+    return c;
+}
+
+static struct sched_job *add(struct sched_jobs *jobs, uint64_t id)
+{
+    struct gs_jobspec *spec = gs_jobspec_new();
+
+    if (spec == NULL)
+        return NULL;
+    spec->gpus_per_node = 1;
+    spec->time_limit_s = 3600;
+    return sched_jobs_add(jobs, id, spec, 1000);
+}
+
+/* One case: a table with running jobs holding every GPU when full, then pending ones. */
+static int run_case(uint32_t nodes, uint32_t pending, bool full, int reps, double *best_ms)
+{
+    *best_ms = 1e30;
+    for (int r = 0; r < reps; r++) {
+        struct sched_cluster *c = make_cluster(nodes);
+        struct sched_jobs *jobs = c != NULL ? sched_jobs_new(c) : NULL;
+        struct sched_plan_out out;
+        uint64_t id = 1, t0;
+        size_t from = 0;
+        int rc = -ENOMEM;
+
+        if (jobs == NULL)
+            goto next;
+        for (uint32_t i = 0; full && i < nodes; i++) {
+            struct sched_job *job = add(jobs, id++);
+            struct sched_req req = {.nodes = 1, .gpus_per_node = GPUS, .cores_per_node = 8};
+            struct sched_alloc a;
+
+            sched_alloc_init(&a);
+            if (job == NULL || sched_cluster_place(c, &req, NULL, &a) < 0)
+                goto next;
+            sched_cluster_take(c, &a);
+            rc = sched_job_start(job, &a, 1, 1000);
+            sched_alloc_release(&a);
+            if (rc < 0)
+                goto next;
+        }
+        for (uint32_t i = 0; i < pending; i++) {
+            if (add(jobs, id++) == NULL)
+                goto next;
+        }
+        t0 = gs_clock_mono_ns();
+        rc = sched_planner_pass(jobs, &from, c, NULL, 2000, &out);
+        if (rc == 0) {
+            double ms = (double)(gs_clock_mono_ns() - t0) / 1e6;
+
+            *best_ms = ms < *best_ms ? ms : *best_ms;
+            sched_plan_out_release(&out);
+        }
+    next:
+        sched_jobs_free(jobs);
+        sched_cluster_free(c);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    uint32_t nodes = argc > 1 ? (uint32_t)strtoul(argv[1], NULL, 10) : 10000;
+    uint32_t pending = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 100000;
+    int reps = argc > 3 ? atoi(argv[3]) : 3;
+    double full_ms, empty_ms;
+
+    if (nodes == 0 || pending == 0 || reps < 1) {
+        fprintf(stderr, "usage: plan_pass [NODES [PENDING [REPS]]]\n");
+        return 2;
+    }
+    if (run_case(nodes, pending, true, reps, &full_ms) < 0 ||
+        run_case(nodes, pending, false, reps, &empty_ms) < 0) {
+        fprintf(stderr, "plan_pass: out of memory\n");
+        return 1;
+    }
+    printf("plan_pass nodes=%u gpus=%u pending=%u full_ms=%.1f empty_ms=%.1f "
+           "job_bytes=%zu\n",
+           nodes, nodes * GPUS, pending, full_ms, empty_ms,
+           sizeof(struct sched_job) + sizeof(struct gs_jobspec));
+    return 0;
+}
