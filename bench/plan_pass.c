@@ -4,7 +4,7 @@
  * pending jobs in under 50 ms. The cluster is NODES nodes of 8 NVLinked GPUs (the link
  * matrix of an NVSwitch node); the queue is PENDING jobs of 1 node x 1 GPU.
  *
- *     plan_pass [NODES [PENDING [REPS]]]     defaults 10000, 100000, 3
+ *     plan_pass [NODES [PENDING [REPS [full|empty|both]]]]     defaults 10000, 100000, 3, both
  *
  * Two cases, each on a fresh table: "full" (every GPU already held by running jobs, so no
  * pending job fits: the pass decides that for each, the work of a busy cluster at every
@@ -107,14 +107,15 @@ int main(int argc, char **argv)
     uint32_t nodes = argc > 1 ? (uint32_t)strtoul(argv[1], NULL, 10) : 10000;
     uint32_t pending = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 100000;
     int reps = argc > 3 ? atoi(argv[3]) : 3;
-    double full_ms, empty_ms;
+    const char *which = argc > 4 ? argv[4] : "both";
+    double full_ms = 0, empty_ms = 0;
 
     if (nodes == 0 || pending == 0 || reps < 1) {
-        fprintf(stderr, "usage: plan_pass [NODES [PENDING [REPS]]]\n");
+        fprintf(stderr, "usage: plan_pass [NODES [PENDING [REPS [full|empty|both]]]]\n");
         return 2;
     }
-    if (run_case(nodes, pending, true, reps, &full_ms) < 0 ||
-        run_case(nodes, pending, false, reps, &empty_ms) < 0) {
+    if ((strcmp(which, "empty") != 0 && run_case(nodes, pending, true, reps, &full_ms) < 0) ||
+        (strcmp(which, "full") != 0 && run_case(nodes, pending, false, reps, &empty_ms) < 0)) {
         fprintf(stderr, "plan_pass: out of memory\n");
         return 1;
     }

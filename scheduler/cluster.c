@@ -56,7 +56,34 @@ struct sched_cluster {
     /* The link hierarchies (14 KB each) live apart, owned by the cluster a copy was made
      * from, so that what-if copies cost a few KB per node. */
     struct gs_gpuset_node **shapes; /* cap entries; NULL in copies */
+    /* The free-capacity index: by_free[f] counts the up nodes with exactly f free GPUs, so a
+     * request no set of nodes has the GPUs for is refused without scanning the cluster (a
+     * busy cluster's pass over a long queue). Kept by every change of a node's GPUs or up. */
+    uint32_t by_free[SCHED_MAX_GPUS + 1];
 };
+
+static void index_out(struct sched_cluster *c, const struct node *n)
+{
+    if (n->up)
+        c->by_free[__builtin_popcountll(n->gpu_free)]--;
+}
+
+static void index_in(struct sched_cluster *c, const struct node *n)
+{
+    if (n->up)
+        c->by_free[__builtin_popcountll(n->gpu_free)]++;
+}
+
+bool sched_cluster_index_ok(const struct sched_cluster *cluster)
+{
+    uint32_t want[SCHED_MAX_GPUS + 1] = {0};
+
+    for (size_t i = 0; i < cluster->nnodes; i++) {
+        if (cluster->nodes[i].up)
+            want[__builtin_popcountll(cluster->nodes[i].gpu_free)]++;
+    }
+    return memcmp(want, cluster->by_free, sizeof(want)) == 0;
+}
 
 struct sched_cluster *sched_cluster_new(void)
 {
@@ -86,6 +113,7 @@ struct sched_cluster *sched_cluster_copy(const struct sched_cluster *cluster)
         return NULL;
     }
     memcpy(c->nodes, cluster->nodes, cluster->nnodes * sizeof(*c->nodes));
+    memcpy(c->by_free, cluster->by_free, sizeof(c->by_free));
     c->nnodes = c->cap = cluster->nnodes;
     return c;
 }
@@ -180,6 +208,7 @@ int sched_cluster_add_node(struct sched_cluster *cluster, const struct sched_nod
     }
     fill_node(&cluster->nodes[cluster->nnodes], info);
     cluster->nodes[cluster->nnodes].gs = make_shape(&cluster->shapes[cluster->nnodes], info);
+    index_in(cluster, &cluster->nodes[cluster->nnodes]);
     return (int)cluster->nnodes++;
 }
 
@@ -200,8 +229,10 @@ int sched_cluster_reset_node(struct sched_cluster *cluster, uint32_t node,
     if (cluster->shapes == NULL)
         return -EINVAL; /* a what-if copy */
     up = n->up;
+    index_out(cluster, n);
     fill_node(n, info);
     n->up = up;
+    index_in(cluster, n);
     n->gs = make_shape(&cluster->shapes[node], info);
     return 0;
 }
@@ -218,8 +249,11 @@ const char *sched_cluster_node_name(const struct sched_cluster *cluster, uint32_
 
 void sched_cluster_set_up(struct sched_cluster *cluster, uint32_t node, bool up)
 {
-    if (node < cluster->nnodes)
-        cluster->nodes[node].up = up;
+    if (node >= cluster->nnodes)
+        return;
+    index_out(cluster, &cluster->nodes[node]);
+    cluster->nodes[node].up = up;
+    index_in(cluster, &cluster->nodes[node]);
 }
 
 bool sched_cluster_is_up(const struct sched_cluster *cluster, uint32_t node)
@@ -653,6 +687,14 @@ GS_POPCNT_CLONES int sched_cluster_place(const struct sched_cluster *cluster,
 
     if (req->nodes == 0 || req->nodes > cluster->nnodes)
         return -EAGAIN;
+    if (req->gpus_per_node <= SCHED_MAX_GPUS) { /* too few nodes with as many free GPUs */
+        uint32_t enough = 0;
+
+        for (uint32_t f = req->gpus_per_node; f <= SCHED_MAX_GPUS && enough < req->nodes; f++)
+            enough += cluster->by_free[f];
+        if (enough < req->nodes)
+            return -EAGAIN;
+    }
     cand = malloc(cluster->nnodes * sizeof(*cand));
     if (cand == NULL)
         return -ENOMEM;
@@ -713,7 +755,9 @@ void sched_cluster_take(struct sched_cluster *cluster, const struct sched_alloc 
         const struct sched_node_alloc *a = &alloc->nodes[k];
         struct node *n = &cluster->nodes[a->node];
 
+        index_out(cluster, n);
         n->gpu_free &= ~a->gpus;
+        index_in(cluster, n);
         for (int w = 0; w < CORE_WORDS; w++)
             n->core_free[w] &= ~a->cores[w];
         n->mem_free -= a->mem_mib <= n->mem_free ? a->mem_mib : n->mem_free;
@@ -744,7 +788,9 @@ void sched_cluster_give_back(struct sched_cluster *cluster, const struct sched_a
         const struct sched_node_alloc *a = &alloc->nodes[k];
         struct node *n = &cluster->nodes[a->node];
 
+        index_out(cluster, n);
         n->gpu_free |= a->gpus & low_bits(n->ngpus);
+        index_in(cluster, n);
         for (int w = 0; w < CORE_WORDS; w++)
             n->core_free[w] |= a->cores[w];
         n->mem_free += a->mem_mib;

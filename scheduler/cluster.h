@@ -144,5 +144,7 @@ uint64_t sched_cluster_alloc_gen(const struct sched_cluster *cluster, uint32_t n
 void sched_cluster_gpu_quality(const struct sched_cluster *cluster, uint32_t node, uint64_t gpus,
                                struct sched_gpu_quality *ret);
 void sched_cluster_give_back(struct sched_cluster *cluster, const struct sched_alloc *alloc);
+/* Whether the free-capacity index matches the nodes (for tests). */
+bool sched_cluster_index_ok(const struct sched_cluster *cluster);
 
 #endif

@@ -248,6 +248,8 @@ int sched_policy_load_usage(const char *account, const char *user, double usage,
 void sched_policy_tick(struct sched_ctx *s, bool final);
 /* Before each planning pass: the cluster's size for the job-size factor. */
 void sched_policy_before_pass(struct sched_ctx *s);
+/* A submitted job's fair-share association, made now so that sshare shows its user. */
+void sched_policy_job_added(struct sched_ctx *s, struct sched_job *job);
 /* The planner's priority hook (planner.h): data is the sched_ctx; keeps job->prio. */
 int32_t sched_policy_priority(void *data, struct sched_job *job, uint64_t now_ms);
 /* The priority a job was last given (its spec's before any pass). */

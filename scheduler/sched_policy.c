@@ -35,6 +35,11 @@ static int assoc_of(struct sched_ctx *s, struct sched_job *job)
     return job->fs_assoc - 1;
 }
 
+void sched_policy_job_added(struct sched_ctx *s, struct sched_job *job)
+{
+    (void)assoc_of(s, job); /* out of memory: made when first charged */
+}
+
 static double job_rate(struct sched_ctx *s, const struct sched_job *job)
 {
     uint64_t gpus = 0, cores = 0, mem = 0;

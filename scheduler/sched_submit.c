@@ -66,6 +66,7 @@ static void submit_stored(struct sched_ctx *s, int status, void *arg)
         job->uid = d->uid;
         job->gid = d->gid;
         memcpy(job->user, d->user, sizeof(job->user));
+        sched_policy_job_added(s, job);
         sched_job_note(job, d->submit_ms, SCHED_JOB_PENDING,
                        job->held ? "submitted held" : "submitted");
         GS_LOG(GS_LOG_INFO, "job=%llu uid=%u name=%s job submitted", (unsigned long long)job->id,

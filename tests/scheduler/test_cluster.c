@@ -544,3 +544,29 @@ Test(cluster, could_ever_fit_explains_node_list_problems)
     r.allowed = NULL;
     cr_assert(sched_cluster_could_ever_fit(cluster, &r, why, sizeof(why)), "n1 and n2");
 }
+
+Test(cluster, the_free_capacity_index_follows_every_change)
+{
+    struct sched_cluster *copy;
+
+    cr_assert_eq(add("n1", 4, NULL), 0);
+    cr_assert_eq(add("n2", 8, NULL), 1);
+    cr_assert(sched_cluster_index_ok(cluster));
+    place_take(req(1, 8, 1), 0xff, 1);
+    cr_assert(sched_cluster_index_ok(cluster));
+    /* No node has 5 free GPUs now: refused at once, whatever else. */
+    cr_assert_eq(sched_cluster_place(cluster, REQ(1, 5, 1), NULL, &alloc), -EAGAIN);
+    cr_assert_eq(sched_cluster_place(cluster, REQ(2, 1, 1), NULL, &alloc), -EAGAIN,
+                 "two nodes with a free GPU: only n1 has any");
+    sched_cluster_set_up(cluster, 0, false);
+    cr_assert(sched_cluster_index_ok(cluster));
+    cr_assert_eq(sched_cluster_place(cluster, REQ(1, 1, 1), NULL, &alloc), -EAGAIN, "n1 down");
+    sched_cluster_set_up(cluster, 0, true);
+    copy = sched_cluster_copy(cluster);
+    cr_assert_not_null(copy);
+    sched_cluster_give_back(copy, &alloc);
+    cr_assert(sched_cluster_index_ok(copy));
+    cr_assert(sched_cluster_index_ok(cluster), "the copy's change stays in the copy");
+    cr_assert_eq(sched_cluster_place(copy, REQ(1, 8, 1), NULL, &alloc), 0);
+    sched_cluster_free(copy);
+}
