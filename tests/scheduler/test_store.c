@@ -13,37 +13,16 @@
 
 #include "common/buf.h"
 #include "scheduler/store.h"
+#include "store_fixture.h"
 
-static char dir[64], path[128];
-static struct sched_store *store;
-
-static void setup(void)
-{
-    struct gs_error err;
-
-    snprintf(dir, sizeof(dir), "/tmp/gsched-store-XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
-    snprintf(path, sizeof(path), "%s/state.db", dir);
-    cr_assert_eq(sched_store_open(path, &store, &err), 0, "%s", err.msg);
-}
-
-static void teardown(void)
-{
-    char cmd[128];
-
-    sched_store_close(store);
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-    cr_assert_eq(system(cmd), 0);
-}
-
-TestSuite(store, .init = setup, .fini = teardown);
+TestSuite(store, .init = store_fixture_setup, .fini = store_fixture_teardown);
 
 static void reopen(void)
 {
     struct gs_error err;
 
     sched_store_close(store);
-    cr_assert_eq(sched_store_open(path, &store, &err), 0, "%s", err.msg);
+    cr_assert_eq(sched_store_open(store_path, &store, &err), 0, "%s", err.msg);
 }
 
 static struct sched_job_row job(uint64_t id, int state)
@@ -225,7 +204,7 @@ Test(store, a_version_2_database_gains_the_drain_reason_and_keeps_its_nodes)
     sched_store_close(store);
     store = NULL;
     /* What gschedd before schema 3 left: no nodes.drain_reason, version 2. */
-    cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+    cr_assert_eq(sqlite3_open(store_path, &db), SQLITE_OK);
     cr_assert_eq(sqlite3_exec(db,
                               "ALTER TABLE nodes DROP COLUMN drain_reason; UPDATE meta SET value "
                               "= '2' WHERE key = 'schema_version'",
@@ -292,12 +271,12 @@ Test(store, refuses_another_schema_version)
 
     sched_store_close(store);
     store = NULL;
-    cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+    cr_assert_eq(sqlite3_open(store_path, &db), SQLITE_OK);
     cr_assert_eq(sqlite3_exec(db, "UPDATE meta SET value = '99' WHERE key = 'schema_version'", NULL,
                               NULL, NULL),
                  SQLITE_OK);
     sqlite3_close(db);
-    cr_assert_eq(sched_store_open(path, &store, &err), -EPROTO);
+    cr_assert_eq(sched_store_open(store_path, &store, &err), -EPROTO);
     cr_assert_not_null(strstr(err.msg, "schema version 99"), "%s", err.msg);
     cr_assert_null(store);
 }
@@ -324,7 +303,7 @@ Test(store, a_version_1_database_gains_the_usage_column)
     sched_store_close(store);
     store = NULL;
     /* What gschedd before schema 2 left: no jobs.usage, version 1. */
-    cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+    cr_assert_eq(sqlite3_open(store_path, &db), SQLITE_OK);
     cr_assert_eq(sqlite3_exec(db,
                               "ALTER TABLE jobs DROP COLUMN usage; ALTER TABLE jobs DROP COLUMN "
                               "submit_key; ALTER TABLE nodes DROP COLUMN drain_reason; "
@@ -354,10 +333,10 @@ Test(store, the_database_is_readable_by_its_owner_only)
 {
     struct stat st;
 
-    cr_assert_eq(stat(path, &st), 0);
+    cr_assert_eq(stat(store_path, &st), 0);
     cr_assert_eq(st.st_mode & 0777, 0600, "mode %o", st.st_mode & 0777);
-    cr_assert_eq(chmod(path, 0644), 0); /* a database from before: tightened when opened */
+    cr_assert_eq(chmod(store_path, 0644), 0); /* a database from before: tightened when opened */
     reopen();
-    cr_assert_eq(stat(path, &st), 0);
+    cr_assert_eq(stat(store_path, &st), 0);
     cr_assert_eq(st.st_mode & 0777, 0600, "mode %o", st.st_mode & 0777);
 }

@@ -13,30 +13,9 @@
 
 #include "scheduler/journal.h"
 #include "scheduler/store.h"
+#include "store_fixture.h"
 
-static char dir[64], path[128];
-static struct sched_store *store;
-
-static void setup(void)
-{
-    struct gs_error err;
-
-    snprintf(dir, sizeof(dir), "/tmp/gsched-reads-XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
-    snprintf(path, sizeof(path), "%s/state.db", dir);
-    cr_assert_eq(sched_store_open(path, &store, &err), 0, "%s", err.msg);
-}
-
-static void teardown(void)
-{
-    char cmd[128];
-
-    sched_store_close(store);
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-    cr_assert_eq(system(cmd), 0);
-}
-
-TestSuite(store_reads, .init = setup, .fini = teardown, .timeout = 60);
+TestSuite(store_reads, .init = store_fixture_setup, .fini = store_fixture_teardown, .timeout = 60);
 
 /* Job id: state, ended at end_ms (0: not ended), by user, named name. */
 static void put(uint64_t id, int state, uint64_t end_ms, const char *user, const char *name)
@@ -262,7 +241,7 @@ Test(store_reads, the_end_time_index_exists_and_reopening_keeps_it)
 
     fill();
     sched_store_close(store);
-    cr_assert_eq(sched_store_open(path, &store, &err), 0, "%s", err.msg);
+    cr_assert_eq(sched_store_open(store_path, &store, &err), 0, "%s", err.msg);
     cr_assert_eq(sched_store_load_live_jobs(store, 95000, collect_job, &got), 0);
     cr_assert_eq(got.n, 4); /* 2, 3, 5 and 7 */
 }
@@ -338,7 +317,7 @@ static void journal_stop(void)
     sched_journal_close(journal);
     uv_run(&loop, UV_RUN_DEFAULT);
     cr_assert_eq(uv_loop_close(&loop), 0);
-    cr_assert_eq(sched_store_open(path, &store, &err), 0, "%s", err.msg); /* for teardown */
+    cr_assert_eq(sched_store_open(store_path, &store, &err), 0, "%s", err.msg); /* for teardown */
 }
 
 static void submit_put(uint64_t id)
