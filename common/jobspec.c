@@ -717,6 +717,8 @@ int gs_jobspec_check(const struct gs_jobspec *s, struct gs_error *err)
     if (s->priority < -GS_JOBSPEC_PRIORITY_MAX || s->priority > GS_JOBSPEC_PRIORITY_MAX)
         return gs_error_set(err, -EINVAL, 0, 0, "priority must be from %d to %d",
                             -GS_JOBSPEC_PRIORITY_MAX, GS_JOBSPEC_PRIORITY_MAX);
+    if (s->deadline_ms != 0 && s->begin_ms > s->deadline_ms)
+        return gs_error_set(err, -EINVAL, 0, 0, "the deadline comes before the begin time");
     if (s->nice < -GS_JOBSPEC_NICE_MAX || s->nice > GS_JOBSPEC_NICE_MAX)
         return gs_error_set(err, -EINVAL, 0, 0, "nice must be from %d to %d", -GS_JOBSPEC_NICE_MAX,
                             GS_JOBSPEC_NICE_MAX);

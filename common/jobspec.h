@@ -73,8 +73,9 @@ struct gs_jobspec {
     char *name;
     int32_t priority; /* higher runs first; -1e6..1e6; root only (gschedd refuses others) */
     int32_t nice;     /* lowers the priority; -GS_JOBSPEC_NICE_MAX..GS_JOBSPEC_NICE_MAX, < 0 root */
-    uint64_t begin_ms; /* not to start before this wall-clock time (sbatch --begin); 0: now */
-    bool hold;         /* submitted held: waits for `gsched release` */
+    uint64_t begin_ms;    /* not to start before this wall-clock time (sbatch --begin); 0: now */
+    uint64_t deadline_ms; /* removed while pending once it could not end by then; 0: none */
+    bool hold;            /* submitted held: waits for `gsched release` */
     struct gs_dep *deps;
     size_t ndeps;
 

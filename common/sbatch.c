@@ -777,12 +777,14 @@ static int set_nice(struct ctx *c, const struct opt_def *d, const char *value, s
     return 0;
 }
 
-/* Read against the clock now: the job may not start before that time (gschedd: BeginTime). */
+/* --begin and --deadline, read against the clock now (gschedd: BeginTime; a job that could
+ * not end by its deadline is cancelled while pending). */
 static int set_begin(struct ctx *c, const struct opt_def *d, const char *value,
                      struct gs_error *err)
 {
-    (void)d;
-    return gs_sbatch_parse_begin(value, gs_clock_wall_ms(), &c->sb->begin_ms, err);
+    return gs_sbatch_parse_begin(
+        value, gs_clock_wall_ms(),
+        d->id == GS_SBATCH_OPT_DEADLINE ? &c->sb->deadline_ms : &c->sb->begin_ms, err);
 }
 
 static int set_exclusive(struct ctx *c, const struct opt_def *d, const char *value,
@@ -880,7 +882,7 @@ static const struct opt_def options[] = {
     WARNED("get-user-env", ARG_OPTIONAL, "jobs get the submitting environment"),
     WARNED("hint", REQ, "placement follows the GPU topology"),
     OPT("begin", 'b', BEGIN, set_begin, begin_ms, 0, GROUP_NONE),
-    UNSUPPORTED("deadline", 0, REQ, NULL),
+    OPT("deadline", 0, DEADLINE, set_begin, deadline_ms, 0, GROUP_NONE),
     UNSUPPORTED("distribution", 'm', REQ, NULL),
     UNSUPPORTED("input", 'i', REQ, NULL),
     UNSUPPORTED("mincpus", 0, REQ, NULL),
@@ -1590,6 +1592,8 @@ static int kv_job(const struct gs_sbatch *sb, struct gs_buf *out, int rc)
         rc = kv(out, rc, "nice", "%d", sb->nice);
     if (is_set(sb, GS_SBATCH_OPT_BEGIN))
         rc = kv(out, rc, "begin_ms", "%llu", (unsigned long long)sb->begin_ms);
+    if (is_set(sb, GS_SBATCH_OPT_DEADLINE))
+        rc = kv(out, rc, "deadline_ms", "%llu", (unsigned long long)sb->deadline_ms);
     return rc;
 }
 

@@ -94,6 +94,7 @@ enum gs_sbatch_opt {
     GS_SBATCH_OPT_PARSABLE,
     GS_SBATCH_OPT_NICE,
     GS_SBATCH_OPT_BEGIN,
+    GS_SBATCH_OPT_DEADLINE,
     GS_SBATCH_OPT_COUNT,
 };
 
@@ -186,9 +187,10 @@ struct gs_sbatch {
     struct gs_sbatch_signal signal;
     struct gs_sbatch_export export_env;
     bool hold, test_only;
-    int32_t nice;      /* --nice[=N]: N, or GS_SBATCH_NICE_DEFAULT without a value */
-    uint64_t begin_ms; /* --begin: not to start before this wall-clock time (ms) */
-    bool parsable;     /* print only the job id (for JOBID=$(sbatch --parsable ...)) */
+    int32_t nice;         /* --nice[=N]: N, or GS_SBATCH_NICE_DEFAULT without a value */
+    uint64_t begin_ms;    /* --begin: not to start before this wall-clock time (ms) */
+    uint64_t deadline_ms; /* --deadline: to be removed once it could not end by then (ms) */
+    bool parsable;        /* print only the job id (for JOBID=$(sbatch --parsable ...)) */
 };
 
 /*

@@ -65,6 +65,7 @@ static const char *const opt_names[GS_SBATCH_OPT_COUNT] = {
     [GS_SBATCH_OPT_PARSABLE] = "--parsable",
     [GS_SBATCH_OPT_NICE] = "--nice",
     [GS_SBATCH_OPT_BEGIN] = "--begin",
+    [GS_SBATCH_OPT_DEADLINE] = "--deadline",
 };
 
 /* The state of one conversion. */
@@ -632,6 +633,8 @@ static void map_simple(struct conv *c)
         s->nice = sb->nice;
     if (is_set(sb, GS_SBATCH_OPT_BEGIN))
         s->begin_ms = sb->begin_ms;
+    if (is_set(sb, GS_SBATCH_OPT_DEADLINE))
+        s->deadline_ms = sb->deadline_ms;
     if (is_set(sb, GS_SBATCH_OPT_REQUEUE) && sb->requeue)
         s->max_restarts = GS_SBATCH_REQUEUE_RESTARTS;
     if (is_set(sb, GS_SBATCH_OPT_GPU_BIND))

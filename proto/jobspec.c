@@ -137,6 +137,7 @@ int gs_proto_jobspec_view_init(struct gs_proto_jobspec_view *v, const struct gs_
     v->spec.priority = spec->priority;
     v->spec.nice = spec->nice;
     v->spec.begin_time_ms = spec->begin_ms;
+    v->spec.deadline_ms = spec->deadline_ms;
     v->spec.hold = spec->hold;
     v->spec.max_restarts = spec->max_restarts;
     v->spec.gpu_affinity = (Gs__GpuAffinity)spec->gpu_affinity;
@@ -339,6 +340,7 @@ static int copy_all(const Gs__JobSpec *pb, struct gs_jobspec *spec, struct gs_er
     spec->priority = pb->priority;
     spec->nice = pb->nice;
     spec->begin_ms = pb->begin_time_ms;
+    spec->deadline_ms = pb->deadline_ms;
     spec->hold = pb->hold;
     spec->max_restarts = pb->max_restarts;
     spec->gpu_affinity = (enum gs_gpu_affinity)pb->gpu_affinity;

@@ -87,6 +87,21 @@ static bool throttle_admits(struct sched_jobs *jobs, struct throttle *th,
     return true;
 }
 
+/*
+ * sbatch --deadline: a pending job that could not end by its deadline even if it started
+ * now (its time limit from now passes it) is removed, as Slurm does.
+ */
+static bool past_deadline(const struct sched_job *job, uint64_t now_ms)
+{
+    uint64_t limit = job->spec->time_limit_s;
+
+    if (job->spec->deadline_ms == 0)
+        return false;
+    if (limit == GS_DURATION_INFINITE || limit > (UINT64_MAX - now_ms) / 1000)
+        return true;
+    return now_ms + limit * 1000 > job->spec->deadline_ms;
+}
+
 /* The pass's inputs, built from the table; masks[i] backs pending[i].req. */
 struct gathered {
     struct sched_pending *pending;
@@ -123,8 +138,9 @@ static int gather(struct sched_jobs *jobs, size_t from, const struct sched_plann
     g->rjobs = malloc((span + 1) * sizeof(*g->rjobs));
     g->masks = calloc(span + 1, sizeof(*g->masks));
     out->jobs = malloc((span + 1) * sizeof(*out->jobs));
+    out->expired = malloc((span + 1) * sizeof(*out->expired));
     if (g->pending == NULL || g->running == NULL || g->rjobs == NULL || g->masks == NULL ||
-        out->jobs == NULL)
+        out->jobs == NULL || out->expired == NULL)
         return -ENOMEM;
     if (hk != NULL && hk->cfg != NULL && hk->cfg->nqos > 0 &&
         (g->qos = sched_qos_usage_new(hk->cfg)) == NULL)
@@ -149,6 +165,10 @@ static int gather(struct sched_jobs *jobs, size_t from, const struct sched_plann
         }
         if (job->state != SCHED_JOB_PENDING)
             continue;
+        if (past_deadline(job, now_ms)) { /* the caller cancels it */
+            out->expired[out->nexpired++] = job;
+            continue;
+        }
         if ((why = sched_job_hold_reason(jobs, job)) != NULL) {
             snprintf(job->reason, sizeof(job->reason), "%s", why);
             continue;
@@ -333,6 +353,7 @@ int sched_planner_pass(struct sched_jobs *jobs, size_t *plan_from, struct sched_
     if (rc == 0 && hooks != NULL && hooks->cfg != NULL && hooks->cfg->nqos > 0 &&
         preempt(&g, cluster, now_ms, hooks->cfg, out) < 0) {
         free(out->preempt);
+        free(out->expired);
         out->preempt = NULL;
         out->npreempt = 0;
     }

@@ -70,6 +70,8 @@ struct sched_plan_out {
     size_t n;
     struct sched_preemption *preempt; /* new victims chosen in this pass */
     size_t npreempt;
+    struct sched_job **expired; /* pending jobs that could no longer end by their deadline */
+    size_t nexpired;
     struct sched_reservation res;
     bool timed_deps; /* a job waits for after:JOB+MIN: plan again when that time comes */
 };

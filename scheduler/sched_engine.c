@@ -13,6 +13,7 @@
  * and a freed GPU never waits for a timer.
  */
 #include <errno.h>
+#include <stdio.h>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -58,6 +59,27 @@ static void preempt(struct sched_ctx *s, const struct sched_preemption *p)
     sched_query_job_changed(s, v);
 }
 
+/* A pending job that can no longer end by its deadline (sbatch --deadline) is cancelled. */
+static void expire(struct sched_ctx *s, struct sched_job *job)
+{
+    const char *why = "DeadLine: it could not end before its deadline";
+    uint64_t now = gs_clock_wall_ms();
+    struct sched_change *ch;
+
+    snprintf(job->reason, sizeof(job->reason), "%s", why);
+    if (!sched_job_cancel(job, now))
+        return;
+    sched_job_note(job, now, job->state, why);
+    GS_LOG(GS_LOG_INFO, "job=%llu deadline_ms=%llu job past its deadline, cancelled",
+           (unsigned long long)job->id, (unsigned long long)job->spec->deadline_ms);
+    ch = sched_change_new(s);
+    sched_change_job(ch, job);
+    sched_change_event(ch, now, job->id, "", "CANCELLED", why);
+    sched_change_commit(s, ch, NULL, NULL);
+    sched_query_job_changed(s, job);
+    sched_engine_wake(s); /* its dependents may now be decided */
+}
+
 static void plan_pass(struct sched_ctx *s)
 {
     struct sched_planner_hooks hooks = {build_masks, sched_policy_priority, s, s->cfg};
@@ -76,6 +98,8 @@ static void plan_pass(struct sched_ctx *s)
     }
     for (size_t i = 0; i < out.npreempt; i++)
         preempt(s, &out.preempt[i]);
+    for (size_t i = 0; i < out.nexpired; i++)
+        expire(s, out.expired[i]);
     sched_plan_out_release(&out);
 }
 

@@ -222,6 +222,10 @@ int sched_policy_admit(struct sched_ctx *s, uint32_t uid, const char *user, stru
         return -EPERM;
     }
     rc = admit_qos(s->cfg, spec, why, size);
+    if (rc == 0 && spec->deadline_ms != 0 && spec->time_limit_s == GS_DURATION_INFINITE) {
+        snprintf(why, size, "resources.time_limit: a job with a deadline needs a time limit");
+        rc = -EINVAL;
+    }
     if (rc < 0 || s->cfg->naccounts == 0)
         return rc;
     if (spec->account == NULL || spec->account[0] == '\0') {

@@ -3,7 +3,9 @@
 # 18), on a `gsched up` cluster of one worker with partitions "main" and "short" (10 min at
 # most). Root sets a priority, a time limit, a partition and a dependency; each is shown and
 # kept across a gschedd restart. A request with one bad value changes nothing. A job
-# submitted with --begin=now+3 waits (BeginTime) and starts after that time. A user may
+# submitted with --begin=now+3 waits (BeginTime) and starts after that time; one whose time
+# limit would pass its --deadline is cancelled, one that can make it runs, and a deadline
+# without a time limit or before the begin time is refused. A user may
 # raise their job's nice, lower its time limit and move it, but not set its priority, give
 # a negative nice, raise its time limit or touch another's job. A running job is refused.
 name="integration_update"
@@ -87,6 +89,19 @@ expect "$late" 'j["state"] == "PENDING"' "a job with a begin time in 3 s to wait
 wait_for "$late to wait for its begin time" 10 is "$late" 'j["reason"] == "BeginTime"'
 wait_end "$late" 30 || fail "the --begin job failed"
 expect "$late" 'j["start_time_ms"] >= j["submit_time_ms"] + 2500' "its start after its begin time"
+
+# --- sbatch --deadline: removed while pending once it could not end by then -----------------
+dead=$(sbatch -t 10 --deadline=now+60 --wrap=true) || exit 1
+wait_for "$dead cancelled past its deadline" 10 \
+  is "$dead" 'j["state"] == "CANCELLED" and "deadline" in j["reason"]'
+ok=$(sbatch -t 1 --deadline=now+1hour --wrap=true) || exit 1
+wait_end "$ok" 30 || fail "the job with a reachable deadline failed"
+out=$("$bin/gsched" sbatch -o /dev/null --deadline=now+60 --wrap=true 2>&1) &&
+  fail "a deadline without a time limit accepted: $out"
+case $out in *"a job with a deadline needs a time limit"*) ;; *) fail "no time limit: $out" ;; esac
+out=$("$bin/gsched" sbatch -o /dev/null -t 1 --begin=now+2hours --deadline=now+1hour --wrap=true 2>&1) &&
+  fail "a deadline before the begin time accepted: $out"
+case $out in *"deadline comes before the begin time"*) ;; *) fail "begin after deadline: $out" ;; esac
 
 # --- a running job --------------------------------------------------------------------------
 { echo "#!/bin/sh"; gate_wait run; } > "$work/run.sh"
