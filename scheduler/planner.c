@@ -353,7 +353,6 @@ int sched_planner_pass(struct sched_jobs *jobs, size_t *plan_from, struct sched_
     if (rc == 0 && hooks != NULL && hooks->cfg != NULL && hooks->cfg->nqos > 0 &&
         preempt(&g, cluster, now_ms, hooks->cfg, out) < 0) {
         free(out->preempt);
-        free(out->expired);
         out->preempt = NULL;
         out->npreempt = 0;
     }
@@ -373,6 +372,7 @@ out:
 void sched_plan_out_release(struct sched_plan_out *out)
 {
     free(out->preempt);
+    free(out->expired);
     if (out->verdicts != NULL)
         sched_verdicts_release(out->verdicts, out->n);
     free(out->verdicts);
