@@ -167,28 +167,56 @@ uint64_t sched_fairshare_decayed_at(const struct sched_fairshare *fs)
     return fs->decayed_at_ms;
 }
 
-/* Appends node i and everything below it to the order, accounts before users. */
-static void walk(struct sched_fairshare *fs, size_t i)
+/*
+ * The depth-first order, root first, each node's accounts before its users, in one pass
+ * over the nodes: children are bucketed under their parent (counting sort), then walked with
+ * an explicit stack. Returns false when out of memory (the old order stands).
+ */
+static bool build_order(struct sched_fairshare *fs)
 {
-    fs->order[fs->norder++] = i;
+    size_t n = fs->n, *start = calloc(n + 1, sizeof(*start)), *child = malloc(n * sizeof(*child));
+    size_t *stack = malloc(n * sizeof(*stack)), *order, depth = 0;
+    bool ok = false;
+
+    if (start == NULL || child == NULL || stack == NULL ||
+        (order = realloc(fs->order, (n + 1) * sizeof(*order))) == NULL)
+        goto out;
+    fs->order = order;
+    for (size_t k = 1; k < n; k++)
+        start[fs->nodes[k].parent + 1]++;
+    for (size_t i = 0; i < n; i++)
+        start[i + 1] += start[i];
+    /* Each bucket in the order wanted: accounts, then users, each by index. */
     for (int users = 0; users < 2; users++) {
-        for (size_t k = 1; k < fs->n; k++) {
-            if (fs->nodes[k].parent == (int)i && (fs->nodes[k].user[0] != '\0') == users)
-                walk(fs, k);
+        for (size_t k = 1; k < n; k++) {
+            if ((fs->nodes[k].user[0] != '\0') == users)
+                child[start[fs->nodes[k].parent]++] = k;
         }
     }
+    /* start[i] is now the end of i's bucket; its beginning is the previous node's end. */
+    fs->norder = 0;
+    stack[depth++] = 0;
+    while (depth > 0) {
+        size_t i = stack[--depth], lo = i > 0 ? start[i - 1] : 0;
+
+        fs->order[fs->norder++] = i;
+        for (size_t c = start[i]; c-- > lo;) /* pushed backwards: popped in bucket order */
+            stack[depth++] = child[c];
+    }
+    ok = true;
+out:
+    free(start);
+    free(child);
+    free(stack);
+    return ok;
 }
 
 void sched_fairshare_update(struct sched_fairshare *fs)
 {
-    size_t *order = realloc(fs->order, (fs->n + 1) * sizeof(*order));
     double total;
 
-    if (order == NULL)
+    if (!build_order(fs))
         return; /* out of memory: the factors of the last update stand */
-    fs->order = order;
-    fs->norder = 0;
-    walk(fs, 0);
     /* Sums from the leaves up: children come after their parent in the order. */
     for (size_t i = 0; i < fs->n; i++) {
         fs->nodes[i].sibling_shares = 0;
