@@ -33,6 +33,7 @@
 #include "cli/slurm_cmd.h"
 #include "cli/slurm_fmt.h"
 #include "common/clock.h"
+#include "common/sort.h"
 
 #define CMD "sacct"
 #define MAX_COLUMNS 64
@@ -543,8 +544,7 @@ static int print_jobs(const struct sacct_args *s, const Gs__QueueReply *r)
         if (slurm_filter_match(&s->filter, r->jobs[i]) && in_window(s, r->jobs[i], now))
             jobs[n++] = r->jobs[i];
     }
-    if (n > 0)
-        qsort(jobs, n, sizeof(*jobs), by_job_id);
+    gs_sort(jobs, n, sizeof(*jobs), by_job_id);
     if (s->json) {
         rc = print_json(jobs, n);
         n = 0;

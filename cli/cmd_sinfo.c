@@ -29,6 +29,7 @@
 #include "cli/slurm_cmd.h"
 #include "cli/slurm_fmt.h"
 #include "common/hostlist.h"
+#include "common/sort.h"
 
 #define CMD "sinfo"
 
@@ -345,7 +346,7 @@ static int build_groups(const struct sinfo_args *a, const Gs__PartitionsReply *p
         if (np == before && a->states == NULL && a->node_names == NULL && !a->node_oriented)
             pairs[np++] = (struct pair){p, NULL, NULL, SLURM_NODE_MIX, i * 100000};
     }
-    qsort(pairs, np, sizeof(*pairs), a->node_oriented ? by_node : by_group);
+    gs_sort(pairs, np, sizeof(*pairs), a->node_oriented ? by_node : by_group);
     for (size_t i = 0; i < np; i++) {
         struct group *g = ng > 0 ? &groups[ng - 1] : NULL;
 

@@ -32,6 +32,7 @@
 #include "cli/slurm_cmd.h"
 #include "cli/slurm_fmt.h"
 #include "common/json.h"
+#include "common/sort.h"
 
 #define CMD "sprio"
 
@@ -409,7 +410,7 @@ static int print_jobs(const struct sprio_args *a, const struct slurm_format *fmt
         if (slurm_filter_match(&a->filter, r->jobs[i]))
             items[n++] = (struct sort_item){r->jobs[i], a};
     }
-    qsort(items, n, sizeof(*items), by_sort_keys);
+    gs_sort(items, n, sizeof(*items), by_sort_keys);
     if (a->json)
         rc = put_json(items, n, &out);
     else if (a->jobs_given && n == 0) /* Slurm's words when none of the jobs asked for waits */

@@ -23,6 +23,7 @@
 #include "cli/slurm_cmd.h"
 #include "cli/slurm_fmt.h"
 #include "common/clock.h"
+#include "common/sort.h"
 
 #define CMD "squeue"
 
@@ -378,7 +379,7 @@ static int print_jobs(const struct squeue_args *q, const struct slurm_format *fm
         if (slurm_filter_match(&q->filter, r->jobs[i]))
             items[n++] = (struct sort_item){r->jobs[i], i};
     }
-    qsort(items, n, sizeof(*items), by_slurm_order);
+    gs_sort(items, n, sizeof(*items), by_slurm_order);
     for (size_t i = 0; i < n; i++)
         jobs[i] = items[i].job;
     if (slurm_rows_build(jobs, n, !q->array, &rows, &nrows) < 0)

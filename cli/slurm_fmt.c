@@ -17,6 +17,7 @@
 #include "cli/job_print.h"
 #include "common/hostlist.h"
 #include "common/units.h"
+#include "common/sort.h"
 
 /* --- job states ------------------------------------------------------------------------ */
 
@@ -337,7 +338,7 @@ int slurm_rows_build(Gs__JobInfo *const *jobs, size_t n, bool fold, struct slurm
                 taken[k] = true;
             }
         }
-        qsort(row->tasks, row->ntasks, sizeof(*row->tasks), cmp_u32);
+        gs_sort(row->tasks, row->ntasks, sizeof(*row->tasks), cmp_u32);
     }
     *ret_rows = rows;
     *ret_n = nrows;

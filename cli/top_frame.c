@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/sort.h"
+
 #define BAR_WIDTH 16
 
 static const char *const sort_names[CLI_TOP_SORT_COUNT] = {"node", "util", "idle"};
@@ -307,8 +309,8 @@ int cli_top_render(const Gs__NodesReply *nodes, const Gs__QueueReply *queue,
         order[i].util = node_util(order[i].n);
         order[i].idle = node_idle(order[i].n);
     }
-    if (rc == 0 && n > 1)
-        qsort(order, n, sizeof(*order), by_key);
+    if (rc == 0)
+        gs_sort(order, n, sizeof(*order), by_key);
     for (size_t i = 0; rc == 0 && i < n; i++)
         rc = put_node(f, order[i].n, queue, o, now_ms);
     free(order);

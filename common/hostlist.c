@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/sort.h"
+
 struct names {
     char **v;
     size_t n, cap;
@@ -231,7 +233,7 @@ static int put_ranges(struct gs_buf *out, uint64_t *nums, size_t n, int width)
 {
     int rc = 0;
 
-    qsort(nums, n, sizeof(*nums), cmp_u64);
+    gs_sort(nums, n, sizeof(*nums), cmp_u64);
     for (size_t i = 0, first = 1; rc == 0 && i < n; first = 0) {
         size_t j = i;
 
@@ -273,7 +275,7 @@ static int link_prefixes(struct split *sp, size_t n)
         return -ENOMEM;
     for (size_t i = 0; i < n; i++)
         order[i] = &sp[i];
-    qsort(order, n, sizeof(*order), cmp_prefix);
+    gs_sort(order, n, sizeof(*order), cmp_prefix);
     for (size_t i = 0; i < n; i++) {
         bool same = i + 1 < n && order[i + 1]->plen == order[i]->plen &&
                     memcmp(order[i + 1]->name, order[i]->name, order[i]->plen) == 0;

@@ -25,6 +25,7 @@
 #include "common/schema.h"
 #include "common/signals.h"
 #include "common/units.h"
+#include "common/sort.h"
 
 /* ---- small helpers ---- */
 
@@ -176,7 +177,7 @@ int gs_sbatch_parse_array(const char *text, struct gs_sbatch_array *ret, struct 
     if (ids == NULL)
         return -ENOMEM;
     walk_array(text, end, ids, &n, err);
-    qsort(ids, n, sizeof(*ids), cmp_u32);
+    gs_sort(ids, n, sizeof(*ids), cmp_u32);
     for (size_t i = 0; i < n; i++)
         if (kept == 0 || ids[kept - 1] != ids[i])
             ids[kept++] = ids[i];

@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/sort.h"
+
 #define FAKE_GPUS_MAX 64
 #define FAKE_GPU_MIB 81920
 
@@ -239,7 +241,7 @@ static int load_gpus(hwloc_topology_t ht, struct gs_topo *topo)
         if (rc < 0)
             return rc;
     }
-    qsort(topo->gpus, (size_t)topo->ngpus, sizeof(*topo->gpus), compare_gpu_bus);
+    gs_sort(topo->gpus, (size_t)topo->ngpus, sizeof(*topo->gpus), compare_gpu_bus);
     for (int i = 0; i < topo->ngpus; i++)
         topo->gpus[i].index = i;
     return 0;
@@ -301,7 +303,7 @@ static int load_nics(hwloc_topology_t ht, struct gs_topo *topo)
         if (rc < 0)
             return rc;
     }
-    qsort(topo->nics, (size_t)topo->nnics, sizeof(*topo->nics), compare_nic_bus);
+    gs_sort(topo->nics, (size_t)topo->nnics, sizeof(*topo->nics), compare_nic_bus);
     for (int i = 0; i < topo->nnics; i++)
         topo->nics[i].index = i;
     return 0;

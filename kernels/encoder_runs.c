@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "common/sort.h"
+
 static int cmp_key(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -29,7 +31,7 @@ int gs_kern_encoder_runs(const int32_t *tokens, int N, int64_t *scratch, int32_t
             return -EINVAL;
         scratch[i] = (int64_t)tokens[i] << 32 | (int64_t)i; /* one key sorts by both */
     }
-    qsort(scratch, (size_t)N, sizeof(*scratch), cmp_key);
+    gs_sort(scratch, (size_t)N, sizeof(*scratch), cmp_key);
     for (int i = 0; i < N; i++) {
         order[i] = (int32_t)(scratch[i] & 0xffffffff);
         if (i == 0 || scratch[i] >> 32 != scratch[i - 1] >> 32)

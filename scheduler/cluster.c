@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/popcnt.h"
+#include "common/sort.h"
 
 /*
  * sched_cluster_place() scores every node for every job: its fit checks and GPU choice count
@@ -717,7 +718,7 @@ GS_POPCNT_CLONES int sched_cluster_place(const struct sched_cluster *cluster,
     }
     if (ncand < req->nodes)
         goto out;
-    qsort(cand, ncand, sizeof(*cand), compare_candidates);
+    gs_sort(cand, ncand, sizeof(*cand), compare_candidates);
     if (req->required != NULL) {
         if (required_first(cand, ncand, req->required) < req->nrequired)
             goto out; /* a node it must have is busy */

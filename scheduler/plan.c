@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/sort.h"
+
 struct pass {
     struct sched_cluster *cluster;
     const struct sched_pending *pending;
@@ -95,7 +97,7 @@ static int shadow_time(const struct pass *p, struct sched_cluster *sim,
     if (order == NULL)
         return -ENOMEM;
     memcpy(order, p->running, p->nrunning * sizeof(*order));
-    qsort(order, p->nrunning, sizeof(*order), by_end);
+    gs_sort(order, p->nrunning, sizeof(*order), by_end);
     sched_alloc_init(&alloc);
     *ret_shadow = SCHED_TIME_INFINITE;
     for (size_t i = 0; i < p->nrunning; i++) {
@@ -272,7 +274,7 @@ int sched_plan_gated(struct sched_cluster *cluster, const struct sched_pending *
     for (size_t i = 0; i < npending; i++)
         order[i] =
             (struct order_key){pending[i].tier, pending[i].priority, pending[i].submit_seq, i};
-    qsort(order, npending, sizeof(*order), by_priority);
+    gs_sort(order, npending, sizeof(*order), by_priority);
     rc = 0;
     for (size_t i = 0; i < npending && rc == 0; i++)
         rc = decide(&p, order[i].index);

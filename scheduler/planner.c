@@ -13,6 +13,7 @@
 #include "common/units.h"
 #include "scheduler/preempt.h"
 #include "scheduler/qos.h"
+#include "common/sort.h"
 
 void sched_node_masks_apply(const struct sched_node_masks *m, struct sched_req *req)
 {
@@ -273,7 +274,7 @@ static int preempt(const struct gathered *g, struct sched_cluster *cluster, uint
     rc = 0;
     if (n == 0)
         goto out;
-    qsort(order, n, sizeof(*order), by_plan_order);
+    gs_sort(order, n, sizeof(*order), by_plan_order);
     for (size_t i = 0; i < g->nrunning; i++) {
         const struct sched_job *r = g->rjobs[i];
 

@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "common/sort.h"
+
 double sched_preempt_cost(const struct sched_alloc *alloc, uint64_t start_ms, uint64_t ckpt_ms,
                           uint64_t now_ms)
 {
@@ -81,7 +83,7 @@ int sched_preempt_choose(struct sched_cluster *sim, const struct sched_req *req,
         if (cands[i].tier < tier && cands[i].preempted_by == 0)
             order[n++] = &cands[i];
     }
-    qsort(order, n, sizeof(*order), by_cost);
+    gs_sort(order, n, sizeof(*order), by_cost);
     trial = sched_cluster_copy(sim);
     if (trial == NULL)
         goto out;

@@ -21,6 +21,7 @@
 #include "common/units.h"
 #include "scheduler/sched_http_routes.h"
 #include "scheduler/sched_internal.h"
+#include "common/sort.h"
 
 #define JSON_TYPE "application/json"
 
@@ -163,7 +164,7 @@ int sched_api_nodes(struct sched_ctx *s, const struct sched_http_request *req, s
     if (holders == NULL || sorted == NULL)
         goto out;
     memcpy(sorted, s->nodes, s->nnodes * sizeof(*sorted));
-    qsort(sorted, s->nnodes, sizeof(*sorted), by_name);
+    gs_sort(sorted, s->nnodes, sizeof(*sorted), by_name);
     gs_json_init(&j, body);
     gs_json_object_begin(&j);
     gs_json_kv_uint(&j, "now_ms", gs_clock_wall_ms());

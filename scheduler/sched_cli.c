@@ -27,6 +27,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "scheduler/sched_internal.h"
+#include "common/sort.h"
 
 static void on_relayed_freed(uv_handle_t *handle)
 {
@@ -297,7 +298,7 @@ static void handle_nodes(struct sched_cli *c, uint64_t request_id, const Gs__Nod
         ptrs[reply.n_nodes] = &infos[reply.n_nodes];
         reply.n_nodes++;
     }
-    qsort(ptrs, reply.n_nodes, sizeof(*ptrs), by_name); /* as sinfo lists them */
+    gs_sort(ptrs, reply.n_nodes, sizeof(*ptrs), by_name); /* as sinfo lists them */
     reply.nodes = ptrs;
     env.request_id = request_id;
     env.body_case = GS__ENVELOPE__BODY_NODES_REPLY;

@@ -34,6 +34,7 @@
 #include "proto/gsched.pb-c.h"
 #include "scheduler/sched_internal.h"
 #include "scheduler/submit_keys.h"
+#include "common/sort.h"
 
 /* --- what keeps a finished job in memory --------------------------------------------------- */
 
@@ -85,15 +86,13 @@ static void settle(struct sched_purge_pins *p)
 {
     size_t k = 0;
 
-    if (p->nids > 1)
-        qsort(p->ids, p->nids, sizeof(*p->ids), cmp_u64);
+    gs_sort(p->ids, p->nids, sizeof(*p->ids), cmp_u64);
     for (size_t i = 0; i < p->nids; i++) {
         if (k == 0 || p->ids[k - 1] != p->ids[i])
             p->ids[k++] = p->ids[i];
     }
     p->nids = k;
-    if (p->narrays > 1)
-        qsort(p->arrays, p->narrays, sizeof(*p->arrays), cmp_array);
+    gs_sort(p->arrays, p->narrays, sizeof(*p->arrays), cmp_array);
     k = 0;
     for (size_t i = 0; i < p->narrays; i++) {
         if (k > 0 && p->arrays[k - 1].id == p->arrays[i].id) {
@@ -453,8 +452,7 @@ static int read_rows(struct sched_store *store, void *data)
         rc = sched_store_load_finished(store, &f, copy_job, r);
     if (rc < 0)
         return rc;
-    if (r->njobs > 1)
-        qsort(r->jobs, r->njobs, sizeof(*r->jobs), cmp_stored);
+    gs_sort(r->jobs, r->njobs, sizeof(*r->jobs), cmp_stored);
     for (size_t i = 0; i < r->njobs; i++) { /* an id named twice is read twice */
         if (k > 0 && r->jobs[k - 1].row.id == r->jobs[i].row.id) {
             free(r->jobs[i].buf);

@@ -22,6 +22,7 @@
 #include "common/units.h"
 #include "proto/jobspec.h"
 #include "scheduler/sched_internal.h"
+#include "common/sort.h"
 
 #define LOGS_MAX_BYTES (1u << 20)
 
@@ -344,7 +345,7 @@ static void queue_answer(struct sched_cli *c, uint64_t request_id, const Gs__Que
         if (sched_job_selected(stored[i], sel, true))
             v[n++] = stored[i];
     }
-    qsort(v, n, sizeof(*v), by_priority);
+    gs_sort(v, n, sizeof(*v), by_priority);
     if (req->limit > 0 && n > req->limit)
         n = req->limit;
     infos = calloc(n + 1, sizeof(*infos));
@@ -1203,7 +1204,7 @@ void sched_query_partitions(struct sched_cli *c, uint64_t request_id)
         }
         pi->nodes = first;
         pi->n_nodes = (size_t)(names + used - first);
-        qsort(pi->nodes, pi->n_nodes, sizeof(*pi->nodes), by_string);
+        gs_sort(pi->nodes, pi->n_nodes, sizeof(*pi->nodes), by_string);
         ptrs[i] = pi;
     }
     reply.partitions = ptrs;

@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
+#include "common/sort.h"
+
 double gs_sim_mean(const double *v, size_t n)
 {
     double sum = 0;
@@ -30,7 +32,7 @@ double gs_sim_percentile(double *v, size_t n, double p)
 
     if (n == 0)
         return 0;
-    qsort(v, n, sizeof(*v), by_value);
+    gs_sort(v, n, sizeof(*v), by_value);
     rank = (size_t)ceil(p * (double)n / 100.0 - 1e-9); /* 99 % of 100 is 99, not 100 */
     rank = rank < 1 ? 1 : rank > n ? n : rank;
     return v[rank - 1];

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/sort.h"
+
 #define MAX_FIELDS 32
 
 void gs_sim_trace_init(struct gs_sim_trace *t)
@@ -157,7 +159,7 @@ void gs_sim_trace_sort(struct gs_sim_trace *t)
 
     if (t->njobs == 0)
         return;
-    qsort(t->jobs, t->njobs, sizeof(*t->jobs), by_submit);
+    gs_sort(t->jobs, t->njobs, sizeof(*t->jobs), by_submit);
     first = t->jobs[0].submit_ms;
     for (size_t i = 0; i < t->njobs; i++)
         t->jobs[i].submit_ms -= first;

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "common/path.h"
+#include "common/sort.h"
 
 #define MIB (1024ull * 1024ull)
 
@@ -200,7 +201,7 @@ int wrk_procstat_sessions(struct wrk_session_usage **ret_usage, size_t *ret_n)
 
     if (rc < 0)
         return rc;
-    qsort(procs, n, sizeof(*procs), by_session);
+    gs_sort(procs, n, sizeof(*procs), by_session);
     usage = calloc(n + 1, sizeof(*usage));
     if (usage == NULL) {
         rc = -ENOMEM;

@@ -39,6 +39,7 @@
 #include "common/log.h"
 #include "common/path.h"
 #include "worker/env.h"
+#include "common/sort.h"
 
 /* What every task of one LaunchTasks shares. */
 struct launch {
@@ -375,7 +376,7 @@ static int task_facts_init(const struct launch *l, const Gs__TaskAssignment *t,
     }
     if (t->n_cores > 0) {
         memcpy(f->cores, t->cores, t->n_cores * sizeof(*f->cores));
-        qsort(f->cores, t->n_cores, sizeof(*f->cores), cmp_u32);
+        gs_sort(f->cores, t->n_cores, sizeof(*f->cores), cmp_u32);
     }
     f->nic = task_nic(l, t);
     return task_binding(l, t, f);
