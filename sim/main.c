@@ -7,7 +7,8 @@
  *
  *   gsched-simulate --trace FORMAT:FILE --cluster FILE [--policy LIST] [--nodes N]
  *                   [--load X] [--json] [--svg OUT.svg] [--seed S] [--accounts N]
- *                   [--links LAYOUT] [--config gsched.toml]
+ *                   [--links LAYOUT] [--config gsched.toml] [--urgent-share PCT]
+ *                   [--checkpoint-interval DURATION] [--kill-grace DURATION]
  *
  * Exit status: 0 done, 1 a file could not be read or the replay failed, 2 usage.
  */
@@ -19,6 +20,7 @@
 
 #include "common/config.h"
 #include "common/json.h"
+#include "common/units.h"
 #include "sim/layout.h"
 #include "sim/readers.h"
 #include "sim/report.h"
@@ -39,6 +41,8 @@ struct options {
     uint32_t accounts; /* 0: from the trace */
     enum gs_sim_links links;
     const char *config;
+    double urgent_share; /* 0..1 */
+    struct gs_sim_preempt_model model;
 };
 
 static void usage(FILE *f)
@@ -53,14 +57,20 @@ static void usage(FILE *f)
                "  --policy   comma-separated, default all:");
     for (size_t i = 0; i < gs_sim_npolicies; i++)
         fprintf(f, " %s", gs_sim_policies[i].name);
-    fprintf(f, "\n"
-               "  --nodes    keep the first N nodes   --load X  inter-arrival times / X\n"
-               "  --accounts hash jobs over N accounts (openb: 8 by default)   --seed S  the "
-               "hash's seed\n"
-               "  --links    GPU layout of CSV clusters' nodes: nvswitch, pairs (default), "
-               "pcie\n"
-               "  --config   [priority] and [[account]] for multifactor (default: age 1000,\n"
-               "             fair share 10000, 7-day max age and half-life, equal shares)\n");
+    fprintf(f,
+            "\n"
+            "  --nodes    keep the first N nodes   --load X  inter-arrival times / X\n"
+            "  --accounts hash jobs over N accounts (openb: 8 by default)   --seed S  the "
+            "hash's seed\n"
+            "  --links    GPU layout of CSV clusters' nodes: nvswitch, pairs (default), "
+            "pcie\n"
+            "  --config   [priority] and [[account]] for multifactor (default: age 1000,\n"
+            "             fair share 10000, 7-day max age and half-life, equal shares)\n"
+            "  -preempt policies: --urgent-share PCT  jobs hashed into QOS urgent, tier 1\n"
+            "             (default 10)   --checkpoint-interval D  every job checkpoints every D\n"
+            "             of its run (default 30m; 0: never)   --kill-grace D  a victim holds\n"
+            "             its GPUs D after it is preempted (default 30s); D as gsched.toml's\n"
+            "             durations (30s, 30m, 1h; a bare number is minutes)\n");
 }
 
 static int parse_number(const char *opt, const char *text, double lo, double *ret)
@@ -73,6 +83,20 @@ static int parse_number(const char *opt, const char *text, double lo, double *re
         return -EINVAL;
     }
     *ret = v;
+    return 0;
+}
+
+/* A duration option in milliseconds; infinite only where it means never (ret 0). */
+static int parse_duration_ms(const char *opt, const char *text, bool infinite_ok, uint64_t *ret)
+{
+    uint64_t s;
+
+    if (gs_parse_duration(text, &s) < 0 || (s == GS_DURATION_INFINITE && !infinite_ok) ||
+        (s != GS_DURATION_INFINITE && s > UINT64_MAX / 1000 / 1000)) {
+        fprintf(stderr, "gsched-simulate: %s: '%s' is not a duration (30s, 30m, 1h)\n", opt, text);
+        return -EINVAL;
+    }
+    *ret = s == GS_DURATION_INFINITE ? 0 : s * 1000;
     return 0;
 }
 
@@ -140,6 +164,18 @@ static int parse_option(struct options *o, int opt, const char *arg)
     case 'C':
         o->config = arg;
         return 0;
+    case 'u':
+        if ((rc = parse_number("--urgent-share", arg, 0, &v)) == 0 && v > 100) {
+            fprintf(stderr, "gsched-simulate: --urgent-share: a percentage, 0-100\n");
+            rc = -EINVAL;
+        }
+        if (rc == 0)
+            o->urgent_share = v / 100;
+        return rc;
+    case 'k':
+        return parse_duration_ms("--checkpoint-interval", arg, true, &o->model.checkpoint_ms);
+    case 'g':
+        return parse_duration_ms("--kill-grace", arg, false, &o->model.kill_grace_ms);
     default:
         return -EINVAL;
     }
@@ -158,11 +194,17 @@ static int parse_args(int argc, char **argv, struct options *o)
                                              {"accounts", required_argument, NULL, 'a'},
                                              {"links", required_argument, NULL, 'L'},
                                              {"config", required_argument, NULL, 'C'},
+                                             {"urgent-share", required_argument, NULL, 'u'},
+                                             {"checkpoint-interval", required_argument, NULL, 'k'},
+                                             {"kill-grace", required_argument, NULL, 'g'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     int opt;
 
-    *o = (struct options){.load = 1.0, .links = GS_SIM_LINKS_PAIRS};
+    *o = (struct options){.load = 1.0,
+                          .links = GS_SIM_LINKS_PAIRS,
+                          .urgent_share = GS_SIM_DEFAULT_URGENT_SHARE,
+                          .model = {GS_SIM_DEFAULT_CHECKPOINT_MS, GS_SIM_DEFAULT_KILL_GRACE_MS}};
     while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         if (opt == 'h')
             return 1; /* main prints the usage and exits 0 */
@@ -223,6 +265,8 @@ static int prepare(const struct options *o, struct gs_sim_trace *t, struct gs_bu
     gs_sim_trace_shape(t);
     if (accounts == 0 && strcmp(o->format, "openb") == 0)
         accounts = OPENB_DEFAULT_ACCOUNTS;
+    /* Every policy sees the same jobs marked, so that their urgent jobs' waits compare. */
+    gs_sim_trace_mark_urgent(t, o->urgent_share, o->seed);
     return accounts > 0 ? gs_sim_trace_hash_accounts(t, accounts, o->seed) : 0;
 }
 
@@ -320,7 +364,8 @@ struct sim {
 static int replay(struct sim *s)
 {
     for (int i = 0; i < s->npolicies; i++) {
-        int rc = gs_sim_run(&s->trace, s->policies[i], &s->cfg, s->shares, &s->results[i]);
+        int rc =
+            gs_sim_run(&s->trace, s->policies[i], &s->cfg, s->shares, &s->o.model, &s->results[i]);
 
         if (rc < 0) {
             gs_buf_printf(&s->err, "%s: replay failed: %s\n", s->policies[i]->name, strerror(-rc));
@@ -346,7 +391,9 @@ static int report(struct sim *s)
                                  .skipped = s->trace.skipped,
                                  .accounts = s->trace.naccounts,
                                  .load = s->o.load,
-                                 .seed = s->o.seed};
+                                 .seed = s->o.seed,
+                                 .urgent_share = s->o.urgent_share,
+                                 .model = s->o.model};
     struct gs_buf svg = GS_BUF_INIT;
     int rc;
 

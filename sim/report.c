@@ -23,8 +23,12 @@
 #define SVG_GAP 60
 #define SVG_BUCKETS 400
 
-static const char *const colors[] = {"#7f7f7f", "#1f77b4", "#d62728",
-                                     "#bcbd22", "#17becf", "#9467bd"};
+#define SVG_LEGEND_COLS 5
+#define SVG_LEGEND_W 175
+#define SVG_LEGEND_ROW 20
+
+static const char *const colors[] = {"#7f7f7f", "#1f77b4", "#d62728", "#bcbd22", "#17becf",
+                                     "#9467bd", "#ff7f0e", "#2ca02c", "#e377c2", "#8c564b"};
 
 /* A duration the way a person reads it: 213s, 8.1h, 3.2d. */
 static const char *human(double s, char *out, size_t size)
@@ -38,6 +42,41 @@ static const char *human(double s, char *out, size_t size)
     return out;
 }
 
+static bool any_preempt(const struct gs_sim_result *res, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (res[i].preempt)
+            return true;
+    }
+    return false;
+}
+
+/* The urgent jobs' waits under every policy, and how preemption was modelled. */
+static void text_preemption(struct gs_buf *out, const struct gs_sim_about *a,
+                            const struct gs_sim_result *res, size_t n)
+{
+    char b[2][32];
+
+    gs_buf_printf(out, "urgent jobs (%.1f%% marked; QOS urgent, tier 1, under -preempt), avg wait:",
+                  100 * a->urgent_share);
+    for (size_t i = 0; i < n; i++)
+        gs_buf_printf(out, " %s=%s", res[i].policy, human(res[i].urgent_avg_wait_s, b[0], 32));
+    gs_buf_printf(out, "\n");
+    if (!any_preempt(res, n))
+        return;
+    gs_buf_printf(out,
+                  "preemption: checkpoints every %s of a run (lost: GPU-hours since the last), "
+                  "kill grace %s; preempted jobs:",
+                  a->model.checkpoint_ms > 0 ? human(a->model.checkpoint_ms / 1000.0, b[0], 32)
+                                             : "never",
+                  human(a->model.kill_grace_ms / 1000.0, b[1], 32));
+    for (size_t i = 0; i < n; i++) {
+        if (res[i].preempt)
+            gs_buf_printf(out, " %s=%zu", res[i].policy, res[i].preempted_jobs);
+    }
+    gs_buf_printf(out, "\n");
+}
+
 int gs_sim_report_text(struct gs_buf *out, const struct gs_sim_about *a,
                        const struct gs_sim_result *res, size_t n)
 {
@@ -48,30 +87,34 @@ int gs_sim_report_text(struct gs_buf *out, const struct gs_sim_about *a,
                   "skipped), %zu accounts, load x%.2f\n",
                   a->format, a->trace_file, a->cluster_file, a->nodes, (unsigned long long)a->gpus,
                   a->jobs, a->skipped, a->accounts, a->load);
-    gs_buf_printf(out, "%-17s %6s %6s %8s %8s %8s %8s %8s %7s %6s %8s %6s %7s %8s\n", "policy",
-                  "jobs", "done", "avg_jct", "p99_jct", "avg_wait", "p99_wait", "makespan",
-                  "alloc_q", "util", "stranded", "jain", "stretch", "jct/fifo");
+    gs_buf_printf(out, "%-24s %6s %6s %8s %8s %8s %8s %8s %7s %6s %8s %6s %7s %8s %7s %9s\n",
+                  "policy", "jobs", "done", "avg_jct", "p99_jct", "avg_wait", "p99_wait",
+                  "makespan", "alloc_q", "util", "stranded", "jain", "stretch", "jct/fifo",
+                  "preempt", "gpuh_lost");
     for (size_t i = 0; i < n; i++) {
         const struct gs_sim_result *r = &res[i];
 
-        gs_buf_printf(out, "%-17s %6zu %6zu %8s %8s %8s %8s %8s %6.1f%% %5.1f%% %8.1f %6.3f %7.3f ",
+        gs_buf_printf(out, "%-24s %6zu %6zu %8s %8s %8s %8s %8s %6.1f%% %5.1f%% %8.1f %6.3f %7.3f ",
                       r->policy, r->jobs, r->finished, human(r->avg_jct_s, b[0], 32),
                       human(r->p99_jct_s, b[1], 32), human(r->avg_wait_s, b[2], 32),
                       human(r->p99_wait_s, b[3], 32), human(r->makespan_s, b[4], 32),
                       100 * r->alloc_queued, 100 * r->util, r->stranded_gpus, r->jain,
                       r->avg_stretch);
         if (r->jct_vs_baseline > 0)
-            gs_buf_printf(out, "%8.3f\n", r->jct_vs_baseline);
+            gs_buf_printf(out, "%8.3f", r->jct_vs_baseline);
         else
-            gs_buf_printf(out, "%8s\n", "-");
+            gs_buf_printf(out, "%8s", "-");
+        gs_buf_printf(out, " %7zu %9.2f\n", r->preemptions, r->gpu_hours_lost);
     }
     gs_buf_printf(out, "impossible (never fit this cluster):");
     for (size_t i = 0; i < n; i++)
         gs_buf_printf(out, " %s=%zu", res[i].policy, res[i].impossible);
-    gs_buf_printf(out, "\npreemptions: 0, GPU-hours lost to preemption: 0 (the replay does not "
-                       "model preemption yet)\n");
+    gs_buf_printf(out, "\n");
+    text_preemption(out, a, res, n);
     return gs_buf_printf(out, "alloc_q: allocated GPUs / all while a job waits; stranded: "
-                              "mean free GPUs while a job waits; docs/simulator.md\n");
+                              "mean free GPUs while a job waits; preempt: victims requeued, "
+                              "gpuh_lost: their work since the last checkpoint; "
+                              "docs/simulator.md\n");
 }
 
 static void json_num(struct gs_json *j, const char *key, double v)
@@ -105,9 +148,13 @@ static void json_result(struct gs_json *j, const struct gs_sim_result *r)
         gs_json_double(j, r->jct_vs_baseline);
     else
         gs_json_null(j);
-    gs_json_kv_uint(j, "preemptions", 0);
-    json_num(j, "gpu_hours_lost", 0);
-    gs_json_kv_string(j, "preemption", "not modelled");
+    gs_json_kv_string(j, "preemption", r->preempt ? "on" : "off");
+    gs_json_kv_uint(j, "preemptions", r->preemptions);
+    gs_json_kv_uint(j, "preempted_jobs", r->preempted_jobs);
+    json_num(j, "gpu_hours_lost", r->gpu_hours_lost);
+    gs_json_kv_uint(j, "urgent_jobs", r->urgent);
+    json_num(j, "urgent_avg_wait_s", r->urgent_avg_wait_s);
+    json_num(j, "urgent_avg_jct_s", r->urgent_avg_jct_s);
     gs_json_object_end(j);
 }
 
@@ -130,6 +177,9 @@ int gs_sim_report_json(struct gs_buf *out, const struct gs_sim_about *a,
     json_num(&j, "load", a->load);
     gs_json_kv_uint(&j, "seed", a->seed);
     json_num(&j, "limit_factor", GS_SIM_LIMIT_FACTOR);
+    json_num(&j, "urgent_share", a->urgent_share);
+    json_num(&j, "checkpoint_interval_s", (double)a->model.checkpoint_ms / 1000.0);
+    json_num(&j, "kill_grace_s", (double)a->model.kill_grace_ms / 1000.0);
     gs_json_key(&j, "policies");
     gs_json_array_begin(&j);
     for (size_t i = 0; i < n; i++)
@@ -258,7 +308,9 @@ int gs_sim_report_svg(struct gs_buf *out, const struct gs_sim_about *a,
 {
     double *alloc = calloc(n * SVG_BUCKETS + 1, sizeof(double));
     double *pend = calloc(n * SVG_BUCKETS + 1, sizeof(double));
-    int top2 = SVG_TOP + SVG_PANEL_H + SVG_GAP, h = top2 + SVG_PANEL_H + 70, rc = -ENOMEM;
+    int rows = n > 0 ? (int)((n + SVG_LEGEND_COLS - 1) / SVG_LEGEND_COLS) : 1;
+    int top2 = SVG_TOP + SVG_PANEL_H + SVG_GAP;
+    int h = top2 + SVG_PANEL_H + 70 + (rows - 1) * SVG_LEGEND_ROW, rc = -ENOMEM;
     uint64_t span = 1;
     double qmax;
 
@@ -275,14 +327,15 @@ int gs_sim_report_svg(struct gs_buf *out, const struct gs_sim_about *a,
     svg_time_axis(out, top2 + SVG_PANEL_H + 16, span);
     for (size_t i = 0; i < n; i++) {
         const char *color = colors[i % (sizeof(colors) / sizeof(colors[0]))];
+        size_t x = SVG_LEFT + (i % SVG_LEGEND_COLS) * SVG_LEGEND_W;
+        int y = h - 28 - (rows - 1 - (int)(i / SVG_LEGEND_COLS)) * SVG_LEGEND_ROW;
 
         svg_line(out, alloc + i * SVG_BUCKETS, SVG_BUCKETS, SVG_TOP, 1, color);
         svg_line(out, pend + i * SVG_BUCKETS, SVG_BUCKETS, top2, qmax, color);
         gs_buf_printf(out,
                       "<rect x=\"%zu\" y=\"%d\" width=\"12\" height=\"12\" fill=\"%s\"/>"
                       "<text x=\"%zu\" y=\"%d\">%s</text>\n",
-                      SVG_LEFT + i * 145, h - 28, color, SVG_LEFT + i * 145 + 16, h - 18,
-                      res[i].policy);
+                      x, y, color, x + 16, y + 10, res[i].policy);
     }
     rc = gs_buf_printf(out, "</svg>\n");
 out:

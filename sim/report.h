@@ -20,6 +20,8 @@ struct gs_sim_about {
     size_t jobs, skipped, accounts;
     double load;
     uint64_t seed;
+    double urgent_share;               /* of the jobs, marked urgent (-preempt: tier 1) */
+    struct gs_sim_preempt_model model; /* checkpoints and kill grace of the -preempt policies */
 };
 
 int gs_sim_report_text(struct gs_buf *out, const struct gs_sim_about *about,

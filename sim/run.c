@@ -7,10 +7,14 @@
  *   add the jobs that arrive to the table (sched_jobs_add)
  *   multifactor: charge the running jobs, decay, refresh the fair-share factors
  *   one planning pass (sched_planner_pass); start what it starts (sched_job_start),
- *     fifo-firstfit giving back every start made behind a blocked job
+ *     fifo-firstfit giving back every start made behind a blocked job; -preempt: requeue
+ *     the victims it chose (sched_job_requeue), each to stop after the kill grace
  *
- * Ends are kept in a binary heap. A trace job's table id is its index + 1, so ids follow
- * submit order, as the planner's tie-break expects.
+ * Ends and victims' stops are kept in a binary heap. A preemption makes the victim's end
+ * stale: each event carries its job's epoch, bumped at every preemption, and stale events
+ * are dropped unseen (they never make an instant of their own). A trace job's table id is
+ * its index + 1, so ids follow submit order, as the planner's tie-break expects; a requeued
+ * job keeps it.
  */
 #include "sim/run.h"
 
@@ -20,6 +24,7 @@
 #include <string.h>
 
 #include "common/jobspec.h"
+#include "common/units.h"
 #include "scheduler/fairshare.h"
 #include "scheduler/jobs.h"
 #include "scheduler/planner.h"
@@ -32,10 +37,21 @@
  * gschedd's cron does. */
 #define CHARGE_EVERY_MS 60000
 
+/* The two QOS of the -preempt policies (docs/policy.md, "Preemption"). */
+#define QOS_NORMAL "normal"
+#define QOS_URGENT "urgent"
+
 const struct gs_sim_policy gs_sim_policies[] = {
-    {"fifo-firstfit", false, false, false}, {"easy", true, false, false},
-    {"multifactor", true, true, false},     {"fifo-topo", false, false, true},
-    {"easy-topo", true, false, true},       {"multifactor-topo", true, true, true},
+    {"fifo-firstfit", false, false, false, false},
+    {"easy", true, false, false, false},
+    {"multifactor", true, true, false, false},
+    {"fifo-topo", false, false, true, false},
+    {"easy-topo", true, false, true, false},
+    {"multifactor-topo", true, true, true, false},
+    {"easy-preempt", true, false, false, true},
+    {"multifactor-preempt", true, true, false, true},
+    {"easy-topo-preempt", true, false, true, true},
+    {"multifactor-topo-preempt", true, true, true, true},
 };
 const size_t gs_sim_npolicies = sizeof(gs_sim_policies) / sizeof(gs_sim_policies[0]);
 
@@ -50,7 +66,17 @@ const struct gs_sim_policy *gs_sim_policy_find(const char *name)
 
 struct end_event {
     uint64_t at_ms;
-    uint32_t job; /* trace index */
+    uint32_t job;   /* trace index */
+    uint32_t epoch; /* its job's epoch when pushed: stale once that moved on */
+    bool stop;      /* a victim's stop after the kill grace, not its end */
+};
+
+/* A replayed job's work across attempts. */
+struct sim_job {
+    uint64_t work_ms; /* trace run time still to do, as of its last checkpoint */
+    uint64_t run_ms;  /* the current attempt's run time (work_ms stretched) */
+    uint64_t held_ms; /* time it held its allocation in earlier attempts */
+    uint32_t epoch;   /* preemptions so far */
 };
 
 struct run {
@@ -66,7 +92,11 @@ struct run {
     size_t plan_from;
     size_t next; /* the next trace job to arrive */
     struct end_event *heap;
-    size_t nheap;
+    size_t nheap, heap_cap;
+    struct sim_job *sj;                /* one per trace job */
+    struct gs_sim_preempt_model model; /* -preempt */
+    struct gs_config qcfg;             /* -preempt: cfg's copy with the two QOS */
+    struct gs_config_qos qos[2];       /* its [[qos]] */
     uint64_t now, last, charged_at;
     uint64_t total_gpus, alloc_gpus;
     size_t npending;
@@ -83,15 +113,27 @@ struct run {
 
 /* ---- the end heap ---- */
 
-static void heap_push(struct run *run, struct end_event e)
+static int heap_push(struct run *run, struct end_event e)
 {
-    size_t i = run->nheap++;
+    size_t i;
+
+    if (run->nheap == run->heap_cap) { /* stale ends of victims stay until popped */
+        size_t cap = run->heap_cap ? run->heap_cap * 2 : 1024;
+        struct end_event *h = realloc(run->heap, cap * sizeof(*h));
+
+        if (h == NULL)
+            return -ENOMEM;
+        run->heap = h;
+        run->heap_cap = cap;
+    }
+    i = run->nheap++;
 
     while (i > 0 && run->heap[(i - 1) / 2].at_ms > e.at_ms) {
         run->heap[i] = run->heap[(i - 1) / 2];
         i = (i - 1) / 2;
     }
     run->heap[i] = e;
+    return 0;
 }
 
 static struct end_event heap_pop(struct run *run)
@@ -114,6 +156,18 @@ static struct end_event heap_pop(struct run *run)
     if (run->nheap > 0)
         run->heap[i] = last;
     return top;
+}
+
+static bool heap_stale(const struct run *run, const struct end_event *e)
+{
+    return e->epoch != run->sj[e->job].epoch;
+}
+
+/* Drops stale events off the top, so that the top is the next real one. */
+static void heap_drop_stale(struct run *run)
+{
+    while (run->nheap > 0 && heap_stale(run, &run->heap[0]))
+        (void)heap_pop(run);
 }
 
 /* ---- clusters ---- */
@@ -254,22 +308,52 @@ static void account_time(struct run *run)
     run->last = run->now;
 }
 
+/* A victim's kill grace is over: its tasks end and, requeued, it is PENDING again. */
+static void stop_victim(struct run *run, uint32_t i)
+{
+    const struct gs_sim_job *tj = &run->t->jobs[i];
+    struct sched_job *job = sched_jobs_find(run->jobs, i + 1);
+    uint64_t gpus = alloc_gpus(&job->alloc);
+
+    charge(run, job, run->now); /* a requeue has no end time for the stop hook to charge to */
+    run->sj[i].held_ms += run->now - job->start_ms;
+    run->alloc_gpus -= gpus;
+    run->acct_held[tj->account] -= gpus;
+    for (uint32_t rank = 0; rank < job->ntasks; rank++)
+        sched_job_task_ended(job, rank, SCHED_TASK_CANCELLED, 0, 15, run->now);
+    run->npending++;
+    run->acct_pending[tj->account]++;
+    run->acct_wanted[tj->account] += (uint64_t)tj->nodes * tj->gpus_per_node;
+}
+
+/* A job's run is over: it ends by itself, or by its time limit. */
+static void end_job(struct run *run, uint32_t i)
+{
+    const struct gs_sim_job *tj = &run->t->jobs[i];
+    struct sched_job *job = sched_jobs_find(run->jobs, i + 1);
+    uint64_t limit_ms = job->spec->time_limit_s * 1000;
+    enum sched_task_end how =
+        run->now - job->start_ms >= limit_ms ? SCHED_TASK_TIMEOUT : SCHED_TASK_EXITED;
+
+    run->alloc_gpus -= alloc_gpus(&job->alloc);
+    run->acct_held[tj->account] -= alloc_gpus(&job->alloc);
+    for (uint32_t rank = 0; rank < job->ntasks; rank++)
+        sched_job_task_ended(job, rank, how, 0, 0, run->now);
+    run->r->finished++;
+    run->r->timeouts += job->state == SCHED_JOB_TIMEOUT;
+}
+
 static void end_jobs(struct run *run)
 {
     while (run->nheap > 0 && run->heap[0].at_ms <= run->now) {
         struct end_event e = heap_pop(run);
-        const struct gs_sim_job *tj = &run->t->jobs[e.job];
-        struct sched_job *job = sched_jobs_find(run->jobs, e.job + 1);
-        uint64_t limit_ms = job->spec->time_limit_s * 1000;
-        enum sched_task_end how =
-            run->now - job->start_ms >= limit_ms ? SCHED_TASK_TIMEOUT : SCHED_TASK_EXITED;
 
-        run->alloc_gpus -= alloc_gpus(&job->alloc);
-        run->acct_held[tj->account] -= alloc_gpus(&job->alloc);
-        for (uint32_t rank = 0; rank < job->ntasks; rank++)
-            sched_job_task_ended(job, rank, how, 0, 0, run->now);
-        run->r->finished++;
-        run->r->timeouts += job->state == SCHED_JOB_TIMEOUT;
+        if (heap_stale(run, &e))
+            continue;
+        if (e.stop)
+            stop_victim(run, e.job);
+        else
+            end_job(run, e.job);
     }
 }
 
@@ -285,7 +369,9 @@ static struct gs_jobspec *make_spec(const struct run *run, const struct gs_sim_j
     spec->mem_per_node_mib = tj->mem_per_node_mib;
     spec->time_limit_s = gs_sim_time_limit_s(tj->duration_ms);
     spec->account = strdup(run->t->accounts[tj->account]);
-    if (spec->account == NULL) {
+    if (run->p->preempt)
+        spec->qos = strdup(tj->urgent ? QOS_URGENT : QOS_NORMAL);
+    if (spec->account == NULL || (run->p->preempt && spec->qos == NULL)) {
         gs_jobspec_free(spec);
         return NULL;
     }
@@ -327,13 +413,17 @@ static int admit_jobs(struct run *run)
 static int start_job(struct run *run, struct sched_job *job, const struct sched_alloc *alloc)
 {
     const struct gs_sim_job *tj = &run->t->jobs[job->id - 1];
+    struct sim_job *sj = &run->sj[job->id - 1];
     double stretch = gs_sim_stretch(run->truth, alloc, run->t->nodes);
-    uint64_t run_ms = gs_sim_run_ms(tj->duration_ms, stretch);
+    uint64_t run_ms = gs_sim_run_ms(sj->work_ms, stretch);
     uint64_t limit_ms = job->spec->time_limit_s * 1000;
     int rc = sched_job_start(job, alloc, 1, run->now);
 
     if (rc < 0)
         return rc;
+    sj->run_ms = run_ms;
+    job->preempted_by = 0; /* as gschedd's launch: a new attempt, no checkpoint yet */
+    job->checkpoint_ms = 0;
     job->charged_ms = run->now;
     run->npending--;
     run->acct_pending[tj->account]--;
@@ -342,18 +432,80 @@ static int start_job(struct run *run, struct sched_job *job, const struct sched_
     run->acct_held[tj->account] += alloc_gpus(alloc);
     run->stretch_sum += stretch;
     run->started++;
-    heap_push(run, (struct end_event){run->now + (run_ms < limit_ms ? run_ms : limit_ms),
-                                      (uint32_t)(job->id - 1)});
+    return heap_push(run, (struct end_event){run->now + (run_ms < limit_ms ? run_ms : limit_ms),
+                                             (uint32_t)(job->id - 1), sj->epoch, false});
+}
+
+/*
+ * Every running job's latest checkpoint, what the planner counts a victim's lost work from:
+ * one every checkpoint_ms of the attempt since it started (none yet: 0). Victims already
+ * stopping are left as they stopped.
+ */
+static void checkpoint(struct run *run)
+{
+    uint64_t every = run->model.checkpoint_ms;
+    size_t n = sched_jobs_count(run->jobs);
+
+    for (size_t i = run->plan_from; i < n; i++) {
+        struct sched_job *job = sched_jobs_at(run->jobs, i);
+        uint64_t ran = run->now - job->start_ms;
+
+        if (job->state != SCHED_JOB_RUNNING || job->preempted_by != 0)
+            continue;
+        job->checkpoint_ms = every > 0 && ran >= every ? job->start_ms + ran / every * every : 0;
+    }
+}
+
+/*
+ * The pass's victims, requeued as gschedd does (sched_job_requeue): each stops working now,
+ * losing what it did since its last checkpoint, and keeps its allocation through the kill
+ * grace (a stop event); its work left is what it had left at that checkpoint.
+ */
+static int preempt_victims(struct run *run, const struct sched_plan_out *out)
+{
+    char why[96];
+
+    for (size_t k = 0; k < out->npreempt; k++) {
+        struct sched_job *v = out->preempt[k].victim;
+        uint32_t i = (uint32_t)(v->id - 1);
+        struct sim_job *sj = &run->sj[i];
+        uint64_t since = v->checkpoint_ms > v->start_ms ? v->checkpoint_ms : v->start_ms;
+        uint64_t done;
+        int rc;
+
+        snprintf(why, sizeof(why), "preempted by job %llu (QOS " QOS_URGENT ")",
+                 (unsigned long long)out->preempt[k].by->id);
+        if (v->state != SCHED_JOB_RUNNING || v->preempted_by != 0 ||
+            sched_job_requeue(v, false, why) < 0)
+            continue;
+        v->preempted_by = out->preempt[k].by->id;
+        /* The attempt ran its work stretched: the checkpoint saved that share of it. */
+        done = (uint64_t)((double)sj->work_ms * (double)(since - v->start_ms) / (double)sj->run_ms);
+        sj->work_ms = done < sj->work_ms ? sj->work_ms - done : 1;
+        run->r->gpu_hours_lost +=
+            (double)alloc_gpus(&v->alloc) * (double)(run->now - since) / 3.6e6;
+        run->r->preemptions++;
+        run->r->preempted_jobs += sj->epoch == 0;
+        sj->epoch++; /* its end is stale now */
+        rc = heap_push(run,
+                       (struct end_event){run->now + run->model.kill_grace_ms, i, sj->epoch, true});
+        if (rc < 0)
+            return rc;
+    }
     return 0;
 }
 
 static int plan(struct run *run)
 {
-    struct sched_planner_hooks hooks = {NULL, run->p->multifactor ? priority_hook : NULL, run,
-                                        NULL};
+    struct sched_planner_hooks hooks = {.priority = run->p->multifactor ? priority_hook : NULL,
+                                        .data = run,
+                                        .cfg = run->p->preempt ? &run->qcfg : NULL};
     struct sched_plan_out out;
-    int rc = sched_planner_pass(run->jobs, &run->plan_from, run->cluster, &hooks, run->now, &out);
+    int rc;
 
+    if (run->p->preempt)
+        checkpoint(run);
+    rc = sched_planner_pass(run->jobs, &run->plan_from, run->cluster, &hooks, run->now, &out);
     if (rc < 0)
         return rc;
     run->r->passes++;
@@ -371,6 +523,8 @@ static int plan(struct run *run)
         if (rc < 0) /* out of memory: what it and the rest took goes back; the run stops */
             sched_cluster_give_back(run->cluster, &v->alloc);
     }
+    if (rc == 0)
+        rc = preempt_victims(run, &out);
     sched_plan_out_release(&out);
     return rc;
 }
@@ -396,10 +550,12 @@ static int add_point(struct run *run)
     return 0;
 }
 
-static uint64_t next_event(const struct run *run)
+/* When the next arrival or (real) event is; the stale events on top are dropped. */
+static uint64_t next_event(struct run *run)
 {
     uint64_t t = UINT64_MAX;
 
+    heap_drop_stale(run);
     if (run->next < run->t->njobs)
         t = run->t->jobs[run->next].submit_ms;
     if (run->nheap > 0 && run->heap[0].at_ms < t)
@@ -411,8 +567,7 @@ static int loop(struct run *run)
 {
     int rc = 0;
 
-    while (rc == 0 && (run->next < run->t->njobs || run->nheap > 0)) {
-        run->now = next_event(run);
+    while (rc == 0 && (run->now = next_event(run)) != UINT64_MAX) {
         account_time(run);
         end_jobs(run);
         rc = admit_jobs(run);
@@ -428,12 +583,17 @@ static int loop(struct run *run)
 
 /* ---- results ---- */
 
-/* JCT and queueing delay of the jobs that ended: means and 99th percentiles, makespan. */
+/*
+ * JCT and queueing delay of the jobs that ended: means and 99th percentiles, makespan; the
+ * same means over the urgent ones. A job's queueing delay is the time it did not hold an
+ * allocation: for a job preempted, its waits before every attempt.
+ */
 static int job_times(struct run *run)
 {
     struct gs_sim_result *r = run->r;
     double *jct = malloc((r->finished + 1) * sizeof(double));
     double *wait = malloc((r->finished + 1) * sizeof(double));
+    double urgent_jct = 0, urgent_wait = 0;
     uint64_t last_end = 0;
     size_t n = 0;
     int rc = -ENOMEM;
@@ -446,9 +606,17 @@ static int job_times(struct run *run)
         if (!sched_job_finished(job))
             continue;
         jct[n] = (double)(job->end_ms - job->submit_ms) / 1000.0;
-        wait[n++] = (double)(job->start_ms - job->submit_ms) / 1000.0;
+        wait[n] = (double)(job->start_ms - job->submit_ms - run->sj[job->id - 1].held_ms) / 1000.0;
+        if (run->t->jobs[job->id - 1].urgent) {
+            r->urgent++;
+            urgent_jct += jct[n];
+            urgent_wait += wait[n];
+        }
+        n++;
         last_end = job->end_ms > last_end ? job->end_ms : last_end;
     }
+    r->urgent_avg_jct_s = r->urgent > 0 ? urgent_jct / (double)r->urgent : 0;
+    r->urgent_avg_wait_s = r->urgent > 0 ? urgent_wait / (double)r->urgent : 0;
     r->avg_jct_s = gs_sim_mean(jct, n);
     r->p99_jct_s = gs_sim_percentile(jct, n, 99);
     r->avg_wait_s = gs_sim_mean(wait, n);
@@ -492,7 +660,9 @@ static int setup(struct run *run)
 
     run->cluster = sched_cluster_new();
     run->truth = sched_cluster_new();
-    run->heap = malloc((run->t->njobs + 1) * sizeof(*run->heap));
+    run->heap_cap = run->t->njobs + 1; /* grows past that only with victims' stale ends */
+    run->heap = malloc(run->heap_cap * sizeof(*run->heap));
+    run->sj = calloc(run->t->njobs + 1, sizeof(*run->sj));
     run->acct_pending = calloc(na, sizeof(*run->acct_pending));
     run->acct_held = calloc(na, sizeof(*run->acct_held));
     run->acct_wanted = calloc(na, sizeof(*run->acct_wanted));
@@ -500,7 +670,7 @@ static int setup(struct run *run)
     run->fair = calloc(na, sizeof(double));
     run->acct_fair_ms = calloc(na, sizeof(double));
     run->acct_got_ms = calloc(na, sizeof(double));
-    if (run->cluster == NULL || run->truth == NULL || run->heap == NULL ||
+    if (run->cluster == NULL || run->truth == NULL || run->heap == NULL || run->sj == NULL ||
         run->acct_pending == NULL || run->acct_held == NULL || run->acct_wanted == NULL ||
         run->demand == NULL || run->fair == NULL || run->acct_fair_ms == NULL ||
         run->acct_got_ms == NULL)
@@ -515,6 +685,18 @@ static int setup(struct run *run)
         run->prio_cluster.cores += run->t->nodes[i].ncores;
     }
     run->total_gpus = run->prio_cluster.gpus;
+    for (size_t i = 0; i < run->t->njobs; i++)
+        run->sj[i].work_ms = run->t->jobs[i].duration_ms;
+    if (run->p->preempt) {
+        /* Only the [[qos]] differ from cfg: the planner reads nothing else of it. */
+        run->qcfg = run->cfg != NULL ? *run->cfg : (struct gs_config){0};
+        run->qos[0] =
+            (struct gs_config_qos){.name = (char *)QOS_NORMAL, .max_wall_s = GS_DURATION_INFINITE};
+        run->qos[1] = (struct gs_config_qos){
+            .name = (char *)QOS_URGENT, .tier = 1, .max_wall_s = GS_DURATION_INFINITE};
+        run->qcfg.qos = run->qos;
+        run->qcfg.nqos = 2;
+    }
     if (run->p->multifactor) {
         if (run->cfg == NULL)
             return -EINVAL;
@@ -527,12 +709,20 @@ static int setup(struct run *run)
 }
 
 int gs_sim_run(const struct gs_sim_trace *t, const struct gs_sim_policy *policy,
-               const struct gs_config *cfg, const double *shares, struct gs_sim_result *ret)
+               const struct gs_config *cfg, const double *shares,
+               const struct gs_sim_preempt_model *model, struct gs_sim_result *ret)
 {
-    struct gs_sim_result r = {.policy = policy->name};
-    struct run run = {.t = t, .p = policy, .cfg = cfg, .r = &r, .shares = shares};
+    struct gs_sim_result r = {.policy = policy->name, .preempt = policy->preempt};
+    struct run run = {.t = t,
+                      .p = policy,
+                      .cfg = cfg,
+                      .r = &r,
+                      .shares = shares,
+                      .model = {GS_SIM_DEFAULT_CHECKPOINT_MS, GS_SIM_DEFAULT_KILL_GRACE_MS}};
     int rc;
 
+    if (model != NULL)
+        run.model = *model;
     rc = setup(&run);
     if (rc == 0)
         rc = loop(&run);
@@ -545,6 +735,7 @@ int gs_sim_run(const struct gs_sim_trace *t, const struct gs_sim_policy *policy,
     sched_cluster_free(run.cluster);
     sched_cluster_free(run.truth);
     free(run.heap);
+    free(run.sj);
     free(run.acct_pending);
     free(run.acct_held);
     free(run.acct_wanted);

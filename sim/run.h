@@ -20,8 +20,19 @@
  *                     gschedd computes it, usage charged in virtual time
  *   X-topo            the same with the nodes' GPU link matrices given to the cluster, so
  *                     placement is topology-aware (fifo-topo, easy-topo, multifactor-topo)
+ *   X-preempt         easy, multifactor, easy-topo, multifactor-topo with two QOS: the
+ *                     trace's urgent jobs (gs_sim_trace_mark_urgent) in "urgent", tier 1,
+ *                     the others in "normal", tier 0, as gschedd's [[qos]]: urgent jobs
+ *                     are planned first and one that does not fit preempts normal ones
  * Without -topo the cluster has no link matrices and placement ignores links; run times
- * are stretched by the true links either way. No preemption: gsched has none yet.
+ * are stretched by the true links either way.
+ *
+ * Preemption, in virtual time: the pass chooses victims by the work they would lose
+ * (sched_preempt_cost from each running job's last checkpoint, taken every
+ * checkpoint_ms of its attempt's run). A victim stops working at once and loses what it did
+ * since that checkpoint; it holds its GPUs for kill_grace_ms more (SIGTERM to SIGKILL), then
+ * is requeued (PENDING, same id, so same submit order) with the trace run time it had left
+ * at the checkpoint, which its next attempt runs stretched by its new placement.
  *
  * Single-threaded; the result owns its series.
  */
@@ -40,7 +51,18 @@ struct gs_sim_policy {
     bool backfill;
     bool multifactor;
     bool topo;
+    bool preempt; /* urgent jobs in a QOS of tier 1 that preempts */
 };
+
+/* How preemption is modelled (docs/simulator.md). */
+struct gs_sim_preempt_model {
+    uint64_t checkpoint_ms; /* a job checkpoints every this much of its attempt; 0: never */
+    uint64_t kill_grace_ms; /* a victim holds its GPUs this long after it is preempted */
+};
+
+#define GS_SIM_DEFAULT_CHECKPOINT_MS (30 * 60 * 1000)
+#define GS_SIM_DEFAULT_KILL_GRACE_MS (30 * 1000)
+#define GS_SIM_DEFAULT_URGENT_SHARE 0.10
 
 /* Every policy, fifo-firstfit (the baseline) first. */
 extern const struct gs_sim_policy gs_sim_policies[];
@@ -57,6 +79,7 @@ struct gs_sim_point {
 
 struct gs_sim_result {
     const char *policy;
+    bool preempt;                  /* the policy preempts (urgent jobs in a tier above) */
     size_t jobs;                   /* trace jobs replayed (those that could ever fit) */
     size_t finished;               /* of them, ended */
     size_t impossible;             /* could never fit this cluster: not replayed */
@@ -73,18 +96,27 @@ struct gs_sim_result {
                                     * job waits (docs/simulator.md) */
     double avg_stretch;            /* of run times by placement (model.h) */
     double jct_vs_baseline;        /* avg_jct / fifo-firstfit's; 0 when not known */
+    size_t preemptions;            /* victims requeued */
+    size_t preempted_jobs;         /* distinct jobs among them */
+    double gpu_hours_lost;         /* GPUs x time since their last checkpoint, at preemption */
+    size_t urgent;                 /* of the jobs ended, those marked urgent (any policy) */
+    double urgent_avg_wait_s;      /* their mean queueing delay */
+    double urgent_avg_jct_s;       /* their mean JCT */
     struct gs_sim_point *series;
     size_t nseries, series_cap;
 };
 
 /*
  * Replays t under policy. cfg: [priority] and [[account]] for multifactor (may be NULL for
- * the others); shares: each trace account's entitled share (naccounts entries, summing to
- * 1), the weights of the max-min fair division Jain's index is measured against. Returns 0 or
- * -ENOMEM; release *ret with gs_sim_result_release().
+ * the others; its [[qos]] are not used: the -preempt policies bring their own two); shares:
+ * each trace account's entitled share (naccounts entries, summing to 1), the weights of the
+ * max-min fair division Jain's index is measured against; model: checkpoints and kill grace
+ * (NULL: the defaults above). Returns 0 or -ENOMEM; release *ret with
+ * gs_sim_result_release().
  */
 int gs_sim_run(const struct gs_sim_trace *t, const struct gs_sim_policy *policy,
-               const struct gs_config *cfg, const double *shares, struct gs_sim_result *ret);
+               const struct gs_config *cfg, const double *shares,
+               const struct gs_sim_preempt_model *model, struct gs_sim_result *ret);
 void gs_sim_result_release(struct gs_sim_result *r);
 
 #endif

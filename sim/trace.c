@@ -144,6 +144,24 @@ int gs_sim_trace_hash_accounts(struct gs_sim_trace *t, uint32_t n, uint64_t seed
     return 0;
 }
 
+/* Keeps urgency apart from the account hash of the same key and seed. */
+#define URGENT_SALT UINT64_C(0x757267656e742121)
+#define URGENT_BUCKETS 1000000
+
+size_t gs_sim_trace_mark_urgent(struct gs_sim_trace *t, double share, uint64_t seed)
+{
+    uint64_t below = (uint64_t)(share * URGENT_BUCKETS + 0.5);
+    size_t n = 0;
+
+    for (size_t i = 0; i < t->njobs; i++) {
+        uint64_t h = mix(mix(t->jobs[i].key ^ URGENT_SALT) ^ mix(seed));
+
+        t->jobs[i].urgent = h % URGENT_BUCKETS < below;
+        n += t->jobs[i].urgent;
+    }
+    return n;
+}
+
 static int by_submit(const void *pa, const void *pb)
 {
     const struct gs_sim_job *a = pa, *b = pb;

@@ -54,6 +54,7 @@ struct gs_sim_job {
     uint64_t key;     /* hash of its name in the trace, for --accounts N */
     uint32_t line;    /* where it was read */
     bool impossible;  /* no set of nodes of the cluster could ever hold it */
+    bool urgent;      /* QOS "urgent" (tier 1) under the -preempt policies (mark_urgent) */
 };
 
 struct gs_sim_trace {
@@ -83,6 +84,13 @@ uint64_t gs_sim_hash(const char *s, size_t len);
  * key (mixed with seed) hashes to. Returns 0, -EINVAL for n == 0, -ENOMEM.
  */
 int gs_sim_trace_hash_accounts(struct gs_sim_trace *t, uint32_t n, uint64_t seed);
+
+/*
+ * Marks about share (0..1) of the jobs urgent, each by its key mixed with seed (a mix other
+ * than the accounts' hash, so urgency does not follow the account): the same jobs whatever
+ * the cluster, --load or --nodes. Returns how many are marked.
+ */
+size_t gs_sim_trace_mark_urgent(struct gs_sim_trace *t, double share, uint64_t seed);
 
 /* Sorts the jobs by submit time (ties by trace line) and makes the first submit time 0. */
 void gs_sim_trace_sort(struct gs_sim_trace *t);

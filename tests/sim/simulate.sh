@@ -3,6 +3,8 @@
 #   - on 4 nodes (16 GPUs, saturated): the JSON has every policy, fifo-firstfit first, with
 #     every figure; every job finishes under every policy; easy's average JCT is at most
 #     fifo-firstfit's; allocation and utilisation are within 0..1; Jain's index in (0, 1]
+#   - the -preempt policies preempt (count and GPU-hours lost), the others never; urgent
+#     jobs wait less under easy-preempt than under easy; the same run twice prints the same
 #   - the text table has a row per policy; --svg writes an SVG
 #   - a bad trace line is named FILE:LINE (exit 1); a bad option is a usage error (exit 2)
 set -euo pipefail
@@ -18,12 +20,16 @@ d = json.load(open(sys.argv[1]))
 pol = d["policies"]
 names = [p["policy"] for p in pol]
 assert names == ["fifo-firstfit", "easy", "multifactor", "fifo-topo", "easy-topo",
-                 "multifactor-topo"], names
+                 "multifactor-topo", "easy-preempt", "multifactor-preempt", "easy-topo-preempt",
+                 "multifactor-topo-preempt"], names
+assert d["urgent_share"] == 0.1 and d["checkpoint_interval_s"] == 1800, d
+assert d["kill_grace_s"] == 30, d
 assert d["nodes"] == 4 and d["gpus"] == 16 and d["trace_jobs"] == 60, d
 keys = ["jobs", "finished", "impossible", "timeouts", "passes", "avg_jct_s", "p99_jct_s",
         "avg_wait_s", "p99_wait_s", "makespan_s", "alloc_while_queued", "util",
         "stranded_gpus", "queued_share", "jain", "avg_stretch", "jct_vs_fifo", "preemptions",
-        "gpu_hours_lost", "preemption"]
+        "preempted_jobs", "gpu_hours_lost", "preemption", "urgent_jobs", "urgent_avg_wait_s",
+        "urgent_avg_jct_s"]
 by = {}
 for p in pol:
     for k in keys:
@@ -35,19 +41,36 @@ for p in pol:
     assert 0 <= p["stranded_gpus"] <= 16, p
     assert p["p99_jct_s"] >= p["avg_jct_s"] > 0 and p["avg_wait_s"] >= 0, p
     assert 1 <= p["avg_stretch"] <= 1.4, p
-    assert p["preemptions"] == 0 and p["preemption"] == "not modelled", p
+    if p["policy"].endswith("-preempt"):
+        assert p["preemption"] == "on" and p["preemptions"] > 0, p
+        assert p["gpu_hours_lost"] > 0 and p["preempted_jobs"] <= p["preemptions"], p
+    else:
+        assert p["preemption"] == "off" and p["preemptions"] == 0, p
+        assert p["gpu_hours_lost"] == 0, p
+    assert p["urgent_jobs"] > 0, p
     by[p["policy"]] = p
 assert by["fifo-firstfit"]["jct_vs_fifo"] == 1, by["fifo-firstfit"]
 assert by["easy"]["avg_jct_s"] <= by["fifo-firstfit"]["avg_jct_s"], (by["easy"], by["fifo-firstfit"])
 assert by["fifo-firstfit"]["alloc_while_queued"] > 0, "saturated: jobs wait"
-print("sim_tiresias: json ok; easy/fifo avg JCT = %.3f" % by["easy"]["jct_vs_fifo"])
+assert by["easy-preempt"]["urgent_avg_wait_s"] < by["easy"]["urgent_avg_wait_s"], by
+print("sim_tiresias: json ok; easy/fifo avg JCT = %.3f; easy-preempt: %d preemptions"
+      % (by["easy"]["jct_vs_fifo"], by["easy-preempt"]["preemptions"]))
 PY
 head -c 5 "$tmp/out.svg" | grep -q '^<svg' && tail -n 1 "$tmp/out.svg" | grep -q '^</svg>$'
+"$bin" "${args[@]}" --json >"$tmp/again.json"
+cmp -s "$tmp/out.json" "$tmp/again.json"
 
 "$bin" "${args[@]}" --policy easy,easy-topo >"$tmp/out.txt"
 grep -q '^policy ' "$tmp/out.txt"
 test "$(grep -cE '^(fifo-firstfit|easy|easy-topo) ' "$tmp/out.txt")" = 3
-grep -q 'does not model preemption yet' "$tmp/out.txt"
+grep -q ' preempt gpuh_lost$' "$tmp/out.txt"
+grep -q '^urgent jobs (10.0% marked' "$tmp/out.txt"
+test "$(grep -c '^preemption:' "$tmp/out.txt")" = 0
+"$bin" "${args[@]}" --policy easy-preempt --urgent-share 0 >"$tmp/none.txt"
+grep -qE '^easy-preempt +60 +60 .* 0 +0\.00$' "$tmp/none.txt"
+"$bin" "${args[@]}" --policy easy-preempt --checkpoint-interval 5m --kill-grace 0 \
+  >"$tmp/pre.txt"
+grep -q '^preemption: checkpoints every 300s of a run .* kill grace 0s' "$tmp/pre.txt"
 
 printf 'job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n0,1,x,1,m,5,1\n' \
   >"$tmp/bad.csv"
@@ -56,5 +79,9 @@ test "$rc" = 1 && grep -q "bad.csv:2: submit_time: 'x' is not a whole number" "$
 rc=0; "$bin" --trace "nope:$tmp/bad.csv" --cluster x 2>/dev/null || rc=$?
 test "$rc" = 2
 rc=0; "$bin" "${args[@]}" --policy sjf 2>/dev/null || rc=$?
+test "$rc" = 2
+rc=0; "$bin" "${args[@]}" --urgent-share 101 2>/dev/null || rc=$?
+test "$rc" = 2
+rc=0; "$bin" "${args[@]}" --kill-grace forever 2>/dev/null || rc=$?
 test "$rc" = 2
 echo "sim_tiresias: ok"

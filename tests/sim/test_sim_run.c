@@ -3,7 +3,10 @@
  * job behind a blocked head where EASY backfills it, multifactor lets an account that used
  * nothing go before one that did, topology-aware placement keeps a pair on NVLink where
  * first fit splits it across sockets, jobs that can never fit are counted and not
- * replayed, and the time-weighted figures add up.
+ * replayed, and the time-weighted figures add up. Preemption: an urgent job arriving on a
+ * full cluster preempts once, starts after the kill grace, and the victim ends later by the
+ * work it lost since its checkpoint; without a -preempt policy nothing is preempted; the
+ * replay is the same every time.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -48,24 +51,37 @@ static void node(uint32_t gpus)
     cr_assert_eq(gs_sim_trace_add_node(&t, &n), 0);
 }
 
-static void job(uint64_t submit_s, uint32_t gpus, uint64_t duration_s, uint32_t account)
+static void urgent_job(uint64_t submit_s, uint32_t gpus, uint64_t duration_s, uint32_t account,
+                       bool urgent)
 {
     struct gs_sim_job j = {.submit_ms = submit_s * 1000,
                            .duration_ms = duration_s * 1000,
                            .gpus = gpus,
                            .cores = 1,
                            .account = account,
-                           .line = (uint32_t)t.njobs + 1};
+                           .line = (uint32_t)t.njobs + 1,
+                           .urgent = urgent};
 
     cr_assert_eq(gs_sim_trace_add_job(&t, &j), 0);
 }
 
-static void run(const char *policy, struct gs_sim_result *r)
+static void job(uint64_t submit_s, uint32_t gpus, uint64_t duration_s, uint32_t account)
+{
+    urgent_job(submit_s, gpus, duration_s, account, false);
+}
+
+static void run_with(const char *policy, const struct gs_sim_preempt_model *model,
+                     struct gs_sim_result *r)
 {
     gs_sim_trace_sort(&t);
     gs_sim_trace_shape(&t);
-    cr_assert_eq(gs_sim_run(&t, gs_sim_policy_find(policy), &cfg, shares, r), 0);
+    cr_assert_eq(gs_sim_run(&t, gs_sim_policy_find(policy), &cfg, shares, model, r), 0);
     cr_assert_eq(r->finished, r->jobs, "%s: every job ends", policy);
+}
+
+static void run(const char *policy, struct gs_sim_result *r)
+{
+    run_with(policy, NULL, r);
 }
 
 /* One 4-GPU node: 2 GPUs busy for 100 s, a 4-GPU job blocked behind them, then a short job
@@ -171,9 +187,163 @@ Test(sim_run, counts_jobs_that_never_fit_and_replays_the_rest)
 
 Test(sim_run, knows_its_policies)
 {
-    cr_assert_eq(gs_sim_npolicies, 6);
+    cr_assert_eq(gs_sim_npolicies, 10);
     cr_assert_str_eq(gs_sim_policies[0].name, "fifo-firstfit");
     cr_assert_null(gs_sim_policy_find("sjf"));
     cr_assert(gs_sim_policy_find("multifactor-topo")->topo);
     cr_assert(!gs_sim_policy_find("fifo-topo")->backfill);
+    cr_assert(!gs_sim_policy_find("multifactor-topo")->preempt);
+    cr_assert(gs_sim_policy_find("easy-preempt")->preempt);
+    cr_assert(gs_sim_policy_find("multifactor-topo-preempt")->multifactor);
+    cr_assert(gs_sim_policy_find("multifactor-topo-preempt")->topo);
+}
+
+/* --- preemption ----------------------------------------------------------------------- */
+
+static const struct gs_sim_preempt_model every_minute = {.checkpoint_ms = 60000,
+                                                         .kill_grace_ms = 30000};
+
+/* One 2-GPU node (an NVLink pair: no stretch): a normal job holding it for 1000 s, and an
+ * urgent one of 50 s arriving at 100 s. */
+static void full_cluster_then_urgent(void)
+{
+    node(2);
+    job(0, 2, 1000, 0);
+    urgent_job(100, 2, 50, 1, true);
+}
+
+Test(sim_run, an_urgent_job_on_a_full_cluster_preempts_once)
+{
+    struct gs_sim_result r;
+
+    full_cluster_then_urgent();
+    run_with("easy-preempt", &every_minute, &r);
+    /* At 100 s the urgent job preempts job 0 (last checkpoint at 60 s: 40 s x 2 GPUs lost),
+     * which holds the node through the 30 s kill grace; the urgent job runs 130-180, job 0
+     * again from 180 with the 940 s it had left at its checkpoint, to 1120. */
+    cr_assert_eq(r.preemptions, 1);
+    cr_assert_eq(r.preempted_jobs, 1);
+    cr_assert(NEAR(r.gpu_hours_lost, 2 * 40 / 3600.0), "%f", r.gpu_hours_lost);
+    cr_assert_eq(r.urgent, 1);
+    cr_assert(NEAR(r.urgent_avg_wait_s, 30), "the kill grace: %f", r.urgent_avg_wait_s);
+    cr_assert(NEAR(r.urgent_avg_jct_s, 80), "%f", r.urgent_avg_jct_s);
+    cr_assert(NEAR(r.makespan_s, 1120), "the victim ends 120 s late: %f", r.makespan_s);
+    /* Job 0 waited 50 s (130 to 180) in all; its 130 s before count as held, not waited. */
+    cr_assert(NEAR(r.avg_wait_s, (50 + 30) / 2.0), "%f", r.avg_wait_s);
+    cr_assert(NEAR(r.avg_jct_s, (1120 + 80) / 2.0), "%f", r.avg_jct_s);
+    cr_assert(NEAR(r.util, (130 + 50 + 940) / 1120.0), "the node never idles: %f", r.util);
+    cr_assert_eq(r.timeouts, 0);
+    gs_sim_result_release(&r);
+}
+
+Test(sim_run, without_a_preempt_policy_nothing_is_preempted)
+{
+    struct gs_sim_result r;
+
+    full_cluster_then_urgent();
+    run_with("easy", &every_minute, &r);
+    cr_assert_eq(r.preemptions, 0);
+    cr_assert(NEAR(r.gpu_hours_lost, 0));
+    cr_assert_eq(r.urgent, 1, "urgent jobs are counted under every policy");
+    cr_assert(NEAR(r.urgent_avg_wait_s, 900), "it waits for job 0: %f", r.urgent_avg_wait_s);
+    cr_assert(NEAR(r.makespan_s, 1050), "%f", r.makespan_s);
+    gs_sim_result_release(&r);
+}
+
+Test(sim_run, without_checkpoints_or_grace_the_whole_run_is_lost_at_once)
+{
+    const struct gs_sim_preempt_model none = {.checkpoint_ms = 0, .kill_grace_ms = 0};
+    struct gs_sim_result r;
+
+    full_cluster_then_urgent();
+    run_with("multifactor-preempt", &none, &r);
+    /* The urgent job starts at 100 s in a second pass at that instant; job 0 starts over at
+     * 150 and ends at 1150, its first 100 s (2 GPUs) lost. */
+    cr_assert_eq(r.preemptions, 1);
+    cr_assert(NEAR(r.gpu_hours_lost, 2 * 100 / 3600.0), "%f", r.gpu_hours_lost);
+    cr_assert(NEAR(r.urgent_avg_wait_s, 0), "%f", r.urgent_avg_wait_s);
+    cr_assert(NEAR(r.makespan_s, 1150), "%f", r.makespan_s);
+    gs_sim_result_release(&r);
+}
+
+Test(sim_run, jobs_of_one_tier_never_preempt_each_other)
+{
+    struct gs_sim_result r;
+
+    node(2);
+    urgent_job(0, 2, 1000, 0, true);
+    urgent_job(100, 2, 50, 1, true);
+    run_with("easy-preempt", &every_minute, &r);
+    cr_assert_eq(r.preemptions, 0);
+    cr_assert(NEAR(r.makespan_s, 1050), "%f", r.makespan_s);
+    gs_sim_result_release(&r);
+}
+
+/* A made-up busy trace: 300 jobs of 1-8 GPUs on four 4-GPU nodes, a tenth urgent. */
+static void busy_trace(void)
+{
+    uint64_t x = 12345, at = 0;
+
+    for (int i = 0; i < 4; i++)
+        node(4);
+    for (int i = 0; i < 300; i++) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        at += (x >> 33) % 120;
+        urgent_job(at, 1u << ((x >> 20) % 4), 60 + (x >> 40) % 3600, (x >> 10) % 2,
+                   (x >> 50) % 10 == 0);
+    }
+}
+
+static void same_result(const struct gs_sim_result *a, const struct gs_sim_result *b)
+{
+    cr_assert_eq(a->preemptions, b->preemptions);
+    cr_assert_eq(a->passes, b->passes);
+    cr_assert_eq(a->gpu_hours_lost, b->gpu_hours_lost);
+    cr_assert_eq(a->avg_jct_s, b->avg_jct_s);
+    cr_assert_eq(a->avg_wait_s, b->avg_wait_s);
+    cr_assert_eq(a->makespan_s, b->makespan_s);
+    cr_assert_eq(a->jain, b->jain);
+    cr_assert_eq(a->urgent_avg_wait_s, b->urgent_avg_wait_s);
+    cr_assert_eq(a->nseries, b->nseries);
+    cr_assert_eq(memcmp(a->series, b->series, a->nseries * sizeof(*a->series)), 0);
+}
+
+Test(sim_run, preemption_replays_the_same_every_time)
+{
+    struct gs_sim_result a, b, plain;
+
+    busy_trace();
+    run_with("multifactor-topo-preempt", &every_minute, &a);
+    run_with("multifactor-topo-preempt", &every_minute, &b);
+    run_with("multifactor-topo", &every_minute, &plain);
+    same_result(&a, &b);
+    cr_assert_gt(a.preemptions, 0, "a busy cluster: urgent jobs preempt");
+    cr_assert_gt(a.gpu_hours_lost, 0);
+    cr_assert_leq(a.preempted_jobs, a.preemptions);
+    cr_assert_eq(plain.preemptions, 0);
+    cr_assert_eq(a.urgent, plain.urgent);
+    cr_assert_lt(a.urgent_avg_wait_s, plain.urgent_avg_wait_s, "%f vs %f", a.urgent_avg_wait_s,
+                 plain.urgent_avg_wait_s);
+    gs_sim_result_release(&a);
+    gs_sim_result_release(&b);
+    gs_sim_result_release(&plain);
+}
+
+Test(sim_run, urgent_jobs_are_a_hashed_share)
+{
+    size_t n;
+
+    for (int i = 0; i < 2000; i++) {
+        char name[16];
+
+        job((uint64_t)i, 1, 10, 0);
+        snprintf(name, sizeof(name), "job%d", i);
+        t.jobs[t.njobs - 1].key = gs_sim_hash(name, strlen(name));
+    }
+    n = gs_sim_trace_mark_urgent(&t, 0.10, 0);
+    cr_assert(n > 150 && n < 250, "about 10 %% of 2000: %zu", n);
+    cr_assert_eq(gs_sim_trace_mark_urgent(&t, 0.10, 0), n, "the same jobs every time");
+    cr_assert_neq(gs_sim_trace_mark_urgent(&t, 0.10, 7), 0);
+    cr_assert_eq(gs_sim_trace_mark_urgent(&t, 0, 0), 0);
+    cr_assert_eq(gs_sim_trace_mark_urgent(&t, 1, 0), 2000);
 }
