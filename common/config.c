@@ -756,16 +756,50 @@ static const struct gs_schema_section sections[] = {
     {"qos", gs_config_qos_keys},
 };
 
+/*
+ * As gs_schema_parse(), with one check after the walk: [[qos]] accounts may name
+ * [[account]]s that stand later in the file (config_qos.c).
+ */
 int gs_config_parse(struct gs_config *cfg, const char *text, size_t len, const char *filename,
                     struct gs_buf *errors)
 {
-    return gs_schema_parse(text, len, filename != NULL ? filename : "gsched.toml", sections,
-                           sizeof(sections) / sizeof(sections[0]), cfg, errors);
+    const char *name = filename != NULL ? filename : "gsched.toml";
+    struct gs_toml_doc *doc = NULL;
+    struct gs_schema_ctx c;
+    struct gs_error err;
+    int rc = gs_toml_parse(text, len, &doc, &err);
+
+    if (rc == -EINVAL)
+        gs_buf_printf(errors, "%s:%d:%d: %s\n", name, err.line, err.col, err.msg);
+    if (rc < 0)
+        return rc;
+    gs_schema_init(&c, errors, name, sections, sizeof(sections) / sizeof(sections[0]), cfg);
+    gs_schema_read_section(&c, gs_toml_root(doc), "");
+    gs_config_qos_check_accounts(&c, gs_toml_get(gs_toml_root(doc), "qos"));
+    gs_toml_free(doc);
+    return gs_schema_finish(&c);
 }
 
+/* As gs_schema_load(), through gs_config_parse() for its check after the walk. */
 int gs_config_load(struct gs_config *cfg, const char *path, struct gs_buf *errors)
 {
-    return gs_schema_load(path, sections, sizeof(sections) / sizeof(sections[0]), cfg, errors);
+    struct gs_buf text = GS_BUF_INIT;
+    FILE *f = fopen(path, "rb");
+    int rc;
+
+    if (f == NULL) {
+        rc = -errno;
+        gs_buf_printf(errors, "%s: %s\n", path, strerror(errno));
+        return rc;
+    }
+    rc = gs_buf_read_stream(&text, f);
+    if (rc == -EIO)
+        gs_buf_printf(errors, "%s: read error\n", path);
+    fclose(f);
+    if (rc == 0)
+        rc = gs_config_parse(cfg, text.data != NULL ? text.data : "", text.len, path, errors);
+    gs_buf_release(&text);
+    return rc;
 }
 
 int gs_config_load_default(struct gs_config *cfg, const char *path, struct gs_buf *errors)

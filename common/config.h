@@ -85,6 +85,9 @@
  *     max_gpus_per_account = 64             # QOS at most; 0: no limit. max_wall: the
  *     max_jobs_per_account = 0              # longest time limit a job of it may ask
  *     max_wall = "1d"
+ *     users = ["alice"]                     # who may ask for it: these users and jobs of
+ *     accounts = ["ml"]                     # these accounts or their sub-accounts (root
+ *                                           # may use any QOS); neither: everyone
  * Without [[partition]] there is one, "main", default, every node, no time limit.
  *
  * Errors name the place ("gsched.toml:4:8: scheduler.port must be an integer from 1 to
@@ -161,6 +164,10 @@ struct gs_config_qos {
     uint32_t max_gpus_per_user, max_jobs_per_user;       /* running, in this QOS */
     uint32_t max_gpus_per_account, max_jobs_per_account; /* running, in this QOS */
     uint64_t max_wall_s;                                 /* GS_DURATION_INFINITE: none */
+    char **users; /* who may use it (NULL-terminated, possibly NULL); both empty: all */
+    size_t nusers;
+    char **accounts; /* ... and which accounts' jobs, sub-accounts included */
+    size_t naccounts;
 };
 
 #define GS_CONFIG_MAX_QOS 256
@@ -241,6 +248,17 @@ const char *gs_idle_action_name(enum gs_idle_action a);
 const struct gs_config_account *gs_config_account(const struct gs_config *cfg, const char *name);
 /* The QOS named (NULL or "": "normal"), or NULL when not configured. */
 const struct gs_config_qos *gs_config_qos(const struct gs_config *cfg, const char *name);
+/* Whether the QOS has access lists (users or accounts); false for NULL. */
+bool gs_config_qos_restricted(const struct gs_config_qos *q);
+/*
+ * Whether a job of user and account (NULL or "": charged under root) may use the QOS: it
+ * has no access lists, lists the user, or lists the account or one above it in the
+ * [[account]] tree. Root's own exemption is the caller's to apply.
+ */
+bool gs_config_qos_admits(const struct gs_config *cfg, const struct gs_config_qos *q,
+                          const char *user, const char *account);
+/* "users a, b; accounts c" for a refusal message, shortened to fit size (> 0). */
+void gs_config_qos_access_text(const struct gs_config_qos *q, char *out, size_t size);
 
 /* The first account listing user, or NULL. */
 const struct gs_config_account *gs_config_user_account(const struct gs_config *cfg,

@@ -23,6 +23,9 @@ void gs_config_read_accounts(struct gs_schema_ctx *c, const struct gs_toml_value
 extern const struct gs_schema_key gs_config_qos_keys[];
 void gs_config_read_qos(struct gs_schema_ctx *c, const struct gs_toml_value *v);
 void gs_config_qos_free(struct gs_config *cfg);
+/* After the whole document is read: each name in a [[qos]]'s accounts (qos: the document's
+ * qos array, NULL when none) is an [[account]], when any is configured. */
+void gs_config_qos_check_accounts(struct gs_schema_ctx *c, const struct gs_toml_value *qos);
 
 /* [priority]'s defaults (weights 0, 7 days, billing 1 / 10 / 0). */
 void gs_config_priority_defaults(struct gs_config_priority *p);

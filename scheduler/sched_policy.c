@@ -6,7 +6,8 @@
  * (the job table's stop hook), and usage decays with its half-life. The planner asks
  * sched_policy_priority() for each pending job at every pass. The usage goes to the store
  * once a minute and at an orderly stop, so a restart loses at most a minute of charges.
- * Also what submit checks of priority, nice and account, and sshare's ShareReply.
+ * Also what submit checks of priority, nice, account and QOS (which exists, its max_wall,
+ * who may use it), and sshare's ShareReply.
  */
 #include <errno.h>
 #include <math.h>
@@ -207,10 +208,68 @@ static int admit_qos(const struct gs_config *cfg, struct gs_jobspec *spec, char 
     return 0;
 }
 
+/*
+ * The job's account: given, the user's default (the first [[account]] listing them), or
+ * none (charged under root); one given must exist and have the user as a member unless
+ * root submits. Nothing to check without [[account]].
+ */
+static int admit_account(const struct gs_config *cfg, uint32_t uid, const char *user,
+                         struct gs_jobspec *spec, char *why, size_t size)
+{
+    const struct gs_config_account *a;
+
+    if (cfg->naccounts == 0)
+        return 0;
+    if (spec->account == NULL || spec->account[0] == '\0') {
+        a = gs_config_user_account(cfg, user);
+        if (a == NULL)
+            return 0; /* charged under root */
+        free(spec->account);
+        spec->account = strdup(a->name);
+        if (spec->account != NULL)
+            return 0;
+        snprintf(why, size, "out of memory");
+        return -ENOMEM;
+    }
+    if (strcmp(spec->account, GS_CONFIG_ROOT_ACCOUNT) == 0 && uid == 0)
+        return 0;
+    a = gs_config_account(cfg, spec->account);
+    if (a == NULL) {
+        snprintf(why, size, "account: no account '%.64s' in the cluster's configuration",
+                 spec->account);
+        return -EINVAL;
+    }
+    if (uid != 0 && !gs_config_account_has(a, user)) {
+        snprintf(why, size, "account: user %.64s is not a member of account '%.64s'", user,
+                 spec->account);
+        return -EPERM;
+    }
+    return 0;
+}
+
+/*
+ * The QOS's access lists (users, accounts) admit the job: run after admit_account, so that
+ * a job that names no account is judged by its default one. Root may use any QOS.
+ */
+static int admit_qos_access(const struct gs_config *cfg, uint32_t uid, const char *user,
+                            const struct gs_jobspec *spec, char *why, size_t size)
+{
+    const struct gs_config_qos *q = gs_config_qos(cfg, spec->qos);
+    char lists[160], account[80] = "";
+
+    if (uid == 0 || gs_config_qos_admits(cfg, q, user, spec->account))
+        return 0;
+    gs_config_qos_access_text(q, lists, sizeof(lists));
+    if (spec->account != NULL && spec->account[0] != '\0')
+        snprintf(account, sizeof(account), " (account %.64s)", spec->account);
+    snprintf(why, size, "qos: user %.64s%s may not use QOS %.64s (it admits %s)",
+             user != NULL ? user : "?", account, q->name, lists);
+    return -EPERM;
+}
+
 int sched_policy_admit(struct sched_ctx *s, uint32_t uid, const char *user, struct gs_jobspec *spec,
                        char *why, size_t size)
 {
-    const struct gs_config_account *a;
     int rc;
 
     if (uid != 0 && spec->priority != 0) {
@@ -226,33 +285,11 @@ int sched_policy_admit(struct sched_ctx *s, uint32_t uid, const char *user, stru
         snprintf(why, size, "resources.time_limit: a job with a deadline needs a time limit");
         rc = -EINVAL;
     }
-    if (rc < 0 || s->cfg->naccounts == 0)
-        return rc;
-    if (spec->account == NULL || spec->account[0] == '\0') {
-        a = gs_config_user_account(s->cfg, user);
-        if (a == NULL)
-            return 0; /* charged under root */
-        free(spec->account);
-        spec->account = strdup(a->name);
-        if (spec->account != NULL)
-            return 0;
-        snprintf(why, size, "out of memory");
-        return -ENOMEM;
-    }
-    if (strcmp(spec->account, GS_CONFIG_ROOT_ACCOUNT) == 0 && uid == 0)
-        return 0;
-    a = gs_config_account(s->cfg, spec->account);
-    if (a == NULL) {
-        snprintf(why, size, "account: no account '%.64s' in the cluster's configuration",
-                 spec->account);
-        return -EINVAL;
-    }
-    if (uid != 0 && !gs_config_account_has(a, user)) {
-        snprintf(why, size, "account: user %.64s is not a member of account '%.64s'", user,
-                 spec->account);
-        return -EPERM;
-    }
-    return 0;
+    if (rc == 0)
+        rc = admit_account(s->cfg, uid, user, spec, why, size);
+    if (rc == 0)
+        rc = admit_qos_access(s->cfg, uid, user, spec, why, size);
+    return rc;
 }
 
 void sched_policy_share(struct sched_cli *c, uint64_t request_id)

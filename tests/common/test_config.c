@@ -2,7 +2,8 @@
  * test_config.c: gsched.toml: defaults for everything, each key read with its unit, and
  * mistakes reported at their place without touching the values already there; partitions
  * (the implicit "main", [[partition]] tables replacing it), the cluster name, and the
- * scheduling policy: [priority] and the [[account]] tree (parents defined, no cycles).
+ * scheduling policy: [priority], the [[account]] tree (parents defined, no cycles) and who
+ * may use each [[qos]] (its users and accounts lists).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -682,4 +683,110 @@ Test(config, accounts_are_freed_with_the_config)
     cr_assert_eq(cfg.naccounts, 0);
     cr_assert_null(cfg.accounts);
     cr_assert_eq(gs_config_init(&cfg), 0, "teardown releases it once more");
+}
+
+Test(config, qos_reads_access_lists)
+{
+    const struct gs_config_qos *q;
+    char text[128];
+
+    cr_assert_eq(parse("[[account]]\nname = \"ml\"\nusers = [\"alice\"]\n"
+                       "[[account]]\nname = \"vision\"\nparent = \"ml\"\n"
+                       "[[account]]\nname = \"hpc\"\n"
+                       "[[qos]]\nname = \"urgent\"\nusers = [\"carol\", \"root\"]\n"
+                       "accounts = [\"ml\"]\n"
+                       "[[qos]]\nname = \"open\"\nusers = []\n"
+                       "[[qos]]\nname = \"one\"\naccounts = \"hpc\"\n"),
+                 0, "%s", errors.data);
+    q = gs_config_qos(&cfg, "urgent");
+    cr_assert_eq(q->nusers, 2);
+    cr_assert_str_eq(q->users[1], "root");
+    cr_assert_eq(q->naccounts, 1);
+    cr_assert_str_eq(q->accounts[0], "ml");
+    cr_assert(gs_config_qos_restricted(q));
+    cr_assert(gs_config_qos_admits(&cfg, q, "carol", NULL), "a listed user, any account");
+    cr_assert(gs_config_qos_admits(&cfg, q, "bob", "ml"), "a listed account");
+    cr_assert(gs_config_qos_admits(&cfg, q, "bob", "vision"), "ml's sub-account inherits it");
+    cr_assert_not(gs_config_qos_admits(&cfg, q, "bob", "hpc"));
+    cr_assert_not(gs_config_qos_admits(&cfg, q, "bob", NULL), "no account: charged under root");
+    cr_assert_not(gs_config_qos_admits(&cfg, q, "bob", "nosuch"));
+    gs_config_qos_access_text(q, text, sizeof(text));
+    cr_assert_str_eq(text, "users carol, root; accounts ml");
+    gs_config_qos_access_text(q, text, 12);
+    cr_assert_str_eq(text, "users carol", "shortened to fit");
+    q = gs_config_qos(&cfg, "open");
+    cr_assert_not(gs_config_qos_restricted(q), "an empty list is no list");
+    cr_assert(gs_config_qos_admits(&cfg, q, "bob", NULL));
+    q = gs_config_qos(&cfg, "one");
+    cr_assert_eq(q->naccounts, 1, "one string: a list of one");
+    gs_config_qos_access_text(q, text, sizeof(text));
+    cr_assert_str_eq(text, "accounts hpc");
+    cr_assert_not(gs_config_qos_restricted(gs_config_qos(&cfg, "normal")), "not configured");
+    cr_assert(gs_config_qos_admits(&cfg, NULL, "bob", NULL));
+}
+
+Test(config, qos_access_lists_need_good_names)
+{
+    cr_assert_eq(parse("[[qos]]\nname = \"a\"\nusers = [\"ok\", \"a b\", \"x:y\"]\n"
+                       "accounts = [\"ml\", \"two words\", \"a/b\"]\n"),
+                 -EINVAL);
+    assert_error("gsched.toml:3:16: qos.users[1] must be a user name");
+    assert_error("gsched.toml:3:23: qos.users[2] must be a user name");
+    assert_error("gsched.toml:4:19: qos.accounts[1] must be an account name");
+    assert_error("gsched.toml:4:32: qos.accounts[2] must be an account name");
+    cr_assert_null(gs_config_qos(&cfg, "a")->users, "a bad list is not kept");
+    cr_assert_null(gs_config_qos(&cfg, "a")->accounts);
+    gs_buf_reset(&errors);
+    cr_assert_eq(parse("[[qos]]\nname = \"c\"\naccounts = [\"ml\", 3]\n"), -EINVAL);
+    assert_error("gsched.toml:3:19: qos.accounts[1] must be a string, not integer");
+    gs_buf_reset(&errors);
+    cr_assert_eq(parse("[[qos]]\nname = \"b\"\nusers = 7\n"), -EINVAL);
+    assert_error("gsched.toml:3:9: qos.users must be an array of strings, not integer");
+}
+
+Test(config, qos_accounts_must_be_configured_accounts)
+{
+    /* The [[qos]] comes first: accounts are checked once the whole file is read. */
+    cr_assert_eq(parse("[[qos]]\nname = \"urgent\"\naccounts = [\"ml\", \"nope\", \"root\"]\n"
+                       "[[account]]\nname = \"ml\"\n"),
+                 -EINVAL);
+    assert_error("gsched.toml:3:19: qos.accounts[1]: no account 'nope' is defined");
+    cr_assert_null(strstr(errors.data, "'ml'"), "%s", errors.data);
+    cr_assert_null(strstr(errors.data, "'root'"), "root is the implicit top:\n%s", errors.data);
+    gs_buf_reset(&errors);
+    gs_config_release(&cfg);
+    cr_assert_eq(gs_config_init(&cfg), 0);
+    cr_assert_eq(parse("[[account]]\nname = \"ml\"\n[[qos]]\nname = \"b\"\naccounts = \"hpc\"\n"),
+                 -EINVAL);
+    assert_error("gsched.toml:5:12: qos.accounts: no account 'hpc' is defined");
+    gs_buf_reset(&errors);
+    gs_config_release(&cfg);
+    cr_assert_eq(gs_config_init(&cfg), 0);
+    cr_assert_eq(parse("[[qos]]\nname = \"c\"\naccounts = [\"anything\"]\n"), 0,
+                 "without [[account]] names are only compared at submit: %s", errors.data);
+}
+
+Test(config, qos_lists_are_freed_with_the_config)
+{
+    /* Under ASan/valgrind: both lists go with the config. */
+    cr_assert_eq(parse("[[qos]]\nname = \"a\"\nusers = [\"u1\", \"u2\"]\naccounts = [\"x\"]\n"), 0,
+                 "%s", errors.data);
+    gs_config_release(&cfg);
+    cr_assert_eq(cfg.nqos, 0);
+    cr_assert_eq(gs_config_init(&cfg), 0, "teardown releases it once more");
+}
+
+Test(config, load_checks_qos_accounts_too)
+{
+    char path[] = "/tmp/gsched-config-XXXXXX";
+    int fd = mkstemp(path);
+    const char *text = "[[qos]]\nname = \"q\"\naccounts = [\"nope\"]\n[[account]]\nname = \"ml\"\n";
+
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    cr_assert_eq(gs_config_load(&cfg, path, &errors), -EINVAL);
+    unlink(path);
+    cr_assert_not_null(strstr(errors.data, ":3:13: qos.accounts[0]: no account 'nope'"), "%s",
+                       errors.data);
 }

@@ -6,7 +6,8 @@
 # "light"'s. Then a heavy job and, after it, a light one are queued behind a blocker: when
 # the GPUs free up the light one starts first, and sprio shows why (FAIRSHARE). The usage
 # survives a gschedd restart. Refused at submit: an account that does not exist, one the
-# user is not a member of, a priority or a negative nice from a user who is not root.
+# user is not a member of, a priority or a negative nice from a user who is not root, and a
+# QOS whose access lists (users, accounts) leave the user out; root may use any QOS.
 name="integration_fairshare"
 . "$(dirname "$0")/lib.sh"
 
@@ -28,6 +29,13 @@ users = ["root"]
 name = "light"
 shares = 1
 users = ["root"]
+[[qos]]
+name = "urgent"
+users = ["root"]
+accounts = ["light"]
+[[qos]]
+name = "mine"
+users = ["nobody"]
 EOF
 restart_sched 1
 
@@ -85,6 +93,10 @@ after=$(share heavy root raw_usage)
 python3 -c 'import sys; b, a = map(float, sys.argv[1:]); sys.exit(0 if a >= 0.9 * b > 0 else 1)' \
   "$before" "$after" || fail "heavy's usage was $before before the restart, $after after"
 
+# --- a QOS with access lists: root may use it ------------------------------------------------
+q=$(sbatch -q urgent --wrap=true) || exit 1
+wait_end "$q" || fail "root's job in QOS urgent failed"
+
 # --- refused at submit, nothing queued ----------------------------------------------------------
 count=$(queue_count)
 out=$("$bin/gsched" sbatch -A nosuch --wrap=true 2>&1) && fail "account nosuch accepted: $out"
@@ -100,6 +112,12 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && id nobody >/dev/null 2
   printf 'priority = 10\n[run]\ncommand = ["true"]\n' > prio.toml
   out=$(as_nobody submit prio.toml) && fail "nobody set a priority: $out"
   case $out in *"only root may set a job's priority"*) ;; *) fail "priority by nobody: $out" ;; esac
+  out=$(as_nobody sbatch -q urgent --wrap=true) && fail "nobody used QOS urgent: $out"
+  case $out in
+    *"qos: user nobody may not use QOS urgent (it admits users root; accounts light)"*) ;;
+    *) fail "QOS urgent by nobody: $out" ;;
+  esac
+  out=$(as_nobody sbatch -q mine --test-only --wrap=true) || fail "nobody may use QOS mine: $out"
   cd "$work" || exit 1
 fi
 [ "$(queue_count)" = "$count" ] || fail "a refused job was queued"
