@@ -12,13 +12,19 @@
  *                                        take nodes out of service and back (root)
  *     scontrol update JobId=ID Priority=|Nice=|TimeLimit=|Partition=|Dependency=
  *                                        change a pending job (scontrol_update.c)
+ *     scontrol show reservation [NAME]   Slurm's record per advance reservation ("res" too)
+ *     scontrol create reservation KEY=VALUE...    (root) StartTime= EndTime=|Duration=
+ *                                        Nodes= Users=|Accounts= [ReservationName=]
+ *     scontrol update ReservationName=NAME KEY=VALUE...   (root; scontrol_update.c)
+ *     scontrol delete ReservationName=NAME | delete reservation NAME   (root)
  *
  * `-o`/`--oneliner` before the command puts each record on one line, as Slurm's; --socket
  * PATH is gsched's. The hostnames expansion needs no daemon: the way multi-node torchrun
  * scripts pick their rendezvous host
  * (`head=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)`). Records are
  * separated by a blank line, continuation lines indented by three blanks, as in Slurm.
- * Every failure exits 1 ("scontrol: error: ..."), as in Slurm.
+ * Every failure exits 1 ("scontrol: error: ..."), as in Slurm. Reservations' words are read
+ * and their records laid out by scontrol_resv.c; the exchange is scontrol_update.h's.
  */
 #include "cli/commands.h"
 
@@ -32,6 +38,7 @@
 
 #include "cli/client.h"
 #include "cli/job_print.h"
+#include "cli/scontrol_resv.h"
 #include "cli/scontrol_update.h"
 #include "cli/slurm_cmd.h"
 #include "cli/slurm_fmt.h"
@@ -213,6 +220,8 @@ static int put_job(const struct scontrol *sc, struct gs_buf *out, const Gs__JobI
         rc = next_line(sc, out);
     if (rc == 0)
         rc = gs_buf_printf(out, "Partition=%s", or_null(job->partition));
+    if (rc == 0 && spec != NULL && spec->reservation != NULL && spec->reservation[0] != '\0')
+        rc = gs_buf_printf(out, " Reservation=%s", spec->reservation); /* only when it has one */
     if (rc == 0)
         rc = next_line(sc, out);
     if (rc == 0)
@@ -580,6 +589,111 @@ out:
     return status;
 }
 
+/* --- reservations -------------------------------------------------------------------------- */
+
+static int show_reservations(const struct scontrol *sc, int argc, char **argv)
+{
+    Gs__ReservationRequest req = GS__RESERVATION_REQUEST__INIT;
+    Gs__Reservation which = GS__RESERVATION__INIT;
+    Gs__Envelope *reply = NULL;
+    struct gs_buf out = GS_BUF_INIT;
+    const Gs__ReservationReply *rr;
+    size_t shown = 0;
+    int status, rc = 0;
+
+    if (argc > 1)
+        return slurm_error(CMD, "show reservation takes one name, not '%s'", argv[1]);
+    if (argc == 1)
+        which.name = argv[0];
+    req.action = GS__RESERVATION_ACTION__RESERVATION_ACTION_SHOW;
+    req.reservation = &which;
+    status = scontrol_resv_call(CMD, sc->socket_opt, &req, argc == 1 ? argv[0] : NULL, &reply);
+    if (status != 0)
+        goto out;
+    rr = reply->reservation_reply;
+    for (size_t i = 0; rc == 0 && i < rr->n_reservations; i++) {
+        /* gschedd answers a name with that one; checked so that a wider answer is no lie. */
+        if (argc == 1 && strcmp(rr->reservations[i]->name, argv[0]) != 0)
+            continue;
+        rc = scontrol_resv_record(&out, rr->reservations[i], sc->oneliner);
+        shown++;
+    }
+    if (rc < 0)
+        status = slurm_error(CMD, "out of memory");
+    else if (shown == 0 && argc == 1)
+        status = slurm_error(CMD, "Reservation %s not found", argv[0]);
+    else
+        status = show_records(&out, shown, "reservations");
+out:
+    gs_buf_release(&out);
+    gs_proto_envelope_free(reply);
+    return status;
+}
+
+static bool is_resv_word(const char *word)
+{
+    return strcasecmp(word, "reservation") == 0 || strcasecmp(word, "reservations") == 0 ||
+           strcasecmp(word, "res") == 0;
+}
+
+/* create reservation KEY=VALUE... (also "create res", or the words right after "create"). */
+static int create_reservation(const struct scontrol *sc, int argc, char **argv)
+{
+    struct scontrol_resv r;
+    Gs__Envelope *reply = NULL;
+    const Gs__ReservationReply *rr;
+    char why[512];
+    int status;
+
+    if (argc > 0 && is_resv_word(argv[0])) {
+        argc--;
+        argv++;
+    } else if (argc == 0 || strchr(argv[0], '=') == NULL) {
+        return slurm_error(CMD, "invalid entity: %s for keyword: create (reservation)",
+                           argc > 0 ? argv[0] : "(none)");
+    }
+    if (scontrol_resv_parse(&r, GS__RESERVATION_ACTION__RESERVATION_ACTION_CREATE, argc, argv,
+                            gs_clock_wall_ms(), why, sizeof(why)) < 0)
+        return slurm_error(CMD, "create reservation: %s", why);
+    status = scontrol_resv_call(CMD, sc->socket_opt, &r.req, NULL, &reply);
+    if (status == 0) {
+        /* The reply's name: gschedd makes one up when none was given. */
+        rr = reply->reservation_reply;
+        printf("Reservation created: %s\n",
+               rr->n_reservations > 0 ? rr->reservations[0]->name : or_null(r.resv.name));
+    }
+    gs_proto_envelope_free(reply);
+    scontrol_resv_release(&r);
+    return status;
+}
+
+/* delete ReservationName=NAME | delete reservation NAME: silent on success, as Slurm. */
+static int delete_reservation(const struct scontrol *sc, int argc, char **argv)
+{
+    Gs__ReservationRequest req = GS__RESERVATION_REQUEST__INIT;
+    Gs__Reservation which = GS__RESERVATION__INIT;
+    Gs__Envelope *reply = NULL;
+    const char *name = NULL, *eq = argc == 1 ? strchr(argv[0], '=') : NULL;
+    int status;
+
+    if (argc == 2 && is_resv_word(argv[0]))
+        name = argv[1];
+    else if (eq != NULL &&
+             ((eq - argv[0] == 15 && strncasecmp(argv[0], "ReservationName", 15) == 0) ||
+              (eq - argv[0] == 11 && strncasecmp(argv[0], "Reservation", 11) == 0)))
+        name = eq + 1;
+    if (name == NULL)
+        return slurm_error(CMD, "delete takes ReservationName=NAME or reservation NAME");
+    if (name[0] == '\0')
+        return slurm_error(CMD, "delete: the reservation's name is empty");
+    which.name = (char *)name;
+    req.action = GS__RESERVATION_ACTION__RESERVATION_ACTION_DELETE;
+    req.reservation = &which;
+    status = scontrol_resv_call(CMD, sc->socket_opt, &req, name, &reply);
+    gs_proto_envelope_free(reply);
+    return status;
+}
+
 /* --- hold, release, requeue ---------------------------------------------------------------- */
 
 enum action { ACT_HOLD, ACT_RELEASE, ACT_REQUEUE, ACT_REQUEUEHOLD };
@@ -690,7 +804,14 @@ static void usage(FILE *f)
           "  hold IDS | release IDS | requeue IDS | requeuehold IDS\n"
           "  update NodeName=LIST State=DRAIN Reason=TEXT | update NodeName=LIST State=RESUME\n"
           "  update JobId=ID [Priority=N] [Nice=N] [TimeLimit=TIME] [Partition=NAME] "
-          "[Dependency=LIST]\n",
+          "[Dependency=LIST]\n"
+          "  show reservation [NAME]\n"
+          "  create reservation [ReservationName=NAME] StartTime=TIME EndTime=TIME|Duration=TIME\n"
+          "                     Nodes=LIST Users=a,b|Accounts=x,y\n"
+          "  update ReservationName=NAME [StartTime=TIME] [EndTime=TIME|Duration=TIME] "
+          "[Nodes=LIST]\n"
+          "                     [Users=a,b] [Accounts=x,y]\n"
+          "  delete ReservationName=NAME | delete reservation NAME\n",
           f);
 }
 
@@ -722,7 +843,7 @@ int cli_cmd_scontrol(int argc, char **argv)
     }
     if (is(argv[0], "show", NULL)) {
         if (argc < 2)
-            return slurm_error(CMD, "show what? (hostnames, job, partition, node)");
+            return slurm_error(CMD, "show what? (hostnames, job, partition, node, reservation)");
         if (is(argv[1], "hostnames", "hostname"))
             return show_hostnames(argc - 2, argv + 2);
         if (is(argv[1], "job", "jobs"))
@@ -731,6 +852,8 @@ int cli_cmd_scontrol(int argc, char **argv)
             return show_partitions(&sc, argc - 2, argv + 2);
         if (is(argv[1], "node", "nodes"))
             return show_nodes(&sc, argc - 2, argv + 2);
+        if (is_resv_word(argv[1]))
+            return show_reservations(&sc, argc - 2, argv + 2);
         return slurm_error(CMD, "invalid entity: %s for keyword: show", argv[1]);
     }
     if (is(argv[0], "hold", "uhold"))
@@ -743,5 +866,9 @@ int cli_cmd_scontrol(int argc, char **argv)
         return job_action(&sc, ACT_REQUEUEHOLD, argc - 1, argv + 1);
     if (is(argv[0], "update", NULL))
         return scontrol_update(sc.socket_opt, argc - 1, argv + 1);
+    if (is(argv[0], "create", NULL))
+        return create_reservation(&sc, argc - 1, argv + 1);
+    if (is(argv[0], "delete", NULL))
+        return delete_reservation(&sc, argc - 1, argv + 1);
     return slurm_error(CMD, "invalid keyword: %s", argv[0]);
 }

@@ -82,15 +82,25 @@ static int put_times(struct gs_buf *out, const Gs__JobInfo *job, uint64_t now_ms
     return rc == 0 ? gs_buf_putc(out, '\n') : rc;
 }
 
-/* Partition, account, QOS and array element, for jobs that have them (sbatch). */
+static const char *or_null(const char *s)
+{
+    return s != NULL && s[0] != '\0' ? s : "(null)";
+}
+
+/*
+ * Partition, account, QOS, reservation and array element, for jobs that have them. The
+ * reservation is only in the spec, which ShowReply carries; "(null)" as scontrol prints.
+ */
 static int put_slurm(struct gs_buf *out, const Gs__JobInfo *job)
 {
+    const char *reservation = job->spec != NULL ? job->spec->reservation : NULL;
     int rc = 0;
 
-    if (job->partition != NULL && job->partition[0] != '\0')
-        rc = gs_buf_printf(out, "   Partition=%s Account=%s QOS=%s\n", job->partition,
-                           job->account != NULL && job->account[0] ? job->account : "(null)",
-                           job->qos != NULL && job->qos[0] ? job->qos : "(null)");
+    if ((job->partition != NULL && job->partition[0] != '\0') ||
+        (reservation != NULL && reservation[0] != '\0'))
+        rc = gs_buf_printf(out, "   Partition=%s Account=%s QOS=%s Reservation=%s\n",
+                           or_null(job->partition), or_null(job->account), or_null(job->qos),
+                           or_null(reservation));
     if (rc == 0 && job->array_job_id != 0)
         rc = gs_buf_printf(out, "   ArrayJobId=%llu ArrayTaskId=%u\n",
                            (unsigned long long)job->array_job_id, job->array_task_id);

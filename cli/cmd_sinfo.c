@@ -16,6 +16,12 @@
  * drng, DRAINED drain, DOWN (not heartbeating) down, a configured node that never
  * registered unk. Nodes are grouped by the fields shown: without a state field (-s, or a
  * -o without %t/%T) a partition is one line. Every failure exits 1, as in Slurm.
+ *
+ * -T / --reservation shows the advance reservations instead, Slurm's fixed layout
+ * (scontrol_resv.h); as in Slurm, only -h of the other options applies to it:
+ *
+ *     RESV_NAME     STATE           START_TIME             END_TIME     DURATION  NODELIST
+ *     maint        ACTIVE  2026-12-05T10:00:00  2026-12-05T11:00:00     01:00:00  node[1-2]
  */
 #include "cli/commands.h"
 
@@ -26,6 +32,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cli/scontrol_resv.h"
+#include "cli/scontrol_update.h"
 #include "cli/slurm_cmd.h"
 #include "cli/slurm_fmt.h"
 #include "common/hostlist.h"
@@ -77,7 +85,7 @@ static const struct slurm_field fields[] = {
 
 struct sinfo_args {
     const char *partitions, *states, *nodes_expr, *format, *long_fields, *socket_opt;
-    bool noheader, node_oriented, summarize, long_out;
+    bool noheader, node_oriented, summarize, long_out, reservations;
     char **node_names; /* -n expanded */
     size_t nnode_names;
 };
@@ -405,7 +413,8 @@ static int resolve_auto_widths(struct slurm_format *fmt, const struct group *gro
 static void usage(FILE *f)
 {
     fputs("Usage: sinfo [-N] [-s] [-l] [-h] [-p partitions] [-t states] [-n nodes] [-o format]\n"
-          "             [-O fields] [--socket PATH]\n",
+          "             [-O fields] [--socket PATH]\n"
+          "       sinfo -T|--reservation [-h] [--socket PATH]\n",
           f);
 }
 
@@ -426,6 +435,7 @@ static int parse_args(int argc, char **argv, struct sinfo_args *a)
         {"help", no_argument, NULL, 'H'},
         {"usage", no_argument, NULL, 'U'},
         {"socket", required_argument, NULL, 'S'},
+        {"reservation", no_argument, NULL, 'T'},
         {NULL, 0, NULL, 0},
     };
     struct gs_error err;
@@ -433,7 +443,7 @@ static int parse_args(int argc, char **argv, struct sinfo_args *a)
 
     opterr = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, ":Nslhp:t:n:o:O:a", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":Nslhp:t:n:o:O:aT", opts, NULL)) != -1) {
         switch (c) {
         case 'N':
             a->node_oriented = true;
@@ -466,6 +476,9 @@ static int parse_args(int argc, char **argv, struct sinfo_args *a)
             break;
         case 'a':
             break;
+        case 'T':
+            a->reservations = true;
+            break;
         case 'S':
             a->socket_opt = optarg;
             break;
@@ -496,6 +509,29 @@ static const char *default_format(const struct sinfo_args *a)
     return a->long_out ? "%#P %.5a %.10l %.6D %.11T %N" : "%#P %.5a %.10l %.6D %.6t %N";
 }
 
+/* -T: every reservation, one line each, by start time as gschedd sends them. */
+static int show_reservations(const struct sinfo_args *a)
+{
+    Gs__ReservationRequest req = GS__RESERVATION_REQUEST__INIT;
+    Gs__Reservation all = GS__RESERVATION__INIT;
+    Gs__Envelope *reply = NULL;
+    const Gs__ReservationReply *rr;
+    struct gs_buf out = GS_BUF_INIT;
+    int status, rc;
+
+    req.action = GS__RESERVATION_ACTION__RESERVATION_ACTION_SHOW;
+    req.reservation = &all;
+    status = scontrol_resv_call(CMD, a->socket_opt, &req, NULL, &reply);
+    if (status != 0)
+        return status;
+    rr = reply->reservation_reply;
+    rc = scontrol_resv_table(&out, rr->reservations, rr->n_reservations, !a->noheader);
+    status = slurm_print(CMD, rc, &out);
+    gs_buf_release(&out);
+    gs_proto_envelope_free(reply);
+    return status;
+}
+
 int cli_cmd_sinfo(int argc, char **argv)
 {
     struct sinfo_args a = {0};
@@ -508,6 +544,10 @@ int cli_cmd_sinfo(int argc, char **argv)
 
     if (status >= 0)
         goto out;
+    if (a.reservations) {
+        status = show_reservations(&a);
+        goto out;
+    }
     status = slurm_format_choose(CMD, a.format, a.long_fields, default_format(&a), fields, NFIELDS,
                                  &fmt);
     if (status != 0)

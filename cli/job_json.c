@@ -183,6 +183,7 @@ void cli_json_job_spec(struct gs_json *j, const Gs__JobSpec *s)
     gs_json_kv_uint(j, "max_restarts", s->max_restarts);
     gs_json_kv_string(j, "account", s->account);
     gs_json_kv_string(j, "qos", s->qos);
+    gs_json_kv_string(j, "reservation", s->reservation);
     gs_json_kv_string(j, "comment", s->comment);
     gs_json_kv_string(j, "source", s->source);
     gs_json_kv_bool(j, "depends_any", s->depends_any);
@@ -227,6 +228,8 @@ void cli_json_job_info(struct gs_json *j, const Gs__JobInfo *job)
     gs_json_kv_string(j, "partition", job->partition);
     gs_json_kv_string(j, "account", job->account);
     gs_json_kv_string(j, "qos", job->qos);
+    /* JobInfo has no reservation of its own: the spec's, in ShowReply; null where absent. */
+    gs_json_kv_string(j, "reservation", job->spec != NULL ? job->spec->reservation : NULL);
     gs_json_kv_uint(j, "array_job_id", job->array_job_id);
     gs_json_kv_uint(j, "array_task_id", job->array_task_id);
     gs_json_kv_uint(j, "ntasks", job->ntasks);

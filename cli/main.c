@@ -47,7 +47,9 @@ static const char usage_text[] =
     "                            a training dataset: build shards, verify them, list them\n"
     "  scontrol show hostnames [LIST]\n"
     "                            a Slurm hostlist (default $SLURM_JOB_NODELIST), one per line\n"
-    "  scontrol [-o] show job|partition|node [X] / hold|release|requeue|requeuehold IDS\n"
+    "  scontrol [-o] show job|partition|node|reservation [X] / hold|release|requeue|requeuehold "
+    "IDS\n"
+
     "  top [--once] [--interval DUR] [--user U] [--partition P] [--sort node|util|idle]\n"
     "      [--idle]              every GPU of the cluster, refreshed: use, memory, power, job,\n"
     "                            idle flags, totals (--once: one plain-text frame)\n"
@@ -71,6 +73,8 @@ static const char usage_text[] =
     "                            one puts (an address), the others wait for it (kv --help)\n";
 /* The rest of the help (a string literal may not be longer than 4095 characters). */
 static const char usage_more[] =
+    "  scontrol create|update|delete reservation KEY=VALUE... / sinfo -T\n"
+    "                            advance reservations of nodes (root; docs/policy.md)\n"
     "  simulate --trace FORMAT:FILE --cluster FILE [--policy LIST] [--nodes N] [--load X]\n"
     "           [--json] [--svg FILE]\n"
     "                            replay a cluster trace through gschedd's planning code in\n"

@@ -5,6 +5,8 @@
  *     scontrol update NodeName=LIST State=RESUME        (UNDRAIN too)
  *     scontrol update JobId=ID [Priority=N] [Nice=N] [TimeLimit=TIME] [Partition=NAME]
  *                              [Dependency=LIST]
+ *     scontrol update ReservationName=NAME [StartTime=TIME] [EndTime=TIME|Duration=TIME]
+ *                              [Nodes=LIST] [Users=a,b] [Accounts=x,y]
  *
  * Keys are case-insensitive, LIST a hostlist (node[1-4,7]). Nodes are root's: gschedd
  * refuses anyone else, and a drain needs a reason (Slurm's rule), so nobody later wonders
@@ -12,7 +14,9 @@
  * another partition and change its dependencies while it is pending; its priority and a
  * negative nice are root's (gschedd checks). TIME is Slurm's (MIN, MIN:SEC, H:M:S, D-H,
  * D-H:M, D-H:M:S, or UNLIMITED), Dependency sbatch's (afterok:12:13, singleton, "" none).
- * Nothing is printed on success; each failure prints a line and exits 1.
+ * Nothing is printed on success for nodes and jobs, "Reservation updated." for a
+ * reservation (Slurm's words); each failure prints a line and exits 1. A reservation's
+ * words are read by scontrol_resv.c; they are root's to change (gschedd checks).
  */
 #include "cli/scontrol_update.h"
 
@@ -24,7 +28,10 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cli/client.h"
+#include "cli/scontrol_resv.h"
 #include "cli/slurm_cmd.h"
+#include "common/clock.h"
 #include "common/hostlist.h"
 #include "common/sbatch.h"
 #include "common/units.h"
@@ -78,7 +85,8 @@ static int parse_words(int argc, char **argv, struct node_update *u)
             return slurm_error(CMD, "Update of this parameter is not supported: %s", argv[i]);
     }
     if ((u->nodes == NULL) == (u->job == NULL))
-        return slurm_error(CMD, "update: NodeName=LIST or JobId=ID is required (one of them)");
+        return slurm_error(CMD, "update: NodeName=LIST, JobId=ID or ReservationName=NAME is "
+                                "required (one of them)");
     if (u->job != NULL) {
         if (u->state != NULL || u->reason != NULL)
             return slurm_error(CMD, "update: State= and Reason= are for nodes (NodeName=)");
@@ -234,6 +242,112 @@ static int send_update(const char *socket_opt, const struct node_update *u,
     return status;
 }
 
+/* --- reservations ----------------------------------------------------------------------- */
+
+int scontrol_resv_call(const char *cmd, const char *socket_opt, Gs__ReservationRequest *req,
+                       const char *missing, Gs__Envelope **ret_reply)
+{
+    Gs__Envelope env = GS__ENVELOPE__INIT, *reply = NULL;
+    char path[256];
+    int status = 1;
+
+    env.body_case = GS__ENVELOPE__BODY_RESERVATION_REQUEST;
+    env.reservation_request = req;
+    /* Raw: gschedd's refusals are worded as scontrol's errors, not gsched's. */
+    if (cli_socket_path(socket_opt, path, sizeof(path)) < 0 ||
+        cli_request_raw(path, &env, &reply) < 0)
+        return 1;
+    if (reply->body_case == GS__ENVELOPE__BODY_ERROR) {
+        const Gs__ErrorReply *e = reply->error;
+
+        if (missing != NULL && e->code == -ENOENT)
+            slurm_error(cmd, "Reservation %s not found", missing);
+        else
+            slurm_error(cmd, "%s",
+                        e->message != NULL && e->message[0] != '\0'
+                            ? e->message
+                            : gs_strerror(e->code < 0 ? e->code : -EIO));
+        for (size_t i = 0; i < e->n_details; i++)
+            fprintf(stderr, "%s\n", e->details[i]);
+        goto out;
+    }
+    if (reply->body_case != GS__ENVELOPE__BODY_RESERVATION_REPLY) {
+        slurm_error(cmd, "gschedd answered with %s, not a reservation reply (too old a gschedd?)",
+                    gs_proto_body_name(reply->body_case));
+        goto out;
+    }
+    *ret_reply = reply;
+    reply = NULL;
+    status = 0;
+out:
+    gs_proto_envelope_free(reply);
+    return status;
+}
+
+/*
+ * Duration= without StartTime=: the end is the current start plus the duration, and only
+ * gschedd knows the start, so it is asked first. Returns 0 or 1.
+ */
+static int end_from_start(const char *socket_opt, struct scontrol_resv *r)
+{
+    Gs__ReservationRequest req = GS__RESERVATION_REQUEST__INIT;
+    Gs__Reservation which = GS__RESERVATION__INIT;
+    Gs__Envelope *reply = NULL;
+    const Gs__ReservationReply *rr;
+    int status;
+
+    which.name = r->resv.name;
+    req.action = GS__RESERVATION_ACTION__RESERVATION_ACTION_SHOW;
+    req.reservation = &which;
+    status = scontrol_resv_call(CMD, socket_opt, &req, r->resv.name, &reply);
+    if (status != 0)
+        return status;
+    rr = reply->reservation_reply;
+    for (size_t i = 0; i < rr->n_reservations; i++) {
+        if (strcmp(rr->reservations[i]->name, r->resv.name) == 0) {
+            r->resv.end_ms = rr->reservations[i]->start_ms + r->duration_s * 1000;
+            goto out;
+        }
+    }
+    status = slurm_error(CMD, "Reservation %s not found", r->resv.name);
+out:
+    gs_proto_envelope_free(reply);
+    return status;
+}
+
+static int update_reservation(const char *socket_opt, int argc, char **argv)
+{
+    struct scontrol_resv r;
+    Gs__Envelope *reply = NULL;
+    char why[512];
+    int status;
+
+    if (scontrol_resv_parse(&r, GS__RESERVATION_ACTION__RESERVATION_ACTION_UPDATE, argc, argv,
+                            gs_clock_wall_ms(), why, sizeof(why)) < 0)
+        return slurm_error(CMD, "update: %s", why);
+    status = r.end_from_start ? end_from_start(socket_opt, &r) : 0;
+    if (status == 0)
+        status = scontrol_resv_call(CMD, socket_opt, &r.req, r.resv.name, &reply);
+    if (status == 0)
+        printf("Reservation updated.\n");
+    gs_proto_envelope_free(reply);
+    scontrol_resv_release(&r);
+    return status;
+}
+
+/* Whether the words name a reservation (ReservationName=, or Slurm's Reservation=). */
+static bool names_reservation(int argc, char **argv)
+{
+    for (int i = 0; i < argc; i++) {
+        const char *eq = strchr(argv[i], '=');
+        size_t klen = eq != NULL ? (size_t)(eq - argv[i]) : 0;
+
+        if (key_is(argv[i], klen, "ReservationName") || key_is(argv[i], klen, "Reservation"))
+            return true;
+    }
+    return false;
+}
+
 int scontrol_update(const char *socket_opt, int argc, char **argv)
 {
     struct node_update u = {0};
@@ -241,8 +355,11 @@ int scontrol_update(const char *socket_opt, int argc, char **argv)
     struct gs_error err;
     char **names = NULL;
     size_t n = 0;
-    int status = parse_words(argc, argv, &u);
+    int status;
 
+    if (names_reservation(argc, argv))
+        return update_reservation(socket_opt, argc, argv);
+    status = parse_words(argc, argv, &u);
     if (status != 0)
         return status;
     if (u.job != NULL)

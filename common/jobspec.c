@@ -100,6 +100,60 @@ static void rd_depends_on(struct gs_schema_ctx *c, const struct gs_toml_value *v
     free(items);
 }
 
+/*
+ * A non-empty string for key into *out; word: also one name as gs_jobspec_word_ok takes
+ * it, since the scheduler compares these names with its configuration and a list or a
+ * stray space would never match anything there.
+ */
+static void read_name(struct gs_schema_ctx *c, const struct gs_toml_value *v, const char *key,
+                      bool word, char **out)
+{
+    char *value = NULL;
+
+    if (gs_schema_string(c, v, key, &value) < 0 || value == NULL)
+        return;
+    if (value[0] == '\0') {
+        REPORT_AT(c, v, "%s must not be empty (leave the key out for none)", key);
+        goto out;
+    }
+    if (word && !gs_jobspec_word_ok(value)) {
+        REPORT_AT(c, v, "%s must be one name of 1 to %d letters, digits, '_', '.' or '-'", key,
+                  GS_JOBSPEC_NAME_MAX);
+        goto out;
+    }
+    free(*out);
+    *out = value;
+    value = NULL;
+out:
+    free(value);
+}
+
+static void rd_account(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    read_name(c, v, "account", true, &SPEC(c)->account);
+}
+
+static void rd_qos(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    read_name(c, v, "qos", true, &SPEC(c)->qos);
+}
+
+static void rd_partition(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    read_name(c, v, "partition", true, &SPEC(c)->partition);
+}
+
+static void rd_reservation(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    read_name(c, v, "reservation", true, &SPEC(c)->reservation);
+}
+
+/* Free text, only recorded and shown (sbatch --comment). */
+static void rd_comment(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    read_name(c, v, "comment", false, &SPEC(c)->comment);
+}
+
 static void rd_nodes(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
     gs_schema_uint(c, v, "resources.nodes", 1, GS_JOBSPEC_NODES_MAX, &SPEC(c)->nodes);
@@ -217,6 +271,13 @@ bool gs_jobspec_name_ok(const char *name)
 {
     return name[0] != '\0' && strlen(name) <= GS_JOBSPEC_NAME_MAX &&
            strpbrk(name, "\n\r\t/") == NULL;
+}
+
+bool gs_jobspec_word_ok(const char *word)
+{
+    size_t n = strspn(word, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-");
+
+    return n > 0 && n <= GS_JOBSPEC_NAME_MAX && word[n] == '\0';
 }
 
 static void read_pattern(struct gs_schema_ctx *c, const struct gs_toml_value *v, const char *path,
@@ -399,10 +460,11 @@ static void rd_restart(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 }
 
 static const struct gs_schema_key root_keys[] = {
-    {"name", rd_name}, {"priority", rd_priority},     {"nice", rd_nice},
-    {"hold", rd_hold}, {"depends_on", rd_depends_on}, {"resources", rd_resources},
-    {"run", rd_run},   {"restart", rd_restart},       {"placement", rd_placement},
-    {NULL, NULL},
+    {"name", rd_name},       {"priority", rd_priority},     {"nice", rd_nice},
+    {"hold", rd_hold},       {"depends_on", rd_depends_on}, {"account", rd_account},
+    {"qos", rd_qos},         {"partition", rd_partition},   {"reservation", rd_reservation},
+    {"comment", rd_comment}, {"resources", rd_resources},   {"run", rd_run},
+    {"restart", rd_restart}, {"placement", rd_placement},   {NULL, NULL},
 };
 
 /* Every section, so that a key put in the wrong one gets pointed to the right one. */
@@ -525,6 +587,7 @@ void gs_jobspec_free(struct gs_jobspec *spec)
     free(spec->account);
     free(spec->qos);
     free(spec->comment);
+    free(spec->reservation);
     free(spec->source);
     gs_schema_strv_free(spec->nodelist);
     gs_schema_strv_free(spec->exclude);
@@ -727,6 +790,12 @@ int gs_jobspec_check(const struct gs_jobspec *s, struct gs_error *err)
             s->deps[i].type > GS_DEP_AFTERANY)
             return gs_error_set(err, -EINVAL, 0, 0, "depends_on[%zu] is not a valid dependency", i);
     }
+    /* The scheduler matches it against reservation names: one word, as a job file takes it. */
+    if (s->reservation != NULL && !gs_jobspec_word_ok(s->reservation))
+        return gs_error_set(err, -EINVAL, 0, 0,
+                            "reservation must be one name of 1 to %d letters, digits, "
+                            "'_', '.' or '-'",
+                            GS_JOBSPEC_NAME_MAX);
     if ((unsigned)s->gpu_affinity > GS_GPU_AFFINITY_ANY)
         return gs_error_set(err, -EINVAL, 0, 0, "placement.gpu_affinity is not a known value");
     if (s->max_restarts > GS_JOBSPEC_RESTARTS_MAX)

@@ -108,14 +108,17 @@ struct gs_jobspec {
     /* [placement] */
     enum gs_gpu_affinity gpu_affinity;
 
+    /* Where it runs and who pays: job-file top-level keys, or sbatch's -p -A -q ... */
+    char *partition; /* NULL: the cluster's default */
+    char *account, *qos, *comment;
+    char *reservation; /* NULL: none (sbatch --reservation) */
+
     /* What Slurm batch scripts ask for (gsched sbatch); zero / NULL from a job file. */
     uint32_t ntasks;        /* tasks in all when not nodes x tasks_per_node; 0: that */
     uint32_t gpus_per_task; /* for srun's binding; 0: none */
     uint64_t time_min_s;    /* recorded; 0: none */
-    char *partition;        /* NULL: the cluster's default */
-    char *account, *qos, *comment;
-    char *source;    /* the job file or batch script's path, as submitted; NULL unknown */
-    char **nodelist; /* NULL-terminated node names the job must include, or NULL */
+    char *source;           /* the job file or batch script's path, as submitted; NULL unknown */
+    char **nodelist;        /* NULL-terminated node names the job must include, or NULL */
     size_t nnodelist;
     char **exclude; /* NULL-terminated node names it must not use, or NULL */
     size_t nexclude;
@@ -170,6 +173,11 @@ uint32_t gs_jobspec_node_tasks(const struct gs_jobspec *spec, uint32_t node);
 
 /* Job names: 1..GS_JOBSPEC_NAME_MAX characters, no '/', tab, CR or LF. */
 bool gs_jobspec_name_ok(const char *name);
+/*
+ * Partition, account, QOS and reservation names as a job file takes them: 1 to
+ * GS_JOBSPEC_NAME_MAX letters, digits, '_', '.' or '-' (no ',' lists, no spaces).
+ */
+bool gs_jobspec_word_ok(const char *word);
 /* Environment variable names: letters, digits, '_', not starting with a digit. */
 bool gs_jobspec_env_name_ok(const char *name, size_t len);
 /* The first '%' of an output pattern that is not %j %t %n %x %u %%, or NULL. */

@@ -227,6 +227,7 @@ static void show_resources(struct show *s, const struct gs_jobspec *spec)
     show_str(s, "account", spec->account);
     show_str(s, "qos", spec->qos);
     show_str(s, "constraint", spec->constraint);
+    show_str(s, "reservation", spec->reservation);
     show_value(s, "nodelist", hostlist_text(&s->value, spec->nodelist, spec->nnodelist));
     show_value(s, "exclude", hostlist_text(&s->value, spec->exclude, spec->nexclude));
     show_bool(s, "exclusive", spec->exclusive);

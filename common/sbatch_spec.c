@@ -617,6 +617,8 @@ static void map_simple(struct conv *c)
         s->account = dup_or_fail(c, sb->account);
     if (is_set(sb, GS_SBATCH_OPT_QOS))
         s->qos = dup_or_fail(c, sb->qos);
+    if (is_set(sb, GS_SBATCH_OPT_RESERVATION))
+        s->reservation = dup_or_fail(c, sb->reservation);
     if (is_set(sb, GS_SBATCH_OPT_COMMENT))
         s->comment = dup_or_fail(c, sb->comment);
     if (is_set(sb, GS_SBATCH_OPT_CONSTRAINT))
@@ -639,8 +641,6 @@ static void map_simple(struct conv *c)
         s->max_restarts = GS_SBATCH_REQUEUE_RESTARTS;
     if (is_set(sb, GS_SBATCH_OPT_GPU_BIND))
         ignored(c, "--gpu-bind");
-    if (is_set(sb, GS_SBATCH_OPT_RESERVATION))
-        ignored(c, "--reservation");
     if (is_set(sb, GS_SBATCH_OPT_LICENSES))
         ignored(c, "--licenses");
     if (is_set(sb, GS_SBATCH_OPT_GRES_FLAGS))
@@ -671,6 +671,7 @@ static enum gs_sbatch_opt option_of(const char *msg)
         {"warn_signal", GS_SBATCH_OPT_SIGNAL},
         {"max_restarts", GS_SBATCH_OPT_REQUEUE},
         {"nice", GS_SBATCH_OPT_NICE},
+        {"reservation", GS_SBATCH_OPT_RESERVATION},
     };
 
     for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)

@@ -24,8 +24,10 @@
  *     describe the submitting shell or an enclosing job (PWD, OLDPWD, SHLVL, _, SLURM_*),
  *     plus the VAR=value pairs given; --export=NONE passes only the named ones. A bare VAR
  *     takes its value from the submitting environment (and is skipped when unset there);
- *   - --gpu-bind, --reservation, --licenses, --gres-flags, --signal's R: and non-GPU gres
- *     are accepted and not acted on: one warning lists them.
+ *   - --reservation names the one reservation the job runs in (one name, as
+ *     gs_jobspec_check takes it: Slurm's comma-separated list is refused);
+ *   - --gpu-bind, --licenses, --gres-flags, --signal's R: and non-GPU gres are accepted
+ *     and not acted on: one warning lists them.
  * Problems are reported one line each, naming where the option came from and the option:
  *     run.sh: --gpus=5: 5 GPUs do not divide evenly over 2 nodes
  * and any problem means no spec. Pure functions of their input; no global state.
@@ -76,16 +78,15 @@ enum gs_sbatch_show_format {
  * the path given, "(wrap)" or "(stdin)"): every key, always, in this order:
  *   job_name script nodes ntasks tasks_per_node cpus_per_task cpus_per_gpu gpus_per_node
  *   gpus_per_task mem_per_node_mib time_limit time_min partition account qos constraint
- *   nodelist exclude exclusive array array_size dependency hold requeue max_restarts signal
- *   workdir stdout stderr stdout_path stderr_path export
- * Times are Slurm's [D-]HH:MM:SS or UNLIMITED; node names a compressed hostlist; array
- * "0-15:4%2" (a single step when the ids have one, else runs "1,3-5"); dependency
- * "afterok:4,after:5+10" ('?' between terms when any one suffices); signal "B:USR1@55".
- * Options not given are "" (null in JSON). stdout_path and stderr_path are the patterns
- * for the first task of the first array element, %x %u %a %n %t %% filled in and made
- * absolute; the job id (%j %J %A) and node name (%N) are not known yet and stay as
- * written. export is "ALL" or "NONE", then ",NAME" for each variable named.
- * Returns 0 or -ENOMEM.
+ *   reservation nodelist exclude exclusive array array_size dependency hold requeue max_restarts
+ * signal workdir stdout stderr stdout_path stderr_path export Times are Slurm's [D-]HH:MM:SS or
+ * UNLIMITED; node names a compressed hostlist; array "0-15:4%2" (a single step when the ids have
+ * one, else runs "1,3-5"); dependency "afterok:4,after:5+10" ('?' between terms when any one
+ * suffices); signal "B:USR1@55". Options not given are "" (null in JSON). stdout_path and
+ * stderr_path are the patterns for the first task of the first array element, %x %u %a %n %t %%
+ * filled in and made absolute; the job id (%j %J %A) and node name (%N) are not known yet and stay
+ * as written. export is "ALL" or "NONE", then ",NAME" for each variable named. Returns 0 or
+ * -ENOMEM.
  */
 int gs_sbatch_show(const struct gs_jobspec *spec, const struct gs_sbatch *sb, const char *script,
                    const char *user, enum gs_sbatch_show_format format, struct gs_buf *out);

@@ -144,6 +144,7 @@ int gs_proto_jobspec_view_init(struct gs_proto_jobspec_view *v, const struct gs_
     v->spec.account = or_empty(spec->account);
     v->spec.qos = or_empty(spec->qos);
     v->spec.comment = or_empty(spec->comment);
+    v->spec.reservation = or_empty(spec->reservation);
     v->spec.source = or_empty(spec->source);
     v->spec.depends_any = spec->depends_any;
     v->spec.singleton = spec->singleton;
@@ -291,7 +292,7 @@ static int copy_array(const Gs__ArraySpec *pb, struct gs_job_array *a)
     return 0;
 }
 
-/* The fields only sbatch jobs have. */
+/* The fields sbatch jobs have (partition to comment, reservation: job files' too). */
 static int copy_slurm(const Gs__JobSpec *pb, struct gs_jobspec *spec)
 {
     const Gs__Resources *r = pb->resources;
@@ -314,6 +315,8 @@ static int copy_slurm(const Gs__JobSpec *pb, struct gs_jobspec *spec)
         rc = copy_opt(pb->qos, &spec->qos);
     if (rc == 0)
         rc = copy_opt(pb->comment, &spec->comment);
+    if (rc == 0)
+        rc = copy_opt(pb->reservation, &spec->reservation);
     if (rc == 0)
         rc = copy_opt(pb->source, &spec->source);
     if (rc == 0)

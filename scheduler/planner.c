@@ -24,7 +24,8 @@ void sched_node_masks_apply(const struct sched_node_masks *m, struct sched_req *
 
 void sched_node_masks_release(struct sched_node_masks *m)
 {
-    free(m->allowed);
+    if (!m->allowed_borrowed)
+        free(m->allowed);
     free(m->required);
     *m = (struct sched_node_masks){0};
 }
@@ -112,7 +113,151 @@ struct gathered {
     size_t nrunning;
     struct sched_qos_usage *qos; /* NULL without QOS limits */
     struct sched_job **pjobs;    /* out->jobs, for the gate */
+    size_t words;                /* in a node mask */
+    struct resv_cut *cuts;       /* shared masks of the nodes outside sets of reservations */
+    size_t ncuts;
 };
+
+/*
+ * The nodes outside the reservations of set (bit i: hooks->resv[i]), shared by the jobs
+ * without a mask of their own that those reservations would otherwise meet: one mask per
+ * set, not one per job, so 100,000 pending jobs cost a few masks.
+ */
+struct resv_cut {
+    uint64_t set;
+    uint64_t *mask;
+};
+
+static const struct sched_planner_resv *resv_find(const struct sched_planner_hooks *hk,
+                                                  const char *name)
+{
+    for (size_t i = 0; i < hk->nresv; i++) {
+        if (strcmp(hk->resv[i].name, name) == 0)
+            return &hk->resv[i];
+    }
+    return NULL;
+}
+
+static bool resv_over(const struct sched_planner_resv *r, uint64_t now_ms)
+{
+    return r->end_ms != 0 && r->end_ms <= now_ms;
+}
+
+/* Whether a job started now, running to its time limit, would meet r. */
+static bool resv_meets(const struct sched_planner_resv *r, uint64_t now_ms, uint64_t limit_s)
+{
+    if (resv_over(r, now_ms))
+        return false;
+    if (r->start_ms <= now_ms || limit_s == GS_DURATION_INFINITE ||
+        limit_s > (UINT64_MAX - now_ms) / 1000)
+        return true;
+    return now_ms + limit_s * 1000 > r->start_ms;
+}
+
+static void clear_resv_nodes(uint64_t *mask, const struct sched_planner_resv *r, size_t words)
+{
+    for (size_t w = 0; w < words; w++)
+        mask[w] &= ~r->nodes[w];
+}
+
+static uint64_t *resv_cut_mask(struct gathered *g, const struct sched_planner_hooks *hk,
+                               uint64_t set)
+{
+    struct resv_cut *grown;
+    uint64_t *mask;
+
+    for (size_t i = 0; i < g->ncuts; i++) {
+        if (g->cuts[i].set == set)
+            return g->cuts[i].mask;
+    }
+    grown = realloc(g->cuts, (g->ncuts + 1) * sizeof(*grown));
+    if (grown == NULL)
+        return NULL;
+    g->cuts = grown;
+    mask = malloc(g->words * sizeof(*mask));
+    if (mask == NULL)
+        return NULL;
+    memset(mask, 0xff, g->words * sizeof(*mask));
+    for (size_t i = 0; i < hk->nresv; i++) {
+        if ((set >> i) & 1)
+            clear_resv_nodes(mask, &hk->resv[i], g->words);
+    }
+    g->cuts[g->ncuts++] = (struct resv_cut){set, mask};
+    return mask;
+}
+
+/*
+ * A job's advance reservations: narrows m to the nodes it may use. Returns 0 (plan it),
+ * 1 (it waits; its reason is written) or -ENOMEM.
+ */
+static int apply_resv(struct gathered *g, const struct sched_planner_hooks *hk,
+                      struct sched_job *job, uint64_t now_ms, struct sched_node_masks *m)
+{
+    const char *name = job->spec->reservation;
+    uint64_t set = 0;
+    bool meets = false;
+
+    if (name != NULL && name[0] != '\0') {
+        const struct sched_planner_resv *r = resv_find(hk, name);
+
+        if (r == NULL || resv_over(r, now_ms)) {
+            snprintf(job->reason, sizeof(job->reason), "ReservationDeleted");
+            return 1;
+        }
+        if (now_ms < r->start_ms) {
+            snprintf(job->reason, sizeof(job->reason), "Reservation");
+            return 1;
+        }
+        if (m->allowed == NULL) {
+            m->allowed = (uint64_t *)r->nodes; /* not written through: allowed_borrowed */
+            m->allowed_borrowed = true;
+        } else {
+            for (size_t w = 0; w < g->words; w++)
+                m->allowed[w] &= r->nodes[w];
+        }
+        return 0;
+    }
+    for (size_t i = 0; i < hk->nresv; i++) {
+        if (resv_meets(&hk->resv[i], now_ms, job->spec->time_limit_s)) {
+            meets = true;
+            set |= i < 64 ? UINT64_C(1) << i : 0;
+        }
+    }
+    if (!meets)
+        return 0;
+    if (m->allowed == NULL && hk->nresv <= 64) {
+        if ((m->allowed = resv_cut_mask(g, hk, set)) == NULL)
+            return -ENOMEM;
+        m->allowed_borrowed = true;
+        return 0;
+    }
+    if (m->allowed == NULL) {
+        if ((m->allowed = malloc(g->words * sizeof(*m->allowed))) == NULL)
+            return -ENOMEM;
+        memset(m->allowed, 0xff, g->words * sizeof(*m->allowed));
+    }
+    for (size_t i = 0; i < hk->nresv; i++) {
+        if (resv_meets(&hk->resv[i], now_ms, job->spec->time_limit_s))
+            clear_resv_nodes(m->allowed, &hk->resv[i], g->words);
+    }
+    return 0;
+}
+
+/* The next start or end of a reservation after now_ms (0: none), when the pass must run again. */
+static uint64_t resv_wake(const struct sched_planner_hooks *hk, uint64_t now_ms)
+{
+    uint64_t wake = 0;
+
+    for (size_t i = 0; hk != NULL && i < hk->nresv; i++) {
+        uint64_t at[2] = {hk->resv[i].start_ms, hk->resv[i].end_ms};
+
+        for (int k = 0; k < 2; k++) {
+            if (at[k] > now_ms && (wake == 0 || at[k] < wake))
+                wake = at[k];
+        }
+    }
+    return wake;
+}
 
 static uint32_t alloc_gpus(const struct sched_alloc *a)
 {
@@ -181,6 +326,15 @@ static int gather(struct sched_jobs *jobs, size_t from, const struct sched_plann
         if (hk != NULL && hk->masks != NULL &&
             hk->masks(hk->data, job->spec, &g->masks[out->n]) < 0)
             continue; /* out of memory: it waits for the next pass */
+        if (hk != NULL && (hk->nresv > 0 ||
+                           (job->spec->reservation != NULL && job->spec->reservation[0] != '\0'))) {
+            int r = apply_resv(g, hk, job, now_ms, &g->masks[out->n]);
+
+            if (r != 0) { /* it waits, or out of memory: the next pass tries again */
+                sched_node_masks_release(&g->masks[out->n]);
+                continue;
+            }
+        }
         out->jobs[out->n] = job;
         p->job_id = job->id;
         p->tier = hk != NULL && hk->cfg != NULL ? sched_qos_tier(hk->cfg, job->spec) : 0;
@@ -321,8 +475,10 @@ int sched_planner_pass(struct sched_jobs *jobs, size_t *plan_from, struct sched_
     while (*plan_from < n && sched_job_finished(sched_jobs_at(jobs, *plan_from)))
         (*plan_from)++;
     sched_jobs_set_now(jobs, now_ms / 1000 * 1000);
+    g.words = sched_cluster_nnodes(cluster) / 64 + 1;
     rc = gather(jobs, *plan_from, hooks, now_ms, &g, out);
     out->timed_deps = sched_jobs_timed_waits(jobs);
+    out->wake_ms = resv_wake(hooks, now_ms);
     if (rc < 0 || out->n == 0)
         goto out;
     out->verdicts = calloc(out->n, sizeof(*out->verdicts));
@@ -361,6 +517,9 @@ out:
     for (size_t i = 0; g.masks != NULL && i < out->n; i++)
         sched_node_masks_release(&g.masks[i]);
     free(g.masks);
+    for (size_t i = 0; i < g.ncuts; i++)
+        free(g.cuts[i].mask);
+    free(g.cuts);
     free(g.pending);
     free(g.running);
     free(g.rjobs);

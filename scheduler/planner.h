@@ -11,6 +11,12 @@
  * of lower tiers to preempt (preempt.h): the caller requeues them and marks each job's
  * preempted_by. A job given a start is not started: the caller starts it (stores it, tells
  * its workers) or gives its allocation back. Loop thread only.
+ *
+ * Advance reservations (scontrol create reservation) keep whole nodes for the jobs that name
+ * them: such a job waits (reason Reservation) until its reservation starts and then may use
+ * only its nodes; any other job may use a reservation's nodes only if its time limit ends
+ * it before the reservation starts. A job naming a reservation that is gone waits (reason
+ * ReservationDeleted).
  */
 #ifndef SCHED_PLANNER_H
 #define SCHED_PLANNER_H
@@ -29,6 +35,18 @@ struct sched_node_masks {
     uint64_t *allowed;
     uint64_t *required;
     uint32_t nrequired;
+    bool allowed_borrowed; /* allowed is not the masks' own (a reservation's, shared) */
+};
+
+/*
+ * An advance reservation as the planner sees it: nodes is a bitmap over the cluster's node
+ * indices, as many words as the masks' (nnodes / 64 + 1), borrowed.
+ */
+struct sched_planner_resv {
+    const char *name;
+    uint64_t start_ms; /* wall clock */
+    uint64_t end_ms;   /* 0: no end */
+    const uint64_t *nodes;
 };
 
 /* Points req at the masks, which must outlive it. */
@@ -49,6 +67,9 @@ struct sched_planner_hooks {
     void *data;
     /* The QOS (limits, tiers; NULL: none): jobs of higher tiers go first and may preempt. */
     const struct gs_config *cfg;
+    /* Advance reservations, borrowed for the pass (none: NULL, 0). */
+    const struct sched_planner_resv *resv;
+    size_t nresv;
 };
 
 /* Tasks a job runs on each of its nodes. */
@@ -73,7 +94,9 @@ struct sched_plan_out {
     struct sched_job **expired; /* pending jobs that could no longer end by their deadline */
     size_t nexpired;
     struct sched_reservation res;
-    bool timed_deps; /* a job waits for after:JOB+MIN: plan again when that time comes */
+    bool timed_deps;  /* a job waits for after:JOB+MIN: plan again when that time comes */
+    uint64_t wake_ms; /* the next advance reservation's start or end after now: plan again
+                       * then (0: none) */
 };
 
 /*

@@ -79,6 +79,7 @@ static void on_cron(uv_timer_t *timer)
     sched_workers_sweep(s, now);
     sched_policy_tick(s, false);
     sched_purge_tick(s); /* finished jobs past scheduler.min_job_age leave memory */
+    sched_resv_tick(s);  /* reservations that start or end */
     if (s->timed_deps)
         sched_engine_wake(s);
 }
@@ -97,6 +98,7 @@ void sched_release_handle(struct sched_ctx *s)
     free(s->nodes);
     sched_jobs_free(s->jobs);
     sched_policy_free(s);
+    sched_resv_free(s);
     sched_cluster_free(s->cluster);
     sched_tel_free(s->tel);
     sched_submit_keys_free(s->submit_keys);

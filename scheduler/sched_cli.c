@@ -458,6 +458,9 @@ static void cli_dispatch(struct sched_cli *c, const Gs__Envelope *env)
     case GS__ENVELOPE__BODY_NODE_UPDATE_REQUEST:
         sched_node_update(c, env->request_id, env->node_update_request);
         break;
+    case GS__ENVELOPE__BODY_RESERVATION_REQUEST:
+        sched_resv_request(c, env->request_id, env->reservation_request);
+        break;
     case GS__ENVELOPE__BODY_PARTITIONS_REQUEST:
         sched_query_partitions(c, env->request_id);
         break;

@@ -82,16 +82,21 @@ static void expire(struct sched_ctx *s, struct sched_job *job)
 
 static void plan_pass(struct sched_ctx *s)
 {
-    struct sched_planner_hooks hooks = {build_masks, sched_policy_priority, s, s->cfg};
+    struct sched_planner_hooks hooks = {build_masks, sched_policy_priority, s, s->cfg, NULL, 0};
     struct sched_plan_out out;
 
     sched_policy_before_pass(s);
+    if (sched_resv_view(s, &hooks.resv, &hooks.nresv) < 0) {
+        GS_LOG(GS_LOG_ERROR, "planning pass out of memory; retried on the next event");
+        return;
+    }
     if (sched_planner_pass(s->jobs, &s->plan_from, s->cluster, &hooks, gs_clock_wall_ms(), &out) <
         0) {
         GS_LOG(GS_LOG_ERROR, "planning pass out of memory; retried on the next event");
         return;
     }
     s->timed_deps = out.timed_deps;
+    s->resv_wake_ms = out.wake_ms;
     for (size_t i = 0; i < out.n; i++) {
         if (out.verdicts[i].start)
             sched_launch_start(s, out.jobs[i], &out.verdicts[i].alloc, out.verdicts[i].backfilled);

@@ -141,6 +141,8 @@ struct sched_ctx {
     uv_idle_t plan_idle; /* runs one planning pass after the events of a loop iteration */
     bool plan_wanted;
     bool timed_deps;            /* a job waits for after:JOB+MIN: the cron plans again */
+    uint64_t resv_wake_ms;      /* a reservation starts or ends then: the cron plans again */
+    struct sched_resvs *resvs;  /* advance reservations (sched_resv.c); NULL: none yet */
     size_t plan_from;           /* jobs table index before which every job has ended */
     struct sched_fairshare *fs; /* sched_policy.c */
     uint64_t usage_saved_ms;    /* wall time the usage was last stored */
@@ -259,12 +261,36 @@ void sched_policy_factors(const struct sched_job *job, Gs__PriorityFactors *f);
 /*
  * Submit checks of uid's spec: priority and negative nice are root's; with accounts
  * configured, the account must exist and have user as a member (root: any), and an empty
- * one becomes user's default account. 0, or < 0 with why saying which field.
+ * one becomes user's default account; a QOS with access lists must admit the user or the
+ * account (root: any). 0, or < 0 with why saying which field.
  */
 int sched_policy_admit(struct sched_ctx *s, uint32_t uid, const char *user, struct gs_jobspec *spec,
                        char *why, size_t size);
 /* A ShareRequest: the fair-share tree (sshare). */
 void sched_policy_share(struct sched_cli *c, uint64_t request_id);
+
+/* sched_resv.c: advance reservations (scontrol create/update/delete/show reservation) */
+struct sched_resvs;
+/* A ReservationRequest: shown at once, or changed (root only) and answered once stored. */
+void sched_resv_request(struct sched_cli *c, uint64_t request_id,
+                        const Gs__ReservationRequest *req);
+/* A stored reservation at start (sched_store_load_resvs's callback; data is the sched_ctx). */
+int sched_resv_load(const char *name, const void *spec, size_t len, void *data);
+/*
+ * The reservations as the planner sees them (planner.h), node masks built for the cluster
+ * as it is now; borrowed from s until the next call. 0 or -ENOMEM.
+ */
+int sched_resv_view(struct sched_ctx *s, const struct sched_planner_resv **ret, size_t *ret_n);
+/* Submit check: a job that names a reservation must name one that is there and lets its
+ * user or account in (root: any). 0, or -EINVAL/-EPERM with why naming the field. */
+int sched_resv_admit(struct sched_ctx *s, uint32_t uid, const char *user,
+                     const struct gs_jobspec *spec, char *why, size_t size);
+/* A job starting in a reservation with an end: its time limit ends it by then, as Slurm's
+ * jobs end with their reservation (the limit is lowered in the spec, which is stored). */
+void sched_resv_cap(struct sched_ctx *s, struct sched_job *job, uint64_t now_ms);
+/* From the cron: reservations past their end are deleted; a pass when one starts or ends. */
+void sched_resv_tick(struct sched_ctx *s);
+void sched_resv_free(struct sched_ctx *s);
 
 /* sched_workers.c */
 void sched_on_worker_connection(uv_stream_t *server, int status);
@@ -457,6 +483,8 @@ void sched_change_node(struct sched_change *ch, const struct sched_node *n);
 /* A fair-share association's usage as of at_ms. */
 void sched_change_usage(struct sched_change *ch, const char *account, const char *user,
                         double usage, uint64_t at_ms);
+/* An advance reservation stored (spec: packed gs.Reservation, copied) or deleted (spec NULL). */
+void sched_change_resv(struct sched_change *ch, const char *name, const void *spec, size_t len);
 /* Queues the change (taking ownership); then(s, status, arg) runs after it is on disk. */
 void sched_change_commit(struct sched_ctx *s, struct sched_change *ch, sched_change_fn then,
                          void *arg);

@@ -482,6 +482,7 @@ void sched_launch_start(struct sched_ctx *s, struct sched_job *job, struct sched
     int rc;
 
     sort_by_name(s, alloc);
+    sched_resv_cap(s, job, now);
     rc = sched_job_start(job, alloc, sched_tasks_per_node(job->spec), now);
 
     if (rc < 0) {

@@ -55,8 +55,16 @@ struct ch_usage {
     uint64_t at_ms;
 };
 
+struct ch_resv {
+    char *name;
+    uint8_t *spec; /* NULL: delete it */
+    size_t len;
+};
+
 struct sched_change {
     int rc;
+    struct ch_resv *resv;
+    size_t nresv;
     struct ch_usage *usage;
     size_t nusage;
     struct ch_job *jobs;
@@ -111,6 +119,11 @@ static char *dup_or_fail(struct sched_change *ch, const char *str)
 
 static void change_free(struct sched_change *ch)
 {
+    for (size_t i = 0; i < ch->nresv; i++) {
+        free(ch->resv[i].name);
+        free(ch->resv[i].spec);
+    }
+    free(ch->resv);
     for (size_t i = 0; i < ch->nusage; i++) {
         free(ch->usage[i].account);
         free(ch->usage[i].user);
@@ -316,6 +329,24 @@ void sched_change_usage(struct sched_change *ch, const char *account, const char
     u->at_ms = at_ms;
 }
 
+void sched_change_resv(struct sched_change *ch, const char *name, const void *spec, size_t len)
+{
+    struct ch_resv *r = grow(ch, (void **)&ch->resv, &ch->nresv, sizeof(*r));
+
+    if (r == NULL)
+        return;
+    r->name = dup_or_fail(ch, name);
+    if (spec == NULL)
+        return;
+    r->spec = malloc(len > 0 ? len : 1);
+    if (r->spec == NULL) {
+        ch->rc = -ENOMEM;
+        return;
+    }
+    memcpy(r->spec, spec, len);
+    r->len = len;
+}
+
 void sched_change_node(struct sched_change *ch, const struct sched_node *n)
 {
     struct ch_node *cn = grow(ch, (void **)&ch->nodes, &ch->nnodes, sizeof(*cn));
@@ -362,6 +393,11 @@ static int apply_change(struct sched_store *store, void *data)
     for (size_t i = 0; rc == 0 && i < ch->nusage; i++) {
         const struct ch_usage *u = &ch->usage[i];
         rc = sched_store_put_usage(store, u->account, u->user, u->usage, u->at_ms);
+    }
+    for (size_t i = 0; rc == 0 && i < ch->nresv; i++) {
+        const struct ch_resv *r = &ch->resv[i];
+        rc = r->spec != NULL ? sched_store_put_resv(store, r->name, r->spec, r->len)
+                             : sched_store_delete_resv(store, r->name);
     }
     return rc;
 }
@@ -794,6 +830,8 @@ int sched_persist_open(struct sched_ctx *s, struct gs_error *err)
     }
     if (rc == 0)
         rc = sched_store_load_usage(store, sched_policy_load_usage, s);
+    if (rc == 0)
+        rc = sched_store_load_resvs(store, sched_resv_load, s);
     if (rc < 0) {
         sched_store_close(store);
         return gs_error_set(err, rc, 0, 0, "loading %s: %s", path, gs_strerror(rc));

@@ -291,6 +291,8 @@ int sched_slurm_job_env(struct sched_ctx *s, const struct sched_job *job, struct
         env_put(e, "SLURM_JOB_ACCOUNT", sp->account);
     if (sp->qos != NULL)
         env_put(e, "SLURM_JOB_QOS", sp->qos);
+    if (sp->reservation != NULL)
+        env_put(e, "SLURM_JOB_RESERVATION", sp->reservation);
     env_put(e, "SLURM_JOB_USER", job->user);
     env_putf(e, "SLURM_JOB_UID", "%u", job->uid);
     env_putf(e, "SLURM_JOB_GID", "%u", job->gid);

@@ -325,6 +325,8 @@ void sched_submit(struct sched_cli *c, uint64_t request_id, const Gs__SubmitRequ
     rc = admit(s, spec, why, sizeof(why));
     if (rc == 0)
         rc = sched_policy_admit(s, (uint32_t)c->uid, user, spec, why, sizeof(why));
+    if (rc == 0) /* after the account's default is set */
+        rc = sched_resv_admit(s, (uint32_t)c->uid, user, spec, why, sizeof(why));
     if (rc < 0) {
         sched_cli_error(c, request_id, rc, why, false);
         goto out;

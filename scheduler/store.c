@@ -37,6 +37,9 @@ enum stmt_id {
     ST_LOAD_TASKS_RANGE,
     ST_LOAD_EVENTS_RANGE,
     ST_LOAD_FINISHED,
+    ST_PUT_RESV,
+    ST_DELETE_RESV,
+    ST_LOAD_RESVS,
     ST_COUNT,
 };
 
@@ -90,11 +93,15 @@ static const char *const stmt_sql[ST_COUNT] = {
                          "(?1 = 0 OR end_ms < ?1) AND (?2 IS NULL OR name = ?2) AND "
                          "(?3 IS NULL OR user = ?3) AND (?4 = 0 OR ((1 << state) & ?4) != 0) "
                          "ORDER BY id DESC LIMIT ?5",
+    [ST_PUT_RESV] = "INSERT OR REPLACE INTO reservations (name, spec) VALUES (?1, ?2)",
+    [ST_DELETE_RESV] = "DELETE FROM reservations WHERE name = ?1",
+    [ST_LOAD_RESVS] = "SELECT name, spec FROM reservations ORDER BY name",
 };
 
 #define USAGE_SQL                                                                                  \
     "CREATE TABLE IF NOT EXISTS usage (account TEXT NOT NULL, user TEXT NOT NULL, "                \
-    "  usage REAL NOT NULL, at_ms INTEGER NOT NULL, PRIMARY KEY (account, user));"
+    "  usage REAL NOT NULL, at_ms INTEGER NOT NULL, PRIMARY KEY (account, user));"                 \
+    "CREATE TABLE IF NOT EXISTS reservations (name TEXT PRIMARY KEY, spec BLOB NOT NULL);"
 
 static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);"
@@ -115,7 +122,7 @@ static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY, at_ms INTEGER, "
     "  job_id INTEGER, node TEXT, kind TEXT NOT NULL, detail TEXT);"
     "CREATE INDEX IF NOT EXISTS events_job ON events (job_id);" USAGE_SQL
-    "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '4');";
+    "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '5');";
 
 struct sched_store {
     sqlite3 *db;
@@ -187,6 +194,10 @@ static int check_version(struct sched_store *s, struct gs_error *err)
     if (version == 3 &&
         migrate(s, "UPDATE meta SET value = '4' WHERE key = 'schema_version';") == 0)
         version = 4;
+    /* Version 4 had no reservations table (made above too). */
+    if (version == 4 &&
+        migrate(s, "UPDATE meta SET value = '5' WHERE key = 'schema_version';") == 0)
+        version = 5;
     if (version != SCHED_STORE_SCHEMA_VERSION)
         return gs_error_set(err, -EPROTO, 0, 0,
                             "state database has schema version %d, this "
@@ -481,6 +492,7 @@ typedef int (*usage_fn)(const char *account, const char *user, double usage, uin
                         void *data);
 typedef int (*event_fn)(uint64_t at_ms, uint64_t job_id, const char *node, const char *kind,
                         const char *detail, void *data);
+typedef int (*resv_fn)(const char *name, const void *spec, size_t len, void *data);
 
 /* Function pointers travel through walk() wrapped in a struct: C has no void * for them. */
 struct fn_box {
@@ -489,6 +501,7 @@ struct fn_box {
     node_fn node;
     event_fn event;
     usage_fn usage;
+    resv_fn resv;
 };
 
 static int visit_job(sqlite3_stmt *st, void *fn, void *data)
@@ -581,6 +594,37 @@ int sched_store_load_usage(struct sched_store *store, usage_fn fn, void *data)
     struct fn_box box = {.usage = fn};
 
     return walk(store, ST_LOAD_USAGE, visit_usage, &box, data);
+}
+
+int sched_store_put_resv(struct sched_store *store, const char *name, const void *spec, size_t len)
+{
+    sqlite3_stmt *st = store->stmt[ST_PUT_RESV];
+
+    bind_text(st, 1, name);
+    bind_blob(st, 2, spec, len);
+    return run(store, ST_PUT_RESV);
+}
+
+int sched_store_delete_resv(struct sched_store *store, const char *name)
+{
+    bind_text(store->stmt[ST_DELETE_RESV], 1, name);
+    return run(store, ST_DELETE_RESV);
+}
+
+static int visit_resv(sqlite3_stmt *st, void *fn, void *data)
+{
+    const void *spec = sqlite3_column_blob(st, 1);
+
+    return ((struct fn_box *)fn)
+        ->resv(col_text(st, 0), spec != NULL ? spec : "", (size_t)sqlite3_column_bytes(st, 1),
+               data);
+}
+
+int sched_store_load_resvs(struct sched_store *store, resv_fn fn, void *data)
+{
+    struct fn_box box = {.resv = fn};
+
+    return walk(store, ST_LOAD_RESVS, visit_resv, &box, data);
 }
 
 /* --- reads of part of the state (forgotten jobs: scheduler.min_job_age) ----------------- */

@@ -9,8 +9,9 @@
  * queries. It is driven from one thread at a time, in practice the journal's writer thread
  * (scheduler/journal.h), which batches many changes into one transaction.
  *
- * Schema (version 4; older databases gain what they miss when opened: version 1
- * jobs.usage and jobs.submit_key, version 2 nodes.drain_reason, version 3 the usage table):
+ * Schema (version 5; older databases gain what they miss when opened: version 1
+ * jobs.usage and jobs.submit_key, version 2 nodes.drain_reason, version 3 the usage table,
+ * version 4 the reservations table):
  *   meta(key TEXT PRIMARY KEY, value TEXT)                      -- schema_version, ...
  *   jobs(id INTEGER PRIMARY KEY, name, uid, gid, user, priority, state, reason, held,
  *        submit_ms, start_ms, end_ms, exit_code, signaled, term_signal, restarts, attempt,
@@ -23,6 +24,7 @@
  *   events(id INTEGER PRIMARY KEY, at_ms, job_id, node, kind, detail)
  *   usage(account, user, usage REAL, at_ms,          -- fair share: decayed billing-seconds
  *         PRIMARY KEY (account, user))               -- as of at_ms (fairshare.h)
+ *   reservations(name TEXT PRIMARY KEY, spec BLOB)   -- packed gs.Reservation
  * Indexes: jobs(state), jobs(end_ms) (made when missing at every open, no new version: the
  * start-up load and sacct's reads of forgotten jobs go by the end time), events(job_id).
  *
@@ -40,7 +42,7 @@
 
 #include "common/error.h"
 
-#define SCHED_STORE_SCHEMA_VERSION 4
+#define SCHED_STORE_SCHEMA_VERSION 5
 
 /* One row of jobs; strings and blobs are borrowed (by the store on write, by the callback on
  * load: valid only during the callback). */
@@ -165,6 +167,14 @@ int sched_store_put_usage(struct sched_store *store, const char *account, const 
 int sched_store_load_usage(struct sched_store *store,
                            int (*fn)(const char *account, const char *user, double usage,
                                      uint64_t at_ms, void *data),
+                           void *data);
+
+/* Advance reservations (scontrol create reservation): spec is a packed gs.Reservation. */
+int sched_store_put_resv(struct sched_store *store, const char *name, const void *spec, size_t len);
+int sched_store_delete_resv(struct sched_store *store, const char *name);
+/* Every stored reservation, by name; spec borrowed for the call. */
+int sched_store_load_resvs(struct sched_store *store,
+                           int (*fn)(const char *name, const void *spec, size_t len, void *data),
                            void *data);
 
 /* Events of one job (job_id != 0) or all, oldest first. */

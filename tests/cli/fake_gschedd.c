@@ -21,6 +21,13 @@
  * n2 (every core used), n3 (a quarter), n4 (drained), n5 and n7 (idle), n6 (down). Cancel,
  * hold, release and requeue requests are appended to RECORD as "cancel ids=42,51 signal=10",
  * "hold ids=...", "requeue ids=... hold=0|1"; requeueing a pending job fails (-EINVAL).
+ *
+ * Reservations (scontrol.sh): "maint" (n[1-2], user alice, 2026-12-05 10:00 to 11:00 UTC,
+ * active) and "future" (n5, accounts physics and bio, from 2026-12-24 08:00 UTC, no end,
+ * inactive); any other name is -ENOENT. Creates, updates and deletes are appended to RECORD
+ * as "resv create|update|delete name=N set=start,end,... start=MS end=MS nodes=X users=a,b
+ * accounts=x,y" and answered with the reservation sent (a create without a name gets its
+ * first user's or account's name + "_1"); Nodes naming gpu9 are refused, as gschedd would.
  * Single-threaded; exits on SIGTERM (default action).
  */
 #include <errno.h>
@@ -561,6 +568,116 @@ static void on_nodes(int fd)
     send_reply(fd, &env);
 }
 
+/* The two canned reservations; the caller's storage. */
+struct resv_table {
+    Gs__Reservation r[2];
+    Gs__Reservation *ptrs[2];
+};
+
+static void fill_resv(struct resv_table *t)
+{
+    static char *users[] = {"alice"};
+    static char *accounts[] = {"physics", "bio"};
+
+    gs__reservation__init(&t->r[0]);
+    t->r[0].name = "maint";
+    t->r[0].start_ms = UINT64_C(1796464800000);
+    t->r[0].end_ms = UINT64_C(1796464800000) + 3600 * 1000;
+    t->r[0].nodes = "n[1-2]";
+    t->r[0].node_count = 2;
+    t->r[0].users = users;
+    t->r[0].n_users = 1;
+    t->r[0].active = true;
+    gs__reservation__init(&t->r[1]);
+    t->r[1].name = "future";
+    t->r[1].start_ms = UINT64_C(1798099200000);
+    t->r[1].nodes = "n5";
+    t->r[1].node_count = 1;
+    t->r[1].accounts = accounts;
+    t->r[1].n_accounts = 2;
+    t->ptrs[0] = &t->r[0];
+    t->ptrs[1] = &t->r[1];
+}
+
+static void record_list(FILE *rec, const char *key, char **v, size_t n)
+{
+    fprintf(rec, " %s=", key);
+    for (size_t i = 0; i < n; i++)
+        fprintf(rec, "%s%s", i > 0 ? "," : "", v[i]);
+}
+
+static void record_resv(struct fake *f, const Gs__ReservationRequest *req)
+{
+    const Gs__Reservation *r = req->reservation;
+    FILE *rec = fopen(f->record_path, "a");
+
+    if (rec == NULL)
+        return;
+    fprintf(rec, "resv %s name=%s set=%s%s%s%s%s start=%llu end=%llu nodes=%s",
+            req->action == GS__RESERVATION_ACTION__RESERVATION_ACTION_CREATE   ? "create"
+            : req->action == GS__RESERVATION_ACTION__RESERVATION_ACTION_UPDATE ? "update"
+                                                                               : "delete",
+            r->name, req->set_start ? "start," : "", req->set_end ? "end," : "",
+            req->set_nodes ? "nodes," : "", req->set_users ? "users," : "",
+            req->set_accounts ? "accounts," : "", (unsigned long long)r->start_ms,
+            (unsigned long long)r->end_ms, r->nodes);
+    record_list(rec, "users", r->users, r->n_users);
+    record_list(rec, "accounts", r->accounts, r->n_accounts);
+    fputc('\n', rec);
+    fclose(rec);
+}
+
+static void on_reservation(struct fake *f, int fd, const Gs__ReservationRequest *req)
+{
+    Gs__ReservationReply reply = GS__RESERVATION_REPLY__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    struct resv_table t;
+    Gs__Reservation *one[1] = {NULL}, copy;
+    const char *name = req->reservation != NULL ? req->reservation->name : "";
+    char made[64], msg[128];
+
+    fill_resv(&t);
+    if (req->reservation == NULL) {
+        send_error(fd, -EINVAL, "a reservation request names its reservation", NULL);
+        return;
+    }
+    for (size_t i = 0; i < 2; i++)
+        one[0] = strcmp(t.r[i].name, name) == 0 ? &t.r[i] : one[0];
+    if (req->action == GS__RESERVATION_ACTION__RESERVATION_ACTION_SHOW && name[0] == '\0') {
+        reply.reservations = t.ptrs;
+        reply.n_reservations = 2;
+    } else if (req->action == GS__RESERVATION_ACTION__RESERVATION_ACTION_CREATE) {
+        record_resv(f, req);
+        if (req->reservation->nodes != NULL && strstr(req->reservation->nodes, "gpu9") != NULL) {
+            send_error(fd, -EINVAL, "Nodes: no node gpu9 in the cluster", NULL);
+            return;
+        }
+        copy = *req->reservation;
+        if (name[0] == '\0') {
+            snprintf(made, sizeof(made), "%s_1",
+                     copy.n_users > 0      ? copy.users[0]
+                     : copy.n_accounts > 0 ? copy.accounts[0]
+                                           : "resv");
+            copy.name = made;
+        }
+        one[0] = &copy;
+        reply.reservations = one;
+        reply.n_reservations = 1;
+    } else if (one[0] == NULL) {
+        snprintf(msg, sizeof(msg), "no reservation %s", name);
+        send_error(fd, -ENOENT, msg, NULL);
+        return;
+    } else {
+        if (req->action != GS__RESERVATION_ACTION__RESERVATION_ACTION_SHOW)
+            record_resv(f, req);
+        reply.reservations = one;
+        reply.n_reservations = 1;
+    }
+    env.body_case = GS__ENVELOPE__BODY_RESERVATION_REPLY;
+    env.reservation_reply = &reply;
+    send_reply(fd, &env);
+}
+
 static void serve(struct fake *f, int fd)
 {
     Gs__Envelope *in = NULL;
@@ -596,6 +713,9 @@ static void serve(struct fake *f, int fd)
         break;
     case GS__ENVELOPE__BODY_LOGS_REQUEST:
         on_logs(fd, in->logs_request);
+        break;
+    case GS__ENVELOPE__BODY_RESERVATION_REQUEST:
+        on_reservation(f, fd, in->reservation_request);
         break;
     default:
         send_error(fd, -EOPNOTSUPP, "not served by the fake", NULL);

@@ -330,7 +330,8 @@ Test(job_json, job_info_nests_user_resources_and_allocation_without_spec)
            "\"time_min_s\":0,\"gpus_per_task\":0},\"submit_time_ms\":0,\"start_time_ms\":0,"
            "\"end_time_ms\":0,\"expected_start_ms\":0,\"signaled\":false,\"exit_code\":0,"
            "\"term_signal\":0,\"restart_count\":0,\"partition\":\"\",\"account\":\"\",\"qos\":"
-           "\"\",\"array_job_id\":0,\"array_task_id\":0,\"ntasks\":0,\"ncpus\":0,\"workdir\":"
+           "\"\",\"reservation\":null,\"array_job_id\":0,\"array_task_id\":0,\"ntasks\":0,"
+           "\"ncpus\":0,\"workdir\":"
            "\"\",\"stdout_path\":\"\",\"stderr_path\":\"\",\"allocation\":[{\"node_name\":\"n1\","
            "\"address\":\"10.0.0.1\","
            "\"gpus\":[0,1],\"cores\":[0,1,2,3],\"mem_mib\":0,\"first_rank\":0,\"ntasks\":2,\"gpu_"
@@ -376,7 +377,8 @@ Test(job_json, job_info_from_show_carries_the_spec_and_absent_parts_are_null)
                   "\"submit_dir\":\"\",\"submit_host\":\"\",\"warn_signal\":0,"
                   "\"warn_before_s\":0,\"warn_batch_only\":false,\"launcher\":\"NONE\","
                   "\"env\":{\"OMP_NUM_THREADS\":\"4\"}},"
-                  "\"max_restarts\":0,\"account\":\"\",\"qos\":\"\",\"comment\":\"\","
+                  "\"max_restarts\":0,\"account\":\"\",\"qos\":\"\",\"reservation\":\"\","
+                  "\"comment\":\"\","
                   "\"source\":\"\",\"depends_any\":false,\"singleton\":false,\"array\":null}}") !=
             NULL,
         "%s", s);

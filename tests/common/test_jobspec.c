@@ -201,6 +201,66 @@ Test(jobspec, nice_is_read_and_checked)
                 "job.toml:3:1: unknown key 'nice' in run (did you mean 'nice'?)");
 }
 
+Test(jobspec, account_qos_partition_reservation_and_comment_are_read)
+{
+    struct gs_jobspec *s = parse_ok("account = \"nlp\"\nqos = \"high\"\npartition = \"gpu\"\n"
+                                    "reservation = \"maint-2024.06_a\"\n"
+                                    "comment = \"sweep 3, lr 3e-4\"\n"
+                                    "[run]\ncommand = [\"x\"]\n");
+    struct gs_error err;
+
+    cr_assert_str_eq(s->account, "nlp");
+    cr_assert_str_eq(s->qos, "high");
+    cr_assert_str_eq(s->partition, "gpu");
+    cr_assert_str_eq(s->reservation, "maint-2024.06_a");
+    cr_assert_str_eq(s->comment, "sweep 3, lr 3e-4", "a comment is free text");
+    cr_assert_eq(gs_jobspec_check(s, &err), 0, "%s", err.msg);
+    gs_jobspec_free(s);
+    s = parse_ok("[run]\ncommand = [\"x\"]\n");
+    cr_assert_null(s->account);
+    cr_assert_null(s->qos);
+    cr_assert_null(s->partition);
+    cr_assert_null(s->reservation, "none unless asked for");
+    cr_assert_null(s->comment);
+    gs_jobspec_free(s);
+}
+
+Test(jobspec, rejects_bad_names_at_their_place)
+{
+    parse_fails("name = \"a\"\nreservation = \"maint window\"\n[run]\ncommand = [\"x\"]\n",
+                "job.toml:2:15: reservation must be one name of 1 to 128 letters, digits, "
+                "'_', '.' or '-'");
+    gs_buf_reset(&errors);
+    parse_fails("reservation = \"a,b\"\n[run]\ncommand = [\"x\"]\n",
+                "job.toml:1:15: reservation must be one name");
+    gs_buf_reset(&errors);
+    parse_fails("partition = \"\"\n[run]\ncommand = [\"x\"]\n",
+                "job.toml:1:13: partition must not be empty");
+    gs_buf_reset(&errors);
+    parse_fails("account = \"a/b\"\nqos = 3\ncomment = \"\"\n[run]\ncommand = [\"x\"]\n",
+                "job.toml:1:11: account must be one name");
+    cr_assert_not_null(strstr(errors.data, "job.toml:2:7: qos must be a string, not integer"), "%s",
+                       errors.data);
+    cr_assert_not_null(strstr(errors.data, "job.toml:3:11: comment must not be empty"), "%s",
+                       errors.data);
+    gs_buf_reset(&errors);
+    parse_fails("[resources]\nreservation = \"r\"\n[run]\ncommand = [\"x\"]\n",
+                "job.toml:2:1: unknown key 'reservation' in resources (did you mean "
+                "'reservation'?)");
+}
+
+Test(jobspec, check_refuses_a_reservation_that_is_not_one_name)
+{
+    struct gs_jobspec *s = parse_ok("[run]\ncommand = [\"x\"]\n");
+    struct gs_error err;
+
+    s->reservation = strdup("r1,r2");
+    cr_assert_not_null(s->reservation);
+    cr_assert_eq(gs_jobspec_check(s, &err), -EINVAL);
+    cr_assert_not_null(strstr(err.msg, "reservation must be one name"), "%s", err.msg);
+    gs_jobspec_free(s);
+}
+
 Test(jobspec, toml_syntax_error_carries_its_position)
 {
     parse_fails("name = \"x\"\n[run\ncommand = [\"x\"]\n", "job.toml:2:");

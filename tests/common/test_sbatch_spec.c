@@ -453,6 +453,27 @@ Test(sbatch_spec, strings_and_flags)
     gs_jobspec_free(s);
 }
 
+Test(sbatch_spec, reservation_becomes_the_jobs)
+{
+    struct gs_jobspec *s = spec_of(SHEBANG "#SBATCH --reservation=maint\n");
+    const char *msg;
+
+    cr_assert_str_eq(s->reservation, "maint");
+    cr_assert_null(warnings.data, "acted on, so no warning: %s", warnings.data);
+    gs_jobspec_free(s);
+    s = spec_cli(SHEBANG "#SBATCH --reservation=maint\n", ARGC("--reservation=r2"),
+                 ARGV("--reservation=r2"));
+    cr_assert_str_eq(s->reservation, "r2", "the command line over the script");
+    gs_jobspec_free(s);
+    s = spec_of(SHEBANG "#SBATCH -N 1\n");
+    cr_assert_null(s->reservation);
+    gs_jobspec_free(s);
+    /* Slurm takes a list; the scheduler matches one name, so a list is refused, not lost. */
+    msg = fail_of(SHEBANG "#SBATCH --reservation=r1,r2\n");
+    cr_assert_not_null(strstr(msg, "run.sh: --reservation: reservation must be one name"), "%s",
+                       msg);
+}
+
 Test(sbatch_spec, nice_becomes_the_jobs)
 {
     struct gs_jobspec *s = spec_of(SHEBANG "#SBATCH --nice=-20\n");
@@ -512,9 +533,8 @@ Test(sbatch_spec, accepted_without_effect_warns_once)
                                            "#SBATCH --gres=gpu:2,nic:1 --signal=R:USR2@30\n");
 
     cr_assert_eq(s->gpus_per_node, 2);
-    cr_assert_str_eq(warnings.data,
-                     "accepted and not acted on: --gpu-bind, --reservation, --licenses, "
-                     "--gres-flags, --gres entries other than gpu, --signal=R:\n");
+    cr_assert_str_eq(warnings.data, "accepted and not acted on: --gpu-bind, --licenses, "
+                                    "--gres-flags, --gres entries other than gpu, --signal=R:\n");
     gs_jobspec_free(s);
 }
 
@@ -645,6 +665,7 @@ Test(sbatch_spec, show_kv_in_fixed_order)
 {
     char *out = show(SHEBANG "#SBATCH -J sweep -N 2 -n 3 -c 2 --gres=gpu:a100:2 --mem=8G\n"
                              "#SBATCH -t 1-00:00:30 --time-min=90 -p gpu -A nlp -q high\n"
+                             "#SBATCH --reservation=maint\n"
                              "#SBATCH -w n[1-2] -x n7 --exclusive -a 0-15:4%2 -H --requeue\n"
                              "#SBATCH --nice=-5\n"
                              "#SBATCH -d afterok:4?after:5+10 --signal=B:USR1@55\n"
@@ -667,6 +688,7 @@ Test(sbatch_spec, show_kv_in_fixed_order)
                           "account=nlp\n"
                           "qos=high\n"
                           "constraint=a100\n"
+                          "reservation=maint\n"
                           "nodelist=n[1-2]\n"
                           "exclude=n7\n"
                           "exclusive=yes\n"
@@ -701,6 +723,7 @@ Test(sbatch_spec, show_defaults_and_lists)
     assert_has(out, "\nexport=ALL\n");
     assert_has(out, "\nrequeue=no\n");
     assert_has(out, "\nhold=no\nnice=0\n");
+    assert_has(out, "\nreservation=\n");
     free(out);
 }
 
@@ -714,6 +737,7 @@ Test(sbatch_spec, show_json)
     assert_has(out, "\"nodes\":2,");
     assert_has(out, "\"time_limit\":\"00:05:00\"");
     assert_has(out, "\"partition\":null");
+    assert_has(out, "\"reservation\":null");
     assert_has(out, "\"exclusive\":false");
     assert_has(out, "\"nice\":0,");
     assert_has(out, "\"dependency\":\"singleton\"");

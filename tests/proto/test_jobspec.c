@@ -12,6 +12,8 @@
 
 static const char full[] = "name = \"gpt\"\npriority = -3\nnice = -7\nhold = true\n"
                            "depends_on = [\"afterok:41\", \"after:2\"]\n"
+                           "account = \"nlp\"\nqos = \"high\"\npartition = \"gpu\"\n"
+                           "reservation = \"maint\"\ncomment = \"sweep 3\"\n"
                            "[resources]\nnodes = 2\ngpus_per_node = 4\ncpus_per_gpu = 8\n"
                            "mem_per_node = \"64G\"\ntime_limit = \"1:00:00\"\nexclusive = true\n"
                            "constraint = \"h100\"\n"
@@ -86,6 +88,11 @@ Test(proto_jobspec, every_field_survives_the_wire)
     cr_assert_str_eq(out->env[1], "B=x=y");
     cr_assert_eq(out->max_restarts, 2);
     cr_assert_eq(out->launcher, GS_LAUNCHER_MPI);
+    cr_assert_str_eq(out->account, "nlp");
+    cr_assert_str_eq(out->qos, "high");
+    cr_assert_str_eq(out->partition, "gpu");
+    cr_assert_str_eq(out->reservation, "maint");
+    cr_assert_str_eq(out->comment, "sweep 3");
     gs_jobspec_free(in);
     gs_jobspec_free(out);
 }
@@ -104,6 +111,7 @@ Test(proto_jobspec, unlimited_time_and_defaults_survive)
     cr_assert_null(out->constraint);
     cr_assert_null(out->stderr_pattern);
     cr_assert_eq(out->nice, 0);
+    cr_assert_null(out->reservation, "\"\" on the wire is none");
     gs_jobspec_free(in);
     gs_jobspec_free(out);
 }
@@ -165,4 +173,7 @@ Test(proto_jobspec, wire_specs_are_checked_like_job_files)
     assert_rejected(&pb, "nice must be from");
     pb.nice = INT32_MIN;
     assert_rejected(&pb, "nice must be from");
+    pb.nice = 0;
+    pb.reservation = "maint window"; /* the scheduler matches one name, as job files give it */
+    assert_rejected(&pb, "reservation must be one name");
 }

@@ -143,7 +143,7 @@ static int only_n1(void *data, const struct gs_jobspec *spec, struct sched_node_
 Test(planner, takes_node_masks_from_the_caller)
 {
     int calls = 0;
-    struct sched_planner_hooks masks = {only_n1, NULL, &calls, NULL};
+    struct sched_planner_hooks masks = {.masks = only_n1, .data = &calls};
     size_t from = 0;
 
     add(1, 2, 7, 60);

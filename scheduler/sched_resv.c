@@ -1,0 +1,765 @@
+/*
+ * sched_resv.c: advance reservations, as Slurm's `scontrol create reservation`: whole nodes
+ * kept for some users and accounts from a start time to an end time (or for good).
+ *
+ * The planner does the keeping (planner.h): a job that names a reservation waits for its
+ * start and then runs on its nodes only; other jobs use those nodes only when their time
+ * limits end them before it starts. Here: the registry, the operators' requests, the
+ * submit check (a job may name a reservation that lets its user or account in), the end of
+ * a job started in a reservation (its time limit lowered to the reservation's end, as
+ * Slurm ends such jobs with it), and the clock: the cron asks for a pass when a
+ * reservation starts or ends and deletes those that have ended.
+ *
+ * Changes are root's, checked whole before anything changes (nodes known, users real,
+ * accounts configured, no other reservation holding a node at the same time), kept in
+ * SQLite (packed gs.Reservation rows) and answered once stored. Loop thread only.
+ */
+#define _GNU_SOURCE /* getpwnam_r */
+#include <errno.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/hostlist.h"
+#include "common/log.h"
+#include "common/sort.h"
+#include "common/units.h"
+#include "scheduler/sched_internal.h"
+
+#define RESV_NAME_MAX 63
+
+struct resv {
+    char name[RESV_NAME_MAX + 1];
+    uint64_t start_ms, end_ms, created_ms; /* end 0: none */
+    char *nodes;                           /* the hostlist as given */
+    char **node_names;                     /* expanded (gs_hostlist_free) */
+    size_t nnode_names;
+    char **users, **accounts;
+    size_t nusers, naccounts;
+};
+
+struct sched_resvs {
+    struct resv *v;
+    size_t n;
+    /* The planner's view: rebuilt when a reservation or the node registry changed. */
+    struct sched_planner_resv *view;
+    uint64_t *masks; /* n x words */
+    size_t words, view_nodes;
+    bool dirty;
+};
+
+static void strv_free(char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+static void resv_release(struct resv *r)
+{
+    free(r->nodes);
+    gs_hostlist_free(r->node_names);
+    strv_free(r->users, r->nusers);
+    strv_free(r->accounts, r->naccounts);
+    memset(r, 0, sizeof(*r));
+}
+
+static int strv_copy(char *const *src, size_t n, char ***ret)
+{
+    char **v = calloc(n + 1, sizeof(*v));
+
+    if (v == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        if ((v[i] = strdup(src[i])) == NULL) {
+            strv_free(v, i);
+            return -ENOMEM;
+        }
+    }
+    *ret = v;
+    return 0;
+}
+
+/* r's nodes from a hostlist (replacing any); -EINVAL with why, -ENOMEM. */
+static int set_nodes(struct resv *r, const char *nodes, char *why, size_t size)
+{
+    struct gs_error err = {0};
+    char **names = NULL, *copy;
+    size_t n = 0;
+    int rc;
+
+    if (nodes[0] == '\0') {
+        snprintf(why, size, "Nodes: no nodes named");
+        return -EINVAL;
+    }
+    rc = gs_hostlist_expand(nodes, &names, &n, &err);
+    if (rc == -EINVAL)
+        snprintf(why, size, "Nodes: %.200s", err.msg);
+    if (rc < 0)
+        return rc;
+    if ((copy = strdup(nodes)) == NULL) {
+        gs_hostlist_free(names);
+        return -ENOMEM;
+    }
+    free(r->nodes);
+    gs_hostlist_free(r->node_names);
+    r->nodes = copy;
+    r->node_names = names;
+    r->nnode_names = n;
+    return 0;
+}
+
+static int set_strv(char ***v, size_t *n, char *const *src, size_t nsrc)
+{
+    char **copy;
+
+    if (strv_copy(src, nsrc, &copy) < 0)
+        return -ENOMEM;
+    strv_free(*v, *n);
+    *v = copy;
+    *n = nsrc;
+    return 0;
+}
+
+/* r from a stored message; -EINVAL with why, -ENOMEM. */
+static int resv_from_msg(const Gs__Reservation *m, struct resv *r, char *why, size_t size)
+{
+    int rc;
+
+    memset(r, 0, sizeof(*r));
+    snprintf(r->name, sizeof(r->name), "%s", m->name);
+    r->start_ms = m->start_ms;
+    r->end_ms = m->end_ms;
+    r->created_ms = m->created_ms;
+    if ((rc = set_nodes(r, m->nodes, why, size)) == 0 &&
+        (rc = set_strv(&r->users, &r->nusers, m->users, m->n_users)) == 0)
+        rc = set_strv(&r->accounts, &r->naccounts, m->accounts, m->n_accounts);
+    if (rc == -ENOMEM)
+        snprintf(why, size, "out of memory");
+    if (rc < 0)
+        resv_release(r);
+    return rc;
+}
+
+/* The message of r, borrowing its strings. */
+static void resv_to_msg(const struct resv *r, uint64_t now_ms, Gs__Reservation *m)
+{
+    gs__reservation__init(m);
+    m->name = (char *)r->name;
+    m->start_ms = r->start_ms;
+    m->end_ms = r->end_ms;
+    m->nodes = r->nodes;
+    m->users = r->users;
+    m->n_users = r->nusers;
+    m->accounts = r->accounts;
+    m->n_accounts = r->naccounts;
+    m->active = r->start_ms <= now_ms && (r->end_ms == 0 || now_ms < r->end_ms);
+    m->node_count = (uint32_t)r->nnode_names;
+    m->created_ms = r->created_ms;
+}
+
+static struct resv *resv_find(struct sched_resvs *rs, const char *name)
+{
+    for (size_t i = 0; rs != NULL && i < rs->n; i++) {
+        if (strcmp(rs->v[i].name, name) == 0)
+            return &rs->v[i];
+    }
+    return NULL;
+}
+
+static int resvs_get(struct sched_ctx *s, struct sched_resvs **ret)
+{
+    if (s->resvs == NULL && (s->resvs = calloc(1, sizeof(*s->resvs))) == NULL)
+        return -ENOMEM;
+    *ret = s->resvs;
+    return 0;
+}
+
+/* Adds r (taking what it holds) to the registry. */
+static int resvs_add(struct sched_ctx *s, struct resv *r)
+{
+    struct sched_resvs *rs;
+    struct resv *v;
+
+    if (resvs_get(s, &rs) < 0 || (v = realloc(rs->v, (rs->n + 1) * sizeof(*v))) == NULL)
+        return -ENOMEM;
+    rs->v = v;
+    rs->v[rs->n++] = *r;
+    memset(r, 0, sizeof(*r));
+    rs->dirty = true;
+    return 0;
+}
+
+static void resvs_remove(struct sched_ctx *s, struct resv *r)
+{
+    struct sched_resvs *rs = s->resvs;
+    size_t at = (size_t)(r - rs->v);
+
+    resv_release(r);
+    memmove(&rs->v[at], &rs->v[at + 1], (rs->n - at - 1) * sizeof(*rs->v));
+    rs->n--;
+    rs->dirty = true;
+}
+
+static bool windows_meet(const struct resv *a, const struct resv *b)
+{
+    bool a_before_b = a->end_ms != 0 && a->end_ms <= b->start_ms;
+    bool b_before_a = b->end_ms != 0 && b->end_ms <= a->start_ms;
+
+    return !a_before_b && !b_before_a;
+}
+
+static bool name_ok(const char *name)
+{
+    if (name[0] == '\0' || strlen(name) > RESV_NAME_MAX)
+        return false;
+    for (const char *p = name; *p != '\0'; p++) {
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '_' || *p == '-' || *p == '.'))
+            return false;
+    }
+    return true;
+}
+
+static bool user_exists(const char *name)
+{
+    struct passwd pw, *found = NULL;
+    char buf[4096];
+
+    return getpwnam_r(name, &pw, buf, sizeof(buf), &found) == 0 && found != NULL;
+}
+
+/* Whether r may be kept as it is; self is the reservation it replaces (update), or NULL. */
+static int resv_check(struct sched_ctx *s, const struct resv *r, const struct resv *self, char *why,
+                      size_t size)
+{
+    if (!name_ok(r->name)) {
+        snprintf(why, size,
+                 "ReservationName: '%.64s' is not a name (1-%d letters, digits, '_', '-', '.')",
+                 r->name, RESV_NAME_MAX);
+        return -EINVAL;
+    }
+    if (r->start_ms == 0) {
+        snprintf(why, size, "StartTime: a reservation needs a start time");
+        return -EINVAL;
+    }
+    if (r->end_ms != 0 && r->end_ms <= r->start_ms) {
+        snprintf(why, size, "EndTime: the end must come after the start");
+        return -EINVAL;
+    }
+    if (r->nusers == 0 && r->naccounts == 0) {
+        snprintf(why, size, "Users, Accounts: a reservation needs users or accounts to let in");
+        return -EINVAL;
+    }
+    for (size_t i = 0; i < r->nnode_names; i++) {
+        if (sched_node_find(s, r->node_names[i]) == NULL) {
+            snprintf(why, size, "Nodes: no node %.64s in the cluster", r->node_names[i]);
+            return -EINVAL;
+        }
+    }
+    for (size_t i = 0; i < r->nusers; i++) {
+        if (!user_exists(r->users[i])) {
+            snprintf(why, size, "Users: no user %.64s on this host", r->users[i]);
+            return -EINVAL;
+        }
+    }
+    for (size_t i = 0; s->cfg->naccounts > 0 && i < r->naccounts; i++) {
+        if (strcmp(r->accounts[i], "root") != 0 &&
+            gs_config_account(s->cfg, r->accounts[i]) == NULL) {
+            snprintf(why, size, "Accounts: no account %.64s in the configuration", r->accounts[i]);
+            return -EINVAL;
+        }
+    }
+    for (size_t k = 0; s->resvs != NULL && k < s->resvs->n; k++) {
+        const struct resv *o = &s->resvs->v[k];
+
+        if (o == self || !windows_meet(r, o))
+            continue;
+        for (size_t i = 0; i < r->nnode_names; i++) {
+            for (size_t j = 0; j < o->nnode_names; j++) {
+                if (strcmp(r->node_names[i], o->node_names[j]) == 0) {
+                    snprintf(why, size, "Nodes: node %.64s is in reservation %s at that time",
+                             r->node_names[i], o->name);
+                    return -EBUSY;
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+/* Slurm's generated name: the first user's (or account's), then _N, the first N free. */
+static void generate_name(struct sched_ctx *s, const Gs__Reservation *m, char *out, size_t size)
+{
+    const char *base = m->n_users > 0 ? m->users[0] : m->n_accounts > 0 ? m->accounts[0] : "resv";
+
+    for (unsigned n = 1;; n++) {
+        snprintf(out, size, "%.48s_%u", base, n);
+        if (resv_find(s->resvs, out) == NULL)
+            return;
+    }
+}
+
+/* --- requests ---------------------------------------------------------------------------- */
+
+static void reply_resvs(struct sched_cli *c, uint64_t request_id, Gs__Reservation **ptrs, size_t n,
+                        bool held)
+{
+    Gs__ReservationReply reply = GS__RESERVATION_REPLY__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+
+    reply.reservations = ptrs;
+    reply.n_reservations = n;
+    env.request_id = request_id;
+    env.body_case = GS__ENVELOPE__BODY_RESERVATION_REPLY;
+    env.reservation_reply = &reply;
+    sched_cli_reply(c, &env, held);
+}
+
+static int by_start(const void *pa, const void *pb)
+{
+    const Gs__Reservation *a = *(Gs__Reservation *const *)pa, *b = *(Gs__Reservation *const *)pb;
+
+    if (a->start_ms != b->start_ms)
+        return a->start_ms < b->start_ms ? -1 : 1;
+    return strcmp(a->name, b->name);
+}
+
+static void show(struct sched_cli *c, uint64_t request_id, const char *name)
+{
+    struct sched_resvs *rs = c->s->resvs;
+    size_t n = rs != NULL ? rs->n : 0, k = 0;
+    Gs__Reservation *msgs = calloc(n + 1, sizeof(*msgs));
+    Gs__Reservation **ptrs = calloc(n + 1, sizeof(*ptrs));
+    uint64_t now = gs_clock_wall_ms();
+    char why[128];
+
+    if (msgs == NULL || ptrs == NULL) {
+        sched_cli_error(c, request_id, -ENOMEM, "out of memory", false);
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (name[0] != '\0' && strcmp(rs->v[i].name, name) != 0)
+            continue;
+        resv_to_msg(&rs->v[i], now, &msgs[k]);
+        ptrs[k] = &msgs[k];
+        k++;
+    }
+    if (name[0] != '\0' && k == 0) {
+        snprintf(why, sizeof(why), "Reservation %.64s not found", name);
+        sched_cli_error(c, request_id, -ENOENT, why, false);
+        goto out;
+    }
+    gs_sort(ptrs, k, sizeof(*ptrs), by_start);
+    reply_resvs(c, request_id, ptrs, k, false);
+out:
+    free(msgs);
+    free(ptrs);
+}
+
+/* A change waiting for its commit: the reservation as it is now (delete: as it was), packed. */
+struct resv_op {
+    struct sched_cli *cli;
+    uint64_t request_id;
+    uint8_t *packed;
+    size_t len;
+};
+
+static void op_stored(struct sched_ctx *s, int status, void *arg)
+{
+    struct resv_op *op = arg;
+    Gs__Reservation *m = NULL;
+
+    if (status < 0) {
+        sched_cli_error(op->cli, op->request_id, status, "the change could not be stored", true);
+        goto out;
+    }
+    m = gs__reservation__unpack(NULL, op->len, op->packed);
+    if (m == NULL) {
+        sched_cli_error(op->cli, op->request_id, -ENOMEM, "out of memory", true);
+        goto out;
+    }
+    {
+        uint64_t now = gs_clock_wall_ms();
+
+        m->active = m->start_ms <= now && (m->end_ms == 0 || now < m->end_ms);
+    }
+    reply_resvs(op->cli, op->request_id, &m, 1, true);
+out:
+    (void)s;
+    if (m != NULL)
+        gs__reservation__free_unpacked(m, NULL);
+    free(op->packed);
+    free(op);
+}
+
+/* Packs r into a new op and into ch (stored, or deleted when del). */
+static int stage(struct sched_ctx *s, const struct resv *r, bool del, struct sched_change *ch,
+                 struct resv_op **ret)
+{
+    struct resv_op *op = calloc(1, sizeof(*op));
+    Gs__Reservation m;
+
+    resv_to_msg(r, gs_clock_wall_ms(), &m);
+    m.active = false; /* a reply's fact, not stored */
+    if (op == NULL)
+        return -ENOMEM;
+    op->len = gs__reservation__get_packed_size(&m);
+    if ((op->packed = malloc(op->len > 0 ? op->len : 1)) == NULL) {
+        free(op);
+        return -ENOMEM;
+    }
+    gs__reservation__pack(&m, op->packed);
+    sched_change_resv(ch, r->name, del ? NULL : op->packed, op->len);
+    (void)s;
+    *ret = op;
+    return 0;
+}
+
+static void commit(struct sched_cli *c, uint64_t request_id, struct sched_change *ch,
+                   struct resv_op *op, const char *what, const char *name)
+{
+    struct sched_ctx *s = c->s;
+    char detail[160];
+
+    snprintf(detail, sizeof(detail), "reservation %s %s by uid %u", name, what, (unsigned)c->uid);
+    sched_change_event(ch, gs_clock_wall_ms(), 0, "", "RESERVATION", detail);
+    op->cli = c;
+    op->request_id = request_id;
+    sched_cli_hold(c);
+    sched_change_commit(s, ch, op_stored, op);
+    sched_engine_wake(s); /* who may run where has changed */
+}
+
+/* The request's fields applied to r (a copy of the stored one, or a new one). */
+static int apply_fields(const Gs__ReservationRequest *req, bool create, struct resv *r, char *why,
+                        size_t size)
+{
+    const Gs__Reservation *m = req->reservation;
+    int rc = 0;
+
+    if (create || req->set_start)
+        r->start_ms = m->start_ms;
+    if (create || req->set_end)
+        r->end_ms = m->end_ms;
+    if (create || req->set_nodes)
+        rc = set_nodes(r, m->nodes, why, size);
+    if (rc == 0 && (create || req->set_users))
+        rc = set_strv(&r->users, &r->nusers, m->users, m->n_users);
+    if (rc == 0 && (create || req->set_accounts))
+        rc = set_strv(&r->accounts, &r->naccounts, m->accounts, m->n_accounts);
+    if (rc == -ENOMEM)
+        snprintf(why, size, "out of memory");
+    return rc;
+}
+
+static int resv_copy(const struct resv *src, struct resv *dst)
+{
+    Gs__Reservation m;
+    char why[160];
+
+    resv_to_msg(src, 0, &m);
+    return resv_from_msg(&m, dst, why, sizeof(why));
+}
+
+static bool has_running_job(struct sched_ctx *s, const char *name, uint64_t *ret_id)
+{
+    for (size_t i = s->plan_from; i < sched_jobs_count(s->jobs); i++) {
+        const struct sched_job *job = sched_jobs_at(s->jobs, i);
+
+        if (job->state == SCHED_JOB_RUNNING && job->spec->reservation != NULL &&
+            strcmp(job->spec->reservation, name) == 0) {
+            *ret_id = job->id;
+            return true;
+        }
+    }
+    return false;
+}
+
+static void change(struct sched_cli *c, uint64_t request_id, const Gs__ReservationRequest *req)
+{
+    struct sched_ctx *s = c->s;
+    const Gs__Reservation *m = req->reservation;
+    bool create = req->action == GS__RESERVATION_ACTION__RESERVATION_ACTION_CREATE;
+    struct resv *old = resv_find(s->resvs, m->name);
+    struct resv r = {0};
+    struct resv_op *op = NULL;
+    struct sched_change *ch = NULL;
+    char why[256], name[RESV_NAME_MAX + 1];
+    int rc;
+
+    if (create && old != NULL) {
+        snprintf(why, sizeof(why), "ReservationName: reservation %.64s exists already", m->name);
+        rc = -EEXIST;
+        goto refuse;
+    }
+    if (!create && old == NULL) {
+        snprintf(why, sizeof(why), "Reservation %.64s not found", m->name);
+        rc = -ENOENT;
+        goto refuse;
+    }
+    if (create) {
+        if (m->name[0] != '\0')
+            snprintf(r.name, sizeof(r.name), "%s", m->name);
+        else
+            generate_name(s, m, r.name, sizeof(r.name));
+        r.created_ms = gs_clock_wall_ms();
+    } else if ((rc = resv_copy(old, &r)) < 0) {
+        snprintf(why, sizeof(why), "out of memory");
+        goto refuse;
+    }
+    if ((rc = apply_fields(req, create, &r, why, sizeof(why))) < 0 ||
+        (rc = resv_check(s, &r, old, why, sizeof(why))) < 0)
+        goto refuse;
+    if ((ch = sched_change_new(s)) == NULL || (rc = stage(s, &r, false, ch, &op)) < 0) {
+        rc = -ENOMEM;
+        snprintf(why, sizeof(why), "out of memory");
+        goto refuse;
+    }
+    snprintf(name, sizeof(name), "%s", r.name);
+    if (old != NULL)
+        resvs_remove(s, old);
+    GS_LOG(GS_LOG_INFO, "reservation=%s nodes=%s start_ms=%llu end_ms=%llu uid=%u reservation %s",
+           r.name, r.nodes, (unsigned long long)r.start_ms, (unsigned long long)r.end_ms,
+           (unsigned)c->uid, create ? "created" : "updated");
+    if (resvs_add(s, &r) < 0) { /* out of memory: it is stored, and loads at the next start */
+        GS_LOG(GS_LOG_ERROR, "reservation=%s out of memory keeping the reservation", r.name);
+        resv_release(&r);
+    }
+    commit(c, request_id, ch, op, create ? "created" : "updated", name);
+    return;
+refuse:
+    resv_release(&r);
+    free(op);
+    sched_change_commit(s, ch, NULL, NULL); /* nothing in it, or NULL */
+    sched_cli_error(c, request_id, rc, why, false);
+}
+
+static void delete (struct sched_cli *c, uint64_t request_id, const char *name)
+{
+    struct sched_ctx *s = c->s;
+    struct resv *r = resv_find(s->resvs, name);
+    struct sched_change *ch = NULL;
+    struct resv_op *op = NULL;
+    char why[160];
+    uint64_t job_id;
+
+    if (r == NULL) {
+        snprintf(why, sizeof(why), "Reservation %.64s not found", name);
+        sched_cli_error(c, request_id, -ENOENT, why, false);
+        return;
+    }
+    if (has_running_job(s, name, &job_id)) {
+        snprintf(why, sizeof(why), "reservation %.64s is busy: job %llu runs in it", name,
+                 (unsigned long long)job_id);
+        sched_cli_error(c, request_id, -EBUSY, why, false);
+        return;
+    }
+    if ((ch = sched_change_new(s)) == NULL || stage(s, r, true, ch, &op) < 0) {
+        sched_change_commit(s, ch, NULL, NULL);
+        sched_cli_error(c, request_id, -ENOMEM, "out of memory", false);
+        return;
+    }
+    GS_LOG(GS_LOG_INFO, "reservation=%s uid=%u reservation deleted", name, (unsigned)c->uid);
+    commit(c, request_id, ch, op, "deleted", name);
+    resvs_remove(s, r);
+}
+
+void sched_resv_request(struct sched_cli *c, uint64_t request_id, const Gs__ReservationRequest *req)
+{
+    static const Gs__Reservation none = GS__RESERVATION__INIT;
+    const Gs__Reservation *m = req->reservation != NULL ? req->reservation : &none;
+    Gs__ReservationRequest fixed = *req;
+
+    fixed.reservation = (Gs__Reservation *)m;
+    if (req->action == GS__RESERVATION_ACTION__RESERVATION_ACTION_SHOW) {
+        show(c, request_id, m->name);
+        return;
+    }
+    if (req->action != GS__RESERVATION_ACTION__RESERVATION_ACTION_CREATE &&
+        req->action != GS__RESERVATION_ACTION__RESERVATION_ACTION_UPDATE &&
+        req->action != GS__RESERVATION_ACTION__RESERVATION_ACTION_DELETE) {
+        sched_cli_error(c, request_id, -EINVAL, "action: show, create, update or delete", false);
+        return;
+    }
+    if (c->uid != 0) {
+        sched_cli_error(c, request_id, -EPERM,
+                        "only root may create, update or delete reservations", false);
+        return;
+    }
+    if (req->action != GS__RESERVATION_ACTION__RESERVATION_ACTION_CREATE && m->name[0] == '\0') {
+        sched_cli_error(c, request_id, -EINVAL, "ReservationName: which reservation?", false);
+        return;
+    }
+    if (req->action == GS__RESERVATION_ACTION__RESERVATION_ACTION_DELETE)
+        delete (c, request_id, m->name);
+    else
+        change(c, request_id, &fixed);
+}
+
+/* --- start-up, planner, submit, launch, cron --------------------------------------------- */
+
+int sched_resv_load(const char *name, const void *spec, size_t len, void *data)
+{
+    struct sched_ctx *s = data;
+    Gs__Reservation *m = gs__reservation__unpack(NULL, len, spec);
+    struct resv r;
+    char why[160];
+    int rc = 0;
+
+    if (m == NULL) {
+        GS_LOG(GS_LOG_WARN, "reservation=%s stored reservation unreadable, dropped", name);
+        return 0;
+    }
+    rc = resv_from_msg(m, &r, why, sizeof(why));
+    gs__reservation__free_unpacked(m, NULL);
+    if (rc == -EINVAL) {
+        GS_LOG(GS_LOG_WARN, "reservation=%s error=\"%s\" stored reservation dropped", name, why);
+        return 0;
+    }
+    if (rc == 0 && (rc = resvs_add(s, &r)) < 0)
+        resv_release(&r);
+    return rc;
+}
+
+static void set_bit(uint64_t *mask, size_t i)
+{
+    mask[i / 64] |= UINT64_C(1) << (i % 64);
+}
+
+int sched_resv_view(struct sched_ctx *s, const struct sched_planner_resv **ret, size_t *ret_n)
+{
+    struct sched_resvs *rs = s->resvs;
+    size_t nnodes = sched_cluster_nnodes(s->cluster), words = nnodes / 64 + 1;
+
+    *ret = NULL;
+    *ret_n = 0;
+    if (rs == NULL || rs->n == 0)
+        return 0;
+    if (rs->dirty || rs->view_nodes != nnodes) {
+        struct sched_planner_resv *view = realloc(rs->view, rs->n * sizeof(*view));
+        uint64_t *masks;
+
+        if (view == NULL)
+            return -ENOMEM;
+        rs->view = view;
+        if ((masks = realloc(rs->masks, rs->n * words * sizeof(*masks))) == NULL)
+            return -ENOMEM;
+        rs->masks = masks;
+        memset(masks, 0, rs->n * words * sizeof(*masks));
+        for (size_t i = 0; i < rs->n; i++) {
+            const struct resv *r = &rs->v[i];
+
+            for (size_t k = 0; k < r->nnode_names; k++) {
+                const struct sched_node *n = sched_node_find(s, r->node_names[k]);
+
+                if (n != NULL && n->index < nnodes)
+                    set_bit(&masks[i * words], n->index);
+            }
+            view[i] =
+                (struct sched_planner_resv){r->name, r->start_ms, r->end_ms, &masks[i * words]};
+        }
+        rs->words = words;
+        rs->view_nodes = nnodes;
+        rs->dirty = false;
+    }
+    *ret = rs->view;
+    *ret_n = rs->n;
+    return 0;
+}
+
+int sched_resv_admit(struct sched_ctx *s, uint32_t uid, const char *user,
+                     const struct gs_jobspec *spec, char *why, size_t size)
+{
+    const struct resv *r;
+
+    if (spec->reservation == NULL || spec->reservation[0] == '\0')
+        return 0;
+    r = resv_find(s->resvs, spec->reservation);
+    if (r == NULL || (r->end_ms != 0 && r->end_ms <= gs_clock_wall_ms())) {
+        snprintf(why, size, "reservation: no reservation %.64s", spec->reservation);
+        return -EINVAL;
+    }
+    if (uid == 0)
+        return 0;
+    for (size_t i = 0; user != NULL && i < r->nusers; i++) {
+        if (strcmp(r->users[i], user) == 0)
+            return 0;
+    }
+    for (size_t i = 0; spec->account != NULL && i < r->naccounts; i++) {
+        if (strcmp(r->accounts[i], spec->account) == 0)
+            return 0;
+    }
+    snprintf(why, size, "reservation: user %.64s (account %.64s) may not use reservation %.64s",
+             user != NULL ? user : "?",
+             spec->account != NULL && spec->account[0] ? spec->account : "none", r->name);
+    return -EPERM;
+}
+
+void sched_resv_cap(struct sched_ctx *s, struct sched_job *job, uint64_t now_ms)
+{
+    const struct resv *r;
+    uint64_t left_s;
+
+    if (job->spec->reservation == NULL || job->spec->reservation[0] == '\0')
+        return;
+    r = resv_find(s->resvs, job->spec->reservation);
+    if (r == NULL || r->end_ms == 0)
+        return;
+    left_s = r->end_ms > now_ms ? (r->end_ms - now_ms + 999) / 1000 : 1;
+    if (job->spec->time_limit_s == GS_DURATION_INFINITE || job->spec->time_limit_s > left_s) {
+        GS_LOG(GS_LOG_INFO,
+               "job=%llu reservation=%s time_limit_s=%llu time limit ends the job "
+               "with its reservation",
+               (unsigned long long)job->id, r->name, (unsigned long long)left_s);
+        job->spec->time_limit_s = left_s;
+    }
+}
+
+void sched_resv_tick(struct sched_ctx *s)
+{
+    struct sched_resvs *rs = s->resvs;
+    uint64_t now = gs_clock_wall_ms();
+    struct sched_change *ch = NULL;
+
+    for (size_t i = 0; rs != NULL && i < rs->n;) {
+        struct resv *r = &rs->v[i];
+        char detail[160];
+
+        if (r->end_ms == 0 || r->end_ms > now) {
+            i++;
+            continue;
+        }
+        if (ch == NULL && (ch = sched_change_new(s)) == NULL)
+            break; /* out of memory: the next tick tries again */
+        sched_change_resv(ch, r->name, NULL, 0);
+        snprintf(detail, sizeof(detail), "reservation %s ended", r->name);
+        sched_change_event(ch, now, 0, "", "RESERVATION", detail);
+        GS_LOG(GS_LOG_INFO, "reservation=%s reservation ended, deleted", r->name);
+        resvs_remove(s, r);
+        sched_engine_wake(s);
+    }
+    if (ch != NULL)
+        sched_change_commit(s, ch, NULL, NULL);
+    if (s->resv_wake_ms != 0 && now >= s->resv_wake_ms) {
+        s->resv_wake_ms = 0; /* the pass sets the next */
+        sched_engine_wake(s);
+    }
+}
+
+void sched_resv_free(struct sched_ctx *s)
+{
+    struct sched_resvs *rs = s->resvs;
+
+    for (size_t i = 0; rs != NULL && i < rs->n; i++)
+        resv_release(&rs->v[i]);
+    if (rs != NULL) {
+        free(rs->v);
+        free(rs->view);
+        free(rs->masks);
+    }
+    free(rs);
+    s->resvs = NULL;
+}

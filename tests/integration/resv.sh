@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# resv.sh BIN_DIR SRC_DIR: advance reservations (issue 18) on a `gsched up` cluster of two
+# workers. Refused creates change nothing (no nodes, an unknown node, a typo'd key, a
+# non-root caller); a job naming an unknown reservation is refused at submit. A reservation
+# of node2 starting in a few seconds: a job in it waits (reason Reservation) and then runs
+# on node2, its unlimited time limit lowered to the reservation's end; a job without it
+# that would run into the reservation keeps off node2 even while node2 is idle. The
+# reservation outlives a gschedd restart; once deleted, the waiting job runs on node2.
+name="integration_resv"
+. "$(dirname "$0")/lib.sh"
+
+start_cluster --workers 2 --gpus-per-node 0 --share-cpus
+
+node_up() { "$bin/gsched" nodes --json "$1" | python3 -c 'import json,sys; sys.exit(json.load(sys.stdin)[0]["state"] != "up")'; }
+wait_for "both nodes up" 15 eval 'node_up node1 && node_up node2'
+sbatch() { # sbatch ARGS...: prints the job id
+  local out
+  out=$("$bin/gsched" sbatch --parsable -o /dev/null "$@" 2>&1) || fail "sbatch $*: $out"
+  echo "${out%%;*}"
+}
+scontrol() { "$bin/gsched" scontrol "$@"; }
+
+# --- refused, changing nothing -------------------------------------------------------------
+out=$(scontrol create reservation ReservationName=r StartTime=now Duration=10 Users=root 2>&1) &&
+  fail "a reservation without nodes: $out"
+out=$(scontrol create reservation ReservationName=r StartTime=now Duration=10 Nodes=node9 Users=root 2>&1) &&
+  fail "a reservation of node9: $out"
+case $out in *"no node node9"*) ;; *) fail "node9: $out" ;; esac
+out=$(scontrol create reservation ReservationName=r StartTime=now Duration=10 Nodes=node2 Users=root Flagz=MAINT 2>&1) &&
+  fail "Flagz=: $out"
+case $out in *Flagz*) ;; *) fail "Flagz: $out" ;; esac
+out=$(scontrol create reservation ReservationName=r StartTime=now Duration=10 Nodes=node2 Users=nosuchuser 2>&1) &&
+  fail "a reservation for nosuchuser: $out"
+case $out in *"no user nosuchuser"*) ;; *) fail "nosuchuser: $out" ;; esac
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && id nobody >/dev/null 2>&1; then
+  chmod 711 "$tmp" "$state"
+  out=$(setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups \
+    "$bin/gsched" scontrol create reservation ReservationName=r StartTime=now Duration=10 \
+    Nodes=node2 Users=nobody 2>&1) && fail "nobody created a reservation"
+  case $out in *"only root"*) ;; *) fail "create by nobody: $out" ;; esac
+fi
+out=$(scontrol show reservation 2>&1)
+case $out in *"No reservations in the system"*) ;; *) fail "refusals left a reservation: $out" ;; esac
+out=$("$bin/gsched" sbatch --reservation=team --wrap=true 2>&1) && fail "a job in no reservation: $out"
+case $out in *"no reservation team"*) ;; *) fail "--reservation=team: $out" ;; esac
+
+# --- a reservation of node2 that starts in 3 s, for 10 minutes --------------------------------
+out=$(scontrol create reservation ReservationName=team StartTime=now+3 Duration=10 Nodes=node2 \
+  Users=root 2>&1) || fail "create refused: $out"
+case $out in *"Reservation created: team"*) ;; *) fail "create said: $out" ;; esac
+out=$(scontrol create reservation ReservationName=other StartTime=now+60 Duration=10 Nodes=node2 \
+  Users=root 2>&1) && fail "an overlapping reservation: $out"
+case $out in *"in reservation team"*) ;; *) fail "overlap: $out" ;; esac
+in=$(sbatch --reservation=team --wrap=true) || exit 1
+# Unlimited, node2 only: it would run into the reservation, so it waits though node2 is idle.
+out2=$(sbatch -w node2 --wrap=true) || exit 1
+expect "$in" 'j["state"] == "PENDING" and j["reason"] == "Reservation"' "to wait for the start"
+expect "$out2" 'j["state"] == "PENDING" and j["reason"] == "Resources"' "to keep off node2"
+wait_end "$in" || fail "the job in the reservation failed"
+expect "$in" 'j["allocation"][0]["node_name"] == "node2"' "to run on node2"
+expect "$in" '0 < j["resources"]["time_limit_s"] <= 600' "its time limit to end it with the reservation"
+expect "$out2" 'j["state"] == "PENDING"' "the other job to keep off node2 while it is active"
+show=$(scontrol show reservation team)
+case $show in *"ReservationName=team"*"Nodes=node2"*"Users=root"*"State=ACTIVE"*) ;;
+  *) fail "show reservation: $show" ;; esac
+"$bin/gsched" sinfo -T | grep -q "team.*ACTIVE.*node2" || fail "sinfo -T: $("$bin/gsched" sinfo -T)"
+
+# --- it outlives a restart -------------------------------------------------------------------
+restart_sched 2
+wait_for "both nodes back" 15 eval 'node_up node1 && node_up node2'
+case $(scontrol show reservation team) in *"Nodes=node2"*) ;;
+  *) fail "after a restart: $(scontrol show reservation 2>&1)" ;; esac
+expect "$out2" 'j["state"] == "PENDING"' "the other job to wait after the restart"
+
+# --- an update moves it to node1; the waiting job gets node2 -----------------------------------
+scontrol update ReservationName=team Nodes=node1 || fail "update refused"
+wait_end "$out2" || fail "the node2 job failed once the reservation moved"
+expect "$out2" 'j["allocation"][0]["node_name"] == "node2"' "to run on node2"
+scontrol delete ReservationName=team || fail "delete refused"
+case $(scontrol show reservation 2>&1) in *"No reservations in the system"*) ;;
+  *) fail "deleted, yet: $(scontrol show reservation 2>&1)" ;; esac
+grep -q 'reservation=team uid=0 reservation deleted' "$state/gschedd.log" || fail "no log line for the delete"
+check_logs
+stop_cluster
+echo "$name: passed"

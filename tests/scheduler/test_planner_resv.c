@@ -1,0 +1,186 @@
+/*
+ * test_planner_resv.c: advance reservations in the planning pass (planner.h): a job that
+ * names one waits for its start and then runs on its nodes only; other jobs keep off its
+ * nodes unless their time limits end them before it starts; a job naming one that is gone
+ * waits; the pass says when it must run again (the next start or end).
+ */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/units.h"
+#include "scheduler/planner.h"
+
+static struct sched_cluster *cluster;
+static struct sched_jobs *jobs;
+static struct sched_plan_out out;
+static uint64_t n1_mask[1] = {UINT64_C(1) << 1}; /* the reservation holds node n1 */
+static struct sched_planner_resv resv[2];
+static struct sched_planner_hooks hooks;
+
+#define T0 1000000000ull /* now, wall ms */
+
+static void setup(void)
+{
+    struct sched_node_info n0 = {.name = "n0", .ngpus = 4, .ncores = 16, .mem_mib = 1024};
+    struct sched_node_info n1 = {.name = "n1", .ngpus = 4, .ncores = 16, .mem_mib = 1024};
+
+    cluster = sched_cluster_new();
+    cr_assert_not_null(cluster);
+    cr_assert_eq(sched_cluster_add_node(cluster, &n0), 0);
+    cr_assert_eq(sched_cluster_add_node(cluster, &n1), 1);
+    jobs = sched_jobs_new(cluster);
+    cr_assert_not_null(jobs);
+    memset(&out, 0, sizeof(out));
+    /* "maint" holds n1 from T0 + 1 h to T0 + 2 h. */
+    resv[0] = (struct sched_planner_resv){"maint", T0 + 3600000, T0 + 7200000, n1_mask};
+    hooks = (struct sched_planner_hooks){.resv = resv, .nresv = 1};
+}
+
+static void teardown(void)
+{
+    sched_plan_out_release(&out);
+    sched_jobs_free(jobs);
+    sched_cluster_free(cluster);
+}
+
+TestSuite(planner_resv, .init = setup, .fini = teardown);
+
+static struct sched_job *add(uint64_t id, uint32_t gpus, uint64_t limit_s, const char *resv_name)
+{
+    struct gs_jobspec *spec = gs_jobspec_new();
+    struct sched_job *job;
+
+    cr_assert_not_null(spec);
+    spec->gpus_per_node = gpus;
+    spec->time_limit_s = limit_s;
+    if (resv_name != NULL)
+        cr_assert_not_null(spec->reservation = strdup(resv_name));
+    job = sched_jobs_add(jobs, id, spec, 1000);
+    cr_assert_not_null(job);
+    return job;
+}
+
+static const struct sched_verdict *verdict_of(uint64_t id)
+{
+    for (size_t i = 0; i < out.n; i++) {
+        if (out.jobs[i]->id == id)
+            return &out.verdicts[i];
+    }
+    return NULL;
+}
+
+static uint32_t node_of(uint64_t id)
+{
+    const struct sched_verdict *v = verdict_of(id);
+
+    cr_assert_not_null(v);
+    cr_assert(v->start, "job %llu starts", (unsigned long long)id);
+    return v->alloc.nodes[0].node;
+}
+
+static void pass(uint64_t now_ms)
+{
+    size_t from = 0;
+
+    sched_plan_out_release(&out);
+    cr_assert_eq(sched_planner_pass(jobs, &from, cluster, &hooks, now_ms, &out), 0);
+}
+
+Test(planner_resv, a_job_in_a_reservation_waits_for_its_start_then_runs_on_its_nodes)
+{
+    struct sched_job *in = add(1, 1, 600, "maint");
+
+    pass(T0);
+    cr_assert_null(verdict_of(1), "not considered before the start");
+    cr_assert_str_eq(in->reason, "Reservation");
+    cr_assert_eq(out.wake_ms, T0 + 3600000, "the pass runs again when it starts");
+    pass(T0 + 3600000);
+    cr_assert_eq(node_of(1), 1, "on the reservation's node, though n0 is free and first");
+    cr_assert_eq(out.wake_ms, T0 + 7200000, "and again when it ends");
+}
+
+Test(planner_resv, other_jobs_use_its_nodes_only_if_they_end_before_it_starts)
+{
+    add(1, 4, 1800, NULL);     /* 30 min: ends before the start */
+    add(2, 4, 1800, NULL);     /* so may this one, on n1 */
+    add(3, 4, 2 * 3600, NULL); /* 2 h: would run into it */
+    pass(T0);
+    cr_assert(verdict_of(1)->start);
+    cr_assert(verdict_of(2)->start, "both nodes are usable for 30 minutes");
+    cr_assert_not(verdict_of(3)->start);
+    sched_plan_out_release(&out);
+    sched_jobs_free(jobs);
+    sched_cluster_free(cluster);
+    setup();
+    add(3, 4, 2 * 3600, NULL);
+    add(4, 4, GS_DURATION_INFINITE, NULL); /* no limit: it would never end before */
+    add(5, 4, GS_DURATION_INFINITE, NULL);
+    pass(T0);
+    cr_assert_eq(node_of(3), 0);
+    cr_assert_not(verdict_of(4)->start, "n1 is kept for the reservation");
+    cr_assert_not(verdict_of(5)->start);
+}
+
+Test(planner_resv, its_nodes_are_free_for_all_once_it_has_ended)
+{
+    add(1, 4, GS_DURATION_INFINITE, NULL);
+    add(2, 4, GS_DURATION_INFINITE, NULL);
+    pass(T0 + 7200000);
+    cr_assert(verdict_of(1)->start);
+    cr_assert(verdict_of(2)->start, "the reservation has ended");
+    cr_assert_eq(out.wake_ms, 0, "nothing left to wake for");
+}
+
+Test(planner_resv, a_job_in_a_reservation_that_is_gone_waits)
+{
+    struct sched_job *job = add(1, 1, 60, "nosuch");
+
+    pass(T0);
+    cr_assert_null(verdict_of(1));
+    cr_assert_str_eq(job->reason, "ReservationDeleted");
+    job = add(2, 1, 60, "maint");
+    pass(T0 + 7200000);
+    cr_assert_str_eq(job->reason, "ReservationDeleted", "its end has passed");
+}
+
+/* The caller's partition mask: every job may use n0 and n1 (an own mask, narrowed in place). */
+static int both_nodes(void *data, const struct gs_jobspec *spec, struct sched_node_masks *m)
+{
+    (void)data;
+    (void)spec;
+    *m = (struct sched_node_masks){0};
+    m->allowed = calloc(1, sizeof(*m->allowed));
+    if (m->allowed == NULL)
+        return -1;
+    m->allowed[0] = 3;
+    return 0;
+}
+
+Test(planner_resv, partition_masks_are_narrowed_too)
+{
+    hooks.masks = both_nodes;
+    add(1, 4, GS_DURATION_INFINITE, NULL);
+    add(2, 4, GS_DURATION_INFINITE, NULL);
+    add(3, 1, 60, "maint");
+    pass(T0 + 3600000);
+    cr_assert_eq(node_of(1), 0);
+    cr_assert_not(verdict_of(2)->start, "n1 is the reservation's");
+    cr_assert_eq(node_of(3), 1, "the reservation's job runs there");
+}
+
+Test(planner_resv, jobs_sharing_a_set_of_reservations_share_one_mask)
+{
+    static uint64_t n0_mask[1] = {1};
+
+    resv[1] = (struct sched_planner_resv){"later", T0 + 10 * 3600000ull, 0, n0_mask};
+    hooks.nresv = 2;
+    for (uint64_t id = 1; id <= 50; id++)
+        add(id, 1, GS_DURATION_INFINITE, NULL); /* each meets both: no node is left */
+    add(60, 1, 3600 * 2, NULL);                 /* meets "maint" only: n0 */
+    pass(T0);
+    for (uint64_t id = 1; id <= 50; id++)
+        cr_assert_not(verdict_of(id)->start);
+    cr_assert_eq(node_of(60), 0);
+    cr_assert_eq(out.wake_ms, T0 + 3600000);
+}
