@@ -1,7 +1,8 @@
 /*
  * cluster.c: per-node free-resource bookkeeping and placement (see cluster.h).
  * GPUs are a 64-bit mask per node, cores a bitmap, memory a counter, so fit checks are a
- * few popcounts. Node choice sorts the nodes that fit by what they would have left.
+ * few popcounts. Node choice ranks the nodes that fit by what they would have left: the best
+ * one in a single pass for a one-node job, a sort of them all for a gang.
  */
 #include "scheduler/cluster.h"
 
@@ -38,6 +39,7 @@ struct node {
     bool up;
     uint64_t gpu_free;
     uint64_t core_free[CORE_WORDS];
+    uint32_t ncores_free; /* the bits of core_free, kept with it */
     uint64_t mem_free;
     uint32_t njobs;
     uint64_t alloc_gen; /* sched_cluster_alloc_gen */
@@ -50,17 +52,44 @@ struct node {
     bool links_uniform;
 };
 
+/*
+ * A GPU link hierarchy (14 KB), one per distinct link matrix: the nodes of a cluster are
+ * mostly alike, so 10,000 nodes share a few. gs_gpuset_choose() is a pure function of the
+ * hierarchy, the free mask, k and the affinity, and a placement asks it of every node that
+ * fits (71 % of a decision's instructions, bench/RESULTS.md "Scheduler scale"): each shape
+ * keeps its answers in a direct-mapped cache, so alike nodes with the same GPUs free cost
+ * one lookup each. The cache is not the cluster's state (a what-if copy shares it).
+ */
+#define MEMO_SLOTS 4096
+#define MEMO_SHAPES 64 /* shapes beyond this many get no cache (memory stays bounded) */
+
+struct memo_slot {
+    uint64_t mask;
+    uint8_t k, aff;
+    bool valid, ok;
+    struct gs_gpuset_choice ch;
+};
+
+struct shape {
+    struct gs_gpuset_node gs; /* first: a node's gs is its shape's */
+    struct memo_slot *memo;   /* MEMO_SLOTS, made at the first choice; NULL: none */
+    bool no_memo;
+};
+
 struct sched_cluster {
     struct node *nodes;
     size_t nnodes;
     size_t cap;
-    /* The link hierarchies (14 KB each) live apart, owned by the cluster a copy was made
-     * from, so that what-if copies cost a few KB per node. */
-    struct gs_gpuset_node **shapes; /* cap entries; NULL in copies */
+    /* The distinct link hierarchies, owned by the cluster a copy was made from (copies
+     * borrow them through their nodes): NULL in copies. */
+    struct shape **pool;
+    size_t npool;
+    bool copy;
     /* The free-capacity index: by_free[f] counts the up nodes with exactly f free GPUs, so a
      * request no set of nodes has the GPUs for is refused without scanning the cluster (a
      * busy cluster's pass over a long queue). Kept by every change of a node's GPUs or up. */
     uint32_t by_free[SCHED_MAX_GPUS + 1];
+    uint32_t gpus_max; /* the most GPUs any node has had: by_free is zero above */
 };
 
 static void index_out(struct sched_cluster *c, const struct node *n)
@@ -95,9 +124,11 @@ void sched_cluster_free(struct sched_cluster *cluster)
 {
     if (cluster == NULL)
         return;
-    for (size_t i = 0; cluster->shapes != NULL && i < cluster->nnodes; i++)
-        free(cluster->shapes[i]);
-    free(cluster->shapes);
+    for (size_t i = 0; i < cluster->npool; i++) {
+        free(cluster->pool[i]->memo);
+        free(cluster->pool[i]);
+    }
+    free(cluster->pool);
     free(cluster->nodes);
     free(cluster);
 }
@@ -115,7 +146,9 @@ struct sched_cluster *sched_cluster_copy(const struct sched_cluster *cluster)
     }
     memcpy(c->nodes, cluster->nodes, cluster->nnodes * sizeof(*c->nodes));
     memcpy(c->by_free, cluster->by_free, sizeof(c->by_free));
+    c->gpus_max = cluster->gpus_max;
     c->nnodes = c->cap = cluster->nnodes;
+    c->copy = true;
     return c;
 }
 
@@ -159,6 +192,7 @@ static void fill_node(struct node *n, const struct sched_node_info *info)
         uint32_t first = w * 64;
         n->core_free[w] = first >= info->ncores ? 0 : low_bits(info->ncores - first);
     }
+    n->ncores_free = info->ncores;
     n->mem_free = info->mem_mib;
     n->switch_id = info->switch_id;
     for (uint32_t i = 0; info->gpu_nic_class != NULL && i < info->ngpus; i++)
@@ -172,16 +206,47 @@ static void fill_node(struct node *n, const struct sched_node_info *info)
     }
 }
 
-/* The node's link hierarchy from info (into *shape, allocated on first use), or NULL when
- * the matrix is unknown or unusable: placement then takes the lowest free indices. */
-static const struct gs_gpuset_node *make_shape(struct gs_gpuset_node **shape,
+static bool same_links(const struct gs_gpuset_node *a, const struct sched_node_info *info)
+{
+    if (a->ngpus != (int)info->ngpus)
+        return false;
+    for (uint32_t i = 0; i < info->ngpus; i++) {
+        for (uint32_t j = 0; j < info->ngpus; j++) {
+            const struct gs_gpuset_link *l = &info->links[i * info->ngpus + j];
+
+            if (i != j && (a->cls[i][j] != l->cls ||
+                           (l->cls == GS_GPUSET_NVLINK && a->nvlinks[i][j] != l->nvlinks)))
+                return false;
+        }
+    }
+    return true;
+}
+
+/* The node's link hierarchy from info, shared with the nodes of the same matrix, or NULL
+ * when the matrix is unknown or unusable (placement then takes the lowest free indices) or
+ * memory ran out (the same, for this node). */
+static const struct gs_gpuset_node *make_shape(struct sched_cluster *cluster,
                                                const struct sched_node_info *info)
 {
+    struct shape *sh, **pool;
+
     if (info->links == NULL || info->ngpus == 0)
         return NULL;
-    if (*shape == NULL && (*shape = malloc(sizeof(**shape))) == NULL)
+    for (size_t i = 0; i < cluster->npool; i++) {
+        if (same_links(&cluster->pool[i]->gs, info))
+            return &cluster->pool[i]->gs;
+    }
+    if ((sh = calloc(1, sizeof(*sh))) == NULL)
         return NULL;
-    return gs_gpuset_init(*shape, (int)info->ngpus, info->links) == 0 ? *shape : NULL;
+    if (gs_gpuset_init(&sh->gs, (int)info->ngpus, info->links) < 0 ||
+        (pool = realloc(cluster->pool, (cluster->npool + 1) * sizeof(*pool))) == NULL) {
+        free(sh);
+        return NULL;
+    }
+    sh->no_memo = cluster->npool >= MEMO_SHAPES;
+    cluster->pool = pool;
+    cluster->pool[cluster->npool++] = sh;
+    return &sh->gs;
 }
 
 int sched_cluster_add_node(struct sched_cluster *cluster, const struct sched_node_info *info)
@@ -190,25 +255,21 @@ int sched_cluster_add_node(struct sched_cluster *cluster, const struct sched_nod
 
     if (rc < 0)
         return rc;
-    if (cluster->shapes == NULL && cluster->nnodes > 0)
+    if (cluster->copy)
         return -EINVAL; /* a what-if copy */
     if (cluster->nnodes == cluster->cap) {
         size_t cap = cluster->cap ? cluster->cap * 2 : 8;
         struct node *nodes = realloc(cluster->nodes, cap * sizeof(*nodes));
-        struct gs_gpuset_node **shapes;
 
         if (nodes == NULL)
             return -ENOMEM;
         cluster->nodes = nodes;
-        shapes = realloc(cluster->shapes, cap * sizeof(*shapes));
-        if (shapes == NULL)
-            return -ENOMEM;
-        memset(shapes + cluster->cap, 0, (cap - cluster->cap) * sizeof(*shapes));
-        cluster->shapes = shapes;
         cluster->cap = cap;
     }
     fill_node(&cluster->nodes[cluster->nnodes], info);
-    cluster->nodes[cluster->nnodes].gs = make_shape(&cluster->shapes[cluster->nnodes], info);
+    if (info->ngpus > cluster->gpus_max)
+        cluster->gpus_max = info->ngpus;
+    cluster->nodes[cluster->nnodes].gs = make_shape(cluster, info);
     index_in(cluster, &cluster->nodes[cluster->nnodes]);
     return (int)cluster->nnodes++;
 }
@@ -227,20 +288,27 @@ int sched_cluster_reset_node(struct sched_cluster *cluster, uint32_t node,
     n = &cluster->nodes[node];
     if (n->njobs > 0)
         return -EBUSY;
-    if (cluster->shapes == NULL)
+    if (cluster->copy)
         return -EINVAL; /* a what-if copy */
     up = n->up;
     index_out(cluster, n);
     fill_node(n, info);
     n->up = up;
+    if (info->ngpus > cluster->gpus_max)
+        cluster->gpus_max = info->ngpus;
     index_in(cluster, n);
-    n->gs = make_shape(&cluster->shapes[node], info);
+    n->gs = make_shape(cluster, info);
     return 0;
 }
 
 size_t sched_cluster_nnodes(const struct sched_cluster *cluster)
 {
     return cluster->nnodes;
+}
+
+size_t sched_cluster_nshapes(const struct sched_cluster *cluster)
+{
+    return cluster->npool;
 }
 
 const char *sched_cluster_node_name(const struct sched_cluster *cluster, uint32_t node)
@@ -278,7 +346,7 @@ uint32_t sched_cluster_free_gpus(const struct sched_cluster *cluster, uint32_t n
 
 uint32_t sched_cluster_free_cores(const struct sched_cluster *cluster, uint32_t node)
 {
-    return count_cores(cluster->nodes[node].core_free);
+    return cluster->nodes[node].ncores_free;
 }
 
 uint64_t sched_cluster_free_mem(const struct sched_cluster *cluster, uint32_t node)
@@ -347,8 +415,8 @@ HOT_INLINE bool node_fits_now(const struct node *n, const struct sched_req *req)
     if (!n->up || n->exclusive_held || (req->exclusive && n->njobs > 0))
         return false;
     return (uint32_t)__builtin_popcountll(n->gpu_free) >= req->gpus_per_node &&
-           count_cores(n->core_free) >= req->cores_per_node &&
-           n->mem_free >= req->mem_per_node_mib && has_feature(n, req->constraint);
+           n->ncores_free >= req->cores_per_node && n->mem_free >= req->mem_per_node_mib &&
+           has_feature(n, req->constraint);
 }
 
 static bool bit_set(const uint64_t *bits, size_t i)
@@ -516,6 +584,49 @@ static uint64_t final_gpus(const struct node *n, const struct sched_req *req, ui
     return pick_uniform(n, n->gpu_free, req->gpus_per_node);
 }
 
+static uint64_t memo_hash(uint64_t mask, uint32_t k, uint32_t aff)
+{
+    uint64_t h = mask ^ ((uint64_t)k << 56) ^ ((uint64_t)aff << 62);
+
+    h ^= h >> 33; /* murmur3's finaliser: every input bit moves the slot */
+    h *= UINT64_C(0xff51afd7ed558ccd);
+    h ^= h >> 33;
+    h *= UINT64_C(0xc4ceb9fe1a85ec53);
+    return h ^ (h >> 33);
+}
+
+/* gs_gpuset_choose() through the shape's cache; 0, -EAGAIN or -EINVAL as it returns. */
+HOT_INLINE int shape_choose(const struct gs_gpuset_node *gs, uint64_t free_mask, uint32_t k,
+                            enum gs_gpuset_affinity aff, struct gs_gpuset_choice *ret)
+{
+    struct shape *sh = (struct shape *)gs; /* gs is the first member; the cache is mutable */
+    struct memo_slot *slot;
+    int rc;
+
+    if (sh->memo == NULL && !sh->no_memo && (sh->memo = calloc(MEMO_SLOTS, sizeof(*slot))) == NULL)
+        sh->no_memo = true; /* out of memory: choose without a cache */
+    if (sh->memo == NULL)
+        return gs_gpuset_choose(gs, free_mask, (int)k, aff, ret);
+    slot = &sh->memo[memo_hash(free_mask, k, (uint32_t)aff) & (MEMO_SLOTS - 1)];
+    if (slot->valid && slot->mask == free_mask && slot->k == k && slot->aff == (uint8_t)aff) {
+        if (!slot->ok)
+            return -EAGAIN;
+        *ret = slot->ch;
+        return 0;
+    }
+    rc = gs_gpuset_choose(gs, free_mask, (int)k, aff, ret);
+    if (rc == 0 || rc == -EAGAIN) {
+        slot->mask = free_mask;
+        slot->k = (uint8_t)k;
+        slot->aff = (uint8_t)aff;
+        slot->valid = true;
+        slot->ok = rc == 0;
+        if (rc == 0)
+            slot->ch = *ret;
+    }
+    return rc;
+}
+
 /*
  * The GPUs req would get on n now: by link class when n's matrix is known, else the lowest
  * free indices. Returns false when none will do (too few free, or STRICT and no set as good
@@ -530,7 +641,7 @@ HOT_INLINE bool choose_gpus(const struct node *n, const struct sched_req *req,
     if ((uint32_t)__builtin_popcountll(n->gpu_free) < k)
         return false;
     if (k > 0 && n->gs != NULL)
-        return gs_gpuset_choose(n->gs, n->gpu_free, (int)k, req->affinity, ret) == 0;
+        return shape_choose(n->gs, n->gpu_free, k, req->affinity, ret) == 0;
     ret->mask = lowest_bits(n->gpu_free, k);
     ret->ngpus = (int)k;
     return true;
@@ -678,6 +789,54 @@ static uint32_t required_first(struct candidate *cand, uint32_t ncand, const uin
     return k;
 }
 
+/* Node i as a candidate for req: false when it will not do. */
+HOT_INLINE bool candidate_at(const struct sched_cluster *cluster, const struct sched_req *req,
+                             const uint64_t *avoid, size_t i, struct candidate *c)
+{
+    const struct node *n = &cluster->nodes[i];
+    struct gs_gpuset_choice ch;
+
+    if (bit_set(avoid, i) || !node_allowed(req, i) || !node_fits_now(n, req) ||
+        !choose_gpus(n, req, &ch))
+        return false;
+    *c = (struct candidate){.node = (uint32_t)i,
+                            .switch_id = n->switch_id,
+                            .worst = ch.worst,
+                            .nic = req->nodes > 1 ? nic_class(n, final_gpus(n, req, ch.mask)) : 0,
+                            .gpus_left =
+                                (uint32_t)__builtin_popcountll(n->gpu_free) - req->gpus_per_node,
+                            .cores_left = n->ncores_free - req->cores_per_node,
+                            .gpus = ch.mask,
+                            .score = ch.score};
+    return true;
+}
+
+/* A one-node job without a node list: the best candidate, in one pass without a sort. */
+HOT_INLINE int place_one(const struct sched_cluster *cluster, const struct sched_req *req,
+                         const uint64_t *avoid, struct sched_alloc *alloc)
+{
+    struct candidate best = {0}, c;
+    bool found = false;
+    int rc;
+
+    for (size_t i = 0; i < cluster->nnodes; i++) {
+        if (candidate_at(cluster, req, avoid, i, &c) &&
+            (!found || compare_candidates(&c, &best) < 0)) {
+            best = c;
+            found = true;
+        }
+    }
+    if (!found)
+        return -EAGAIN;
+    if ((rc = alloc_reserve(alloc, 1)) < 0)
+        return rc;
+    place_in_node(&cluster->nodes[best.node], best.node, req,
+                  final_gpus(&cluster->nodes[best.node], req, best.gpus), &alloc->nodes[0]);
+    alloc->nnodes = 1;
+    alloc->exclusive = req->exclusive;
+    return 0;
+}
+
 GS_POPCNT_CLONES int sched_cluster_place(const struct sched_cluster *cluster,
                                          const struct sched_req *req, const uint64_t *avoid,
                                          struct sched_alloc *alloc)
@@ -691,30 +850,19 @@ GS_POPCNT_CLONES int sched_cluster_place(const struct sched_cluster *cluster,
     if (req->gpus_per_node <= SCHED_MAX_GPUS) { /* too few nodes with as many free GPUs */
         uint32_t enough = 0;
 
-        for (uint32_t f = req->gpus_per_node; f <= SCHED_MAX_GPUS && enough < req->nodes; f++)
+        for (uint32_t f = req->gpus_per_node; f <= cluster->gpus_max && enough < req->nodes; f++)
             enough += cluster->by_free[f];
         if (enough < req->nodes)
             return -EAGAIN;
     }
+    if (req->nodes == 1 && req->required == NULL)
+        return place_one(cluster, req, avoid, alloc);
     cand = malloc(cluster->nnodes * sizeof(*cand));
     if (cand == NULL)
         return -ENOMEM;
     for (size_t i = 0; i < cluster->nnodes; i++) {
-        const struct node *n = &cluster->nodes[i];
-        struct gs_gpuset_choice ch;
-
-        if (bit_set(avoid, i) || !node_allowed(req, i) || !node_fits_now(n, req) ||
-            !choose_gpus(n, req, &ch))
-            continue;
-        cand[ncand++] = (struct candidate){
-            .node = (uint32_t)i,
-            .switch_id = n->switch_id,
-            .worst = ch.worst,
-            .nic = req->nodes > 1 ? nic_class(n, final_gpus(n, req, ch.mask)) : 0,
-            .gpus_left = (uint32_t)__builtin_popcountll(n->gpu_free) - req->gpus_per_node,
-            .cores_left = count_cores(n->core_free) - req->cores_per_node,
-            .gpus = ch.mask,
-            .score = ch.score};
+        if (candidate_at(cluster, req, avoid, i, &cand[ncand]))
+            ncand++;
     }
     if (ncand < req->nodes)
         goto out;
@@ -761,6 +909,7 @@ void sched_cluster_take(struct sched_cluster *cluster, const struct sched_alloc 
         index_in(cluster, n);
         for (int w = 0; w < CORE_WORDS; w++)
             n->core_free[w] &= ~a->cores[w];
+        n->ncores_free = count_cores(n->core_free);
         n->mem_free -= a->mem_mib <= n->mem_free ? a->mem_mib : n->mem_free;
         n->njobs++;
         n->alloc_gen++;
@@ -794,6 +943,7 @@ void sched_cluster_give_back(struct sched_cluster *cluster, const struct sched_a
         index_in(cluster, n);
         for (int w = 0; w < CORE_WORDS; w++)
             n->core_free[w] |= a->cores[w];
+        n->ncores_free = count_cores(n->core_free);
         n->mem_free += a->mem_mib;
         if (n->mem_free > n->mem_mib)
             n->mem_free = n->mem_mib;

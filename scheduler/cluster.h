@@ -107,6 +107,9 @@ int sched_cluster_add_node(struct sched_cluster *cluster, const struct sched_nod
 int sched_cluster_reset_node(struct sched_cluster *cluster, uint32_t node,
                              const struct sched_node_info *info);
 size_t sched_cluster_nnodes(const struct sched_cluster *cluster);
+/* Distinct GPU link matrices among the nodes: nodes alike share one hierarchy (14 KB) and
+ * its cache of GPU choices (256 KB once used). */
+size_t sched_cluster_nshapes(const struct sched_cluster *cluster);
 const char *sched_cluster_node_name(const struct sched_cluster *cluster, uint32_t node);
 /* Marks a node up (schedulable) or down. A down node keeps its allocations' accounting. */
 void sched_cluster_set_up(struct sched_cluster *cluster, uint32_t node, bool up);

@@ -202,8 +202,22 @@ Test(cluster, rejects_impossible_nodes)
     cr_assert_eq(sched_cluster_add_node(cluster, &info), -EINVAL);
 }
 
-/* A 4-GPU workstation: NVLink pairs 0-1 and 2-3 (NV4), NODE otherwise; on switch sw; its
- * GPUs reach their nearest NIC by class nic (0: no NIC known). */
+/* A 4-GPU workstation's matrix: NVLink pairs 0-1 and 2-3 (nvl links each), NODE otherwise. */
+static void ws_links(struct gs_gpuset_link links[16], uint8_t nvl)
+{
+    for (int a = 0; a < 4; a++) {
+        for (int b = 0; b < 4; b++) {
+            bool pair = a != b && a / 2 == b / 2;
+            links[a * 4 + b] = (struct gs_gpuset_link){.cls = (uint8_t)(a == b ? GS_GPUSET_NVLINK
+                                                                        : pair ? GS_GPUSET_NVLINK
+                                                                               : GS_GPUSET_NODE),
+                                                       .nvlinks = (uint8_t)(pair ? nvl : 0)};
+        }
+    }
+}
+
+/* A 4-GPU workstation (ws_links, NV4) on switch sw; its GPUs reach their nearest NIC by
+ * class nic (0: no NIC known). */
 static int add_ws_nic(const char *name, int sw, uint8_t nic)
 {
     struct gs_gpuset_link links[16];
@@ -216,15 +230,7 @@ static int add_ws_nic(const char *name, int sw, uint8_t nic)
                                    .switch_id = sw,
                                    .gpu_nic_class = nic_class};
 
-    for (int a = 0; a < 4; a++) {
-        for (int b = 0; b < 4; b++) {
-            bool pair = a != b && a / 2 == b / 2;
-            links[a * 4 + b] = (struct gs_gpuset_link){.cls = (uint8_t)(a == b ? GS_GPUSET_NVLINK
-                                                                        : pair ? GS_GPUSET_NVLINK
-                                                                               : GS_GPUSET_NODE),
-                                                       .nvlinks = (uint8_t)(pair ? 4 : 0)};
-        }
-    }
+    ws_links(links, 4);
     return sched_cluster_add_node(cluster, &info);
 }
 
@@ -569,4 +575,77 @@ Test(cluster, the_free_capacity_index_follows_every_change)
     cr_assert(sched_cluster_index_ok(cluster), "the copy's change stays in the copy");
     cr_assert_eq(sched_cluster_place(copy, REQ(1, 8, 1), NULL, &alloc), 0);
     sched_cluster_free(copy);
+}
+
+/*
+ * Alike nodes share one link hierarchy and its cache of GPU choices; every choice is still
+ * the one gs_gpuset_choose() makes for that node's free GPUs at that moment, through a long
+ * run of placements and releases that revisits the same free masks again and again.
+ */
+Test(cluster, alike_nodes_share_a_shape_and_every_choice_stays_exact)
+{
+    struct gs_gpuset_link nv4[16], nv2[16];
+    struct gs_gpuset_node ref[2];
+    struct sched_alloc held[64];
+    size_t nheld = 0;
+    uint32_t seed = 12345;
+    char names[8][8];
+
+    ws_links(nv4, 4);
+    ws_links(nv2, 2);
+    cr_assert_eq(gs_gpuset_init(&ref[0], 4, nv4), 0);
+    cr_assert_eq(gs_gpuset_init(&ref[1], 4, nv2), 0);
+    for (int i = 0; i < 8; i++) { /* even nodes NV4, odd NV2 */
+        struct sched_node_info info = {.name = names[i],
+                                       .ngpus = 4,
+                                       .ncores = 64,
+                                       .mem_mib = 65536,
+                                       .links = i % 2 == 0 ? nv4 : nv2};
+
+        snprintf(names[i], sizeof(names[i]), "n%d", i);
+        cr_assert_eq(sched_cluster_add_node(cluster, &info), i);
+    }
+    cr_assert_eq(sched_cluster_nshapes(cluster), 2, "two matrices, two hierarchies");
+    for (int step = 0; step < 2000; step++) {
+        uint64_t before[8];
+        uint32_t k;
+        struct gs_gpuset_choice want;
+        struct sched_req r;
+        int rc;
+
+        seed = seed * 1103515245 + 12345;
+        k = 1 + (seed >> 16) % 3;
+        if (nheld > 0 && ((seed >> 8) % 3 == 0 || nheld == 64)) { /* give one back */
+            size_t at = (seed >> 20) % nheld;
+
+            sched_cluster_give_back(cluster, &held[at]);
+            sched_alloc_release(&held[at]);
+            held[at] = held[--nheld];
+            continue;
+        }
+        for (uint32_t n = 0; n < 8; n++)
+            before[n] = sched_cluster_free_gpu_mask(cluster, n);
+        r = req(1, k, 1);
+        sched_alloc_init(&held[nheld]);
+        rc = sched_cluster_place(cluster, &r, NULL, &held[nheld]);
+        if (rc == -EAGAIN) {
+            sched_alloc_release(&held[nheld]);
+            continue;
+        }
+        cr_assert_eq(rc, 0);
+        {
+            uint32_t n = held[nheld].nodes[0].node;
+
+            cr_assert_eq(gs_gpuset_choose(&ref[n % 2], before[n], (int)k, GS_GPUSET_PREFER, &want),
+                         0);
+            cr_assert_eq(held[nheld].nodes[0].gpus, want.mask,
+                         "step %d: node %u free %#llx k %u: got %#llx, the hierarchy says %#llx",
+                         step, n, (unsigned long long)before[n], k,
+                         (unsigned long long)held[nheld].nodes[0].gpus,
+                         (unsigned long long)want.mask);
+        }
+        sched_cluster_take(cluster, &held[nheld++]);
+    }
+    for (size_t i = 0; i < nheld; i++)
+        sched_alloc_release(&held[i]);
 }
