@@ -784,18 +784,8 @@ int gs_config_parse(struct gs_config *cfg, const char *text, size_t len, const c
 int gs_config_load(struct gs_config *cfg, const char *path, struct gs_buf *errors)
 {
     struct gs_buf text = GS_BUF_INIT;
-    FILE *f = fopen(path, "rb");
-    int rc;
+    int rc = gs_schema_read_file(path, &text, errors);
 
-    if (f == NULL) {
-        rc = -errno;
-        gs_buf_printf(errors, "%s: %s\n", path, strerror(errno));
-        return rc;
-    }
-    rc = gs_buf_read_stream(&text, f);
-    if (rc == -EIO)
-        gs_buf_printf(errors, "%s: read error\n", path);
-    fclose(f);
     if (rc == 0)
         rc = gs_config_parse(cfg, text.data != NULL ? text.data : "", text.len, path, errors);
     gs_buf_release(&text);

@@ -378,10 +378,8 @@ int gs_schema_parse(const char *text, size_t len, const char *filename,
     return gs_schema_finish(&c);
 }
 
-int gs_schema_load(const char *path, const struct gs_schema_section *sections, size_t nsections,
-                   void *target, struct gs_buf *errors)
+int gs_schema_read_file(const char *path, struct gs_buf *text, struct gs_buf *errors)
 {
-    struct gs_buf text = GS_BUF_INIT;
     FILE *f = fopen(path, "rb");
     int rc;
 
@@ -390,10 +388,19 @@ int gs_schema_load(const char *path, const struct gs_schema_section *sections, s
         gs_buf_printf(errors, "%s: %s\n", path, strerror(errno));
         return rc;
     }
-    rc = gs_buf_read_stream(&text, f);
+    rc = gs_buf_read_stream(text, f);
     if (rc == -EIO)
         gs_buf_printf(errors, "%s: read error\n", path);
     fclose(f);
+    return rc;
+}
+
+int gs_schema_load(const char *path, const struct gs_schema_section *sections, size_t nsections,
+                   void *target, struct gs_buf *errors)
+{
+    struct gs_buf text = GS_BUF_INIT;
+    int rc = gs_schema_read_file(path, &text, errors);
+
     if (rc == 0)
         rc = gs_schema_parse(text.data != NULL ? text.data : "", text.len, path, sections,
                              nsections, target, errors);

@@ -59,6 +59,11 @@ void gs_schema_init(struct gs_schema_ctx *c, struct gs_buf *errors, const char *
 int gs_schema_parse(const char *text, size_t len, const char *filename,
                     const struct gs_schema_section *sections, size_t nsections, void *target,
                     struct gs_buf *errors);
+/*
+ * The whole file at path into text (the caller releases it), for a reader that parses it
+ * itself; an open or read error is one "PATH: why" line in errors. 0 or a negative errno.
+ */
+int gs_schema_read_file(const char *path, struct gs_buf *text, struct gs_buf *errors);
 int gs_schema_load(const char *path, const struct gs_schema_section *sections, size_t nsections,
                    void *target, struct gs_buf *errors);
 
