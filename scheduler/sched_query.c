@@ -1031,10 +1031,15 @@ static int log_path(const struct sched_job *job, uint32_t rank, const char *node
     return gs_jobspec_expand_pattern(pattern, &vars, out);
 }
 
-void sched_query_logs(struct sched_cli *c, uint64_t request_id, const Gs__LogsRequest *req)
+/*
+ * The logs of job's task, forwarded to the worker of its node (it reads the file as the
+ * job's user). held: c is held already (a forgotten job read back from the store), and
+ * every answer lets go of it; else a forward takes a hold of its own.
+ */
+static void logs_answer(struct sched_cli *c, uint64_t request_id, const Gs__LogsRequest *req,
+                        const struct sched_job *job, bool held)
 {
     struct sched_ctx *s = c->s;
-    struct sched_job *job = sched_jobs_find(s->jobs, req->job_id);
     Gs__LogsRequest fwd = *req;
     Gs__Envelope env = GS__ENVELOPE__INIT;
     struct gs_buf path = GS_BUF_INIT;
@@ -1044,15 +1049,10 @@ void sched_query_logs(struct sched_cli *c, uint64_t request_id, const Gs__LogsRe
     char msg[200];
     int rc;
 
-    if (job == NULL) {
-        snprintf(msg, sizeof(msg), "job %llu: no such job", (unsigned long long)req->job_id);
-        sched_cli_error(c, request_id, -ENOENT, msg, false);
-        return;
-    }
     if (c->uid != 0 && c->uid != job->uid) {
         snprintf(msg, sizeof(msg), "job %llu: permission denied (it belongs to %s)",
                  (unsigned long long)job->id, job->user);
-        sched_cli_error(c, request_id, -EPERM, msg, false);
+        sched_cli_error(c, request_id, -EPERM, msg, held);
         return;
     }
     if (job->tasks == NULL || req->rank >= job->ntasks) {
@@ -1062,7 +1062,7 @@ void sched_query_logs(struct sched_cli *c, uint64_t request_id, const Gs__LogsRe
         else
             snprintf(msg, sizeof(msg), "job %llu has no task %u (it has %u)",
                      (unsigned long long)job->id, req->rank, job->ntasks);
-        sched_cli_error(c, request_id, job->tasks == NULL ? -EAGAIN : -ENOENT, msg, false);
+        sched_cli_error(c, request_id, job->tasks == NULL ? -EAGAIN : -ENOENT, msg, held);
         return;
     }
     t = &job->tasks[req->rank];
@@ -1070,7 +1070,7 @@ void sched_query_logs(struct sched_cli *c, uint64_t request_id, const Gs__LogsRe
     if (n == NULL || n->conn == NULL) {
         snprintf(msg, sizeof(msg), "job %llu task %u ran on %s, whose worker is not connected",
                  (unsigned long long)job->id, req->rank, n != NULL ? n->name : "an unknown node");
-        sched_cli_error(c, request_id, -EHOSTDOWN, msg, false);
+        sched_cli_error(c, request_id, -EHOSTDOWN, msg, held);
         return;
     }
     rc = log_path(job, req->rank, n->name, req->stream, &path);
@@ -1079,7 +1079,7 @@ void sched_query_logs(struct sched_cli *c, uint64_t request_id, const Gs__LogsRe
         sched_cli_error(c, request_id, rc < 0 ? rc : -ENOMEM,
                         rc == -ENOENT ? "the job's output path is relative to an unknown directory"
                                       : "out of memory",
-                        false);
+                        held);
         goto out;
     }
     f->cli = c;
@@ -1096,15 +1096,71 @@ void sched_query_logs(struct sched_cli *c, uint64_t request_id, const Gs__LogsRe
     env.body_case = GS__ENVELOPE__BODY_LOGS_REQUEST;
     env.logs_request = &fwd;
     if (!sched_node_send(n, &env)) {
-        sched_cli_error(c, request_id, -EHOSTDOWN, "the node's worker is not connected", false);
+        sched_cli_error(c, request_id, -EHOSTDOWN, "the node's worker is not connected", held);
         free(f);
         goto out;
     }
-    sched_cli_hold(c);
+    if (!held)
+        sched_cli_hold(c);
     f->next = s->forwards;
     s->forwards = f;
 out:
     gs_buf_release(&path);
+}
+
+static void logs_not_found(struct sched_cli *c, uint64_t request_id, uint64_t job_id, bool held)
+{
+    char msg[80];
+
+    snprintf(msg, sizeof(msg), "job %llu: no such job", (unsigned long long)job_id);
+    sched_cli_error(c, request_id, -ENOENT, msg, held);
+}
+
+/* A forgotten job read back (scheduler.min_job_age): its logs, as for one in memory. */
+static void logs_stored(struct sched_cli *c, uint64_t request_id, int status, const char *why,
+                        struct sched_job *const *jobs, size_t n, void *arg)
+{
+    Gs__LogsRequest *req = arg;
+    const struct sched_job *job = sched_jobs_find(c->s->jobs, req->job_id);
+
+    if (status < 0)
+        sched_cli_error(c, request_id, status, why, true);
+    else if (job != NULL || n > 0)
+        logs_answer(c, request_id, req, job != NULL ? job : jobs[0], true);
+    else
+        logs_not_found(c, request_id, req->job_id, true);
+    free(req);
+}
+
+void sched_query_logs(struct sched_cli *c, uint64_t request_id, const Gs__LogsRequest *req)
+{
+    struct sched_ctx *s = c->s;
+    struct sched_job *job = sched_jobs_find(s->jobs, req->job_id);
+    struct sched_stored_query q = {.ids = &req->job_id, .nids = 1, .max = 1};
+    Gs__LogsRequest *copy;
+    int rc;
+
+    if (job != NULL) {
+        logs_answer(c, request_id, req, job, false);
+        return;
+    }
+    /* Forgotten (an id given out before, not in memory): from the store, its tasks too. */
+    if (!s->jobs_in_store_only || req->job_id == 0 || req->job_id >= s->next_job_id) {
+        logs_not_found(c, request_id, req->job_id, false);
+        return;
+    }
+    if ((copy = malloc(sizeof(*copy))) == NULL) {
+        sched_cli_error(c, request_id, -ENOMEM, "out of memory", false);
+        return;
+    }
+    *copy = *req; /* the request is gone by the read's end; its strings are not used */
+    copy->node_name = copy->path = (char *)"";
+    rc = sched_stored_read(c, request_id, &q, logs_stored, copy);
+    if (rc < 0) {
+        free(copy);
+        sched_cli_error(c, request_id, rc,
+                        rc == -ENOMEM ? "out of memory" : "the state database is closing", false);
+    }
 }
 
 static struct sched_forward *take_forward(struct sched_ctx *s, struct gs_proto_conn *worker,

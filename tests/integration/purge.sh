@@ -5,7 +5,8 @@
 # completes, one fails with exit 3, an array of three) are forgotten once past min_job_age
 # and their submit key's hold (60 s: a retried submit must still find its job), which
 # gschedd's log says; `gsched show --json` and `sacct -j` still answer for them with their
-# state and exit code (an array's id brings its elements), sacct without -j lists them, and
+# state and exit code (an array's id brings its elements), `gsched logs` reads their output
+# through their node's worker, sacct without -j lists them, and
 # `gsched wait` answers at once with their end.
 # A finished job a held pending job depends on (afterok) stays in memory until that one
 # has started and ended, and a new submit naming a forgotten job is refused as unknown. A
@@ -39,7 +40,7 @@ grep -q 'min_job_age_s=1 ' "$state/gschedd.log" || fail "gschedd did not take mi
 
 # --- jobs end; one of them is pinned by a held job that depends on it -----------------------
 ok=$(sbatch --wrap=true) || exit 1
-bad=$(sbatch --wrap='exit 3') || exit 1
+bad=$(sbatch -o "$work/bad.out" --wrap='echo purge-log-line; exit 3') || exit 1
 arr=$(sbatch --array=0-2 --wrap=true) || exit 1
 wait_end "$ok" || fail "job $ok failed"
 wait_end "$bad" && fail "job $bad did not fail"
@@ -61,6 +62,8 @@ show_bad_after=$("$bin/gsched" show "$bad" --json) || fail "show $bad"
 python3 -c 'import json, sys; a, b = (json.loads(x) for x in sys.argv[1:]); sys.exit(a != b)' \
   "$show_bad_before" "$show_bad_after" ||
   fail "show differs once forgotten: $show_bad_before vs $show_bad_after"
+out=$("$bin/gsched" logs "$bad" 2>&1) || fail "logs of the forgotten $bad: $out"
+case $out in *purge-log-line*) ;; *) fail "logs of the forgotten $bad: $out" ;; esac
 line=$(sacct_line -j "$bad")
 [ "$line" = "$bad|FAILED|3:0" ] || fail "sacct -j $bad: $line"
 lines=$(sacct_line -j "$arr")
