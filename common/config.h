@@ -85,6 +85,8 @@
  *     max_gpus_per_account = 64             # QOS at most; 0: no limit. max_wall: the
  *     max_jobs_per_account = 0              # longest time limit a job of it may ask
  *     max_wall = "1d"
+ *     preempt_mode = "requeue"              # Slurm's PreemptMode for its jobs as victims:
+ *                                           # "requeue" (default), "cancel", "off" (never)
  *     users = ["alice"]                     # who may ask for it: these users and jobs of
  *     accounts = ["ml"]                     # these accounts or their sub-accounts (root
  *                                           # may use any QOS); neither: everyone
@@ -156,11 +158,20 @@ struct gs_config_account {
     size_t nusers;
 };
 
+/* What becomes of a running job of a QOS that a higher tier's job preempts (Slurm's
+ * PreemptMode, set on the preempted job's QOS; qos.preempt_mode). */
+enum gs_preempt_mode {
+    GS_PREEMPT_REQUEUE = 0, /* its tasks are ended and it queues again (default) */
+    GS_PREEMPT_CANCEL,      /* its tasks are ended and it is CANCELLED */
+    GS_PREEMPT_OFF,         /* never chosen as a victim */
+};
+
 /* A quality of service ([[qos]]); limits 0: none. */
 struct gs_config_qos {
     char *name;
     uint32_t priority; /* 0..1e6: the QOS factor is it over the largest */
     uint32_t tier;     /* preemption: a higher tier may preempt a lower one; default 0 */
+    enum gs_preempt_mode preempt_mode; /* what its jobs undergo as victims; default requeue */
     uint32_t max_gpus_per_user, max_jobs_per_user;       /* running, in this QOS */
     uint32_t max_gpus_per_account, max_jobs_per_account; /* running, in this QOS */
     uint64_t max_wall_s;                                 /* GS_DURATION_INFINITE: none */
@@ -248,6 +259,10 @@ const char *gs_idle_action_name(enum gs_idle_action a);
 const struct gs_config_account *gs_config_account(const struct gs_config *cfg, const char *name);
 /* The QOS named (NULL or "": "normal"), or NULL when not configured. */
 const struct gs_config_qos *gs_config_qos(const struct gs_config *cfg, const char *name);
+/* "requeue", "cancel" or "off". */
+const char *gs_preempt_mode_name(enum gs_preempt_mode m);
+/* The preempt_mode of the job's QOS (NULL or "": "normal"); requeue when not configured. */
+enum gs_preempt_mode gs_config_qos_preempt_mode(const struct gs_config *cfg, const char *name);
 /* Whether the QOS has access lists (users or accounts); false for NULL. */
 bool gs_config_qos_restricted(const struct gs_config_qos *q);
 /*

@@ -1,7 +1,8 @@
 /*
  * config_qos.c: [[qos]] in gsched.toml (common/config.h): the qualities of service a job
  * may ask for (sbatch -q, a job file's qos): a priority for the multifactor QOS factor, a
- * preemption tier, limits on what one user or account runs in it at once, and the longest
+ * preemption tier and what its jobs undergo when preempted (preempt_mode: Slurm's
+ * PreemptMode), limits on what one user or account runs in it at once, and the longest
  * time limit a job of it may have, and who may ask for it (users, accounts: Slurm's QOS
  * access through associations). config.c registers the reader; gschedd applies them
  * (scheduler/qos.c, scheduler/sched_policy.c, docs/policy.md). A job naming no QOS is
@@ -92,6 +93,28 @@ static void rd_max_wall(struct gs_schema_ctx *c, const struct gs_toml_value *v)
     gs_schema_duration(c, v, "qos.max_wall", 60, false, &current(c)->max_wall_s);
 }
 
+static const char *const preempt_modes[] = {"requeue", "cancel", "off"};
+
+const char *gs_preempt_mode_name(enum gs_preempt_mode m)
+{
+    return (unsigned)m < sizeof(preempt_modes) / sizeof(preempt_modes[0]) ? preempt_modes[m] : "?";
+}
+
+static void rd_preempt_mode(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    const char *s;
+
+    if (gs_toml_as_string(v, &s, NULL) == 0) {
+        for (size_t i = 0; i < sizeof(preempt_modes) / sizeof(preempt_modes[0]); i++) {
+            if (strcmp(s, preempt_modes[i]) == 0) {
+                current(c)->preempt_mode = (enum gs_preempt_mode)i;
+                return;
+            }
+        }
+    }
+    GS_SCHEMA_REPORT_AT(c, v, "qos.preempt_mode must be \"requeue\", \"cancel\" or \"off\"");
+}
+
 /* The rules of account.users (config_policy.c), so that both lists take the same names. */
 static bool user_name_ok(const char *s, size_t len)
 {
@@ -162,6 +185,7 @@ const struct gs_schema_key gs_config_qos_keys[] = {
     {"max_gpus_per_account", rd_max_gpus_per_account},
     {"max_jobs_per_account", rd_max_jobs_per_account},
     {"max_wall", rd_max_wall},
+    {"preempt_mode", rd_preempt_mode},
     {"users", rd_users},
     {"accounts", rd_accounts},
     {NULL, NULL},
@@ -219,6 +243,13 @@ const struct gs_config_qos *gs_config_qos(const struct gs_config *cfg, const cha
             return &cfg->qos[i];
     }
     return NULL;
+}
+
+enum gs_preempt_mode gs_config_qos_preempt_mode(const struct gs_config *cfg, const char *name)
+{
+    const struct gs_config_qos *q = gs_config_qos(cfg, name);
+
+    return q != NULL ? q->preempt_mode : GS_PREEMPT_REQUEUE;
 }
 
 /*

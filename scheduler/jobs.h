@@ -145,7 +145,8 @@ struct sched_job {
      * the wall time up to which its allocation's use has been charged to it. */
     int32_t fs_assoc;
     uint64_t charged_ms;
-    /* Preemption (preempt.h): the job it is being requeued for (0: none), and the wall time
+    /* Preemption (preempt.h): the job it is being requeued or cancelled for (0: none; kept
+     * after a cancel ends it), and the wall time
      * of its latest checkpoint as its progress reports say (0: none reported). */
     uint64_t preempted_by;
     uint64_t checkpoint_ms;

@@ -417,7 +417,8 @@ static int add_preemption(struct sched_plan_out *out, struct sched_job *victim,
 
 /*
  * Pending jobs of a tier above 0 that found no room, in plan order, each choosing victims
- * among the running jobs of lower tiers on what the pass left free.
+ * among the running jobs of lower tiers on what the pass left free; jobs whose QOS has
+ * preempt_mode "off" are never chosen.
  */
 static int preempt(const struct gathered *g, struct sched_cluster *cluster, uint64_t now_ms,
                    const struct gs_config *cfg, struct sched_plan_out *out)
@@ -443,11 +444,15 @@ static int preempt(const struct gathered *g, struct sched_cluster *cluster, uint
     gs_sort(order, n, sizeof(*order), by_plan_order);
     for (size_t i = 0; i < g->nrunning; i++) {
         const struct sched_job *r = g->rjobs[i];
+        /* preempt_mode "off" (Slurm's PreemptMode=OFF): a tier no preemptor is above, so it
+         * is never a victim; cands stays indexed as rjobs, which the victims are read by. */
+        uint32_t tier = gs_config_qos_preempt_mode(cfg, r->spec->qos) == GS_PREEMPT_OFF
+                            ? UINT32_MAX
+                            : sched_qos_tier(cfg, r->spec);
 
         cands[i] = (struct sched_preempt_cand){
-            r->id, sched_qos_tier(cfg, r->spec),
-            sched_preempt_cost(&r->alloc, r->start_ms, r->checkpoint_ms, now_ms), &r->alloc,
-            r->preempted_by};
+            r->id, tier, sched_preempt_cost(&r->alloc, r->start_ms, r->checkpoint_ms, now_ms),
+            &r->alloc, r->preempted_by};
     }
     sim = sched_cluster_copy(cluster);
     if (sim == NULL) {

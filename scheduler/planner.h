@@ -8,7 +8,8 @@
  * Priority, Dependency, Held, JobArrayTaskLimit, a QOS limit's) and its expected start when
  * it holds the reservation. With QOS configured, jobs of higher tiers go first, QOS limits
  * are kept (qos.h), and a job of a higher tier that does not fit may choose running jobs
- * of lower tiers to preempt (preempt.h): the caller requeues them and marks each job's
+ * of lower tiers to preempt (preempt.h; never those of a QOS with preempt_mode "off"): the
+ * caller requeues or cancels them (their QOS's preempt_mode) and marks each job's
  * preempted_by. A job given a start is not started: the caller starts it (stores it, tells
  * its workers) or gives its allocation back. Loop thread only.
  *
@@ -77,7 +78,8 @@ uint32_t sched_tasks_per_node(const struct gs_jobspec *spec);
 /* What the job asks of each node, without node masks. */
 void sched_job_req(const struct gs_jobspec *spec, struct sched_req *req);
 
-/* A running job to preempt (requeue) so that a pending one of a higher tier can start. */
+/* A running job to preempt (requeue or cancel) so that a pending one of a higher tier can
+ * start. */
 struct sched_preemption {
     struct sched_job *victim;
     struct sched_job *by;

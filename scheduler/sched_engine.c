@@ -26,30 +26,41 @@ static int build_masks(void *data, const struct gs_jobspec *spec, struct sched_n
 }
 
 /*
- * A victim of a higher tier's job is requeued as `scontrol requeue` does: its tasks get
- * SIGTERM, then SIGKILL after the kill grace (gsched-train checkpoints on SIGTERM and exits
- * 75), and it queues again once they have ended, when the preemptor takes its place.
+ * A victim of a higher tier's job undergoes its QOS's preempt_mode (Slurm's PreemptMode;
+ * "off" never reaches here, the planner offers no such victim). Requeue, as `scontrol
+ * requeue` does: its tasks get SIGTERM, then SIGKILL after the kill grace (gsched-train
+ * checkpoints on SIGTERM and exits 75), and it queues again once they have ended, when the
+ * preemptor takes its place. Cancel, as `gsched cancel` does: the same signals, and it ends
+ * CANCELLED instead. Either way its resources count as freed for the preemptor meanwhile.
  */
 static void preempt(struct sched_ctx *s, const struct sched_preemption *p)
 {
     struct sched_job *v = p->victim;
     uint64_t now = gs_clock_wall_ms();
+    enum gs_preempt_mode mode = gs_config_qos_preempt_mode(s->cfg, v->spec->qos);
     struct sched_change *ch;
     char detail[160];
 
-    if (v->state != SCHED_JOB_RUNNING || v->requeue_requested || v->cancel_requested)
+    if (v->state != SCHED_JOB_RUNNING || v->requeue_requested || v->cancel_requested ||
+        mode == GS_PREEMPT_OFF)
         return;
     snprintf(detail, sizeof(detail), "preempted by job %llu (QOS %s)",
              (unsigned long long)p->by->id,
              p->by->spec->qos != NULL && p->by->spec->qos[0] != '\0' ? p->by->spec->qos
                                                                      : GS_CONFIG_DEFAULT_QOS);
-    if (sched_job_requeue(v, false, detail) < 0)
+    if (mode == GS_PREEMPT_CANCEL) {
+        snprintf(v->reason, sizeof(v->reason), "%s", detail);
+        /* A running job is only marked: it ends CANCELLED when its tasks have ended. */
+        (void)sched_job_cancel(v, now);
+    } else if (sched_job_requeue(v, false, detail) < 0) {
         return;
+    }
     v->preempted_by = p->by->id;
     s->stats.preemptions++;
     s->stats.preempt_lost_s += p->cost;
-    GS_LOG(GS_LOG_INFO, "job=%llu by=%llu lost_gpu_s=%.0f job preempted", (unsigned long long)v->id,
-           (unsigned long long)p->by->id, p->cost);
+    GS_LOG(GS_LOG_INFO, "job=%llu by=%llu lost_gpu_s=%.0f mode=%s job preempted",
+           (unsigned long long)v->id, (unsigned long long)p->by->id, p->cost,
+           gs_preempt_mode_name(mode));
     sched_job_note(v, now, v->state, detail);
     sched_signal_job(s, v, UINT32_MAX, 0, GS__END_REASON__END_REASON_CANCELLED, detail);
     ch = sched_change_new(s);

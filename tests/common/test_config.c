@@ -790,3 +790,31 @@ Test(config, load_checks_qos_accounts_too)
     cr_assert_not_null(strstr(errors.data, ":3:13: qos.accounts[0]: no account 'nope'"), "%s",
                        errors.data);
 }
+
+Test(config, qos_preempt_mode_is_read_and_defaults_to_requeue)
+{
+    cr_assert_eq(parse("[[qos]]\nname = \"a\"\npreempt_mode = \"requeue\"\n"
+                       "[[qos]]\nname = \"b\"\npreempt_mode = \"cancel\"\n"
+                       "[[qos]]\nname = \"c\"\npreempt_mode = \"off\"\n"
+                       "[[qos]]\nname = \"d\"\n"),
+                 0, "%s", errors.data);
+    cr_assert_eq(gs_config_qos(&cfg, "a")->preempt_mode, GS_PREEMPT_REQUEUE);
+    cr_assert_eq(gs_config_qos(&cfg, "b")->preempt_mode, GS_PREEMPT_CANCEL);
+    cr_assert_eq(gs_config_qos(&cfg, "c")->preempt_mode, GS_PREEMPT_OFF);
+    cr_assert_eq(gs_config_qos(&cfg, "d")->preempt_mode, GS_PREEMPT_REQUEUE, "the default");
+    cr_assert_eq(gs_config_qos_preempt_mode(&cfg, "c"), GS_PREEMPT_OFF);
+    cr_assert_eq(gs_config_qos_preempt_mode(&cfg, NULL), GS_PREEMPT_REQUEUE,
+                 "normal, not configured: requeued as before");
+    cr_assert_str_eq(gs_preempt_mode_name(GS_PREEMPT_CANCEL), "cancel");
+    cr_assert_str_eq(gs_preempt_mode_name(GS_PREEMPT_OFF), "off");
+}
+
+Test(config, a_bad_qos_preempt_mode_is_reported_at_its_place)
+{
+    cr_assert_eq(parse("[[qos]]\nname = \"a\"\npreempt_mode = \"suspend\"\n"), -EINVAL);
+    assert_error("gsched.toml:3:16: qos.preempt_mode must be \"requeue\", \"cancel\" or \"off\"");
+    cr_assert_eq(gs_config_qos(&cfg, "a")->preempt_mode, GS_PREEMPT_REQUEUE, "left as it was");
+    gs_buf_reset(&errors);
+    cr_assert_eq(parse("[[qos]]\nname = \"b\"\npreempt_mode = 1\n"), -EINVAL);
+    assert_error("gsched.toml:3:16: qos.preempt_mode must be \"requeue\", \"cancel\" or \"off\"");
+}

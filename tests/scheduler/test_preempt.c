@@ -2,7 +2,8 @@
  * test_preempt.c: QOS limits and preemption, pure: the victims a pending job of a higher
  * tier chooses (least lost work, then as few jobs as do), the jobs already ending for it,
  * equal tiers left alone, the cost of a victim from its last checkpoint, each QOS limit's
- * reason, and the planner putting it together: tiers first, limits kept, victims listed once.
+ * reason, and the planner putting it together: tiers first, limits kept, victims listed once,
+ * jobs whose QOS has preempt_mode "off" never chosen.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -213,6 +214,69 @@ Test(preempt, the_planner_keeps_limits_and_lists_victims_once, .init = with_qos,
     cr_assert_eq(sched_planner_pass(jobs, &from, cluster, &hooks, 13000, &out), 0);
     cr_assert_eq(out.npreempt, 0, "it waits for a: no second victim");
     cr_assert_eq(b->preempted_by, 0);
+    sched_plan_out_release(&out);
+    sched_jobs_free(jobs);
+}
+
+/* --- preempt_mode (Slurm's PreemptMode on the victim's QOS) ---------------------------------- */
+
+static struct gs_config_qos modes[3];
+
+static void with_modes(void)
+{
+    cr_assert_eq(gs_config_init(&cfg), 0);
+    modes[0] = (struct gs_config_qos){
+        .name = "keep", .preempt_mode = GS_PREEMPT_OFF, .max_wall_s = UINT64_MAX};
+    modes[1] = (struct gs_config_qos){
+        .name = "scratch", .preempt_mode = GS_PREEMPT_CANCEL, .max_wall_s = UINT64_MAX};
+    modes[2] = (struct gs_config_qos){.name = "high", .tier = 1, .max_wall_s = UINT64_MAX};
+    cfg.qos = modes;
+    cfg.nqos = 3;
+}
+
+Test(preempt, a_job_of_mode_off_is_never_a_victim, .init = with_modes, .fini = without_qos)
+{
+    struct sched_jobs *jobs = sched_jobs_new(cluster);
+    struct sched_planner_hooks hooks = {.cfg = &cfg};
+    struct sched_plan_out out;
+    struct sched_job *k, *x, *h;
+    size_t from = 0;
+
+    cr_assert_not_null(jobs);
+    /* Same start, same cost: without the mode the lower id, k, would be the victim. */
+    k = add_job(jobs, 1, "keep", 4, "alice");
+    x = add_job(jobs, 2, "scratch", 4, "bob");
+    cr_assert_eq(sched_planner_pass(jobs, &from, cluster, &hooks, 2000, &out), 0);
+    cr_assert(out.verdicts[0].start && out.verdicts[1].start);
+    start_all(&out);
+    h = add_job(jobs, 3, "high", 4, "carol");
+    cr_assert_eq(sched_planner_pass(jobs, &from, cluster, &hooks, 12000, &out), 0);
+    cr_assert_eq(out.npreempt, 1);
+    cr_assert_eq(out.preempt[0].victim, x, "the other candidate is taken instead");
+    cr_assert_eq(out.preempt[0].by, h);
+    cr_assert_eq(k->preempted_by, 0);
+    sched_plan_out_release(&out);
+    sched_jobs_free(jobs);
+}
+
+Test(preempt, only_jobs_of_mode_off_running_means_no_preemption, .init = with_modes,
+     .fini = without_qos)
+{
+    struct sched_jobs *jobs = sched_jobs_new(cluster);
+    struct sched_planner_hooks hooks = {.cfg = &cfg};
+    struct sched_plan_out out;
+    struct sched_job *h;
+    size_t from = 0;
+
+    cr_assert_not_null(jobs);
+    add_job(jobs, 1, "keep", 4, "alice");
+    add_job(jobs, 2, "keep", 4, "bob");
+    cr_assert_eq(sched_planner_pass(jobs, &from, cluster, &hooks, 2000, &out), 0);
+    start_all(&out);
+    h = add_job(jobs, 3, "high", 2, "carol");
+    cr_assert_eq(sched_planner_pass(jobs, &from, cluster, &hooks, 12000, &out), 0);
+    cr_assert_eq(out.npreempt, 0, "both running jobs are off limits");
+    cr_assert_str_eq(h->reason, "Resources");
     sched_plan_out_release(&out);
     sched_jobs_free(jobs);
 }
