@@ -90,6 +90,26 @@ struct sched_cluster {
      * busy cluster's pass over a long queue). Kept by every change of a node's GPUs or up. */
     uint32_t by_free[SCHED_MAX_GPUS + 1];
     uint32_t gpus_max; /* the most GPUs any node has had: by_free is zero above */
+    /*
+     * The candidate index: nodes grouped by (link hierarchy, free GPU mask), each group's
+     * nodes sorted by (free cores, index). Every node of a group gets the same GPUs chosen
+     * with the same score, so a one-node job compares groups, not nodes: per group one
+     * choice (through the shape's cache) and a binary search for its best node with the
+     * cores. Not in copies (they scan); groups are never removed (at most one per shape
+     * and mask ever seen). Off past GROUPS_MAX groups: the scan is as cheap then.
+     */
+    struct group *groups;
+    size_t ngroups, capgroups;
+    uint32_t *node_group; /* per node, its group (cap entries) */
+};
+
+#define GROUPS_MAX 4096
+
+struct group {
+    const struct gs_gpuset_node *gs;
+    uint64_t mask;
+    uint32_t *nodes;
+    uint32_t n, cap;
 };
 
 static void index_out(struct sched_cluster *c, const struct node *n)
@@ -102,6 +122,112 @@ static void index_in(struct sched_cluster *c, const struct node *n)
 {
     if (n->up)
         c->by_free[__builtin_popcountll(n->gpu_free)]++;
+}
+
+/* Whether node a comes before node b in a group: fewer free cores, then lower index. */
+static bool group_before(const struct sched_cluster *c, uint32_t a, uint32_t b)
+{
+    uint32_t ca = c->nodes[a].ncores_free, cb = c->nodes[b].ncores_free;
+
+    return ca != cb ? ca < cb : a < b;
+}
+
+/* Where node i is, or would go, in g's order. */
+static uint32_t group_slot(const struct sched_cluster *c, const struct group *g, uint32_t i)
+{
+    uint32_t lo = 0, hi = g->n;
+
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+
+        if (group_before(c, g->nodes[mid], i))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static void groups_drop(struct sched_cluster *c)
+{
+    for (size_t g = 0; c->groups != NULL && g < c->ngroups; g++)
+        free(c->groups[g].nodes);
+    free(c->groups);
+    free(c->node_group);
+    c->groups = NULL;
+    c->node_group = NULL;
+    c->ngroups = c->capgroups = 0;
+}
+
+/* Node i out of its group (before its GPUs, cores or shape change). */
+static void group_out(struct sched_cluster *c, uint32_t i)
+{
+    struct group *g;
+    uint32_t at;
+
+    if (c->node_group == NULL || c->node_group[i] == UINT32_MAX)
+        return;
+    g = &c->groups[c->node_group[i]];
+    at = group_slot(c, g, i);
+    if (at < g->n && g->nodes[at] == i) {
+        memmove(&g->nodes[at], &g->nodes[at + 1], (g->n - at - 1) * sizeof(*g->nodes));
+        g->n--;
+    }
+    c->node_group[i] = UINT32_MAX;
+}
+
+/* Node i into the group of its shape and free GPUs. Out of memory, or past GROUPS_MAX,
+ * the index is dropped for good and placement scans every node, as copies do. */
+static void group_in(struct sched_cluster *c, uint32_t i)
+{
+    const struct node *n = &c->nodes[i];
+    struct group *g = NULL;
+    uint32_t at;
+
+    if (c->copy || (c->groups == NULL && c->ngroups == SIZE_MAX))
+        return;
+    if (c->node_group == NULL) {
+        if ((c->node_group = malloc(c->cap * sizeof(*c->node_group))) == NULL)
+            goto drop;
+        memset(c->node_group, 0xff, c->cap * sizeof(*c->node_group));
+    }
+    for (size_t k = 0; k < c->ngroups && g == NULL; k++) {
+        if (c->groups[k].gs == n->gs && c->groups[k].mask == n->gpu_free)
+            g = &c->groups[k];
+    }
+    if (g == NULL) {
+        if (c->ngroups == GROUPS_MAX)
+            goto drop;
+        if (c->ngroups == c->capgroups) {
+            size_t cap = c->capgroups ? c->capgroups * 2 : 16;
+            struct group *grown = realloc(c->groups, cap * sizeof(*grown));
+
+            if (grown == NULL)
+                goto drop;
+            c->groups = grown;
+            c->capgroups = cap;
+        }
+        g = &c->groups[c->ngroups++];
+        *g = (struct group){.gs = n->gs, .mask = n->gpu_free};
+    }
+    if (g->n == g->cap) {
+        uint32_t cap = g->cap ? g->cap * 2 : 8;
+        uint32_t *grown = realloc(g->nodes, cap * sizeof(*grown));
+
+        if (grown == NULL)
+            goto drop;
+        g->nodes = grown;
+        g->cap = cap;
+    }
+    at = group_slot(c, g, i);
+    memmove(&g->nodes[at + 1], &g->nodes[at], (g->n - at) * sizeof(*g->nodes));
+    g->nodes[at] = i;
+    g->n++;
+    c->node_group[i] = (uint32_t)(g - c->groups);
+    return;
+drop:
+    groups_drop(c);
+    c->ngroups = SIZE_MAX; /* with groups NULL: never again */
 }
 
 bool sched_cluster_index_ok(const struct sched_cluster *cluster)
@@ -129,6 +255,7 @@ void sched_cluster_free(struct sched_cluster *cluster)
         free(cluster->pool[i]);
     }
     free(cluster->pool);
+    groups_drop(cluster);
     free(cluster->nodes);
     free(cluster);
 }
@@ -264,6 +391,14 @@ int sched_cluster_add_node(struct sched_cluster *cluster, const struct sched_nod
         if (nodes == NULL)
             return -ENOMEM;
         cluster->nodes = nodes;
+        if (cluster->node_group != NULL) {
+            uint32_t *ng = realloc(cluster->node_group, cap * sizeof(*ng));
+
+            if (ng == NULL)
+                return -ENOMEM;
+            memset(ng + cluster->cap, 0xff, (cap - cluster->cap) * sizeof(*ng));
+            cluster->node_group = ng;
+        }
         cluster->cap = cap;
     }
     fill_node(&cluster->nodes[cluster->nnodes], info);
@@ -271,6 +406,7 @@ int sched_cluster_add_node(struct sched_cluster *cluster, const struct sched_nod
         cluster->gpus_max = info->ngpus;
     cluster->nodes[cluster->nnodes].gs = make_shape(cluster, info);
     index_in(cluster, &cluster->nodes[cluster->nnodes]);
+    group_in(cluster, (uint32_t)cluster->nnodes);
     return (int)cluster->nnodes++;
 }
 
@@ -292,12 +428,14 @@ int sched_cluster_reset_node(struct sched_cluster *cluster, uint32_t node,
         return -EINVAL; /* a what-if copy */
     up = n->up;
     index_out(cluster, n);
+    group_out(cluster, node);
     fill_node(n, info);
     n->up = up;
     if (info->ngpus > cluster->gpus_max)
         cluster->gpus_max = info->ngpus;
     index_in(cluster, n);
     n->gs = make_shape(cluster, info);
+    group_in(cluster, node);
     return 0;
 }
 
@@ -811,6 +949,80 @@ HOT_INLINE bool candidate_at(const struct sched_cluster *cluster, const struct s
     return true;
 }
 
+/*
+ * The best node of a group for req: the first in (free cores, index) order with the cores,
+ * up, not held exclusively, with the memory. UINT32_MAX: none.
+ */
+HOT_INLINE uint32_t group_best(const struct sched_cluster *c, const struct group *g,
+                               const struct sched_req *req)
+{
+    uint32_t lo = 0, hi = g->n;
+
+    while (lo < hi) { /* the first with enough free cores */
+        uint32_t mid = lo + (hi - lo) / 2;
+
+        if (c->nodes[g->nodes[mid]].ncores_free < req->cores_per_node)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (uint32_t k = lo; k < g->n; k++) {
+        const struct node *n = &c->nodes[g->nodes[k]];
+
+        if (n->up && !n->exclusive_held && n->mem_free >= req->mem_per_node_mib)
+            return g->nodes[k];
+    }
+    return UINT32_MAX;
+}
+
+/*
+ * place_one through the candidate index: the same ranking (candidate_at's figures, which a
+ * group's nodes share but for their free cores), one GPU choice and one search per group.
+ * For requests with no node lists, avoid mask, constraint or exclusivity (the index does not
+ * see those). Returns false when the index cannot answer (then the caller scans).
+ */
+HOT_INLINE bool place_one_indexed(const struct sched_cluster *cluster, const struct sched_req *req,
+                                  struct candidate *ret, bool *ret_found)
+{
+    uint32_t k = req->gpus_per_node;
+    bool found = false;
+
+    if (cluster->groups == NULL || req->allowed != NULL || req->exclusive ||
+        (req->constraint != NULL && req->constraint[0] != '\0'))
+        return false;
+    for (size_t gi = 0; gi < cluster->ngroups; gi++) {
+        const struct group *g = &cluster->groups[gi];
+        struct gs_gpuset_choice ch;
+        struct candidate c;
+        uint32_t best;
+
+        if (g->n == 0 || (uint32_t)__builtin_popcountll(g->mask) < k)
+            continue;
+        memset(&ch, 0, sizeof(ch));
+        if (k > 0 && g->gs != NULL) {
+            if (shape_choose(g->gs, g->mask, k, req->affinity, &ch) != 0)
+                continue;
+        } else {
+            ch.mask = lowest_bits(g->mask, k);
+        }
+        if ((best = group_best(cluster, g, req)) == UINT32_MAX)
+            continue;
+        c = (struct candidate){.node = best,
+                               .switch_id = cluster->nodes[best].switch_id,
+                               .worst = ch.worst,
+                               .gpus_left = (uint32_t)__builtin_popcountll(g->mask) - k,
+                               .cores_left = cluster->nodes[best].ncores_free - req->cores_per_node,
+                               .gpus = ch.mask,
+                               .score = ch.score};
+        if (!found || compare_candidates(&c, ret) < 0) {
+            *ret = c;
+            found = true;
+        }
+    }
+    *ret_found = found;
+    return true;
+}
+
 /* A one-node job without a node list: the best candidate, in one pass without a sort. */
 HOT_INLINE int place_one(const struct sched_cluster *cluster, const struct sched_req *req,
                          const uint64_t *avoid, struct sched_alloc *alloc)
@@ -819,7 +1031,9 @@ HOT_INLINE int place_one(const struct sched_cluster *cluster, const struct sched
     bool found = false;
     int rc;
 
-    for (size_t i = 0; i < cluster->nnodes; i++) {
+    bool indexed = avoid == NULL && place_one_indexed(cluster, req, &best, &found);
+
+    for (size_t i = 0; !indexed && i < cluster->nnodes; i++) {
         if (candidate_at(cluster, req, avoid, i, &c) &&
             (!found || compare_candidates(&c, &best) < 0)) {
             best = c;
@@ -905,11 +1119,13 @@ void sched_cluster_take(struct sched_cluster *cluster, const struct sched_alloc 
         struct node *n = &cluster->nodes[a->node];
 
         index_out(cluster, n);
+        group_out(cluster, a->node);
         n->gpu_free &= ~a->gpus;
         index_in(cluster, n);
         for (int w = 0; w < CORE_WORDS; w++)
             n->core_free[w] &= ~a->cores[w];
         n->ncores_free = count_cores(n->core_free);
+        group_in(cluster, a->node);
         n->mem_free -= a->mem_mib <= n->mem_free ? a->mem_mib : n->mem_free;
         n->njobs++;
         n->alloc_gen++;
@@ -939,11 +1155,13 @@ void sched_cluster_give_back(struct sched_cluster *cluster, const struct sched_a
         struct node *n = &cluster->nodes[a->node];
 
         index_out(cluster, n);
+        group_out(cluster, a->node);
         n->gpu_free |= a->gpus & low_bits(n->ngpus);
         index_in(cluster, n);
         for (int w = 0; w < CORE_WORDS; w++)
             n->core_free[w] |= a->cores[w];
         n->ncores_free = count_cores(n->core_free);
+        group_in(cluster, a->node);
         n->mem_free += a->mem_mib;
         if (n->mem_free > n->mem_mib)
             n->mem_free = n->mem_mib;

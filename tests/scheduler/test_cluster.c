@@ -649,3 +649,79 @@ Test(cluster, alike_nodes_share_a_shape_and_every_choice_stays_exact)
     for (size_t i = 0; i < nheld; i++)
         sched_alloc_release(&held[i]);
 }
+
+/*
+ * The candidate index answers a one-node job exactly as the scan of every node does: through
+ * a long random run of placements (GPUs, cores, memory), releases and nodes going down and
+ * up, on nodes of two link matrices, one without a matrix and of several sizes, each request
+ * is placed both ways (an all-zero avoid mask makes sched_cluster_place scan) and the two
+ * allocations must be the same node and GPUs.
+ */
+Test(cluster, the_candidate_index_places_one_node_jobs_as_the_scan_does)
+{
+    struct gs_gpuset_link nv4[16], nv2[16];
+    struct sched_alloc held[96];
+    uint64_t none[1] = {0};
+    size_t nheld = 0;
+    uint32_t seed = 777;
+    char names[10][8];
+
+    ws_links(nv4, 4);
+    ws_links(nv2, 2);
+    for (int i = 0; i < 10; i++) {
+        struct sched_node_info info = {.name = names[i],
+                                       .ngpus = 4,
+                                       .ncores = (uint32_t)(8 + 4 * (i % 3)),
+                                       .mem_mib = (uint64_t)(1024 * (1 + i % 2)),
+                                       .links = i == 9       ? NULL
+                                                : i % 2 == 0 ? nv4
+                                                             : nv2};
+
+        snprintf(names[i], sizeof(names[i]), "n%d", i);
+        cr_assert_eq(sched_cluster_add_node(cluster, &info), i);
+    }
+    for (int step = 0; step < 4000; step++) {
+        struct sched_alloc scan, idx;
+        struct sched_req r;
+        int rc_scan, rc_idx;
+
+        seed = seed * 1103515245 + 12345;
+        if ((seed >> 9) % 17 == 0) { /* a node goes down or comes back */
+            uint32_t node = (seed >> 13) % 10;
+
+            sched_cluster_set_up(cluster, node, !sched_cluster_is_up(cluster, node));
+            continue;
+        }
+        if (nheld > 0 && ((seed >> 8) % 3 == 0 || nheld == 96)) {
+            size_t at = (seed >> 20) % nheld;
+
+            sched_cluster_give_back(cluster, &held[at]);
+            sched_alloc_release(&held[at]);
+            held[at] = held[--nheld];
+            continue;
+        }
+        r = req(1, (seed >> 16) % 4, 1 + (seed >> 24) % 6);
+        r.mem_per_node_mib = (seed >> 4) % 4 == 0 ? 600 : 0;
+        r.affinity = (seed >> 28) % 4 == 0 ? GS_GPUSET_STRICT : GS_GPUSET_PREFER;
+        sched_alloc_init(&scan);
+        sched_alloc_init(&idx);
+        rc_scan = sched_cluster_place(cluster, &r, none, &scan);
+        rc_idx = sched_cluster_place(cluster, &r, NULL, &idx);
+        cr_assert_eq(rc_idx, rc_scan, "step %d: index %d, scan %d", step, rc_idx, rc_scan);
+        if (rc_scan == 0) {
+            cr_assert_eq(idx.nodes[0].node, scan.nodes[0].node, "step %d: node %u, scan %u", step,
+                         idx.nodes[0].node, scan.nodes[0].node);
+            cr_assert_eq(idx.nodes[0].gpus, scan.nodes[0].gpus, "step %d", step);
+            cr_assert_eq(
+                memcmp(idx.nodes[0].cores, scan.nodes[0].cores, sizeof(idx.nodes[0].cores)), 0,
+                "step %d: cores", step);
+            sched_cluster_take(cluster, &idx);
+            held[nheld++] = idx;
+        } else {
+            sched_alloc_release(&idx);
+        }
+        sched_alloc_release(&scan);
+    }
+    for (size_t i = 0; i < nheld; i++)
+        sched_alloc_release(&held[i]);
+}
