@@ -11,7 +11,8 @@
  *     scontrol update NodeName=LIST State=DRAIN Reason=TEXT | State=RESUME
  *                                        take nodes out of service and back (root)
  *     scontrol update JobId=ID Priority=|Nice=|TimeLimit=|Partition=|Dependency=
- *                                        change a pending job (scontrol_update.c)
+ *                                        change a pending job, or a running
+ *                                        job's TimeLimit (scontrol_update.c)
  *     scontrol show reservation [NAME]   Slurm's record per advance reservation ("res" too)
  *     scontrol create reservation KEY=VALUE...    (root) StartTime= EndTime=|Duration=
  *                                        Nodes= Users=|Accounts= [ReservationName=]

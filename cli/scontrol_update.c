@@ -1,5 +1,5 @@
 /*
- * scontrol_update.c: `scontrol update`, as Slurm's, for nodes and pending jobs:
+ * scontrol_update.c: `scontrol update`, as Slurm's, for nodes and jobs:
  *
  *     scontrol update NodeName=LIST State=DRAIN Reason=TEXT
  *     scontrol update NodeName=LIST State=RESUME        (UNDRAIN too)
@@ -12,11 +12,12 @@
  * refuses anyone else, and a drain needs a reason (Slurm's rule), so nobody later wonders
  * why a node sits idle. A job's owner may raise its nice, lower its time limit, move it to
  * another partition and change its dependencies while it is pending; its priority and a
- * negative nice are root's (gschedd checks). TIME is Slurm's (MIN, MIN:SEC, H:M:S, D-H,
- * D-H:M, D-H:M:S, or UNLIMITED), Dependency sbatch's (afterok:12:13, singleton, "" none).
- * Nothing is printed on success for nodes and jobs, "Reservation updated." for a
- * reservation (Slurm's words); each failure prints a line and exits 1. A reservation's
- * words are read by scontrol_resv.c; they are root's to change (gschedd checks).
+ * negative nice are root's (gschedd checks). A running job's TimeLimit changes too, by the
+ * same rules, counted from its start (one already passed ends it); nothing else of it. TIME is
+ * Slurm's (MIN, MIN:SEC, H:M:S, D-H, D-H:M, D-H:M:S, or UNLIMITED), Dependency sbatch's
+ * (afterok:12:13, singleton, "" none). Nothing is printed on success for nodes and jobs,
+ * "Reservation updated." for a reservation (Slurm's words); each failure prints a line and exits 1.
+ * A reservation's words are read by scontrol_resv.c; they are root's to change (gschedd checks).
  */
 #include "cli/scontrol_update.h"
 

@@ -368,6 +368,10 @@ void sched_action_idle_end(struct sched_ctx *s, struct sched_job *job, bool requ
 /* sched_job_update.c: scontrol update JobId=...: a pending job's priority, nice, time
  * limit, partition, dependencies; answered (JobActionReply) once stored. */
 void sched_job_update(struct sched_cli *c, uint64_t request_id, const Gs__JobUpdateRequest *req);
+/* A running job's time limit (JobLimitUpdate, fire-and-forget) to its nodes' workers, or to
+ * only's alone (a worker registering again: an update it missed while away reaches it). */
+void sched_job_limit_send(struct sched_ctx *s, const struct sched_job *job,
+                          const struct sched_node *only);
 
 /* sched_exits.c: a task exit from node n's worker; acknowledged to that worker once stored. */
 void sched_exit_task(struct sched_ctx *s, struct sched_node *n, const Gs__TaskExit *ex);

@@ -5,7 +5,17 @@
  * (its owner may only lower it, root may set any), its partition and its dependencies. The
  * whole request is checked before anything changes, so a bad value changes nothing; the
  * change is stored, put in the job's history, and answered once on disk, and the planner
- * is woken. A running job's time limit would have to reach its workers: not yet.
+ * is woken.
+ *
+ * A running job's time limit may change too, by the same rules (root raises or lowers it,
+ * its owner only lowers it), and nothing else of it. Slurm's TimeLimit counts from the
+ * job's start, so a limit already passed ends the job at once (TIMEOUT). Its workers
+ * enforce it: once the change is on disk, a JobLimitUpdate (protocol 1.8, fire-and-forget,
+ * idempotent: it says the whole limit) goes to every node of its allocation, and each
+ * restarts the timers of the job's tasks there, batch shell and srun steps alike. A worker
+ * older than 1.8 would take the unknown body for a protocol error, so a job with one on its
+ * nodes is refused; a node not connected at the time keeps the old limit for the tasks it
+ * still runs. The planner reads the new end from spec->time_limit_s for backfill.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,19 +25,53 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/units.h"
+#include "proto/frame.h"
 #include "scheduler/sched_internal.h"
 
 struct update_op {
     struct sched_cli *cli;
     uint64_t request_id;
     struct sched_action_result result;
+    bool send_limit; /* a running job's time limit changed: tell its workers once stored */
+    uint32_t attempt;
 };
+
+void sched_job_limit_send(struct sched_ctx *s, const struct sched_job *job,
+                          const struct sched_node *only)
+{
+    Gs__JobLimitUpdate up = GS__JOB_LIMIT_UPDATE__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    uint64_t now = gs_clock_wall_ms();
+
+    up.job_id = job->id;
+    up.time_limit_s = job->spec->time_limit_s == GS_DURATION_INFINITE ? 0 : job->spec->time_limit_s;
+    up.elapsed_ms = now > job->start_ms ? now - job->start_ms : 0;
+    up.attempt = job->attempt;
+    env.body_case = GS__ENVELOPE__BODY_JOB_LIMIT_UPDATE;
+    env.job_limit_update = &up;
+    for (uint32_t i = 0; i < job->alloc.nnodes; i++) {
+        struct sched_node *n = sched_node_at(s, job->alloc.nodes[i].node);
+
+        if (only != NULL && n != only)
+            continue;
+        if (n == NULL || !sched_node_send(n, &env))
+            GS_LOG(GS_LOG_WARN,
+                   "job=%llu node=%s worker not connected; its tasks there keep their time "
+                   "limit",
+                   (unsigned long long)job->id, n != NULL ? n->name : "?");
+    }
+}
 
 static void update_stored(struct sched_ctx *s, int status, void *arg)
 {
     struct update_op *op = arg;
+    struct sched_job *job = op->send_limit ? sched_jobs_find(s->jobs, op->result.job_id) : NULL;
 
-    (void)s;
+    /* Only what is on disk reaches the workers; a job that ended or was requeued meanwhile
+     * has no tasks left to tell (a next attempt launches with the stored limit). */
+    if (status == 0 && !s->stopping && job != NULL && job->state == SCHED_JOB_RUNNING &&
+        job->attempt == op->attempt)
+        sched_job_limit_send(s, job, NULL);
     if (status < 0)
         sched_cli_error(op->cli, op->request_id, status, "the change could not be stored", true);
     else
@@ -50,10 +94,15 @@ static int check(struct sched_ctx *s, const struct sched_cli *c, const struct sc
                  (unsigned long long)job->id, job->user);
         return -EPERM;
     }
-    if (job->state != SCHED_JOB_PENDING) {
-        snprintf(msg, size,
-                 "job %llu is %s: only pending jobs can be updated (a running job's time "
-                 "limit: not yet)",
+    if (job->state == SCHED_JOB_RUNNING &&
+        (req->set_priority || req->set_nice || req->set_dependency ||
+         (req->partition != NULL && req->partition[0] != '\0'))) {
+        snprintf(msg, size, "job %llu is RUNNING: only its TimeLimit can be changed",
+                 (unsigned long long)job->id);
+        return -EINVAL;
+    }
+    if (job->state != SCHED_JOB_PENDING && job->state != SCHED_JOB_RUNNING) {
+        snprintf(msg, size, "job %llu is %s: only pending and running jobs can be updated",
                  (unsigned long long)job->id, sched_job_state_name(job->state));
         return -EINVAL;
     }
@@ -93,6 +142,20 @@ static int check(struct sched_ctx *s, const struct sched_cli *c, const struct sc
         else
             snprintf(msg, size, "%.150s", why);
         return -EINVAL;
+    }
+    for (uint32_t i = 0; job->state == SCHED_JOB_RUNNING && i < job->alloc.nnodes; i++) {
+        struct sched_node *n = sched_node_at(s, job->alloc.nodes[i].node);
+        const Gs__Hello *peer =
+            n != NULL && n->conn != NULL ? gs_proto_conn_peer_hello(n->conn) : NULL;
+
+        if (peer != NULL && peer->protocol_minor < GS_PROTO_MINOR_JOB_LIMIT) {
+            snprintf(msg, size,
+                     "TimeLimit: the worker on %s speaks protocol %u.%u; a running job's time "
+                     "limit needs %u.%u",
+                     n->name, peer->protocol_major, peer->protocol_minor, GS_PROTO_VERSION_MAJOR,
+                     GS_PROTO_MINOR_JOB_LIMIT);
+            return -EOPNOTSUPP;
+        }
     }
     for (size_t i = 0; req->set_dependency && i < req->n_depends_on; i++) {
         const Gs__Dependency *d = req->depends_on[i];
@@ -201,6 +264,8 @@ void sched_job_update(struct sched_cli *c, uint64_t request_id, const Gs__JobUpd
     op->result.state = sched_job_wire_state(job);
     if (rc < 0)
         goto answer;
+    op->send_limit = job->state == SCHED_JOB_RUNNING && req->set_time_limit;
+    op->attempt = job->attempt;
     snprintf(detail, sizeof(detail), "updated by %s:%s", c->uid == 0 ? "root" : job->user, what);
     sched_job_note(job, now, job->state, detail);
     GS_LOG(GS_LOG_INFO, "job=%llu uid=%u change=\"%s\" job updated", (unsigned long long)job->id,

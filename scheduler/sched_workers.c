@@ -13,6 +13,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "proto/frame.h"
 #include "scheduler/sched_internal.h"
 
 /* A deep copy of the topology: the envelope it came in is freed after the callback. */
@@ -310,6 +311,30 @@ static int register_node(struct sched_wconn *wc, struct gs_proto_conn *conn,
     return 0;
 }
 
+/*
+ * The time limits of the running jobs on a node whose worker registers (again): a
+ * `scontrol update TimeLimit=` sent while it was away never reached it. The message holds
+ * the whole limit, so sending it again changes nothing for a worker that had it.
+ */
+static void resend_limits(struct sched_ctx *s, const struct sched_node *n,
+                          struct gs_proto_conn *conn)
+{
+    const Gs__Hello *peer = gs_proto_conn_peer_hello(conn);
+
+    if (peer == NULL || peer->protocol_minor < GS_PROTO_MINOR_JOB_LIMIT)
+        return;
+    for (size_t i = s->plan_from; i < sched_jobs_count(s->jobs); i++) {
+        const struct sched_job *job = sched_jobs_at(s->jobs, i);
+
+        for (uint32_t k = 0; job->state == SCHED_JOB_RUNNING && k < job->alloc.nnodes; k++) {
+            if (job->alloc.nodes[k].node == n->index) {
+                sched_job_limit_send(s, job, n);
+                break;
+            }
+        }
+    }
+}
+
 static void handle_register(struct sched_wconn *wc, struct gs_proto_conn *conn,
                             const Gs__NodeRegister *reg)
 {
@@ -336,6 +361,7 @@ static void handle_register(struct sched_wconn *wc, struct gs_proto_conn *conn,
     }
     send_reply(conn, true, NULL, s->heartbeat_ms, sched_fence_ms(s), kill, nkill);
     free(kill);
+    resend_limits(s, wc->node, conn);
     sched_node_update_schedulable(s, wc->node);
     ch = sched_change_new(s);
     sched_change_node(ch, wc->node);

@@ -9,7 +9,9 @@
  *
  * Each task owns two timers: one used in turn for the time limit, the SIGTERM grace and the
  * output drain, the other for the --signal warning. It is freed when its last handle (the
- * timers and its pipes) is closed.
+ * timers and its pipes) is closed. A new time limit (wrk_tasks_set_limit()) restarts both
+ * timers for what is left of it; a task whose timer already serves its grace or drain is
+ * past its limit's reach and keeps it.
  */
 #define _GNU_SOURCE /* pipe2 */
 
@@ -49,8 +51,10 @@ struct task {
     uint64_t end_ms;
     uv_timer_t timer; /* time limit, then SIGTERM grace, then (once reaped) output drain */
     uv_timer_t warn;
-    int warn_signal;
+    int warn_signal; /* 0: none */
+    uint64_t warn_before_ms;
     bool warn_leader_only;
+    bool warn_sent;
     struct stream out[2];
     char *remove_on_exit;
     int handles; /* open handles; the task is freed when the last one is closed */
@@ -219,6 +223,7 @@ static void on_warn_timer(uv_timer_t *timer)
 
     if (t->reaped)
         return;
+    t->warn_sent = true;
     rc = t->warn_leader_only ? (kill(t->pid, t->warn_signal) < 0 ? -errno : 0)
                              : wrk_signal_group(t->pid, t->warn_signal);
     GS_LOG(GS_LOG_INFO,
@@ -432,18 +437,42 @@ static void start_timers(struct task *t, const struct wrk_task_opts *opts)
     uv_timer_init(loop, &t->warn);
     t->timer.data = t->warn.data = t;
     t->handles += 2;
+    /* Kept without a time limit too: one set later (wrk_tasks_set_limit()) brings it. */
+    t->warn_signal = opts->warn_signal > 0 ? opts->warn_signal : 0;
+    t->warn_before_ms = opts->warn_before_ms;
+    t->warn_leader_only = opts->warn_leader_only;
     uv_update_time(loop);
     if (opts->time_limit_ms > 0)
         uv_timer_start(&t->timer, on_task_timer, opts->time_limit_ms, 0);
-    if (opts->warn_signal > 0 && opts->time_limit_ms > 0) {
+    if (t->warn_signal > 0 && opts->time_limit_ms > 0) {
         uint64_t at = opts->time_limit_ms > opts->warn_before_ms
                           ? opts->time_limit_ms - opts->warn_before_ms
                           : 0;
 
-        t->warn_signal = opts->warn_signal;
-        t->warn_leader_only = opts->warn_leader_only;
         uv_timer_start(&t->warn, on_warn_timer, at, 0);
     }
+}
+
+/* t's timers for limit_ms from `from` (wall clock), now being now_ms; see tasks.h. */
+static void rearm_limit(struct task *t, uint64_t limit_ms, uint64_t from, uint64_t now_ms)
+{
+    uint64_t ran = now_ms > from ? now_ms - from : 0;
+    uint64_t left = limit_ms > ran ? limit_ms - ran : 0; /* 0: passed, ends it now */
+    uint64_t at;
+
+    if (limit_ms == 0) {
+        uv_timer_stop(&t->timer);
+        uv_timer_stop(&t->warn);
+        return;
+    }
+    uv_timer_start(&t->timer, on_task_timer, left, 0);
+    if (t->warn_signal == 0)
+        return;
+    at = left > t->warn_before_ms ? left - t->warn_before_ms : 0;
+    if (at > 0 || !t->warn_sent)
+        uv_timer_start(&t->warn, on_warn_timer, at, 0);
+    else
+        uv_timer_stop(&t->warn); /* sent already, for an end at least as near */
 }
 
 int wrk_tasks_start(struct wrk_tasks *tasks, const struct wrk_task_id *id,
@@ -521,6 +550,23 @@ int wrk_tasks_kill(struct wrk_tasks *tasks, const struct wrk_task_match *m,
         if (!matches(t, m))
             continue;
         send_term(t, reason);
+        n++;
+    }
+    return n;
+}
+
+int wrk_tasks_set_limit(struct wrk_tasks *tasks, const struct wrk_task_match *m, uint64_t limit_ms,
+                        uint64_t since_ms)
+{
+    uint64_t now = gs_clock_wall_ms();
+    int n = 0;
+
+    /* The timers count from the loop's cached time: make it now, as the elapsed time is. */
+    uv_update_time(tasks->loop);
+    for (struct task *t = tasks->head; t != NULL; t = t->next) {
+        if (!matches(t, m) || t->term_sent)
+            continue;
+        rearm_limit(t, limit_ms, since_ms != 0 ? since_ms : t->start_ms, now);
         n++;
     }
     return n;

@@ -59,9 +59,9 @@ struct wrk_task_id {
 };
 
 struct wrk_task_opts {
-    uint64_t time_limit_ms;  /* from the start; 0: none */
+    uint64_t time_limit_ms;  /* from the start; 0: none (wrk_tasks_set_limit() may set one) */
     int warn_signal;         /* 0: none; else sent warn_before_ms before the time limit, */
-    uint64_t warn_before_ms; /* at once when the limit is shorter; needs a time limit */
+    uint64_t warn_before_ms; /* at once when the limit is shorter; only with a time limit */
     bool warn_leader_only;   /* the warning goes to the main process only, not its group */
     bool capture;            /* stdout/stderr through pipes to the output callback */
     /* A file to unlink once the task is over, or at once when it does not start; copied. */
@@ -118,6 +118,18 @@ int wrk_tasks_start(struct wrk_tasks *tasks, const struct wrk_task_id *id,
 /* Ends the matching tasks: SIGTERM now, SIGKILL after the grace period. Returns how many. */
 int wrk_tasks_kill(struct wrk_tasks *tasks, const struct wrk_task_match *m,
                    enum wrk_end_reason reason);
+
+/*
+ * A new time limit for the matching tasks (scontrol update TimeLimit= on a running job), as
+ * if they had been started with it: limit_ms (0: none) counted from since_ms (wall clock;
+ * 0: from each task's own start). A limit already passed ends them at once, through their
+ * timer, as WRK_END_TIMEOUT. A --signal warning moves with it: it comes warn_before_ms
+ * before the new end, at once when that has passed and it was not sent yet; one already
+ * sent comes again only when the new end leaves time to warn before it. Tasks already being
+ * ended (cancelled, timed out) keep their course. Returns how many tasks it changed.
+ */
+int wrk_tasks_set_limit(struct wrk_tasks *tasks, const struct wrk_task_match *m, uint64_t limit_ms,
+                        uint64_t since_ms);
 
 /* Sends sig to the matching tasks' process groups, or with leader_only to their main
  * processes only (scancel --batch). Returns how many. */

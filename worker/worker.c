@@ -458,6 +458,9 @@ static void on_message(struct gs_proto_conn *conn, const Gs__Envelope *env, void
     case GS__ENVELOPE__BODY_JOB_NOTICE:
         wrk_handle_notice(w, env->job_notice);
         break;
+    case GS__ENVELOPE__BODY_JOB_LIMIT_UPDATE:
+        wrk_handle_limit(w, env->job_limit_update);
+        break;
     case GS__ENVELOPE__BODY_TASK_EXIT_ACK:
         handle_ack(w, env->task_exit_ack);
         break;

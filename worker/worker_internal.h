@@ -1,7 +1,7 @@
 /*
  * worker_internal.h: struct wrk_ctx, shared by worker.c (connection, registration,
- * heartbeats, exits), worker_launch.c (LaunchTasks and SignalTasks) and worker_logs.c
- * (LogsRequest). Not for other folders.
+ * heartbeats, exits), worker_launch.c (LaunchTasks, SignalTasks, JobLimitUpdate) and
+ * worker_logs.c (LogsRequest). Not for other folders.
  */
 #ifndef WRK_WORKER_INTERNAL_H
 #define WRK_WORKER_INTERNAL_H
@@ -83,6 +83,8 @@ struct wrk_ctx {
 /* worker_launch.c */
 void wrk_handle_launch(struct wrk_ctx *w, const Gs__LaunchTasks *msg, uint64_t request_id);
 void wrk_handle_signal(struct wrk_ctx *w, const Gs__SignalTasks *msg);
+/* JobLimitUpdate: a running job's new time limit, for its tasks here of every step. */
+void wrk_handle_limit(struct wrk_ctx *w, const Gs__JobLimitUpdate *msg);
 /* JobNotice: a line to the stderr of the job's lowest-ranked task here (worker_notice.c). */
 void wrk_handle_notice(struct wrk_ctx *w, const Gs__JobNotice *msg);
 struct wrk_job *wrk_job_find(struct wrk_ctx *w, uint64_t job_id);

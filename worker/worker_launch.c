@@ -20,6 +20,13 @@
  * instead of written to files. Tasks of all steps are keyed (job, step, rank). An sbatch
  * --signal warning goes, before the time limit, to the batch shell alone when it asked
  * for B:, else to the step tasks (and to the tasks of a plain job), as Slurm sends it.
+ *
+ * JobLimitUpdate (scontrol update TimeLimit= on a running job) restarts the time limit of
+ * every task of the job here, the batch shell and each srun step alike: Slurm's limit is
+ * the job's, so a step ends with the job, never later. All count from the job's start
+ * (JobLimitUpdate.elapsed_ms before the message came), as the steps' own limits do
+ * (gschedd launches them with what the job has left). A launch deferred behind an older
+ * attempt gets the new limit written into it.
  */
 #define _GNU_SOURCE /* getpwuid_r */
 
@@ -35,6 +42,7 @@
 #include <unistd.h>
 
 #include "common/buf.h"
+#include "common/clock.h"
 #include "common/jobspec.h"
 #include "common/log.h"
 #include "common/path.h"
@@ -870,4 +878,57 @@ void wrk_handle_signal(struct wrk_ctx *w, const Gs__SignalTasks *msg)
            "reason=\"%s\" signalled",
            (unsigned long long)msg->job_id, msg->step, (int)msg->all_steps, (int)msg->batch_only,
            msg->n_ranks, msg->signal, n, msg->reason != NULL ? msg->reason : "");
+}
+
+/* The new limit into a deferred launch (packed): it starts with it, from its own start. */
+static int patch_deferred(struct wrk_job *j, uint64_t time_limit_s)
+{
+    Gs__TaskLimits none = GS__TASK_LIMITS__INIT;
+    Gs__TaskLimits *saved;
+    Gs__LaunchTasks *msg = gs__launch_tasks__unpack(NULL, j->deferred_len, j->deferred);
+    uint8_t *buf = NULL;
+    size_t len;
+    int rc = -ENOMEM;
+
+    if (msg == NULL)
+        return -ENOMEM; /* it packed here; only memory can be short */
+    saved = msg->limits;
+    if (msg->limits == NULL)
+        msg->limits = &none;
+    msg->limits->time_limit_s = time_limit_s;
+    len = gs__launch_tasks__get_packed_size(msg);
+    buf = malloc(len > 0 ? len : 1);
+    if (buf == NULL)
+        goto out;
+    gs__launch_tasks__pack(msg, buf);
+    free(j->deferred);
+    j->deferred = buf;
+    j->deferred_len = len;
+    rc = 0;
+out:
+    msg->limits = saved;
+    gs__launch_tasks__free_unpacked(msg, NULL);
+    return rc;
+}
+
+void wrk_handle_limit(struct wrk_ctx *w, const Gs__JobLimitUpdate *msg)
+{
+    struct wrk_job *j = wrk_job_find(w, msg->job_id);
+    struct wrk_task_match m = {.job_id = msg->job_id, .all_steps = true};
+    uint64_t now = gs_clock_wall_ms();
+    /* The job's start by this clock; elapsed_ms is a duration, so clocks need not agree. */
+    uint64_t since = msg->elapsed_ms > 0 && msg->elapsed_ms < now ? now - msg->elapsed_ms : 0;
+    uint64_t limit_ms =
+        msg->time_limit_s > UINT64_MAX / 1000 ? UINT64_MAX : msg->time_limit_s * 1000;
+    int n = 0, rc = 0;
+
+    if (j != NULL && j->attempt == msg->attempt)
+        n = wrk_tasks_set_limit(w->tasks, &m, limit_ms, since);
+    else if (j != NULL && j->deferred != NULL && msg->attempt > j->attempt)
+        rc = patch_deferred(j, msg->time_limit_s);
+    GS_LOG(rc == 0 ? GS_LOG_INFO : GS_LOG_ERROR,
+           "job=%llu attempt=%u time_limit_s=%llu elapsed_ms=%llu tasks=%d deferred=%d rc=%d "
+           "time limit updated",
+           (unsigned long long)msg->job_id, msg->attempt, (unsigned long long)msg->time_limit_s,
+           (unsigned long long)msg->elapsed_ms, n, j != NULL && j->deferred != NULL, rc);
 }

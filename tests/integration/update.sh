@@ -7,7 +7,10 @@
 # limit would pass its --deadline is cancelled, one that can make it runs, and a deadline
 # without a time limit or before the begin time is refused. A user may
 # raise their job's nice, lower its time limit and move it, but not set its priority, give
-# a negative nice, raise its time limit or touch another's job. A running job is refused.
+# a negative nice, raise its time limit or touch another's job. A running job's time limit
+# changes (only that): root raises one past its old end and the job runs on, then lowers it
+# below what the job has run and it ends at once, TIMEOUT; a user may lower their running
+# job's limit, not raise it.
 name="integration_update"
 . "$(dirname "$0")/lib.sh"
 
@@ -107,10 +110,34 @@ case $out in *"deadline comes before the begin time"*) ;; *) fail "begin after d
 { echo "#!/bin/sh"; gate_wait run; } > "$work/run.sh"
 r=$(sbatch run.sh) || exit 1
 wait_start "$r"
-out=$(update JobId="$r" TimeLimit=1) && fail "a running job updated: $out"
-case $out in *"is RUNNING: only pending jobs can be updated"*) ;; *) fail "running: $out" ;; esac
+out=$(update JobId="$r" Nice=5) && fail "a running job's nice updated: $out"
+case $out in *"is RUNNING: only its TimeLimit can be changed"*) ;; *) fail "running: $out" ;; esac
 gate run
 wait_end "$r" || fail "the running job failed"
+
+# --- a running job's time limit: raised past its old end, then lowered below its run time ---
+t=$(sbatch -t 0:05 --wrap="sleep 600") || exit 1
+wait_start "$t"
+out=$(update JobId="$t" TimeLimit=10) || fail "raising a running job's limit: $out"
+expect "$t" 'j["spec"]["resources"]["time_limit_s"] == 600' "10 min"
+sleep 6
+expect "$t" 'j["state"] == "RUNNING"' "it running past its old 5 s limit"
+out=$(update JobId="$t" TimeLimit=0:03) || fail "lowering a running job's limit: $out"
+wait_end "$t" 5
+expect "$t" 'j["state"] == "TIMEOUT" and j["spec"]["resources"]["time_limit_s"] == 3' \
+  "TIMEOUT at once, its new limit passed"
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && id nobody >/dev/null 2>&1; then
+  cd "$tmp/nobody" || exit 1
+  out=$(as_nobody sbatch --parsable -t 10 -o /dev/null --wrap="sleep 600") || fail "nobody's sbatch: $out"
+  n=${out%%;*}
+  wait_start "$n"
+  out=$(as_nobody scontrol update JobId="$n" TimeLimit=20) && fail "nobody raised a running limit: $out"
+  case $out in *"only root may raise a job's time limit"*) ;; *) fail "running raise: $out" ;; esac
+  out=$(as_nobody scontrol update JobId="$n" TimeLimit=0:01) || fail "nobody lowering: $out"
+  wait_end "$n" 5
+  expect "$n" 'j["state"] == "TIMEOUT"' "nobody's job ended by its lowered limit"
+  cd "$work" || exit 1
+fi
 check_logs
 stop_cluster
 echo "$name: passed"

@@ -5,7 +5,9 @@
  * Tasks are keyed (job, step, rank): the same rank runs in two steps at once and each is
  * signalled apart; captured output arrives, in order, before the exit; the --signal warning
  * comes before the time limit, to the group or to the main process only; a file handed over
- * is removed when the task ends.
+ * is removed when the task ends. A new time limit (scontrol update on a running job) moves
+ * the timers: past already, the task ends at once; longer, it runs on; 0, without one; from
+ * the job's start when given; the warning moves with it; an ending task keeps its course.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -441,4 +443,107 @@ Test(tasks, handed_over_file_is_removed_with_the_task)
     start_opts(20, 0, 0, "exit 0", &opts);
     run_until_exits(1);
     cr_assert_neq(access(path, F_OK), 0, "the file outlived its task");
+}
+
+/* Runs the loop for ms milliseconds (exits may come meanwhile). */
+static void run_for(uint64_t ms)
+{
+    uv_timer_t until;
+    bool expired = false;
+
+    uv_timer_init(&loop, &until);
+    until.data = &expired;
+    uv_update_time(&loop);
+    uv_timer_start(&until, on_deadline, ms, 0);
+    while (!expired)
+        uv_run(&loop, UV_RUN_ONCE);
+    uv_close((uv_handle_t *)&until, NULL);
+    uv_run(&loop, UV_RUN_NOWAIT);
+}
+
+Test(tasks, new_limit_already_passed_ends_the_task_at_once)
+{
+    uint64_t t0;
+
+    start_sh(30, 0, "sleep 100", 60000);
+    start_opts(30, 2, 0, "sleep 100", &(struct wrk_task_opts){.time_limit_ms = 60000});
+    start_sh(31, 0, "sleep 100", 60000); /* another job: untouched */
+    run_for(300);
+    t0 = gs_clock_mono_ms();
+    cr_assert_eq(wrk_tasks_set_limit(tasks, whole_job(30), 100, 0), 2, "both steps changed");
+    run_until_exits(2);
+    cr_assert_lt(gs_clock_mono_ms() - t0, 1000, "the passed limit waited");
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(exits[i].job_id, 30);
+        cr_assert_eq(exits[i].reason, WRK_END_TIMEOUT);
+        cr_assert_eq(exits[i].term_signal, SIGTERM);
+    }
+    cr_assert_eq(wrk_tasks_count(tasks, 31), 1, "the other job still runs");
+}
+
+Test(tasks, longer_new_limit_lets_the_task_run_past_its_old_one)
+{
+    uint64_t t0 = gs_clock_mono_ms();
+
+    start_sh(32, 0, "sleep 100", 300);
+    cr_assert_eq(wrk_tasks_set_limit(tasks, whole_job(32), 1200, 0), 1);
+    run_for(700);
+    cr_assert_eq(nexits, 0, "ended at its old limit");
+    run_until_exits(1);
+    cr_assert_geq(gs_clock_mono_ms() - t0, 1150, "ended before its new limit");
+    cr_assert_eq(exits[0].reason, WRK_END_TIMEOUT);
+}
+
+Test(tasks, new_limit_counts_from_the_given_start)
+{
+    uint64_t t0 = gs_clock_mono_ms();
+
+    /* A step started just now in a job that has run 5 s: 5.3 s leaves it 0.3 s. */
+    start_opts(33, 1, 0, "sleep 100", &(struct wrk_task_opts){.time_limit_ms = 60000});
+    cr_assert_eq(wrk_tasks_set_limit(tasks, whole_job(33), 5300, gs_clock_wall_ms() - 5000), 1);
+    run_until_exits(1);
+    cr_assert_lt(gs_clock_mono_ms() - t0, 2000, "counted from the task's own start");
+    cr_assert_eq(exits[0].reason, WRK_END_TIMEOUT);
+}
+
+Test(tasks, zero_new_limit_removes_it)
+{
+    start_sh(34, 0, "sleep 100", 200);
+    cr_assert_eq(wrk_tasks_set_limit(tasks, whole_job(34), 0, 0), 1);
+    run_for(500);
+    cr_assert_eq(nexits, 0, "ended at its old limit");
+    cr_assert_eq(wrk_tasks_kill(tasks, whole_job(34), WRK_END_CANCELLED), 1);
+    run_until_exits(1);
+    cr_assert_eq(exits[0].reason, WRK_END_CANCELLED);
+}
+
+Test(tasks, warning_moves_with_the_new_limit)
+{
+    /* Started unlimited: the warning waits for a limit, then comes 1 s before it. */
+    struct wrk_task_opts opts = {.warn_signal = SIGUSR1, .warn_before_ms = 1000};
+    uint64_t t0 = gs_clock_mono_ms();
+
+    start_opts(35, 1, 0, "trap 'touch warned; exit 7' USR1; while :; do sleep 0.02; done", &opts);
+    run_for(300);
+    cr_assert_eq(nexits, 0, "warned without a time limit");
+    cr_assert_eq(wrk_tasks_set_limit(tasks, whole_job(35), 1600, 0), 1);
+    run_until_exits(1);
+    cr_assert_lt(gs_clock_mono_ms() - t0, 1500, "the warning came late");
+    wait_for_file("warned");
+    cr_assert_eq(exits[0].exit_code, 7, "the trap ran");
+    cr_assert_eq(exits[0].reason, WRK_END_NONE, "it ended before its limit");
+}
+
+Test(tasks, ending_task_keeps_its_grace_period)
+{
+    uint64_t t0 = gs_clock_mono_ms();
+
+    start_sh(36, 0, "trap '' TERM; sleep 100", 0);
+    run_for(100); /* the trap is set */
+    cr_assert_eq(wrk_tasks_kill(tasks, whole_job(36), WRK_END_CANCELLED), 1);
+    cr_assert_eq(wrk_tasks_set_limit(tasks, whole_job(36), 60000, 0), 0, "an ending task changed");
+    run_until_exits(1);
+    cr_assert_eq(exits[0].term_signal, SIGKILL, "killed after its grace period all the same");
+    cr_assert_eq(exits[0].reason, WRK_END_CANCELLED);
+    cr_assert_lt(gs_clock_mono_ms() - t0, 3000);
 }

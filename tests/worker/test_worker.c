@@ -4,9 +4,10 @@
  * right environment and files, reports exits (and launch failures) until acknowledged (an
  * unacknowledged one, from its exits file, by the next worker too: suite worker_ledger),
  * refuses launches with no user or as root unless allowed (suite worker_no_root),
- * survives losing the scheduler with its tasks still running, obeys SignalTasks, and
- * answers log reads under their request ids. Binding: on a fake topology (suite worker)
- * tasks run unbound with one warning per worker; on this machine's own topology with
+ * survives losing the scheduler with its tasks still running, obeys SignalTasks and
+ * JobLimitUpdate (a running job's new time limit, from its start; another attempt's is
+ * ignored), and answers log reads under their request ids. Binding: on a fake topology (suite
+ * worker) tasks run unbound with one warning per worker; on this machine's own topology with
  * synthetic GPUs (suite worker_on_this_machine) each task runs on its cores' PUs, prefers
  * their NUMA node and is pointed at its GPU's NIC, as the show_binding helper reads back.
  * Slurm (suite worker): a batch script runs as itself under its own "#!" line (or /bin/sh)
@@ -591,6 +592,58 @@ Test(worker, signal_tasks_cancels_a_job)
     for (int i = 0; i < 2; i++) {
         cr_assert(exits[i].signaled);
         cr_assert_eq(exits[i].end_reason, GS__END_REASON__END_REASON_CANCELLED);
+    }
+}
+
+/* Runs the loop for ms milliseconds. */
+static void run_for(uint64_t ms)
+{
+    uv_timer_t until;
+    bool expired = false;
+
+    uv_timer_init(&loop, &until);
+    until.data = &expired;
+    uv_update_time(&loop);
+    uv_timer_start(&until, on_deadline, ms, 0);
+    while (!expired)
+        uv_run(&loop, UV_RUN_ONCE);
+    uv_close((uv_handle_t *)&until, NULL);
+    uv_run(&loop, UV_RUN_NOWAIT);
+}
+
+static void send_limit(uint64_t job_id, uint64_t limit_s, uint64_t elapsed_ms, uint32_t attempt)
+{
+    Gs__JobLimitUpdate msg = GS__JOB_LIMIT_UPDATE__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+
+    msg.job_id = job_id;
+    msg.time_limit_s = limit_s;
+    msg.elapsed_ms = elapsed_ms;
+    msg.attempt = attempt;
+    env.body_case = GS__ENVELOPE__BODY_JOB_LIMIT_UPDATE;
+    env.job_limit_update = &msg;
+    send_env(&env);
+}
+
+/* The job has run 5 s by the scheduler's clock: a 2 s limit has passed, its tasks end now
+ * as timed out; the same for another attempt changes nothing. */
+Test(worker, job_limit_update_ends_a_job_past_its_new_limit)
+{
+    uint64_t t0;
+
+    run_until(&registers, 1, "registration");
+    launch(9, 2, NULL, 0, "sleep 100");
+    run_until(&replies, 1, "the launch reply");
+    send_limit(9, 2, 5000, 2);
+    run_for(300);
+    cr_assert_eq(nexits, 0, "another attempt's limit ended the tasks");
+    t0 = gs_clock_mono_ms();
+    send_limit(9, 2, 5000, 1);
+    run_until(&nexits, 2, "both timed-out tasks");
+    cr_assert_lt(gs_clock_mono_ms() - t0, 2000, "the passed limit waited");
+    for (int i = 0; i < 2; i++) {
+        cr_assert(exits[i].signaled);
+        cr_assert_eq(exits[i].end_reason, GS__END_REASON__END_REASON_TIMEOUT);
     }
 }
 
