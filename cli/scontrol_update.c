@@ -3,7 +3,7 @@
  *
  *     scontrol update NodeName=LIST State=DRAIN Reason=TEXT
  *     scontrol update NodeName=LIST State=RESUME        (UNDRAIN too)
- *     scontrol update JobId=ID [Priority=N] [Nice=N] [TimeLimit=TIME] [Partition=NAME]
+ *     scontrol update JobId=ID [Priority=N] [Nice=N] [TimeLimit=TIME] [Partition=NAME] [QOS=NAME]
  *                              [Dependency=LIST]
  *     scontrol update ReservationName=NAME [StartTime=TIME] [EndTime=TIME|Duration=TIME]
  *                              [Nodes=LIST] [Users=a,b] [Accounts=x,y]
@@ -44,7 +44,7 @@ struct node_update {
     const char *state;
     const char *reason;
     /* JobId=: the job's keys */
-    const char *job, *priority, *nice, *time_limit, *partition, *dependency;
+    const char *job, *priority, *nice, *time_limit, *partition, *dependency, *qos;
 };
 
 static bool key_is(const char *word, size_t klen, const char *key)
@@ -68,6 +68,7 @@ static int parse_words(int argc, char **argv, struct node_update *u)
         {"TimeLimit", offsetof(struct node_update, time_limit)},
         {"Partition", offsetof(struct node_update, partition)},
         {"Dependency", offsetof(struct node_update, dependency)},
+        {"QOS", offsetof(struct node_update, qos)},
     };
 
     for (int i = 0; i < argc; i++) {
@@ -94,8 +95,8 @@ static int parse_words(int argc, char **argv, struct node_update *u)
         return 0;
     }
     if (u->priority != NULL || u->nice != NULL || u->time_limit != NULL || u->partition != NULL ||
-        u->dependency != NULL)
-        return slurm_error(CMD, "update: Priority=, Nice=, TimeLimit=, Partition= and "
+        u->dependency != NULL || u->qos != NULL)
+        return slurm_error(CMD, "update: Priority=, Nice=, TimeLimit=, Partition=, QOS= and "
                                 "Dependency= are for jobs (JobId=)");
     if (u->nodes[0] == '\0')
         return slurm_error(CMD, "update: NodeName=LIST is empty");
@@ -153,6 +154,11 @@ static int job_request(const struct node_update *u, Gs__JobUpdateRequest *req,
         if (u->partition[0] == '\0')
             status = slurm_error(CMD, "Invalid Partition value: an empty name");
         req->partition = (char *)u->partition;
+    }
+    if (status == 0 && u->qos != NULL) {
+        if (u->qos[0] == '\0')
+            status = slurm_error(CMD, "Invalid QOS value: an empty name");
+        req->qos = (char *)u->qos;
     }
     if (status != 0 || u->dependency == NULL)
         return status;

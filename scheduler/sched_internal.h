@@ -266,6 +266,11 @@ void sched_policy_factors(const struct sched_job *job, Gs__PriorityFactors *f);
  */
 int sched_policy_admit(struct sched_ctx *s, uint32_t uid, const char *user, struct gs_jobspec *spec,
                        char *why, size_t size);
+/* scontrol update JobId= QOS=: trial (the job with its new QOS and time limit) may have it:
+ * the QOS exists (with [[qos]]), its max_wall holds the time limit, its access lists admit
+ * user (the job's owner) or the job's account unless uid is root. 0, or < 0 with why. */
+int sched_policy_qos_change(struct sched_ctx *s, uint32_t uid, const char *user,
+                            const struct gs_jobspec *trial, char *why, size_t size);
 /* A ShareRequest: the fair-share tree (sshare). */
 void sched_policy_share(struct sched_cli *c, uint64_t request_id);
 

@@ -2,7 +2,8 @@
  * sched_job_update.c: `scontrol update JobId=ID KEY=VALUE...` on a pending job, as Slurm
  * allows it: its priority (root only; 0 gives it back to the multifactor computation), its
  * nice (anyone may lower their job's priority; a negative nice is root's), its time limit
- * (its owner may only lower it, root may set any), its partition and its dependencies. The
+ * (its owner may only lower it, root may set any), its partition, its QOS (one that admits
+ * its owner or account: sched_policy_qos_change) and its dependencies. The
  * whole request is checked before anything changes, so a bad value changes nothing; the
  * change is stored, put in the job's history, and answered once on disk, and the planner
  * is woken.
@@ -88,6 +89,7 @@ static int check(struct sched_ctx *s, const struct sched_cli *c, const struct sc
     struct gs_jobspec trial = *sp; /* shallow: only read by sched_slurm_admit */
     uint64_t limit = req->time_limit_s == 0 ? GS_DURATION_INFINITE : req->time_limit_s;
     char why[256];
+    int rc;
 
     if (c->uid != 0 && c->uid != job->uid) {
         snprintf(msg, size, "job %llu: permission denied (it belongs to %s)",
@@ -96,7 +98,8 @@ static int check(struct sched_ctx *s, const struct sched_cli *c, const struct sc
     }
     if (job->state == SCHED_JOB_RUNNING &&
         (req->set_priority || req->set_nice || req->set_dependency ||
-         (req->partition != NULL && req->partition[0] != '\0'))) {
+         (req->partition != NULL && req->partition[0] != '\0') ||
+         (req->qos != NULL && req->qos[0] != '\0'))) {
         snprintf(msg, size, "job %llu is RUNNING: only its TimeLimit can be changed",
                  (unsigned long long)job->id);
         return -EINVAL;
@@ -143,6 +146,11 @@ static int check(struct sched_ctx *s, const struct sched_cli *c, const struct sc
             snprintf(msg, size, "%.150s", why);
         return -EINVAL;
     }
+    if (req->qos != NULL && req->qos[0] != '\0') {
+        trial.qos = req->qos;
+        if ((rc = sched_policy_qos_change(s, (uint32_t)c->uid, job->user, &trial, msg, size)) < 0)
+            return rc;
+    }
     for (uint32_t i = 0; job->state == SCHED_JOB_RUNNING && i < job->alloc.nnodes; i++) {
         struct sched_node *n = sched_node_at(s, job->alloc.nodes[i].node);
         const Gs__Hello *peer =
@@ -175,7 +183,7 @@ static int apply(struct sched_job *job, const Gs__JobUpdateRequest *req, char *w
 {
     struct gs_jobspec *sp = job->spec;
     struct gs_dep *deps = NULL;
-    char *part = NULL;
+    char *part = NULL, *qos = NULL;
     size_t off = 0;
 
     if (req->set_dependency && req->n_depends_on > 0) {
@@ -189,6 +197,11 @@ static int apply(struct sched_job *job, const Gs__JobUpdateRequest *req, char *w
     if (req->partition != NULL && req->partition[0] != '\0' &&
         (part = strdup(req->partition)) == NULL) {
         free(deps);
+        return -ENOMEM;
+    }
+    if (req->qos != NULL && req->qos[0] != '\0' && (qos = strdup(req->qos)) == NULL) {
+        free(deps);
+        free(part);
         return -ENOMEM;
     }
     what[0] = '\0';
@@ -209,6 +222,11 @@ static int apply(struct sched_job *job, const Gs__JobUpdateRequest *req, char *w
         free(sp->partition);
         sp->partition = part;
         SAY(" Partition=%s", part);
+    }
+    if (qos != NULL) {
+        free(sp->qos);
+        sp->qos = qos;
+        SAY(" QOS=%s", qos);
     }
     if (req->set_time_limit) {
         char d[32];

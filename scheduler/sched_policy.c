@@ -292,6 +292,32 @@ int sched_policy_admit(struct sched_ctx *s, uint32_t uid, const char *user, stru
     return rc;
 }
 
+int sched_policy_qos_change(struct sched_ctx *s, uint32_t uid, const char *user,
+                            const struct gs_jobspec *trial, char *why, size_t size)
+{
+    const struct gs_config_qos *q = gs_config_qos(s->cfg, trial->qos);
+    char limit[32];
+
+    if (q == NULL && s->cfg->nqos > 0 && strcmp(trial->qos, GS_CONFIG_DEFAULT_QOS) != 0) {
+        snprintf(why, size, "QOS: no QOS '%.64s' in the cluster's configuration", trial->qos);
+        return -EINVAL;
+    }
+    if (q != NULL && q->max_wall_s != GS_DURATION_INFINITE &&
+        (trial->time_limit_s == GS_DURATION_INFINITE || trial->time_limit_s > q->max_wall_s)) {
+        gs_format_duration(q->max_wall_s, limit, sizeof(limit));
+        snprintf(why, size,
+                 "QOS: QOS '%s' allows jobs at most %s (its max_wall): lower TimeLimit "
+                 "first, or with it",
+                 q->name, limit);
+        return -EINVAL;
+    }
+    if (admit_qos_access(s->cfg, uid, user, trial, why, size) < 0) {
+        memcpy(why, "QOS", 3); /* "qos: ..." as scontrol names the key */
+        return -EPERM;
+    }
+    return 0;
+}
+
 void sched_policy_share(struct sched_cli *c, uint64_t request_id)
 {
     struct sched_ctx *s = c->s;

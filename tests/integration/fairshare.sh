@@ -97,6 +97,15 @@ python3 -c 'import sys; b, a = map(float, sys.argv[1:]); sys.exit(0 if a >= 0.9 
 q=$(sbatch -q urgent --wrap=true) || exit 1
 wait_end "$q" || fail "root's job in QOS urgent failed"
 
+# --- scontrol update QOS= of a pending job: checked as a submit's QOS is ------------------------
+h=$(sbatch --hold --wrap=true) || exit 1
+"$bin/gsched" scontrol update JobId="$h" QOS=urgent || fail "root's QOS=urgent refused"
+expect "$h" 'j["qos"] == "urgent"' "QOS urgent after the update"
+out=$("$bin/gsched" scontrol update JobId="$h" QOS=nosuch 2>&1) && fail "QOS=nosuch accepted: $out"
+case $out in *"no QOS 'nosuch'"*) ;; *) fail "QOS=nosuch: $out" ;; esac
+expect "$h" 'j["qos"] == "urgent"' "a refused update to change nothing"
+"$bin/gsched" scancel "$h" || fail "scancel $h"
+
 # --- refused at submit, nothing queued ----------------------------------------------------------
 count=$(queue_count)
 out=$("$bin/gsched" sbatch -A nosuch --wrap=true 2>&1) && fail "account nosuch accepted: $out"
@@ -118,6 +127,12 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && id nobody >/dev/null 2
     *) fail "QOS urgent by nobody: $out" ;;
   esac
   out=$(as_nobody sbatch -q mine --test-only --wrap=true) || fail "nobody may use QOS mine: $out"
+  mine=$(as_nobody sbatch --parsable --hold -q mine -o /dev/null --wrap=true) ||
+    fail "nobody's held job: $mine"
+  out=$(as_nobody scontrol update JobId="${mine%%;*}" QOS=urgent) && fail "nobody moved to QOS urgent: $out"
+  case $out in *"QOS: user nobody may not use QOS urgent"*) ;; *) fail "nobody to urgent: $out" ;; esac
+  as_nobody scancel "${mine%%;*}" > /dev/null || fail "nobody's scancel"
+  count=$((count + 1)) # that one was queued, and cancelled
   cd "$work" || exit 1
 fi
 [ "$(queue_count)" = "$count" ] || fail "a refused job was queued"
