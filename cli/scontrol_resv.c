@@ -30,12 +30,12 @@
 #include "common/sbatch.h"
 #include "common/units.h"
 
-enum key { K_NAME, K_START, K_END, K_DURATION, K_NODES, K_USERS, K_ACCOUNTS, NKEYS };
+enum key { K_NAME, K_START, K_END, K_DURATION, K_NODES, K_USERS, K_ACCOUNTS, K_TRES, NKEYS };
 
 static const char *const key_names[NKEYS] = {
     [K_NAME] = "ReservationName", [K_START] = "StartTime", [K_END] = "EndTime",
     [K_DURATION] = "Duration",    [K_NODES] = "Nodes",     [K_USERS] = "Users",
-    [K_ACCOUNTS] = "Accounts",
+    [K_ACCOUNTS] = "Accounts",    [K_TRES] = "TRES",
 };
 
 /* Writes why and returns -EINVAL. */
@@ -74,10 +74,11 @@ static int collect(int argc, char *const *argv, const char **val, char *why, siz
             return fail(why, size, "'%s' is not KEY=VALUE", argv[i]);
         k = find_key(argv[i], (size_t)(eq - argv[i]));
         if (k < 0)
-            return fail(why, size,
-                        "%s: unknown or unsupported reservation key '%.*s' (gsched takes "
-                        "ReservationName, StartTime, EndTime, Duration, Nodes, Users, Accounts)",
-                        argv[i], (int)(eq - argv[i]), argv[i]);
+            return fail(
+                why, size,
+                "%s: unknown or unsupported reservation key '%.*s' (gsched takes "
+                "ReservationName, StartTime, EndTime, Duration, Nodes, Users, Accounts, TRES)",
+                argv[i], (int)(eq - argv[i]), argv[i]);
         val[k] = eq + 1;
     }
     return 0;
@@ -156,6 +157,29 @@ static int read_times(struct scontrol_resv *r, const char *const *val, uint64_t 
         r->duration_s = dur;
     }
     return rc;
+}
+
+/* TRES=gres/gpu=N (or gres/gpu:N): GPUs kept in all; 0 back to whole nodes. Other TRES no. */
+static int read_tres(struct scontrol_resv *r, const char *tres, char *why, size_t size)
+{
+    const char *num;
+    char *end;
+    unsigned long n;
+
+    if (tres == NULL)
+        return 0;
+    if (strncasecmp(tres, "gres/gpu", 8) != 0 || (tres[8] != '=' && tres[8] != ':'))
+        return fail(why, size,
+                    "TRES=%s: only gres/gpu=N (GPUs kept in all, split over the nodes) is "
+                    "supported",
+                    tres);
+    num = tres + 9;
+    n = strtoul(num, &end, 10);
+    if (num[0] < '0' || num[0] > '9' || *end != '\0' || n > 1000000)
+        return fail(why, size, "TRES=%s: N must be a count of GPUs", tres);
+    r->resv.gpus = (uint32_t)n;
+    r->req.set_gpus = true;
+    return 0;
 }
 
 static int read_nodes(struct scontrol_resv *r, const char *nodes, char *why, size_t size)
@@ -270,10 +294,10 @@ static int check_complete(const struct scontrol_resv *r, const char *const *val,
         if (val[K_NAME] == NULL || val[K_NAME][0] == '\0')
             return fail(why, size, "ReservationName= is required: which reservation to update");
         if (!r->req.set_start && !r->req.set_end && !r->req.set_nodes && !r->req.set_users &&
-            !r->req.set_accounts)
+            !r->req.set_accounts && !r->req.set_gpus)
             return fail(why, size,
                         "nothing to update: give StartTime=, EndTime=, Duration=, Nodes=, "
-                        "Users= or Accounts=");
+                        "Users=, Accounts= or TRES=");
         return 0;
     }
     if (!r->req.set_start)
@@ -318,6 +342,8 @@ int scontrol_resv_parse(struct scontrol_resv *r, Gs__ReservationAction action, i
         rc = read_nodes(r, val[K_NODES], why, why_size);
     if (rc == 0)
         rc = read_lists(r, val, action, why, why_size);
+    if (rc == 0)
+        rc = read_tres(r, val[K_TRES], why, why_size);
     if (rc == 0)
         rc = check_complete(r, val, action, why, why_size);
     if (rc == -ENOMEM)
@@ -379,6 +405,8 @@ int scontrol_resv_record(struct gs_buf *out, const Gs__Reservation *r, bool onel
         rc = gs_buf_append_str(out, oneliner ? " " : "\n   ");
     if (rc == 0)
         rc = gs_buf_printf(out, "Nodes=%s NodeCnt=%u ", or_null(r->nodes), r->node_count);
+    if (rc == 0 && r->gpus > 0)
+        rc = gs_buf_printf(out, "TRES=gres/gpu=%u ", r->gpus);
     if (rc == 0)
         rc = put_list(out, "Users", r->users, r->n_users);
     if (rc == 0)

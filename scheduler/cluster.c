@@ -548,11 +548,17 @@ static bool node_can_ever(const struct node *n, const struct sched_req *req)
            req->mem_per_node_mib <= n->mem_mib && has_feature(n, req->constraint);
 }
 
-HOT_INLINE bool node_fits_now(const struct node *n, const struct sched_req *req)
+/* Node i's free GPUs that req may use (an advance reservation may keep some for others). */
+HOT_INLINE uint64_t usable_gpus(const struct node *n, const struct sched_req *req, size_t i)
+{
+    return req->gpu_masks == NULL ? n->gpu_free : n->gpu_free & req->gpu_masks[i];
+}
+
+HOT_INLINE bool node_fits_now(const struct node *n, const struct sched_req *req, uint64_t free)
 {
     if (!n->up || n->exclusive_held || (req->exclusive && n->njobs > 0))
         return false;
-    return (uint32_t)__builtin_popcountll(n->gpu_free) >= req->gpus_per_node &&
+    return (uint32_t)__builtin_popcountll(free) >= req->gpus_per_node &&
            n->ncores_free >= req->cores_per_node && n->mem_free >= req->mem_per_node_mib &&
            has_feature(n, req->constraint);
 }
@@ -714,12 +720,13 @@ static uint64_t pick_uniform(const struct node *n, uint64_t free, uint32_t k)
 
 /* The set choose_gpus() found, or, where every k-set ties on links and leftovers (the same
  * figures, other GPUs), pick_uniform's: only for the nodes a job gets, as it costs more. */
-static uint64_t final_gpus(const struct node *n, const struct sched_req *req, uint64_t chosen)
+static uint64_t final_gpus(const struct node *n, const struct sched_req *req, uint64_t free,
+                           uint64_t chosen)
 {
     if (n->gs == NULL || !n->links_uniform || req->affinity == GS_GPUSET_ANY ||
         req->gpus_per_node == 0)
         return chosen;
-    return pick_uniform(n, n->gpu_free, req->gpus_per_node);
+    return pick_uniform(n, free, req->gpus_per_node);
 }
 
 static uint64_t memo_hash(uint64_t mask, uint32_t k, uint32_t aff)
@@ -770,17 +777,17 @@ HOT_INLINE int shape_choose(const struct gs_gpuset_node *gs, uint64_t free_mask,
  * free indices. Returns false when none will do (too few free, or STRICT and no set as good
  * as an empty node gives).
  */
-HOT_INLINE bool choose_gpus(const struct node *n, const struct sched_req *req,
+HOT_INLINE bool choose_gpus(const struct node *n, const struct sched_req *req, uint64_t free,
                             struct gs_gpuset_choice *ret)
 {
     uint32_t k = req->gpus_per_node;
 
     memset(ret, 0, sizeof(*ret));
-    if ((uint32_t)__builtin_popcountll(n->gpu_free) < k)
+    if ((uint32_t)__builtin_popcountll(free) < k)
         return false;
     if (k > 0 && n->gs != NULL)
-        return shape_choose(n->gs, n->gpu_free, k, req->affinity, ret) == 0;
-    ret->mask = lowest_bits(n->gpu_free, k);
+        return shape_choose(n->gs, free, k, req->affinity, ret) == 0;
+    ret->mask = lowest_bits(free, k);
     ret->ngpus = (int)k;
     return true;
 }
@@ -933,16 +940,19 @@ HOT_INLINE bool candidate_at(const struct sched_cluster *cluster, const struct s
 {
     const struct node *n = &cluster->nodes[i];
     struct gs_gpuset_choice ch;
+    uint64_t free;
 
-    if (bit_set(avoid, i) || !node_allowed(req, i) || !node_fits_now(n, req) ||
-        !choose_gpus(n, req, &ch))
+    if (bit_set(avoid, i) || !node_allowed(req, i))
+        return false;
+    free = usable_gpus(n, req, i);
+    if (!node_fits_now(n, req, free) || !choose_gpus(n, req, free, &ch))
         return false;
     *c = (struct candidate){.node = (uint32_t)i,
                             .switch_id = n->switch_id,
                             .worst = ch.worst,
-                            .nic = req->nodes > 1 ? nic_class(n, final_gpus(n, req, ch.mask)) : 0,
-                            .gpus_left =
-                                (uint32_t)__builtin_popcountll(n->gpu_free) - req->gpus_per_node,
+                            .nic = req->nodes > 1 ? nic_class(n, final_gpus(n, req, free, ch.mask))
+                                                  : 0,
+                            .gpus_left = (uint32_t)__builtin_popcountll(free) - req->gpus_per_node,
                             .cores_left = n->ncores_free - req->cores_per_node,
                             .gpus = ch.mask,
                             .score = ch.score};
@@ -987,8 +997,8 @@ HOT_INLINE bool place_one_indexed(const struct sched_cluster *cluster, const str
     uint32_t k = req->gpus_per_node;
     bool found = false;
 
-    if (cluster->groups == NULL || req->allowed != NULL || req->exclusive ||
-        (req->constraint != NULL && req->constraint[0] != '\0'))
+    if (cluster->groups == NULL || req->allowed != NULL || req->gpu_masks != NULL ||
+        req->exclusive || (req->constraint != NULL && req->constraint[0] != '\0'))
         return false;
     for (size_t gi = 0; gi < cluster->ngroups; gi++) {
         const struct group *g = &cluster->groups[gi];
@@ -1045,7 +1055,9 @@ HOT_INLINE int place_one(const struct sched_cluster *cluster, const struct sched
     if ((rc = alloc_reserve(alloc, 1)) < 0)
         return rc;
     place_in_node(&cluster->nodes[best.node], best.node, req,
-                  final_gpus(&cluster->nodes[best.node], req, best.gpus), &alloc->nodes[0]);
+                  final_gpus(&cluster->nodes[best.node], req,
+                             usable_gpus(&cluster->nodes[best.node], req, best.node), best.gpus),
+                  &alloc->nodes[0]);
     alloc->nnodes = 1;
     alloc->exclusive = req->exclusive;
     return 0;
@@ -1093,13 +1105,28 @@ GS_POPCNT_CLONES int sched_cluster_place(const struct sched_cluster *cluster,
     for (uint32_t k = 0; k < req->nodes; k++) {
         const struct node *n = &cluster->nodes[cand[k].node];
 
-        place_in_node(n, cand[k].node, req, final_gpus(n, req, cand[k].gpus), &alloc->nodes[k]);
+        place_in_node(n, cand[k].node, req,
+                      final_gpus(n, req, usable_gpus(n, req, cand[k].node), cand[k].gpus),
+                      &alloc->nodes[k]);
     }
     alloc->nnodes = req->nodes;
     alloc->exclusive = req->exclusive;
 out:
     free(cand);
     return rc;
+}
+
+uint64_t sched_cluster_best_gpus(const struct sched_cluster *cluster, uint32_t node, uint32_t k)
+{
+    const struct node *n = node < cluster->nnodes ? &cluster->nodes[node] : NULL;
+    struct gs_gpuset_choice ch;
+
+    if (n == NULL || k == 0 || k > n->ngpus)
+        return 0;
+    if (n->gs != NULL && gs_gpuset_choose(n->gs, low_bits(n->ngpus), (int)k, GS_GPUSET_PREFER,
+                                          &ch) == 0)
+        return ch.mask;
+    return low_bits(k);
 }
 
 uint64_t sched_cluster_free_gpu_mask(const struct sched_cluster *cluster, uint32_t node)

@@ -62,6 +62,9 @@ struct sched_req {
     const uint64_t *allowed;
     const uint64_t *required;
     uint32_t nrequired;
+    /* Per node index, the GPUs the job may use there (advance reservations of GPUs: theirs
+     * for their jobs, all but theirs for the others); NULL: any. */
+    const uint64_t *gpu_masks;
 };
 
 /* How good the GPUs of one node's allocation are together. */
@@ -119,6 +122,9 @@ bool sched_cluster_is_up(const struct sched_cluster *cluster, uint32_t node);
 uint32_t sched_cluster_free_gpus(const struct sched_cluster *cluster, uint32_t node);
 /* Bit i: GPU i of node is free. */
 uint64_t sched_cluster_free_gpu_mask(const struct sched_cluster *cluster, uint32_t node);
+/* The best k GPUs of the node were it empty (by link class), as a mask; 0 when it has fewer
+ * than k (or k is 0). What a reservation of k GPUs per node keeps there. */
+uint64_t sched_cluster_best_gpus(const struct sched_cluster *cluster, uint32_t node, uint32_t k);
 uint32_t sched_cluster_free_cores(const struct sched_cluster *cluster, uint32_t node);
 uint64_t sched_cluster_free_mem(const struct sched_cluster *cluster, uint32_t node);
 

@@ -32,6 +32,7 @@ void sched_node_masks_apply(const struct sched_node_masks *m, struct sched_req *
     req->allowed = m->allowed;
     req->required = m->required;
     req->nrequired = m->nrequired;
+    req->gpu_masks = m->gpu_masks;
 }
 
 void sched_node_masks_release(struct sched_node_masks *m)
@@ -126,6 +127,7 @@ struct gathered {
     struct sched_qos_usage *qos; /* NULL without QOS limits */
     struct sched_job **pjobs;    /* out->jobs, for the gate */
     size_t words;                /* in a node mask */
+    size_t nnodes;               /* entries of a per-node GPU mask array */
     struct resv_cut *cuts;       /* shared masks of the nodes outside sets of reservations */
     size_t ncuts;
 };
@@ -138,6 +140,7 @@ struct gathered {
 struct resv_cut {
     uint64_t set;
     uint64_t *mask;
+    bool gpus; /* mask is per node, the GPUs outside the set's GPU reservations */
 };
 
 static const struct sched_planner_resv *resv_find(const struct sched_planner_hooks *hk,
@@ -172,30 +175,90 @@ static void clear_resv_nodes(uint64_t *mask, const struct sched_planner_resv *r,
         mask[w] &= ~r->nodes[w];
 }
 
-static uint64_t *resv_cut_mask(struct gathered *g, const struct sched_planner_hooks *hk,
-                               uint64_t set)
+/* The GPUs of the reservations of set (all GPU reservations) taken out of mask. */
+static void clear_resv_gpus(uint64_t *mask, const struct sched_planner_hooks *hk, uint64_t set,
+                            size_t nnodes)
 {
+    for (size_t i = 0; i < hk->nresv; i++) {
+        if (((set >> i) & 1) && hk->resv[i].gpus != NULL) {
+            for (size_t n = 0; n < nnodes; n++)
+                mask[n] &= ~hk->resv[i].gpus[n];
+        }
+    }
+}
+
+/*
+ * The shared mask for set: of nodes (whole-node reservations) or, with gpus, of GPUs per
+ * node (GPU reservations); NULL when out of memory.
+ */
+static uint64_t *resv_cut_mask(struct gathered *g, const struct sched_planner_hooks *hk,
+                               uint64_t set, bool gpus)
+{
+    size_t len = gpus ? g->nnodes + 1 : g->words;
     struct resv_cut *grown;
     uint64_t *mask;
 
     for (size_t i = 0; i < g->ncuts; i++) {
-        if (g->cuts[i].set == set)
+        if (g->cuts[i].set == set && g->cuts[i].gpus == gpus)
             return g->cuts[i].mask;
     }
     grown = realloc(g->cuts, (g->ncuts + 1) * sizeof(*grown));
     if (grown == NULL)
         return NULL;
     g->cuts = grown;
-    mask = malloc(g->words * sizeof(*mask));
+    mask = malloc(len * sizeof(*mask));
     if (mask == NULL)
         return NULL;
-    memset(mask, 0xff, g->words * sizeof(*mask));
-    for (size_t i = 0; i < hk->nresv; i++) {
-        if ((set >> i) & 1)
-            clear_resv_nodes(mask, &hk->resv[i], g->words);
+    memset(mask, 0xff, len * sizeof(*mask));
+    if (gpus) {
+        clear_resv_gpus(mask, hk, set, g->nnodes);
+    } else {
+        for (size_t i = 0; i < hk->nresv; i++) {
+            if ((set >> i) & 1)
+                clear_resv_nodes(mask, &hk->resv[i], g->words);
+        }
     }
-    g->cuts[g->ncuts++] = (struct resv_cut){set, mask};
+    g->cuts[g->ncuts++] = (struct resv_cut){set, mask, gpus};
     return mask;
+}
+
+/*
+ * apply_resv's way past 64 reservations, where sets no longer fit a word: masks of the
+ * job's own, none shared. 0 or -ENOMEM.
+ */
+static int resv_over_64(struct gathered *g, const struct sched_planner_hooks *hk,
+                        const struct sched_job *job, uint64_t now_ms, struct sched_node_masks *m)
+{
+    uint64_t *gpus = NULL;
+
+    if (m->allowed == NULL) {
+        if ((m->allowed = malloc(g->words * sizeof(*m->allowed))) == NULL)
+            return -ENOMEM;
+        memset(m->allowed, 0xff, g->words * sizeof(*m->allowed));
+    }
+    for (size_t i = 0; i < hk->nresv; i++) {
+        const struct sched_planner_resv *r = &hk->resv[i];
+
+        if (!resv_meets(r, now_ms, job->spec->time_limit_s))
+            continue;
+        if (r->gpus == NULL) {
+            clear_resv_nodes(m->allowed, r, g->words);
+            continue;
+        }
+        if (gpus == NULL) {
+            struct resv_cut *grown = realloc(g->cuts, (g->ncuts + 1) * sizeof(*grown));
+
+            if (grown == NULL || (gpus = malloc((g->nnodes + 1) * sizeof(*gpus))) == NULL)
+                return -ENOMEM;
+            g->cuts = grown; /* kept with the shared ones, freed after the pass */
+            g->cuts[g->ncuts++] = (struct resv_cut){UINT64_MAX, gpus, false};
+            memset(gpus, 0xff, (g->nnodes + 1) * sizeof(*gpus));
+        }
+        for (size_t n = 0; n < g->nnodes; n++)
+            gpus[n] &= ~r->gpus[n];
+    }
+    m->gpu_masks = gpus;
+    return 0;
 }
 
 /*
@@ -206,8 +269,7 @@ static int apply_resv(struct gathered *g, const struct sched_planner_hooks *hk,
                       struct sched_job *job, uint64_t now_ms, struct sched_node_masks *m)
 {
     const char *name = job->spec->reservation;
-    uint64_t set = 0;
-    bool meets = false;
+    uint64_t set = 0, gpu_set = 0; /* the whole-node and the GPU reservations it would meet */
 
     if (name != NULL && name[0] != '\0') {
         const struct sched_planner_resv *r = resv_find(hk, name);
@@ -227,29 +289,31 @@ static int apply_resv(struct gathered *g, const struct sched_planner_hooks *hk,
             for (size_t w = 0; w < g->words; w++)
                 m->allowed[w] &= r->nodes[w];
         }
+        m->gpu_masks = r->gpus; /* its GPUs there, when it keeps GPUs */
         return 0;
     }
     for (size_t i = 0; i < hk->nresv; i++) {
         if (resv_meets(&hk->resv[i], now_ms, job->spec->time_limit_s)) {
-            meets = true;
-            set |= i < 64 ? UINT64_C(1) << i : 0;
+            if (i >= 64)
+                return resv_over_64(g, hk, job, now_ms, m);
+            if (hk->resv[i].gpus != NULL)
+                gpu_set |= UINT64_C(1) << i;
+            else
+                set |= UINT64_C(1) << i;
         }
     }
-    if (!meets)
+    if (gpu_set != 0 && (m->gpu_masks = resv_cut_mask(g, hk, gpu_set, true)) == NULL)
+        return -ENOMEM;
+    if (set == 0)
         return 0;
-    if (m->allowed == NULL && hk->nresv <= 64) {
-        if ((m->allowed = resv_cut_mask(g, hk, set)) == NULL)
+    if (m->allowed == NULL) {
+        if ((m->allowed = resv_cut_mask(g, hk, set, false)) == NULL)
             return -ENOMEM;
         m->allowed_borrowed = true;
         return 0;
     }
-    if (m->allowed == NULL) {
-        if ((m->allowed = malloc(g->words * sizeof(*m->allowed))) == NULL)
-            return -ENOMEM;
-        memset(m->allowed, 0xff, g->words * sizeof(*m->allowed));
-    }
     for (size_t i = 0; i < hk->nresv; i++) {
-        if (resv_meets(&hk->resv[i], now_ms, job->spec->time_limit_s))
+        if ((set >> i) & 1)
             clear_resv_nodes(m->allowed, &hk->resv[i], g->words);
     }
     return 0;
@@ -493,6 +557,7 @@ int sched_planner_pass(struct sched_jobs *jobs, size_t *plan_from, struct sched_
         (*plan_from)++;
     sched_jobs_set_now(jobs, now_ms / 1000 * 1000);
     g.words = sched_cluster_nnodes(cluster) / 64 + 1;
+    g.nnodes = sched_cluster_nnodes(cluster);
     rc = gather(jobs, *plan_from, hooks, now_ms, &g, out);
     out->timed_deps = sched_jobs_timed_waits(jobs);
     out->wake_ms = resv_wake(hooks, now_ms);

@@ -13,10 +13,11 @@
  * preempted_by. A job given a start is not started: the caller starts it (stores it, tells
  * its workers) or gives its allocation back. Loop thread only.
  *
- * Advance reservations (scontrol create reservation) keep whole nodes for the jobs that name
- * them: such a job waits (reason Reservation) until its reservation starts and then may use
- * only its nodes; any other job may use a reservation's nodes only if its time limit ends
- * it before the reservation starts. A job naming a reservation that is gone waits (reason
+ * Advance reservations (scontrol create reservation) keep whole nodes, or some GPUs of each
+ * of their nodes, for the jobs that name them: such a job waits (reason Reservation) until
+ * its reservation starts and then may use only its nodes (its GPUs there); any other job
+ * may use a reservation's nodes (GPUs) only if its time limit ends it before the
+ * reservation starts. A job naming a reservation that is gone waits (reason
  * ReservationDeleted).
  */
 #ifndef SCHED_PLANNER_H
@@ -36,7 +37,8 @@ struct sched_node_masks {
     uint64_t *allowed;
     uint64_t *required;
     uint32_t nrequired;
-    bool allowed_borrowed; /* allowed is not the masks' own (a reservation's, shared) */
+    bool allowed_borrowed;     /* allowed is not the masks' own (a reservation's, shared) */
+    const uint64_t *gpu_masks; /* per node, the GPUs it may use (reservations'; borrowed) */
 };
 
 /*
@@ -48,6 +50,9 @@ struct sched_planner_resv {
     uint64_t start_ms; /* wall clock */
     uint64_t end_ms;   /* 0: no end */
     const uint64_t *nodes;
+    /* A reservation of some GPUs of its nodes: per node index (the cluster's node count),
+     * the GPUs it keeps there (0 on nodes not its own). NULL: it keeps whole nodes. */
+    const uint64_t *gpus;
 };
 
 /* Points req at the masks, which must outlive it. */

@@ -33,6 +33,7 @@
 struct resv {
     char name[RESV_NAME_MAX + 1];
     uint64_t start_ms, end_ms, created_ms; /* end 0: none */
+    uint32_t gpus;                         /* kept in all over its nodes; 0: whole nodes */
     char *nodes;                           /* the hostlist as given */
     char **node_names;                     /* expanded (gs_hostlist_free) */
     size_t nnode_names;
@@ -46,6 +47,7 @@ struct sched_resvs {
     /* The planner's view: rebuilt when a reservation or the node registry changed. */
     struct sched_planner_resv *view;
     uint64_t *masks; /* n x words */
+    uint64_t *gpus;  /* n x (view_nodes + 1): each GPU reservation's GPUs per node */
     size_t words, view_nodes;
     bool dirty;
 };
@@ -133,6 +135,7 @@ static int resv_from_msg(const Gs__Reservation *m, struct resv *r, char *why, si
     r->start_ms = m->start_ms;
     r->end_ms = m->end_ms;
     r->created_ms = m->created_ms;
+    r->gpus = m->gpus;
     if ((rc = set_nodes(r, m->nodes, why, size)) == 0 &&
         (rc = set_strv(&r->users, &r->nusers, m->users, m->n_users)) == 0)
         rc = set_strv(&r->accounts, &r->naccounts, m->accounts, m->n_accounts);
@@ -158,6 +161,7 @@ static void resv_to_msg(const struct resv *r, uint64_t now_ms, Gs__Reservation *
     m->active = r->start_ms <= now_ms && (r->end_ms == 0 || now_ms < r->end_ms);
     m->node_count = (uint32_t)r->nnode_names;
     m->created_ms = r->created_ms;
+    m->gpus = r->gpus;
 }
 
 static struct resv *resv_find(struct sched_resvs *rs, const char *name)
@@ -256,6 +260,21 @@ static int resv_check(struct sched_ctx *s, const struct resv *r, const struct re
     for (size_t i = 0; i < r->nnode_names; i++) {
         if (sched_node_find(s, r->node_names[i]) == NULL) {
             snprintf(why, size, "Nodes: no node %.64s in the cluster", r->node_names[i]);
+            return -EINVAL;
+        }
+    }
+    if (r->gpus > 0 && r->gpus % r->nnode_names != 0) {
+        snprintf(why, size, "TRES: gres/gpu=%u does not split evenly over its %zu nodes", r->gpus,
+                 r->nnode_names);
+        return -EINVAL;
+    }
+    for (size_t i = 0; r->gpus > 0 && i < r->nnode_names; i++) {
+        const struct sched_node *n = sched_node_find(s, r->node_names[i]);
+        uint32_t have = n->topology != NULL ? (uint32_t)n->topology->n_gpus : 0;
+
+        if (have < r->gpus / r->nnode_names) {
+            snprintf(why, size, "TRES: node %.64s has %u GPUs, fewer than the %zu per node asked",
+                     n->name, have, r->gpus / r->nnode_names);
             return -EINVAL;
         }
     }
@@ -444,6 +463,8 @@ static int apply_fields(const Gs__ReservationRequest *req, bool create, struct r
         r->start_ms = m->start_ms;
     if (create || req->set_end)
         r->end_ms = m->end_ms;
+    if (create || req->set_gpus)
+        r->gpus = m->gpus;
     if (create || req->set_nodes)
         rc = set_nodes(r, m->nodes, why, size);
     if (rc == 0 && (create || req->set_users))
@@ -629,6 +650,35 @@ static void set_bit(uint64_t *mask, size_t i)
     mask[i / 64] |= UINT64_C(1) << (i % 64);
 }
 
+/* The GPUs each GPU reservation keeps on each of its nodes: the best connected set of its
+ * share there (what an empty node would give a job of that many GPUs). 0 or -ENOMEM. */
+static int resv_gpus_build(struct sched_ctx *s, struct sched_resvs *rs, size_t nnodes)
+{
+    uint64_t *gpus;
+    bool any = false;
+
+    for (size_t i = 0; i < rs->n; i++)
+        any = any || rs->v[i].gpus > 0;
+    if (!any)
+        return 0;
+    if ((gpus = realloc(rs->gpus, rs->n * (nnodes + 1) * sizeof(*gpus))) == NULL)
+        return -ENOMEM;
+    rs->gpus = gpus;
+    memset(gpus, 0, rs->n * (nnodes + 1) * sizeof(*gpus));
+    for (size_t i = 0; i < rs->n; i++) {
+        const struct resv *r = &rs->v[i];
+
+        for (size_t k = 0; r->gpus > 0 && k < r->nnode_names; k++) {
+            const struct sched_node *n = sched_node_find(s, r->node_names[k]);
+
+            if (n != NULL && n->index < nnodes)
+                gpus[i * (nnodes + 1) + n->index] = sched_cluster_best_gpus(
+                    s->cluster, n->index, r->gpus / (uint32_t)r->nnode_names);
+        }
+    }
+    return 0;
+}
+
 int sched_resv_view(struct sched_ctx *s, const struct sched_planner_resv **ret, size_t *ret_n)
 {
     struct sched_resvs *rs = s->resvs;
@@ -649,6 +699,8 @@ int sched_resv_view(struct sched_ctx *s, const struct sched_planner_resv **ret, 
             return -ENOMEM;
         rs->masks = masks;
         memset(masks, 0, rs->n * words * sizeof(*masks));
+        if (resv_gpus_build(s, rs, nnodes) < 0)
+            return -ENOMEM;
         for (size_t i = 0; i < rs->n; i++) {
             const struct resv *r = &rs->v[i];
 
@@ -659,7 +711,8 @@ int sched_resv_view(struct sched_ctx *s, const struct sched_planner_resv **ret, 
                     set_bit(&masks[i * words], n->index);
             }
             view[i] =
-                (struct sched_planner_resv){r->name, r->start_ms, r->end_ms, &masks[i * words]};
+                (struct sched_planner_resv){r->name, r->start_ms, r->end_ms, &masks[i * words],
+                                            r->gpus > 0 ? &rs->gpus[i * (nnodes + 1)] : NULL};
         }
         rs->words = words;
         rs->view_nodes = nnodes;
@@ -759,6 +812,7 @@ void sched_resv_free(struct sched_ctx *s)
         free(rs->v);
         free(rs->view);
         free(rs->masks);
+        free(rs->gpus);
     }
     free(rs);
     s->resvs = NULL;

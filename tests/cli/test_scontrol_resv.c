@@ -276,3 +276,23 @@ Test(scontrol_resv, prints_sinfo_t_table)
                                "2026-12-07T10:00:00   2-00:00:00  node[1-2]\n");
     gs_buf_release(&out);
 }
+
+Test(scontrol_resv, tres_gres_gpu_keeps_gpus_not_whole_nodes)
+{
+    struct scontrol_resv r;
+
+    cr_assert_eq(PARSE(&r, CREATE, "StartTime=now", "Duration=60", "Nodes=n[1-2]", "Users=alice",
+                       "TRES=gres/gpu=4"),
+                 0, "%s", why);
+    cr_assert(r.req.set_gpus);
+    cr_assert_eq(r.resv.gpus, 4, "in all: gschedd splits them over the nodes");
+    scontrol_resv_release(&r);
+    cr_assert_eq(PARSE(&r, UPDATE, "ReservationName=m", "TRES=gres/gpu:0"), 0, "%s", why);
+    cr_assert(r.req.set_gpus);
+    cr_assert_eq(r.resv.gpus, 0, "back to whole nodes");
+    scontrol_resv_release(&r);
+    cr_assert_eq(PARSE(&r, UPDATE, "ReservationName=m", "TRES=cpu=4"), -EINVAL);
+    cr_assert(strstr(why, "only gres/gpu=N") != NULL, "%s", why);
+    cr_assert_eq(PARSE(&r, UPDATE, "ReservationName=m", "TRES=gres/gpu=x"), -EINVAL);
+    cr_assert(strstr(why, "count of GPUs") != NULL, "%s", why);
+}

@@ -33,7 +33,7 @@ static void setup(void)
     cr_assert_not_null(jobs);
     memset(&out, 0, sizeof(out));
     /* "maint" holds n1 from T0 + 1 h to T0 + 2 h. */
-    resv[0] = (struct sched_planner_resv){"maint", T0 + 3600000, T0 + 7200000, n1_mask};
+    resv[0] = (struct sched_planner_resv){"maint", T0 + 3600000, T0 + 7200000, n1_mask, NULL};
     hooks = (struct sched_planner_hooks){.resv = resv, .nresv = 1};
 }
 
@@ -173,7 +173,7 @@ Test(planner_resv, jobs_sharing_a_set_of_reservations_share_one_mask)
 {
     static uint64_t n0_mask[1] = {1};
 
-    resv[1] = (struct sched_planner_resv){"later", T0 + 10 * 3600000ull, 0, n0_mask};
+    resv[1] = (struct sched_planner_resv){"later", T0 + 10 * 3600000ull, 0, n0_mask, NULL};
     hooks.nresv = 2;
     for (uint64_t id = 1; id <= 50; id++)
         add(id, 1, GS_DURATION_INFINITE, NULL); /* each meets both: no node is left */
@@ -183,4 +183,44 @@ Test(planner_resv, jobs_sharing_a_set_of_reservations_share_one_mask)
         cr_assert_not(verdict_of(id)->start);
     cr_assert_eq(node_of(60), 0);
     cr_assert_eq(out.wake_ms, T0 + 3600000);
+}
+
+/* A reservation of GPUs 0 and 1 of n1 (not the whole node), from T0 + 1 h to T0 + 2 h. */
+static uint64_t gpus01_on_n1[3] = {0, 0x3, 0};
+
+Test(planner_resv, a_gpu_reservation_keeps_its_gpus_and_lends_the_rest)
+{
+    resv[0].gpus = gpus01_on_n1;
+    add(1, 4, GS_DURATION_INFINITE, NULL); /* would need all of n1: n0 */
+    add(2, 4, GS_DURATION_INFINITE, NULL); /* no node has 4 GPUs it may use now */
+    add(3, 2, GS_DURATION_INFINITE, NULL); /* n1's GPUs 2 and 3 */
+    add(4, 2, 60, "maint");                /* waits for the start */
+    pass(T0);
+    cr_assert_eq(node_of(1), 0);
+    cr_assert_not(verdict_of(2)->start, "n1 lends only GPUs 2 and 3 to a job that meets it");
+    cr_assert_eq(node_of(3), 1);
+    cr_assert_eq(verdict_of(3)->alloc.nodes[0].gpus, 0xc, "not the reserved GPUs 0 and 1");
+    cr_assert_null(verdict_of(4));
+    cr_assert_str_eq(sched_jobs_find(jobs, 4)->reason, "Reservation");
+}
+
+Test(planner_resv, a_job_in_a_gpu_reservation_gets_its_gpus)
+{
+    resv[0].gpus = gpus01_on_n1;
+    add(1, 2, 60, "maint");
+    add(2, 1, 60, "maint");
+    pass(T0 + 3600000);
+    cr_assert_eq(node_of(1), 1);
+    cr_assert_eq(verdict_of(1)->alloc.nodes[0].gpus, 0x3, "the reservation's GPUs");
+    cr_assert_not(verdict_of(2)->start, "the reservation's 2 GPUs are taken");
+}
+
+Test(planner_resv, a_short_job_may_use_reserved_gpus_before_the_start)
+{
+    resv[0].gpus = gpus01_on_n1;
+    add(1, 4, GS_DURATION_INFINITE, NULL);
+    add(2, 4, 600, NULL); /* ends before the reservation starts: n1 whole */
+    pass(T0);
+    cr_assert_eq(node_of(1), 0);
+    cr_assert_eq(node_of(2), 1);
 }

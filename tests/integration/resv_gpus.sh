@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# resv_gpus.sh BIN_DIR SRC_DIR: an advance reservation of some GPUs of a node (issue 18,
+# `TRES=gres/gpu=N`), on a `gsched up` cluster of one worker with 4 GPUs. The reservation
+# keeps 2 of them: a job without it that would run into it may use only the other 2 (a 4-GPU
+# one waits, a 2-GPU one runs there), a job in it gets the kept 2, and the two jobs' GPUs do
+# not meet. A split that does not divide over the nodes, and more GPUs than a node has, are
+# refused.
+name="integration_resv_gpus"
+. "$(dirname "$0")/lib.sh"
+
+start_cluster --workers 1 --gpus-per-node 4 --share-cpus
+
+node_up() { "$bin/gsched" nodes --json node1 | python3 -c 'import json,sys; sys.exit(json.load(sys.stdin)[0]["state"] != "up")'; }
+wait_for "node1 up" 15 node_up
+{ echo "#!/bin/sh"; gate_wait hold; } > "$work/hold.sh"
+sbatch() { # sbatch ARGS...: prints the job id
+  local out
+  out=$("$bin/gsched" sbatch --parsable -o /dev/null "$@" 2>&1) || fail "sbatch $*: $out"
+  echo "${out%%;*}"
+}
+scontrol() { "$bin/gsched" scontrol "$@"; }
+
+out=$(scontrol create reservation ReservationName=g StartTime=now Duration=10 Nodes=node1 \
+  Users=root TRES=gres/gpu=8 2>&1) && fail "8 GPUs of a 4-GPU node: $out"
+case $out in *"node node1 has 4 GPUs, fewer than the 8 per node"*) ;; *) fail "8 GPUs: $out" ;; esac
+out=$(scontrol create reservation ReservationName=g StartTime=now Duration=10 Nodes=node1 \
+  Users=root TRES=cpu=2 2>&1) && fail "TRES=cpu=2: $out"
+scontrol create reservation ReservationName=g StartTime=now Duration=10 Nodes=node1 Users=root \
+  TRES=gres/gpu=2 > /dev/null || fail "a reservation of 2 GPUs refused"
+case $(scontrol show reservation g) in *"TRES=gres/gpu=2"*"State=ACTIVE"*) ;;
+  *) fail "show: $(scontrol show reservation g)" ;; esac
+
+big=$(sbatch --gpus-per-node=4 hold.sh) || exit 1      # unlimited, not in it: waits
+other=$(sbatch --gpus-per-node=2 hold.sh) || exit 1    # the 2 GPUs it does not keep
+mine=$(sbatch --reservation=g --gpus-per-node=2 hold.sh) || exit 1 # the 2 it keeps
+wait_start "$other"
+wait_start "$mine"
+expect "$big" 'j["state"] == "PENDING" and j["reason"] == "Resources"' "the 4-GPU job to wait"
+gpus() { jq "$1" 'sorted(j["allocation"][0]["gpus"])'; }
+[ "$(gpus "$other" | tr -d ' ')" != "$(gpus "$mine" | tr -d ' ')" ] || fail "the same GPUs twice"
+python3 -c 'import sys; a, b = eval(sys.argv[1]), eval(sys.argv[2]); sys.exit(1 if len(a) != 2 or len(b) != 2 or set(a) & set(b) else 0)' \
+  "$(gpus "$other")" "$(gpus "$mine")" || fail "GPUs: other $(gpus "$other"), mine $(gpus "$mine")"
+gate hold
+wait_end "$other" || fail "job $other failed"
+wait_end "$mine" || fail "job $mine failed"
+expect "$big" 'j["state"] == "PENDING"' "the 4-GPU job to wait while the reservation lasts"
+scontrol delete ReservationName=g || fail "delete refused"
+wait_end "$big" || fail "the 4-GPU job failed once the reservation was gone"
+check_logs
+stop_cluster
+echo "$name: passed"
