@@ -1123,8 +1123,8 @@ uint64_t sched_cluster_best_gpus(const struct sched_cluster *cluster, uint32_t n
 
     if (n == NULL || k == 0 || k > n->ngpus)
         return 0;
-    if (n->gs != NULL && gs_gpuset_choose(n->gs, low_bits(n->ngpus), (int)k, GS_GPUSET_PREFER,
-                                          &ch) == 0)
+    if (n->gs != NULL &&
+        gs_gpuset_choose(n->gs, low_bits(n->ngpus), (int)k, GS_GPUSET_PREFER, &ch) == 0)
         return ch.mask;
     return low_bits(k);
 }
