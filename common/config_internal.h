@@ -26,6 +26,9 @@ void gs_config_qos_free(struct gs_config *cfg);
 /* After the whole document is read: each name in a [[qos]]'s accounts (qos: the document's
  * qos array, NULL when none) is an [[account]], when any is configured. */
 void gs_config_qos_check_accounts(struct gs_schema_ctx *c, const struct gs_toml_value *qos);
+/* A user name as [[account]] users and [[qos]] users take it: 1-255 bytes of len, no
+ * spaces, controls, ':', ',' or '/' (config_policy.c). */
+bool gs_config_user_name_ok(const char *s, size_t len);
 
 /* [priority]'s defaults (weights 0, 7 days, billing 1 / 10 / 0). */
 void gs_config_priority_defaults(struct gs_config_priority *p);

@@ -211,7 +211,7 @@ static void rd_account_shares(struct gs_schema_ctx *c, const struct gs_toml_valu
     gs_schema_uint(c, v, "account.shares", 0, SHARES_MAX, &current_account(c)->shares);
 }
 
-static bool user_name_ok(const char *s, size_t len)
+bool gs_config_user_name_ok(const char *s, size_t len)
 {
     if (len == 0 || len > USER_NAME_MAX || strlen(s) != len)
         return false;
@@ -236,7 +236,7 @@ static void rd_account_users(struct gs_schema_ctx *c, const struct gs_toml_value
         size_t len = 0;
 
         gs_toml_as_string(items[i], &s, &len);
-        if (!user_name_ok(s, len)) {
+        if (!gs_config_user_name_ok(s, len)) {
             GS_SCHEMA_REPORT_AT(c, items[i],
                                 "account.users[%zu] must be a user name (1 to %d characters "
                                 "without spaces, ':', ',' or '/')",

@@ -115,18 +115,6 @@ static void rd_preempt_mode(struct gs_schema_ctx *c, const struct gs_toml_value 
     GS_SCHEMA_REPORT_AT(c, v, "qos.preempt_mode must be \"requeue\", \"cancel\" or \"off\"");
 }
 
-/* The rules of account.users (config_policy.c), so that both lists take the same names. */
-static bool user_name_ok(const char *s, size_t len)
-{
-    if (len == 0 || len > USER_NAME_MAX || strlen(s) != len)
-        return false;
-    for (; *s != '\0'; s++) {
-        if ((unsigned char)*s <= ' ' || *s == 0x7f || strchr(":,/", *s) != NULL)
-            return false;
-    }
-    return true;
-}
-
 /* The rule of account.name (and "root", the implicit top every account is under). */
 static bool account_name_ok(const char *s, size_t len)
 {
@@ -164,7 +152,7 @@ static void read_names(struct gs_schema_ctx *c, const struct gs_toml_value *v, c
 
 static void rd_users(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
-    read_names(c, v, "qos.users", user_name_ok,
+    read_names(c, v, "qos.users", gs_config_user_name_ok, /* account.users' rules */
                "a user name (1 to 255 characters without spaces, ':', ',' or '/')",
                &current(c)->users, &current(c)->nusers);
 }

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "sharding/rng.h"
 
 #define DEFAULT_PREFETCH 2
 
@@ -69,38 +70,17 @@ struct shard_loader {
     uint64_t wait_total_ns;
 };
 
-static uint64_t splitmix64(uint64_t *state)
-{
-    uint64_t z = (*state += UINT64_C(0x9E3779B97F4A7C15));
-
-    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-    return z ^ (z >> 31);
-}
-
-/* Uniform in [0, bound), bound >= 1: values below 2^64 mod bound are redrawn. */
-static uint64_t uniform(uint64_t *state, uint64_t bound)
-{
-    uint64_t threshold = (0 - bound) % bound;
-    uint64_t r;
-
-    do {
-        r = splitmix64(state);
-    } while (r < threshold);
-    return r % bound;
-}
-
 int shard_loader_permutation(uint64_t seed, uint64_t epoch, uint64_t n, uint64_t *order)
 {
     uint64_t mix = seed, state;
 
     /* Two rounds so that nearby (seed, epoch) pairs start far apart. */
-    state = splitmix64(&mix) ^ epoch;
-    state = splitmix64(&state);
+    state = shard_splitmix64(&mix) ^ epoch;
+    state = shard_splitmix64(&state);
     for (uint64_t i = 0; i < n; i++)
         order[i] = i;
     for (uint64_t i = n; i > 1; i--) {
-        uint64_t j = uniform(&state, i), t = order[i - 1];
+        uint64_t j = shard_uniform(&state, i), t = order[i - 1];
 
         order[i - 1] = order[j];
         order[j] = t;

@@ -18,6 +18,7 @@
 
 #include "common/sort.h"
 #include "sharding/loader.h"
+#include "sharding/rng.h"
 
 #define NONE UINT32_MAX
 
@@ -31,28 +32,6 @@ struct ctx {
     uint32_t *assign;        /* nshards: the rank reading each shard */
     double mean, cap, floor; /* the band: [floor, cap] */
 };
-
-/* splitmix64 (Steele, Lea, Flood 2014), as in loader.c: one generator for every seeded choice. */
-static uint64_t splitmix64(uint64_t *state)
-{
-    uint64_t z = (*state += UINT64_C(0x9E3779B97F4A7C15));
-
-    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-    return z ^ (z >> 31);
-}
-
-/* Uniform in [0, bound), bound >= 1, without modulo bias (values below 2^64 mod bound redrawn). */
-static uint64_t uniform(uint64_t *state, uint64_t bound)
-{
-    uint64_t threshold = (0 - bound) % bound;
-    uint64_t r;
-
-    do {
-        r = splitmix64(state);
-    } while (r < threshold);
-    return r % bound;
-}
 
 /* --- input --- */
 
@@ -283,14 +262,14 @@ static int greedy(struct ctx *c, struct gs_error *err)
         return gs_error_set(err, -ENOMEM, 0, 0, "planner: out of memory");
     for (size_t s = 0; s < in->nshards; s++) {
         uint32_t nh = 0;
-        uint64_t h = in->seed ^ splitmix64(&(uint64_t){s});
+        uint64_t h = in->seed ^ shard_splitmix64(&(uint64_t){s});
 
         for (uint32_t k = in->holder_off[s]; k < in->holder_off[s + 1]; k++)
             nh += node_has_ranks(c, in->holders[k]);
         keys[s] = (struct order_key){.cls = nh > 0 ? nh : UINT32_MAX,
                                      .shard = (uint32_t)s,
                                      .tokens = in->shards[s].tokens,
-                                     .hash = splitmix64(&h)};
+                                     .hash = shard_splitmix64(&h)};
     }
     gs_sort(keys, in->nshards, sizeof(*keys), cmp_key);
     for (size_t i = 0; i < in->nshards; i++) {
@@ -579,11 +558,11 @@ static int build(const struct ctx *c, const uint64_t *order, bool shuffle, struc
         uint64_t n = p->rank_off[r + 1] - p->rank_off[r], mix = in->seed, state;
 
         /* As the loader mixes (seed, epoch), then the rank: nearby triples start far apart. */
-        state = splitmix64(&mix) ^ in->epoch;
-        state = splitmix64(&state) ^ r;
-        state = splitmix64(&state);
+        state = shard_splitmix64(&mix) ^ in->epoch;
+        state = shard_splitmix64(&state) ^ r;
+        state = shard_splitmix64(&state);
         for (uint64_t i = n; i > 1; i--) {
-            uint64_t j = uniform(&state, i);
+            uint64_t j = shard_uniform(&state, i);
             struct shard_plan_read t = list[i - 1];
 
             list[i - 1] = list[j];
