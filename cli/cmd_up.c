@@ -45,7 +45,8 @@ static const char up_usage[] =
     "Starts gschedd and N gsched-workerd (node1..nodeN) on this machine.\n"
     "  --workers N         workers to start, 1 to 64 (default 2)\n"
     "  --share-cpus        every worker offers all of this machine's CPUs (default: each\n"
-    "                      its own share, when there are at least N; not with --topology)\n"
+    "                      its own share when that is at least 4 CPUs, else all share, as\n"
+    "                      Slurm's multiple-slurmd setups oversubscribe; not with --topology)\n"
     "  --gpus-per-node K   synthetic GPUs per worker (default 4; 0: this machine's own)\n"
     "  --topology FILE     every worker has the hardware of this hwloc XML file\n"
     "  --features A,B      features of every worker, for job constraints\n"
@@ -338,9 +339,13 @@ static int start_gschedd(struct up *u)
 /*
  * Worker i's share (1-based) of the CPUs this process may use, as --cpus wants it ("0,1"):
  * N workers on one machine are N nodes, and binding each job's cores should not put two
- * "nodes'" ranks on one CPU. Returns 0, or 1 when the workers share them all (fewer CPUs
- * than workers, --share-cpus, or another machine's --topology).
+ * "nodes'" ranks on one CPU. Returns 0, or 1 when the workers share them all: --share-cpus,
+ * another machine's --topology, or shares under UP_MIN_SHARE CPUs, too small for the
+ * examples' jobs (hello.toml asks 2 cores per node: on a 2-core machine 2 workers of 1 CPU
+ * each would refuse the README's first job).
  */
+#define UP_MIN_SHARE 4u
+
 static int worker_cpus(const struct up *u, unsigned i, char *out, size_t size)
 {
     unsigned n = u->opts.workers, ncpus = 0, *cpus, first, last;
@@ -356,7 +361,7 @@ static int worker_cpus(const struct up *u, unsigned i, char *out, size_t size)
         if (CPU_ISSET(c, &set))
             cpus[ncpus++] = c;
     }
-    if (ncpus < n) {
+    if (ncpus < n * UP_MIN_SHARE) {
         free(cpus);
         return 1;
     }

@@ -257,6 +257,17 @@ static void set_slurm(struct envset *e, const struct wrk_task_env *in)
         set_step(e, in);
 }
 
+/* dir at the end of PATH (after what the job has: a real Slurm's srun there stays first). */
+static void append_path(struct envset *e, const char *dir)
+{
+    ssize_t at = find(e, "PATH", 4);
+    const char *path = at >= 0 ? e->v[at] + 5 : "";
+    struct gs_buf v = GS_BUF_INIT;
+    int rc = gs_buf_printf(&v, "%s%s%s", path, path[0] != '\0' ? ":" : "", dir);
+
+    set_built(e, "PATH", rc, &v);
+}
+
 int wrk_env_build(const struct wrk_task_env *in, char ***ret_envp)
 {
     struct envset e = {0};
@@ -282,6 +293,8 @@ int wrk_env_build(const struct wrk_task_env *in, char ***ret_envp)
     }
     if (in->cli_socket != NULL)
         set(&e, "GSCHED_SOCKET", in->cli_socket);
+    if (in->slurm && in->slurm_bin != NULL)
+        append_path(&e, in->slurm_bin);
     /* The batch shell is no rank of a distributed run: torchrun inside it sets these for
      * the processes it starts, and would be misled by a shell-wide RANK=0. */
     if (!in->batch) {

@@ -89,6 +89,10 @@ struct wrk_task_env {
     size_t n_step_nodes;
     bool task_pid_slot;     /* SLURM_TASK_PID=<room for the pid>, for wrk_launch_spec.pid_var */
     const char *cli_socket; /* GSCHED_SOCKET; NULL: the job's own value stands */
+    /* A directory of links to gsched by Slurm's names (srun, scontrol, ...), put at the end
+     * of a Slurm job's PATH: its scripts find them there unless a real Slurm's come first.
+     * NULL: none. */
+    const char *slurm_bin;
 };
 
 /* Length of the room after "SLURM_TASK_PID=" that task_pid_slot leaves for the pid. */

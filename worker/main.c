@@ -372,6 +372,43 @@ static const char *cli_beside(char *out, size_t size)
     return access(out, X_OK) == 0 ? out : NULL;
 }
 
+/*
+ * LOG_DIR/slurm-bin: links to gsched (the one beside this worker) by Slurm's command names,
+ * which the worker puts at the end of Slurm jobs' PATH, so that a batch script's `srun` and
+ * `scontrol show hostnames` work as on a Slurm cluster without deploy/install-slurm-links.sh
+ * (whose links would come first on PATH and shadow a real Slurm; these come last). Made again
+ * at each start; NULL, with a warning, when it cannot be.
+ */
+static const char *slurm_bin(const struct workerd *d, const char *cli, char *out, size_t size)
+{
+    static const char *const names[] = {"sbatch",   "srun",  "squeue", "scancel", "sinfo",
+                                        "scontrol", "sacct", "seff",   "sprio",   "sshare"};
+    char link[4300], target[4200];
+    int rc = 0;
+
+    if (cli == NULL || d->cfg.log_dir == NULL ||
+        snprintf(out, size, "%s/slurm-bin", d->cfg.log_dir) >= (int)size)
+        return NULL;
+    if (mkdir(out, 0755) < 0 && errno != EEXIST)
+        rc = -errno;
+    for (size_t i = 0; rc == 0 && i < sizeof(names) / sizeof(names[0]); i++) {
+        ssize_t n;
+
+        snprintf(link, sizeof(link), "%s/%s", out, names[i]);
+        n = readlink(link, target, sizeof(target) - 1);
+        if (n >= 0 && (size_t)n == strlen(cli) && memcmp(target, cli, (size_t)n) == 0)
+            continue; /* there from an earlier start */
+        if ((n >= 0 && unlink(link) < 0) || symlink(cli, link) < 0)
+            rc = -errno;
+    }
+    if (rc < 0) {
+        GS_LOG(GS_LOG_WARN, "dir=%s error=\"%s\" no Slurm command names for Slurm jobs", out,
+               gs_strerror(rc));
+        return NULL;
+    }
+    return out;
+}
+
 /* The cluster key into key (len 0 when scheduler.auth_key is ""); 0, or -1 after saying why. */
 static int load_key(const struct gs_config *cfg, struct gs_proto_auth_key *key)
 {
@@ -396,7 +433,7 @@ static int load_key(const struct gs_config *cfg, struct gs_proto_auth_key *key)
 static int run(struct workerd *d)
 {
     struct sockaddr_storage sched;
-    char host[256] = "", ledger[4200], cli_socket[4200], cli[4200];
+    char host[256] = "", ledger[4200], cli_socket[4200], cli[4200], slurm[4200];
     struct wrk_opts opts = {.scheduler = (const struct sockaddr *)&sched,
                             .features = d->cfg.features,
                             .grace_ms = d->cfg.kill_grace_ms,
@@ -425,6 +462,7 @@ static int run(struct workerd *d)
     opts.ledger_path = ledger[0] != '\0' ? ledger : NULL;
     cli_socket_path(d, opts.node_name, ledger, &opts, cli_socket, sizeof(cli_socket));
     opts.cli_path = cli_beside(cli, sizeof(cli));
+    opts.slurm_bin = slurm_bin(d, opts.cli_path, slurm, sizeof(slurm));
     uv_loop_init(&d->loop);
     d->worker = wrk_new(&d->loop, &opts, &err);
     gs_proto_auth_key_clear(&key); /* the worker keeps its own copy */

@@ -798,6 +798,8 @@ struct wrk_ctx *wrk_new(uv_loop_t *loop, const struct wrk_opts *opts, struct gs_
              opts->script_dir != NULL ? opts->script_dir : "/tmp");
     snprintf(w->cli_path, sizeof(w->cli_path), "%s",
              opts->cli_path != NULL ? opts->cli_path : "gsched");
+    snprintf(w->slurm_bin, sizeof(w->slurm_bin), "%s",
+             opts->slurm_bin != NULL ? opts->slurm_bin : "");
     w->topo = opts->topo;
     w->allow_root_jobs = opts->allow_root_jobs;
     w->job_pids_max = opts->job_pids_max;

@@ -42,6 +42,8 @@ struct wrk_opts {
     bool cli_socket_optional;   /* failing to listen there is a warning, not an error */
     const char *cli_path;       /* the gsched CLI a launcher job's leader runs (gsched
                                  * mpirun); NULL: "gsched" from the task's PATH */
+    const char *slurm_bin;      /* links to gsched by Slurm's names, at the end of Slurm
+                                 * jobs' PATH (worker/env.h); NULL: none */
     uint64_t telemetry_ms;      /* GPU (NVML), CPU and memory sampling interval for the
                                  * heartbeats (worker/telemetry.h); 0: none */
     bool synthetic_gpus;        /* topo's GPUs are made up (--gpus N): NVML finds GPU i as

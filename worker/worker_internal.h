@@ -50,6 +50,7 @@ struct wrk_ctx {
     char address[256];
     char script_dir[256]; /* where batch scripts are written for their run */
     char cli_path[4096];  /* the gsched CLI, for a launcher job's leader */
+    char slurm_bin[4096]; /* Slurm's command names for Slurm jobs' PATH; "": none */
     char **features;
     const struct gs_topo *topo;
     uint64_t grace_ms;

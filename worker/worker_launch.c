@@ -427,6 +427,7 @@ static int build_task_env(const struct launch *l, const Gs__TaskAssignment *t,
         .n_step_nodes = l->msg->n_allocation,
         .task_pid_slot = l->slurm,
         .cli_socket = wrk_cli_socket(l->w),
+        .slurm_bin = l->w->slurm_bin[0] != '\0' ? l->w->slurm_bin : NULL,
     };
 
     return wrk_env_build(&te, ret_envp);

@@ -310,3 +310,21 @@ Test(env, plain_jobs_get_no_slurm_variables)
     cr_assert_str_eq(get(envp, "SLURM_NTASKS"), "16");
     wrk_env_free(envp);
 }
+
+/* Slurm's command names come last on a Slurm job's PATH: a real Slurm's stay first. */
+Test(env, slurm_jobs_find_the_slurm_names_at_the_end_of_path)
+{
+    static char *job_env[] = {"PATH=/opt/slurm/bin:/usr/bin", NULL};
+    struct wrk_task_env in = slurm_task();
+    char **envp = NULL;
+
+    in.slurm_bin = "/var/lib/gsched/slurm-bin";
+    in.job_env = job_env;
+    cr_assert_eq(wrk_env_build(&in, &envp), 0);
+    cr_assert_str_eq(get(envp, "PATH"), "/opt/slurm/bin:/usr/bin:/var/lib/gsched/slurm-bin");
+    wrk_env_free(envp);
+    in.slurm = false;
+    cr_assert_eq(wrk_env_build(&in, &envp), 0);
+    cr_assert_str_eq(get(envp, "PATH"), "/opt/slurm/bin:/usr/bin", "not for other jobs");
+    wrk_env_free(envp);
+}
