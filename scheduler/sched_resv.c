@@ -735,6 +735,16 @@ int sched_resv_admit(struct sched_ctx *s, uint32_t uid, const char *user,
         snprintf(why, size, "reservation: no reservation %.64s", spec->reservation);
         return -EINVAL;
     }
+    if (spec->nodes > r->nnode_names) {
+        snprintf(why, size, "reservation: %.64s holds %zu nodes; the job asks for %u", r->name,
+                 r->nnode_names, spec->nodes);
+        return -EINVAL;
+    }
+    if (r->gpus > 0 && spec->gpus_per_node > r->gpus / r->nnode_names) {
+        snprintf(why, size, "reservation: %.64s keeps %zu GPUs per node; the job asks for %u",
+                 r->name, r->gpus / r->nnode_names, spec->gpus_per_node);
+        return -EINVAL;
+    }
     if (uid == 0)
         return 0;
     for (size_t i = 0; user != NULL && i < r->nusers; i++) {

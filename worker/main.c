@@ -5,8 +5,10 @@
  * scheduler and runs until SIGTERM or SIGINT, which end its tasks and exit cleanly.
  * Exit codes: 0 stopped on a signal, 1 could not start, 2 bad usage.
  */
+#define _DEFAULT_SOURCE /* realpath */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <netdb.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -357,19 +359,31 @@ static void cli_socket_path(const struct workerd *d, const char *node, const cha
 }
 
 /*
- * The gsched installed beside this gsched-workerd (the same build or prefix), which a
- * launcher job's leader runs; NULL when there is none, and the task's PATH decides.
+ * The gsched of this gsched-workerd's build or prefix, which a launcher job's leader runs
+ * and Slurm jobs' srun links point to: beside it (a build tree's bin/) or in ../bin (an
+ * install: the worker in sbin/, the CLI in bin/). NULL when there is none, and the task's
+ * PATH decides.
  */
 static const char *cli_beside(char *out, size_t size)
 {
+    static const char *const tails[] = {"/gsched", "/../bin/gsched"};
     size_t len = size;
     char *slash;
 
-    if (uv_exepath(out, &len) < 0 || (slash = strrchr(out, '/')) == NULL ||
-        (size_t)(slash - out) + sizeof("/gsched") > size)
+    if (uv_exepath(out, &len) < 0 || (slash = strrchr(out, '/')) == NULL)
         return NULL;
-    memcpy(slash, "/gsched", sizeof("/gsched"));
-    return access(out, X_OK) == 0 ? out : NULL;
+    for (size_t i = 0; i < sizeof(tails) / sizeof(tails[0]); i++) {
+        char real[PATH_MAX];
+
+        if ((size_t)(slash - out) + strlen(tails[i]) + 1 > size)
+            return NULL;
+        memcpy(slash, tails[i], strlen(tails[i]) + 1);
+        if (access(out, X_OK) == 0 && realpath(out, real) != NULL && strlen(real) < size) {
+            memcpy(out, real, strlen(real) + 1); /* no "..": links point straight at it */
+            return out;
+        }
+    }
+    return NULL;
 }
 
 /*

@@ -30,6 +30,9 @@ scontrol create reservation ReservationName=g StartTime=now Duration=10 Nodes=no
 case $(scontrol show reservation g) in *"TRES=gres/gpu=2"*"State=ACTIVE"*) ;;
   *) fail "show: $(scontrol show reservation g)" ;; esac
 
+out=$("$bin/gsched" sbatch --reservation=g --gpus-per-node=3 --wrap=true 2>&1) &&
+  fail "3 GPUs in a reservation of 2: $out"
+case $out in *"keeps 2 GPUs per node; the job asks for 3"*) ;; *) fail "3 GPUs: $out" ;; esac
 big=$(sbatch --gpus-per-node=4 hold.sh) || exit 1      # unlimited, not in it: waits
 other=$(sbatch --gpus-per-node=2 hold.sh) || exit 1    # the 2 GPUs it does not keep
 mine=$(sbatch --reservation=g --gpus-per-node=2 hold.sh) || exit 1 # the 2 it keeps
