@@ -321,13 +321,18 @@ int sched_policy_qos_change(struct sched_ctx *s, uint32_t uid, const char *user,
 void sched_policy_share(struct sched_cli *c, uint64_t request_id)
 {
     struct sched_ctx *s = c->s;
-    size_t n = sched_fairshare_count(s->fs);
-    Gs__ShareInfo *v = calloc(n + 1, sizeof(*v));
-    Gs__ShareInfo **ptrs = calloc(n + 1, sizeof(*ptrs));
+    size_t n;
+    Gs__ShareInfo *v, **ptrs;
     Gs__ShareReply reply = GS__SHARE_REPLY__INIT;
     Gs__Envelope env = GS__ENVELOPE__INIT;
     struct sched_fs_entry e;
 
+    /* Associations made since the last cron tick (a user's first submit) join the tree's
+     * order and factors now, or sshare would list them only after the next tick. */
+    sched_fairshare_update(s->fs);
+    n = sched_fairshare_count(s->fs);
+    v = calloc(n + 1, sizeof(*v));
+    ptrs = calloc(n + 1, sizeof(*ptrs));
     if (v == NULL || ptrs == NULL) {
         sched_cli_error(c, request_id, -ENOMEM, "out of memory", false);
         goto out;
