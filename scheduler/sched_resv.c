@@ -415,8 +415,7 @@ out:
 }
 
 /* Packs r into a new op and into ch (stored, or deleted when del). */
-static int stage(struct sched_ctx *s, const struct resv *r, bool del, struct sched_change *ch,
-                 struct resv_op **ret)
+static int stage(const struct resv *r, bool del, struct sched_change *ch, struct resv_op **ret)
 {
     struct resv_op *op = calloc(1, sizeof(*op));
     Gs__Reservation m;
@@ -432,7 +431,6 @@ static int stage(struct sched_ctx *s, const struct resv *r, bool del, struct sch
     }
     gs__reservation__pack(&m, op->packed);
     sched_change_resv(ch, r->name, del ? NULL : op->packed, op->len);
-    (void)s;
     *ret = op;
     return 0;
 }
@@ -534,7 +532,7 @@ static void change(struct sched_cli *c, uint64_t request_id, const Gs__Reservati
     if ((rc = apply_fields(req, create, &r, why, sizeof(why))) < 0 ||
         (rc = resv_check(s, &r, old, why, sizeof(why))) < 0)
         goto refuse;
-    if ((ch = sched_change_new(s)) == NULL || (rc = stage(s, &r, false, ch, &op)) < 0) {
+    if ((ch = sched_change_new(s)) == NULL || (rc = stage(&r, false, ch, &op)) < 0) {
         rc = -ENOMEM;
         snprintf(why, sizeof(why), "out of memory");
         goto refuse;
@@ -578,7 +576,7 @@ static void delete (struct sched_cli *c, uint64_t request_id, const char *name)
         sched_cli_error(c, request_id, -EBUSY, why, false);
         return;
     }
-    if ((ch = sched_change_new(s)) == NULL || stage(s, r, true, ch, &op) < 0) {
+    if ((ch = sched_change_new(s)) == NULL || stage(r, true, ch, &op) < 0) {
         sched_change_commit(s, ch, NULL, NULL);
         sched_cli_error(c, request_id, -ENOMEM, "out of memory", false);
         return;
@@ -810,6 +808,12 @@ void sched_resv_tick(struct sched_ctx *s)
         s->resv_wake_ms = 0; /* the pass sets the next */
         sched_engine_wake(s);
     }
+}
+
+void sched_resv_nodes_changed(struct sched_ctx *s)
+{
+    if (s->resvs != NULL)
+        s->resvs->dirty = true; /* a node's GPUs (a GPU reservation's set there) may differ */
 }
 
 void sched_resv_free(struct sched_ctx *s)

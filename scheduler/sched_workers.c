@@ -294,6 +294,7 @@ static int register_node(struct sched_wconn *wc, struct gs_proto_conn *conn,
         *ret_reason = "cannot record this node's topology";
         return -ENOMEM;
     }
+    sched_resv_nodes_changed(s);
     copy = copy_topology(reg->topology);
     if (copy == NULL) {
         *ret_reason = "out of memory";

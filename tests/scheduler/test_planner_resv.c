@@ -224,3 +224,29 @@ Test(planner_resv, a_short_job_may_use_reserved_gpus_before_the_start)
     cr_assert_eq(node_of(1), 0);
     cr_assert_eq(node_of(2), 1);
 }
+
+/* Past 64 reservations a job's sets no longer fit a word: its masks are its own. */
+Test(planner_resv, more_than_64_reservations_still_keep_their_nodes)
+{
+    static struct sched_planner_resv many[70];
+    static char names[70][8];
+
+    for (int i = 0; i < 70; i++) { /* one after another on n1, an hour each */
+        snprintf(names[i], sizeof(names[i]), "r%d", i);
+        many[i] = (struct sched_planner_resv){names[i], T0 + (uint64_t)(i + 1) * 3600000,
+                                              T0 + (uint64_t)(i + 2) * 3600000, n1_mask,
+                                              i % 2 ? gpus01_on_n1 : NULL};
+    }
+    hooks = (struct sched_planner_hooks){.resv = many, .nresv = 70};
+    add(1, 4, GS_DURATION_INFINITE, NULL); /* meets every one: n0 */
+    add(2, 4, GS_DURATION_INFINITE, NULL); /* n1 is kept: waits */
+    add(3, 2, 60, "r68");                  /* waits for its start */
+    pass(T0);
+    cr_assert_eq(node_of(1), 0);
+    cr_assert_not(verdict_of(2)->start);
+    cr_assert_str_eq(sched_jobs_find(jobs, 3)->reason, "Reservation");
+    add(4, 2, GS_DURATION_INFINITE, NULL); /* at r68's start: still meets r69 (GPUs 0, 1) */
+    pass(T0 + 69 * 3600000ull);
+    cr_assert_eq(node_of(3), 1, "in r68, on n1");
+    cr_assert_not(verdict_of(2)->start, "whole-node r68 keeps n1 from the 4-GPU job");
+}
