@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "common/jobspec_data.h"
 #include "common/sbatch.h"
 #include "common/schema.h"
 #include "common/toml.h"
@@ -459,18 +460,34 @@ static void rd_restart(struct gs_schema_ctx *c, const struct gs_toml_value *v)
     gs_schema_read_section(c, v, "restart");
 }
 
+static void rd_data(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    gs_schema_read_section(c, v, "data");
+}
+
 static const struct gs_schema_key root_keys[] = {
-    {"name", rd_name},       {"priority", rd_priority},     {"nice", rd_nice},
-    {"hold", rd_hold},       {"depends_on", rd_depends_on}, {"account", rd_account},
-    {"qos", rd_qos},         {"partition", rd_partition},   {"reservation", rd_reservation},
-    {"comment", rd_comment}, {"resources", rd_resources},   {"run", rd_run},
-    {"restart", rd_restart}, {"placement", rd_placement},   {NULL, NULL},
+    {"name", rd_name},
+    {"priority", rd_priority},
+    {"nice", rd_nice},
+    {"hold", rd_hold},
+    {"depends_on", rd_depends_on},
+    {"account", rd_account},
+    {"qos", rd_qos},
+    {"partition", rd_partition},
+    {"reservation", rd_reservation},
+    {"comment", rd_comment},
+    {"resources", rd_resources},
+    {"run", rd_run},
+    {"restart", rd_restart},
+    {"placement", rd_placement},
+    {"data", rd_data},
+    {NULL, NULL},
 };
 
 /* Every section, so that a key put in the wrong one gets pointed to the right one. */
 static const struct gs_schema_section sections[] = {
     {"", root_keys},           {"resources", resources_keys}, {"run", run_keys},
-    {"restart", restart_keys}, {"placement", placement_keys},
+    {"restart", restart_keys}, {"placement", placement_keys}, {"data", gs_jobspec_data_keys},
 };
 
 /* ---- checks across keys, defaults that depend on other keys ---- */
@@ -567,6 +584,7 @@ struct gs_jobspec *gs_jobspec_new(void)
     spec->nodes = 1;
     spec->tasks_per_node = 1;
     spec->time_limit_s = GS_DURATION_INFINITE;
+    gs_jobdata_init(&spec->data);
     return spec;
 }
 
@@ -588,6 +606,7 @@ void gs_jobspec_free(struct gs_jobspec *spec)
     free(spec->qos);
     free(spec->comment);
     free(spec->reservation);
+    gs_jobdata_release(&spec->data);
     free(spec->source);
     gs_schema_strv_free(spec->nodelist);
     gs_schema_strv_free(spec->exclude);
@@ -804,6 +823,8 @@ int gs_jobspec_check(const struct gs_jobspec *s, struct gs_error *err)
     rc = check_resources(s, err);
     if (rc == 0)
         rc = check_run(s, err);
+    if (rc == 0)
+        rc = gs_jobdata_check(&s->data, err);
     return rc < 0 ? rc : check_slurm(s, err);
 }
 

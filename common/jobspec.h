@@ -40,6 +40,30 @@ enum gs_launcher {
     GS_LAUNCHER_MPI,      /* one leader task on the first node: gsched mpirun -- command */
 };
 
+/* When a job's dataset reaches its nodes' caches ([data] stage). */
+enum gs_data_stage {
+    GS_DATA_STAGE_BEFORE = 0, /* all of a node's shards cached before its tasks start */
+    GS_DATA_STAGE_STREAM,     /* accepted and recorded; staged as before (not built yet) */
+};
+
+#define GS_DATA_ID_SIZE 33 /* a dataset id, 32 lowercase hex digits, and its NUL */
+#define GS_DATA_TOLERANCE_DEFAULT 0.05
+
+/*
+ * [data]: the dataset a job reads (docs/data.md). The job file names a dataset directory
+ * (manifest); the CLI resolves it at submit as the submitting user, filling in the rest.
+ */
+struct gs_jobdata {
+    char *manifest; /* as written: a dataset directory or its manifest.toml; NULL none */
+    enum gs_data_stage stage;
+    double tolerance;         /* the shard planner's band, 0..1 (GS_DATA_TOLERANCE_DEFAULT) */
+    uint64_t seed;            /* the planner's seed */
+    char id[GS_DATA_ID_SIZE]; /* resolved: "" until then */
+    char *source;             /* resolved: the dataset directory, absolute */
+    uint32_t shards;          /* resolved: shards its manifest lists */
+    uint64_t bytes;           /* resolved: their files' bytes */
+};
+
 struct gs_dep {
     enum gs_dep_type type;
     uint64_t job_id;
@@ -131,7 +155,17 @@ struct gs_jobspec {
     bool depends_any; /* one dependency suffices */
     bool singleton;   /* one job of this name and user at a time */
     struct gs_job_array array;
+    struct gs_jobdata data;
 };
+
+/* "before", "stream"; gs_data_stage_parse returns 0 or -EINVAL. */
+const char *gs_data_stage_name(enum gs_data_stage stage);
+int gs_data_stage_parse(const char *name, enum gs_data_stage *ret);
+/* Defaults (no dataset, tolerance GS_DATA_TOLERANCE_DEFAULT); release frees the strings. */
+void gs_jobdata_init(struct gs_jobdata *d);
+void gs_jobdata_release(struct gs_jobdata *d);
+/* Whether s is a dataset id: exactly 32 lowercase hex digits. */
+bool gs_data_id_valid(const char *s);
 
 /* A spec with the defaults of an empty job file (1 node, 1 task, 1 CPU, no time limit). */
 struct gs_jobspec *gs_jobspec_new(void);

@@ -7,7 +7,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Drops the last component of the path being built after base ("/a/b" -> "/a"). */
@@ -92,4 +96,61 @@ int gs_write_all(int fd, const void *data, size_t len)
         len -= (size_t)n;
     }
     return 0;
+}
+
+int gs_path_fsync_parent(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char dir[PATH_MAX];
+    int fd, rc = 0;
+
+    if (slash == NULL)
+        snprintf(dir, sizeof(dir), ".");
+    else if (slash == path)
+        snprintf(dir, sizeof(dir), "/");
+    else if (snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path) >= (int)sizeof(dir))
+        return -ENAMETOOLONG;
+    fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    if (fsync(fd) < 0 && errno != EINVAL) /* some file systems cannot sync directories */
+        rc = -errno;
+    close(fd);
+    return rc;
+}
+
+int gs_path_replace(const char *path, const void *data, size_t len, mode_t mode)
+{
+    char tmp[PATH_MAX];
+    int fd, rc;
+
+    if (snprintf(tmp, sizeof(tmp), "%s.tmp-XXXXXX", path) >= (int)sizeof(tmp))
+        return -ENAMETOOLONG;
+    fd = mkstemp(tmp);
+    if (fd < 0)
+        return -errno;
+    rc = gs_write_all(fd, data, len);
+    if (rc == 0 && (fchmod(fd, mode) < 0 || fsync(fd) < 0))
+        rc = -errno;
+    if (close(fd) < 0 && rc == 0)
+        rc = -errno;
+    if (rc == 0 && rename(tmp, path) < 0)
+        rc = -errno;
+    if (rc < 0) {
+        unlink(tmp);
+        return rc;
+    }
+    return gs_path_fsync_parent(path);
+}
+
+int gs_path_read_all(const char *path, struct gs_buf *out)
+{
+    FILE *f = fopen(path, "rb");
+    int rc;
+
+    if (f == NULL)
+        return -errno;
+    rc = gs_buf_read_stream(out, f);
+    fclose(f);
+    return rc;
 }

@@ -35,11 +35,13 @@
 
 #define GS_PROTO_MAGIC 0x47534348u /* "GSCH" */
 #define GS_PROTO_VERSION_MAJOR 1u  /* bump on an incompatible change */
-#define GS_PROTO_VERSION_MINOR 8u  /* bump when adding fields or body cases */
+#define GS_PROTO_VERSION_MINOR 9u  /* bump when adding fields or body cases */
 /* The first minor whose peers know JobKvPut and JobKvGet (a client checks the peer's Hello). */
 #define GS_PROTO_MINOR_JOB_KV 4u
 /* The first minor whose workers know JobLimitUpdate (a running job's new time limit). */
 #define GS_PROTO_MINOR_JOB_LIMIT 8u
+/* The first minor that knows datasets: DataHoldings, DataCommand, JobDataReport, ShardRead. */
+#define GS_PROTO_MINOR_DATA 9u
 #define GS_PROTO_HEADER_SIZE 4u
 #define GS_PROTO_MAX_FRAME_DEFAULT (16u * 1024u * 1024u)
 

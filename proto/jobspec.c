@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -127,6 +128,19 @@ static void view_array(Gs__ArraySpec *pb, const struct gs_job_array *a)
     pb->task_step = a->step;
 }
 
+static void view_data(Gs__JobData *pb, const struct gs_jobdata *d)
+{
+    gs__job_data__init(pb);
+    pb->dataset = (char *)d->id;
+    pb->source = or_empty(d->source);
+    pb->stage = d->stage == GS_DATA_STAGE_STREAM ? GS__DATA_STAGE__DATA_STAGE_STREAM
+                                                 : GS__DATA_STAGE__DATA_STAGE_BEFORE;
+    pb->shards = d->shards;
+    pb->bytes = d->bytes;
+    pb->tolerance = d->tolerance;
+    pb->seed = d->seed;
+}
+
 int gs_proto_jobspec_view_init(struct gs_proto_jobspec_view *v, const struct gs_jobspec *spec)
 {
     int rc;
@@ -151,6 +165,10 @@ int gs_proto_jobspec_view_init(struct gs_proto_jobspec_view *v, const struct gs_
     if (is_array(&spec->array)) {
         view_array(&v->array, &spec->array);
         v->spec.array = &v->array;
+    }
+    if (spec->data.id[0] != '\0') {
+        view_data(&v->data, &spec->data);
+        v->spec.data = &v->data;
     }
     view_resources(&v->resources, spec);
     view_run(&v->run, spec);
@@ -292,6 +310,22 @@ static int copy_array(const Gs__ArraySpec *pb, struct gs_job_array *a)
     return 0;
 }
 
+/* [data], as the CLI resolved it. A dataset id that is not 32 hex digits fails the check. */
+static int copy_data(const Gs__JobData *pb, struct gs_jobdata *d)
+{
+    if (pb == NULL || pb->dataset == NULL || pb->dataset[0] == '\0')
+        return 0;
+    snprintf(d->id, sizeof(d->id), "%s", pb->dataset);
+    if (strlen(pb->dataset) >= sizeof(d->id))
+        d->id[0] = 'x'; /* too long: not an id, which gs_jobdata_check says */
+    d->stage = (enum gs_data_stage)pb->stage;
+    d->shards = pb->shards;
+    d->bytes = pb->bytes;
+    d->tolerance = pb->tolerance;
+    d->seed = pb->seed;
+    return copy_opt(pb->source, &d->source);
+}
+
 /* The fields sbatch jobs have (partition to comment, reservation: job files' too). */
 static int copy_slurm(const Gs__JobSpec *pb, struct gs_jobspec *spec)
 {
@@ -329,6 +363,8 @@ static int copy_slurm(const Gs__JobSpec *pb, struct gs_jobspec *spec)
         rc = copy_strv(r->exclude, r->n_exclude, &spec->exclude, &spec->nexclude);
     if (rc == 0)
         rc = copy_array(pb->array, &spec->array);
+    if (rc == 0)
+        rc = copy_data(pb->data, &spec->data);
     return rc;
 }
 

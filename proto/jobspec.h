@@ -23,6 +23,7 @@ struct gs_proto_jobspec_view {
     Gs__Resources resources;
     Gs__RunSpec run;
     Gs__ArraySpec array;
+    Gs__JobData data;
     Gs__Dependency *deps;
     Gs__Dependency **dep_ptrs;
     Gs__RunSpec__EnvEntry *env;

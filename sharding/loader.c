@@ -16,6 +16,12 @@
  * the epoch drives a Fisher-Yates shuffle of 0..n-1, with rejection sampling for an unbiased
  * index. Its output depends on nothing but (seed, epoch, n), which is what makes the order
  * independent of ranks and resumable: a loader recomputes it for any epoch it starts in.
+ *
+ * Plan mode (loader.h) changes only which shards are opened and how a step indexes the
+ * order: the plan is computed once in shard_loader_new from the plan file (every rank's
+ * shard list, for the digest and the common epoch length), the loader keeps its own shards
+ * (ascending manifest order) and the permutation is of this rank's samples, seeded with the
+ * rank too. A step's entries are [sample / world, sample / world + global_batch / world).
  */
 #include "sharding/loader.h"
 
@@ -26,6 +32,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "sharding/planner.h"
 #include "sharding/rng.h"
 
 #define DEFAULT_PREFETCH 2
@@ -45,6 +52,12 @@ struct shard_loader {
     struct shard_file **shards;
     uint64_t *first_sample;
     uint64_t nsamples;
+
+    /* Plan mode: every rank has at least `usable` samples, the epoch's entries per rank that
+     * steps may take (L in loader.h). Read-only after shard_loader_new, like info. */
+    bool plan_mode;
+    uint64_t usable;
+    struct shard_loader_info info;
 
     /* Reader thread only. */
     uint64_t epoch, sample; /* the next step to fill */
@@ -70,13 +83,9 @@ struct shard_loader {
     uint64_t wait_total_ns;
 };
 
-int shard_loader_permutation(uint64_t seed, uint64_t epoch, uint64_t n, uint64_t *order)
+/* Fisher-Yates of 0..n-1 driven by splitmix64 from state. */
+static void shuffle(uint64_t state, uint64_t n, uint64_t *order)
 {
-    uint64_t mix = seed, state;
-
-    /* Two rounds so that nearby (seed, epoch) pairs start far apart. */
-    state = shard_splitmix64(&mix) ^ epoch;
-    state = shard_splitmix64(&state);
     for (uint64_t i = 0; i < n; i++)
         order[i] = i;
     for (uint64_t i = n; i > 1; i--) {
@@ -85,6 +94,29 @@ int shard_loader_permutation(uint64_t seed, uint64_t epoch, uint64_t n, uint64_t
         order[i - 1] = order[j];
         order[j] = t;
     }
+}
+
+int shard_loader_permutation(uint64_t seed, uint64_t epoch, uint64_t n, uint64_t *order)
+{
+    uint64_t mix = seed, state;
+
+    /* Two rounds so that nearby (seed, epoch) pairs start far apart. */
+    state = shard_splitmix64(&mix) ^ epoch;
+    state = shard_splitmix64(&state);
+    shuffle(state, n, order);
+    return 0;
+}
+
+int shard_loader_rank_permutation(uint64_t seed, uint64_t epoch, uint32_t rank, uint64_t n,
+                                  uint64_t *order)
+{
+    uint64_t mix = seed, state;
+
+    /* A round per input, so that nearby (seed, epoch, rank) triples start far apart. */
+    state = shard_splitmix64(&mix) ^ epoch;
+    state = shard_splitmix64(&state) ^ rank;
+    state = shard_splitmix64(&state);
+    shuffle(state, n, order);
     return 0;
 }
 
@@ -109,35 +141,61 @@ static int check_config(const struct shard_loader_config *c, struct gs_error *er
                             "loader: rank %" PRIu32 " is not below world %" PRIu32, c->rank, world);
     if ((c->alloc == NULL) != (c->release == NULL))
         return gs_error_set(err, -EINVAL, 0, 0, "loader: give both alloc and release, or neither");
+    if (c->plan != NULL && c->split == SHARD_SPLIT_TRAIN && c->plan->nranks != world)
+        return gs_error_set(err, -EINVAL, 0, 0,
+                            "loader: world %" PRIu32 " is not the data plan's %" PRIu32
+                            " ranks (rank %" PRIu32 ")",
+                            world, c->plan->nranks, c->rank);
     return 0;
 }
 
-/* Opens the split's shards and numbers their samples. */
-static int open_shards(struct shard_loader *l, struct gs_error *err)
+/* Windows of T + 1 tokens at stride T in a shard of n tokens. */
+static uint64_t samples_in(uint64_t tokens, uint64_t t)
+{
+    return tokens > t ? (tokens - 1) / t : 0;
+}
+
+/* Opens manifest shard i, checked against its entry, as the loader's next shard. */
+static int open_one(struct shard_loader *l, size_t i, struct gs_error *err)
 {
     const struct shard_manifest *m = l->cfg.manifest;
-    uint64_t t = l->cfg.seq_len;
-    int rc;
+    int rc = shard_manifest_check_shard(m, i, 0, err);
+
+    if (rc == 0)
+        rc = shard_open(m->shards[i].path, 0, &l->shards[l->nshards], err);
+    if (rc < 0)
+        return rc;
+    l->first_sample[l->nshards] = l->nsamples;
+    l->nsamples += samples_in(m->shards[i].tokens, l->cfg.seq_len);
+    l->nshards++;
+    return 0;
+}
+
+/* Opens the split's shards (plan mode: the n of mine, manifest indices) and numbers their
+ * samples. */
+static int open_shards(struct shard_loader *l, const uint32_t *mine, size_t n, struct gs_error *err)
+{
+    const struct shard_manifest *m = l->cfg.manifest;
+    int rc = 0;
 
     l->shards = calloc(m->nshards + 1, sizeof(*l->shards));
     l->first_sample = calloc(m->nshards + 1, sizeof(*l->first_sample));
     if (l->shards == NULL || l->first_sample == NULL)
         return gs_error_set(err, -ENOMEM, 0, 0, "loader: out of memory");
-    for (size_t i = 0; i < m->nshards; i++) {
-        const struct shard_manifest_shard *e = &m->shards[i];
-
-        if (e->split != l->cfg.split)
-            continue;
-        rc = shard_manifest_check_shard(m, i, 0, err);
-        if (rc == 0)
-            rc = shard_open(e->path, 0, &l->shards[l->nshards], err);
-        if (rc < 0)
-            return rc;
-        l->first_sample[l->nshards] = l->nsamples;
-        l->nsamples += e->tokens > t ? (e->tokens - 1) / t : 0;
-        l->nshards++;
+    if (l->plan_mode) {
+        for (size_t k = 0; rc == 0 && k < n; k++)
+            rc = open_one(l, mine[k], err);
+    } else {
+        for (size_t i = 0; rc == 0 && i < m->nshards; i++) {
+            if (m->shards[i].split == l->cfg.split)
+                rc = open_one(l, i, err);
+        }
     }
+    if (rc < 0)
+        return rc;
     l->first_sample[l->nshards] = l->nsamples;
+    if (l->plan_mode)
+        return 0; /* plan_shards has checked every rank's samples */
     if (l->nsamples == 0 ||
         (l->cfg.split == SHARD_SPLIT_TRAIN && l->nsamples < l->cfg.global_batch))
         return gs_error_set(err, -EINVAL, 0, 0,
@@ -146,6 +204,147 @@ static int open_shards(struct shard_loader *l, struct gs_error *err)
                             shard_split_name(l->cfg.split), m->dir, l->nsamples, l->cfg.seq_len,
                             l->cfg.split == SHARD_SPLIT_TRAIN ? l->cfg.global_batch : 1);
     return 0;
+}
+
+/* --- plan mode --- */
+
+#define FNV_OFFSET UINT64_C(0xcbf29ce484222325)
+#define FNV_PRIME UINT64_C(0x100000001b3)
+
+/* FNV-1a over v's 8 bytes, little-endian first. */
+static uint64_t fnv_u64(uint64_t h, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) {
+        h ^= (v >> (8 * i)) & 0xff;
+        h *= FNV_PRIME;
+    }
+    return h;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+    return (x > y) - (x < y);
+}
+
+/*
+ * Walks the plan rank by rank: sorts each rank's shards into manifest order in place (idx,
+ * the plan's reads mapped to manifest indices), hashes them into the digest and counts each
+ * rank's samples into l->usable (their minimum). Fills l->info's digest.
+ */
+static void digest_ranks(struct shard_loader *l, const struct shard_plan *plan, uint32_t *idx)
+{
+    const struct shard_manifest *m = l->cfg.manifest;
+    const struct shard_planfile *pf = l->cfg.plan;
+    uint64_t h = FNV_OFFSET;
+
+    for (int i = 0; i < SHARD_DATASET_ID_SIZE - 1; i++)
+        h = fnv_u64(h, (unsigned char)pf->dataset[i]);
+    h = fnv_u64(h, plan->nranks);
+    l->usable = UINT64_MAX;
+    for (uint32_t r = 0; r < plan->nranks; r++) {
+        size_t lo = plan->rank_off[r], n = plan->rank_off[r + 1] - lo;
+        uint64_t samples = 0;
+
+        qsort(idx + lo, n, sizeof(*idx), cmp_u32);
+        h = fnv_u64(h, n);
+        for (size_t k = lo; k < lo + n; k++) {
+            h = fnv_u64(h, idx[k]);
+            samples += samples_in(m->shards[idx[k]].tokens, l->cfg.seq_len);
+        }
+        if (samples < l->usable)
+            l->usable = samples;
+    }
+    l->info.digest = h != 0 ? h : 1;
+}
+
+/* The plan's assignment: this rank's shards (manifest indices, ascending) into *ret_mine. */
+static int plan_shards(struct shard_loader *l, uint32_t **ret_mine, size_t *ret_n,
+                       struct gs_error *err)
+{
+    struct shard_planfile_input pi = {0};
+    struct shard_plan *plan = NULL;
+    struct gs_error perr = {0};
+    uint32_t *idx = NULL, r = l->cfg.rank;
+    size_t lo, n;
+    int rc = shard_planfile_input(l->cfg.plan, l->cfg.manifest, &pi, &perr);
+
+    if (rc == 0)
+        rc = shard_plan(&pi.in, &plan, &perr);
+    if (rc < 0) {
+        gs_error_set(err, rc, 0, 0, "loader: %s%s", rc == -ENOMEM ? "" : "data plan: ", perr.msg);
+        goto out;
+    }
+    idx = malloc((plan->nshards + 1) * sizeof(*idx));
+    if (idx == NULL) {
+        rc = gs_error_set(err, -ENOMEM, 0, 0, "loader: out of memory");
+        goto out;
+    }
+    for (size_t k = 0; k < plan->nshards; k++)
+        idx[k] = pi.manifest_index[plan->reads[k].shard];
+    lo = plan->rank_off[r];
+    n = plan->rank_off[r + 1] - lo;
+    for (size_t k = lo; k < lo + n; k++)
+        l->info.local_shards += plan->reads[k].local;
+    digest_ranks(l, plan, idx);
+    memmove(idx, idx + lo, n * sizeof(*idx));
+    *ret_mine = idx;
+    *ret_n = n;
+    idx = NULL;
+out:
+    free(idx);
+    shard_plan_free(plan);
+    shard_planfile_input_release(&pi);
+    return rc;
+}
+
+/* Plan mode: whether every rank has a step's samples. */
+static int check_plan_steps(const struct shard_loader *l, struct gs_error *err)
+{
+    if (l->usable >= l->rank_batch)
+        return 0;
+    return gs_error_set(err, -EINVAL, 0, 0,
+                        "loader: the data plan leaves a rank %" PRIu64 " samples of %" PRIu32
+                        "+1 tokens, fewer than the %" PRIu32
+                        " a step takes on each rank (global_batch %" PRIu32 " / world %" PRIu32
+                        "); this rank has %" PRIu64 " in %zu shards",
+                        l->usable, l->cfg.seq_len, l->rank_batch, l->cfg.global_batch, l->world,
+                        l->nsamples, l->nshards);
+}
+
+/* The digest rule (loader.h), then whether the start position lies inside the epoch. */
+static int place_start(struct shard_loader *l, struct gs_error *err)
+{
+    uint64_t limit = l->plan_mode ? l->usable * l->world : l->nsamples;
+
+    if (l->cfg.position_digest != l->info.digest && l->sample > 0) {
+        l->epoch++;
+        l->sample = 0;
+        l->info.moved = true;
+    }
+    if (l->plan_mode && l->sample % l->world != 0)
+        return gs_error_set(err, -EINVAL, 0, 0,
+                            "loader: position sample %" PRIu64 " does not divide by world %" PRIu32,
+                            l->sample, l->world);
+    if (l->sample > limit)
+        return gs_error_set(err, -EINVAL, 0, 0,
+                            "loader: position sample %" PRIu64 " is past the %" PRIu64
+                            " samples of the %s split",
+                            l->sample, limit, shard_split_name(l->cfg.split));
+    return 0;
+}
+
+/* Fills l->info once the shards are open and the start is placed. */
+static void fill_info(struct shard_loader *l)
+{
+    l->info.shards = (uint32_t)l->nshards;
+    l->info.samples = l->nsamples;
+    if (l->cfg.split == SHARD_SPLIT_TRAIN)
+        l->info.steps_per_epoch =
+            l->plan_mode ? l->usable / l->rank_batch : l->nsamples / l->cfg.global_batch;
+    l->info.epoch = l->epoch;
+    l->info.sample = l->sample;
 }
 
 static void *default_alloc(size_t size, void *data)
@@ -244,6 +443,40 @@ static int fill_train(struct shard_loader *l, struct slot *s, struct gs_error *e
     return 0;
 }
 
+/* Plan mode: the step's entries of this rank's own order (loader.h). */
+static int fill_train_plan(struct shard_loader *l, struct slot *s, struct gs_error *err)
+{
+    uint64_t gb = l->cfg.global_batch, w = l->world, at;
+    int rc;
+
+    if (l->sample / w + l->rank_batch > l->usable) {
+        l->epoch++;
+        l->sample = 0;
+    }
+    if (!l->have_order || l->order_epoch != l->epoch) {
+        shard_loader_rank_permutation(l->cfg.seed, l->epoch, l->cfg.rank, l->nsamples, l->order);
+        l->order_epoch = l->epoch;
+        l->have_order = true;
+    }
+    s->batch = (struct shard_loader_batch){.samples = l->rank_batch,
+                                           .epoch = l->epoch,
+                                           .sample = l->sample,
+                                           .next_epoch = l->epoch,
+                                           .next_sample = l->sample + gb};
+    at = l->sample / w;
+    for (uint32_t j = 0; j < l->rank_batch; j++) {
+        rc = read_sample(l, l->order[at + j], s, j, err);
+        if (rc < 0)
+            return rc;
+    }
+    l->sample += gb;
+    if (l->sample / w + l->rank_batch > l->usable) {
+        s->batch.next_epoch = l->epoch + 1;
+        s->batch.next_sample = 0;
+    }
+    return 0;
+}
+
 static int fill_val(struct shard_loader *l, struct slot *s, struct gs_error *err)
 {
     uint64_t n = l->nsamples - l->sample, w = l->world, first, last;
@@ -286,7 +519,10 @@ static void *reader_main(void *arg)
         s = &l->slots[l->produced % l->nslots];
         pthread_mutex_unlock(&l->mu);
         gs_error_clear(&err);
-        rc = l->cfg.split == SHARD_SPLIT_TRAIN ? fill_train(l, s, &err) : fill_val(l, s, &err);
+        if (l->cfg.split == SHARD_SPLIT_VAL)
+            rc = fill_val(l, s, &err);
+        else
+            rc = l->plan_mode ? fill_train_plan(l, s, &err) : fill_train(l, s, &err);
         s->batch.inputs = s->tokens;
         s->batch.targets = s->tokens + (size_t)l->rank_batch * l->cfg.seq_len;
         pthread_mutex_lock(&l->mu);
@@ -311,6 +547,8 @@ int shard_loader_new(const struct shard_loader_config *cfg, struct shard_loader 
                      struct gs_error *err)
 {
     struct shard_loader *l;
+    uint32_t *mine = NULL; /* plan mode: this rank's shards */
+    size_t nmine = 0;
     int rc = check_config(cfg, err);
 
     if (rc < 0)
@@ -328,14 +566,18 @@ int shard_loader_new(const struct shard_loader_config *cfg, struct shard_loader 
     l->nslots = cfg->prefetch == 0 ? DEFAULT_PREFETCH : cfg->prefetch;
     l->epoch = cfg->epoch;
     l->sample = cfg->sample;
+    l->plan_mode = cfg->plan != NULL && cfg->split == SHARD_SPLIT_TRAIN;
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->cond, NULL);
-    rc = open_shards(l, err);
-    if (rc == 0 && cfg->sample > l->nsamples)
-        rc = gs_error_set(err, -EINVAL, 0, 0,
-                          "loader: position sample %" PRIu64 " is past the %" PRIu64
-                          " samples of the %s split",
-                          cfg->sample, l->nsamples, shard_split_name(cfg->split));
+    rc = l->plan_mode ? plan_shards(l, &mine, &nmine, err) : 0;
+    if (rc == 0)
+        rc = open_shards(l, mine, nmine, err);
+    if (rc == 0 && l->plan_mode)
+        rc = check_plan_steps(l, err);
+    free(mine);
+    if (rc == 0)
+        rc = place_start(l, err);
+    fill_info(l);
     if (rc == 0)
         rc = alloc_slots(l, err);
     if (rc == 0) {
@@ -429,6 +671,11 @@ uint64_t shard_loader_samples(const struct shard_loader *l)
 uint32_t shard_loader_rank_batch(const struct shard_loader *l)
 {
     return l->rank_batch;
+}
+
+void shard_loader_info(const struct shard_loader *l, struct shard_loader_info *ret)
+{
+    *ret = l->info;
 }
 
 uint64_t shard_loader_wait_ns(const struct shard_loader *l)

@@ -30,6 +30,35 @@
  * rank r takes [r n/W, (r+1) n/W) (possibly none). After the last step, shard_loader_next()
  * delivers a batch with end set and no samples.
  *
+ * Plan mode (cfg.plan set, split train; issue 19, docs/data.md). The shards come from the
+ * job's data plan file (planfile.h) instead of the slicing above: shard_plan() on
+ * shard_planfile_input(plan, manifest) assigns every train shard to one rank, and rank r
+ * opens and reads only its own (the manifest may be a node's partial cache: the other
+ * shards' files need not exist). world must be the plan's rank count. Rank r's samples are
+ * the windows of its shards (same rule as above), numbered over them in manifest order.
+ * Epoch e's order for rank r is a Fisher-Yates permutation of its samples driven by
+ * splitmix64 from (seed, e, r) (shard_loader_rank_permutation). A step takes global_batch /
+ * world = b entries of it on every rank. Every rank computes every rank's sample count n_r
+ * from the same plan, so without talking they agree on L = min over r of n_r and on
+ * floor(L / b) steps per epoch; a rank's entries past the epoch's last step are skipped.
+ * Fewer than b samples on some rank (floor(L / b) = 0) is -EINVAL at shard_loader_new.
+ * Positions keep their meaning of global samples consumed: sample = steps done in the epoch
+ * x global_batch, and rank r's next entry is sample / world, so checkpoints store the same
+ * (epoch, sample). Resuming with the same plan (the same assignment) and world reads the
+ * same samples in the same order; global_batch may change (its steps take b' entries from
+ * sample / world on).
+ *
+ * The assignment's digest. In plan mode the loader hashes what fixes the assignment: the
+ * dataset id, the rank count and each rank's train shards (manifest indices, ascending),
+ * 64-bit FNV-1a, never 0; without a plan (or for val) the digest is 0. A caller records it
+ * with the position (shard_loader_info) and passes it back as cfg.position_digest when it
+ * resumes. The rule: when cfg.position_digest differs from this loader's digest and
+ * cfg.sample > 0, the loader starts at (cfg.epoch + 1, 0), the next epoch's start, since
+ * the rest of an epoch under another assignment has no defined order; with cfg.sample = 0 it
+ * starts at (cfg.epoch, 0). shard_loader_info says whether it moved. This covers a plan
+ * that changed, a plan-mode checkpoint resumed without a plan and a checkpoint from before
+ * digests (0) resumed with one; a fresh start (0, 0) is never moved.
+ *
  * Tokens are delivered as int32, whatever the shard dtype (ids are below 2^31, shard.h).
  *
  * Threading. One consumer thread calls shard_loader_next(); one reader thread (pthread) fills
@@ -51,6 +80,7 @@
 
 #include "common/error.h"
 #include "sharding/manifest.h"
+#include "sharding/planfile.h"
 
 /* Allocates size bytes of batch buffer, or NULL. */
 typedef void *(*shard_loader_alloc_fn)(size_t size, void *data);
@@ -68,6 +98,11 @@ struct shard_loader_config {
     shard_loader_alloc_fn alloc;     /* NULL: malloc */
     shard_loader_release_fn release; /* NULL: free (set both or neither) */
     void *alloc_data;
+    /* Plan mode (above); NULL: ranks slice the seeded order. Borrowed, read only while
+     * shard_loader_new runs. Ignored for split val. */
+    const struct shard_planfile *plan;
+    /* The assignment digest recorded with (epoch, sample); 0 when none was (the rule above). */
+    uint64_t position_digest;
 };
 
 struct shard_loader_batch {
@@ -84,8 +119,9 @@ struct shard_loader;
 
 /*
  * Starts a loader at cfg's position. Returns 0, or -EINVAL for a bad configuration (err
- * names the setting: "global_batch 30 does not divide by world 4"), a split without a
- * sample, a position past the epoch, or a shard that does not open (err names it).
+ * names the setting: "global_batch 30 does not divide by world 4", "world 2 is not the
+ * plan's 4 ranks"), a split without a sample, a plan that leaves a rank less than a step,
+ * a position past the epoch, or a shard that does not open (err names it); -ENOMEM.
  */
 int shard_loader_new(const struct shard_loader_config *cfg, struct shard_loader **ret_loader,
                      struct gs_error *err);
@@ -100,16 +136,32 @@ void shard_loader_free(struct shard_loader *l);
 int shard_loader_next(struct shard_loader *l, struct shard_loader_batch *batch,
                       struct gs_error *err);
 
-/* Samples in the loader's split, and per rank per (full) step. */
+/* Samples in the loader's split (plan mode: this rank's), and per rank per (full) step. */
 uint64_t shard_loader_samples(const struct shard_loader *l);
 uint32_t shard_loader_rank_batch(const struct shard_loader *l);
 /* Total time shard_loader_next() has blocked, over every batch so far. */
 uint64_t shard_loader_wait_ns(const struct shard_loader *l);
+
+/* What a loader reads and where it started; for logs, metrics and checkpoints. */
+struct shard_loader_info {
+    uint64_t digest;          /* the assignment's digest; 0 without a plan */
+    uint32_t shards;          /* shards this rank opened (plan mode: its train shards) */
+    uint32_t local_shards;    /* plan mode: of them, held by the rank's node per the plan */
+    uint64_t samples;         /* this rank's samples (without a plan: the split's) */
+    uint64_t steps_per_epoch; /* train: full steps an epoch has, the same on every rank */
+    uint64_t epoch, sample;   /* the position of the first step */
+    bool moved;               /* the digest rule moved that start to the next epoch */
+};
+
+void shard_loader_info(const struct shard_loader *l, struct shard_loader_info *ret);
 
 /*
  * The epoch's order: order[i] is the global sample id at index i of epoch's permutation of
  * n samples. Exposed for tests and tools; the loader uses the same function.
  */
 int shard_loader_permutation(uint64_t seed, uint64_t epoch, uint64_t n, uint64_t *order);
+/* Plan mode's order of rank's n samples in epoch (its own seeding of the same shuffle). */
+int shard_loader_rank_permutation(uint64_t seed, uint64_t epoch, uint32_t rank, uint64_t n,
+                                  uint64_t *order);
 
 #endif

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "common/buf.h"
+#include "common/path.h"
 #include "common/toml.h"
 
 const char *shard_split_name(enum shard_split split)
@@ -173,36 +174,13 @@ static int format_manifest(const struct shard_manifest *m, struct gs_buf *out)
     return rc;
 }
 
-/* Writes text to path through a temporary file beside it, fsynced before the rename. */
+/* Writes text to path durably (gs_path_replace), 0644. */
 static int write_replace(const char *path, const struct gs_buf *text, struct gs_error *err)
 {
-    char tmp[PATH_MAX + 16];
-    int fd, rc = 0;
+    int rc = gs_path_replace(path, text->data != NULL ? text->data : "", text->len, 0644);
 
-    snprintf(tmp, sizeof(tmp), "%s.tmp-XXXXXX", path);
-    fd = mkstemp(tmp);
-    if (fd < 0) {
-        rc = -errno;
-        return gs_error_set(err, rc, 0, 0, "%s: cannot create: %s", path, gs_strerror(rc));
-    }
-    for (size_t done = 0; rc == 0 && done < text->len;) {
-        ssize_t n = write(fd, text->data + done, text->len - done);
-
-        if (n < 0 && errno != EINTR)
-            rc = -errno;
-        else if (n > 0)
-            done += (size_t)n;
-    }
-    if (rc == 0 && (fchmod(fd, 0644) < 0 || fsync(fd) < 0))
-        rc = -errno;
-    if (close(fd) < 0 && rc == 0)
-        rc = -errno;
-    if (rc == 0 && rename(tmp, path) < 0)
-        rc = -errno;
-    if (rc < 0) {
-        unlink(tmp);
+    if (rc < 0)
         gs_error_set(err, rc, 0, 0, "%s: cannot write: %s", path, gs_strerror(rc));
-    }
     return rc;
 }
 

@@ -28,6 +28,7 @@ enum field_kind {
     F_BOOL,
     F_ALLREDUCE, /* "fp32" | "bf16" */
     F_DEVICE,    /* "auto" | "cpu" | "cuda" */
+    F_DATA_PLAN, /* "auto" | "off" */
 };
 
 struct field {
@@ -60,6 +61,7 @@ static const struct field fields[] = {
     F("data.dir", F_STRING, data_dir, 0, 0),
     F("data.seed", F_U64, data_seed, 0, I64_MAX),
     F("data.prefetch", F_U32, prefetch, 1, 64),
+    F("data.plan", F_DATA_PLAN, data_plan, 0, 0),
     F("batch.global_tokens", F_U64, global_tokens, 1, I64_MAX),
     F("batch.micro", F_AUTO_U32, micro, 1, 65536),
     F("batch.memory", F_SIZE_MIB, memory_mib, 0, 0),
@@ -180,6 +182,15 @@ static void rd_field(struct gs_schema_ctx *c, const struct gs_toml_value *v)
         else
             GS_SCHEMA_REPORT_AT(c, v, "%s must be \"auto\", \"cpu\" or \"cuda\"", f->path);
         return;
+    case F_DATA_PLAN:
+        gs_toml_as_string(v, &s, NULL);
+        if (s != NULL && strcmp(s, "auto") == 0)
+            *AT(f, c, enum trn_data_plan) = TRN_DATA_PLAN_AUTO;
+        else if (s != NULL && strcmp(s, "off") == 0)
+            *AT(f, c, enum trn_data_plan) = TRN_DATA_PLAN_OFF;
+        else
+            GS_SCHEMA_REPORT_AT(c, v, "%s must be \"auto\" or \"off\"", f->path);
+        return;
     case F_AUTO_U32: /* batch.micro's "auto" is 0, profile.start's UINT32_MAX */
         if (gs_toml_as_string(v, &s, NULL) == 0 && strcmp(s, "auto") == 0)
             *AT(f, c, uint32_t) = (uint32_t)((int64_t)f->min - 1);
@@ -211,10 +222,7 @@ static const struct gs_schema_key model_keys[] = {
     {"context", rd_field}, {"vocab", rd_field}, {NULL, NULL},
 };
 static const struct gs_schema_key data_keys[] = {
-    {"dir", rd_field},
-    {"seed", rd_field},
-    {"prefetch", rd_field},
-    {NULL, NULL},
+    {"dir", rd_field}, {"seed", rd_field}, {"prefetch", rd_field}, {"plan", rd_field}, {NULL, NULL},
 };
 static const struct gs_schema_key batch_keys[] = {
     {"global_tokens", rd_field},
@@ -432,8 +440,9 @@ int trn_config_check(const struct trn_config *cfg, struct gs_buf *errors)
     if (cfg->warmup_steps > cfg->steps)
         gs_buf_printf(errors, "optim.warmup_steps (%u) must not exceed optim.steps (%u)\n",
                       cfg->warmup_steps, cfg->steps);
-    if (cfg->data_dir == NULL)
-        gs_buf_printf(errors, "data.dir is required (a dataset from `gsched shard build`)\n");
+    if (cfg->data_dir == NULL && !trn_config_data_plan_env(cfg, NULL, NULL))
+        gs_buf_printf(errors, "data.dir is required (a dataset from `gsched shard build`) "
+                              "unless gsched-workerd gives a data plan (GSCHED_DATA_PLAN)\n");
     if (cfg->resume != NULL && strcmp(cfg->resume, "auto") != 0 &&
         strcmp(cfg->resume, "none") != 0 && cfg->resume[0] == '\0')
         gs_buf_printf(errors, "checkpoint.resume must be \"auto\", \"none\" or a file\n");
@@ -443,6 +452,24 @@ int trn_config_check(const struct trn_config *cfg, struct gs_buf *errors)
 const char *trn_device_name(enum trn_device d)
 {
     return d == TRN_DEVICE_CPU ? "cpu" : d == TRN_DEVICE_CUDA ? "cuda" : "auto";
+}
+
+const char *trn_data_plan_name(enum trn_data_plan p)
+{
+    return p == TRN_DATA_PLAN_OFF ? "off" : "auto";
+}
+
+bool trn_config_data_plan_env(const struct trn_config *cfg, const char **ret_plan,
+                              const char **ret_dir)
+{
+    const char *plan = getenv("GSCHED_DATA_PLAN"), *dir = getenv("GSCHED_DATA_DIR");
+    bool on = cfg->data_plan == TRN_DATA_PLAN_AUTO && plan != NULL && plan[0] != '\0';
+
+    if (ret_plan != NULL)
+        *ret_plan = on ? plan : NULL;
+    if (ret_dir != NULL)
+        *ret_dir = on && dir != NULL && dir[0] != '\0' ? dir : NULL;
+    return on;
 }
 
 const char *trn_precision_name(enum trn_precision p)

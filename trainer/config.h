@@ -22,6 +22,12 @@ enum trn_device {
     TRN_DEVICE_CUDA,
 };
 
+/* data.plan: whether a data plan from gsched-workerd (GSCHED_DATA_PLAN) is followed. */
+enum trn_data_plan {
+    TRN_DATA_PLAN_AUTO = 0, /* when GSCHED_DATA_PLAN is set: its plan over GSCHED_DATA_DIR */
+    TRN_DATA_PLAN_OFF,      /* never: data.dir and the ranks' slices of one order */
+};
+
 enum trn_precision {
     TRN_PRECISION_FP32 = 0,
     TRN_PRECISION_BF16,
@@ -45,6 +51,7 @@ struct trn_config {
     char *data_dir; /* a `gsched shard build` dataset */
     uint64_t data_seed;
     uint32_t prefetch;
+    enum trn_data_plan data_plan;
 
     /* [batch] */
     uint64_t global_tokens; /* per optimizer step, over every rank and micro-step */
@@ -111,11 +118,22 @@ int trn_config_override(struct trn_config *cfg, const char *assignment, struct g
 
 /*
  * Checks what single keys cannot: heads divide channels, a micro-batch's tokens divide the
- * global batch, min_lr <= lr, warmup <= steps... Returns 0 or -EINVAL with lines in errors.
+ * global batch, min_lr <= lr, warmup <= steps, a dataset named (data.dir, or with data.plan
+ * "auto" GSCHED_DATA_PLAN and GSCHED_DATA_DIR in the environment)... Returns 0 or -EINVAL
+ * with lines in errors.
  */
 int trn_config_check(const struct trn_config *cfg, struct gs_buf *errors);
 
 const char *trn_precision_name(enum trn_precision p);
 const char *trn_device_name(enum trn_device d);
+const char *trn_data_plan_name(enum trn_data_plan p);
+
+/*
+ * With data.plan "auto" and GSCHED_DATA_PLAN set (non-empty) in the environment: true, with
+ * the plan file's path and GSCHED_DATA_DIR (NULL when unset or empty) borrowed from the
+ * environment. Otherwise false and both NULL.
+ */
+bool trn_config_data_plan_env(const struct trn_config *cfg, const char **ret_plan,
+                              const char **ret_dir);
 
 #endif

@@ -106,6 +106,7 @@ static void fill(const struct trn_report *r, const struct trn_step_record *rec,
     m->eval_step = r->eval_step;
     m->checkpoint_ms = r->checkpoint_ms;
     m->lr = rec->lr;
+    m->data_ms = rec->data_ms;
 }
 
 void trn_report_checkpoint(struct trn_report *r, uint64_t wall_ms)

@@ -40,10 +40,10 @@ static double bitsd(uint64_t u)
 
 /* The small integer tensors, filled from st (or read back into it). */
 struct small {
-    int32_t format[1], shape[6], step[2], adam_t[2], data[4], scaler[10], rng[8];
+    int32_t format[1], shape[6], step[2], adam_t[2], data[4], data_plan[2], scaler[10], rng[8];
 };
 
-enum { NSMALL = 7, NT = NSMALL + 3 };
+enum { NSMALL = 8, NT = NSMALL + 3 };
 
 static void describe(struct trn_tensor *t, struct small *s, struct trn_model *m)
 {
@@ -53,13 +53,9 @@ static void describe(struct trn_tensor *t, struct small *s, struct trn_model *m)
         int32_t *data;
         uint32_t n;
     } ints[NSMALL] = {
-        {"gsched.ckpt", s->format, 1},
-        {"shape", s->shape, 6},
-        {"step", s->step, 2},
-        {"adam_t", s->adam_t, 2},
-        {"data", s->data, 4},
-        {"scaler", s->scaler, 10},
-        {"rng", s->rng, 8},
+        {"gsched.ckpt", s->format, 1}, {"shape", s->shape, 6}, {"step", s->step, 2},
+        {"adam_t", s->adam_t, 2},      {"data", s->data, 4},   {"data.plan", s->data_plan, 2},
+        {"scaler", s->scaler, 10},     {"rng", s->rng, 8},
     };
 
     for (int i = 0; i < NSMALL; i++)
@@ -112,6 +108,7 @@ int trn_state_save(struct trn_model *m, const struct trn_state *st, void *buf, s
     put64(s.adam_t, st->adam_t);
     put64(s.data, st->data_epoch);
     put64(s.data + 2, st->data_sample);
+    put64(s.data_plan, st->data_plan);
     put64(s.scaler, dbits(st->scaler.scale));
     put64(s.scaler + 2, dbits(st->scaler.growth));
     put64(s.scaler + 4, dbits(st->scaler.backoff));
@@ -163,6 +160,16 @@ int trn_state_shape(const struct trn_tf *tf, const char *path, struct trn_model_
     return 0;
 }
 
+/* "data.plan", or 0 from a checkpoint written before it existed. */
+static uint64_t data_plan_of(const struct trn_tf *tf)
+{
+    const struct trn_tensor *t = trn_tf_find(tf, "data.plan");
+
+    if (t == NULL || t->dtype != TRN_TF_I32 || trn_tensor_count(t) != 2)
+        return 0;
+    return get64(t->data);
+}
+
 int trn_state_load(const struct trn_tf *tf, const char *path, struct trn_model *m,
                    struct trn_state *st, struct gs_buf *err)
 {
@@ -208,6 +215,7 @@ int trn_state_load(const struct trn_tf *tf, const char *path, struct trn_model *
     st->adam_t = get64(adam_t);
     st->data_epoch = get64(data);
     st->data_sample = get64(data + 2);
+    st->data_plan = data_plan_of(tf);
     st->scaler.scale = bitsd(get64(sc));
     st->scaler.growth = bitsd(get64(sc + 2));
     st->scaler.backoff = bitsd(get64(sc + 4));

@@ -6,9 +6,11 @@
  * the optimizer step uses.
  *
  * Tensors: "gsched.ckpt" (i32 [1], format version), "shape" (i32: layers heads channels
- * context vocab precision), "step", "adam_t", "data" (epoch, sample), "scaler.*", "rng"
- * (u64 values as i32 lo/hi pairs), "params", "adam.m", "adam.v" (f32, nparams, model.h's
- * backward order).
+ * context vocab precision), "step", "adam_t", "data" (epoch, sample), "data.plan" (the data
+ * plan's assignment digest, sharding/loader.h; 0 without a plan), "scaler.*", "rng" (u64
+ * values as i32 lo/hi pairs), "params", "adam.m", "adam.v" (f32, nparams, model.h's
+ * backward order). "data.plan" came later within format 1: a checkpoint without it loads
+ * with digest 0, and readers that predate it ignore it (tensors are found by name).
  */
 #ifndef TRN_STATE_H
 #define TRN_STATE_H
@@ -25,6 +27,7 @@ struct trn_state {
     uint64_t step;   /* optimizer steps done */
     uint64_t adam_t; /* steps applied (fp16 skips do not count) */
     uint64_t data_epoch, data_sample;
+    uint64_t data_plan; /* the loader's assignment digest at that position; 0: no plan */
     struct trn_loss_scaler scaler;
     struct trn_rng rng;
 };

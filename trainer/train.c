@@ -32,6 +32,7 @@
 #include "kernels/ops.h"
 #include "sharding/loader.h"
 #include "sharding/manifest.h"
+#include "sharding/planfile.h"
 #include "common/clock.h"
 #include "common/crc32c.h"
 #include "trainer/ckpt.h"
@@ -53,6 +54,8 @@ struct run {
     enum gs_kern_dtype dt;
     uint32_t B, T, accum, world, rank;
     struct shard_manifest *manifest;
+    struct shard_planfile *plan; /* GSCHED_DATA_PLAN's, or NULL: the ranks slice one order */
+    const char *data_dir;        /* the dataset read: data.dir, or GSCHED_DATA_DIR with a plan */
     struct shard_loader *loader;
     struct trn_model *model;
     struct trn_ckpt_writer *writer;
@@ -237,19 +240,68 @@ static int choose_micro(struct run *r, uint32_t seqs_per_rank)
     return -ENOMEM;
 }
 
+/*
+ * data.plan = "auto" with GSCHED_DATA_PLAN set (gsched-workerd, issue 19): the dataset is the
+ * node's cache GSCHED_DATA_DIR, which may hold only the shards this node reads, so its
+ * manifest is read without opening a shard (the loader opens this rank's own); the plan
+ * must be for that dataset (its id, the SHA-256 of manifest.toml).
+ */
+static int open_plan(struct run *r, const char *plan_path, const char *dir)
+{
+    char id[SHARD_DATASET_ID_SIZE];
+    struct gs_error gerr = {0};
+    int rc;
+
+    if (dir == NULL) {
+        gs_buf_printf(r->err, "GSCHED_DATA_PLAN=%s is set without GSCHED_DATA_DIR", plan_path);
+        return -EINVAL;
+    }
+    rc = shard_planfile_read(plan_path, &r->plan, &gerr);
+    if (rc == 0)
+        rc = shard_dataset_id(dir, id, &gerr);
+    if (rc == 0)
+        rc = shard_manifest_read(dir, &r->manifest, &gerr);
+    if (rc < 0) {
+        gs_buf_printf(r->err, "data plan: %s", gerr.msg);
+        return rc;
+    }
+    if (strcmp(id, r->plan->dataset) != 0) {
+        gs_buf_printf(r->err,
+                      "data plan %s is for dataset %s, but GSCHED_DATA_DIR %s holds dataset %s "
+                      "(the SHA-256 of its %s)",
+                      plan_path, r->plan->dataset, dir, id, SHARD_MANIFEST_FILE);
+        return -EINVAL;
+    }
+    r->data_dir = dir;
+    if (r->log != NULL)
+        fprintf(r->log, "data: rank %u reads GSCHED_DATA_DIR=%s, not data.dir, by the plan %s\n",
+                r->rank, dir, plan_path);
+    return 0;
+}
+
 static int open_data(struct run *r)
 {
     const struct trn_config *cfg = r->cfg;
+    const char *plan_path, *plan_dir;
     struct gs_error gerr = {0};
-    int rc = shard_manifest_load(cfg->data_dir, &r->manifest, &gerr);
+    int rc;
 
-    if (rc < 0) {
-        gs_buf_printf(r->err, "%s", gerr.msg);
-        return rc;
+    if (trn_config_data_plan_env(cfg, &plan_path, &plan_dir)) {
+        rc = open_plan(r, plan_path, plan_dir);
+    } else {
+        if (cfg->data_plan == TRN_DATA_PLAN_OFF && getenv("GSCHED_DATA_PLAN") != NULL &&
+            r->out != NULL)
+            fprintf(r->out, "data: data.plan = \"off\": GSCHED_DATA_PLAN ignored\n");
+        r->data_dir = cfg->data_dir;
+        rc = shard_manifest_load(cfg->data_dir, &r->manifest, &gerr);
+        if (rc < 0)
+            gs_buf_printf(r->err, "%s", gerr.msg);
     }
+    if (rc < 0)
+        return rc;
     if (r->manifest->vocab > cfg->vocab) {
         gs_buf_printf(r->err, "the dataset %s has a vocabulary of %u; model.vocab is %u",
-                      cfg->data_dir, r->manifest->vocab, cfg->vocab);
+                      r->data_dir, r->manifest->vocab, cfg->vocab);
         return -EINVAL;
     }
     r->has_val = shard_manifest_tokens(r->manifest, SHARD_SPLIT_VAL) > r->T;
@@ -360,6 +412,25 @@ static int open_comm(struct run *r)
     return rc;
 }
 
+/* What the train loader reads under a plan (every rank), and the resume rule's move (rank 0). */
+static void note_data_start(struct run *r, const struct shard_loader_info *info)
+{
+    if (r->plan != NULL && r->log != NULL)
+        fprintf(r->log,
+                "data: rank %u reads %u of the plan's train shards (%u on its node), %llu "
+                "samples; %llu steps an epoch on every rank\n",
+                r->rank, info->shards, info->local_shards, (unsigned long long)info->samples,
+                (unsigned long long)info->steps_per_epoch);
+    if (info->moved && r->out != NULL)
+        fprintf(r->out,
+                "data: the checkpoint's position (epoch %llu, sample %llu) was reached under "
+                "another data assignment (digest %016llx, now %016llx): continuing at the "
+                "start of epoch %llu\n",
+                (unsigned long long)r->st.data_epoch, (unsigned long long)r->st.data_sample,
+                (unsigned long long)r->st.data_plan, (unsigned long long)info->digest,
+                (unsigned long long)info->epoch);
+}
+
 static int start_loader(struct run *r)
 {
     struct shard_loader_config lc = {
@@ -373,7 +444,10 @@ static int start_loader(struct run *r)
         .epoch = r->st.data_epoch,
         .sample = r->st.data_sample,
         .prefetch = r->cfg->prefetch,
+        .plan = r->plan,
+        .position_digest = r->st.data_plan,
     };
+    struct shard_loader_info info;
     struct gs_error gerr = {0};
     int rc;
 
@@ -382,10 +456,17 @@ static int start_loader(struct run *r)
         lc.release = pinned_release;
     }
     rc = shard_loader_new(&lc, &r->loader, &gerr);
-
-    if (rc < 0)
+    if (rc < 0) {
         gs_buf_printf(r->err, "data: %s", gerr.msg);
-    return rc;
+        return rc;
+    }
+    shard_loader_info(r->loader, &info);
+    note_data_start(r, &info);
+    /* The position now belongs to this assignment: checkpoints record its digest. */
+    r->st.data_plan = info.digest;
+    r->st.data_epoch = info.epoch;
+    r->st.data_sample = info.sample;
+    return 0;
 }
 
 /* resume = "none": fresh; "auto" (the default): the newest checkpoint if any; else a file. */
@@ -731,6 +812,7 @@ static void teardown(struct run *r)
     trn_model_free(r->model);
     gs_kern_gpu_free(r->gpu); /* after the model, whose arena lives on it */
     shard_manifest_free(r->manifest);
+    shard_planfile_free(r->plan);
     free(r->ckpt_dir);
     free(r->metrics_path);
     free(r->plot_path);

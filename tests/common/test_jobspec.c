@@ -416,3 +416,38 @@ Test(jobspec, slurm_output_patterns_as_sbatch_writes_them)
     gs_buf_reset(&errors);
     cr_assert_eq(gs_jobspec_expand_pattern("%A", &v, &errors), -EINVAL);
 }
+
+Test(jobspec, data_section)
+{
+    struct gs_jobspec *spec = parse_ok("[run]\ncommand = [\"true\"]\n");
+
+    cr_assert_null(spec->data.manifest, "no dataset by default");
+    cr_assert_eq(spec->data.tolerance, GS_DATA_TOLERANCE_DEFAULT);
+    cr_assert_str_eq(spec->data.id, "", "resolved only by the CLI");
+    gs_jobspec_free(spec);
+    spec = parse_ok("[run]\ncommand = [\"true\"]\n[data]\nmanifest = \"/data/owt\"\n"
+                    "stage = \"stream\"\ntolerance = 0.1\nseed = 7\n");
+    cr_assert_str_eq(spec->data.manifest, "/data/owt");
+    cr_assert_eq(spec->data.stage, GS_DATA_STAGE_STREAM);
+    cr_assert_str_eq(gs_data_stage_name(spec->data.stage), "stream");
+    cr_assert_float_eq(spec->data.tolerance, 0.1, 1e-12);
+    cr_assert_eq(spec->data.seed, 7);
+    gs_jobspec_free(spec);
+    parse_fails("[run]\ncommand = [\"true\"]\n[data]\nmanifest = \"\"\n",
+                "job.toml:4:12: data.manifest must name a dataset directory");
+    parse_fails("[run]\ncommand = [\"true\"]\n[data]\nmanifest = \"d\"\nstage = \"early\"\n",
+                "job.toml:5:9: data.stage must be \"before\" or \"stream\", not \"early\"");
+    parse_fails("[run]\ncommand = [\"true\"]\n[data]\nmanifest = \"d\"\ntolerance = 2\n",
+                "job.toml:5:13: data.tolerance");
+    parse_fails("[run]\ncommand = [\"true\"]\n[data]\nmanfiest = \"d\"\n",
+                "did you mean 'data.manifest'");
+}
+
+Test(jobspec, data_ids)
+{
+    cr_assert(gs_data_id_valid("0123456789abcdef0123456789abcdef"));
+    cr_assert_not(gs_data_id_valid("0123456789ABCDEF0123456789abcdef"), "lowercase only");
+    cr_assert_not(gs_data_id_valid("0123456789abcdef0123456789abcde"), "31 digits");
+    cr_assert_not(gs_data_id_valid("0123456789abcdef0123456789abcdef0"), "33 digits");
+    cr_assert_not(gs_data_id_valid(""));
+}

@@ -5,6 +5,8 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/units.h"
@@ -114,6 +116,40 @@ Test(proto_jobspec, unlimited_time_and_defaults_survive)
     cr_assert_null(out->reservation, "\"\" on the wire is none");
     gs_jobspec_free(in);
     gs_jobspec_free(out);
+}
+
+Test(proto_jobspec, dataset_survives_the_wire)
+{
+    struct gs_jobspec *in = parse("[run]\nscript = \"echo hi\"\n[data]\nmanifest = \"d\"\n"
+                                  "stage = \"stream\"\ntolerance = 0.25\nseed = 9\n"),
+                      *out = NULL;
+    struct gs_error err;
+
+    /* What the CLI fills in when it reads the dataset (cli/data_resolve.c). */
+    snprintf(in->data.id, sizeof(in->data.id), "%s", "00112233445566778899aabbccddeeff");
+    in->data.source = strdup("/data/d");
+    in->data.shards = 12;
+    in->data.bytes = 12345;
+    cr_assert_eq(round_trip(in, &out, &err), 0, "%s", err.msg);
+    cr_assert_str_eq(out->data.id, "00112233445566778899aabbccddeeff");
+    cr_assert_str_eq(out->data.source, "/data/d");
+    cr_assert_eq(out->data.shards, 12);
+    cr_assert_eq(out->data.bytes, 12345);
+    cr_assert_eq(out->data.stage, GS_DATA_STAGE_STREAM);
+    cr_assert_float_eq(out->data.tolerance, 0.25, 1e-12);
+    cr_assert_eq(out->data.seed, 9);
+    cr_assert_null(out->data.manifest, "the job file's own words stay with the CLI");
+    gs_jobspec_free(out);
+    /* Resolved wrongly (or by a client that lies): refused by name. */
+    in->data.id[3] = 'X';
+    cr_assert_eq(round_trip(in, &out, &err), -EINVAL);
+    cr_assert_not_null(strstr(err.msg, "data.dataset"), "%s", err.msg);
+    in->data.id[3] = '3';
+    free(in->data.source);
+    in->data.source = strdup("relative/d");
+    cr_assert_eq(round_trip(in, &out, &err), -EINVAL);
+    cr_assert_not_null(strstr(err.msg, "data.source"), "%s", err.msg);
+    gs_jobspec_free(in);
 }
 
 static void assert_rejected(Gs__JobSpec *pb, const char *fragment)

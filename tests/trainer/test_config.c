@@ -1,10 +1,11 @@
 /*
  * test_config.c: gsched-train's TOML settings: defaults, every section read, mistakes named
  * at FILE:LINE:COL with a suggestion, command-line overrides (TOML values, bare strings,
- * malformed ones) and the cross-key checks.
+ * malformed ones), the cross-key checks and data.plan against the environment.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "trainer/config.h"
@@ -238,4 +239,33 @@ Test(trn_config, micro_must_divide_the_global_batch)
     cr_assert(strstr(errs(), "batch.micro (3) must divide the global batch of 10 sequences") !=
                   NULL,
               "%s", errs());
+}
+
+Test(trn_config, data_plan_follows_the_environment_unless_off)
+{
+    const char *plan, *dir;
+
+    unsetenv("GSCHED_DATA_PLAN");
+    unsetenv("GSCHED_DATA_DIR");
+    cr_assert_eq(parse(""), 0);
+    cr_expect_eq(cfg.data_plan, TRN_DATA_PLAN_AUTO, "the default");
+    cr_expect_eq(trn_config_data_plan_env(&cfg, &plan, &dir), false);
+    cr_expect_null(plan);
+    setenv("GSCHED_DATA_PLAN", "/run/job.plan", 1);
+    setenv("GSCHED_DATA_DIR", "/cache/ds", 1);
+    cr_expect_eq(trn_config_data_plan_env(&cfg, &plan, &dir), true);
+    cr_expect_str_eq(plan, "/run/job.plan");
+    cr_expect_str_eq(dir, "/cache/ds");
+    cr_expect_eq(trn_config_check(&cfg, &errors), 0, "no data.dir needed: %s", errs());
+    cr_assert_eq(trn_config_override(&cfg, "data.plan=off", &errors), 0, "%s", errs());
+    cr_expect_eq(cfg.data_plan, TRN_DATA_PLAN_OFF);
+    cr_expect_str_eq(trn_data_plan_name(cfg.data_plan), "off");
+    cr_expect_eq(trn_config_data_plan_env(&cfg, &plan, &dir), false);
+    cr_expect_eq(trn_config_check(&cfg, &errors), -EINVAL);
+    cr_expect(strstr(errs(), "data.dir is required") != NULL, "%s", errs());
+    unsetenv("GSCHED_DATA_PLAN");
+    unsetenv("GSCHED_DATA_DIR");
+    cr_expect_eq(parse("[data]\nplan = \"on\"\n"), -EINVAL);
+    cr_expect(strstr(errs(), "train.toml:2:8: data.plan must be \"auto\" or \"off\"") != NULL, "%s",
+              errs());
 }

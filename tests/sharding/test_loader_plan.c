@@ -1,0 +1,420 @@
+/*
+ * test_loader_plan.c: the loader's plan mode (sharding/loader.h, issue 19): each rank reads
+ * only the train shards the data plan gives it, ranks together read every train sample at
+ * most once, every rank agrees on the steps of an epoch without talking, the order is a
+ * function of (seed, epoch, rank), a position resumes exactly, a different assignment moves
+ * the start to the next epoch, and a rank reads from a directory holding only its shards.
+ *
+ * Dataset (dataset.h): six train shards 0-5 and one val shard 6 of 85 tokens, so 10 samples
+ * of T + 1 = 9 tokens each; token i of shard s is s * 100000 + i.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dataset.h"
+#include "sharding/loader.h"
+#include "sharding/planfile.h"
+
+#define T 8
+#define NTRAIN 6
+
+static char dir[4096];
+static struct shard_manifest *manifest;
+static struct gs_error err;
+
+static void setup(void)
+{
+    ds_tmpdir(dir, sizeof(dir));
+    ds_make(dir, NTRAIN, 1, 85);
+    manifest = ds_load(dir);
+}
+
+static void teardown(void)
+{
+    shard_manifest_free(manifest);
+    ds_rmdir(dir);
+}
+
+TestSuite(loader_plan, .init = setup, .fini = teardown);
+
+/* A plan for the dataset: ranks on nodes as given, node k holding holds[k]. */
+static struct shard_planfile *plan_of(const char *ranks, const char *holds0, const char *holds1,
+                                      double tolerance)
+{
+    char id[SHARD_DATASET_ID_SIZE], path[4200];
+    struct shard_planfile *pf = NULL;
+    FILE *f;
+
+    cr_assert_eq(shard_dataset_id(dir, id, &err), 0, "%s", err.msg);
+    snprintf(path, sizeof(path), "%s/plan.toml", dir);
+    f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fprintf(f,
+            "format = 1\ndataset = \"%s\"\nseed = 3\ntolerance = %g\nranks = %s\n"
+            "[[node]]\nname = \"n0\"\nholds = \"%s\"\n[[node]]\nname = \"n1\"\nholds = \"%s\"\n",
+            id, tolerance, ranks, holds0, holds1);
+    cr_assert_eq(fclose(f), 0);
+    cr_assert_eq(shard_planfile_read(path, &pf, &err), 0, "%s", err.msg);
+    unlink(path);
+    return pf;
+}
+
+/* Two ranks, one per node; node 0 holds shards 0-2, node 1 shards 3-5; both the val shard. */
+static struct shard_planfile *halves(void)
+{
+    return plan_of("[0, 1]", "0-2,6", "3-6", 0.05);
+}
+
+static struct shard_loader_config config(const struct shard_planfile *pf, uint32_t gb,
+                                         uint32_t rank, uint32_t world)
+{
+    return (struct shard_loader_config){.manifest = manifest,
+                                        .split = SHARD_SPLIT_TRAIN,
+                                        .seq_len = T,
+                                        .global_batch = gb,
+                                        .rank = rank,
+                                        .world = world,
+                                        .seed = 1234,
+                                        .prefetch = 3,
+                                        .plan = pf};
+}
+
+static struct shard_loader *start(const struct shard_loader_config *cfg)
+{
+    struct shard_loader *l = NULL;
+
+    cr_assert_eq(shard_loader_new(cfg, &l, &err), 0, "%s", err.msg);
+    return l;
+}
+
+/* The global sample id (shard * 10 + window) of a window starting with token first. */
+static unsigned sample_of(int32_t first)
+{
+    unsigned shard = (unsigned)first / 100000, offset = (unsigned)first % 100000;
+
+    cr_assert_eq(offset % T, 0, "windows start every T tokens (token %d)", first);
+    return shard * 10 + offset / T;
+}
+
+/* steps batches of the loader: sample ids into ids (steps x per), positions checked. */
+static void read_ids(struct shard_loader *l, unsigned steps, uint32_t per, unsigned *ids,
+                     struct shard_loader_batch *last)
+{
+    struct shard_loader_batch b;
+
+    for (unsigned s = 0; s < steps; s++) {
+        cr_assert_eq(shard_loader_next(l, &b, &err), 0, "%s", err.msg);
+        cr_assert_eq(b.samples, per);
+        for (uint32_t j = 0; j < per; j++) {
+            const int32_t *in = b.inputs + (size_t)j * T, *tg = b.targets + (size_t)j * T;
+
+            cr_assert_eq(tg[0], in[0] + 1, "targets are the inputs shifted by one");
+            ids[s * per + j] = sample_of(in[0]);
+        }
+    }
+    if (last != NULL)
+        *last = b;
+}
+
+Test(loader_plan, ranks_read_their_own_shards_and_together_every_sample_once)
+{
+    struct shard_planfile *pf = halves();
+    unsigned seen[NTRAIN * 10] = {0}, ids[15 * 2];
+    struct shard_loader_info info[2];
+
+    for (uint32_t r = 0; r < 2; r++) {
+        struct shard_loader_config cfg = config(pf, 4, r, 2);
+        struct shard_loader *l = start(&cfg);
+        struct shard_loader_batch b;
+
+        shard_loader_info(l, &info[r]);
+        cr_expect_eq(info[r].shards, 3);
+        cr_expect_eq(info[r].local_shards, 3, "each shard is on its reader's node");
+        cr_expect_eq(info[r].samples, 30);
+        cr_expect_eq(shard_loader_samples(l), 30);
+        cr_expect_eq(info[r].steps_per_epoch, 15, "30 samples, 2 a step");
+        cr_expect_neq(info[r].digest, 0);
+        cr_expect_eq(info[r].moved, false);
+        read_ids(l, 15, 2, ids, &b);
+        cr_expect_eq(b.next_epoch, 1, "the 15th step ends the epoch");
+        cr_expect_eq(b.next_sample, 0);
+        for (unsigned i = 0; i < 30; i++) {
+            cr_expect_eq(ids[i] / 30, r, "rank %u read sample %u of another rank's shard", r,
+                         ids[i]);
+            cr_expect_eq(seen[ids[i]]++, 0, "sample %u twice", ids[i]);
+        }
+        cr_assert_eq(shard_loader_next(l, &b, &err), 0, "%s", err.msg);
+        cr_expect_eq(b.epoch, 1);
+        cr_expect_eq(b.sample, 0);
+        shard_loader_free(l);
+    }
+    for (unsigned i = 0; i < NTRAIN * 10; i++)
+        cr_expect_eq(seen[i], 1, "sample %u read %u times in the epoch", i, seen[i]);
+    cr_expect_eq(info[0].digest, info[1].digest, "one assignment, one digest");
+    shard_planfile_free(pf);
+}
+
+Test(loader_plan, every_rank_takes_the_steps_of_the_smallest)
+{
+    /* With a wide band nothing moves: rank 0 reads shards 0-3 (40 samples), rank 1 shards 4-5
+     * (20). At 3 samples a rank a step, both ranks have floor(20 / 3) = 6 steps an epoch. */
+    struct shard_planfile *pf = plan_of("[0, 1]", "0-3", "4-6", 1.0);
+
+    for (uint32_t r = 0; r < 2; r++) {
+        struct shard_loader_config cfg = config(pf, 6, r, 2);
+        struct shard_loader *l = start(&cfg);
+        struct shard_loader_info info;
+        struct shard_loader_batch b;
+        unsigned ids[6 * 3];
+
+        shard_loader_info(l, &info);
+        cr_expect_eq(info.samples, r == 0 ? 40 : 20);
+        cr_expect_eq(info.steps_per_epoch, 6, "rank %u", r);
+        read_ids(l, 6, 3, ids, &b);
+        cr_expect_eq(b.sample, 30, "the 6th step starts at global sample 5 x 6");
+        cr_expect_eq(b.next_epoch, 1, "rank %u: the epoch ends after 6 steps", r);
+        cr_assert_eq(shard_loader_next(l, &b, &err), 0, "%s", err.msg);
+        cr_expect_eq(b.epoch, 1);
+        shard_loader_free(l);
+    }
+    shard_planfile_free(pf);
+}
+
+Test(loader_plan, the_order_is_a_function_of_seed_epoch_and_rank)
+{
+    struct shard_planfile *pf = halves();
+    struct shard_loader_config cfg = config(pf, 4, 0, 2);
+    unsigned a[30 * 2], b[30 * 2], c[30];
+    struct shard_loader *l = start(&cfg);
+
+    read_ids(l, 30, 2, a, NULL); /* two epochs */
+    shard_loader_free(l);
+    l = start(&cfg);
+    read_ids(l, 30, 2, b, NULL);
+    shard_loader_free(l);
+    cr_expect_eq(memcmp(a, b, sizeof(a)), 0, "the same configuration: the same batches");
+    cr_expect_neq(memcmp(a, a + 30, 30 * sizeof(*a)), 0, "epoch 1 in another order");
+    cfg.seed = 99;
+    l = start(&cfg);
+    read_ids(l, 15, 2, c, NULL);
+    shard_loader_free(l);
+    cr_expect_neq(memcmp(a, c, sizeof(c)), 0, "another seed: another order");
+    shard_planfile_free(pf);
+}
+
+Test(loader_plan, rank_permutations_differ_by_rank_and_are_permutations)
+{
+    uint64_t a[100], b[100];
+    unsigned char seen[100] = {0};
+
+    shard_loader_rank_permutation(5, 2, 0, 100, a);
+    shard_loader_rank_permutation(5, 2, 1, 100, b);
+    cr_expect_neq(memcmp(a, b, sizeof(a)), 0);
+    for (int i = 0; i < 100; i++)
+        cr_assert_eq(seen[a[i]]++, 0);
+    shard_loader_rank_permutation(5, 2, 0, 100, b);
+    cr_expect_eq(memcmp(a, b, sizeof(a)), 0);
+}
+
+Test(loader_plan, resuming_at_a_position_with_the_same_plan_is_exact)
+{
+    enum { BEFORE = 12, AFTER = 8, PER = 2 }; /* crosses the end of epoch 0 at 15 */
+    struct shard_planfile *pf = halves();
+
+    for (uint32_t r = 0; r < 2; r++) {
+        struct shard_loader_config cfg = config(pf, 2 * PER, r, 2);
+        struct shard_loader *l = start(&cfg);
+        struct shard_loader_batch b;
+        struct shard_loader_info info;
+        unsigned straight[(BEFORE + AFTER) * PER], resumed[AFTER * PER];
+
+        shard_loader_info(l, &info);
+        read_ids(l, BEFORE, PER, straight, &b);
+        read_ids(l, AFTER, PER, straight + BEFORE * PER, NULL);
+        shard_loader_free(l);
+        cr_expect_eq(b.next_epoch, 0);
+        cr_expect_eq(b.next_sample, BEFORE * 2 * PER, "global samples consumed");
+        cfg.epoch = b.next_epoch;
+        cfg.sample = b.next_sample;
+        cfg.position_digest = info.digest;
+        l = start(&cfg);
+        shard_loader_info(l, &info);
+        cr_expect_eq(info.moved, false);
+        read_ids(l, AFTER, PER, resumed, NULL);
+        shard_loader_free(l);
+        cr_expect_eq(memcmp(resumed, straight + BEFORE * PER, sizeof(resumed)), 0, "rank %u", r);
+    }
+    shard_planfile_free(pf);
+}
+
+Test(loader_plan, another_assignment_resumes_at_the_next_epoch)
+{
+    struct shard_planfile *pf = halves();
+    struct shard_loader_config cfg = config(pf, 4, 1, 2);
+    struct shard_loader *l = start(&cfg);
+    struct shard_loader_info info;
+    struct shard_loader_batch b;
+    uint64_t digest;
+
+    shard_loader_info(l, &info);
+    digest = info.digest;
+    shard_loader_free(l);
+    cfg.epoch = 3;
+    cfg.sample = 8;
+    cfg.position_digest = digest ^ 1;
+    l = start(&cfg);
+    shard_loader_info(l, &info);
+    cr_expect_eq(info.moved, true);
+    cr_expect_eq(info.epoch, 4);
+    cr_expect_eq(info.sample, 0);
+    cr_assert_eq(shard_loader_next(l, &b, &err), 0, "%s", err.msg);
+    cr_expect_eq(b.epoch, 4);
+    cr_expect_eq(b.sample, 0);
+    shard_loader_free(l);
+    /* At an epoch's start nothing is lost: it stays. */
+    cfg.sample = 0;
+    l = start(&cfg);
+    shard_loader_info(l, &info);
+    cr_expect_eq(info.moved, false);
+    cr_expect_eq(info.epoch, 3);
+    shard_loader_free(l);
+    /* A checkpoint from a run without a plan (digest 0) resumed with one, and back. */
+    cfg.sample = 8;
+    cfg.position_digest = 0;
+    l = start(&cfg);
+    shard_loader_info(l, &info);
+    cr_expect_eq(info.moved, true);
+    shard_loader_free(l);
+    cfg.plan = NULL;
+    cfg.rank = 0;
+    cfg.world = 1;
+    cfg.position_digest = digest;
+    l = start(&cfg);
+    shard_loader_info(l, &info);
+    cr_expect_eq(info.digest, 0);
+    cr_expect_eq(info.moved, true);
+    cr_expect_eq(info.epoch, 4);
+    shard_loader_free(l);
+    shard_planfile_free(pf);
+}
+
+Test(loader_plan, the_digest_follows_the_assignment_not_the_file)
+{
+    struct shard_planfile *a = halves(), *b = plan_of("[0, 1]", "0-2", "3-5", 0.05);
+    struct shard_planfile *swapped = plan_of("[1, 0]", "0-2,6", "3-6", 0.05);
+    struct shard_loader_info ia, ib, is;
+    struct shard_loader_config cfg = config(a, 4, 0, 2);
+    struct shard_loader *l = start(&cfg);
+
+    shard_loader_info(l, &ia);
+    shard_loader_free(l);
+    cfg.plan = b;
+    l = start(&cfg);
+    shard_loader_info(l, &ib);
+    shard_loader_free(l);
+    cfg.plan = swapped;
+    l = start(&cfg);
+    shard_loader_info(l, &is);
+    shard_loader_free(l);
+    cr_expect_eq(ia.digest, ib.digest, "val holdings do not change the train assignment");
+    cr_expect_neq(ia.digest, is.digest, "rank 0 now reads shards 3-5");
+    shard_planfile_free(a);
+    shard_planfile_free(b);
+    shard_planfile_free(swapped);
+}
+
+/* Removes dir's shard file of manifest shard i. */
+static void remove_shard(size_t i)
+{
+    cr_assert_eq(unlink(manifest->shards[i].path), 0, "%s", manifest->shards[i].path);
+}
+
+Test(loader_plan, a_rank_needs_only_its_own_shard_files)
+{
+    struct shard_planfile *pf = halves();
+    struct shard_loader_config cfg = config(pf, 4, 0, 2);
+    struct shard_loader *l;
+    struct shard_loader_batch b;
+    struct shard_manifest *partial = NULL;
+
+    /* Node 0's cache: shards 0-2 and the val shard; the manifest read without opening any. */
+    for (size_t i = 3; i < NTRAIN; i++)
+        remove_shard(i);
+    cr_assert_eq(shard_manifest_read(dir, &partial, &err), 0, "%s", err.msg);
+    cfg.manifest = partial;
+    l = start(&cfg);
+    for (int s = 0; s < 20; s++)
+        cr_assert_eq(shard_loader_next(l, &b, &err), 0, "%s", err.msg);
+    shard_loader_free(l);
+    /* Rank 1 lives on node 1: its shards are not here, and it says which. */
+    cfg.rank = 1;
+    cr_expect_eq(shard_loader_new(&cfg, &l, &err), -ENOENT);
+    cr_expect_not_null(strstr(err.msg, "train-00003.bin"), "%s", err.msg);
+    /* The val pass opens only val shards, plan or not. */
+    cfg.split = SHARD_SPLIT_VAL;
+    l = start(&cfg);
+    cr_assert_eq(shard_loader_next(l, &b, &err), 0, "%s", err.msg);
+    cr_expect_eq(b.samples, 2);
+    cr_expect_eq(sample_of(b.inputs[0]), 60 + 2, "val is the sequential pass: rank 1's half");
+    shard_loader_free(l);
+    shard_manifest_free(partial);
+    shard_planfile_free(pf);
+}
+
+Test(loader_plan, the_world_must_be_the_plans)
+{
+    struct shard_planfile *pf = halves();
+    struct shard_loader_config cfg = config(pf, 4, 0, 1);
+    struct shard_loader *l = NULL;
+
+    cr_expect_eq(shard_loader_new(&cfg, &l, &err), -EINVAL);
+    cr_expect_not_null(strstr(err.msg, "world 1 is not the data plan's 2 ranks"), "%s", err.msg);
+    cfg = config(pf, 4, 0, 4);
+    cr_expect_eq(shard_loader_new(&cfg, &l, &err), -EINVAL);
+    cr_expect_not_null(strstr(err.msg, "world 4 is not the data plan's 2 ranks"), "%s", err.msg);
+    cr_expect_null(l);
+    shard_planfile_free(pf);
+}
+
+Test(loader_plan, a_rank_with_less_than_a_step_is_refused)
+{
+    /* Four ranks on two nodes share six shards: some rank has one shard, 10 samples. */
+    struct shard_planfile *pf = plan_of("[0, 0, 1, 1]", "0-2", "3-5", 0.05);
+    struct shard_loader_config cfg = config(pf, 4 * 11, 2, 4);
+    struct shard_loader *l = NULL;
+
+    cr_expect_eq(shard_loader_new(&cfg, &l, &err), -EINVAL);
+    cr_expect_not_null(strstr(err.msg, "fewer than the 11 a step takes on each rank"), "%s",
+                       err.msg);
+    cr_expect_null(l);
+    cfg = config(pf, 4 * 10, 2, 4);
+    l = start(&cfg);
+    shard_loader_free(l);
+    shard_planfile_free(pf);
+}
+
+Test(loader_plan, a_position_past_the_epoch_is_refused)
+{
+    struct shard_planfile *pf = halves();
+    struct shard_loader_config cfg = config(pf, 4, 0, 2);
+    struct shard_loader *l = NULL;
+    struct shard_loader_info info;
+
+    l = start(&cfg);
+    shard_loader_info(l, &info);
+    shard_loader_free(l);
+    l = NULL;
+    cfg.position_digest = info.digest;
+    cfg.sample = 62; /* 60 global samples an epoch */
+    cr_expect_eq(shard_loader_new(&cfg, &l, &err), -EINVAL);
+    cr_expect_not_null(strstr(err.msg, "past the 60 samples"), "%s", err.msg);
+    cfg.sample = 7;
+    cr_expect_eq(shard_loader_new(&cfg, &l, &err), -EINVAL);
+    cr_expect_not_null(strstr(err.msg, "does not divide by world 2"), "%s", err.msg);
+    cr_expect_null(l);
+    shard_planfile_free(pf);
+}
