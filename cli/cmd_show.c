@@ -104,6 +104,13 @@ static int put_slurm(struct gs_buf *out, const Gs__JobInfo *job)
     if (rc == 0 && job->array_job_id != 0)
         rc = gs_buf_printf(out, "   ArrayJobId=%llu ArrayTaskId=%u\n",
                            (unsigned long long)job->array_job_id, job->array_task_id);
+    if (rc == 0 && job->spec != NULL && job->spec->data != NULL) {
+        const Gs__JobData *d = job->spec->data;
+
+        rc = gs_buf_printf(out, "   Dataset=%s Source=%s Shards=%u Bytes=%llu Stage=%s\n",
+                           d->dataset, d->source, d->shards, (unsigned long long)d->bytes,
+                           d->stage == GS__DATA_STAGE__DATA_STAGE_STREAM ? "stream" : "before");
+    }
     return rc;
 }
 
@@ -203,6 +210,8 @@ static int put_progress(struct gs_buf *out, const Gs__JobProgressReport *p, uint
         rc = gs_buf_printf(out, " tokens/s %.0f", p->tokens_per_s);
     if (rc == 0 && p->mfu > 0)
         rc = gs_buf_printf(out, " MFU %.1f%%", 100.0 * p->mfu);
+    if (rc == 0 && p->data_ms > 0)
+        rc = gs_buf_printf(out, " data-wait %.*f ms", ms_digits(p->data_ms), p->data_ms);
     if (rc == 0 && p->ranks > 0)
         rc = gs_buf_printf(out, " ranks %u", p->ranks);
     if (rc == 0 && p->ranks > 1 && p->comm_ms > 0)
@@ -317,6 +326,7 @@ static void json_progress(struct gs_json *j, const Gs__JobProgressReport *p)
     gs_json_kv_uint(j, "eval_step", p->eval_step);
     kv_double(j, "lr", p->lr);
     kv_double(j, "mfu", p->mfu);
+    kv_double(j, "data_ms", p->data_ms);
     gs_json_kv_string(j, "text", p->text);
     gs_json_kv_uint(j, "received_ms", p->received_ms);
     gs_json_kv_uint(j, "attempt", p->attempt);

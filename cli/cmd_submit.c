@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli/client.h"
+#include "cli/data_resolve.h"
 #include "cli/job_json.h"
 #include "cli/job_print.h"
 #include "cli/jobcmd.h"
@@ -125,6 +126,24 @@ static int absolute_paths(struct gs_jobspec *spec, const char *file, struct gs_b
     if (rc < 0)
         fprintf(stderr, "gsched submit: %s\n", gs_strerror(rc));
     gs_buf_release(&workdir);
+    return rc;
+}
+
+/*
+ * [data] manifest: the dataset read here, as the submitting user, so that a missing or
+ * malformed dataset is an error now and gschedd gets its id, shard count and bytes.
+ */
+static int resolve_data(struct gs_jobspec *spec, const char *file)
+{
+    struct gs_error err = {0};
+    int rc;
+
+    if (spec->data.manifest == NULL)
+        return 0;
+    rc = cli_data_resolve(spec->data.manifest, &spec->data, &err);
+    if (rc < 0)
+        fprintf(stderr, "gsched submit: %s: data.manifest: %s\n", is_stdin(file) ? "-" : file,
+                err.msg);
     return rc;
 }
 
@@ -262,7 +281,8 @@ int cli_cmd_submit(int argc, char **argv)
     if (status != 0)
         return status;
     status = 1;
-    if (load_spec(s.file, &spec) < 0 || absolute_paths(spec, s.file, &source) < 0)
+    if (load_spec(s.file, &spec) < 0 || absolute_paths(spec, s.file, &source) < 0 ||
+        resolve_data(spec, s.file) < 0)
         goto out;
     if (s.hold)
         spec->hold = true;

@@ -377,7 +377,8 @@ static int worker_cpus(const struct up *u, unsigned i, char *out, size_t size)
 static int start_worker(struct up *u, unsigned i)
 {
     struct cli_daemon *d = &u->local.daemons[i];
-    char sched[32], gpus[16], sock_name[32], cli_socket[PATH_MAX], cpus[1024], *argv[20];
+    char sched[32], gpus[16], sock_name[32], cli_socket[PATH_MAX], cpus[1024], *argv[22];
+    char data_name[80], data_dir[PATH_MAX];
     int n = 0;
 
     /* Each worker's own CLI socket, the GSCHED_SOCKET of its tasks: here they share one
@@ -385,6 +386,10 @@ static int start_worker(struct up *u, unsigned i)
      * gschedd.sock, which cli_local_init checked fits. */
     snprintf(sock_name, sizeof(sock_name), "%s.sock", d->name);
     if (cli_local_path(&u->local, sock_name, cli_socket, sizeof(cli_socket)) < 0)
+        return -ENAMETOOLONG;
+    /* Each node's own shard cache, as each host has its own disk (docs/data.md). */
+    snprintf(data_name, sizeof(data_name), "data/%s", d->name);
+    if (cli_local_path(&u->local, data_name, data_dir, sizeof(data_dir)) < 0)
         return -ENAMETOOLONG;
     snprintf(sched, sizeof(sched), "127.0.0.1:%u", u->opts.port);
     snprintf(gpus, sizeof(gpus), "%u", u->opts.gpus);
@@ -399,6 +404,8 @@ static int start_worker(struct up *u, unsigned i)
     argv[n++] = cli_socket;
     argv[n++] = "--address"; /* MASTER_ADDR: the host name may not resolve to this machine */
     argv[n++] = "127.0.0.1";
+    argv[n++] = "--data-dir";
+    argv[n++] = data_dir;
     argv[n++] = u->topology[0] != '\0' ? "--topology" : "--gpus";
     argv[n++] = u->topology[0] != '\0' ? u->topology : gpus;
     if (u->opts.features != NULL) {

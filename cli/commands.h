@@ -22,6 +22,7 @@ int cli_cmd_up(int argc, char **argv);
 int cli_cmd_down(int argc, char **argv);
 int cli_cmd_place(int argc, char **argv);
 int cli_cmd_shard(int argc, char **argv);
+int cli_cmd_data(int argc, char **argv);
 int cli_cmd_scontrol(int argc, char **argv);
 int cli_cmd_squeue(int argc, char **argv);
 int cli_cmd_sinfo(int argc, char **argv);

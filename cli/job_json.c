@@ -19,6 +19,27 @@ static void json_u32_array(struct gs_json *j, const char *key, const uint32_t *v
     gs_json_array_end(j);
 }
 
+/* The dataset it reads ([data]), or null. */
+static void json_data(struct gs_json *j, const Gs__JobData *d)
+{
+    gs_json_key(j, "data");
+    if (d == NULL) {
+        gs_json_null(j);
+        return;
+    }
+    gs_json_object_begin(j);
+    gs_json_kv_string(j, "dataset", d->dataset);
+    gs_json_kv_string(j, "source", d->source);
+    gs_json_kv_string(j, "stage",
+                      d->stage == GS__DATA_STAGE__DATA_STAGE_STREAM ? "stream" : "before");
+    gs_json_kv_uint(j, "shards", d->shards);
+    gs_json_kv_uint(j, "bytes", d->bytes);
+    gs_json_key(j, "tolerance");
+    gs_json_double(j, d->tolerance);
+    gs_json_kv_uint(j, "seed", d->seed);
+    gs_json_object_end(j);
+}
+
 static void json_user(struct gs_json *j, const Gs__UserIdentity *u)
 {
     gs_json_key(j, "user");
@@ -186,6 +207,7 @@ void cli_json_job_spec(struct gs_json *j, const Gs__JobSpec *s)
     gs_json_kv_string(j, "reservation", s->reservation);
     gs_json_kv_string(j, "comment", s->comment);
     gs_json_kv_string(j, "source", s->source);
+    json_data(j, s->data);
     gs_json_kv_bool(j, "depends_any", s->depends_any);
     gs_json_kv_bool(j, "singleton", s->singleton);
     gs_json_key(j, "array");

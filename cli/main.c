@@ -75,6 +75,10 @@ static const char usage_text[] =
 static const char usage_more[] =
     "  scontrol create|update|delete reservation KEY=VALUE... / sinfo -T\n"
     "                            advance reservations of nodes (root; docs/policy.md)\n"
+    "  data ls|stat DATASET [-w NODES] [--json] / data warm DIR -w NODES|--all [--wait]\n"
+    "  data evict DATASET -w NODES|--all\n"
+    "                            datasets in the nodes' shard caches: list, per-node\n"
+    "                            shards, stage one ahead of a job, remove one (root)\n"
     "  simulate --trace FORMAT:FILE --cluster FILE [--policy LIST] [--nodes N] [--load X]\n"
     "           [--json] [--svg FILE]\n"
     "                            replay a cluster trace through gschedd's planning code in\n"
@@ -96,6 +100,7 @@ static const struct command commands[] = {
     {"logs", cli_cmd_logs},   {"up", cli_cmd_up},           {"down", cli_cmd_down},
     {"place", cli_cmd_place}, {"shard", cli_cmd_shard},     {"mpirun", cli_cmd_mpirun},
     {"rsh", cli_cmd_rsh},     {"kv", cli_cmd_kv},           {"top", cli_cmd_top},
+    {"data", cli_cmd_data},
 };
 
 int cli_usage_error(const char *cmd, const char *fmt, ...)

@@ -34,13 +34,30 @@ static int put_gpus(struct gs_buf *out, const Gs__JobUsage *u)
                          u->idle_flags);
 }
 
+static double mib(uint64_t bytes)
+{
+    return (double)bytes / (1024.0 * 1024.0);
+}
+
+/* What staging its dataset moved (JobDataReports), when it has one. */
+static int put_data(struct gs_buf *out, const Gs__JobUsage *u)
+{
+    if (u->data_bytes_local + u->data_bytes_peer + u->data_bytes_source == 0)
+        return 0;
+    return gs_buf_printf(out, "   Data: Local=%.1fM Peer=%.1fM Source=%.1fM StageWait=%.2fs\n",
+                         mib(u->data_bytes_local), mib(u->data_bytes_peer),
+                         mib(u->data_bytes_source), (double)u->data_stage_ms / 1000.0);
+}
+
 int cli_usage_show(struct gs_buf *out, const Gs__JobUsage *u)
 {
     double eff;
     int rc;
 
-    if (u == NULL || !u->telemetry)
+    if (u == NULL)
         return 0;
+    if (!u->telemetry)
+        return put_data(out, u);
     rc = gs_buf_append_str(out, "   Usage:");
     if (rc == 0)
         rc = put_gpus(out, u);
@@ -58,7 +75,7 @@ int cli_usage_show(struct gs_buf *out, const Gs__JobUsage *u)
         if (rc == 0)
             rc = gs_buf_putc(out, '\n');
     }
-    return rc;
+    return rc < 0 ? rc : put_data(out, u);
 }
 
 void cli_usage_json(struct gs_json *j, const Gs__JobUsage *u)
@@ -83,6 +100,10 @@ void cli_usage_json(struct gs_json *j, const Gs__JobUsage *u)
     gs_json_kv_uint(j, "rss_peak_mib", u->rss_peak_mib);
     gs_json_kv_uint(j, "wall_ms", u->wall_ms);
     gs_json_kv_uint(j, "idle_flags", u->idle_flags);
+    gs_json_kv_uint(j, "data_bytes_local", u->data_bytes_local);
+    gs_json_kv_uint(j, "data_bytes_peer", u->data_bytes_peer);
+    gs_json_kv_uint(j, "data_bytes_source", u->data_bytes_source);
+    gs_json_kv_uint(j, "data_stage_ms", u->data_stage_ms);
     gs_json_key(j, "idle_gpus");
     gs_json_array_begin(j);
     for (size_t i = 0; i < u->n_idle_gpus; i++)

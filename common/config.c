@@ -97,6 +97,7 @@ void gs_config_release(struct gs_config *cfg)
     free(cfg->worker_cpus);
     free(cfg->log_dir);
     free(cfg->worker_cli_socket);
+    free(cfg->data_dir);
     for (size_t i = 0; i < cfg->nswitches; i++) {
         free(cfg->switches[i].name);
         gs_hostlist_free(cfg->switches[i].nodes);
@@ -413,6 +414,36 @@ static void rd_job_pids_max(struct gs_schema_ctx *c, const struct gs_toml_value 
     gs_schema_uint(c, v, "worker.job_pids_max", 0, 4194304, &CFG(c)->job_pids_max);
 }
 
+static void rd_data_dir(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    char *dir = NULL;
+
+    if (gs_schema_string(c, v, "worker.data_dir", &dir) < 0 || dir == NULL)
+        return;
+    if (dir[0] != '/') {
+        GS_SCHEMA_REPORT_AT(c, v, "worker.data_dir must be an absolute directory");
+        free(dir);
+        return;
+    }
+    free(CFG(c)->data_dir);
+    CFG(c)->data_dir = dir;
+}
+
+static void rd_data_cap(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    gs_schema_size_mib(c, v, "worker.data_cap", &CFG(c)->data_cap_mib);
+}
+
+static void rd_data_rate(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    gs_schema_size_mib(c, v, "worker.data_rate", &CFG(c)->data_rate_mib);
+}
+
+static void rd_data_port(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    gs_schema_uint(c, v, "worker.data_port", 0, 65535, &CFG(c)->data_port);
+}
+
 static void rd_allow_root_jobs(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
     gs_schema_bool(c, v, "worker.allow_root_jobs", &CFG(c)->allow_root_jobs);
@@ -432,6 +463,10 @@ static const struct gs_schema_key worker_keys[] = {
     {"cgroups", rd_cgroups},
     {"cgroup_parent", rd_cgroup_parent},
     {"job_pids_max", rd_job_pids_max},
+    {"data_dir", rd_data_dir},
+    {"data_cap", rd_data_cap},
+    {"data_rate", rd_data_rate},
+    {"data_port", rd_data_port},
     {NULL, NULL},
 };
 

@@ -46,6 +46,11 @@
  *                                           # "v2" or "off" (worker/cgroup.h)
  *     cgroup_parent = "gsched"              # ... under PARENT/NODE in the cgroup trees
  *     job_pids_max = 32768                  # each job's pids limit on a node; 0: none
+ *     data_dir = "/var/cache/gsched/data"   # the node's shard cache (docs/data.md);
+ *                                           # unset: the node keeps none
+ *     data_cap = "500G"                     # the most it holds; LRU shards go first
+ *     data_rate = "200M"                    # staging copies per second; "0": no limit
+ *     data_port = 7078                      # where peers fetch cached shards; 0: any
  *     [[switch]]                            # the network, as Slurm's topology.conf says it:
  *     name = "leaf1"                        # multi-node jobs go under one switch when
  *     nodes = "node[1-16]"                  # they fit (a hostlist, or a list of them)
@@ -230,6 +235,10 @@ struct gs_config {
     char *cgroups;                  /* "auto", "v1", "v2" or "off" */
     char *cgroup_parent;            /* default "gsched" */
     uint32_t job_pids_max;          /* default 32768; 0: none */
+    char *data_dir;                 /* the shard cache; NULL: none */
+    uint64_t data_cap_mib;          /* 0: no cap */
+    uint64_t data_rate_mib;         /* MiB/s of staging copies; 0: no limit */
+    uint32_t data_port;             /* 0: chosen by the kernel (reported to gschedd) */
     /* [[switch]] */
     struct gs_config_switch *switches;
     size_t nswitches;

@@ -842,9 +842,10 @@ struct candidate {
     uint32_t cores_left;
     uint64_t gpus;
     uint64_t score;
+    uint64_t data; /* bytes of the job's dataset it holds */
 };
 
-/* Best link class first; then best fit; then the better set. */
+/* Best link class first; then best fit; then more of the job's data; then the better set. */
 static int compare_candidates(const void *pa, const void *pb)
 {
     const struct candidate *a = pa, *b = pb;
@@ -855,6 +856,8 @@ static int compare_candidates(const void *pa, const void *pb)
         return a->nic < b->nic ? -1 : 1;
     if (a->gpus_left != b->gpus_left)
         return a->gpus_left < b->gpus_left ? -1 : 1;
+    if (a->data != b->data)
+        return a->data > b->data ? -1 : 1;
     if (a->cores_left != b->cores_left)
         return a->cores_left < b->cores_left ? -1 : 1;
     if (a->score != b->score)
@@ -955,7 +958,8 @@ HOT_INLINE bool candidate_at(const struct sched_cluster *cluster, const struct s
                             .gpus_left = (uint32_t)__builtin_popcountll(free) - req->gpus_per_node,
                             .cores_left = n->ncores_free - req->cores_per_node,
                             .gpus = ch.mask,
-                            .score = ch.score};
+                            .score = ch.score,
+                            .data = req->data_bytes != NULL ? req->data_bytes[i] : 0};
     return true;
 }
 
@@ -998,7 +1002,8 @@ HOT_INLINE bool place_one_indexed(const struct sched_cluster *cluster, const str
     bool found = false;
 
     if (cluster->groups == NULL || req->allowed != NULL || req->gpu_masks != NULL ||
-        req->exclusive || (req->constraint != NULL && req->constraint[0] != '\0'))
+        req->data_bytes != NULL || req->exclusive ||
+        (req->constraint != NULL && req->constraint[0] != '\0'))
         return false;
     for (size_t gi = 0; gi < cluster->ngroups; gi++) {
         const struct group *g = &cluster->groups[gi];

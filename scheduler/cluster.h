@@ -65,6 +65,9 @@ struct sched_req {
     /* Per node index, the GPUs the job may use there (advance reservations of GPUs: theirs
      * for their jobs, all but theirs for the others); NULL: any. */
     const uint64_t *gpu_masks;
+    /* Per node index, the bytes of the job's dataset its cache holds (docs/data.md); NULL:
+     * the job has none. Among nodes equal in link class and fit, more goes first. */
+    const uint64_t *data_bytes;
 };
 
 /* How good the GPUs of one node's allocation are together. */

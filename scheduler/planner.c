@@ -33,6 +33,7 @@ void sched_node_masks_apply(const struct sched_node_masks *m, struct sched_req *
     req->required = m->required;
     req->nrequired = m->nrequired;
     req->gpu_masks = m->gpu_masks;
+    req->data_bytes = m->data_bytes;
 }
 
 void sched_node_masks_release(struct sched_node_masks *m)
@@ -40,6 +41,7 @@ void sched_node_masks_release(struct sched_node_masks *m)
     if (!m->allowed_borrowed)
         free(m->allowed);
     free(m->required);
+    free(m->data_bytes);
     *m = (struct sched_node_masks){0};
 }
 

@@ -39,6 +39,7 @@ struct sched_node_masks {
     uint32_t nrequired;
     bool allowed_borrowed;     /* allowed is not the masks' own (a reservation's, shared) */
     const uint64_t *gpu_masks; /* per node, the GPUs it may use (reservations'; borrowed) */
+    uint64_t *data_bytes;      /* per node, bytes of the job's dataset its cache holds */
 };
 
 /*

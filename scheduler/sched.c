@@ -93,6 +93,7 @@ void sched_release_handle(struct sched_ctx *s)
     sched_steps_free(s);
     for (size_t i = 0; i < s->nnodes; i++) {
         gs__node_topology__free_unpacked(s->nodes[i]->topology, NULL);
+        sched_data_node_free(s->nodes[i]);
         free(s->nodes[i]);
     }
     free(s->nodes);

@@ -398,6 +398,7 @@ static void handle_progress(struct sched_cli *c, uint64_t request_id,
     p->eval_step = req->eval_step;
     p->lr = req->lr;
     p->mfu = req->mfu >= 0 && req->mfu <= 1 ? req->mfu : 0;
+    p->data_ms = req->data_ms >= 0 ? req->data_ms : 0; /* NaN and negatives: not reported */
     /* Preemption's cost counts from it (preempt.h): within this attempt and not ahead. */
     if (req->checkpoint_ms > job->start_ms && req->checkpoint_ms <= p->received_ms)
         job->checkpoint_ms = req->checkpoint_ms;
@@ -460,6 +461,9 @@ static void cli_dispatch(struct sched_cli *c, const Gs__Envelope *env)
         break;
     case GS__ENVELOPE__BODY_RESERVATION_REQUEST:
         sched_resv_request(c, env->request_id, env->reservation_request);
+        break;
+    case GS__ENVELOPE__BODY_DATA_REQUEST:
+        sched_data_request(c, env->request_id, env->data_request);
         break;
     case GS__ENVELOPE__BODY_PARTITIONS_REQUEST:
         sched_query_partitions(c, env->request_id);

@@ -22,6 +22,7 @@
 #include "scheduler/planner.h"
 #include "scheduler/priority.h"
 #include "scheduler/sched.h"
+#include "scheduler/sched_data.h"
 
 struct sched_node {
     char name[64];
@@ -45,6 +46,10 @@ struct sched_node {
     uint64_t owners_gen;
     uint64_t gpu_owner[SCHED_MAX_GPUS];      /* job id, 0 none */
     uint16_t gpu_owner_slot[SCHED_MAX_GPUS]; /* the node's index in that job's alloc.nodes */
+    /* Its shard cache as its worker last reported it (sched_data.c), and the port its
+     * peers fetch shards from (NodeRegister.data_port, 0 none). */
+    struct sched_node_data *data;
+    uint32_t data_port;
 };
 
 /*
@@ -94,6 +99,7 @@ struct sched_job_progress {
     uint32_t attempt;     /* the job's restart count then */
     uint64_t step, steps, eval_step;
     double loss, tokens_per_s, comm_ms, comm_exposed_ms, overlap, eval_loss, lr, mfu;
+    double data_ms; /* the latest step's wait for its batch */
     uint32_t ranks;
     char text[SCHED_PROGRESS_TEXT_MAX + 1];
 };

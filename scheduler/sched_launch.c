@@ -288,6 +288,7 @@ struct launch_msg {
     Gs__TaskAssignment *tasks;
     Gs__TaskAssignment **task_ptrs;
     struct sched_env env;
+    struct sched_data_launch data;
 };
 
 static int launch_msg_init(struct sched_ctx *s, const struct sched_job *job, struct launch_msg *m)
@@ -315,6 +316,12 @@ static int launch_msg_init(struct sched_ctx *s, const struct sched_job *job, str
     m->lt.world_size = job->ntasks;
     m->lt.master_addr = m->alloc.n > 0 ? m->alloc.nodes[0].address : "";
     m->lt.run = &m->view.run;
+    if (job->spec->data.id[0] != '\0') {
+        rc = sched_data_launch_init(s, job, &m->data);
+        if (rc < 0)
+            return rc;
+        m->lt.data = &m->data.msg;
+    }
     m->lt.n_env = m->env.n;
     m->lt.env = m->env.ptrs;
     return 0;
@@ -327,6 +334,7 @@ static void launch_msg_release(struct launch_msg *m)
     free(m->tasks);
     free(m->task_ptrs);
     sched_env_release(&m->env);
+    sched_data_launch_release(&m->data);
 }
 
 static void launch_job(struct sched_ctx *s, struct sched_job *job)
@@ -345,13 +353,23 @@ static void launch_job(struct sched_ctx *s, struct sched_job *job)
     env.body_case = GS__ENVELOPE__BODY_LAUNCH_TASKS;
     env.launch_tasks = &m.lt;
     /* A batch job's script (or a launcher, mpirun) runs once, on its first node, with all
-     * of that node's share; srun steps use the rest. */
+     * of that node's share; srun steps use the rest. With a dataset, the other nodes get
+     * the launch without tasks: they stage their shards for the steps to come. */
     bool leader = gs_jobspec_runs_leader(job->spec);
+    bool data = job->spec->data.id[0] != '\0';
 
-    for (size_t i = 0; i < (leader && m.alloc.n > 0 ? 1 : m.alloc.n); i++) {
+    for (size_t i = 0; i < (leader && !data && m.alloc.n > 0 ? 1 : m.alloc.n); i++) {
         Gs__NodeAllocation *na = m.alloc.ptrs[i];
         struct sched_node *n = sched_node_at(s, job->alloc.nodes[i].node);
 
+        if (leader && i > 0) { /* data only */
+            m.lt.n_tasks = 0;
+            m.lt.tasks = NULL;
+            if (n == NULL || !sched_node_send(n, &env))
+                GS_LOG(GS_LOG_WARN, "job=%llu node=%s worker not connected; no data staged there",
+                       (unsigned long long)job->id, na->node_name);
+            continue;
+        }
         if (leader) {
             Gs__TaskAssignment *t = &m.tasks[0];
 
@@ -366,7 +384,7 @@ static void launch_job(struct sched_ctx *s, struct sched_job *job)
             if (n == NULL || !sched_node_send(n, &env))
                 GS_LOG(GS_LOG_WARN, "job=%llu node=%s worker not connected; launch waits for it",
                        (unsigned long long)job->id, na->node_name);
-            break;
+            continue;
         }
         if (job->spec->tasks_per_gpu && n != NULL)
             order_cores(n->topology, na, job->tasks_per_node);

@@ -570,6 +570,7 @@ static void fill_progress(const struct sched_job *job, Gs__JobProgressReport *m)
     m->eval_step = p->eval_step;
     m->lr = p->lr;
     m->mfu = p->mfu;
+    m->data_ms = p->data_ms;
     m->text = (char *)p->text;
     m->received_ms = p->received_ms;
     m->attempt = p->attempt;

@@ -85,6 +85,16 @@ int sched_node_masks_build(struct sched_ctx *s, const struct gs_jobspec *spec,
     size_t n = sched_cluster_nnodes(s->cluster), words = n / 64 + 1;
 
     *m = (struct sched_node_masks){0};
+    if (spec->data.id[0] != '\0') { /* where its dataset is cached, for the placement */
+        m->data_bytes = calloc(n + 1, sizeof(*m->data_bytes));
+        if (m->data_bytes == NULL)
+            goto oom;
+        for (size_t i = 0; i < s->nnodes; i++) {
+            if (s->nodes[i]->index < n)
+                m->data_bytes[s->nodes[i]->index] =
+                    sched_data_node_bytes(s->nodes[i], spec->data.id);
+        }
+    }
     if (p != NULL && p->nodes == NULL && spec->nexclude == 0 && spec->nnodelist == 0)
         return 0; /* every node, nothing required: no masks at all */
     m->allowed = calloc(words, sizeof(*m->allowed));

@@ -302,6 +302,7 @@ static int register_node(struct sched_wconn *wc, struct gs_proto_conn *conn,
     }
     gs__node_topology__free_unpacked(n->topology, NULL);
     n->topology = copy;
+    n->data_port = reg->data_port <= 65535 ? reg->data_port : 0;
     n->conn = conn;
     n->up = true;
     n->failover_due_mono = 0; /* back before its jobs were moved: they run on here */
@@ -405,6 +406,12 @@ static void on_worker_message(struct gs_proto_conn *conn, const Gs__Envelope *en
     case GS__ENVELOPE__BODY_LAUNCH_TASKS_REPLY:
         if (!sched_steps_launch_reply(wc->s, wc->node, env->request_id))
             sched_launch_reply(wc->s, wc->node, env->launch_tasks_reply);
+        break;
+    case GS__ENVELOPE__BODY_DATA_HOLDINGS:
+        sched_data_holdings(wc->s, wc->node, env->data_holdings);
+        break;
+    case GS__ENVELOPE__BODY_JOB_DATA_REPORT:
+        sched_data_job_report(wc->s, wc->node, env->job_data_report);
         break;
     case GS__ENVELOPE__BODY_CLI_RELAY:
         sched_cli_relay(wc->s, conn, wc->node->name, &wc->relay_last_session, env->cli_relay);

@@ -115,6 +115,10 @@ void sched_usage_to_msg(const struct sched_job_usage *u, Gs__JobUsage *m)
     m->cpu_time_ms = sched_usage_cpu_ms(u);
     m->rss_peak_mib = u->rss_peak_mib;
     m->idle_flags = u->idle_flags;
+    m->data_bytes_local = u->data_bytes_local;
+    m->data_bytes_peer = u->data_bytes_peer;
+    m->data_bytes_source = u->data_bytes_source;
+    m->data_stage_ms = u->data_stage_ms;
 }
 
 int sched_usage_from_packed(struct sched_job_usage *u, const void *data, size_t len)
@@ -134,6 +138,11 @@ int sched_usage_from_packed(struct sched_job_usage *u, const void *data, size_t 
     u->cpu_done_ms = m->cpu_time_ms;
     u->rss_peak_mib = m->rss_peak_mib;
     u->idle_flags = m->idle_flags;
+    u->data_bytes_local = m->data_bytes_local;
+    u->data_bytes_peer = m->data_bytes_peer;
+    u->data_bytes_source = m->data_bytes_source;
+    u->data_stage_ms = m->data_stage_ms;
+    u->data = u->data_bytes_local + u->data_bytes_peer + u->data_bytes_source > 0;
     gs__job_usage__free_unpacked(m, NULL);
     return 0;
 }
@@ -145,7 +154,7 @@ int sched_usage_pack(const struct sched_job_usage *u, void **ret, size_t *ret_le
 
     *ret = NULL;
     *ret_len = 0;
-    if (!u->telemetry)
+    if (!u->telemetry && !u->data)
         return 0;
     sched_usage_to_msg(u, &m);
     len = gs__job_usage__get_packed_size(&m);

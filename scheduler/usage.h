@@ -42,6 +42,10 @@ struct sched_job_usage {
     uint32_t nused;
     struct sched_usage_task *tasks;
     size_t ntasks, cap;
+    /* Its dataset (JobDataReports, sched_data.c): bytes its nodes' ranks read that were
+     * cached, fetched from a peer, copied from the source; the longest staging wait. */
+    bool data;
+    uint64_t data_bytes_local, data_bytes_peer, data_bytes_source, data_stage_ms;
 };
 
 /* Frees what u owns and zeroes it. */

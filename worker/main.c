@@ -40,6 +40,7 @@ static const char usage[] =
     "  --cpus LIST          offer only these CPUs (OS numbers, \"0-3,8\"; worker.cpus)\n"
     "  --features A,B       node features job constraints match\n"
     "  --log-dir DIR        where the worker keeps its state (worker.log_dir)\n"
+    "  --data-dir DIR       the node's shard cache (worker.data_dir; docs/data.md)\n"
     "  --cli-socket PATH    the gsched CLI's socket inside this node's jobs (worker.cli_socket;\n"
     "                       default LOG_DIR/NAME.sock)\n"
     "  --log-level LEVEL    debug, info, warn or error\n"
@@ -132,7 +133,8 @@ enum {
     OPT_LOG,
     OPT_CLISOCK,
     OPT_AUTH_KEY,
-    OPT_ALLOW_ROOT
+    OPT_ALLOW_ROOT,
+    OPT_DATA_DIR
 };
 
 static const struct option long_opts[] = {
@@ -149,6 +151,7 @@ static const struct option long_opts[] = {
     {"cli-socket", required_argument, NULL, OPT_CLISOCK},
     {"auth-key", required_argument, NULL, OPT_AUTH_KEY},
     {"allow-root-jobs", no_argument, NULL, OPT_ALLOW_ROOT},
+    {"data-dir", required_argument, NULL, OPT_DATA_DIR},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -187,6 +190,10 @@ static int apply_option(struct workerd *d, int opt, const char *arg)
     case OPT_ALLOW_ROOT:
         cfg->allow_root_jobs = true;
         return 0;
+    case OPT_DATA_DIR:
+        if (arg[0] != '/')
+            return usage_error("--data-dir wants an absolute directory, not '%s'", arg);
+        return set_str(&cfg->data_dir, arg) < 0 ? 1 : 0;
     case OPT_AUTH_KEY:
         if (arg[0] == '\0') {
             free(cfg->auth_key);
@@ -456,7 +463,11 @@ static int run(struct workerd *d)
                             .allow_root_jobs = d->cfg.allow_root_jobs,
                             .cgroups = d->cfg.cgroups,
                             .cgroup_parent = d->cfg.cgroup_parent,
-                            .job_pids_max = d->cfg.job_pids_max};
+                            .job_pids_max = d->cfg.job_pids_max,
+                            .data_dir = d->cfg.data_dir,
+                            .data_cap_bytes = d->cfg.data_cap_mib << 20,
+                            .data_rate_bytes = d->cfg.data_rate_mib << 20,
+                            .data_port = d->cfg.data_port};
     struct gs_proto_auth_key key;
     struct gs_error err;
     int rc = load_key(&d->cfg, &key);

@@ -143,6 +143,7 @@ void wrk_job_forget(struct wrk_ctx *w, struct wrk_job *job)
     else if (killed < 0)
         GS_LOG(GS_LOG_WARN, "job=%llu error=\"%s\" cgroup not removed",
                (unsigned long long)job->job_id, gs_strerror(killed));
+    wrk_data_job_forget(w, job->job_id); /* its dataset unpinned, its plan file removed */
     for (struct wrk_job **p = &w->jobs; *p != NULL; p = &(*p)->next) {
         if (*p == job) {
             *p = job->next;
@@ -257,6 +258,7 @@ static int send_register(struct wrk_ctx *w)
         /* Borrowed for the send only: detached again before the message is freed. */
         r.msg->unacked_exits = exits;
         r.msg->n_unacked_exits = n;
+        r.msg->data_port = wrk_data_port(w);
         env.body_case = GS__ENVELOPE__BODY_NODE_REGISTER;
         env.node_register = r.msg;
         rc = wrk_send(w, &env);
@@ -399,6 +401,7 @@ static void handle_register_reply(struct wrk_ctx *w, const Gs__NodeRegisterReply
     }
     GS_LOG(GS_LOG_INFO, "node=%s heartbeat_ms=%llu registered", w->node_name,
            (unsigned long long)w->heartbeat_ms);
+    wrk_data_registered(w);
 }
 
 /* A chunk (or the end) of a step task's stdout or stderr, for the srun waiting on it. Only
@@ -461,6 +464,9 @@ static void on_message(struct gs_proto_conn *conn, const Gs__Envelope *env, void
     case GS__ENVELOPE__BODY_JOB_LIMIT_UPDATE:
         wrk_handle_limit(w, env->job_limit_update);
         break;
+    case GS__ENVELOPE__BODY_DATA_COMMAND:
+        wrk_data_command(w, env->data_command);
+        break;
     case GS__ENVELOPE__BODY_TASK_EXIT_ACK:
         handle_ack(w, env->task_exit_ack);
         break;
@@ -510,6 +516,7 @@ static void release_handle(struct wrk_ctx *w)
         return;
     if (w->stopped != NULL)
         w->stopped(w->stopped_data);
+    wrk_data_free(w);
     for (struct wrk_exit *e = w->exits, *next; e != NULL; e = next) {
         next = e->next;
         free(e);
@@ -595,6 +602,11 @@ static void connect_now(struct wrk_ctx *w)
 static void on_timer_closed(uv_handle_t *handle)
 {
     release_handle(handle->data);
+}
+
+void wrk_handle_closed(struct wrk_ctx *w)
+{
+    release_handle(w);
 }
 
 static int copy_features(struct wrk_ctx *w, char *const *features)
@@ -828,6 +840,10 @@ struct wrk_ctx *wrk_new(uv_loop_t *loop, const struct wrk_opts *opts, struct gs_
         return NULL;
     }
     start_telemetry(w, opts);
+    if (wrk_data_start(w, opts, err) < 0) {
+        wrk_stop(w, NULL, NULL);
+        return NULL;
+    }
     return w;
 fail:
     if (w != NULL) {
@@ -860,6 +876,7 @@ void wrk_stop(struct wrk_ctx *w, void (*stopped)(void *data), void *data)
     w->relay = NULL;
     wrk_telemetry_close(w->telemetry, on_telemetry_closed, w);
     w->telemetry = NULL;
+    wrk_data_stop(w);
     if (w->conn != NULL)
         gs_proto_conn_close(w->conn);
     uv_close((uv_handle_t *)&w->heartbeat, on_timer_closed);

@@ -73,6 +73,7 @@ struct wrk_ctx {
     struct wrk_telemetry *telemetry; /* heartbeat figures; NULL when not sampling */
     struct wrk_exit *exits;
     struct wrk_job *jobs;
+    struct wrk_data *data; /* the shard cache (worker_data.c); NULL: the node keeps none */
     int open_handles;
     bool warned_unbound;      /* said that a fake topology leaves tasks unbound */
     bool warned_skipped_step; /* said that a task started without its memory policy */
@@ -83,6 +84,15 @@ struct wrk_ctx {
 
 /* worker_launch.c */
 void wrk_handle_launch(struct wrk_ctx *w, const Gs__LaunchTasks *msg, uint64_t request_id);
+/*
+ * Starts msg's tasks now (no deferral, no staging), their environment extended by
+ * extra_env ("KEY=VALUE", NULL-terminated, NULL none); with fail_rc < 0 starts none and
+ * fails each with fail_why, the reply and the TaskExits saying so.
+ */
+void wrk_launch_now(struct wrk_ctx *w, const Gs__LaunchTasks *msg, uint64_t request_id,
+                    char *const *extra_env, int fail_rc, const char *fail_why);
+/* Whether msg starts a job's leader (a batch script, mpirun), whose steps run its ranks. */
+bool wrk_leader_launch(const Gs__LaunchTasks *msg);
 void wrk_handle_signal(struct wrk_ctx *w, const Gs__SignalTasks *msg);
 /* JobLimitUpdate: a running job's new time limit, for its tasks here of every step. */
 void wrk_handle_limit(struct wrk_ctx *w, const Gs__JobLimitUpdate *msg);
@@ -97,8 +107,24 @@ void wrk_job_idle(struct wrk_ctx *w, struct wrk_job *job);
 /* worker_logs.c: replies a LogsReply or an ErrorReply under request_id. */
 void wrk_handle_logs(struct wrk_ctx *w, const Gs__LogsRequest *req, uint64_t request_id);
 
+/* worker_data.c: the node's shard cache (docs/data.md) */
+struct wrk_data;
+/* Opens worker.data_dir's cache and the peers' data port; 0 when there is no data_dir. */
+int wrk_data_start(struct wrk_ctx *w, const struct wrk_opts *opts, struct gs_error *err);
+void wrk_data_stop(struct wrk_ctx *w); /* closes its handles (wrk_handle_closed each) */
+void wrk_data_free(struct wrk_ctx *w); /* after the last handle closed; NULL data allowed */
+uint32_t wrk_data_port(const struct wrk_ctx *w);
+void wrk_data_registered(struct wrk_ctx *w); /* the full holdings report */
+/* A LaunchTasks with a dataset: staged, then launched (or failed). Whether it took it. */
+bool wrk_data_launch(struct wrk_ctx *w, const Gs__LaunchTasks *msg, uint64_t request_id);
+void wrk_data_command(struct wrk_ctx *w, const Gs__DataCommand *cmd);
+void wrk_data_job_signal(struct wrk_ctx *w, const Gs__SignalTasks *msg);
+void wrk_data_job_forget(struct wrk_ctx *w, uint64_t job_id);
+
 /* worker.c */
 int wrk_send(struct wrk_ctx *w, Gs__Envelope *env);
+/* One of the worker's handles (or in-flight requests) is closed: the last one frees it. */
+void wrk_handle_closed(struct wrk_ctx *w);
 /* Records an exit of task id (and sends it when connected). */
 void wrk_record_exit(struct wrk_ctx *w, const struct wrk_task_id *id, uint32_t attempt,
                      const struct wrk_task_exit *ex, Gs__EndReason reason, const char *error);

@@ -72,6 +72,7 @@ struct launch {
     Gs__TaskLaunchResult *results;
     Gs__TaskLaunchResult **result_ptrs;
     char (*messages)[256];
+    char *const *extra_env; /* appended to the job's environment (worker_data.c) */
 };
 
 struct wrk_job *wrk_job_find(struct wrk_ctx *w, uint64_t job_id)
@@ -168,8 +169,11 @@ static void free_strv(char **v)
 static int build_job_env(struct launch *l)
 {
     const Gs__LaunchTasks *m = l->msg;
+    size_t nextra = 0;
 
-    l->job_env = calloc(m->n_env + 1, sizeof(char *));
+    while (l->extra_env != NULL && l->extra_env[nextra] != NULL)
+        nextra++;
+    l->job_env = calloc(m->n_env + nextra + 1, sizeof(char *));
     if (l->job_env == NULL)
         return -ENOMEM;
     for (size_t i = 0; i < m->n_env; i++) {
@@ -179,6 +183,11 @@ static int build_job_env(struct launch *l)
             return -ENOMEM;
         l->job_env[i] = gs_buf_detach(&kv, NULL);
         if (l->job_env[i] == NULL)
+            return -ENOMEM;
+    }
+    for (size_t i = 0; i < nextra; i++) {
+        l->job_env[m->n_env + i] = strdup(l->extra_env[i]);
+        if (l->job_env[m->n_env + i] == NULL)
             return -ENOMEM;
     }
     return 0;
@@ -808,15 +817,37 @@ static int prepare(struct launch *l, char *why, size_t why_size)
     return rc;
 }
 
+bool wrk_leader_launch(const Gs__LaunchTasks *msg)
+{
+    const Gs__RunSpec *run = msg->run;
+
+    if (run == NULL || msg->step != 0)
+        return false;
+    return (run->batch && run->script != NULL && run->script[0] != '\0') ||
+           run->launcher == GS__LAUNCHER__LAUNCHER_MPI;
+}
+
 void wrk_handle_launch(struct wrk_ctx *w, const Gs__LaunchTasks *msg, uint64_t request_id)
 {
-    struct launch l = {.w = w, .msg = msg};
+    if (defer_launch(w, msg, request_id))
+        return;
+    if (wrk_data_launch(w, msg, request_id)) /* staged first, launched from there */
+        return;
+    wrk_launch_now(w, msg, request_id, NULL, 0, NULL);
+}
+
+void wrk_launch_now(struct wrk_ctx *w, const Gs__LaunchTasks *msg, uint64_t request_id,
+                    char *const *extra_env, int fail_rc, const char *fail_why)
+{
+    struct launch l = {.w = w, .msg = msg, .extra_env = extra_env};
     char why[256] = "";
     int rc;
 
-    if (defer_launch(w, msg, request_id))
-        return;
     rc = prepare(&l, why, sizeof(why));
+    if (rc == 0 && fail_rc < 0) {
+        rc = fail_rc;
+        snprintf(why, sizeof(why), "%s", fail_why != NULL ? fail_why : "launch refused");
+    }
 
     for (size_t i = 0; l.results != NULL && i < msg->n_tasks; i++) {
         struct gs_error err;
@@ -869,6 +900,8 @@ void wrk_handle_signal(struct wrk_ctx *w, const Gs__SignalTasks *msg)
         .nranks = msg->batch_only ? 0 : msg->n_ranks,
     };
     int n;
+
+    wrk_data_job_signal(w, msg); /* a launch still staging its data is dropped */
 
     if (msg->signal == 0)
         n = wrk_tasks_kill(w->tasks, &m, reason);

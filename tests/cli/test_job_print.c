@@ -379,8 +379,8 @@ Test(job_json, job_info_from_show_carries_the_spec_and_absent_parts_are_null)
                   "\"env\":{\"OMP_NUM_THREADS\":\"4\"}},"
                   "\"max_restarts\":0,\"account\":\"\",\"qos\":\"\",\"reservation\":\"\","
                   "\"comment\":\"\","
-                  "\"source\":\"\",\"depends_any\":false,\"singleton\":false,\"array\":null}}") !=
-            NULL,
+                  "\"source\":\"\",\"data\":null,\"depends_any\":false,\"singleton\":false,"
+                  "\"array\":null}}") != NULL,
         "%s", s);
     free(s);
 }

@@ -66,7 +66,7 @@ expect "$j" '0 < d["progress"]["loss"] < 100 and d["progress"]["tokens_per_s"] >
 expect "$j" 'd["progress"]["received_ms"] >= j["start_time_ms"] and d["progress"]["received_ms"] <= j["end_time_ms"]' \
   "a report received while the job ran"
 "$bin/gsched" show "$j" > "$tmp/show.txt" 2>&1 || fail "show $j: $(cat "$tmp/show.txt")"
-grep -Eq '^Progress: step 12/12 \(100%\) loss [0-9.]+ eval [0-9.]+ tokens/s [0-9]+ ranks 1 \([0-9]+ s ago\)$' \
+grep -Eq '^Progress: step 12/12 \(100%\) loss [0-9.]+ eval [0-9.]+ tokens/s [0-9]+( data-wait [0-9.]+ ms)? ranks 1 \([0-9]+ s ago\)$' \
   "$tmp/show.txt" || fail "no Progress line in: $(cat "$tmp/show.txt")"
 
 # --- refused: a job that is not running, a job that does not exist ---------------------------

@@ -1,0 +1,89 @@
+/*
+ * data_resolve.c: a dataset path to what gschedd needs of it (data_resolve.h). The
+ * manifest is read with the manifest reader's own checks, so a typo in it is an error
+ * here, at submit, with its line and column, not on a node when the job starts.
+ */
+#define _GNU_SOURCE /* realpath */
+
+#include "cli/data_resolve.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/buf.h"
+#include "common/path.h"
+#include "sharding/cache.h"
+#include "sharding/manifest.h"
+
+/* DIR for "DIR" and for "DIR/manifest.toml", absolute and with links resolved. */
+static int dataset_dir(const char *path, char out[PATH_MAX], struct gs_error *err)
+{
+    struct gs_buf abs = GS_BUF_INIT;
+    char cwd[PATH_MAX];
+    size_t n;
+    int rc;
+
+    if (getcwd(cwd, sizeof(cwd)) == NULL)
+        return gs_error_set(err, -errno, 0, 0, "current directory: %s", strerror(errno));
+    rc = gs_path_absolute(cwd, path, &abs);
+    if (rc < 0) {
+        gs_error_set(err, rc, 0, 0, "%s: %s", path, strerror(-rc));
+        goto out;
+    }
+    n = abs.len;
+    if (n > strlen(SHARD_MANIFEST_FILE) &&
+        strcmp(abs.data + n - strlen(SHARD_MANIFEST_FILE), SHARD_MANIFEST_FILE) == 0 &&
+        abs.data[n - strlen(SHARD_MANIFEST_FILE) - 1] == '/')
+        abs.data[n - strlen(SHARD_MANIFEST_FILE) - 1] = '\0';
+    if (realpath(abs.data, out) == NULL) {
+        rc = gs_error_set(err, -errno, 0, 0, "%s: %s", path, strerror(errno));
+        goto out;
+    }
+    rc = 0;
+out:
+    gs_buf_release(&abs);
+    return rc;
+}
+
+int cli_data_resolve(const char *path, struct gs_jobdata *d, struct gs_error *err)
+{
+    struct shard_manifest *m = NULL;
+    char dir[PATH_MAX], id[SHARD_DATASET_ID_SIZE];
+    uint64_t bytes = 0;
+    char *source;
+    int rc;
+
+    rc = dataset_dir(path, dir, err);
+    if (rc < 0)
+        return rc;
+    rc = shard_manifest_read(dir, &m, err);
+    if (rc < 0)
+        return rc;
+    if (m->nshards == 0 || m->nshards > UINT32_MAX) {
+        rc = gs_error_set(err, -EINVAL, 0, 0, "%s/%s: %s", dir, SHARD_MANIFEST_FILE,
+                          m->nshards == 0 ? "lists no shard" : "lists too many shards");
+        goto out;
+    }
+    rc = shard_dataset_id(dir, id, err);
+    if (rc < 0)
+        goto out;
+    for (size_t i = 0; i < m->nshards; i++)
+        bytes += SHARD_HEADER_SIZE + m->shards[i].tokens * (uint64_t)m->shards[i].dtype;
+    source = strdup(dir);
+    if (source == NULL) {
+        rc = gs_error_set(err, -ENOMEM, 0, 0, "out of memory");
+        goto out;
+    }
+    free(d->source);
+    d->source = source;
+    snprintf(d->id, sizeof(d->id), "%s", id);
+    d->shards = (uint32_t)m->nshards;
+    d->bytes = bytes;
+out:
+    shard_manifest_free(m);
+    return rc;
+}

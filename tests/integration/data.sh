@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# data.sh BIN_DIR SRC_DIR [MODE]: datasets where the GPUs are (issue 19), on a `gsched up`
+# cluster of four workers, each with its own shard cache (state/data/NODE):
+#   - node3 and node4 start with complementary parts of a dataset's train shards in their
+#     caches (three quarters and one quarter), and no val shard; the workers report them (`gsched data ls`);
+#   - a 2-node job with [data] manifest lands on node3 and node4 (the placement prefers
+#     nodes holding its data; all four are idle and alike), reads its node's cached dataset (GSCHED_DATA_DIR, holding only that node's
+#     shards) with the shared plan file (GSCHED_DATA_PLAN); only the shards nobody held (the
+#     val shards, for every node) come from the source, and the train shards moved for
+#     balance come from the peer that holds them (worker to worker); `gsched show` says so;
+#   - the same job again moves nothing;
+#   - with MODE mpi those two runs are a 2-node gsched-train job (launcher = "mpi": mpirun
+#     on node3 starts one rank per node as srun steps, node4 stages its shards for its step
+#     without a task of its own): it trains, each rank reading its plan's shards from its
+#     node's cache; then the shell job checks what each rank was given;
+#   - `gsched data warm DIR -w node1 --wait` puts the whole dataset on node1, `stat` shows
+#     it, `evict` (root) removes it; a job file naming no dataset is refused, nothing queued.
+name="integration_data"
+. "$(dirname "$0")/lib.sh"
+mode=${3:-local}
+
+# The dataset: shards of 1,000 tokens (u8: bytes + 64), a val split.
+"$bin/gsched" shard build --out "$tmp/data" --shard-tokens 1000 --val-fraction 0.05 \
+  --raw u8 --vocab 256 /usr/share/common-licenses/* > "$tmp/build.log" 2>&1 ||
+  fail "shard build: $(cat "$tmp/build.log")"
+id=$(sha256sum "$tmp/data/manifest.toml" | cut -c1-32)
+# Manifest facts: "file split bytes" per shard, in manifest order.
+python3 - "$tmp/data/manifest.toml" > "$tmp/shards" <<'PY' || fail "reading the manifest"
+import sys, tomllib
+m = tomllib.load(open(sys.argv[1], "rb"))
+for s in m["shard"]:
+    print(s["file"], s["split"], 64 + s["tokens"] * {"u8": 1, "u16": 2, "u32": 4}[s["dtype"]])
+PY
+train_bytes=$(awk '$2 == "train" {b += $3} END {print b}' "$tmp/shards")
+val_bytes=$(awk '$2 == "val" {b += $3} END {print b}' "$tmp/shards")
+ntrain=$(awk '$2 == "train"' "$tmp/shards" | wc -l)
+[ "$ntrain" -ge 8 ] && [ "$val_bytes" -gt 0 ] || fail "dataset too small: $(cat "$tmp/shards")"
+
+# node3 holds three train shards in four, node4 the fourth; nobody the val shards.
+for n in 3 4; do
+  mkdir -p "$state/data/node$n/$id"
+  cp "$tmp/data/manifest.toml" "$state/data/node$n/$id/"
+done
+awk '$2 == "train" {print NR % 4 == 0 ? 4 : 3, $1}' "$tmp/shards" | while read -r n f; do
+  cp "$tmp/data/$f" "$state/data/node$n/$id/$f"
+done
+
+start_cluster --workers 4 --gpus-per-node 0 --heartbeat 1s
+
+# --- holdings reported ------------------------------------------------------------------------
+held() { # held NODE: shards of the dataset NODE's cache holds, by gsched data ls
+  "$bin/gsched" data ls --json | python3 -c '
+import json, sys
+rows = [r for r in json.load(sys.stdin)["holdings"] if r["node"] == sys.argv[1] and r["dataset"] == sys.argv[2]]
+print(rows[0]["held"] if rows else -1)' "$1" "$id"
+}
+part4=$(awk '$2 == "train" && NR % 4 == 0' "$tmp/shards" | wc -l)
+part3=$((ntrain - part4))
+wait_for "node3 and node4 to report their shards" 20 \
+  eval '[ "$(held node3)" = "$part3" ] && [ "$(held node4)" = "$part4" ]'
+
+# --- a refused job: the dataset does not exist ------------------------------------------------
+job_file bad.toml "[resources]
+nodes = 2
+[run]
+command = [\"true\"]
+[data]
+manifest = \"$tmp/no-such-data\""
+out=$("$bin/gsched" submit bad.toml 2>&1) && fail "a job on a missing dataset submitted: $out"
+case $out in *"bad.toml: data.manifest: "*"no-such-data"*) ;; *) fail "missing dataset: $out" ;; esac
+[ "$(queue_count)" = 0 ] || fail "a refused job was queued"
+
+# --- the job: each rank lists its node's cached dataset and keeps the plan --------------------
+job_file read.toml "name = \"read\"
+[resources]
+nodes = 2
+[run]
+command = [\"sh\", \"-c\", \"ls \$GSCHED_DATA_DIR > ls.\$1.\$RANK && cp \$GSCHED_DATA_PLAN plan.\$1.\$RANK\", \"sh\", \"%RUN%\"]
+[data]
+manifest = \"$tmp/data\"
+tolerance = 0.1"
+run_job() { # run_job TAG: the job once, its id printed
+  sed "s/%RUN%/$1/" "$work/read.toml" > "$work/read-$1.toml"
+  local job
+  job=$(submit "read-$1.toml")
+  wait_end "$job" 60 || fail "job $job ($1) failed: $(jq "$job" 'j["reason"]')"
+  echo "$job"
+}
+if [ "$mode" = mpi ]; then
+  # MPI's libraries leak by design; the ranks and launchers under the sanitizer build say so.
+  export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+  export PATH="$bin:$PATH" # the job's environment is submit's: gsched-train is found there
+  train_cfg "$work/cfg.toml" "$tmp/data" 30
+  job_file train.toml "name = \"train\"
+[resources]
+nodes = 2
+cpus_per_task = 1
+[run]
+launcher = \"mpi\"
+command = [\"gsched-train\", \"train\", \"cfg.toml\", \"--out_dir=%RUN%\"]
+stdout = \"%RUN%.out\"
+[data]
+manifest = \"$tmp/data\"
+tolerance = 0.1"
+  train_job() { # train_job TAG: the training job once, its id printed
+    sed "s/%RUN%/$1/g" "$work/train.toml" > "$work/train-$1.toml"
+    local job
+    job=$(submit "train-$1.toml")
+    wait_end "$job" 240 || fail "training $job ($1) failed: $(tail -20 "$work/$1.out")"
+    grep -q "data parallel: 2 ranks (mpi)" "$work/$1.out" || fail "not 2 MPI ranks: $(head "$work/$1.out")"
+    grep -q "GSCHED_DATA_DIR" "$work/$1.out" || fail "the ranks did not read the cache: $(head -20 "$work/$1.out")"
+    echo "$job"
+  }
+  first=$(train_job first)
+else
+  first=$(run_job first)
+fi
+expect "$first" 'sorted(a["node_name"] for a in j["allocation"]) == ["node3", "node4"]' \
+  "on node3 and node4, where its data is"
+expect "$first" "j['spec']['data']['dataset'] == '$id'" "the dataset's id in the job"
+u() { jq "$1" "j['usage']['data_bytes_$2']"; }
+local1=$(u "$first" local) peer1=$(u "$first" peer) source1=$(u "$first" source)
+[ "$source1" = $((2 * val_bytes)) ] ||
+  fail "first run: $source1 bytes from the source, expected the val shards on each node ($((2 * val_bytes)))"
+[ $((local1 + peer1)) = "$train_bytes" ] ||
+  fail "first run: local $local1 + peer $peer1 is not the train bytes $train_bytes"
+# Balance moves about a quarter of the train bytes to node4, from node3's cache.
+[ $((peer1 * 5)) -ge "$train_bytes" ] && [ $((peer1 * 3)) -le "$train_bytes" ] ||
+  fail "first run: $peer1 bytes from peers, expected about a quarter of $train_bytes"
+grep -q "bytes_peer=[1-9]" "$state/node4.log" || fail "node4 fetched nothing from its peer"
+"$bin/gsched" show "$first" | grep -q "Data: Local=" || fail "gsched show has no Data line"
+# Each rank saw its own node's cache, the same plan, and no shard it was not given.
+if [ "$mode" != mpi ]; then
+  cmp -s "$work/plan.first.0" "$work/plan.first.1" || fail "the ranks' plan files differ"
+  grep -q "dataset = \"$id\"" "$work/plan.first.0" || fail "plan: $(cat "$work/plan.first.0")"
+  for r in 0 1; do
+    n=$(grep -c '\.bin$' "$work/ls.first.$r")
+    [ "$n" -lt "$ntrain" ] || fail "rank $r's node holds every train shard: $n"
+  done
+fi
+
+# --- the same job again moves nothing ----------------------------------------------------------
+if [ "$mode" = mpi ]; then
+  second=$(train_job second)
+  third=$(run_job third) # what each rank is given, as the shell sees it
+  cmp -s "$work/plan.third.0" "$work/plan.third.1" || fail "the ranks' plan files differ"
+else
+  second=$(run_job second)
+fi
+[ "$(u "$second" source)" = 0 ] && [ "$(u "$second" peer)" = 0 ] ||
+  fail "second run moved data: source $(u "$second" source) peer $(u "$second" peer)"
+[ "$(u "$second" local)" = $((train_bytes + 2 * val_bytes)) ] ||
+  fail "second run: local $(u "$second" local), expected $((train_bytes + 2 * val_bytes))"
+
+# --- warm, stat, evict -------------------------------------------------------------------------
+out=$("$bin/gsched" data warm "$tmp/data" -w node1 --wait --timeout 60 2>&1) ||
+  fail "warm node1: $out"
+[ "$(held node1)" = "$(wc -l < "$tmp/shards")" ] || fail "node1 after warm: $(held node1)"
+out=$("$bin/gsched" data stat "$id" 2>&1) || fail "stat: $out"
+echo "$out" | grep -q "^node1 .*$id" || fail "stat shows no node1: $out"
+out=$("$bin/gsched" data warm "$tmp/data" 2>&1) && fail "warm without nodes: $out"
+case $out in *"which nodes?"*) ;; *) fail "warm without nodes: $out" ;; esac
+out=$("$bin/gsched" data ls -w node9 2>&1) && fail "ls of node9: $out"
+case $out in *"no node named node9"*) ;; *) fail "ls of node9: $out" ;; esac
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && id nobody >/dev/null 2>&1; then
+  # Caches are every user's: only root evicts.
+  chmod 711 "$tmp" "$state" # the socket is 0666: let others through the directories
+  out=$(setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups \
+    "$bin/gsched" data evict "$id" -w node1 2>&1) && fail "nobody evicted: $out"
+  case $out in *"only root may evict"*) ;; *) fail "evict by nobody: $out" ;; esac
+fi
+if [ "$(id -u)" = 0 ]; then
+  out=$("$bin/gsched" data evict "$id" -w node1 2>&1) || fail "evict: $out"
+  wait_for "node1 to drop the dataset" 20 eval '[ "$(held node1)" = -1 ]'
+  [ ! -e "$state/data/node1/$id" ] || fail "node1's copy is still on disk"
+fi
+check_logs
+echo "$name: ok"
