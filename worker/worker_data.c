@@ -67,8 +67,9 @@ struct copy {
     uid_t uid; /* whose permission reads the source */
     gid_t gid;
     char user[64];
-    bool from_peer; /* the copy came from the peer */
-    uint64_t bytes; /* the shard's file size, for the launch's figures */
+    bool from_peer;       /* the copy came from the peer */
+    char peer_error[256]; /* why the peer's copy failed, "" when it did not */
+    uint64_t bytes;       /* the shard's file size, for the launch's figures */
     int result;
     struct gs_error err;
 };
@@ -345,6 +346,7 @@ static void copy_work(uv_work_t *req)
             c->from_peer = true;
             return;
         }
+        snprintf(c->peer_error, sizeof(c->peer_error), "%s", c->err.msg); /* logged on the loop */
     }
     if (!user_may_read(c->source, c->uid, c->gid, c->user)) {
         c->result =
@@ -396,6 +398,11 @@ static void copy_done(uv_work_t *req, int status)
     c->bytes = c->job.bytes; /* stage_end zeroes the job */
     d->running = NULL;
     shard_cache_stage_end(d->cache, &c->job, c->result);
+    if (c->peer_error[0] != '\0')
+        GS_LOG(GS_LOG_WARN,
+               "dataset=%s shard=%zu peer=%s:%u error=\"%s\" peer copy failed, "
+               "copying from the source",
+               c->dataset, c->shard, c->peer_host, (unsigned)c->peer_port, c->peer_error);
     if (c->result < 0)
         GS_LOG(GS_LOG_WARN, "dataset=%s shard=%zu error=\"%s\" shard not staged", c->dataset,
                c->shard, c->err.msg);

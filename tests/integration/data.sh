@@ -174,5 +174,31 @@ if [ "$(id -u)" = 0 ]; then
   wait_for "node1 to drop the dataset" 20 eval '[ "$(held node1)" = -1 ]'
   [ ! -e "$state/data/node1/$id" ] || fail "node1's copy is still on disk"
 fi
+
+# --- a peer whose copies are damaged: the shards come from the source instead -----------------
+"$bin/gsched" shard build --out "$tmp/data2" --shard-tokens 700 --val-fraction 0.05 \
+  --raw u8 --vocab 256 /usr/share/common-licenses/* > "$tmp/build2.log" 2>&1 ||
+  fail "shard build: $(cat "$tmp/build2.log")"
+id2=$(sha256sum "$tmp/data2/manifest.toml" | cut -c1-32)
+out=$("$bin/gsched" data warm "$tmp/data2" -w node2 --wait --timeout 60 2>&1) ||
+  fail "warm node2: $out"
+# Token bytes overwritten, headers left alone: node2 still counts them as held.
+for f in "$state/data/node2/$id2"/*.bin; do
+  printf 'XXXX' | dd of="$f" bs=1 seek=100 conv=notrunc 2> /dev/null || fail "damaging $f"
+done
+job_file damaged.toml "[resources]
+nodes = 2
+[run]
+command = [\"true\"]
+[data]
+manifest = \"$tmp/data2\"
+tolerance = 0.1"
+damaged=$(submit damaged.toml)
+wait_end "$damaged" 60 || fail "the job on damaged peers failed: $(jq "$damaged" 'j["reason"]')"
+expect "$damaged" '"node2" in [a["node_name"] for a in j["allocation"]]' "on node2, which holds the data"
+[ "$(u "$damaged" peer)" = 0 ] && [ "$(u "$damaged" source)" -gt 0 ] ||
+  fail "damaged peer: peer $(u "$damaged" peer) source $(u "$damaged" source)"
+grep -q "peer copy failed, copying from the source" "$state"/node*.log ||
+  fail "no worker says its peer's copy failed"
 check_logs
 echo "$name: ok"

@@ -725,3 +725,38 @@ Test(cluster, the_candidate_index_places_one_node_jobs_as_the_scan_does)
     for (size_t i = 0; i < nheld; i++)
         sched_alloc_release(&held[i]);
 }
+
+Test(cluster, nodes_holding_the_jobs_data_go_first_among_equals)
+{
+    uint64_t data[4] = {0, 500, 0, 900};
+    struct sched_req r = req(2, 2, 1);
+    struct sched_alloc six;
+
+    for (int i = 0; i < 4; i++) {
+        char name[8];
+
+        snprintf(name, sizeof(name), "n%d", i);
+        cr_assert_eq(add(name, 8, NULL), i);
+    }
+    r.data_bytes = data;
+    cr_assert_eq(sched_cluster_place(cluster, &r, NULL, &alloc), 0);
+    cr_assert_eq(alloc.nnodes, 2);
+    cr_assert_eq(alloc.nodes[0].node, 3, "most of the data first");
+    cr_assert_eq(alloc.nodes[1].node, 1);
+    sched_alloc_release(&alloc);
+    sched_alloc_init(&alloc);
+    /* One node: the same rule, outside the candidate index. */
+    r.nodes = 1;
+    cr_assert_eq(sched_cluster_place(cluster, &r, NULL, &alloc), 0);
+    cr_assert_eq(alloc.nodes[0].node, 3);
+    sched_alloc_release(&alloc);
+    sched_alloc_init(&alloc);
+    /* Best fit still comes first: a partly used node (fewer GPUs left) beats the data. */
+    sched_alloc_init(&six);
+    cr_assert_eq(sched_cluster_place(cluster, REQ(1, 6, 1), NULL, &six), 0);
+    cr_assert_eq(six.nodes[0].node, 0, "no data: the first node");
+    sched_cluster_take(cluster, &six);
+    cr_assert_eq(sched_cluster_place(cluster, &r, NULL, &alloc), 0);
+    cr_assert_eq(alloc.nodes[0].node, 0, "the fragment left on n0 over n3's data");
+    sched_alloc_release(&six);
+}
