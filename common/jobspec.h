@@ -43,7 +43,7 @@ enum gs_launcher {
 /* When a job's dataset reaches its nodes' caches ([data] stage). */
 enum gs_data_stage {
     GS_DATA_STAGE_BEFORE = 0, /* all of a node's shards cached before its tasks start */
-    GS_DATA_STAGE_STREAM,     /* accepted and recorded; staged as before (not built yet) */
+    GS_DATA_STAGE_STREAM,     /* val shards before; the tasks start; train shards stream in */
 };
 
 #define GS_DATA_ID_SIZE 33 /* a dataset id, 32 lowercase hex digits, and its NUL */

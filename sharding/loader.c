@@ -22,20 +22,31 @@
  * shard list, for the digest and the common epoch length), the loader keeps its own shards
  * (ascending manifest order) and the permutation is of this rank's samples, seeded with the
  * rank too. A step's entries are [sample / world, sample / world + global_batch / world).
+ *
+ * Stream mode (loader.h) leaves the slots of absent shards NULL in `shards`; the reader opens
+ * each when a read first needs it (after fetch waited for its file), so only the reader
+ * touches `shards` after the start, and shard_loader_free closes them after joining it. The
+ * hints walk the steps ahead of the one being filled with the same position rule as
+ * fill_train_plan (plan_next) and, when that walk has crossed into the next epoch, that
+ * epoch's order in a second buffer. The counters shard_loader_info reports are relaxed
+ * atomics: the reader adds, anyone reads.
  */
 #include "sharding/loader.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/clock.h"
 #include "sharding/planner.h"
 #include "sharding/rng.h"
 
 #define DEFAULT_PREFETCH 2
+#define DEFAULT_FETCH_AHEAD 2
 
 struct slot {
     int32_t *tokens; /* inputs then targets, rank_batch x T each */
@@ -47,10 +58,12 @@ struct shard_loader {
     uint32_t world, rank_batch;
 
     /* The split's shards in manifest order, with first_sample[i] the id of shard i's first
-     * sample (first_sample[nshards] = nsamples). Read-only after shard_loader_new. */
+     * sample (first_sample[nshards] = nsamples) and index[i] its manifest index. Read-only
+     * after shard_loader_new, but for stream mode's NULL slots in shards (the reader's). */
     size_t nshards;
     struct shard_file **shards;
     uint64_t *first_sample;
+    uint32_t *index;
     uint64_t nsamples;
 
     /* Plan mode: every rank has at least `usable` samples, the epoch's entries per rank that
@@ -65,6 +78,22 @@ struct shard_loader {
     uint64_t order_epoch;
     bool have_order;
     int32_t *window; /* T + 1 tokens */
+
+    /* Stream mode, the reader's: hinted[k] once shard k was hinted (or found there); the
+     * last step hinted; the order of its epoch when that is not order_epoch's. */
+    bool streaming;
+    uint32_t fetch_ahead;
+    bool *hinted;
+    bool hints_begun;
+    uint64_t hint_epoch, hint_sample;
+    uint64_t *ahead_order;
+    uint64_t ahead_epoch;
+    bool have_ahead;
+    size_t unsettled; /* shards neither opened nor hinted: while 0, no more hints */
+
+    /* Stream mode: what shard_loader_info reports as it grows. */
+    _Atomic uint32_t fetched, waits;
+    _Atomic uint64_t fetch_wait_ns;
 
     /* Shared, under mu. */
     pthread_t thread;
@@ -155,16 +184,30 @@ static uint64_t samples_in(uint64_t tokens, uint64_t t)
     return tokens > t ? (tokens - 1) / t : 0;
 }
 
-/* Opens manifest shard i, checked against its entry, as the loader's next shard. */
+/* Opens manifest shard i into *ret, checked against its entry first. */
+static int open_file(const struct shard_manifest *m, size_t i, struct shard_file **ret,
+                     struct gs_error *err)
+{
+    int rc = shard_manifest_check_shard(m, i, 0, err);
+
+    return rc < 0 ? rc : shard_open(m->shards[i].path, 0, ret, err);
+}
+
+/* Opens manifest shard i as the loader's next shard; in stream mode one whose file is not
+ * there yet stays unopened (NULL), its samples numbered from the manifest all the same. */
 static int open_one(struct shard_loader *l, size_t i, struct gs_error *err)
 {
     const struct shard_manifest *m = l->cfg.manifest;
-    int rc = shard_manifest_check_shard(m, i, 0, err);
+    int rc = open_file(m, i, &l->shards[l->nshards], err);
 
-    if (rc == 0)
-        rc = shard_open(m->shards[i].path, 0, &l->shards[l->nshards], err);
+    if (rc == -ENOENT && l->streaming) {
+        gs_error_clear(err);
+        l->info.absent_shards++;
+        rc = 0;
+    }
     if (rc < 0)
         return rc;
+    l->index[l->nshards] = (uint32_t)i;
     l->first_sample[l->nshards] = l->nsamples;
     l->nsamples += samples_in(m->shards[i].tokens, l->cfg.seq_len);
     l->nshards++;
@@ -180,7 +223,8 @@ static int open_shards(struct shard_loader *l, const uint32_t *mine, size_t n, s
 
     l->shards = calloc(m->nshards + 1, sizeof(*l->shards));
     l->first_sample = calloc(m->nshards + 1, sizeof(*l->first_sample));
-    if (l->shards == NULL || l->first_sample == NULL)
+    l->index = calloc(m->nshards + 1, sizeof(*l->index));
+    if (l->shards == NULL || l->first_sample == NULL || l->index == NULL)
         return gs_error_set(err, -ENOMEM, 0, 0, "loader: out of memory");
     if (l->plan_mode) {
         for (size_t k = 0; rc == 0 && k < n; k++)
@@ -382,18 +426,13 @@ static int alloc_slots(struct shard_loader *l, struct gs_error *err)
     return 0;
 }
 
-/* --- the reader --- */
+/* --- the reader: stream mode --- */
 
-/* Global sample id g (of the split) into slot row j. */
-static int read_sample(struct shard_loader *l, uint64_t g, struct slot *s, uint32_t j,
-                       struct gs_error *err)
+/* The loader's shard k whose sample range holds g: first_sample[k] <= g < first_sample[k+1]. */
+static size_t shard_of(const struct shard_loader *l, uint64_t g)
 {
-    size_t lo = 0, hi = l->nshards, t = l->cfg.seq_len;
-    int32_t *in = s->tokens + (size_t)j * t;
-    int32_t *tg = s->tokens + (size_t)l->rank_batch * t + (size_t)j * t;
-    int rc;
+    size_t lo = 0, hi = l->nshards;
 
-    /* The shard whose sample range holds g: first_sample[lo] <= g < first_sample[lo + 1]. */
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
 
@@ -402,7 +441,152 @@ static int read_sample(struct shard_loader *l, uint64_t g, struct slot *s, uint3
         else
             hi = mid;
     }
-    rc = shard_read(l->shards[lo], (g - l->first_sample[lo]) * t, t + 1, l->window, err);
+    return lo;
+}
+
+/* fetch's error rc for shard k, with err naming the shard when the callback left it empty. */
+static int fetch_failed(const struct shard_loader *l, size_t k, int rc, struct gs_error *err)
+{
+    if (err != NULL && err->msg[0] == '\0')
+        gs_error_set(err, rc, 0, 0, "loader: fetching shard %s: %s",
+                     l->cfg.manifest->shards[l->index[k]].path, gs_strerror(rc));
+    return rc;
+}
+
+/* Shard k needs no hint any more: hinted, found in place, or opened. */
+static void settle(struct shard_loader *l, size_t k)
+{
+    if (!l->hinted[k]) {
+        l->hinted[k] = true;
+        l->unsettled--;
+    }
+}
+
+/* A read needs shard k, not opened yet: opens it, through fetch(wait) when its file is not
+ * there yet. */
+static int need_shard(struct shard_loader *l, size_t k, struct gs_error *err)
+{
+    const struct shard_manifest *m = l->cfg.manifest;
+    uint64_t t0;
+    int rc = open_file(m, l->index[k], &l->shards[k], err);
+
+    if (rc == -ENOENT) {
+        gs_error_clear(err);
+        t0 = gs_clock_mono_ns();
+        rc = l->cfg.fetch(l->index[k], true, err, l->cfg.fetch_data);
+        atomic_fetch_add_explicit(&l->fetch_wait_ns, gs_clock_mono_ns() - t0, memory_order_relaxed);
+        atomic_fetch_add_explicit(&l->waits, 1, memory_order_relaxed);
+        if (rc < 0)
+            return fetch_failed(l, k, rc, err);
+        rc = open_file(m, l->index[k], &l->shards[k], err);
+    }
+    if (rc < 0)
+        return rc;
+    settle(l, k);
+    atomic_fetch_add_explicit(&l->fetched, 1, memory_order_relaxed);
+    return 0;
+}
+
+/* The step after the one at (epoch, sample), by fill_train_plan's rule. */
+static void plan_next(const struct shard_loader *l, uint64_t *epoch, uint64_t *sample)
+{
+    *sample += l->cfg.global_batch;
+    if (*sample / l->world + l->rank_batch > l->usable) {
+        (*epoch)++;
+        *sample = 0;
+    }
+}
+
+/* Epoch's order: the reader's own when it is in that epoch, else the lookahead's. */
+static const uint64_t *order_of(struct shard_loader *l, uint64_t epoch)
+{
+    if (l->have_order && l->order_epoch == epoch)
+        return l->order;
+    if (!l->have_ahead || l->ahead_epoch != epoch) {
+        shard_loader_rank_permutation(l->cfg.seed, epoch, l->cfg.rank, l->nsamples, l->ahead_order);
+        l->ahead_epoch = epoch;
+        l->have_ahead = true;
+    }
+    return l->ahead_order;
+}
+
+/* Hints, in reading order, the shards the step at (epoch, sample) reads that are neither
+ * opened nor hinted yet; a file already there needs no hint (the read opens it). */
+static int hint_step(struct shard_loader *l, uint64_t epoch, uint64_t sample, struct gs_error *err)
+{
+    const uint64_t *order = order_of(l, epoch);
+    uint64_t at = sample / l->world;
+    int rc;
+
+    for (uint32_t j = 0; j < l->rank_batch && l->unsettled > 0; j++) {
+        size_t k = shard_of(l, order[at + j]);
+
+        if (l->shards[k] != NULL || l->hinted[k])
+            continue;
+        settle(l, k);
+        if (access(l->cfg.manifest->shards[l->index[k]].path, F_OK) == 0)
+            continue;
+        rc = l->cfg.fetch(l->index[k], false, err, l->cfg.fetch_data);
+        if (rc < 0)
+            return fetch_failed(l, k, rc, err);
+    }
+    return 0;
+}
+
+/* Before the step at the reader's position is filled: the step fetch_ahead steps later; before
+ * the first, every step up to that one too. */
+static int hint_ahead(struct shard_loader *l, struct gs_error *err)
+{
+    int rc = 0;
+
+    if (l->unsettled == 0)
+        return 0;
+    if (l->hints_begun) {
+        plan_next(l, &l->hint_epoch, &l->hint_sample);
+        return hint_step(l, l->hint_epoch, l->hint_sample, err);
+    }
+    l->hints_begun = true;
+    l->hint_epoch = l->epoch;
+    l->hint_sample = l->sample;
+    rc = hint_step(l, l->hint_epoch, l->hint_sample, err);
+    for (uint32_t a = 0; rc == 0 && a < l->fetch_ahead && l->unsettled > 0; a++) {
+        plan_next(l, &l->hint_epoch, &l->hint_sample);
+        rc = hint_step(l, l->hint_epoch, l->hint_sample, err);
+    }
+    return rc;
+}
+
+/* Stream mode's state: every absent shard with samples is to be hinted (one without is never
+ * read). */
+static int start_stream(struct shard_loader *l, struct gs_error *err)
+{
+    l->hinted = calloc(l->nshards + 1, sizeof(*l->hinted));
+    l->ahead_order = malloc((l->nsamples + 1) * sizeof(*l->ahead_order));
+    if (l->hinted == NULL || l->ahead_order == NULL)
+        return gs_error_set(err, -ENOMEM, 0, 0, "loader: out of memory");
+    for (size_t k = 0; k < l->nshards; k++) {
+        if (l->shards[k] == NULL && l->first_sample[k + 1] > l->first_sample[k])
+            l->unsettled++;
+        else
+            l->hinted[k] = true;
+    }
+    return 0;
+}
+
+/* --- the reader --- */
+
+/* Global sample id g (of the split) into slot row j. */
+static int read_sample(struct shard_loader *l, uint64_t g, struct slot *s, uint32_t j,
+                       struct gs_error *err)
+{
+    size_t k = shard_of(l, g), t = l->cfg.seq_len;
+    int32_t *in = s->tokens + (size_t)j * t;
+    int32_t *tg = s->tokens + (size_t)l->rank_batch * t + (size_t)j * t;
+    int rc;
+
+    if (l->shards[k] == NULL && (rc = need_shard(l, k, err)) < 0)
+        return rc;
+    rc = shard_read(l->shards[k], (g - l->first_sample[k]) * t, t + 1, l->window, err);
     if (rc < 0)
         return rc;
     memcpy(in, l->window, t * sizeof(*in));
@@ -458,6 +642,8 @@ static int fill_train_plan(struct shard_loader *l, struct slot *s, struct gs_err
         l->order_epoch = l->epoch;
         l->have_order = true;
     }
+    if (l->streaming && (rc = hint_ahead(l, err)) < 0)
+        return rc;
     s->batch = (struct shard_loader_batch){.samples = l->rank_batch,
                                            .epoch = l->epoch,
                                            .sample = l->sample,
@@ -567,6 +753,8 @@ int shard_loader_new(const struct shard_loader_config *cfg, struct shard_loader 
     l->epoch = cfg->epoch;
     l->sample = cfg->sample;
     l->plan_mode = cfg->plan != NULL && cfg->split == SHARD_SPLIT_TRAIN;
+    l->streaming = l->plan_mode && cfg->fetch != NULL;
+    l->fetch_ahead = cfg->fetch_ahead == 0 ? DEFAULT_FETCH_AHEAD : cfg->fetch_ahead;
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->cond, NULL);
     rc = l->plan_mode ? plan_shards(l, &mine, &nmine, err) : 0;
@@ -580,6 +768,8 @@ int shard_loader_new(const struct shard_loader_config *cfg, struct shard_loader 
     fill_info(l);
     if (rc == 0)
         rc = alloc_slots(l, err);
+    if (rc == 0 && l->streaming)
+        rc = start_stream(l, err);
     if (rc == 0) {
         rc = -pthread_create(&l->thread, NULL, reader_main, l);
         if (rc < 0)
@@ -616,6 +806,9 @@ void shard_loader_free(struct shard_loader *l)
     free(l->slots);
     free(l->shards);
     free(l->first_sample);
+    free(l->index);
+    free(l->hinted);
+    free(l->ahead_order);
     free(l->order);
     free(l->window);
     free(l);
@@ -676,6 +869,9 @@ uint32_t shard_loader_rank_batch(const struct shard_loader *l)
 void shard_loader_info(const struct shard_loader *l, struct shard_loader_info *ret)
 {
     *ret = l->info;
+    ret->fetched_shards = atomic_load_explicit(&l->fetched, memory_order_relaxed);
+    ret->fetch_waits = atomic_load_explicit(&l->waits, memory_order_relaxed);
+    ret->fetch_wait_ns = atomic_load_explicit(&l->fetch_wait_ns, memory_order_relaxed);
 }
 
 uint64_t shard_loader_wait_ns(const struct shard_loader *l)

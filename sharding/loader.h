@@ -59,14 +59,30 @@
  * that changed, a plan-mode checkpoint resumed without a plan and a checkpoint from before
  * digests (0) resumed with one; a fresh start (0, 0) is never moved.
  *
+ * Stream mode (plan mode with cfg.fetch set; issue 19, docs/data.md "Streaming"). The node's
+ * worker is still copying some of this rank's train shards into the directory (each appears
+ * by rename, complete and verified), and cfg.fetch asks it for one. shard_loader_new does
+ * not open a train shard of this rank whose file is absent (-ENOENT): it numbers its samples
+ * from the manifest's token count (a shard's file, once there, must agree: it is checked
+ * against the manifest when opened). Before it fills a step the reader hints
+ * (fetch(i, false)) every absent shard not hinted yet that the step fetch_ahead steps later
+ * reads, in the order that step reads them, and before its first step those of the first
+ * fetch_ahead steps too; a hint is skipped for a file already there. When a read needs a
+ * shard not yet opened, the reader opens it if its file is there, else calls fetch(i, true)
+ * and opens it then. The batches are those of the same loader with every shard there from
+ * the start, byte for byte: only when a shard is opened changes. An error from fetch (or
+ * from opening the shard) ends the reader like a read error; the consumer gets it, naming
+ * the shard. Val loaders and loaders without a plan ignore fetch.
+ *
  * Tokens are delivered as int32, whatever the shard dtype (ids are below 2^31, shard.h).
  *
  * Threading. One consumer thread calls shard_loader_next(); one reader thread (pthread) fills
- * the ring. prefetch is the number of buffers in the ring: the batch returned by
- * shard_loader_next() occupies one until the next call, so prefetch = 1 means no read-ahead and
- * prefetch = k reads up to k - 1 batches ahead. Buffers come from the caller's allocator
- * (e.g. pinned host memory for the CUDA path), malloc by default, and are released with it
- * in shard_loader_free(), which stops and joins the reader.
+ * the ring, and alone calls cfg.fetch. prefetch is the number of buffers in the ring: the batch
+ * returned by shard_loader_next() occupies one until the next call, so prefetch = 1 means no
+ * read-ahead and prefetch = k reads up to k - 1 batches ahead. Buffers come from the caller's
+ * allocator (e.g. pinned host memory for the CUDA path), malloc by default, and are released with
+ * it in shard_loader_free(), which stops and joins the reader (so a fetch(wait true) in
+ * progress must return first: a caller whose waits are long makes them cancellable).
  *
  * Errors. A shard that fails to read ends the reader; the consumer gets the error (naming
  * the shard) from shard_loader_next() when it reaches that batch, and on every call after.
@@ -86,6 +102,15 @@
 typedef void *(*shard_loader_alloc_fn)(size_t size, void *data);
 typedef void (*shard_loader_release_fn)(void *ptr, void *data);
 
+/*
+ * Stream mode: manifest shard manifest_index, a train shard of this rank whose file is not in
+ * the directory yet. wait false: a hint that it will be read fetch_ahead steps from now
+ * (return at once; an error ends the reader). wait true: return 0 once the file is in place,
+ * or a negative errno with err naming the shard. Called from the reader thread only.
+ */
+typedef int (*shard_loader_fetch_fn)(uint32_t manifest_index, bool wait, struct gs_error *err,
+                                     void *data);
+
 struct shard_loader_config {
     const struct shard_manifest *manifest; /* borrowed: outlives the loader */
     enum shard_split split;                /* train: shuffled epochs; val: one sequential pass */
@@ -103,6 +128,11 @@ struct shard_loader_config {
     const struct shard_planfile *plan;
     /* The assignment digest recorded with (epoch, sample); 0 when none was (the rule above). */
     uint64_t position_digest;
+    /* Stream mode (above), plan mode's train split only. NULL: every shard of this rank must
+     * be there at start. fetch_data is passed to fetch and not freed. */
+    shard_loader_fetch_fn fetch;
+    void *fetch_data;
+    uint32_t fetch_ahead; /* steps between a hint and the step that reads it; 0 means 2 */
 };
 
 struct shard_loader_batch {
@@ -121,7 +151,8 @@ struct shard_loader;
  * Starts a loader at cfg's position. Returns 0, or -EINVAL for a bad configuration (err
  * names the setting: "global_batch 30 does not divide by world 4", "world 2 is not the
  * plan's 4 ranks"), a split without a sample, a plan that leaves a rank less than a step,
- * a position past the epoch, or a shard that does not open (err names it); -ENOMEM.
+ * a position past the epoch, or a shard that does not open (err names it; in stream mode a
+ * train shard of this rank that is absent is not an error, its file is awaited); -ENOMEM.
  */
 int shard_loader_new(const struct shard_loader_config *cfg, struct shard_loader **ret_loader,
                      struct gs_error *err);
@@ -151,8 +182,14 @@ struct shard_loader_info {
     uint64_t steps_per_epoch; /* train: full steps an epoch has, the same on every rank */
     uint64_t epoch, sample;   /* the position of the first step */
     bool moved;               /* the digest rule moved that start to the next epoch */
+    /* Stream mode; 0 otherwise. The last three grow as the reader goes (read them again). */
+    uint32_t absent_shards;  /* of shards, those whose files were not there at start */
+    uint32_t fetched_shards; /* of those, opened since (arrived before use, or waited for) */
+    uint32_t fetch_waits;    /* calls to fetch(wait true): reads that had to wait */
+    uint64_t fetch_wait_ns;  /* the reader's time in those calls */
 };
 
+/* Any thread; the stream counters are the reader's latest. */
 void shard_loader_info(const struct shard_loader *l, struct shard_loader_info *ret);
 
 /*

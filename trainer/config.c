@@ -62,6 +62,8 @@ static const struct field fields[] = {
     F("data.seed", F_U64, data_seed, 0, I64_MAX),
     F("data.prefetch", F_U32, prefetch, 1, 64),
     F("data.plan", F_DATA_PLAN, data_plan, 0, 0),
+    F("data.fetch_ahead", F_U32, fetch_ahead, 1, 10000),
+    F("data.fetch_timeout", F_U32, fetch_timeout, 1, 604800),
     F("batch.global_tokens", F_U64, global_tokens, 1, I64_MAX),
     F("batch.micro", F_AUTO_U32, micro, 1, 65536),
     F("batch.memory", F_SIZE_MIB, memory_mib, 0, 0),
@@ -222,7 +224,9 @@ static const struct gs_schema_key model_keys[] = {
     {"context", rd_field}, {"vocab", rd_field}, {NULL, NULL},
 };
 static const struct gs_schema_key data_keys[] = {
-    {"dir", rd_field}, {"seed", rd_field}, {"prefetch", rd_field}, {"plan", rd_field}, {NULL, NULL},
+    {"dir", rd_field},  {"seed", rd_field},        {"prefetch", rd_field},
+    {"plan", rd_field}, {"fetch_ahead", rd_field}, {"fetch_timeout", rd_field},
+    {NULL, NULL},
 };
 static const struct gs_schema_key batch_keys[] = {
     {"global_tokens", rd_field},
@@ -289,6 +293,8 @@ void trn_config_defaults(struct trn_config *cfg)
         .vocab = 256,
         .data_seed = 1,
         .prefetch = 4,
+        .fetch_ahead = 2,
+        .fetch_timeout = 600,
         .global_tokens = 8 * 256,
         .micro = 0,
         .memory_mib = 4096,

@@ -52,6 +52,8 @@ struct trn_config {
     uint64_t data_seed;
     uint32_t prefetch;
     enum trn_data_plan data_plan;
+    uint32_t fetch_ahead;   /* streamed shards: hinted this many steps before they are read */
+    uint32_t fetch_timeout; /* streamed shards: the longest wait for one, in seconds */
 
     /* [batch] */
     uint64_t global_tokens; /* per optimizer step, over every rank and micro-step */

@@ -37,6 +37,7 @@
 #include "common/crc32c.h"
 #include "trainer/ckpt.h"
 #include "trainer/comm.h"
+#include "trainer/datafetch.h"
 #include "trainer/ddp.h"
 #include "trainer/metrics.h"
 #include "trainer/model.h"
@@ -57,6 +58,7 @@ struct run {
     struct shard_planfile *plan; /* GSCHED_DATA_PLAN's, or NULL: the ranks slice one order */
     const char *data_dir;        /* the dataset read: data.dir, or GSCHED_DATA_DIR with a plan */
     struct shard_loader *loader;
+    struct trn_datafetch *fetch; /* GSCHED_DATA_STREAM=1 under a plan: the loader's shards */
     struct trn_model *model;
     struct trn_ckpt_writer *writer;
     struct trn_metrics *metrics;
@@ -431,6 +433,43 @@ static void note_data_start(struct run *r, const struct shard_loader_info *info)
                 (unsigned long long)info->epoch);
 }
 
+/*
+ * GSCHED_DATA_STREAM=1 under a plan: the worker is still copying some of the node's shards,
+ * so the train loader waits for its own through a fetcher (datafetch.h). Without the variable,
+ * or without a plan, the loader needs every shard of this rank at start, as before.
+ */
+static int start_fetch(struct run *r, struct shard_loader_config *lc)
+{
+    struct trn_datafetch_config fc = {
+        .manifest = r->manifest,
+        .dataset = r->plan != NULL ? r->plan->dataset : "",
+        .timeout_s = r->cfg->fetch_timeout,
+        .rank = r->rank,
+        .warn = r->log != NULL ? r->log : stderr,
+    };
+    int rc;
+
+    if (r->plan == NULL || !trn_datafetch_env())
+        return 0;
+    rc = trn_datafetch_new(&fc, &r->fetch);
+    if (rc < 0)
+        return rc;
+    lc->fetch = trn_datafetch_shard;
+    lc->fetch_data = r->fetch;
+    lc->fetch_ahead = r->cfg->fetch_ahead;
+    return 0;
+}
+
+static void note_stream_start(struct run *r, const struct shard_loader_info *info)
+{
+    if (r->fetch == NULL || r->log == NULL)
+        return;
+    fprintf(r->log,
+            "data: rank %u streams %u of its %u shards from its worker (ahead %u steps)%s\n",
+            r->rank, info->absent_shards, info->shards, r->cfg->fetch_ahead,
+            trn_datafetch_asks(r->fetch) ? "" : "; not in a job: waiting for the files only");
+}
+
 static int start_loader(struct run *r)
 {
     struct shard_loader_config lc = {
@@ -455,13 +494,16 @@ static int start_loader(struct run *r)
         lc.alloc = pinned_alloc;
         lc.release = pinned_release;
     }
-    rc = shard_loader_new(&lc, &r->loader, &gerr);
+    rc = start_fetch(r, &lc);
+    if (rc == 0)
+        rc = shard_loader_new(&lc, &r->loader, &gerr);
     if (rc < 0) {
-        gs_buf_printf(r->err, "data: %s", gerr.msg);
+        gs_buf_printf(r->err, "data: %s", gerr.msg[0] ? gerr.msg : strerror(-rc));
         return rc;
     }
     shard_loader_info(r->loader, &info);
     note_data_start(r, &info);
+    note_stream_start(r, &info);
     /* The position now belongs to this assignment: checkpoints record its digest. */
     r->st.data_plan = info.digest;
     r->st.data_epoch = info.epoch;
@@ -805,7 +847,9 @@ static void teardown(struct run *r)
     trn_metrics_free(r->metrics);
     trn_report_free(r->report);
     trn_ckpt_writer_free(r->writer);
+    trn_datafetch_cancel(r->fetch); /* the reader may be waiting for a shard: let it go */
     shard_loader_free(r->loader);
+    trn_datafetch_free(r->fetch);
     gpu_timer_free(r->timer);
     trn_trace_free(r->trace);
     free(r->trace_path);
@@ -1008,7 +1052,11 @@ static int evaluate(struct run *r, double *ret_loss)
     struct gs_error gerr = {0};
     double acc[2] = {0, 0}; /* loss sum and samples, then over every rank */
     uint64_t from = tnow(r);
-    int rc = shard_loader_new(&lc, &l, &gerr);
+    /* Streaming: the val loader opens every val shard, so each must have arrived. */
+    int rc = r->fetch != NULL ? trn_datafetch_split(r->fetch, SHARD_SPLIT_VAL, &gerr) : 0;
+
+    if (rc == 0)
+        rc = shard_loader_new(&lc, &l, &gerr);
 
     for (uint32_t i = 0; rc == 0 && i < r->cfg->eval_batches; i++) {
         struct shard_loader_batch b;

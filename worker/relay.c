@@ -35,6 +35,7 @@ struct wrk_relay {
     char path[108];
     char node_name[64];
     wrk_relay_send_fn send;
+    wrk_relay_local_fn local;
     void *data;
     struct wrk_sessions sessions;
     bool connected;
@@ -106,7 +107,11 @@ static void on_cli_message(struct gs_proto_conn *conn, const Gs__Envelope *env, 
     struct cli_peer *p = data;
     struct wrk_relay *r = p->r;
     char msg[192];
-    int rc = relay_up(r, p->s, env);
+    int rc;
+
+    if (r->local != NULL && !p->s->relayed && r->local(conn, env, p->s->uid, r->data))
+        return;
+    rc = relay_up(r, p->s, env);
 
     if (rc == 0) {
         p->s->relayed = true;
@@ -337,6 +342,7 @@ struct wrk_relay *wrk_relay_new(uv_loop_t *loop, const struct wrk_relay_opts *op
     snprintf(r->path, sizeof(r->path), "%s", opts->path);
     snprintf(r->node_name, sizeof(r->node_name), "%s", opts->node_name);
     r->send = opts->send;
+    r->local = opts->local;
     r->data = opts->data;
     wrk_sessions_init(&r->sessions);
     uv_pipe_init(loop, &r->listener, 0);

@@ -30,12 +30,21 @@
 #include "proto/frame.h"
 
 /* Sends env to gschedd: 0, or < 0 when not registered or the connection refuses it. */
+struct gs_proto_conn;
 typedef int (*wrk_relay_send_fn)(const Gs__Envelope *env, void *data);
+/*
+ * A CLI frame the worker answers itself (a job's DataFetchRequest): returns true when it
+ * took the frame (and answered on conn), false to relay it to gschedd. uid is the peer's,
+ * from SO_PEERCRED.
+ */
+typedef bool (*wrk_relay_local_fn)(struct gs_proto_conn *conn, const Gs__Envelope *env,
+                                   uint32_t uid, void *data);
 
 struct wrk_relay_opts {
     const char *path;      /* where to listen (copied); a stale socket there is replaced */
     const char *node_name; /* for logs and messages (copied) */
     wrk_relay_send_fn send;
+    wrk_relay_local_fn local; /* NULL: every frame is relayed */
     void *data;
 };
 

@@ -700,6 +700,13 @@ static int relay_send(const Gs__Envelope *env, void *data)
     return wrk_send(w, (Gs__Envelope *)env);
 }
 
+/* CLI frames answered here rather than by gschedd: a job's requests for its shards. */
+static bool relay_local(struct gs_proto_conn *conn, const Gs__Envelope *env, uint32_t uid,
+                        void *data)
+{
+    return wrk_data_fetch(data, conn, env, uid);
+}
+
 static void on_relay_closed(void *data)
 {
     release_handle(data);
@@ -708,8 +715,11 @@ static void on_relay_closed(void *data)
 /* The CLI socket, when one is wanted; a failure is fatal unless it is optional. */
 static int start_relay(struct wrk_ctx *w, const struct wrk_opts *opts, struct gs_error *err)
 {
-    struct wrk_relay_opts ro = {
-        .path = opts->cli_socket, .node_name = w->node_name, .send = relay_send, .data = w};
+    struct wrk_relay_opts ro = {.path = opts->cli_socket,
+                                .node_name = w->node_name,
+                                .send = relay_send,
+                                .local = relay_local,
+                                .data = w};
     struct gs_error rerr;
 
     if (opts->cli_socket == NULL)

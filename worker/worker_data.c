@@ -70,6 +70,7 @@ struct copy {
     bool from_peer;       /* the copy came from the peer */
     char peer_error[256]; /* why the peer's copy failed, "" when it did not */
     uint64_t bytes;       /* the shard's file size, for the launch's figures */
+    bool val;             /* a val shard of its owner's */
     int result;
     struct gs_error err;
 };
@@ -93,6 +94,10 @@ struct stage {
     uint64_t bytes_local, bytes_peer, bytes_source;
     uint32_t shards_read, shards_fetched;
     struct step_wait *steps; /* srun steps of the job that came meanwhile */
+    bool stream;             /* started its tasks at once; copies go on behind them */
+    bool launched;
+    size_t val_pending;   /* of pending, val shards (a streaming job waits for those) */
+    uint64_t launched_ms; /* mono: when a streaming job's tasks started */
 };
 
 /* A running job's hold on its dataset and plan file, until its last task here ends. */
@@ -106,6 +111,11 @@ struct job_pin {
      * lasts until the job's end (SignalTasks of all its steps), not its tasks'. */
     bool until_end;
     char failed[512]; /* staging failed: its steps fail with this; "" when staged */
+    bool stream;      /* [data] stage = "stream": its tasks run while its shards arrive */
+    uid_t uid;        /* the job's user: who may ask for its shards (DataFetchRequest) */
+    gid_t gid;
+    char user[64];
+    char source[PATH_MAX];
 };
 
 /* A srun step's launch waiting for its job's data on this node. */
@@ -132,6 +142,7 @@ struct wrk_data {
 
 static void kick(struct wrk_data *d);
 static void stage_check(struct wrk_data *d, struct stage *st);
+static void stream_failed(struct wrk_data *d, uint64_t job_id, const char *why);
 
 /* ---- permissions: the worker is root, the source is the user's ---- */
 
@@ -369,6 +380,8 @@ static void copy_free(struct copy *c)
 static void account(struct stage *st, const struct copy *c, bool was_local)
 {
     st->pending--;
+    if (c->val)
+        st->val_pending--;
     if (was_local) {
         st->shards_fetched--;
         st->bytes_local += c->bytes;
@@ -412,6 +425,8 @@ static void copy_done(uv_work_t *req, int status)
     holdings_changed(d);
     if (c->owner != NULL) {
         account(c->owner, c, false);
+        if (c->result < 0 && c->owner->launched) /* its loader is told at its next fetch */
+            stream_failed(d, c->owner->job_id, c->owner->why);
         stage_check(d, c->owner);
     }
     copy_free(c);
@@ -787,10 +802,14 @@ static int stage_start(struct wrk_data *d, struct stage *st)
     if (need == NULL)
         return -ENOMEM;
     rc = shards_needed(st, info.manifest, mine, need, st->why, sizeof(st->why));
-    for (size_t i = 0; rc == 0 && i < info.nshards; i++) {
+    /* Val shards first: a streaming job's tasks start once they are in (its evaluation
+     * opens them all), its train shards streaming in behind. */
+    for (size_t n = 0; rc == 0 && n < 2 * info.nshards; n++) {
+        size_t i = n % info.nshards;
+        bool val = info.manifest->shards[i].split == SHARD_SPLIT_VAL;
         int peer;
 
-        if (!need[i])
+        if (!need[i] || val != (n < info.nshards))
             continue;
         st->shards_read++;
         if (shard_cache_holds(d->cache, ds, i)) {
@@ -805,6 +824,8 @@ static int stage_start(struct wrk_data *d, struct stage *st)
                      peer >= 0 ? m->data->peer_ports[peer] : 0, m->user, st);
         if (rc < 0)
             snprintf(st->why, sizeof(st->why), "out of memory");
+        else if (val)
+            st->val_pending++, d->queue_tail->val = true;
     }
     free(need);
     return rc;
@@ -821,7 +842,8 @@ static void send_report(struct wrk_data *d, const struct stage *st)
     r.bytes_local = st->bytes_local;
     r.bytes_peer = st->bytes_peer;
     r.bytes_source = st->bytes_source;
-    r.stage_ms = gs_clock_mono_ms() - st->started_ms;
+    /* What the tasks waited: a streaming job's, until they started. */
+    r.stage_ms = (st->launched ? st->launched_ms : gs_clock_mono_ms()) - st->started_ms;
     r.shards_read = st->shards_read;
     r.shards_fetched = st->shards_fetched;
     env.body_case = GS__ENVELOPE__BODY_JOB_DATA_REPORT;
@@ -829,13 +851,28 @@ static void send_report(struct wrk_data *d, const struct stage *st)
     wrk_send(d->w, &env);
 }
 
-/* Step 3: the plan file, the report, the tasks. */
-static int stage_finish(struct wrk_data *d, struct stage *st)
+/* A job's data variables for its tasks from its pin: extra (4 slots) points into bufs. */
+struct data_env {
+    char dir[PATH_MAX + 32], plan[PATH_MAX + 32];
+    char *extra[4];
+};
+
+static void data_env_init(struct data_env *e, const struct job_pin *pin)
 {
+    snprintf(e->dir, sizeof(e->dir), "GSCHED_DATA_DIR=%s", pin->data_dir);
+    snprintf(e->plan, sizeof(e->plan), "GSCHED_DATA_PLAN=%s", pin->plan_path);
+    e->extra[0] = e->dir;
+    e->extra[1] = e->plan;
+    e->extra[2] = pin->stream ? (char *)"GSCHED_DATA_STREAM=1" : NULL;
+    e->extra[3] = NULL;
+}
+
+/* The plan file and the job's pin: what its tasks start with. 0, or < 0 with st->why. */
+static int stage_publish(struct wrk_data *d, struct stage *st)
+{
+    const Gs__UserIdentity *u = st->msg->user;
     struct gs_error err = {0};
     struct job_pin *pin = calloc(1, sizeof(*pin));
-    char dir_env[PATH_MAX + 32], plan_env[PATH_MAX + 32];
-    char *extra[3] = {dir_env, plan_env, NULL};
     int rc;
 
     if (pin == NULL) {
@@ -858,20 +895,56 @@ static int stage_finish(struct wrk_data *d, struct stage *st)
     snprintf(pin->dataset, sizeof(pin->dataset), "%s", st->dataset);
     snprintf(pin->plan_path, sizeof(pin->plan_path), "%s", st->plan_path);
     snprintf(pin->data_dir, sizeof(pin->data_dir), "%s", st->data_dir);
+    snprintf(pin->source, sizeof(pin->source), "%s", st->msg->data->data->source);
     pin->until_end = st->msg->n_tasks == 0 || wrk_leader_launch(st->msg);
+    pin->stream = st->stream;
+    pin->uid = u != NULL ? u->uid : 0;
+    pin->gid = u != NULL ? u->gid : 0;
+    snprintf(pin->user, sizeof(pin->user), "%s", u != NULL && u->username ? u->username : "");
     pin->next = d->pins;
     d->pins = pin;
-    send_report(d, st);
+    return 0;
+}
+
+static struct job_pin *find_pin(struct wrk_data *d, uint64_t job_id)
+{
+    for (struct job_pin *p = d->pins; p != NULL; p = p->next) {
+        if (p->job_id == job_id)
+            return p;
+    }
+    return NULL;
+}
+
+/* The job's tasks here, with its data variables (none: a leader job's other node). */
+static void stage_start_tasks(struct wrk_data *d, struct stage *st)
+{
+    struct data_env e;
+
+    data_env_init(&e, find_pin(d, st->job_id));
+    if (st->msg->n_tasks > 0)
+        wrk_launch_now(d->w, st->msg, st->request_id, e.extra, 0, NULL);
+}
+
+static void log_staged(const struct stage *st, const char *what)
+{
     GS_LOG(GS_LOG_INFO,
            "job=%llu dataset=%s shards_read=%u shards_fetched=%u bytes_local=%llu "
-           "bytes_peer=%llu bytes_source=%llu data staged, tasks start",
+           "bytes_peer=%llu bytes_source=%llu %s",
            (unsigned long long)st->job_id, st->dataset, st->shards_read, st->shards_fetched,
            (unsigned long long)st->bytes_local, (unsigned long long)st->bytes_peer,
-           (unsigned long long)st->bytes_source);
-    snprintf(dir_env, sizeof(dir_env), "GSCHED_DATA_DIR=%s", st->data_dir);
-    snprintf(plan_env, sizeof(plan_env), "GSCHED_DATA_PLAN=%s", st->plan_path);
-    if (st->msg->n_tasks > 0) /* else this node runs only its steps */
-        wrk_launch_now(d->w, st->msg, st->request_id, extra, 0, NULL);
+           (unsigned long long)st->bytes_source, what);
+}
+
+/* Step 3 (stage before): the plan file, the report, the tasks. */
+static int stage_finish(struct wrk_data *d, struct stage *st)
+{
+    int rc = stage_publish(d, st);
+
+    if (rc < 0)
+        return rc;
+    send_report(d, st);
+    log_staged(st, "data staged, tasks start");
+    stage_start_tasks(d, st);
     return 0;
 }
 
@@ -906,11 +979,43 @@ static void remember_failure(struct wrk_data *d, const struct stage *st)
 }
 
 /* When a staged launch has nothing left in flight: start it, or fail it. */
+/* A streaming job's copies are over: its figures, or its failure for its fetches. */
+static void stream_done(struct wrk_data *d, struct stage *st)
+{
+    struct job_pin *pin = find_pin(d, st->job_id);
+
+    if (st->failed < 0 && !st->cancelled && pin != NULL && pin->failed[0] == '\0') {
+        snprintf(pin->failed, sizeof(pin->failed), "%s", st->why);
+        GS_LOG(GS_LOG_WARN, "job=%llu error=\"%s\" streaming its data failed",
+               (unsigned long long)st->job_id, st->why);
+    } else if (st->failed == 0) {
+        send_report(d, st);
+        log_staged(st, "data streamed in");
+    }
+    stage_free(st);
+}
+
 static void stage_check(struct wrk_data *d, struct stage *st)
 {
+    if (st->stream && !st->launched && st->pending > st->val_pending && st->val_pending == 0 &&
+        st->failed == 0 && !st->cancelled) {
+        /* Tasks now; the train shards go on behind them, asked for first by their loaders. */
+        if (stage_publish(d, st) < 0) {
+            st->failed = -EIO;
+        } else {
+            st->launched = true;
+            st->launched_ms = gs_clock_mono_ms();
+            log_staged(st, "val data staged, tasks start, train data streams in");
+            stage_start_tasks(d, st);
+        }
+    }
     if (st->pending > 0)
         return;
     unlink_stage(d, st);
+    if (st->launched) {
+        stream_done(d, st);
+        return;
+    }
     if (st->cancelled && st->failed == 0) {
         st->failed = -ECANCELED;
         snprintf(st->why, sizeof(st->why), "the job ended while its data was staged");
@@ -941,15 +1046,6 @@ static void stage_check(struct wrk_data *d, struct stage *st)
     stage_free(st);
 }
 
-static struct job_pin *find_pin(struct wrk_data *d, uint64_t job_id)
-{
-    for (struct job_pin *p = d->pins; p != NULL; p = p->next) {
-        if (p->job_id == job_id)
-            return p;
-    }
-    return NULL;
-}
-
 /*
  * A srun step of a job whose dataset this node stages or has staged: it waits for the
  * staging, then starts with the job's data variables (or fails as the staging did).
@@ -957,8 +1053,7 @@ static struct job_pin *find_pin(struct wrk_data *d, uint64_t job_id)
  */
 static bool step_launch(struct wrk_data *d, const Gs__LaunchTasks *msg, uint64_t request_id)
 {
-    char dir_env[PATH_MAX + 32], plan_env[PATH_MAX + 32];
-    char *extra[3] = {dir_env, plan_env, NULL};
+    struct data_env e;
     struct job_pin *pin;
 
     for (struct stage *st = d->stages; st != NULL; st = st->next) {
@@ -966,7 +1061,7 @@ static bool step_launch(struct wrk_data *d, const Gs__LaunchTasks *msg, uint64_t
         size_t len;
         uint8_t *buf;
 
-        if (st->job_id != msg->job_id || st->cancelled)
+        if (st->job_id != msg->job_id || st->cancelled || st->launched)
             continue;
         sw = calloc(1, sizeof(*sw));
         len = gs__launch_tasks__get_packed_size(msg);
@@ -997,9 +1092,8 @@ static bool step_launch(struct wrk_data *d, const Gs__LaunchTasks *msg, uint64_t
         wrk_launch_now(d->w, msg, request_id, NULL, -EIO, pin->failed);
         return true;
     }
-    snprintf(dir_env, sizeof(dir_env), "GSCHED_DATA_DIR=%s", pin->data_dir);
-    snprintf(plan_env, sizeof(plan_env), "GSCHED_DATA_PLAN=%s", pin->plan_path);
-    wrk_launch_now(d->w, msg, request_id, extra, 0, NULL);
+    data_env_init(&e, pin);
+    wrk_launch_now(d->w, msg, request_id, e.extra, 0, NULL);
     return true;
 }
 
@@ -1039,9 +1133,11 @@ bool wrk_data_launch(struct wrk_ctx *w, const Gs__LaunchTasks *msg, uint64_t req
     st->started_ms = gs_clock_mono_ms();
     st->next = d->stages;
     d->stages = st;
+    st->stream = msg->data->data->stage == GS__DATA_STAGE__DATA_STAGE_STREAM;
     rc = st->msg != NULL ? stage_start(d, st) : -ENOMEM;
     if (rc < 0 && st->failed == 0)
         st->failed = rc;
+
     GS_LOG(GS_LOG_INFO,
            "job=%llu attempt=%u shards_read=%u shards_to_fetch=%zu launch waits "
            "for its data",
@@ -1114,6 +1210,137 @@ void wrk_data_job_forget(struct wrk_ctx *w, uint64_t job_id)
         else
             p = &(*p)->next;
     }
+}
+
+/* ---- a streaming job's loader asking for its shards ---- */
+
+static void stream_failed(struct wrk_data *d, uint64_t job_id, const char *why)
+{
+    struct job_pin *pin = find_pin(d, job_id);
+
+    if (pin != NULL && pin->failed[0] == '\0')
+        snprintf(pin->failed, sizeof(pin->failed), "%s", why);
+}
+
+/* Moves the queued copy of (dataset, shard) to the front; false when none is queued. */
+static bool to_front(struct wrk_data *d, const char *dataset, size_t shard)
+{
+    for (struct copy **p = &d->queue, *prev = NULL; *p != NULL; prev = *p, p = &(*p)->next) {
+        struct copy *c = *p;
+
+        if (c->shard != shard || strcmp(c->dataset, dataset) != 0)
+            continue;
+        if (c == d->queue)
+            return true;
+        *p = c->next;
+        if (d->queue_tail == c)
+            d->queue_tail = prev;
+        c->next = d->queue;
+        d->queue = c;
+        return true;
+    }
+    return false;
+}
+
+static bool in_flight(const struct wrk_data *d, const char *dataset, size_t shard)
+{
+    return d->running != NULL && d->running->shard == shard &&
+           strcmp(d->running->dataset, dataset) == 0;
+}
+
+static void fetch_reply(struct gs_proto_conn *conn, uint64_t request_id, int code,
+                        const char *message, Gs__DataFetchReply *reply)
+{
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    Gs__ErrorReply err = GS__ERROR_REPLY__INIT;
+
+    env.request_id = request_id;
+    if (code < 0) {
+        err.code = code;
+        err.message = (char *)message;
+        env.body_case = GS__ENVELOPE__BODY_ERROR;
+        env.error = &err;
+    } else {
+        env.body_case = GS__ENVELOPE__BODY_DATA_FETCH_REPLY;
+        env.data_fetch_reply = reply;
+    }
+    (void)gs_proto_conn_send(conn, &env);
+}
+
+/* Brings the asked-for shards forward (in the order asked), holds nothing back. */
+static void fetch_shards(struct wrk_data *d, const struct job_pin *pin, size_t ds,
+                         const Gs__DataFetchRequest *req, Gs__DataFetchReply *reply)
+{
+    Gs__UserIdentity user = GS__USER_IDENTITY__INIT;
+    struct shard_cache_dataset_info info;
+
+    user.uid = pin->uid;
+    user.gid = pin->gid;
+    user.username = (char *)pin->user;
+    shard_cache_dataset(d->cache, ds, &info);
+    for (size_t k = req->n_shards; k-- > 0;) { /* the first asked ends up first in line */
+        size_t i = req->shards[k];
+
+        if (i >= info.nshards)
+            continue;
+        if (shard_cache_holds(d->cache, ds, i)) {
+            reply->held[reply->n_held++] = (uint32_t)i;
+            continue;
+        }
+        if (in_flight(d, pin->dataset, i) || to_front(d, pin->dataset, i))
+            continue;
+        /* Not queued (its copy failed, or the node lost it): from the source, first. */
+        if (enqueue(d, pin->dataset, i, pin->source, info.manifest->shards[i].file, NULL, 0, &user,
+                    NULL) == 0 &&
+            d->queue_tail != NULL && d->queue != d->queue_tail) {
+            struct copy *c = d->queue_tail, *p = d->queue;
+
+            while (p->next != c)
+                p = p->next;
+            p->next = NULL;
+            d->queue_tail = p;
+            c->next = d->queue;
+            d->queue = c;
+        }
+    }
+}
+
+bool wrk_data_fetch(struct wrk_ctx *w, struct gs_proto_conn *conn, const Gs__Envelope *env,
+                    uint32_t uid)
+{
+    const Gs__DataFetchRequest *req = env->data_fetch_request;
+    Gs__DataFetchReply reply = GS__DATA_FETCH_REPLY__INIT;
+    struct wrk_data *d = w->data;
+    struct job_pin *pin;
+    char why[160];
+    size_t ds;
+
+    if (env->body_case != GS__ENVELOPE__BODY_DATA_FETCH_REQUEST)
+        return false;
+    pin = d != NULL ? find_pin(d, req->job_id) : NULL;
+    if (pin == NULL || pin->plan_path[0] == '\0' || strcmp(pin->dataset, req->dataset) != 0 ||
+        shard_cache_find(d->cache, pin->dataset, &ds) < 0) {
+        snprintf(why, sizeof(why), "job %llu has no dataset %.40s staged on %.64s",
+                 (unsigned long long)req->job_id, req->dataset, w->node_name);
+        fetch_reply(conn, env->request_id, -ENOENT, why, NULL);
+        return true;
+    }
+    if (uid != 0 && uid != pin->uid) {
+        snprintf(why, sizeof(why), "job %llu is not yours", (unsigned long long)req->job_id);
+        fetch_reply(conn, env->request_id, -EPERM, why, NULL);
+        return true;
+    }
+    reply.held = calloc(req->n_shards + 1, sizeof(*reply.held));
+    if (reply.held == NULL) {
+        fetch_reply(conn, env->request_id, -ENOMEM, "out of memory", NULL);
+        return true;
+    }
+    fetch_shards(d, pin, ds, req, &reply);
+    reply.error = pin->failed;
+    fetch_reply(conn, env->request_id, 0, NULL, &reply);
+    free(reply.held);
+    kick(d);
+    return true;
 }
 
 /* ---- serving peers ---- */

@@ -120,6 +120,9 @@ bool wrk_data_launch(struct wrk_ctx *w, const Gs__LaunchTasks *msg, uint64_t req
 void wrk_data_command(struct wrk_ctx *w, const Gs__DataCommand *cmd);
 void wrk_data_job_signal(struct wrk_ctx *w, const Gs__SignalTasks *msg);
 void wrk_data_job_forget(struct wrk_ctx *w, uint64_t job_id);
+/* A DataFetchRequest from a task on the CLI socket (answered on conn); false: not one. */
+bool wrk_data_fetch(struct wrk_ctx *w, struct gs_proto_conn *conn, const Gs__Envelope *env,
+                    uint32_t uid);
 
 /* worker.c */
 int wrk_send(struct wrk_ctx *w, Gs__Envelope *env);

@@ -13,6 +13,9 @@
 #     on node3 starts one rank per node as srun steps, node4 stages its shards for its step
 #     without a task of its own): it trains, each rank reading its plan's shards from its
 #     node's cache; then the shell job checks what each rank was given;
+#   - stage = "stream": a gsched-train job on a dataset no node holds starts once its val
+#     shards are in; its loader asks the worker for each train shard ahead of use
+#     (DataFetchRequest on the CLI socket, answered by the worker) and trains;
 #   - `gsched data warm DIR -w node1 --wait` puts the whole dataset on node1, `stat` shows
 #     it, `evict` (root) removes it; a job file naming no dataset is refused, nothing queued.
 name="integration_data"
@@ -200,5 +203,28 @@ expect "$damaged" '"node2" in [a["node_name"] for a in j["allocation"]]' "on nod
   fail "damaged peer: peer $(u "$damaged" peer) source $(u "$damaged" source)"
 grep -q "peer copy failed, copying from the source" "$state"/node*.log ||
   fail "no worker says its peer's copy failed"
+
+# --- stage = "stream": tasks start with the val shards, train shards come as asked for --------
+"$bin/gsched" shard build --out "$tmp/data3" --shard-tokens 1100 --val-fraction 0.05 \
+  --raw u8 --vocab 256 /usr/share/common-licenses/* > "$tmp/build3.log" 2>&1 ||
+  fail "shard build: $(cat "$tmp/build3.log")"
+train_cfg "$work/stream.toml" "$tmp/data3" 12
+job_file stream-job.toml "name = \"stream\"
+[resources]
+nodes = 1
+cpus_per_task = 1
+[run]
+command = [\"$bin/gsched-train\", \"train\", \"stream.toml\", \"--out_dir=streamed\"]
+stdout = \"streamed.out\"
+[data]
+manifest = \"$tmp/data3\"
+stage = \"stream\""
+streamed=$(submit stream-job.toml)
+wait_end "$streamed" 120 || fail "the streaming job failed: $(tail -20 "$work/streamed.out")"
+grep -q "streams [0-9]* of its [0-9]* shards" "$work/streamed.out" ||
+  fail "the loader did not stream: $(head -20 "$work/streamed.out")"
+grep -q "done: 12 steps" "$work/streamed.out" || fail "no training: $(tail "$work/streamed.out")"
+grep -q "tasks start, train data streams in" "$state"/node*.log || fail "no worker streamed"
+wait_for "the streamed job's figures" 20 is "$streamed" 'j["usage"]["data_bytes_source"] > 0'
 check_logs
 echo "$name: ok"

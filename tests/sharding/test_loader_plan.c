@@ -4,12 +4,18 @@
  * most once, every rank agrees on the steps of an epoch without talking, the order is a
  * function of (seed, epoch, rank), a position resumes exactly, a different assignment moves
  * the start to the next epoch, and a rank reads from a directory holding only its shards.
+ * Stream mode: a rank whose shards arrive while it reads (a fetch callback standing in for
+ * the worker copies each from the full dataset) delivers the same batches, byte for byte,
+ * hints each missing shard fetch_ahead steps before the step that first reads it, waits only
+ * for shards not there, never asks for one that was, and fails with the callback's error.
  *
  * Dataset (dataset.h): six train shards 0-5 and one val shard 6 of 85 tokens, so 10 samples
  * of T + 1 = 9 tokens each; token i of shard s is s * 100000 + i.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +29,7 @@
 #define NTRAIN 6
 
 static char dir[4096];
+static char part[4096]; /* stream mode's node cache, when a test made one */
 static struct shard_manifest *manifest;
 static struct gs_error err;
 
@@ -31,12 +38,15 @@ static void setup(void)
     ds_tmpdir(dir, sizeof(dir));
     ds_make(dir, NTRAIN, 1, 85);
     manifest = ds_load(dir);
+    part[0] = '\0';
 }
 
 static void teardown(void)
 {
     shard_manifest_free(manifest);
     ds_rmdir(dir);
+    if (part[0] != '\0')
+        ds_rmdir(part);
 }
 
 TestSuite(loader_plan, .init = setup, .fini = teardown);
@@ -416,5 +426,344 @@ Test(loader_plan, a_position_past_the_epoch_is_refused)
     cr_expect_eq(shard_loader_new(&cfg, &l, &err), -EINVAL);
     cr_expect_not_null(strstr(err.msg, "does not divide by world 2"), "%s", err.msg);
     cr_expect_null(l);
+    shard_planfile_free(pf);
+}
+
+/* --- stream mode --- */
+
+/* Copies file name from src to dst (a directory) through a temporary file and a rename, as
+ * the worker puts a shard in place. */
+static void copy_in(const char *src, const char *dst, const char *name)
+{
+    char from[4200], tmp[4200], to[4200], buf[4096];
+    FILE *in, *out;
+    size_t n;
+
+    snprintf(from, sizeof(from), "%s/%s", src, name);
+    snprintf(tmp, sizeof(tmp), "%s/%s.part", dst, name);
+    snprintf(to, sizeof(to), "%s/%s", dst, name);
+    in = fopen(from, "rb");
+    out = fopen(tmp, "wb");
+    cr_assert(in != NULL && out != NULL, "%s -> %s", from, tmp);
+    while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+        cr_assert_eq(fwrite(buf, 1, n, out), n);
+    fclose(in);
+    cr_assert_eq(fclose(out), 0);
+    cr_assert_eq(rename(tmp, to), 0, "%s", to);
+}
+
+/* A node's cache of the dataset in part: its manifest.toml and the train shards of keep
+ * (manifest indices, nkeep of them), no val shard; its manifest read without opening any. */
+static struct shard_manifest *cache_of(const unsigned *keep, size_t nkeep)
+{
+    struct shard_manifest *m = NULL;
+
+    ds_tmpdir(part, sizeof(part));
+    copy_in(dir, part, SHARD_MANIFEST_FILE);
+    for (size_t k = 0; k < nkeep; k++)
+        copy_in(dir, part, manifest->shards[keep[k]].file);
+    cr_assert_eq(shard_manifest_read(part, &m, &err), 0, "%s", err.msg);
+    return m;
+}
+
+/* The worker, as the loader sees it: what was asked, on which step. */
+struct fetcher {
+    const struct shard_manifest *cache;
+    bool copy_on_hint; /* a quick worker: the file is in place once hinted */
+    int fail_rc;       /* wait=true for shard fail_index returns this, when not 0 */
+    uint32_t fail_index;
+    const char *fail_msg; /* the callback's err; NULL leaves it empty */
+    atomic_uint filling;  /* the step the consumer waits for: with prefetch 1, the one filled */
+    unsigned ncalls;
+    struct call {
+        uint32_t index;
+        bool wait;
+        unsigned step;
+    } calls[64];
+};
+
+static int fetch_cb(uint32_t index, bool wait, struct gs_error *e, void *data)
+{
+    struct fetcher *f = data;
+
+    cr_assert_lt(f->ncalls, 64);
+    f->calls[f->ncalls++] = (struct call){index, wait, atomic_load(&f->filling)};
+    if (wait && f->fail_rc != 0 && index == f->fail_index) {
+        if (f->fail_msg != NULL)
+            gs_error_set(e, f->fail_rc, 0, 0, "%s", f->fail_msg);
+        return f->fail_rc;
+    }
+    if (wait || f->copy_on_hint)
+        copy_in(dir, part, f->cache->shards[index].file);
+    return 0;
+}
+
+/* steps batches' tokens, each step's inputs then targets, into out; f->filling follows. */
+static void read_tokens(struct shard_loader *l, unsigned steps, uint32_t per, int32_t *out,
+                        struct fetcher *f)
+{
+    size_t n = (size_t)per * T;
+    struct shard_loader_batch b;
+
+    for (unsigned s = 0; s < steps; s++) {
+        if (f != NULL)
+            atomic_store(&f->filling, s);
+        cr_assert_eq(shard_loader_next(l, &b, &err), 0, "step %u: %s", s, err.msg);
+        cr_assert_eq(b.samples, per);
+        memcpy(out + 2 * n * s, b.inputs, n * sizeof(*out));
+        memcpy(out + 2 * n * s + n, b.targets, n * sizeof(*out));
+    }
+}
+
+/* The first step (of steps) that reads each train shard in tokens (read_tokens'), or UINT_MAX. */
+static void first_steps(const int32_t *tokens, unsigned steps, uint32_t per, unsigned *first)
+{
+    for (unsigned i = 0; i < NTRAIN; i++)
+        first[i] = UINT_MAX;
+    for (unsigned s = steps; s-- > 0;) {
+        for (uint32_t j = 0; j < per; j++)
+            first[tokens[2 * (size_t)per * T * s + (size_t)j * T] / 100000] = s;
+    }
+}
+
+/*
+ * Streams steps steps of cfg (prefetch 1) from a cache holding the train shards of keep, and
+ * checks them against the same loader reading dir: the same bytes; calls only for shards
+ * the cache lacked; each one read hinted once, on the step fetch_ahead before the one that
+ * first reads it (at the start for the first steps' shards), before its one wait on that
+ * step. Returns the loader's info; *f gets the calls.
+ */
+static struct shard_loader_info stream_and_compare(struct shard_loader_config cfg, unsigned steps,
+                                                   const unsigned *keep, size_t nkeep,
+                                                   struct fetcher *f)
+{
+    uint32_t per = cfg.global_batch / cfg.world, ahead = cfg.fetch_ahead ? cfg.fetch_ahead : 2;
+    size_t len = 2 * (size_t)per * T * steps;
+    int32_t *want = calloc(len, sizeof(*want)), *got = calloc(len, sizeof(*got));
+    struct shard_manifest *cache = cache_of(keep, nkeep);
+    unsigned first[NTRAIN], waits = 0, absent = 0;
+    struct shard_loader_info info;
+    struct shard_loader *l;
+
+    cr_assert(want != NULL && got != NULL);
+    cfg.prefetch = 1;
+    l = start(&cfg);
+    read_tokens(l, steps, per, want, NULL);
+    shard_loader_free(l);
+    first_steps(want, steps, per, first);
+
+    f->cache = cache;
+    cfg.manifest = cache;
+    cfg.fetch = fetch_cb;
+    cfg.fetch_data = f;
+    l = start(&cfg);
+    read_tokens(l, steps, per, got, f);
+    shard_loader_info(l, &info);
+    shard_loader_free(l);
+    cr_expect_eq(memcmp(want, got, len * sizeof(*got)), 0, "streamed batches differ");
+
+    for (unsigned c = 0; c < f->ncalls; c++) {
+        const struct call *k = &f->calls[c];
+        unsigned expect = first[k->index] > ahead ? first[k->index] - ahead : 0;
+
+        for (size_t i = 0; i < nkeep; i++)
+            cr_expect_neq(k->index, keep[i], "shard %u was there, yet fetched", k->index);
+        if (k->wait) {
+            waits++;
+            cr_expect_eq(k->step, first[k->index], "shard %u waited for on step %u", k->index,
+                         k->step);
+            continue;
+        }
+        if (first[k->index] == UINT_MAX) /* first read after the steps run */
+            cr_expect_geq(k->step + ahead, steps, "shard %u hinted on step %u", k->index, k->step);
+        else
+            cr_expect_eq(k->step, expect, "shard %u (first read on step %u) hinted on step %u",
+                         k->index, first[k->index], k->step);
+        for (unsigned d = 0; d < c; d++)
+            cr_expect_neq(f->calls[d].index, k->index, "shard %u hinted twice or late", k->index);
+    }
+    for (unsigned i = 0; i < NTRAIN; i++) {
+        bool held = false, hinted = false, waited = false;
+
+        for (size_t j = 0; j < nkeep; j++)
+            held |= keep[j] == i;
+        for (unsigned c = 0; c < f->ncalls; c++) {
+            if (f->calls[c].index == i) {
+                cr_expect(!waited, "shard %u: a call after its wait", i);
+                hinted |= !f->calls[c].wait;
+                waited |= f->calls[c].wait;
+            }
+        }
+        if (held || first[i] == UINT_MAX)
+            continue;
+        absent++;
+        cr_expect(hinted, "shard %u read on step %u without a hint", i, first[i]);
+        cr_expect(waited || f->copy_on_hint, "shard %u read without its file", i);
+    }
+    cr_expect_eq(info.fetch_waits, waits);
+    cr_expect_eq(info.fetched_shards, absent);
+    cr_expect_eq(info.fetch_wait_ns > 0, waits > 0);
+    shard_manifest_free(cache);
+    free(want);
+    free(got);
+    return info;
+}
+
+/* One rank reading all six train shards, a sample a step: shards first read on many steps. */
+static struct shard_planfile *one_rank(void)
+{
+    return plan_of("[0]", "0-6", "", 0.05);
+}
+
+Test(loader_plan, streamed_shards_give_the_same_batches_hinted_ahead)
+{
+    struct shard_planfile *pf = one_rank();
+    const unsigned keep[] = {2};
+
+    for (uint32_t ahead = 1; ahead <= 4; ahead += 3) {
+        struct fetcher f = {0};
+        struct shard_loader_config cfg = config(pf, 1, 0, 1);
+        struct shard_loader_info info;
+
+        cfg.fetch_ahead = ahead;
+        info = stream_and_compare(cfg, 60, keep, 1, &f);
+        cr_expect_eq(info.shards, NTRAIN);
+        cr_expect_eq(info.absent_shards, NTRAIN - 1, "all but shard 2 streamed");
+        cr_expect_eq(info.fetch_waits, NTRAIN - 1);
+        ds_rmdir(part);
+        part[0] = '\0';
+    }
+    shard_planfile_free(pf);
+}
+
+Test(loader_plan, two_ranks_stream_their_own_shards_only)
+{
+    struct shard_planfile *pf = halves();
+    const unsigned keep[] = {1, 4};
+
+    for (uint32_t r = 0; r < 2; r++) {
+        struct fetcher f = {0};
+        struct shard_loader_info info = stream_and_compare(config(pf, 4, r, 2), 20, keep, 2, &f);
+
+        cr_expect_eq(info.absent_shards, 2, "rank %u: two of its three shards streamed", r);
+        for (unsigned c = 0; c < f.ncalls; c++)
+            cr_expect_eq(f.calls[c].index / 3, r, "rank %u asked for shard %u", r,
+                         f.calls[c].index);
+        ds_rmdir(part);
+        part[0] = '\0';
+    }
+    shard_planfile_free(pf);
+}
+
+Test(loader_plan, hints_cross_into_the_next_epoch)
+{
+    /* Resumed at the epoch's last step: the hints ahead are the next epoch's order. */
+    struct shard_planfile *pf = one_rank();
+    struct shard_loader_config cfg = config(pf, 1, 0, 1);
+    struct shard_loader *l = start(&cfg);
+    struct shard_loader_info info;
+    struct fetcher f;
+
+    shard_loader_info(l, &info);
+    shard_loader_free(l);
+    cfg.epoch = 2;
+    cfg.position_digest = info.digest;
+    for (cfg.sample = 56; cfg.sample < 60; cfg.sample++) {
+        for (cfg.fetch_ahead = 3; cfg.fetch_ahead <= 6; cfg.fetch_ahead += 3) {
+            f = (struct fetcher){0};
+            info = stream_and_compare(cfg, 30, NULL, 0, &f);
+            cr_expect_eq(info.moved, false);
+            cr_expect_eq(info.absent_shards, NTRAIN);
+            ds_rmdir(part);
+            part[0] = '\0';
+        }
+    }
+    shard_planfile_free(pf);
+}
+
+Test(loader_plan, a_shard_that_arrives_after_its_hint_is_read_without_waiting)
+{
+    struct shard_planfile *pf = one_rank();
+    struct fetcher f = {.copy_on_hint = true};
+    struct shard_loader_info info = stream_and_compare(config(pf, 1, 0, 1), 60, NULL, 0, &f);
+
+    cr_expect_eq(info.fetch_waits, 0);
+    cr_expect_eq(info.fetch_wait_ns, 0);
+    cr_expect_eq(info.fetched_shards, NTRAIN);
+    cr_expect_eq(f.ncalls, NTRAIN, "one hint a shard, nothing else");
+    shard_planfile_free(pf);
+}
+
+/* Streams cfg from a cache without train shards until the reader fails; returns its error. */
+static int stream_until_error(struct shard_loader_config cfg, struct fetcher *f)
+{
+    struct shard_manifest *cache = cache_of(NULL, 0);
+    struct shard_loader_batch b;
+    struct shard_loader *l;
+    int rc = 0;
+
+    f->cache = cache;
+    cfg.manifest = cache;
+    cfg.fetch = fetch_cb;
+    cfg.fetch_data = f;
+    l = start(&cfg);
+    for (int s = 0; s < 100 && rc == 0; s++)
+        rc = shard_loader_next(l, &b, &err);
+    cr_expect_eq(shard_loader_next(l, &b, &err), rc, "the error again on the next call");
+    shard_loader_free(l);
+    shard_manifest_free(cache);
+    return rc;
+}
+
+Test(loader_plan, a_fetch_error_ends_the_reader_with_it)
+{
+    struct shard_planfile *pf = one_rank();
+    struct fetcher f = {.fail_rc = -ETIMEDOUT, .fail_index = 3, .fail_msg = "shard 3 never came"};
+
+    cr_expect_eq(stream_until_error(config(pf, 1, 0, 1), &f), -ETIMEDOUT);
+    cr_expect_str_eq(err.msg, "shard 3 never came");
+    cr_expect(f.ncalls > 0 && f.calls[f.ncalls - 1].index == 3 && f.calls[f.ncalls - 1].wait,
+              "the reader stops at the failed wait");
+    ds_rmdir(part);
+    /* A callback that says nothing: the loader names the shard. */
+    f = (struct fetcher){.fail_rc = -EIO, .fail_index = 5};
+    cr_expect_eq(stream_until_error(config(pf, 1, 0, 1), &f), -EIO);
+    cr_expect_not_null(strstr(err.msg, "train-00005.bin"), "%s", err.msg);
+    shard_planfile_free(pf);
+}
+
+/* A worker that says the shard is there when it is not. */
+static int lying_fetch(uint32_t index, bool wait, struct gs_error *e, void *data)
+{
+    (void)index;
+    (void)wait;
+    (void)e;
+    (void)data;
+    return 0;
+}
+
+Test(loader_plan, a_shard_still_missing_after_its_fetch_is_an_error_naming_it)
+{
+    struct shard_planfile *pf = one_rank();
+    struct shard_manifest *cache = cache_of(NULL, 0);
+    struct shard_loader_config cfg = config(pf, 1, 0, 1);
+    struct shard_loader_batch b;
+    struct shard_loader *l;
+
+    cfg.manifest = cache;
+    cfg.fetch = lying_fetch;
+    l = start(&cfg);
+    cr_expect_eq(shard_loader_next(l, &b, &err), -ENOENT);
+    cr_expect_not_null(strstr(err.msg, part), "%s", err.msg);
+    shard_loader_free(l);
+    /* Without a fetch callback nothing changes: a missing shard fails the start. */
+    cfg.fetch = NULL;
+    cr_expect_eq(shard_loader_new(&cfg, &l, &err), -ENOENT);
+    /* Nor does the val loader stream: it needs its shards there. */
+    cfg.fetch = lying_fetch;
+    cfg.split = SHARD_SPLIT_VAL;
+    cr_expect_eq(shard_loader_new(&cfg, &l, &err), -ENOENT);
+    cr_expect_not_null(strstr(err.msg, "val-00006.bin"), "%s", err.msg);
+    shard_manifest_free(cache);
     shard_planfile_free(pf);
 }
