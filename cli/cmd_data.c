@@ -17,6 +17,7 @@
  */
 #include "cli/commands.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@
 #include "common/clock.h"
 #include "common/hostlist.h"
 #include "common/json.h"
+#include "common/sort.h"
 #include "common/units.h"
 
 #define CMD "data"
@@ -415,6 +417,38 @@ static int wait_warm(struct data_args *d, char **told, size_t ntold)
     }
 }
 
+/* Names with their digit runs compared as numbers: node2 before node10. */
+static int natural_cmp(const char *a, const char *b)
+{
+    while (*a != '\0' && *b != '\0') {
+        if (isdigit((unsigned char)*a) && isdigit((unsigned char)*b)) {
+            size_t na = strspn(a, "0123456789"), nb = strspn(b, "0123456789");
+            int c = na != nb ? (na < nb ? -1 : 1) : strncmp(a, b, na);
+
+            if (c != 0)
+                return c;
+            a += na;
+            b += nb;
+            continue;
+        }
+        if (*a != *b)
+            return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
+        a++;
+        b++;
+    }
+    return (*a != '\0') - (*b != '\0');
+}
+
+/* By node name, then dataset. */
+static int by_node(const void *pa, const void *pb)
+{
+    const Gs__DataNodeHolding *a = *(Gs__DataNodeHolding *const *)pa;
+    const Gs__DataNodeHolding *b = *(Gs__DataNodeHolding *const *)pb;
+    int c = natural_cmp(a->node, b->node);
+
+    return c != 0 ? c : strcmp(a->holding->dataset, b->holding->dataset);
+}
+
 static int act(struct data_args *d)
 {
     Gs__Envelope *reply = NULL;
@@ -424,6 +458,7 @@ static int act(struct data_args *d)
     if (rc < 0)
         return rc;
     r = reply->data_reply;
+    gs_sort(r->holdings, r->n_holdings, sizeof(*r->holdings), by_node);
     if (d->op == GS__DATA_OP__DATA_OP_LIST || d->op == GS__DATA_OP__DATA_OP_STAT) {
         rc = d->json ? print_json(r) : print_table(r, d->op == GS__DATA_OP__DATA_OP_STAT);
     } else {

@@ -138,6 +138,13 @@ struct wrk_data {
     bool report_full;      /* the next report replaces gschedd's view */
     uv_timer_t report_timer;
     bool closing;
+    /* Where each dataset was last staged from, for the reports (memory only: "" after a
+     * restart until it is used again). */
+    struct source_of {
+        char id[SHARD_DATASET_ID_SIZE];
+        char *dir;
+    } * sources;
+    size_t nsources;
 };
 
 static void kick(struct wrk_data *d);
@@ -203,6 +210,40 @@ static bool user_may_read(const char *path, uid_t uid, gid_t gid, const char *us
 
 /* ---- holdings reports ---- */
 
+static const char *source_of(const struct wrk_data *d, const char *id)
+{
+    for (size_t i = 0; i < d->nsources; i++) {
+        if (strcmp(d->sources[i].id, id) == 0)
+            return d->sources[i].dir;
+    }
+    return "";
+}
+
+/* Remembers dir as where dataset id comes from (the latest wins). */
+static void remember_source(struct wrk_data *d, const char *id, const char *dir)
+{
+    struct source_of *grown;
+    char *copy = strdup(dir);
+
+    if (copy == NULL)
+        return;
+    for (size_t i = 0; i < d->nsources; i++) {
+        if (strcmp(d->sources[i].id, id) == 0) {
+            free(d->sources[i].dir);
+            d->sources[i].dir = copy;
+            return;
+        }
+    }
+    grown = realloc(d->sources, (d->nsources + 1) * sizeof(*grown));
+    if (grown == NULL) {
+        free(copy);
+        return;
+    }
+    d->sources = grown;
+    snprintf(d->sources[d->nsources].id, sizeof(d->sources[d->nsources].id), "%s", id);
+    d->sources[d->nsources++].dir = copy;
+}
+
 static int holding_msg(struct wrk_data *d, size_t ds, Gs__DatasetHolding *m, uint8_t **bits)
 {
     struct shard_cache_dataset_info info;
@@ -223,7 +264,7 @@ static int holding_msg(struct wrk_data *d, size_t ds, Gs__DatasetHolding *m, uin
     m->bytes_held = info.bytes_held;
     m->bytes_total = info.bytes_total;
     m->last_used_ms = info.last_used_ms;
-    m->source = (char *)"";
+    m->source = (char *)source_of(d, info.id);
     return 0;
 }
 
@@ -541,10 +582,15 @@ static int add_dataset(struct wrk_data *d, const char *source, const Gs__UserIde
         return -EACCES;
     }
     rc = shard_cache_add_dataset(d->cache, source, ret_ds, &err);
-    if (rc < 0)
+    if (rc < 0) {
         snprintf(why, size, "%s", err.msg);
-    else
+    } else {
+        struct shard_cache_dataset_info info;
+
+        if (shard_cache_dataset(d->cache, *ret_ds, &info) == 0)
+            remember_source(d, info.id, source);
         holdings_changed(d);
+    }
     return rc;
 }
 
@@ -1461,6 +1507,9 @@ void wrk_data_free(struct wrk_ctx *w)
         d->pins = p->next;
         free(p);
     }
+    for (size_t i = 0; i < d->nsources; i++)
+        free(d->sources[i].dir);
+    free(d->sources);
     shard_cache_close(d->cache);
     free(d);
     w->data = NULL;
