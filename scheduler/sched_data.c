@@ -193,6 +193,93 @@ static void holding_msg(Gs__DatasetHolding *m, const struct holding *h, const ch
     m->source = h->source;
 }
 
+static bool in_allocation(const struct sched_job *job, const struct sched_node *n)
+{
+    for (uint32_t i = 0; i < job->alloc.nnodes; i++) {
+        if (job->alloc.nodes[i].node == n->index)
+            return true;
+    }
+    return false;
+}
+
+/* Shards of missing (len bytes) that h holds. */
+static size_t covers(const struct holding *h, const uint8_t *missing, size_t len)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < len; i++)
+        n += (size_t)__builtin_popcount(h->held[i] & missing[i]);
+    return n;
+}
+
+/* The node outside the allocation, reachable for its peers, holding the most of missing. */
+static struct sched_node *best_peer(struct sched_ctx *s, const struct sched_job *job,
+                                    const uint8_t *missing, size_t len, size_t *ret_n)
+{
+    struct sched_node *best = NULL;
+
+    *ret_n = 0;
+    for (size_t i = 0; i < s->nnodes; i++) {
+        struct sched_node *node = s->nodes[i];
+        const struct holding *h = find(node->data, job->spec->data.id);
+        size_t n;
+
+        if (h == NULL || h->shards != job->spec->data.shards || node->conn == NULL ||
+            node->data_port == 0 || in_allocation(job, node))
+            continue;
+        n = covers(h, missing, len);
+        if (n > *ret_n) {
+            *ret_n = n;
+            best = node;
+        }
+    }
+    return best;
+}
+
+/*
+ * Nodes outside the job whose caches hold shards none of its nodes holds, the most useful
+ * first, while they add some: its workers fetch those from them before the source.
+ */
+static int extra_peers(struct sched_ctx *s, const struct sched_job *job,
+                       struct sched_data_launch *m)
+{
+    size_t len = ((size_t)job->spec->data.shards + 7) / 8, n;
+    uint8_t *missing = malloc(len + 1);
+    struct sched_node *node;
+
+    if (missing == NULL) {
+        sched_data_launch_release(m);
+        return -ENOMEM;
+    }
+    memset(missing, 0xff, len);
+    if (job->spec->data.shards % 8 != 0)
+        missing[len - 1] = (uint8_t)((1u << (job->spec->data.shards % 8)) - 1);
+    for (size_t k = 0; k < m->msg.n_holdings; k++) {
+        const Gs__DatasetHolding *h = m->msg.holdings[k];
+
+        for (size_t i = 0; i < len && i < h->held.len; i++)
+            missing[i] &= (uint8_t)~h->held.data[i];
+    }
+    while (m->msg.n_peers < SCHED_DATA_EXTRA_PEERS &&
+           (node = best_peer(s, job, missing, len, &n)) != NULL) {
+        const struct holding *h = find(node->data, job->spec->data.id);
+        Gs__DataPeer *p = &m->peers[m->msg.n_peers];
+
+        gs__data_peer__init(p);
+        p->node = node->name;
+        p->address = (char *)sched_node_address(node);
+        p->port = node->data_port;
+        p->held.data = h->held;
+        p->held.len = len;
+        m->peer_ptrs[m->msg.n_peers++] = p;
+        for (size_t i = 0; i < len; i++)
+            missing[i] &= (uint8_t)~h->held[i];
+    }
+    m->msg.peers = m->peer_ptrs;
+    free(missing);
+    return 0;
+}
+
 int sched_data_launch_init(struct sched_ctx *s, const struct sched_job *job,
                            struct sched_data_launch *m)
 {
@@ -230,7 +317,7 @@ int sched_data_launch_init(struct sched_ctx *s, const struct sched_job *job,
     m->msg.holdings = m->ptrs;
     m->msg.n_peer_ports = n;
     m->msg.peer_ports = m->ports;
-    return 0;
+    return extra_peers(s, job, m);
 }
 
 void sched_data_launch_release(struct sched_data_launch *m)

@@ -37,12 +37,16 @@ uint64_t sched_data_node_bytes(const struct sched_node *n, const char *id);
  * LaunchTasks' data part for job (which has a dataset): the holdings of its allocation
  * nodes, in allocation order, borrowed from the nodes' reports (send before they change).
  */
+#define SCHED_DATA_EXTRA_PEERS 4 /* nodes outside the allocation a launch names at most */
+
 struct sched_data_launch {
     Gs__JobLaunchData msg;
     Gs__JobData data;
     Gs__DatasetHolding *holdings;
     Gs__DatasetHolding **ptrs;
     uint32_t *ports;
+    Gs__DataPeer peers[SCHED_DATA_EXTRA_PEERS];
+    Gs__DataPeer *peer_ptrs[SCHED_DATA_EXTRA_PEERS];
 };
 int sched_data_launch_init(struct sched_ctx *s, const struct sched_job *job,
                            struct sched_data_launch *m);

@@ -795,19 +795,35 @@ out:
 }
 
 /* A node of the allocation, other than ours, that gschedd says holds shard; or -1. */
-static int peer_holding(const Gs__LaunchTasks *m, int mine, size_t shard)
+static bool bit(const ProtobufCBinaryData *held, size_t shard)
+{
+    return shard / 8 < held->len && (held->data[shard / 8] >> (shard % 8) & 1);
+}
+
+/*
+ * Where to fetch shard from before the source: a node of the job that gschedd says holds
+ * it, else one of the launch's peers outside the job. False: none (the source).
+ */
+static bool peer_holding(const Gs__LaunchTasks *m, int mine, size_t shard, const char **ret_host,
+                         uint32_t *ret_port)
 {
     const Gs__JobLaunchData *ld = m->data;
 
     for (size_t i = 0; i < ld->n_holdings && i < ld->n_peer_ports; i++) {
-        const Gs__DatasetHolding *h = ld->holdings[i];
-
-        if ((int)i == mine || ld->peer_ports[i] == 0 || shard / 8 >= h->held.len)
+        if ((int)i == mine || ld->peer_ports[i] == 0 || !bit(&ld->holdings[i]->held, shard))
             continue;
-        if (h->held.data[shard / 8] >> (shard % 8) & 1)
-            return (int)i;
+        *ret_host = m->allocation[i]->address;
+        *ret_port = ld->peer_ports[i];
+        return true;
     }
-    return -1;
+    for (size_t i = 0; i < ld->n_peers; i++) {
+        if (ld->peers[i]->port == 0 || !bit(&ld->peers[i]->held, shard))
+            continue;
+        *ret_host = ld->peers[i]->address;
+        *ret_port = ld->peers[i]->port;
+        return true;
+    }
+    return false;
 }
 
 /* Steps 1 and 2 of a staged launch (top of the file). 0, or < 0 with st->why. */
@@ -853,7 +869,8 @@ static int stage_start(struct wrk_data *d, struct stage *st)
     for (size_t n = 0; rc == 0 && n < 2 * info.nshards; n++) {
         size_t i = n % info.nshards;
         bool val = info.manifest->shards[i].split == SHARD_SPLIT_VAL;
-        int peer;
+        const char *host;
+        uint32_t port;
 
         if (!need[i] || val != (n < info.nshards))
             continue;
@@ -863,11 +880,13 @@ static int stage_start(struct wrk_data *d, struct stage *st)
             shard_cache_touch(d->cache, ds, i, gs_clock_wall_ms(), NULL);
             continue;
         }
-        peer = peer_holding(m, mine, i);
+        if (!peer_holding(m, mine, i, &host, &port)) {
+            host = NULL;
+            port = 0;
+        }
         st->shards_fetched++;
-        rc = enqueue(d, info.id, i, jd->source, info.manifest->shards[i].file,
-                     peer >= 0 ? m->allocation[peer]->address : NULL,
-                     peer >= 0 ? m->data->peer_ports[peer] : 0, m->user, st);
+        rc = enqueue(d, info.id, i, jd->source, info.manifest->shards[i].file, host, port, m->user,
+                     st);
         if (rc < 0)
             snprintf(st->why, sizeof(st->why), "out of memory");
         else if (val)

@@ -16,6 +16,8 @@
 #   - stage = "stream": a gsched-train job on a dataset no node holds starts once its val
 #     shards are in; its loader asks the worker for each train shard ahead of use
 #     (DataFetchRequest on the CLI socket, answered by the worker) and trains;
+#   - a dataset only a drained node's cache holds: a job on two other nodes fetches every
+#     shard from that node's worker, none from the source;
 #   - `gsched data warm DIR -w node1 --wait` puts the whole dataset on node1, `stat` shows
 #     it, `evict` (root) removes it; a job file naming no dataset is refused, nothing queued.
 name="integration_data"
@@ -203,6 +205,27 @@ expect "$damaged" '"node2" in [a["node_name"] for a in j["allocation"]]' "on nod
   fail "damaged peer: peer $(u "$damaged" peer) source $(u "$damaged" source)"
 grep -q "peer copy failed, copying from the source" "$state"/node*.log ||
   fail "no worker says its peer's copy failed"
+
+# --- a peer outside the job: node1 (drained) holds the dataset, the job runs elsewhere -------
+"$bin/gsched" shard build --out "$tmp/data4" --shard-tokens 1300 --val-fraction 0.05 \
+  --raw u8 --vocab 256 /usr/share/common-licenses/* > "$tmp/build4.log" 2>&1 ||
+  fail "shard build: $(cat "$tmp/build4.log")"
+out=$("$bin/gsched" data warm "$tmp/data4" -w node1 --wait --timeout 60 2>&1) ||
+  fail "warm node1: $out"
+out=$("$bin/gsched" scontrol update NodeName=node1 State=DRAIN Reason=data-test 2>&1) ||
+  fail "drain node1: $out"
+job_file outside.toml "[resources]
+nodes = 2
+[run]
+command = [\"true\"]
+[data]
+manifest = \"$tmp/data4\""
+outside=$(submit outside.toml)
+wait_end "$outside" 60 || fail "the job fetching from node1 failed: $(jq "$outside" 'j["reason"]')"
+expect "$outside" '"node1" not in [a["node_name"] for a in j["allocation"]]' "off the drained node1"
+[ "$(u "$outside" source)" = 0 ] && [ "$(u "$outside" peer)" -gt 0 ] ||
+  fail "outside peer: peer $(u "$outside" peer) source $(u "$outside" source)"
+out=$("$bin/gsched" scontrol update NodeName=node1 State=RESUME 2>&1) || fail "resume node1: $out"
 
 # --- stage = "stream": tasks start with the val shards, train shards come as asked for --------
 "$bin/gsched" shard build --out "$tmp/data3" --shard-tokens 1100 --val-fraction 0.05 \
