@@ -283,6 +283,27 @@ static void rd_min_job_age(struct gs_schema_ctx *c, const struct gs_toml_value *
         CFG(c)->min_job_age_ms = s * 1000;
 }
 
+static void rd_data_locality(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    static const char *const names[] = {"tiebreak", "prefer", "off"};
+    char *name = NULL;
+
+    if (gs_schema_string(c, v, "scheduler.data_locality", &name) < 0 || name == NULL)
+        return;
+    for (int i = 0; i < 3; i++) {
+        if (strcmp(name, names[i]) == 0) {
+            CFG(c)->data_locality = (enum gs_data_locality)i;
+            free(name);
+            return;
+        }
+    }
+    GS_SCHEMA_REPORT_AT(c, v,
+                        "scheduler.data_locality must be \"tiebreak\", \"prefer\" or \"off\", "
+                        "not \"%s\"",
+                        name);
+    free(name);
+}
+
 static const struct gs_schema_key scheduler_keys[] = {
     {"host", rd_host},
     {"port", rd_port},
@@ -303,6 +324,7 @@ static const struct gs_schema_key scheduler_keys[] = {
     {"max_submit_jobs", rd_max_submit_jobs},
     {"fence_timeout", rd_fence_timeout},
     {"min_job_age", rd_min_job_age},
+    {"data_locality", rd_data_locality},
     {NULL, NULL},
 };
 

@@ -28,6 +28,9 @@
  *     min_job_age = "5m"                    # a finished job leaves memory this long after
  *                                           # it ended (Slurm's MinJobAge); its rows stay:
  *                                           # show/sacct read them back. "0s": never
+ *     data_locality = "tiebreak"            # a job's cached data in placement: among
+ *                                           # equally fit nodes ("tiebreak"), before fit
+ *                                           # ("prefer"), or "off" (docs/data.md)
  *     auth_key = "/etc/gsched/gsched.key"   # the cluster key gschedd and every worker
  *                                           # hold (root only, 0600; proto/auth.h); ""
  *                                           # leaves worker links unauthenticated
@@ -199,6 +202,13 @@ struct gs_config_qos {
 #define GS_CONFIG_DEFAULT_CLUSTER "gsched"
 #define GS_CONFIG_DEFAULT_AUTH_KEY "/etc/gsched/gsched.key"
 
+/* scheduler.data_locality: what a job's data in the nodes' caches weighs in its placement. */
+enum gs_data_locality {
+    GS_DATA_LOCALITY_TIEBREAK = 0, /* among nodes equal in link class and fit (default) */
+    GS_DATA_LOCALITY_PREFER,       /* before fit: a node holding more data beats a tighter fit */
+    GS_DATA_LOCALITY_OFF,          /* not at all */
+};
+
 struct gs_config {
     /* [scheduler] */
     char *host;
@@ -210,16 +220,17 @@ struct gs_config {
     uint64_t kill_grace_ms;
     enum gs_log_level log_level;
     char *cluster_name;
-    char *http_listen;                 /* "host:port"; NULL when turned off ("") */
-    uint32_t idle_threshold_pct;       /* 0-100, default 5 */
-    uint64_t idle_window_ms;           /* default 60 s */
-    uint32_t max_connections;          /* CLI connections at once; default 1024 */
-    uint32_t max_connections_per_user; /* default 64 */
-    uint64_t request_timeout_ms;       /* default 10 s */
-    char *auth_key;                    /* the cluster key's path; NULL when turned off ("") */
-    uint32_t max_submit_jobs;          /* per uid, pending or running; 0: no limit */
-    uint64_t fence_timeout_ms;         /* default 5 min; 0: no fencing */
-    uint64_t min_job_age_ms;           /* default 5 min; 0: finished jobs stay in memory */
+    char *http_listen;                   /* "host:port"; NULL when turned off ("") */
+    uint32_t idle_threshold_pct;         /* 0-100, default 5 */
+    uint64_t idle_window_ms;             /* default 60 s */
+    uint32_t max_connections;            /* CLI connections at once; default 1024 */
+    uint32_t max_connections_per_user;   /* default 64 */
+    uint64_t request_timeout_ms;         /* default 10 s */
+    char *auth_key;                      /* the cluster key's path; NULL when turned off ("") */
+    uint32_t max_submit_jobs;            /* per uid, pending or running; 0: no limit */
+    uint64_t fence_timeout_ms;           /* default 5 min; 0: no fencing */
+    uint64_t min_job_age_ms;             /* default 5 min; 0: finished jobs stay in memory */
+    enum gs_data_locality data_locality; /* how placement weighs a job's cached data */
     /* [worker] */
     char *worker_name; /* NULL: the host name */
     char *worker_address;

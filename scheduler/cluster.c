@@ -842,7 +842,8 @@ struct candidate {
     uint32_t cores_left;
     uint64_t gpus;
     uint64_t score;
-    uint64_t data; /* bytes of the job's dataset it holds */
+    uint64_t data;       /* bytes of the job's dataset it holds (data_locality tiebreak) */
+    uint64_t data_first; /* the same, when it ranks before fit (prefer) */
 };
 
 /* Best link class first; then best fit; then more of the job's data; then the better set. */
@@ -854,6 +855,8 @@ static int compare_candidates(const void *pa, const void *pb)
         return a->worst < b->worst ? -1 : 1;
     if (a->nic != b->nic)
         return a->nic < b->nic ? -1 : 1;
+    if (a->data_first != b->data_first)
+        return a->data_first > b->data_first ? -1 : 1;
     if (a->gpus_left != b->gpus_left)
         return a->gpus_left < b->gpus_left ? -1 : 1;
     if (a->data != b->data)
@@ -950,16 +953,17 @@ HOT_INLINE bool candidate_at(const struct sched_cluster *cluster, const struct s
     free = usable_gpus(n, req, i);
     if (!node_fits_now(n, req, free) || !choose_gpus(n, req, free, &ch))
         return false;
-    *c = (struct candidate){.node = (uint32_t)i,
-                            .switch_id = n->switch_id,
-                            .worst = ch.worst,
-                            .nic = req->nodes > 1 ? nic_class(n, final_gpus(n, req, free, ch.mask))
-                                                  : 0,
-                            .gpus_left = (uint32_t)__builtin_popcountll(free) - req->gpus_per_node,
-                            .cores_left = n->ncores_free - req->cores_per_node,
-                            .gpus = ch.mask,
-                            .score = ch.score,
-                            .data = req->data_bytes != NULL ? req->data_bytes[i] : 0};
+    *c = (struct candidate){
+        .node = (uint32_t)i,
+        .switch_id = n->switch_id,
+        .worst = ch.worst,
+        .nic = req->nodes > 1 ? nic_class(n, final_gpus(n, req, free, ch.mask)) : 0,
+        .gpus_left = (uint32_t)__builtin_popcountll(free) - req->gpus_per_node,
+        .cores_left = n->ncores_free - req->cores_per_node,
+        .gpus = ch.mask,
+        .score = ch.score,
+        .data = req->data_bytes != NULL && !req->data_first ? req->data_bytes[i] : 0,
+        .data_first = req->data_bytes != NULL && req->data_first ? req->data_bytes[i] : 0};
     return true;
 }
 

@@ -68,6 +68,7 @@ struct sched_req {
     /* Per node index, the bytes of the job's dataset its cache holds (docs/data.md); NULL:
      * the job has none. Among nodes equal in link class and fit, more goes first. */
     const uint64_t *data_bytes;
+    bool data_first; /* data_bytes ranks before fit, not after (scheduler.data_locality) */
 };
 
 /* How good the GPUs of one node's allocation are together. */

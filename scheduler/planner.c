@@ -34,6 +34,7 @@ void sched_node_masks_apply(const struct sched_node_masks *m, struct sched_req *
     req->nrequired = m->nrequired;
     req->gpu_masks = m->gpu_masks;
     req->data_bytes = m->data_bytes;
+    req->data_first = m->data_first;
 }
 
 void sched_node_masks_release(struct sched_node_masks *m)

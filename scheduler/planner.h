@@ -40,6 +40,7 @@ struct sched_node_masks {
     bool allowed_borrowed;     /* allowed is not the masks' own (a reservation's, shared) */
     const uint64_t *gpu_masks; /* per node, the GPUs it may use (reservations'; borrowed) */
     uint64_t *data_bytes;      /* per node, bytes of the job's dataset its cache holds */
+    bool data_first;           /* they rank before fit (scheduler.data_locality = "prefer") */
 };
 
 /*

@@ -85,7 +85,9 @@ int sched_node_masks_build(struct sched_ctx *s, const struct gs_jobspec *spec,
     size_t n = sched_cluster_nnodes(s->cluster), words = n / 64 + 1;
 
     *m = (struct sched_node_masks){0};
-    if (spec->data.id[0] != '\0') { /* where its dataset is cached, for the placement */
+    if (spec->data.id[0] != '\0' && s->cfg->data_locality != GS_DATA_LOCALITY_OFF) {
+        /* where its dataset is cached, for the placement */
+        m->data_first = s->cfg->data_locality == GS_DATA_LOCALITY_PREFER;
         m->data_bytes = calloc(n + 1, sizeof(*m->data_bytes));
         if (m->data_bytes == NULL)
             goto oom;

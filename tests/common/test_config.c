@@ -818,3 +818,26 @@ Test(config, a_bad_qos_preempt_mode_is_reported_at_its_place)
     cr_assert_eq(parse("[[qos]]\nname = \"b\"\npreempt_mode = 1\n"), -EINVAL);
     assert_error("gsched.toml:3:16: qos.preempt_mode must be \"requeue\", \"cancel\" or \"off\"");
 }
+
+Test(config, data_keys)
+{
+    cr_assert_eq(parse(""), 0);
+    cr_assert_null(cfg.data_dir, "no cache unless asked for");
+    cr_assert_eq(cfg.data_locality, GS_DATA_LOCALITY_TIEBREAK);
+    cr_assert_eq(parse("[scheduler]\ndata_locality = \"prefer\"\n[worker]\n"
+                       "data_dir = \"/var/cache/gsched\"\ndata_cap = \"2G\"\n"
+                       "data_rate = \"100M\"\ndata_port = 7078\n"),
+                 0, "%s", errors.data);
+    cr_assert_eq(cfg.data_locality, GS_DATA_LOCALITY_PREFER);
+    cr_assert_str_eq(cfg.data_dir, "/var/cache/gsched");
+    cr_assert_eq(cfg.data_cap_mib, 2048);
+    cr_assert_eq(cfg.data_rate_mib, 100);
+    cr_assert_eq(cfg.data_port, 7078);
+    cr_assert_eq(parse("[scheduler]\ndata_locality = \"always\"\n[worker]\ndata_dir = \"rel\"\n"),
+                 -EINVAL);
+    cr_assert_not_null(strstr(errors.data, "gsched.toml:2:17: scheduler.data_locality must be"),
+                       "%s", errors.data);
+    cr_assert_not_null(strstr(errors.data, "gsched.toml:4:12: worker.data_dir must be an absolute"),
+                       "%s", errors.data);
+    cr_assert_eq(cfg.data_locality, GS_DATA_LOCALITY_PREFER, "old values kept");
+}

@@ -758,5 +758,11 @@ Test(cluster, nodes_holding_the_jobs_data_go_first_among_equals)
     sched_cluster_take(cluster, &six);
     cr_assert_eq(sched_cluster_place(cluster, &r, NULL, &alloc), 0);
     cr_assert_eq(alloc.nodes[0].node, 0, "the fragment left on n0 over n3's data");
+    sched_alloc_release(&alloc);
+    sched_alloc_init(&alloc);
+    /* scheduler.data_locality = "prefer": the data before the fit. */
+    r.data_first = true;
+    cr_assert_eq(sched_cluster_place(cluster, &r, NULL, &alloc), 0);
+    cr_assert_eq(alloc.nodes[0].node, 3, "n3's data over the fragment on n0");
     sched_alloc_release(&six);
 }
