@@ -36,7 +36,8 @@
  *
  * Staging is split in three so that the copy runs off the loop thread: stage_begin (loop)
  * fills a self-contained job and pins the dataset, shard_cache_copy_run (any thread) copies
- * and verifies with no cache state, stage_end (loop) records the result and unpins.
+ * and verifies with no cache state, stage_end (loop) records the result and unpins. The
+ * copy is implemented in cache_copy.c, the rest in cache.c.
  *
  * Threading. A struct shard_cache belongs to one thread (the worker's loop thread): every
  * shard_cache_ function but shard_cache_copy_run must be called from it. shard_cache_copy_run

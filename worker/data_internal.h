@@ -1,0 +1,151 @@
+/*
+ * data_internal.h: what the worker's data files share (worker_data.c: the cache, its
+ * reports and copies, warm and evict, the peers' data port; data_launch.c: launches with a
+ * dataset, their plan files, pins, streaming and the loaders' fetch requests; data_access.c:
+ * the job user's permission to read a source). Not for other folders. Loop thread only,
+ * except a copy's work function (worker_data.c), which touches only its struct data_copy.
+ */
+#ifndef WRK_DATA_INTERNAL_H
+#define WRK_DATA_INTERNAL_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <uv.h>
+
+#include "common/error.h"
+#include "proto/gsched.pb-c.h"
+#include "sharding/cache.h"
+#include "sharding/planfile.h"
+
+struct wrk_ctx;
+struct wrk_peer_server;
+
+/* One shard to copy into the cache. */
+struct data_copy {
+    struct data_copy *next;
+    struct wrk_data *d;
+    uv_work_t req;
+    struct shard_cache_copy job;
+    char dataset[SHARD_DATASET_ID_SIZE];
+    size_t shard;
+    struct data_stage *owner; /* the launch waiting for it; NULL for a warm */
+    char source[PATH_MAX];    /* SOURCE/<file> */
+    char peer_host[256];      /* "" none */
+    uint16_t peer_port;
+    uid_t uid; /* whose permission reads the source */
+    gid_t gid;
+    char user[64];
+    bool from_peer;       /* the copy came from the peer */
+    char peer_error[256]; /* why the peer's copy failed, "" when it did not */
+    uint64_t bytes;       /* the shard's file size, for the launch's figures */
+    bool val;             /* a val shard of its owner's */
+    int result;
+    struct gs_error err;
+};
+
+/* A launch waiting for its shards. */
+struct data_stage {
+    struct data_stage *next;
+    uint64_t job_id;
+    uint32_t attempt;
+    uint64_t request_id;
+    Gs__LaunchTasks *msg; /* owned copy */
+    char dataset[SHARD_DATASET_ID_SIZE];
+    char plan_path[PATH_MAX];
+    char data_dir[PATH_MAX];
+    struct shard_planfile *pf;
+    size_t pending;
+    int failed;
+    char why[512];
+    bool cancelled;
+    uint64_t started_ms;
+    uint64_t bytes_local, bytes_peer, bytes_source;
+    uint32_t shards_read, shards_fetched;
+    struct data_step_wait *steps; /* srun steps of the job that came meanwhile */
+    bool stream;                  /* started its tasks at once; copies go on behind them */
+    bool launched;
+    size_t val_pending;   /* of pending, val shards (a streaming job waits for those) */
+    uint64_t launched_ms; /* mono: when a streaming job's tasks started */
+};
+
+/* A running job's hold on its dataset and plan file, until its last task here ends. */
+struct data_pin {
+    struct data_pin *next;
+    uint64_t job_id;
+    char dataset[SHARD_DATASET_ID_SIZE];
+    char plan_path[PATH_MAX];
+    char data_dir[PATH_MAX];
+    /* A leader job's node (batch script, mpirun): its srun steps come and go, so the pin
+     * lasts until the job's end (SignalTasks of all its steps), not its tasks'. */
+    bool until_end;
+    char failed[512]; /* staging failed: its steps fail with this; "" when staged */
+    bool stream;      /* [data] stage = "stream": its tasks run while its shards arrive */
+    uid_t uid;        /* the job's user: who may ask for its shards (DataFetchRequest) */
+    gid_t gid;
+    char user[64];
+    char source[PATH_MAX];
+};
+
+/* A srun step's launch waiting for its job's data on this node. */
+struct data_step_wait {
+    struct data_step_wait *next;
+    Gs__LaunchTasks *msg; /* owned copy */
+    uint64_t request_id;
+};
+
+struct wrk_data {
+    struct wrk_ctx *w;
+    struct shard_cache *cache;
+    struct wrk_peer_server *peer;
+    uint64_t rate;
+    struct data_copy *queue, *queue_tail;
+    struct data_copy *running;
+    struct data_stage *stages;
+    struct data_pin *pins;
+    uint64_t reported_gen; /* the cache generation the last report covered */
+    bool report_full;      /* the next report replaces gschedd's view */
+    uv_timer_t report_timer;
+    bool closing;
+    /* Where each dataset was last staged from, for the reports (memory only: "" after a
+     * restart until it is used again). */
+    struct data_source {
+        char id[SHARD_DATASET_ID_SIZE];
+        char *dir;
+    } * sources;
+    size_t nsources;
+};
+
+/* worker_data.c */
+/* Starts the next queued copy when none runs. */
+void wrk_data_kick(struct wrk_data *d);
+/*
+ * Queues a copy of shard (file in dataset's source_dir), from peer_host:peer_port first when
+ * given, for user, on behalf of owner (NULL: a warm or a fetch request). 0 or < 0.
+ */
+int wrk_data_enqueue(struct wrk_data *d, const char *dataset, size_t shard, const char *source_dir,
+                     const char *file, const char *peer_host, uint32_t peer_port,
+                     const Gs__UserIdentity *user, struct data_stage *owner);
+/* Adds source's dataset to the cache for user; 0 with *ret_ds, or < 0 with why. */
+int wrk_data_add_dataset(struct wrk_data *d, const char *source, const Gs__UserIdentity *user,
+                         size_t *ret_ds, char *why, size_t size);
+/* The cache changed: a holdings report goes within a moment. */
+void wrk_data_holdings_changed(struct wrk_data *d);
+
+/* data_launch.c */
+/* A launch's copies are over (or its streaming tasks may start): go on with it. */
+void wrk_data_stage_check(struct wrk_data *d, struct data_stage *st);
+/* A streaming job's copy failed: its loaders' next fetch request hears why. */
+void wrk_data_stream_failed(struct wrk_data *d, uint64_t job_id, const char *why);
+void wrk_data_stage_free(struct data_stage *st);
+
+/* data_access.c */
+/*
+ * Whether user (uid, gid, name) may read path: every directory above it searchable and
+ * the file itself readable (a directory: readable and searchable), by its permission bits.
+ * The worker is root; this is how it honours the job user's rights over a source.
+ */
+bool wrk_data_user_may_read(const char *path, uid_t uid, gid_t gid, const char *user);
+
+#endif
