@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/args.h"
 #include "cli/client.h"
@@ -176,11 +177,12 @@ static int resolve_target(struct data_args *d)
 
     if (d->target == NULL)
         return 0;
-    if (gs_data_id_valid(d->target) && d->op != GS__DATA_OP__DATA_OP_WARM) {
+    if (gs_data_id_valid(d->target) && d->op != GS__DATA_OP__DATA_OP_WARM &&
+        access(d->target, F_OK) < 0) {
         snprintf(d->data.id, sizeof(d->data.id), "%s", d->target);
         return 0;
     }
-    if (cli_data_resolve(d->target, &d->data, &err) < 0) {
+    if (cli_data_resolve(d->target, d->socket_opt, &d->data, &err) < 0) {
         fprintf(stderr, "gsched data: %s\n", err.msg);
         return -EINVAL;
     }

@@ -133,14 +133,14 @@ static int absolute_paths(struct gs_jobspec *spec, const char *file, struct gs_b
  * [data] manifest: the dataset read here, as the submitting user, so that a missing or
  * malformed dataset is an error now and gschedd gets its id, shard count and bytes.
  */
-static int resolve_data(struct gs_jobspec *spec, const char *file)
+static int resolve_data(struct gs_jobspec *spec, const char *file, const char *socket_opt)
 {
     struct gs_error err = {0};
     int rc;
 
     if (spec->data.manifest == NULL)
         return 0;
-    rc = cli_data_resolve(spec->data.manifest, &spec->data, &err);
+    rc = cli_data_resolve(spec->data.manifest, socket_opt, &spec->data, &err);
     if (rc < 0)
         fprintf(stderr, "gsched submit: %s: data.manifest: %s\n", is_stdin(file) ? "-" : file,
                 err.msg);
@@ -282,7 +282,7 @@ int cli_cmd_submit(int argc, char **argv)
         return status;
     status = 1;
     if (load_spec(s.file, &spec) < 0 || absolute_paths(spec, s.file, &source) < 0 ||
-        resolve_data(spec, s.file) < 0)
+        resolve_data(spec, s.file, s.socket_opt) < 0)
         goto out;
     if (s.hold)
         spec->hold = true;

@@ -12,12 +12,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/client.h"
 #include "common/buf.h"
 #include "common/path.h"
 #include "sharding/cache.h"
 #include "sharding/manifest.h"
+
+static int resolve_dir(const char *path, struct gs_jobdata *d, struct gs_error *err);
 
 /* DIR for "DIR" and for "DIR/manifest.toml", absolute and with links resolved. */
 static int dataset_dir(const char *path, char out[PATH_MAX], struct gs_error *err)
@@ -49,7 +53,63 @@ out:
     return rc;
 }
 
-int cli_data_resolve(const char *path, struct gs_jobdata *d, struct gs_error *err)
+/* Where the nodes' caches say dataset id came from, into dir; 0 or < 0 with err. */
+static int source_of_id(const char *id, const char *socket_opt, char dir[PATH_MAX],
+                        struct gs_error *err)
+{
+    Gs__DataRequest req = GS__DATA_REQUEST__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT, *reply = NULL;
+    char path[256];
+    int rc;
+
+    req.op = GS__DATA_OP__DATA_OP_STAT;
+    req.dataset = (char *)id;
+    env.body_case = GS__ENVELOPE__BODY_DATA_REQUEST;
+    env.data_request = &req;
+    if (cli_socket_path(socket_opt, path, sizeof(path)) < 0)
+        return gs_error_set(err, -EINVAL, 0, 0, "dataset %s: no gschedd to ask where it is", id);
+    rc = cli_request(path, &env, &reply);
+    if (rc < 0)
+        return gs_error_set(err, rc, 0, 0, "dataset %s: gschedd could not be asked", id);
+    rc = gs_error_set(err, -ENOENT, 0, 0,
+                      "dataset %s: no node's cache knows where it came from; name its directory",
+                      id);
+    for (size_t i = 0;
+         reply->body_case == GS__ENVELOPE__BODY_DATA_REPLY && i < reply->data_reply->n_holdings;
+         i++) {
+        const char *src = reply->data_reply->holdings[i]->holding->source;
+
+        if (src != NULL && src[0] == '/' && strlen(src) < PATH_MAX) {
+            snprintf(dir, PATH_MAX, "%s", src);
+            rc = 0;
+            break;
+        }
+    }
+    gs_proto_envelope_free(reply);
+    return rc;
+}
+
+int cli_data_resolve(const char *path, const char *socket_opt, struct gs_jobdata *d,
+                     struct gs_error *err)
+{
+    struct stat st;
+
+    if (gs_data_id_valid(path) && stat(path, &st) < 0) {
+        char dir[PATH_MAX];
+        int rc = source_of_id(path, socket_opt, dir, err);
+
+        if (rc == 0)
+            rc = resolve_dir(dir, d, err);
+        if (rc == 0 && strcmp(d->id, path) != 0)
+            rc = gs_error_set(err, -ESTALE, 0, 0,
+                              "dataset %s: %s, where it was staged from, now holds dataset %s",
+                              path, dir, d->id);
+        return rc;
+    }
+    return resolve_dir(path, d, err);
+}
+
+static int resolve_dir(const char *path, struct gs_jobdata *d, struct gs_error *err)
 {
     struct shard_manifest *m = NULL;
     char dir[PATH_MAX], id[SHARD_DATASET_ID_SIZE];

@@ -13,9 +13,13 @@
 
 /*
  * Fills d's id, source (replacing it; the caller's struct owns it), shards and bytes from
- * the dataset at path (relative to the current directory). Returns 0, or a negative errno
- * with err saying what is wrong with which file ("DIR/manifest.toml:3:1: ...").
+ * the dataset at path (relative to the current directory), or, when path is a dataset id
+ * (32 hex digits) and no such file exists, from the directory the nodes' caches say it was
+ * staged from (asked of gschedd at socket_opt, as --socket takes it; NULL: the default),
+ * read here and checked to be that id. Returns 0, or a negative errno with err saying what
+ * is wrong with which file ("DIR/manifest.toml:3:1: ...").
  */
-int cli_data_resolve(const char *path, struct gs_jobdata *d, struct gs_error *err);
+int cli_data_resolve(const char *path, const char *socket_opt, struct gs_jobdata *d,
+                     struct gs_error *err);
 
 #endif

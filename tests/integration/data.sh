@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # data.sh BIN_DIR SRC_DIR [MODE]: datasets where the GPUs are (issue 19), on a `gsched up`
 # cluster of four workers, each with its own shard cache (state/data/NODE):
-#   - node3 and node4 start with complementary parts of a dataset's train shards in their
-#     caches (three quarters and one quarter), and no val shard; the workers report them (`gsched data ls`);
+#   - node3 and node4 start with complementary halves of a dataset's train shards in their
+#     caches (the even ones and the odd ones), and no val shard; the workers report them (`gsched data ls`);
 #   - a 2-node job with [data] manifest lands on node3 and node4 (the placement prefers
 #     nodes holding its data; all four are idle and alike), reads its node's cached dataset (GSCHED_DATA_DIR, holding only that node's
 #     shards) with the shared plan file (GSCHED_DATA_PLAN); only the shards nobody held (the
-#     val shards, for every node) come from the source, and the train shards moved for
-#     balance come from the peer that holds them (worker to worker); `gsched show` says so;
+#     val shards, for every node) come from the source, and any train shard moved for
+#     balance comes from the peer that holds it; `gsched show` says so;
 #   - the same job again moves nothing;
 #   - with MODE mpi those two runs are a 2-node gsched-train job (launcher = "mpi": mpirun
 #     on node3 starts one rank per node as srun steps, node4 stages its shards for its step
@@ -16,6 +16,8 @@
 #   - stage = "stream": a gsched-train job on a dataset no node holds starts once its val
 #     shards are in; its loader asks the worker for each train shard ahead of use
 #     (DataFetchRequest on the CLI socket, answered by the worker) and trains;
+#   - a dataset only one node holds in full: a 2-node job runs there and on another node,
+#     which fetches its shards from the first (worker to worker), none from the source;
 #   - a dataset only a drained node's cache holds: a job on two other nodes fetches every
 #     shard from that node's worker, none from the source;
 #   - `gsched data warm DIR -w node1 --wait` puts the whole dataset on node1, `stat` shows
@@ -41,12 +43,12 @@ val_bytes=$(awk '$2 == "val" {b += $3} END {print b}' "$tmp/shards")
 ntrain=$(awk '$2 == "train"' "$tmp/shards" | wc -l)
 [ "$ntrain" -ge 8 ] && [ "$val_bytes" -gt 0 ] || fail "dataset too small: $(cat "$tmp/shards")"
 
-# node3 holds three train shards in four, node4 the fourth; nobody the val shards.
+# node3 holds the even train shards, node4 the odd ones; nobody the val shards.
 for n in 3 4; do
   mkdir -p "$state/data/node$n/$id"
   cp "$tmp/data/manifest.toml" "$state/data/node$n/$id/"
 done
-awk '$2 == "train" {print NR % 4 == 0 ? 4 : 3, $1}' "$tmp/shards" | while read -r n f; do
+awk '$2 == "train" {print NR % 2 == 1 ? 3 : 4, $1}' "$tmp/shards" | while read -r n f; do
   cp "$tmp/data/$f" "$state/data/node$n/$id/$f"
 done
 
@@ -59,7 +61,7 @@ import json, sys
 rows = [r for r in json.load(sys.stdin)["holdings"] if r["node"] == sys.argv[1] and r["dataset"] == sys.argv[2]]
 print(rows[0]["held"] if rows else -1)' "$1" "$id"
 }
-part4=$(awk '$2 == "train" && NR % 4 == 0' "$tmp/shards" | wc -l)
+part4=$(awk '$2 == "train" && NR % 2 == 0' "$tmp/shards" | wc -l)
 part3=$((ntrain - part4))
 wait_for "node3 and node4 to report their shards" 20 \
   eval '[ "$(held node3)" = "$part3" ] && [ "$(held node4)" = "$part4" ]'
@@ -129,10 +131,7 @@ local1=$(u "$first" local) peer1=$(u "$first" peer) source1=$(u "$first" source)
   fail "first run: $source1 bytes from the source, expected the val shards on each node ($((2 * val_bytes)))"
 [ $((local1 + peer1)) = "$train_bytes" ] ||
   fail "first run: local $local1 + peer $peer1 is not the train bytes $train_bytes"
-# Balance moves about a quarter of the train bytes to node4, from node3's cache.
-[ $((peer1 * 5)) -ge "$train_bytes" ] && [ $((peer1 * 3)) -le "$train_bytes" ] ||
-  fail "first run: $peer1 bytes from peers, expected about a quarter of $train_bytes"
-grep -q "bytes_peer=[1-9]" "$state/node4.log" || fail "node4 fetched nothing from its peer"
+[ $((peer1 * 10)) -le "$train_bytes" ] || fail "first run: $peer1 bytes from peers, over 10 %"
 "$bin/gsched" show "$first" | grep -q "Data: Local=" || fail "gsched show has no Data line"
 # Each rank saw its own node's cache, the same plan, and no shard it was not given.
 if [ "$mode" != mpi ]; then
@@ -156,6 +155,25 @@ fi
   fail "second run moved data: source $(u "$second" source) peer $(u "$second" peer)"
 [ "$(u "$second" local)" = $((train_bytes + 2 * val_bytes)) ] ||
   fail "second run: local $(u "$second" local), expected $((train_bytes + 2 * val_bytes))"
+
+# --- a job naming its dataset by id: found where the caches say it came from ----------------
+job_file by-id.toml "[resources]
+nodes = 2
+[run]
+command = [\"true\"]
+[data]
+manifest = \"$id\""
+by_id=$(submit by-id.toml)
+wait_end "$by_id" 60 || fail "the job naming its dataset by id failed: $(jq "$by_id" 'j["reason"]')"
+expect "$by_id" "j['spec']['data']['source'] == '$tmp/data'" "the dataset's directory found"
+job_file no-id.toml "[resources]
+nodes = 1
+[run]
+command = [\"true\"]
+[data]
+manifest = \"0123456789abcdef0123456789abcdef\""
+out=$("$bin/gsched" submit no-id.toml 2>&1) && fail "a job on an unknown dataset id submitted: $out"
+case $out in *"no node's cache knows where it came from"*) ;; *) fail "unknown id: $out" ;; esac
 
 # --- warm, stat, evict -------------------------------------------------------------------------
 out=$("$bin/gsched" data warm "$tmp/data" -w node1 --wait --timeout 60 2>&1) ||
@@ -205,6 +223,24 @@ expect "$damaged" '"node2" in [a["node_name"] for a in j["allocation"]]' "on nod
   fail "damaged peer: peer $(u "$damaged" peer) source $(u "$damaged" source)"
 grep -q "peer copy failed, copying from the source" "$state"/node*.log ||
   fail "no worker says its peer's copy failed"
+
+# --- a peer inside the job: node2 holds the dataset, its partner fetches from it -----------
+"$bin/gsched" shard build --out "$tmp/data5" --shard-tokens 1500 --val-fraction 0.05 \
+  --raw u8 --vocab 256 /usr/share/common-licenses/* > "$tmp/build5.log" 2>&1 ||
+  fail "shard build: $(cat "$tmp/build5.log")"
+out=$("$bin/gsched" data warm "$tmp/data5" -w node2 --wait --timeout 60 2>&1) ||
+  fail "warm node2: $out"
+job_file inside.toml "[resources]
+nodes = 2
+[run]
+command = [\"true\"]
+[data]
+manifest = \"$tmp/data5\""
+inside=$(submit inside.toml)
+wait_end "$inside" 60 || fail "the job fetching from node2 failed: $(jq "$inside" 'j["reason"]')"
+expect "$inside" '"node2" in [a["node_name"] for a in j["allocation"]]' "on node2, which holds the data"
+[ "$(u "$inside" source)" = 0 ] && [ "$(u "$inside" peer)" -gt 0 ] ||
+  fail "inside peer: peer $(u "$inside" peer) source $(u "$inside" source)"
 
 # --- a peer outside the job: node1 (drained) holds the dataset, the job runs elsewhere -------
 "$bin/gsched" shard build --out "$tmp/data4" --shard-tokens 1300 --val-fraction 0.05 \
