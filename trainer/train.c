@@ -511,6 +511,26 @@ static int start_loader(struct run *r)
     return 0;
 }
 
+/*
+ * Under a data plan, rank 0 keeps the plan beside the checkpoints it writes, named by the
+ * assignment's digest (CKPT_DIR/data-plan-DIGEST.toml): a checkpoint records the digest,
+ * and this file says which shards each rank read under it. A failure costs a warning.
+ */
+static void keep_plan(struct run *r)
+{
+    struct gs_error gerr = {0};
+    char name[64], *path;
+
+    if (r->plan == NULL || !r->lead)
+        return;
+    snprintf(name, sizeof(name), "data-plan-%016llx.toml", (unsigned long long)r->st.data_plan);
+    path = join(r->ckpt_dir, name, name);
+    if (path == NULL || shard_planfile_write(path, r->plan, &gerr) < 0)
+        fprintf(r->log, "data: warning: the data plan is not kept beside the checkpoints: %s\n",
+                gerr.msg[0] != '\0' ? gerr.msg : "out of memory");
+    free(path);
+}
+
 /* resume = "none": fresh; "auto" (the default): the newest checkpoint if any; else a file. */
 static int resume(struct run *r)
 {
@@ -816,6 +836,8 @@ static int setup(struct run *r)
     if (rc == 0 && r->lead &&
         (rc = trn_ckpt_writer_new(r->ckpt_dir, cfg->ckpt_keep, &r->writer)) < 0)
         gs_buf_printf(r->err, "checkpoint.dir %s: %s", r->ckpt_dir, strerror(-rc));
+    if (rc == 0)
+        keep_plan(r);
     if (rc == 0 && r->lead &&
         (rc = trn_metrics_new(r->metrics_path, r->out, cfg->log_every, &r->metrics)) < 0)
         gs_buf_printf(r->err, "%s: %s", r->metrics_path, strerror(-rc));

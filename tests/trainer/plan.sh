@@ -125,6 +125,10 @@ grep -q "data: rank 0 reads GSCHED_DATA_DIR=$tmp/data, not data.dir, by the plan
 grep -qE "data: rank 0 reads [0-9]+ of the plan's train shards \([0-9]+ on its node\)" "$tmp/one.log" ||
   fail "no shards line: $(cat "$tmp/one.log")"
 grep -q '^done: 3 steps' "$tmp/one.log" || fail "one rank: $(cat "$tmp/one.log")"
+# The assignment is kept beside the checkpoints, named by the digest they record.
+kept=$(ls "$tmp/one/checkpoints"/data-plan-*.toml 2> /dev/null)
+[ "$(echo "$kept" | wc -w)" = 1 ] || fail "kept plans: '$kept'"
+grep -q "^dataset = \"$dataset\"" "$kept" || fail "the kept plan: $(cat "$kept")"
 
 GSCHED_DATA_PLAN="$tmp/plan2.toml" GSCHED_DATA_DIR="$tmp/node0" "$bin/gsched-train" train \
   "$tmp/tiny.toml" --optim.steps=2 --data.plan=off --data.dir="$tmp/data" --out_dir="$tmp/off" \
