@@ -75,8 +75,8 @@ static const char usage_text[] =
 static const char usage_more[] =
     "  scontrol create|update|delete reservation KEY=VALUE... / sinfo -T\n"
     "                            advance reservations of nodes (root; docs/policy.md)\n"
-    "  data ls|stat DATASET [-w NODES] [--json] / data warm DIR -w NODES|--all [--wait]\n"
-    "  data evict DATASET -w NODES|--all\n"
+    "  data ls [-w NODES] [--json] / data stat DATASET|DIR [-w NODES] [--json]\n"
+    "  data warm DATASET|DIR -w NODES|--all [--wait] / data evict DATASET|DIR -w NODES|--all\n"
     "                            datasets in the nodes' shard caches: list, per-node\n"
     "                            shards, stage one ahead of a job, remove one (root)\n"
     "  simulate --trace FORMAT:FILE --cluster FILE [--policy LIST] [--nodes N] [--load X]\n"
