@@ -10,8 +10,11 @@
 #include "common/toml_impl.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "common/buf.h"
 
 /* Small allocations share chunks of this size; bigger ones get a chunk of their own. */
 #define CHUNK_SIZE (64 * 1024)
@@ -472,4 +475,29 @@ int gs_toml_as_datetime(const struct gs_toml_value *v, struct gs_toml_datetime *
     default:
         return -EINVAL;
     }
+}
+
+int gs_toml_parse_file(const char *path, struct gs_toml_doc **ret_doc, struct gs_error *err)
+{
+    struct gs_buf text = GS_BUF_INIT;
+    struct gs_error perr;
+    FILE *f = fopen(path, "rb");
+    int rc;
+
+    if (f == NULL) {
+        rc = -errno;
+        return gs_error_set(err, rc, 0, 0, "%s: cannot open: %s", path, gs_strerror(rc));
+    }
+    rc = gs_buf_read_stream(&text, f);
+    fclose(f);
+    if (rc < 0) {
+        gs_error_set(err, rc, 0, 0, "%s: cannot read: %s", path, gs_strerror(rc));
+        goto out;
+    }
+    rc = gs_toml_parse(text.data != NULL ? text.data : "", text.len, ret_doc, &perr);
+    if (rc < 0)
+        gs_error_set(err, rc, 0, 0, "%s:%d:%d: %s", path, perr.line, perr.col, perr.msg);
+out:
+    gs_buf_release(&text);
+    return rc;
 }

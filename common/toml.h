@@ -80,6 +80,13 @@ struct gs_toml_datetime {
  */
 int gs_toml_parse(const char *text, size_t len, struct gs_toml_doc **ret_doc, struct gs_error *err);
 
+/*
+ * gs_toml_parse of the file at path. Returns 0 with *ret_doc, or a negative errno with err's
+ * message naming the place: "PATH: cannot open: ...", "PATH: cannot read: ..." or
+ * "PATH:LINE:COL: what" (err's line and col stay 0: the message holds the place).
+ */
+int gs_toml_parse_file(const char *path, struct gs_toml_doc **ret_doc, struct gs_error *err);
+
 /* Frees the document and everything borrowed from it; NULL allowed. */
 void gs_toml_free(struct gs_toml_doc *doc);
 

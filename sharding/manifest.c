@@ -326,28 +326,10 @@ static int read_doc(struct reader *r, const struct gs_toml_value *root, struct s
     return rc;
 }
 
-static int read_text(const char *path, struct gs_buf *text, struct gs_error *err)
-{
-    FILE *f = fopen(path, "rb");
-    int rc = 0;
-
-    if (f == NULL) {
-        rc = -errno;
-        return gs_error_set(err, rc, 0, 0, "%s: cannot open: %s", path, gs_strerror(rc));
-    }
-    rc = gs_buf_read_stream(text, f);
-    fclose(f);
-    if (rc < 0)
-        gs_error_set(err, rc, 0, 0, "%s: cannot read: %s", path, gs_strerror(rc));
-    return rc;
-}
-
 int shard_manifest_read(const char *dir, struct shard_manifest **ret_manifest, struct gs_error *err)
 {
-    struct gs_buf text = GS_BUF_INIT;
     struct gs_toml_doc *doc = NULL;
     struct shard_manifest *m = shard_manifest_new(dir);
-    struct gs_error perr;
     char path[PATH_MAX];
     struct reader r = {path, err};
     int rc;
@@ -357,14 +339,9 @@ int shard_manifest_read(const char *dir, struct shard_manifest **ret_manifest, s
         rc = gs_error_set(err, -ENOMEM, 0, 0, "out of memory");
         goto out;
     }
-    rc = read_text(path, &text, err);
+    rc = gs_toml_parse_file(path, &doc, err);
     if (rc < 0)
         goto out;
-    rc = gs_toml_parse(text.data != NULL ? text.data : "", text.len, &doc, &perr);
-    if (rc < 0) {
-        gs_error_set(err, rc, 0, 0, "%s:%d:%d: %s", path, perr.line, perr.col, perr.msg);
-        goto out;
-    }
     rc = read_doc(&r, gs_toml_root(doc), m);
     if (rc == 0) {
         *ret_manifest = m;
@@ -373,7 +350,6 @@ int shard_manifest_read(const char *dir, struct shard_manifest **ret_manifest, s
 out:
     shard_manifest_free(m);
     gs_toml_free(doc);
-    gs_buf_release(&text);
     return rc;
 }
 

@@ -527,36 +527,20 @@ static int read_doc(struct reader *r, const struct gs_toml_value *root, struct s
     return rc;
 }
 
-static int read_text(const char *path, struct gs_buf *text, struct gs_error *err)
-{
-    int rc = gs_path_read_all(path, text);
-
-    if (rc < 0)
-        gs_error_set(err, rc, 0, 0, "%s: cannot read: %s", path, gs_strerror(rc));
-    return rc;
-}
-
 int shard_planfile_read(const char *path, struct shard_planfile **ret, struct gs_error *err)
 {
-    struct gs_buf text = GS_BUF_INIT;
     struct gs_toml_doc *doc = NULL;
     struct shard_planfile *pf = calloc(1, sizeof(*pf));
     struct reader r = {path, err};
-    struct gs_error perr;
     int rc;
 
     if (pf == NULL) {
         rc = gs_error_set(err, -ENOMEM, 0, 0, "%s: out of memory", path);
         goto out;
     }
-    rc = read_text(path, &text, err);
+    rc = gs_toml_parse_file(path, &doc, err);
     if (rc < 0)
         goto out;
-    rc = gs_toml_parse(text.data != NULL ? text.data : "", text.len, &doc, &perr);
-    if (rc < 0) {
-        gs_error_set(err, rc, 0, 0, "%s:%d:%d: %s", path, perr.line, perr.col, perr.msg);
-        goto out;
-    }
     rc = read_doc(&r, gs_toml_root(doc), pf);
     if (rc == 0) {
         *ret = pf;
@@ -565,7 +549,6 @@ int shard_planfile_read(const char *path, struct shard_planfile **ret, struct gs
 out:
     shard_planfile_free(pf);
     gs_toml_free(doc);
-    gs_buf_release(&text);
     return rc;
 }
 
