@@ -11,7 +11,8 @@
  *
  * DATASET is an id (32 hex digits, as `ls` shows it) or a dataset directory, which is read
  * here (as the user who typed it) to find its id; warm needs the directory, and for an id
- * reads the one the nodes' caches say it came from (cli/data_resolve.h). NODES is a host list ("n[1-4],g7").
+ * reads the one the nodes' caches say it came from (cli/data_resolve.h). NODES is a host
+ * list ("n[1-4],g7").
  * Warm and evict are told to the workers and answered at once; `warm --wait` then asks
  * every second until each node holds every shard (or --timeout, default 600 s, passes).
  * Failures exit 1, bad usage 2.
