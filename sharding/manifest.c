@@ -2,7 +2,7 @@
  * manifest.c: DIR/manifest.toml, the list of a dataset's shards (format in manifest.h).
  *
  * Written by hand rather than through a TOML writer: the values are few and typed, and the
- * only free text, a shard's file name, goes through toml_quote(), which escapes what a TOML
+ * only free text, a shard's file name, goes through shard_toml_quote(), which escapes what a TOML
  * basic string cannot hold as is. Read with common/toml.h, strictly: unknown keys, missing
  * keys, wrong types, file names that leave the directory and duplicate names are errors at
  * their line:col, because a manifest that says something else than the shards is the one
@@ -14,7 +14,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +21,8 @@
 #include <unistd.h>
 
 #include "common/buf.h"
-#include "common/path.h"
 #include "common/toml.h"
+#include "sharding/tomlfile.h"
 
 const char *shard_split_name(enum shard_split split)
 {
@@ -133,23 +132,6 @@ uint64_t shard_manifest_tokens(const struct shard_manifest *m, enum shard_split 
 }
 
 /* s as a TOML basic string: quotes, backslashes and control characters escaped. */
-static int toml_quote(struct gs_buf *out, const char *s)
-{
-    int rc = gs_buf_putc(out, '"');
-
-    for (; rc == 0 && *s != '\0'; s++) {
-        unsigned char c = (unsigned char)*s;
-
-        if (c == '"' || c == '\\')
-            rc = gs_buf_printf(out, "\\%c", c);
-        else if (c < 0x20 || c == 0x7f)
-            rc = gs_buf_printf(out, "\\u%04X", c);
-        else
-            rc = gs_buf_putc(out, (char)c);
-    }
-    return rc == 0 ? gs_buf_putc(out, '"') : rc;
-}
-
 static int format_manifest(const struct shard_manifest *m, struct gs_buf *out)
 {
     int rc = gs_buf_printf(out,
@@ -163,7 +145,7 @@ static int format_manifest(const struct shard_manifest *m, struct gs_buf *out)
 
         rc = gs_buf_append_str(out, "\n[[shard]]\nfile = ");
         if (rc == 0)
-            rc = toml_quote(out, s->file);
+            rc = shard_toml_quote(out, s->file);
         if (rc == 0)
             rc = gs_buf_printf(out,
                                "\nsplit = \"%s\"\ntokens = %" PRIu64 "\ncrc32c = 0x%08" PRIX32
@@ -171,16 +153,6 @@ static int format_manifest(const struct shard_manifest *m, struct gs_buf *out)
                                shard_split_name(s->split), s->tokens, s->crc32c,
                                shard_dtype_name(s->dtype), s->vocab);
     }
-    return rc;
-}
-
-/* Writes text to path durably (gs_path_replace), 0644. */
-static int write_replace(const char *path, const struct gs_buf *text, struct gs_error *err)
-{
-    int rc = gs_path_replace(path, text->data != NULL ? text->data : "", text->len, 0644);
-
-    if (rc < 0)
-        gs_error_set(err, rc, 0, 0, "%s: cannot write: %s", path, gs_strerror(rc));
     return rc;
 }
 
@@ -195,74 +167,42 @@ int shard_manifest_write(const struct shard_manifest *m, struct gs_error *err)
     if (rc < 0)
         gs_error_set(err, rc, 0, 0, "%s: out of memory", path);
     else
-        rc = write_replace(path, &text, err);
+        rc = shard_toml_write(path, &text, err);
     gs_buf_release(&text);
     return rc;
 }
 
 /* --- reading --- */
 
-/* Context of one manifest's parse: where errors point. */
-struct reader {
-    const char *path; /* DIR/manifest.toml */
-    struct gs_error *err;
-};
-
-__attribute__((format(printf, 3, 4))) static int
-bad_at(struct reader *r, const struct gs_toml_value *v, const char *fmt, ...)
-{
-    char msg[GS_ERROR_MSG_MAX];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    return gs_error_set(r->err, -EINVAL, 0, 0, "%s:%d:%d: %s", r->path, gs_toml_line(v),
-                        gs_toml_col(v), msg);
-}
-
-static int get_uint(struct reader *r, const struct gs_toml_value *t, const char *key, uint64_t max,
-                    uint64_t *out)
+static int get_uint(struct shard_toml_reader *r, const struct gs_toml_value *t, const char *key,
+                    uint64_t max, uint64_t *out)
 {
     const struct gs_toml_value *v = gs_toml_get(t, key);
     int64_t x;
 
     if (v == NULL)
-        return bad_at(r, t, "shard entry lacks '%s'", key);
+        return shard_toml_bad_at(r, t, "shard entry lacks '%s'", key);
     if (gs_toml_as_int(v, &x) < 0 || x < 0 || (uint64_t)x > max)
-        return bad_at(r, v, "'%s' must be a non-negative integer in range", key);
+        return shard_toml_bad_at(r, v, "'%s' must be a non-negative integer in range", key);
     *out = (uint64_t)x;
     return 0;
 }
 
-static int get_string(struct reader *r, const struct gs_toml_value *t, const char *key,
+static int get_string(struct shard_toml_reader *r, const struct gs_toml_value *t, const char *key,
                       const char **out, size_t *len)
 {
     const struct gs_toml_value *v = gs_toml_get(t, key);
 
     if (v == NULL)
-        return bad_at(r, t, "shard entry lacks '%s'", key);
+        return shard_toml_bad_at(r, t, "shard entry lacks '%s'", key);
     if (gs_toml_as_string(v, out, len) < 0)
-        return bad_at(r, v, "'%s' must be a string", key);
-    return 0;
-}
-
-static int check_keys(struct reader *r, const struct gs_toml_value *t, const char *const *keys)
-{
-    for (size_t i = 0; i < gs_toml_count(t); i++) {
-        const char *k = gs_toml_key_at(t, i, NULL);
-        size_t j = 0;
-
-        while (keys[j] != NULL && strcmp(keys[j], k) != 0)
-            j++;
-        if (keys[j] == NULL)
-            return bad_at(r, gs_toml_at(t, i), "unknown key '%s'", k);
-    }
+        return shard_toml_bad_at(r, v, "'%s' must be a string", key);
     return 0;
 }
 
 /* One [[shard]] table into m. */
-static int read_entry(struct reader *r, const struct gs_toml_value *t, struct shard_manifest *m)
+static int read_entry(struct shard_toml_reader *r, const struct gs_toml_value *t,
+                      struct shard_manifest *m)
 {
     static const char *const keys[] = {"file", "split", "tokens", "crc32c", "dtype", "vocab", NULL};
     struct shard_manifest_shard e = {0};
@@ -273,16 +213,18 @@ static int read_entry(struct reader *r, const struct gs_toml_value *t, struct sh
     int rc;
 
     if (gs_toml_type(t) != GS_TOML_TABLE)
-        return bad_at(r, t, "%s must be a table of a shard's facts", "shard");
-    rc = check_keys(r, t, keys);
+        return shard_toml_bad_at(r, t, "%s must be a table of a shard's facts", "shard");
+    rc = shard_toml_check_keys(r, t, keys);
     if (rc == 0)
         rc = get_string(r, t, "file", &file, &file_len);
     if (rc == 0 && !plain_name(file, file_len))
-        rc = bad_at(r, gs_toml_get(t, "file"), "file '%s' is not a plain file name", file);
+        rc = shard_toml_bad_at(r, gs_toml_get(t, "file"), "file '%s' is not a plain file name",
+                               file);
     if (rc == 0)
         rc = get_string(r, t, "split", &split, NULL);
     if (rc == 0 && strcmp(split, "train") != 0 && strcmp(split, "val") != 0)
-        rc = bad_at(r, gs_toml_get(t, "split"), "split is train or val, not '%s'", split);
+        rc =
+            shard_toml_bad_at(r, gs_toml_get(t, "split"), "split is train or val, not '%s'", split);
     if (rc == 0)
         rc = get_uint(r, t, "tokens", INT64_MAX, &e.tokens);
     if (rc == 0)
@@ -290,11 +232,12 @@ static int read_entry(struct reader *r, const struct gs_toml_value *t, struct sh
     if (rc == 0)
         rc = get_string(r, t, "dtype", &dtype, NULL);
     if (rc == 0 && shard_dtype_parse(dtype, &e.dtype) < 0)
-        rc = bad_at(r, gs_toml_get(t, "dtype"), "dtype is u8, u16 or u32, not '%s'", dtype);
+        rc = shard_toml_bad_at(r, gs_toml_get(t, "dtype"), "dtype is u8, u16 or u32, not '%s'",
+                               dtype);
     if (rc == 0)
         rc = get_uint(r, t, "vocab", UINT32_MAX, &vocab);
     if (rc == 0 && !shard_vocab_fits(e.dtype, vocab))
-        rc = bad_at(r, gs_toml_get(t, "vocab"), "vocab does not fit dtype %s", dtype);
+        rc = shard_toml_bad_at(r, gs_toml_get(t, "vocab"), "vocab does not fit dtype %s", dtype);
     if (rc < 0)
         return rc;
     e.file = (char *)file;
@@ -305,22 +248,24 @@ static int read_entry(struct reader *r, const struct gs_toml_value *t, struct sh
     return add_entry(m, &e, where, r->err);
 }
 
-static int read_doc(struct reader *r, const struct gs_toml_value *root, struct shard_manifest *m)
+static int read_doc(struct shard_toml_reader *r, const struct gs_toml_value *root,
+                    struct shard_manifest *m)
 {
     static const char *const keys[] = {"format", "shard", NULL};
     const struct gs_toml_value *format = gs_toml_get(root, "format");
     const struct gs_toml_value *shards = gs_toml_get(root, "shard");
     int64_t fmt;
-    int rc = check_keys(r, root, keys);
+    int rc = shard_toml_check_keys(r, root, keys);
 
     if (rc < 0)
         return rc;
     if (format == NULL)
         return gs_error_set(r->err, -EINVAL, 0, 0, "%s: no 'format' key: not a manifest", r->path);
     if (gs_toml_as_int(format, &fmt) < 0 || fmt != SHARD_MANIFEST_FORMAT)
-        return bad_at(r, format, "format must be %s (this gsched's manifest format)", "1");
+        return shard_toml_bad_at(r, format, "format must be %s (this gsched's manifest format)",
+                                 "1");
     if (shards != NULL && gs_toml_type(shards) != GS_TOML_ARRAY)
-        return bad_at(r, shards, "%s must be an array of tables ([[shard]])", "shard");
+        return shard_toml_bad_at(r, shards, "%s must be an array of tables ([[shard]])", "shard");
     for (size_t i = 0; rc == 0 && i < gs_toml_count(shards); i++)
         rc = read_entry(r, gs_toml_at(shards, i), m);
     return rc;
@@ -331,7 +276,7 @@ int shard_manifest_read(const char *dir, struct shard_manifest **ret_manifest, s
     struct gs_toml_doc *doc = NULL;
     struct shard_manifest *m = shard_manifest_new(dir);
     char path[PATH_MAX];
-    struct reader r = {path, err};
+    struct shard_toml_reader r = {path, err};
     int rc;
 
     snprintf(path, sizeof(path), "%s/%s", dir, SHARD_MANIFEST_FILE);

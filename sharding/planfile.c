@@ -2,7 +2,7 @@
  * planfile.c: a job's data plan file (format and contract in planfile.h).
  *
  * Written by hand, like manifest.toml: a handful of typed keys, node names quoted by
- * toml_quote(). Read with common/toml.h, strictly, because every rank must derive the same
+ * shard_toml_quote(). Read with common/toml.h, strictly, because every rank must derive the same
  * assignment from it: anything the reader does not understand is an error at its place,
  * never a default. The holds lists are range strings rather than TOML arrays so that a node
  * holding 10,000 shards is one short line; the range parser reports the offending character's
@@ -18,7 +18,6 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,8 +25,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/path.h"
 #include "common/toml.h"
+#include "sharding/tomlfile.h"
 
 /* Indices in holds are below this: bounds what a hostile range like "0-4294967295" costs. */
 #define MAX_SHARD_INDEX (UINT32_C(1) << 24)
@@ -246,19 +245,6 @@ static int check_plan(const struct shard_planfile *pf, struct gs_error *err)
 }
 
 /* s as a TOML basic string (good_name() has ruled out control characters). */
-static int toml_quote(struct gs_buf *out, const char *s)
-{
-    int rc = gs_buf_putc(out, '"');
-
-    for (; rc == 0 && *s != '\0'; s++) {
-        if (*s == '"' || *s == '\\')
-            rc = gs_buf_putc(out, '\\');
-        if (rc == 0)
-            rc = gs_buf_putc(out, *s);
-    }
-    return rc == 0 ? gs_buf_putc(out, '"') : rc;
-}
-
 /* The shortest %g form of x that reads back as x, made a TOML float ("0" -> "0.0"). */
 static void format_double(double x, char *out, size_t size)
 {
@@ -276,7 +262,7 @@ static int format_node(const struct shard_planfile_node *node, struct gs_buf *ou
     int rc = gs_buf_append_str(out, "\n[[node]]\nname = ");
 
     if (rc == 0)
-        rc = toml_quote(out, node->name);
+        rc = shard_toml_quote(out, node->name);
     if (rc == 0)
         rc = gs_buf_append_str(out, "\nholds = \"");
     if (rc == 0)
@@ -311,76 +297,32 @@ int shard_planfile_format(const struct shard_planfile *pf, struct gs_buf *out, s
     return 0;
 }
 
-/* Writes text to path durably (gs_path_replace), 0644. */
-static int write_replace(const char *path, const struct gs_buf *text, struct gs_error *err)
-{
-    int rc = gs_path_replace(path, text->data != NULL ? text->data : "", text->len, 0644);
-
-    if (rc < 0)
-        gs_error_set(err, rc, 0, 0, "%s: cannot write: %s", path, gs_strerror(rc));
-    return rc;
-}
-
 int shard_planfile_write(const char *path, const struct shard_planfile *pf, struct gs_error *err)
 {
     struct gs_buf text = GS_BUF_INIT;
     int rc = shard_planfile_format(pf, &text, err);
 
     if (rc == 0)
-        rc = write_replace(path, &text, err);
+        rc = shard_toml_write(path, &text, err);
     gs_buf_release(&text);
     return rc;
 }
 
 /* --- reading --- */
 
-/* Context of one plan's parse: where errors point. */
-struct reader {
-    const char *path;
-    struct gs_error *err;
-};
-
-__attribute__((format(printf, 3, 4))) static int
-bad_at(struct reader *r, const struct gs_toml_value *v, const char *fmt, ...)
-{
-    char msg[GS_ERROR_MSG_MAX];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    return gs_error_set(r->err, -EINVAL, 0, 0, "%s:%d:%d: %s", r->path, gs_toml_line(v),
-                        gs_toml_col(v), msg);
-}
-
-static int check_keys(struct reader *r, const struct gs_toml_value *t, const char *const *keys)
-{
-    for (size_t i = 0; i < gs_toml_count(t); i++) {
-        const char *k = gs_toml_key_at(t, i, NULL);
-        size_t j = 0;
-
-        while (keys[j] != NULL && strcmp(keys[j], k) != 0)
-            j++;
-        if (keys[j] == NULL)
-            return gs_error_set(r->err, -EINVAL, 0, 0, "%s:%d:%d: unknown key '%s'", r->path,
-                                gs_toml_key_line(t, i), gs_toml_key_col(t, i), k);
-    }
-    return 0;
-}
-
 /* The value of key in table t, which must be there: missing is an error at t (or the file). */
-static int need(struct reader *r, const struct gs_toml_value *t, bool root, const char *key,
-                const struct gs_toml_value **out)
+static int need(struct shard_toml_reader *r, const struct gs_toml_value *t, bool root,
+                const char *key, const struct gs_toml_value **out)
 {
     *out = gs_toml_get(t, key);
     if (*out != NULL)
         return 0;
     if (root)
         return gs_error_set(r->err, -EINVAL, 0, 0, "%s: no '%s' key", r->path, key);
-    return bad_at(r, t, "node lacks '%s'", key);
+    return shard_toml_bad_at(r, t, "node lacks '%s'", key);
 }
 
-static int read_holds(struct reader *r, const struct gs_toml_value *v,
+static int read_holds(struct shard_toml_reader *r, const struct gs_toml_value *v,
                       struct shard_planfile_node *node)
 {
     struct gs_error perr = {0};
@@ -389,7 +331,8 @@ static int read_holds(struct reader *r, const struct gs_toml_value *v,
     int rc;
 
     if (gs_toml_as_string(v, &s, &len) < 0 || strlen(s) != len)
-        return bad_at(r, v, "holds must be a string of shard index ranges (\"0-99,150\")");
+        return shard_toml_bad_at(r, v,
+                                 "holds must be a string of shard index ranges (\"0-99,150\")");
     rc = shard_planfile_parse_ranges(s, &node->holds, &node->nholds, &perr);
     if (rc == -EINVAL)
         return gs_error_set(r->err, rc, 0, 0, "%s:%d:%d: holds: %s", r->path, gs_toml_line(v),
@@ -400,8 +343,8 @@ static int read_holds(struct reader *r, const struct gs_toml_value *v,
 }
 
 /* One [[node]] table into pf->nodes[n]. */
-static int read_node(struct reader *r, const struct gs_toml_value *t, struct shard_planfile *pf,
-                     uint32_t n)
+static int read_node(struct shard_toml_reader *r, const struct gs_toml_value *t,
+                     struct shard_planfile *pf, uint32_t n)
 {
     static const char *const keys[] = {"name", "holds", NULL};
     struct shard_planfile_node *node = &pf->nodes[n];
@@ -411,8 +354,8 @@ static int read_node(struct reader *r, const struct gs_toml_value *t, struct sha
     int rc;
 
     if (gs_toml_type(t) != GS_TOML_TABLE)
-        return bad_at(r, t, "node must be a table ([[node]])");
-    rc = check_keys(r, t, keys);
+        return shard_toml_bad_at(r, t, "node must be a table ([[node]])");
+    rc = shard_toml_check_keys(r, t, keys);
     if (rc == 0)
         rc = need(r, t, false, "name", &name);
     if (rc == 0)
@@ -420,10 +363,11 @@ static int read_node(struct reader *r, const struct gs_toml_value *t, struct sha
     if (rc < 0)
         return rc;
     if (gs_toml_as_string(name, &s, &len) < 0 || !good_name(s, len))
-        return bad_at(r, name, "name must be a non-empty string without control characters");
+        return shard_toml_bad_at(r, name,
+                                 "name must be a non-empty string without control characters");
     for (uint32_t k = 0; k < n; k++) {
         if (strcmp(pf->nodes[k].name, s) == 0)
-            return bad_at(r, name, "node '%s' is listed twice", s);
+            return shard_toml_bad_at(r, name, "node '%s' is listed twice", s);
     }
     node->name = strdup(s);
     if (node->name == NULL)
@@ -431,7 +375,8 @@ static int read_node(struct reader *r, const struct gs_toml_value *t, struct sha
     return read_holds(r, holds, node);
 }
 
-static int read_nodes(struct reader *r, const struct gs_toml_value *root, struct shard_planfile *pf)
+static int read_nodes(struct shard_toml_reader *r, const struct gs_toml_value *root,
+                      struct shard_planfile *pf)
 {
     const struct gs_toml_value *nodes = gs_toml_get(root, "node");
     size_t count = gs_toml_count(nodes);
@@ -440,7 +385,8 @@ static int read_nodes(struct reader *r, const struct gs_toml_value *root, struct
     if (nodes == NULL)
         return gs_error_set(r->err, -EINVAL, 0, 0, "%s: no [[node]]: a plan needs one", r->path);
     if (gs_toml_type(nodes) != GS_TOML_ARRAY || count == 0 || count > MAX_RANKS)
-        return bad_at(r, nodes, "node must be an array of tables ([[node]]), at least one");
+        return shard_toml_bad_at(r, nodes,
+                                 "node must be an array of tables ([[node]]), at least one");
     pf->nodes = calloc(count, sizeof(*pf->nodes));
     if (pf->nodes == NULL)
         return gs_error_set(r->err, -ENOMEM, 0, 0, "%s: out of memory", r->path);
@@ -450,14 +396,14 @@ static int read_nodes(struct reader *r, const struct gs_toml_value *root, struct
     return rc;
 }
 
-static int read_ranks(struct reader *r, const struct gs_toml_value *ranks,
+static int read_ranks(struct shard_toml_reader *r, const struct gs_toml_value *ranks,
                       struct shard_planfile *pf)
 {
     size_t count = gs_toml_count(ranks);
 
     if (gs_toml_type(ranks) != GS_TOML_ARRAY || count == 0 || count > MAX_RANKS)
-        return bad_at(r, ranks, "ranks must be an array of 1 to %" PRIu32 " node indices",
-                      MAX_RANKS);
+        return shard_toml_bad_at(
+            r, ranks, "ranks must be an array of 1 to %" PRIu32 " node indices", MAX_RANKS);
     pf->rank_node = malloc(count * sizeof(*pf->rank_node));
     if (pf->rank_node == NULL)
         return gs_error_set(r->err, -ENOMEM, 0, 0, "%s: out of memory", r->path);
@@ -466,8 +412,9 @@ static int read_ranks(struct reader *r, const struct gs_toml_value *ranks,
         int64_t x = 0;
 
         if (gs_toml_as_int(v, &x) < 0 || x < 0 || x >= (int64_t)pf->nnodes)
-            return bad_at(r, v, "rank %zu: its node must be an index into [[node]], below %" PRIu32,
-                          i, pf->nnodes);
+            return shard_toml_bad_at(
+                r, v, "rank %zu: its node must be an index into [[node]], below %" PRIu32, i,
+                pf->nnodes);
         pf->rank_node[i] = (uint32_t)x;
     }
     pf->nranks = (uint32_t)count;
@@ -475,7 +422,7 @@ static int read_ranks(struct reader *r, const struct gs_toml_value *ranks,
 }
 
 /* format, dataset, seed and tolerance. */
-static int read_scalars(struct reader *r, const struct gs_toml_value *root,
+static int read_scalars(struct shard_toml_reader *r, const struct gs_toml_value *root,
                         struct shard_planfile *pf)
 {
     const struct gs_toml_value *format = NULL, *dataset = NULL, *seed = NULL, *tol = NULL;
@@ -484,37 +431,39 @@ static int read_scalars(struct reader *r, const struct gs_toml_value *root,
     int rc = need(r, root, true, "format", &format);
 
     if (rc == 0 && (gs_toml_as_int(format, &x) < 0 || x != SHARD_PLANFILE_FORMAT))
-        rc = bad_at(r, format, "format must be %d (this gsched's data plan format)",
-                    SHARD_PLANFILE_FORMAT);
+        rc = shard_toml_bad_at(r, format, "format must be %d (this gsched's data plan format)",
+                               SHARD_PLANFILE_FORMAT);
     if (rc == 0)
         rc = need(r, root, true, "dataset", &dataset);
     if (rc == 0) {
         s = NULL;
         if (gs_toml_as_string(dataset, &s, NULL) < 0 || !shard_dataset_id_valid(s))
-            rc = bad_at(r, dataset, "dataset must be 32 lowercase hex digits (a dataset id)");
+            rc = shard_toml_bad_at(r, dataset,
+                                   "dataset must be 32 lowercase hex digits (a dataset id)");
         else
             memcpy(pf->dataset, s, SHARD_DATASET_ID_SIZE);
     }
     if (rc == 0)
         rc = need(r, root, true, "seed", &seed);
     if (rc == 0 && (gs_toml_as_int(seed, &x) < 0 || x < 0))
-        rc = bad_at(r, seed, "seed must be a non-negative integer");
+        rc = shard_toml_bad_at(r, seed, "seed must be a non-negative integer");
     if (rc == 0)
         pf->seed = (uint64_t)x;
     if (rc == 0)
         rc = need(r, root, true, "tolerance", &tol);
     if (rc == 0 && (gs_toml_as_float(tol, &pf->tolerance) < 0 || !isfinite(pf->tolerance) ||
                     pf->tolerance < 0))
-        rc = bad_at(r, tol, "tolerance must be a finite number >= 0");
+        rc = shard_toml_bad_at(r, tol, "tolerance must be a finite number >= 0");
     return rc;
 }
 
-static int read_doc(struct reader *r, const struct gs_toml_value *root, struct shard_planfile *pf)
+static int read_doc(struct shard_toml_reader *r, const struct gs_toml_value *root,
+                    struct shard_planfile *pf)
 {
     static const char *const keys[] = {"format", "dataset", "seed", "tolerance",
                                        "ranks",  "node",    NULL};
     const struct gs_toml_value *ranks = NULL;
-    int rc = check_keys(r, root, keys);
+    int rc = shard_toml_check_keys(r, root, keys);
 
     if (rc == 0)
         rc = read_scalars(r, root, pf);
@@ -531,7 +480,7 @@ int shard_planfile_read(const char *path, struct shard_planfile **ret, struct gs
 {
     struct gs_toml_doc *doc = NULL;
     struct shard_planfile *pf = calloc(1, sizeof(*pf));
-    struct reader r = {path, err};
+    struct shard_toml_reader r = {path, err};
     int rc;
 
     if (pf == NULL) {
