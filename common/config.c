@@ -50,6 +50,7 @@ int gs_config_init(struct gs_config *cfg)
     cfg->cgroups = strdup("auto");
     cfg->cgroup_parent = strdup("gsched");
     cfg->job_pids_max = 32768;
+    cfg->data_copies = 2;
     cfg->idle_threshold_pct = 5;
     cfg->idle_window_ms = 60000;
     cfg->max_connections = 1024;
@@ -466,6 +467,12 @@ static void rd_data_port(struct gs_schema_ctx *c, const struct gs_toml_value *v)
     gs_schema_uint(c, v, "worker.data_port", 0, 65535, &CFG(c)->data_port);
 }
 
+/* At most 8: each holds one of libuv's pool threads (4 unless UV_THREADPOOL_SIZE says). */
+static void rd_data_copies(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    gs_schema_uint(c, v, "worker.data_copies", 1, 8, &CFG(c)->data_copies);
+}
+
 static void rd_allow_root_jobs(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
     gs_schema_bool(c, v, "worker.allow_root_jobs", &CFG(c)->allow_root_jobs);
@@ -489,6 +496,7 @@ static const struct gs_schema_key worker_keys[] = {
     {"data_cap", rd_data_cap},
     {"data_rate", rd_data_rate},
     {"data_port", rd_data_port},
+    {"data_copies", rd_data_copies},
     {NULL, NULL},
 };
 

@@ -101,7 +101,8 @@ struct wrk_data {
     struct wrk_peer_server *peer;
     uint64_t rate;
     struct data_copy *queue, *queue_tail;
-    struct data_copy *running;
+    struct data_copy *running; /* copies in flight, linked by next */
+    unsigned nrunning, max_running;
     struct data_stage *stages;
     struct data_pin *pins;
     uint64_t reported_gen; /* the cache generation the last report covered */
@@ -118,8 +119,10 @@ struct wrk_data {
 };
 
 /* worker_data.c */
-/* Starts the next queued copy when none runs. */
+/* Starts queued copies while fewer than max_running run. */
 void wrk_data_kick(struct wrk_data *d);
+/* Whether a copy of (dataset, shard) is in flight. */
+bool wrk_data_in_flight(const struct wrk_data *d, const char *dataset, size_t shard);
 /*
  * Queues a copy of shard (file in dataset's source_dir), from peer_host:peer_port first when
  * given, for user, on behalf of owner (NULL: a warm or a fetch request). 0 or < 0.

@@ -681,12 +681,6 @@ static bool to_front(struct wrk_data *d, const char *dataset, size_t shard)
     return false;
 }
 
-static bool in_flight(const struct wrk_data *d, const char *dataset, size_t shard)
-{
-    return d->running != NULL && d->running->shard == shard &&
-           strcmp(d->running->dataset, dataset) == 0;
-}
-
 static void fetch_reply(struct gs_proto_conn *conn, uint64_t request_id, int code,
                         const char *message, Gs__DataFetchReply *reply)
 {
@@ -726,7 +720,7 @@ static void fetch_shards(struct wrk_data *d, const struct data_pin *pin, size_t 
             reply->held[reply->n_held++] = (uint32_t)i;
             continue;
         }
-        if (in_flight(d, pin->dataset, i) || to_front(d, pin->dataset, i))
+        if (wrk_data_in_flight(d, pin->dataset, i) || to_front(d, pin->dataset, i))
             continue;
         /* Not queued (its copy failed, or the node lost it): from the source, first. */
         if (wrk_data_enqueue(d, pin->dataset, i, pin->source, info.manifest->shards[i].file, NULL,

@@ -467,7 +467,8 @@ static int run(struct workerd *d)
                             .data_dir = d->cfg.data_dir,
                             .data_cap_bytes = d->cfg.data_cap_mib << 20,
                             .data_rate_bytes = d->cfg.data_rate_mib << 20,
-                            .data_port = d->cfg.data_port};
+                            .data_port = d->cfg.data_port,
+                            .data_copies = d->cfg.data_copies};
     struct gs_proto_auth_key key;
     struct gs_error err;
     int rc = load_key(&d->cfg, &key);

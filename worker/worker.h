@@ -58,6 +58,7 @@ struct wrk_opts {
     uint64_t data_cap_bytes;   /* its cap; 0: none */
     uint64_t data_rate_bytes;  /* staging copies' rate per second; 0: no limit */
     uint32_t data_port;        /* where peers fetch shards; 0: chosen by the kernel */
+    uint32_t data_copies;      /* staging copies at once; 0: 2 */
 };
 
 struct wrk_ctx;

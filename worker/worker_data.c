@@ -4,7 +4,8 @@
  * warm`), datasets evicted, and its data port serving peers.
  *
  * The cache (sharding/cache.h) lives under worker.data_dir and belongs to the loop thread;
- * copies run one at a time in libuv's pool (shard_cache_copy_run touches no cache state),
+ * copies run in libuv's pool, worker.data_copies at once, never two of one shard
+ * (shard_cache_copy_run touches no cache state),
  * from a peer's data port (worker/peer_fetch.h) when one holds the shard, else (or when the
  * peer fails) from the dataset's source directory, which the job's user must be able to
  * read (data_access.c).
@@ -273,7 +274,13 @@ static void copy_done(uv_work_t *req, int status)
     if (status < 0 && c->result == 0)
         c->result = status;
     c->bytes = c->job.bytes; /* stage_end zeroes the job */
-    d->running = NULL;
+    for (struct data_copy **p = &d->running; *p != NULL; p = &(*p)->next) {
+        if (*p == c) {
+            *p = c->next;
+            d->nrunning--;
+            break;
+        }
+    }
     shard_cache_stage_end(d->cache, &c->job, c->result);
     if (c->peer_error[0] != '\0')
         GS_LOG(GS_LOG_WARN,
@@ -298,18 +305,48 @@ static void copy_done(uv_work_t *req, int status)
     wrk_handle_closed(d->w); /* the work request; may free the worker when stopping */
 }
 
-/* Begins the next queued copy, if none runs. */
+bool wrk_data_in_flight(const struct wrk_data *d, const char *dataset, size_t shard)
+{
+    for (const struct data_copy *c = d->running; c != NULL; c = c->next) {
+        if (c->shard == shard && strcmp(c->dataset, dataset) == 0)
+            return true;
+    }
+    return false;
+}
+
+/*
+ * Takes the first queued copy whose shard is not in flight already (a second copy of it
+ * waits in the queue for the first to end, then finds it held); NULL: none may start.
+ */
+static struct data_copy *next_startable(struct wrk_data *d)
+{
+    struct data_copy *prev = NULL;
+
+    for (struct data_copy *c = d->queue; c != NULL; prev = c, c = c->next) {
+        if (wrk_data_in_flight(d, c->dataset, c->shard))
+            continue;
+        if (prev == NULL)
+            d->queue = c->next;
+        else
+            prev->next = c->next;
+        if (d->queue_tail == c)
+            d->queue_tail = prev;
+        c->next = NULL;
+        return c;
+    }
+    return NULL;
+}
+
+/* Starts queued copies while fewer than max_running run. */
 void wrk_data_kick(struct wrk_data *d)
 {
-    while (d->running == NULL && d->queue != NULL && !d->closing) {
-        struct data_copy *c = d->queue;
+    struct data_copy *c;
+
+    while (d->nrunning < d->max_running && !d->closing && (c = next_startable(d)) != NULL) {
         struct gs_error err = {0};
         size_t ds;
         int rc;
 
-        d->queue = c->next;
-        if (d->queue == NULL)
-            d->queue_tail = NULL;
         rc = shard_cache_find(d->cache, c->dataset, &ds);
         if (rc == 0 && shard_cache_holds(d->cache, ds, c->shard)) {
             rc = 1; /* staged meanwhile (a warm and a job asked for it) */
@@ -333,12 +370,16 @@ void wrk_data_kick(struct wrk_data *d)
             copy_free(c);
             continue;
         }
-        c->job.rate_bytes_per_s = d->rate;
+        /* worker.data_rate is the node's: each of the copies at once gets its share. */
+        c->job.rate_bytes_per_s = d->rate / d->max_running;
         c->req.data = c;
-        d->running = c;
         rc = uv_queue_work(d->w->loop, &c->req, copy_work, copy_done);
+        if (rc == 0) {
+            c->next = d->running;
+            d->running = c;
+            d->nrunning++;
+        }
         if (rc < 0) {
-            d->running = NULL;
             c->result = rc;
             gs_error_set(&c->err, rc, 0, 0, "cannot queue the copy: %s", uv_strerror(rc));
             shard_cache_stage_end(d->cache, &c->job, rc);
@@ -518,6 +559,7 @@ int wrk_data_start(struct wrk_ctx *w, const struct wrk_opts *opts, struct gs_err
         return gs_error_set(err, -ENOMEM, 0, 0, "out of memory");
     d->w = w;
     d->rate = opts->data_rate_bytes;
+    d->max_running = opts->data_copies > 0 ? opts->data_copies : 2;
     rc = shard_cache_open(opts->data_dir, opts->data_cap_bytes, &d->cache, err);
     if (rc < 0) {
         free(d);

@@ -823,16 +823,18 @@ Test(config, data_keys)
 {
     cr_assert_eq(parse(""), 0);
     cr_assert_null(cfg.data_dir, "no cache unless asked for");
+    cr_assert_eq(cfg.data_copies, 2);
     cr_assert_eq(cfg.data_locality, GS_DATA_LOCALITY_TIEBREAK);
     cr_assert_eq(parse("[scheduler]\ndata_locality = \"prefer\"\n[worker]\n"
                        "data_dir = \"/var/cache/gsched\"\ndata_cap = \"2G\"\n"
-                       "data_rate = \"100M\"\ndata_port = 7078\n"),
+                       "data_rate = \"100M\"\ndata_port = 7078\ndata_copies = 4\n"),
                  0, "%s", errors.data);
     cr_assert_eq(cfg.data_locality, GS_DATA_LOCALITY_PREFER);
     cr_assert_str_eq(cfg.data_dir, "/var/cache/gsched");
     cr_assert_eq(cfg.data_cap_mib, 2048);
     cr_assert_eq(cfg.data_rate_mib, 100);
     cr_assert_eq(cfg.data_port, 7078);
+    cr_assert_eq(cfg.data_copies, 4);
     cr_assert_eq(parse("[scheduler]\ndata_locality = \"always\"\n[worker]\ndata_dir = \"rel\"\n"),
                  -EINVAL);
     cr_assert_not_null(strstr(errors.data, "gsched.toml:2:17: scheduler.data_locality must be"),
