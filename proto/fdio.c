@@ -169,6 +169,27 @@ out:
     return rc;
 }
 
+int gs_proto_read_hello_fd(int fd, uint32_t accept_roles, int timeout_ms, Gs__Envelope **ret_peer)
+{
+    Gs__Envelope *peer = NULL;
+    int rc = gs_proto_read_fd(fd, 0, timeout_ms, &peer);
+
+    if (rc < 0)
+        return rc;
+    if (peer->body_case == GS__ENVELOPE__BODY_HELLO_REJECT)
+        rc = GS_PROTO_ERR_REJECTED;
+    else if (peer->body_case != GS__ENVELOPE__BODY_HELLO)
+        rc = GS_PROTO_ERR_HANDSHAKE;
+    else
+        rc = gs_proto_hello_check(peer->hello, accept_roles);
+    if (rc < 0) {
+        gs_proto_envelope_free(peer);
+        return rc;
+    }
+    *ret_peer = peer;
+    return 0;
+}
+
 int gs_proto_handshake_fd(int fd, Gs__Role role, const char *name, uint32_t accept_roles,
                           int timeout_ms, Gs__Envelope **ret_peer)
 {
@@ -181,22 +202,12 @@ int gs_proto_handshake_fd(int fd, Gs__Role role, const char *name, uint32_t acce
     hello_env.body_case = GS__ENVELOPE__BODY_HELLO;
     hello_env.hello = &hello;
     rc = gs_proto_write_fd(fd, &hello_env, timeout_ms);
-    if (rc < 0)
-        goto out;
-    rc = gs_proto_read_fd(fd, 0, timeout_ms, &peer);
-    if (rc < 0)
-        goto out;
-    if (peer->body_case == GS__ENVELOPE__BODY_HELLO_REJECT)
-        rc = GS_PROTO_ERR_REJECTED;
-    else if (peer->body_case != GS__ENVELOPE__BODY_HELLO)
-        rc = GS_PROTO_ERR_HANDSHAKE;
-    else
-        rc = gs_proto_hello_check(peer->hello, accept_roles);
+    if (rc == 0)
+        rc = gs_proto_read_hello_fd(fd, accept_roles, timeout_ms, &peer);
     if (rc == 0 && ret_peer != NULL) {
         *ret_peer = peer;
         peer = NULL;
     }
-out:
     gs_proto_envelope_free(peer);
     return rc;
 }

@@ -198,4 +198,12 @@ int gs_proto_read_fd(int fd, uint32_t max_frame, int timeout_ms, Gs__Envelope **
 int gs_proto_handshake_fd(int fd, Gs__Role role, const char *name, uint32_t accept_roles,
                           int timeout_ms, Gs__Envelope **ret_peer);
 
+/*
+ * The reading half of the handshake: the peer's first frame, accepted as
+ * gs_proto_hello_check() accepts it. 0 with *ret_peer (the caller frees it), or the errors
+ * of gs_proto_handshake_fd().
+ */
+int gs_proto_read_hello_fd(int fd, uint32_t accept_roles, int timeout_ms,
+                           Gs__Envelope **ret_peer);
+
 #endif

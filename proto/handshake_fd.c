@@ -44,24 +44,14 @@ static int read_hello(int fd, uint32_t accept_roles, const uint8_t *nonce, int t
                       Gs__Envelope **ret_peer)
 {
     Gs__Envelope *peer = NULL;
-    int rc;
+    int rc = gs_proto_read_hello_fd(fd, accept_roles, timeout_ms, &peer);
 
-    rc = gs_proto_read_fd(fd, 0, timeout_ms, &peer);
-    if (rc < 0)
-        goto out;
-    if (peer->body_case == GS__ENVELOPE__BODY_HELLO_REJECT)
-        rc = GS_PROTO_ERR_REJECTED;
-    else if (peer->body_case != GS__ENVELOPE__BODY_HELLO)
-        rc = GS_PROTO_ERR_HANDSHAKE;
-    else
-        rc = gs_proto_hello_check(peer->hello, accept_roles);
     if (rc == 0)
         rc = check_nonce(peer->hello, nonce);
     if (rc == 0) {
         *ret_peer = peer;
         peer = NULL;
     }
-out:
     gs_proto_envelope_free(peer);
     return rc;
 }

@@ -10,12 +10,9 @@
  * says, is skipped with a warning, so one bad worker report costs that entry, not the
  * daemon. Memory only: workers report in full whenever they register.
  */
-#define _GNU_SOURCE /* getpwuid_r */
-
 #include "scheduler/sched_data.h"
 
 #include <errno.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -441,17 +438,6 @@ out:
     free(l.holdings);
 }
 
-static void user_name(uid_t uid, char *out, size_t size)
-{
-    struct passwd pw, *found = NULL;
-    char buf[4096];
-
-    if (getpwuid_r(uid, &pw, buf, sizeof(buf), &found) == 0 && found != NULL)
-        snprintf(out, size, "%s", found->pw_name);
-    else
-        snprintf(out, size, "%u", (unsigned)uid);
-}
-
 /* Warm or evict: a DataCommand to each named node that is up and knows datasets. */
 static void command(struct sched_cli *c, uint64_t request_id, const Gs__DataRequest *req)
 {
@@ -468,7 +454,7 @@ static void command(struct sched_cli *c, uint64_t request_id, const Gs__DataRequ
         sched_cli_error(c, request_id, -ENOMEM, "out of memory", false);
         return;
     }
-    user_name(c->uid, name, sizeof(name));
+    sched_user_name(c->uid, name, sizeof(name));
     user.uid = c->uid;
     user.gid = c->gid;
     user.username = name;

@@ -403,6 +403,9 @@ void sched_failover_node_down(struct sched_ctx *s, struct sched_node *n);
 /* The jobs of a node down past its fence timeout: requeued or NODE_FAIL. */
 void sched_failover_node_lost(struct sched_ctx *s, struct sched_node *n);
 
+/* sched_submit.c: uid's user name, or the uid in decimal when it has none. */
+void sched_user_name(uid_t uid, char *out, size_t size);
+
 /* sched_launch.c */
 /* Starts job at alloc (taken from the cluster by the planner): stored RUNNING, then launched. */
 void sched_launch_start(struct sched_ctx *s, struct sched_job *job, struct sched_alloc *alloc,

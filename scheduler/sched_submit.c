@@ -129,7 +129,7 @@ static int array_specs(const struct gs_jobspec *spec, uint64_t first_id, struct 
     return 0;
 }
 
-static void user_name(uid_t uid, char *out, size_t size)
+void sched_user_name(uid_t uid, char *out, size_t size)
 {
     struct passwd pw, *found = NULL;
     char buf[4096];
@@ -321,7 +321,7 @@ void sched_submit(struct sched_cli *c, uint64_t request_id, const Gs__SubmitRequ
         if (spec->source == NULL)
             goto oom;
     }
-    user_name(c->uid, user, sizeof(user));
+    sched_user_name(c->uid, user, sizeof(user));
     rc = admit(s, spec, why, sizeof(why));
     if (rc == 0)
         rc = sched_policy_admit(s, (uint32_t)c->uid, user, spec, why, sizeof(why));

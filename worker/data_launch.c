@@ -724,17 +724,8 @@ static void fetch_shards(struct wrk_data *d, const struct data_pin *pin, size_t 
             continue;
         /* Not queued (its copy failed, or the node lost it): from the source, first. */
         if (wrk_data_enqueue(d, pin->dataset, i, pin->source, info.manifest->shards[i].file, NULL,
-                             0, &user, NULL) == 0 &&
-            d->queue_tail != NULL && d->queue != d->queue_tail) {
-            struct data_copy *c = d->queue_tail, *p = d->queue;
-
-            while (p->next != c)
-                p = p->next;
-            p->next = NULL;
-            d->queue_tail = p;
-            c->next = d->queue;
-            d->queue = c;
-        }
+                             0, &user, NULL) == 0)
+            to_front(d, pin->dataset, i);
     }
 }
 

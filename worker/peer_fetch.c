@@ -490,8 +490,8 @@ int wrk_peer_fetch_read(struct wrk_peer_fetch *f, const char *dataset, const cha
     return 0;
 }
 
-int wrk_peer_fetch_reader(void *data, uint64_t offset, void *buf, size_t len, size_t *ret_got,
-                          struct gs_error *err)
+int wrk_peer_fetch_reader(uint64_t offset, void *buf, size_t len, size_t *ret_got,
+                          struct gs_error *err, void *data)
 {
     const struct wrk_peer_fetch_reader *r = data;
 

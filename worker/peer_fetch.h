@@ -76,9 +76,9 @@ const char *wrk_peer_fetch_peer(const struct wrk_peer_fetch *f);
 void wrk_peer_fetch_close(struct wrk_peer_fetch *f);
 
 /*
- * An adapter to a reader callback of the shape the cache takes,
- *     int (*read)(void *data, uint64_t offset, void *buf, size_t len, size_t *ret_got,
- *                 struct gs_error *err)
+ * An adapter to the shard cache's reader callback (sharding/cache.h, shard_cache_read_fn),
+ *     int (*read)(uint64_t offset, void *buf, size_t len, size_t *ret_got,
+ *                 struct gs_error *err, void *data)
  * with data a struct wrk_peer_fetch_reader naming the file; every member is borrowed.
  */
 struct wrk_peer_fetch_reader {
@@ -88,7 +88,7 @@ struct wrk_peer_fetch_reader {
 };
 
 /* wrk_peer_fetch_read() of the file data (a struct wrk_peer_fetch_reader *) names. */
-int wrk_peer_fetch_reader(void *data, uint64_t offset, void *buf, size_t len, size_t *ret_got,
-                          struct gs_error *err);
+int wrk_peer_fetch_reader(uint64_t offset, void *buf, size_t len, size_t *ret_got,
+                          struct gs_error *err, void *data);
 
 #endif

@@ -181,14 +181,6 @@ void wrk_data_registered(struct wrk_ctx *w)
 
 /* ---- copies ---- */
 
-static int peer_read(uint64_t offset, void *buf, size_t len, size_t *ret_got, struct gs_error *err,
-                     void *data)
-{
-    struct wrk_peer_fetch_reader *r = data;
-
-    return wrk_peer_fetch_read(r->fetch, r->dataset, r->file, offset, buf, len, ret_got, err);
-}
-
 /* A copy from the peer; on failure the source directory is tried by the caller. */
 static int copy_from_peer(struct data_copy *c, const char *file)
 {
@@ -202,7 +194,7 @@ static int copy_from_peer(struct data_copy *c, const char *file)
     r.fetch = f;
     r.dataset = c->dataset;
     r.file = file;
-    c->job.read = peer_read;
+    c->job.read = wrk_peer_fetch_reader;
     c->job.read_data = &r;
     c->job.source_path = NULL;
     rc = shard_cache_copy_run(&c->job, &c->err);

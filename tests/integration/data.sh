@@ -26,10 +26,35 @@ name="integration_data"
 . "$(dirname "$0")/lib.sh"
 mode=${3:-local}
 
+# dataset DIR TOKENS: a dataset of TOKENS-token u8 shards (5 % val) of the licence texts.
+dataset() {
+  "$bin/gsched" shard build --out "$1" --shard-tokens "$2" --val-fraction 0.05 \
+    --raw u8 --vocab 256 /usr/share/common-licenses/* > "$tmp/build.log" 2>&1 ||
+    fail "shard build $1: $(cat "$tmp/build.log")"
+}
+# warm DIR NODE: the whole dataset staged onto NODE's cache.
+warm() {
+  local out
+  out=$("$bin/gsched" data warm "$1" -w "$2" --wait --timeout 60 2>&1) || fail "warm $2: $out"
+}
+# data_job NAME DIR [EXTRA]: a 2-node job that reads dataset DIR (and does nothing), run to
+# its end; its id printed.
+data_job() {
+  local job
+  job_file "$1.toml" "[resources]
+nodes = 2
+[run]
+command = [\"true\"]
+[data]
+manifest = \"$2\"
+${3:-}"
+  job=$(submit "$1.toml")
+  wait_end "$job" 60 || fail "job $1 ($job) failed: $(jq "$job" 'j["reason"]')"
+  echo "$job"
+}
+
 # The dataset: shards of 1,000 tokens (u8: bytes + 64), a val split.
-"$bin/gsched" shard build --out "$tmp/data" --shard-tokens 1000 --val-fraction 0.05 \
-  --raw u8 --vocab 256 /usr/share/common-licenses/* > "$tmp/build.log" 2>&1 ||
-  fail "shard build: $(cat "$tmp/build.log")"
+dataset "$tmp/data" 1000
 id=$(sha256sum "$tmp/data/manifest.toml" | cut -c1-32)
 # Manifest facts: "file split bytes" per shard, in manifest order.
 python3 - "$tmp/data/manifest.toml" > "$tmp/shards" <<'PY' || fail "reading the manifest"
@@ -157,14 +182,7 @@ fi
   fail "second run: local $(u "$second" local), expected $((train_bytes + 2 * val_bytes))"
 
 # --- a job naming its dataset by id: found where the caches say it came from ----------------
-job_file by-id.toml "[resources]
-nodes = 2
-[run]
-command = [\"true\"]
-[data]
-manifest = \"$id\""
-by_id=$(submit by-id.toml)
-wait_end "$by_id" 60 || fail "the job naming its dataset by id failed: $(jq "$by_id" 'j["reason"]')"
+by_id=$(data_job by-id "$id")
 expect "$by_id" "j['spec']['data']['source'] == '$tmp/data'" "the dataset's directory found"
 job_file no-id.toml "[resources]
 nodes = 1
@@ -176,8 +194,7 @@ out=$("$bin/gsched" submit no-id.toml 2>&1) && fail "a job on an unknown dataset
 case $out in *"no node's cache knows where it came from"*) ;; *) fail "unknown id: $out" ;; esac
 
 # --- warm, stat, evict -------------------------------------------------------------------------
-out=$("$bin/gsched" data warm "$tmp/data" -w node1 --wait --timeout 60 2>&1) ||
-  fail "warm node1: $out"
+warm "$tmp/data" node1
 [ "$(held node1)" = "$(wc -l < "$tmp/shards")" ] || fail "node1 after warm: $(held node1)"
 out=$("$bin/gsched" data stat "$id" 2>&1) || fail "stat: $out"
 echo "$out" | grep -q "^node1 .*$id" || fail "stat shows no node1: $out"
@@ -199,25 +216,14 @@ if [ "$(id -u)" = 0 ]; then
 fi
 
 # --- a peer whose copies are damaged: the shards come from the source instead -----------------
-"$bin/gsched" shard build --out "$tmp/data2" --shard-tokens 700 --val-fraction 0.05 \
-  --raw u8 --vocab 256 /usr/share/common-licenses/* > "$tmp/build2.log" 2>&1 ||
-  fail "shard build: $(cat "$tmp/build2.log")"
+dataset "$tmp/data2" 700
 id2=$(sha256sum "$tmp/data2/manifest.toml" | cut -c1-32)
-out=$("$bin/gsched" data warm "$tmp/data2" -w node2 --wait --timeout 60 2>&1) ||
-  fail "warm node2: $out"
+warm "$tmp/data2" node2
 # Token bytes overwritten, headers left alone: node2 still counts them as held.
 for f in "$state/data/node2/$id2"/*.bin; do
   printf 'XXXX' | dd of="$f" bs=1 seek=100 conv=notrunc 2> /dev/null || fail "damaging $f"
 done
-job_file damaged.toml "[resources]
-nodes = 2
-[run]
-command = [\"true\"]
-[data]
-manifest = \"$tmp/data2\"
-tolerance = 0.1"
-damaged=$(submit damaged.toml)
-wait_end "$damaged" 60 || fail "the job on damaged peers failed: $(jq "$damaged" 'j["reason"]')"
+damaged=$(data_job damaged "$tmp/data2" "tolerance = 0.1")
 expect "$damaged" '"node2" in [a["node_name"] for a in j["allocation"]]' "on node2, which holds the data"
 [ "$(u "$damaged" peer)" = 0 ] && [ "$(u "$damaged" source)" -gt 0 ] ||
   fail "damaged peer: peer $(u "$damaged" peer) source $(u "$damaged" source)"
@@ -225,48 +231,26 @@ grep -q "peer copy failed, copying from the source" "$state"/node*.log ||
   fail "no worker says its peer's copy failed"
 
 # --- a peer inside the job: node2 holds the dataset, its partner fetches from it -----------
-"$bin/gsched" shard build --out "$tmp/data5" --shard-tokens 1500 --val-fraction 0.05 \
-  --raw u8 --vocab 256 /usr/share/common-licenses/* > "$tmp/build5.log" 2>&1 ||
-  fail "shard build: $(cat "$tmp/build5.log")"
-out=$("$bin/gsched" data warm "$tmp/data5" -w node2 --wait --timeout 60 2>&1) ||
-  fail "warm node2: $out"
-job_file inside.toml "[resources]
-nodes = 2
-[run]
-command = [\"true\"]
-[data]
-manifest = \"$tmp/data5\""
-inside=$(submit inside.toml)
-wait_end "$inside" 60 || fail "the job fetching from node2 failed: $(jq "$inside" 'j["reason"]')"
+dataset "$tmp/data5" 1500
+warm "$tmp/data5" node2
+inside=$(data_job inside "$tmp/data5")
 expect "$inside" '"node2" in [a["node_name"] for a in j["allocation"]]' "on node2, which holds the data"
 [ "$(u "$inside" source)" = 0 ] && [ "$(u "$inside" peer)" -gt 0 ] ||
   fail "inside peer: peer $(u "$inside" peer) source $(u "$inside" source)"
 
 # --- a peer outside the job: node1 (drained) holds the dataset, the job runs elsewhere -------
-"$bin/gsched" shard build --out "$tmp/data4" --shard-tokens 1300 --val-fraction 0.05 \
-  --raw u8 --vocab 256 /usr/share/common-licenses/* > "$tmp/build4.log" 2>&1 ||
-  fail "shard build: $(cat "$tmp/build4.log")"
-out=$("$bin/gsched" data warm "$tmp/data4" -w node1 --wait --timeout 60 2>&1) ||
-  fail "warm node1: $out"
+dataset "$tmp/data4" 1300
+warm "$tmp/data4" node1
 out=$("$bin/gsched" scontrol update NodeName=node1 State=DRAIN Reason=data-test 2>&1) ||
   fail "drain node1: $out"
-job_file outside.toml "[resources]
-nodes = 2
-[run]
-command = [\"true\"]
-[data]
-manifest = \"$tmp/data4\""
-outside=$(submit outside.toml)
-wait_end "$outside" 60 || fail "the job fetching from node1 failed: $(jq "$outside" 'j["reason"]')"
+outside=$(data_job outside "$tmp/data4")
 expect "$outside" '"node1" not in [a["node_name"] for a in j["allocation"]]' "off the drained node1"
 [ "$(u "$outside" source)" = 0 ] && [ "$(u "$outside" peer)" -gt 0 ] ||
   fail "outside peer: peer $(u "$outside" peer) source $(u "$outside" source)"
 out=$("$bin/gsched" scontrol update NodeName=node1 State=RESUME 2>&1) || fail "resume node1: $out"
 
 # --- stage = "stream": tasks start with the val shards, train shards come as asked for --------
-"$bin/gsched" shard build --out "$tmp/data3" --shard-tokens 1100 --val-fraction 0.05 \
-  --raw u8 --vocab 256 /usr/share/common-licenses/* > "$tmp/build3.log" 2>&1 ||
-  fail "shard build: $(cat "$tmp/build3.log")"
+dataset "$tmp/data3" 1100
 train_cfg "$work/stream.toml" "$tmp/data3" 12
 job_file stream-job.toml "name = \"stream\"
 [resources]

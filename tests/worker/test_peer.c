@@ -571,17 +571,17 @@ Test(peer, plugs_into_a_reader_callback)
 {
     struct wrk_peer_fetch *f = open_fetch();
     struct wrk_peer_fetch_reader r = {.fetch = f, .dataset = DATASET, .file = "small.bin"};
-    int (*read_fn)(void *, uint64_t, void *, size_t, size_t *, struct gs_error *) =
+    int (*read_fn)(uint64_t, void *, size_t, size_t *, struct gs_error *, void *) =
         wrk_peer_fetch_reader;
     uint8_t *want = pattern(SMALL_SIZE, 1);
     uint8_t buf[SMALL_SIZE];
     struct gs_error err;
     size_t got;
 
-    cr_assert_eq(read_fn(&r, 500, buf, sizeof(buf), &got, &err), 0, "%s", err.msg);
+    cr_assert_eq(read_fn(500, buf, sizeof(buf), &got, &err, &r), 0, "%s", err.msg);
     cr_assert_eq(got, SMALL_SIZE - 500);
     cr_assert(memcmp(buf, want + 500, got) == 0);
-    cr_assert_eq(read_fn(&r, SMALL_SIZE, buf, sizeof(buf), &got, &err), 0);
+    cr_assert_eq(read_fn(SMALL_SIZE, buf, sizeof(buf), &got, &err, &r), 0);
     cr_assert_eq(got, 0);
     free(want);
     wrk_peer_fetch_close(f);
