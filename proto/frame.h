@@ -203,7 +203,6 @@ int gs_proto_handshake_fd(int fd, Gs__Role role, const char *name, uint32_t acce
  * gs_proto_hello_check() accepts it. 0 with *ret_peer (the caller frees it), or the errors
  * of gs_proto_handshake_fd().
  */
-int gs_proto_read_hello_fd(int fd, uint32_t accept_roles, int timeout_ms,
-                           Gs__Envelope **ret_peer);
+int gs_proto_read_hello_fd(int fd, uint32_t accept_roles, int timeout_ms, Gs__Envelope **ret_peer);
 
 #endif
