@@ -23,6 +23,7 @@
 
 #include "cli/client.h"
 #include "cli/local.h"
+#include "cli/local_netns.h"
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/units.h"
@@ -42,6 +43,7 @@ static const char up_usage[] =
     "                 [--state DIR] [--port P] [--heartbeat DUR] [--kill-grace DUR]\n"
     "                 [--fence-timeout DUR]\n"
     "                 [--partition NAME[=NODES][:default][:max_time=DUR]]... [--share-cpus]\n"
+    "                 [--netns [--subnet A.B.C]]\n"
     "Starts gschedd and N gsched-workerd (node1..nodeN) on this machine.\n"
     "  --workers N         workers to start, 1 to 64 (default 2)\n"
     "  --share-cpus        every worker offers all of this machine's CPUs (default: each\n"
@@ -60,6 +62,11 @@ static const char up_usage[] =
     "  --partition SPEC    a partition (sbatch -p), as [[partition]] in gsched.toml: its\n"
     "                      nodes a hostlist (default: all), the default one, its longest\n"
     "                      time limit; repeat for more (default: one, \"main\", of all)\n"
+    "  --netns             (root) gschedd and each worker in network, UTS and mount\n"
+    "                      namespaces of their own on one bridge: each node has its host\n"
+    "                      name and address, and every node's /etc/hosts names them all\n"
+    "                      (STATE/hosts); without it every node is 127.0.0.1\n"
+    "  --subnet A.B.C      the /24 of --netns (default: a free one in 10.100-199.x)\n"
     "DUR is a duration as in gsched.toml: \"1s\", \"90s\", \"1m30s\", \"1:30\".\n"
     "A cluster in DIR whose gschedd alone died (every worker still runs) gets its gschedd\n"
     "back, from its own configuration; the options are then not used.\n";
@@ -82,6 +89,8 @@ struct up_opts {
     const char *partitions[UP_MAX_PARTITIONS];
     unsigned npartitions;
     bool share_cpus;
+    bool netns;
+    const char *subnet;
 };
 
 /* What `up` works with once the options are checked. */
@@ -95,6 +104,8 @@ struct up {
     char key[PATH_MAX]; /* the cluster key (proto/auth.h), made once and kept */
     char socket[PATH_MAX];
     unsigned gpus_per_node; /* from the scheduler's view of node1, for the summary */
+    bool in_netns;          /* --netns, or a revived cluster that had it */
+    struct cli_netns ns;
 };
 
 static int parse_number(const char *opt, const char *arg, unsigned min, unsigned max, unsigned *out)
@@ -153,7 +164,9 @@ static int parse_up_option(struct up_opts *o, int argc, char **argv, int *i)
         o->partitions[o->npartitions++] = arg;
         return 0;
     }
-    if (strcmp(opt, "--topology") == 0)
+    if (strcmp(opt, "--subnet") == 0)
+        o->subnet = arg;
+    else if (strcmp(opt, "--topology") == 0)
         o->topology = arg;
     else if (strcmp(opt, "--features") == 0)
         o->features = arg;
@@ -165,8 +178,8 @@ static int parse_up_option(struct up_opts *o, int argc, char **argv, int *i)
 static int parse_up(struct up_opts *o, int argc, char **argv)
 {
     static const char *const with_value[] = {
-        "--workers", "--gpus-per-node", "--topology",   "--features",  "--state",
-        "--port",    "--heartbeat",     "--kill-grace", "--partition", "--fence-timeout"};
+        "--workers",   "--gpus-per-node", "--topology",  "--features",      "--state", "--port",
+        "--heartbeat", "--kill-grace",    "--partition", "--fence-timeout", "--subnet"};
 
     *o = (struct up_opts){
         .workers = UP_DEFAULT_WORKERS, .gpus = UP_DEFAULT_GPUS, .state = CLI_LOCAL_STATE_DIR};
@@ -176,6 +189,10 @@ static int parse_up(struct up_opts *o, int argc, char **argv)
 
         if (strcmp(argv[i], "--share-cpus") == 0) {
             o->share_cpus = true;
+            continue;
+        }
+        if (strcmp(argv[i], "--netns") == 0) {
+            o->netns = true;
             continue;
         }
         for (size_t k = 0; k < sizeof(with_value) / sizeof(with_value[0]); k++)
@@ -188,6 +205,8 @@ static int parse_up(struct up_opts *o, int argc, char **argv)
     }
     if (o->gpus_given && o->topology != NULL)
         return cli_usage_error("up", "--gpus-per-node and --topology exclude each other");
+    if (o->subnet != NULL && !o->netns)
+        return cli_usage_error("up", "--subnet is --netns's");
     return 0;
 }
 
@@ -290,8 +309,12 @@ static int write_config(const struct up *u)
         rc = -errno;
         goto out;
     }
+    char addr[32] = "127.0.0.1";
+
+    if (u->in_netns)
+        cli_netns_addr(&u->ns, 0, addr, sizeof(addr));
     fputs("# Written by `gsched up` at every start; edits are lost.\n[scheduler]\n", f);
-    fputs("host = \"127.0.0.1\"\n", f);
+    fprintf(f, "host = \"%s\"\n", addr);
     fprintf(f, "port = %u\nsocket = ", u->opts.port);
     toml_string(f, u->socket);
     fputs("\nstate_dir = ", f);
@@ -303,8 +326,9 @@ static int write_config(const struct up *u)
         fprintf(f, "kill_grace = \"%" PRIu64 "s\"\n", u->opts.kill_grace_s);
     if (u->opts.fence_s > 0)
         fprintf(f, "fence_timeout = \"%" PRIu64 "s\"\n", u->opts.fence_s);
-    /* Any free port, so that several local clusters each have their status page. */
-    fputs("http = \"127.0.0.1:0\"\n", f);
+    /* Any free port, so that several local clusters each have their status page; with
+     * --netns on gschedd's address, which this machine reaches through the bridge. */
+    fprintf(f, "http = \"%s:0\"\n", addr);
     fputs("auth_key = ", f);
     toml_string(f, u->key);
     fputc('\n', f);
@@ -329,11 +353,28 @@ out:
     return rc;
 }
 
+static int enter_netns(const void *data)
+{
+    return cli_netns_enter(data);
+}
+
+/* Starts daemon i (0: gschedd) from argv, in its namespaces with --netns. */
+static int spawn(struct up *u, unsigned i, char *const argv[])
+{
+    struct cli_netns_enter enter;
+    struct cli_spawn_hook hook = {.before_exec = enter_netns, .data = &enter};
+
+    if (!u->in_netns)
+        return cli_local_spawn(&u->local, &u->local.daemons[i], argv);
+    cli_netns_prepare_enter(&u->ns, i, &enter);
+    return cli_local_spawn_hooked(&u->local, &u->local.daemons[i], argv, &hook);
+}
+
 static int start_gschedd(struct up *u)
 {
     char *argv[] = {u->gschedd, "--config", u->config, NULL};
 
-    return cli_local_spawn(&u->local, &u->local.daemons[0], argv);
+    return spawn(u, 0, argv);
 }
 
 /*
@@ -377,8 +418,8 @@ static int worker_cpus(const struct up *u, unsigned i, char *out, size_t size)
 static int start_worker(struct up *u, unsigned i)
 {
     struct cli_daemon *d = &u->local.daemons[i];
-    char sched[32], gpus[16], sock_name[32], cli_socket[PATH_MAX], cpus[1024], *argv[22];
-    char data_name[80], data_dir[PATH_MAX];
+    char sched[48], gpus[16], sock_name[32], cli_socket[PATH_MAX], cpus[1024], *argv[22];
+    char data_name[80], data_dir[PATH_MAX], sched_addr[32] = "127.0.0.1", addr[32] = "127.0.0.1";
     int n = 0;
 
     /* Each worker's own CLI socket, the GSCHED_SOCKET of its tasks: here they share one
@@ -391,7 +432,11 @@ static int start_worker(struct up *u, unsigned i)
     snprintf(data_name, sizeof(data_name), "data/%s", d->name);
     if (cli_local_path(&u->local, data_name, data_dir, sizeof(data_dir)) < 0)
         return -ENAMETOOLONG;
-    snprintf(sched, sizeof(sched), "127.0.0.1:%u", u->opts.port);
+    if (u->in_netns) {
+        cli_netns_addr(&u->ns, 0, sched_addr, sizeof(sched_addr));
+        cli_netns_addr(&u->ns, i, addr, sizeof(addr));
+    }
+    snprintf(sched, sizeof(sched), "%s:%u", sched_addr, u->opts.port);
     snprintf(gpus, sizeof(gpus), "%u", u->opts.gpus);
     argv[n++] = u->workerd;
     argv[n++] = "--config"; /* so a /etc/gsched/gsched.toml on this machine stays out */
@@ -402,8 +447,8 @@ static int start_worker(struct up *u, unsigned i)
     argv[n++] = d->name;
     argv[n++] = "--cli-socket";
     argv[n++] = cli_socket;
-    argv[n++] = "--address"; /* MASTER_ADDR: the host name may not resolve to this machine */
-    argv[n++] = "127.0.0.1";
+    argv[n++] = "--address"; /* MASTER_ADDR: without --netns the host name may not resolve */
+    argv[n++] = addr;
     argv[n++] = "--data-dir";
     argv[n++] = data_dir;
     argv[n++] = u->topology[0] != '\0' ? "--topology" : "--gpus";
@@ -417,7 +462,7 @@ static int start_worker(struct up *u, unsigned i)
         argv[n++] = cpus;
     }
     argv[n] = NULL;
-    return cli_local_spawn(&u->local, d, argv);
+    return spawn(u, i, argv);
 }
 
 /* Reports a daemon that has already exited, with its log; returns -ECHILD when one has. */
@@ -545,6 +590,23 @@ static void stop_cluster(struct cli_local *l)
     cli_local_forget(l);
 }
 
+/*
+ * The namespaces of l's cluster, when it has them (DIR/netns) and no daemon of it runs any
+ * more: removed, with whatever still runs inside. Returns 0 (also when there are none) or
+ * < 0 (printed).
+ */
+static int remove_netns(struct cli_local *l)
+{
+    struct cli_netns ns;
+    int rc = cli_netns_load(&ns, l);
+
+    if (rc == -ENOENT)
+        return 0;
+    if (rc == 0)
+        rc = cli_netns_destroy(&ns, l);
+    return rc;
+}
+
 /* Whether the cluster in l lost its gschedd alone: every worker still runs. */
 static bool only_gschedd_died(const struct cli_local *l)
 {
@@ -601,6 +663,10 @@ static int revive(struct up *u)
         rc = cli_find_program("up", "gschedd", u->gschedd, sizeof(u->gschedd));
     if (rc < 0)
         return rc;
+    rc = cli_netns_load(&u->ns, &u->local);
+    u->in_netns = rc == 0;
+    if (rc < 0 && rc != -ENOENT)
+        return rc;
     cli_local_forget(&u->local); /* the dead gschedd's pid file and socket */
     printf("gsched up: the gschedd of %s is not running, its %u worker%s are: starting it "
            "again from %s\n",
@@ -645,6 +711,14 @@ static int prepare(struct up *u)
         rc = cli_find_program("up", "gschedd", u->gschedd, sizeof(u->gschedd));
     if (rc == 0)
         rc = cli_find_program("up", "gsched-workerd", u->workerd, sizeof(u->workerd));
+    if (rc == 0)
+        rc = remove_netns(&u->local); /* an earlier cluster's, left by a failed `down` */
+    if (rc == 0 && u->opts.netns) {
+        rc = cli_netns_plan(&u->ns, &u->local, u->opts.workers, u->opts.subnet);
+        u->in_netns = rc == 0;
+        if (u->opts.port == 0)
+            u->opts.port = CLI_NETNS_SCHED_PORT; /* gschedd's namespace is its own */
+    }
     if (rc == 0 && u->opts.port == 0 && (rc = pick_port(&u->opts.port)) < 0)
         fprintf(stderr, "gsched up: cannot find a free port: %s\n", gs_strerror(rc));
     if (rc == 0)
@@ -655,6 +729,8 @@ static int prepare(struct up *u)
         rc = make_key(u);
     if (rc == 0)
         rc = write_config(u);
+    if (rc == 0 && u->in_netns)
+        rc = cli_netns_create(&u->ns, &u->local);
     u->local.nworkers = u->opts.workers;
     return rc;
 }
@@ -696,6 +772,15 @@ static void print_summary(const struct up *u)
     printf("gsched: local cluster up in %s: gschedd (port %u) and %u worker%s (%s), %u GPU%s%s\n",
            l->dir, u->opts.port, n, n == 1 ? "" : "s", names, u->gpus_per_node,
            u->gpus_per_node == 1 ? "" : "s", n == 1 ? "" : " each");
+    if (u->in_netns) {
+        char first[32], last[32];
+
+        cli_netns_addr(&u->ns, 0, first, sizeof(first));
+        cli_netns_addr(&u->ns, n, last, sizeof(last));
+        printf("  each in its own network namespace: gschedd %s, node1..node%u from %u.%u.%u.%u "
+               "to %s; names in %s\n",
+               first, n, u->ns.net[0], u->ns.net[1], u->ns.net[2], 11u, last, u->ns.hosts);
+    }
     if (is_default_dir(l->dir))
         printf("  gsched nodes / gsched submit job.toml / gsched queue / gsched down\n");
     else
@@ -732,6 +817,8 @@ int cli_cmd_up(int argc, char **argv)
         goto out;
     if (start_cluster(u) < 0) {
         stop_cluster(&u->local);
+        if (u->in_netns)
+            cli_netns_destroy(&u->ns, &u->local);
         rc = 1;
         goto out;
     }
@@ -770,13 +857,26 @@ int cli_cmd_down(int argc, char **argv)
     }
     rc = 1;
     if (cli_local_load(l) == 0) {
+        struct cli_netns ns;
+
         cli_local_forget(l);
+        /* Its daemons died (kill -9, a reboot): its namespaces may still be there. */
+        if (cli_netns_load(&ns, l) == 0) {
+            if (cli_netns_destroy(&ns, l) == 0) {
+                printf("gsched: no cluster was running in %s; its namespaces are removed\n",
+                       l->dir);
+                rc = 0;
+            }
+            goto out;
+        }
         fprintf(stderr, "gsched down: no cluster is running in %s\n", l->dir);
         goto out;
     }
     stop_cluster(l);
     if (cli_local_load(l) > 0)
         goto out; /* cli_local_stop said which */
+    if (remove_netns(l) < 0)
+        goto out;
     printf("gsched: local cluster in %s stopped\n", l->dir);
     rc = 0;
 out:

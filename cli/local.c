@@ -230,17 +230,20 @@ static int write_pid(const char *path, pid_t pid)
  * gsched inherited without close-on-exec (a test runner's pipes) must not live on in a
  * daemon: whoever waits for that pipe's end would wait until `gsched down`.
  */
-static void exec_child(int devnull, int log, int report, int max_fd, char *const argv[])
+static void exec_child(int devnull, int log, int report, int max_fd, char *const argv[],
+                       const struct cli_spawn_hook *hook)
 {
-    int err;
+    int err, rc = 0;
 
     for (int fd = STDERR_FILENO + 1; fd < max_fd; fd++)
         fcntl(fd, F_SETFD, FD_CLOEXEC);
     setsid();
-    if (dup2(devnull, STDIN_FILENO) >= 0 && dup2(log, STDOUT_FILENO) >= 0 &&
+    if (hook != NULL)
+        rc = hook->before_exec(hook->data);
+    if (rc == 0 && dup2(devnull, STDIN_FILENO) >= 0 && dup2(log, STDOUT_FILENO) >= 0 &&
         dup2(log, STDERR_FILENO) >= 0)
         execv(argv[0], argv);
-    err = errno;
+    err = rc < 0 ? -rc : errno;
     /* Nothing is left to do if even this fails: the parent then sees an empty pipe and
      * the child's exit status 127. */
     if (write(report, &err, sizeof(err)) != (ssize_t)sizeof(err))
@@ -260,7 +263,8 @@ static int exec_result(int report)
     return n == (ssize_t)sizeof(err) ? -err : 0;
 }
 
-static int fork_exec(struct cli_daemon *d, int devnull, int log, char *const argv[])
+static int fork_exec(struct cli_daemon *d, int devnull, int log, char *const argv[],
+                     const struct cli_spawn_hook *hook)
 {
     long open_max = sysconf(_SC_OPEN_MAX);
     int max_fd = open_max > 0 && open_max < MAX_INHERITED_FD ? (int)open_max : MAX_INHERITED_FD;
@@ -273,7 +277,7 @@ static int fork_exec(struct cli_daemon *d, int devnull, int log, char *const arg
     fcntl(pipefd[1], F_SETFD, FD_CLOEXEC);
     pid = fork();
     if (pid == 0)
-        exec_child(devnull, log, pipefd[1], max_fd, argv);
+        exec_child(devnull, log, pipefd[1], max_fd, argv, hook);
     rc = pid < 0 ? -errno : 0;
     close(pipefd[1]);
     if (rc == 0)
@@ -289,6 +293,12 @@ static int fork_exec(struct cli_daemon *d, int devnull, int log, char *const arg
 }
 
 int cli_local_spawn(struct cli_local *l, struct cli_daemon *d, char *const argv[])
+{
+    return cli_local_spawn_hooked(l, d, argv, NULL);
+}
+
+int cli_local_spawn_hooked(struct cli_local *l, struct cli_daemon *d, char *const argv[],
+                           const struct cli_spawn_hook *hook)
 {
     char log_path[PATH_MAX], pid_path[PATH_MAX];
     int devnull = -1, log = -1, rc;
@@ -310,7 +320,7 @@ int cli_local_spawn(struct cli_local *l, struct cli_daemon *d, char *const argv[
         goto out;
     }
     d->log_off = st.st_size;
-    rc = fork_exec(d, devnull, log, argv);
+    rc = fork_exec(d, devnull, log, argv, hook);
     if (rc < 0) {
         fail(l, rc, "cannot run", argv[0]);
         goto out;

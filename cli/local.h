@@ -73,6 +73,17 @@ void cli_local_forget(struct cli_local *l);
  */
 int cli_local_spawn(struct cli_local *l, struct cli_daemon *d, char *const argv[]);
 
+/* What a daemon's process does between fork and exec (its namespaces, cli/local_netns.h):
+ * async-signal-safe calls only; 0, or -errno, which fails the start like an exec error. */
+struct cli_spawn_hook {
+    int (*before_exec)(const void *data);
+    const void *data;
+};
+
+/* cli_local_spawn with hook->before_exec(hook->data) run in the child (hook may be NULL). */
+int cli_local_spawn_hooked(struct cli_local *l, struct cli_daemon *d, char *const argv[],
+                           const struct cli_spawn_hook *hook);
+
 /*
  * Stops the running daemons among ds[0..n-1]: SIGTERM, up to timeout_ms for them to end,
  * then SIGKILL. Returns 0 when all have ended, or prints which have not and returns < 0.

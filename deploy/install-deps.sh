@@ -27,6 +27,8 @@ packages=(
   libclang-rt-14-dev # libclang_rt.fuzzer, sanitizer runtimes: only a Recommends of clang-14
   libopenmpi-dev     # CPU all-reduce in the trainer
   openmpi-bin
+  iproute2           # gsched up --netns: namespaces, a bridge and veth pairs (ip)
+  python3-torch      # the PyTorch DDP client test (gloo) on a --netns cluster
 )
 
 missing=()

@@ -65,12 +65,23 @@ grep -qE "job=1 step=[1-9][0-9]* rank=0 .*task started" "$state/$second.log" ||
   fail "no rsh step on $second: $(tail "$state/$second.log")"
 
 # --- kill -9 of a worker under the run after its first checkpoint --------------------------
+# on_node PID NODE: the process runs on NODE. On one address mpirun starts every rank
+# through `gsched rsh`, under its node's worker (SLURMD_NODENAME); with --netns the leader's
+# node is mpirun's own host, whose rank it starts itself, so there it is the node's UTS
+# namespace (its host name) that tells.
+on_node() {
+  if [ "${GSCHED_TEST_NETNS:-0}" = 1 ]; then
+    [ "$(readlink "/proc/$1/ns/uts")" = "$(readlink "/proc/$(cat "$state/$2.pid")/ns/uts")" ]
+  else
+    tr '\0' '\n' < "/proc/$1/environ" 2> /dev/null | grep -qx "SLURMD_NODENAME=$2"
+  fi
+}
 # stop_rank OUT_DIR NODE: SIGSTOP to the job's gsched-train rank that runs on NODE.
 stop_rank() {
   local pid stopped=0
   for pid in $(pgrep -x gsched-train); do
     tr '\0' '\n' < "/proc/$pid/cmdline" 2> /dev/null | grep -qx -- "--out_dir=$1" || continue
-    tr '\0' '\n' < "/proc/$pid/environ" 2> /dev/null | grep -qx "SLURMD_NODENAME=$2" || continue
+    on_node "$pid" "$2" || continue
     kill -STOP "$pid" && stopped=$((stopped + 1))
   done
   [ "$stopped" = 1 ] || fail "$1: $stopped ranks of the run on $2, not one"

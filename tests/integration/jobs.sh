@@ -30,9 +30,10 @@ wait_start "$j"
 alloc=$(jq "$j" 'j["allocation"]') # GPU lists are known while the job runs
 gate env
 wait_end "$j" || fail "env job failed: $(jq "$j" 'j')"
-python3 - "$j" "$alloc" <<'PY' || fail "env job's environment is wrong"
+first=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])[0]["node_name"])' "$alloc")
+python3 - "$j" "$alloc" "$(node_addr "$first")" <<'PY' || fail "env job's environment is wrong"
 import json, sys
-job, alloc = sys.argv[1], json.loads(sys.argv[2])
+job, alloc, master = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
 def env_of(rank):
     e = {}
     for line in open(f"gsched-{job}-{rank}.out"):
@@ -51,7 +52,7 @@ check(len(ports) == 1 and ports.pop().isdigit(), "one numeric MASTER_PORT")
 for r, e in enumerate(envs):
     node = alloc[r // 2]
     want = {"RANK": str(r), "LOCAL_RANK": str(r % 2), "NODE_RANK": str(r // 2),
-            "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+            "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": master,
             "CUDA_DEVICE_ORDER": "PCI_BUS_ID", "GSCHED_JOB_ID": job,
             "GSCHED_NODELIST": ",".join(a["node_name"] for a in alloc),
             "CUDA_VISIBLE_DEVICES": ",".join(str(g) for g in node["gpus"])}

@@ -25,7 +25,7 @@ unset GSCHED_SOCKET
 export GSCHED_SOCKET=$state/gschedd.sock
 
 cleanup() {
-  if [ -f "$state/gschedd.pid" ] || ls "$state"/node*.pid >/dev/null 2>&1; then
+  if [ -f "$state/gschedd.pid" ] || ls "$state"/node*.pid >/dev/null 2>&1 || [ -f "$state/netns" ]; then
     "$bin/gsched" down --state "$state" >/dev/null 2>&1
   fi
   local p f
@@ -71,11 +71,35 @@ wait_for() {
   done
 }
 
+# With GSCHED_TEST_NETNS=1 (the netns_cluster_* tests, tests/netns/CMakeLists.txt) the
+# cluster is `gsched up --netns`: each node in its own network namespace with its own
+# address and host name. Where that cannot be (not root, no `ip netns`) the script prints
+# "[SKIP] netns::NAME: why" and exits 77, which ctest counts as skipped.
 start_cluster() { # start_cluster UP-OPTIONS...
   mkdir -p "$work" "$gates" || exit 1
   cd "$work" || exit 1
-  local out
-  out=$("$bin/gsched" up --state "$state" "$@" 2>&1) || fail "gsched up failed: $out"
+  local out up=(up --state "$state")
+  if [ "${GSCHED_TEST_NETNS:-0}" = 1 ]; then
+    [ "$(id -u)" = 0 ] || skip "not root: network namespaces, bridges and veths need CAP_NET_ADMIN"
+    out=$(ip netns list 2>&1) || skip "ip netns is not available: $out"
+    up+=(--netns)
+  fi
+  out=$("$bin/gsched" "${up[@]}" "$@" 2>&1) || fail "gsched up failed: $out"
+}
+
+skip() {
+  echo "[SKIP] netns::$name: $*"
+  exit 77
+}
+
+# node_addr NODE: the address a node's tasks have (MASTER_ADDR when it is the first):
+# 127.0.0.1 on a plain local cluster, its own with --netns (the cluster's hosts file).
+node_addr() {
+  if [ -f "$state/hosts" ] && [ "${GSCHED_TEST_NETNS:-0}" = 1 ]; then
+    awk -v n="$1" '$2 == n { print $1 }' "$state/hosts"
+  else
+    echo 127.0.0.1
+  fi
 }
 
 stop_cluster() {
