@@ -165,6 +165,8 @@ static int put_run(struct gs_buf *out, const Gs__JobSpec *spec)
     /* As the job file says it ([run] launcher); the default says nothing. */
     if (rc == 0 && run->launcher == GS__LAUNCHER__LAUNCHER_MPI)
         rc = gs_buf_append_str(out, " Launcher=mpi");
+    else if (rc == 0 && run->launcher == GS__LAUNCHER__LAUNCHER_TORCHRUN)
+        rc = gs_buf_append_str(out, " Launcher=torchrun");
     else if (rc == 0 && run->launcher != GS__LAUNCHER__LAUNCHER_NONE)
         rc = gs_buf_printf(out, " Launcher=%d", (int)run->launcher);
     return rc == 0 ? gs_buf_putc(out, '\n') : rc;

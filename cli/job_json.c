@@ -150,6 +150,8 @@ static const char *launcher_name(Gs__Launcher l)
         return "NONE";
     case GS__LAUNCHER__LAUNCHER_MPI:
         return "MPI";
+    case GS__LAUNCHER__LAUNCHER_TORCHRUN:
+        return "TORCHRUN";
     default:
         return "UNKNOWN";
     }

@@ -359,7 +359,7 @@ static void rd_env(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 
 const char *gs_launcher_name(enum gs_launcher l)
 {
-    return l == GS_LAUNCHER_MPI ? "mpi" : "none";
+    return l == GS_LAUNCHER_MPI ? "mpi" : l == GS_LAUNCHER_TORCHRUN ? "torchrun" : "none";
 }
 
 int gs_launcher_parse(const char *name, enum gs_launcher *ret)
@@ -368,6 +368,8 @@ int gs_launcher_parse(const char *name, enum gs_launcher *ret)
         *ret = GS_LAUNCHER_NONE;
     else if (strcmp(name, "mpi") == 0)
         *ret = GS_LAUNCHER_MPI;
+    else if (strcmp(name, "torchrun") == 0)
+        *ret = GS_LAUNCHER_TORCHRUN;
     else
         return -EINVAL;
     return 0;
@@ -375,7 +377,7 @@ int gs_launcher_parse(const char *name, enum gs_launcher *ret)
 
 bool gs_jobspec_runs_leader(const struct gs_jobspec *spec)
 {
-    return spec->batch || spec->launcher != GS_LAUNCHER_NONE;
+    return spec->batch || spec->launcher == GS_LAUNCHER_MPI;
 }
 
 static void rd_launcher(struct gs_schema_ctx *c, const struct gs_toml_value *v)
@@ -386,8 +388,9 @@ static void rd_launcher(struct gs_schema_ctx *c, const struct gs_toml_value *v)
         return;
     if (gs_launcher_parse(name, &SPEC(c)->launcher) < 0)
         REPORT_AT(c, v,
-                  "run.launcher must be \"none\" (gsched starts every task) or \"mpi\" "
-                  "(mpirun starts them through gsched), not \"%s\"",
+                  "run.launcher must be \"none\" (gsched starts every task), \"mpi\" "
+                  "(mpirun starts them through gsched) or \"torchrun\" (one torchrun per "
+                  "node starts them), not \"%s\"",
                   name);
     free(name);
 }
@@ -504,6 +507,10 @@ static void check_whole(struct gs_schema_ctx *c, const struct gs_toml_value *roo
     if (s->argv != NULL && s->script != NULL)
         REPORT_AT(c, gs_toml_get(run, "script"),
                   "run.command and run.script are both set; keep one");
+    if (s->launcher == GS_LAUNCHER_TORCHRUN && s->script != NULL)
+        REPORT_AT(c, gs_toml_get(run, "script"),
+                  "run.launcher = \"torchrun\" runs run.command (the training script and its "
+                  "arguments, as torchrun takes them), not run.script");
     if (s->cpus_per_gpu > 0 && s->cpus_per_task > 0)
         REPORT_AT(c, gs_toml_get(res, "cpus_per_task"),
                   "resources.cpus_per_gpu and resources.cpus_per_task are both set; keep one");
@@ -764,9 +771,13 @@ static int check_run(const struct gs_jobspec *s, struct gs_error *err)
         return gs_error_set(err, -EINVAL, 0, 0, "run.batch needs a script");
     if (s->batch && s->launcher != GS_LAUNCHER_NONE)
         return gs_error_set(err, -EINVAL, 0, 0,
-                            "run.launcher is for job files; a batch script runs mpirun itself "
-                            "(gsched mpirun)");
-    if ((unsigned)s->launcher > GS_LAUNCHER_MPI)
+                            "run.launcher is for job files; a batch script runs its launcher "
+                            "itself (gsched mpirun, srun torchrun)");
+    if (s->launcher == GS_LAUNCHER_TORCHRUN && s->script != NULL)
+        return gs_error_set(err, -EINVAL, 0, 0,
+                            "run.launcher = \"torchrun\" runs run.command (the training script "
+                            "and its arguments, as torchrun takes them), not run.script");
+    if ((unsigned)s->launcher > GS_LAUNCHER_TORCHRUN)
         return gs_error_set(err, -EINVAL, 0, 0, "run.launcher %u is unknown",
                             (unsigned)s->launcher);
     if (s->stdout_pattern == NULL)

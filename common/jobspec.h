@@ -38,6 +38,7 @@ enum gs_gpu_affinity {
 enum gs_launcher {
     GS_LAUNCHER_NONE = 0, /* the workers start every task (default) */
     GS_LAUNCHER_MPI,      /* one leader task on the first node: gsched mpirun -- command */
+    GS_LAUNCHER_TORCHRUN, /* one task per node: torchrun --nnodes ... --node_rank R command */
 };
 
 /* When a job's dataset reaches its nodes' caches ([data] stage). */

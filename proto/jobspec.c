@@ -99,8 +99,9 @@ static void view_run(Gs__RunSpec *run, const struct gs_jobspec *spec)
     run->stdout_pattern = or_empty(spec->stdout_pattern);
     run->stderr_pattern = or_empty(spec->stderr_pattern);
     run->batch = spec->batch;
-    run->launcher = spec->launcher == GS_LAUNCHER_MPI ? GS__LAUNCHER__LAUNCHER_MPI
-                                                      : GS__LAUNCHER__LAUNCHER_NONE;
+    run->launcher = spec->launcher == GS_LAUNCHER_MPI        ? GS__LAUNCHER__LAUNCHER_MPI
+                    : spec->launcher == GS_LAUNCHER_TORCHRUN ? GS__LAUNCHER__LAUNCHER_TORCHRUN
+                                                             : GS__LAUNCHER__LAUNCHER_NONE;
     run->slurm = spec->slurm;
     run->submit_dir = or_empty(spec->submit_dir);
     run->submit_host = or_empty(spec->submit_host);

@@ -143,6 +143,8 @@ int sched_job_note(struct sched_job *job, uint64_t at_ms, enum sched_job_state s
 
 uint32_t sched_job_rank_node(const struct sched_job *job, uint32_t rank)
 {
+    if (job->spec != NULL && job->spec->launcher == GS_LAUNCHER_TORCHRUN)
+        return rank; /* its tasks are its agents, one per node */
     return job->tasks_per_node > 0 ? rank / job->tasks_per_node : 0;
 }
 
@@ -412,9 +414,14 @@ int sched_job_start(struct sched_job *job, const struct sched_alloc *alloc, uint
     struct sched_task *tasks;
     int rc;
 
-    /* A batch job's one task is its script, on the first node; srun steps are not tasks. */
+    /* A batch job's one task is its script, on the first node; srun steps are not tasks. A
+     * torchrun job's tasks are its agents, one per node, which start the ranks. */
+    bool agents = job->spec->launcher == GS_LAUNCHER_TORCHRUN;
+
     if (gs_jobspec_runs_leader(job->spec))
         ntasks = 1;
+    else if (agents)
+        ntasks = nodes;
     if (job->state != SCHED_JOB_PENDING || tasks_per_node == 0)
         return -EINVAL;
     tasks = calloc(ntasks, sizeof(*tasks));
@@ -426,9 +433,11 @@ int sched_job_start(struct sched_job *job, const struct sched_alloc *alloc, uint
         return rc;
     }
     for (uint32_t r = 0; r < ntasks; r++) {
-        tasks[r].node = r / tasks_per_node;
-        tasks[r].cluster_node = alloc->nnodes > 0 ? alloc->nodes[r / tasks_per_node].node : 0;
-        tasks[r].local_rank = r % tasks_per_node;
+        uint32_t per_node = agents ? 1 : tasks_per_node;
+
+        tasks[r].node = r / per_node;
+        tasks[r].cluster_node = alloc->nnodes > 0 ? alloc->nodes[r / per_node].node : 0;
+        tasks[r].local_rank = r % per_node;
     }
     free_tasks(job);
     job->tasks = tasks;

@@ -357,6 +357,9 @@ static void launch_job(struct sched_ctx *s, struct sched_job *job)
      * the launch without tasks: they stage their shards for the steps to come. */
     bool leader = gs_jobspec_runs_leader(job->spec);
     bool data = job->spec->data.id[0] != '\0';
+    /* A torchrun job's task on each node is its agent, with all of the node's share; its
+     * rank is the node's, and torchrun numbers the ranks it starts. */
+    bool agent = job->spec->launcher == GS_LAUNCHER_TORCHRUN;
 
     for (size_t i = 0; i < (leader && !data && m.alloc.n > 0 ? 1 : m.alloc.n); i++) {
         Gs__NodeAllocation *na = m.alloc.ptrs[i];
@@ -370,10 +373,11 @@ static void launch_job(struct sched_ctx *s, struct sched_job *job)
                        (unsigned long long)job->id, na->node_name);
             continue;
         }
-        if (leader) {
+        if (leader || agent) {
             Gs__TaskAssignment *t = &m.tasks[0];
 
             gs__task_assignment__init(t);
+            t->rank = agent ? (uint32_t)i : 0;
             t->gpus = na->gpus;
             t->n_gpus = na->n_gpus;
             t->cores = na->cores;

@@ -34,6 +34,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,9 +64,10 @@ struct launch {
     bool bind;         /* the topology is this machine's: bind, and hint NCCL */
     bool gpu_per_task; /* one task per GPU, each seeing all of them (see task_nic()) */
     bool slurm;
-    bool batch;   /* the batch shell: run.script written to a file and exec'd as itself */
-    bool mpi;     /* a launcher job's leader: gsched mpirun -- the command */
-    bool capture; /* a step: output to the scheduler rather than to files */
+    bool batch;    /* the batch shell: run.script written to a file and exec'd as itself */
+    bool mpi;      /* a launcher job's leader: gsched mpirun -- the command */
+    bool torchrun; /* a torchrun job's agent on this node: torchrun --nnodes ... command */
+    bool capture;  /* a step: output to the scheduler rather than to files */
     const Gs__NodeAllocation *here; /* this node's entry of the allocation; NULL: none */
     const char **step_nodes;        /* the allocation's node names, for SLURM_STEP_NODELIST */
     uint32_t *step_node_tasks;
@@ -193,6 +195,35 @@ static int build_job_env(struct launch *l)
     return 0;
 }
 
+/*
+ * torchrun's own arguments before the job's command: this node's agent among nnodes, the
+ * ranks it starts (the node's share of tasks: tasks_per_node, or one per GPU), and a static
+ * rendezvous at the job's MASTER_ADDR:MASTER_PORT (the first node's agent listens there).
+ * The underscore spellings are the ones every torchrun since 1.9 takes.
+ */
+#define TORCHRUN_ARGS 6
+
+static int torchrun_argv(struct launch *l, size_t *at)
+{
+    uint32_t nproc = l->here != NULL && l->here->ntasks > 0 ? l->here->ntasks : 1;
+    char arg[TORCHRUN_ARGS][160];
+
+    if (l->msg->master_addr == NULL || l->msg->master_addr[0] == '\0')
+        return -EPROTO; /* gschedd always names the first node's address */
+    snprintf(arg[0], sizeof(arg[0]), "torchrun");
+    snprintf(arg[1], sizeof(arg[1]), "--nnodes=%zu", l->msg->n_allocation);
+    snprintf(arg[2], sizeof(arg[2]), "--nproc_per_node=%" PRIu32, nproc);
+    snprintf(arg[3], sizeof(arg[3]), "--node_rank=%" PRIu32, l->node_rank);
+    snprintf(arg[4], sizeof(arg[4]), "--master_addr=%.140s", l->msg->master_addr);
+    snprintf(arg[5], sizeof(arg[5]), "--master_port=%" PRIu32, l->msg->master_port);
+    for (size_t i = 0; i < TORCHRUN_ARGS; i++) {
+        l->argv[(*at)++] = strdup(arg[i]);
+        if (l->argv[*at - 1] == NULL)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
 static int build_argv(struct launch *l)
 {
     const Gs__RunSpec *run = l->msg->run;
@@ -202,9 +233,15 @@ static int build_argv(struct launch *l)
         return -EINVAL;
     size_t at = 0;
 
-    l->argv = calloc((n > 0 ? n : 3) + 4, sizeof(char *));
+    l->argv = calloc((n > 0 ? n : 3) + 4 + TORCHRUN_ARGS, sizeof(char *));
     if (l->argv == NULL)
         return -ENOMEM;
+    if (l->torchrun) {
+        int rc = torchrun_argv(l, &at);
+
+        if (rc < 0)
+            return rc;
+    }
     /* mpirun starts the command on every node: gsched mpirun reads the job's layout. */
     if (l->mpi) {
         l->argv[at++] = strdup(l->w->cli_path);
@@ -425,7 +462,7 @@ static int build_task_env(const struct launch *l, const Gs__TaskAssignment *t,
         .nic_ib_device = f->nic != NULL ? f->nic->ib_device : NULL,
         .nccl_nic_hints = l->bind,
         .slurm = l->slurm,
-        .batch = l->batch || l->mpi, /* the leader is no rank */
+        .batch = l->batch || l->mpi || l->torchrun, /* a leader or agent is no rank */
         .step = l->msg->step,
         .node_name = l->w->node_name,
         .node_gpus = l->here != NULL ? l->here->gpus : NULL,

@@ -374,6 +374,24 @@ Test(jobspec, mpi_launcher)
     parse_fails("[run]\nlaunch = \"mpi\"\ncommand = [\"true\"]\n", "did you mean 'run.launcher'");
 }
 
+/* One torchrun agent per node: no leader, the node's ranks are torchrun's. */
+Test(jobspec, torchrun_launcher)
+{
+    struct gs_jobspec *spec =
+        parse_ok("[resources]\nnodes = 2\n[run]\nlauncher = \"torchrun\"\ntasks_per_node = 4\n"
+                 "command = [\"train.py\", \"--epochs\", \"3\"]\n");
+
+    cr_assert_eq(spec->launcher, GS_LAUNCHER_TORCHRUN);
+    cr_assert_str_eq(gs_launcher_name(spec->launcher), "torchrun");
+    cr_assert_not(gs_jobspec_runs_leader(spec), "every node runs its own agent");
+    cr_assert_eq(gs_jobspec_ntasks(spec), 8, "the ranks the agents start");
+    gs_jobspec_free(spec);
+    parse_fails("[run]\nlauncher = \"torchrun\"\nscript = \"python3 train.py\"\n",
+                "run.launcher = \"torchrun\" runs run.command");
+    parse_fails("[run]\nlauncher = \"torch\"\ncommand = [\"t.py\"]\n",
+                "or \"torchrun\" (one torchrun per node starts them)");
+}
+
 /* sbatch's placeholders: %A/%a of arrays, %J of steps, %N the node's name, %n its index. */
 Test(jobspec, slurm_output_patterns_as_sbatch_writes_them)
 {

@@ -7,6 +7,12 @@
 #   - an sbatch script in the most common Slurm pattern: the first node from `scontrol show
 #     hostnames $SLURM_JOB_NODELIST`, its address from `getent hosts` as MASTER_ADDR, then
 #     `srun python3 torch_ddp.py --slurm`, which maps SLURM_PROCID / SLURM_NTASKS itself.
+#   - launcher = "torchrun" with tasks_per_node = "per-gpu" (2 GPUs a node): gsched starts
+#     one torchrun per node (--nnodes 2 --nproc_per_node 2 --node_rank R, a static
+#     rendezvous on node1) and the script runs unchanged under it. Debian 12's torchrun
+#     (torch 1.13) fails on Python 3.11 with its default --redirects 0 before it launches
+#     anything; the job's environment sets torchrun's own PET_REDIRECTS=1 / PET_TEE=1
+#     (stdout to its log files and, prefixed "[default0]:", to the agent's output).
 # Each run: 4 ranks, 2 on each node, all say ok (their weights equal the single-process
 # reference and each other's), MASTER_ADDR is node1's address, the job ends COMPLETED.
 # Root only (namespaces), else skipped; skipped too where python3 cannot import torch.
@@ -24,7 +30,7 @@ done
 [ -n "$torch_py" ] || skip "python3 cannot import torch (Debian: python3-torch, from deploy/install-deps.sh)"
 export OMP_NUM_THREADS=1 # four ranks on a machine of two cores
 
-start_cluster --workers 2 --gpus-per-node 0
+start_cluster --workers 2 --gpus-per-node 2
 cp "$src/tests/integration/torch_ddp.py" "$work/" || fail "cannot copy torch_ddp.py"
 master=$(node_addr node1)
 [ -n "$master" ] && [ "$master" != 127.0.0.1 ] || fail "node1 has no address of its own: '$master'"
@@ -34,7 +40,8 @@ check_run() {
   python3 - "$1" "$master" << 'PY' || fail "$1: $(cat "$1")"
 import collections, sys
 path, master = sys.argv[1], sys.argv[2]
-ok = [dict(f.split("=", 1) for f in line.split()[1:]) for line in open(path) if line.startswith("ok ")]
+lines = [line.split("]:", 1)[-1] if line.startswith("[default") else line for line in open(path)]
+ok = [dict(f.split("=", 1) for f in line.split()[1:]) for line in lines if line.startswith("ok ")]
 assert sorted(int(o["rank"]) for o in ok) == [0, 1, 2, 3], f"ranks {ok}"
 assert all(o["world"] == "4" and o["master"] == master for o in ok), f"world/master {ok}"
 hosts = collections.Counter(o["host"] for o in ok)
@@ -78,6 +85,30 @@ expect "$s" 'j["state"] == "COMPLETED"'
 grep -qx "batch on node1: nodes node1 node2 master $master" "$work/slurm-$s.out" ||
   fail "the batch script's view: $(head -3 "$work/slurm-$s.out")"
 check_run "$work/slurm-$s.out"
+
+# --- launcher = "torchrun" ------------------------------------------------------------------
+job_file tr.toml "name = \"torchrun\"
+[resources]
+nodes = 2
+gpus_per_node = 2
+[run]
+launcher = \"torchrun\"
+tasks_per_node = \"per-gpu\"
+command = [\"torch_ddp.py\"]
+stdout = \"tr-%t.out\"
+env = { PET_REDIRECTS = \"1\", PET_TEE = \"1\", PET_LOG_DIR = \"$work/tr-logs\" }"
+t=$(submit tr.toml)
+wait_end "$t" 120 || fail "the torchrun job failed: $(jq "$t" 'j'); $(cat "$work"/tr-*.out)"
+expect "$t" 'j["state"] == "COMPLETED" and len(t) == 2 and sorted(e["rank"] for e in t) == [0, 1]' \
+  "two agents, ranks 0 and 1, COMPLETED"
+"$bin/gsched" show "$t" | grep -q "Launcher=torchrun" || fail "show does not say Launcher=torchrun"
+cat "$work"/tr-*.out > "$work/tr.all"
+check_run "$work/tr.all"
+job_file trs.toml '[run]
+launcher = "torchrun"
+script = "python3 train.py"'
+out=$("$bin/gsched" submit trs.toml 2>&1) && fail "torchrun with a script submitted: $out"
+case $out in *"runs run.command"*) ;; *) fail "torchrun with a script: $out" ;; esac
 
 stop_cluster
 check_logs

@@ -118,6 +118,18 @@ Test(proto_jobspec, unlimited_time_and_defaults_survive)
     gs_jobspec_free(out);
 }
 
+Test(proto_jobspec, torchrun_launcher_survives_the_wire)
+{
+    struct gs_jobspec *in = parse("[run]\nlauncher = \"torchrun\"\ncommand = [\"t.py\"]\n"),
+                      *out = NULL;
+    struct gs_error err;
+
+    cr_assert_eq(round_trip(in, &out, &err), 0, "%s", err.msg);
+    cr_assert_eq(out->launcher, GS_LAUNCHER_TORCHRUN);
+    gs_jobspec_free(in);
+    gs_jobspec_free(out);
+}
+
 Test(proto_jobspec, dataset_survives_the_wire)
 {
     struct gs_jobspec *in = parse("[run]\nscript = \"echo hi\"\n[data]\nmanifest = \"d\"\n"
