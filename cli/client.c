@@ -1,6 +1,9 @@
 /*
  * client.c: one blocking request to gschedd over its Unix socket (see client.h), and its
  * two halves (connect, then hello + request + reply) for srun, which keeps the connection.
+ * From a login node ($GSCHED_SERVER) the same calls go over TCP with a MUNGE credential
+ * (server.h): the target then reads "tcp:HOST:PORT", and only cli_connect and cli_exchange
+ * look at the difference.
  */
 #include "cli/client.h"
 
@@ -15,9 +18,11 @@
 #include <unistd.h>
 
 #include "cli/jobcmd.h"
+#include "cli/server.h"
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/error.h"
+#include "proto/cred.h"
 
 /* A local cluster in the current directory wins over the configuration: whoever ran
  * `gsched up` here means that cluster. Kept relative, so a long cwd still fits sun_path. */
@@ -32,9 +37,42 @@ static bool local_socket(char *out, size_t size)
     return true;
 }
 
+const char *cli_target(const char *socket_path)
+{
+    size_t n = strlen(CLI_SERVER_PREFIX);
+
+    return strncmp(socket_path, CLI_SERVER_PREFIX, n) == 0 ? socket_path + n : socket_path;
+}
+
+/* Why cli_connect failed, in words. */
+static const char *connect_error(const char *socket_path, int code)
+{
+    if (cli_target(socket_path) != socket_path && code == CLI_ERR_NO_HOST)
+        return "no such host";
+    return gs_strerror(code);
+}
+
+/* $GSCHED_SERVER as a target, checked. */
+static int server_target(const char *server, char *out, size_t size)
+{
+    char host[256], port[8];
+
+    if (!gs_proto_cred_available()) {
+        fprintf(stderr, "gsched: GSCHED_SERVER is set, but this gsched was built without libmunge, "
+                        "which it needs to reach gschedd from another host\n");
+        return -EPROTONOSUPPORT;
+    }
+    if (cli_server_split(server, host, sizeof(host), port, sizeof(port)) < 0) {
+        fprintf(stderr, "gsched: GSCHED_SERVER=%s is not HOST:PORT (gschedd's cli_port)\n", server);
+        return -EINVAL;
+    }
+    snprintf(out, size, "%s%s", CLI_SERVER_PREFIX, server);
+    return 0;
+}
+
 int cli_socket_path(const char *option, char *out, size_t size)
 {
-    const char *env = getenv("GSCHED_SOCKET");
+    const char *env = getenv("GSCHED_SOCKET"), *server = getenv("GSCHED_SERVER");
     struct gs_config cfg;
     struct gs_buf errors = GS_BUF_INIT;
     int rc = 0;
@@ -43,6 +81,8 @@ int cli_socket_path(const char *option, char *out, size_t size)
         snprintf(out, size, "%s", option != NULL ? option : env);
         return 0;
     }
+    if (server != NULL && server[0] != '\0')
+        return server_target(server, out, size);
     if (local_socket(out, size))
         return 0;
     if (gs_config_init(&cfg) < 0)
@@ -62,6 +102,8 @@ int cli_connect(const char *path)
     struct sockaddr_un sun = {.sun_family = AF_UNIX};
     int fd;
 
+    if (cli_target(path) != path)
+        return cli_server_connect(cli_target(path), CLI_TIMEOUT_MS);
     if (strlen(path) >= sizeof(sun.sun_path))
         return -ENAMETOOLONG;
     memcpy(sun.sun_path, path, strlen(path) + 1);
@@ -81,12 +123,21 @@ int cli_exchange(int fd, Gs__Envelope *req, int timeout_ms, Gs__Envelope **ret_r
     int rc;
 
     req->request_id = 1;
-    rc = gs_proto_handshake_fd(fd, GS__ROLE__ROLE_CLI, "gsched",
-                               GS_PROTO_ROLE_BIT(GS__ROLE__ROLE_SCHEDULER), timeout_ms, NULL);
+    if (cli_server_fd(fd))
+        rc = cli_server_hello(fd, timeout_ms);
+    else
+        rc = gs_proto_handshake_fd(fd, GS__ROLE__ROLE_CLI, "gsched",
+                                   GS_PROTO_ROLE_BIT(GS__ROLE__ROLE_SCHEDULER), timeout_ms, NULL);
     if (rc == 0)
         rc = gs_proto_write_fd(fd, req, timeout_ms);
     if (rc == 0)
         rc = gs_proto_read_fd(fd, 0, timeout_ms, ret_reply);
+    /* A refused hello (not a CLI port, an old gschedd) comes where the reply would. */
+    if (rc == 0 && (*ret_reply)->body_case == GS__ENVELOPE__BODY_HELLO_REJECT) {
+        gs_proto_envelope_free(*ret_reply);
+        *ret_reply = NULL;
+        rc = GS_PROTO_ERR_REJECTED;
+    }
     return rc;
 }
 
@@ -122,15 +173,16 @@ static int request(const char *socket_path, Gs__Envelope *req, int timeout_ms, s
 
     if (fd < 0) {
         if (m.print)
-            fprintf(stderr, "gsched: cannot reach gschedd at %s: %s\n", socket_path,
-                    gs_strerror(fd));
+            fprintf(stderr, "gsched: cannot reach gschedd at %s: %s\n", cli_target(socket_path),
+                    connect_error(socket_path, fd));
         return fd;
     }
     rc = cli_exchange(fd, req, timeout_ms, &reply);
     close(fd);
     if (rc < 0) {
-        if (m.print)
-            fprintf(stderr, "gsched: gschedd at %s: %s\n", socket_path, gs_proto_reason(rc));
+        if (m.print && rc != CLI_ERR_LOGIN)
+            fprintf(stderr, "gsched: gschedd at %s: %s\n", cli_target(socket_path),
+                    gs_proto_reason(rc));
         return rc;
     }
     return take_reply(reply, m, ret_reply);
@@ -165,14 +217,17 @@ int cli_request_retried(const char *socket_path, Gs__Envelope *req, uint64_t ret
     int fd = cli_connect(socket_path), rc;
 
     if (fd < 0) {
-        fprintf(stderr, "gsched: cannot reach gschedd at %s: %s\n", socket_path, gs_strerror(fd));
+        fprintf(stderr, "gsched: cannot reach gschedd at %s: %s\n", cli_target(socket_path),
+                connect_error(socket_path, fd));
         return fd;
     }
     for (;;) {
         rc = fd < 0 ? fd : cli_exchange(fd, req, CLI_TIMEOUT_MS, &reply);
         if (fd >= 0)
             close(fd);
-        if ((rc == 0 && !try_again(reply)) || gs_clock_mono_ms() + pause_ms > deadline)
+        /* No credential is no credential the next time either: nothing was sent. */
+        if ((rc == 0 && !try_again(reply)) || rc == CLI_ERR_LOGIN ||
+            gs_clock_mono_ms() + pause_ms > deadline)
             break;
         if (rc == 0) {
             gs_proto_envelope_free(reply);
@@ -183,8 +238,9 @@ int cli_request_retried(const char *socket_path, Gs__Envelope *req, uint64_t ret
         fd = cli_connect(socket_path);
     }
     if (rc < 0) {
-        fprintf(stderr, "gsched: gschedd at %s: %s\n", socket_path,
-                fd < 0 ? gs_strerror(rc) : gs_proto_reason(rc));
+        if (rc != CLI_ERR_LOGIN)
+            fprintf(stderr, "gsched: gschedd at %s: %s\n", cli_target(socket_path),
+                    fd < 0 ? connect_error(socket_path, rc) : gs_proto_reason(rc));
         return rc;
     }
     return take_reply(reply, (struct req_mode){true, true}, ret_reply);

@@ -1,8 +1,11 @@
 /*
  * client.h: the CLI's connection to gschedd: a blocking Unix socket, one request and one
  * reply per connection. The socket path is --socket, else $GSCHED_SOCKET, else
- * ./.gsched/gschedd.sock when the current directory holds a local cluster (`gsched up`),
- * else the configuration's scheduler.socket (GS_CONFIG_DEFAULT_PATH when present).
+ * $GSCHED_SERVER (HOST:PORT: TCP to gschedd's scheduler.cli_port from a login node, with a
+ * MUNGE credential, server.h), else ./.gsched/gschedd.sock when the current directory holds
+ * a local cluster (`gsched up`), else the configuration's scheduler.socket
+ * (GS_CONFIG_DEFAULT_PATH when present). $GSCHED_SOCKET wins over $GSCHED_SERVER so that
+ * inside a job (whose environment may carry the login shell's) the node's worker is asked.
  */
 #ifndef GS_CLI_CLIENT_H
 #define GS_CLI_CLIENT_H
@@ -14,8 +17,11 @@
 #define CLI_LOCAL_STATE_DIR ".gsched"
 #define CLI_LOCAL_SOCKET "gschedd.sock"
 
-/* The socket path to use, into out. Returns 0 or prints why not and returns < 0. */
+/* The socket path to use, into out ("tcp:HOST:PORT" for $GSCHED_SERVER). Returns 0 or
+ * prints why not and returns < 0. */
 int cli_socket_path(const char *option, char *out, size_t size);
+/* What to call a target in messages: the path, or HOST:PORT. */
+const char *cli_target(const char *socket_path);
 
 /*
  * Sends req (its request_id is set here) and reads the reply into *ret_reply (free with
@@ -56,7 +62,7 @@ int cli_request_retried(const char *socket_path, Gs__Envelope *req, uint64_t ret
  * one reply into *ret_reply, each step limited to timeout_ms; it returns 0 or a
  * GS_PROTO_ERR_* / -errno (gs_proto_reason words it).
  */
-int cli_connect(const char *socket_path);
+int cli_connect(const char *socket_path); /* "tcp:HOST:PORT": as cli_server_connect */
 int cli_exchange(int fd, Gs__Envelope *req, int timeout_ms, Gs__Envelope **ret_reply);
 
 #endif

@@ -14,10 +14,17 @@
  * -S/-E TIMES (ISO dates, "now", "today"), --name NAMES, -r PARTITIONS, -A ACCOUNTS, and
  * gsched's --socket and --json (every job's JobInfo, its usage included). The usage
  * columns (TotalCPU, MaxRSS, TRESUsageInAve/Max, GPUUtil, GPUUtilMax, GPUMem, GPUHours,
- * GPUIdle, GPUsUsed) come from gschedd's telemetry and are empty without it. gsched keeps no
- * per-step records yet, so every job is one line (its allocation) with or without -X. As in Slurm,
- * only the caller's own jobs show unless -a, -u or -j says otherwise (root sees everyone's), and
- * without -j only jobs active since midnight (-S) show. Every failure exits 1, as in Slurm.
+ * GPUIdle, GPUsUsed) come from gschedd's telemetry and are empty without it.
+ *
+ * After each job's line come its steps', as in Slurm: JOB.batch (an sbatch job's batch
+ * shell) and JOB.0, JOB.1, ... (its sruns), from gschedd's step records (StepInfo), with
+ * their own name, state, exit code, times, nodes, tasks and MaxRSS / MaxRSSNode /
+ * MaxRSSTask / TotalCPU / AveCPU (wait4's figures once a task ended, the heartbeats' while
+ * it runs). Columns a step has no figure of (Partition, AllocCPUS, User, ...) are empty.
+ * -X/--allocations leaves the steps out; -j 42.0 or 42.batch selects one step's line alone.
+ * As in Slurm, only the caller's own jobs show unless -a, -u or -j says otherwise (root sees
+ * everyone's), and without -j only jobs active since midnight (-S) show. Every failure exits
+ * 1, as in Slurm.
  */
 #include "cli/commands.h"
 
@@ -32,6 +39,7 @@
 #include "cli/job_json.h"
 #include "cli/slurm_cmd.h"
 #include "cli/slurm_fmt.h"
+#include "cli/step_fmt.h"
 #include "common/clock.h"
 #include "common/sort.h"
 
@@ -76,6 +84,9 @@ enum field {
     F_GPUHOURS,
     F_GPUIDLE,
     F_GPUSUSED,
+    F_MAXRSSNODE,
+    F_MAXRSSTASK,
+    F_AVECPU,
     F_COUNT
 };
 
@@ -120,6 +131,9 @@ static const struct {
     [F_GPUHOURS] = {"GPUHours", 10},
     [F_GPUIDLE] = {"GPUIdle", 8},
     [F_GPUSUSED] = {"GPUsUsed", 8},
+    [F_MAXRSSNODE] = {"MaxRSSNode", 10},
+    [F_MAXRSSTASK] = {"MaxRSSTask", 10},
+    [F_AVECPU] = {"AveCPU", 10},
 };
 
 struct column {
@@ -132,11 +146,12 @@ enum parsable { PARSABLE_NO, PARSABLE_TRAILING, PARSABLE_BETWEEN };
 struct sacct_args {
     struct slurm_filter filter;
     struct slurm_job_ref refs[SLURM_MAX_REFS];
+    uint32_t steps[SLURM_MAX_REFS]; /* per ref: its .STEP, SLURM_STEP_ANY when none */
     struct column cols[MAX_COLUMNS];
     size_t ncols;
     const char *socket_opt;
     enum parsable parsable;
-    bool noheader, all_users, jobs_given, have_start, json;
+    bool noheader, all_users, jobs_given, have_start, json, allocations;
     uint64_t start_ms, end_ms; /* end 0: now */
     char me[64];
 };
@@ -180,18 +195,28 @@ static int parse_columns(struct sacct_args *s, const char *list)
     return s->ncols > 0 ? 0 : slurm_error(CMD, "no fields in --format");
 }
 
+/* -j JOB[.STEP],...: the jobs go to gschedd, the steps choose the lines. */
 static int parse_jobs(struct sacct_args *s, const char *list)
 {
+    char bad[64];
+    int rc = slurm_step_list_parse(list, s->refs, s->steps, SLURM_MAX_REFS, &s->filter.nrefs, bad,
+                                   sizeof(bad));
+
     s->jobs_given = true;
-    return slurm_jobs_option(CMD, list, s->refs, &s->filter.nrefs);
+    if (rc == -E2BIG)
+        return slurm_error(CMD, "at most %d job ids", SLURM_MAX_REFS);
+    if (rc < 0)
+        return slurm_error(CMD, "Invalid job id: %s", bad);
+    return 0;
 }
 
 static void usage(FILE *f)
 {
-    fputs("Usage: sacct [-a] [-j jobs] [-u users] [--format fields] [-b] [-n] [-p | -P] [-X]\n"
-          "             [-s states] [-S start] [-E end] [--name names] [-r partitions]\n"
-          "             [-A accounts] [--json] [--socket PATH]\n",
-          f);
+    fputs(
+        "Usage: sacct [-a] [-j job[.step]] [-u users] [--format fields] [-b] [-n] [-p | -P] [-X]\n"
+        "             [-s states] [-S start] [-E end] [--name names] [-r partitions]\n"
+        "             [-A accounts] [--json] [--socket PATH]\n",
+        f);
 }
 
 /* Returns -1 to go on, else the exit status. */
@@ -257,8 +282,10 @@ static int parse_args(int argc, char **argv, struct sacct_args *s)
             s->noheader = true;
             break;
         case 'X':
+            s->allocations = true;
+            break;
         case 'D':
-            break; /* one line per job already: gsched keeps no step records */
+            break; /* one attempt per job is kept: there are no duplicates to show */
         case 's':
             if (slurm_states_option(CMD, "state", optarg, &s->filter.states) != 0)
                 return 1;
@@ -453,6 +480,10 @@ static int value(const Gs__JobInfo *job, enum field f, uint64_t now_ms, struct g
     case F_GPUIDLE:
     case F_GPUSUSED:
         return usage_value(job->usage, f, out);
+    case F_MAXRSSNODE:
+    case F_MAXRSSTASK:
+    case F_AVECPU:
+        return 0; /* a step's figures: the job's line has none, as in sacct */
     case F_COUNT:
         break;
     }
@@ -492,6 +523,101 @@ static int put_header(const struct sacct_args *s, struct gs_buf *out)
             rc = gs_buf_putc(out, ' ');
     }
     return rc == 0 ? gs_buf_putc(out, '\n') : rc;
+}
+
+/* A step's columns; those it has no figure of are empty, as sacct leaves them. */
+static int step_value(const Gs__JobInfo *job, const Gs__StepInfo *st, enum field f, uint64_t now_ms,
+                      struct gs_buf *out)
+{
+    uint64_t end = st->end_time_ms != 0 ? st->end_time_ms : now_ms;
+    uint64_t elapsed = end > st->start_time_ms ? (end - st->start_time_ms) / 1000 : 0;
+    char buf[128], step[16];
+
+    switch (f) {
+    case F_JOBID:
+    case F_JOBIDRAW:
+        if (f == F_JOBID)
+            slurm_job_id(job, buf, sizeof(buf));
+        else
+            snprintf(buf, sizeof(buf), "%llu", (unsigned long long)job->job_id);
+        return gs_buf_printf(out, "%s.%s", buf, slurm_step_id(st->step, step, sizeof(step)));
+    case F_JOBNAME:
+        return gs_buf_append_str(out, or_empty(st->name));
+    case F_ACCOUNT:
+        return gs_buf_append_str(out, or_empty(job->account));
+    case F_STATE:
+        return gs_buf_append_str(out, slurm_state_name(st->state));
+    case F_EXITCODE:
+        return gs_buf_printf(out, "%d:%u", st->signaled ? 0 : st->exit_code,
+                             st->signaled ? st->term_signal : 0);
+    case F_ELAPSED:
+        return gs_buf_append_str(out, slurm_fmt_secs_long(elapsed, buf, sizeof(buf)));
+    case F_ELAPSEDRAW:
+        return gs_buf_printf(out, "%llu", (unsigned long long)elapsed);
+    case F_START:
+    case F_SUBMIT:
+        return gs_buf_append_str(out,
+                                 slurm_fmt_date(st->start_time_ms, "Unknown", buf, sizeof(buf)));
+    case F_END:
+        return gs_buf_append_str(out, slurm_fmt_date(st->end_time_ms, "Unknown", buf, sizeof(buf)));
+    case F_NODELIST:
+        return gs_buf_append_str(out, or_empty(st->nodelist));
+    case F_NNODES:
+    case F_ALLOCNODES:
+        return gs_buf_printf(out, "%u", st->nnodes);
+    case F_NTASKS:
+        return gs_buf_printf(out, "%u", st->ntasks);
+    case F_UID:
+    case F_USER:
+        return 0;
+    case F_TOTALCPU:
+        return gs_buf_append_str(out,
+                                 slurm_fmt_secs_long(st->cpu_time_ms / 1000, buf, sizeof(buf)));
+    case F_AVECPU:
+        return gs_buf_append_str(
+            out, slurm_fmt_secs_long(st->ntasks > 0 ? st->cpu_time_ms / 1000 / st->ntasks : 0, buf,
+                                     sizeof(buf)));
+    case F_MAXRSS:
+        return gs_buf_append_str(out, slurm_fmt_rss(st->max_rss_kib, buf, sizeof(buf)));
+    case F_MAXRSSNODE:
+        return st->max_rss_kib > 0 ? gs_buf_append_str(out, or_empty(st->max_rss_node)) : 0;
+    case F_MAXRSSTASK:
+        return st->max_rss_kib > 0 ? gs_buf_printf(out, "%u", st->max_rss_task) : 0;
+    default:
+        return 0;
+    }
+}
+
+/* One line: the job's own (st NULL) or one of its steps'. */
+static int put_line(const struct sacct_args *s, const Gs__JobInfo *job, const Gs__StepInfo *st,
+                    uint64_t now, struct gs_buf *cell, struct gs_buf *out)
+{
+    int rc = 0;
+
+    for (size_t k = 0; rc == 0 && k < s->ncols; k++) {
+        gs_buf_reset(cell);
+        rc = st != NULL ? step_value(job, st, s->cols[k].field, now, cell)
+                        : value(job, s->cols[k].field, now, cell);
+        if (rc == 0)
+            rc = put_field(s, k, cell->data != NULL ? cell->data : "", out);
+    }
+    return rc == 0 ? gs_buf_putc(out, '\n') : rc;
+}
+
+/* The job's line, then its steps' unless -X, as -j asks for them. */
+static int put_job(const struct sacct_args *s, const Gs__JobInfo *job, uint64_t now,
+                   struct gs_buf *cell, struct gs_buf *out)
+{
+    size_t n = s->filter.nrefs;
+    int rc = 0;
+
+    if (slurm_step_job_selected(s->refs, s->steps, n, job))
+        rc = put_line(s, job, NULL, now, cell, out);
+    for (size_t i = 0; rc == 0 && !s->allocations && i < job->n_steps; i++) {
+        if (slurm_step_selected(s->refs, s->steps, n, job, job->steps[i]->step))
+            rc = put_line(s, job, job->steps[i], now, cell, out);
+    }
+    return rc;
 }
 
 /* Whether the job was around in [start, end]: submitted by end and not ended before start. */
@@ -550,18 +676,8 @@ static int print_jobs(const struct sacct_args *s, const Gs__QueueReply *r)
         n = 0;
         gs_buf_reset(&out);
     }
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        const Gs__JobInfo *job = jobs[i];
-
-        for (size_t k = 0; rc == 0 && k < s->ncols; k++) {
-            gs_buf_reset(&cell);
-            rc = value(job, s->cols[k].field, now, &cell);
-            if (rc == 0)
-                rc = put_field(s, k, cell.data != NULL ? cell.data : "", &out);
-        }
-        if (rc == 0)
-            rc = gs_buf_putc(&out, '\n');
-    }
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = put_job(s, jobs[i], now, &cell, &out);
     status = slurm_print(CMD, rc, &out);
     gs_buf_release(&cell);
     gs_buf_release(&out);
@@ -589,7 +705,7 @@ int cli_cmd_sacct(int argc, char **argv)
         s.filter.users = slurm_my_name(s.me, sizeof(s.me));
     if (!s.have_start && !s.jobs_given)
         slurm_parse_date("today", gs_clock_wall_ms(), &s.start_ms);
-    status = slurm_fetch_jobs(s.socket_opt, s.refs, s.filter.nrefs, true, &reply);
+    status = slurm_fetch_steps(s.socket_opt, s.refs, s.filter.nrefs, true, &reply);
     if (status == 0)
         status = print_jobs(&s, reply->queue_reply);
     gs_proto_envelope_free(reply);

@@ -1,11 +1,14 @@
 /*
  * cmd_srun.c: `srun [OPTIONS] COMMAND [ARGS...]` inside a job (gsched called as srun, or
  * `gsched srun`): a job step across some or all of the job's nodes, as Slurm's srun runs one
- * from a batch script. It sends gschedd one StepLaunchRequest (the job from $SLURM_JOB_ID,
- * the layout from -N/-n/..., its whole environment), then stays on the connection: the
- * tasks' output arrives as StepOutput frames and goes to srun's stdout and stderr (-l puts
- * "RANK: " before each line), each task's end as a TaskExit, and gschedd closes the
- * connection once every task has ended. A step that must wait for GPUs or cores the job's
+ * from a batch script. Outside a job, srun_alloc.c first makes an allocation for the step
+ * (as Slurm's srun does), released once the step has ended. It sends gschedd one
+ * StepLaunchRequest (the job from $SLURM_JOB_ID, the layout from -N/-n/..., its whole
+ * environment), then stays on the connection: the tasks' output arrives as StepOutput
+ * frames and goes to srun's stdout and stderr (-l puts "RANK: " before each line), each
+ * task's end as a TaskExit, and gschedd closes the connection once every task has ended.
+ * srun's stdin goes to task 0 as StepInput frames (--pty: into a pseudo-terminal there,
+ * this terminal in raw mode meanwhile). A step that must wait for GPUs or cores the job's
  * other steps hold hears StepPending first and waits, as long as it takes. SIGINT, SIGTERM
  * and the other signals srun passes on go to the step as StepSignal (a waiting srun ends at
  * the first, which withdraws its step); a second SIGINT within a second closes the
@@ -15,7 +18,7 @@
  *
  * This file is the exchange and the streaming; srun_args.c reads the options (Slurm's
  * syntax, not gsched's) and builds the request. The CLI is not libuv: a poll() loop over
- * the socket and a signal self-pipe.
+ * the socket, srun's stdin and a signal self-pipe.
  */
 #define _GNU_SOURCE /* strsignal */
 
@@ -30,14 +33,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <termios.h>
 #include <unistd.h>
 
+#include "cli/alloc.h"
 #include "cli/client.h"
 #include "cli/srun.h"
 #include "common/clock.h"
 #include "common/error.h"
 
 #define SRUN_ABORT_WINDOW_MS 1000 /* a second SIGINT this soon after the first: abort */
+#define SRUN_INPUT_CHUNK 16384    /* bytes of stdin per StepInput */
 
 /* --- output ----------------------------------------------------------------------------------- */
 
@@ -60,6 +67,9 @@ struct srun_run {
     int worst;
     int rank_width;
     char *ended_why; /* gschedd's ErrorReply while streaming (the job ended) */
+    bool in_open;    /* srun's stdin is read and passed on to task 0 */
+    bool raw;        /* --pty: the terminal was put in raw mode, saved_tty to restore */
+    struct termios saved_tty;
 };
 
 static void write_all(int fd, const char *p, size_t n)
@@ -135,6 +145,47 @@ static void send_signal(struct srun_run *r, uint32_t signum)
     env.body_case = GS__ENVELOPE__BODY_STEP_SIGNAL;
     env.step_signal = &sig;
     gs_proto_write_fd(r->fd, &env, CLI_TIMEOUT_MS);
+}
+
+/* A read of srun's stdin, passed on to task 0; its end (or an error) ends the input. */
+static void forward_input(struct srun_run *r)
+{
+    char buf[SRUN_INPUT_CHUNK];
+    ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
+    Gs__StepInput in = GS__STEP_INPUT__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        return;
+    if (n > 0) {
+        in.data.data = (uint8_t *)buf;
+        in.data.len = (size_t)n;
+    } else {
+        in.eof = true;
+        r->in_open = false;
+    }
+    env.body_case = GS__ENVELOPE__BODY_STEP_INPUT;
+    env.step_input = &in;
+    gs_proto_write_fd(r->fd, &env, CLI_TIMEOUT_MS);
+}
+
+/* --pty: the local terminal passes every key on (^C and ^D too) until the step ends. */
+static void raw_on(struct srun_run *r)
+{
+    struct termios t;
+
+    if (!isatty(STDIN_FILENO) || tcgetattr(STDIN_FILENO, &r->saved_tty) < 0)
+        return;
+    t = r->saved_tty;
+    cfmakeraw(&t);
+    r->raw = tcsetattr(STDIN_FILENO, TCSADRAIN, &t) == 0;
+}
+
+static void raw_off(struct srun_run *r)
+{
+    if (r->raw)
+        tcsetattr(STDIN_FILENO, TCSADRAIN, &r->saved_tty);
+    r->raw = false;
 }
 
 static void on_exit_frame(struct srun_run *r, const Gs__TaskExit *ex)
@@ -274,12 +325,13 @@ static int stream(struct srun_run *r)
     bool aborted = false;
 
     for (;;) {
-        struct pollfd p[2] = {{.fd = r->fd, .events = POLLIN},
-                              {.fd = sig_pipe[0], .events = POLLIN}};
+        struct pollfd p[3] = {{.fd = r->fd, .events = POLLIN},
+                              {.fd = sig_pipe[0], .events = POLLIN},
+                              {.fd = r->in_open ? STDIN_FILENO : -1, .events = POLLIN}};
         unsigned char sigs[16];
         ssize_t got;
 
-        if (poll(p, 2, -1) < 0) {
+        if (poll(p, 3, -1) < 0) {
             if (errno == EINTR)
                 continue;
             fprintf(stderr, "srun: error: poll: %s\n", strerror(errno));
@@ -306,6 +358,8 @@ static int stream(struct srun_run *r)
             fprintf(stderr, "srun: Job step aborted\n");
             return 128 + SIGINT;
         }
+        if (r->in_open && (p[2].revents & (POLLIN | POLLHUP | POLLERR)))
+            forward_input(r);
         if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
             Gs__Envelope *env = NULL;
             int rc = gs_proto_read_fd(r->fd, 0, CLI_TIMEOUT_MS, &env);
@@ -422,6 +476,14 @@ static int run_step(struct cli_srun_args *a, const char *socket_path)
                 gs_strerror(r.fd));
         goto out;
     }
+    if (a->req.pty) { /* the remote terminal starts at this one's size */
+        struct winsize ws;
+
+        if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0) {
+            a->req.pty_rows = ws.ws_row;
+            a->req.pty_cols = ws.ws_col;
+        }
+    }
     env.body_case = GS__ENVELOPE__BODY_STEP_LAUNCH_REQUEST;
     env.step_launch_request = &a->req;
     rc = cli_exchange(r.fd, &env, CLI_TIMEOUT_MS, &reply);
@@ -445,7 +507,12 @@ static int run_step(struct cli_srun_args *a, const char *socket_path)
     }
     if (a->out_pattern != NULL && a->err_pattern == NULL)
         r.err_fd = r.out_fd; /* Slurm: -o alone takes both */
+    /* An older gschedd would close the connection over StepInput: only when it says so. */
+    r.in_open = (a->req.input || a->req.pty) && reply->step_launch_reply->input;
+    if (a->req.pty)
+        raw_on(&r);
     status = stream(&r);
+    raw_off(&r);
 out:
     if (r.fd >= 0)
         close(r.fd);
@@ -470,22 +537,29 @@ int cli_cmd_srun(int argc, char **argv)
 {
     struct cli_srun_args a = {.req = GS__STEP_LAUNCH_REQUEST__INIT};
     struct cli_srun_owned own = {.workdir = GS_BUF_INIT};
+    struct cli_alloc al = {.prog = "srun", .fd = -1};
     char socket_path[108];
     int rc, status = 1;
 
     rc = cli_srun_parse(&a, argc, argv);
     if (rc != 0)
         return rc > 0 ? 0 : 1;
-    if (cli_srun_request(&a, &own) < 0)
-        goto out;
     if (cli_socket_path(NULL, socket_path, sizeof(socket_path)) < 0)
         goto out;
     if (catch_signals() < 0) {
         fprintf(stderr, "srun: error: cannot set up signal handling: %s\n", strerror(errno));
         goto out;
     }
+    /* Outside a job, an allocation first (srun_alloc.c); its connection holds it. */
+    if (!cli_srun_in_job(&a) && cli_srun_alloc(&a, &al, socket_path, sig_pipe[0]) != 0)
+        goto out;
+    if (cli_srun_request(&a, &own) < 0)
+        goto out;
     status = run_step(&a, socket_path);
+    if (al.fd >= 0)
+        cli_alloc_release(&al, status, 0, false);
 out:
+    cli_alloc_release_fds(&al);
     cli_srun_owned_release(&own);
     return status;
 }

@@ -230,6 +230,32 @@ void cli_json_job_spec(struct gs_json *j, const Gs__JobSpec *s)
     gs_json_object_end(j);
 }
 
+/* A step record (sacct --json): Slurm's step id ("batch", "0") and its figures. */
+static void json_step(struct gs_json *j, const Gs__StepInfo *st)
+{
+    char id[16] = "batch";
+
+    if (st->step > 0)
+        snprintf(id, sizeof(id), "%u", st->step - 1);
+    gs_json_object_begin(j);
+    gs_json_kv_string(j, "step_id", id);
+    gs_json_kv_string(j, "name", st->name);
+    gs_json_kv_string(j, "state", cli_job_state_name(st->state));
+    gs_json_kv_bool(j, "signaled", st->signaled);
+    gs_json_kv_int(j, "exit_code", st->exit_code);
+    gs_json_kv_uint(j, "term_signal", st->term_signal);
+    gs_json_kv_uint(j, "start_time_ms", st->start_time_ms);
+    gs_json_kv_uint(j, "end_time_ms", st->end_time_ms);
+    gs_json_kv_uint(j, "nnodes", st->nnodes);
+    gs_json_kv_uint(j, "ntasks", st->ntasks);
+    gs_json_kv_string(j, "nodelist", st->nodelist);
+    gs_json_kv_uint(j, "max_rss_kib", st->max_rss_kib);
+    gs_json_kv_string(j, "max_rss_node", st->max_rss_node);
+    gs_json_kv_uint(j, "max_rss_task", st->max_rss_task);
+    gs_json_kv_uint(j, "cpu_time_ms", st->cpu_time_ms);
+    gs_json_object_end(j);
+}
+
 void cli_json_job_info(struct gs_json *j, const Gs__JobInfo *job)
 {
     gs_json_object_begin(j);
@@ -267,6 +293,14 @@ void cli_json_job_info(struct gs_json *j, const Gs__JobInfo *job)
     gs_json_key(j, "mfu");
     gs_json_double(j, job->mfu);
     cli_usage_json(j, job->usage);
+    /* Only sacct asks for the steps (QueueRequest.with_steps); others leave them out. */
+    if (job->n_steps > 0) {
+        gs_json_key(j, "steps");
+        gs_json_array_begin(j);
+        for (size_t i = 0; i < job->n_steps; i++)
+            json_step(j, job->steps[i]);
+        gs_json_array_end(j);
+    }
     /* Only ShowReply carries the spec; queue listings leave it out rather than null. */
     if (job->spec != NULL) {
         gs_json_key(j, "spec");

@@ -55,7 +55,7 @@ static const char usage_text[] =
     "                            idle flags, totals (--once: one plain-text frame)\n"
     "  seff JOB [--json]         CPU and GPU efficiency of a running or ended job, as Slurm's\n"
     "                            seff, from the workers' telemetry\n"
-    "  squeue / sinfo / sacct / scancel / sprio / sshare [Slurm's options]\n"
+    "  squeue / sinfo / sacct / sstat / scancel / sprio / sshare [Slurm's options]\n"
     "                            Slurm's views and scancel, with Slurm's formats and options\n"
     "                            (sprio: pending jobs' priority factors; sshare: fair share)\n"
     "  sbatch [OPTIONS] SCRIPT [ARGS] | --wrap CMD [--test-only] [--json] [--wait]\n"
@@ -73,6 +73,9 @@ static const char usage_text[] =
     "                            one puts (an address), the others wait for it (kv --help)\n";
 /* The rest of the help (a string literal may not be longer than 4095 characters). */
 static const char usage_more[] =
+    "  salloc [SBATCH OPTIONS] [COMMAND [ARGS]]\n"
+    "                            an allocation; COMMAND (default $SHELL) runs here in it, srun\n"
+    "                            there runs steps on its nodes (srun outside a job: the same)\n"
     "  scontrol create|update|delete reservation KEY=VALUE... / sinfo -T\n"
     "                            advance reservations of nodes (root; docs/policy.md)\n"
     "  data ls [-w NODES] [--json] / data stat DATASET|DIR [-w NODES] [--json]\n"
@@ -117,8 +120,9 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 
 static void print_version(void)
 {
-    printf("gsched %s (cuda=%s nccl=%s mpi=%s)\n", GSCHED_VERSION, GSCHED_HAVE_CUDA ? "yes" : "no",
-           GSCHED_HAVE_NCCL ? "yes" : "no", GSCHED_HAVE_MPI ? "yes" : "no");
+    printf("gsched %s (cuda=%s nccl=%s mpi=%s munge=%s)\n", GSCHED_VERSION,
+           GSCHED_HAVE_CUDA ? "yes" : "no", GSCHED_HAVE_NCCL ? "yes" : "no",
+           GSCHED_HAVE_MPI ? "yes" : "no", GSCHED_HAVE_MUNGE ? "yes" : "no");
 }
 
 /*
@@ -130,7 +134,8 @@ static const struct command slurm_commands[] = {
     {"scontrol", cli_cmd_scontrol}, {"squeue", cli_cmd_squeue},     {"sinfo", cli_cmd_sinfo},
     {"sacct", cli_cmd_sacct},       {"scancel", cli_cmd_scancel},   {"sbatch", cli_cmd_sbatch},
     {"srun", cli_cmd_srun},         {"seff", cli_cmd_seff},         {"sprio", cli_cmd_sprio},
-    {"sshare", cli_cmd_sshare},     {"simulate", cli_cmd_simulate},
+    {"sshare", cli_cmd_sshare},     {"simulate", cli_cmd_simulate}, {"salloc", cli_cmd_salloc},
+    {"sstat", cli_cmd_sstat},
 };
 
 static const struct command *slurm_command(const char *argv0)

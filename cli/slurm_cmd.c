@@ -28,8 +28,8 @@ int slurm_call(const char *socket_opt, Gs__Envelope *req, Gs__Envelope__BodyCase
     return 0;
 }
 
-int slurm_fetch_jobs(const char *socket_opt, const struct slurm_job_ref *refs, size_t nrefs,
-                     bool include_finished, Gs__Envelope **ret_reply)
+static int fetch(const char *socket_opt, const struct slurm_job_ref *refs, size_t nrefs,
+                 bool include_finished, bool with_steps, Gs__Envelope **ret_reply)
 {
     Gs__QueueRequest req = GS__QUEUE_REQUEST__INIT;
     Gs__JobSelector sel = GS__JOB_SELECTOR__INIT;
@@ -42,9 +42,22 @@ int slurm_fetch_jobs(const char *socket_opt, const struct slurm_job_ref *refs, s
     sel.n_job_ids = nrefs < SLURM_MAX_REFS ? nrefs : SLURM_MAX_REFS;
     req.selector = &sel;
     req.include_finished = include_finished;
+    req.with_steps = with_steps;
     env.body_case = GS__ENVELOPE__BODY_QUEUE_REQUEST;
     env.queue_request = &req;
     return slurm_call(socket_opt, &env, GS__ENVELOPE__BODY_QUEUE_REPLY, ret_reply);
+}
+
+int slurm_fetch_jobs(const char *socket_opt, const struct slurm_job_ref *refs, size_t nrefs,
+                     bool include_finished, Gs__Envelope **ret_reply)
+{
+    return fetch(socket_opt, refs, nrefs, include_finished, false, ret_reply);
+}
+
+int slurm_fetch_steps(const char *socket_opt, const struct slurm_job_ref *refs, size_t nrefs,
+                      bool include_finished, Gs__Envelope **ret_reply)
+{
+    return fetch(socket_opt, refs, nrefs, include_finished, true, ret_reply);
 }
 
 int slurm_fetch_cluster(const char *socket_opt, Gs__Envelope **ret_parts, Gs__Envelope **ret_nodes)

@@ -37,6 +37,10 @@ int slurm_call(const char *socket_opt, Gs__Envelope *req, Gs__Envelope__BodyCase
 int slurm_fetch_jobs(const char *socket_opt, const struct slurm_job_ref *refs, size_t nrefs,
                      bool include_finished, Gs__Envelope **ret_reply);
 
+/* As slurm_fetch_jobs, each job with its step records (JobInfo.steps): sacct, sstat. */
+int slurm_fetch_steps(const char *socket_opt, const struct slurm_job_ref *refs, size_t nrefs,
+                      bool include_finished, Gs__Envelope **ret_reply);
+
 /* The partitions (PARTITIONS_REPLY) and the nodes (NODES_REPLY), both freed by the caller. */
 int slurm_fetch_cluster(const char *socket_opt, Gs__Envelope **ret_parts, Gs__Envelope **ret_nodes);
 

@@ -15,6 +15,7 @@
 
 #include "cli/args.h"
 #include "common/error.h"
+#include "common/gpu_bind.h"
 #include "common/hostlist.h"
 #include "common/path.h"
 
@@ -45,6 +46,9 @@ enum srun_id {
     O_OUTPUT,
     O_ERROR,
     O_HELP,
+    O_INPUT,
+    O_PTY,
+    O_GPU_BIND,
     O_IGNORED_FLAG,  /* accepted, no effect here (--quiet, --verbose) */
     O_IGNORED_VALUE, /* accepted with its value, no effect here (--cpu-bind ...) */
 };
@@ -75,12 +79,14 @@ static const struct srun_opt srun_opts[] = {
     {"kill-on-bad-exit", 'K', FLAG, O_KILL_BAD},
     {"output", 'o', VALUE, O_OUTPUT},
     {"error", 'e', VALUE, O_ERROR},
+    {"input", 'i', VALUE, O_INPUT},
+    {"pty", 0, FLAG, O_PTY},
     {"help", 'h', FLAG, O_HELP},
     {"usage", 0, FLAG, O_HELP},
     /* What scripts commonly pass and a step here needs no action for. */
     {"cpu-bind", 0, VALUE, O_IGNORED_VALUE},
     {"cpu_bind", 0, VALUE, O_IGNORED_VALUE},
-    {"gpu-bind", 0, VALUE, O_IGNORED_VALUE},
+    {"gpu-bind", 0, VALUE, O_GPU_BIND},
     {"distribution", 'm', VALUE, O_IGNORED_VALUE},
     {"mem", 0, VALUE, O_IGNORED_VALUE},
     {"mem-per-cpu", 0, VALUE, O_IGNORED_VALUE},
@@ -88,6 +94,13 @@ static const struct srun_opt srun_opts[] = {
     {"time", 't', VALUE, O_IGNORED_VALUE},
     {"wait", 'W', VALUE, O_IGNORED_VALUE},
     {"gres", 0, VALUE, O_IGNORED_VALUE},
+    /* Inside a job these are the job's already; outside one, srun's allocation's. */
+    {"partition", 'p', VALUE, O_IGNORED_VALUE},
+    {"account", 'A', VALUE, O_IGNORED_VALUE},
+    {"qos", 'q', VALUE, O_IGNORED_VALUE},
+    {"reservation", 0, VALUE, O_IGNORED_VALUE},
+    {"exclude", 'x', VALUE, O_IGNORED_VALUE},
+    {"constraint", 'C', VALUE, O_IGNORED_VALUE},
     {"exact", 0, FLAG, O_EXACT},
     {"exclusive", 0, FLAG, O_EXCLUSIVE},
     {"overlap", 0, FLAG, O_OVERLAP},
@@ -97,7 +110,7 @@ static const struct srun_opt srun_opts[] = {
 };
 
 static const char srun_usage[] =
-    "Usage: srun [OPTIONS] COMMAND [ARGS...]   (inside a gsched job allocation)\n"
+    "Usage: srun [OPTIONS] COMMAND [ARGS...]   (a step of a job allocation)\n"
     "  -N, --nodes=N            nodes of the job to use (default: all)\n"
     "  -n, --ntasks=N           tasks in all (default: the job's layout)\n"
     "      --ntasks-per-node=N  at most N tasks on each node\n"
@@ -114,10 +127,15 @@ static const char srun_usage[] =
     "  -l, --label              put the task's rank before each output line\n"
     "  -u, --unbuffered         pass output on as it comes, not line by line\n"
     "  -K, --kill-on-bad-exit   end the step when a task exits non-zero\n"
+    "  -i, --input=0|none       srun's stdin to task 0 (the default), or none at all\n"
+    "      --pty                task 0 under a pseudo-terminal, this one in raw mode\n"
     "  -o, --output=FILE / -e, --error=FILE\n"
     "                           the step's stdout / stderr to FILE (%j job, %s step)\n"
     "      --export=ALL|NONE|VARS  which of srun's variables the tasks get (default ALL)\n"
-    "      --jobid=ID           the job (default: $SLURM_JOB_ID)\n";
+    "      --jobid=ID           the job (default: $SLURM_JOB_ID)\n"
+    "Outside a job srun first asks for an allocation (as salloc does) with -N -n\n"
+    "--ntasks-per-node -c --gpus* --gres -w -J and -t -p -A -q -x -C --mem*, runs the\n"
+    "step in it, then releases it.\n";
 
 /* --- options ------------------------------------------------------------------------------- */
 
@@ -138,6 +156,20 @@ static int number(const char *opt, const char *text, uint32_t *ret)
         return -EINVAL;
     }
     *ret = (uint32_t)n;
+    return 0;
+}
+
+/* --gpu-bind (or SLURM_GPU_BIND, sbatch's): checked here, so a typo sends nothing. */
+static int gpu_bind(struct cli_srun_args *a, const char *value)
+{
+    struct gs_gpu_bind b;
+    char why[256];
+
+    if (gs_gpu_bind_parse(value, &b, why, sizeof(why)) < 0) {
+        fprintf(stderr, "srun: error: %s\n", why);
+        return -EINVAL;
+    }
+    a->req.gpu_bind = (char *)value;
     return 0;
 }
 
@@ -215,9 +247,45 @@ static int take(struct cli_srun_args *a, const struct srun_opt *o, const char *v
     case O_ERROR:
         a->err_pattern = value;
         return 0;
+    case O_INPUT:
+        if (strcmp(value, "0") != 0 && strcmp(value, "none") != 0) {
+            fprintf(stderr,
+                    "srun: error: --input=%s: gsched passes stdin to task 0 (0) or to "
+                    "none (none)\n",
+                    value);
+            return -EINVAL;
+        }
+        a->no_input = strcmp(value, "none") == 0;
+        return 0;
+    case O_PTY:
+        a->req.pty = true;
+        a->unbuffered = true; /* a prompt has no newline: it must show as it comes */
+        return 0;
+    case O_GPU_BIND:
+        return gpu_bind(a, value);
     default:
         (void)n;
         return 0;
+    }
+}
+
+/* The options sbatch reads too: outside a job they ask for srun's allocation. */
+static const char *const alloc_opts[] = {
+    "nodes",   "ntasks",        "ntasks-per-node", "cpus-per-task", "gpus-per-task",
+    "gpus",    "gpus-per-node", "nodelist",        "job-name",      "time",
+    "gres",    "mem",           "mem-per-cpu",     "mem-per-gpu",   "partition",
+    "account", "qos",           "reservation",     "exclude",       "constraint",
+    NULL,
+};
+
+static void keep_for_alloc(struct cli_srun_args *a, const struct srun_opt *o, const char *value)
+{
+    for (size_t i = 0; alloc_opts[i] != NULL; i++) {
+        if (strcmp(alloc_opts[i], o->name) == 0 && a->nalloc < CLI_SRUN_ALLOC_OPTS_MAX) {
+            a->alloc_name[a->nalloc] = o->name;
+            a->alloc_value[a->nalloc++] = value;
+            return;
+        }
     }
 }
 
@@ -287,6 +355,7 @@ int cli_srun_parse(struct cli_srun_args *a, int argc, char **argv)
         rc = take(a, o, value);
         if (rc < 0)
             return rc;
+        keep_for_alloc(a, o, value);
     }
     a->command = argv + i;
     a->ncommand = argc - i;
@@ -392,6 +461,11 @@ static int build_env(struct cli_srun_owned *o, const char *spec)
     return rc;
 }
 
+bool cli_srun_in_job(const struct cli_srun_args *a)
+{
+    return a->job_id != 0 || getenv("SLURM_JOB_ID") != NULL || getenv("SLURM_JOBID") != NULL;
+}
+
 int cli_srun_request(struct cli_srun_args *a, struct cli_srun_owned *own)
 {
     const char *env_job = getenv("SLURM_JOB_ID");
@@ -401,8 +475,7 @@ int cli_srun_request(struct cli_srun_args *a, struct cli_srun_owned *own)
     if (a->job_id == 0 && env_job == NULL)
         env_job = getenv("SLURM_JOBID");
     if (a->job_id == 0 && (env_job == NULL || cli_parse_job_id(env_job, &a->job_id) < 0)) {
-        fprintf(stderr, "srun: error: gsched srun runs inside a job allocation (no "
-                        "SLURM_JOB_ID); use gsched sbatch\n");
+        fprintf(stderr, "srun: error: invalid SLURM_JOB_ID '%s'\n", env_job != NULL ? env_job : "");
         return -EINVAL;
     }
     if (a->ncommand == 0) {
@@ -410,6 +483,10 @@ int cli_srun_request(struct cli_srun_args *a, struct cli_srun_owned *own)
         return -EINVAL;
     }
     a->req.job_id = a->job_id;
+    a->req.input = !a->no_input; /* Slurm's default, --input=0 */
+    if ((a->req.gpu_bind == NULL || a->req.gpu_bind[0] == '\0') &&
+        getenv("SLURM_GPU_BIND") != NULL && gpu_bind(a, getenv("SLURM_GPU_BIND")) < 0)
+        return -EINVAL;
     a->req.argv = a->command;
     a->req.n_argv = (size_t)a->ncommand;
     if (getcwd(cwd, sizeof(cwd)) == NULL) {
@@ -443,4 +520,28 @@ int cli_srun_request(struct cli_srun_args *a, struct cli_srun_owned *own)
 nomem:
     fprintf(stderr, "srun: error: out of memory\n");
     return -ENOMEM;
+}
+
+/* --- srun outside a job ------------------------------------------------------------------- */
+
+int cli_srun_alloc_words(const struct cli_srun_args *a, char ***ret)
+{
+    char **words = calloc((size_t)a->nalloc + 1, sizeof(*words));
+
+    if (words == NULL)
+        return -ENOMEM;
+    for (int i = 0; i < a->nalloc; i++) {
+        size_t len = strlen(a->alloc_name[i]) + strlen(a->alloc_value[i]) + 4;
+
+        words[i] = malloc(len);
+        if (words[i] == NULL) {
+            for (int k = 0; k < i; k++)
+                free(words[k]);
+            free(words);
+            return -ENOMEM;
+        }
+        snprintf(words[i], len, "--%s=%s", a->alloc_name[i], a->alloc_value[i]);
+    }
+    *ret = words;
+    return 0;
 }

@@ -15,6 +15,17 @@ pkg_check_modules(LIBCRYPTO REQUIRED IMPORTED_TARGET libcrypto>=3.0)
 # The workers' cgroup v2 device programs (worker/devbpf.c): libbpf loads and attaches them.
 pkg_check_modules(LIBBPF REQUIRED IMPORTED_TARGET libbpf>=0.7)
 
+# MUNGE (libmunge): the credentials of CLIs on login nodes (proto/cred.c, scheduler.cli_port,
+# GSCHED_SERVER); optional: without it neither gschedd nor gsched speaks to the other over TCP.
+option(GSCHED_MUNGE "Use libmunge when it is found (OFF: build as if it were not)" ON)
+set(GSCHED_HAVE_MUNGE OFF)
+if(GSCHED_MUNGE)
+  pkg_check_modules(MUNGE IMPORTED_TARGET munge)
+  if(MUNGE_FOUND)
+    set(GSCHED_HAVE_MUNGE ON)
+  endif()
+endif()
+
 find_program(PROTOC_C NAMES protoc-c protoc-gen-c REQUIRED)
 find_package(Python3 COMPONENTS Interpreter)
 

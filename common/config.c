@@ -89,6 +89,7 @@ void gs_config_release(struct gs_config *cfg)
     free(cfg->state_dir);
     free(cfg->http_listen);
     free(cfg->auth_key);
+    free(cfg->munge_socket);
     free(cfg->cgroups);
     free(cfg->cgroup_parent);
     free(cfg->worker_name);
@@ -135,6 +136,32 @@ static void rd_socket(struct gs_schema_ctx *c, const struct gs_toml_value *v)
     }
     free(CFG(c)->socket_path);
     CFG(c)->socket_path = path;
+}
+
+/* 0 (the default): no TCP port for CLIs on login nodes. */
+static void rd_cli_port(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    gs_schema_uint(c, v, "scheduler.cli_port", 0, 65535, &CFG(c)->cli_port);
+}
+
+/* "" (or no key): libmunge's own default socket. */
+static void rd_munge_socket(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    char *path = NULL;
+
+    if (gs_schema_string(c, v, "scheduler.munge_socket", &path) < 0 || path == NULL)
+        return;
+    if (path[0] != '\0' && (path[0] != '/' || strlen(path) > 107)) {
+        GS_SCHEMA_REPORT_AT(c, v,
+                            "scheduler.munge_socket must be an absolute path a Unix socket can "
+                            "have, or \"\" for munged's default");
+        free(path);
+        return;
+    }
+    free(CFG(c)->munge_socket);
+    CFG(c)->munge_socket = path[0] != '\0' ? path : NULL;
+    if (path[0] == '\0')
+        free(path);
 }
 
 static void rd_state_dir(struct gs_schema_ctx *c, const struct gs_toml_value *v)
@@ -309,6 +336,8 @@ static const struct gs_schema_key scheduler_keys[] = {
     {"host", rd_host},
     {"port", rd_port},
     {"socket", rd_socket},
+    {"cli_port", rd_cli_port},
+    {"munge_socket", rd_munge_socket},
     {"state_dir", rd_state_dir},
     {"heartbeat_interval", rd_heartbeat_interval},
     {"heartbeat_misses", rd_heartbeat_misses},

@@ -7,6 +7,9 @@
  *     host = "10.0.0.1"             # where workers reach the scheduler (and it listens)
  *     port = 6817                           # 0: any free port (gschedd logs it)
  *     socket = "/run/gsched/gschedd.sock"   # the CLI's Unix socket
+ *     cli_port = 0                          # > 0: TCP port for CLIs on login nodes, who
+ *                                           # prove their uid with a MUNGE credential
+ *     munge_socket = ""                     # munged's socket; "": libmunge's default
  *     state_dir = "/var/lib/gsched"         # SQLite database and logs
  *     heartbeat_interval = "2s"
  *     heartbeat_misses = 3                  # a node is DOWN after this many are missed
@@ -215,6 +218,8 @@ struct gs_config {
     char *host;
     uint32_t port;
     char *socket_path;
+    uint32_t cli_port;  /* login-node CLIs (MUNGE credentials, proto/cred.h); 0: none */
+    char *munge_socket; /* NULL: libmunge's default socket */
     char *state_dir;
     uint64_t heartbeat_interval_ms;
     uint32_t heartbeat_misses;

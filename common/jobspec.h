@@ -149,6 +149,8 @@ struct gs_jobspec {
     size_t nexclude;
     bool batch; /* script runs once on the first node, argv its arguments */
     bool slurm; /* SLURM_* variables and Slurm output patterns */
+    /* salloc's allocation: no task runs on a worker; set by gschedd only (sched_alloc.c) */
+    bool allocation;
     char *submit_dir, *submit_host;
     uint32_t warn_signal; /* --signal: this signal warn_before_s before the time limit */
     uint32_t warn_before_s;

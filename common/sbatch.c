@@ -1150,6 +1150,12 @@ static void parse_words(struct ctx *c, char *const *words, int n)
             i += long_option(c, w, next);
         else if (!ended && w[0] == '-' && w[1] != '\0')
             i += short_options(c, w, next);
+        else if (c->source != GS_SBATCH_FROM_CLI &&
+                 (strcmp(w, "hetjob") == 0 || strcmp(w, "packjob") == 0))
+            report(c, NULL,
+                   "'%s': heterogeneous jobs (components with resources of their own in "
+                   "one job) are not supported (docs/slurm.md)",
+                   w);
         else
             report(c, NULL, "unexpected argument '%s' (not an option)", w);
     }

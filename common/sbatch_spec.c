@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/buf.h"
+#include "common/gpu_bind.h"
 #include "common/path.h"
 #include "common/sbatch_internal.h"
 #include "common/units.h"
@@ -556,6 +558,27 @@ static void env_push(struct conv *c, char **v, size_t *n, const char *var)
         (*n)++;
 }
 
+/* --gpu-bind, checked here, reaches the job's srun steps as Slurm's does: SLURM_GPU_BIND
+ * in the batch environment, which srun reads when it is not given one itself. */
+static void gpu_bind(struct conv *c, char **v, size_t *n)
+{
+    struct gs_gpu_bind b;
+    struct gs_buf var = GS_BUF_INIT;
+    char why[256];
+
+    if (!is_set(c->sb, GS_SBATCH_OPT_GPU_BIND) || c->sb->gpu_bind == NULL)
+        return;
+    if (gs_gpu_bind_parse(c->sb->gpu_bind, &b, why, sizeof(why)) < 0) {
+        fail(c, GS_SBATCH_OPT_GPU_BIND, "%s", why + strlen("--gpu-bind: "));
+        return;
+    }
+    if (gs_buf_printf(&var, "SLURM_GPU_BIND=%s", c->sb->gpu_bind) < 0)
+        c->rc = -ENOMEM;
+    else
+        env_push(c, v, n, var.data);
+    gs_buf_release(&var);
+}
+
 static void map_env(struct conv *c)
 {
     const struct gs_sbatch_export *e = &c->sb->export_env;
@@ -566,6 +589,7 @@ static void map_env(struct conv *c)
 
     for (size_t i = 0; all && envp != NULL && envp[i] != NULL; i++)
         total++;
+    total++; /* SLURM_GPU_BIND */
     v = calloc(total + 1, sizeof(*v));
     if (v == NULL) {
         c->rc = -ENOMEM;
@@ -593,6 +617,7 @@ static void map_env(struct conv *c)
         if (var != NULL)
             env_push(c, v, &n, var);
     }
+    gpu_bind(c, v, &n);
     c->spec->env = v;
     c->spec->nenv = n;
 }
@@ -639,8 +664,6 @@ static void map_simple(struct conv *c)
         s->deadline_ms = sb->deadline_ms;
     if (is_set(sb, GS_SBATCH_OPT_REQUEUE) && sb->requeue)
         s->max_restarts = GS_SBATCH_REQUEUE_RESTARTS;
-    if (is_set(sb, GS_SBATCH_OPT_GPU_BIND))
-        ignored(c, "--gpu-bind");
     if (is_set(sb, GS_SBATCH_OPT_LICENSES))
         ignored(c, "--licenses");
     if (is_set(sb, GS_SBATCH_OPT_GRES_FLAGS))

@@ -26,8 +26,10 @@
  *     takes its value from the submitting environment (and is skipped when unset there);
  *   - --reservation names the one reservation the job runs in (one name, as
  *     gs_jobspec_check takes it: Slurm's comma-separated list is refused);
- *   - --gpu-bind, --licenses, --gres-flags, --signal's R: and non-GPU gres are accepted
- *     and not acted on: one warning lists them.
+ *   - --gpu-bind is checked and passed to the job's srun steps as SLURM_GPU_BIND in its
+ *     environment (srun applies it, common/gpu_bind.h);
+ *   - --licenses, --gres-flags, --signal's R: and non-GPU gres are accepted and not acted
+ *     on: one warning lists them.
  * Problems are reported one line each, naming where the option came from and the option:
  *     run.sh: --gpus=5: 5 GPUs do not divide evenly over 2 nodes
  * and any problem means no spec. Pure functions of their input; no global state.

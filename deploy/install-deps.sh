@@ -22,6 +22,8 @@ packages=(
   chromium           # loads gschedd's status page in its test (headless)
   libssl-dev         # libcrypto: the cluster key's HMAC between the daemons
   libbpf-dev         # the workers' cgroup v2 device programs (GPU isolation)
+  libmunge-dev       # MUNGE credentials of CLIs on login nodes (scheduler.cli_port)
+  munge              # munged, which makes and checks them (and tests/netns/login.sh runs)
   libcriterion-dev   # unit tests
   clang              # the libFuzzer build (make test-fuzz)
   libclang-rt-14-dev # libclang_rt.fuzzer, sanitizer runtimes: only a Recommends of clang-14

@@ -12,7 +12,9 @@
  *
  * A keyed connection (proto/auth.h) has one more state between the peer's Hello and ready:
  * the peer's Hello is kept, our proof is sent, and the only frame taken next is the peer's
- * AuthProof (or a HelloReject); the handshake timer runs until it has been checked.
+ * AuthProof (or a HelloReject); the handshake timer runs until it has been checked. An
+ * unkeyed connection may still send a nonce in its Hello (opts.hello_nonce): a challenge the
+ * peer's credential answers, checked by the owner (gschedd's login-node port), not here.
  *
  * Reading uses one buffer per connection: libuv calls alloc and read in pairs for a stream.
  * Text that comes from the peer (its name, a reject message) is made log-safe before it is
@@ -188,6 +190,11 @@ const Gs__Hello *gs_proto_conn_peer_hello(const struct gs_proto_conn *conn)
     return conn->peer_hello != NULL ? conn->peer_hello->hello : NULL;
 }
 
+const uint8_t *gs_proto_conn_nonce(const struct gs_proto_conn *conn)
+{
+    return conn->started && (conn->key != NULL || conn->opts.hello_nonce) ? conn->nonce : NULL;
+}
+
 const char *gs_proto_conn_peer(const struct gs_proto_conn *conn)
 {
     return conn->peer;
@@ -331,7 +338,7 @@ static int send_hello(struct gs_proto_conn *conn)
     Gs__Hello hello;
 
     gs_proto_hello_init(&hello, conn->opts.role, conn->name);
-    if (conn->key != NULL) {
+    if (conn->key != NULL || conn->opts.hello_nonce) {
         int rc = gs_proto_auth_nonce(conn->nonce);
 
         if (rc < 0)

@@ -73,6 +73,9 @@ struct gs_proto_conn_opts {
     /* The cluster key (borrowed for gs_proto_conn_new, which copies it); NULL or len 0: the
      * link is not authenticated (the CLI's Unix sockets, where SO_PEERCRED says who). */
     const struct gs_proto_auth_key *auth_key;
+    /* Without a key: our Hello still carries a fresh nonce, a challenge the peer binds its
+     * credential to (gschedd's login-node port, proto/cred.h); gs_proto_conn_nonce(). */
+    bool hello_nonce;
     void *data;
 };
 
@@ -106,6 +109,9 @@ void gs_proto_conn_close(struct gs_proto_conn *conn);
 bool gs_proto_conn_is_ready(const struct gs_proto_conn *conn);
 /* The peer's Hello once accepted, else NULL; valid until on_close returns. */
 const Gs__Hello *gs_proto_conn_peer_hello(const struct gs_proto_conn *conn);
+/* The nonce our Hello carried (GS_PROTO_AUTH_NONCE_SIZE bytes), or NULL when it carried none;
+ * valid until on_close returns. */
+const uint8_t *gs_proto_conn_nonce(const struct gs_proto_conn *conn);
 /* The peer's name for logs; valid until on_close returns. */
 const char *gs_proto_conn_peer(const struct gs_proto_conn *conn);
 /* Replaces the data pointer callbacks receive (e.g. once a worker says which node it is). */

@@ -42,6 +42,8 @@
 #define GS_PROTO_MINOR_JOB_LIMIT 8u
 /* The first minor that knows datasets: DataHoldings, DataCommand, JobDataReport, ShardRead. */
 #define GS_PROTO_MINOR_DATA 9u
+/* The first minor that knows allocations (AllocRequest, salloc) and StepInput (srun's stdin). */
+#define GS_PROTO_MINOR_ALLOC 10u
 #define GS_PROTO_HEADER_SIZE 4u
 #define GS_PROTO_MAX_FRAME_DEFAULT (16u * 1024u * 1024u)
 

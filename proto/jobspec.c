@@ -103,6 +103,7 @@ static void view_run(Gs__RunSpec *run, const struct gs_jobspec *spec)
                     : spec->launcher == GS_LAUNCHER_TORCHRUN ? GS__LAUNCHER__LAUNCHER_TORCHRUN
                                                              : GS__LAUNCHER__LAUNCHER_NONE;
     run->slurm = spec->slurm;
+    run->allocation = spec->allocation;
     run->submit_dir = or_empty(spec->submit_dir);
     run->submit_host = or_empty(spec->submit_host);
     run->warn_signal = spec->warn_signal;
@@ -338,6 +339,7 @@ static int copy_slurm(const Gs__JobSpec *pb, struct gs_jobspec *spec)
     /* The numbers are the same; one this side does not know fails gs_jobspec_check. */
     spec->launcher = (enum gs_launcher)run->launcher;
     spec->slurm = run->slurm;
+    spec->allocation = run->allocation;
     spec->warn_signal = run->warn_signal;
     spec->warn_before_s = run->warn_before_s;
     spec->warn_batch_only = run->warn_batch_only;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "scheduler/job_kv.h"
+#include "scheduler/step_acct.h"
 
 struct sched_jobs {
     struct sched_cluster *cluster;
@@ -95,6 +96,7 @@ static void job_free(struct sched_job *job)
     free(job->progress);
     sched_job_kv_drop(job);
     sched_usage_release(&job->usage);
+    sched_step_acct_release(job);
     free(job->submit_key);
     free(job);
 }

@@ -86,6 +86,7 @@ struct sched_job_event {
 };
 
 struct sched_job_kv;
+struct sched_step_acct;
 
 struct sched_job {
     uint64_t id;
@@ -153,6 +154,9 @@ struct sched_job {
     /* Its priority at the last planning pass while pending, and what made it. */
     struct sched_prio prio;
     bool prio_valid;
+    /* Its current attempt's step accounting records (step_acct.h), owned; sacct's rows. */
+    struct sched_step_acct *steps;
+    uint32_t nsteps;
 };
 
 struct sched_jobs;

@@ -80,6 +80,7 @@ static void on_cron(uv_timer_t *timer)
     sched_policy_tick(s, false);
     sched_purge_tick(s); /* finished jobs past scheduler.min_job_age leave memory */
     sched_resv_tick(s);  /* reservations that start or end */
+    sched_alloc_tick(s); /* allocations past their time limit (no worker runs their task) */
     if (s->timed_deps)
         sched_engine_wake(s);
 }
@@ -157,6 +158,7 @@ void sched_stop(struct sched_ctx *s, void (*stopped)(void *data), void *data)
     uv_close((uv_handle_t *)&s->cron, on_handle_closed);
     uv_close((uv_handle_t *)&s->workers, on_handle_closed);
     uv_close((uv_handle_t *)&s->cli, on_handle_closed);
+    uv_close((uv_handle_t *)&s->login, on_handle_closed);
     unlink(s->socket_path);
 }
 
@@ -239,20 +241,24 @@ struct sched_ctx *sched_new(uv_loop_t *loop, const struct gs_config *cfg, struct
     snprintf(s->state_dir, sizeof(s->state_dir), "%s", cfg->state_dir);
     uv_tcp_init(loop, &s->workers);
     uv_pipe_init(loop, &s->cli, 0);
+    uv_tcp_init(loop, &s->login);
+    s->login.data = s;
     uv_timer_init(loop, &s->cron);
     uv_idle_init(loop, &s->plan_idle);
     s->workers.data = s->cli.data = s->cron.data = s->plan_idle.data = s;
-    s->open_handles = 4;
+    s->open_handles = 5;
     if (sched_policy_init(s) < 0) {
         gs_error_set(err, -ENOMEM, 0, 0, "out of memory");
         sched_stop(s, NULL, NULL);
         return NULL;
     }
     if (load_key(s, cfg, err) < 0 || sched_persist_open(s, err) < 0 ||
-        listen_workers(s, cfg, err) < 0 || listen_cli(s, cfg, err) < 0) {
+        listen_workers(s, cfg, err) < 0 || listen_cli(s, cfg, err) < 0 ||
+        sched_login_listen(s, cfg, err) < 0) {
         sched_stop(s, NULL, NULL);
         return NULL;
     }
+    sched_alloc_reload(s); /* no salloc connection outlives gschedd */
     uv_timer_start(&s->cron, on_cron, s->heartbeat_ms, s->heartbeat_ms);
     s->http = sched_http_start(s, loop, cfg->http_listen, s->state_dir);
     sched_engine_wake(s); /* jobs left pending by the last run */

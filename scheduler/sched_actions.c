@@ -129,6 +129,7 @@ static int act(struct sched_ctx *s, struct sched_cli *c, Gs__Envelope__BodyCase 
         } else {
             sched_signal_job(s, job, UINT32_MAX, 0, GS__END_REASON__END_REASON_CANCELLED, detail);
             snprintf(msg, size, "cancelling: its tasks are being ended");
+            sched_alloc_cancelled(s, job); /* an allocation has no task of its own to end */
         }
         sched_change_job(ch, job);
         return 0;

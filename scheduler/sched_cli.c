@@ -14,6 +14,9 @@
  * CliRelay from nowhere else. A worker speaks only for the users whose jobs run on its node:
  * a session for any other uid (root included) is refused at its first request, so a node
  * that was broken into cannot act for the rest of the cluster's users.
+ *
+ * A CLI on a login node connects over TCP (sched_login.c): its uid comes from a MUNGE
+ * credential instead of SO_PEERCRED, and once that has passed it is served here like any.
  */
 #define _GNU_SOURCE /* struct ucred */
 
@@ -54,7 +57,7 @@ static void cli_free_if_done(struct sched_cli *c)
 }
 
 /* The peer is gone, however: what a connection's on_close does, once per record. */
-static void cli_gone(struct sched_cli *c)
+void sched_cli_gone(struct sched_cli *c)
 {
     struct sched_ctx *s = c->s;
 
@@ -72,6 +75,7 @@ static void cli_gone(struct sched_cli *c)
     sched_query_cli_gone(c);
     sched_steps_cli_gone(c);
     sched_kv_cli_gone(c);
+    sched_alloc_cli_gone(c);
     cli_free_if_done(c);
 }
 
@@ -99,7 +103,7 @@ out:
 
 static void on_relayed_close(uv_timer_t *timer)
 {
-    cli_gone(timer->data);
+    sched_cli_gone(timer->data);
 }
 
 void sched_cli_hold(struct sched_cli *c)
@@ -176,6 +180,8 @@ void sched_cli_submit_reply(struct sched_cli *c, uint64_t request_id, uint64_t j
     Gs__SubmitReply reply = GS__SUBMIT_REPLY__INIT;
     Gs__Envelope env = GS__ENVELOPE__INIT;
 
+    if (sched_alloc_submitted(c, job_id))
+        return;
     reply.job_id = job_id;
     reply.state = GS__JOB_STATE__JOB_STATE_PENDING;
     reply.array_size = array_size;
@@ -410,8 +416,7 @@ static void handle_progress(struct sched_cli *c, uint64_t request_id,
     sched_cli_reply(c, &env, false);
 }
 
-/* One frame from a CLI, on its own connection or relayed. */
-static void cli_dispatch(struct sched_cli *c, const Gs__Envelope *env)
+void sched_cli_dispatch(struct sched_cli *c, const Gs__Envelope *env)
 {
     char msg[128];
 
@@ -419,6 +424,10 @@ static void cli_dispatch(struct sched_cli *c, const Gs__Envelope *env)
            gs_proto_body_name(env->body_case));
     if (c->step != NULL) { /* streaming a step (srun): only StepSignal comes now */
         sched_steps_cli_message(c, env);
+        return;
+    }
+    if (c->salloc != NULL) { /* holding an allocation (salloc): only AllocRelease comes now */
+        sched_alloc_cli_message(c, env);
         return;
     }
     if (c->busy > 0 || c->waiter != NULL) {
@@ -480,6 +489,9 @@ static void cli_dispatch(struct sched_cli *c, const Gs__Envelope *env)
     case GS__ENVELOPE__BODY_JOB_KV_GET:
         sched_kv_get(c, env->request_id, env->job_kv_get);
         break;
+    case GS__ENVELOPE__BODY_ALLOC_REQUEST:
+        sched_alloc_request(c, env->request_id, env->alloc_request);
+        break;
     case GS__ENVELOPE__BODY_CLI_RELAY: /* a CLI must not vouch for a uid */
         GS_LOG(GS_LOG_WARN, "uid=%u node=%s cli_relay from a cli refused", (unsigned)c->uid,
                c->relayed ? c->relay_node : "local");
@@ -499,12 +511,13 @@ static void on_cli_message(struct gs_proto_conn *conn, const Gs__Envelope *env, 
 
     (void)conn;
     c->asked = true;
-    cli_dispatch(c, env);
+    sched_cli_dispatch(c, env);
 }
 
-/* Connections at once, counted with c (just accepted, its uid known): too many, in all or
- * from its user, and it is closed before its Hello is even read. */
-static bool over_limits(const struct sched_ctx *s, const struct sched_cli *c)
+/* Connections at once, counted with c (just accepted, its uid known; or a login-node CLI,
+ * by then or once its credential has passed): too many, in all or from its user, and it is
+ * closed before its Hello is even read. */
+bool sched_cli_over_limits(const struct sched_ctx *s, const struct sched_cli *c)
 {
     uint32_t all = 0, mine = 0;
 
@@ -512,9 +525,10 @@ static bool over_limits(const struct sched_ctx *s, const struct sched_cli *c)
         if (o->relayed || o->closed)
             continue;
         all++;
-        mine += o->uid == c->uid;
+        mine += !o->authenticating && o->uid == c->uid;
     }
-    if (all <= s->cfg->max_connections && mine <= s->cfg->max_connections_per_user)
+    if (all <= s->cfg->max_connections &&
+        (c->authenticating || mine <= s->cfg->max_connections_per_user))
         return false;
     GS_LOG(GS_LOG_WARN,
            "uid=%u connections=%u user_connections=%u cli connection refused: too many",
@@ -539,7 +553,7 @@ static void on_cli_close(struct gs_proto_conn *conn, int status, void *data)
 {
     (void)conn;
     (void)status;
-    cli_gone(data);
+    sched_cli_gone(data);
 }
 
 static struct sched_cli *relayed_find(struct sched_ctx *s, struct gs_proto_conn *worker,
@@ -645,7 +659,7 @@ void sched_cli_relay(struct sched_ctx *s, struct gs_proto_conn *conn, const char
     }
     if (msg->close) {
         c->relay = NULL; /* the worker ended it: nothing to tell it */
-        cli_gone(c);
+        sched_cli_gone(c);
         return;
     }
     if (c->closing) /* its end is on the way to the worker */
@@ -672,7 +686,7 @@ void sched_cli_relay(struct sched_ctx *s, struct gs_proto_conn *conn, const char
         gs_proto_envelope_free(inner);
         return;
     }
-    cli_dispatch(c, inner);
+    sched_cli_dispatch(c, inner);
     gs_proto_envelope_free(inner);
 }
 
@@ -686,7 +700,7 @@ void sched_cli_relay_gone(struct sched_ctx *s, struct gs_proto_conn *conn)
         if (c == NULL)
             return;
         c->relay = NULL;
-        cli_gone(c); /* unlinks it: the scan starts over */
+        sched_cli_gone(c); /* unlinks it: the scan starts over */
     }
 }
 
@@ -733,6 +747,6 @@ void sched_on_cli_connection(uv_stream_t *server, int status)
     c->accepted_ms = gs_clock_mono_ms();
     s->open_handles++; /* until on_cli_close */
     if (uv_accept(server, gs_proto_conn_stream(c->conn)) < 0 || peer_credentials(c->conn, c) < 0 ||
-        over_limits(s, c) || gs_proto_conn_start(c->conn) < 0)
+        sched_cli_over_limits(s, c) || gs_proto_conn_start(c->conn) < 0)
         gs_proto_conn_close(c->conn);
 }

@@ -14,7 +14,7 @@
 #include "common/log.h"
 #include "scheduler/sched_internal.h"
 
-static enum sched_task_end end_of(Gs__EndReason r)
+enum sched_task_end sched_task_end_of(Gs__EndReason r)
 {
     switch (r) {
     case GS__END_REASON__END_REASON_NONE:
@@ -107,7 +107,8 @@ void sched_exit_task(struct sched_ctx *s, struct sched_node *n, const Gs__TaskEx
 {
     struct sched_job *job = sched_jobs_find(s->jobs, ex->job_id);
     uint64_t now = gs_clock_wall_ms();
-    enum sched_task_end how = end_of(ex->end_reason);
+    enum sched_task_end how = sched_task_end_of(ex->end_reason);
+    struct sched_step_acct *batch = NULL;
     bool failed_before, last;
     struct sched_task *t;
     struct sched_change *ch;
@@ -126,6 +127,11 @@ void sched_exit_task(struct sched_ctx *s, struct sched_node *n, const Gs__TaskEx
     }
     t = &job->tasks[ex->rank];
     t->start_ms = ex->start_time_ms;
+    /* An sbatch job's one task is its batch shell: sacct's JOB.batch row ends with it. */
+    if (job->spec->batch && (batch = sched_step_acct_find(job, SCHED_STEP_BATCH)) != NULL)
+        sched_step_acct_exit(batch, ex->rank, n->name, how, ex->exit_code, (int32_t)ex->term_signal,
+                             ex->max_rss_kib, ex->cpu_time_ms,
+                             ex->end_time_ms ? ex->end_time_ms : now);
     if (how == SCHED_TASK_LAUNCH_FAILED && ex->launch_error != NULL)
         t->launch_error = strdup(ex->launch_error);
     failed_before = job->any_failed;
@@ -136,6 +142,8 @@ void sched_exit_task(struct sched_ctx *s, struct sched_node *n, const Gs__TaskEx
            (int)ex->end_reason);
     ch = sched_change_new(s);
     sched_change_task(ch, job, ex->rank);
+    if (batch != NULL)
+        sched_change_step(ch, job->id, batch);
     if (!last && job->any_failed && !failed_before) {
         /* One rank failing leaves the others waiting on it forever (a collective that never
          * completes): end them, as torchrun does. */

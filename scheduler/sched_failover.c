@@ -190,7 +190,9 @@ static void check_missing(struct sched_ctx *s, struct sched_node *n, const Gs__N
         uint32_t at;
         char why[200];
 
-        if (job->state != SCHED_JOB_RUNNING || !job_uses(job, n->index, &at))
+        /* An allocation's task is salloc's command, which no worker runs. */
+        if (job->state != SCHED_JOB_RUNNING || job->spec->allocation ||
+            !job_uses(job, n->index, &at))
             continue;
         for (uint32_t r = 0; r < job->ntasks; r++) {
             const struct sched_task *t = &job->tasks[r];

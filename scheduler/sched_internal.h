@@ -6,8 +6,9 @@
  * sched_failover.c (nodes lost and back), sched_actions.c (cancel, hold, release, requeue);
  * sched_persist.c (changes to the store, reload at start),
  * sched_query.c (what the CLI reads: queue, show, wait, logs), sched_kv.c (the jobs'
- * key/value stores), sched_purge.c (finished jobs forgotten after scheduler.min_job_age,
- * read back from the store for show and sacct). Not for other folders.
+ * key/value stores), sched_alloc.c (salloc's allocations, held by their CLI connections),
+ * sched_purge.c (finished jobs forgotten after scheduler.min_job_age, read back from the
+ * store for show and sacct). Not for other folders.
  */
 #ifndef SCHED_SCHED_INTERNAL_H
 #define SCHED_SCHED_INTERNAL_H
@@ -23,6 +24,7 @@
 #include "scheduler/priority.h"
 #include "scheduler/sched.h"
 #include "scheduler/sched_data.h"
+#include "scheduler/step_acct.h"
 
 struct sched_node {
     char name[64];
@@ -75,8 +77,13 @@ struct sched_cli {
     struct sched_waiter *waiter;
     struct sched_step *step;       /* the srun step this connection streams (sched_steps.c) */
     struct sched_kv_wait *kv_wait; /* a JobKvGet waiting for its key (sched_kv.c) */
+    struct sched_salloc *salloc;   /* the allocation it holds (salloc; sched_alloc.c), owned */
     uint64_t accepted_ms;          /* monotonic: when the connection was accepted */
     bool asked;                    /* its request has come */
+    /* login-node CLIs only (sched_login.c): the credential is being checked, uid unknown;
+     * the request that came meanwhile, kept until it passes */
+    bool authenticating;
+    Gs__Envelope *login_held;
     /* relayed CLIs only */
     bool relayed;
     bool closing;                /* sched_cli_close ran: its close_timer is started */
@@ -143,6 +150,7 @@ struct sched_ctx {
     uv_loop_t *loop;
     uv_tcp_t workers;
     uv_pipe_t cli;
+    uv_tcp_t login; /* scheduler.cli_port, listening only when set (sched_login.c) */
     uv_timer_t cron;
     uv_idle_t plan_idle; /* runs one planning pass after the events of a loop iteration */
     bool plan_wanted;
@@ -196,7 +204,8 @@ uint64_t sched_fence_ms(const struct sched_ctx *s);
 void sched_release_handle(struct sched_ctx *s);
 /* sched_metrics.c: runs pass(s) (the planning pass) and counts its time in s->stats. */
 void sched_stats_time_pass(struct sched_ctx *s, void (*pass)(struct sched_ctx *s));
-/* sched_telemetry.c: heartbeats' figures into s->tel and the jobs' usage; idle policy. */
+/* sched_telemetry.c: heartbeats' figures into s->tel, the jobs' usage and their steps'
+ * accounting records (sstat); idle policy. */
 void sched_telemetry_heartbeat(struct sched_ctx *s, struct sched_node *n, const Gs__Heartbeat *hb);
 struct sched_change;
 /* An ended job that held GPUs it never used gets a history line (into ch) and a warning. */
@@ -315,10 +324,20 @@ struct sched_node *sched_node_add(struct sched_ctx *s, const char *name,
 /* Sends env to the node's worker; false when it is not connected. */
 bool sched_node_send(struct sched_node *n, Gs__Envelope *env);
 
+/* sched_login.c: listens on scheduler.cli_port when set (refused without libmunge). */
+int sched_login_listen(struct sched_ctx *s, const struct gs_config *cfg, struct gs_error *err);
+
 /* sched_cli.c */
 void sched_on_cli_connection(uv_stream_t *server, int status);
 /* From the cron: closes CLI connections that sent no request within scheduler.request_timeout. */
 void sched_cli_sweep(struct sched_ctx *s, uint64_t now_ms);
+/* One frame from a CLI whose uid is known, on its own connection or relayed. */
+void sched_cli_dispatch(struct sched_cli *c, const Gs__Envelope *env);
+/* Whether c (counted in s->clis) is one connection too many, in all or from its user (not
+ * counted per user while its uid is unknown); logged when it is. */
+bool sched_cli_over_limits(const struct sched_ctx *s, const struct sched_cli *c);
+/* A connection's on_close: the record leaves s->clis, freed once nothing holds it. */
+void sched_cli_gone(struct sched_cli *c);
 void sched_cli_hold(struct sched_cli *c);
 /* Sends env (when the peer is still there) and closes the connection; lets go of a hold. */
 void sched_cli_reply(struct sched_cli *c, Gs__Envelope *env, bool held);
@@ -433,19 +452,45 @@ void sched_steps_launch(struct sched_cli *c, uint64_t request_id, const Gs__Step
 void sched_steps_cli_message(struct sched_cli *c, const Gs__Envelope *env);
 /* srun's connection closed (from on_cli_close, before the record is freed). */
 void sched_steps_cli_gone(struct sched_cli *c);
-/* From workers: a TaskExit with step >= 1 (acknowledged here), a StepOutput. */
+/* From workers: a TaskExit with step >= 1 (acknowledged here once the step's accounting
+ * record is stored), a StepOutput. */
 void sched_steps_task_exit(struct sched_ctx *s, struct sched_node *n, const Gs__TaskExit *ex);
 void sched_steps_output(struct sched_ctx *s, struct sched_node *n, const Gs__StepOutput *out);
 /* A LaunchTasksReply: true when it answers a step's launch (then it is handled here). */
 bool sched_steps_launch_reply(struct sched_ctx *s, struct sched_node *n, uint64_t request_id);
 /* Whether job_id has a live step number step (TaskRef.step), e.g. for reconciliation. */
 bool sched_steps_known(struct sched_ctx *s, uint64_t job_id, uint32_t step);
-/* The job ended, however: its sruns are told and closed (called by sched_engine.c). */
+/* The job ended, however: its sruns are told and closed, the records of its steps still
+ * running stored CANCELLED (called by sched_engine.c). */
 void sched_steps_job_ended(struct sched_ctx *s, uint64_t job_id);
 /* Node n's worker went away: its step tasks count as exited with a failure. */
 void sched_steps_node_gone(struct sched_ctx *s, struct sched_node *n);
 /* Frees what is left at shutdown (called where sched_ctx is freed). */
 void sched_steps_free(struct sched_ctx *s);
+
+/* sched_alloc.c: allocations (salloc, srun outside a job), held by their CLI connection */
+struct sched_salloc;
+/* An AllocRequest: submitted as a batch job with spec.allocation set, c holding it. */
+void sched_alloc_request(struct sched_cli *c, uint64_t request_id, const Gs__AllocRequest *req);
+/* From sched_cli_submit_reply: true when c asked for an allocation (AllocReply PENDING sent,
+ * the hold let go, the connection kept), else false and the SubmitReply is the caller's. */
+bool sched_alloc_submitted(struct sched_cli *c, uint64_t job_id);
+/* Its start is stored: no launch; the client hears GRANTED (or it ends, its client gone). */
+void sched_alloc_started(struct sched_ctx *s, struct sched_job *job);
+/* A frame on an allocation's connection (c->salloc set): AllocRelease, else ignored. */
+void sched_alloc_cli_message(struct sched_cli *c, const Gs__Envelope *env);
+/* The connection went away (from cli_gone): a job it still held ends CANCELLED. */
+void sched_alloc_cli_gone(struct sched_cli *c);
+/* A job changed state (sched_query_job_changed): an allocation that ended under its client
+ * is told to it as REVOKED. */
+void sched_alloc_job_changed(struct sched_ctx *s, const struct sched_job *job);
+/* scancel marked a running job cancelled: an allocation, having no task to end, ends now. */
+void sched_alloc_cancelled(struct sched_ctx *s, struct sched_job *job);
+/* From the cron: running allocations past their time limit end TIMEOUT; those marked to
+ * end (preemption, the idle policy, a requeue) end CANCELLED. */
+void sched_alloc_tick(struct sched_ctx *s);
+/* At start, once the state is loaded: allocations of the last run end CANCELLED. */
+void sched_alloc_reload(struct sched_ctx *s);
 
 /* sched_kv.c: the jobs' key/value stores (job_kv.h) on CLI connections */
 struct sched_kv_wait;
@@ -522,6 +567,8 @@ int sched_persist_job_task(struct sched_ctx *s, struct sched_job *job,
                            const struct sched_task_row *row);
 int sched_persist_job_event(struct sched_job *job, uint64_t at_ms, const char *kind,
                             const char *detail);
+/* A job's step record (its current attempt's, step_acct.h) stored: its row as it is now. */
+void sched_change_step(struct sched_change *ch, uint64_t job_id, const struct sched_step_acct *a);
 
 /* sched_purge.c: forgetting finished jobs (scheduler.min_job_age), and reading them back */
 /*
@@ -558,6 +605,7 @@ struct sched_stored_query {
     uint32_t max;            /* at most this many jobs */
     bool with_history;       /* their events too (gsched show) */
     bool arrays;             /* by id: an array's first id brings its elements along */
+    bool with_steps;         /* their step records too (sacct, sstat) */
 };
 /*
  * Jobs read back from the store: done gets them in id order (detached, freed after it
@@ -619,6 +667,8 @@ void sched_launch_msg_job(struct sched_ctx *s, const struct sched_job *job, Gs__
                           Gs__UserIdentity *user, Gs__TaskLimits *limits);
 /* The TaskRef an exit is acknowledged by; the TaskExitAck for it, through n's connection. */
 void sched_task_ref_of(const Gs__TaskExit *ex, Gs__TaskRef *ref);
+/* How a task's end counts (jobs.h) from the worker's reason. */
+enum sched_task_end sched_task_end_of(Gs__EndReason r);
 void sched_send_exit_ack(struct sched_node *n, Gs__TaskRef *ref);
 /*
  * A node's ntasks tasks into tasks/ptrs (ntasks each), linked into lt: consecutive ranks

@@ -426,7 +426,16 @@ static void started_stored(struct sched_ctx *s, int status, void *arg)
 
     if (status == 0 && !s->stopping && job != NULL && job->state == SCHED_JOB_RUNNING &&
         job->attempt == r->attempt) {
-        launch_job(s, job);
+        if (job->spec->allocation)
+            sched_alloc_started(s, job); /* its task is salloc's command: nothing to launch */
+        else
+            launch_job(s, job);
+        /* A cancel that came while the start was being stored signalled workers that had
+         * no task yet; said again now, after the launch on the same connections, it ends
+         * the tasks it was meant for. */
+        if (job->cancel_requested && !job->spec->allocation)
+            sched_signal_job(s, job, UINT32_MAX, 0, GS__END_REASON__END_REASON_CANCELLED,
+                             job->reason);
         sched_query_job_changed(s, job);
     }
     free(r);
@@ -495,6 +504,25 @@ static void sort_by_name(struct sched_ctx *s, struct sched_alloc *alloc)
     }
 }
 
+/* An sbatch job's batch shell, on its first node: sacct's JOB.batch row, from the start. */
+static void batch_step_start(struct sched_ctx *s, struct sched_job *job, struct sched_change *ch,
+                             uint64_t now)
+{
+    const struct sched_node *n =
+        job->alloc.nnodes > 0 ? sched_node_at(s, job->alloc.nodes[0].node) : NULL;
+    struct sched_step_acct *a;
+
+    /* An allocation's (salloc) stand-in runs on no node: no JOB.batch, as in Slurm. */
+    if (!job->spec->batch || job->spec->allocation || n == NULL)
+        return;
+    a = sched_step_acct_add(job, SCHED_STEP_BATCH, "batch", n->name, 1, 1, now);
+    if (a != NULL)
+        sched_change_step(ch, job->id, a);
+    else
+        GS_LOG(GS_LOG_WARN, "job=%llu out of memory: no accounting record of its batch step",
+               (unsigned long long)job->id);
+}
+
 void sched_launch_start(struct sched_ctx *s, struct sched_job *job, struct sched_alloc *alloc,
                         bool backfilled)
 {
@@ -529,6 +557,7 @@ void sched_launch_start(struct sched_ctx *s, struct sched_job *job, struct sched
     sched_change_clear_tasks(ch, job->id);
     sched_change_tasks(ch, job);
     sched_change_event(ch, now, job->id, nodes, "RUNNING", detail);
+    batch_step_start(s, job, ch, now);
     sched_change_commit(s, ch, started_stored, job_ref_new(job));
 }
 

@@ -8,9 +8,10 @@
  * reply, a task exit's ack), so nothing is acknowledged before it is durable.
  *
  * At start, before the journal's thread exists, the loop thread reads everything back:
- * nodes first (so allocations can be mapped onto cluster indices), then jobs, their tasks
- * and their history. Running jobs take their resources again; whether they still run is
- * settled when their workers register (sched_failover_reconcile).
+ * nodes first (so allocations can be mapped onto cluster indices), then jobs, their tasks,
+ * their history and their steps' accounting records (srun steps still running then end
+ * CANCELLED: none outlives gschedd). Running jobs take their resources again; whether they
+ * still run is settled when their workers register (sched_failover_reconcile).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -55,6 +56,11 @@ struct ch_usage {
     uint64_t at_ms;
 };
 
+struct ch_step {
+    struct sched_step_row row;
+    char *name, *nodelist, *max_rss_node;
+};
+
 struct ch_resv {
     char *name;
     uint8_t *spec; /* NULL: delete it */
@@ -77,6 +83,8 @@ struct sched_change {
     size_t nevents;
     struct ch_node *nodes;
     size_t nnodes;
+    struct ch_step *steps;
+    size_t nsteps;
     struct sched_ctx *s;
     sched_change_fn then;
     void *arg;
@@ -150,6 +158,12 @@ static void change_free(struct sched_change *ch)
         free(ch->nodes[i].drain_reason);
         free(ch->nodes[i].topology);
     }
+    for (size_t i = 0; i < ch->nsteps; i++) {
+        free(ch->steps[i].name);
+        free(ch->steps[i].nodelist);
+        free(ch->steps[i].max_rss_node);
+    }
+    free(ch->steps);
     free(ch->jobs);
     free(ch->tasks);
     free(ch->clears);
@@ -294,6 +308,21 @@ void sched_change_tasks(struct sched_change *ch, const struct sched_job *job)
         sched_change_task(ch, job, r);
 }
 
+void sched_change_step(struct sched_change *ch, uint64_t job_id, const struct sched_step_acct *a)
+{
+    struct ch_step *cs = grow(ch, (void **)&ch->steps, &ch->nsteps, sizeof(*cs));
+
+    if (cs == NULL)
+        return;
+    sched_step_acct_row(a, job_id, &cs->row);
+    cs->name = dup_or_fail(ch, a->name);
+    cs->nodelist = dup_or_fail(ch, a->nodelist);
+    cs->max_rss_node = dup_or_fail(ch, a->max_rss_node);
+    cs->row.name = cs->name;
+    cs->row.nodelist = cs->nodelist;
+    cs->row.max_rss_node = cs->max_rss_node;
+}
+
 void sched_change_clear_tasks(struct sched_change *ch, uint64_t job_id)
 {
     uint64_t *slot = grow(ch, (void **)&ch->clears, &ch->nclears, sizeof(*slot));
@@ -384,6 +413,8 @@ static int apply_change(struct sched_store *store, void *data)
         rc = sched_store_put_job(store, &ch->jobs[i].row);
     for (size_t i = 0; rc == 0 && i < ch->ntasks; i++)
         rc = sched_store_put_task(store, &ch->tasks[i].row);
+    for (size_t i = 0; rc == 0 && i < ch->nsteps; i++)
+        rc = sched_store_put_step(store, &ch->steps[i].row);
     for (size_t i = 0; rc == 0 && i < ch->nevents; i++) {
         const struct ch_event *e = &ch->events[i];
         rc = sched_store_add_event(store, e->at_ms, e->job_id, e->node, e->kind, e->detail);
@@ -693,6 +724,14 @@ static int load_task(const struct sched_task_row *row, void *data)
     return 0;
 }
 
+static int load_step(const struct sched_step_row *row, void *data)
+{
+    struct sched_ctx *s = data;
+    struct sched_job *job = sched_jobs_find(s->jobs, row->job_id);
+
+    return job != NULL ? sched_step_acct_restore(job, row) : 0;
+}
+
 /* Events are stored with the state's name as their kind (sched_job_state_name). */
 static enum sched_job_state state_of_kind(const char *kind)
 {
@@ -816,6 +855,10 @@ int sched_persist_open(struct sched_ctx *s, struct gs_error *err)
     if (rc < 0)
         return rc;
     rc = sched_store_next_job_id(store, &s->next_job_id);
+    /* srun steps do not outlive gschedd: their sruns lost their connection, and their tasks
+     * are ended when their workers register (sched_failover_reconcile). */
+    if (rc == 0)
+        rc = sched_store_end_running_steps(store, SCHED_JOB_CANCELLED, gs_clock_wall_ms());
     if (rc == 0)
         rc = sched_store_load_nodes(store, load_node, s);
     if (rc == 0)
@@ -827,6 +870,8 @@ int sched_persist_open(struct sched_ctx *s, struct gs_error *err)
         rc = sched_store_load_tasks_range(store, first, UINT64_MAX, load_task, s);
         if (rc == 0)
             rc = sched_store_load_events_range(store, first, UINT64_MAX, load_event, s);
+        if (rc == 0)
+            rc = sched_store_load_steps_range(store, first, UINT64_MAX, load_step, s);
     }
     if (rc == 0)
         rc = sched_store_load_usage(store, sched_policy_load_usage, s);

@@ -256,6 +256,11 @@ struct stored_event {
     char *kind, *detail;
 };
 
+struct stored_step {
+    struct sched_step_row row;
+    char *name, *nodelist, *max_rss_node;
+};
+
 struct stored_read {
     struct sched_ctx *s;
     struct sched_cli *cli;
@@ -267,7 +272,7 @@ struct stored_read {
     size_t nids;
     char *name, *user;
     uint32_t states, max;
-    bool with_history, arrays;
+    bool with_history, arrays, with_steps;
     uint64_t ended_before_ms;
     /* what the writer thread read */
     struct stored_job *jobs;
@@ -276,6 +281,8 @@ struct stored_read {
     size_t ntasks, captasks;
     struct stored_event *events;
     size_t nevents, capevents;
+    struct stored_step *steps;
+    size_t nsteps, capsteps;
     uint64_t array_of; /* copy_element: only elements of this array */
 };
 
@@ -400,6 +407,30 @@ static int copy_event(uint64_t at_ms, uint64_t job_id, const char *node, const c
     return 0;
 }
 
+static int copy_step(const struct sched_step_row *row, void *data)
+{
+    struct stored_read *r = data;
+    struct stored_step *st = grow((void **)&r->steps, &r->nsteps, &r->capsteps, sizeof(*st));
+
+    if (st == NULL)
+        return -ENOMEM;
+    st->row = *row;
+    st->name = strdup(row->name != NULL ? row->name : "");
+    st->nodelist = strdup(row->nodelist != NULL ? row->nodelist : "");
+    st->max_rss_node = strdup(row->max_rss_node != NULL ? row->max_rss_node : "");
+    if (st->name == NULL || st->nodelist == NULL || st->max_rss_node == NULL) {
+        free(st->name);
+        free(st->nodelist);
+        free(st->max_rss_node);
+        r->nsteps--;
+        return -ENOMEM;
+    }
+    st->row.name = st->name;
+    st->row.nodelist = st->nodelist;
+    st->row.max_rss_node = st->max_rss_node;
+    return 0;
+}
+
 static int cmp_stored(const void *a, const void *b)
 {
     return cmp_u64(&((const struct stored_job *)a)->row.id,
@@ -467,6 +498,8 @@ static int read_rows(struct sched_store *store, void *data)
         rc = sched_store_load_tasks_range(store, id, id, copy_task, r);
         if (rc == 0 && r->with_history)
             rc = sched_store_load_events_range(store, id, id, copy_event, r);
+        if (rc == 0 && r->with_steps)
+            rc = sched_store_load_steps_range(store, id, id, copy_step, r);
     }
     return rc;
 }
@@ -481,9 +514,15 @@ static void read_free(struct stored_read *r)
         free(r->events[i].kind);
         free(r->events[i].detail);
     }
+    for (size_t i = 0; i < r->nsteps; i++) {
+        free(r->steps[i].name);
+        free(r->steps[i].nodelist);
+        free(r->steps[i].max_rss_node);
+    }
     free(r->jobs);
     free(r->tasks);
     free(r->events);
+    free(r->steps);
     free(r->ids);
     free(r->name);
     free(r->user);
@@ -496,7 +535,7 @@ static void read_free(struct stored_read *r)
  * them along with the jobs.
  */
 static int make_job(struct stored_read *r, const struct stored_job *sj, size_t *ti, size_t *ei,
-                    struct sched_job **ret)
+                    size_t *si, struct sched_job **ret)
 {
     uint64_t id = sj->row.id;
     struct sched_job *job;
@@ -513,6 +552,10 @@ static int make_job(struct stored_read *r, const struct stored_job *sj, size_t *
 
         rc = sched_persist_job_event(job, e->at_ms, e->kind, e->detail);
     }
+    while (*si < r->nsteps && r->steps[*si].row.job_id < id)
+        ++*si;
+    for (; rc == 0 && *si < r->nsteps && r->steps[*si].row.job_id == id; ++*si)
+        rc = sched_step_acct_restore(job, &r->steps[*si].row);
     if (rc < 0 && job != NULL) {
         sched_job_detached_free(job);
         job = NULL;
@@ -526,7 +569,7 @@ static void read_done(int status, void *data)
     struct stored_read *r = data;
     struct sched_job **jobs = calloc(r->njobs + 1, sizeof(*jobs));
     char why[160] = "";
-    size_t n = 0, ti = 0, ei = 0;
+    size_t n = 0, ti = 0, ei = 0, si = 0;
 
     if (status == 0 && jobs == NULL)
         status = -ENOMEM;
@@ -536,7 +579,7 @@ static void read_done(int status, void *data)
 
         if (sched_jobs_find(r->s->jobs, sj->row.id) != NULL)
             continue; /* memory holds it: the caller answers from there */
-        rc = make_job(r, sj, &ti, &ei, &jobs[n]);
+        rc = make_job(r, sj, &ti, &ei, &si, &jobs[n]);
         if (rc == 0) {
             n++;
             continue;
@@ -596,6 +639,7 @@ int sched_stored_read(struct sched_cli *c, uint64_t request_id, const struct sch
     r->max = q->max;
     r->with_history = q->with_history;
     r->arrays = q->arrays;
+    r->with_steps = q->with_steps;
     /* Jobs that ended within min_job_age are all in memory: not worth reading. */
     r->ended_before_ms = age > 0 && now > age ? now - age : 0;
     r->name = dup_opt(q->name, &oom);

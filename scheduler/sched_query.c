@@ -37,6 +37,8 @@ struct info {
     struct gs_buf stdout_path, stderr_path;
     struct sched_usage_msg usage;
     Gs__PriorityFactors factors;
+    Gs__StepInfo *steps; /* QueueRequest.with_steps: strings borrowed from the job */
+    Gs__StepInfo **step_ptrs;
 };
 
 static int log_path(const struct sched_job *job, uint32_t rank, const char *node,
@@ -228,8 +230,67 @@ static int info_fill(struct sched_ctx *s, const struct sched_job *job, struct in
     return rc;
 }
 
+static int by_step(const void *a, const void *b)
+{
+    const Gs__StepInfo *x = *(Gs__StepInfo *const *)a, *y = *(Gs__StepInfo *const *)b;
+
+    return x->step < y->step ? -1 : x->step > y->step;
+}
+
+/* One step record as sacct sees it; one its job outlived without an end (a lost node, a
+ * batch shell whose exit never came) ends with the job. */
+static void step_fill(const struct sched_job *job, const struct sched_step_acct *a,
+                      Gs__StepInfo *si)
+{
+    bool orphan = a->state == SCHED_JOB_RUNNING && job->state != SCHED_JOB_RUNNING;
+    enum sched_job_state state = a->state;
+
+    if (orphan)
+        state = job->state == SCHED_JOB_NODE_FAIL ? SCHED_JOB_NODE_FAIL : SCHED_JOB_CANCELLED;
+    gs__step_info__init(si);
+    si->step = a->step;
+    si->name = (char *)a->name;
+    si->state = (Gs__JobState)state;
+    si->signaled = a->signaled;
+    si->exit_code = a->exit_code;
+    si->term_signal = (uint32_t)a->term_signal;
+    si->start_time_ms = a->start_ms;
+    si->end_time_ms = orphan ? job->end_ms : a->end_ms;
+    si->nnodes = a->nnodes;
+    si->ntasks = a->ntasks;
+    si->nodelist = a->nodelist;
+    si->max_rss_kib = a->max_rss_kib;
+    si->max_rss_node = (char *)a->max_rss_node;
+    si->max_rss_task = a->max_rss_task;
+    si->cpu_time_ms = sched_step_acct_cpu_ms(a);
+}
+
+/* JobInfo.steps: the current attempt's records in step order (batch first). */
+static int steps_fill(const struct sched_job *job, struct info *in)
+{
+    uint32_t n = 0;
+
+    in->steps = calloc(job->nsteps + 1, sizeof(*in->steps));
+    in->step_ptrs = calloc(job->nsteps + 1, sizeof(*in->step_ptrs));
+    if (in->steps == NULL || in->step_ptrs == NULL)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < job->nsteps; i++) {
+        if (job->steps[i].attempt != job->attempt)
+            continue;
+        step_fill(job, &job->steps[i], &in->steps[n]);
+        in->step_ptrs[n] = &in->steps[n];
+        n++;
+    }
+    gs_sort(in->step_ptrs, n, sizeof(*in->step_ptrs), by_step);
+    in->info.steps = in->step_ptrs;
+    in->info.n_steps = n;
+    return 0;
+}
+
 static void info_release(struct info *in)
 {
+    free(in->steps);
+    free(in->step_ptrs);
     sched_telemetry_usage_release(&in->usage);
     sched_alloc_msg_release(&in->alloc);
     gs_buf_release(&in->stdout_path);
@@ -354,6 +415,8 @@ static void queue_answer(struct sched_cli *c, uint64_t request_id, const Gs__Que
         goto oom;
     for (size_t i = 0; i < n; i++) {
         info_fill(s, v[i], &infos[i], false);
+        if (req->with_steps && steps_fill(v[i], &infos[i]) < 0)
+            goto oom;
         ptrs[i] = &infos[i].info;
     }
     reply.n_jobs = n;
@@ -405,6 +468,7 @@ static struct queue_copy *queue_copy_new(const Gs__QueueRequest *req)
     gs__queue_request__init(&q->req);
     q->req.include_finished = req->include_finished;
     q->req.limit = req->limit;
+    q->req.with_steps = req->with_steps;
     if (sel != NULL) {
         gs__job_selector__init(&q->sel);
         q->req.selector = &q->sel;
@@ -484,6 +548,7 @@ static bool queue_needs_store(struct sched_ctx *s, const Gs__QueueRequest *req, 
     if (!req->include_finished || !s->jobs_in_store_only || s->journal == NULL)
         return false;
     q->states = states_mask(sel);
+    q->with_steps = req->with_steps;
     q->max = req->limit > 0 && req->limit < QUEUE_STORED_MAX ? req->limit : QUEUE_STORED_MAX;
     if (sel == NULL || sel->n_job_ids == 0) {
         q->name = sel != NULL ? sel->name : NULL;
@@ -987,7 +1052,8 @@ void sched_query_job_changed(struct sched_ctx *s, const struct sched_job *job)
 
     if (job->state != SCHED_JOB_RUNNING) { /* ended, requeued: its srun steps are over */
         sched_steps_job_ended(s, job->id);
-        sched_kv_job_changed(s, job); /* and its key/value store is gone */
+        sched_kv_job_changed(s, job);    /* and its key/value store is gone */
+        sched_alloc_job_changed(s, job); /* salloc hears its allocation was revoked */
     }
 
     for (; w != NULL; w = next) {

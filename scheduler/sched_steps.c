@@ -14,13 +14,15 @@
  * in the job is refused at once. --overlap steps hold nothing and never wait; the batch
  * step holds nothing either.
  *
- * Steps live in memory only: their exits are acknowledged to the workers at once and never
- * stored (Slurm does not restart steps either; the job's own tasks are sched_engine.c's).
- * The step number (TaskRef.step, Slurm's step id + 1) is given when a step starts, from a
- * per-job counter kept here until the job ends. A step does not hold its CLI record with
- * sched_cli_hold: the record lives until on_cli_close, which calls sched_steps_cli_gone
- * first, and that clears every pointer to it. A running step whose srun went away stays
- * (cli NULL) until its tasks' exits come, so that what it holds is not given out early.
+ * Steps run from memory only (Slurm does not restart steps either; the job's own tasks are
+ * sched_engine.c's), but each has an accounting record (step_acct.h, sacct's JOB.N row)
+ * stored when it starts and at each of its tasks' exits, which is acknowledged to the worker
+ * once that row is on disk; srun hears of the exit at once. The step number (TaskRef.step, Slurm's
+ * step id + 1) is given when a step starts, from a per-job counter kept here until the job ends. A
+ * step does not hold its CLI record with sched_cli_hold: the record lives until on_cli_close, which
+ * calls sched_steps_cli_gone first, and that clears every pointer to it. A running step whose srun
+ * went away stays (cli NULL) until its tasks' exits come, so that what it holds is not given out
+ * early.
  *
  * The pieces: steps_internal.h holds the structs they share; step_records.c keeps the steps
  * and per-job records in memory (finding, freeing, what a freed step gives back);
@@ -32,8 +34,11 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "common/buf.h"
 #include "common/clock.h"
+#include "common/hostlist.h"
 #include "common/log.h"
 #include "scheduler/steps_internal.h"
 
@@ -84,7 +89,7 @@ static void signal_step(struct sched_ctx *s, const struct sched_step *st, uint32
     }
 }
 
-/* Through the node's current connection; step exits are not stored, so at once. */
+/* Through the node's current connection, which may not be the one the exit came on. */
 static void ack_exit(struct sched_node *n, const Gs__TaskExit *ex)
 {
     Gs__TaskRef ref;
@@ -93,17 +98,106 @@ static void ack_exit(struct sched_node *n, const Gs__TaskExit *ex)
     sched_send_exit_ack(n, &ref);
 }
 
+/* --- accounting (sacct's step rows) ----------------------------------------------------- */
+
+/* An exit to acknowledge once the step's row is stored. Registry nodes live as long as
+ * gschedd. */
+struct step_ack {
+    struct sched_node *node;
+    Gs__TaskRef ref;
+};
+
+static void acct_stored(struct sched_ctx *s, int status, void *arg)
+{
+    struct step_ack *op = arg;
+
+    /* Not stored: no ack, so the worker reports it again when it reconnects. */
+    if (op != NULL && status == 0 && !s->stopping)
+        sched_send_exit_ack(op->node, &op->ref);
+    free(op);
+}
+
+/* Stores the record's row; then acks ex to n (n NULL: nothing to ack). */
+static void acct_store(struct sched_ctx *s, uint64_t job_id, const struct sched_step_acct *a,
+                       struct sched_node *n, const Gs__TaskExit *ex)
+{
+    struct step_ack *op = NULL;
+    struct sched_change *ch = sched_change_new(s);
+
+    if (n != NULL && (op = calloc(1, sizeof(*op))) != NULL) {
+        op->node = n;
+        sched_task_ref_of(ex, &op->ref);
+    } else if (n != NULL) {
+        ack_exit(n, ex); /* out of memory: the row may be lost, the exit is not kept */
+    }
+    sched_change_step(ch, job_id, a);
+    sched_change_commit(s, ch, op != NULL ? acct_stored : NULL, op);
+}
+
+/* The step's name as sacct shows it: srun's -J, else its command's base name. */
+static const char *step_name(const Gs__StepLaunchRequest *req)
+{
+    const char *cmd = req->argv[0], *slash = strrchr(cmd, '/');
+
+    if (req->job_name != NULL && req->job_name[0] != '\0')
+        return req->job_name;
+    return slash != NULL ? slash + 1 : cmd;
+}
+
+/* The started step's record made and stored (sacct's JOB.N row while it runs). */
+static void acct_start(struct sched_ctx *s, const struct sched_step *st,
+                       const Gs__StepLaunchRequest *req, const struct sched_alloc_msg *alloc)
+{
+    struct sched_job *job = sched_jobs_find(s->jobs, st->job_id);
+    const char **names = calloc(st->nnodes + 1, sizeof(*names));
+    struct gs_buf list = GS_BUF_INIT;
+    struct sched_step_acct *a = NULL;
+
+    for (uint32_t i = 0; names != NULL && i < st->nnodes; i++)
+        names[i] = alloc->nodes[st->nodes[i].alloc_index].node_name;
+    if (job != NULL && names != NULL && gs_hostlist_compress(names, st->nnodes, &list) == 0)
+        a = sched_step_acct_add(job, st->step, step_name(req), list.data, st->nnodes, st->ntasks,
+                                gs_clock_wall_ms());
+    if (a != NULL)
+        acct_store(s, st->job_id, a, NULL, NULL);
+    else
+        GS_LOG(GS_LOG_WARN, "job=%" PRIu64 " step=%u out of memory: no accounting record",
+               st->job_id, st->step - 1);
+    gs_buf_release(&list);
+    free(names);
+}
+
+/* A task's exit in its step's record, stored; acked to n (NULL: a made-up exit) after. */
+static void acct_exit(struct sched_ctx *s, const struct sched_step *st, const Gs__TaskExit *ex,
+                      struct sched_node *n)
+{
+    struct sched_job *job = sched_jobs_find(s->jobs, st->job_id);
+    struct sched_step_acct *a = job != NULL ? sched_step_acct_find(job, st->step) : NULL;
+
+    if (a == NULL) {
+        if (n != NULL)
+            ack_exit(n, ex);
+        return;
+    }
+    sched_step_acct_exit(a, ex->rank, ex->node_name, sched_task_end_of(ex->end_reason),
+                         ex->exit_code, (int32_t)ex->term_signal, ex->max_rss_kib, ex->cpu_time_ms,
+                         ex->end_time_ms ? ex->end_time_ms : gs_clock_wall_ms());
+    acct_store(s, st->job_id, a, n, ex);
+}
+
 static void retry_waiting(struct sched_ctx *s, uint64_t job_id);
 
 /*
- * Records rank's exit, passes it to srun, and ends the step after the last one: what it
- * held goes to the steps waiting in its job.
+ * Records rank's exit (acked to n once stored; n NULL for a made-up one), passes it to srun,
+ * and ends the step after the last one: what it held goes to the steps waiting in its job.
  */
-static void task_done(struct sched_ctx *s, struct sched_step *st, const Gs__TaskExit *ex)
+static void task_done(struct sched_ctx *s, struct sched_step *st, const Gs__TaskExit *ex,
+                      struct sched_node *n)
 {
     Gs__Envelope env = GS__ENVELOPE__INIT;
     uint64_t job_id = st->job_id;
 
+    acct_exit(s, st, ex, n);
     st->exited[ex->rank] = true;
     st->nexited++;
     env.body_case = GS__ENVELOPE__BODY_TASK_EXIT;
@@ -130,7 +224,7 @@ static void fake_exit(struct sched_ctx *s, struct sched_step *st, uint32_t rank,
     ex.attempt = st->attempt;
     ex.launch_error = (char *)error;
     ex.step = st->step;
-    task_done(s, st, &ex);
+    task_done(s, st, &ex, NULL);
 }
 
 /* --- launching -------------------------------------------------------------------------------- */
@@ -152,6 +246,7 @@ static void send_reply(struct sched_cli *c, uint64_t request_id, const struct sc
     }
     reply.step_id = st->step - 1;
     reply.ntasks = st->ntasks;
+    reply.input = true; /* StepInput is relayed: srun may send its stdin */
     reply.nodes = names;
     reply.tasks_per_node = tpn;
     env.request_id = request_id;
@@ -231,12 +326,13 @@ static void step_run(struct sched_ctx *s, struct sched_step_seq *q, const struct
         uint64_t request_id = st->request_id;
 
         sched_step_free(s, st);
-        refuse(c, request_id, job->id, rc, "out of memory");
+        refuse(c, request_id, job->id, rc, rc == -ENOMEM ? "out of memory" : m.bind_why);
         goto out;
     }
     c->step = st;
     st->next = s->steps;
     s->steps = st;
+    acct_start(s, st, req, alloc);
     /* The reply goes first: srun must know the step before its first output comes. */
     send_reply(c, st->request_id, st, alloc);
     GS_LOG(GS_LOG_INFO,
@@ -406,6 +502,33 @@ void sched_steps_launch(struct sched_cli *c, uint64_t request_id, const Gs__Step
 /* --- what comes back ----------------------------------------------------------------------------
  */
 
+/* srun's StepInput: to the worker of the step's task 0, job, step and rank filled in;
+ * dropped when that worker is not connected. */
+static void step_input(struct sched_ctx *s, const struct sched_step *st, const Gs__StepInput *in)
+{
+    Gs__StepInput fwd = *in;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+
+    fwd.job_id = st->job_id;
+    fwd.step = st->step;
+    fwd.rank = 0;
+    env.body_case = GS__ENVELOPE__BODY_STEP_INPUT;
+    env.step_input = &fwd;
+    for (uint32_t i = 0; i < st->nnodes; i++) {
+        const struct step_node *sn = &st->nodes[i];
+        struct sched_node *n = sn->index < s->nnodes ? s->nodes[sn->index] : NULL;
+        const Gs__Hello *peer =
+            n != NULL && n->conn != NULL ? gs_proto_conn_peer_hello(n->conn) : NULL;
+
+        if (sn->first_rank != 0 || sn->ntasks == 0 || n == NULL)
+            continue;
+        /* An older worker would drop the connection over a body case it does not know. */
+        if (peer != NULL && peer->protocol_minor >= GS_PROTO_MINOR_ALLOC)
+            sched_node_send(n, &env);
+        return;
+    }
+}
+
 void sched_steps_cli_message(struct sched_cli *c, const Gs__Envelope *env)
 {
     struct sched_step *st = c->step;
@@ -414,6 +537,10 @@ void sched_steps_cli_message(struct sched_cli *c, const Gs__Envelope *env)
     if (st->waiting) { /* nothing runs yet; srun withdraws by closing */
         GS_LOG(GS_LOG_DEBUG, "job=%" PRIu64 " body=%s for a waiting step, ignored", st->job_id,
                gs_proto_body_name(env->body_case));
+        return;
+    }
+    if (env->body_case == GS__ENVELOPE__BODY_STEP_INPUT) {
+        step_input(c->s, st, env->step_input);
         return;
     }
     if (env->body_case != GS__ENVELOPE__BODY_STEP_SIGNAL) {
@@ -464,9 +591,9 @@ void sched_steps_task_exit(struct sched_ctx *s, struct sched_node *n, const Gs__
     struct sched_step *st = sched_step_find(s, ex->job_id, ex->step);
     Gs__TaskExit copy;
 
-    ack_exit(n, ex);
     if (st == NULL || ex->attempt != st->attempt || ex->rank >= st->ntasks ||
         st->exited[ex->rank]) {
+        ack_exit(n, ex);
         GS_LOG(GS_LOG_DEBUG, "job=%" PRIu64 " step=%u rank=%u node=%s exit of no step, acked",
                ex->job_id, ex->step > 0 ? ex->step - 1 : 0, ex->rank, n->name);
         return;
@@ -476,7 +603,7 @@ void sched_steps_task_exit(struct sched_ctx *s, struct sched_node *n, const Gs__
     copy = *ex;
     if (copy.node_name == NULL || copy.node_name[0] == '\0')
         copy.node_name = n->name;
-    task_done(s, st, &copy);
+    task_done(s, st, &copy, n);
 }
 
 void sched_steps_output(struct sched_ctx *s, struct sched_node *n, const Gs__StepOutput *out)
@@ -529,6 +656,28 @@ void sched_steps_node_gone(struct sched_ctx *s, struct sched_node *n)
     }
 }
 
+/* The job's srun steps that were still running end CANCELLED with it, as in Slurm. */
+static void acct_job_ended(struct sched_ctx *s, uint64_t job_id)
+{
+    struct sched_job *job = sched_jobs_find(s->jobs, job_id);
+    struct sched_change *ch = NULL;
+    uint64_t now = gs_clock_wall_ms();
+
+    for (uint32_t i = 0; job != NULL && i < job->nsteps; i++) {
+        struct sched_step_acct *a = &job->steps[i];
+
+        if (a->step == SCHED_STEP_BATCH || a->state != SCHED_JOB_RUNNING ||
+            a->attempt != job->attempt)
+            continue;
+        sched_step_acct_close(a, SCHED_JOB_CANCELLED, job->end_ms != 0 ? job->end_ms : now);
+        if (ch == NULL)
+            ch = sched_change_new(s);
+        sched_change_step(ch, job_id, a);
+    }
+    if (ch != NULL)
+        sched_change_commit(s, ch, NULL, NULL);
+}
+
 void sched_steps_job_ended(struct sched_ctx *s, uint64_t job_id)
 {
     const struct sched_job *job = sched_jobs_find(s->jobs, job_id);
@@ -560,7 +709,10 @@ void sched_steps_job_ended(struct sched_ctx *s, uint64_t job_id)
         env.body_case = GS__ENVELOPE__BODY_ERROR;
         env.error = &err;
         to_srun(st, &env);
+        /* Its tasks on their own nodes: the job's allocation may be given back already. */
+        signal_step(s, st, 0, msg);
         step_finish(s, st);
     }
     sched_step_seq_forget(s, job_id);
+    acct_job_ended(s, job_id);
 }

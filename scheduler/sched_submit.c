@@ -316,6 +316,7 @@ void sched_submit(struct sched_cli *c, uint64_t request_id, const Gs__SubmitRequ
     spec->array.array_job_id = 0;
     spec->array.task_id = spec->array.count = spec->array.min = spec->array.max = 0;
     spec->array.step = 0;
+    spec->allocation = c->salloc != NULL; /* only an AllocRequest makes one (sched_alloc.c) */
     if (spec->source == NULL && req->source_file != NULL && req->source_file[0] != '\0') {
         spec->source = strdup(req->source_file); /* kept for show and scontrol's Command= */
         if (spec->source == NULL)

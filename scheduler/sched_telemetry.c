@@ -226,10 +226,15 @@ void sched_telemetry_heartbeat(struct sched_ctx *s, struct sched_node *n, const 
     for (size_t i = 0; i < hb->n_running; i++) {
         const Gs__TaskRef *t = hb->running[i];
         struct sched_job *job = sched_jobs_find(s->jobs, t->job_id);
+        struct sched_step_acct *a;
 
-        if (job != NULL && job->state == SCHED_JOB_RUNNING &&
-            (t->cpu_time_ms > 0 || t->rss_mib > 0))
-            sched_usage_task(&job->usage, t->step, t->rank, t->cpu_time_ms, t->rss_mib);
+        if (job == NULL || job->state != SCHED_JOB_RUNNING ||
+            (t->cpu_time_ms == 0 && t->rss_mib == 0))
+            continue;
+        sched_usage_task(&job->usage, t->step, t->rank, t->cpu_time_ms, t->rss_mib);
+        /* sstat's figures of a running step (and sacct's until its tasks' exits say) */
+        if ((a = sched_step_acct_find(job, t->step)) != NULL)
+            sched_step_acct_sample(a, t->rank, n->name, t->rss_mib * 1024, t->cpu_time_ms);
     }
 }
 

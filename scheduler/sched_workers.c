@@ -395,7 +395,7 @@ static void on_worker_message(struct gs_proto_conn *conn, const Gs__Envelope *en
         ack_heartbeat(conn, env->heartbeat);
         break;
     case GS__ENVELOPE__BODY_TASK_EXIT:
-        if (env->task_exit->step >= 1) /* an srun step's: relayed, not stored */
+        if (env->task_exit->step >= 1) /* an srun step's: relayed, only its record stored */
             sched_steps_task_exit(wc->s, wc->node, env->task_exit);
         else
             sched_exit_task(wc->s, wc->node, env->task_exit);

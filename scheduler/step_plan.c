@@ -237,6 +237,9 @@ void sched_step_msg_release(struct sched_step_msg *m)
     free(m->env_ptrs);
     free(m->tasks);
     free(m->task_ptrs);
+    free(m->bind);
+    free(m->topos);
+    free(m->bound);
 }
 
 /* Seconds the job has left (at least 1), 0 when it has no time limit. */
@@ -297,6 +300,21 @@ static int step_slices(const struct sched_step *st, struct sched_step_msg *m)
     return 0;
 }
 
+/* --gpu-bind read, and every node's tasks bound once, so that a binding the step's GPUs
+ * cannot give refuses the step before srun hears of it (step_gpu_bind.c). */
+static int bind_every_node(struct sched_ctx *s, const struct sched_job *job,
+                           const Gs__StepLaunchRequest *req, const struct sched_step *st,
+                           struct sched_step_msg *m)
+{
+    int rc = sched_step_bind_prepare(s, req, st, m);
+
+    for (uint32_t i = 0; rc == 0 && m->bind != NULL && i < st->nnodes; i++) {
+        sched_step_node_tasks(job, req, &m->nodes[i], m);
+        rc = m->bind_rc;
+    }
+    return rc;
+}
+
 /* Everything of the LaunchTasks but each node's tasks, borrowing from job, req and alloc. */
 int sched_step_msg_init(struct sched_ctx *s, const struct sched_job *job,
                         const Gs__StepLaunchRequest *req, const struct sched_step *st,
@@ -352,7 +370,7 @@ int sched_step_msg_init(struct sched_ctx *s, const struct sched_job *job,
     m->lt.n_env = req->n_env;
     m->lt.env = m->env_ptrs;
     m->lt.step = st->step;
-    return 0;
+    return bind_every_node(s, job, req, st, m);
 }
 
 /* Node na's tasks: the step's CPUs and GPUs per task, else the job's (sched_node_tasks). */
@@ -361,4 +379,10 @@ void sched_step_node_tasks(const struct sched_job *job, const Gs__StepLaunchRequ
 {
     sched_node_tasks(na, na->ntasks, step_cpus_per_task(job, req), step_gpus_per_task(job, req),
                      m->tasks, m->task_ptrs, &m->lt);
+    /* srun's stdin, or its --pty terminal, goes to task 0 alone (Slurm's --input=0). */
+    m->lt.step_input = req->input && na->ntasks > 0 && na->first_rank == 0;
+    m->lt.step_pty = req->pty && na->ntasks > 0 && na->first_rank == 0;
+    m->lt.pty_rows = req->pty_rows;
+    m->lt.pty_cols = req->pty_cols;
+    sched_step_bind_tasks(m, na);
 }

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/gpu_bind.h"
 #include "scheduler/sched_internal.h"
 #include "scheduler/step_alloc.h"
 
@@ -69,6 +70,13 @@ struct sched_step_msg {
     Gs__LaunchTasks__EnvEntry **env_ptrs;
     Gs__TaskAssignment *tasks;
     Gs__TaskAssignment **task_ptrs;
+    /* --gpu-bind (step_gpu_bind.c); NULL/0 without one */
+    struct gs_gpu_bind *bind;
+    const Gs__NodeTopology **topos; /* each step node's, for NUMA */
+    uint32_t *bound;                /* each task's GPU list, bound_stride apart */
+    size_t bound_stride;
+    int bind_rc; /* < 0: a task's binding failed, bind_why says why */
+    char bind_why[256];
 };
 
 /* step_records.c: the steps in memory. */
@@ -100,8 +108,9 @@ int sched_step_plan_layout(const struct sched_job *job, const struct sched_alloc
 int sched_step_take(struct sched_step_seq *q, const struct sched_job *job,
                     const struct sched_alloc_msg *m, const Gs__StepLaunchRequest *req,
                     struct sched_step *st, bool behind, char *why, size_t size);
-/* Fills m (zeroed by the caller) with all of st's LaunchTasks but each node's tasks; 0 or
- * -ENOMEM. m is released with sched_step_msg_release() either way. */
+/* Fills m (zeroed by the caller) with all of st's LaunchTasks but each node's tasks; 0,
+ * -ENOMEM, or -EINVAL / -ERANGE for a --gpu-bind the step cannot follow (m->bind_why says
+ * why). m is released with sched_step_msg_release() either way. */
 int sched_step_msg_init(struct sched_ctx *s, const struct sched_job *job,
                         const Gs__StepLaunchRequest *req, const struct sched_step *st,
                         const struct sched_alloc_msg *alloc, struct sched_step_msg *m);
@@ -109,5 +118,12 @@ int sched_step_msg_init(struct sched_ctx *s, const struct sched_job *job,
 void sched_step_node_tasks(const struct sched_job *job, const Gs__StepLaunchRequest *req,
                            const Gs__NodeAllocation *na, struct sched_step_msg *m);
 void sched_step_msg_release(struct sched_step_msg *m);
+
+/* step_gpu_bind.c: --gpu-bind. prepare() reads req's (0 without one; -EINVAL with m->bind_why
+ * for a bad one, -ENOMEM); bind_tasks() gives m->lt's tasks on na their GPUs, or sets
+ * m->bind_rc and m->bind_why. */
+int sched_step_bind_prepare(struct sched_ctx *s, const Gs__StepLaunchRequest *req,
+                            const struct sched_step *st, struct sched_step_msg *m);
+void sched_step_bind_tasks(struct sched_step_msg *m, const Gs__NodeAllocation *na);
 
 #endif

@@ -40,12 +40,19 @@ enum stmt_id {
     ST_PUT_RESV,
     ST_DELETE_RESV,
     ST_LOAD_RESVS,
+    ST_PUT_STEP,
+    ST_LOAD_STEPS_RANGE,
+    ST_END_RUNNING_STEPS,
     ST_COUNT,
 };
 
 #define JOB_COLUMNS                                                                                \
     "id, name, uid, gid, user, priority, state, reason, held, submit_ms, start_ms, end_ms, "       \
     "exit_code, signaled, term_signal, restarts, attempt, spec, alloc, usage, submit_key"
+
+#define STEP_COLUMNS                                                                               \
+    "job_id, step, attempt, name, nodelist, nnodes, ntasks, state, exit_code, signaled, "          \
+    "term_signal, start_ms, end_ms, max_rss_kib, max_rss_node, max_rss_task, cpu_ms"
 
 static const char *const stmt_sql[ST_COUNT] = {
     [ST_BEGIN] = "BEGIN IMMEDIATE",
@@ -96,12 +103,23 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_PUT_RESV] = "INSERT OR REPLACE INTO reservations (name, spec) VALUES (?1, ?2)",
     [ST_DELETE_RESV] = "DELETE FROM reservations WHERE name = ?1",
     [ST_LOAD_RESVS] = "SELECT name, spec FROM reservations ORDER BY name",
+    [ST_PUT_STEP] = "INSERT OR REPLACE INTO steps (" STEP_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, "
+                    "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+    [ST_LOAD_STEPS_RANGE] = "SELECT " STEP_COLUMNS " FROM steps WHERE job_id BETWEEN ?1 AND ?2 "
+                            "ORDER BY job_id, step",
+    [ST_END_RUNNING_STEPS] = "UPDATE steps SET state = ?1, end_ms = ?2 WHERE state = 2 AND "
+                             "step > 0",
 };
 
 #define USAGE_SQL                                                                                  \
     "CREATE TABLE IF NOT EXISTS usage (account TEXT NOT NULL, user TEXT NOT NULL, "                \
     "  usage REAL NOT NULL, at_ms INTEGER NOT NULL, PRIMARY KEY (account, user));"                 \
-    "CREATE TABLE IF NOT EXISTS reservations (name TEXT PRIMARY KEY, spec BLOB NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS reservations (name TEXT PRIMARY KEY, spec BLOB NOT NULL);"         \
+    "CREATE TABLE IF NOT EXISTS steps (job_id INTEGER NOT NULL, step INTEGER NOT NULL, "           \
+    "  attempt INTEGER, name TEXT, nodelist TEXT, nnodes INTEGER, ntasks INTEGER, "                \
+    "  state INTEGER NOT NULL, exit_code INTEGER, signaled INTEGER, term_signal INTEGER, "         \
+    "  start_ms INTEGER, end_ms INTEGER, max_rss_kib INTEGER, max_rss_node TEXT, "                 \
+    "  max_rss_task INTEGER, cpu_ms INTEGER, PRIMARY KEY (job_id, step));"
 
 static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);"
@@ -122,7 +140,7 @@ static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY, at_ms INTEGER, "
     "  job_id INTEGER, node TEXT, kind TEXT NOT NULL, detail TEXT);"
     "CREATE INDEX IF NOT EXISTS events_job ON events (job_id);" USAGE_SQL
-    "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '5');";
+    "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '6');";
 
 struct sched_store {
     sqlite3 *db;
@@ -198,6 +216,10 @@ static int check_version(struct sched_store *s, struct gs_error *err)
     if (version == 4 &&
         migrate(s, "UPDATE meta SET value = '5' WHERE key = 'schema_version';") == 0)
         version = 5;
+    /* Version 5 had no steps table (made above too). */
+    if (version == 5 &&
+        migrate(s, "UPDATE meta SET value = '6' WHERE key = 'schema_version';") == 0)
+        version = 6;
     if (version != SCHED_STORE_SCHEMA_VERSION)
         return gs_error_set(err, -EPROTO, 0, 0,
                             "state database has schema version %d, this "
@@ -493,6 +515,7 @@ typedef int (*usage_fn)(const char *account, const char *user, double usage, uin
 typedef int (*event_fn)(uint64_t at_ms, uint64_t job_id, const char *node, const char *kind,
                         const char *detail, void *data);
 typedef int (*resv_fn)(const char *name, const void *spec, size_t len, void *data);
+typedef int (*step_fn)(const struct sched_step_row *row, void *data);
 
 /* Function pointers travel through walk() wrapped in a struct: C has no void * for them. */
 struct fn_box {
@@ -502,6 +525,7 @@ struct fn_box {
     event_fn event;
     usage_fn usage;
     resv_fn resv;
+    step_fn step;
 };
 
 static int visit_job(sqlite3_stmt *st, void *fn, void *data)
@@ -691,4 +715,71 @@ int sched_store_load_finished(struct sched_store *store, const struct sched_stor
     sqlite3_bind_int64(st, 4, f->states);
     sqlite3_bind_int64(st, 5, f->max);
     return walk(store, ST_LOAD_FINISHED, visit_job, &box, data);
+}
+
+/* --- job steps (sacct's step rows) -------------------------------------------------------- */
+
+int sched_store_put_step(struct sched_store *store, const struct sched_step_row *r)
+{
+    sqlite3_stmt *st = store->stmt[ST_PUT_STEP];
+
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)r->job_id);
+    sqlite3_bind_int64(st, 2, r->step);
+    sqlite3_bind_int64(st, 3, r->attempt);
+    bind_text(st, 4, r->name != NULL ? r->name : "");
+    bind_text(st, 5, r->nodelist != NULL ? r->nodelist : "");
+    sqlite3_bind_int64(st, 6, r->nnodes);
+    sqlite3_bind_int64(st, 7, r->ntasks);
+    sqlite3_bind_int(st, 8, r->state);
+    sqlite3_bind_int(st, 9, r->exit_code);
+    sqlite3_bind_int(st, 10, r->signaled);
+    sqlite3_bind_int(st, 11, r->term_signal);
+    sqlite3_bind_int64(st, 12, (sqlite3_int64)r->start_ms);
+    sqlite3_bind_int64(st, 13, (sqlite3_int64)r->end_ms);
+    sqlite3_bind_int64(st, 14, id_bound(r->max_rss_kib));
+    bind_text(st, 15, r->max_rss_node != NULL ? r->max_rss_node : "");
+    sqlite3_bind_int64(st, 16, r->max_rss_task);
+    sqlite3_bind_int64(st, 17, id_bound(r->cpu_ms));
+    return run(store, ST_PUT_STEP);
+}
+
+static int visit_step(sqlite3_stmt *st, void *fn, void *data)
+{
+    struct sched_step_row r = {
+        .job_id = col_u64(st, 0),
+        .step = (uint32_t)col_u64(st, 1),
+        .attempt = (uint32_t)col_u64(st, 2),
+        .name = col_text(st, 3),
+        .nodelist = col_text(st, 4),
+        .nnodes = (uint32_t)col_u64(st, 5),
+        .ntasks = (uint32_t)col_u64(st, 6),
+        .state = sqlite3_column_int(st, 7),
+        .exit_code = sqlite3_column_int(st, 8),
+        .signaled = sqlite3_column_int(st, 9) != 0,
+        .term_signal = sqlite3_column_int(st, 10),
+        .start_ms = col_u64(st, 11),
+        .end_ms = col_u64(st, 12),
+        .max_rss_kib = col_u64(st, 13),
+        .max_rss_node = col_text(st, 14),
+        .max_rss_task = (uint32_t)col_u64(st, 15),
+        .cpu_ms = col_u64(st, 16),
+    };
+
+    return ((struct fn_box *)fn)->step(&r, data);
+}
+
+int sched_store_load_steps_range(struct sched_store *store, uint64_t first, uint64_t last,
+                                 step_fn fn, void *data)
+{
+    struct fn_box box = {.step = fn};
+
+    bind_range(store->stmt[ST_LOAD_STEPS_RANGE], first, last);
+    return walk(store, ST_LOAD_STEPS_RANGE, visit_step, &box, data);
+}
+
+int sched_store_end_running_steps(struct sched_store *store, int state, uint64_t end_ms)
+{
+    sqlite3_bind_int(store->stmt[ST_END_RUNNING_STEPS], 1, state);
+    sqlite3_bind_int64(store->stmt[ST_END_RUNNING_STEPS], 2, id_bound(end_ms));
+    return run(store, ST_END_RUNNING_STEPS);
 }

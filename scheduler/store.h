@@ -9,9 +9,9 @@
  * queries. It is driven from one thread at a time, in practice the journal's writer thread
  * (scheduler/journal.h), which batches many changes into one transaction.
  *
- * Schema (version 5; older databases gain what they miss when opened: version 1
+ * Schema (version 6; older databases gain what they miss when opened: version 1
  * jobs.usage and jobs.submit_key, version 2 nodes.drain_reason, version 3 the usage table,
- * version 4 the reservations table):
+ * version 4 the reservations table, version 5 the steps table):
  *   meta(key TEXT PRIMARY KEY, value TEXT)                      -- schema_version, ...
  *   jobs(id INTEGER PRIMARY KEY, name, uid, gid, user, priority, state, reason, held,
  *        submit_ms, start_ms, end_ms, exit_code, signaled, term_signal, restarts, attempt,
@@ -25,6 +25,11 @@
  *   usage(account, user, usage REAL, at_ms,          -- fair share: decayed billing-seconds
  *         PRIMARY KEY (account, user))               -- as of at_ms (fairshare.h)
  *   reservations(name TEXT PRIMARY KEY, spec BLOB)   -- packed gs.Reservation
+ *   steps(job_id, step, attempt, name, nodelist, nnodes, ntasks, state, exit_code,
+ *         signaled, term_signal, start_ms, end_ms, max_rss_kib, max_rss_node,
+ *         max_rss_task, cpu_ms, PRIMARY KEY (job_id, step))
+ *                                   -- sacct's step rows: step is TaskRef.step (0 the batch
+ *                                   -- shell, s >= 1 srun step s - 1), of attempt's run only
  * Indexes: jobs(state), jobs(end_ms) (made when missing at every open, no new version: the
  * start-up load and sacct's reads of forgotten jobs go by the end time), events(job_id).
  *
@@ -42,7 +47,7 @@
 
 #include "common/error.h"
 
-#define SCHED_STORE_SCHEMA_VERSION 5
+#define SCHED_STORE_SCHEMA_VERSION 6
 
 /* One row of jobs; strings and blobs are borrowed (by the store on write, by the callback on
  * load: valid only during the callback). */
@@ -88,6 +93,27 @@ struct sched_task_row {
     uint64_t end_ms;
 };
 
+/* One row of steps (a job step's accounting record); strings borrowed as for jobs. */
+struct sched_step_row {
+    uint64_t job_id;
+    uint32_t step;
+    uint32_t attempt;
+    const char *name;
+    const char *nodelist;
+    uint32_t nnodes;
+    uint32_t ntasks;
+    int state; /* gs.JobState's numbers, as jobs.state */
+    int32_t exit_code;
+    bool signaled;
+    int32_t term_signal;
+    uint64_t start_ms;
+    uint64_t end_ms;
+    uint64_t max_rss_kib;
+    const char *max_rss_node;
+    uint32_t max_rss_task;
+    uint64_t cpu_ms;
+};
+
 struct sched_node_row {
     const char *name;
     const char *state;
@@ -116,6 +142,15 @@ int sched_store_put_task(struct sched_store *store, const struct sched_task_row 
 /* Deletes a job's task rows (when it is requeued: the next attempt gets new ones). */
 int sched_store_clear_tasks(struct sched_store *store, uint64_t job_id);
 int sched_store_put_node(struct sched_store *store, const struct sched_node_row *row);
+/* Inserts or replaces the step row (row->job_id, row->step). */
+int sched_store_put_step(struct sched_store *store, const struct sched_step_row *row);
+/* Steps of the jobs with first <= job_id <= last, by job then step. */
+int sched_store_load_steps_range(struct sched_store *store, uint64_t first, uint64_t last,
+                                 int (*fn)(const struct sched_step_row *row, void *data),
+                                 void *data);
+/* Every srun step (step >= 1) still RUNNING becomes state, ended at end_ms: gschedd starts
+ * none again after a restart (their tasks are ended when their workers register). */
+int sched_store_end_running_steps(struct sched_store *store, int state, uint64_t end_ms);
 int sched_store_add_event(struct sched_store *store, uint64_t at_ms, uint64_t job_id,
                           const char *node, const char *kind, const char *detail);
 

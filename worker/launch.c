@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -55,7 +56,7 @@ static const char *const step_names[] = {
     "setgid",
     "setuid",
     "chdir",
-    "open /dev/null",
+    "open stdin",
     "open stdout",
     "open stderr",
     "setrlimit",
@@ -250,10 +251,29 @@ static void drop_privileges(int fd, const struct wrk_launch_spec *spec, const st
         child_fail(fd, STEP_SETUID);
 }
 
+/* The pty's slave, opened by a session leader with no terminal yet, becomes its controlling
+ * terminal (TIOCSCTTY says so outright) and the task's stdin, stdout and stderr. */
+static void redirect_tty(int fd, const char *path)
+{
+    int tty = open(path, O_RDWR | O_CLOEXEC);
+
+    if (tty < 0 || ioctl(tty, TIOCSCTTY, 0) < 0)
+        child_fail(fd, STEP_STDIN);
+    for (int i = 0; i < 3; i++) {
+        if (dup2(tty, i) < 0)
+            child_fail(fd, STEP_STDIN);
+    }
+}
+
 static void redirect_stdio(int fd, const struct wrk_launch_spec *spec)
 {
-    int in = open("/dev/null", O_RDONLY | O_CLOEXEC), out, errfd;
+    int in, out, errfd;
 
+    if (spec->tty_path != NULL) {
+        redirect_tty(fd, spec->tty_path);
+        return;
+    }
+    in = spec->use_stdin_fd ? spec->stdin_fd : open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (in < 0 || dup2(in, 0) < 0)
         child_fail(fd, STEP_STDIN);
     if (spec->use_fds) {

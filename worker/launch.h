@@ -3,7 +3,8 @@
  *
  * wrk_launch() forks, and the child puts itself in a new session (so the task and everything
  * it starts form one process group the worker can signal as a whole), redirects stdin from
- * /dev/null and stdout/stderr to the task's log files (or to pipes the caller reads),
+ * /dev/null (or a pipe the caller feeds) and stdout/stderr to the task's log files (or to
+ * pipes the caller reads), or all three to a pseudo-terminal it makes its controlling one,
  * changes directory, drops to the job's
  * user, applies resource limits, CPU affinity and a memory policy, and execs the command
  * with exactly the given environment. If anything before the exec fails, the child reports
@@ -44,6 +45,11 @@ struct wrk_launch_spec {
     bool use_fds;            /* stdout/stderr onto these descriptors instead (pipes the */
     int stdout_fd;           /* caller reads); the paths are then ignored */
     int stderr_fd;
+    bool use_stdin_fd; /* stdin from stdin_fd (a pipe srun's input comes through) instead */
+    int stdin_fd;      /* of /dev/null */
+    /* A pseudo-terminal's slave (srun --pty): the task's controlling terminal and its
+     * stdin, stdout and stderr, whatever the fields above say; NULL: none. */
+    const char *tty_path;
     /* One of envp's strings, "NAME=" and room for at least 11 more characters, into which
      * the child writes its own pid (SLURM_TASK_PID); NULL: none. */
     char *pid_var;

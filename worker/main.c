@@ -402,8 +402,8 @@ static const char *cli_beside(char *out, size_t size)
  */
 static const char *slurm_bin(const struct workerd *d, const char *cli, char *out, size_t size)
 {
-    static const char *const names[] = {"sbatch",   "srun",  "squeue", "scancel", "sinfo",
-                                        "scontrol", "sacct", "seff",   "sprio",   "sshare"};
+    static const char *const names[] = {"sbatch", "srun",  "squeue", "scancel", "sinfo", "scontrol",
+                                        "sacct",  "sstat", "seff",   "sprio",   "sshare"};
     char link[4300], target[4200];
     int rc = 0;
 

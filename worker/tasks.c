@@ -12,8 +12,12 @@
  * timers and its pipes) is closed. A new time limit (wrk_tasks_set_limit()) restarts both
  * timers for what is left of it; a task whose timer already serves its grace or drain is
  * past its limit's reach and keeps it.
+ *
+ * A task with input has a third handle, the write end of its stdin (or a pty's master),
+ * written from copies of what wrk_tasks_input() is given, at most WRK_TASKS_INPUT_MAX
+ * queued: the loop never blocks on a task that does not read.
  */
-#define _GNU_SOURCE /* pipe2 */
+#define _GNU_SOURCE /* pipe2, ptsname_r */
 
 #include "worker/tasks.h"
 
@@ -22,6 +26,9 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -48,6 +55,7 @@ struct task {
     bool term_sent;
     bool reaped; /* the main process is gone: pid means nothing any more */
     int status;
+    struct rusage usage; /* wait4's, once reaped */
     uint64_t end_ms;
     uv_timer_t timer; /* time limit, then SIGTERM grace, then (once reaped) output drain */
     uv_timer_t warn;
@@ -56,6 +64,11 @@ struct task {
     bool warn_leader_only;
     bool warn_sent;
     struct stream out[2];
+    uv_pipe_t in;     /* stdin's write end, or the pty's master (opts input, pty) */
+    bool in_open;     /* in is initialised and not yet being closed */
+    bool in_pty;      /* a terminal: the end of srun's input leaves it open */
+    bool in_eof;      /* close in once what is queued is written */
+    size_t in_queued; /* bytes handed to uv_write not yet written */
     char *remove_on_exit;
     int handles; /* open handles; the task is freed when the last one is closed */
 };
@@ -103,6 +116,19 @@ static void on_stream_closed(uv_handle_t *handle)
     task_handle_closed(s->task);
 }
 
+static void on_input_closed(uv_handle_t *handle)
+{
+    task_handle_closed(handle->data);
+}
+
+static void close_input(struct task *t)
+{
+    if (!t->in_open)
+        return;
+    t->in_open = false;
+    uv_close((uv_handle_t *)&t->in, on_input_closed); /* pending writes are cancelled */
+}
+
 static void on_sigchld_closed(uv_handle_t *handle)
 {
     release_handle(handle->data);
@@ -138,6 +164,7 @@ static void unlink_task(struct wrk_tasks *tasks, struct task *t)
     remove_file(t);
     close_stream(&t->out[0]);
     close_stream(&t->out[1]);
+    close_input(t);
     uv_close((uv_handle_t *)&t->warn, on_timer_closed);
     uv_close((uv_handle_t *)&t->timer, on_timer_closed);
 }
@@ -145,6 +172,11 @@ static void unlink_task(struct wrk_tasks *tasks, struct task *t)
 static bool streams_done(const struct task *t)
 {
     return !t->out[0].open && !t->out[1].open;
+}
+
+static uint64_t ms_of(const struct timeval *tv)
+{
+    return (uint64_t)tv->tv_sec * 1000u + (uint64_t)tv->tv_usec / 1000u;
 }
 
 static void fill_exit(const struct task *t, struct wrk_task_exit *ex)
@@ -159,6 +191,9 @@ static void fill_exit(const struct task *t, struct wrk_task_exit *ex)
     ex->reason = t->reason;
     ex->start_ms = t->start_ms;
     ex->end_ms = t->end_ms;
+    /* ru_maxrss is in KiB on Linux. */
+    ex->max_rss_kib = t->usage.ru_maxrss > 0 ? (uint64_t)t->usage.ru_maxrss : 0;
+    ex->cpu_ms = ms_of(&t->usage.ru_utime) + ms_of(&t->usage.ru_stime);
 }
 
 /* Reports a reaped task whose streams are done. The callback may close the table. */
@@ -254,7 +289,7 @@ static bool reap(struct task *t)
     if (waitid(P_PID, (id_t)t->pid, &info, WEXITED | WNOHANG | WNOWAIT) < 0 || info.si_pid == 0)
         return false;
     wrk_signal_group(t->pid, SIGKILL); /* leftovers of the task */
-    while (waitpid(t->pid, &t->status, 0) < 0) {
+    while (wait4(t->pid, &t->status, 0, &t->usage) < 0) {
         if (errno != EINTR)
             return false;
     }
@@ -418,6 +453,127 @@ static void open_stream(struct task *t, enum wrk_stream which, int fd)
         close_stream(s);
 }
 
+/* The end the worker writes the task's stdin into. On failure the task reads end of file. */
+static void open_input(struct task *t, int fd, bool pty)
+{
+    if (uv_pipe_init(t->owner->loop, &t->in, 0) < 0) {
+        close(fd);
+        return;
+    }
+    t->in.data = t;
+    t->handles++;
+    t->in_open = true;
+    t->in_pty = pty;
+    if (uv_pipe_open(&t->in, fd) < 0) {
+        close(fd);
+        close_input(t);
+    }
+}
+
+/*
+ * A pseudo-terminal for srun --pty: its master into *ret_master, its slave's path into
+ * tty, rows x cols, the slave the task's user's (the child opens it after dropping root).
+ */
+static int open_pty(const struct wrk_launch_spec *spec, const struct wrk_task_opts *opts,
+                    int *ret_master, char *tty, size_t size, struct gs_error *err)
+{
+    struct winsize ws = {.ws_row = opts->pty_rows, .ws_col = opts->pty_cols};
+    int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    int rc;
+
+    if (master < 0 || grantpt(master) < 0 || unlockpt(master) < 0 ||
+        ptsname_r(master, tty, size) != 0) {
+        rc = gs_error_set(err, -errno, 0, 0, "pseudo-terminal: %s", gs_strerror(-errno));
+        goto fail;
+    }
+    if (spec->set_user && chown(tty, spec->uid, (gid_t)-1) < 0) {
+        rc = gs_error_set(err, -errno, 0, 0, "chown %s: %s", tty, gs_strerror(-errno));
+        goto fail;
+    }
+    if (ws.ws_row > 0 && ws.ws_col > 0)
+        ioctl(master, TIOCSWINSZ, &ws); /* a size it cannot take leaves the kernel's */
+    *ret_master = master;
+    return 0;
+fail:
+    if (master >= 0)
+        close(master);
+    return rc;
+}
+
+/* With capture: the task's stdin (opts input) or terminal (opts pty) into s; in[1] is
+ * then the worker's end (the pty's master), in[0] the task's end of a stdin pipe. */
+static int prepare_input(struct wrk_launch_spec *s, const struct wrk_task_opts *opts, int in[2],
+                         char *tty, size_t size, struct gs_error *err)
+{
+    if (opts->pty) {
+        int rc = open_pty(s, opts, &in[1], tty, size, err);
+
+        if (rc == 0)
+            s->tty_path = tty;
+        return rc;
+    }
+    if (!opts->input)
+        return 0;
+    if (pipe2(in, O_CLOEXEC) < 0)
+        return gs_error_set(err, -errno, 0, 0, "pipe: %s", gs_strerror(-errno));
+    s->use_stdin_fd = true;
+    s->stdin_fd = in[0];
+    return 0;
+}
+
+struct input_write {
+    uv_write_t req; /* first: the callback gets this */
+    struct task *task;
+    size_t len;
+    char data[];
+};
+
+static void on_input_written(uv_write_t *req, int status)
+{
+    struct input_write *w = (struct input_write *)req;
+    struct task *t = w->task;
+
+    t->in_queued -= w->len;
+    free(w);
+    /* A task that closed its stdin (EPIPE) reads no more: what comes later is dropped. */
+    if (status < 0 || (t->in_eof && t->in_queued == 0))
+        close_input(t);
+}
+
+int wrk_tasks_input(struct wrk_tasks *tasks, const struct wrk_task_id *id, const void *data,
+                    size_t len, bool eof)
+{
+    struct task *t = find(tasks, id);
+    struct input_write *w;
+    uv_buf_t buf;
+
+    if (t == NULL || !t->in_open || t->in_eof)
+        return -ENOENT;
+    if (len > 0) {
+        if (t->in_queued + len > WRK_TASKS_INPUT_MAX)
+            return -ENOBUFS;
+        w = malloc(sizeof(*w) + len);
+        if (w == NULL)
+            return -ENOMEM;
+        w->task = t;
+        w->len = len;
+        memcpy(w->data, data, len);
+        buf = uv_buf_init(w->data, (unsigned int)len);
+        if (uv_write(&w->req, (uv_stream_t *)&t->in, &buf, 1, on_input_written) < 0) {
+            free(w);
+            close_input(t);
+            return -ENOENT;
+        }
+        t->in_queued += len;
+    }
+    if (eof && !t->in_pty) {
+        t->in_eof = true;
+        if (t->in_queued == 0)
+            close_input(t);
+    }
+    return 0;
+}
+
 static void close_fds(int fds[2][2])
 {
     for (int i = 0; i < 2; i++) {
@@ -481,7 +637,8 @@ int wrk_tasks_start(struct wrk_tasks *tasks, const struct wrk_task_id *id,
 {
     static const struct wrk_task_opts none = {.warn_signal = 0};
     struct wrk_launch_spec s = *spec;
-    int fds[2][2] = {{-1, -1}, {-1, -1}};
+    int fds[2][2] = {{-1, -1}, {-1, -1}}, in[2] = {-1, -1};
+    char tty[64];
     struct task *t = NULL;
     int rc;
 
@@ -510,6 +667,9 @@ int wrk_tasks_start(struct wrk_tasks *tasks, const struct wrk_task_id *id,
         s.use_fds = true;
         s.stdout_fd = fds[0][1];
         s.stderr_fd = fds[1][1];
+        rc = prepare_input(&s, opts, in, tty, sizeof(tty), err);
+        if (rc < 0)
+            goto fail;
     }
     rc = wrk_launch(&s, &t->pid, err);
     if (rc < 0)
@@ -523,8 +683,18 @@ int wrk_tasks_start(struct wrk_tasks *tasks, const struct wrk_task_id *id,
         /* Only the task may hold the write ends, so that its exit ends the streams. */
         close(fds[0][1]);
         close(fds[1][1]);
-        open_stream(t, WRK_STREAM_STDOUT, fds[0][0]);
-        open_stream(t, WRK_STREAM_STDERR, fds[1][0]);
+        if (in[0] >= 0)
+            close(in[0]);
+        if (opts->pty) { /* the terminal is all three: its output comes as stdout */
+            close(fds[0][0]);
+            close(fds[1][0]);
+            open_stream(t, WRK_STREAM_STDOUT, dup(in[1]));
+        } else {
+            open_stream(t, WRK_STREAM_STDOUT, fds[0][0]);
+            open_stream(t, WRK_STREAM_STDERR, fds[1][0]);
+        }
+        if (in[1] >= 0)
+            open_input(t, in[1], opts->pty);
     }
     t->next = tasks->head;
     if (tasks->head != NULL)
@@ -533,6 +703,10 @@ int wrk_tasks_start(struct wrk_tasks *tasks, const struct wrk_task_id *id,
     return 0;
 fail:
     close_fds(fds);
+    for (int i = 0; i < 2; i++) {
+        if (in[i] >= 0)
+            close(in[i]);
+    }
     if (opts->remove_on_exit != NULL)
         unlink(opts->remove_on_exit);
     if (t != NULL)

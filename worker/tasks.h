@@ -19,7 +19,10 @@
  *   only after both streams reached end of file, so its output always comes first; should a
  *   process that escaped the task's group keep a pipe open, the streams are cut one second
  *   after the task's group was killed;
- * - a file to remove once the task is over (the batch script's private copy).
+ * - a file to remove once the task is over (the batch script's private copy);
+ * - stdin fed by the worker (srun's stdin, for a step's task 0), or a pseudo-terminal
+ *   (srun --pty). Input waiting to be written is held up to WRK_TASKS_INPUT_MAX bytes per
+ *   task; more is refused (the caller drops it) until the task reads.
  *
  * Loop thread only. wrk_tasks_close() kills what is still running (SIGKILL, no grace),
  * reports nothing more, and frees the object from its last close callback; the loop must
@@ -49,6 +52,9 @@ enum wrk_stream {
     WRK_STREAM_STDERR = 1,
 };
 
+/* Input (wrk_tasks_input()) a task has not read yet that the worker holds for it. */
+#define WRK_TASKS_INPUT_MAX (1024u * 1024u)
+
 /* Most bytes one output callback carries (StepOutput chunks stay under this). */
 #define WRK_TASKS_CHUNK (64u * 1024u)
 
@@ -64,6 +70,12 @@ struct wrk_task_opts {
     uint64_t warn_before_ms; /* at once when the limit is shorter; only with a time limit */
     bool warn_leader_only;   /* the warning goes to the main process only, not its group */
     bool capture;            /* stdout/stderr through pipes to the output callback */
+    /* With capture: stdin from a pipe wrk_tasks_input() feeds (srun's stdin), or with pty
+     * a pseudo-terminal of pty_rows x pty_cols (0: left as the kernel makes it) for all
+     * three streams, its output coming as stdout, wrk_tasks_input() typing into it. */
+    bool input;
+    bool pty;
+    uint16_t pty_rows, pty_cols;
     /* A file to unlink once the task is over, or at once when it does not start; copied. */
     const char *remove_on_exit;
 };
@@ -79,6 +91,10 @@ struct wrk_task_exit {
     enum wrk_end_reason reason;
     uint64_t start_ms; /* wall clock */
     uint64_t end_ms;
+    /* wait4's figures for the main process and the children it waited for (sacct's MaxRSS
+     * of a step, its CPU time); 0 when unknown. */
+    uint64_t max_rss_kib;
+    uint64_t cpu_ms;
 };
 
 /* Which tasks a kill or a signal is for. */
@@ -114,6 +130,15 @@ void wrk_tasks_close(struct wrk_tasks *tasks);
 int wrk_tasks_start(struct wrk_tasks *tasks, const struct wrk_task_id *id,
                     const struct wrk_launch_spec *spec, const struct wrk_task_opts *opts,
                     struct gs_error *err);
+
+/*
+ * len bytes for the stdin of task id (started with input or pty), and with eof its end
+ * (the pipe closes once they are written; a pty stays open). Returns 0, -ENOENT when there
+ * is no such task or its input is closed, -ENOBUFS when it would hold more than
+ * WRK_TASKS_INPUT_MAX unread, -ENOMEM.
+ */
+int wrk_tasks_input(struct wrk_tasks *tasks, const struct wrk_task_id *id, const void *data,
+                    size_t len, bool eof);
 
 /* Ends the matching tasks: SIGTERM now, SIGKILL after the grace period. Returns how many. */
 int wrk_tasks_kill(struct wrk_tasks *tasks, const struct wrk_task_match *m,

@@ -114,6 +114,8 @@ void wrk_record_exit(struct wrk_ctx *w, const struct wrk_task_id *id, uint32_t a
         e->msg.term_signal = (uint32_t)ex->term_signal;
         e->msg.start_time_ms = ex->start_ms;
         e->msg.end_time_ms = ex->end_ms;
+        e->msg.max_rss_kib = ex->max_rss_kib;
+        e->msg.cpu_time_ms = ex->cpu_ms;
     }
     e->next = w->exits;
     w->exits = e;
@@ -434,6 +436,17 @@ static void on_task_output(struct wrk_tasks *tasks, const struct wrk_task_id *id
                (unsigned long long)id->job_id, id->step, id->rank, len, rc);
 }
 
+/* srun's stdin for a step's task 0, relayed by the scheduler. */
+static void handle_input(struct wrk_ctx *w, const Gs__StepInput *in)
+{
+    struct wrk_task_id id = {.job_id = in->job_id, .step = in->step, .rank = in->rank};
+    int rc = wrk_tasks_input(w->tasks, &id, in->data.data, in->data.len, in->eof);
+
+    if (rc < 0 && rc != -ENOENT)
+        GS_LOG(GS_LOG_WARN, "job=%llu step=%u rank=%u bytes=%zu rc=%d step input dropped",
+               (unsigned long long)in->job_id, in->step, in->rank, in->data.len, rc);
+}
+
 static void on_message(struct gs_proto_conn *conn, const Gs__Envelope *env, void *data)
 {
     struct wrk_ctx *w = data;
@@ -476,6 +489,9 @@ static void on_message(struct gs_proto_conn *conn, const Gs__Envelope *env, void
     case GS__ENVELOPE__BODY_CLI_RELAY:
         if (w->relay != NULL)
             wrk_relay_from_scheduler(w->relay, env->cli_relay);
+        break;
+    case GS__ENVELOPE__BODY_STEP_INPUT:
+        handle_input(w, env->step_input);
         break;
     default:
         GS_LOG(GS_LOG_WARN, "body=%s unexpected from scheduler, ignored",

@@ -692,11 +692,17 @@ static int start_task(struct launch *l, const Gs__TaskAssignment *t, struct gs_e
     struct wrk_task_id id = {.job_id = l->msg->job_id, .step = l->msg->step, .rank = t->rank};
     struct wrk_task_opts opts = {.time_limit_ms = lim != NULL ? lim->time_limit_s * 1000 : 0,
                                  .capture = l->capture};
+
     struct task_facts f = {0};
     char **envp = NULL, **argv = NULL;
     int cg_fds[WRK_CG_MAX_FDS];
     int rc;
 
+    /* srun's stdin (StepInput, worker.c) or --pty terminal: the step's task 0 only. */
+    opts.input = l->capture && l->msg->step_input && t->rank == 0;
+    opts.pty = l->capture && l->msg->step_pty && t->rank == 0;
+    opts.pty_rows = (uint16_t)(l->msg->pty_rows <= UINT16_MAX ? l->msg->pty_rows : 0);
+    opts.pty_cols = (uint16_t)(l->msg->pty_cols <= UINT16_MAX ? l->msg->pty_cols : 0);
     rc = task_facts_init(l, t, &f);
     if (rc == 0)
         rc = build_task_env(l, t, &f, &envp);
@@ -838,6 +844,8 @@ static int prepare(struct launch *l, char *why, size_t why_size)
                l->msg->run->script != NULL && l->msg->run->script[0] != '\0';
     l->mpi = l->msg->run != NULL && l->msg->run->launcher == GS__LAUNCHER__LAUNCHER_MPI &&
              l->msg->step == 0;
+    l->torchrun = l->msg->run != NULL && l->msg->run->launcher == GS__LAUNCHER__LAUNCHER_TORCHRUN &&
+                  l->msg->step == 0;
     l->capture = l->msg->step >= 1;
     rc = describe_allocation(l);
     decide_binding(l);

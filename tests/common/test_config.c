@@ -451,6 +451,26 @@ Test(config, the_cluster_key_has_a_default_path_and_can_be_turned_off)
               errors.data);
 }
 
+Test(config, the_login_port_is_off_by_default_and_its_keys_are_checked)
+{
+    cr_assert_eq(parse(""), 0);
+    cr_assert_eq(cfg.cli_port, 0, "no TCP port for login nodes unless set");
+    cr_assert_null(cfg.munge_socket, "libmunge's default socket");
+    cr_assert_eq(parse("[scheduler]\ncli_port = 6819\nmunge_socket = \"/run/m/s.2\"\n"), 0, "%s",
+                 errors.data);
+    cr_assert_eq(cfg.cli_port, 6819);
+    cr_assert_str_eq(cfg.munge_socket, "/run/m/s.2");
+    cr_assert_eq(parse("[scheduler]\nmunge_socket = \"\"\n"), 0, "%s", errors.data);
+    cr_assert_null(cfg.munge_socket, "\"\" is the default again");
+    cr_assert_eq(parse("[scheduler]\ncli_port = 70000\nmunge_socket = \"run/m\"\n"), -EINVAL);
+    cr_assert(strstr(errors.data, "gsched.toml:2:12: scheduler.cli_port must be") != NULL, "%s",
+              errors.data);
+    cr_assert(strstr(errors.data, "gsched.toml:3:16: scheduler.munge_socket must be an absolute") !=
+                  NULL,
+              "%s", errors.data);
+    cr_assert_eq(cfg.cli_port, 6819, "a bad value keeps the old one");
+}
+
 /* ---- [priority], [[account]] and partition.priority_job_factor ---- */
 
 Test(config, priority_and_accounts_have_defaults)

@@ -186,6 +186,9 @@ Test(sbatch_directives, unterminated_quote_names_the_line)
 Test(sbatch_directives, a_word_that_is_no_option_is_an_error)
 {
     expect_error(SHEBANG "#SBATCH -N 2 nodes\n", "run.sh:2: unexpected argument 'nodes'");
+    expect_error(SHEBANG "#SBATCH -N 1\n#SBATCH hetjob\n#SBATCH -N 2\n",
+                 "run.sh:3: 'hetjob': heterogeneous jobs (components with resources of their "
+                 "own in one job) are not supported");
 }
 
 Test(sbatch_directives, wrap_is_refused_in_a_script)

@@ -533,9 +533,21 @@ Test(sbatch_spec, accepted_without_effect_warns_once)
                                            "#SBATCH --gres=gpu:2,nic:1 --signal=R:USR2@30\n");
 
     cr_assert_eq(s->gpus_per_node, 2);
-    cr_assert_str_eq(warnings.data, "accepted and not acted on: --gpu-bind, --licenses, "
+    cr_assert_str_eq(warnings.data, "accepted and not acted on: --licenses, "
                                     "--gres-flags, --gres entries other than gpu, --signal=R:\n");
     gs_jobspec_free(s);
+}
+
+/* --gpu-bind reaches the job's srun steps through SLURM_GPU_BIND, as Slurm's does. */
+Test(sbatch_spec, gpu_bind_goes_to_the_steps)
+{
+    struct gs_jobspec *s = spec_of(SHEBANG "#SBATCH --gpus-per-node=4 --gpu-bind=map_gpu:1,0\n");
+
+    cr_assert(has_env(s, "SLURM_GPU_BIND=map_gpu:1,0"));
+    gs_jobspec_free(s);
+    cr_assert_not_null(
+        strstr(fail_of(SHEBANG "#SBATCH --gpu-bind=closet\n"), "--gpu-bind: 'closet' is none of"),
+        "%s", errors.data);
 }
 
 /* ---- arrays and dependencies ---- */

@@ -276,6 +276,22 @@ grep -q "already ended" err.txt || fail "second cancel: $(cat err.txt)"
 p=$(submit ok.toml --hold)
 "$bin/gsched" cancel "$p" || fail "cancel of a pending job failed"
 expect "$p" 'j["state"] == "CANCELLED" and j["start_time_ms"] == 0' "CANCELLED at once, never run"
+# Cancelled the moment it is submitted: each ends CANCELLED, its task killed, wherever the
+# cancel lands (pending, while its start is being stored and before the launch has reached
+# the worker, which gschedd then signals again after the launch, or later). Which of them
+# a run hits is up to timing; the outcome must be the same.
+printf '[run]\ncommand = ["sleep", "300"]\n' > long.toml
+quick=()
+for _ in 1 2 3 4 5 6 7 8; do
+  q=$(submit long.toml)
+  "$bin/gsched" cancel "$q" > /dev/null || fail "cancel right after submit failed"
+  quick+=("$q")
+done
+for q in "${quick[@]}"; do
+  wait_end "$q" 20
+  expect "$q" 'j["state"] == "CANCELLED"' "job $q CANCELLED"
+done
+pgrep -fx "sleep 300" > /dev/null && fail "a task of a job cancelled at submit still runs"
 
 # --- dependencies --------------------------------------------------------------------------
 cat > parent.toml <<EOF

@@ -5,7 +5,8 @@
 # completes, one fails with exit 3, an array of three) are forgotten once past min_job_age
 # and their submit key's hold (60 s: a retried submit must still find its job), which
 # gschedd's log says; `gsched show --json` and `sacct -j` still answer for them with their
-# state and exit code (an array's id brings its elements), `gsched logs` reads their output
+# state and exit code (an array's id brings its elements; their batch steps' lines come
+# from the store too), `gsched logs` reads their output
 # through their node's worker, sacct without -j lists them, and
 # `gsched wait` answers at once with their end.
 # A finished job a held pending job depends on (afterok) stays in memory until that one
@@ -65,8 +66,9 @@ python3 -c 'import json, sys; a, b = (json.loads(x) for x in sys.argv[1:]); sys.
 out=$("$bin/gsched" logs "$bad" 2>&1) || fail "logs of the forgotten $bad: $out"
 case $out in *purge-log-line*) ;; *) fail "logs of the forgotten $bad: $out" ;; esac
 line=$(sacct_line -j "$bad")
-[ "$line" = "$bad|FAILED|3:0" ] || fail "sacct -j $bad: $line"
-lines=$(sacct_line -j "$arr")
+[ "$line" = "$(printf '%s\n' "$bad|FAILED|3:0" "$bad.batch|FAILED|3:0")" ] ||
+  fail "sacct -j $bad: $line"
+lines=$(sacct_line -X -j "$arr")
 [ "$(echo "$lines" | grep -c '|COMPLETED|0:0$')" = 3 ] || fail "sacct -j $arr (an array): $lines"
 all=$(sacct_line -a)
 for j in "$ok" "$bad" "$arr" "$dep"; do
@@ -113,7 +115,8 @@ case $loaded in
 esac
 expect "$bad" 'j["state"] == "FAILED" and j["exit_code"] == 3' "FAILED with exit code 3 after a restart"
 line=$(sacct_line -j "$ok")
-[ "$line" = "$ok|COMPLETED|0:0" ] || fail "sacct -j $ok after a restart: $line"
+[ "$line" = "$(printf '%s\n' "$ok|COMPLETED|0:0" "$ok.batch|COMPLETED|0:0")" ] ||
+  fail "sacct -j $ok after a restart: $line"
 check_logs
 stop_cluster
 echo "$name: passed"

@@ -6,7 +6,7 @@
 # task, step ids counting up), srun's exit status (the worst task's, 128 + signal for a
 # killed one, Slurm's "Exited with exit code" lines), layouts (-n 1, -w, --gpus-per-task)
 # and the ones refused, a signal forwarded to the tasks, srun killed ending its tasks, and
-# srun outside a job or with an unknown option refused.
+# srun outside a job asking for more nodes than there are, or with an unknown option, refused.
 name="srun"
 . "$(dirname "$0")/lib.sh"
 
@@ -39,9 +39,10 @@ batch() {
 }
 
 # --- outside a job, and bad options ---------------------------------------------------------
-(unset SLURM_JOB_ID SLURM_JOBID; srun true) > "$tmp/outside.txt" 2>&1 &&
-  fail "srun outside a job succeeded"
-has "$tmp/outside.txt" '^srun: error: gsched srun runs inside a job allocation \(no SLURM_JOB_ID\); use gsched sbatch$'
+# Outside a job srun asks for an allocation of its own (salloc.sh): one no node holds fails.
+(unset SLURM_JOB_ID SLURM_JOBID; srun -N3 true) > "$tmp/outside.txt" 2>&1 &&
+  fail "srun -N3 outside a job on two nodes succeeded"
+has "$tmp/outside.txt" '^srun: error: Unable to allocate resources: '
 SLURM_JOB_ID=1 srun --no-such-option true > "$tmp/badopt.txt" 2>&1
 [ $? = 1 ] || fail "an unknown option did not exit 1: $(cat "$tmp/badopt.txt")"
 has "$tmp/badopt.txt" "^srun: error: unrecognized option '--no-such-option'\$"
@@ -156,6 +157,19 @@ has "$tmp/cancel.err" '^srun: error: '
 gate held
 wait_end "$id" 20 || true
 [ "$(job_state "$id")" = CANCELLED ] || fail "held job: $(jq "$id" 'j')"
+
+# --- the batch shell ends under a running step: the step's tasks end with the job ---------
+printf '#!/bin/bash\n#SBATCH -N 2\nsrun bash -c %s &\n%s\n' \
+  "'echo \$\$ > $tmp/left.\$SLURM_PROCID; echo \$\$ >> $tmp/tasks.pids; sleep 60'" \
+  "i=0; until [ -s $tmp/left.0 ] && [ -s $tmp/left.1 ] || [ \$i -ge 400 ]; do sleep 0.05; i=\$((i+1)); done" \
+  > "$work/leaves.sh"
+id=$(sbatch --parsable "$work/leaves.sh") || fail "sbatch leaves.sh"
+wait_end "$id" 30 || fail "leaves.sh: $(jq "$id" 'j')"
+for r in 0 1; do
+  [ -s "$tmp/left.$r" ] || fail "the background step's task $r never started"
+  wait_for "step task $r (pid $(cat "$tmp/left.$r")) to end with its job" 20 \
+    bash -c "! kill -0 $(cat "$tmp/left.$r") 2>/dev/null"
+done
 
 check_logs
 echo "$name: all checks passed"

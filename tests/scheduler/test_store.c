@@ -1,6 +1,7 @@
 /*
  * test_store.c: the scheduler's SQLite state survives close and reopen, rolls back what was
- * not committed, and refuses a database of another schema version.
+ * not committed, and refuses a database of another schema version; job steps' rows (sacct)
+ * round-trip, srun steps still running end at a restart, and an older database gains them.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -339,4 +340,107 @@ Test(store, the_database_is_readable_by_its_owner_only)
     reopen();
     cr_assert_eq(stat(store_path, &st), 0);
     cr_assert_eq(st.st_mode & 0777, 0600, "mode %o", st.st_mode & 0777);
+}
+
+/* --- step rows (sacct's JOB.batch, JOB.0, ...) ----------------------------------------- */
+
+static struct sched_step_row step_row(uint64_t job_id, uint32_t step, int state)
+{
+    return (struct sched_step_row){.job_id = job_id,
+                                   .step = step,
+                                   .attempt = 2,
+                                   .name = step == 0 ? "batch" : "python3",
+                                   .nodelist = "node[1-2]",
+                                   .nnodes = 2,
+                                   .ntasks = 4,
+                                   .state = state,
+                                   .exit_code = 3,
+                                   .signaled = true,
+                                   .term_signal = 9,
+                                   .start_ms = 1764683000000ULL,
+                                   .end_ms = 1764683005000ULL,
+                                   .max_rss_kib = 51234,
+                                   .max_rss_node = "node2",
+                                   .max_rss_task = 3,
+                                   .cpu_ms = 12345};
+}
+
+/* Each row as "job.step:name:state:end_ms:rss@node/task;" */
+static int describe_step(const struct sched_step_row *r, void *data)
+{
+    struct gs_buf *b = data;
+
+    cr_assert_eq(r->attempt, 2);
+    cr_assert_str_eq(r->nodelist, "node[1-2]");
+    cr_assert_eq(r->nnodes, 2);
+    cr_assert_eq(r->ntasks, 4);
+    cr_assert_eq(r->exit_code, 3);
+    cr_assert(r->signaled);
+    cr_assert_eq(r->term_signal, 9);
+    cr_assert_eq(r->start_ms, 1764683000000ULL);
+    cr_assert_eq(r->cpu_ms, 12345);
+    return gs_buf_printf(b, "%llu.%u:%s:%d:%llu:%llu@%s/%u;", (unsigned long long)r->job_id,
+                         r->step, r->name, r->state, (unsigned long long)r->end_ms,
+                         (unsigned long long)r->max_rss_kib, r->max_rss_node, r->max_rss_task);
+}
+
+Test(store, step_rows_round_trip_by_job_range_and_replace_by_step)
+{
+    struct sched_step_row a = step_row(7, 0, 3), b = step_row(7, 1, 2), c = step_row(9, 1, 4);
+    struct gs_buf out = GS_BUF_INIT;
+
+    cr_assert_eq(sched_store_put_step(store, &c), 0);
+    cr_assert_eq(sched_store_put_step(store, &b), 0);
+    cr_assert_eq(sched_store_put_step(store, &a), 0);
+    b.state = 4; /* the step ended: its row is written again */
+    cr_assert_eq(sched_store_put_step(store, &b), 0);
+    reopen();
+    cr_assert_eq(sched_store_load_steps_range(store, 7, 8, describe_step, &out), 0);
+    cr_assert_str_eq(out.data, "7.0:batch:3:1764683005000:51234@node2/3;"
+                               "7.1:python3:4:1764683005000:51234@node2/3;");
+    gs_buf_reset(&out);
+    cr_assert_eq(sched_store_load_steps_range(store, 0, UINT64_MAX, describe_step, &out), 0);
+    cr_assert_not_null(strstr(out.data, "9.1:python3:4:"), "%s", out.data);
+    gs_buf_release(&out);
+}
+
+Test(store, running_srun_steps_end_at_a_restart_and_batch_steps_run_on)
+{
+    struct sched_step_row batch = step_row(7, 0, 2), srun = step_row(7, 1, 2);
+    struct sched_step_row done = step_row(7, 2, 3);
+    struct gs_buf out = GS_BUF_INIT;
+
+    cr_assert_eq(sched_store_put_step(store, &batch), 0);
+    cr_assert_eq(sched_store_put_step(store, &srun), 0);
+    cr_assert_eq(sched_store_put_step(store, &done), 0);
+    cr_assert_eq(sched_store_end_running_steps(store, 5, 1764683009000ULL), 0);
+    cr_assert_eq(sched_store_load_steps_range(store, 7, 7, describe_step, &out), 0);
+    cr_assert_str_eq(out.data, "7.0:batch:2:1764683005000:51234@node2/3;"
+                               "7.1:python3:5:1764683009000:51234@node2/3;"
+                               "7.2:python3:3:1764683005000:51234@node2/3;");
+    gs_buf_release(&out);
+}
+
+Test(store, a_version_5_database_gains_the_steps_table)
+{
+    struct sched_step_row r = step_row(3, 1, 3);
+    struct gs_buf out = GS_BUF_INIT;
+    sqlite3 *db;
+
+    sched_store_close(store);
+    store = NULL;
+    /* What gschedd before schema 6 left: no steps table, version 5. */
+    cr_assert_eq(sqlite3_open(store_path, &db), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(db,
+                              "DROP TABLE steps; UPDATE meta SET value = '5' WHERE key = "
+                              "'schema_version'",
+                              NULL, NULL, NULL),
+                 SQLITE_OK);
+    sqlite3_close(db);
+    reopen();
+    cr_assert_eq(sched_store_put_step(store, &r), 0);
+    reopen();
+    cr_assert_eq(sched_store_load_steps_range(store, 3, 3, describe_step, &out), 0);
+    cr_assert_str_eq(out.data, "3.1:python3:3:1764683005000:51234@node2/3;");
+    gs_buf_release(&out);
 }

@@ -3,7 +3,8 @@
  * their code and reason, cancel sends SIGTERM then SIGKILL after the grace period, time
  * limits end tasks, leftovers of a finished task are killed, and closing leaks nothing.
  * Tasks are keyed (job, step, rank): the same rank runs in two steps at once and each is
- * signalled apart; captured output arrives, in order, before the exit; the --signal warning
+ * signalled apart; captured output arrives, in order, before the exit; input reaches a
+ * task's stdin (or its pseudo-terminal) and is bounded; the --signal warning
  * comes before the time limit, to the group or to the main process only; a file handed over
  * is removed when the task ends. A new time limit (scontrol update on a running job) moves
  * the timers: past already, the task ends at once; longer, it runs on; 0, without one; from
@@ -321,6 +322,53 @@ Test(tasks, captured_output_comes_in_order_and_ends_before_the_exit)
     cr_assert_str_eq(output[1][WRK_STREAM_STDERR], "err1\n");
     cr_assert_eq(eofs_at_exit[1][WRK_STREAM_STDOUT], 1, "stdout ended before the exit");
     cr_assert_eq(eofs_at_exit[1][WRK_STREAM_STDERR], 1, "stderr ended before the exit");
+}
+
+Test(tasks, input_reaches_stdin_and_its_end_closes_it)
+{
+    struct wrk_task_opts opts = {.capture = true, .input = true};
+    struct wrk_task_id id = {.job_id = 21, .step = 1, .rank = 0};
+    struct wrk_task_id other = {.job_id = 21, .step = 1, .rank = 1};
+
+    start_opts(21, 1, 0, "cat; echo done", &opts);
+    cr_assert_eq(wrk_tasks_input(tasks, &id, "abc\n", 4, false), 0);
+    cr_assert_eq(wrk_tasks_input(tasks, &id, "de", 2, true), 0);
+    cr_assert_eq(wrk_tasks_input(tasks, &id, "f", 1, false), -ENOENT, "after its end");
+    cr_assert_eq(wrk_tasks_input(tasks, &other, "x", 1, false), -ENOENT, "no such task");
+    run_until_exits(1);
+    cr_assert_eq(exits[0].exit_code, 0);
+    cr_assert_str_eq(output[1][WRK_STREAM_STDOUT], "abc\ndedone\n", "cat's, then the echo");
+}
+
+Test(tasks, input_beyond_what_is_held_unread_is_refused)
+{
+    struct wrk_task_opts opts = {.capture = true, .input = true};
+    struct wrk_task_id id = {.job_id = 22, .step = 1, .rank = 0};
+    char *big = calloc(WRK_TASKS_INPUT_MAX + 1, 1);
+
+    cr_assert_not_null(big);
+    start_opts(22, 1, 0, "sleep 30", &opts);
+    cr_assert_eq(wrk_tasks_input(tasks, &id, big, WRK_TASKS_INPUT_MAX + 1, false), -ENOBUFS);
+    cr_assert_eq(wrk_tasks_input(tasks, &id, big, 10, false), 0);
+    free(big);
+    cr_assert_eq(wrk_tasks_kill(tasks, whole_job(22), WRK_END_CANCELLED), 1);
+    run_until_exits(1);
+}
+
+Test(tasks, pty_task_has_a_terminal_of_the_given_size)
+{
+    struct wrk_task_opts opts = {.capture = true, .pty = true, .pty_rows = 24, .pty_cols = 91};
+    struct wrk_task_id id = {.job_id = 23, .step = 1, .rank = 0};
+
+    start_opts(23, 1, 0, "test -t 0 && test -t 1 && test -t 2 && stty size; read x; echo got $x",
+               &opts);
+    cr_assert_eq(wrk_tasks_input(tasks, &id, "hi\n", 3, true), 0, "a terminal stays open");
+    run_until_exits(1);
+    cr_assert_eq(exits[0].exit_code, 0);
+    cr_assert_not_null(strstr(output[1][WRK_STREAM_STDOUT], "24 91"), "%s",
+                       output[1][WRK_STREAM_STDOUT]);
+    cr_assert_not_null(strstr(output[1][WRK_STREAM_STDOUT], "got hi"), "%s",
+                       output[1][WRK_STREAM_STDOUT]);
 }
 
 Test(tasks, large_output_is_cut_into_chunks)
