@@ -126,7 +126,7 @@ PY
   # node, with the daemons mpirun loses): nothing of the job stays behind on the machine.
   wait_for "the first attempt's ranks to end" 30 eval "! pgrep -f -- '--out_dir=$out' >/dev/null"
   # Started again as `up` started it, the worker's node takes jobs again.
-  setsid "${victim_cmd[@]}" >> "$state/$victim.log" 2>&1 < /dev/null &
+  respawn "$victim" "${victim_cmd[@]}" >> "$state/$victim.log" 2>&1 < /dev/null &
   extra_pids+=("$!")
   echo "$!" > "$state/$victim.pid"
   wait_for "$victim back" 15 eval "\"$bin/gsched\" nodes --json $victim | python3 -c 'import json,sys; sys.exit(json.load(sys.stdin)[0][\"state\"] != \"up\")'"

@@ -176,7 +176,7 @@ expect "$twice" "j['restart_count'] == 1 and j['allocation'][0]['node_name'] == 
 # worker ends them from its task ledger before it registers.
 orphan=$(awk '/^start/ {print $2; exit}' "$tmp/once.log")
 pid_alive "$orphan" || fail "once's task (pid $orphan) did not outlive its worker"
-setsid "${lost_cmd[@]}" </dev/null >>"$state/$lost.log" 2>&1 &
+respawn "$lost" "${lost_cmd[@]}" </dev/null >>"$state/$lost.log" 2>&1 &
 echo $! > "$state/$lost.pid"
 wait_for "the restarted worker to end once's task (pid $orphan)" 10 eval "! pid_alive $orphan"
 grep -q "leftover task of a previous worker ended" "$state/$lost.log" || fail "no ledger sweep logged"

@@ -280,7 +280,7 @@ expect "$p" 'j["state"] == "CANCELLED" and j["start_time_ms"] == 0' "CANCELLED a
 # cancel lands (pending, while its start is being stored and before the launch has reached
 # the worker, which gschedd then signals again after the launch, or later). Which of them
 # a run hits is up to timing; the outcome must be the same.
-printf '[run]\ncommand = ["sleep", "300"]\n' > long.toml
+printf '[run]\ncommand = ["sleep", "300.%s"]\n' $$ > long.toml
 quick=()
 for _ in 1 2 3 4 5 6 7 8; do
   q=$(submit long.toml)
@@ -291,7 +291,7 @@ for q in "${quick[@]}"; do
   wait_end "$q" 20
   expect "$q" 'j["state"] == "CANCELLED"' "job $q CANCELLED"
 done
-pgrep -fx "sleep 300" > /dev/null && fail "a task of a job cancelled at submit still runs"
+pgrep -fx "sleep 300.$$" > /dev/null && fail "a task of a job cancelled at submit still runs"
 
 # --- dependencies --------------------------------------------------------------------------
 cat > parent.toml <<EOF

@@ -92,6 +92,24 @@ skip() {
   exit 77
 }
 
+# respawn NODE COMMAND...: starts a killed daemon of NODE again from its command line, in
+# a session of its own, as `gsched up` started it: on a --netns cluster in that node's
+# network namespace, with a UTS namespace of its own named NODE and a mount namespace that
+# sees the cluster's hosts file as /etc/hosts. Run it in the background (respawn ... &):
+# the subshell and each program exec the next, so $! is the daemon's pid.
+respawn() {
+  local node=$1 tag
+  shift
+  if [ "${GSCHED_TEST_NETNS:-0}" = 1 ] && [ -f "$state/netns" ]; then
+    tag=$(awk '$1 == "tag" { print $2 }' "$state/netns")
+    exec setsid nsenter --net="/run/netns/gsched-$tag-$node" unshare --uts --mount --propagation slave \
+      sh -c 'hostname "$1" && mount --bind "$2" /etc/hosts && shift 2 && exec "$@"' \
+      sh "$node" "$state/hosts" "$@"
+  else
+    exec setsid "$@"
+  fi
+}
+
 # node_addr NODE: the address a node's tasks have (MASTER_ADDR when it is the first):
 # 127.0.0.1 on a plain local cluster, its own with --netns (the cluster's hosts file).
 node_addr() {
