@@ -32,6 +32,7 @@
 #include "cli/commands.h"
 #include "common/buf.h"
 #include "common/hostlist.h"
+#include "slurm/commands.h"
 
 /* Rank variables of the rsh step's one task, wrong for the ranks its daemon starts. */
 #define RSH_UNSET "unset RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE SLURM_PROCID SLURM_LOCALID; "

@@ -23,10 +23,10 @@
 #include "cli/job_json.h"
 #include "cli/job_print.h"
 #include "cli/jobcmd.h"
-#include "cli/slurm_fmt.h"
 #include "cli/table.h"
 #include "common/clock.h"
 #include "common/units.h"
+#include "slurm/slurm_fmt.h"
 
 #define MAX_STATES 16
 

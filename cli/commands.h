@@ -1,7 +1,7 @@
 /*
  * commands.h: the gsched subcommands. Each takes the arguments after "gsched" (argv[0] is
  * the subcommand's name) and returns the process exit status: 0 done, 1 the action failed,
- * 2 bad usage.
+ * 2 bad usage. The Slurm commands (squeue, sbatch, srun, ...) are slurm/commands.h's.
  */
 #ifndef GS_CLI_COMMANDS_H
 #define GS_CLI_COMMANDS_H
@@ -23,25 +23,14 @@ int cli_cmd_down(int argc, char **argv);
 int cli_cmd_place(int argc, char **argv);
 int cli_cmd_shard(int argc, char **argv);
 int cli_cmd_data(int argc, char **argv);
-int cli_cmd_scontrol(int argc, char **argv);
-int cli_cmd_squeue(int argc, char **argv);
-int cli_cmd_sinfo(int argc, char **argv);
-int cli_cmd_sacct(int argc, char **argv);
-int cli_cmd_sstat(int argc, char **argv);
-int cli_cmd_sprio(int argc, char **argv);
-int cli_cmd_sshare(int argc, char **argv);
 int cli_cmd_simulate(int argc, char **argv);
-int cli_cmd_scancel(int argc, char **argv);
-int cli_cmd_sbatch(int argc, char **argv);
-int cli_cmd_srun(int argc, char **argv);
-int cli_cmd_salloc(int argc, char **argv);
 int cli_cmd_mpirun(int argc, char **argv);
 int cli_cmd_rsh(int argc, char **argv);
 int cli_cmd_kv(int argc, char **argv);
 int cli_cmd_seff(int argc, char **argv);
 int cli_cmd_top(int argc, char **argv);
 
-/* Prints "gsched CMD: message (see gsched --help)" and returns 2. */
+/* Prints "gsched CMD: message (see gsched --help)" and returns 2 (jobcmd.c, in gs_client). */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Reads a file ("-" for standard input); prints the reason on failure. */

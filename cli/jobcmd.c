@@ -2,11 +2,13 @@
  * jobcmd.c: what the job subcommands share (see jobcmd.h). cli_request (client.c) already
  * reports unreachable daemons and ErrorReplies, details included; this adds the check that
  * the answer is the one asked for, which each command would otherwise repeat, and the
- * SubmitRequest that `gsched submit` and `sbatch` both send.
+ * SubmitRequest that `gsched submit` and `sbatch` both send; and cli_usage_error, the
+ * usage message of every gsched subcommand (commands.h).
  */
 #include "cli/jobcmd.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +23,18 @@
 
 /* How long a submit keeps trying after gschedd went away mid-request (it may be restarting). */
 #define SUBMIT_RETRY_MS 30000
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "gsched %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, " (see gsched --help)\n");
+    return 2;
+}
 
 int cli_call(const char *socket_path, Gs__Envelope *req, Gs__Envelope__BodyCase want,
              Gs__Envelope **ret_reply)

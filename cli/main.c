@@ -4,11 +4,11 @@
  * the scheduler gains them. Exit codes: 0 success, 1 the requested action failed, 2 bad
  * usage.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/commands.h"
+#include "slurm/commands.h"
 #include "gsched_config.h"
 
 static const char usage_text[] =
@@ -105,18 +105,6 @@ static const struct command commands[] = {
     {"rsh", cli_cmd_rsh},     {"kv", cli_cmd_kv},           {"top", cli_cmd_top},
     {"data", cli_cmd_data},
 };
-
-int cli_usage_error(const char *cmd, const char *fmt, ...)
-{
-    va_list ap;
-
-    fprintf(stderr, "gsched %s: ", cmd);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, " (see gsched --help)\n");
-    return 2;
-}
 
 static void print_version(void)
 {

@@ -8,6 +8,7 @@
  */
 #include "common/jobspec.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +16,6 @@
 
 #include "common/error.h"
 #include "common/jobspec_data.h"
-#include "common/sbatch.h"
 #include "common/schema.h"
 #include "common/toml.h"
 #include "common/units.h"
@@ -264,6 +264,23 @@ const char *gs_jobspec_bad_placeholder(const char *pattern)
         if (p[1] == '\0' || strchr("jtnxu%", p[1]) == NULL)
             return p;
         p++;
+    }
+    return NULL;
+}
+
+/* sbatch's patterns (slurm/sbatch.c) also take %J %A %a %N and widths ("%4a"). */
+const char *gs_jobspec_slurm_bad_placeholder(const char *pattern)
+{
+    for (const char *p = pattern; *p != '\0'; p++) {
+        const char *pct = p;
+
+        if (*p != '%')
+            continue;
+        p++;
+        while (isdigit((unsigned char)*p))
+            p++;
+        if (*p == '\0' || strchr("jJAaxNntu%", *p) == NULL)
+            return pct;
     }
     return NULL;
 }
@@ -713,7 +730,8 @@ uint32_t gs_jobspec_node_tasks(const struct gs_jobspec *s, uint32_t node)
 
 static const char *bad_placeholder(const struct gs_jobspec *s, const char *pattern)
 {
-    return s->slurm ? gs_sbatch_bad_placeholder(pattern) : gs_jobspec_bad_placeholder(pattern);
+    return s->slurm ? gs_jobspec_slurm_bad_placeholder(pattern)
+                    : gs_jobspec_bad_placeholder(pattern);
 }
 
 /* The fields only sbatch sets: names of nodes, the array, the warning signal. */

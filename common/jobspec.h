@@ -219,6 +219,11 @@ bool gs_jobspec_word_ok(const char *word);
 bool gs_jobspec_env_name_ok(const char *name, size_t len);
 /* The first '%' of an output pattern that is not %j %t %n %x %u %%, or NULL. */
 const char *gs_jobspec_bad_placeholder(const char *pattern);
+/*
+ * The same for a Slurm job (spec->slurm, sbatch's patterns): the first '%' that is not
+ * %j %J %A %a %x %N %n %t %u or %%, each optionally zero-padded to a width ("%4a"), or NULL.
+ */
+const char *gs_jobspec_slurm_bad_placeholder(const char *pattern);
 
 /* What the placeholders of an output pattern stand for, for one task. */
 struct gs_pattern_vars {

@@ -335,6 +335,17 @@ Test(jobspec, output_patterns_expand_every_placeholder)
     cr_assert_eq(gs_jobspec_expand_pattern("trailing-%", &v, &errors), -EINVAL);
 }
 
+Test(jobspec, slurm_patterns_take_sbatch_placeholders_and_widths)
+{
+    const char *q = "out.%q", *end = "out%", *gsched_only = "%A.%4a";
+
+    cr_assert_null(gs_jobspec_slurm_bad_placeholder("plain"));
+    cr_assert_null(gs_jobspec_slurm_bad_placeholder("%A_%4a.%N.%n.%t.%u.%J%%.%x-%j"));
+    cr_assert_eq(gs_jobspec_slurm_bad_placeholder(q), q + 4);
+    cr_assert_eq(gs_jobspec_slurm_bad_placeholder(end), end + 3);
+    cr_assert_eq(gs_jobspec_bad_placeholder(gsched_only), gsched_only);
+}
+
 Test(jobspec, placement_gpu_affinity)
 {
     struct gs_jobspec *spec = parse_ok("[run]\ncommand = [\"true\"]\n");

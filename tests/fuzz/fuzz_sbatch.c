@@ -1,8 +1,8 @@
 /*
  * fuzz_sbatch.c: libFuzzer harness for Slurm batch scripts, along the path `gsched sbatch`
- * takes (cli/cmd_sbatch.c): gs_sbatch_script_index() and gs_sbatch_parse() read the command
- * line and the script's #SBATCH lines (common/sbatch.h), gs_sbatch_to_jobspec() makes the
- * job (common/sbatch_spec.h, which runs gs_jobspec_check), and --test-only shows it with
+ * takes (slurm/cmd_sbatch.c): gs_sbatch_script_index() and gs_sbatch_parse() read the command
+ * line and the script's #SBATCH lines (slurm/sbatch.h), gs_sbatch_to_jobspec() makes the
+ * job (slurm/sbatch_spec.h, which runs gs_jobspec_check), and --test-only shows it with
  * gs_sbatch_show() in both formats; gs_sbatch_to_kv() is the parsed request's own view.
  *
  * Input: when it holds a NUL, the bytes before the first NUL are the command line, one
@@ -19,8 +19,8 @@
 
 #include "common/buf.h"
 #include "common/jobspec.h"
-#include "common/sbatch.h"
-#include "common/sbatch_spec.h"
+#include "slurm/sbatch.h"
+#include "slurm/sbatch_spec.h"
 
 #define MAX_ARGS 16
 

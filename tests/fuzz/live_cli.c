@@ -13,10 +13,10 @@
 #include <string.h>
 
 #include "common/jobspec.h"
-#include "common/sbatch.h"
-#include "common/sbatch_spec.h"
 #include "proto/jobspec.h"
 #include "tests/fuzz/live.h"
+#include "slurm/sbatch.h"
+#include "slurm/sbatch_spec.h"
 
 static uint64_t some_job(struct lf_run *run, struct lf_rng *r)
 {

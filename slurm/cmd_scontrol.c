@@ -1,0 +1,875 @@
+/*
+ * cmd_scontrol.c: `scontrol` (also `gsched scontrol`), the parts of Slurm's scontrol that
+ * job scripts and operators use:
+ *
+ *     scontrol show hostnames [LIST]     a hostlist (default $SLURM_JOB_NODELIST), one per line
+ *     scontrol show job [ID]             Slurm's Key=Value block per job (ID: 42, 123, 123_4)
+ *     scontrol show partition [NAME]     per partition
+ *     scontrol show node [NAME]          per node ("nodes" too)
+ *     scontrol hold|release IDS          keep pending jobs from starting / let them start
+ *     scontrol requeue|requeuehold IDS   end running jobs and queue them again (held)
+ *     scontrol update NodeName=LIST State=DRAIN Reason=TEXT | State=RESUME
+ *                                        take nodes out of service and back (root)
+ *     scontrol update JobId=ID Priority=|Nice=|TimeLimit=|Partition=|Dependency=
+ *                                        change a pending job, or a running
+ *                                        job's TimeLimit (scontrol_update.c)
+ *     scontrol show reservation [NAME]   Slurm's record per advance reservation ("res" too)
+ *     scontrol create reservation KEY=VALUE...    (root) StartTime= EndTime=|Duration=
+ *                                        Nodes= Users=|Accounts= [ReservationName=]
+ *     scontrol update ReservationName=NAME KEY=VALUE...   (root; scontrol_update.c)
+ *     scontrol delete ReservationName=NAME | delete reservation NAME   (root)
+ *
+ * `-o`/`--oneliner` before the command puts each record on one line, as Slurm's; --socket
+ * PATH is gsched's. The hostnames expansion needs no daemon: the way multi-node torchrun
+ * scripts pick their rendezvous host
+ * (`head=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)`). Records are
+ * separated by a blank line, continuation lines indented by three blanks, as in Slurm.
+ * Every failure exits 1 ("scontrol: error: ..."), as in Slurm. Reservations' words are read
+ * and their records laid out by scontrol_resv.c; the exchange is scontrol_update.h's.
+ */
+#include "slurm/commands.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cli/client.h"
+#include "cli/job_print.h"
+#include "common/clock.h"
+#include "common/hostlist.h"
+#include "common/jobspec.h"
+#include "slurm/scontrol_resv.h"
+#include "slurm/scontrol_update.h"
+#include "slurm/slurm_cmd.h"
+#include "slurm/slurm_fmt.h"
+
+#define CMD "scontrol"
+
+struct scontrol {
+    const char *socket_opt;
+    bool oneliner;
+};
+
+static int show_hostnames(int argc, char **argv)
+{
+    const char *list = argc > 0 ? argv[0] : getenv("SLURM_JOB_NODELIST");
+    struct gs_error err;
+    char **names = NULL;
+    size_t n = 0;
+
+    if (argc > 1)
+        return slurm_error(CMD, "show hostnames takes one hostlist, not '%s'", argv[1]);
+    if (list == NULL)
+        list = getenv("GSCHED_NODELIST");
+    if (list == NULL)
+        return slurm_error(CMD, "no hostlist given and SLURM_JOB_NODELIST is not set");
+    gs_error_clear(&err);
+    if (gs_hostlist_expand(list, &names, &n, &err) < 0)
+        return slurm_error(CMD, "hostlist '%s', column %d: %s", list, err.col, err.msg);
+    for (size_t i = 0; i < n; i++)
+        printf("%s\n", names[i]);
+    gs_hostlist_free(names);
+    return fflush(stdout) == 0 ? 0 : 1;
+}
+
+/* --- Key=Value records ------------------------------------------------------------------- */
+
+/* Starts a continuation line, or a blank in one-line mode. */
+static int next_line(const struct scontrol *sc, struct gs_buf *out)
+{
+    return gs_buf_append_str(out, sc->oneliner ? " " : "\n   ");
+}
+
+static int end_record(const struct scontrol *sc, struct gs_buf *out)
+{
+    return gs_buf_append_str(out, sc->oneliner ? "\n" : "\n\n");
+}
+
+static const char *or_null(const char *s)
+{
+    return s != NULL && s[0] != '\0' ? s : "(null)";
+}
+
+static int put_user(struct gs_buf *out, const Gs__UserIdentity *u)
+{
+    struct group *gr;
+    int rc;
+
+    if (u == NULL)
+        return gs_buf_append_str(out, "UserId=(null) GroupId=(null)");
+    if (u->username != NULL && u->username[0] != '\0')
+        rc = gs_buf_printf(out, "UserId=%s(%u)", u->username, u->uid);
+    else
+        rc = gs_buf_printf(out, "UserId=%u(%u)", u->uid, u->uid);
+    gr = getgrgid(u->gid);
+    if (rc == 0 && gr != NULL)
+        rc = gs_buf_printf(out, " GroupId=%s(%u)", gr->gr_name, u->gid);
+    else if (rc == 0)
+        rc = gs_buf_printf(out, " GroupId=%u(%u)", u->gid, u->gid);
+    return rc;
+}
+
+/*
+ * Slurm's dependency words, common/jobspec.h's names: the wire's types are those plus one (0
+ * unspecified), as proto/jobspec.c reads them. Anything else shows as Slurm's default.
+ */
+static const char *dep_name(Gs__DependencyType t)
+{
+    int type = (int)t - 1;
+
+    if (type < GS_DEP_AFTER || type > GS_DEP_AFTERANY)
+        return "afterany";
+    return gs_dep_type_name((enum gs_dep_type)type);
+}
+
+static int put_dependency(struct gs_buf *out, const Gs__JobSpec *spec)
+{
+    int rc = gs_buf_append_str(out, "Dependency=");
+
+    if (spec == NULL || (spec->n_depends_on == 0 && !spec->singleton))
+        return rc == 0 ? gs_buf_append_str(out, "(null)") : rc;
+    for (size_t i = 0; rc == 0 && i < spec->n_depends_on; i++) {
+        const Gs__Dependency *d = spec->depends_on[i];
+
+        rc = gs_buf_printf(out, "%s%s:%llu",
+                           i == 0              ? ""
+                           : spec->depends_any ? "?"
+                                               : ",",
+                           dep_name(d->type), (unsigned long long)d->job_id);
+        if (rc == 0 && d->delay_min > 0)
+            rc = gs_buf_printf(out, "+%u", d->delay_min);
+    }
+    if (rc == 0 && spec->singleton)
+        rc = gs_buf_printf(out, "%ssingleton", spec->n_depends_on > 0 ? "," : "");
+    return rc;
+}
+
+static int put_job(const struct scontrol *sc, struct gs_buf *out, const Gs__JobInfo *job,
+                   uint64_t now_ms)
+{
+    const Gs__JobSpec *spec = job->spec;
+    const Gs__RunSpec *run = spec != NULL ? spec->run : NULL;
+    const Gs__Resources *r = job->resources;
+    bool pending = job->state == GS__JOB_STATE__JOB_STATE_PENDING ||
+                   job->state == GS__JOB_STATE__JOB_STATE_REQUEUED;
+    uint64_t limit = r != NULL ? r->time_limit_s : 0, start;
+    uint64_t elapsed = cli_job_elapsed_s(job->state, job->start_time_ms, job->end_time_ms, now_ms);
+    uint32_t cpt = 1;
+    char a[48], b[48], reason[64];
+    int rc;
+
+    rc = gs_buf_printf(out, "JobId=%llu", (unsigned long long)job->job_id);
+    if (rc == 0 && job->array_job_id != 0)
+        rc = gs_buf_printf(out, " ArrayJobId=%llu ArrayTaskId=%u",
+                           (unsigned long long)job->array_job_id, job->array_task_id);
+    if (rc == 0)
+        rc = gs_buf_printf(out, " JobName=%s", job->name != NULL ? job->name : "");
+    if (rc == 0)
+        rc = next_line(sc, out);
+    if (rc == 0)
+        rc = put_user(out, job->user);
+    if (rc == 0)
+        rc = gs_buf_append_str(out, " MCS_label=N/A");
+    if (rc == 0)
+        rc = next_line(sc, out);
+    if (rc == 0)
+        rc = gs_buf_printf(out, "Priority=%d Nice=%d Account=%s QOS=%s", job->priority,
+                           job->spec != NULL ? job->spec->nice : 0, or_null(job->account),
+                           or_null(job->qos));
+    if (rc == 0)
+        rc = next_line(sc, out);
+    if (rc == 0)
+        rc = gs_buf_printf(out, "JobState=%s Reason=%s ", slurm_state_name(job->state),
+                           slurm_reason(job, reason, sizeof(reason)));
+    if (rc == 0)
+        rc = put_dependency(out, spec);
+    if (rc == 0)
+        rc = next_line(sc, out);
+    if (rc == 0)
+        rc =
+            gs_buf_printf(out, "Requeue=1 Restarts=%u BatchFlag=%d Reboot=0 ExitCode=%d:%u",
+                          job->restart_count, run != NULL && run->batch ? 1 : 0,
+                          job->signaled ? 0 : job->exit_code, job->signaled ? job->term_signal : 0);
+    if (rc == 0)
+        rc = next_line(sc, out);
+    if (rc == 0)
+        rc = gs_buf_printf(
+            out, "RunTime=%s TimeLimit=%s TimeMin=", slurm_fmt_secs_long(elapsed, a, sizeof(a)),
+            slurm_fmt_limit(limit, true, "UNLIMITED", b, sizeof(b)));
+    if (rc == 0)
+        rc = gs_buf_append_str(out, r != NULL && r->time_min_s > 0
+                                        ? slurm_fmt_secs_long(r->time_min_s, a, sizeof(a))
+                                        : "N/A");
+    if (rc == 0)
+        rc = next_line(sc, out);
+    if (rc == 0)
+        rc = gs_buf_printf(out, "SubmitTime=%s EligibleTime=%s",
+                           slurm_fmt_date(job->submit_time_ms, "Unknown", a, sizeof(a)),
+                           slurm_fmt_date(job->submit_time_ms, "Unknown", b, sizeof(b)));
+    start = pending ? job->expected_start_ms : job->start_time_ms;
+    if (rc == 0)
+        rc = next_line(sc, out);
+    if (rc == 0)
+        rc = gs_buf_printf(out, "StartTime=%s EndTime=%s Deadline=N/A",
+                           slurm_fmt_date(start, "Unknown", a, sizeof(a)),
+                           slurm_fmt_date(slurm_job_end_ms(job), "Unknown", b, sizeof(b)));
+    if (rc == 0)
+        rc = next_line(sc, out);
+    if (rc == 0)
+        rc = gs_buf_printf(out, "Partition=%s", or_null(job->partition));
+    if (rc == 0 && spec != NULL && spec->reservation != NULL && spec->reservation[0] != '\0')
+        rc = gs_buf_printf(out, " Reservation=%s", spec->reservation); /* only when it has one */
+    if (rc == 0)
+        rc = next_line(sc, out);
+    if (rc == 0)
+        rc = gs_buf_append_str(out, "NodeList=");
+    if (rc == 0 && job->n_allocation > 0)
+        rc = slurm_alloc_hostlist(out, job->allocation, job->n_allocation);
+    else if (rc == 0)
+        rc = gs_buf_append_str(out, "(null)");
+    if (rc == 0 && job->n_allocation > 0) {
+        rc = next_line(sc, out);
+        if (rc == 0)
+            rc = gs_buf_printf(out, "BatchHost=%s", job->allocation[0]->node_name);
+    }
+    if (r != NULL && r->cpus_case == GS__RESOURCES__CPUS_CPUS_PER_TASK && r->cpus_per_task > 0)
+        cpt = r->cpus_per_task;
+    else if (job->ntasks > 0 && job->ncpus % job->ntasks == 0 && job->ncpus > 0)
+        cpt = job->ncpus / job->ntasks;
+    if (rc == 0)
+        rc = next_line(sc, out);
+    if (rc == 0)
+        rc = gs_buf_printf(out, "NumNodes=%u NumCPUs=%u NumTasks=%u CPUs/Task=%u",
+                           slurm_job_nodes(job), job->ncpus, job->ntasks, cpt);
+    if (rc == 0)
+        rc = next_line(sc, out);
+    if (rc == 0)
+        rc = gs_buf_append_str(out, "ReqTRES=");
+    if (rc == 0)
+        rc = slurm_job_tres(out, job);
+    if (rc == 0)
+        rc = next_line(sc, out);
+    if (rc == 0)
+        rc = gs_buf_append_str(out, "AllocTRES=");
+    if (rc == 0 && job->n_allocation > 0)
+        rc = slurm_job_tres(out, job);
+    if (rc == 0)
+        rc = next_line(sc, out);
+    /* A batch job's Command= is its script's path, as Slurm prints it; --wrap has none. */
+    if (rc == 0)
+        rc = gs_buf_append_str(out, "Command=");
+    if (rc == 0 && run != NULL && run->batch && spec->source != NULL && spec->source[0] != '\0')
+        rc = gs_buf_append_str(out, spec->source);
+    else if (rc == 0 && run != NULL && !run->batch && run->n_argv > 0)
+        rc = cli_argv_join(out, run->argv, run->n_argv);
+    else if (rc == 0)
+        rc = gs_buf_append_str(out, "(null)");
+    if (rc == 0)
+        rc = next_line(sc, out);
+    if (rc == 0)
+        rc = gs_buf_printf(out, "WorkDir=%s",
+                           or_null(job->workdir != NULL && job->workdir[0] != '\0' ? job->workdir
+                                   : run != NULL                                   ? run->workdir
+                                                                                   : NULL));
+    if (rc == 0) {
+        const char *so = job->stdout_path != NULL && job->stdout_path[0] != '\0' ? job->stdout_path
+                         : run != NULL ? run->stdout_pattern
+                                       : NULL;
+        const char *se =
+            job->stderr_path != NULL && job->stderr_path[0] != '\0' ? job->stderr_path : so;
+
+        rc = next_line(sc, out);
+        if (rc == 0)
+            rc = gs_buf_printf(out, "StdErr=%s", or_null(se));
+        if (rc == 0)
+            rc = next_line(sc, out);
+        if (rc == 0)
+            rc = gs_buf_append_str(out, "StdIn=/dev/null");
+        if (rc == 0)
+            rc = next_line(sc, out);
+        if (rc == 0)
+            rc = gs_buf_printf(out, "StdOut=%s", or_null(so));
+    }
+    if (rc == 0 && r != NULL && r->gpus_per_node > 0) {
+        rc = next_line(sc, out);
+        if (rc == 0)
+            rc = gs_buf_printf(out, "TresPerNode=gres/gpu:%u", r->gpus_per_node);
+    }
+    return rc == 0 ? end_record(sc, out) : rc;
+}
+
+/* The records built in out, or the line saying there are none ("No jobs in the system"). */
+static int show_records(const struct gs_buf *out, size_t shown, const char *what)
+{
+    if (shown == 0) {
+        printf("No %s in the system\n", what);
+        return 0;
+    }
+    return slurm_print(CMD, 0, out);
+}
+
+/* The job with its spec (ShowReply), else as listed. Returns 0 or < 0. */
+static int show_one(const struct scontrol *sc, const char *path, const Gs__JobInfo *listed,
+                    uint64_t now_ms, struct gs_buf *out)
+{
+    Gs__ShowRequest req = GS__SHOW_REQUEST__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT, *reply = NULL;
+    Gs__JobInfo *job;
+    int rc;
+
+    req.job_id = listed->job_id;
+    env.body_case = GS__ENVELOPE__BODY_SHOW_REQUEST;
+    env.show_request = &req;
+    if (cli_request_raw(path, &env, &reply) < 0)
+        return -EIO;
+    job = reply->body_case == GS__ENVELOPE__BODY_SHOW_REPLY && reply->show_reply->job != NULL
+              ? reply->show_reply->job
+              : NULL;
+    if (job != NULL && job->job_id == listed->job_id)
+        rc = put_job(sc, out, job, now_ms);
+    else
+        rc = put_job(sc, out, listed, now_ms);
+    gs_proto_envelope_free(reply);
+    return rc;
+}
+
+static int show_jobs(const struct scontrol *sc, int argc, char **argv)
+{
+    struct slurm_job_ref ref;
+    struct slurm_filter filter = {0};
+    struct gs_buf out = GS_BUF_INIT;
+    Gs__Envelope *reply = NULL;
+    uint64_t now = gs_clock_wall_ms();
+    size_t shown = 0;
+    char path[256];
+    int status, rc = 0;
+
+    if (argc > 1)
+        return slurm_error(CMD, "show job takes one job id, not '%s'", argv[1]);
+    if (argc == 1) {
+        if (slurm_job_ref_parse(argv[0], &ref) < 0)
+            return slurm_error(CMD, "Invalid job id specified: %s", argv[0]);
+        filter.refs = &ref;
+        filter.nrefs = 1;
+    }
+    status = slurm_fetch_jobs(sc->socket_opt, filter.refs, filter.nrefs, true, &reply);
+    if (status != 0)
+        return status;
+    status = 1;
+    if (cli_socket_path(sc->socket_opt, path, sizeof(path)) < 0)
+        goto out;
+    for (size_t i = 0; rc == 0 && i < reply->queue_reply->n_jobs; i++) {
+        const Gs__JobInfo *job = reply->queue_reply->jobs[i];
+
+        if (!slurm_filter_match(&filter, job))
+            continue;
+        rc = show_one(sc, path, job, now, &out);
+        shown++;
+    }
+    if (rc < 0) {
+        slurm_error(CMD, "cannot show the jobs");
+        goto out;
+    }
+    if (shown == 0 && argc == 1) {
+        slurm_error(CMD, "Invalid job id specified: %s", argv[0]);
+        goto out;
+    }
+    status = show_records(&out, shown, "jobs");
+out:
+    gs_buf_release(&out);
+    gs_proto_envelope_free(reply);
+    return status;
+}
+
+static int put_partition(const struct scontrol *sc, struct gs_buf *out, const Gs__PartitionInfo *p,
+                         const Gs__NodesReply *nodes)
+{
+    unsigned long long cpus = 0;
+    char limit[48];
+    int rc;
+
+    for (size_t i = 0; i < p->n_nodes; i++) {
+        const Gs__NodeInfo *n = slurm_find_node(nodes, p->nodes[i]);
+        cpus += n != NULL ? n->cores_total : 0;
+    }
+    rc = gs_buf_printf(out, "PartitionName=%s", p->name);
+    if (rc == 0)
+        rc = next_line(sc, out);
+    if (rc == 0)
+        rc = gs_buf_printf(out, "AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL");
+    if (rc == 0)
+        rc = next_line(sc, out);
+    if (rc == 0)
+        rc = gs_buf_printf(out, "AllocNodes=ALL Default=%s QoS=N/A", p->is_default ? "YES" : "NO");
+    if (rc == 0)
+        rc = next_line(sc, out);
+    if (rc == 0)
+        rc = gs_buf_printf(out,
+                           "DefaultTime=NONE Hidden=NO MaxNodes=UNLIMITED MaxTime=%s MinNodes=0",
+                           slurm_fmt_limit(p->max_time_s, true, "UNLIMITED", limit, sizeof(limit)));
+    if (rc == 0)
+        rc = next_line(sc, out);
+    if (rc == 0)
+        rc = gs_buf_append_str(out, "Nodes=");
+    if (rc == 0 && p->n_nodes > 0)
+        rc = gs_hostlist_compress((const char *const *)p->nodes, p->n_nodes, out);
+    else if (rc == 0)
+        rc = gs_buf_append_str(out, "(null)");
+    if (rc == 0)
+        rc = next_line(sc, out);
+    if (rc == 0)
+        rc = gs_buf_printf(out, "State=%s TotalCPUs=%llu TotalNodes=%zu", p->up ? "UP" : "DOWN",
+                           cpus, p->n_nodes);
+    return rc == 0 ? end_record(sc, out) : rc;
+}
+
+static int show_partitions(const struct scontrol *sc, int argc, char **argv)
+{
+    Gs__Envelope *parts = NULL, *nodes = NULL;
+    struct gs_buf out = GS_BUF_INIT;
+    size_t shown = 0;
+    int status, rc = 0;
+
+    if (argc > 1)
+        return slurm_error(CMD, "show partition takes one name, not '%s'", argv[1]);
+    status = slurm_fetch_cluster(sc->socket_opt, &parts, &nodes);
+    if (status != 0)
+        goto out;
+    for (size_t i = 0; rc == 0 && i < parts->partitions_reply->n_partitions; i++) {
+        const Gs__PartitionInfo *p = parts->partitions_reply->partitions[i];
+
+        if (argc == 1 && strcmp(p->name, argv[0]) != 0)
+            continue;
+        rc = put_partition(sc, &out, p, nodes->nodes_reply);
+        shown++;
+    }
+    if (rc < 0)
+        status = slurm_error(CMD, "out of memory");
+    else if (shown == 0 && argc == 1)
+        status = slurm_error(CMD, "Partition %s not found", argv[0]);
+    else
+        status = show_records(&out, shown, "partitions");
+out:
+    gs_buf_release(&out);
+    gs_proto_envelope_free(parts);
+    gs_proto_envelope_free(nodes);
+    return status;
+}
+
+static int put_node(const struct scontrol *sc, struct gs_buf *out, const Gs__NodeInfo *n,
+                    const Gs__PartitionsReply *parts)
+{
+    enum slurm_node_state st = slurm_node_state(n);
+    uint64_t alloc_mem =
+        n->memory_total_mib > n->memory_free_mib ? n->memory_total_mib - n->memory_free_mib : 0;
+    const Gs__NodeTopology *topo = n->topology;
+    size_t inparts = 0;
+    int rc;
+
+    rc = gs_buf_printf(out, "NodeName=%s", n->name);
+    if (rc == 0)
+        rc = next_line(sc, out);
+    if (rc == 0)
+        rc = gs_buf_printf(out, "CPUAlloc=%u CPUEfctv=%u CPUTot=%u", n->cores_total - n->cores_free,
+                           n->cores_total, n->cores_total);
+    if (rc == 0)
+        rc = next_line(sc, out);
+    if (rc == 0)
+        rc = gs_buf_append_str(out, "AvailableFeatures=");
+    for (size_t i = 0; rc == 0 && i < n->n_features; i++)
+        rc = gs_buf_printf(out, "%s%s", i > 0 ? "," : "", n->features[i]);
+    if (rc == 0 && n->n_features == 0)
+        rc = gs_buf_append_str(out, "(null)");
+    if (rc == 0)
+        rc = next_line(sc, out);
+    if (rc == 0 && n->gpus_total > 0)
+        rc = gs_buf_printf(out, "Gres=gpu:%u", n->gpus_total);
+    else if (rc == 0)
+        rc = gs_buf_append_str(out, "Gres=(null)");
+    if (rc == 0 && topo != NULL && topo->address != NULL && topo->address[0] != '\0') {
+        rc = next_line(sc, out);
+        if (rc == 0)
+            rc = gs_buf_printf(out, "NodeAddr=%s NodeHostName=%s", topo->address,
+                               or_null(topo->hostname));
+    }
+    if (rc == 0)
+        rc = next_line(sc, out);
+    if (rc == 0)
+        rc = gs_buf_printf(out, "RealMemory=%llu AllocMem=%llu FreeMem=%llu",
+                           (unsigned long long)n->memory_total_mib, (unsigned long long)alloc_mem,
+                           (unsigned long long)n->memory_free_mib);
+    if (rc == 0)
+        rc = next_line(sc, out);
+    if (rc == 0)
+        rc = gs_buf_printf(out, "State=%s", slurm_node_state_scontrol(st));
+    if (rc == 0)
+        rc = next_line(sc, out);
+    if (rc == 0)
+        rc = gs_buf_append_str(out, "Partitions=");
+    for (size_t i = 0; rc == 0 && i < parts->n_partitions; i++) {
+        const Gs__PartitionInfo *p = parts->partitions[i];
+
+        for (size_t k = 0; rc == 0 && k < p->n_nodes; k++) {
+            if (strcmp(p->nodes[k], n->name) == 0)
+                rc = gs_buf_printf(out, "%s%s", inparts++ > 0 ? "," : "", p->name);
+        }
+    }
+    if (rc == 0 && inparts == 0)
+        rc = gs_buf_append_str(out, "(null)");
+    if (rc == 0)
+        rc = next_line(sc, out);
+    if (rc == 0)
+        rc = gs_buf_printf(out, "CfgTRES=cpu=%u,mem=%lluM,billing=%u", n->cores_total,
+                           (unsigned long long)n->memory_total_mib, n->cores_total);
+    if (rc == 0 && n->gpus_total > 0)
+        rc = gs_buf_printf(out, ",gres/gpu=%u", n->gpus_total);
+    if (rc == 0)
+        rc = next_line(sc, out);
+    if (rc == 0)
+        rc = gs_buf_append_str(out, "AllocTRES=");
+    if (rc == 0 && n->cores_total > n->cores_free)
+        rc = gs_buf_printf(out, "cpu=%u", n->cores_total - n->cores_free);
+    if (rc == 0 && alloc_mem > 0)
+        rc = gs_buf_printf(out, "%smem=%lluM", n->cores_total > n->cores_free ? "," : "",
+                           (unsigned long long)alloc_mem);
+    if (rc == 0 && n->gpus_total > n->gpus_free)
+        rc = gs_buf_printf(out, "%sgres/gpu=%u",
+                           n->cores_total > n->cores_free || alloc_mem > 0 ? "," : "",
+                           n->gpus_total - n->gpus_free);
+    if (rc == 0 && n->reason != NULL && n->reason[0] != '\0') {
+        rc = next_line(sc, out);
+        if (rc == 0)
+            rc = gs_buf_printf(out, "Reason=%s", n->reason);
+    }
+    return rc == 0 ? end_record(sc, out) : rc;
+}
+
+static int show_nodes(const struct scontrol *sc, int argc, char **argv)
+{
+    Gs__Envelope *parts = NULL, *nodes = NULL;
+    struct gs_buf out = GS_BUF_INIT;
+    struct gs_error err;
+    char **names = NULL;
+    size_t nnames = 0, shown = 0;
+    int status, rc = 0;
+
+    if (argc > 1)
+        return slurm_error(CMD, "show node takes one node name or hostlist, not '%s'", argv[1]);
+    gs_error_clear(&err);
+    if (argc == 1 && gs_hostlist_expand(argv[0], &names, &nnames, &err) < 0)
+        return slurm_error(CMD, "Invalid node name specified: %s", argv[0]);
+    status = slurm_fetch_cluster(sc->socket_opt, &parts, &nodes);
+    if (status != 0)
+        goto out;
+    for (size_t i = 0; rc == 0 && i < nodes->nodes_reply->n_nodes; i++) {
+        const Gs__NodeInfo *n = nodes->nodes_reply->nodes[i];
+        bool wanted = names == NULL;
+
+        for (size_t k = 0; !wanted && k < nnames; k++)
+            wanted = strcmp(names[k], n->name) == 0;
+        if (!wanted)
+            continue;
+        rc = put_node(sc, &out, n, parts->partitions_reply);
+        shown++;
+    }
+    if (rc < 0)
+        status = slurm_error(CMD, "out of memory");
+    else if (shown == 0 && argc == 1)
+        status = slurm_error(CMD, "Node %s not found", argv[0]);
+    else
+        status = show_records(&out, shown, "nodes");
+out:
+    gs_hostlist_free(names);
+    gs_buf_release(&out);
+    gs_proto_envelope_free(parts);
+    gs_proto_envelope_free(nodes);
+    return status;
+}
+
+/* --- reservations -------------------------------------------------------------------------- */
+
+static int show_reservations(const struct scontrol *sc, int argc, char **argv)
+{
+    Gs__ReservationRequest req = GS__RESERVATION_REQUEST__INIT;
+    Gs__Reservation which = GS__RESERVATION__INIT;
+    Gs__Envelope *reply = NULL;
+    struct gs_buf out = GS_BUF_INIT;
+    const Gs__ReservationReply *rr;
+    size_t shown = 0;
+    int status, rc = 0;
+
+    if (argc > 1)
+        return slurm_error(CMD, "show reservation takes one name, not '%s'", argv[1]);
+    if (argc == 1)
+        which.name = argv[0];
+    req.action = GS__RESERVATION_ACTION__RESERVATION_ACTION_SHOW;
+    req.reservation = &which;
+    status = scontrol_resv_call(CMD, sc->socket_opt, &req, argc == 1 ? argv[0] : NULL, &reply);
+    if (status != 0)
+        goto out;
+    rr = reply->reservation_reply;
+    for (size_t i = 0; rc == 0 && i < rr->n_reservations; i++) {
+        /* gschedd answers a name with that one; checked so that a wider answer is no lie. */
+        if (argc == 1 && strcmp(rr->reservations[i]->name, argv[0]) != 0)
+            continue;
+        rc = scontrol_resv_record(&out, rr->reservations[i], sc->oneliner);
+        shown++;
+    }
+    if (rc < 0)
+        status = slurm_error(CMD, "out of memory");
+    else if (shown == 0 && argc == 1)
+        status = slurm_error(CMD, "Reservation %s not found", argv[0]);
+    else
+        status = show_records(&out, shown, "reservations");
+out:
+    gs_buf_release(&out);
+    gs_proto_envelope_free(reply);
+    return status;
+}
+
+static bool is_resv_word(const char *word)
+{
+    return strcasecmp(word, "reservation") == 0 || strcasecmp(word, "reservations") == 0 ||
+           strcasecmp(word, "res") == 0;
+}
+
+/* create reservation KEY=VALUE... (also "create res", or the words right after "create"). */
+static int create_reservation(const struct scontrol *sc, int argc, char **argv)
+{
+    struct scontrol_resv r;
+    Gs__Envelope *reply = NULL;
+    const Gs__ReservationReply *rr;
+    char why[512];
+    int status;
+
+    if (argc > 0 && is_resv_word(argv[0])) {
+        argc--;
+        argv++;
+    } else if (argc == 0 || strchr(argv[0], '=') == NULL) {
+        return slurm_error(CMD, "invalid entity: %s for keyword: create (reservation)",
+                           argc > 0 ? argv[0] : "(none)");
+    }
+    if (scontrol_resv_parse(&r, GS__RESERVATION_ACTION__RESERVATION_ACTION_CREATE, argc, argv,
+                            gs_clock_wall_ms(), why, sizeof(why)) < 0)
+        return slurm_error(CMD, "create reservation: %s", why);
+    status = scontrol_resv_call(CMD, sc->socket_opt, &r.req, NULL, &reply);
+    if (status == 0) {
+        /* The reply's name: gschedd makes one up when none was given. */
+        rr = reply->reservation_reply;
+        printf("Reservation created: %s\n",
+               rr->n_reservations > 0 ? rr->reservations[0]->name : or_null(r.resv.name));
+    }
+    gs_proto_envelope_free(reply);
+    scontrol_resv_release(&r);
+    return status;
+}
+
+/* delete ReservationName=NAME | delete reservation NAME: silent on success, as Slurm. */
+static int delete_reservation(const struct scontrol *sc, int argc, char **argv)
+{
+    Gs__ReservationRequest req = GS__RESERVATION_REQUEST__INIT;
+    Gs__Reservation which = GS__RESERVATION__INIT;
+    Gs__Envelope *reply = NULL;
+    const char *name = NULL, *eq = argc == 1 ? strchr(argv[0], '=') : NULL;
+    int status;
+
+    if (argc == 2 && is_resv_word(argv[0]))
+        name = argv[1];
+    else if (eq != NULL &&
+             ((eq - argv[0] == 15 && strncasecmp(argv[0], "ReservationName", 15) == 0) ||
+              (eq - argv[0] == 11 && strncasecmp(argv[0], "Reservation", 11) == 0)))
+        name = eq + 1;
+    if (name == NULL)
+        return slurm_error(CMD, "delete takes ReservationName=NAME or reservation NAME");
+    if (name[0] == '\0')
+        return slurm_error(CMD, "delete: the reservation's name is empty");
+    which.name = (char *)name;
+    req.action = GS__RESERVATION_ACTION__RESERVATION_ACTION_DELETE;
+    req.reservation = &which;
+    status = scontrol_resv_call(CMD, sc->socket_opt, &req, name, &reply);
+    gs_proto_envelope_free(reply);
+    return status;
+}
+
+/* --- hold, release, requeue ---------------------------------------------------------------- */
+
+enum action { ACT_HOLD, ACT_RELEASE, ACT_REQUEUE, ACT_REQUEUEHOLD };
+
+/*
+ * The job ids IDS name: plain ids as typed (gschedd expands an array's), array elements
+ * ("123_4", "123_[1-3]") looked up in the queue. Caller frees *ret. 0 or exit status.
+ */
+static int resolve_ids(const struct scontrol *sc, int argc, char **argv, uint64_t **ret,
+                       size_t *ret_n)
+{
+    struct slurm_job_ref refs[SLURM_MAX_REFS];
+    struct slurm_filter filter = {.refs = refs};
+    char bad[64];
+    int status;
+
+    /* Slurm takes "1,2,3" as well as "1 2 3". */
+    for (int i = 0; i < argc; i++) {
+        if (slurm_job_list_parse(argv[i], refs, SLURM_MAX_REFS, &filter.nrefs, bad, sizeof(bad)) <
+            0)
+            return slurm_error(CMD, "Invalid job id specified: %s", bad);
+    }
+    if (filter.nrefs == 0)
+        return slurm_error(CMD, "which jobs? (a job id is required)");
+    status = slurm_resolve_ids(CMD, sc->socket_opt, &filter, ret, ret_n, NULL);
+    if (status == 0 && *ret_n == 0) {
+        /* Only element lookups come back empty: the typed ids were none of the queue's. */
+        free(*ret);
+        *ret = NULL;
+        return slurm_error(CMD, "Invalid job id specified");
+    }
+    return status;
+}
+
+static int job_action(const struct scontrol *sc, enum action act, int argc, char **argv)
+{
+    Gs__JobSelector sel = GS__JOB_SELECTOR__INIT;
+    Gs__HoldRequest hold = GS__HOLD_REQUEST__INIT;
+    Gs__ReleaseRequest release = GS__RELEASE_REQUEST__INIT;
+    Gs__RequeueRequest requeue = GS__REQUEUE_REQUEST__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT, *reply = NULL;
+    Gs__Envelope__BodyCase want;
+    const Gs__JobActionReply *r;
+    uint64_t *ids = NULL;
+    size_t n = 0;
+    int status = resolve_ids(sc, argc, argv, &ids, &n);
+
+    if (status != 0)
+        return status;
+    sel.job_ids = ids;
+    sel.n_job_ids = n;
+    switch (act) {
+    case ACT_HOLD:
+        hold.selector = &sel;
+        env.body_case = GS__ENVELOPE__BODY_HOLD_REQUEST;
+        env.hold_request = &hold;
+        want = GS__ENVELOPE__BODY_HOLD_REPLY;
+        break;
+    case ACT_RELEASE:
+        release.selector = &sel;
+        env.body_case = GS__ENVELOPE__BODY_RELEASE_REQUEST;
+        env.release_request = &release;
+        want = GS__ENVELOPE__BODY_RELEASE_REPLY;
+        break;
+    default:
+        requeue.selector = &sel;
+        requeue.hold = act == ACT_REQUEUEHOLD;
+        env.body_case = GS__ENVELOPE__BODY_REQUEUE_REQUEST;
+        env.requeue_request = &requeue;
+        want = GS__ENVELOPE__BODY_REQUEUE_REPLY;
+    }
+    status = slurm_call(sc->socket_opt, &env, want, &reply);
+    if (status != 0)
+        goto out;
+    /* The JobActionReply is the same member storage whichever reply case it came as. */
+    r = reply->hold_reply;
+    status = 0;
+    for (size_t i = 0; i < r->n_results; i++) {
+        const Gs__JobActionResult *res = r->results[i];
+
+        if (res->code == 0)
+            continue;
+        if (res->code == -ENOENT)
+            slurm_error(CMD, "Invalid job id specified for job %llu",
+                        (unsigned long long)res->job_id);
+        else
+            slurm_error(CMD, "job %llu: %s", (unsigned long long)res->job_id,
+                        slurm_result_message(res));
+        status = 1;
+    }
+out:
+    gs_proto_envelope_free(reply);
+    free(ids);
+    return status;
+}
+
+/* --- the command --------------------------------------------------------------------------- */
+
+static bool is(const char *word, const char *a, const char *b)
+{
+    return strcasecmp(word, a) == 0 || (b != NULL && strcasecmp(word, b) == 0);
+}
+
+static void usage(FILE *f)
+{
+    fputs("Usage: scontrol [-o] [--socket PATH] COMMAND\n"
+          "  show hostnames [LIST] | show job [ID] | show partition [NAME] | show node [NAME]\n"
+          "  hold IDS | release IDS | requeue IDS | requeuehold IDS\n"
+          "  update NodeName=LIST State=DRAIN Reason=TEXT | update NodeName=LIST State=RESUME\n"
+          "  update JobId=ID [Priority=N] [Nice=N] [TimeLimit=TIME] [Partition=NAME] "
+          "[Dependency=LIST]\n"
+          "  show reservation [NAME]\n"
+          "  create reservation [ReservationName=NAME] StartTime=TIME EndTime=TIME|Duration=TIME\n"
+          "                     Nodes=LIST Users=a,b|Accounts=x,y\n"
+          "  update ReservationName=NAME [StartTime=TIME] [EndTime=TIME|Duration=TIME] "
+          "[Nodes=LIST]\n"
+          "                     [Users=a,b] [Accounts=x,y]\n"
+          "  delete ReservationName=NAME | delete reservation NAME\n",
+          f);
+}
+
+int cli_cmd_scontrol(int argc, char **argv)
+{
+    struct scontrol sc = {0};
+    int i = 1;
+
+    /* Options come before the command, as Slurm's scontrol reads them. */
+    for (; i < argc && argv[i][0] == '-'; i++) {
+        if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--oneliner") == 0) {
+            sc.oneliner = true;
+        } else if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc) {
+            sc.socket_opt = argv[++i];
+        } else if (strncmp(argv[i], "--socket=", 9) == 0) {
+            sc.socket_opt = argv[i] + 9;
+        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else {
+            return slurm_opt_error(CMD, '?', argv[i][1] != '-' ? argv[i][1] : 0, argv[i]);
+        }
+    }
+    argc -= i;
+    argv += i;
+    if (argc == 0) {
+        usage(stderr);
+        return 1;
+    }
+    if (is(argv[0], "show", NULL)) {
+        if (argc < 2)
+            return slurm_error(CMD, "show what? (hostnames, job, partition, node, reservation)");
+        if (is(argv[1], "hostnames", "hostname"))
+            return show_hostnames(argc - 2, argv + 2);
+        if (is(argv[1], "job", "jobs"))
+            return show_jobs(&sc, argc - 2, argv + 2);
+        if (is(argv[1], "partition", "partitions"))
+            return show_partitions(&sc, argc - 2, argv + 2);
+        if (is(argv[1], "node", "nodes"))
+            return show_nodes(&sc, argc - 2, argv + 2);
+        if (is_resv_word(argv[1]))
+            return show_reservations(&sc, argc - 2, argv + 2);
+        return slurm_error(CMD, "invalid entity: %s for keyword: show", argv[1]);
+    }
+    if (is(argv[0], "hold", "uhold"))
+        return job_action(&sc, ACT_HOLD, argc - 1, argv + 1);
+    if (is(argv[0], "release", NULL))
+        return job_action(&sc, ACT_RELEASE, argc - 1, argv + 1);
+    if (is(argv[0], "requeue", NULL))
+        return job_action(&sc, ACT_REQUEUE, argc - 1, argv + 1);
+    if (is(argv[0], "requeuehold", NULL))
+        return job_action(&sc, ACT_REQUEUEHOLD, argc - 1, argv + 1);
+    if (is(argv[0], "update", NULL))
+        return scontrol_update(sc.socket_opt, argc - 1, argv + 1);
+    if (is(argv[0], "create", NULL))
+        return create_reservation(&sc, argc - 1, argv + 1);
+    if (is(argv[0], "delete", NULL))
+        return delete_reservation(&sc, argc - 1, argv + 1);
+    return slurm_error(CMD, "invalid keyword: %s", argv[0]);
+}

@@ -1,0 +1,436 @@
+/*
+ * cmd_squeue.c: `squeue` (also `gsched squeue`): the jobs gschedd holds, laid out as
+ * Slurm's squeue lays them out, so that scripts which parse squeue keep working:
+ *
+ *                  JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)
+ *                     42       gpu    train    alice  R       1:05      2 n[1-2]
+ *             50_[1-3,5]     debug    sweep    alice PD       0:00      1 (JobArrayTaskLimit)
+ *
+ * Options as Slurm's: -o/--format (% letters), -O/--Format (field names), -u, -j (123,
+ * 123_4), -t, -p, -n, -A, -q, --me, -h, -l, -r (one line per array element: no folding),
+ * $SQUEUE_FORMAT / $SQUEUE_FORMAT2, and gsched's --socket. Without -t only jobs that have
+ * not ended show, unless -j names jobs (then all states, as Slurm). Jobs are sorted as
+ * Slurm's default "P,t,-p": partition, state (pending first), then priority, highest first.
+ * Every failure exits 1, as in Slurm.
+ */
+#include "slurm/commands.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/sort.h"
+#include "slurm/slurm_cmd.h"
+#include "slurm/slurm_fmt.h"
+
+#define CMD "squeue"
+
+enum field {
+    F_ID,
+    F_JOBID,
+    F_ARRAY_JOB,
+    F_ARRAY_TASK,
+    F_NAME,
+    F_USER,
+    F_UID,
+    F_ST,
+    F_STATE,
+    F_TIME,
+    F_LIMIT,
+    F_LEFT,
+    F_NODES,
+    F_CPUS,
+    F_TASKS,
+    F_REASONLIST,
+    F_NODELIST,
+    F_REASON,
+    F_PARTITION,
+    F_ACCOUNT,
+    F_QOS,
+    F_TRES,
+    F_SUBMIT,
+    F_START,
+    F_END,
+    F_PRIORITY,
+    F_WORKDIR,
+    F_MEM,
+    F_STDOUT,
+    F_STDERR,
+};
+
+static const struct slurm_field fields[] = {
+    [F_ID] = {'i', "JobArrayID", "JOBID"},
+    [F_JOBID] = {'A', "JobID", "JOBID"},
+    [F_ARRAY_JOB] = {'F', "ArrayJobID", "ARRAY_JOB_ID"},
+    [F_ARRAY_TASK] = {'K', "ArrayTaskID", "ARRAY_TASK_ID"},
+    [F_NAME] = {'j', "Name", "NAME"},
+    [F_USER] = {'u', "UserName", "USER"},
+    [F_UID] = {'U', "UserID", "UID"},
+    [F_ST] = {'t', "StateCompact", "ST"},
+    [F_STATE] = {'T', "State", "STATE"},
+    [F_TIME] = {'M', "TimeUsed", "TIME"},
+    [F_LIMIT] = {'l', "TimeLimit", "TIME_LIMIT"},
+    [F_LEFT] = {'L', "TimeLeft", "TIME_LEFT"},
+    [F_NODES] = {'D', "NumNodes", "NODES"},
+    [F_CPUS] = {'C', "NumCPUs", "CPUS"},
+    [F_TASKS] = {0, "NumTasks", "TASKS"},
+    [F_REASONLIST] = {'R', "ReasonList", "NODELIST(REASON)"},
+    [F_NODELIST] = {'N', "NodeList", "NODELIST"},
+    [F_REASON] = {'r', "Reason", "REASON"},
+    [F_PARTITION] = {'P', "Partition", "PARTITION"},
+    [F_ACCOUNT] = {'a', "Account", "ACCOUNT"},
+    [F_QOS] = {'q', "QOS", "QOS"},
+    [F_TRES] = {'b', "tres-per-node", "TRES_PER_NODE"},
+    [F_SUBMIT] = {'V', "SubmitTime", "SUBMIT_TIME"},
+    [F_START] = {'S', "StartTime", "START_TIME"},
+    [F_END] = {'e', "EndTime", "END_TIME"},
+    [F_PRIORITY] = {'Q', "PriorityLong", "PRIORITY"},
+    [F_WORKDIR] = {'Z', "WorkDir", "WORK_DIR"},
+    [F_MEM] = {'m', "MinMemory", "MIN_MEMORY"},
+    [F_STDOUT] = {0, "STDOUT", "STDOUT"},
+    [F_STDERR] = {0, "STDERR", "STDERR"},
+};
+
+#define NFIELDS (sizeof(fields) / sizeof(fields[0]))
+
+static const char default_format[] = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R";
+static const char long_format[] = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R";
+
+struct squeue_args {
+    struct slurm_filter filter;
+    struct slurm_job_ref refs[SLURM_MAX_REFS];
+    const char *format;      /* -o */
+    const char *long_fields; /* -O */
+    const char *socket_opt;
+    bool noheader, array, long_out, jobs_given;
+    char me[64];
+};
+
+/* What a value callback needs: the row and the clock. */
+struct line_ctx {
+    const struct slurm_row *row;
+    uint64_t now_ms;
+};
+
+static int parse_jobs(struct squeue_args *q, const char *list)
+{
+    q->jobs_given = true;
+    return slurm_jobs_option(CMD, list, q->refs, &q->filter.nrefs);
+}
+
+static void usage(FILE *f)
+{
+    fputs("Usage: squeue [-A account] [-j jobs] [-n name] [-o format] [-O fields] [-p partitions]\n"
+          "              [-q qos] [-t states] [-u users] [--me] [-h] [-l] [-r] [--socket PATH]\n",
+          f);
+}
+
+/* Returns -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, struct squeue_args *q)
+{
+    static const struct option opts[] = {
+        {"account", required_argument, NULL, 'A'},
+        {"all", no_argument, NULL, 'a'},
+        {"array", no_argument, NULL, 'r'},
+        {"format", required_argument, NULL, 'o'},
+        {"Format", required_argument, NULL, 'O'},
+        {"help", no_argument, NULL, 'H'},
+        {"jobs", required_argument, NULL, 'j'},
+        {"long", no_argument, NULL, 'l'},
+        {"me", no_argument, NULL, 'm'},
+        {"name", required_argument, NULL, 'n'},
+        {"noheader", no_argument, NULL, 'h'},
+        {"partition", required_argument, NULL, 'p'},
+        {"qos", required_argument, NULL, 'q'},
+        {"states", required_argument, NULL, 't'},
+        {"user", required_argument, NULL, 'u'},
+        {"usage", no_argument, NULL, 'U'},
+        {"socket", required_argument, NULL, 's'},
+        {NULL, 0, NULL, 0},
+    };
+    int c, status = -1;
+
+    opterr = 0;
+    optind = 1;
+    while (status < 0 &&
+           (c = getopt_long(argc, argv, ":A:aho:O:j:ln:p:q:rt:u:", opts, NULL)) != -1) {
+        switch (c) {
+        case 'A':
+            q->filter.accounts = optarg;
+            break;
+        case 'a':
+            break; /* every partition: gsched hides none */
+        case 'h':
+            q->noheader = true;
+            break;
+        case 'o':
+            q->format = optarg;
+            break;
+        case 'O':
+            q->long_fields = optarg;
+            break;
+        case 'j':
+            status = parse_jobs(q, optarg) == 0 ? -1 : 1;
+            break;
+        case 'l':
+            q->long_out = true;
+            break;
+        case 'm':
+            q->filter.users = slurm_my_name(q->me, sizeof(q->me));
+            break;
+        case 'n':
+            q->filter.names = optarg;
+            break;
+        case 'p':
+            q->filter.partitions = optarg;
+            break;
+        case 'q':
+            q->filter.qos = optarg;
+            break;
+        case 'r':
+            q->array = true;
+            break;
+        case 't':
+            status = slurm_states_option(CMD, "job state", optarg, &q->filter.states) == 0 ? -1 : 1;
+            break;
+        case 'u':
+            q->filter.users = optarg;
+            break;
+        case 's':
+            q->socket_opt = optarg;
+            break;
+        case 'H':
+        case 'U':
+            usage(stdout);
+            status = 0;
+            break;
+        default:
+            status = slurm_opt_error(CMD, c, optopt, argv[optind - 1]);
+        }
+    }
+    /* Slurm takes a lone operand as the job list too (squeue 123). */
+    for (; status < 0 && optind < argc; optind++)
+        status = parse_jobs(q, argv[optind]) == 0 ? -1 : 1;
+    return status;
+}
+
+static uint64_t limit_of(const Gs__JobInfo *job)
+{
+    return job->resources != NULL ? job->resources->time_limit_s : 0;
+}
+
+static const char *or_na(const char *s)
+{
+    return s != NULL && s[0] != '\0' ? s : "N/A";
+}
+
+static int value(void *vctx, int field, struct gs_buf *out)
+{
+    const struct line_ctx *ctx = vctx;
+    const Gs__JobInfo *job = ctx->row->job;
+    const Gs__Resources *res = job->resources;
+    uint64_t limit = limit_of(job), elapsed = slurm_job_elapsed_s(job, ctx->now_ms);
+    char buf[128];
+
+    switch ((enum field)field) {
+    case F_ID:
+        return slurm_row_id(out, ctx->row);
+    case F_JOBID:
+        return gs_buf_printf(out, "%llu", (unsigned long long)job->job_id);
+    case F_ARRAY_JOB:
+        return gs_buf_printf(
+            out, "%llu",
+            (unsigned long long)(job->array_job_id != 0 ? job->array_job_id : job->job_id));
+    case F_ARRAY_TASK:
+        if (ctx->row->ntasks > 0) {
+            int rc = slurm_fmt_ranges(out, ctx->row->tasks, ctx->row->ntasks);
+            return rc;
+        }
+        if (job->array_job_id == 0)
+            return gs_buf_append_str(out, "N/A");
+        return gs_buf_printf(out, "%u", job->array_task_id);
+    case F_NAME:
+        return gs_buf_append_str(out, job->name != NULL ? job->name : "");
+    case F_USER:
+        return gs_buf_append_str(out, slurm_user_name(job, buf, sizeof(buf)));
+    case F_UID:
+        return gs_buf_printf(out, "%u", job->user != NULL ? job->user->uid : 0);
+    case F_ST:
+        return gs_buf_append_str(out, slurm_state_code(job->state));
+    case F_STATE:
+        return gs_buf_append_str(out, slurm_state_name(job->state));
+    case F_TIME:
+        return gs_buf_append_str(out, slurm_fmt_secs(elapsed, buf, sizeof(buf)));
+    case F_LIMIT:
+        return gs_buf_append_str(out, slurm_fmt_limit(limit, false, "UNLIMITED", buf, sizeof(buf)));
+    case F_LEFT:
+        if (limit == 0)
+            return gs_buf_append_str(out, "UNLIMITED");
+        return gs_buf_append_str(
+            out, slurm_fmt_secs(limit > elapsed ? limit - elapsed : 0, buf, sizeof(buf)));
+    case F_NODES:
+        return gs_buf_printf(out, "%u", slurm_job_nodes(job));
+    case F_CPUS:
+        return gs_buf_printf(out, "%u", job->ncpus);
+    case F_TASKS:
+        return gs_buf_printf(out, "%u", job->ntasks);
+    case F_REASONLIST:
+        return slurm_nodelist_reason(out, job);
+    case F_NODELIST:
+        return slurm_alloc_hostlist(out, job->allocation, job->n_allocation);
+    case F_REASON:
+        return gs_buf_append_str(out, slurm_reason(job, buf, sizeof(buf)));
+    case F_PARTITION:
+        return gs_buf_append_str(out, job->partition != NULL ? job->partition : "");
+    case F_ACCOUNT:
+        return gs_buf_append_str(out, job->account != NULL && job->account[0] != '\0' ? job->account
+                                                                                      : "(null)");
+    case F_QOS:
+        return gs_buf_append_str(out, or_na(job->qos));
+    case F_TRES:
+        if (res == NULL || res->gpus_per_node == 0)
+            return gs_buf_append_str(out, "N/A");
+        return gs_buf_printf(out, "gres/gpu:%u", res->gpus_per_node);
+    case F_SUBMIT:
+        return gs_buf_append_str(out, slurm_fmt_date(job->submit_time_ms, "N/A", buf, sizeof(buf)));
+    case F_START: {
+        uint64_t start = job->state == GS__JOB_STATE__JOB_STATE_PENDING ? job->expected_start_ms
+                                                                        : job->start_time_ms;
+        return gs_buf_append_str(out, slurm_fmt_date(start, "N/A", buf, sizeof(buf)));
+    }
+    case F_END:
+        return gs_buf_append_str(out,
+                                 slurm_fmt_date(slurm_job_end_ms(job), "N/A", buf, sizeof(buf)));
+    case F_PRIORITY:
+        return gs_buf_printf(out, "%d", job->priority);
+    case F_WORKDIR:
+        return gs_buf_append_str(out, or_na(job->workdir));
+    case F_MEM:
+        return slurm_job_mem(out, job);
+    case F_STDOUT:
+        return gs_buf_append_str(out, or_na(job->stdout_path));
+    case F_STDERR:
+        return gs_buf_append_str(
+            out,
+            or_na(job->stderr_path && job->stderr_path[0] ? job->stderr_path : job->stdout_path));
+    }
+    return 0;
+}
+
+/* Slurm's job state order, for the default sort: pending before running before ended. */
+static int state_rank(Gs__JobState s)
+{
+    switch (s) {
+    case GS__JOB_STATE__JOB_STATE_PENDING:
+    case GS__JOB_STATE__JOB_STATE_REQUEUED:
+        return 0;
+    case GS__JOB_STATE__JOB_STATE_RUNNING:
+        return 1;
+    case GS__JOB_STATE__JOB_STATE_COMPLETED:
+        return 3;
+    case GS__JOB_STATE__JOB_STATE_CANCELLED:
+        return 4;
+    case GS__JOB_STATE__JOB_STATE_FAILED:
+        return 5;
+    case GS__JOB_STATE__JOB_STATE_TIMEOUT:
+        return 6;
+    default:
+        return 7;
+    }
+}
+
+struct sort_item {
+    Gs__JobInfo *job;
+    size_t index; /* gschedd's order breaks ties, so the sort is stable */
+};
+
+static int by_slurm_order(const void *a, const void *b)
+{
+    const struct sort_item *x = a, *y = b;
+    int c = strcmp(x->job->partition != NULL ? x->job->partition : "",
+                   y->job->partition != NULL ? y->job->partition : "");
+
+    if (c != 0)
+        return c;
+    c = state_rank(x->job->state) - state_rank(y->job->state);
+    if (c != 0)
+        return c;
+    if (x->job->priority != y->job->priority)
+        return x->job->priority > y->job->priority ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+static int print_jobs(const struct squeue_args *q, const struct slurm_format *fmt,
+                      const Gs__QueueReply *r)
+{
+    struct sort_item *items = calloc(r->n_jobs + 1, sizeof(*items));
+    Gs__JobInfo **jobs = calloc(r->n_jobs + 1, sizeof(*jobs));
+    struct slurm_row *rows = NULL;
+    struct gs_buf out = GS_BUF_INIT;
+    struct line_ctx ctx = {.now_ms = gs_clock_wall_ms()};
+    size_t n = 0, nrows = 0;
+    int rc = -1, status;
+
+    if (items == NULL || jobs == NULL)
+        goto out;
+    for (size_t i = 0; i < r->n_jobs; i++) {
+        if (slurm_filter_match(&q->filter, r->jobs[i]))
+            items[n++] = (struct sort_item){r->jobs[i], i};
+    }
+    gs_sort(items, n, sizeof(*items), by_slurm_order);
+    for (size_t i = 0; i < n; i++)
+        jobs[i] = items[i].job;
+    if (slurm_rows_build(jobs, n, !q->array, &rows, &nrows) < 0)
+        goto out;
+    rc = q->noheader ? 0 : slurm_format_line(fmt, fields, NULL, NULL, &out);
+    for (size_t i = 0; rc == 0 && i < nrows; i++) {
+        ctx.row = &rows[i];
+        rc = slurm_format_line(fmt, fields, value, &ctx, &out);
+    }
+out:
+    status = slurm_print(CMD, rc, &out);
+    slurm_rows_free(rows, nrows);
+    gs_buf_release(&out);
+    free(items);
+    free(jobs);
+    return status;
+}
+
+int cli_cmd_squeue(int argc, char **argv)
+{
+    struct squeue_args q = {0};
+    struct slurm_format fmt = {0};
+    Gs__Envelope *reply = NULL;
+    const char *env_fmt = getenv("SQUEUE_FORMAT"), *env_fmt2 = getenv("SQUEUE_FORMAT2");
+    const uint32_t active = 1u << GS__JOB_STATE__JOB_STATE_PENDING |
+                            1u << GS__JOB_STATE__JOB_STATE_RUNNING |
+                            1u << GS__JOB_STATE__JOB_STATE_REQUEUED;
+    int status = parse_args(argc, argv, &q);
+
+    if (status >= 0)
+        goto out;
+    q.filter.refs = q.refs;
+    /* The command line wins over the environment, -o over -O, as in Slurm. */
+    if (q.format == NULL && q.long_fields == NULL) {
+        q.format = env_fmt != NULL && env_fmt[0] != '\0' ? env_fmt : NULL;
+        q.long_fields =
+            q.format == NULL && env_fmt2 != NULL && env_fmt2[0] != '\0' ? env_fmt2 : NULL;
+    }
+    status = slurm_format_choose(CMD, q.format, q.long_fields,
+                                 q.long_out ? long_format : default_format, fields, NFIELDS, &fmt);
+    if (status != 0)
+        goto out;
+    if (q.filter.states == 0 && !q.jobs_given)
+        q.filter.states = active;
+    /* Ended jobs only when asked for: by id, or by a state that is not an active one. */
+    status = slurm_fetch_jobs(q.socket_opt, q.refs, q.filter.nrefs,
+                              q.jobs_given || (q.filter.states & ~active) != 0, &reply);
+    if (status == 0)
+        status = print_jobs(&q, &fmt, reply->queue_reply);
+out:
+    gs_proto_envelope_free(reply);
+    slurm_format_release(&fmt);
+    return status;
+}

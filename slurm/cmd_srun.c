@@ -1,0 +1,565 @@
+/*
+ * cmd_srun.c: `srun [OPTIONS] COMMAND [ARGS...]` inside a job (gsched called as srun, or
+ * `gsched srun`): a job step across some or all of the job's nodes, as Slurm's srun runs one
+ * from a batch script. Outside a job, srun_alloc.c first makes an allocation for the step
+ * (as Slurm's srun does), released once the step has ended. It sends gschedd one
+ * StepLaunchRequest (the job from $SLURM_JOB_ID, the layout from -N/-n/..., its whole
+ * environment), then stays on the connection: the tasks' output arrives as StepOutput
+ * frames and goes to srun's stdout and stderr (-l puts "RANK: " before each line), each
+ * task's end as a TaskExit, and gschedd closes the connection once every task has ended.
+ * srun's stdin goes to task 0 as StepInput frames (--pty: into a pseudo-terminal there,
+ * this terminal in raw mode meanwhile). A step that must wait for GPUs or cores the job's
+ * other steps hold hears StepPending first and waits, as long as it takes. SIGINT, SIGTERM
+ * and the other signals srun passes on go to the step as StepSignal (a waiting srun ends at
+ * the first, which withdraws its step); a second SIGINT within a second closes the
+ * connection, which ends the step's tasks. srun exits with the worst task status (a task
+ * killed by a signal counts as 128 + the signal, as a shell shows it; one that never
+ * started as 1) and names each failed task on stderr the way Slurm does.
+ *
+ * This file is the exchange and the streaming; srun_args.c reads the options (Slurm's
+ * syntax, not gsched's) and builds the request. The CLI is not libuv: a poll() loop over
+ * the socket, srun's stdin and a signal self-pipe.
+ */
+#define _GNU_SOURCE /* strsignal */
+
+#include "slurm/commands.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "cli/client.h"
+#include "common/clock.h"
+#include "common/error.h"
+#include "slurm/alloc.h"
+#include "slurm/srun.h"
+
+#define SRUN_ABORT_WINDOW_MS 1000 /* a second SIGINT this soon after the first: abort */
+#define SRUN_INPUT_CHUNK 16384    /* bytes of stdin per StepInput */
+
+/* --- output ----------------------------------------------------------------------------------- */
+
+struct task_state {
+    struct gs_buf part[2]; /* stdout, stderr: the current line's start, until its end */
+    bool exited;
+};
+
+struct srun_run {
+    const struct cli_srun_args *a;
+    int fd;
+    int out_fd, err_fd;
+    uint32_t step_id;
+    uint32_t ntasks;
+    char **nodes;
+    uint32_t *tasks_per_node;
+    size_t nnodes;
+    struct task_state *tasks;
+    uint32_t nexited;
+    int worst;
+    int rank_width;
+    char *ended_why; /* gschedd's ErrorReply while streaming (the job ended) */
+    bool in_open;    /* srun's stdin is read and passed on to task 0 */
+    bool raw;        /* --pty: the terminal was put in raw mode, saved_tty to restore */
+    struct termios saved_tty;
+};
+
+static void write_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return; /* a closed stdout: the output has nowhere to go */
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+static void emit(struct srun_run *r, uint32_t rank, int stream, const char *p, size_t n)
+{
+    char prefix[24];
+    int fd = stream == 1 ? r->err_fd : r->out_fd;
+
+    if (r->a->req.label) {
+        int len = snprintf(prefix, sizeof(prefix), "%*u: ", r->rank_width, rank);
+        write_all(fd, prefix, (size_t)len);
+    }
+    write_all(fd, p, n);
+}
+
+/* Complete lines of a task's stream go out whole (all of it with flush). */
+static void drain(struct srun_run *r, uint32_t rank, int stream, bool flush)
+{
+    struct gs_buf *b = &r->tasks[rank].part[stream];
+    size_t start = 0;
+
+    for (size_t i = 0; i < b->len; i++) {
+        if (b->data[i] == '\n') {
+            emit(r, rank, stream, b->data + start, i + 1 - start);
+            start = i + 1;
+        }
+    }
+    if (flush && start < b->len) {
+        emit(r, rank, stream, b->data + start, b->len - start);
+        start = b->len;
+    }
+    gs_buf_consume(b, start);
+}
+
+static void on_output(struct srun_run *r, const Gs__StepOutput *o)
+{
+    int stream = o->stream == GS__LOG_STREAM__LOG_STREAM_STDERR ? 1 : 0;
+
+    if (o->rank >= r->ntasks)
+        return;
+    if (r->a->unbuffered && !r->a->req.label) {
+        write_all(stream == 1 ? r->err_fd : r->out_fd, (const char *)o->data.data, o->data.len);
+        return;
+    }
+    if (gs_buf_append(&r->tasks[o->rank].part[stream], o->data.data, o->data.len) < 0) {
+        drain(r, o->rank, stream, true); /* out of memory: what is there goes now */
+        emit(r, o->rank, stream, (const char *)o->data.data, o->data.len);
+        return;
+    }
+    drain(r, o->rank, stream, o->eof);
+}
+
+/* Sends StepSignal; a failure means gschedd is gone, which the read loop finds out. */
+static void send_signal(struct srun_run *r, uint32_t signum)
+{
+    Gs__StepSignal sig = GS__STEP_SIGNAL__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+
+    sig.signal = signum;
+    env.body_case = GS__ENVELOPE__BODY_STEP_SIGNAL;
+    env.step_signal = &sig;
+    gs_proto_write_fd(r->fd, &env, CLI_TIMEOUT_MS);
+}
+
+/* A read of srun's stdin, passed on to task 0; its end (or an error) ends the input. */
+static void forward_input(struct srun_run *r)
+{
+    char buf[SRUN_INPUT_CHUNK];
+    ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
+    Gs__StepInput in = GS__STEP_INPUT__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        return;
+    if (n > 0) {
+        in.data.data = (uint8_t *)buf;
+        in.data.len = (size_t)n;
+    } else {
+        in.eof = true;
+        r->in_open = false;
+    }
+    env.body_case = GS__ENVELOPE__BODY_STEP_INPUT;
+    env.step_input = &in;
+    gs_proto_write_fd(r->fd, &env, CLI_TIMEOUT_MS);
+}
+
+/* --pty: the local terminal passes every key on (^C and ^D too) until the step ends. */
+static void raw_on(struct srun_run *r)
+{
+    struct termios t;
+
+    if (!isatty(STDIN_FILENO) || tcgetattr(STDIN_FILENO, &r->saved_tty) < 0)
+        return;
+    t = r->saved_tty;
+    cfmakeraw(&t);
+    r->raw = tcsetattr(STDIN_FILENO, TCSADRAIN, &t) == 0;
+}
+
+static void raw_off(struct srun_run *r)
+{
+    if (r->raw)
+        tcsetattr(STDIN_FILENO, TCSADRAIN, &r->saved_tty);
+    r->raw = false;
+}
+
+static void on_exit_frame(struct srun_run *r, const Gs__TaskExit *ex)
+{
+    const char *node = ex->node_name != NULL && ex->node_name[0] ? ex->node_name : "?";
+    int status;
+
+    if (ex->rank >= r->ntasks || r->tasks[ex->rank].exited)
+        return;
+    r->tasks[ex->rank].exited = true;
+    r->nexited++;
+    drain(r, ex->rank, 0, true);
+    drain(r, ex->rank, 1, true);
+    if (ex->end_reason == GS__END_REASON__END_REASON_LAUNCH_FAILED) {
+        fprintf(stderr, "srun: error: %s: task %u: could not start: %s\n", node, ex->rank,
+                ex->launch_error != NULL && ex->launch_error[0] ? ex->launch_error : "?");
+        status = 1;
+    } else if (ex->end_reason == GS__END_REASON__END_REASON_LOST) {
+        fprintf(stderr, "srun: error: %s: task %u: lost: %s\n", node, ex->rank,
+                ex->launch_error != NULL && ex->launch_error[0] ? ex->launch_error
+                                                                : "its node failed");
+        status = 1;
+    } else if (ex->signaled) {
+        fprintf(stderr, "srun: error: %s: task %u: %s\n", node, ex->rank,
+                strsignal((int)ex->term_signal));
+        /* a signal number from the wire: only a real one makes 128 + N */
+        status = ex->term_signal >= 1 && ex->term_signal <= 127 ? 128 + (int)ex->term_signal : 1;
+    } else {
+        status = ex->exit_code;
+        if (status != 0)
+            fprintf(stderr, "srun: error: %s: task %u: Exited with exit code %d\n", node, ex->rank,
+                    status);
+    }
+    if (status > r->worst)
+        r->worst = status;
+    if (status != 0 && r->a->kill_bad)
+        send_signal(r, 0); /* -K: the step ends with its first failure */
+}
+
+/* --- signals ---------------------------------------------------------------------------------- */
+
+static int sig_pipe[2] = {-1, -1};
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+
+static void on_signal(int signum)
+{
+    unsigned char b = (unsigned char)signum;
+    int saved = errno;
+
+    if (write(sig_pipe[1], &b, 1) < 0) { /* full: that signal is dropped */
+    }
+    errno = saved;
+}
+
+static int catch_signals(void)
+{
+    struct sigaction sa = {.sa_handler = on_signal};
+
+    if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+        return -errno;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+        sigaction(forwarded[i], &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    return 0;
+}
+
+/* --- the exchange -------------------------------------------------------------------------------
+ */
+
+/* Copies the reply's layout; returns 0, or 1 (said) when gschedd refused the step. */
+static int take_reply(struct srun_run *r, Gs__Envelope *reply)
+{
+    const Gs__StepLaunchReply *rep = reply->step_launch_reply;
+
+    if (reply->body_case == GS__ENVELOPE__BODY_ERROR) {
+        fprintf(stderr, "srun: error: Unable to create step for job %" PRIu64 ": %s\n",
+                r->a->job_id, reply->error->message);
+        return 1;
+    }
+    if (reply->body_case != GS__ENVELOPE__BODY_STEP_LAUNCH_REPLY || rep->ntasks == 0) {
+        fprintf(stderr, "srun: error: gschedd answered with %s\n",
+                gs_proto_body_name(reply->body_case));
+        return 1;
+    }
+    r->step_id = rep->step_id;
+    r->ntasks = rep->ntasks;
+    r->tasks = calloc(rep->ntasks, sizeof(*r->tasks));
+    r->nodes = calloc(rep->n_nodes + 1, sizeof(*r->nodes));
+    if (r->tasks == NULL || r->nodes == NULL) {
+        fprintf(stderr, "srun: error: out of memory\n");
+        return 1;
+    }
+    for (size_t i = 0; i < rep->n_nodes; i++) {
+        if ((r->nodes[i] = strdup(rep->nodes[i])) == NULL) {
+            fprintf(stderr, "srun: error: out of memory\n");
+            return 1;
+        }
+        r->nnodes++;
+    }
+    for (uint32_t n = rep->ntasks - 1; n >= 10; n /= 10)
+        r->rank_width++;
+    r->rank_width++;
+    if (r->a->nodes_given && r->a->req.nodes != r->nnodes)
+        fprintf(stderr,
+                "srun: warning: can't run %u processes on %u nodes, setting nnodes to %zu\n",
+                r->ntasks, r->a->req.nodes, r->nnodes);
+    return 0;
+}
+
+/* One frame while streaming: 0 go on, or the frame was out of place (said; 1). */
+static int on_frame(struct srun_run *r, const Gs__Envelope *env)
+{
+    switch (env->body_case) {
+    case GS__ENVELOPE__BODY_STEP_OUTPUT:
+        on_output(r, env->step_output);
+        return 0;
+    case GS__ENVELOPE__BODY_TASK_EXIT:
+        on_exit_frame(r, env->task_exit);
+        return 0;
+    case GS__ENVELOPE__BODY_ERROR:
+        free(r->ended_why);
+        r->ended_why = strdup(env->error->message != NULL ? env->error->message : "");
+        return 0;
+    default:
+        return 0; /* newer frames this srun does not know: not its business */
+    }
+}
+
+/*
+ * Streams until gschedd closes the connection (every task done, or the job ended) or the
+ * user aborts. Returns the exit status.
+ */
+static int stream(struct srun_run *r)
+{
+    uint64_t last_int = 0;
+    bool aborted = false;
+
+    for (;;) {
+        struct pollfd p[3] = {{.fd = r->fd, .events = POLLIN},
+                              {.fd = sig_pipe[0], .events = POLLIN},
+                              {.fd = r->in_open ? STDIN_FILENO : -1, .events = POLLIN}};
+        unsigned char sigs[16];
+        ssize_t got;
+
+        if (poll(p, 3, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            fprintf(stderr, "srun: error: poll: %s\n", strerror(errno));
+            return 1;
+        }
+        got = (p[1].revents & POLLIN) ? read(sig_pipe[0], sigs, sizeof(sigs)) : 0;
+        for (ssize_t i = 0; i < got; i++) {
+            uint64_t now = gs_clock_mono_ms();
+
+            if (sigs[i] == SIGINT && last_int != 0 && now - last_int < SRUN_ABORT_WINDOW_MS) {
+                fprintf(stderr, "srun: forcing job termination\n");
+                aborted = true; /* closing the connection ends the step's tasks */
+                break;
+            }
+            if (sigs[i] == SIGINT) {
+                last_int = now;
+                fprintf(stderr, "srun: interrupt (one more within 1 sec to abort)\n");
+                fprintf(stderr, "srun: StepId=%" PRIu64 ".%u tasks: %u of %u running\n",
+                        r->a->job_id, r->step_id, r->ntasks - r->nexited, r->ntasks);
+            }
+            send_signal(r, sigs[i]);
+        }
+        if (aborted) {
+            fprintf(stderr, "srun: Job step aborted\n");
+            return 128 + SIGINT;
+        }
+        if (r->in_open && (p[2].revents & (POLLIN | POLLHUP | POLLERR)))
+            forward_input(r);
+        if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+            Gs__Envelope *env = NULL;
+            int rc = gs_proto_read_fd(r->fd, 0, CLI_TIMEOUT_MS, &env);
+
+            if (rc == GS_PROTO_ERR_PEER_CLOSED)
+                break;
+            if (rc < 0) {
+                fprintf(stderr, "srun: error: the connection to gschedd failed: %s\n",
+                        gs_proto_reason(rc));
+                break;
+            }
+            on_frame(r, env);
+            gs_proto_envelope_free(env);
+        }
+    }
+    for (uint32_t i = 0; i < r->ntasks; i++) {
+        drain(r, i, 0, true);
+        drain(r, i, 1, true);
+    }
+    if (r->nexited < r->ntasks) {
+        fprintf(stderr, "srun: error: StepId=%" PRIu64 ".%u: %u of %u tasks did not report: %s\n",
+                r->a->job_id, r->step_id, r->ntasks - r->nexited, r->ntasks,
+                r->ended_why != NULL
+                    ? r->ended_why
+                    : "the connection to gschedd (or the worker relaying it) closed");
+        return r->worst > 0 ? r->worst : 1;
+    }
+    return r->worst;
+}
+
+/*
+ * gschedd said the step waits for resources its job's other steps hold (StepPending): say
+ * so as Slurm does and wait, as long as it takes, for the StepLaunchReply (or an error),
+ * which replaces *reply. A signal withdraws the request: closing the connection is enough.
+ * Returns 0, or 1 (said) when srun is to end.
+ */
+static int wait_for_step(struct srun_run *r, Gs__Envelope **reply)
+{
+    const char *why = (*reply)->step_pending->reason;
+
+    fprintf(stderr, "srun: Job %" PRIu64 " step creation temporarily disabled, retrying (%s)\n",
+            r->a->job_id, why != NULL && why[0] != '\0' ? why : "Requested nodes are busy");
+    for (;;) {
+        struct pollfd p[2] = {{.fd = r->fd, .events = POLLIN},
+                              {.fd = sig_pipe[0], .events = POLLIN}};
+        Gs__Envelope *env = NULL;
+        unsigned char sig;
+        int rc;
+
+        if (poll(p, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            fprintf(stderr, "srun: error: poll: %s\n", strerror(errno));
+            return 1;
+        }
+        if ((p[1].revents & POLLIN) && read(sig_pipe[0], &sig, 1) == 1) {
+            fprintf(stderr, "srun: Cancelled pending job step with signal %u\n", sig);
+            return 1;
+        }
+        if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
+            continue;
+        rc = gs_proto_read_fd(r->fd, 0, CLI_TIMEOUT_MS, &env);
+        if (rc < 0) {
+            fprintf(stderr, "srun: error: the connection to gschedd failed: %s\n",
+                    gs_proto_reason(rc));
+            return 1;
+        }
+        if (env->body_case == GS__ENVELOPE__BODY_STEP_PENDING) {
+            gs_proto_envelope_free(env); /* said already */
+            continue;
+        }
+        gs_proto_envelope_free(*reply);
+        *reply = env;
+        if (env->body_case == GS__ENVELOPE__BODY_STEP_LAUNCH_REPLY)
+            fprintf(stderr, "srun: Step created for StepId=%" PRIu64 ".%u\n", r->a->job_id,
+                    env->step_launch_reply->step_id);
+        return 0;
+    }
+}
+
+/* A step's -o / -e file: %j the job, %s the step, %% a percent. -1 (said) on failure. */
+static int open_output(const char *pattern, uint64_t job_id, uint32_t step)
+{
+    struct gs_buf path = GS_BUF_INIT;
+    int fd;
+
+    for (const char *p = pattern; *p != '\0'; p++) {
+        if (p[0] == '%' && p[1] == 'j')
+            gs_buf_printf(&path, "%" PRIu64, job_id), p++;
+        else if (p[0] == '%' && p[1] == 's')
+            gs_buf_printf(&path, "%u", step), p++;
+        else if (p[0] == '%' && p[1] == '%')
+            gs_buf_putc(&path, '%'), p++;
+        else
+            gs_buf_putc(&path, *p);
+    }
+    fd = path.data != NULL ? open(path.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666) : -1;
+    if (fd < 0)
+        fprintf(stderr, "srun: error: cannot open %s: %s\n", path.data != NULL ? path.data : "",
+                strerror(errno));
+    gs_buf_release(&path);
+    return fd;
+}
+
+static int run_step(struct cli_srun_args *a, const char *socket_path)
+{
+    struct srun_run r = {.a = a, .fd = -1, .out_fd = STDOUT_FILENO, .err_fd = STDERR_FILENO};
+    Gs__Envelope env = GS__ENVELOPE__INIT, *reply = NULL;
+    int rc, status = 1;
+
+    r.fd = cli_connect(socket_path);
+    if (r.fd < 0) {
+        fprintf(stderr, "srun: error: cannot reach gschedd at %s: %s\n", socket_path,
+                gs_strerror(r.fd));
+        goto out;
+    }
+    if (a->req.pty) { /* the remote terminal starts at this one's size */
+        struct winsize ws;
+
+        if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0) {
+            a->req.pty_rows = ws.ws_row;
+            a->req.pty_cols = ws.ws_col;
+        }
+    }
+    env.body_case = GS__ENVELOPE__BODY_STEP_LAUNCH_REQUEST;
+    env.step_launch_request = &a->req;
+    rc = cli_exchange(r.fd, &env, CLI_TIMEOUT_MS, &reply);
+    if (rc < 0) {
+        fprintf(stderr, "srun: error: gschedd at %s: %s\n", socket_path, gs_proto_reason(rc));
+        goto out;
+    }
+    if (reply->body_case == GS__ENVELOPE__BODY_STEP_PENDING && wait_for_step(&r, &reply) != 0)
+        goto out;
+    if (take_reply(&r, reply) != 0)
+        goto out;
+    if (a->out_pattern != NULL &&
+        (r.out_fd = open_output(a->out_pattern, a->job_id, r.step_id)) < 0) {
+        send_signal(&r, 0);
+        goto out;
+    }
+    if (a->err_pattern != NULL &&
+        (r.err_fd = open_output(a->err_pattern, a->job_id, r.step_id)) < 0) {
+        send_signal(&r, 0);
+        goto out;
+    }
+    if (a->out_pattern != NULL && a->err_pattern == NULL)
+        r.err_fd = r.out_fd; /* Slurm: -o alone takes both */
+    /* An older gschedd would close the connection over StepInput: only when it says so. */
+    r.in_open = (a->req.input || a->req.pty) && reply->step_launch_reply->input;
+    if (a->req.pty)
+        raw_on(&r);
+    status = stream(&r);
+    raw_off(&r);
+out:
+    if (r.fd >= 0)
+        close(r.fd);
+    if (r.out_fd > STDERR_FILENO)
+        close(r.out_fd);
+    if (r.err_fd > STDERR_FILENO && r.err_fd != r.out_fd)
+        close(r.err_fd);
+    for (uint32_t i = 0; r.tasks != NULL && i < r.ntasks; i++) {
+        gs_buf_release(&r.tasks[i].part[0]);
+        gs_buf_release(&r.tasks[i].part[1]);
+    }
+    for (size_t i = 0; i < r.nnodes; i++)
+        free(r.nodes[i]);
+    free(r.nodes);
+    free(r.tasks);
+    free(r.ended_why);
+    gs_proto_envelope_free(reply);
+    return status;
+}
+
+int cli_cmd_srun(int argc, char **argv)
+{
+    struct cli_srun_args a = {.req = GS__STEP_LAUNCH_REQUEST__INIT};
+    struct cli_srun_owned own = {.workdir = GS_BUF_INIT};
+    struct cli_alloc al = {.prog = "srun", .fd = -1};
+    char socket_path[108];
+    int rc, status = 1;
+
+    rc = cli_srun_parse(&a, argc, argv);
+    if (rc != 0)
+        return rc > 0 ? 0 : 1;
+    if (cli_socket_path(NULL, socket_path, sizeof(socket_path)) < 0)
+        goto out;
+    if (catch_signals() < 0) {
+        fprintf(stderr, "srun: error: cannot set up signal handling: %s\n", strerror(errno));
+        goto out;
+    }
+    /* Outside a job, an allocation first (srun_alloc.c); its connection holds it. */
+    if (!cli_srun_in_job(&a) && cli_srun_alloc(&a, &al, socket_path, sig_pipe[0]) != 0)
+        goto out;
+    if (cli_srun_request(&a, &own) < 0)
+        goto out;
+    status = run_step(&a, socket_path);
+    if (al.fd >= 0)
+        cli_alloc_release(&al, status, 0, false);
+out:
+    cli_alloc_release_fds(&al);
+    cli_srun_owned_release(&own);
+    return status;
+}

@@ -1,0 +1,445 @@
+/*
+ * scontrol_resv.c: advance reservations as Slurm's scontrol and sinfo read and show them
+ * (scontrol_resv.h): the KEY=VALUE words of `scontrol create reservation` and `scontrol
+ * update ReservationName=NAME` turned into a ReservationRequest, and a reservation turned
+ * into scontrol's Key=Value record and into sinfo -T's line.
+ *
+ * Keys, any case: ReservationName= (Reservation= too), StartTime= and EndTime= (sbatch
+ * --begin's TIME: now, now+N[unit], YYYY-MM-DD[THH:MM[:SS]], HH:MM[:SS]), Duration= (Slurm's
+ * time: MIN, H:M:S, D-H:M:S, ...; UNLIMITED for no end), Nodes= (a hostlist, checked here and
+ * sent as typed, since gschedd keeps the expression), Users=a,b and Accounts=x,y. Slurm's
+ * other keys (Flags=, Licenses=, CoreCnt=, ...) are refused by name rather than ignored: a
+ * reservation that silently lacks a flag the operator asked for is worse than an error.
+ * Whether the nodes and users exist, and who may reserve, is gschedd's to say.
+ *
+ * Pure: no daemon, no clock (the caller passes now), no stdout; local time for dates.
+ */
+#include "slurm/scontrol_resv.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/error.h"
+#include "common/hostlist.h"
+#include "common/units.h"
+#include "slurm/slurm_fmt.h"
+#include "slurm/sbatch.h"
+
+enum key { K_NAME, K_START, K_END, K_DURATION, K_NODES, K_USERS, K_ACCOUNTS, K_TRES, NKEYS };
+
+static const char *const key_names[NKEYS] = {
+    [K_NAME] = "ReservationName", [K_START] = "StartTime", [K_END] = "EndTime",
+    [K_DURATION] = "Duration",    [K_NODES] = "Nodes",     [K_USERS] = "Users",
+    [K_ACCOUNTS] = "Accounts",    [K_TRES] = "TRES",
+};
+
+/* Writes why and returns -EINVAL. */
+static int fail(char *why, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int fail(char *why, size_t size, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(why, size, fmt, ap);
+    va_end(ap);
+    return -EINVAL;
+}
+
+static int find_key(const char *word, size_t klen)
+{
+    for (int k = 0; k < NKEYS; k++) {
+        if (strlen(key_names[k]) == klen && strncasecmp(word, key_names[k], klen) == 0)
+            return k;
+    }
+    /* Slurm's scontrol takes Reservation= for the name as well. */
+    if (klen == strlen("Reservation") && strncasecmp(word, "Reservation", klen) == 0)
+        return K_NAME;
+    return -1;
+}
+
+/* Each word's value into val[key]; a key given twice keeps its last value, as in Slurm. */
+static int collect(int argc, char *const *argv, const char **val, char *why, size_t size)
+{
+    for (int i = 0; i < argc; i++) {
+        const char *eq = strchr(argv[i], '=');
+        int k;
+
+        if (eq == NULL || eq == argv[i])
+            return fail(why, size, "'%s' is not KEY=VALUE", argv[i]);
+        k = find_key(argv[i], (size_t)(eq - argv[i]));
+        if (k < 0)
+            return fail(
+                why, size,
+                "%s: unknown or unsupported reservation key '%.*s' (gsched takes "
+                "ReservationName, StartTime, EndTime, Duration, Nodes, Users, Accounts, TRES)",
+                argv[i], (int)(eq - argv[i]), argv[i]);
+        val[k] = eq + 1;
+    }
+    return 0;
+}
+
+static int read_name(struct scontrol_resv *r, const char *name, char *why, size_t size)
+{
+    if (name == NULL)
+        return 0;
+    /* A blank would break the Key=Value records every view prints. */
+    for (const char *p = name; *p != '\0'; p++) {
+        if (isspace((unsigned char)*p) || *p == ',' || *p == '=')
+            return fail(why, size, "ReservationName=%s: a name has no blanks, ',' or '='", name);
+    }
+    r->resv.name = (char *)name;
+    return 0;
+}
+
+static int read_time(const char *key, const char *text, uint64_t now_ms, uint64_t *ret_ms,
+                     char *why, size_t size)
+{
+    struct gs_error err;
+
+    gs_error_clear(&err);
+    if (gs_sbatch_parse_begin(text, now_ms, ret_ms, &err) < 0)
+        return fail(why, size, "%s=%s: %s", key, text, err.msg);
+    return 0;
+}
+
+/* Duration=: seconds, or GS_DURATION_INFINITE for UNLIMITED / infinite. */
+static int read_duration(const char *text, uint64_t *ret_s, char *why, size_t size)
+{
+    uint64_t s;
+
+    if (gs_parse_duration(text, &s) < 0 || s == 0)
+        return fail(why, size,
+                    "Duration=%s: not a duration (MIN, MIN:SEC, H:M:S, D-H, D-H:M, D-H:M:S or "
+                    "UNLIMITED), or 0",
+                    text);
+    if (s != GS_DURATION_INFINITE && s > UINT64_MAX / 1000 / 2)
+        return fail(why, size, "Duration=%s: too long", text);
+    *ret_s = s;
+    return 0;
+}
+
+/* StartTime=, EndTime= and Duration= into start_ms and end_ms, or end_from_start. */
+static int read_times(struct scontrol_resv *r, const char *const *val, uint64_t now_ms, char *why,
+                      size_t size)
+{
+    uint64_t dur = 0;
+    int rc = 0;
+
+    if (val[K_END] != NULL && val[K_DURATION] != NULL)
+        return fail(why, size,
+                    "EndTime=%s and Duration=%s: give one of them, not both (each sets the end)",
+                    val[K_END], val[K_DURATION]);
+    if (val[K_START] != NULL) {
+        rc = read_time("StartTime", val[K_START], now_ms, &r->resv.start_ms, why, size);
+        r->req.set_start = rc == 0;
+    }
+    if (rc == 0 && val[K_END] != NULL) {
+        rc = read_time("EndTime", val[K_END], now_ms, &r->resv.end_ms, why, size);
+        r->req.set_end = rc == 0;
+        if (rc == 0 && r->req.set_start && r->resv.end_ms <= r->resv.start_ms)
+            rc = fail(why, size, "EndTime=%s: not after StartTime=%s", val[K_END], val[K_START]);
+    }
+    if (rc == 0 && val[K_DURATION] != NULL) {
+        rc = read_duration(val[K_DURATION], &dur, why, size);
+        r->req.set_end = rc == 0;
+        if (rc == 0 && dur == GS_DURATION_INFINITE)
+            r->resv.end_ms = 0;
+        else if (rc == 0 && r->req.set_start)
+            r->resv.end_ms = r->resv.start_ms + dur * 1000;
+        else if (rc == 0)
+            r->end_from_start = true;
+        r->duration_s = dur;
+    }
+    return rc;
+}
+
+/* TRES=gres/gpu=N (or gres/gpu:N): GPUs kept in all; 0 back to whole nodes. Other TRES no. */
+static int read_tres(struct scontrol_resv *r, const char *tres, char *why, size_t size)
+{
+    const char *num;
+    char *end;
+    unsigned long n;
+
+    if (tres == NULL)
+        return 0;
+    if (strncasecmp(tres, "gres/gpu", 8) != 0 || (tres[8] != '=' && tres[8] != ':'))
+        return fail(why, size,
+                    "TRES=%s: only gres/gpu=N (GPUs kept in all, split over the nodes) is "
+                    "supported",
+                    tres);
+    num = tres + 9;
+    n = strtoul(num, &end, 10);
+    if (num[0] < '0' || num[0] > '9' || *end != '\0' || n > 1000000)
+        return fail(why, size, "TRES=%s: N must be a count of GPUs", tres);
+    r->resv.gpus = (uint32_t)n;
+    r->req.set_gpus = true;
+    return 0;
+}
+
+static int read_nodes(struct scontrol_resv *r, const char *nodes, char *why, size_t size)
+{
+    struct gs_error err;
+    char **names = NULL;
+    size_t n = 0;
+    int rc;
+
+    if (nodes == NULL)
+        return 0;
+    if (nodes[0] == '\0')
+        return fail(why, size, "Nodes= is empty: a reservation holds at least one node");
+    gs_error_clear(&err);
+    rc = gs_hostlist_expand(nodes, &names, &n, &err);
+    gs_hostlist_free(names);
+    if (rc == -ENOMEM)
+        return rc;
+    if (rc < 0)
+        return fail(why, size, "Nodes=%s, column %d: %s", nodes, err.col, err.msg);
+    r->resv.nodes = (char *)nodes;
+    r->req.set_nodes = true;
+    return 0;
+}
+
+/*
+ * "a,b" into a malloc'd array of malloc'd names. Slurm's "+a" / "-a" (add to or take from
+ * the list) are refused: the whole list is sent, and gsched keeps no list to edit here.
+ */
+static void free_list(char **v, size_t n)
+{
+    for (size_t i = 0; v != NULL && i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+/*
+ * "a,b" into a malloc'd array of malloc'd names. Slurm's "+a" / "-a" (add to or take from
+ * the list) are refused: the whole list is sent, and gsched keeps no list to edit here.
+ */
+static int read_list(const char *key, const char *text, char ***ret_v, size_t *ret_n, char *why,
+                     size_t size)
+{
+    size_t cap = 1, n = 0;
+    char **v;
+    int rc = 0;
+
+    for (const char *p = text; *p != '\0'; p++)
+        cap += *p == ',';
+    v = calloc(cap, sizeof(*v));
+    if (v == NULL)
+        return -ENOMEM;
+    for (const char *p = text; text[0] != '\0';) {
+        size_t len = strcspn(p, ",");
+
+        if (len == 0) {
+            rc = fail(why, size, "%s=%s: an empty name in the list", key, text);
+            goto out;
+        }
+        if (p[0] == '+' || p[0] == '-') {
+            rc = fail(why, size,
+                      "%s=%s: adding or removing names (+NAME, -NAME) is not supported; give "
+                      "the whole list",
+                      key, text);
+            goto out;
+        }
+        v[n] = strndup(p, len);
+        if (v[n] == NULL) {
+            rc = -ENOMEM;
+            goto out;
+        }
+        n++;
+        if (p[len] == '\0')
+            break;
+        p += len + 1;
+    }
+    *ret_v = v;
+    *ret_n = n;
+    v = NULL;
+out:
+    free_list(v, n);
+    return rc;
+}
+
+static int read_lists(struct scontrol_resv *r, const char *const *val, Gs__ReservationAction action,
+                      char *why, size_t size)
+{
+    int rc = 0;
+
+    /* An update may empty one list (moving a reservation from users to accounts); a create not. */
+    for (int k = K_USERS; rc == 0 && k <= K_ACCOUNTS; k++) {
+        if (val[k] == NULL)
+            continue;
+        if (val[k][0] == '\0' && action == GS__RESERVATION_ACTION__RESERVATION_ACTION_CREATE)
+            return fail(why, size, "%s= is empty: name at least one", key_names[k]);
+        if (k == K_USERS) {
+            rc = read_list("Users", val[k], &r->resv.users, &r->resv.n_users, why, size);
+            r->req.set_users = rc == 0;
+        } else {
+            rc = read_list("Accounts", val[k], &r->resv.accounts, &r->resv.n_accounts, why, size);
+            r->req.set_accounts = rc == 0;
+        }
+    }
+    return rc;
+}
+
+/* What each action cannot do without, in Slurm's rules. */
+static int check_complete(const struct scontrol_resv *r, const char *const *val,
+                          Gs__ReservationAction action, char *why, size_t size)
+{
+    if (action == GS__RESERVATION_ACTION__RESERVATION_ACTION_UPDATE) {
+        if (val[K_NAME] == NULL || val[K_NAME][0] == '\0')
+            return fail(why, size, "ReservationName= is required: which reservation to update");
+        if (!r->req.set_start && !r->req.set_end && !r->req.set_nodes && !r->req.set_users &&
+            !r->req.set_accounts && !r->req.set_gpus)
+            return fail(why, size,
+                        "nothing to update: give StartTime=, EndTime=, Duration=, Nodes=, "
+                        "Users=, Accounts= or TRES=");
+        return 0;
+    }
+    if (!r->req.set_start)
+        return fail(why, size,
+                    "StartTime= is required to create a reservation (now, "
+                    "now+1hour, 2026-12-05T10:00, ...)");
+    if (!r->req.set_end)
+        return fail(why, size,
+                    "EndTime= or Duration= is required to create a reservation "
+                    "(Duration=UNLIMITED for no end)");
+    if (!r->req.set_nodes)
+        return fail(why, size,
+                    "Nodes= is required to create a reservation (a hostlist, "
+                    "node[1-4])");
+    if (!r->req.set_users && !r->req.set_accounts)
+        return fail(why, size,
+                    "Users= or Accounts= is required to create a reservation "
+                    "(who may run in it)");
+    return 0;
+}
+
+int scontrol_resv_parse(struct scontrol_resv *r, Gs__ReservationAction action, int argc,
+                        char *const *argv, uint64_t now_ms, char *why, size_t why_size)
+{
+    const char *val[NKEYS] = {0};
+    int rc;
+
+    memset(r, 0, sizeof(*r));
+    gs__reservation_request__init(&r->req);
+    gs__reservation__init(&r->resv);
+    r->req.action = action;
+    r->req.reservation = &r->resv;
+    if (action != GS__RESERVATION_ACTION__RESERVATION_ACTION_CREATE &&
+        action != GS__RESERVATION_ACTION__RESERVATION_ACTION_UPDATE)
+        return fail(why, why_size, "only create and update take KEY=VALUE words");
+    rc = collect(argc, argv, val, why, why_size);
+    if (rc == 0)
+        rc = read_name(r, val[K_NAME], why, why_size);
+    if (rc == 0)
+        rc = read_times(r, val, now_ms, why, why_size);
+    if (rc == 0)
+        rc = read_nodes(r, val[K_NODES], why, why_size);
+    if (rc == 0)
+        rc = read_lists(r, val, action, why, why_size);
+    if (rc == 0)
+        rc = read_tres(r, val[K_TRES], why, why_size);
+    if (rc == 0)
+        rc = check_complete(r, val, action, why, why_size);
+    if (rc == -ENOMEM)
+        snprintf(why, why_size, "out of memory");
+    if (rc < 0)
+        scontrol_resv_release(r);
+    return rc;
+}
+
+void scontrol_resv_release(struct scontrol_resv *r)
+{
+    if (r == NULL)
+        return;
+    free_list(r->resv.users, r->resv.n_users);
+    free_list(r->resv.accounts, r->resv.n_accounts);
+    r->resv.users = r->resv.accounts = NULL;
+    r->resv.n_users = r->resv.n_accounts = 0;
+}
+
+/* --- showing them -------------------------------------------------------------------------- */
+
+/* "01:00:00", "2-00:00:00"; "UNLIMITED" without an end. */
+static char *duration(const Gs__Reservation *r, char *out, size_t size)
+{
+    if (r->end_ms == 0)
+        snprintf(out, size, "UNLIMITED");
+    else
+        slurm_fmt_secs_long(r->end_ms > r->start_ms ? (r->end_ms - r->start_ms) / 1000 : 0, out,
+                            size);
+    return out;
+}
+
+static int put_list(struct gs_buf *out, const char *key, char *const *v, size_t n)
+{
+    int rc = gs_buf_printf(out, "%s=", key);
+
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = gs_buf_printf(out, "%s%s", i > 0 ? "," : "", v[i]);
+    if (rc == 0 && n == 0)
+        rc = gs_buf_append_str(out, "(null)");
+    return rc;
+}
+
+static const char *or_null(const char *s)
+{
+    return s != NULL && s[0] != '\0' ? s : "(null)";
+}
+
+int scontrol_resv_record(struct gs_buf *out, const Gs__Reservation *r, bool oneliner)
+{
+    char start[48], end[48], dur[48];
+    int rc;
+
+    rc = gs_buf_printf(
+        out, "ReservationName=%s StartTime=%s EndTime=%s Duration=%s", or_null(r->name),
+        slurm_fmt_date(r->start_ms, "Unknown", start, sizeof(start)),
+        slurm_fmt_date(r->end_ms, "Unknown", end, sizeof(end)), duration(r, dur, sizeof(dur)));
+    if (rc == 0)
+        rc = gs_buf_append_str(out, oneliner ? " " : "\n   ");
+    if (rc == 0)
+        rc = gs_buf_printf(out, "Nodes=%s NodeCnt=%u ", or_null(r->nodes), r->node_count);
+    if (rc == 0 && r->gpus > 0)
+        rc = gs_buf_printf(out, "TRES=gres/gpu=%u ", r->gpus);
+    if (rc == 0)
+        rc = put_list(out, "Users", r->users, r->n_users);
+    if (rc == 0)
+        rc = gs_buf_append_str(out, " ");
+    if (rc == 0)
+        rc = put_list(out, "Accounts", r->accounts, r->n_accounts);
+    if (rc == 0)
+        rc = gs_buf_printf(out, " State=%s", r->active ? "ACTIVE" : "INACTIVE");
+    return rc == 0 ? gs_buf_append_str(out, oneliner ? "\n" : "\n\n") : rc;
+}
+
+int scontrol_resv_table(struct gs_buf *out, Gs__Reservation *const *v, size_t n, bool header)
+{
+    char start[48], end[48], dur[48];
+    int width = 9, rc = 0;
+
+    /* Slurm widens the name column to the longest name; the others are fixed. */
+    for (size_t i = 0; i < n; i++) {
+        int len = (int)strlen(or_null(v[i]->name));
+
+        width = len > width ? len : width;
+    }
+    if (header)
+        rc = gs_buf_printf(out, "%-*s  %8s  %19s  %19s  %11s  %s\n", width, "RESV_NAME", "STATE",
+                           "START_TIME", "END_TIME", "DURATION", "NODELIST");
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        const Gs__Reservation *r = v[i];
+
+        rc = gs_buf_printf(out, "%-*s  %8s  %19s  %19s  %11s  %s\n", width, or_null(r->name),
+                           r->active ? "ACTIVE" : "INACTIVE",
+                           slurm_fmt_date(r->start_ms, "Unknown", start, sizeof(start)),
+                           slurm_fmt_date(r->end_ms, "Unknown", end, sizeof(end)),
+                           duration(r, dur, sizeof(dur)), or_null(r->nodes));
+    }
+    return rc;
+}

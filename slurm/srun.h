@@ -1,0 +1,83 @@
+/*
+ * srun.h: the two halves of `srun` (slurm/cmd_srun.c) that meet here: srun_args.c reads
+ * Slurm's srun options and builds the StepLaunchRequest from them and srun's
+ * surroundings ($SLURM_JOB_ID, the current directory, the environment); cmd_srun.c sends
+ * it and streams the step. Internal to the CLI; single-threaded.
+ */
+#ifndef GS_SLURM_SRUN_H
+#define GS_SLURM_SRUN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+#include "proto/frame.h"
+
+#define CLI_SRUN_ALLOC_OPTS_MAX 64
+
+/* The command line; req borrows from argv and, once built, from struct cli_srun_owned. */
+struct cli_srun_args {
+    Gs__StepLaunchRequest req;
+    uint64_t job_id;
+    const char *chdir;
+    const char *nodelist;
+    const char *export_spec;
+    const char *out_pattern, *err_pattern;
+    bool nodes_given;
+    bool unbuffered;
+    bool kill_bad;
+    bool no_input; /* --input=none: task 0's stdin is /dev/null */
+    char **command;
+    int ncommand;
+    /* The options that also ask for an allocation when srun makes one (outside a job):
+     * long names (borrowed from the option table) and values (from argv). */
+    const char *alloc_name[CLI_SRUN_ALLOC_OPTS_MAX];
+    const char *alloc_value[CLI_SRUN_ALLOC_OPTS_MAX];
+    int nalloc;
+};
+
+/* What the request owns: the environment's strings, the node list, the workdir. */
+struct cli_srun_owned {
+    Gs__StepLaunchRequest__EnvEntry *entries; /* key and value owned */
+    Gs__StepLaunchRequest__EnvEntry **ptrs;
+    size_t n, cap;
+    char **nodes;
+    struct gs_buf workdir;
+};
+
+/*
+ * Slurm's syntax: options until the first argument that is not one (the command), values
+ * as --opt=V, --opt V, -XV or -X V. Returns 0, 1 for help printed, or -EINVAL (said).
+ */
+int cli_srun_parse(struct cli_srun_args *a, int argc, char **argv);
+
+/*
+ * Completes a->req: the job (--jobid, else $SLURM_JOB_ID or $SLURM_JOBID), the command,
+ * the absolute workdir, the expanded -w list and the environment --export passes, the last
+ * three held in own (zeroed but for workdir = GS_BUF_INIT; the caller releases it, whatever
+ * this returns). Returns 0 or < 0 with the reason printed.
+ */
+int cli_srun_request(struct cli_srun_args *a, struct cli_srun_owned *own);
+void cli_srun_owned_release(struct cli_srun_owned *o);
+
+/* Whether srun runs inside a job: --jobid, else $SLURM_JOB_ID or $SLURM_JOBID. */
+bool cli_srun_in_job(const struct cli_srun_args *a);
+
+/* The options kept in a->alloc_name/alloc_value as "--NAME=VALUE" words for sbatch's
+ * reader: *ret NULL-terminated, a->nalloc of them, each and the array free()d by the
+ * caller. 0 or -ENOMEM. */
+int cli_srun_alloc_words(const struct cli_srun_args *a, char ***ret);
+
+struct cli_alloc;
+/*
+ * srun_alloc.c, srun outside a job: the allocation its options ask for (sbatch's reading of
+ * -N -n --ntasks-per-node -c --gpus* --gres -t -p -A -q -w -x -C -J --mem*), held in al
+ * until the step has run; once granted, srun's environment has the job's SLURM_* variables
+ * and a->job_id is the job. A signal on sig_fd while waiting gives up. Returns 0, or 1
+ * (said) when there is no allocation.
+ */
+int cli_srun_alloc(struct cli_srun_args *a, struct cli_alloc *al, const char *socket_path,
+                   int sig_fd);
+
+#endif

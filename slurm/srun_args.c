@@ -1,0 +1,547 @@
+/*
+ * srun_args.c: srun's side of the command line (see srun.h). Slurm's option syntax
+ * (getopt-style, stopping at the command, because batch scripts pass srun options as they
+ * would to Slurm), the options a step here ignores but scripts commonly pass, --export's
+ * reading of srun's environment, and the StepLaunchRequest they all become. Everything
+ * wrong is said as "srun: error: ..."; cmd_srun.c exits 1 on it.
+ */
+#include "slurm/srun.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/args.h"
+#include "common/error.h"
+#include "common/gpu_bind.h"
+#include "common/hostlist.h"
+#include "common/path.h"
+
+extern char **environ;
+
+enum srun_kind { FLAG, VALUE };
+
+enum srun_id {
+    O_NODES = 2,
+    O_NTASKS,
+    O_TPN,
+    O_CPT,
+    O_GPT,
+    O_GPUS,
+    O_GPN,
+    O_CHDIR,
+    O_NAME,
+    O_LABEL,
+    O_NODELIST,
+    O_JOBID,
+    O_EXPORT,
+    O_UNBUFFERED,
+    O_MPI,
+    O_KILL_BAD,
+    O_EXACT,
+    O_EXCLUSIVE,
+    O_OVERLAP,
+    O_OUTPUT,
+    O_ERROR,
+    O_HELP,
+    O_INPUT,
+    O_PTY,
+    O_GPU_BIND,
+    O_IGNORED_FLAG,  /* accepted, no effect here (--quiet, --verbose) */
+    O_IGNORED_VALUE, /* accepted with its value, no effect here (--cpu-bind ...) */
+};
+
+struct srun_opt {
+    const char *name; /* long name without "--" */
+    char alias;       /* short letter, or 0 */
+    enum srun_kind kind;
+    enum srun_id id;
+};
+
+static const struct srun_opt srun_opts[] = {
+    {"nodes", 'N', VALUE, O_NODES},
+    {"ntasks", 'n', VALUE, O_NTASKS},
+    {"ntasks-per-node", 0, VALUE, O_TPN},
+    {"cpus-per-task", 'c', VALUE, O_CPT},
+    {"gpus-per-task", 0, VALUE, O_GPT},
+    {"gpus", 'G', VALUE, O_GPUS},
+    {"gpus-per-node", 0, VALUE, O_GPN},
+    {"chdir", 'D', VALUE, O_CHDIR},
+    {"job-name", 'J', VALUE, O_NAME},
+    {"label", 'l', FLAG, O_LABEL},
+    {"nodelist", 'w', VALUE, O_NODELIST},
+    {"jobid", 0, VALUE, O_JOBID},
+    {"export", 0, VALUE, O_EXPORT},
+    {"unbuffered", 'u', FLAG, O_UNBUFFERED},
+    {"mpi", 0, VALUE, O_MPI},
+    {"kill-on-bad-exit", 'K', FLAG, O_KILL_BAD},
+    {"output", 'o', VALUE, O_OUTPUT},
+    {"error", 'e', VALUE, O_ERROR},
+    {"input", 'i', VALUE, O_INPUT},
+    {"pty", 0, FLAG, O_PTY},
+    {"help", 'h', FLAG, O_HELP},
+    {"usage", 0, FLAG, O_HELP},
+    /* What scripts commonly pass and a step here needs no action for. */
+    {"cpu-bind", 0, VALUE, O_IGNORED_VALUE},
+    {"cpu_bind", 0, VALUE, O_IGNORED_VALUE},
+    {"gpu-bind", 0, VALUE, O_GPU_BIND},
+    {"distribution", 'm', VALUE, O_IGNORED_VALUE},
+    {"mem", 0, VALUE, O_IGNORED_VALUE},
+    {"mem-per-cpu", 0, VALUE, O_IGNORED_VALUE},
+    {"mem-per-gpu", 0, VALUE, O_IGNORED_VALUE},
+    {"time", 't', VALUE, O_IGNORED_VALUE},
+    {"wait", 'W', VALUE, O_IGNORED_VALUE},
+    {"gres", 0, VALUE, O_IGNORED_VALUE},
+    /* Inside a job these are the job's already; outside one, srun's allocation's. */
+    {"partition", 'p', VALUE, O_IGNORED_VALUE},
+    {"account", 'A', VALUE, O_IGNORED_VALUE},
+    {"qos", 'q', VALUE, O_IGNORED_VALUE},
+    {"reservation", 0, VALUE, O_IGNORED_VALUE},
+    {"exclude", 'x', VALUE, O_IGNORED_VALUE},
+    {"constraint", 'C', VALUE, O_IGNORED_VALUE},
+    {"exact", 0, FLAG, O_EXACT},
+    {"exclusive", 0, FLAG, O_EXCLUSIVE},
+    {"overlap", 0, FLAG, O_OVERLAP},
+    {"quiet", 'Q', FLAG, O_IGNORED_FLAG},
+    {"verbose", 'v', FLAG, O_IGNORED_FLAG},
+    {NULL, 0, FLAG, 0},
+};
+
+static const char srun_usage[] =
+    "Usage: srun [OPTIONS] COMMAND [ARGS...]   (a step of a job allocation)\n"
+    "  -N, --nodes=N            nodes of the job to use (default: all)\n"
+    "  -n, --ntasks=N           tasks in all (default: the job's layout)\n"
+    "      --ntasks-per-node=N  at most N tasks on each node\n"
+    "  -c, --cpus-per-task=N    cores per task (default: the node's cores split)\n"
+    "      --gpus-per-task=N    GPUs per task (default: every task sees its node's GPUs)\n"
+    "  -G, --gpus=N             GPUs for the whole step, spread over its nodes\n"
+    "      --gpus-per-node=N    GPUs on each node of the step\n"
+    "      --exact, --exclusive hold only ntasks x cpus-per-task cores (default: all of\n"
+    "                           the job's cores on each node), so steps run side by side\n"
+    "      --overlap            hold nothing: run beside the job's other steps\n"
+    "  -w, --nodelist=LIST      only these of the job's nodes (a hostlist)\n"
+    "  -D, --chdir=DIR          the tasks' working directory (default: the current one)\n"
+    "  -J, --job-name=NAME      the step's name\n"
+    "  -l, --label              put the task's rank before each output line\n"
+    "  -u, --unbuffered         pass output on as it comes, not line by line\n"
+    "  -K, --kill-on-bad-exit   end the step when a task exits non-zero\n"
+    "  -i, --input=0|none       srun's stdin to task 0 (the default), or none at all\n"
+    "      --pty                task 0 under a pseudo-terminal, this one in raw mode\n"
+    "  -o, --output=FILE / -e, --error=FILE\n"
+    "                           the step's stdout / stderr to FILE (%j job, %s step)\n"
+    "      --export=ALL|NONE|VARS  which of srun's variables the tasks get (default ALL)\n"
+    "      --jobid=ID           the job (default: $SLURM_JOB_ID)\n"
+    "Outside a job srun first asks for an allocation (as salloc does) with -N -n\n"
+    "--ntasks-per-node -c --gpus* --gres -w -J and -t -p -A -q -x -C --mem*, runs the\n"
+    "step in it, then releases it.\n";
+
+/* --- options ------------------------------------------------------------------------------- */
+
+static int number(const char *opt, const char *text, uint32_t *ret)
+{
+    uint64_t n;
+    char first[32];
+    const char *dash = strchr(text, '-');
+
+    /* -N MIN-MAX: gsched takes the minimum, the only count a fixed allocation can give. */
+    if (dash != NULL && dash != text && (size_t)(dash - text) < sizeof(first)) {
+        memcpy(first, text, (size_t)(dash - text));
+        first[dash - text] = '\0';
+        text = first;
+    }
+    if (cli_parse_u64(text, &n) < 0 || n == 0 || n > UINT32_MAX) {
+        fprintf(stderr, "srun: error: invalid %s value '%s'\n", opt, text);
+        return -EINVAL;
+    }
+    *ret = (uint32_t)n;
+    return 0;
+}
+
+/* --gpu-bind (or SLURM_GPU_BIND, sbatch's): checked here, so a typo sends nothing. */
+static int gpu_bind(struct cli_srun_args *a, const char *value)
+{
+    struct gs_gpu_bind b;
+    char why[256];
+
+    if (gs_gpu_bind_parse(value, &b, why, sizeof(why)) < 0) {
+        fprintf(stderr, "srun: error: %s\n", why);
+        return -EINVAL;
+    }
+    a->req.gpu_bind = (char *)value;
+    return 0;
+}
+
+static int take(struct cli_srun_args *a, const struct srun_opt *o, const char *value)
+{
+    char opt[40];
+    uint32_t n;
+
+    snprintf(opt, sizeof(opt), "--%s", o->name);
+    switch (o->id) {
+    case O_NODES:
+        a->nodes_given = true;
+        return number(opt, value, &a->req.nodes);
+    case O_NTASKS:
+        return number(opt, value, &a->req.ntasks);
+    case O_TPN:
+        return number(opt, value, &a->req.ntasks_per_node);
+    case O_CPT:
+        return number(opt, value, &a->req.cpus_per_task);
+    case O_GPT:
+        return number(opt, value, &a->req.gpus_per_task);
+    case O_GPUS:
+        /* "gpu:4" or "4": the step's total; gschedd spreads it over the step's nodes. */
+        return number(opt, strchr(value, ':') != NULL ? strrchr(value, ':') + 1 : value,
+                      &a->req.gpus);
+    case O_GPN:
+        return number(opt, strchr(value, ':') != NULL ? strrchr(value, ':') + 1 : value,
+                      &a->req.gpus_per_node);
+    case O_EXACT:
+        a->req.exact = true;
+        return 0;
+    case O_EXCLUSIVE:
+        a->req.exclusive = true;
+        return 0;
+    case O_OVERLAP:
+        a->req.overlap = true;
+        return 0;
+    case O_CHDIR:
+        a->chdir = value;
+        return 0;
+    case O_NAME:
+        a->req.job_name = (char *)value;
+        return 0;
+    case O_LABEL:
+        a->req.label = true;
+        return 0;
+    case O_NODELIST:
+        a->nodelist = value;
+        return 0;
+    case O_JOBID:
+        if (cli_parse_job_id(value, &a->job_id) < 0) {
+            fprintf(stderr, "srun: error: invalid --jobid '%s'\n", value);
+            return -EINVAL;
+        }
+        return 0;
+    case O_EXPORT:
+        a->export_spec = value;
+        return 0;
+    case O_UNBUFFERED:
+        a->unbuffered = true;
+        return 0;
+    case O_MPI:
+        if (strcmp(value, "none") != 0 && strcmp(value, "list") != 0)
+            fprintf(stderr,
+                    "srun: warning: --mpi=%s: gsched starts no PMI server; tasks get "
+                    "SLURM_PROCID and friends and must set up their own communication\n",
+                    value);
+        return 0;
+    case O_KILL_BAD:
+        a->kill_bad = value == NULL || strcmp(value, "0") != 0;
+        return 0;
+    case O_OUTPUT:
+        a->out_pattern = value;
+        return 0;
+    case O_ERROR:
+        a->err_pattern = value;
+        return 0;
+    case O_INPUT:
+        if (strcmp(value, "0") != 0 && strcmp(value, "none") != 0) {
+            fprintf(stderr,
+                    "srun: error: --input=%s: gsched passes stdin to task 0 (0) or to "
+                    "none (none)\n",
+                    value);
+            return -EINVAL;
+        }
+        a->no_input = strcmp(value, "none") == 0;
+        return 0;
+    case O_PTY:
+        a->req.pty = true;
+        a->unbuffered = true; /* a prompt has no newline: it must show as it comes */
+        return 0;
+    case O_GPU_BIND:
+        return gpu_bind(a, value);
+    default:
+        (void)n;
+        return 0;
+    }
+}
+
+/* The options sbatch reads too: outside a job they ask for srun's allocation. */
+static const char *const alloc_opts[] = {
+    "nodes",   "ntasks",        "ntasks-per-node", "cpus-per-task", "gpus-per-task",
+    "gpus",    "gpus-per-node", "nodelist",        "job-name",      "time",
+    "gres",    "mem",           "mem-per-cpu",     "mem-per-gpu",   "partition",
+    "account", "qos",           "reservation",     "exclude",       "constraint",
+    NULL,
+};
+
+static void keep_for_alloc(struct cli_srun_args *a, const struct srun_opt *o, const char *value)
+{
+    for (size_t i = 0; alloc_opts[i] != NULL; i++) {
+        if (strcmp(alloc_opts[i], o->name) == 0 && a->nalloc < CLI_SRUN_ALLOC_OPTS_MAX) {
+            a->alloc_name[a->nalloc] = o->name;
+            a->alloc_value[a->nalloc++] = value;
+            return;
+        }
+    }
+}
+
+static const struct srun_opt *find_long(const char *name, size_t len)
+{
+    for (const struct srun_opt *o = srun_opts; o->name != NULL; o++) {
+        if (strlen(o->name) == len && strncmp(o->name, name, len) == 0)
+            return o;
+    }
+    return NULL;
+}
+
+static const struct srun_opt *find_short(char c)
+{
+    for (const struct srun_opt *o = srun_opts; o->name != NULL; o++) {
+        if (o->alias == c)
+            return o;
+    }
+    return NULL;
+}
+
+int cli_srun_parse(struct cli_srun_args *a, int argc, char **argv)
+{
+    int i = 1;
+
+    for (; i < argc; i++) {
+        const char *arg = argv[i], *value = NULL;
+        const struct srun_opt *o;
+        int rc;
+
+        if (strcmp(arg, "--") == 0) {
+            i++;
+            break;
+        }
+        if (arg[0] != '-' || arg[1] == '\0')
+            break;
+        if (arg[1] == '-') {
+            const char *eq = strchr(arg + 2, '=');
+
+            o = find_long(arg + 2, eq != NULL ? (size_t)(eq - arg - 2) : strlen(arg + 2));
+            if (o != NULL && eq != NULL && o->kind == FLAG && o->id != O_KILL_BAD)
+                o = NULL; /* a value for a flag */
+            value = eq != NULL ? eq + 1 : NULL;
+        } else {
+            o = find_short(arg[1]);
+            if (o != NULL && arg[2] != '\0' && o->kind == FLAG &&
+                !(o->id == O_KILL_BAD && arg[3] == '\0'))
+                o = NULL; /* -lu and such: not taken apart here */
+            value = arg[2] != '\0' ? arg + 2 : NULL;
+        }
+        if (o == NULL) {
+            fprintf(stderr, "srun: error: unrecognized option '%s'\n", arg);
+            fprintf(stderr, "Try \"srun --help\" for more information\n");
+            return -EINVAL;
+        }
+        if (o->kind == VALUE && value == NULL) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "srun: error: option '%s' requires an argument\n", arg);
+                return -EINVAL;
+            }
+            value = argv[++i];
+        }
+        if (o->id == O_HELP) {
+            fputs(srun_usage, stdout);
+            return 1;
+        }
+        rc = take(a, o, value);
+        if (rc < 0)
+            return rc;
+        keep_for_alloc(a, o, value);
+    }
+    a->command = argv + i;
+    a->ncommand = argc - i;
+    return 0;
+}
+
+/* --- the request ------------------------------------------------------------------------------ */
+
+void cli_srun_owned_release(struct cli_srun_owned *o)
+{
+    for (size_t i = 0; i < o->n; i++) {
+        free(o->entries[i].key);
+        free(o->entries[i].value);
+    }
+    free(o->entries);
+    free(o->ptrs);
+    gs_hostlist_free(o->nodes);
+    gs_buf_release(&o->workdir);
+}
+
+/* Sets the variable named by kv's first keylen bytes to value (copied); a later set wins. */
+static int env_set(struct cli_srun_owned *o, const char *kv, size_t keylen, const char *value,
+                   size_t valuelen)
+{
+    char *v = strndup(value, valuelen);
+    size_t i = 0;
+
+    if (v == NULL)
+        return -ENOMEM;
+    while (i < o->n &&
+           !(strlen(o->entries[i].key) == keylen && strncmp(o->entries[i].key, kv, keylen) == 0))
+        i++;
+    if (i == o->n) {
+        if (o->n == o->cap) {
+            size_t cap = o->cap > 0 ? o->cap * 2 : 64;
+            Gs__StepLaunchRequest__EnvEntry *e = realloc(o->entries, cap * sizeof(*e));
+
+            if (e == NULL)
+                goto fail;
+            o->entries = e;
+            o->cap = cap;
+        }
+        gs__step_launch_request__env_entry__init(&o->entries[i]);
+        o->entries[i].key = strndup(kv, keylen);
+        if (o->entries[i].key == NULL)
+            goto fail;
+        o->entries[i].value = NULL;
+        o->n++;
+    }
+    free(o->entries[i].value);
+    o->entries[i].value = v;
+    return 0;
+fail:
+    free(v);
+    return -ENOMEM;
+}
+
+/* Whether the comma-separated list names the variable (kv's first keylen bytes). */
+static bool env_named(const char *list, const char *kv, size_t keylen)
+{
+    for (const char *p = list; *p != '\0';) {
+        size_t len = strcspn(p, ",");
+
+        if (len == keylen && strncmp(p, kv, keylen) == 0)
+            return true;
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return false;
+}
+
+/*
+ * --export: ALL (srun's whole environment, the default), NONE (only the SLURM_ and GSCHED_
+ * variables the step needs), or a list of names and NAME=VALUE settings, with ALL among
+ * them to keep everything else too.
+ */
+static int build_env(struct cli_srun_owned *o, const char *spec)
+{
+    bool all = spec == NULL || env_named(spec, "ALL", 3);
+    int rc = 0;
+
+    for (char **e = environ; rc == 0 && *e != NULL; e++) {
+        const char *eq = strchr(*e, '=');
+        size_t keylen = eq != NULL ? (size_t)(eq - *e) : 0;
+
+        if (keylen == 0)
+            continue;
+        if (all || strncmp(*e, "SLURM_", 6) == 0 || strncmp(*e, "GSCHED_", 7) == 0 ||
+            (spec != NULL && env_named(spec, *e, keylen)))
+            rc = env_set(o, *e, keylen, eq + 1, strlen(eq + 1));
+    }
+    for (const char *p = spec; rc == 0 && p != NULL && *p != '\0';) { /* NAME=VALUE items */
+        size_t len = strcspn(p, ",");
+        const char *eq = memchr(p, '=', len);
+
+        if (eq != NULL && eq != p)
+            rc = env_set(o, p, (size_t)(eq - p), eq + 1, len - (size_t)(eq + 1 - p));
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return rc;
+}
+
+bool cli_srun_in_job(const struct cli_srun_args *a)
+{
+    return a->job_id != 0 || getenv("SLURM_JOB_ID") != NULL || getenv("SLURM_JOBID") != NULL;
+}
+
+int cli_srun_request(struct cli_srun_args *a, struct cli_srun_owned *own)
+{
+    const char *env_job = getenv("SLURM_JOB_ID");
+    char cwd[4096];
+    struct gs_error err;
+
+    if (a->job_id == 0 && env_job == NULL)
+        env_job = getenv("SLURM_JOBID");
+    if (a->job_id == 0 && (env_job == NULL || cli_parse_job_id(env_job, &a->job_id) < 0)) {
+        fprintf(stderr, "srun: error: invalid SLURM_JOB_ID '%s'\n", env_job != NULL ? env_job : "");
+        return -EINVAL;
+    }
+    if (a->ncommand == 0) {
+        fprintf(stderr, "srun: fatal: No command given to execute.\n");
+        return -EINVAL;
+    }
+    a->req.job_id = a->job_id;
+    a->req.input = !a->no_input; /* Slurm's default, --input=0 */
+    if ((a->req.gpu_bind == NULL || a->req.gpu_bind[0] == '\0') &&
+        getenv("SLURM_GPU_BIND") != NULL && gpu_bind(a, getenv("SLURM_GPU_BIND")) < 0)
+        return -EINVAL;
+    a->req.argv = a->command;
+    a->req.n_argv = (size_t)a->ncommand;
+    if (getcwd(cwd, sizeof(cwd)) == NULL) {
+        int rc = -errno;
+
+        fprintf(stderr, "srun: error: cannot get the current directory: %s\n", strerror(-rc));
+        return rc;
+    }
+    if (gs_path_absolute(cwd, a->chdir != NULL ? a->chdir : ".", &own->workdir) < 0)
+        goto nomem;
+    a->req.workdir = own->workdir.data;
+    if (a->nodelist != NULL) {
+        gs_error_clear(&err);
+        if (gs_hostlist_expand(a->nodelist, &own->nodes, &a->req.n_nodelist, &err) < 0) {
+            fprintf(stderr, "srun: error: --nodelist '%s', column %d: %s\n", a->nodelist, err.col,
+                    err.msg);
+            return -EINVAL;
+        }
+        a->req.nodelist = own->nodes;
+    }
+    if (build_env(own, a->export_spec) < 0)
+        goto nomem;
+    own->ptrs = calloc(own->n + 1, sizeof(*own->ptrs));
+    if (own->ptrs == NULL)
+        goto nomem;
+    for (size_t i = 0; i < own->n; i++)
+        own->ptrs[i] = &own->entries[i];
+    a->req.n_env = own->n;
+    a->req.env = own->ptrs;
+    return 0;
+nomem:
+    fprintf(stderr, "srun: error: out of memory\n");
+    return -ENOMEM;
+}
+
+/* --- srun outside a job ------------------------------------------------------------------- */
+
+int cli_srun_alloc_words(const struct cli_srun_args *a, char ***ret)
+{
+    char **words = calloc((size_t)a->nalloc + 1, sizeof(*words));
+
+    if (words == NULL)
+        return -ENOMEM;
+    for (int i = 0; i < a->nalloc; i++) {
+        size_t len = strlen(a->alloc_name[i]) + strlen(a->alloc_value[i]) + 4;
+
+        words[i] = malloc(len);
+        if (words[i] == NULL) {
+            for (int k = 0; k < i; k++)
+                free(words[k]);
+            free(words);
+            return -ENOMEM;
+        }
+        snprintf(words[i], len, "--%s=%s", a->alloc_name[i], a->alloc_value[i]);
+    }
+    *ret = words;
+    return 0;
+}

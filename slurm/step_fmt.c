@@ -1,0 +1,135 @@
+/*
+ * step_fmt.c: job steps as sacct and sstat print and read them (step_fmt.h): step ids,
+ * -j lists of JOB[.STEP], which rows such a list asks for, Slurm's memory figures. Pure.
+ */
+#include "slurm/step_fmt.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+char *slurm_step_id(uint32_t step, char *out, size_t size)
+{
+    if (step == 0)
+        snprintf(out, size, "batch");
+    else
+        snprintf(out, size, "%" PRIu32, step - 1);
+    return out;
+}
+
+int slurm_step_parse(const char *text, uint32_t *ret_step)
+{
+    uint64_t v = 0;
+    const char *p = text;
+
+    if (strcmp(text, "batch") == 0) {
+        *ret_step = 0;
+        return 0;
+    }
+    for (; *p >= '0' && *p <= '9'; p++) {
+        v = v * 10 + (uint64_t)(*p - '0');
+        if (v >= UINT32_MAX - 1)
+            return -EINVAL;
+    }
+    if (p == text || *p != '\0')
+        return -EINVAL;
+    *ret_step = (uint32_t)v + 1;
+    return 0;
+}
+
+/* One word "JOB[.STEP]" (len bytes of p) into *ref and *step. 0 or -EINVAL. */
+static int parse_word(const char *p, size_t len, struct slurm_job_ref *ref, uint32_t *step)
+{
+    char word[64];
+    char *dot;
+
+    if (len >= sizeof(word))
+        return -EINVAL;
+    memcpy(word, p, len);
+    word[len] = '\0';
+    *step = SLURM_STEP_ANY;
+    dot = strrchr(word, '.');
+    if (dot != NULL) {
+        *dot = '\0';
+        if (slurm_step_parse(dot + 1, step) < 0)
+            return -EINVAL;
+    }
+    return slurm_job_ref_parse(word, ref);
+}
+
+/* The length of the word at p: up to a comma outside brackets. */
+static size_t word_len(const char *p)
+{
+    size_t len = 0;
+    int depth = 0;
+
+    for (; p[len] != '\0' && (p[len] != ',' || depth > 0); len++) {
+        if (p[len] == '[')
+            depth++;
+        else if (p[len] == ']' && depth > 0)
+            depth--;
+    }
+    return len;
+}
+
+int slurm_step_list_parse(const char *list, struct slurm_job_ref *refs, uint32_t *steps, size_t max,
+                          size_t *n, char *bad, size_t bad_size)
+{
+    for (const char *p = list; *p != '\0';) {
+        size_t len = word_len(p);
+
+        snprintf(bad, bad_size, "%.*s", (int)len, p);
+        if (*n == max)
+            return -E2BIG;
+        if (parse_word(p, len, &refs[*n], &steps[*n]) < 0)
+            return -EINVAL;
+        (*n)++;
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return 0;
+}
+
+bool slurm_step_job_selected(const struct slurm_job_ref *refs, const uint32_t *steps, size_t n,
+                             const Gs__JobInfo *job)
+{
+    if (n == 0)
+        return true;
+    for (size_t i = 0; i < n; i++) {
+        if (steps[i] == SLURM_STEP_ANY && slurm_job_ref_match(&refs[i], job))
+            return true;
+    }
+    return false;
+}
+
+bool slurm_step_selected(const struct slurm_job_ref *refs, const uint32_t *steps, size_t n,
+                         const Gs__JobInfo *job, uint32_t step)
+{
+    if (n == 0)
+        return true;
+    for (size_t i = 0; i < n; i++) {
+        if ((steps[i] == SLURM_STEP_ANY || steps[i] == step) && slurm_job_ref_match(&refs[i], job))
+            return true;
+    }
+    return false;
+}
+
+char *slurm_fmt_rss(uint64_t kib, char *out, size_t size)
+{
+    static const char units[] = "KMGTP";
+    size_t unit = 0;
+
+    if (kib == 0) {
+        snprintf(out, size, "0");
+        return out;
+    }
+    /* Slurm's exact conversion (sacct's and sstat's default): never a rounded figure. */
+    while (kib > 1024 && kib % 1024 == 0 && unit + 1 < sizeof(units) - 1) {
+        kib /= 1024;
+        unit++;
+    }
+    snprintf(out, size, "%" PRIu64 "%c", kib, units[unit]);
+    return out;
+}

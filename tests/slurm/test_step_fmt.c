@@ -1,0 +1,94 @@
+/*
+ * test_step_fmt.c: what sacct and sstat print and read of job steps (slurm/step_fmt.h): step
+ * ids both ways ("batch" is wire step 0, "N" wire step N + 1), -j lists of JOB[.STEP] with
+ * bracketed array ranges, which rows such a list selects, and Slurm's exact memory figures.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <string.h>
+
+#include "slurm/step_fmt.h"
+
+Test(step_fmt, step_ids_both_ways)
+{
+    char buf[16];
+    uint32_t step = 99;
+
+    cr_assert_str_eq(slurm_step_id(0, buf, sizeof(buf)), "batch");
+    cr_assert_str_eq(slurm_step_id(1, buf, sizeof(buf)), "0");
+    cr_assert_str_eq(slurm_step_id(13, buf, sizeof(buf)), "12");
+    cr_assert_eq(slurm_step_parse("batch", &step), 0);
+    cr_assert_eq(step, 0);
+    cr_assert_eq(slurm_step_parse("0", &step), 0);
+    cr_assert_eq(step, 1);
+    cr_assert_eq(slurm_step_parse("12", &step), 0);
+    cr_assert_eq(step, 13);
+    cr_assert_eq(slurm_step_parse("", &step), -EINVAL);
+    cr_assert_eq(slurm_step_parse("extern", &step), -EINVAL);
+    cr_assert_eq(slurm_step_parse("1x", &step), -EINVAL);
+    cr_assert_eq(slurm_step_parse("99999999999", &step), -EINVAL);
+    cr_assert_eq(step, 13, "a refused word leaves the step as it was");
+}
+
+Test(step_fmt, lists_name_jobs_with_or_without_a_step)
+{
+    struct slurm_job_ref refs[5];
+    uint32_t steps[5];
+    size_t n = 0;
+    char bad[16];
+
+    cr_assert_eq(
+        slurm_step_list_parse("42,42.0,50_[1,3].batch", refs, steps, 5, &n, bad, sizeof(bad)), 0);
+    cr_assert_eq(n, 3);
+    cr_assert_eq(refs[0].id, 42);
+    cr_assert_eq(steps[0], SLURM_STEP_ANY);
+    cr_assert_eq(refs[1].id, 42);
+    cr_assert_eq(steps[1], 1);
+    cr_assert_eq(refs[2].id, 50);
+    cr_assert_eq(refs[2].nranges, 2);
+    cr_assert_eq(steps[2], 0);
+    /* Appends after what is there, up to the word at fault or the last that fits. */
+    cr_assert_eq(slurm_step_list_parse("7,8.x", refs, steps, 5, &n, bad, sizeof(bad)), -EINVAL);
+    cr_assert_str_eq(bad, "8.x");
+    cr_assert_eq(n, 4);
+    cr_assert_eq(slurm_step_list_parse("9,10", refs, steps, 5, &n, bad, sizeof(bad)), -E2BIG);
+    cr_assert_eq(n, 5);
+    cr_assert_str_eq(bad, "10");
+    n = 0;
+    cr_assert_eq(slurm_step_list_parse("x.0", refs, steps, 5, &n, bad, sizeof(bad)), -EINVAL);
+    cr_assert_eq(n, 0);
+}
+
+Test(step_fmt, a_list_selects_the_job_row_and_its_steps_rows)
+{
+    struct slurm_job_ref refs[2] = {{.id = 42}, {.id = 43}};
+    uint32_t steps[2] = {SLURM_STEP_ANY, 2};
+    Gs__JobInfo j42 = GS__JOB_INFO__INIT, j43 = GS__JOB_INFO__INIT;
+
+    j42.job_id = 42;
+    j43.job_id = 43;
+    cr_assert(slurm_step_job_selected(refs, steps, 0, &j43), "no list: everything");
+    cr_assert(slurm_step_selected(refs, steps, 0, &j43, 5));
+    cr_assert(slurm_step_job_selected(refs, steps, 2, &j42));
+    cr_assert(slurm_step_selected(refs, steps, 2, &j42, 0));
+    cr_assert(slurm_step_selected(refs, steps, 2, &j42, 7));
+    cr_assert_not(slurm_step_job_selected(refs, steps, 2, &j43), "43.1 alone: no job row");
+    cr_assert(slurm_step_selected(refs, steps, 2, &j43, 2));
+    cr_assert_not(slurm_step_selected(refs, steps, 2, &j43, 1));
+}
+
+Test(step_fmt, memory_figures_are_exact_as_slurms)
+{
+    char buf[32];
+
+    cr_assert_str_eq(slurm_fmt_rss(0, buf, sizeof(buf)), "0");
+    cr_assert_str_eq(slurm_fmt_rss(1000, buf, sizeof(buf)), "1000K");
+    cr_assert_str_eq(slurm_fmt_rss(1024, buf, sizeof(buf)), "1024K");
+    cr_assert_str_eq(slurm_fmt_rss(1536, buf, sizeof(buf)), "1536K");
+    cr_assert_str_eq(slurm_fmt_rss(51200, buf, sizeof(buf)), "50M");
+    cr_assert_str_eq(slurm_fmt_rss(64492, buf, sizeof(buf)), "64492K");
+    cr_assert_str_eq(slurm_fmt_rss(2u * 1024 * 1024, buf, sizeof(buf)), "2G");
+    cr_assert_str_eq(slurm_fmt_rss(1025ull * 1024 * 1024, buf, sizeof(buf)), "1025G");
+    cr_assert_str_eq(slurm_fmt_rss(3ull << 40, buf, sizeof(buf)), "3P");
+    cr_assert_str_eq(slurm_fmt_rss(5ull << 50, buf, sizeof(buf)), "5120P", "P is the largest unit");
+}
