@@ -39,12 +39,12 @@
 #include "cli/job_json.h"
 #include "common/clock.h"
 #include "common/sort.h"
+#include "slurm/acct_cols.h"
 #include "slurm/slurm_cmd.h"
 #include "slurm/slurm_fmt.h"
 #include "slurm/step_fmt.h"
 
 #define CMD "sacct"
-#define MAX_COLUMNS 64
 
 enum field {
     F_JOBID,
@@ -90,10 +90,7 @@ enum field {
     F_COUNT
 };
 
-static const struct {
-    const char *name;
-    int width; /* < 0: left-justified */
-} fields[F_COUNT] = {
+static const struct slurm_col_def fields[F_COUNT] = {
     [F_JOBID] = {"JobID", -12},
     [F_JOBIDRAW] = {"JobIDRaw", -12},
     [F_JOBNAME] = {"JobName", 10},
@@ -136,64 +133,16 @@ static const struct {
     [F_AVECPU] = {"AveCPU", 10},
 };
 
-struct column {
-    enum field field;
-    int width;
-};
-
-enum parsable { PARSABLE_NO, PARSABLE_TRAILING, PARSABLE_BETWEEN };
-
 struct sacct_args {
     struct slurm_filter filter;
     struct slurm_job_ref refs[SLURM_MAX_REFS];
     uint32_t steps[SLURM_MAX_REFS]; /* per ref: its .STEP, SLURM_STEP_ANY when none */
-    struct column cols[MAX_COLUMNS];
-    size_t ncols;
+    struct slurm_cols cols;         /* its defs are fields */
     const char *socket_opt;
-    enum parsable parsable;
     bool noheader, all_users, jobs_given, have_start, json, allocations;
     uint64_t start_ms, end_ms; /* end 0: now */
     char me[64];
 };
-
-static int parse_columns(struct sacct_args *s, const char *list)
-{
-    char word[64];
-
-    s->ncols = 0;
-    for (const char *p = list; *p != '\0';) {
-        size_t len = strcspn(p, ",");
-        char *pct;
-        int f = -1, width;
-
-        snprintf(word, sizeof(word), "%.*s", (int)len, p);
-        pct = strchr(word, '%');
-        if (pct != NULL)
-            *pct = '\0';
-        for (int i = 0; i < F_COUNT; i++) {
-            if (strcasecmp(word, fields[i].name) == 0)
-                f = i;
-        }
-        if (f < 0 || len >= sizeof(word))
-            return slurm_error(CMD, "Invalid field requested: \"%s\"", word);
-        width = fields[f].width;
-        if (pct != NULL) {
-            char *end;
-            long w = strtol(pct + 1, &end, 10);
-
-            if (pct[1] == '\0' || *end != '\0' || w == 0 || w > 1000 || w < -1000)
-                return slurm_error(CMD, "Invalid field width in \"%.*s\"", (int)len, p);
-            width = (int)w;
-        }
-        if (s->ncols == MAX_COLUMNS)
-            return slurm_error(CMD, "at most %d fields", MAX_COLUMNS);
-        s->cols[s->ncols++] = (struct column){(enum field)f, width};
-        p += len;
-        if (*p == ',')
-            p++;
-    }
-    return s->ncols > 0 ? 0 : slurm_error(CMD, "no fields in --format");
-}
 
 /* -j JOB[.STEP],...: the jobs go to gschedd, the steps choose the lines. */
 static int parse_jobs(struct sacct_args *s, const char *list)
@@ -265,18 +214,18 @@ static int parse_args(int argc, char **argv, struct sacct_args *s)
             s->filter.users = optarg;
             break;
         case 'o':
-            if (parse_columns(s, optarg) != 0)
+            if (slurm_cols_parse(&s->cols, CMD, optarg) != 0)
                 return 1;
             break;
         case 'b':
-            if (parse_columns(s, "JobID,State,ExitCode") != 0)
+            if (slurm_cols_parse(&s->cols, CMD, "JobID,State,ExitCode") != 0)
                 return 1;
             break;
         case 'p':
-            s->parsable = PARSABLE_TRAILING;
+            s->cols.parsable = SLURM_PARSABLE_TRAILING;
             break;
         case 'P':
-            s->parsable = PARSABLE_BETWEEN;
+            s->cols.parsable = SLURM_PARSABLE_BETWEEN;
             break;
         case 'n':
             s->noheader = true;
@@ -490,41 +439,6 @@ static int value(const Gs__JobInfo *job, enum field f, uint64_t now_ms, struct g
     return 0;
 }
 
-static int put_field(const struct sacct_args *s, size_t i, const char *text, struct gs_buf *out)
-{
-    bool last = i + 1 == s->ncols;
-
-    switch (s->parsable) {
-    case PARSABLE_TRAILING:
-        return gs_buf_printf(out, "%s|", text);
-    case PARSABLE_BETWEEN:
-        return gs_buf_printf(out, "%s%s", text, last ? "" : "|");
-    default:
-        return slurm_sacct_cell(out, text, s->cols[i].width);
-    }
-}
-
-static int put_header(const struct sacct_args *s, struct gs_buf *out)
-{
-    int rc = 0;
-
-    for (size_t i = 0; rc == 0 && i < s->ncols; i++)
-        rc = put_field(s, i, fields[s->cols[i].field].name, out);
-    if (rc == 0)
-        rc = gs_buf_putc(out, '\n');
-    if (s->parsable != PARSABLE_NO)
-        return rc;
-    for (size_t i = 0; rc == 0 && i < s->ncols; i++) {
-        int w = s->cols[i].width < 0 ? -s->cols[i].width : s->cols[i].width;
-
-        for (int k = 0; rc == 0 && k < w; k++)
-            rc = gs_buf_putc(out, '-');
-        if (rc == 0)
-            rc = gs_buf_putc(out, ' ');
-    }
-    return rc == 0 ? gs_buf_putc(out, '\n') : rc;
-}
-
 /* A step's columns; those it has no figure of are empty, as sacct leaves them. */
 static int step_value(const Gs__JobInfo *job, const Gs__StepInfo *st, enum field f, uint64_t now_ms,
                       struct gs_buf *out)
@@ -594,12 +508,12 @@ static int put_line(const struct sacct_args *s, const Gs__JobInfo *job, const Gs
 {
     int rc = 0;
 
-    for (size_t k = 0; rc == 0 && k < s->ncols; k++) {
+    for (size_t k = 0; rc == 0 && k < s->cols.n; k++) {
         gs_buf_reset(cell);
-        rc = st != NULL ? step_value(job, st, s->cols[k].field, now, cell)
-                        : value(job, s->cols[k].field, now, cell);
+        rc = st != NULL ? step_value(job, st, (enum field)s->cols.col[k].field, now, cell)
+                        : value(job, (enum field)s->cols.col[k].field, now, cell);
         if (rc == 0)
-            rc = put_field(s, k, cell->data != NULL ? cell->data : "", out);
+            rc = slurm_cols_put(&s->cols, k, cell->data != NULL ? cell->data : "", out);
     }
     return rc == 0 ? gs_buf_putc(out, '\n') : rc;
 }
@@ -663,7 +577,7 @@ static int print_jobs(const struct sacct_args *s, const Gs__QueueReply *r)
     uint64_t now = gs_clock_wall_ms();
     Gs__JobInfo **jobs = calloc(r->n_jobs + 1, sizeof(*jobs));
     size_t n = 0;
-    int rc = jobs == NULL ? -ENOMEM : s->noheader ? 0 : put_header(s, &out), status;
+    int rc = jobs == NULL ? -ENOMEM : s->noheader ? 0 : slurm_cols_header(&s->cols, &out), status;
 
     /* Job id order, as sacct lists the accounting records (submission order). */
     for (size_t i = 0; jobs != NULL && i < r->n_jobs; i++) {
@@ -687,18 +601,19 @@ static int print_jobs(const struct sacct_args *s, const Gs__QueueReply *r)
 
 int cli_cmd_sacct(int argc, char **argv)
 {
-    struct sacct_args s = {0};
+    struct sacct_args s = {.cols = {.defs = fields, .ndefs = F_COUNT}};
     Gs__Envelope *reply = NULL;
     const char *env_fmt = getenv("SACCT_FORMAT");
     int status;
 
-    if (env_fmt != NULL && env_fmt[0] != '\0' && parse_columns(&s, env_fmt) != 0)
+    if (env_fmt != NULL && env_fmt[0] != '\0' && slurm_cols_parse(&s.cols, CMD, env_fmt) != 0)
         return 1;
     status = parse_args(argc, argv, &s);
     if (status >= 0)
         return status;
-    if (s.ncols == 0 &&
-        parse_columns(&s, "JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode") != 0)
+    if (s.cols.n == 0 &&
+        slurm_cols_parse(&s.cols, CMD,
+                         "JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode") != 0)
         return 1;
     s.filter.refs = s.refs;
     if (s.filter.users == NULL && !s.all_users && !s.jobs_given && getuid() != 0)

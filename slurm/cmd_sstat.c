@@ -27,12 +27,12 @@
 #include <string.h>
 #include <strings.h>
 
+#include "slurm/acct_cols.h"
 #include "slurm/slurm_cmd.h"
 #include "slurm/slurm_fmt.h"
 #include "slurm/step_fmt.h"
 
 #define CMD "sstat"
-#define MAX_COLUMNS 16
 
 enum field {
     F_JOBID,
@@ -46,68 +46,21 @@ enum field {
     F_COUNT
 };
 
-static const struct {
-    const char *name;
-    int width; /* < 0: left-justified */
-} fields[F_COUNT] = {
+static const struct slurm_col_def fields[F_COUNT] = {
     [F_JOBID] = {"JobID", -12},          [F_MAXRSS] = {"MaxRSS", 10},
     [F_MAXRSSNODE] = {"MaxRSSNode", 10}, [F_MAXRSSTASK] = {"MaxRSSTask", 10},
     [F_AVECPU] = {"AveCPU", 10},         [F_NTASKS] = {"NTasks", 8},
     [F_NODELIST] = {"Nodelist", 20},     [F_TOTALCPU] = {"TotalCPU", 10},
 };
 
-struct column {
-    enum field field;
-    int width;
-};
-
-enum parsable { PARSABLE_NO, PARSABLE_TRAILING, PARSABLE_BETWEEN };
-
 struct sstat_args {
     struct slurm_job_ref refs[SLURM_MAX_REFS];
     uint32_t steps[SLURM_MAX_REFS];
     size_t nrefs;
-    struct column cols[MAX_COLUMNS];
-    size_t ncols;
+    struct slurm_cols cols; /* its defs are fields */
     const char *socket_opt;
-    enum parsable parsable;
     bool noheader, all_steps;
 };
-
-static int parse_columns(struct sstat_args *s, const char *list)
-{
-    char word[64];
-
-    s->ncols = 0;
-    for (const char *p = list; *p != '\0';) {
-        size_t len = strcspn(p, ",");
-        char *pct, *end;
-        int f = -1, width;
-
-        snprintf(word, sizeof(word), "%.*s", (int)len, p);
-        if ((pct = strchr(word, '%')) != NULL)
-            *pct = '\0';
-        for (int i = 0; i < F_COUNT; i++) {
-            if (strcasecmp(word, fields[i].name) == 0)
-                f = i;
-        }
-        if (f < 0 || len >= sizeof(word))
-            return slurm_error(CMD, "Invalid field requested: \"%s\"", word);
-        width = fields[f].width;
-        if (pct != NULL) {
-            long w = strtol(pct + 1, &end, 10);
-
-            if (pct[1] == '\0' || *end != '\0' || w == 0 || w > 1000 || w < -1000)
-                return slurm_error(CMD, "Invalid field width in \"%.*s\"", (int)len, p);
-            width = (int)w;
-        }
-        if (s->ncols == MAX_COLUMNS)
-            return slurm_error(CMD, "at most %d fields", MAX_COLUMNS);
-        s->cols[s->ncols++] = (struct column){(enum field)f, width};
-        p += len + (p[len] == ',');
-    }
-    return s->ncols > 0 ? 0 : slurm_error(CMD, "no fields in --format");
-}
 
 static int parse_jobs(struct sstat_args *s, const char *list)
 {
@@ -160,14 +113,14 @@ static int parse_args(int argc, char **argv, struct sstat_args *s)
             break;
         case 'o':
         case 'e':
-            if (parse_columns(s, optarg) != 0)
+            if (slurm_cols_parse(&s->cols, CMD, optarg) != 0)
                 return 1;
             break;
         case 'p':
-            s->parsable = PARSABLE_TRAILING;
+            s->cols.parsable = SLURM_PARSABLE_TRAILING;
             break;
         case 'P':
-            s->parsable = PARSABLE_BETWEEN;
+            s->cols.parsable = SLURM_PARSABLE_BETWEEN;
             break;
         case 'n':
             s->noheader = true;
@@ -223,36 +176,6 @@ static int value(const Gs__StepInfo *st, const char *job_id, enum field f, struc
     return 0;
 }
 
-static int put_field(const struct sstat_args *s, size_t i, const char *text, struct gs_buf *out)
-{
-    switch (s->parsable) {
-    case PARSABLE_TRAILING:
-        return gs_buf_printf(out, "%s|", text);
-    case PARSABLE_BETWEEN:
-        return gs_buf_printf(out, "%s%s", text, i + 1 == s->ncols ? "" : "|");
-    default:
-        return slurm_sacct_cell(out, text, s->cols[i].width);
-    }
-}
-
-static int put_header(const struct sstat_args *s, struct gs_buf *out)
-{
-    int rc = 0;
-
-    for (size_t i = 0; rc == 0 && i < s->ncols; i++)
-        rc = put_field(s, i, fields[s->cols[i].field].name, out);
-    if (rc == 0)
-        rc = gs_buf_putc(out, '\n');
-    for (size_t i = 0; rc == 0 && s->parsable == PARSABLE_NO && i < s->ncols; i++) {
-        int w = s->cols[i].width < 0 ? -s->cols[i].width : s->cols[i].width;
-
-        for (int k = 0; rc == 0 && k < w; k++)
-            rc = gs_buf_putc(out, '-');
-        rc = rc == 0 ? gs_buf_putc(out, i + 1 == s->ncols ? '\n' : ' ') : rc;
-    }
-    return rc;
-}
-
 static int put_line(const struct sstat_args *s, const Gs__JobInfo *job, const Gs__StepInfo *st,
                     struct gs_buf *out)
 {
@@ -261,11 +184,11 @@ static int put_line(const struct sstat_args *s, const Gs__JobInfo *job, const Gs
     int rc = 0;
 
     slurm_job_id(job, id, sizeof(id));
-    for (size_t k = 0; rc == 0 && k < s->ncols; k++) {
+    for (size_t k = 0; rc == 0 && k < s->cols.n; k++) {
         gs_buf_reset(&cell);
-        rc = value(st, id, s->cols[k].field, &cell);
+        rc = value(st, id, (enum field)s->cols.col[k].field, &cell);
         if (rc == 0)
-            rc = put_field(s, k, cell.data != NULL ? cell.data : "", out);
+            rc = slurm_cols_put(&s->cols, k, cell.data != NULL ? cell.data : "", out);
     }
     gs_buf_release(&cell);
     return rc == 0 ? gs_buf_putc(out, '\n') : rc;
@@ -302,7 +225,7 @@ static int put_ref(const struct sstat_args *s, size_t i, const Gs__JobInfo *job,
 static int print_steps(const struct sstat_args *s, const Gs__QueueReply *r)
 {
     struct gs_buf out = GS_BUF_INIT;
-    int rc = s->noheader ? 0 : put_header(s, &out), status = 0;
+    int rc = s->noheader ? 0 : slurm_cols_header(&s->cols, &out), status = 0;
 
     for (size_t i = 0; rc == 0 && i < s->nrefs; i++) {
         size_t lines = 0;
@@ -327,13 +250,14 @@ static int print_steps(const struct sstat_args *s, const Gs__QueueReply *r)
 
 int cli_cmd_sstat(int argc, char **argv)
 {
-    struct sstat_args s = {0};
+    struct sstat_args s = {.cols = {.defs = fields, .ndefs = F_COUNT}};
     Gs__Envelope *reply = NULL;
     int status = parse_args(argc, argv, &s);
 
     if (status >= 0)
         return status;
-    if (s.ncols == 0 && parse_columns(&s, "JobID,MaxRSS,MaxRSSNode,MaxRSSTask,AveCPU,NTasks") != 0)
+    if (s.cols.n == 0 &&
+        slurm_cols_parse(&s.cols, CMD, "JobID,MaxRSS,MaxRSSNode,MaxRSSTask,AveCPU,NTasks") != 0)
         return 1;
     status = slurm_fetch_steps(s.socket_opt, s.refs, s.nrefs, false, &reply);
     if (status == 0)
