@@ -404,7 +404,7 @@ static const char *slurm_bin(const struct workerd *d, const char *cli, char *out
 {
     static const char *const names[] = {"sbatch", "srun",  "squeue", "scancel", "sinfo", "scontrol",
                                         "sacct",  "sstat", "seff",   "sprio",   "sshare"};
-    char link[4300], target[4200];
+    char link[4300], tmp[4400], target[4200];
     int rc = 0;
 
     if (cli == NULL || d->cfg.log_dir == NULL ||
@@ -419,8 +419,15 @@ static const char *slurm_bin(const struct workerd *d, const char *cli, char *out
         n = readlink(link, target, sizeof(target) - 1);
         if (n >= 0 && (size_t)n == strlen(cli) && memcmp(target, cli, (size_t)n) == 0)
             continue; /* there from an earlier start */
-        if ((n >= 0 && unlink(link) < 0) || symlink(cli, link) < 0)
+        /* Made aside and renamed over: the workers of a local cluster share LOG_DIR and
+         * start at once, and a plain symlink() lost that race with EEXIST, leaving one
+         * worker's Slurm jobs without srun. */
+        snprintf(tmp, sizeof(tmp), "%s.%ld", link, (long)getpid());
+        unlink(tmp);
+        if (symlink(cli, tmp) < 0 || rename(tmp, link) < 0) {
             rc = -errno;
+            unlink(tmp);
+        }
     }
     if (rc < 0) {
         GS_LOG(GS_LOG_WARN, "dir=%s error=\"%s\" no Slurm command names for Slurm jobs", out,
