@@ -37,6 +37,7 @@
 #include "common/path.h"
 #include "slurm/alloc.h"
 #include "slurm/sbatch.h"
+#include "slurm/sig_pipe.h"
 
 #define SALLOC_KILL_WAIT_MS 5000 /* after the hang-up, until COMMAND is killed */
 
@@ -46,30 +47,14 @@ static const char salloc_usage[] =
     "  the allocation; COMMAND (default $SHELL) runs here with SLURM_JOB_ID and the rest set,\n"
     "  and `srun` in it runs steps on the allocated nodes. The allocation ends with COMMAND.\n";
 
-static int sig_pipe[2] = {-1, -1};
+static int sig_fd = -1; /* the signal self-pipe's read end (sig_pipe.h) */
 static const int caught[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD};
-
-static void on_signal(int signum)
-{
-    unsigned char b = (unsigned char)signum;
-    int saved = errno;
-
-    if (write(sig_pipe[1], &b, 1) < 0) { /* full: that signal is dropped */
-    }
-    errno = saved;
-}
 
 static int catch_signals(void)
 {
-    struct sigaction sa = {.sa_handler = on_signal};
-
-    if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
-        return -errno;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    for (size_t i = 0; i < sizeof(caught) / sizeof(caught[0]); i++)
-        sigaction(caught[i], &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    sig_fd = slurm_sig_pipe_open(caught, sizeof(caught) / sizeof(caught[0]), true);
+    if (sig_fd < 0)
+        return sig_fd;
     signal(SIGTTOU, SIG_IGN); /* handing the terminal to COMMAND and taking it back */
     return 0;
 }
@@ -123,7 +108,7 @@ static void hang_up(struct salloc_run *r)
 static void supervise(struct salloc_run *r)
 {
     while (!r->ended) {
-        struct pollfd p[2] = {{.fd = sig_pipe[0], .events = POLLIN},
+        struct pollfd p[2] = {{.fd = sig_fd, .events = POLLIN},
                               {.fd = r->al->fd, .events = POLLIN}};
         int timeout = -1;
         unsigned char sigs[16];
@@ -140,7 +125,7 @@ static void supervise(struct salloc_run *r)
         }
         if (poll(p, r->revoked ? 1 : 2, timeout) < 0 && errno != EINTR)
             break;
-        got = (p[0].revents & POLLIN) ? read(sig_pipe[0], sigs, sizeof(sigs)) : 0;
+        got = (p[0].revents & POLLIN) ? read(sig_fd, sigs, sizeof(sigs)) : 0;
         for (ssize_t i = 0; i < got; i++) {
             if (sigs[i] != SIGCHLD)
                 killpg(r->child, sigs[i]);
@@ -224,7 +209,7 @@ int cli_cmd_salloc(int argc, char **argv)
         fprintf(stderr, "salloc: error: cannot set up signal handling: %s\n", strerror(errno));
         goto out;
     }
-    if (cli_alloc_get(&al, spec, socket_path, sig_pipe[0]) != 0)
+    if (cli_alloc_get(&al, spec, socket_path, sig_fd) != 0)
         goto out;
     if (hand_on_socket(socket_path) < 0) {
         fprintf(stderr, "salloc: error: out of memory\n");

@@ -41,6 +41,7 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "slurm/alloc.h"
+#include "slurm/sig_pipe.h"
 #include "slurm/srun.h"
 
 #define SRUN_ABORT_WINDOW_MS 1000 /* a second SIGINT this soon after the first: abort */
@@ -227,30 +228,13 @@ static void on_exit_frame(struct srun_run *r, const Gs__TaskExit *ex)
 
 /* --- signals ---------------------------------------------------------------------------------- */
 
-static int sig_pipe[2] = {-1, -1};
+static int sig_fd = -1; /* the signal self-pipe's read end (sig_pipe.h) */
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
-
-static void on_signal(int signum)
-{
-    unsigned char b = (unsigned char)signum;
-    int saved = errno;
-
-    if (write(sig_pipe[1], &b, 1) < 0) { /* full: that signal is dropped */
-    }
-    errno = saved;
-}
 
 static int catch_signals(void)
 {
-    struct sigaction sa = {.sa_handler = on_signal};
-
-    if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
-        return -errno;
-    sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
-        sigaction(forwarded[i], &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
-    return 0;
+    sig_fd = slurm_sig_pipe_open(forwarded, sizeof(forwarded) / sizeof(forwarded[0]), false);
+    return sig_fd < 0 ? sig_fd : 0;
 }
 
 /* --- the exchange -------------------------------------------------------------------------------
@@ -326,7 +310,7 @@ static int stream(struct srun_run *r)
 
     for (;;) {
         struct pollfd p[3] = {{.fd = r->fd, .events = POLLIN},
-                              {.fd = sig_pipe[0], .events = POLLIN},
+                              {.fd = sig_fd, .events = POLLIN},
                               {.fd = r->in_open ? STDIN_FILENO : -1, .events = POLLIN}};
         unsigned char sigs[16];
         ssize_t got;
@@ -337,7 +321,7 @@ static int stream(struct srun_run *r)
             fprintf(stderr, "srun: error: poll: %s\n", strerror(errno));
             return 1;
         }
-        got = (p[1].revents & POLLIN) ? read(sig_pipe[0], sigs, sizeof(sigs)) : 0;
+        got = (p[1].revents & POLLIN) ? read(sig_fd, sigs, sizeof(sigs)) : 0;
         for (ssize_t i = 0; i < got; i++) {
             uint64_t now = gs_clock_mono_ms();
 
@@ -403,8 +387,7 @@ static int wait_for_step(struct srun_run *r, Gs__Envelope **reply)
     fprintf(stderr, "srun: Job %" PRIu64 " step creation temporarily disabled, retrying (%s)\n",
             r->a->job_id, why != NULL && why[0] != '\0' ? why : "Requested nodes are busy");
     for (;;) {
-        struct pollfd p[2] = {{.fd = r->fd, .events = POLLIN},
-                              {.fd = sig_pipe[0], .events = POLLIN}};
+        struct pollfd p[2] = {{.fd = r->fd, .events = POLLIN}, {.fd = sig_fd, .events = POLLIN}};
         Gs__Envelope *env = NULL;
         unsigned char sig;
         int rc;
@@ -415,7 +398,7 @@ static int wait_for_step(struct srun_run *r, Gs__Envelope **reply)
             fprintf(stderr, "srun: error: poll: %s\n", strerror(errno));
             return 1;
         }
-        if ((p[1].revents & POLLIN) && read(sig_pipe[0], &sig, 1) == 1) {
+        if ((p[1].revents & POLLIN) && read(sig_fd, &sig, 1) == 1) {
             fprintf(stderr, "srun: Cancelled pending job step with signal %u\n", sig);
             return 1;
         }
@@ -551,7 +534,7 @@ int cli_cmd_srun(int argc, char **argv)
         goto out;
     }
     /* Outside a job, an allocation first (srun_alloc.c); its connection holds it. */
-    if (!cli_srun_in_job(&a) && cli_srun_alloc(&a, &al, socket_path, sig_pipe[0]) != 0)
+    if (!cli_srun_in_job(&a) && cli_srun_alloc(&a, &al, socket_path, sig_fd) != 0)
         goto out;
     if (cli_srun_request(&a, &own) < 0)
         goto out;
