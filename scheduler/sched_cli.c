@@ -719,33 +719,38 @@ static int peer_credentials(struct gs_proto_conn *conn, struct sched_cli *c)
     return 0;
 }
 
-void sched_on_cli_connection(uv_stream_t *server, int status)
+struct sched_cli *sched_cli_new(struct sched_ctx *s, enum gs_proto_transport transport,
+                                struct gs_proto_conn_opts *opts)
 {
-    struct sched_ctx *s = server->data;
     struct sched_cli *c = calloc(1, sizeof(*c));
-    struct gs_proto_conn_opts opts = {
-        .role = GS__ROLE__ROLE_SCHEDULER,
-        .name = "gschedd",
-        .accept_roles = GS_PROTO_ROLE_BIT(GS__ROLE__ROLE_CLI),
-        .on_message = on_cli_message,
-        .on_close = on_cli_close,
-        .data = c,
-    };
 
-    if (status < 0 || c == NULL || s->stopping) {
-        free(c);
-        return;
-    }
+    if (c == NULL)
+        return NULL;
+    opts->role = GS__ROLE__ROLE_SCHEDULER;
+    opts->name = "gschedd";
+    opts->accept_roles = GS_PROTO_ROLE_BIT(GS__ROLE__ROLE_CLI);
+    opts->data = c;
     c->s = s;
-    c->conn = gs_proto_conn_new(s->loop, GS_PROTO_PIPE, &opts);
+    c->conn = gs_proto_conn_new(s->loop, transport, opts);
     if (c->conn == NULL) {
         free(c);
-        return;
+        return NULL;
     }
     c->next = s->clis;
     s->clis = c;
     c->accepted_ms = gs_clock_mono_ms();
-    s->open_handles++; /* until on_cli_close */
+    s->open_handles++; /* until its on_close */
+    return c;
+}
+
+void sched_on_cli_connection(uv_stream_t *server, int status)
+{
+    struct sched_ctx *s = server->data;
+    struct gs_proto_conn_opts opts = {.on_message = on_cli_message, .on_close = on_cli_close};
+    struct sched_cli *c;
+
+    if (status < 0 || s->stopping || (c = sched_cli_new(s, GS_PROTO_PIPE, &opts)) == NULL)
+        return;
     if (uv_accept(server, gs_proto_conn_stream(c->conn)) < 0 || peer_credentials(c->conn, c) < 0 ||
         sched_cli_over_limits(s, c) || gs_proto_conn_start(c->conn) < 0)
         gs_proto_conn_close(c->conn);

@@ -329,6 +329,10 @@ int sched_login_listen(struct sched_ctx *s, const struct gs_config *cfg, struct 
 
 /* sched_cli.c */
 void sched_on_cli_connection(uv_stream_t *server, int status);
+/* A CLI connection's record (CLI role, gschedd's name; opts' callbacks get it as data),
+ * linked into s->clis and counted open; NULL when out of memory. Accepting is the caller's. */
+struct sched_cli *sched_cli_new(struct sched_ctx *s, enum gs_proto_transport transport,
+                                struct gs_proto_conn_opts *opts);
 /* From the cron: closes CLI connections that sent no request within scheduler.request_timeout. */
 void sched_cli_sweep(struct sched_ctx *s, uint64_t now_ms);
 /* One frame from a CLI whose uid is known, on its own connection or relayed. */

@@ -23,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/clock.h"
 #include "common/log.h"
 #include "proto/cred.h"
 #include "scheduler/sched_internal.h"
@@ -207,35 +206,19 @@ static void on_login_close(struct gs_proto_conn *conn, int status, void *data)
 static void on_login_connection(uv_stream_t *server, int status)
 {
     struct sched_ctx *s = server->data;
-    struct sched_cli *c = calloc(1, sizeof(*c));
     struct gs_proto_conn_opts opts = {
-        .role = GS__ROLE__ROLE_SCHEDULER,
-        .name = "gschedd",
-        .accept_roles = GS_PROTO_ROLE_BIT(GS__ROLE__ROLE_CLI),
         .hello_nonce = true, /* what the CLI's credential must name */
         .on_ready = on_login_ready,
         .on_message = on_login_message,
         .on_close = on_login_close,
-        .data = c,
     };
+    struct sched_cli *c;
 
-    if (status < 0 || c == NULL || s->stopping) {
-        free(c);
+    if (status < 0 || s->stopping || (c = sched_cli_new(s, GS_PROTO_TCP, &opts)) == NULL)
         return;
-    }
-    c->s = s;
-    c->conn = gs_proto_conn_new(s->loop, GS_PROTO_TCP, &opts);
-    if (c->conn == NULL) {
-        free(c);
-        return;
-    }
     c->uid = (uid_t)-1; /* nobody's until the credential says */
     c->gid = (gid_t)-1;
     c->authenticating = true;
-    c->next = s->clis;
-    s->clis = c;
-    c->accepted_ms = gs_clock_mono_ms();
-    s->open_handles++; /* until on_login_close */
     if (uv_accept(server, gs_proto_conn_stream(c->conn)) < 0 || sched_cli_over_limits(s, c) ||
         gs_proto_conn_start(c->conn) < 0)
         gs_proto_conn_close(c->conn);
