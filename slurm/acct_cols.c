@@ -43,7 +43,7 @@ int slurm_cols_parse(struct slurm_cols *c, const char *cmd, const char *list)
     c->n = 0;
     for (const char *p = list; *p != '\0';) {
         size_t len = strcspn(p, ",");
-        int field, width;
+        int field = 0, width = 0;
 
         if (parse_one(c, cmd, p, len, &field, &width) != 0)
             return 1;
