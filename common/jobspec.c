@@ -637,6 +637,7 @@ void gs_jobspec_free(struct gs_jobspec *spec)
     free(spec->submit_dir);
     free(spec->submit_host);
     free(spec->array.task_ids);
+    gs_jobspec_het_clear(spec);
     free(spec);
 }
 
@@ -716,12 +717,30 @@ uint32_t gs_jobspec_tasks_per_node(const struct gs_jobspec *s)
 
 uint32_t gs_jobspec_ntasks(const struct gs_jobspec *s)
 {
-    return s->ntasks > 0 ? s->ntasks : s->nodes * gs_jobspec_tasks_per_node(s);
+    uint32_t sum = 0;
+
+    if (s->nhet == 0)
+        return s->ntasks > 0 ? s->ntasks : s->nodes * gs_jobspec_tasks_per_node(s);
+    for (uint32_t k = 0; k <= s->nhet; k++) {
+        struct gs_jobspec view;
+
+        gs_jobspec_het_view(s, k, &view);
+        sum += gs_jobspec_ntasks(&view);
+    }
+    return sum;
 }
 
 uint32_t gs_jobspec_node_tasks(const struct gs_jobspec *s, uint32_t node)
 {
     uint32_t n = s->nodes > 0 ? s->nodes : 1;
+
+    if (s->nhet > 0) {
+        uint32_t k = gs_jobspec_het_of_node(s, node);
+        struct gs_jobspec view;
+
+        gs_jobspec_het_view(s, k, &view);
+        return gs_jobspec_node_tasks(&view, node - gs_jobspec_het_first_node(s, k));
+    }
 
     if (s->ntasks == 0)
         return gs_jobspec_tasks_per_node(s);
@@ -854,7 +873,9 @@ int gs_jobspec_check(const struct gs_jobspec *s, struct gs_error *err)
         rc = check_run(s, err);
     if (rc == 0)
         rc = gs_jobdata_check(&s->data, err);
-    return rc < 0 ? rc : check_slurm(s, err);
+    if (rc == 0)
+        rc = check_slurm(s, err);
+    return rc < 0 ? rc : gs_jobspec_het_check(s, err);
 }
 
 static int expand_one(char code, const struct gs_pattern_vars *v, struct gs_buf *out)

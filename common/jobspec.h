@@ -85,6 +85,26 @@ struct gs_job_array {
     uint32_t count, min, max, step;
 };
 
+/*
+ * A further component of a heterogeneous job (sbatch's "#SBATCH hetjob"): the shape of its
+ * own nodes and how many tasks they run. Component 0 is the spec's own fields; everything
+ * else (script, time limit, partition, exclusivity, output, ...) is the whole job's.
+ * Components get distinct nodes, all at once or none.
+ */
+struct gs_het_component {
+    uint32_t nodes;
+    uint32_t gpus_per_node;
+    uint32_t cpus_per_gpu;  /* 0 when cpus_per_task is used */
+    uint32_t cpus_per_task; /* 0 when cpus_per_gpu is used */
+    uint64_t mem_per_node_mib;
+    char *constraint; /* NULL: any node */
+    uint32_t tasks_per_node;
+    bool tasks_per_gpu;
+    uint32_t ntasks; /* 0: nodes x tasks_per_node */
+    uint32_t gpus_per_task;
+};
+
+#define GS_JOBSPEC_HET_MAX 64 /* components of one job, the first included */
 #define GS_JOBSPEC_NAME_MAX 128
 #define GS_JOBSPEC_PRIORITY_MAX 1000000
 #define GS_JOBSPEC_NICE_MAX 1000000 /* as the priority; Slurm allows more */
@@ -159,6 +179,10 @@ struct gs_jobspec {
     bool singleton;   /* one job of this name and user at a time */
     struct gs_job_array array;
     struct gs_jobdata data;
+    /* A heterogeneous job's components after the first (owned), nhet of them; NULL, 0 for
+     * an ordinary job. Only batch jobs and allocations have them (gs_jobspec_check). */
+    struct gs_het_component *het;
+    uint32_t nhet;
 };
 
 /* "before", "stream"; gs_data_stage_parse returns 0 or -EINVAL. */
@@ -200,13 +224,36 @@ int gs_launcher_parse(const char *name, enum gs_launcher *ret);
 
 /* The most tasks one node runs (tasks_per_node, or gpus_per_node for per-gpu). */
 uint32_t gs_jobspec_tasks_per_node(const struct gs_jobspec *spec);
-/* Tasks in all: ntasks, or nodes x tasks per node. */
+/* Tasks in all: ntasks, or nodes x tasks per node (summed over a heterogeneous job's
+ * components). */
 uint32_t gs_jobspec_ntasks(const struct gs_jobspec *spec);
 /*
  * Tasks on the job's node-th node (0-based): ntasks spread as evenly as possible, the
- * first nodes taking one more (sbatch -n 7 -N 3: 3, 2, 2), else tasks per node.
+ * first nodes taking one more (sbatch -n 7 -N 3: 3, 2, 2), else tasks per node; in a
+ * heterogeneous job, as the node's component lays them out.
  */
 uint32_t gs_jobspec_node_tasks(const struct gs_jobspec *spec, uint32_t node);
+
+/*
+ * Heterogeneous jobs (jobspec_het.c). Their allocation lists component 0's nodes first,
+ * then component 1's, ...; a job's node index below counts over all of them.
+ *
+ * gs_jobspec_het_view: *view becomes spec as component k alone (its nodes, GPUs, CPUs,
+ * memory, constraint and tasks; no further components), for the per-node rules above. The
+ * view borrows spec's strings: never free it. k 0 (or an ordinary job) is spec itself.
+ */
+void gs_jobspec_het_view(const struct gs_jobspec *spec, uint32_t k, struct gs_jobspec *view);
+/* Nodes, and GPUs, of all components together (nodes x gpus_per_node for an ordinary job). */
+uint32_t gs_jobspec_total_nodes(const struct gs_jobspec *spec);
+uint32_t gs_jobspec_total_gpus(const struct gs_jobspec *spec);
+/* The job's node index of component k's first node. */
+uint32_t gs_jobspec_het_first_node(const struct gs_jobspec *spec, uint32_t k);
+/* The component the job's node-th node belongs to (0 for an ordinary job, and past the end). */
+uint32_t gs_jobspec_het_of_node(const struct gs_jobspec *spec, uint32_t node);
+/* Frees the components' strings and the array, leaving none. */
+void gs_jobspec_het_clear(struct gs_jobspec *spec);
+/* Checks the components (gs_jobspec_check calls it); 0, or -EINVAL with err naming one. */
+int gs_jobspec_het_check(const struct gs_jobspec *spec, struct gs_error *err);
 
 /* Job names: 1..GS_JOBSPEC_NAME_MAX characters, no '/', tab, CR or LF. */
 bool gs_jobspec_name_ok(const char *name);

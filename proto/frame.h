@@ -35,7 +35,7 @@
 
 #define GS_PROTO_MAGIC 0x47534348u /* "GSCH" */
 #define GS_PROTO_VERSION_MAJOR 1u  /* bump on an incompatible change */
-#define GS_PROTO_VERSION_MINOR 10u /* bump when adding fields or body cases */
+#define GS_PROTO_VERSION_MINOR 11u /* bump when adding fields or body cases */
 /* The first minor whose peers know JobKvPut and JobKvGet (a client checks the peer's Hello). */
 #define GS_PROTO_MINOR_JOB_KV 4u
 /* The first minor whose workers know JobLimitUpdate (a running job's new time limit). */
@@ -44,6 +44,8 @@
 #define GS_PROTO_MINOR_DATA 9u
 /* The first minor that knows allocations (AllocRequest, salloc) and StepInput (srun's stdin). */
 #define GS_PROTO_MINOR_ALLOC 10u
+/* The first minor that knows heterogeneous jobs (JobSpec.het, StepLaunchRequest.het_groups). */
+#define GS_PROTO_MINOR_HET 11u
 #define GS_PROTO_HEADER_SIZE 4u
 #define GS_PROTO_MAX_FRAME_DEFAULT (16u * 1024u * 1024u)
 

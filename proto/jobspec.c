@@ -87,6 +87,41 @@ static void view_resources(Gs__Resources *r, const struct gs_jobspec *spec)
     r->gpus_per_task = spec->gpus_per_task;
 }
 
+static int view_het(struct gs_proto_jobspec_view *v, const struct gs_jobspec *spec)
+{
+    if (spec->nhet == 0)
+        return 0;
+    v->het = calloc(spec->nhet, sizeof(*v->het));
+    v->het_ptrs = calloc(spec->nhet, sizeof(*v->het_ptrs));
+    if (v->het == NULL || v->het_ptrs == NULL)
+        return -ENOMEM;
+    for (uint32_t k = 0; k < spec->nhet; k++) {
+        const struct gs_het_component *c = &spec->het[k];
+        Gs__HetComponent *h = &v->het[k];
+
+        gs__het_component__init(h);
+        h->nodes = c->nodes;
+        h->gpus_per_node = c->gpus_per_node;
+        if (c->cpus_per_gpu > 0) {
+            h->cpus_case = GS__HET_COMPONENT__CPUS_CPUS_PER_GPU;
+            h->cpus_per_gpu = c->cpus_per_gpu;
+        } else if (c->cpus_per_task > 0) {
+            h->cpus_case = GS__HET_COMPONENT__CPUS_CPUS_PER_TASK;
+            h->cpus_per_task = c->cpus_per_task;
+        }
+        h->mem_per_node_mib = c->mem_per_node_mib;
+        h->constraint = or_empty(c->constraint);
+        h->tasks_per_node = c->tasks_per_node;
+        h->tasks_per_gpu = c->tasks_per_gpu;
+        h->ntasks = c->ntasks;
+        h->gpus_per_task = c->gpus_per_task;
+        v->het_ptrs[k] = h;
+    }
+    v->spec.n_het = spec->nhet;
+    v->spec.het = v->het_ptrs;
+    return 0;
+}
+
 static void view_run(Gs__RunSpec *run, const struct gs_jobspec *spec)
 {
     gs__run_spec__init(run);
@@ -179,6 +214,8 @@ int gs_proto_jobspec_view_init(struct gs_proto_jobspec_view *v, const struct gs_
     rc = view_deps(v, spec);
     if (rc == 0)
         rc = view_env(v, spec);
+    if (rc == 0)
+        rc = view_het(v, spec);
     if (rc < 0)
         gs_proto_jobspec_view_release(v);
     return rc;
@@ -193,6 +230,8 @@ void gs_proto_jobspec_view_release(struct gs_proto_jobspec_view *v)
     free(v->env_ptrs);
     free(v->deps);
     free(v->dep_ptrs);
+    free(v->het);
+    free(v->het_ptrs);
     memset(v, 0, sizeof(*v));
 }
 
@@ -328,6 +367,39 @@ static int copy_data(const Gs__JobData *pb, struct gs_jobdata *d)
     return copy_opt(pb->source, &d->source);
 }
 
+/* A heterogeneous job's further components; gs_jobspec_check judges them. */
+static int copy_het(const Gs__JobSpec *pb, struct gs_jobspec *spec, struct gs_error *err)
+{
+    if (pb->n_het == 0)
+        return 0;
+    if (pb->n_het >= GS_JOBSPEC_HET_MAX)
+        return gs_error_set(err, -EINVAL, 0, 0, "a heterogeneous job has at most %d components",
+                            GS_JOBSPEC_HET_MAX);
+    spec->het = calloc(pb->n_het, sizeof(*spec->het));
+    if (spec->het == NULL)
+        return -ENOMEM;
+    spec->nhet = (uint32_t)pb->n_het;
+    for (size_t k = 0; k < pb->n_het; k++) {
+        const Gs__HetComponent *h = pb->het[k];
+        struct gs_het_component *c = &spec->het[k];
+
+        c->nodes = h->nodes;
+        c->gpus_per_node = h->gpus_per_node;
+        c->cpus_per_gpu = h->cpus_case == GS__HET_COMPONENT__CPUS_CPUS_PER_GPU ? h->cpus_per_gpu : 0;
+        c->cpus_per_task = h->cpus_case == GS__HET_COMPONENT__CPUS_CPUS_PER_TASK ? h->cpus_per_task
+                           : h->cpus_case == GS__HET_COMPONENT__CPUS__NOT_SET    ? 1
+                                                                                 : 0;
+        c->mem_per_node_mib = h->mem_per_node_mib;
+        c->tasks_per_node = h->tasks_per_node;
+        c->tasks_per_gpu = h->tasks_per_gpu;
+        c->ntasks = h->ntasks;
+        c->gpus_per_task = h->gpus_per_task;
+        if (copy_opt(h->constraint, &c->constraint) < 0)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
 /* The fields sbatch jobs have (partition to comment, reservation: job files' too). */
 static int copy_slurm(const Gs__JobSpec *pb, struct gs_jobspec *spec)
 {
@@ -408,6 +480,8 @@ static int copy_all(const Gs__JobSpec *pb, struct gs_jobspec *spec, struct gs_er
         rc = copy_deps(pb, spec, err);
     if (rc == 0)
         rc = copy_slurm(pb, spec);
+    if (rc == 0)
+        rc = copy_het(pb, spec, err);
     if (rc == -ENOMEM)
         gs_error_set(err, rc, 0, 0, "out of memory");
     return rc;

@@ -29,6 +29,8 @@ struct gs_proto_jobspec_view {
     Gs__RunSpec__EnvEntry *env;
     Gs__RunSpec__EnvEntry **env_ptrs;
     char **env_keys;
+    Gs__HetComponent *het; /* spec->nhet each */
+    Gs__HetComponent **het_ptrs;
 };
 
 /* Returns 0 or -ENOMEM (then nothing needs releasing). */

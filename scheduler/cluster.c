@@ -574,8 +574,34 @@ static bool node_allowed(const struct sched_req *req, size_t i)
     return req->allowed == NULL || bit_set(req->allowed, i);
 }
 
+static bool could_ever_fit_one(const struct sched_cluster *cluster, const struct sched_req *req,
+                               char *why, size_t why_size);
+
 bool sched_cluster_could_ever_fit(const struct sched_cluster *cluster, const struct sched_req *req,
                                   char *why, size_t why_size)
+{
+    uint64_t total = req->nodes;
+    char one[200];
+
+    if (req->nhet == 0)
+        return could_ever_fit_one(cluster, req, why, why_size);
+    for (uint32_t k = 0; k <= req->nhet; k++) {
+        if (!could_ever_fit_one(cluster, k == 0 ? req : &req->het[k - 1], one, sizeof(one))) {
+            snprintf(why, why_size, "het component %u: %s", k, one);
+            return false;
+        }
+        total += k > 0 ? req->het[k - 1].nodes : 0;
+    }
+    if (total > cluster->nnodes) {
+        snprintf(why, why_size, "the cluster has %zu node(s), the job's components ask for %llu",
+                 cluster->nnodes, (unsigned long long)total);
+        return false;
+    }
+    return true;
+}
+
+static bool could_ever_fit_one(const struct sched_cluster *cluster, const struct sched_req *req,
+                               char *why, size_t why_size)
 {
     uint32_t able = 0, allowed = 0;
 
@@ -1072,9 +1098,58 @@ HOT_INLINE int place_one(const struct sched_cluster *cluster, const struct sched
     return 0;
 }
 
-GS_POPCNT_CLONES int sched_cluster_place(const struct sched_cluster *cluster,
-                                         const struct sched_req *req, const uint64_t *avoid,
-                                         struct sched_alloc *alloc)
+static int place_shape(const struct sched_cluster *cluster, const struct sched_req *req,
+                       const uint64_t *avoid, struct sched_alloc *alloc);
+
+/* Component after component, each kept off the nodes the earlier ones took (and avoid). */
+static int place_het(const struct sched_cluster *cluster, const struct sched_req *req,
+                     const uint64_t *avoid, struct sched_alloc *alloc)
+{
+    size_t words = cluster->nnodes / 64 + 1;
+    uint64_t *taken = calloc(words, sizeof(*taken));
+    struct sched_alloc part;
+    int rc = -ENOMEM;
+
+    sched_alloc_init(&part);
+    if (taken == NULL)
+        goto out;
+    if (avoid != NULL)
+        memcpy(taken, avoid, words * sizeof(*taken));
+    rc = place_shape(cluster, req, taken, alloc);
+    for (uint32_t k = 0; rc == 0 && k <= req->nhet; k++) {
+        const struct sched_alloc *from = k == 0 ? alloc : &part;
+        uint32_t at = alloc->nnodes;
+
+        if (k > 0) {
+            rc = place_shape(cluster, &req->het[k - 1], taken, &part);
+            if (rc == 0)
+                rc = alloc_reserve(alloc, at + part.nnodes);
+            if (rc < 0)
+                break;
+            memcpy(&alloc->nodes[at], part.nodes, part.nnodes * sizeof(*part.nodes));
+            alloc->nnodes = at + part.nnodes;
+        }
+        for (uint32_t i = 0; i < from->nnodes; i++)
+            taken[from->nodes[i].node / 64] |= 1ull << (from->nodes[i].node % 64);
+    }
+    alloc->exclusive = req->exclusive;
+out:
+    sched_alloc_release(&part);
+    free(taken);
+    return rc;
+}
+
+int sched_cluster_place(const struct sched_cluster *cluster, const struct sched_req *req,
+                        const uint64_t *avoid, struct sched_alloc *alloc)
+{
+    if (req->nhet > 0)
+        return place_het(cluster, req, avoid, alloc);
+    return place_shape(cluster, req, avoid, alloc);
+}
+
+/* One shape: req->nodes nodes alike. */
+GS_POPCNT_CLONES static int place_shape(const struct sched_cluster *cluster, const struct sched_req *req,
+                       const uint64_t *avoid, struct sched_alloc *alloc)
 {
     struct candidate *cand;
     uint32_t ncand = 0;

@@ -69,6 +69,10 @@ struct sched_req {
      * the job has none. Among nodes equal in link class and fit, more goes first. */
     const uint64_t *data_bytes;
     bool data_first; /* data_bytes ranks before fit, not after (scheduler.data_locality) */
+    /* A heterogeneous job's further components, each on nodes of its own (NULL, 0: none):
+     * placed all or none, after this one, their nodes following its in the allocation. */
+    const struct sched_req *het;
+    uint32_t nhet;
 };
 
 /* How good the GPUs of one node's allocation are together. */
@@ -135,7 +139,8 @@ uint64_t sched_cluster_free_mem(const struct sched_cluster *cluster, uint32_t no
 /*
  * True when some set of req->nodes nodes of the cluster (up or not) could hold the job if
  * it were empty: submit-time check that the request is possible at all. On false, *why gets
- * a short reason ("no node has 9 GPUs").
+ * a short reason ("no node has 9 GPUs"). A heterogeneous request: each component could,
+ * and the cluster has as many nodes as they need together.
  */
 bool sched_cluster_could_ever_fit(const struct sched_cluster *cluster, const struct sched_req *req,
                                   char *why, size_t why_size);
@@ -143,7 +148,9 @@ bool sched_cluster_could_ever_fit(const struct sched_cluster *cluster, const str
 /*
  * Chooses nodes, GPUs and cores for req among what is free now. avoid (NULL, or a bitmap of
  * nnodes bits) excludes nodes. Returns 0 with *alloc filled, -EAGAIN when it does not fit
- * now, -ENOMEM. Does not take the resources: sched_cluster_take() does.
+ * now, -ENOMEM. Does not take the resources: sched_cluster_take() does. A heterogeneous
+ * request's components are placed one after the other, each avoiding the nodes of those
+ * before it (greedy: the first component's best nodes may leave a later one short).
  */
 int sched_cluster_place(const struct sched_cluster *cluster, const struct sched_req *req,
                         const uint64_t *avoid, struct sched_alloc *alloc);

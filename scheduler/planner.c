@@ -43,6 +43,7 @@ void sched_node_masks_release(struct sched_node_masks *m)
         free(m->allowed);
     free(m->required);
     free(m->data_bytes);
+    free(m->het);
     *m = (struct sched_node_masks){0};
 }
 
@@ -69,6 +70,29 @@ void sched_job_req(const struct gs_jobspec *spec, struct sched_req *req)
                                   spec->gpu_affinity == GS_GPU_AFFINITY_STRICT ? GS_GPUSET_STRICT
                                   : spec->gpu_affinity == GS_GPU_AFFINITY_ANY  ? GS_GPUSET_ANY
                                                                                : GS_GPUSET_PREFER};
+}
+
+int sched_job_req_masked(const struct gs_jobspec *spec, struct sched_node_masks *m,
+                         struct sched_req *req)
+{
+    sched_job_req(spec, req);
+    sched_node_masks_apply(m, req);
+    if (spec->nhet == 0)
+        return 0;
+    free(m->het);
+    m->het = calloc(spec->nhet, sizeof(*m->het));
+    if (m->het == NULL)
+        return -ENOMEM;
+    for (uint32_t k = 1; k <= spec->nhet; k++) {
+        struct gs_jobspec view;
+
+        gs_jobspec_het_view(spec, k, &view);
+        sched_job_req(&view, &m->het[k - 1]);
+        sched_node_masks_apply(m, &m->het[k - 1]);
+    }
+    req->het = m->het;
+    req->nhet = spec->nhet;
+    return 0;
 }
 
 /*
@@ -351,7 +375,11 @@ static uint32_t alloc_gpus(const struct sched_alloc *a)
 
 static uint32_t req_gpus(const struct sched_req *r)
 {
-    return (r->nodes > 0 ? r->nodes : 1) * r->gpus_per_node;
+    uint32_t n = (r->nodes > 0 ? r->nodes : 1) * r->gpus_per_node;
+
+    for (uint32_t k = 0; k < r->nhet; k++)
+        n += req_gpus(&r->het[k]);
+    return n;
 }
 
 static int gather(struct sched_jobs *jobs, size_t from, const struct sched_planner_hooks *hk,
@@ -424,8 +452,10 @@ static int gather(struct sched_jobs *jobs, size_t from, const struct sched_plann
         p->submit_seq = job->submit_seq;
         p->time_limit_s = job->spec->time_limit_s == GS_DURATION_INFINITE ? SCHED_TIME_INFINITE
                                                                           : job->spec->time_limit_s;
-        sched_job_req(job->spec, &p->req);
-        sched_node_masks_apply(&g->masks[out->n], &p->req);
+        if (sched_job_req_masked(job->spec, &g->masks[out->n], &p->req) < 0) {
+            sched_node_masks_release(&g->masks[out->n]);
+            continue; /* out of memory: it waits for the next pass */
+        }
         out->n++;
     }
     return 0;

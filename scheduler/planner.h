@@ -41,6 +41,7 @@ struct sched_node_masks {
     const uint64_t *gpu_masks; /* per node, the GPUs it may use (reservations'; borrowed) */
     uint64_t *data_bytes;      /* per node, bytes of the job's dataset its cache holds */
     bool data_first;           /* they rank before fit (scheduler.data_locality = "prefer") */
+    struct sched_req *het;     /* a heterogeneous job's further components' requests, owned */
 };
 
 /*
@@ -84,6 +85,12 @@ struct sched_planner_hooks {
 uint32_t sched_tasks_per_node(const struct gs_jobspec *spec);
 /* What the job asks of each node, without node masks. */
 void sched_job_req(const struct gs_jobspec *spec, struct sched_req *req);
+/*
+ * What a job asks, with m's node masks applied (m must outlive req): sched_job_req, and for
+ * a heterogeneous job each further component's request, kept in m->het. 0 or -ENOMEM.
+ */
+int sched_job_req_masked(const struct gs_jobspec *spec, struct sched_node_masks *m,
+                         struct sched_req *req);
 
 /* A running job to preempt (requeue or cancel) so that a pending one of a higher tier can
  * start. */

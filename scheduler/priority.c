@@ -38,20 +38,31 @@ static double qos_factor(const struct gs_config *cfg, const struct gs_jobspec *s
     return q != NULL && max > 0 ? (double)q->priority / max : 0;
 }
 
+/* One component's share of the cluster (a job's only one, unless it is heterogeneous). */
+static double size_share(const struct gs_jobspec *spec, const struct sched_prio_cluster *cluster)
+{
+    uint64_t nodes = spec->nodes > 0 ? spec->nodes : 1;
+
+    if (spec->gpus_per_node > 0 && cluster->gpus > 0)
+        return (double)(nodes * spec->gpus_per_node) / (double)cluster->gpus;
+    if (cluster->cores > 0)
+        return (double)(nodes * (spec->cpus_per_task > 0 ? spec->cpus_per_task : 1) *
+                        (spec->tasks_per_node > 0 ? spec->tasks_per_node : 1)) /
+               (double)cluster->cores;
+    return 0;
+}
+
 static double size_factor(const struct gs_config_priority *w, const struct gs_jobspec *spec,
                           const struct sched_prio_cluster *cluster)
 {
-    uint64_t nodes = spec->nodes > 0 ? spec->nodes : 1;
-    double f;
+    double f = 0;
 
-    if (spec->gpus_per_node > 0 && cluster->gpus > 0)
-        f = (double)(nodes * spec->gpus_per_node) / (double)cluster->gpus;
-    else if (cluster->cores > 0)
-        f = (double)(nodes * (spec->cpus_per_task > 0 ? spec->cpus_per_task : 1) *
-                     (spec->tasks_per_node > 0 ? spec->tasks_per_node : 1)) /
-            (double)cluster->cores;
-    else
-        f = 0;
+    for (uint32_t k = 0; k <= spec->nhet; k++) {
+        struct gs_jobspec c;
+
+        gs_jobspec_het_view(spec, k, &c);
+        f += size_share(&c, cluster);
+    }
     f = clamp01(f);
     return w->favor_small ? 1 - f : f;
 }

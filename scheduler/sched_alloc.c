@@ -190,7 +190,7 @@ static int grant_send(struct sched_cli *c, const struct sched_job *job)
     struct sched_env e;
     Gs__AllocReply__EnvEntry *entries = NULL, **ptrs = NULL;
     char **nodes = calloc(job->alloc.nnodes + 1, sizeof(*nodes));
-    int rc = sched_env_init(&e, &no_run);
+    int rc = sched_env_init(&e, &no_run, job->spec->nhet);
 
     if (rc == 0)
         rc = sched_slurm_job_env(c->s, job, &e);

@@ -257,7 +257,7 @@ static void write_progress(struct gs_json *j, const struct sched_job_progress *p
 static void write_request(struct gs_json *j, const struct gs_jobspec *spec)
 {
     gs_json_kv_int(j, "priority", spec->priority);
-    gs_json_kv_uint(j, "nodes_requested", spec->nodes);
+    gs_json_kv_uint(j, "nodes_requested", gs_jobspec_total_nodes(spec));
     gs_json_kv_uint(j, "gpus_per_node", spec->gpus_per_node);
     gs_json_key(j, "time_limit_s");
     if (spec->time_limit_s == GS_DURATION_INFINITE)

@@ -531,7 +531,8 @@ struct sched_env {
     size_t n, cap;
     int rc;
 };
-int sched_env_init(struct sched_env *e, const Gs__RunSpec *run);
+/* Room for run's variables and the SLURM_* ones of a job of nhet further components. */
+int sched_env_init(struct sched_env *e, const Gs__RunSpec *run, uint32_t nhet);
 void sched_env_release(struct sched_env *e);
 /* Adds the job-level SLURM_* variables of a running Slurm job (and GSCHED_SOCKET). */
 int sched_slurm_job_env(struct sched_ctx *s, const struct sched_job *job, struct sched_env *e);

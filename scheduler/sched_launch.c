@@ -301,7 +301,7 @@ static int launch_msg_init(struct sched_ctx *s, const struct sched_job *job, str
         return rc;
     rc = sched_alloc_msg_build(s, job, &m->alloc);
     if (rc == 0)
-        rc = sched_env_init(&m->env, &m->view.run);
+        rc = sched_env_init(&m->env, &m->view.run, job->spec->nhet);
     if (rc == 0 && job->spec->slurm)
         rc = sched_slurm_job_env(s, job, &m->env);
     m->tasks = calloc(job->tasks_per_node + 1, sizeof(*m->tasks));
@@ -487,16 +487,21 @@ static void describe_placement(struct sched_ctx *s, const struct sched_job *job,
     gs_buf_release(&b);
 }
 
-/* Ranks go to nodes in name order (node1 before node2), whatever order placement chose. */
-static void sort_by_name(struct sched_ctx *s, struct sched_alloc *alloc)
+/*
+ * Ranks go to nodes in name order (node1 before node2), whatever order placement chose;
+ * a heterogeneous job's nodes within each component, the components staying in order.
+ */
+static void sort_by_name(struct sched_ctx *s, const struct gs_jobspec *spec,
+                         struct sched_alloc *alloc)
 {
     for (uint32_t i = 1; i < alloc->nnodes; i++) {
         struct sched_node_alloc key = alloc->nodes[i];
         const char *name = sched_cluster_node_name(s->cluster, key.node);
-        uint32_t j = i;
+        uint32_t j = i, first = gs_jobspec_het_first_node(spec, gs_jobspec_het_of_node(spec, i));
 
-        while (j > 0 && strverscmp(sched_cluster_node_name(s->cluster, alloc->nodes[j - 1].node),
-                                   name) > 0) {
+        while (j > first &&
+               strverscmp(sched_cluster_node_name(s->cluster, alloc->nodes[j - 1].node), name) >
+                   0) {
             alloc->nodes[j] = alloc->nodes[j - 1];
             j--;
         }
@@ -531,7 +536,7 @@ void sched_launch_start(struct sched_ctx *s, struct sched_job *job, struct sched
     char nodes[256], detail[480], where[400];
     int rc;
 
-    sort_by_name(s, alloc);
+    sort_by_name(s, job->spec, alloc);
     sched_resv_cap(s, job, now);
     rc = sched_job_start(job, alloc, sched_tasks_per_node(job->spec), now);
 

@@ -39,6 +39,7 @@ struct info {
     Gs__PriorityFactors factors;
     Gs__StepInfo *steps; /* QueueRequest.with_steps: strings borrowed from the job */
     Gs__StepInfo **step_ptrs;
+    uint32_t *het; /* a heterogeneous job's het_nodes then het_ntasks, one allocation */
 };
 
 static int log_path(const struct sched_job *job, uint32_t rank, const char *node,
@@ -57,10 +58,16 @@ static uint32_t job_cpus(const struct sched_job *job)
         }
         return n;
     }
-    per = sp->cpus_per_gpu > 0
-              ? sp->cpus_per_gpu * sp->gpus_per_node
-              : (sp->cpus_per_task > 0 ? sp->cpus_per_task : 1) * gs_jobspec_tasks_per_node(sp);
-    return per * sp->nodes;
+    for (uint32_t k = 0; k <= sp->nhet; k++) { /* each component of a heterogeneous job */
+        struct gs_jobspec c;
+
+        gs_jobspec_het_view(sp, k, &c);
+        per = c.cpus_per_gpu > 0
+                  ? c.cpus_per_gpu * c.gpus_per_node
+                  : (c.cpus_per_task > 0 ? c.cpus_per_task : 1) * gs_jobspec_tasks_per_node(&c);
+        n += per * c.nodes;
+    }
+    return n;
 }
 
 /* The files a batch job's output goes to, for squeue/scontrol (node unknown until it runs). */
@@ -143,6 +150,30 @@ static int ended_nodes(struct sched_ctx *s, const struct sched_job *job, struct 
     return 0;
 }
 
+/* Each component's nodes and tasks, for squeue's JOB+K rows. */
+static int fill_het(const struct gs_jobspec *sp, struct info *in)
+{
+    uint32_t n = sp->nhet + 1;
+
+    if (sp->nhet == 0)
+        return 0;
+    in->het = calloc(2 * (size_t)n, sizeof(*in->het));
+    if (in->het == NULL)
+        return -ENOMEM;
+    for (uint32_t k = 0; k < n; k++) {
+        struct gs_jobspec view;
+
+        gs_jobspec_het_view(sp, k, &view);
+        in->het[k] = view.nodes;
+        in->het[n + k] = gs_jobspec_ntasks(&view);
+    }
+    in->info.n_het_nodes = n;
+    in->info.het_nodes = in->het;
+    in->info.n_het_ntasks = n;
+    in->info.het_ntasks = in->het + n;
+    return 0;
+}
+
 static int info_fill(struct sched_ctx *s, const struct sched_job *job, struct info *in,
                      bool with_spec)
 {
@@ -211,6 +242,8 @@ static int info_fill(struct sched_ctx *s, const struct sched_job *job, struct in
         rc = ended_nodes(s, job, &in->alloc);
     in->info.n_allocation = in->alloc.n;
     in->info.allocation = in->alloc.ptrs;
+    if (rc == 0)
+        rc = fill_het(sp, in);
     fill_paths(s, job, in);
     if (job->progress != NULL && job->progress->attempt == job->attempt) {
         in->info.tokens_per_s = job->progress->tokens_per_s;
@@ -289,6 +322,7 @@ static int steps_fill(const struct sched_job *job, struct info *in)
 
 static void info_release(struct info *in)
 {
+    free(in->het);
     free(in->steps);
     free(in->step_ptrs);
     sched_telemetry_usage_release(&in->usage);

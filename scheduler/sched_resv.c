@@ -733,9 +733,9 @@ int sched_resv_admit(struct sched_ctx *s, uint32_t uid, const char *user,
         snprintf(why, size, "reservation: no reservation %.64s", spec->reservation);
         return -EINVAL;
     }
-    if (spec->nodes > r->nnode_names) {
+    if (gs_jobspec_total_nodes(spec) > r->nnode_names) {
         snprintf(why, size, "reservation: %.64s holds %zu nodes; the job asks for %u", r->name,
-                 r->nnode_names, spec->nodes);
+                 r->nnode_names, gs_jobspec_total_nodes(spec));
         return -EINVAL;
     }
     if (r->gpus > 0 && spec->gpus_per_node > r->gpus / r->nnode_names) {

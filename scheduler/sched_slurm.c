@@ -22,6 +22,7 @@
 #include "scheduler/sched_internal.h"
 
 #define BATCH_STEP_MAX_ENV 64 /* the SLURM_* variables set here, with room to spare */
+#define HET_GROUP_MAX_ENV 24  /* those set again for each component, _HET_GROUP_K */
 
 static void set_bit(uint64_t *bits, size_t i)
 {
@@ -203,9 +204,9 @@ void sched_env_release(struct sched_env *e)
     *e = (struct sched_env){0};
 }
 
-int sched_env_init(struct sched_env *e, const Gs__RunSpec *run)
+int sched_env_init(struct sched_env *e, const Gs__RunSpec *run, uint32_t nhet)
 {
-    size_t cap = run->n_env + BATCH_STEP_MAX_ENV;
+    size_t cap = run->n_env + BATCH_STEP_MAX_ENV + (nhet > 0 ? (nhet + 1) * HET_GROUP_MAX_ENV : 0);
 
     *e = (struct sched_env){0};
     e->entries = calloc(cap, sizeof(*e->entries));
@@ -226,73 +227,153 @@ int sched_env_init(struct sched_env *e, const Gs__RunSpec *run)
     return 0;
 }
 
-/* The job's per-node counts: tasks as sbatch lays them out, and allocated cores. */
-static int node_counts(const struct sched_job *job, uint32_t **tasks, uint32_t **cpus)
-{
-    uint32_t n = job->alloc.nnodes;
+/* The variable key + suffix ("SLURM_NTASKS" "_HET_GROUP_1"), set to the formatted value. */
+static void put_sfx(struct sched_env *e, const char *key, const char *sfx, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
-    *tasks = calloc(n + 1, sizeof(**tasks));
-    *cpus = calloc(n + 1, sizeof(**cpus));
+static void put_sfx(struct sched_env *e, const char *key, const char *sfx, const char *fmt, ...)
+{
+    char name[96], value[256];
+    va_list ap;
+
+    snprintf(name, sizeof(name), "%s%s", key, sfx);
+    va_start(ap, fmt);
+    vsnprintf(value, sizeof(value), fmt, ap);
+    va_end(ap);
+    env_put(e, name, value);
+}
+
+/* A component's nodes: first..first + n - 1 of the job's allocation (every node, for an
+ * ordinary job). */
+struct comp_nodes {
+    uint32_t first, n;
+};
+
+/* The component's per-node counts: tasks as sbatch lays them out, and allocated cores. */
+static int node_counts(const struct sched_job *job, const struct gs_jobspec *sp,
+                       struct comp_nodes cn, uint32_t **tasks, uint32_t **cpus)
+{
+    *tasks = calloc(cn.n + 1, sizeof(**tasks));
+    *cpus = calloc(cn.n + 1, sizeof(**cpus));
     if (*tasks == NULL || *cpus == NULL)
         return -ENOMEM;
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = 0; i < cn.n; i++) {
+        const struct sched_node_alloc *a = &job->alloc.nodes[cn.first + i];
         uint32_t c = 0;
 
         for (size_t w = 0; w < SCHED_MAX_CORES / 64; w++)
-            c += (uint32_t)__builtin_popcountll(job->alloc.nodes[i].cores[w]);
-        (*tasks)[i] = gs_jobspec_node_tasks(job->spec, i);
+            c += (uint32_t)__builtin_popcountll(a->cores[w]);
+        (*tasks)[i] = gs_jobspec_node_tasks(sp, i);
         (*cpus)[i] = c;
     }
     return 0;
 }
 
-int sched_slurm_job_env(struct sched_ctx *s, const struct sched_job *job, struct sched_env *e)
+/*
+ * What one component's nodes are and hold (the whole job's for an ordinary job), each name
+ * with sfx after it: "" for the plain names, "_HET_GROUP_K" for component K of a
+ * heterogeneous job. sp is the component's view (gs_jobspec_het_view).
+ */
+static int component_env(struct sched_ctx *s, const struct sched_job *job,
+                         const struct gs_jobspec *sp, struct comp_nodes cn, const char *sfx,
+                         struct sched_env *e)
 {
-    const struct gs_jobspec *sp = job->spec;
     struct gs_buf nodelist = GS_BUF_INIT, tpn = GS_BUF_INIT, cpn = GS_BUF_INIT;
-    const char **names = calloc(job->alloc.nnodes + 1, sizeof(*names));
+    const char **names = calloc(cn.n + 1, sizeof(*names));
     uint32_t *tasks = NULL, *cpus = NULL;
     int rc;
 
-    rc = names == NULL ? -ENOMEM : node_counts(job, &tasks, &cpus);
+    rc = names == NULL ? -ENOMEM : node_counts(job, sp, cn, &tasks, &cpus);
     if (rc < 0)
         goto out;
-    for (uint32_t i = 0; i < job->alloc.nnodes; i++) {
-        const char *name = sched_cluster_node_name(s->cluster, job->alloc.nodes[i].node);
+    for (uint32_t i = 0; i < cn.n; i++) {
+        const char *name =
+            sched_cluster_node_name(s->cluster, job->alloc.nodes[cn.first + i].node);
         names[i] = name != NULL ? name : "";
     }
-    rc = gs_hostlist_compress(names, job->alloc.nnodes, &nodelist);
+    rc = gs_hostlist_compress(names, cn.n, &nodelist);
     if (rc == 0)
-        rc = gs_hostlist_counts(tasks, job->alloc.nnodes, &tpn);
+        rc = gs_hostlist_counts(tasks, cn.n, &tpn);
     if (rc == 0)
-        rc = gs_hostlist_counts(cpus, job->alloc.nnodes, &cpn);
+        rc = gs_hostlist_counts(cpus, cn.n, &cpn);
     if (rc < 0)
         goto out;
+    put_sfx(e, "SLURM_JOB_NODELIST", sfx, "%s", nodelist.data != NULL ? nodelist.data : "");
+    put_sfx(e, "SLURM_NODELIST", sfx, "%s", nodelist.data != NULL ? nodelist.data : "");
+    put_sfx(e, "SLURM_JOB_NUM_NODES", sfx, "%u", cn.n);
+    put_sfx(e, "SLURM_NNODES", sfx, "%u", cn.n);
+    put_sfx(e, "SLURM_NTASKS", sfx, "%u", gs_jobspec_ntasks(sp));
+    put_sfx(e, "SLURM_NPROCS", sfx, "%u", gs_jobspec_ntasks(sp));
+    if (sp->tasks_per_node > 0 && sp->ntasks == 0)
+        put_sfx(e, "SLURM_NTASKS_PER_NODE", sfx, "%u", sp->tasks_per_node);
+    put_sfx(e, "SLURM_TASKS_PER_NODE", sfx, "%s", tpn.data != NULL ? tpn.data : "");
+    put_sfx(e, "SLURM_JOB_CPUS_PER_NODE", sfx, "%s", cpn.data != NULL ? cpn.data : "");
+    if (sp->cpus_per_task > 0)
+        put_sfx(e, "SLURM_CPUS_PER_TASK", sfx, "%u", sp->cpus_per_task);
+    if (sp->cpus_per_gpu > 0)
+        put_sfx(e, "SLURM_CPUS_PER_GPU", sfx, "%u", sp->cpus_per_gpu);
+    if (sp->gpus_per_node > 0) {
+        put_sfx(e, "SLURM_GPUS_PER_NODE", sfx, "%u", sp->gpus_per_node);
+        put_sfx(e, "SLURM_GPUS", sfx, "%u", sp->gpus_per_node * cn.n);
+    }
+    if (sp->gpus_per_task > 0)
+        put_sfx(e, "SLURM_GPUS_PER_TASK", sfx, "%u", sp->gpus_per_task);
+    if (sp->mem_per_node_mib > 0)
+        put_sfx(e, "SLURM_MEM_PER_NODE", sfx, "%" PRIu64, sp->mem_per_node_mib);
+    if (sfx[0] != '\0') { /* the whole job's, under each component's name as Slurm has them */
+        put_sfx(e, "SLURM_JOB_ID", sfx, "%" PRIu64, job->id);
+        put_sfx(e, "SLURM_JOB_PARTITION", sfx, "%s", sp->partition != NULL ? sp->partition : "");
+    }
+    rc = e->rc;
+out:
+    gs_buf_release(&nodelist);
+    gs_buf_release(&tpn);
+    gs_buf_release(&cpn);
+    free(names);
+    free(tasks);
+    free(cpus);
+    return rc;
+}
+
+/*
+ * The plain names describe component 0 (srun's default group); a heterogeneous job adds
+ * SLURM_HET_SIZE and every component's under _HET_GROUP_K.
+ */
+static int components_env(struct sched_ctx *s, const struct sched_job *job, struct sched_env *e)
+{
+    const struct gs_jobspec *sp = job->spec;
+    struct gs_jobspec view;
+    struct comp_nodes cn = {0, sp->nhet > 0 ? sp->nodes : job->alloc.nnodes};
+    char sfx[32];
+    int rc;
+
+    gs_jobspec_het_view(sp, 0, &view);
+    rc = component_env(s, job, &view, cn, "", e);
+    if (rc < 0 || sp->nhet == 0)
+        return rc;
+    env_putf(e, "SLURM_HET_SIZE", "%u", sp->nhet + 1);
+    for (uint32_t k = 0; rc == 0 && k <= sp->nhet; k++) {
+        gs_jobspec_het_view(sp, k, &view);
+        cn.first = gs_jobspec_het_first_node(sp, k);
+        cn.n = view.nodes;
+        if (cn.first + cn.n > job->alloc.nnodes)
+            return -EINVAL; /* not the allocation placement made for this spec */
+        snprintf(sfx, sizeof(sfx), "_HET_GROUP_%u", k);
+        rc = component_env(s, job, &view, cn, sfx, e);
+    }
+    return rc;
+}
+
+int sched_slurm_job_env(struct sched_ctx *s, const struct sched_job *job, struct sched_env *e)
+{
+    const struct gs_jobspec *sp = job->spec;
+    int rc = components_env(s, job, e);
+
+    if (rc < 0)
+        return rc;
     env_putf(e, "SLURM_JOB_ID", "%" PRIu64, job->id);
     env_putf(e, "SLURM_JOBID", "%" PRIu64, job->id);
     env_put(e, "SLURM_JOB_NAME", sp->name);
-    env_put(e, "SLURM_JOB_NODELIST", nodelist.data != NULL ? nodelist.data : "");
-    env_put(e, "SLURM_NODELIST", nodelist.data != NULL ? nodelist.data : "");
-    env_putf(e, "SLURM_JOB_NUM_NODES", "%u", job->alloc.nnodes);
-    env_putf(e, "SLURM_NNODES", "%u", job->alloc.nnodes);
-    env_putf(e, "SLURM_NTASKS", "%u", gs_jobspec_ntasks(sp));
-    env_putf(e, "SLURM_NPROCS", "%u", gs_jobspec_ntasks(sp));
-    if (sp->tasks_per_node > 0 && sp->ntasks == 0)
-        env_putf(e, "SLURM_NTASKS_PER_NODE", "%u", sp->tasks_per_node);
-    env_put(e, "SLURM_TASKS_PER_NODE", tpn.data != NULL ? tpn.data : "");
-    env_put(e, "SLURM_JOB_CPUS_PER_NODE", cpn.data != NULL ? cpn.data : "");
-    if (sp->cpus_per_task > 0)
-        env_putf(e, "SLURM_CPUS_PER_TASK", "%u", sp->cpus_per_task);
-    if (sp->cpus_per_gpu > 0)
-        env_putf(e, "SLURM_CPUS_PER_GPU", "%u", sp->cpus_per_gpu);
-    if (sp->gpus_per_node > 0) {
-        env_putf(e, "SLURM_GPUS_PER_NODE", "%u", sp->gpus_per_node);
-        env_putf(e, "SLURM_GPUS", "%u", sp->gpus_per_node * job->alloc.nnodes);
-    }
-    if (sp->gpus_per_task > 0)
-        env_putf(e, "SLURM_GPUS_PER_TASK", "%u", sp->gpus_per_task);
-    if (sp->mem_per_node_mib > 0)
-        env_putf(e, "SLURM_MEM_PER_NODE", "%" PRIu64, sp->mem_per_node_mib);
     if (sp->submit_dir != NULL)
         env_put(e, "SLURM_SUBMIT_DIR", sp->submit_dir);
     if (sp->submit_host != NULL)
@@ -322,13 +403,5 @@ int sched_slurm_job_env(struct sched_ctx *s, const struct sched_job *job, struct
     }
     /* srun inside the job reaches this scheduler through its socket. */
     env_put(e, "GSCHED_SOCKET", s->socket_path);
-    rc = e->rc;
-out:
-    gs_buf_release(&nodelist);
-    gs_buf_release(&tpn);
-    gs_buf_release(&cpn);
-    free(names);
-    free(tasks);
-    free(cpus);
-    return rc;
+    return e->rc;
 }

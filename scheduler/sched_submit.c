@@ -246,9 +246,15 @@ static int admit(struct sched_ctx *s, struct gs_jobspec *spec, char *why, size_t
         snprintf(why, size, "out of memory");
         return rc;
     }
-    sched_job_req(spec, &req);
-    sched_node_masks_apply(&masks, &req);
-    if (!sched_cluster_could_ever_fit(s->cluster, &req, fit, sizeof(fit))) {
+    if (sched_job_req_masked(spec, &masks, &req) < 0) {
+        snprintf(why, size, "out of memory");
+        sched_node_masks_release(&masks);
+        return -ENOMEM;
+    }
+    if (req.nhet > 0 && !sched_cluster_could_ever_fit(s->cluster, &req, fit, sizeof(fit))) {
+        snprintf(why, size, "resources: %s", fit); /* names the component */
+        rc = -EINVAL;
+    } else if (!sched_cluster_could_ever_fit(s->cluster, &req, fit, sizeof(fit))) {
         struct sched_req any = req;
 
         any.allowed = any.required = NULL;

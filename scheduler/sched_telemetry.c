@@ -369,7 +369,7 @@ int sched_telemetry_job_usage(struct sched_ctx *s, const struct sched_job *job,
     for (uint32_t k = 0; k < job->alloc.nnodes; k++)
         gpus += (uint32_t)__builtin_popcountll(job->alloc.nodes[k].gpus);
     if (gpus == 0 && job->spec != NULL)
-        gpus = job->spec->gpus_per_node * job->spec->nodes;
+        gpus = gs_jobspec_total_gpus(job->spec);
     m->usage.gpus_alloc = gpus;
     used = m->usage.gpus_used;
     m->usage.gpus_used = used > gpus ? gpus : used;
@@ -384,7 +384,7 @@ int sched_telemetry_job_usage(struct sched_ctx *s, const struct sched_job *job,
 void sched_telemetry_job_ended(struct sched_ctx *s, struct sched_job *job, struct sched_change *ch)
 {
     const struct sched_job_usage *u = &job->usage;
-    uint32_t alloc = job->spec->gpus_per_node * job->spec->nodes;
+    uint32_t alloc = gs_jobspec_total_gpus(job->spec);
     uint32_t used = sched_usage_gpus_used(u);
     char detail[160];
 

@@ -23,29 +23,77 @@
 /* --- the step's layout ---------------------------------------------------------------------- */
 
 /*
+ * The job's nodes the step may use (in[] over alloc indices): those of its heterogeneous
+ * components --het-group names (component 0 by default; an ordinary job is all component
+ * 0). *ret_n: how many.
+ */
+static int het_nodes(const struct sched_job *job, const struct sched_alloc_msg *m,
+                     const Gs__StepLaunchRequest *req, bool *in, uint32_t *ret_n, char *why,
+                     size_t size)
+{
+    const struct gs_jobspec *sp = job->spec;
+    uint32_t zero = 0, n = 0;
+    const uint32_t *groups = req->n_het_groups > 0 ? req->het_groups : &zero;
+    size_t ngroups = req->n_het_groups > 0 ? req->n_het_groups : 1;
+
+    if (ngroups > 1 && (req->nodes > 0 || req->ntasks > 0 || req->ntasks_per_node > 0)) {
+        snprintf(why, size, "-N, -n and --ntasks-per-node apply to one het group: a step over "
+                            "several (--het-group) runs each group's own layout");
+        return -EINVAL;
+    }
+    for (size_t g = 0; g < ngroups; g++) {
+        uint32_t first = gs_jobspec_het_first_node(sp, groups[g]);
+        struct gs_jobspec view;
+
+        if (groups[g] > sp->nhet) {
+            snprintf(why, size, "--het-group %u: job %" PRIu64 " has %s%u", groups[g], job->id,
+                     sp->nhet > 0 ? "het groups 0-" : "one component, het group ", sp->nhet);
+            return -EINVAL;
+        }
+        gs_jobspec_het_view(sp, groups[g], &view);
+        for (uint32_t i = first; i < first + (sp->nhet > 0 ? view.nodes : (uint32_t)m->n) &&
+                                 i < m->n;
+             i++) {
+            n += !in[i];
+            in[i] = true;
+        }
+    }
+    *ret_n = n;
+    return 0;
+}
+
+/*
  * Which of the job's nodes the step uses (alloc indices into pick[], in node-rank order)
- * from -w and -N. *named: the nodes were named (-w), so none may be dropped later.
+ * from --het-group, -w and -N. *named: the nodes were named (-w), so none may be dropped
+ * later.
  */
 static int pick_nodes(const struct sched_job *job, const struct sched_alloc_msg *m,
                       const Gs__StepLaunchRequest *req, bool *pick, uint32_t *ret_k, char *why,
                       size_t size)
 {
-    uint32_t k = 0, want = req->nodes;
+    uint32_t k = 0, want = req->nodes, avail = 0;
+    bool *in = calloc(m->n + 1, sizeof(*in));
+    int rc = in == NULL ? -ENOMEM : het_nodes(job, m, req, in, &avail, why, size);
 
-    if (want > m->n) {
-        snprintf(why, size, "job %" PRIu64 " has %zu node%s, the step asks for %u", job->id, m->n,
-                 m->n == 1 ? "" : "s", want);
-        return -EINVAL;
+    if (rc < 0)
+        goto out;
+    rc = -EINVAL;
+    if (want > avail) {
+        snprintf(why, size, "job %" PRIu64 " has %u node%s%s, the step asks for %u", job->id,
+                 avail, avail == 1 ? "" : "s", job->spec->nhet > 0 ? " in the het group" : "",
+                 want);
+        goto out;
     }
     for (size_t i = 0; i < req->n_nodelist; i++) {
         size_t at = 0;
 
         while (at < m->n && strcmp(m->nodes[at].node_name, req->nodelist[i]) != 0)
             at++;
-        if (at == m->n) {
-            snprintf(why, size, "node '%s' (-w) is not one of job %" PRIu64 "'s nodes",
-                     req->nodelist[i], job->id);
-            return -EINVAL;
+        if (at == m->n || !in[at]) {
+            snprintf(why, size, "node '%s' (-w) is not one of job %" PRIu64 "'s nodes%s",
+                     req->nodelist[i], job->id,
+                     at < m->n ? " in the step's het group (--het-group)" : "");
+            goto out;
         }
         if (!pick[at])
             k++;
@@ -53,18 +101,21 @@ static int pick_nodes(const struct sched_job *job, const struct sched_alloc_msg 
     }
     if (want > 0 && k > want) {
         snprintf(why, size, "-w names %u nodes but -N asks for %u", k, want);
-        return -EINVAL;
+        goto out;
     }
     if (want == 0 && k == 0)
-        want = (uint32_t)m->n;
+        want = avail;
     for (size_t i = 0; i < m->n && k < want; i++) { /* -N beyond -w: the next ones in order */
-        if (!pick[i]) {
+        if (in[i] && !pick[i]) {
             pick[i] = true;
             k++;
         }
     }
     *ret_k = k;
-    return 0;
+    rc = 0;
+out:
+    free(in);
+    return rc;
 }
 
 /*
@@ -146,32 +197,43 @@ out:
 /* --- what the step takes ------------------------------------------------------------------------
  */
 
-/* GPUs each task is bound to: --gpus-per-task, else the job's unless -G or --gpus-per-node. */
-static uint32_t step_gpus_per_task(const struct sched_job *job, const Gs__StepLaunchRequest *req)
+/*
+ * GPUs each task is bound to: --gpus-per-task, else the job's unless -G or --gpus-per-node.
+ * comp: the job as the component the node belongs to (gs_jobspec_het_view).
+ */
+static uint32_t step_gpus_per_task(const struct gs_jobspec *comp, const Gs__StepLaunchRequest *req)
 {
     if (req->gpus_per_task > 0)
         return req->gpus_per_task;
     if (req->gpus > 0 || req->gpus_per_node > 0)
         return 0; /* the node's share, seen by every task there */
-    return job->spec->gpus_per_task;
+    return comp->gpus_per_task;
 }
 
-static uint32_t step_cpus_per_task(const struct sched_job *job, const Gs__StepLaunchRequest *req)
+static uint32_t step_cpus_per_task(const struct gs_jobspec *comp, const Gs__StepLaunchRequest *req)
 {
-    return req->cpus_per_task > 0 ? req->cpus_per_task : job->spec->cpus_per_task;
+    return req->cpus_per_task > 0 ? req->cpus_per_task : comp->cpus_per_task;
+}
+
+/* The job as the component its alloc_index-th node belongs to. */
+static void node_comp(const struct sched_job *job, uint32_t alloc_index, struct gs_jobspec *view)
+{
+    gs_jobspec_het_view(job->spec, gs_jobspec_het_of_node(job->spec, alloc_index), view);
 }
 
 /* What the step asks of each of the job's nodes (ask: one per job node, zeroed). */
 static void step_asks(const struct sched_job *job, const Gs__StepLaunchRequest *req,
                       const struct sched_step *st, struct sched_step_ask *ask)
 {
-    uint32_t gpt = step_gpus_per_task(job, req);
-
     for (uint32_t k = 0; k < st->nnodes; k++) {
         struct sched_step_ask *a = &ask[st->nodes[k].alloc_index];
+        struct gs_jobspec comp;
+        uint32_t gpt;
 
+        node_comp(job, st->nodes[k].alloc_index, &comp);
+        gpt = step_gpus_per_task(&comp, req);
         a->ntasks = st->nodes[k].ntasks;
-        a->cpus_per_task = step_cpus_per_task(job, req);
+        a->cpus_per_task = step_cpus_per_task(&comp, req);
         a->exact_cores = req->exact || req->exclusive || req->cpus_per_task > 0;
         if (gpt > 0)
             a->gpus = a->ntasks * gpt;
@@ -240,6 +302,7 @@ void sched_step_msg_release(struct sched_step_msg *m)
     free(m->bind);
     free(m->topos);
     free(m->bound);
+    free(m->alloc_index);
 }
 
 /* Seconds the job has left (at least 1), 0 when it has no time limit. */
@@ -330,10 +393,12 @@ int sched_step_msg_init(struct sched_ctx *s, const struct sched_job *job,
         most = st->nodes[i].ntasks > most ? st->nodes[i].ntasks : most;
     m->tasks = calloc(most + 1, sizeof(*m->tasks));
     m->task_ptrs = calloc(most + 1, sizeof(*m->task_ptrs));
+    m->alloc_index = calloc(st->nnodes + 1, sizeof(*m->alloc_index));
     if (m->nodes == NULL || m->node_ptrs == NULL || m->env == NULL || m->env_ptrs == NULL ||
-        m->tasks == NULL || m->task_ptrs == NULL)
+        m->tasks == NULL || m->task_ptrs == NULL || m->alloc_index == NULL)
         return -ENOMEM;
     for (uint32_t i = 0; i < st->nnodes; i++) {
+        m->alloc_index[i] = st->nodes[i].alloc_index;
         m->nodes[i] = alloc->nodes[st->nodes[i].alloc_index]; /* its lists replaced below */
         m->nodes[i].first_rank = st->nodes[i].first_rank;
         m->nodes[i].ntasks = st->nodes[i].ntasks;
@@ -377,8 +442,11 @@ int sched_step_msg_init(struct sched_ctx *s, const struct sched_job *job,
 void sched_step_node_tasks(const struct sched_job *job, const Gs__StepLaunchRequest *req,
                            const Gs__NodeAllocation *na, struct sched_step_msg *m)
 {
-    sched_node_tasks(na, na->ntasks, step_cpus_per_task(job, req), step_gpus_per_task(job, req),
-                     m->tasks, m->task_ptrs, &m->lt);
+    struct gs_jobspec comp;
+
+    node_comp(job, m->alloc_index[na - m->nodes], &comp);
+    sched_node_tasks(na, na->ntasks, step_cpus_per_task(&comp, req),
+                     step_gpus_per_task(&comp, req), m->tasks, m->task_ptrs, &m->lt);
     /* srun's stdin, or its --pty terminal, goes to task 0 alone (Slurm's --input=0). */
     m->lt.step_input = req->input && na->ntasks > 0 && na->first_rank == 0;
     m->lt.step_pty = req->pty && na->ntasks > 0 && na->first_rank == 0;

@@ -77,6 +77,7 @@ struct sched_step_msg {
     size_t bound_stride;
     int bind_rc; /* < 0: a task's binding failed, bind_why says why */
     char bind_why[256];
+    uint32_t *alloc_index; /* each step node's index in the job's allocation */
 };
 
 /* step_records.c: the steps in memory. */

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "common/buf.h"
+#include "common/jobspec.h"
 #include "proto/frame.h"
 
 #define CLI_SRUN_ALLOC_OPTS_MAX 64
@@ -28,6 +29,9 @@ struct cli_srun_args {
     bool unbuffered;
     bool kill_bad;
     bool no_input; /* --input=none: task 0's stdin is /dev/null */
+    /* --het-group: the heterogeneous job's components the step runs on, ascending */
+    uint32_t het_groups[GS_JOBSPEC_HET_MAX];
+    size_t nhet_groups;
     char **command;
     int ncommand;
     /* The options that also ask for an allocation when srun makes one (outside a job):

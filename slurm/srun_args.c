@@ -49,6 +49,7 @@ enum srun_id {
     O_INPUT,
     O_PTY,
     O_GPU_BIND,
+    O_HET_GROUP,
     O_IGNORED_FLAG,  /* accepted, no effect here (--quiet, --verbose) */
     O_IGNORED_VALUE, /* accepted with its value, no effect here (--cpu-bind ...) */
 };
@@ -87,6 +88,8 @@ static const struct srun_opt srun_opts[] = {
     {"cpu-bind", 0, VALUE, O_IGNORED_VALUE},
     {"cpu_bind", 0, VALUE, O_IGNORED_VALUE},
     {"gpu-bind", 0, VALUE, O_GPU_BIND},
+    {"het-group", 0, VALUE, O_HET_GROUP},
+    {"pack-group", 0, VALUE, O_HET_GROUP}, /* its name before Slurm 20.02 */
     {"distribution", 'm', VALUE, O_IGNORED_VALUE},
     {"mem", 0, VALUE, O_IGNORED_VALUE},
     {"mem-per-cpu", 0, VALUE, O_IGNORED_VALUE},
@@ -133,6 +136,8 @@ static const char srun_usage[] =
     "                           the step's stdout / stderr to FILE (%j job, %s step)\n"
     "      --export=ALL|NONE|VARS  which of srun's variables the tasks get (default ALL)\n"
     "      --jobid=ID           the job (default: $SLURM_JOB_ID)\n"
+    "      --het-group=LIST     a heterogeneous job's components to run on (0,2 or 0-1;\n"
+    "                           default 0), each with its own layout, ranks across them\n"
     "Outside a job srun first asks for an allocation (as salloc does) with -N -n\n"
     "--ntasks-per-node -c --gpus* --gres -w -J and -t -p -A -q -x -C --mem*, runs the\n"
     "step in it, then releases it.\n";
@@ -171,6 +176,45 @@ static int gpu_bind(struct cli_srun_args *a, const char *value)
     }
     a->req.gpu_bind = (char *)value;
     return 0;
+}
+
+/* --het-group=0,2-3: the components, ascending and once each, as a step spans them. */
+static int het_groups(struct cli_srun_args *a, const char *value)
+{
+    uint64_t set = 0;
+    const char *p = value;
+
+    while (*p != '\0') {
+        char *end;
+        unsigned long lo = strtoul(p, &end, 10), hi = lo;
+
+        if (end == p || *p == '-' || *p == '+')
+            goto bad;
+        if (*end == '-') {
+            p = end + 1;
+            hi = strtoul(p, &end, 10);
+            if (end == p || *p == '-' || *p == '+' || hi < lo)
+                goto bad;
+        }
+        if (hi >= GS_JOBSPEC_HET_MAX || (*end != ',' && *end != '\0'))
+            goto bad;
+        for (unsigned long g = lo; g <= hi; g++)
+            set |= 1ull << g;
+        p = *end == ',' ? end + 1 : end;
+    }
+    if (set == 0)
+        goto bad;
+    a->nhet_groups = 0;
+    for (uint32_t g = 0; g < GS_JOBSPEC_HET_MAX; g++) {
+        if (set & (1ull << g))
+            a->het_groups[a->nhet_groups++] = g;
+    }
+    return 0;
+bad:
+    fprintf(stderr,
+            "srun: error: --het-group '%s': a list of component numbers 0-%d (0,2 or 0-1)\n",
+            value, GS_JOBSPEC_HET_MAX - 1);
+    return -EINVAL;
 }
 
 static int take(struct cli_srun_args *a, const struct srun_opt *o, const char *value)
@@ -263,6 +307,8 @@ static int take(struct cli_srun_args *a, const struct srun_opt *o, const char *v
         return 0;
     case O_GPU_BIND:
         return gpu_bind(a, value);
+    case O_HET_GROUP:
+        return het_groups(a, value);
     default:
         (void)n;
         return 0;
@@ -461,6 +507,31 @@ static int build_env(struct cli_srun_owned *o, const char *spec)
     return rc;
 }
 
+/*
+ * A step on one component of a heterogeneous job sees that component's SLURM_* variables
+ * under their plain names (its _HET_GROUP_K ones), as the tasks of an ordinary job see the
+ * job's; a step over several keeps component 0's, with each one's under its suffix.
+ */
+static int het_group_env(struct cli_srun_owned *o, const struct cli_srun_args *a)
+{
+    char sfx[32];
+    size_t slen, n = o->n;
+    int rc = 0;
+
+    if (a->nhet_groups != 1)
+        return 0;
+    slen = (size_t)snprintf(sfx, sizeof(sfx), "_HET_GROUP_%u", a->het_groups[0]);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        const char *key = o->entries[i].key, *value = o->entries[i].value;
+        size_t klen = strlen(key);
+
+        if (klen > slen && strncmp(key, "SLURM_", 6) == 0 &&
+            strcmp(key + klen - slen, sfx) == 0 && value != NULL)
+            rc = env_set(o, key, klen - slen, value, strlen(value));
+    }
+    return rc;
+}
+
 bool cli_srun_in_job(const struct cli_srun_args *a)
 {
     return a->job_id != 0 || getenv("SLURM_JOB_ID") != NULL || getenv("SLURM_JOBID") != NULL;
@@ -507,8 +578,10 @@ int cli_srun_request(struct cli_srun_args *a, struct cli_srun_owned *own)
         }
         a->req.nodelist = own->nodes;
     }
-    if (build_env(own, a->export_spec) < 0)
+    if (build_env(own, a->export_spec) < 0 || het_group_env(own, a) < 0)
         goto nomem;
+    a->req.het_groups = a->nhet_groups > 0 ? a->het_groups : NULL;
+    a->req.n_het_groups = a->nhet_groups;
     own->ptrs = calloc(own->n + 1, sizeof(*own->ptrs));
     if (own->ptrs == NULL)
         goto nomem;

@@ -225,3 +225,87 @@ Test(proto_jobspec, wire_specs_are_checked_like_job_files)
     pb.reservation = "maint window"; /* the scheduler matches one name, as job files give it */
     assert_rejected(&pb, "reservation must be one name");
 }
+
+/* A batch job (as sbatch makes it) with two further components. */
+static struct gs_jobspec *het_job(void)
+{
+    struct gs_jobspec *in = parse("[run]\nscript = \"srun hostname\"\n");
+
+    in->batch = in->slurm = true;
+    in->nodes = 1;
+    in->ntasks = 2;
+    in->tasks_per_node = 2;
+    in->het = calloc(2, sizeof(*in->het));
+    cr_assert_not_null(in->het);
+    in->nhet = 2;
+    in->het[0] = (struct gs_het_component){.nodes = 2, .cpus_per_task = 4, .tasks_per_node = 1,
+                                           .mem_per_node_mib = 2048, .constraint = strdup("big")};
+    in->het[1] = (struct gs_het_component){.nodes = 3, .gpus_per_node = 2, .cpus_per_gpu = 3,
+                                           .tasks_per_gpu = true, .ntasks = 5, .gpus_per_task = 1};
+    return in;
+}
+
+Test(proto_jobspec, heterogeneous_components_survive_the_wire)
+{
+    struct gs_jobspec *in = het_job(), *out = NULL;
+    struct gs_error err;
+
+    cr_assert_eq(round_trip(in, &out, &err), 0, "%s", err.msg);
+    cr_assert_eq(out->nhet, 2);
+    cr_assert_eq(out->het[0].nodes, 2);
+    cr_assert_eq(out->het[0].cpus_per_task, 4);
+    cr_assert_eq(out->het[0].cpus_per_gpu, 0);
+    cr_assert_eq(out->het[0].mem_per_node_mib, 2048);
+    cr_assert_str_eq(out->het[0].constraint, "big");
+    cr_assert_eq(out->het[1].gpus_per_node, 2);
+    cr_assert_eq(out->het[1].cpus_per_gpu, 3);
+    cr_assert_eq(out->het[1].cpus_per_task, 0);
+    cr_assert(out->het[1].tasks_per_gpu);
+    cr_assert_eq(out->het[1].ntasks, 5);
+    cr_assert_eq(out->het[1].gpus_per_task, 1);
+    cr_assert_null(out->het[1].constraint);
+    cr_assert_eq(gs_jobspec_total_nodes(out), 6);
+    cr_assert_eq(gs_jobspec_total_gpus(out), 6);
+    cr_assert_eq(gs_jobspec_ntasks(out), 2 + 2 + 5);
+    /* Each node's tasks as its component lays them out: 2 | 1 1 | 2 2 1. */
+    cr_assert_eq(gs_jobspec_node_tasks(out, 0), 2);
+    cr_assert_eq(gs_jobspec_node_tasks(out, 2), 1);
+    cr_assert_eq(gs_jobspec_node_tasks(out, 3), 2);
+    cr_assert_eq(gs_jobspec_node_tasks(out, 5), 1);
+    cr_assert_eq(gs_jobspec_het_of_node(out, 0), 0);
+    cr_assert_eq(gs_jobspec_het_of_node(out, 1), 1);
+    cr_assert_eq(gs_jobspec_het_of_node(out, 2), 1);
+    cr_assert_eq(gs_jobspec_het_of_node(out, 3), 2);
+    cr_assert_eq(gs_jobspec_het_first_node(out, 2), 3);
+    gs_jobspec_free(in);
+    gs_jobspec_free(out);
+}
+
+Test(proto_jobspec, heterogeneous_jobs_are_checked_whole_and_per_component)
+{
+    struct gs_jobspec *in = het_job();
+    struct gs_error err;
+
+    cr_assert_eq(gs_jobspec_check(in, &err), 0, "%s", err.msg);
+    in->het[1].ntasks = 7; /* 3 nodes of 2 tasks at most */
+    cr_assert_eq(gs_jobspec_check(in, &err), -EINVAL);
+    cr_assert_str_eq(err.msg, "het component 2: resources.ntasks 7 does not fit 3 nodes of at "
+                              "most 2 tasks");
+    in->het[1].ntasks = 5;
+    in->het[0].nodes = 0;
+    cr_assert_eq(gs_jobspec_check(in, &err), -EINVAL);
+    cr_assert(strstr(err.msg, "het component 1: resources.nodes must be 1") != NULL, "%s",
+              err.msg);
+    in->het[0].nodes = 2;
+    in->batch = false; /* a job file's: no steps to say where each part runs */
+    cr_assert_eq(gs_jobspec_check(in, &err), -EINVAL);
+    cr_assert(strstr(err.msg, "need a batch script") != NULL, "%s", err.msg);
+    in->batch = true;
+    in->nodelist = calloc(2, sizeof(char *));
+    cr_assert_not_null(in->nodelist);
+    in->nodelist[0] = strdup("node1");
+    in->nnodelist = 1;
+    cr_assert_eq(gs_jobspec_check(in, &err), -EINVAL);
+    cr_assert(strstr(err.msg, "nodelist") != NULL, "%s", err.msg);
+    gs_jobspec_free(in);
+}

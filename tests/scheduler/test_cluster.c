@@ -766,3 +766,39 @@ Test(cluster, nodes_holding_the_jobs_data_go_first_among_equals)
     cr_assert_eq(alloc.nodes[0].node, 3, "n3's data over the fragment on n0");
     sched_alloc_release(&six);
 }
+
+Test(cluster, heterogeneous_components_get_distinct_nodes_all_or_none)
+{
+    struct sched_req big = req(1, 8, 32), het[1] = {req(2, 0, 2)};
+    struct sched_req r = req(1, 4, 1);
+    struct sched_alloc busy;
+    char why[200];
+
+    add("n1", 8, NULL);
+    add("n2", 8, NULL);
+    add("n3", 8, NULL);
+    r.het = het;
+    r.nhet = 1;
+    cr_assert_eq(sched_cluster_place(cluster, &r, NULL, &alloc), 0);
+    cr_assert_eq(alloc.nnodes, 3, "component 0's node, then component 1's two");
+    cr_assert_eq(__builtin_popcountll(alloc.nodes[0].gpus), 4);
+    cr_assert_eq(alloc.nodes[1].gpus, 0, "component 1 asked for no GPUs");
+    cr_assert_eq(alloc.nodes[2].gpus, 0);
+    cr_assert_neq(alloc.nodes[0].node, alloc.nodes[1].node);
+    cr_assert_neq(alloc.nodes[0].node, alloc.nodes[2].node);
+    cr_assert_neq(alloc.nodes[1].node, alloc.nodes[2].node);
+    /* One node held: component 0 alone would fit, the whole job does not. */
+    sched_alloc_init(&busy);
+    cr_assert_eq(sched_cluster_place(cluster, &big, NULL, &busy), 0);
+    sched_cluster_take(cluster, &busy);
+    cr_assert_eq(sched_cluster_place(cluster, &r, NULL, &alloc), -EAGAIN);
+    sched_cluster_give_back(cluster, &busy);
+    sched_alloc_release(&busy);
+    cr_assert(sched_cluster_could_ever_fit(cluster, &r, why, sizeof(why)), "%s", why);
+    het[0].nodes = 3;
+    cr_assert_not(sched_cluster_could_ever_fit(cluster, &r, why, sizeof(why)));
+    cr_assert_str_eq(why, "the cluster has 3 node(s), the job's components ask for 4");
+    het[0] = req(1, 9, 1);
+    cr_assert_not(sched_cluster_could_ever_fit(cluster, &r, why, sizeof(why)));
+    cr_assert(strncmp(why, "het component 1: ", 17) == 0, "%s", why);
+}

@@ -181,3 +181,24 @@ Test(planner, computes_what_a_job_asks_of_each_node)
     sched_job_req(&spec, &req);
     cr_assert_eq(req.cores_per_node, 20);
 }
+
+Test(planner, a_heterogeneous_job_asks_each_component_of_its_own_nodes)
+{
+    struct gs_het_component het[2] = {
+        {.nodes = 2, .cpus_per_task = 2, .tasks_per_node = 3},
+        {.nodes = 1, .gpus_per_node = 2, .cpus_per_gpu = 4, .tasks_per_node = 1}};
+    struct gs_jobspec spec = {.nodes = 1, .gpus_per_node = 1, .cpus_per_task = 1,
+                              .tasks_per_node = 1, .het = het, .nhet = 2};
+    struct sched_node_masks m = {0};
+    struct sched_req req;
+
+    cr_assert_eq(sched_job_req_masked(&spec, &m, &req), 0);
+    cr_assert_eq(req.nodes, 1);
+    cr_assert_eq(req.gpus_per_node, 1);
+    cr_assert_eq(req.nhet, 2);
+    cr_assert_eq(req.het[0].nodes, 2);
+    cr_assert_eq(req.het[0].cores_per_node, 6, "3 tasks of 2 CPUs");
+    cr_assert_eq(req.het[1].gpus_per_node, 2);
+    cr_assert_eq(req.het[1].cores_per_node, 8, "4 CPUs per GPU");
+    sched_node_masks_release(&m);
+}
