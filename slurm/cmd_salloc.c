@@ -42,10 +42,11 @@
 #define SALLOC_KILL_WAIT_MS 5000 /* after the hang-up, until COMMAND is killed */
 
 static const char salloc_usage[] =
-    "Usage: salloc [OPTIONS] [COMMAND [ARGS...]]\n"
+    "Usage: salloc [OPTIONS] [: OPTIONS]... [COMMAND [ARGS...]]\n"
     "  sbatch's options (-N -n --ntasks-per-node -c --gres -G -t -p -J -A -q -w ...) ask for\n"
     "  the allocation; COMMAND (default $SHELL) runs here with SLURM_JOB_ID and the rest set,\n"
-    "  and `srun` in it runs steps on the allocated nodes. The allocation ends with COMMAND.\n";
+    "  and `srun` in it runs steps on the allocated nodes. The allocation ends with COMMAND.\n"
+    "  ':' starts a further component of a heterogeneous allocation (srun --het-group=K).\n";
 
 static int sig_fd = -1; /* the signal self-pipe's read end (sig_pipe.h) */
 static const int caught[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD};
@@ -182,6 +183,22 @@ static int run_command(struct cli_alloc *al, char **command)
     return WIFEXITED(r.status) ? WEXITSTATUS(r.status) : 1;
 }
 
+/*
+ * Where salloc's command starts: past the options, and past each lone ':' between a
+ * heterogeneous job's components (salloc -N1 : -N2 bash), which sbatch's reader splits.
+ */
+static int command_index(int argc, char **argv)
+{
+    int at = 1;
+
+    for (;;) {
+        at += gs_sbatch_script_index(argc - at, argv + at);
+        if (at >= argc || strcmp(argv[at], ":") != 0)
+            return at;
+        at++;
+    }
+}
+
 int cli_cmd_salloc(int argc, char **argv)
 {
     struct cli_alloc al = {.prog = "salloc", .fd = -1};
@@ -189,7 +206,7 @@ int cli_cmd_salloc(int argc, char **argv)
     char socket_path[108];
     char *shell[] = {getenv("SHELL"), NULL};
     char **command;
-    int at = argc > 1 ? 1 + gs_sbatch_script_index(argc - 1, argv + 1) : 1;
+    int at = command_index(argc, argv);
     int status = 1;
 
     for (int i = 1; i < at; i++) {

@@ -4,6 +4,8 @@
  *     sbatch [OPTIONS] SCRIPT [ARGS...]     the script's #SBATCH lines, then OPTIONS over them
  *     sbatch [OPTIONS] --wrap "CMD"         CMD as a one-line sh script
  *     sbatch [OPTIONS] < SCRIPT             the script from standard input
+ *     sbatch [OPTS0] : [OPTS1] ... SCRIPT    a heterogeneous job's components, as the
+ *                                            script's "#SBATCH hetjob" lines separate them
  *
  * slurm/sbatch.c reads the options, slurm/sbatch_spec.c turns them into a gsched job;
  * this file reads the script, says what they found (each problem as "sbatch: error: ...",
@@ -99,6 +101,8 @@ static int split_args(int argc, char **argv, struct sbatch_args *a)
         } else if (strcmp(w, "--") == 0) {
             i++;
             break;
+        } else if (strcmp(w, ":") == 0) {
+            a->opts[a->nopts++] = argv[i]; /* between components: the parser's to read */
         } else if (word_kind(w) == 0) {
             break;
         } else {

@@ -5,6 +5,9 @@
  *   - the option table: one row per option, naming its setter and the field it writes;
  *   - dispatch: getopt_long-style reading of one list of words (a directive line or argv);
  *   - the script scan: which lines are directives, and their words (quotes, # comments).
+ * A heterogeneous job's components ('hetjob' lines, ':' words) are read one after another
+ * into structs of their own: the setters write the component being read (ctx.sb), and a
+ * whole-job option met in a later component is only compared with component 0's.
  * Problems are collected in a struct ctx rather than returned at the first one, so that a
  * user sees everything wrong with a script at once; the struct is handed out only when
  * there were none.
@@ -517,11 +520,18 @@ const char *gs_sbatch_source_name(enum gs_sbatch_source source)
 
 /* The state of one gs_sbatch_parse call. */
 struct ctx {
-    struct gs_sbatch *sb;
-    const char *file; /* names the script in messages */
-    int line;         /* of the directive being read; 0 on the command line */
+    struct gs_sbatch *job; /* the request: component 0, owning the others */
+    struct gs_sbatch *sb;  /* the component being read, which the setters write */
+    size_t comp;           /* its index: 0 is job itself, k is job->het[k - 1] */
+    const char *file;      /* names the script in messages */
+    int line;              /* of the directive being read; 0 on the command line */
     enum gs_sbatch_source source;
     int set_line[GS_SBATCH_OPT_COUNT]; /* where each option was last set, for conflicts */
+    /* Component 0's value of each option as last given ("" without one), so that a later
+     * component may repeat a whole-job option when it says the same. */
+    char *job_text[GS_SBATCH_OPT_COUNT];
+    /* Where components past GS_JOBSPEC_HET_MAX are read, once that error is reported. */
+    struct gs_sbatch overflow;
     struct gs_buf *errors, *warnings;
     int nerrors;
     int rc; /* -ENOMEM once an allocation failed */
@@ -1014,6 +1024,82 @@ static bool group_allows(struct ctx *c, const struct opt_def *d, const char *sho
     return true;
 }
 
+bool gs_sbatch_opt_per_component(enum gs_sbatch_opt id)
+{
+    switch (id) {
+    case GS_SBATCH_OPT_NODES:
+    case GS_SBATCH_OPT_NTASKS:
+    case GS_SBATCH_OPT_NTASKS_PER_NODE:
+    case GS_SBATCH_OPT_CPUS_PER_TASK:
+    case GS_SBATCH_OPT_CPUS_PER_GPU:
+    case GS_SBATCH_OPT_GRES:
+    case GS_SBATCH_OPT_GPUS:
+    case GS_SBATCH_OPT_GPUS_PER_NODE:
+    case GS_SBATCH_OPT_GPUS_PER_TASK:
+    case GS_SBATCH_OPT_MEM:
+    case GS_SBATCH_OPT_MEM_PER_CPU:
+    case GS_SBATCH_OPT_MEM_PER_GPU:
+    case GS_SBATCH_OPT_CONSTRAINT:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Why a heterogeneous job cannot have option id (-w, --array); NULL when it can. */
+static const char *not_het(int id)
+{
+    if (id == GS_SBATCH_OPT_NODELIST)
+        return "a heterogeneous job takes no node list in gsched (each component gets nodes of "
+               "its shape); use --constraint or --exclude";
+    if (id == GS_SBATCH_OPT_ARRAY)
+        return "a heterogeneous job cannot be a job array";
+    return NULL;
+}
+
+/* Whether value, given for whole-job option d in a later component, is what component 0
+ * has: the same words, or for flags and times the same meaning (-t 60, -t 1:00:00). */
+static bool same_as_job(const struct ctx *c, const struct opt_def *d, const char *value)
+{
+    const char *job_field = (const char *)c->job + d->field;
+    uint64_t seconds;
+
+    if (c->job->set_by[d->id] == GS_SBATCH_UNSET || c->job_text[d->id] == NULL)
+        return false;
+    if (d->set == set_flag)
+        return *(const bool *)(const void *)job_field == (d->max != 0);
+    if (d->set == set_time && gs_parse_duration(value, &seconds) == 0)
+        return seconds == *(const uint64_t *)(const void *)job_field;
+    return strcmp(c->job_text[d->id], value != NULL ? value : "") == 0;
+}
+
+/* A whole-job option in a later component: scripts repeat -p or -A in each component, so
+ * the job's own value again is accepted (and changes nothing); another is an error. */
+static void later_component(struct ctx *c, const struct opt_def *d, const char *value,
+                            const char *shown)
+{
+    if (not_het(d->id) != NULL)
+        report(c, shown, "%s", not_het(d->id));
+    else if (!same_as_job(c, d, value))
+        report(c, shown,
+               "'--%s' applies to the whole heterogeneous job in gsched: give it before the "
+               "first %s",
+               d->name, c->source == GS_SBATCH_FROM_CLI ? "':'" : "'hetjob' line");
+}
+
+/* Keeps component 0's value of option id as given, for later_component. */
+static void remember(struct ctx *c, int id, const char *value)
+{
+    char *copy = strdup(value != NULL ? value : "");
+
+    if (copy == NULL) {
+        c->rc = -ENOMEM;
+        return;
+    }
+    free(c->job_text[id]);
+    c->job_text[id] = copy;
+}
+
 static void apply(struct ctx *c, const struct opt_def *d, const char *value, const char *shown)
 {
     struct gs_error err;
@@ -1022,6 +1108,10 @@ static void apply(struct ctx *c, const struct opt_def *d, const char *value, con
     gs_error_clear(&err);
     if (d->set == NULL) {
         warn(c, shown, "ignored: %s", d->note);
+        return;
+    }
+    if (c->comp > 0 && d->id >= 0 && !gs_sbatch_opt_per_component(d->id)) {
+        later_component(c, d, value, shown);
         return;
     }
     if (!group_allows(c, d, shown))
@@ -1039,6 +1129,8 @@ static void apply(struct ctx *c, const struct opt_def *d, const char *value, con
         c->sb->set_by[d->id] = c->source;
         c->set_line[d->id] = c->line;
     }
+    if (d->id >= 0 && c->comp == 0)
+        remember(c, d->id, value);
 }
 
 /* How the user wrote an option and its value, for messages: "-N 2", "--nodes=x". */
@@ -1121,6 +1213,45 @@ static int short_options(struct ctx *c, const char *word, const char *next)
     return 0;
 }
 
+static bool is_het_word(const char *w)
+{
+    return strcmp(w, "hetjob") == 0 || strcmp(w, "packjob") == 0;
+}
+
+static void sbatch_release(struct gs_sbatch *sb);
+
+/*
+ * A 'hetjob' line or a ':' word: the options after it describe the next component, from
+ * the defaults (an empty struct); on the command line, over the script's component of the
+ * same index. Past GS_JOBSPEC_HET_MAX components, one error, and the rest are read into a
+ * scratch component so that their own problems are still reported.
+ */
+static void next_component(struct ctx *c)
+{
+    struct gs_sbatch *grown;
+
+    c->comp++;
+    if (c->comp <= c->job->nhet) {
+        c->sb = &c->job->het[c->comp - 1];
+        return;
+    }
+    if (c->comp >= GS_JOBSPEC_HET_MAX) {
+        if (c->comp == GS_JOBSPEC_HET_MAX)
+            report(c, NULL, "a heterogeneous job has at most %d components", GS_JOBSPEC_HET_MAX);
+        sbatch_release(&c->overflow);
+        c->sb = &c->overflow;
+        return;
+    }
+    grown = realloc(c->job->het, (c->job->nhet + 1) * sizeof(*grown));
+    if (grown == NULL) {
+        c->rc = -ENOMEM;
+        return;
+    }
+    memset(&grown[c->job->nhet], 0, sizeof(*grown));
+    c->job->het = grown;
+    c->sb = &grown[c->job->nhet++];
+}
+
 static void parse_words(struct ctx *c, char *const *words, int n)
 {
     bool ended = false;
@@ -1134,11 +1265,12 @@ static void parse_words(struct ctx *c, char *const *words, int n)
             i += long_option(c, w, next);
         else if (!ended && w[0] == '-' && w[1] != '\0')
             i += short_options(c, w, next);
-        else if (c->source != GS_SBATCH_FROM_CLI &&
-                 (strcmp(w, "hetjob") == 0 || strcmp(w, "packjob") == 0))
+        else if (!ended && c->source == GS_SBATCH_FROM_CLI && strcmp(w, ":") == 0)
+            next_component(c);
+        else if (c->source != GS_SBATCH_FROM_CLI && is_het_word(w))
             report(c, NULL,
-                   "'%s': heterogeneous jobs (components with resources of their own in "
-                   "one job) are not supported (docs/slurm.md)",
+                   "'%s' goes on a line of its own: it ends one component of a heterogeneous "
+                   "job, and the lines after it describe the next",
                    w);
         else
             report(c, NULL, "unexpected argument '%s' (not an option)", w);
@@ -1200,6 +1332,8 @@ static void directive(struct ctx *c, const char *p, const char *end)
         c->rc = rc;
     else if (rc < 0)
         report(c, NULL, "%s", err.msg);
+    else if (n == 1 && is_het_word(words[0]))
+        next_component(c);
     else
         parse_words(c, words, (int)n);
     strv_free(words);
@@ -1270,11 +1404,30 @@ static void scan_script(struct ctx *c, const char *text, size_t len)
     c->line = 0;
 }
 
+/* What a heterogeneous job cannot have, reported where component 0 was given it (a later
+ * component's was reported at its line). */
+static void check_het(struct ctx *c)
+{
+    static const enum gs_sbatch_opt refused[] = {GS_SBATCH_OPT_NODELIST, GS_SBATCH_OPT_ARRAY};
+
+    for (size_t i = 0; c->job->nhet > 0 && i < sizeof(refused) / sizeof(refused[0]); i++) {
+        enum gs_sbatch_opt id = refused[i];
+
+        if (c->job->set_by[id] == GS_SBATCH_UNSET)
+            continue;
+        c->source = c->job->set_by[id];
+        c->line = c->set_line[id];
+        report(c, id == GS_SBATCH_OPT_NODELIST ? "--nodelist" : "--array", "%s", not_het(id));
+    }
+}
+
 /* Checks that need both sources: the script or --wrap, and limits against each other. */
 static void check_whole(struct ctx *c, bool have_script)
 {
-    struct gs_sbatch *sb = c->sb;
+    struct gs_sbatch *sb = c->job;
     char a[32], b[32];
+
+    check_het(c);
 
     c->source = GS_SBATCH_FROM_CLI;
     c->line = 0;
@@ -1292,10 +1445,9 @@ static void check_whole(struct ctx *c, bool have_script)
            gs_format_duration(sb->time_limit_s, b, sizeof(b)));
 }
 
-void gs_sbatch_free(struct gs_sbatch *sb)
+/* Frees what sb owns, its components too, leaving it empty. */
+static void sbatch_release(struct gs_sbatch *sb)
 {
-    if (sb == NULL)
-        return;
     free(sb->script_name);
     free(sb->wrap);
     free(sb->job_name);
@@ -1318,6 +1470,17 @@ void gs_sbatch_free(struct gs_sbatch *sb)
     gs_sbatch_array_release(&sb->array);
     gs_sbatch_deps_release(&sb->deps);
     gs_sbatch_export_release(&sb->export_env);
+    for (size_t k = 0; k < sb->nhet; k++)
+        sbatch_release(&sb->het[k]);
+    free(sb->het);
+    memset(sb, 0, sizeof(*sb));
+}
+
+void gs_sbatch_free(struct gs_sbatch *sb)
+{
+    if (sb == NULL)
+        return;
+    sbatch_release(sb);
     free(sb);
 }
 
@@ -1328,21 +1491,25 @@ int gs_sbatch_parse(const char *script_text, size_t len, const char *script_name
     struct ctx c = {0};
     int rc;
 
-    c.sb = calloc(1, sizeof(*c.sb));
-    if (c.sb == NULL)
+    c.job = calloc(1, sizeof(*c.job));
+    if (c.job == NULL)
         return -ENOMEM;
+    c.sb = c.job;
     c.file = script_name != NULL ? script_name : "script";
     c.errors = errors;
     c.warnings = warnings;
     if (script_text != NULL) {
         c.source = GS_SBATCH_FROM_SCRIPT;
         scan_script(&c, script_text, len);
-        c.sb->script_name = strdup(c.file);
-        if (c.sb->script_name == NULL)
+        c.job->script_name = strdup(c.file);
+        if (c.job->script_name == NULL)
             c.rc = -ENOMEM;
     }
+    /* The command line's components start again at 0, over the script's. */
     c.source = GS_SBATCH_FROM_CLI;
     c.line = 0;
+    c.comp = 0;
+    c.sb = c.job;
     if (c.rc == 0)
         parse_words(&c, argv, argc);
     if (c.rc == 0)
@@ -1350,10 +1517,13 @@ int gs_sbatch_parse(const char *script_text, size_t len, const char *script_name
     rc = c.rc != 0 ? c.rc : c.nerrors > 0 ? -EINVAL : 0;
     if (rc < 0)
         goto out;
-    *ret = c.sb;
-    return 0;
+    *ret = c.job;
+    c.job = NULL;
 out:
-    gs_sbatch_free(c.sb);
+    gs_sbatch_free(c.job);
+    for (size_t i = 0; i < GS_SBATCH_OPT_COUNT; i++)
+        free(c.job_text[i]);
+    sbatch_release(&c.overflow);
     return rc;
 }
 
@@ -1588,6 +1758,22 @@ static int kv_job(const struct gs_sbatch *sb, struct gs_buf *out, int rc)
     return rc;
 }
 
+/* Component k's options, as kv_resources and kv_job write them, as "hetK.key=value". */
+static int kv_component(const struct gs_sbatch *comp, size_t k, struct gs_buf *out)
+{
+    struct gs_buf lines = GS_BUF_INIT;
+    int rc = kv_job(comp, &lines, kv_resources(comp, &lines, 0));
+
+    for (const char *p = lines.data; rc == 0 && p != NULL && *p != '\0';) {
+        int n = (int)strcspn(p, "\n");
+
+        rc = gs_buf_printf(out, "het%zu.%.*s\n", k, n, p);
+        p += n + (p[n] == '\n');
+    }
+    gs_buf_release(&lines);
+    return rc;
+}
+
 int gs_sbatch_to_kv(const struct gs_sbatch *sb, struct gs_buf *out)
 {
     int rc = 0;
@@ -1598,6 +1784,10 @@ int gs_sbatch_to_kv(const struct gs_sbatch *sb, struct gs_buf *out)
         rc = kv(out, rc, "script", "%s", sb->script_name);
     if (is_set(sb, GS_SBATCH_OPT_JOB_NAME))
         rc = kv(out, rc, "job_name", "%s", sb->job_name);
-    rc = kv_resources(sb, out, rc);
-    return kv_job(sb, out, rc);
+    rc = kv_job(sb, out, kv_resources(sb, out, rc));
+    if (sb->nhet > 0)
+        rc = kv(out, rc, "het_size", "%zu", sb->nhet + 1);
+    for (size_t k = 0; k < sb->nhet && rc == 0; k++)
+        rc = kv_component(&sb->het[k], k + 1, out);
+    return rc;
 }

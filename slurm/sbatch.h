@@ -23,6 +23,16 @@
  * --mem-per-gpu; --cpus-per-task, --cpus-per-gpu) the command line's choice replaces the
  * script's whole group, and two of them in one source are an error.
  *
+ * Heterogeneous jobs, as sbatch reads them: a directive line `#SBATCH hetjob` (or
+ * `packjob`), the word alone, ends a component, and the directives after it describe the
+ * next; on the command line a lone ":" word does the same. Component K is the script's
+ * component K with the command line's component K over it. Only the options that shape
+ * a component's nodes (gs_sbatch_opt_per_component) restart from their defaults in each
+ * component; the others are the whole job's, given in component 0: repeated in a later
+ * component with the same value they are accepted, with another value they are an error
+ * at that line ("give it before the first 'hetjob' line"). -w/--nodelist and --array are
+ * refused in a heterogeneous job, at the line that gives them.
+ *
  * A struct gs_sbatch owns all its strings and arrays; gs_sbatch_free() releases them.
  * Pure functions of their input: no global state, any thread.
  */
@@ -191,7 +201,20 @@ struct gs_sbatch {
     uint64_t begin_ms;    /* --begin: not to start before this wall-clock time (ms) */
     uint64_t deadline_ms; /* --deadline: to be removed once it could not end by then (ms) */
     bool parsable;        /* print only the job id (for JOBID=$(sbatch --parsable ...)) */
+
+    /*
+     * A heterogeneous job's further components, nhet of them (het[k - 1] is component k;
+     * this struct is component 0). Each is a struct of its own with only per-component
+     * options set (set_by says which; its script_name and het are NULL). NULL, 0 for an
+     * ordinary job.
+     */
+    struct gs_sbatch *het;
+    size_t nhet;
 };
+
+/* Whether option id describes one component of a heterogeneous job (nodes, tasks, CPUs,
+ * GPUs, memory, constraint) rather than the whole job. */
+bool gs_sbatch_opt_per_component(enum gs_sbatch_opt id);
 
 /*
  * Where the script name is in argv (the arguments after "sbatch"): the index of the first
@@ -215,8 +238,8 @@ int gs_sbatch_parse(const char *script_text, size_t len, const char *script_name
 void gs_sbatch_free(struct gs_sbatch *sb);
 
 /*
- * Appends the request as "key=value\n" lines, set options only, values in canonical form
- * (what `gsched sbatch --test-only` shows). Returns 0 or -ENOMEM.
+ * Appends the request as "key=value\n" lines, set options only, values in canonical form;
+ * then each further component's as "hetK.key=value" lines. Returns 0 or -ENOMEM.
  */
 int gs_sbatch_to_kv(const struct gs_sbatch *sb, struct gs_buf *out);
 

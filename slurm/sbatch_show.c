@@ -211,16 +211,68 @@ static int export_text(struct gs_buf *out, const struct gs_sbatch *sb)
     return rc;
 }
 
+/* prefix and name, as one key: "het1_nodes". */
+static const char *prefixed(char *buf, size_t size, const char *prefix, const char *name)
+{
+    snprintf(buf, size, "%s%s", prefix, name);
+    return buf;
+}
+
+/* One component's nodes and tasks, CPUs, GPUs and memory (view: that component alone). */
+static void show_shape(struct show *s, const char *prefix, const struct gs_jobspec *view)
+{
+    char key[64];
+
+    show_uint(s, prefixed(key, sizeof(key), prefix, "nodes"), view->nodes);
+    show_uint(s, prefixed(key, sizeof(key), prefix, "ntasks"), gs_jobspec_ntasks(view));
+    show_uint(s, prefixed(key, sizeof(key), prefix, "tasks_per_node"),
+              gs_jobspec_tasks_per_node(view));
+    show_uint(s, prefixed(key, sizeof(key), prefix, "cpus_per_task"), view->cpus_per_task);
+    show_uint(s, prefixed(key, sizeof(key), prefix, "cpus_per_gpu"), view->cpus_per_gpu);
+    show_uint(s, prefixed(key, sizeof(key), prefix, "gpus_per_node"), view->gpus_per_node);
+    show_uint(s, prefixed(key, sizeof(key), prefix, "gpus_per_task"), view->gpus_per_task);
+    show_uint(s, prefixed(key, sizeof(key), prefix, "mem_per_node_mib"), view->mem_per_node_mib);
+}
+
+/*
+ * A heterogeneous job's further components, after the whole job's keys: het_size, then
+ * each one's shape and constraint as hetK_ keys, or in JSON objects of a "het" array.
+ */
+static void show_het(struct show *s, const struct gs_jobspec *spec)
+{
+    bool json = s->format == GS_SBATCH_SHOW_JSON;
+    char prefix[32] = "", key[64];
+
+    if (spec->nhet == 0)
+        return;
+    show_uint(s, "het_size", (uint64_t)spec->nhet + 1);
+    if (json) {
+        gs_json_key(&s->j, "het");
+        gs_json_array_begin(&s->j);
+    }
+    for (uint32_t k = 1; k <= spec->nhet; k++) {
+        struct gs_jobspec view;
+
+        gs_jobspec_het_view(spec, k, &view);
+        if (json)
+            gs_json_object_begin(&s->j);
+        else
+            snprintf(prefix, sizeof(prefix), "het%u_", k);
+        show_shape(s, prefix, &view);
+        show_str(s, prefixed(key, sizeof(key), prefix, "constraint"), view.constraint);
+        if (json)
+            gs_json_object_end(&s->j);
+    }
+    if (json)
+        gs_json_array_end(&s->j);
+}
+
 static void show_resources(struct show *s, const struct gs_jobspec *spec)
 {
-    show_uint(s, "nodes", spec->nodes);
-    show_uint(s, "ntasks", gs_jobspec_ntasks(spec));
-    show_uint(s, "tasks_per_node", gs_jobspec_tasks_per_node(spec));
-    show_uint(s, "cpus_per_task", spec->cpus_per_task);
-    show_uint(s, "cpus_per_gpu", spec->cpus_per_gpu);
-    show_uint(s, "gpus_per_node", spec->gpus_per_node);
-    show_uint(s, "gpus_per_task", spec->gpus_per_task);
-    show_uint(s, "mem_per_node_mib", spec->mem_per_node_mib);
+    struct gs_jobspec first;
+
+    gs_jobspec_het_view(spec, 0, &first);
+    show_shape(s, "", &first);
     show_value(s, "time_limit", slurm_time(&s->value, spec->time_limit_s));
     show_value(s, "time_min", spec->time_min_s > 0 ? slurm_time(&s->value, spec->time_min_s) : 0);
     show_str(s, "partition", spec->partition);
@@ -268,6 +320,7 @@ int gs_sbatch_show(const struct gs_jobspec *spec, const struct gs_sbatch *sb, co
     show_str(&s, "script", script);
     show_resources(&s, spec);
     show_job(&s, spec, sb, user);
+    show_het(&s, spec);
     rc = s.rc;
     if (format == GS_SBATCH_SHOW_JSON) {
         gs_json_object_end(&s.j);

@@ -70,9 +70,15 @@ static const char *const opt_names[GS_SBATCH_OPT_COUNT] = {
     [GS_SBATCH_OPT_DEADLINE] = "--deadline",
 };
 
-/* The state of one conversion. */
+/*
+ * The state of one conversion. sb and spec are the whole request and job, except while a
+ * heterogeneous job's further component k is mapped (map_het): then sb is that
+ * component's options and spec a scratch job holding its shape.
+ */
 struct conv {
+    const struct gs_sbatch *job; /* the whole request, for names in messages */
     const struct gs_sbatch *sb;
+    uint32_t comp; /* the component being mapped; 0 also for an ordinary job */
     const struct gs_sbatch_env *env;
     struct gs_jobspec *spec;
     struct gs_buf *errors, *warnings;
@@ -91,7 +97,7 @@ static const char *where(const struct conv *c, enum gs_sbatch_opt id)
 {
     if (c->sb->set_by[id] == GS_SBATCH_FROM_CLI)
         return "command line";
-    return c->sb->script_name != NULL ? c->sb->script_name : "script";
+    return c->job->script_name != NULL ? c->job->script_name : "script";
 }
 
 __attribute__((format(printf, 4, 0))) static void
@@ -111,13 +117,16 @@ vsay(struct conv *c, struct gs_buf *to, const char *prefix, const char *fmt, va_
         c->rc = rc;
 }
 
-/* A problem with option id, to errors or warnings: "run.sh: --gpus: message". */
+/* A problem with option id, to errors or warnings: "run.sh: --gpus: message", and in a
+ * heterogeneous job's later component "run.sh: het component 1: --gpus: message". */
 __attribute__((format(printf, 4, 0))) static void
 vsay_opt(struct conv *c, struct gs_buf *to, enum gs_sbatch_opt id, const char *fmt, va_list ap)
 {
-    char prefix[512];
+    char prefix[512], comp[32] = "";
 
-    snprintf(prefix, sizeof(prefix), "%s: %s", where(c, id), opt_names[id]);
+    if (c->comp > 0)
+        snprintf(comp, sizeof(comp), "het component %u: ", c->comp);
+    snprintf(prefix, sizeof(prefix), "%s: %s%s", where(c, id), comp, opt_names[id]);
     vsay(c, to, prefix, fmt, ap);
 }
 
@@ -382,6 +391,61 @@ static void map_mem(struct conv *c)
         mem_times(c, GS_SBATCH_OPT_MEM_PER_GPU, sb->mem_per_gpu_mib, s->gpus_per_node, "GPUs");
 }
 
+/* ---- a component's shape: the same rules for each component of a heterogeneous job ---- */
+
+/* Nodes, tasks, GPUs, CPUs, memory and constraint of c->sb into c->spec, in dependency order. */
+static void map_shape(struct conv *c)
+{
+    map_tasks(c);
+    map_gpus(c);
+    map_cpus(c);
+    map_mem(c);
+    if (is_set(c->sb, GS_SBATCH_OPT_CONSTRAINT))
+        c->spec->constraint = dup_or_fail(c, c->sb->constraint);
+}
+
+/*
+ * Each further component (sb->het) mapped by map_shape as if it were a job of its own,
+ * into a scratch spec whose shape moves to spec->het; component 0 is the spec itself.
+ */
+static void map_het(struct conv *c)
+{
+    const struct gs_sbatch *job = c->sb;
+    struct gs_jobspec *spec = c->spec;
+
+    if (job->nhet == 0)
+        return;
+    spec->het = calloc(job->nhet, sizeof(*spec->het));
+    if (spec->het == NULL) {
+        c->rc = -ENOMEM;
+        return;
+    }
+    spec->nhet = (uint32_t)job->nhet;
+    for (uint32_t k = 1; k <= spec->nhet; k++) {
+        struct gs_jobspec shape = {0};
+
+        c->sb = &job->het[k - 1];
+        c->spec = &shape;
+        c->comp = k;
+        map_shape(c);
+        spec->het[k - 1] = (struct gs_het_component){
+            .nodes = shape.nodes,
+            .gpus_per_node = shape.gpus_per_node,
+            .cpus_per_gpu = shape.cpus_per_gpu,
+            .cpus_per_task = shape.cpus_per_task,
+            .mem_per_node_mib = shape.mem_per_node_mib,
+            .constraint = shape.constraint, /* moved: the spec frees it */
+            .tasks_per_node = shape.tasks_per_node,
+            .tasks_per_gpu = shape.tasks_per_gpu,
+            .ntasks = shape.ntasks,
+            .gpus_per_task = shape.gpus_per_task,
+        };
+    }
+    c->sb = job;
+    c->spec = spec;
+    c->comp = 0;
+}
+
 /* ---- paths ---- */
 
 static void map_paths(struct conv *c)
@@ -624,6 +688,16 @@ static void map_env(struct conv *c)
 
 /* ---- the rest, and the whole ---- */
 
+/* Whether any component's --gres named resources other than GPUs. */
+static bool gres_other(const struct gs_sbatch *sb)
+{
+    bool other = is_set(sb, GS_SBATCH_OPT_GRES) && sb->gres_other;
+
+    for (size_t k = 0; k < sb->nhet && !other; k++)
+        other = is_set(&sb->het[k], GS_SBATCH_OPT_GRES) && sb->het[k].gres_other;
+    return other;
+}
+
 static void map_simple(struct conv *c)
 {
     const struct gs_sbatch *sb = c->sb;
@@ -646,8 +720,6 @@ static void map_simple(struct conv *c)
         s->reservation = dup_or_fail(c, sb->reservation);
     if (is_set(sb, GS_SBATCH_OPT_COMMENT))
         s->comment = dup_or_fail(c, sb->comment);
-    if (is_set(sb, GS_SBATCH_OPT_CONSTRAINT))
-        s->constraint = dup_or_fail(c, sb->constraint);
     if (is_set(sb, GS_SBATCH_OPT_NODELIST) && sb->nodelist_n > 0 &&
         (s->nodelist = strv_dup(c, sb->nodelist_names, sb->nodelist_n)) != NULL)
         s->nnodelist = sb->nodelist_n;
@@ -668,7 +740,7 @@ static void map_simple(struct conv *c)
         ignored(c, "--licenses");
     if (is_set(sb, GS_SBATCH_OPT_GRES_FLAGS))
         ignored(c, "--gres-flags");
-    if (is_set(sb, GS_SBATCH_OPT_GRES) && sb->gres_other)
+    if (gres_other(sb))
         ignored(c, "--gres entries other than gpu");
 }
 
@@ -726,6 +798,7 @@ int gs_sbatch_to_jobspec(const struct gs_sbatch *sb, const char *script_text,
                          struct gs_jobspec **ret, struct gs_buf *errors, struct gs_buf *warnings)
 {
     struct conv c = {
+        .job = sb,
         .sb = sb,
         .env = env,
         .spec = gs_jobspec_new(),
@@ -737,10 +810,8 @@ int gs_sbatch_to_jobspec(const struct gs_sbatch *sb, const char *script_text,
 
     if (c.spec == NULL)
         return -ENOMEM;
-    map_tasks(&c);
-    map_gpus(&c);
-    map_cpus(&c);
-    map_mem(&c);
+    map_shape(&c);
+    map_het(&c);
     map_simple(&c);
     map_paths(&c);
     map_name(&c);

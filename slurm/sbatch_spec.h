@@ -29,7 +29,11 @@
  *   - --gpu-bind is checked and passed to the job's srun steps as SLURM_GPU_BIND in its
  *     environment (srun applies it, common/gpu_bind.h);
  *   - --licenses, --gres-flags, --signal's R: and non-GPU gres are accepted and not acted
- *     on: one warning lists them.
+ *     on: one warning lists them;
+ *   - a heterogeneous job's further components (sb->het) become spec->het, each mapped by
+ *     the same rules as component 0's nodes, tasks, GPUs, CPUs, memory and constraint
+ *     (its GPU type its constraint when it names none); a problem in one names it:
+ *     "run.sh: het component 1: --gpus: ...".
  * Problems are reported one line each, naming where the option came from and the option:
  *     run.sh: --gpus=5: 5 GPUs do not divide evenly over 2 nodes
  * and any problem means no spec. Pure functions of their input; no global state.
@@ -87,8 +91,13 @@ enum gs_sbatch_show_format {
  * suffices); signal "B:USR1@55". Options not given are "" (null in JSON). stdout_path and
  * stderr_path are the patterns for the first task of the first array element, %x %u %a %n %t %%
  * filled in and made absolute; the job id (%j %J %A) and node name (%N) are not known yet and stay
- * as written. export is "ALL" or "NONE", then ",NAME" for each variable named. Returns 0 or
- * -ENOMEM.
+ * as written. export is "ALL" or "NONE", then ",NAME" for each variable named. A
+ * heterogeneous job's keys above describe its component 0 (ntasks too); then come het_size
+ * (the components, the first included) and each further component K's shape as
+ *   hetK_nodes hetK_ntasks hetK_tasks_per_node hetK_cpus_per_task hetK_cpus_per_gpu
+ *   hetK_gpus_per_node hetK_gpus_per_task hetK_mem_per_node_mib hetK_constraint
+ * (JSON: "het_size" and "het", an array of objects with those keys unprefixed). An
+ * ordinary job has none of these. Returns 0 or -ENOMEM.
  */
 int gs_sbatch_show(const struct gs_jobspec *spec, const struct gs_sbatch *sb, const char *script,
                    const char *user, enum gs_sbatch_show_format format, struct gs_buf *out);

@@ -45,6 +45,13 @@ EOF
 # shellcheck disable=SC2016 # the job expands it, not this shell
 printf '#!/bin/sh\n#SBATCH -J sweep -a 0-15:4%%2\necho $SLURM_ARRAY_TASK_ID\n' > sweep.sh
 printf '#!/bin/sh\n#SBATCH --nodse=2\n#SBATCH -t 5x\necho hi\n' > typo.sh
+cat > het.sh <<'EOF'
+#!/bin/bash
+#SBATCH -J het -p gpu -N 2 --gres=gpu:4
+#SBATCH hetjob
+#SBATCH -p gpu -n 3 -C cpu
+srun --het-group=0,1 hostname
+EOF
 
 # --- --test-only without a scheduler: the local view, and a warning ---------------------------
 export GSCHED_SOCKET=$dir/none.sock
@@ -79,6 +86,28 @@ run 0 sbatch --test-only sweep.sh
 has "$out" "array=0-12:4%2
 array_size=4"
 has "$out" "stdout=slurm-%A_%a.out"
+
+# A heterogeneous job: component 0's shape in the usual keys, the others' after them; the
+# command line's ':' adds components over the script's.
+run 0 sbatch --test-only het.sh
+has "$out" "nodes=2
+ntasks=2"
+has "$out" "het_size=2
+het1_nodes=1
+het1_ntasks=3
+het1_tasks_per_node=3"
+has "$out" "het1_constraint=cpu"
+run 0 sbatch --test-only -N 1 : -N 4 : -n 2 het.sh
+has "$out" "het_size=3
+het1_nodes=4
+het1_ntasks=4"
+has "$out" "het1_constraint=cpu
+het2_nodes=1
+het2_ntasks=2"
+run 1 sbatch -t 10 : -t 20 het.sh
+has "$err" "sbatch: error: command line: -t 20: '--time' applies to the whole heterogeneous job in gsched: give it before the first ':'"
+run 1 sbatch -w node1 het.sh
+has "$err" "sbatch: error: command line: --nodelist: a heterogeneous job takes no node list"
 
 # --- refusals: every problem, one line each, exit 1 --------------------------------------------
 run 1 sbatch typo.sh

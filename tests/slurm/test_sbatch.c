@@ -186,15 +186,274 @@ Test(sbatch_directives, unterminated_quote_names_the_line)
 Test(sbatch_directives, a_word_that_is_no_option_is_an_error)
 {
     expect_error(SHEBANG "#SBATCH -N 2 nodes\n", "run.sh:2: unexpected argument 'nodes'");
-    expect_error(SHEBANG "#SBATCH -N 1\n#SBATCH hetjob\n#SBATCH -N 2\n",
-                 "run.sh:3: 'hetjob': heterogeneous jobs (components with resources of their "
-                 "own in one job) are not supported");
+    /* ':' separates components on the command line only */
+    expect_error(SHEBANG "#SBATCH -N 1 : -N 2\n", "run.sh:2: unexpected argument ':'");
 }
 
 Test(sbatch_directives, wrap_is_refused_in_a_script)
 {
     expect_error(SHEBANG "#SBATCH --wrap=hostname\n",
                  "run.sh:2: --wrap=hostname: only allowed on the command line");
+}
+
+/* ---- heterogeneous jobs ---- */
+
+/* Whether no option of sb is set: a component of defaults. */
+static bool nothing_set(const struct gs_sbatch *sb)
+{
+    for (int i = 0; i < GS_SBATCH_OPT_COUNT; i++)
+        if (sb->set_by[i] != GS_SBATCH_UNSET)
+            return false;
+    return true;
+}
+
+Test(sbatch_het, two_components_each_with_its_own_options)
+{
+    struct gs_sbatch *sb = parse(SHEBANG "#SBATCH -J het -p gpu -N 2 --gres=gpu:a100:4 -c 8\n"
+                                         "#SBATCH -C ib\n"
+                                         "#SBATCH hetjob\n"
+                                         "#SBATCH -n 3 --mem-per-cpu=2G -C cpu\n"
+                                         "srun hostname\n");
+    const struct gs_sbatch *c1;
+
+    cr_assert_eq(sb->nhet, 1);
+    cr_assert_not_null(sb->het);
+    c1 = &sb->het[0];
+    cr_assert_eq(sb->nodes_min, 2);
+    cr_assert_eq(sb->gres.count, 4);
+    cr_assert_str_eq(sb->gres.type, "a100");
+    cr_assert_eq(sb->cpus_per_task, 8);
+    cr_assert_str_eq(sb->constraint, "ib");
+    cr_assert_str_eq(sb->partition, "gpu");
+    cr_assert_eq(sb->set_by[GS_SBATCH_OPT_NTASKS], GS_SBATCH_UNSET);
+    cr_assert_eq(c1->ntasks, 3);
+    cr_assert_eq(c1->set_by[GS_SBATCH_OPT_NTASKS], GS_SBATCH_FROM_SCRIPT);
+    cr_assert_eq(c1->mem_per_cpu_mib, 2048);
+    cr_assert_str_eq(c1->constraint, "cpu");
+    cr_assert_eq(c1->set_by[GS_SBATCH_OPT_NODES], GS_SBATCH_UNSET);
+    cr_assert_eq(c1->set_by[GS_SBATCH_OPT_GRES], GS_SBATCH_UNSET);
+    cr_assert_eq(c1->set_by[GS_SBATCH_OPT_CPUS_PER_TASK], GS_SBATCH_UNSET);
+    cr_assert_eq(c1->gres.count, 0);
+    cr_assert_eq(c1->set_by[GS_SBATCH_OPT_PARTITION], GS_SBATCH_UNSET);
+    cr_assert_null(c1->partition);
+    cr_assert_null(c1->script_name);
+    cr_assert_eq(c1->nhet, 0);
+    gs_sbatch_free(sb);
+}
+
+Test(sbatch_het, three_components_start_from_the_defaults)
+{
+    struct gs_sbatch *sb = parse(SHEBANG "#SBATCH -N 4 --gpus-per-node=8 --mem=64G\n"
+                                         "#SBATCH packjob\n"
+                                         "#SBATCH --ntasks-per-node=2 --mem-per-gpu=1G\n"
+                                         "#SBATCH --gpus-per-node=2\n"
+                                         "#SBATCH hetjob\n"
+                                         "#GSCHED -c 4\n");
+
+    cr_assert_eq(sb->nhet, 2);
+    cr_assert_eq(sb->nodes_min, 4);
+    cr_assert_eq(sb->gpus_per_node.count, 8);
+    cr_assert_eq(sb->mem_mib, 64 * 1024);
+    /* component 1: its own memory form; no conflict with component 0's --mem */
+    cr_assert_eq(sb->het[0].set_by[GS_SBATCH_OPT_NODES], GS_SBATCH_UNSET);
+    cr_assert_eq(sb->het[0].set_by[GS_SBATCH_OPT_MEM], GS_SBATCH_UNSET);
+    cr_assert_eq(sb->het[0].mem_per_gpu_mib, 1024);
+    cr_assert_eq(sb->het[0].ntasks_per_node, 2);
+    cr_assert_eq(sb->het[0].gpus_per_node.count, 2);
+    /* component 2: nothing of component 1's */
+    cr_assert_eq(sb->het[1].cpus_per_task, 4);
+    cr_assert_eq(sb->het[1].set_by[GS_SBATCH_OPT_NTASKS_PER_NODE], GS_SBATCH_UNSET);
+    cr_assert_eq(sb->het[1].set_by[GS_SBATCH_OPT_GPUS_PER_NODE], GS_SBATCH_UNSET);
+    cr_assert_eq(sb->het[1].set_by[GS_SBATCH_OPT_MEM_PER_GPU], GS_SBATCH_UNSET);
+    gs_sbatch_free(sb);
+    expect_error(SHEBANG "#SBATCH -N 1\n#SBATCH hetjob\n#SBATCH --mem=1G\n"
+                         "#SBATCH --mem-per-cpu=1G\n",
+                 "run.sh:5: --mem-per-cpu=1G: conflicts with --mem (line 4); use only one");
+}
+
+Test(sbatch_het, conflicting_groups_are_per_component)
+{
+    char *errors = fail(SHEBANG "#SBATCH -c 2\n#SBATCH hetjob\n#SBATCH -c 4 --cpus-per-gpu=1\n");
+
+    cr_assert(has(errors, "run.sh:4: --cpus-per-gpu=1: conflicts with --cpus-per-task (line 4)"),
+              "%s", errors);
+    cr_assert_not(has(errors, "line 2"), "%s", errors);
+    free(errors);
+}
+
+Test(sbatch_het, repeated_whole_job_option_with_the_same_value_is_accepted)
+{
+    struct gs_sbatch *sb = parse(SHEBANG "#SBATCH -p gpu -A nlp -t 60 --exclusive --requeue\n"
+                                         "#SBATCH -o out-%j.txt -H\n"
+                                         "#SBATCH hetjob\n"
+                                         "#SBATCH --partition=gpu -A nlp -t 1:00:00 -N 2\n"
+                                         "#SBATCH --exclusive --requeue -o out-%j.txt -H\n");
+
+    cr_assert_eq(sb->nhet, 1);
+    cr_assert_str_eq(sb->partition, "gpu");
+    cr_assert_eq(sb->time_limit_s, 3600);
+    cr_assert_eq(sb->het[0].nodes_min, 2);
+    cr_assert_eq(sb->het[0].set_by[GS_SBATCH_OPT_PARTITION], GS_SBATCH_UNSET);
+    cr_assert_eq(sb->het[0].set_by[GS_SBATCH_OPT_TIME], GS_SBATCH_UNSET);
+    cr_assert_eq(sb->het[0].set_by[GS_SBATCH_OPT_EXCLUSIVE], GS_SBATCH_UNSET);
+    cr_assert_null(sb->het[0].partition);
+    cr_assert_eq(warnings.len, 0, "warnings: %s", warnings.data);
+    gs_sbatch_free(sb);
+}
+
+Test(sbatch_het, whole_job_option_with_another_value_names_its_line)
+{
+    char *errors = fail(SHEBANG "#SBATCH -p gpu -t 60 --requeue\n"
+                                "#SBATCH hetjob\n"
+                                "#SBATCH -p cpu\n"
+                                "#SBATCH -N 2 -t 10\n"
+                                "#SBATCH -J other --no-requeue\n");
+
+    cr_assert(has(errors, "run.sh:4: -p cpu: '--partition' applies to the whole heterogeneous "
+                          "job in gsched: give it before the first 'hetjob' line\n"),
+              "%s", errors);
+    cr_assert(has(errors, "run.sh:5: -t 10: '--time' applies to the whole heterogeneous job"), "%s",
+              errors);
+    /* not given in component 0 at all */
+    cr_assert(has(errors, "run.sh:6: -J other: '--job-name' applies to the whole"), "%s", errors);
+    cr_assert(has(errors, "run.sh:6: --no-requeue: '--no-requeue' applies to the whole"), "%s",
+              errors);
+    cr_assert_not(has(errors, "-N 2"), "%s", errors);
+    free(errors);
+}
+
+Test(sbatch_het, nodelist_and_array_are_refused_at_their_line)
+{
+    expect_error(SHEBANG "#SBATCH -w n[1-2]\n#SBATCH hetjob\n#SBATCH -N 1\n",
+                 "run.sh:2: --nodelist: a heterogeneous job takes no node list in gsched");
+    expect_error(SHEBANG "#SBATCH -N 1\n#SBATCH hetjob\n#SBATCH -w n1\n",
+                 "run.sh:4: -w n1: a heterogeneous job takes no node list in gsched");
+    expect_error(SHEBANG "#SBATCH -N 1\n#SBATCH -a 0-3\n#SBATCH hetjob\n",
+                 "run.sh:3: --array: a heterogeneous job cannot be a job array");
+    expect_error(SHEBANG "#SBATCH hetjob\n#SBATCH --array=1-2\n",
+                 "run.sh:3: --array=1-2: a heterogeneous job cannot be a job array");
+    {
+        char *errors = fail_cli(SHEBANG "#SBATCH hetjob\n", ARGC("-a", "1-3"), ARGV("-a", "1-3"));
+
+        cr_assert(has(errors, "command line: --array: a heterogeneous job cannot be a job array"),
+                  "%s", errors);
+        free(errors);
+    }
+    /* without hetjob lines both stay allowed */
+    gs_sbatch_free(parse(SHEBANG "#SBATCH -w n1 -a 1-2\n"));
+}
+
+Test(sbatch_het, trailing_hetjob_line_makes_an_empty_component)
+{
+    struct gs_sbatch *sb = parse(SHEBANG "#SBATCH -N 2 -n 4\n#SBATCH hetjob  # the rest\n");
+
+    cr_assert_eq(sb->nhet, 1);
+    cr_assert(nothing_set(&sb->het[0]));
+    cr_assert_eq(sb->nodes_min, 2);
+    gs_sbatch_free(sb);
+    /* first, with no options before it: component 0 is all defaults */
+    sb = parse(SHEBANG "#SBATCH hetjob\n#SBATCH -N 3\n#SBATCH hetjob\n");
+    cr_assert_eq(sb->nhet, 2);
+    cr_assert(nothing_set(sb));
+    cr_assert_eq(sb->het[0].nodes_min, 3);
+    cr_assert(nothing_set(&sb->het[1]));
+    gs_sbatch_free(sb);
+}
+
+Test(sbatch_het, hetjob_after_the_first_command_is_ignored_like_any_directive)
+{
+    struct gs_sbatch *sb = parse(SHEBANG "#SBATCH -N 2\nhostname\n#SBATCH hetjob\n");
+
+    cr_assert_eq(sb->nhet, 0);
+    cr_assert(has(warnings.data, "1 #SBATCH line after the first command"), "%s", warnings.data);
+    gs_sbatch_free(sb);
+}
+
+Test(sbatch_het, hetjob_goes_on_a_line_of_its_own)
+{
+    expect_error(SHEBANG "#SBATCH -N 1 hetjob\n",
+                 "run.sh:2: 'hetjob' goes on a line of its own: it ends one component");
+    expect_error(SHEBANG "#SBATCH packjob -N 2\n", "run.sh:2: 'packjob' goes on a line of its own");
+}
+
+Test(sbatch_het, at_most_the_jobspec_limit_of_components)
+{
+    struct gs_buf script = GS_BUF_INIT;
+    char want[64];
+    char *errors;
+
+    cr_assert_eq(gs_buf_append_str(&script, SHEBANG), 0);
+    for (int i = 1; i < GS_JOBSPEC_HET_MAX; i++)
+        cr_assert_eq(gs_buf_append_str(&script, "#SBATCH hetjob\n"), 0);
+    gs_sbatch_free(parse(script.data)); /* exactly the limit */
+    cr_assert_eq(gs_buf_append_str(&script, "#SBATCH hetjob\n#SBATCH -N x\n"), 0);
+    errors = fail(script.data);
+    snprintf(want, sizeof(want), "run.sh:%d: a heterogeneous job has at most %d components",
+             GS_JOBSPEC_HET_MAX + 1, GS_JOBSPEC_HET_MAX);
+    cr_assert(has(errors, want), "%s", errors);
+    /* the options past the limit are still checked */
+    snprintf(want, sizeof(want), "run.sh:%d: -N x:", GS_JOBSPEC_HET_MAX + 2);
+    cr_assert(has(errors, want), "%s", errors);
+    free(errors);
+    gs_buf_release(&script);
+}
+
+Test(sbatch_het, command_line_colon_separates_components)
+{
+    struct gs_sbatch *sb =
+        parse_cli(SHEBANG "#SBATCH -p gpu\n", ARGC("-N", "2", ":", "-n", "4", ":"),
+                  ARGV("-N", "2", ":", "-n", "4", ":"));
+
+    cr_assert_eq(sb->nhet, 2);
+    cr_assert_eq(sb->nodes_min, 2);
+    cr_assert_eq(sb->set_by[GS_SBATCH_OPT_NODES], GS_SBATCH_FROM_CLI);
+    cr_assert_eq(sb->het[0].ntasks, 4);
+    cr_assert_eq(sb->het[0].set_by[GS_SBATCH_OPT_NTASKS], GS_SBATCH_FROM_CLI);
+    cr_assert_eq(sb->het[0].set_by[GS_SBATCH_OPT_NODES], GS_SBATCH_UNSET);
+    cr_assert(nothing_set(&sb->het[1]));
+    gs_sbatch_free(sb);
+}
+
+Test(sbatch_het, command_line_components_go_over_the_scripts)
+{
+    struct gs_sbatch *sb =
+        parse_cli(SHEBANG "#SBATCH -t 10\n#SBATCH hetjob\n#SBATCH -N 3 --mem=1G\n",
+                  ARGC("-t", "20", ":", "-N", "5", "--mem-per-cpu=2G", "-t", "20"),
+                  ARGV("-t", "20", ":", "-N", "5", "--mem-per-cpu=2G", "-t", "20"));
+
+    cr_assert_eq(sb->time_limit_s, 1200);
+    cr_assert_eq(sb->nhet, 1);
+    cr_assert_eq(sb->het[0].nodes_min, 5);
+    cr_assert_eq(sb->het[0].set_by[GS_SBATCH_OPT_NODES], GS_SBATCH_FROM_CLI);
+    /* the command line's memory form replaces the script's in that component */
+    cr_assert_eq(sb->het[0].set_by[GS_SBATCH_OPT_MEM], GS_SBATCH_UNSET);
+    cr_assert_eq(sb->het[0].mem_per_cpu_mib, 2048);
+    gs_sbatch_free(sb);
+    /* a whole-job option after ':' must match the job's, the command line's own included */
+    {
+        char *errors = fail_cli(SHEBANG "#SBATCH -t 10\n", ARGC("-N", "1", ":", "-t", "30"),
+                                ARGV("-N", "1", ":", "-t", "30"));
+
+        cr_assert(has(errors, "command line: -t 30: '--time' applies to the whole heterogeneous "
+                              "job in gsched: give it before the first ':'"),
+                  "%s", errors);
+        free(errors);
+    }
+}
+
+Test(sbatch_het, to_kv_shows_each_component)
+{
+    struct gs_sbatch *sb = parse(SHEBANG "#SBATCH -N 2 -p gpu\n#SBATCH hetjob\n"
+                                         "#SBATCH -n 3 -C big --gpus=h100:2\n#SBATCH hetjob\n");
+    struct gs_buf kv = GS_BUF_INIT;
+
+    cr_assert_eq(gs_sbatch_to_kv(sb, &kv), 0);
+    cr_assert(has(kv.data, "nodes=2\npartition=gpu\nhet_size=3\n"
+                           "het1.ntasks=3\nhet1.gpus=h100:2\nhet1.constraint=big\n"),
+              "%s", kv.data);
+    cr_assert_not(has(kv.data, "het2."), "%s", kv.data);
+    gs_buf_release(&kv);
+    gs_sbatch_free(sb);
 }
 
 /* ---- command line ---- */

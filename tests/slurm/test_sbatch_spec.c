@@ -661,6 +661,124 @@ Test(sbatch_spec, too_many_gpus_per_task)
                "--gpus-per-task: 32 GPUs x 64 tasks per node is more than 1024 GPUs per node");
 }
 
+/* ---- heterogeneous jobs ---- */
+
+Test(sbatch_spec, het_components_get_the_same_rules_as_the_first)
+{
+    struct gs_jobspec *s =
+        spec_of(SHEBANG "#SBATCH -J het -p gpu -t 30 -N 2 --gres=gpu:a100:4 -c 8\n"
+                        "#SBATCH --mem-per-gpu=10G\n"
+                        "#SBATCH hetjob\n"
+                        "#SBATCH -p gpu -n 6 --ntasks-per-node=3 -c 2 --mem-per-cpu=1G\n"
+                        "#SBATCH hetjob\n"
+                        "#SBATCH -N 2 --gpus=h100:4 --cpus-per-gpu=2 -C fast\n"
+                        "srun hostname\n");
+    const struct gs_het_component *c1, *c2;
+
+    cr_assert_eq(s->nhet, 2);
+    cr_assert_not_null(s->het);
+    c1 = &s->het[0];
+    c2 = &s->het[1];
+    /* component 0: the spec's own fields */
+    cr_assert_eq(s->nodes, 2);
+    cr_assert_eq(s->tasks_per_node, 1);
+    cr_assert_eq(s->gpus_per_node, 4);
+    cr_assert_eq(s->cpus_per_task, 8);
+    cr_assert_eq(s->mem_per_node_mib, 40960);
+    cr_assert_str_eq(s->constraint, "a100");
+    cr_assert_str_eq(s->partition, "gpu");
+    cr_assert_eq(s->time_limit_s, 1800);
+    /* component 1: nodes from -n and --ntasks-per-node, memory per CPU x its CPUs */
+    cr_assert_eq(c1->nodes, 2);
+    cr_assert_eq(c1->tasks_per_node, 3);
+    cr_assert_eq(c1->ntasks, 0);
+    cr_assert_eq(c1->cpus_per_task, 2);
+    cr_assert_eq(c1->cpus_per_gpu, 0);
+    cr_assert_eq(c1->gpus_per_node, 0);
+    cr_assert_eq(c1->gpus_per_task, 0);
+    cr_assert_eq(c1->mem_per_node_mib, 6144);
+    cr_assert_null(c1->constraint);
+    /* component 2: -G divided over its nodes; -C wins over the GPU type, with a warning */
+    cr_assert_eq(c2->nodes, 2);
+    cr_assert_eq(c2->gpus_per_node, 2);
+    cr_assert_eq(c2->cpus_per_gpu, 2);
+    cr_assert_eq(c2->cpus_per_task, 0);
+    cr_assert_eq(c2->tasks_per_node, 1);
+    cr_assert_eq(c2->mem_per_node_mib, 0);
+    cr_assert_str_eq(c2->constraint, "fast");
+    assert_has(warnings.data, "run.sh: het component 2: --gpus: GPU type 'h100' ignored");
+    cr_assert_eq(gs_jobspec_total_nodes(s), 6);
+    cr_assert_eq(gs_jobspec_ntasks(s), 2 + 6 + 2);
+    gs_jobspec_free(s);
+}
+
+Test(sbatch_spec, het_uneven_tasks_and_gpus_per_task)
+{
+    struct gs_jobspec *s = spec_of(SHEBANG "#SBATCH -N 1\n#SBATCH hetjob\n"
+                                           "#SBATCH -N 3 -n 7 --gpus-per-task=2\n");
+
+    cr_assert_eq(s->het[0].nodes, 3);
+    cr_assert_eq(s->het[0].tasks_per_node, 3);
+    cr_assert_eq(s->het[0].ntasks, 7);
+    cr_assert_eq(s->het[0].gpus_per_task, 2);
+    cr_assert_eq(s->het[0].gpus_per_node, 6);
+    cr_assert_eq(gs_jobspec_ntasks(s), 8);
+    gs_jobspec_free(s);
+}
+
+Test(sbatch_spec, het_empty_component_is_one_node_one_task)
+{
+    struct gs_jobspec *s = spec_of(SHEBANG "#SBATCH -N 4 --gpus-per-node=2 --mem=8G -C x\n"
+                                           "#SBATCH hetjob\n");
+
+    cr_assert_eq(s->nhet, 1);
+    cr_assert_eq(s->het[0].nodes, 1);
+    cr_assert_eq(s->het[0].tasks_per_node, 1);
+    cr_assert_eq(s->het[0].ntasks, 0);
+    cr_assert_eq(s->het[0].cpus_per_task, 1);
+    cr_assert_eq(s->het[0].cpus_per_gpu, 0);
+    cr_assert_eq(s->het[0].gpus_per_node, 0);
+    cr_assert_eq(s->het[0].gpus_per_task, 0);
+    cr_assert_eq(s->het[0].mem_per_node_mib, 0);
+    cr_assert_null(s->het[0].constraint);
+    cr_assert_eq(s->nodes, 4);
+    gs_jobspec_free(s);
+}
+
+Test(sbatch_spec, het_command_line_components)
+{
+    struct gs_jobspec *s = spec_cli(SHEBANG "#SBATCH -J x\n", ARGC("-N", "2", ":", "-n", "5"),
+                                    ARGV("-N", "2", ":", "-n", "5"));
+
+    cr_assert_eq(s->nodes, 2);
+    cr_assert_eq(s->nhet, 1);
+    cr_assert_eq(s->het[0].nodes, 1);
+    cr_assert_eq(s->het[0].tasks_per_node, 5);
+    cr_assert(s->batch);
+    gs_jobspec_free(s);
+}
+
+Test(sbatch_spec, het_component_problem_names_the_component)
+{
+    const char *e = fail_of(SHEBANG "#SBATCH -N 2 --gpus=4\n#SBATCH hetjob\n"
+                                    "#SBATCH -N 2 --gpus=3\n#SBATCH hetjob\n"
+                                    "#SBATCH --cpus-per-gpu=2\n");
+
+    assert_has(e, "run.sh: het component 1: --gpus: 3 GPUs do not divide evenly over 2 nodes\n");
+    assert_has(e, "run.sh: het component 2: --cpus-per-gpu: the job asks for no GPUs\n");
+    cr_assert(strstr(e, "run.sh: --gpus") == NULL, "%s", e);
+}
+
+Test(sbatch_spec, het_other_gres_warned_once)
+{
+    struct gs_jobspec *s = spec_of(SHEBANG "#SBATCH -N 1\n#SBATCH hetjob\n"
+                                           "#SBATCH --gres=gpu:1,nic:1\n");
+
+    cr_assert_eq(s->het[0].gpus_per_node, 1);
+    cr_assert_str_eq(warnings.data, "accepted and not acted on: --gres entries other than gpu\n");
+    gs_jobspec_free(s);
+}
+
 /* ---- the --test-only view ---- */
 
 static char *show(const char *script, int argc, char **argv, enum gs_sbatch_show_format f)
@@ -754,5 +872,36 @@ Test(sbatch_spec, show_json)
     assert_has(out, "\"nice\":0,");
     assert_has(out, "\"dependency\":\"singleton\"");
     assert_has(out, "\"export\":\"ALL\"}");
+    free(out);
+}
+
+Test(sbatch_spec, show_het_components)
+{
+    char *out = show(SHEBANG "#SBATCH -N 2 -n 3 --gpus-per-node=2\n#SBATCH hetjob\n"
+                             "#SBATCH -n 4 --mem=1G -C big\n#SBATCH hetjob\n",
+                     0, NULL, GS_SBATCH_SHOW_KV);
+
+    /* the job's keys describe component 0 (ntasks too, not the sum) */
+    assert_has(out, "nodes=2\nntasks=3\ntasks_per_node=2\n");
+    assert_has(out, "export=ALL\nhet_size=3\n"
+                    "het1_nodes=1\nhet1_ntasks=4\nhet1_tasks_per_node=4\nhet1_cpus_per_task=1\n"
+                    "het1_cpus_per_gpu=0\nhet1_gpus_per_node=0\nhet1_gpus_per_task=0\n"
+                    "het1_mem_per_node_mib=1024\nhet1_constraint=big\n"
+                    "het2_nodes=1\nhet2_ntasks=1\nhet2_tasks_per_node=1\nhet2_cpus_per_task=1\n"
+                    "het2_cpus_per_gpu=0\nhet2_gpus_per_node=0\nhet2_gpus_per_task=0\n"
+                    "het2_mem_per_node_mib=0\nhet2_constraint=\n");
+    cr_assert_eq(out[strlen(out) - 1], '\n');
+    cr_assert(strstr(out, "het2_constraint=\n")[strlen("het2_constraint=\n")] == '\0', "%s", out);
+    free(out);
+    out = show(SHEBANG "#SBATCH -N 2\n#SBATCH hetjob\n#SBATCH -n 4 -C big\n", 0, NULL,
+               GS_SBATCH_SHOW_JSON);
+    assert_has(out, "\"export\":\"ALL\",\"het_size\":2,\"het\":[{\"nodes\":1,\"ntasks\":4,"
+                    "\"tasks_per_node\":4,\"cpus_per_task\":1,\"cpus_per_gpu\":0,"
+                    "\"gpus_per_node\":0,\"gpus_per_task\":0,\"mem_per_node_mib\":0,"
+                    "\"constraint\":\"big\"}]}\n");
+    free(out);
+    /* an ordinary job shows none of them */
+    out = show(SHEBANG "#SBATCH -N 2\n", 0, NULL, GS_SBATCH_SHOW_KV);
+    cr_assert(strstr(out, "het") == NULL, "%s", out);
     free(out);
 }
