@@ -289,6 +289,8 @@ static int show_text(struct gs_buf *out, const Gs__ShowReply *r)
     if (rc == 0)
         rc = put_resources(out, job);
     if (rc == 0)
+        rc = cli_job_het_lines(out, job);
+    if (rc == 0)
         rc = put_run(out, job->spec);
     if (rc == 0)
         rc = cli_usage_show(out, job->usage);

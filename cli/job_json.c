@@ -188,6 +188,32 @@ static void json_run(struct gs_json *j, const Gs__RunSpec *r)
     gs_json_object_end(j);
 }
 
+/* A heterogeneous job's further components, as HetComponent has them (the oneof as above). */
+static void json_het(struct gs_json *j, Gs__HetComponent *const *het, size_t n)
+{
+    gs_json_key(j, "het");
+    gs_json_array_begin(j);
+    for (size_t i = 0; i < n; i++) {
+        const Gs__HetComponent *c = het[i];
+
+        gs_json_object_begin(j);
+        gs_json_kv_uint(j, "nodes", c->nodes);
+        gs_json_kv_uint(j, "gpus_per_node", c->gpus_per_node);
+        if (c->cpus_case == GS__HET_COMPONENT__CPUS_CPUS_PER_GPU)
+            gs_json_kv_uint(j, "cpus_per_gpu", c->cpus_per_gpu);
+        else if (c->cpus_case == GS__HET_COMPONENT__CPUS_CPUS_PER_TASK)
+            gs_json_kv_uint(j, "cpus_per_task", c->cpus_per_task);
+        gs_json_kv_uint(j, "mem_per_node_mib", c->mem_per_node_mib);
+        gs_json_kv_string(j, "constraint", c->constraint);
+        gs_json_kv_uint(j, "tasks_per_node", c->tasks_per_node);
+        gs_json_kv_bool(j, "tasks_per_gpu", c->tasks_per_gpu);
+        gs_json_kv_uint(j, "ntasks", c->ntasks);
+        gs_json_kv_uint(j, "gpus_per_task", c->gpus_per_task);
+        gs_json_object_end(j);
+    }
+    gs_json_array_end(j);
+}
+
 void cli_json_job_spec(struct gs_json *j, const Gs__JobSpec *s)
 {
     if (s == NULL) {
@@ -227,6 +253,9 @@ void cli_json_job_spec(struct gs_json *j, const Gs__JobSpec *s)
         gs_json_kv_uint(j, "task_step", s->array->task_step);
         gs_json_object_end(j);
     }
+    /* Only a heterogeneous job has the key: an ordinary job's JSON stays as it was. */
+    if (s->n_het > 0)
+        json_het(j, s->het, s->n_het);
     gs_json_object_end(j);
 }
 
@@ -288,6 +317,11 @@ void cli_json_job_info(struct gs_json *j, const Gs__JobInfo *job)
     gs_json_kv_string(j, "stdout_path", job->stdout_path);
     gs_json_kv_string(j, "stderr_path", job->stderr_path);
     json_allocation(j, job->allocation, job->n_allocation);
+    /* A heterogeneous job's components (component 0 first; allocation in that order). */
+    if (job->n_het_nodes > 0) {
+        json_u32_array(j, "het_nodes", job->het_nodes, job->n_het_nodes);
+        json_u32_array(j, "het_ntasks", job->het_ntasks, job->n_het_ntasks);
+    }
     gs_json_key(j, "tokens_per_s");
     gs_json_double(j, job->tokens_per_s);
     gs_json_key(j, "mfu");

@@ -268,3 +268,130 @@ int cli_job_end_line(struct gs_buf *out, const Gs__JobStateChange *c, uint64_t n
         rc = gs_buf_printf(out, " (%s)", c->reason);
     return rc;
 }
+
+/* --- heterogeneous jobs -------------------------------------------------------------------- */
+
+/* Component 0 is the spec's own resources and run, said the way a HetComponent says it. */
+static int shape_of_resources(const Gs__JobSpec *spec, struct gs_het_component *ret)
+{
+    const Gs__Resources *r = spec->resources;
+    const Gs__RunSpec *run = spec->run;
+
+    if (r == NULL)
+        return -ENOENT;
+    *ret = (struct gs_het_component){
+        .nodes = r->nodes,
+        .gpus_per_node = r->gpus_per_node,
+        .cpus_per_gpu = r->cpus_case == GS__RESOURCES__CPUS_CPUS_PER_GPU ? r->cpus_per_gpu : 0,
+        .cpus_per_task = r->cpus_case == GS__RESOURCES__CPUS_CPUS_PER_TASK ? r->cpus_per_task : 0,
+        .mem_per_node_mib = r->mem_per_node_mib,
+        .constraint = r->constraint,
+        .tasks_per_node = run != NULL ? run->tasks_per_node : 0,
+        .tasks_per_gpu = run != NULL && run->tasks_per_gpu,
+        .ntasks = r->ntasks,
+        .gpus_per_task = r->gpus_per_task,
+    };
+    return 0;
+}
+
+int cli_job_het_shape(const Gs__JobSpec *spec, uint32_t k, struct gs_het_component *ret)
+{
+    const Gs__HetComponent *c;
+
+    if (spec == NULL || k > spec->n_het)
+        return -ENOENT;
+    if (k == 0)
+        return shape_of_resources(spec, ret);
+    c = spec->het[k - 1];
+    *ret = (struct gs_het_component){
+        .nodes = c->nodes,
+        .gpus_per_node = c->gpus_per_node,
+        .cpus_per_gpu = c->cpus_case == GS__HET_COMPONENT__CPUS_CPUS_PER_GPU ? c->cpus_per_gpu : 0,
+        .cpus_per_task =
+            c->cpus_case == GS__HET_COMPONENT__CPUS_CPUS_PER_TASK ? c->cpus_per_task : 0,
+        .mem_per_node_mib = c->mem_per_node_mib,
+        .constraint = c->constraint,
+        .tasks_per_node = c->tasks_per_node,
+        .tasks_per_gpu = c->tasks_per_gpu,
+        .ntasks = c->ntasks,
+        .gpus_per_task = c->gpus_per_task,
+    };
+    return 0;
+}
+
+/* The most tasks one of its nodes runs, as gs_jobspec_tasks_per_node counts them. */
+static uint32_t het_tasks_per_node(const struct gs_het_component *c)
+{
+    if (c->tasks_per_gpu)
+        return c->gpus_per_node > 0 ? c->gpus_per_node : 1;
+    return c->tasks_per_node > 0 ? c->tasks_per_node : 1;
+}
+
+uint32_t cli_het_tasks(const struct gs_het_component *c)
+{
+    return c->ntasks > 0 ? c->ntasks : c->nodes * het_tasks_per_node(c);
+}
+
+uint32_t cli_het_cpus(const struct gs_het_component *c)
+{
+    uint32_t per_node = c->cpus_per_gpu > 0
+                            ? c->cpus_per_gpu * c->gpus_per_node
+                            : (c->cpus_per_task > 0 ? c->cpus_per_task : 1) * het_tasks_per_node(c);
+
+    return per_node * c->nodes;
+}
+
+int cli_het_line(struct gs_buf *out, const struct gs_het_component *c)
+{
+    int rc = gs_buf_printf(out, "Nodes=%u GpusPerNode=%u %s=%u MemPerNode=%lluM Tasks=%u", c->nodes,
+                           c->gpus_per_node, c->cpus_per_gpu > 0 ? "CpusPerGpu" : "CpusPerTask",
+                           c->cpus_per_gpu > 0    ? c->cpus_per_gpu
+                           : c->cpus_per_task > 0 ? c->cpus_per_task
+                                                  : 1,
+                           (unsigned long long)c->mem_per_node_mib, cli_het_tasks(c));
+
+    if (rc == 0 && c->constraint != NULL && c->constraint[0] != '\0')
+        rc = gs_buf_printf(out, " Constraint=%s", c->constraint);
+    return rc;
+}
+
+size_t cli_job_het_alloc(const Gs__JobInfo *job, uint32_t k, size_t *ret_first)
+{
+    size_t first = 0, n = k < job->n_het_nodes ? job->het_nodes[k] : 0;
+
+    for (uint32_t i = 0; i < k && i < job->n_het_nodes; i++)
+        first += job->het_nodes[i];
+    /* An allocation shorter than the components say (an ended job's nodes as recorded). */
+    if (first > job->n_allocation)
+        first = job->n_allocation;
+    if (n > job->n_allocation - first)
+        n = job->n_allocation - first;
+    *ret_first = first;
+    return n;
+}
+
+int cli_job_het_lines(struct gs_buf *out, const Gs__JobInfo *job)
+{
+    int rc = 0;
+
+    for (uint32_t k = 0; rc == 0 && k < job->n_het_nodes; k++) {
+        struct gs_het_component c;
+        size_t first, n = cli_job_het_alloc(job, k, &first);
+
+        rc = gs_buf_printf(out, "   HetComponent=%u ", k);
+        if (rc == 0 && cli_job_het_shape(job->spec, k, &c) == 0)
+            rc = cli_het_line(out, &c);
+        else if (rc == 0)
+            rc = gs_buf_printf(out, "Nodes=%u Tasks=%u", job->het_nodes[k],
+                               k < job->n_het_ntasks ? job->het_ntasks[k] : 0);
+        if (rc == 0)
+            rc = gs_buf_append_str(out, " NodeList=");
+        if (rc == 0 && n > 0)
+            rc = cli_job_nodelist(out, job->allocation + first, n, true);
+        else if (rc == 0)
+            rc = gs_buf_append_str(out, "None");
+        if (rc == 0)
+            rc = gs_buf_putc(out, '\n');
+    }
+    return rc;
+}

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "common/buf.h"
+#include "common/jobspec.h"
 #include "proto/gsched.pb-c.h"
 
 /* "PENDING", "RUNNING", ... as in the proto without the JOB_STATE_ prefix ("UNSPECIFIED"
@@ -75,5 +76,36 @@ int cli_job_status_line(struct gs_buf *out, const Gs__JobStateChange *c, const c
  * COMPLETED when there is a reason. Returns 0 or -ENOMEM.
  */
 int cli_job_end_line(struct gs_buf *out, const Gs__JobStateChange *c, uint64_t now_ms);
+
+/*
+ * Heterogeneous jobs (JobSpec.het): component k's shape as common/jobspec.h's struct,
+ * whichever side it came from. cli_job_het_shape fills *ret from a wire spec (k 0: its
+ * resources and run; k >= 1: het[k - 1]), its constraint borrowed from spec; -ENOENT when
+ * spec has no component k (or no resources for k 0), *ret untouched.
+ */
+int cli_job_het_shape(const Gs__JobSpec *spec, uint32_t k, struct gs_het_component *ret);
+/* Tasks the component runs: ntasks, else nodes x tasks per node (per GPU: its GPUs). */
+uint32_t cli_het_tasks(const struct gs_het_component *c);
+/* CPUs it asks for, as gschedd counts a pending job's: per node, times its nodes. */
+uint32_t cli_het_cpus(const struct gs_het_component *c);
+/*
+ * Appends "Nodes=2 GpusPerNode=4 CpusPerGpu=8 MemPerNode=8192M Tasks=8", then
+ * " Constraint=X" when it has one; CpusPerTask= in place of CpusPerGpu= when the
+ * component counts CPUs per task. Returns 0 or -ENOMEM.
+ */
+int cli_het_line(struct gs_buf *out, const struct gs_het_component *c);
+/*
+ * Component k's part of job's allocation, which lists the components' nodes in their
+ * order (het_nodes): its first node's index in *ret_first, the count returned (cut to the
+ * allocation; 0 while pending).
+ */
+size_t cli_job_het_alloc(const Gs__JobInfo *job, uint32_t k, size_t *ret_first);
+/*
+ * gsched show's lines for a heterogeneous job, one per component ("   HetComponent=1
+ * Nodes=2 ... NodeList=n[2-3]"): the shape from job->spec when it is there (else nodes
+ * and tasks alone, from het_nodes and het_ntasks), the nodes its part of the allocation.
+ * Nothing for an ordinary job. Returns 0 or -ENOMEM.
+ */
+int cli_job_het_lines(struct gs_buf *out, const Gs__JobInfo *job);
 
 #endif

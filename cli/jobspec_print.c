@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/job_print.h"
 #include "common/units.h"
 
 static void json_strv(struct gs_json *j, const char *key, char *const *v)
@@ -89,6 +90,32 @@ static void json_run(struct gs_json *j, const struct gs_jobspec *s)
     gs_json_object_end(j);
 }
 
+/* A heterogeneous job's further components, keys as in [resources] and [run]. */
+static void json_het(struct gs_json *j, const struct gs_jobspec *s)
+{
+    gs_json_key(j, "het");
+    gs_json_array_begin(j);
+    for (uint32_t k = 0; k < s->nhet; k++) {
+        const struct gs_het_component *c = &s->het[k];
+
+        gs_json_object_begin(j);
+        gs_json_kv_uint(j, "nodes", c->nodes);
+        gs_json_kv_uint(j, "gpus_per_node", c->gpus_per_node);
+        gs_json_key(j, c->cpus_per_gpu > 0 ? "cpus_per_gpu" : "cpus_per_task");
+        gs_json_uint(j, c->cpus_per_gpu > 0 ? c->cpus_per_gpu : c->cpus_per_task);
+        gs_json_kv_uint(j, "mem_per_node_mib", c->mem_per_node_mib);
+        gs_json_kv_string(j, "constraint", c->constraint);
+        gs_json_key(j, "tasks_per_node");
+        if (c->tasks_per_gpu)
+            gs_json_string(j, "per-gpu");
+        else
+            gs_json_uint(j, c->tasks_per_node);
+        gs_json_kv_uint(j, "ntasks", c->ntasks);
+        gs_json_object_end(j);
+    }
+    gs_json_array_end(j);
+}
+
 void cli_jobspec_json(struct gs_json *j, const struct gs_jobspec *s)
 {
     gs_json_object_begin(j);
@@ -107,6 +134,9 @@ void cli_jobspec_json(struct gs_json *j, const struct gs_jobspec *s)
     gs_json_object_begin(j);
     gs_json_kv_string(j, "gpu_affinity", gs_gpu_affinity_name(s->gpu_affinity));
     gs_json_object_end(j);
+    /* Only a heterogeneous job has the key: an ordinary job's JSON stays as it was. */
+    if (s->nhet > 0)
+        json_het(j, s);
     gs_json_object_end(j);
 }
 
@@ -132,6 +162,39 @@ static void text_strv(struct text *t, const char *key, char *const *v)
     if (rc < 0 && t->rc == 0)
         t->rc = rc;
     text_line(t, key, line.data);
+    gs_buf_release(&line);
+}
+
+/* A heterogeneous job: one "component K = Nodes=... Tasks=..." line per component. */
+static void text_het(struct text *t, const struct gs_jobspec *s)
+{
+    struct gs_buf line = GS_BUF_INIT;
+    char key[32];
+
+    for (uint32_t k = 0; s->nhet > 0 && k <= s->nhet; k++) {
+        struct gs_jobspec view;
+        struct gs_het_component c;
+        int rc;
+
+        gs_jobspec_het_view(s, k, &view);
+        c = (struct gs_het_component){
+            .nodes = view.nodes,
+            .gpus_per_node = view.gpus_per_node,
+            .cpus_per_gpu = view.cpus_per_gpu,
+            .cpus_per_task = view.cpus_per_task,
+            .mem_per_node_mib = view.mem_per_node_mib,
+            .constraint = view.constraint,
+            .tasks_per_node = view.tasks_per_node,
+            .tasks_per_gpu = view.tasks_per_gpu,
+            .ntasks = view.ntasks,
+        };
+        gs_buf_reset(&line);
+        rc = cli_het_line(&line, &c);
+        if (rc < 0 && t->rc == 0)
+            t->rc = rc;
+        snprintf(key, sizeof(key), "component %u", k);
+        text_line(t, key, line.data != NULL ? line.data : "");
+    }
     gs_buf_release(&line);
 }
 
@@ -168,6 +231,7 @@ int cli_jobspec_text(struct gs_buf *out, const struct gs_jobspec *s)
         text_line(&t, "script", "(inline, /bin/sh)");
     snprintf(a, sizeof(a), "%u", s->tasks_per_node);
     text_line(&t, "tasks_per_node", s->tasks_per_gpu ? "per-gpu" : a);
+    text_het(&t, s);
     if (s->launcher != GS_LAUNCHER_NONE)
         text_line(&t, "launcher", gs_launcher_name(s->launcher));
     text_line(&t, "stdout", s->stdout_pattern);

@@ -39,33 +39,46 @@ struct info {
     Gs__PriorityFactors factors;
     Gs__StepInfo *steps; /* QueueRequest.with_steps: strings borrowed from the job */
     Gs__StepInfo **step_ptrs;
-    uint32_t *het; /* a heterogeneous job's het_nodes then het_ntasks, one allocation */
+    uint32_t *het; /* a heterogeneous job's het_nodes, het_ntasks, het_ncpus: one allocation */
 };
 
 static int log_path(const struct sched_job *job, uint32_t rank, const char *node,
                     Gs__LogStream stream, struct gs_buf *out);
 
+/* Cores nodes first..first + n - 1 of the job's allocation hold. */
+static uint32_t alloc_cpus(const struct sched_job *job, uint32_t first, uint32_t n)
+{
+    uint32_t cores = 0;
+
+    for (uint32_t i = first; i < first + n && i < job->alloc.nnodes; i++) {
+        for (size_t w = 0; w < SCHED_MAX_CORES / 64; w++)
+            cores += (uint32_t)__builtin_popcountll(job->alloc.nodes[i].cores[w]);
+    }
+    return cores;
+}
+
+/* Cores one component (the view of it, or the job's only one) asks for. */
+static uint32_t asked_cpus(const struct gs_jobspec *c)
+{
+    uint32_t per = c->cpus_per_gpu > 0 ? c->cpus_per_gpu * c->gpus_per_node
+                                       : (c->cpus_per_task > 0 ? c->cpus_per_task : 1) *
+                                             gs_jobspec_tasks_per_node(c);
+
+    return per * c->nodes;
+}
+
 /* Cores the job holds (running) or asks for (else): Slurm's NumCPUs. */
 static uint32_t job_cpus(const struct sched_job *job)
 {
-    const struct gs_jobspec *sp = job->spec;
-    uint32_t n = 0, per;
+    uint32_t n = 0;
 
-    if (job->state == SCHED_JOB_RUNNING) {
-        for (uint32_t i = 0; i < job->alloc.nnodes; i++) {
-            for (size_t w = 0; w < SCHED_MAX_CORES / 64; w++)
-                n += (uint32_t)__builtin_popcountll(job->alloc.nodes[i].cores[w]);
-        }
-        return n;
-    }
-    for (uint32_t k = 0; k <= sp->nhet; k++) { /* each component of a heterogeneous job */
+    if (job->state == SCHED_JOB_RUNNING)
+        return alloc_cpus(job, 0, job->alloc.nnodes);
+    for (uint32_t k = 0; k <= job->spec->nhet; k++) { /* each component of a heterogeneous job */
         struct gs_jobspec c;
 
-        gs_jobspec_het_view(sp, k, &c);
-        per = c.cpus_per_gpu > 0
-                  ? c.cpus_per_gpu * c.gpus_per_node
-                  : (c.cpus_per_task > 0 ? c.cpus_per_task : 1) * gs_jobspec_tasks_per_node(&c);
-        n += per * c.nodes;
+        gs_jobspec_het_view(job->spec, k, &c);
+        n += asked_cpus(&c);
     }
     return n;
 }
@@ -150,14 +163,15 @@ static int ended_nodes(struct sched_ctx *s, const struct sched_job *job, struct 
     return 0;
 }
 
-/* Each component's nodes and tasks, for squeue's JOB+K rows. */
-static int fill_het(const struct gs_jobspec *sp, struct info *in)
+/* Each component's nodes, tasks and CPUs, for squeue's JOB+K rows. */
+static int fill_het(const struct sched_job *job, struct info *in)
 {
+    const struct gs_jobspec *sp = job->spec;
     uint32_t n = sp->nhet + 1;
 
     if (sp->nhet == 0)
         return 0;
-    in->het = calloc(2 * (size_t)n, sizeof(*in->het));
+    in->het = calloc(3 * (size_t)n, sizeof(*in->het));
     if (in->het == NULL)
         return -ENOMEM;
     for (uint32_t k = 0; k < n; k++) {
@@ -166,11 +180,14 @@ static int fill_het(const struct gs_jobspec *sp, struct info *in)
         gs_jobspec_het_view(sp, k, &view);
         in->het[k] = view.nodes;
         in->het[n + k] = gs_jobspec_ntasks(&view);
+        in->het[2 * n + k] = job->state == SCHED_JOB_RUNNING
+                                 ? alloc_cpus(job, gs_jobspec_het_first_node(sp, k), view.nodes)
+                                 : asked_cpus(&view);
     }
-    in->info.n_het_nodes = n;
+    in->info.n_het_nodes = in->info.n_het_ntasks = in->info.n_het_ncpus = n;
     in->info.het_nodes = in->het;
-    in->info.n_het_ntasks = n;
     in->info.het_ntasks = in->het + n;
+    in->info.het_ncpus = in->het + 2 * n;
     return 0;
 }
 
@@ -243,7 +260,7 @@ static int info_fill(struct sched_ctx *s, const struct sched_job *job, struct in
     in->info.n_allocation = in->alloc.n;
     in->info.allocation = in->alloc.ptrs;
     if (rc == 0)
-        rc = fill_het(sp, in);
+        rc = fill_het(job, in);
     fill_paths(s, job, in);
     if (job->progress != NULL && job->progress->attempt == job->attempt) {
         in->info.tokens_per_s = job->progress->tokens_per_s;

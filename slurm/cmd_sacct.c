@@ -22,6 +22,9 @@
  * MaxRSSTask / TotalCPU / AveCPU (wait4's figures once a task ended, the heartbeats' while
  * it runs). Columns a step has no figure of (Partition, AllocCPUS, User, ...) are empty.
  * -X/--allocations leaves the steps out; -j 42.0 or 42.batch selects one step's line alone.
+ * A heterogeneous job shows as Slurm's: a line per component ("42+0", "42+1") with its
+ * nodes, tasks and CPUs, each followed by the steps that ran on its nodes ("42+0.batch",
+ * "42+1.0"; a step on several components under each, with its nodes there; slurm_het.h).
  * As in Slurm, only the caller's own jobs show unless -a, -u or -j says otherwise (root sees
  * everyone's), and without -j only jobs active since midnight (-S) show. Every failure exits
  * 1, as in Slurm.
@@ -42,6 +45,7 @@
 #include "slurm/acct_cols.h"
 #include "slurm/slurm_cmd.h"
 #include "slurm/slurm_fmt.h"
+#include "slurm/slurm_het.h"
 #include "slurm/step_fmt.h"
 
 #define CMD "sacct"
@@ -351,7 +355,9 @@ static int usage_value(const Gs__JobUsage *u, enum field f, struct gs_buf *out)
     }
 }
 
-static int value(const Gs__JobInfo *job, enum field f, uint64_t now_ms, struct gs_buf *out)
+/* job: the job, or for a heterogeneous job's component (part) the component's view. */
+static int value(const Gs__JobInfo *job, const struct slurm_het_part *part, enum field f,
+                 uint64_t now_ms, struct gs_buf *out)
 {
     uint64_t limit = job->resources != NULL ? job->resources->time_limit_s : 0;
     uint64_t elapsed = slurm_job_elapsed_s(job, now_ms);
@@ -359,8 +365,9 @@ static int value(const Gs__JobInfo *job, enum field f, uint64_t now_ms, struct g
 
     switch (f) {
     case F_JOBID:
-        return gs_buf_append_str(out, slurm_job_id(job, buf, sizeof(buf)));
+        return gs_buf_append_str(out, slurm_het_job_id(job, part, buf, sizeof(buf)));
     case F_JOBIDRAW:
+        /* gsched's one id for the whole job, where Slurm has one per component. */
         return gs_buf_printf(out, "%llu", (unsigned long long)job->job_id);
     case F_JOBNAME:
         return gs_buf_append_str(out, or_empty(job->name));
@@ -440,8 +447,8 @@ static int value(const Gs__JobInfo *job, enum field f, uint64_t now_ms, struct g
 }
 
 /* A step's columns; those it has no figure of are empty, as sacct leaves them. */
-static int step_value(const Gs__JobInfo *job, const Gs__StepInfo *st, enum field f, uint64_t now_ms,
-                      struct gs_buf *out)
+static int step_value(const Gs__JobInfo *job, const struct slurm_het_part *part,
+                      const Gs__StepInfo *st, enum field f, uint64_t now_ms, struct gs_buf *out)
 {
     uint64_t end = st->end_time_ms != 0 ? st->end_time_ms : now_ms;
     uint64_t elapsed = end > st->start_time_ms ? (end - st->start_time_ms) / 1000 : 0;
@@ -451,7 +458,7 @@ static int step_value(const Gs__JobInfo *job, const Gs__StepInfo *st, enum field
     case F_JOBID:
     case F_JOBIDRAW:
         if (f == F_JOBID)
-            slurm_job_id(job, buf, sizeof(buf));
+            slurm_het_job_id(job, part, buf, sizeof(buf));
         else
             snprintf(buf, sizeof(buf), "%llu", (unsigned long long)job->job_id);
         return gs_buf_printf(out, "%s.%s", buf, slurm_step_id(st->step, step, sizeof(step)));
@@ -502,35 +509,70 @@ static int step_value(const Gs__JobInfo *job, const Gs__StepInfo *st, enum field
     }
 }
 
-/* One line: the job's own (st NULL) or one of its steps'. */
-static int put_line(const struct sacct_args *s, const Gs__JobInfo *job, const Gs__StepInfo *st,
-                    uint64_t now, struct gs_buf *cell, struct gs_buf *out)
+/* One line: the job's own (st NULL) or one of its steps'; part: a component's, "42+1". */
+static int put_line(const struct sacct_args *s, const Gs__JobInfo *job,
+                    const struct slurm_het_part *part, const Gs__StepInfo *st, uint64_t now,
+                    struct gs_buf *cell, struct gs_buf *out)
 {
     int rc = 0;
 
     for (size_t k = 0; rc == 0 && k < s->cols.n; k++) {
+        enum field f = (enum field)s->cols.col[k].field;
+
         gs_buf_reset(cell);
-        rc = st != NULL ? step_value(job, st, (enum field)s->cols.col[k].field, now, cell)
-                        : value(job, (enum field)s->cols.col[k].field, now, cell);
+        rc = st != NULL ? step_value(job, part, st, f, now, cell) : value(job, part, f, now, cell);
         if (rc == 0)
             rc = slurm_cols_put(&s->cols, k, cell->data != NULL ? cell->data : "", out);
     }
     return rc == 0 ? gs_buf_putc(out, '\n') : rc;
 }
 
-/* The job's line, then its steps' unless -X, as -j asks for them. */
-static int put_job(const struct sacct_args *s, const Gs__JobInfo *job, uint64_t now,
-                   struct gs_buf *cell, struct gs_buf *out)
+/*
+ * Whether step i of job shows under part (NULL: the job is not heterogeneous), and as
+ * what: *view, its nodes cut to the component's (nodelist's text in buf). 1, 0 or -ENOMEM.
+ */
+static int step_under(const Gs__JobInfo *job, const struct slurm_het_part *part, size_t i,
+                      Gs__StepInfo *view, struct gs_buf *buf)
 {
+    if (part == NULL) {
+        *view = *job->steps[i];
+        return 1;
+    }
+    return slurm_het_step_view(job, part->offset, job->steps[i], view, buf);
+}
+
+/* What put_rows needs besides the row. */
+struct rows_ctx {
+    const struct sacct_args *s;
+    uint64_t now;
+    struct gs_buf *cell, *out;
+};
+
+/*
+ * The job's line, then its steps' unless -X, as -j asks for them; for a component of a
+ * heterogeneous job (part, row its view) its line and the steps that ran on its nodes
+ * ("42+1.0"), as Slurm's sacct lists them.
+ */
+static int put_rows(const Gs__JobInfo *row, const struct slurm_het_part *part, void *vctx)
+{
+    const struct rows_ctx *c = vctx;
+    const struct sacct_args *s = c->s;
+    const Gs__JobInfo *job = part != NULL ? part->whole : row;
+    struct gs_buf nodes = GS_BUF_INIT;
     size_t n = s->filter.nrefs;
     int rc = 0;
 
     if (slurm_step_job_selected(s->refs, s->steps, n, job))
-        rc = put_line(s, job, NULL, now, cell, out);
+        rc = put_line(s, row, part, NULL, c->now, c->cell, c->out);
     for (size_t i = 0; rc == 0 && !s->allocations && i < job->n_steps; i++) {
-        if (slurm_step_selected(s->refs, s->steps, n, job, job->steps[i]->step))
-            rc = put_line(s, job, job->steps[i], now, cell, out);
+        Gs__StepInfo view;
+
+        if (!slurm_step_selected(s->refs, s->steps, n, job, job->steps[i]->step))
+            continue;
+        rc = step_under(job, part, i, &view, &nodes);
+        rc = rc == 1 ? put_line(s, row, part, &view, c->now, c->cell, c->out) : rc;
     }
+    gs_buf_release(&nodes);
     return rc;
 }
 
@@ -590,8 +632,11 @@ static int print_jobs(const struct sacct_args *s, const Gs__QueueReply *r)
         n = 0;
         gs_buf_reset(&out);
     }
-    for (size_t i = 0; rc == 0 && i < n; i++)
-        rc = put_job(s, jobs[i], now, &cell, &out);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        struct rows_ctx c = {s, now, &cell, &out};
+
+        rc = slurm_het_each(jobs[i], put_rows, &c);
+    }
     status = slurm_print(CMD, rc, &out);
     gs_buf_release(&cell);
     gs_buf_release(&out);

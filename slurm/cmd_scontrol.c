@@ -3,7 +3,8 @@
  * job scripts and operators use:
  *
  *     scontrol show hostnames [LIST]     a hostlist (default $SLURM_JOB_NODELIST), one per line
- *     scontrol show job [ID]             Slurm's Key=Value block per job (ID: 42, 123, 123_4)
+ *     scontrol show job [ID]             Slurm's Key=Value block per job (ID: 42, 123, 123_4),
+ *                                        per component of a heterogeneous job
  *     scontrol show partition [NAME]     per partition
  *     scontrol show node [NAME]          per node ("nodes" too)
  *     scontrol hold|release IDS          keep pending jobs from starting / let them start
@@ -46,6 +47,7 @@
 #include "slurm/scontrol_update.h"
 #include "slurm/slurm_cmd.h"
 #include "slurm/slurm_fmt.h"
+#include "slurm/slurm_het.h"
 
 #define CMD "scontrol"
 
@@ -148,9 +150,16 @@ static int put_dependency(struct gs_buf *out, const Gs__JobSpec *spec)
     return rc;
 }
 
+/*
+ * One job's record; part: one component of a heterogeneous job, job its view (slurm_het.h).
+ * Slurm gives each component an id of its own (JobId=43 HetJobId=42 HetJobOffset=1);
+ * gsched gives the whole job one, so every component's record says JobId=42 and the
+ * offset tells them apart.
+ */
 static int put_job(const struct scontrol *sc, struct gs_buf *out, const Gs__JobInfo *job,
-                   uint64_t now_ms)
+                   const struct slurm_het_part *part, uint64_t now_ms)
 {
+    const Gs__JobInfo *whole = part != NULL ? part->whole : job;
     const Gs__JobSpec *spec = job->spec;
     const Gs__RunSpec *run = spec != NULL ? spec->run : NULL;
     const Gs__Resources *r = job->resources;
@@ -166,6 +175,9 @@ static int put_job(const struct scontrol *sc, struct gs_buf *out, const Gs__JobI
     if (rc == 0 && job->array_job_id != 0)
         rc = gs_buf_printf(out, " ArrayJobId=%llu ArrayTaskId=%u",
                            (unsigned long long)job->array_job_id, job->array_task_id);
+    if (rc == 0 && part != NULL)
+        rc = gs_buf_printf(out, " HetJobId=%llu HetJobOffset=%u", (unsigned long long)job->job_id,
+                           part->offset);
     if (rc == 0)
         rc = gs_buf_printf(out, " JobName=%s", job->name != NULL ? job->name : "");
     if (rc == 0)
@@ -231,10 +243,11 @@ static int put_job(const struct scontrol *sc, struct gs_buf *out, const Gs__JobI
         rc = slurm_alloc_hostlist(out, job->allocation, job->n_allocation);
     else if (rc == 0)
         rc = gs_buf_append_str(out, "(null)");
+    /* The batch shell's node, the whole job's first, in every component's record. */
     if (rc == 0 && job->n_allocation > 0) {
         rc = next_line(sc, out);
         if (rc == 0)
-            rc = gs_buf_printf(out, "BatchHost=%s", job->allocation[0]->node_name);
+            rc = gs_buf_printf(out, "BatchHost=%s", whole->allocation[0]->node_name);
     }
     if (r != NULL && r->cpus_case == GS__RESOURCES__CPUS_CPUS_PER_TASK && r->cpus_per_task > 0)
         cpt = r->cpus_per_task;
@@ -312,6 +325,21 @@ static int show_records(const struct gs_buf *out, size_t shown, const char *what
     return slurm_print(CMD, 0, out);
 }
 
+/* What put_record needs besides the job. */
+struct record_ctx {
+    const struct scontrol *sc;
+    struct gs_buf *out;
+    uint64_t now_ms;
+};
+
+/* slurm_het_each's callback: one record, a heterogeneous job's one per component. */
+static int put_record(const Gs__JobInfo *job, const struct slurm_het_part *part, void *vctx)
+{
+    const struct record_ctx *c = vctx;
+
+    return put_job(c->sc, c->out, job, part, c->now_ms);
+}
+
 /* The job with its spec (ShowReply), else as listed. Returns 0 or < 0. */
 static int show_one(const struct scontrol *sc, const char *path, const Gs__JobInfo *listed,
                     uint64_t now_ms, struct gs_buf *out)
@@ -329,10 +357,8 @@ static int show_one(const struct scontrol *sc, const char *path, const Gs__JobIn
     job = reply->body_case == GS__ENVELOPE__BODY_SHOW_REPLY && reply->show_reply->job != NULL
               ? reply->show_reply->job
               : NULL;
-    if (job != NULL && job->job_id == listed->job_id)
-        rc = put_job(sc, out, job, now_ms);
-    else
-        rc = put_job(sc, out, listed, now_ms);
+    rc = slurm_het_each(job != NULL && job->job_id == listed->job_id ? job : listed, put_record,
+                        &(struct record_ctx){sc, out, now_ms});
     gs_proto_envelope_free(reply);
     return rc;
 }

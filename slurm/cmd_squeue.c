@@ -8,7 +8,9 @@
  *
  * Options as Slurm's: -o/--format (% letters), -O/--Format (field names), -u, -j (123,
  * 123_4), -t, -p, -n, -A, -q, --me, -h, -l, -r (one line per array element: no folding),
- * $SQUEUE_FORMAT / $SQUEUE_FORMAT2, and gsched's --socket. Without -t only jobs that have
+ * $SQUEUE_FORMAT / $SQUEUE_FORMAT2, and gsched's --socket. A heterogeneous job shows a
+ * line per component, "42+0", "42+1" (%i and %A alike; -O HetJobID, HetJobOffset), each
+ * with its own nodes, CPUs and tasks (slurm_het.h). Without -t only jobs that have
  * not ended show, unless -j names jobs (then all states, as Slurm). Jobs are sorted as
  * Slurm's default "P,t,-p": partition, state (pending first), then priority, highest first.
  * Every failure exits 1, as in Slurm.
@@ -24,6 +26,7 @@
 #include "common/sort.h"
 #include "slurm/slurm_cmd.h"
 #include "slurm/slurm_fmt.h"
+#include "slurm/slurm_het.h"
 
 #define CMD "squeue"
 
@@ -58,6 +61,8 @@ enum field {
     F_MEM,
     F_STDOUT,
     F_STDERR,
+    F_HET_JOB_ID,
+    F_HET_OFFSET,
 };
 
 static const struct slurm_field fields[] = {
@@ -91,6 +96,8 @@ static const struct slurm_field fields[] = {
     [F_MEM] = {'m', "MinMemory", "MIN_MEMORY"},
     [F_STDOUT] = {0, "STDOUT", "STDOUT"},
     [F_STDERR] = {0, "STDERR", "STDERR"},
+    [F_HET_JOB_ID] = {0, "HetJobID", "HET_JOB_ID"},
+    [F_HET_OFFSET] = {0, "HetJobOffset", "HET_JOB_OFFSET"},
 };
 
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
@@ -238,7 +245,18 @@ static int value(void *vctx, int field, struct gs_buf *out)
     case F_ID:
         return slurm_row_id(out, ctx->row);
     case F_JOBID:
+        /* Slurm's %A is unique per component; gsched's one id is, with the offset. */
+        if (ctx->row->het != NULL)
+            return slurm_row_id(out, ctx->row);
         return gs_buf_printf(out, "%llu", (unsigned long long)job->job_id);
+    case F_HET_JOB_ID:
+        if (ctx->row->het == NULL)
+            return gs_buf_append_str(out, "N/A");
+        return gs_buf_printf(out, "%llu", (unsigned long long)job->job_id);
+    case F_HET_OFFSET:
+        if (ctx->row->het == NULL)
+            return gs_buf_append_str(out, "N/A");
+        return gs_buf_printf(out, "%u", ctx->row->het->offset);
     case F_ARRAY_JOB:
         return gs_buf_printf(
             out, "%llu",

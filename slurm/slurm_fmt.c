@@ -18,6 +18,7 @@
 #include "common/hostlist.h"
 #include "common/units.h"
 #include "common/sort.h"
+#include "slurm/slurm_het.h"
 
 /* --- job states ------------------------------------------------------------------------ */
 
@@ -303,14 +304,33 @@ static int cmp_u32(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* A heterogeneous job's lines, one per component, from rows[*nrows] on. 0 or -ENOMEM. */
+static int add_het_rows(const Gs__JobInfo *job, struct slurm_row *rows, size_t *nrows)
+{
+    for (uint32_t k = 0; k < slurm_het_count(job); k++) {
+        struct slurm_row *row = &rows[*nrows];
+
+        row->het = malloc(sizeof(*row->het));
+        if (row->het == NULL)
+            return -ENOMEM;
+        slurm_het_part_init(row->het, job, k);
+        row->job = &row->het->job;
+        (*nrows)++;
+    }
+    return 0;
+}
+
 int slurm_rows_build(Gs__JobInfo *const *jobs, size_t n, bool fold, struct slurm_row **ret_rows,
                      size_t *ret_n)
 {
-    struct slurm_row *rows = calloc(n + 1, sizeof(*rows));
+    struct slurm_row *rows = NULL;
     bool *taken = calloc(n + 1, sizeof(*taken));
-    size_t nrows = 0;
+    size_t nrows = 0, cap = n;
     int rc = -ENOMEM;
 
+    for (size_t i = 0; i < n; i++)
+        cap += slurm_het_count(jobs[i]); /* one more line than needed per such job */
+    rows = calloc(cap + 1, sizeof(*rows));
     if (rows == NULL || taken == NULL)
         goto out;
     for (size_t i = 0; i < n; i++) {
@@ -319,9 +339,14 @@ int slurm_rows_build(Gs__JobInfo *const *jobs, size_t n, bool fold, struct slurm
 
         if (taken[i])
             continue;
+        taken[i] = true;
+        if (slurm_het_count(jobs[i]) > 0) {
+            if (add_het_rows(jobs[i], rows, &nrows) < 0)
+                goto out;
+            continue;
+        }
         row = &rows[nrows++];
         row->job = jobs[i];
-        taken[i] = true;
         if (!fold || !foldable(jobs[i]))
             continue;
         for (size_t k = i + 1; k < n; k++)
@@ -353,8 +378,10 @@ out:
 
 void slurm_rows_free(struct slurm_row *rows, size_t n)
 {
-    for (size_t i = 0; rows != NULL && i < n; i++)
+    for (size_t i = 0; rows != NULL && i < n; i++) {
         free(rows[i].tasks);
+        free(rows[i].het);
+    }
     free(rows);
 }
 
@@ -364,7 +391,7 @@ int slurm_row_id(struct gs_buf *out, const struct slurm_row *row)
     int rc;
 
     if (row->ntasks == 0)
-        return gs_buf_append_str(out, slurm_job_id(row->job, id, sizeof(id)));
+        return gs_buf_append_str(out, slurm_het_job_id(row->job, row->het, id, sizeof(id)));
     rc = gs_buf_printf(out, "%llu_[", (unsigned long long)row->job->array_job_id);
     if (rc == 0)
         rc = slurm_fmt_ranges(out, row->tasks, row->ntasks);

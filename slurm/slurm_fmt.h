@@ -91,25 +91,31 @@ bool slurm_job_ref_match(const struct slurm_job_ref *ref, const Gs__JobInfo *job
 /* Appends task ids (ascending) in Slurm's range syntax: {1,2,3,5} -> "1-3,5". 0/-ENOMEM. */
 int slurm_fmt_ranges(struct gs_buf *out, const uint32_t *v, size_t n);
 
+struct slurm_het_part;
+
 /*
- * One squeue line: a job, or the pending elements of one array folded together (tasks set,
- * ntasks >= 2: "123_[4-6,9]"). rows point into the caller's jobs.
+ * One squeue line: a job, the pending elements of one array folded together (tasks set,
+ * ntasks >= 2: "123_[4-6,9]"), or one component of a heterogeneous job (het set: "42+1",
+ * job its component seen as a job, slurm_het.h). rows point into the caller's jobs.
  */
 struct slurm_row {
     const Gs__JobInfo *job; /* the first (listed) of the folded elements */
     uint32_t *tasks;        /* owned; NULL when not folded */
     size_t ntasks;
+    struct slurm_het_part *het; /* owned; NULL but for a component's line */
 };
 
 /*
  * Lays out jobs as squeue lines, in their order: with fold, PENDING elements of one array
- * that share a reason fold into the line of the first of them. Free with
- * slurm_rows_free(). Returns 0 or -ENOMEM.
+ * that share a reason fold into the line of the first of them; a heterogeneous job takes
+ * a line per component, as Slurm's squeue shows it. Free with slurm_rows_free(). Returns
+ * 0 or -ENOMEM.
  */
 int slurm_rows_build(Gs__JobInfo *const *jobs, size_t n, bool fold, struct slurm_row **ret_rows,
                      size_t *ret_n);
 void slurm_rows_free(struct slurm_row *rows, size_t n);
-/* The row's JOBID: slurm_job_id, or "123_[4-6,9]" for a folded row. Returns 0/-ENOMEM. */
+/* The row's JOBID: slurm_job_id, "123_[4-6,9]" for a folded row, "42+1" for a component.
+ * Returns 0/-ENOMEM. */
 int slurm_row_id(struct gs_buf *out, const struct slurm_row *row);
 
 /* --- which jobs a command applies to ------------------------------------------------------ */

@@ -417,3 +417,122 @@ Test(table, pads_every_column_but_the_last_to_its_widest_cell)
     cli_table_release(&t);
     gs_buf_release(&out);
 }
+
+/*
+ * A heterogeneous job, 42: component 0 one node with 1 GPU (n1), component 1 two with 4
+ * (n2, n3, constraint h100, 8 tasks); with_spec: as ShowReply has it, with its spec.
+ */
+struct het_show {
+    uint32_t gpus[4], het_nodes[2], het_ntasks[2];
+    Gs__NodeAllocation a[3], *p[3];
+    Gs__Resources res;
+    Gs__RunSpec run;
+    Gs__HetComponent c, *cs[1];
+    Gs__JobSpec spec;
+    Gs__JobInfo job;
+};
+
+static void het_show(struct het_show *h, bool with_spec)
+{
+    static const char *const names[] = {"n1", "n2", "n3"};
+
+    *h = (struct het_show){.gpus = {0, 1, 2, 3}, .het_nodes = {1, 2}, .het_ntasks = {1, 8}};
+    for (int i = 0; i < 3; i++) {
+        gs__node_allocation__init(&h->a[i]);
+        h->a[i].node_name = (char *)names[i];
+        h->a[i].gpus = h->gpus;
+        h->a[i].n_gpus = i == 0 ? 1 : 4;
+        h->p[i] = &h->a[i];
+    }
+    gs__resources__init(&h->res);
+    h->res.nodes = 1;
+    h->res.gpus_per_node = 1;
+    h->res.cpus_case = GS__RESOURCES__CPUS_CPUS_PER_TASK;
+    h->res.cpus_per_task = 2;
+    h->res.mem_per_node_mib = 1024;
+    gs__run_spec__init(&h->run);
+    h->run.tasks_per_node = 1;
+    gs__het_component__init(&h->c);
+    h->c.nodes = 2;
+    h->c.gpus_per_node = 4;
+    h->c.cpus_case = GS__HET_COMPONENT__CPUS_CPUS_PER_GPU;
+    h->c.cpus_per_gpu = 8;
+    h->c.mem_per_node_mib = 16384;
+    h->c.constraint = "h100";
+    h->c.ntasks = 8;
+    h->cs[0] = &h->c;
+    gs__job_spec__init(&h->spec);
+    h->spec.resources = &h->res;
+    h->spec.run = &h->run;
+    h->spec.het = h->cs;
+    h->spec.n_het = 1;
+    gs__job_info__init(&h->job);
+    h->job.job_id = 42;
+    h->job.state = RUNNING;
+    h->job.allocation = h->p;
+    h->job.n_allocation = 3;
+    h->job.het_nodes = h->het_nodes;
+    h->job.n_het_nodes = 2;
+    h->job.het_ntasks = h->het_ntasks;
+    h->job.n_het_ntasks = 2;
+    h->job.spec = with_spec ? &h->spec : NULL;
+}
+
+static void check_het_lines(const Gs__JobInfo *job, const char *want)
+{
+    struct gs_buf out = GS_BUF_INIT;
+
+    cr_assert_eq(gs_buf_append_str(&out, ""), 0);
+    cr_assert_eq(cli_job_het_lines(&out, job), 0);
+    cr_assert_str_eq(out.data, want);
+    gs_buf_release(&out);
+}
+
+Test(job_print, het_job_shows_a_line_per_component_with_its_shape_and_nodes)
+{
+    struct het_show h;
+    Gs__JobInfo plain = GS__JOB_INFO__INIT;
+
+    het_show(&h, true);
+    check_het_lines(&h.job,
+                    "   HetComponent=0 Nodes=1 GpusPerNode=1 CpusPerTask=2 MemPerNode=1024M "
+                    "Tasks=1 NodeList=n1[0]\n"
+                    "   HetComponent=1 Nodes=2 GpusPerNode=4 CpusPerGpu=8 "
+                    "MemPerNode=16384M Tasks=8 Constraint=h100 NodeList=n2[0-3],n3[0-3]\n");
+    /* A queue listing has no spec: nodes and tasks alone. Pending: no nodes yet. */
+    het_show(&h, false);
+    h.job.n_allocation = 0;
+    check_het_lines(&h.job, "   HetComponent=0 Nodes=1 Tasks=1 NodeList=None\n"
+                            "   HetComponent=1 Nodes=2 Tasks=8 NodeList=None\n");
+    check_het_lines(&plain, "");
+}
+
+Test(job_print, het_component_cpus_and_tasks_follow_its_layout)
+{
+    struct gs_het_component c = {.nodes = 2, .gpus_per_node = 4, .tasks_per_gpu = true};
+
+    cr_assert_eq(cli_het_tasks(&c), 8);
+    cr_assert_eq(cli_het_cpus(&c), 8); /* 1 per task */
+    c.cpus_per_gpu = 3;
+    cr_assert_eq(cli_het_cpus(&c), 24);
+    c = (struct gs_het_component){.nodes = 3, .tasks_per_node = 2, .cpus_per_task = 4, .ntasks = 5};
+    cr_assert_eq(cli_het_tasks(&c), 5);
+    cr_assert_eq(cli_het_cpus(&c), 24); /* 2 tasks on the busiest node x 4, 3 nodes */
+}
+
+Test(job_json, het_job_info_has_its_components_nodes_tasks_and_spec_het)
+{
+    struct het_show h;
+    char *s;
+
+    het_show(&h, true);
+    s = json_of(write_info, &h.job);
+    cr_assert(strstr(s, "}],\"het_nodes\":[1,2],\"het_ntasks\":[1,8],\"tokens_per_s\":0,") != NULL,
+              "%s", s);
+    cr_assert(strstr(s, "\"array\":null,\"het\":[{\"nodes\":2,\"gpus_per_node\":4,"
+                        "\"cpus_per_gpu\":8,\"mem_per_node_mib\":16384,\"constraint\":\"h100\","
+                        "\"tasks_per_node\":0,\"tasks_per_gpu\":false,\"ntasks\":8,"
+                        "\"gpus_per_task\":0}]}}") != NULL,
+              "%s", s);
+    free(s);
+}

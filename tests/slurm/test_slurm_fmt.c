@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "slurm/slurm_fmt.h"
+#include "slurm/slurm_het.h"
 
 #define ST(x) GS__JOB_STATE__JOB_STATE_##x
 
@@ -370,4 +371,196 @@ Test(slurm_fmt, node_states)
     n.state = GS__NODE_STATE__NODE_STATE_DOWN;
     cr_assert_str_eq(slurm_node_state_short(slurm_node_state(&n)), "down");
     cr_assert_str_eq(slurm_node_state_short(slurm_node_state(NULL)), "unk");
+}
+
+/*
+ * A heterogeneous job, 42: component 0 one node (n1: 2 cores, 1 GPU, 1 task), component 1
+ * two (n2, n3: 4 cores and 2 GPUs each, 4096 MiB, 8 tasks), the allocation in that order.
+ */
+struct het_job {
+    uint32_t cores[4], gpus[2], het_nodes[2], het_ntasks[2];
+    Gs__NodeAllocation a[3], *p[3];
+    Gs__Resources res;
+    Gs__JobInfo job;
+};
+
+static void het_job(struct het_job *h, Gs__JobState state)
+{
+    static const char *const names[] = {"n1", "n2", "n3"};
+
+    *h = (struct het_job){
+        .cores = {0, 1, 2, 3}, .gpus = {0, 1}, .het_nodes = {1, 2}, .het_ntasks = {1, 8}};
+    gs__resources__init(&h->res);
+    h->res.nodes = 1;
+    h->res.gpus_per_node = 1;
+    h->res.cpus_case = GS__RESOURCES__CPUS_CPUS_PER_TASK;
+    h->res.cpus_per_task = 2;
+    h->res.mem_per_node_mib = 1024;
+    gs__job_info__init(&h->job);
+    h->job.job_id = 42;
+    h->job.state = state;
+    h->job.reason = "Resources";
+    h->job.resources = &h->res;
+    h->job.ntasks = 9;
+    h->job.ncpus = 10;
+    h->job.het_nodes = h->het_nodes;
+    h->job.n_het_nodes = 2;
+    h->job.het_ntasks = h->het_ntasks;
+    h->job.n_het_ntasks = 2;
+    for (int i = 0; i < 3; i++) {
+        gs__node_allocation__init(&h->a[i]);
+        h->a[i].node_name = (char *)names[i];
+        h->a[i].cores = h->cores;
+        h->a[i].n_cores = i == 0 ? 2 : 4;
+        h->a[i].gpus = h->gpus;
+        h->a[i].n_gpus = i == 0 ? 1 : 2;
+        h->a[i].mem_mib = i == 0 ? 1024 : 4096;
+        h->p[i] = &h->a[i];
+    }
+    if (state != ST(PENDING)) {
+        h->job.allocation = h->p;
+        h->job.n_allocation = 3;
+    }
+}
+
+/* Appends what fn says of row's job to a fresh buffer and checks it. */
+static void check_row(int (*fn)(struct gs_buf *, const Gs__JobInfo *), const Gs__JobInfo *job,
+                      const char *want)
+{
+    struct gs_buf b = GS_BUF_INIT;
+
+    cr_assert_eq(fn(&b, job), 0);
+    cr_assert_str_eq(b.data, want);
+    gs_buf_release(&b);
+}
+
+Test(slurm_het, running_job_is_a_row_per_component_with_its_own_nodes_cpus_and_tasks)
+{
+    struct het_job h;
+    Gs__JobInfo other = GS__JOB_INFO__INIT;
+    Gs__JobInfo *jobs[] = {&h.job, &other};
+    struct slurm_row *rows = NULL;
+    struct gs_buf b = GS_BUF_INIT;
+    size_t n = 0;
+
+    het_job(&h, ST(RUNNING));
+    other.job_id = 43;
+    cr_assert_eq(slurm_rows_build(jobs, 2, true, &rows, &n), 0);
+    cr_assert_eq(n, 3);
+    cr_assert_eq(slurm_row_id(&b, &rows[0]), 0);
+    cr_assert_str_eq(b.data, "42+0");
+    gs_buf_reset(&b);
+    cr_assert_eq(slurm_row_id(&b, &rows[1]), 0);
+    cr_assert_str_eq(b.data, "42+1");
+    gs_buf_reset(&b);
+    cr_assert_eq(slurm_row_id(&b, &rows[2]), 0);
+    cr_assert_str_eq(b.data, "43");
+    cr_assert_null(rows[2].het);
+    cr_assert_eq(rows[2].job, &other);
+    check_row(slurm_nodelist_reason, rows[0].job, "n1");
+    check_row(slurm_nodelist_reason, rows[1].job, "n[2-3]");
+    cr_assert_eq(slurm_job_nodes(rows[0].job), 1);
+    cr_assert_eq(slurm_job_nodes(rows[1].job), 2);
+    cr_assert_eq(rows[0].job->ncpus, 2);
+    cr_assert_eq(rows[1].job->ncpus, 8);
+    cr_assert_eq(rows[0].job->ntasks, 1);
+    cr_assert_eq(rows[1].job->ntasks, 8);
+    /* Component 0's shape is the job's; component 1's, without the spec, its nodes'. */
+    check_row(slurm_job_tres, rows[0].job, "cpu=2,mem=1G,node=1,billing=2,gres/gpu=1");
+    check_row(slurm_job_tres, rows[1].job, "cpu=8,mem=8G,node=2,billing=8,gres/gpu=4");
+    cr_assert_eq(rows[1].het->offset, 1);
+    cr_assert_eq(rows[1].het->whole, &h.job);
+    slurm_rows_free(rows, n);
+    gs_buf_release(&b);
+}
+
+Test(slurm_het, pending_job_shows_each_components_nodes_and_shares_the_cpus_by_tasks)
+{
+    struct het_job h;
+    struct slurm_het_part p0, p1;
+    char id[32];
+
+    het_job(&h, ST(PENDING));
+    slurm_het_part_init(&p0, &h.job, 0);
+    slurm_het_part_init(&p1, &h.job, 1);
+    cr_assert_str_eq(slurm_het_job_id(&p1.job, &p1, id, sizeof(id)), "42+1");
+    cr_assert_str_eq(slurm_het_job_id(&h.job, NULL, id, sizeof(id)), "42");
+    check_row(slurm_nodelist_reason, &p1.job, "(Resources)");
+    cr_assert_eq(slurm_job_nodes(&p0.job), 1);
+    cr_assert_eq(slurm_job_nodes(&p1.job), 2);
+    /* 10 CPUs over 1 + 8 tasks: 10 * 1/9 -> 1, the rest 9, adding up to the job's. */
+    cr_assert_eq(p0.job.ncpus, 1);
+    cr_assert_eq(p1.job.ncpus, 9);
+    cr_assert_eq(p1.job.n_het_nodes, 0);
+}
+
+Test(slurm_het, spec_gives_each_components_shape_and_cpus)
+{
+    struct het_job h;
+    Gs__RunSpec run = GS__RUN_SPEC__INIT;
+    Gs__HetComponent c = GS__HET_COMPONENT__INIT, *cs[] = {&c};
+    Gs__JobSpec spec = GS__JOB_SPEC__INIT;
+    struct slurm_het_part p0, p1;
+
+    het_job(&h, ST(PENDING));
+    run.tasks_per_node = 1;
+    c.nodes = 2;
+    c.gpus_per_node = 4;
+    c.cpus_case = GS__HET_COMPONENT__CPUS_CPUS_PER_GPU;
+    c.cpus_per_gpu = 8;
+    c.mem_per_node_mib = 16384;
+    c.constraint = "h100";
+    c.ntasks = 8;
+    spec.resources = &h.res;
+    spec.run = &run;
+    spec.het = cs;
+    spec.n_het = 1;
+    h.job.spec = &spec;
+    slurm_het_part_init(&p0, &h.job, 0);
+    slurm_het_part_init(&p1, &h.job, 1);
+    cr_assert_eq(p0.job.ncpus, 2);
+    cr_assert_eq(p1.job.ncpus, 64);
+    cr_assert_str_eq(p1.res.constraint, "h100");
+    cr_assert_eq(p1.res.cpus_case, GS__RESOURCES__CPUS_CPUS_PER_GPU);
+    check_row(slurm_job_tres, &p1.job, "cpu=64,mem=32G,node=2,billing=64,gres/gpu=8");
+    check_row(slurm_job_mem, &p1.job, "16G");
+}
+
+/* Which component's rows step (on nodelist) shows under, as a string "0:NODES 1:NODES". */
+static void check_step(const Gs__JobInfo *job, const char *nodelist, const char *want)
+{
+    Gs__StepInfo st = GS__STEP_INFO__INIT, view;
+    struct gs_buf got = GS_BUF_INIT, nodes = GS_BUF_INIT;
+
+    st.nodelist = (char *)nodelist;
+    st.nnodes = 3;
+    st.ntasks = 9;
+    cr_assert_eq(gs_buf_append_str(&got, ""), 0);
+    for (uint32_t k = 0; k < 2; k++) {
+        int rc = slurm_het_step_view(job, k, &st, &view, &nodes);
+
+        cr_assert(rc == 0 || rc == 1);
+        if (rc == 1) {
+            cr_assert_eq(view.ntasks, 9);
+            cr_assert_eq(gs_buf_printf(&got, "%s%u:%s/%u", got.len > 0 ? " " : "", k, view.nodelist,
+                                       view.nnodes),
+                         0);
+        }
+    }
+    cr_assert_str_eq(got.data, want, "step on '%s'", nodelist);
+    gs_buf_release(&got);
+    gs_buf_release(&nodes);
+}
+
+Test(slurm_het, steps_show_under_each_component_whose_nodes_they_ran_on)
+{
+    struct het_job h;
+
+    het_job(&h, ST(COMPLETED));
+    check_step(&h.job, "n1", "0:n1/1");         /* the batch shell: 42+0.batch */
+    check_step(&h.job, "n[2-3]", "1:n[2-3]/2"); /* 42+1.0 */
+    check_step(&h.job, "n3", "1:n3/1");
+    check_step(&h.job, "n[1-3]", "0:n1/1 1:n[2-3]/2"); /* 42+0.1 and 42+1.1 */
+    check_step(&h.job, "", "0:/3");                    /* nodes unknown: component 0's */
+    check_step(&h.job, "elsewhere", "0:elsewhere/3");
 }
