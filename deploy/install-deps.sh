@@ -30,6 +30,7 @@ packages=(
   libopenmpi-dev     # CPU all-reduce in the trainer
   openmpi-bin
   iproute2           # gsched up --netns: namespaces, a bridge and veth pairs (ip)
+  nftables           # packet loss on a link in tests/netns/loss.sh where the kernel has no netem
   python3-torch      # the PyTorch DDP client test (gloo) on a --netns cluster
 )
 
