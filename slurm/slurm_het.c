@@ -101,6 +101,8 @@ void slurm_het_part_init(struct slurm_het_part *p, const Gs__JobInfo *whole, uin
     p->job.n_het_nodes = 0;
     p->job.het_ntasks = NULL;
     p->job.n_het_ntasks = 0;
+    p->job.het_ncpus = NULL;
+    p->job.n_het_ncpus = 0;
     p->job.steps = NULL;
     p->job.n_steps = 0;
     if (k > 0)
