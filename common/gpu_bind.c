@@ -1,7 +1,8 @@
 /*
  * gpu_bind.c: --gpu-bind read and applied to one task (see gpu_bind.h). The syntax and the
- * meaning of each form follow Slurm's srun(1); what gsched does not know (Slurm's own
- * "verbose" report from slurmstepd) is accepted and said in docs/slurm.md.
+ * meaning of each form follow Slurm's srun(1). "verbose" only sets a flag: the report of
+ * each task's binding is made by gschedd (scheduler/step_gpu_bind.c) and written by the
+ * worker to the task's stderr.
  */
 #include "common/gpu_bind.h"
 

@@ -5,8 +5,11 @@
  * come from that node's reported topology. Every node's tasks are bound once before the
  * step is answered, so an id the step does not have (map_gpu:5 on a node where it holds 4
  * GPUs) refuses the step with that reason rather than failing it after srun heard yes.
+ * With "verbose," each task gets its binding as Slurm's slurmstepd reports it, which the
+ * worker writes to the task's stderr before it runs (TaskAssignment.stderr_note).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "scheduler/steps_internal.h"
@@ -60,7 +63,41 @@ int sched_step_bind_prepare(struct sched_ctx *s, const Gs__StepLaunchRequest *re
     }
     m->bound_stride = most_gpus;
     m->bound = calloc(most_tasks * most_gpus + 1, sizeof(*m->bound));
+    if (m->bind->verbose && (m->notes = calloc(most_tasks + 1, SCHED_STEP_NOTE_MAX)) == NULL)
+        return -ENOMEM;
     return m->bound != NULL ? 0 : -ENOMEM;
+}
+
+/* Appends ",%u" (the first without the comma) to out[*at..size), truncating. */
+static void put_index(char *out, size_t size, size_t *at, uint32_t v, bool first)
+{
+    int n = *at < size ? snprintf(out + *at, size - *at, "%s%u", first ? "" : ",", v) : 0;
+
+    *at += n > 0 ? (size_t)n : 0;
+}
+
+/*
+ * Slurm's report of one task's binding: the task's GPUs and the step's on the node as masks
+ * of node GPU indices, the task's index on the node, and its GPUs as the node numbers them
+ * and as its CUDA_VISIBLE_DEVICES lists them (the same numbers here: gsched does not
+ * renumber a task's devices).
+ */
+static void note_binding(char *out, const Gs__NodeAllocation *na, const Gs__TaskAssignment *t)
+{
+    uint64_t usable = 0, alloc = 0;
+    char list[SCHED_STEP_NOTE_MAX / 4] = "";
+    size_t at = 0;
+
+    for (size_t g = 0; g < na->n_gpus; g++)
+        alloc |= na->gpus[g] < 64 ? 1ull << na->gpus[g] : 0;
+    for (size_t g = 0; g < t->n_gpus; g++) {
+        usable |= t->gpus[g] < 64 ? 1ull << t->gpus[g] : 0;
+        put_index(list, sizeof(list), &at, t->gpus[g], g == 0);
+    }
+    snprintf(out, SCHED_STEP_NOTE_MAX,
+             "gpu-bind: usable_gres=0x%llX; bit_alloc=0x%llX; local_inx=%u; global_list=%s; "
+             "local_list=%s",
+             (unsigned long long)usable, (unsigned long long)alloc, t->local_rank, list, list);
 }
 
 void sched_step_bind_tasks(struct sched_step_msg *m, const Gs__NodeAllocation *na)
@@ -96,5 +133,9 @@ void sched_step_bind_tasks(struct sched_step_msg *m, const Gs__NodeAllocation *n
             room[i] = na->gpus[picked[i]];
         t->gpus = room;
         t->n_gpus = n;
+        if (m->notes != NULL) {
+            note_binding(m->notes + l * SCHED_STEP_NOTE_MAX, na, t);
+            t->stderr_note = m->notes + l * SCHED_STEP_NOTE_MAX;
+        }
     }
 }

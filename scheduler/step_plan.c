@@ -303,6 +303,7 @@ void sched_step_msg_release(struct sched_step_msg *m)
     free(m->topos);
     free(m->bound);
     free(m->alloc_index);
+    free(m->notes);
 }
 
 /* Seconds the job has left (at least 1), 0 when it has no time limit. */

@@ -16,6 +16,8 @@
 #include "scheduler/sched_internal.h"
 #include "scheduler/step_alloc.h"
 
+#define SCHED_STEP_NOTE_MAX 512 /* a task's --gpu-bind=verbose report, with its NUL */
+
 /* One node of a step. */
 struct step_node {
     uint32_t index;       /* in s->nodes, which is the cluster's index */
@@ -75,6 +77,7 @@ struct sched_step_msg {
     const Gs__NodeTopology **topos; /* each step node's, for NUMA */
     uint32_t *bound;                /* each task's GPU list, bound_stride apart */
     size_t bound_stride;
+    char *notes; /* --gpu-bind=verbose: each task's report, SCHED_STEP_NOTE_MAX apart; NULL */
     int bind_rc; /* < 0: a task's binding failed, bind_why says why */
     char bind_why[256];
     uint32_t *alloc_index; /* each step node's index in the job's allocation */

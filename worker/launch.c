@@ -350,6 +350,13 @@ static _Noreturn void run_child(int fd, const struct wrk_launch_spec *spec,
     if (spec->workdir != NULL && chdir(spec->workdir) < 0)
         child_fail(fd, STEP_CHDIR);
     redirect_stdio(fd, spec);
+    if (spec->stderr_note != NULL && spec->stderr_note[0] != '\0') { /* srun --gpu-bind=verbose */
+        size_t len = strlen(spec->stderr_note);
+
+        /* A report that cannot be written does not stop the task. */
+        if (write(2, spec->stderr_note, len) == (ssize_t)len)
+            (void)!write(2, "\n", 1);
+    }
     set_limit(fd, RLIMIT_AS, spec->mem_limit_bytes);
     set_limit(fd, RLIMIT_NOFILE, spec->max_open_files);
     if (spec->ncpus > 0 && sched_setaffinity(0, sizeof(prep->cpus), &prep->cpus) < 0)

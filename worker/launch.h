@@ -64,6 +64,7 @@ struct wrk_launch_spec {
     const int *mem_nodes;  /* repeats and negatives (unknown) allowed; 0 = no policy */
     const int *cgroup_fds; /* cgroup.procs files (worker/cgroup.h) the child writes itself */
     int ncgroup_fds;       /* into before dropping privileges; 0 = none */
+    const char *stderr_note; /* a line written to the task's stderr before it runs; NULL none */
 };
 
 /* NUMA node OS indices a memory policy can name; set_mempolicy's nodemask is this wide. */

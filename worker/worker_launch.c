@@ -743,6 +743,7 @@ static int start_task(struct launch *l, const Gs__TaskAssignment *t, struct gs_e
     spec.cpus = f.cpus;
     spec.nmem_nodes = f.nnodes;
     spec.mem_nodes = f.nodes;
+    spec.stderr_note = t->stderr_note;
     rc = enter_cgroup(l, cg_fds, err);
     if (rc < 0)
         goto out;

@@ -5,7 +5,8 @@
 # one-core tasks has 4 on each socket: those on the second see its GPUs) and single:2 (the
 # first two tasks of each socket share its first GPU); sbatch's own --gpu-bind reaching the
 # steps through SLURM_GPU_BIND; an id the step does not have refused with the reason before
-# anything runs, and a typo refused by srun itself.
+# anything runs, and a typo refused by srun itself. verbose: each task's stderr starts with
+# Slurm's report of its binding.
 name="integration_gpu_bind"
 . "$(dirname "$0")/lib.sh"
 start_cluster --workers 1 --topology "$src/tests/topologies/pcie-8gpu.xml"
@@ -17,7 +18,7 @@ show() { echo "== $*"; srun "$@" -l sh -c 'echo "$CUDA_VISIBLE_DEVICES"' | sort 
 show --gpu-bind=map_gpu:7,5*2 -n4
 show --gpu-bind=mask_gpu:0x3,0xc0 -n2
 show --gpu-bind=per_task:3 -n3
-show --gpu-bind=verbose,closest -n8
+show --gpu-bind=verbose,closest -n8 2> verbose.err
 show -n8
 echo "== none"; srun --gpu-bind=none -n1 sh -c 'echo "$CUDA_VISIBLE_DEVICES"'
 echo "== range"; srun --gpu-bind=map_gpu:8 -n1 true 2>&1; echo "rc=$?"
@@ -69,6 +70,11 @@ grep -q "map_gpu id 8 names a GPU the step does not have on the node (it has 8 t
 grep -q "srun: error: --gpu-bind: 'closet' is none of" "$work/bind-$j.out" ||
   fail "typo: $(sed -n '/^== typo/,$p' "$work/bind-$j.out")"
 [ "$(grep -c '^rc=[1-9]' "$work/bind-$j.out")" = 2 ] || fail "refused sruns did not fail: $(cat "$work/bind-$j.out")"
+for half in "F 0-3 0,1,2,3" "F0 4-7 4,5,6,7"; do
+  read -r mask ranks list <<<"$half"
+  n=$(grep -Ec "^[$ranks]: gpu-bind: usable_gres=0x$mask; bit_alloc=0xFF; local_inx=[$ranks]; global_list=$list; local_list=$list\$" "$work/verbose.err")
+  [ "$n" = 4 ] || fail "--gpu-bind=verbose reported $n of tasks $ranks: $(cat "$work/verbose.err")"
+done
 stop_cluster
 check_logs
 echo "$name: passed"
