@@ -148,6 +148,22 @@ static void send_signal(struct srun_run *r, uint32_t signum)
     gs_proto_write_fd(r->fd, &env, CLI_TIMEOUT_MS);
 }
 
+/* --pty: this terminal's new size (SIGWINCH), for task 0's pty. */
+static void send_size(struct srun_run *r)
+{
+    Gs__StepInput in = GS__STEP_INPUT__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    struct winsize ws;
+
+    if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) < 0 || ws.ws_row == 0 || ws.ws_col == 0)
+        return;
+    in.rows = ws.ws_row;
+    in.cols = ws.ws_col;
+    env.body_case = GS__ENVELOPE__BODY_STEP_INPUT;
+    env.step_input = &in;
+    gs_proto_write_fd(r->fd, &env, CLI_TIMEOUT_MS);
+}
+
 /* A read of srun's stdin, passed on to task 0; its end (or an error) ends the input. */
 static void forward_input(struct srun_run *r)
 {
@@ -325,6 +341,10 @@ static int stream(struct srun_run *r)
         for (ssize_t i = 0; i < got; i++) {
             uint64_t now = gs_clock_mono_ms();
 
+            if (sigs[i] == SIGWINCH) { /* caught only with --pty: the terminal, not a signal */
+                send_size(r);
+                continue;
+            }
             if (sigs[i] == SIGINT && last_int != 0 && now - last_int < SRUN_ABORT_WINDOW_MS) {
                 fprintf(stderr, "srun: forcing job termination\n");
                 aborted = true; /* closing the connection ends the step's tasks */
@@ -492,8 +512,12 @@ static int run_step(struct cli_srun_args *a, const char *socket_path)
         r.err_fd = r.out_fd; /* Slurm: -o alone takes both */
     /* An older gschedd would close the connection over StepInput: only when it says so. */
     r.in_open = (a->req.input || a->req.pty) && reply->step_launch_reply->input;
-    if (a->req.pty)
+    if (a->req.pty) {
         raw_on(&r);
+        /* From now on a new size of this terminal goes to task 0's (send_size). */
+        if (r.in_open && slurm_sig_pipe_catch(SIGWINCH, false) < 0)
+            fprintf(stderr, "srun: warning: the remote terminal will not follow resizes\n");
+    }
     status = stream(&r);
     raw_off(&r);
 out:

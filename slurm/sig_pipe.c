@@ -23,18 +23,26 @@ static void on_signal(int signum)
     errno = saved;
 }
 
-int slurm_sig_pipe_open(const int *signals, size_t n, bool restart)
+int slurm_sig_pipe_catch(int signum, bool restart)
 {
     struct sigaction sa = {.sa_handler = on_signal};
+
+    if (sig_pipe_write < 0)
+        return -EBADF;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = restart ? SA_RESTART : 0;
+    return sigaction(signum, &sa, NULL) == 0 ? 0 : -errno;
+}
+
+int slurm_sig_pipe_open(const int *signals, size_t n, bool restart)
+{
     int fds[2];
 
     if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) < 0)
         return -errno;
     sig_pipe_write = fds[1];
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = restart ? SA_RESTART : 0;
     for (size_t i = 0; i < n; i++)
-        sigaction(signals[i], &sa, NULL);
+        slurm_sig_pipe_catch(signals[i], restart);
     signal(SIGPIPE, SIG_IGN);
     return fds[0];
 }

@@ -15,5 +15,7 @@
  * signal; a signal that finds the pipe full is dropped), or -errno.
  */
 int slurm_sig_pipe_open(const int *signals, size_t n, bool restart);
+/* Catches signum into the pipe too, from now on (after slurm_sig_pipe_open). 0 or -errno. */
+int slurm_sig_pipe_catch(int signum, bool restart);
 
 #endif

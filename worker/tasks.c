@@ -574,6 +574,19 @@ int wrk_tasks_input(struct wrk_tasks *tasks, const struct wrk_task_id *id, const
     return 0;
 }
 
+int wrk_tasks_resize(struct wrk_tasks *tasks, const struct wrk_task_id *id, uint16_t rows,
+                     uint16_t cols)
+{
+    struct task *t = find(tasks, id);
+    struct winsize ws = {.ws_row = rows, .ws_col = cols};
+    uv_os_fd_t master;
+
+    if (t == NULL || !t->in_open || !t->in_pty ||
+        uv_fileno((const uv_handle_t *)&t->in, &master) < 0)
+        return -ENOENT;
+    return ioctl(master, TIOCSWINSZ, &ws) == 0 ? 0 : -errno;
+}
+
 static void close_fds(int fds[2][2])
 {
     for (int i = 0; i < 2; i++) {

@@ -140,6 +140,11 @@ int wrk_tasks_start(struct wrk_tasks *tasks, const struct wrk_task_id *id,
 int wrk_tasks_input(struct wrk_tasks *tasks, const struct wrk_task_id *id, const void *data,
                     size_t len, bool eof);
 
+/* Gives the task's pseudo-terminal (srun --pty) a new size; the kernel signals its
+ * foreground process group (SIGWINCH). 0, -ENOENT when it has no pty, or -errno. */
+int wrk_tasks_resize(struct wrk_tasks *tasks, const struct wrk_task_id *id, uint16_t rows,
+                     uint16_t cols);
+
 /* Ends the matching tasks: SIGTERM now, SIGKILL after the grace period. Returns how many. */
 int wrk_tasks_kill(struct wrk_tasks *tasks, const struct wrk_task_match *m,
                    enum wrk_end_reason reason);

@@ -440,7 +440,17 @@ static void on_task_output(struct wrk_tasks *tasks, const struct wrk_task_id *id
 static void handle_input(struct wrk_ctx *w, const Gs__StepInput *in)
 {
     struct wrk_task_id id = {.job_id = in->job_id, .step = in->step, .rank = in->rank};
-    int rc = wrk_tasks_input(w->tasks, &id, in->data.data, in->data.len, in->eof);
+    int rc;
+
+    if (in->rows > 0 && in->cols > 0 && in->rows <= UINT16_MAX && in->cols <= UINT16_MAX) {
+        rc = wrk_tasks_resize(w->tasks, &id, (uint16_t)in->rows, (uint16_t)in->cols);
+        if (rc < 0 && rc != -ENOENT)
+            GS_LOG(GS_LOG_WARN, "job=%llu step=%u rank=%u rows=%u cols=%u rc=%d pty resize failed",
+                   (unsigned long long)in->job_id, in->step, in->rank, in->rows, in->cols, rc);
+        if (in->data.len == 0 && !in->eof)
+            return;
+    }
+    rc = wrk_tasks_input(w->tasks, &id, in->data.data, in->data.len, in->eof);
 
     if (rc < 0 && rc != -ENOENT)
         GS_LOG(GS_LOG_WARN, "job=%llu step=%u rank=%u bytes=%zu rc=%d step input dropped",

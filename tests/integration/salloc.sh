@@ -7,7 +7,8 @@
 #     the command's status, the job COMPLETED (FAILED with the command's code otherwise);
 #   - srun outside a job makes its own allocation (-N2 -l: one labelled line per task), the
 #     job COMPLETED and named after the program;
-#   - srun's stdin goes to task 0 (--input=none: nowhere); --pty gives task 0 a terminal;
+#   - srun's stdin goes to task 0 (--input=none: nowhere); --pty gives task 0 a terminal,
+#     which follows srun's terminal's size (SIGWINCH);
 #     salloc from a terminal runs an interactive shell;
 #   - salloc killed (SIGKILL): its job ends CANCELLED and its step's task is killed;
 #   - scancel of a salloc job: salloc says it was revoked, its command is hung up; so does
@@ -111,6 +112,39 @@ _, status = os.waitpid(pid, 0)
 text = out.decode(errors="replace")
 print(text)
 sys.exit(0 if "ISATTY" in text and "GOT:hello" in text and os.WEXITSTATUS(status) == 7 else 1)
+PY
+
+# srun --pty's terminal resized (SIGWINCH): task 0's terminal takes the new size. The task
+# prints its size, reads a line typed after the resize, and prints its size again.
+python3 - > "$tmp/winch.out" 2>&1 <<'PY' || fail "srun --pty resize: $(cat "$tmp/winch.out")"
+import fcntl, os, pty, select, struct, sys, termios, time
+def size(fd, rows, cols):
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+pid, fd = pty.fork()
+if pid == 0:
+    size(0, 24, 80)
+    os.execvp("srun", ["srun", "--pty", "sh", "-c",
+                       'echo "SIZE1 $(stty size)"; read x; echo "SIZE2 $(stty size)"'])
+out, deadline, resized = b"", time.monotonic() + 20, False
+while time.monotonic() < deadline:
+    if not resized and b"SIZE1 24 80" in out:
+        size(fd, 50, 132)  # the kernel sends srun SIGWINCH
+        os.write(fd, b"go\n")
+        resized = True
+    ready, _, _ = select.select([fd], [], [], 0.2)
+    if not ready:
+        continue
+    try:
+        chunk = os.read(fd, 4096)
+    except OSError:
+        break
+    if not chunk:
+        break
+    out += chunk
+_, status = os.waitpid(pid, 0)
+text = out.decode(errors="replace")
+print(text)
+sys.exit(0 if "SIZE1 24 80" in text and "SIZE2 50 132" in text and os.WEXITSTATUS(status) == 0 else 1)
 PY
 
 # salloc with no command from a terminal: an interactive $SHELL in the foreground, srun in
