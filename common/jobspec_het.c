@@ -102,7 +102,8 @@ static int check_whole(const struct gs_jobspec *s, struct gs_error *err)
     for (uint32_t k = 0; k <= s->nhet; k++)
         nodes += k == 0 ? s->nodes : s->het[k - 1].nodes;
     if (nodes > GS_JOBSPEC_NODES_MAX)
-        return gs_error_set(err, -EINVAL, 0, 0, "the components ask for %llu nodes in all; at "
+        return gs_error_set(err, -EINVAL, 0, 0,
+                            "the components ask for %llu nodes in all; at "
                             "most %d",
                             (unsigned long long)nodes, GS_JOBSPEC_NODES_MAX);
     return 0;

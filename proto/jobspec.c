@@ -385,7 +385,8 @@ static int copy_het(const Gs__JobSpec *pb, struct gs_jobspec *spec, struct gs_er
 
         c->nodes = h->nodes;
         c->gpus_per_node = h->gpus_per_node;
-        c->cpus_per_gpu = h->cpus_case == GS__HET_COMPONENT__CPUS_CPUS_PER_GPU ? h->cpus_per_gpu : 0;
+        c->cpus_per_gpu =
+            h->cpus_case == GS__HET_COMPONENT__CPUS_CPUS_PER_GPU ? h->cpus_per_gpu : 0;
         c->cpus_per_task = h->cpus_case == GS__HET_COMPONENT__CPUS_CPUS_PER_TASK ? h->cpus_per_task
                            : h->cpus_case == GS__HET_COMPONENT__CPUS__NOT_SET    ? 1
                                                                                  : 0;

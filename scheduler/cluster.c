@@ -1148,8 +1148,9 @@ int sched_cluster_place(const struct sched_cluster *cluster, const struct sched_
 }
 
 /* One shape: req->nodes nodes alike. */
-GS_POPCNT_CLONES static int place_shape(const struct sched_cluster *cluster, const struct sched_req *req,
-                       const uint64_t *avoid, struct sched_alloc *alloc)
+GS_POPCNT_CLONES static int place_shape(const struct sched_cluster *cluster,
+                                        const struct sched_req *req, const uint64_t *avoid,
+                                        struct sched_alloc *alloc)
 {
     struct candidate *cand;
     uint32_t ncand = 0;

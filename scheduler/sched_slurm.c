@@ -287,8 +287,7 @@ static int component_env(struct sched_ctx *s, const struct sched_job *job,
     if (rc < 0)
         goto out;
     for (uint32_t i = 0; i < cn.n; i++) {
-        const char *name =
-            sched_cluster_node_name(s->cluster, job->alloc.nodes[cn.first + i].node);
+        const char *name = sched_cluster_node_name(s->cluster, job->alloc.nodes[cn.first + i].node);
         names[i] = name != NULL ? name : "";
     }
     rc = gs_hostlist_compress(names, cn.n, &nodelist);

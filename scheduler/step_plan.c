@@ -37,8 +37,9 @@ static int het_nodes(const struct sched_job *job, const struct sched_alloc_msg *
     size_t ngroups = req->n_het_groups > 0 ? req->n_het_groups : 1;
 
     if (ngroups > 1 && (req->nodes > 0 || req->ntasks > 0 || req->ntasks_per_node > 0)) {
-        snprintf(why, size, "-N, -n and --ntasks-per-node apply to one het group: a step over "
-                            "several (--het-group) runs each group's own layout");
+        snprintf(why, size,
+                 "-N, -n and --ntasks-per-node apply to one het group: a step over "
+                 "several (--het-group) runs each group's own layout");
         return -EINVAL;
     }
     for (size_t g = 0; g < ngroups; g++) {
@@ -51,9 +52,8 @@ static int het_nodes(const struct sched_job *job, const struct sched_alloc_msg *
             return -EINVAL;
         }
         gs_jobspec_het_view(sp, groups[g], &view);
-        for (uint32_t i = first; i < first + (sp->nhet > 0 ? view.nodes : (uint32_t)m->n) &&
-                                 i < m->n;
-             i++) {
+        for (uint32_t i = first;
+             i < first + (sp->nhet > 0 ? view.nodes : (uint32_t)m->n) && i < m->n; i++) {
             n += !in[i];
             in[i] = true;
         }
@@ -79,9 +79,8 @@ static int pick_nodes(const struct sched_job *job, const struct sched_alloc_msg 
         goto out;
     rc = -EINVAL;
     if (want > avail) {
-        snprintf(why, size, "job %" PRIu64 " has %u node%s%s, the step asks for %u", job->id,
-                 avail, avail == 1 ? "" : "s", job->spec->nhet > 0 ? " in the het group" : "",
-                 want);
+        snprintf(why, size, "job %" PRIu64 " has %u node%s%s, the step asks for %u", job->id, avail,
+                 avail == 1 ? "" : "s", job->spec->nhet > 0 ? " in the het group" : "", want);
         goto out;
     }
     for (size_t i = 0; i < req->n_nodelist; i++) {
@@ -446,8 +445,8 @@ void sched_step_node_tasks(const struct sched_job *job, const Gs__StepLaunchRequ
     struct gs_jobspec comp;
 
     node_comp(job, m->alloc_index[na - m->nodes], &comp);
-    sched_node_tasks(na, na->ntasks, step_cpus_per_task(&comp, req),
-                     step_gpus_per_task(&comp, req), m->tasks, m->task_ptrs, &m->lt);
+    sched_node_tasks(na, na->ntasks, step_cpus_per_task(&comp, req), step_gpus_per_task(&comp, req),
+                     m->tasks, m->task_ptrs, &m->lt);
     /* srun's stdin, or its --pty terminal, goes to task 0 alone (Slurm's --input=0). */
     m->lt.step_input = req->input && na->ntasks > 0 && na->first_rank == 0;
     m->lt.step_pty = req->pty && na->ntasks > 0 && na->first_rank == 0;

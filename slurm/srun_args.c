@@ -212,8 +212,8 @@ static int het_groups(struct cli_srun_args *a, const char *value)
     return 0;
 bad:
     fprintf(stderr,
-            "srun: error: --het-group '%s': a list of component numbers 0-%d (0,2 or 0-1)\n",
-            value, GS_JOBSPEC_HET_MAX - 1);
+            "srun: error: --het-group '%s': a list of component numbers 0-%d (0,2 or 0-1)\n", value,
+            GS_JOBSPEC_HET_MAX - 1);
     return -EINVAL;
 }
 
@@ -525,8 +525,8 @@ static int het_group_env(struct cli_srun_owned *o, const struct cli_srun_args *a
         const char *key = o->entries[i].key, *value = o->entries[i].value;
         size_t klen = strlen(key);
 
-        if (klen > slen && strncmp(key, "SLURM_", 6) == 0 &&
-            strcmp(key + klen - slen, sfx) == 0 && value != NULL)
+        if (klen > slen && strncmp(key, "SLURM_", 6) == 0 && strcmp(key + klen - slen, sfx) == 0 &&
+            value != NULL)
             rc = env_set(o, key, klen - slen, value, strlen(value));
     }
     return rc;

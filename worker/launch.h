@@ -60,10 +60,10 @@ struct wrk_launch_spec {
     uint64_t max_open_files;  /* RLIMIT_NOFILE; 0 = inherit */
     int ncpus;                /* CPU affinity: OS indices of the PUs; 0 = no binding */
     const int *cpus;
-    int nmem_nodes;        /* memory policy: OS indices of the NUMA nodes to prefer, */
-    const int *mem_nodes;  /* repeats and negatives (unknown) allowed; 0 = no policy */
-    const int *cgroup_fds; /* cgroup.procs files (worker/cgroup.h) the child writes itself */
-    int ncgroup_fds;       /* into before dropping privileges; 0 = none */
+    int nmem_nodes;          /* memory policy: OS indices of the NUMA nodes to prefer, */
+    const int *mem_nodes;    /* repeats and negatives (unknown) allowed; 0 = no policy */
+    const int *cgroup_fds;   /* cgroup.procs files (worker/cgroup.h) the child writes itself */
+    int ncgroup_fds;         /* into before dropping privileges; 0 = none */
     const char *stderr_note; /* a line written to the task's stderr before it runs; NULL none */
 };
 

@@ -238,10 +238,17 @@ static struct gs_jobspec *het_job(void)
     in->het = calloc(2, sizeof(*in->het));
     cr_assert_not_null(in->het);
     in->nhet = 2;
-    in->het[0] = (struct gs_het_component){.nodes = 2, .cpus_per_task = 4, .tasks_per_node = 1,
-                                           .mem_per_node_mib = 2048, .constraint = strdup("big")};
-    in->het[1] = (struct gs_het_component){.nodes = 3, .gpus_per_node = 2, .cpus_per_gpu = 3,
-                                           .tasks_per_gpu = true, .ntasks = 5, .gpus_per_task = 1};
+    in->het[0] = (struct gs_het_component){.nodes = 2,
+                                           .cpus_per_task = 4,
+                                           .tasks_per_node = 1,
+                                           .mem_per_node_mib = 2048,
+                                           .constraint = strdup("big")};
+    in->het[1] = (struct gs_het_component){.nodes = 3,
+                                           .gpus_per_node = 2,
+                                           .cpus_per_gpu = 3,
+                                           .tasks_per_gpu = true,
+                                           .ntasks = 5,
+                                           .gpus_per_task = 1};
     return in;
 }
 
@@ -294,8 +301,7 @@ Test(proto_jobspec, heterogeneous_jobs_are_checked_whole_and_per_component)
     in->het[1].ntasks = 5;
     in->het[0].nodes = 0;
     cr_assert_eq(gs_jobspec_check(in, &err), -EINVAL);
-    cr_assert(strstr(err.msg, "het component 1: resources.nodes must be 1") != NULL, "%s",
-              err.msg);
+    cr_assert(strstr(err.msg, "het component 1: resources.nodes must be 1") != NULL, "%s", err.msg);
     in->het[0].nodes = 2;
     in->batch = false; /* a job file's: no steps to say where each part runs */
     cr_assert_eq(gs_jobspec_check(in, &err), -EINVAL);

@@ -187,8 +187,12 @@ Test(planner, a_heterogeneous_job_asks_each_component_of_its_own_nodes)
     struct gs_het_component het[2] = {
         {.nodes = 2, .cpus_per_task = 2, .tasks_per_node = 3},
         {.nodes = 1, .gpus_per_node = 2, .cpus_per_gpu = 4, .tasks_per_node = 1}};
-    struct gs_jobspec spec = {.nodes = 1, .gpus_per_node = 1, .cpus_per_task = 1,
-                              .tasks_per_node = 1, .het = het, .nhet = 2};
+    struct gs_jobspec spec = {.nodes = 1,
+                              .gpus_per_node = 1,
+                              .cpus_per_task = 1,
+                              .tasks_per_node = 1,
+                              .het = het,
+                              .nhet = 2};
     struct sched_node_masks m = {0};
     struct sched_req req;
 
