@@ -89,96 +89,51 @@ got=$(echo abc | srun -n1 --input=none cat 2> "$tmp/i3.err")
 [ -z "$got" ] || fail "srun --input=none passed stdin on: '$got'"
 # srun --pty from a terminal of its own (python's pty module): task 0 sees a terminal, reads
 # a line typed into srun's, and srun exits with its status.
-python3 - > "$tmp/pty.out" 2>&1 <<'PY' || fail "srun --pty: $(cat "$tmp/pty.out")"
-import os, pty, select, sys, time
-pid, fd = pty.fork()
-if pid == 0:
-    os.execvp("srun", ["srun", "--pty", "sh", "-c",
-                       'test -t 0 && test -t 1 && echo ISATTY; read x; echo "GOT:$x"; exit 7'])
-os.write(fd, b"hello\n")
-out, deadline = b"", time.monotonic() + 20
-while time.monotonic() < deadline:
-    ready, _, _ = select.select([fd], [], [], 0.2)
-    if not ready:
-        continue
-    try:
-        chunk = os.read(fd, 4096)
-    except OSError:
-        break
-    if not chunk:
-        break
-    out += chunk
-_, status = os.waitpid(pid, 0)
-text = out.decode(errors="replace")
+python3 - "$src/tests/integration" > "$tmp/pty.out" 2>&1 <<'PY' || fail "srun --pty: $(cat "$tmp/pty.out")"
+import os, sys
+sys.path.insert(0, sys.argv[1])
+import pty_drive
+text, code, _ = pty_drive.run(
+    ["srun", "--pty", "sh", "-c",
+     'test -t 0 && test -t 1 && echo ISATTY; read x; echo "GOT:$x"; exit 7'],
+    [(lambda out: True, lambda fd: os.write(fd, b"hello\n"))])
 print(text)
-sys.exit(0 if "ISATTY" in text and "GOT:hello" in text and os.WEXITSTATUS(status) == 7 else 1)
+sys.exit(0 if "ISATTY" in text and "GOT:hello" in text and code == 7 else 1)
 PY
 
 # srun --pty's terminal resized (SIGWINCH): task 0's terminal takes the new size. The task
 # prints its size, reads a line typed after the resize, and prints its size again.
-python3 - > "$tmp/winch.out" 2>&1 <<'PY' || fail "srun --pty resize: $(cat "$tmp/winch.out")"
-import fcntl, os, pty, select, struct, sys, termios, time
+python3 - "$src/tests/integration" > "$tmp/winch.out" 2>&1 <<'PY' || fail "srun --pty resize: $(cat "$tmp/winch.out")"
+import fcntl, os, struct, sys, termios
+sys.path.insert(0, sys.argv[1])
+import pty_drive
 def size(fd, rows, cols):
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-pid, fd = pty.fork()
-if pid == 0:
-    size(0, 24, 80)
-    os.execvp("srun", ["srun", "--pty", "sh", "-c",
-                       'echo "SIZE1 $(stty size)"; read x; echo "SIZE2 $(stty size)"'])
-out, deadline, resized = b"", time.monotonic() + 20, False
-while time.monotonic() < deadline:
-    if not resized and b"SIZE1 24 80" in out:
-        size(fd, 50, 132)  # the kernel sends srun SIGWINCH
-        os.write(fd, b"go\n")
-        resized = True
-    ready, _, _ = select.select([fd], [], [], 0.2)
-    if not ready:
-        continue
-    try:
-        chunk = os.read(fd, 4096)
-    except OSError:
-        break
-    if not chunk:
-        break
-    out += chunk
-_, status = os.waitpid(pid, 0)
-text = out.decode(errors="replace")
+def resize(fd):
+    size(fd, 50, 132)  # the kernel sends srun SIGWINCH
+    os.write(fd, b"go\n")
+text, code, _ = pty_drive.run(
+    ["srun", "--pty", "sh", "-c", 'echo "SIZE1 $(stty size)"; read x; echo "SIZE2 $(stty size)"'],
+    [(lambda out: b"SIZE1 24 80" in out, resize)], before_exec=lambda: size(0, 24, 80))
 print(text)
-sys.exit(0 if "SIZE1 24 80" in text and "SIZE2 50 132" in text and os.WEXITSTATUS(status) == 0 else 1)
+sys.exit(0 if "SIZE1 24 80" in text and "SIZE2 50 132" in text and code == 0 else 1)
 PY
 
 # salloc with no command from a terminal: an interactive $SHELL in the foreground, srun in
 # it, its exit status salloc's.
 printf '#!/bin/sh\nexec bash --norc --noprofile -i\n' > "$tmp/ishell"
 chmod +x "$tmp/ishell"
-SHELL=$tmp/ishell PS1='PROMPT> ' python3 - > "$tmp/ia.out" 2>&1 <<'PY' || fail "salloc: $(cat "$tmp/ia.out")"
-import os, pty, select, sys, time
-pid, fd = pty.fork()
-if pid == 0:
-    os.execvp("salloc", ["salloc", "-N1"])
+SHELL=$tmp/ishell PS1='PROMPT> ' python3 - "$src/tests/integration" > "$tmp/ia.out" 2>&1 <<'PY' || fail "salloc: $(cat "$tmp/ia.out")"
+import os, sys
+sys.path.insert(0, sys.argv[1])
+import pty_drive
 # srun reads the terminal too (its stdin goes to task 0): exit is typed at the next prompt.
-os.write(fd, b"srun -l echo in-$SLURM_NNODES\n")
-out, deadline, typed = b"", time.monotonic() + 20, False
-while time.monotonic() < deadline:
-    if not typed and b"PROMPT> " in out.partition(b"0: in-1")[2]:
-        os.write(fd, b"exit 4\n")
-        typed = True
-    ready, _, _ = select.select([fd], [], [], 0.2)
-    if not ready:
-        continue
-    try:
-        chunk = os.read(fd, 4096)
-    except OSError:
-        break
-    if not chunk:
-        break
-    out += chunk
-if not typed or time.monotonic() >= deadline:
-    os.kill(pid, 9)
-_, status = os.waitpid(pid, 0)
-text = out.decode(errors="replace")
+text, code, typed = pty_drive.run(
+    ["salloc", "-N1"],
+    [(lambda out: True, lambda fd: os.write(fd, b"srun -l echo in-$SLURM_NNODES\n")),
+     (lambda out: b"PROMPT> " in out.partition(b"0: in-1")[2], lambda fd: os.write(fd, b"exit 4\n"))])
 print(text)
-sys.exit(0 if "0: in-1" in text and "Relinquishing" in text and os.WEXITSTATUS(status) == 4 else 1)
+sys.exit(0 if typed and "0: in-1" in text and "Relinquishing" in text and code == 4 else 1)
 PY
 
 # --- salloc killed: its job and its step end -------------------------------------------------
