@@ -103,6 +103,10 @@ static int expand_term(struct names *ns, const char *t, size_t len, int col, str
     if (open == NULL) {
         if (memchr(t, ']', len) != NULL)
             return gs_error_set(err, -EINVAL, 1, col, "']' without '['");
+        /* The cap holds for plain names too: compress folds ranges but not distinct names,
+         * so a list past it would not read back. */
+        if (ns->n >= GS_HOSTLIST_MAX)
+            return gs_error_set(err, -EINVAL, 1, col, "more than %d names", GS_HOSTLIST_MAX);
         return push(ns, t, len, NULL, "", 0);
     }
     close = memchr(open, ']', len - (size_t)(open - t));
@@ -247,6 +251,15 @@ static int put_ranges(struct gs_buf *out, uint64_t *nums, size_t n, int width)
     return rc;
 }
 
+/* Whether a group holds one number, repeats aside: "n3,n3" compresses to "n3", not "n[3]". */
+static bool one_number(const uint64_t *nums, size_t k)
+{
+    for (size_t i = 1; i < k; i++)
+        if (nums[i] != nums[0])
+            return false;
+    return true;
+}
+
 /* Orders names by prefix, then by input position (they all sit in one array). */
 static int cmp_prefix(const void *a, const void *b)
 {
@@ -314,7 +327,7 @@ int gs_hostlist_compress(const char *const *names, size_t n, struct gs_buf *out)
         sp[i].width = group.width;
         rc = gs_buf_printf(out, "%s%.*s", first ? "" : ",", (int)sp[i].plen, sp[i].name);
         first = false;
-        if (rc == 0 && sp[i].has_num && k == 1)
+        if (rc == 0 && sp[i].has_num && one_number(nums, k))
             rc = gs_buf_printf(out, "%0*llu", sp[i].width, (unsigned long long)nums[0]);
         else if (rc == 0 && sp[i].has_num) {
             rc = gs_buf_putc(out, '[');

@@ -110,6 +110,34 @@ Test(hostlist, compress_pads_only_numbers_of_the_padded_width)
     compresses_to(b, 3, "n[2,111],n011");
 }
 
+/* Found by bench/fuzz.sh (fuzz_hostlist, 7 million inputs): plain names after a range went
+ * past the cap, so "[11-100009]x2,3,3" expanded to 100,002 names, which compress wrote back
+ * as an expression expand refused. The cap holds for every name now. */
+Test(hostlist, the_name_cap_counts_plain_names_too)
+{
+    char at_cap[64];
+    struct gs_error err;
+    char **names = NULL;
+    size_t n = 0;
+
+    refused("[11-100009]x2,3,3", 17, "more than 100000");
+    refused("n[1-100000],login", 13, "more than");
+    snprintf(at_cap, sizeof(at_cap), "n[2-%d],login", GS_HOSTLIST_MAX);
+    cr_assert_eq(gs_hostlist_expand(at_cap, &names, &n, &err), 0, "%s", err.msg);
+    cr_assert_eq(n, GS_HOSTLIST_MAX);
+    cr_assert_str_eq(names[n - 1], "login");
+    gs_hostlist_free(names);
+}
+
+Test(hostlist, compress_writes_a_repeated_number_once)
+{
+    const char *a[] = {"3", "3"};
+    const char *b[] = {"n07", "x", "n07", "n07"};
+
+    compresses_to(a, 2, "3");
+    compresses_to(b, 4, "n07,x");
+}
+
 Test(hostlist, compress_folds_runs)
 {
     const char *a[] = {"node3", "node1", "node2", "node7", "login"};
