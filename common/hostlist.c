@@ -21,7 +21,7 @@ struct names {
 static int push(struct names *ns, const char *prefix, size_t plen, const char *num,
                 const char *suffix, size_t slen)
 {
-    size_t len = plen + (num != NULL ? strlen(num) : 0) + slen;
+    size_t nlen = num != NULL ? strlen(num) : 0, len = plen + nlen + slen;
     char *s;
 
     if (ns->n + 1 >= ns->cap) {
@@ -36,8 +36,10 @@ static int push(struct names *ns, const char *prefix, size_t plen, const char *n
     s = malloc(len + 1);
     if (s == NULL)
         return -ENOMEM;
-    snprintf(s, len + 1, "%.*s%s%.*s", (int)plen, prefix, num != NULL ? num : "", (int)slen,
-             suffix);
+    memcpy(s, prefix, plen);
+    memcpy(s + plen, num != NULL ? num : "", nlen);
+    memcpy(s + plen + nlen, suffix, slen);
+    s[len] = '\0';
     ns->v[ns->n++] = s;
     ns->v[ns->n] = NULL;
     return 0;
