@@ -46,14 +46,16 @@ test-asan: deps
 	  | sed -E 's/^([0-9]+) passed, ([0-9]+) failed.*/toml-test conformance (asan): \1 cases passed, \2 failed/' || true
 	@./tests/count-skips.sh $(ASAN_BUILD)/Testing/Temporary/LastTest.log
 
-# libFuzzer harnesses (tests/fuzz/) in a clang build of their own: only the fuzzers and the
-# libraries they call are built, and each runs a fixed number of inputs from its seed corpus
-# (-seed=1: the same ones every time), a few seconds, at most FUZZ_SECONDS.
+# libFuzzer harnesses (tests/fuzz/) in a clang build of their own: each runs a fixed number
+# of inputs from its seed corpus (-seed=1: the same ones every time), a few seconds, at most
+# FUZZ_SECONDS. The rest of the tree is built there too, after the fuzzers have run: clang
+# warns where gcc does not (GNU extensions, format strings), and -Werror keeps both clean.
 test-fuzz: deps
 	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DGSCHED_FUZZ=ON \
 	      -DGSCHED_FUZZ_SECONDS=$(FUZZ_SECONDS) -DGSCHED_CUDA=OFF -DGSCHED_MPI=OFF $(CMAKE_ARGS)
 	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzzers
 	ctest --test-dir $(FUZZ_BUILD) --output-on-failure -j$(JOBS) -L fuzz
+	cmake --build $(FUZZ_BUILD) -j$(JOBS)
 
 test: test-unit test-asan test-fuzz
 

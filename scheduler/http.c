@@ -209,7 +209,7 @@ static void on_poll(uv_poll_t *poll, int status, int events)
 }
 
 /* What MHD says while starting (why a bind failed), kept for the one error line. */
-static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
     struct sched_http *h = cls;
     size_t len;

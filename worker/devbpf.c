@@ -63,7 +63,7 @@ static size_t build(struct bpf_insn *prog, unsigned major, const unsigned *minor
 static int load(unsigned major, const unsigned *minor, int n, struct gs_buf *why)
 {
     char log[4096] = "";
-    LIBBPF_OPTS(bpf_prog_load_opts, opts, .log_buf = log, .log_size = sizeof(log));
+    struct bpf_prog_load_opts opts;
     struct bpf_insn *prog;
     size_t count;
     int fd;
@@ -73,6 +73,12 @@ static int load(unsigned major, const unsigned *minor, int n, struct gs_buf *why
                       WRK_DEVBPF_MAX_DENY);
         return -E2BIG;
     }
+    /* What LIBBPF_OPTS does, written out: its statement expression is a GNU extension
+     * that clang's -Wpedantic refuses. sz tells libbpf which fields this caller knows. */
+    memset(&opts, 0, sizeof(opts));
+    opts.sz = sizeof(opts);
+    opts.log_buf = log;
+    opts.log_size = sizeof(log);
     prog = calloc((size_t)n + 10, sizeof(*prog));
     if (prog == NULL)
         return -ENOMEM;
