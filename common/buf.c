@@ -1,6 +1,8 @@
 /*
  * buf.c: growable byte buffer. Growth doubles capacity so appends are amortised O(1); every
- * size computation is checked for overflow because lengths may come from the network.
+ * size computation is checked for overflow because lengths may come from the network. Every
+ * append goes through gs_buf_reserve, which is where a failure is recorded and, once recorded,
+ * returned.
  */
 #include "common/buf.h"
 
@@ -28,8 +30,10 @@ int gs_buf_reserve(struct gs_buf *b, size_t extra)
     size_t need, cap;
     char *p;
 
+    if (b->err != 0)
+        return b->err;
     if (extra > SIZE_MAX - 1 - b->len)
-        return -ENOMEM;
+        return gs_buf_fail(b, -ENOMEM);
     need = b->len + extra + 1;
     if (need <= b->cap)
         return 0;
@@ -38,7 +42,7 @@ int gs_buf_reserve(struct gs_buf *b, size_t extra)
         cap = cap > SIZE_MAX / 2 ? need : cap * 2;
     p = realloc(b->data, cap);
     if (p == NULL)
-        return -ENOMEM;
+        return gs_buf_fail(b, -ENOMEM);
     if (b->data == NULL)
         p[0] = '\0';
     b->data = p;
@@ -82,7 +86,7 @@ int gs_buf_vprintf(struct gs_buf *b, const char *fmt, va_list ap)
     va_end(ap2);
     if (n < 0) {
         b->data[b->len] = '\0';
-        return -EINVAL;
+        return gs_buf_fail(b, -EINVAL);
     }
     if ((size_t)n >= b->cap - b->len) {
         rc = gs_buf_reserve(b, (size_t)n);
@@ -107,8 +111,16 @@ int gs_buf_printf(struct gs_buf *b, const char *fmt, ...)
     return rc;
 }
 
+int gs_buf_fail(struct gs_buf *b, int code)
+{
+    if (b->err == 0)
+        b->err = code < 0 ? code : -EINVAL;
+    return b->err;
+}
+
 void gs_buf_reset(struct gs_buf *b)
 {
+    b->err = 0;
     b->len = 0;
     if (b->data != NULL)
         b->data[0] = '\0';

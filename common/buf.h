@@ -5,6 +5,11 @@
  * data is always NUL-terminated once anything was appended (data[len] == '\0'), so text can be
  * passed to libc directly; binary content may contain NULs. After a failed append the buffer is
  * unchanged. Not thread-safe: one owner at a time.
+ *
+ * The first failure is sticky (as SQLite's StrAccum keeps accError): once an append fails,
+ * later appends change nothing and return the same code, until gs_buf_reset or
+ * gs_buf_release. So a formatter may write a whole record straight through and check once,
+ * with gs_buf_error, at the end.
  */
 #ifndef GS_BUF_H
 #define GS_BUF_H
@@ -17,9 +22,10 @@ struct gs_buf {
     char *data; /* NULL until the first growth */
     size_t len; /* bytes in use, not counting the terminating NUL */
     size_t cap; /* bytes allocated, including room for the NUL */
+    int err;    /* the first failure's code (negative errno), 0 while none */
 };
 
-#define GS_BUF_INIT ((struct gs_buf){NULL, 0, 0})
+#define GS_BUF_INIT ((struct gs_buf){NULL, 0, 0, 0})
 
 void gs_buf_init(struct gs_buf *b);
 /* Frees the storage and returns b to the initial state; NULL allowed. */
@@ -34,7 +40,15 @@ int gs_buf_vprintf(struct gs_buf *b, const char *fmt, va_list ap)
     __attribute__((format(printf, 2, 0)));
 /* Appends everything left in f (until EOF). Returns 0, -EIO on a read error, or -ENOMEM. */
 int gs_buf_read_stream(struct gs_buf *b, FILE *f);
-/* Empties the buffer but keeps its storage. */
+/* 0, or the code of the first append that failed since the buffer was empty. */
+static inline int gs_buf_error(const struct gs_buf *b)
+{
+    return b->err;
+}
+/* Marks the buffer failed with code (a negative errno), for a writer whose own step failed
+ * (an allocation beside the buffer's); the first code stays. Returns the buffer's code. */
+int gs_buf_fail(struct gs_buf *b, int code);
+/* Empties the buffer but keeps its storage; clears a failure. */
 void gs_buf_reset(struct gs_buf *b);
 /* Drops the first n bytes (all of them when n >= len), moving the rest to the front. */
 void gs_buf_consume(struct gs_buf *b, size_t n);

@@ -305,13 +305,13 @@ int gs_hostlist_compress(const char *const *names, size_t n, struct gs_buf *out)
 {
     struct split *sp = calloc(n + 1, sizeof(*sp));
     uint64_t *nums = calloc(n + 1, sizeof(*nums));
-    int rc = sp != NULL && nums != NULL ? gs_buf_append_str(out, "") : -ENOMEM;
+    int rc = sp != NULL && nums != NULL ? gs_buf_append_str(out, "") : gs_buf_fail(out, -ENOMEM);
     bool first = true;
 
     for (size_t i = 0; rc == 0 && i < n; i++)
         split_name(names[i], &sp[i]);
-    if (rc == 0)
-        rc = link_prefixes(sp, n);
+    if (rc == 0 && link_prefixes(sp, n) < 0)
+        rc = gs_buf_fail(out, -ENOMEM);
     for (size_t i = 0; rc == 0 && i < n; i++) {
         size_t k = 0;
 

@@ -30,7 +30,8 @@
 int gs_hostlist_expand(const char *expr, char ***ret_names, size_t *ret_n, struct gs_error *err);
 void gs_hostlist_free(char **names);
 
-/* Appends the compressed form of n names to out. Returns 0 or -ENOMEM. */
+/* Appends the compressed form of n names to out. Returns 0 or -ENOMEM (out failed, as
+ * gs_buf_fail marks it). */
 int gs_hostlist_compress(const char *const *names, size_t n, struct gs_buf *out);
 
 /*

@@ -80,15 +80,22 @@ static int show_hostnames(int argc, char **argv)
 
 /* --- Key=Value records ------------------------------------------------------------------- */
 
+/*
+ * The records are written straight through: out keeps its first failure (gs_buf_error), so
+ * a record checks once, at end_record.
+ */
+
 /* Starts a continuation line, or a blank in one-line mode. */
-static int next_line(const struct scontrol *sc, struct gs_buf *out)
+static void next_line(const struct scontrol *sc, struct gs_buf *out)
 {
-    return gs_buf_append_str(out, sc->oneliner ? " " : "\n   ");
+    gs_buf_append_str(out, sc->oneliner ? " " : "\n   ");
 }
 
+/* Ends a record; 0 or the first failure since out was empty. */
 static int end_record(const struct scontrol *sc, struct gs_buf *out)
 {
-    return gs_buf_append_str(out, sc->oneliner ? "\n" : "\n\n");
+    gs_buf_append_str(out, sc->oneliner ? "\n" : "\n\n");
+    return gs_buf_error(out);
 }
 
 static const char *or_null(const char *s)
@@ -96,23 +103,23 @@ static const char *or_null(const char *s)
     return s != NULL && s[0] != '\0' ? s : "(null)";
 }
 
-static int put_user(struct gs_buf *out, const Gs__UserIdentity *u)
+static void put_user(struct gs_buf *out, const Gs__UserIdentity *u)
 {
     struct group *gr;
-    int rc;
 
-    if (u == NULL)
-        return gs_buf_append_str(out, "UserId=(null) GroupId=(null)");
+    if (u == NULL) {
+        gs_buf_append_str(out, "UserId=(null) GroupId=(null)");
+        return;
+    }
     if (u->username != NULL && u->username[0] != '\0')
-        rc = gs_buf_printf(out, "UserId=%s(%u)", u->username, u->uid);
+        gs_buf_printf(out, "UserId=%s(%u)", u->username, u->uid);
     else
-        rc = gs_buf_printf(out, "UserId=%u(%u)", u->uid, u->uid);
+        gs_buf_printf(out, "UserId=%u(%u)", u->uid, u->uid);
     gr = getgrgid(u->gid);
-    if (rc == 0 && gr != NULL)
-        rc = gs_buf_printf(out, " GroupId=%s(%u)", gr->gr_name, u->gid);
-    else if (rc == 0)
-        rc = gs_buf_printf(out, " GroupId=%u(%u)", u->gid, u->gid);
-    return rc;
+    if (gr != NULL)
+        gs_buf_printf(out, " GroupId=%s(%u)", gr->gr_name, u->gid);
+    else
+        gs_buf_printf(out, " GroupId=%u(%u)", u->gid, u->gid);
 }
 
 /*
@@ -128,26 +135,26 @@ static const char *dep_name(Gs__DependencyType t)
     return gs_dep_type_name((enum gs_dep_type)type);
 }
 
-static int put_dependency(struct gs_buf *out, const Gs__JobSpec *spec)
+static void put_dependency(struct gs_buf *out, const Gs__JobSpec *spec)
 {
-    int rc = gs_buf_append_str(out, "Dependency=");
-
-    if (spec == NULL || (spec->n_depends_on == 0 && !spec->singleton))
-        return rc == 0 ? gs_buf_append_str(out, "(null)") : rc;
-    for (size_t i = 0; rc == 0 && i < spec->n_depends_on; i++) {
+    gs_buf_append_str(out, "Dependency=");
+    if (spec == NULL || (spec->n_depends_on == 0 && !spec->singleton)) {
+        gs_buf_append_str(out, "(null)");
+        return;
+    }
+    for (size_t i = 0; i < spec->n_depends_on; i++) {
         const Gs__Dependency *d = spec->depends_on[i];
 
-        rc = gs_buf_printf(out, "%s%s:%llu",
-                           i == 0              ? ""
-                           : spec->depends_any ? "?"
-                                               : ",",
-                           dep_name(d->type), (unsigned long long)d->job_id);
-        if (rc == 0 && d->delay_min > 0)
-            rc = gs_buf_printf(out, "+%u", d->delay_min);
+        gs_buf_printf(out, "%s%s:%llu",
+                      i == 0              ? ""
+                      : spec->depends_any ? "?"
+                                          : ",",
+                      dep_name(d->type), (unsigned long long)d->job_id);
+        if (d->delay_min > 0)
+            gs_buf_printf(out, "+%u", d->delay_min);
     }
-    if (rc == 0 && spec->singleton)
-        rc = gs_buf_printf(out, "%ssingleton", spec->n_depends_on > 0 ? "," : "");
-    return rc;
+    if (spec->singleton)
+        gs_buf_printf(out, "%ssingleton", spec->n_depends_on > 0 ? "," : "");
 }
 
 /*
@@ -165,154 +172,106 @@ static int put_job(const struct scontrol *sc, struct gs_buf *out, const Gs__JobI
     const Gs__Resources *r = job->resources;
     bool pending = job->state == GS__JOB_STATE__JOB_STATE_PENDING ||
                    job->state == GS__JOB_STATE__JOB_STATE_REQUEUED;
-    uint64_t limit = r != NULL ? r->time_limit_s : 0, start;
+    uint64_t limit = r != NULL ? r->time_limit_s : 0;
+    uint64_t start = pending ? job->expected_start_ms : job->start_time_ms;
     uint64_t elapsed = cli_job_elapsed_s(job->state, job->start_time_ms, job->end_time_ms, now_ms);
+    const char *so = job->stdout_path != NULL && job->stdout_path[0] != '\0' ? job->stdout_path
+                     : run != NULL                                           ? run->stdout_pattern
+                                                                             : NULL;
+    const char *se =
+        job->stderr_path != NULL && job->stderr_path[0] != '\0' ? job->stderr_path : so;
     uint32_t cpt = 1;
-    char a[48], b[48], reason[64];
-    int rc;
+    char a[48], b[48], c[48], reason[64];
 
-    rc = gs_buf_printf(out, "JobId=%llu", (unsigned long long)job->job_id);
-    if (rc == 0 && job->array_job_id != 0)
-        rc = gs_buf_printf(out, " ArrayJobId=%llu ArrayTaskId=%u",
-                           (unsigned long long)job->array_job_id, job->array_task_id);
-    if (rc == 0 && part != NULL)
-        rc = gs_buf_printf(out, " HetJobId=%llu HetJobOffset=%u", (unsigned long long)job->job_id,
-                           part->offset);
-    if (rc == 0)
-        rc = gs_buf_printf(out, " JobName=%s", job->name != NULL ? job->name : "");
-    if (rc == 0)
-        rc = next_line(sc, out);
-    if (rc == 0)
-        rc = put_user(out, job->user);
-    if (rc == 0)
-        rc = gs_buf_append_str(out, " MCS_label=N/A");
-    if (rc == 0)
-        rc = next_line(sc, out);
-    if (rc == 0)
-        rc = gs_buf_printf(out, "Priority=%d Nice=%d Account=%s QOS=%s", job->priority,
-                           job->spec != NULL ? job->spec->nice : 0, or_null(job->account),
-                           or_null(job->qos));
-    if (rc == 0)
-        rc = next_line(sc, out);
-    if (rc == 0)
-        rc = gs_buf_printf(out, "JobState=%s Reason=%s ", slurm_state_name(job->state),
-                           slurm_reason(job, reason, sizeof(reason)));
-    if (rc == 0)
-        rc = put_dependency(out, spec);
-    if (rc == 0)
-        rc = next_line(sc, out);
-    if (rc == 0)
-        rc =
-            gs_buf_printf(out, "Requeue=1 Restarts=%u BatchFlag=%d Reboot=0 ExitCode=%d:%u",
-                          job->restart_count, run != NULL && run->batch ? 1 : 0,
-                          job->signaled ? 0 : job->exit_code, job->signaled ? job->term_signal : 0);
-    if (rc == 0)
-        rc = next_line(sc, out);
-    if (rc == 0)
-        rc = gs_buf_printf(
-            out, "RunTime=%s TimeLimit=%s TimeMin=", slurm_fmt_secs_long(elapsed, a, sizeof(a)),
-            slurm_fmt_limit(limit, true, "UNLIMITED", b, sizeof(b)));
-    if (rc == 0)
-        rc = gs_buf_append_str(out, r != NULL && r->time_min_s > 0
-                                        ? slurm_fmt_secs_long(r->time_min_s, a, sizeof(a))
-                                        : "N/A");
-    if (rc == 0)
-        rc = next_line(sc, out);
-    if (rc == 0)
-        rc = gs_buf_printf(out, "SubmitTime=%s EligibleTime=%s",
-                           slurm_fmt_date(job->submit_time_ms, "Unknown", a, sizeof(a)),
-                           slurm_fmt_date(job->submit_time_ms, "Unknown", b, sizeof(b)));
-    start = pending ? job->expected_start_ms : job->start_time_ms;
-    if (rc == 0)
-        rc = next_line(sc, out);
-    if (rc == 0)
-        rc = gs_buf_printf(out, "StartTime=%s EndTime=%s Deadline=N/A",
-                           slurm_fmt_date(start, "Unknown", a, sizeof(a)),
-                           slurm_fmt_date(slurm_job_end_ms(job), "Unknown", b, sizeof(b)));
-    if (rc == 0)
-        rc = next_line(sc, out);
-    if (rc == 0)
-        rc = gs_buf_printf(out, "Partition=%s", or_null(job->partition));
-    if (rc == 0 && spec != NULL && spec->reservation != NULL && spec->reservation[0] != '\0')
-        rc = gs_buf_printf(out, " Reservation=%s", spec->reservation); /* only when it has one */
-    if (rc == 0)
-        rc = next_line(sc, out);
-    if (rc == 0)
-        rc = gs_buf_append_str(out, "NodeList=");
-    if (rc == 0 && job->n_allocation > 0)
-        rc = slurm_alloc_hostlist(out, job->allocation, job->n_allocation);
-    else if (rc == 0)
-        rc = gs_buf_append_str(out, "(null)");
-    /* The batch shell's node, the whole job's first, in every component's record. */
-    if (rc == 0 && job->n_allocation > 0) {
-        rc = next_line(sc, out);
-        if (rc == 0)
-            rc = gs_buf_printf(out, "BatchHost=%s", whole->allocation[0]->node_name);
-    }
     if (r != NULL && r->cpus_case == GS__RESOURCES__CPUS_CPUS_PER_TASK && r->cpus_per_task > 0)
         cpt = r->cpus_per_task;
     else if (job->ntasks > 0 && job->ncpus % job->ntasks == 0 && job->ncpus > 0)
         cpt = job->ncpus / job->ntasks;
-    if (rc == 0)
-        rc = next_line(sc, out);
-    if (rc == 0)
-        rc = gs_buf_printf(out, "NumNodes=%u NumCPUs=%u NumTasks=%u CPUs/Task=%u",
-                           slurm_job_nodes(job), job->ncpus, job->ntasks, cpt);
-    if (rc == 0)
-        rc = next_line(sc, out);
-    if (rc == 0)
-        rc = gs_buf_append_str(out, "ReqTRES=");
-    if (rc == 0)
-        rc = slurm_job_tres(out, job);
-    if (rc == 0)
-        rc = next_line(sc, out);
-    if (rc == 0)
-        rc = gs_buf_append_str(out, "AllocTRES=");
-    if (rc == 0 && job->n_allocation > 0)
-        rc = slurm_job_tres(out, job);
-    if (rc == 0)
-        rc = next_line(sc, out);
-    /* A batch job's Command= is its script's path, as Slurm prints it; --wrap has none. */
-    if (rc == 0)
-        rc = gs_buf_append_str(out, "Command=");
-    if (rc == 0 && run != NULL && run->batch && spec->source != NULL && spec->source[0] != '\0')
-        rc = gs_buf_append_str(out, spec->source);
-    else if (rc == 0 && run != NULL && !run->batch && run->n_argv > 0)
-        rc = cli_argv_join(out, run->argv, run->n_argv);
-    else if (rc == 0)
-        rc = gs_buf_append_str(out, "(null)");
-    if (rc == 0)
-        rc = next_line(sc, out);
-    if (rc == 0)
-        rc = gs_buf_printf(out, "WorkDir=%s",
-                           or_null(job->workdir != NULL && job->workdir[0] != '\0' ? job->workdir
-                                   : run != NULL                                   ? run->workdir
-                                                                                   : NULL));
-    if (rc == 0) {
-        const char *so = job->stdout_path != NULL && job->stdout_path[0] != '\0' ? job->stdout_path
-                         : run != NULL ? run->stdout_pattern
-                                       : NULL;
-        const char *se =
-            job->stderr_path != NULL && job->stderr_path[0] != '\0' ? job->stderr_path : so;
 
-        rc = next_line(sc, out);
-        if (rc == 0)
-            rc = gs_buf_printf(out, "StdErr=%s", or_null(se));
-        if (rc == 0)
-            rc = next_line(sc, out);
-        if (rc == 0)
-            rc = gs_buf_append_str(out, "StdIn=/dev/null");
-        if (rc == 0)
-            rc = next_line(sc, out);
-        if (rc == 0)
-            rc = gs_buf_printf(out, "StdOut=%s", or_null(so));
+    gs_buf_printf(out, "JobId=%llu", (unsigned long long)job->job_id);
+    if (job->array_job_id != 0)
+        gs_buf_printf(out, " ArrayJobId=%llu ArrayTaskId=%u", (unsigned long long)job->array_job_id,
+                      job->array_task_id);
+    if (part != NULL)
+        gs_buf_printf(out, " HetJobId=%llu HetJobOffset=%u", (unsigned long long)job->job_id,
+                      part->offset);
+    gs_buf_printf(out, " JobName=%s", job->name != NULL ? job->name : "");
+    next_line(sc, out);
+    put_user(out, job->user);
+    gs_buf_append_str(out, " MCS_label=N/A");
+    next_line(sc, out);
+    gs_buf_printf(out, "Priority=%d Nice=%d Account=%s QOS=%s", job->priority,
+                  spec != NULL ? spec->nice : 0, or_null(job->account), or_null(job->qos));
+    next_line(sc, out);
+    gs_buf_printf(out, "JobState=%s Reason=%s ", slurm_state_name(job->state),
+                  slurm_reason(job, reason, sizeof(reason)));
+    put_dependency(out, spec);
+    next_line(sc, out);
+    gs_buf_printf(out, "Requeue=1 Restarts=%u BatchFlag=%d Reboot=0 ExitCode=%d:%u",
+                  job->restart_count, run != NULL && run->batch ? 1 : 0,
+                  job->signaled ? 0 : job->exit_code, job->signaled ? job->term_signal : 0);
+    next_line(sc, out);
+    gs_buf_printf(
+        out, "RunTime=%s TimeLimit=%s TimeMin=%s", slurm_fmt_secs_long(elapsed, a, sizeof(a)),
+        slurm_fmt_limit(limit, true, "UNLIMITED", b, sizeof(b)),
+        r != NULL && r->time_min_s > 0 ? slurm_fmt_secs_long(r->time_min_s, c, sizeof(c)) : "N/A");
+    next_line(sc, out);
+    gs_buf_printf(out, "SubmitTime=%s EligibleTime=%s",
+                  slurm_fmt_date(job->submit_time_ms, "Unknown", a, sizeof(a)),
+                  slurm_fmt_date(job->submit_time_ms, "Unknown", b, sizeof(b)));
+    next_line(sc, out);
+    gs_buf_printf(out, "StartTime=%s EndTime=%s Deadline=N/A",
+                  slurm_fmt_date(start, "Unknown", a, sizeof(a)),
+                  slurm_fmt_date(slurm_job_end_ms(job), "Unknown", b, sizeof(b)));
+    next_line(sc, out);
+    gs_buf_printf(out, "Partition=%s", or_null(job->partition));
+    if (spec != NULL && spec->reservation != NULL && spec->reservation[0] != '\0')
+        gs_buf_printf(out, " Reservation=%s", spec->reservation); /* only when it has one */
+    next_line(sc, out);
+    gs_buf_append_str(out, "NodeList=");
+    if (job->n_allocation > 0) {
+        slurm_alloc_hostlist(out, job->allocation, job->n_allocation);
+        /* The batch shell's node, the whole job's first, in every component's record. */
+        next_line(sc, out);
+        gs_buf_printf(out, "BatchHost=%s", whole->allocation[0]->node_name);
+    } else {
+        gs_buf_append_str(out, "(null)");
     }
-    if (rc == 0 && r != NULL && r->gpus_per_node > 0) {
-        rc = next_line(sc, out);
-        if (rc == 0)
-            rc = gs_buf_printf(out, "TresPerNode=gres/gpu:%u", r->gpus_per_node);
+    next_line(sc, out);
+    gs_buf_printf(out, "NumNodes=%u NumCPUs=%u NumTasks=%u CPUs/Task=%u", slurm_job_nodes(job),
+                  job->ncpus, job->ntasks, cpt);
+    next_line(sc, out);
+    gs_buf_append_str(out, "ReqTRES=");
+    slurm_job_tres(out, job);
+    next_line(sc, out);
+    gs_buf_append_str(out, "AllocTRES=");
+    if (job->n_allocation > 0)
+        slurm_job_tres(out, job);
+    next_line(sc, out);
+    /* A batch job's Command= is its script's path, as Slurm prints it; --wrap has none. */
+    gs_buf_append_str(out, "Command=");
+    if (run != NULL && run->batch && spec->source != NULL && spec->source[0] != '\0')
+        gs_buf_append_str(out, spec->source);
+    else if (run != NULL && !run->batch && run->n_argv > 0)
+        cli_argv_join(out, run->argv, run->n_argv);
+    else
+        gs_buf_append_str(out, "(null)");
+    next_line(sc, out);
+    gs_buf_printf(out, "WorkDir=%s",
+                  or_null(job->workdir != NULL && job->workdir[0] != '\0' ? job->workdir
+                          : run != NULL                                   ? run->workdir
+                                                                          : NULL));
+    next_line(sc, out);
+    gs_buf_printf(out, "StdErr=%s", or_null(se));
+    next_line(sc, out);
+    gs_buf_append_str(out, "StdIn=/dev/null");
+    next_line(sc, out);
+    gs_buf_printf(out, "StdOut=%s", or_null(so));
+    if (r != NULL && r->gpus_per_node > 0) {
+        next_line(sc, out);
+        gs_buf_printf(out, "TresPerNode=gres/gpu:%u", r->gpus_per_node);
     }
-    return rc == 0 ? end_record(sc, out) : rc;
+    return end_record(sc, out);
 }
 
 /* The records built in out, or the line saying there are none ("No jobs in the system"). */
@@ -416,41 +375,29 @@ static int put_partition(const struct scontrol *sc, struct gs_buf *out, const Gs
 {
     unsigned long long cpus = 0;
     char limit[48];
-    int rc;
 
     for (size_t i = 0; i < p->n_nodes; i++) {
         const Gs__NodeInfo *n = slurm_find_node(nodes, p->nodes[i]);
         cpus += n != NULL ? n->cores_total : 0;
     }
-    rc = gs_buf_printf(out, "PartitionName=%s", p->name);
-    if (rc == 0)
-        rc = next_line(sc, out);
-    if (rc == 0)
-        rc = gs_buf_printf(out, "AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL");
-    if (rc == 0)
-        rc = next_line(sc, out);
-    if (rc == 0)
-        rc = gs_buf_printf(out, "AllocNodes=ALL Default=%s QoS=N/A", p->is_default ? "YES" : "NO");
-    if (rc == 0)
-        rc = next_line(sc, out);
-    if (rc == 0)
-        rc = gs_buf_printf(out,
-                           "DefaultTime=NONE Hidden=NO MaxNodes=UNLIMITED MaxTime=%s MinNodes=0",
-                           slurm_fmt_limit(p->max_time_s, true, "UNLIMITED", limit, sizeof(limit)));
-    if (rc == 0)
-        rc = next_line(sc, out);
-    if (rc == 0)
-        rc = gs_buf_append_str(out, "Nodes=");
-    if (rc == 0 && p->n_nodes > 0)
-        rc = gs_hostlist_compress((const char *const *)p->nodes, p->n_nodes, out);
-    else if (rc == 0)
-        rc = gs_buf_append_str(out, "(null)");
-    if (rc == 0)
-        rc = next_line(sc, out);
-    if (rc == 0)
-        rc = gs_buf_printf(out, "State=%s TotalCPUs=%llu TotalNodes=%zu", p->up ? "UP" : "DOWN",
-                           cpus, p->n_nodes);
-    return rc == 0 ? end_record(sc, out) : rc;
+    gs_buf_printf(out, "PartitionName=%s", p->name);
+    next_line(sc, out);
+    gs_buf_append_str(out, "AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL");
+    next_line(sc, out);
+    gs_buf_printf(out, "AllocNodes=ALL Default=%s QoS=N/A", p->is_default ? "YES" : "NO");
+    next_line(sc, out);
+    gs_buf_printf(out, "DefaultTime=NONE Hidden=NO MaxNodes=UNLIMITED MaxTime=%s MinNodes=0",
+                  slurm_fmt_limit(p->max_time_s, true, "UNLIMITED", limit, sizeof(limit)));
+    next_line(sc, out);
+    gs_buf_append_str(out, "Nodes=");
+    if (p->n_nodes > 0)
+        gs_hostlist_compress((const char *const *)p->nodes, p->n_nodes, out);
+    else
+        gs_buf_append_str(out, "(null)");
+    next_line(sc, out);
+    gs_buf_printf(out, "State=%s TotalCPUs=%llu TotalNodes=%zu", p->up ? "UP" : "DOWN", cpus,
+                  p->n_nodes);
+    return end_record(sc, out);
 }
 
 static int show_partitions(const struct scontrol *sc, int argc, char **argv)
@@ -492,86 +439,66 @@ static int put_node(const struct scontrol *sc, struct gs_buf *out, const Gs__Nod
     enum slurm_node_state st = slurm_node_state(n);
     uint64_t alloc_mem =
         n->memory_total_mib > n->memory_free_mib ? n->memory_total_mib - n->memory_free_mib : 0;
+    uint32_t alloc_cpus = n->cores_total - n->cores_free;
     const Gs__NodeTopology *topo = n->topology;
     size_t inparts = 0;
-    int rc;
 
-    rc = gs_buf_printf(out, "NodeName=%s", n->name);
-    if (rc == 0)
-        rc = next_line(sc, out);
-    if (rc == 0)
-        rc = gs_buf_printf(out, "CPUAlloc=%u CPUEfctv=%u CPUTot=%u", n->cores_total - n->cores_free,
-                           n->cores_total, n->cores_total);
-    if (rc == 0)
-        rc = next_line(sc, out);
-    if (rc == 0)
-        rc = gs_buf_append_str(out, "AvailableFeatures=");
-    for (size_t i = 0; rc == 0 && i < n->n_features; i++)
-        rc = gs_buf_printf(out, "%s%s", i > 0 ? "," : "", n->features[i]);
-    if (rc == 0 && n->n_features == 0)
-        rc = gs_buf_append_str(out, "(null)");
-    if (rc == 0)
-        rc = next_line(sc, out);
-    if (rc == 0 && n->gpus_total > 0)
-        rc = gs_buf_printf(out, "Gres=gpu:%u", n->gpus_total);
-    else if (rc == 0)
-        rc = gs_buf_append_str(out, "Gres=(null)");
-    if (rc == 0 && topo != NULL && topo->address != NULL && topo->address[0] != '\0') {
-        rc = next_line(sc, out);
-        if (rc == 0)
-            rc = gs_buf_printf(out, "NodeAddr=%s NodeHostName=%s", topo->address,
-                               or_null(topo->hostname));
+    gs_buf_printf(out, "NodeName=%s", n->name);
+    next_line(sc, out);
+    gs_buf_printf(out, "CPUAlloc=%u CPUEfctv=%u CPUTot=%u", alloc_cpus, n->cores_total,
+                  n->cores_total);
+    next_line(sc, out);
+    gs_buf_append_str(out, "AvailableFeatures=");
+    for (size_t i = 0; i < n->n_features; i++)
+        gs_buf_printf(out, "%s%s", i > 0 ? "," : "", n->features[i]);
+    if (n->n_features == 0)
+        gs_buf_append_str(out, "(null)");
+    next_line(sc, out);
+    if (n->gpus_total > 0)
+        gs_buf_printf(out, "Gres=gpu:%u", n->gpus_total);
+    else
+        gs_buf_append_str(out, "Gres=(null)");
+    if (topo != NULL && topo->address != NULL && topo->address[0] != '\0') {
+        next_line(sc, out);
+        gs_buf_printf(out, "NodeAddr=%s NodeHostName=%s", topo->address, or_null(topo->hostname));
     }
-    if (rc == 0)
-        rc = next_line(sc, out);
-    if (rc == 0)
-        rc = gs_buf_printf(out, "RealMemory=%llu AllocMem=%llu FreeMem=%llu",
-                           (unsigned long long)n->memory_total_mib, (unsigned long long)alloc_mem,
-                           (unsigned long long)n->memory_free_mib);
-    if (rc == 0)
-        rc = next_line(sc, out);
-    if (rc == 0)
-        rc = gs_buf_printf(out, "State=%s", slurm_node_state_scontrol(st));
-    if (rc == 0)
-        rc = next_line(sc, out);
-    if (rc == 0)
-        rc = gs_buf_append_str(out, "Partitions=");
-    for (size_t i = 0; rc == 0 && i < parts->n_partitions; i++) {
+    next_line(sc, out);
+    gs_buf_printf(out, "RealMemory=%llu AllocMem=%llu FreeMem=%llu",
+                  (unsigned long long)n->memory_total_mib, (unsigned long long)alloc_mem,
+                  (unsigned long long)n->memory_free_mib);
+    next_line(sc, out);
+    gs_buf_printf(out, "State=%s", slurm_node_state_scontrol(st));
+    next_line(sc, out);
+    gs_buf_append_str(out, "Partitions=");
+    for (size_t i = 0; i < parts->n_partitions; i++) {
         const Gs__PartitionInfo *p = parts->partitions[i];
 
-        for (size_t k = 0; rc == 0 && k < p->n_nodes; k++) {
+        for (size_t k = 0; k < p->n_nodes; k++) {
             if (strcmp(p->nodes[k], n->name) == 0)
-                rc = gs_buf_printf(out, "%s%s", inparts++ > 0 ? "," : "", p->name);
+                gs_buf_printf(out, "%s%s", inparts++ > 0 ? "," : "", p->name);
         }
     }
-    if (rc == 0 && inparts == 0)
-        rc = gs_buf_append_str(out, "(null)");
-    if (rc == 0)
-        rc = next_line(sc, out);
-    if (rc == 0)
-        rc = gs_buf_printf(out, "CfgTRES=cpu=%u,mem=%lluM,billing=%u", n->cores_total,
-                           (unsigned long long)n->memory_total_mib, n->cores_total);
-    if (rc == 0 && n->gpus_total > 0)
-        rc = gs_buf_printf(out, ",gres/gpu=%u", n->gpus_total);
-    if (rc == 0)
-        rc = next_line(sc, out);
-    if (rc == 0)
-        rc = gs_buf_append_str(out, "AllocTRES=");
-    if (rc == 0 && n->cores_total > n->cores_free)
-        rc = gs_buf_printf(out, "cpu=%u", n->cores_total - n->cores_free);
-    if (rc == 0 && alloc_mem > 0)
-        rc = gs_buf_printf(out, "%smem=%lluM", n->cores_total > n->cores_free ? "," : "",
-                           (unsigned long long)alloc_mem);
-    if (rc == 0 && n->gpus_total > n->gpus_free)
-        rc = gs_buf_printf(out, "%sgres/gpu=%u",
-                           n->cores_total > n->cores_free || alloc_mem > 0 ? "," : "",
-                           n->gpus_total - n->gpus_free);
-    if (rc == 0 && n->reason != NULL && n->reason[0] != '\0') {
-        rc = next_line(sc, out);
-        if (rc == 0)
-            rc = gs_buf_printf(out, "Reason=%s", n->reason);
+    if (inparts == 0)
+        gs_buf_append_str(out, "(null)");
+    next_line(sc, out);
+    gs_buf_printf(out, "CfgTRES=cpu=%u,mem=%lluM,billing=%u", n->cores_total,
+                  (unsigned long long)n->memory_total_mib, n->cores_total);
+    if (n->gpus_total > 0)
+        gs_buf_printf(out, ",gres/gpu=%u", n->gpus_total);
+    next_line(sc, out);
+    gs_buf_append_str(out, "AllocTRES=");
+    if (alloc_cpus > 0)
+        gs_buf_printf(out, "cpu=%u", alloc_cpus);
+    if (alloc_mem > 0)
+        gs_buf_printf(out, "%smem=%lluM", alloc_cpus > 0 ? "," : "", (unsigned long long)alloc_mem);
+    if (n->gpus_total > n->gpus_free)
+        gs_buf_printf(out, "%sgres/gpu=%u", alloc_cpus > 0 || alloc_mem > 0 ? "," : "",
+                      n->gpus_total - n->gpus_free);
+    if (n->reason != NULL && n->reason[0] != '\0') {
+        next_line(sc, out);
+        gs_buf_printf(out, "Reason=%s", n->reason);
     }
-    return rc == 0 ? end_record(sc, out) : rc;
+    return end_record(sc, out);
 }
 
 static int show_nodes(const struct scontrol *sc, int argc, char **argv)

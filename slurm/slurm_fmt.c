@@ -509,17 +509,15 @@ int slurm_job_tres(struct gs_buf *out, const Gs__JobInfo *job)
     const Gs__Resources *r = job->resources;
     uint32_t nodes = slurm_job_nodes(job);
     char size[32];
-    int rc = gs_buf_printf(out, "cpu=%u", job->ncpus);
 
-    if (rc == 0 && r != NULL && r->mem_per_node_mib > 0)
-        rc =
-            gs_buf_printf(out, ",mem=%s",
-                          gs_format_size(r->mem_per_node_mib * nodes * GS_MIB, size, sizeof(size)));
-    if (rc == 0)
-        rc = gs_buf_printf(out, ",node=%u,billing=%u", nodes, job->ncpus);
-    if (rc == 0 && r != NULL && r->gpus_per_node > 0)
-        rc = gs_buf_printf(out, ",gres/gpu=%u", r->gpus_per_node * nodes);
-    return rc;
+    gs_buf_printf(out, "cpu=%u", job->ncpus);
+    if (r != NULL && r->mem_per_node_mib > 0)
+        gs_buf_printf(out, ",mem=%s",
+                      gs_format_size(r->mem_per_node_mib * nodes * GS_MIB, size, sizeof(size)));
+    gs_buf_printf(out, ",node=%u,billing=%u", nodes, job->ncpus);
+    if (r != NULL && r->gpus_per_node > 0)
+        gs_buf_printf(out, ",gres/gpu=%u", r->gpus_per_node * nodes);
+    return gs_buf_error(out);
 }
 
 const char *slurm_result_message(const Gs__JobActionResult *res)
@@ -563,7 +561,7 @@ int slurm_alloc_hostlist(struct gs_buf *out, Gs__NodeAllocation *const *alloc, s
     int rc;
 
     if (names == NULL)
-        return -ENOMEM;
+        return gs_buf_fail(out, -ENOMEM);
     for (size_t i = 0; i < n; i++)
         names[i] = alloc[i]->node_name != NULL ? alloc[i]->node_name : "";
     rc = gs_hostlist_compress(names, n, out);

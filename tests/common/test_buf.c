@@ -120,3 +120,28 @@ Test(buf, reserve_refuses_sizes_that_would_overflow)
     cr_assert_str_eq(b.data, "x");
     gs_buf_release(&b);
 }
+
+/* A formatter writes a whole record and checks once: after the first failure nothing more
+ * is written, every append returns that failure, and reset starts afresh. */
+Test(buf, the_first_failure_sticks_until_reset)
+{
+    struct gs_buf b = GS_BUF_INIT;
+
+    cr_assert_eq(gs_buf_error(&b), 0);
+    cr_assert_eq(gs_buf_append_str(&b, "a"), 0);
+    cr_assert_eq(gs_buf_reserve(&b, SIZE_MAX), -ENOMEM);
+    cr_assert_eq(gs_buf_error(&b), -ENOMEM);
+    cr_assert_eq(gs_buf_append_str(&b, "b"), -ENOMEM);
+    cr_assert_eq(gs_buf_printf(&b, "%d", 7), -ENOMEM);
+    cr_assert_eq(gs_buf_putc(&b, 'c'), -ENOMEM);
+    cr_assert_eq(gs_buf_fail(&b, -EIO), -ENOMEM, "the first code stays");
+    cr_assert_str_eq(b.data, "a");
+    gs_buf_reset(&b);
+    cr_assert_eq(gs_buf_error(&b), 0);
+    cr_assert_eq(gs_buf_append_str(&b, "d"), 0);
+    cr_assert_str_eq(b.data, "d");
+    cr_assert_eq(gs_buf_fail(&b, -EIO), -EIO);
+    cr_assert_eq(gs_buf_append_str(&b, "e"), -EIO);
+    gs_buf_release(&b);
+    cr_assert_eq(gs_buf_error(&b), 0);
+}
