@@ -42,44 +42,47 @@ static const char *or_none(const char *s)
     return s != NULL && s[0] != '\0' ? s : "None";
 }
 
-static int put_identity(struct gs_buf *out, const Gs__JobInfo *job)
+/*
+ * The put_ functions write straight through: out keeps its first failure, which show_text
+ * returns once at the end (gs_buf_error).
+ */
+static void put_identity(struct gs_buf *out, const Gs__JobInfo *job)
 {
     const Gs__UserIdentity *u = job->user;
 
     if (u == NULL)
-        return gs_buf_printf(out, "   User=Unknown Priority=%d Held=%s\n", job->priority,
-                             job->held ? "yes" : "no");
-    return gs_buf_printf(out, "   User=%s(%u) Group=%u Priority=%d Held=%s\n", or_none(u->username),
-                         u->uid, u->gid, job->priority, job->held ? "yes" : "no");
+        gs_buf_printf(out, "   User=Unknown Priority=%d Held=%s\n", job->priority,
+                      job->held ? "yes" : "no");
+    else
+        gs_buf_printf(out, "   User=%s(%u) Group=%u Priority=%d Held=%s\n", or_none(u->username),
+                      u->uid, u->gid, job->priority, job->held ? "yes" : "no");
 }
 
-static int put_state(struct gs_buf *out, const Gs__JobInfo *job)
+static void put_state(struct gs_buf *out, const Gs__JobInfo *job)
 {
-    return gs_buf_printf(out, "   State=%s Reason=%s ExitCode=%d:%u Restarts=%u\n",
-                         cli_job_state_name(job->state), or_none(job->reason),
-                         job->signaled ? 0 : job->exit_code, job->signaled ? job->term_signal : 0,
-                         job->restart_count);
+    gs_buf_printf(out, "   State=%s Reason=%s ExitCode=%d:%u Restarts=%u\n",
+                  cli_job_state_name(job->state), or_none(job->reason),
+                  job->signaled ? 0 : job->exit_code, job->signaled ? job->term_signal : 0,
+                  job->restart_count);
 }
 
-static int put_times(struct gs_buf *out, const Gs__JobInfo *job, uint64_t now_ms)
+static void put_times(struct gs_buf *out, const Gs__JobInfo *job, uint64_t now_ms)
 {
     uint64_t limit = job->resources != NULL ? job->resources->time_limit_s : 0;
     char submit[32], start[32], end[32], elapsed[32], tl[32];
-    int rc;
 
-    rc = gs_buf_printf(out, "   SubmitTime=%s StartTime=%s EndTime=%s\n",
-                       cli_format_time(job->submit_time_ms, submit, sizeof(submit)),
-                       cli_format_time(job->start_time_ms, start, sizeof(start)),
-                       cli_format_time(job->end_time_ms, end, sizeof(end)));
+    gs_buf_printf(out, "   SubmitTime=%s StartTime=%s EndTime=%s\n",
+                  cli_format_time(job->submit_time_ms, submit, sizeof(submit)),
+                  cli_format_time(job->start_time_ms, start, sizeof(start)),
+                  cli_format_time(job->end_time_ms, end, sizeof(end)));
     cli_format_elapsed(cli_job_elapsed_s(job->state, job->start_time_ms, job->end_time_ms, now_ms),
                        elapsed, sizeof(elapsed));
     gs_format_duration(limit > 0 ? limit : GS_DURATION_INFINITE, tl, sizeof(tl));
-    if (rc == 0)
-        rc = gs_buf_printf(out, "   Elapsed=%s TimeLimit=%s", elapsed, tl);
-    if (rc == 0 && job->state == GS__JOB_STATE__JOB_STATE_PENDING && job->expected_start_ms > 0)
-        rc = gs_buf_printf(out, " ExpectedStart=%s",
-                           cli_format_time(job->expected_start_ms, start, sizeof(start)));
-    return rc == 0 ? gs_buf_putc(out, '\n') : rc;
+    gs_buf_printf(out, "   Elapsed=%s TimeLimit=%s", elapsed, tl);
+    if (job->state == GS__JOB_STATE__JOB_STATE_PENDING && job->expected_start_ms > 0)
+        gs_buf_printf(out, " ExpectedStart=%s",
+                      cli_format_time(job->expected_start_ms, start, sizeof(start)));
+    gs_buf_putc(out, '\n');
 }
 
 static const char *or_null(const char *s)
@@ -91,85 +94,79 @@ static const char *or_null(const char *s)
  * Partition, account, QOS, reservation and array element, for jobs that have them. The
  * reservation is only in the spec, which ShowReply carries; "(null)" as scontrol prints.
  */
-static int put_slurm(struct gs_buf *out, const Gs__JobInfo *job)
+static void put_slurm(struct gs_buf *out, const Gs__JobInfo *job)
 {
     const char *reservation = job->spec != NULL ? job->spec->reservation : NULL;
-    int rc = 0;
 
     if ((job->partition != NULL && job->partition[0] != '\0') ||
         (reservation != NULL && reservation[0] != '\0'))
-        rc = gs_buf_printf(out, "   Partition=%s Account=%s QOS=%s Reservation=%s\n",
-                           or_null(job->partition), or_null(job->account), or_null(job->qos),
-                           or_null(reservation));
-    if (rc == 0 && job->array_job_id != 0)
-        rc = gs_buf_printf(out, "   ArrayJobId=%llu ArrayTaskId=%u\n",
-                           (unsigned long long)job->array_job_id, job->array_task_id);
-    if (rc == 0 && job->spec != NULL && job->spec->data != NULL) {
+        gs_buf_printf(out, "   Partition=%s Account=%s QOS=%s Reservation=%s\n",
+                      or_null(job->partition), or_null(job->account), or_null(job->qos),
+                      or_null(reservation));
+    if (job->array_job_id != 0)
+        gs_buf_printf(out, "   ArrayJobId=%llu ArrayTaskId=%u\n",
+                      (unsigned long long)job->array_job_id, job->array_task_id);
+    if (job->spec != NULL && job->spec->data != NULL) {
         const Gs__JobData *d = job->spec->data;
 
-        rc = gs_buf_printf(out, "   Dataset=%s Source=%s Shards=%u Bytes=%llu Stage=%s\n",
-                           d->dataset, d->source, d->shards, (unsigned long long)d->bytes,
-                           d->stage == GS__DATA_STAGE__DATA_STAGE_STREAM ? "stream" : "before");
+        gs_buf_printf(out, "   Dataset=%s Source=%s Shards=%u Bytes=%llu Stage=%s\n", d->dataset,
+                      d->source, d->shards, (unsigned long long)d->bytes,
+                      d->stage == GS__DATA_STAGE__DATA_STAGE_STREAM ? "stream" : "before");
     }
-    return rc;
 }
 
-static int put_resources(struct gs_buf *out, const Gs__JobInfo *job)
+static void put_resources(struct gs_buf *out, const Gs__JobInfo *job)
 {
     const Gs__Resources *r = job->resources;
-    int rc;
 
-    rc = gs_buf_printf(out, "   Nodes=%u GpusPerNode=%u", r != NULL ? r->nodes : 0,
-                       r != NULL ? r->gpus_per_node : 0);
-    if (rc == 0 && r != NULL && r->mem_per_node_mib > 0)
-        rc = gs_buf_printf(out, " MemPerNode=%lluM", (unsigned long long)r->mem_per_node_mib);
-    if (rc == 0 && r != NULL && r->constraint != NULL && r->constraint[0] != '\0')
-        rc = gs_buf_printf(out, " Constraint=%s", r->constraint);
-    if (rc == 0 && r != NULL && r->exclusive)
-        rc = gs_buf_append_str(out, " Exclusive=yes");
-    if (rc == 0)
-        rc = gs_buf_append_str(out, " NodeList=");
-    if (rc == 0 && job->n_allocation > 0)
-        rc = cli_job_nodelist(out, job->allocation, job->n_allocation, true);
-    else if (rc == 0)
-        rc = gs_buf_append_str(out, "None");
+    gs_buf_printf(out, "   Nodes=%u GpusPerNode=%u", r != NULL ? r->nodes : 0,
+                  r != NULL ? r->gpus_per_node : 0);
+    if (r != NULL && r->mem_per_node_mib > 0)
+        gs_buf_printf(out, " MemPerNode=%lluM", (unsigned long long)r->mem_per_node_mib);
+    if (r != NULL && r->constraint != NULL && r->constraint[0] != '\0')
+        gs_buf_printf(out, " Constraint=%s", r->constraint);
+    if (r != NULL && r->exclusive)
+        gs_buf_append_str(out, " Exclusive=yes");
+    gs_buf_append_str(out, " NodeList=");
+    if (job->n_allocation > 0)
+        cli_job_nodelist(out, job->allocation, job->n_allocation, true);
+    else
+        gs_buf_append_str(out, "None");
     /* How each node's GPUs are linked, as the placement judged them. */
-    for (size_t i = 0, shown = 0; rc == 0 && i < job->n_allocation; i++) {
+    for (size_t i = 0, shown = 0; i < job->n_allocation; i++) {
         const Gs__NodeAllocation *a = job->allocation[i];
 
         if (a->gpu_link != NULL && a->gpu_link[0] != '\0')
-            rc = gs_buf_printf(out, "%s%s:%s(score=%llu)", shown++ == 0 ? " GpuLinks=" : ",",
-                               a->node_name, a->gpu_link, (unsigned long long)a->gpu_score);
+            gs_buf_printf(out, "%s%s:%s(score=%llu)", shown++ == 0 ? " GpuLinks=" : ",",
+                          a->node_name, a->gpu_link, (unsigned long long)a->gpu_score);
     }
-    return rc == 0 ? gs_buf_putc(out, '\n') : rc;
+    gs_buf_putc(out, '\n');
 }
 
 /* What runs and where: only in the spec, which ShowReply carries. */
-static int put_run(struct gs_buf *out, const Gs__JobSpec *spec)
+static void put_run(struct gs_buf *out, const Gs__JobSpec *spec)
 {
     const Gs__RunSpec *run = spec != NULL ? spec->run : NULL;
-    int rc;
 
     if (run == NULL)
-        return 0;
-    rc = gs_buf_append_str(out, "   Command=");
-    if (rc == 0 && run->n_argv > 0)
-        rc = cli_argv_join(out, run->argv, run->n_argv);
-    else if (rc == 0)
-        rc = gs_buf_append_str(out, "(script)");
-    if (rc == 0)
-        rc = gs_buf_printf(out, "\n   WorkDir=%s\n   StdOut=%s", or_none(run->workdir),
-                           or_none(run->stdout_pattern));
-    if (rc == 0 && run->stderr_pattern != NULL && run->stderr_pattern[0] != '\0')
-        rc = gs_buf_printf(out, " StdErr=%s", run->stderr_pattern);
+        return;
+    gs_buf_append_str(out, "   Command=");
+    if (run->n_argv > 0)
+        cli_argv_join(out, run->argv, run->n_argv);
+    else
+        gs_buf_append_str(out, "(script)");
+    gs_buf_printf(out, "\n   WorkDir=%s\n   StdOut=%s", or_none(run->workdir),
+                  or_none(run->stdout_pattern));
+    if (run->stderr_pattern != NULL && run->stderr_pattern[0] != '\0')
+        gs_buf_printf(out, " StdErr=%s", run->stderr_pattern);
     /* As the job file says it ([run] launcher); the default says nothing. */
-    if (rc == 0 && run->launcher == GS__LAUNCHER__LAUNCHER_MPI)
-        rc = gs_buf_append_str(out, " Launcher=mpi");
-    else if (rc == 0 && run->launcher == GS__LAUNCHER__LAUNCHER_TORCHRUN)
-        rc = gs_buf_append_str(out, " Launcher=torchrun");
-    else if (rc == 0 && run->launcher != GS__LAUNCHER__LAUNCHER_NONE)
-        rc = gs_buf_printf(out, " Launcher=%d", (int)run->launcher);
-    return rc == 0 ? gs_buf_putc(out, '\n') : rc;
+    if (run->launcher == GS__LAUNCHER__LAUNCHER_MPI)
+        gs_buf_append_str(out, " Launcher=mpi");
+    else if (run->launcher == GS__LAUNCHER__LAUNCHER_TORCHRUN)
+        gs_buf_append_str(out, " Launcher=torchrun");
+    else if (run->launcher != GS__LAUNCHER__LAUNCHER_NONE)
+        gs_buf_printf(out, " Launcher=%d", (int)run->launcher);
+    gs_buf_putc(out, '\n');
 }
 
 /* "3 s", "4 min", "2 h": how long ago a report came, coarser as it ages. */
@@ -192,115 +189,91 @@ static int ms_digits(double ms)
 }
 
 /* The latest progress report on one line (and its free text on the next), if there is one. */
-static int put_progress(struct gs_buf *out, const Gs__JobProgressReport *p, uint64_t now_ms)
+static void put_progress(struct gs_buf *out, const Gs__JobProgressReport *p, uint64_t now_ms)
 {
     char age[32];
-    int rc;
 
     if (p == NULL)
-        return 0;
-    rc = gs_buf_printf(out, "Progress: step %llu", (unsigned long long)p->step);
-    if (rc == 0 && p->steps > 0)
-        rc = gs_buf_printf(out, "/%llu (%.0f%%)", (unsigned long long)p->steps,
-                           100.0 * (double)p->step / (double)p->steps);
+        return;
+    gs_buf_printf(out, "Progress: step %llu", (unsigned long long)p->step);
+    if (p->steps > 0)
+        gs_buf_printf(out, "/%llu (%.0f%%)", (unsigned long long)p->steps,
+                      100.0 * (double)p->step / (double)p->steps);
     /* 0 is "not reported"; a NaN loss is news and printed as such. */
-    if (rc == 0 && p->loss != 0)
-        rc = gs_buf_printf(out, " loss %.3f", p->loss);
-    if (rc == 0 && p->eval_loss != 0)
-        rc = gs_buf_printf(out, " eval %.3f", p->eval_loss);
-    if (rc == 0 && p->tokens_per_s > 0)
-        rc = gs_buf_printf(out, " tokens/s %.0f", p->tokens_per_s);
-    if (rc == 0 && p->mfu > 0)
-        rc = gs_buf_printf(out, " MFU %.1f%%", 100.0 * p->mfu);
-    if (rc == 0 && p->data_ms > 0)
-        rc = gs_buf_printf(out, " data-wait %.*f ms", ms_digits(p->data_ms), p->data_ms);
-    if (rc == 0 && p->ranks > 0)
-        rc = gs_buf_printf(out, " ranks %u", p->ranks);
-    if (rc == 0 && p->ranks > 1 && p->comm_ms > 0)
-        rc = gs_buf_printf(out, " comm %.*f ms exposed %.*f ms overlap %.2f", ms_digits(p->comm_ms),
-                           p->comm_ms, ms_digits(p->comm_exposed_ms), p->comm_exposed_ms,
-                           p->overlap);
+    if (p->loss != 0)
+        gs_buf_printf(out, " loss %.3f", p->loss);
+    if (p->eval_loss != 0)
+        gs_buf_printf(out, " eval %.3f", p->eval_loss);
+    if (p->tokens_per_s > 0)
+        gs_buf_printf(out, " tokens/s %.0f", p->tokens_per_s);
+    if (p->mfu > 0)
+        gs_buf_printf(out, " MFU %.1f%%", 100.0 * p->mfu);
+    if (p->data_ms > 0)
+        gs_buf_printf(out, " data-wait %.*f ms", ms_digits(p->data_ms), p->data_ms);
+    if (p->ranks > 0)
+        gs_buf_printf(out, " ranks %u", p->ranks);
+    if (p->ranks > 1 && p->comm_ms > 0)
+        gs_buf_printf(out, " comm %.*f ms exposed %.*f ms overlap %.2f", ms_digits(p->comm_ms),
+                      p->comm_ms, ms_digits(p->comm_exposed_ms), p->comm_exposed_ms, p->overlap);
     format_age(p->received_ms, now_ms, age, sizeof(age));
-    if (rc == 0)
-        rc = gs_buf_printf(out, " (%s ago)\n", age);
-    if (rc == 0 && p->text != NULL && p->text[0] != '\0')
-        rc = gs_buf_printf(out, "   %s\n", p->text);
-    return rc;
+    gs_buf_printf(out, " (%s ago)\n", age);
+    if (p->text != NULL && p->text[0] != '\0')
+        gs_buf_printf(out, "   %s\n", p->text);
 }
 
-static int put_history(struct gs_buf *out, const Gs__ShowReply *r)
+static void put_history(struct gs_buf *out, const Gs__ShowReply *r)
 {
     char when[32];
-    int rc = 0;
 
     if (r->n_history > 0)
-        rc = gs_buf_append_str(out, "History:\n");
-    for (size_t i = 0; rc == 0 && i < r->n_history; i++) {
+        gs_buf_append_str(out, "History:\n");
+    for (size_t i = 0; i < r->n_history; i++) {
         const Gs__JobStateChange *c = r->history[i];
 
-        rc = gs_buf_printf(out, "   %s %s", cli_format_time(c->changed_at_ms, when, sizeof(when)),
-                           cli_job_state_name(c->state));
-        if (rc == 0 && c->reason != NULL && c->reason[0] != '\0')
-            rc = gs_buf_printf(out, " %s", c->reason);
-        if (rc == 0)
-            rc = gs_buf_putc(out, '\n');
+        gs_buf_printf(out, "   %s %s", cli_format_time(c->changed_at_ms, when, sizeof(when)),
+                      cli_job_state_name(c->state));
+        if (c->reason != NULL && c->reason[0] != '\0')
+            gs_buf_printf(out, " %s", c->reason);
+        gs_buf_putc(out, '\n');
     }
-    return rc;
 }
 
-static int put_tasks(struct gs_buf *out, const Gs__ShowReply *r)
+static void put_tasks(struct gs_buf *out, const Gs__ShowReply *r)
 {
-    int rc = 0;
-
     if (r->n_task_exits > 0)
-        rc = gs_buf_append_str(out, "Tasks:\n");
-    for (size_t i = 0; rc == 0 && i < r->n_task_exits; i++) {
+        gs_buf_append_str(out, "Tasks:\n");
+    for (size_t i = 0; i < r->n_task_exits; i++) {
         const Gs__TaskExit *t = r->task_exits[i];
 
-        rc = gs_buf_printf(out, "   Rank=%u Node=%s ExitCode=%d:%u EndReason=%s Attempt=%u",
-                           t->rank, or_none(t->node_name), t->signaled ? 0 : t->exit_code,
-                           t->signaled ? t->term_signal : 0, cli_end_reason_name(t->end_reason),
-                           t->attempt);
-        if (rc == 0 && t->launch_error != NULL && t->launch_error[0] != '\0')
-            rc = gs_buf_printf(out, " LaunchError=\"%s\"", t->launch_error);
-        if (rc == 0)
-            rc = gs_buf_putc(out, '\n');
+        gs_buf_printf(out, "   Rank=%u Node=%s ExitCode=%d:%u EndReason=%s Attempt=%u", t->rank,
+                      or_none(t->node_name), t->signaled ? 0 : t->exit_code,
+                      t->signaled ? t->term_signal : 0, cli_end_reason_name(t->end_reason),
+                      t->attempt);
+        if (t->launch_error != NULL && t->launch_error[0] != '\0')
+            gs_buf_printf(out, " LaunchError=\"%s\"", t->launch_error);
+        gs_buf_putc(out, '\n');
     }
-    return rc;
 }
 
 static int show_text(struct gs_buf *out, const Gs__ShowReply *r)
 {
     const Gs__JobInfo *job = r->job;
-    int rc;
 
     if (job == NULL)
         return -EPROTO;
-    rc = gs_buf_printf(out, "JobId=%llu Name=%s\n", (unsigned long long)job->job_id,
-                       or_none(job->name));
-    if (rc == 0)
-        rc = put_identity(out, job);
-    if (rc == 0)
-        rc = put_slurm(out, job);
-    if (rc == 0)
-        rc = put_state(out, job);
-    if (rc == 0)
-        rc = put_times(out, job, gs_clock_wall_ms());
-    if (rc == 0)
-        rc = put_resources(out, job);
-    if (rc == 0)
-        rc = cli_job_het_lines(out, job);
-    if (rc == 0)
-        rc = put_run(out, job->spec);
-    if (rc == 0)
-        rc = cli_usage_show(out, job->usage);
-    if (rc == 0)
-        rc = put_progress(out, r->progress, gs_clock_wall_ms());
-    if (rc == 0)
-        rc = put_history(out, r);
-    if (rc == 0)
-        rc = put_tasks(out, r);
-    return rc;
+    gs_buf_printf(out, "JobId=%llu Name=%s\n", (unsigned long long)job->job_id, or_none(job->name));
+    put_identity(out, job);
+    put_slurm(out, job);
+    put_state(out, job);
+    put_times(out, job, gs_clock_wall_ms());
+    put_resources(out, job);
+    cli_job_het_lines(out, job);
+    put_run(out, job->spec);
+    cli_usage_show(out, job->usage);
+    put_progress(out, r->progress, gs_clock_wall_ms());
+    put_history(out, r);
+    put_tasks(out, r);
+    return gs_buf_error(out);
 }
 
 static void kv_double(struct gs_json *j, const char *key, double v)

@@ -142,9 +142,7 @@ int cli_format_indices(struct gs_buf *out, const uint32_t *v, size_t n)
 
 int cli_format_ranges(struct gs_buf *out, const uint32_t *v, size_t n, size_t min_run)
 {
-    int rc = 0;
-
-    for (size_t i = 0; rc == 0 && i < n;) {
+    for (size_t i = 0; i < n;) {
         size_t last = i;
 
         while (last + 1 < n && v[last + 1] == v[last] + 1)
@@ -152,31 +150,27 @@ int cli_format_ranges(struct gs_buf *out, const uint32_t *v, size_t n, size_t mi
         if (last + 1 < i + min_run)
             last = i;
         if (last > i)
-            rc = gs_buf_printf(out, "%s%u-%u", i > 0 ? "," : "", v[i], v[last]);
+            gs_buf_printf(out, "%s%u-%u", i > 0 ? "," : "", v[i], v[last]);
         else
-            rc = gs_buf_printf(out, "%s%u", i > 0 ? "," : "", v[i]);
+            gs_buf_printf(out, "%s%u", i > 0 ? "," : "", v[i]);
         i = last + 1;
     }
-    return rc;
+    return gs_buf_error(out);
 }
 
 int cli_job_nodelist(struct gs_buf *out, Gs__NodeAllocation *const *alloc, size_t n, bool with_gpus)
 {
-    int rc = 0;
-
-    for (size_t i = 0; rc == 0 && i < n; i++) {
+    for (size_t i = 0; i < n; i++) {
         const Gs__NodeAllocation *a = alloc[i];
 
-        rc = gs_buf_printf(out, "%s%s", i > 0 ? "," : "", a->node_name);
-        if (rc == 0 && with_gpus && a->n_gpus > 0) {
-            rc = gs_buf_putc(out, '[');
-            if (rc == 0)
-                rc = cli_format_indices(out, a->gpus, a->n_gpus);
-            if (rc == 0)
-                rc = gs_buf_putc(out, ']');
+        gs_buf_printf(out, "%s%s", i > 0 ? "," : "", a->node_name);
+        if (with_gpus && a->n_gpus > 0) {
+            gs_buf_putc(out, '[');
+            cli_format_indices(out, a->gpus, a->n_gpus);
+            gs_buf_putc(out, ']');
         }
     }
-    return rc;
+    return gs_buf_error(out);
 }
 
 /* Characters a shell takes literally in a word. */
@@ -192,31 +186,30 @@ static bool shell_safe(const char *s)
     return true;
 }
 
-static int append_quoted(struct gs_buf *out, const char *s)
+static void append_quoted(struct gs_buf *out, const char *s)
 {
-    int rc;
-
-    if (shell_safe(s))
-        return gs_buf_append_str(out, s);
-    rc = gs_buf_putc(out, '\'');
-    for (const char *p = s; rc == 0 && *p != '\0'; p++)
-        rc = *p == '\'' ? gs_buf_append_str(out, "'\\''") : gs_buf_putc(out, *p);
-    if (rc == 0)
-        rc = gs_buf_putc(out, '\'');
-    return rc;
+    if (shell_safe(s)) {
+        gs_buf_append_str(out, s);
+        return;
+    }
+    gs_buf_putc(out, '\'');
+    for (const char *p = s; *p != '\0'; p++) {
+        if (*p == '\'')
+            gs_buf_append_str(out, "'\\''");
+        else
+            gs_buf_putc(out, *p);
+    }
+    gs_buf_putc(out, '\'');
 }
 
 int cli_argv_join(struct gs_buf *out, char *const *argv, size_t n)
 {
-    int rc = 0;
-
-    for (size_t i = 0; rc == 0 && i < n; i++) {
+    for (size_t i = 0; i < n; i++) {
         if (i > 0)
-            rc = gs_buf_putc(out, ' ');
-        if (rc == 0)
-            rc = append_quoted(out, argv[i]);
+            gs_buf_putc(out, ' ');
+        append_quoted(out, argv[i]);
     }
-    return rc;
+    return gs_buf_error(out);
 }
 
 int cli_job_exit_status(Gs__JobState state, bool signaled, int32_t exit_code, uint32_t term_signal)
@@ -343,16 +336,15 @@ uint32_t cli_het_cpus(const struct gs_het_component *c)
 
 int cli_het_line(struct gs_buf *out, const struct gs_het_component *c)
 {
-    int rc = gs_buf_printf(out, "Nodes=%u GpusPerNode=%u %s=%u MemPerNode=%lluM Tasks=%u", c->nodes,
-                           c->gpus_per_node, c->cpus_per_gpu > 0 ? "CpusPerGpu" : "CpusPerTask",
-                           c->cpus_per_gpu > 0    ? c->cpus_per_gpu
-                           : c->cpus_per_task > 0 ? c->cpus_per_task
-                                                  : 1,
-                           (unsigned long long)c->mem_per_node_mib, cli_het_tasks(c));
-
-    if (rc == 0 && c->constraint != NULL && c->constraint[0] != '\0')
-        rc = gs_buf_printf(out, " Constraint=%s", c->constraint);
-    return rc;
+    gs_buf_printf(out, "Nodes=%u GpusPerNode=%u %s=%u MemPerNode=%lluM Tasks=%u", c->nodes,
+                  c->gpus_per_node, c->cpus_per_gpu > 0 ? "CpusPerGpu" : "CpusPerTask",
+                  c->cpus_per_gpu > 0    ? c->cpus_per_gpu
+                  : c->cpus_per_task > 0 ? c->cpus_per_task
+                                         : 1,
+                  (unsigned long long)c->mem_per_node_mib, cli_het_tasks(c));
+    if (c->constraint != NULL && c->constraint[0] != '\0')
+        gs_buf_printf(out, " Constraint=%s", c->constraint);
+    return gs_buf_error(out);
 }
 
 size_t cli_job_het_alloc(const Gs__JobInfo *job, uint32_t k, size_t *ret_first)
@@ -372,26 +364,22 @@ size_t cli_job_het_alloc(const Gs__JobInfo *job, uint32_t k, size_t *ret_first)
 
 int cli_job_het_lines(struct gs_buf *out, const Gs__JobInfo *job)
 {
-    int rc = 0;
-
-    for (uint32_t k = 0; rc == 0 && k < job->n_het_nodes; k++) {
+    for (uint32_t k = 0; k < job->n_het_nodes; k++) {
         struct gs_het_component c;
         size_t first, n = cli_job_het_alloc(job, k, &first);
 
-        rc = gs_buf_printf(out, "   HetComponent=%u ", k);
-        if (rc == 0 && cli_job_het_shape(job->spec, k, &c) == 0)
-            rc = cli_het_line(out, &c);
-        else if (rc == 0)
-            rc = gs_buf_printf(out, "Nodes=%u Tasks=%u", job->het_nodes[k],
-                               k < job->n_het_ntasks ? job->het_ntasks[k] : 0);
-        if (rc == 0)
-            rc = gs_buf_append_str(out, " NodeList=");
-        if (rc == 0 && n > 0)
-            rc = cli_job_nodelist(out, job->allocation + first, n, true);
-        else if (rc == 0)
-            rc = gs_buf_append_str(out, "None");
-        if (rc == 0)
-            rc = gs_buf_putc(out, '\n');
+        gs_buf_printf(out, "   HetComponent=%u ", k);
+        if (cli_job_het_shape(job->spec, k, &c) == 0)
+            cli_het_line(out, &c);
+        else
+            gs_buf_printf(out, "Nodes=%u Tasks=%u", job->het_nodes[k],
+                          k < job->n_het_ntasks ? job->het_ntasks[k] : 0);
+        gs_buf_append_str(out, " NodeList=");
+        if (n > 0)
+            cli_job_nodelist(out, job->allocation + first, n, true);
+        else
+            gs_buf_append_str(out, "None");
+        gs_buf_putc(out, '\n');
     }
-    return rc;
+    return gs_buf_error(out);
 }

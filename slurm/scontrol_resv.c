@@ -376,15 +376,13 @@ static char *duration(const Gs__Reservation *r, char *out, size_t size)
     return out;
 }
 
-static int put_list(struct gs_buf *out, const char *key, char *const *v, size_t n)
+static void put_list(struct gs_buf *out, const char *key, char *const *v, size_t n)
 {
-    int rc = gs_buf_printf(out, "%s=", key);
-
-    for (size_t i = 0; rc == 0 && i < n; i++)
-        rc = gs_buf_printf(out, "%s%s", i > 0 ? "," : "", v[i]);
-    if (rc == 0 && n == 0)
-        rc = gs_buf_append_str(out, "(null)");
-    return rc;
+    gs_buf_printf(out, "%s=", key);
+    for (size_t i = 0; i < n; i++)
+        gs_buf_printf(out, "%s%s", i > 0 ? "," : "", v[i]);
+    if (n == 0)
+        gs_buf_append_str(out, "(null)");
 }
 
 static const char *or_null(const char *s)
@@ -395,27 +393,22 @@ static const char *or_null(const char *s)
 int scontrol_resv_record(struct gs_buf *out, const Gs__Reservation *r, bool oneliner)
 {
     char start[48], end[48], dur[48];
-    int rc;
 
-    rc = gs_buf_printf(
-        out, "ReservationName=%s StartTime=%s EndTime=%s Duration=%s", or_null(r->name),
-        slurm_fmt_date(r->start_ms, "Unknown", start, sizeof(start)),
-        slurm_fmt_date(r->end_ms, "Unknown", end, sizeof(end)), duration(r, dur, sizeof(dur)));
-    if (rc == 0)
-        rc = gs_buf_append_str(out, oneliner ? " " : "\n   ");
-    if (rc == 0)
-        rc = gs_buf_printf(out, "Nodes=%s NodeCnt=%u ", or_null(r->nodes), r->node_count);
-    if (rc == 0 && r->gpus > 0)
-        rc = gs_buf_printf(out, "TRES=gres/gpu=%u ", r->gpus);
-    if (rc == 0)
-        rc = put_list(out, "Users", r->users, r->n_users);
-    if (rc == 0)
-        rc = gs_buf_append_str(out, " ");
-    if (rc == 0)
-        rc = put_list(out, "Accounts", r->accounts, r->n_accounts);
-    if (rc == 0)
-        rc = gs_buf_printf(out, " State=%s", r->active ? "ACTIVE" : "INACTIVE");
-    return rc == 0 ? gs_buf_append_str(out, oneliner ? "\n" : "\n\n") : rc;
+    /* Written straight through: out keeps its first failure (gs_buf_error). */
+    gs_buf_printf(out, "ReservationName=%s StartTime=%s EndTime=%s Duration=%s", or_null(r->name),
+                  slurm_fmt_date(r->start_ms, "Unknown", start, sizeof(start)),
+                  slurm_fmt_date(r->end_ms, "Unknown", end, sizeof(end)),
+                  duration(r, dur, sizeof(dur)));
+    gs_buf_append_str(out, oneliner ? " " : "\n   ");
+    gs_buf_printf(out, "Nodes=%s NodeCnt=%u ", or_null(r->nodes), r->node_count);
+    if (r->gpus > 0)
+        gs_buf_printf(out, "TRES=gres/gpu=%u ", r->gpus);
+    put_list(out, "Users", r->users, r->n_users);
+    gs_buf_append_str(out, " ");
+    put_list(out, "Accounts", r->accounts, r->n_accounts);
+    gs_buf_printf(out, " State=%s", r->active ? "ACTIVE" : "INACTIVE");
+    gs_buf_append_str(out, oneliner ? "\n" : "\n\n");
+    return gs_buf_error(out);
 }
 
 int scontrol_resv_table(struct gs_buf *out, Gs__Reservation *const *v, size_t n, bool header)
