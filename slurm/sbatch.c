@@ -503,19 +503,6 @@ void gs_sbatch_export_release(struct gs_sbatch_export *exp)
     *exp = (struct gs_sbatch_export){GS_SBATCH_EXPORT_ALL, NULL, 0};
 }
 
-const char *gs_sbatch_source_name(enum gs_sbatch_source source)
-{
-    switch (source) {
-    case GS_SBATCH_FROM_SCRIPT:
-        return "script";
-    case GS_SBATCH_FROM_CLI:
-        return "command line";
-    case GS_SBATCH_UNSET:
-        break;
-    }
-    return "unset";
-}
-
 /* ---- the option table ---- */
 
 /* The state of one gs_sbatch_parse call. */

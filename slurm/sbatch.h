@@ -282,7 +282,4 @@ void gs_sbatch_deps_release(struct gs_sbatch_deps *deps);
 int gs_sbatch_parse_export(const char *text, struct gs_sbatch_export *ret, struct gs_error *err);
 void gs_sbatch_export_release(struct gs_sbatch_export *exp);
 
-/* "script" or "command line" (for messages and --test-only output). */
-const char *gs_sbatch_source_name(enum gs_sbatch_source source);
-
 #endif
