@@ -1,7 +1,8 @@
 /*
  * worker.c: gsched-workerd's connection to the scheduler, its registration, heartbeats and
  * exit reports (see worker.h). LaunchTasks and SignalTasks are in worker_launch.c,
- * LogsRequest in worker_logs.c.
+ * LogsRequest in worker_logs.c, the job records that stamp exits with their attempt in
+ * jobs.c.
  *
  * Exits live in a list until acknowledged: sent when they happen, and all of them again in
  * the NodeRegister after every reconnect. The scheduler de-duplicates by (job, step, rank,
@@ -132,27 +133,6 @@ static Gs__EndReason end_reason_of(enum wrk_end_reason r)
         return GS__END_REASON__END_REASON_TIMEOUT;
     default:
         return GS__END_REASON__END_REASON_NONE;
-    }
-}
-
-void wrk_job_forget(struct wrk_ctx *w, struct wrk_job *job)
-{
-    int killed = wrk_cg_job_end(w->cg, job->job_id); /* what outlived its tasks goes too */
-
-    if (killed > 0)
-        GS_LOG(GS_LOG_INFO, "job=%llu processes=%d left in its cgroup after its tasks, killed",
-               (unsigned long long)job->job_id, killed);
-    else if (killed < 0)
-        GS_LOG(GS_LOG_WARN, "job=%llu error=\"%s\" cgroup not removed",
-               (unsigned long long)job->job_id, gs_strerror(killed));
-    wrk_data_job_forget(w, job->job_id); /* its dataset unpinned, its plan file removed */
-    for (struct wrk_job **p = &w->jobs; *p != NULL; p = &(*p)->next) {
-        if (*p == job) {
-            *p = job->next;
-            free(job->deferred);
-            free(job);
-            return;
-        }
     }
 }
 

@@ -1,7 +1,7 @@
 /*
  * worker_internal.h: struct wrk_ctx, shared by worker.c (connection, registration,
- * heartbeats, exits), worker_launch.c (LaunchTasks, SignalTasks, JobLimitUpdate) and
- * worker_logs.c (LogsRequest). Not for other folders.
+ * heartbeats, exits), worker_launch.c (LaunchTasks, SignalTasks, JobLimitUpdate), jobs.c
+ * (the job records) and worker_logs.c (LogsRequest). Not for other folders.
  */
 #ifndef WRK_WORKER_INTERNAL_H
 #define WRK_WORKER_INTERNAL_H
@@ -98,10 +98,16 @@ void wrk_handle_signal(struct wrk_ctx *w, const Gs__SignalTasks *msg);
 void wrk_handle_limit(struct wrk_ctx *w, const Gs__JobLimitUpdate *msg);
 /* JobNotice: a line to the stderr of the job's lowest-ranked task here (worker_notice.c). */
 void wrk_handle_notice(struct wrk_ctx *w, const Gs__JobNotice *msg);
+
+/* jobs.c: the job records in w->jobs, owned by w; loop thread only. */
+/* The record of job_id; NULL: none. Valid until wrk_job_forget (or wrk_job_idle). */
 struct wrk_job *wrk_job_find(struct wrk_ctx *w, uint64_t job_id);
-/* Drops a job record once none of its tasks runs here. */
+/* Makes job_id's record if it has none, and sets its attempt; 0 or -ENOMEM. */
+int wrk_job_remember(struct wrk_ctx *w, uint64_t job_id, uint32_t attempt);
+/* Drops a job record once none of its tasks runs here (frees job; its cgroup and data go). */
 void wrk_job_forget(struct wrk_ctx *w, struct wrk_job *job);
-/* The job's last task here ended: runs a deferred launch, or forgets the job. */
+/* The job's last task here ended: runs a deferred launch, or forgets the job. Either may
+ * free job: the caller must not use it afterwards. */
 void wrk_job_idle(struct wrk_ctx *w, struct wrk_job *job);
 
 /* worker_logs.c: replies a LogsReply or an ErrorReply under request_id. */

@@ -77,15 +77,6 @@ struct launch {
     char *const *extra_env; /* appended to the job's environment (worker_data.c) */
 };
 
-struct wrk_job *wrk_job_find(struct wrk_ctx *w, uint64_t job_id)
-{
-    for (struct wrk_job *j = w->jobs; j != NULL; j = j->next) {
-        if (j->job_id == job_id)
-            return j;
-    }
-    return NULL;
-}
-
 /*
  * A requeued job's next attempt may come here while its last one's tasks are still ending
  * (signalled with the requeue, killed after the grace time): the new tasks would clash with
@@ -118,47 +109,6 @@ static bool defer_launch(struct wrk_ctx *w, const Gs__LaunchTasks *msg, uint64_t
            "previous attempt's tasks to end",
            (unsigned long long)msg->job_id, msg->attempt, j->attempt, j->ntasks);
     return true;
-}
-
-void wrk_job_idle(struct wrk_ctx *w, struct wrk_job *job)
-{
-    uint8_t *buf = job->deferred;
-    uint64_t request_id = job->deferred_request_id;
-    Gs__LaunchTasks *msg;
-
-    if (buf == NULL) {
-        wrk_job_forget(w, job);
-        return;
-    }
-    job->deferred = NULL;
-    msg = gs__launch_tasks__unpack(NULL, job->deferred_len, buf);
-    free(buf);
-    if (msg == NULL) { /* it packed here; only memory can be short */
-        GS_LOG(GS_LOG_ERROR, "job=%llu deferred launch lost: out of memory",
-               (unsigned long long)job->job_id);
-        wrk_job_forget(w, job);
-        return;
-    }
-    GS_LOG(GS_LOG_INFO, "job=%llu attempt=%u deferred launch starts",
-           (unsigned long long)msg->job_id, msg->attempt);
-    wrk_handle_launch(w, msg, request_id); /* may forget job */
-    gs__launch_tasks__free_unpacked(msg, NULL);
-}
-
-static int remember_job(struct wrk_ctx *w, uint64_t job_id, uint32_t attempt)
-{
-    struct wrk_job *j = wrk_job_find(w, job_id);
-
-    if (j == NULL) {
-        j = calloc(1, sizeof(*j));
-        if (j == NULL)
-            return -ENOMEM;
-        j->job_id = job_id;
-        j->next = w->jobs;
-        w->jobs = j;
-    }
-    j->attempt = attempt;
-    return 0;
 }
 
 static void free_strv(char **v)
@@ -857,7 +807,7 @@ static int prepare(struct launch *l, char *why, size_t why_size)
     if (rc == 0)
         rc = build_job_env(l);
     if (rc == 0)
-        rc = remember_job(l->w, l->msg->job_id, l->msg->attempt);
+        rc = wrk_job_remember(l->w, l->msg->job_id, l->msg->attempt);
     if (rc == -ENOMEM)
         snprintf(why, why_size, "out of memory");
     return rc;
@@ -886,10 +836,15 @@ void wrk_launch_now(struct wrk_ctx *w, const Gs__LaunchTasks *msg, uint64_t requ
                     char *const *extra_env, int fail_rc, const char *fail_why)
 {
     struct launch l = {.w = w, .msg = msg, .extra_env = extra_env};
+    struct wrk_job *job;
     char why[256] = "";
     int rc;
 
     rc = prepare(&l, why, sizeof(why));
+    /* The record prepare() made or updated (there whenever rc is 0); when it failed early,
+     * one the job may already have, with or without tasks. Held to the end: nothing below
+     * frees a record, since a task's exit comes only on a later turn of the loop. */
+    job = wrk_job_find(w, msg->job_id);
     if (rc == 0 && fail_rc < 0) {
         rc = fail_rc;
         snprintf(why, sizeof(why), "%s", fail_why != NULL ? fail_why : "launch refused");
@@ -910,7 +865,8 @@ void wrk_launch_now(struct wrk_ctx *w, const Gs__LaunchTasks *msg, uint64_t requ
         struct wrk_task_id id = {
             .job_id = msg->job_id, .step = msg->step, .rank = msg->tasks[i]->rank};
 
-        wrk_job_find(w, msg->job_id)->ntasks++;
+        if (job != NULL)
+            job->ntasks++;
         l.results[i].pid = wrk_tasks_pid(w->tasks, &id);
         if (w->ledger != NULL &&
             wrk_ledger_add(w->ledger, l.results[i].pid, msg->job_id, msg->step, id.rank) < 0)
@@ -922,8 +878,8 @@ void wrk_launch_now(struct wrk_ctx *w, const Gs__LaunchTasks *msg, uint64_t requ
     }
     if (l.results != NULL)
         send_reply(&l, request_id);
-    if (wrk_job_find(w, msg->job_id) != NULL && wrk_job_find(w, msg->job_id)->ntasks <= 0)
-        wrk_job_forget(w, wrk_job_find(w, msg->job_id));
+    if (job != NULL && job->ntasks <= 0)
+        wrk_job_forget(w, job); /* frees it: job is not used again */
     free_strv(l.job_env);
     free_strv(l.argv);
     free(l.results);
