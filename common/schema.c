@@ -237,13 +237,20 @@ int gs_schema_strv(struct gs_schema_ctx *c, const struct gs_toml_value *v, const
     return 0;
 }
 
-int gs_schema_edit_distance(const char *a, const char *b)
+int gs_schema_edit_distance(const char *a, const char *b, int max)
 {
     size_t la = strlen(a), lb = strlen(b);
     int d[32][32];
 
-    if (la >= 32 || lb >= 32)
-        return 9;
+    if (max < 0)
+        max = 0;
+    if (max > 9)
+        max = 9;
+    /* Each length unit of difference costs an insertion: such a pair is past max already,
+     * and an input full of unknown keys (fuzzed job files) would otherwise pay the table
+     * for every key of every section. */
+    if (la >= 32 || lb >= 32 || (la > lb ? la - lb : lb - la) > (size_t)max)
+        return max + 1;
     for (size_t i = 0; i <= la; i++)
         d[i][0] = (int)i;
     for (size_t j = 0; j <= lb; j++)
@@ -262,7 +269,7 @@ int gs_schema_edit_distance(const char *a, const char *b)
             d[i][j] = best;
         }
     }
-    return d[la][lb] > 9 ? 9 : d[la][lb];
+    return d[la][lb] > max ? max + 1 : d[la][lb];
 }
 
 static void qualified(char *out, size_t size, const char *section, const char *key)
@@ -282,7 +289,9 @@ static void suggest(const struct gs_schema_ctx *c, const char *key, const char *
         bool here = strcmp(name, section) == 0;
 
         for (const struct gs_schema_key *k = c->sections[s].keys; k->key != NULL; k++) {
-            int dist = gs_schema_edit_distance(key, k->key);
+            /* Elsewhere only the same name counts. */
+            int dist = here ? gs_schema_edit_distance(key, k->key, best)
+                            : (strcmp(key, k->key) == 0 ? 0 : 1);
 
             if (!here && dist == 0) {
                 qualified(out, size, name, k->key);

@@ -115,8 +115,9 @@ int gs_schema_strv(struct gs_schema_ctx *c, const struct gs_toml_value *v, const
                    char ***out, size_t *ret_n);
 void gs_schema_strv_free(char **v);
 
-/* Optimal string alignment distance of a and b, capped at 9: only small distances make
- * "did you mean" suggestions (also those of the sbatch option parser). */
-int gs_schema_edit_distance(const char *a, const char *b);
+/* Optimal string alignment distance of a and b when it is at most max (0 to 9), else
+ * max + 1: only small distances make "did you mean" suggestions (also those of the sbatch
+ * option parser), and a pair whose lengths differ by more than max costs nothing. */
+int gs_schema_edit_distance(const char *a, const char *b, int max);
 
 #endif

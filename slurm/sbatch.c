@@ -972,7 +972,7 @@ static void report_unknown_long(struct ctx *c, const char *shown, const char *na
         return;
     }
     for (size_t i = 0; i < NOPTIONS; i++) {
-        int dist = gs_schema_edit_distance(key, options[i].name);
+        int dist = gs_schema_edit_distance(key, options[i].name, best);
 
         if (dist <= best) {
             best = dist;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/jobspec.h"
+#include "common/schema.h"
 #include "common/units.h"
 
 static struct gs_buf errors;
@@ -140,6 +141,17 @@ Test(jobspec, typo_in_key_is_reported_with_suggestion_and_place)
     parse_fails("[resources]\ngpu_per_node = 4\n[run]\ncommand = [\"true\"]\n",
                 "job.toml:2:1: unknown key 'gpu_per_node' in resources (did you mean "
                 "'resources.gpus_per_node'?)");
+}
+
+Test(jobspec, edit_distance_stops_at_its_limit)
+{
+    cr_assert_eq(gs_schema_edit_distance("gpus", "gpus", 2), 0);
+    cr_assert_eq(gs_schema_edit_distance("gpu_per_node", "gpus_per_node", 2), 1);
+    cr_assert_eq(gs_schema_edit_distance("ndoes", "nodes", 2), 1, "a transposition is one");
+    cr_assert_eq(gs_schema_edit_distance("abc", "xyz", 1), 2, "past the limit: limit + 1");
+    cr_assert_eq(gs_schema_edit_distance("a", "abcdef", 2), 3, "lengths too far apart");
+    cr_assert_eq(gs_schema_edit_distance("kitten", "sitting", 9), 3);
+    cr_assert_eq(gs_schema_edit_distance("kitten", "sitting", 2), 3);
 }
 
 Test(jobspec, key_in_wrong_section_points_to_the_right_one)
