@@ -8,7 +8,7 @@
  *
  * Each column has sacct's width (JobID 12 left-justified, most others 10 right-justified)
  * and a blank after it; longer values are cut with a '+' at the end. Options as Slurm's:
- * -j IDS (123, 123_4), -u USERS, -a/--allusers, --format/-o FIELDS (names any case, each
+ * -j IDS (123, 123_4, 42+1), -u USERS, -a/--allusers, --format/-o FIELDS (names any case, each
  * with an optional %WIDTH), -b/--brief, -p/--parsable ('|' after every field),
  * -P/--parsable2 (between them), -n/--noheader, -X/--allocations, -s STATES,
  * -S/-E TIMES (ISO dates, "now", "today"), --name NAMES, -r PARTITIONS, -A ACCOUNTS, and
@@ -25,6 +25,9 @@
  * A heterogeneous job shows as Slurm's: a line per component ("42+0", "42+1") with its
  * nodes, tasks and CPUs, each followed by the steps that ran on its nodes ("42+0.batch",
  * "42+1.0"; a step on several components under each, with its nodes there; slurm_het.h).
+ * -j 42+1 shows component 1's line and its steps' alone (42+1.0: that step's line under
+ * it); a job without that component, an ordinary one included, shows nothing. --json
+ * prints whole jobs: JobInfo knows no components.
  * As in Slurm, only the caller's own jobs show unless -a, -u or -j says otherwise (root sees
  * everyone's), and without -j only jobs active since midnight (-S) show. Every failure exits
  * 1, as in Slurm.
@@ -562,12 +565,12 @@ static int put_rows(const Gs__JobInfo *row, const struct slurm_het_part *part, v
     size_t n = s->filter.nrefs;
     int rc = 0;
 
-    if (slurm_step_job_selected(s->refs, s->steps, n, job))
+    if (slurm_step_job_selected(s->refs, s->steps, n, job, part))
         rc = put_line(s, row, part, NULL, c->now, c->cell, c->out);
     for (size_t i = 0; rc == 0 && !s->allocations && i < job->n_steps; i++) {
         Gs__StepInfo view;
 
-        if (!slurm_step_selected(s->refs, s->steps, n, job, job->steps[i]->step))
+        if (!slurm_step_selected(s->refs, s->steps, n, job, part, job->steps[i]->step))
             continue;
         rc = step_under(job, part, i, &view, &nodes);
         rc = rc == 1 ? put_line(s, row, part, &view, c->now, c->cell, c->out) : rc;

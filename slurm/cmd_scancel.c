@@ -14,7 +14,9 @@
  * Plain job ids go to gschedd as they are (it matches an id against a job's own and its
  * array's, so "123" cancels every element of array 123). Element ids and filters are first
  * resolved against the queue here, and only the matching jobs' own ids are sent: an empty
- * selector would select every job. Not supported: -i/--interactive, -f/--full.
+ * selector would select every job. One component of a heterogeneous job ("42+1") is refused
+ * before anything is sent (slurm_resolve_ids): gschedd cancels such a job only as a whole.
+ * Not supported: -i/--interactive, -f/--full.
  */
 #include "slurm/commands.h"
 

@@ -4,10 +4,12 @@
  *
  *     scontrol show hostnames [LIST]     a hostlist (default $SLURM_JOB_NODELIST), one per line
  *     scontrol show job [ID]             Slurm's Key=Value block per job (ID: 42, 123, 123_4),
- *                                        per component of a heterogeneous job
+ *                                        per component of a heterogeneous job (42+1: that
+ *                                        component's alone)
  *     scontrol show partition [NAME]     per partition
  *     scontrol show node [NAME]          per node ("nodes" too)
  *     scontrol hold|release IDS          keep pending jobs from starting / let them start
+ *                                        (IDS as show job's; a component, 42+1, is refused)
  *     scontrol requeue|requeuehold IDS   end running jobs and queue them again (held)
  *     scontrol update NodeName=LIST State=DRAIN Reason=TEXT | State=RESUME
  *                                        take nodes out of service and back (root)
@@ -289,6 +291,7 @@ struct record_ctx {
     const struct scontrol *sc;
     struct gs_buf *out;
     uint64_t now_ms;
+    const struct slurm_filter *filter; /* the job asked for: "42+1" keeps one component's */
 };
 
 /* slurm_het_each's callback: one record, a heterogeneous job's one per component. */
@@ -296,12 +299,17 @@ static int put_record(const Gs__JobInfo *job, const struct slurm_het_part *part,
 {
     const struct record_ctx *c = vctx;
 
+    if (!slurm_filter_match_part(c->filter, part))
+        return 0;
     return put_job(c->sc, c->out, job, part, c->now_ms);
 }
 
-/* The job with its spec (ShowReply), else as listed. Returns 0 or < 0. */
+/*
+ * The job with its spec (ShowReply), else as listed; of a heterogeneous job the components
+ * filter names. Returns 0 or < 0.
+ */
 static int show_one(const struct scontrol *sc, const char *path, const Gs__JobInfo *listed,
-                    uint64_t now_ms, struct gs_buf *out)
+                    const struct slurm_filter *filter, uint64_t now_ms, struct gs_buf *out)
 {
     Gs__ShowRequest req = GS__SHOW_REQUEST__INIT;
     Gs__Envelope env = GS__ENVELOPE__INIT, *reply = NULL;
@@ -317,7 +325,7 @@ static int show_one(const struct scontrol *sc, const char *path, const Gs__JobIn
               ? reply->show_reply->job
               : NULL;
     rc = slurm_het_each(job != NULL && job->job_id == listed->job_id ? job : listed, put_record,
-                        &(struct record_ctx){sc, out, now_ms});
+                        &(struct record_ctx){sc, out, now_ms, filter});
     gs_proto_envelope_free(reply);
     return rc;
 }
@@ -352,7 +360,7 @@ static int show_jobs(const struct scontrol *sc, int argc, char **argv)
 
         if (!slurm_filter_match(&filter, job))
             continue;
-        rc = show_one(sc, path, job, now, &out);
+        rc = show_one(sc, path, job, &filter, now, &out);
         shown++;
     }
     if (rc < 0) {

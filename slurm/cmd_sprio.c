@@ -119,6 +119,7 @@ static void usage(FILE *f)
           f);
 }
 
+/* A component ("42+1") names its job's one row: a heterogeneous job's priority is whole. */
 static int parse_jobs(struct sprio_args *a, const char *list)
 {
     a->jobs_given = true;

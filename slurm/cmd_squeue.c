@@ -7,10 +7,11 @@
  *             50_[1-3,5]     debug    sweep    alice PD       0:00      1 (JobArrayTaskLimit)
  *
  * Options as Slurm's: -o/--format (% letters), -O/--Format (field names), -u, -j (123,
- * 123_4), -t, -p, -n, -A, -q, --me, -h, -l, -r (one line per array element: no folding),
- * $SQUEUE_FORMAT / $SQUEUE_FORMAT2, and gsched's --socket. A heterogeneous job shows a
- * line per component, "42+0", "42+1" (%i and %A alike; -O HetJobID, HetJobOffset), each
- * with its own nodes, CPUs and tasks (slurm_het.h). Without -t only jobs that have
+ * 123_4, 42+1), -t, -p, -n, -A, -q, --me, -h, -l, -r (one line per array element: no
+ * folding), $SQUEUE_FORMAT / $SQUEUE_FORMAT2, and gsched's --socket. A heterogeneous job
+ * shows a line per component, "42+0", "42+1" (%i and %A alike; -O HetJobID, HetJobOffset),
+ * each with its own nodes, CPUs and tasks (slurm_het.h); -j 42+1 shows component 1's line
+ * alone, and none for a job without that component. Without -t only jobs that have
  * not ended show, unless -j names jobs (then all states, as Slurm). Jobs are sorted as
  * Slurm's default "P,t,-p": partition, state (pending first), then priority, highest first.
  * Every failure exits 1, as in Slurm.
@@ -404,6 +405,9 @@ static int print_jobs(const struct squeue_args *q, const struct slurm_format *fm
         goto out;
     rc = q->noheader ? 0 : slurm_format_line(fmt, fields, NULL, NULL, &out);
     for (size_t i = 0; rc == 0 && i < nrows; i++) {
+        /* -j 42+1: the job passed as a whole above, its other components' lines stay out. */
+        if (!slurm_filter_match_part(&q->filter, rows[i].het))
+            continue;
         ctx.row = &rows[i];
         rc = slurm_format_line(fmt, fields, value, &ctx, &out);
     }

@@ -12,7 +12,8 @@
  * last heartbeat (worker.telemetry_interval).
  *
  * -j JOB[.STEP],... is required. A job without a step names its lowest-numbered running srun
- * step, or with -a/--allsteps every running step (the batch shell's too), as in Slurm. A job
+ * step, or with -a/--allsteps every running step (the batch shell's too), as in Slurm;
+ * JOB+K (a heterogeneous job's component K) only the steps running on K's nodes. A job
  * that is not running (finished, pending, unknown) or has no such step running gives
  * "sstat: error: couldn't get steps for job N" and exit 1 after the other lines. Columns as
  * sacct's: --format/-o NAMES (JobID, MaxRSS, MaxRSSNode, MaxRSSTask, AveCPU, NTasks,
@@ -30,6 +31,7 @@
 #include "slurm/acct_cols.h"
 #include "slurm/slurm_cmd.h"
 #include "slurm/slurm_fmt.h"
+#include "slurm/slurm_het.h"
 #include "slurm/step_fmt.h"
 
 #define CMD "sstat"
@@ -194,6 +196,25 @@ static int put_line(const struct sstat_args *s, const Gs__JobInfo *job, const Gs
     return rc == 0 ? gs_buf_putc(out, '\n') : rc;
 }
 
+/*
+ * Whether step st of job is one ref names: any step for a job's ref, for a component's
+ * ("42+1") one that runs on that component's nodes, as sacct lists it under 42+1.
+ * 1, 0 or -ENOMEM.
+ */
+static int step_of_ref(const struct slurm_job_ref *ref, const Gs__JobInfo *job,
+                       const Gs__StepInfo *st)
+{
+    struct gs_buf nodes = GS_BUF_INIT;
+    Gs__StepInfo view;
+    int rc;
+
+    if (!ref->het)
+        return 1;
+    rc = slurm_het_step_view(job, ref->het_offset, st, &view, &nodes);
+    gs_buf_release(&nodes);
+    return rc;
+}
+
 /* The running step ref i names in job: with a step, that one; else the lowest srun step
  * (-a: every running step). Returns the lines written. */
 static int put_ref(const struct sstat_args *s, size_t i, const Gs__JobInfo *job, struct gs_buf *out,
@@ -204,9 +225,15 @@ static int put_ref(const struct sstat_args *s, size_t i, const Gs__JobInfo *job,
 
     for (size_t k = 0; rc == 0 && k < job->n_steps; k++) {
         const Gs__StepInfo *st = job->steps[k];
+        int mine;
 
         if (st->state != GS__JOB_STATE__JOB_STATE_RUNNING)
             continue;
+        mine = step_of_ref(&s->refs[i], job, st);
+        if (mine < 0)
+            return mine;
+        if (mine == 0)
+            continue; /* it runs on other components */
         if (s->steps[i] == st->step || (s->steps[i] == SLURM_STEP_ANY && s->all_steps)) {
             rc = put_line(s, job, st, out);
             ++*lines;

@@ -123,10 +123,14 @@ static int job_request(const struct node_update *u, Gs__JobUpdateRequest *req,
                        Gs__Dependency **deps, Gs__Dependency ***ptrs)
 {
     struct gs_sbatch_deps d = {0};
+    struct slurm_job_ref ref;
     struct gs_error err;
     char *end;
     int status = 0;
 
+    /* "42+1" is a job id of ours, but not one an update can act on alone. */
+    if (slurm_job_ref_parse(u->job, &ref) == 0 && ref.het)
+        return slurm_refs_whole(CMD, &ref, 1);
     errno = 0;
     req->job_id = strtoull(u->job, &end, 10);
     if (errno != 0 || end == u->job || *end != '\0' || req->job_id == 0)

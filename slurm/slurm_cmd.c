@@ -79,6 +79,19 @@ int slurm_fetch_cluster(const char *socket_opt, Gs__Envelope **ret_parts, Gs__En
     return cli_call(path, &env, GS__ENVELOPE__BODY_NODES_REPLY, ret_nodes) < 0 ? 1 : 0;
 }
 
+int slurm_refs_whole(const char *cmd, const struct slurm_job_ref *refs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (refs[i].het)
+            return slurm_error(cmd,
+                               "%llu+%u: gsched acts on a heterogeneous job as a whole; "
+                               "use %llu",
+                               (unsigned long long)refs[i].id, refs[i].het_offset,
+                               (unsigned long long)refs[i].id);
+    }
+    return 0;
+}
+
 int slurm_resolve_ids(const char *cmd, const char *socket_opt, const struct slurm_filter *f,
                       uint64_t **ret_ids, size_t *ret_n, Gs__Envelope **ret_queue)
 {
@@ -91,6 +104,9 @@ int slurm_resolve_ids(const char *cmd, const char *socket_opt, const struct slur
 
     if (ret_queue != NULL)
         *ret_queue = NULL;
+    status = slurm_refs_whole(cmd, f->refs, f->nrefs);
+    if (status != 0)
+        return status;
     for (size_t i = 0; i < f->nrefs; i++)
         lookup |= f->refs[i].nranges > 0;
     /*

@@ -45,11 +45,22 @@ int slurm_fetch_steps(const char *socket_opt, const struct slurm_job_ref *refs, 
 int slurm_fetch_cluster(const char *socket_opt, Gs__Envelope **ret_parts, Gs__Envelope **ret_nodes);
 
 /*
+ * Refuses a ref naming one component of a heterogeneous job ("42+1") where a command acts
+ * on jobs: gschedd cancels, holds, releases, requeues and updates a heterogeneous job only
+ * as a whole, and acting on all of 42 when 42+1 was asked for would do more than was asked.
+ * Prints "CMD: error: 42+1: gsched acts on a heterogeneous job as a whole; use 42" for the
+ * first such ref and returns 1; 0 when none of the n is one.
+ */
+int slurm_refs_whole(const char *cmd, const struct slurm_job_ref *refs, size_t n);
+
+/*
  * The job ids a command acts on (scancel, scontrol hold/release/requeue): when f names only
  * plain job ids, those ids as typed (gschedd expands an array's itself); when some ref names
  * array elements or f filters on more than ids, the ids of the queue's jobs (not ended) that
- * f matches. *ret_ids is caller-freed (possibly with *ret_n 0). ret_queue may be NULL; else
- * it gets the queue reply the ids came from, or NULL when none was asked for. Returns 0 or 1.
+ * f matches. A ref naming a component ("42+1") is refused first (slurm_refs_whole), before
+ * gschedd is asked anything, so that nothing is acted on. *ret_ids is caller-freed (possibly
+ * with *ret_n 0). ret_queue may be NULL; else it gets the queue reply the ids came from, or
+ * NULL when none was asked for. Returns 0 or 1.
  */
 int slurm_resolve_ids(const char *cmd, const char *socket_opt, const struct slurm_filter *f,
                       uint64_t **ret_ids, size_t *ret_n, Gs__Envelope **ret_queue);

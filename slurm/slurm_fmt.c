@@ -207,6 +207,14 @@ int slurm_job_ref_parse(const char *text, struct slurm_job_ref *ret)
         return -EINVAL;
     if (*p == '\0')
         goto done;
+    if (*p == '+') {
+        /* "42+K": digits to the end, since a heterogeneous job is never an array element. */
+        if ((p = number(p + 1, UINT32_MAX, &lo)) == NULL || *p != '\0')
+            return -EINVAL;
+        r.het = true;
+        r.het_offset = (uint32_t)lo;
+        goto done;
+    }
     if (*p++ != '_')
         return -EINVAL;
     if (strcmp(p, "*") == 0)
@@ -264,6 +272,9 @@ int slurm_job_list_parse(const char *list, struct slurm_job_ref *refs, size_t ma
 
 bool slurm_job_ref_match(const struct slurm_job_ref *ref, const Gs__JobInfo *job)
 {
+    /* The job's own id only: "123+1" never names an element of array 123. */
+    if (ref->het)
+        return job->job_id == ref->id && ref->het_offset < slurm_het_count(job);
     if (ref->nranges == 0)
         return job->job_id == ref->id || job->array_job_id == ref->id;
     if (job->array_job_id != ref->id)
@@ -446,6 +457,26 @@ bool slurm_filter_match(const struct slurm_filter *f, const Gs__JobInfo *job)
     if (f->accounts != NULL && !slurm_list_has(f->accounts, str_or_empty(job->account)))
         return false;
     return f->qos == NULL || slurm_list_has(f->qos, str_or_empty(job->qos));
+}
+
+bool slurm_job_ref_match_part(const struct slurm_job_ref *ref, const Gs__JobInfo *whole,
+                              const struct slurm_het_part *part)
+{
+    /* A component's view has no het_nodes: the whole job says which components there are. */
+    if (!slurm_job_ref_match(ref, part != NULL ? part->whole : whole))
+        return false;
+    return part == NULL || !ref->het || ref->het_offset == part->offset;
+}
+
+bool slurm_filter_match_part(const struct slurm_filter *f, const struct slurm_het_part *part)
+{
+    if (part == NULL || f->nrefs == 0)
+        return true;
+    for (size_t i = 0; i < f->nrefs; i++) {
+        if (slurm_job_ref_match_part(&f->refs[i], part->whole, part))
+            return true;
+    }
+    return false;
 }
 
 bool slurm_filter_narrows(const struct slurm_filter *f)

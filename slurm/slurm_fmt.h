@@ -65,26 +65,39 @@ char *slurm_job_id(const Gs__JobInfo *job, char *out, size_t size);
 
 #define SLURM_REF_MAX_RANGES 32
 
-/* A job as typed on a Slurm command line: "42", "123_4", "123_[1-3,7]", "123_*". */
+/*
+ * A job as typed on a Slurm command line: "42", "123_4", "123_[1-3,7]", "123_*", or one
+ * component of a heterogeneous job, "42+1". het is false in a zeroed ref, so a ref built
+ * as {.id = 42} means the whole job, every component of it.
+ */
 struct slurm_job_ref {
     uint64_t id;
     size_t nranges; /* 0: the job, or every element of array id */
     uint32_t lo[SLURM_REF_MAX_RANGES], hi[SLURM_REF_MAX_RANGES];
+    bool het;            /* "42+K": component het_offset alone (nranges is then 0) */
+    uint32_t het_offset; /* K */
 };
 
-/* Returns 0 or -EINVAL (not a job id, a bad or empty range, too many ranges). */
+/*
+ * Returns 0 or -EINVAL (not a job id, a bad or empty range, too many ranges, "42+" without
+ * digits, a component of an array element "123_4+1").
+ */
 int slurm_job_ref_parse(const char *text, struct slurm_job_ref *ret);
 /*
- * Parses a comma-separated job list ("42,123_4,123_[1,3]": commas inside brackets belong to
- * the range) into refs[*n...], refs holding at most max. On failure the word at fault (cut
- * to bad_size) is in bad: -E2BIG when refs is full, -EINVAL when the word is not a job (or
- * 64 characters or longer); the refs before it stay added. Returns 0, -E2BIG or -EINVAL.
+ * Parses a comma-separated job list ("42,123_4,123_[1,3],42+1": commas inside brackets
+ * belong to the range) into refs[*n...], refs holding at most max. On failure the word at
+ * fault (cut to bad_size) is in bad: -E2BIG when refs is full, -EINVAL when the word is not
+ * a job (or 64 characters or longer); the refs before it stay added. Returns 0, -E2BIG or
+ * -EINVAL.
  */
 int slurm_job_list_parse(const char *list, struct slurm_job_ref *refs, size_t max, size_t *n,
                          char *bad, size_t bad_size);
 /*
- * Whether job is what ref names: "42" is job 42 or any element of array 42; "123_4" the
- * element of array 123 with task id 4.
+ * Whether job (as gschedd lists it, not a component's view) is what ref names: "42" is job
+ * 42 or any element of array 42; "123_4" the element of array 123 with task id 4; "42+1"
+ * job 42 when it is heterogeneous with a component 1. An ordinary job has no component,
+ * not even 0: it shows as "42", never "42+0", so "42+0" names nothing in it (Slurm too
+ * knows no "42+0" of a job that is not heterogeneous).
  */
 bool slurm_job_ref_match(const struct slurm_job_ref *ref, const Gs__JobInfo *job);
 
@@ -136,6 +149,19 @@ struct slurm_filter {
 };
 
 bool slurm_filter_match(const struct slurm_filter *f, const Gs__JobInfo *job);
+/*
+ * Whether ref names component part of its job (slurm_het.h), for the views that show one
+ * line or record per component: the job named whole ("42") or that component ("42+1").
+ * part NULL (an ordinary job, whole its job): slurm_job_ref_match(ref, whole).
+ */
+bool slurm_job_ref_match_part(const struct slurm_job_ref *ref, const Gs__JobInfo *whole,
+                              const struct slurm_het_part *part);
+/*
+ * Whether a line of a job that slurm_filter_match let through shows: an ordinary job's
+ * (part NULL) always; component part's when f names no job or some ref matches it as
+ * slurm_job_ref_match_part says ("-j 42+1" shows 42+1 alone, "-j 42+1,42" all of 42).
+ */
+bool slurm_filter_match_part(const struct slurm_filter *f, const struct slurm_het_part *part);
 /* Whether f filters on anything besides job ids (users, names, states, ...). */
 bool slurm_filter_narrows(const struct slurm_filter *f);
 

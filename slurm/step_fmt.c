@@ -93,24 +93,25 @@ int slurm_step_list_parse(const char *list, struct slurm_job_ref *refs, uint32_t
 }
 
 bool slurm_step_job_selected(const struct slurm_job_ref *refs, const uint32_t *steps, size_t n,
-                             const Gs__JobInfo *job)
+                             const Gs__JobInfo *job, const struct slurm_het_part *part)
 {
     if (n == 0)
         return true;
     for (size_t i = 0; i < n; i++) {
-        if (steps[i] == SLURM_STEP_ANY && slurm_job_ref_match(&refs[i], job))
+        if (steps[i] == SLURM_STEP_ANY && slurm_job_ref_match_part(&refs[i], job, part))
             return true;
     }
     return false;
 }
 
 bool slurm_step_selected(const struct slurm_job_ref *refs, const uint32_t *steps, size_t n,
-                         const Gs__JobInfo *job, uint32_t step)
+                         const Gs__JobInfo *job, const struct slurm_het_part *part, uint32_t step)
 {
     if (n == 0)
         return true;
     for (size_t i = 0; i < n; i++) {
-        if ((steps[i] == SLURM_STEP_ANY || steps[i] == step) && slurm_job_ref_match(&refs[i], job))
+        if ((steps[i] == SLURM_STEP_ANY || steps[i] == step) &&
+            slurm_job_ref_match_part(&refs[i], job, part))
             return true;
     }
     return false;

@@ -22,8 +22,8 @@ char *slurm_step_id(uint32_t step, char *out, size_t size);
 int slurm_step_parse(const char *text, uint32_t *ret_step);
 
 /*
- * A comma-separated list of JOB[.STEP] ("42,42.0,123_4.batch,123_[1,3]"): each word's job
- * into refs[*n] (as slurm_job_list_parse reads it) and its step into steps[*n]
+ * A comma-separated list of JOB[.STEP] ("42,42.0,123_4.batch,123_[1,3],42+1.0"): each
+ * word's job into refs[*n] (as slurm_job_list_parse reads it) and its step into steps[*n]
  * (SLURM_STEP_ANY when it names none), at most max. On failure the word at fault (cut to
  * bad_size) is in bad. Returns 0, -E2BIG (refs full) or -EINVAL.
  */
@@ -31,14 +31,16 @@ int slurm_step_list_parse(const char *list, struct slurm_job_ref *refs, uint32_t
                           size_t *n, char *bad, size_t bad_size);
 
 /*
- * Which rows of job a -j list (refs and steps, n of them; n 0: everything) asks for: the
- * job's own row (*ret_job) and step step's row (return value). A step row also needs the
- * job to be named.
+ * Which rows of job a -j list (refs and steps, n of them; n 0: everything) asks for:
+ * slurm_step_job_selected the job's own row, slurm_step_selected step step's row. A step
+ * row also needs the job to be named. part: NULL for an ordinary job, else the component of
+ * the heterogeneous job whose rows these are ("42+1" and "42+1.0" name component 1's rows
+ * alone, slurm_job_ref_match_part).
  */
 bool slurm_step_selected(const struct slurm_job_ref *refs, const uint32_t *steps, size_t n,
-                         const Gs__JobInfo *job, uint32_t step);
+                         const Gs__JobInfo *job, const struct slurm_het_part *part, uint32_t step);
 bool slurm_step_job_selected(const struct slurm_job_ref *refs, const uint32_t *steps, size_t n,
-                             const Gs__JobInfo *job);
+                             const Gs__JobInfo *job, const struct slurm_het_part *part);
 
 /*
  * A memory figure in KiB as sacct and sstat print MaxRSS: divided by 1024 into M, G, T, P

@@ -6,7 +6,10 @@
 # component 0's), `srun` runs on component 0, `srun --het-group=1` on component 1 with that
 # component's variables under their plain names, and `srun --het-group=0,1` one step over
 # both with ranks counted across them; a group the job lacks is refused. squeue and sacct
-# show it as JOB+0 and JOB+1. `salloc -N1 : -N2` gives such an allocation too. The components start together or not at all: with one node
+# show it as JOB+0 and JOB+1, and `-j JOB+1` (scontrol show job JOB+1 too) shows component
+# 1 alone; an ordinary job has no JOB+0. scancel and scontrol hold refuse JOB+1, acting on
+# nothing: gsched acts on a heterogeneous job as a whole. `salloc -N1 : -N2` gives such an
+# allocation too. The components start together or not at all: with one node
 # held whole by another job the heterogeneous job waits (Resources) though component 0 alone
 # would fit, and starts once that node is free. A job whose components need more nodes
 # than the cluster has is refused at submit, and so is a script with a whole-job option
@@ -16,7 +19,7 @@ name="hetjob"
 
 links=$tmp/bin
 mkdir -p "$links"
-for cmd in sbatch srun squeue sacct scontrol salloc; do
+for cmd in sbatch srun squeue sacct scontrol salloc scancel; do
   ln -s "$bin/gsched" "$links/$cmd"
 done
 export PATH=$links:$PATH
@@ -92,6 +95,27 @@ sacct -j "$id" -X -n -P -o JobID,NNodes,NodeList > "$tmp/sacct.out" 2>&1 ||
 has "$tmp/sacct.out" "^$id\\+0\\|1\\|$g0\$"
 has "$tmp/sacct.out" "^$id\\+1\\|2\\|$r1\$"
 
+# --- one component by JOB+K ------------------------------------------------------------------
+# -j names the ended job, so squeue lists it; only component 1's line.
+squeue -j "$id+1" -h -o '%i %D' > "$tmp/squeue1.out" 2>&1 || fail "squeue -j $id+1: $(cat "$tmp/squeue1.out")"
+[ "$(cat "$tmp/squeue1.out")" = "$id+1 2" ] || fail "squeue -j $id+1 printed: $(cat "$tmp/squeue1.out")"
+# sacct: component 1's line and the steps under it (--het-group=1, =0,1), none of 0's.
+sacct -j "$id+1" -n -P -o JobID,NNodes,NodeList > "$tmp/sacct1.out" 2>&1 ||
+  fail "sacct -j $id+1 failed: $(cat "$tmp/sacct1.out")"
+has "$tmp/sacct1.out" "^$id\\+1\\|2\\|$r1\$"
+has "$tmp/sacct1.out" "^$id\\+1\\.[0-9]+\\|"
+! grep -q -v "^$id+1[|.]" "$tmp/sacct1.out" || fail "sacct -j $id+1 shows more: $(cat "$tmp/sacct1.out")"
+sacct -j "$id+1,$id" -X -n -P -o JobID > "$tmp/sacct01.out" 2>&1 || fail "sacct -j $id+1,$id"
+[ "$(tr '\n' ' ' < "$tmp/sacct01.out")" = "$id+0 $id+1 " ] ||
+  fail "sacct -j $id+1,$id is not the whole job: $(cat "$tmp/sacct01.out")"
+scontrol show job "$id+1" > "$tmp/show1.out" 2>&1 || fail "scontrol show job $id+1: $(cat "$tmp/show1.out")"
+has "$tmp/show1.out" "HetJobId=$id HetJobOffset=1"
+[ "$(grep -c 'HetJobOffset=' "$tmp/show1.out")" = 1 ] ||
+  fail "scontrol show job $id+1 shows more than component 1: $(cat "$tmp/show1.out")"
+if out=$(scontrol show job "$id+2" 2>&1); then fail "scontrol show job $id+2 (no such component): $out"; fi
+[[ $out == *"Invalid job id specified: $id+2"* ]] || fail "scontrol show job $id+2 said: $out"
+[ -z "$(squeue -j "$id+2" -h 2>&1)" ] || fail "squeue -j $id+2 shows a component the job lacks"
+
 # --- salloc's components, ':' apart ------------------------------------------------------------
 out=$(timeout 60 salloc -N1 : -N2 bash -c 'echo "SIZE=$SLURM_HET_SIZE NN1=$SLURM_JOB_NUM_NODES_HET_GROUP_1"; srun --het-group=1 bash -c "echo ON \$SLURMD_NODENAME"' 2>&1) ||
   fail "salloc -N1 : -N2 failed: $out"
@@ -120,6 +144,25 @@ wid=$(sbatch --parsable "$work/wait.sh" 2>&1) || fail "sbatch wait.sh refused: $
 reason_is() { [ "$(job_reason "$1")" = "$2" ]; }
 wait_for "the heterogeneous job waits for resources" 30 reason_is "$wid" Resources
 [ "$(job_state "$wid")" = PENDING ] || fail "it started with one node held: $(jq "$wid" 'j')"
+# An ordinary job shows as JOB, never JOB+0: -j JOB+0 has no line for it.
+[ -z "$(squeue -j "$hold+0" -h 2>&1)" ] || fail "squeue -j $hold+0 showed the plain job"
+squeue -j "$wid+1" -h -o '%i %t %D' > "$tmp/squeue_wait.out" 2>&1 || fail "squeue -j $wid+1"
+[ "$(cat "$tmp/squeue_wait.out")" = "$wid+1 PD 2" ] ||
+  fail "squeue -j $wid+1 printed: $(cat "$tmp/squeue_wait.out")"
+# Acting on one component is refused, and nothing is acted on (the job still waits, not held).
+if out=$(scancel "$wid+1" 2>&1); then fail "scancel $wid+1 was accepted: $out"; fi
+[ "$out" = "scancel: error: $wid+1: gsched acts on a heterogeneous job as a whole; use $wid" ] ||
+  fail "scancel $wid+1 said: $out"
+if out=$(scancel "$hold" "$wid+1" 2>&1); then fail "scancel $hold $wid+1 was accepted: $out"; fi
+[ "$(job_state "$hold")" = RUNNING ] || fail "scancel $hold $wid+1 cancelled $hold: $(jq "$hold" 'j')"
+if out=$(scontrol hold "$wid+1" 2>&1); then fail "scontrol hold $wid+1 was accepted: $out"; fi
+[[ $out == *"scontrol: error: $wid+1: gsched acts on a heterogeneous job as a whole; use $wid"* ]] ||
+  fail "scontrol hold $wid+1 said: $out"
+if out=$(scontrol update JobId="$wid+1" Nice=10 2>&1); then fail "scontrol update JobId=$wid+1: $out"; fi
+[[ $out == *"$wid+1: gsched acts on a heterogeneous job as a whole"* ]] ||
+  fail "scontrol update JobId=$wid+1 said: $out"
+[ "$(job_state "$wid")" = PENDING ] && reason_is "$wid" Resources ||
+  fail "a refused JOB+1 action changed the job: $(jq "$wid" 'j')"
 gate hold
 wait_end "$wid" 60 || true
 [ "$(job_state "$wid")" = COMPLETED ] || fail "the waiting job: $(jq "$wid" 'j')"

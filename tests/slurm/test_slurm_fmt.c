@@ -111,6 +111,36 @@ Test(slurm_fmt, job_refs)
     cr_assert_eq(slurm_job_ref_parse("123_[3-1]", &r), -EINVAL);
     cr_assert_eq(slurm_job_ref_parse("123_[1-3", &r), -EINVAL);
     cr_assert_eq(slurm_job_ref_parse("123_1-3", &r), -EINVAL);
+    cr_assert_eq(slurm_job_ref_parse("42", &r), 0);
+    cr_assert_not(r.het, "a plain id is the whole job");
+}
+
+Test(slurm_fmt, component_refs)
+{
+    struct slurm_job_ref r;
+
+    cr_assert_eq(slurm_job_ref_parse("42+1", &r), 0);
+    cr_assert_eq(r.id, 42);
+    cr_assert(r.het);
+    cr_assert_eq(r.het_offset, 1);
+    cr_assert_eq(r.nranges, 0);
+    cr_assert_eq(slurm_job_ref_parse("42+0", &r), 0);
+    cr_assert(r.het);
+    cr_assert_eq(r.het_offset, 0);
+    cr_assert_eq(slurm_job_ref_parse("7+63", &r), 0);
+    cr_assert_eq(r.het_offset, 63);
+    cr_assert_eq(slurm_job_ref_parse("42+", &r), -EINVAL);
+    cr_assert_eq(slurm_job_ref_parse("42+x", &r), -EINVAL);
+    cr_assert_eq(slurm_job_ref_parse("42+1x", &r), -EINVAL);
+    cr_assert_eq(slurm_job_ref_parse("42+-1", &r), -EINVAL);
+    cr_assert_eq(slurm_job_ref_parse("42+1+2", &r), -EINVAL);
+    cr_assert_eq(slurm_job_ref_parse("42+4294967296", &r), -EINVAL);
+    cr_assert_eq(slurm_job_ref_parse("42_3+1", &r), -EINVAL);
+    cr_assert_eq(slurm_job_ref_parse("42_[1-3]+1", &r), -EINVAL);
+    cr_assert_eq(slurm_job_ref_parse("42_*+1", &r), -EINVAL);
+    cr_assert_eq(slurm_job_ref_parse("42+1_3", &r), -EINVAL);
+    cr_assert_eq(slurm_job_ref_parse("+1", &r), -EINVAL);
+    cr_assert_eq(slurm_job_ref_parse("0+1", &r), -EINVAL);
 }
 
 static void check_ranges(const uint32_t *v, size_t n, const char *want)
@@ -492,6 +522,53 @@ Test(slurm_het, pending_job_shows_each_components_nodes_and_shares_the_cpus_by_t
     cr_assert_eq(p0.job.ncpus, 1);
     cr_assert_eq(p1.job.ncpus, 9);
     cr_assert_eq(p1.job.n_het_nodes, 0);
+}
+
+Test(slurm_het, a_component_ref_names_that_component_of_a_heterogeneous_job_alone)
+{
+    struct het_job h;
+    Gs__JobInfo plain = GS__JOB_INFO__INIT, elem = GS__JOB_INFO__INIT;
+    struct slurm_het_part p0, p1;
+    struct slurm_job_ref refs[2];
+    struct slurm_filter f = {.refs = refs};
+
+    het_job(&h, ST(RUNNING));
+    slurm_het_part_init(&p0, &h.job, 0);
+    slurm_het_part_init(&p1, &h.job, 1);
+    plain.job_id = 43;
+    elem.job_id = 50;
+    elem.array_job_id = 42;
+    elem.array_task_id = 1;
+    cr_assert_eq(slurm_job_ref_parse("42+1", &refs[0]), 0);
+    /* The job as listed holds component 1; of its lines only 42+1's shows. */
+    cr_assert(slurm_job_ref_match(&refs[0], &h.job));
+    cr_assert_not(slurm_job_ref_match(&refs[0], &elem), "never an array's element");
+    cr_assert(slurm_job_ref_match_part(&refs[0], &h.job, &p1));
+    cr_assert_not(slurm_job_ref_match_part(&refs[0], &h.job, &p0));
+    f.nrefs = 1;
+    cr_assert(slurm_filter_match(&f, &h.job));
+    cr_assert(slurm_filter_match_part(&f, &p1));
+    cr_assert_not(slurm_filter_match_part(&f, &p0));
+    cr_assert(slurm_filter_match_part(&f, NULL), "an ordinary job's line passed as a job");
+    /* A component the job lacks names nothing, so the job is not even fetched as a match. */
+    cr_assert_eq(slurm_job_ref_parse("42+2", &refs[0]), 0);
+    cr_assert_not(slurm_job_ref_match(&refs[0], &h.job));
+    cr_assert_not(slurm_filter_match(&f, &h.job));
+    /* An ordinary job shows as "43", never "43+0": a component ref names none of it. */
+    cr_assert_eq(slurm_job_ref_parse("43+0", &refs[0]), 0);
+    cr_assert_not(slurm_job_ref_match(&refs[0], &plain));
+    cr_assert_not(slurm_job_ref_match_part(&refs[0], &plain, NULL));
+    cr_assert_not(slurm_filter_match(&f, &plain));
+    /* "42+1,42": the whole job wins, every component's line shows. */
+    cr_assert_eq(slurm_job_ref_parse("42+1", &refs[0]), 0);
+    cr_assert_eq(slurm_job_ref_parse("42", &refs[1]), 0);
+    f.nrefs = 2;
+    cr_assert(slurm_filter_match_part(&f, &p0));
+    cr_assert(slurm_filter_match_part(&f, &p1));
+    cr_assert(slurm_job_ref_match_part(&refs[1], &h.job, &p0));
+    /* No -j: everything. */
+    f.nrefs = 0;
+    cr_assert(slurm_filter_match_part(&f, &p0));
 }
 
 Test(slurm_het, spec_gives_each_components_shape_and_cpus)

@@ -1,6 +1,7 @@
 /*
  * test_slurm_shared.c: the pieces the Slurm views took over from one another when their
- * repeated code was merged (slurm/slurm_fmt.h): job lists with bracketed ranges, the filter's
+ * repeated code was merged (slurm/slurm_fmt.h): job lists with bracketed ranges and
+ * heterogeneous components ("42+1"), the filter's
  * "narrows" test, a job's nodes, elapsed time, end time, memory and TRES, user names, and
  * the range writer job_print.c and slurm_fmt.c now share with their two run lengths.
  */
@@ -39,6 +40,32 @@ Test(slurm_shared, job_lists)
     n = 0;
     cr_assert_eq(slurm_job_list_parse("", refs, 3, &n, bad, sizeof(bad)), 0);
     cr_assert_eq(n, 0);
+}
+
+Test(slurm_shared, job_lists_with_components)
+{
+    struct slurm_job_ref refs[3];
+    size_t n = 0;
+    char bad[16];
+
+    cr_assert_eq(slurm_job_list_parse("42+1,43,50_[1,3]", refs, 3, &n, bad, sizeof(bad)), 0);
+    cr_assert_eq(n, 3);
+    cr_assert_eq(refs[0].id, 42);
+    cr_assert(refs[0].het);
+    cr_assert_eq(refs[0].het_offset, 1);
+    cr_assert_eq(refs[0].nranges, 0);
+    cr_assert_eq(refs[1].id, 43);
+    cr_assert_not(refs[1].het, "a plain id after a component's is the whole job");
+    cr_assert_not(refs[2].het);
+    cr_assert_eq(refs[2].nranges, 2);
+    n = 0;
+    cr_assert_eq(slurm_job_list_parse("43,42+", refs, 3, &n, bad, sizeof(bad)), -EINVAL);
+    cr_assert_eq(n, 1);
+    cr_assert_str_eq(bad, "42+");
+    n = 0;
+    cr_assert_eq(slurm_job_list_parse("42_3+1,43", refs, 3, &n, bad, sizeof(bad)), -EINVAL);
+    cr_assert_eq(n, 0);
+    cr_assert_str_eq(bad, "42_3+1");
 }
 
 Test(slurm_shared, filter_narrows)

@@ -1,12 +1,14 @@
 /*
  * test_step_fmt.c: what sacct and sstat print and read of job steps (slurm/step_fmt.h): step
  * ids both ways ("batch" is wire step 0, "N" wire step N + 1), -j lists of JOB[.STEP] with
- * bracketed array ranges, which rows such a list selects, and Slurm's exact memory figures.
+ * bracketed array ranges and components ("42+1.0"), which rows such a list selects, and
+ * Slurm's exact memory figures.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <string.h>
 
+#include "slurm/slurm_het.h"
 #include "slurm/step_fmt.h"
 
 Test(step_fmt, step_ids_both_ways)
@@ -67,14 +69,59 @@ Test(step_fmt, a_list_selects_the_job_row_and_its_steps_rows)
 
     j42.job_id = 42;
     j43.job_id = 43;
-    cr_assert(slurm_step_job_selected(refs, steps, 0, &j43), "no list: everything");
-    cr_assert(slurm_step_selected(refs, steps, 0, &j43, 5));
-    cr_assert(slurm_step_job_selected(refs, steps, 2, &j42));
-    cr_assert(slurm_step_selected(refs, steps, 2, &j42, 0));
-    cr_assert(slurm_step_selected(refs, steps, 2, &j42, 7));
-    cr_assert_not(slurm_step_job_selected(refs, steps, 2, &j43), "43.1 alone: no job row");
-    cr_assert(slurm_step_selected(refs, steps, 2, &j43, 2));
-    cr_assert_not(slurm_step_selected(refs, steps, 2, &j43, 1));
+    cr_assert(slurm_step_job_selected(refs, steps, 0, &j43, NULL), "no list: everything");
+    cr_assert(slurm_step_selected(refs, steps, 0, &j43, NULL, 5));
+    cr_assert(slurm_step_job_selected(refs, steps, 2, &j42, NULL));
+    cr_assert(slurm_step_selected(refs, steps, 2, &j42, NULL, 0));
+    cr_assert(slurm_step_selected(refs, steps, 2, &j42, NULL, 7));
+    cr_assert_not(slurm_step_job_selected(refs, steps, 2, &j43, NULL), "43.1 alone: no job row");
+    cr_assert(slurm_step_selected(refs, steps, 2, &j43, NULL, 2));
+    cr_assert_not(slurm_step_selected(refs, steps, 2, &j43, NULL, 1));
+}
+
+Test(step_fmt, a_component_word_selects_that_components_rows_alone)
+{
+    struct slurm_job_ref refs[3];
+    uint32_t steps[3], het_nodes[2] = {1, 2};
+    Gs__JobInfo whole = GS__JOB_INFO__INIT, plain = GS__JOB_INFO__INIT;
+    struct slurm_het_part p0, p1;
+    size_t n = 0;
+    char bad[16];
+
+    whole.job_id = 42;
+    whole.het_nodes = het_nodes;
+    whole.n_het_nodes = 2;
+    plain.job_id = 43;
+    slurm_het_part_init(&p0, &whole, 0);
+    slurm_het_part_init(&p1, &whole, 1);
+    cr_assert_eq(slurm_step_list_parse("42+1", refs, steps, 3, &n, bad, sizeof(bad)), 0);
+    cr_assert(refs[0].het);
+    cr_assert_eq(refs[0].het_offset, 1);
+    cr_assert_eq(steps[0], SLURM_STEP_ANY);
+    cr_assert_not(slurm_step_job_selected(refs, steps, n, &whole, &p0), "42+0's row");
+    cr_assert_not(slurm_step_selected(refs, steps, n, &whole, &p0, 0), "42+0.batch");
+    cr_assert(slurm_step_job_selected(refs, steps, n, &whole, &p1));
+    cr_assert(slurm_step_selected(refs, steps, n, &whole, &p1, 1), "42+1.0");
+    /* "42+1.0": that step's row under component 1, not the component's own row. */
+    n = 0;
+    cr_assert_eq(slurm_step_list_parse("42+1.0,43", refs, steps, 3, &n, bad, sizeof(bad)), 0);
+    cr_assert_eq(n, 2);
+    cr_assert_eq(steps[0], 1);
+    cr_assert_not(slurm_step_job_selected(refs, steps, n, &whole, &p1));
+    cr_assert(slurm_step_selected(refs, steps, n, &whole, &p1, 1));
+    cr_assert_not(slurm_step_selected(refs, steps, n, &whole, &p1, 2));
+    cr_assert_not(slurm_step_selected(refs, steps, n, &whole, &p0, 1));
+    cr_assert(slurm_step_job_selected(refs, steps, n, &plain, NULL), "43 beside it");
+    /* A plain "42" takes every component; an ordinary job has no component 0. */
+    n = 0;
+    cr_assert_eq(slurm_step_list_parse("42,43+0", refs, steps, 3, &n, bad, sizeof(bad)), 0);
+    cr_assert(slurm_step_job_selected(refs, steps, n, &whole, &p0));
+    cr_assert(slurm_step_job_selected(refs, steps, n, &whole, &p1));
+    cr_assert_not(slurm_step_job_selected(refs, steps, n, &plain, NULL));
+    n = 0;
+    cr_assert_eq(slurm_step_list_parse("42+1.x", refs, steps, 3, &n, bad, sizeof(bad)), -EINVAL);
+    cr_assert_eq(slurm_step_list_parse("42+.0", refs, steps, 3, &n, bad, sizeof(bad)), -EINVAL);
+    cr_assert_str_eq(bad, "42+.0");
 }
 
 Test(step_fmt, memory_figures_are_exact_as_slurms)
