@@ -337,7 +337,10 @@ static int stream(struct srun_run *r)
             fprintf(stderr, "srun: error: poll: %s\n", strerror(errno));
             return 1;
         }
-        got = (p[1].revents & POLLIN) ? read(sig_fd, sigs, sizeof(sigs)) : 0;
+        /* Read whatever poll said (the pipe does not block): a signal that woke poll is
+         * handled as poll returns, after it looked at the pipe, so a resize followed at once
+         * by typing would reach task 0 after the typed line (its terminal a size behind). */
+        got = read(sig_fd, sigs, sizeof(sigs));
         for (ssize_t i = 0; i < got; i++) {
             uint64_t now = gs_clock_mono_ms();
 
