@@ -149,6 +149,11 @@ char *gs_buf_detach(struct gs_buf *b, size_t *ret_len)
 {
     char *p;
 
+    /* A failed buffer holds a record cut short: the caller gets the failure, not the cut. */
+    if (b->err != 0) {
+        gs_buf_release(b);
+        return NULL;
+    }
     if (b->data == NULL && gs_buf_reserve(b, 0) < 0)
         return NULL;
     p = b->data;

@@ -56,8 +56,8 @@ void gs_buf_consume(struct gs_buf *b, size_t n);
 void gs_buf_truncate(struct gs_buf *b, size_t len);
 /*
  * Hands the storage to the caller, who frees it with free(); the buffer is left empty and
- * initialised. Never returns NULL (an empty buffer yields a malloc'd "") unless out of memory.
- * ret_len may be NULL.
+ * initialised. Never returns NULL (an empty buffer yields a malloc'd "") unless out of memory
+ * or the buffer has failed (gs_buf_error; it is then released). ret_len may be NULL.
  */
 char *gs_buf_detach(struct gs_buf *b, size_t *ret_len);
 

@@ -142,6 +142,7 @@ Test(buf, the_first_failure_sticks_until_reset)
     cr_assert_str_eq(b.data, "d");
     cr_assert_eq(gs_buf_fail(&b, -EIO), -EIO);
     cr_assert_eq(gs_buf_append_str(&b, "e"), -EIO);
-    gs_buf_release(&b);
+    cr_assert_null(gs_buf_detach(&b, NULL), "a failed buffer hands over no cut record");
+    cr_assert_null(b.data);
     cr_assert_eq(gs_buf_error(&b), 0);
 }
