@@ -100,11 +100,7 @@ void gs_config_release(struct gs_config *cfg)
     free(cfg->log_dir);
     free(cfg->worker_cli_socket);
     free(cfg->data_dir);
-    for (size_t i = 0; i < cfg->nswitches; i++) {
-        free(cfg->switches[i].name);
-        gs_hostlist_free(cfg->switches[i].nodes);
-    }
-    free(cfg->switches);
+    gs_config_switches_free(cfg);
     gs_config_accounts_free(cfg);
     gs_config_qos_free(cfg);
     free_partitions(cfg);
@@ -529,19 +525,9 @@ static const struct gs_schema_key worker_keys[] = {
     {NULL, NULL},
 };
 
-static struct gs_config_switch *current_switch(struct gs_schema_ctx *c)
-{
-    return &CFG(c)->switches[CFG(c)->nswitches - 1];
-}
-
-static void rd_switch_name(struct gs_schema_ctx *c, const struct gs_toml_value *v)
-{
-    gs_schema_string(c, v, "switch.name", &current_switch(c)->name);
-}
-
 /* One hostlist or a list of them, expanded and appended to *nodes (NULL-terminated). */
-static void read_node_lists(struct gs_schema_ctx *c, const struct gs_toml_value *v,
-                            const char *path, char ***nodes, size_t *nnodes)
+void gs_config_read_node_lists(struct gs_schema_ctx *c, const struct gs_toml_value *v,
+                               const char *path, char ***nodes, size_t *nnodes)
 {
     const struct gs_toml_value **items = NULL;
     size_t n = 0;
@@ -574,57 +560,6 @@ static void read_node_lists(struct gs_schema_ctx *c, const struct gs_toml_value 
         free(names); /* its strings now belong to *nodes */
     }
     free(items);
-}
-
-/* A node under two switches is a mistake. */
-static void rd_switch_nodes(struct gs_schema_ctx *c, const struct gs_toml_value *v)
-{
-    struct gs_config_switch *sw = current_switch(c);
-    size_t before = sw->nnodes;
-
-    read_node_lists(c, v, "switch.nodes", &sw->nodes, &sw->nnodes);
-    for (size_t j = before; j < sw->nnodes; j++) {
-        int other = gs_config_switch_of(CFG(c), sw->nodes[j]);
-        if (other >= 0 && (size_t)other != CFG(c)->nswitches - 1)
-            GS_SCHEMA_REPORT_AT(c, v, "switch.nodes: %s is under switch '%s' already", sw->nodes[j],
-                                CFG(c)->switches[other].name);
-    }
-}
-
-static const struct gs_schema_key switch_keys[] = {
-    {"name", rd_switch_name},
-    {"nodes", rd_switch_nodes},
-    {NULL, NULL},
-};
-
-static void rd_switch(struct gs_schema_ctx *c, const struct gs_toml_value *v)
-{
-    size_t n = gs_toml_count(v);
-    struct gs_config_switch *sw;
-
-    if (gs_toml_type(v) != GS_TOML_ARRAY || n > GS_CONFIG_MAX_SWITCHES) {
-        GS_SCHEMA_REPORT_AT(c, v, "switch must be an array of tables ([[switch]]), at most %d",
-                            GS_CONFIG_MAX_SWITCHES);
-        return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        const struct gs_toml_value *t = gs_toml_at(v, i);
-
-        if (gs_toml_type(t) != GS_TOML_TABLE) {
-            GS_SCHEMA_REPORT_AT(c, t, "switch must be an array of tables ([[switch]])");
-            continue;
-        }
-        sw = realloc(CFG(c)->switches, (CFG(c)->nswitches + 1) * sizeof(*sw));
-        if (sw == NULL) {
-            c->enomem = true;
-            return;
-        }
-        CFG(c)->switches = sw;
-        memset(&sw[CFG(c)->nswitches++], 0, sizeof(*sw));
-        gs_schema_read_section(c, t, "switch");
-        if (current_switch(c)->name == NULL)
-            GS_SCHEMA_REPORT_AT(c, t, "switch needs a name");
-    }
 }
 
 static struct gs_config_partition *current_partition(struct gs_schema_ctx *c)
@@ -664,7 +599,7 @@ static void rd_partition_nodes(struct gs_schema_ctx *c, const struct gs_toml_val
 
     if (gs_toml_as_string(v, &s, NULL) == 0 && strcmp(s, "ALL") == 0)
         return;
-    read_node_lists(c, v, "partition.nodes", &p->nodes, &p->nnodes);
+    gs_config_read_node_lists(c, v, "partition.nodes", &p->nodes, &p->nnodes);
     if (p->nodes == NULL && !c->enomem) {
         p->nodes = calloc(1, sizeof(*p->nodes)); /* an empty list: no node at all */
         if (p->nodes == NULL)
@@ -807,17 +742,6 @@ bool gs_config_partition_has(const struct gs_config_partition *p, const char *no
     return false;
 }
 
-int gs_config_switch_of(const struct gs_config *cfg, const char *node)
-{
-    for (size_t i = 0; i < cfg->nswitches; i++) {
-        for (size_t j = 0; j < cfg->switches[i].nnodes; j++) {
-            if (strcmp(cfg->switches[i].nodes[j], node) == 0)
-                return (int)i;
-        }
-    }
-    return -1;
-}
-
 static void rd_scheduler(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
     gs_schema_read_section(c, v, "scheduler");
@@ -829,21 +753,17 @@ static void rd_worker(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 }
 
 static const struct gs_schema_key root_keys[] = {
-    {"scheduler", rd_scheduler},
-    {"worker", rd_worker},
-    {"switch", rd_switch},
-    {"partition", rd_partition},
-    {"priority", gs_config_read_priority},
-    {"account", gs_config_read_accounts},
-    {"qos", gs_config_read_qos},
-    {NULL, NULL},
+    {"scheduler", rd_scheduler},           {"worker", rd_worker},
+    {"switch", gs_config_read_switches},   {"partition", rd_partition},
+    {"priority", gs_config_read_priority}, {"account", gs_config_read_accounts},
+    {"qos", gs_config_read_qos},           {NULL, NULL},
 };
 
 static const struct gs_schema_section sections[] = {
     {"", root_keys},
     {"scheduler", scheduler_keys},
     {"worker", worker_keys},
-    {"switch", switch_keys},
+    {"switch", gs_config_switch_keys},
     {"partition", partition_keys},
     {"priority", gs_config_priority_keys},
     {"account", gs_config_account_keys},
@@ -851,8 +771,9 @@ static const struct gs_schema_section sections[] = {
 };
 
 /*
- * As gs_schema_parse(), with one check after the walk: [[qos]] accounts may name
- * [[account]]s that stand later in the file (config_qos.c).
+ * As gs_schema_parse(), with two steps after the walk: [[qos]] accounts may name
+ * [[account]]s that stand later in the file (config_qos.c), and the switches' nodes are
+ * indexed, which finds a node under two (config_switch.c).
  */
 int gs_config_parse(struct gs_config *cfg, const char *text, size_t len, const char *filename,
                     struct gs_buf *errors)
@@ -870,6 +791,7 @@ int gs_config_parse(struct gs_config *cfg, const char *text, size_t len, const c
     gs_schema_init(&c, errors, name, sections, sizeof(sections) / sizeof(sections[0]), cfg);
     gs_schema_read_section(&c, gs_toml_root(doc), "");
     gs_config_qos_check_accounts(&c, gs_toml_get(gs_toml_root(doc), "qos"));
+    gs_config_index_switches(&c);
     gs_toml_free(doc);
     return gs_schema_finish(&c);
 }

@@ -121,11 +121,14 @@
 #define GS_CONFIG_MAX_FEATURES 16
 #define GS_CONFIG_MAX_SWITCHES 4096
 
+struct gs_config_switch_node; /* config_switch.c */
+
 /* One network switch and the nodes under it ([[switch]]). */
 struct gs_config_switch {
     char *name;
     char **nodes; /* expanded, NULL-terminated */
     size_t nnodes;
+    int nodes_line, nodes_col; /* where nodes stands in the file */
 };
 
 /* What gschedd does about an allocated GPU flagged idle (partition.idle_action). */
@@ -260,6 +263,8 @@ struct gs_config {
     /* [[switch]] */
     struct gs_config_switch *switches;
     size_t nswitches;
+    struct gs_config_switch_node *switch_index; /* every switch's nodes, by name */
+    size_t nswitch_index;
     /* [priority] and [[account]] */
     struct gs_config_priority priority;
     struct gs_config_account *accounts; /* in file order; parents are defined (checked) */
@@ -311,7 +316,8 @@ bool gs_config_account_has(const struct gs_config_account *a, const char *user);
 /* Whether node belongs to the partition. */
 bool gs_config_partition_has(const struct gs_config_partition *p, const char *node);
 
-/* The index of the switch node is under, or -1. */
+/* The index of the switch node is under (the first, if a bad file lists it twice), or -1.
+ * A bisection of the file's nodes, as gschedd asks for each node that registers. */
 int gs_config_switch_of(const struct gs_config *cfg, const char *node);
 
 /* Fills cfg with the defaults. Returns 0 or -ENOMEM. */

@@ -1,6 +1,7 @@
 /*
  * config_internal.h: what config.c (the reader of gsched.toml, common/config.h) and
- * config_policy.c (its [priority] and [[account]] parts) share and no one else needs:
+ * its parts (config_policy.c: [priority] and [[account]]; config_qos.c: [[qos]];
+ * config_switch.c: [[switch]]) share and no one else needs:
  * the policy readers config.c registers in its section tables, and the defaults and
  * cleanup it calls from gs_config_init / gs_config_release.
  */
@@ -29,6 +30,18 @@ void gs_config_qos_check_accounts(struct gs_schema_ctx *c, const struct gs_toml_
 /* A user name as [[account]] users and [[qos]] users take it: 1-255 bytes of len, no
  * spaces, controls, ':', ',' or '/' (config_policy.c). */
 bool gs_config_user_name_ok(const char *s, size_t len);
+
+/* [[switch]] (config_switch.c): its keys, its root reader, and after the whole document
+ * is read, the index by node name gs_config_switch_of searches, which reports a node
+ * under two switches. Freeing empties both. */
+extern const struct gs_schema_key gs_config_switch_keys[];
+void gs_config_read_switches(struct gs_schema_ctx *c, const struct gs_toml_value *v);
+void gs_config_index_switches(struct gs_schema_ctx *c);
+void gs_config_switches_free(struct gs_config *cfg);
+/* One hostlist or a list of them at v (named path in reports), expanded and appended to
+ * *nodes (NULL-terminated), *nnodes counting them. */
+void gs_config_read_node_lists(struct gs_schema_ctx *c, const struct gs_toml_value *v,
+                               const char *path, char ***nodes, size_t *nnodes);
 
 /* [priority]'s defaults (weights 0, 7 days, billing 1 / 10 / 0). */
 void gs_config_priority_defaults(struct gs_config_priority *p);

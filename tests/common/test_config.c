@@ -3,7 +3,7 @@
  * mistakes reported at their place without touching the values already there; partitions
  * (the implicit "main", [[partition]] tables replacing it), the cluster name, and the
  * scheduling policy: [priority], the [[account]] tree (parents defined, no cycles) and who
- * may use each [[qos]] (its users and accounts lists).
+ * may use each [[qos]] (its users and accounts lists), and [[switch]]es with their index.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -147,6 +147,40 @@ Test(config, bad_switches_are_reported_at_their_place)
                        "%s", errors.data);
     cr_assert_not_null(strstr(errors.data, "did you mean 'switch.name'"), "%s", errors.data);
     cr_assert_not_null(strstr(errors.data, "switch needs a name"), "%s", errors.data);
+}
+
+/*
+ * A site's switches list tens of thousands of nodes: each is found by name, the first
+ * switch wins when a bad file lists one twice, and the reports of such nodes come in file
+ * order (the index is sorted by name).
+ */
+Test(config, big_switches_are_indexed_by_name)
+{
+    cr_assert_eq(parse("[[switch]]\nname = \"s0\"\nnodes = \"n[00001-40000]\"\n"
+                       "[[switch]]\nname = \"s1\"\nnodes = [\"m[1-40000]\", \"m7\"]\n"),
+                 0, "%s", errors.data ? errors.data : "");
+    cr_assert_eq(cfg.nswitch_index, 80001);
+    cr_assert_eq(gs_config_switch_of(&cfg, "n00001"), 0);
+    cr_assert_eq(gs_config_switch_of(&cfg, "n40000"), 0);
+    cr_assert_eq(gs_config_switch_of(&cfg, "m39999"), 1);
+    cr_assert_eq(gs_config_switch_of(&cfg, "n1"), -1);
+    cr_assert_eq(gs_config_switch_of(&cfg, "m40001"), -1);
+    cr_assert_eq(gs_config_switch_of(&cfg, ""), -1);
+    cr_assert_eq(gs_config_switch_of(&cfg, "zzz"), -1);
+}
+
+Test(config, nodes_under_two_switches_are_reported_in_file_order)
+{
+    cr_assert_eq(parse("[[switch]]\nname = \"a\"\nnodes = \"z[1-3]\"\n"
+                       "[[switch]]\nname = \"b\"\nnodes = [\"y9\", \"z3\", \"x1\"]\n"
+                       "[[switch]]\nname = \"c\"\nnodes = \"y9,z1\"\n"),
+                 -EINVAL);
+    cr_assert_str_eq(errors.data,
+                     "gsched.toml:6:9: switch.nodes: z3 is under switch 'a' already\n"
+                     "gsched.toml:9:9: switch.nodes: y9 is under switch 'b' already\n"
+                     "gsched.toml:9:9: switch.nodes: z1 is under switch 'a' already\n");
+    cr_assert_eq(gs_config_switch_of(&cfg, "z1"), 0);
+    cr_assert_eq(gs_config_switch_of(&cfg, "y9"), 1);
 }
 
 /* Whether errors holds want, with the whole text in the failure message. */
