@@ -19,8 +19,9 @@
  * (common/topo_trial.c), but that child is a fork of this fuzzer, whose crash handlers would
  * record the child's crash as the run's. The fuzzer finds such files within a few hundred
  * inputs, so inputs with an object that has one of a pair without the other are skipped
- * here (hwloc_would_crash); so are sets that do not start with 0x (",x01" fails an assert()
- * in hwloc_bitmap_sscanf), and a DOCTYPE without a system id (its libxml2 plugin passes the
+ * here (hwloc_would_crash); so are sets that are not whole bitmaps (",x01" fails an assert()
+ * in hwloc_bitmap_sscanf; a Machine's complete_cpuset of "0xfffno_fffff" is read as empty,
+ * and the load crashes), and a DOCTYPE without a system id (its libxml2 plugin passes the
  * missing id to strcmp); anything else that crashes inside hwloc is still reported. hwloc 2.9.0
  * and its libxml2 plugin also leak on some XML files they reject, from their own allocations, which
  * hwloc_topology_destroy() does not free: LeakSanitizer is told to pass over leaks whose stack
@@ -35,6 +36,7 @@
  * against are screened out, and a fork of this process per input was most of the harness's
  * cost (about 250 inputs a second once the corpus held 15 KB files).
  */
+#include <ctype.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -120,22 +122,58 @@ static bool contains(const char *text, size_t len, const char *word)
     return find(text, 0, len, word) < len;
 }
 
-/* Whether some set="..." attribute of the tag does not start with 0x. */
-static bool set_not_hex(const char *tag, size_t len)
+/*
+ * Whether value[0..len) is a bitmap as hwloc writes one: optionally "0xf...f" (infinite),
+ * then 32-bit chunks "0x" + hex digits, separated by commas. hwloc_bitmap_sscanf() empties
+ * a set it cannot read to the end, and a Machine whose complete_cpuset came out empty that
+ * way crashed hwloc_topology_load (hwloc-crashes/machine-complete-cpuset-not-hex.xml).
+ */
+static bool bitmap_ok(const char *value, size_t len)
 {
-    for (size_t i = find(tag, 0, len, "set=\""); i < len; i = find(tag, i + 1, len, "set=\""))
-        if (i + 7 > len || memcmp(tag + i + 5, "0x", 2) != 0)
+    size_t i = 0;
+
+    if (len >= 7 && memcmp(value, "0xf...f", 7) == 0) {
+        if (len == 7)
             return true;
+        if (value[7] != ',')
+            return false;
+        i = 8;
+    }
+    for (;;) {
+        size_t digits = 0;
+
+        if (i + 2 > len || value[i] != '0' || value[i + 1] != 'x')
+            return false;
+        for (i += 2; i < len && isxdigit((unsigned char)value[i]); i++)
+            digits++;
+        if (digits == 0)
+            return false;
+        if (i == len)
+            return true;
+        if (value[i++] != ',')
+            return false;
+    }
+}
+
+/* Whether some set="..." attribute of the tag is not a bitmap hwloc reads whole. */
+static bool set_not_bitmap(const char *tag, size_t len)
+{
+    for (size_t i = find(tag, 0, len, "set=\""); i < len; i = find(tag, i + 1, len, "set=\"")) {
+        const char *value = tag + i + 5, *quote = memchr(value, '"', len - (i + 5));
+
+        if (quote == NULL || !bitmap_ok(value, (size_t)(quote - value)))
+            return true;
+    }
     return false;
 }
 
 /* Whether a tag has a set attribute without its complete_ twin, or the twin alone, or a set
- * that is not hex. */
+ * that is not a whole bitmap. */
 static bool half_set(const char *tag, size_t len)
 {
     return contains(tag, len, " cpuset=") != contains(tag, len, " complete_cpuset=") ||
            contains(tag, len, " nodeset=") != contains(tag, len, " complete_nodeset=") ||
-           set_not_hex(tag, len);
+           set_not_bitmap(tag, len);
 }
 
 /* Whether a <!DOCTYPE ...> declaration lacks a system id: hwloc 2.9.0's libxml2 plugin
