@@ -245,12 +245,17 @@ struct lf_stats {
 
 struct lf_run;
 
+/* A step's "waiting for the daemon": when every running sequence's last step said so, the
+ * batch pauses a millisecond instead of spinning. */
+#define LF_STEP_WAIT 2
+
 /* What a target provides. */
 struct lf_target_ops {
     const char *name;
     int (*start)(struct lf_run *run); /* config, key, daemon; 0 or -errno */
     int (*sequence)(struct lf_run *run, unsigned slot, uint64_t index); /* begins one */
-    int (*step)(struct lf_run *run, unsigned slot); /* 1 more to come, 0 done, < 0 failure */
+    /* 1 more to come, LF_STEP_WAIT more to come but nothing done yet, 0 done, < 0 failure */
+    int (*step)(struct lf_run *run, unsigned slot);
     void (*end)(struct lf_run *run, unsigned slot); /* closes what the sequence opened */
     int (*check)(struct lf_run *run, char *why, size_t why_size); /* liveness; 0 alive */
     int (*replay_open)(struct lf_run *run, struct lf_conn *c, const char *kind);

@@ -35,6 +35,7 @@
 #include <ftw.h>
 #include <getopt.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -347,7 +348,7 @@ static bool out_of_budget(const struct lf_run *run)
 static uint64_t run_batch(struct lf_run *run, uint64_t first, unsigned count)
 {
     bool active[LF_MAX_PARALLEL] = {false};
-    unsigned started = 0, running = 0;
+    unsigned started = 0, running = 0, waits = 0;
 
     for (;;) {
         for (unsigned s = 0; s < run->parallel && started < count && !out_of_budget(run); s++) {
@@ -380,6 +381,12 @@ static uint64_t run_batch(struct lf_run *run, uint64_t first, unsigned count)
             run->ops->end(run, s);
             active[s] = false;
             running--;
+        }
+        if (more != LF_STEP_WAIT) {
+            waits = 0;
+        } else if (++waits >= 2 * running) { /* likely every slot waits */
+            (void)poll(NULL, 0, 1);
+            waits = 0;
         }
     }
     return first + started;

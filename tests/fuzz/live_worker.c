@@ -7,9 +7,13 @@
  * pool, run as nobody in WORK/out, srun steps with their output captured, batch scripts,
  * arrays, the MPI launcher's leader), SignalTasks, TaskExitAck, JobNotice, HeartbeatAck,
  * LogsRequest, CliRelay frames for the worker's relayed CLI sessions, NodeRegisterReply,
- * and any other body, mutated. One link sequence in twenty breaks the handshake instead
- * (a mutated Hello, none with a nonce, a wrong or missing proof, garbage, a HelloReject, a
- * refused registration), after which the worker reconnects with its backoff. A CLI
+ * and any other body, mutated; one link sequence in four also damages bytes and the
+ * stream. One link sequence in fifty breaks the handshake instead (a mutated Hello, none
+ * with a nonce, a wrong or missing proof, garbage, a HelloReject, a refused registration).
+ * Whatever ends the link, the worker reconnects after its backoff (100 ms at least), so
+ * these are kept to one end of the link every second or so: at every sequence, they left
+ * the worker unconnected for two thirds of the run. While the link is down, the link
+ * sequence waits (LF_STEP_WAIT) and the CLI sequences go on. A CLI
  * sequence is one connection to the worker's socket with a CLI request (live_cli.c), which
  * the worker relays to us as CliRelay; whatever the link reads is answered as gschedd
  * would (heartbeats acked, exits acked, relayed requests answered), mutated too.
@@ -56,9 +60,11 @@ struct wslot {
     struct lf_rng rng;
     struct lf_conn conn; /* a CLI sequence's */
     bool link;
+    bool wire; /* a link sequence that damages bytes and the stream, not only messages */
     unsigned step, length;
     unsigned preauth;
-    bool answered; /* a CLI sequence's request was answered */
+    bool answered;       /* a CLI sequence's request was answered */
+    uint64_t wait_until; /* while it waits (LF_STEP_WAIT): the worker's connection, an answer */
 };
 
 struct wjob {
@@ -75,6 +81,7 @@ struct wstate {
     bool link_steady;    /* registered with HEARTBEAT_MS and no NodeRegisterReply since */
     uint64_t link_up_ms; /* when it registered */
     bool link_noted;     /* this batch's record says the link is open */
+    bool link_awaited;   /* ws->link is closed and initialised, its accept not yet come */
     uint64_t last_beat_ms;
     uint32_t ncores;
     struct lf_rng rng; /* the answers to what the link reads */
@@ -139,6 +146,7 @@ static void fixup_launch(Gs__Envelope *env)
 
 static const struct lf_damage link_damage = {
     .mutate = 35, .bytes = 1, .stream = 1, .fixup = fixup_launch};
+static const struct lf_damage link_mutation = {.mutate = 35, .fixup = fixup_launch};
 static const struct lf_damage answer_damage = {.mutate = 15, .fixup = fixup_launch};
 static const struct lf_damage cli_damage = {.mutate = 40, .bytes = 5, .stream = 3};
 
@@ -348,17 +356,18 @@ static Gs__Envelope *register_reply(bool accepted)
     return lf_envelope(GS__ENVELOPE__BODY_NODE_REGISTER_REPLY, rep, 0);
 }
 
-/* A worker connection made ready: accepted, handshake, its registration taken. Recorded
- * as one "open ID link" line. */
-static int link_up(struct lf_run *run, struct lf_conn *c)
+/* A worker connection made ready: accepted (within timeout_ms: -ETIMEDOUT after, and c
+ * untouched), handshake, its registration taken. Recorded as one "open ID link" line. */
+static int link_up(struct lf_run *run, struct lf_conn *c, int timeout_ms)
 {
     struct wstate *ws = state(run);
     bool was_on = run->rec.on;
     Gs__Envelope *reply;
-    int rc;
+    int rc = accept_worker(run, c, timeout_ms);
 
+    if (rc == -ETIMEDOUT)
+        return rc;
     run->rec.on = false;
-    rc = accept_worker(run, c, RECONNECT_TIMEOUT_MS);
     if (rc == 0 && lf_conn_wait(c, CHECK_TIMEOUT_MS, is_hello, 0, on_link_heard, run) == 0)
         rc = -ETIMEDOUT;
     if (rc == 0)
@@ -385,9 +394,11 @@ static int link_up(struct lf_run *run, struct lf_conn *c)
     return 0;
 }
 
-static int ensure_link(struct lf_run *run)
+/* The link open and registered, the worker given timeout_ms to connect (-ETIMEDOUT). */
+static int ensure_link(struct lf_run *run, int timeout_ms)
 {
     struct wstate *ws = state(run);
+    int rc;
 
     if (ws->link.fd >= 0 && !ws->link.eof) {
         if (!ws->link_noted && run->rec.on) /* opened before this batch began */
@@ -395,12 +406,33 @@ static int ensure_link(struct lf_run *run)
         ws->link_noted = ws->link_noted || run->rec.on;
         return 0;
     }
-    lf_conn_close(&ws->link);
-    lf_conn_init(&ws->link, ++ws->next_id, LF_KIND_SCHED, &run->rec);
-    return link_up(run, &ws->link);
+    if (!ws->link_awaited) {
+        lf_conn_close(&ws->link);
+        lf_conn_init(&ws->link, ++ws->next_id, LF_KIND_SCHED, &run->rec);
+    }
+    rc = link_up(run, &ws->link, timeout_ms);
+    ws->link_awaited = rc == -ETIMEDOUT;
+    return rc;
 }
 
-/* A handshake broken one way or another (preauth 1..7), on a fresh link. */
+/*
+ * A step that found nothing to do yet: LF_STEP_WAIT until timeout_ms after the first such
+ * step, then -ETIMEDOUT. The worker reconnects after a backoff of 100 ms or more, and a
+ * relayed answer takes a round trip through the link: the other slots' sequences go on
+ * meanwhile, where blocking here stopped them all (about half of the run's time).
+ */
+static int wait_step(struct wslot *sl, int timeout_ms)
+{
+    uint64_t now = gs_clock_mono_ms();
+
+    if (sl->wait_until == 0)
+        sl->wait_until = now + (uint64_t)timeout_ms;
+    return now < sl->wait_until ? LF_STEP_WAIT : -ETIMEDOUT;
+}
+
+/* A handshake broken one way or another (preauth 1..7), on a fresh link: the first step
+ * closes the link, the next ones wait for the worker to come back (LF_STEP_WAIT), the last
+ * breaks the handshake. */
 static int broken_handshake(struct lf_run *run, struct wslot *sl)
 {
     struct wstate *ws = state(run);
@@ -410,11 +442,18 @@ static int broken_handshake(struct lf_run *run, struct wslot *sl)
     struct lf_conn *c = &ws->link;
     int rc;
 
-    lf_conn_close(c);
-    lf_conn_init(c, ++ws->next_id, LF_KIND_SCHED, &run->rec);
-    rc = accept_worker(run, c, RECONNECT_TIMEOUT_MS);
+    if (sl->step++ == 0) {
+        lf_conn_close(c);
+        lf_conn_init(c, ++ws->next_id, LF_KIND_SCHED, &run->rec);
+        ws->link_awaited = true;
+        ws->link_steady = false;
+    }
+    rc = accept_worker(run, c, 0);
+    if (rc == -ETIMEDOUT)
+        return wait_step(sl, RECONNECT_TIMEOUT_MS);
     if (rc < 0)
         return rc;
+    ws->link_awaited = false;
     (void)lf_conn_wait(c, 2000, is_hello, 0, on_link_heard, run);
     switch (sl->preauth) {
     case 1: {
@@ -676,7 +715,7 @@ static Gs__Envelope *any_body(struct lf_run *run, struct lf_rng *r)
     while ((env->body_case == GS__ENVELOPE__BODY_HELLO ||
             env->body_case == GS__ENVELOPE__BODY_HELLO_REJECT ||
             env->body_case == GS__ENVELOPE__BODY_AUTH_PROOF) &&
-           lf_chance(r, 80)) {
+           lf_chance(r, 95)) {
         lf_free(env);
         env = lf_random_envelope(r, &run->dict);
     }
@@ -738,19 +777,14 @@ static int worker_sequence(struct lf_run *run, unsigned slot, uint64_t index)
         ws->link_busy = true;
         sl->length = 1 + (unsigned)(lf_chance(&sl->rng, 10) ? 100 + lf_below(&sl->rng, 200)
                                                             : lf_below(&sl->rng, 40));
-        if (lf_chance(&sl->rng, 5))
+        sl->wire = lf_chance(&sl->rng, 25);
+        if (lf_chance(&sl->rng, 2))
             sl->preauth = 1 + (unsigned)lf_below(&sl->rng, 7);
     }
     lf_conn_init(&sl->conn, ++ws->next_id, LF_KIND_WCLI, &run->rec);
     lf_record_line(&run->rec, "# sequence %llu (seed %llu): %s", (unsigned long long)index,
                    (unsigned long long)seed, sl->link ? "link" : "cli");
     return 0;
-}
-
-static bool is_answer(const Gs__Envelope *env, uint64_t arg)
-{
-    (void)arg;
-    return env->body_case != GS__ENVELOPE__BODY_HELLO;
 }
 
 static int cli_step(struct lf_run *run, struct wslot *sl)
@@ -771,13 +805,11 @@ static int cli_step(struct lf_run *run, struct wslot *sl)
         if (lf_chance(r, 20))
             rc = lf_send(run, r, &sl->conn, lf_cli_request(run, r), &cli_damage);
         break;
-    default: /* the answer comes through the link: read it meanwhile */
-        for (uint64_t end = gs_clock_mono_ms() + 30; !sl->answered && gs_clock_mono_ms() < end;) {
-            worker_tick(run);
-            if (lf_conn_wait(&sl->conn, 5, is_answer, 0, on_cli_heard, run) != 0 || sl->conn.eof)
-                break;
-        }
-        return 0;
+    default: /* the answer comes through the link: read it meanwhile, for up to 30 ms */
+        worker_tick(run);
+        if (lf_conn_poll(&sl->conn, 0, on_cli_heard, run) < 0 || sl->answered || sl->conn.eof)
+            return 0;
+        return wait_step(sl, 30) == LF_STEP_WAIT ? LF_STEP_WAIT : 0;
     }
     return more(rc);
 }
@@ -787,11 +819,22 @@ static int link_step(struct lf_run *run, struct wslot *sl)
     struct wstate *ws = state(run);
     int rc;
 
-    if (sl->preauth != 0)
-        return broken_handshake(run, sl) < 0 ? -EPIPE : 0;
-    if (sl->step++ == 0)
-        return ensure_link(run) < 0 ? -EPIPE : 1;
-    rc = lf_send(run, &sl->rng, &ws->link, link_message(run, &sl->rng), &link_damage);
+    if (sl->preauth != 0) {
+        rc = broken_handshake(run, sl);
+        return rc == LF_STEP_WAIT ? rc : rc < 0 ? -EPIPE : 0;
+    }
+    if (sl->step == 0) {
+        rc = ensure_link(run, 0);
+        if (rc == -ETIMEDOUT)
+            rc = wait_step(sl, RECONNECT_TIMEOUT_MS);
+        if (rc == LF_STEP_WAIT)
+            return rc;
+        sl->step++;
+        return rc < 0 ? -EPIPE : 1;
+    }
+    sl->step++;
+    rc = lf_send(run, &sl->rng, &ws->link, link_message(run, &sl->rng),
+                 sl->wire ? &link_damage : &link_mutation);
     if (rc == 1) /* the stream is broken: the end of it, as a scheduler that went away */
         lf_conn_close(&ws->link);
     if (rc == 0 && lf_conn_poll(&ws->link, 0, on_link_heard, run) < 0)
@@ -931,14 +974,14 @@ static int worker_check(struct lf_run *run, char *why, size_t size)
                  (unsigned long long)(now - ws->last_beat_ms), HEARTBEAT_MS);
         rc = -ETIMEDOUT;
     }
-    if (rc == 0 && ensure_link(run) < 0) {
+    if (rc == 0 && ensure_link(run, RECONNECT_TIMEOUT_MS) < 0) {
         snprintf(why, size, "gsched-workerd did not connect and register in %d ms",
                  RECONNECT_TIMEOUT_MS);
         rc = -ETIMEDOUT;
     }
     if (rc == 0 && check_logs(run, why, size) < 0 && ws->link.eof) {
         /* it closed the link just before (a refused registration): once more */
-        rc = ensure_link(run) < 0 ? -ETIMEDOUT : check_logs(run, why, size);
+        rc = ensure_link(run, RECONNECT_TIMEOUT_MS) < 0 ? -ETIMEDOUT : check_logs(run, why, size);
     }
     if (rc == 0)
         rc = check_cli(run, why, size);
@@ -1007,7 +1050,7 @@ static int start_workerd(struct lf_run *run)
     ws->running = 0;
     rc = lf_daemon_start(&run->daemon, "gsched-workerd", argv, log);
     if (rc == 0)
-        rc = ensure_link(run);
+        rc = ensure_link(run, RECONNECT_TIMEOUT_MS);
     return rc;
 }
 
@@ -1076,7 +1119,7 @@ static int worker_replay_open(struct lf_run *run, struct lf_conn *c, const char 
     c->kind = LF_KIND_SCHED;
     c->role = GS__ROLE__ROLE_SCHEDULER;
     if (strcmp(kind, "link") == 0)
-        return link_up(run, c);
+        return link_up(run, c, RECONNECT_TIMEOUT_MS);
     return accept_worker(run, c, RECONNECT_TIMEOUT_MS);
 }
 
