@@ -144,10 +144,40 @@ static void fixup_launch(Gs__Envelope *env)
         m->grace_period_ms = 2000;
 }
 
+/*
+ * As fixup_launch, and a mutation that left a handshake body or none (which end the link:
+ * second_hello, empty_frame, unknown_message) becomes a HeartbeatAck; a NodeRegisterReply
+ * accepts (a refusal ends the link too). Outside the sequences that
+ * damage the wire, the link ended about five times a second these ways, and each end leaves the
+ * worker unconnected for its backoff (100 ms or more); broken_handshake tests those ends.
+ */
+static void fixup_keep_link(Gs__Envelope *env)
+{
+    const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(
+        &gs__envelope__descriptor, (unsigned)env->body_case);
+    Gs__Envelope *fresh, old;
+
+    fixup_launch(env);
+    if (env->body_case == GS__ENVELOPE__BODY_NODE_REGISTER_REPLY &&
+        env->node_register_reply != NULL)
+        env->node_register_reply->accepted = true;
+    if (f != NULL && *(void **)((char *)env + f->offset) != NULL && /* a body case, no body */
+        env->body_case != GS__ENVELOPE__BODY_HELLO &&
+        env->body_case != GS__ENVELOPE__BODY_HELLO_REJECT &&
+        env->body_case != GS__ENVELOPE__BODY_AUTH_PROOF)
+        return;
+    fresh = lf_envelope(GS__ENVELOPE__BODY_HEARTBEAT_ACK, lf_new(&gs__heartbeat_ack__descriptor),
+                        env->request_id);
+    old = *env;
+    *env = *fresh;
+    *fresh = old;
+    lf_free(fresh); /* what env held */
+}
+
 static const struct lf_damage link_damage = {
     .mutate = 35, .bytes = 1, .stream = 1, .fixup = fixup_launch};
-static const struct lf_damage link_mutation = {.mutate = 35, .fixup = fixup_launch};
-static const struct lf_damage answer_damage = {.mutate = 15, .fixup = fixup_launch};
+static const struct lf_damage link_mutation = {.mutate = 35, .fixup = fixup_keep_link};
+static const struct lf_damage answer_damage = {.mutate = 15, .fixup = fixup_keep_link};
 static const struct lf_damage cli_damage = {.mutate = 40, .bytes = 5, .stream = 3};
 
 /* ---- what the worker says, and our answers ---- */
