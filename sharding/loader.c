@@ -861,11 +861,6 @@ uint64_t shard_loader_samples(const struct shard_loader *l)
     return l->nsamples;
 }
 
-uint32_t shard_loader_rank_batch(const struct shard_loader *l)
-{
-    return l->rank_batch;
-}
-
 void shard_loader_info(const struct shard_loader *l, struct shard_loader_info *ret)
 {
     *ret = l->info;

@@ -167,9 +167,8 @@ void shard_loader_free(struct shard_loader *l);
 int shard_loader_next(struct shard_loader *l, struct shard_loader_batch *batch,
                       struct gs_error *err);
 
-/* Samples in the loader's split (plan mode: this rank's), and per rank per (full) step. */
+/* Samples in the loader's split (plan mode: this rank's). */
 uint64_t shard_loader_samples(const struct shard_loader *l);
-uint32_t shard_loader_rank_batch(const struct shard_loader *l);
 /* Total time shard_loader_next() has blocked, over every batch so far. */
 uint64_t shard_loader_wait_ns(const struct shard_loader *l);
 

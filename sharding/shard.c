@@ -527,11 +527,6 @@ const struct shard_header *shard_header(const struct shard_file *s)
     return &s->hdr;
 }
 
-const char *shard_path(const struct shard_file *s)
-{
-    return s->path;
-}
-
 int shard_read(struct shard_file *s, uint64_t first, size_t count, int32_t *out,
                struct gs_error *err)
 {

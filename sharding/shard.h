@@ -100,7 +100,6 @@ int shard_open(const char *path, unsigned flags, struct shard_file **ret_shard,
 void shard_close(struct shard_file *s); /* NULL allowed */
 
 const struct shard_header *shard_header(const struct shard_file *s);
-const char *shard_path(const struct shard_file *s);
 
 /*
  * Reads count tokens starting at token first into out as int32 ids, whatever the dtype.
