@@ -10,6 +10,7 @@
 #include "common/topo_internal.h"
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -352,6 +353,32 @@ static void keep_pciaccess_resident(void)
 }
 
 /* Keeps the PUs of list (OS indices, "0-3,8"), which must all exist, and I/O devices. */
+/*
+ * Every PU and NUMA node has an OS index that fits an int: tasks are bound to those
+ * numbers, and gs_topo keeps them as ints. hwloc loads a file whose PU lacks os_index
+ * (HWLOC_UNKNOWN_INDEX), and gsched would have bound tasks to CPU -1.
+ */
+static int check_os_indices(hwloc_topology_t ht, const char *where, struct gs_error *err)
+{
+    static const hwloc_obj_type_t types[] = {HWLOC_OBJ_PU, HWLOC_OBJ_NUMANODE};
+
+    for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+        int n = hwloc_get_nbobjs_by_type(ht, types[t]);
+
+        for (int i = 0; i < n; i++) {
+            hwloc_obj_t obj = hwloc_get_obj_by_type(ht, types[t], (unsigned)i);
+
+            if (obj->os_index == HWLOC_UNKNOWN_INDEX)
+                return gs_error_set(err, -EINVAL, 0, 0, "%s: %s L#%d has no os_index", where,
+                                    hwloc_obj_type_string(types[t]), i);
+            if (obj->os_index > INT_MAX)
+                return gs_error_set(err, -EINVAL, 0, 0, "%s: %s L#%d: os_index %u is too large",
+                                    where, hwloc_obj_type_string(types[t]), i, obj->os_index);
+        }
+    }
+    return 0;
+}
+
 static int restrict_cpus(hwloc_topology_t ht, const char *list, struct gs_error *err)
 {
     hwloc_bitmap_t set = hwloc_bitmap_alloc();
@@ -400,6 +427,11 @@ static int open_hwloc(const struct gs_topo_opts *opts, hwloc_topology_t *ret_ht,
         hwloc_topology_destroy(ht);
         return gs_error_set(err, -EINVAL, 0, 0, "%s: hwloc could not load the topology",
                             opts->xml_path != NULL ? opts->xml_path : "this machine");
+    }
+    rc = check_os_indices(ht, opts->xml_path != NULL ? opts->xml_path : "this machine", err);
+    if (rc < 0) {
+        hwloc_topology_destroy(ht);
+        return rc;
     }
     if (opts->cpus != NULL) {
         rc = restrict_cpus(ht, opts->cpus, err);

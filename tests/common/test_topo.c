@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -198,6 +199,61 @@ Test(topo, a_file_hwloc_crashes_on_is_an_error_not_a_crash)
         cr_assert_not_null(strstr(err.msg, names[i]), "%s", err.msg);
         cr_assert_null(topo);
     }
+}
+
+/* cpu-only.xml with from replaced by to, loaded from a temporary file: rc, and err. */
+static int load_edited(const char *from, const char *to, struct gs_error *err)
+{
+    char src[512], path[] = "/tmp/gsched-topo-XXXXXX", *text = NULL, *at;
+    struct gs_topo_opts opts = {.xml_path = path};
+    struct gs_topo *topo = NULL;
+    FILE *f;
+    long len;
+    int fd, rc;
+
+    snprintf(src, sizeof(src), "%s/cpu-only.xml", GSCHED_TOPOLOGIES);
+    f = fopen(src, "rb");
+    cr_assert_not_null(f);
+    cr_assert_eq(fseek(f, 0, SEEK_END), 0);
+    len = ftell(f);
+    rewind(f);
+    text = calloc(1, (size_t)len + 1);
+    cr_assert_not_null(text);
+    cr_assert_eq(fread(text, 1, (size_t)len, f), (size_t)len);
+    fclose(f);
+    at = strstr(text, from);
+    cr_assert_not_null(at, "%s is not in cpu-only.xml", from);
+    fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    f = fdopen(fd, "w");
+    cr_assert_not_null(f);
+    fprintf(f, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    fclose(f);
+    free(text);
+    rc = gs_topo_load(&opts, &topo, err);
+    unlink(path);
+    if (rc == 0)
+        gs_topo_free(topo);
+    else
+        cr_assert_null(topo);
+    return rc;
+}
+
+/* Tasks are bound to PU numbers: a PU or NUMA node without a usable one is refused. */
+Test(topo, pus_and_numa_nodes_need_an_os_index_that_fits)
+{
+    struct gs_error err;
+
+    cr_assert_eq(
+        load_edited("type=\"NUMANode\" os_index=\"1\"", "type=\"NUMANode\" os_index=\"7\"", &err),
+        0, "%s", err.msg);
+    cr_assert_eq(load_edited("type=\"PU\" os_index=\"0\" ", "type=\"PU\" ", &err), -EINVAL);
+    cr_assert_not_null(strstr(err.msg, "PU L#0 has no os_index"), "%s", err.msg);
+    cr_assert_eq(load_edited("type=\"NUMANode\" os_index=\"1\"",
+                             "type=\"NUMANode\" os_index=\"3000000000\"", &err),
+                 -EINVAL);
+    cr_assert_not_null(strstr(err.msg, "NUMANode L#1: os_index 3000000000 is too large"), "%s",
+                       err.msg);
 }
 
 /* Every pair's class (and NVLinks) against a matrix: NV is GS_TOPO_LINK_NVLINK. */
