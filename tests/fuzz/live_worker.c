@@ -11,9 +11,9 @@
  * stream. One link sequence in fifty breaks the handshake instead (a mutated Hello, none
  * with a nonce, a wrong or missing proof, garbage, a HelloReject, a refused registration).
  * Whatever ends the link, the worker reconnects after its backoff (100 ms at least), so
- * these are kept to one end of the link every second or so: at every sequence, they left
- * the worker unconnected for two thirds of the run. While the link is down, the link
- * sequence waits (LF_STEP_WAIT) and the CLI sequences go on. A CLI
+ * these are kept to a few ends of the link a second (fixup_keep_link): in every sequence,
+ * they left the worker unconnected for two thirds of the run. While the link is down, the
+ * link sequence waits (LF_STEP_WAIT) and the CLI sequences go on. A CLI
  * sequence is one connection to the worker's socket with a CLI request (live_cli.c), which
  * the worker relays to us as CliRelay; whatever the link reads is answered as gschedd
  * would (heartbeats acked, exits acked, relayed requests answered), mutated too.
@@ -147,22 +147,21 @@ static void fixup_launch(Gs__Envelope *env)
 /*
  * As fixup_launch, and a mutation that left a handshake body or none (which end the link:
  * second_hello, empty_frame, unknown_message) becomes a HeartbeatAck; a NodeRegisterReply
- * accepts (a refusal ends the link too). Outside the sequences that
- * damage the wire, the link ended about five times a second these ways, and each end leaves the
- * worker unconnected for its backoff (100 ms or more); broken_handshake tests those ends.
+ * accepts (a refusal ends the link too). Outside the sequences that damage the wire, the
+ * link ended about five times a second these ways, and each end leaves the worker
+ * unconnected for its backoff (100 ms or more); broken_handshake tests those ends.
  */
 static void fixup_keep_link(Gs__Envelope *env)
 {
     const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(
         &gs__envelope__descriptor, (unsigned)env->body_case);
+    bool no_body = f == NULL || *(void **)((char *)env + f->offset) == NULL;
     Gs__Envelope *fresh, old;
 
     fixup_launch(env);
-    if (env->body_case == GS__ENVELOPE__BODY_NODE_REGISTER_REPLY &&
-        env->node_register_reply != NULL)
+    if (env->body_case == GS__ENVELOPE__BODY_NODE_REGISTER_REPLY && !no_body)
         env->node_register_reply->accepted = true;
-    if (f != NULL && *(void **)((char *)env + f->offset) != NULL && /* a body case, no body */
-        env->body_case != GS__ENVELOPE__BODY_HELLO &&
+    if (!no_body && env->body_case != GS__ENVELOPE__BODY_HELLO &&
         env->body_case != GS__ENVELOPE__BODY_HELLO_REJECT &&
         env->body_case != GS__ENVELOPE__BODY_AUTH_PROOF)
         return;
