@@ -172,15 +172,18 @@ Test(topo, rejects_missing_or_invalid_files_naming_them)
 }
 
 /* Files hwloc 2.9.0 itself crashes on (tests/fuzz/hwloc-crashes/: a cpuset without its
- * complete_cpuset, the nodeset twins, a set that is not hex, a DOCTYPE without a system id):
+ * complete_cpuset, the nodeset twins, a set that is not hex, a DOCTYPE without a system id,
+ * a NUMA node without a cpuset):
  * an error naming the file, and this process goes on. Where a later hwloc loads them, they
  * must still load cleanly. */
 Test(topo, a_file_hwloc_crashes_on_is_an_error_not_a_crash)
 {
     static const char *names[] = {"pu-without-complete-cpuset.xml",
-                                  "numa-without-complete-nodeset.xml", "nodeset-not-hex.xml",
+                                  "numa-without-complete-nodeset.xml",
+                                  "nodeset-not-hex.xml",
                                   "doctype-without-system-id.xml",
-                                  "machine-complete-cpuset-not-hex.xml"};
+                                  "machine-complete-cpuset-not-hex.xml",
+                                  "numa-without-cpuset.xml"};
 
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         char path[512];

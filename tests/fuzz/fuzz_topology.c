@@ -21,11 +21,11 @@
  * inputs, so inputs with an object that has one of a pair without the other are skipped
  * here (screened_out); so are sets that are not whole bitmaps (",x01" fails an assert()
  * in hwloc_bitmap_sscanf; a Machine's complete_cpuset of "0xfffno_fffff" is read as empty,
- * and the load crashes), and a DOCTYPE without a system id (its libxml2 plugin passes the
- * missing id to strcmp); anything else that crashes inside hwloc is still reported. Also
- * screened, for speed: PUs and NUMA nodes without an os_index below a million (hwloc clears
- * a bitmap that long, 512 MB for a missing one). hwloc 2.9.0 and its libxml2 plugin also
- * leak on some XML files they reject, from their own allocations, which
+ * and the load crashes), a NUMA node without a cpuset, and a DOCTYPE without a system id
+ * (its libxml2 plugin passes the missing id to strcmp); anything else that crashes inside hwloc is
+ * still reported. Also screened, for speed: PUs and NUMA nodes without an os_index below a million
+ * (hwloc clears a bitmap that long, 512 MB for a missing one). hwloc 2.9.0 and its libxml2 plugin
+ * also leak on some XML files they reject, from their own allocations, which
  * hwloc_topology_destroy() does not free: LeakSanitizer is told to pass over leaks whose stack
  * holds libhwloc, its XML plugin or libxml2 (__lsan_default_suppressions). For those stacks to be
  * named, the plugin must stay loaded: hwloc unloads its plugins with the last topology, so the
@@ -45,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <hwloc.h>
@@ -190,6 +191,33 @@ static bool os_index_slow(const char *tag, size_t len)
     return at == len || tag[at] != '"' || digits == 0 || digits > 6;
 }
 
+/* Whether the tag's type="..." is one hwloc reads as a NUMA node: a prefix of "numanode"
+ * or "node", two letters at least, in any case (hwloc_type_sscanf). */
+static bool numa_type(const char *tag, size_t len)
+{
+    static const char *const names[] = {"numanode", "node"};
+    size_t at = find(tag, 0, len, " type=\""), n = 0;
+
+    if (at == len)
+        return false;
+    at += 7;
+    while (at + n < len && tag[at + n] != '"')
+        n++;
+    if (at + n == len || n < 2)
+        return false;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (n <= strlen(names[i]) && strncasecmp(tag + at, names[i], n) == 0)
+            return true;
+    return false;
+}
+
+/* A NUMA node without a cpuset: hwloc_bitmap_isequal(NULL) in hwloc's XML import
+ * (hwloc-crashes/numa-without-cpuset.xml, where type="NU" is read as NUMANode). */
+static bool numa_without_cpuset(const char *tag, size_t len)
+{
+    return numa_type(tag, len) && !contains(tag, len, " cpuset=");
+}
+
 /* Whether a tag has a set attribute without its complete_ twin, or the twin alone, or a set
  * that is not a whole bitmap. */
 static bool half_set(const char *tag, size_t len)
@@ -228,7 +256,7 @@ static bool screened_out(const uint8_t *data, size_t size)
         const char *close = memchr(p, '>', (size_t)(end - p));
         size_t len = (close != NULL ? close : end) - p;
 
-        if (*p == '<' && (half_set(p, len) || os_index_slow(p, len)))
+        if (*p == '<' && (half_set(p, len) || numa_without_cpuset(p, len) || os_index_slow(p, len)))
             return true;
         if (*p == '<')
             p += len > 0 ? len - 1 : 0;
