@@ -113,8 +113,8 @@ static const char *switch_name(const struct gs_config *cfg, uint32_t sw)
 
 /*
  * Reports each node listed under a switch after it was listed under another (a node
- * named twice under one switch is harmless). The reports come in file order. dups holds
- * room for n entries; each holds, in pos's place, the index's entry of the first switch.
+ * named twice under one switch is harmless), naming the switch it was first under. The
+ * reports come in file order. idx is the sorted index of n entries; dups has room for n.
  */
 static void report_twice_listed(struct gs_schema_ctx *c, const struct gs_config_switch_node *idx,
                                 size_t n, struct gs_config_switch_node *dups)
