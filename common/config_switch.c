@@ -164,6 +164,7 @@ void gs_config_index_switches(struct gs_schema_ctx *c)
                 (struct gs_config_switch_node){cfg->switches[i].nodes[j], (uint32_t)i, (uint32_t)j};
     }
     gs_sort(idx, n, sizeof(*idx), by_name);
+    free(cfg->switch_index); /* a second gs_config_parse over cfg: its switches were added */
     cfg->switch_index = idx;
     cfg->nswitch_index = n;
     idx = NULL;

@@ -169,6 +169,19 @@ Test(config, big_switches_are_indexed_by_name)
     cr_assert_eq(gs_config_switch_of(&cfg, "zzz"), -1);
 }
 
+/* A second parse over the same configuration adds its switches, as it does partitions: the
+ * index covers both, and a node of the first under a switch of the second is reported. */
+Test(config, a_second_parse_indexes_every_switch)
+{
+    cr_assert_eq(parse("[[switch]]\nname = \"a\"\nnodes = \"n[1-3]\"\n"), 0);
+    cr_assert_eq(parse("[[switch]]\nname = \"b\"\nnodes = \"m[1-3]\"\n"), 0, "%s", errors.data);
+    cr_assert_eq(gs_config_switch_of(&cfg, "n2"), 0);
+    cr_assert_eq(gs_config_switch_of(&cfg, "m2"), 1);
+    cr_assert_eq(parse("[[switch]]\nname = \"c\"\nnodes = \"n3\"\n"), -EINVAL);
+    cr_assert_not_null(strstr(errors.data, "gsched.toml:3:9: switch.nodes: n3 is under switch 'a'"),
+                       "%s", errors.data);
+}
+
 Test(config, nodes_under_two_switches_are_reported_in_file_order)
 {
     cr_assert_eq(parse("[[switch]]\nname = \"a\"\nnodes = \"z[1-3]\"\n"
