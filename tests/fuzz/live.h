@@ -245,8 +245,9 @@ struct lf_stats {
 
 struct lf_run;
 
-/* A step's "waiting for the daemon": when every running sequence's last step said so, the
- * batch pauses a millisecond instead of spinning. */
+/* A step's "waiting for the daemon": after twice as many such steps in a row as sequences
+ * run (likely every one of them waiting), the batch pauses a millisecond instead of
+ * spinning. */
 #define LF_STEP_WAIT 2
 
 /* What a target provides. */
