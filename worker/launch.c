@@ -8,6 +8,11 @@
  * before it goes on. End of file without a fatal report means the exec succeeded. Reports
  * are a few bytes, far under PIPE_BUF, so each arrives whole.
  *
+ * The worker's loop blocks in that read, and the same loop drains the task's output pipes,
+ * so nothing the child does before exec may wait on the loop or on another process: log
+ * files are opened non-blocking (a FIFO without a reader) and the stderr note is cut to
+ * what an empty pipe holds (live_fuzz hung the worker with a 230 KB note).
+ *
  * set_mempolicy goes through syscall(2): glibc has no wrapper and libnuma would be one more
  * dependency for one system call.
  */
@@ -212,9 +217,25 @@ static _Noreturn void child_fail(int fd, enum step step)
     _exit(127);
 }
 
+/* Non-blocking for the open alone: a FIFO with no reader then fails (ENXIO) instead of
+ * waiting for one, and with it the worker's loop, which waits for this child's exec. The
+ * task gets a blocking descriptor, as any program expects of its stdout. */
 static int open_log(const char *path)
 {
-    return open(path != NULL ? path : "/dev/null", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int fd = open(path != NULL ? path : "/dev/null",
+                  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0644);
+    int flags, saved;
+
+    if (fd < 0)
+        return -1;
+    flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0) {
+        saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
 }
 
 static void set_limit(int fd, int resource, uint64_t value)
@@ -351,7 +372,7 @@ static _Noreturn void run_child(int fd, const struct wrk_launch_spec *spec,
         child_fail(fd, STEP_CHDIR);
     redirect_stdio(fd, spec);
     if (spec->stderr_note != NULL && spec->stderr_note[0] != '\0') { /* srun --gpu-bind=verbose */
-        size_t len = strlen(spec->stderr_note);
+        size_t len = strnlen(spec->stderr_note, WRK_LAUNCH_NOTE_MAX);
 
         /* A report that cannot be written does not stop the task. */
         if (write(2, spec->stderr_note, len) == (ssize_t)len)

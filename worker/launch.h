@@ -64,8 +64,14 @@ struct wrk_launch_spec {
     const int *mem_nodes;    /* repeats and negatives (unknown) allowed; 0 = no policy */
     const int *cgroup_fds;   /* cgroup.procs files (worker/cgroup.h) the child writes itself */
     int ncgroup_fds;         /* into before dropping privileges; 0 = none */
-    const char *stderr_note; /* a line written to the task's stderr before it runs; NULL none */
+    const char *stderr_note; /* a line for stderr before exec (WRK_LAUNCH_NOTE_MAX); NULL none */
 };
+
+/* The most of stderr_note the child writes. The worker's loop waits for the child to exec
+ * (wrk_launch returns after it) and is also what reads the task's output pipes and
+ * terminal, so a write before exec must never wait for room: an empty pipe holds at least
+ * PIPE_BUF (4096) bytes. gschedd's notes are under 512. */
+#define WRK_LAUNCH_NOTE_MAX 1024
 
 /* NUMA node OS indices a memory policy can name; set_mempolicy's nodemask is this wide. */
 #define WRK_LAUNCH_NUMA_MAX 1024

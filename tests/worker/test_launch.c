@@ -4,8 +4,11 @@
  * exec is reported with the step that failed; signalling the group reaches grandchildren.
  * The memory policy is read back by the show_binding helper, from the kernel.
  */
+#define _GNU_SOURCE /* pipe2 */
+
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stddef.h>
 #include <signal.h>
@@ -181,6 +184,69 @@ Test(launch, reports_each_failed_step_by_name)
     assert_launch_fails(&c, -ENOENT, "chdir /nonexistent-gsched-dir: No such file");
     assert_launch_fails(&d, -ENOENT, "open stdout");
     assert_launch_fails(&e, -EINVAL, "no command");
+}
+
+/*
+ * wrk_launch returns only after the child's exec, and in the worker the loop that waits
+ * there is the one that drains the task's pipes: a child that waited before exec for room
+ * in a pipe, or for a FIFO's reader, hung the whole worker (live_fuzz, a 230 KB note). The
+ * timeouts turn such a hang into a failure.
+ */
+Test(launch, a_long_stderr_note_into_a_pipe_nobody_reads_yet_is_cut_not_waited_on, .timeout = 30)
+{
+    char *argv[] = {"/bin/echo", "task", NULL};
+    size_t big = 300 * 1024, got = 0;
+    char *note = malloc(big + 1), *text = malloc(big + 64);
+    struct wrk_launch_spec spec = {.argv = argv, .envp = env_default, .use_fds = true};
+    struct gs_error err;
+    int fds[2], status;
+    ssize_t n;
+    pid_t pid;
+
+    cr_assert(note != NULL && text != NULL);
+    memset(note, 'n', big);
+    note[big] = '\0';
+    cr_assert_eq(pipe2(fds, O_CLOEXEC), 0);
+    spec.stdout_fd = spec.stderr_fd = fds[1];
+    spec.stderr_note = note;
+    cr_assert_eq(wrk_launch(&spec, &pid, &err), 0, "%s", err.msg);
+    close(fds[1]);
+    while ((n = read(fds[0], text + got, big + 63 - got)) > 0)
+        got += (size_t)n;
+    close(fds[0]);
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    cr_assert_eq(got, WRK_LAUNCH_NOTE_MAX + strlen("\ntask\n"), "read %zu bytes", got);
+    cr_assert_eq(strspn(text, "n"), WRK_LAUNCH_NOTE_MAX);
+    cr_assert_eq(memcmp(text + WRK_LAUNCH_NOTE_MAX, "\ntask\n", 6), 0);
+    free(note);
+    free(text);
+}
+
+Test(launch, a_fifo_log_without_a_reader_fails_the_launch_and_with_one_is_written, .timeout = 30)
+{
+    char *argv[] = {"/bin/echo", "through-the-fifo", NULL};
+    struct wrk_launch_spec spec = {.argv = argv, .envp = env_default};
+    char fifo[160], line[64] = "";
+    struct gs_error err;
+    int reader, status;
+    ssize_t n;
+    pid_t pid;
+
+    snprintf(fifo, sizeof(fifo), "%s/out.fifo", dir);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    spec.stdout_path = fifo;
+    assert_launch_fails(&spec, -ENXIO, "open stdout");
+
+    reader = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    cr_assert_geq(reader, 0);
+    cr_assert_eq(wrk_launch(&spec, &pid, &err), 0, "%s", err.msg);
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    n = read(reader, line, sizeof(line) - 1);
+    close(reader);
+    cr_assert_eq(n, (ssize_t)strlen("through-the-fifo\n"));
+    cr_assert_str_eq(line, "through-the-fifo\n");
 }
 
 Test(launch, applies_memory_limit_and_cpu_binding)
