@@ -86,7 +86,12 @@ static void expected_header(const struct shard_cache_copy *job, unsigned char p[
         p[60 + i] = (unsigned char)(crc >> (8 * i));
 }
 
-/* Opens a file source and refuses one whose size is not the shard's. */
+/*
+ * Opens a file source and refuses one that is not a regular file or whose size is not the
+ * shard's. O_NONBLOCK because the path is the job user's to choose: a FIFO would otherwise
+ * hold the pool thread in open() until someone wrote to it (it has no effect on the reads
+ * of a regular file).
+ */
 static int open_source(struct copy_run *r, struct gs_error *err)
 {
     struct shard_cache_copy *job = r->job;
@@ -95,12 +100,15 @@ static int open_source(struct copy_run *r, struct gs_error *err)
 
     if (job->source_path == NULL)
         return 0;
-    r->src_fd = open(job->source_path, O_RDONLY | O_CLOEXEC);
+    r->src_fd = open(job->source_path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (r->src_fd < 0 || fstat(r->src_fd, &sb) < 0) {
         rc = -errno;
         return gs_error_set(err, rc, 0, 0, "shard %s: cannot open source %s: %s", job->path,
                             job->source_path, gs_strerror(rc));
     }
+    if (!S_ISREG(sb.st_mode))
+        return gs_error_set(err, -EINVAL, 0, 0, "shard %s: source %s is not a regular file",
+                            job->path, job->source_path);
     if ((uint64_t)sb.st_size != job->bytes)
         return gs_error_set(err, -EBADMSG, 0, 0,
                             "shard %s: source %s is %lld bytes, the manifest's entry %" PRIu64,

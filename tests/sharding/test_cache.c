@@ -401,6 +401,34 @@ Test(shard_cache, a_corrupt_source_is_refused_and_leaves_nothing)
     shard_cache_close(c);
 }
 
+/* The source path is the job user's: a FIFO there must not hold a pool thread in open()
+ * waiting for a writer (the timeout turns that wait into a failure). */
+Test(shard_cache, a_source_that_is_not_a_regular_file_is_refused_without_waiting, .timeout = 30)
+{
+    struct shard_cache *c;
+    struct shard_cache_copy job;
+    struct gs_error err;
+    char source[8192];
+    size_t ds;
+
+    ds_make(src, 1, 0, TOKENS);
+    c = open_cache(0);
+    ds = add(c, src);
+    source_of(src, 0, source, sizeof(source));
+    cr_assert_eq(unlink(source), 0);
+    cr_assert_eq(mkfifo(source, 0644), 0);
+    cr_assert_eq(shard_cache_stage_begin(c, ds, 0, &job, &err), 0, "%s", err.msg);
+    job.source_path = source;
+    cr_expect_eq(shard_cache_copy_run(&job, &err), -EINVAL);
+    cr_expect(strstr(err.msg, "is not a regular file") != NULL, "%s", err.msg);
+    cr_expect_not(exists(job.part_path));
+    cr_expect_eq(job.bytes_copied, 0);
+    shard_cache_stage_end(c, &job, -EINVAL);
+    cr_expect_not(shard_cache_holds(c, ds, 0));
+    cr_expect_eq(shard_cache_bytes_reserved(c), 0);
+    shard_cache_close(c);
+}
+
 Test(shard_cache, a_copy_resumes_from_its_part)
 {
     struct shard_cache *c;
