@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/clock.h"
@@ -60,16 +61,30 @@ static int wait_fd(int fd, short events, uint64_t deadline)
     }
 }
 
+/*
+ * A Unix socket whose accept queue is full refuses a non-blocking connect with EAGAIN, and
+ * unlike TCP's EINPROGRESS nothing completes it later: the socket stays unconnected (the
+ * first write then fails with ENOTCONN). gsched's CLI connects blocking and so waits for
+ * room; this tries again until the deadline, as that wait would. The daemon falling behind
+ * on accepts is load, not a finding; not accepting for CONNECT_TIMEOUT_MS is.
+ */
 static int finish_connect(struct lf_conn *c, const struct sockaddr *addr, socklen_t len)
 {
+    uint64_t deadline = gs_clock_mono_ms() + CONNECT_TIMEOUT_MS;
+    struct timespec pause = {0, 1000000};
     int err = 0, rc;
     socklen_t elen = sizeof(err);
 
-    if (connect(c->fd, addr, len) == 0)
-        return 0;
-    if (errno != EINPROGRESS && errno != EAGAIN)
-        return -errno;
-    rc = wait_fd(c->fd, POLLOUT, gs_clock_mono_ms() + CONNECT_TIMEOUT_MS);
+    for (;;) {
+        if (connect(c->fd, addr, len) == 0)
+            return 0;
+        if (errno == EINPROGRESS)
+            break;
+        if (errno != EAGAIN || addr->sa_family != AF_UNIX || gs_clock_mono_ms() >= deadline)
+            return -errno;
+        nanosleep(&pause, NULL);
+    }
+    rc = wait_fd(c->fd, POLLOUT, deadline);
     if (rc < 0)
         return rc;
     if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &elen) < 0)
