@@ -24,7 +24,8 @@
  * and the load crashes), a NUMA node without a cpuset, and a DOCTYPE without a system id
  * (its libxml2 plugin passes the missing id to strcmp); anything else that crashes inside hwloc is
  * still reported. Also screened, for speed: PUs and NUMA nodes without an os_index below a million
- * (hwloc clears a bitmap that long, 512 MB for a missing one). hwloc 2.9.0 and its libxml2 plugin
+ * (hwloc clears a bitmap that long, 512 MB for a missing one), and distance matrices of more
+ * than 4096 objects (nbobjs_large). hwloc 2.9.0 and its libxml2 plugin
  * also leak on some XML files they reject, from their own allocations, which
  * hwloc_topology_destroy() does not free: LeakSanitizer is told to pass over leaks whose stack
  * holds libhwloc, its XML plugin or libxml2 (__lsan_default_suppressions). For those stacks to be
@@ -191,6 +192,31 @@ static bool os_index_slow(const char *tag, size_t len)
     return at == len || tag[at] != '"' || digits == 0 || digits > 6;
 }
 
+/*
+ * Whether the tag has an nbobjs (a distance matrix's size) that is not a plain number up to
+ * 4096. hwloc 2.9.0 allocates its arrays from nbobjs (nbobjs^2 * 8 bytes for the values)
+ * before it reads a single entry: nbobjs="4222..." (strtoul's ULONG_MAX, kept as an
+ * unsigned) asked malloc for 32 GB. A plain malloc returns NULL there, and gsched loads
+ * through its trial child anyway; ASan's allocator reports it as a crash of the run, and
+ * a few thousand objects would pass libFuzzer's 2 GB malloc limit.
+ */
+static bool nbobjs_large(const char *tag, size_t len)
+{
+    for (size_t at = find(tag, 0, len, "nbobjs="); at < len;
+         at = find(tag, at + 1, len, "nbobjs=")) {
+        size_t i = at + 7, digits = 0;
+        unsigned long value = 0;
+
+        if (i < len && (tag[i] == '"' || tag[i] == '\''))
+            i++;
+        for (; i < len && tag[i] >= '0' && tag[i] <= '9'; i++, digits++)
+            value = digits < 6 ? value * 10 + (unsigned long)(tag[i] - '0') : value;
+        if (digits == 0 || digits > 5 || value > 4096)
+            return true;
+    }
+    return false;
+}
+
 /* Whether the tag's type="..." is one hwloc reads as a NUMA node: a prefix of "numanode"
  * or "node", two letters at least, in any case (hwloc_type_sscanf). */
 static bool numa_type(const char *tag, size_t len)
@@ -244,7 +270,8 @@ static bool doctype_without_system(const char *text, size_t len)
 }
 
 /* Whether some <object ...> tag, or the DOCTYPE, is one hwloc 2.9.0 crashes on (see the top),
- * or a tag that makes hwloc clear hundreds of megabytes (os_index_slow). */
+ * or a tag that makes hwloc clear hundreds of megabytes (os_index_slow) or ask for
+ * gigabytes (nbobjs_large). */
 static bool screened_out(const uint8_t *data, size_t size)
 {
     const char *text = (const char *)data, *end = text + size;
@@ -256,7 +283,8 @@ static bool screened_out(const uint8_t *data, size_t size)
         const char *close = memchr(p, '>', (size_t)(end - p));
         size_t len = (close != NULL ? close : end) - p;
 
-        if (*p == '<' && (half_set(p, len) || numa_without_cpuset(p, len) || os_index_slow(p, len)))
+        if (*p == '<' && (half_set(p, len) || numa_without_cpuset(p, len) ||
+                          os_index_slow(p, len) || nbobjs_large(p, len)))
             return true;
         if (*p == '<')
             p += len > 0 ? len - 1 : 0;
