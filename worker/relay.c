@@ -243,9 +243,12 @@ void wrk_relay_set_connected(struct wrk_relay *r, bool connected)
     if (connected)
         return;
     /* gschedd's side of every session is gone with the connection (it closes them there):
-     * the CLIs learn it from their sockets closing. */
+     * the CLIs learn it from their sockets closing. A session that has relayed nothing yet
+     * (no number) has no side there: it stays, and its first request is relayed once the
+     * link is back or answered "not connected" (a CLI that connected just before the link
+     * went down used to see its socket close under it, as live_fuzz's check did). */
     for (struct wrk_session *s = r->sessions.head; s != NULL; s = s->next) {
-        if (!s->ended_there) {
+        if (!s->ended_there && s->id != 0) {
             s->ended_there = s->closing = true;
             GS_LOG(GS_LOG_INFO, "session=%llu uid=%u lost gschedd, closing the cli session",
                    (unsigned long long)s->id, (unsigned)s->uid);

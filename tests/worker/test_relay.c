@@ -5,8 +5,9 @@
  * directory and a fake gschedd that records what the relay sends it: a request goes up as
  * a CliRelay with the caller's kernel uid and gid, its answer and end come back down; a
  * CLI that hangs up is reported; while not registered a request is answered -ENOTCONN; a
- * malformed frame ends its session alone; losing gschedd ends them all; a socket another
- * relay listens on is refused, a stale one replaced; closing leaves nothing on the loop.
+ * malformed frame ends its session alone; losing gschedd ends every session it knew of (not
+ * one that has relayed nothing yet); a socket another relay listens on is refused, a stale
+ * one replaced; closing leaves nothing on the loop.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -463,6 +464,26 @@ Test(relay, losing_gschedd_ends_every_session)
     run_until(clients_closed, "every session to end");
     cr_assert_eq(nup, 2, "no end is sent to a gschedd that is gone");
     cr_assert_eq(wrk_relay_sessions(relay), 0);
+}
+
+Test(relay, losing_gschedd_leaves_a_session_that_relayed_nothing_yet)
+{
+    wrk_relay_set_connected(relay, true);
+    client_request(0, 1);
+    client_connect(1); /* connected, nothing sent */
+    wait_up(1);
+    wrk_relay_set_connected(relay, false);
+    wait_client(0, client_closed, "the relayed session to end");
+    cr_assert_not(clients[1].closed, "a session gschedd never saw stays open");
+    cr_assert_eq(wrk_relay_sessions(relay), 1);
+
+    wrk_relay_set_connected(relay, true);
+    client_send(1, 4); /* its first request goes up once the link is back */
+    wait_up(2);
+    cr_assert_eq(up[1].inner->request_id, 4);
+    down(up[1].session, 4, false);
+    wait_client(1, client_has_reply, "its answer");
+    cr_assert_eq(clients[1].last_request_id, 4);
 }
 
 Test(relay, refuses_a_socket_another_relay_listens_on)
