@@ -173,7 +173,7 @@ Test(topo, rejects_missing_or_invalid_files_naming_them)
 
 /* Files hwloc 2.9.0 itself crashes on (tests/fuzz/hwloc-crashes/: a cpuset without its
  * complete_cpuset, the nodeset twins, a set that is not hex, a DOCTYPE without a system id,
- * a NUMA node without a cpuset):
+ * a NUMA node without a cpuset, also when its type is written "NUM4"):
  * an error naming the file, and this process goes on. Where a later hwloc loads them, they
  * must still load cleanly. */
 Test(topo, a_file_hwloc_crashes_on_is_an_error_not_a_crash)
@@ -183,7 +183,8 @@ Test(topo, a_file_hwloc_crashes_on_is_an_error_not_a_crash)
                                   "nodeset-not-hex.xml",
                                   "doctype-without-system-id.xml",
                                   "machine-complete-cpuset-not-hex.xml",
-                                  "numa-without-cpuset.xml"};
+                                  "numa-without-cpuset.xml",
+                                  "numa-typed-num4.xml"};
 
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         char path[512];

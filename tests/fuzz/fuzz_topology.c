@@ -12,27 +12,27 @@
  * prints its own complaints about bad XML to stderr unless HWLOC_HIDE_ERRORS is set, which
  * the first call does. The ctest run caps inputs at 64 KiB (-max_len).
  *
- * hwloc 2.9.0 (Debian 12) itself dereferences NULL in hwloc_topology_load() when an object
- * has a cpuset but no complete_cpuset, or a nodeset but no complete_nodeset (hwloc-crashes/
- * holds such files, each a one-letter typo of ws-4gpu.xml). That is hwloc's bug, not
- * gsched's: gs_topo_load survives it by loading the file in a child process first
- * (common/topo_trial.c), but that child is a fork of this fuzzer, whose crash handlers would
- * record the child's crash as the run's. The fuzzer finds such files within a few hundred
- * inputs, so inputs with an object that has one of a pair without the other are skipped
- * here (screened_out); so are sets that are not whole bitmaps (",x01" fails an assert()
- * in hwloc_bitmap_sscanf; a Machine's complete_cpuset of "0xfffno_fffff" is read as empty,
- * and the load crashes), a NUMA node without a cpuset, and a DOCTYPE without a system id
- * (its libxml2 plugin passes the missing id to strcmp); anything else that crashes inside hwloc is
- * still reported. Also screened, for speed: PUs and NUMA nodes without an os_index below a million
- * (hwloc clears a bitmap that long, 512 MB for a missing one), and distance matrices of more
- * than 4096 objects (nbobjs_large). hwloc 2.9.0 and its libxml2 plugin
- * also leak on some XML files they reject, from their own allocations, which
- * hwloc_topology_destroy() does not free: LeakSanitizer is told to pass over leaks whose stack
- * holds libhwloc, its XML plugin or libxml2 (__lsan_default_suppressions). For those stacks to be
- * named, the plugin must stay loaded: hwloc unloads its plugins with the last topology, so the
- * harness keeps one empty topology for its whole run (plugin_anchor). A leak of gsched's own
- * structures is still caught; a topology gsched forgot to destroy would be hidden (its allocations
- * are hwloc's), which topo.c's single exit path makes unlikely.
+ * hwloc 2.9.0 (Debian 12) itself dereferences NULL in hwloc_topology_load() when an object has
+ * a cpuset but no complete_cpuset, or a nodeset but no complete_nodeset (hwloc-crashes/ holds
+ * such files, each a one-letter typo of ws-4gpu.xml). That is hwloc's bug, not gsched's:
+ * gs_topo_load survives it by loading the file in a child process first (common/topo_trial.c),
+ * but that child is a fork of this fuzzer, whose crash handlers would record the child's crash
+ * as the run's. The fuzzer finds such files within a few hundred inputs, so inputs with an
+ * object that has one of a pair without the other are skipped here (screened_out); so are sets
+ * that are not whole bitmaps (",x01" fails an assert() in hwloc_bitmap_sscanf; a Machine's
+ * complete_cpuset of "0xfffno_fffff" is read as empty, and the load crashes), a NUMA node
+ * without a cpuset (however its type is spelled), and a DOCTYPE without a system id (its
+ * libxml2 plugin passes the missing id to strcmp); anything else that crashes inside hwloc is
+ * still reported. Also screened, for speed: PUs and NUMA nodes without an os_index below a
+ * million (hwloc clears a bitmap that long, 512 MB for a missing one), and distance matrices
+ * of more than 4096 objects (nbobjs_large). hwloc 2.9.0 and its libxml2 plugin also leak on
+ * some XML files they reject, from their own allocations, which hwloc_topology_destroy() does
+ * not free: LeakSanitizer is told to pass over leaks whose stack holds libhwloc, its XML
+ * plugin or libxml2 (__lsan_default_suppressions). For those stacks to be named, the plugin
+ * must stay loaded: hwloc unloads its plugins with the last topology, so the harness keeps one
+ * empty topology for its whole run (plugin_anchor). A leak of gsched's own structures is still
+ * caught; a topology gsched forgot to destroy would be hidden (its allocations are hwloc's),
+ * which topo.c's single exit path makes unlikely.
  *
  * The trial load itself (topo_trial.c: a fork per file) is replaced here by
  * topo_trial_load_xml below, which the link takes instead of gs_topo's: the inputs it guards
@@ -217,8 +217,9 @@ static bool nbobjs_large(const char *tag, size_t len)
     return false;
 }
 
-/* Whether the tag's type="..." is one hwloc reads as a NUMA node: a prefix of "numanode"
- * or "node", two letters at least, in any case (hwloc_type_sscanf). */
+/* Whether the tag's type="..." is one hwloc reads as a NUMA node: its letters up to the
+ * first other character (hwloc_type_sscanf reads no further: "NUM4" is a NUMA node) are a
+ * prefix of "numanode" or "node", two letters at least, in any case. */
 static bool numa_type(const char *tag, size_t len)
 {
     static const char *const names[] = {"numanode", "node"};
@@ -227,7 +228,7 @@ static bool numa_type(const char *tag, size_t len)
     if (at == len)
         return false;
     at += 7;
-    while (at + n < len && tag[at + n] != '"')
+    while (at + n < len && isalpha((unsigned char)tag[at + n]))
         n++;
     if (at + n == len || n < 2)
         return false;
