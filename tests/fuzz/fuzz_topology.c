@@ -273,9 +273,9 @@ static bool doctype_without_system(const char *text, size_t len)
 /* Whether some <object ...> tag, or the DOCTYPE, is one hwloc 2.9.0 crashes on (see the top),
  * or a tag that makes hwloc clear hundreds of megabytes (os_index_slow) or ask for
  * gigabytes (nbobjs_large). */
-static bool screened_out(const uint8_t *data, size_t size)
+static bool screened_text(const char *text, size_t size)
 {
-    const char *text = (const char *)data, *end = text + size;
+    const char *end = text + size;
 
     if (doctype_without_system(text, size))
         return true;
@@ -291,6 +291,29 @@ static bool screened_out(const uint8_t *data, size_t size)
             p += len > 0 ? len - 1 : 0;
     }
     return false;
+}
+
+/*
+ * The checks above look for ` name="` as hwloc writes attributes. XML also allows a tab,
+ * a newline or a carriage return before the name and single quotes around the value, and
+ * libxml2 reads those the same, so the checks run on a copy with them made spaces and
+ * double quotes.
+ */
+static bool screened_out(const uint8_t *data, size_t size)
+{
+    char *text = malloc(size > 0 ? size : 1);
+    bool skip;
+
+    if (text == NULL)
+        abort();
+    for (size_t i = 0; i < size; i++) {
+        char c = (char)data[i];
+
+        text[i] = c == '\t' || c == '\n' || c == '\r' ? ' ' : c == '\'' ? '"' : c;
+    }
+    skip = screened_text(text, size);
+    free(text);
+    return skip;
 }
 
 /* What placement asks of a node's topology. */
