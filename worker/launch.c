@@ -9,9 +9,10 @@
  * are a few bytes, far under PIPE_BUF, so each arrives whole.
  *
  * The worker's loop blocks in that read, and the same loop drains the task's output pipes,
- * so nothing the child does before exec may wait on the loop or on another process: log
- * files are opened non-blocking (a FIFO without a reader) and the stderr note is cut to
- * what an empty pipe holds (live_fuzz hung the worker with a 230 KB note).
+ * so nothing the child does before exec may wait on that loop: log files are opened
+ * non-blocking (a FIFO without a reader) and the stderr note is cut to what an empty pipe
+ * holds (live_fuzz hung the worker with a 230 KB note). A filesystem that hangs still
+ * holds it (docs/security.md, "Not yet").
  *
  * set_mempolicy goes through syscall(2): glibc has no wrapper and libnuma would be one more
  * dependency for one system call.
