@@ -288,17 +288,20 @@ void wrk_relay_close(struct wrk_relay *r, void (*closed)(void *data), void *data
     unlink(r->path);
 }
 
-/* Whether a live process listens on path (a stale file from a crash accepts nobody). */
+/* Whether a live process listens on path (a stale file from a crash accepts nobody).
+ * Non-blocking: a blocking connect to a listener whose queue is full waits until it
+ * accepts, which one that never does (stopped, or a leftover holding the socket) makes
+ * forever; EAGAIN says someone listens. */
 static bool someone_listens(const char *path)
 {
     struct sockaddr_un sun = {.sun_family = AF_UNIX};
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     bool live;
 
     if (fd < 0)
         return false;
     memcpy(sun.sun_path, path, strlen(path) + 1);
-    live = connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0;
+    live = connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0 || errno == EAGAIN;
     close(fd);
     return live;
 }
