@@ -207,7 +207,7 @@ static bool nbobjs_large(const char *tag, size_t len)
         size_t i = at + 7, digits = 0;
         unsigned long value = 0;
 
-        if (i < len && (tag[i] == '"' || tag[i] == '\''))
+        if (i < len && tag[i] == '"') /* single quotes made double by screened_out */
             i++;
         for (; i < len && tag[i] >= '0' && tag[i] <= '9'; i++, digits++)
             value = digits < 6 ? value * 10 + (unsigned long)(tag[i] - '0') : value;
