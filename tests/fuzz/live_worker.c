@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/error.h"
 #include "tests/fuzz/live.h"
 
 #define CHECK_TIMEOUT_MS 10000
@@ -385,18 +386,16 @@ static Gs__Envelope *register_reply(bool accepted)
     return lf_envelope(GS__ENVELOPE__BODY_NODE_REGISTER_REPLY, rep, 0);
 }
 
-/* A worker connection made ready: accepted (within timeout_ms: -ETIMEDOUT after, and c
- * untouched), handshake, its registration taken. Recorded as one "open ID link" line. */
-static int link_up(struct lf_run *run, struct lf_conn *c, int timeout_ms)
+/* Accepted within timeout_ms (-ETIMEDOUT after, c untouched), Hellos and proofs
+ * exchanged, the registration taken and accepted; -EPIPE when the connection ended on the
+ * way. */
+static int handshake(struct lf_run *run, struct lf_conn *c, int timeout_ms)
 {
-    struct wstate *ws = state(run);
-    bool was_on = run->rec.on;
     Gs__Envelope *reply;
     int rc = accept_worker(run, c, timeout_ms);
 
     if (rc == -ETIMEDOUT)
         return rc;
-    run->rec.on = false;
     if (rc == 0 && lf_conn_wait(c, CHECK_TIMEOUT_MS, is_hello, 0, on_link_heard, run) == 0)
         rc = -ETIMEDOUT;
     if (rc == 0)
@@ -410,11 +409,49 @@ static int link_up(struct lf_run *run, struct lf_conn *c, int timeout_ms)
         rc = lf_conn_send(c, reply);
         lf_free(reply);
     }
-    run->rec.on = was_on;
-    if (rc < 0) {
-        lf_conn_close(c);
-        return rc;
+    return rc < 0 && c->eof ? -EPIPE : rc;
+}
+
+/* c closed and made new, as it was before its accept: same id, kind and role. */
+static void reinit(struct lf_conn *c)
+{
+    Gs__Role role = c->role;
+
+    lf_conn_close(c);
+    lf_conn_init(c, c->id, c->kind, c->rec);
+    c->role = role;
+}
+
+/*
+ * A worker connection made ready (handshake()), within timeout_ms; on failure c is closed
+ * and initialised, ready for the next accept. Recorded as one "open ID link" line.
+ *
+ * A connection that ends before it registers is taken for one the worker no longer holds
+ * and the next one is tried. Such a connection waits in our queue when a busy worker
+ * reconnected between our closing the link and its taking the SIGTERM of a restart (the
+ * next worker's link_up accepted it and the restart failed before that worker had logged
+ * a line; reproduced by queueing a connection and closing it), or when a worker gave up
+ * on a handshake we were slow to take (its limit is 10 s). A worker that itself ends
+ * every connection before registering still fails, at the deadline.
+ */
+static int link_up(struct lf_run *run, struct lf_conn *c, int timeout_ms)
+{
+    struct wstate *ws = state(run);
+    uint64_t deadline = gs_clock_mono_ms() + (uint64_t)timeout_ms, now;
+    bool was_on = run->rec.on;
+    int rc;
+
+    run->rec.on = false;
+    while ((rc = handshake(run, c, timeout_ms)) == -EPIPE &&
+           (now = gs_clock_mono_ms()) < deadline) {
+        reinit(c);
+        timeout_ms = (int)(deadline - now);
     }
+    run->rec.on = was_on;
+    if (rc < 0 && c->fd >= 0)
+        reinit(c);
+    if (rc < 0)
+        return rc == -EPIPE ? -ETIMEDOUT : rc;
     if (run->rec.on)
         lf_record_line(&run->rec, "open %u link", c->id);
     ws->link_noted = run->rec.on;
@@ -1101,9 +1138,12 @@ static int worker_stop(struct lf_run *run, char *why, size_t size)
 static int restart(struct lf_run *run, char *why, size_t size)
 {
     int rc = worker_stop(run, why, size);
+    char state_now[160];
 
-    if (rc == 0 && start_workerd(run) < 0) {
-        snprintf(why, size, "gsched-workerd did not come back after a restart");
+    if (rc == 0 && (rc = start_workerd(run)) < 0) {
+        lf_daemon_describe(&run->daemon, state_now, sizeof(state_now));
+        snprintf(why, size, "gsched-workerd did not come back after a restart: %s (%s)",
+                 rc == -ETIMEDOUT ? "no registration in time" : gs_strerror(rc), state_now);
         rc = -1;
     }
     if (rc == 0)
