@@ -10,7 +10,8 @@
  * component and the file's mode as it would for the user: a job cannot name, as its output,
  * a file only root could reach. The child gets its buffer from the parent (it allocates
  * nothing: the worker has other threads, so only async-signal-safe calls follow fork) and
- * writes a fixed header and the bytes to a pipe the parent reads to the end.
+ * writes a fixed header and the bytes to a pipe the parent reads to the end. The worker
+ * calls this in libuv's thread pool (worker_logs.c), so the child closes every other fd.
  */
 #define _GNU_SOURCE /* pipe2, setgroups */
 
@@ -146,6 +147,12 @@ static void reader_child(int out, const char *path, uint32_t uid, uint32_t gid, 
 {
     struct reader_header h = {0};
 
+    /* Nothing of the worker's but its pipe end: forked from a pool thread at any moment, it
+     * could hold a launch's exec-status pipe, whose end the loop waits for, while it reads
+     * (from a filesystem that may hang). */
+    if (out > 0)
+        (void)close_range(0, (unsigned)out - 1, 0);
+    (void)close_range((unsigned)out + 1, ~0U, 0);
     if (setgroups(0, NULL) < 0 || setgid((gid_t)gid) < 0 || setuid((uid_t)uid) < 0 ||
         getuid() != (uid_t)uid || geteuid() != (uid_t)uid)
         h.rc = -EPERM;

@@ -7,6 +7,14 @@
  * own output settings, not from the CLI. A root worker reads another user's file as that
  * user (worker/logs.h): the job's group comes with the request (LogsRequest.owner_gid);
  * from a gschedd that sends none, the user's primary group from the password database.
+ *
+ * The read runs in libuv's thread pool, not on the loop: a log on a filesystem that hangs
+ * (an NFS server gone) would otherwise freeze the worker, heartbeats and self-fencing
+ * included, until it answered. wrk_logs_read (and the password lookup) need no loop and no
+ * shared state, so the pool thread gets copies of the request's fields and the loop sends
+ * the answer in after_read. A read in flight holds the worker open (open_handles). Its
+ * answer goes out only on the link it was asked on: a request_id means nothing to the
+ * gschedd of a later registration.
  */
 #define _GNU_SOURCE /* getpwuid_r */
 
@@ -15,6 +23,8 @@
 #include <errno.h>
 #include <pwd.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "common/error.h"
 #include "common/log.h"
@@ -35,57 +45,136 @@ static void reply_error(struct wrk_ctx *w, uint64_t request_id, const char *path
     wrk_send(w, &env);
 }
 
-/* The group to read as: the request's, else the user's primary group; -EPERM for none. */
-static int owner_group(const Gs__LogsRequest *req, uint32_t *gid)
+/* The group to read as: the request's, else the user's primary group; -EPERM for none.
+ * Any thread. */
+static int owner_group(uint32_t uid, uint32_t req_gid, uint32_t *gid)
 {
     struct passwd pw, *found = NULL;
     char buf[4096];
 
-    *gid = req->owner_gid;
-    if (*gid != 0 || req->owner_uid == 0)
+    *gid = req_gid;
+    if (*gid != 0 || uid == 0)
         return 0;
-    if (getpwuid_r(req->owner_uid, &pw, buf, sizeof(buf), &found) != 0 || found == NULL)
+    if (getpwuid_r(uid, &pw, buf, sizeof(buf), &found) != 0 || found == NULL)
         return -EPERM;
     *gid = (uint32_t)pw.pw_gid;
     return 0;
 }
 
-void wrk_handle_logs(struct wrk_ctx *w, const Gs__LogsRequest *req, uint64_t request_id)
+/* One LogsRequest being read in the pool. */
+struct logs_read {
+    uv_work_t req;
+    struct wrk_ctx *w;
+    uint64_t request_id;
+    unsigned registration; /* w->registrations when asked: the link to answer on */
+    uint64_t job_id;
+    uint32_t rank;
+    char *path; /* NULL: the request had none */
+    uint32_t owner_uid, owner_gid;
+    uint64_t offset;
+    bool from_end;
+    uint32_t max_bytes;
+    int rc; /* set in the pool; with chunk when 0 */
+    struct wrk_logs_chunk chunk;
+};
+
+/* In the pool: touches only lr. */
+static void read_in_pool(uv_work_t *req)
+{
+    struct logs_read *lr = req->data;
+    uint32_t gid;
+
+    lr->rc = owner_group(lr->owner_uid, lr->owner_gid, &gid);
+    if (lr->rc == 0)
+        lr->rc = wrk_logs_read(lr->path, lr->owner_uid, gid, lr->offset, lr->from_end,
+                               lr->max_bytes, &lr->chunk);
+}
+
+static void answer(struct wrk_ctx *w, const struct logs_read *lr)
 {
     Gs__LogsReply reply = GS__LOGS_REPLY__INIT;
     Gs__Envelope env = GS__ENVELOPE__INIT;
-    const char *path = req->path != NULL && req->path[0] != '\0' ? req->path : "(no path)";
-    struct wrk_logs_chunk chunk;
-    uint32_t gid;
-    int rc = owner_group(req, &gid);
-
-    if (rc == 0)
-        rc = wrk_logs_read(req->path, req->owner_uid, gid, req->offset, req->from_end,
-                           req->max_bytes, &chunk);
+    const char *path = lr->path != NULL && lr->path[0] != '\0' ? lr->path : "(no path)";
+    int rc = lr->rc;
 
     if (rc < 0) {
         GS_LOG(GS_LOG_DEBUG, "job=%llu rank=%u path=%s rc=%d cannot read log",
-               (unsigned long long)req->job_id, req->rank, path, rc);
-        reply_error(w, request_id, path, rc);
+               (unsigned long long)lr->job_id, lr->rank, path, rc);
+        reply_error(w, lr->request_id, path, rc);
         return;
     }
-    reply.data.data = (uint8_t *)chunk.data;
-    reply.data.len = chunk.len;
-    reply.offset = chunk.offset;
-    reply.size = chunk.size;
-    reply.eof = chunk.eof;
+    reply.data.data = (uint8_t *)lr->chunk.data;
+    reply.data.len = lr->chunk.len;
+    reply.offset = lr->chunk.offset;
+    reply.size = lr->chunk.size;
+    reply.eof = lr->chunk.eof;
     reply.node_name = w->node_name;
-    reply.path = req->path; /* borrowed: packed by the send */
-    env.request_id = request_id;
+    reply.path = lr->path; /* borrowed: packed by the send */
+    env.request_id = lr->request_id;
     env.body_case = GS__ENVELOPE__BODY_LOGS_REPLY;
     env.logs_reply = &reply;
     rc = wrk_send(w, &env);
-    wrk_logs_chunk_release(&chunk);
     /* Most likely a full write queue: the short error still tells the scheduler to stop
      * waiting for this request. */
     if (rc < 0 && rc != -ENOTCONN) {
         GS_LOG(GS_LOG_WARN, "job=%llu rank=%u rc=%d cannot send log chunk",
-               (unsigned long long)req->job_id, req->rank, rc);
-        reply_error(w, request_id, path, rc);
+               (unsigned long long)lr->job_id, lr->rank, rc);
+        reply_error(w, lr->request_id, path, rc);
     }
+}
+
+static void logs_read_free(struct logs_read *lr)
+{
+    wrk_logs_chunk_release(&lr->chunk);
+    free(lr->path);
+    free(lr);
+}
+
+/* On the loop, once the pool is done with lr (or cancelled it). */
+static void after_read(uv_work_t *req, int status)
+{
+    struct logs_read *lr = req->data;
+    struct wrk_ctx *w = lr->w;
+
+    if (status == 0 && !w->stopping && w->registered && w->registrations == lr->registration)
+        answer(w, lr);
+    else if (status == 0 && !w->stopping)
+        GS_LOG(GS_LOG_DEBUG, "job=%llu rank=%u link changed while reading, log chunk dropped",
+               (unsigned long long)lr->job_id, lr->rank);
+    logs_read_free(lr);
+    wrk_handle_closed(w); /* the read; may free the worker when stopping */
+}
+
+void wrk_handle_logs(struct wrk_ctx *w, const Gs__LogsRequest *req, uint64_t request_id)
+{
+    struct logs_read *lr = calloc(1, sizeof(*lr));
+    const char *path = req->path != NULL && req->path[0] != '\0' ? req->path : "(no path)";
+    int rc = -ENOMEM;
+
+    if (lr == NULL)
+        goto fail;
+    lr->w = w;
+    lr->request_id = request_id;
+    lr->registration = w->registrations;
+    lr->job_id = req->job_id;
+    lr->rank = req->rank;
+    lr->owner_uid = req->owner_uid;
+    lr->owner_gid = req->owner_gid;
+    lr->offset = req->offset;
+    lr->from_end = req->from_end;
+    lr->max_bytes = req->max_bytes;
+    lr->req.data = lr;
+    if (req->path != NULL && (lr->path = strdup(req->path)) == NULL)
+        goto fail;
+    rc = uv_queue_work(w->loop, &lr->req, read_in_pool, after_read);
+    if (rc < 0)
+        goto fail;
+    w->open_handles++; /* until after_read */
+    return;
+fail:
+    if (lr != NULL)
+        logs_read_free(lr);
+    GS_LOG(GS_LOG_WARN, "job=%llu rank=%u rc=%d cannot read log", (unsigned long long)req->job_id,
+           req->rank, rc);
+    reply_error(w, request_id, path, rc);
 }

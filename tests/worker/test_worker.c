@@ -6,7 +6,9 @@
  * refuses launches with no user or as root unless allowed (suite worker_no_root),
  * survives losing the scheduler with its tasks still running, obeys SignalTasks and
  * JobLimitUpdate (a running job's new time limit, from its start; another attempt's is
- * ignored), and answers log reads under their request ids. Binding: on a fake topology (suite
+ * ignored), and answers log reads under their request ids, read off its loop (suite
+ * worker_pool: heartbeats go on while a read waits; an answer goes only to the link it was
+ * asked on; a read in flight at stop is freed). Binding: on a fake topology (suite
  * worker) tasks run unbound with one warning per worker; on this machine's own topology with
  * synthetic GPUs (suite worker_on_this_machine) each task runs on its cores' PUs, prefers
  * their NUMA node and is pointed at its GPU's NIC, as the show_binding helper reads back.
@@ -696,17 +698,24 @@ static void request_logs(uint64_t request_id, const char *log_path, uint64_t off
     send_env(&env);
 }
 
-Test(worker, serves_log_reads_under_the_request_id)
+/* Once the worker has registered: DIR/log.txt holding text, its path in path. */
+static void registered_with_log(const char *text, char *path, size_t size)
 {
-    char log_path[160], missing[160], want[256];
     FILE *f;
 
     run_until(&registers, 1, "registration");
-    snprintf(log_path, sizeof(log_path), "%s/log.txt", dir);
-    f = fopen(log_path, "w");
+    snprintf(path, size, "%s/log.txt", dir);
+    f = fopen(path, "w");
     cr_assert_not_null(f);
-    fputs("hello\nworld\n", f);
-    fclose(f);
+    fputs(text, f);
+    cr_assert_eq(fclose(f), 0);
+}
+
+Test(worker, serves_log_reads_under_the_request_id)
+{
+    char log_path[160], missing[160], want[256];
+
+    registered_with_log("hello\nworld\n", log_path, sizeof(log_path));
     request_logs(41, log_path, 6);
     run_until(&log_replies, 1, "the log chunk");
     cr_assert_eq(last_request_id, 41);
@@ -724,6 +733,92 @@ Test(worker, serves_log_reads_under_the_request_id)
     cr_assert_eq(last_error_code, -ENOENT);
     snprintf(want, sizeof(want), "node1: %s: No such file or directory", missing);
     cr_assert_str_eq(last_error, want);
+}
+
+/* libuv's thread pool cut to one thread, which a gate can hold: a log read queued behind
+ * it cannot finish, as one on a filesystem that hangs would not. */
+static int gate[2] = {-1, -1};
+static uv_work_t gate_work;
+static int gates_passed;
+
+static void wait_at_gate(uv_work_t *req)
+{
+    char c;
+
+    (void)req;
+    while (read(gate[0], &c, 1) < 0 && errno == EINTR)
+        ;
+}
+
+static void gate_passed(uv_work_t *req, int status)
+{
+    (void)req;
+    cr_assert_eq(status, 0);
+    gates_passed++;
+}
+
+static void hold_the_pool(void)
+{
+    cr_assert_eq(pipe(gate), 0);
+    gates_passed = 0;
+    cr_assert_eq(uv_queue_work(&loop, &gate_work, wait_at_gate, gate_passed), 0);
+}
+
+static void free_the_pool(void)
+{
+    cr_assert_eq(write(gate[1], "x", 1), 1);
+    run_until(&gates_passed, 1, "the pool's thread to be free");
+    close(gate[0]);
+    close(gate[1]);
+}
+
+static void setup_one_pool_thread(void)
+{
+    setenv("UV_THREADPOOL_SIZE", "1", 1); /* read once, at the pool's first use */
+    setup();
+}
+
+TestSuite(worker_pool, .init = setup_one_pool_thread, .fini = teardown, .timeout = 60);
+
+Test(worker_pool, heartbeats_go_on_while_a_log_read_waits_and_its_answer_follows)
+{
+    char log_path[160];
+    int beats;
+
+    registered_with_log("hello\n", log_path, sizeof(log_path));
+    hold_the_pool();
+    request_logs(43, log_path, 0);
+    beats = heartbeats;
+    run_until(&heartbeats, beats + 3, "heartbeats while the read waits");
+    cr_assert_eq(log_replies + errors, 0, "the read cannot have finished yet");
+    free_the_pool();
+    run_until(&log_replies, 1, "the log chunk");
+    cr_assert_eq(last_request_id, 43);
+    cr_assert_str_eq(last_logs_data, "hello\n");
+}
+
+Test(worker_pool, a_read_asked_on_a_link_since_lost_is_not_answered_on_the_next)
+{
+    char log_path[160];
+
+    registered_with_log("", log_path, sizeof(log_path));
+    hold_the_pool();
+    request_logs(44, log_path, 0);
+    gs_proto_conn_close(sched_conn);
+    run_until(&registers, 2, "the worker's next registration");
+    free_the_pool();
+    request_logs(45, log_path, 0); /* behind 44 in the one thread */
+    run_until(&log_replies, 1, "the second read's chunk");
+    cr_assert_eq(last_request_id, 45);
+    cr_assert_eq(log_replies + errors, 1, "44 belonged to the lost link's gschedd");
+}
+
+Test(worker_pool, a_read_in_flight_when_the_worker_stops_is_dropped_and_freed)
+{
+    char log_path[160];
+
+    registered_with_log("", log_path, sizeof(log_path));
+    request_logs(46, log_path, 0); /* its answer can come only from teardown's run */
 }
 
 /* How many lines of the worker's log contain needle. */
