@@ -312,6 +312,16 @@ static void on_stopped(void *data)
     stopped = true;
 }
 
+/* Criterion reports a failed assertion in a suite's .fini but still passes the test, so
+ * what the teardown checks ends the test process instead: reported as a crash. */
+static void fini_check(bool ok, const char *what)
+{
+    if (ok)
+        return;
+    fprintf(stderr, "test_worker: teardown: %s\n", what);
+    abort();
+}
+
 static void teardown(void)
 {
     char cmd[128];
@@ -321,13 +331,13 @@ static void teardown(void)
         gs_proto_conn_close(sched_conn);
     uv_close((uv_handle_t *)&server, NULL);
     uv_run(&loop, UV_RUN_DEFAULT);
-    cr_assert(stopped);
-    cr_assert_eq(uv_loop_close(&loop), 0, "handles leaked");
+    fini_check(stopped, "the worker never said it had stopped (something still held it)");
+    fini_check(uv_loop_close(&loop) == 0, "handles leaked");
     gs_topo_free(topo);
     gs_log_setup("test_worker", GS_LOG_WARN, 2);
     close(log_fd);
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-    cr_assert_eq(system(cmd), 0);
+    fini_check(system(cmd) == 0, "the test's directory could not be removed");
 }
 
 TestSuite(worker, .init = setup, .fini = teardown, .timeout = 60);
@@ -764,12 +774,29 @@ static void hold_the_pool(void)
     cr_assert_eq(uv_queue_work(&loop, &gate_work, wait_at_gate, gate_passed), 0);
 }
 
-static void free_the_pool(void)
+/* The gate opened: the pool's thread goes on when the loop next runs. */
+static void open_the_gate(void)
 {
     cr_assert_eq(write(gate[1], "x", 1), 1);
+}
+
+static void free_the_pool(void)
+{
+    open_the_gate();
     run_until(&gates_passed, 1, "the pool's thread to be free");
-    close(gate[0]);
-    close(gate[1]);
+}
+
+/* Every frame sent before has been taken by the worker: it handles them in order, and a
+ * launch naming no user it answers at once, refused. */
+static void worker_took_what_was_sent(void)
+{
+    char *argv[] = {"/bin/true"};
+    int want = replies + 1;
+
+    no_user = true;
+    launch(90, 1, argv, 1, NULL);
+    no_user = false;
+    run_until(&replies, want, "the refused launch's reply, sent after the rest");
 }
 
 static void setup_one_pool_thread(void)
@@ -778,7 +805,18 @@ static void setup_one_pool_thread(void)
     setup();
 }
 
-TestSuite(worker_pool, .init = setup_one_pool_thread, .fini = teardown, .timeout = 60);
+static void teardown_one_pool_thread(void)
+{
+    teardown();
+    for (int i = 0; i < 2; i++) {
+        if (gate[i] >= 0)
+            close(gate[i]);
+        gate[i] = -1;
+    }
+}
+
+TestSuite(worker_pool, .init = setup_one_pool_thread, .fini = teardown_one_pool_thread,
+          .timeout = 60);
 
 Test(worker_pool, heartbeats_go_on_while_a_log_read_waits_and_its_answer_follows)
 {
@@ -804,6 +842,7 @@ Test(worker_pool, a_read_asked_on_a_link_since_lost_is_not_answered_on_the_next)
     registered_with_log("", log_path, sizeof(log_path));
     hold_the_pool();
     request_logs(44, log_path, 0);
+    worker_took_what_was_sent(); /* 44 is queued, behind the gate */
     gs_proto_conn_close(sched_conn);
     run_until(&registers, 2, "the worker's next registration");
     free_the_pool();
@@ -818,7 +857,10 @@ Test(worker_pool, a_read_in_flight_when_the_worker_stops_is_dropped_and_freed)
     char log_path[160];
 
     registered_with_log("", log_path, sizeof(log_path));
-    request_logs(46, log_path, 0); /* its answer can come only from teardown's run */
+    hold_the_pool();
+    request_logs(46, log_path, 0);
+    worker_took_what_was_sent(); /* 46 is queued, behind the gate */
+    open_the_gate();             /* it is read in teardown's run, after the worker's stop */
 }
 
 /* How many lines of the worker's log contain needle. */
