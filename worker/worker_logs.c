@@ -30,6 +30,12 @@
 #include "common/log.h"
 #include "worker/logs.h"
 
+/* A request's path as logs and errors name it. */
+static const char *shown(const char *path)
+{
+    return path != NULL && path[0] != '\0' ? path : "(no path)";
+}
+
 static void reply_error(struct wrk_ctx *w, uint64_t request_id, const char *path, int code)
 {
     Gs__ErrorReply err = GS__ERROR_REPLY__INIT;
@@ -94,7 +100,7 @@ static void answer(struct wrk_ctx *w, const struct logs_read *lr)
 {
     Gs__LogsReply reply = GS__LOGS_REPLY__INIT;
     Gs__Envelope env = GS__ENVELOPE__INIT;
-    const char *path = lr->path != NULL && lr->path[0] != '\0' ? lr->path : "(no path)";
+    const char *path = shown(lr->path);
     int rc = lr->rc;
 
     if (rc < 0) {
@@ -148,7 +154,7 @@ static void after_read(uv_work_t *req, int status)
 void wrk_handle_logs(struct wrk_ctx *w, const Gs__LogsRequest *req, uint64_t request_id)
 {
     struct logs_read *lr = calloc(1, sizeof(*lr));
-    const char *path = req->path != NULL && req->path[0] != '\0' ? req->path : "(no path)";
+    const char *path = shown(req->path);
     int rc = -ENOMEM;
 
     if (lr == NULL)
