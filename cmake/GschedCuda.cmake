@@ -19,6 +19,8 @@ if(NOT GSCHED_CUDA STREQUAL "OFF")
       set(CMAKE_CUDA_ARCHITECTURES 80-real 90)
     endif()
     enable_language(CUDA)
+    # C++ for tests/kernels/test_tc_emu.cpp, which runs the .cu kernels' code on the CPU.
+    enable_language(CXX)
     find_package(CUDAToolkit REQUIRED)
     set(GSCHED_HAVE_CUDA ON)
     find_library(GSCHED_NCCL_LIB nccl HINTS ${CUDAToolkit_LIBRARY_DIR})

@@ -7,10 +7,11 @@
  *
  * The products run as mma.sync m16n8k16 (16-bit inputs, fp32 accumulation). A block is four
  * warps and owns 64 rows of one (batch, head); each warp owns 16 of them and keeps their
- * operand fragments in registers for the whole kernel. The other operand streams through
- * shared memory in tiles of 64 rows, stored both as rows ([row][channel]) and, where a
- * product needs it as the k dimension, transposed ([channel][row]), so every fragment is
- * read as 32-bit words without bank conflicts (rows padded by 8 halves).
+ * operand fragments in registers for the whole kernel. The other operands stream through
+ * shared memory in tiles of 64 rows ([row][channel], rows padded by 8 halves so fragment
+ * reads have no bank conflicts), two buffers of each: cp.async copies tile i+1 while tile i
+ * is multiplied. ldmatrix reads the B fragments, transposing on the way where a product
+ * needs the tile's rows as its k dimension (P V, dS K, P^T dO, dS^T Q).
  *  - Forward (FlashAttention-2): S = Q K^T of the warp's 16 queries against 64 keys (fp32),
  *    masked above the diagonal, online softmax in base 2 (running max m, running sum l,
  *    the output rescaled by 2^(m_old - m_new)), then P rounded to the storage dtype and
@@ -26,6 +27,10 @@
  * Precision: against the SIMT path (fp32 throughout), P and dS are rounded to 16 bits
  * before their products, as FlashAttention does; the tolerances of tests/kernels/
  * test_gpu_gemm.c hold for both paths.
+ *
+ * Built with GS_KERN_EMULATE (tests/kernels/test_tc_emu.cpp), the primitives (mma, ldmatrix,
+ * cp.async) call the includer's CPU emulation instead of PTX and the host side is left out,
+ * so the kernels' code is tested on machines without a GPU.
  */
 #include <cerrno>
 #include <cmath>
@@ -68,26 +73,13 @@ template <int DT> static __device__ __forceinline__ uint32_t pack2(float lo, flo
     return u;
 }
 
-template <int DT> static __device__ __forceinline__ float2 unpack2(uint32_t u)
-{
-    if (DT == GS_KERN_BF16) {
-        __nv_bfloat162 v;
-
-        memcpy(&v, &u, sizeof(u));
-        return __bfloat1622float2(v);
-    } else {
-        __half2 v;
-
-        memcpy(&v, &u, sizeof(u));
-        return __half22float2(v);
-    }
-}
-
 /* c += a . b for one 16x8x16 product: a 16x16 (rows x k), b 16x8 (k x n), c 16x8 fp32. */
 template <int DT>
 static __device__ __forceinline__ void mma(float *c, const uint32_t *a, const uint32_t *b)
 {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if defined(GS_KERN_EMULATE)
+    gs_emu_mma_16816(DT == GS_KERN_BF16, c, a, b);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     if (DT == GS_KERN_BF16)
         asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
             "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
@@ -100,6 +92,74 @@ static __device__ __forceinline__ void mma(float *c, const uint32_t *a, const ui
             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #else
     __trap(); /* the host never launches these below sm_80 */
+#endif
+}
+
+/* ldmatrix .x4: four 8 x 8 matrices of 16-bit values, lane l giving the address of row l % 8
+ * of matrix l / 8 (16 bytes, 16-byte aligned); r[m] gets matrix m in the mma fragment
+ * layout (lane (g, t) = (l / 4, l % 4) holds row g, columns 2t and 2t+1) or, with TRANS, its
+ * transpose (rows 2t and 2t+1 of column g). */
+template <bool TRANS> static __device__ __forceinline__ void ldsm4(uint32_t *r, const uint16_t *p)
+{
+#if defined(GS_KERN_EMULATE)
+    gs_emu_ldmatrix_x4(r, p, TRANS);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    unsigned s = (unsigned)__cvta_generic_to_shared(p);
+
+    if (TRANS)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"(s));
+    else
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"(s));
+#else
+    __trap();
+#endif
+}
+
+/* cp.async of `bytes` (16 or 4) from global src to shared dst, zero-filled when !ok (src is
+ * then not read, but stays a valid address). It lands once the thread's group is waited for
+ * (cp_wait) and, for the other threads, after the barrier that follows. */
+template <int BYTES>
+static __device__ __forceinline__ void cp_async(void *dst, const void *src, bool ok)
+{
+#if defined(GS_KERN_EMULATE)
+    gs_emu_cp_async(dst, src, BYTES, ok ? BYTES : 0);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+
+    if (BYTES == 16)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src),
+                     "r"(ok ? 16 : 0)
+                     : "memory");
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(src),
+                     "r"(ok ? 4 : 0)
+                     : "memory");
+#else
+    __trap();
+#endif
+}
+
+/* Closes the thread's current group of copies; cp_wait<N> waits until at most the N newest
+ * groups are still in flight. */
+static __device__ __forceinline__ void cp_commit(void)
+{
+#if defined(GS_KERN_EMULATE)
+    gs_emu_cp_async_commit();
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+template <int N> static __device__ __forceinline__ void cp_wait(void)
+{
+#if defined(GS_KERN_EMULATE)
+    gs_emu_cp_async_wait(N);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 #endif
 }
 
@@ -123,15 +183,26 @@ static __device__ __forceinline__ void frag_a(uint32_t *a, const uint16_t *tile,
     a[3] = word<LD>(tile, r0 + g + 8, k0 + 2 * t + 8);
 }
 
-/* The B fragment (k x n = 16 x 8) of columns n0..n0+7, k0..k0+15 from a tile stored [n][k]:
- * lane (g, t) holds column g at k rows 2t, 2t+1 and 2t+8, 2t+9. */
+/* The B fragments (k x n = 16 x 8: lane (g, t) holds column g at k rows 2t, 2t+1 and 2t+8,
+ * 2t+9) of two n-tiles, columns n0..n0+7 in b[0..1] and n0+8..n0+15 in b[2..3], at k rows
+ * k0..k0+15, in one ldmatrix. frag_b2 reads a tile stored [n][k] (K for Q K^T), frag_bt2 one
+ * stored [k][n] (V for P V: keys are both its rows and the product's k), transposed by
+ * ldmatrix on the way, so no tile is ever stored transposed. Rows LD = D + 8 halves apart
+ * put the 8 rows of each matrix in 8 distinct groups of 4 banks: no conflicts. */
 template <int LD>
-static __device__ __forceinline__ void frag_b(uint32_t *b, const uint16_t *tile, int n0, int k0)
+static __device__ __forceinline__ void frag_b2(uint32_t *b, const uint16_t *tile, int n0, int k0)
 {
-    int lane = (int)threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    int lane = (int)threadIdx.x % 32, m = lane / 8, i = lane % 8;
 
-    b[0] = word<LD>(tile, n0 + g, k0 + 2 * t);
-    b[1] = word<LD>(tile, n0 + g, k0 + 2 * t + 8);
+    ldsm4<false>(b, tile + (n0 + i + (m >> 1) * 8) * LD + k0 + (m & 1) * 8);
+}
+
+template <int LD>
+static __device__ __forceinline__ void frag_bt2(uint32_t *b, const uint16_t *tile, int n0, int k0)
+{
+    int lane = (int)threadIdx.x % 32, m = lane / 8, i = lane % 8;
+
+    ldsm4<true>(b, tile + (k0 + i + (m & 1) * 8) * LD + n0 + (m >> 1) * 8);
 }
 
 /* An accumulator pair of n-tiles 2j and 2j+1 (16 x 16 fp32) as the A fragment of the next
@@ -147,11 +218,11 @@ static __device__ __forceinline__ void acc_to_a(uint32_t *a, const float *lo, co
 }
 
 /* acc += x . B for a warp's 16 rows: x the fp32 accumulators of a 16 x 64 product (rounded
- * to the storage dtype as the A operand), B the [64][D] operand stored transposed in tt
- * ([D][64+PAD]): P V in the forward pass, dS K in dQ's. */
+ * to the storage dtype as the A operand), B the [64][D] tile (rows LD apart) whose rows are
+ * the product's k: P V in the forward pass, dS K in dQ's. */
 template <int DT, int D>
 static __device__ __forceinline__ void acc_times_tile(float (*acc)[4], const float (*x)[4],
-                                                      const uint16_t *tt)
+                                                      const uint16_t *tile)
 {
 #pragma unroll
     for (int j = 0; j < TC_TILE / 16; j++) {
@@ -159,41 +230,31 @@ static __device__ __forceinline__ void acc_times_tile(float (*acc)[4], const flo
 
         acc_to_a<DT>(xa, x[2 * j], x[2 * j + 1]);
 #pragma unroll
-        for (int n = 0; n < D / 8; n++) {
-            uint32_t b[2];
+        for (int n = 0; n < D / 8; n += 2) {
+            uint32_t b[4];
 
-            frag_b<TC_TILE + TC_PAD>(b, tt, n * 8, j * 16);
+            frag_bt2<D + TC_PAD>(b, tile, n * 8, j * 16);
             mma<DT>(acc[n], xa, b);
+            mma<DT>(acc[n + 1], xa, b + 2);
         }
     }
 }
 
-/* Rows t0..t0+63 of one head's channels into tile [64][D+PAD] (unless NULL) and, when tile_t
- * is not NULL, transposed into tile_t [D][64+PAD]; zeros past T and past hs. src points at row 0,
- * channel 0 of the head; rows are `stride` elements apart. 16-byte loads (hs % 8 == 0). */
+/* Starts copying rows t0..t0+63 of one head's channels into tile [64][D+PAD]: zeros past T
+ * and past hs. src points at row 0, channel 0 of the head; rows are `stride` elements apart.
+ * 16-byte copies (hs % 8 == 0 and 16-byte aligned tensors: the caller checked). */
 template <int D>
-static __device__ __forceinline__ void load_rows(uint16_t *tile, uint16_t *tile_t,
-                                                 const uint16_t *src, size_t stride, int t0, int T,
-                                                 int hs)
+static __device__ __forceinline__ void load_tile(uint16_t *tile, const uint16_t *src, size_t stride,
+                                                 int t0, int T, int hs)
 {
-    constexpr int LD = D + TC_PAD, LDT = TC_TILE + TC_PAD, CHUNKS = D / 8;
+    constexpr int LD = D + TC_PAD, CHUNKS = D / 8;
 
+#pragma unroll
     for (int e = (int)threadIdx.x; e < TC_TILE * CHUNKS; e += TC_THREADS) {
         int r = e / CHUNKS, c = (e % CHUNKS) * 8, t = t0 + r;
-        uint4 v = make_uint4(0, 0, 0, 0);
+        bool ok = t < T && c < hs;
 
-        if (t < T && c < hs)
-            v = *(const uint4 *)(src + (size_t)t * stride + c);
-        if (tile != NULL)
-            *(uint4 *)(tile + r * LD + c) = v;
-        if (tile_t != NULL) {
-            uint16_t h[8];
-
-            memcpy(h, &v, sizeof(h));
-#pragma unroll
-            for (int i = 0; i < 8; i++)
-                tile_t[(c + i) * LDT + r] = h[i];
-        }
+        cp_async<16>(tile + r * LD + c, ok ? src + (size_t)t * stride + c : src, ok);
     }
 }
 
@@ -236,10 +297,11 @@ static __device__ __forceinline__ void store_acc(uint16_t *dst, size_t stride,
 
 /* --- forward ------------------------------------------------------------------------------ */
 
+/* Streams K and V through two buffers: tile i+1 is copied while tile i is multiplied. */
 template <int DT, int D> static __global__ void __launch_bounds__(TC_THREADS) att_tc_fwd(tc_args a)
 {
-    constexpr int LD = D + TC_PAD, LDT = TC_TILE + TC_PAD, KC = D / 16, NT = TC_TILE / 8;
-    __shared__ __align__(16) uint16_t ks[TC_TILE * LD], vt[D * LDT];
+    constexpr int LD = D + TC_PAD, KC = D / 16, NT = TC_TILE / 8, TS = TC_TILE * LD;
+    __shared__ __align__(16) uint16_t ks[2 * TS], vs[2 * TS];
     int bh = (int)blockIdx.x, b = bh / a.NH, h = bh % a.NH;
     int q0 = ((int)gridDim.y - 1 - (int)blockIdx.y) * TC_ROWS; /* the longest rows first */
     int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
@@ -250,28 +312,39 @@ template <int DT, int D> static __global__ void __launch_bounds__(TC_THREADS) at
     uint32_t qa[KC][4];
     float o[D / 8][4] = {}, m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
 
-    load_rows<D>(ks, NULL, base, stride, q0, a.T, a.hs); /* Q through the K tile */
+    load_tile<D>(ks + TS, base, stride, q0, a.T, a.hs); /* Q through the second K buffer */
+    cp_commit();
+    load_tile<D>(ks, base + a.C, stride, 0, a.T, a.hs);
+    load_tile<D>(vs, base + 2 * (size_t)a.C, stride, 0, a.T, a.hs);
+    cp_commit();
+    cp_wait<1>(); /* Q */
     __syncthreads();
 #pragma unroll
     for (int kc = 0; kc < KC; kc++)
-        frag_a<LD>(qa[kc], ks, warp * 16, kc * 16);
-    for (int k0 = 0; k0 <= last; k0 += TC_TILE) {
+        frag_a<LD>(qa[kc], ks + TS, warp * 16, kc * 16);
+    for (int k0 = 0, buf = 0; k0 <= last; k0 += TC_TILE, buf ^= 1) {
+        const uint16_t *kt = ks + buf * TS, *vt = vs + buf * TS;
         float s[NT][4] = {};
         float mx0 = -INFINITY, mx1 = -INFINITY, al0, al1;
         bool full = k0 + TC_TILE - 1 <= q0 + warp * 16 && k0 + TC_TILE <= a.T;
 
-        __syncthreads(); /* the previous tile (or Q) is used up */
-        load_rows<D>(ks, NULL, base + a.C, stride, k0, a.T, a.hs);
-        load_rows<D>(NULL, vt, base + 2 * (size_t)a.C, stride, k0, a.T, a.hs);
-        __syncthreads();
+        cp_wait<0>();
+        __syncthreads(); /* this tile is in; the other buffer (last tile, or Q) is used up */
+        if (k0 + TC_TILE <= last) {
+            load_tile<D>(ks + (buf ^ 1) * TS, base + a.C, stride, k0 + TC_TILE, a.T, a.hs);
+            load_tile<D>(vs + (buf ^ 1) * TS, base + 2 * (size_t)a.C, stride, k0 + TC_TILE, a.T,
+                         a.hs);
+        }
+        cp_commit();
 #pragma unroll
-        for (int n = 0; n < NT; n++)
+        for (int n = 0; n < NT; n += 2)
 #pragma unroll
             for (int kc = 0; kc < KC; kc++) {
-                uint32_t kb[2];
+                uint32_t kb[4];
 
-                frag_b<LD>(kb, ks, n * 8, kc * 16);
+                frag_b2<LD>(kb, kt, n * 8, kc * 16);
                 mma<DT>(s[n], qa[kc], kb);
+                mma<DT>(s[n + 1], qa[kc], kb + 2);
             }
 #pragma unroll
         for (int n = 0; n < NT; n++)
@@ -338,24 +411,42 @@ static __device__ __forceinline__ void scores_and_dp(float (*s)[4], float (*dp)[
     constexpr int LD = D + TC_PAD;
 
 #pragma unroll
-    for (int n = 0; n < TC_TILE / 8; n++)
+    for (int n = 0; n < TC_TILE / 8; n += 2)
 #pragma unroll
         for (int kc = 0; kc < D / 16; kc++) {
-            uint32_t b1[2], b2[2];
+            uint32_t b1[4], b2[4];
 
-            frag_b<LD>(b1, t1, n * 8, kc * 16);
+            frag_b2<LD>(b1, t1, n * 8, kc * 16);
             mma<DT>(s[n], a1[kc], b1);
-            frag_b<LD>(b2, t2, n * 8, kc * 16);
+            mma<DT>(s[n + 1], a1[kc], b1 + 2);
+            frag_b2<LD>(b2, t2, n * 8, kc * 16);
             mma<DT>(dp[n], a2[kc], b2);
+            mma<DT>(dp[n + 1], a2[kc], b2 + 2);
         }
 }
 
+/* Starts copying the saved lse and D of queries q0..q0+63 of one (batch, head) into l and d
+ * (zeros past T): half the block each, 4 bytes a copy. */
+static __device__ __forceinline__ void load_row_stats(float *l, float *d, const float *lse,
+                                                      const float *dvec, int q0, int T)
+{
+    int i = (int)threadIdx.x % TC_TILE, q = q0 + i;
+    bool ok = q < T;
+
+    static_assert(TC_THREADS == 2 * TC_TILE, "one thread per query for each of lse and D");
+    if ((int)threadIdx.x < TC_TILE)
+        cp_async<4>(l + i, ok ? lse + q : lse, ok);
+    else
+        cp_async<4>(d + i, ok ? dvec + q : dvec, ok);
+}
+
+/* A block per 64 keys streams Q, dO and their rows' lse and D through two buffers. */
 template <int DT, int D>
 static __global__ void __launch_bounds__(TC_THREADS) att_tc_bwd_kv(tc_args a)
 {
-    constexpr int LD = D + TC_PAD, LDT = TC_TILE + TC_PAD, KC = D / 16, NT = TC_TILE / 8;
-    __shared__ __align__(16) uint16_t qs[TC_TILE * LD], qt[D * LDT], gs[TC_TILE * LD], gt[D * LDT];
-    __shared__ float lse2s[TC_TILE], dvs[TC_TILE];
+    constexpr int LD = D + TC_PAD, KC = D / 16, NT = TC_TILE / 8, TS = TC_TILE * LD;
+    __shared__ __align__(16) uint16_t qs[2 * TS], gs[2 * TS];
+    __shared__ __align__(16) float lses[2 * TC_TILE], dvs[2 * TC_TILE];
     int bh = (int)blockIdx.x, b = bh / a.NH, h = bh % a.NH;
     int k0 = (int)blockIdx.y * TC_ROWS; /* the earliest keys, the most work, first */
     int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
@@ -363,32 +454,41 @@ static __global__ void __launch_bounds__(TC_THREADS) att_tc_bwd_kv(tc_args a)
     size_t stride = 3 * (size_t)a.C;
     const uint16_t *base = a.qkv + (size_t)b * a.T * stride + (size_t)h * a.hs;
     const uint16_t *gbase = a.dout + (size_t)b * a.T * a.C + (size_t)h * a.hs;
+    const float *lse = a.lse_in + (size_t)bh * a.T, *dvec = a.dvec + (size_t)bh * a.T;
     uint32_t ka[KC][4], va[KC][4];
     float dk[D / 8][4] = {}, dv[D / 8][4] = {};
 
-    load_rows<D>(qs, NULL, base + a.C, stride, k0, a.T, a.hs); /* K and V through Q's tiles */
-    load_rows<D>(gs, NULL, base + 2 * (size_t)a.C, stride, k0, a.T, a.hs);
+    load_tile<D>(qs + TS, base + a.C, stride, k0, a.T, a.hs); /* K and V through the second */
+    load_tile<D>(gs + TS, base + 2 * (size_t)a.C, stride, k0, a.T, a.hs); /* buffers */
+    cp_commit();
+    load_tile<D>(qs, base, stride, k0, a.T, a.hs);
+    load_tile<D>(gs, gbase, a.C, k0, a.T, a.hs);
+    load_row_stats(lses, dvs, lse, dvec, k0, a.T);
+    cp_commit();
+    cp_wait<1>(); /* K and V */
     __syncthreads();
 #pragma unroll
     for (int kc = 0; kc < KC; kc++) {
-        frag_a<LD>(ka[kc], qs, warp * 16, kc * 16);
-        frag_a<LD>(va[kc], gs, warp * 16, kc * 16);
+        frag_a<LD>(ka[kc], qs + TS, warp * 16, kc * 16);
+        frag_a<LD>(va[kc], gs + TS, warp * 16, kc * 16);
     }
-    for (int q0 = k0; q0 < a.T; q0 += TC_TILE) {
+    for (int q0 = k0, buf = 0; q0 < a.T; q0 += TC_TILE, buf ^= 1) {
+        const uint16_t *qt = qs + buf * TS, *gt = gs + buf * TS;
+        const float *lt = lses + buf * TC_TILE, *dt = dvs + buf * TC_TILE;
         float s[NT][4] = {}, dp[NT][4] = {};
         bool full = q0 >= k0 + TC_ROWS - 1 && q0 + TC_TILE <= a.T && j1 < a.T;
 
-        __syncthreads();
-        load_rows<D>(qs, qt, base, stride, q0, a.T, a.hs);
-        load_rows<D>(gs, gt, gbase, a.C, q0, a.T, a.hs);
-        if (threadIdx.x < TC_TILE) {
-            int i = q0 + (int)threadIdx.x;
+        cp_wait<0>();
+        __syncthreads(); /* this tile is in; the other buffers are used up */
+        if (q0 + TC_TILE < a.T) {
+            int nb = buf ^ 1, q1 = q0 + TC_TILE;
 
-            lse2s[threadIdx.x] = i < a.T ? a.lse_in[(size_t)bh * a.T + i] * LOG2E : 0.0f;
-            dvs[threadIdx.x] = i < a.T ? a.dvec[(size_t)bh * a.T + i] : 0.0f;
+            load_tile<D>(qs + nb * TS, base, stride, q1, a.T, a.hs);
+            load_tile<D>(gs + nb * TS, gbase, a.C, q1, a.T, a.hs);
+            load_row_stats(lses + nb * TC_TILE, dvs + nb * TC_TILE, lse, dvec, q1, a.T);
         }
-        __syncthreads();
-        scores_and_dp<DT, D>(s, dp, ka, qs, va, gs);
+        cp_commit();
+        scores_and_dp<DT, D>(s, dp, ka, qt, va, gt);
 #pragma unroll
         for (int n = 0; n < NT; n++)
 #pragma unroll
@@ -397,7 +497,7 @@ static __global__ void __launch_bounds__(TC_THREADS) att_tc_bwd_kv(tc_args a)
                 bool ok = full || (i >= key && i < a.T && key < a.T);
                 float p, ds;
 
-                p_ds(a, ok, s[n][e], dp[n][e], lse2s[col], dvs[col], p, ds);
+                p_ds(a, ok, s[n][e], dp[n][e], lt[col] * LOG2E, dt[col], p, ds);
                 s[n][e] = p, dp[n][e] = ds;
             }
 #pragma unroll
@@ -407,13 +507,15 @@ static __global__ void __launch_bounds__(TC_THREADS) att_tc_bwd_kv(tc_args a)
             acc_to_a<DT>(pa, s[2 * j], s[2 * j + 1]);
             acc_to_a<DT>(dsa, dp[2 * j], dp[2 * j + 1]);
 #pragma unroll
-            for (int n = 0; n < D / 8; n++) {
-                uint32_t gb[2], qb[2];
+            for (int n = 0; n < D / 8; n += 2) {
+                uint32_t gb[4], qb[4];
 
-                frag_b<LDT>(gb, gt, n * 8, j * 16);
+                frag_bt2<LD>(gb, gt, n * 8, j * 16);
                 mma<DT>(dv[n], pa, gb);
-                frag_b<LDT>(qb, qt, n * 8, j * 16);
+                mma<DT>(dv[n + 1], pa, gb + 2);
+                frag_bt2<LD>(qb, qt, n * 8, j * 16);
                 mma<DT>(dk[n], dsa, qb);
+                mma<DT>(dk[n + 1], dsa, qb + 2);
             }
         }
     }
@@ -423,11 +525,12 @@ static __global__ void __launch_bounds__(TC_THREADS) att_tc_bwd_kv(tc_args a)
                      dv, k0 + warp * 16, 1.0f, 1.0f, a.T, a.hs);
 }
 
+/* A block per 64 queries streams K and V through two buffers. */
 template <int DT, int D>
 static __global__ void __launch_bounds__(TC_THREADS) att_tc_bwd_q(tc_args a)
 {
-    constexpr int LD = D + TC_PAD, LDT = TC_TILE + TC_PAD, KC = D / 16, NT = TC_TILE / 8;
-    __shared__ __align__(16) uint16_t ks[TC_TILE * LD], kt[D * LDT], vs[TC_TILE * LD];
+    constexpr int LD = D + TC_PAD, KC = D / 16, NT = TC_TILE / 8, TS = TC_TILE * LD;
+    __shared__ __align__(16) uint16_t ks[2 * TS], vs[2 * TS];
     int bh = (int)blockIdx.x, b = bh / a.NH, h = bh % a.NH;
     int q0 = ((int)gridDim.y - 1 - (int)blockIdx.y) * TC_ROWS;
     int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
@@ -442,23 +545,33 @@ static __global__ void __launch_bounds__(TC_THREADS) att_tc_bwd_q(tc_args a)
     uint32_t qa[KC][4], ga[KC][4];
     float dq[D / 8][4] = {};
 
-    load_rows<D>(ks, NULL, base, stride, q0, a.T, a.hs); /* Q and dO through K's tiles */
-    load_rows<D>(vs, NULL, gbase, a.C, q0, a.T, a.hs);
+    load_tile<D>(ks + TS, base, stride, q0, a.T, a.hs); /* Q and dO through the second */
+    load_tile<D>(vs + TS, gbase, a.C, q0, a.T, a.hs);   /* buffers */
+    cp_commit();
+    load_tile<D>(ks, base + a.C, stride, 0, a.T, a.hs);
+    load_tile<D>(vs, base + 2 * (size_t)a.C, stride, 0, a.T, a.hs);
+    cp_commit();
+    cp_wait<1>(); /* Q and dO */
     __syncthreads();
 #pragma unroll
     for (int kc = 0; kc < KC; kc++) {
-        frag_a<LD>(qa[kc], ks, warp * 16, kc * 16);
-        frag_a<LD>(ga[kc], vs, warp * 16, kc * 16);
+        frag_a<LD>(qa[kc], ks + TS, warp * 16, kc * 16);
+        frag_a<LD>(ga[kc], vs + TS, warp * 16, kc * 16);
     }
-    for (int k0 = 0; k0 <= last; k0 += TC_TILE) {
+    for (int k0 = 0, buf = 0; k0 <= last; k0 += TC_TILE, buf ^= 1) {
+        const uint16_t *kt = ks + buf * TS, *vt = vs + buf * TS;
         float s[NT][4] = {}, dp[NT][4] = {};
         bool full = k0 + TC_TILE - 1 <= q0 + warp * 16 && k0 + TC_TILE <= a.T && r1 < a.T;
 
-        __syncthreads();
-        load_rows<D>(ks, kt, base + a.C, stride, k0, a.T, a.hs);
-        load_rows<D>(vs, NULL, base + 2 * (size_t)a.C, stride, k0, a.T, a.hs);
-        __syncthreads();
-        scores_and_dp<DT, D>(s, dp, qa, ks, ga, vs);
+        cp_wait<0>();
+        __syncthreads(); /* this tile is in; the other buffer (last tile, or Q and dO) is used up */
+        if (k0 + TC_TILE <= last) {
+            load_tile<D>(ks + (buf ^ 1) * TS, base + a.C, stride, k0 + TC_TILE, a.T, a.hs);
+            load_tile<D>(vs + (buf ^ 1) * TS, base + 2 * (size_t)a.C, stride, k0 + TC_TILE, a.T,
+                         a.hs);
+        }
+        cp_commit();
+        scores_and_dp<DT, D>(s, dp, qa, kt, ga, vt);
 #pragma unroll
         for (int n = 0; n < NT; n++)
 #pragma unroll
@@ -510,6 +623,8 @@ static tc_args tc_make(int T, int C, int NH)
 
 enum tc_pass { TC_FWD, TC_BWD_KV, TC_BWD_Q };
 
+#ifndef GS_KERN_EMULATE /* tests/kernels/test_tc_emu.cpp launches the kernels itself */
+
 template <int DT, int D>
 static void tc_launch(enum tc_pass pass, const tc_args &a, dim3 grid, cudaStream_t s)
 {
@@ -560,3 +675,4 @@ int gs_kern_gpu_attention_tc_bwd(struct gs_kern_gpu *g, void *dqkv, const void *
         rc = tc_run(g, TC_BWD_Q, a, B, dt);
     return rc;
 }
+#endif

@@ -131,3 +131,33 @@ void kref_set_threads(int n)
     (void)n;
 #endif
 }
+
+/* log(sum_j exp(q_t . k_j / sqrt(hs))) over j <= t, in float64. */
+double *kref_attention_lse(const float *qkv, int B, int T, int C, int NH)
+{
+    int hs = C / NH;
+    double *lse = malloc((size_t)B * NH * T * sizeof(double)), *s = malloc(T * sizeof(double));
+
+    cr_assert(lse && s);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int t = 0; t < T; t++) {
+                const float *q = qkv + ((size_t)b * T + t) * 3 * C + h * hs;
+                double max = -INFINITY, sum = 0.0;
+
+                for (int j = 0; j <= t; j++) {
+                    const float *k = qkv + ((size_t)b * T + j) * 3 * C + C + h * hs;
+
+                    s[j] = 0.0;
+                    for (int i = 0; i < hs; i++)
+                        s[j] += (double)q[i] * k[i];
+                    s[j] /= sqrt((double)hs);
+                    max = fmax(max, s[j]);
+                }
+                for (int j = 0; j <= t; j++)
+                    sum += exp(s[j] - max);
+                lse[((size_t)b * NH + h) * T + t] = max + log(sum);
+            }
+    free(s);
+    return lse;
+}

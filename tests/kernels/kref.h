@@ -37,4 +37,8 @@ void kref_check_ulps(const void *got, const void *want, size_t n, enum gs_kern_d
 
 void kref_set_threads(int n); /* no-op without OpenMP */
 
+/* Causal attention's log-sum-exp from qkv [B,T,3C] in float64: [B,NH,T] of
+ * log(sum_j exp(q_t . k_j / sqrt(hs))) over j <= t, malloc'ed (aborts the test on ENOMEM). */
+double *kref_attention_lse(const float *qkv, int B, int T, int C, int NH);
+
 #endif

@@ -467,36 +467,6 @@ Test(gpu_gemm, tf32_switch_trades_fp32_exactness_and_back)
 
 /* --- attention ----------------------------------------------------------------------------- */
 
-/* log(sum_j exp(q_t . k_j / sqrt(hs))) over j <= t, in float64. */
-static double *lse_ref(const float *qkv, int B, int T, int C, int NH)
-{
-    int hs = C / NH;
-    double *lse = malloc((size_t)B * NH * T * sizeof(double)), *s = malloc(T * sizeof(double));
-
-    cr_assert(lse && s);
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++)
-            for (int t = 0; t < T; t++) {
-                const float *q = qkv + ((size_t)b * T + t) * 3 * C + h * hs;
-                double max = -INFINITY, sum = 0.0;
-
-                for (int j = 0; j <= t; j++) {
-                    const float *k = qkv + ((size_t)b * T + j) * 3 * C + C + h * hs;
-
-                    s[j] = 0.0;
-                    for (int i = 0; i < hs; i++)
-                        s[j] += (double)q[i] * k[i];
-                    s[j] /= sqrt((double)hs);
-                    max = fmax(max, s[j]);
-                }
-                for (int j = 0; j <= t; j++)
-                    sum += exp(s[j] - max);
-                lse[((size_t)b * NH + h) * T + t] = max + log(sum);
-            }
-    free(s);
-    return lse;
-}
-
 struct att {
     int B, T, C, NH;
     enum gs_kern_dtype dt;
@@ -565,7 +535,7 @@ static void check_attention(struct dev *d, int B, int T, int C, int NH, enum gs_
     a.dout = fill(n, 1.0f, 32, dt);
     att_cpu(&a, &want);
     lse = att_gpu(d, &a, &got);
-    lse_want = lse_ref(a.qkv, B, T, C, NH);
+    lse_want = kref_attention_lse(a.qkv, B, T, C, NH);
     check_vs(got.out, want.out, n, att_tol(dt), "out");
     check_tol(lse, lse_want, nl, (struct tol){0.0, 1e-5}, "lse");
     check_vs(got.dqkv, want.dqkv, n3, att_tol(dt), "dqkv");
