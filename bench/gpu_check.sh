@@ -7,6 +7,7 @@
 #   2. runs every GPU test (the CUDA twins against the CPU kernels, the model against the
 #      PyTorch fixtures on the GPU, NCCL with one rank); on this machine a skipped GPU test
 #      is a failure: the device is there;
+#      then times the attention kernels alone (bench/kern_attention_gpu.c);
 #   3. trains a tiny model on the CPU and on the GPU from the same seed and compares the
 #      losses step by step, and resumes each from the other's checkpoint;
 #   4. trains GPT-2 124M's shape in bf16 for STEPS steps (default 30) and prints tokens/s,
@@ -75,6 +76,18 @@ for t in test_gpu_kernels test_gpu_gemm test_adamw test_trn_model test_trn_comm_
     row "$t" ok "$pass passed, $skip skipped on purpose"
   fi
 done
+
+# The attention kernels alone at one layer of GPT-2 124M's shape: Tensor-Core against SIMT,
+# in the same run, and whether they agree there.
+if [ -x "$BIN/kern_attention_gpu" ]; then
+  if timeout "$LIMIT" "$BIN/kern_attention_gpu" > "$OUT/kern_attention.log" 2>&1; then
+    row "attention kernels, GPT-2 124M layer" ok "$(cat "$OUT/kern_attention.log")"
+  else
+    fail "attention kernels, GPT-2 124M layer" "$(tail -2 "$OUT/kern_attention.log")"
+  fi
+else
+  fail "attention kernels, GPT-2 124M layer" "kern_attention_gpu not built"
+fi
 
 # --- data ------------------------------------------------------------------------------------
 corpus=$(ls /usr/share/common-licenses/* 2> /dev/null | head -40)
