@@ -8,11 +8,12 @@
  * before it goes on. End of file without a fatal report means the exec succeeded. Reports
  * are a few bytes, far under PIPE_BUF, so each arrives whole.
  *
- * The worker's loop blocks in that read, and the same loop drains the task's output pipes,
- * so nothing the child does before exec may wait on that loop: log files are opened
- * non-blocking (a FIFO without a reader) and the stderr note is cut to what an empty pipe
- * holds (live_fuzz hung the worker with a 230 KB note). A filesystem that hangs still
- * holds it (docs/security.md, "Not yet").
+ * The worker's loop does not wait for those reports: wrk_launch_start() returns after the
+ * fork with the pipe's read end, non-blocking, which the loop watches (worker/tasks.c), so
+ * a child stuck before its exec (a chdir on a filesystem that hangs) holds only itself.
+ * wrk_launch() waits for them, for callers off the loop. The child still must not wait on
+ * what the loop serves while it gets there: log files are opened non-blocking (a FIFO
+ * without a reader) and the stderr note is cut to what an empty pipe holds.
  *
  * set_mempolicy goes through syscall(2): glibc has no wrapper and libnuma would be one more
  * dependency for one system call.
@@ -25,6 +26,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <poll.h>
 #include <pwd.h>
 #include <sched.h>
 #include <signal.h>
@@ -52,7 +54,7 @@ enum step {
     STEP_RLIMIT,
     STEP_AFFINITY,
     STEP_MEMPOLICY,
-    STEP_EXEC, /* last: await_exec() range-checks against it */
+    STEP_EXEC, /* last: wrk_launch_status_read() range-checks against it */
 };
 
 static const char *const step_names[] = {
@@ -219,8 +221,8 @@ static _Noreturn void child_fail(int fd, enum step step)
 }
 
 /* Non-blocking for the open alone: a FIFO with no reader then fails (ENXIO) instead of
- * waiting for one, and with it the worker's loop, which waits for this child's exec. The
- * task gets a blocking descriptor, as any program expects of its stdout. */
+ * leaving the task waiting, unstarted, for one. The task gets a blocking descriptor, as any
+ * program expects of its stdout. */
 static int open_log(const char *path)
 {
     int fd = open(path != NULL ? path : "/dev/null",
@@ -247,7 +249,8 @@ static void set_limit(int fd, int resource, uint64_t value)
         child_fail(fd, STEP_RLIMIT);
 }
 
-/* Signals the worker ignores or blocks must not leak into the task. */
+/* Signals the worker ignores or blocks must not leak into the task: every handler back to its
+ * default, then the mask (all blocked since the fork) cleared. */
 static void reset_signals(void)
 {
     struct sigaction sa;
@@ -391,67 +394,138 @@ static _Noreturn void run_child(int fd, const struct wrk_launch_spec *spec,
     child_fail(fd, STEP_EXEC);
 }
 
-static const char *step_detail(const struct wrk_launch_spec *spec, const struct prepared *prep,
-                               int step)
+struct wrk_launch_status {
+    int fd; /* the report pipe's read end, non-blocking */
+    pid_t pid;
+    /* What a failed step's message names: the working directory, the output files, the
+     * program, as they were when the child was forked. */
+    char *workdir, *stdout_path, *stderr_path, *exe;
+    struct gs_error note; /* a skipped step's, until the exec */
+};
+
+void wrk_launch_status_free(struct wrk_launch_status *st)
 {
+    if (st == NULL)
+        return;
+    if (st->fd >= 0)
+        close(st->fd);
+    free(st->workdir);
+    free(st->stdout_path);
+    free(st->stderr_path);
+    free(st->exe);
+    free(st);
+}
+
+int wrk_launch_status_fd(const struct wrk_launch_status *st)
+{
+    return st->fd;
+}
+
+static const char *step_detail(const struct wrk_launch_status *st, int step)
+{
+    const char *d = NULL;
+
     switch (step) {
     case STEP_CHDIR:
-        return spec->workdir;
+        d = st->workdir;
+        break;
     case STEP_STDOUT:
-        return spec->stdout_path;
+        d = st->stdout_path;
+        break;
     case STEP_STDERR:
-        return spec->stderr_path;
+        d = st->stderr_path;
+        break;
     case STEP_EXEC:
-        return prep->exe;
+        d = st->exe;
+        break;
     default:
-        return "";
+        break;
     }
+    return d != NULL ? d : "";
 }
 
-/* The child's next report; false at end of file (the exec happened). A short or garbled
- * report reads as a failed exec. */
-static bool next_report(int fd, struct step_report *r)
+static char *dup_or_null(const char *s, bool *failed)
 {
-    ssize_t n;
+    char *d;
 
-    do {
-        n = read(fd, r, sizeof(*r));
-    } while (n < 0 && errno == EINTR);
-    if (n == 0)
-        return false;
-    if (n != (ssize_t)sizeof(*r) || r->step < 0 || r->step > STEP_EXEC)
-        *r = (struct step_report){STEP_EXEC, EIO, 1};
-    return true;
+    if (s == NULL)
+        return NULL;
+    d = strdup(s);
+    if (d == NULL)
+        *failed = true;
+    return d;
 }
 
-/* Reads the child's reports: 0 when exec happened (err holding the note of a skipped step,
- * if any), else the child's errno as a negative. */
-static int await_exec(int fd, pid_t pid, const struct wrk_launch_spec *spec,
-                      const struct prepared *prep, struct gs_error *err)
+/* The status of a child about to be forked, holding the read end fd (made non-blocking). */
+static int status_new(const struct wrk_launch_spec *spec, const struct prepared *prep, int fd,
+                      struct wrk_launch_status **ret, struct gs_error *err)
 {
-    struct step_report r;
+    struct wrk_launch_status *st = calloc(1, sizeof(*st));
+    bool failed = st == NULL;
+    int flags;
 
-    while (next_report(fd, &r)) {
-        const char *detail = step_detail(spec, prep, r.step);
-
-        if (detail == NULL)
-            detail = "";
-        if (!r.fatal) {
-            gs_error_set(err, 0, 0, 0, "%s: %s", step_names[r.step], gs_strerror(-r.err));
-            continue;
-        }
-        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-            ;
-        return gs_error_set(err, -r.err, 0, 0, "%s%s%s: %s", step_names[r.step],
-                            detail[0] != '\0' ? " " : "", detail, gs_strerror(-r.err));
+    if (st != NULL) {
+        st->fd = -1;
+        st->workdir = dup_or_null(spec->workdir, &failed);
+        st->stdout_path = dup_or_null(spec->stdout_path, &failed);
+        st->stderr_path = dup_or_null(spec->stderr_path, &failed);
+        st->exe = dup_or_null(prep->exe, &failed);
     }
+    if (failed) {
+        wrk_launch_status_free(st);
+        return gs_error_set(err, -ENOMEM, 0, 0, "out of memory");
+    }
+    flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+        int rc = -errno;
+
+        wrk_launch_status_free(st);
+        return gs_error_set(err, rc, 0, 0, "report pipe: %s", gs_strerror(rc));
+    }
+    st->fd = fd;
+    *ret = st;
     return 0;
 }
 
-int wrk_launch(const struct wrk_launch_spec *spec, pid_t *ret_pid, struct gs_error *err)
+int wrk_launch_status_read(struct wrk_launch_status *st, struct gs_error *note,
+                           struct gs_error *err)
 {
+    struct step_report r;
+    const char *detail;
+    ssize_t n;
+
+    gs_error_clear(err);
+    for (;;) {
+        n = read(st->fd, &r, sizeof(r));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return -EAGAIN;
+        if (n == 0) { /* end of file without a failed step: the exec happened */
+            if (note != NULL)
+                *note = st->note;
+            return 0;
+        }
+        /* A short or garbled report, or a broken pipe, reads as a failed exec. */
+        if (n != (ssize_t)sizeof(r) || r.step < 0 || r.step > STEP_EXEC)
+            r = (struct step_report){STEP_EXEC, EIO, 1};
+        if (!r.fatal) {
+            gs_error_set(&st->note, 0, 0, 0, "%s: %s", step_names[r.step], gs_strerror(-r.err));
+            continue;
+        }
+        detail = step_detail(st, r.step);
+        return gs_error_set(err, -r.err, 0, 0, "%s%s%s: %s", step_names[r.step],
+                            detail[0] != '\0' ? " " : "", detail, gs_strerror(-r.err));
+    }
+}
+
+int wrk_launch_start(const struct wrk_launch_spec *spec, pid_t *ret_pid,
+                     struct wrk_launch_status **ret_status, struct gs_error *err)
+{
+    struct wrk_launch_status *st = NULL;
     struct prepared *prep;
-    int fds[2] = {-1, -1}, rc;
+    int fds[2] = {-1, -1}, rc, fork_errno;
+    sigset_t all, saved;
     pid_t pid;
 
     gs_error_clear(err);
@@ -467,26 +541,65 @@ int wrk_launch(const struct wrk_launch_spec *spec, pid_t *ret_pid, struct gs_err
         rc = gs_error_set(err, -errno, 0, 0, "pipe: %s", gs_strerror(-errno));
         goto out;
     }
-    pid = fork();
-    if (pid < 0) {
-        rc = gs_error_set(err, -errno, 0, 0, "fork: %s", gs_strerror(-errno));
+    rc = status_new(spec, prep, fds[0], &st, err);
+    if (rc < 0)
         goto out;
-    }
+    fds[0] = -1; /* the status's now */
+    /* The child takes no signal until it has reset the worker's handlers: one sent to a task
+     * that has not exec'd yet (a cancel) would otherwise run the worker's own handler in
+     * the child, which writes to the worker's signal pipe. */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &saved);
+    pid = fork();
+    fork_errno = errno;
     if (pid == 0) {
-        close(fds[0]);
+        close(st->fd);
         run_child(fds[1], spec, prep);
     }
-    close(fds[1]);
-    fds[1] = -1;
-    rc = await_exec(fds[0], pid, spec, prep, err);
-    if (rc == 0)
-        *ret_pid = pid;
+    pthread_sigmask(SIG_SETMASK, &saved, NULL);
+    if (pid < 0) {
+        rc = gs_error_set(err, -fork_errno, 0, 0, "fork: %s", gs_strerror(-fork_errno));
+        goto out;
+    }
+    st->pid = pid;
+    *ret_pid = pid;
+    *ret_status = st;
+    st = NULL;
 out:
+    wrk_launch_status_free(st);
     if (fds[0] >= 0)
         close(fds[0]);
     if (fds[1] >= 0)
         close(fds[1]);
     free(prep);
+    return rc;
+}
+
+int wrk_launch(const struct wrk_launch_spec *spec, pid_t *ret_pid, struct gs_error *err)
+{
+    struct wrk_launch_status *st = NULL;
+    struct pollfd p;
+    pid_t pid;
+    int rc;
+
+    rc = wrk_launch_start(spec, &pid, &st, err);
+    if (rc < 0)
+        return rc;
+    p = (struct pollfd){.fd = st->fd, .events = POLLIN};
+    while ((rc = wrk_launch_status_read(st, err, err)) == -EAGAIN) {
+        if (poll(&p, 1, -1) < 0 && errno != EINTR) {
+            rc = gs_error_set(err, -errno, 0, 0, "poll: %s", gs_strerror(-errno));
+            kill(pid, SIGKILL);
+            break;
+        }
+    }
+    if (rc < 0) {
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+    } else {
+        *ret_pid = pid;
+    }
+    wrk_launch_status_free(st);
     return rc;
 }
 

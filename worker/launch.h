@@ -67,10 +67,9 @@ struct wrk_launch_spec {
     const char *stderr_note; /* a line for stderr before exec (WRK_LAUNCH_NOTE_MAX); NULL none */
 };
 
-/* The most of stderr_note the child writes. The worker's loop waits for the child to exec
- * (wrk_launch returns after it) and is also what reads the task's output pipes and
- * terminal, so a write before exec must never wait for room: an empty pipe holds at least
- * PIPE_BUF (4096) bytes. gschedd's notes are under 512. */
+/* The most of stderr_note the child writes. A write before exec must never wait for room
+ * (wrk_launch() waits for the exec, and nobody reads the task's pipes meanwhile): an empty
+ * pipe holds at least PIPE_BUF (4096) bytes. gschedd's notes are under 512. */
 #define WRK_LAUNCH_NOTE_MAX 1024
 
 /* NUMA node OS indices a memory policy can name; set_mempolicy's nodemask is this wide. */
@@ -91,13 +90,42 @@ struct wrk_numa_mask {
 int wrk_launch_numa_mask(const int *nodes, int n, struct wrk_numa_mask *ret_mask);
 
 /*
- * Starts the task. On success stores the child's pid (which is also its process group and
- * session id) and returns 0; err (may be NULL) then has code 0 and an empty message, or a
- * note on a step the child skipped ("set_mempolicy: Operation not permitted") for the
- * caller to log. On failure returns a negative errno with err naming the step ("exec
- * python3: No such file or directory"); no child is left running.
+ * Starts the task and waits for its exec. On success stores the child's pid (which is also
+ * its process group and session id) and returns 0; err (may be NULL) then has code 0 and an
+ * empty message, or a note on a step the child skipped ("set_mempolicy: Operation not
+ * permitted") for the caller to log. On failure returns a negative errno with err naming the
+ * step ("exec python3: No such file or directory"); no child is left running. It waits as
+ * long as the child takes to get to its exec (a chdir on a filesystem that hangs): the
+ * worker's loop uses wrk_launch_start() instead.
  */
 int wrk_launch(const struct wrk_launch_spec *spec, pid_t *ret_pid, struct gs_error *err);
+
+/* A started child on its way to exec: the read end of its report pipe and what the reports'
+ * messages name (the spec's paths, the program found). */
+struct wrk_launch_status;
+
+/*
+ * Starts the task without waiting for its exec: what wrk_launch() does up to the fork. On
+ * success stores the pid and *ret_status, the caller's to free with
+ * wrk_launch_status_free(), and returns 0; a failure before the fork (the program not
+ * found, a bad CPU list, fork itself) returns a negative errno with err saying which, and
+ * no child. The child's steps are then learnt through wrk_launch_status_read() once
+ * wrk_launch_status_fd() is readable.
+ */
+int wrk_launch_start(const struct wrk_launch_spec *spec, pid_t *ret_pid,
+                     struct wrk_launch_status **ret_status, struct gs_error *err);
+/* The non-blocking descriptor to watch for reading (owned by the status). */
+int wrk_launch_status_fd(const struct wrk_launch_status *st);
+/*
+ * Reads what the child reported so far, without blocking. Returns -EAGAIN while its exec
+ * has not happened and no step failed; 0 once it exec'd (note, which may be NULL, then
+ * holds a skipped step's note, or is empty); or the failed step's negative errno with err
+ * naming it, as wrk_launch() does; the child then exits (status 127), and reaping it is the
+ * caller's. Once the child is gone, the answer is final: 0 or the failure.
+ */
+int wrk_launch_status_read(struct wrk_launch_status *st, struct gs_error *note,
+                           struct gs_error *err);
+void wrk_launch_status_free(struct wrk_launch_status *st); /* NULL ok; closes the fd */
 
 /* Sends sig to the task's whole process group. Returns 0, or -ESRCH when it is gone. */
 int wrk_signal_group(pid_t pgid, int sig);

@@ -16,6 +16,15 @@
  * A task with input has a third handle, the write end of its stdin (or a pty's master),
  * written from copies of what wrk_tasks_input() is given, at most WRK_TASKS_INPUT_MAX
  * queued: the loop never blocks on a task that does not read.
+ *
+ * Nor on one that has not started: a task is in the table from its fork, and until its
+ * exec a poll handle watches the child's report pipe (worker/launch.h). A step that failed
+ * there (chdir, the log files, exec) is kept and reported with the exit, which follows: the
+ * child exits 127. A child that dies first is settled from the pipe when it is reaped, which
+ * by then holds all it will. A signal for a task that has not exec'd goes to its process
+ * alone, which may not have its own group yet; the child blocks every signal from the fork
+ * until it has reset their handlers (worker/launch.c), so it takes them as any program
+ * that has just started would.
  */
 #define _GNU_SOURCE /* pipe2, ptsname_r */
 
@@ -70,7 +79,11 @@ struct task {
     bool in_eof;      /* close in once what is queued is written */
     size_t in_queued; /* bytes handed to uv_write not yet written */
     char *remove_on_exit;
-    int handles; /* open handles; the task is freed when the last one is closed */
+    struct wrk_launch_status *launch; /* until the exec happened or a step failed */
+    uv_poll_t launch_poll;            /* on the launch's report pipe */
+    bool launch_poll_open;
+    struct gs_error launch_err; /* code < 0: the step that failed before the exec */
+    int handles;                /* open handles; the task is freed when the last one is closed */
 };
 
 struct wrk_tasks {
@@ -83,6 +96,7 @@ struct wrk_tasks {
     struct task *head;
     int open_handles; /* sigchld and one per task; freed when the last one is closed */
     bool closing;
+    bool noted_skip;           /* a skipped launch step was logged: once per table is enough */
     char buf[WRK_TASKS_CHUNK]; /* read buffer of every pipe: libuv fills and hands it back
                                 * within one call, and the loop is single-threaded */
 };
@@ -119,6 +133,23 @@ static void on_stream_closed(uv_handle_t *handle)
 static void on_input_closed(uv_handle_t *handle)
 {
     task_handle_closed(handle->data);
+}
+
+static void on_launch_poll_closed(uv_handle_t *handle)
+{
+    task_handle_closed(handle->data);
+}
+
+/* Stops watching the launch and frees its status. */
+static void drop_launch(struct task *t)
+{
+    if (t->launch_poll_open) {
+        t->launch_poll_open = false;
+        uv_poll_stop(&t->launch_poll);
+        uv_close((uv_handle_t *)&t->launch_poll, on_launch_poll_closed);
+    }
+    wrk_launch_status_free(t->launch);
+    t->launch = NULL;
 }
 
 static void close_input(struct task *t)
@@ -162,6 +193,7 @@ static void unlink_task(struct wrk_tasks *tasks, struct task *t)
         t->next->prev = t->prev;
     t->prev = t->next = NULL;
     remove_file(t);
+    drop_launch(t);
     close_stream(&t->out[0]);
     close_stream(&t->out[1]);
     close_input(t);
@@ -194,6 +226,7 @@ static void fill_exit(const struct task *t, struct wrk_task_exit *ex)
     /* ru_maxrss is in KiB on Linux. */
     ex->max_rss_kib = t->usage.ru_maxrss > 0 ? (uint64_t)t->usage.ru_maxrss : 0;
     ex->cpu_ms = ms_of(&t->usage.ru_utime) + ms_of(&t->usage.ru_stime);
+    ex->launch_error = t->launch_err.code < 0 ? t->launch_err.msg : NULL;
 }
 
 /* Reports a reaped task whose streams are done. The callback may close the table. */
@@ -218,6 +251,7 @@ static void emit(struct task *t, enum wrk_stream which, const char *bytes, size_
 }
 
 static void send_term(struct task *t, enum wrk_end_reason reason);
+static int signal_task(struct task *t, int sig, bool leader_only);
 
 static void on_task_timer(uv_timer_t *timer)
 {
@@ -248,7 +282,7 @@ static void on_task_timer(uv_timer_t *timer)
     }
     GS_LOG(GS_LOG_WARN, "job=%llu step=%u rank=%u pid=%d grace period over, sending sigkill",
            (unsigned long long)t->id.job_id, t->id.step, t->id.rank, (int)t->pid);
-    wrk_signal_group(t->pid, SIGKILL);
+    signal_task(t, SIGKILL, false);
 }
 
 static void on_warn_timer(uv_timer_t *timer)
@@ -259,8 +293,7 @@ static void on_warn_timer(uv_timer_t *timer)
     if (t->reaped)
         return;
     t->warn_sent = true;
-    rc = t->warn_leader_only ? (kill(t->pid, t->warn_signal) < 0 ? -errno : 0)
-                             : wrk_signal_group(t->pid, t->warn_signal);
+    rc = signal_task(t, t->warn_signal, t->warn_leader_only);
     GS_LOG(GS_LOG_INFO,
            "job=%llu step=%u rank=%u pid=%d signal=%d to=%s rc=%d warning signal before the "
            "time limit sent",
@@ -274,11 +307,77 @@ static void send_term(struct task *t, enum wrk_end_reason reason)
         return;
     t->term_sent = true;
     t->reason = reason;
-    wrk_signal_group(t->pid, SIGTERM);
+    signal_task(t, SIGTERM, false);
     /* The loop's clock is cached at the start of an iteration; a grace period counts from
      * now, not from then. */
     uv_update_time(t->owner->loop);
     uv_timer_start(&t->timer, on_task_timer, t->owner->grace_ms, 0);
+}
+
+/* Learns what the child reported on its way to exec, if it has. After the reap the answer
+ * is final: a child that died without a report had exec'd (or was killed before a step
+ * failed). */
+static void settle_launch(struct task *t)
+{
+    struct gs_error note, err;
+    int rc;
+
+    if (t->launch == NULL)
+        return;
+    rc = wrk_launch_status_read(t->launch, &note, &err);
+    if (rc == -EAGAIN && !t->reaped)
+        return;
+    drop_launch(t);
+    if (rc < 0 && rc != -EAGAIN) {
+        t->launch_err = err;
+        GS_LOG(GS_LOG_WARN, "job=%llu step=%u rank=%u pid=%d error=\"%s\" task did not start",
+               (unsigned long long)t->id.job_id, t->id.step, t->id.rank, (int)t->pid, err.msg);
+        return;
+    }
+    if (rc == 0 && note.msg[0] != '\0') {
+        /* A step the child may skip (the memory policy) is skipped for every task alike. */
+        GS_LOG(t->owner->noted_skip ? GS_LOG_DEBUG : GS_LOG_WARN,
+               "job=%llu step=%u rank=%u error=\"%s\" task started without its memory policy%s",
+               (unsigned long long)t->id.job_id, t->id.step, t->id.rank, note.msg,
+               t->owner->noted_skip ? "" : "; said once per worker");
+        t->owner->noted_skip = true;
+    }
+}
+
+/* sig to t's process group, or to its main process alone (leader_only, or while it has not
+ * exec'd: it may not have its own group yet, and it has started nothing). Returns 0 or a
+ * negative errno. */
+static int signal_task(struct task *t, int sig, bool leader_only)
+{
+    settle_launch(t);
+    if (leader_only || t->launch != NULL)
+        return kill(t->pid, sig) < 0 ? -errno : 0;
+    return wrk_signal_group(t->pid, sig);
+}
+
+static void on_launch_report(uv_poll_t *handle, int status, int events)
+{
+    (void)status;
+    (void)events;
+    settle_launch(handle->data);
+}
+
+/* Watches t's launch; without a poll handle its outcome is learnt when it is reaped. */
+static void watch_launch(struct task *t)
+{
+    int rc = uv_poll_init(t->owner->loop, &t->launch_poll, wrk_launch_status_fd(t->launch));
+
+    if (rc == 0) {
+        t->launch_poll.data = t;
+        t->launch_poll_open = true;
+        t->handles++;
+        rc = uv_poll_start(&t->launch_poll, UV_READABLE, on_launch_report);
+    }
+    if (rc < 0)
+        GS_LOG(GS_LOG_WARN,
+               "job=%llu step=%u rank=%u error=\"%s\" launch not watched: its outcome comes "
+               "with its exit",
+               (unsigned long long)t->id.job_id, t->id.step, t->id.rank, uv_strerror(rc));
 }
 
 /* Returns true when t's main process has exited and was reaped into t->status. */
@@ -295,6 +394,7 @@ static bool reap(struct task *t)
     }
     t->reaped = true;
     t->end_ms = gs_clock_wall_ms();
+    settle_launch(t);
     return true;
 }
 
@@ -393,6 +493,8 @@ void wrk_tasks_close(struct wrk_tasks *tasks)
 
         if (!t->reaped) {
             wrk_signal_group(t->pid, SIGKILL);
+            if (t->launch != NULL)
+                kill(t->pid, SIGKILL); /* perhaps not in its own group yet */
             waitpid(t->pid, &status, WNOHANG);
         }
         unlink_task(tasks, t);
@@ -684,7 +786,7 @@ int wrk_tasks_start(struct wrk_tasks *tasks, const struct wrk_task_id *id,
         if (rc < 0)
             goto fail;
     }
-    rc = wrk_launch(&s, &t->pid, err);
+    rc = wrk_launch_start(&s, &t->pid, &t->launch, err);
     if (rc < 0)
         goto fail;
     t->owner = tasks;
@@ -692,6 +794,7 @@ int wrk_tasks_start(struct wrk_tasks *tasks, const struct wrk_task_id *id,
     t->start_ms = gs_clock_wall_ms();
     tasks->open_handles++;
     start_timers(t, opts);
+    watch_launch(t);
     if (opts->capture) {
         /* Only the task may hold the write ends, so that its exit ends the streams. */
         close(fds[0][1]);
@@ -767,7 +870,7 @@ int wrk_tasks_signal(struct wrk_tasks *tasks, const struct wrk_task_match *m, in
     for (struct task *t = tasks->head; t != NULL; t = t->next) {
         if (!matches(t, m))
             continue;
-        if (leader_only ? kill(t->pid, sig) == 0 : wrk_signal_group(t->pid, sig) == 0)
+        if (signal_task(t, sig, leader_only) == 0)
             n++;
     }
     return n;

@@ -95,6 +95,9 @@ struct wrk_task_exit {
      * of a step, its CPU time); 0 when unknown. */
     uint64_t max_rss_kib;
     uint64_t cpu_ms;
+    /* The step that failed before the exec ("chdir /x: No such file or directory"): the
+     * task never ran its program. NULL when it did. Valid during the callback. */
+    const char *launch_error;
 };
 
 /* Which tasks a kill or a signal is for. */
@@ -123,9 +126,11 @@ void wrk_tasks_set_output_cb(struct wrk_tasks *tasks, wrk_task_output_cb output_
 void wrk_tasks_close(struct wrk_tasks *tasks);
 
 /*
- * Launches one task; opts may be NULL (no limit, no warning, no capture). Returns 0,
- * -EEXIST if (job, step, rank) is already running, or the launch error (err says which step
- * failed). spec's stdout_path/stderr_path are ignored when opts->capture.
+ * Launches one task; opts may be NULL (no limit, no warning, no capture). Returns 0 once the
+ * child is forked, -EEXIST if (job, step, rank) is already running, or an error from before
+ * the fork (err says which). It does not wait for the exec: a step that fails on the way
+ * (chdir, the log files, the exec itself) comes as the task's exit, with launch_error.
+ * spec's stdout_path/stderr_path are ignored when opts->capture.
  */
 int wrk_tasks_start(struct wrk_tasks *tasks, const struct wrk_task_id *id,
                     const struct wrk_launch_spec *spec, const struct wrk_task_opts *opts,

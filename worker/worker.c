@@ -167,7 +167,11 @@ static void on_task_exit(struct wrk_tasks *tasks, const struct wrk_task_exit *ex
      * own status, the job ran out of memory (as Slurm says OUT_OF_MEMORY). */
     if (reason == GS__END_REASON__END_REASON_NONE && wrk_cg_job_oom_kills(w->cg, ex->job_id) > 0)
         reason = GS__END_REASON__END_REASON_OOM;
-    wrk_record_exit(w, &id, job != NULL ? job->attempt : 0, ex, reason, NULL);
+    if (ex->launch_error != NULL) /* as a launch refused before the fork is: no exit status */
+        wrk_record_exit(w, &id, job != NULL ? job->attempt : 0, NULL,
+                        GS__END_REASON__END_REASON_LAUNCH_FAILED, ex->launch_error);
+    else
+        wrk_record_exit(w, &id, job != NULL ? job->attempt : 0, ex, reason, NULL);
     /* The exit carries the attempt from here on; a job with no task left here is dropped
      * so that a long-running worker does not accumulate them (its cgroup goes with it). A
      * step with no task left here while the job goes on loses what it left running. */

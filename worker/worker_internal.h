@@ -75,8 +75,7 @@ struct wrk_ctx {
     struct wrk_job *jobs;
     struct wrk_data *data; /* the shard cache (worker_data.c); NULL: the node keeps none */
     int open_handles;
-    bool warned_unbound;      /* said that a fake topology leaves tasks unbound */
-    bool warned_skipped_step; /* said that a task started without its memory policy */
+    bool warned_unbound; /* said that a fake topology leaves tasks unbound */
     bool stopping;
     void (*stopped)(void *data);
     void *stopped_data;

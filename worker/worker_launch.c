@@ -10,7 +10,11 @@
  * that mean nothing here, so all three are skipped, with one warning per worker rather
  * than a line per task; the GSCHED_ variables still describe the placement. Every task gets
  * a result in the LaunchTasksReply; one that could not start also gets a TaskExit saying
- * why, so the scheduler has a single path for "this task is over".
+ * why, so the scheduler has a single path for "this task is over". The reply goes once the
+ * tasks are forked, without waiting for their exec (a working directory on a filesystem
+ * that hangs would hold the worker's loop): a step that fails in the child (chdir, the
+ * output files, the exec) makes that task's exit a launch failure, with the same message,
+ * after a reply that gave its pid.
  *
  * Slurm jobs (RunSpec.slurm). The batch shell (run.batch, step 0) is the script written to
  * a private file (mode 0700, the task user's, in the worker's script directory) and exec'd
@@ -523,19 +527,6 @@ static const char *default_stdout(const struct launch *l)
     return l->msg->array_job_id != 0 ? "slurm-%A_%a.out" : "slurm-%j.out";
 }
 
-/* A step the child skipped (see wrk_launch()) is worth one line per worker, not per task. */
-static void note_skipped_step(struct launch *l, const Gs__TaskAssignment *t,
-                              const struct gs_error *err)
-{
-    if (err->msg[0] == '\0' || l->w->warned_skipped_step)
-        return;
-    l->w->warned_skipped_step = true;
-    GS_LOG(GS_LOG_WARN,
-           "job=%llu rank=%u error=\"%s\" task started without its memory policy; said once "
-           "per worker",
-           (unsigned long long)l->msg->job_id, t->rank, err->msg);
-}
-
 /* The PUs of this node's cores of the job, when binding: the job's cpuset. */
 static int job_pus(const struct launch *l, int **ret, int *n)
 {
@@ -702,8 +693,6 @@ static int start_task(struct launch *l, const Gs__TaskAssignment *t, struct gs_e
     rc = wrk_tasks_start(l->w->tasks, &id, &spec, &opts, err);
     for (int i = 0; i < spec.ncgroup_fds; i++)
         close(cg_fds[i]);
-    if (rc == 0)
-        note_skipped_step(l, t, err);
 out:
     free(argv);
     gs_buf_release(&script);

@@ -9,9 +9,13 @@
  * is removed when the task ends. A new time limit (scontrol update on a running job) moves
  * the timers: past already, the task ends at once; longer, it runs on; 0, without one; from
  * the job's start when given; the warning moves with it; an ending task keeps its course.
+ * A task whose child is stuck before its exec (as on a filesystem that hangs) holds only
+ * itself: others start and end meanwhile, it goes on once unstuck, and a cancel ends it; a
+ * step that fails before the exec comes with the exit.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +32,7 @@ static uv_loop_t loop;
 static struct wrk_tasks *tasks;
 static struct wrk_task_exit exits[MAX_EXITS];
 static int nexits;
+static char launch_errors[MAX_EXITS][256]; /* each exit's launch_error, "" without one */
 static char dir[64];
 static char *env[] = {"PATH=/usr/bin:/bin", NULL};
 
@@ -44,7 +49,10 @@ static void on_exit_cb(struct wrk_tasks *t, const struct wrk_task_exit *ex, void
     cr_assert_lt(nexits, MAX_EXITS);
     if (ex->step < 4)
         memcpy(eofs_at_exit[ex->step], eofs[ex->step], sizeof(eofs[0]));
-    exits[nexits++] = *ex;
+    snprintf(launch_errors[nexits], sizeof(launch_errors[0]), "%s",
+             ex->launch_error != NULL ? ex->launch_error : "");
+    exits[nexits] = *ex;
+    exits[nexits++].launch_error = NULL; /* valid only during the callback */
 }
 
 static void on_output_cb(struct wrk_tasks *t, const struct wrk_task_id *id, enum wrk_stream stream,
@@ -594,4 +602,84 @@ Test(tasks, ending_task_keeps_its_grace_period)
     cr_assert_eq(exits[0].term_signal, SIGKILL, "killed after its grace period all the same");
     cr_assert_eq(exits[0].reason, WRK_END_CANCELLED);
     cr_assert_lt(gs_clock_mono_ms() - t0, 3000);
+}
+
+/* A pipe nobody reads, full: a child writing a byte to its write end waits. Given to a task
+ * as a cgroup.procs file, it stops the child there, before its exec, as a chdir on a
+ * filesystem that hangs would. Returns the write end (blocking); *rd is the read end. */
+static int full_pipe(int *rd)
+{
+    int p[2];
+    char byte = 'x';
+
+    cr_assert_eq(pipe(p), 0);
+    cr_assert_eq(fcntl(p[1], F_SETFL, O_NONBLOCK), 0);
+    while (write(p[1], &byte, 1) == 1)
+        ;
+    cr_assert_eq(errno, EAGAIN);
+    cr_assert_eq(fcntl(p[1], F_SETFL, 0), 0);
+    *rd = p[0];
+    return p[1];
+}
+
+static void start_stuck(uint64_t job, int fd, const char *script)
+{
+    char *argv[] = {"/bin/sh", "-c", (char *)script, NULL};
+    struct wrk_launch_spec spec = {
+        .argv = argv, .envp = env, .workdir = dir, .cgroup_fds = &fd, .ncgroup_fds = 1};
+    struct wrk_task_id id = {.job_id = job, .step = 0, .rank = 0};
+    struct gs_error err;
+
+    cr_assert_eq(wrk_tasks_start(tasks, &id, &spec, NULL, &err), 0, "%s", err.msg);
+}
+
+Test(tasks, a_task_stuck_before_its_exec_holds_only_itself)
+{
+    char path[128], buf[1 << 16];
+    int rd, wr = full_pipe(&rd);
+
+    snprintf(path, sizeof(path), "%s/started", dir);
+    start_stuck(20, wr, "touch started; exit 3");
+    start_sh(21, 0, "exit 4", 0);
+    run_until_exits(1);
+    cr_assert_eq(exits[0].job_id, 21, "the other task ran and ended meanwhile");
+    cr_assert_eq(wrk_tasks_count(tasks, 20), 1);
+    cr_assert_neq(access(path, F_OK), 0, "the stuck task has not run its program");
+    cr_assert_gt(read(rd, buf, sizeof(buf)), 0); /* the filesystem answers */
+    run_until_exits(2);
+    cr_assert_eq(exits[1].job_id, 20);
+    cr_assert_eq(exits[1].exit_code, 3, "it ran its program");
+    cr_assert_str_eq(launch_errors[1], "");
+    cr_assert_eq(access(path, F_OK), 0);
+    close(rd);
+    close(wr);
+}
+
+Test(tasks, a_task_stuck_before_its_exec_can_be_cancelled)
+{
+    int rd, wr = full_pipe(&rd);
+
+    start_stuck(22, wr, "exit 0");
+    cr_assert_eq(wrk_tasks_kill(tasks, whole_job(22), WRK_END_CANCELLED), 1);
+    run_until_exits(1);
+    cr_assert(exits[0].signaled);
+    cr_assert_eq(exits[0].term_signal, SIGTERM);
+    cr_assert_eq(exits[0].reason, WRK_END_CANCELLED);
+    cr_assert_str_eq(launch_errors[0], "");
+    close(rd);
+    close(wr);
+}
+
+Test(tasks, a_step_failing_before_the_exec_comes_with_the_exit)
+{
+    char *argv[] = {"/bin/true", NULL};
+    struct wrk_launch_spec spec = {.argv = argv, .envp = env, .workdir = "/nonexistent-gsched"};
+    struct wrk_task_id id = {.job_id = 23, .step = 0, .rank = 0};
+    struct gs_error err;
+
+    cr_assert_eq(wrk_tasks_start(tasks, &id, &spec, NULL, &err), 0, "forked: %s", err.msg);
+    run_until_exits(1);
+    cr_assert_not_null(strstr(launch_errors[0], "chdir /nonexistent-gsched: No such file"), "%s",
+                       launch_errors[0]);
+    cr_assert_eq(wrk_tasks_count(tasks, 23), 0);
 }
