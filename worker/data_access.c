@@ -4,12 +4,20 @@
  * read, through the cache, what its user could not read directly, so it checks the
  * permission bits along the path against the user's uid and groups before it copies.
  * Pure but for stat(2) and getgrouplist(3); any thread (a copy's work function calls it).
+ *
+ * The cache itself keeps to the same rights: a cached dataset's directory gets the
+ * narrowest of "every user", "the manifest's group" and "its owner" that the source's bits
+ * grant (wrk_data_source_access), so a dataset only some users may read is not readable,
+ * through a node's cache, by the others.
  */
 #define _GNU_SOURCE /* getgrouplist */
 
 #include "worker/data_internal.h"
 
+#include <errno.h>
 #include <grp.h>
+#include <limits.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -69,4 +77,120 @@ bool wrk_data_user_may_read(const char *path, uid_t uid, gid_t gid, const char *
     if (stat(path, &st) < 0)
         return false;
     return allowed(&st, uid, groups, ngroups, S_ISDIR(st.st_mode) ? S_IRUSR | S_IXUSR : S_IRUSR);
+}
+
+/* Whether every directory above path passes dir_ok and path itself passes file_ok, for a
+ * reader described by ctx. 0 with *ret, or -errno when a stat fails. */
+static int walk(const char *path, bool (*dir_ok)(const struct stat *, const void *),
+                bool (*file_ok)(const struct stat *, const void *), const void *ctx, bool *ret)
+{
+    char walk_path[PATH_MAX];
+    struct stat st;
+
+    *ret = false;
+    if (snprintf(walk_path, sizeof(walk_path), "%s", path) >= (int)sizeof(walk_path) ||
+        walk_path[0] != '/')
+        return -EINVAL;
+    for (char *slash = strchr(walk_path + 1, '/'); slash != NULL; slash = strchr(slash + 1, '/')) {
+        *slash = '\0';
+        if (stat(walk_path, &st) < 0)
+            return -errno;
+        *slash = '/';
+        if (!dir_ok(&st, ctx))
+            return 0;
+    }
+    if (stat(path, &st) < 0)
+        return -errno;
+    *ret = file_ok(&st, ctx);
+    return 0;
+}
+
+/* Whether every user holds bit (S_IXOTH or S_IROTH) over st: others, its group's members
+ * and its owner alike (root passes by itself). */
+static bool all_hold(const struct stat *st, mode_t bit)
+{
+    mode_t need = bit | bit << 3;
+
+    return (st->st_mode & need) == need && (st->st_uid == 0 || (st->st_mode & bit << 6) != 0);
+}
+
+static bool other_may_search(const struct stat *st, const void *ctx)
+{
+    (void)ctx;
+    return all_hold(st, S_IXOTH);
+}
+
+static bool other_may_read(const struct stat *st, const void *ctx)
+{
+    (void)ctx;
+    return all_hold(st, S_IROTH);
+}
+
+/* Whether every member of group g holds bit over st: by the group's bits where st is g's;
+ * elsewhere a member may be in st's group or not, so by both the group's and others'; and
+ * its owner, who may be a member, by the owner's. */
+static bool members_hold(const struct stat *st, gid_t g, mode_t bit)
+{
+    bool group = (st->st_mode & bit << 3) != 0, other = (st->st_mode & bit) != 0;
+
+    if (!(st->st_gid == g ? group : group && other))
+        return false;
+    return st->st_uid == 0 || (st->st_mode & bit << 6) != 0;
+}
+
+static bool group_may_search(const struct stat *st, const void *ctx)
+{
+    return members_hold(st, *(const gid_t *)ctx, S_IXOTH);
+}
+
+static bool group_may_read(const struct stat *st, const void *ctx)
+{
+    return members_hold(st, *(const gid_t *)ctx, S_IROTH);
+}
+
+int wrk_data_source_access(const char *manifest, struct wrk_data_access *ret)
+{
+    struct passwd pw, *found = NULL;
+    char pwbuf[4096];
+    struct stat st;
+    bool ok;
+    int rc;
+
+    if (stat(manifest, &st) < 0)
+        return -errno;
+    rc = walk(manifest, other_may_search, other_may_read, NULL, &ok);
+    if (rc == 0 && ok) {
+        *ret = (struct wrk_data_access){0, 0, 0755};
+        return 0;
+    }
+    if (rc == 0)
+        rc = walk(manifest, group_may_search, group_may_read, &st.st_gid, &ok);
+    if (rc == 0 && ok) {
+        *ret = (struct wrk_data_access){0, st.st_gid, 0750};
+        return 0;
+    }
+    if (rc < 0)
+        return rc;
+    /* Its owner, with the owner's own groups: as a job of that user is checked. */
+    getpwuid_r(st.st_uid, &pw, pwbuf, sizeof(pwbuf), &found);
+    if (wrk_data_user_may_read(manifest, st.st_uid, found != NULL ? found->pw_gid : (gid_t)-1,
+                               found != NULL ? found->pw_name : NULL))
+        *ret = (struct wrk_data_access){st.st_uid, 0, 0700};
+    else
+        *ret = (struct wrk_data_access){0, 0, 0700};
+    return 0;
+}
+
+int wrk_data_apply_access(const char *dir, const struct wrk_data_access *a)
+{
+    struct stat st;
+
+    if (stat(dir, &st) < 0)
+        return -errno;
+    if (st.st_uid == a->uid && st.st_gid == a->gid && (st.st_mode & 07777) == a->mode)
+        return 0;
+    /* Tightened first, so that no moment grants both the old and the new readers. */
+    if (chmod(dir, 0700) < 0 || chown(dir, a->uid, a->gid) < 0 || chmod(dir, a->mode) < 0)
+        return -errno;
+    return 0;
 }

@@ -151,4 +151,25 @@ void wrk_data_stage_free(struct data_stage *st);
  */
 bool wrk_data_user_may_read(const char *path, uid_t uid, gid_t gid, const char *user);
 
+/* Who may read a cached dataset: its directory's owner, group and mode. */
+struct wrk_data_access {
+    uid_t uid;
+    gid_t gid;
+    mode_t mode;
+};
+
+/*
+ * The cache directory's access for a dataset whose source manifest is `manifest`, so that
+ * the cache lets read no one the source would not: 0755 root:root when every user may read
+ * the manifest (each directory above it searchable, the file readable, by its owner, its
+ * group and others alike); else 0750 root:G when every member of G, the manifest's group,
+ * may (by the group's bits where a file is G's, else by both the group's and others', and
+ * by the owner's); else 0700 U:root when its owner U may (wrk_data_user_may_read for U);
+ * else 0700 root:root. By the permission bits; -errno when a stat fails.
+ */
+int wrk_data_source_access(const char *manifest, struct wrk_data_access *ret);
+/* Gives dir (a cached dataset's directory) that access, narrowing it to root's alone first
+ * so that no moment grants both the old and the new readers. 0 or -errno. */
+int wrk_data_apply_access(const char *dir, const struct wrk_data_access *a);
+
 #endif

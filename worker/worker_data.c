@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/clock.h"
@@ -422,12 +423,45 @@ int wrk_data_enqueue(struct wrk_data *d, const char *dataset, size_t shard, cons
 
 /* ---- datasets: add from a source as a user ---- */
 
+/*
+ * Lets read the cached copy of a dataset (dir) only those who may read its source manifest
+ * (data_access.c). A dataset new to the cache takes its source's access; one it had takes
+ * the latest source's, unless every user may read it already: the same bytes were public.
+ * A worker that is not root runs every task as itself: nothing to keep apart. On failure
+ * the copy is left to root alone.
+ */
+static int set_access(const char *dir, const char *manifest, bool fresh, char *why, size_t size)
+{
+    struct wrk_data_access a;
+    struct stat st;
+    int rc;
+
+    if (geteuid() != 0)
+        return 0;
+    if (!fresh && stat(dir, &st) == 0 && st.st_uid == 0 && st.st_gid == 0 &&
+        (st.st_mode & 07777) == 0755)
+        return 0;
+    rc = wrk_data_source_access(manifest, &a);
+    if (rc == 0)
+        rc = wrk_data_apply_access(dir, &a);
+    if (rc < 0) {
+        snprintf(why, size, "%.300s: cannot limit who may read the cached copy: %s", dir,
+                 gs_strerror(rc));
+        (void)chmod(dir, 0700);
+        return rc;
+    }
+    GS_LOG(GS_LOG_DEBUG, "dir=%s uid=%u gid=%u mode=%03o cached dataset access set", dir,
+           (unsigned)a.uid, (unsigned)a.gid, (unsigned)a.mode);
+    return 0;
+}
+
 /* Adds source's dataset to the cache for user; 0 with *ret_ds, or < 0 with why. */
 int wrk_data_add_dataset(struct wrk_data *d, const char *source, const Gs__UserIdentity *user,
                          size_t *ret_ds, char *why, size_t size)
 {
     struct gs_error err = {0};
     char manifest[PATH_MAX];
+    size_t before = shard_cache_count(d->cache);
     int rc;
 
     snprintf(manifest, sizeof(manifest), "%s/%s", source, SHARD_MANIFEST_FILE);
@@ -443,7 +477,10 @@ int wrk_data_add_dataset(struct wrk_data *d, const char *source, const Gs__UserI
     } else {
         struct shard_cache_dataset_info info;
 
-        if (shard_cache_dataset(d->cache, *ret_ds, &info) == 0)
+        rc = shard_cache_dataset(d->cache, *ret_ds, &info);
+        if (rc == 0)
+            rc = set_access(info.dir, manifest, shard_cache_count(d->cache) > before, why, size);
+        if (rc == 0)
             remember_source(d, info.id, source);
         wrk_data_holdings_changed(d);
     }

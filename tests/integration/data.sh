@@ -215,6 +215,30 @@ if [ "$(id -u)" = 0 ]; then
   [ ! -e "$state/data/node1/$id" ] || fail "node1's copy is still on disk"
 fi
 
+# --- a node's cache lets read only who may read the source -----------------------------------
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && id nobody >/dev/null 2>&1; then
+  as() { # as GID CMD...: run CMD as nobody with GID as its only group
+    setpriv --reuid=nobody --regid="$1" --clear-groups "${@:2}"
+  }
+  chmod 711 "$tmp" # searchable by everyone (and above it /tmp): the sources' modes decide
+  dataset "$tmp/public" 900
+  dataset "$tmp/private" 950
+  chgrp -R 4321 "$tmp/private" && chmod 750 "$tmp/private" && chmod 640 "$tmp/private"/* ||
+    fail "making the group's dataset"
+  warm "$tmp/public" node1
+  warm "$tmp/private" node1
+  public_cache=$state/data/node1/$(sha256sum "$tmp/public/manifest.toml" | cut -c1-32)
+  private_cache=$state/data/node1/$(sha256sum "$tmp/private/manifest.toml" | cut -c1-32)
+  got="$(stat -c '%a %u %g' "$public_cache") / $(stat -c '%a %u %g' "$private_cache")"
+  [ "$got" = "755 0 0 / 750 0 4321" ] || fail "cached datasets' access: $got"
+  as "$(id -g nobody)" cat "$public_cache/manifest.toml" > /dev/null ||
+    fail "nobody may not read a dataset everyone may read, from node1's cache"
+  as "$(id -g nobody)" cat "$private_cache/manifest.toml" > /dev/null 2>&1 &&
+    fail "nobody read the group's dataset through node1's cache"
+  as 4321 cat "$private_cache/manifest.toml" > /dev/null ||
+    fail "a member of the group may not read its dataset from node1's cache"
+fi
+
 # --- a peer whose copies are damaged: the shards come from the source instead -----------------
 dataset "$tmp/data2" 700
 id2=$(sha256sum "$tmp/data2/manifest.toml" | cut -c1-32)
