@@ -21,9 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "kernels/adamw.h"
 #include "kernels/ops.h"
 #include "trainer/rng.h"
+#include "trainer/trace.h"
 
 static const char *const block_names[P_PER_BLOCK] = {
     "ln1.w", "ln1.b", "attn.qkv.w", "attn.qkv.b", "attn.proj.w", "attn.proj.b",
@@ -489,6 +491,27 @@ int trn_model_check_ids(const struct trn_model *m, const int32_t *tokens, const 
 
 /* --- forward ------------------------------------------------------------------------------- */
 
+void trn_model_trace(struct trn_model *m, struct trn_trace *tr, int64_t step)
+{
+    m->trace = tr;
+    m->trace_step = step;
+}
+
+/* The clock for a part's span, when a step is profiled (no clock read otherwise). */
+static uint64_t part_start(const struct trn_model *m)
+{
+    return m->trace != NULL ? gs_clock_mono_ns() : 0;
+}
+
+/* A part's span from `from` to now: layer >= 0 for a block. */
+static void part_span(const struct trn_model *m, const char *name, const char *pass, uint64_t from,
+                      int64_t layer)
+{
+    if (m->trace != NULL)
+        trn_trace_span(m->trace, TRN_TRACE_COMPUTE, name, pass, from, "step", m->trace_step,
+                       layer >= 0 ? "layer" : NULL, layer);
+}
+
 static int cpu_forward(struct trn_model *m, const int32_t *tokens, const int32_t *targets,
                        uint32_t B, uint32_t T, float grad_scale, bool for_backward,
                        double *ret_loss)
@@ -498,14 +521,17 @@ static int cpu_forward(struct trn_model *m, const int32_t *tokens, const int32_t
     enum gs_kern_dtype dt = m->dt;
     const void *x;
     double sum = 0;
+    uint64_t from = part_start(m);
     int rc;
 
     memcpy(m->tokens, tokens, (size_t)N * sizeof(*tokens));
     rc = gs_kern_encoder_fwd(m->encoded, tokens, Wt(m, m->wte), Wt(m, m->wpe), Bi, Ti, C, V, dt);
+    part_span(m, "embedding", "forward", from, -1);
     x = m->encoded;
     for (uint32_t l = 0; rc == 0 && l < m->shape.layers; l++) {
         struct block_acts *b = &m->blocks[l];
 
+        from = part_start(m);
         rc = gs_kern_layernorm_fwd(b->ln1, b->ln1_mean, b->ln1_rstd, x, W(m, l, P_LN1W),
                                    W(m, l, P_LN1B), N, C, dt);
         if (rc == 0)
@@ -532,8 +558,10 @@ static int cpu_forward(struct trn_model *m, const int32_t *tokens, const int32_t
                                     N, 4 * C, C, dt, m->ws, m->ws_bytes);
         if (rc == 0)
             rc = gs_kern_residual_fwd(b->res3, b->res2, m->scratch, (size_t)N * C, dt);
+        part_span(m, "block", "forward", from, (int64_t)l);
         x = b->res3;
     }
+    from = part_start(m);
     if (rc == 0)
         rc = gs_kern_layernorm_fwd(m->lnf, m->lnf_mean, m->lnf_rstd, x, Wt(m, m->lnfw),
                                    Wt(m, m->lnfb), N, C, dt);
@@ -545,6 +573,7 @@ static int cpu_forward(struct trn_model *m, const int32_t *tokens, const int32_t
         rc = gs_kern_classifier(m->logits, m->losses, targets, N, V, Vp, grad_scale, for_backward,
                                 dt);
     }
+    part_span(m, "head", "forward", from, -1);
     if (rc < 0)
         return rc;
     if (targets != NULL) {
@@ -626,6 +655,7 @@ static int cpu_backward(struct trn_model *m)
     int B = (int)m->fwd_B, T = (int)m->fwd_T, C = (int)m->shape.channels;
     int NH = (int)m->shape.heads, N = B * T, Vp = (int)m->Vp, V = (int)m->shape.vocab;
     enum gs_kern_dtype dt = m->dt;
+    uint64_t from = part_start(m);
     int rc;
 
     /* The logits now hold their gradient (gs_kern_classifier). */
@@ -638,10 +668,12 @@ static int cpu_backward(struct trn_model *m)
                                    m->lnf_rstd, N, C, dt);
     if (rc == 0)
         rc = trn_model_grads_ready(m, m->lnfw + 1); /* lnf.b and lnf.w lead the layout */
+    part_span(m, "head", "backward", from, -1);
     for (uint32_t l = m->shape.layers; rc == 0 && l-- > 0;) {
         struct block_acts *b = &m->blocks[l];
         const void *x = l > 0 ? m->blocks[l - 1].res3 : m->encoded;
 
+        from = part_start(m);
         /* res3 = res2 + proj(gelu(fc(ln2(res2)))): dres is the gradient of both terms. */
         rc = gs_kern_matmul_bwd(m->dbig, G(m, l, P_FCPROJW), G(m, l, P_FCPROJB), m->dres,
                                 b->fch_gelu, W(m, l, P_FCPROJW), N, 4 * C, C, dt, m->ws,
@@ -670,11 +702,14 @@ static int cpu_backward(struct trn_model *m)
         /* Block l's tensors end with its ln1.w (laid out reversed); what follows is pending. */
         if (rc == 0)
             rc = trn_model_grads_ready(m, m->block[l * P_PER_BLOCK + P_LN1W] + 1);
+        part_span(m, "block", "backward", from, (int64_t)l);
     }
+    from = part_start(m);
     if (rc == 0)
         rc = gs_kern_encoder_bwd(Gt(m, m->wte), Gt(m, m->wpe), m->dres, m->tokens, B, T, C, V, dt);
     if (rc == 0)
         rc = trn_model_grads_ready(m, m->ntensors);
+    part_span(m, "embedding", "backward", from, -1);
     return rc;
 }
 

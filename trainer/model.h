@@ -145,6 +145,17 @@ int trn_model_backward(struct trn_model *m);
  */
 typedef int (*trn_grads_ready_fn)(size_t final, void *data);
 void trn_model_on_grads_ready(struct trn_model *m, trn_grads_ready_fn ready, void *data);
+
+struct trn_trace;
+/*
+ * Records the parts of the CPU forward and backward passes (the embedding, each block, the
+ * head: the final LayerNorm, the logits and the loss) as spans of tr's compute lane, named
+ * "embedding", "block" (argument "layer") and "head", category "forward" or "backward",
+ * each with argument "step" = step; they nest inside the caller's own forward and backward
+ * spans. NULL stops. On a GPU nothing is recorded here: the host only queues those kernels
+ * (metrics.jsonl has the device's times).
+ */
+void trn_model_trace(struct trn_model *m, struct trn_trace *tr, int64_t step);
 int trn_model_zero_grads(struct trn_model *m);
 /* Logits of sequence b at position t of the last forward pass, as vocab floats. */
 int trn_model_logits(const struct trn_model *m, uint32_t b, uint32_t t, float *out);

@@ -103,6 +103,8 @@ struct trn_model {
 
     trn_grads_ready_fn ready; /* data parallelism's hook, or NULL */
     void *ready_data;
+    struct trn_trace *trace; /* the profiled step's recorder (trn_model_trace), or NULL */
+    int64_t trace_step;
     uint32_t fwd_B, fwd_T; /* of the last forward pass */
     bool ready_for_backward;
     bool logits_valid; /* false once the classifier turned them into their gradient */

@@ -687,10 +687,13 @@ static void profile_window(struct run *r)
 #define PROFILE_MAX_EVENTS ((size_t)1 << 20)
 
 /* The recorder, with room for every span a profiled step records (step(), its helpers and
- * the loop in trn_train: 10 + 3 per micro-step + 1 per bucket at most), allocated now. */
+ * the loop in trn_train: 10 + 3 per micro-step + 1 per bucket at most; and the model's
+ * parts, layers + 2 per pass, two passes a micro-step), allocated now. */
 static int start_profile(struct run *r, const char *out_dir)
 {
-    size_t per_step = 16 + 3 * (size_t)r->accum + (r->ddp != NULL ? trn_ddp_buckets(r->ddp) : 0);
+    size_t parts = (size_t)trn_model_shape(r->model)->layers + 2;
+    size_t per_step = 16 + 3 * (size_t)r->accum + (r->ddp != NULL ? trn_ddp_buckets(r->ddp) : 0) +
+                      parts * 2 * (size_t)r->accum;
     size_t capacity = per_step * r->cfg->profile_steps;
     char *base = join(out_dir, r->cfg->profile_path, "trace.json");
     int rc;
@@ -915,6 +918,7 @@ static int micro_step(struct run *r, uint32_t a, float scale, struct trn_step_re
     clock_gettime(CLOCK_MONOTONIC, &t);
     from = tnow(r);
     mark(r, 3 * a);
+    trn_model_trace(r->model, r->tr, (int64_t)r->prof_step); /* the passes' parts too */
     rc = trn_model_forward(r->model, b.inputs, b.targets, b.samples, r->T,
                            scale / ((float)b.samples * (float)r->T * (float)r->accum), true, NULL);
     rec->fwd_ms += ms_since(&t);
@@ -927,6 +931,7 @@ static int micro_step(struct run *r, uint32_t a, float scale, struct trn_step_re
     if (rc == 0)
         rc = trn_model_backward(r->model);
     mark(r, 3 * a + 2);
+    trn_model_trace(r->model, NULL, 0); /* not eval's nor sampling's */
     rec->bwd_ms += ms_since(&t);
     span(r, TRN_TRACE_COMPUTE, "backward", "compute", from, a);
     rec->tokens += (uint64_t)b.samples * r->T * r->world;

@@ -4,7 +4,8 @@
 #   - one rank, 6 steps of 2 micro-steps with --profile.steps=2: trace.json is JSON in the
 #     Trace Event Format with the rank and lanes named, spans for exactly steps 2 and 3 (the
 #     default start: two warm-up steps), a data wait, forward and backward per micro-step
-#     inside their step, clip and optimizer per step, the eval and checkpoint after step 2,
+#     inside their step, each pass's parts (embedding, every block, head) in order inside
+#     it, clip and optimizer per step, the eval and checkpoint after step 2,
 #     nothing dropped, and one line naming the file;
 #   - profile.start and profile.path choose the steps and the file; a bad value is refused
 #     with its place;
@@ -79,6 +80,18 @@ for s in steps:
         need(lo <= e["ts"] and e["ts"] + e["dur"] <= hi + 0.001, "%s outside its step" % e)
         need(e["tid"] == 0, "%s not on the compute lane" % e)
     need(all(e["tid"] == 2 for e in named("data wait", s)), "data waits not on the data lane")
+    # Inside each pass its parts, in order: forward embedding, blocks 0..L-1, head; backward
+    # head, blocks L-1..0, embedding (tiny.toml's 2 layers).
+    for pas, order in (("forward", ["embedding", 0, 1, "head"]),
+                       ("backward", ["head", 1, 0, "embedding"])):
+        for outer in named(pas, s):
+            a, b = outer["ts"], outer["ts"] + outer["dur"] + 0.001
+            parts = [e for e in spans if e.get("cat") == pas and a <= e["ts"] and
+                     e["ts"] + e["dur"] <= b and e["name"] in ("embedding", "block", "head")]
+            got = [e["args"]["layer"] if e["name"] == "block" else e["name"] for e in parts]
+            need(got == order, "step %d: %s parts %s, want %s" % (s, pas, got, order))
+            need(all(e["tid"] == 0 and e["args"]["step"] == s for e in parts),
+                 "step %d: %s parts off the compute lane or step" % (s, pas))
 if buckets:
     overlapped = 0
     for s in steps:
