@@ -11,9 +11,9 @@
  *      its own nonce; only then is the connection ready (on_ready). A missing nonce is
  *      answered with HelloReject(REJECT_REASON_AUTH), a wrong proof closes the connection.
  * A proof cannot be replayed (it covers the receiver's fresh nonce) nor reflected (it covers
- * the sender's role and nonce; equal nonces are refused). What follows the handshake is not
- * encrypted or signed frame by frame: the key keeps impostors out, as MUNGE credentials do
- * for Slurm, on a network where the cluster's links are not open to tampering.
+ * the sender's role and nonce; equal nonces are refused). Every frame after the handshake is
+ * sealed with keys derived from the same key and nonces (proto/seal.h), so one injected or
+ * changed on the way closes the connection; frames are not encrypted.
  */
 #ifndef GS_PROTO_AUTH_H
 #define GS_PROTO_AUTH_H

@@ -12,7 +12,9 @@
  *
  * A keyed connection (proto/auth.h) has one more state between the peer's Hello and ready:
  * the peer's Hello is kept, our proof is sent, and the only frame taken next is the peer's
- * AuthProof (or a HelloReject); the handshake timer runs until it has been checked. An
+ * AuthProof (or a HelloReject); the handshake timer runs until it has been checked. Every
+ * frame we send after our proof is sealed (proto/seal.h), and every frame after the peer's
+ * proof must be: the decoder opens them, and a bad tag closes the connection. An
  * unkeyed connection may still send a nonce in its Hello (opts.hello_nonce): a challenge the
  * peer's credential answers, checked by the owner (gschedd's login-node port), not here.
  *
@@ -30,6 +32,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "proto/seal.h"
 
 #define READ_BUF_SIZE (64u * 1024u)
 #define PEER_NAME_MAX 64
@@ -53,9 +56,10 @@ struct gs_proto_conn {
     Gs__Envelope *peer_hello;      /* the accepted Hello, kept for gs_proto_conn_peer_hello() */
     struct gs_proto_auth_key *key; /* NULL: not keyed */
     uint8_t nonce[GS_PROTO_AUTH_NONCE_SIZE];
-    bool proof_sent; /* keyed: our AuthProof is out (the peer's Hello came) */
-    bool proof_wait; /* keyed: the peer's Hello is in peer_hello; its proof is next */
-    int status;      /* what on_close will get */
+    struct gs_proto_seal seal; /* keyed: on from our proof (sending), the peer's (receiving) */
+    bool proof_sent;           /* keyed: our AuthProof is out (the peer's Hello came) */
+    bool proof_wait;           /* keyed: the peer's Hello is in peer_hello; its proof is next */
+    int status;                /* what on_close will get */
     int open_handles;
     bool started;
     bool ready;
@@ -97,6 +101,7 @@ static void apply_defaults(struct gs_proto_conn_opts *opts)
 static void conn_free(struct gs_proto_conn *conn)
 {
     gs_proto_decoder_release(&conn->dec);
+    gs_proto_seal_clear(&conn->seal);
     gs_proto_envelope_free(conn->peer_hello);
     if (conn->key != NULL)
         gs_proto_auth_key_clear(conn->key);
@@ -162,6 +167,7 @@ struct gs_proto_conn *gs_proto_conn_new(uv_loop_t *loop, enum gs_proto_transport
     snprintf(conn->peer, sizeof(conn->peer), "%s", opts->peer_name != NULL ? opts->peer_name : "");
     conn->opts.peer_name = conn->peer;
     gs_proto_decoder_init(&conn->dec, conn->opts.max_frame);
+    conn->dec.seal = &conn->seal; /* opens nothing until the peer's proof turns it on */
     if (init_handles(conn, loop) == 0)
         return conn;
     if (conn->open_handles == 0)
@@ -307,11 +313,15 @@ static int queue_frame(struct gs_proto_conn *conn, const Gs__Envelope *env)
     rc = gs_proto_encode(env, &frame);
     if (rc < 0)
         goto out;
-    if (frame.len - GS_PROTO_HEADER_SIZE > conn->opts.max_frame) {
+    if (frame.len - GS_PROTO_HEADER_SIZE + (conn->seal.sending ? GS_PROTO_SEAL_TAG_SIZE : 0) >
+        conn->opts.max_frame) {
         rc = -EMSGSIZE;
         goto out;
     }
-    rc = write_frame(conn, &frame);
+    if (conn->seal.sending)
+        rc = gs_proto_seal_frame(&conn->seal, &frame, 0);
+    if (rc == 0)
+        rc = write_frame(conn, &frame);
 out:
     gs_buf_release(&frame);
     return rc;
@@ -421,7 +431,7 @@ static void refuse_hello(struct gs_proto_conn *conn, const Gs__Hello *hello, int
            hello->protocol_minor, GS_PROTO_VERSION_MAJOR, GS_PROTO_VERSION_MINOR,
            gs_proto_role_name(hello->role), log_text(name, sizeof(name), hello->name));
     send_reject(conn, reject_reason(rc),
-                rc == GS_PROTO_ERR_VERSION ? "protocol major differs"
+                rc == GS_PROTO_ERR_VERSION ? "protocol version differs (a keyed link needs 1.12)"
                 : rc == GS_PROTO_ERR_ROLE  ? "role not accepted here"
                 : rc == GS_PROTO_ERR_AUTH  ? "this link needs the cluster key (scheduler.auth_key)"
                                            : "not a gsched hello");
@@ -461,7 +471,11 @@ static int send_proof(struct gs_proto_conn *conn, const Gs__Hello *peer)
     env.auth_proof = &proof;
     rc = queue_frame(conn, &env);
     if (rc == 0)
+        rc = gs_proto_seal_init(&conn->seal, conn->key, conn->nonce, peer->auth_nonce.data);
+    if (rc == 0) {
+        conn->seal.sending = true; /* every frame after the proof */
         conn->proof_sent = true;
+    }
     return rc;
 }
 
@@ -508,6 +522,7 @@ static void check_proof(struct gs_proto_conn *conn, Gs__Envelope *env)
         rc = GS_PROTO_ERR_AUTH;
     if (rc == 0) {
         gs_proto_envelope_free(env);
+        conn->seal.receiving = true; /* every frame after the peer's proof */
         become_ready(conn);
         return;
     }
@@ -519,11 +534,14 @@ static void check_proof(struct gs_proto_conn *conn, Gs__Envelope *env)
     close_with(conn, rc < 0 ? rc : GS_PROTO_ERR_AUTH);
 }
 
-/* Keyed: the peer's Hello must carry a nonce of the right size, not ours echoed. */
+/* Keyed: the peer's Hello must carry a nonce of the right size, not ours echoed, and come
+ * from a version that seals its frames (else nothing would hold it to). */
 static int check_nonce(const struct gs_proto_conn *conn, const Gs__Hello *hello)
 {
     if (conn->key == NULL)
         return 0;
+    if (hello->protocol_minor < GS_PROTO_MINOR_SEAL)
+        return GS_PROTO_ERR_VERSION;
     if (hello->auth_nonce.len != GS_PROTO_AUTH_NONCE_SIZE ||
         memcmp(hello->auth_nonce.data, conn->nonce, GS_PROTO_AUTH_NONCE_SIZE) == 0)
         return GS_PROTO_ERR_AUTH;

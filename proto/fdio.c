@@ -8,9 +8,13 @@
  * back to write(). Reads take the header first and then exactly the announced payload, so
  * nothing beyond the frame is consumed from the descriptor.
  *
+ * The _sealed variants tag what they write and open what they read with a keyed link's seal
+ * (proto/seal.h), once its sending or receiving is on.
+ *
  * No global state; any thread, one caller per descriptor.
  */
 #include "proto/frame.h"
+#include "proto/seal.h"
 
 #include <poll.h>
 #include <stdlib.h>
@@ -80,10 +84,18 @@ static int write_all(int fd, const char *p, size_t n, uint64_t deadline)
 
 int gs_proto_write_fd(int fd, const Gs__Envelope *env, int timeout_ms)
 {
+    return gs_proto_write_fd_sealed(fd, env, timeout_ms, NULL);
+}
+
+int gs_proto_write_fd_sealed(int fd, const Gs__Envelope *env, int timeout_ms,
+                             struct gs_proto_seal *seal)
+{
     struct gs_buf frame = GS_BUF_INIT;
     int rc;
 
     rc = gs_proto_encode(env, &frame);
+    if (rc == 0 && seal != NULL && seal->sending)
+        rc = gs_proto_seal_frame(seal, &frame, 0);
     if (rc < 0)
         goto out;
     rc = write_all(fd, frame.data, frame.len, deadline_after(timeout_ms));
@@ -142,10 +154,16 @@ static int read_length(int fd, uint32_t max_frame, uint64_t deadline, uint32_t *
 
 int gs_proto_read_fd(int fd, uint32_t max_frame, int timeout_ms, Gs__Envelope **ret_env)
 {
+    return gs_proto_read_fd_sealed(fd, max_frame, timeout_ms, NULL, ret_env);
+}
+
+int gs_proto_read_fd_sealed(int fd, uint32_t max_frame, int timeout_ms, struct gs_proto_seal *seal,
+                            Gs__Envelope **ret_env)
+{
     uint64_t deadline = deadline_after(timeout_ms);
     uint8_t *payload = NULL;
     uint32_t len;
-    size_t got;
+    size_t got, plen;
     int rc;
 
     rc = read_length(fd, max_frame > 0 ? max_frame : GS_PROTO_MAX_FRAME_DEFAULT, deadline, &len);
@@ -163,7 +181,11 @@ int gs_proto_read_fd(int fd, uint32_t max_frame, int timeout_ms, Gs__Envelope **
         rc = GS_PROTO_ERR_TRUNCATED;
         goto out;
     }
-    rc = gs_proto_decode(payload, len, ret_env);
+    plen = len;
+    if (seal != NULL && seal->receiving)
+        rc = gs_proto_seal_open(seal, payload, plen, &plen);
+    if (rc == 0)
+        rc = gs_proto_decode(payload, plen, ret_env);
 out:
     free(payload);
     return rc;

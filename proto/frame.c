@@ -11,6 +11,7 @@
  * No global state; see frame.h for ownership.
  */
 #include "proto/frame.h"
+#include "proto/seal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -339,6 +340,7 @@ int gs_proto_decoder_next(struct gs_proto_decoder *dec, const uint8_t **data, si
                           Gs__Envelope **ret_env)
 {
     const uint8_t *payload;
+    size_t plen;
     int rc;
 
     if (dec->error != 0)
@@ -351,7 +353,11 @@ int gs_proto_decoder_next(struct gs_proto_decoder *dec, const uint8_t **data, si
     rc = take_payload(dec, data, len, &payload);
     if (rc <= 0)
         goto out;
-    rc = gs_proto_decode(payload, dec->frame_len, ret_env);
+    plen = dec->frame_len;
+    if (dec->seal != NULL && dec->seal->receiving)
+        rc = gs_proto_seal_open(dec->seal, payload, plen, &plen);
+    if (rc >= 0)
+        rc = gs_proto_decode(payload, plen, ret_env);
     end_frame(dec);
     if (rc == 0)
         rc = 1;

@@ -35,7 +35,7 @@
 
 #define GS_PROTO_MAGIC 0x47534348u /* "GSCH" */
 #define GS_PROTO_VERSION_MAJOR 1u  /* bump on an incompatible change */
-#define GS_PROTO_VERSION_MINOR 11u /* bump when adding fields or body cases */
+#define GS_PROTO_VERSION_MINOR 12u /* bump when adding fields or body cases */
 /* The first minor whose peers know JobKvPut and JobKvGet (a client checks the peer's Hello). */
 #define GS_PROTO_MINOR_JOB_KV 4u
 /* The first minor whose workers know JobLimitUpdate (a running job's new time limit). */
@@ -46,6 +46,8 @@
 #define GS_PROTO_MINOR_ALLOC 10u
 /* The first minor that knows heterogeneous jobs (JobSpec.het, StepLaunchRequest.het_groups). */
 #define GS_PROTO_MINOR_HET 11u
+/* The first minor that seals a keyed link's frames (proto/seal.h); keyed ends require it. */
+#define GS_PROTO_MINOR_SEAL 12u
 #define GS_PROTO_HEADER_SIZE 4u
 #define GS_PROTO_MAX_FRAME_DEFAULT (16u * 1024u * 1024u)
 
@@ -117,7 +119,12 @@ void gs_proto_envelope_free(Gs__Envelope *env);
  * bytes, the latter grown as bytes arrive rather than when a length is announced. The
  * fields are private except where said.
  */
+struct gs_proto_seal;
+
 struct gs_proto_decoder {
+    /* Settable: frames are opened with it (proto/seal.h) while its receiving is on, a bad
+     * tag failing the stream with GS_PROTO_ERR_AUTH. NULL (the default): none. */
+    struct gs_proto_seal *seal;
     uint32_t max_frame;
     uint32_t frame_len; /* readable: the announced length, also after OVERSIZED */
     uint8_t header[GS_PROTO_HEADER_SIZE];
@@ -138,8 +145,9 @@ void gs_proto_decoder_release(struct gs_proto_decoder *dec);
  * complete or the input is used up. Returns 1 with the frame's envelope in *ret_env (the
  * caller frees it), 0 when all input was consumed without completing a frame, or a negative
  * error: GS_PROTO_ERR_OVERSIZED, GS_PROTO_ERR_EMPTY, GS_PROTO_ERR_MALFORMED,
- * GS_PROTO_ERR_UNKNOWN, -ENOMEM. Errors are sticky: the stream cannot be resynchronised, so
- * every later call returns the same error. Call in a loop while it returns 1.
+ * GS_PROTO_ERR_UNKNOWN, GS_PROTO_ERR_AUTH (a sealed stream's bad tag), -ENOMEM. Errors are sticky:
+ * the stream cannot be resynchronised, so every later call returns the same error. Call in a loop
+ * while it returns 1.
  */
 int gs_proto_decoder_next(struct gs_proto_decoder *dec, const uint8_t **data, size_t *len,
                           Gs__Envelope **ret_env);
@@ -191,6 +199,14 @@ int gs_proto_write_fd(int fd, const Gs__Envelope *env, int timeout_ms);
  * error the stream is out of step and should be closed.
  */
 int gs_proto_read_fd(int fd, uint32_t max_frame, int timeout_ms, Gs__Envelope **ret_env);
+
+/* The same on a keyed link after its handshake (proto/handshake_fd.h): the frame written is
+ * sealed, the frame read is opened (GS_PROTO_ERR_AUTH for a bad tag), each once the seal's
+ * direction is on; seal NULL: as the plain calls. */
+int gs_proto_write_fd_sealed(int fd, const Gs__Envelope *env, int timeout_ms,
+                             struct gs_proto_seal *seal);
+int gs_proto_read_fd_sealed(int fd, uint32_t max_frame, int timeout_ms, struct gs_proto_seal *seal,
+                            Gs__Envelope **ret_env);
 
 /*
  * The hello handshake on a blocking socket: sends our Hello, reads the peer's first frame

@@ -33,6 +33,8 @@ static int check_nonce(const Gs__Hello *hello, const uint8_t *nonce)
 {
     if (nonce == NULL)
         return hello->auth_nonce.len == 0 ? 0 : GS_PROTO_ERR_AUTH;
+    if (hello->protocol_minor < GS_PROTO_MINOR_SEAL)
+        return GS_PROTO_ERR_VERSION;
     if (hello->auth_nonce.len != GS_PROTO_AUTH_NONCE_SIZE ||
         memcmp(hello->auth_nonce.data, nonce, GS_PROTO_AUTH_NONCE_SIZE) == 0)
         return GS_PROTO_ERR_AUTH;
@@ -104,7 +106,7 @@ out:
 
 int gs_proto_handshake_fd_keyed(int fd, Gs__Role role, const char *name, uint32_t accept_roles,
                                 const struct gs_proto_auth_key *key, int timeout_ms,
-                                Gs__Envelope **ret_peer)
+                                Gs__Envelope **ret_peer, struct gs_proto_seal *ret_seal)
 {
     uint8_t nonce_bytes[GS_PROTO_AUTH_NONCE_SIZE];
     uint8_t *nonce = NULL;
@@ -122,9 +124,17 @@ int gs_proto_handshake_fd_keyed(int fd, Gs__Role role, const char *name, uint32_
         rc = read_hello(fd, accept_roles, nonce, timeout_ms, &peer);
     if (rc < 0 || nonce == NULL)
         goto out;
+    if (ret_seal == NULL) {
+        rc = -EINVAL; /* a keyed link's frames after the handshake are sealed */
+        goto out;
+    }
     rc = send_proof(fd, key, role, name, nonce, peer->hello, timeout_ms);
     if (rc == 0)
         rc = check_proof(fd, key, nonce, peer->hello, timeout_ms);
+    if (rc == 0)
+        rc = gs_proto_seal_init(ret_seal, key, nonce, peer->hello->auth_nonce.data);
+    if (rc == 0)
+        ret_seal->sending = ret_seal->receiving = true;
 out:
     if (rc == 0 && ret_peer != NULL) {
         *ret_peer = peer;

@@ -22,6 +22,7 @@
 
 #include "proto/auth.h"
 #include "proto/frame.h"
+#include "proto/seal.h"
 
 /*
  * The handshake above on a connected socket (blocking or not). key NULL or of len 0: an
@@ -30,15 +31,19 @@
  * timeout_ms bounds each read and write (< 0: no bound).
  *
  * Returns 0, storing the peer's Hello envelope in *ret_peer when ret_peer is not NULL (the
- * caller frees it with gs_proto_envelope_free()); GS_PROTO_ERR_REJECTED when the peer sent
- * a HelloReject; GS_PROTO_ERR_HANDSHAKE when its first frame was not a Hello, or the one
- * after it neither an AuthProof nor a HelloReject; the errors of gs_proto_hello_check();
+ * caller frees it with gs_proto_envelope_free()) and, keyed, the link's seal in *ret_seal
+ * (required then, zeroed or cleared before: every frame after the handshake goes through
+ * gs_proto_write_fd_sealed / gs_proto_read_fd_sealed with it; the caller releases it with
+ * gs_proto_seal_clear()); GS_PROTO_ERR_REJECTED when
+ * the peer sent a HelloReject; GS_PROTO_ERR_HANDSHAKE when its first frame was not a Hello, or the
+ * one after it neither an AuthProof nor a HelloReject; the errors of gs_proto_hello_check();
  * GS_PROTO_ERR_AUTH for a missing or echoed nonce, a nonce where none is expected, or a
- * wrong proof (another cluster key); -EIO when no nonce or proof could be made; or an error
- * of gs_proto_write_fd() / gs_proto_read_fd(). After an error the socket should be closed.
+ * wrong proof (another cluster key); GS_PROTO_ERR_VERSION, keyed, for a peer before 1.12; -EIO when
+ * no nonce or proof could be made; or an error of gs_proto_write_fd() / gs_proto_read_fd(). After
+ * an error the socket should be closed.
  */
 int gs_proto_handshake_fd_keyed(int fd, Gs__Role role, const char *name, uint32_t accept_roles,
                                 const struct gs_proto_auth_key *key, int timeout_ms,
-                                Gs__Envelope **ret_peer);
+                                Gs__Envelope **ret_peer, struct gs_proto_seal *ret_seal);
 
 #endif

@@ -3,7 +3,8 @@
  *
  * The connection is a plain socket driven by proto/'s blocking helpers: connect with a
  * deadline (non-blocking connect, poll), gs_proto_handshake_fd_keyed(), then ShardRead out
- * and frames in with gs_proto_write_fd / gs_proto_read_fd, each bounded by timeout_ms.
+ * and frames in with gs_proto_write_fd_sealed / gs_proto_read_fd_sealed (the link's seal),
+ * each bounded by timeout_ms.
  *
  * Stream state. The connection remembers the file it last read (dataset, file) and `at`,
  * the offset of the next byte it would hand out. Bytes arrive in ShardData frames; the one
@@ -60,6 +61,7 @@ struct wrk_peer_fetch {
     uint64_t file_size;
     Gs__Envelope *pending;
     size_t pending_pos;
+    struct gs_proto_seal seal; /* the keyed link's, after the handshake */
 };
 
 /* Copies peer-supplied text for a message: printable ASCII only. */
@@ -195,7 +197,7 @@ static int handshake(struct wrk_peer_fetch *f, const struct gs_proto_auth_key *k
 
     rc = gs_proto_handshake_fd_keyed(f->fd, GS__ROLE__ROLE_WORKER, our_name,
                                      GS_PROTO_ROLE_BIT(GS__ROLE__ROLE_WORKER), key, f->timeout_ms,
-                                     &hello);
+                                     &hello, &f->seal);
     if (rc < 0)
         return handshake_failed(f, rc, err);
     snprintf(f->peer + len, sizeof(f->peer) - len, " (%s)",
@@ -238,6 +240,7 @@ void wrk_peer_fetch_close(struct wrk_peer_fetch *f)
     if (f == NULL)
         return;
     gs_proto_envelope_free(f->pending);
+    gs_proto_seal_clear(&f->seal);
     if (f->fd >= 0)
         close(f->fd);
     free(f);
@@ -362,7 +365,7 @@ static int next_frame(struct wrk_peer_fetch *f, struct gs_error *err)
     Gs__Envelope *env = NULL;
     int rc;
 
-    rc = gs_proto_read_fd(f->fd, WRK_PEER_MAX_FRAME, f->timeout_ms, &env);
+    rc = gs_proto_read_fd_sealed(f->fd, WRK_PEER_MAX_FRAME, f->timeout_ms, &f->seal, &env);
     if (rc < 0)
         return io_failed(f, rc, err);
     if (env->request_id != f->request_id)
@@ -407,7 +410,7 @@ static int request_range(struct wrk_peer_fetch *f, size_t want, struct gs_error 
     env.request_id = ++f->last_request_id;
     env.body_case = GS__ENVELOPE__BODY_SHARD_READ;
     env.shard_read = &req;
-    rc = gs_proto_write_fd(f->fd, &env, f->timeout_ms);
+    rc = gs_proto_write_fd_sealed(f->fd, &env, f->timeout_ms, &f->seal);
     if (rc < 0)
         return io_failed(f, rc, err);
     f->request_id = env.request_id;

@@ -41,6 +41,7 @@ void lf_conn_init(struct lf_conn *c, unsigned id, enum lf_kind kind, struct lf_r
     c->kind = kind;
     c->rec = rec;
     gs_proto_decoder_init(&c->dec, 0);
+    c->dec.seal = &c->seal;
 }
 
 static int wait_fd(int fd, short events, uint64_t deadline)
@@ -151,6 +152,9 @@ void lf_conn_close(struct lf_conn *c)
     c->eof = true;
     gs_proto_decoder_release(&c->dec);
     gs_proto_decoder_init(&c->dec, 0);
+    c->dec.seal = &c->seal;
+    gs_proto_seal_clear(&c->seal);
+    c->sealed = c->peer_proved = false;
     gs_buf_release(&c->inbox);
     gs_buf_release(&c->held);
     gs_buf_release(&c->last);
@@ -202,27 +206,61 @@ static int write_bytes(struct lf_conn *c, const char *p, size_t n, bool record)
     return 0;
 }
 
+/* Whether p..p+n is one whole frame with a payload: what the seal covers. */
+static bool whole_frame(const uint8_t *p, size_t n)
+{
+    uint32_t len;
+
+    if (n <= GS_PROTO_HEADER_SIZE)
+        return false;
+    len = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
+    return len == n - GS_PROTO_HEADER_SIZE;
+}
+
+/* The bytes to put on the wire for p..p+n into out: sealed when they are a whole frame and
+ * the link's frames are (each with the next number, so a frame written twice or late is a
+ * message twice or late to the daemon, not a broken tag), else as they are. */
+static void wire_bytes(struct lf_conn *c, const void *p, size_t n, struct gs_buf *out)
+{
+    if (gs_buf_append(out, p, n) < 0)
+        abort();
+    if (c->seal.sending && whole_frame(p, n) && gs_proto_seal_frame(&c->seal, out, 0) < 0)
+        abort();
+}
+
+/* Records what was asked (unsealed, so a recorded sequence replays under any key). */
 int lf_conn_write(struct lf_conn *c, const void *p, size_t n)
 {
-    return write_bytes(c, p, n, true);
+    struct gs_buf wire = GS_BUF_INIT;
+    int rc;
+
+    if (c->rec != NULL && c->rec->on)
+        lf_record_send(c->rec, c->id, p, n);
+    wire_bytes(c, p, n, &wire);
+    rc = write_bytes(c, wire.data, wire.len, false);
+    gs_buf_release(&wire);
+    return rc;
 }
 
 int lf_conn_write_chunked(struct lf_conn *c, const struct gs_buf *frame, size_t max_chunk,
                           struct lf_rng *r)
 {
+    struct gs_buf wire = GS_BUF_INIT;
     size_t off = 0;
     int rc = 0;
 
     if (c->rec != NULL && c->rec->on)
         lf_record_send(c->rec, c->id, frame->data, frame->len);
-    while (rc == 0 && off < frame->len) {
+    wire_bytes(c, frame->data, frame->len, &wire);
+    while (rc == 0 && off < wire.len) {
         size_t n = 1 + lf_below(r, max_chunk);
 
-        if (n > frame->len - off)
-            n = frame->len - off;
-        rc = write_bytes(c, frame->data + off, n, false);
+        if (n > wire.len - off)
+            n = wire.len - off;
+        rc = write_bytes(c, wire.data + off, n, false);
         off += n;
     }
+    gs_buf_release(&wire);
     return rc;
 }
 
@@ -232,7 +270,7 @@ int lf_conn_send(struct lf_conn *c, const Gs__Envelope *env)
     int rc;
 
     lf_pack_frame(env, &frame);
-    rc = write_bytes(c, frame.data, frame.len, true);
+    rc = lf_conn_write(c, frame.data, frame.len);
     gs_buf_release(&frame);
     return rc;
 }
@@ -256,9 +294,14 @@ int lf_conn_hello(struct lf_conn *c, Gs__Role role, const char *name, bool keyed
     return lf_conn_send(c, &env);
 }
 
-/* What every envelope read does before the caller sees it: the peer's Hello noted. */
+/* What every envelope read does before the caller sees it: the peer's Hello noted, and
+ * after the peer's proof its frames opened. */
 static void note(struct lf_conn *c, const Gs__Envelope *env)
 {
+    if (env->body_case == GS__ENVELOPE__BODY_AUTH_PROOF) {
+        c->peer_proved = true;
+        c->seal.receiving = c->sealed;
+    }
     if (env->body_case != GS__ENVELOPE__BODY_HELLO || env->hello == NULL)
         return;
     c->peer_hello = true;
@@ -381,6 +424,12 @@ int lf_conn_proof(struct lf_conn *c, const struct gs_proto_auth_key *key, int ti
         lf_record_line(c->rec, "proof %u", c->id);
     rc = write_bytes(c, frame.data, frame.len, false);
     gs_buf_release(&frame);
+    if (rc == 0)
+        rc = gs_proto_seal_init(&c->seal, key, c->nonce, c->peer_nonce);
+    if (rc == 0) {
+        c->sealed = c->seal.sending = true;
+        c->seal.receiving = c->peer_proved;
+    }
     return rc;
 }
 

@@ -21,6 +21,7 @@
 
 #include "common/log.h"
 #include "proto/conn.h"
+#include "proto/seal.h"
 
 #define DEADLINE_MS 5000
 #define MAX_SEEN 16
@@ -763,4 +764,153 @@ Test(conn, a_reflected_proof_or_echoed_nonce_is_refused)
     close(fd);
     gs_proto_envelope_free(hello);
     gs_proto_envelope_free(proof);
+}
+
+/* ---- sealed frames (proto/seal.h) ---- */
+
+/* A raw worker that completes the keyed handshake with the connection at fd (its Hello and
+ * proof read, ours sent) and holds the link's seal in *seal. */
+static void raw_keyed_handshake(int fd, const struct gs_proto_auth_key *k,
+                                struct gs_proto_seal *seal)
+{
+    uint8_t nonce[GS_PROTO_AUTH_NONCE_SIZE] = {0x42, 7}, mac[GS_PROTO_AUTH_PROOF_SIZE];
+    Gs__Envelope env = GS__ENVELOPE__INIT, *hello;
+    Gs__AuthProof proof = GS__AUTH_PROOF__INIT;
+
+    raw_hello_with_nonce(fd, nonce);
+    pump_until_readable(fd);
+    hello = raw_expect(fd, GS__ENVELOPE__BODY_HELLO);
+    pump_until_readable(fd);
+    gs_proto_envelope_free(raw_expect(fd, GS__ENVELOPE__BODY_AUTH_PROOF));
+    cr_assert_eq(gs_proto_auth_proof(k, GS__ROLE__ROLE_WORKER, "raw", nonce,
+                                     hello->hello->auth_nonce.data, mac),
+                 0);
+    proof.mac.data = mac;
+    proof.mac.len = sizeof(mac);
+    env.body_case = GS__ENVELOPE__BODY_AUTH_PROOF;
+    env.auth_proof = &proof;
+    cr_assert_eq(gs_proto_write_fd(fd, &env, 1000), 0);
+    cr_assert_eq(gs_proto_seal_init(seal, k, nonce, hello->hello->auth_nonce.data), 0);
+    seal->sending = seal->receiving = true;
+    gs_proto_envelope_free(hello);
+}
+
+/* A heartbeat frame for the keyed connection, sealed; with tamper, one payload byte flipped
+ * after sealing. */
+static void sealed_heartbeat(struct gs_buf *out, struct gs_proto_seal *seal, uint64_t seq,
+                             bool tamper)
+{
+    size_t start = out->len;
+
+    heartbeat_frame(out, seq);
+    cr_assert_eq(gs_proto_seal_frame(seal, out, start), 0);
+    if (tamper)
+        out->data[start + GS_PROTO_HEADER_SIZE + 2] ^= 0x01;
+}
+
+Test(conn, sealed_frames_pass_and_the_connection_seals_its_own)
+{
+    struct gs_proto_auth_key k;
+    struct side s = {.echo = true};
+    struct gs_proto_conn_opts opts = side_opts(&s, GS__ROLE__ROLE_SCHEDULER, "gschedd");
+    struct gs_proto_seal seal = {0};
+    struct gs_buf frames = GS_BUF_INIT;
+    Gs__Envelope *env = NULL;
+    int fd;
+
+    fill_key(&k, 0x21);
+    opts.auth_key = &k;
+    fd = raw_pair(&s, &opts);
+    raw_keyed_handshake(fd, &k, &seal);
+    RUN_UNTIL(s.readies == 1);
+    sealed_heartbeat(&frames, &seal, 1, false);
+    sealed_heartbeat(&frames, &seal, 2, false);
+    raw_write(fd, frames.data, frames.len);
+    RUN_UNTIL(s.messages == 2);
+    send_request(s.conn, 5); /* what the connection sends now carries its tag */
+    pump_until_readable(fd);
+    cr_assert_eq(gs_proto_read_fd_sealed(fd, 0, 1000, &seal, &env), 0);
+    cr_assert_eq(env->body_case, GS__ENVELOPE__BODY_SUBMIT_REQUEST);
+    gs_proto_envelope_free(env);
+    gs_proto_conn_close(s.conn);
+    RUN_UNTIL(s.closes == 1);
+    cr_assert_eq(s.status, 0);
+    gs_buf_release(&frames);
+    gs_proto_seal_clear(&seal);
+    close(fd);
+}
+
+/* After the handshake, a frame without its tag (injected by someone without the key), with
+ * a changed byte, or out of turn (replayed) closes the connection unread. */
+static void expect_refused(int how)
+{
+    struct gs_proto_auth_key k;
+    struct side s = {0};
+    struct gs_proto_conn_opts opts = side_opts(&s, GS__ROLE__ROLE_SCHEDULER, "gschedd");
+    struct gs_proto_seal seal = {0};
+    struct gs_buf frames = GS_BUF_INIT, replay = GS_BUF_INIT;
+    int fd;
+
+    fill_key(&k, 0x33);
+    opts.auth_key = &k;
+    fd = raw_pair(&s, &opts);
+    raw_keyed_handshake(fd, &k, &seal);
+    RUN_UNTIL(s.readies == 1);
+    sealed_heartbeat(&frames, &seal, 1, false); /* one good frame first */
+    if (how == 0)
+        heartbeat_frame(&frames, 2);
+    else if (how == 1)
+        sealed_heartbeat(&frames, &seal, 2, true);
+    else if (gs_buf_append(&replay, frames.data, frames.len) == 0) /* the good frame again */
+        cr_assert_eq(gs_buf_append(&frames, replay.data, replay.len), 0);
+    raw_write(fd, frames.data, frames.len);
+    RUN_UNTIL(s.closes == 1);
+    cr_assert_eq(s.messages, 1, "only the good frame was taken");
+    cr_assert_eq(s.status, GS_PROTO_ERR_AUTH);
+    gs_buf_release(&frames);
+    gs_buf_release(&replay);
+    gs_proto_seal_clear(&seal);
+    close(fd);
+}
+
+Test(conn, an_unsealed_frame_after_the_handshake_closes_the_connection)
+{
+    expect_refused(0);
+}
+
+Test(conn, a_changed_frame_closes_the_connection)
+{
+    expect_refused(1);
+}
+
+Test(conn, a_replayed_frame_closes_the_connection)
+{
+    expect_refused(2);
+}
+
+/* A keyed end takes no peer that would not seal its frames. */
+Test(conn, a_keyed_peer_before_sealed_frames_is_refused)
+{
+    struct gs_proto_auth_key k;
+    struct side s = {0};
+    struct gs_proto_conn_opts opts = side_opts(&s, GS__ROLE__ROLE_SCHEDULER, "gschedd");
+    uint8_t nonce[GS_PROTO_AUTH_NONCE_SIZE] = {5};
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    Gs__Hello hello;
+    int fd;
+
+    fill_key(&k, 0x44);
+    opts.auth_key = &k;
+    fd = raw_pair(&s, &opts);
+    gs_proto_hello_init(&hello, GS__ROLE__ROLE_WORKER, "old");
+    hello.protocol_minor = GS_PROTO_MINOR_SEAL - 1;
+    hello.auth_nonce.data = nonce;
+    hello.auth_nonce.len = sizeof(nonce);
+    env.body_case = GS__ENVELOPE__BODY_HELLO;
+    env.hello = &hello;
+    cr_assert_eq(gs_proto_write_fd(fd, &env, 1000), 0);
+    RUN_UNTIL(s.closes == 1);
+    cr_assert_eq(s.readies, 0);
+    cr_assert_eq(s.status, GS_PROTO_ERR_VERSION);
+    close(fd);
 }

@@ -295,19 +295,31 @@ static bool closed_by_peer(int fd)
     return false;
 }
 
-/* A keyed, handshaken raw connection, to speak frames the client never would. */
-static int raw_worker(void)
+/* A keyed, handshaken raw connection, to speak frames the client never would; *seal is the
+ * link's (its frames must carry tags). */
+static int raw_worker(struct gs_proto_seal *seal)
 {
     int fd = raw_connect(port);
 
     cr_assert_eq(gs_proto_handshake_fd_keyed(fd, GS__ROLE__ROLE_WORKER, "raw",
                                              GS_PROTO_ROLE_BIT(GS__ROLE__ROLE_WORKER), &key,
-                                             TIMEOUT_MS, NULL),
+                                             TIMEOUT_MS, NULL, seal),
                  0);
     return fd;
 }
 
-static void append_shard_read(struct gs_buf *out, uint64_t request_id, const char *file)
+/* env appended to out as a frame, sealed with seal unless it is NULL. */
+static void append_frame(struct gs_buf *out, const Gs__Envelope *env, struct gs_proto_seal *seal)
+{
+    size_t start = out->len;
+
+    cr_assert_eq(gs_proto_encode(env, out), 0);
+    if (seal != NULL)
+        cr_assert_eq(gs_proto_seal_frame(seal, out, start), 0);
+}
+
+static void append_shard_read(struct gs_buf *out, uint64_t request_id, const char *file,
+                              struct gs_proto_seal *seal)
 {
     Gs__ShardRead req = GS__SHARD_READ__INIT;
     Gs__Envelope env = GS__ENVELOPE__INIT;
@@ -317,7 +329,7 @@ static void append_shard_read(struct gs_buf *out, uint64_t request_id, const cha
     env.request_id = request_id;
     env.body_case = GS__ENVELOPE__BODY_SHARD_READ;
     env.shard_read = &req;
-    cr_assert_eq(gs_proto_encode(&env, out), 0);
+    append_frame(out, &env, seal);
 }
 
 static void write_buf(int fd, const struct gs_buf *b)
@@ -499,22 +511,56 @@ Test(peer, closes_a_connection_that_sends_a_second_read_or_another_message)
     Gs__Heartbeat hb = GS__HEARTBEAT__INIT;
     Gs__Envelope env = GS__ENVELOPE__INIT;
     struct wrk_peer_fetch *f = open_fetch();
-    int fd = raw_worker();
+    struct gs_proto_seal seal = {0};
+    int fd = raw_worker(&seal);
 
-    append_shard_read(&frames, 1, "big.bin");
-    append_shard_read(&frames, 2, "small.bin"); /* in the same write: the first is not done */
+    append_shard_read(&frames, 1, "big.bin", &seal);
+    /* in the same write: the first is not done */
+    append_shard_read(&frames, 2, "small.bin", &seal);
     write_buf(fd, &frames);
     cr_assert(closed_by_peer(fd), "a second ShardRead ends the connection");
     close(fd);
+    gs_proto_seal_clear(&seal);
 
-    fd = raw_worker();
+    fd = raw_worker(&seal);
     gs_buf_reset(&frames);
     env.body_case = GS__ENVELOPE__BODY_HEARTBEAT;
     env.heartbeat = &hb;
-    cr_assert_eq(gs_proto_encode(&env, &frames), 0);
+    append_frame(&frames, &env, &seal);
     write_buf(fd, &frames);
     cr_assert(closed_by_peer(fd), "a message other than ShardRead ends the connection");
     close(fd);
+    gs_proto_seal_clear(&seal);
+    gs_buf_release(&frames);
+
+    expect_file(f, "small.bin", SMALL_SIZE, 1, 0, 4096);
+    wrk_peer_fetch_close(f);
+}
+
+/* After the handshake every frame carries its tag, numbered: a frame without one (injected
+ * by someone without the key) or out of turn (replayed, or one dropped before it) ends the
+ * connection unread, and the port goes on serving. */
+Test(peer, closes_a_connection_whose_frame_is_unsealed_or_out_of_turn)
+{
+    struct gs_buf frames = GS_BUF_INIT;
+    struct wrk_peer_fetch *f = open_fetch();
+    struct gs_proto_seal seal = {0};
+    int fd = raw_worker(&seal);
+
+    append_shard_read(&frames, 1, "small.bin", NULL);
+    write_buf(fd, &frames);
+    cr_assert(closed_by_peer(fd), "an unsealed frame ends the connection");
+    close(fd);
+    gs_proto_seal_clear(&seal);
+
+    fd = raw_worker(&seal);
+    gs_buf_reset(&frames);
+    seal.send_seq = 1; /* as if frame 0 had gone before, or this one came again */
+    append_shard_read(&frames, 1, "small.bin", &seal);
+    write_buf(fd, &frames);
+    cr_assert(closed_by_peer(fd), "a frame out of turn ends the connection");
+    close(fd);
+    gs_proto_seal_clear(&seal);
     gs_buf_release(&frames);
 
     expect_file(f, "small.bin", SMALL_SIZE, 1, 0, 4096);
