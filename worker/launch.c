@@ -396,7 +396,6 @@ static _Noreturn void run_child(int fd, const struct wrk_launch_spec *spec,
 
 struct wrk_launch_status {
     int fd; /* the report pipe's read end, non-blocking */
-    pid_t pid;
     /* What a failed step's message names: the working directory, the output files, the
      * program, as they were when the child was forked. */
     char *workdir, *stdout_path, *stderr_path, *exe;
@@ -561,7 +560,6 @@ int wrk_launch_start(const struct wrk_launch_spec *spec, pid_t *ret_pid,
         rc = gs_error_set(err, -fork_errno, 0, 0, "fork: %s", gs_strerror(-fork_errno));
         goto out;
     }
-    st->pid = pid;
     *ret_pid = pid;
     *ret_status = st;
     st = NULL;
