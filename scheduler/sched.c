@@ -137,10 +137,10 @@ void sched_stop(struct sched_ctx *s, void (*stopped)(void *data), void *data)
     s->stopping = true;
     s->stopped = stopped;
     s->stopped_data = data;
-    for (size_t i = 0; i < s->nnodes; i++) {
-        if (s->nodes[i]->conn != NULL)
-            gs_proto_conn_close(s->nodes[i]->conn);
-    }
+    /* Every worker connection, registered or not: one that never registered would
+     * otherwise hold the stop for as long as its peer keeps it open (the cron that times
+     * those out is closed below). */
+    sched_workers_close_all(s);
     for (struct sched_cli *c = s->clis; c != NULL; c = c->next)
         sched_cli_close(c);
     if (s->journal != NULL && s->fs != NULL)

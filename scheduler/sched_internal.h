@@ -318,6 +318,8 @@ void sched_resv_free(struct sched_ctx *s);
 void sched_on_worker_connection(uv_stream_t *server, int status);
 /* From the cron: closes worker connections not registered within scheduler.request_timeout. */
 void sched_workers_sweep(struct sched_ctx *s, uint64_t now_ms);
+/* Starts closing every worker connection, registered or not (gschedd stopping). */
+void sched_workers_close_all(struct sched_ctx *s);
 /* A registry entry for name (new ones are added to the cluster from topology, copied). */
 struct sched_node *sched_node_add(struct sched_ctx *s, const char *name,
                                   const Gs__NodeTopology *topology);

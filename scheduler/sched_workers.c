@@ -241,6 +241,13 @@ void sched_workers_sweep(struct sched_ctx *s, uint64_t now_ms)
     }
 }
 
+void sched_workers_close_all(struct sched_ctx *s)
+{
+    /* gs_proto_conn_close only starts closing: on_worker_close unlinks each later. */
+    for (struct sched_wconn *wc = s->wconns; wc != NULL; wc = wc->next)
+        gs_proto_conn_close(wc->conn);
+}
+
 /* A host name's characters only: node names go into logs, hostlists and file names. */
 static bool node_name_ok(const char *name, size_t size)
 {

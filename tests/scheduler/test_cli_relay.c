@@ -8,7 +8,7 @@
  * alone; a frame for a session already ended is answered with its end and an end for one never
  * opened is dropped; a CliRelay inside a relayed session, or from a CLI's own connection,
  * is refused; a session held by a wait ends when its worker goes, or when gschedd stops,
- * which leaves nothing on the loop.
+ * which leaves nothing on the loop, and closes a worker connection that never registered.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -717,4 +717,67 @@ Test(cli_relay, a_worker_connection_that_never_registers_is_closed)
                  0);
     run_until(one_quiet_closed, "the unregistered worker connection to be closed");
     cr_assert(registered && !worker_closed, "the registered worker stays");
+}
+
+/* A worker connection that said Hello and then nothing: never registered. */
+static struct gs_proto_conn *idle;
+static bool idle_ready;
+
+static void on_idle_ready(struct gs_proto_conn *conn, const Gs__Hello *peer, void *data)
+{
+    (void)conn;
+    (void)peer;
+    (void)data;
+    idle_ready = true;
+}
+
+static void on_idle_close(struct gs_proto_conn *conn, int status, void *data)
+{
+    (void)conn;
+    (void)status;
+    (void)data;
+    idle = NULL;
+}
+
+static void on_idle_connected(uv_connect_t *req, int status)
+{
+    free(req);
+    cr_assert_eq(status, 0, "connect: %s", uv_strerror(status));
+    cr_assert_eq(gs_proto_conn_start(idle), 0);
+}
+
+static bool is_idle_ready(void)
+{
+    return idle_ready;
+}
+
+static bool stopped_and_idle_closed(void)
+{
+    return sched_stopped && idle == NULL;
+}
+
+/* gschedd's stop closes a worker connection that never registered instead of waiting for
+ * its peer to (live_fuzz found gschedd hanging on SIGTERM behind one). */
+Test(cli_relay, stop_closes_a_worker_connection_that_never_registered)
+{
+    struct gs_proto_conn_opts opts = {
+        .role = GS__ROLE__ROLE_WORKER,
+        .name = "n9",
+        .accept_roles = GS_PROTO_ROLE_BIT(GS__ROLE__ROLE_SCHEDULER),
+        .on_ready = on_idle_ready,
+        .on_close = on_idle_close,
+    };
+    struct sockaddr_in addr;
+    uv_connect_t *req = malloc(sizeof(*req));
+
+    idle_ready = false;
+    idle = gs_proto_conn_new(&loop, GS_PROTO_TCP, &opts);
+    cr_assert(idle != NULL && req != NULL);
+    uv_ip4_addr("127.0.0.1", sched_worker_port(sched), &addr);
+    cr_assert_eq(uv_tcp_connect(req, (uv_tcp_t *)gs_proto_conn_stream(idle),
+                                (const struct sockaddr *)&addr, on_idle_connected),
+                 0);
+    run_until(is_idle_ready, "the idle worker's handshake");
+    sched_stop(sched, on_stopped, NULL);
+    run_until(stopped_and_idle_closed, "gschedd to stop with an unregistered worker connected");
 }
