@@ -126,9 +126,27 @@ static void on_worker_close(struct gs_proto_conn *conn, int status, void *data)
 
 static void on_connected(uv_connect_t *req, int status)
 {
+    struct gs_proto_conn *conn = req->data;
+
     free(req);
     cr_assert_eq(status, 0, "connect: %s", uv_strerror(status));
-    cr_assert_eq(gs_proto_conn_start(worker), 0);
+    cr_assert_eq(gs_proto_conn_start(conn), 0);
+}
+
+/* A worker connection with opts to gschedd's worker port, started once connected. */
+static struct gs_proto_conn *dial_worker(const struct gs_proto_conn_opts *opts)
+{
+    struct gs_proto_conn *conn = gs_proto_conn_new(&loop, GS_PROTO_TCP, opts);
+    uv_connect_t *req = malloc(sizeof(*req));
+    struct sockaddr_in addr;
+
+    cr_assert(conn != NULL && req != NULL);
+    req->data = conn;
+    uv_ip4_addr("127.0.0.1", sched_worker_port(sched), &addr);
+    cr_assert_eq(uv_tcp_connect(req, (uv_tcp_t *)gs_proto_conn_stream(conn),
+                                (const struct sockaddr *)&addr, on_connected),
+                 0);
+    return conn;
 }
 
 static bool is_registered(void)
@@ -147,16 +165,9 @@ static void connect_worker(void)
         .on_message = on_worker_message,
         .on_close = on_worker_close,
     };
-    struct sockaddr_in addr;
-    uv_connect_t *req = malloc(sizeof(*req));
 
     registered = worker_closed = false;
-    worker = gs_proto_conn_new(&loop, GS_PROTO_TCP, &opts);
-    cr_assert(worker != NULL && req != NULL);
-    uv_ip4_addr("127.0.0.1", sched_worker_port(sched), &addr);
-    cr_assert_eq(uv_tcp_connect(req, (uv_tcp_t *)gs_proto_conn_stream(worker),
-                                (const struct sockaddr *)&addr, on_connected),
-                 0);
+    worker = dial_worker(&opts);
     run_until(is_registered, "the registration");
 }
 
@@ -738,13 +749,6 @@ static void on_idle_close(struct gs_proto_conn *conn, int status, void *data)
     idle = NULL;
 }
 
-static void on_idle_connected(uv_connect_t *req, int status)
-{
-    free(req);
-    cr_assert_eq(status, 0, "connect: %s", uv_strerror(status));
-    cr_assert_eq(gs_proto_conn_start(idle), 0);
-}
-
 static bool is_idle_ready(void)
 {
     return idle_ready;
@@ -761,16 +765,9 @@ Test(cli_relay, stop_closes_a_worker_connection_that_never_registered)
         .on_ready = on_idle_ready,
         .on_close = on_idle_close,
     };
-    struct sockaddr_in addr;
-    uv_connect_t *req = malloc(sizeof(*req));
 
     idle_ready = false;
-    idle = gs_proto_conn_new(&loop, GS_PROTO_TCP, &opts);
-    cr_assert(idle != NULL && req != NULL);
-    uv_ip4_addr("127.0.0.1", sched_worker_port(sched), &addr);
-    cr_assert_eq(uv_tcp_connect(req, (uv_tcp_t *)gs_proto_conn_stream(idle),
-                                (const struct sockaddr *)&addr, on_idle_connected),
-                 0);
+    idle = dial_worker(&opts);
     run_until(is_idle_ready, "the idle worker's handshake");
     /* teardown stops gschedd now: it must close this connection too, or it never stops */
 }
