@@ -11,7 +11,8 @@
  * The worker's loop does not wait for those reports: wrk_launch_start() returns after the
  * fork with the pipe's read end, non-blocking, which the loop watches (worker/tasks.c), so
  * a child stuck before its exec (a chdir on a filesystem that hangs) holds only itself.
- * wrk_launch() waits for them, for callers off the loop. The child still must not wait on
+ * wrk_launch() waits for them (tests/worker/test_launch.c checks every step through it; the
+ * worker itself no longer calls it). The child still must not wait on
  * what the loop serves while it gets there: log files are opened non-blocking (a FIFO
  * without a reader) and the stderr note is cut to what an empty pipe holds.
  *

@@ -95,8 +95,9 @@ int wrk_launch_numa_mask(const int *nodes, int n, struct wrk_numa_mask *ret_mask
  * empty message, or a note on a step the child skipped ("set_mempolicy: Operation not
  * permitted") for the caller to log. On failure returns a negative errno with err naming the
  * step ("exec python3: No such file or directory"); no child is left running. It waits as
- * long as the child takes to get to its exec (a chdir on a filesystem that hangs): the
- * worker's loop uses wrk_launch_start() instead.
+ * long as the child takes to get to its exec (a chdir on a filesystem that hangs), so the
+ * worker's loop uses wrk_launch_start() instead; this blocking form serves callers without a
+ * loop (today test_launch, which checks each step through it).
  */
 int wrk_launch(const struct wrk_launch_spec *spec, pid_t *ret_pid, struct gs_error *err);
 
