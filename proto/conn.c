@@ -13,8 +13,9 @@
  * A keyed connection (proto/auth.h) has one more state between the peer's Hello and ready:
  * the peer's Hello is kept, our proof is sent, and the only frame taken next is the peer's
  * AuthProof (or a HelloReject); the handshake timer runs until it has been checked. Every
- * frame we send after our proof is sealed (proto/seal.h), and every frame after the peer's
- * proof must be: the decoder opens them, and a bad tag closes the connection. An
+ * frame we send after our proof is sealed, encrypted and tagged (proto/seal.h), and every
+ * frame after the peer's proof must be: the decoder opens them, and a bad tag closes the
+ * connection. An
  * unkeyed connection may still send a nonce in its Hello (opts.hello_nonce): a challenge the
  * peer's credential answers, checked by the owner (gschedd's login-node port), not here.
  *
@@ -540,7 +541,7 @@ static int check_nonce(const struct gs_proto_conn *conn, const Gs__Hello *hello)
 {
     if (conn->key == NULL)
         return 0;
-    if (hello->protocol_minor < GS_PROTO_MINOR_SEAL)
+    if (hello->protocol_minor < GS_PROTO_MINOR_CRYPT)
         return GS_PROTO_ERR_VERSION;
     if (hello->auth_nonce.len != GS_PROTO_AUTH_NONCE_SIZE ||
         memcmp(hello->auth_nonce.data, conn->nonce, GS_PROTO_AUTH_NONCE_SIZE) == 0)

@@ -8,7 +8,7 @@
  * back to write(). Reads take the header first and then exactly the announced payload, so
  * nothing beyond the frame is consumed from the descriptor.
  *
- * The _sealed variants tag what they write and open what they read with a keyed link's seal
+ * The _sealed variants seal what they write and open what they read with a keyed link's seal
  * (proto/seal.h), once its sending or receiving is on.
  *
  * No global state; any thread, one caller per descriptor.

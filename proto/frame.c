@@ -310,15 +310,16 @@ static void end_frame(struct gs_proto_decoder *dec)
 
 /*
  * Gathers payload bytes. Returns 1 with the whole payload in *ret_payload (in the input when
- * it arrived in one piece, else in the decoder's buffer), 0 when more is needed, or -ENOMEM.
+ * it arrived in one piece and copy is false, else in the decoder's buffer), 0 when more is
+ * needed, or -ENOMEM.
  */
-static int take_payload(struct gs_proto_decoder *dec, const uint8_t **data, size_t *len,
+static int take_payload(struct gs_proto_decoder *dec, const uint8_t **data, size_t *len, bool copy,
                         const uint8_t **ret_payload)
 {
     size_t want = dec->frame_len - dec->payload_len;
     int rc;
 
-    if (dec->payload_len == 0 && *len >= want) {
+    if (!copy && dec->payload_len == 0 && *len >= want) {
         *ret_payload = *data;
         *data += want;
         *len -= want;
@@ -341,6 +342,7 @@ int gs_proto_decoder_next(struct gs_proto_decoder *dec, const uint8_t **data, si
 {
     const uint8_t *payload;
     size_t plen;
+    bool sealed;
     int rc;
 
     if (dec->error != 0)
@@ -350,12 +352,14 @@ int gs_proto_decoder_next(struct gs_proto_decoder *dec, const uint8_t **data, si
         if (rc <= 0)
             goto out;
     }
-    rc = take_payload(dec, data, len, &payload);
+    /* A sealed payload is decrypted in place, so in the decoder's buffer, never the input. */
+    sealed = dec->seal != NULL && dec->seal->receiving;
+    rc = take_payload(dec, data, len, sealed, &payload);
     if (rc <= 0)
         goto out;
     plen = dec->frame_len;
-    if (dec->seal != NULL && dec->seal->receiving)
-        rc = gs_proto_seal_open(dec->seal, payload, plen, &plen);
+    if (sealed)
+        rc = gs_proto_seal_open(dec->seal, dec->payload, plen, &plen);
     if (rc >= 0)
         rc = gs_proto_decode(payload, plen, ret_env);
     end_frame(dec);

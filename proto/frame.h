@@ -35,7 +35,7 @@
 
 #define GS_PROTO_MAGIC 0x47534348u /* "GSCH" */
 #define GS_PROTO_VERSION_MAJOR 1u  /* bump on an incompatible change */
-#define GS_PROTO_VERSION_MINOR 12u /* bump when adding fields or body cases */
+#define GS_PROTO_VERSION_MINOR 13u /* bump when adding fields or body cases */
 /* The first minor whose peers know JobKvPut and JobKvGet (a client checks the peer's Hello). */
 #define GS_PROTO_MINOR_JOB_KV 4u
 /* The first minor whose workers know JobLimitUpdate (a running job's new time limit). */
@@ -46,8 +46,9 @@
 #define GS_PROTO_MINOR_ALLOC 10u
 /* The first minor that knows heterogeneous jobs (JobSpec.het, StepLaunchRequest.het_groups). */
 #define GS_PROTO_MINOR_HET 11u
-/* The first minor that seals a keyed link's frames (proto/seal.h); keyed ends require it. */
-#define GS_PROTO_MINOR_SEAL 12u
+/* The first minor that encrypts a keyed link's frames (proto/seal.h); keyed ends require it.
+ * (1.12 tagged them with HMAC-SHA256 in the clear; no end speaks that any more.) */
+#define GS_PROTO_MINOR_CRYPT 13u
 #define GS_PROTO_HEADER_SIZE 4u
 #define GS_PROTO_MAX_FRAME_DEFAULT (16u * 1024u * 1024u)
 

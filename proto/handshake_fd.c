@@ -33,7 +33,7 @@ static int check_nonce(const Gs__Hello *hello, const uint8_t *nonce)
 {
     if (nonce == NULL)
         return hello->auth_nonce.len == 0 ? 0 : GS_PROTO_ERR_AUTH;
-    if (hello->protocol_minor < GS_PROTO_MINOR_SEAL)
+    if (hello->protocol_minor < GS_PROTO_MINOR_CRYPT)
         return GS_PROTO_ERR_VERSION;
     if (hello->auth_nonce.len != GS_PROTO_AUTH_NONCE_SIZE ||
         memcmp(hello->auth_nonce.data, nonce, GS_PROTO_AUTH_NONCE_SIZE) == 0)

@@ -127,7 +127,7 @@ struct lf_conn {
     Gs__Role role;         /* ours, for the proof */
     char name[64];         /* ours, for the proof */
     struct lf_record *rec; /* where sends are written down */
-    /* A keyed link's tags (proto/seal.h): lf_conn_write seals every whole frame once our
+    /* A keyed link's seal (proto/seal.h): lf_conn_write seals every whole frame once our
      * proof is out, and the decoder opens the peer's once its proof came. */
     struct gs_proto_seal seal;
     bool sealed;      /* seal derived (our proof sent) */

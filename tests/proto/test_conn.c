@@ -903,7 +903,7 @@ Test(conn, a_keyed_peer_before_sealed_frames_is_refused)
     opts.auth_key = &k;
     fd = raw_pair(&s, &opts);
     gs_proto_hello_init(&hello, GS__ROLE__ROLE_WORKER, "old");
-    hello.protocol_minor = GS_PROTO_MINOR_SEAL - 1;
+    hello.protocol_minor = GS_PROTO_MINOR_CRYPT - 1;
     hello.auth_nonce.data = nonce;
     hello.auth_nonce.len = sizeof(nonce);
     env.body_case = GS__ENVELOPE__BODY_HELLO;
