@@ -838,6 +838,8 @@ struct wrk_ctx *wrk_new(uv_loop_t *loop, const struct wrk_opts *opts, struct gs_
     if (opts->auth_key != NULL)
         w->auth_key = *opts->auth_key;
     w->grace_ms = opts->grace_ms > 0 ? opts->grace_ms : 30000;
+    w->log_read_gate = opts->log_read_gate;
+    w->log_read_gate_data = opts->log_read_gate_data;
     w->start_ms = gs_clock_wall_ms();
     w->backoff_ms = BACKOFF_MIN_MS;
     w->tasks = wrk_tasks_new(loop, w->grace_ms, on_task_exit, w);
@@ -855,7 +857,8 @@ struct wrk_ctx *wrk_new(uv_loop_t *loop, const struct wrk_opts *opts, struct gs_
     uv_timer_init(loop, &w->fence);
     w->heartbeat.data = w->reconnect.data = w->fence.data = w;
     w->open_handles = 3;
-    if (start_cgroups(w, opts, err) < 0 || start_relay(w, opts, err) < 0) {
+    if (start_cgroups(w, opts, err) < 0 || start_relay(w, opts, err) < 0 ||
+        wrk_logs_start(w, err) < 0) {
         wrk_stop(w, NULL, NULL); /* freed once its handles are closed */
         return NULL;
     }
@@ -896,6 +899,7 @@ void wrk_stop(struct wrk_ctx *w, void (*stopped)(void *data), void *data)
     w->relay = NULL;
     wrk_telemetry_close(w->telemetry, on_telemetry_closed, w);
     w->telemetry = NULL;
+    wrk_logs_stop(w);
     wrk_data_stop(w);
     if (w->conn != NULL)
         gs_proto_conn_close(w->conn);

@@ -59,6 +59,10 @@ struct wrk_opts {
     uint64_t data_rate_bytes;  /* staging copies' rate per second; 0: no limit */
     uint32_t data_port;        /* where peers fetch shards; 0: chosen by the kernel */
     uint32_t data_copies;      /* staging copies at once; 0: 2 */
+    /* Tests only (NULL in the daemon): runs on each `gsched logs` read's thread before it
+     * reads, so a test can hold the read as a filesystem that hangs would. */
+    void (*log_read_gate)(void *data);
+    void *log_read_gate_data;
 };
 
 struct wrk_ctx;
@@ -74,6 +78,8 @@ const char *wrk_cli_socket(const struct wrk_ctx *w);
 int wrk_running(const struct wrk_ctx *w);
 int wrk_unacked_exits(const struct wrk_ctx *w);
 unsigned wrk_registrations(const struct wrk_ctx *w);
+/* `gsched logs` reads running on their threads or waiting for the loop. */
+unsigned wrk_log_reads(const struct wrk_ctx *w);
 /* Jobs with tasks on this node (their attempt numbers are kept while they run). */
 int wrk_jobs_known(const struct wrk_ctx *w);
 

@@ -14,6 +14,7 @@
 #include "worker/ledger.h"
 #include "worker/relay.h"
 #include "worker/tasks.h"
+#include "worker/offload.h"
 #include "worker/telemetry.h"
 #include "worker/worker.h"
 
@@ -68,9 +69,12 @@ struct wrk_ctx {
     uint64_t last_heard_ms; /* mono: the last frame from gschedd */
     bool fenced;            /* tasks killed for silence, until the next registration */
     struct wrk_tasks *tasks;
-    struct wrk_ledger *ledger;       /* NULL when not kept */
-    struct wrk_relay *relay;         /* the CLI socket; NULL when there is none */
-    struct wrk_telemetry *telemetry; /* heartbeat figures; NULL when not sampling */
+    struct wrk_ledger *ledger;         /* NULL when not kept */
+    struct wrk_relay *relay;           /* the CLI socket; NULL when there is none */
+    struct wrk_telemetry *telemetry;   /* heartbeat figures; NULL when not sampling */
+    struct wrk_offload *log_reads;     /* `gsched logs` reads, each on its own thread */
+    void (*log_read_gate)(void *data); /* wrk_opts' */
+    void *log_read_gate_data;
     struct wrk_exit *exits;
     struct wrk_job *jobs;
     struct wrk_data *data; /* the shard cache (worker_data.c); NULL: the node keeps none */
@@ -111,6 +115,10 @@ void wrk_job_idle(struct wrk_ctx *w, struct wrk_job *job);
 
 /* worker_logs.c: replies a LogsReply or an ErrorReply under request_id. */
 void wrk_handle_logs(struct wrk_ctx *w, const Gs__LogsRequest *req, uint64_t request_id);
+/* The log readers: 0, or an error in err. */
+int wrk_logs_start(struct wrk_ctx *w, struct gs_error *err);
+/* Closes them without waiting for reads in flight (wrk_handle_closed once). */
+void wrk_logs_stop(struct wrk_ctx *w);
 
 /* worker_data.c: the node's shard cache (docs/data.md) */
 struct wrk_data;

@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "proto/conn.h"
 #include "proto/seal.h"
+#include "tests/loop_wait.h"
 
 #define DEADLINE_MS 5000
 #define MAX_SEEN 16
@@ -41,27 +42,8 @@ struct side {
 };
 
 static uv_loop_t loop;
-static uv_timer_t deadline;
-static bool expired;
-
-static void on_deadline(uv_timer_t *timer)
-{
-    (void)timer;
-    expired = true;
-}
-
 /* Runs the loop until cond holds; fails the test when DEADLINE_MS pass first. */
-#define RUN_UNTIL(cond)                                                                            \
-    do {                                                                                           \
-        expired = false;                                                                           \
-        uv_timer_init(&loop, &deadline);                                                           \
-        uv_timer_start(&deadline, on_deadline, DEADLINE_MS, 0);                                    \
-        while (!(cond) && !expired)                                                                \
-            uv_run(&loop, UV_RUN_ONCE);                                                            \
-        uv_close((uv_handle_t *)&deadline, NULL);                                                  \
-        uv_run(&loop, UV_RUN_NOWAIT);                                                              \
-        cr_assert((cond), "timed out waiting for %s", #cond);                                      \
-    } while (0)
+#define RUN_UNTIL(cond) GS_TEST_RUN_UNTIL(&loop, cond, DEADLINE_MS)
 
 static void count_leftover(uv_handle_t *handle, void *arg)
 {

@@ -6,9 +6,11 @@
  * refuses launches with no user or as root unless allowed (suite worker_no_root),
  * survives losing the scheduler with its tasks still running, obeys SignalTasks and
  * JobLimitUpdate (a running job's new time limit, from its start; another attempt's is
- * ignored), and answers log reads under their request ids, read off its loop (suite
- * worker_pool: heartbeats go on while a read waits; an answer goes only to the link it was
- * asked on; a read in flight at stop is freed). Binding: on a fake topology (suite
+ * ignored), and answers log reads under their request ids, each read on a thread of its own
+ * (suite worker_log_reads, reads held at a gate as a hung filesystem would hold them:
+ * heartbeats, libuv's pool and later reads go on while reads hang, up to 64 of them; an
+ * answer goes only to the link it was asked on; a hung read does not hold the worker's
+ * stop, and one in flight then is freed). Binding: on a fake topology (suite
  * worker) tasks run unbound with one warning per worker; on this machine's own topology with
  * synthetic GPUs (suite worker_on_this_machine) each task runs on its cores' PUs, prefers
  * their NUMA node and is pointed at its GPU's NIC, as the show_binding helper reads back.
@@ -217,7 +219,8 @@ static void on_worker_connection(uv_stream_t *srv, int status)
 static bool allow_root = true; /* worker.allow_root_jobs of the worker under test */
 static bool use_ledger;        /* the worker keeps DIR/node1.ledger (and its .exits) */
 static char ledger_path[128];
-static struct wrk_opts wopts; /* what the worker under test was made with, for a restart */
+static struct wrk_opts wopts;         /* what the worker under test was made with, for a restart */
+static void (*read_gate)(void *data); /* wrk_opts.log_read_gate of the worker under test */
 static char cg_parent[64];
 
 /* Starts a worker on topts's topology, its warnings going to worker.log in the test's dir. */
@@ -232,7 +235,8 @@ static void start_worker(const struct gs_topo_opts *topts)
                             .grace_ms = 200,
                             .telemetry_ms = telemetry_ms,
                             .synthetic_gpus = true,
-                            .allow_root_jobs = allow_root}; /* CI runs the tests as root */
+                            .allow_root_jobs = allow_root, /* CI runs the tests as root */
+                            .log_read_gate = read_gate};
     struct gs_error err;
     struct sockaddr_in bind_addr;
     char log_path[128];
@@ -738,45 +742,35 @@ Test(worker, serves_log_reads_under_the_request_id)
     cr_assert_str_eq(last_error, want);
 }
 
-/* libuv's thread pool cut to one thread, which a gate can hold: a log read queued behind
- * it cannot finish, as one on a filesystem that hangs would not. */
+/* Log reads held at a gate, as reads on a filesystem that hangs would be: each read's
+ * thread takes a byte from the gate before it reads (wrk_opts.log_read_gate). libuv's pool
+ * is cut to one thread, so a read that used it would hold it. */
 static int gate[2] = {-1, -1};
-static uv_work_t gate_work;
-static int gates_passed;
 
-static void wait_at_gate(uv_work_t *req)
+static void log_read_gate(void *data)
 {
     char c;
 
-    (void)req;
+    (void)data;
     while (read(gate[0], &c, 1) < 0 && errno == EINTR)
         ;
 }
 
-static void gate_passed(uv_work_t *req, int status)
+/* Lets n held reads go on. */
+static void open_the_gate(int n)
 {
-    (void)req;
-    cr_assert_eq(status, 0);
-    gates_passed++;
+    for (int i = 0; i < n; i++)
+        cr_assert_eq(write(gate[1], "x", 1), 1);
 }
 
-static void hold_the_pool(void)
+/* Runs the loop until the worker has no log read in flight; fails after 10 s. */
+static void run_until_no_log_read(void)
 {
-    cr_assert_eq(pipe(gate), 0);
-    gates_passed = 0;
-    cr_assert_eq(uv_queue_work(&loop, &gate_work, wait_at_gate, gate_passed), 0);
-}
+    uint64_t until = gs_clock_mono_ms() + 10000;
 
-/* The gate opened: the pool's thread goes on when the loop next runs. */
-static void open_the_gate(void)
-{
-    cr_assert_eq(write(gate[1], "x", 1), 1);
-}
-
-static void free_the_pool(void)
-{
-    open_the_gate();
-    run_until(&gates_passed, 1, "the pool's thread to be free");
+    while (wrk_log_reads(worker) > 0 && gs_clock_mono_ms() < until)
+        uv_run(&loop, UV_RUN_NOWAIT);
+    cr_assert_eq(wrk_log_reads(worker), 0, "timed out waiting for the log reads to end");
 }
 
 /* Every frame sent before has been taken by the worker: it handles them in order, and a
@@ -792,68 +786,127 @@ static void worker_took_what_was_sent(void)
     run_until(&replies, want, "the refused launch's reply, sent after the rest");
 }
 
-static void setup_one_pool_thread(void)
+static void setup_gated_reads(void)
 {
+    struct gs_topo_opts topts = {.xml_path = GSCHED_TOPOLOGIES "/cpu-only.xml", .fake_gpus = 4};
+
     setenv("UV_THREADPOOL_SIZE", "1", 1); /* read once, at the pool's first use */
-    setup();
+    cr_assert_eq(pipe(gate), 0);
+    read_gate = log_read_gate;
+    start_worker(&topts);
 }
 
-static void teardown_one_pool_thread(void)
+static void teardown_gated_reads(void)
 {
     teardown();
-    for (int i = 0; i < 2; i++) {
+    read_gate = NULL;
+    for (int i = 0; i < 2; i++) { /* the end of the gate lets reads still held go on */
         if (gate[i] >= 0)
             close(gate[i]);
         gate[i] = -1;
     }
 }
 
-TestSuite(worker_pool, .init = setup_one_pool_thread, .fini = teardown_one_pool_thread,
-          .timeout = 60);
+TestSuite(worker_log_reads, .init = setup_gated_reads, .fini = teardown_gated_reads, .timeout = 60);
 
-Test(worker_pool, heartbeats_go_on_while_a_log_read_waits_and_its_answer_follows)
+Test(worker_log_reads, heartbeats_go_on_while_a_log_read_hangs_and_its_answer_follows)
 {
     char log_path[160];
     int beats;
 
     registered_with_log("hello\n", log_path, sizeof(log_path));
-    hold_the_pool();
     request_logs(43, log_path, 0);
     beats = heartbeats;
-    run_until(&heartbeats, beats + 3, "heartbeats while the read waits");
+    run_until(&heartbeats, beats + 3, "heartbeats while the read hangs");
     cr_assert_eq(log_replies + errors, 0, "the read cannot have finished yet");
-    free_the_pool();
+    cr_assert_eq(wrk_log_reads(worker), 1);
+    open_the_gate(1);
     run_until(&log_replies, 1, "the log chunk");
     cr_assert_eq(last_request_id, 43);
     cr_assert_str_eq(last_logs_data, "hello\n");
 }
 
-Test(worker_pool, a_read_asked_on_a_link_since_lost_is_not_answered_on_the_next)
+static void pool_work(uv_work_t *req)
+{
+    (void)req;
+}
+
+static void pool_done(uv_work_t *req, int status)
+{
+    cr_assert_eq(status, 0);
+    (*(int *)req->data)++;
+}
+
+/* Hung reads hold neither libuv's pool (which shard copies and telemetry samples use) nor
+ * the reads after them, up to the limit; past it a request is refused at once. */
+Test(worker_log_reads, hung_reads_hold_neither_the_pool_nor_later_reads)
+{
+    char log_path[160], want[256];
+    uv_work_t req;
+    int pool_ran = 0;
+
+    registered_with_log("x", log_path, sizeof(log_path));
+    for (uint64_t id = 100; id < 164; id++)
+        request_logs(id, log_path, 0);
+    worker_took_what_was_sent();
+    cr_assert_eq(wrk_log_reads(worker), 64);
+    req.data = &pool_ran;
+    cr_assert_eq(uv_queue_work(&loop, &req, pool_work, pool_done), 0);
+    run_until(&pool_ran, 1, "work in the pool's one thread");
+    request_logs(200, log_path, 0);
+    run_until(&errors, 1, "the refusal past 64 reads");
+    cr_assert_eq(last_request_id, 200);
+    cr_assert_eq(last_error_code, -EBUSY);
+    snprintf(want, sizeof(want),
+             "node1: %s: too many log reads in flight on this node (a filesystem may hang); "
+             "try again later",
+             log_path);
+    cr_assert_str_eq(last_error, want);
+    open_the_gate(65);
+    run_until(&log_replies, 64, "the 64 held reads' chunks");
+    request_logs(201, log_path, 0);
+    run_until(&log_replies, 65, "a read once there is room again");
+    cr_assert_eq(last_request_id, 201);
+}
+
+Test(worker_log_reads, a_read_asked_on_a_link_since_lost_is_not_answered_on_the_next)
 {
     char log_path[160];
 
     registered_with_log("", log_path, sizeof(log_path));
-    hold_the_pool();
     request_logs(44, log_path, 0);
-    worker_took_what_was_sent(); /* 44 is queued, behind the gate */
+    worker_took_what_was_sent(); /* 44 is held at the gate */
     gs_proto_conn_close(sched_conn);
     run_until(&registers, 2, "the worker's next registration");
-    free_the_pool();
-    request_logs(45, log_path, 0); /* behind 44 in the one thread */
+    open_the_gate(2);
+    run_until_no_log_read(); /* 44 came back to the loop, on the new link */
+    request_logs(45, log_path, 0);
     run_until(&log_replies, 1, "the second read's chunk");
     cr_assert_eq(last_request_id, 45);
     cr_assert_eq(log_replies + errors, 1, "44 belonged to the lost link's gschedd");
 }
 
-Test(worker_pool, a_read_in_flight_when_the_worker_stops_is_dropped_and_freed)
+/* The stop does not wait for a hung read: teardown's stop completes with 46 still held (it
+ * goes on, and is dropped, once teardown closes the gate). */
+Test(worker_log_reads, a_read_that_hangs_when_the_worker_stops_does_not_hold_the_stop)
 {
     char log_path[160];
 
     registered_with_log("", log_path, sizeof(log_path));
-    hold_the_pool();
     request_logs(46, log_path, 0);
-    worker_took_what_was_sent(); /* 46 is queued, behind the gate */
-    open_the_gate();             /* it is read in teardown's run, after the worker's stop */
+    worker_took_what_was_sent();
+    cr_assert_eq(wrk_log_reads(worker), 1);
+}
+
+/* A read that came back to the worker as it stopped is dropped, not answered. */
+Test(worker_log_reads, a_read_in_flight_when_the_worker_stops_is_dropped_and_freed)
+{
+    char log_path[160];
+
+    registered_with_log("", log_path, sizeof(log_path));
+    request_logs(47, log_path, 0);
+    worker_took_what_was_sent();
+    open_the_gate(1); /* it may come back before or after teardown's stop */
 }
 
 /* How many lines of the worker's log contain needle. */
