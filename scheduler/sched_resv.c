@@ -10,9 +10,17 @@
  * Slurm ends such jobs with it), and the clock: the cron asks for a pass when a
  * reservation starts or ends and deletes those that have ended.
  *
+ * A reservation with a recurrence flag (HOURLY, DAILY, WEEKDAY, WEEKEND, WEEKLY) is not
+ * deleted when it ends: the cron moves it to its next window, the same length, at the same
+ * local time of day for the day-based ones (so a daylight-saving change keeps 02:00 at
+ * 02:00), and stores it. Jobs waiting for it start in that window.
+ *
  * Changes are root's, checked whole before anything changes (nodes known, users real,
- * accounts configured, no other reservation holding a node at the same time), kept in
- * SQLite (packed gs.Reservation rows) and answered once stored. Loop thread only.
+ * accounts configured, no other reservation holding a node at the same time: for a
+ * repeating one, in any of its windows until the other ends, and two repeating ones never
+ * share a node), kept in SQLite (packed gs.Reservation rows) and answered once stored. An
+ * update's Users+= / Users-= (and Accounts, Flags) edit the stored lists here, so two
+ * operators' edits compose. Loop thread only.
  */
 #define _GNU_SOURCE /* getpwnam_r */
 #include <errno.h>
@@ -20,20 +28,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/clock.h"
 #include "common/hostlist.h"
 #include "common/log.h"
 #include "common/sort.h"
 #include "common/units.h"
+#include "scheduler/resv_recur.h"
 #include "scheduler/sched_internal.h"
 
 #define RESV_NAME_MAX 63
+#define RECUR_FLAGS SCHED_RESV_RECUR_FLAGS
+/* Windows of a repeating reservation checked against another reservation at most. */
+#define RECUR_CHECK_MAX 100000
 
 struct resv {
     char name[RESV_NAME_MAX + 1];
     uint64_t start_ms, end_ms, created_ms; /* end 0: none */
     uint32_t gpus;                         /* kept in all over its nodes; 0: whole nodes */
+    uint32_t flags;                        /* ReservationFlag bits */
     char *nodes;                           /* the hostlist as given */
     char **node_names;                     /* expanded (gs_hostlist_free) */
     size_t nnode_names;
@@ -136,6 +150,7 @@ static int resv_from_msg(const Gs__Reservation *m, struct resv *r, char *why, si
     r->end_ms = m->end_ms;
     r->created_ms = m->created_ms;
     r->gpus = m->gpus;
+    r->flags = m->flags;
     if ((rc = set_nodes(r, m->nodes, why, size)) == 0 &&
         (rc = set_strv(&r->users, &r->nusers, m->users, m->n_users)) == 0)
         rc = set_strv(&r->accounts, &r->naccounts, m->accounts, m->n_accounts);
@@ -162,6 +177,7 @@ static void resv_to_msg(const struct resv *r, uint64_t now_ms, Gs__Reservation *
     m->node_count = (uint32_t)r->nnode_names;
     m->created_ms = r->created_ms;
     m->gpus = r->gpus;
+    m->flags = r->flags;
 }
 
 static struct resv *resv_find(struct sched_resvs *rs, const char *name)
@@ -207,12 +223,66 @@ static void resvs_remove(struct sched_ctx *s, struct resv *r)
     rs->dirty = true;
 }
 
-static bool windows_meet(const struct resv *a, const struct resv *b)
+static bool windows_meet(uint64_t a_start, uint64_t a_end, const struct resv *b)
 {
-    bool a_before_b = a->end_ms != 0 && a->end_ms <= b->start_ms;
-    bool b_before_a = b->end_ms != 0 && b->end_ms <= a->start_ms;
+    bool a_before_b = a_end != 0 && a_end <= b->start_ms;
+    bool b_before_a = b->end_ms != 0 && b->end_ms <= a_start;
 
     return !a_before_b && !b_before_a;
+}
+
+/* Whether a and b hold their nodes at the same time in some window. A repeating one is
+ * checked window by window until the other ends; against one without an end, or another
+ * repeating one, any overlap from its start on counts. */
+static bool resvs_meet(const struct resv *a, const struct resv *b)
+{
+    const struct resv *rec = (a->flags & RECUR_FLAGS) != 0 ? a : b, *other = rec == a ? b : a;
+    uint64_t start = rec->start_ms, len = rec->end_ms - rec->start_ms;
+
+    if ((rec->flags & RECUR_FLAGS) == 0)
+        return windows_meet(a->start_ms, a->end_ms, b);
+    if ((other->flags & RECUR_FLAGS) != 0 || other->end_ms == 0)
+        return windows_meet(rec->start_ms, 0, other);
+    for (int i = 0; i < RECUR_CHECK_MAX && start < other->end_ms; i++) {
+        if (windows_meet(start, start + len, other))
+            return true;
+        start = sched_resv_recur_next(rec->flags & RECUR_FLAGS, start);
+    }
+    return false;
+}
+
+/* Flags that make sense for r: known, one recurrence at most, an end within its period. */
+static int check_flags(const struct resv *r, char *why, size_t size)
+{
+    uint32_t recur = r->flags & RECUR_FLAGS;
+
+    if ((r->flags & ~(uint32_t)RECUR_FLAGS) != 0) {
+        snprintf(why, size, "Flags: unknown flag bits 0x%x", r->flags & ~(uint32_t)RECUR_FLAGS);
+        return -EINVAL;
+    }
+    if (recur == 0)
+        return 0;
+    if ((recur & (recur - 1)) != 0) {
+        snprintf(why, size,
+                 "Flags: a reservation repeats one way (HOURLY, DAILY, WEEKDAY, WEEKEND or "
+                 "WEEKLY), not several");
+        return -EINVAL;
+    }
+    if (r->end_ms == 0) {
+        snprintf(why, size, "Flags=%s: a repeating reservation needs an end (Duration=)",
+                 sched_resv_recur_name(recur));
+        return -EINVAL;
+    }
+    if (r->end_ms - r->start_ms > sched_resv_recur_period_ms(recur)) {
+        snprintf(why, size, "Flags=%s: each window lasts at most %s; this one lasts %llu minutes",
+                 sched_resv_recur_name(recur),
+                 recur == GS__RESERVATION_FLAG__RESERVATION_FLAG_HOURLY   ? "an hour"
+                 : recur == GS__RESERVATION_FLAG__RESERVATION_FLAG_WEEKLY ? "a week"
+                                                                          : "a day",
+                 (unsigned long long)((r->end_ms - r->start_ms) / 60000));
+        return -EINVAL;
+    }
+    return 0;
 }
 
 static bool name_ok(const char *name)
@@ -253,6 +323,8 @@ static int resv_check(struct sched_ctx *s, const struct resv *r, const struct re
         snprintf(why, size, "EndTime: the end must come after the start");
         return -EINVAL;
     }
+    if (check_flags(r, why, size) < 0)
+        return -EINVAL;
     if (r->nusers == 0 && r->naccounts == 0) {
         snprintf(why, size, "Users, Accounts: a reservation needs users or accounts to let in");
         return -EINVAL;
@@ -294,7 +366,7 @@ static int resv_check(struct sched_ctx *s, const struct resv *r, const struct re
     for (size_t k = 0; s->resvs != NULL && k < s->resvs->n; k++) {
         const struct resv *o = &s->resvs->v[k];
 
-        if (o == self || !windows_meet(r, o))
+        if (o == self || !resvs_meet(r, o))
             continue;
         for (size_t i = 0; i < r->nnode_names; i++) {
             for (size_t j = 0; j < o->nnode_names; j++) {
@@ -450,13 +522,54 @@ static void commit(struct sched_cli *c, uint64_t request_id, struct sched_change
     sched_engine_wake(s); /* who may run where has changed */
 }
 
-/* The request's fields applied to r (a copy of the stored one, or a new one). */
+/* Takes the names in rm from v (each must be there) and adds those in add not there yet;
+ * key names the list in why. */
+static int edit_list(char ***v, size_t *n, char *const *add, size_t nadd, char *const *rm,
+                     size_t nrm, const char *key, char *why, size_t size)
+{
+    char **grown;
+
+    for (size_t i = 0; i < nrm; i++) {
+        size_t at = 0;
+
+        while (at < *n && strcmp((*v)[at], rm[i]) != 0)
+            at++;
+        if (at == *n) {
+            snprintf(why, size, "%s-=%.64s: not one of the reservation's %s", key, rm[i], key);
+            return -EINVAL;
+        }
+        free((*v)[at]);
+        memmove(&(*v)[at], &(*v)[at + 1], (*n - at - 1) * sizeof(**v));
+        (*n)--;
+    }
+    for (size_t i = 0; i < nadd; i++) {
+        bool there = false;
+
+        for (size_t j = 0; j < *n && !there; j++)
+            there = strcmp((*v)[j], add[i]) == 0;
+        if (there)
+            continue;
+        if ((grown = realloc(*v, (*n + 1) * sizeof(**v))) == NULL)
+            return -ENOMEM;
+        *v = grown;
+        if (((*v)[*n] = strdup(add[i])) == NULL)
+            return -ENOMEM;
+        (*n)++;
+    }
+    return 0;
+}
+
+/* The request's fields applied to r (a copy of the stored one, or a new one), then its
+ * edits of the stored lists and flags. */
 static int apply_fields(const Gs__ReservationRequest *req, bool create, struct resv *r, char *why,
                         size_t size)
 {
     const Gs__Reservation *m = req->reservation;
     int rc = 0;
 
+    if (create || req->set_flags)
+        r->flags = m->flags;
+    r->flags = (r->flags | req->add_flags) & ~req->remove_flags;
     if (create || req->set_start)
         r->start_ms = m->start_ms;
     if (create || req->set_end)
@@ -469,6 +582,12 @@ static int apply_fields(const Gs__ReservationRequest *req, bool create, struct r
         rc = set_strv(&r->users, &r->nusers, m->users, m->n_users);
     if (rc == 0 && (create || req->set_accounts))
         rc = set_strv(&r->accounts, &r->naccounts, m->accounts, m->n_accounts);
+    if (rc == 0)
+        rc = edit_list(&r->users, &r->nusers, req->add_users, req->n_add_users, req->remove_users,
+                       req->n_remove_users, "Users", why, size);
+    if (rc == 0)
+        rc = edit_list(&r->accounts, &r->naccounts, req->add_accounts, req->n_add_accounts,
+                       req->remove_accounts, req->n_remove_accounts, "Accounts", why, size);
     if (rc == -ENOMEM)
         snprintf(why, size, "out of memory");
     return rc;
@@ -540,8 +659,10 @@ static void change(struct sched_cli *c, uint64_t request_id, const Gs__Reservati
     snprintf(name, sizeof(name), "%s", r.name);
     if (old != NULL)
         resvs_remove(s, old);
-    GS_LOG(GS_LOG_INFO, "reservation=%s nodes=%s start_ms=%llu end_ms=%llu uid=%u reservation %s",
+    GS_LOG(GS_LOG_INFO,
+           "reservation=%s nodes=%s start_ms=%llu end_ms=%llu flags=%s uid=%u reservation %s",
            r.name, r.nodes, (unsigned long long)r.start_ms, (unsigned long long)r.end_ms,
+           (r.flags & RECUR_FLAGS) != 0 ? sched_resv_recur_name(r.flags & RECUR_FLAGS) : "none",
            (unsigned)c->uid, create ? "created" : "updated");
     if (resvs_add(s, &r) < 0) { /* out of memory: it is stored, and loads at the next start */
         GS_LOG(GS_LOG_ERROR, "reservation=%s out of memory keeping the reservation", r.name);
@@ -779,6 +900,33 @@ void sched_resv_cap(struct sched_ctx *s, struct sched_job *job, uint64_t now_ms)
     }
 }
 
+/* A repeating r that ended: on to its next window, stored in ch. */
+static void repeat(struct sched_ctx *s, struct sched_change *ch, struct resv *r, uint64_t now)
+{
+    struct resv_op *op = NULL;
+    char detail[160], start[32];
+    time_t t;
+    struct tm tm;
+
+    sched_resv_recur_roll(r->flags & RECUR_FLAGS, &r->start_ms, &r->end_ms, now);
+    if (stage(r, false, ch, &op) == 0) { /* ch copies the row; op is only for a reply */
+        free(op->packed);
+        free(op);
+    }
+    t = (time_t)(r->start_ms / 1000);
+    if (localtime_r(&t, &tm) == NULL ||
+        strftime(start, sizeof(start), "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+        snprintf(start, sizeof(start), "%llu", (unsigned long long)r->start_ms);
+    snprintf(detail, sizeof(detail), "reservation %s repeats (%s) from %s", r->name,
+             sched_resv_recur_name(r->flags & RECUR_FLAGS), start);
+    sched_change_event(ch, now, 0, "", "RESERVATION", detail);
+    GS_LOG(GS_LOG_INFO, "reservation=%s flags=%s start_ms=%llu end_ms=%llu reservation repeats",
+           r->name, sched_resv_recur_name(r->flags & RECUR_FLAGS), (unsigned long long)r->start_ms,
+           (unsigned long long)r->end_ms);
+    s->resvs->dirty = true;
+    sched_engine_wake(s);
+}
+
 void sched_resv_tick(struct sched_ctx *s)
 {
     struct sched_resvs *rs = s->resvs;
@@ -795,6 +943,11 @@ void sched_resv_tick(struct sched_ctx *s)
         }
         if (ch == NULL && (ch = sched_change_new(s)) == NULL)
             break; /* out of memory: the next tick tries again */
+        if ((r->flags & RECUR_FLAGS) != 0) {
+            repeat(s, ch, r, now);
+            i++;
+            continue;
+        }
         sched_change_resv(ch, r->name, NULL, 0);
         snprintf(detail, sizeof(detail), "reservation %s ended", r->name);
         sched_change_event(ch, now, 0, "", "RESERVATION", detail);

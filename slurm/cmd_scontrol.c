@@ -18,7 +18,7 @@
  *                                        job's TimeLimit (scontrol_update.c)
  *     scontrol show reservation [NAME]   Slurm's record per advance reservation ("res" too)
  *     scontrol create reservation KEY=VALUE...    (root) StartTime= EndTime=|Duration=
- *                                        Nodes= Users=|Accounts= [ReservationName=]
+ *                                        Nodes= Users=|Accounts= [ReservationName=] [Flags=]
  *     scontrol update ReservationName=NAME KEY=VALUE...   (root; scontrol_update.c)
  *     scontrol delete ReservationName=NAME | delete reservation NAME   (root)
  *
@@ -769,10 +769,12 @@ static void usage(FILE *f)
           "[Dependency=LIST]\n"
           "  show reservation [NAME]\n"
           "  create reservation [ReservationName=NAME] StartTime=TIME EndTime=TIME|Duration=TIME\n"
-          "                     Nodes=LIST Users=a,b|Accounts=x,y\n"
+          "                     Nodes=LIST Users=a,b|Accounts=x,y [TRES=gres/gpu=N]\n"
+          "                     [Flags=HOURLY|DAILY|WEEKDAY|WEEKEND|WEEKLY]\n"
           "  update ReservationName=NAME [StartTime=TIME] [EndTime=TIME|Duration=TIME] "
           "[Nodes=LIST]\n"
-          "                     [Users=a,b] [Accounts=x,y]\n"
+          "                     [Users=a,b] [Accounts=x,y] [TRES=gres/gpu=N] [Flags=F]\n"
+          "                     [Users+=a] [Users-=b] [Accounts+=x] [Accounts-=y] [Flags-=F]\n"
           "  delete ReservationName=NAME | delete reservation NAME\n",
           f);
 }

@@ -7,9 +7,12 @@
  * Keys, any case: ReservationName= (Reservation= too), StartTime= and EndTime= (sbatch
  * --begin's TIME: now, now+N[unit], YYYY-MM-DD[THH:MM[:SS]], HH:MM[:SS]), Duration= (Slurm's
  * time: MIN, H:M:S, D-H:M:S, ...; UNLIMITED for no end), Nodes= (a hostlist, checked here and
- * sent as typed, since gschedd keeps the expression), Users=a,b and Accounts=x,y. Slurm's
- * other keys (Flags=, Licenses=, CoreCnt=, ...) are refused by name rather than ignored: a
- * reservation that silently lacks a flag the operator asked for is worse than an error.
+ * sent as typed, since gschedd keeps the expression), Users=a,b, Accounts=x,y and Flags= (the
+ * recurrence flags HOURLY, DAILY, WEEKDAY, WEEKEND, WEEKLY). On update, Users, Accounts and
+ * Flags also take Slurm's edits, Users+=a / Users-=a or Users=+a / Users=-a, which gschedd
+ * applies to the stored list. Slurm's other keys (Licenses=, CoreCnt=, ...) and flags
+ * (MAINT, IGNORE_JOBS, FLEX, ...) are refused by name rather than ignored: a reservation
+ * that silently lacks a flag the operator asked for is worse than an error.
  * Whether the nodes and users exist, and who may reserve, is gschedd's to say.
  *
  * Pure: no daemon, no clock (the caller passes now), no stdout; local time for dates.
@@ -30,12 +33,39 @@
 #include "slurm/slurm_fmt.h"
 #include "slurm/sbatch.h"
 
-enum key { K_NAME, K_START, K_END, K_DURATION, K_NODES, K_USERS, K_ACCOUNTS, K_TRES, NKEYS };
+enum key {
+    K_NAME,
+    K_START,
+    K_END,
+    K_DURATION,
+    K_NODES,
+    K_USERS,
+    K_ACCOUNTS,
+    K_TRES,
+    K_FLAGS,
+    NKEYS
+};
 
 static const char *const key_names[NKEYS] = {
     [K_NAME] = "ReservationName", [K_START] = "StartTime", [K_END] = "EndTime",
     [K_DURATION] = "Duration",    [K_NODES] = "Nodes",     [K_USERS] = "Users",
-    [K_ACCOUNTS] = "Accounts",    [K_TRES] = "TRES",
+    [K_ACCOUNTS] = "Accounts",    [K_TRES] = "TRES",       [K_FLAGS] = "Flags",
+};
+
+/* The words' values by key: set (KEY=), added (KEY+=) and taken away (KEY-=). */
+struct words {
+    const char *val[NKEYS], *add[NKEYS], *rm[NKEYS];
+};
+
+static const struct {
+    const char *name;
+    uint32_t bit;
+} flag_names[] = {
+    {"HOURLY", GS__RESERVATION_FLAG__RESERVATION_FLAG_HOURLY},
+    {"DAILY", GS__RESERVATION_FLAG__RESERVATION_FLAG_DAILY},
+    {"WEEKDAY", GS__RESERVATION_FLAG__RESERVATION_FLAG_WEEKDAY},
+    {"WEEKEND", GS__RESERVATION_FLAG__RESERVATION_FLAG_WEEKEND},
+    {"WEEKLY", GS__RESERVATION_FLAG__RESERVATION_FLAG_WEEKLY},
 };
 
 /* Writes why and returns -EINVAL. */
@@ -63,23 +93,37 @@ static int find_key(const char *word, size_t klen)
     return -1;
 }
 
-/* Each word's value into val[key]; a key given twice keeps its last value, as in Slurm. */
-static int collect(int argc, char *const *argv, const char **val, char *why, size_t size)
+/* Each word's value into w by key and operator; a key given twice with the same operator
+ * keeps its last value, as in Slurm. */
+static int collect(int argc, char *const *argv, Gs__ReservationAction action, struct words *w,
+                   char *why, size_t size)
 {
     for (int i = 0; i < argc; i++) {
         const char *eq = strchr(argv[i], '=');
+        size_t klen = eq != NULL ? (size_t)(eq - argv[i]) : 0;
+        char op = klen > 1 && (eq[-1] == '+' || eq[-1] == '-') ? eq[-1] : '\0';
         int k;
 
         if (eq == NULL || eq == argv[i])
             return fail(why, size, "'%s' is not KEY=VALUE", argv[i]);
-        k = find_key(argv[i], (size_t)(eq - argv[i]));
+        k = find_key(argv[i], op != '\0' ? klen - 1 : klen);
         if (k < 0)
-            return fail(
-                why, size,
-                "%s: unknown or unsupported reservation key '%.*s' (gsched takes "
-                "ReservationName, StartTime, EndTime, Duration, Nodes, Users, Accounts, TRES)",
-                argv[i], (int)(eq - argv[i]), argv[i]);
-        val[k] = eq + 1;
+            return fail(why, size,
+                        "%s: unknown or unsupported reservation key '%.*s' (gsched takes "
+                        "ReservationName, StartTime, EndTime, Duration, Nodes, Users, Accounts, "
+                        "TRES, Flags)",
+                        argv[i], (int)(op != '\0' ? klen - 1 : klen), argv[i]);
+        if (op != '\0' && k != K_USERS && k != K_ACCOUNTS && k != K_FLAGS)
+            return fail(why, size, "%s: only Users, Accounts and Flags take %c=", argv[i], op);
+        if (op != '\0' && action != GS__RESERVATION_ACTION__RESERVATION_ACTION_UPDATE)
+            return fail(why, size, "%s: %c= edits a reservation; a create gives whole lists",
+                        argv[i], op);
+        if (op == '+')
+            w->add[k] = eq + 1;
+        else if (op == '-')
+            w->rm[k] = eq + 1;
+        else
+            w->val[k] = eq + 1;
     }
     return 0;
 }
@@ -205,10 +249,6 @@ static int read_nodes(struct scontrol_resv *r, const char *nodes, char *why, siz
     return 0;
 }
 
-/*
- * "a,b" into a malloc'd array of malloc'd names. Slurm's "+a" / "-a" (add to or take from
- * the list) are refused: the whole list is sent, and gsched keeps no list to edit here.
- */
 static void free_list(char **v, size_t n)
 {
     for (size_t i = 0; v != NULL && i < n; i++)
@@ -217,14 +257,16 @@ static void free_list(char **v, size_t n)
 }
 
 /*
- * "a,b" into a malloc'd array of malloc'd names. Slurm's "+a" / "-a" (add to or take from
- * the list) are refused: the whole list is sent, and gsched keeps no list to edit here.
+ * "a,b" into a malloc'd array of malloc'd names. With signs allowed, Slurm's "+a,+b" / "-a"
+ * (names to add to or take from the stored list) are read too, their sign in *ret_sign
+ * ('+', '-', or '\0' for a plain list), every name signed alike; without, a sign is an
+ * error. key is what why names with the text after it ("Users=", "Users+=").
  */
-static int read_list(const char *key, const char *text, char ***ret_v, size_t *ret_n, char *why,
-                     size_t size)
+static int read_list(const char *key, const char *text, bool signs, char ***ret_v, size_t *ret_n,
+                     char *ret_sign, char *why, size_t size)
 {
     size_t cap = 1, n = 0;
-    char **v;
+    char **v, sign = '\0';
     int rc = 0;
 
     for (const char *p = text; *p != '\0'; p++)
@@ -236,15 +278,30 @@ static int read_list(const char *key, const char *text, char ***ret_v, size_t *r
         size_t len = strcspn(p, ",");
 
         if (len == 0) {
-            rc = fail(why, size, "%s=%s: an empty name in the list", key, text);
+            rc = fail(why, size, "%s%s: an empty name in the list", key, text);
+            goto out;
+        }
+        if ((p[0] == '+' || p[0] == '-') && !signs) {
+            rc = fail(why, size,
+                      "%s%s: a name cannot start with '%c' here (names to add or take away: "
+                      "+NAME, -NAME, on update)",
+                      key, text, p[0]);
+            goto out;
+        }
+        if (n > 0 && (p[0] == '+' || p[0] == '-' ? p[0] : '\0') != sign) {
+            rc = fail(why, size,
+                      "%s%s: give the whole list, or names to add (+NAME) or to take away "
+                      "(-NAME), not a mix",
+                      key, text);
             goto out;
         }
         if (p[0] == '+' || p[0] == '-') {
-            rc = fail(why, size,
-                      "%s=%s: adding or removing names (+NAME, -NAME) is not supported; give "
-                      "the whole list",
-                      key, text);
-            goto out;
+            sign = p[0];
+            p++, len--;
+            if (len == 0) {
+                rc = fail(why, size, "%s%s: a '%c' without a name", key, text, sign);
+                goto out;
+            }
         }
         v[n] = strndup(p, len);
         if (v[n] == NULL) {
@@ -258,30 +315,139 @@ static int read_list(const char *key, const char *text, char ***ret_v, size_t *r
     }
     *ret_v = v;
     *ret_n = n;
+    if (ret_sign != NULL)
+        *ret_sign = sign;
     v = NULL;
 out:
     free_list(v, n);
     return rc;
 }
 
-static int read_lists(struct scontrol_resv *r, const char *const *val, Gs__ReservationAction action,
-                      char *why, size_t size)
+/* KEY+= or KEY-= words: at least one name, none signed. */
+static int read_edit(int k, char op, const char *text, char ***ret_v, size_t *ret_n, char *why,
+                     size_t size)
 {
+    char label[24];
+
+    snprintf(label, sizeof(label), "%s%c=", key_names[k], op);
+    if (text[0] == '\0')
+        return fail(why, size, "%s is empty: name at least one", label);
+    return read_list(label, text, false, ret_v, ret_n, NULL, why, size);
+}
+
+/* Users or Accounts (k) into the request: KEY= (the whole list, or on update names signed
+ * +NAME / -NAME), KEY+= and KEY-=. */
+static int read_one_list(struct scontrol_resv *r, const struct words *w, int k,
+                         Gs__ReservationAction action, char *why, size_t size)
+{
+    bool users = k == K_USERS, update = action == GS__RESERVATION_ACTION__RESERVATION_ACTION_UPDATE;
+    char ***set_v = users ? &r->resv.users : &r->resv.accounts;
+    size_t *set_n = users ? &r->resv.n_users : &r->resv.n_accounts;
+    char ***add_v = users ? &r->req.add_users : &r->req.add_accounts;
+    size_t *add_n = users ? &r->req.n_add_users : &r->req.n_add_accounts;
+    char ***rm_v = users ? &r->req.remove_users : &r->req.remove_accounts;
+    size_t *rm_n = users ? &r->req.n_remove_users : &r->req.n_remove_accounts;
+    char label[24], sign = '\0', **v = NULL;
+    size_t n = 0;
     int rc = 0;
 
-    /* An update may empty one list (moving a reservation from users to accounts); a create not. */
-    for (int k = K_USERS; rc == 0 && k <= K_ACCOUNTS; k++) {
-        if (val[k] == NULL)
-            continue;
-        if (val[k][0] == '\0' && action == GS__RESERVATION_ACTION__RESERVATION_ACTION_CREATE)
+    if (w->val[k] != NULL) {
+        /* An update may empty a list (moving a reservation from users to accounts). */
+        if (w->val[k][0] == '\0' && !update)
             return fail(why, size, "%s= is empty: name at least one", key_names[k]);
-        if (k == K_USERS) {
-            rc = read_list("Users", val[k], &r->resv.users, &r->resv.n_users, why, size);
-            r->req.set_users = rc == 0;
+        snprintf(label, sizeof(label), "%s=", key_names[k]);
+        rc = read_list(label, w->val[k], update, &v, &n, &sign, why, size);
+        if (rc < 0)
+            return rc;
+        if (sign == '\0') {
+            *set_v = v, *set_n = n;
+            if (users)
+                r->req.set_users = true;
+            else
+                r->req.set_accounts = true;
+        } else if (sign == '+') {
+            *add_v = v, *add_n = n;
         } else {
-            rc = read_list("Accounts", val[k], &r->resv.accounts, &r->resv.n_accounts, why, size);
-            r->req.set_accounts = rc == 0;
+            *rm_v = v, *rm_n = n;
         }
+    }
+    if (w->add[k] != NULL &&
+        (sign == '+' || (rc = read_edit(k, '+', w->add[k], add_v, add_n, why, size)) < 0))
+        return sign == '+' ? fail(why, size, "%s: give names to add once (%s=+NAME or %s+=NAME)",
+                                  key_names[k], key_names[k], key_names[k])
+                           : rc;
+    if (w->rm[k] != NULL &&
+        (sign == '-' || (rc = read_edit(k, '-', w->rm[k], rm_v, rm_n, why, size)) < 0))
+        return sign == '-'
+                   ? fail(why, size, "%s: give names to take away once (%s=-NAME or %s-=NAME)",
+                          key_names[k], key_names[k], key_names[k])
+                   : rc;
+    return 0;
+}
+
+static int read_lists(struct scontrol_resv *r, const struct words *w, Gs__ReservationAction action,
+                      char *why, size_t size)
+{
+    int rc = read_one_list(r, w, K_USERS, action, why, size);
+
+    return rc == 0 ? read_one_list(r, w, K_ACCOUNTS, action, why, size) : rc;
+}
+
+/* A Flags word's names into bits; label is the word's key and operator, for why. */
+static int flag_bits(const char *label, const char *text, bool signs, uint32_t *bits, char *sign,
+                     char *why, size_t size)
+{
+    char **v = NULL;
+    size_t n = 0;
+    int rc = read_list(label, text, signs, &v, &n, sign, why, size);
+
+    *bits = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        size_t f = 0;
+
+        while (f < sizeof(flag_names) / sizeof(flag_names[0]) &&
+               strcasecmp(v[i], flag_names[f].name) != 0)
+            f++;
+        if (f == sizeof(flag_names) / sizeof(flag_names[0]))
+            rc = fail(why, size,
+                      "%s%s: flag %s is not supported (gsched takes HOURLY, DAILY, WEEKDAY, "
+                      "WEEKEND and WEEKLY)",
+                      label, text, v[i]);
+        else
+            *bits |= flag_names[f].bit;
+    }
+    free_list(v, n);
+    return rc;
+}
+
+static int read_flags(struct scontrol_resv *r, const struct words *w, Gs__ReservationAction action,
+                      char *why, size_t size)
+{
+    bool update = action == GS__RESERVATION_ACTION__RESERVATION_ACTION_UPDATE;
+    uint32_t bits;
+    char sign = '\0';
+    int rc = 0;
+
+    if (w->val[K_FLAGS] != NULL) {
+        rc = flag_bits("Flags=", w->val[K_FLAGS], update, &bits, &sign, why, size);
+        if (rc == 0 && sign == '+')
+            r->req.add_flags |= bits;
+        else if (rc == 0 && sign == '-')
+            r->req.remove_flags |= bits;
+        else if (rc == 0)
+            r->resv.flags = bits, r->req.set_flags = true;
+    }
+    if (rc == 0 && w->add[K_FLAGS] != NULL) {
+        rc = w->add[K_FLAGS][0] == '\0'
+                 ? fail(why, size, "Flags+= is empty: name at least one")
+                 : flag_bits("Flags+=", w->add[K_FLAGS], false, &bits, NULL, why, size);
+        r->req.add_flags |= rc == 0 ? bits : 0;
+    }
+    if (rc == 0 && w->rm[K_FLAGS] != NULL) {
+        rc = w->rm[K_FLAGS][0] == '\0'
+                 ? fail(why, size, "Flags-= is empty: name at least one")
+                 : flag_bits("Flags-=", w->rm[K_FLAGS], false, &bits, NULL, why, size);
+        r->req.remove_flags |= rc == 0 ? bits : 0;
     }
     return rc;
 }
@@ -290,14 +456,18 @@ static int read_lists(struct scontrol_resv *r, const char *const *val, Gs__Reser
 static int check_complete(const struct scontrol_resv *r, const char *const *val,
                           Gs__ReservationAction action, char *why, size_t size)
 {
+    const Gs__ReservationRequest *q = &r->req;
+
     if (action == GS__RESERVATION_ACTION__RESERVATION_ACTION_UPDATE) {
         if (val[K_NAME] == NULL || val[K_NAME][0] == '\0')
             return fail(why, size, "ReservationName= is required: which reservation to update");
-        if (!r->req.set_start && !r->req.set_end && !r->req.set_nodes && !r->req.set_users &&
-            !r->req.set_accounts && !r->req.set_gpus)
+        if (!q->set_start && !q->set_end && !q->set_nodes && !q->set_users && !q->set_accounts &&
+            !q->set_gpus && !q->set_flags && q->n_add_users == 0 && q->n_remove_users == 0 &&
+            q->n_add_accounts == 0 && q->n_remove_accounts == 0 && q->add_flags == 0 &&
+            q->remove_flags == 0)
             return fail(why, size,
                         "nothing to update: give StartTime=, EndTime=, Duration=, Nodes=, "
-                        "Users=, Accounts= or TRES=");
+                        "Users=, Accounts=, TRES= or Flags= (or Users+=, Users-=, ...)");
         return 0;
     }
     if (!r->req.set_start)
@@ -322,7 +492,8 @@ static int check_complete(const struct scontrol_resv *r, const char *const *val,
 int scontrol_resv_parse(struct scontrol_resv *r, Gs__ReservationAction action, int argc,
                         char *const *argv, uint64_t now_ms, char *why, size_t why_size)
 {
-    const char *val[NKEYS] = {0};
+    struct words w = {0};
+    const char *const *val = w.val;
     int rc;
 
     memset(r, 0, sizeof(*r));
@@ -333,7 +504,7 @@ int scontrol_resv_parse(struct scontrol_resv *r, Gs__ReservationAction action, i
     if (action != GS__RESERVATION_ACTION__RESERVATION_ACTION_CREATE &&
         action != GS__RESERVATION_ACTION__RESERVATION_ACTION_UPDATE)
         return fail(why, why_size, "only create and update take KEY=VALUE words");
-    rc = collect(argc, argv, val, why, why_size);
+    rc = collect(argc, argv, action, &w, why, why_size);
     if (rc == 0)
         rc = read_name(r, val[K_NAME], why, why_size);
     if (rc == 0)
@@ -341,7 +512,9 @@ int scontrol_resv_parse(struct scontrol_resv *r, Gs__ReservationAction action, i
     if (rc == 0)
         rc = read_nodes(r, val[K_NODES], why, why_size);
     if (rc == 0)
-        rc = read_lists(r, val, action, why, why_size);
+        rc = read_lists(r, &w, action, why, why_size);
+    if (rc == 0)
+        rc = read_flags(r, &w, action, why, why_size);
     if (rc == 0)
         rc = read_tres(r, val[K_TRES], why, why_size);
     if (rc == 0)
@@ -359,8 +532,15 @@ void scontrol_resv_release(struct scontrol_resv *r)
         return;
     free_list(r->resv.users, r->resv.n_users);
     free_list(r->resv.accounts, r->resv.n_accounts);
+    free_list(r->req.add_users, r->req.n_add_users);
+    free_list(r->req.remove_users, r->req.n_remove_users);
+    free_list(r->req.add_accounts, r->req.n_add_accounts);
+    free_list(r->req.remove_accounts, r->req.n_remove_accounts);
     r->resv.users = r->resv.accounts = NULL;
     r->resv.n_users = r->resv.n_accounts = 0;
+    r->req.add_users = r->req.remove_users = r->req.add_accounts = r->req.remove_accounts = NULL;
+    r->req.n_add_users = r->req.n_remove_users = 0;
+    r->req.n_add_accounts = r->req.n_remove_accounts = 0;
 }
 
 /* --- showing them -------------------------------------------------------------------------- */
@@ -403,6 +583,14 @@ int scontrol_resv_record(struct gs_buf *out, const Gs__Reservation *r, bool onel
     gs_buf_printf(out, "Nodes=%s NodeCnt=%u ", or_null(r->nodes), r->node_count);
     if (r->gpus > 0)
         gs_buf_printf(out, "TRES=gres/gpu=%u ", r->gpus);
+    for (size_t f = 0, first = 1; f < sizeof(flag_names) / sizeof(flag_names[0]); f++) {
+        if ((r->flags & flag_names[f].bit) == 0)
+            continue;
+        gs_buf_printf(out, "%s%s", first ? "Flags=" : ",", flag_names[f].name);
+        first = 0;
+    }
+    if (r->flags != 0)
+        gs_buf_append_str(out, " ");
     put_list(out, "Users", r->users, r->n_users);
     gs_buf_append_str(out, " ");
     put_list(out, "Accounts", r->accounts, r->n_accounts);

@@ -6,7 +6,8 @@
  *     scontrol update JobId=ID [Priority=N] [Nice=N] [TimeLimit=TIME] [Partition=NAME] [QOS=NAME]
  *                              [Dependency=LIST]
  *     scontrol update ReservationName=NAME [StartTime=TIME] [EndTime=TIME|Duration=TIME]
- *                              [Nodes=LIST] [Users=a,b] [Accounts=x,y]
+ *                              [Nodes=LIST] [Users=a,b] [Accounts=x,y] [Flags=F]
+ *                              [Users+=a] [Users-=b] [Accounts+=x] [Accounts-=y] [Flags+-=F]
  *
  * Keys are case-insensitive, LIST a hostlist (node[1-4,7]). Nodes are root's: gschedd
  * refuses anyone else, and a drain needs a reason (Slurm's rule), so nobody later wonders

@@ -5,7 +5,10 @@
 # of node2 starting in a few seconds: a job in it waits (reason Reservation) and then runs
 # on node2, its unlimited time limit lowered to the reservation's end; a job without it
 # that would run into the reservation keeps off node2 even while node2 is idle. The
-# reservation outlives a gschedd restart; once deleted, the waiting job runs on node2.
+# reservation outlives a gschedd restart; once deleted, the waiting job runs on node2. An
+# HOURLY reservation moves on to its next window when it ends, and a reservation in one of
+# its later windows is refused while one between them is not; Users+=, Users=-NAME and
+# Flags+= edit the stored reservation, and edits that cannot hold change nothing.
 name="integration_resv"
 . "$(dirname "$0")/lib.sh"
 
@@ -80,6 +83,46 @@ scontrol delete ReservationName=team || fail "delete refused"
 case $(scontrol show reservation 2>&1) in *"No reservations in the system"*) ;;
   *) fail "deleted, yet: $(scontrol show reservation 2>&1)" ;; esac
 grep -q 'reservation=team uid=0 reservation deleted' "$state/gschedd.log" || fail "no log line for the delete"
+
+# --- a repeating reservation moves to its next window instead of ending ----------------------
+start_of() { # start_of NAME: its StartTime as seconds since the epoch
+  scontrol show reservation "$1" | python3 -c 'import re, sys, time
+m = re.search(r"StartTime=(\S+)", sys.stdin.read())
+print(int(time.mktime(time.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S"))))'
+}
+out=$(scontrol create reservation ReservationName=rep StartTime=now Duration=0:03 Nodes=node1 \
+  Users=root Flags=HOURLY 2>&1) || fail "a repeating reservation refused: $out"
+first=$(start_of rep)
+case $(scontrol show reservation rep) in *"Flags=HOURLY"*) ;; *) fail "no Flags: $(scontrol show reservation rep)" ;; esac
+wait_for "the hourly reservation to repeat" 15 grep -q 'reservation=rep flags=HOURLY .*reservation repeats' "$state/gschedd.log"
+[ $(( $(start_of rep) - first )) = 3600 ] || fail "repeated at $(start_of rep), not an hour after $first"
+case $(scontrol show reservation rep) in *"State=INACTIVE"*) ;; *) fail "not between windows: $(scontrol show reservation rep)" ;; esac
+out=$(scontrol create reservation ReservationName=clash StartTime=now+119minutes Duration=10 Nodes=node1 \
+  Users=root 2>&1) && fail "a reservation in one of rep's later windows: $out"
+case $out in *"in reservation rep"*) ;; *) fail "clash: $out" ;; esac
+out=$(scontrol create reservation ReservationName=between StartTime=now+90minutes Duration=10 \
+  Nodes=node1 Users=root 2>&1) || fail "a reservation between rep's windows refused: $out"
+out=$(scontrol update ReservationName=rep Duration=2:00:00 2>&1) && fail "an hourly window of two hours: $out"
+case $out in *"Flags=HOURLY: each window lasts at most an hour"*) ;; *) fail "two hours: $out" ;; esac
+scontrol delete ReservationName=rep && scontrol delete ReservationName=between || fail "deletes refused"
+
+# --- Users+= / Users-= / Flags+= edit what gschedd holds -------------------------------------
+if id nobody >/dev/null 2>&1; then
+  scontrol create reservation ReservationName=edits StartTime=now+1day Duration=10 Nodes=node2 \
+    Users=root >/dev/null || fail "create edits refused"
+  scontrol update ReservationName=edits Users+=nobody Flags+=DAILY >/dev/null || fail "Users+= refused"
+  case $(scontrol show reservation edits) in *"Flags=DAILY Users=root,nobody "*) ;;
+    *) fail "after Users+=: $(scontrol show reservation edits)" ;; esac
+  scontrol update ReservationName=edits Users=-root >/dev/null || fail "Users=-root refused"
+  case $(scontrol show reservation edits) in *"Users=nobody "*) ;; *) fail "after Users=-root: $(scontrol show reservation edits)" ;; esac
+  out=$(scontrol update ReservationName=edits Users-=root 2>&1) && fail "removing root twice: $out"
+  case $out in *"Users-=root: not one of the reservation's Users"*) ;; *) fail "root twice: $out" ;; esac
+  out=$(scontrol update ReservationName=edits Flags+=WEEKLY 2>&1) && fail "two recurrences: $out"
+  case $out in *"repeats one way"*) ;; *) fail "DAILY and WEEKLY: $out" ;; esac
+  case $(scontrol show reservation edits) in *"Flags=DAILY Users=nobody "*) ;;
+    *) fail "refused edits changed it: $(scontrol show reservation edits)" ;; esac
+  scontrol delete ReservationName=edits || fail "delete edits refused"
+fi
 check_logs
 stop_cluster
 echo "$name: passed"

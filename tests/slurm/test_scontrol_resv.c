@@ -2,8 +2,10 @@
  * test_scontrol_resv.c: scontrol's reservation words (slurm/scontrol_resv.h) without a
  * daemon: a good create, each of Slurm's create rules (StartTime, Nodes, an end, users or
  * accounts; EndTime and Duration not both), unknown keys named, Duration=UNLIMITED, bad
- * hostlists, updates and their Duration without StartTime; and the record `scontrol show
- * reservation` prints and the table of `sinfo -T`, in UTC so that the dates are fixed.
+ * hostlists, updates and their Duration without StartTime, the recurrence flags and the list
+ * edits of an update (Users+=, Users=-NAME, Flags-=, ...) with their mixes refused; and the
+ * record `scontrol show reservation` prints and the table of `sinfo -T`, in UTC so that the dates
+ * are fixed.
  */
 #include <criterion/criterion.h>
 #include <stdlib.h>
@@ -123,7 +125,7 @@ Test(scontrol_resv, names_an_unknown_key)
     cr_assert_eq(
         PARSE(&r, CREATE, "StartTime=now", "Duration=60", "Nodes=n1", "Users=alice", "Flags=MAINT"),
         -EINVAL);
-    cr_assert(strstr(why, "'Flags'") != NULL, "%s", why);
+    cr_assert(strstr(why, "Flags=MAINT: flag MAINT is not supported") != NULL, "%s", why);
     cr_assert_eq(PARSE(&r, CREATE, "Licenses=foo:1"), -EINVAL);
     cr_assert(strstr(why, "'Licenses'") != NULL, "%s", why);
     cr_assert_eq(PARSE(&r, CREATE, "CoreCnt=4"), -EINVAL);
@@ -173,7 +175,8 @@ Test(scontrol_resv, refuses_bad_times_and_lists)
     cr_assert_eq(PARSE(&r, CREATE, "StartTime=now", "Duration=60", "Nodes=n1", "Users=a,,b"),
                  -EINVAL);
     cr_assert(strstr(why, "empty name") != NULL, "%s", why);
-    cr_assert_eq(PARSE(&r, UPDATE, "ReservationName=maint", "Users=+bob"), -EINVAL);
+    cr_assert_eq(PARSE(&r, CREATE, "StartTime=now", "Duration=60", "Nodes=n1", "Users=+bob"),
+                 -EINVAL);
     cr_assert(strstr(why, "+NAME") != NULL, "%s", why);
     cr_assert_eq(PARSE(&r, CREATE, "ReservationName=my resv", "StartTime=now", "Duration=60",
                        "Nodes=n1", "Users=alice"),
@@ -241,6 +244,11 @@ Test(scontrol_resv, prints_slurms_record)
                                "EndTime=2026-12-05T11:00:00 Duration=01:00:00\n"
                                "   Nodes=node[1-2] NodeCnt=2 Users=alice Accounts=(null) "
                                "State=ACTIVE\n\n");
+    r.flags = GS__RESERVATION_FLAG__RESERVATION_FLAG_WEEKDAY;
+    gs_buf_reset(&out);
+    cr_assert_eq(scontrol_resv_record(&out, &r, true), 0);
+    cr_assert(strstr(out.data, " NodeCnt=2 Flags=WEEKDAY Users=alice ") != NULL, "%s", out.data);
+    r.flags = 0;
     open.name = "future";
     open.start_ms = NOW_MS + 86400 * 1000;
     open.nodes = "n5";
@@ -295,4 +303,77 @@ Test(scontrol_resv, tres_gres_gpu_keeps_gpus_not_whole_nodes)
     cr_assert(strstr(why, "only gres/gpu=N") != NULL, "%s", why);
     cr_assert_eq(PARSE(&r, UPDATE, "ReservationName=m", "TRES=gres/gpu=x"), -EINVAL);
     cr_assert(strstr(why, "count of GPUs") != NULL, "%s", why);
+}
+
+Test(scontrol_resv, reads_recurrence_flags)
+{
+    struct scontrol_resv r;
+
+    cr_assert_eq(
+        PARSE(&r, CREATE, "StartTime=now", "Duration=60", "Nodes=n1", "Users=alice", "flags=daily"),
+        0, "%s", why);
+    cr_assert(r.req.set_flags);
+    cr_assert_eq(r.resv.flags, GS__RESERVATION_FLAG__RESERVATION_FLAG_DAILY);
+    scontrol_resv_release(&r);
+    /* Two recurrences are gschedd's to refuse; the words themselves are fine. */
+    cr_assert_eq(PARSE(&r, UPDATE, "ReservationName=m", "Flags=HOURLY,Weekly"), 0, "%s", why);
+    cr_assert_eq(r.resv.flags, GS__RESERVATION_FLAG__RESERVATION_FLAG_HOURLY |
+                                   GS__RESERVATION_FLAG__RESERVATION_FLAG_WEEKLY);
+    scontrol_resv_release(&r);
+    cr_assert_eq(PARSE(&r, UPDATE, "ReservationName=m", "Flags="), 0, "%s", why);
+    cr_assert(r.req.set_flags, "Flags= on update clears them");
+    cr_assert_eq(r.resv.flags, 0);
+    scontrol_resv_release(&r);
+    cr_assert_eq(PARSE(&r, CREATE, "StartTime=now", "Duration=60", "Nodes=n1", "Users=alice",
+                       "Flags=DAILY,IGNORE_JOBS"),
+                 -EINVAL);
+    cr_assert(strstr(why, "flag IGNORE_JOBS is not supported") != NULL, "%s", why);
+}
+
+Test(scontrol_resv, update_edits_the_stored_lists)
+{
+    struct scontrol_resv r;
+
+    cr_assert_eq(PARSE(&r, UPDATE, "ReservationName=m", "Users+=carol,dave", "users-=bob",
+                       "Accounts=+ml", "Flags-=DAILY", "Flags+=weekday"),
+                 0, "%s", why);
+    cr_assert_not(r.req.set_users || r.req.set_accounts || r.req.set_flags);
+    cr_assert_eq(r.req.n_add_users, 2);
+    cr_assert_str_eq(r.req.add_users[0], "carol");
+    cr_assert_str_eq(r.req.add_users[1], "dave");
+    cr_assert_eq(r.req.n_remove_users, 1);
+    cr_assert_str_eq(r.req.remove_users[0], "bob");
+    cr_assert_eq(r.req.n_add_accounts, 1);
+    cr_assert_str_eq(r.req.add_accounts[0], "ml");
+    cr_assert_eq(r.req.n_remove_accounts, 0);
+    cr_assert_eq(r.req.remove_flags, GS__RESERVATION_FLAG__RESERVATION_FLAG_DAILY);
+    cr_assert_eq(r.req.add_flags, GS__RESERVATION_FLAG__RESERVATION_FLAG_WEEKDAY);
+    scontrol_resv_release(&r);
+    cr_assert_eq(PARSE(&r, UPDATE, "ReservationName=m", "Accounts=-ml,-bio"), 0, "%s", why);
+    cr_assert_eq(r.req.n_remove_accounts, 2);
+    cr_assert_str_eq(r.req.remove_accounts[1], "bio");
+    scontrol_resv_release(&r);
+}
+
+Test(scontrol_resv, refuses_edits_that_cannot_mean_one_thing)
+{
+    struct scontrol_resv r;
+
+    cr_assert_eq(PARSE(&r, UPDATE, "ReservationName=m", "Users=+a,b"), -EINVAL);
+    cr_assert(strstr(why, "Users=+a,b: give the whole list, or names to add") != NULL, "%s", why);
+    cr_assert_eq(PARSE(&r, UPDATE, "ReservationName=m", "Users=-a,+b"), -EINVAL);
+    cr_assert(strstr(why, "not a mix") != NULL, "%s", why);
+    cr_assert_eq(PARSE(&r, UPDATE, "ReservationName=m", "Users+="), -EINVAL);
+    cr_assert(strstr(why, "Users+= is empty") != NULL, "%s", why);
+    cr_assert_eq(PARSE(&r, UPDATE, "ReservationName=m", "Users+=-a"), -EINVAL);
+    cr_assert(strstr(why, "Users+=-a: a name cannot start with '-'") != NULL, "%s", why);
+    cr_assert_eq(PARSE(&r, UPDATE, "ReservationName=m", "Users=+a", "Users+=b"), -EINVAL);
+    cr_assert(strstr(why, "give names to add once") != NULL, "%s", why);
+    cr_assert_eq(PARSE(&r, UPDATE, "ReservationName=m", "Nodes+=n2"), -EINVAL);
+    cr_assert(strstr(why, "only Users, Accounts and Flags take +=") != NULL, "%s", why);
+    cr_assert_eq(PARSE(&r, CREATE, "StartTime=now", "Duration=60", "Nodes=n1", "Users+=a"),
+                 -EINVAL);
+    cr_assert(strstr(why, "+= edits a reservation") != NULL, "%s", why);
+    cr_assert_eq(PARSE(&r, UPDATE, "ReservationName=m", "Users=-"), -EINVAL);
+    cr_assert(strstr(why, "without a name") != NULL, "%s", why);
 }
