@@ -120,13 +120,13 @@ static int write_atomic(const char *path, const void *data, size_t len, struct g
     return rc;
 }
 
-/* Makes one directory 0755. Returns 1 when made, 0 when it was there, or -errno. */
-static int make_dir(const char *path)
+/* Makes one directory of mode. Returns 1 when made, 0 when it was there, or -errno. */
+static int make_dir(const char *path, mode_t mode)
 {
     struct stat st;
 
-    if (mkdir(path, 0755) == 0)
-        return chmod(path, 0755) < 0 ? -errno : 1; /* whatever the umask */
+    if (mkdir(path, mode) == 0)
+        return chmod(path, mode) < 0 ? -errno : 1; /* whatever the umask */
     if (errno != EEXIST)
         return -errno;
     if (stat(path, &st) < 0)
@@ -150,12 +150,12 @@ static int make_dirs(const char *path)
         if (*p != '/' || p[-1] == '/')
             continue;
         *p = '\0';
-        rc = make_dir(buf);
+        rc = make_dir(buf, 0755);
         *p = '/';
         if (rc < 0)
             return rc;
     }
-    rc = make_dir(buf);
+    rc = make_dir(buf, 0755);
     return rc < 0 ? rc : 0;
 }
 
@@ -663,7 +663,9 @@ bool shard_cache_pop_removed(struct shard_cache *c, char out[SHARD_DATASET_ID_SI
 
 /*
  * Puts a manifest copy of id at ROOT/<id>/manifest.toml unless one of that id is there.
- * *ret_made_dir / *ret_wrote say what it created, for the caller's undo.
+ * *ret_made_dir / *ret_wrote say what it created, for the caller's undo. A new directory is
+ * made 0700: who else may read it is the caller's to say (shard_cache_add_dataset), and
+ * until then nobody sees the manifest's names and checksums.
  */
 static int place_manifest(struct shard_cache *c, const char *id, const void *buf, size_t len,
                           bool *ret_made_dir, bool *ret_wrote, struct gs_error *err)
@@ -673,7 +675,7 @@ static int place_manifest(struct shard_cache *c, const char *id, const void *buf
 
     *ret_made_dir = *ret_wrote = false;
     snprintf(dir, sizeof(dir), "%s/%s", c->root, id); /* fits: checked at open */
-    rc = make_dir(dir);
+    rc = make_dir(dir, 0700);
     if (rc < 0)
         return gs_error_set(err, rc, 0, 0, "%s: cannot create: %s", dir, gs_strerror(rc));
     *ret_made_dir = rc == 1;

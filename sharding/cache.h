@@ -179,6 +179,8 @@ bool shard_cache_pop_removed(struct shard_cache *c, char out[SHARD_DATASET_ID_SI
  * Adds the dataset whose manifest is SOURCE/manifest.toml: parses it (no shard opened),
  * computes its id, writes ROOT/<id>/manifest.toml as a copy of its bytes (temporary file,
  * fsync, rename, fsync of the directory) when no copy of that id is there, and registers it;
+ * a directory it makes for the dataset is 0700, for the caller to open to the dataset's
+ * readers (the worker's set_access) once they are known;
  * shard files already in ROOT/<id> are checked as the open's scan does. Idempotent: a dataset
  * already registered just returns its index. Returns 0 with *ret_ds (NULL allowed), -EINVAL
  * for a manifest that does not parse or lists names the cache cannot hold (`*.part`,

@@ -427,8 +427,9 @@ int wrk_data_enqueue(struct wrk_data *d, const char *dataset, size_t shard, cons
  * Lets read the cached copy of a dataset (dir) only those who may read its source manifest
  * (data_access.c). A dataset new to the cache takes its source's access; one it had takes
  * the latest source's, unless every user may read it already: the same bytes were public.
- * A worker that is not root runs every task as itself: nothing to keep apart. On failure
- * the copy is left to root alone.
+ * The cache makes a new dataset's directory 0700, so nobody reads its manifest copy before
+ * this. A worker that is not root runs every task as itself, which that mode already lets
+ * in. On failure the copy is left to root alone.
  */
 static int set_access(const char *dir, const char *manifest, bool fresh, char *why, size_t size)
 {

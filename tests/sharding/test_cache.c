@@ -258,6 +258,13 @@ Test(shard_cache, add_dataset_copies_the_manifest_and_is_idempotent)
     cr_expect_str_eq(info.id, id);
     snprintf(a, sizeof(a), "%s/%s", root, id);
     cr_expect_str_eq(info.dir, a);
+    {
+        struct stat st;
+
+        cr_assert_eq(stat(a, &st), 0);
+        cr_expect_eq(st.st_mode & 07777, 0700, "closed until its readers are known: %o",
+                     (unsigned)(st.st_mode & 07777));
+    }
     cr_expect_eq(info.nshards, 4);
     cr_expect_eq(info.shards_held, 0);
     cr_expect_eq(info.bytes_total, 4 * SHARD_BYTES);
