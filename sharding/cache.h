@@ -41,7 +41,7 @@
  *
  * Threading. A struct shard_cache belongs to one thread (the worker's loop thread): every
  * shard_cache_ function but shard_cache_copy_run must be called from it. shard_cache_copy_run
- * touches only its job and the files the job names, so it runs in a pool thread while the
+ * touches only its job and the files the job names, so it runs on another thread while the
  * loop goes on using the cache. shard_dataset_id* are pure and thread-safe. No libuv, no
  * threads, no logging: counts and errors (struct gs_error naming the file) come back.
  *
@@ -51,6 +51,7 @@
 #ifndef SHARD_CACHE_H
 #define SHARD_CACHE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -268,6 +269,9 @@ struct shard_cache_copy {
     shard_cache_read_fn read; /* or a reader (a peer fetch) */
     void *read_data;
     uint64_t rate_bytes_per_s; /* 0: as fast as it goes */
+    /* Set by another thread to stop the copy between two reads (-ECANCELED, the .part kept
+     * for the next run to resume); NULL: never. */
+    const atomic_bool *cancel;
     /* From shard_cache_copy_run. */
     uint64_t resumed_from; /* bytes of the .part kept from an earlier run */
     uint64_t bytes_copied; /* bytes read from the source and written by this run */

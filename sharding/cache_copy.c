@@ -9,7 +9,8 @@
  * Place. Staging is split in three: shard_cache_stage_begin (cache.c, the owner's thread)
  * fills a self-contained job (owned copies of the paths, the entry's numbers), pins the
  * dataset, marks the shard staging and reserves its bytes; this file's copy runs on any
- * thread (a libuv pool thread in the worker); shard_cache_stage_end (cache.c, the owner's
+ * thread (a thread of its own in the worker, worker/offload.h), and stops between two reads
+ * when the job's cancel flag is set; shard_cache_stage_end (cache.c, the owner's
  * thread) records the result and unpins. The pin and the staging mark are what keep the
  * loop's trim and evict off the files the copy writes while it runs.
  *
@@ -214,6 +215,10 @@ static int copy_bytes(struct copy_run *r, uint64_t start, struct gs_error *err)
     for (uint64_t at = start; at < job->bytes;) {
         size_t want = job->bytes - at < r->chunk ? (size_t)(job->bytes - at) : r->chunk, got = 0;
 
+        if (job->cancel != NULL && atomic_load(job->cancel))
+            return gs_error_set(err, -ECANCELED, 0, 0,
+                                "shard %s: copy cancelled at %" PRIu64 " bytes (the .part is kept)",
+                                job->path, at);
         rc = read_source(r, at, want, &got, err);
         if (rc < 0)
             return rc;

@@ -9,15 +9,18 @@
 #define WRK_DATA_INTERNAL_H
 
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <uv.h>
 
 #include "common/error.h"
+#include "proto/auth.h"
 #include "proto/gsched.pb-c.h"
 #include "sharding/cache.h"
 #include "sharding/planfile.h"
+#include "worker/offload.h"
 
 struct wrk_ctx;
 struct wrk_peer_server;
@@ -25,9 +28,12 @@ struct wrk_peer_server;
 /* One shard to copy into the cache. */
 struct data_copy {
     struct data_copy *next;
-    struct wrk_data *d;
-    uv_work_t req;
+    struct wrk_data *d; /* the loop's side only: a copy's thread may outlive it */
     struct shard_cache_copy job;
+    atomic_bool cancel; /* job.cancel: set when the worker stops */
+    /* What the thread needs of the worker, copied: it may run on after the worker's stop. */
+    struct gs_proto_auth_key key;
+    char node_name[256];
     char dataset[SHARD_DATASET_ID_SIZE];
     size_t shard;
     struct data_stage *owner; /* the launch waiting for it; NULL for a warm */
@@ -101,7 +107,8 @@ struct wrk_data {
     struct wrk_peer_server *peer;
     uint64_t rate;
     struct data_copy *queue, *queue_tail;
-    struct data_copy *running; /* copies in flight, linked by next */
+    struct data_copy *running;  /* copies in flight, linked by next */
+    struct wrk_offload *copies; /* their threads (worker/offload.h) */
     unsigned nrunning, max_running;
     struct data_stage *stages;
     struct data_pin *pins;

@@ -187,8 +187,8 @@ static int copy_from_peer(struct data_copy *c, const char *file)
 {
     struct wrk_peer_fetch *f = NULL;
     struct wrk_peer_fetch_reader r;
-    int rc = wrk_peer_fetch_open(c->peer_host, c->peer_port, &c->d->w->auth_key, c->d->w->node_name,
-                                 PEER_TIMEOUT_MS, &f, &c->err);
+    int rc = wrk_peer_fetch_open(c->peer_host, c->peer_port, &c->key, c->node_name, PEER_TIMEOUT_MS,
+                                 &f, &c->err);
 
     if (rc < 0)
         return rc;
@@ -203,10 +203,11 @@ static int copy_from_peer(struct data_copy *c, const char *file)
     return rc;
 }
 
-/* In the pool: the peer first when there is one, else (or after it failed) the source. */
-static void copy_work(uv_work_t *req)
+/* On the copy's thread, touching only c (never c->d): the peer first when there is one,
+ * else (or after it failed) the source. */
+static void copy_work(void *data)
 {
-    struct data_copy *c = req->data;
+    struct data_copy *c = data;
     const char *file = strrchr(c->job.path, '/') + 1;
 
     if (c->peer_host[0] != '\0') {
@@ -231,7 +232,20 @@ static void copy_work(uv_work_t *req)
 
 static void copy_free(struct data_copy *c)
 {
+    gs_proto_auth_key_clear(&c->key);
     free(c);
+}
+
+/* A copy that was running when the worker stopped, once its thread is done with it (any
+ * thread): its .part stays for the next worker to resume; the cache it was staged in is
+ * gone, so only the job's own strings are freed. */
+static void copy_drop(void *data)
+{
+    struct data_copy *c = data;
+
+    free(c->job.path);
+    free(c->job.part_path);
+    copy_free(c);
 }
 
 /* A copy of st's is over: c->result, or already held when its turn came (was_local). */
@@ -258,14 +272,13 @@ static void account(struct data_stage *st, const struct data_copy *c, bool was_l
         st->bytes_source += c->bytes;
 }
 
-static void copy_done(uv_work_t *req, int status)
+/* On the loop once the copy's thread returned; never after wrk_data_stop. */
+static void copy_done(void *data)
 {
-    struct data_copy *c = req->data;
+    struct data_copy *c = data;
     struct wrk_data *d = c->d;
     uint64_t copied = c->job.bytes_copied;
 
-    if (status < 0 && c->result == 0)
-        c->result = status;
     c->bytes = c->job.bytes; /* stage_end zeroes the job */
     for (struct data_copy **p = &d->running; *p != NULL; p = &(*p)->next) {
         if (*p == c) {
@@ -295,7 +308,6 @@ static void copy_done(uv_work_t *req, int status)
     }
     copy_free(c);
     wrk_data_kick(d);
-    wrk_handle_closed(d->w); /* the work request; may free the worker when stopping */
 }
 
 bool wrk_data_in_flight(const struct wrk_data *d, const char *dataset, size_t shard)
@@ -365,8 +377,11 @@ void wrk_data_kick(struct wrk_data *d)
         }
         /* worker.data_rate is the node's: each of the copies at once gets its share. */
         c->job.rate_bytes_per_s = d->rate / d->max_running;
-        c->req.data = c;
-        rc = uv_queue_work(d->w->loop, &c->req, copy_work, copy_done);
+        atomic_init(&c->cancel, false);
+        c->job.cancel = &c->cancel;
+        c->key = d->w->auth_key;
+        snprintf(c->node_name, sizeof(c->node_name), "%s", d->w->node_name);
+        rc = wrk_offload_run(d->copies, copy_work, copy_done, copy_drop, c);
         if (rc == 0) {
             c->next = d->running;
             d->running = c;
@@ -374,7 +389,7 @@ void wrk_data_kick(struct wrk_data *d)
         }
         if (rc < 0) {
             c->result = rc;
-            gs_error_set(&c->err, rc, 0, 0, "cannot queue the copy: %s", uv_strerror(rc));
+            gs_error_set(&c->err, rc, 0, 0, "cannot start the copy: %s", gs_strerror(rc));
             shard_cache_stage_end(d->cache, &c->job, rc);
             if (c->owner != NULL) {
                 account(c->owner, c, false);
@@ -383,7 +398,6 @@ void wrk_data_kick(struct wrk_data *d)
             copy_free(c);
             continue;
         }
-        d->w->open_handles++; /* until copy_done */
     }
 }
 
@@ -601,13 +615,21 @@ int wrk_data_start(struct wrk_ctx *w, const struct wrk_opts *opts, struct gs_err
     po.auth_key = &w->auth_key;
     po.may_serve = may_serve;
     po.data = d;
+    rc = wrk_offload_new(w->loop, d->max_running, &d->copies);
+    if (rc < 0) {
+        shard_cache_close(d->cache);
+        free(d);
+        return gs_error_set(err, rc, 0, 0, "cannot start the shard copies: %s", gs_strerror(rc));
+    }
     d->peer = wrk_peer_server_new(w->loop, &po, err);
     if (d->peer == NULL) {
+        wrk_offload_close(d->copies, NULL, NULL); /* its handle closes on the loop's next turn */
         shard_cache_close(d->cache);
         free(d);
         return err->code < 0 ? err->code : -EIO;
     }
     w->open_handles++; /* the peer server */
+    w->open_handles++; /* the copies, until on_copies_closed */
     uv_timer_init(w->loop, &d->report_timer);
     d->report_timer.data = d;
     w->open_handles++;
@@ -630,6 +652,11 @@ static void on_peer_closed(void *data)
     wrk_handle_closed(data);
 }
 
+static void on_copies_closed(void *data)
+{
+    wrk_handle_closed(data);
+}
+
 static void on_timer_closed(uv_handle_t *h)
 {
     struct wrk_data *d = h->data;
@@ -637,6 +664,9 @@ static void on_timer_closed(uv_handle_t *h)
     wrk_handle_closed(d->w);
 }
 
+/* Copies in flight are told to stop and left behind, not waited for: one reading a source
+ * on a filesystem that hangs could hold the stop for good, and a long one at the node's
+ * data_rate for minutes. Each keeps its .part, which the next worker resumes. */
 void wrk_data_stop(struct wrk_ctx *w)
 {
     struct wrk_data *d = w->data;
@@ -644,6 +674,14 @@ void wrk_data_stop(struct wrk_ctx *w)
     if (d == NULL || d->closing)
         return;
     d->closing = true;
+    if (d->nrunning > 0)
+        GS_LOG(GS_LOG_INFO, "copies=%u shard copies stopped, their .part files kept", d->nrunning);
+    for (struct data_copy *c = d->running; c != NULL; c = c->next)
+        atomic_store(&c->cancel, true);
+    d->running = NULL; /* theirs to free now (copy_drop) */
+    d->nrunning = 0;
+    wrk_offload_close(d->copies, on_copies_closed, w);
+    d->copies = NULL;
     wrk_peer_server_close(d->peer, on_peer_closed, w);
     uv_close((uv_handle_t *)&d->report_timer, on_timer_closed);
 }

@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -38,6 +39,9 @@
 #include "proto/conn.h"
 #include "refuse_mempolicy.h"
 #include "telemetry_helpers.h"
+#include "sharding/cache.h"
+#include "tests/loop_wait.h"
+#include "tests/sharding/dataset.h"
 #include "worker/worker.h"
 
 #define MAX_EXITS 8
@@ -60,7 +64,10 @@ static char last_logs_data[64], last_logs_node[64], last_error[256];
 static int32_t last_error_code;
 static int log_fd = -1;
 static uint64_t telemetry_ms; /* the worker's sampling; 0: none */
-static int telemetry_beats;   /* heartbeats with GPU 2's scripted figures and task CPU time */
+static bool with_data;        /* the worker keeps a shard cache in DIR/cache, */
+static uint64_t data_rate;    /* copying at this many bytes a second (0: no limit) */
+static char data_dir[160];
+static int telemetry_beats; /* heartbeats with GPU 2's scripted figures and task CPU time */
 /* StepOutput by rank and stream: the bytes, the eofs, and the eofs seen by each exit. */
 static char step_out[4][2][512];
 static size_t step_out_len[4][2];
@@ -186,6 +193,9 @@ static void on_sched_message(struct gs_proto_conn *c, const Gs__Envelope *env, v
         *have += o->data.len;
         break;
     }
+    case GS__ENVELOPE__BODY_DATA_HOLDINGS:
+        cr_assert(with_data, "holdings from a worker without a cache");
+        break;
     default:
         cr_assert_fail("unexpected %s", gs_proto_body_name(env->body_case));
     }
@@ -264,6 +274,11 @@ static void start_worker(const struct gs_topo_opts *topts)
         snprintf(ledger_path, sizeof(ledger_path), "%s/node1.ledger", dir);
         opts.ledger_path = ledger_path;
     }
+    if (with_data) {
+        snprintf(data_dir, sizeof(data_dir), "%s/cache", dir);
+        opts.data_dir = data_dir;
+        opts.data_rate_bytes = data_rate;
+    }
     wopts = opts;
     memset(step_out, 0, sizeof(step_out));
     memset(step_out_len, 0, sizeof(step_out_len));
@@ -320,7 +335,8 @@ static void teardown(void)
 {
     char cmd[128];
 
-    wrk_stop(worker, on_stopped, NULL);
+    if (!stopped) /* a test may have stopped it (and so freed it) already */
+        wrk_stop(worker, on_stopped, NULL);
     if (sched_conn != NULL)
         gs_proto_conn_close(sched_conn);
     uv_close((uv_handle_t *)&server, NULL);
@@ -1440,4 +1456,77 @@ Test(worker_ledger, an_unacknowledged_exit_outlives_a_worker_restart)
     cr_assert_eq(wrk_start(worker), 0);
     run_until(&registers, 2, "the new worker's registration");
     cr_assert_eq(last_unacked_reported, 1, "the old exit is reported again");
+}
+
+/* ---- shard copies and the stop (suite worker_data) ---- */
+
+/* The fake node with a shard cache whose copies run at 64 KiB/s: a 1 MiB shard takes 16 s
+ * (each of the two copies at once gets half the node's rate). */
+static void setup_slow_data(void)
+{
+    with_data = true;
+    data_rate = 128 * 1024;
+    setup();
+}
+
+TestSuite(worker_data, .init = setup_slow_data, .fini = teardown, .timeout = 60);
+
+/* The bytes of the .part files under the cache's dataset directories, and how many. */
+static uint64_t part_bytes(int *nparts)
+{
+    char cmd[512], line[64];
+    uint64_t sum = 0;
+    FILE *f;
+
+    *nparts = 0;
+    snprintf(cmd, sizeof(cmd), "find '%s' -name '*.part' -printf '%%s\\n' 2>/dev/null", data_dir);
+    f = popen(cmd, "r");
+    cr_assert_not_null(f);
+    while (fgets(line, sizeof(line), f) != NULL) {
+        sum += strtoull(line, NULL, 10);
+        (*nparts)++;
+    }
+    pclose(f);
+    return sum;
+}
+
+/* The stop tells copies in flight to end and does not wait for them: it would take 16 s for
+ * these to finish; their .part files stay for the next worker to resume. */
+Test(worker_data, the_stop_does_not_wait_for_copies_in_flight)
+{
+    Gs__DataCommand cmd = GS__DATA_COMMAND__INIT;
+    Gs__UserIdentity user = GS__USER_IDENTITY__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    char src[200], id[SHARD_DATASET_ID_SIZE];
+    struct gs_error err;
+    uint64_t until, bytes = 0, at_stop;
+    int nparts = 0;
+
+    run_until(&registers, 1, "registration");
+    snprintf(src, sizeof(src), "%s/src", dir);
+    cr_assert_eq(mkdir(src, 0755), 0);
+    ds_make(src, 1, 1, 256 * 1024); /* two shards of 1 MiB (u32 tokens) */
+    cr_assert_eq(shard_dataset_id(src, id, &err), 0, "%s", err.msg);
+    cmd.op = GS__DATA_OP__DATA_OP_WARM;
+    cmd.dataset = id;
+    cmd.source = src;
+    user.uid = getuid();
+    user.gid = getgid();
+    user.username = "root";
+    cmd.user = &user;
+    env.body_case = GS__ENVELOPE__BODY_DATA_COMMAND;
+    env.data_command = &cmd;
+    send_env(&env);
+    until = gs_clock_mono_ms() + 10000;
+    while ((nparts < 2 || bytes == 0) && gs_clock_mono_ms() < until) {
+        uv_run(&loop, UV_RUN_NOWAIT);
+        bytes = part_bytes(&nparts);
+    }
+    cr_assert_eq(nparts, 2, "both copies under way (%d .part files, %llu bytes)", nparts,
+                 (unsigned long long)bytes);
+    wrk_stop(worker, on_stopped, NULL);
+    GS_TEST_RUN_UNTIL(&loop, stopped, 5000); /* the copies would take 16 s */
+    at_stop = part_bytes(&nparts);
+    cr_assert_eq(nparts, 2, "the .part files are kept");
+    cr_assert_lt(at_stop, 2u * 1024 * 1024, "the copies had not finished");
 }
