@@ -13,7 +13,8 @@
 #   4. trains GPT-2 124M's shape in bf16 for STEPS steps (default 30) and prints tokens/s,
 #      MFU against the GPU's dense bf16 peak, the step-time split, the device memory peak and
 #      the checkpoint stall; then the same with one-rank NCCL data parallelism for the
-#      all-reduce's overlap.
+#      all-reduce's overlap. Beside the first run, the worker's NVML sampling
+#      (bench/nvml_probe.c) must see GPU 0 busy, its memory used and the trainer's process.
 #
 # GPU_CHECK_STEPS sets the GPT-2 runs' steps, GPU_CHECK_TIMEOUT the seconds any one test
 # binary or run may take (default 300).
@@ -156,6 +157,18 @@ fi
 # --- 4. GPT-2 124M ---------------------------------------------------------------------------
 gpt=(--optim.steps="$STEPS" --optim.warmup_steps=5 --eval.every=0 --checkpoint.every=10
   --metrics.log_every=5 --batch.global_tokens=262144 --batch.micro=64)
+# The worker's NVML sampling (worker/nvml.c) beside the run, as a heartbeat would see GPU 0:
+# once the trainer's process exists, NVML_PROBE_SECONDS of samples (tests before this only
+# ever met the scripted stand-in).
+probe_pid=
+if [ -x "$BIN/nvml_probe" ]; then
+  (for _ in $(seq 150); do
+    p=$(pgrep -n -f "^$BIN/gsched-train train .*--out_dir=$OUT/gpt2 ") && break
+    sleep 0.2
+  done
+    exec "$BIN/nvml_probe" 1 "${NVML_PROBE_SECONDS:-15}" "${p:-0}") > "$OUT/nvml.txt" 2>&1 &
+  probe_pid=$!
+fi
 if train gpt2 "$ROOT/examples/train-gpt2-124m.toml" "${gpt[@]}"; then
   j=$OUT/gpt2/metrics.jsonl
   tps=$(metric "$j" tokens_per_s)
@@ -172,6 +185,20 @@ if train gpt2 "$ROOT/examples/train-gpt2-124m.toml" "${gpt[@]}"; then
 else
   fail "gpt2-124m bf16" "$OUT/gpt2.log"
   tail -15 "$OUT/gpt2.log"
+fi
+if [ -n "$probe_pid" ]; then
+  wait "$probe_pid"
+  probe_rc=$?
+  line=$(grep '^gpu=0 ' "$OUT/nvml.txt")
+  val() { sed -n "s/.* $1=\([-0-9]*\).*/\1/p" <<< "$line"; }
+  if [ "$probe_rc" != 0 ] || [ -z "$line" ]; then
+    fail "NVML telemetry during gpt2 (worker/nvml.c)" "nvml_probe exited $probe_rc: $(tail -1 "$OUT/nvml.txt")"
+  elif [ "$(val found)" = 1 ] && [ "$(val util_max)" -ge 50 ] && [ "$(val mem_used_max_mib)" -ge 1024 ] &&
+    [ "$(val pid_seen)" = 1 ]; then
+    row "NVML telemetry during gpt2 (worker/nvml.c)" ok "$line"
+  else
+    fail "NVML telemetry during gpt2 (worker/nvml.c)" "$line (wanted found=1, util_max >= 50, mem_used_max_mib >= 1024, pid_seen=1)"
+  fi
 fi
 # The same with CUDA Graphs: the same losses (the same kernels replayed), and the speed-up.
 if [ -d "$OUT/gpt2" ]; then

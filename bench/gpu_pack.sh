@@ -16,12 +16,13 @@ B=$ROOT/build-gpupack
 
 cmake -S "$ROOT" -B "$B" -DGSCHED_CUDA=ON -DGSCHED_MPI=OFF -DCMAKE_CUDA_ARCHITECTURES="$ARCH" \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
-cmake --build "$B" -j"$(nproc)" --target gsched gsched-train kern_attention_gpu test_gpu_kernels \
-  test_gpu_gemm test_adamw test_trn_model test_trn_comm_gpu > /dev/null
+cmake --build "$B" -j"$(nproc)" --target gsched gsched-train kern_attention_gpu nvml_probe \
+  test_gpu_kernels test_gpu_gemm test_adamw test_trn_model test_trn_comm_gpu > /dev/null
 
 rm -rf "$DIR"
 mkdir -p "$DIR/build/bin" "$DIR/build/tests" "$DIR/lib" "$DIR/fixtures"
-cp "$B/bin/gsched" "$B/bin/gsched-train" "$B/bin/kern_attention_gpu" "$DIR/build/bin/"
+cp "$B/bin/gsched" "$B/bin/gsched-train" "$B/bin/kern_attention_gpu" "$B/bin/nvml_probe" \
+  "$DIR/build/bin/"
 for t in test_gpu_kernels test_gpu_gemm test_adamw test_trn_model test_trn_comm_gpu; do
   [ -x "$B/tests/$t" ] && cp "$B/tests/$t" "$DIR/build/tests/"
 done
