@@ -2,10 +2,12 @@
 #   make demo   install dependencies, build, run the main job
 #   make test   install dependencies, build, run every test (plain and ASan+UBSan builds,
 #               then the libFuzzer harnesses briefly in a clang build)
+#   make deb    a Debian package of a CPU-only Release build (docs/cluster.md)
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
+DEB_BUILD  ?= build-deb
 FUZZ_SECONDS ?= 30
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 # The project's own builds (dev, CI) treat warnings as errors; a plain `cmake` build, with
@@ -13,7 +15,7 @@ JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?= -DGSCHED_WERROR=ON
 SANITIZE   ?= address,undefined
 
-.PHONY: all deps configure build test test-unit test-asan test-fuzz demo install format format-check clean
+.PHONY: all deps configure build test test-unit test-asan test-fuzz demo install deb format format-check clean
 
 all: build
 
@@ -65,6 +67,12 @@ demo: build
 install: build
 	cmake --install $(BUILD)
 
+# CUDA off: the package's Depends name Debian packages, and CUDA's libraries are NVIDIA's.
+deb: deps
+	cmake -S . -B $(DEB_BUILD) -DCMAKE_BUILD_TYPE=Release -DGSCHED_CUDA=OFF $(CMAKE_ARGS)
+	cmake --build $(DEB_BUILD) -j$(JOBS)
+	cd $(DEB_BUILD) && cpack -G DEB
+
 format:
 	git ls-files '*.c' '*.h' '*.cu' '*.cuh' | xargs clang-format -i
 
@@ -72,4 +80,4 @@ format-check:
 	git ls-files '*.c' '*.h' '*.cu' '*.cuh' | xargs clang-format --dry-run --Werror
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(DEB_BUILD)

@@ -6,7 +6,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential    # gcc, make, libc headers
+  build-essential    # gcc, make, libc headers; dpkg-dev (make deb: dpkg-shlibdeps)
   cmake              # >= 3.25 (Debian 12 ships 3.25.1)
   pkg-config
   python3            # the TOML conformance runner

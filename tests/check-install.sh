@@ -10,7 +10,8 @@ cmake --install "$build" --prefix "$dest"
 test -x "$dest/bin/toml2json"
 "$dest/sbin/gschedd" --version
 "$dest/sbin/gsched-workerd" --version
-test -f "$dest/share/gsched/systemd/gschedd.service"
+test -f "$dest/lib/systemd/system/gschedd.service"
+test -f "$dest/lib/systemd/system/gsched-workerd.service"
 # The status page, where an installed gschedd looks for it (scheduler/sched_web.c).
 for f in index.html app.js style.css; do test -f "$dest/share/gsched/web/$f"; done
 rm -rf "$dest"
