@@ -133,39 +133,76 @@ int wrk_ledger_remove(struct wrk_ledger *l, pid_t pid)
     return 0;
 }
 
-int wrk_ledger_sweep(const char *path)
+int wrk_ledger_read(const char *path, struct wrk_ledger_entry **ret, size_t *ret_n)
 {
+    struct wrk_ledger_entry *v = NULL, *grown;
+    size_t n = 0, cap = 0;
     FILE *f = fopen(path, "r");
     char line[256];
-    int killed = 0;
 
+    *ret = NULL;
+    *ret_n = 0;
     if (f == NULL)
         return errno == ENOENT ? 0 : -errno;
     while (fgets(line, sizeof(line), f) != NULL) {
+        struct wrk_ledger_entry e = {0};
         int pid;
-        uint64_t start, job, now;
-        uint32_t rank, step = 0;
 
         /* STEP is absent from the files of workers that predate steps: step 0. */
-        if (sscanf(line, "%d %" SCNu64 " %" SCNu64 " %" SCNu32 " %" SCNu32, &pid, &start, &job,
-                   &rank, &step) < 4)
+        if (sscanf(line, "%d %" SCNu64 " %" SCNu64 " %" SCNu32 " %" SCNu32, &pid, &e.start_time,
+                   &e.job_id, &e.rank, &e.step) < 4)
             continue;
-        now = pid > 1 ? wrk_ledger_start_time(pid) : 1;
+        e.pid = (pid_t)pid;
+        if (n == cap) {
+            cap = cap > 0 ? 2 * cap : 16;
+            if ((grown = realloc(v, cap * sizeof(*v))) == NULL) {
+                free(v);
+                fclose(f);
+                return -ENOMEM;
+            }
+            v = grown;
+        }
+        v[n++] = e;
+    }
+    fclose(f);
+    *ret = v;
+    *ret_n = n;
+    return 0;
+}
+
+int wrk_ledger_end(const struct wrk_ledger_entry *v, size_t n, const char *what)
+{
+    int killed = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        pid_t pid = v[i].pid;
+        uint64_t now = pid > 1 ? wrk_ledger_start_time(pid) : 1;
+
         /* A live pid with another start time is someone else's now. With no process of
          * that pid left, a group of that id can only be ours: Linux hands out no pid that
          * is still some group's id, so the task's children are found even after their
          * leader died. */
-        if (pid <= 1 || (now != 0 && now != start))
+        if (pid <= 1 || (now != 0 && now != v[i].start_time))
             continue;
         if (killpg(pid, SIGKILL) == 0) {
             killed++;
-            GS_LOG(GS_LOG_WARN,
-                   "job=%" PRIu64 " step=%" PRIu32 " rank=%" PRIu32 " pid=%d leftover task of a "
-                   "previous worker ended",
-                   job, step, rank, pid);
+            GS_LOG(GS_LOG_WARN, "job=%" PRIu64 " step=%" PRIu32 " rank=%" PRIu32 " pid=%d %s",
+                   v[i].job_id, v[i].step, v[i].rank, (int)pid, what);
         }
     }
-    fclose(f);
-    unlink(path);
     return killed;
+}
+
+int wrk_ledger_sweep(const char *path)
+{
+    struct wrk_ledger_entry *v = NULL;
+    size_t n = 0;
+    int rc = wrk_ledger_read(path, &v, &n);
+
+    if (rc < 0)
+        return rc;
+    rc = wrk_ledger_end(v, n, "leftover task of a previous worker ended");
+    free(v);
+    unlink(path);
+    return rc;
 }

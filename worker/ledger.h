@@ -27,10 +27,31 @@ struct wrk_ledger;
 struct wrk_ledger *wrk_ledger_new(const char *path);
 void wrk_ledger_free(struct wrk_ledger *l);
 
+/* One line of the file. */
+struct wrk_ledger_entry {
+    pid_t pid; /* the task's process group leader, and so its group id */
+    uint64_t start_time, job_id;
+    uint32_t rank, step;
+};
+
 /*
- * Ends (SIGKILL to the process group) every task the file at path lists whose leader is
- * still the same process, then removes the file. Returns how many were ended, or a
- * negative errno when the file exists but cannot be read. No file: 0.
+ * Reads the file at path: 0 with *ret (malloc'd: the caller frees it) and *ret_n its
+ * entries, none (NULL, 0) when there is no file; or a negative errno when it exists but
+ * cannot be read. Lines that do not parse are skipped.
+ */
+int wrk_ledger_read(const char *path, struct wrk_ledger_entry **ret, size_t *ret_n);
+
+/*
+ * Ends (SIGKILL to the process group) each of v[0..n) whose leader is still the same
+ * process (or gone, its group's id still ours), logging one warning line each with what
+ * (e.g. "leftover task of a previous worker ended"). Returns how many were ended.
+ */
+int wrk_ledger_end(const struct wrk_ledger_entry *v, size_t n, const char *what);
+
+/*
+ * Ends every task the file at path lists (wrk_ledger_end), then removes the file. Returns
+ * how many were ended, or a negative errno when the file exists but cannot be read. No
+ * file: 0.
  */
 int wrk_ledger_sweep(const char *path);
 

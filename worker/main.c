@@ -25,6 +25,7 @@
 #include "common/stop_signals.h"
 #include "common/topo.h"
 #include "gsched_config.h"
+#include "worker/keeper.h"
 #include "worker/worker.h"
 
 static const char usage[] =
@@ -476,10 +477,24 @@ static int run(struct workerd *d)
                             .data_rate_bytes = d->cfg.data_rate_mib << 20,
                             .data_port = d->cfg.data_port,
                             .data_copies = d->cfg.data_copies};
-    struct gs_proto_auth_key key;
+    struct gs_proto_auth_key key = {0};
     struct gs_error err;
-    int rc = load_key(&d->cfg, &key);
+    int rc, keeper = -1;
 
+    gethostname(host, sizeof(host) - 1);
+    opts.node_name = d->cfg.worker_name != NULL ? d->cfg.worker_name : host;
+    opts.address = d->cfg.worker_address != NULL ? d->cfg.worker_address : host;
+    ledger_path(d, opts.node_name, ledger, sizeof(ledger));
+    opts.ledger_path = ledger[0] != '\0' ? ledger : NULL;
+    /* First, while the process holds no key, socket or thread for the keeper to inherit. */
+    if (opts.ledger_path != NULL && (keeper = wrk_keeper_start(opts.ledger_path, NULL)) < 0)
+        GS_LOG(GS_LOG_WARN,
+               "error=\"%s\" no keeper: the tasks of a worker that dies run on until it is "
+               "started again",
+               gs_strerror(keeper));
+    opts.keeper = keeper >= 0;
+    opts.keeper_fd = keeper;
+    rc = load_key(&d->cfg, &key);
     if (rc == 0)
         rc = load_topology(d);
     if (rc == 0)
@@ -487,12 +502,7 @@ static int run(struct workerd *d)
     if (rc < 0)
         goto out;
     opts.auth_key = &key;
-    gethostname(host, sizeof(host) - 1);
-    opts.node_name = d->cfg.worker_name != NULL ? d->cfg.worker_name : host;
-    opts.address = d->cfg.worker_address != NULL ? d->cfg.worker_address : host;
     opts.topo = d->topo;
-    ledger_path(d, opts.node_name, ledger, sizeof(ledger));
-    opts.ledger_path = ledger[0] != '\0' ? ledger : NULL;
     cli_socket_path(d, opts.node_name, ledger, &opts, cli_socket, sizeof(cli_socket));
     opts.cli_path = cli_beside(cli, sizeof(cli));
     opts.slurm_bin = slurm_bin(d, opts.cli_path, slurm, sizeof(slurm));
@@ -503,6 +513,7 @@ static int run(struct workerd *d)
         fprintf(stderr, "gsched-workerd: %s\n", err.msg);
         uv_run(&d->loop, UV_RUN_DEFAULT); /* what it had opened closes */
         uv_loop_close(&d->loop);
+        wrk_keeper_goodbye(keeper);
         return 1;
     }
     gs_stop_signals_init(&d->stop, &d->loop, on_stop, d);
@@ -511,9 +522,11 @@ static int run(struct workerd *d)
     wrk_start(d->worker);
     uv_run(&d->loop, UV_RUN_DEFAULT);
     uv_loop_close(&d->loop);
+    wrk_keeper_goodbye(keeper); /* a clean stop: it ended its tasks itself */
     return 0;
 out:
     gs_proto_auth_key_clear(&key);
+    wrk_keeper_goodbye(keeper);
     return 1;
 }
 

@@ -27,6 +27,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "worker/exits_file.h"
+#include "worker/keeper.h"
 #include "worker/register.h"
 
 #define BACKOFF_MIN_MS 100
@@ -366,6 +367,7 @@ static void handle_register_reply(struct wrk_ctx *w, const Gs__NodeRegisterReply
     wrk_relay_set_connected(w->relay, true);
     uv_timer_start(&w->heartbeat, on_heartbeat, w->heartbeat_ms, w->heartbeat_ms);
     w->fence_ms = reply->fence_timeout_ms;
+    wrk_keeper_set_fence(w->keeper_fd, w->fence_ms);
     w->fenced = false;
     if (w->fence_ms > 0) {
         uint64_t every = fence_period_ms(w->fence_ms);
@@ -838,6 +840,7 @@ struct wrk_ctx *wrk_new(uv_loop_t *loop, const struct wrk_opts *opts, struct gs_
     if (opts->auth_key != NULL)
         w->auth_key = *opts->auth_key;
     w->grace_ms = opts->grace_ms > 0 ? opts->grace_ms : 30000;
+    w->keeper_fd = opts->keeper ? opts->keeper_fd : -1;
     w->log_read_gate = opts->log_read_gate;
     w->log_read_gate_data = opts->log_read_gate_data;
     w->start_ms = gs_clock_wall_ms();

@@ -73,6 +73,7 @@ struct wrk_ctx {
     struct wrk_relay *relay;           /* the CLI socket; NULL when there is none */
     struct wrk_telemetry *telemetry;   /* heartbeat figures; NULL when not sampling */
     struct wrk_offload *log_reads;     /* `gsched logs` reads, each on its own thread */
+    int keeper_fd;                     /* wrk_opts' when keeper, else -1 */
     void (*log_read_gate)(void *data); /* wrk_opts' */
     void *log_read_gate_data;
     struct wrk_exit *exits;

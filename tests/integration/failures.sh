@@ -7,7 +7,9 @@
 # job ids are not reused. kill -9 of a worker: its node goes DOWN and, once its 5 s fence
 # timeout has passed (--fence-timeout), its job with
 # max_restarts = 1 is REQUEUED and completes on the other node, one with max_restarts = 0
-# ends NODE_FAIL.
+# ends NODE_FAIL; the dead worker's keeper (worker/keeper.h) ended the tasks it left 4 s
+# after it died, before gschedd gave up on the node, so no job ran twice at once; the
+# worker started again finds nothing left to end.
 name="failures"
 . "$(dirname "$0")/lib.sh"
 
@@ -154,9 +156,17 @@ wait_for "both victims to log their start" 10 \
   eval '[ "$(lines once.log start)" = 1 ] && [ "$(lines twice.log start)" = 1 ]'
 lost_pid=$(cat "$state/$lost.pid")
 mapfile -d '' lost_cmd < "/proc/$lost_pid/cmdline"
+orphan=$(awk '/^start/ {print $2; exit}' "$tmp/once.log")
+pid_alive "$orphan" || fail "once's task (pid $orphan) is not running"
 kill -9 "$lost_pid"
+died=$(date +%s%N)
 wait_end "$once" 15
 expect "$once" 'j["state"] == "NODE_FAIL" and j["restart_count"] == 0'
+# The keeper ended once's task before gschedd moved its jobs (0.8 of the fence timeout).
+pid_alive "$orphan" && fail "once's task (pid $orphan) outlived its dead worker's fence"
+grep -q "job=$once .*task of a worker that died ended by its keeper (fence)" "$state/$lost.log" ||
+  fail "no keeper line: $(tail -5 "$state/$lost.log")"
+[ $(( ($(date +%s%N) - died) / 1000000 )) -ge 4000 ] || fail "once's job ended within 4 s of the worker's death"
 "$bin/gsched" nodes --json "$lost" | python3 -c '
 import json, sys
 n = json.load(sys.stdin)[0]
@@ -172,14 +182,12 @@ expect "$twice" "j['restart_count'] == 1 and j['allocation'][0]['node_name'] == 
   [e['state'] for e in h][-2:] == ['RUNNING', 'COMPLETED']" "COMPLETED on $keep"
 [ "$(lines twice.log "start [0-9]* $keep\$")" = 1 ] || fail "no second attempt on $keep: $(cat "$tmp/twice.log")"
 
-# The dead worker's tasks outlived it (once still waits on its gate). Started again, the
-# worker ends them from its task ledger before it registers.
-orphan=$(awk '/^start/ {print $2; exit}' "$tmp/once.log")
-pid_alive "$orphan" || fail "once's task (pid $orphan) did not outlive its worker"
+# Started again, the worker finds nothing of its previous life left to end, and registers.
 respawn "$lost" "${lost_cmd[@]}" </dev/null >>"$state/$lost.log" 2>&1 &
 echo $! > "$state/$lost.pid"
-wait_for "the restarted worker to end once's task (pid $orphan)" 10 eval "! pid_alive $orphan"
-grep -q "leftover task of a previous worker ended" "$state/$lost.log" || fail "no ledger sweep logged"
+wait_for "the restarted worker to register" 15 eval "[ \"\$(grep -c ' registered' '$state/$lost.log')\" -ge 2 ]"
+grep -q "leftover task of a previous worker ended" "$state/$lost.log" &&
+  fail "the keeper left a task for the next worker: $(grep leftover "$state/$lost.log")"
 
 stop_cluster
 check_logs
