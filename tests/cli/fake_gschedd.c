@@ -26,9 +26,10 @@
  * active) and "future" (n5, accounts physics and bio, from 2026-12-24 08:00 UTC, no end,
  * inactive); any other name is -ENOENT. Creates, updates and deletes are appended to RECORD
  * as "resv create|update|delete name=N set=start,end,... start=MS end=MS nodes=X users=a,b
- * accounts=x,y" and answered with the reservation sent (a create without a name gets its
- * first user's or account's name + "_1"); Nodes naming gpu9 are refused, as gschedd would.
- * Single-threaded; exits on SIGTERM (default action).
+ * accounts=x,y", then only when given: "flags=BITS" (set), "+users=", "-users=",
+ * "+accounts=", "-accounts=", "+flags=BITS", "-flags=BITS" (an update's edits); answered with the
+ * reservation sent (a create without a name gets its first user's or account's name + "_1"); Nodes
+ * naming gpu9 are refused, as gschedd would. Single-threaded; exits on SIGTERM (default action).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -623,6 +624,20 @@ static void record_resv(struct fake *f, const Gs__ReservationRequest *req)
             (unsigned long long)r->end_ms, r->nodes);
     record_list(rec, "users", r->users, r->n_users);
     record_list(rec, "accounts", r->accounts, r->n_accounts);
+    if (req->set_flags)
+        fprintf(rec, " flags=%u", r->flags);
+    if (req->n_add_users > 0)
+        record_list(rec, "+users", req->add_users, req->n_add_users);
+    if (req->n_remove_users > 0)
+        record_list(rec, "-users", req->remove_users, req->n_remove_users);
+    if (req->n_add_accounts > 0)
+        record_list(rec, "+accounts", req->add_accounts, req->n_add_accounts);
+    if (req->n_remove_accounts > 0)
+        record_list(rec, "-accounts", req->remove_accounts, req->n_remove_accounts);
+    if (req->add_flags != 0)
+        fprintf(rec, " +flags=%u", req->add_flags);
+    if (req->remove_flags != 0)
+        fprintf(rec, " -flags=%u", req->remove_flags);
     fputc('\n', rec);
     fclose(rec);
 }

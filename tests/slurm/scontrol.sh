@@ -86,7 +86,10 @@ $out"
   [[ $(last_record) == *" end=0 nodes=n1 users= accounts=physics" ]] || fail "unlimited: $(last_record)"
   lines=$(wc -l < "$dir/record")
   expect 1 scontrol create reservation StartTime=now Duration=60 Nodes=n1 Users=alice Flags=MAINT
-  [[ $out == "scontrol: error: create reservation: Flags=MAINT: unknown"*"'Flags'"* ]] ||
+  [[ $out == "scontrol: error: create reservation: Flags=MAINT: flag MAINT is not supported"* ]] ||
+    fail "Flags=MAINT: $out"
+  expect 1 scontrol create reservation StartTime=now Duration=60 Nodes=n1 Users=alice Licenses=x:1
+  [[ $out == "scontrol: error: create reservation: Licenses=x:1: unknown"*"'Licenses'"* ]] ||
     fail "unknown key: $out"
   expect 1 scontrol create reservation StartTime=now EndTime=now+1hour Duration=60 Nodes=n1 Users=a
   [[ $out == *"EndTime=now+1hour and Duration=60"* ]] || fail "EndTime and Duration: $out"
@@ -104,6 +107,16 @@ $out"
   expect 0 scontrol update reservationname=future Users=carol Accounts=
   [[ $(last_record) == "resv update name=future set=users,accounts, "*" users=carol accounts=" ]] ||
     fail "update lists: $(last_record)"
+  # Slurm's edits go to gschedd as edits, not as whole lists.
+  expect 0 scontrol update ReservationName=maint Users+=bob,carol Accounts=-bio Flags+=daily
+  [ "$(last_record)" = "resv update name=maint set= start=0 end=0 nodes= users= accounts= +users=bob,carol -accounts=bio +flags=2" ] ||
+    fail "edits sent: $(last_record)"
+  expect 0 scontrol create reservation StartTime=now Duration=60 Nodes=n1 Users=alice Flags=WEEKDAY
+  [[ $(last_record) == "resv create "*" flags=4" ]] || fail "flags sent: $(last_record)"
+  lines=$(wc -l < "$dir/record")
+  expect 1 scontrol update ReservationName=maint Users=+a,b
+  [[ $out == *"not a mix"* ]] || fail "a mixed list: $out"
+  [ "$(wc -l < "$dir/record")" -eq "$lines" ] || fail "a refused edit was sent"
   expect 1 scontrol update ReservationName=nope Nodes=n3
   [ "$out" = "scontrol: error: Reservation nope not found" ] || fail "update missing: $out"
 
