@@ -10,6 +10,7 @@ packages=(
   cmake              # >= 3.25 (Debian 12 ships 3.25.1)
   pkg-config
   python3            # the TOML conformance runner
+  tzdata             # time zones: repeating reservations keep their local time (test_resv_recur)
   libuv1-dev         # event loops of gschedd and gsched-workerd
   libprotobuf-c-dev  # wire protocol runtime
   protobuf-c-compiler
