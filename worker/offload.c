@@ -185,14 +185,13 @@ int wrk_offload_run(struct wrk_offload *o, wrk_offload_work_cb work, wrk_offload
     return rc;
 }
 
-unsigned wrk_offload_pending(const struct wrk_offload *o)
+unsigned wrk_offload_pending(struct wrk_offload *o)
 {
-    struct wrk_offload *m = (struct wrk_offload *)o; /* the lock only */
     unsigned n;
 
-    pthread_mutex_lock(&m->lock);
-    n = m->outstanding;
-    pthread_mutex_unlock(&m->lock);
+    pthread_mutex_lock(&o->lock);
+    n = o->outstanding;
+    pthread_mutex_unlock(&o->lock);
     return n;
 }
 

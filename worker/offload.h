@@ -41,7 +41,7 @@ int wrk_offload_run(struct wrk_offload *o, wrk_offload_work_cb work, wrk_offload
                     wrk_offload_drop_cb drop, void *data);
 
 /* Calls outstanding (running, or returned and waiting for done). */
-unsigned wrk_offload_pending(const struct wrk_offload *o);
+unsigned wrk_offload_pending(struct wrk_offload *o); /* takes its lock */
 
 /*
  * Closes o: results waiting for the loop are dropped now, calls still running are dropped
