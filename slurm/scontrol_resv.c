@@ -371,17 +371,20 @@ static int read_one_list(struct scontrol_resv *r, const struct words *w, int k,
             *rm_v = v, *rm_n = n;
         }
     }
-    if (w->add[k] != NULL &&
-        (sign == '+' || (rc = read_edit(k, '+', w->add[k], add_v, add_n, why, size)) < 0))
-        return sign == '+' ? fail(why, size, "%s: give names to add once (%s=+NAME or %s+=NAME)",
-                                  key_names[k], key_names[k], key_names[k])
-                           : rc;
-    if (w->rm[k] != NULL &&
-        (sign == '-' || (rc = read_edit(k, '-', w->rm[k], rm_v, rm_n, why, size)) < 0))
-        return sign == '-'
-                   ? fail(why, size, "%s: give names to take away once (%s=-NAME or %s-=NAME)",
-                          key_names[k], key_names[k], key_names[k])
-                   : rc;
+    if (w->add[k] != NULL) {
+        if (sign == '+')
+            return fail(why, size, "%s: give names to add once (%s=+NAME or %s+=NAME)",
+                        key_names[k], key_names[k], key_names[k]);
+        if ((rc = read_edit(k, '+', w->add[k], add_v, add_n, why, size)) < 0)
+            return rc;
+    }
+    if (w->rm[k] != NULL) {
+        if (sign == '-')
+            return fail(why, size, "%s: give names to take away once (%s=-NAME or %s-=NAME)",
+                        key_names[k], key_names[k], key_names[k]);
+        if ((rc = read_edit(k, '-', w->rm[k], rm_v, rm_n, why, size)) < 0)
+            return rc;
+    }
     return 0;
 }
 

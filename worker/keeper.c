@@ -27,15 +27,15 @@
 
 #define KEEPER_FD 3
 
-/* Closes every descriptor above KEEPER_FD (the pipe, moved there) but stderr. */
+/* Moves the pipe to KEEPER_FD and closes every descriptor above it (0-2 stay: stderr is
+ * the log). */
 static void close_others(int pipe_fd)
 {
     if (pipe_fd != KEEPER_FD) {
         dup2(pipe_fd, KEEPER_FD);
         close(pipe_fd);
     }
-    for (int fd = KEEPER_FD + 1; fd < 65536; fd++)
-        close(fd);
+    (void)close_range(KEEPER_FD + 1, ~0U, 0);
 }
 
 static void sleep_ms(uint64_t ms)

@@ -216,11 +216,6 @@ void wrk_offload_close(struct wrk_offload *o, void (*closed)(void *data), void *
 {
     struct call *list, *next;
 
-    if (o == NULL) {
-        if (closed != NULL)
-            closed(data);
-        return;
-    }
     pthread_mutex_lock(&o->lock);
     o->closed = true;
     list = take_ready(o);
