@@ -36,6 +36,7 @@
 #include "common/json.h"
 #include "common/sort.h"
 #include "common/units.h"
+#include "proto/held.h"
 
 #define CMD "data"
 #define WARM_TIMEOUT_DEFAULT_S 600
@@ -191,6 +192,23 @@ static int resolve_target(struct data_args *d)
     return 0;
 }
 
+/*
+ * h's shards as a bitmap (bitmap or runs on the wire, proto/held.h; the caller frees it).
+ * NULL when out of memory or h does not read (call() has checked every reply's).
+ */
+static uint8_t *held_bits(const Gs__DatasetHolding *h)
+{
+    uint8_t *bits = NULL;
+
+    if (h->shards <= GS_HELD_MAX_SHARDS)
+        bits = malloc((size_t)h->shards / 8 + 1);
+    if (bits != NULL && gs_held_read(&h->held, h->held_runs, h->n_held_runs, h->shards, bits) < 0) {
+        free(bits);
+        bits = NULL;
+    }
+    return bits;
+}
+
 static int call(const struct data_args *d, Gs__Envelope **ret_reply)
 {
     Gs__DataRequest req = GS__DATA_REQUEST__INIT;
@@ -215,33 +233,49 @@ static int call(const struct data_args *d, Gs__Envelope **ret_reply)
         *ret_reply = NULL;
         return -EPROTO;
     }
+    for (size_t i = 0; rc == 0 && i < (*ret_reply)->data_reply->n_holdings; i++) {
+        const Gs__DataNodeHolding *r = (*ret_reply)->data_reply->holdings[i];
+        uint8_t *bits = r->holding != NULL ? held_bits(r->holding) : NULL;
+
+        if (bits == NULL) {
+            fprintf(stderr,
+                    "gsched data: gschedd's reply has a holding of node %s that does "
+                    "not read (or memory ran out)\n",
+                    r->node);
+            gs_proto_envelope_free(*ret_reply);
+            *ret_reply = NULL;
+            return -EPROTO;
+        }
+        free(bits);
+    }
     return rc;
 }
 
 static unsigned held_count(const Gs__DatasetHolding *h)
 {
-    unsigned n = 0;
+    uint8_t *bits = held_bits(h);
+    unsigned n = bits != NULL ? (unsigned)gs_held_count(bits, h->shards) : 0;
 
-    for (size_t i = 0; i < h->held.len; i++)
-        n += (unsigned)__builtin_popcount(h->held.data[i]);
+    free(bits);
     return n;
 }
 
-/* "0-99,150" for the set bits of h->held. */
+/* "0-99,150" for the shards h holds. */
 static int held_ranges(const Gs__DatasetHolding *h, struct gs_buf *out)
 {
-    int rc = 0;
+    uint8_t *bits = held_bits(h);
+    int rc = bits != NULL ? 0 : -ENOMEM;
     uint32_t i = 0;
 
     while (rc == 0 && i < h->shards) {
         uint32_t start;
 
-        if (!(h->held.data[i / 8] >> (i % 8) & 1)) {
+        if (!(bits[i / 8] >> (i % 8) & 1)) {
             i++;
             continue;
         }
         start = i;
-        while (i < h->shards && (h->held.data[i / 8] >> (i % 8) & 1))
+        while (i < h->shards && (bits[i / 8] >> (i % 8) & 1))
             i++;
         rc = gs_buf_printf(out, "%s%u", out->len > 0 ? "," : "", start);
         if (rc == 0 && i - 1 > start)
@@ -249,6 +283,7 @@ static int held_ranges(const Gs__DatasetHolding *h, struct gs_buf *out)
     }
     if (rc == 0 && out->len == 0)
         rc = gs_buf_append_str(out, "-");
+    free(bits);
     return rc;
 }
 

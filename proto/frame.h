@@ -35,7 +35,7 @@
 
 #define GS_PROTO_MAGIC 0x47534348u /* "GSCH" */
 #define GS_PROTO_VERSION_MAJOR 1u  /* bump on an incompatible change */
-#define GS_PROTO_VERSION_MINOR 14u /* bump when adding fields or body cases */
+#define GS_PROTO_VERSION_MINOR 15u /* bump when adding fields or body cases */
 /* The first minor whose peers know JobKvPut and JobKvGet (a client checks the peer's Hello). */
 #define GS_PROTO_MINOR_JOB_KV 4u
 /* The first minor whose workers know JobLimitUpdate (a running job's new time limit). */
@@ -49,6 +49,8 @@
 /* The first minor that encrypts a keyed link's frames (proto/seal.h); keyed ends require it.
  * (1.12 tagged them with HMAC-SHA256 in the clear; no end speaks that any more.) */
 #define GS_PROTO_MINOR_CRYPT 13u
+/* The first minor that reads a holding's shards as runs (DatasetHolding.held_runs). */
+#define GS_PROTO_MINOR_HELD_RUNS 15u
 #define GS_PROTO_HEADER_SIZE 4u
 #define GS_PROTO_MAX_FRAME_DEFAULT (16u * 1024u * 1024u)
 

@@ -95,8 +95,9 @@ static int upsert(struct sched_node_data *d, const Gs__DatasetHolding *m)
 {
     size_t need = ((size_t)m->shards + 7) / 8;
     struct holding *h, fresh = {0};
+    int rc;
 
-    if (m->dataset == NULL || !gs_data_id_valid(m->dataset) || m->held.len != need)
+    if (m->dataset == NULL || !gs_data_id_valid(m->dataset) || m->shards > GS_HELD_MAX_SHARDS)
         return -EINVAL;
     snprintf(fresh.id, sizeof(fresh.id), "%s", m->dataset);
     fresh.shards = m->shards;
@@ -106,8 +107,11 @@ static int upsert(struct sched_node_data *d, const Gs__DatasetHolding *m)
         holding_release(&fresh);
         return -ENOMEM;
     }
-    if (need > 0)
-        memcpy(fresh.held, m->held.data, need);
+    rc = gs_held_read(&m->held, m->held_runs, m->n_held_runs, m->shards, fresh.held);
+    if (rc < 0) {
+        holding_release(&fresh);
+        return rc;
+    }
     fresh.bytes_held = m->bytes_held;
     fresh.bytes_total = m->bytes_total;
     fresh.last_used_ms = m->last_used_ms;
@@ -174,20 +178,26 @@ uint64_t sched_data_node_bytes(const struct sched_node *n, const char *id)
 
 /* ---- LaunchTasks ---- */
 
-static void holding_msg(Gs__DatasetHolding *m, const struct holding *h, const char *id,
-                        uint32_t shards)
+/* h's message, its shards in w (released by the caller); runs_ok as gs_held_wire_init's. */
+static int holding_msg(Gs__DatasetHolding *m, struct gs_held_wire *w, const struct holding *h,
+                       const char *id, uint32_t shards, bool runs_ok)
 {
     gs__dataset_holding__init(m);
+    memset(w, 0, sizeof(*w));
     m->dataset = (char *)id;
     m->shards = shards;
     if (h == NULL || h->shards != shards)
-        return; /* nothing known (or a different manifest of the same id: impossible) */
-    m->held.data = h->held;
-    m->held.len = ((size_t)shards + 7) / 8;
+        return 0; /* nothing known (or a different manifest of the same id: impossible) */
+    if (gs_held_wire_init(w, h->held, shards, runs_ok) < 0)
+        return -ENOMEM;
+    m->held = w->bits;
+    m->n_held_runs = w->nruns;
+    m->held_runs = w->runs;
     m->bytes_held = h->bytes_held;
     m->bytes_total = h->bytes_total;
     m->last_used_ms = h->last_used_ms;
     m->source = h->source;
+    return 0;
 }
 
 static bool in_allocation(const struct sched_job *job, const struct sched_node *n)
@@ -238,36 +248,42 @@ static struct sched_node *best_peer(struct sched_ctx *s, const struct sched_job 
  * first, while they add some: its workers fetch those from them before the source.
  */
 static int extra_peers(struct sched_ctx *s, const struct sched_job *job,
-                       struct sched_data_launch *m)
+                       struct sched_data_launch *m, bool runs_ok)
 {
     size_t len = ((size_t)job->spec->data.shards + 7) / 8, n;
     uint8_t *missing = malloc(len + 1);
     struct sched_node *node;
 
-    if (missing == NULL) {
-        sched_data_launch_release(m);
+    if (missing == NULL)
         return -ENOMEM;
-    }
     memset(missing, 0xff, len);
     if (job->spec->data.shards % 8 != 0)
         missing[len - 1] = (uint8_t)((1u << (job->spec->data.shards % 8)) - 1);
-    for (size_t k = 0; k < m->msg.n_holdings; k++) {
-        const Gs__DatasetHolding *h = m->msg.holdings[k];
+    for (uint32_t k = 0; k < job->alloc.nnodes; k++) {
+        const struct sched_node *an = sched_node_at(s, job->alloc.nodes[k].node);
+        const struct holding *h = an != NULL ? find(an->data, job->spec->data.id) : NULL;
 
-        for (size_t i = 0; i < len && i < h->held.len; i++)
-            missing[i] &= (uint8_t)~h->held.data[i];
+        for (size_t i = 0; h != NULL && h->shards == job->spec->data.shards && i < len; i++)
+            missing[i] &= (uint8_t)~h->held[i];
     }
     while (m->msg.n_peers < SCHED_DATA_EXTRA_PEERS &&
            (node = best_peer(s, job, missing, len, &n)) != NULL) {
         const struct holding *h = find(node->data, job->spec->data.id);
         Gs__DataPeer *p = &m->peers[m->msg.n_peers];
 
+        struct gs_held_wire *w = &m->peer_wires[m->msg.n_peers];
+
         gs__data_peer__init(p);
         p->node = node->name;
         p->address = (char *)sched_node_address(node);
         p->port = node->data_port;
-        p->held.data = h->held;
-        p->held.len = len;
+        if (gs_held_wire_init(w, h->held, job->spec->data.shards, runs_ok) < 0) {
+            free(missing);
+            return -ENOMEM;
+        }
+        p->held = w->bits;
+        p->n_held_runs = w->nruns;
+        p->held_runs = w->runs;
         m->peer_ptrs[m->msg.n_peers++] = p;
         for (size_t i = 0; i < len; i++)
             missing[i] &= (uint8_t)~h->held[i];
@@ -282,14 +298,26 @@ int sched_data_launch_init(struct sched_ctx *s, const struct sched_job *job,
 {
     const struct gs_jobdata *d = &job->spec->data;
     size_t n = job->alloc.nnodes;
+    bool runs_ok = true;
+    int rc = 0;
 
     memset(m, 0, sizeof(*m));
     m->holdings = calloc(n + 1, sizeof(*m->holdings));
     m->ptrs = calloc(n + 1, sizeof(*m->ptrs));
+    m->wires = calloc(n + 1, sizeof(*m->wires));
     m->ports = calloc(n + 1, sizeof(*m->ports));
-    if (m->holdings == NULL || m->ptrs == NULL || m->ports == NULL) {
+    if (m->holdings == NULL || m->ptrs == NULL || m->wires == NULL || m->ports == NULL) {
         sched_data_launch_release(m);
         return -ENOMEM;
+    }
+    /* Every node must read the holdings the same way: runs only when all of them can. */
+    for (size_t i = 0; i < n; i++) {
+        const struct sched_node *node = sched_node_at(s, job->alloc.nodes[i].node);
+        const Gs__Hello *peer =
+            node != NULL && node->conn != NULL ? gs_proto_conn_peer_hello(node->conn) : NULL;
+
+        if (peer == NULL || peer->protocol_minor < GS_PROTO_MINOR_HELD_RUNS)
+            runs_ok = false;
     }
     gs__job_launch_data__init(&m->msg);
     gs__job_data__init(&m->data);
@@ -304,8 +332,10 @@ int sched_data_launch_init(struct sched_ctx *s, const struct sched_job *job,
     for (size_t i = 0; i < n; i++) {
         struct sched_node *node = sched_node_at(s, job->alloc.nodes[i].node);
 
-        holding_msg(&m->holdings[i], node != NULL ? find(node->data, d->id) : NULL, d->id,
-                    d->shards);
+        if (rc == 0)
+            rc = holding_msg(&m->holdings[i], &m->wires[i],
+                             node != NULL ? find(node->data, d->id) : NULL, d->id, d->shards,
+                             runs_ok);
         m->ptrs[i] = &m->holdings[i];
         m->ports[i] = node != NULL ? node->data_port : 0;
     }
@@ -314,11 +344,20 @@ int sched_data_launch_init(struct sched_ctx *s, const struct sched_job *job,
     m->msg.holdings = m->ptrs;
     m->msg.n_peer_ports = n;
     m->msg.peer_ports = m->ports;
-    return extra_peers(s, job, m);
+    if (rc == 0)
+        rc = extra_peers(s, job, m, runs_ok);
+    if (rc < 0)
+        sched_data_launch_release(m);
+    return rc;
 }
 
 void sched_data_launch_release(struct sched_data_launch *m)
 {
+    for (size_t i = 0; m->wires != NULL && i < m->msg.n_holdings; i++)
+        gs_held_wire_release(&m->wires[i]);
+    for (size_t i = 0; i < m->msg.n_peers; i++)
+        gs_held_wire_release(&m->peer_wires[i]);
+    free(m->wires);
     free(m->holdings);
     free(m->ptrs);
     free(m->ports);
@@ -380,10 +419,12 @@ struct list_reply {
     Gs__DataNodeHolding *rows;
     Gs__DataNodeHolding **ptrs;
     Gs__DatasetHolding *holdings;
+    struct gs_held_wire *wires;
     size_t n;
 };
 
-static int list_rows(struct sched_ctx *s, const Gs__DataRequest *req, struct list_reply *l)
+static int list_rows(struct sched_ctx *s, const Gs__DataRequest *req, bool runs_ok,
+                     struct list_reply *l)
 {
     size_t total = 0;
     const char *want = req->dataset != NULL && req->dataset[0] != '\0' ? req->dataset : NULL;
@@ -393,7 +434,8 @@ static int list_rows(struct sched_ctx *s, const Gs__DataRequest *req, struct lis
     l->rows = calloc(total + 1, sizeof(*l->rows));
     l->ptrs = calloc(total + 1, sizeof(*l->ptrs));
     l->holdings = calloc(total + 1, sizeof(*l->holdings));
-    if (l->rows == NULL || l->ptrs == NULL || l->holdings == NULL)
+    l->wires = calloc(total + 1, sizeof(*l->wires));
+    if (l->rows == NULL || l->ptrs == NULL || l->holdings == NULL || l->wires == NULL)
         return -ENOMEM;
     for (size_t i = 0; i < s->nnodes; i++) {
         struct sched_node *node = s->nodes[i];
@@ -405,7 +447,8 @@ static int list_rows(struct sched_ctx *s, const Gs__DataRequest *req, struct lis
             if (want != NULL && strcmp(want, h->id) != 0)
                 continue;
             gs__data_node_holding__init(&l->rows[l->n]);
-            holding_msg(&l->holdings[l->n], h, h->id, h->shards);
+            if (holding_msg(&l->holdings[l->n], &l->wires[l->n], h, h->id, h->shards, runs_ok) < 0)
+                return -ENOMEM; /* l->n rows so far, each released by the caller */
             l->rows[l->n].node = node->name;
             l->rows[l->n].holding = &l->holdings[l->n];
             l->rows[l->n].used_bytes = d->used_bytes;
@@ -423,8 +466,11 @@ static void answer_list(struct sched_cli *c, uint64_t request_id, const Gs__Data
 {
     struct list_reply l = {.reply = GS__DATA_REPLY__INIT};
     Gs__Envelope env = GS__ENVELOPE__INIT;
+    /* A relayed CLI's Hello went to its worker: not knowing its version, send bitmaps. */
+    const Gs__Hello *peer = c->conn != NULL ? gs_proto_conn_peer_hello(c->conn) : NULL;
 
-    if (list_rows(c->s, req, &l) < 0) {
+    if (list_rows(c->s, req, peer != NULL && peer->protocol_minor >= GS_PROTO_MINOR_HELD_RUNS, &l) <
+        0) {
         sched_cli_error(c, request_id, -ENOMEM, "out of memory", false);
         goto out;
     }
@@ -433,6 +479,9 @@ static void answer_list(struct sched_cli *c, uint64_t request_id, const Gs__Data
     env.data_reply = &l.reply;
     sched_cli_reply(c, &env, false);
 out:
+    for (size_t i = 0; l.wires != NULL && i <= l.n; i++)
+        gs_held_wire_release(&l.wires[i]);
+    free(l.wires);
     free(l.rows);
     free(l.ptrs);
     free(l.holdings);

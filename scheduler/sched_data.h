@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "proto/gsched.pb-c.h"
+#include "proto/held.h"
 
 struct sched_ctx;
 struct sched_node;
@@ -44,9 +45,11 @@ struct sched_data_launch {
     Gs__JobData data;
     Gs__DatasetHolding *holdings;
     Gs__DatasetHolding **ptrs;
+    struct gs_held_wire *wires; /* one per holding */
     uint32_t *ports;
     Gs__DataPeer peers[SCHED_DATA_EXTRA_PEERS];
     Gs__DataPeer *peer_ptrs[SCHED_DATA_EXTRA_PEERS];
+    struct gs_held_wire peer_wires[SCHED_DATA_EXTRA_PEERS];
 };
 int sched_data_launch_init(struct sched_ctx *s, const struct sched_job *job,
                            struct sched_data_launch *m);

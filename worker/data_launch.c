@@ -32,6 +32,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "proto/held.h"
 #include "sharding/planner.h"
 #include "worker/data_internal.h"
 
@@ -80,16 +81,21 @@ static int my_node(const struct wrk_ctx *w, const Gs__LaunchTasks *m)
     return -1;
 }
 
-/* The plan file's content from the launch: ranks by node, each node's holdings. */
-static int build_planfile(const Gs__LaunchTasks *m, struct shard_planfile **ret)
+/*
+ * The plan file's content from the launch: ranks by node, each node's holdings (as bitmap
+ * or runs, proto/held.h) of a manifest of shards shards. -EINVAL for a launch that does
+ * not fit it.
+ */
+static int build_planfile(const Gs__LaunchTasks *m, uint32_t shards, struct shard_planfile **ret)
 {
     const Gs__JobLaunchData *ld = m->data;
     struct shard_planfile *pf = calloc(1, sizeof(*pf));
+    uint8_t *bits = malloc((size_t)shards / 8 + 1);
     uint32_t nranks = 0;
     int rc = -ENOMEM;
 
-    if (pf == NULL)
-        return -ENOMEM;
+    if (pf == NULL || bits == NULL)
+        goto fail;
     /* The ranks as the allocation lays them out: a leader job's (mpirun's, srun's) too,
      * whose world_size counts its one leader task. */
     for (size_t i = 0; i < m->n_allocation; i++) {
@@ -118,18 +124,25 @@ static int build_planfile(const Gs__LaunchTasks *m, struct shard_planfile **ret)
 
         for (uint32_t r = na->first_rank; r < na->first_rank + na->ntasks && r < nranks; r++)
             pf->rank_node[r] = (uint32_t)i;
+        if (h->shards != shards ||
+            gs_held_read(&h->held, h->held_runs, h->n_held_runs, shards, bits) < 0) {
+            rc = -EINVAL;
+            goto fail;
+        }
         node->name = strdup(na->node_name);
-        node->holds = calloc(h->shards + 1, sizeof(*node->holds));
+        node->holds = calloc(gs_held_count(bits, shards) + 1, sizeof(*node->holds));
         if (node->name == NULL || node->holds == NULL)
             goto fail;
-        for (uint32_t s = 0; s < h->shards && s / 8 < h->held.len; s++) {
-            if (h->held.data[s / 8] >> (s % 8) & 1)
+        for (uint32_t s = 0; s < shards; s++) {
+            if (bits[s / 8] >> (s % 8) & 1)
                 node->holds[node->nholds++] = s;
         }
     }
+    free(bits);
     *ret = pf;
     return 0;
 fail:
+    free(bits);
     shard_planfile_free(pf);
     return rc;
 }
@@ -168,30 +181,69 @@ out:
     return rc;
 }
 
-/* A node of the allocation, other than ours, that gschedd says holds shard; or -1. */
-static bool bit(const ProtobufCBinaryData *held, size_t shard)
+/* Whether a plan file node's holds (ascending) list shard. */
+static bool holds(const struct shard_planfile_node *node, uint32_t shard)
 {
-    return shard / 8 < held->len && (held->data[shard / 8] >> (shard % 8) & 1);
+    size_t lo = 0, hi = node->nholds;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+
+        if (node->holds[mid] == shard)
+            return true;
+        if (node->holds[mid] < shard)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return false;
+}
+
+/*
+ * The launch's peers outside the job, their holdings read into bitmaps of shards shards
+ * (a peer whose holding does not read holds nothing). NULL: out of memory.
+ */
+#define MAX_EXTRA_PEERS 16 /* gschedd names 4; more are not looked at */
+
+static uint8_t *peers_held(const Gs__JobLaunchData *ld, uint32_t shards, size_t *ret_n)
+{
+    size_t n = ld->n_peers < MAX_EXTRA_PEERS ? ld->n_peers : MAX_EXTRA_PEERS;
+    size_t len = (size_t)shards / 8 + 1;
+    uint8_t *bits = calloc(n + 1, len);
+
+    for (size_t i = 0; bits != NULL && i < n; i++) {
+        if (gs_held_read(&ld->peers[i]->held, ld->peers[i]->held_runs, ld->peers[i]->n_held_runs,
+                         shards, bits + i * len) < 0)
+            memset(bits + i * len, 0, len);
+    }
+    *ret_n = n;
+    return bits;
 }
 
 /*
  * Where to fetch shard from before the source: a node of the job that gschedd says holds
- * it, else one of the launch's peers outside the job. False: none (the source).
+ * it (st->pf), else one of the launch's peers outside the job (peer_bits, npeers of them,
+ * each shards / 8 + 1 bytes). False: none (the source).
  */
-static bool peer_holding(const Gs__LaunchTasks *m, int mine, size_t shard, const char **ret_host,
+static bool peer_holding(const struct data_stage *st, int mine, uint32_t shard,
+                         const uint8_t *peer_bits, size_t npeers, const char **ret_host,
                          uint32_t *ret_port)
 {
+    const Gs__LaunchTasks *m = st->msg;
     const Gs__JobLaunchData *ld = m->data;
+    size_t len = (size_t)ld->data->shards / 8 + 1;
 
-    for (size_t i = 0; i < ld->n_holdings && i < ld->n_peer_ports; i++) {
-        if ((int)i == mine || ld->peer_ports[i] == 0 || !bit(&ld->holdings[i]->held, shard))
+    for (size_t i = 0; i < st->pf->nnodes && i < ld->n_peer_ports; i++) {
+        if ((int)i == mine || ld->peer_ports[i] == 0 || !holds(&st->pf->nodes[i], shard))
             continue;
         *ret_host = m->allocation[i]->address;
         *ret_port = ld->peer_ports[i];
         return true;
     }
-    for (size_t i = 0; i < ld->n_peers; i++) {
-        if (ld->peers[i]->port == 0 || !bit(&ld->peers[i]->held, shard))
+    for (size_t i = 0; i < npeers; i++) {
+        const uint8_t *bits = peer_bits + i * len;
+
+        if (ld->peers[i]->port == 0 || !(bits[shard / 8] >> (shard % 8) & 1))
             continue;
         *ret_host = ld->peers[i]->address;
         *ret_port = ld->peers[i]->port;
@@ -207,8 +259,8 @@ static int stage_start(struct wrk_data *d, struct data_stage *st)
     const Gs__JobData *jd = m->data->data;
     struct shard_cache_dataset_info info;
     int mine = my_node(d->w, m);
-    uint8_t *need = NULL;
-    size_t ds;
+    uint8_t *need = NULL, *peer_bits = NULL;
+    size_t ds, npeers = 0;
     int rc;
 
     rc = wrk_data_add_dataset(d, jd->source, m->user, &ds, st->why, sizeof(st->why));
@@ -221,22 +273,26 @@ static int stage_start(struct wrk_data *d, struct data_stage *st)
                  jd->source, info.id);
         return -ESTALE;
     }
-    for (size_t i = 0; i < m->data->n_holdings; i++) {
-        const Gs__DatasetHolding *h = m->data->holdings[i];
-
-        if (h->shards != info.nshards || (h->held.len != 0 && h->held.len != (h->shards + 7) / 8))
-            mine = -1; /* not this manifest's holdings: refuse rather than guess */
-    }
-    if (jd->shards != info.nshards || mine < 0 || build_planfile(m, &st->pf) < 0) {
-        snprintf(st->why, sizeof(st->why), "its launch message has no valid data plan");
-        return -EINVAL;
+    /* Holdings not of this manifest, or that do not read: refuse rather than guess. */
+    rc = -EINVAL;
+    if (jd->shards == info.nshards && info.nshards <= GS_HELD_MAX_SHARDS && mine >= 0)
+        rc = build_planfile(m, (uint32_t)info.nshards, &st->pf);
+    if (rc < 0) {
+        snprintf(st->why, sizeof(st->why), "%s",
+                 rc == -ENOMEM ? "out of memory" : "its launch message has no valid data plan");
+        return rc;
     }
     shard_cache_pin_dataset(d->cache, ds);
     snprintf(st->dataset, sizeof(st->dataset), "%s", info.id);
     snprintf(st->data_dir, sizeof(st->data_dir), "%s", info.dir);
     need = calloc(info.nshards + 1, 1);
-    if (need == NULL)
+    peer_bits = peers_held(m->data, (uint32_t)info.nshards, &npeers);
+    if (need == NULL || peer_bits == NULL) {
+        free(need);
+        free(peer_bits);
+        snprintf(st->why, sizeof(st->why), "out of memory");
         return -ENOMEM;
+    }
     rc = shards_needed(st, info.manifest, mine, need, st->why, sizeof(st->why));
     /* Val shards first: a streaming job's tasks start once they are in (its evaluation
      * opens them all), its train shards streaming in behind. */
@@ -254,7 +310,7 @@ static int stage_start(struct wrk_data *d, struct data_stage *st)
             shard_cache_touch(d->cache, ds, i, gs_clock_wall_ms(), NULL);
             continue;
         }
-        if (!peer_holding(m, mine, i, &host, &port)) {
+        if (!peer_holding(st, mine, (uint32_t)i, peer_bits, npeers, &host, &port)) {
             host = NULL;
             port = 0;
         }
@@ -267,6 +323,7 @@ static int stage_start(struct wrk_data *d, struct data_stage *st)
             st->val_pending++, d->queue_tail->val = true;
     }
     free(need);
+    free(peer_bits);
     return rc;
 }
 

@@ -29,6 +29,7 @@
 #include "worker/data_internal.h"
 #include "worker/peer.h"
 #include "worker/peer_fetch.h"
+#include "proto/held.h"
 
 #define HOLDINGS_DELAY_MS 200
 #define PEER_TIMEOUT_MS 10000
@@ -69,7 +70,12 @@ static void remember_source(struct wrk_data *d, const char *id, const char *dir)
     d->sources[d->nsources++].dir = copy;
 }
 
-static int holding_msg(struct wrk_data *d, size_t ds, Gs__DatasetHolding *m, uint8_t **bits)
+/*
+ * One dataset's holding for a report: bits (the caller frees it) and w (the caller releases
+ * it) back the message.
+ */
+static int holding_msg(struct wrk_data *d, size_t ds, Gs__DatasetHolding *m, uint8_t **bits,
+                       struct gs_held_wire *w, bool runs_ok)
 {
     struct shard_cache_dataset_info info;
     size_t len;
@@ -81,11 +87,14 @@ static int holding_msg(struct wrk_data *d, size_t ds, Gs__DatasetHolding *m, uin
     if (*bits == NULL)
         return -ENOMEM;
     shard_cache_bitmap(d->cache, ds, *bits, len);
+    if (gs_held_wire_init(w, *bits, (uint32_t)info.nshards, runs_ok) < 0)
+        return -ENOMEM;
     gs__dataset_holding__init(m);
     m->dataset = (char *)info.id;
     m->shards = (uint32_t)info.nshards;
-    m->held.data = *bits;
-    m->held.len = len;
+    m->held = w->bits;
+    m->n_held_runs = w->nruns;
+    m->held_runs = w->runs;
     m->bytes_held = info.bytes_held;
     m->bytes_total = info.bytes_total;
     m->last_used_ms = info.last_used_ms;
@@ -102,12 +111,15 @@ static int send_holdings(struct wrk_data *d)
     Gs__DatasetHolding *h = calloc(n + 1, sizeof(*h));
     Gs__DatasetHolding **ptrs = calloc(n + 1, sizeof(*ptrs));
     uint8_t **bits = calloc(n + 1, sizeof(*bits));
+    struct gs_held_wire *wires = calloc(n + 1, sizeof(*wires));
+    const Gs__Hello *peer = d->w->conn != NULL ? gs_proto_conn_peer_hello(d->w->conn) : NULL;
+    bool runs_ok = peer != NULL && peer->protocol_minor >= GS_PROTO_MINOR_HELD_RUNS;
     char(*removed)[SHARD_DATASET_ID_SIZE] = NULL;
     char *removed_ptrs[64];
     uint64_t gen = shard_cache_generation(d->cache);
     int rc = -ENOMEM;
 
-    if (h == NULL || ptrs == NULL || bits == NULL)
+    if (h == NULL || ptrs == NULL || bits == NULL || wires == NULL)
         goto out;
     removed = calloc(64, sizeof(*removed));
     if (removed == NULL)
@@ -122,11 +134,11 @@ static int send_holdings(struct wrk_data *d)
         if (shard_cache_dataset(d->cache, ds, &info) < 0 ||
             (!d->report_full && info.generation <= d->reported_gen))
             continue;
-        rc = holding_msg(d, ds, &h[k], &bits[k]);
+        rc = holding_msg(d, ds, &h[k], &bits[k], &wires[k], runs_ok);
+        k++; /* bits[k] and wires[k] are freed below either way */
         if (rc < 0)
             goto out;
-        ptrs[k] = &h[k];
-        k++;
+        ptrs[k - 1] = &h[k - 1];
     }
     m.full = d->report_full;
     m.n_datasets = k;
@@ -148,9 +160,12 @@ static int send_holdings(struct wrk_data *d)
     if (nremoved == 64) /* more are queued: soon */
         uv_timer_start(&d->report_timer, NULL, 0, 0);
 out:
-    for (size_t i = 0; bits != NULL && i < k; i++)
+    for (size_t i = 0; bits != NULL && i < k; i++) {
+        gs_held_wire_release(&wires[i]);
         free(bits[i]);
+    }
     free(bits);
+    free(wires);
     free(h);
     free(ptrs);
     free(removed);

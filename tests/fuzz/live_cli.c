@@ -194,7 +194,14 @@ static Gs__Envelope *job_action(struct lf_run *run, struct lf_rng *r, uint64_t r
 
 static Gs__Envelope *query(struct lf_run *run, struct lf_rng *r, uint64_t rid)
 {
-    switch (lf_below(r, 5)) {
+    switch (lf_below(r, 6)) {
+    case 5: { /* the nodes' shard caches, as fuzzed workers reported them */
+        Gs__DataRequest *req = lf_new(&gs__data_request__descriptor);
+
+        req->op = lf_chance(r, 50) ? GS__DATA_OP__DATA_OP_LIST : GS__DATA_OP__DATA_OP_STAT;
+        req->dataset = lf_strdup(lf_chance(r, 70) ? "000000000000000000000000000da7a0" : "");
+        return lf_envelope(GS__ENVELOPE__BODY_DATA_REQUEST, req, rid);
+    }
     case 0: {
         Gs__QueueRequest *req = lf_new(&gs__queue_request__descriptor);
 

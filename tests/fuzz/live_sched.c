@@ -441,6 +441,60 @@ static Gs__Envelope *cli_relay(struct lf_run *run, struct slot *sl)
     return lf_envelope(GS__ENVELOPE__BODY_CLI_RELAY, relay, 0);
 }
 
+/*
+ * A report of the worker's shard cache: a few datasets (ids from a small set, so reports
+ * replace each other), each's shards as a bitmap or as runs (proto/held.h), now and then
+ * one that does not read: a bitmap of the wrong size, runs past the end or an odd count.
+ */
+static Gs__Envelope *data_holdings(struct lf_rng *r)
+{
+    Gs__DataHoldings *m = lf_new(&gs__data_holdings__descriptor);
+    size_t n = (size_t)lf_below(r, 4);
+
+    m->full = lf_chance(r, 30);
+    for (size_t k = 0; k < n; k++) {
+        Gs__DatasetHolding *h = lf_new(&gs__dataset_holding__descriptor);
+        char id[33];
+
+        snprintf(id, sizeof(id), "%032x", 0xda7a0u + (unsigned)lf_below(r, 4));
+        h->dataset = lf_strdup(id);
+        h->shards = lf_chance(r, 3) ? (uint32_t)lf_rand(r) : (uint32_t)lf_below(r, 5000);
+        h->bytes_held = lf_below(r, 1u << 30);
+        h->bytes_total = h->bytes_held + lf_below(r, 1u << 30);
+        h->source = lf_strdup(lf_chance(r, 50) ? "/data/set" : "");
+        if (lf_chance(r, 50) && h->shards <= 5000) {
+            uint8_t bits[5000 / 8 + 2];
+            size_t len = (h->shards + 7) / 8 + (lf_chance(r, 5) ? 1 : 0);
+
+            for (size_t i = 0; i < len; i++)
+                bits[i] = (uint8_t)lf_rand(r);
+            if (h->shards % 8 != 0 && len == (h->shards + 7) / 8 && lf_chance(r, 90))
+                bits[len - 1] &= (uint8_t)((1u << (h->shards % 8)) - 1);
+            lf_set_bytes(&h->held, bits, len);
+        } else {
+            size_t nruns = 2 * (size_t)lf_below(r, 40) + (lf_chance(r, 5) ? 1 : 0);
+
+            for (size_t i = 0; i < nruns; i++) {
+                /* Most fit: the runs share the shards out. */
+                uint32_t v = (uint32_t)lf_below(r, 1 + h->shards / (nruns + 1)) + (i % 2);
+
+                if (lf_chance(r, 2))
+                    v = (uint32_t)lf_rand(r);
+                LF_PUSH(h->held_runs, h->n_held_runs, v);
+            }
+        }
+        LF_PUSH(m->datasets, m->n_datasets, h);
+    }
+    if (lf_chance(r, 20)) {
+        char *gone = lf_strdup("000000000000000000000000000da7a1");
+
+        LF_PUSH(m->removed, m->n_removed, gone);
+    }
+    m->used_bytes = lf_below(r, 1ull << 40);
+    m->cap_bytes = lf_chance(r, 50) ? 0 : lf_below(r, 1ull << 40);
+    return lf_envelope(GS__ENVELOPE__BODY_DATA_HOLDINGS, m, 0);
+}
+
 /* One message of a registered worker's life, built from what gschedd said. */
 static Gs__Envelope *worker_message(struct lf_run *run, struct slot *sl)
 {
@@ -466,6 +520,8 @@ static Gs__Envelope *worker_message(struct lf_run *run, struct slot *sl)
         return lf_random_envelope(r, &run->dict);
     if (w < 90)
         return lf_cli_request(run, r);
+    if (w < 95)
+        return data_holdings(r);
     return heartbeat(run, sl);
 }
 
