@@ -51,6 +51,7 @@ int gs_config_init(struct gs_config *cfg)
     cfg->cgroup_parent = strdup("gsched");
     cfg->job_pids_max = 32768;
     cfg->data_copies = 2;
+    cfg->data_stall_s = 300;
     cfg->idle_threshold_pct = 5;
     cfg->idle_window_ms = 60000;
     cfg->max_connections = 1024;
@@ -492,10 +493,22 @@ static void rd_data_port(struct gs_schema_ctx *c, const struct gs_toml_value *v)
     gs_schema_uint(c, v, "worker.data_port", 0, 65535, &CFG(c)->data_port);
 }
 
-/* At most 8: each holds one of libuv's pool threads (4 unless UV_THREADPOOL_SIZE says). */
+/* At most 8: each copy's thread reads and writes a file as fast as data_rate lets it. */
 static void rd_data_copies(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
     gs_schema_uint(c, v, "worker.data_copies", 1, 8, &CFG(c)->data_copies);
+}
+
+static void rd_data_stall(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    uint64_t s;
+
+    if (gs_schema_duration(c, v, "worker.data_stall", 1, false, &s) == 0) {
+        if (s > 86400)
+            GS_SCHEMA_REPORT_AT(c, v, "worker.data_stall must be at most a day (86400 s)");
+        else
+            CFG(c)->data_stall_s = (uint32_t)s;
+    }
 }
 
 static void rd_allow_root_jobs(struct gs_schema_ctx *c, const struct gs_toml_value *v)
@@ -522,6 +535,7 @@ static const struct gs_schema_key worker_keys[] = {
     {"data_rate", rd_data_rate},
     {"data_port", rd_data_port},
     {"data_copies", rd_data_copies},
+    {"data_stall", rd_data_stall},
     {NULL, NULL},
 };
 

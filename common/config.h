@@ -58,6 +58,8 @@
  *     data_rate = "200M"                    # staging copies per second; "0": no limit
  *     data_port = 7078                      # where peers fetch cached shards; 0: any
  *     data_copies = 2                       # staging copies at once (share data_rate)
+ *     data_stall = "5m"                     # a copy whose bytes stop moving this long is
+ *                                           # given up (its launch fails), freeing its place
  *     [[switch]]                            # the network, as Slurm's topology.conf says it:
  *     name = "leaf1"                        # multi-node jobs go under one switch when
  *     nodes = "node[1-16]"                  # they fit (a hostlist, or a list of them)
@@ -260,6 +262,7 @@ struct gs_config {
     uint64_t data_rate_mib;         /* MiB/s of staging copies; 0: no limit */
     uint32_t data_port;             /* 0: chosen by the kernel (reported to gschedd) */
     uint32_t data_copies;           /* staging copies at once; default 2 */
+    uint32_t data_stall_s;          /* a copy stuck this long is given up; default 300 */
     /* [[switch]] */
     struct gs_config_switch *switches;
     size_t nswitches;

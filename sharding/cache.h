@@ -272,6 +272,9 @@ struct shard_cache_copy {
     /* Set by another thread to stop the copy between two reads (-ECANCELED, the .part kept
      * for the next run to resume); NULL: never. */
     const atomic_bool *cancel;
+    /* Bytes read so far, kept up by the copy for another thread to watch (a copy stuck in a
+     * read stops moving it); NULL: none. Never reset: it only grows. */
+    atomic_uint_least64_t *progress;
     /* From shard_cache_copy_run. */
     uint64_t resumed_from; /* bytes of the .part kept from an earlier run */
     uint64_t bytes_copied; /* bytes read from the source and written by this run */

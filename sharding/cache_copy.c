@@ -232,6 +232,8 @@ static int copy_bytes(struct copy_run *r, uint64_t start, struct gs_error *err)
                                 job->part_path, gs_strerror(rc));
         at += got;
         job->bytes_copied += got;
+        if (job->progress != NULL)
+            atomic_fetch_add(job->progress, got);
         pace(start_ns, job->bytes_copied, job->rate_bytes_per_s);
     }
     return 0;

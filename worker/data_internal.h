@@ -30,7 +30,13 @@ struct data_copy {
     struct data_copy *next;
     struct wrk_data *d; /* the loop's side only: a copy's thread may outlive it */
     struct shard_cache_copy job;
-    atomic_bool cancel; /* job.cancel: set when the worker stops */
+    atomic_bool cancel; /* job.cancel: set when the worker stops, or the copy is given up */
+    atomic_uint_least64_t progress; /* job.progress */
+    uint64_t seen;                  /* progress at the loop's last look */
+    uint64_t moved_ms;              /* mono: when the loop saw it move (at first, the start) */
+    bool given_up;            /* stuck past worker.data_stall: off the count, its launch told */
+    void (*gate)(void *data); /* tests: wrk_opts.data_copy_gate, on the copy's thread */
+    void *gate_data;
     /* What the thread needs of the worker, copied: it may run on after the worker's stop. */
     struct gs_proto_auth_key key;
     char node_name[256];
@@ -107,9 +113,14 @@ struct wrk_data {
     struct wrk_peer_server *peer;
     uint64_t rate;
     struct data_copy *queue, *queue_tail;
-    struct data_copy *running;  /* copies in flight, linked by next */
-    struct wrk_offload *copies; /* their threads (worker/offload.h) */
-    unsigned nrunning, max_running;
+    struct data_copy *running;      /* copies in flight, linked by next */
+    struct wrk_offload *copies;     /* their threads (worker/offload.h) */
+    unsigned nrunning, max_running; /* running: copies in flight not given up */
+    unsigned ngiven_up;             /* copies given up whose threads have not returned */
+    uint64_t stall_ms;              /* worker.data_stall */
+    uv_timer_t stall_timer;         /* looks for stuck copies while any run */
+    void (*copy_gate)(void *data);  /* wrk_opts.data_copy_gate */
+    void *copy_gate_data;
     struct data_stage *stages;
     struct data_pin *pins;
     uint64_t reported_gen; /* the cache generation the last report covered */

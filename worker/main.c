@@ -476,7 +476,8 @@ static int run(struct workerd *d)
                             .data_cap_bytes = d->cfg.data_cap_mib << 20,
                             .data_rate_bytes = d->cfg.data_rate_mib << 20,
                             .data_port = d->cfg.data_port,
-                            .data_copies = d->cfg.data_copies};
+                            .data_copies = d->cfg.data_copies,
+                            .data_stall_s = d->cfg.data_stall_s};
     struct gs_proto_auth_key key = {0};
     struct gs_error err;
     int rc, keeper = -1;

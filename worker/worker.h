@@ -59,12 +59,16 @@ struct wrk_opts {
     uint64_t data_rate_bytes;  /* staging copies' rate per second; 0: no limit */
     uint32_t data_port;        /* where peers fetch shards; 0: chosen by the kernel */
     uint32_t data_copies;      /* staging copies at once; 0: 2 */
+    uint32_t data_stall_s;     /* a copy without progress this long is given up; 0: 300 */
     bool keeper;               /* keeper_fd is the pipe to this node's keeper (worker/keeper.h), */
     int keeper_fd;             /* told the fence timeout at each registration */
     /* Tests only (NULL in the daemon): runs on each `gsched logs` read's thread before it
      * reads, so a test can hold the read as a filesystem that hangs would. */
     void (*log_read_gate)(void *data);
     void *log_read_gate_data;
+    /* Tests only: the same on each shard copy's thread before it copies. */
+    void (*data_copy_gate)(void *data);
+    void *data_copy_gate_data;
 };
 
 struct wrk_ctx;

@@ -4,11 +4,15 @@
  * warm`), datasets evicted, and its data port serving peers.
  *
  * The cache (sharding/cache.h) lives under worker.data_dir and belongs to the loop thread;
- * copies run in libuv's pool, worker.data_copies at once, never two of one shard
- * (shard_cache_copy_run touches no cache state),
+ * copies run each on a thread of its own (worker/offload.h), worker.data_copies at once,
+ * never two of one shard (shard_cache_copy_run touches no cache state),
  * from a peer's data port (worker/peer_fetch.h) when one holds the shard, else (or when the
  * peer fails) from the dataset's source directory, which the job's user must be able to
  * read (data_access.c).
+ *
+ * A copy whose bytes stop moving for worker.data_stall is given up (on_stall_timer): its
+ * launch fails saying so and the copies queued behind it start, while its thread waits in
+ * the kernel for as long as the filesystem hangs.
  *
  * Holdings go to gschedd in full after each registration and, within HOLDINGS_DELAY_MS of a
  * change, as the datasets whose generation moved (and those evicted whole).
@@ -33,6 +37,10 @@
 
 #define HOLDINGS_DELAY_MS 200
 #define PEER_TIMEOUT_MS 10000
+#define STALL_DEFAULT_S 300
+/* Copies given up whose threads have not returned, at most: past it a stuck copy keeps its
+ * place, so a filesystem that hangs for good costs a bounded number of threads. */
+#define MAX_GIVEN_UP 64
 
 /* ---- holdings reports ---- */
 
@@ -225,6 +233,8 @@ static void copy_work(void *data)
     struct data_copy *c = data;
     const char *file = strrchr(c->job.path, '/') + 1;
 
+    if (c->gate != NULL)
+        c->gate(c->gate_data);
     if (c->peer_host[0] != '\0') {
         c->result = copy_from_peer(c, file);
         if (c->result == 0) {
@@ -263,6 +273,15 @@ static void copy_drop(void *data)
     copy_free(c);
 }
 
+/* A copy of st's failed with rc, saying why; the first failure is the launch's. */
+static void stage_failed(struct data_stage *st, int rc, const char *why)
+{
+    if (st->failed == 0) {
+        st->failed = rc;
+        snprintf(st->why, sizeof(st->why), "staging its data: %s", why);
+    }
+}
+
 /* A copy of st's is over: c->result, or already held when its turn came (was_local). */
 static void account(struct data_stage *st, const struct data_copy *c, bool was_local)
 {
@@ -275,10 +294,7 @@ static void account(struct data_stage *st, const struct data_copy *c, bool was_l
         return;
     }
     if (c->result < 0) {
-        if (st->failed == 0) {
-            st->failed = c->result;
-            snprintf(st->why, sizeof(st->why), "staging its data: %s", c->err.msg);
-        }
+        stage_failed(st, c->result, c->err.msg);
         return;
     }
     if (c->from_peer)
@@ -298,10 +314,16 @@ static void copy_done(void *data)
     for (struct data_copy **p = &d->running; *p != NULL; p = &(*p)->next) {
         if (*p == c) {
             *p = c->next;
-            d->nrunning--;
+            if (c->given_up)
+                d->ngiven_up--;
+            else
+                d->nrunning--;
             break;
         }
     }
+    if (c->given_up)
+        GS_LOG(GS_LOG_INFO, "dataset=%s shard=%zu result=%d a copy given up has returned",
+               c->dataset, c->shard, c->result);
     shard_cache_stage_end(d->cache, &c->job, c->result);
     if (c->peer_error[0] != '\0')
         GS_LOG(GS_LOG_WARN,
@@ -357,6 +379,66 @@ static struct data_copy *next_startable(struct wrk_data *d)
     return NULL;
 }
 
+/*
+ * Gives up copy c, stuck past worker.data_stall: it is told to cancel (should its read ever
+ * return), its launch fails saying why, and it no longer counts against data_copies. It
+ * stays on the running list, so no second copy of its shard starts (the cache still has
+ * the shard being staged) until its thread returns. Touches only the loop's side of c.
+ */
+static void give_up(struct wrk_data *d, struct data_copy *c, uint64_t stalled_ms)
+{
+    struct data_stage *st = c->owner;
+    char why[PATH_MAX + 160];
+
+    c->given_up = true;
+    atomic_store(&c->cancel, true);
+    d->nrunning--;
+    d->ngiven_up++;
+    snprintf(why, sizeof(why),
+             "shard %zu of dataset %s: no progress in %llu s (worker.data_stall); its source "
+             "(%s) may be on a filesystem that hangs",
+             c->shard, c->dataset, (unsigned long long)(stalled_ms / 1000), c->source);
+    GS_LOG(GS_LOG_WARN,
+           "dataset=%s shard=%zu stalled_ms=%llu given_up=%u source=\"%s\" shard copy given up",
+           c->dataset, c->shard, (unsigned long long)stalled_ms, d->ngiven_up, c->source);
+    if (st == NULL)
+        return;
+    c->owner = NULL;
+    st->pending--;
+    if (c->val)
+        st->val_pending--;
+    stage_failed(st, -ETIMEDOUT, why);
+    if (st->launched) /* its loader is told at its next fetch */
+        wrk_data_stream_failed(d, st->job_id, st->why);
+    wrk_data_stage_check(d, st);
+}
+
+/* While copies run: any whose bytes have not moved for worker.data_stall is given up. */
+static void on_stall_timer(uv_timer_t *t)
+{
+    struct wrk_data *d = t->data;
+    uint64_t now = gs_clock_mono_ms();
+    bool gave_up = false;
+
+    for (struct data_copy *c = d->running; c != NULL; c = c->next) {
+        uint64_t seen = atomic_load(&c->progress);
+
+        if (c->given_up)
+            continue;
+        if (seen != c->seen) {
+            c->seen = seen;
+            c->moved_ms = now;
+        } else if (now - c->moved_ms >= d->stall_ms && d->ngiven_up < MAX_GIVEN_UP) {
+            give_up(d, c, now - c->moved_ms);
+            gave_up = true;
+        }
+    }
+    if (gave_up)
+        wrk_data_kick(d);
+    if (d->nrunning == 0)
+        uv_timer_stop(t);
+}
+
 /* Starts queued copies while fewer than max_running run. */
 void wrk_data_kick(struct wrk_data *d)
 {
@@ -394,6 +476,12 @@ void wrk_data_kick(struct wrk_data *d)
         c->job.rate_bytes_per_s = d->rate / d->max_running;
         atomic_init(&c->cancel, false);
         c->job.cancel = &c->cancel;
+        atomic_init(&c->progress, 0);
+        c->job.progress = &c->progress;
+        c->seen = 0;
+        c->moved_ms = gs_clock_mono_ms();
+        c->gate = d->copy_gate;
+        c->gate_data = d->copy_gate_data;
         c->key = d->w->auth_key;
         snprintf(c->node_name, sizeof(c->node_name), "%s", d->w->node_name);
         rc = wrk_offload_run(d->copies, copy_work, copy_done, copy_drop, c);
@@ -401,6 +489,11 @@ void wrk_data_kick(struct wrk_data *d)
             c->next = d->running;
             d->running = c;
             d->nrunning++;
+            if (!uv_is_active((uv_handle_t *)&d->stall_timer)) {
+                uint64_t every = d->stall_ms / 4 < 5000 ? d->stall_ms / 4 + 1 : 5000;
+
+                uv_timer_start(&d->stall_timer, on_stall_timer, every, every);
+            }
         }
         if (rc < 0) {
             c->result = rc;
@@ -619,6 +712,9 @@ int wrk_data_start(struct wrk_ctx *w, const struct wrk_opts *opts, struct gs_err
     d->w = w;
     d->rate = opts->data_rate_bytes;
     d->max_running = opts->data_copies > 0 ? opts->data_copies : 2;
+    d->stall_ms = (uint64_t)(opts->data_stall_s > 0 ? opts->data_stall_s : STALL_DEFAULT_S) * 1000;
+    d->copy_gate = opts->data_copy_gate;
+    d->copy_gate_data = opts->data_copy_gate_data;
     rc = shard_cache_open(opts->data_dir, opts->data_cap_bytes, &d->cache, err);
     if (rc < 0) {
         free(d);
@@ -630,7 +726,7 @@ int wrk_data_start(struct wrk_ctx *w, const struct wrk_opts *opts, struct gs_err
     po.auth_key = &w->auth_key;
     po.may_serve = may_serve;
     po.data = d;
-    rc = wrk_offload_new(w->loop, d->max_running, &d->copies);
+    rc = wrk_offload_new(w->loop, d->max_running + MAX_GIVEN_UP, &d->copies);
     if (rc < 0) {
         shard_cache_close(d->cache);
         free(d);
@@ -647,6 +743,9 @@ int wrk_data_start(struct wrk_ctx *w, const struct wrk_opts *opts, struct gs_err
     w->open_handles++; /* the copies, until on_copies_closed */
     uv_timer_init(w->loop, &d->report_timer);
     d->report_timer.data = d;
+    w->open_handles++;
+    uv_timer_init(w->loop, &d->stall_timer);
+    d->stall_timer.data = d;
     w->open_handles++;
     w->data = d;
     scan = shard_cache_scan_stats(d->cache);
@@ -689,16 +788,18 @@ void wrk_data_stop(struct wrk_ctx *w)
     if (d == NULL || d->closing)
         return;
     d->closing = true;
-    if (d->nrunning > 0)
-        GS_LOG(GS_LOG_INFO, "copies=%u shard copies stopped, their .part files kept", d->nrunning);
+    if (d->nrunning + d->ngiven_up > 0)
+        GS_LOG(GS_LOG_INFO, "copies=%u given_up=%u shard copies stopped, their .part files kept",
+               d->nrunning, d->ngiven_up);
     for (struct data_copy *c = d->running; c != NULL; c = c->next)
         atomic_store(&c->cancel, true);
     d->running = NULL; /* theirs to free now (copy_drop) */
-    d->nrunning = 0;
+    d->nrunning = d->ngiven_up = 0;
     wrk_offload_close(d->copies, on_copies_closed, w);
     d->copies = NULL;
     wrk_peer_server_close(d->peer, on_peer_closed, w);
     uv_close((uv_handle_t *)&d->report_timer, on_timer_closed);
+    uv_close((uv_handle_t *)&d->stall_timer, on_timer_closed);
 }
 
 void wrk_data_free(struct wrk_ctx *w)

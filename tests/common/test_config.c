@@ -891,11 +891,14 @@ Test(config, data_keys)
     cr_assert_eq(parse(""), 0);
     cr_assert_null(cfg.data_dir, "no cache unless asked for");
     cr_assert_eq(cfg.data_copies, 2);
+    cr_assert_eq(cfg.data_stall_s, 300);
     cr_assert_eq(cfg.data_locality, GS_DATA_LOCALITY_TIEBREAK);
     cr_assert_eq(parse("[scheduler]\ndata_locality = \"prefer\"\n[worker]\n"
                        "data_dir = \"/var/cache/gsched\"\ndata_cap = \"2G\"\n"
-                       "data_rate = \"100M\"\ndata_port = 7078\ndata_copies = 4\n"),
+                       "data_rate = \"100M\"\ndata_port = 7078\ndata_copies = 4\n"
+                       "data_stall = \"90s\"\n"),
                  0, "%s", errors.data);
+    cr_assert_eq(cfg.data_stall_s, 90);
     cr_assert_eq(cfg.data_locality, GS_DATA_LOCALITY_PREFER);
     cr_assert_str_eq(cfg.data_dir, "/var/cache/gsched");
     cr_assert_eq(cfg.data_cap_mib, 2048);
@@ -909,4 +912,12 @@ Test(config, data_keys)
     cr_assert_not_null(strstr(errors.data, "gsched.toml:4:12: worker.data_dir must be an absolute"),
                        "%s", errors.data);
     cr_assert_eq(cfg.data_locality, GS_DATA_LOCALITY_PREFER, "old values kept");
+    gs_buf_reset(&errors);
+    cr_assert_eq(parse("[worker]\ndata_stall = \"2d\"\n"), -EINVAL);
+    assert_error("gsched.toml:2:14: worker.data_stall must be at most a day (86400 s)");
+    gs_buf_reset(&errors);
+    cr_assert_eq(parse("[worker]\ndata_stall = 0\n"), -EINVAL);
+    cr_assert_not_null(strstr(errors.data, "gsched.toml:2:14: worker.data_stall"), "%s",
+                       errors.data);
+    cr_assert_eq(cfg.data_stall_s, 90, "left as it was");
 }

@@ -63,9 +63,13 @@ static Gs__LogsReply last_logs; /* scalars only; its strings are copied below */
 static char last_logs_data[64], last_logs_node[64], last_error[256];
 static int32_t last_error_code;
 static int log_fd = -1;
-static uint64_t telemetry_ms; /* the worker's sampling; 0: none */
-static bool with_data;        /* the worker keeps a shard cache in DIR/cache, */
-static uint64_t data_rate;    /* copying at this many bytes a second (0: no limit) */
+static uint64_t telemetry_ms;          /* the worker's sampling; 0: none */
+static bool with_data;                 /* the worker keeps a shard cache in DIR/cache, */
+static uint64_t data_rate;             /* copying at this many bytes a second (0: no limit) */
+static uint32_t data_stall_s;          /* worker.data_stall (0: the default) */
+static void (*copy_gate)(void *data);  /* wrk_opts.data_copy_gate */
+static Gs__JobLaunchData *launch_data; /* the next launches' dataset part; NULL: none */
+static char last_result_message[512];
 static char data_dir[160];
 static int telemetry_beats; /* heartbeats with GPU 2's scripted figures and task CPU time */
 /* StepOutput by rank and stream: the bytes, the eofs, and the eofs seen by each exit. */
@@ -145,6 +149,8 @@ static void on_sched_message(struct gs_proto_conn *c, const Gs__Envelope *env, v
     case GS__ENVELOPE__BODY_LAUNCH_TASKS_REPLY:
         replies++;
         last_result_code = env->launch_tasks_reply->results[0]->code;
+        snprintf(last_result_message, sizeof(last_result_message), "%s",
+                 env->launch_tasks_reply->results[0]->message);
         break;
     case GS__ENVELOPE__BODY_TASK_EXIT:
         cr_assert_lt(nexits, MAX_EXITS);
@@ -278,6 +284,8 @@ static void start_worker(const struct gs_topo_opts *topts)
         snprintf(data_dir, sizeof(data_dir), "%s/cache", dir);
         opts.data_dir = data_dir;
         opts.data_rate_bytes = data_rate;
+        opts.data_stall_s = data_stall_s;
+        opts.data_copy_gate = copy_gate;
     }
     wopts = opts;
     memset(step_out, 0, sizeof(step_out));
@@ -474,6 +482,9 @@ static void launch_laid_out(uint64_t job_id, int ntasks, char **argv, size_t arg
     msg.run = &run;
     msg.n_env = 1;
     msg.env = envs;
+    msg.data = launch_data;
+    if (launch_data != NULL) /* the shard plan's ranks by node */
+        alloc.ntasks = (uint32_t)ntasks;
     user.uid = launch_uid_set ? launch_uid : (uint32_t)getuid();
     user.gid = (uint32_t)getgid();
     msg.user = no_user ? NULL : &user;
@@ -1529,4 +1540,112 @@ Test(worker_data, the_stop_does_not_wait_for_copies_in_flight)
     at_stop = part_bytes(&nparts);
     cr_assert_eq(nparts, 2, "the .part files are kept");
     cr_assert_lt(at_stop, 2u * 1024 * 1024, "the copies had not finished");
+}
+
+/* ---- a shard copy stuck in the kernel (suite worker_data_stall) ---- */
+
+/*
+ * Copies held at a gate, as copies reading a source on a filesystem that hangs would be:
+ * the first two copies' threads block until the gate's write end closes (teardown), the
+ * rest go through. worker.data_stall is 1 s, libuv's pool untouched.
+ */
+static int stall_gate[2] = {-1, -1};
+static atomic_int stall_gate_calls;
+
+static void stuck_copies_gate(void *data)
+{
+    char c;
+
+    (void)data;
+    if (atomic_fetch_add(&stall_gate_calls, 1) >= 2)
+        return;
+    while (read(stall_gate[0], &c, 1) < 0 && errno == EINTR)
+        ;
+}
+
+static void setup_stuck_copies(void)
+{
+    cr_assert_eq(pipe(stall_gate), 0);
+    atomic_store(&stall_gate_calls, 0);
+    with_data = true;
+    data_rate = 0;
+    data_stall_s = 1;
+    copy_gate = stuck_copies_gate;
+    setup();
+}
+
+static void teardown_stuck_copies(void)
+{
+    teardown();
+    copy_gate = NULL;
+    data_stall_s = 0;
+    launch_data = NULL;
+    for (int i = 0; i < 2; i++) { /* the gate's end lets the stuck threads return */
+        if (stall_gate[i] >= 0)
+            close(stall_gate[i]);
+        stall_gate[i] = -1;
+    }
+}
+
+TestSuite(worker_data_stall, .init = setup_stuck_copies, .fini = teardown_stuck_copies,
+          .timeout = 60);
+
+/* A file of the cache's dataset directory: whether it is there. */
+static bool cached(const char *id, const char *file)
+{
+    char path[400];
+
+    snprintf(path, sizeof(path), "%s/%s/%s", data_dir, id, file);
+    return access(path, F_OK) == 0;
+}
+
+/*
+ * A job's launch stages three shards: two copies hang (worker.data_copies is 2), and past
+ * worker.data_stall they are given up, so the third starts and lands while the two are
+ * still stuck; the launch then fails naming the stall, not waiting for the hung threads.
+ */
+Test(worker_data_stall, stuck_copies_give_up_their_places_and_fail_the_launch)
+{
+    Gs__JobLaunchData ld = GS__JOB_LAUNCH_DATA__INIT;
+    Gs__JobData jd = GS__JOB_DATA__INIT;
+    Gs__DatasetHolding h = GS__DATASET_HOLDING__INIT, *hp = &h;
+    uint32_t port = 0;
+    char src[200], id[SHARD_DATASET_ID_SIZE], *argv[] = {"/bin/true"};
+    struct shard_manifest *man;
+    struct gs_error err;
+    uint64_t started;
+
+    run_until(&registers, 1, "registration");
+    snprintf(src, sizeof(src), "%s/src", dir);
+    cr_assert_eq(mkdir(src, 0755), 0);
+    ds_make(src, 2, 1, 1024); /* two train shards and one val, 4 KiB each */
+    cr_assert_eq(shard_dataset_id(src, id, &err), 0, "%s", err.msg);
+    man = ds_load(src);
+    jd.dataset = id;
+    jd.source = src;
+    jd.shards = (uint32_t)man->nshards;
+    jd.tolerance = 0.05;
+    jd.seed = 1;
+    h.dataset = id;
+    h.shards = jd.shards; /* node1 holds none */
+    ld.data = &jd;
+    ld.n_holdings = 1;
+    ld.holdings = &hp;
+    ld.n_peer_ports = 1;
+    ld.peer_ports = &port;
+    launch_data = &ld;
+    started = gs_clock_mono_ms();
+    launch(71, 1, argv, 1, NULL);
+    run_until(&replies, 1, "the launch's answer");
+    cr_assert_geq(gs_clock_mono_ms() - started, 1000, "not before worker.data_stall: %s",
+                  last_result_message);
+    cr_assert_lt(last_result_code, 0, "the launch fails");
+    cr_assert_not_null(strstr(last_result_message, "no progress in 1 s (worker.data_stall)"), "%s",
+                       last_result_message);
+    cr_assert_eq(atomic_load(&stall_gate_calls), 3, "the third copy started");
+    int held = 0;
+    for (size_t i = 0; i < man->nshards; i++)
+        held += cached(id, man->shards[i].file);
+    cr_assert_eq(held, 1, "the third copy landed, the two stuck ones did not (%d held)", held);
+    shard_manifest_free(man);
 }
