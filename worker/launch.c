@@ -359,9 +359,53 @@ static void put_pid(const struct wrk_launch_spec *spec)
     *p = '\0';
 }
 
+/*
+ * Closes every descriptor the worker left to the child but those the child uses (its report
+ * pipe fd, the spec's descriptors), before any step that can wait: a child stuck in a chdir
+ * on an NFS server that is gone must not hold the keeper's pipe (which would keep the
+ * keeper waiting for the worker it outlived), the worker's listening sockets (a new
+ * worker's bind) or its link to gschedd. Async-signal-safe: system calls and a small sort.
+ */
+#define KEEP_MAX 64
+
+static void close_inherited(int fd, const struct wrk_launch_spec *spec)
+{
+    int keep[KEEP_MAX], n = 0;
+    unsigned from = 3;
+
+    keep[n++] = fd;
+    if (spec->use_fds) {
+        keep[n++] = spec->stdout_fd;
+        keep[n++] = spec->stderr_fd;
+    }
+    if (spec->use_stdin_fd)
+        keep[n++] = spec->stdin_fd;
+    for (int i = 0; i < spec->ncgroup_fds; i++) {
+        if (n == KEEP_MAX)
+            return; /* never so many: leave them all, as before; the exec closes them */
+        keep[n++] = spec->cgroup_fds[i];
+    }
+    for (int i = 1; i < n; i++) { /* insertion sort: n is a handful */
+        int k = keep[i], j = i;
+
+        for (; j > 0 && keep[j - 1] > k; j--)
+            keep[j] = keep[j - 1];
+        keep[j] = k;
+    }
+    for (int i = 0; i < n; i++) {
+        if (keep[i] < 0 || (unsigned)keep[i] < from)
+            continue;
+        if ((unsigned)keep[i] > from)
+            (void)close_range(from, (unsigned)keep[i] - 1, 0);
+        from = (unsigned)keep[i] + 1;
+    }
+    (void)close_range(from, ~0U, 0);
+}
+
 static _Noreturn void run_child(int fd, const struct wrk_launch_spec *spec,
                                 const struct prepared *prep)
 {
+    close_inherited(fd, spec);
     reset_signals();
     if (setsid() < 0)
         child_fail(fd, STEP_SETSID);

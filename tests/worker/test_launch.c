@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stddef.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -471,4 +472,55 @@ Test(launch, refused_memory_policy_starts_the_task_with_a_note)
     cr_assert_eq(note.code, 0);
     cr_assert_str_eq(note.msg, "set_mempolicy: Operation not permitted");
     cr_assert_str_eq(out, "cpus=0 mempolicy=default nodes=\n", "bound to its CPUs all the same");
+}
+
+/*
+ * A child stuck before its exec holds none of the worker's descriptors: here it hangs
+ * writing its cgroup.procs (a pipe with no room stands in for it, as a chdir on an NFS
+ * server that is gone would), and the worker's end of a pipe it inherited, close-on-exec
+ * like the keeper's, is closed in it all the same: the other end reads EOF once the
+ * "worker" closes its copy. Before, the child held it until its exec, which never came.
+ */
+Test(launch, a_child_stuck_before_its_exec_holds_none_of_the_workers_descriptors, .timeout = 30)
+{
+    char *argv[] = {"/bin/true", NULL};
+    struct wrk_launch_spec spec = {.argv = argv, .envp = env_default, .stdout_path = "/dev/null"};
+    struct wrk_launch_status *st = NULL;
+    struct gs_error err, note;
+    int keeper[2], full[2], status, flags, ready, stuck;
+    struct pollfd p;
+    ssize_t got;
+    char buf[4096], c;
+    pid_t pid;
+
+    cr_assert_eq(pipe2(keeper, O_CLOEXEC), 0);
+    cr_assert_eq(pipe2(full, O_CLOEXEC | O_NONBLOCK), 0);
+    memset(buf, 'x', sizeof(buf));
+    while (write(full[1], buf, sizeof(buf)) > 0)
+        ;
+    while (write(full[1], buf, 1) > 0)
+        ;
+    cr_assert_eq(errno, EAGAIN, "the pipe is full");
+    flags = fcntl(full[1], F_GETFL);
+    cr_assert_eq(fcntl(full[1], F_SETFL, flags & ~O_NONBLOCK), 0); /* the child's write waits */
+    spec.cgroup_fds = &full[1];
+    spec.ncgroup_fds = 1;
+    cr_assert_eq(wrk_launch_start(&spec, &pid, &st, &err), 0, "%s", err.msg);
+    cr_assert_eq(wrk_launch_status_read(st, &note, &err), -EAGAIN, "the child is stuck");
+    close(keeper[1]); /* the worker dies */
+    p.fd = keeper[0];
+    p.events = POLLIN;
+    ready = poll(&p, 1, 5000);
+    got = ready == 1 ? read(keeper[0], &c, 1) : -1;
+    stuck = wrk_launch_status_read(st, &note, &err);
+    /* Ended before any assertion: a stuck child left behind would hold the test's pipes. */
+    cr_assert_eq(kill(pid, SIGKILL), 0);
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    wrk_launch_status_free(st);
+    cr_assert_eq(ready, 1, "the keeper's end still waits: the child holds the pipe");
+    cr_assert_eq(got, 0, "EOF");
+    cr_assert_eq(stuck, -EAGAIN, "and the child was still stuck");
+    close(keeper[0]);
+    close(full[0]);
+    close(full[1]);
 }
