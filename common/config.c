@@ -329,6 +329,19 @@ static void rd_data_locality(struct gs_schema_ctx *c, const struct gs_toml_value
     free(name);
 }
 
+static void rd_data_locality_wait(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    uint64_t s;
+
+    if (gs_schema_duration(c, v, "scheduler.data_locality_wait", 1, true, &s) == 0) {
+        if (s > 86400)
+            GS_SCHEMA_REPORT_AT(c, v,
+                                "scheduler.data_locality_wait must be at most a day (86400 s)");
+        else
+            CFG(c)->data_locality_wait_s = (uint32_t)s;
+    }
+}
+
 static const struct gs_schema_key scheduler_keys[] = {
     {"host", rd_host},
     {"port", rd_port},
@@ -352,6 +365,7 @@ static const struct gs_schema_key scheduler_keys[] = {
     {"fence_timeout", rd_fence_timeout},
     {"min_job_age", rd_min_job_age},
     {"data_locality", rd_data_locality},
+    {"data_locality_wait", rd_data_locality_wait},
     {NULL, NULL},
 };
 

@@ -34,6 +34,8 @@
  *     data_locality = "tiebreak"            # a job's cached data in placement: among
  *                                           # equally fit nodes ("tiebreak"), before fit
  *                                           # ("prefer"), or "off" (docs/data.md)
+ *     data_locality_wait = "0s"             # > 0: a job whose data's nodes are busy waits
+ *                                           # for them this long before going elsewhere
  *     auth_key = "/etc/gsched/gsched.key"   # the cluster key gschedd and every worker
  *                                           # hold (root only, 0600; proto/auth.h); ""
  *                                           # leaves worker links unauthenticated
@@ -242,6 +244,7 @@ struct gs_config {
     uint64_t fence_timeout_ms;           /* default 5 min; 0: no fencing */
     uint64_t min_job_age_ms;             /* default 5 min; 0: finished jobs stay in memory */
     enum gs_data_locality data_locality; /* how placement weighs a job's cached data */
+    uint32_t data_locality_wait_s;       /* how long a job may wait for its data's nodes */
     /* [worker] */
     char *worker_name; /* NULL: the host name */
     char *worker_address;

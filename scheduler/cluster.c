@@ -600,6 +600,39 @@ bool sched_cluster_could_ever_fit(const struct sched_cluster *cluster, const str
     return true;
 }
 
+uint64_t sched_cluster_data_best(const struct sched_cluster *cluster, const struct sched_req *req)
+{
+    uint64_t top[SCHED_MAX_JOB_NODES], sum = 0; /* the k best, descending */
+    uint32_t k = req->nodes < SCHED_MAX_JOB_NODES ? req->nodes : SCHED_MAX_JOB_NODES, n = 0;
+
+    if (req->data_bytes == NULL || k == 0)
+        return 0;
+    for (size_t i = 0; i < cluster->nnodes; i++) {
+        uint64_t b = req->data_bytes[i];
+        uint32_t j;
+
+        if (b == 0 || !cluster->nodes[i].up || !node_allowed(req, i) ||
+            !node_can_ever(&cluster->nodes[i], req) || (n == k && b <= top[k - 1]))
+            continue;
+        j = n < k ? n++ : k - 1;
+        for (; j > 0 && top[j - 1] < b; j--)
+            top[j] = top[j - 1];
+        top[j] = b;
+    }
+    for (uint32_t j = 0; j < n; j++)
+        sum += top[j];
+    return sum;
+}
+
+uint64_t sched_cluster_data_at(const struct sched_req *req, const struct sched_alloc *alloc)
+{
+    uint64_t sum = 0;
+
+    for (uint32_t i = 0; req->data_bytes != NULL && i < alloc->nnodes; i++)
+        sum += req->data_bytes[alloc->nodes[i].node];
+    return sum;
+}
+
 static bool could_ever_fit_one(const struct sched_cluster *cluster, const struct sched_req *req,
                                char *why, size_t why_size)
 {

@@ -154,6 +154,15 @@ bool sched_cluster_could_ever_fit(const struct sched_cluster *cluster, const str
  */
 int sched_cluster_place(const struct sched_cluster *cluster, const struct sched_req *req,
                         const uint64_t *avoid, struct sched_alloc *alloc);
+/*
+ * Bytes of req's dataset (req->data_bytes; 0 without) that the best req->nodes nodes for
+ * its data could give it: nodes up, allowed to it and able to hold its share when empty,
+ * busy or not. What a placement waiting for its data's nodes would get (delay scheduling,
+ * scheduler.data_locality_wait).
+ */
+uint64_t sched_cluster_data_best(const struct sched_cluster *cluster, const struct sched_req *req);
+/* Bytes of req's dataset on alloc's nodes (0 without req->data_bytes). */
+uint64_t sched_cluster_data_at(const struct sched_req *req, const struct sched_alloc *alloc);
 void sched_cluster_take(struct sched_cluster *cluster, const struct sched_alloc *alloc);
 /*
  * A number that changes whenever an allocation on node is taken or given back: who holds

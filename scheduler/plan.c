@@ -27,11 +27,12 @@ struct pass {
     const struct sched_plan_gate *gate;
 };
 
-static const char *const reason_names[] = {"None", "Resources", "Priority", "QOSLimit"};
+static const char *const reason_names[] = {"None", "Resources", "Priority", "QOSLimit",
+                                           "DataNodesBusy"};
 
 const char *sched_reason_name(enum sched_reason reason)
 {
-    return (int)reason >= 0 && reason <= SCHED_REASON_LIMIT ? reason_names[reason] : "Unknown";
+    return (int)reason >= 0 && reason <= SCHED_REASON_DATA ? reason_names[reason] : "Unknown";
 }
 
 void sched_verdicts_init(struct sched_verdict *v, size_t n)
@@ -187,6 +188,38 @@ static int may_backfill(struct pass *p, const struct sched_pending *job, struct 
     return rc == -EAGAIN ? 0 : rc;
 }
 
+/*
+ * Delay scheduling, for a job still within its data_locality_wait that fits now at alloc:
+ * ok when alloc holds as much of its dataset as its data's best nodes could, or when a
+ * placement with data before fit reaches that (alloc becomes it: the job takes its data's
+ * nodes while they are free, even over a tighter fit). Else its data's nodes are busy and
+ * the job waits for them, letting the jobs behind it go by.
+ */
+static int near_data(struct pass *p, const struct sched_pending *job, struct sched_alloc *alloc,
+                     bool *ret_ok)
+{
+    uint64_t best = sched_cluster_data_best(p->cluster, &job->req);
+    struct sched_req req = job->req;
+    struct sched_alloc near;
+    int rc;
+
+    *ret_ok = sched_cluster_data_at(&job->req, alloc) >= best;
+    if (*ret_ok || req.data_first)
+        return 0;
+    req.data_first = true;
+    sched_alloc_init(&near);
+    rc = sched_cluster_place(p->cluster, &req, NULL, &near);
+    if (rc == 0 && sched_cluster_data_at(&req, &near) >= best) {
+        struct sched_alloc t = *alloc;
+
+        *alloc = near; /* swapped: near releases what alloc held */
+        near = t;
+        *ret_ok = true;
+    }
+    sched_alloc_release(&near);
+    return rc == -EAGAIN ? 0 : rc;
+}
+
 static void start(struct pass *p, const struct sched_pending *job, struct sched_verdict *v)
 {
     if (p->gate != NULL && p->gate->started != NULL)
@@ -218,6 +251,16 @@ static int decide(struct pass *p, size_t index)
     }
     if (rc < 0)
         return rc;
+    if (job->data_wait_until_s > p->now_s) {
+        rc = near_data(p, job, &v->alloc, &ok);
+        if (rc < 0)
+            return rc;
+        if (!ok) {
+            v->reason = SCHED_REASON_DATA;
+            v->alloc.nnodes = 0;
+            return 0;
+        }
+    }
     if (p->head != NULL) {
         rc = may_backfill(p, job, &v->alloc, &ok);
         if (rc < 0)

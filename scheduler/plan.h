@@ -30,6 +30,10 @@ struct sched_pending {
     int32_t priority;
     uint64_t submit_seq;   /* ties in priority go to the lower */
     uint64_t time_limit_s; /* SCHED_TIME_INFINITE when unlimited */
+    /* Until then it may wait for its dataset's nodes (scheduler.data_locality_wait): a
+     * placement holding fewer bytes of it than those nodes could leaves it pending,
+     * SCHED_REASON_DATA, without a reservation. 0: never waits. */
+    uint64_t data_wait_until_s;
     struct sched_req req;
 };
 
@@ -44,6 +48,7 @@ enum sched_reason {
     SCHED_REASON_RESOURCES, /* does not fit in what is free */
     SCHED_REASON_PRIORITY,  /* fits, but would delay a higher-priority job's reservation */
     SCHED_REASON_LIMIT,     /* the gate kept it back (a QOS limit); its reason is the gate's */
+    SCHED_REASON_DATA,      /* fits, but away from its data, whose nodes are busy: waits */
 };
 
 struct sched_verdict {

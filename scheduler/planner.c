@@ -382,6 +382,25 @@ static uint32_t req_gpus(const struct sched_req *r)
     return n;
 }
 
+/*
+ * Until when job may wait for its dataset's nodes (scheduler.data_locality_wait), in
+ * seconds: from when it last became pending (submitted, its --begin time, or its previous
+ * attempt's end); 0 when it has no dataset or no wait is set.
+ */
+static uint64_t data_wait_until(const struct sched_planner_hooks *hk, const struct sched_job *job)
+{
+    uint64_t since = job->submit_ms;
+
+    if (hk == NULL || hk->cfg == NULL || hk->cfg->data_locality_wait_s == 0 ||
+        job->spec->data.id[0] == '\0' || hk->cfg->data_locality == GS_DATA_LOCALITY_OFF)
+        return 0;
+    if (job->spec->begin_ms > since)
+        since = job->spec->begin_ms;
+    if (job->end_ms > since)
+        since = job->end_ms;
+    return since / 1000 + hk->cfg->data_locality_wait_s;
+}
+
 static int gather(struct sched_jobs *jobs, size_t from, const struct sched_planner_hooks *hk,
                   uint64_t now_ms, struct gathered *g, struct sched_plan_out *out)
 {
@@ -452,6 +471,7 @@ static int gather(struct sched_jobs *jobs, size_t from, const struct sched_plann
         p->submit_seq = job->submit_seq;
         p->time_limit_s = job->spec->time_limit_s == GS_DURATION_INFINITE ? SCHED_TIME_INFINITE
                                                                           : job->spec->time_limit_s;
+        p->data_wait_until_s = data_wait_until(hk, job);
         if (sched_job_req_masked(job->spec, &g->masks[out->n], &p->req) < 0) {
             sched_node_masks_release(&g->masks[out->n]);
             continue; /* out of memory: it waits for the next pass */
@@ -617,6 +637,12 @@ int sched_planner_pass(struct sched_jobs *jobs, size_t *plan_from, struct sched_
             continue;
         if (out->verdicts[i].reason != SCHED_REASON_LIMIT) /* the gate said why */
             set_reason(job, sched_reason_name(out->verdicts[i].reason));
+        if (out->verdicts[i].reason == SCHED_REASON_DATA) { /* plan again when its wait ends */
+            uint64_t at = g.pending[i].data_wait_until_s * 1000;
+
+            if (out->wake_ms == 0 || at < out->wake_ms)
+                out->wake_ms = at;
+        }
         job->expected_start_ms =
             job->id == out->res.job_id && out->res.start_s != SCHED_TIME_INFINITE
                 ? out->res.start_s * 1000

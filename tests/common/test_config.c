@@ -900,6 +900,7 @@ Test(config, data_keys)
                  0, "%s", errors.data);
     cr_assert_eq(cfg.data_stall_s, 90);
     cr_assert_eq(cfg.data_locality, GS_DATA_LOCALITY_PREFER);
+    cr_assert_eq(cfg.data_locality_wait_s, 0, "no waiting for data unless asked for");
     cr_assert_str_eq(cfg.data_dir, "/var/cache/gsched");
     cr_assert_eq(cfg.data_cap_mib, 2048);
     cr_assert_eq(cfg.data_rate_mib, 100);
@@ -912,6 +913,11 @@ Test(config, data_keys)
     cr_assert_not_null(strstr(errors.data, "gsched.toml:4:12: worker.data_dir must be an absolute"),
                        "%s", errors.data);
     cr_assert_eq(cfg.data_locality, GS_DATA_LOCALITY_PREFER, "old values kept");
+    gs_buf_reset(&errors);
+    cr_assert_eq(parse("[scheduler]\ndata_locality_wait = \"2m\"\n"), 0, "%s", errors.data);
+    cr_assert_eq(cfg.data_locality_wait_s, 120);
+    cr_assert_eq(parse("[scheduler]\ndata_locality_wait = \"25h\"\n"), -EINVAL);
+    assert_error("gsched.toml:2:22: scheduler.data_locality_wait must be at most a day (86400 s)");
     gs_buf_reset(&errors);
     cr_assert_eq(parse("[worker]\ndata_stall = \"2d\"\n"), -EINVAL);
     assert_error("gsched.toml:2:14: worker.data_stall must be at most a day (86400 s)");

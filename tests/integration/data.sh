@@ -21,7 +21,9 @@
 #   - a dataset only a drained node's cache holds: a job on two other nodes fetches every
 #     shard from that node's worker, none from the source;
 #   - `gsched data warm DIR -w node1 --wait` puts the whole dataset on node1, `stat` shows
-#     it, `evict` (root) removes it; a job file naming no dataset is refused, nothing queued.
+#     it, `evict` (root) removes it; a job file naming no dataset is refused, nothing queued;
+#   - with scheduler.data_locality_wait, a job whose data's node is busy waits for it
+#     (DataNodesBusy) while other nodes are free, and runs there once it frees.
 name="integration_data"
 . "$(dirname "$0")/lib.sh"
 mode=${3:-local}
@@ -272,6 +274,37 @@ expect "$outside" '"node1" not in [a["node_name"] for a in j["allocation"]]' "of
 [ "$(u "$outside" source)" = 0 ] && [ "$(u "$outside" peer)" -gt 0 ] ||
   fail "outside peer: peer $(u "$outside" peer) source $(u "$outside" source)"
 out=$("$bin/gsched" scontrol update NodeName=node1 State=RESUME 2>&1) || fail "resume node1: $out"
+
+# --- waiting for the data's nodes (scheduler.data_locality_wait) ------------------------------
+# node2 caches dataset 6 and is held whole by a job on it; a second job on the same data
+# waits for node2 (DataNodesBusy) while three nodes are free, and starts there, moving
+# nothing, once the first ends.
+sed -i 's/^\[scheduler\]$/[scheduler]\ndata_locality_wait = "120s"/' "$state/gsched.toml"
+grep -q '^data_locality_wait = "120s"$' "$state/gsched.toml" || fail "no [scheduler] table to edit"
+restart_sched 4
+dataset "$tmp/data6" 600
+warm "$tmp/data6" node2
+job_file hold6.toml "[resources]
+exclusive = true
+[run]
+command = [\"sleep\", \"300\"]
+[data]
+manifest = \"$tmp/data6\""
+job_file near6.toml "[run]
+command = [\"true\"]
+[data]
+manifest = \"$tmp/data6\""
+hold6=$(submit hold6.toml)
+wait_for "the first job on node2" 30 is "$hold6" 'j["state"] == "RUNNING"'
+expect "$hold6" '[a["node_name"] for a in j["allocation"]] == ["node2"]' "on node2, where its data is"
+near6=$(submit near6.toml)
+wait_for "the second job to wait for node2" 30 is "$near6" 'j["reason"] == "DataNodesBusy"'
+expect "$near6" 'j["state"] == "PENDING"' "pending while node1, node3 and node4 are free"
+"$bin/gsched" cancel "$hold6" > /dev/null || fail "cancel $hold6"
+wait_end "$near6" 60 || fail "job $near6 failed: $(jq "$near6" 'j["reason"]')"
+expect "$near6" '[a["node_name"] for a in j["allocation"]] == ["node2"]' "on node2 once it freed"
+[ "$(u "$near6" source)" = 0 ] && [ "$(u "$near6" peer)" = 0 ] ||
+  fail "the job that waited moved data: source $(u "$near6" source) peer $(u "$near6" peer)"
 
 # --- stage = "stream": tasks start with the val shards, train shards come as asked for --------
 dataset "$tmp/data3" 1100

@@ -196,3 +196,106 @@ Test(plan, reason_names_match_squeue)
     cr_assert_str_eq(sched_reason_name(SCHED_REASON_RESOURCES), "Resources");
     cr_assert_str_eq(sched_reason_name(SCHED_REASON_PRIORITY), "Priority");
 }
+
+/* ---- waiting for the data's nodes (scheduler.data_locality_wait) ---- */
+
+static uint64_t data_on[4]; /* bytes of the dataset per node index */
+
+static struct sched_req with_data(struct sched_req r)
+{
+    r.data_bytes = data_on;
+    return r;
+}
+
+/* Job id may wait for its data's nodes until until_s. */
+static void may_wait(uint64_t id, uint64_t until_s)
+{
+    for (size_t i = 0; i < npending; i++) {
+        if (pending[i].job_id == id)
+            pending[i].data_wait_until_s = until_s;
+    }
+}
+
+Test(plan, a_job_waits_for_its_busy_data_node_and_lets_others_go_by)
+{
+    node("n1", 8); /* holds the data, busy */
+    node("n2", 8);
+    data_on[0] = 1000;
+    data_on[1] = 0;
+    run(100, gpus(1, 8), 500);
+    submit(1, 10, with_data(gpus(1, 2)), 100);
+    submit(2, 5, gpus(1, 2), 100);
+    may_wait(1, 50);
+    plan_at(0);
+    cr_assert_not(of(1)->start, "it would run away from its data");
+    cr_assert_eq(of(1)->reason, SCHED_REASON_DATA);
+    cr_assert(of(2)->start, "the job behind it goes by");
+    cr_assert_eq(res.job_id, 0, "a job waiting for its data holds no reservation");
+    sched_cluster_give_back(cluster, &verdicts[1].alloc);
+    plan_at(49);
+    cr_assert_not(of(1)->start);
+    plan_at(50); /* its wait is over: it goes where it fits */
+    cr_assert(of(1)->start);
+    cr_assert_eq(of(1)->alloc.nodes[0].node, 1);
+}
+
+Test(plan, a_job_on_its_data_node_or_without_a_wait_starts_at_once)
+{
+    node("n1", 8); /* holds the data, free */
+    node("n2", 2); /* the tighter fit */
+    data_on[0] = 1000;
+    data_on[1] = 0;
+    submit(1, 10, with_data(gpus(1, 2)), 100);
+    plan_at(0);
+    cr_assert(of(1)->start);
+    cr_assert_eq(of(1)->alloc.nodes[0].node, 1, "no wait: fit before data, as before");
+    sched_cluster_give_back(cluster, &verdicts[0].alloc);
+    may_wait(1, 50);
+    plan_at(0);
+    cr_assert(of(1)->start);
+    cr_assert_eq(of(1)->alloc.nodes[0].node, 0, "waiting for data: its free data node first");
+}
+
+Test(plan, nodes_that_could_never_hold_the_job_or_are_down_are_not_waited_for)
+{
+    node("n1", 1); /* holds the data, too small */
+    node("n2", 8); /* holds more, down */
+    node("n3", 8);
+    data_on[0] = 1000;
+    data_on[1] = 2000;
+    data_on[2] = 0;
+    sched_cluster_set_up(cluster, 1, false);
+    submit(1, 10, with_data(gpus(1, 2)), 100);
+    may_wait(1, 50);
+    plan_at(0);
+    cr_assert(of(1)->start);
+    cr_assert_eq(of(1)->alloc.nodes[0].node, 2);
+}
+
+Test(plan, a_gang_waits_until_enough_of_its_data_nodes_are_free)
+{
+    node("n1", 8); /* the data's two best nodes: n1 and n2 */
+    node("n2", 8);
+    node("n3", 8);
+    node("n4", 8);
+    data_on[0] = 1000;
+    data_on[1] = 900;
+    data_on[2] = 100;
+    data_on[3] = 0;
+    run(100, gpus(1, 8), 30); /* on n1 */
+    submit(1, 10, with_data(gpus(2, 8)), 100);
+    may_wait(1, 50);
+    plan_at(0);
+    cr_assert_not(of(1)->start, "n3 and n4 hold less than n1 and n2 would");
+    sched_cluster_give_back(cluster, &running_alloc[0]);
+    nrunning = 0;
+    plan_at(30);
+    cr_assert(of(1)->start);
+    uint32_t a = of(1)->alloc.nodes[0].node, b = of(1)->alloc.nodes[1].node;
+    cr_assert((a == 0 && b == 1) || (a == 1 && b == 0), "on n1 and n2: %u, %u", a, b);
+}
+
+Test(plan, data_wait_reason_name)
+{
+    cr_assert_str_eq(sched_reason_name(SCHED_REASON_DATA), "DataNodesBusy");
+}
