@@ -231,6 +231,14 @@ static void start(struct pass *p, const struct sched_pending *job, struct sched_
     p->running[p->nrunning++] = (struct sched_running){job->job_id, end_of(p, job), &v->alloc};
 }
 
+/* A job that fits but waits this pass, for reason: its placement is dropped. */
+static int held_back(struct sched_verdict *v, enum sched_reason reason)
+{
+    v->reason = reason;
+    v->alloc.nnodes = 0;
+    return 0;
+}
+
 static int decide(struct pass *p, size_t index)
 {
     const struct sched_pending *job = &p->pending[index];
@@ -253,24 +261,16 @@ static int decide(struct pass *p, size_t index)
         return rc;
     if (job->data_wait_until_s > p->now_s) {
         rc = near_data(p, job, &v->alloc, &ok);
-        if (rc < 0)
-            return rc;
-        if (!ok) {
-            v->reason = SCHED_REASON_DATA;
-            v->alloc.nnodes = 0;
-            return 0;
-        }
+        if (rc < 0 || !ok)
+            return rc < 0 ? rc : held_back(v, SCHED_REASON_DATA);
     }
     if (p->head != NULL) {
         rc = may_backfill(p, job, &v->alloc, &ok);
         if (rc < 0)
             return rc;
     }
-    if (!ok) {
-        v->reason = SCHED_REASON_PRIORITY;
-        v->alloc.nnodes = 0;
-        return 0;
-    }
+    if (!ok)
+        return held_back(v, SCHED_REASON_PRIORITY);
     start(p, job, v);
     return 0;
 }
