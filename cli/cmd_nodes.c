@@ -33,6 +33,12 @@ static const char *state_name(Gs__NodeState s)
     }
 }
 
+/* The table's state: an up node in a Flags=MAINT reservation says "maint". */
+static const char *shown_state(const Gs__NodeInfo *n)
+{
+    return n->maint && n->state == GS__NODE_STATE__NODE_STATE_UP ? "maint" : state_name(n->state);
+}
+
 /* One GPU's figures as the workers' telemetry left them in gschedd (gs.GpuStats). */
 static void json_gpu(struct gs_json *j, const Gs__GpuStats *g)
 {
@@ -74,6 +80,7 @@ static void json_node(struct gs_json *j, const Gs__NodeInfo *n)
     gs_json_object_begin(j);
     gs_json_kv_string(j, "name", n->name);
     gs_json_kv_string(j, "state", state_name(n->state));
+    gs_json_kv_bool(j, "maint", n->maint);
     gs_json_kv_string(j, "reason", n->reason);
     gs_json_kv_uint(j, "gpus_total", n->gpus_total);
     gs_json_kv_uint(j, "gpus_free", n->gpus_free);
@@ -139,8 +146,8 @@ static void print_table(const Gs__NodesReply *r)
         for (size_t k = 0; k < n->n_features; k++)
             snprintf(feat + strlen(feat), sizeof(feat) - strlen(feat), "%s%s", k ? "," : "",
                      n->features[k]);
-        printf("%-16s %-8s %-9s %-11s %-13s %s%s%s\n", n->name, state_name(n->state), gpus, cpus,
-               mem, feat[0] ? feat : "-", n->reason[0] ? "  " : "", n->reason);
+        printf("%-16s %-8s %-9s %-11s %-13s %s%s%s\n", n->name, shown_state(n), gpus, cpus, mem,
+               feat[0] ? feat : "-", n->reason[0] ? "  " : "", n->reason);
     }
 }
 

@@ -128,6 +128,7 @@ static void write_node(struct gs_json *j, struct sched_ctx *s, const struct sche
                       : st == GS__NODE_STATE__NODE_STATE_DRAINED  ? "drained"
                                                                   : "down");
     gs_json_kv_string(j, "reason", sched_node_reason(n));
+    gs_json_kv_bool(j, "maint", sched_resv_node_maint(s, n->name, gs_clock_wall_ms()));
     gs_json_kv_bool(j, "connected", n->conn != NULL);
     gs_json_kv_string(j, "address", t->address);
     gs_json_kv_string(j, "worker_version", n->worker_version);

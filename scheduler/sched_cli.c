@@ -257,6 +257,7 @@ static void fill_node_info(struct sched_ctx *s, struct sched_node *n, Gs__NodeIn
     info->n_features = n->topology->n_features;
     info->features = n->topology->features;
     info->last_heartbeat_ms = n->last_heartbeat_wall;
+    info->maint = sched_resv_node_maint(s, n->name, gs_clock_wall_ms());
     if (with_topology)
         info->topology = n->topology;
 }

@@ -18,7 +18,9 @@
  * Changes are root's, checked whole before anything changes (nodes known, users real,
  * accounts configured, no other reservation holding a node at the same time: for a
  * repeating one, in any of its windows until the other ends, and two repeating ones never
- * share a node), kept in SQLite (packed gs.Reservation rows) and answered once stored. An
+ * share a node; no running job on its nodes past its start, unless IGNORE_JOBS), kept in
+ * SQLite (packed gs.Reservation rows) and answered once stored. MAINT only marks its nodes
+ * as in maintenance while it is active (sched_resv_node_maint, for the node views). An
  * update's Users+= / Users-= (and Accounts, Flags) edit the stored lists here, so two
  * operators' edits compose. Loop thread only.
  */
@@ -40,6 +42,9 @@
 
 #define RESV_NAME_MAX 63
 #define RECUR_FLAGS SCHED_RESV_RECUR_FLAGS
+#define FLAG_MAINT GS__RESERVATION_FLAG__RESERVATION_FLAG_MAINT
+#define FLAG_IGNORE_JOBS GS__RESERVATION_FLAG__RESERVATION_FLAG_IGNORE_JOBS
+#define KNOWN_FLAGS (RECUR_FLAGS | FLAG_MAINT | FLAG_IGNORE_JOBS)
 /* Windows of a repeating reservation checked against another reservation at most. */
 #define RECUR_CHECK_MAX 100000
 
@@ -256,8 +261,8 @@ static int check_flags(const struct resv *r, char *why, size_t size)
 {
     uint32_t recur = r->flags & RECUR_FLAGS;
 
-    if ((r->flags & ~(uint32_t)RECUR_FLAGS) != 0) {
-        snprintf(why, size, "Flags: unknown flag bits 0x%x", r->flags & ~(uint32_t)RECUR_FLAGS);
+    if ((r->flags & ~(uint32_t)KNOWN_FLAGS) != 0) {
+        snprintf(why, size, "Flags: unknown flag bits 0x%x", r->flags & ~(uint32_t)KNOWN_FLAGS);
         return -EINVAL;
     }
     if (recur == 0)
@@ -379,6 +384,65 @@ static int resv_check(struct sched_ctx *s, const struct resv *r, const struct re
         }
     }
     return 0;
+}
+
+/*
+ * Slurm's "Requested nodes are busy": a job running on r's nodes (outside r) that its time
+ * limit does not end before r starts, one without a limit always; for a GPU reservation,
+ * only a job on the GPUs r keeps there. Flags=IGNORE_JOBS skips this: such jobs run on, and
+ * r's jobs wait for what they hold.
+ */
+static int busy_check(struct sched_ctx *s, const struct resv *r, char *why, size_t size)
+{
+    for (size_t k = 0; k < r->nnode_names; k++) {
+        const struct sched_node *n = sched_node_find(s, r->node_names[k]);
+        uint64_t kept = ~UINT64_C(0);
+
+        if (n == NULL)
+            continue;
+        if (r->gpus > 0)
+            kept =
+                sched_cluster_best_gpus(s->cluster, n->index, r->gpus / (uint32_t)r->nnode_names);
+        for (size_t i = s->plan_from; i < sched_jobs_count(s->jobs); i++) {
+            const struct sched_job *job = sched_jobs_at(s->jobs, i);
+            uint64_t lim = job->spec->time_limit_s;
+
+            if (job->state != SCHED_JOB_RUNNING ||
+                (job->spec->reservation != NULL && strcmp(job->spec->reservation, r->name) == 0))
+                continue;
+            if (lim != GS_DURATION_INFINITE && job->start_ms + lim * 1000 <= r->start_ms)
+                continue;
+            for (uint32_t a = 0; a < job->alloc.nnodes; a++) {
+                if (job->alloc.nodes[a].node != n->index ||
+                    (r->gpus > 0 && (job->alloc.nodes[a].gpus & kept) == 0))
+                    continue;
+                snprintf(why, size,
+                         "Nodes: node %.64s is busy: job %llu runs there %s (Slurm: Requested "
+                         "nodes are busy; Flags=IGNORE_JOBS makes it anyway)",
+                         n->name, (unsigned long long)job->id,
+                         lim == GS_DURATION_INFINITE ? "without a time limit"
+                                                     : "past the reservation's start");
+                return -EBUSY;
+            }
+        }
+    }
+    return 0;
+}
+
+bool sched_resv_node_maint(const struct sched_ctx *s, const char *node, uint64_t now_ms)
+{
+    for (size_t k = 0; s->resvs != NULL && k < s->resvs->n; k++) {
+        const struct resv *r = &s->resvs->v[k];
+
+        if ((r->flags & FLAG_MAINT) == 0 || r->start_ms > now_ms ||
+            (r->end_ms != 0 && r->end_ms <= now_ms))
+            continue;
+        for (size_t i = 0; i < r->nnode_names; i++) {
+            if (strcmp(r->node_names[i], node) == 0)
+                return true;
+        }
+    }
+    return false;
 }
 
 /* Slurm's generated name: the first user's (or account's), then _N, the first N free. */
@@ -616,6 +680,21 @@ static bool has_running_job(struct sched_ctx *s, const char *name, uint64_t *ret
     return false;
 }
 
+/* "DAILY,MAINT" for the log; "none" without flags. */
+static const char *flag_names(uint32_t flags, char *out, size_t size)
+{
+    size_t len = 0;
+
+    out[0] = '\0';
+    if ((flags & RECUR_FLAGS) != 0)
+        len += (size_t)snprintf(out, size, "%s", sched_resv_recur_name(flags & RECUR_FLAGS));
+    if ((flags & FLAG_MAINT) != 0 && len < size)
+        len += (size_t)snprintf(out + len, size - len, "%sMAINT", len > 0 ? "," : "");
+    if ((flags & FLAG_IGNORE_JOBS) != 0 && len < size)
+        snprintf(out + len, size - len, "%sIGNORE_JOBS", len > 0 ? "," : "");
+    return out[0] != '\0' ? out : "none";
+}
+
 static void change(struct sched_cli *c, uint64_t request_id, const Gs__ReservationRequest *req)
 {
     struct sched_ctx *s = c->s;
@@ -625,7 +704,7 @@ static void change(struct sched_cli *c, uint64_t request_id, const Gs__Reservati
     struct resv r = {0};
     struct resv_op *op = NULL;
     struct sched_change *ch = NULL;
-    char why[256], name[RESV_NAME_MAX + 1];
+    char why[256], name[RESV_NAME_MAX + 1], flags[64];
     int rc;
 
     if (create && old != NULL) {
@@ -651,6 +730,10 @@ static void change(struct sched_cli *c, uint64_t request_id, const Gs__Reservati
     if ((rc = apply_fields(req, create, &r, why, sizeof(why))) < 0 ||
         (rc = resv_check(s, &r, old, why, sizeof(why))) < 0)
         goto refuse;
+    /* Only where it lands or when it starts changed: a Users+= does not ask again. */
+    if ((create || req->set_nodes || req->set_start || req->set_gpus) &&
+        (r.flags & FLAG_IGNORE_JOBS) == 0 && (rc = busy_check(s, &r, why, sizeof(why))) < 0)
+        goto refuse;
     if ((ch = sched_change_new(s)) == NULL || (rc = stage(&r, false, ch, &op)) < 0) {
         rc = -ENOMEM;
         snprintf(why, sizeof(why), "out of memory");
@@ -662,8 +745,8 @@ static void change(struct sched_cli *c, uint64_t request_id, const Gs__Reservati
     GS_LOG(GS_LOG_INFO,
            "reservation=%s nodes=%s start_ms=%llu end_ms=%llu flags=%s uid=%u reservation %s",
            r.name, r.nodes, (unsigned long long)r.start_ms, (unsigned long long)r.end_ms,
-           (r.flags & RECUR_FLAGS) != 0 ? sched_resv_recur_name(r.flags & RECUR_FLAGS) : "none",
-           (unsigned)c->uid, create ? "created" : "updated");
+           flag_names(r.flags, flags, sizeof(flags)), (unsigned)c->uid,
+           create ? "created" : "updated");
     if (resvs_add(s, &r) < 0) { /* out of memory: it is stored, and loads at the next start */
         GS_LOG(GS_LOG_ERROR, "reservation=%s out of memory keeping the reservation", r.name);
         resv_release(&r);

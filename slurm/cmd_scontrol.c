@@ -444,7 +444,7 @@ out:
 static int put_node(const struct scontrol *sc, struct gs_buf *out, const Gs__NodeInfo *n,
                     const Gs__PartitionsReply *parts)
 {
-    enum slurm_node_state st = slurm_node_state(n);
+    char state[64];
     uint64_t alloc_mem =
         n->memory_total_mib > n->memory_free_mib ? n->memory_total_mib - n->memory_free_mib : 0;
     uint32_t alloc_cpus = n->cores_total - n->cores_free;
@@ -475,7 +475,7 @@ static int put_node(const struct scontrol *sc, struct gs_buf *out, const Gs__Nod
                   (unsigned long long)n->memory_total_mib, (unsigned long long)alloc_mem,
                   (unsigned long long)n->memory_free_mib);
     next_line(sc, out);
-    gs_buf_printf(out, "State=%s", slurm_node_state_scontrol(st));
+    gs_buf_printf(out, "State=%s", slurm_node_state_scontrol(n, state, sizeof(state)));
     next_line(sc, out);
     gs_buf_append_str(out, "Partitions=");
     for (size_t i = 0; i < parts->n_partitions; i++) {
@@ -770,7 +770,7 @@ static void usage(FILE *f)
           "  show reservation [NAME]\n"
           "  create reservation [ReservationName=NAME] StartTime=TIME EndTime=TIME|Duration=TIME\n"
           "                     Nodes=LIST Users=a,b|Accounts=x,y [TRES=gres/gpu=N]\n"
-          "                     [Flags=HOURLY|DAILY|WEEKDAY|WEEKEND|WEEKLY]\n"
+          "                     [Flags=HOURLY|DAILY|WEEKDAY|WEEKEND|WEEKLY,MAINT,IGNORE_JOBS]\n"
           "  update ReservationName=NAME [StartTime=TIME] [EndTime=TIME|Duration=TIME] "
           "[Nodes=LIST]\n"
           "                     [Users=a,b] [Accounts=x,y] [TRES=gres/gpu=N] [Flags=F]\n"

@@ -122,7 +122,7 @@ static int check_states(const char *list)
 {
     static const char *const known[] = {"mix",  "mixed",    "alloc", "allocated", "idle",
                                         "drng", "draining", "drain", "drained",   "down",
-                                        "unk",  "unknown",  "all"};
+                                        "unk",  "unknown",  "maint", "all"};
 
     for (const char *p = list;;) {
         size_t len = strcspn(p, ",");

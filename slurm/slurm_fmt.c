@@ -619,7 +619,8 @@ int slurm_nodelist_reason(struct gs_buf *out, const Gs__JobInfo *job)
 
 /* --- node states -------------------------------------------------------------------------- */
 
-enum slurm_node_state slurm_node_state(const Gs__NodeInfo *n)
+/* As slurm_node_state, maintenance aside. */
+static enum slurm_node_state base_state(const Gs__NodeInfo *n)
 {
     bool busy, full;
 
@@ -643,28 +644,41 @@ enum slurm_node_state slurm_node_state(const Gs__NodeInfo *n)
     return !busy ? SLURM_NODE_IDLE : full ? SLURM_NODE_ALLOC : SLURM_NODE_MIX;
 }
 
+/* Slurm's sinfo shows a node of a MAINT reservation as "maint" unless it is down or
+ * drained; scontrol adds +MAINT to its state. */
+enum slurm_node_state slurm_node_state(const Gs__NodeInfo *n)
+{
+    enum slurm_node_state s = base_state(n);
+
+    return n != NULL && n->maint && s <= SLURM_NODE_IDLE ? SLURM_NODE_MAINT : s;
+}
+
 const char *slurm_node_state_short(enum slurm_node_state s)
 {
-    static const char *const names[] = {"mix", "alloc", "idle", "drng", "drain", "down", "unk"};
+    static const char *const names[] = {"mix",   "alloc", "idle", "drng",
+                                        "drain", "down",  "unk",  "maint"};
 
     return (unsigned)s < SLURM_NODE_NSTATES ? names[s] : "unk";
 }
 
 const char *slurm_node_state_long(enum slurm_node_state s)
 {
-    static const char *const names[] = {"mixed",   "allocated", "idle",   "draining",
-                                        "drained", "down",      "unknown"};
+    static const char *const names[] = {"mixed",   "allocated", "idle",    "draining",
+                                        "drained", "down",      "unknown", "maint"};
 
     return (unsigned)s < SLURM_NODE_NSTATES ? names[s] : "unknown";
 }
 
-const char *slurm_node_state_scontrol(enum slurm_node_state s)
+const char *slurm_node_state_scontrol(const Gs__NodeInfo *node, char *buf, size_t size)
 {
     static const char *const names[] = {"MIXED",       "ALLOCATED",  "IDLE",
                                         "MIXED+DRAIN", "IDLE+DRAIN", "DOWN+NOT_RESPONDING",
                                         "UNKNOWN"};
+    enum slurm_node_state s = base_state(node);
+    const char *name = (unsigned)s < SLURM_NODE_UNK ? names[s] : "UNKNOWN";
 
-    return (unsigned)s < SLURM_NODE_NSTATES ? names[s] : "UNKNOWN";
+    snprintf(buf, size, "%s%s", name, slurm_node_state(node) == SLURM_NODE_MAINT ? "+MAINT" : "");
+    return buf;
 }
 
 const Gs__NodeInfo *slurm_find_node(const Gs__NodesReply *nodes, const char *name)

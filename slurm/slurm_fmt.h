@@ -210,6 +210,7 @@ enum slurm_node_state {
     SLURM_NODE_DRAIN,
     SLURM_NODE_DOWN,
     SLURM_NODE_UNK,
+    SLURM_NODE_MAINT, /* up, in an active Flags=MAINT reservation */
     SLURM_NODE_NSTATES
 };
 
@@ -221,12 +222,13 @@ enum slurm_node_state {
 enum slurm_node_state slurm_node_state(const Gs__NodeInfo *node);
 /* The node named name in nodes, or NULL (configured in a partition, never registered). */
 const Gs__NodeInfo *slurm_find_node(const Gs__NodesReply *nodes, const char *name);
-/* sinfo %t: "mix" "alloc" "idle" "drng" "drain" "down" "unk". */
+/* sinfo %t: "mix" "alloc" "idle" "drng" "drain" "down" "unk" "maint". */
 const char *slurm_node_state_short(enum slurm_node_state s);
-/* sinfo %T: "mixed" "allocated" "idle" "draining" "drained" "down" "unknown". */
+/* sinfo %T: "mixed" "allocated" "idle" "draining" "drained" "down" "unknown" "maint". */
 const char *slurm_node_state_long(enum slurm_node_state s);
-/* scontrol State=: "MIXED" "ALLOCATED" "IDLE" "MIXED+DRAIN" "IDLE+DRAIN" "DOWN+NOT_RESPONDING". */
-const char *slurm_node_state_scontrol(enum slurm_node_state s);
+/* scontrol State=: "MIXED" "ALLOCATED" "IDLE" "MIXED+DRAIN" "IDLE+DRAIN" "DOWN+NOT_RESPONDING";
+ * for a node in maintenance, what it would be otherwise then "+MAINT" (into buf). */
+const char *slurm_node_state_scontrol(const Gs__NodeInfo *node, char *buf, size_t size);
 
 /* --- -o / -O field specifications ---------------------------------------------------------- */
 

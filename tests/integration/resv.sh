@@ -8,7 +8,9 @@
 # reservation outlives a gschedd restart; once deleted, the waiting job runs on node2. An
 # HOURLY reservation moves on to its next window when it ends, and a reservation in one of
 # its later windows is refused while one between them is not; Users+=, Users=-NAME and
-# Flags+= edit the stored reservation, and edits that cannot hold change nothing.
+# Flags+= edit the stored reservation, and edits that cannot hold change nothing. A
+# reservation over a job running without a time limit is refused ("busy") unless
+# Flags=IGNORE_JOBS; with MAINT its node shows "maint" in sinfo, scontrol and gsched nodes.
 name="integration_resv"
 . "$(dirname "$0")/lib.sh"
 
@@ -123,6 +125,27 @@ if id nobody >/dev/null 2>&1; then
     *) fail "refused edits changed it: $(scontrol show reservation edits)" ;; esac
   scontrol delete ReservationName=edits || fail "delete edits refused"
 fi
+
+# --- a maintenance reservation: refused over a running job unless IGNORE_JOBS ----------------
+long=$(sbatch -w node1 --wrap="sleep 300") || exit 1
+wait_for "the long job to run" 15 is "$long" 'j["state"] == "RUNNING"'
+out=$(scontrol create reservation ReservationName=maint StartTime=now Duration=10 Nodes=node1 \
+  Users=root Flags=MAINT 2>&1) && fail "a reservation over a running job: $out"
+case $out in *"node node1 is busy: job $long runs there without a time limit"*) ;; *) fail "busy: $out" ;; esac
+out=$(scontrol create reservation ReservationName=maint StartTime=now Duration=10 Nodes=node1 \
+  Users=root Flags=maint,ignore_jobs 2>&1) || fail "Flags=MAINT,IGNORE_JOBS refused: $out"
+case $(scontrol show reservation maint) in *"Flags=MAINT,IGNORE_JOBS "*) ;;
+  *) fail "maint flags: $(scontrol show reservation maint)" ;; esac
+[ "$("$bin/gsched" sinfo -N -h -n node1 -o '%N %t')" = "node1 maint" ] ||
+  fail "sinfo during maintenance: $("$bin/gsched" sinfo -N -n node1 -o '%N %t' 2>&1)"
+[ "$("$bin/gsched" sinfo -N -h -n node2 -o '%N %t')" != "node2 maint" ] || fail "node2 in maintenance"
+case $(scontrol show node node1) in *"State=MIXED+MAINT"* | *"State=ALLOCATED+MAINT"*) ;;
+  *) fail "scontrol show node: $(scontrol show node node1)" ;; esac
+"$bin/gsched" nodes | grep -q "^node1 *maint " || fail "gsched nodes: $("$bin/gsched" nodes)"
+expect "$long" 'j["state"] == "RUNNING"' "the job already on node1 to go on"
+"$bin/gsched" cancel "$long" > /dev/null || fail "cancel $long"
+scontrol delete ReservationName=maint || fail "delete maint refused"
+[ "$("$bin/gsched" sinfo -N -h -n node1 -o '%N %t')" != "node1 maint" ] || fail "node1 still in maintenance"
 check_logs
 stop_cluster
 echo "$name: passed"

@@ -4,7 +4,8 @@
 # keeps 2 of them: a job without it that would run into it may use only the other 2 (a 4-GPU
 # one waits, a 2-GPU one runs there), a job in it gets the kept 2, and the two jobs' GPUs do
 # not meet. A split that does not divide over the nodes, and more GPUs than a node has, are
-# refused.
+# refused, and so is one over a running job on the GPUs it would keep (not over one on the
+# others).
 name="integration_resv_gpus"
 . "$(dirname "$0")/lib.sh"
 
@@ -49,6 +50,24 @@ wait_end "$mine" || fail "job $mine failed"
 expect "$big" 'j["state"] == "PENDING"' "the 4-GPU job to wait while the reservation lasts"
 scontrol delete ReservationName=g || fail "delete refused"
 wait_end "$big" || fail "the 4-GPU job failed once the reservation was gone"
+
+# --- busy GPUs: refused over a job on the GPUs it would keep, not over one on the others -----
+{ echo "#!/bin/sh"; gate_wait hold2; } > "$work/hold2.sh"
+on_kept=$(sbatch --gpus-per-node=2 hold2.sh) || exit 1 # the lowest free pair: the one kept
+wait_start "$on_kept"
+beside=$(sbatch --gpus-per-node=2 hold2.sh) || exit 1
+wait_start "$beside"
+out=$(scontrol create reservation ReservationName=g2 StartTime=now Duration=10 Nodes=node1 \
+  Users=root TRES=gres/gpu=2 2>&1) && fail "a GPU reservation over a job on its GPUs: $out"
+case $out in *"node node1 is busy: job $on_kept runs there without a time limit"*) ;;
+  *) fail "busy GPUs: $out" ;; esac
+"$bin/gsched" cancel "$on_kept" > /dev/null || fail "cancel $on_kept"
+wait_for "job $on_kept to end" 15 is "$on_kept" 'j["state"] == "CANCELLED"'
+scontrol create reservation ReservationName=g2 StartTime=now Duration=10 Nodes=node1 Users=root \
+  TRES=gres/gpu=2 > /dev/null || fail "refused beside a job on the GPUs it does not keep"
+scontrol delete ReservationName=g2 || fail "delete g2 refused"
+gate hold2
+wait_end "$beside" || fail "job $beside failed"
 check_logs
 stop_cluster
 echo "$name: passed"

@@ -123,9 +123,9 @@ Test(scontrol_resv, names_an_unknown_key)
     struct scontrol_resv r;
 
     cr_assert_eq(
-        PARSE(&r, CREATE, "StartTime=now", "Duration=60", "Nodes=n1", "Users=alice", "Flags=MAINT"),
+        PARSE(&r, CREATE, "StartTime=now", "Duration=60", "Nodes=n1", "Users=alice", "Flags=FLEX"),
         -EINVAL);
-    cr_assert(strstr(why, "Flags=MAINT: flag MAINT is not supported") != NULL, "%s", why);
+    cr_assert(strstr(why, "Flags=FLEX: flag FLEX is not supported") != NULL, "%s", why);
     cr_assert_eq(PARSE(&r, CREATE, "Licenses=foo:1"), -EINVAL);
     cr_assert(strstr(why, "'Licenses'") != NULL, "%s", why);
     cr_assert_eq(PARSE(&r, CREATE, "CoreCnt=4"), -EINVAL);
@@ -325,9 +325,30 @@ Test(scontrol_resv, reads_recurrence_flags)
     cr_assert_eq(r.resv.flags, 0);
     scontrol_resv_release(&r);
     cr_assert_eq(PARSE(&r, CREATE, "StartTime=now", "Duration=60", "Nodes=n1", "Users=alice",
-                       "Flags=DAILY,IGNORE_JOBS"),
+                       "Flags=DAILY,OVERLAP"),
                  -EINVAL);
-    cr_assert(strstr(why, "flag IGNORE_JOBS is not supported") != NULL, "%s", why);
+    cr_assert(strstr(why, "flag OVERLAP is not supported") != NULL, "%s", why);
+}
+
+/* Slurm's maintenance reservation: `Flags=maint,ignore_jobs`, shown back in upper case. */
+Test(scontrol_resv, reads_maint_and_ignore_jobs)
+{
+    struct scontrol_resv r;
+    struct gs_buf out = GS_BUF_INIT;
+
+    cr_assert_eq(PARSE(&r, CREATE, "StartTime=now", "Duration=120", "Nodes=n[1-2]", "Users=root",
+                       "flags=maint,ignore_jobs"),
+                 0, "%s", why);
+    cr_assert_eq(r.resv.flags, GS__RESERVATION_FLAG__RESERVATION_FLAG_MAINT |
+                                   GS__RESERVATION_FLAG__RESERVATION_FLAG_IGNORE_JOBS);
+    r.resv.name = "m";
+    cr_assert_eq(scontrol_resv_record(&out, &r.resv, true), 0);
+    cr_assert(strstr(out.data, " Flags=MAINT,IGNORE_JOBS ") != NULL, "%s", out.data);
+    gs_buf_release(&out);
+    scontrol_resv_release(&r);
+    cr_assert_eq(PARSE(&r, UPDATE, "ReservationName=m", "Flags-=IGNORE_JOBS"), 0, "%s", why);
+    cr_assert_eq(r.req.remove_flags, GS__RESERVATION_FLAG__RESERVATION_FLAG_IGNORE_JOBS);
+    scontrol_resv_release(&r);
 }
 
 Test(scontrol_resv, update_edits_the_stored_lists)

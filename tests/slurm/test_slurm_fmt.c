@@ -384,6 +384,7 @@ Test(slurm_fmt, filters)
 Test(slurm_fmt, node_states)
 {
     Gs__NodeInfo n = GS__NODE_INFO__INIT;
+    char buf[64];
 
     n.state = GS__NODE_STATE__NODE_STATE_UP;
     n.cores_total = 16;
@@ -397,7 +398,14 @@ Test(slurm_fmt, node_states)
     cr_assert_str_eq(slurm_node_state_long(slurm_node_state(&n)), "allocated");
     n.state = GS__NODE_STATE__NODE_STATE_DRAINED;
     cr_assert_str_eq(slurm_node_state_short(slurm_node_state(&n)), "drain");
-    cr_assert_str_eq(slurm_node_state_scontrol(slurm_node_state(&n)), "IDLE+DRAIN");
+    cr_assert_str_eq(slurm_node_state_scontrol(&n, buf, sizeof(buf)), "IDLE+DRAIN");
+    n.maint = true; /* in a MAINT reservation: drained still says drain */
+    cr_assert_str_eq(slurm_node_state_short(slurm_node_state(&n)), "drain");
+    n.state = GS__NODE_STATE__NODE_STATE_UP;
+    cr_assert_str_eq(slurm_node_state_short(slurm_node_state(&n)), "maint");
+    cr_assert_str_eq(slurm_node_state_long(slurm_node_state(&n)), "maint");
+    cr_assert_str_eq(slurm_node_state_scontrol(&n, buf, sizeof(buf)), "ALLOCATED+MAINT");
+    n.maint = false;
     n.state = GS__NODE_STATE__NODE_STATE_DOWN;
     cr_assert_str_eq(slurm_node_state_short(slurm_node_state(&n)), "down");
     cr_assert_str_eq(slurm_node_state_short(slurm_node_state(NULL)), "unk");
