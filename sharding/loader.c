@@ -692,6 +692,7 @@ static void *reader_main(void *arg)
     struct shard_loader *l = arg;
     struct gs_error err;
     bool end = false;
+    uint64_t start_ns;
 
     pthread_mutex_lock(&l->mu);
     while (!l->stop && !end) {
@@ -705,12 +706,19 @@ static void *reader_main(void *arg)
         s = &l->slots[l->produced % l->nslots];
         pthread_mutex_unlock(&l->mu);
         gs_error_clear(&err);
+        start_ns = l->cfg.on_fill != NULL ? gs_clock_mono_ns() : 0;
         if (l->cfg.split == SHARD_SPLIT_VAL)
             rc = fill_val(l, s, &err);
         else
             rc = l->plan_mode ? fill_train_plan(l, s, &err) : fill_train(l, s, &err);
         s->batch.inputs = s->tokens;
         s->batch.targets = s->tokens + (size_t)l->rank_batch * l->cfg.seq_len;
+        if (rc == 0 && l->cfg.on_fill != NULL) {
+            struct shard_loader_fill f = {start_ns, gs_clock_mono_ns(), s->batch.epoch,
+                                          s->batch.sample, s->batch.samples};
+
+            l->cfg.on_fill(&f, l->cfg.fill_data);
+        }
         pthread_mutex_lock(&l->mu);
         if (rc < 0) {
             l->error = rc;

@@ -111,6 +111,18 @@ typedef void (*shard_loader_release_fn)(void *ptr, void *data);
 typedef int (*shard_loader_fetch_fn)(uint32_t manifest_index, bool wait, struct gs_error *err,
                                      void *data);
 
+/*
+ * Told by the reader thread of each batch it filled: from when it began (start_ns, the
+ * monotonic clock) to when the batch was ready (end_ns), its position and its samples; for
+ * a profiler's timeline. Called from the reader thread only, without the loader's lock.
+ */
+struct shard_loader_fill {
+    uint64_t start_ns, end_ns;
+    uint64_t epoch, sample;
+    uint32_t samples;
+};
+typedef void (*shard_loader_fill_fn)(const struct shard_loader_fill *fill, void *data);
+
 struct shard_loader_config {
     const struct shard_manifest *manifest; /* borrowed: outlives the loader */
     enum shard_split split;                /* train: shuffled epochs; val: one sequential pass */
@@ -132,7 +144,9 @@ struct shard_loader_config {
      * be there at start. fetch_data is passed to fetch and not freed. */
     shard_loader_fetch_fn fetch;
     void *fetch_data;
-    uint32_t fetch_ahead; /* steps between a hint and the step that reads it; 0 means 2 */
+    uint32_t fetch_ahead;         /* steps between a hint and the step that reads it; 0 means 2 */
+    shard_loader_fill_fn on_fill; /* NULL: none */
+    void *fill_data;
 };
 
 struct shard_loader_batch {

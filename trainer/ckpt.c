@@ -22,6 +22,7 @@
 
 #include "common/clock.h"
 #include "trainer/tensorfile.h"
+#include "trainer/trace.h"
 
 struct trn_ckpt_writer {
     pthread_t thread;
@@ -34,9 +35,11 @@ struct trn_ckpt_writer {
     bool busy, stop; /* busy: a job is pending or being written */
     uint64_t step;
     size_t len;
-    int result;            /* of the last job, until reported */
-    char *last_path;       /* of the newest completed checkpoint */
-    uint64_t last_done_ms; /* wall time it was on disk */
+    int result;              /* of the last job, until reported */
+    char *last_path;         /* of the newest completed checkpoint */
+    uint64_t last_done_ms;   /* wall time it was on disk */
+    struct trn_trace *trace; /* jobs started meanwhile go on its timeline; NULL: none */
+    bool job_traced;         /* the job in flight adds a span to trace when it ends */
 };
 
 static uint64_t now_ns(void)
@@ -138,6 +141,8 @@ static void *writer_main(void *data)
 
     pthread_mutex_lock(&w->mu);
     for (;;) {
+        struct trn_trace *tr;
+        uint64_t from;
         char *path;
         int rc;
 
@@ -145,12 +150,18 @@ static void *writer_main(void *data)
             pthread_cond_wait(&w->cv, &w->mu);
         if (!w->busy)
             break; /* stop, nothing pending */
+        tr = w->trace;
+        w->job_traced = tr != NULL;
         pthread_mutex_unlock(&w->mu);
+        from = tr != NULL ? now_ns() : 0;
         path = ckpt_path(w->dir, w->step);
         rc = path == NULL ? -ENOMEM : trn_write_file_durably(path, w->buf, w->len);
         if (rc == 0)
             prune(w->dir, w->keep);
+        trn_trace_span(tr, TRN_TRACE_CKPT_WRITER, "write", "checkpoint", from, "step",
+                       (int64_t)w->step, "bytes", (int64_t)w->len);
         pthread_mutex_lock(&w->mu);
+        w->job_traced = false;
         w->result = rc;
         if (rc == 0) {
             free(w->last_path);
@@ -305,4 +316,13 @@ int trn_ckpt_find_latest(const char *dir, char **ret_path, uint64_t *ret_step)
     *ret_step = steps[0];
     free(steps);
     return *ret_path != NULL ? 0 : -ENOMEM;
+}
+
+void trn_ckpt_trace(struct trn_ckpt_writer *w, struct trn_trace *t)
+{
+    pthread_mutex_lock(&w->mu);
+    w->trace = t;
+    while (t == NULL && w->busy && w->job_traced) /* its span goes in first */
+        pthread_cond_wait(&w->cv, &w->mu);
+    pthread_mutex_unlock(&w->mu);
 }

@@ -39,6 +39,16 @@ const char *trn_ckpt_last_path(const struct trn_ckpt_writer *w);
 uint64_t trn_ckpt_last_done_ms(struct trn_ckpt_writer *w);
 
 /*
+ * While t is set (NULL: no more), each checkpoint the thread writes adds a "write" span to
+ * t's checkpoint writer lane (trace.h): the durable write and the pruning, with its step and
+ * bytes. t must outlive the writer, or be set back to NULL first. Setting NULL waits for a
+ * write in flight that adds a span (its result is left for stage or flush to report), so
+ * a trace written next has it.
+ */
+struct trn_trace;
+void trn_ckpt_trace(struct trn_ckpt_writer *w, struct trn_trace *t);
+
+/*
  * The newest checkpoint in dir by step number: *ret_path (free() it) and *ret_step.
  * Returns 0, -ENOENT when there is none (or no dir), or -errno.
  */

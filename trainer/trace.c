@@ -40,9 +40,11 @@ struct trn_trace {
     atomic_size_t next; /* slots handed out; beyond capacity they were dropped */
     atomic_uint_least64_t dropped;
     struct trn_trace_event *ev;
+    atomic_bool *ready; /* per slot: its event is in (another thread may be writing it) */
 };
 
-static const char *const lane_names[TRN_TRACE_LANES] = {"compute", "comm", "data", "checkpoint"};
+static const char *const lane_names[TRN_TRACE_LANES] = {
+    "compute", "comm", "data", "checkpoint", "loader", "checkpoint writer"};
 
 int trn_trace_new(uint32_t rank, size_t capacity, struct trn_trace **ret)
 {
@@ -52,10 +54,15 @@ int trn_trace_new(uint32_t rank, size_t capacity, struct trn_trace **ret)
         return -ENOMEM;
     t->capacity = capacity > 0 ? capacity : 1;
     t->ev = calloc(t->capacity, sizeof(*t->ev));
-    if (t->ev == NULL) {
+    t->ready = calloc(t->capacity, sizeof(*t->ready));
+    if (t->ev == NULL || t->ready == NULL) {
+        free(t->ev);
+        free(t->ready);
         free(t);
         return -ENOMEM;
     }
+    for (size_t i = 0; i < t->capacity; i++)
+        atomic_init(&t->ready[i], false);
     t->rank = rank;
     t->origin_ns = gs_clock_mono_ns();
     atomic_init(&t->next, 0);
@@ -69,6 +76,7 @@ void trn_trace_free(struct trn_trace *t)
     if (t == NULL)
         return;
     free(t->ev);
+    free(t->ready);
     free(t);
 }
 
@@ -85,9 +93,10 @@ void trn_trace_add(struct trn_trace *t, const struct trn_trace_event *ev)
     if (t == NULL)
         return;
     i = atomic_fetch_add_explicit(&t->next, 1, memory_order_relaxed);
-    if (i < t->capacity)
+    if (i < t->capacity) {
         t->ev[i] = *ev;
-    else
+        atomic_store_explicit(&t->ready[i], true, memory_order_release);
+    } else
         atomic_fetch_add_explicit(&t->dropped, 1, memory_order_relaxed);
 }
 
@@ -203,13 +212,13 @@ static void emit_event(struct out *o, const struct trn_trace *t, const struct tr
     emitf(o, "}}");
 }
 
-static void emit_other(struct out *o, const struct trn_trace *t, const char *const *keys,
-                       const int64_t *values, size_t n)
+static void emit_other(struct out *o, const struct trn_trace *t, size_t events,
+                       const char *const *keys, const int64_t *values, size_t n)
 {
     emitf(o,
           "],\n\"displayTimeUnit\":\"ms\",\n\"otherData\":{\"producer\":\"gsched-train\","
           "\"rank\":%u,\"events\":%zu,\"dropped\":%llu,\"capacity\":%zu",
-          t->rank, trn_trace_count(t), (unsigned long long)trn_trace_dropped(t), t->capacity);
+          t->rank, events, (unsigned long long)trn_trace_dropped(t), t->capacity);
     for (size_t i = 0; i < n; i++) {
         emitf(o, ",");
         emit_str(o, keys[i]);
@@ -235,19 +244,22 @@ int trn_trace_write(const struct trn_trace *t, const char *path, const char *con
                     const int64_t *other_values, size_t n_other)
 {
     struct out o = {GS_BUF_INIT, 0};
-    size_t n = trn_trace_count(t);
-    struct trn_trace_event *sorted = malloc(n * sizeof(*sorted) + 1);
+    size_t slots = trn_trace_count(t), n = 0;
+    struct trn_trace_event *sorted = malloc(slots * sizeof(*sorted) + 1);
 
     if (sorted == NULL)
         return -ENOMEM;
-    memcpy(sorted, t->ev, n * sizeof(*sorted));
+    for (size_t i = 0; i < slots; i++) { /* those still being added are left out */
+        if (atomic_load_explicit(&t->ready[i], memory_order_acquire))
+            sorted[n++] = t->ev[i];
+    }
     qsort(sorted, n, sizeof(*sorted), by_start);
     o.rc = gs_buf_reserve(&o.b, 4096 + n * 160); /* one reservation, not many doublings */
     emitf(&o, "{\"traceEvents\":[\n");
     emit_metadata(&o, t->rank);
     for (size_t i = 0; i < n; i++)
         emit_event(&o, t, &sorted[i]);
-    emit_other(&o, t, other_keys, other_values, n_other);
+    emit_other(&o, t, n, other_keys, other_values, n_other);
     if (o.rc == 0)
         o.rc = trn_write_file_durably(path, o.b.data, o.b.len);
     gs_buf_release(&o.b);

@@ -2,8 +2,10 @@
  * trace.h: a recorder of what a rank did during a few profiled training steps, written as a
  * Chrome/Perfetto trace (the Trace Event Format that chrome://tracing and ui.perfetto.dev
  * load): one JSON file per rank whose process id is the rank and whose threads are lanes —
- * compute, comm, data, checkpoint — so that the overlap of communication with backward and
- * the time spent waiting for data or checkpoints can be seen (docs/trainer.md, Profiling).
+ * compute, comm, data, checkpoint, and the loader's and the checkpoint writer's own threads
+ * — so that the overlap of communication with backward and the time spent waiting for data
+ * or checkpoints, and what those threads did meanwhile, can be seen (docs/trainer.md,
+ * Profiling).
  *
  * Every event is a complete span ("ph":"X"): a name and a category (static strings, never
  * copied: string literals), a lane, start and end on the monotonic clock (gs_clock_mono_ns)
@@ -14,7 +16,8 @@
  * creation), so that ranks that set it at the same point line up when loaded together.
  *
  * Threads: trn_trace_add may be called from any thread at once (an atomic index hands out
- * the slots). trn_trace_write reads the array: call it when no thread appends any more.
+ * the slots, and a slot counts once its event is in). trn_trace_write may run while other
+ * threads still add: it writes the events complete when it looked.
  * A NULL recorder takes every call and does nothing, which is how a run without profiling
  * pays for it: one branch. The recorder is the caller's (trn_trace_new / trn_trace_free).
  */
@@ -30,6 +33,8 @@ enum trn_trace_lane {
     TRN_TRACE_COMM,        /* collectives as the communication thread ran them */
     TRN_TRACE_DATA,        /* waiting for the loader's next batch */
     TRN_TRACE_CHECKPOINT,  /* the training thread's part of a checkpoint, and its stall */
+    TRN_TRACE_LOADER,      /* the loader's reader thread filling batches ahead */
+    TRN_TRACE_CKPT_WRITER, /* the checkpoint writer thread: the file written durably */
     TRN_TRACE_LANES,
 };
 

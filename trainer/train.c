@@ -75,6 +75,10 @@ struct run {
     struct gpu_timer *timer; /* step-time split on the GPU */
     struct trn_trace *trace; /* profile.steps > 0: the recorder */
     struct trn_trace *tr;    /* the recorder during a profiled step, else NULL: spans go here */
+    /* The recorder from the first profiled step until the trace is written, for the
+     * loader's reader thread (NULL otherwise); freed only at teardown, after that thread. */
+    _Atomic(struct trn_trace *) async_tr;
+    bool trace_written;
     uint64_t prof_first, prof_end; /* the profiled steps, [first, end) */
     uint64_t prof_step;            /* the step being recorded */
     uint32_t prof_steps;           /* profiled steps run so far */
@@ -470,6 +474,25 @@ static void note_stream_start(struct run *r, const struct shard_loader_info *inf
             trn_datafetch_asks(r->fetch) ? "" : "; not in a job: waiting for the files only");
 }
 
+/* The loader's reader thread, per batch filled: a span on the loader lane while the
+ * profile window is open (the batch's position and samples as its arguments). */
+static void on_fill(const struct shard_loader_fill *f, void *data)
+{
+    struct run *r = data;
+    struct trn_trace_event ev = {
+        .name = "fill batch",
+        .cat = "data",
+        .lane = TRN_TRACE_LOADER,
+        .start_ns = f->start_ns,
+        .end_ns = f->end_ns,
+        .args = {{"epoch", (int64_t)f->epoch},
+                 {"sample", (int64_t)f->sample},
+                 {"samples", (int64_t)f->samples}},
+    };
+
+    trn_trace_add(atomic_load(&r->async_tr), &ev);
+}
+
 static int start_loader(struct run *r)
 {
     struct shard_loader_config lc = {
@@ -485,6 +508,8 @@ static int start_loader(struct run *r)
         .prefetch = r->cfg->prefetch,
         .plan = r->plan,
         .position_digest = r->st.data_plan,
+        .on_fill = on_fill,
+        .fill_data = r,
     };
     struct shard_loader_info info;
     struct gs_error gerr = {0};
@@ -602,10 +627,12 @@ static int start_ddp(struct run *r)
     return rc;
 }
 
-/* Sums n doubles over the ranks, in place (nothing to do alone). */
-static int sum_over_ranks(struct run *r, double *v, size_t n)
+/* Sums n doubles over the ranks, in place (nothing to do alone); in a profiled step a span
+ * named what on the comm lane, from the call to the sum's arrival. */
+static int sum_over_ranks(struct run *r, double *v, size_t n, const char *what)
 {
     struct trn_comm_req *req;
+    uint64_t from = tnow(r);
     int rc;
 
     if (r->world == 1)
@@ -615,6 +642,7 @@ static int sum_over_ranks(struct run *r, double *v, size_t n)
         rc = trn_comm_wait(r->comm, req, NULL, NULL);
     if (rc < 0 && r->err->len == 0)
         gs_buf_printf(r->err, "all-reduce: %s", trn_comm_error(r->comm));
+    span(r, TRN_TRACE_COMM, what, "comm", from, NO_MICRO);
     return rc;
 }
 
@@ -623,18 +651,19 @@ static int check_in_step(struct run *r)
 {
     uint32_t crc, lead_crc;
     double differ;
-    uint64_t from = tnow(r);
+    uint64_t from = tnow(r), bcast;
     int rc = trn_model_fetch(r->model); /* a GPU's weights to the host first */
 
     if (rc < 0)
         return rc;
     crc = gs_crc32c(0, trn_model_params(r->model), trn_model_nparams(r->model) * sizeof(float));
     lead_crc = crc;
+    bcast = tnow(r);
     rc = trn_comm_broadcast(r->comm, &lead_crc, sizeof(lead_crc), 0);
-
+    span(r, TRN_TRACE_COMM, "broadcast weights checksum", "comm", bcast, NO_MICRO);
     differ = lead_crc != crc ? 1.0 : 0.0;
     if (rc == 0)
-        rc = sum_over_ranks(r, &differ, 1);
+        rc = sum_over_ranks(r, &differ, 1, "all-reduce weights check");
     if (rc == 0 && differ > 0) {
         gs_buf_printf(r->err,
                       "step %llu: the weights differ between ranks (%g ranks disagree with "
@@ -717,11 +746,16 @@ static int start_profile(struct run *r, const char *out_dir)
  */
 static void profile_step(struct run *r)
 {
-    bool on = r->trace != NULL && r->st.step >= r->prof_first && r->st.step < r->prof_end;
+    bool on = r->trace != NULL && !r->trace_written && r->st.step >= r->prof_first &&
+              r->st.step < r->prof_end;
 
     if (on && r->prof_steps == 0) {
         r->prof_first = r->st.step;
         trn_trace_set_origin(r->trace, gs_clock_mono_ns());
+        /* The other threads' work goes on the timeline from here until it is written. */
+        atomic_store(&r->async_tr, r->trace);
+        if (r->writer != NULL)
+            trn_ckpt_trace(r->writer, r->trace);
     }
     r->prof_steps += on;
     r->prof_step = r->st.step;
@@ -739,9 +773,13 @@ static void finish_profile(struct run *r)
                         r->ddp != NULL ? trn_ddp_buckets(r->ddp) : 0};
     int rc = 0;
 
-    if (r->trace == NULL)
+    if (r->trace == NULL || r->trace_written)
         return;
     r->tr = NULL;
+    r->trace_written = true;
+    atomic_store(&r->async_tr, NULL); /* a span being added meanwhile is left out */
+    if (r->writer != NULL)
+        trn_ckpt_trace(r->writer, NULL);
     if (r->ddp != NULL)
         trn_ddp_trace(r->ddp, NULL);
     if (r->prof_steps > 0)
@@ -758,8 +796,6 @@ static void finish_profile(struct run *r)
                 r->rank, trn_trace_count(r->trace), (unsigned long long)trn_trace_dropped(r->trace),
                 (unsigned long long)r->prof_first,
                 (unsigned long long)(r->prof_first + r->prof_steps - 1), r->trace_path);
-    trn_trace_free(r->trace);
-    r->trace = NULL;
 }
 
 static int setup(struct run *r)
@@ -962,7 +998,7 @@ static int step_loss(struct run *r, double *loss_sum)
     int rc = trn_model_take_loss(r->model, loss_sum);
 
     if (rc == 0 && r->world > 1) {
-        rc = sum_over_ranks(r, loss_sum, 1);
+        rc = sum_over_ranks(r, loss_sum, 1, "all-reduce loss");
         *loss_sum /= r->world;
     }
     span(r, TRN_TRACE_COMPUTE, "loss", "compute", from, NO_MICRO);
@@ -1107,7 +1143,7 @@ static int evaluate(struct run *r, double *ret_loss)
         gs_buf_printf(r->err, "eval: %s", gerr.msg[0] ? gerr.msg : strerror(-rc));
         return rc;
     }
-    rc = sum_over_ranks(r, acc, 2); /* every rank reaches here: no collective above */
+    rc = sum_over_ranks(r, acc, 2, "all-reduce eval"); /* every rank reaches here */
     *ret_loss = acc[1] > 0 ? acc[0] / acc[1] : NAN;
     span(r, TRN_TRACE_COMPUTE, "eval", "eval", from, NO_MICRO);
     return rc;
@@ -1222,7 +1258,7 @@ int trn_train(const struct trn_config *cfg, volatile sig_atomic_t *stop, FILE *o
         if (r.world > 1) { /* a signal may reach one rank first: stop together, or not at all */
             double any = stopped ? 1.0 : 0.0;
 
-            rc = sum_over_ranks(&r, &any, 1);
+            rc = sum_over_ranks(&r, &any, 1, "all-reduce stop vote");
             stopped = any > 0;
             if (rc == 0 && cfg->ddp_check_every > 0 &&
                 (r.st.step % cfg->ddp_check_every == 0 || last))

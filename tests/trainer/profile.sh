@@ -5,13 +5,15 @@
 #     Trace Event Format with the rank and lanes named, spans for exactly steps 2 and 3 (the
 #     default start: two warm-up steps), a data wait, forward and backward per micro-step
 #     inside their step, each pass's parts (embedding, every block, head) in order inside
-#     it, clip and optimizer per step, the eval and checkpoint after step 2,
-#     nothing dropped, and one line naming the file;
+#     it, clip and optimizer per step, the eval and checkpoint after step 2 and the
+#     checkpoint writer thread's write of it on its own lane, the loader thread's batch fills
+#     on its lane, nothing dropped, and one line naming the file;
 #   - profile.start and profile.path choose the steps and the file; a bad value is refused
 #     with its place;
 #   - with MODE mpi, 2 ranks: trace.json (pid 0) and trace-rank1.json (pid 1), each with
-#     every gradient bucket's all-reduce on the comm lane of both steps, and on at least one
-#     step an all-reduce that starts while backward is still running (the overlap).
+#     every gradient bucket's all-reduce on the comm lane of both steps, the loss's
+#     all-reduce there too, and on at least one step an all-reduce that starts while
+#     backward is still running (the overlap).
 set -u
 name=trainer_profile
 mode=${2:-local}
@@ -57,8 +59,13 @@ def need(cond, what):
         sys.exit("%s: %s" % (path, what))
 need(doc["displayTimeUnit"] == "ms", "displayTimeUnit")
 need(meta[("process_name", 0)]["name"] == "rank %d" % rank, "process name")
-lanes = {t: meta[("thread_name", t)]["name"] for t in range(4)}
-need(lanes == {0: "compute", 1: "comm", 2: "data", 3: "checkpoint"}, "lanes %s" % lanes)
+lanes = {t: meta[("thread_name", t)]["name"] for t in range(6)}
+need(lanes == {0: "compute", 1: "comm", 2: "data", 3: "checkpoint", 4: "loader",
+               5: "checkpoint writer"}, "lanes %s" % lanes)
+# The loader's reader thread filled batches ahead during the window, on its own lane.
+fills = [e for e in spans if e["name"] == "fill batch"]
+need(fills and all(e["tid"] == 4 and e["args"]["samples"] > 0 for e in fills),
+     "loader fills %s" % fills[:3])
 need(all(e["pid"] == rank for e in ev if "pid" in e), "pid is not the rank")
 other = doc["otherData"]
 need(other["rank"] == rank and other["events"] == len(spans) and other["dropped"] == 0,
@@ -106,6 +113,8 @@ if buckets:
         bwd = [e for e in named("backward", s) if e["args"]["micro"] == micro - 1][0]
         end = bwd["ts"] + bwd["dur"]
         overlapped += any(bwd["ts"] < e["ts"] < end for e in ar)
+        loss = [e for e in named("all-reduce loss", s) if e["tid"] == 1]
+        need(len(loss) == 1, "step %d: %d loss all-reduces on the comm lane" % (s, len(loss)))
     need(overlapped > 0, "no all-reduce started during backward")
 print("%s: %d spans, steps %s%s" % (path, len(spans), steps,
                                     ", overlap on %d" % overlapped if buckets else ""))
@@ -122,9 +131,15 @@ check "$tmp/a/trace.json" 0 "[2, 3]" 2 || fail "the one-rank trace"
 import json, sys
 spans = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e["ph"] == "X"]
 got = sorted((e["name"], e["tid"], e["args"]["step"]) for e in spans
-             if e["name"] in ("eval", "checkpoint", "checkpoint stall"))
-want = [("checkpoint", 3, 2), ("checkpoint stall", 3, 2), ("eval", 0, 2)]
-sys.exit(None if got == want else "eval/checkpoint spans %s, want %s" % (got, want))
+             if e["name"] in ("eval", "checkpoint", "checkpoint stall", "write"))
+# The writer thread's durable write of that checkpoint (of 3 steps done), on its own lane,
+# after the training thread handed it over.
+want = [("checkpoint", 3, 2), ("checkpoint stall", 3, 2), ("eval", 0, 2), ("write", 5, 3)]
+if got != want:
+    sys.exit("eval/checkpoint spans %s, want %s" % (got, want))
+ck = [e for e in spans if e["name"] == "checkpoint"][0]
+wr = [e for e in spans if e["name"] == "write"][0]
+sys.exit(None if wr["ts"] >= ck["ts"] and wr["args"]["bytes"] > 0 else "write %s" % wr)
 PY
 [ ! -e "$tmp/a/trace.json.tmp" ] || fail "a temporary file stayed"
 

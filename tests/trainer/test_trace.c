@@ -299,6 +299,45 @@ Test(trace, appends_from_several_threads_at_once_lose_nothing)
     free(text);
 }
 
+/*
+ * The loader's and the checkpoint writer's threads may still add while the trace is
+ * written: each write is JSON holding only whole events, as many as it says, and a later
+ * write has at least as many.
+ */
+Test(trace, a_write_while_threads_still_add_holds_whole_events_only)
+{
+    struct appender a[2];
+    pthread_t th[2];
+    struct trn_trace *t = recorder(0, 2000, 0);
+    size_t before = 0;
+
+    for (int i = 0; i < 2; i++) {
+        a[i] = (struct appender){t, TRN_TRACE_LOADER + i};
+        cr_assert_eq(pthread_create(&th[i], NULL, append_many, &a[i]), 0);
+    }
+    for (int round = 0; round < 20; round++) {
+        char *text, count[64];
+        size_t n;
+
+        cr_assert_eq(trn_trace_write(t, path, NULL, NULL, 0), 0);
+        text = slurp(path);
+        n = occurrences(text, "\"ph\":\"X\"");
+        cr_assert(is_json(text), "round %d: not JSON", round);
+        snprintf(count, sizeof(count), "\"events\":%zu,", n);
+        cr_assert_not_null(strstr(text, count), "round %d: %zu events written, not said", round, n);
+        cr_assert_geq(n, before);
+        before = n;
+        free(text);
+    }
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    char *text = written(t);
+    cr_assert_eq(occurrences(text, "\"ph\":\"X\""), 2000, "every event once the threads ended");
+    cr_assert_not_null(strstr(text, "\"tid\":4,\"args\":{\"name\":\"loader\"}"));
+    cr_assert_not_null(strstr(text, "\"tid\":5,\"args\":{\"name\":\"checkpoint writer\"}"));
+    free(text);
+}
+
 Test(trace, replaces_an_old_file_through_a_temporary_one)
 {
     struct trn_trace *t = NULL;
