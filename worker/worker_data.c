@@ -278,7 +278,7 @@ static void stage_failed(struct data_stage *st, int rc, const char *why)
 {
     if (st->failed == 0) {
         st->failed = rc;
-        snprintf(st->why, sizeof(st->why), "staging its data: %s", why);
+        snprintf(st->why, sizeof(st->why), "staging its data: %.400s", why);
     }
 }
 
@@ -388,7 +388,7 @@ static struct data_copy *next_startable(struct wrk_data *d)
 static void give_up(struct wrk_data *d, struct data_copy *c, uint64_t stalled_ms)
 {
     struct data_stage *st = c->owner;
-    char why[PATH_MAX + 160];
+    char why[400];
 
     c->given_up = true;
     atomic_store(&c->cancel, true);
@@ -396,7 +396,7 @@ static void give_up(struct wrk_data *d, struct data_copy *c, uint64_t stalled_ms
     d->ngiven_up++;
     snprintf(why, sizeof(why),
              "shard %zu of dataset %s: no progress in %llu s (worker.data_stall); its source "
-             "(%s) may be on a filesystem that hangs",
+             "(%.200s) may be on a filesystem that hangs",
              c->shard, c->dataset, (unsigned long long)(stalled_ms / 1000), c->source);
     GS_LOG(GS_LOG_WARN,
            "dataset=%s shard=%zu stalled_ms=%llu given_up=%u source=\"%s\" shard copy given up",
