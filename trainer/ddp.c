@@ -33,6 +33,7 @@ struct trn_ddp {
     uint16_t *wire; /* bf16 copies of the gradients, when bf16 */
     int error;      /* of a start from the hook */
     struct trn_trace *trace;
+    uint64_t flows; /* flow arrows drawn so far: each one's id */
 };
 
 int trn_ddp_new(struct trn_comm *c, struct trn_model *m, const struct trn_ddp_opts *o,
@@ -116,6 +117,11 @@ static void trace_bucket(struct trn_ddp *d, const struct bucket *b, const struct
     };
 
     trn_trace_add(d->trace, &ev);
+    /* An arrow from where backward handed the bucket over to its all-reduce (CPU: on a GPU
+     * both ends are the host's same moment). */
+    if (!gpu)
+        trn_trace_flow(d->trace, "gradients", "comm", TRN_TRACE_COMPUTE, b->launch_ns,
+                       TRN_TRACE_COMM, t->began_ns, ++d->flows);
 }
 
 static int start(struct trn_ddp *d, struct bucket *b)

@@ -118,6 +118,25 @@ void trn_trace_span(struct trn_trace *t, enum trn_trace_lane lane, const char *n
     trn_trace_add(t, &ev);
 }
 
+void trn_trace_flow(struct trn_trace *t, const char *name, const char *cat,
+                    enum trn_trace_lane from_lane, uint64_t from_ns, enum trn_trace_lane to_lane,
+                    uint64_t to_ns, uint64_t id)
+{
+    struct trn_trace_event ev = {.name = name,
+                                 .cat = cat,
+                                 .lane = from_lane,
+                                 .start_ns = from_ns,
+                                 .end_ns = from_ns,
+                                 .ph = 's',
+                                 .flow_id = id};
+
+    trn_trace_add(t, &ev);
+    ev.lane = to_lane;
+    ev.start_ns = ev.end_ns = to_ns;
+    ev.ph = 'f';
+    trn_trace_add(t, &ev);
+}
+
 size_t trn_trace_count(const struct trn_trace *t)
 {
     size_t n;
@@ -197,6 +216,17 @@ static void emit_event(struct out *o, const struct trn_trace *t, const struct tr
     uint64_t start = e->start_ns > t->origin_ns ? e->start_ns - t->origin_ns : 0;
     uint64_t dur = e->end_ns > e->start_ns ? e->end_ns - e->start_ns : 0;
 
+    if (e->ph == 's' || e->ph == 'f') { /* a flow's end binds to the span enclosing it */
+        emitf(o, ",\n{\"ph\":\"%c\",\"name\":", e->ph);
+        emit_str(o, e->name);
+        emitf(o, ",\"cat\":");
+        emit_str(o, e->cat);
+        emitf(o, ",\"id\":%llu", (unsigned long long)e->flow_id);
+        emit_us(o, "ts", start);
+        emitf(o, ",\"pid\":%u,\"tid\":%u%s}", t->rank, (unsigned)e->lane,
+              e->ph == 'f' ? ",\"bp\":\"e\"" : "");
+        return;
+    }
     emitf(o, ",\n{\"ph\":\"X\",\"name\":");
     emit_str(o, e->name);
     emitf(o, ",\"cat\":");

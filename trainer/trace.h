@@ -51,6 +51,10 @@ struct trn_trace_event {
     enum trn_trace_lane lane;
     uint64_t start_ns, end_ns; /* gs_clock_mono_ns(); end before start is taken as start */
     struct trn_trace_arg args[TRN_TRACE_MAX_ARGS];
+    /* 0: a span ("X"). 's' or 'f': one end of a flow arrow (at start_ns, in the span that
+     * encloses it on its lane), the two ends joined by flow_id. */
+    char ph;
+    uint64_t flow_id;
 };
 
 struct trn_trace;
@@ -70,6 +74,15 @@ void trn_trace_add(struct trn_trace *t, const struct trn_trace_event *ev);
 void trn_trace_span(struct trn_trace *t, enum trn_trace_lane lane, const char *name,
                     const char *cat, uint64_t start_ns, const char *key0, int64_t value0,
                     const char *key1, int64_t value1);
+
+/*
+ * A flow arrow from the span enclosing from_ns on lane from_lane to the span enclosing
+ * (or starting at) to_ns on to_lane: what one thread handed another (a bucket's gradients
+ * to its all-reduce). id tells it from the trace's other arrows.
+ */
+void trn_trace_flow(struct trn_trace *t, const char *name, const char *cat,
+                    enum trn_trace_lane from_lane, uint64_t from_ns, enum trn_trace_lane to_lane,
+                    uint64_t to_ns, uint64_t id);
 
 /* Events recorded, and dropped for want of room (0 for NULL). */
 size_t trn_trace_count(const struct trn_trace *t);

@@ -715,14 +715,18 @@ static void profile_window(struct run *r)
 /* At most this many spans (about 90 MiB); a longer profile drops the rest, and says so. */
 #define PROFILE_MAX_EVENTS ((size_t)1 << 20)
 
-/* The recorder, with room for every span a profiled step records (step(), its helpers and
- * the loop in trn_train: 10 + 3 per micro-step + 1 per bucket at most; and the model's
- * parts, layers + 2 per pass, two passes a micro-step), allocated now. */
+/* The recorder, with room for every span a profiled step records (step(), its helpers, the
+ * small collectives and the loop in trn_train: 16; per micro-step 3, and a loader fill; per
+ * bucket its all-reduce and a flow's two ends; the model's parts, layers + 2 per pass, two
+ * passes a micro-step; an eval's batches' forward passes with their parts), allocated now. */
 static int start_profile(struct run *r, const char *out_dir)
 {
     size_t parts = (size_t)trn_model_shape(r->model)->layers + 2;
-    size_t per_step = 16 + 3 * (size_t)r->accum + (r->ddp != NULL ? trn_ddp_buckets(r->ddp) : 0) +
-                      parts * 2 * (size_t)r->accum;
+    size_t evals =
+        r->cfg->eval_every > 0 ? (size_t)r->cfg->eval_batches * r->accum * (parts + 1) : 0;
+    size_t per_step = 16 + 4 * (size_t)r->accum +
+                      3 * (size_t)(r->ddp != NULL ? trn_ddp_buckets(r->ddp) : 0) +
+                      parts * 2 * (size_t)r->accum + evals;
     size_t capacity = per_step * r->cfg->profile_steps;
     char *base = join(out_dir, r->cfg->profile_path, "trace.json");
     int rc;
@@ -967,7 +971,7 @@ static int micro_step(struct run *r, uint32_t a, float scale, struct trn_step_re
     if (rc == 0)
         rc = trn_model_backward(r->model);
     mark(r, 3 * a + 2);
-    trn_model_trace(r->model, NULL, 0); /* not eval's nor sampling's */
+    trn_model_trace(r->model, NULL, 0); /* not sampling's (evaluate() sets its own) */
     rec->bwd_ms += ms_since(&t);
     span(r, TRN_TRACE_COMPUTE, "backward", "compute", from, a);
     rec->tokens += (uint64_t)b.samples * r->T * r->world;
@@ -1132,8 +1136,14 @@ static int evaluate(struct run *r, double *ret_loss)
             uint32_t n = b.samples - s0 < r->B ? b.samples - s0 : r->B;
             size_t at = (size_t)s0 * r->T;
 
+            uint64_t fwd = tnow(r);
+
+            /* Its parts on the timeline too, inside one "eval forward" per micro-batch. */
+            trn_model_trace(r->model, r->tr, (int64_t)r->prof_step);
             rc = trn_model_forward(r->model, b.inputs + at, b.targets + at, n, r->T, 0, false,
                                    &loss);
+            trn_model_trace(r->model, NULL, 0);
+            span(r, TRN_TRACE_COMPUTE, "eval forward", "eval", fwd, NO_MICRO);
             acc[0] += loss * n;
             acc[1] += n;
         }

@@ -7,13 +7,15 @@
 #     inside their step, each pass's parts (embedding, every block, head) in order inside
 #     it, clip and optimizer per step, the eval and checkpoint after step 2 and the
 #     checkpoint writer thread's write of it on its own lane, the loader thread's batch fills
-#     on its lane, nothing dropped, and one line naming the file;
+#     on its lane, eval's forward passes with their parts, nothing dropped, and one line
+#     naming the file;
 #   - profile.start and profile.path choose the steps and the file; a bad value is refused
 #     with its place;
 #   - with MODE mpi, 2 ranks: trace.json (pid 0) and trace-rank1.json (pid 1), each with
-#     every gradient bucket's all-reduce on the comm lane of both steps, the loss's
-#     all-reduce there too, and on at least one step an all-reduce that starts while
-#     backward is still running (the overlap).
+#     every gradient bucket's all-reduce on the comm lane of both steps, each the end of a
+#     flow arrow from where the compute lane handed the bucket over, the loss's all-reduce
+#     there too, and on at least one step an all-reduce that starts while backward is still
+#     running (the overlap).
 set -u
 name=trainer_profile
 mode=${2:-local}
@@ -68,8 +70,9 @@ need(fills and all(e["tid"] == 4 and e["args"]["samples"] > 0 for e in fills),
      "loader fills %s" % fills[:3])
 need(all(e["pid"] == rank for e in ev if "pid" in e), "pid is not the rank")
 other = doc["otherData"]
-need(other["rank"] == rank and other["events"] == len(spans) and other["dropped"] == 0,
-     "otherData %s" % other)
+flows = [e for e in ev if e["ph"] in ("s", "f")]
+need(other["rank"] == rank and other["events"] == len(spans) + len(flows) and
+     other["dropped"] == 0, "otherData %s" % other)
 need([e["ts"] for e in spans] == sorted(e["ts"] for e in spans), "not in start order")
 def named(n, step=None):
     return [e for e in spans if e["name"] == n and (step is None or e["args"].get("step") == step)]
@@ -115,6 +118,16 @@ if buckets:
         overlapped += any(bwd["ts"] < e["ts"] < end for e in ar)
         loss = [e for e in named("all-reduce loss", s) if e["tid"] == 1]
         need(len(loss) == 1, "step %d: %d loss all-reduces on the comm lane" % (s, len(loss)))
+        # Each all-reduce is the end of an arrow from the compute lane, where backward (or
+        # the comm wait, for a bucket it never handed over) let the bucket go.
+        hosts = [e for e in named("backward", s) + named("comm wait") if e["tid"] == 0]
+        for a in ar:
+            f = [e for e in flows if e["ph"] == "f" and e["tid"] == 1 and abs(e["ts"] - a["ts"]) < 0.002]
+            need(len(f) == 1, "step %d: bucket %d has %d flow ends" % (s, a["args"]["bucket"], len(f)))
+            st = [e for e in flows if e["ph"] == "s" and e["id"] == f[0]["id"]]
+            need(len(st) == 1 and st[0]["tid"] == 0 and st[0]["ts"] <= a["ts"] + 0.002 and
+                 any(h["ts"] <= st[0]["ts"] <= h["ts"] + h["dur"] + 0.002 for h in hosts),
+                 "step %d: bucket %d's flow start %s" % (s, a["args"]["bucket"], st))
     need(overlapped > 0, "no all-reduce started during backward")
 print("%s: %d spans, steps %s%s" % (path, len(spans), steps,
                                     ", overlap on %d" % overlapped if buckets else ""))
@@ -137,6 +150,18 @@ got = sorted((e["name"], e["tid"], e["args"]["step"]) for e in spans
 want = [("checkpoint", 3, 2), ("checkpoint stall", 3, 2), ("eval", 0, 2), ("write", 5, 3)]
 if got != want:
     sys.exit("eval/checkpoint spans %s, want %s" % (got, want))
+# Eval's forward passes, broken into their parts as training's are.
+ev_span = [e for e in spans if e["name"] == "eval"][0]
+lo, hi = ev_span["ts"], ev_span["ts"] + ev_span["dur"] + 0.002
+fwds = [e for e in spans if e["name"] == "eval forward" and lo <= e["ts"] <= hi]
+if len(fwds) < 2: # eval.batches 2 of 8 sequences, in micro-batches of 4
+    sys.exit("%d eval forwards inside eval" % len(fwds))
+for f in fwds:
+    a, b = f["ts"], f["ts"] + f["dur"] + 0.001
+    parts = [e["args"].get("layer", e["name"]) for e in spans if e.get("cat") == "forward" and
+             a <= e["ts"] and e["ts"] + e["dur"] <= b and e["name"] in ("embedding", "block", "head")]
+    if parts != ["embedding", 0, 1, "head"]:
+        sys.exit("eval forward parts %s" % parts)
 ck = [e for e in spans if e["name"] == "checkpoint"][0]
 wr = [e for e in spans if e["name"] == "write"][0]
 sys.exit(None if wr["ts"] >= ck["ts"] and wr["args"]["bytes"] > 0 else "write %s" % wr)

@@ -338,6 +338,29 @@ Test(trace, a_write_while_threads_still_add_holds_whole_events_only)
     free(text);
 }
 
+/* A flow arrow: its start on one lane, its end (bound to the span enclosing it) on another,
+ * both with the arrow's id, after the spans they start with. */
+Test(trace, a_flow_arrow_joins_two_lanes_by_its_id)
+{
+    struct trn_trace *t = recorder(2, 8, 0);
+    const char *s, *f, *ar;
+    char *text;
+
+    add(t, TRN_TRACE_COMPUTE, "backward", 1000, 9000);
+    add(t, TRN_TRACE_COMM, "all-reduce", 6000, 12000);
+    trn_trace_flow(t, "gradients", "comm", TRN_TRACE_COMPUTE, 5000, TRN_TRACE_COMM, 6000, 7);
+    text = written(t);
+    s = strstr(text, "{\"ph\":\"s\",\"name\":\"gradients\",\"cat\":\"comm\",\"id\":7,"
+                     "\"ts\":5.000,\"pid\":2,\"tid\":0}");
+    f = strstr(text, "{\"ph\":\"f\",\"name\":\"gradients\",\"cat\":\"comm\",\"id\":7,"
+                     "\"ts\":6.000,\"pid\":2,\"tid\":1,\"bp\":\"e\"}");
+    ar = strstr(text, "\"name\":\"all-reduce\"");
+    cr_assert(s != NULL && f != NULL && ar != NULL, "%s", text);
+    cr_assert(s < f && ar < f, "the end after the span it binds to:\n%s", text);
+    cr_assert_not_null(strstr(text, "\"events\":4,"), "%s", text);
+    free(text);
+}
+
 Test(trace, replaces_an_old_file_through_a_temporary_one)
 {
     struct trn_trace *t = NULL;
