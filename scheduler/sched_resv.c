@@ -18,7 +18,8 @@
  * Changes are root's, checked whole before anything changes (nodes known, users real,
  * accounts configured, no other reservation holding a node at the same time: for a
  * repeating one, in any of its windows until the other ends, and two repeating ones never
- * share a node; no running job on its nodes past its start, unless IGNORE_JOBS), kept in
+ * share a node, unless either is OVERLAP or MAINT; no running job on its nodes past its
+ * start, unless IGNORE_JOBS), kept in
  * SQLite (packed gs.Reservation rows) and answered once stored. MAINT only marks its nodes
  * as in maintenance while it is active (sched_resv_node_maint, for the node views). An
  * update's Users+= / Users-= (and Accounts, Flags) edit the stored lists here, so two
@@ -44,7 +45,10 @@
 #define RECUR_FLAGS SCHED_RESV_RECUR_FLAGS
 #define FLAG_MAINT GS__RESERVATION_FLAG__RESERVATION_FLAG_MAINT
 #define FLAG_IGNORE_JOBS GS__RESERVATION_FLAG__RESERVATION_FLAG_IGNORE_JOBS
-#define KNOWN_FLAGS (RECUR_FLAGS | FLAG_MAINT | FLAG_IGNORE_JOBS)
+#define FLAG_OVERLAP GS__RESERVATION_FLAG__RESERVATION_FLAG_OVERLAP
+#define KNOWN_FLAGS (RECUR_FLAGS | FLAG_MAINT | FLAG_IGNORE_JOBS | FLAG_OVERLAP)
+/* A pair of reservations may hold a node at the same time when either has one of these. */
+#define SHARING_FLAGS (FLAG_MAINT | FLAG_OVERLAP)
 /* Windows of a repeating reservation checked against another reservation at most. */
 #define RECUR_CHECK_MAX 100000
 
@@ -371,7 +375,7 @@ static int resv_check(struct sched_ctx *s, const struct resv *r, const struct re
     for (size_t k = 0; s->resvs != NULL && k < s->resvs->n; k++) {
         const struct resv *o = &s->resvs->v[k];
 
-        if (o == self || !resvs_meet(r, o))
+        if (o == self || ((r->flags | o->flags) & SHARING_FLAGS) != 0 || !resvs_meet(r, o))
             continue;
         for (size_t i = 0; i < r->nnode_names; i++) {
             for (size_t j = 0; j < o->nnode_names; j++) {
@@ -691,7 +695,9 @@ static const char *flag_names(uint32_t flags, char *out, size_t size)
     if ((flags & FLAG_MAINT) != 0 && len < size)
         len += (size_t)snprintf(out + len, size - len, "%sMAINT", len > 0 ? "," : "");
     if ((flags & FLAG_IGNORE_JOBS) != 0 && len < size)
-        snprintf(out + len, size - len, "%sIGNORE_JOBS", len > 0 ? "," : "");
+        len += (size_t)snprintf(out + len, size - len, "%sIGNORE_JOBS", len > 0 ? "," : "");
+    if ((flags & FLAG_OVERLAP) != 0 && len < size)
+        snprintf(out + len, size - len, "%sOVERLAP", len > 0 ? "," : "");
     return out[0] != '\0' ? out : "none";
 }
 

@@ -8,10 +8,10 @@
  * --begin's TIME: now, now+N[unit], YYYY-MM-DD[THH:MM[:SS]], HH:MM[:SS]), Duration= (Slurm's
  * time: MIN, H:M:S, D-H:M:S, ...; UNLIMITED for no end), Nodes= (a hostlist, checked here and
  * sent as typed, since gschedd keeps the expression), Users=a,b, Accounts=x,y and Flags= (the
- * recurrence flags HOURLY, DAILY, WEEKDAY, WEEKEND, WEEKLY, and MAINT and IGNORE_JOBS). On
+ * recurrence flags HOURLY, DAILY, WEEKDAY, WEEKEND, WEEKLY, and MAINT, IGNORE_JOBS, OVERLAP). On
  * update, Users, Accounts and Flags also take Slurm's edits, Users+=a / Users-=a or
  * Users=+a / Users=-a, which gschedd applies to the stored list. Slurm's other keys
- * (Licenses=, CoreCnt=, ...) and flags (FLEX, OVERLAP, ...) are refused by name rather than
+ * (Licenses=, CoreCnt=, ...) and flags (FLEX, ANY_NODES, ...) are refused by name rather than
  * ignored: a reservation that silently lacks a flag the operator asked for is worse than an
  * error.
  * Whether the nodes and users exist, and who may reserve, is gschedd's to say.
@@ -69,6 +69,7 @@ static const struct {
     {"WEEKLY", GS__RESERVATION_FLAG__RESERVATION_FLAG_WEEKLY},
     {"MAINT", GS__RESERVATION_FLAG__RESERVATION_FLAG_MAINT},
     {"IGNORE_JOBS", GS__RESERVATION_FLAG__RESERVATION_FLAG_IGNORE_JOBS},
+    {"OVERLAP", GS__RESERVATION_FLAG__RESERVATION_FLAG_OVERLAP},
 };
 
 /* Writes why and returns -EINVAL. */
@@ -417,7 +418,7 @@ static int flag_bits(const char *label, const char *text, bool signs, uint32_t *
         if (f == sizeof(flag_names) / sizeof(flag_names[0]))
             rc = fail(why, size,
                       "%s%s: flag %s is not supported (gsched takes HOURLY, DAILY, WEEKDAY, "
-                      "WEEKEND, WEEKLY, MAINT and IGNORE_JOBS)",
+                      "WEEKEND, WEEKLY, MAINT, IGNORE_JOBS and OVERLAP)",
                       label, text, v[i]);
         else
             *bits |= flag_names[f].bit;

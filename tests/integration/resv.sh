@@ -11,6 +11,7 @@
 # Flags+= edit the stored reservation, and edits that cannot hold change nothing. A
 # reservation over a job running without a time limit is refused ("busy") unless
 # Flags=IGNORE_JOBS; with MAINT its node shows "maint" in sinfo, scontrol and gsched nodes.
+# Two reservations of one node are refused unless one says OVERLAP; then both's jobs run there.
 name="integration_resv"
 . "$(dirname "$0")/lib.sh"
 
@@ -146,6 +147,22 @@ expect "$long" 'j["state"] == "RUNNING"' "the job already on node1 to go on"
 "$bin/gsched" cancel "$long" > /dev/null || fail "cancel $long"
 scontrol delete ReservationName=maint || fail "delete maint refused"
 [ "$("$bin/gsched" sinfo -N -h -n node1 -o '%N %t')" != "node1 maint" ] || fail "node1 still in maintenance"
+
+# --- OVERLAP: two reservations share node2, and each one's jobs run there -------------------
+scontrol create reservation ReservationName=a StartTime=now Duration=10 Nodes=node2 Users=root \
+  > /dev/null || fail "reservation a refused"
+out=$(scontrol create reservation ReservationName=b StartTime=now Duration=10 Nodes=node2 \
+  Users=root 2>&1) && fail "a second reservation of node2 without OVERLAP: $out"
+case $out in *"node node2 is in reservation a"*) ;; *) fail "without OVERLAP: $out" ;; esac
+scontrol create reservation ReservationName=b StartTime=now Duration=10 Nodes=node2 Users=root \
+  Flags=OVERLAP > /dev/null || fail "an OVERLAP reservation of node2 refused"
+scontrol update ReservationName=a Duration=20 > /dev/null || fail "a's update refused beside b"
+for r in a b; do
+  job=$(sbatch --reservation=$r --wrap=true) || exit 1
+  wait_end "$job" || fail "the job in $r failed"
+  expect "$job" 'j["allocation"][0]["node_name"] == "node2"' "the job in $r on node2"
+done
+scontrol delete ReservationName=a && scontrol delete ReservationName=b || fail "deletes refused"
 check_logs
 stop_cluster
 echo "$name: passed"

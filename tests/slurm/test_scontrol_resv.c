@@ -325,9 +325,9 @@ Test(scontrol_resv, reads_recurrence_flags)
     cr_assert_eq(r.resv.flags, 0);
     scontrol_resv_release(&r);
     cr_assert_eq(PARSE(&r, CREATE, "StartTime=now", "Duration=60", "Nodes=n1", "Users=alice",
-                       "Flags=DAILY,OVERLAP"),
+                       "Flags=DAILY,PURGE_COMP"),
                  -EINVAL);
-    cr_assert(strstr(why, "flag OVERLAP is not supported") != NULL, "%s", why);
+    cr_assert(strstr(why, "flag PURGE_COMP is not supported") != NULL, "%s", why);
 }
 
 /* Slurm's maintenance reservation: `Flags=maint,ignore_jobs`, shown back in upper case. */
@@ -346,8 +346,10 @@ Test(scontrol_resv, reads_maint_and_ignore_jobs)
     cr_assert(strstr(out.data, " Flags=MAINT,IGNORE_JOBS ") != NULL, "%s", out.data);
     gs_buf_release(&out);
     scontrol_resv_release(&r);
-    cr_assert_eq(PARSE(&r, UPDATE, "ReservationName=m", "Flags-=IGNORE_JOBS"), 0, "%s", why);
+    cr_assert_eq(PARSE(&r, UPDATE, "ReservationName=m", "Flags-=IGNORE_JOBS", "Flags+=overlap"), 0,
+                 "%s", why);
     cr_assert_eq(r.req.remove_flags, GS__RESERVATION_FLAG__RESERVATION_FLAG_IGNORE_JOBS);
+    cr_assert_eq(r.req.add_flags, GS__RESERVATION_FLAG__RESERVATION_FLAG_OVERLAP);
     scontrol_resv_release(&r);
 }
 
