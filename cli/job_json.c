@@ -37,6 +37,11 @@ static void json_data(struct gs_json *j, const Gs__JobData *d)
     gs_json_key(j, "tolerance");
     gs_json_double(j, d->tolerance);
     gs_json_kv_uint(j, "seed", d->seed);
+    gs_json_key(j, "locality_wait_s"); /* null: the scheduler's */
+    if (d->locality_wait_set)
+        gs_json_uint(j, d->locality_wait_s);
+    else
+        gs_json_null(j);
     gs_json_object_end(j);
 }
 

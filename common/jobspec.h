@@ -54,11 +54,17 @@ enum gs_data_stage {
  * [data]: the dataset a job reads (docs/data.md). The job file names a dataset directory
  * (manifest); the CLI resolves it at submit as the submitting user, filling in the rest.
  */
+#define GS_DATA_LOCALITY_WAIT_MAX 86400u /* a day */
+
 struct gs_jobdata {
     char *manifest; /* as written: a dataset directory or its manifest.toml; NULL none */
     enum gs_data_stage stage;
-    double tolerance;         /* the shard planner's band, 0..1 (GS_DATA_TOLERANCE_DEFAULT) */
-    uint64_t seed;            /* the planner's seed */
+    double tolerance; /* the shard planner's band, 0..1 (GS_DATA_TOLERANCE_DEFAULT) */
+    uint64_t seed;    /* the planner's seed */
+    /* How long it may wait for its data's busy nodes (scheduler.data_locality_wait, which
+     * it replaces when set); at most GS_DATA_LOCALITY_WAIT_MAX. */
+    bool locality_wait_set;
+    uint32_t locality_wait_s;
     char id[GS_DATA_ID_SIZE]; /* resolved: "" until then */
     char *source;             /* resolved: the dataset directory, absolute */
     uint32_t shards;          /* resolved: shards its manifest lists */

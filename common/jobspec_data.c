@@ -97,6 +97,20 @@ static void rd_tolerance(struct gs_schema_ctx *c, const struct gs_toml_value *v)
     gs_schema_double(c, v, "data.tolerance", 0.0, 1.0, &SPEC(c)->data.tolerance);
 }
 
+static void rd_locality_wait(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    uint64_t s;
+
+    if (gs_schema_duration(c, v, "data.locality_wait", 1, true, &s) < 0)
+        return;
+    if (s > GS_DATA_LOCALITY_WAIT_MAX) {
+        REPORT_AT(c, v, "data.locality_wait must be at most a day (86400 s)");
+        return;
+    }
+    SPEC(c)->data.locality_wait_s = (uint32_t)s;
+    SPEC(c)->data.locality_wait_set = true;
+}
+
 static void rd_seed(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
     uint32_t seed = 0;
@@ -106,8 +120,9 @@ static void rd_seed(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 }
 
 const struct gs_schema_key gs_jobspec_data_keys[] = {
-    {"manifest", rd_manifest}, {"stage", rd_stage}, {"tolerance", rd_tolerance},
-    {"seed", rd_seed},         {NULL, NULL},
+    {"manifest", rd_manifest},           {"stage", rd_stage},
+    {"tolerance", rd_tolerance},         {"seed", rd_seed},
+    {"locality_wait", rd_locality_wait}, {NULL, NULL},
 };
 
 int gs_jobdata_check(const struct gs_jobdata *d, struct gs_error *err)
@@ -124,5 +139,7 @@ int gs_jobdata_check(const struct gs_jobdata *d, struct gs_error *err)
         return gs_error_set(err, -EINVAL, 0, 0, "data.stage is not a known value");
     if (!(d->tolerance >= 0.0 && d->tolerance <= 1.0))
         return gs_error_set(err, -EINVAL, 0, 0, "data.tolerance must be within 0 .. 1");
+    if (d->locality_wait_s > GS_DATA_LOCALITY_WAIT_MAX)
+        return gs_error_set(err, -EINVAL, 0, 0, "data.locality_wait must be at most a day");
     return 0;
 }

@@ -176,6 +176,8 @@ static void view_data(Gs__JobData *pb, const struct gs_jobdata *d)
     pb->bytes = d->bytes;
     pb->tolerance = d->tolerance;
     pb->seed = d->seed;
+    pb->locality_wait_set = d->locality_wait_set;
+    pb->locality_wait_s = d->locality_wait_s;
 }
 
 int gs_proto_jobspec_view_init(struct gs_proto_jobspec_view *v, const struct gs_jobspec *spec)
@@ -364,6 +366,8 @@ static int copy_data(const Gs__JobData *pb, struct gs_jobdata *d)
     d->bytes = pb->bytes;
     d->tolerance = pb->tolerance;
     d->seed = pb->seed;
+    d->locality_wait_set = pb->locality_wait_set;
+    d->locality_wait_s = pb->locality_wait_s;
     return copy_opt(pb->source, &d->source);
 }
 

@@ -383,22 +383,26 @@ static uint32_t req_gpus(const struct sched_req *r)
 }
 
 /*
- * Until when job may wait for its dataset's nodes (scheduler.data_locality_wait), in
- * seconds: from when it last became pending (submitted, its --begin time, or its previous
- * attempt's end); 0 when it has no dataset or no wait is set.
+ * Until when job may wait for its dataset's nodes (its data.locality_wait, else
+ * scheduler.data_locality_wait), in seconds: from when it last became pending (submitted,
+ * its --begin time, or its previous attempt's end); 0 when it has no dataset, no wait, or
+ * scheduler.data_locality is "off".
  */
 static uint64_t data_wait_until(const struct sched_planner_hooks *hk, const struct sched_job *job)
 {
     uint64_t since = job->submit_ms;
+    uint32_t wait = job->spec->data.locality_wait_set ? job->spec->data.locality_wait_s
+                    : hk != NULL && hk->cfg != NULL   ? hk->cfg->data_locality_wait_s
+                                                      : 0;
 
-    if (hk == NULL || hk->cfg == NULL || hk->cfg->data_locality_wait_s == 0 ||
-        job->spec->data.id[0] == '\0' || hk->cfg->data_locality == GS_DATA_LOCALITY_OFF)
+    if (hk == NULL || hk->cfg == NULL || wait == 0 || job->spec->data.id[0] == '\0' ||
+        hk->cfg->data_locality == GS_DATA_LOCALITY_OFF)
         return 0;
     if (job->spec->begin_ms > since)
         since = job->spec->begin_ms;
     if (job->end_ms > since)
         since = job->end_ms;
-    return since / 1000 + hk->cfg->data_locality_wait_s;
+    return since / 1000 + wait;
 }
 
 static int gather(struct sched_jobs *jobs, size_t from, const struct sched_planner_hooks *hk,

@@ -473,7 +473,19 @@ Test(jobspec, data_section)
     cr_assert_str_eq(gs_data_stage_name(spec->data.stage), "stream");
     cr_assert_float_eq(spec->data.tolerance, 0.1, 1e-12);
     cr_assert_eq(spec->data.seed, 7);
+    cr_assert_not(spec->data.locality_wait_set, "the scheduler's wait unless it says");
     gs_jobspec_free(spec);
+    spec = parse_ok("[run]\ncommand = [\"true\"]\n[data]\nmanifest = \"d\"\n"
+                    "locality_wait = \"10m\"\n");
+    cr_assert(spec->data.locality_wait_set);
+    cr_assert_eq(spec->data.locality_wait_s, 600);
+    gs_jobspec_free(spec);
+    spec =
+        parse_ok("[run]\ncommand = [\"true\"]\n[data]\nmanifest = \"d\"\nlocality_wait = \"0s\"\n");
+    cr_assert(spec->data.locality_wait_set && spec->data.locality_wait_s == 0, "0s: never wait");
+    gs_jobspec_free(spec);
+    parse_fails("[run]\ncommand = [\"true\"]\n[data]\nmanifest = \"d\"\nlocality_wait = \"2d\"\n",
+                "job.toml:5:17: data.locality_wait must be at most a day (86400 s)");
     parse_fails("[run]\ncommand = [\"true\"]\n[data]\nmanifest = \"\"\n",
                 "job.toml:4:12: data.manifest must name a dataset directory");
     parse_fails("[run]\ncommand = [\"true\"]\n[data]\nmanifest = \"d\"\nstage = \"early\"\n",

@@ -23,7 +23,8 @@
 #   - `gsched data warm DIR -w node1 --wait` puts the whole dataset on node1, `stat` shows
 #     it, `evict` (root) removes it; a job file naming no dataset is refused, nothing queued;
 #   - with scheduler.data_locality_wait, a job whose data's node is busy waits for it
-#     (DataNodesBusy) while other nodes are free, and runs there once it frees.
+#     (DataNodesBusy) while other nodes are free, and runs there once it frees; one whose
+#     own data.locality_wait is "0s" runs elsewhere at once.
 name="integration_data"
 . "$(dirname "$0")/lib.sh"
 mode=${3:-local}
@@ -305,6 +306,22 @@ wait_end "$near6" 60 || fail "job $near6 failed: $(jq "$near6" 'j["reason"]')"
 expect "$near6" '[a["node_name"] for a in j["allocation"]] == ["node2"]' "on node2 once it freed"
 [ "$(u "$near6" source)" = 0 ] && [ "$(u "$near6" peer)" = 0 ] ||
   fail "the job that waited moved data: source $(u "$near6" source) peer $(u "$near6" peer)"
+# A job's own data.locality_wait replaces the scheduler's: with node2 held again, "0s" runs
+# at once elsewhere.
+hold6=$(submit hold6.toml)
+wait_for "the first job on node2 again" 30 is "$hold6" 'j["state"] == "RUNNING"'
+expect "$hold6" '[a["node_name"] for a in j["allocation"]] == ["node2"]' "on node2 again"
+job_file now6.toml "[run]
+command = [\"true\"]
+[data]
+manifest = \"$tmp/data6\"
+locality_wait = \"0s\""
+now6=$(submit now6.toml)
+wait_end "$now6" 60 || fail "job $now6 failed: $(jq "$now6" 'j["reason"]')"
+expect "$now6" '[a["node_name"] for a in j["allocation"]] != ["node2"]' "off the busy node2"
+expect "$now6" 'j["spec"]["data"]["locality_wait_s"] == 0' "its own wait in the job's JSON"
+expect "$near6" 'j["spec"]["data"]["locality_wait_s"] is None' "the scheduler's wait: null"
+"$bin/gsched" cancel "$hold6" > /dev/null || fail "cancel $hold6"
 
 # --- stage = "stream": tasks start with the val shards, train shards come as asked for --------
 dataset "$tmp/data3" 1100

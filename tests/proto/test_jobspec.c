@@ -133,7 +133,8 @@ Test(proto_jobspec, torchrun_launcher_survives_the_wire)
 Test(proto_jobspec, dataset_survives_the_wire)
 {
     struct gs_jobspec *in = parse("[run]\nscript = \"echo hi\"\n[data]\nmanifest = \"d\"\n"
-                                  "stage = \"stream\"\ntolerance = 0.25\nseed = 9\n"),
+                                  "stage = \"stream\"\ntolerance = 0.25\nseed = 9\n"
+                                  "locality_wait = \"90s\"\n"),
                       *out = NULL;
     struct gs_error err;
 
@@ -150,8 +151,14 @@ Test(proto_jobspec, dataset_survives_the_wire)
     cr_assert_eq(out->data.stage, GS_DATA_STAGE_STREAM);
     cr_assert_float_eq(out->data.tolerance, 0.25, 1e-12);
     cr_assert_eq(out->data.seed, 9);
+    cr_assert(out->data.locality_wait_set && out->data.locality_wait_s == 90);
     cr_assert_null(out->data.manifest, "the job file's own words stay with the CLI");
     gs_jobspec_free(out);
+    /* A wait past a day is refused on receipt as at parse. */
+    in->data.locality_wait_s = GS_DATA_LOCALITY_WAIT_MAX + 1;
+    cr_assert_eq(round_trip(in, &out, &err), -EINVAL);
+    cr_assert_not_null(strstr(err.msg, "data.locality_wait"), "%s", err.msg);
+    in->data.locality_wait_s = 90;
     /* Resolved wrongly (or by a client that lies): refused by name. */
     in->data.id[3] = 'X';
     cr_assert_eq(round_trip(in, &out, &err), -EINVAL);
