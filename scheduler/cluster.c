@@ -1234,17 +1234,27 @@ out:
     return rc;
 }
 
-uint64_t sched_cluster_best_gpus(const struct sched_cluster *cluster, uint32_t node, uint32_t k)
+uint64_t sched_cluster_best_gpus(const struct sched_cluster *cluster, uint32_t node, uint32_t k,
+                                 uint64_t among)
 {
     const struct node *n = node < cluster->nnodes ? &cluster->nodes[node] : NULL;
     struct gs_gpuset_choice ch;
+    uint64_t mask = 0;
 
-    if (n == NULL || k == 0 || k > n->ngpus)
+    if (n == NULL || k == 0)
         return 0;
-    if (n->gs != NULL &&
-        gs_gpuset_choose(n->gs, low_bits(n->ngpus), (int)k, GS_GPUSET_PREFER, &ch) == 0)
+    among &= low_bits(n->ngpus);
+    if ((uint32_t)__builtin_popcountll(among) < k)
+        return 0;
+    if (n->gs != NULL && gs_gpuset_choose(n->gs, among, (int)k, GS_GPUSET_PREFER, &ch) == 0)
         return ch.mask;
-    return low_bits(k);
+    for (uint32_t i = 0; i < n->ngpus && k > 0; i++) { /* the lowest k of among */
+        if ((among >> i) & 1) {
+            mask |= UINT64_C(1) << i;
+            k--;
+        }
+    }
+    return mask;
 }
 
 uint64_t sched_cluster_free_gpu_mask(const struct sched_cluster *cluster, uint32_t node)

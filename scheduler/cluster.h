@@ -130,9 +130,11 @@ bool sched_cluster_is_up(const struct sched_cluster *cluster, uint32_t node);
 uint32_t sched_cluster_free_gpus(const struct sched_cluster *cluster, uint32_t node);
 /* Bit i: GPU i of node is free. */
 uint64_t sched_cluster_free_gpu_mask(const struct sched_cluster *cluster, uint32_t node);
-/* The best k GPUs of the node were it empty (by link class), as a mask; 0 when it has fewer
- * than k (or k is 0). What a reservation of k GPUs per node keeps there. */
-uint64_t sched_cluster_best_gpus(const struct sched_cluster *cluster, uint32_t node, uint32_t k);
+/* The best k of the node's GPUs in among (bit i: GPU i) were it empty (by link class), as a
+ * mask; 0 when among holds fewer than k (or k is 0). What a reservation of k GPUs per node
+ * keeps there, among those other reservations do not. */
+uint64_t sched_cluster_best_gpus(const struct sched_cluster *cluster, uint32_t node, uint32_t k,
+                                 uint64_t among);
 uint32_t sched_cluster_free_cores(const struct sched_cluster *cluster, uint32_t node);
 uint64_t sched_cluster_free_mem(const struct sched_cluster *cluster, uint32_t node);
 

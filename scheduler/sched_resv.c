@@ -260,6 +260,63 @@ static bool resvs_meet(const struct resv *a, const struct resv *b)
     return false;
 }
 
+static bool holds_node(const struct resv *r, const char *node)
+{
+    for (size_t i = 0; i < r->nnode_names; i++) {
+        if (strcmp(r->node_names[i], node) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* The order GPU reservations choose their GPUs in: creation, then name. */
+static bool chooses_first(const struct resv *a, const struct resv *b)
+{
+    return a->created_ms != b->created_ms ? a->created_ms < b->created_ms
+                                          : strcmp(a->name, b->name) < 0;
+}
+
+/*
+ * The GPUs GPU reservation r keeps on node n: the best connected set of its share there
+ * among those that the GPU reservations chosen before it, meeting it in time, do not keep;
+ * the best of all the node's when too few are left (an OVERLAP pair, or more than fit at
+ * once). r need not be stored yet (a request's); another of its name is r's old self.
+ */
+static uint64_t gpus_kept(const struct sched_ctx *s, const struct resv *r,
+                          const struct sched_node *n, int depth)
+{
+    uint32_t share = r->gpus / (uint32_t)r->nnode_names;
+    uint64_t among = ~UINT64_C(0), mask;
+
+    for (size_t k = 0; depth < 16 && s->resvs != NULL && k < s->resvs->n; k++) {
+        const struct resv *o = &s->resvs->v[k];
+
+        if (o->gpus == 0 || strcmp(o->name, r->name) == 0 || !chooses_first(o, r) ||
+            !holds_node(o, n->name) || !resvs_meet(r, o))
+            continue;
+        among &= ~gpus_kept(s, o, n, depth + 1);
+    }
+    mask = sched_cluster_best_gpus(s->cluster, n->index, share, among);
+    return mask != 0 ? mask : sched_cluster_best_gpus(s->cluster, n->index, share, ~UINT64_C(0));
+}
+
+/*
+ * GPUs of node that r and the other GPU reservations holding it at a time r meets keep in
+ * all, by their shares: GPU reservations share a node while these fit in its GPUs.
+ */
+static uint32_t gpus_wanted(const struct sched_ctx *s, const struct resv *r, const char *node)
+{
+    uint32_t sum = r->gpus / (uint32_t)r->nnode_names;
+
+    for (size_t k = 0; s->resvs != NULL && k < s->resvs->n; k++) {
+        const struct resv *o = &s->resvs->v[k];
+
+        if (o->gpus > 0 && strcmp(o->name, r->name) != 0 && holds_node(o, node) && resvs_meet(r, o))
+            sum += o->gpus / (uint32_t)o->nnode_names;
+    }
+    return sum;
+}
+
 /* Flags that make sense for r: known, one recurrence at most, an end within its period. */
 static int check_flags(const struct resv *r, char *why, size_t size)
 {
@@ -378,13 +435,22 @@ static int resv_check(struct sched_ctx *s, const struct resv *r, const struct re
         if (o == self || ((r->flags | o->flags) & SHARING_FLAGS) != 0 || !resvs_meet(r, o))
             continue;
         for (size_t i = 0; i < r->nnode_names; i++) {
-            for (size_t j = 0; j < o->nnode_names; j++) {
-                if (strcmp(r->node_names[i], o->node_names[j]) == 0) {
-                    snprintf(why, size, "Nodes: node %.64s is in reservation %s at that time",
-                             r->node_names[i], o->name);
-                    return -EBUSY;
-                }
-            }
+            const struct sched_node *n = sched_node_find(s, r->node_names[i]);
+            uint32_t have = n != NULL ? (uint32_t)n->topology->n_gpus : 0;
+
+            if (!holds_node(o, r->node_names[i]))
+                continue;
+            if (r->gpus > 0 && o->gpus > 0 && gpus_wanted(s, r, r->node_names[i]) <= have)
+                continue; /* GPUs side by side */
+            if (r->gpus > 0 && o->gpus > 0)
+                snprintf(why, size,
+                         "Nodes: node %.64s has %u GPUs, fewer than reservation %s and the "
+                         "others there at that time would keep with this one (%u)",
+                         r->node_names[i], have, o->name, gpus_wanted(s, r, r->node_names[i]));
+            else
+                snprintf(why, size, "Nodes: node %.64s is in reservation %s at that time",
+                         r->node_names[i], o->name);
+            return -EBUSY;
         }
     }
     return 0;
@@ -405,8 +471,7 @@ static int busy_check(struct sched_ctx *s, const struct resv *r, char *why, size
         if (n == NULL)
             continue;
         if (r->gpus > 0)
-            kept =
-                sched_cluster_best_gpus(s->cluster, n->index, r->gpus / (uint32_t)r->nnode_names);
+            kept = gpus_kept(s, r, n, 0);
         for (size_t i = s->plan_from; i < sched_jobs_count(s->jobs); i++) {
             const struct sched_job *job = sched_jobs_at(s->jobs, i);
             uint64_t lim = job->spec->time_limit_s;
@@ -858,8 +923,8 @@ static void set_bit(uint64_t *mask, size_t i)
     mask[i / 64] |= UINT64_C(1) << (i % 64);
 }
 
-/* The GPUs each GPU reservation keeps on each of its nodes: the best connected set of its
- * share there (what an empty node would give a job of that many GPUs). 0 or -ENOMEM. */
+/* The GPUs each GPU reservation keeps on each of its nodes (gpus_kept: the best connected
+ * set of its share there beside the others'). 0 or -ENOMEM. */
 static int resv_gpus_build(struct sched_ctx *s, struct sched_resvs *rs, size_t nnodes)
 {
     uint64_t *gpus;
@@ -880,8 +945,7 @@ static int resv_gpus_build(struct sched_ctx *s, struct sched_resvs *rs, size_t n
             const struct sched_node *n = sched_node_find(s, r->node_names[k]);
 
             if (n != NULL && n->index < nnodes)
-                gpus[i * (nnodes + 1) + n->index] = sched_cluster_best_gpus(
-                    s->cluster, n->index, r->gpus / (uint32_t)r->nnode_names);
+                gpus[i * (nnodes + 1) + n->index] = gpus_kept(s, r, n, 0);
         }
     }
     return 0;

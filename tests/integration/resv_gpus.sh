@@ -5,7 +5,8 @@
 # one waits, a 2-GPU one runs there), a job in it gets the kept 2, and the two jobs' GPUs do
 # not meet. A split that does not divide over the nodes, and more GPUs than a node has, are
 # refused, and so is one over a running job on the GPUs it would keep (not over one on the
-# others).
+# others). Two reservations of 2 GPUs share the node, each keeping its own (a fifth GPU is
+# refused), and a job in each runs at once on GPUs apart.
 name="integration_resv_gpus"
 . "$(dirname "$0")/lib.sh"
 
@@ -68,6 +69,25 @@ scontrol create reservation ReservationName=g2 StartTime=now Duration=10 Nodes=n
 scontrol delete ReservationName=g2 || fail "delete g2 refused"
 gate hold2
 wait_end "$beside" || fail "job $beside failed"
+
+# --- two GPU reservations side by side on node1: each keeps its own 2 -----------------------
+scontrol create reservation ReservationName=left StartTime=now Duration=10 Nodes=node1 \
+  Users=root TRES=gres/gpu=2 > /dev/null || fail "reservation left refused"
+scontrol create reservation ReservationName=right StartTime=now Duration=10 Nodes=node1 \
+  Users=root TRES=gres/gpu=2 > /dev/null || fail "a second 2-GPU reservation beside it refused"
+out=$(scontrol create reservation ReservationName=more StartTime=now Duration=10 Nodes=node1 \
+  Users=root TRES=gres/gpu=1 2>&1) && fail "a fifth GPU kept on a 4-GPU node: $out"
+case $out in *"node node1 has 4 GPUs, fewer than reservation"*"(5)"*) ;; *) fail "fifth GPU: $out" ;; esac
+{ echo "#!/bin/sh"; gate_wait hold3; } > "$work/hold3.sh"
+inl=$(sbatch --reservation=left --gpus-per-node=2 hold3.sh) || exit 1
+inr=$(sbatch --reservation=right --gpus-per-node=2 hold3.sh) || exit 1
+wait_start "$inl"
+wait_start "$inr"
+python3 -c 'import sys; a, b = eval(sys.argv[1]), eval(sys.argv[2]); sys.exit(1 if len(a) != 2 or len(b) != 2 or set(a) & set(b) else 0)' \
+  "$(gpus "$inl")" "$(gpus "$inr")" || fail "GPUs: left $(gpus "$inl"), right $(gpus "$inr")"
+gate hold3
+wait_end "$inl" && wait_end "$inr" || fail "the side-by-side jobs failed"
+scontrol delete ReservationName=left && scontrol delete ReservationName=right || fail "deletes"
 check_logs
 stop_cluster
 echo "$name: passed"

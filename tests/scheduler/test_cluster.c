@@ -272,6 +272,23 @@ Test(cluster, gpus_are_chosen_by_link_class_and_do_not_break_free_pairs)
     cr_assert_eq(q.worst, GS_GPUSET_NODE);
 }
 
+/* What GPU reservations keep: the best pair of the node, then the best pair of what is
+ * left (the other NVLink pair, not a split one), and nothing when too few are left; the
+ * node's busy GPUs do not matter (it is chosen as if empty). */
+Test(cluster, best_gpus_among_those_other_reservations_leave)
+{
+    cr_assert_eq(add_ws("ws", 0), 0);
+    cr_assert_eq(add("plain", 4, NULL), 1);
+    busy(0, 0x3);
+    cr_assert_eq(sched_cluster_best_gpus(cluster, 0, 2, ~UINT64_C(0)), 0x3);
+    cr_assert_eq(sched_cluster_best_gpus(cluster, 0, 2, ~UINT64_C(0x3)), 0xc);
+    cr_assert_eq(sched_cluster_best_gpus(cluster, 0, 2, 0x6), 0x6, "the only two left");
+    cr_assert_eq(sched_cluster_best_gpus(cluster, 0, 2, 0x4), 0, "one left, two asked");
+    cr_assert_eq(sched_cluster_best_gpus(cluster, 0, 5, ~UINT64_C(0)), 0);
+    cr_assert_eq(sched_cluster_best_gpus(cluster, 1, 2, 0xa), 0xa, "no links: the lowest of among");
+    cr_assert_eq(sched_cluster_best_gpus(cluster, 1, 1, 0xa), 0x2);
+}
+
 Test(cluster, a_node_that_can_give_a_better_link_wins_over_best_fit)
 {
     struct sched_req r = req(1, 2, 1);
