@@ -278,26 +278,59 @@ static bool chooses_first(const struct resv *a, const struct resv *b)
 
 /*
  * The GPUs GPU reservation r keeps on node n: the best connected set of its share there
- * among those that the GPU reservations chosen before it, meeting it in time, do not keep;
- * the best of all the node's when too few are left (an OVERLAP pair, or more than fit at
- * once). r need not be stored yet (a request's); another of its name is r's old self.
+ * among those that the GPU reservations chosen before it (chooses_first), meeting it in
+ * time, do not keep; the best of all the node's when too few are left (an OVERLAP pair, or
+ * more than fit at once). r need not be stored yet (a request's); a stored one of its name
+ * is its old self and left out. The node's GPU reservations are taken in that order, each
+ * choosing once: O(m^2) for m of them, however many an operator makes.
  */
 static uint64_t gpus_kept(const struct sched_ctx *s, const struct resv *r,
-                          const struct sched_node *n, int depth)
+                          const struct sched_node *n)
 {
-    uint32_t share = r->gpus / (uint32_t)r->nnode_names;
-    uint64_t among = ~UINT64_C(0), mask;
+    size_t m = 0, cap = s->resvs != NULL ? s->resvs->n + 1 : 1;
+    const struct resv **v = malloc(cap * sizeof(*v));
+    uint64_t *kept = malloc(cap * sizeof(*kept)), mine = 0;
 
-    for (size_t k = 0; depth < 16 && s->resvs != NULL && k < s->resvs->n; k++) {
+    if (v == NULL || kept == NULL) { /* out of memory: the best set, as if alone */
+        free(v);
+        free(kept);
+        return sched_cluster_best_gpus(s->cluster, n->index, r->gpus / (uint32_t)r->nnode_names,
+                                       ~UINT64_C(0));
+    }
+    for (size_t k = 0; s->resvs != NULL && k < s->resvs->n; k++) {
         const struct resv *o = &s->resvs->v[k];
 
-        if (o->gpus == 0 || strcmp(o->name, r->name) == 0 || !chooses_first(o, r) ||
-            !holds_node(o, n->name) || !resvs_meet(r, o))
-            continue;
-        among &= ~gpus_kept(s, o, n, depth + 1);
+        if (o->gpus > 0 && strcmp(o->name, r->name) != 0 && holds_node(o, n->name))
+            v[m++] = o;
     }
-    mask = sched_cluster_best_gpus(s->cluster, n->index, share, among);
-    return mask != 0 ? mask : sched_cluster_best_gpus(s->cluster, n->index, share, ~UINT64_C(0));
+    v[m++] = r;
+    for (size_t i = 1; i < m; i++) { /* insertion sort by chooses_first: m is small */
+        const struct resv *x = v[i];
+        size_t j = i;
+
+        for (; j > 0 && chooses_first(x, v[j - 1]); j--)
+            v[j] = v[j - 1];
+        v[j] = x;
+    }
+    for (size_t i = 0; i < m; i++) {
+        uint32_t share = v[i]->gpus / (uint32_t)v[i]->nnode_names;
+        uint64_t among = ~UINT64_C(0);
+
+        for (size_t j = 0; j < i; j++) {
+            if (resvs_meet(v[i], v[j]))
+                among &= ~kept[j];
+        }
+        kept[i] = sched_cluster_best_gpus(s->cluster, n->index, share, among);
+        if (kept[i] == 0)
+            kept[i] = sched_cluster_best_gpus(s->cluster, n->index, share, ~UINT64_C(0));
+        if (v[i] == r) {
+            mine = kept[i];
+            break;
+        }
+    }
+    free(v);
+    free(kept);
+    return mine;
 }
 
 /*
@@ -471,7 +504,7 @@ static int busy_check(struct sched_ctx *s, const struct resv *r, char *why, size
         if (n == NULL)
             continue;
         if (r->gpus > 0)
-            kept = gpus_kept(s, r, n, 0);
+            kept = gpus_kept(s, r, n);
         for (size_t i = s->plan_from; i < sched_jobs_count(s->jobs); i++) {
             const struct sched_job *job = sched_jobs_at(s->jobs, i);
             uint64_t lim = job->spec->time_limit_s;
@@ -945,7 +978,7 @@ static int resv_gpus_build(struct sched_ctx *s, struct sched_resvs *rs, size_t n
             const struct sched_node *n = sched_node_find(s, r->node_names[k]);
 
             if (n != NULL && n->index < nnodes)
-                gpus[i * (nnodes + 1) + n->index] = gpus_kept(s, r, n, 0);
+                gpus[i * (nnodes + 1) + n->index] = gpus_kept(s, r, n);
         }
     }
     return 0;

@@ -6,7 +6,8 @@
 # not meet. A split that does not divide over the nodes, and more GPUs than a node has, are
 # refused, and so is one over a running job on the GPUs it would keep (not over one on the
 # others). Two reservations of 2 GPUs share the node, each keeping its own (a fifth GPU is
-# refused), and a job in each runs at once on GPUs apart.
+# refused), and a job in each runs at once on GPUs apart. Forty OVERLAP GPU reservations of
+# the node are each made within a few seconds (their GPU choices are not exponential).
 name="integration_resv_gpus"
 . "$(dirname "$0")/lib.sh"
 
@@ -88,6 +89,15 @@ python3 -c 'import sys; a, b = eval(sys.argv[1]), eval(sys.argv[2]); sys.exit(1 
 gate hold3
 wait_end "$inl" && wait_end "$inr" || fail "the side-by-side jobs failed"
 scontrol delete ReservationName=left && scontrol delete ReservationName=right || fail "deletes"
+
+# --- many overlapping GPU reservations of one node: each choice stays quick -----------------
+for i in $(seq 1 40); do
+  timeout 10 "$bin/gsched" scontrol create reservation ReservationName=o$i StartTime=now \
+    Duration=10 Nodes=node1 Users=root TRES=gres/gpu=2 Flags=OVERLAP > /dev/null ||
+    fail "overlapping GPU reservation o$i refused or slow"
+done
+[ "$(scontrol show reservation | grep -c 'ReservationName=o')" = 40 ] || fail "not 40 reservations"
+for i in $(seq 1 40); do scontrol delete ReservationName=o$i || fail "delete o$i"; done
 check_logs
 stop_cluster
 echo "$name: passed"
