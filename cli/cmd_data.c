@@ -198,15 +198,10 @@ static int resolve_target(struct data_args *d)
  */
 static uint8_t *held_bits(const Gs__DatasetHolding *h)
 {
-    uint8_t *bits = NULL;
+    uint8_t *bits;
 
-    if (h->shards <= GS_HELD_MAX_SHARDS)
-        bits = malloc((size_t)h->shards / 8 + 1);
-    if (bits != NULL && gs_held_read(&h->held, h->held_runs, h->n_held_runs, h->shards, bits) < 0) {
-        free(bits);
-        bits = NULL;
-    }
-    return bits;
+    return gs_held_read_new(&h->held, h->held_runs, h->n_held_runs, h->shards, &bits) == 0 ? bits
+                                                                                           : NULL;
 }
 
 static int call(const struct data_args *d, Gs__Envelope **ret_reply)

@@ -122,6 +122,27 @@ int gs_held_read(const ProtobufCBinaryData *held, const uint32_t *runs, size_t n
     return 0;
 }
 
+int gs_held_read_new(const ProtobufCBinaryData *held, const uint32_t *runs, size_t nruns,
+                     uint32_t shards, uint8_t **ret)
+{
+    uint8_t *bits;
+    int rc;
+
+    *ret = NULL;
+    if (shards > GS_HELD_MAX_SHARDS)
+        return -EINVAL;
+    bits = malloc((size_t)shards / 8 + 1);
+    if (bits == NULL)
+        return -ENOMEM;
+    rc = gs_held_read(held, runs, nruns, shards, bits);
+    if (rc < 0) {
+        free(bits);
+        return rc;
+    }
+    *ret = bits;
+    return 0;
+}
+
 size_t gs_held_count(const uint8_t *bits, uint32_t shards)
 {
     size_t n = 0, len = ((size_t)shards + 7) / 8;

@@ -46,6 +46,11 @@ void gs_held_wire_release(struct gs_held_wire *w);
 int gs_held_read(const ProtobufCBinaryData *held, const uint32_t *runs, size_t nruns,
                  uint32_t shards, uint8_t *bits);
 
+/* The same into a bitmap of its own (*ret, the caller frees it): 0, gs_held_read's -EINVAL
+ * (checked before anything is allocated for a count past GS_HELD_MAX_SHARDS), or -ENOMEM. */
+int gs_held_read_new(const ProtobufCBinaryData *held, const uint32_t *runs, size_t nruns,
+                     uint32_t shards, uint8_t **ret);
+
 /* Shards set in a bitmap of shards shards. */
 size_t gs_held_count(const uint8_t *bits, uint32_t shards);
 

@@ -93,21 +93,17 @@ static void drop(struct sched_node_data *d, const char *id)
 /* Copies one reported holding in; 0, -EINVAL for a malformed one, -ENOMEM. */
 static int upsert(struct sched_node_data *d, const Gs__DatasetHolding *m)
 {
-    size_t need = ((size_t)m->shards + 7) / 8;
     struct holding *h, fresh = {0};
     int rc;
 
-    if (m->dataset == NULL || !gs_data_id_valid(m->dataset) || m->shards > GS_HELD_MAX_SHARDS)
+    if (m->dataset == NULL || !gs_data_id_valid(m->dataset))
         return -EINVAL;
     snprintf(fresh.id, sizeof(fresh.id), "%s", m->dataset);
     fresh.shards = m->shards;
-    fresh.held = malloc(need + 1);
-    fresh.source = strdup(m->source != NULL ? m->source : "");
-    if (fresh.held == NULL || fresh.source == NULL) {
-        holding_release(&fresh);
-        return -ENOMEM;
-    }
-    rc = gs_held_read(&m->held, m->held_runs, m->n_held_runs, m->shards, fresh.held);
+    rc = gs_held_read_new(&m->held, m->held_runs, m->n_held_runs, m->shards, &fresh.held);
+    fresh.source = rc == 0 ? strdup(m->source != NULL ? m->source : "") : NULL;
+    if (rc == 0 && fresh.source == NULL)
+        rc = -ENOMEM;
     if (rc < 0) {
         holding_release(&fresh);
         return rc;

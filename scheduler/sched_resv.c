@@ -536,13 +536,9 @@ bool sched_resv_node_maint(const struct sched_ctx *s, const char *node, uint64_t
     for (size_t k = 0; s->resvs != NULL && k < s->resvs->n; k++) {
         const struct resv *r = &s->resvs->v[k];
 
-        if ((r->flags & FLAG_MAINT) == 0 || r->start_ms > now_ms ||
-            (r->end_ms != 0 && r->end_ms <= now_ms))
-            continue;
-        for (size_t i = 0; i < r->nnode_names; i++) {
-            if (strcmp(r->node_names[i], node) == 0)
-                return true;
-        }
+        if ((r->flags & FLAG_MAINT) != 0 && r->start_ms <= now_ms &&
+            (r->end_ms == 0 || r->end_ms > now_ms) && holds_node(r, node))
+            return true;
     }
     return false;
 }

@@ -154,6 +154,15 @@ Test(held, holdings_that_do_not_read_are_refused)
                  "more shards than any holding may have");
     cr_assert_eq(gs_held_read(&none, NULL, 0, 30, bits), 0, "nothing known: nothing held");
     cr_assert_eq(bits[0] | bits[1] | bits[2] | bits[3], 0);
+
+    uint8_t *own = (uint8_t *)&one; /* overwritten either way */
+    cr_assert_eq(gs_held_read_new(&none, NULL, 0, UINT32_MAX, &own), -EINVAL);
+    cr_assert_null(own, "refused before any allocation");
+    cr_assert_eq(gs_held_read_new(&none, odd, 1, 10, &own), -EINVAL);
+    cr_assert_null(own);
+    cr_assert_eq(gs_held_read_new(&none, fits, 4, 10, &own), 0);
+    cr_assert(own[0] == 0xc6 && own[1] == 0x03, "%#x %#x", own[0], own[1]);
+    free(own);
 }
 
 /*
