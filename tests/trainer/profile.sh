@@ -64,7 +64,11 @@ need(meta[("process_name", 0)]["name"] == "rank %d" % rank, "process name")
 lanes = {t: meta[("thread_name", t)]["name"] for t in range(6)}
 need(lanes == {0: "compute", 1: "comm", 2: "data", 3: "checkpoint", 4: "loader",
                5: "checkpoint writer"}, "lanes %s" % lanes)
-# The loader's reader thread filled batches ahead during the window, on its own lane.
+# The loader's reader thread filled batches ahead during the window, on its own lane. That
+# one did is certain, not luck, when the window has a batch k the reader could start only
+# once the window was open: it waits for batch k - prefetch (>= 0) to be let go, when the
+# consumer asks for batch k - prefetch + 1, which must be in the window. Each run below
+# sets prefetch so (a: batches 4-7, prefetch 4; b: 0-1, 1; the ranks: 2-3, 2).
 fills = [e for e in spans if e["name"] == "fill batch"]
 need(fills and all(e["tid"] == 4 and e["args"]["samples"] > 0 for e in fills),
      "loader fills %s" % fills[:3])
@@ -170,7 +174,7 @@ PY
 
 # --- profile.start and profile.path; a bad value -------------------------------------------
 "$bin/gsched-train" train "$tmp/tiny.toml" --out_dir="$tmp/b" --profile.steps=1 \
-  --profile.start=0 --profile.path=prof.json > "$tmp/b.log" 2>&1 || fail "$(cat "$tmp/b.log")"
+  --profile.start=0 --profile.path=prof.json --data.prefetch=1 > "$tmp/b.log" 2>&1 || fail "$(cat "$tmp/b.log")"
 check "$tmp/b/prof.json" 0 "[0]" 2 || fail "profile.start = 0"
 [ ! -e "$tmp/b/trace.json" ] || fail "trace.json written beside profile.path"
 "$bin/gsched-train" train "$tmp/tiny.toml" --out_dir="$tmp/c" --profile.steps=lots \
@@ -196,6 +200,7 @@ channels = 256
 context = 64
 [data]
 dir = "$tmp/data"
+prefetch = 2
 [batch]
 global_tokens = 256
 micro = 2
