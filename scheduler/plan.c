@@ -3,7 +3,8 @@
  *
  * The reservation is computed on a copy of the cluster: running jobs are released in the
  * order of their end times until the blocked job fits. Started jobs join the list of
- * running ones so later reservations see them.
+ * running ones so later reservations see them. A job waiting for its data's nodes may hold
+ * the reservation too, on those nodes (hold_data_nodes).
  */
 #include "scheduler/plan.h"
 
@@ -21,6 +22,7 @@ struct pass {
     struct sched_running *running; /* input jobs, then those started in this pass */
     size_t nrunning;
     const struct sched_pending *head; /* the blocked job holding the reservation */
+    uint64_t head_data; /* > 0: head waits for its data's nodes, to hold this many bytes */
     uint64_t shadow_s;
     uint64_t *reserved; /* bitmap of the nodes the reservation uses */
     size_t words;
@@ -84,14 +86,17 @@ static uint64_t end_of(const struct pass *p, const struct sched_pending *job)
 }
 
 /*
- * Earliest time job fits if the running jobs (plus extra, when not NULL) end at their
- * limits, on a copy of cluster (already holding extra's resources, when given). Writes the
- * nodes it would use into reserved (when not NULL).
+ * Earliest time job fits if the running jobs end at their limits, on sim (a copy of the
+ * cluster, holding what p->running holds). With data > 0, the earliest time it fits with
+ * its data first on nodes holding that many bytes of its dataset. Writes the nodes it would
+ * use into reserved (when not NULL).
  */
 static int shadow_time(const struct pass *p, struct sched_cluster *sim,
-                       const struct sched_pending *job, uint64_t *ret_shadow, uint64_t *reserved)
+                       const struct sched_pending *job, uint64_t data, uint64_t *ret_shadow,
+                       uint64_t *reserved)
 {
     struct sched_running *order = malloc((p->nrunning + 1) * sizeof(*order));
+    struct sched_req req = job->req;
     struct sched_alloc alloc;
     int rc = 0;
 
@@ -99,6 +104,7 @@ static int shadow_time(const struct pass *p, struct sched_cluster *sim,
         return -ENOMEM;
     memcpy(order, p->running, p->nrunning * sizeof(*order));
     gs_sort(order, p->nrunning, sizeof(*order), by_end);
+    req.data_first = req.data_first || data > 0;
     sched_alloc_init(&alloc);
     *ret_shadow = SCHED_TIME_INFINITE;
     for (size_t i = 0; i < p->nrunning; i++) {
@@ -107,9 +113,11 @@ static int shadow_time(const struct pass *p, struct sched_cluster *sim,
         sched_cluster_give_back(sim, order[i].alloc);
         if (i + 1 < p->nrunning && order[i + 1].end_s == order[i].end_s)
             continue; /* release everything that ends at the same moment first */
-        rc = sched_cluster_place(sim, &job->req, NULL, &alloc);
-        if (rc == -EAGAIN)
+        rc = sched_cluster_place(sim, &req, NULL, &alloc);
+        if (rc == -EAGAIN || (rc == 0 && sched_cluster_data_at(&req, &alloc) < data)) {
+            rc = -EAGAIN;
             continue;
+        }
         if (rc < 0)
             break;
         *ret_shadow = order[i].end_s;
@@ -145,7 +153,7 @@ static int delays_head(struct pass *p, const struct sched_pending *job,
     sched_cluster_take(sim, alloc);
     p->running[p->nrunning] = (struct sched_running){job->job_id, end_of(p, job), alloc};
     p->nrunning++;
-    rc = shadow_time(p, sim, p->head, &shadow, NULL);
+    rc = shadow_time(p, sim, p->head, p->head_data, &shadow, NULL);
     p->nrunning--;
     sched_cluster_free(sim);
     if (rc == 0)
@@ -161,8 +169,38 @@ static int set_head(struct pass *p, const struct sched_pending *job)
     if (sim == NULL)
         return -ENOMEM;
     p->head = job;
-    rc = shadow_time(p, sim, job, &p->shadow_s, p->reserved);
+    rc = shadow_time(p, sim, job, 0, &p->shadow_s, p->reserved);
     sched_cluster_free(sim);
+    return rc;
+}
+
+/*
+ * A job waiting for its data's nodes (held back: they are busy) holds the reservation when
+ * no job does yet, on those nodes from when enough of them free, if that comes before its
+ * wait ends: the jobs behind it may take them only if done by then, so a stream of smaller
+ * jobs cannot keep them busy until its wait runs out. Past its wait the job goes wherever
+ * it fits and needs no reservation of its data's nodes.
+ */
+static int hold_data_nodes(struct pass *p, const struct sched_pending *job, uint64_t best)
+{
+    struct sched_cluster *sim;
+    uint64_t shadow;
+    int rc;
+
+    if (p->head != NULL)
+        return 0;
+    sim = sched_cluster_copy(p->cluster);
+    if (sim == NULL)
+        return -ENOMEM;
+    rc = shadow_time(p, sim, job, best, &shadow, p->reserved);
+    sched_cluster_free(sim);
+    if (rc == 0 && shadow <= job->data_wait_until_s) {
+        p->head = job;
+        p->head_data = best;
+        p->shadow_s = shadow;
+    } else {
+        memset(p->reserved, 0, p->words * sizeof(uint64_t));
+    }
     return rc;
 }
 
@@ -193,16 +231,18 @@ static int may_backfill(struct pass *p, const struct sched_pending *job, struct 
  * ok when alloc holds as much of its dataset as its data's best nodes could, or when a
  * placement with data before fit reaches that (alloc becomes it: the job takes its data's
  * nodes while they are free, even over a tighter fit). Else its data's nodes are busy and
- * the job waits for them, letting the jobs behind it go by.
+ * the job waits for them, letting the jobs behind it go by. *ret_best: the bytes its data's
+ * best nodes hold.
  */
 static int near_data(struct pass *p, const struct sched_pending *job, struct sched_alloc *alloc,
-                     bool *ret_ok)
+                     bool *ret_ok, uint64_t *ret_best)
 {
     uint64_t best = sched_cluster_data_best(p->cluster, &job->req);
     struct sched_req req = job->req;
     struct sched_alloc near;
     int rc;
 
+    *ret_best = best;
     *ret_ok = sched_cluster_data_at(&job->req, alloc) >= best;
     if (*ret_ok || req.data_first)
         return 0;
@@ -260,7 +300,11 @@ static int decide(struct pass *p, size_t index)
     if (rc < 0)
         return rc;
     if (job->data_wait_until_s > p->now_s) {
-        rc = near_data(p, job, &v->alloc, &ok);
+        uint64_t best;
+
+        rc = near_data(p, job, &v->alloc, &ok, &best);
+        if (rc == 0 && !ok)
+            rc = hold_data_nodes(p, job, best);
         if (rc < 0 || !ok)
             return rc < 0 ? rc : held_back(v, SCHED_REASON_DATA);
     }

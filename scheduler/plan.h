@@ -7,7 +7,10 @@
  * earliest time it could start if running jobs end at their time limits (the "shadow time") and the
  * nodes it would use. After it, a job may start early (EASY backfill) only if that cannot delay the
  * reservation: it ends, by its time limit, before the shadow time, or it uses none of the reserved
- * nodes, or a simulation shows the reservation still holds with it running.
+ * nodes, or a simulation shows the reservation still holds with it running. A job that fits
+ * but waits for its dataset's busy nodes (data_wait_until_s) holds the reservation in the
+ * same way when it is the first to need one: its data's nodes, from when enough of them free
+ * for it, if that is before its wait ends.
  *
  * The pass is run on every event that can change the answer (submit, task exit, node up or
  * down, release), never on a timer. It takes the resources of the jobs it starts in

@@ -278,7 +278,8 @@ out=$("$bin/gsched" scontrol update NodeName=node1 State=RESUME 2>&1) || fail "r
 
 # --- waiting for the data's nodes (scheduler.data_locality_wait) ------------------------------
 # node2 caches dataset 6 and is held whole by a job on it; a second job on the same data
-# waits for node2 (DataNodesBusy) while three nodes are free, and starts there, moving
+# waits for node2 (DataNodesBusy) while three nodes are free, holding the reservation of
+# node2 from the first's end (its time limit, within the wait), and starts there, moving
 # nothing, once the first ends.
 sed -i 's/^\[scheduler\]$/[scheduler]\ndata_locality_wait = "120s"/' "$state/gsched.toml"
 grep -q '^data_locality_wait = "120s"$' "$state/gsched.toml" || fail "no [scheduler] table to edit"
@@ -287,6 +288,7 @@ dataset "$tmp/data6" 600
 warm "$tmp/data6" node2
 job_file hold6.toml "[resources]
 exclusive = true
+time_limit = \"100s\"
 [run]
 command = [\"sleep\", \"300\"]
 [data]
@@ -301,6 +303,9 @@ expect "$hold6" '[a["node_name"] for a in j["allocation"]] == ["node2"]' "on nod
 near6=$(submit near6.toml)
 wait_for "the second job to wait for node2" 30 is "$near6" 'j["reason"] == "DataNodesBusy"'
 expect "$near6" 'j["state"] == "PENDING"' "pending while node1, node3 and node4 are free"
+end6=$(jq "$hold6" 'j["start_time_ms"] // 1000 + 100')
+expect "$near6" "abs(j['expected_start_ms'] // 1000 - $end6) <= 1" \
+  "expected to start on node2 when the first job's limit ends ($end6 s)"
 "$bin/gsched" cancel "$hold6" > /dev/null || fail "cancel $hold6"
 wait_end "$near6" 60 || fail "job $near6 failed: $(jq "$near6" 'j["reason"]')"
 expect "$near6" '[a["node_name"] for a in j["allocation"]] == ["node2"]' "on node2 once it freed"

@@ -230,13 +230,45 @@ Test(plan, a_job_waits_for_its_busy_data_node_and_lets_others_go_by)
     cr_assert_not(of(1)->start, "it would run away from its data");
     cr_assert_eq(of(1)->reason, SCHED_REASON_DATA);
     cr_assert(of(2)->start, "the job behind it goes by");
-    cr_assert_eq(res.job_id, 0, "a job waiting for its data holds no reservation");
+    cr_assert_eq(res.job_id, 0, "its data's node frees after its wait: no reservation of it");
     sched_cluster_give_back(cluster, &verdicts[1].alloc);
     plan_at(49);
     cr_assert_not(of(1)->start);
     plan_at(50); /* its wait is over: it goes where it fits */
     cr_assert(of(1)->start);
     cr_assert_eq(of(1)->alloc.nodes[0].node, 1);
+}
+
+Test(plan, a_job_waiting_for_its_data_node_reserves_it_against_longer_jobs_behind)
+{
+    node("n1", 8); /* holds the data; 3 GPUs free until t=100 */
+    node("n2", 8);
+    data_on[0] = 1000;
+    data_on[1] = 0;
+    run(100, gpus(1, 5), 100);
+    submit(1, 10, with_data(gpus(1, 8)), 1000);
+    submit(2, 5, gpus(1, 1), 1000); /* the tighter fit n1 would keep job 1 off it */
+    submit(3, 5, gpus(1, 1), 1000);
+    submit(4, 5, gpus(1, 1), 60); /* done by t=100: may use n1 */
+    may_wait(1, 300);
+    plan_at(0);
+    cr_assert_not(of(1)->start);
+    cr_assert_eq(of(1)->reason, SCHED_REASON_DATA);
+    cr_assert_eq(res.job_id, 1, "it holds the reservation, of its data's node");
+    cr_assert_eq(res.start_s, 100);
+    for (uint64_t id = 2; id <= 4; id++)
+        cr_assert(of(id)->start, "job %llu goes by", (unsigned long long)id);
+    cr_assert_eq(of(2)->alloc.nodes[0].node, 1, "job 2 would hold n1 past t=100");
+    cr_assert_eq(of(3)->alloc.nodes[0].node, 1);
+    cr_assert_eq(of(4)->alloc.nodes[0].node, 0, "job 4 ends first");
+    /* t=100: job 100 and job 4 are done; job 1 takes its data's node. */
+    for (uint64_t id = 2; id <= 4; id++)
+        sched_cluster_give_back(cluster, &verdicts[id - 1].alloc);
+    sched_cluster_give_back(cluster, &running_alloc[0]);
+    nrunning = 0;
+    plan_at(100);
+    cr_assert(of(1)->start);
+    cr_assert_eq(of(1)->alloc.nodes[0].node, 0);
 }
 
 Test(plan, a_job_on_its_data_node_or_without_a_wait_starts_at_once)
