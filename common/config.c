@@ -342,6 +342,11 @@ static void rd_data_locality_wait(struct gs_schema_ctx *c, const struct gs_toml_
     }
 }
 
+static void rd_data_copy_rate(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    gs_schema_size_mib(c, v, "scheduler.data_copy_rate", &CFG(c)->data_copy_rate_mib);
+}
+
 static const struct gs_schema_key scheduler_keys[] = {
     {"host", rd_host},
     {"port", rd_port},
@@ -366,6 +371,7 @@ static const struct gs_schema_key scheduler_keys[] = {
     {"min_job_age", rd_min_job_age},
     {"data_locality", rd_data_locality},
     {"data_locality_wait", rd_data_locality_wait},
+    {"data_copy_rate", rd_data_copy_rate},
     {NULL, NULL},
 };
 

@@ -36,6 +36,8 @@
  *                                           # ("prefer"), or "off" (docs/data.md)
  *     data_locality_wait = "0s"             # > 0: a job whose data's nodes are busy waits
  *                                           # for them this long before going elsewhere
+ *     data_copy_rate = "0"                  # > 0 (MiB/s): ... or as long as copying the
+ *                                           # data it lacks elsewhere would take, if less
  *     auth_key = "/etc/gsched/gsched.key"   # the cluster key gschedd and every worker
  *                                           # hold (root only, 0600; proto/auth.h); ""
  *                                           # leaves worker links unauthenticated
@@ -245,6 +247,8 @@ struct gs_config {
     uint64_t min_job_age_ms;             /* default 5 min; 0: finished jobs stay in memory */
     enum gs_data_locality data_locality; /* how placement weighs a job's cached data */
     uint32_t data_locality_wait_s;       /* how long a job may wait for its data's nodes */
+    uint64_t data_copy_rate_mib; /* MiB/s a copy of data moves: the wait ends once as long as
+                                  * the copy would take; 0: the wait is not weighed */
     /* [worker] */
     char *worker_name; /* NULL: the host name */
     char *worker_address;

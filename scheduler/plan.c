@@ -177,11 +177,12 @@ static int set_head(struct pass *p, const struct sched_pending *job)
 /*
  * A job waiting for its data's nodes (held back: they are busy) holds the reservation when
  * no job does yet, on those nodes from when enough of them free, if that comes before its
- * wait ends: the jobs behind it may take them only if done by then, so a stream of smaller
- * jobs cannot keep them busy until its wait runs out. Past its wait the job goes wherever
- * it fits and needs no reservation of its data's nodes.
+ * wait ends (until): the jobs behind it may take them only if done by then, so a stream of
+ * smaller jobs cannot keep them busy until its wait runs out. Past its wait the job goes
+ * wherever it fits and needs no reservation of its data's nodes.
  */
-static int hold_data_nodes(struct pass *p, const struct sched_pending *job, uint64_t best)
+static int hold_data_nodes(struct pass *p, const struct sched_pending *job, uint64_t best,
+                           uint64_t until)
 {
     struct sched_cluster *sim;
     uint64_t shadow;
@@ -194,7 +195,7 @@ static int hold_data_nodes(struct pass *p, const struct sched_pending *job, uint
         return -ENOMEM;
     rc = shadow_time(p, sim, job, best, &shadow, p->reserved);
     sched_cluster_free(sim);
-    if (rc == 0 && shadow <= job->data_wait_until_s) {
+    if (rc == 0 && shadow <= until) {
         p->head = job;
         p->head_data = best;
         p->shadow_s = shadow;
@@ -226,36 +227,50 @@ static int may_backfill(struct pass *p, const struct sched_pending *job, struct 
     return rc == -EAGAIN ? 0 : rc;
 }
 
+/* Seconds a copy of bytes takes at rate bytes/s (rate > 0), rounded up. */
+static uint64_t copy_s(uint64_t bytes, uint64_t rate)
+{
+    return bytes / rate + (bytes % rate != 0);
+}
+
 /*
  * Delay scheduling, for a job still within its data_locality_wait that fits now at alloc:
  * ok when alloc holds as much of its dataset as its data's best nodes could, or when a
- * placement with data before fit reaches that (alloc becomes it: the job takes its data's
- * nodes while they are free, even over a tighter fit). Else its data's nodes are busy and
- * the job waits for them, letting the jobs behind it go by. *ret_best: the bytes its data's
- * best nodes hold.
+ * placement with data before fit reaches that (alloc becomes the placement holding more:
+ * the job takes its data's nodes while they are free, even over a tighter fit). Else its
+ * data's nodes are busy and the job waits for them, letting the jobs behind it go by, until
+ * *ret_until: its data_wait_until_s or, with a data_copy_rate, once it has waited as long
+ * as copying the bytes alloc lacks would take, if sooner. Waiting that long and no longer
+ * (ski rental) never costs more than twice the better of waiting and copying would have.
+ * *ret_best: the bytes its data's best nodes hold.
  */
 static int near_data(struct pass *p, const struct sched_pending *job, struct sched_alloc *alloc,
-                     bool *ret_ok, uint64_t *ret_best)
+                     bool *ret_ok, uint64_t *ret_best, uint64_t *ret_until)
 {
     uint64_t best = sched_cluster_data_best(p->cluster, &job->req);
+    uint64_t have = sched_cluster_data_at(&job->req, alloc);
     struct sched_req req = job->req;
     struct sched_alloc near;
-    int rc;
+    int rc = 0;
 
     *ret_best = best;
-    *ret_ok = sched_cluster_data_at(&job->req, alloc) >= best;
-    if (*ret_ok || req.data_first)
-        return 0;
-    req.data_first = true;
+    *ret_until = job->data_wait_until_s;
     sched_alloc_init(&near);
-    rc = sched_cluster_place(p->cluster, &req, NULL, &near);
-    if (rc == 0 && sched_cluster_data_at(&req, &near) >= best) {
-        struct sched_alloc t = *alloc;
+    if (have < best && !req.data_first) {
+        req.data_first = true;
+        rc = sched_cluster_place(p->cluster, &req, NULL, &near);
+        if (rc == 0 && sched_cluster_data_at(&req, &near) > have) {
+            struct sched_alloc t = *alloc;
 
-        *alloc = near; /* swapped: near releases what alloc held */
-        near = t;
-        *ret_ok = true;
+            *alloc = near; /* swapped: near releases what alloc held */
+            near = t;
+            have = sched_cluster_data_at(&req, alloc);
+        }
     }
+    if (have < best && job->data_copy_rate > 0 &&
+        job->data_wait_from_s + copy_s(best - have, job->data_copy_rate) < *ret_until)
+        *ret_until = job->data_wait_from_s + copy_s(best - have, job->data_copy_rate);
+    *ret_ok = have >= best || p->now_s >= *ret_until;
     sched_alloc_release(&near);
     return rc == -EAGAIN ? 0 : rc;
 }
@@ -300,11 +315,12 @@ static int decide(struct pass *p, size_t index)
     if (rc < 0)
         return rc;
     if (job->data_wait_until_s > p->now_s) {
-        uint64_t best;
+        uint64_t best, until;
 
-        rc = near_data(p, job, &v->alloc, &ok, &best);
+        rc = near_data(p, job, &v->alloc, &ok, &best, &until);
+        v->wake_s = until;
         if (rc == 0 && !ok)
-            rc = hold_data_nodes(p, job, best);
+            rc = hold_data_nodes(p, job, best, until);
         if (rc < 0 || !ok)
             return rc < 0 ? rc : held_back(v, SCHED_REASON_DATA);
     }

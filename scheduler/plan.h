@@ -35,8 +35,11 @@ struct sched_pending {
     uint64_t time_limit_s; /* SCHED_TIME_INFINITE when unlimited */
     /* Until then it may wait for its dataset's nodes (scheduler.data_locality_wait): a
      * placement holding fewer bytes of it than those nodes could leaves it pending,
-     * SCHED_REASON_DATA, without a reservation. 0: never waits. */
-    uint64_t data_wait_until_s;
+     * SCHED_REASON_DATA. 0: never waits. With data_copy_rate (bytes/s; 0: none) the wait
+     * also ends once it has lasted, from data_wait_from_s, as long as copying the bytes the
+     * placement lacks would take. */
+    uint64_t data_wait_until_s, data_wait_from_s;
+    uint64_t data_copy_rate;
     struct sched_req req;
 };
 
@@ -58,6 +61,7 @@ struct sched_verdict {
     bool start;
     bool backfilled; /* started ahead of a blocked higher-priority job */
     enum sched_reason reason;
+    uint64_t wake_s;          /* SCHED_REASON_DATA: when its wait ends (plan again then) */
     struct sched_alloc alloc; /* where it runs, when start */
 };
 

@@ -384,25 +384,30 @@ static uint32_t req_gpus(const struct sched_req *r)
 
 /*
  * Until when job may wait for its dataset's nodes (its data.locality_wait, else
- * scheduler.data_locality_wait), in seconds: from when it last became pending (submitted,
- * its --begin time, or its previous attempt's end); 0 when it has no dataset, no wait, or
- * scheduler.data_locality is "off".
+ * scheduler.data_locality_wait), in seconds, and from when: when it last became pending
+ * (submitted, its --begin time, or its previous attempt's end); 0 when it has no dataset,
+ * no wait, or scheduler.data_locality is "off". With scheduler.data_copy_rate, plan.c may
+ * end the wait sooner.
  */
-static uint64_t data_wait_until(const struct sched_planner_hooks *hk, const struct sched_job *job)
+static void data_wait(const struct sched_planner_hooks *hk, const struct sched_job *job,
+                      struct sched_pending *p)
 {
     uint64_t since = job->submit_ms;
     uint32_t wait = job->spec->data.locality_wait_set ? job->spec->data.locality_wait_s
                     : hk != NULL && hk->cfg != NULL   ? hk->cfg->data_locality_wait_s
                                                       : 0;
 
+    p->data_wait_from_s = p->data_wait_until_s = p->data_copy_rate = 0;
     if (hk == NULL || hk->cfg == NULL || wait == 0 || job->spec->data.id[0] == '\0' ||
         hk->cfg->data_locality == GS_DATA_LOCALITY_OFF)
-        return 0;
+        return;
     if (job->spec->begin_ms > since)
         since = job->spec->begin_ms;
     if (job->end_ms > since)
         since = job->end_ms;
-    return since / 1000 + wait;
+    p->data_wait_from_s = since / 1000;
+    p->data_wait_until_s = since / 1000 + wait;
+    p->data_copy_rate = hk->cfg->data_copy_rate_mib * GS_MIB;
 }
 
 static int gather(struct sched_jobs *jobs, size_t from, const struct sched_planner_hooks *hk,
@@ -475,7 +480,7 @@ static int gather(struct sched_jobs *jobs, size_t from, const struct sched_plann
         p->submit_seq = job->submit_seq;
         p->time_limit_s = job->spec->time_limit_s == GS_DURATION_INFINITE ? SCHED_TIME_INFINITE
                                                                           : job->spec->time_limit_s;
-        p->data_wait_until_s = data_wait_until(hk, job);
+        data_wait(hk, job, p);
         if (sched_job_req_masked(job->spec, &g->masks[out->n], &p->req) < 0) {
             sched_node_masks_release(&g->masks[out->n]);
             continue; /* out of memory: it waits for the next pass */
@@ -642,7 +647,7 @@ int sched_planner_pass(struct sched_jobs *jobs, size_t *plan_from, struct sched_
         if (out->verdicts[i].reason != SCHED_REASON_LIMIT) /* the gate said why */
             set_reason(job, sched_reason_name(out->verdicts[i].reason));
         if (out->verdicts[i].reason == SCHED_REASON_DATA) { /* plan again when its wait ends */
-            uint64_t at = g.pending[i].data_wait_until_s * 1000;
+            uint64_t at = out->verdicts[i].wake_s * 1000;
 
             if (out->wake_ms == 0 || at < out->wake_ms)
                 out->wake_ms = at;

@@ -914,8 +914,14 @@ Test(config, data_keys)
                        "%s", errors.data);
     cr_assert_eq(cfg.data_locality, GS_DATA_LOCALITY_PREFER, "old values kept");
     gs_buf_reset(&errors);
-    cr_assert_eq(parse("[scheduler]\ndata_locality_wait = \"2m\"\n"), 0, "%s", errors.data);
+    cr_assert_eq(cfg.data_copy_rate_mib, 0, "the wait is not weighed unless asked for");
+    cr_assert_eq(parse("[scheduler]\ndata_locality_wait = \"2m\"\ndata_copy_rate = \"2G\"\n"), 0,
+                 "%s", errors.data);
     cr_assert_eq(cfg.data_locality_wait_s, 120);
+    cr_assert_eq(cfg.data_copy_rate_mib, 2048);
+    cr_assert_eq(parse("[scheduler]\ndata_copy_rate = \"fast\"\n"), -EINVAL);
+    assert_error("gsched.toml:2:18: scheduler.data_copy_rate must be a size");
+    gs_buf_reset(&errors);
     cr_assert_eq(parse("[scheduler]\ndata_locality_wait = \"25h\"\n"), -EINVAL);
     assert_error("gsched.toml:2:22: scheduler.data_locality_wait must be at most a day (86400 s)");
     gs_buf_reset(&errors);

@@ -23,8 +23,10 @@
 #   - `gsched data warm DIR -w node1 --wait` puts the whole dataset on node1, `stat` shows
 #     it, `evict` (root) removes it; a job file naming no dataset is refused, nothing queued;
 #   - with scheduler.data_locality_wait, a job whose data's node is busy waits for it
-#     (DataNodesBusy) while other nodes are free, and runs there once it frees; one whose
-#     own data.locality_wait is "0s" runs elsewhere at once.
+#     (DataNodesBusy) while other nodes are free, expected to start when the busy job's
+#     limit ends, and runs there once it frees; one whose own data.locality_wait is "0s"
+#     runs elsewhere at once; with scheduler.data_copy_rate, one whose data copies in a
+#     second waits about that long, not the set wait, and runs elsewhere.
 name="integration_data"
 . "$(dirname "$0")/lib.sh"
 mode=${3:-local}
@@ -327,6 +329,27 @@ expect "$now6" '[a["node_name"] for a in j["allocation"]] != ["node2"]' "off the
 expect "$now6" 'j["spec"]["data"]["locality_wait_s"] == 0' "its own wait in the job's JSON"
 expect "$near6" 'j["spec"]["data"]["locality_wait_s"] is None' "the scheduler's wait: null"
 "$bin/gsched" cancel "$hold6" > /dev/null || fail "cancel $hold6"
+wait_end "$hold6" 30 || true
+# scheduler.data_copy_rate weighs the wait: at 1 MiB/s a dataset of a few hundred KB copies
+# in a second, so a job waits about that long for the busy node2 (the only node caching
+# dataset 7), not the 120 s, and runs elsewhere, copying its data.
+sed -i 's/^\[scheduler\]$/[scheduler]\ndata_copy_rate = "1M"/' "$state/gsched.toml"
+restart_sched 4
+dataset "$tmp/data7" 700
+warm "$tmp/data7" node2
+sed "s|$tmp/data6|$tmp/data7|" "$work/hold6.toml" > "$work/hold7.toml"
+sed "s|$tmp/data6|$tmp/data7|" "$work/near6.toml" > "$work/weigh7.toml"
+hold7=$(submit hold7.toml)
+wait_for "the first job on node2 once more" 30 is "$hold7" 'j["state"] == "RUNNING"'
+expect "$hold7" '[a["node_name"] for a in j["allocation"]] == ["node2"]' "on node2, dataset 7's"
+weigh7=$(submit weigh7.toml)
+wait_end "$weigh7" 60 || fail "job $weigh7 failed: $(jq "$weigh7" 'j["reason"]')"
+expect "$weigh7" '[a["node_name"] for a in j["allocation"]] != ["node2"]' "off the busy node2"
+expect "$weigh7" 'j["start_time_ms"] - j["submit_time_ms"] < 30000' \
+  "a start after about the copy's second, not the 120 s wait"
+[ $(($(u "$weigh7" source) + $(u "$weigh7" peer))) -gt 0 ] ||
+  fail "the job that did not wait moved no data"
+"$bin/gsched" cancel "$hold7" > /dev/null || fail "cancel $hold7"
 
 # --- stage = "stream": tasks start with the val shards, train shards come as asked for --------
 dataset "$tmp/data3" 1100

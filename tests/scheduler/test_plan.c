@@ -65,8 +65,11 @@ static void submit(uint64_t id, int32_t prio, struct sched_req req, uint64_t lim
     npending++;
 }
 
+/* A pass at now, on fresh verdicts (a job started by an earlier pass is given back first). */
 static void plan_at(uint64_t now)
 {
+    sched_verdicts_release(verdicts, MAXJ);
+    sched_verdicts_init(verdicts, MAXJ);
     cr_assert_eq(sched_plan(cluster, pending, npending, running, nrunning, now, verdicts, &res), 0);
 }
 
@@ -325,6 +328,52 @@ Test(plan, a_gang_waits_until_enough_of_its_data_nodes_are_free)
     cr_assert(of(1)->start);
     uint32_t a = of(1)->alloc.nodes[0].node, b = of(1)->alloc.nodes[1].node;
     cr_assert((a == 0 && b == 1) || (a == 1 && b == 0), "on n1 and n2: %u, %u", a, b);
+}
+
+/* Job id's wait began at from_s; copies move rate bytes/s (scheduler.data_copy_rate). */
+static void weigh(uint64_t id, uint64_t from_s, uint64_t rate)
+{
+    for (size_t i = 0; i < npending; i++) {
+        if (pending[i].job_id == id) {
+            pending[i].data_wait_from_s = from_s;
+            pending[i].data_copy_rate = rate;
+        }
+    }
+}
+
+Test(plan, a_job_waits_for_its_data_no_longer_than_copying_what_it_lacks_would_take)
+{
+    node("n1", 8); /* holds all the data, busy until t=500 */
+    node("n2", 8); /* none */
+    node("n3", 8); /* 600 of the 1000 bytes */
+    data_on[0] = 1000;
+    data_on[1] = 0;
+    data_on[2] = 600;
+    run(100, gpus(1, 8), 500);
+    submit(1, 10, with_data(gpus(1, 2)), 100);
+    may_wait(1, 300);
+    weigh(1, 0, 100); /* 100 bytes/s: the 400 bytes n3 lacks take 4 s */
+    plan_at(3);
+    cr_assert_not(of(1)->start);
+    cr_assert_eq(of(1)->reason, SCHED_REASON_DATA);
+    cr_assert_eq(of(1)->wake_s, 4, "plan again when the copy would have been done");
+    plan_at(4);
+    cr_assert(of(1)->start, "it has waited as long as the copy takes");
+    cr_assert_eq(of(1)->alloc.nodes[0].node, 2, "on n3, which lacks the least");
+    sched_cluster_give_back(cluster, &verdicts[0].alloc);
+    data_on[2] = 0; /* now all 1000 bytes are to copy: 10 s */
+    plan_at(9);
+    cr_assert_not(of(1)->start);
+    cr_assert_eq(of(1)->wake_s, 10);
+    plan_at(10);
+    cr_assert(of(1)->start);
+    sched_cluster_give_back(cluster, &verdicts[0].alloc);
+    weigh(1, 0, 1); /* a copy of 1,000 s: the set wait ends first */
+    plan_at(299);
+    cr_assert_not(of(1)->start);
+    cr_assert_eq(of(1)->wake_s, 300);
+    plan_at(300);
+    cr_assert(of(1)->start);
 }
 
 Test(plan, data_wait_reason_name)
