@@ -9,6 +9,8 @@
  *                   [--load X] [--json] [--svg OUT.svg] [--seed S] [--accounts N]
  *                   [--links LAYOUT] [--config gsched.toml] [--urgent-share PCT]
  *                   [--checkpoint-interval DURATION] [--kill-grace DURATION]
+ *                   [--datasets N] [--dataset-size SIZE] [--cache SIZE] [--copy-rate SIZE]
+ *                   [--data-wait DURATION]
  *
  * Exit status: 0 done, 1 a file could not be read or the replay failed, 2 usage.
  */
@@ -43,6 +45,7 @@ struct options {
     const char *config;
     double urgent_share; /* 0..1 */
     struct gs_sim_preempt_model model;
+    struct gs_sim_data_model data;
 };
 
 static void usage(FILE *f)
@@ -70,7 +73,21 @@ static void usage(FILE *f)
             "             (default 10)   --checkpoint-interval D  every job checkpoints every D\n"
             "             of its run (default 30m; 0: never)   --kill-grace D  a victim holds\n"
             "             its GPUs D after it is preempted (default 30s); D as gsched.toml's\n"
-            "             durations (30s, 30m, 1h; a bare number is minutes)\n");
+            "             durations (30s, 30m, 1h; a bare number is minutes)\n"
+            "  data: --datasets N  jobs read N datasets (by account; default 0: none)\n"
+            "             --dataset-size SIZE (500G)  --cache SIZE per node (2T)\n"
+            "             --copy-rate SIZE per second per node (1G)  --data-wait D (10m):\n"
+            "             the -data policies' data_locality_wait\n");
+}
+
+/* A size option in bytes (500G, 2T, 1GiB), at least 1. */
+static int parse_bytes(const char *opt, const char *text, uint64_t *ret)
+{
+    if (gs_parse_size(text, 1, ret) < 0 || *ret == 0) {
+        fprintf(stderr, "gsched-simulate: %s: '%s' is not a size such as 500G\n", opt, text);
+        return -EINVAL;
+    }
+    return 0;
 }
 
 static int parse_number(const char *opt, const char *text, double lo, double *ret)
@@ -122,6 +139,7 @@ static int parse_trace(struct options *o, const char *arg)
 
 static int parse_option(struct options *o, int opt, const char *arg)
 {
+    uint64_t v64;
     double v;
     int rc = 0;
 
@@ -176,6 +194,20 @@ static int parse_option(struct options *o, int opt, const char *arg)
         return parse_duration_ms("--checkpoint-interval", arg, true, &o->model.checkpoint_ms);
     case 'g':
         return parse_duration_ms("--kill-grace", arg, false, &o->model.kill_grace_ms);
+    case 'D':
+        if ((rc = parse_number("--datasets", arg, 0, &v)) == 0)
+            o->data.datasets = v > 1e6 ? 1000000 : (uint32_t)v;
+        return rc;
+    case 'Z':
+        return parse_bytes("--dataset-size", arg, &o->data.dataset_bytes);
+    case 'K':
+        return parse_bytes("--cache", arg, &o->data.cache_bytes);
+    case 'R':
+        return parse_bytes("--copy-rate", arg, &o->data.copy_rate);
+    case 'W':
+        if ((rc = parse_duration_ms("--data-wait", arg, false, &v64)) == 0)
+            o->data.wait_s = v64 / 1000;
+        return rc;
     default:
         return -EINVAL;
     }
@@ -197,6 +229,11 @@ static int parse_args(int argc, char **argv, struct options *o)
                                              {"urgent-share", required_argument, NULL, 'u'},
                                              {"checkpoint-interval", required_argument, NULL, 'k'},
                                              {"kill-grace", required_argument, NULL, 'g'},
+                                             {"datasets", required_argument, NULL, 'D'},
+                                             {"dataset-size", required_argument, NULL, 'Z'},
+                                             {"cache", required_argument, NULL, 'K'},
+                                             {"copy-rate", required_argument, NULL, 'R'},
+                                             {"data-wait", required_argument, NULL, 'W'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     int opt;
@@ -204,7 +241,11 @@ static int parse_args(int argc, char **argv, struct options *o)
     *o = (struct options){.load = 1.0,
                           .links = GS_SIM_LINKS_PAIRS,
                           .urgent_share = GS_SIM_DEFAULT_URGENT_SHARE,
-                          .model = {GS_SIM_DEFAULT_CHECKPOINT_MS, GS_SIM_DEFAULT_KILL_GRACE_MS}};
+                          .model = {GS_SIM_DEFAULT_CHECKPOINT_MS, GS_SIM_DEFAULT_KILL_GRACE_MS},
+                          .data = {.dataset_bytes = GS_SIM_DEFAULT_DATASET_BYTES,
+                                   .cache_bytes = GS_SIM_DEFAULT_CACHE_BYTES,
+                                   .copy_rate = GS_SIM_DEFAULT_COPY_RATE,
+                                   .wait_s = GS_SIM_DEFAULT_DATA_WAIT_S}};
     while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         if (opt == 'h')
             return 1; /* main prints the usage and exits 0 */
@@ -253,6 +294,7 @@ static int load(const struct options *o, struct gs_sim_trace *t, struct gs_buf *
 static int prepare(const struct options *o, struct gs_sim_trace *t, struct gs_buf *err)
 {
     uint32_t accounts = o->accounts;
+    int rc;
 
     if (t->nnodes == 0 || t->njobs == 0) {
         gs_buf_printf(err, "%s: no %s\n", t->nnodes == 0 ? o->cluster_file : o->trace_file,
@@ -267,7 +309,10 @@ static int prepare(const struct options *o, struct gs_sim_trace *t, struct gs_bu
         accounts = OPENB_DEFAULT_ACCOUNTS;
     /* Every policy sees the same jobs marked, so that their urgent jobs' waits compare. */
     gs_sim_trace_mark_urgent(t, o->urgent_share, o->seed);
-    return accounts > 0 ? gs_sim_trace_hash_accounts(t, accounts, o->seed) : 0;
+    rc = accounts > 0 ? gs_sim_trace_hash_accounts(t, accounts, o->seed) : 0;
+    if (rc == 0) /* after the accounts: a dataset is an account's */
+        gs_sim_trace_assign_datasets(t, o->data.datasets, o->seed);
+    return rc;
 }
 
 /* The default [priority] and one [[account]] per trace account, equal shares. */
@@ -307,16 +352,19 @@ static int account_shares(const struct gs_sim_trace *t, const struct gs_config *
     return 0;
 }
 
-/* The policies asked for, fifo-firstfit first. Returns how many, or -EINVAL. */
-static int pick_policies(const char *list, const struct gs_sim_policy **out)
+/* The policies asked for, fifo-firstfit first; the -data ones only with datasets. Returns
+ * how many, or -EINVAL. */
+static int pick_policies(const char *list, bool data, const struct gs_sim_policy **out)
 {
     char copy[512], *save = NULL;
     int n = 1;
 
     out[0] = &gs_sim_policies[0];
     if (list == NULL || strcmp(list, "all") == 0) {
-        for (size_t i = 1; i < gs_sim_npolicies; i++)
-            out[n++] = &gs_sim_policies[i];
+        for (size_t i = 1; i < gs_sim_npolicies; i++) {
+            if (data || gs_sim_policies[i].data == GS_SIM_DATA_BLIND)
+                out[n++] = &gs_sim_policies[i];
+        }
         return n;
     }
     snprintf(copy, sizeof(copy), "%s", list);
@@ -326,6 +374,10 @@ static int pick_policies(const char *list, const struct gs_sim_policy **out)
 
         if (p == NULL) {
             fprintf(stderr, "gsched-simulate: --policy: unknown policy '%s'\n", name);
+            return -EINVAL;
+        }
+        if (p->data != GS_SIM_DATA_BLIND && !data) {
+            fprintf(stderr, "gsched-simulate: --policy: %s needs --datasets N (N >= 1)\n", name);
             return -EINVAL;
         }
         for (int k = 0; k < n; k++)
@@ -364,8 +416,8 @@ struct sim {
 static int replay(struct sim *s)
 {
     for (int i = 0; i < s->npolicies; i++) {
-        int rc =
-            gs_sim_run(&s->trace, s->policies[i], &s->cfg, s->shares, &s->o.model, &s->results[i]);
+        int rc = gs_sim_run(&s->trace, s->policies[i], &s->cfg, s->shares, &s->o.model, &s->o.data,
+                            &s->results[i]);
 
         if (rc < 0) {
             gs_buf_printf(&s->err, "%s: replay failed: %s\n", s->policies[i]->name, strerror(-rc));
@@ -393,7 +445,8 @@ static int report(struct sim *s)
                                  .load = s->o.load,
                                  .seed = s->o.seed,
                                  .urgent_share = s->o.urgent_share,
-                                 .model = s->o.model};
+                                 .model = s->o.model,
+                                 .data = s->o.data};
     struct gs_buf svg = GS_BUF_INIT;
     int rc;
 
@@ -440,7 +493,7 @@ int main(int argc, char **argv)
         usage(rc > 0 ? stdout : stderr);
         return rc > 0 ? 0 : 2;
     }
-    s.npolicies = pick_policies(s.o.policies, s.policies);
+    s.npolicies = pick_policies(s.o.policies, s.o.data.datasets > 0, s.policies);
     if (s.npolicies < 0)
         return 2;
     rc = simulate(&s);

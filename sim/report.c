@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "common/json.h"
+#include "common/units.h"
 #include "sim/model.h"
 
 #define SVG_W 960
@@ -77,6 +78,28 @@ static void text_preemption(struct gs_buf *out, const struct gs_sim_about *a,
     gs_buf_printf(out, "\n");
 }
 
+/* The data model, and what each policy copied. */
+static void text_data(struct gs_buf *out, const struct gs_sim_about *a,
+                      const struct gs_sim_result *res, size_t n)
+{
+    char b[4][32];
+
+    if (a->data.datasets == 0)
+        return;
+    gs_buf_printf(out,
+                  "data: %u datasets of %s (by account), caches of %s per node, copies at %s/s "
+                  "per node, data wait %s; copied, mean copy per start:",
+                  a->data.datasets, gs_format_size(a->data.dataset_bytes, b[0], 32),
+                  gs_format_size(a->data.cache_bytes, b[1], 32),
+                  gs_format_size(a->data.copy_rate, b[2], 32),
+                  human((double)a->data.wait_s, b[3], 32));
+    for (size_t i = 0; i < n; i++)
+        gs_buf_printf(out, " %s=%s,%s", res[i].policy,
+                      gs_format_size(res[i].copied_bytes, b[0], 32),
+                      human(res[i].avg_copy_s, b[1], 32));
+    gs_buf_printf(out, "\n");
+}
+
 int gs_sim_report_text(struct gs_buf *out, const struct gs_sim_about *a,
                        const struct gs_sim_result *res, size_t n)
 {
@@ -111,6 +134,7 @@ int gs_sim_report_text(struct gs_buf *out, const struct gs_sim_about *a,
         gs_buf_printf(out, " %s=%zu", res[i].policy, res[i].impossible);
     gs_buf_printf(out, "\n");
     text_preemption(out, a, res, n);
+    text_data(out, a, res, n);
     return gs_buf_printf(out, "alloc_q: allocated GPUs / all while a job waits; stranded: "
                               "mean free GPUs while a job waits; preempt: victims requeued, "
                               "gpuh_lost: their work since the last checkpoint; "
@@ -155,6 +179,9 @@ static void json_result(struct gs_json *j, const struct gs_sim_result *r)
     gs_json_kv_uint(j, "urgent_jobs", r->urgent);
     json_num(j, "urgent_avg_wait_s", r->urgent_avg_wait_s);
     json_num(j, "urgent_avg_jct_s", r->urgent_avg_jct_s);
+    gs_json_kv_uint(j, "copied_bytes", r->copied_bytes);
+    gs_json_kv_uint(j, "copies", r->copies);
+    json_num(j, "avg_copy_s", r->avg_copy_s);
     gs_json_object_end(j);
 }
 
@@ -180,6 +207,11 @@ int gs_sim_report_json(struct gs_buf *out, const struct gs_sim_about *a,
     json_num(&j, "urgent_share", a->urgent_share);
     json_num(&j, "checkpoint_interval_s", (double)a->model.checkpoint_ms / 1000.0);
     json_num(&j, "kill_grace_s", (double)a->model.kill_grace_ms / 1000.0);
+    gs_json_kv_uint(&j, "datasets", a->data.datasets);
+    gs_json_kv_uint(&j, "dataset_bytes", a->data.datasets > 0 ? a->data.dataset_bytes : 0);
+    gs_json_kv_uint(&j, "cache_bytes", a->data.datasets > 0 ? a->data.cache_bytes : 0);
+    gs_json_kv_uint(&j, "copy_rate", a->data.datasets > 0 ? a->data.copy_rate : 0);
+    gs_json_kv_uint(&j, "data_wait_s", a->data.datasets > 0 ? a->data.wait_s : 0);
     gs_json_key(&j, "policies");
     gs_json_array_begin(&j);
     for (size_t i = 0; i < n; i++)

@@ -22,6 +22,7 @@ struct gs_sim_about {
     uint64_t seed;
     double urgent_share;               /* of the jobs, marked urgent (-preempt: tier 1) */
     struct gs_sim_preempt_model model; /* checkpoints and kill grace of the -preempt policies */
+    struct gs_sim_data_model data;     /* datasets 0: jobs read no data */
 };
 
 int gs_sim_report_text(struct gs_buf *out, const struct gs_sim_about *about,

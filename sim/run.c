@@ -1,7 +1,7 @@
 /*
  * run.c: one replay of a trace under one policy (see run.h). The loop:
  *
- *   now = the next arrival or end
+ *   now = the next arrival or end, or when the last pass asked to plan again
  *   add the time since the last event to the time-weighted sums (state unchanged since)
  *   end the jobs due (sched_job_task_ended: their allocation goes back, usage is charged)
  *   add the jobs that arrive to the table (sched_jobs_add)
@@ -29,6 +29,7 @@
 #include "scheduler/jobs.h"
 #include "scheduler/planner.h"
 #include "scheduler/priority.h"
+#include "sim/data.h"
 #include "sim/layout.h"
 #include "sim/metrics.h"
 #include "sim/model.h"
@@ -42,16 +43,19 @@
 #define QOS_URGENT "urgent"
 
 const struct gs_sim_policy gs_sim_policies[] = {
-    {"fifo-firstfit", false, false, false, false},
-    {"easy", true, false, false, false},
-    {"multifactor", true, true, false, false},
-    {"fifo-topo", false, false, true, false},
-    {"easy-topo", true, false, true, false},
-    {"multifactor-topo", true, true, true, false},
-    {"easy-preempt", true, false, false, true},
-    {"multifactor-preempt", true, true, false, true},
-    {"easy-topo-preempt", true, false, true, true},
-    {"multifactor-topo-preempt", true, true, true, true},
+    {"fifo-firstfit", false, false, false, false, GS_SIM_DATA_BLIND},
+    {"easy", true, false, false, false, GS_SIM_DATA_BLIND},
+    {"multifactor", true, true, false, false, GS_SIM_DATA_BLIND},
+    {"fifo-topo", false, false, true, false, GS_SIM_DATA_BLIND},
+    {"easy-topo", true, false, true, false, GS_SIM_DATA_BLIND},
+    {"multifactor-topo", true, true, true, false, GS_SIM_DATA_BLIND},
+    {"easy-preempt", true, false, false, true, GS_SIM_DATA_BLIND},
+    {"multifactor-preempt", true, true, false, true, GS_SIM_DATA_BLIND},
+    {"easy-topo-preempt", true, false, true, true, GS_SIM_DATA_BLIND},
+    {"multifactor-topo-preempt", true, true, true, true, GS_SIM_DATA_BLIND},
+    {"easy-data", true, false, false, false, GS_SIM_DATA_TIEBREAK},
+    {"easy-data-wait", true, false, false, false, GS_SIM_DATA_WAIT},
+    {"easy-data-ski", true, false, false, false, GS_SIM_DATA_SKI},
 };
 const size_t gs_sim_npolicies = sizeof(gs_sim_policies) / sizeof(gs_sim_policies[0]);
 
@@ -74,7 +78,8 @@ struct end_event {
 /* A replayed job's work across attempts. */
 struct sim_job {
     uint64_t work_ms; /* trace run time still to do, as of its last checkpoint */
-    uint64_t run_ms;  /* the current attempt's run time (work_ms stretched) */
+    uint64_t run_ms;  /* the current attempt's run time (its copy, then work_ms stretched) */
+    uint64_t copy_ms; /* the current attempt's copy of its data's missing bytes */
     uint64_t held_ms; /* time it held its allocation in earlier attempts */
     uint32_t epoch;   /* preemptions so far */
 };
@@ -93,11 +98,15 @@ struct run {
     size_t next; /* the next trace job to arrive */
     struct end_event *heap;
     size_t nheap, heap_cap;
-    struct sim_job *sj;                /* one per trace job */
-    struct gs_sim_preempt_model model; /* -preempt */
-    struct gs_config qcfg;             /* -preempt: cfg's copy with the two QOS */
-    struct gs_config_qos qos[2];       /* its [[qos]] */
+    struct sim_job *sj;                 /* one per trace job */
+    struct gs_sim_preempt_model model;  /* -preempt */
+    struct gs_config qcfg;              /* -preempt: cfg's copy with the two QOS */
+    struct gs_config_qos qos[2];        /* its [[qos]] */
+    const struct gs_sim_data_model *dm; /* datasets 0: none */
+    struct gs_sim_caches *caches;       /* dm's node caches */
+    struct gs_config dcfg;              /* -data-wait, -data-ski: cfg's copy with the wait */
     uint64_t now, last, charged_at;
+    uint64_t wake_ms; /* when the last pass asked to plan again (a data wait's end); 0: never */
     uint64_t total_gpus, alloc_gpus;
     size_t npending;
     const double *shares;   /* each account's entitled share */
@@ -107,7 +116,7 @@ struct run {
     double *demand, *fair;  /* scratch, one per account */
     double *acct_fair_ms;   /* max-min fair GPU-time while a job waits */
     double *acct_got_ms;    /* GPU-time held then */
-    double queued_ms, queued_alloc, queued_free, alloc_all, stretch_sum;
+    double queued_ms, queued_alloc, queued_free, alloc_all, stretch_sum, copy_sum_ms;
     size_t started;
 };
 
@@ -368,6 +377,10 @@ static struct gs_jobspec *make_spec(const struct run *run, const struct gs_sim_j
     spec->cpus_per_task = tj->cores_per_node;
     spec->mem_per_node_mib = tj->mem_per_node_mib;
     spec->time_limit_s = gs_sim_time_limit_s(tj->duration_ms);
+    if (run->dm->datasets > 0) { /* its dataset; its user adds the longest copy to its limit */
+        snprintf(spec->data.id, sizeof(spec->data.id), "d%u", tj->dataset);
+        spec->time_limit_s += run->dm->dataset_bytes / run->dm->copy_rate + 1;
+    }
     spec->account = strdup(run->t->accounts[tj->account]);
     if (run->p->preempt)
         spec->qos = strdup(tj->urgent ? QOS_URGENT : QOS_NORMAL);
@@ -410,18 +423,56 @@ static int admit_jobs(struct run *run)
     return 0;
 }
 
+/* The copy of dataset d's bytes alloc's nodes lack, before the job can run (data.h). */
+static int stage(struct run *run, uint32_t d, const struct sched_alloc *alloc, uint64_t *ret_ms)
+{
+    uint32_t nodes[SCHED_MAX_JOB_NODES];
+    uint32_t n = alloc->nnodes < SCHED_MAX_JOB_NODES ? alloc->nnodes : SCHED_MAX_JOB_NODES;
+    int rc;
+
+    for (uint32_t k = 0; k < n; k++)
+        nodes[k] = alloc->nodes[k].node;
+    rc = gs_sim_caches_stage(run->caches, d, nodes, n, run->now, ret_ms, &run->r->copied_bytes);
+    if (rc == 0) {
+        run->copy_sum_ms += (double)*ret_ms;
+        run->r->copies += *ret_ms > 0;
+    }
+    return rc;
+}
+
+/* The planner's view of a job's dataset in the nodes' caches, as gschedd's registry gives
+ * it (-data policies only). */
+static int data_masks(void *data, const struct gs_jobspec *spec, struct sched_node_masks *m)
+{
+    struct run *run = data;
+    size_t n = run->t->nnodes;
+
+    *m = (struct sched_node_masks){0};
+    if (spec->data.id[0] != 'd')
+        return 0;
+    m->data_bytes = calloc(n + 1, sizeof(*m->data_bytes));
+    if (m->data_bytes == NULL)
+        return -ENOMEM;
+    gs_sim_caches_bytes(run->caches, (uint32_t)strtoul(spec->data.id + 1, NULL, 10), m->data_bytes);
+    return 0;
+}
+
 static int start_job(struct run *run, struct sched_job *job, const struct sched_alloc *alloc)
 {
     const struct gs_sim_job *tj = &run->t->jobs[job->id - 1];
     struct sim_job *sj = &run->sj[job->id - 1];
     double stretch = gs_sim_stretch(run->truth, alloc, run->t->nodes);
-    uint64_t run_ms = gs_sim_run_ms(sj->work_ms, stretch);
+    uint64_t run_ms = gs_sim_run_ms(sj->work_ms, stretch), copy_ms = 0;
     uint64_t limit_ms = job->spec->time_limit_s * 1000;
-    int rc = sched_job_start(job, alloc, 1, run->now);
+    int rc = run->caches != NULL ? stage(run, tj->dataset, alloc, &copy_ms) : 0;
 
+    if (rc == 0)
+        rc = sched_job_start(job, alloc, 1, run->now);
     if (rc < 0)
         return rc;
+    run_ms += copy_ms;
     sj->run_ms = run_ms;
+    sj->copy_ms = copy_ms;
     job->preempted_by = 0; /* as gschedd's launch: a new attempt, no checkpoint yet */
     job->checkpoint_ms = 0;
     job->charged_ms = run->now;
@@ -470,7 +521,7 @@ static int preempt_victims(struct run *run, const struct sched_plan_out *out)
         uint32_t i = (uint32_t)(v->id - 1);
         struct sim_job *sj = &run->sj[i];
         uint64_t since = v->checkpoint_ms > v->start_ms ? v->checkpoint_ms : v->start_ms;
-        uint64_t done;
+        uint64_t done, ran;
         int rc;
 
         snprintf(why, sizeof(why), "preempted by job %llu (QOS " QOS_URGENT ")",
@@ -479,8 +530,13 @@ static int preempt_victims(struct run *run, const struct sched_plan_out *out)
             sched_job_requeue(v, false, why) < 0)
             continue;
         v->preempted_by = out->preempt[k].by->id;
-        /* The attempt ran its work stretched: the checkpoint saved that share of it. */
-        done = (uint64_t)((double)sj->work_ms * (double)(since - v->start_ms) / (double)sj->run_ms);
+        /* The attempt copied its data, then ran its work stretched: the checkpoint saved
+         * that share of the work. */
+        ran = since - v->start_ms > sj->copy_ms ? since - v->start_ms - sj->copy_ms : 0;
+        done =
+            sj->run_ms > sj->copy_ms
+                ? (uint64_t)((double)sj->work_ms * (double)ran / (double)(sj->run_ms - sj->copy_ms))
+                : 0;
         sj->work_ms = done < sj->work_ms ? sj->work_ms - done : 1;
         run->r->gpu_hours_lost +=
             (double)alloc_gpus(&v->alloc) * (double)(run->now - since) / 3.6e6;
@@ -497,9 +553,13 @@ static int preempt_victims(struct run *run, const struct sched_plan_out *out)
 
 static int plan(struct run *run)
 {
-    struct sched_planner_hooks hooks = {.priority = run->p->multifactor ? priority_hook : NULL,
-                                        .data = run,
-                                        .cfg = run->p->preempt ? &run->qcfg : NULL};
+    struct sched_planner_hooks hooks = {
+        .masks = run->caches != NULL && run->p->data != GS_SIM_DATA_BLIND ? data_masks : NULL,
+        .priority = run->p->multifactor ? priority_hook : NULL,
+        .data = run,
+        .cfg = run->p->preempt                                                       ? &run->qcfg
+               : run->p->data == GS_SIM_DATA_WAIT || run->p->data == GS_SIM_DATA_SKI ? &run->dcfg
+                                                                                     : NULL};
     struct sched_plan_out out;
     int rc;
 
@@ -508,6 +568,7 @@ static int plan(struct run *run)
     rc = sched_planner_pass(run->jobs, &run->plan_from, run->cluster, &hooks, run->now, &out);
     if (rc < 0)
         return rc;
+    run->wake_ms = out.wake_ms > run->now ? out.wake_ms : 0; /* gschedd arms a timer */
     run->r->passes++;
     for (size_t i = 0; i < out.n; i++) {
         struct sched_verdict *v = &out.verdicts[i];
@@ -560,6 +621,8 @@ static uint64_t next_event(struct run *run)
         t = run->t->jobs[run->next].submit_ms;
     if (run->nheap > 0 && run->heap[0].at_ms < t)
         t = run->heap[0].at_ms;
+    if (run->wake_ms > 0 && run->wake_ms < t)
+        t = run->wake_ms;
     return t;
 }
 
@@ -645,6 +708,7 @@ static int summarise(struct run *run)
     r->util = span_ms > 0 && gpus > 0 ? run->alloc_all / (span_ms * gpus) : 0;
     r->queued_share = span_ms > 0 ? run->queued_ms / span_ms : 0;
     r->avg_stretch = run->started > 0 ? run->stretch_sum / (double)run->started : 1;
+    r->avg_copy_s = run->started > 0 ? run->copy_sum_ms / 1000.0 / (double)run->started : 0;
     for (size_t a = 0; a < run->t->naccounts; a++) {
         if (run->acct_fair_ms[a] > 0)
             x[nx++] = run->acct_got_ms[a] / run->acct_fair_ms[a];
@@ -697,6 +761,17 @@ static int setup(struct run *run)
         run->qcfg.qos = run->qos;
         run->qcfg.nqos = 2;
     }
+    if (run->dm->datasets > 0 && (run->caches = gs_sim_caches_new(run->t->nnodes, run->dm)) == NULL)
+        return -ENOMEM;
+    /* Only the data keys differ from cfg: the planner reads nothing else of it here. */
+    run->dcfg = run->cfg != NULL ? *run->cfg : (struct gs_config){0};
+    run->dcfg.qos = NULL;
+    run->dcfg.nqos = 0;
+    run->dcfg.data_locality = GS_DATA_LOCALITY_TIEBREAK;
+    run->dcfg.data_locality_wait_s = (uint32_t)run->dm->wait_s;
+    run->dcfg.data_copy_rate_mib = run->p->data == GS_SIM_DATA_SKI
+                                       ? run->dm->copy_rate / GS_MIB + (run->dm->copy_rate < GS_MIB)
+                                       : 0;
     if (run->p->multifactor) {
         if (run->cfg == NULL)
             return -EINVAL;
@@ -710,15 +785,19 @@ static int setup(struct run *run)
 
 int gs_sim_run(const struct gs_sim_trace *t, const struct gs_sim_policy *policy,
                const struct gs_config *cfg, const double *shares,
-               const struct gs_sim_preempt_model *model, struct gs_sim_result *ret)
+               const struct gs_sim_preempt_model *model, const struct gs_sim_data_model *data,
+               struct gs_sim_result *ret)
 {
+    static const struct gs_sim_data_model no_data = {0};
     struct gs_sim_result r = {.policy = policy->name, .preempt = policy->preempt};
     struct run run = {.t = t,
                       .p = policy,
                       .cfg = cfg,
                       .r = &r,
                       .shares = shares,
-                      .model = {GS_SIM_DEFAULT_CHECKPOINT_MS, GS_SIM_DEFAULT_KILL_GRACE_MS}};
+                      .model = {GS_SIM_DEFAULT_CHECKPOINT_MS, GS_SIM_DEFAULT_KILL_GRACE_MS},
+                      .dm = data != NULL && data->datasets > 0 && data->copy_rate > 0 ? data
+                                                                                      : &no_data};
     int rc;
 
     if (model != NULL)
@@ -734,6 +813,7 @@ int gs_sim_run(const struct gs_sim_trace *t, const struct gs_sim_policy *policy,
     sched_fairshare_free(run.fs);
     sched_cluster_free(run.cluster);
     sched_cluster_free(run.truth);
+    gs_sim_caches_free(run.caches);
     free(run.heap);
     free(run.sj);
     free(run.acct_pending);

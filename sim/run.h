@@ -27,6 +27,15 @@
  * Without -topo the cluster has no link matrices and placement ignores links; run times
  * are stretched by the true links either way.
  *
+ * With a data model (data.h; datasets > 0) every job reads a dataset and every policy
+ * pays for copying what its nodes lack before it runs; only these see the caches:
+ *   easy-data         easy with gschedd's data-aware placement (data_locality =
+ *                     "tiebreak": among equally fit nodes, those caching more of it)
+ *   easy-data-wait    and delay scheduling: a job whose data's nodes are busy waits for
+ *                     them up to the model's wait (scheduler.data_locality_wait)
+ *   easy-data-ski     and that wait weighed against the copy (scheduler.data_copy_rate at
+ *                     the model's rate): no longer than the copy it would save
+ *
  * Preemption, in virtual time: the pass chooses victims by the work they would lose
  * (sched_preempt_cost from each running job's last checkpoint, taken every
  * checkpoint_ms of its attempt's run). A victim stops working at once and loses what it did
@@ -44,7 +53,16 @@
 #include <stdint.h>
 
 #include "common/config.h"
+#include "sim/data.h"
 #include "sim/trace.h"
+
+/* What a policy's planner knows of the jobs' data in the nodes' caches. */
+enum gs_sim_data_policy {
+    GS_SIM_DATA_BLIND = 0, /* nothing: placement ignores it (jobs still pay for copies) */
+    GS_SIM_DATA_TIEBREAK,  /* the caches, as data_locality = "tiebreak" */
+    GS_SIM_DATA_WAIT,      /* and a fixed data_locality_wait */
+    GS_SIM_DATA_SKI,       /* and the wait weighed by data_copy_rate */
+};
 
 struct gs_sim_policy {
     const char *name;
@@ -52,6 +70,7 @@ struct gs_sim_policy {
     bool multifactor;
     bool topo;
     bool preempt; /* urgent jobs in a QOS of tier 1 that preempts */
+    enum gs_sim_data_policy data;
 };
 
 /* How preemption is modelled (docs/simulator.md). */
@@ -102,6 +121,9 @@ struct gs_sim_result {
     size_t urgent;                 /* of the jobs ended, those marked urgent (any policy) */
     double urgent_avg_wait_s;      /* their mean queueing delay */
     double urgent_avg_jct_s;       /* their mean JCT */
+    uint64_t copied_bytes;         /* the data model's copies, over all nodes */
+    size_t copies;                 /* attempts that copied anything */
+    double avg_copy_s;             /* mean copy time per attempt started */
     struct gs_sim_point *series;
     size_t nseries, series_cap;
 };
@@ -111,12 +133,14 @@ struct gs_sim_result {
  * the others; its [[qos]] are not used: the -preempt policies bring their own two); shares:
  * each trace account's entitled share (naccounts entries, summing to 1), the weights of the
  * max-min fair division Jain's index is measured against; model: checkpoints and kill grace
- * (NULL: the defaults above). Returns 0 or -ENOMEM; release *ret with
+ * (NULL: the defaults above); data: the data model (NULL, or no datasets: jobs read no
+ * data; t's jobs' datasets assigned). Returns 0 or -ENOMEM; release *ret with
  * gs_sim_result_release().
  */
 int gs_sim_run(const struct gs_sim_trace *t, const struct gs_sim_policy *policy,
                const struct gs_config *cfg, const double *shares,
-               const struct gs_sim_preempt_model *model, struct gs_sim_result *ret);
+               const struct gs_sim_preempt_model *model, const struct gs_sim_data_model *data,
+               struct gs_sim_result *ret);
 void gs_sim_result_release(struct gs_sim_result *r);
 
 #endif

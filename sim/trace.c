@@ -162,6 +162,15 @@ size_t gs_sim_trace_mark_urgent(struct gs_sim_trace *t, double share, uint64_t s
     return n;
 }
 
+#define DATASET_SALT UINT64_C(0x6461746173657473)
+
+void gs_sim_trace_assign_datasets(struct gs_sim_trace *t, uint32_t datasets, uint64_t seed)
+{
+    for (size_t i = 0; i < t->njobs && datasets > 0; i++)
+        t->jobs[i].dataset =
+            (uint32_t)(mix(mix(t->jobs[i].account ^ DATASET_SALT) ^ mix(seed)) % datasets);
+}
+
 static int by_submit(const void *pa, const void *pb)
 {
     const struct gs_sim_job *a = pa, *b = pb;

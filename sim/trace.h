@@ -55,6 +55,7 @@ struct gs_sim_job {
     uint32_t line;    /* where it was read */
     bool impossible;  /* no set of nodes of the cluster could ever hold it */
     bool urgent;      /* QOS "urgent" (tier 1) under the -preempt policies (mark_urgent) */
+    uint32_t dataset; /* the dataset it reads (assign_datasets; --datasets) */
 };
 
 struct gs_sim_trace {
@@ -91,6 +92,12 @@ int gs_sim_trace_hash_accounts(struct gs_sim_trace *t, uint32_t n, uint64_t seed
  * the cluster, --load or --nodes. Returns how many are marked.
  */
 size_t gs_sim_trace_mark_urgent(struct gs_sim_trace *t, double share, uint64_t seed);
+
+/*
+ * Each job's dataset, 0..datasets-1 (datasets >= 1): its account's, the accounts hashed
+ * onto them with seed (a mix of its own), so a model's jobs read one dataset.
+ */
+void gs_sim_trace_assign_datasets(struct gs_sim_trace *t, uint32_t datasets, uint64_t seed);
 
 /* Sorts the jobs by submit time (ties by trace line) and makes the first submit time 0. */
 void gs_sim_trace_sort(struct gs_sim_trace *t);

@@ -6,6 +6,10 @@
 #   - the -preempt policies preempt (count and GPU-hours lost), the others never; urgent
 #     jobs wait less under easy-preempt than under easy; the same run twice prints the same
 #   - the text table has a row per policy; --svg writes an SVG
+#   - with --datasets, on 8 nodes: the -data policies too, every job reading one of the
+#     datasets; easy-data-wait and easy-data-ski copy less than easy, which knows nothing of
+#     the caches; the data line names the model; a -data policy without --datasets, or a
+#     bad size, is a usage error (exit 2)
 #   - a bad trace line is named FILE:LINE (exit 1); a bad option is a usage error (exit 2)
 set -euo pipefail
 bin=$1 traces=$2 python=$3
@@ -71,6 +75,32 @@ grep -qE '^easy-preempt +60 +60 .* 0 +0\.00$' "$tmp/none.txt"
 "$bin" "${args[@]}" --policy easy-preempt --checkpoint-interval 5m --kill-grace 0 \
   >"$tmp/pre.txt"
 grep -q '^preemption: checkpoints every 300s of a run .* kill grace 0s' "$tmp/pre.txt"
+
+data=(--trace "tiresias:$traces/60_job.csv" --cluster "$traces/n32g4.csv" --nodes 8
+  --datasets 10 --cache 1T)
+"$bin" "${data[@]}" --json --policy easy,easy-data,easy-data-wait,easy-data-ski >"$tmp/data.json"
+"$python" - "$tmp/data.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["datasets"] == 10 and d["dataset_bytes"] == 500 << 30, d
+assert d["cache_bytes"] == 1 << 40 and d["copy_rate"] == 1 << 30 and d["data_wait_s"] == 600, d
+by = {p["policy"]: p for p in d["policies"]}
+assert list(by) == ["fifo-firstfit", "easy", "easy-data", "easy-data-wait", "easy-data-ski"], by
+for p in by.values():
+    assert p["finished"] == 60 and p["timeouts"] == 0, p
+    assert p["copies"] > 0 and p["copied_bytes"] > 0 and p["avg_copy_s"] > 0, p
+for k in ("easy-data-wait", "easy-data-ski"):
+    assert by[k]["copied_bytes"] < by["easy"]["copied_bytes"], (k, by[k], by["easy"])
+print("sim_tiresias: data: copied easy %d GiB, wait %d, ski %d" %
+      tuple(by[k]["copied_bytes"] >> 30 for k in ("easy", "easy-data-wait", "easy-data-ski")))
+PY
+"$bin" "${data[@]}" --policy easy-data-ski >"$tmp/data.txt"
+grep -q '^data: 10 datasets of 500G (by account), caches of 1T per node, copies at 1G/s' \
+  "$tmp/data.txt"
+rc=0; "$bin" "${args[@]}" --policy easy-data 2>"$tmp/err" || rc=$?
+test "$rc" = 2 && grep -q "easy-data needs --datasets" "$tmp/err"
+rc=0; "$bin" "${args[@]}" --datasets 2 --cache lots 2>/dev/null || rc=$?
+test "$rc" = 2
 
 printf 'job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n0,1,x,1,m,5,1\n' \
   >"$tmp/bad.csv"

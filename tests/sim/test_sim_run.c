@@ -6,12 +6,16 @@
  * replayed, and the time-weighted figures add up. Preemption: an urgent job arriving on a
  * full cluster preempts once, starts after the kill grace, and the victim ends later by the
  * work it lost since its checkpoint; without a -preempt policy nothing is preempted; the
- * replay is the same every time.
+ * replay is the same every time. Data: node caches fill to a job's share and evict the
+ * least recently used; a job whose data's node is busy copies it elsewhere under easy and
+ * easy-data, waits for the node under easy-data-wait, and under easy-data-ski waits no
+ * longer than the copy would take.
  */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <string.h>
 
+#include "common/units.h"
 #include "sim/run.h"
 
 #define NEAR(a, b) (fabs((a) - (b)) < 1e-6)
@@ -75,7 +79,7 @@ static void run_with(const char *policy, const struct gs_sim_preempt_model *mode
 {
     gs_sim_trace_sort(&t);
     gs_sim_trace_shape(&t);
-    cr_assert_eq(gs_sim_run(&t, gs_sim_policy_find(policy), &cfg, shares, model, r), 0);
+    cr_assert_eq(gs_sim_run(&t, gs_sim_policy_find(policy), &cfg, shares, model, NULL, r), 0);
     cr_assert_eq(r->finished, r->jobs, "%s: every job ends", policy);
 }
 
@@ -187,7 +191,9 @@ Test(sim_run, counts_jobs_that_never_fit_and_replays_the_rest)
 
 Test(sim_run, knows_its_policies)
 {
-    cr_assert_eq(gs_sim_npolicies, 10);
+    cr_assert_eq(gs_sim_npolicies, 13);
+    cr_assert_eq(gs_sim_policy_find("easy")->data, GS_SIM_DATA_BLIND);
+    cr_assert_eq(gs_sim_policy_find("easy-data-ski")->data, GS_SIM_DATA_SKI);
     cr_assert_str_eq(gs_sim_policies[0].name, "fifo-firstfit");
     cr_assert_null(gs_sim_policy_find("sjf"));
     cr_assert(gs_sim_policy_find("multifactor-topo")->topo);
@@ -346,4 +352,105 @@ Test(sim_run, urgent_jobs_are_a_hashed_share)
     cr_assert_neq(gs_sim_trace_mark_urgent(&t, 0.10, 7), 0);
     cr_assert_eq(gs_sim_trace_mark_urgent(&t, 0, 0), 0);
     cr_assert_eq(gs_sim_trace_mark_urgent(&t, 1, 0), 2000);
+}
+
+/* --- data locality -------------------------------------------------------------------- */
+
+Test(sim_run, node_caches_hold_a_jobs_share_and_evict_the_least_recently_used)
+{
+    struct gs_sim_data_model m = {
+        .datasets = 3, .dataset_bytes = 1000, .cache_bytes = 1500, .copy_rate = 10};
+    struct gs_sim_caches *c = gs_sim_caches_new(2, &m);
+    uint32_t both[] = {0, 1}, first[] = {0};
+    uint64_t bytes[2], ms = 0, copied = 0;
+
+    cr_assert_not_null(c);
+    cr_assert_eq(gs_sim_caches_stage(c, 0, both, 2, 1000, &ms, &copied), 0);
+    cr_assert_eq(copied, 1000, "each of two nodes copies half");
+    cr_assert_eq(ms, 50000, "500 bytes at 10 bytes/s");
+    cr_assert_eq(gs_sim_caches_stage(c, 0, first, 1, 2000, &ms, &copied), 0);
+    cr_assert_eq(copied, 1500, "one node alone needs it all: the other half");
+    cr_assert_eq(ms, 50000);
+    cr_assert_eq(gs_sim_caches_stage(c, 0, both, 2, 3000, &ms, &copied), 0);
+    cr_assert_eq(ms, 0, "both hold their shares");
+    cr_assert_eq(copied, 1500);
+    cr_assert_eq(gs_sim_caches_stage(c, 1, first, 1, 4000, &ms, &copied), 0);
+    gs_sim_caches_bytes(c, 0, bytes);
+    cr_assert_eq(bytes[0], 0, "dataset 0 evicted from node 0 for 1: 2000 > 1500");
+    cr_assert_eq(bytes[1], 500);
+    gs_sim_caches_bytes(c, 1, bytes);
+    cr_assert_eq(bytes[0], 1000);
+    cr_assert_eq(bytes[1], 0);
+    gs_sim_caches_free(c);
+}
+
+/* Two 1-GPU nodes, jobs of account a reading dataset 0 (1,000 MiB, copied at 10 MiB/s:
+ * 100 s; the scheduler's data_copy_rate is in MiB/s): W puts it on n1 (copy 100 s, run 10 s); at
+ * t=200 L runs on n1 for long_s; at t=201 C (50 s) arrives with n1 busy and n2 free. */
+static void data_trace(uint64_t long_s)
+{
+    node(1);
+    node(1);
+    job(0, 1, 10, 0);       /* W */
+    job(200, 1, long_s, 0); /* L */
+    job(201, 1, 50, 0);     /* C */
+}
+
+static void run_data(const char *policy, struct gs_sim_result *r)
+{
+    struct gs_sim_data_model m = {.datasets = 1,
+                                  .dataset_bytes = 1000 * GS_MIB,
+                                  .cache_bytes = 2000 * GS_MIB,
+                                  .copy_rate = 10 * GS_MIB,
+                                  .wait_s = 600};
+
+    gs_sim_trace_sort(&t);
+    gs_sim_trace_shape(&t);
+    cr_assert_eq(gs_sim_run(&t, gs_sim_policy_find(policy), &cfg, shares, NULL, &m, r), 0);
+    cr_assert_eq(r->finished, 3, "%s: every job ends", policy);
+}
+
+Test(sim_run, a_job_waits_for_its_datas_busy_node_only_under_the_wait_policies)
+{
+    /* C's JCT: elsewhere at once, a 100 s copy and its 50 s (150); or waiting for n1 until
+     * L ends at 220, no copy (19 + 50 = 69). W's is 110 and L's 20. */
+    static const struct {
+        const char *policy;
+        double c_jct, copied;
+    } want[] = {{"easy", 150, 2000},
+                {"easy-data", 150, 2000},
+                {"easy-data-wait", 69, 1000},
+                {"easy-data-ski", 69, 1000}};
+
+    data_trace(20);
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        struct gs_sim_result r;
+
+        run_data(want[i].policy, &r);
+        cr_assert(NEAR(r.avg_jct_s, (110 + 20 + want[i].c_jct) / 3), "%s: %f", want[i].policy,
+                  r.avg_jct_s);
+        cr_assert_eq(r.copied_bytes, want[i].copied * GS_MIB, "%s: %llu", want[i].policy,
+                     (unsigned long long)r.copied_bytes);
+        gs_sim_result_release(&r);
+    }
+}
+
+Test(sim_run, the_ski_rental_wait_ends_when_the_copy_would_have_been_done)
+{
+    struct gs_sim_result r;
+
+    /* L holds n1 until t=500: a fixed wait of 600 s waits all of it (299 + 50); the ski
+     * rule waits the copy's 100 s, then copies on n2 (100 + 100 + 50); no wait: 150. */
+    data_trace(300);
+    run_data("easy-data-wait", &r);
+    cr_assert(NEAR(r.avg_jct_s, (110 + 300 + 349) / 3.0), "%f", r.avg_jct_s);
+    gs_sim_result_release(&r);
+    run_data("easy-data-ski", &r);
+    cr_assert(NEAR(r.avg_jct_s, (110 + 300 + 250) / 3.0), "%f", r.avg_jct_s);
+    cr_assert_eq(r.copies, 2, "W's and C's");
+    cr_assert(NEAR(r.avg_copy_s, 200 / 3.0), "%f", r.avg_copy_s);
+    gs_sim_result_release(&r);
+    run_data("easy-data", &r);
+    cr_assert(NEAR(r.avg_jct_s, (110 + 300 + 150) / 3.0), "%f", r.avg_jct_s);
+    gs_sim_result_release(&r);
 }
