@@ -8,7 +8,8 @@
  * submit check (a job may name a reservation that lets its user or account in), the end of
  * a job started in a reservation (its time limit lowered to the reservation's end, as
  * Slurm ends such jobs with it), and the clock: the cron asks for a pass when a
- * reservation starts or ends and deletes those that have ended.
+ * reservation starts or ends and deletes those that have ended, and the PURGE_COMP ones
+ * that no job has named for their purge time.
  *
  * A reservation with a recurrence flag (HOURLY, DAILY, WEEKDAY, WEEKEND, WEEKLY) is not
  * deleted when it ends: the cron moves it to its next window, the same length, at the same
@@ -46,7 +47,10 @@
 #define FLAG_MAINT GS__RESERVATION_FLAG__RESERVATION_FLAG_MAINT
 #define FLAG_IGNORE_JOBS GS__RESERVATION_FLAG__RESERVATION_FLAG_IGNORE_JOBS
 #define FLAG_OVERLAP GS__RESERVATION_FLAG__RESERVATION_FLAG_OVERLAP
-#define KNOWN_FLAGS (RECUR_FLAGS | FLAG_MAINT | FLAG_IGNORE_JOBS | FLAG_OVERLAP)
+#define FLAG_PURGE_COMP GS__RESERVATION_FLAG__RESERVATION_FLAG_PURGE_COMP
+#define KNOWN_FLAGS (RECUR_FLAGS | FLAG_MAINT | FLAG_IGNORE_JOBS | FLAG_OVERLAP | FLAG_PURGE_COMP)
+/* PURGE_COMP without a time: Slurm's 5 minutes. */
+#define PURGE_DEFAULT_S 300
 /* A pair of reservations may hold a node at the same time when either has one of these. */
 #define SHARING_FLAGS (FLAG_MAINT | FLAG_OVERLAP)
 /* Windows of a repeating reservation checked against another reservation at most. */
@@ -57,8 +61,10 @@ struct resv {
     uint64_t start_ms, end_ms, created_ms; /* end 0: none */
     uint32_t gpus;                         /* kept in all over its nodes; 0: whole nodes */
     uint32_t flags;                        /* ReservationFlag bits */
-    char *nodes;                           /* the hostlist as given */
-    char **node_names;                     /* expanded (gs_hostlist_free) */
+    uint32_t purge_s;                      /* PURGE_COMP: deleted once idle this long */
+    uint64_t busy_ms;  /* not stored: when a job last named it (or it was made or loaded) */
+    char *nodes;       /* the hostlist as given */
+    char **node_names; /* expanded (gs_hostlist_free) */
     size_t nnode_names;
     char **users, **accounts;
     size_t nusers, naccounts;
@@ -160,6 +166,7 @@ static int resv_from_msg(const Gs__Reservation *m, struct resv *r, char *why, si
     r->created_ms = m->created_ms;
     r->gpus = m->gpus;
     r->flags = m->flags;
+    r->purge_s = m->purge_comp_s;
     if ((rc = set_nodes(r, m->nodes, why, size)) == 0 &&
         (rc = set_strv(&r->users, &r->nusers, m->users, m->n_users)) == 0)
         rc = set_strv(&r->accounts, &r->naccounts, m->accounts, m->n_accounts);
@@ -187,6 +194,7 @@ static void resv_to_msg(const struct resv *r, uint64_t now_ms, Gs__Reservation *
     m->created_ms = r->created_ms;
     m->gpus = r->gpus;
     m->flags = r->flags;
+    m->purge_comp_s = r->purge_s;
 }
 
 static struct resv *resv_find(struct sched_resvs *rs, const char *name)
@@ -732,6 +740,11 @@ static int apply_fields(const Gs__ReservationRequest *req, bool create, struct r
     if (create || req->set_flags)
         r->flags = m->flags;
     r->flags = (r->flags | req->add_flags) & ~req->remove_flags;
+    if ((r->flags & FLAG_PURGE_COMP) == 0)
+        r->purge_s = 0;
+    else if (((create || req->set_flags) && (m->flags & FLAG_PURGE_COMP) != 0) ||
+             (req->add_flags & FLAG_PURGE_COMP) != 0 || r->purge_s == 0)
+        r->purge_s = m->purge_comp_s > 0 ? m->purge_comp_s : PURGE_DEFAULT_S;
     if (create || req->set_start)
         r->start_ms = m->start_ms;
     if (create || req->set_end)
@@ -764,6 +777,19 @@ static int resv_copy(const struct resv *src, struct resv *dst)
     return resv_from_msg(&m, dst, why, sizeof(why));
 }
 
+/* Whether a pending or running job names reservation name (PURGE_COMP's "in use"). */
+static bool has_job(struct sched_ctx *s, const char *name)
+{
+    for (size_t i = s->plan_from; i < sched_jobs_count(s->jobs); i++) {
+        const struct sched_job *job = sched_jobs_at(s->jobs, i);
+
+        if (!sched_job_finished(job) && job->spec->reservation != NULL &&
+            strcmp(job->spec->reservation, name) == 0)
+            return true;
+    }
+    return false;
+}
+
 static bool has_running_job(struct sched_ctx *s, const char *name, uint64_t *ret_id)
 {
     for (size_t i = s->plan_from; i < sched_jobs_count(s->jobs); i++) {
@@ -791,7 +817,9 @@ static const char *flag_names(uint32_t flags, char *out, size_t size)
     if ((flags & FLAG_IGNORE_JOBS) != 0 && len < size)
         len += (size_t)snprintf(out + len, size - len, "%sIGNORE_JOBS", len > 0 ? "," : "");
     if ((flags & FLAG_OVERLAP) != 0 && len < size)
-        snprintf(out + len, size - len, "%sOVERLAP", len > 0 ? "," : "");
+        len += (size_t)snprintf(out + len, size - len, "%sOVERLAP", len > 0 ? "," : "");
+    if ((flags & FLAG_PURGE_COMP) != 0 && len < size)
+        snprintf(out + len, size - len, "%sPURGE_COMP", len > 0 ? "," : "");
     return out[0] != '\0' ? out : "none";
 }
 
@@ -823,9 +851,12 @@ static void change(struct sched_cli *c, uint64_t request_id, const Gs__Reservati
         else
             generate_name(s, m, r.name, sizeof(r.name));
         r.created_ms = gs_clock_wall_ms();
+        r.busy_ms = r.created_ms;
     } else if ((rc = resv_copy(old, &r)) < 0) {
         snprintf(why, sizeof(why), "out of memory");
         goto refuse;
+    } else {
+        r.busy_ms = old->busy_ms;
     }
     if ((rc = apply_fields(req, create, &r, why, sizeof(why))) < 0 ||
         (rc = resv_check(s, &r, old, why, sizeof(why))) < 0)
@@ -937,6 +968,7 @@ int sched_resv_load(const char *name, const void *spec, size_t len, void *data)
         return 0;
     }
     rc = resv_from_msg(m, &r, why, sizeof(why));
+    r.busy_ms = gs_clock_wall_ms(); /* idle from now: a restart purges nothing early */
     gs__reservation__free_unpacked(m, NULL);
     if (rc == -EINVAL) {
         GS_LOG(GS_LOG_WARN, "reservation=%s error=\"%s\" stored reservation dropped", name, why);
@@ -1109,6 +1141,25 @@ static void repeat(struct sched_ctx *s, struct sched_change *ch, struct resv *r,
     sched_engine_wake(s);
 }
 
+/*
+ * PURGE_COMP: whether r, active, has had no pending or running job for its purge time,
+ * counted from its start, from when a job last named it, or from when gschedd made or loaded
+ * it, whichever is latest.
+ */
+static bool idle_past(struct sched_ctx *s, struct resv *r, uint64_t now)
+{
+    uint64_t since;
+
+    if ((r->flags & FLAG_PURGE_COMP) == 0 || r->start_ms > now)
+        return false;
+    if (has_job(s, r->name)) {
+        r->busy_ms = now;
+        return false;
+    }
+    since = r->busy_ms > r->start_ms ? r->busy_ms : r->start_ms;
+    return now - since >= (uint64_t)r->purge_s * 1000;
+}
+
 void sched_resv_tick(struct sched_ctx *s)
 {
     struct sched_resvs *rs = s->resvs;
@@ -1117,23 +1168,30 @@ void sched_resv_tick(struct sched_ctx *s)
 
     for (size_t i = 0; rs != NULL && i < rs->n;) {
         struct resv *r = &rs->v[i];
+        bool ended = r->end_ms != 0 && r->end_ms <= now;
         char detail[160];
 
-        if (r->end_ms == 0 || r->end_ms > now) {
+        if (!ended && !idle_past(s, r, now)) {
             i++;
             continue;
         }
         if (ch == NULL && (ch = sched_change_new(s)) == NULL)
             break; /* out of memory: the next tick tries again */
-        if ((r->flags & RECUR_FLAGS) != 0) {
+        if (ended && (r->flags & RECUR_FLAGS) != 0) {
             repeat(s, ch, r, now);
             i++;
             continue;
         }
         sched_change_resv(ch, r->name, NULL, 0);
-        snprintf(detail, sizeof(detail), "reservation %s ended", r->name);
+        if (ended)
+            snprintf(detail, sizeof(detail), "reservation %s ended", r->name);
+        else
+            snprintf(detail, sizeof(detail),
+                     "reservation %s purged: no job in it for %u s (PURGE_COMP)", r->name,
+                     r->purge_s);
         sched_change_event(ch, now, 0, "", "RESERVATION", detail);
-        GS_LOG(GS_LOG_INFO, "reservation=%s reservation ended, deleted", r->name);
+        GS_LOG(GS_LOG_INFO, "reservation=%s purge_s=%u reservation %s, deleted", r->name,
+               ended ? 0 : r->purge_s, ended ? "ended" : "idle (PURGE_COMP)");
         resvs_remove(s, r);
         sched_engine_wake(s);
     }

@@ -8,7 +8,8 @@
  * --begin's TIME: now, now+N[unit], YYYY-MM-DD[THH:MM[:SS]], HH:MM[:SS]), Duration= (Slurm's
  * time: MIN, H:M:S, D-H:M:S, ...; UNLIMITED for no end), Nodes= (a hostlist, checked here and
  * sent as typed, since gschedd keeps the expression), Users=a,b, Accounts=x,y and Flags= (the
- * recurrence flags HOURLY, DAILY, WEEKDAY, WEEKEND, WEEKLY, and MAINT, IGNORE_JOBS, OVERLAP). On
+ * recurrence flags HOURLY, DAILY, WEEKDAY, WEEKEND, WEEKLY, and MAINT, IGNORE_JOBS, OVERLAP,
+ * PURGE_COMP[=TIME], TIME as Duration='s, default 5 minutes). On
  * update, Users, Accounts and Flags also take Slurm's edits, Users+=a / Users-=a or
  * Users=+a / Users=-a, which gschedd applies to the stored list. Slurm's other keys
  * (Licenses=, CoreCnt=, ...) and flags (FLEX, ANY_NODES, ...) are refused by name rather than
@@ -70,6 +71,7 @@ static const struct {
     {"MAINT", GS__RESERVATION_FLAG__RESERVATION_FLAG_MAINT},
     {"IGNORE_JOBS", GS__RESERVATION_FLAG__RESERVATION_FLAG_IGNORE_JOBS},
     {"OVERLAP", GS__RESERVATION_FLAG__RESERVATION_FLAG_OVERLAP},
+    {"PURGE_COMP", GS__RESERVATION_FLAG__RESERVATION_FLAG_PURGE_COMP},
 };
 
 /* Writes why and returns -EINVAL. */
@@ -400,9 +402,25 @@ static int read_lists(struct scontrol_resv *r, const struct words *w, Gs__Reserv
     return rc == 0 ? read_one_list(r, w, K_ACCOUNTS, action, why, size) : rc;
 }
 
-/* A Flags word's names into bits; label is the word's key and operator, for why. */
+/* PURGE_COMP's "=TIME" (the part after '='), in seconds, into *purge_s. */
+static int purge_time(const char *label, const char *text, const char *time, uint32_t *purge_s,
+                      char *why, size_t size)
+{
+    uint64_t s;
+
+    if (gs_parse_duration(time, &s) < 0 || s == 0 || s > UINT32_MAX)
+        return fail(why, size,
+                    "%s%s: PURGE_COMP=%s: not a time (MIN, MIN:SEC, H:M:S, D-H, D-H:M or "
+                    "D-H:M:S, above 0)",
+                    label, text, time);
+    *purge_s = (uint32_t)s;
+    return 0;
+}
+
+/* A Flags word's names into bits, PURGE_COMP's time (when given) into *purge_s; label is
+ * the word's key and operator, for why. */
 static int flag_bits(const char *label, const char *text, bool signs, uint32_t *bits, char *sign,
-                     char *why, size_t size)
+                     uint32_t *purge_s, char *why, size_t size)
 {
     char **v = NULL;
     size_t n = 0;
@@ -410,17 +428,23 @@ static int flag_bits(const char *label, const char *text, bool signs, uint32_t *
 
     *bits = 0;
     for (size_t i = 0; rc == 0 && i < n; i++) {
+        char *eq = strchr(v[i], '=');
         size_t f = 0;
 
+        if (eq != NULL)
+            *eq = '\0'; /* only PURGE_COMP takes a value */
         while (f < sizeof(flag_names) / sizeof(flag_names[0]) &&
                strcasecmp(v[i], flag_names[f].name) != 0)
             f++;
-        if (f == sizeof(flag_names) / sizeof(flag_names[0]))
+        if (f == sizeof(flag_names) / sizeof(flag_names[0]) ||
+            (eq != NULL && flag_names[f].bit != GS__RESERVATION_FLAG__RESERVATION_FLAG_PURGE_COMP))
             rc = fail(why, size,
-                      "%s%s: flag %s is not supported (gsched takes HOURLY, DAILY, WEEKDAY, "
-                      "WEEKEND, WEEKLY, MAINT, IGNORE_JOBS and OVERLAP)",
-                      label, text, v[i]);
-        else
+                      "%s%s: flag %s%s%s is not supported (gsched takes HOURLY, DAILY, WEEKDAY, "
+                      "WEEKEND, WEEKLY, MAINT, IGNORE_JOBS, OVERLAP and PURGE_COMP[=TIME])",
+                      label, text, v[i], eq != NULL ? "=" : "", eq != NULL ? eq + 1 : "");
+        else if (eq != NULL)
+            rc = purge_time(label, text, eq + 1, purge_s, why, size);
+        if (rc == 0)
             *bits |= flag_names[f].bit;
     }
     free_list(v, n);
@@ -431,12 +455,13 @@ static int read_flags(struct scontrol_resv *r, const struct words *w, Gs__Reserv
                       char *why, size_t size)
 {
     bool update = action == GS__RESERVATION_ACTION__RESERVATION_ACTION_UPDATE;
-    uint32_t bits;
+    uint32_t bits, purge = 0; /* a time on Flags-=PURGE_COMP=T means nothing */
     char sign = '\0';
     int rc = 0;
 
     if (w->val[K_FLAGS] != NULL) {
-        rc = flag_bits("Flags=", w->val[K_FLAGS], update, &bits, &sign, why, size);
+        rc = flag_bits("Flags=", w->val[K_FLAGS], update, &bits, &sign, &r->resv.purge_comp_s, why,
+                       size);
         if (rc == 0 && sign == '+')
             r->req.add_flags |= bits;
         else if (rc == 0 && sign == '-')
@@ -445,15 +470,15 @@ static int read_flags(struct scontrol_resv *r, const struct words *w, Gs__Reserv
             r->resv.flags = bits, r->req.set_flags = true;
     }
     if (rc == 0 && w->add[K_FLAGS] != NULL) {
-        rc = w->add[K_FLAGS][0] == '\0'
-                 ? fail(why, size, "Flags+= is empty: name at least one")
-                 : flag_bits("Flags+=", w->add[K_FLAGS], false, &bits, NULL, why, size);
+        rc = w->add[K_FLAGS][0] == '\0' ? fail(why, size, "Flags+= is empty: name at least one")
+                                        : flag_bits("Flags+=", w->add[K_FLAGS], false, &bits, NULL,
+                                                    &r->resv.purge_comp_s, why, size);
         r->req.add_flags |= rc == 0 ? bits : 0;
     }
     if (rc == 0 && w->rm[K_FLAGS] != NULL) {
         rc = w->rm[K_FLAGS][0] == '\0'
                  ? fail(why, size, "Flags-= is empty: name at least one")
-                 : flag_bits("Flags-=", w->rm[K_FLAGS], false, &bits, NULL, why, size);
+                 : flag_bits("Flags-=", w->rm[K_FLAGS], false, &bits, NULL, &purge, why, size);
         r->req.remove_flags |= rc == 0 ? bits : 0;
     }
     return rc;
@@ -594,6 +619,11 @@ int scontrol_resv_record(struct gs_buf *out, const Gs__Reservation *r, bool onel
         if ((r->flags & flag_names[f].bit) == 0)
             continue;
         gs_buf_printf(out, "%s%s", first ? "Flags=" : ",", flag_names[f].name);
+        if (flag_names[f].bit == GS__RESERVATION_FLAG__RESERVATION_FLAG_PURGE_COMP) {
+            char t[48];
+
+            gs_buf_printf(out, "=%s", slurm_fmt_secs_long(r->purge_comp_s, t, sizeof(t)));
+        }
         first = 0;
     }
     if (r->flags != 0)

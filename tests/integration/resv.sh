@@ -12,6 +12,8 @@
 # reservation over a job running without a time limit is refused ("busy") unless
 # Flags=IGNORE_JOBS; with MAINT its node shows "maint" in sinfo, scontrol and gsched nodes.
 # Two reservations of one node are refused unless one says OVERLAP; then both's jobs run there.
+# PURGE_COMP=TIME: a reservation stays while a job in it runs past that time, and is deleted
+# that long after its last job ended; one never used goes that long after its start.
 name="integration_resv"
 . "$(dirname "$0")/lib.sh"
 
@@ -163,6 +165,23 @@ for r in a b; do
   expect "$job" 'j["allocation"][0]["node_name"] == "node2"' "the job in $r on node2"
 done
 scontrol delete ReservationName=a && scontrol delete ReservationName=b || fail "deletes refused"
+
+# --- PURGE_COMP: deleted once idle -----------------------------------------------------------
+scontrol create reservation ReservationName=pc StartTime=now Duration=60 Nodes=node2 \
+  Users=root Flags=PURGE_COMP=0:05 > /dev/null || fail "Flags=PURGE_COMP=0:05 refused"
+case $(scontrol show reservation pc) in *" Flags=PURGE_COMP=00:00:05 "*) ;;
+  *) fail "purge flag: $(scontrol show reservation pc)" ;; esac
+job=$(sbatch --reservation=pc --wrap="sleep 8") || exit 1
+wait_end "$job" 30 || fail "the job in pc failed"
+expect "$job" 'j["end_time_ms"] - j["start_time_ms"] >= 7000' "a run past the purge time"
+scontrol show reservation pc > /dev/null 2>&1 || fail "pc purged while its job ran"
+wait_for "pc purged 5 s after its job" 30 eval '! scontrol show reservation pc > /dev/null 2>&1'
+grep -q "reservation=pc purge_s=5 reservation idle (PURGE_COMP), deleted" "$state/gschedd.log" ||
+  fail "no purge line in gschedd.log"
+scontrol create reservation ReservationName=unused StartTime=now Duration=60 Nodes=node2 \
+  Users=root Flags=PURGE_COMP=0:01 > /dev/null || fail "unused refused"
+wait_for "unused purged a second after its start" 30 \
+  eval '! scontrol show reservation unused > /dev/null 2>&1'
 check_logs
 stop_cluster
 echo "$name: passed"

@@ -325,9 +325,45 @@ Test(scontrol_resv, reads_recurrence_flags)
     cr_assert_eq(r.resv.flags, 0);
     scontrol_resv_release(&r);
     cr_assert_eq(PARSE(&r, CREATE, "StartTime=now", "Duration=60", "Nodes=n1", "Users=alice",
-                       "Flags=DAILY,PURGE_COMP"),
+                       "Flags=DAILY,FLEX"),
                  -EINVAL);
-    cr_assert(strstr(why, "flag PURGE_COMP is not supported") != NULL, "%s", why);
+    cr_assert(strstr(why, "flag FLEX is not supported") != NULL, "%s", why);
+}
+
+/* PURGE_COMP[=TIME]: Slurm's times; without one gschedd's default; only it takes a value. */
+Test(scontrol_resv, reads_purge_comp_and_its_time)
+{
+    struct scontrol_resv r;
+    struct gs_buf out = GS_BUF_INIT;
+
+    cr_assert_eq(PARSE(&r, CREATE, "StartTime=now", "Duration=60", "Nodes=n1", "Users=alice",
+                       "Flags=overlap,purge_comp=2:30"),
+                 0, "%s", why);
+    cr_assert_eq(r.resv.flags, GS__RESERVATION_FLAG__RESERVATION_FLAG_OVERLAP |
+                                   GS__RESERVATION_FLAG__RESERVATION_FLAG_PURGE_COMP);
+    cr_assert_eq(r.resv.purge_comp_s, 150, "MIN:SEC");
+    r.resv.name = "p";
+    cr_assert_eq(scontrol_resv_record(&out, &r.resv, true), 0);
+    cr_assert(strstr(out.data, " Flags=OVERLAP,PURGE_COMP=00:02:30 ") != NULL, "%s", out.data);
+    gs_buf_release(&out);
+    scontrol_resv_release(&r);
+    cr_assert_eq(PARSE(&r, CREATE, "StartTime=now", "Duration=60", "Nodes=n1", "Users=alice",
+                       "Flags=PURGE_COMP"),
+                 0, "%s", why);
+    cr_assert_eq(r.resv.purge_comp_s, 0, "gschedd's default");
+    scontrol_resv_release(&r);
+    cr_assert_eq(PARSE(&r, UPDATE, "ReservationName=p", "Flags+=PURGE_COMP=1-0"), 0, "%s", why);
+    cr_assert_eq(r.req.add_flags, GS__RESERVATION_FLAG__RESERVATION_FLAG_PURGE_COMP);
+    cr_assert_eq(r.resv.purge_comp_s, 86400, "D-H");
+    scontrol_resv_release(&r);
+    cr_assert_eq(PARSE(&r, CREATE, "StartTime=now", "Duration=60", "Nodes=n1", "Users=alice",
+                       "Flags=PURGE_COMP=soon"),
+                 -EINVAL);
+    cr_assert(strstr(why, "Flags=PURGE_COMP=soon: PURGE_COMP=soon: not a time") != NULL, "%s", why);
+    cr_assert_eq(PARSE(&r, CREATE, "StartTime=now", "Duration=60", "Nodes=n1", "Users=alice",
+                       "Flags=MAINT=5"),
+                 -EINVAL);
+    cr_assert(strstr(why, "flag MAINT=5 is not supported") != NULL, "%s", why);
 }
 
 /* Slurm's maintenance reservation: `Flags=maint,ignore_jobs`, shown back in upper case. */
