@@ -4,11 +4,14 @@
  * Each is valid as the CLI would send it (a job file's spec, selectors naming jobs that
  * exist), so that a mutation of it reaches past the first checks: submit (arrays,
  * dependencies, batch scripts, the MPI launcher, client keys), cancel, hold, release,
- * requeue, queue, nodes, show, wait, partitions, logs, srun steps, progress reports and the
- * jobs' key/value store; now and then any body at all.
+ * requeue, queue, nodes, show, wait, partitions, logs, srun steps, progress reports, the
+ * jobs' key/value store and advance reservations (root's: create, update, delete, show, with
+ * every flag, PURGE_COMP's times, GPU counts and windows around now); now and then any body
+ * at all.
  */
 #include <errno.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -301,6 +304,40 @@ static Gs__Envelope *in_job(struct lf_run *run, struct lf_rng *r, uint64_t rid)
     }
 }
 
+/* A reservation request on the fuzzed nodes: its window starts within a few seconds of now
+ * (or has already), so that the planner and the cron's starts, ends and purges see it. */
+static Gs__Envelope *reservation(struct lf_rng *r, uint64_t rid)
+{
+    static const char *const names[] = {"fzr", "fzr2", ""};
+    static const char *const nodes[] = {"fz1", "live0", "fz[1-2]", "nosuch"};
+    Gs__ReservationRequest *req = lf_new(&gs__reservation_request__descriptor);
+    Gs__Reservation *m = lf_new(&gs__reservation__descriptor);
+    struct timespec now;
+    uint64_t now_ms;
+    char *user = lf_strdup("root");
+
+    clock_gettime(CLOCK_REALTIME, &now);
+    now_ms = (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
+    req->action = (Gs__ReservationAction)lf_below(r, 5);
+    req->reservation = m;
+    m->name = lf_strdup(names[lf_below(r, 3)]);
+    m->nodes = lf_strdup(nodes[lf_below(r, 4)]);
+    m->start_ms = now_ms - 2000 + lf_below(r, 6000);
+    m->end_ms = lf_chance(r, 10) ? 0 : m->start_ms + 1000 + lf_below(r, 20000);
+    m->flags = (uint32_t)lf_below(r, 512);
+    m->purge_comp_s = (uint32_t)lf_below(r, 4);
+    m->gpus = lf_chance(r, 30) ? (uint32_t)lf_below(r, 5) : 0;
+    LF_PUSH(m->users, m->n_users, user);
+    req->set_start = lf_chance(r, 30);
+    req->set_end = lf_chance(r, 30);
+    req->set_nodes = lf_chance(r, 20);
+    req->set_gpus = lf_chance(r, 20);
+    req->set_flags = lf_chance(r, 30);
+    req->add_flags = lf_chance(r, 30) ? (uint32_t)lf_below(r, 512) : 0;
+    req->remove_flags = lf_chance(r, 20) ? (uint32_t)lf_below(r, 512) : 0;
+    return lf_envelope(GS__ENVELOPE__BODY_RESERVATION_REQUEST, req, rid);
+}
+
 Gs__Envelope *lf_cli_request(struct lf_run *run, struct lf_rng *r)
 {
     uint64_t rid = 1 + lf_below(r, 4);
@@ -312,7 +349,9 @@ Gs__Envelope *lf_cli_request(struct lf_run *run, struct lf_rng *r)
         return job_action(run, r, rid);
     if (w < 65)
         return query(run, r, rid);
-    if (w < 95)
+    if (w < 92)
         return in_job(run, r, rid);
+    if (w < 96)
+        return reservation(r, rid);
     return lf_random_envelope(r, &run->dict);
 }
