@@ -42,7 +42,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
-#include "sharding/planner.h"
+#include "sharding/rest.h"
 #include "sharding/rng.h"
 
 #define DEFAULT_PREFETCH 2
@@ -71,6 +71,10 @@ struct shard_loader {
     bool plan_mode;
     uint64_t usable;
     struct shard_loader_info info;
+    /* The start epoch's rest (cfg.consumed): this rank's unread samples (ids, ascending), the
+     * fewest any rank has (that epoch's L); only in rest_epoch. Read-only after the start. */
+    bool has_rest;
+    uint64_t *rest, nrest, rest_usable, rest_epoch;
 
     /* Reader thread only. */
     uint64_t epoch, sample; /* the next step to fill */
@@ -252,95 +256,110 @@ static int open_shards(struct shard_loader *l, const uint32_t *mine, size_t n, s
 
 /* --- plan mode --- */
 
-#define FNV_OFFSET UINT64_C(0xcbf29ce484222325)
-#define FNV_PRIME UINT64_C(0x100000001b3)
-
-/* FNV-1a over v's 8 bytes, little-endian first. */
-static uint64_t fnv_u64(uint64_t h, uint64_t v)
-{
-    for (int i = 0; i < 8; i++) {
-        h ^= (v >> (8 * i)) & 0xff;
-        h *= FNV_PRIME;
-    }
-    return h;
-}
-
-static int cmp_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-    return (x > y) - (x < y);
-}
-
 /*
- * Walks the plan rank by rank: sorts each rank's shards into manifest order in place (idx,
- * the plan's reads mapped to manifest indices), hashes them into the digest and counts each
- * rank's samples into l->usable (their minimum). Fills l->info's digest.
+ * The start epoch's rest (cfg.consumed): this rank's samples not read yet, as loader ids
+ * (ascending) into l->rest, and the fewest any rank of a has into l->rest_usable.
  */
-static void digest_ranks(struct shard_loader *l, const struct shard_plan *plan, uint32_t *idx)
+static int plan_rest(struct shard_loader *l, const struct shard_assignment *a, struct gs_error *err)
 {
     const struct shard_manifest *m = l->cfg.manifest;
-    const struct shard_planfile *pf = l->cfg.plan;
-    uint64_t h = FNV_OFFSET;
+    const uint64_t *done = l->cfg.consumed;
+    uint64_t *first = NULL, total, local = 0;
+    uint32_t r = l->cfg.rank;
 
-    for (int i = 0; i < SHARD_DATASET_ID_SIZE - 1; i++)
-        h = fnv_u64(h, (unsigned char)pf->dataset[i]);
-    h = fnv_u64(h, plan->nranks);
-    l->usable = UINT64_MAX;
-    for (uint32_t r = 0; r < plan->nranks; r++) {
-        size_t lo = plan->rank_off[r], n = plan->rank_off[r + 1] - lo;
-        uint64_t samples = 0;
-
-        qsort(idx + lo, n, sizeof(*idx), cmp_u32);
-        h = fnv_u64(h, n);
-        for (size_t k = lo; k < lo + n; k++) {
-            h = fnv_u64(h, idx[k]);
-            samples += samples_in(m->shards[idx[k]].tokens, l->cfg.seq_len);
-        }
-        if (samples < l->usable)
-            l->usable = samples;
+    if (shard_train_first(m, l->cfg.seq_len, &first, &total) < 0 ||
+        (l->rest = malloc((total + 1) * sizeof(*l->rest))) == NULL) {
+        free(first);
+        return gs_error_set(err, -ENOMEM, 0, 0, "loader: out of memory");
     }
-    l->info.digest = h != 0 ? h : 1;
+    l->rest_usable = UINT64_MAX;
+    for (uint32_t q = 0; q < a->nranks; q++) {
+        uint64_t n = 0;
+
+        for (size_t k = a->rank_off[q]; k < a->rank_off[q + 1]; k++)
+            n += shard_rest_unread(done, first[a->shard[k]], first[a->shard[k] + 1]);
+        l->rest_usable = n < l->rest_usable ? n : l->rest_usable;
+    }
+    for (size_t k = a->rank_off[r]; k < a->rank_off[r + 1]; k++) {
+        for (uint64_t g = first[a->shard[k]]; g < first[a->shard[k] + 1]; g++, local++) {
+            if (!((done[g / 64] >> (g % 64)) & 1))
+                l->rest[l->nrest++] = local;
+        }
+    }
+    l->has_rest = true;
+    l->rest_epoch = l->cfg.epoch;
+    free(first);
+    return 0;
 }
 
-/* The plan's assignment: this rank's shards (manifest indices, ascending) into *ret_mine. */
+/* The plan's assignment (rest.h): this rank's shards (manifest indices, ascending) into
+ * *ret_mine, the digest, every rank's samples' minimum (usable) and the start epoch's rest. */
 static int plan_shards(struct shard_loader *l, uint32_t **ret_mine, size_t *ret_n,
                        struct gs_error *err)
 {
-    struct shard_planfile_input pi = {0};
-    struct shard_plan *plan = NULL;
-    struct gs_error perr = {0};
-    uint32_t *idx = NULL, r = l->cfg.rank;
+    const struct shard_manifest *m = l->cfg.manifest;
+    struct shard_assignment *a = NULL;
+    struct gs_error aerr = {0};
+    uint32_t *mine = NULL, r = l->cfg.rank;
     size_t lo, n;
-    int rc = shard_planfile_input(l->cfg.plan, l->cfg.manifest, &pi, &perr);
+    int rc = shard_assignment_new(l->cfg.plan, m, &a, &aerr);
 
-    if (rc == 0)
-        rc = shard_plan(&pi.in, &plan, &perr);
-    if (rc < 0) {
-        gs_error_set(err, rc, 0, 0, "loader: %s%s", rc == -ENOMEM ? "" : "data plan: ", perr.msg);
-        goto out;
-    }
-    idx = malloc((plan->nshards + 1) * sizeof(*idx));
-    if (idx == NULL) {
+    if (rc < 0)
+        return gs_error_set(err, rc, 0, 0, "loader: %s", aerr.msg);
+    lo = a->rank_off[r];
+    n = a->rank_off[r + 1] - lo;
+    mine = malloc((n + 1) * sizeof(*mine));
+    if (mine == NULL) {
         rc = gs_error_set(err, -ENOMEM, 0, 0, "loader: out of memory");
         goto out;
     }
-    for (size_t k = 0; k < plan->nshards; k++)
-        idx[k] = pi.manifest_index[plan->reads[k].shard];
-    lo = plan->rank_off[r];
-    n = plan->rank_off[r + 1] - lo;
+    memcpy(mine, a->shard + lo, n * sizeof(*mine));
     for (size_t k = lo; k < lo + n; k++)
-        l->info.local_shards += plan->reads[k].local;
-    digest_ranks(l, plan, idx);
-    memmove(idx, idx + lo, n * sizeof(*idx));
-    *ret_mine = idx;
-    *ret_n = n;
-    idx = NULL;
+        l->info.local_shards += a->local[k];
+    l->usable = UINT64_MAX;
+    for (uint32_t q = 0; q < a->nranks; q++) {
+        uint64_t samples = 0;
+
+        for (size_t k = a->rank_off[q]; k < a->rank_off[q + 1]; k++)
+            samples += samples_in(m->shards[a->shard[k]].tokens, l->cfg.seq_len);
+        l->usable = samples < l->usable ? samples : l->usable;
+    }
+    l->info.digest = a->digest;
+    if (l->cfg.consumed != NULL)
+        rc = plan_rest(l, a, err);
+    if (rc == 0) {
+        *ret_mine = mine;
+        *ret_n = n;
+        mine = NULL;
+    }
 out:
-    free(idx);
-    shard_plan_free(plan);
-    shard_planfile_input_release(&pi);
+    free(mine);
+    shard_assignment_free(a);
     return rc;
+}
+
+/* Whether epoch is the start epoch read after a change (only its rest). */
+static bool in_rest(const struct shard_loader *l, uint64_t epoch)
+{
+    return l->has_rest && epoch == l->rest_epoch;
+}
+
+/* Plan mode: the entries of epoch's order every rank may take (L in loader.h). */
+static uint64_t usable_in(const struct shard_loader *l, uint64_t epoch)
+{
+    return in_rest(l, epoch) ? l->rest_usable : l->usable;
+}
+
+/* Plan mode: epoch's order of this rank's samples (in the rest epoch, of those left). */
+static void plan_order(const struct shard_loader *l, uint64_t epoch, uint64_t *order)
+{
+    if (!in_rest(l, epoch)) {
+        shard_loader_rank_permutation(l->cfg.seed, epoch, l->cfg.rank, l->nsamples, order);
+        return;
+    }
+    shard_loader_rank_permutation(l->cfg.seed, epoch, l->cfg.rank, l->nrest, order);
+    for (uint64_t i = 0; i < l->nrest; i++)
+        order[i] = l->rest[order[i]];
 }
 
 /* Plan mode: whether every rank has a step's samples. */
@@ -357,16 +376,28 @@ static int check_plan_steps(const struct shard_loader *l, struct gs_error *err)
                         l->nsamples, l->nshards);
 }
 
-/* The digest rule (loader.h), then whether the start position lies inside the epoch. */
+/* The digest rule (loader.h), a rest too short for a step, then whether the start position
+ * lies inside the epoch. */
 static int place_start(struct shard_loader *l, struct gs_error *err)
 {
-    uint64_t limit = l->plan_mode ? l->usable * l->world : l->nsamples;
+    uint64_t limit;
 
     if (l->cfg.position_digest != l->info.digest && l->sample > 0) {
         l->epoch++;
         l->sample = 0;
         l->info.moved = true;
+        l->has_rest = false; /* the rest was of another assignment's positions */
     }
+    if (l->has_rest) {
+        l->info.rest_samples = l->nrest;
+        l->info.rest_steps = l->rest_usable / l->rank_batch;
+        if (l->info.rest_steps == 0) { /* fewer than a step left: on to the next epoch */
+            l->has_rest = false;
+            l->epoch++;
+            l->sample = 0;
+        }
+    }
+    limit = l->plan_mode ? usable_in(l, l->epoch) * l->world : l->nsamples;
     if (l->plan_mode && l->sample % l->world != 0)
         return gs_error_set(err, -EINVAL, 0, 0,
                             "loader: position sample %" PRIu64 " does not divide by world %" PRIu32,
@@ -491,7 +522,7 @@ static int need_shard(struct shard_loader *l, size_t k, struct gs_error *err)
 static void plan_next(const struct shard_loader *l, uint64_t *epoch, uint64_t *sample)
 {
     *sample += l->cfg.global_batch;
-    if (*sample / l->world + l->rank_batch > l->usable) {
+    if (*sample / l->world + l->rank_batch > usable_in(l, *epoch)) {
         (*epoch)++;
         *sample = 0;
     }
@@ -503,7 +534,7 @@ static const uint64_t *order_of(struct shard_loader *l, uint64_t epoch)
     if (l->have_order && l->order_epoch == epoch)
         return l->order;
     if (!l->have_ahead || l->ahead_epoch != epoch) {
-        shard_loader_rank_permutation(l->cfg.seed, epoch, l->cfg.rank, l->nsamples, l->ahead_order);
+        plan_order(l, epoch, l->ahead_order);
         l->ahead_epoch = epoch;
         l->have_ahead = true;
     }
@@ -633,12 +664,12 @@ static int fill_train_plan(struct shard_loader *l, struct slot *s, struct gs_err
     uint64_t gb = l->cfg.global_batch, w = l->world, at;
     int rc;
 
-    if (l->sample / w + l->rank_batch > l->usable) {
+    if (l->sample / w + l->rank_batch > usable_in(l, l->epoch)) {
         l->epoch++;
         l->sample = 0;
     }
     if (!l->have_order || l->order_epoch != l->epoch) {
-        shard_loader_rank_permutation(l->cfg.seed, l->epoch, l->cfg.rank, l->nsamples, l->order);
+        plan_order(l, l->epoch, l->order);
         l->order_epoch = l->epoch;
         l->have_order = true;
     }
@@ -656,7 +687,7 @@ static int fill_train_plan(struct shard_loader *l, struct slot *s, struct gs_err
             return rc;
     }
     l->sample += gb;
-    if (l->sample / w + l->rank_batch > l->usable) {
+    if (l->sample / w + l->rank_batch > usable_in(l, l->epoch)) {
         s->batch.next_epoch = l->epoch + 1;
         s->batch.next_sample = 0;
     }
@@ -818,6 +849,7 @@ void shard_loader_free(struct shard_loader *l)
     free(l->hinted);
     free(l->ahead_order);
     free(l->order);
+    free(l->rest);
     free(l->window);
     free(l);
 }

@@ -59,6 +59,17 @@
  * that changed, a plan-mode checkpoint resumed without a plan and a checkpoint from before
  * digests (0) resumed with one; a fresh start (0, 0) is never moved.
  *
+ * The rest of an epoch (plan mode, cfg.consumed set; rest.h). A caller that resumes under
+ * another assignment in the middle of epoch e works out the samples e read already
+ * (shard_rest_consumed, from the old plan and position) and starts the new loader at (e, 0)
+ * with them as cfg.consumed. Epoch e then reads only the others: rank r's order is its
+ * permutation from (seed, e, r) of its samples not read, each rank takes the steps the one
+ * with fewest such samples has (rest_steps), and positions count within that rest (a
+ * checkpoint of (e, s) resumes there when cfg.consumed and the digest are the same again).
+ * Epochs after it read everything, as always. A rest of less than a step starts at (e + 1,
+ * 0). No sample is read twice in an epoch; a rank with more left than the fewest skips the
+ * excess, as a rank with more samples does in any epoch.
+ *
  * Stream mode (plan mode with cfg.fetch set; issue 19, docs/data.md "Streaming"). The node's
  * worker is still copying some of this rank's train shards into the directory (each appears
  * by rename, complete and verified), and cfg.fetch asks it for one. shard_loader_new does
@@ -140,6 +151,10 @@ struct shard_loader_config {
     const struct shard_planfile *plan;
     /* The assignment digest recorded with (epoch, sample); 0 when none was (the rule above). */
     uint64_t position_digest;
+    /* Plan mode: epoch's samples read already under another assignment (the rest of an
+     * epoch, above; a bitmap over the dataset's train ids, rest.h), or NULL. Borrowed, read
+     * only while shard_loader_new runs. */
+    const uint64_t *consumed;
     /* Stream mode (above), plan mode's train split only. NULL: every shard of this rank must
      * be there at start. fetch_data is passed to fetch and not freed. */
     shard_loader_fetch_fn fetch;
@@ -195,6 +210,8 @@ struct shard_loader_info {
     uint64_t steps_per_epoch; /* train: full steps an epoch has, the same on every rank */
     uint64_t epoch, sample;   /* the position of the first step */
     bool moved;               /* the digest rule moved that start to the next epoch */
+    uint64_t rest_samples;    /* with cfg.consumed: this rank's samples left in the start epoch */
+    uint64_t rest_steps;      /* ... and the steps every rank takes of them (0: moved on) */
     /* Stream mode; 0 otherwise. The last three grow as the reader goes (read them again). */
     uint32_t absent_shards;  /* of shards, those whose files were not there at start */
     uint32_t fetched_shards; /* of those, opened since (arrived before use, or waited for) */

@@ -4,6 +4,9 @@
  * most once, every rank agrees on the steps of an epoch without talking, the order is a
  * function of (seed, epoch, rank), a position resumes exactly, a different assignment moves
  * the start to the next epoch, and a rank reads from a directory holding only its shards.
+ * The rest of an epoch (rest.h): the samples a first assignment read are worked out
+ * exactly, a second reads only the others in that epoch, resumes inside that rest, and a
+ * third change adds its reads to the set.
  * Stream mode: a rank whose shards arrive while it reads (a fetch callback standing in for
  * the worker copies each from the full dataset) delivers the same batches, byte for byte,
  * hints each missing shard fetch_ahead steps before the step that first reads it, waits only
@@ -24,6 +27,7 @@
 #include "dataset.h"
 #include "sharding/loader.h"
 #include "sharding/planfile.h"
+#include "sharding/rest.h"
 
 #define T 8
 #define NTRAIN 6
@@ -765,5 +769,155 @@ Test(loader_plan, a_shard_still_missing_after_its_fetch_is_an_error_naming_it)
     cr_expect_eq(shard_loader_new(&cfg, &l, &err), -ENOENT);
     cr_expect_not_null(strstr(err.msg, "val-00006.bin"), "%s", err.msg);
     shard_manifest_free(cache);
+    shard_planfile_free(pf);
+}
+
+/* --- the rest of an epoch after a change of assignment --- */
+
+static bool has(const uint64_t *bits, unsigned id)
+{
+    return (bits[id / 64] >> (id % 64)) & 1;
+}
+
+static unsigned count_bits(const uint64_t *bits, uint64_t n)
+{
+    unsigned c = 0;
+
+    for (uint64_t g = 0; g < n; g++)
+        c += has(bits, (unsigned)g);
+    return c;
+}
+
+Test(loader_plan, a_new_assignment_mid_epoch_reads_the_rest_of_that_epoch)
+{
+    enum { PER = 2, BEFORE = 5, IN_REST = 2 };
+    struct shard_planfile *a = halves();
+    /* Node 0 holds shards 0-3, node 1 shards 4-5; a wide band keeps them there (40 and 20). */
+    struct shard_planfile *b = plan_of("[0, 1]", "0-3,6", "4-6", 1.0);
+    unsigned first[2][BEFORE * PER], rest[2][40], again[40];
+    uint64_t *done = NULL, *done2 = NULL, nbits = 0, digest_a, digest_b;
+    struct shard_loader_info info[2];
+    struct shard_loader_batch last;
+    bool seen[60] = {false};
+
+    for (uint32_t r = 0; r < 2; r++) { /* assignment a: five steps of 2 x 2 samples */
+        struct shard_loader_config cfg = config(a, 2 * PER, r, 2);
+        struct shard_loader *l = start(&cfg);
+
+        shard_loader_info(l, &info[r]);
+        read_ids(l, BEFORE, PER, first[r], &last);
+        shard_loader_free(l);
+    }
+    digest_a = info[0].digest;
+    cr_assert_eq(last.next_sample, BEFORE * 2 * PER);
+    cr_assert_eq(
+        shard_rest_consumed(manifest, a, T, 1234, 0, BEFORE * 2 * PER, NULL, &done, &nbits, &err),
+        0, "%s", err.msg);
+    cr_assert_eq(nbits, 60, "six train shards of 10 samples");
+    cr_assert_eq(count_bits(done, nbits), 2 * BEFORE * PER, "exactly what was read");
+    for (uint32_t r = 0; r < 2; r++) {
+        for (unsigned i = 0; i < BEFORE * PER; i++) {
+            cr_assert(has(done, first[r][i]), "sample %u read by rank %u", first[r][i], r);
+            seen[first[r][i]] = true;
+        }
+    }
+    for (uint32_t r = 0; r < 2; r++) { /* assignment b, from (0, 0) with those as read */
+        struct shard_loader_config cfg = config(b, 2 * PER, r, 2);
+        struct shard_loader *l;
+
+        cfg.consumed = done;
+        l = start(&cfg);
+        shard_loader_info(l, &info[r]);
+        cr_assert_eq(info[r].epoch, 0);
+        cr_assert_gt(info[r].rest_steps, 0);
+        read_ids(l, (unsigned)info[r].rest_steps, PER, rest[r], &last);
+        cr_expect_eq(last.next_epoch, 1, "after the rest, the next epoch");
+        cr_expect_eq(last.next_sample, 0);
+        shard_loader_free(l);
+    }
+    digest_b = info[0].digest;
+    cr_assert_neq(digest_a, digest_b, "another assignment");
+    cr_assert_eq(info[0].rest_steps, info[1].rest_steps, "every rank takes the same steps");
+    cr_expect_eq(info[0].rest_samples + info[1].rest_samples, 60 - 2 * BEFORE * PER);
+    cr_expect_eq(info[0].rest_steps,
+                 (info[0].rest_samples < info[1].rest_samples ? info[0].rest_samples
+                                                              : info[1].rest_samples) /
+                     PER);
+    for (uint32_t r = 0; r < 2; r++) {
+        for (unsigned i = 0; i < info[r].rest_steps * PER; i++) {
+            cr_assert_not(seen[rest[r][i]], "sample %u read twice in epoch 0", rest[r][i]);
+            seen[rest[r][i]] = true;
+            cr_assert((r == 0) == (rest[r][i] < 40), "rank %u reads only its shards", r);
+        }
+    }
+    { /* resumed inside the rest with the same assignment: where it left off */
+        struct shard_loader_config cfg = config(b, 2 * PER, 0, 2);
+        struct shard_loader *l;
+
+        cfg.consumed = done;
+        cfg.sample = IN_REST * 2 * PER;
+        cfg.position_digest = digest_b;
+        l = start(&cfg);
+        read_ids(l, (unsigned)info[0].rest_steps - IN_REST, PER, again, NULL);
+        shard_loader_free(l);
+        cr_expect_eq(memcmp(again, rest[0] + IN_REST * PER,
+                            (info[0].rest_steps - IN_REST) * PER * sizeof(unsigned)),
+                     0);
+    }
+    /* A third change inside the rest: what b read is added to the set. */
+    cr_assert_eq(
+        shard_rest_consumed(manifest, b, T, 1234, 0, IN_REST * 2 * PER, done, &done2, &nbits, &err),
+        0, "%s", err.msg);
+    cr_expect_eq(count_bits(done2, nbits), 2 * BEFORE * PER + IN_REST * 2 * PER);
+    for (uint32_t r = 0; r < 2; r++) {
+        for (unsigned i = 0; i < IN_REST * PER; i++)
+            cr_expect(has(done2, rest[r][i]));
+    }
+    free(done2);
+    /* Positions no loader of that plan reached are refused. */
+    cr_expect_eq(shard_rest_consumed(manifest, a, T, 1234, 0, 21, NULL, &done2, &nbits, &err),
+                 -EINVAL);
+    cr_expect(strstr(err.msg, "not one of the old plan's 2 ranks' positions") != NULL, "%s",
+              err.msg);
+    cr_expect_eq(shard_rest_consumed(manifest, NULL, T, 1234, 0, 4, done, &done2, &nbits, &err),
+                 -EINVAL, "a rest is read under a plan");
+    free(done);
+    shard_planfile_free(a);
+    shard_planfile_free(b);
+}
+
+Test(loader_plan, without_a_plan_the_first_positions_of_the_seeded_order_were_read)
+{
+    struct shard_loader_config cfg = config(NULL, 4, 0, 1);
+    struct shard_loader *l = start(&cfg);
+    unsigned ids[12];
+    uint64_t *done = NULL, nbits = 0;
+
+    read_ids(l, 3, 4, ids, NULL);
+    shard_loader_free(l);
+    cr_assert_eq(shard_rest_consumed(manifest, NULL, T, 1234, 0, 12, NULL, &done, &nbits, &err), 0,
+                 "%s", err.msg);
+    cr_expect_eq(count_bits(done, nbits), 12);
+    for (unsigned i = 0; i < 12; i++)
+        cr_expect(has(done, ids[i]), "sample %u", ids[i]);
+    free(done);
+}
+
+Test(loader_plan, a_rest_of_less_than_a_step_moves_to_the_next_epoch)
+{
+    struct shard_planfile *pf = halves();
+    struct shard_loader_config cfg = config(pf, 4, 0, 2);
+    struct shard_loader *l;
+    struct shard_loader_info info;
+    uint64_t done[1] = {~UINT64_C(0) >> 4}; /* all 60 read: none left */
+
+    cfg.consumed = done;
+    cfg.epoch = 2;
+    l = start(&cfg);
+    shard_loader_info(l, &info);
+    cr_expect_eq(info.rest_steps, 0);
+    cr_expect_eq(info.epoch, 3);
+    cr_expect_eq(info.sample, 0);
+    shard_loader_free(l);
     shard_planfile_free(pf);
 }
