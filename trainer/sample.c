@@ -84,7 +84,7 @@ int trn_sample(const char *path, const struct trn_sample_opts *o, FILE *out, str
     if (rc == 0 && (rc = trn_model_new(&shape, GS_KERN_F32, 1, &m)) < 0)
         gs_buf_printf(err, "model: %s", strerror(-rc));
     if (rc == 0)
-        rc = trn_state_load(tf, path, m, &st, err);
+        rc = trn_state_load(tf, path, m, &st, NULL, err);
     trn_tf_close(tf);
     window = calloc(shape.context + 1, sizeof(*window));
     logits = calloc(shape.vocab + 1, sizeof(*logits));

@@ -7,6 +7,7 @@
 #include "trainer/state.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define FORMAT 1
@@ -81,22 +82,44 @@ static void describe(struct trn_tensor *t, struct small *s, struct trn_model *m)
                                         .data = trn_model_adam_v(m)};
 }
 
-size_t trn_state_size(const struct trn_model *m)
+/* "data.rest"'s int32 count for a bitmap of bits bits: the count, then the words, as pairs. */
+static size_t rest_ints(uint64_t bits)
 {
-    struct trn_tensor t[NT];
-    struct small s;
-
-    describe(t, &s, (struct trn_model *)m); /* only sizes are read */
-    return trn_tf_size(t, NT);
+    return 2 + 2 * (size_t)((bits + 63) / 64);
 }
 
-int trn_state_save(struct trn_model *m, const struct trn_state *st, void *buf, size_t size)
+static struct trn_tensor rest_tensor(uint64_t bits, int32_t *data)
+{
+    return (struct trn_tensor){.name = "data.rest",
+                               .dtype = TRN_TF_I32,
+                               .rank = 1,
+                               .dims = {(uint32_t)rest_ints(bits)},
+                               .data = data};
+}
+
+size_t trn_state_size(const struct trn_model *m, const struct trn_state *st)
+{
+    struct trn_tensor t[NT + 1];
+    struct small s;
+    size_t n = NT;
+
+    describe(t, &s, (struct trn_model *)m); /* only sizes are read */
+    if (st->data_rest_bits > 0)
+        t[n++] = rest_tensor(st->data_rest_bits, NULL);
+    return trn_tf_size(t, n);
+}
+
+int trn_state_save(struct trn_model *m, const struct trn_state *st, const uint64_t *rest, void *buf,
+                   size_t size)
 {
     const struct trn_model_shape *sh = trn_model_shape(m);
-    struct trn_tensor t[NT];
+    struct trn_tensor t[NT + 1];
     struct small s = {.format = {FORMAT}};
+    int32_t *ri = NULL;
+    size_t n = NT;
+    int rc;
 
-    if (trn_model_nparams(m) > UINT32_MAX)
+    if (trn_model_nparams(m) > UINT32_MAX || rest_ints(st->data_rest_bits) > UINT32_MAX)
         return -EINVAL;
     s.shape[0] = (int32_t)sh->layers;
     s.shape[1] = (int32_t)sh->heads;
@@ -118,7 +141,46 @@ int trn_state_save(struct trn_model *m, const struct trn_state *st, void *buf, s
     for (int i = 0; i < 4; i++)
         put64(s.rng + 2 * i, st->rng.s[i]);
     describe(t, &s, m);
-    return trn_tf_serialize(buf, size, t, NT);
+    if (st->data_rest_bits > 0) {
+        ri = malloc(rest_ints(st->data_rest_bits) * sizeof(*ri));
+        if (ri == NULL)
+            return -ENOMEM;
+        put64(ri, st->data_rest_bits);
+        for (size_t w = 0; w < (st->data_rest_bits + 63) / 64; w++)
+            put64(ri + 2 + 2 * w, rest[w]);
+        t[n++] = rest_tensor(st->data_rest_bits, ri);
+    }
+    rc = trn_tf_serialize(buf, size, t, n);
+    free(ri);
+    return rc;
+}
+
+/* "data.rest" into *ret (NULL, 0 bits without it). 0, -EINVAL (malformed), -ENOMEM. */
+static int load_rest(const struct trn_tf *tf, const char *path, uint64_t **ret, uint64_t *ret_bits,
+                     struct gs_buf *err)
+{
+    const struct trn_tensor *t = trn_tf_find(tf, "data.rest");
+    const int32_t *v;
+    uint64_t bits, *words;
+
+    *ret = NULL;
+    *ret_bits = 0;
+    if (t == NULL)
+        return 0;
+    v = t->data;
+    bits = t->dtype == TRN_TF_I32 && trn_tensor_count(t) >= 2 ? get64(v) : 0;
+    if (bits == 0 || bits > UINT64_MAX / 2 || trn_tensor_count(t) != rest_ints(bits)) {
+        gs_buf_printf(err, "%s: tensor data.rest malformed", path);
+        return -EINVAL;
+    }
+    words = malloc(((bits + 63) / 64) * sizeof(*words));
+    if (words == NULL)
+        return -ENOMEM;
+    for (size_t w = 0; w < (bits + 63) / 64; w++)
+        words[w] = get64(v + 2 + 2 * w);
+    *ret = words;
+    *ret_bits = bits;
+    return 0;
 }
 
 static const int32_t *ints(const struct trn_tf *tf, const char *path, const char *name, size_t n,
@@ -171,7 +233,7 @@ static uint64_t data_plan_of(const struct trn_tf *tf)
 }
 
 int trn_state_load(const struct trn_tf *tf, const char *path, struct trn_model *m,
-                   struct trn_state *st, struct gs_buf *err)
+                   struct trn_state *st, uint64_t **ret_rest, struct gs_buf *err)
 {
     const struct trn_model_shape *want = trn_model_shape(m);
     struct trn_model_shape have;
@@ -224,5 +286,12 @@ int trn_state_load(const struct trn_tf *tf, const char *path, struct trn_model *
     st->scaler.clean_steps = (uint32_t)sc[9];
     for (int i = 0; i < 4; i++)
         st->rng.s[i] = get64(rng + 2 * i);
+    st->data_rest_bits = 0;
+    if (ret_rest != NULL) {
+        int rc = load_rest(tf, path, ret_rest, &st->data_rest_bits, err);
+
+        if (rc < 0)
+            return rc;
+    }
     return trn_model_sync(m);
 }

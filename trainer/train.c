@@ -33,11 +33,13 @@
 #include "sharding/loader.h"
 #include "sharding/manifest.h"
 #include "sharding/planfile.h"
+#include "sharding/rest.h"
 #include "common/clock.h"
 #include "common/crc32c.h"
 #include "trainer/ckpt.h"
 #include "trainer/comm.h"
 #include "trainer/datafetch.h"
+#include "trainer/datarest.h"
 #include "trainer/ddp.h"
 #include "trainer/metrics.h"
 #include "trainer/model.h"
@@ -64,6 +66,10 @@ struct run {
     struct trn_metrics *metrics;
     struct trn_report *report; /* rank 0 inside a gsched job: progress to gschedd */
     struct trn_state st;
+    /* st.data_rest_bits > 0: the samples read in the rest's epoch (rest_epoch) before the
+     * rest began (sharding/rest.h); checkpoints carry it while the position is in it. */
+    uint64_t *rest;
+    uint64_t rest_epoch;
     struct trn_lr_schedule lr;
     char *ckpt_dir, *metrics_path, *plot_path;
     bool has_val;
@@ -427,6 +433,12 @@ static void note_data_start(struct run *r, const struct shard_loader_info *info)
                 "samples; %llu steps an epoch on every rank\n",
                 r->rank, info->shards, info->local_shards, (unsigned long long)info->samples,
                 (unsigned long long)info->steps_per_epoch);
+    if (info->rest_steps > 0 && r->log != NULL)
+        fprintf(r->log,
+                "data: epoch %llu's rest: rank %u has %llu of its samples not read yet; %llu "
+                "steps of them on every rank\n",
+                (unsigned long long)info->epoch, r->rank, (unsigned long long)info->rest_samples,
+                (unsigned long long)info->rest_steps);
     if (info->moved && r->out != NULL)
         fprintf(r->out,
                 "data: the checkpoint's position (epoch %llu, sample %llu) was reached under "
@@ -508,6 +520,7 @@ static int start_loader(struct run *r)
         .prefetch = r->cfg->prefetch,
         .plan = r->plan,
         .position_digest = r->st.data_plan,
+        .consumed = r->st.data_rest_bits > 0 ? r->rest : NULL,
         .on_fill = on_fill,
         .fill_data = r,
     };
@@ -533,6 +546,9 @@ static int start_loader(struct run *r)
     r->st.data_plan = info.digest;
     r->st.data_epoch = info.epoch;
     r->st.data_sample = info.sample;
+    if (info.rest_steps == 0)
+        r->st.data_rest_bits = 0; /* no rest to read: none, or moved on */
+    r->rest_epoch = info.epoch;
     return 0;
 }
 
@@ -582,11 +598,27 @@ static int resume(struct run *r)
     }
     rc = trn_tf_open(path, &tf, r->err);
     if (rc == 0)
-        rc = trn_state_load(tf, path, r->model, &r->st, r->err);
+        rc = trn_state_load(tf, path, r->model, &r->st, &r->rest, r->err);
     if (rc == 0)
         fprintf(r->out, "resuming from %s at step %llu\n", path, (unsigned long long)r->st.step);
     trn_tf_close(tf);
     free(path);
+    return rc;
+}
+
+/* Resumed under another data assignment inside an epoch: the epoch's rest (datarest.h). */
+static int data_rest(struct run *r)
+{
+    struct trn_data_rest_in in = {.manifest = r->manifest,
+                                  .plan = r->plan,
+                                  .ckpt_dir = r->ckpt_dir,
+                                  .seq_len = r->T,
+                                  .seed = r->cfg->data_seed,
+                                  .out = r->out};
+    int rc = trn_data_rest(&in, &r->st, &r->rest);
+
+    if (rc < 0)
+        gs_buf_printf(r->err, "data: %s", strerror(-rc));
     return rc;
 }
 
@@ -602,6 +634,15 @@ static int share_state(struct run *r)
         rc = trn_comm_broadcast(r->comm, trn_model_adam_v(r->model), bytes, 0);
     if (rc == 0)
         rc = trn_comm_broadcast(r->comm, &r->st, sizeof(r->st), 0);
+    if (rc == 0 && r->st.data_rest_bits > 0 && !r->lead) {
+        free(r->rest);
+        r->rest = malloc(shard_rest_words(r->st.data_rest_bits) * sizeof(*r->rest));
+        if (r->rest == NULL)
+            return -ENOMEM;
+    }
+    if (rc == 0 && r->st.data_rest_bits > 0)
+        rc = trn_comm_broadcast(r->comm, r->rest,
+                                shard_rest_words(r->st.data_rest_bits) * sizeof(*r->rest), 0);
     if (rc == 0)
         rc = trn_model_sync(r->model);
     if (rc < 0)
@@ -868,6 +909,8 @@ static int setup(struct run *r)
     trn_rng_seed(&r->st.rng, cfg->seed);
     if (rc == 0 && r->lead)
         rc = resume(r);
+    if (rc == 0 && r->lead)
+        rc = data_rest(r);
     if (rc == 0 && r->world > 1)
         rc = share_state(r);
     if (rc == 0 && (r->world > 1 || cfg->ddp_always))
@@ -922,6 +965,7 @@ static void teardown(struct run *r)
     gs_kern_gpu_free(r->gpu); /* after the model, whose arena lives on it */
     shard_manifest_free(r->manifest);
     shard_planfile_free(r->plan);
+    free(r->rest);
     free(r->ckpt_dir);
     free(r->metrics_path);
     free(r->plot_path);
@@ -941,6 +985,8 @@ static int next_batch(struct run *r, struct shard_loader_batch *b, double *data_
     *data_ms += (double)b->wait_ns / 1e6;
     r->st.data_epoch = b->next_epoch;
     r->st.data_sample = b->next_sample;
+    if (b->next_epoch != r->rest_epoch)
+        r->st.data_rest_bits = 0; /* past the rest: whole epochs from here */
     return 0;
 }
 
@@ -1190,7 +1236,7 @@ static void stall_span(struct run *r, uint64_t from, uint64_t stall_ns)
 
 static int checkpoint(struct run *r, double *stall_ms)
 {
-    size_t size = trn_state_size(r->model);
+    size_t size = trn_state_size(r->model, &r->st);
     uint64_t stall_ns = 0, from = tnow(r);
     void *buf;
     int rc = trn_ckpt_stage(r->writer, size, &buf, &stall_ns);
@@ -1204,7 +1250,7 @@ static int checkpoint(struct run *r, double *stall_ms)
      * the staging and the write go on behind the next steps. */
     rc = trn_model_fetch(r->model);
     if (rc == 0)
-        rc = trn_state_save(r->model, &r->st, buf, size);
+        rc = trn_state_save(r->model, &r->st, r->rest, buf, size);
     if (rc == 0)
         rc = trn_ckpt_submit(r->writer, r->st.step, size);
     *stall_ms += (double)stall_ns / 1e6;

@@ -11,7 +11,9 @@
 #     job trains and evaluates, each rank reading only shards its own directory holds (the
 #     others are not there to open); stopped at step 10 and resumed with the same plan, the
 #     losses are bitwise those of the straight run; resumed under another assignment (ranks
-#     swapped between the nodes), the run says so and continues at the next epoch.
+#     swapped between the nodes), the run says so and reads the rest of epoch 0 (the samples
+#     it has not read), its checkpoints carrying that rest so that a third run goes on in
+#     it; without the old plan beside the checkpoints it continues at the next epoch.
 set -u
 name=trainer_plan
 . "$(dirname "$0")/lib.sh"
@@ -200,10 +202,28 @@ GSCHED_TRAIN_SIGNAL_AT=10 GSCHED_DATA_PLAN="$tmp/plan2.toml" mpi 2 "$tmp/rank.sh
   "$bin/gsched-train" train "$tmp/tiny.toml" --out_dir="$tmp/c" > "$tmp/c1.log" 2>&1
 status=$?
 [ $status = 75 ] || fail "stopped 2-rank run: exit $status, want 75: $(cat "$tmp/c1.log")"
+mkdir -p "$tmp/d" && cp -r "$tmp/c/checkpoints" "$tmp/d/" # for the run without the old plan
 SWAP=1 GSCHED_DATA_PLAN="$tmp/swapped.toml" mpi 2 "$tmp/rank.sh" "$bin/gsched-train" train \
   "$tmp/tiny.toml" --out_dir="$tmp/c" > "$tmp/c2.log" 2>&1 || fail "swapped: $(cat "$tmp/c2.log")"
 grep -q "data: rank 0 reads GSCHED_DATA_DIR=$tmp/node1" "$tmp/c2.log" || fail "$(cat "$tmp/c2.log")"
-grep -qE 'data: the checkpoint.s position \(epoch 0, sample 80\) was reached under another data assignment .*continuing at the start of epoch 1$' \
-  "$tmp/c2.log" || fail "no next-epoch line: $(cat "$tmp/c2.log")"
+grep -qE 'data: the checkpoint.s position \(epoch 0, sample 80\) was reached under another data assignment .*: epoch 0 goes on with the samples it has not read$' \
+  "$tmp/c2.log" || fail "no rest-of-epoch line: $(cat "$tmp/c2.log")"
+for r in 0 1; do
+  grep -qE "^data: epoch 0's rest: rank $r has [0-9]+ of its samples not read yet; [0-9]+ steps" \
+    "$tmp/c2.log" || fail "no rest line for rank $r: $(cat "$tmp/c2.log")"
+done
 grep -q '^done: 20 steps' "$tmp/c2.log" || fail "swapped run did not finish: $(cat "$tmp/c2.log")"
+# Its checkpoints carry the rest: resumed again under the same plan, it goes on inside it.
+SWAP=1 GSCHED_DATA_PLAN="$tmp/swapped.toml" mpi 2 "$tmp/rank.sh" "$bin/gsched-train" train \
+  "$tmp/tiny.toml" --out_dir="$tmp/c" --optim.steps=22 > "$tmp/c3.log" 2>&1 ||
+  fail "resumed in the rest: $(cat "$tmp/c3.log")"
+grep -q "^data: epoch 0's rest: rank 0 has" "$tmp/c3.log" || fail "no rest in c3: $(cat "$tmp/c3.log")"
+! grep -q 'another data assignment' "$tmp/c3.log" || fail "c3 moved: $(cat "$tmp/c3.log")"
+grep -q '^done: 22 steps' "$tmp/c3.log" || fail "c3 did not finish: $(cat "$tmp/c3.log")"
+# Without the old plan beside the checkpoint the rest cannot be worked out: the next epoch.
+rm -f "$tmp/d/checkpoints"/data-plan-*.toml
+SWAP=1 GSCHED_DATA_PLAN="$tmp/swapped.toml" mpi 2 "$tmp/rank.sh" "$bin/gsched-train" train \
+  "$tmp/tiny.toml" --out_dir="$tmp/d" > "$tmp/d.log" 2>&1 || fail "no old plan: $(cat "$tmp/d.log")"
+grep -qE 'data: the checkpoint.s position \(epoch 0, sample 80\) was reached under another data assignment .*data-plan-[0-9a-f]{16}\.toml.*; continuing at the start of epoch 1$' \
+  "$tmp/d.log" || fail "no next-epoch line: $(cat "$tmp/d.log")"
 echo "$name: all checks passed"

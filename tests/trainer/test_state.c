@@ -33,17 +33,23 @@ static const struct trn_state saved = {
 };
 
 /* The checkpoint image of m and saved; the caller frees *ret_buf. */
-static struct trn_tf *save(struct trn_model *m, void **ret_buf)
+static struct trn_tf *save_with(struct trn_model *m, const struct trn_state *st,
+                                const uint64_t *rest, void **ret_buf)
 {
-    size_t size = trn_state_size(m);
+    size_t size = trn_state_size(m, st);
     void *buf = malloc(size);
     struct trn_tf *tf = NULL;
 
     cr_assert_not_null(buf);
-    cr_assert_eq(trn_state_save(m, &saved, buf, size), 0);
+    cr_assert_eq(trn_state_save(m, st, rest, buf, size), 0);
     cr_assert_eq(trn_tf_parse(buf, size, "ckpt", &tf, NULL), 0);
     *ret_buf = buf;
     return tf;
+}
+
+static struct trn_tf *save(struct trn_model *m, void **ret_buf)
+{
+    return save_with(m, &saved, NULL, ret_buf);
 }
 
 Test(trn_state, the_data_position_and_its_plan_digest_round_trip)
@@ -55,7 +61,8 @@ Test(trn_state, the_data_position_and_its_plan_digest_round_trip)
     struct trn_tf *tf = save(m, &buf);
 
     cr_assert_not_null(trn_tf_find(tf, "data.plan"));
-    cr_assert_eq(trn_state_load(tf, "ckpt", m, &st, &err), 0, "%s", err.data);
+    cr_assert_null(trn_tf_find(tf, "data.rest"), "no rest: no tensor");
+    cr_assert_eq(trn_state_load(tf, "ckpt", m, &st, NULL, &err), 0, "%s", err.data);
     cr_expect_eq(st.step, 12);
     cr_expect_eq(st.data_epoch, 3);
     cr_expect_eq(st.data_sample, 80);
@@ -87,12 +94,38 @@ Test(trn_state, a_checkpoint_from_before_plan_digests_loads_with_none)
     cr_assert_not_null(old_buf);
     cr_assert_eq(trn_tf_serialize(old_buf, size, old, n), 0);
     cr_assert_eq(trn_tf_parse(old_buf, size, "old", &old_tf, NULL), 0);
-    cr_assert_eq(trn_state_load(old_tf, "old", m, &st, &err), 0, "%s", err.data);
+    cr_assert_eq(trn_state_load(old_tf, "old", m, &st, NULL, &err), 0, "%s", err.data);
     cr_expect_eq(st.data_plan, 0);
     cr_expect_eq(st.data_sample, 80);
     trn_tf_close(old_tf);
     trn_tf_close(tf);
     free(old_buf);
+    free(buf);
+    gs_buf_release(&err);
+    trn_model_free(m);
+}
+
+/* Inside the rest of an epoch begun after a change of assignment: its bitmap goes along. */
+Test(trn_state, the_rest_of_an_epoch_round_trips_bit_for_bit)
+{
+    struct trn_model *m = model();
+    struct gs_buf err = GS_BUF_INIT;
+    struct trn_state with = saved, st = {0};
+    uint64_t rest[3] = {UINT64_C(0x8000000000000001), 0, UINT64_C(0x5)}, *back = NULL;
+    void *buf;
+    struct trn_tf *tf;
+
+    with.data_rest_bits = 131;
+    tf = save_with(m, &with, rest, &buf);
+    cr_assert_eq(trn_state_load(tf, "ckpt", m, &st, &back, &err), 0, "%s", err.data);
+    cr_expect_eq(st.data_rest_bits, 131);
+    cr_assert_not_null(back);
+    cr_expect_eq(memcmp(back, rest, sizeof(rest)), 0);
+    free(back);
+    back = NULL;
+    cr_assert_eq(trn_state_load(tf, "ckpt", m, &st, NULL, &err), 0, "%s", err.data);
+    cr_expect_eq(st.data_rest_bits, 0, "a reader that does not ask for it: none");
+    trn_tf_close(tf);
     free(buf);
     gs_buf_release(&err);
     trn_model_free(m);
