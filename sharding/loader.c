@@ -264,14 +264,11 @@ static int plan_rest(struct shard_loader *l, const struct shard_assignment *a, s
 {
     const struct shard_manifest *m = l->cfg.manifest;
     const uint64_t *done = l->cfg.consumed;
-    uint64_t *first = NULL, total, local = 0;
+    uint64_t *first = NULL, total, local = 0, mine = 0;
     uint32_t r = l->cfg.rank;
 
-    if (shard_train_first(m, l->cfg.seq_len, &first, &total) < 0 ||
-        (l->rest = malloc((total + 1) * sizeof(*l->rest))) == NULL) {
-        free(first);
+    if (shard_train_first(m, l->cfg.seq_len, &first, &total) < 0)
         return gs_error_set(err, -ENOMEM, 0, 0, "loader: out of memory");
-    }
     l->rest_usable = UINT64_MAX;
     for (uint32_t q = 0; q < a->nranks; q++) {
         uint64_t n = 0;
@@ -279,6 +276,11 @@ static int plan_rest(struct shard_loader *l, const struct shard_assignment *a, s
         for (size_t k = a->rank_off[q]; k < a->rank_off[q + 1]; k++)
             n += shard_rest_unread(done, first[a->shard[k]], first[a->shard[k] + 1]);
         l->rest_usable = n < l->rest_usable ? n : l->rest_usable;
+        mine = q == r ? n : mine;
+    }
+    if ((l->rest = malloc((mine + 1) * sizeof(*l->rest))) == NULL) {
+        free(first);
+        return gs_error_set(err, -ENOMEM, 0, 0, "loader: out of memory");
     }
     for (size_t k = a->rank_off[r]; k < a->rank_off[r + 1]; k++) {
         for (uint64_t g = first[a->shard[k]]; g < first[a->shard[k] + 1]; g++, local++) {

@@ -182,30 +182,43 @@ static uint64_t rank_samples(const struct shard_assignment *a, uint32_t r, const
     return n;
 }
 
-/* Under the old assignment a: every rank's first sample / nranks entries of its order. */
-static int mark_planned(const struct shard_assignment *a, const uint64_t *first, uint64_t total,
-                        uint64_t seed, uint64_t epoch, uint64_t sample, const uint64_t *base,
-                        uint64_t *bits, struct gs_error *err)
+/* Rank r's sample count in a (those not in base). */
+static uint64_t rank_count(const struct shard_assignment *a, uint32_t r, const uint64_t *first,
+                           const uint64_t *base)
 {
-    uint64_t *list = malloc((total + 1) * sizeof(*list)),
-             *perm = malloc((total + 1) * sizeof(*perm));
-    uint64_t each = sample / a->nranks, fewest = UINT64_MAX;
+    uint64_t n = 0;
+
+    for (size_t k = a->rank_off[r]; k < a->rank_off[r + 1]; k++) {
+        uint64_t lo = first[a->shard[k]], hi = first[a->shard[k] + 1];
+
+        n += base != NULL ? shard_rest_unread(base, lo, hi) : hi - lo;
+    }
+    return n;
+}
+
+/* Under the old assignment a: every rank's first sample / nranks entries of its order. */
+static int mark_planned(const struct shard_assignment *a, const uint64_t *first, uint64_t seed,
+                        uint64_t epoch, uint64_t sample, const uint64_t *base, uint64_t *bits,
+                        struct gs_error *err)
+{
+    uint64_t each = sample / a->nranks, fewest = UINT64_MAX, most = 0, *list = NULL, *perm = NULL;
     int rc = 0;
 
-    if (list == NULL || perm == NULL) {
-        rc = gs_error_set(err, -ENOMEM, 0, 0, "out of memory");
-        goto out;
-    }
     for (uint32_t r = 0; r < a->nranks; r++) {
-        uint64_t n = rank_samples(a, r, first, base, list);
+        uint64_t n = rank_count(a, r, first, base);
 
         fewest = n < fewest ? n : fewest;
+        most = n > most ? n : most;
     }
-    if (sample % a->nranks != 0 || each > fewest) {
-        rc = gs_error_set(err, -EINVAL, 0, 0,
-                          "position sample %" PRIu64 " is not one of the old plan's %" PRIu32
-                          " ranks' positions (each has %" PRIu64 " samples to read)",
-                          sample, a->nranks, fewest);
+    if (sample % a->nranks != 0 || each > fewest)
+        return gs_error_set(err, -EINVAL, 0, 0,
+                            "position sample %" PRIu64 " is not one of the old plan's %" PRIu32
+                            " ranks' positions (each has %" PRIu64 " samples to read)",
+                            sample, a->nranks, fewest);
+    list = malloc((most + 1) * sizeof(*list));
+    perm = malloc((most + 1) * sizeof(*perm));
+    if (list == NULL || perm == NULL) {
+        rc = gs_error_set(err, -ENOMEM, 0, 0, "out of memory");
         goto out;
     }
     for (uint32_t r = 0; r < a->nranks; r++) {
@@ -242,7 +255,7 @@ int shard_rest_consumed(const struct shard_manifest *m, const struct shard_planf
     if (old != NULL) {
         rc = shard_assignment_new(old, m, &a, err);
         if (rc == 0)
-            rc = mark_planned(a, first, total, seed, epoch, sample, base, bits, err);
+            rc = mark_planned(a, first, seed, epoch, sample, base, bits, err);
     } else if (base != NULL) {
         rc = gs_error_set(err, -EINVAL, 0, 0, "an epoch begun after a change reads under a plan");
     } else if (sample > total) {
