@@ -254,7 +254,8 @@ static uint64_t *resv_cut_mask(struct gathered *g, const struct sched_planner_ho
  * job's own, none shared. 0 or -ENOMEM.
  */
 static int resv_over_64(struct gathered *g, const struct sched_planner_hooks *hk,
-                        const struct sched_job *job, uint64_t now_ms, struct sched_node_masks *m)
+                        const struct sched_job *job, uint64_t now_ms,
+                        const struct sched_planner_resv *own, struct sched_node_masks *m)
 {
     uint64_t *gpus = NULL;
 
@@ -266,7 +267,7 @@ static int resv_over_64(struct gathered *g, const struct sched_planner_hooks *hk
     for (size_t i = 0; i < hk->nresv; i++) {
         const struct sched_planner_resv *r = &hk->resv[i];
 
-        if (!resv_meets(r, now_ms, job->spec->time_limit_s))
+        if (r == own || !resv_meets(r, now_ms, job->spec->time_limit_s))
             continue;
         if (r->gpus == NULL) {
             clear_resv_nodes(m->allowed, r, g->words);
@@ -292,12 +293,14 @@ static int resv_over_64(struct gathered *g, const struct sched_planner_hooks *hk
 
 /*
  * A job's advance reservations: narrows m to the nodes it may use. Returns 0 (plan it),
- * 1 (it waits; its reason is written) or -ENOMEM.
+ * 1 (it waits; its reason is written) or -ENOMEM. A job in a FLEX reservation keeps off the
+ * others only, like a job in none, so its own nodes and GPUs stay open to it.
  */
 static int apply_resv(struct gathered *g, const struct sched_planner_hooks *hk,
                       struct sched_job *job, uint64_t now_ms, struct sched_node_masks *m)
 {
     const char *name = job->spec->reservation;
+    const struct sched_planner_resv *own = NULL;
     uint64_t set = 0, gpu_set = 0; /* the whole-node and the GPU reservations it would meet */
 
     if (name != NULL && name[0] != '\0') {
@@ -307,6 +310,11 @@ static int apply_resv(struct gathered *g, const struct sched_planner_hooks *hk,
             set_reason(job, "ReservationDeleted");
             return 1;
         }
+        own = r;
+    }
+    if (own != NULL && !own->flex) {
+        const struct sched_planner_resv *r = own;
+
         if (now_ms < r->start_ms) {
             set_reason(job, "Reservation");
             return 1;
@@ -322,9 +330,9 @@ static int apply_resv(struct gathered *g, const struct sched_planner_hooks *hk,
         return 0;
     }
     for (size_t i = 0; i < hk->nresv; i++) {
-        if (resv_meets(&hk->resv[i], now_ms, job->spec->time_limit_s)) {
+        if (&hk->resv[i] != own && resv_meets(&hk->resv[i], now_ms, job->spec->time_limit_s)) {
             if (i >= 64)
-                return resv_over_64(g, hk, job, now_ms, m);
+                return resv_over_64(g, hk, job, now_ms, own, m);
             if (hk->resv[i].gpus != NULL)
                 gpu_set |= UINT64_C(1) << i;
             else

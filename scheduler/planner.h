@@ -56,6 +56,9 @@ struct sched_planner_resv {
     /* A reservation of some GPUs of its nodes: per node index (the cluster's node count),
      * the GPUs it keeps there (0 on nodes not its own). NULL: it keeps whole nodes. */
     const uint64_t *gpus;
+    /* FLEX: a job naming it may start before it, and use any node or GPU a job naming no
+     * reservation may (other reservations kept) as well as its own. */
+    bool flex;
 };
 
 /* Points req at the masks, which must outlive it. */

@@ -48,7 +48,9 @@
 #define FLAG_IGNORE_JOBS GS__RESERVATION_FLAG__RESERVATION_FLAG_IGNORE_JOBS
 #define FLAG_OVERLAP GS__RESERVATION_FLAG__RESERVATION_FLAG_OVERLAP
 #define FLAG_PURGE_COMP GS__RESERVATION_FLAG__RESERVATION_FLAG_PURGE_COMP
-#define KNOWN_FLAGS (RECUR_FLAGS | FLAG_MAINT | FLAG_IGNORE_JOBS | FLAG_OVERLAP | FLAG_PURGE_COMP)
+#define FLAG_FLEX GS__RESERVATION_FLAG__RESERVATION_FLAG_FLEX
+#define KNOWN_FLAGS                                                                                \
+    (RECUR_FLAGS | FLAG_MAINT | FLAG_IGNORE_JOBS | FLAG_OVERLAP | FLAG_PURGE_COMP | FLAG_FLEX)
 /* PURGE_COMP without a time: Slurm's 5 minutes. */
 #define PURGE_DEFAULT_S 300
 /* A pair of reservations may hold a node at the same time when either has one of these. */
@@ -819,7 +821,9 @@ static const char *flag_names(uint32_t flags, char *out, size_t size)
     if ((flags & FLAG_OVERLAP) != 0 && len < size)
         len += (size_t)snprintf(out + len, size - len, "%sOVERLAP", len > 0 ? "," : "");
     if ((flags & FLAG_PURGE_COMP) != 0 && len < size)
-        snprintf(out + len, size - len, "%sPURGE_COMP", len > 0 ? "," : "");
+        len += (size_t)snprintf(out + len, size - len, "%sPURGE_COMP", len > 0 ? "," : "");
+    if ((flags & FLAG_FLEX) != 0 && len < size)
+        snprintf(out + len, size - len, "%sFLEX", len > 0 ? "," : "");
     return out[0] != '\0' ? out : "none";
 }
 
@@ -1043,9 +1047,12 @@ int sched_resv_view(struct sched_ctx *s, const struct sched_planner_resv **ret, 
                 if (n != NULL && n->index < nnodes)
                     set_bit(&masks[i * words], n->index);
             }
-            view[i] =
-                (struct sched_planner_resv){r->name, r->start_ms, r->end_ms, &masks[i * words],
-                                            r->gpus > 0 ? &rs->gpus[i * (nnodes + 1)] : NULL};
+            view[i] = (struct sched_planner_resv){r->name,
+                                                  r->start_ms,
+                                                  r->end_ms,
+                                                  &masks[i * words],
+                                                  r->gpus > 0 ? &rs->gpus[i * (nnodes + 1)] : NULL,
+                                                  (r->flags & FLAG_FLEX) != 0};
         }
         rs->words = words;
         rs->view_nodes = nnodes;
@@ -1068,12 +1075,13 @@ int sched_resv_admit(struct sched_ctx *s, uint32_t uid, const char *user,
         snprintf(why, size, "reservation: no reservation %.64s", spec->reservation);
         return -EINVAL;
     }
-    if (gs_jobspec_total_nodes(spec) > r->nnode_names) {
+    if ((r->flags & FLAG_FLEX) == 0 && gs_jobspec_total_nodes(spec) > r->nnode_names) {
         snprintf(why, size, "reservation: %.64s holds %zu nodes; the job asks for %u", r->name,
                  r->nnode_names, gs_jobspec_total_nodes(spec));
         return -EINVAL;
     }
-    if (r->gpus > 0 && spec->gpus_per_node > r->gpus / r->nnode_names) {
+    if ((r->flags & FLAG_FLEX) == 0 && r->gpus > 0 &&
+        spec->gpus_per_node > r->gpus / r->nnode_names) {
         snprintf(why, size, "reservation: %.64s keeps %zu GPUs per node; the job asks for %u",
                  r->name, r->gpus / r->nnode_names, spec->gpus_per_node);
         return -EINVAL;
@@ -1102,8 +1110,8 @@ void sched_resv_cap(struct sched_ctx *s, struct sched_job *job, uint64_t now_ms)
     if (job->spec->reservation == NULL || job->spec->reservation[0] == '\0')
         return;
     r = resv_find(s->resvs, job->spec->reservation);
-    if (r == NULL || r->end_ms == 0)
-        return;
+    if (r == NULL || r->end_ms == 0 || (r->flags & FLAG_FLEX) != 0)
+        return; /* FLEX: its jobs may run past its end */
     left_s = r->end_ms > now_ms ? (r->end_ms - now_ms + 999) / 1000 : 1;
     if (job->spec->time_limit_s == GS_DURATION_INFINITE || job->spec->time_limit_s > left_s) {
         GS_LOG(GS_LOG_INFO,

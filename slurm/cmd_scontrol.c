@@ -770,7 +770,7 @@ static void usage(FILE *f)
           "  show reservation [NAME]\n"
           "  create reservation [ReservationName=NAME] StartTime=TIME EndTime=TIME|Duration=TIME\n"
           "                     Nodes=LIST Users=a,b|Accounts=x,y [TRES=gres/gpu=N]\n"
-          "                     [Flags=DAILY|...,MAINT,IGNORE_JOBS,OVERLAP,PURGE_COMP[=T]]\n"
+          "                     [Flags=DAILY|...,MAINT,IGNORE_JOBS,OVERLAP,FLEX,PURGE_COMP[=T]]\n"
           "  update ReservationName=NAME [StartTime=TIME] [EndTime=TIME|Duration=TIME] "
           "[Nodes=LIST]\n"
           "                     [Users=a,b] [Accounts=x,y] [TRES=gres/gpu=N] [Flags=F]\n"

@@ -14,6 +14,8 @@
 # Two reservations of one node are refused unless one says OVERLAP; then both's jobs run there.
 # PURGE_COMP=TIME: a reservation stays while a job in it runs past that time, and is deleted
 # that long after its last job ended; one never used goes that long after its start.
+# FLEX: a job in a reservation of node2 that starts in an hour runs now, on both nodes, its
+# time limit not cut to the reservation's end; a job in none still keeps off node2.
 name="integration_resv"
 . "$(dirname "$0")/lib.sh"
 
@@ -182,6 +184,22 @@ scontrol create reservation ReservationName=unused StartTime=now Duration=60 Nod
   Users=root Flags=PURGE_COMP=0:01 > /dev/null || fail "unused refused"
 wait_for "unused purged a second after its start" 30 \
   eval '! scontrol show reservation unused > /dev/null 2>&1'
+
+# --- FLEX: its jobs start before it, outside it too ---------------------------------------------
+scontrol create reservation ReservationName=flex StartTime=now+1hour Duration=60 Nodes=node2 \
+  Users=root Flags=FLEX > /dev/null || fail "Flags=FLEX refused"
+case $(scontrol show reservation flex) in *" Flags=FLEX "*) ;;
+  *) fail "flex flag: $(scontrol show reservation flex)" ;; esac
+job=$(sbatch --reservation=flex -N 2 -t 120 --wrap=true) || exit 1
+wait_end "$job" 30 || fail "the 2-node job in the 1-node FLEX reservation failed"
+expect "$job" 'sorted(a["node_name"] for a in j["allocation"]) == ["node1", "node2"]' \
+  "on node1 and node2, an hour before the reservation"
+expect "$job" 'j["resources"]["time_limit_s"] == 7200' "its own 2 h limit, not cut to the reservation"
+other=$(sbatch -t 120 -w node2 --wrap=true) || exit 1
+wait_for "a job in no reservation to keep off node2" 15 \
+  is "$other" 'j["state"] == "PENDING" and j["reason"] != ""'
+"$bin/gsched" cancel "$other" > /dev/null || fail "cancel $other"
+scontrol delete ReservationName=flex || fail "delete flex refused"
 check_logs
 stop_cluster
 echo "$name: passed"

@@ -2,7 +2,8 @@
  * test_planner_resv.c: advance reservations in the planning pass (planner.h): a job that
  * names one waits for its start and then runs on its nodes only; other jobs keep off its
  * nodes unless their time limits end them before it starts; a job naming one that is gone
- * waits; the pass says when it must run again (the next start or end).
+ * waits; the pass says when it must run again (the next start or end). A FLEX reservation's
+ * jobs start before it and use nodes outside it as well as its own.
  */
 #include <criterion/criterion.h>
 #include <stdlib.h>
@@ -33,7 +34,8 @@ static void setup(void)
     cr_assert_not_null(jobs);
     memset(&out, 0, sizeof(out));
     /* "maint" holds n1 from T0 + 1 h to T0 + 2 h. */
-    resv[0] = (struct sched_planner_resv){"maint", T0 + 3600000, T0 + 7200000, n1_mask, NULL};
+    resv[0] =
+        (struct sched_planner_resv){"maint", T0 + 3600000, T0 + 7200000, n1_mask, NULL, false};
     hooks = (struct sched_planner_hooks){.resv = resv, .nresv = 1};
 }
 
@@ -173,7 +175,7 @@ Test(planner_resv, jobs_sharing_a_set_of_reservations_share_one_mask)
 {
     static uint64_t n0_mask[1] = {1};
 
-    resv[1] = (struct sched_planner_resv){"later", T0 + 10 * 3600000ull, 0, n0_mask, NULL};
+    resv[1] = (struct sched_planner_resv){"later", T0 + 10 * 3600000ull, 0, n0_mask, NULL, false};
     hooks.nresv = 2;
     for (uint64_t id = 1; id <= 50; id++)
         add(id, 1, GS_DURATION_INFINITE, NULL); /* each meets both: no node is left */
@@ -233,9 +235,9 @@ Test(planner_resv, more_than_64_reservations_still_keep_their_nodes)
 
     for (int i = 0; i < 70; i++) { /* one after another on n1, an hour each */
         snprintf(names[i], sizeof(names[i]), "r%d", i);
-        many[i] = (struct sched_planner_resv){names[i], T0 + (uint64_t)(i + 1) * 3600000,
-                                              T0 + (uint64_t)(i + 2) * 3600000, n1_mask,
-                                              i % 2 ? gpus01_on_n1 : NULL};
+        many[i] = (struct sched_planner_resv){
+            names[i], T0 + (uint64_t)(i + 1) * 3600000, T0 + (uint64_t)(i + 2) * 3600000,
+            n1_mask,  i % 2 ? gpus01_on_n1 : NULL,      false};
     }
     hooks = (struct sched_planner_hooks){.resv = many, .nresv = 70};
     add(1, 4, GS_DURATION_INFINITE, NULL); /* meets every one: n0 */
@@ -249,4 +251,16 @@ Test(planner_resv, more_than_64_reservations_still_keep_their_nodes)
     pass(T0 + 69 * 3600000ull);
     cr_assert_eq(node_of(3), 1, "in r68, on n1");
     cr_assert_not(verdict_of(2)->start, "whole-node r68 keeps n1 from the 4-GPU job");
+}
+
+Test(planner_resv, a_flex_reservations_jobs_start_early_and_outside_it_too)
+{
+    resv[0].flex = true;
+    add(1, 4, 7200, "maint"); /* before its start: on n0, outside it */
+    add(2, 4, 7200, NULL);    /* would run into it: keeps off n1, and n0 is taken */
+    add(3, 4, 7200, "maint"); /* its own node n1, before the start */
+    pass(T0);
+    cr_assert_eq(node_of(1), 0, "a FLEX job need not wait for the start");
+    cr_assert_not(verdict_of(2)->start, "other jobs still keep off n1");
+    cr_assert_eq(node_of(3), 1, "and its jobs may use its node at any time");
 }

@@ -85,9 +85,9 @@ $out"
   [ "$out" = "Reservation created: physics_1" ] || fail "create without a name: $out"
   [[ $(last_record) == *" end=0 nodes=n1 users= accounts=physics" ]] || fail "unlimited: $(last_record)"
   lines=$(wc -l < "$dir/record")
-  expect 1 scontrol create reservation StartTime=now Duration=60 Nodes=n1 Users=alice Flags=FLEX
-  [[ $out == "scontrol: error: create reservation: Flags=FLEX: flag FLEX is not supported"* ]] ||
-    fail "Flags=FLEX: $out"
+  expect 1 scontrol create reservation StartTime=now Duration=60 Nodes=n1 Users=alice Flags=ANY_NODES
+  [[ $out == "scontrol: error: create reservation: Flags=ANY_NODES: flag ANY_NODES is not supported"* ]] ||
+    fail "Flags=ANY_NODES: $out"
   expect 1 scontrol create reservation StartTime=now Duration=60 Nodes=n1 Users=alice Licenses=x:1
   [[ $out == "scontrol: error: create reservation: Licenses=x:1: unknown"*"'Licenses'"* ]] ||
     fail "unknown key: $out"
