@@ -135,6 +135,30 @@ static void prune(const char *dir, uint32_t keep)
     free(steps);
 }
 
+/* The write on the writer's lane, and inside it its parts: the data, fsync, rename (the
+ * directory's fsync with it), so that a slow filesystem shows which one waits. */
+static void trace_write(struct trn_trace *tr, const struct trn_ckpt_writer *w,
+                        const struct trn_write_times *t)
+{
+    static const char *const part[] = {"write data", "fsync", "rename"};
+    const uint64_t at[] = {t->start, t->written, t->synced, t->renamed};
+    struct trn_trace_event ev = {.name = "write",
+                                 .cat = "checkpoint",
+                                 .lane = TRN_TRACE_CKPT_WRITER,
+                                 .start_ns = t->start,
+                                 .end_ns = t->renamed,
+                                 .args = {{"step", (int64_t)w->step}, {"bytes", (int64_t)w->len}}};
+
+    trn_trace_add(tr, &ev);
+    for (int i = 0; i < 3; i++) {
+        ev.name = part[i];
+        ev.start_ns = at[i];
+        ev.end_ns = at[i + 1] > at[i] ? at[i + 1] : at[i]; /* a part a failure skipped: empty */
+        ev.args[1] = (struct trn_trace_arg){NULL, 0};
+        trn_trace_add(tr, &ev);
+    }
+}
+
 static void *writer_main(void *data)
 {
     struct trn_ckpt_writer *w = data;
@@ -142,7 +166,7 @@ static void *writer_main(void *data)
     pthread_mutex_lock(&w->mu);
     for (;;) {
         struct trn_trace *tr;
-        uint64_t from;
+        struct trn_write_times t;
         char *path;
         int rc;
 
@@ -153,13 +177,14 @@ static void *writer_main(void *data)
         tr = w->trace;
         w->job_traced = tr != NULL;
         pthread_mutex_unlock(&w->mu);
-        from = tr != NULL ? now_ns() : 0;
         path = ckpt_path(w->dir, w->step);
-        rc = path == NULL ? -ENOMEM : trn_write_file_durably(path, w->buf, w->len);
+        rc = path == NULL
+                 ? -ENOMEM
+                 : trn_write_file_durably_timed(path, w->buf, w->len, tr != NULL ? &t : NULL);
         if (rc == 0)
             prune(w->dir, w->keep);
-        trn_trace_span(tr, TRN_TRACE_CKPT_WRITER, "write", "checkpoint", from, "step",
-                       (int64_t)w->step, "bytes", (int64_t)w->len);
+        if (tr != NULL && path != NULL)
+            trace_write(tr, w, &t);
         pthread_mutex_lock(&w->mu);
         w->job_traced = false;
         w->result = rc;

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/crc32c.h"
 
 #define MAGIC "GSTF"
@@ -144,12 +145,22 @@ static int fsync_dir_of(const char *path)
 
 int trn_write_file_durably(const char *path, const void *data, size_t len)
 {
+    return trn_write_file_durably_timed(path, data, len, NULL);
+}
+
+int trn_write_file_durably_timed(const char *path, const void *data, size_t len,
+                                 struct trn_write_times *times)
+{
     size_t plen = strlen(path);
     char *tmp = malloc(plen + 5);
     int fd = -1, rc = 0;
 
+    if (times != NULL)
+        *times = (struct trn_write_times){0};
     if (tmp == NULL)
         return -ENOMEM;
+    if (times != NULL)
+        times->start = gs_clock_mono_ns();
     memcpy(tmp, path, plen);
     memcpy(tmp + plen, ".tmp", 5);
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -158,15 +169,21 @@ int trn_write_file_durably(const char *path, const void *data, size_t len)
         goto out;
     }
     rc = write_all(fd, data, len);
+    if (times != NULL)
+        times->written = gs_clock_mono_ns();
     if (rc == 0 && fsync(fd) < 0)
         rc = -errno;
     if (close(fd) < 0 && rc == 0)
         rc = -errno;
     fd = -1;
+    if (times != NULL)
+        times->synced = gs_clock_mono_ns();
     if (rc == 0 && rename(tmp, path) < 0)
         rc = -errno;
     if (rc == 0)
         rc = fsync_dir_of(path);
+    if (times != NULL)
+        times->renamed = gs_clock_mono_ns();
 out:
     if (rc < 0)
         unlink(tmp);

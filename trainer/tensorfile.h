@@ -53,6 +53,15 @@ int trn_tf_serialize(void *buf, size_t size, const struct trn_tensor *t, size_t 
  */
 int trn_write_file_durably(const char *path, const void *data, size_t len);
 
+/* When each part of a durable write ended (gs_clock_mono_ns), for a profiler's timeline. */
+struct trn_write_times {
+    uint64_t start, written, synced, renamed; /* written: the data; synced: fsync and close;
+                                               * renamed: rename and the directory's fsync */
+};
+/* trn_write_file_durably, filling *times (NULL: not timed). */
+int trn_write_file_durably_timed(const char *path, const void *data, size_t len,
+                                 struct trn_write_times *times);
+
 /* --- reading --- */
 
 struct trn_tf;

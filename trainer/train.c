@@ -486,13 +486,12 @@ static void note_stream_start(struct run *r, const struct shard_loader_info *inf
             trn_datafetch_asks(r->fetch) ? "" : "; not in a job: waiting for the files only");
 }
 
-/* The loader's reader thread, per batch filled: a span on the loader lane while the
+/* A loader's reader thread, per batch filled: a span named name on the loader lane while the
  * profile window is open (the batch's position and samples as its arguments). */
-static void on_fill(const struct shard_loader_fill *f, void *data)
+static void trace_fill(struct run *r, const struct shard_loader_fill *f, const char *name)
 {
-    struct run *r = data;
     struct trn_trace_event ev = {
-        .name = "fill batch",
+        .name = name,
         .cat = "data",
         .lane = TRN_TRACE_LOADER,
         .start_ns = f->start_ns,
@@ -503,6 +502,17 @@ static void on_fill(const struct shard_loader_fill *f, void *data)
     };
 
     trn_trace_add(atomic_load(&r->async_tr), &ev);
+}
+
+static void on_fill(const struct shard_loader_fill *f, void *data)
+{
+    trace_fill(data, f, "fill batch");
+}
+
+/* The val loader of an eval, created and freed inside it. */
+static void on_eval_fill(const struct shard_loader_fill *f, void *data)
+{
+    trace_fill(data, f, "fill eval batch");
 }
 
 static int start_loader(struct run *r)
@@ -757,15 +767,16 @@ static void profile_window(struct run *r)
 #define PROFILE_MAX_EVENTS ((size_t)1 << 20)
 
 /* The recorder, with room for every span a profiled step records (step(), its helpers, the
- * small collectives and the loop in trn_train: 16; per micro-step 3, and a loader fill; per
- * bucket its all-reduce and a flow's two ends; the model's parts, layers + 2 per pass, two
- * passes a micro-step; an eval's batches' forward passes with their parts), allocated now. */
+ * small collectives and the loop in trn_train: 16, and a checkpoint's write in 4 parts; per
+ * micro-step 3, and a loader fill; per bucket its all-reduce and a flow's two ends; the
+ * model's parts, layers + 2 per pass, two passes a micro-step; an eval's batches' forward
+ * passes with their parts, and its loader's fills), allocated now. */
 static int start_profile(struct run *r, const char *out_dir)
 {
     size_t parts = (size_t)trn_model_shape(r->model)->layers + 2;
     size_t evals =
-        r->cfg->eval_every > 0 ? (size_t)r->cfg->eval_batches * r->accum * (parts + 1) : 0;
-    size_t per_step = 16 + 4 * (size_t)r->accum +
+        r->cfg->eval_every > 0 ? (size_t)r->cfg->eval_batches * (r->accum * (parts + 1) + 1) : 0;
+    size_t per_step = 20 + 4 * (size_t)r->accum +
                       3 * (size_t)(r->ddp != NULL ? trn_ddp_buckets(r->ddp) : 0) +
                       parts * 2 * (size_t)r->accum + evals;
     size_t capacity = per_step * r->cfg->profile_steps;
@@ -1160,6 +1171,8 @@ static int evaluate(struct run *r, double *ret_loss)
         .rank = r->rank,
         .world = r->world,
         .prefetch = 2,
+        .on_fill = on_eval_fill,
+        .fill_data = r,
     };
     struct shard_loader *l = NULL;
     struct gs_error gerr = {0};

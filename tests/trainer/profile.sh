@@ -6,9 +6,9 @@
 #     default start: two warm-up steps), a data wait, forward and backward per micro-step
 #     inside their step, each pass's parts (embedding, every block, head) in order inside
 #     it, clip and optimizer per step, the eval and checkpoint after step 2 and the
-#     checkpoint writer thread's write of it on its own lane, the loader thread's batch fills
-#     on its lane, eval's forward passes with their parts, nothing dropped, and one line
-#     naming the file;
+#     checkpoint writer thread's write of it on its own lane (its data, fsync and rename
+#     inside it), the loader thread's batch fills on its lane and eval's loader's too,
+#     eval's forward passes with their parts, nothing dropped, and one line naming the file;
 #   - profile.start and profile.path choose the steps and the file; a bad value is refused
 #     with its place;
 #   - with MODE mpi, 2 ranks: trace.json (pid 0) and trace-rank1.json (pid 1), each with
@@ -166,9 +166,19 @@ for f in fwds:
              a <= e["ts"] and e["ts"] + e["dur"] <= b and e["name"] in ("embedding", "block", "head")]
     if parts != ["embedding", 0, 1, "head"]:
         sys.exit("eval forward parts %s" % parts)
+# Eval's own loader filled its batches on the loader lane, inside the eval.
+efills = [e for e in spans if e["name"] == "fill eval batch"]
+if len(efills) < 2 or not all(e["tid"] == 4 and lo <= e["ts"] <= hi for e in efills):
+    sys.exit("eval fills %s" % efills)
 ck = [e for e in spans if e["name"] == "checkpoint"][0]
 wr = [e for e in spans if e["name"] == "write"][0]
-sys.exit(None if wr["ts"] >= ck["ts"] and wr["args"]["bytes"] > 0 else "write %s" % wr)
+if not (wr["ts"] >= ck["ts"] and wr["args"]["bytes"] > 0):
+    sys.exit("write %s" % wr)
+# Inside the write, its parts in order: the data, fsync, rename.
+a, b = wr["ts"], wr["ts"] + wr["dur"] + 0.002
+parts = [e["name"] for e in spans if e["tid"] == 5 and e is not wr and a <= e["ts"] and
+         e["ts"] + e["dur"] <= b]
+sys.exit(None if parts == ["write data", "fsync", "rename"] else "write parts %s" % parts)
 PY
 [ ! -e "$tmp/a/trace.json.tmp" ] || fail "a temporary file stayed"
 
