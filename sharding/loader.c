@@ -182,12 +182,6 @@ static int check_config(const struct shard_loader_config *c, struct gs_error *er
     return 0;
 }
 
-/* Windows of T + 1 tokens at stride T in a shard of n tokens. */
-static uint64_t samples_in(uint64_t tokens, uint64_t t)
-{
-    return tokens > t ? (tokens - 1) / t : 0;
-}
-
 /* Opens manifest shard i into *ret, checked against its entry first. */
 static int open_file(const struct shard_manifest *m, size_t i, struct shard_file **ret,
                      struct gs_error *err)
@@ -213,7 +207,7 @@ static int open_one(struct shard_loader *l, size_t i, struct gs_error *err)
         return rc;
     l->index[l->nshards] = (uint32_t)i;
     l->first_sample[l->nshards] = l->nsamples;
-    l->nsamples += samples_in(m->shards[i].tokens, l->cfg.seq_len);
+    l->nsamples += shard_samples_in(m->shards[i].tokens, l->cfg.seq_len);
     l->nshards++;
     return 0;
 }
@@ -323,7 +317,7 @@ static int plan_shards(struct shard_loader *l, uint32_t **ret_mine, size_t *ret_
         uint64_t samples = 0;
 
         for (size_t k = a->rank_off[q]; k < a->rank_off[q + 1]; k++)
-            samples += samples_in(m->shards[a->shard[k]].tokens, l->cfg.seq_len);
+            samples += shard_samples_in(m->shards[a->shard[k]].tokens, l->cfg.seq_len);
         l->usable = samples < l->usable ? samples : l->usable;
     }
     l->info.digest = a->digest;

@@ -19,11 +19,6 @@
 #define FNV_OFFSET UINT64_C(0xcbf29ce484222325)
 #define FNV_PRIME UINT64_C(0x100000001b3)
 
-static uint64_t samples_in(uint64_t tokens, uint64_t t)
-{
-    return tokens > t ? (tokens - 1) / t : 0;
-}
-
 int shard_train_first(const struct shard_manifest *m, uint32_t seq_len, uint64_t **ret_first,
                       uint64_t *ret_total)
 {
@@ -34,7 +29,7 @@ int shard_train_first(const struct shard_manifest *m, uint32_t seq_len, uint64_t
     for (size_t i = 0; i < m->nshards; i++) {
         first[i] = total;
         if (m->shards[i].split == SHARD_SPLIT_TRAIN)
-            total += samples_in(m->shards[i].tokens, seq_len);
+            total += shard_samples_in(m->shards[i].tokens, seq_len);
     }
     first[m->nshards] = total;
     *ret_first = first;

@@ -23,6 +23,12 @@
 #include "sharding/manifest.h"
 #include "sharding/planfile.h"
 
+/* Windows of T + 1 tokens at stride T in a shard of n tokens: its samples (loader.h). */
+static inline uint64_t shard_samples_in(uint64_t tokens, uint64_t t)
+{
+    return tokens > t ? (tokens - 1) / t : 0;
+}
+
 /* The words of a bitmap of n bits. */
 static inline size_t shard_rest_words(uint64_t nbits)
 {
