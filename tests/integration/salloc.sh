@@ -103,7 +103,8 @@ PY
 
 # srun --pty's terminal resized (SIGWINCH): task 0's terminal takes the new size. The task
 # prints its size, reads a line typed after the resize, and prints its size again.
-python3 - "$src/tests/integration" > "$tmp/winch.out" 2>&1 <<'PY' || fail "srun --pty resize: $(cat "$tmp/winch.out")"
+python3 - "$src/tests/integration" > "$tmp/winch.out" 2>&1 <<'PY' ||
+  fail "srun --pty resize: $(cat "$tmp/winch.out"); the worker's log: $(tail -n 20 "$state"/workerd*.log 2>/dev/null)"
 import fcntl, os, struct, sys, termios
 sys.path.insert(0, sys.argv[1])
 import pty_drive
@@ -116,6 +117,7 @@ text, code, _ = pty_drive.run(
     ["srun", "--pty", "sh", "-c", 'echo "SIZE1 $(stty size)"; read x; echo "SIZE2 $(stty size)"'],
     [(lambda out: b"SIZE1 24 80" in out, resize)], before_exec=lambda: size(0, 24, 80))
 print(text)
+print("(srun's exit status: %s)" % code)
 sys.exit(0 if "SIZE1 24 80" in text and "SIZE2 50 132" in text and code == 0 else 1)
 PY
 
