@@ -779,27 +779,17 @@ static int resv_copy(const struct resv *src, struct resv *dst)
     return resv_from_msg(&m, dst, why, sizeof(why));
 }
 
-/* Whether a pending or running job names reservation name (PURGE_COMP's "in use"). */
-static bool has_job(struct sched_ctx *s, const char *name)
+/* A job naming reservation name that runs (running), or that has not finished (pending or
+ * running: PURGE_COMP's "in use"); its id into *ret_id (NULL allowed). */
+static bool has_job(struct sched_ctx *s, const char *name, bool running, uint64_t *ret_id)
 {
     for (size_t i = s->plan_from; i < sched_jobs_count(s->jobs); i++) {
         const struct sched_job *job = sched_jobs_at(s->jobs, i);
 
-        if (!sched_job_finished(job) && job->spec->reservation != NULL &&
-            strcmp(job->spec->reservation, name) == 0)
-            return true;
-    }
-    return false;
-}
-
-static bool has_running_job(struct sched_ctx *s, const char *name, uint64_t *ret_id)
-{
-    for (size_t i = s->plan_from; i < sched_jobs_count(s->jobs); i++) {
-        const struct sched_job *job = sched_jobs_at(s->jobs, i);
-
-        if (job->state == SCHED_JOB_RUNNING && job->spec->reservation != NULL &&
-            strcmp(job->spec->reservation, name) == 0) {
-            *ret_id = job->id;
+        if ((running ? job->state == SCHED_JOB_RUNNING : !sched_job_finished(job)) &&
+            job->spec->reservation != NULL && strcmp(job->spec->reservation, name) == 0) {
+            if (ret_id != NULL)
+                *ret_id = job->id;
             return true;
         }
     }
@@ -909,7 +899,7 @@ static void delete (struct sched_cli *c, uint64_t request_id, const char *name)
         sched_cli_error(c, request_id, -ENOENT, why, false);
         return;
     }
-    if (has_running_job(s, name, &job_id)) {
+    if (has_job(s, name, true, &job_id)) {
         snprintf(why, sizeof(why), "reservation %.64s is busy: job %llu runs in it", name,
                  (unsigned long long)job_id);
         sched_cli_error(c, request_id, -EBUSY, why, false);
@@ -1160,7 +1150,7 @@ static bool idle_past(struct sched_ctx *s, struct resv *r, uint64_t now)
 
     if ((r->flags & FLAG_PURGE_COMP) == 0 || r->start_ms > now)
         return false;
-    if (has_job(s, r->name)) {
+    if (has_job(s, r->name, false, NULL)) {
         r->busy_ms = now;
         return false;
     }

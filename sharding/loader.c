@@ -265,10 +265,8 @@ static int plan_rest(struct shard_loader *l, const struct shard_assignment *a, s
         return gs_error_set(err, -ENOMEM, 0, 0, "loader: out of memory");
     l->rest_usable = UINT64_MAX;
     for (uint32_t q = 0; q < a->nranks; q++) {
-        uint64_t n = 0;
+        uint64_t n = shard_assignment_samples(a, q, first, done);
 
-        for (size_t k = a->rank_off[q]; k < a->rank_off[q + 1]; k++)
-            n += shard_rest_unread(done, first[a->shard[k]], first[a->shard[k] + 1]);
         l->rest_usable = n < l->rest_usable ? n : l->rest_usable;
         mine = q == r ? n : mine;
     }
@@ -278,7 +276,7 @@ static int plan_rest(struct shard_loader *l, const struct shard_assignment *a, s
     }
     for (size_t k = a->rank_off[r]; k < a->rank_off[r + 1]; k++) {
         for (uint64_t g = first[a->shard[k]]; g < first[a->shard[k] + 1]; g++, local++) {
-            if (!((done[g / 64] >> (g % 64)) & 1))
+            if (!shard_rest_has(done, g))
                 l->rest[l->nrest++] = local;
         }
     }

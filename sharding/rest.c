@@ -137,11 +137,6 @@ out:
     return rc;
 }
 
-static bool bit(const uint64_t *bits, uint64_t g)
-{
-    return (bits[g / 64] >> (g % 64)) & 1;
-}
-
 static void set(uint64_t *bits, uint64_t g)
 {
     bits[g / 64] |= UINT64_C(1) << (g % 64);
@@ -157,7 +152,7 @@ uint64_t shard_rest_unread(const uint64_t *bits, uint64_t from, uint64_t to)
             g += 63;
             continue;
         }
-        n += !bit(bits, g);
+        n += !shard_rest_has(bits, g);
     }
     return n;
 }
@@ -170,23 +165,22 @@ static uint64_t rank_samples(const struct shard_assignment *a, uint32_t r, const
 
     for (size_t k = a->rank_off[r]; k < a->rank_off[r + 1]; k++) {
         for (uint64_t g = first[a->shard[k]]; g < first[a->shard[k] + 1]; g++) {
-            if (base == NULL || !bit(base, g))
+            if (base == NULL || !shard_rest_has(base, g))
                 list[n++] = g;
         }
     }
     return n;
 }
 
-/* Rank r's sample count in a (those not in base). */
-static uint64_t rank_count(const struct shard_assignment *a, uint32_t r, const uint64_t *first,
-                           const uint64_t *base)
+uint64_t shard_assignment_samples(const struct shard_assignment *a, uint32_t r,
+                                  const uint64_t *first, const uint64_t *unread)
 {
     uint64_t n = 0;
 
     for (size_t k = a->rank_off[r]; k < a->rank_off[r + 1]; k++) {
         uint64_t lo = first[a->shard[k]], hi = first[a->shard[k] + 1];
 
-        n += base != NULL ? shard_rest_unread(base, lo, hi) : hi - lo;
+        n += unread != NULL ? shard_rest_unread(unread, lo, hi) : hi - lo;
     }
     return n;
 }
@@ -200,7 +194,7 @@ static int mark_planned(const struct shard_assignment *a, const uint64_t *first,
     int rc = 0;
 
     for (uint32_t r = 0; r < a->nranks; r++) {
-        uint64_t n = rank_count(a, r, first, base);
+        uint64_t n = shard_assignment_samples(a, r, first, base);
 
         fewest = n < fewest ? n : fewest;
         most = n > most ? n : most;

@@ -76,7 +76,18 @@ int shard_rest_consumed(const struct shard_manifest *m, const struct shard_planf
                         const uint64_t *base, uint64_t **ret_bits, uint64_t *ret_nbits,
                         struct gs_error *err);
 
+/* Whether id g is in bits. */
+static inline bool shard_rest_has(const uint64_t *bits, uint64_t g)
+{
+    return (bits[g / 64] >> (g % 64)) & 1;
+}
+
 /* How many of the ids [from, to) are not in bits. */
 uint64_t shard_rest_unread(const uint64_t *bits, uint64_t from, uint64_t to);
+
+/* Rank r's train samples under a, numbered by first (shard_train_first); with unread, only
+ * those not in it. */
+uint64_t shard_assignment_samples(const struct shard_assignment *a, uint32_t r,
+                                  const uint64_t *first, const uint64_t *unread);
 
 #endif

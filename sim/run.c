@@ -441,7 +441,8 @@ static int stage(struct run *run, uint32_t d, const struct sched_alloc *alloc, u
 }
 
 /* The planner's view of a job's dataset in the nodes' caches, as gschedd's registry gives
- * it (-data policies only). */
+ * it (-data policies only). The hook sees only the spec: make_spec names the dataset
+ * "d<index>", read back here. */
 static int data_masks(void *data, const struct gs_jobspec *spec, struct sched_node_masks *m)
 {
     struct run *run = data;

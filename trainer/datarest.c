@@ -12,14 +12,21 @@
 #include "common/error.h"
 #include "sharding/rest.h"
 
-/* CKPT_DIR/data-plan-DIGEST.toml, as keep_plan (train.c) names it; NULL without memory. */
+void trn_data_plan_file(uint64_t digest, char *out, size_t size)
+{
+    snprintf(out, size, "data-plan-%016llx.toml", (unsigned long long)digest);
+}
+
+/* CKPT_DIR/data-plan-DIGEST.toml, where keep_plan (train.c) keeps it; NULL without memory. */
 static char *old_plan_path(const char *dir, uint64_t digest)
 {
-    size_t size = strlen(dir) + 48;
+    char name[48];
+    size_t size = strlen(dir) + sizeof(name) + 2;
     char *p = malloc(size);
 
+    trn_data_plan_file(digest, name, sizeof(name));
     if (p != NULL)
-        snprintf(p, size, "%s/data-plan-%016llx.toml", dir, (unsigned long long)digest);
+        snprintf(p, size, "%s/%s", dir, name);
     return p;
 }
 

@@ -16,6 +16,9 @@
 #include "sharding/planfile.h"
 #include "trainer/state.h"
 
+/* The kept plan's file name for an assignment digest: "data-plan-DIGEST.toml". */
+void trn_data_plan_file(uint64_t digest, char *out, size_t size);
+
 struct trn_data_rest_in {
     const struct shard_manifest *manifest;
     const struct shard_planfile *plan; /* this run's; NULL: nothing to do */

@@ -574,7 +574,7 @@ static void keep_plan(struct run *r)
 
     if (r->plan == NULL || !r->lead)
         return;
-    snprintf(name, sizeof(name), "data-plan-%016llx.toml", (unsigned long long)r->st.data_plan);
+    trn_data_plan_file(r->st.data_plan, name, sizeof(name));
     path = join(r->ckpt_dir, name, name);
     if (path == NULL || shard_planfile_write(path, r->plan, &gerr) < 0)
         fprintf(r->log, "data: warning: the data plan is not kept beside the checkpoints: %s\n",
