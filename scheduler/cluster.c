@@ -894,6 +894,7 @@ static void place_in_node(const struct node *n, uint32_t index, const struct sch
 
 struct candidate {
     uint32_t node;
+    int outside; /* 1: not among req->preferred (when it has some) */
     int switch_id;
     int worst; /* link class of the node's best set for the job */
     int nic;   /* multi-node jobs: the set's best GPU-NIC class (7 when unknown) */
@@ -905,11 +906,16 @@ struct candidate {
     uint64_t data_first; /* the same, when it ranks before fit (prefer) */
 };
 
-/* Best link class first; then best fit; then more of the job's data; then the better set. */
+/*
+ * The preferred nodes first; then best link class; then best fit; then more of the job's
+ * data; then the better set.
+ */
 static int compare_candidates(const void *pa, const void *pb)
 {
     const struct candidate *a = pa, *b = pb;
 
+    if (a->outside != b->outside)
+        return a->outside - b->outside;
     if (a->worst != b->worst)
         return a->worst < b->worst ? -1 : 1;
     if (a->nic != b->nic)
@@ -1014,6 +1020,7 @@ HOT_INLINE bool candidate_at(const struct sched_cluster *cluster, const struct s
         return false;
     *c = (struct candidate){
         .node = (uint32_t)i,
+        .outside = req->preferred != NULL && !bit_set(req->preferred, i),
         .switch_id = n->switch_id,
         .worst = ch.worst,
         .nic = req->nodes > 1 ? nic_class(n, final_gpus(n, req, free, ch.mask)) : 0,
@@ -1065,7 +1072,7 @@ HOT_INLINE bool place_one_indexed(const struct sched_cluster *cluster, const str
     bool found = false;
 
     if (cluster->groups == NULL || req->allowed != NULL || req->gpu_masks != NULL ||
-        req->data_bytes != NULL || req->exclusive ||
+        req->data_bytes != NULL || req->preferred != NULL || req->exclusive ||
         (req->constraint != NULL && req->constraint[0] != '\0'))
         return false;
     for (size_t gi = 0; gi < cluster->ngroups; gi++) {

@@ -69,6 +69,9 @@ struct sched_req {
      * the job has none. Among nodes equal in link class and fit, more goes first. */
     const uint64_t *data_bytes;
     bool data_first; /* data_bytes ranks before fit, not after (scheduler.data_locality) */
+    /* Nodes that rank before all others, as allowed (NULL: none): a reservation's own, for
+     * the jobs it may take (FLEX's, and MAGNETIC's drawn in). */
+    const uint64_t *preferred;
     /* A heterogeneous job's further components, each on nodes of its own (NULL, 0: none):
      * placed all or none, after this one, their nodes following its in the allocation. */
     const struct sched_req *het;

@@ -35,6 +35,7 @@ void sched_node_masks_apply(const struct sched_node_masks *m, struct sched_req *
     req->gpu_masks = m->gpu_masks;
     req->data_bytes = m->data_bytes;
     req->data_first = m->data_first;
+    req->preferred = m->preferred;
 }
 
 void sched_node_masks_release(struct sched_node_masks *m)
@@ -196,6 +197,25 @@ static bool resv_meets(const struct sched_planner_resv *r, uint64_t now_ms, uint
     return now_ms + limit_s * 1000 > r->start_ms;
 }
 
+/* Whether MAGNETIC reservation r, started by now_ms, draws job in (its user or account). */
+static bool draws_in(const struct sched_planner_resv *r, const struct sched_job *job,
+                     uint64_t now_ms)
+{
+    const char *account = job->spec->account;
+
+    if (!r->magnetic || r->start_ms > now_ms || resv_over(r, now_ms))
+        return false;
+    for (size_t i = 0; i < r->nusers; i++) {
+        if (job->user[0] != '\0' && strcmp(r->users[i], job->user) == 0)
+            return true;
+    }
+    for (size_t i = 0; account != NULL && account[0] != '\0' && i < r->naccounts; i++) {
+        if (strcmp(r->accounts[i], account) == 0)
+            return true;
+    }
+    return false;
+}
+
 static void clear_resv_nodes(uint64_t *mask, const struct sched_planner_resv *r, size_t words)
 {
     for (size_t w = 0; w < words; w++)
@@ -267,7 +287,8 @@ static int resv_over_64(struct gathered *g, const struct sched_planner_hooks *hk
     for (size_t i = 0; i < hk->nresv; i++) {
         const struct sched_planner_resv *r = &hk->resv[i];
 
-        if (r == own || !resv_meets(r, now_ms, job->spec->time_limit_s))
+        if (r == own || !resv_meets(r, now_ms, job->spec->time_limit_s) ||
+            (own == NULL && draws_in(r, job, now_ms)))
             continue;
         if (r->gpus == NULL) {
             clear_resv_nodes(m->allowed, r, g->words);
@@ -294,7 +315,9 @@ static int resv_over_64(struct gathered *g, const struct sched_planner_hooks *hk
 /*
  * A job's advance reservations: narrows m to the nodes it may use. Returns 0 (plan it),
  * 1 (it waits; its reason is written) or -ENOMEM. A job in a FLEX reservation keeps off the
- * others only, like a job in none, so its own nodes and GPUs stay open to it.
+ * others only, like a job in none, so its own nodes and GPUs stay open to it; they rank
+ * first. A job in none keeps off the MAGNETIC ones that draw it in no more than its own
+ * FLEX one, and the first such one's nodes rank first.
  */
 static int apply_resv(struct gathered *g, const struct sched_planner_hooks *hk,
                       struct sched_job *job, uint64_t now_ms, struct sched_node_masks *m)
@@ -329,8 +352,17 @@ static int apply_resv(struct gathered *g, const struct sched_planner_hooks *hk,
         m->gpu_masks = r->gpus; /* its GPUs there, when it keeps GPUs */
         return 0;
     }
+    if (own != NULL)
+        m->preferred = own->nodes;
     for (size_t i = 0; i < hk->nresv; i++) {
-        if (&hk->resv[i] != own && resv_meets(&hk->resv[i], now_ms, job->spec->time_limit_s)) {
+        const struct sched_planner_resv *r = &hk->resv[i];
+
+        if (own == NULL && draws_in(r, job, now_ms)) {
+            if (m->preferred == NULL)
+                m->preferred = r->nodes;
+            continue;
+        }
+        if (r != own && resv_meets(r, now_ms, job->spec->time_limit_s)) {
             if (i >= 64)
                 return resv_over_64(g, hk, job, now_ms, own, m);
             if (hk->resv[i].gpus != NULL)

@@ -18,7 +18,8 @@
  * its reservation starts and then may use only its nodes (its GPUs there); any other job
  * may use a reservation's nodes (GPUs) only if its time limit ends it before the
  * reservation starts. A job naming a reservation that is gone waits (reason
- * ReservationDeleted).
+ * ReservationDeleted). A job naming none is drawn into a started MAGNETIC reservation that
+ * lets its user or account in: it may use that reservation's nodes, and they rank first.
  */
 #ifndef SCHED_PLANNER_H
 #define SCHED_PLANNER_H
@@ -41,6 +42,7 @@ struct sched_node_masks {
     const uint64_t *gpu_masks; /* per node, the GPUs it may use (reservations'; borrowed) */
     uint64_t *data_bytes;      /* per node, bytes of the job's dataset its cache holds */
     bool data_first;           /* they rank before fit (scheduler.data_locality = "prefer") */
+    const uint64_t *preferred; /* nodes that rank first (a reservation's; borrowed) */
     struct sched_req *het;     /* a heterogeneous job's further components' requests, owned */
 };
 
@@ -57,8 +59,15 @@ struct sched_planner_resv {
      * the GPUs it keeps there (0 on nodes not its own). NULL: it keeps whole nodes. */
     const uint64_t *gpus;
     /* FLEX: a job naming it may start before it, and use any node or GPU a job naming no
-     * reservation may (other reservations kept) as well as its own. */
+     * reservation may (other reservations kept) as well as its own, its own first. */
     bool flex;
+    /* MAGNETIC: once it has started, a job naming no reservation whose user or account it
+     * lets in (users, accounts: borrowed) may use its nodes and GPUs too, its nodes first. */
+    bool magnetic;
+    const char *const *users;
+    size_t nusers;
+    const char *const *accounts;
+    size_t naccounts;
 };
 
 /* Points req at the masks, which must outlive it. */

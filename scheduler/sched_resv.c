@@ -49,8 +49,10 @@
 #define FLAG_OVERLAP GS__RESERVATION_FLAG__RESERVATION_FLAG_OVERLAP
 #define FLAG_PURGE_COMP GS__RESERVATION_FLAG__RESERVATION_FLAG_PURGE_COMP
 #define FLAG_FLEX GS__RESERVATION_FLAG__RESERVATION_FLAG_FLEX
+#define FLAG_MAGNETIC GS__RESERVATION_FLAG__RESERVATION_FLAG_MAGNETIC
 #define KNOWN_FLAGS                                                                                \
-    (RECUR_FLAGS | FLAG_MAINT | FLAG_IGNORE_JOBS | FLAG_OVERLAP | FLAG_PURGE_COMP | FLAG_FLEX)
+    (RECUR_FLAGS | FLAG_MAINT | FLAG_IGNORE_JOBS | FLAG_OVERLAP | FLAG_PURGE_COMP | FLAG_FLEX |    \
+     FLAG_MAGNETIC)
 /* PURGE_COMP without a time: Slurm's 5 minutes. */
 #define PURGE_DEFAULT_S 300
 /* A pair of reservations may hold a node at the same time when either has one of these. */
@@ -813,7 +815,9 @@ static const char *flag_names(uint32_t flags, char *out, size_t size)
     if ((flags & FLAG_PURGE_COMP) != 0 && len < size)
         len += (size_t)snprintf(out + len, size - len, "%sPURGE_COMP", len > 0 ? "," : "");
     if ((flags & FLAG_FLEX) != 0 && len < size)
-        snprintf(out + len, size - len, "%sFLEX", len > 0 ? "," : "");
+        len += (size_t)snprintf(out + len, size - len, "%sFLEX", len > 0 ? "," : "");
+    if ((flags & FLAG_MAGNETIC) != 0 && len < size)
+        snprintf(out + len, size - len, "%sMAGNETIC", len > 0 ? "," : "");
     return out[0] != '\0' ? out : "none";
 }
 
@@ -826,7 +830,7 @@ static void change(struct sched_cli *c, uint64_t request_id, const Gs__Reservati
     struct resv r = {0};
     struct resv_op *op = NULL;
     struct sched_change *ch = NULL;
-    char why[256], name[RESV_NAME_MAX + 1], flags[64];
+    char why[256], name[RESV_NAME_MAX + 1], flags[96];
     int rc;
 
     if (create && old != NULL) {
@@ -1037,12 +1041,18 @@ int sched_resv_view(struct sched_ctx *s, const struct sched_planner_resv **ret, 
                 if (n != NULL && n->index < nnodes)
                     set_bit(&masks[i * words], n->index);
             }
-            view[i] = (struct sched_planner_resv){r->name,
-                                                  r->start_ms,
-                                                  r->end_ms,
-                                                  &masks[i * words],
-                                                  r->gpus > 0 ? &rs->gpus[i * (nnodes + 1)] : NULL,
-                                                  (r->flags & FLAG_FLEX) != 0};
+            view[i] = (struct sched_planner_resv){.name = r->name,
+                                                  .start_ms = r->start_ms,
+                                                  .end_ms = r->end_ms,
+                                                  .nodes = &masks[i * words],
+                                                  .gpus = r->gpus > 0 ? &rs->gpus[i * (nnodes + 1)]
+                                                                      : NULL,
+                                                  .flex = (r->flags & FLAG_FLEX) != 0,
+                                                  .magnetic = (r->flags & FLAG_MAGNETIC) != 0,
+                                                  .users = (const char *const *)r->users,
+                                                  .nusers = r->nusers,
+                                                  .accounts = (const char *const *)r->accounts,
+                                                  .naccounts = r->naccounts};
         }
         rs->words = words;
         rs->view_nodes = nnodes;

@@ -9,10 +9,10 @@
  * time: MIN, H:M:S, D-H:M:S, ...; UNLIMITED for no end), Nodes= (a hostlist, checked here and
  * sent as typed, since gschedd keeps the expression), Users=a,b, Accounts=x,y and Flags= (the
  * recurrence flags HOURLY, DAILY, WEEKDAY, WEEKEND, WEEKLY, and MAINT, IGNORE_JOBS, OVERLAP,
- * PURGE_COMP[=TIME], TIME as Duration='s, default 5 minutes, and FLEX). On
+ * PURGE_COMP[=TIME], TIME as Duration='s, default 5 minutes, FLEX and MAGNETIC). On
  * update, Users, Accounts and Flags also take Slurm's edits, Users+=a / Users-=a or
  * Users=+a / Users=-a, which gschedd applies to the stored list. Slurm's other keys
- * (Licenses=, CoreCnt=, ...) and flags (ANY_NODES, MAGNETIC, ...) are refused by name rather than
+ * (Licenses=, CoreCnt=, ...) and flags (ANY_NODES, ...) are refused by name rather than
  * ignored: a reservation that silently lacks a flag the operator asked for is worse than an
  * error.
  * Whether the nodes and users exist, and who may reserve, is gschedd's to say.
@@ -73,6 +73,7 @@ static const struct {
     {"OVERLAP", GS__RESERVATION_FLAG__RESERVATION_FLAG_OVERLAP},
     {"PURGE_COMP", GS__RESERVATION_FLAG__RESERVATION_FLAG_PURGE_COMP},
     {"FLEX", GS__RESERVATION_FLAG__RESERVATION_FLAG_FLEX},
+    {"MAGNETIC", GS__RESERVATION_FLAG__RESERVATION_FLAG_MAGNETIC},
 };
 
 /* Writes why and returns -EINVAL. */
@@ -441,7 +442,8 @@ static int flag_bits(const char *label, const char *text, bool signs, uint32_t *
             (eq != NULL && flag_names[f].bit != GS__RESERVATION_FLAG__RESERVATION_FLAG_PURGE_COMP))
             rc = fail(why, size,
                       "%s%s: flag %s%s%s is not supported (gsched takes HOURLY, DAILY, WEEKDAY, "
-                      "WEEKEND, WEEKLY, MAINT, IGNORE_JOBS, OVERLAP, PURGE_COMP[=TIME] and FLEX)",
+                      "WEEKEND, WEEKLY, MAINT, IGNORE_JOBS, OVERLAP, PURGE_COMP[=TIME], FLEX and "
+                      "MAGNETIC)",
                       label, text, v[i], eq != NULL ? "=" : "", eq != NULL ? eq + 1 : "");
         else if (eq != NULL)
             rc = purge_time(label, text, eq + 1, purge_s, why, size);

@@ -16,6 +16,8 @@
 # that long after its last job ended; one never used goes that long after its start.
 # FLEX: a job in a reservation of node2 that starts in an hour runs now, on both nodes, its
 # time limit not cut to the reservation's end; a job in none still keeps off node2.
+# MAGNETIC: a job naming no reservation runs on the reservation's node2 while it lets its
+# user in, and on node1 (first by rank) once it is gone.
 name="integration_resv"
 . "$(dirname "$0")/lib.sh"
 
@@ -200,6 +202,19 @@ wait_for "a job in no reservation to keep off node2" 15 \
   is "$other" 'j["state"] == "PENDING" and j["reason"] != ""'
 "$bin/gsched" cancel "$other" > /dev/null || fail "cancel $other"
 scontrol delete ReservationName=flex || fail "delete flex refused"
+
+# --- MAGNETIC: a job naming no reservation goes into one that lets it in ------------------------
+scontrol create reservation ReservationName=mag StartTime=now Duration=60 Nodes=node2 \
+  Users=root Flags=MAGNETIC > /dev/null || fail "Flags=MAGNETIC refused"
+case $(scontrol show reservation mag) in *" Flags=MAGNETIC "*) ;;
+  *) fail "magnetic flag: $(scontrol show reservation mag)" ;; esac
+job=$(sbatch -t 120 --wrap=true) || exit 1
+wait_end "$job" 30 || fail "the job drawn into mag failed"
+expect "$job" 'j["allocation"][0]["node_name"] == "node2"' "on mag's node2, though node1 ranks first"
+scontrol delete ReservationName=mag || fail "delete mag refused"
+job=$(sbatch -t 120 --wrap=true) || exit 1
+wait_end "$job" 30 || fail "the job after mag failed"
+expect "$job" 'j["allocation"][0]["node_name"] == "node1"' "on node1 once mag is gone"
 check_logs
 stop_cluster
 echo "$name: passed"

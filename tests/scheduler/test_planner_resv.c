@@ -3,7 +3,8 @@
  * names one waits for its start and then runs on its nodes only; other jobs keep off its
  * nodes unless their time limits end them before it starts; a job naming one that is gone
  * waits; the pass says when it must run again (the next start or end). A FLEX reservation's
- * jobs start before it and use nodes outside it as well as its own.
+ * jobs start before it and use nodes outside it as well as its own, its own first. A
+ * MAGNETIC one, once started, draws in the jobs naming none that it lets in.
  */
 #include <criterion/criterion.h>
 #include <stdlib.h>
@@ -34,8 +35,8 @@ static void setup(void)
     cr_assert_not_null(jobs);
     memset(&out, 0, sizeof(out));
     /* "maint" holds n1 from T0 + 1 h to T0 + 2 h. */
-    resv[0] =
-        (struct sched_planner_resv){"maint", T0 + 3600000, T0 + 7200000, n1_mask, NULL, false};
+    resv[0] = (struct sched_planner_resv){
+        .name = "maint", .start_ms = T0 + 3600000, .end_ms = T0 + 7200000, .nodes = n1_mask};
     hooks = (struct sched_planner_hooks){.resv = resv, .nresv = 1};
 }
 
@@ -175,7 +176,8 @@ Test(planner_resv, jobs_sharing_a_set_of_reservations_share_one_mask)
 {
     static uint64_t n0_mask[1] = {1};
 
-    resv[1] = (struct sched_planner_resv){"later", T0 + 10 * 3600000ull, 0, n0_mask, NULL, false};
+    resv[1] = (struct sched_planner_resv){
+        .name = "later", .start_ms = T0 + 10 * 3600000ull, .nodes = n0_mask};
     hooks.nresv = 2;
     for (uint64_t id = 1; id <= 50; id++)
         add(id, 1, GS_DURATION_INFINITE, NULL); /* each meets both: no node is left */
@@ -235,9 +237,11 @@ Test(planner_resv, more_than_64_reservations_still_keep_their_nodes)
 
     for (int i = 0; i < 70; i++) { /* one after another on n1, an hour each */
         snprintf(names[i], sizeof(names[i]), "r%d", i);
-        many[i] = (struct sched_planner_resv){
-            names[i], T0 + (uint64_t)(i + 1) * 3600000, T0 + (uint64_t)(i + 2) * 3600000,
-            n1_mask,  i % 2 ? gpus01_on_n1 : NULL,      false};
+        many[i] = (struct sched_planner_resv){.name = names[i],
+                                              .start_ms = T0 + (uint64_t)(i + 1) * 3600000,
+                                              .end_ms = T0 + (uint64_t)(i + 2) * 3600000,
+                                              .nodes = n1_mask,
+                                              .gpus = i % 2 ? gpus01_on_n1 : NULL};
     }
     hooks = (struct sched_planner_hooks){.resv = many, .nresv = 70};
     add(1, 4, GS_DURATION_INFINITE, NULL); /* meets every one: n0 */
@@ -256,11 +260,88 @@ Test(planner_resv, more_than_64_reservations_still_keep_their_nodes)
 Test(planner_resv, a_flex_reservations_jobs_start_early_and_outside_it_too)
 {
     resv[0].flex = true;
-    add(1, 4, 7200, "maint"); /* before its start: on n0, outside it */
-    add(2, 4, 7200, NULL);    /* would run into it: keeps off n1, and n0 is taken */
-    add(3, 4, 7200, "maint"); /* its own node n1, before the start */
+    add(1, 4, 7200, "maint"); /* before its start: its own n1 */
+    add(2, 4, 7200, "maint"); /* n0, outside it */
+    add(3, 4, 7200, NULL);    /* would run into it: keeps off n1, and n0 is taken */
     pass(T0);
-    cr_assert_eq(node_of(1), 0, "a FLEX job need not wait for the start");
-    cr_assert_not(verdict_of(2)->start, "other jobs still keep off n1");
-    cr_assert_eq(node_of(3), 1, "and its jobs may use its node at any time");
+    cr_assert_eq(node_of(1), 1, "a FLEX job need not wait for the start");
+    cr_assert_eq(node_of(2), 0, "and may use nodes outside it");
+    cr_assert_not(verdict_of(3)->start, "other jobs still keep off n1");
+}
+
+Test(planner_resv, a_flex_reservations_jobs_go_to_its_nodes_first)
+{
+    resv[0].flex = true;
+    add(1, 1, 60, "maint");
+    add(2, 1, 60, NULL);
+    pass(T0 + 3600000);
+    cr_assert_eq(node_of(1), 1, "its own n1, though n0 ranks first by index");
+    cr_assert_eq(node_of(2), 0, "a job in none keeps off n1");
+}
+
+static const char *const alice_only[] = {"alice"};
+static const char *const physics_only[] = {"physics"};
+
+static struct sched_job *add_as(uint64_t id, uint32_t gpus, const char *user, const char *account)
+{
+    struct sched_job *job = add(id, gpus, GS_DURATION_INFINITE, NULL);
+
+    snprintf(job->user, sizeof(job->user), "%s", user);
+    if (account != NULL)
+        cr_assert_not_null(job->spec->account = strdup(account));
+    return job;
+}
+
+Test(planner_resv, a_magnetic_reservation_draws_in_the_jobs_it_lets_in_once_started)
+{
+    resv[0].magnetic = true;
+    resv[0].users = alice_only;
+    resv[0].nusers = 1;
+    add_as(1, 1, "alice", NULL); /* names no reservation, runs for good */
+    add_as(2, 4, "bob", NULL);
+    add_as(3, 4, "bob", NULL);
+    pass(T0 + 3600000);
+    cr_assert_eq(node_of(1), 1, "alice's job goes to the reservation's n1 first");
+    cr_assert_eq(node_of(2), 0, "bob's job keeps off n1");
+    cr_assert_not(verdict_of(3)->start, "n1 is not bob's to use");
+}
+
+Test(planner_resv, a_magnetic_reservation_draws_nobody_in_before_its_start)
+{
+    resv[0].magnetic = true;
+    resv[0].users = alice_only;
+    resv[0].nusers = 1;
+    add_as(1, 4, "alice", NULL);
+    add_as(2, 4, "alice", NULL);
+    pass(T0);
+    cr_assert_eq(node_of(1), 0);
+    cr_assert_not(verdict_of(2)->start, "a job running into its start keeps off n1 till then");
+}
+
+Test(planner_resv, a_magnetic_reservation_lets_in_by_account)
+{
+    resv[0].magnetic = true;
+    resv[0].accounts = physics_only;
+    resv[0].naccounts = 1;
+    add_as(1, 4, "bob", NULL);
+    add_as(2, 4, "carol", "physics");
+    add_as(3, 4, "dave", "chemistry");
+    pass(T0 + 3600000);
+    cr_assert_eq(node_of(1), 0);
+    cr_assert_eq(node_of(2), 1, "physics is let in");
+    cr_assert_not(verdict_of(3)->start);
+}
+
+Test(planner_resv, a_magnetic_gpu_reservation_lends_its_gpus_to_those_it_lets_in)
+{
+    resv[0].gpus = gpus01_on_n1;
+    resv[0].magnetic = true;
+    resv[0].users = alice_only;
+    resv[0].nusers = 1;
+    add_as(1, 4, "bob", NULL);   /* n0: bob may not use n1's GPUs 0 and 1 */
+    add_as(2, 4, "alice", NULL); /* all of n1, the reserved GPUs too */
+    pass(T0 + 3600000);
+    cr_assert_eq(node_of(1), 0);
+    cr_assert_eq(node_of(2), 1);
+    cr_assert_eq(verdict_of(2)->alloc.nodes[0].gpus, 0xf);
 }
