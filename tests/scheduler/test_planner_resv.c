@@ -282,6 +282,16 @@ Test(planner_resv, a_flex_reservations_jobs_go_to_its_nodes_first)
 static const char *const alice_only[] = {"alice"};
 static const char *const physics_only[] = {"physics"};
 
+/* Makes "maint" MAGNETIC, letting in one user or one account. */
+static void magnetic_for(const char *const *user, const char *const *account)
+{
+    resv[0].magnetic = true;
+    resv[0].users = user;
+    resv[0].nusers = user != NULL;
+    resv[0].accounts = account;
+    resv[0].naccounts = account != NULL;
+}
+
 static struct sched_job *add_as(uint64_t id, uint32_t gpus, const char *user, const char *account)
 {
     struct sched_job *job = add(id, gpus, GS_DURATION_INFINITE, NULL);
@@ -294,9 +304,7 @@ static struct sched_job *add_as(uint64_t id, uint32_t gpus, const char *user, co
 
 Test(planner_resv, a_magnetic_reservation_draws_in_the_jobs_it_lets_in_once_started)
 {
-    resv[0].magnetic = true;
-    resv[0].users = alice_only;
-    resv[0].nusers = 1;
+    magnetic_for(alice_only, NULL);
     add_as(1, 1, "alice", NULL); /* names no reservation, runs for good */
     add_as(2, 4, "bob", NULL);
     add_as(3, 4, "bob", NULL);
@@ -308,9 +316,7 @@ Test(planner_resv, a_magnetic_reservation_draws_in_the_jobs_it_lets_in_once_star
 
 Test(planner_resv, a_magnetic_reservation_draws_nobody_in_before_its_start)
 {
-    resv[0].magnetic = true;
-    resv[0].users = alice_only;
-    resv[0].nusers = 1;
+    magnetic_for(alice_only, NULL);
     add_as(1, 4, "alice", NULL);
     add_as(2, 4, "alice", NULL);
     pass(T0);
@@ -320,9 +326,7 @@ Test(planner_resv, a_magnetic_reservation_draws_nobody_in_before_its_start)
 
 Test(planner_resv, a_magnetic_reservation_lets_in_by_account)
 {
-    resv[0].magnetic = true;
-    resv[0].accounts = physics_only;
-    resv[0].naccounts = 1;
+    magnetic_for(NULL, physics_only);
     add_as(1, 4, "bob", NULL);
     add_as(2, 4, "carol", "physics");
     add_as(3, 4, "dave", "chemistry");
@@ -335,9 +339,7 @@ Test(planner_resv, a_magnetic_reservation_lets_in_by_account)
 Test(planner_resv, a_magnetic_gpu_reservation_lends_its_gpus_to_those_it_lets_in)
 {
     resv[0].gpus = gpus01_on_n1;
-    resv[0].magnetic = true;
-    resv[0].users = alice_only;
-    resv[0].nusers = 1;
+    magnetic_for(alice_only, NULL);
     add_as(1, 4, "bob", NULL);   /* n0: bob may not use n1's GPUs 0 and 1 */
     add_as(2, 4, "alice", NULL); /* all of n1, the reserved GPUs too */
     pass(T0 + 3600000);
