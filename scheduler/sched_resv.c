@@ -288,27 +288,48 @@ static bool chooses_first(const struct resv *a, const struct resv *b)
                                           : strcmp(a->name, b->name) < 0;
 }
 
+/* Whether a and b may keep the same GPUs when they meet (either OVERLAP or MAINT). */
+static bool may_share(const struct resv *a, const struct resv *b)
+{
+    return ((a->flags | b->flags) & SHARING_FLAGS) != 0;
+}
+
+/* A GPU reservation that finds too few GPUs on a node: how many it and those meeting it
+ * there would keep. */
+struct gpus_short {
+    const struct resv *r; /* NULL: every one found its own */
+    uint32_t wanted;
+};
+
 /*
- * The GPUs GPU reservation r keeps on node n: the best connected set of its share there
- * among those that the GPU reservations chosen before it (chooses_first), meeting it in
- * time, do not keep; the best of all the node's when too few are left (an OVERLAP pair, or
- * more than fit at once). r need not be stored yet (a request's); a stored one of its name
- * is its old self and left out. The node's GPU reservations are taken in that order, each
- * choosing once: O(m^2) for m of them, however many an operator makes.
+ * The GPUs GPU reservation r keeps on node n. The node's GPU reservations choose in
+ * chooses_first order, each once, its share's best connected set among the GPUs that
+ * those chosen before it and meeting it in time do not keep; failing that, among those
+ * that the ones it may not share with (may_share) do not keep; failing that, the best of
+ * all the node's. So reservations that never meet reuse the same GPUs, and three that
+ * never all meet at once fit where pairwise sums would not. r need not be stored yet (a
+ * request's); a stored one of its name is its old self and left out. With ret_short the
+ * choosing goes on past r, and names the first of r and those after it that fell to the
+ * last resort (r's change would leave it too few GPUs). O(m^2) for m of them.
  */
-static uint64_t gpus_kept(const struct sched_ctx *s, const struct resv *r,
-                          const struct sched_node *n)
+static uint64_t gpus_choose(const struct sched_ctx *s, const struct resv *r,
+                            const struct sched_node *n, struct gpus_short *ret_short)
 {
     size_t m = 0, cap = s->resvs != NULL ? s->resvs->n + 1 : 1;
     const struct resv **v = malloc(cap * sizeof(*v));
-    uint64_t *kept = malloc(cap * sizeof(*kept)), mine = 0;
+    uint64_t *kept = malloc(cap * sizeof(*kept)), mine = 0, all = ~UINT64_C(0);
+    size_t ngpus = n->topology != NULL ? n->topology->n_gpus : 0;
+    bool past_r = false;
 
+    if (ret_short != NULL)
+        *ret_short = (struct gpus_short){0};
     if (v == NULL || kept == NULL) { /* out of memory: the best set, as if alone */
-        free(v);
-        free(kept);
-        return sched_cluster_best_gpus(s->cluster, n->index, r->gpus / (uint32_t)r->nnode_names,
+        mine = sched_cluster_best_gpus(s->cluster, n->index, r->gpus / (uint32_t)r->nnode_names,
                                        ~UINT64_C(0));
+        goto out;
     }
+    if (ngpus < 64)
+        all = (UINT64_C(1) << ngpus) - 1;
     for (size_t k = 0; s->resvs != NULL && k < s->resvs->n; k++) {
         const struct resv *o = &s->resvs->v[k];
 
@@ -326,40 +347,32 @@ static uint64_t gpus_kept(const struct sched_ctx *s, const struct resv *r,
     }
     for (size_t i = 0; i < m; i++) {
         uint32_t share = v[i]->gpus / (uint32_t)v[i]->nnode_names;
-        uint64_t among = ~UINT64_C(0);
+        uint64_t among = ~UINT64_C(0), apart = ~UINT64_C(0);
 
         for (size_t j = 0; j < i; j++) {
-            if (resvs_meet(v[i], v[j]))
-                among &= ~kept[j];
+            if (!resvs_meet(v[i], v[j]))
+                continue;
+            among &= ~kept[j];
+            if (!may_share(v[i], v[j]))
+                apart &= ~kept[j];
         }
-        kept[i] = sched_cluster_best_gpus(s->cluster, n->index, share, among);
-        if (kept[i] == 0)
+        past_r = past_r || v[i] == r;
+        if ((kept[i] = sched_cluster_best_gpus(s->cluster, n->index, share, among)) == 0 &&
+            (kept[i] = sched_cluster_best_gpus(s->cluster, n->index, share, apart)) == 0) {
             kept[i] = sched_cluster_best_gpus(s->cluster, n->index, share, ~UINT64_C(0));
-        if (v[i] == r) {
-            mine = kept[i];
-            break;
+            if (past_r && ret_short != NULL && ret_short->r == NULL)
+                *ret_short =
+                    (struct gpus_short){v[i], share + (uint32_t)__builtin_popcountll(~apart & all)};
         }
+        if (v[i] == r)
+            mine = kept[i];
+        if (v[i] == r && ret_short == NULL)
+            break;
     }
+out:
     free(v);
     free(kept);
     return mine;
-}
-
-/*
- * GPUs of node that r and the other GPU reservations holding it at a time r meets keep in
- * all, by their shares: GPU reservations share a node while these fit in its GPUs.
- */
-static uint32_t gpus_wanted(const struct sched_ctx *s, const struct resv *r, const char *node)
-{
-    uint32_t sum = r->gpus / (uint32_t)r->nnode_names;
-
-    for (size_t k = 0; s->resvs != NULL && k < s->resvs->n; k++) {
-        const struct resv *o = &s->resvs->v[k];
-
-        if (o->gpus > 0 && strcmp(o->name, r->name) != 0 && holds_node(o, node) && resvs_meet(r, o))
-            sum += o->gpus / (uint32_t)o->nnode_names;
-    }
-    return sum;
 }
 
 /* Flags that make sense for r: known, one recurrence at most, an end within its period. */
@@ -477,22 +490,23 @@ static int resv_check(struct sched_ctx *s, const struct resv *r, const struct re
     for (size_t k = 0; s->resvs != NULL && k < s->resvs->n; k++) {
         const struct resv *o = &s->resvs->v[k];
 
-        if (o == self || ((r->flags | o->flags) & SHARING_FLAGS) != 0 || !resvs_meet(r, o))
+        if (o == self || may_share(r, o) || !resvs_meet(r, o))
             continue;
         for (size_t i = 0; i < r->nnode_names; i++) {
             const struct sched_node *n = sched_node_find(s, r->node_names[i]);
-            uint32_t have = n != NULL ? (uint32_t)n->topology->n_gpus : 0;
+            struct gpus_short tight = {0};
 
-            if (!holds_node(o, r->node_names[i]))
+            if (n == NULL || !holds_node(o, r->node_names[i]))
                 continue;
-            if (r->gpus > 0 && o->gpus > 0 && gpus_wanted(s, r, r->node_names[i]) <= have)
-                continue; /* GPUs side by side */
-            if (r->gpus > 0 && o->gpus > 0)
+            if (r->gpus > 0 && o->gpus > 0) {
+                gpus_choose(s, r, n, &tight);
+                if (tight.r == NULL)
+                    continue; /* GPUs side by side */
                 snprintf(why, size,
-                         "Nodes: node %.64s has %u GPUs, fewer than reservation %s and the "
-                         "others there at that time would keep with this one (%u)",
-                         r->node_names[i], have, o->name, gpus_wanted(s, r, r->node_names[i]));
-            else
+                         "Nodes: node %.64s has %zu GPUs, fewer than reservation %s and the "
+                         "others there at that time would keep (%u)",
+                         n->name, n->topology->n_gpus, tight.r->name, tight.wanted);
+            } else
                 snprintf(why, size, "Nodes: node %.64s is in reservation %s at that time",
                          r->node_names[i], o->name);
             return -EBUSY;
@@ -516,7 +530,7 @@ static int busy_check(struct sched_ctx *s, const struct resv *r, char *why, size
         if (n == NULL)
             continue;
         if (r->gpus > 0)
-            kept = gpus_kept(s, r, n);
+            kept = gpus_choose(s, r, n, NULL);
         for (size_t i = s->plan_from; i < sched_jobs_count(s->jobs); i++) {
             const struct sched_job *job = sched_jobs_at(s->jobs, i);
             uint64_t lim = job->spec->time_limit_s;
@@ -982,7 +996,7 @@ static void set_bit(uint64_t *mask, size_t i)
     mask[i / 64] |= UINT64_C(1) << (i % 64);
 }
 
-/* The GPUs each GPU reservation keeps on each of its nodes (gpus_kept: the best connected
+/* The GPUs each GPU reservation keeps on each of its nodes (gpus_choose: the best connected
  * set of its share there beside the others'). 0 or -ENOMEM. */
 static int resv_gpus_build(struct sched_ctx *s, struct sched_resvs *rs, size_t nnodes)
 {
@@ -1004,7 +1018,7 @@ static int resv_gpus_build(struct sched_ctx *s, struct sched_resvs *rs, size_t n
             const struct sched_node *n = sched_node_find(s, r->node_names[k]);
 
             if (n != NULL && n->index < nnodes)
-                gpus[i * (nnodes + 1) + n->index] = gpus_kept(s, r, n);
+                gpus[i * (nnodes + 1) + n->index] = gpus_choose(s, r, n, NULL);
         }
     }
     return 0;

@@ -6,8 +6,11 @@
 # not meet. A split that does not divide over the nodes, and more GPUs than a node has, are
 # refused, and so is one over a running job on the GPUs it would keep (not over one on the
 # others). Two reservations of 2 GPUs share the node, each keeping its own (a fifth GPU is
-# refused), and a job in each runs at once on GPUs apart. Forty OVERLAP GPU reservations of
-# the node are each made within a few seconds (their GPU choices are not exponential).
+# refused), and a job in each runs at once on GPUs apart. Three of 2 GPUs fit where no time
+# has all three (an early and a late one, a long one across both); a fifth GPU beside the
+# early and the long one is refused, and jobs in those two run on GPUs apart. Forty OVERLAP
+# GPU reservations of the node are each made within a few seconds (their GPU choices are not
+# exponential).
 name="integration_resv_gpus"
 . "$(dirname "$0")/lib.sh"
 
@@ -79,16 +82,36 @@ scontrol create reservation ReservationName=right StartTime=now Duration=10 Node
 out=$(scontrol create reservation ReservationName=more StartTime=now Duration=10 Nodes=node1 \
   Users=root TRES=gres/gpu=1 2>&1) && fail "a fifth GPU kept on a 4-GPU node: $out"
 case $out in *"node node1 has 4 GPUs, fewer than reservation"*"(5)"*) ;; *) fail "fifth GPU: $out" ;; esac
-{ echo "#!/bin/sh"; gate_wait hold3; } > "$work/hold3.sh"
-inl=$(sbatch --reservation=left --gpus-per-node=2 hold3.sh) || exit 1
-inr=$(sbatch --reservation=right --gpus-per-node=2 hold3.sh) || exit 1
-wait_start "$inl"
-wait_start "$inr"
-python3 -c 'import sys; a, b = eval(sys.argv[1]), eval(sys.argv[2]); sys.exit(1 if len(a) != 2 or len(b) != 2 or set(a) & set(b) else 0)' \
-  "$(gpus "$inl")" "$(gpus "$inr")" || fail "GPUs: left $(gpus "$inl"), right $(gpus "$inr")"
-gate hold3
-wait_end "$inl" && wait_end "$inr" || fail "the side-by-side jobs failed"
+# apart GATE R1 R2: a 2-GPU job in each of reservations R1 and R2 runs at once, on GPUs apart.
+apart() {
+  local a b
+  { echo "#!/bin/sh"; gate_wait "$1"; } > "$work/$1.sh"
+  a=$(sbatch --reservation="$2" --gpus-per-node=2 "$1.sh") || exit 1
+  b=$(sbatch --reservation="$3" --gpus-per-node=2 "$1.sh") || exit 1
+  wait_start "$a"
+  wait_start "$b"
+  python3 -c 'import sys; a, b = eval(sys.argv[1]), eval(sys.argv[2]); sys.exit(1 if len(a) != 2 or len(b) != 2 or set(a) & set(b) else 0)' \
+    "$(gpus "$a")" "$(gpus "$b")" || fail "GPUs: $2 $(gpus "$a"), $3 $(gpus "$b")"
+  gate "$1"
+  wait_end "$a" && wait_end "$b" || fail "the jobs in $2 and $3 failed"
+}
+apart hold3 left right
 scontrol delete ReservationName=left && scontrol delete ReservationName=right || fail "deletes"
+
+# --- three of 2 GPUs that never all meet: early and late apart, long across both --------------
+scontrol create reservation ReservationName=early StartTime=now Duration=10 Nodes=node1 \
+  Users=root TRES=gres/gpu=2 > /dev/null || fail "reservation early refused"
+scontrol create reservation ReservationName=late StartTime=now+20minutes Duration=10 \
+  Nodes=node1 Users=root TRES=gres/gpu=2 > /dev/null || fail "reservation late refused"
+scontrol create reservation ReservationName=long StartTime=now Duration=30 Nodes=node1 \
+  Users=root TRES=gres/gpu=2 > /dev/null ||
+  fail "long refused: it meets early and late, but never both at once (4 GPUs at most)"
+out=$(scontrol create reservation ReservationName=more StartTime=now Duration=10 Nodes=node1 \
+  Users=root TRES=gres/gpu=1 2>&1) && fail "a fifth GPU beside early and long: $out"
+case $out in *"node node1 has 4 GPUs, fewer than reservation more"*"(5)"*) ;;
+  *) fail "fifth GPU beside early and long: $out" ;; esac
+apart hold4 early long
+for r in early late long; do scontrol delete ReservationName=$r || fail "delete $r"; done
 
 # --- many overlapping GPU reservations of one node: each choice stays quick -----------------
 for i in $(seq 1 40); do
