@@ -338,6 +338,46 @@ static bool in_rest(const struct shard_loader *l, uint64_t epoch)
     return l->has_rest && epoch == l->rest_epoch;
 }
 
+/*
+ * Without a plan, the start epoch's rest (cfg.consumed): the split's samples not read yet
+ * (ids, ascending). Every rank holds them all, as it holds the epoch's whole order; a step
+ * takes global_batch of their permutation, as in any epoch. Train ids are the loader's own
+ * (the train shards in manifest order, rest.h).
+ */
+static int open_rest(struct shard_loader *l, struct gs_error *err)
+{
+    const uint64_t *done = l->cfg.consumed;
+
+    if ((l->rest = malloc((l->nsamples + 1) * sizeof(*l->rest))) == NULL)
+        return gs_error_set(err, -ENOMEM, 0, 0, "loader: out of memory");
+    for (uint64_t g = 0; g < l->nsamples; g++) {
+        if (!shard_rest_has(done, g))
+            l->rest[l->nrest++] = g;
+    }
+    l->rest_usable = l->nrest;
+    l->has_rest = true;
+    l->rest_epoch = l->cfg.epoch;
+    return 0;
+}
+
+/* Without a plan: the samples epoch's steps may take (in the rest epoch, those left). */
+static uint64_t epoch_samples(const struct shard_loader *l, uint64_t epoch)
+{
+    return in_rest(l, epoch) ? l->nrest : l->nsamples;
+}
+
+/* Without a plan: epoch's global order (in the rest epoch, of the samples left). */
+static void global_order(const struct shard_loader *l, uint64_t epoch, uint64_t *order)
+{
+    if (!in_rest(l, epoch)) {
+        shard_loader_permutation(l->cfg.seed, epoch, l->nsamples, order);
+        return;
+    }
+    shard_loader_permutation(l->cfg.seed, epoch, l->nrest, order);
+    for (uint64_t i = 0; i < l->nrest; i++)
+        order[i] = l->rest[order[i]];
+}
+
 /* Plan mode: the entries of epoch's order every rank may take (L in loader.h). */
 static uint64_t usable_in(const struct shard_loader *l, uint64_t epoch)
 {
@@ -384,14 +424,15 @@ static int place_start(struct shard_loader *l, struct gs_error *err)
     }
     if (l->has_rest) {
         l->info.rest_samples = l->nrest;
-        l->info.rest_steps = l->rest_usable / l->rank_batch;
+        l->info.rest_steps =
+            l->plan_mode ? l->rest_usable / l->rank_batch : l->nrest / l->cfg.global_batch;
         if (l->info.rest_steps == 0) { /* fewer than a step left: on to the next epoch */
             l->has_rest = false;
             l->epoch++;
             l->sample = 0;
         }
     }
-    limit = l->plan_mode ? usable_in(l, l->epoch) * l->world : l->nsamples;
+    limit = l->plan_mode ? usable_in(l, l->epoch) * l->world : epoch_samples(l, l->epoch);
     if (l->plan_mode && l->sample % l->world != 0)
         return gs_error_set(err, -EINVAL, 0, 0,
                             "loader: position sample %" PRIu64 " does not divide by world %" PRIu32,
@@ -624,12 +665,12 @@ static int fill_train(struct shard_loader *l, struct slot *s, struct gs_error *e
     uint64_t gb = l->cfg.global_batch, base;
     int rc;
 
-    if (l->sample + gb > l->nsamples) {
+    if (l->sample + gb > epoch_samples(l, l->epoch)) {
         l->epoch++;
         l->sample = 0;
     }
     if (!l->have_order || l->order_epoch != l->epoch) {
-        shard_loader_permutation(l->cfg.seed, l->epoch, l->nsamples, l->order);
+        global_order(l, l->epoch, l->order);
         l->order_epoch = l->epoch;
         l->have_order = true;
     }
@@ -645,7 +686,7 @@ static int fill_train(struct shard_loader *l, struct slot *s, struct gs_error *e
             return rc;
     }
     l->sample += gb;
-    if (l->sample + gb > l->nsamples) {
+    if (l->sample + gb > epoch_samples(l, l->epoch)) {
         s->batch.next_epoch = l->epoch + 1;
         s->batch.next_sample = 0;
     }
@@ -795,6 +836,8 @@ int shard_loader_new(const struct shard_loader_config *cfg, struct shard_loader 
         rc = open_shards(l, mine, nmine, err);
     if (rc == 0 && l->plan_mode)
         rc = check_plan_steps(l, err);
+    if (rc == 0 && !l->plan_mode && cfg->split == SHARD_SPLIT_TRAIN && cfg->consumed != NULL)
+        rc = open_rest(l, err);
     free(mine);
     if (rc == 0)
         rc = place_start(l, err);

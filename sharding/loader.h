@@ -59,16 +59,18 @@
  * that changed, a plan-mode checkpoint resumed without a plan and a checkpoint from before
  * digests (0) resumed with one; a fresh start (0, 0) is never moved.
  *
- * The rest of an epoch (plan mode, cfg.consumed set; rest.h). A caller that resumes under
+ * The rest of an epoch (train, cfg.consumed set; rest.h). A caller that resumes under
  * another assignment in the middle of epoch e works out the samples e read already
- * (shard_rest_consumed, from the old plan and position) and starts the new loader at (e, 0)
- * with them as cfg.consumed. Epoch e then reads only the others: rank r's order is its
- * permutation from (seed, e, r) of its samples not read, each rank takes the steps the one
- * with fewest such samples has (rest_steps), and positions count within that rest (a
- * checkpoint of (e, s) resumes there when cfg.consumed and the digest are the same again).
- * Epochs after it read everything, as always. A rest of less than a step starts at (e + 1,
- * 0). No sample is read twice in an epoch; a rank with more left than the fewest skips the
- * excess, as a rank with more samples does in any epoch.
+ * (shard_rest_consumed, from the old plan or none and the position) and starts the new
+ * loader at (e, 0) with them as cfg.consumed. Epoch e then reads only the others. In plan
+ * mode rank r's order is its permutation from (seed, e, r) of its samples not read, and
+ * each rank takes the steps the one with fewest such samples has (rest_steps); without a
+ * plan the epoch's order is the permutation from (seed, e) of the split's samples not read,
+ * sliced by step and rank as any epoch's. Positions count within that rest (a checkpoint of
+ * (e, s) resumes there when cfg.consumed and the digest are the same again). Epochs after
+ * it read everything, as always. A rest of less than a step starts at (e + 1, 0). No
+ * sample is read twice in an epoch; in plan mode a rank with more left than the fewest
+ * skips the excess, as a rank with more samples does in any epoch.
  *
  * Stream mode (plan mode with cfg.fetch set; issue 19, docs/data.md "Streaming"). The node's
  * worker is still copying some of this rank's train shards into the directory (each appears
@@ -151,9 +153,9 @@ struct shard_loader_config {
     const struct shard_planfile *plan;
     /* The assignment digest recorded with (epoch, sample); 0 when none was (the rule above). */
     uint64_t position_digest;
-    /* Plan mode: epoch's samples read already under another assignment (the rest of an
-     * epoch, above; a bitmap over the dataset's train ids, rest.h), or NULL. Borrowed, read
-     * only while shard_loader_new runs. */
+    /* Train: epoch's samples read already under another assignment (the rest of an epoch,
+     * above; a bitmap over the dataset's train ids, rest.h), or NULL. Borrowed, read only
+     * while shard_loader_new runs. */
     const uint64_t *consumed;
     /* Stream mode (above), plan mode's train split only. NULL: every shard of this rank must
      * be there at start. fetch_data is passed to fetch and not freed. */

@@ -224,13 +224,48 @@ out:
     return rc;
 }
 
+/*
+ * Without a plan: the first `sample` entries of epoch's global order (loader.h) into bits,
+ * the order of every train sample, or with base of those not in base (ascending ids).
+ */
+static int mark_global(uint64_t total, uint64_t seed, uint64_t epoch, uint64_t sample,
+                       const uint64_t *base, uint64_t *bits, struct gs_error *err)
+{
+    uint64_t *left = malloc((total + 1) * sizeof(*left)), *order = NULL, n = 0;
+    int rc = 0;
+
+    if (left == NULL || (order = malloc((total + 1) * sizeof(*order))) == NULL) {
+        rc = gs_error_set(err, -ENOMEM, 0, 0, "out of memory");
+        goto out;
+    }
+    for (uint64_t g = 0; g < total; g++) {
+        if (base == NULL || !shard_rest_has(base, g))
+            left[n++] = g;
+    }
+    if (sample > n) {
+        rc = gs_error_set(err, -EINVAL, 0, 0,
+                          "position sample %" PRIu64 " is past the %" PRIu64
+                          " train samples the epoch had to read",
+                          sample, n);
+        goto out;
+    }
+    if ((rc = shard_loader_permutation(seed, epoch, n, order)) < 0)
+        goto out;
+    for (uint64_t i = 0; i < sample; i++)
+        set(bits, left[order[i]]);
+out:
+    free(left);
+    free(order);
+    return rc;
+}
+
 int shard_rest_consumed(const struct shard_manifest *m, const struct shard_planfile *old,
                         uint32_t seq_len, uint64_t seed, uint64_t epoch, uint64_t sample,
                         const uint64_t *base, uint64_t **ret_bits, uint64_t *ret_nbits,
                         struct gs_error *err)
 {
     struct shard_assignment *a = NULL;
-    uint64_t *first = NULL, *bits = NULL, *order = NULL, total = 0;
+    uint64_t *first = NULL, *bits = NULL, total = 0;
     int rc = shard_train_first(m, seq_len, &first, &total);
 
     if (rc == 0 && (bits = calloc(shard_rest_words(total) + 1, sizeof(*bits))) == NULL)
@@ -245,17 +280,8 @@ int shard_rest_consumed(const struct shard_manifest *m, const struct shard_planf
         rc = shard_assignment_new(old, m, &a, err);
         if (rc == 0)
             rc = mark_planned(a, first, seed, epoch, sample, base, bits, err);
-    } else if (base != NULL) {
-        rc = gs_error_set(err, -EINVAL, 0, 0, "an epoch begun after a change reads under a plan");
-    } else if (sample > total) {
-        rc = gs_error_set(err, -EINVAL, 0, 0,
-                          "position sample %" PRIu64 " is past the %" PRIu64 " train samples",
-                          sample, total);
-    } else if ((order = malloc((total + 1) * sizeof(*order))) == NULL) {
-        rc = gs_error_set(err, -ENOMEM, 0, 0, "out of memory");
-    } else if ((rc = shard_loader_permutation(seed, epoch, total, order)) == 0) {
-        for (uint64_t i = 0; i < sample; i++)
-            set(bits, order[i]);
+    } else {
+        rc = mark_global(total, seed, epoch, sample, base, bits, err);
     }
     if (rc == 0) {
         *ret_bits = bits;
@@ -266,6 +292,5 @@ out:
     shard_assignment_free(a);
     free(first);
     free(bits);
-    free(order);
     return rc;
 }

@@ -3,8 +3,9 @@
  * from a checkpoint at (epoch, sample) under another plan (other ranks, other holdings)
  * cannot go on in the new assignment's order from that position: it would read some of the
  * epoch's samples twice and others never. Instead the samples the old assignment read in
- * that epoch are worked out from what fixed its order (the old plan, seed, epoch, position),
- * and the new run reads the epoch's other samples, each rank its own (loader.h, "consumed").
+ * that epoch are worked out from what fixed its order (the old plan or none, seed, epoch,
+ * position), and the new run reads the epoch's other samples (loader.h, "consumed"). A run
+ * without a plan is an assignment too (digest 0): from a plan to none, or back.
  *
  * Samples are numbered over the dataset's train shards in manifest order: shard i's
  * windows of T + 1 tokens (loader.h) from shard_train_first(i). A set of them is a bitmap
@@ -66,7 +67,7 @@ void shard_assignment_free(struct shard_assignment *a);
  * The train samples of epoch read by the first `sample` (global, over every rank) of its
  * positions, as the loader read them: under plan old (NULL: without a plan, ranks slicing
  * the seeded order of every train sample), having started the epoch with the samples in
- * base read already (NULL: none; only with a plan) and read only the others. Returns 0 with
+ * base read already (NULL: none) and read only the others. Returns 0 with
  * *ret_bits (malloc'd) the union of base and those, over *ret_nbits train samples; -EINVAL
  * when the old plan does not fit m or sample is past that epoch's positions (err says), or
  * -ENOMEM.

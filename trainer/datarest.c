@@ -48,15 +48,18 @@ int trn_data_rest(const struct trn_data_rest_in *in, struct trn_state *st, uint6
     struct gs_error err = {0};
     uint64_t *bits = NULL, nbits = 0, now;
     char *path = NULL, why[sizeof(err.msg) + 64];
-    int rc;
+    int rc = 0;
 
-    if (in->plan == NULL || st->data_sample == 0)
+    if (st->data_sample == 0)
         return 0;
-    rc = shard_assignment_new(in->plan, in->manifest, &a, &err);
-    if (rc < 0) /* the loader reports the plan's fault */
-        return rc == -ENOMEM ? rc : 0;
-    now = a->digest;
-    shard_assignment_free(a);
+    now = 0; /* without a plan */
+    if (in->plan != NULL) {
+        rc = shard_assignment_new(in->plan, in->manifest, &a, &err);
+        if (rc < 0) /* the loader reports the plan's fault */
+            return rc == -ENOMEM ? rc : 0;
+        now = a->digest;
+        shard_assignment_free(a);
+    }
     if (now == st->data_plan)
         return 0;
     if (st->data_plan != 0) {

@@ -2,9 +2,10 @@
  * datarest.h: resuming in the middle of an epoch under another data assignment (docs/data.md,
  * "Resuming under another assignment"). A checkpoint records the data position and the
  * digest of the assignment it was reached under; rank 0 keeps that assignment's plan beside
- * it (CKPT_DIR/data-plan-DIGEST.toml). When the run resumes under a plan whose assignment
- * differs, this works out the samples the epoch had read (sharding/rest.h) so that the
- * loader reads the epoch's others instead of skipping to the next epoch.
+ * it (CKPT_DIR/data-plan-DIGEST.toml). When the run resumes under another assignment (another
+ * plan's, or none: digest 0), this works out the samples the epoch had read
+ * (sharding/rest.h) so that the loader reads the epoch's others instead of skipping to the
+ * next epoch.
  */
 #ifndef TRN_DATAREST_H
 #define TRN_DATAREST_H
@@ -21,7 +22,7 @@ void trn_data_plan_file(uint64_t digest, char *out, size_t size);
 
 struct trn_data_rest_in {
     const struct shard_manifest *manifest;
-    const struct shard_planfile *plan; /* this run's; NULL: nothing to do */
+    const struct shard_planfile *plan; /* this run's; NULL: none */
     const char *ckpt_dir;              /* where the old plans are kept */
     uint32_t seq_len;
     uint64_t seed; /* data.seed */

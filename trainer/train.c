@@ -433,11 +433,15 @@ static void note_data_start(struct run *r, const struct shard_loader_info *info)
                 "samples; %llu steps an epoch on every rank\n",
                 r->rank, info->shards, info->local_shards, (unsigned long long)info->samples,
                 (unsigned long long)info->steps_per_epoch);
-    if (info->rest_steps > 0 && r->log != NULL)
+    if (info->rest_steps > 0 && r->log != NULL && r->plan != NULL)
         fprintf(r->log,
                 "data: epoch %llu's rest: rank %u has %llu of its samples not read yet; %llu "
                 "steps of them on every rank\n",
                 (unsigned long long)info->epoch, r->rank, (unsigned long long)info->rest_samples,
+                (unsigned long long)info->rest_steps);
+    else if (info->rest_steps > 0 && r->log != NULL && r->lead)
+        fprintf(r->log, "data: epoch %llu's rest: %llu samples not read yet; %llu steps of them\n",
+                (unsigned long long)info->epoch, (unsigned long long)info->rest_samples,
                 (unsigned long long)info->rest_steps);
     if (info->moved && r->out != NULL)
         fprintf(r->out,

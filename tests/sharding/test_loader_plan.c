@@ -879,8 +879,6 @@ Test(loader_plan, a_new_assignment_mid_epoch_reads_the_rest_of_that_epoch)
                  -EINVAL);
     cr_expect(strstr(err.msg, "not one of the old plan's 2 ranks' positions") != NULL, "%s",
               err.msg);
-    cr_expect_eq(shard_rest_consumed(manifest, NULL, T, 1234, 0, 4, done, &done2, &nbits, &err),
-                 -EINVAL, "a rest is read under a plan");
     free(done);
     shard_planfile_free(a);
     shard_planfile_free(b);
@@ -901,6 +899,79 @@ Test(loader_plan, without_a_plan_the_first_positions_of_the_seeded_order_were_re
     for (unsigned i = 0; i < 12; i++)
         cr_expect(has(done, ids[i]), "sample %u", ids[i]);
     free(done);
+}
+
+Test(loader_plan, from_a_plan_to_none_mid_epoch_reads_the_rest_and_back_again)
+{
+    enum { PER = 2, BEFORE = 5, IN_REST = 3, LEFT = 60 - 2 * BEFORE * PER };
+    struct shard_planfile *a = halves();
+    unsigned first[2][BEFORE * PER], rest[2][LEFT / 2], again[LEFT / 2];
+    uint64_t *done = NULL, *done2 = NULL, nbits = 0;
+    struct shard_loader_info info;
+    struct shard_loader_batch last;
+    unsigned seen[60] = {0};
+
+    for (uint32_t r = 0; r < 2; r++) { /* under plan a: five steps of 2 x 2 samples */
+        struct shard_loader_config cfg = config(a, 2 * PER, r, 2);
+        struct shard_loader *l = start(&cfg);
+
+        read_ids(l, BEFORE, PER, first[r], NULL);
+        shard_loader_free(l);
+        for (unsigned i = 0; i < BEFORE * PER; i++)
+            seen[first[r][i]]++;
+    }
+    cr_assert_eq(
+        shard_rest_consumed(manifest, a, T, 1234, 0, BEFORE * 2 * PER, NULL, &done, &nbits, &err),
+        0, "%s", err.msg);
+    for (uint32_t r = 0; r < 2; r++) { /* then without a plan, from (0, 0) with those read */
+        struct shard_loader_config cfg = config(NULL, 2 * PER, r, 2);
+        struct shard_loader *l;
+
+        cfg.consumed = done;
+        l = start(&cfg);
+        shard_loader_info(l, &info);
+        cr_assert_eq(info.digest, 0);
+        cr_assert_eq(info.epoch, 0);
+        cr_assert_eq(info.rest_samples, LEFT, "every rank sees the whole rest");
+        cr_assert_eq(info.rest_steps, LEFT / (2 * PER));
+        read_ids(l, LEFT / (2 * PER), PER, rest[r], &last);
+        cr_expect_eq(last.next_epoch, 1, "after the rest, the next epoch");
+        cr_expect_eq(last.next_sample, 0);
+        shard_loader_free(l);
+        for (unsigned i = 0; i < LEFT / 2; i++)
+            seen[rest[r][i]]++;
+    }
+    for (unsigned g = 0; g < 60; g++)
+        cr_assert_eq(seen[g], 1, "sample %u read %u times in epoch 0", g, seen[g]);
+    { /* resumed inside the rest, still without a plan: where it left off */
+        struct shard_loader_config cfg = config(NULL, 2 * PER, 1, 2);
+        struct shard_loader *l;
+
+        cfg.consumed = done;
+        cfg.sample = IN_REST * 2 * PER;
+        l = start(&cfg);
+        read_ids(l, LEFT / (2 * PER) - IN_REST, PER, again, NULL);
+        shard_loader_free(l);
+        cr_expect_eq(
+            memcmp(again, rest[1] + IN_REST * PER, (LEFT / 2 - IN_REST * PER) * sizeof(unsigned)),
+            0);
+    }
+    /* Back under a plan inside that rest: what the planless run read is added. */
+    cr_assert_eq(shard_rest_consumed(manifest, NULL, T, 1234, 0, IN_REST * 2 * PER, done, &done2,
+                                     &nbits, &err),
+                 0, "%s", err.msg);
+    cr_expect_eq(count_bits(done2, nbits), 2 * BEFORE * PER + IN_REST * 2 * PER);
+    for (uint32_t r = 0; r < 2; r++) {
+        for (unsigned i = 0; i < IN_REST * PER; i++)
+            cr_expect(has(done2, rest[r][i]), "sample %u", rest[r][i]);
+    }
+    free(done2);
+    cr_expect_eq(
+        shard_rest_consumed(manifest, NULL, T, 1234, 0, LEFT + 4, done, &done2, &nbits, &err),
+        -EINVAL, "past the rest");
+    cr_expect(strstr(err.msg, "train samples the epoch had to read") != NULL, "%s", err.msg);
+    free(done);
+    shard_planfile_free(a);
 }
 
 Test(loader_plan, a_rest_of_less_than_a_step_moves_to_the_next_epoch)

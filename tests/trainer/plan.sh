@@ -13,7 +13,8 @@
 #     losses are bitwise those of the straight run; resumed under another assignment (ranks
 #     swapped between the nodes), the run says so and reads the rest of epoch 0 (the samples
 #     it has not read), its checkpoints carrying that rest so that a third run goes on in
-#     it; without the old plan beside the checkpoints it continues at the next epoch.
+#     it; without the old plan beside the checkpoints it continues at the next epoch;
+#     resumed without a plan at all, it reads the rest of epoch 0 as well.
 set -u
 name=trainer_plan
 . "$(dirname "$0")/lib.sh"
@@ -203,6 +204,7 @@ GSCHED_TRAIN_SIGNAL_AT=10 GSCHED_DATA_PLAN="$tmp/plan2.toml" mpi 2 "$tmp/rank.sh
 status=$?
 [ $status = 75 ] || fail "stopped 2-rank run: exit $status, want 75: $(cat "$tmp/c1.log")"
 mkdir -p "$tmp/d" && cp -r "$tmp/c/checkpoints" "$tmp/d/" # for the run without the old plan
+mkdir -p "$tmp/e" && cp -r "$tmp/c/checkpoints" "$tmp/e/" # for the run without a plan
 SWAP=1 GSCHED_DATA_PLAN="$tmp/swapped.toml" mpi 2 "$tmp/rank.sh" "$bin/gsched-train" train \
   "$tmp/tiny.toml" --out_dir="$tmp/c" > "$tmp/c2.log" 2>&1 || fail "swapped: $(cat "$tmp/c2.log")"
 grep -q "data: rank 0 reads GSCHED_DATA_DIR=$tmp/node1" "$tmp/c2.log" || fail "$(cat "$tmp/c2.log")"
@@ -226,4 +228,13 @@ SWAP=1 GSCHED_DATA_PLAN="$tmp/swapped.toml" mpi 2 "$tmp/rank.sh" "$bin/gsched-tr
   "$tmp/tiny.toml" --out_dir="$tmp/d" > "$tmp/d.log" 2>&1 || fail "no old plan: $(cat "$tmp/d.log")"
 grep -qE 'data: the checkpoint.s position \(epoch 0, sample 80\) was reached under another data assignment .*data-plan-[0-9a-f]{16}\.toml.*; continuing at the start of epoch 1$' \
   "$tmp/d.log" || fail "no next-epoch line: $(cat "$tmp/d.log")"
+# Resumed without a plan (every shard in data.dir): the rest of epoch 0 too, read by the
+# seeded order of the samples not read, as any planless epoch.
+mpi 2 "$tmp/rank.sh" "$bin/gsched-train" train "$tmp/tiny.toml" --data.dir="$tmp/data" \
+  --out_dir="$tmp/e" > "$tmp/e.log" 2>&1 || fail "no plan: $(cat "$tmp/e.log")"
+grep -qE 'data: the checkpoint.s position \(epoch 0, sample 80\) was reached under another data assignment \(digest [0-9a-f]{16}, now 0{16}\): epoch 0 goes on with the samples it has not read$' \
+  "$tmp/e.log" || fail "no rest-of-epoch line without a plan: $(cat "$tmp/e.log")"
+grep -qE "^data: epoch 0's rest: [0-9]+ samples not read yet; [0-9]+ steps of them$" "$tmp/e.log" ||
+  fail "no rest line without a plan: $(cat "$tmp/e.log")"
+grep -q '^done: 20 steps' "$tmp/e.log" || fail "the planless run did not finish: $(cat "$tmp/e.log")"
 echo "$name: all checks passed"
