@@ -14,6 +14,8 @@ pkg_check_modules(CRITERION IMPORTED_TARGET criterion>=2.4)
 pkg_check_modules(LIBCRYPTO REQUIRED IMPORTED_TARGET libcrypto>=3.0)
 # The workers' cgroup v2 device programs (worker/devbpf.c): libbpf loads and attaches them.
 pkg_check_modules(LIBBPF REQUIRED IMPORTED_TARGET libbpf>=0.7)
+# POSIX ACLs of the workers' dataset caches (worker/data_access.c): each source's readers.
+pkg_check_modules(LIBACL REQUIRED IMPORTED_TARGET libacl>=2.2)
 
 # MUNGE (libmunge): the credentials of CLIs on login nodes (proto/cred.c, scheduler.cli_port,
 # GSCHED_SERVER); optional: without it neither gschedd nor gsched speaks to the other over TCP.

@@ -8,18 +8,22 @@
  * The cache itself keeps to the same rights: a cached dataset's directory gets the
  * narrowest of "every user", "the manifest's group" and "its owner" that the source's bits
  * grant (wrk_data_source_access), so a dataset only some users may read is not readable,
- * through a node's cache, by the others.
+ * through a node's cache, by the others. The same dataset (the same bytes) added from
+ * another source lets that source's readers in too, by a POSIX ACL entry (libacl), so
+ * neither source's readers lock the other's out.
  */
 #define _GNU_SOURCE /* getgrouplist */
 
 #include "worker/data_internal.h"
 
+#include <acl/libacl.h>
 #include <errno.h>
 #include <grp.h>
 #include <limits.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/acl.h>
 #include <sys/stat.h>
 
 #define MAX_GROUPS 256
@@ -181,16 +185,112 @@ int wrk_data_source_access(const char *manifest, struct wrk_data_access *ret)
     return 0;
 }
 
+/* Whether e is the ACL entry of tag for id (a uid or gid). */
+static bool entry_is(acl_entry_t e, acl_tag_t tag, id_t id)
+{
+    acl_tag_t t;
+    void *q;
+    bool same;
+
+    if (acl_get_tag_type(e, &t) < 0 || t != tag || (q = acl_get_qualifier(e)) == NULL)
+        return false;
+    same = tag == ACL_USER ? *(uid_t *)q == (uid_t)id : *(gid_t *)q == (gid_t)id;
+    acl_free(q);
+    return same;
+}
+
+/* Whether acl has an entry of tag for id. */
+static bool acl_has(acl_t acl, acl_tag_t tag, id_t id)
+{
+    acl_entry_t e;
+
+    for (int w = ACL_FIRST_ENTRY; acl_get_entry(acl, w, &e) == 1; w = ACL_NEXT_ENTRY) {
+        if (entry_is(e, tag, id))
+            return true;
+    }
+    return false;
+}
+
+/* Sets dir's ACL to its mode's three entries alone: no named reader stays. */
+static int drop_named(const char *dir, mode_t mode)
+{
+    acl_t acl = acl_from_mode(mode);
+    int rc = 0;
+
+    if (acl == NULL)
+        return -errno;
+    if (acl_set_file(dir, ACL_TYPE_ACCESS, acl) < 0 && errno != ENOTSUP)
+        rc = -errno;
+    acl_free(acl);
+    return rc;
+}
+
 int wrk_data_apply_access(const char *dir, const struct wrk_data_access *a)
 {
     struct stat st;
 
     if (stat(dir, &st) < 0)
         return -errno;
-    if (st.st_uid == a->uid && st.st_gid == a->gid && (st.st_mode & 07777) == a->mode)
-        return 0;
     /* Tightened first, so that no moment grants both the old and the new readers. */
-    if (chmod(dir, 0700) < 0 || chown(dir, a->uid, a->gid) < 0 || chmod(dir, a->mode) < 0)
+    if (chmod(dir, 0700) < 0 || drop_named(dir, 0700) < 0 || chown(dir, a->uid, a->gid) < 0 ||
+        chmod(dir, a->mode) < 0)
         return -errno;
     return 0;
+}
+
+/* A named entry letting a's readers in: its tag and id; false when a lets in root alone. */
+static bool reader_entry(const struct wrk_data_access *a, acl_tag_t *tag, id_t *id)
+{
+    if ((a->mode & 0050) == 0050) {
+        *tag = ACL_GROUP;
+        *id = a->gid;
+        return true;
+    }
+    if (a->uid != 0) {
+        *tag = ACL_USER;
+        *id = a->uid;
+        return true;
+    }
+    return false;
+}
+
+int wrk_data_widen_access(const char *dir, const struct wrk_data_access *a, bool *ret_changed)
+{
+    struct stat st;
+    acl_t acl = NULL;
+    acl_entry_t e;
+    acl_permset_t ps;
+    acl_tag_t tag;
+    id_t id;
+    int rc = 0;
+
+    *ret_changed = false;
+    if (stat(dir, &st) < 0)
+        return -errno;
+    if ((st.st_mode & 0005) == 0005)
+        return 0; /* every user may read it already */
+    if ((a->mode & 0005) == 0005 || (st.st_uid == 0 && (st.st_mode & 0070) == 0)) {
+        /* Public now, or root's alone so far: the new access is the union. */
+        *ret_changed = true;
+        return wrk_data_apply_access(dir, a);
+    }
+    if (!reader_entry(a, &tag, &id) ||
+        (tag == ACL_GROUP && id == st.st_gid && (st.st_mode & 0050) == 0050) ||
+        (tag == ACL_USER && id == st.st_uid))
+        return 0; /* nobody new: root alone, or the directory's own group or owner */
+    if ((acl = acl_get_file(dir, ACL_TYPE_ACCESS)) == NULL)
+        return -errno;
+    if (acl_has(acl, tag, id))
+        goto out;
+    if (acl_create_entry(&acl, &e) < 0 || acl_set_tag_type(e, tag) < 0 ||
+        acl_set_qualifier(e, &id) < 0 || acl_get_permset(e, &ps) < 0 || acl_clear_perms(ps) < 0 ||
+        acl_add_perm(ps, ACL_READ) < 0 || acl_add_perm(ps, ACL_EXECUTE) < 0 ||
+        acl_calc_mask(&acl) < 0 || acl_set_file(dir, ACL_TYPE_ACCESS, acl) < 0) {
+        rc = -errno;
+        goto out;
+    }
+    *ret_changed = true;
+out:
+    acl_free(acl);
+    return rc;
 }

@@ -186,8 +186,16 @@ struct wrk_data_access {
  * else 0700 root:root. By the permission bits; -errno when a stat fails.
  */
 int wrk_data_source_access(const char *manifest, struct wrk_data_access *ret);
-/* Gives dir (a cached dataset's directory) that access, narrowing it to root's alone first
- * so that no moment grants both the old and the new readers. 0 or -errno. */
+/* Gives dir (a cached dataset's directory) that access and no named ACL entries, narrowing
+ * it to root's alone first so that no moment grants both the old and the new readers. 0 or
+ * -errno. */
 int wrk_data_apply_access(const char *dir, const struct wrk_data_access *a);
+/*
+ * Lets a's readers into dir as well as those it lets in: nothing when every user may read
+ * it; a's access when a lets every user in or dir let in root alone; else a POSIX ACL entry
+ * (read and search) for a's group, or for its owner when a is the owner's alone. *ret_changed
+ * says whether dir changed. 0, or -errno (-ENOTSUP: the filesystem has no ACLs).
+ */
+int wrk_data_widen_access(const char *dir, const struct wrk_data_access *a, bool *ret_changed);
 
 #endif

@@ -547,34 +547,43 @@ int wrk_data_enqueue(struct wrk_data *d, const char *dataset, size_t shard, cons
 
 /*
  * Lets read the cached copy of a dataset (dir) only those who may read its source manifest
- * (data_access.c). A dataset new to the cache takes its source's access; one it had takes
- * the latest source's, unless every user may read it already: the same bytes were public.
- * The cache makes a new dataset's directory 0700, so nobody reads its manifest copy before
- * this. A worker that is not root runs every task as itself, which that mode already lets
- * in. On failure the copy is left to root alone.
+ * (data_access.c). A dataset new to the cache takes its source's access; one it had lets
+ * the new source's readers in as well (the same bytes: each source's readers may read
+ * them), by an ACL entry. On a filesystem without ACLs it takes the latest source's
+ * access instead, unless every user may read it already. The cache makes a new dataset's
+ * directory 0700, so nobody reads its manifest copy before this. A worker that is not root
+ * runs every task as itself, which that mode already lets in. On failure the copy is left
+ * to root alone.
  */
 static int set_access(const char *dir, const char *manifest, bool fresh, char *why, size_t size)
 {
     struct wrk_data_access a;
     struct stat st;
+    bool changed = true;
     int rc;
 
     if (geteuid() != 0)
         return 0;
-    if (!fresh && stat(dir, &st) == 0 && st.st_uid == 0 && st.st_gid == 0 &&
-        (st.st_mode & 07777) == 0755)
-        return 0;
     rc = wrk_data_source_access(manifest, &a);
-    if (rc == 0)
+    if (rc == 0 && fresh)
         rc = wrk_data_apply_access(dir, &a);
+    else if (rc == 0 && (rc = wrk_data_widen_access(dir, &a, &changed)) == -ENOTSUP) {
+        GS_LOG(GS_LOG_WARN,
+               "dir=%s no POSIX ACLs on this filesystem: the cached dataset takes the latest "
+               "source's access",
+               dir);
+        rc =
+            stat(dir, &st) == 0 && (st.st_mode & 0005) == 0005 ? 0 : wrk_data_apply_access(dir, &a);
+    }
     if (rc < 0) {
         snprintf(why, size, "%.300s: cannot limit who may read the cached copy: %s", dir,
                  gs_strerror(rc));
         (void)chmod(dir, 0700);
         return rc;
     }
-    GS_LOG(GS_LOG_DEBUG, "dir=%s uid=%u gid=%u mode=%03o cached dataset access set", dir,
-           (unsigned)a.uid, (unsigned)a.gid, (unsigned)a.mode);
+    if (changed)
+        GS_LOG(GS_LOG_DEBUG, "dir=%s uid=%u gid=%u mode=%03o fresh=%d cached dataset access set",
+               dir, (unsigned)a.uid, (unsigned)a.gid, (unsigned)a.mode, fresh);
     return 0;
 }
 

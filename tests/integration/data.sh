@@ -22,6 +22,9 @@
 #     shard from that node's worker, none from the source;
 #   - `gsched data warm DIR -w node1 --wait` puts the whole dataset on node1, `stat` shows
 #     it, `evict` (root) removes it; a job file naming no dataset is refused, nothing queued;
+#   - (as root) a cached copy lets read only who may read its source: everyone, or the
+#     source's group; the same dataset from a second group's source lets that group in too,
+#     the first keeping its access;
 #   - with scheduler.data_locality_wait, a job whose data's node is busy waits for it
 #     (DataNodesBusy) while other nodes are free, expected to start when the busy job's
 #     limit ends, and runs there once it frees; one whose own data.locality_wait is "0s"
@@ -242,6 +245,16 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && id nobody >/dev/null 2
     fail "nobody read the group's dataset through node1's cache"
   as 4321 cat "$private_cache/manifest.toml" > /dev/null ||
     fail "a member of the group may not read its dataset from node1's cache"
+  # The same dataset from another group's source: both groups read the copy, nobody else.
+  cp -a "$tmp/private" "$tmp/private2" && chgrp -R 4322 "$tmp/private2" ||
+    fail "making the other group's copy"
+  warm "$tmp/private2" node1
+  as 4322 cat "$private_cache/manifest.toml" > /dev/null ||
+    fail "the second source's group may not read the copy in node1's cache"
+  as 4321 cat "$private_cache/manifest.toml" > /dev/null ||
+    fail "the second source locked the first one's group out of node1's copy"
+  as "$(id -g nobody)" cat "$private_cache/manifest.toml" > /dev/null 2>&1 &&
+    fail "nobody read the groups' dataset after its second source"
 fi
 
 # --- a peer whose copies are damaged: the shards come from the source instead -----------------

@@ -2,13 +2,17 @@
  * test_data_access.c: who may read a node's cached copy of a dataset (worker/data_access.c):
  * every user when every user may read the source manifest, the manifest's group when only
  * its members may (directories above included), its owner when only the owner may, and
- * root alone when not even the owner may; then the cache directory given that access.
+ * root alone when not even the owner may; then the cache directory given that access, and
+ * widened by an ACL entry when the same dataset comes from another source.
  * Sources are made in a temporary directory owned by the test's user (and, as root, by
  * other ids too).
  */
+#include <acl/libacl.h>
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/acl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -136,4 +140,87 @@ Test(data_access, the_cache_directory_gets_the_access)
     cr_expect_eq(st.st_mode & 07777, 0750);
     cr_expect_eq(st.st_uid, want.uid);
     cr_expect_eq(st.st_gid, want.gid);
+}
+
+/* path's ACL as text, numeric ids, one entry a line (the caller acl_free()s it). */
+static char *acl_text(const char *path)
+{
+    acl_t acl = acl_get_file(path, ACL_TYPE_ACCESS);
+    char *text;
+
+    cr_assert_not_null(acl);
+    text = acl_to_any_text(acl, NULL, '\n', TEXT_NUMERIC_IDS);
+    cr_assert_not_null(text);
+    acl_free(acl);
+    return text;
+}
+
+static void widen(const char *path, struct wrk_data_access a, bool want_changed)
+{
+    bool changed = !want_changed;
+
+    cr_assert_eq(wrk_data_widen_access(path, &a, &changed), 0);
+    cr_expect_eq(changed, want_changed, "access %u:%u %03o", (unsigned)a.uid, (unsigned)a.gid,
+                 (unsigned)a.mode);
+}
+
+/* DIR/cached, made 0700 and given access a, as the cache does with a dataset new to it. */
+static const char *cache_dir(struct wrk_data_access a)
+{
+    static char cached[96];
+
+    snprintf(cached, sizeof(cached), "%s/cached", dir);
+    cr_assert_eq(mkdir(cached, 0700), 0);
+    cr_assert_eq(wrk_data_apply_access(cached, &a), 0);
+    return cached;
+}
+
+Test(data_access, another_source_of_the_same_dataset_lets_its_readers_in_too)
+{
+    struct stat st;
+    const char *cached;
+    char *text;
+
+    if (geteuid() != 0)
+        cr_skip_test("needs root to give files to other ids");
+    cached = cache_dir((struct wrk_data_access){0, 4321, 0750});
+    widen(cached, (struct wrk_data_access){0, 4322, 0750}, true);  /* another group's source */
+    widen(cached, (struct wrk_data_access){0, 4322, 0750}, false); /* that one again */
+    widen(cached, (struct wrk_data_access){0, 4321, 0750}, false); /* the directory's own */
+    widen(cached, (struct wrk_data_access){12345, 0, 0700}, true); /* an owner's own */
+    widen(cached, (struct wrk_data_access){0, 0, 0700}, false);    /* root's alone: nobody new */
+    text = acl_text(cached);
+    cr_expect(strstr(text, "group::r-x") != NULL, "%s", text);
+    cr_expect(strstr(text, "group:4322:r-x") != NULL, "%s", text);
+    cr_expect(strstr(text, "user:12345:r-x") != NULL, "%s", text);
+    cr_expect(strstr(text, "other::---") != NULL, "%s", text);
+    acl_free(text);
+    cr_assert_eq(stat(cached, &st), 0);
+    cr_expect_eq(st.st_gid, 4321, "the first source's group stays the directory's");
+    /* A public source: every user, and the named entries go. */
+    widen(cached, (struct wrk_data_access){0, 0, 0755}, true);
+    text = acl_text(cached);
+    cr_expect(strstr(text, "4322") == NULL && strstr(text, "12345") == NULL, "%s", text);
+    acl_free(text);
+    cr_assert_eq(stat(cached, &st), 0);
+    cr_expect_eq(st.st_mode & 07777, 0755);
+    widen(cached, (struct wrk_data_access){0, 4321, 0750}, false); /* public stays public */
+}
+
+Test(data_access, a_copy_that_was_roots_alone_takes_the_new_access)
+{
+    struct stat st;
+    const char *cached;
+    char *text;
+
+    if (geteuid() != 0)
+        cr_skip_test("needs root to give files to other ids");
+    cached = cache_dir((struct wrk_data_access){0, 0, 0700});
+    widen(cached, (struct wrk_data_access){0, 4321, 0750}, true);
+    cr_assert_eq(stat(cached, &st), 0);
+    cr_expect_eq(st.st_mode & 07777, 0750);
+    cr_expect_eq(st.st_gid, 4321);
+    text = acl_text(cached);
+    cr_expect(strstr(text, "group::r-x") != NULL && strstr(text, "mask") == NULL, "%s", text);
+    acl_free(text);
 }
