@@ -901,6 +901,7 @@ struct candidate {
     uint32_t gpus_left;
     uint32_t cores_left;
     uint64_t gpus;
+    uint64_t pool; /* the free GPUs gpus was chosen from */
     uint64_t score;
     uint64_t data;       /* bytes of the job's dataset it holds (data_locality tiebreak) */
     uint64_t data_first; /* the same, when it ranks before fit (prefer) */
@@ -1011,22 +1012,30 @@ HOT_INLINE bool candidate_at(const struct sched_cluster *cluster, const struct s
 {
     const struct node *n = &cluster->nodes[i];
     struct gs_gpuset_choice ch;
-    uint64_t free;
+    uint64_t free, pool;
 
     if (bit_set(avoid, i) || !node_allowed(req, i))
         return false;
     free = usable_gpus(n, req, i);
-    if (!node_fits_now(n, req, free) || !choose_gpus(n, req, free, &ch))
+    if (!node_fits_now(n, req, free))
+        return false;
+    /* The preferred GPUs first (a reservation's the job was drawn into), when enough. */
+    pool = req->gpu_prefer != NULL ? free & req->gpu_prefer[i] : free;
+    if (pool != free && ((uint32_t)__builtin_popcountll(pool) < req->gpus_per_node ||
+                         !choose_gpus(n, req, pool, &ch)))
+        pool = free;
+    if (pool == free && !choose_gpus(n, req, free, &ch))
         return false;
     *c = (struct candidate){
         .node = (uint32_t)i,
         .outside = req->preferred != NULL && !bit_set(req->preferred, i),
         .switch_id = n->switch_id,
         .worst = ch.worst,
-        .nic = req->nodes > 1 ? nic_class(n, final_gpus(n, req, free, ch.mask)) : 0,
+        .nic = req->nodes > 1 ? nic_class(n, final_gpus(n, req, pool, ch.mask)) : 0,
         .gpus_left = (uint32_t)__builtin_popcountll(free) - req->gpus_per_node,
         .cores_left = n->ncores_free - req->cores_per_node,
         .gpus = ch.mask,
+        .pool = pool,
         .score = ch.score,
         .data = req->data_bytes != NULL && !req->data_first ? req->data_bytes[i] : 0,
         .data_first = req->data_bytes != NULL && req->data_first ? req->data_bytes[i] : 0};
@@ -1072,8 +1081,8 @@ HOT_INLINE bool place_one_indexed(const struct sched_cluster *cluster, const str
     bool found = false;
 
     if (cluster->groups == NULL || req->allowed != NULL || req->gpu_masks != NULL ||
-        req->data_bytes != NULL || req->preferred != NULL || req->exclusive ||
-        (req->constraint != NULL && req->constraint[0] != '\0'))
+        req->data_bytes != NULL || req->preferred != NULL || req->gpu_prefer != NULL ||
+        req->exclusive || (req->constraint != NULL && req->constraint[0] != '\0'))
         return false;
     for (size_t gi = 0; gi < cluster->ngroups; gi++) {
         const struct group *g = &cluster->groups[gi];
@@ -1098,6 +1107,7 @@ HOT_INLINE bool place_one_indexed(const struct sched_cluster *cluster, const str
                                .gpus_left = (uint32_t)__builtin_popcountll(g->mask) - k,
                                .cores_left = cluster->nodes[best].ncores_free - req->cores_per_node,
                                .gpus = ch.mask,
+                               .pool = cluster->nodes[best].gpu_free,
                                .score = ch.score};
         if (!found || compare_candidates(&c, ret) < 0) {
             *ret = c;
@@ -1130,8 +1140,7 @@ HOT_INLINE int place_one(const struct sched_cluster *cluster, const struct sched
     if ((rc = alloc_reserve(alloc, 1)) < 0)
         return rc;
     place_in_node(&cluster->nodes[best.node], best.node, req,
-                  final_gpus(&cluster->nodes[best.node], req,
-                             usable_gpus(&cluster->nodes[best.node], req, best.node), best.gpus),
+                  final_gpus(&cluster->nodes[best.node], req, best.pool, best.gpus),
                   &alloc->nodes[0]);
     alloc->nnodes = 1;
     alloc->exclusive = req->exclusive;
@@ -1230,8 +1239,7 @@ GS_POPCNT_CLONES static int place_shape(const struct sched_cluster *cluster,
     for (uint32_t k = 0; k < req->nodes; k++) {
         const struct node *n = &cluster->nodes[cand[k].node];
 
-        place_in_node(n, cand[k].node, req,
-                      final_gpus(n, req, usable_gpus(n, req, cand[k].node), cand[k].gpus),
+        place_in_node(n, cand[k].node, req, final_gpus(n, req, cand[k].pool, cand[k].gpus),
                       &alloc->nodes[k]);
     }
     alloc->nnodes = req->nodes;

@@ -70,8 +70,10 @@ struct sched_req {
     const uint64_t *data_bytes;
     bool data_first; /* data_bytes ranks before fit, not after (scheduler.data_locality) */
     /* Nodes that rank before all others, as allowed (NULL: none): a reservation's own, for
-     * the jobs it may take (FLEX's, and MAGNETIC's drawn in). */
+     * the jobs it may take (FLEX's, and MAGNETIC's drawn in); and per node index, as
+     * gpu_masks, the GPUs chosen from first when they are enough (NULL: none). */
     const uint64_t *preferred;
+    const uint64_t *gpu_prefer;
     /* A heterogeneous job's further components, each on nodes of its own (NULL, 0: none):
      * placed all or none, after this one, their nodes following its in the allocation. */
     const struct sched_req *het;

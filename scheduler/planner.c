@@ -36,6 +36,7 @@ void sched_node_masks_apply(const struct sched_node_masks *m, struct sched_req *
     req->data_bytes = m->data_bytes;
     req->data_first = m->data_first;
     req->preferred = m->preferred;
+    req->gpu_prefer = m->gpu_prefer;
 }
 
 void sched_node_masks_release(struct sched_node_masks *m)
@@ -316,8 +317,9 @@ static int resv_over_64(struct gathered *g, const struct sched_planner_hooks *hk
  * A job's advance reservations: narrows m to the nodes it may use. Returns 0 (plan it),
  * 1 (it waits; its reason is written) or -ENOMEM. A job in a FLEX reservation keeps off the
  * others only, like a job in none, so its own nodes and GPUs stay open to it; they rank
- * first. A job in none keeps off the MAGNETIC ones that draw it in no more than its own
- * FLEX one, and the first such one's nodes rank first.
+ * first (its GPUs chosen first where they are enough). A job in none keeps off the
+ * MAGNETIC ones that draw it in no more than its own FLEX one, and the first such one's
+ * nodes and GPUs come first in the same way.
  */
 static int apply_resv(struct gathered *g, const struct sched_planner_hooks *hk,
                       struct sched_job *job, uint64_t now_ms, struct sched_node_masks *m)
@@ -352,14 +354,18 @@ static int apply_resv(struct gathered *g, const struct sched_planner_hooks *hk,
         m->gpu_masks = r->gpus; /* its GPUs there, when it keeps GPUs */
         return 0;
     }
-    if (own != NULL)
+    if (own != NULL) {
         m->preferred = own->nodes;
+        m->gpu_prefer = own->gpus;
+    }
     for (size_t i = 0; i < hk->nresv; i++) {
         const struct sched_planner_resv *r = &hk->resv[i];
 
         if (own == NULL && draws_in(r, job, now_ms)) {
-            if (m->preferred == NULL)
+            if (m->preferred == NULL) {
                 m->preferred = r->nodes;
+                m->gpu_prefer = r->gpus;
+            }
             continue;
         }
         if (r != own && resv_meets(r, now_ms, job->spec->time_limit_s)) {

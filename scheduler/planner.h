@@ -38,12 +38,13 @@ struct sched_node_masks {
     uint64_t *allowed;
     uint64_t *required;
     uint32_t nrequired;
-    bool allowed_borrowed;     /* allowed is not the masks' own (a reservation's, shared) */
-    const uint64_t *gpu_masks; /* per node, the GPUs it may use (reservations'; borrowed) */
-    uint64_t *data_bytes;      /* per node, bytes of the job's dataset its cache holds */
-    bool data_first;           /* they rank before fit (scheduler.data_locality = "prefer") */
-    const uint64_t *preferred; /* nodes that rank first (a reservation's; borrowed) */
-    struct sched_req *het;     /* a heterogeneous job's further components' requests, owned */
+    bool allowed_borrowed;      /* allowed is not the masks' own (a reservation's, shared) */
+    const uint64_t *gpu_masks;  /* per node, the GPUs it may use (reservations'; borrowed) */
+    uint64_t *data_bytes;       /* per node, bytes of the job's dataset its cache holds */
+    bool data_first;            /* they rank before fit (scheduler.data_locality = "prefer") */
+    const uint64_t *preferred;  /* nodes that rank first (a reservation's; borrowed) */
+    const uint64_t *gpu_prefer; /* per node, GPUs chosen first (a GPU reservation's; borrowed) */
+    struct sched_req *het;      /* a heterogeneous job's further components' requests, owned */
 };
 
 /*

@@ -347,3 +347,31 @@ Test(planner_resv, a_magnetic_gpu_reservation_lends_its_gpus_to_those_it_lets_in
     cr_assert_eq(node_of(2), 1);
     cr_assert_eq(verdict_of(2)->alloc.nodes[0].gpus, 0xf);
 }
+
+/* A reservation of GPUs 2 and 3 of n1: a job choosing freely takes 0 and 1 first. */
+static uint64_t gpus23_on_n1[3] = {0, 0xc, 0};
+
+Test(planner_resv, jobs_drawn_into_a_gpu_reservation_get_its_gpus_first)
+{
+    resv[0].gpus = gpus23_on_n1;
+    magnetic_for(alice_only, NULL);
+    add_as(1, 2, "alice", NULL);
+    add_as(2, 1, "bob", NULL);
+    pass(T0 + 3600000);
+    cr_assert_eq(node_of(1), 1);
+    cr_assert_eq(verdict_of(1)->alloc.nodes[0].gpus, 0xc, "the reservation's GPUs 2 and 3");
+    cr_assert_eq(node_of(2), 1, "bob's job fits best beside it");
+    cr_assert_eq(verdict_of(2)->alloc.nodes[0].gpus & 0xc, 0, "on GPU 0 or 1, not the reserved");
+}
+
+Test(planner_resv, a_flex_jobs_gpus_are_its_reservations_where_they_are_enough)
+{
+    resv[0].gpus = gpus23_on_n1;
+    resv[0].flex = true;
+    add(1, 2, 60, "maint");
+    add(2, 4, 60, "maint"); /* more than it keeps: n0, any GPUs */
+    pass(T0 + 3600000);
+    cr_assert_eq(node_of(1), 1);
+    cr_assert_eq(verdict_of(1)->alloc.nodes[0].gpus, 0xc);
+    cr_assert_eq(node_of(2), 0);
+}
