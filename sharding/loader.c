@@ -533,6 +533,7 @@ static void settle(struct shard_loader *l, size_t k)
 static int need_shard(struct shard_loader *l, size_t k, struct gs_error *err)
 {
     const struct shard_manifest *m = l->cfg.manifest;
+    struct shard_loader_open o = {.start_ns = gs_clock_mono_ns(), .shard = l->index[k]};
     uint64_t t0;
     int rc = open_file(m, l->index[k], &l->shards[k], err);
 
@@ -545,11 +546,16 @@ static int need_shard(struct shard_loader *l, size_t k, struct gs_error *err)
         if (rc < 0)
             return fetch_failed(l, k, rc, err);
         rc = open_file(m, l->index[k], &l->shards[k], err);
+        o.waited = true;
     }
     if (rc < 0)
         return rc;
     settle(l, k);
     atomic_fetch_add_explicit(&l->fetched, 1, memory_order_relaxed);
+    if (l->cfg.on_open != NULL) {
+        o.end_ns = gs_clock_mono_ns();
+        l->cfg.on_open(&o, l->cfg.fill_data);
+    }
     return 0;
 }
 

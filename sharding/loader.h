@@ -136,6 +136,20 @@ struct shard_loader_fill {
 };
 typedef void (*shard_loader_fill_fn)(const struct shard_loader_fill *fill, void *data);
 
+/*
+ * Told by the reader thread of each shard it opened while filling a batch (stream mode: one
+ * not in place at start; the others are opened by shard_loader_new): from when it began
+ * (start_ns) through the wait for its file, when it was absent (waited: asked for with
+ * wait), to the file open and checked (end_ns); inside that batch's fill. Reader thread
+ * only, without the loader's lock; for a profiler's timeline.
+ */
+struct shard_loader_open {
+    uint64_t start_ns, end_ns;
+    uint32_t shard; /* manifest index */
+    bool waited;
+};
+typedef void (*shard_loader_open_fn)(const struct shard_loader_open *open, void *data);
+
 struct shard_loader_config {
     const struct shard_manifest *manifest; /* borrowed: outlives the loader */
     enum shard_split split;                /* train: shuffled epochs; val: one sequential pass */
@@ -163,7 +177,8 @@ struct shard_loader_config {
     void *fetch_data;
     uint32_t fetch_ahead;         /* steps between a hint and the step that reads it; 0 means 2 */
     shard_loader_fill_fn on_fill; /* NULL: none */
-    void *fill_data;
+    shard_loader_open_fn on_open; /* NULL: none */
+    void *fill_data;              /* passed to on_fill and on_open */
 };
 
 struct shard_loader_batch {

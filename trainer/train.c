@@ -513,6 +513,23 @@ static void on_fill(const struct shard_loader_fill *f, void *data)
     trace_fill(data, f, "fill batch");
 }
 
+/* A streamed shard the reader opened inside a fill: "wait for shard" when it waited for the
+ * worker's copy, else "open shard"; its manifest index as the argument. */
+static void on_open(const struct shard_loader_open *o, void *data)
+{
+    struct run *r = data;
+    struct trn_trace_event ev = {
+        .name = o->waited ? "wait for shard" : "open shard",
+        .cat = "data",
+        .lane = TRN_TRACE_LOADER,
+        .start_ns = o->start_ns,
+        .end_ns = o->end_ns,
+        .args = {{"shard", (int64_t)o->shard}},
+    };
+
+    trn_trace_add(atomic_load(&r->async_tr), &ev);
+}
+
 /* The val loader of an eval, created and freed inside it. */
 static void on_eval_fill(const struct shard_loader_fill *f, void *data)
 {
@@ -536,6 +553,7 @@ static int start_loader(struct run *r)
         .position_digest = r->st.data_plan,
         .consumed = r->st.data_rest_bits > 0 ? r->rest : NULL,
         .on_fill = on_fill,
+        .on_open = on_open,
         .fill_data = r,
     };
     struct shard_loader_info info;

@@ -484,7 +484,17 @@ struct fetcher {
         bool wait;
         unsigned step;
     } calls[64];
+    unsigned nopens; /* the reader's on_open reports */
+    struct shard_loader_open opens[64];
 };
+
+static void open_cb(const struct shard_loader_open *o, void *data)
+{
+    struct fetcher *f = data;
+
+    cr_assert_lt(f->nopens, 64);
+    f->opens[f->nopens++] = *o;
+}
 
 static int fetch_cb(uint32_t index, bool wait, struct gs_error *e, void *data)
 {
@@ -535,7 +545,8 @@ static void first_steps(const int32_t *tokens, unsigned steps, uint32_t per, uns
  * checks them against the same loader reading dir: the same bytes; calls only for shards
  * the cache lacked; each one read hinted once, on the step fetch_ahead before the one that
  * first reads it (at the start for the first steps' shards), before its one wait on that
- * step. Returns the loader's info; *f gets the calls.
+ * step; one open report for each, saying whether it waited. Returns the loader's info; *f
+ * gets the calls.
  */
 static struct shard_loader_info stream_and_compare(struct shard_loader_config cfg, unsigned steps,
                                                    const unsigned *keep, size_t nkeep,
@@ -560,6 +571,8 @@ static struct shard_loader_info stream_and_compare(struct shard_loader_config cf
     cfg.manifest = cache;
     cfg.fetch = fetch_cb;
     cfg.fetch_data = f;
+    cfg.on_open = open_cb;
+    cfg.fill_data = f;
     l = start(&cfg);
     read_tokens(l, steps, per, got, f);
     shard_loader_info(l, &info);
@@ -606,6 +619,18 @@ static struct shard_loader_info stream_and_compare(struct shard_loader_config cf
     }
     cr_expect_eq(info.fetch_waits, waits);
     cr_expect_eq(info.fetched_shards, absent);
+    cr_expect_eq(f->nopens, absent, "one open report a streamed shard");
+    for (unsigned o = 0; o < f->nopens; o++) {
+        const struct shard_loader_open *x = &f->opens[o];
+        bool waited = false;
+
+        for (unsigned c = 0; c < f->ncalls; c++)
+            waited |= f->calls[c].index == x->shard && f->calls[c].wait;
+        cr_expect_eq(x->waited, waited, "shard %u: waited %d", x->shard, x->waited);
+        cr_expect_leq(x->start_ns, x->end_ns);
+        for (unsigned p = 0; p < o; p++)
+            cr_expect_neq(f->opens[p].shard, x->shard, "shard %u opened twice", x->shard);
+    }
     cr_expect_eq(info.fetch_wait_ns > 0, waits > 0);
     shard_manifest_free(cache);
     free(want);
