@@ -58,6 +58,7 @@ int gs_config_init(struct gs_config *cfg)
     cfg->max_connections_per_user = 64;
     cfg->request_timeout_ms = 10000;
     cfg->max_submit_jobs = 10000;
+    cfg->backfill_depth = 1;
     cfg->fence_timeout_ms = 300000; /* as Slurm's SlurmdTimeout: a node silent 5 min is lost */
     cfg->min_job_age_ms = 300000;   /* as Slurm's MinJobAge (300 s) */
     cfg->telemetry_interval_ms = 1000;
@@ -347,6 +348,11 @@ static void rd_data_copy_rate(struct gs_schema_ctx *c, const struct gs_toml_valu
     gs_schema_size_mib(c, v, "scheduler.data_copy_rate", &CFG(c)->data_copy_rate_mib);
 }
 
+static void rd_backfill_depth(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    gs_schema_uint(c, v, "scheduler.backfill_depth", 1, 1000, &CFG(c)->backfill_depth);
+}
+
 static const struct gs_schema_key scheduler_keys[] = {
     {"host", rd_host},
     {"port", rd_port},
@@ -372,6 +378,7 @@ static const struct gs_schema_key scheduler_keys[] = {
     {"data_locality", rd_data_locality},
     {"data_locality_wait", rd_data_locality_wait},
     {"data_copy_rate", rd_data_copy_rate},
+    {"backfill_depth", rd_backfill_depth},
     {NULL, NULL},
 };
 

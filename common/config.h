@@ -38,6 +38,9 @@
  *                                           # for them this long before going elsewhere
  *     data_copy_rate = "0"                  # > 0 (MiB/s): ... or as long as copying the
  *                                           # data it lacks elsewhere would take, if less
+ *     backfill_depth = 1                    # blocked jobs, in priority order, that hold a
+ *                                           # reservation backfill keeps: 1 is EASY, more
+ *                                           # is conservative backfill (1-1000)
  *     auth_key = "/etc/gsched/gsched.key"   # the cluster key gschedd and every worker
  *                                           # hold (root only, 0600; proto/auth.h); ""
  *                                           # leaves worker links unauthenticated
@@ -249,6 +252,7 @@ struct gs_config {
     uint32_t data_locality_wait_s;       /* how long a job may wait for its data's nodes */
     uint64_t data_copy_rate_mib; /* MiB/s a copy of data moves: the wait ends once as long as
                                   * the copy would take; 0: the wait is not weighed */
+    uint32_t backfill_depth;     /* blocked jobs holding a reservation: 1 EASY, more conservative */
     /* [worker] */
     char *worker_name; /* NULL: the host name */
     char *worker_address;

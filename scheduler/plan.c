@@ -1,10 +1,13 @@
 /*
- * plan.c: priority order, gang placement and EASY backfill (see plan.h).
+ * plan.c: priority order, gang placement and backfill, EASY or conservative to a depth
+ * (see plan.h).
  *
- * The reservation is computed on a copy of the cluster: running jobs are released in the
- * order of their end times until the blocked job fits. Started jobs join the list of
- * running ones so later reservations see them. A job waiting for its data's nodes may hold
- * the reservation too, on those nodes (hold_data_nodes).
+ * A reservation is computed on a copy of the cluster: the future's events (running jobs
+ * ending at their limits, the reservations already made starting and ending) are played in
+ * time order until the blocked job fits, on nodes that no reservation starting within its
+ * time limit will take. Started jobs join the list of running ones so later reservations
+ * see them. A job waiting for its data's nodes may hold a reservation too, on those nodes
+ * (hold_data_nodes).
  */
 #include "scheduler/plan.h"
 
@@ -14,6 +17,22 @@
 
 #include "common/sort.h"
 
+/* What a reserved node has to spare at the reservation's start, beside it: the GPUs (of
+ * those the reserved job may use), cores and MiB that jobs started before then may take. */
+struct spare {
+    uint32_t gpus, cores;
+    uint64_t mem_mib;
+};
+
+/* A blocked job's reservation: from when (start_s) it starts at the latest, and where. */
+struct slot {
+    const struct sched_pending *job;
+    uint64_t start_s, end_s; /* end: start + its limit, SCHED_TIME_INFINITE without one */
+    uint64_t *nodes;         /* bitmap of alloc's nodes, words long */
+    struct sched_alloc alloc;
+    struct spare *spare; /* per alloc node */
+};
+
 struct pass {
     struct sched_cluster *cluster;
     const struct sched_pending *pending;
@@ -21,12 +40,16 @@ struct pass {
     uint64_t now_s;
     struct sched_running *running; /* input jobs, then those started in this pass */
     size_t nrunning;
-    const struct sched_pending *head; /* the blocked job holding the reservation */
+    const struct sched_pending *head; /* the first blocked job holding a reservation */
     uint64_t head_data; /* > 0: head waits for its data's nodes, to hold this many bytes */
     uint64_t shadow_s;
-    uint64_t *reserved; /* bitmap of the nodes the reservation uses */
+    uint64_t *reserved; /* bitmap of the nodes the reservations use */
     size_t words;
     const struct sched_plan_gate *gate;
+    uint32_t depth;     /* jobs that may hold a reservation: 1 is EASY */
+    uint32_t nreserved; /* jobs holding one (the head's may be of unknown time: no slot) */
+    struct slot *slots; /* the reservations with a time, in the order they were made */
+    size_t nslots;
 };
 
 static const char *const reason_names[] = {"None", "Resources", "Priority", "QOSLimit",
@@ -71,13 +94,6 @@ static int by_priority(const void *pa, const void *pb)
     return a->index < b->index ? -1 : a->index > b->index;
 }
 
-static int by_end(const void *pa, const void *pb)
-{
-    const struct sched_running *a = pa, *b = pb;
-
-    return a->end_s < b->end_s ? -1 : a->end_s > b->end_s;
-}
-
 static uint64_t end_of(const struct pass *p, const struct sched_pending *job)
 {
     if (job->time_limit_s == SCHED_TIME_INFINITE || job->time_limit_s > UINT64_MAX - p->now_s)
@@ -85,48 +101,156 @@ static uint64_t end_of(const struct pass *p, const struct sched_pending *job)
     return p->now_s + job->time_limit_s;
 }
 
-/*
- * Earliest time job fits if the running jobs end at their limits, on sim (a copy of the
- * cluster, holding what p->running holds). With data > 0, the earliest time it fits with
- * its data first on nodes holding that many bytes of its dataset. Writes the nodes it would
- * use into reserved (when not NULL).
- */
-static int shadow_time(const struct pass *p, struct sched_cluster *sim,
-                       const struct sched_pending *job, uint64_t data, uint64_t *ret_shadow,
-                       uint64_t *reserved)
+/* A change the pass foresees: a job's resources given back, or taken by a reservation. */
+struct future {
+    uint64_t at_s;
+    bool take;
+    const struct sched_alloc *alloc;
+};
+
+/* In time order; at one time, what is given back before what is taken. */
+static int by_time(const void *pa, const void *pb)
 {
-    struct sched_running *order = malloc((p->nrunning + 1) * sizeof(*order));
+    const struct future *a = pa, *b = pb;
+
+    if (a->at_s != b->at_s)
+        return a->at_s < b->at_s ? -1 : 1;
+    return (int)a->take - (int)b->take;
+}
+
+static void set_node(uint64_t *bits, uint32_t node)
+{
+    bits[node / 64] |= UINT64_C(1) << (node % 64);
+}
+
+/*
+ * The nodes of the first nslots reservations starting after t and before job, started at
+ * t, would end by its limit: a reservation's nodes are kept from before it starts. Into
+ * avoid (words long, cleared first); false when there are none.
+ */
+static bool kept_during(const struct pass *p, size_t nslots, const struct sched_pending *job,
+                        uint64_t t, uint64_t *avoid)
+{
+    bool any = false;
+
+    memset(avoid, 0, p->words * sizeof(*avoid));
+    for (size_t i = 0; i < nslots; i++) {
+        const struct slot *r = &p->slots[i];
+
+        if (r->start_s <= t ||
+            (job->time_limit_s != SCHED_TIME_INFINITE && r->start_s - t >= job->time_limit_s))
+            continue;
+        for (size_t w = 0; w < p->words; w++)
+            avoid[w] |= r->nodes[w];
+        any = true;
+    }
+    return any;
+}
+
+static uint32_t bits_in(const uint64_t *w, size_t n)
+{
+    uint32_t c = 0;
+
+    for (size_t i = 0; i < n; i++)
+        c += (uint32_t)__builtin_popcountll(w[i]);
+    return c;
+}
+
+/* What sim has to spare beside alloc (placed on it, not taken) on each of its nodes. */
+static struct spare *spares(const struct sched_cluster *sim, const struct sched_req *req,
+                            const struct sched_alloc *alloc)
+{
+    struct spare *s = calloc(alloc->nnodes + 1, sizeof(*s));
+
+    for (uint32_t k = 0; s != NULL && k < alloc->nnodes; k++) {
+        const struct sched_node_alloc *a = &alloc->nodes[k];
+        uint64_t free = sched_cluster_free_gpu_mask(sim, a->node);
+        uint32_t gpus, cores = bits_in(a->cores, SCHED_MAX_CORES / 64);
+        uint64_t mem = sched_cluster_free_mem(sim, a->node);
+
+        if (req->gpu_masks != NULL)
+            free &= req->gpu_masks[a->node];
+        gpus = (uint32_t)__builtin_popcountll(free & ~a->gpus);
+        s[k] = (struct spare){gpus,
+                              sched_cluster_free_cores(sim, a->node) > cores
+                                  ? sched_cluster_free_cores(sim, a->node) - cores
+                                  : 0,
+                              mem > a->mem_mib ? mem - a->mem_mib : 0};
+        if (alloc->exclusive)
+            s[k] = (struct spare){0};
+    }
+    return s;
+}
+
+/*
+ * Earliest time job fits if the running jobs end at their limits and the first nslots
+ * reservations start and end in time, on sim (a copy of the cluster, holding what
+ * p->running holds): after each time something is given back, on nodes no reservation
+ * takes before job would end (kept_during). With data > 0, the earliest time it fits with
+ * its data first on nodes holding that many bytes of its dataset. *ret_shadow is
+ * SCHED_TIME_INFINITE when no such time comes; else ret_alloc (when not NULL, initialised)
+ * gets where, and *ret_spare (when not NULL; malloc'd) what its nodes have to spare then.
+ */
+static int shadow_time(const struct pass *p, struct sched_cluster *sim, size_t nslots,
+                       const struct sched_pending *job, uint64_t data, uint64_t *ret_shadow,
+                       struct sched_alloc *ret_alloc, struct spare **ret_spare)
+{
+    struct future *ev = malloc((p->nrunning + 2 * nslots + 1) * sizeof(*ev));
+    uint64_t *avoid = calloc(p->words, sizeof(*avoid));
     struct sched_req req = job->req;
     struct sched_alloc alloc;
+    size_t n = 0;
+    bool gave = false;
     int rc = 0;
 
-    if (order == NULL)
+    *ret_shadow = SCHED_TIME_INFINITE;
+    if (ev == NULL || avoid == NULL) {
+        free(ev);
+        free(avoid);
         return -ENOMEM;
-    memcpy(order, p->running, p->nrunning * sizeof(*order));
-    gs_sort(order, p->nrunning, sizeof(*order), by_end);
+    }
+    for (size_t i = 0; i < p->nrunning; i++) {
+        if (p->running[i].end_s != SCHED_TIME_INFINITE)
+            ev[n++] = (struct future){p->running[i].end_s, false, p->running[i].alloc};
+    }
+    for (size_t i = 0; i < nslots; i++) {
+        ev[n++] = (struct future){p->slots[i].start_s, true, &p->slots[i].alloc};
+        if (p->slots[i].end_s != SCHED_TIME_INFINITE)
+            ev[n++] = (struct future){p->slots[i].end_s, false, &p->slots[i].alloc};
+    }
+    gs_sort(ev, n, sizeof(*ev), by_time);
     req.data_first = req.data_first || data > 0;
     sched_alloc_init(&alloc);
-    *ret_shadow = SCHED_TIME_INFINITE;
-    for (size_t i = 0; i < p->nrunning; i++) {
-        if (order[i].end_s == SCHED_TIME_INFINITE)
-            break;
-        sched_cluster_give_back(sim, order[i].alloc);
-        if (i + 1 < p->nrunning && order[i + 1].end_s == order[i].end_s)
-            continue; /* release everything that ends at the same moment first */
-        rc = sched_cluster_place(sim, &req, NULL, &alloc);
+    for (size_t i = 0; i < n; i++) {
+        if (ev[i].take) {
+            sched_cluster_take(sim, ev[i].alloc);
+        } else {
+            sched_cluster_give_back(sim, ev[i].alloc);
+            gave = true;
+        }
+        if ((i + 1 < n && ev[i + 1].at_s == ev[i].at_s) || !gave)
+            continue; /* everything at the same moment first; nothing new to fit into */
+        gave = false;
+        rc = sched_cluster_place(
+            sim, &req, kept_during(p, nslots, job, ev[i].at_s, avoid) ? avoid : NULL, &alloc);
         if (rc == -EAGAIN || (rc == 0 && sched_cluster_data_at(&req, &alloc) < data)) {
             rc = -EAGAIN;
             continue;
         }
         if (rc < 0)
             break;
-        *ret_shadow = order[i].end_s;
-        for (uint32_t k = 0; reserved != NULL && k < alloc.nnodes; k++)
-            reserved[alloc.nodes[k].node / 64] |= UINT64_C(1) << (alloc.nodes[k].node % 64);
+        *ret_shadow = ev[i].at_s;
+        if (ret_spare != NULL && (*ret_spare = spares(sim, &req, &alloc)) == NULL)
+            rc = -ENOMEM;
+        if (ret_alloc != NULL) {
+            *ret_alloc = alloc;
+            sched_alloc_init(&alloc);
+        }
         break;
     }
     sched_alloc_release(&alloc);
-    free(order);
+    free(avoid);
+    free(ev);
     return rc == -EAGAIN ? 0 : rc;
 }
 
@@ -140,7 +264,10 @@ static bool uses_reserved(const struct pass *p, const struct sched_alloc *alloc)
     return false;
 }
 
-/* Would starting job now (at alloc) push the reservation later? Exact, by simulation. */
+/*
+ * EASY (depth 1): would starting job now (at alloc) push the reservation later? Exact, by
+ * simulation.
+ */
 static int delays_head(struct pass *p, const struct sched_pending *job,
                        const struct sched_alloc *alloc, bool *ret_delays)
 {
@@ -153,7 +280,7 @@ static int delays_head(struct pass *p, const struct sched_pending *job,
     sched_cluster_take(sim, alloc);
     p->running[p->nrunning] = (struct sched_running){job->job_id, end_of(p, job), alloc};
     p->nrunning++;
-    rc = shadow_time(p, sim, p->head, p->head_data, &shadow, NULL);
+    rc = shadow_time(p, sim, 0, p->head, p->head_data, &shadow, NULL, NULL);
     p->nrunning--;
     sched_cluster_free(sim);
     if (rc == 0)
@@ -161,69 +288,147 @@ static int delays_head(struct pass *p, const struct sched_pending *job,
     return rc;
 }
 
-static int set_head(struct pass *p, const struct sched_pending *job)
+/*
+ * Gives job a reservation: from when it fits, after the running jobs and the reservations
+ * made before it (shadow_time), on the nodes it would use then. With data > 0 (a job
+ * waiting for its data's nodes) only on nodes holding that many bytes of its dataset, and
+ * only when that comes by until. The first job to hold one is the head (EASY's), even when
+ * its time cannot be known (no running job with a limit frees enough: nothing is kept);
+ * after it, one without a time holds nothing. *ret_held says whether job holds one.
+ */
+static int reserve(struct pass *p, const struct sched_pending *job, uint64_t data, uint64_t until,
+                   bool *ret_held)
 {
     struct sched_cluster *sim = sched_cluster_copy(p->cluster);
+    struct slot r = {.job = job};
     int rc;
 
+    *ret_held = false;
     if (sim == NULL)
         return -ENOMEM;
-    p->head = job;
-    rc = shadow_time(p, sim, job, 0, &p->shadow_s, p->reserved);
+    sched_alloc_init(&r.alloc);
+    rc = shadow_time(p, sim, p->nslots, job, data, &r.start_s, &r.alloc, &r.spare);
     sched_cluster_free(sim);
+    if (rc < 0 || r.start_s > until || (r.start_s == SCHED_TIME_INFINITE && p->head != NULL))
+        goto out;
+    if (p->head == NULL) {
+        p->head = job;
+        p->head_data = data;
+        p->shadow_s = r.start_s;
+    }
+    p->nreserved++;
+    *ret_held = true;
+    if (r.start_s == SCHED_TIME_INFINITE)
+        goto out;
+    r.end_s = job->time_limit_s == SCHED_TIME_INFINITE ||
+                      job->time_limit_s > SCHED_TIME_INFINITE - r.start_s
+                  ? SCHED_TIME_INFINITE
+                  : r.start_s + job->time_limit_s;
+    r.nodes = calloc(p->words, sizeof(*r.nodes));
+    if (r.nodes == NULL) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (uint32_t k = 0; k < r.alloc.nnodes; k++) {
+        set_node(r.nodes, r.alloc.nodes[k].node);
+        set_node(p->reserved, r.alloc.nodes[k].node);
+    }
+    p->slots[p->nslots++] = r; /* room for depth of them */
+    return 0;
+out:
+    sched_alloc_release(&r.alloc);
+    free(r.spare);
     return rc;
 }
 
 /*
- * A job waiting for its data's nodes (held back: they are busy) holds the reservation when
- * no job does yet, on those nodes from when enough of them free, if that comes before its
- * wait ends (until): the jobs behind it may take them only if done by then, so a stream of
- * smaller jobs cannot keep them busy until its wait runs out. Past its wait the job goes
- * wherever it fits and needs no reservation of its data's nodes.
+ * A job waiting for its data's nodes (held back: they are busy) holds a reservation while
+ * jobs may still get one, on those nodes from when enough of them free, if that comes
+ * before its wait ends (until): the jobs behind it may take them only if done by then, so
+ * a stream of smaller jobs cannot keep them busy until its wait runs out. Past its wait the
+ * job goes wherever it fits and needs no reservation of its data's nodes.
  */
 static int hold_data_nodes(struct pass *p, const struct sched_pending *job, uint64_t best,
                            uint64_t until)
 {
-    struct sched_cluster *sim;
-    uint64_t shadow;
-    int rc;
+    bool held;
 
-    if (p->head != NULL)
-        return 0;
-    sim = sched_cluster_copy(p->cluster);
-    if (sim == NULL)
-        return -ENOMEM;
-    rc = shadow_time(p, sim, job, best, &shadow, p->reserved);
-    sched_cluster_free(sim);
-    if (rc == 0 && shadow <= until) {
-        p->head = job;
-        p->head_data = best;
-        p->shadow_s = shadow;
-    } else {
-        memset(p->reserved, 0, p->words * sizeof(uint64_t));
-    }
-    return rc;
+    return p->nreserved < p->depth ? reserve(p, job, best, until, &held) : 0;
 }
 
 /*
- * May job, which fits now at alloc, start without delaying the reservation? If the chosen
- * nodes would delay it, the job may still run on nodes outside the reservation; alloc is
- * then rewritten to those.
+ * Deeper than EASY: whether job, started now at alloc, leaves every reservation that starts
+ * before it would end what that reservation needs on each node they share (its spare: the
+ * GPUs it may use, cores and memory beyond its own at its start; none beside an exclusive
+ * one, nor beside an exclusive job). With commit, takes what it uses from those spares.
+ */
+static bool leaves_spare(struct pass *p, uint64_t end, const struct sched_alloc *alloc, bool commit)
+{
+    for (size_t i = 0; i < p->nslots; i++) {
+        struct slot *r = &p->slots[i];
+
+        for (uint32_t k = 0; r->start_s < end && k < alloc->nnodes; k++) {
+            const struct sched_node_alloc *a = &alloc->nodes[k];
+
+            for (uint32_t j = 0; j < r->alloc.nnodes; j++) {
+                struct spare *s = &r->spare[j];
+                const uint64_t *mask = r->job->req.gpu_masks;
+                uint32_t gpus = (uint32_t)__builtin_popcountll(
+                    a->gpus & (mask != NULL ? mask[a->node] : ~UINT64_C(0)));
+                uint32_t cores = bits_in(a->cores, SCHED_MAX_CORES / 64);
+
+                if (r->alloc.nodes[j].node != a->node)
+                    continue;
+                if (alloc->exclusive || gpus > s->gpus || cores > s->cores ||
+                    a->mem_mib > s->mem_mib)
+                    return false;
+                if (commit)
+                    *s = (struct spare){s->gpus - gpus, s->cores - cores, s->mem_mib - a->mem_mib};
+            }
+        }
+    }
+    return true;
+}
+
+/*
+ * May job, which fits now at alloc, start without delaying a reservation? EASY (depth 1):
+ * when it ends before the head's start, or uses none of its nodes, or a simulation shows
+ * the head still starts in time. Deeper: when it leaves every reservation it would overlap
+ * in time what that one needs on their shared nodes (leaves_spare). If the chosen nodes
+ * would delay one, the job may still run on nodes outside them; alloc is then rewritten to
+ * those.
  */
 static int may_backfill(struct pass *p, const struct sched_pending *job, struct sched_alloc *alloc,
                         bool *ret_ok)
 {
+    uint64_t end = end_of(p, job), *keep = p->reserved;
     bool delays = false;
     int rc;
 
     *ret_ok = true;
-    if (end_of(p, job) <= p->shadow_s || !uses_reserved(p, alloc))
-        return 0;
-    rc = delays_head(p, job, alloc, &delays);
-    if (rc < 0 || !delays)
-        return rc;
-    rc = sched_cluster_place(p->cluster, &job->req, p->reserved, alloc);
+    if (p->depth <= 1) {
+        if (end <= p->shadow_s || !uses_reserved(p, alloc))
+            return 0;
+        rc = delays_head(p, job, alloc, &delays);
+        if (rc < 0 || !delays)
+            return rc;
+    } else {
+        if (leaves_spare(p, end, alloc, false)) {
+            leaves_spare(p, end, alloc, true);
+            return 0;
+        }
+        keep = calloc(p->words, sizeof(*keep));
+        if (keep == NULL)
+            return -ENOMEM;
+        for (size_t i = 0; i < p->nslots; i++) {
+            for (size_t w = 0; p->slots[i].start_s < end && w < p->words; w++)
+                keep[w] |= p->slots[i].nodes[w];
+        }
+    }
+    rc = sched_cluster_place(p->cluster, &job->req, keep, alloc);
     *ret_ok = rc == 0;
+    if (keep != p->reserved)
+        free(keep);
     return rc == -EAGAIN ? 0 : rc;
 }
 
@@ -309,8 +514,13 @@ static int decide(struct pass *p, size_t index)
     rc = sched_cluster_place(p->cluster, &job->req, NULL, &v->alloc);
 
     if (rc == -EAGAIN) {
+        bool held = false;
+
         v->reason = SCHED_REASON_RESOURCES;
-        return p->head == NULL ? set_head(p, job) : 0;
+        rc = p->nreserved < p->depth ? reserve(p, job, 0, SCHED_TIME_INFINITE, &held) : 0;
+        if (held && p->nslots > 0 && p->slots[p->nslots - 1].job == job)
+            v->reserved_s = p->slots[p->nslots - 1].start_s;
+        return rc;
     }
     if (rc < 0)
         return rc;
@@ -321,6 +531,8 @@ static int decide(struct pass *p, size_t index)
         v->wake_s = until;
         if (rc == 0 && !ok)
             rc = hold_data_nodes(p, job, best, until);
+        if (rc == 0 && !ok && p->nslots > 0 && p->slots[p->nslots - 1].job == job)
+            v->reserved_s = p->slots[p->nslots - 1].start_s;
         if (rc < 0 || !ok)
             return rc < 0 ? rc : held_back(v, SCHED_REASON_DATA);
     }
@@ -349,13 +561,13 @@ int sched_plan(struct sched_cluster *cluster, const struct sched_pending *pendin
                const struct sched_running *running, size_t nrunning, uint64_t now_s,
                struct sched_verdict *verdicts, struct sched_reservation *ret_res)
 {
-    return sched_plan_gated(cluster, pending, npending, running, nrunning, now_s, NULL, verdicts,
+    return sched_plan_gated(cluster, pending, npending, running, nrunning, now_s, 1, NULL, verdicts,
                             ret_res);
 }
 
 int sched_plan_gated(struct sched_cluster *cluster, const struct sched_pending *pending,
                      size_t npending, const struct sched_running *running, size_t nrunning,
-                     uint64_t now_s, const struct sched_plan_gate *gate,
+                     uint64_t now_s, uint32_t depth, const struct sched_plan_gate *gate,
                      struct sched_verdict *verdicts, struct sched_reservation *ret_res)
 {
     struct pass p = {.cluster = cluster,
@@ -363,14 +575,18 @@ int sched_plan_gated(struct sched_cluster *cluster, const struct sched_pending *
                      .verdicts = verdicts,
                      .now_s = now_s,
                      .shadow_s = SCHED_TIME_INFINITE,
-                     .gate = gate};
+                     .gate = gate,
+                     .depth = depth > 0 ? depth : 1};
     struct order_key *order = malloc((npending > 0 ? npending : 1) * sizeof(*order));
     int rc = -ENOMEM;
 
+    if (p.depth > npending + 1)
+        p.depth = (uint32_t)(npending + 1); /* no more reservations than jobs */
     p.words = (sched_cluster_nnodes(cluster) + 63) / 64 + 1;
     p.reserved = calloc(p.words, sizeof(uint64_t));
     p.running = malloc((nrunning + npending + 1) * sizeof(*p.running));
-    if (order == NULL || p.reserved == NULL || p.running == NULL)
+    p.slots = calloc(p.depth, sizeof(*p.slots));
+    if (order == NULL || p.reserved == NULL || p.running == NULL || p.slots == NULL)
         goto out;
     memcpy(p.running, running, nrunning * sizeof(*running));
     p.nrunning = nrunning;
@@ -386,6 +602,12 @@ int sched_plan_gated(struct sched_cluster *cluster, const struct sched_pending *
     else if (ret_res != NULL)
         *ret_res = (struct sched_reservation){p.head ? p.head->job_id : 0, p.shadow_s};
 out:
+    for (size_t i = 0; i < p.nslots; i++) {
+        sched_alloc_release(&p.slots[i].alloc);
+        free(p.slots[i].nodes);
+        free(p.slots[i].spare);
+    }
+    free(p.slots);
     free(order);
     free(p.reserved);
     free(p.running);

@@ -62,6 +62,7 @@ struct sched_verdict {
     bool backfilled; /* started ahead of a blocked higher-priority job */
     enum sched_reason reason;
     uint64_t wake_s;          /* SCHED_REASON_DATA: when its wait ends (plan again then) */
+    uint64_t reserved_s;      /* it holds a reservation from then (its expected start); 0: none */
     struct sched_alloc alloc; /* where it runs, when start */
 };
 
@@ -94,10 +95,17 @@ struct sched_plan_gate {
 int sched_plan(struct sched_cluster *cluster, const struct sched_pending *pending, size_t npending,
                const struct sched_running *running, size_t nrunning, uint64_t now_s,
                struct sched_verdict *verdicts, struct sched_reservation *ret_res);
-/* The same with a gate (NULL: none). */
+/*
+ * The same with a backfill depth and a gate (NULL: none). depth: how many blocked jobs, in
+ * order, hold a reservation; sched_plan's 1 is EASY (above). With more, each further one's
+ * is computed after the running jobs and the reservations before it (their nodes kept from
+ * before they start, over its time limit), and a job behind them may start early only if
+ * it ends before each reservation's start or uses none of its nodes (conservative
+ * backfill, to that depth; no simulation).
+ */
 int sched_plan_gated(struct sched_cluster *cluster, const struct sched_pending *pending,
                      size_t npending, const struct sched_running *running, size_t nrunning,
-                     uint64_t now_s, const struct sched_plan_gate *gate,
+                     uint64_t now_s, uint32_t depth, const struct sched_plan_gate *gate,
                      struct sched_verdict *verdicts, struct sched_reservation *ret_res);
 
 #endif

@@ -683,6 +683,7 @@ int sched_planner_pass(struct sched_jobs *jobs, size_t *plan_from, struct sched_
         struct sched_plan_gate gate = {gate_may_start, gate_started, &g};
 
         rc = sched_plan_gated(cluster, g.pending, out->n, g.running, g.nrunning, now_ms / 1000,
+                              hooks != NULL ? hooks->backfill_depth : 1,
                               g.qos != NULL ? &gate : NULL, out->verdicts, &out->res);
     }
     for (size_t i = 0; rc == 0 && i < out->n; i++) {
@@ -699,8 +700,8 @@ int sched_planner_pass(struct sched_jobs *jobs, size_t *plan_from, struct sched_
                 out->wake_ms = at;
         }
         job->expected_start_ms =
-            job->id == out->res.job_id && out->res.start_s != SCHED_TIME_INFINITE
-                ? out->res.start_s * 1000
+            out->verdicts[i].reserved_s != 0 && out->verdicts[i].reserved_s != SCHED_TIME_INFINITE
+                ? out->verdicts[i].reserved_s * 1000
                 : 0;
     }
     /* Out of memory choosing victims costs this pass its preemptions, not its starts. */

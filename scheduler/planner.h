@@ -92,6 +92,8 @@ struct sched_planner_hooks {
     /* Advance reservations, borrowed for the pass (none: NULL, 0). */
     const struct sched_planner_resv *resv;
     size_t nresv;
+    /* How many blocked jobs hold a backfill reservation (plan.h); 0 or 1: EASY's one. */
+    uint32_t backfill_depth;
 };
 
 /* Tasks a job runs on each of its nodes. */

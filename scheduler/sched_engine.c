@@ -93,7 +93,11 @@ static void expire(struct sched_ctx *s, struct sched_job *job)
 
 static void plan_pass(struct sched_ctx *s)
 {
-    struct sched_planner_hooks hooks = {build_masks, sched_policy_priority, s, s->cfg, NULL, 0};
+    struct sched_planner_hooks hooks = {.masks = build_masks,
+                                        .priority = sched_policy_priority,
+                                        .data = s,
+                                        .cfg = s->cfg,
+                                        .backfill_depth = s->cfg->backfill_depth};
     struct sched_plan_out out;
 
     sched_policy_before_pass(s);

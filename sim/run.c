@@ -42,20 +42,24 @@
 #define QOS_NORMAL "normal"
 #define QOS_URGENT "urgent"
 
+/* The conservative policy's backfill depth: the first 32 blocked jobs hold reservations. */
+#define CONSERVATIVE_DEPTH 32
+
 const struct gs_sim_policy gs_sim_policies[] = {
-    {"fifo-firstfit", false, false, false, false, GS_SIM_DATA_BLIND},
-    {"easy", true, false, false, false, GS_SIM_DATA_BLIND},
-    {"multifactor", true, true, false, false, GS_SIM_DATA_BLIND},
-    {"fifo-topo", false, false, true, false, GS_SIM_DATA_BLIND},
-    {"easy-topo", true, false, true, false, GS_SIM_DATA_BLIND},
-    {"multifactor-topo", true, true, true, false, GS_SIM_DATA_BLIND},
-    {"easy-preempt", true, false, false, true, GS_SIM_DATA_BLIND},
-    {"multifactor-preempt", true, true, false, true, GS_SIM_DATA_BLIND},
-    {"easy-topo-preempt", true, false, true, true, GS_SIM_DATA_BLIND},
-    {"multifactor-topo-preempt", true, true, true, true, GS_SIM_DATA_BLIND},
-    {"easy-data", true, false, false, false, GS_SIM_DATA_TIEBREAK},
-    {"easy-data-wait", true, false, false, false, GS_SIM_DATA_WAIT},
-    {"easy-data-ski", true, false, false, false, GS_SIM_DATA_SKI},
+    {"fifo-firstfit", false, false, false, false, GS_SIM_DATA_BLIND, 1},
+    {"easy", true, false, false, false, GS_SIM_DATA_BLIND, 1},
+    {"conservative", true, false, false, false, GS_SIM_DATA_BLIND, CONSERVATIVE_DEPTH},
+    {"multifactor", true, true, false, false, GS_SIM_DATA_BLIND, 1},
+    {"fifo-topo", false, false, true, false, GS_SIM_DATA_BLIND, 1},
+    {"easy-topo", true, false, true, false, GS_SIM_DATA_BLIND, 1},
+    {"multifactor-topo", true, true, true, false, GS_SIM_DATA_BLIND, 1},
+    {"easy-preempt", true, false, false, true, GS_SIM_DATA_BLIND, 1},
+    {"multifactor-preempt", true, true, false, true, GS_SIM_DATA_BLIND, 1},
+    {"easy-topo-preempt", true, false, true, true, GS_SIM_DATA_BLIND, 1},
+    {"multifactor-topo-preempt", true, true, true, true, GS_SIM_DATA_BLIND, 1},
+    {"easy-data", true, false, false, false, GS_SIM_DATA_TIEBREAK, 1},
+    {"easy-data-wait", true, false, false, false, GS_SIM_DATA_WAIT, 1},
+    {"easy-data-ski", true, false, false, false, GS_SIM_DATA_SKI, 1},
 };
 const size_t gs_sim_npolicies = sizeof(gs_sim_policies) / sizeof(gs_sim_policies[0]);
 
@@ -558,6 +562,7 @@ static int plan(struct run *run)
         .masks = run->caches != NULL && run->p->data != GS_SIM_DATA_BLIND ? data_masks : NULL,
         .priority = run->p->multifactor ? priority_hook : NULL,
         .data = run,
+        .backfill_depth = run->p->depth,
         .cfg = run->p->preempt                                                       ? &run->qcfg
                : run->p->data == GS_SIM_DATA_WAIT || run->p->data == GS_SIM_DATA_SKI ? &run->dcfg
                                                                                      : NULL};

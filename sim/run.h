@@ -71,6 +71,7 @@ struct gs_sim_policy {
     bool topo;
     bool preempt; /* urgent jobs in a QOS of tier 1 that preempts */
     enum gs_sim_data_policy data;
+    uint32_t depth; /* backfill depth (plan.h): 1 is EASY */
 };
 
 /* How preemption is modelled (docs/simulator.md). */

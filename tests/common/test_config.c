@@ -933,3 +933,17 @@ Test(config, data_keys)
                        errors.data);
     cr_assert_eq(cfg.data_stall_s, 90, "left as it was");
 }
+
+Test(config, backfill_depth_is_easy_unless_set)
+{
+    cr_assert_eq(parse("[scheduler]\n"), 0, "%s", errors.data);
+    cr_assert_eq(cfg.backfill_depth, 1, "EASY: one reservation");
+    cr_assert_eq(parse("[scheduler]\nbackfill_depth = 50\n"), 0, "%s", errors.data);
+    cr_assert_eq(cfg.backfill_depth, 50);
+    cr_assert_eq(parse("[scheduler]\nbackfill_depth = 0\n"), -EINVAL);
+    assert_error("gsched.toml:2:18: scheduler.backfill_depth must be a positive integer");
+    gs_buf_reset(&errors);
+    cr_assert_eq(parse("[scheduler]\nbackfill_depth = 1001\n"), -EINVAL);
+    assert_error("gsched.toml:2:18: scheduler.backfill_depth must be an integer from 1 to 1000");
+    cr_assert_eq(cfg.backfill_depth, 50, "left as it was");
+}

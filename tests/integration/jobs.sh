@@ -2,8 +2,9 @@
 # jobs.sh BIN_DIR SRC_DIR: the job path end to end on a `gsched up` cluster of two workers
 # with the hardware of tests/topologies/ws-4gpu.xml (4 GPUs, 16 cores each): a 2-node job's
 # task environment and logs; submit --wait's exit status; gang allocation and requests no
-# node can hold; EASY backfill (a short job jumps a reserved one, a long one does not);
-# time limits with SIGTERM and with SIGKILL after the kill grace; cancel of running and
+# node can hold; EASY backfill (a short job jumps a reserved one, a long one does not), and
+# with scheduler.backfill_depth = 2 (after a gschedd restart) the second blocked job's
+# expected start too; time limits with SIGTERM and with SIGKILL after the kill grace; cancel of running and
 # pending jobs (and by another user); dependencies; hold and release; bad job files.
 # Jobs that must stay running wait on gate files; everything polls with deadlines.
 name="jobs"
@@ -209,6 +210,27 @@ wait_end "$b" || fail "B failed"
 wait_end "$d" || fail "D failed"
 expect "$d" "j['start_time_ms'] >= $(jq "$b" 'j["start_time_ms"]')" "D to start after B"
 expect "$a" 'j["state"] == "CANCELLED"'
+
+# --- scheduler.backfill_depth = 2: the second blocked job holds a reservation too ---------
+# A again; B and then E (priority 50, all 8 GPUs too) blocked: B expected when A's limit
+# ends, E when B's does after that.
+sed -i 's/^\[scheduler\]$/[scheduler]\nbackfill_depth = 2/' "$state/gsched.toml"
+grep -q '^backfill_depth = 2$' "$state/gsched.toml" || fail "no [scheduler] table to edit"
+restart_sched 2
+wait_for "both nodes up again" 20 eval '[ "$("$bin/gsched" nodes --json |
+  python3 -c "import json,sys; print(sum(n[\"state\"] == \"up\" for n in json.load(sys.stdin)))")" = 2 ]'
+sed 's/^priority = 100$/priority = 50/; s/^name = "B"$/name = "E"/' "$work/b.toml" > "$work/e.toml"
+a=$(submit a.toml)
+wait_start "$a"
+b=$(submit b.toml)
+e=$(submit e.toml)
+started=$(jq "$a" 'j["start_time_ms"]')
+wait_for "E's expected start" 15 is "$e" "j['state'] == 'PENDING' and
+  abs(j['expected_start_ms'] - $started - 120000) <= 1500"
+expect "$b" "abs(j['expected_start_ms'] - $started - 60000) <= 1500" "B expected when A's limit ends"
+"$bin/gsched" cancel "$a" "$b" "$e" > /dev/null || fail "cancel A, B, E"
+gate backfill
+for j in "$a" "$b" "$e"; do wait_end "$j" || true; done
 
 # --- time limits ---------------------------------------------------------------------------
 job_file limit.toml '[resources]

@@ -380,3 +380,98 @@ Test(plan, data_wait_reason_name)
 {
     cr_assert_str_eq(sched_reason_name(SCHED_REASON_DATA), "DataNodesBusy");
 }
+
+/* plan_at with backfill depth depth (sched_plan_gated, no gate). */
+static void plan_deep(uint64_t now, uint32_t depth)
+{
+    sched_verdicts_release(verdicts, MAXJ);
+    sched_verdicts_init(verdicts, MAXJ);
+    cr_assert_eq(sched_plan_gated(cluster, pending, npending, running, nrunning, now, depth, NULL,
+                                  verdicts, &res),
+                 0);
+}
+
+/*
+ * n1 is busy until 100, busy GPUs of n3 until 300. Job 1 needs a whole node: its
+ * reservation is n1 from 100; job 2 (gpus2 GPUs) can only have n3 from 300. Job 3 (gpus3)
+ * fits now in n3's free GPUs but would hold them until 1000; job 4 (4 GPUs) ends by 200.
+ */
+static void blocked_pair(uint32_t busy, uint32_t gpus2, uint32_t gpus3)
+{
+    node("n1", 8);
+    node("n3", 8);
+    run(100, gpus(1, 8), 100);
+    run(101, gpus(1, busy), 300);
+    submit(1, 10, gpus(1, 8), 1000);
+    submit(2, 9, gpus(1, gpus2), 1000);
+    submit(3, 2, gpus(1, gpus3), 1000);
+    submit(4, 1, gpus(1, 4), 200);
+}
+
+/* Half of n3 busy; job 2 needs all of it, job 3 the free half. */
+static void two_blocked(void)
+{
+    blocked_pair(4, 8, 4);
+}
+
+Test(plan, easy_lets_a_job_delay_the_second_blocked_job)
+{
+    two_blocked();
+    plan_at(0);
+    cr_assert_eq(res.job_id, 1);
+    cr_assert_eq(of(1)->reserved_s, 100);
+    cr_assert_eq(of(2)->reserved_s, 0, "EASY: job 2 holds nothing");
+    cr_assert(of(3)->start, "job 3 keeps off n1, so EASY starts it, on n3");
+    cr_assert(of(3)->backfilled);
+    cr_assert_not(of(4)->start, "n3 is full now");
+}
+
+Test(plan, conservative_backfill_keeps_every_reservation)
+{
+    two_blocked();
+    plan_deep(0, 2);
+    cr_assert_eq(res.job_id, 1, "the head is the same");
+    cr_assert_eq(res.start_s, 100);
+    cr_assert_eq(of(1)->reserved_s, 100);
+    cr_assert_eq(of(2)->reserved_s, 300, "job 2 holds n3 from when job 101 ends");
+    cr_assert_not(of(3)->start, "running to 1000 on n3 would delay job 2");
+    cr_assert_eq(of(3)->reason, SCHED_REASON_PRIORITY);
+    cr_assert(of(4)->start, "done by 200: it delays neither");
+    cr_assert(of(4)->backfilled);
+    cr_assert_eq(of(4)->alloc.nodes[0].node, 1, "on n3");
+}
+
+Test(plan, a_reservation_keeps_its_nodes_from_later_ones_over_their_limit)
+{
+    /* One node: job 1 reserves it from 100 to 150; job 2, needing it for 100 s, cannot
+     * start at 100 (job 1 takes it then) nor fit around it: from 150. */
+    node("n1", 8);
+    run(100, gpus(1, 8), 100);
+    submit(1, 10, gpus(1, 8), 50);
+    submit(2, 9, gpus(1, 4), 100);
+    submit(3, 8, gpus(1, 4), 20);
+    plan_deep(0, 3);
+    cr_assert_eq(of(1)->reserved_s, 100);
+    cr_assert_eq(of(2)->reserved_s, 150, "after job 1's reservation ends");
+    cr_assert_eq(of(3)->reserved_s, 150, "beside job 2, in the other half");
+}
+
+Test(plan, depth_one_is_easy)
+{
+    two_blocked();
+    plan_deep(0, 1);
+    cr_assert_eq(of(2)->reserved_s, 0);
+    cr_assert(of(3)->start);
+}
+
+Test(plan, a_job_may_share_a_reserved_node_within_what_it_leaves)
+{
+    /* Job 2's reservation is 4 of n3's 8 GPUs from 300: a 2-GPU job running past 300 may
+     * take n3's free pair now, 4 still being there for job 2 then. */
+    blocked_pair(6, 4, 2);
+    plan_deep(0, 2);
+    cr_assert_eq(of(1)->reserved_s, 100);
+    cr_assert_eq(of(2)->reserved_s, 300);
+    cr_assert(of(3)->start, "4 of n3's GPUs are left for job 2 at 300");
+    cr_assert_eq(of(3)->alloc.nodes[0].node, 1);
+}

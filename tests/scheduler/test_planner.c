@@ -206,3 +206,23 @@ Test(planner, a_heterogeneous_job_asks_each_component_of_its_own_nodes)
     cr_assert_eq(req.het[1].cores_per_node, 8, "4 CPUs per GPU");
     sched_node_masks_release(&m);
 }
+
+Test(planner, with_a_backfill_depth_each_reserved_job_has_an_expected_start)
+{
+    struct sched_planner_hooks hooks = {.backfill_depth = 2};
+    size_t from = 0;
+
+    add(1, 4, 9, 3600);
+    add(2, 4, 9, 7200);
+    add(3, 4, 5, 3600);
+    add(4, 4, 4, 3600);
+    add(5, 4, 3, 3600);
+    cr_assert_eq(sched_planner_pass(jobs, &from, cluster, &hooks, 10000, &out), 0);
+    start_all(10000); /* jobs 1 and 2 take both nodes */
+    cr_assert_eq(sched_planner_pass(jobs, &from, cluster, &hooks, 20000, &out), 0);
+    cr_assert_eq(sched_jobs_find(jobs, 3)->expected_start_ms, (10 + 3600) * 1000,
+                 "when job 1's limit ends");
+    cr_assert_eq(sched_jobs_find(jobs, 4)->expected_start_ms, (10 + 7200) * 1000,
+                 "job 3 takes job 1's node then: job 2's");
+    cr_assert_eq(sched_jobs_find(jobs, 5)->expected_start_ms, 0, "past the depth: none");
+}

@@ -23,7 +23,7 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 pol = d["policies"]
 names = [p["policy"] for p in pol]
-assert names == ["fifo-firstfit", "easy", "multifactor", "fifo-topo", "easy-topo",
+assert names == ["fifo-firstfit", "easy", "conservative", "multifactor", "fifo-topo", "easy-topo",
                  "multifactor-topo", "easy-preempt", "multifactor-preempt", "easy-topo-preempt",
                  "multifactor-topo-preempt"], names
 assert d["urgent_share"] == 0.1 and d["checkpoint_interval_s"] == 1800, d
@@ -55,6 +55,7 @@ for p in pol:
     by[p["policy"]] = p
 assert by["fifo-firstfit"]["jct_vs_fifo"] == 1, by["fifo-firstfit"]
 assert by["easy"]["avg_jct_s"] <= by["fifo-firstfit"]["avg_jct_s"], (by["easy"], by["fifo-firstfit"])
+assert by["conservative"]["avg_jct_s"] <= by["fifo-firstfit"]["avg_jct_s"], by["conservative"]
 assert by["fifo-firstfit"]["alloc_while_queued"] > 0, "saturated: jobs wait"
 assert by["easy-preempt"]["urgent_avg_wait_s"] < by["easy"]["urgent_avg_wait_s"], by
 print("sim_tiresias: json ok; easy/fifo avg JCT = %.3f; easy-preempt: %d preemptions"

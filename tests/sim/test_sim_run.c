@@ -191,7 +191,9 @@ Test(sim_run, counts_jobs_that_never_fit_and_replays_the_rest)
 
 Test(sim_run, knows_its_policies)
 {
-    cr_assert_eq(gs_sim_npolicies, 13);
+    cr_assert_eq(gs_sim_npolicies, 14);
+    cr_assert_eq(gs_sim_policy_find("conservative")->depth, 32);
+    cr_assert_eq(gs_sim_policy_find("easy")->depth, 1);
     cr_assert_eq(gs_sim_policy_find("easy")->data, GS_SIM_DATA_BLIND);
     cr_assert_eq(gs_sim_policy_find("easy-data-ski")->data, GS_SIM_DATA_SKI);
     cr_assert_str_eq(gs_sim_policies[0].name, "fifo-firstfit");
