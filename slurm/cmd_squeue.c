@@ -8,7 +8,10 @@
  *
  * Options as Slurm's: -o/--format (% letters), -O/--Format (field names), -u, -j (123,
  * 123_4, 42+1), -t, -p, -n, -A, -q, --me, -h, -l, -r (one line per array element: no
- * folding), $SQUEUE_FORMAT / $SQUEUE_FORMAT2, and gsched's --socket. A heterogeneous job
+ * folding), --start (pending jobs by expected start: Slurm's "%.18i %.9P %.9j %.8u %.2t
+ * %.19S %.6D %20Y %R", soonest first, those without one after; gschedd does not say which
+ * nodes a reservation holds, so SCHEDNODES is "(null)", as Slurm's when it does not know),
+ * $SQUEUE_FORMAT / $SQUEUE_FORMAT2, and gsched's --socket. A heterogeneous job
  * shows a line per component, "42+0", "42+1" (%i and %A alike; -O HetJobID, HetJobOffset),
  * each with its own nodes, CPUs and tasks (slurm_het.h); -j 42+1 shows component 1's line
  * alone, and none for a job without that component. Without -t only jobs that have
@@ -64,6 +67,7 @@ enum field {
     F_STDERR,
     F_HET_JOB_ID,
     F_HET_OFFSET,
+    F_SCHEDNODES,
 };
 
 static const struct slurm_field fields[] = {
@@ -99,12 +103,14 @@ static const struct slurm_field fields[] = {
     [F_STDERR] = {0, "STDERR", "STDERR"},
     [F_HET_JOB_ID] = {0, "HetJobID", "HET_JOB_ID"},
     [F_HET_OFFSET] = {0, "HetJobOffset", "HET_JOB_OFFSET"},
+    [F_SCHEDNODES] = {'Y', "SchedNodes", "SCHEDNODES"},
 };
 
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
 
 static const char default_format[] = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R";
 static const char long_format[] = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R";
+static const char start_format[] = "%.18i %.9P %.9j %.8u %.2t  %.19S %.6D %20Y %R";
 
 struct squeue_args {
     struct slurm_filter filter;
@@ -112,7 +118,7 @@ struct squeue_args {
     const char *format;      /* -o */
     const char *long_fields; /* -O */
     const char *socket_opt;
-    bool noheader, array, long_out, jobs_given;
+    bool noheader, array, long_out, jobs_given, start;
     char me[64];
 };
 
@@ -131,7 +137,8 @@ static int parse_jobs(struct squeue_args *q, const char *list)
 static void usage(FILE *f)
 {
     fputs("Usage: squeue [-A account] [-j jobs] [-n name] [-o format] [-O fields] [-p partitions]\n"
-          "              [-q qos] [-t states] [-u users] [--me] [-h] [-l] [-r] [--socket PATH]\n",
+          "              [-q qos] [-t states] [-u users] [--me] [-h] [-l] [-r] [--start]\n"
+          "              [--socket PATH]\n",
           f);
 }
 
@@ -156,6 +163,7 @@ static int parse_args(int argc, char **argv, struct squeue_args *q)
         {"user", required_argument, NULL, 'u'},
         {"usage", no_argument, NULL, 'U'},
         {"socket", required_argument, NULL, 's'},
+        {"start", no_argument, NULL, 'S'},
         {NULL, 0, NULL, 0},
     };
     int c, status = -1;
@@ -208,6 +216,9 @@ static int parse_args(int argc, char **argv, struct squeue_args *q)
             break;
         case 's':
             q->socket_opt = optarg;
+            break;
+        case 'S':
+            q->start = true;
             break;
         case 'H':
         case 'U':
@@ -319,6 +330,8 @@ static int value(void *vctx, int field, struct gs_buf *out)
                                                                         : job->start_time_ms;
         return gs_buf_append_str(out, slurm_fmt_date(start, "N/A", buf, sizeof(buf)));
     }
+    case F_SCHEDNODES:
+        return gs_buf_append_str(out, "(null)");
     case F_END:
         return gs_buf_append_str(out,
                                  slurm_fmt_date(slurm_job_end_ms(job), "N/A", buf, sizeof(buf)));
@@ -381,6 +394,17 @@ static int by_slurm_order(const void *a, const void *b)
     return x->index < y->index ? -1 : x->index > y->index;
 }
 
+/* --start: the soonest expected start first, jobs without one after, else Slurm's order. */
+static int by_start(const void *a, const void *b)
+{
+    const struct sort_item *x = a, *y = b;
+    uint64_t s = x->job->expected_start_ms - 1, t = y->job->expected_start_ms - 1; /* 0 last */
+
+    if (s != t)
+        return s < t ? -1 : 1;
+    return by_slurm_order(a, b);
+}
+
 static int print_jobs(const struct squeue_args *q, const struct slurm_format *fmt,
                       const Gs__QueueReply *r)
 {
@@ -398,7 +422,7 @@ static int print_jobs(const struct squeue_args *q, const struct slurm_format *fm
         if (slurm_filter_match(&q->filter, r->jobs[i]))
             items[n++] = (struct sort_item){r->jobs[i], i};
     }
-    gs_sort(items, n, sizeof(*items), by_slurm_order);
+    gs_sort(items, n, sizeof(*items), q->start ? by_start : by_slurm_order);
     for (size_t i = 0; i < n; i++)
         jobs[i] = items[i].job;
     if (slurm_rows_build(jobs, n, !q->array, &rows, &nrows) < 0)
@@ -441,9 +465,14 @@ int cli_cmd_squeue(int argc, char **argv)
             q.format == NULL && env_fmt2 != NULL && env_fmt2[0] != '\0' ? env_fmt2 : NULL;
     }
     status = slurm_format_choose(CMD, q.format, q.long_fields,
-                                 q.long_out ? long_format : default_format, fields, NFIELDS, &fmt);
+                                 q.start      ? start_format
+                                 : q.long_out ? long_format
+                                              : default_format,
+                                 fields, NFIELDS, &fmt);
     if (status != 0)
         goto out;
+    if (q.filter.states == 0 && q.start)
+        q.filter.states = 1u << GS__JOB_STATE__JOB_STATE_PENDING;
     if (q.filter.states == 0 && !q.jobs_given)
         q.filter.states = active;
     /* Ended jobs only when asked for: by id, or by a state that is not an active one. */

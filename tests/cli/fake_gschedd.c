@@ -8,7 +8,7 @@
  *
  * Jobs: 42 runs on n1,n2 (two GPUs each) and completes on the second WaitRequest; 44
  * fails with exit code 3; 45 is killed by signal 9; 46 never ends (waits time out); 43
- * is pending for Resources; 7 and 99 do not exist. Logs of any job are "hello\nworld\n",
+ * is pending for Resources, expected to start 2026-12-05 11:00 UTC; 7 and 99 do not exist. Logs of any job are "hello\nworld\n",
  * served 5 bytes at a time. Each SubmitRequest's workdir, source file and user name are
  * appended to RECORD as "submit workdir=... source=... user=... hold=0|1".
  *
@@ -230,6 +230,7 @@ static void fill_table(struct fake *f, struct job_table *t)
     t->cancelled.signaled = true;
     t->cancelled.term_signal = 15;
     t->cancelled.reason = "cancelled by uid 1000";
+    t->pending.expected_start_ms = 1796468400000ull; /* 2026-12-05 11:00 UTC */
     t->sweep_res.nodes = 1;
     t->sweep_res.gpus_per_node = 1;
     t->sweep_res.time_limit_s = 1800;

@@ -82,6 +82,16 @@ run 0 squeue -h -t all -n eval,old -o '%i %t %R'
 same "$(printf '48 CA n5\n47 F (NonZeroExitCode)')"
 SQUEUE_FORMAT='%i:%t' run 0 squeue -h -j 43
 same "43:PD"
+# --start: pending jobs, the soonest expected start first, Slurm's columns.
+TZ=UTC run 0 squeue --start
+same - <<'EOF'
+             JOBID PARTITION      NAME     USER ST           START_TIME  NODES SCHEDNODES           NODELIST(REASON)
+                43       gpu a-much-lo     1001 PD  2026-12-05T11:00:00      1 (null)               (Resources)
+        50_[1-3,5]     debug     sweep    alice PD                  N/A      1 (null)               (JobArrayTaskLimit)
+              50_4     debug     sweep    alice PD                  N/A      1 (null)               (JobHeldUser)
+EOF
+TZ=UTC run 0 squeue --start -h -o '%i %S' -t PD -j 43,50_4
+same "$(printf '43 2026-12-05T11:00:00\n50_4 N/A')"
 run 1 squeue --bogus
 has "$err" "squeue: unrecognized option '--bogus'"
 run 1 squeue -o '%.8z'
