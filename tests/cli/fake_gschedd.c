@@ -8,9 +8,9 @@
  *
  * Jobs: 42 runs on n1,n2 (two GPUs each) and completes on the second WaitRequest; 44
  * fails with exit code 3; 45 is killed by signal 9; 46 never ends (waits time out); 43
- * is pending for Resources, expected to start 2026-12-05 11:00 UTC; 7 and 99 do not exist. Logs of any job are "hello\nworld\n",
- * served 5 bytes at a time. Each SubmitRequest's workdir, source file and user name are
- * appended to RECORD as "submit workdir=... source=... user=... hold=0|1".
+ * is pending for Resources, expected to start 2026-12-05 11:00 UTC; 7 and 99 do not exist. Logs of
+ * any job are "hello\nworld\n", served 5 bytes at a time. Each SubmitRequest's workdir, source file
+ * and user name are appended to RECORD as "submit workdir=... source=... user=... hold=0|1".
  *
  * For the Slurm views (slurm-views.sh) the queue also holds array 50 ("sweep", partition
  * debug): element 50_0 (job 50) running on n3 for 65 s, 50_1..50_3 and 50_5 (jobs 51-53,
