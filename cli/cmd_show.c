@@ -82,6 +82,9 @@ static void put_times(struct gs_buf *out, const Gs__JobInfo *job, uint64_t now_m
     if (job->state == GS__JOB_STATE__JOB_STATE_PENDING && job->expected_start_ms > 0)
         gs_buf_printf(out, " ExpectedStart=%s",
                       cli_format_time(job->expected_start_ms, start, sizeof(start)));
+    if (job->state == GS__JOB_STATE__JOB_STATE_PENDING && job->sched_nodes != NULL &&
+        job->sched_nodes[0] != '\0')
+        gs_buf_printf(out, " On=%s", job->sched_nodes);
     gs_buf_putc(out, '\n');
 }
 

@@ -305,6 +305,7 @@ void cli_json_job_info(struct gs_json *j, const Gs__JobInfo *job)
     gs_json_kv_uint(j, "start_time_ms", job->start_time_ms);
     gs_json_kv_uint(j, "end_time_ms", job->end_time_ms);
     gs_json_kv_uint(j, "expected_start_ms", job->expected_start_ms);
+    gs_json_kv_string(j, "sched_nodes", job->sched_nodes != NULL ? job->sched_nodes : "");
     gs_json_kv_bool(j, "signaled", job->signaled);
     gs_json_kv_int(j, "exit_code", job->exit_code);
     gs_json_kv_uint(j, "term_signal", job->term_signal);

@@ -98,6 +98,7 @@ static void job_free(struct sched_job *job)
     sched_usage_release(&job->usage);
     sched_step_acct_release(job);
     free(job->submit_key);
+    free(job->sched_nodes);
     free(job);
 }
 

@@ -127,6 +127,7 @@ struct sched_job {
     uint8_t lost_tasks;
     uint32_t master_port;
     uint64_t expected_start_ms; /* the planner's estimate while pending, 0 unknown */
+    char *sched_nodes; /* ... and the nodes its reservation holds (a hostlist; owned), NULL */
     struct sched_job_event *history;
     size_t nhistory;
     struct sched_cluster *cluster; /* the table's: where the allocation goes back */

@@ -69,6 +69,11 @@ void sched_verdicts_init(struct sched_verdict *v, size_t n)
 
 void sched_verdicts_release(struct sched_verdict *v, size_t n)
 {
+    for (size_t i = 0; i < n; i++) {
+        free(v[i].reserved_nodes);
+        v[i].reserved_nodes = NULL;
+        v[i].nreserved = 0;
+    }
     for (size_t i = 0; i < n; i++)
         sched_alloc_release(&v[i].alloc);
 }
@@ -499,6 +504,24 @@ static int held_back(struct sched_verdict *v, enum sched_reason reason)
     return 0;
 }
 
+/* When job holds the latest reservation (one with a time), its start and nodes into v. */
+static int note_reserved(const struct pass *p, const struct sched_pending *job,
+                         struct sched_verdict *v)
+{
+    const struct slot *r = p->nslots > 0 ? &p->slots[p->nslots - 1] : NULL;
+
+    if (r == NULL || r->job != job)
+        return 0;
+    v->reserved_nodes = malloc((r->alloc.nnodes + 1) * sizeof(*v->reserved_nodes));
+    if (v->reserved_nodes == NULL)
+        return -ENOMEM;
+    for (uint32_t k = 0; k < r->alloc.nnodes; k++)
+        v->reserved_nodes[k] = r->alloc.nodes[k].node;
+    v->nreserved = r->alloc.nnodes;
+    v->reserved_s = r->start_s;
+    return 0;
+}
+
 static int decide(struct pass *p, size_t index)
 {
     const struct sched_pending *job = &p->pending[index];
@@ -518,8 +541,8 @@ static int decide(struct pass *p, size_t index)
 
         v->reason = SCHED_REASON_RESOURCES;
         rc = p->nreserved < p->depth ? reserve(p, job, 0, SCHED_TIME_INFINITE, &held) : 0;
-        if (held && p->nslots > 0 && p->slots[p->nslots - 1].job == job)
-            v->reserved_s = p->slots[p->nslots - 1].start_s;
+        if (rc == 0 && held)
+            rc = note_reserved(p, job, v);
         return rc;
     }
     if (rc < 0)
@@ -531,8 +554,8 @@ static int decide(struct pass *p, size_t index)
         v->wake_s = until;
         if (rc == 0 && !ok)
             rc = hold_data_nodes(p, job, best, until);
-        if (rc == 0 && !ok && p->nslots > 0 && p->slots[p->nslots - 1].job == job)
-            v->reserved_s = p->slots[p->nslots - 1].start_s;
+        if (rc == 0 && !ok)
+            rc = note_reserved(p, job, v);
         if (rc < 0 || !ok)
             return rc < 0 ? rc : held_back(v, SCHED_REASON_DATA);
     }

@@ -63,6 +63,8 @@ struct sched_verdict {
     enum sched_reason reason;
     uint64_t wake_s;          /* SCHED_REASON_DATA: when its wait ends (plan again then) */
     uint64_t reserved_s;      /* it holds a reservation from then (its expected start); 0: none */
+    uint32_t *reserved_nodes; /* ... on these nodes (cluster indices; owned), nreserved of them */
+    uint32_t nreserved;
     struct sched_alloc alloc; /* where it runs, when start */
 };
 

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/buf.h"
+#include "common/hostlist.h"
 #include "common/units.h"
 #include "scheduler/preempt.h"
 #include "scheduler/qos.h"
@@ -653,6 +655,26 @@ out:
     return rc;
 }
 
+/* The nodes a waiting job's reservation holds, as a hostlist, into job (none: NULL). Out
+ * of memory leaves none: it is only shown. */
+static void sched_nodes_note(const struct sched_cluster *cluster, struct sched_job *job,
+                             const struct sched_verdict *v)
+{
+    const char **names;
+    struct gs_buf list = GS_BUF_INIT;
+
+    free(job->sched_nodes);
+    job->sched_nodes = NULL;
+    if (v->nreserved == 0 || (names = calloc(v->nreserved, sizeof(*names))) == NULL)
+        return;
+    for (uint32_t k = 0; k < v->nreserved; k++)
+        names[k] = sched_cluster_node_name(cluster, v->reserved_nodes[k]);
+    if (gs_hostlist_compress(names, v->nreserved, &list) == 0 && list.data != NULL)
+        job->sched_nodes = strdup(list.data);
+    gs_buf_release(&list);
+    free(names);
+}
+
 int sched_planner_pass(struct sched_jobs *jobs, size_t *plan_from, struct sched_cluster *cluster,
                        const struct sched_planner_hooks *hooks, uint64_t now_ms,
                        struct sched_plan_out *out)
@@ -703,6 +725,7 @@ int sched_planner_pass(struct sched_jobs *jobs, size_t *plan_from, struct sched_
             out->verdicts[i].reserved_s != 0 && out->verdicts[i].reserved_s != SCHED_TIME_INFINITE
                 ? out->verdicts[i].reserved_s * 1000
                 : 0;
+        sched_nodes_note(cluster, job, &out->verdicts[i]);
     }
     /* Out of memory choosing victims costs this pass its preemptions, not its starts. */
     if (rc == 0 && hooks != NULL && hooks->cfg != NULL && hooks->cfg->nqos > 0 &&

@@ -301,6 +301,8 @@ static void write_job_fields(struct gs_json *j, struct sched_ctx *s, const struc
     write_request(j, job->spec);
     kv_ms(j, "submit_ms", job->submit_ms);
     kv_ms(j, "expected_start_ms", job->expected_start_ms);
+    if (job->state == SCHED_JOB_PENDING && job->expected_start_ms > 0 && job->sched_nodes != NULL)
+        gs_json_kv_string(j, "sched_nodes", job->sched_nodes);
     kv_ms(j, "start_ms", job->start_ms);
     kv_ms(j, "end_ms", sched_job_finished(job) ? job->end_ms : 0);
     gs_json_kv_uint(j, "attempt", job->attempt);

@@ -249,6 +249,8 @@ static int info_fill(struct sched_ctx *s, const struct sched_job *job, struct in
     in->info.start_time_ms = job->start_ms;
     in->info.end_time_ms = job->end_ms;
     in->info.expected_start_ms = job->expected_start_ms;
+    if (job->state == SCHED_JOB_PENDING && job->expected_start_ms > 0 && job->sched_nodes != NULL)
+        in->info.sched_nodes = job->sched_nodes;
     in->info.signaled = job->signaled;
     in->info.exit_code = job->exit_code;
     in->info.term_signal = (uint32_t)job->term_signal;

@@ -238,6 +238,8 @@ static int put_job(const struct scontrol *sc, struct gs_buf *out, const Gs__JobI
         gs_buf_printf(out, "BatchHost=%s", whole->allocation[0]->node_name);
     } else {
         gs_buf_append_str(out, "(null)");
+        if (job->sched_nodes != NULL && job->sched_nodes[0] != '\0')
+            gs_buf_printf(out, " SchedNodeList=%s", job->sched_nodes);
     }
     next_line(sc, out);
     gs_buf_printf(out, "NumNodes=%u NumCPUs=%u NumTasks=%u CPUs/Task=%u", slurm_job_nodes(job),

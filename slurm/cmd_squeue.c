@@ -9,8 +9,8 @@
  * Options as Slurm's: -o/--format (% letters), -O/--Format (field names), -u, -j (123,
  * 123_4, 42+1), -t, -p, -n, -A, -q, --me, -h, -l, -r (one line per array element: no
  * folding), --start (pending jobs by expected start: Slurm's "%.18i %.9P %.9j %.8u %.2t
- * %.19S %.6D %20Y %R", soonest first, those without one after; gschedd does not say which
- * nodes a reservation holds, so SCHEDNODES is "(null)", as Slurm's when it does not know),
+ * %.19S %.6D %20Y %R", soonest first, those without one after; SCHEDNODES the nodes the
+ * job's backfill reservation holds, "(null)" without one),
  * $SQUEUE_FORMAT / $SQUEUE_FORMAT2, and gsched's --socket. A heterogeneous job
  * shows a line per component, "42+0", "42+1" (%i and %A alike; -O HetJobID, HetJobOffset),
  * each with its own nodes, CPUs and tasks (slurm_het.h); -j 42+1 shows component 1's line
@@ -331,7 +331,9 @@ static int value(void *vctx, int field, struct gs_buf *out)
         return gs_buf_append_str(out, slurm_fmt_date(start, "N/A", buf, sizeof(buf)));
     }
     case F_SCHEDNODES:
-        return gs_buf_append_str(out, "(null)");
+        return gs_buf_append_str(out, job->sched_nodes != NULL && job->sched_nodes[0] != '\0'
+                                          ? job->sched_nodes
+                                          : "(null)");
     case F_END:
         return gs_buf_append_str(out,
                                  slurm_fmt_date(slurm_job_end_ms(job), "N/A", buf, sizeof(buf)));

@@ -228,6 +228,11 @@ started=$(jq "$a" 'j["start_time_ms"]')
 wait_for "E's expected start" 15 is "$e" "j['state'] == 'PENDING' and
   abs(j['expected_start_ms'] - $started - 120000) <= 1500"
 expect "$b" "abs(j['expected_start_ms'] - $started - 60000) <= 1500" "B expected when A's limit ends"
+expect "$e" 'j["sched_nodes"] == "node[1-2]"' "E's reservation to hold both nodes"
+out=$("$bin/gsched" scontrol show job "$e") || fail "scontrol show job $e"
+case $out in *"NodeList=(null) SchedNodeList=node[1-2]"*) ;; *) fail "SchedNodeList: $out" ;; esac
+out=$("$bin/gsched" squeue --start -h -o '%i %Y') || fail "squeue --start"
+[ "$out" = "$(printf '%s node[1-2]\n%s node[1-2]' "$b" "$e")" ] || fail "squeue --start: $out"
 "$bin/gsched" cancel "$a" "$b" "$e" > /dev/null || fail "cancel A, B, E"
 gate backfill
 for j in "$a" "$b" "$e"; do wait_end "$j" || true; done

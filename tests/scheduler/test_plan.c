@@ -434,6 +434,8 @@ Test(plan, conservative_backfill_keeps_every_reservation)
     cr_assert_eq(res.start_s, 100);
     cr_assert_eq(of(1)->reserved_s, 100);
     cr_assert_eq(of(2)->reserved_s, 300, "job 2 holds n3 from when job 101 ends");
+    cr_assert_eq(of(2)->nreserved, 1);
+    cr_assert_eq(of(2)->reserved_nodes[0], 1, "n3");
     cr_assert_not(of(3)->start, "running to 1000 on n3 would delay job 2");
     cr_assert_eq(of(3)->reason, SCHED_REASON_PRIORITY);
     cr_assert(of(4)->start, "done by 200: it delays neither");
