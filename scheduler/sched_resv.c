@@ -22,7 +22,9 @@
  * share a node, unless either is OVERLAP or MAINT; no running job on its nodes past its
  * start, unless IGNORE_JOBS), kept in
  * SQLite (packed gs.Reservation rows) and answered once stored. MAINT only marks its nodes
- * as in maintenance while it is active (sched_resv_node_maint, for the node views). An
+ * as in maintenance while it is active (sched_resv_node_maint, for the node views).
+ * REPLACE_DOWN swaps, each tick, a node that is down or drained for an idle one that fits
+ * (replace_down). An
  * update's Users+= / Users-= (and Accounts, Flags) edit the stored lists here, so two
  * operators' edits compose. Loop thread only.
  */
@@ -50,9 +52,10 @@
 #define FLAG_PURGE_COMP GS__RESERVATION_FLAG__RESERVATION_FLAG_PURGE_COMP
 #define FLAG_FLEX GS__RESERVATION_FLAG__RESERVATION_FLAG_FLEX
 #define FLAG_MAGNETIC GS__RESERVATION_FLAG__RESERVATION_FLAG_MAGNETIC
+#define FLAG_REPLACE_DOWN GS__RESERVATION_FLAG__RESERVATION_FLAG_REPLACE_DOWN
 #define KNOWN_FLAGS                                                                                \
     (RECUR_FLAGS | FLAG_MAINT | FLAG_IGNORE_JOBS | FLAG_OVERLAP | FLAG_PURGE_COMP | FLAG_FLEX |    \
-     FLAG_MAGNETIC)
+     FLAG_MAGNETIC | FLAG_REPLACE_DOWN)
 /* PURGE_COMP without a time: Slurm's 5 minutes. */
 #define PURGE_DEFAULT_S 300
 /* A pair of reservations may hold a node at the same time when either has one of these. */
@@ -521,38 +524,44 @@ static int resv_check(struct sched_ctx *s, const struct resv *r, const struct re
  * only a job on the GPUs r keeps there. Flags=IGNORE_JOBS skips this: such jobs run on, and
  * r's jobs wait for what they hold.
  */
+static int node_busy(struct sched_ctx *s, const struct resv *r, const struct sched_node *n,
+                     char *why, size_t size)
+{
+    uint64_t kept = r->gpus > 0 ? gpus_choose(s, r, n, NULL) : ~UINT64_C(0);
+
+    for (size_t i = s->plan_from; i < sched_jobs_count(s->jobs); i++) {
+        const struct sched_job *job = sched_jobs_at(s->jobs, i);
+        uint64_t lim = job->spec->time_limit_s;
+
+        if (job->state != SCHED_JOB_RUNNING ||
+            (job->spec->reservation != NULL && strcmp(job->spec->reservation, r->name) == 0))
+            continue;
+        if (lim != GS_DURATION_INFINITE && job->start_ms + lim * 1000 <= r->start_ms)
+            continue;
+        for (uint32_t a = 0; a < job->alloc.nnodes; a++) {
+            if (job->alloc.nodes[a].node != n->index ||
+                (r->gpus > 0 && (job->alloc.nodes[a].gpus & kept) == 0))
+                continue;
+            snprintf(why, size,
+                     "Nodes: node %.64s is busy: job %llu runs there %s (Slurm: Requested "
+                     "nodes are busy; Flags=IGNORE_JOBS makes it anyway)",
+                     n->name, (unsigned long long)job->id,
+                     lim == GS_DURATION_INFINITE ? "without a time limit"
+                                                 : "past the reservation's start");
+            return -EBUSY;
+        }
+    }
+    return 0;
+}
+
 static int busy_check(struct sched_ctx *s, const struct resv *r, char *why, size_t size)
 {
     for (size_t k = 0; k < r->nnode_names; k++) {
         const struct sched_node *n = sched_node_find(s, r->node_names[k]);
-        uint64_t kept = ~UINT64_C(0);
+        int rc = n != NULL ? node_busy(s, r, n, why, size) : 0;
 
-        if (n == NULL)
-            continue;
-        if (r->gpus > 0)
-            kept = gpus_choose(s, r, n, NULL);
-        for (size_t i = s->plan_from; i < sched_jobs_count(s->jobs); i++) {
-            const struct sched_job *job = sched_jobs_at(s->jobs, i);
-            uint64_t lim = job->spec->time_limit_s;
-
-            if (job->state != SCHED_JOB_RUNNING ||
-                (job->spec->reservation != NULL && strcmp(job->spec->reservation, r->name) == 0))
-                continue;
-            if (lim != GS_DURATION_INFINITE && job->start_ms + lim * 1000 <= r->start_ms)
-                continue;
-            for (uint32_t a = 0; a < job->alloc.nnodes; a++) {
-                if (job->alloc.nodes[a].node != n->index ||
-                    (r->gpus > 0 && (job->alloc.nodes[a].gpus & kept) == 0))
-                    continue;
-                snprintf(why, size,
-                         "Nodes: node %.64s is busy: job %llu runs there %s (Slurm: Requested "
-                         "nodes are busy; Flags=IGNORE_JOBS makes it anyway)",
-                         n->name, (unsigned long long)job->id,
-                         lim == GS_DURATION_INFINITE ? "without a time limit"
-                                                     : "past the reservation's start");
-                return -EBUSY;
-            }
-        }
+        if (rc < 0)
+            return rc;
     }
     return 0;
 }
@@ -831,7 +840,9 @@ static const char *flag_names(uint32_t flags, char *out, size_t size)
     if ((flags & FLAG_FLEX) != 0 && len < size)
         len += (size_t)snprintf(out + len, size - len, "%sFLEX", len > 0 ? "," : "");
     if ((flags & FLAG_MAGNETIC) != 0 && len < size)
-        snprintf(out + len, size - len, "%sMAGNETIC", len > 0 ? "," : "");
+        len += (size_t)snprintf(out + len, size - len, "%sMAGNETIC", len > 0 ? "," : "");
+    if ((flags & FLAG_REPLACE_DOWN) != 0 && len < size)
+        snprintf(out + len, size - len, "%sREPLACE_DOWN", len > 0 ? "," : "");
     return out[0] != '\0' ? out : "none";
 }
 
@@ -844,7 +855,7 @@ static void change(struct sched_cli *c, uint64_t request_id, const Gs__Reservati
     struct resv r = {0};
     struct resv_op *op = NULL;
     struct sched_change *ch = NULL;
-    char why[256], name[RESV_NAME_MAX + 1], flags[96];
+    char why[256], name[RESV_NAME_MAX + 1], flags[128];
     int rc;
 
     if (create && old != NULL) {
@@ -1182,6 +1193,97 @@ static bool idle_past(struct sched_ctx *s, struct resv *r, uint64_t now)
     return now - since >= (uint64_t)r->purge_s * 1000;
 }
 
+/* Whether node name is fit to keep: known, up and not drained. */
+static bool node_fit(struct sched_ctx *s, const char *name)
+{
+    const struct sched_node *n = sched_node_find(s, name);
+
+    return n != NULL && n->up && !n->drain;
+}
+
+/*
+ * Into *ret (initialised by the caller; released on failure), r with its k-th node replaced
+ * by the first node of the registry fit to keep, not r's, that r could have been made with
+ * (resv_check: no other reservation holding it at a time r meets, the GPUs r keeps) and
+ * that no running job keeps busy (node_busy). -ENOENT when there is none.
+ */
+static int replacement(struct sched_ctx *s, const struct resv *r, size_t k, struct resv *ret)
+{
+    char why[320];
+    int rc = -ENOENT;
+
+    for (uint32_t i = 0; rc == -ENOENT && i < s->nnodes; i++) {
+        const struct sched_node *m = sched_node_at(s, i);
+        const char **names = NULL;
+        struct gs_buf list = GS_BUF_INIT;
+
+        if (m == NULL || !node_fit(s, m->name) || holds_node(r, m->name) ||
+            node_busy(s, r, m, why, sizeof(why)) < 0)
+            continue;
+        if ((names = calloc(r->nnode_names, sizeof(*names))) == NULL)
+            return -ENOMEM;
+        for (size_t j = 0; j < r->nnode_names; j++)
+            names[j] = j == k ? m->name : r->node_names[j];
+        rc = gs_hostlist_compress(names, r->nnode_names, &list);
+        free(names);
+        if (rc == 0)
+            rc = resv_copy(r, ret);
+        if (rc == 0)
+            rc = set_nodes(ret, list.data, why, sizeof(why));
+        gs_buf_release(&list);
+        if (rc == 0 && resv_check(s, ret, r, why, sizeof(why)) < 0)
+            rc = -EAGAIN;
+        if (rc < 0) {
+            resv_release(ret);
+            memset(ret, 0, sizeof(*ret));
+            if (rc == -ENOMEM)
+                return rc;
+            rc = -ENOENT;
+        }
+    }
+    return rc;
+}
+
+/*
+ * Flags=REPLACE_DOWN (Slurm's): while r has not ended, each of its nodes that is down,
+ * drained or gone from the registry is replaced by an idle node (replacement), stored as
+ * an update and logged. A node without a replacement stays, and is tried again next tick.
+ */
+static void replace_down(struct sched_ctx *s, struct sched_change **ch, struct resv *r,
+                         uint64_t now)
+{
+    for (size_t k = 0; k < r->nnode_names; k++) {
+        struct resv_op *op = NULL;
+        struct resv copy = {0};
+        char old[64], detail[200];
+
+        if (node_fit(s, r->node_names[k]) || replacement(s, r, k, &copy) < 0)
+            continue;
+        if (*ch == NULL && (*ch = sched_change_new(s)) == NULL) {
+            resv_release(&copy);
+            return; /* out of memory: the next tick tries again */
+        }
+        if (stage(&copy, false, *ch, &op) == 0) { /* ch copies the row */
+            free(op->packed);
+            free(op);
+        }
+        snprintf(old, sizeof(old), "%s", r->node_names[k]);
+        copy.busy_ms = r->busy_ms;
+        resv_release(r);
+        *r = copy;
+        snprintf(detail, sizeof(detail),
+                 "reservation %s: node %s is down or drained, replaced by %s (REPLACE_DOWN)",
+                 r->name, old, r->node_names[k]);
+        sched_change_event(*ch, now, 0, old, "RESERVATION", detail);
+        GS_LOG(GS_LOG_INFO,
+               "reservation=%s node=%s replaced_by=%s nodes=%s reservation node down or "
+               "drained, replaced (REPLACE_DOWN)",
+               r->name, old, r->node_names[k], r->nodes);
+        s->resvs->dirty = true;
+        sched_engine_wake(s);
+    }
+}
+
 void sched_resv_tick(struct sched_ctx *s)
 {
     struct sched_resvs *rs = s->resvs;
@@ -1193,6 +1295,8 @@ void sched_resv_tick(struct sched_ctx *s)
         bool ended = r->end_ms != 0 && r->end_ms <= now;
         char detail[160];
 
+        if (!ended && (r->flags & FLAG_REPLACE_DOWN) != 0)
+            replace_down(s, &ch, r, now);
         if (!ended && !idle_past(s, r, now)) {
             i++;
             continue;

@@ -9,7 +9,8 @@
  * time: MIN, H:M:S, D-H:M:S, ...; UNLIMITED for no end), Nodes= (a hostlist, checked here and
  * sent as typed, since gschedd keeps the expression), Users=a,b, Accounts=x,y and Flags= (the
  * recurrence flags HOURLY, DAILY, WEEKDAY, WEEKEND, WEEKLY, and MAINT, IGNORE_JOBS, OVERLAP,
- * PURGE_COMP[=TIME], TIME as Duration='s, default 5 minutes, FLEX and MAGNETIC). On
+ * PURGE_COMP[=TIME], TIME as Duration='s, default 5 minutes, FLEX, MAGNETIC and
+ * REPLACE_DOWN). On
  * update, Users, Accounts and Flags also take Slurm's edits, Users+=a / Users-=a or
  * Users=+a / Users=-a, which gschedd applies to the stored list. Slurm's other keys
  * (Licenses=, CoreCnt=, ...) and flags (ANY_NODES, ...) are refused by name rather than
@@ -74,6 +75,7 @@ static const struct {
     {"PURGE_COMP", GS__RESERVATION_FLAG__RESERVATION_FLAG_PURGE_COMP},
     {"FLEX", GS__RESERVATION_FLAG__RESERVATION_FLAG_FLEX},
     {"MAGNETIC", GS__RESERVATION_FLAG__RESERVATION_FLAG_MAGNETIC},
+    {"REPLACE_DOWN", GS__RESERVATION_FLAG__RESERVATION_FLAG_REPLACE_DOWN},
 };
 
 /* Writes why and returns -EINVAL. */
@@ -442,8 +444,8 @@ static int flag_bits(const char *label, const char *text, bool signs, uint32_t *
             (eq != NULL && flag_names[f].bit != GS__RESERVATION_FLAG__RESERVATION_FLAG_PURGE_COMP))
             rc = fail(why, size,
                       "%s%s: flag %s%s%s is not supported (gsched takes HOURLY, DAILY, WEEKDAY, "
-                      "WEEKEND, WEEKLY, MAINT, IGNORE_JOBS, OVERLAP, PURGE_COMP[=TIME], FLEX and "
-                      "MAGNETIC)",
+                      "WEEKEND, WEEKLY, MAINT, IGNORE_JOBS, OVERLAP, PURGE_COMP[=TIME], FLEX, "
+                      "MAGNETIC and REPLACE_DOWN)",
                       label, text, v[i], eq != NULL ? "=" : "", eq != NULL ? eq + 1 : "");
         else if (eq != NULL)
             rc = purge_time(label, text, eq + 1, purge_s, why, size);

@@ -324,7 +324,7 @@ static Gs__Envelope *reservation(struct lf_rng *r, uint64_t rid)
     m->nodes = lf_strdup(nodes[lf_below(r, 4)]);
     m->start_ms = now_ms - 2000 + lf_below(r, 6000);
     m->end_ms = lf_chance(r, 10) ? 0 : m->start_ms + 1000 + lf_below(r, 20000);
-    m->flags = (uint32_t)lf_below(r, 4096);
+    m->flags = (uint32_t)lf_below(r, 8192);
     m->purge_comp_s = (uint32_t)lf_below(r, 4);
     m->gpus = lf_chance(r, 30) ? (uint32_t)lf_below(r, 5) : 0;
     LF_PUSH(m->users, m->n_users, user);
@@ -333,8 +333,8 @@ static Gs__Envelope *reservation(struct lf_rng *r, uint64_t rid)
     req->set_nodes = lf_chance(r, 20);
     req->set_gpus = lf_chance(r, 20);
     req->set_flags = lf_chance(r, 30);
-    req->add_flags = lf_chance(r, 30) ? (uint32_t)lf_below(r, 4096) : 0;
-    req->remove_flags = lf_chance(r, 20) ? (uint32_t)lf_below(r, 4096) : 0;
+    req->add_flags = lf_chance(r, 30) ? (uint32_t)lf_below(r, 8192) : 0;
+    req->remove_flags = lf_chance(r, 20) ? (uint32_t)lf_below(r, 8192) : 0;
     return lf_envelope(GS__ENVELOPE__BODY_RESERVATION_REQUEST, req, rid);
 }
 

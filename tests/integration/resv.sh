@@ -17,7 +17,8 @@
 # FLEX: a job in a reservation of node2 that starts in an hour runs now, on both nodes, its
 # time limit not cut to the reservation's end; a job in none still keeps off node2.
 # MAGNETIC: a job naming no reservation runs on the reservation's node2 while it lets its
-# user in, and on node1 (first by rank) once it is gone.
+# user in, and on node1 (first by rank) once it is gone. REPLACE_DOWN: draining node2 moves
+# such a reservation to the idle node1 within seconds; one without the flag stays.
 name="integration_resv"
 . "$(dirname "$0")/lib.sh"
 
@@ -215,6 +216,22 @@ scontrol delete ReservationName=mag || fail "delete mag refused"
 job=$(sbatch -t 120 --wrap=true) || exit 1
 wait_end "$job" 30 || fail "the job after mag failed"
 expect "$job" 'j["allocation"][0]["node_name"] == "node1"' "on node1 once mag is gone"
+
+# --- REPLACE_DOWN: a drained node of the reservation is swapped for an idle one ---------------
+scontrol create reservation ReservationName=rd StartTime=now+1hour Duration=60 Nodes=node2 \
+  Users=root Flags=REPLACE_DOWN > /dev/null || fail "Flags=REPLACE_DOWN refused"
+scontrol create reservation ReservationName=stay StartTime=now+3hours Duration=60 Nodes=node2 \
+  Users=root > /dev/null || fail "stay refused"
+scontrol update NodeName=node2 State=DRAIN Reason=resv-test || fail "drain node2"
+wait_for "rd to move to node1" 15 eval 'scontrol show reservation rd | grep -q " Nodes=node1 "'
+case $(scontrol show reservation rd) in *" Flags=REPLACE_DOWN "*) ;;
+  *) fail "rd's flags: $(scontrol show reservation rd)" ;; esac
+case $(scontrol show reservation stay) in *" Nodes=node2 "*) ;;
+  *) fail "stay moved without the flag: $(scontrol show reservation stay)" ;; esac
+grep -q "reservation=rd node=node2 replaced_by=node1 .*(REPLACE_DOWN)" "$state/gschedd.log" ||
+  fail "no replacement line in gschedd.log"
+scontrol update NodeName=node2 State=RESUME || fail "resume node2"
+scontrol delete ReservationName=rd && scontrol delete ReservationName=stay || fail "delete rd, stay"
 check_logs
 stop_cluster
 echo "$name: passed"

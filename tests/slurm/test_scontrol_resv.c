@@ -373,15 +373,17 @@ Test(scontrol_resv, reads_maint_and_ignore_jobs)
     struct gs_buf out = GS_BUF_INIT;
 
     cr_assert_eq(PARSE(&r, CREATE, "StartTime=now", "Duration=120", "Nodes=n[1-2]", "Users=root",
-                       "flags=maint,ignore_jobs,flex,magnetic"),
+                       "flags=maint,ignore_jobs,flex,magnetic,replace_down"),
                  0, "%s", why);
     cr_assert_eq(r.resv.flags, GS__RESERVATION_FLAG__RESERVATION_FLAG_MAINT |
                                    GS__RESERVATION_FLAG__RESERVATION_FLAG_IGNORE_JOBS |
                                    GS__RESERVATION_FLAG__RESERVATION_FLAG_FLEX |
-                                   GS__RESERVATION_FLAG__RESERVATION_FLAG_MAGNETIC);
+                                   GS__RESERVATION_FLAG__RESERVATION_FLAG_MAGNETIC |
+                                   GS__RESERVATION_FLAG__RESERVATION_FLAG_REPLACE_DOWN);
     r.resv.name = "m";
     cr_assert_eq(scontrol_resv_record(&out, &r.resv, true), 0);
-    cr_assert(strstr(out.data, " Flags=MAINT,IGNORE_JOBS,FLEX,MAGNETIC ") != NULL, "%s", out.data);
+    cr_assert(strstr(out.data, " Flags=MAINT,IGNORE_JOBS,FLEX,MAGNETIC,REPLACE_DOWN ") != NULL,
+              "%s", out.data);
     gs_buf_release(&out);
     scontrol_resv_release(&r);
     cr_assert_eq(PARSE(&r, UPDATE, "ReservationName=m", "Flags-=IGNORE_JOBS", "Flags+=overlap"), 0,
