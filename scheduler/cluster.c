@@ -1282,6 +1282,11 @@ uint64_t sched_cluster_alloc_gen(const struct sched_cluster *cluster, uint32_t n
     return node < cluster->nnodes ? cluster->nodes[node].alloc_gen : 0;
 }
 
+uint32_t sched_cluster_node_jobs(const struct sched_cluster *cluster, uint32_t node)
+{
+    return node < cluster->nnodes ? cluster->nodes[node].njobs : 0;
+}
+
 void sched_cluster_take(struct sched_cluster *cluster, const struct sched_alloc *alloc)
 {
     for (uint32_t k = 0; k < alloc->nnodes; k++) {

@@ -176,6 +176,8 @@ void sched_cluster_take(struct sched_cluster *cluster, const struct sched_alloc 
  * its GPUs needs looking up again only when it moved.
  */
 uint64_t sched_cluster_alloc_gen(const struct sched_cluster *cluster, uint32_t node);
+/* Allocations holding part of node now (0: it is idle). */
+uint32_t sched_cluster_node_jobs(const struct sched_cluster *cluster, uint32_t node);
 /* The link quality of gpus on node (for `gsched show` and the event log). */
 void sched_cluster_gpu_quality(const struct sched_cluster *cluster, uint32_t node, uint64_t gpus,
                                struct sched_gpu_quality *ret);

@@ -60,6 +60,8 @@
 #define PURGE_DEFAULT_S 300
 /* A pair of reservations may hold a node at the same time when either has one of these. */
 #define SHARING_FLAGS (FLAG_MAINT | FLAG_OVERLAP)
+/* Idle nodes REPLACE_DOWN checks as a lost node's replacement, at most, each tick. */
+#define REPLACE_TRIES 64
 /* Windows of a repeating reservation checked against another reservation at most. */
 #define RECUR_CHECK_MAX 100000
 
@@ -1203,23 +1205,25 @@ static bool node_fit(struct sched_ctx *s, const char *name)
 
 /*
  * Into *ret (initialised by the caller; released on failure), r with its k-th node replaced
- * by the first node of the registry fit to keep, not r's, that r could have been made with
- * (resv_check: no other reservation holding it at a time r meets, the GPUs r keeps) and
- * that no running job keeps busy (node_busy). -ENOENT when there is none.
+ * by the first node of the registry fit to keep, idle (no job on it at all, as Slurm's
+ * REPLACE_DOWN takes idle nodes), not r's, that r could have been made with (resv_check: no
+ * other reservation holding it at a time r meets, the GPUs r keeps). At most REPLACE_TRIES
+ * idle nodes are checked a tick, so a cluster without one costs little. -ENOENT: none.
  */
 static int replacement(struct sched_ctx *s, const struct resv *r, size_t k, struct resv *ret)
 {
     char why[320];
-    int rc = -ENOENT;
+    int rc = -ENOENT, tries = 0;
 
-    for (uint32_t i = 0; rc == -ENOENT && i < s->nnodes; i++) {
+    for (uint32_t i = 0; rc == -ENOENT && i < s->nnodes && tries < REPLACE_TRIES; i++) {
         const struct sched_node *m = sched_node_at(s, i);
         const char **names = NULL;
         struct gs_buf list = GS_BUF_INIT;
 
         if (m == NULL || !node_fit(s, m->name) || holds_node(r, m->name) ||
-            node_busy(s, r, m, why, sizeof(why)) < 0)
+            sched_cluster_node_jobs(s->cluster, m->index) > 0)
             continue;
+        tries++;
         if ((names = calloc(r->nnode_names, sizeof(*names))) == NULL)
             return -ENOMEM;
         for (size_t j = 0; j < r->nnode_names; j++)
