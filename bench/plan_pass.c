@@ -4,12 +4,14 @@
  * pending jobs in under 50 ms. The cluster is NODES nodes of 8 NVLinked GPUs (the link
  * matrix of an NVSwitch node); the queue is PENDING jobs of 1 node x 1 GPU.
  *
- *     plan_pass [NODES [PENDING [REPS [full|empty|both]]]]     defaults 10000, 100000, 3, both
+ *     plan_pass [NODES [PENDING [REPS [full|empty|both [DEPTH]]]]]
+ *                                     defaults 10000, 100000, 3, both, 1 (EASY)
  *
  * Two cases, each on a fresh table: "full" (every GPU already held by running jobs, so no
  * pending job fits: the pass decides that for each, the work of a busy cluster at every
  * event) and "empty" (the pass starts min(PENDING, GPUs) jobs: the first pass after a big
  * submit). Prints the best of REPS passes of each, in ms, and the table's memory per job.
+ * DEPTH is scheduler.backfill_depth: how many blocked jobs hold a reservation.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -54,8 +56,11 @@ static struct sched_job *add(struct sched_jobs *jobs, uint64_t id)
 }
 
 /* One case: a table with running jobs holding every GPU when full, then pending ones. */
-static int run_case(uint32_t nodes, uint32_t pending, bool full, int reps, double *best_ms)
+static int run_case(uint32_t nodes, uint32_t pending, bool full, int reps, uint32_t depth,
+                    double *best_ms)
 {
+    struct sched_planner_hooks hooks = {.backfill_depth = depth};
+
     *best_ms = 1e30;
     for (int r = 0; r < reps; r++) {
         struct sched_cluster *c = make_cluster(nodes);
@@ -86,7 +91,7 @@ static int run_case(uint32_t nodes, uint32_t pending, bool full, int reps, doubl
                 goto next;
         }
         t0 = gs_clock_mono_ns();
-        rc = sched_planner_pass(jobs, &from, c, NULL, 2000, &out);
+        rc = sched_planner_pass(jobs, &from, c, &hooks, 2000, &out);
         if (rc == 0) {
             double ms = (double)(gs_clock_mono_ns() - t0) / 1e6;
 
@@ -108,20 +113,23 @@ int main(int argc, char **argv)
     uint32_t pending = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 100000;
     int reps = argc > 3 ? atoi(argv[3]) : 3;
     const char *which = argc > 4 ? argv[4] : "both";
+    uint32_t depth = argc > 5 ? (uint32_t)strtoul(argv[5], NULL, 10) : 1;
     double full_ms = 0, empty_ms = 0;
 
-    if (nodes == 0 || pending == 0 || reps < 1) {
-        fprintf(stderr, "usage: plan_pass [NODES [PENDING [REPS [full|empty|both]]]]\n");
+    if (nodes == 0 || pending == 0 || reps < 1 || depth == 0) {
+        fprintf(stderr, "usage: plan_pass [NODES [PENDING [REPS [full|empty|both [DEPTH]]]]]\n");
         return 2;
     }
-    if ((strcmp(which, "empty") != 0 && run_case(nodes, pending, true, reps, &full_ms) < 0) ||
-        (strcmp(which, "full") != 0 && run_case(nodes, pending, false, reps, &empty_ms) < 0)) {
+    if ((strcmp(which, "empty") != 0 &&
+         run_case(nodes, pending, true, reps, depth, &full_ms) < 0) ||
+        (strcmp(which, "full") != 0 &&
+         run_case(nodes, pending, false, reps, depth, &empty_ms) < 0)) {
         fprintf(stderr, "plan_pass: out of memory\n");
         return 1;
     }
-    printf("plan_pass nodes=%u gpus=%u pending=%u full_ms=%.1f empty_ms=%.1f "
+    printf("plan_pass nodes=%u gpus=%u pending=%u depth=%u full_ms=%.1f empty_ms=%.1f "
            "job_bytes=%zu\n",
-           nodes, nodes * GPUS, pending, full_ms, empty_ms,
+           nodes, nodes * GPUS, pending, depth, full_ms, empty_ms,
            sizeof(struct sched_job) + sizeof(struct gs_jobspec));
     return 0;
 }
