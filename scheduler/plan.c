@@ -70,12 +70,11 @@ void sched_verdicts_init(struct sched_verdict *v, size_t n)
 void sched_verdicts_release(struct sched_verdict *v, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
+        sched_alloc_release(&v[i].alloc);
         free(v[i].reserved_nodes);
         v[i].reserved_nodes = NULL;
         v[i].nreserved = 0;
     }
-    for (size_t i = 0; i < n; i++)
-        sched_alloc_release(&v[i].alloc);
 }
 
 /* Sort keys copied out of the pending jobs, so qsort needs no context pointer. */
@@ -131,20 +130,22 @@ static void set_node(uint64_t *bits, uint32_t node)
 /*
  * The nodes of the first nslots reservations starting after t and before job, started at
  * t, would end by its limit: a reservation's nodes are kept from before it starts. Into
- * avoid (words long, cleared first); false when there are none.
+ * avoid (words long; cleared once one is found); false when there are none, and avoid is
+ * then left alone (EASY's walk, without reservations before the head, never clears it).
  */
 static bool kept_during(const struct pass *p, size_t nslots, const struct sched_pending *job,
                         uint64_t t, uint64_t *avoid)
 {
     bool any = false;
 
-    memset(avoid, 0, p->words * sizeof(*avoid));
     for (size_t i = 0; i < nslots; i++) {
         const struct slot *r = &p->slots[i];
 
         if (r->start_s <= t ||
             (job->time_limit_s != SCHED_TIME_INFINITE && r->start_s - t >= job->time_limit_s))
             continue;
+        if (!any)
+            memset(avoid, 0, p->words * sizeof(*avoid));
         for (size_t w = 0; w < p->words; w++)
             avoid[w] |= r->nodes[w];
         any = true;
@@ -170,16 +171,14 @@ static struct spare *spares(const struct sched_cluster *sim, const struct sched_
     for (uint32_t k = 0; s != NULL && k < alloc->nnodes; k++) {
         const struct sched_node_alloc *a = &alloc->nodes[k];
         uint64_t free = sched_cluster_free_gpu_mask(sim, a->node);
-        uint32_t gpus, cores = bits_in(a->cores, SCHED_MAX_CORES / 64);
+        uint32_t cores = bits_in(a->cores, SCHED_MAX_CORES / 64);
+        uint32_t free_cores = sched_cluster_free_cores(sim, a->node);
         uint64_t mem = sched_cluster_free_mem(sim, a->node);
 
         if (req->gpu_masks != NULL)
             free &= req->gpu_masks[a->node];
-        gpus = (uint32_t)__builtin_popcountll(free & ~a->gpus);
-        s[k] = (struct spare){gpus,
-                              sched_cluster_free_cores(sim, a->node) > cores
-                                  ? sched_cluster_free_cores(sim, a->node) - cores
-                                  : 0,
+        s[k] = (struct spare){(uint32_t)__builtin_popcountll(free & ~a->gpus),
+                              free_cores > cores ? free_cores - cores : 0,
                               mem > a->mem_mib ? mem - a->mem_mib : 0};
         if (alloc->exclusive)
             s[k] = (struct spare){0};
@@ -201,7 +200,7 @@ static int shadow_time(const struct pass *p, struct sched_cluster *sim, size_t n
                        struct sched_alloc *ret_alloc, struct spare **ret_spare)
 {
     struct future *ev = malloc((p->nrunning + 2 * nslots + 1) * sizeof(*ev));
-    uint64_t *avoid = calloc(p->words, sizeof(*avoid));
+    uint64_t *avoid = nslots > 0 ? calloc(p->words, sizeof(*avoid)) : NULL;
     struct sched_req req = job->req;
     struct sched_alloc alloc;
     size_t n = 0;
@@ -209,7 +208,7 @@ static int shadow_time(const struct pass *p, struct sched_cluster *sim, size_t n
     int rc = 0;
 
     *ret_shadow = SCHED_TIME_INFINITE;
-    if (ev == NULL || avoid == NULL) {
+    if (ev == NULL || (nslots > 0 && avoid == NULL)) {
         free(ev);
         free(avoid);
         return -ENOMEM;
@@ -378,12 +377,13 @@ static bool leaves_spare(struct pass *p, uint64_t end, const struct sched_alloc 
             for (uint32_t j = 0; j < r->alloc.nnodes; j++) {
                 struct spare *s = &r->spare[j];
                 const uint64_t *mask = r->job->req.gpu_masks;
-                uint32_t gpus = (uint32_t)__builtin_popcountll(
-                    a->gpus & (mask != NULL ? mask[a->node] : ~UINT64_C(0)));
-                uint32_t cores = bits_in(a->cores, SCHED_MAX_CORES / 64);
+                uint32_t gpus, cores;
 
                 if (r->alloc.nodes[j].node != a->node)
                     continue;
+                gpus = (uint32_t)__builtin_popcountll(
+                    a->gpus & (mask != NULL ? mask[a->node] : ~UINT64_C(0)));
+                cores = bits_in(a->cores, SCHED_MAX_CORES / 64);
                 if (alloc->exclusive || gpus > s->gpus || cores > s->cores ||
                     a->mem_mib > s->mem_mib)
                     return false;
