@@ -526,44 +526,38 @@ static int resv_check(struct sched_ctx *s, const struct resv *r, const struct re
  * only a job on the GPUs r keeps there. Flags=IGNORE_JOBS skips this: such jobs run on, and
  * r's jobs wait for what they hold.
  */
-static int node_busy(struct sched_ctx *s, const struct resv *r, const struct sched_node *n,
-                     char *why, size_t size)
-{
-    uint64_t kept = r->gpus > 0 ? gpus_choose(s, r, n, NULL) : ~UINT64_C(0);
-
-    for (size_t i = s->plan_from; i < sched_jobs_count(s->jobs); i++) {
-        const struct sched_job *job = sched_jobs_at(s->jobs, i);
-        uint64_t lim = job->spec->time_limit_s;
-
-        if (job->state != SCHED_JOB_RUNNING ||
-            (job->spec->reservation != NULL && strcmp(job->spec->reservation, r->name) == 0))
-            continue;
-        if (lim != GS_DURATION_INFINITE && job->start_ms + lim * 1000 <= r->start_ms)
-            continue;
-        for (uint32_t a = 0; a < job->alloc.nnodes; a++) {
-            if (job->alloc.nodes[a].node != n->index ||
-                (r->gpus > 0 && (job->alloc.nodes[a].gpus & kept) == 0))
-                continue;
-            snprintf(why, size,
-                     "Nodes: node %.64s is busy: job %llu runs there %s (Slurm: Requested "
-                     "nodes are busy; Flags=IGNORE_JOBS makes it anyway)",
-                     n->name, (unsigned long long)job->id,
-                     lim == GS_DURATION_INFINITE ? "without a time limit"
-                                                 : "past the reservation's start");
-            return -EBUSY;
-        }
-    }
-    return 0;
-}
-
 static int busy_check(struct sched_ctx *s, const struct resv *r, char *why, size_t size)
 {
     for (size_t k = 0; k < r->nnode_names; k++) {
         const struct sched_node *n = sched_node_find(s, r->node_names[k]);
-        int rc = n != NULL ? node_busy(s, r, n, why, size) : 0;
+        uint64_t kept = ~UINT64_C(0);
 
-        if (rc < 0)
-            return rc;
+        if (n == NULL)
+            continue;
+        if (r->gpus > 0)
+            kept = gpus_choose(s, r, n, NULL);
+        for (size_t i = s->plan_from; i < sched_jobs_count(s->jobs); i++) {
+            const struct sched_job *job = sched_jobs_at(s->jobs, i);
+            uint64_t lim = job->spec->time_limit_s;
+
+            if (job->state != SCHED_JOB_RUNNING ||
+                (job->spec->reservation != NULL && strcmp(job->spec->reservation, r->name) == 0))
+                continue;
+            if (lim != GS_DURATION_INFINITE && job->start_ms + lim * 1000 <= r->start_ms)
+                continue;
+            for (uint32_t a = 0; a < job->alloc.nnodes; a++) {
+                if (job->alloc.nodes[a].node != n->index ||
+                    (r->gpus > 0 && (job->alloc.nodes[a].gpus & kept) == 0))
+                    continue;
+                snprintf(why, size,
+                         "Nodes: node %.64s is busy: job %llu runs there %s (Slurm: Requested "
+                         "nodes are busy; Flags=IGNORE_JOBS makes it anyway)",
+                         n->name, (unsigned long long)job->id,
+                         lim == GS_DURATION_INFINITE ? "without a time limit"
+                                                     : "past the reservation's start");
+                return -EBUSY;
+            }
+        }
     }
     return 0;
 }
@@ -1207,10 +1201,13 @@ static bool node_fit(struct sched_ctx *s, const char *name)
  * Into *ret (initialised by the caller; released on failure), r with its k-th node replaced
  * by the first node of the registry fit to keep, idle (no job on it at all, as Slurm's
  * REPLACE_DOWN takes idle nodes), not r's, that r could have been made with (resv_check: no
- * other reservation holding it at a time r meets, the GPUs r keeps). At most REPLACE_TRIES
- * idle nodes are checked a tick, so a cluster without one costs little. -ENOENT: none.
+ * other reservation holding it at a time r meets, the GPUs r keeps); *ret_name gets that
+ * node's name (ret's list is the new hostlist expanded, so its order may differ from r's).
+ * At most REPLACE_TRIES idle nodes are checked a tick, so a cluster without one costs
+ * little. -ENOENT: none.
  */
-static int replacement(struct sched_ctx *s, const struct resv *r, size_t k, struct resv *ret)
+static int replacement(struct sched_ctx *s, const struct resv *r, size_t k, struct resv *ret,
+                       const char **ret_name)
 {
     char why[320];
     int rc = -ENOENT, tries = 0;
@@ -1237,6 +1234,8 @@ static int replacement(struct sched_ctx *s, const struct resv *r, size_t k, stru
         gs_buf_release(&list);
         if (rc == 0 && resv_check(s, ret, r, why, sizeof(why)) < 0)
             rc = -EAGAIN;
+        if (rc == 0)
+            *ret_name = m->name;
         if (rc < 0) {
             resv_release(ret);
             memset(ret, 0, sizeof(*ret));
@@ -1251,7 +1250,8 @@ static int replacement(struct sched_ctx *s, const struct resv *r, size_t k, stru
 /*
  * Flags=REPLACE_DOWN (Slurm's): while r has not ended, each of its nodes that is down,
  * drained or gone from the registry is replaced by an idle node (replacement), stored as
- * an update and logged. A node without a replacement stays, and is tried again next tick.
+ * an update and logged. A node without a replacement stays, and is tried again next tick,
+ * as is one the new list's order moved before k.
  */
 static void replace_down(struct sched_ctx *s, struct sched_change **ch, struct resv *r,
                          uint64_t now)
@@ -1259,9 +1259,10 @@ static void replace_down(struct sched_ctx *s, struct sched_change **ch, struct r
     for (size_t k = 0; k < r->nnode_names; k++) {
         struct resv_op *op = NULL;
         struct resv copy = {0};
+        const char *by = NULL;
         char old[64], detail[200];
 
-        if (node_fit(s, r->node_names[k]) || replacement(s, r, k, &copy) < 0)
+        if (node_fit(s, r->node_names[k]) || replacement(s, r, k, &copy, &by) < 0)
             continue;
         if (*ch == NULL && (*ch = sched_change_new(s)) == NULL) {
             resv_release(&copy);
@@ -1277,12 +1278,12 @@ static void replace_down(struct sched_ctx *s, struct sched_change **ch, struct r
         *r = copy;
         snprintf(detail, sizeof(detail),
                  "reservation %s: node %s is down or drained, replaced by %s (REPLACE_DOWN)",
-                 r->name, old, r->node_names[k]);
+                 r->name, old, by);
         sched_change_event(*ch, now, 0, old, "RESERVATION", detail);
         GS_LOG(GS_LOG_INFO,
                "reservation=%s node=%s replaced_by=%s nodes=%s reservation node down or "
                "drained, replaced (REPLACE_DOWN)",
-               r->name, old, r->node_names[k], r->nodes);
+               r->name, old, by, r->nodes);
         s->resvs->dirty = true;
         sched_engine_wake(s);
     }
