@@ -564,6 +564,8 @@ static int set_access(const char *dir, const char *manifest, bool fresh, char *w
 
     if (geteuid() != 0)
         return 0;
+    if (!fresh && stat(dir, &st) == 0 && (st.st_mode & 0005) == 0005)
+        return 0; /* every user may read it already: no source to walk */
     rc = wrk_data_source_access(manifest, &a);
     if (rc == 0 && fresh)
         rc = wrk_data_apply_access(dir, &a);
@@ -572,8 +574,7 @@ static int set_access(const char *dir, const char *manifest, bool fresh, char *w
                "dir=%s no POSIX ACLs on this filesystem: the cached dataset takes the latest "
                "source's access",
                dir);
-        rc =
-            stat(dir, &st) == 0 && (st.st_mode & 0005) == 0005 ? 0 : wrk_data_apply_access(dir, &a);
+        rc = wrk_data_apply_access(dir, &a);
     }
     if (rc < 0) {
         snprintf(why, size, "%.300s: cannot limit who may read the cached copy: %s", dir,
