@@ -1260,7 +1260,7 @@ static void replace_down(struct sched_ctx *s, struct sched_change **ch, struct r
         struct resv_op *op = NULL;
         struct resv copy = {0};
         const char *by = NULL;
-        char old[64], detail[200];
+        char old[64], detail[280];
 
         if (node_fit(s, r->node_names[k]) || replacement(s, r, k, &copy, &by) < 0)
             continue;
@@ -1277,7 +1277,7 @@ static void replace_down(struct sched_ctx *s, struct sched_change **ch, struct r
         resv_release(r);
         *r = copy;
         snprintf(detail, sizeof(detail),
-                 "reservation %s: node %s is down or drained, replaced by %s (REPLACE_DOWN)",
+                 "reservation %s: node %s is down or drained, replaced by %.64s (REPLACE_DOWN)",
                  r->name, old, by);
         sched_change_event(*ch, now, 0, old, "RESERVATION", detail);
         GS_LOG(GS_LOG_INFO,
