@@ -4,14 +4,17 @@
  * pending jobs in under 50 ms. The cluster is NODES nodes of 8 NVLinked GPUs (the link
  * matrix of an NVSwitch node); the queue is PENDING jobs of 1 node x 1 GPU.
  *
- *     plan_pass [NODES [PENDING [REPS [full|empty|both [DEPTH]]]]]
+ *     plan_pass [NODES [PENDING [REPS [full|empty|both|test [DEPTH]]]]]
  *                                     defaults 10000, 100000, 3, both, 1 (EASY)
  *
  * Two cases, each on a fresh table: "full" (every GPU already held by running jobs, so no
  * pending job fits: the pass decides that for each, the work of a busy cluster at every
  * event) and "empty" (the pass starts min(PENDING, GPUs) jobs: the first pass after a big
  * submit). Prints the best of REPS passes of each, in ms, and the table's memory per job.
- * DEPTH is scheduler.backfill_depth: how many blocked jobs hold a reservation.
+ * DEPTH is scheduler.backfill_depth: how many blocked jobs hold a reservation. "test" is
+ * the full case, then what sbatch --test-only costs there: sched_planner_will_run for a
+ * one-GPU job behind the whole queue (SCHED_WILL_RUN_DEPTH reservations), its best of REPS
+ * beside the pass's.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -56,8 +59,36 @@ static struct sched_job *add(struct sched_jobs *jobs, uint64_t id)
 }
 
 /* One case: a table with running jobs holding every GPU when full, then pending ones. */
+/* sched_planner_will_run's time for a one-GPU job behind the queue, into *best_ms. */
+static int time_will_run(struct sched_jobs *jobs, struct sched_cluster *c,
+                         const struct sched_planner_hooks *hooks, uint64_t id, double *best_ms)
+{
+    struct gs_jobspec *spec = gs_jobspec_new();
+    struct sched_job *draft;
+    struct sched_will_run w;
+    uint64_t t0;
+    int rc;
+
+    if (spec == NULL)
+        return -ENOMEM;
+    spec->gpus_per_node = 1;
+    spec->time_limit_s = 3600;
+    if ((draft = sched_job_detached_new(id, spec, 1000)) == NULL)
+        return -ENOMEM;
+    t0 = gs_clock_mono_ns();
+    rc = sched_planner_will_run(jobs, 0, c, hooks, 2000, draft, &w);
+    if (rc == 0) {
+        double ms = (double)(gs_clock_mono_ns() - t0) / 1e6;
+
+        *best_ms = ms < *best_ms ? ms : *best_ms;
+        sched_will_run_release(&w);
+    }
+    sched_job_detached_free(draft);
+    return rc;
+}
+
 static int run_case(uint32_t nodes, uint32_t pending, bool full, int reps, uint32_t depth,
-                    double *best_ms)
+                    double *best_ms, double *ask_ms)
 {
     struct sched_planner_hooks hooks = {.backfill_depth = depth};
 
@@ -98,6 +129,8 @@ static int run_case(uint32_t nodes, uint32_t pending, bool full, int reps, uint3
             *best_ms = ms < *best_ms ? ms : *best_ms;
             sched_plan_out_release(&out);
         }
+        if (rc == 0 && ask_ms != NULL)
+            rc = time_will_run(jobs, c, &hooks, id, ask_ms);
     next:
         sched_jobs_free(jobs);
         sched_cluster_free(c);
@@ -114,18 +147,26 @@ int main(int argc, char **argv)
     int reps = argc > 3 ? atoi(argv[3]) : 3;
     const char *which = argc > 4 ? argv[4] : "both";
     uint32_t depth = argc > 5 ? (uint32_t)strtoul(argv[5], NULL, 10) : 1;
-    double full_ms = 0, empty_ms = 0;
+    double full_ms = 0, empty_ms = 0, ask_ms = 1e30;
+    bool test = strcmp(which, "test") == 0;
 
     if (nodes == 0 || pending == 0 || reps < 1 || depth == 0) {
-        fprintf(stderr, "usage: plan_pass [NODES [PENDING [REPS [full|empty|both [DEPTH]]]]]\n");
+        fprintf(stderr,
+                "usage: plan_pass [NODES [PENDING [REPS [full|empty|both|test [DEPTH]]]]]\n");
         return 2;
     }
     if ((strcmp(which, "empty") != 0 &&
-         run_case(nodes, pending, true, reps, depth, &full_ms) < 0) ||
-        (strcmp(which, "full") != 0 &&
-         run_case(nodes, pending, false, reps, depth, &empty_ms) < 0)) {
+         run_case(nodes, pending, true, reps, depth, &full_ms, test ? &ask_ms : NULL) < 0) ||
+        (strcmp(which, "full") != 0 && !test &&
+         run_case(nodes, pending, false, reps, depth, &empty_ms, NULL) < 0)) {
         fprintf(stderr, "plan_pass: out of memory\n");
         return 1;
+    }
+    if (test) {
+        printf("plan_pass nodes=%u pending=%u depth=%u pass_ms=%.1f test_only_ms=%.1f "
+               "ratio=%.2f\n",
+               nodes, pending, depth, full_ms, ask_ms, ask_ms / full_ms);
+        return 0;
     }
     printf("plan_pass nodes=%u gpus=%u pending=%u depth=%u full_ms=%.1f empty_ms=%.1f "
            "job_bytes=%zu\n",

@@ -119,14 +119,28 @@ void sched_fairshare_free(struct sched_fairshare *fs)
     free(fs);
 }
 
-int sched_fairshare_assoc(struct sched_fairshare *fs, const char *account, const char *user)
+/* The account node a user's association hangs from: account's, or root's. */
+static int parent_of(const struct sched_fairshare *fs, const char *account)
 {
     int parent = account != NULL && account[0] != '\0' ? find(fs, account, "") : -1;
+
+    return parent < 0 ? 0 : parent;
+}
+
+int sched_fairshare_find(const struct sched_fairshare *fs, const char *account, const char *user)
+{
+    int i = find(fs, fs->nodes[parent_of(fs, account)].account,
+                 user != NULL && user[0] != '\0' ? user : "?");
+
+    return i >= 0 ? i : -ENOENT;
+}
+
+int sched_fairshare_assoc(struct sched_fairshare *fs, const char *account, const char *user)
+{
+    int parent = parent_of(fs, account);
     char acct[NAME_MAX_LEN]; /* a copy: add_node() may move the nodes */
     int i;
 
-    if (parent < 0)
-        parent = 0;
     snprintf(acct, sizeof(acct), "%s", fs->nodes[parent].account);
     i = find(fs, acct, user != NULL ? user : "");
     if (i >= 0 && fs->nodes[i].user[0] != '\0')

@@ -46,6 +46,8 @@ void sched_fairshare_free(struct sched_fairshare *fs);
  * not defined, means root. Returns its index (>= 0) or -ENOMEM.
  */
 int sched_fairshare_assoc(struct sched_fairshare *fs, const char *account, const char *user);
+/* The same association if it exists, else -ENOENT; creates nothing. */
+int sched_fairshare_find(const struct sched_fairshare *fs, const char *account, const char *user);
 /* Adds amount (billing-seconds) to the association's usage. */
 void sched_fairshare_charge(struct sched_fairshare *fs, int assoc, double amount);
 /* Sets the association's usage (loading it back from the store). */

@@ -161,7 +161,17 @@ struct gathered {
     size_t nnodes;               /* entries of a per-node GPU mask array */
     struct resv_cut *cuts;       /* shared masks of the nodes outside sets of reservations */
     size_t ncuts;
+    /* A what-if pass's job (sched_planner_will_run), not in the table: the pass writes
+     * its reason only, none of the table's jobs'. NULL in a real pass. */
+    struct sched_job *draft;
 };
+
+/* A job's pending reason, as set_reason; a what-if pass leaves the table's jobs alone. */
+static void note_reason(const struct gathered *g, struct sched_job *job, const char *why)
+{
+    if (g->draft == NULL || job == g->draft)
+        set_reason(job, why);
+}
 
 /*
  * The nodes outside the reservations of set (bit i: hooks->resv[i]), shared by the jobs
@@ -334,7 +344,7 @@ static int apply_resv(struct gathered *g, const struct sched_planner_hooks *hk,
         const struct sched_planner_resv *r = resv_find(hk, name);
 
         if (r == NULL || resv_over(r, now_ms)) {
-            set_reason(job, "ReservationDeleted");
+            note_reason(g, job, "ReservationDeleted");
             return 1;
         }
         own = r;
@@ -343,7 +353,7 @@ static int apply_resv(struct gathered *g, const struct sched_planner_hooks *hk,
         const struct sched_planner_resv *r = own;
 
         if (now_ms < r->start_ms) {
-            set_reason(job, "Reservation");
+            note_reason(g, job, "Reservation");
             return 1;
         }
         if (m->allowed == NULL) {
@@ -421,13 +431,19 @@ static uint32_t alloc_gpus(const struct sched_alloc *a)
     return n;
 }
 
-static uint32_t req_gpus(const struct sched_req *r)
+/* The GPUs (or cores) a request asks for, all nodes and components together. */
+static uint32_t req_total(const struct sched_req *r, bool cores)
 {
-    uint32_t n = (r->nodes > 0 ? r->nodes : 1) * r->gpus_per_node;
+    uint32_t n = (r->nodes > 0 ? r->nodes : 1) * (cores ? r->cores_per_node : r->gpus_per_node);
 
     for (uint32_t k = 0; k < r->nhet; k++)
-        n += req_gpus(&r->het[k]);
+        n += req_total(&r->het[k], cores);
     return n;
+}
+
+static uint32_t req_gpus(const struct sched_req *r)
+{
+    return req_total(r, false);
 }
 
 /*
@@ -458,6 +474,58 @@ static void data_wait(const struct sched_planner_hooks *hk, const struct sched_j
     p->data_copy_rate = hk->cfg->data_copy_rate_mib * GS_MIB;
 }
 
+/*
+ * Adds a pending job to the pass (out->jobs[out->n], g's arrays), or leaves it out: past
+ * its deadline (out->expired), held, throttled, waiting for its reservation (its reason
+ * written). Returns 0, or -ENOMEM (left out: the next pass tries again).
+ */
+static int gather_pending(struct sched_jobs *jobs, const struct sched_planner_hooks *hk,
+                          uint64_t now_ms, struct gathered *g, struct sched_plan_out *out,
+                          struct throttle *th, struct sched_job *job)
+{
+    struct sched_pending *p = &g->pending[out->n];
+    const char *why;
+
+    if (past_deadline(job, now_ms)) { /* the caller cancels it */
+        out->expired[out->nexpired++] = job;
+        return 0;
+    }
+    if ((why = sched_job_hold_reason(jobs, job)) != NULL) {
+        note_reason(g, job, why);
+        return 0;
+    }
+    if (!throttle_admits(jobs, th, job)) {
+        note_reason(g, job, "JobArrayTaskLimit");
+        return 0;
+    }
+    if (hk != NULL && hk->masks != NULL && hk->masks(hk->data, job->spec, &g->masks[out->n]) < 0)
+        return -ENOMEM;
+    if (hk != NULL &&
+        (hk->nresv > 0 || (job->spec->reservation != NULL && job->spec->reservation[0] != '\0'))) {
+        int rc = apply_resv(g, hk, job, now_ms, &g->masks[out->n]);
+
+        if (rc != 0) { /* it waits (1), or out of memory */
+            sched_node_masks_release(&g->masks[out->n]);
+            return rc < 0 ? rc : 0;
+        }
+    }
+    out->jobs[out->n] = job;
+    p->job_id = job->id;
+    p->tier = hk != NULL && hk->cfg != NULL ? sched_qos_tier(hk->cfg, job->spec) : 0;
+    p->priority = hk != NULL && hk->priority != NULL ? hk->priority(hk->data, job, now_ms)
+                                                     : job->spec->priority - job->spec->nice;
+    p->submit_seq = job->submit_seq;
+    p->time_limit_s = job->spec->time_limit_s == GS_DURATION_INFINITE ? SCHED_TIME_INFINITE
+                                                                      : job->spec->time_limit_s;
+    data_wait(hk, job, p);
+    if (sched_job_req_masked(job->spec, &g->masks[out->n], &p->req) < 0) {
+        sched_node_masks_release(&g->masks[out->n]);
+        return -ENOMEM;
+    }
+    out->n++;
+    return 0;
+}
+
 static int gather(struct sched_jobs *jobs, size_t from, const struct sched_planner_hooks *hk,
                   uint64_t now_ms, struct gathered *g, struct sched_plan_out *out)
 {
@@ -479,8 +547,6 @@ static int gather(struct sched_jobs *jobs, size_t from, const struct sched_plann
     g->pjobs = out->jobs;
     for (size_t i = from; i < n; i++) {
         struct sched_job *job = sched_jobs_at(jobs, i);
-        struct sched_pending *p = &g->pending[out->n];
-        const char *why;
 
         if (job->state == SCHED_JOB_RUNNING) {
             uint64_t lim = job->spec->time_limit_s;
@@ -494,46 +560,8 @@ static int gather(struct sched_jobs *jobs, size_t from, const struct sched_plann
                 lim == GS_DURATION_INFINITE ? SCHED_TIME_INFINITE : job->start_ms / 1000 + lim,
                 &job->alloc};
         }
-        if (job->state != SCHED_JOB_PENDING)
-            continue;
-        if (past_deadline(job, now_ms)) { /* the caller cancels it */
-            out->expired[out->nexpired++] = job;
-            continue;
-        }
-        if ((why = sched_job_hold_reason(jobs, job)) != NULL) {
-            set_reason(job, why);
-            continue;
-        }
-        if (!throttle_admits(jobs, &th, job)) {
-            set_reason(job, "JobArrayTaskLimit");
-            continue;
-        }
-        if (hk != NULL && hk->masks != NULL &&
-            hk->masks(hk->data, job->spec, &g->masks[out->n]) < 0)
-            continue; /* out of memory: it waits for the next pass */
-        if (hk != NULL && (hk->nresv > 0 ||
-                           (job->spec->reservation != NULL && job->spec->reservation[0] != '\0'))) {
-            int r = apply_resv(g, hk, job, now_ms, &g->masks[out->n]);
-
-            if (r != 0) { /* it waits, or out of memory: the next pass tries again */
-                sched_node_masks_release(&g->masks[out->n]);
-                continue;
-            }
-        }
-        out->jobs[out->n] = job;
-        p->job_id = job->id;
-        p->tier = hk != NULL && hk->cfg != NULL ? sched_qos_tier(hk->cfg, job->spec) : 0;
-        p->priority = hk != NULL && hk->priority != NULL ? hk->priority(hk->data, job, now_ms)
-                                                         : job->spec->priority - job->spec->nice;
-        p->submit_seq = job->submit_seq;
-        p->time_limit_s = job->spec->time_limit_s == GS_DURATION_INFINITE ? SCHED_TIME_INFINITE
-                                                                          : job->spec->time_limit_s;
-        data_wait(hk, job, p);
-        if (sched_job_req_masked(job->spec, &g->masks[out->n], &p->req) < 0) {
-            sched_node_masks_release(&g->masks[out->n]);
-            continue; /* out of memory: it waits for the next pass */
-        }
-        out->n++;
+        if (job->state == SCHED_JOB_PENDING) /* out of memory: it waits for the next pass */
+            (void)gather_pending(jobs, hk, now_ms, g, out, &th, job);
     }
     return 0;
 }
@@ -547,7 +575,7 @@ static bool gate_may_start(void *data, size_t index)
         sched_qos_usage_check(g->qos, job->spec, job->user, req_gpus(&g->pending[index].req));
 
     if (why != NULL)
-        set_reason(job, why);
+        note_reason(g, job, why);
     return why == NULL;
 }
 
@@ -675,6 +703,21 @@ static void sched_nodes_note(const struct sched_cluster *cluster, struct sched_j
     free(names);
 }
 
+/* What gather() built for n jobs (g itself is the caller's). */
+static void gathered_release(struct gathered *g, size_t n)
+{
+    for (size_t i = 0; g->masks != NULL && i < n; i++)
+        sched_node_masks_release(&g->masks[i]);
+    free(g->masks);
+    for (size_t i = 0; i < g->ncuts; i++)
+        free(g->cuts[i].mask);
+    free(g->cuts);
+    free(g->pending);
+    free(g->running);
+    free(g->rjobs);
+    sched_qos_usage_free(g->qos);
+}
+
 int sched_planner_pass(struct sched_jobs *jobs, size_t *plan_from, struct sched_cluster *cluster,
                        const struct sched_planner_hooks *hooks, uint64_t now_ms,
                        struct sched_plan_out *out)
@@ -735,16 +778,7 @@ int sched_planner_pass(struct sched_jobs *jobs, size_t *plan_from, struct sched_
         out->npreempt = 0;
     }
 out:
-    for (size_t i = 0; g.masks != NULL && i < out->n; i++)
-        sched_node_masks_release(&g.masks[i]);
-    free(g.masks);
-    for (size_t i = 0; i < g.ncuts; i++)
-        free(g.cuts[i].mask);
-    free(g.cuts);
-    free(g.pending);
-    free(g.running);
-    free(g.rjobs);
-    sched_qos_usage_free(g.qos);
+    gathered_release(&g, out->n);
     if (rc < 0)
         sched_plan_out_release(out);
     return rc;
@@ -759,4 +793,161 @@ void sched_plan_out_release(struct sched_plan_out *out)
     free(out->verdicts);
     free(out->jobs);
     *out = (struct sched_plan_out){.res = {0, SCHED_TIME_INFINITE}};
+}
+
+/* ---- what if: sched_planner_will_run ---- */
+
+void sched_will_run_release(struct sched_will_run *w)
+{
+    free(w->nodes);
+    w->nodes = NULL;
+    w->nnodes = 0;
+}
+
+static uint32_t alloc_cores(const struct sched_alloc *a)
+{
+    uint32_t n = 0;
+
+    for (uint32_t i = 0; i < a->nnodes; i++) {
+        for (size_t w = 0; w < SCHED_MAX_CORES / 64; w++)
+            n += (uint32_t)__builtin_popcountll(a->nodes[i].cores[w]);
+    }
+    return n;
+}
+
+/* How many of the pass's jobs go before the last one (the draft) in plan order. */
+static size_t ahead_of_last(const struct sched_pending *p, size_t n)
+{
+    const struct sched_pending *d = &p[n - 1];
+    size_t ahead = 0;
+
+    for (size_t i = 0; i + 1 < n; i++) {
+        ahead += p[i].tier > d->tier || (p[i].tier == d->tier && p[i].priority > d->priority) ||
+                 (p[i].tier == d->tier && p[i].priority == d->priority &&
+                  p[i].submit_seq < d->submit_seq);
+    }
+    return ahead;
+}
+
+/* The draft's verdict as a will-run answer. ENOMEM for its node list. */
+static int will_run_answer(const struct sched_verdict *v, const struct sched_req *req, size_t ahead,
+                           uint32_t depth, uint64_t now_ms, struct sched_job *draft,
+                           struct sched_will_run *w)
+{
+    const struct sched_alloc *a = &v->alloc;
+    uint32_t n = v->start ? a->nnodes : v->nreserved;
+
+    if (v->start) {
+        w->now = true;
+        w->start_ms = now_ms;
+        w->cpus = alloc_cores(a);
+    } else if (v->reserved_s != 0 && v->reserved_s != SCHED_TIME_INFINITE) {
+        w->start_ms = v->reserved_s * 1000;
+        w->cpus = req_total(req, true);
+    } else {
+        n = 0;
+        if (v->reason == SCHED_REASON_DATA) {
+            w->start_ms = v->wake_s * 1000; /* its wait ends: it takes what fits then */
+            snprintf(w->reason, sizeof(w->reason),
+                     "%s: its wait for its dataset's busy nodes ends then",
+                     sched_reason_name(v->reason));
+        } else if (v->reason == SCHED_REASON_LIMIT) {
+            snprintf(w->reason, sizeof(w->reason), "%s", draft->reason); /* the gate's */
+        } else if (ahead >= depth) {
+            snprintf(w->reason, sizeof(w->reason),
+                     "%s: %zu jobs go before it, more than the %u an estimate plans",
+                     sched_reason_name(v->reason), ahead, depth - 1);
+        } else { /* plan.c found no time: no end in sight for what it needs */
+            snprintf(w->reason, sizeof(w->reason),
+                     "%s: no start can be predicted (it needs what jobs without a time limit "
+                     "hold, or nodes that are down)",
+                     sched_reason_name(v->reason));
+        }
+    }
+    if (n == 0)
+        return 0;
+    if ((w->nodes = malloc(n * sizeof(*w->nodes))) == NULL)
+        return -ENOMEM;
+    for (uint32_t k = 0; k < n; k++)
+        w->nodes[k] = v->start ? a->nodes[k].node : v->reserved_nodes[k];
+    w->nnodes = n;
+    return 0;
+}
+
+int sched_planner_will_run(struct sched_jobs *jobs, size_t plan_from,
+                           const struct sched_cluster *cluster,
+                           const struct sched_planner_hooks *hooks, uint64_t now_ms,
+                           struct sched_job *draft, struct sched_will_run *ret)
+{
+    struct gathered g = {.draft = draft};
+    struct sched_plan_out out = {.res = {0, SCHED_TIME_INFINITE}};
+    struct sched_cluster *sim = NULL;
+    struct throttle th = {0}; /* the draft is no array's element */
+    uint64_t begin_ms = draft->spec->begin_ms;
+    uint32_t depth = hooks != NULL && hooks->backfill_depth > 1 ? hooks->backfill_depth : 1;
+    size_t ahead;
+    int rc;
+
+    *ret = (struct sched_will_run){0};
+    g.words = sched_cluster_nnodes(cluster) / 64 + 1;
+    g.nnodes = sched_cluster_nnodes(cluster);
+    sched_jobs_set_now(jobs, now_ms / 1000 * 1000);
+    rc = gather(jobs, plan_from, hooks, now_ms, &g, &out);
+    if (rc < 0)
+        goto out;
+    /* Its --begin is the answer's floor, not a hold: where it would go is still asked. */
+    draft->spec->begin_ms = 0;
+    rc = gather_pending(jobs, hooks, now_ms, &g, &out, &th, draft);
+    draft->spec->begin_ms = begin_ms;
+    if (rc < 0)
+        goto out;
+    if (out.nexpired > 0 && out.expired[out.nexpired - 1] == draft) {
+        snprintf(ret->reason, sizeof(ret->reason),
+                 "DeadLine: it could not end before its deadline");
+        goto out;
+    }
+    if (out.n == 0 || out.jobs[out.n - 1] != draft) { /* held, or waits: its reason says */
+        const struct sched_planner_resv *r = hooks != NULL && draft->spec->reservation != NULL
+                                                 ? resv_find(hooks, draft->spec->reservation)
+                                                 : NULL;
+
+        snprintf(ret->reason, sizeof(ret->reason), "%s", draft->reason);
+        if (strcmp(draft->reason, "Reservation") == 0 && r != NULL) {
+            ret->start_ms = r->start_ms;
+            snprintf(ret->reason, sizeof(ret->reason), "Reservation: no sooner than %s starts",
+                     r->name);
+        }
+        goto out;
+    }
+    /* Each job ahead of it holds a reservation, and it one after theirs: its answer is
+     * where it fits around them, not EASY's first-blocked-only view. */
+    ahead = ahead_of_last(g.pending, out.n);
+    if (ahead + 1 > depth)
+        depth = ahead + 1 < SCHED_WILL_RUN_DEPTH ? (uint32_t)ahead + 1 : SCHED_WILL_RUN_DEPTH;
+    if ((out.verdicts = calloc(out.n, sizeof(*out.verdicts))) == NULL ||
+        (sim = sched_cluster_copy(cluster)) == NULL) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    sched_verdicts_init(out.verdicts, out.n);
+    {
+        struct sched_plan_gate gate = {gate_may_start, gate_started, &g};
+
+        rc = sched_plan_gated(sim, g.pending, out.n, g.running, g.nrunning, now_ms / 1000, depth,
+                              g.qos != NULL ? &gate : NULL, out.verdicts, &out.res);
+    }
+    if (rc == 0)
+        rc = will_run_answer(&out.verdicts[out.n - 1], &g.pending[out.n - 1].req, ahead, depth,
+                             now_ms, draft, ret);
+out:
+    if (rc == 0 && begin_ms > now_ms && ret->start_ms != 0 && ret->start_ms < begin_ms) {
+        ret->start_ms = begin_ms;
+        ret->now = false;
+    }
+    gathered_release(&g, out.n);
+    sched_plan_out_release(&out);
+    sched_cluster_free(sim);
+    if (rc < 0)
+        sched_will_run_release(ret);
+    return rc;
 }

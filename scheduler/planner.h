@@ -141,4 +141,34 @@ int sched_planner_pass(struct sched_jobs *jobs, size_t *plan_from, struct sched_
                        struct sched_plan_out *out);
 void sched_plan_out_release(struct sched_plan_out *out);
 
+/* The most blocked jobs an estimate gives a reservation, its own included. */
+#define SCHED_WILL_RUN_DEPTH 64
+
+/* What a job submitted now would get (sbatch --test-only): sched_planner_will_run(). */
+struct sched_will_run {
+    bool now;          /* it would start at once */
+    uint64_t start_ms; /* when it would start (wall clock), now's when at once; 0: unknown */
+    uint32_t *nodes;   /* where: cluster indices (owned), nnodes of them; NULL when unknown */
+    uint32_t nnodes;
+    uint32_t cpus;    /* the cores it would hold there, all nodes together */
+    char reason[160]; /* without a start: why, as a pending reason ("Dependency", ...) */
+};
+
+void sched_will_run_release(struct sched_will_run *w);
+
+/*
+ * When and where draft, a pending job not in the table (its submit_seq after every job's
+ * there), would start if it were submitted at now_ms, as the pass would plan it: every
+ * pending job ahead of it in plan order holds a reservation (up to SCHED_WILL_RUN_DEPTH,
+ * or the hooks' backfill depth when more), and it gets the earliest start that delays none
+ * of them, running jobs ending at their time limits. Its --begin time is the floor of the
+ * answer. Preemption is not weighed. Changes nothing: cluster is copied, and no table job's
+ * reason or estimate is written (the priority hook is still asked of each). Returns 0 or
+ * -ENOMEM; release ret with sched_will_run_release().
+ */
+int sched_planner_will_run(struct sched_jobs *jobs, size_t plan_from,
+                           const struct sched_cluster *cluster,
+                           const struct sched_planner_hooks *hooks, uint64_t now_ms,
+                           struct sched_job *draft, struct sched_will_run *ret);
+
 #endif

@@ -192,6 +192,26 @@ void sched_cli_submit_reply(struct sched_cli *c, uint64_t request_id, uint64_t j
     sched_cli_reply(c, &env, true);
 }
 
+void sched_cli_test_reply(struct sched_cli *c, uint64_t request_id, uint32_t array_size,
+                          const char *partition, const struct sched_will_run *w, const char *nodes)
+{
+    Gs__SubmitReply reply = GS__SUBMIT_REPLY__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+
+    reply.state = GS__JOB_STATE__JOB_STATE_PENDING;
+    reply.array_size = array_size;
+    reply.partition = (char *)(partition != NULL ? partition : "");
+    reply.expected_start_ms = w->start_ms;
+    reply.starts_now = w->now;
+    reply.sched_nodes = (char *)nodes;
+    reply.cpus = w->cpus;
+    reply.wait_reason = (char *)w->reason;
+    env.request_id = request_id;
+    env.body_case = GS__ENVELOPE__BODY_SUBMIT_REPLY;
+    env.submit_reply = &reply;
+    sched_cli_reply(c, &env, true);
+}
+
 void sched_cli_action_reply(struct sched_cli *c, uint64_t request_id, Gs__Envelope__BodyCase what,
                             const struct sched_action_result *results, size_t n)
 {

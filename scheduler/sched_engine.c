@@ -91,17 +91,35 @@ static void expire(struct sched_ctx *s, struct sched_job *job)
     sched_engine_wake(s); /* its dependents may now be decided */
 }
 
+/* What the planner asks of the daemon; reservations borrowed until the next change. */
+static int planner_hooks(struct sched_ctx *s, struct sched_planner_hooks *hooks)
+{
+    *hooks = (struct sched_planner_hooks){.masks = build_masks,
+                                          .priority = sched_policy_priority,
+                                          .data = s,
+                                          .cfg = s->cfg,
+                                          .backfill_depth = s->cfg->backfill_depth};
+    return sched_resv_view(s, &hooks->resv, &hooks->nresv);
+}
+
+int sched_engine_will_run(struct sched_ctx *s, struct sched_job *draft, struct sched_will_run *w)
+{
+    struct sched_planner_hooks hooks;
+    int rc = planner_hooks(s, &hooks);
+
+    if (rc == 0)
+        rc = sched_planner_will_run(s->jobs, s->plan_from, s->cluster, &hooks, gs_clock_wall_ms(),
+                                    draft, w);
+    return rc;
+}
+
 static void plan_pass(struct sched_ctx *s)
 {
-    struct sched_planner_hooks hooks = {.masks = build_masks,
-                                        .priority = sched_policy_priority,
-                                        .data = s,
-                                        .cfg = s->cfg,
-                                        .backfill_depth = s->cfg->backfill_depth};
+    struct sched_planner_hooks hooks;
     struct sched_plan_out out;
 
     sched_policy_before_pass(s);
-    if (sched_resv_view(s, &hooks.resv, &hooks.nresv) < 0) {
+    if (planner_hooks(s, &hooks) < 0) {
         GS_LOG(GS_LOG_ERROR, "planning pass out of memory; retried on the next event");
         return;
     }

@@ -363,6 +363,10 @@ void sched_cli_unhold(struct sched_cli *c);
 /* A SubmitReply (job_id 0 for --test-only); lets go of the hold. */
 void sched_cli_submit_reply(struct sched_cli *c, uint64_t request_id, uint64_t job_id,
                             uint32_t array_size, const char *partition);
+/* --test-only's SubmitReply: job_id 0, and w's estimate, its nodes as the hostlist nodes
+ * ("" for none); lets go of the hold. */
+void sched_cli_test_reply(struct sched_cli *c, uint64_t request_id, uint32_t array_size,
+                          const char *partition, const struct sched_will_run *w, const char *nodes);
 /* One job's outcome of a cancel, hold, release or requeue (sched_actions.c). */
 struct sched_action_result {
     uint64_t job_id;
@@ -395,6 +399,12 @@ void sched_cli_relay_gone(struct sched_ctx *s, struct gs_proto_conn *conn);
 /* sched_engine.c: the planning pass */
 /* Asks for a planning pass once this loop iteration's events are handled. */
 void sched_engine_wake(struct sched_ctx *s);
+/*
+ * sbatch --test-only: when and where draft (a job not in the table, numbered after every
+ * job there) would start if submitted now, as the planner would plan it
+ * (sched_planner_will_run). 0 or -ENOMEM; release w with sched_will_run_release().
+ */
+int sched_engine_will_run(struct sched_ctx *s, struct sched_job *draft, struct sched_will_run *w);
 
 /* sched_submit.c: a SubmitRequest, answered once its jobs are stored (or refused). */
 void sched_submit(struct sched_cli *c, uint64_t request_id, const Gs__SubmitRequest *req);

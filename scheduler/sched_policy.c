@@ -24,10 +24,16 @@
 
 #define SAVE_EVERY_MS 60000
 
+/*
+ * The job's association, made on first use; a job outside the table (sbatch --test-only's
+ * draft) only finds one: -ENOENT when its user has none yet, whose factor would be 1 (no
+ * usage), and adding one would shift its siblings' shares.
+ */
 static int assoc_of(struct sched_ctx *s, struct sched_job *job)
 {
     if (job->fs_assoc == 0) {
-        int a = sched_fairshare_assoc(s->fs, job->spec->account, job->user);
+        int a = job->table != NULL ? sched_fairshare_assoc(s->fs, job->spec->account, job->user)
+                                   : sched_fairshare_find(s->fs, job->spec->account, job->user);
 
         if (a < 0)
             return a;
@@ -156,9 +162,9 @@ int32_t sched_policy_priority(void *data, struct sched_job *job, uint64_t now_ms
 {
     struct sched_ctx *s = data;
     int a = s->cfg->priority.weight_fairshare > 0 ? assoc_of(s, job) : -1;
+    double factor = a >= 0 ? sched_fairshare_factor(s->fs, a) : a == -ENOENT ? 1.0 : 0;
 
-    sched_priority(s->cfg, job->spec, job->submit_ms, now_ms,
-                   a >= 0 ? sched_fairshare_factor(s->fs, a) : 0, &s->prio_cluster, &job->prio);
+    sched_priority(s->cfg, job->spec, job->submit_ms, now_ms, factor, &s->prio_cluster, &job->prio);
     job->prio_valid = true;
     return job->prio.priority;
 }

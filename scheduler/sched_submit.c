@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/buf.h"
 #include "common/clock.h"
+#include "common/hostlist.h"
 #include "common/log.h"
 #include "proto/jobspec.h"
 #include "scheduler/planner.h"
@@ -27,6 +29,47 @@ struct submit_op {
     struct sched_job *drafts; /* what is being stored; specs owned until they join the table */
     size_t ndrafts;           /* more than one for an array: one job per element */
 };
+
+/*
+ * sbatch --test-only: the job is not stored; the answer says when and where it would start
+ * if it were (sched_engine_will_run; an array's first element). Takes spec. Out of memory
+ * costs the estimate, not the answer.
+ */
+static void test_only_reply(struct sched_ctx *s, struct sched_cli *c, uint64_t request_id,
+                            struct gs_jobspec *spec, const char *user)
+{
+    uint32_t array_size = (uint32_t)spec->array.ntask_ids;
+    struct sched_job *draft = sched_job_detached_new(s->next_job_id, spec, gs_clock_wall_ms());
+    struct sched_will_run w = {0};
+    struct gs_buf nodes = GS_BUF_INIT;
+    const char **names = NULL;
+
+    sched_cli_hold(c);
+    if (draft == NULL) {
+        sched_cli_error(c, request_id, -ENOMEM, "out of memory", true);
+        return;
+    }
+    draft->uid = c->uid;
+    draft->gid = c->gid;
+    snprintf(draft->user, sizeof(draft->user), "%s", user);
+    if (sched_engine_will_run(s, draft, &w) < 0)
+        snprintf(w.reason, sizeof(w.reason), "no estimate: the scheduler is out of memory");
+    if (w.nnodes > 0 && (names = calloc(w.nnodes, sizeof(*names))) != NULL) {
+        for (uint32_t k = 0; k < w.nnodes; k++)
+            names[k] = sched_cluster_node_name(s->cluster, w.nodes[k]);
+        if (gs_hostlist_compress(names, w.nnodes, &nodes) < 0)
+            gs_buf_release(&nodes);
+    }
+    GS_LOG(GS_LOG_DEBUG, "uid=%u start_ms=%llu nodes=%s reason=\"%s\" test-only estimate",
+           (unsigned)c->uid, (unsigned long long)w.start_ms, nodes.data != NULL ? nodes.data : "",
+           w.reason);
+    sched_cli_test_reply(c, request_id, array_size, draft->spec->partition, &w,
+                         nodes.data != NULL ? nodes.data : "");
+    free(names);
+    gs_buf_release(&nodes);
+    sched_will_run_release(&w);
+    sched_job_detached_free(draft);
+}
 
 static void submit_op_free(struct submit_op *op)
 {
@@ -339,8 +382,8 @@ void sched_submit(struct sched_cli *c, uint64_t request_id, const Gs__SubmitRequ
         goto out;
     }
     if (req->validate_only) {
-        sched_cli_hold(c);
-        sched_cli_submit_reply(c, request_id, 0, (uint32_t)spec->array.ntask_ids, spec->partition);
+        test_only_reply(s, c, request_id, spec, user);
+        spec = NULL; /* the draft's, freed there */
         goto out;
     }
     if (sched_keys_check(c, request_id, req) != 0)

@@ -31,6 +31,7 @@
 #include "cli/args.h"
 #include "cli/client.h"
 #include "cli/job_json.h"
+#include "cli/job_print.h"
 #include "cli/jobcmd.h"
 #include "cli/wait.h"
 #include "common/error.h"
@@ -302,6 +303,29 @@ static const char *script_label(const struct sbatch_args *a, const struct gs_sba
 }
 
 /*
+ * When and where the scheduler expects the job to start, in Slurm's words ("Job N to start
+ * at T using C processors on nodes L in partition P", without N: none was given), or why
+ * it cannot say. A scheduler older than protocol 1.18 says neither.
+ */
+static void print_estimate(const Gs__SubmitReply *r)
+{
+    char at[32];
+
+    if (r->expected_start_ms != 0 && r->sched_nodes[0] != '\0')
+        fprintf(stderr, CMD ": Job would start%s at %s using %u processors on nodes %s%s%s\n",
+                r->starts_now ? " now," : "", cli_format_time(r->expected_start_ms, at, sizeof(at)),
+                r->cpus, r->sched_nodes, r->partition[0] != '\0' ? " in partition " : "",
+                r->partition);
+    else if (r->expected_start_ms != 0)
+        fprintf(stderr, CMD ": Job would start at %s%s%s%s\n",
+                cli_format_time(r->expected_start_ms, at, sizeof(at)),
+                r->wait_reason[0] != '\0' ? " (" : "", r->wait_reason,
+                r->wait_reason[0] != '\0' ? ")" : "");
+    else if (r->wait_reason[0] != '\0')
+        fprintf(stderr, CMD ": Job has no expected start: %s\n", r->wait_reason);
+}
+
+/*
  * --test-only: the local result on stdout, then the scheduler's opinion. Unreachable, it
  * leaves the local check standing, with a warning; a refusal is an error, as in Slurm.
  */
@@ -329,6 +353,7 @@ static int test_only(const struct sbatch_args *a, const struct where *w, const s
     if (rc > 0)
         goto out;
     print_reply_warnings(reply->submit_reply);
+    print_estimate(reply->submit_reply);
     fprintf(stderr, CMD ": the scheduler would accept the job%s%s; nothing was submitted\n",
             reply->submit_reply->partition[0] != '\0' ? " in partition " : "",
             reply->submit_reply->partition);

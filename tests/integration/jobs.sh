@@ -233,6 +233,15 @@ out=$("$bin/gsched" scontrol show job "$e") || fail "scontrol show job $e"
 case $out in *"NodeList=(null) SchedNodeList=node[1-2]"*) ;; *) fail "SchedNodeList: $out" ;; esac
 out=$("$bin/gsched" squeue --start -h -o '%i %Y') || fail "squeue --start"
 [ "$out" = "$(printf '%s node[1-2]\n%s node[1-2]' "$b" "$e")" ] || fail "squeue --start: $out"
+# sbatch --test-only: a job of B's shape, behind B and E, would start when E's limit ends.
+out=$("$bin/gsched" sbatch --test-only -N2 --gpus-per-node=4 -t 1 --wrap=true 2>&1 > /dev/null) ||
+  fail "sbatch --test-only: $out"
+case $out in *"sbatch: Job would start at "*" using "*" processors on nodes node[1-2]"*) ;;
+  *) fail "sbatch --test-only's estimate: $out" ;; esac
+at=$(date -d "$(printf '%s\n' "$out" | sed -n 's/^sbatch: Job would start at \([^ ]*\) .*/\1/p')" +%s)
+[ $((at - started / 1000 - 180)) -ge -2 ] && [ $((at - started / 1000 - 180)) -le 2 ] ||
+  fail "sbatch --test-only: expected at $at, E's limit ends at $((started / 1000 + 180))"
+[ "$("$bin/gsched" squeue -h -o %i | wc -l)" = 3 ] || fail "sbatch --test-only submitted a job"
 "$bin/gsched" cancel "$a" "$b" "$e" > /dev/null || fail "cancel A, B, E"
 gate backfill
 for j in "$a" "$b" "$e"; do wait_end "$j" || true; done
