@@ -24,6 +24,7 @@ packages=(
   libssl-dev         # libcrypto: the cluster key's HMAC between the daemons
   libbpf-dev         # the workers' cgroup v2 device programs (GPU isolation)
   libacl1-dev        # POSIX ACLs: a cached dataset lets in every source's readers
+  acl                # setfacl: tests/integration/data.sh gives a source readers by ACL
   libmunge-dev       # MUNGE credentials of CLIs on login nodes (scheduler.cli_port)
   munge              # munged, which makes and checks them (and tests/netns/login.sh runs)
   libcriterion-dev   # unit tests

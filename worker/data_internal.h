@@ -163,9 +163,12 @@ void wrk_data_stage_free(struct data_stage *st);
 
 /* data_access.c */
 /*
- * Whether user (uid, gid, name) may read path: every directory above it searchable and
- * the file itself readable (a directory: readable and searchable), by its permission bits.
- * The worker is root; this is how it honours the job user's rights over a source.
+ * Whether user (uid, gid, name; gid -1 and name NULL: no passwd entry, no group) may read
+ * path: every directory above it searchable and the file itself readable (a directory:
+ * readable and searchable). A root worker asks the kernel, opening path as the user would
+ * (their fsuid, fsgid and groups, on a thread of its own): ACLs count. Otherwise, or when
+ * those ids cannot be taken, by the permission bits. This is how the worker honours the job
+ * user's rights over a source.
  */
 bool wrk_data_user_may_read(const char *path, uid_t uid, gid_t gid, const char *user);
 
@@ -183,7 +186,10 @@ struct wrk_data_access {
  * group and others alike); else 0750 root:G when every member of G, the manifest's group,
  * may (by the group's bits where a file is G's, else by both the group's and others', and
  * by the owner's); else 0700 U:root when its owner U may (wrk_data_user_may_read for U);
- * else 0700 root:root. By the permission bits; -errno when a stat fails.
+ * else 0700 root:root. By the permission bits and the ACL entries (the group bits of a file
+ * with an extended ACL are its mask: its owning group's entry counts instead, and a named
+ * entry that denies keeps "every user" or "every member" from holding); -errno when a
+ * stat or an ACL read fails.
  */
 int wrk_data_source_access(const char *manifest, struct wrk_data_access *ret);
 /* Gives dir (a cached dataset's directory) that access and no named ACL entries, narrowing
@@ -197,5 +203,8 @@ int wrk_data_apply_access(const char *dir, const struct wrk_data_access *a);
  * says whether dir changed. 0, or -errno (-ENOTSUP: the filesystem has no ACLs).
  */
 int wrk_data_widen_access(const char *dir, const struct wrk_data_access *a, bool *ret_changed);
+/* Lets uid read dir by a named ACL entry of its own (read and search) unless it has one;
+ * *ret_changed says whether it was added. 0, or -errno (-ENOTSUP: no ACLs there). */
+int wrk_data_let_user_in(const char *dir, uid_t uid, bool *ret_changed);
 
 #endif

@@ -588,6 +588,33 @@ static int set_access(const char *dir, const char *manifest, bool fresh, char *w
     return 0;
 }
 
+/*
+ * A user the source lets in beyond the access the cached copy took from its bits (by an
+ * ACL entry on the source, say) gets a named ACL entry on the copy, never its ownership:
+ * reading it is all the source gave them. Only a root worker narrows access at all.
+ */
+static int let_user_in(const char *dir, const Gs__UserIdentity *user, char *why, size_t size)
+{
+    bool changed;
+    int rc;
+
+    if (geteuid() != 0 || user->uid == 0 ||
+        wrk_data_user_may_read(dir, user->uid, user->gid, user->username))
+        return 0;
+    rc = wrk_data_let_user_in(dir, user->uid, &changed);
+    if (rc < 0) {
+        snprintf(why, size, "%.300s: cannot let user %.60s read the cached copy%s: %s", dir,
+                 user->username != NULL ? user->username : "?",
+                 rc == -ENOTSUP ? " (no POSIX ACLs on the cache's filesystem)" : "",
+                 gs_strerror(rc));
+        return rc;
+    }
+    if (changed)
+        GS_LOG(GS_LOG_DEBUG, "dir=%s uid=%u cached dataset access widened for a user", dir,
+               (unsigned)user->uid);
+    return 0;
+}
+
 /* Adds source's dataset to the cache for user; 0 with *ret_ds, or < 0 with why. */
 int wrk_data_add_dataset(struct wrk_data *d, const char *source, const Gs__UserIdentity *user,
                          size_t *ret_ds, char *why, size_t size)
@@ -613,6 +640,8 @@ int wrk_data_add_dataset(struct wrk_data *d, const char *source, const Gs__UserI
         rc = shard_cache_dataset(d->cache, *ret_ds, &info);
         if (rc == 0)
             rc = set_access(info.dir, manifest, shard_cache_count(d->cache) > before, why, size);
+        if (rc == 0)
+            rc = let_user_in(info.dir, user, why, size);
         if (rc == 0)
             remember_source(d, info.id, source);
         wrk_data_holdings_changed(d);

@@ -255,6 +255,23 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && id nobody >/dev/null 2
     fail "the second source locked the first one's group out of node1's copy"
   as "$(id -g nobody)" cat "$private_cache/manifest.toml" > /dev/null 2>&1 &&
     fail "nobody read the groups' dataset after its second source"
+  # A source its bits keep to root and its ACL opens to nobody: nobody's warm is allowed,
+  # and nobody alone is let into the copy, by a named entry (the owner stays root).
+  dataset "$tmp/acl" 975
+  chmod 700 "$tmp/acl" && chmod 600 "$tmp/acl"/* &&
+    setfacl -m u:nobody:rx "$tmp/acl" && setfacl -m u:nobody:r "$tmp/acl"/* ||
+    fail "making the ACL's dataset"
+  acl_cache=$state/data/node1/$(sha256sum "$tmp/acl/manifest.toml" | cut -c1-32)
+  out=$(as "$(id -g nobody)" "$bin/gsched" data warm "$tmp/acl" -w node1 --wait --timeout 60 2>&1) ||
+    fail "nobody's warm of a source its ACL lets nobody read: $out"
+  as "$(id -g nobody)" cat "$acl_cache/manifest.toml" > /dev/null ||
+    fail "nobody may not read, from node1's cache, a dataset the source's ACL lets it read"
+  setpriv --reuid=4323 --regid=4323 --clear-groups cat "$acl_cache/manifest.toml" \
+    > /dev/null 2>&1 && fail "uid 4323 read the ACL's dataset through node1's cache"
+  got=$(getfacl -cn "$acl_cache" 2> /dev/null | grep . | LC_ALL=C sort | tr '\n' ' ')
+  [ "$(stat -c %u "$acl_cache")" = 0 ] &&
+    [ "$got" = "group::--- mask::r-x other::--- user:$(id -u nobody):r-x user::rwx " ] ||
+    fail "the copy's access: owner $(stat -c %u "$acl_cache"), $got"
 fi
 
 # --- a peer whose copies are damaged: the shards come from the source instead -----------------

@@ -224,3 +224,101 @@ Test(data_access, a_copy_that_was_roots_alone_takes_the_new_access)
     cr_expect(strstr(text, "group::r-x") != NULL && strstr(text, "mask") == NULL, "%s", text);
     acl_free(text);
 }
+
+/* Sets path's access ACL from its short text form ("u::rwx,u:4322:r-x,g::---,m::r-x,o::---"). */
+static void set_acl(const char *path, const char *text)
+{
+    acl_t acl = acl_from_text(text);
+
+    cr_assert_not_null(acl, "%s", text);
+    cr_assert_eq(acl_set_file(path, ACL_TYPE_ACCESS, acl), 0, "%s on %s", text, path);
+    acl_free(acl);
+}
+
+Test(data_access, a_user_the_sources_acl_lets_in_may_read_it)
+{
+    const char *manifest;
+    char b[96];
+
+    if (geteuid() != 0)
+        cr_skip_test("needs root to take other users' identities");
+    /* Owned by 4321 and closed to all others by the bits; 4322 let in by name, the
+     * members of group 4400 by theirs. */
+    manifest = source(0755, 0700, 0600);
+    snprintf(b, sizeof(b), "%s/a/b", dir);
+    cr_assert_eq(chown(b, 4321, 4321), 0);
+    cr_assert_eq(chown(manifest, 4321, 4321), 0);
+    set_acl(b, "u::rwx,u:4322:r-x,g::---,g:4400:r-x,m::r-x,o::---");
+    set_acl(manifest, "u::rw-,u:4322:r--,g::---,g:4400:r--,m::r--,o::---");
+    cr_expect(wrk_data_user_may_read(manifest, 4322, 4322, NULL), "named in the ACLs");
+    cr_expect(wrk_data_user_may_read(b, 4322, 4322, NULL), "the directory too");
+    cr_expect(wrk_data_user_may_read(manifest, 4323, 4400, NULL), "a member of group 4400");
+    cr_expect(wrk_data_user_may_read(manifest, 4321, 4321, NULL), "its owner");
+    cr_expect_not(wrk_data_user_may_read(manifest, 4323, 4323, NULL), "named nowhere");
+    /* The mask bounds the named entries. */
+    set_acl(manifest, "u::rw-,u:4322:r--,g::---,g:4400:r--,m::---,o::---");
+    cr_expect_not(wrk_data_user_may_read(manifest, 4322, 4322, NULL), "masked off");
+    cr_expect_not(wrk_data_user_may_read(manifest, 4323, 4400, NULL), "masked off");
+    /* And the directory's entry is needed to reach the file. */
+    set_acl(manifest, "u::rw-,u:4322:r--,g::---,m::r--,o::---");
+    set_acl(b, "u::rwx,g::---,o::---");
+    cr_expect_not(wrk_data_user_may_read(manifest, 4322, 4322, NULL), "cannot search b");
+    /* The bits still count as they did: a file every user may read, under b opened up. */
+    cr_assert_eq(chmod(b, 0755), 0);
+    cr_assert_eq(chmod(manifest, 0644), 0);
+    cr_expect(wrk_data_user_may_read(manifest, 4323, 4323, NULL));
+    cr_expect(wrk_data_user_may_read(manifest, 12345, (gid_t)-1, NULL), "no passwd entry");
+}
+
+Test(data_access, a_user_let_in_by_name_gets_an_entry_of_their_own)
+{
+    struct stat st;
+    const char *cached;
+    bool changed;
+    char *text;
+
+    if (geteuid() != 0)
+        cr_skip_test("needs root to give files to other ids");
+    cached = cache_dir((struct wrk_data_access){4321, 0, 0700}); /* the source's owner's */
+    cr_expect_not(wrk_data_user_may_read(cached, 4322, 4322, NULL));
+    cr_assert_eq(wrk_data_let_user_in(cached, 4322, &changed), 0);
+    cr_expect(changed);
+    cr_expect(wrk_data_user_may_read(cached, 4322, 4322, NULL));
+    cr_expect_not(wrk_data_user_may_read(cached, 4323, 4323, NULL), "nobody else");
+    cr_assert_eq(wrk_data_let_user_in(cached, 4322, &changed), 0);
+    cr_expect_not(changed, "once is enough");
+    text = acl_text(cached);
+    cr_expect(strstr(text, "user:4322:r-x") != NULL, "%s", text);
+    acl_free(text);
+    cr_assert_eq(stat(cached, &st), 0);
+    cr_expect_eq(st.st_uid, 4321, "the owner stays the source's");
+}
+
+Test(data_access, the_sources_acl_weighs_in_its_cached_access)
+{
+    const char *manifest;
+    char b[96];
+
+    if (geteuid() != 0)
+        cr_skip_test("needs root to give files to other ids");
+    manifest = source(0755, 0755, 0644);
+    snprintf(b, sizeof(b), "%s/a/b", dir);
+    /* Readable by others, but a named user is refused: not every user's. */
+    set_acl(manifest, "u::rw-,u:4322:---,g::r--,m::r--,o::r--");
+    expect_access(manifest, 0, 0, 0700);
+    /* The bits show the mask (0640), not the owning group's own entry (none). */
+    cr_assert_eq(chown(manifest, 0, 4321), 0);
+    set_acl(manifest, "u::rw-,u:4322:r--,g::---,m::r--,o::---");
+    expect_access(manifest, 0, 0, 0700);
+    /* A directory of another group that names 4321: its members pass it. */
+    set_acl(manifest, "u::rw-,g::r--,o::---");
+    set_acl(b, "u::rwx,g::r-x,g:4321:r-x,m::r-x,o::---");
+    expect_access(manifest, 0, 4321, 0750);
+    /* One of a third group that others may search lets them in, unless it names a group
+     * it denies: a member of 4321 may be in that one too. */
+    cr_assert_eq(chown(b, 0, 4500), 0);
+    set_acl(b, "u::rwx,g::r-x,o::r-x");
+    expect_access(manifest, 0, 4321, 0750);
+    set_acl(b, "u::rwx,g::r-x,g:4400:---,m::r-x,o::r-x");
+    expect_access(manifest, 0, 0, 0700);
+}
