@@ -24,7 +24,7 @@
  * SQLite (packed gs.Reservation rows) and answered once stored. MAINT only marks its nodes
  * as in maintenance while it is active (sched_resv_node_maint, for the node views).
  * REPLACE_DOWN swaps, each tick, a node that is down or drained for an idle one that fits
- * (replace_down). An
+ * (replace_down); REPLACE, from its start, a node a running job holds as well. An
  * update's Users+= / Users-= (and Accounts, Flags) edit the stored lists here, so two
  * operators' edits compose. Loop thread only.
  */
@@ -53,9 +53,10 @@
 #define FLAG_FLEX GS__RESERVATION_FLAG__RESERVATION_FLAG_FLEX
 #define FLAG_MAGNETIC GS__RESERVATION_FLAG__RESERVATION_FLAG_MAGNETIC
 #define FLAG_REPLACE_DOWN GS__RESERVATION_FLAG__RESERVATION_FLAG_REPLACE_DOWN
+#define FLAG_REPLACE GS__RESERVATION_FLAG__RESERVATION_FLAG_REPLACE
 #define KNOWN_FLAGS                                                                                \
     (RECUR_FLAGS | FLAG_MAINT | FLAG_IGNORE_JOBS | FLAG_OVERLAP | FLAG_PURGE_COMP | FLAG_FLEX |    \
-     FLAG_MAGNETIC | FLAG_REPLACE_DOWN)
+     FLAG_MAGNETIC | FLAG_REPLACE_DOWN | FLAG_REPLACE)
 /* PURGE_COMP without a time: Slurm's 5 minutes. */
 #define PURGE_DEFAULT_S 300
 /* A pair of reservations may hold a node at the same time when either has one of these. */
@@ -838,7 +839,9 @@ static const char *flag_names(uint32_t flags, char *out, size_t size)
     if ((flags & FLAG_MAGNETIC) != 0 && len < size)
         len += (size_t)snprintf(out + len, size - len, "%sMAGNETIC", len > 0 ? "," : "");
     if ((flags & FLAG_REPLACE_DOWN) != 0 && len < size)
-        snprintf(out + len, size - len, "%sREPLACE_DOWN", len > 0 ? "," : "");
+        len += (size_t)snprintf(out + len, size - len, "%sREPLACE_DOWN", len > 0 ? "," : "");
+    if ((flags & FLAG_REPLACE) != 0 && len < size)
+        snprintf(out + len, size - len, "%sREPLACE", len > 0 ? "," : "");
     return out[0] != '\0' ? out : "none";
 }
 
@@ -1248,21 +1251,53 @@ static int replacement(struct sched_ctx *s, const struct resv *r, size_t k, stru
 }
 
 /*
+ * Whether a running job holds node name where r keeps it: anywhere on it, or for a GPU
+ * reservation, on the GPUs r keeps there (Flags=REPLACE).
+ */
+static bool node_held(struct sched_ctx *s, const struct resv *r, const char *name)
+{
+    const struct sched_node *n = sched_node_find(s, name);
+    uint64_t kept;
+
+    if (n == NULL || sched_cluster_node_jobs(s->cluster, n->index) == 0)
+        return false;
+    if (r->gpus == 0)
+        return true;
+    kept = gpus_choose(s, r, n, NULL);
+    for (size_t i = s->plan_from; i < sched_jobs_count(s->jobs); i++) {
+        const struct sched_job *job = sched_jobs_at(s->jobs, i);
+
+        for (uint32_t a = 0; job->state == SCHED_JOB_RUNNING && a < job->alloc.nnodes; a++) {
+            if (job->alloc.nodes[a].node == n->index && (job->alloc.nodes[a].gpus & kept) != 0)
+                return true;
+        }
+    }
+    return false;
+}
+
+/*
  * Flags=REPLACE_DOWN (Slurm's): while r has not ended, each of its nodes that is down,
  * drained or gone from the registry is replaced by an idle node (replacement), stored as
- * an update and logged. A node without a replacement stays, and is tried again next tick,
- * as is one the new list's order moved before k.
+ * an update and logged. Flags=REPLACE: from r's start, each node a running job holds too
+ * (node_held), so that r keeps a pool of idle nodes for its pending jobs; the job runs on
+ * where it is, outside r. A node without a replacement stays, and is tried again next
+ * tick, as is one the new list's order moved before k.
  */
 static void replace_down(struct sched_ctx *s, struct sched_change **ch, struct resv *r,
                          uint64_t now)
 {
+    bool held_too = (r->flags & FLAG_REPLACE) != 0 && now >= r->start_ms;
+    const char *flag = (r->flags & FLAG_REPLACE) != 0 ? "REPLACE" : "REPLACE_DOWN";
+
     for (size_t k = 0; k < r->nnode_names; k++) {
         struct resv_op *op = NULL;
         struct resv copy = {0};
         const char *by = NULL;
         char old[64], detail[280];
+        bool fit = node_fit(s, r->node_names[k]);
 
-        if (node_fit(s, r->node_names[k]) || replacement(s, r, k, &copy, &by) < 0)
+        if ((fit && !(held_too && node_held(s, r, r->node_names[k]))) ||
+            replacement(s, r, k, &copy, &by) < 0)
             continue;
         if (*ch == NULL && (*ch = sched_change_new(s)) == NULL) {
             resv_release(&copy);
@@ -1276,14 +1311,13 @@ static void replace_down(struct sched_ctx *s, struct sched_change **ch, struct r
         copy.busy_ms = r->busy_ms;
         resv_release(r);
         *r = copy;
-        snprintf(detail, sizeof(detail),
-                 "reservation %s: node %s is down or drained, replaced by %.64s (REPLACE_DOWN)",
-                 r->name, old, by);
+        snprintf(detail, sizeof(detail), "reservation %s: node %s is %s, replaced by %.64s (%s)",
+                 r->name, old, fit ? "held by a job" : "down or drained", by, flag);
         sched_change_event(*ch, now, 0, old, "RESERVATION", detail);
         GS_LOG(GS_LOG_INFO,
-               "reservation=%s node=%s replaced_by=%s nodes=%s reservation node down or "
-               "drained, replaced (REPLACE_DOWN)",
-               r->name, old, by, r->nodes);
+               "reservation=%s node=%s replaced_by=%s nodes=%s reservation node %s, replaced "
+               "(%s)",
+               r->name, old, by, r->nodes, fit ? "held by a job" : "down or drained", flag);
         s->resvs->dirty = true;
         sched_engine_wake(s);
     }
@@ -1300,7 +1334,7 @@ void sched_resv_tick(struct sched_ctx *s)
         bool ended = r->end_ms != 0 && r->end_ms <= now;
         char detail[160];
 
-        if (!ended && (r->flags & FLAG_REPLACE_DOWN) != 0)
+        if (!ended && (r->flags & (FLAG_REPLACE_DOWN | FLAG_REPLACE)) != 0)
             replace_down(s, &ch, r, now);
         if (!ended && !idle_past(s, r, now)) {
             i++;

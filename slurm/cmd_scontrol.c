@@ -773,7 +773,7 @@ static void usage(FILE *f)
           "  create reservation [ReservationName=NAME] StartTime=TIME EndTime=TIME|Duration=TIME\n"
           "                     Nodes=LIST Users=a,b|Accounts=x,y [TRES=gres/gpu=N]\n"
           "                     [Flags=DAILY|...,MAINT,IGNORE_JOBS,OVERLAP,FLEX,MAGNETIC,\n"
-          "                      REPLACE_DOWN,PURGE_COMP[=T]]\n"
+          "                      REPLACE_DOWN,REPLACE,PURGE_COMP[=T]]\n"
           "  update ReservationName=NAME [StartTime=TIME] [EndTime=TIME|Duration=TIME] "
           "[Nodes=LIST]\n"
           "                     [Users=a,b] [Accounts=x,y] [TRES=gres/gpu=N] [Flags=F]\n"

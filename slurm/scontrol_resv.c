@@ -76,6 +76,7 @@ static const struct {
     {"FLEX", GS__RESERVATION_FLAG__RESERVATION_FLAG_FLEX},
     {"MAGNETIC", GS__RESERVATION_FLAG__RESERVATION_FLAG_MAGNETIC},
     {"REPLACE_DOWN", GS__RESERVATION_FLAG__RESERVATION_FLAG_REPLACE_DOWN},
+    {"REPLACE", GS__RESERVATION_FLAG__RESERVATION_FLAG_REPLACE},
 };
 
 /* Writes why and returns -EINVAL. */
@@ -445,7 +446,7 @@ static int flag_bits(const char *label, const char *text, bool signs, uint32_t *
             rc = fail(why, size,
                       "%s%s: flag %s%s%s is not supported (gsched takes HOURLY, DAILY, WEEKDAY, "
                       "WEEKEND, WEEKLY, MAINT, IGNORE_JOBS, OVERLAP, PURGE_COMP[=TIME], FLEX, "
-                      "MAGNETIC and REPLACE_DOWN)",
+                      "MAGNETIC, REPLACE_DOWN and REPLACE)",
                       label, text, v[i], eq != NULL ? "=" : "", eq != NULL ? eq + 1 : "");
         else if (eq != NULL)
             rc = purge_time(label, text, eq + 1, purge_s, why, size);

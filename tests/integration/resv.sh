@@ -18,7 +18,9 @@
 # time limit not cut to the reservation's end; a job in none still keeps off node2.
 # MAGNETIC: a job naming no reservation runs on the reservation's node2 while it lets its
 # user in, and on node1 (first by rank) once it is gone. REPLACE_DOWN: draining node2 moves
-# such a reservation to the idle node1 within seconds; one without the flag stays.
+# such a reservation to the idle node1 within seconds; one without the flag stays. REPLACE:
+# a reservation's node its running job holds moves it to the idle one, where its next job
+# runs while the first goes on.
 name="integration_resv"
 . "$(dirname "$0")/lib.sh"
 
@@ -232,6 +234,24 @@ grep -q "reservation=rd node=node2 replaced_by=node1 .*(REPLACE_DOWN)" "$state/g
   fail "no replacement line in gschedd.log"
 scontrol update NodeName=node2 State=RESUME || fail "resume node2"
 scontrol delete ReservationName=rd && scontrol delete ReservationName=stay || fail "delete rd, stay"
+
+# --- REPLACE: a node its job holds is swapped for an idle one, a pool for the next job --------
+scontrol create reservation ReservationName=pool StartTime=now Duration=60 Nodes=node2 \
+  Users=root Flags=REPLACE > /dev/null || fail "Flags=REPLACE refused"
+first=$(sbatch --reservation=pool -t 10 --wrap="sleep 300") || exit 1
+wait_for "the first job in pool to run" 15 is "$first" 'j["state"] == "RUNNING"'
+expect "$first" 'j["allocation"][0]["node_name"] == "node2"' "the first job on pool's node2"
+wait_for "pool to move to the idle node1" 15 eval 'scontrol show reservation pool | grep -q " Nodes=node1 "'
+grep -q "reservation=pool node=node2 replaced_by=node1 .*held by a job, replaced (REPLACE)" \
+  "$state/gschedd.log" || fail "no REPLACE line in gschedd.log"
+second=$(sbatch --reservation=pool -t 10 --wrap="sleep 300") || exit 1
+wait_for "the second job in pool to run" 15 is "$second" 'j["state"] == "RUNNING"'
+expect "$second" 'j["allocation"][0]["node_name"] == "node1"' "the second job on pool's new node1"
+expect "$first" 'j["state"] == "RUNNING"' "the first job to run on outside pool"
+case $(scontrol show reservation pool) in *" Nodes=node1 "*" Flags=REPLACE "*) ;;
+  *) fail "pool with no idle node left: $(scontrol show reservation pool)" ;; esac
+"$bin/gsched" cancel "$first" "$second" > /dev/null || fail "cancel the pool's jobs"
+scontrol delete ReservationName=pool || fail "delete pool"
 check_logs
 stop_cluster
 echo "$name: passed"

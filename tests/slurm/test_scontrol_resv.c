@@ -325,9 +325,9 @@ Test(scontrol_resv, reads_recurrence_flags)
     cr_assert_eq(r.resv.flags, 0);
     scontrol_resv_release(&r);
     cr_assert_eq(PARSE(&r, CREATE, "StartTime=now", "Duration=60", "Nodes=n1", "Users=alice",
-                       "Flags=DAILY,REPLACE"),
+                       "Flags=DAILY,ANY_NODES"),
                  -EINVAL);
-    cr_assert(strstr(why, "flag REPLACE is not supported") != NULL, "%s", why);
+    cr_assert(strstr(why, "flag ANY_NODES is not supported") != NULL, "%s", why);
 }
 
 /* PURGE_COMP[=TIME]: Slurm's times; without one gschedd's default; only it takes a value. */
@@ -373,16 +373,18 @@ Test(scontrol_resv, reads_maint_and_ignore_jobs)
     struct gs_buf out = GS_BUF_INIT;
 
     cr_assert_eq(PARSE(&r, CREATE, "StartTime=now", "Duration=120", "Nodes=n[1-2]", "Users=root",
-                       "flags=maint,ignore_jobs,flex,magnetic,replace_down"),
+                       "flags=maint,ignore_jobs,flex,magnetic,replace_down,replace"),
                  0, "%s", why);
     cr_assert_eq(r.resv.flags, GS__RESERVATION_FLAG__RESERVATION_FLAG_MAINT |
                                    GS__RESERVATION_FLAG__RESERVATION_FLAG_IGNORE_JOBS |
                                    GS__RESERVATION_FLAG__RESERVATION_FLAG_FLEX |
                                    GS__RESERVATION_FLAG__RESERVATION_FLAG_MAGNETIC |
-                                   GS__RESERVATION_FLAG__RESERVATION_FLAG_REPLACE_DOWN);
+                                   GS__RESERVATION_FLAG__RESERVATION_FLAG_REPLACE_DOWN |
+                                   GS__RESERVATION_FLAG__RESERVATION_FLAG_REPLACE);
     r.resv.name = "m";
     cr_assert_eq(scontrol_resv_record(&out, &r.resv, true), 0);
-    cr_assert(strstr(out.data, " Flags=MAINT,IGNORE_JOBS,FLEX,MAGNETIC,REPLACE_DOWN ") != NULL,
+    cr_assert(strstr(out.data, " Flags=MAINT,IGNORE_JOBS,FLEX,MAGNETIC,REPLACE_DOWN,REPLACE ") !=
+                  NULL,
               "%s", out.data);
     gs_buf_release(&out);
     scontrol_resv_release(&r);
