@@ -77,6 +77,10 @@ static const char usage_more[] =
     "  salloc [SBATCH OPTIONS] [COMMAND [ARGS]]\n"
     "                            an allocation; COMMAND (default $SHELL) runs here in it, srun\n"
     "                            there runs steps on its nodes (srun outside a job: the same)\n"
+    "  sreport [-t FORMAT] [-T cpu,gres/gpu] [-n] [-p|-P] [--json] cluster utilization\n"
+    "          [start=TIME] [end=TIME]\n"
+    "                            Slurm's cluster utilization report: cores (-T: GPUs)\n"
+    "                            allocated, down and idle over a window (default yesterday)\n"
     "  scontrol create|update|delete reservation KEY=VALUE... / sinfo -T\n"
     "                            advance reservations of nodes (root; docs/policy.md)\n"
     "  data ls [-w NODES] [--json] / data stat DATASET|DIR [-w NODES] [--json]\n"
@@ -124,7 +128,7 @@ static const struct command slurm_commands[] = {
     {"sacct", cli_cmd_sacct},       {"scancel", cli_cmd_scancel},   {"sbatch", cli_cmd_sbatch},
     {"srun", cli_cmd_srun},         {"seff", cli_cmd_seff},         {"sprio", cli_cmd_sprio},
     {"sshare", cli_cmd_sshare},     {"simulate", cli_cmd_simulate}, {"salloc", cli_cmd_salloc},
-    {"sstat", cli_cmd_sstat},
+    {"sstat", cli_cmd_sstat},       {"sreport", cli_cmd_sreport},
 };
 
 static const struct command *slurm_command(const char *argv0)

@@ -486,6 +486,9 @@ void sched_cli_dispatch(struct sched_cli *c, const Gs__Envelope *env)
     case GS__ENVELOPE__BODY_SHARE_REQUEST:
         sched_policy_share(c, env->request_id);
         break;
+    case GS__ENVELOPE__BODY_REPORT_REQUEST:
+        sched_report_request(c, env->request_id, env->report_request);
+        break;
     case GS__ENVELOPE__BODY_NODE_UPDATE_REQUEST:
         sched_node_update(c, env->request_id, env->node_update_request);
         break;

@@ -288,6 +288,8 @@ int sched_policy_qos_change(struct sched_ctx *s, uint32_t uid, const char *user,
                             const struct gs_jobspec *trial, char *why, size_t size);
 /* A ShareRequest: the fair-share tree (sshare). */
 void sched_policy_share(struct sched_cli *c, uint64_t request_id);
+/* sreport cluster utilization (sched_report.c): answered once the store has been read. */
+void sched_report_request(struct sched_cli *c, uint64_t request_id, const Gs__ReportRequest *req);
 
 /* sched_resv.c: advance reservations (scontrol create/update/delete/show reservation) */
 struct sched_resvs;
@@ -564,6 +566,9 @@ void sched_change_clear_tasks(struct sched_change *ch, uint64_t job_id);
 void sched_change_event(struct sched_change *ch, uint64_t at_ms, uint64_t job_id, const char *node,
                         const char *kind, const char *detail);
 void sched_change_node(struct sched_change *ch, const struct sched_node *n);
+/* A node became schedulable (up) or stopped being so, with its size: sreport's history. */
+void sched_change_node_state(struct sched_change *ch, uint64_t at_ms, const char *node, bool up,
+                             uint32_t cores, uint32_t gpus);
 /* A fair-share association's usage as of at_ms. */
 void sched_change_usage(struct sched_change *ch, const char *account, const char *user,
                         double usage, uint64_t at_ms);

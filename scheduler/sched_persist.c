@@ -67,6 +67,20 @@ struct ch_resv {
     size_t len;
 };
 
+/* History for sreport: an attempt's allocation on a node (end_ms 0: it opens), or the
+ * end of a job's open ones (node NULL); a node's availability. */
+struct ch_alloc {
+    struct sched_alloc_row row;
+    char *node;
+};
+
+struct ch_node_state {
+    uint64_t at_ms;
+    char *node;
+    bool up;
+    uint32_t cores, gpus;
+};
+
 struct sched_change {
     int rc;
     struct ch_resv *resv;
@@ -85,6 +99,10 @@ struct sched_change {
     size_t nnodes;
     struct ch_step *steps;
     size_t nsteps;
+    struct ch_alloc *allocs;
+    size_t nallocs;
+    struct ch_node_state *states;
+    size_t nstates;
     struct sched_ctx *s;
     sched_change_fn then;
     void *arg;
@@ -164,6 +182,12 @@ static void change_free(struct sched_change *ch)
         free(ch->steps[i].max_rss_node);
     }
     free(ch->steps);
+    for (size_t i = 0; i < ch->nallocs; i++)
+        free(ch->allocs[i].node);
+    free(ch->allocs);
+    for (size_t i = 0; i < ch->nstates; i++)
+        free(ch->states[i].node);
+    free(ch->states);
     free(ch->jobs);
     free(ch->tasks);
     free(ch->clears);
@@ -213,6 +237,53 @@ static int pack_alloc(struct sched_ctx *s, const struct sched_job *job, uint8_t 
     return *ret != NULL ? 0 : -ENOMEM;
 }
 
+/*
+ * A running job's attempt opens a row per node of its allocation (again at every write:
+ * the store keeps the first); a job written in any other state after it has run closes
+ * its open rows, at its end or, requeued, now.
+ */
+static void stage_allocs(struct sched_change *ch, const struct sched_job *job)
+{
+    struct ch_alloc *a;
+
+    if (job->state != SCHED_JOB_RUNNING) {
+        if (job->attempt == 0 ||
+            (a = grow(ch, (void **)&ch->allocs, &ch->nallocs, sizeof(*a))) == NULL)
+            return;
+        a->row.job_id = job->id;
+        a->row.end_ms =
+            sched_job_finished(job) && job->end_ms != 0 ? job->end_ms : gs_clock_wall_ms();
+        return;
+    }
+    for (uint32_t i = 0; i < job->alloc.nnodes; i++) {
+        const struct sched_node_alloc *na = &job->alloc.nodes[i];
+        uint32_t cores = 0;
+
+        if ((a = grow(ch, (void **)&ch->allocs, &ch->nallocs, sizeof(*a))) == NULL)
+            return;
+        for (size_t w = 0; w < SCHED_MAX_CORES / 64; w++)
+            cores += (uint32_t)__builtin_popcountll(na->cores[w]);
+        a->node = dup_or_fail(ch, sched_cluster_node_name(ch->s->cluster, na->node));
+        a->row = (struct sched_alloc_row){job->id,
+                                          job->attempt,
+                                          a->node,
+                                          cores,
+                                          (uint32_t)__builtin_popcountll(na->gpus),
+                                          job->start_ms,
+                                          0};
+    }
+}
+
+void sched_change_node_state(struct sched_change *ch, uint64_t at_ms, const char *node, bool up,
+                             uint32_t cores, uint32_t gpus)
+{
+    struct ch_node_state *n = grow(ch, (void **)&ch->states, &ch->nstates, sizeof(*n));
+
+    if (n == NULL)
+        return;
+    *n = (struct ch_node_state){at_ms, dup_or_fail(ch, node), up, cores, gpus};
+}
+
 void sched_change_job(struct sched_change *ch, const struct sched_job *job)
 {
     struct ch_job *cj = grow(ch, (void **)&ch->jobs, &ch->njobs, sizeof(*cj));
@@ -253,6 +324,7 @@ void sched_change_job(struct sched_change *ch, const struct sched_job *job)
     r->alloc = cj->alloc;
     r->usage = cj->usage;
     r->submit_key = cj->submit_key;
+    stage_allocs(ch, job);
 }
 
 /* A task's row state: RUNNING until it ends, then what its end means for the job. */
@@ -429,6 +501,15 @@ static int apply_change(struct sched_store *store, void *data)
         const struct ch_resv *r = &ch->resv[i];
         rc = r->spec != NULL ? sched_store_put_resv(store, r->name, r->spec, r->len)
                              : sched_store_delete_resv(store, r->name);
+    }
+    for (size_t i = 0; rc == 0 && i < ch->nallocs; i++) {
+        const struct sched_alloc_row *a = &ch->allocs[i].row;
+        rc = a->node != NULL ? sched_store_put_alloc(store, a)
+                             : sched_store_end_allocs(store, a->job_id, a->end_ms);
+    }
+    for (size_t i = 0; rc == 0 && i < ch->nstates; i++) {
+        const struct ch_node_state *n = &ch->states[i];
+        rc = sched_store_put_node_state(store, n->at_ms, n->node, n->up, n->cores, n->gpus);
     }
     return rc;
 }

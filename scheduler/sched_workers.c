@@ -166,15 +166,26 @@ bool sched_node_send(struct sched_node *n, Gs__Envelope *env)
     return n->conn != NULL && gs_proto_conn_send(n->conn, env) == 0;
 }
 
+/*
+ * The cluster takes the node for placement exactly while it is up, connected and not
+ * drained. Each change is stored with the node's size (sreport's history of what was up);
+ * out of memory costs that row, not the change.
+ */
 void sched_node_update_schedulable(struct sched_ctx *s, struct sched_node *n)
 {
     bool ok = n->up && n->conn != NULL && !n->drain;
+    struct sched_change *ch;
 
-    if (ok != sched_cluster_is_up(s->cluster, n->index)) {
-        sched_cluster_set_up(s->cluster, n->index, ok);
-        if (ok)
-            sched_engine_wake(s);
+    if (ok == sched_cluster_is_up(s->cluster, n->index))
+        return;
+    sched_cluster_set_up(s->cluster, n->index, ok);
+    if ((ch = sched_change_new(s)) != NULL) {
+        sched_change_node_state(ch, gs_clock_wall_ms(), n->name, ok, n->topology->cores,
+                                (uint32_t)n->topology->n_gpus);
+        sched_change_commit(s, ch, NULL, NULL);
     }
+    if (ok)
+        sched_engine_wake(s);
 }
 
 /* Whether a re-registering node's resources are what the cluster accounts for. */

@@ -43,6 +43,11 @@ enum stmt_id {
     ST_PUT_STEP,
     ST_LOAD_STEPS_RANGE,
     ST_END_RUNNING_STEPS,
+    ST_PUT_NODE_STATE,
+    ST_PUT_ALLOC,
+    ST_END_ALLOCS,
+    ST_LOAD_NODE_STATES,
+    ST_LOAD_ALLOCS,
     ST_COUNT,
 };
 
@@ -109,6 +114,15 @@ static const char *const stmt_sql[ST_COUNT] = {
                             "ORDER BY job_id, step",
     [ST_END_RUNNING_STEPS] = "UPDATE steps SET state = ?1, end_ms = ?2 WHERE state = 2 AND "
                              "step > 0",
+    [ST_PUT_NODE_STATE] = "INSERT INTO node_history (at_ms, node, up, cores, gpus) VALUES (?1, "
+                          "?2, ?3, ?4, ?5)",
+    [ST_PUT_ALLOC] = "INSERT OR IGNORE INTO allocations (job_id, attempt, node, cores, gpus, "
+                     "start_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    [ST_END_ALLOCS] = "UPDATE allocations SET end_ms = ?2 WHERE job_id = ?1 AND end_ms IS NULL",
+    [ST_LOAD_NODE_STATES] = "SELECT at_ms, node, up, cores, gpus FROM node_history WHERE at_ms < "
+                            "?1 ORDER BY node, at_ms, id",
+    [ST_LOAD_ALLOCS] = "SELECT node, cores, gpus, start_ms, end_ms FROM allocations WHERE "
+                       "start_ms < ?2 AND (end_ms IS NULL OR end_ms > ?1) ORDER BY node",
 };
 
 #define USAGE_SQL                                                                                  \
@@ -119,7 +133,13 @@ static const char *const stmt_sql[ST_COUNT] = {
     "  attempt INTEGER, name TEXT, nodelist TEXT, nnodes INTEGER, ntasks INTEGER, "                \
     "  state INTEGER NOT NULL, exit_code INTEGER, signaled INTEGER, term_signal INTEGER, "         \
     "  start_ms INTEGER, end_ms INTEGER, max_rss_kib INTEGER, max_rss_node TEXT, "                 \
-    "  max_rss_task INTEGER, cpu_ms INTEGER, PRIMARY KEY (job_id, step));"
+    "  max_rss_task INTEGER, cpu_ms INTEGER, PRIMARY KEY (job_id, step));"                         \
+    "CREATE TABLE IF NOT EXISTS node_history (id INTEGER PRIMARY KEY, at_ms INTEGER NOT NULL, "    \
+    "  node TEXT NOT NULL, up INTEGER NOT NULL, cores INTEGER, gpus INTEGER);"                     \
+    "CREATE TABLE IF NOT EXISTS allocations (job_id INTEGER NOT NULL, attempt INTEGER NOT NULL, "  \
+    "  node TEXT NOT NULL, cores INTEGER, gpus INTEGER, start_ms INTEGER NOT NULL, "               \
+    "  end_ms INTEGER, PRIMARY KEY (job_id, attempt, node));"                                      \
+    "CREATE INDEX IF NOT EXISTS allocations_end ON allocations (end_ms);"
 
 static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);"
@@ -140,7 +160,7 @@ static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY, at_ms INTEGER, "
     "  job_id INTEGER, node TEXT, kind TEXT NOT NULL, detail TEXT);"
     "CREATE INDEX IF NOT EXISTS events_job ON events (job_id);" USAGE_SQL
-    "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '6');";
+    "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '7');";
 
 struct sched_store {
     sqlite3 *db;
@@ -220,6 +240,10 @@ static int check_version(struct sched_store *s, struct gs_error *err)
     if (version == 5 &&
         migrate(s, "UPDATE meta SET value = '6' WHERE key = 'schema_version';") == 0)
         version = 6;
+    /* Version 6 had no node_history and allocations tables (made above too). */
+    if (version == 6 &&
+        migrate(s, "UPDATE meta SET value = '7' WHERE key = 'schema_version';") == 0)
+        version = 7;
     if (version != SCHED_STORE_SCHEMA_VERSION)
         return gs_error_set(err, -EPROTO, 0, 0,
                             "state database has schema version %d, this "
@@ -516,6 +540,9 @@ typedef int (*event_fn)(uint64_t at_ms, uint64_t job_id, const char *node, const
                         const char *detail, void *data);
 typedef int (*resv_fn)(const char *name, const void *spec, size_t len, void *data);
 typedef int (*step_fn)(const struct sched_step_row *row, void *data);
+typedef int (*node_state_fn)(uint64_t at_ms, const char *node, bool up, uint32_t cores,
+                             uint32_t gpus, void *data);
+typedef int (*alloc_fn)(const struct sched_alloc_row *row, void *data);
 
 /* Function pointers travel through walk() wrapped in a struct: C has no void * for them. */
 struct fn_box {
@@ -526,6 +553,8 @@ struct fn_box {
     usage_fn usage;
     resv_fn resv;
     step_fn step;
+    node_state_fn node_state;
+    alloc_fn alloc;
 };
 
 static int visit_job(sqlite3_stmt *st, void *fn, void *data)
@@ -782,4 +811,78 @@ int sched_store_end_running_steps(struct sched_store *store, int state, uint64_t
     sqlite3_bind_int(store->stmt[ST_END_RUNNING_STEPS], 1, state);
     sqlite3_bind_int64(store->stmt[ST_END_RUNNING_STEPS], 2, id_bound(end_ms));
     return run(store, ST_END_RUNNING_STEPS);
+}
+
+/* ---- history for sreport: node availability and job allocations ---- */
+
+int sched_store_put_node_state(struct sched_store *store, uint64_t at_ms, const char *node, bool up,
+                               uint32_t cores, uint32_t gpus)
+{
+    sqlite3_stmt *st = store->stmt[ST_PUT_NODE_STATE];
+
+    sqlite3_bind_int64(st, 1, id_bound(at_ms));
+    bind_text(st, 2, node);
+    sqlite3_bind_int(st, 3, up);
+    sqlite3_bind_int64(st, 4, cores);
+    sqlite3_bind_int64(st, 5, gpus);
+    return run(store, ST_PUT_NODE_STATE);
+}
+
+int sched_store_put_alloc(struct sched_store *store, const struct sched_alloc_row *row)
+{
+    sqlite3_stmt *st = store->stmt[ST_PUT_ALLOC];
+
+    sqlite3_bind_int64(st, 1, id_bound(row->job_id));
+    sqlite3_bind_int64(st, 2, row->attempt);
+    bind_text(st, 3, row->node);
+    sqlite3_bind_int64(st, 4, row->cores);
+    sqlite3_bind_int64(st, 5, row->gpus);
+    sqlite3_bind_int64(st, 6, id_bound(row->start_ms));
+    return run(store, ST_PUT_ALLOC);
+}
+
+int sched_store_end_allocs(struct sched_store *store, uint64_t job_id, uint64_t end_ms)
+{
+    sqlite3_stmt *st = store->stmt[ST_END_ALLOCS];
+
+    sqlite3_bind_int64(st, 1, id_bound(job_id));
+    sqlite3_bind_int64(st, 2, id_bound(end_ms));
+    return run(store, ST_END_ALLOCS);
+}
+
+static int visit_node_state(sqlite3_stmt *st, void *fn, void *data)
+{
+    return ((struct fn_box *)fn)
+        ->node_state(col_u64(st, 0), col_text(st, 1), sqlite3_column_int(st, 2) != 0,
+                     (uint32_t)col_u64(st, 3), (uint32_t)col_u64(st, 4), data);
+}
+
+int sched_store_load_node_states(struct sched_store *store, uint64_t before_ms, node_state_fn fn,
+                                 void *data)
+{
+    struct fn_box box = {.node_state = fn};
+
+    sqlite3_bind_int64(store->stmt[ST_LOAD_NODE_STATES], 1, id_bound(before_ms));
+    return walk(store, ST_LOAD_NODE_STATES, visit_node_state, &box, data);
+}
+
+static int visit_alloc(sqlite3_stmt *st, void *fn, void *data)
+{
+    struct sched_alloc_row r = {.node = col_text(st, 0),
+                                .cores = (uint32_t)col_u64(st, 1),
+                                .gpus = (uint32_t)col_u64(st, 2),
+                                .start_ms = col_u64(st, 3),
+                                .end_ms = col_u64(st, 4)};
+
+    return ((struct fn_box *)fn)->alloc(&r, data);
+}
+
+int sched_store_load_allocs(struct sched_store *store, uint64_t from_ms, uint64_t to_ms,
+                            alloc_fn fn, void *data)
+{
+    struct fn_box box = {.alloc = fn};
+
+    sqlite3_bind_int64(store->stmt[ST_LOAD_ALLOCS], 1, id_bound(from_ms));
+    sqlite3_bind_int64(store->stmt[ST_LOAD_ALLOCS], 2, id_bound(to_ms));
+    return walk(store, ST_LOAD_ALLOCS, visit_alloc, &box, data);
 }

@@ -9,9 +9,10 @@
  * queries. It is driven from one thread at a time, in practice the journal's writer thread
  * (scheduler/journal.h), which batches many changes into one transaction.
  *
- * Schema (version 6; older databases gain what they miss when opened: version 1
+ * Schema (version 7; older databases gain what they miss when opened: version 1
  * jobs.usage and jobs.submit_key, version 2 nodes.drain_reason, version 3 the usage table,
- * version 4 the reservations table, version 5 the steps table):
+ * version 4 the reservations table, version 5 the steps table, version 6 node_history and
+ * allocations):
  *   meta(key TEXT PRIMARY KEY, value TEXT)                      -- schema_version, ...
  *   jobs(id INTEGER PRIMARY KEY, name, uid, gid, user, priority, state, reason, held,
  *        submit_ms, start_ms, end_ms, exit_code, signaled, term_signal, restarts, attempt,
@@ -30,8 +31,13 @@
  *         max_rss_task, cpu_ms, PRIMARY KEY (job_id, step))
  *                                   -- sacct's step rows: step is TaskRef.step (0 the batch
  *                                   -- shell, s >= 1 srun step s - 1), of attempt's run only
+ *   node_history(id INTEGER PRIMARY KEY, at_ms, node, up, cores, gpus)
+ *                                   -- sreport: a node became schedulable (up = 1) or not
+ *   allocations(job_id, attempt, node, cores, gpus, start_ms, end_ms,
+ *               PRIMARY KEY (job_id, attempt, node))  -- sreport: end_ms NULL while held
  * Indexes: jobs(state), jobs(end_ms) (made when missing at every open, no new version: the
- * start-up load and sacct's reads of forgotten jobs go by the end time), events(job_id).
+ * start-up load and sacct's reads of forgotten jobs go by the end time), events(job_id),
+ * allocations(end_ms).
  *
  * Finished jobs leave gschedd's memory after scheduler.min_job_age but keep their rows: the
  * reads below (by id range, the most recent finished ones matching a filter) answer for
@@ -47,7 +53,7 @@
 
 #include "common/error.h"
 
-#define SCHED_STORE_SCHEMA_VERSION 6
+#define SCHED_STORE_SCHEMA_VERSION 7
 
 /* One row of jobs; strings and blobs are borrowed (by the store on write, by the callback on
  * load: valid only during the callback). */
@@ -203,6 +209,34 @@ int sched_store_load_usage(struct sched_store *store,
                            int (*fn)(const char *account, const char *user, double usage,
                                      uint64_t at_ms, void *data),
                            void *data);
+
+/*
+ * History for sreport (scheduler/report.h). A node's availability: a row each time it
+ * becomes schedulable (up) or stops being so (down, drained, lost), with its size then.
+ * A job's allocation: a row per attempt and node, from its start (end_ms 0 while open).
+ */
+struct sched_alloc_row {
+    uint64_t job_id; /* 0 when loaded */
+    uint32_t attempt;
+    const char *node; /* borrowed */
+    uint32_t cores, gpus;
+    uint64_t start_ms, end_ms;
+};
+
+int sched_store_put_node_state(struct sched_store *store, uint64_t at_ms, const char *node, bool up,
+                               uint32_t cores, uint32_t gpus);
+/* Once per (job, attempt, node): a row already there stays as it is. */
+int sched_store_put_alloc(struct sched_store *store, const struct sched_alloc_row *row);
+/* Closes the job's open allocation rows at end_ms. */
+int sched_store_end_allocs(struct sched_store *store, uint64_t job_id, uint64_t end_ms);
+/* Every node state row before before_ms, by node, oldest first. */
+int sched_store_load_node_states(struct sched_store *store, uint64_t before_ms,
+                                 int (*fn)(uint64_t at_ms, const char *node, bool up,
+                                           uint32_t cores, uint32_t gpus, void *data),
+                                 void *data);
+/* Allocation rows that overlap [from_ms, to_ms) (open ones included), by node. */
+int sched_store_load_allocs(struct sched_store *store, uint64_t from_ms, uint64_t to_ms,
+                            int (*fn)(const struct sched_alloc_row *row, void *data), void *data);
 
 /* Advance reservations (scontrol create reservation): spec is a packed gs.Reservation. */
 int sched_store_put_resv(struct sched_store *store, const char *name, const void *spec, size_t len);

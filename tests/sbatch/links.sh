@@ -14,7 +14,7 @@ PATH=$bin:$PATH "$src/deploy/install-slurm-links.sh" "$tmp/links" > "$tmp/out" 2
   fail "install-slurm-links.sh failed: $(cat "$tmp/out")"
 grep -q 'squeue exists and is not gsched' "$tmp/out" || fail "no word about squeue: $(cat "$tmp/out")"
 [ ! -L "$tmp/links/squeue" ] || fail "a foreign squeue was replaced"
-for cmd in sbatch srun scancel sinfo scontrol sacct sstat seff sprio sshare; do
+for cmd in sbatch srun scancel sinfo scontrol sacct sstat seff sprio sshare sreport; do
   [ "$(readlink -f "$tmp/links/$cmd")" = "$(readlink -f "$bin/gsched")" ] || fail "$cmd is not linked to gsched"
 done
 # Through the link, gsched is scontrol.
