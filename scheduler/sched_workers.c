@@ -169,7 +169,8 @@ bool sched_node_send(struct sched_node *n, Gs__Envelope *env)
 /*
  * The cluster takes the node for placement exactly while it is up, connected and not
  * drained. Each change is stored with the node's size (sreport's history of what was up);
- * out of memory costs that row, not the change.
+ * out of memory costs that row, not the change. Connections closing because gschedd is
+ * stopping are not the nodes going down (their jobs run on): no row then.
  */
 void sched_node_update_schedulable(struct sched_ctx *s, struct sched_node *n)
 {
@@ -179,7 +180,7 @@ void sched_node_update_schedulable(struct sched_ctx *s, struct sched_node *n)
     if (ok == sched_cluster_is_up(s->cluster, n->index))
         return;
     sched_cluster_set_up(s->cluster, n->index, ok);
-    if ((ch = sched_change_new(s)) != NULL) {
+    if (!s->stopping && (ch = sched_change_new(s)) != NULL) {
         sched_change_node_state(ch, gs_clock_wall_ms(), n->name, ok, n->topology->cores,
                                 (uint32_t)n->topology->n_gpus);
         sched_change_commit(s, ch, NULL, NULL);

@@ -195,9 +195,24 @@ static Gs__Envelope *job_action(struct lf_run *run, struct lf_rng *r, uint64_t r
     }
 }
 
+static uint64_t wall_ms(void)
+{
+    struct timespec now;
+
+    clock_gettime(CLOCK_REALTIME, &now);
+    return (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
+}
+
 static Gs__Envelope *query(struct lf_run *run, struct lf_rng *r, uint64_t rid)
 {
-    switch (lf_below(r, 6)) {
+    switch (lf_below(r, 7)) {
+    case 6: { /* sreport: a window around now, sometimes empty, reversed or in the future */
+        Gs__ReportRequest *req = lf_new(&gs__report_request__descriptor);
+
+        req->start_ms = wall_ms() - lf_below(r, 86400000) + (lf_chance(r, 5) ? 90000000 : 0);
+        req->end_ms = req->start_ms + lf_below(r, 172800000) - (lf_chance(r, 10) ? 1000 : 0);
+        return lf_envelope(GS__ENVELOPE__BODY_REPORT_REQUEST, req, rid);
+    }
     case 5: { /* the nodes' shard caches, as fuzzed workers reported them */
         Gs__DataRequest *req = lf_new(&gs__data_request__descriptor);
 
@@ -312,12 +327,9 @@ static Gs__Envelope *reservation(struct lf_rng *r, uint64_t rid)
     static const char *const nodes[] = {"fz1", "live0", "fz[1-2]", "nosuch"};
     Gs__ReservationRequest *req = lf_new(&gs__reservation_request__descriptor);
     Gs__Reservation *m = lf_new(&gs__reservation__descriptor);
-    struct timespec now;
-    uint64_t now_ms;
+    uint64_t now_ms = wall_ms();
     char *user = lf_strdup("root");
 
-    clock_gettime(CLOCK_REALTIME, &now);
-    now_ms = (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
     req->action = (Gs__ReservationAction)lf_below(r, 5);
     req->reservation = m;
     m->name = lf_strdup(names[lf_below(r, 3)]);
