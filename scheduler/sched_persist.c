@@ -923,6 +923,30 @@ static int make_state_dir(const char *path, const char *socket_path)
     return 0;
 }
 
+/*
+ * sreport's history: every node known from before is down from now until its worker
+ * registers again (sched_node_update_schedulable writes that row), so a node that never
+ * comes back is not counted up for good. One transaction, not an fsync per node.
+ */
+static int nodes_down_at_start(struct sched_ctx *s, struct sched_store *store)
+{
+    uint64_t now = gs_clock_wall_ms();
+    int rc = s->nnodes > 0 ? sched_store_begin(store) : 0;
+
+    for (size_t i = 0; rc == 0 && i < s->nnodes; i++) {
+        const struct sched_node *n = s->nodes[i];
+
+        rc = sched_store_put_node_state(store, now, n->name, false, n->topology->cores,
+                                        (uint32_t)n->topology->n_gpus);
+    }
+    if (s->nnodes == 0)
+        return rc;
+    if (rc == 0)
+        return sched_store_commit(store);
+    (void)sched_store_rollback(store); /* the error that made it is the one to tell */
+    return rc;
+}
+
 int sched_persist_open(struct sched_ctx *s, struct gs_error *err)
 {
     struct sched_store *store = NULL;
@@ -942,6 +966,8 @@ int sched_persist_open(struct sched_ctx *s, struct gs_error *err)
         rc = sched_store_end_running_steps(store, SCHED_JOB_CANCELLED, gs_clock_wall_ms());
     if (rc == 0)
         rc = sched_store_load_nodes(store, load_node, s);
+    if (rc == 0)
+        rc = nodes_down_at_start(s, store);
     if (rc == 0)
         rc = load_jobs(s, store);
     /* Only from the oldest job in memory on: those before are in the store alone. */
