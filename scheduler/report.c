@@ -44,9 +44,8 @@ static uint64_t overlap3(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1, uin
 }
 
 /* One node: its rows st[0..n) (sorted by time), its allocations al[0..nal). */
-static void one_node(const struct sched_report_state *st, size_t n,
-                     const struct sched_report_alloc *al, size_t nal, uint64_t start, uint64_t end,
-                     struct sched_report_usage *u)
+static void one_node(const struct sched_report_state *st, size_t n, struct sched_report_alloc *al,
+                     size_t nal, uint64_t start, uint64_t end, struct sched_report_usage *u)
 {
     uint64_t down_cpu = 0, down_gpu = 0, held_cpu = 0, held_gpu = 0;
     uint64_t known = st[0].at_ms;
@@ -62,10 +61,11 @@ static void one_node(const struct sched_report_state *st, size_t n,
         }
     }
     for (size_t k = 0; k < nal; k++) {
-        const struct sched_report_alloc *a = &al[k];
+        struct sched_report_alloc *a = &al[k];
         uint64_t a1 = a->end_ms != 0 ? a->end_ms : end;
         uint64_t from = start > known ? start : known, len = overlap(a->start_ms, a1, from, end);
 
+        a->counted = len;
         u[SCHED_REPORT_CPU].allocated += (uint64_t)a->cores * len;
         u[SCHED_REPORT_GPU].allocated += (uint64_t)a->gpus * len;
         for (size_t i = 0; i < n; i++) {
@@ -93,6 +93,8 @@ void sched_report_compute(struct sched_report_state *states, size_t nstates,
     *ret_known_since = 0;
     if (nstates > 0)
         gs_sort(states, nstates, sizeof(*states), by_node_time);
+    for (size_t i = 0; i < nallocs; i++)
+        allocs[i].counted = 0; /* those on nodes without history stay so */
     if (nallocs > 0)
         gs_sort(allocs, nallocs, sizeof(*allocs), by_node);
     for (size_t i = 0; i < nstates;) {

@@ -27,11 +27,15 @@ struct sched_report_state {
     uint32_t cores, gpus;
 };
 
-/* One attempt's allocation on one node; end_ms 0: still held. */
+/* One attempt's allocation on one node; end_ms 0: still held. counted is
+ * sched_report_compute's: the ms of it that count (in the window, while its node was
+ * known), so that callers can sum allocations by their own keys (user, account). */
 struct sched_report_alloc {
     const char *node;
     uint64_t start_ms, end_ms;
     uint32_t cores, gpus;
+    const char *user, *account; /* the caller's; not read here */
+    uint64_t counted;
 };
 
 enum { SCHED_REPORT_CPU = 0, SCHED_REPORT_GPU, SCHED_REPORT_NTRES };

@@ -71,7 +71,7 @@ struct ch_resv {
  * end of a job's open ones (node NULL); a node's availability. */
 struct ch_alloc {
     struct sched_alloc_row row;
-    char *node;
+    char *node, *user, *account;
 };
 
 struct ch_node_state {
@@ -182,8 +182,11 @@ static void change_free(struct sched_change *ch)
         free(ch->steps[i].max_rss_node);
     }
     free(ch->steps);
-    for (size_t i = 0; i < ch->nallocs; i++)
+    for (size_t i = 0; i < ch->nallocs; i++) {
         free(ch->allocs[i].node);
+        free(ch->allocs[i].user);
+        free(ch->allocs[i].account);
+    }
     free(ch->allocs);
     for (size_t i = 0; i < ch->nstates; i++)
         free(ch->states[i].node);
@@ -264,13 +267,17 @@ static void stage_allocs(struct sched_change *ch, const struct sched_job *job)
         for (size_t w = 0; w < SCHED_MAX_CORES / 64; w++)
             cores += (uint32_t)__builtin_popcountll(na->cores[w]);
         a->node = dup_or_fail(ch, sched_cluster_node_name(ch->s->cluster, na->node));
+        a->user = dup_or_fail(ch, job->user);
+        a->account = dup_or_fail(ch, job->spec->account);
         a->row = (struct sched_alloc_row){job->id,
                                           job->attempt,
                                           a->node,
                                           cores,
                                           (uint32_t)__builtin_popcountll(na->gpus),
                                           job->start_ms,
-                                          0};
+                                          0,
+                                          a->user,
+                                          a->account};
     }
 }
 

@@ -15,6 +15,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/sort.h"
 #include "scheduler/report.h"
 #include "scheduler/sched_internal.h"
 
@@ -22,6 +23,7 @@ struct report_read {
     struct sched_cli *cli;
     uint64_t request_id;
     uint64_t start_ms, end_ms;
+    bool by_user;
     struct sched_report_state *states;
     size_t nstates, cap_states;
     struct sched_report_alloc *allocs;
@@ -62,15 +64,20 @@ static int copy_alloc(const struct sched_alloc_row *row, void *data)
 {
     struct report_read *r = data;
     struct sched_report_alloc *v = grow(r->allocs, &r->cap_allocs, r->nallocs, sizeof(*v));
-    char *name;
+    char *name = NULL, *user = NULL, *account = NULL;
 
     if (v == NULL)
         return -ENOMEM;
     r->allocs = v;
-    if ((name = strdup(row->node != NULL ? row->node : "")) == NULL)
+    if ((name = strdup(row->node != NULL ? row->node : "")) == NULL ||
+        (user = strdup(row->user != NULL ? row->user : "")) == NULL ||
+        (account = strdup(row->account != NULL ? row->account : "")) == NULL) {
+        free(name);
+        free(user);
         return -ENOMEM;
-    v[r->nallocs++] =
-        (struct sched_report_alloc){name, row->start_ms, row->end_ms, row->cores, row->gpus};
+    }
+    v[r->nallocs++] = (struct sched_report_alloc){name,      row->start_ms, row->end_ms, row->cores,
+                                                  row->gpus, user,          account,     0};
     return 0;
 }
 
@@ -89,11 +96,59 @@ static void read_free(struct report_read *r)
 {
     for (size_t i = 0; i < r->nstates; i++)
         free((char *)r->states[i].node);
-    for (size_t i = 0; i < r->nallocs; i++)
+    for (size_t i = 0; i < r->nallocs; i++) {
         free((char *)r->allocs[i].node);
+        free((char *)r->allocs[i].user);
+        free((char *)r->allocs[i].account);
+    }
     free(r->states);
     free(r->allocs);
     free(r);
+}
+
+static int by_assoc(const void *pa, const void *pb)
+{
+    const struct sched_report_alloc *a = pa, *b = pb;
+    int c = strcmp(a->account, b->account);
+
+    return c != 0 ? c : strcmp(a->user, b->user);
+}
+
+/*
+ * by_user: the allocations' counted time summed per (account, user), in that order, into
+ * *ret (n of them; entries point into r's strings). Entries that counted nothing are left
+ * out. 0 or -ENOMEM.
+ */
+static int sum_users(struct report_read *r, Gs__UserUsage **ret, size_t *ret_n)
+{
+    Gs__UserUsage *v;
+    size_t n = 0;
+
+    *ret = NULL;
+    *ret_n = 0;
+    if (!r->by_user || r->nallocs == 0)
+        return 0;
+    gs_sort(r->allocs, r->nallocs, sizeof(*r->allocs), by_assoc);
+    if ((v = calloc(r->nallocs, sizeof(*v))) == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < r->nallocs; i++) {
+        const struct sched_report_alloc *a = &r->allocs[i];
+
+        if (a->counted == 0)
+            continue;
+        if (n == 0 || strcmp(v[n - 1].account, a->account) != 0 ||
+            strcmp(v[n - 1].user, a->user) != 0) {
+            gs__user_usage__init(&v[n]);
+            v[n].account = (char *)a->account;
+            v[n].user = (char *)a->user;
+            n++;
+        }
+        v[n - 1].cpu += (uint64_t)a->cores * a->counted;
+        v[n - 1].gpu += (uint64_t)a->gpus * a->counted;
+    }
+    *ret = v;
+    *ret_n = n;
+    return 0;
 }
 
 static void read_done(int status, void *data)
@@ -104,6 +159,8 @@ static void read_done(int status, void *data)
     Gs__TresUsage t[SCHED_REPORT_NTRES], *tp[SCHED_REPORT_NTRES];
     Gs__ReportReply reply = GS__REPORT_REPLY__INIT;
     Gs__Envelope env = GS__ENVELOPE__INIT;
+    Gs__UserUsage *users = NULL, **uptrs = NULL;
+    size_t nusers = 0;
     static const char *const names[SCHED_REPORT_NTRES] = {"cpu", "gres/gpu"};
     uint64_t since;
     char why[160];
@@ -118,6 +175,13 @@ static void read_done(int status, void *data)
     }
     sched_report_compute(r->states, r->nstates, r->allocs, r->nallocs, r->start_ms, r->end_ms, u,
                          &since);
+    if (sum_users(r, &users, &nusers) < 0 ||
+        (nusers > 0 && (uptrs = calloc(nusers, sizeof(*uptrs))) == NULL)) {
+        sched_cli_error(r->cli, r->request_id, -ENOMEM, "out of memory", true);
+        goto out;
+    }
+    for (size_t i = 0; i < nusers; i++)
+        uptrs[i] = &users[i];
     for (int k = 0; k < SCHED_REPORT_NTRES; k++) {
         gs__tres_usage__init(&t[k]);
         t[k].name = (char *)names[k];
@@ -133,10 +197,15 @@ static void read_done(int status, void *data)
     reply.cluster = s->cfg->cluster_name;
     reply.n_tres = SCHED_REPORT_NTRES;
     reply.tres = tp;
+    reply.n_users = nusers;
+    reply.users = uptrs;
     env.request_id = r->request_id;
     env.body_case = GS__ENVELOPE__BODY_REPORT_REPLY;
     env.report_reply = &reply;
     sched_cli_reply(r->cli, &env, true);
+out:
+    free(uptrs);
+    free(users);
     read_free(r);
 }
 
@@ -162,6 +231,7 @@ void sched_report_request(struct sched_cli *c, uint64_t request_id, const Gs__Re
     *r = (struct report_read){.cli = c,
                               .request_id = request_id,
                               .start_ms = req->start_ms,
+                              .by_user = req->by_user,
                               .end_ms = req->end_ms < now ? req->end_ms : now};
     rc = s->journal != NULL ? sched_journal_read(s->journal, read_rows, read_done, r) : -ESHUTDOWN;
     if (rc < 0) {

@@ -117,12 +117,13 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_PUT_NODE_STATE] = "INSERT INTO node_history (at_ms, node, up, cores, gpus) VALUES (?1, "
                           "?2, ?3, ?4, ?5)",
     [ST_PUT_ALLOC] = "INSERT OR IGNORE INTO allocations (job_id, attempt, node, cores, gpus, "
-                     "start_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                     "start_ms, user, account) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     [ST_END_ALLOCS] = "UPDATE allocations SET end_ms = ?2 WHERE job_id = ?1 AND end_ms IS NULL",
     [ST_LOAD_NODE_STATES] = "SELECT at_ms, node, up, cores, gpus FROM node_history WHERE at_ms < "
                             "?1 ORDER BY node, at_ms, id",
-    [ST_LOAD_ALLOCS] = "SELECT node, cores, gpus, start_ms, end_ms FROM allocations WHERE "
-                       "start_ms < ?2 AND (end_ms IS NULL OR end_ms > ?1) ORDER BY node",
+    [ST_LOAD_ALLOCS] =
+        "SELECT node, cores, gpus, start_ms, end_ms, user, account FROM allocations WHERE "
+        "start_ms < ?2 AND (end_ms IS NULL OR end_ms > ?1) ORDER BY node",
 };
 
 #define USAGE_SQL                                                                                  \
@@ -138,7 +139,7 @@ static const char *const stmt_sql[ST_COUNT] = {
     "  node TEXT NOT NULL, up INTEGER NOT NULL, cores INTEGER, gpus INTEGER);"                     \
     "CREATE TABLE IF NOT EXISTS allocations (job_id INTEGER NOT NULL, attempt INTEGER NOT NULL, "  \
     "  node TEXT NOT NULL, cores INTEGER, gpus INTEGER, start_ms INTEGER NOT NULL, "               \
-    "  end_ms INTEGER, PRIMARY KEY (job_id, attempt, node));"                                      \
+    "  end_ms INTEGER, user TEXT, account TEXT, PRIMARY KEY (job_id, attempt, node));"             \
     "CREATE INDEX IF NOT EXISTS allocations_end ON allocations (end_ms);"
 
 static const char schema_sql[] =
@@ -838,6 +839,8 @@ int sched_store_put_alloc(struct sched_store *store, const struct sched_alloc_ro
     sqlite3_bind_int64(st, 4, row->cores);
     sqlite3_bind_int64(st, 5, row->gpus);
     sqlite3_bind_int64(st, 6, id_bound(row->start_ms));
+    bind_text(st, 7, row->user);
+    bind_text(st, 8, row->account);
     return run(store, ST_PUT_ALLOC);
 }
 
@@ -872,7 +875,9 @@ static int visit_alloc(sqlite3_stmt *st, void *fn, void *data)
                                 .cores = (uint32_t)col_u64(st, 1),
                                 .gpus = (uint32_t)col_u64(st, 2),
                                 .start_ms = col_u64(st, 3),
-                                .end_ms = col_u64(st, 4)};
+                                .end_ms = col_u64(st, 4),
+                                .user = col_text(st, 5),
+                                .account = col_text(st, 6)};
 
     return ((struct fn_box *)fn)->alloc(&r, data);
 }

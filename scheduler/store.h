@@ -33,7 +33,7 @@
  *                                   -- shell, s >= 1 srun step s - 1), of attempt's run only
  *   node_history(id INTEGER PRIMARY KEY, at_ms, node, up, cores, gpus)
  *                                   -- sreport: a node became schedulable (up = 1) or not
- *   allocations(job_id, attempt, node, cores, gpus, start_ms, end_ms,
+ *   allocations(job_id, attempt, node, cores, gpus, start_ms, end_ms, user, account,
  *               PRIMARY KEY (job_id, attempt, node))  -- sreport: end_ms NULL while held
  * Indexes: jobs(state), jobs(end_ms) (made when missing at every open, no new version: the
  * start-up load and sacct's reads of forgotten jobs go by the end time), events(job_id),
@@ -221,6 +221,7 @@ struct sched_alloc_row {
     const char *node; /* borrowed */
     uint32_t cores, gpus;
     uint64_t start_ms, end_ms;
+    const char *user, *account; /* borrowed; NULL on load of a row without them */
 };
 
 int sched_store_put_node_state(struct sched_store *store, uint64_t at_ms, const char *node, bool up,

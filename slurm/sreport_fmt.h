@@ -1,13 +1,16 @@
 /*
- * sreport_fmt.h: `sreport cluster utilization` without the daemon: the command line read
- * into the window and the layout asked for (slurm_sreport_parse), and gschedd's
- * ReportReply laid out as Slurm's sreport prints it (slurm_sreport_format). cmd_sreport.c
- * joins the two with one request to gschedd; the unit tests call them directly.
+ * sreport_fmt.h: sreport without the daemon: the command line read into the report, the
+ * window and the layout asked for (slurm_sreport_parse), and gschedd's ReportReply laid out
+ * as Slurm's sreport prints that report (slurm_sreport_format). The reports: `cluster
+ * Utilization`, `cluster AccountUtilizationByUser`, `cluster UserUtilizationByAccount` and
+ * `user TopUsage`. cmd_sreport.c joins the two with one request to gschedd; the unit tests
+ * call them directly.
  *
  * Both are pure apart from the local time zone (the default window's midnights, the
- * header's dates), which they read as localtime_r does. They print nothing: errors and
- * output go to the caller's buffers. Thread-safe apart from getopt_long's globals, which
- * slurm_sreport_parse uses as every Slurm command does.
+ * header's dates), which they read as localtime_r does, and the Proper Name lookup, which
+ * the caller passes in. They print nothing: errors and output go to the caller's buffers.
+ * Thread-safe apart from getopt_long's globals, which slurm_sreport_parse uses as every
+ * Slurm command does.
  */
 #ifndef GS_SLURM_SREPORT_FMT_H
 #define GS_SLURM_SREPORT_FMT_H
@@ -30,6 +33,17 @@ enum slurm_sreport_time {
     SLURM_SREPORT_HOUR_PER,
 };
 
+/* The report asked for. */
+enum slurm_sreport_report {
+    SLURM_SREPORT_UTILIZATION,     /* cluster Utilization: the cluster's time by state */
+    SLURM_SREPORT_ACCOUNT_BY_USER, /* cluster AccountUtilizationByUser */
+    SLURM_SREPORT_USER_BY_ACCOUNT, /* cluster UserUtilizationByAccount */
+    SLURM_SREPORT_TOP_USAGE,       /* user TopUsage */
+};
+
+/* TopUsage's lines when TopCount= is not given, as in Slurm. */
+#define SLURM_SREPORT_TOP_DEFAULT 10
+
 enum slurm_sreport_parsable {
     SLURM_SREPORT_TABLE,
     SLURM_SREPORT_PARSABLE,  /* -p: '|' after every field */
@@ -40,6 +54,8 @@ enum slurm_sreport_parsable {
 #define SLURM_SREPORT_MAX_TRES 2
 
 struct slurm_sreport_args {
+    enum slurm_sreport_report report;
+    uint32_t top_count;        /* TopUsage's TopCount= (parse sets the default; 0 reads as it) */
     uint64_t start_ms, end_ms; /* the window asked for, wall clock ms, start < end */
     enum slurm_sreport_time time_format;
     enum slurm_sreport_parsable parsable;
@@ -53,24 +69,39 @@ struct slurm_sreport_args {
 };
 
 /*
- * Reads `sreport [OPTIONS] cluster utilization [start=TIME] [end=TIME]` (argv[0] the
- * command's name; getopt_long permutes argv, so options may come after the words). env_tres
- * is $SREPORT_TRES (NULL: unset), which -T overrides, as in Slurm. now_ms is the wall clock:
- * the default window runs from midnight before end's day to midnight today (local time),
- * TIME is read by slurm_parse_date. Returns 0 with *ret filled, or -EINVAL with the reason
- * appended to err, one line without the "sreport: error: " prefix or a newline, naming what
- * was refused (an option, a report other than `cluster utilization`, a -t value, a TRES, a
- * condition, a time).
+ * Reads `sreport [OPTIONS] cluster Utilization|AccountUtilizationByUser|
+ * UserUtilizationByAccount [start=TIME] [end=TIME]` or `sreport [OPTIONS] user TopUsage
+ * [start=TIME] [end=TIME] [TopCount=N]` (words and keys in any case, with Slurm's
+ * abbreviations; argv[0] the command's name; getopt_long permutes argv, so options may come
+ * after the words). env_tres is $SREPORT_TRES (NULL: unset), which -T overrides, as in
+ * Slurm. now_ms is the wall clock: the default window runs from midnight before end's day
+ * to midnight today (local time), TIME is read by slurm_parse_date. Returns 0 with *ret
+ * filled, or -EINVAL with the reason appended to err, one line without the
+ * "sreport: error: " prefix or a newline, naming what was refused (an option, a report not
+ * offered, a -t value, a TRES, a condition, a TopCount, a time).
  */
 int slurm_sreport_parse(int argc, char **argv, const char *env_tres, uint64_t now_ms,
                         struct slurm_sreport_args *ret, struct gs_buf *err);
 
+/* Whether args' report needs gschedd's per-user figures (ReportRequest.by_user). */
+bool slurm_sreport_by_user(const struct slurm_sreport_args *args);
+
+/*
+ * The Proper Name of login for the user reports: written to buf (size > 0) NUL-terminated,
+ * "" when unknown. cmd_sreport.c's looks up the passwd entry's GECOS full name; ctx is
+ * the caller's.
+ */
+typedef void (*slurm_sreport_name_fn)(void *ctx, const char *login, char *buf, size_t size);
+
 /*
  * Appends the report of reply as args ask: Slurm's title block (unless -n), the column
- * names, one line per TRES of args->tres that the reply holds, in args' order; or with
- * args->json one JSON object and a newline. Returns 0 or -ENOMEM.
+ * names, then the lines: for Utilization one per TRES of args->tres that the reply holds,
+ * in args' order; for the user reports one per account, user or (user, account) and TRES
+ * (sreport_fmt.c says which, in what order); or with args->json one JSON object and a
+ * newline. name gives the Proper Name column (NULL: empty), called with name_ctx. Returns
+ * 0 or -ENOMEM.
  */
 int slurm_sreport_format(const Gs__ReportReply *reply, const struct slurm_sreport_args *args,
-                         struct gs_buf *out);
+                         slurm_sreport_name_fn name, void *name_ctx, struct gs_buf *out);
 
 #endif

@@ -211,6 +211,7 @@ static Gs__Envelope *query(struct lf_run *run, struct lf_rng *r, uint64_t rid)
 
         req->start_ms = wall_ms() - lf_below(r, 86400000) + (lf_chance(r, 5) ? 90000000 : 0);
         req->end_ms = req->start_ms + lf_below(r, 172800000) - (lf_chance(r, 10) ? 1000 : 0);
+        req->by_user = lf_chance(r, 50);
         return lf_envelope(GS__ENVELOPE__BODY_REPORT_REQUEST, req, rid);
     }
     case 5: { /* the nodes' shard caches, as fuzzed workers reported them */

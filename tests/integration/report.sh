@@ -4,7 +4,8 @@
 # for two seconds, node2 is drained until the clock passes the next second, then resumed. The report counts every core of both nodes for the whole
 # window (reported), the job's core for exactly its run (allocated), node2's cores for the
 # time it was drained (down, between the bounds the test measured around its commands), and
-# the rest as idle; -P and -t seconds print the same in Slurm's layout, and after a gschedd
+# the rest as idle; -P and -t seconds print the same in Slurm's layout; per account and user
+# (AccountUtilizationByUser, TopUsage) each job counts for its own; and after a gschedd
 # restart the history it reads from its database gives the same answer.
 name="integration_report"
 . "$(dirname "$0")/lib.sh"
@@ -27,8 +28,13 @@ next_second() {
 start=$(next_second)
 job=$("$bin/gsched" sbatch --parsable -c 1 -o /dev/null --wrap="sleep 2" 2>&1) || fail "sbatch: $job"
 job=${job%%;*}
+acct=$("$bin/gsched" sbatch --parsable -c 1 -A physics -o /dev/null --wrap=true 2>&1) ||
+  fail "sbatch -A physics: $acct"
+acct=${acct%%;*}
 wait_end "$job" || fail "the job failed"
+wait_end "$acct" || fail "physics' job failed"
 ran_ms=$(jq "$job" 'j["end_time_ms"] - j["start_time_ms"]')
+acct_ms=$(jq "$acct" 'j["end_time_ms"] - j["start_time_ms"]')
 d0=$(now_ms)
 "$bin/gsched" scontrol update NodeName=node2 State=DRAIN Reason=report-test || fail "drain node2"
 d1=$(now_ms)
@@ -40,20 +46,26 @@ wait_for "node2 up again" 10 eval '[ "$(node_field node2 state)" = up ]'
 r1=$(now_ms)
 end=$(next_second)
 
-report() { "$bin/gsched" sreport "$@" cluster utilization start="$(iso "$start")" end="$(iso "$end")"; }
-out=$(report --json -T cpu,gres/gpu 2>&1) || fail "sreport --json: $out"
+# report WORDS OPTIONS...: that sreport report over the window (WORDS split: "cluster utilization").
+report() {
+  local words=$1
+  shift
+  # shellcheck disable=SC2086
+  "$bin/gsched" sreport "$@" $words start="$(iso "$start")" end="$(iso "$end")"
+}
+out=$(report "cluster utilization" --json -T cpu,gres/gpu 2>&1) || fail "sreport --json: $out"
 check() { # check JSON: the figures against what the test did
-  python3 - "$1" "$start" "$end" "$cores1" "$cores2" "$ran_ms" "$d0" "$d1" "$r0" "$r1" <<'PY' || fail "sreport's figures: $1"
+  python3 - "$1" "$start" "$end" "$cores1" "$cores2" "$ran_ms" "$acct_ms" "$d0" "$d1" "$r0" "$r1" <<'PY' || fail "sreport's figures: $1"
 import json, sys
 r = json.loads(sys.argv[1])
-start, end, c1, c2, ran, d0, d1, r0, r1 = (int(x) for x in sys.argv[2:])
+start, end, c1, c2, ran, acct, d0, d1, r0, r1 = (int(x) for x in sys.argv[2:])
 cpu = next(t for t in r["tres"] if t["name"] == "cpu")
 gpu = next(t for t in r["tres"] if t["name"] == "gres/gpu")
 win = (end - start) * 1000
 assert r["start_ms"] == start * 1000 and r["end_ms"] == end * 1000, r
 assert 0 < r["known_since_ms"] < start * 1000, r
 assert cpu["reported"] == (c1 + c2) * win, cpu
-assert cpu["allocated"] == ran, (cpu, ran)
+assert cpu["allocated"] == ran + acct, (cpu, ran, acct)
 assert c2 * (r0 - d1) <= cpu["down"] <= c2 * (r1 - d0), (cpu, d0, d1, r0, r1)
 assert cpu["idle"] == cpu["reported"] - cpu["allocated"] - cpu["down"], cpu
 assert gpu["reported"] == 0 and gpu["allocated"] == 0, gpu
@@ -68,7 +80,7 @@ for t in r["tres"]:
 print(json.dumps(r))' "$out")"
 
 # Slurm's layout: -P, seconds, the same figures rounded.
-got=$(report -P -n -t seconds 2>&1) || fail "sreport -P: $got"
+got=$(report "cluster utilization" -P -n -t seconds 2>&1) || fail "sreport -P: $got"
 want=$(python3 -c '
 import json, sys
 t = next(t for t in json.loads(sys.argv[1])["tres"] if t["name"] == "cpu")
@@ -76,9 +88,21 @@ s = lambda k: "%.0f" % (t[k + "_ms"] / 1000)
 print("|".join(["gsched", s("allocated"), s("down"), s("idle"), s("reported")]))' "$out")
 [ "$got" = "$want" ] || fail "sreport -P -n -t seconds: $got, want $want"
 
+# Per account and user: root's job under no account, and the one under physics.
+users=$(report "cluster AccountUtilizationByUser" --json 2>&1) || fail "AccountUtilizationByUser: $users"
+python3 - "$users" "$ran_ms" "$acct_ms" <<'PY' || fail "the users' figures: $users"
+import json, sys
+u = json.loads(sys.argv[1])["users"]
+ran, acct = int(sys.argv[2]), int(sys.argv[3])
+assert u == [{"account": "", "user": "root", "cpu_ms": ran, "gpu_ms": 0},
+             {"account": "physics", "user": "root", "cpu_ms": acct, "gpu_ms": 0}], u
+PY
+top=$(report "user TopUsage" -P -n -t seconds 2>&1) || fail "user TopUsage: $top"
+case $top in "gsched|root|"*"|root,physics|"*) ;; *) fail "user TopUsage -P: $top" ;; esac
+
 # The history is gschedd's database's: a restart answers the same.
 restart_sched 2
-again=$(report --json -T cpu,gres/gpu 2>&1) || fail "sreport after a restart: $again"
+again=$(report "cluster utilization" --json -T cpu,gres/gpu 2>&1) || fail "sreport after a restart: $again"
 [ "$again" = "$out" ] || fail "after a restart: $again, before: $out"
 check_logs
 stop_cluster

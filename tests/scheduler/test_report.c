@@ -7,6 +7,12 @@
 
 #include "scheduler/report.h"
 
+/* An allocation: node, start, end (0: open), cores, GPUs. */
+#define AL(node, start, end, cores, gpus)                                                          \
+    {                                                                                              \
+        node, start, end, cores, gpus, NULL, NULL, 0                                               \
+    }
+
 static struct sched_report_usage u[SCHED_REPORT_NTRES];
 static uint64_t since;
 
@@ -33,7 +39,7 @@ static void expect_cpu(uint64_t allocated, uint64_t down, uint64_t idle, uint64_
 Test(report, a_node_up_all_along_is_idle_but_for_its_jobs)
 {
     struct sched_report_state st[] = {{"n1", 0, true, 4, 1}};
-    struct sched_report_alloc al[] = {{"n1", 10, 60, 2, 1}};
+    struct sched_report_alloc al[] = {AL("n1", 10, 60, 2, 1)};
 
     run(st, 1, NULL, 0, 0, 100);
     expect_cpu(0, 0, 400, 400);
@@ -50,7 +56,7 @@ Test(report, down_time_less_what_jobs_held_there)
     /* Up from 0, drained at 50 (its job runs on to 60), back at 80. */
     struct sched_report_state st[] = {
         {"n1", 80, true, 4, 0}, {"n1", 0, true, 4, 0}, {"n1", 50, false, 4, 0}};
-    struct sched_report_alloc al[] = {{"n1", 10, 60, 2, 0}};
+    struct sched_report_alloc al[] = {AL("n1", 10, 60, 2, 0)};
 
     run(st, 3, al, 1, 0, 100);
     expect_cpu(100, 4 * 30 - 2 * 10, 400 - 100 - 100, 400);
@@ -59,7 +65,7 @@ Test(report, down_time_less_what_jobs_held_there)
 Test(report, the_window_cuts_every_interval)
 {
     struct sched_report_state st[] = {{"n1", 0, true, 4, 0}, {"n1", 50, false, 4, 0}};
-    struct sched_report_alloc al[] = {{"n1", 10, 60, 2, 0}};
+    struct sched_report_alloc al[] = {AL("n1", 10, 60, 2, 0)};
 
     run(st, 2, al, 1, 40, 70);
     /* Reported 4 x 30; allocated 2 x 20 (40-60); down 4 x 20 (50-70) less 2 x 10 (50-60). */
@@ -69,18 +75,21 @@ Test(report, the_window_cuts_every_interval)
 Test(report, nothing_before_a_node_was_known)
 {
     struct sched_report_state st[] = {{"n1", 30, true, 4, 0}};
-    struct sched_report_alloc al[] = {{"n1", 10, 60, 2, 0}, {"n9", 10, 60, 8, 0}};
+    struct sched_report_alloc al[] = {AL("n1", 10, 60, 2, 0), AL("n9", 10, 60, 8, 0)};
 
     run(st, 1, al, 2, 0, 100);
     /* From 30 only; n9 has no history at all, so its job counts nowhere. */
     expect_cpu(2 * 30, 0, 4 * 70 - 60, 4 * 70);
     cr_expect_eq(since, 30);
+    cr_expect_str_eq(al[0].node, "n1", "sorted by node");
+    cr_expect_eq(al[0].counted, 30, "what counts of it: from n1's first row");
+    cr_expect_eq(al[1].counted, 0, "n9's counts nowhere");
 }
 
 Test(report, an_open_allocation_runs_to_the_windows_end)
 {
     struct sched_report_state st[] = {{"n2", 0, true, 8, 2}, {"n1", 5, true, 4, 0}};
-    struct sched_report_alloc al[] = {{"n2", 90, 0, 8, 2}, {"n1", 20, 30, 4, 0}};
+    struct sched_report_alloc al[] = {AL("n2", 90, 0, 8, 2), AL("n1", 20, 30, 4, 0)};
 
     run(st, 2, al, 2, 0, 100);
     expect_cpu(8 * 10 + 4 * 10, 0, 8 * 100 + 4 * 95 - 120, 8 * 100 + 4 * 95);

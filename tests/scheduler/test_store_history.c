@@ -31,8 +31,9 @@ static int note_alloc(const struct sched_alloc_row *r, void *data)
     size_t len = strlen(seen);
 
     (void)data;
-    snprintf(seen + len, sizeof(seen) - len, "%s:%u/%u:%llu-%llu ", r->node, r->cores, r->gpus,
-             (unsigned long long)r->start_ms, (unsigned long long)r->end_ms);
+    snprintf(seen + len, sizeof(seen) - len, "%s:%u/%u:%llu-%llu:%s/%s ", r->node, r->cores,
+             r->gpus, (unsigned long long)r->start_ms, (unsigned long long)r->end_ms, r->account,
+             r->user);
     return 0;
 }
 
@@ -58,8 +59,10 @@ Test(store_history, node_states_by_node_then_time_before_a_time)
 
 Test(store_history, allocations_once_per_attempt_and_node_closed_at_the_end)
 {
-    struct sched_alloc_row a = {7, 1, "n1", 4, 1, 100, 0}, b = {7, 1, "n2", 2, 0, 100, 0};
-    struct sched_alloc_row later = {7, 1, "n1", 99, 9, 150, 0}, c = {8, 1, "n1", 1, 0, 500, 0};
+    struct sched_alloc_row a = {7, 1, "n1", 4, 1, 100, 0, "alice", "physics"};
+    struct sched_alloc_row b = {7, 1, "n2", 2, 0, 100, 0, "alice", "physics"};
+    struct sched_alloc_row later = {7, 1, "n1", 99, 9, 150, 0, "bob", ""};
+    struct sched_alloc_row c = {8, 1, "n1", 1, 0, 500, 0, "bob", ""};
 
     cr_assert_eq(sched_store_put_alloc(store, &a), 0);
     cr_assert_eq(sched_store_put_alloc(store, &b), 0);
@@ -69,15 +72,15 @@ Test(store_history, allocations_once_per_attempt_and_node_closed_at_the_end)
     reopen();
     seen[0] = '\0';
     cr_assert_eq(sched_store_load_allocs(store, 0, 1000, note_alloc, NULL), 0);
-    cr_expect(strstr(seen, "n1:4/1:100-400 ") != NULL, "%s", seen);
-    cr_expect(strstr(seen, "n2:2/0:100-400 ") != NULL, "%s", seen);
-    cr_expect(strstr(seen, "n1:1/0:500-0 ") != NULL, "the open one: %s", seen);
+    cr_expect(strstr(seen, "n1:4/1:100-400:physics/alice ") != NULL, "%s", seen);
+    cr_expect(strstr(seen, "n2:2/0:100-400:physics/alice ") != NULL, "%s", seen);
+    cr_expect(strstr(seen, "n1:1/0:500-0:/bob ") != NULL, "the open one: %s", seen);
     cr_expect(strstr(seen, "99") == NULL, "%s", seen);
     seen[0] = '\0';
     cr_assert_eq(sched_store_load_allocs(store, 400, 450, note_alloc, NULL), 0);
     cr_expect_str_eq(seen, "", "job 7 ended at 400, job 8 starts at 500");
     cr_assert_eq(sched_store_load_allocs(store, 450, 600, note_alloc, NULL), 0);
-    cr_expect_str_eq(seen, "n1:1/0:500-0 ");
+    cr_expect_str_eq(seen, "n1:1/0:500-0:/bob ");
 }
 
 Test(store_history, a_version_6_database_gains_the_history_tables)

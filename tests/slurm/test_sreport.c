@@ -1,9 +1,11 @@
 /*
- * test_sreport.c: `sreport cluster utilization` without a daemon (slurm/sreport_fmt.h):
- * a ReportReply built in memory laid out exactly as Slurm's sreport prints it in each
- * time format and layout (table, -n, -p, -P, two TRES, --json, gsched's history line),
- * and the command line read or refused with the refused word named. The clock is UTC so
- * that the dates and midnights are the same everywhere.
+ * test_sreport.c: sreport without a daemon (slurm/sreport_fmt.h): a ReportReply built in
+ * memory laid out exactly as Slurm's sreport prints each report (cluster Utilization in
+ * each time format and layout: table, -n, -p, -P, two TRES, --json, gsched's history line;
+ * cluster AccountUtilizationByUser, cluster UserUtilizationByAccount and user TopUsage with
+ * fixed Proper Names: table, -P, -p, percentages, two TRES, no usage, TopCount, jobs with no
+ * account shown as root), and the command line read or refused with the refused word
+ * named. The clock is UTC so that the dates and midnights are the same everywhere.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -32,6 +34,8 @@ struct reply {
     Gs__ReportReply r;
     Gs__TresUsage tres[2];
     Gs__TresUsage *ptrs[2];
+    Gs__UserUsage users[6];
+    Gs__UserUsage *uptrs[6];
 };
 
 static void usage_set(Gs__TresUsage *t, const char *name, uint64_t allocated, uint64_t down,
@@ -61,6 +65,47 @@ static void reply_init(struct reply *rep)
     rep->r.n_tres = 2;
 }
 
+static void user_set(struct reply *rep, size_t i, const char *account, const char *user,
+                     uint64_t cpu_min, uint64_t gpu_min)
+{
+    gs__user_usage__init(&rep->users[i]);
+    rep->users[i].account = (char *)account;
+    rep->users[i].user = (char *)user;
+    rep->users[i].cpu = cpu_min * MIN_MS;
+    rep->users[i].gpu = gpu_min * MIN_MS;
+    rep->uptrs[i] = &rep->users[i];
+    rep->r.users = rep->uptrs;
+    if (rep->r.n_users < i + 1)
+        rep->r.n_users = i + 1;
+}
+
+/*
+ * The per-user figures (core- and GPU-minutes), in gschedd's order: carol's jobs named no
+ * account, bob's ran under two.
+ */
+static void users_init(struct reply *rep)
+{
+    user_set(rep, 0, "", "carol", 30, 0);
+    user_set(rep, 1, "chem", "bob", 200, 60);
+    user_set(rep, 2, "physics", "alice", 300, 120);
+    user_set(rep, 3, "physics", "bob", 100, 0);
+}
+
+/* Fixed Proper Names: bob's too long for the column, carol unknown; counts the lookups. */
+static void names(void *ctx, const char *login, char *buf, size_t size)
+{
+    int *calls = ctx;
+
+    if (calls != NULL)
+        (*calls)++;
+    if (strcmp(login, "alice") == 0)
+        snprintf(buf, size, "Alice Smith");
+    else if (strcmp(login, "bob") == 0)
+        snprintf(buf, size, "Bob Jones-Fitzgerald");
+    else
+        buf[0] = '\0';
+}
+
 static struct slurm_sreport_args args_default(void)
 {
     struct slurm_sreport_args a = {.ntres = 1, .tres = {"cpu"}};
@@ -75,7 +120,7 @@ static void expect(const struct reply *rep, const struct slurm_sreport_args *a, 
 {
     struct gs_buf out = GS_BUF_INIT;
 
-    cr_assert_eq(slurm_sreport_format(&rep->r, a, &out), 0);
+    cr_assert_eq(slurm_sreport_format(&rep->r, a, names, NULL, &out), 0);
     cr_assert_not_null(out.data);
     cr_assert_str_eq(out.data, want);
     gs_buf_release(&out);
@@ -261,7 +306,7 @@ Test(sreport, end_cut_to_now_is_shown_less_a_second)
 
     reply_init(&rep);
     rep.r.end_ms = DEC04 + 12 * 3600000ULL + 500;
-    cr_assert_eq(slurm_sreport_format(&rep.r, &a, &out), 0);
+    cr_assert_eq(slurm_sreport_format(&rep.r, &a, NULL, NULL, &out), 0);
     cr_assert_not_null(
         strstr(out.data, "Cluster Utilization 2026-12-04T00:00:00 - 2026-12-04T11:59:59\n"));
     gs_buf_release(&out);
@@ -289,6 +334,361 @@ Test(sreport, json_is_the_reply)
            "\"known_since_ms\":1796338800000,\"cluster\":\"gsched\",\"tres\":["
            "{\"name\":\"gres/gpu\",\"allocated_ms\":36000000,\"down_ms\":3600000,"
            "\"idle_ms\":46800000,\"reported_ms\":86400000}]}\n");
+}
+
+/* --- the user reports ---------------------------------------------------------------------- */
+
+static struct slurm_sreport_args args_report(enum slurm_sreport_report report)
+{
+    struct slurm_sreport_args a = args_default();
+
+    a.report = report;
+    a.top_count = SLURM_SREPORT_TOP_DEFAULT;
+    return a;
+}
+
+#define WINDOW "2026-12-04T00:00:00 - 2026-12-04T23:59:59 (86400 secs)\n"
+
+Test(sreport, account_by_user_as_slurm)
+{
+    struct slurm_sreport_args a = args_report(SLURM_SREPORT_ACCOUNT_BY_USER);
+    struct reply rep;
+
+    reply_init(&rep);
+    users_init(&rep);
+    /* root (carol's jobs named no account) first, then the accounts by name; each account's
+     * total, then its users by login. */
+    expect(&rep, &a,
+           DASHES "Cluster/Account/User Utilization " WINDOW
+                  "Usage reported in CPU Minutes\n" DASHES
+                  "  Cluster         Account     Login     Proper Name     Used \n"
+                  "--------- --------------- --------- --------------- -------- \n"
+                  "   gsched            root                                 30 \n"
+                  "   gsched            root     carol                       30 \n"
+                  "   gsched            chem                                200 \n"
+                  "   gsched            chem       bob Bob Jones-Fitz+      200 \n"
+                  "   gsched         physics                                400 \n"
+                  "   gsched         physics     alice     Alice Smith      300 \n"
+                  "   gsched         physics       bob Bob Jones-Fitz+      100 \n");
+}
+
+Test(sreport, account_by_user_parsable)
+{
+    struct slurm_sreport_args a = args_report(SLURM_SREPORT_ACCOUNT_BY_USER);
+    struct reply rep;
+
+    reply_init(&rep);
+    users_init(&rep);
+    a.parsable = SLURM_SREPORT_PARSABLE2;
+    /* Names whole, the title block kept, as for Utilization; no history line. */
+    rep.r.known_since_ms = DEC04 + 6 * 3600000ULL;
+    expect(&rep, &a,
+           DASHES "Cluster/Account/User Utilization " WINDOW
+                  "Usage reported in CPU Minutes\n" DASHES
+                  "Cluster|Account|Login|Proper Name|Used\n"
+                  "gsched|root|||30\n"
+                  "gsched|root|carol||30\n"
+                  "gsched|chem|||200\n"
+                  "gsched|chem|bob|Bob Jones-Fitzgerald|200\n"
+                  "gsched|physics|||400\n"
+                  "gsched|physics|alice|Alice Smith|300\n"
+                  "gsched|physics|bob|Bob Jones-Fitzgerald|100\n");
+    a.parsable = SLURM_SREPORT_PARSABLE;
+    a.noheader = true;
+    a.time_format = SLURM_SREPORT_HOURS;
+    expect(&rep, &a,
+           "gsched|root|||0|\n"
+           "gsched|root|carol||0|\n"
+           "gsched|chem|||3|\n"
+           "gsched|chem|bob|Bob Jones-Fitzgerald|3|\n"
+           "gsched|physics|||7|\n"
+           "gsched|physics|alice|Alice Smith|5|\n"
+           "gsched|physics|bob|Bob Jones-Fitzgerald|2|\n");
+}
+
+Test(sreport, account_by_user_two_tres_in_percent_of_reported)
+{
+    struct slurm_sreport_args a = args_report(SLURM_SREPORT_ACCOUNT_BY_USER);
+    struct reply rep;
+    struct gs_buf out = GS_BUF_INIT;
+    int calls = 0;
+
+    reply_init(&rep);
+    users_init(&rep);
+    a.ntres = 2;
+    a.tres[1] = "gres/gpu";
+    a.time_format = SLURM_SREPORT_PERCENT;
+    /* Of each TRES's Reported: 58023 core-minutes, 1440 GPU-minutes. */
+    expect(&rep, &a,
+           DASHES "Cluster/Account/User Utilization " WINDOW
+                  "Usage reported in Percentage of Total\n" DASHES
+                  "  Cluster         Account     Login     Proper Name      TRES Name     Used \n"
+                  "--------- --------------- --------- --------------- -------------- -------- \n"
+                  "   gsched            root                                      cpu    0.05% \n"
+                  "   gsched            root                                 gres/gpu    0.00% \n"
+                  "   gsched            root     carol                            cpu    0.05% \n"
+                  "   gsched            root     carol                       gres/gpu    0.00% \n"
+                  "   gsched            chem                                      cpu    0.34% \n"
+                  "   gsched            chem                                 gres/gpu    4.17% \n"
+                  "   gsched            chem       bob Bob Jones-Fitz+            cpu    0.34% \n"
+                  "   gsched            chem       bob Bob Jones-Fitz+       gres/gpu    4.17% \n"
+                  "   gsched         physics                                      cpu    0.69% \n"
+                  "   gsched         physics                                 gres/gpu    8.33% \n"
+                  "   gsched         physics     alice     Alice Smith            cpu    0.52% \n"
+                  "   gsched         physics     alice     Alice Smith       gres/gpu    8.33% \n"
+                  "   gsched         physics       bob Bob Jones-Fitz+            cpu    0.17% \n"
+                  "   gsched         physics       bob Bob Jones-Fitz+       gres/gpu    0.00% \n");
+
+    /* One lookup per user line, none for the accounts' lines. */
+    cr_assert_eq(slurm_sreport_format(&rep.r, &a, names, &calls, &out), 0);
+    cr_assert_eq(calls, 4);
+    gs_buf_release(&out);
+
+    /* gres/gpu alone: the TRES Name column stays, in TRES units. */
+    a.ntres = 1;
+    a.tres[0] = "gres/gpu";
+    a.time_format = SLURM_SREPORT_MINUTES;
+    a.parsable = SLURM_SREPORT_PARSABLE2;
+    expect(&rep, &a,
+           DASHES "Cluster/Account/User Utilization " WINDOW
+                  "Usage reported in TRES Minutes\n" DASHES
+                  "Cluster|Account|Login|Proper Name|TRES Name|Used\n"
+                  "gsched|root|||gres/gpu|0\n"
+                  "gsched|root|carol||gres/gpu|0\n"
+                  "gsched|chem|||gres/gpu|60\n"
+                  "gsched|chem|bob|Bob Jones-Fitzgerald|gres/gpu|60\n"
+                  "gsched|physics|||gres/gpu|120\n"
+                  "gsched|physics|alice|Alice Smith|gres/gpu|120\n"
+                  "gsched|physics|bob|Bob Jones-Fitzgerald|gres/gpu|0\n");
+}
+
+Test(sreport, no_account_and_root_are_one_account)
+{
+    struct slurm_sreport_args a = args_report(SLURM_SREPORT_ACCOUNT_BY_USER);
+    struct reply rep;
+
+    reply_init(&rep);
+    /* Out of order, and "root" named as well as none: one root, listed first. */
+    user_set(&rep, 0, "aaa", "dave", 5, 0);
+    user_set(&rep, 1, "root", "carol", 10, 0);
+    user_set(&rep, 2, "aaa", "carol", 1, 0);
+    user_set(&rep, 3, "", "carol", 30, 0);
+    a.parsable = SLURM_SREPORT_PARSABLE2;
+    a.noheader = true;
+    expect(&rep, &a,
+           "gsched|root|||40\n"
+           "gsched|root|carol||40\n"
+           "gsched|aaa|||6\n"
+           "gsched|aaa|carol||1\n"
+           "gsched|aaa|dave||5\n");
+    a.report = SLURM_SREPORT_USER_BY_ACCOUNT;
+    expect(&rep, &a,
+           "gsched|carol||root|40\n"
+           "gsched|dave||aaa|5\n"
+           "gsched|carol||aaa|1\n");
+    a.report = SLURM_SREPORT_TOP_USAGE;
+    expect(&rep, &a,
+           "gsched|carol||root,aaa|41\n"
+           "gsched|dave||aaa|5\n");
+}
+
+Test(sreport, user_by_account_by_used)
+{
+    struct slurm_sreport_args a = args_report(SLURM_SREPORT_USER_BY_ACCOUNT);
+    struct reply rep;
+
+    reply_init(&rep);
+    users_init(&rep);
+    expect(&rep, &a,
+           DASHES "Cluster/User/Account Utilization " WINDOW
+                  "Usage reported in CPU Minutes\n" DASHES
+                  "  Cluster     Login     Proper Name         Account     Used \n"
+                  "--------- --------- --------------- --------------- -------- \n"
+                  "   gsched     alice     Alice Smith         physics      300 \n"
+                  "   gsched       bob Bob Jones-Fitz+            chem      200 \n"
+                  "   gsched       bob Bob Jones-Fitz+         physics      100 \n"
+                  "   gsched     carol                            root       30 \n");
+
+    /* Ties by login, then account. */
+    a.noheader = true;
+    a.parsable = SLURM_SREPORT_PARSABLE2;
+    user_set(&rep, 0, "", "carol", 200, 0);
+    user_set(&rep, 2, "physics", "alice", 200, 0);
+    user_set(&rep, 3, "physics", "bob", 200, 0);
+    expect(&rep, &a,
+           "gsched|alice|Alice Smith|physics|200\n"
+           "gsched|bob|Bob Jones-Fitzgerald|chem|200\n"
+           "gsched|bob|Bob Jones-Fitzgerald|physics|200\n"
+           "gsched|carol||root|200\n");
+
+    /* Two TRES: sorted by the first given, a line per TRES in -T's order. */
+    users_init(&rep);
+    a.ntres = 2;
+    a.tres[0] = "gres/gpu";
+    a.tres[1] = "cpu";
+    expect(&rep, &a,
+           "gsched|alice|Alice Smith|physics|gres/gpu|120\n"
+           "gsched|alice|Alice Smith|physics|cpu|300\n"
+           "gsched|bob|Bob Jones-Fitzgerald|chem|gres/gpu|60\n"
+           "gsched|bob|Bob Jones-Fitzgerald|chem|cpu|200\n"
+           "gsched|bob|Bob Jones-Fitzgerald|physics|gres/gpu|0\n"
+           "gsched|bob|Bob Jones-Fitzgerald|physics|cpu|100\n"
+           "gsched|carol||root|gres/gpu|0\n"
+           "gsched|carol||root|cpu|30\n");
+}
+
+Test(sreport, user_by_account_minper)
+{
+    struct slurm_sreport_args a = args_report(SLURM_SREPORT_USER_BY_ACCOUNT);
+    struct reply rep;
+
+    reply_init(&rep);
+    users_init(&rep);
+    a.time_format = SLURM_SREPORT_MIN_PER;
+    expect(&rep, &a,
+           DASHES "Cluster/User/Account Utilization " WINDOW
+                  "Usage reported in CPU Minutes/Percentage of Total\n" DASHES
+                  "  Cluster     Login     Proper Name         Account              Used \n"
+                  "--------- --------- --------------- --------------- ----------------- \n"
+                  "   gsched     alice     Alice Smith         physics        300(0.52%) \n"
+                  "   gsched       bob Bob Jones-Fitz+            chem        200(0.34%) \n"
+                  "   gsched       bob Bob Jones-Fitz+         physics        100(0.17%) \n"
+                  "   gsched     carol                            root         30(0.05%) \n");
+}
+
+Test(sreport, top_usage_sums_a_users_accounts)
+{
+    struct slurm_sreport_args a = args_report(SLURM_SREPORT_TOP_USAGE);
+    struct reply rep;
+
+    reply_init(&rep);
+    users_init(&rep);
+    /* bob: 200 + 100 under chem and physics, level with alice: by login. */
+    expect(&rep, &a,
+           DASHES "Top 10 Users " WINDOW "Usage reported in CPU Minutes\n" DASHES
+                  "  Cluster     Login     Proper Name         Account     Used \n"
+                  "--------- --------- --------------- --------------- -------- \n"
+                  "   gsched     alice     Alice Smith         physics      300 \n"
+                  "   gsched       bob Bob Jones-Fitz+    chem,physics      300 \n"
+                  "   gsched     carol                            root       30 \n");
+}
+
+Test(sreport, top_usage_topcount)
+{
+    struct slurm_sreport_args a = args_report(SLURM_SREPORT_TOP_USAGE);
+    struct reply rep;
+
+    reply_init(&rep);
+    users_init(&rep);
+    a.top_count = 2;
+    a.parsable = SLURM_SREPORT_PARSABLE2;
+    expect(&rep, &a,
+           DASHES "Top 2 Users " WINDOW "Usage reported in CPU Minutes\n" DASHES
+                  "Cluster|Login|Proper Name|Account|Used\n"
+                  "gsched|alice|Alice Smith|physics|300\n"
+                  "gsched|bob|Bob Jones-Fitzgerald|chem,physics|300\n");
+
+    /* By GPU time: one line, its TRES named; Used sized by the figures shown. */
+    a.top_count = 1;
+    a.parsable = SLURM_SREPORT_TABLE;
+    a.noheader = true;
+    a.tres[0] = "gres/gpu";
+    expect(&rep, &a,
+           "   gsched     alice     Alice Smith         physics       gres/gpu      120 \n");
+
+    /* Two TRES: the top by the first given, each with its lines in -T's order. */
+    a.top_count = 2;
+    a.ntres = 2;
+    a.tres[1] = "cpu";
+    a.parsable = SLURM_SREPORT_PARSABLE;
+    expect(&rep, &a,
+           "gsched|alice|Alice Smith|physics|gres/gpu|120|\n"
+           "gsched|alice|Alice Smith|physics|cpu|300|\n"
+           "gsched|bob|Bob Jones-Fitzgerald|chem,physics|gres/gpu|60|\n"
+           "gsched|bob|Bob Jones-Fitzgerald|chem,physics|cpu|300|\n");
+}
+
+Test(sreport, no_usage_is_the_header_lines_alone)
+{
+    struct slurm_sreport_args a = args_report(SLURM_SREPORT_ACCOUNT_BY_USER);
+    struct reply rep;
+    struct gs_buf out = GS_BUF_INIT;
+
+    reply_init(&rep);
+    expect(&rep, &a,
+           DASHES "Cluster/Account/User Utilization " WINDOW
+                  "Usage reported in CPU Minutes\n" DASHES
+                  "  Cluster         Account     Login     Proper Name     Used \n"
+                  "--------- --------------- --------- --------------- -------- \n");
+    a.report = SLURM_SREPORT_USER_BY_ACCOUNT;
+    a.parsable = SLURM_SREPORT_PARSABLE2;
+    expect(&rep, &a,
+           DASHES "Cluster/User/Account Utilization " WINDOW
+                  "Usage reported in CPU Minutes\n" DASHES
+                  "Cluster|Login|Proper Name|Account|Used\n");
+    a.report = SLURM_SREPORT_TOP_USAGE;
+    a.parsable = SLURM_SREPORT_TABLE;
+    expect(&rep, &a,
+           DASHES "Top 10 Users " WINDOW "Usage reported in CPU Minutes\n" DASHES
+                  "  Cluster     Login     Proper Name         Account     Used \n"
+                  "--------- --------- --------------- --------------- -------- \n");
+
+    /* -n: nothing at all. */
+    a.noheader = true;
+    cr_assert_eq(slurm_sreport_format(&rep.r, &a, names, NULL, &out), 0);
+    cr_assert_eq(out.len, 0);
+
+    /* A TRES gschedd has no record of gets no line, whatever the users' figures. */
+    users_init(&rep);
+    rep.r.n_tres = 1;
+    a.tres[0] = "gres/gpu";
+    cr_assert_eq(slurm_sreport_format(&rep.r, &a, names, NULL, &out), 0);
+    cr_assert_eq(out.len, 0);
+    gs_buf_release(&out);
+}
+
+Test(sreport, user_reports_title_counts_the_window_cut_to_now)
+{
+    struct slurm_sreport_args a = args_report(SLURM_SREPORT_TOP_USAGE);
+    struct reply rep;
+    struct gs_buf out = GS_BUF_INIT;
+
+    reply_init(&rep);
+    rep.r.end_ms = DEC04 + 12 * 3600000ULL + 500;
+    cr_assert_eq(slurm_sreport_format(&rep.r, &a, NULL, NULL, &out), 0);
+    cr_assert_not_null(strstr(
+        out.data, "\nTop 10 Users 2026-12-04T00:00:00 - 2026-12-04T11:59:59 (43200 secs)\n"));
+    gs_buf_release(&out);
+}
+
+Test(sreport, user_reports_json_is_the_reply_with_its_users)
+{
+    struct slurm_sreport_args a = args_report(SLURM_SREPORT_TOP_USAGE);
+    struct reply rep;
+
+    reply_init(&rep);
+    users_init(&rep);
+    a.json = true;
+    a.tres_set = true;
+    /* Every user as gschedd sent them, TopCount or not; the account "" as sent. */
+    a.top_count = 1;
+    expect(&rep, &a,
+           "{\"start_ms\":1796342400000,\"end_ms\":1796428800000,"
+           "\"known_since_ms\":1796338800000,\"cluster\":\"gsched\",\"tres\":["
+           "{\"name\":\"cpu\",\"allocated_ms\":74040000,\"down_ms\":0,"
+           "\"idle_ms\":3407340000,\"reported_ms\":3481380000}],\"users\":["
+           "{\"account\":\"\",\"user\":\"carol\",\"cpu_ms\":1800000,\"gpu_ms\":0},"
+           "{\"account\":\"chem\",\"user\":\"bob\",\"cpu_ms\":12000000,\"gpu_ms\":3600000},"
+           "{\"account\":\"physics\",\"user\":\"alice\",\"cpu_ms\":18000000,"
+           "\"gpu_ms\":7200000},"
+           "{\"account\":\"physics\",\"user\":\"bob\",\"cpu_ms\":6000000,\"gpu_ms\":0}]}\n");
+    a.report = SLURM_SREPORT_ACCOUNT_BY_USER;
+    rep.r.n_users = 0;
+    expect(&rep, &a,
+           "{\"start_ms\":1796342400000,\"end_ms\":1796428800000,"
+           "\"known_since_ms\":1796338800000,\"cluster\":\"gsched\",\"tres\":["
+           "{\"name\":\"cpu\",\"allocated_ms\":74040000,\"down_ms\":0,"
+           "\"idle_ms\":3407340000,\"reported_ms\":3481380000}],\"users\":[]}\n");
 }
 
 /* --- the command line ---------------------------------------------------------------------- */
@@ -333,6 +733,20 @@ Test(sreport, parses_the_default_window)
     cr_assert_not(a.noheader || a.json || a.help);
     cr_assert_null(a.socket_opt);
     gs_buf_release(&err);
+}
+
+Test(sreport, start_today_without_an_end_runs_to_now)
+{
+    char *argv[] = {"sreport", "cluster", "utilization", "start=today"};
+    char *both[] = {"sreport", "cluster", "utilization", "start=today", "end=today"};
+    struct slurm_sreport_args a;
+    struct gs_buf err = GS_BUF_INIT;
+
+    cr_assert_eq(parse(NARGS(argv), argv, NULL, &a, &err), 0, "%s", err.data);
+    cr_assert_eq(a.start_ms, DEC05);
+    cr_assert_eq(a.end_ms, NOW, "today so far");
+    gs_buf_release(&err);
+    expect_refusal(NARGS(both), both, "the window is empty");
 }
 
 Test(sreport, parses_slurms_spellings_and_options_after_the_words)
@@ -393,20 +807,32 @@ Test(sreport, help_asks_nothing)
     gs_buf_release(&err);
 }
 
+#define OFFERED_ALL                                                                                \
+    "offers 'cluster Utilization', 'cluster AccountUtilizationByUser', "                           \
+    "'cluster UserUtilizationByAccount' and 'user TopUsage'"
+
 Test(sreport, refuses_other_reports)
 {
-    char *user[] = {"sreport", "user", "topusage"};
+    char *user[] = {"sreport", "user", "bogus"};
     char *job[] = {"sreport", "job", "sizesbyaccount"};
-    char *acct[] = {"sreport", "cluster", "AccountUtilizationByUser"};
+    char *wckey[] = {"sreport", "cluster", "UserUtilizationByWckey"};
+    char *qos[] = {"sreport", "cluster", "AccountUtilizationByQOS"};
+    char *ambiguous[] = {"sreport", "cluster", "UserUtilization"};
+    char *user_util[] = {"sreport", "user", "utilization"};
     char *none[] = {"sreport"};
     char *cluster_only[] = {"sreport", "-t", "hours", "cluster"};
+    char *user_only[] = {"sreport", "user"};
 
-    expect_refusal(NARGS(user), user, "'user topusage' is not offered");
-    expect_refusal(NARGS(user), user, "only 'cluster utilization'");
+    expect_refusal(NARGS(user), user, "'user bogus' is not offered");
+    expect_refusal(NARGS(user), user, OFFERED_ALL);
     expect_refusal(NARGS(job), job, "'job sizesbyaccount'");
-    expect_refusal(NARGS(acct), acct, "'cluster AccountUtilizationByUser'");
-    expect_refusal(NARGS(none), none, "only 'cluster utilization'");
+    expect_refusal(NARGS(wckey), wckey, "'cluster UserUtilizationByWckey'");
+    expect_refusal(NARGS(qos), qos, "'cluster AccountUtilizationByQOS'");
+    expect_refusal(NARGS(ambiguous), ambiguous, "'cluster UserUtilization'");
+    expect_refusal(NARGS(user_util), user_util, "'user utilization'");
+    expect_refusal(NARGS(none), none, OFFERED_ALL);
     expect_refusal(NARGS(cluster_only), cluster_only, "'cluster'");
+    expect_refusal(NARGS(user_only), user_only, "too few arguments for keyword 'user'");
 }
 
 Test(sreport, refuses_an_unknown_time_format)
@@ -446,8 +872,97 @@ Test(sreport, refuses_unknown_options_and_conditions)
     char *word[] = {"sreport", "cluster", "utilization", "tree"};
 
     expect_refusal(NARGS(long_opt), long_opt, "'--bogus'");
-    expect_refusal(NARGS(long_opt), long_opt, "only 'cluster utilization'");
+    expect_refusal(NARGS(long_opt), long_opt, OFFERED_ALL);
     expect_refusal(NARGS(short_opt), short_opt, "'x'");
     expect_refusal(NARGS(cond), cond, "'clusters=a'");
     expect_refusal(NARGS(word), word, "'tree'");
+}
+
+Test(sreport, parses_the_user_reports)
+{
+    char *abu[] = {"sreport", "cluster", "AccountUtilizationByUser", "start=2026-12-01"};
+    char *abu_short[] = {"sreport", "CL", "a"};
+    char *uba[] = {"sreport", "cluster", "userutilizationbyaccount"};
+    char *uba_18[] = {"sreport", "cluster", "UserUtilizationByA"};
+    char *ua[] = {"sreport", "cluster", "UA", "e=2026-12-05"};
+    char *top[] = {"sreport", "-P", "user", "TopUsage"};
+    char *top_count[] = {"sreport", "u", "top", "TopCount=3", "-T", "gpu"};
+    char *top_short[] = {"sreport", "User", "t", "TOPCOUNT=4294967295", "t=7", "s=2026-12-01"};
+    char *util[] = {"sreport", "cluster", "ut"};
+    struct slurm_sreport_args a;
+    struct gs_buf err = GS_BUF_INIT;
+
+    cr_assert_eq(parse(NARGS(abu), abu, NULL, &a, &err), 0, "%s", err.data);
+    cr_assert_eq(a.report, SLURM_SREPORT_ACCOUNT_BY_USER);
+    cr_assert_eq(a.start_ms, 1796083200000ULL);
+    cr_assert_eq(a.end_ms, DEC05);
+    cr_assert(slurm_sreport_by_user(&a));
+    cr_assert_eq(parse(NARGS(abu_short), abu_short, NULL, &a, &err), 0, "%s", err.data);
+    cr_assert_eq(a.report, SLURM_SREPORT_ACCOUNT_BY_USER);
+    cr_assert_eq(parse(NARGS(uba), uba, NULL, &a, &err), 0, "%s", err.data);
+    cr_assert_eq(a.report, SLURM_SREPORT_USER_BY_ACCOUNT);
+    cr_assert(slurm_sreport_by_user(&a));
+    cr_assert_eq(parse(NARGS(uba_18), uba_18, NULL, &a, &err), 0, "%s", err.data);
+    cr_assert_eq(a.report, SLURM_SREPORT_USER_BY_ACCOUNT);
+    cr_assert_eq(parse(NARGS(ua), ua, NULL, &a, &err), 0, "%s", err.data);
+    cr_assert_eq(a.report, SLURM_SREPORT_USER_BY_ACCOUNT);
+    cr_assert_eq(a.start_ms, DEC04, "midnight before end's day");
+    cr_assert_eq(a.end_ms, DEC05);
+
+    cr_assert_eq(parse(NARGS(top), top, NULL, &a, &err), 0, "%s", err.data);
+    cr_assert_eq(a.report, SLURM_SREPORT_TOP_USAGE);
+    cr_assert_eq(a.top_count, 10, "Slurm's default");
+    cr_assert_eq(a.parsable, SLURM_SREPORT_PARSABLE2);
+    cr_assert(slurm_sreport_by_user(&a));
+    cr_assert_eq(parse(NARGS(top_count), top_count, NULL, &a, &err), 0, "%s", err.data);
+    cr_assert_eq(a.report, SLURM_SREPORT_TOP_USAGE);
+    cr_assert_eq(a.top_count, 3);
+    cr_assert_str_eq(a.tres[0], "gres/gpu");
+    cr_assert_eq(parse(NARGS(top_short), top_short, NULL, &a, &err), 0, "%s", err.data);
+    cr_assert_eq(a.top_count, 7, "the last TopCount");
+    cr_assert_eq(a.start_ms, 1796083200000ULL);
+
+    cr_assert_eq(parse(NARGS(util), util, NULL, &a, &err), 0, "%s", err.data);
+    cr_assert_eq(a.report, SLURM_SREPORT_UTILIZATION);
+    cr_assert_not(slurm_sreport_by_user(&a));
+    gs_buf_release(&err);
+}
+
+Test(sreport, refuses_a_bad_topcount)
+{
+    char *zero[] = {"sreport", "user", "topusage", "TopCount=0"};
+    char *word[] = {"sreport", "user", "topusage", "TopCount=ten"};
+    char *empty[] = {"sreport", "user", "topusage", "topcount="};
+    char *negative[] = {"sreport", "user", "topusage", "t=-1"};
+    char *big[] = {"sreport", "user", "topusage", "TopCount=4294967296"};
+    char *trailing[] = {"sreport", "user", "topusage", "TopCount=5x"};
+
+    expect_refusal(NARGS(zero), zero, "invalid TopCount 'TopCount=0'");
+    expect_refusal(NARGS(word), word, "'TopCount=ten'");
+    expect_refusal(NARGS(empty), empty, "'topcount='");
+    expect_refusal(NARGS(negative), negative, "'t=-1'");
+    expect_refusal(NARGS(big), big, "'TopCount=4294967296'");
+    expect_refusal(NARGS(trailing), trailing, "'TopCount=5x'");
+}
+
+Test(sreport, refuses_topcount_and_group_where_not_offered)
+{
+    char *abu[] = {"sreport", "cluster", "AccountUtilizationByUser", "TopCount=5"};
+    char *util[] = {"sreport", "cluster", "utilization", "top=5"};
+    char *group[] = {"sreport", "user", "topusage", "Group"};
+    char *group_opt[] = {"sreport", "--group", "user", "topusage"};
+    char *cond[] = {"sreport", "user", "topusage", "users=alice"};
+    char *uba_cond[] = {"sreport", "cluster", "ua", "accounts=physics"};
+
+    expect_refusal(NARGS(abu), abu,
+                   "'TopCount=5' is not offered for cluster "
+                   "AccountUtilizationByUser: TopCount= is user TopUsage's");
+    expect_refusal(NARGS(util), util, "'top=5' is not offered for cluster Utilization");
+    expect_refusal(NARGS(group), group, "condition 'Group' (Group) is not offered");
+    expect_refusal(NARGS(group_opt), group_opt, "option '--group' is not offered");
+    expect_refusal(NARGS(cond), cond,
+                   "unknown condition 'users=alice' for user TopUsage: only start=, end= and "
+                   "TopCount= are offered");
+    expect_refusal(NARGS(uba_cond), uba_cond,
+                   "unknown condition 'accounts=physics' for cluster UserUtilizationByAccount");
 }
