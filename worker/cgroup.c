@@ -47,6 +47,7 @@ struct wrk_cg {
     int nh;
     int memory, pids, cpuset, freezer, devices; /* index into h, -1 when not there */
     bool bpf_devices;                           /* v2: a device program per job (devbpf.h) */
+    bool quiet_cpusets; /* v1: the top cpuset balances the machine; ours need not (make_dir) */
     char desc[96];
 };
 
@@ -134,10 +135,23 @@ static bool cpuset_empty(const char *dir)
  * parent has them). */
 static int make_dir(const struct wrk_cg *cg, const struct hier *h, const char *dir, bool *created)
 {
+    char path[PATH_MAX];
+
     *created = mkdir(dir, 0755) == 0;
     if (!*created && errno != EEXIST)
         return -errno;
-    if (cg->mode == WRK_CG_V1 && strcmp(h->ctrl, "cpuset") == 0 && cpuset_empty(dir))
+    if (cg->mode != WRK_CG_V1 || strcmp(h->ctrl, "cpuset") != 0)
+        return 0;
+    /* A v1 cpuset that balances load makes the kernel rebuild its scheduling domains at
+     * every change to it (its CPUs filled in, its removal): on a busy node most of a short
+     * job's cost (perf: dl_rebuild_rd_accounting, update_domain_attr_tree, under a global
+     * lock). Where the top cpuset balances the whole machine, as by default, a child's flag
+     * changes nothing of the balancing; turned off while the group has no CPUs yet, it
+     * costs no rebuild itself. Best effort: the flag only saves time. */
+    if (*created && cg->quiet_cpusets &&
+        join(path, sizeof(path), dir, "cpuset.sched_load_balance") == 0)
+        (void)write_file(path, "0");
+    if (cpuset_empty(dir))
         return inherit_cpuset(dir);
     return 0;
 }
@@ -258,7 +272,11 @@ static int setup_v1(struct wrk_cg *cg, const char *root, const char *node, struc
     int *slot[] = {&cg->memory, &cg->pids, &cg->cpuset, &cg->freezer, &cg->devices};
     int rc;
 
+    char path[PATH_MAX], flag[8];
+
     cg->mode = WRK_CG_V1;
+    snprintf(path, sizeof(path), "%s/cpuset/cpuset.sched_load_balance", root);
+    cg->quiet_cpusets = gs_path_read_small(path, flag, sizeof(flag)) > 0 && flag[0] == '1';
     snprintf(cg->desc, sizeof(cg->desc), "v1 (");
     for (size_t i = 0; i < 5; i++) {
         if (!v1_has(root, ctrls[i]))

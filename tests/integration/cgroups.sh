@@ -6,7 +6,8 @@
 # (its process ends by SIGKILL, and the job as OUT_OF_MEMORY); an srun step's leftovers are
 # killed when the step ends, the job going on; on v1, a job opens only its
 # own GPUs' /dev/nvidiaN (stand-in device nodes); the job's group has its
-# memory and pids limits while it runs and is gone after. Without cgroups the worker says
+# memory and pids limits while it runs and is gone after; on v1 its cpusets do not balance
+# load (the top cpuset does, for the whole machine). Without cgroups the worker says
 # so at start and the script checks only that.
 name="cgroups"
 . "$(dirname "$0")/lib.sh"
@@ -51,6 +52,14 @@ pid_alive "$pid" || fail "the setsid sleep is not running"
 [ "$(cat "$(group "$id" pids)/pids.max")" = 32768 ] || fail "pids limit: $(cat "$(group "$id" pids)/pids.max")"
 grep -qx "$pid" "$(group "$id" pids)/step_0/cgroup.procs" ||
   fail "the setsid sleep is not in the group of the job's step 0"
+# v1 cpusets of jobs do not balance load themselves where the top one balances the machine:
+# no scheduling-domain rebuild at each job's start and end.
+if grep -q 'cgroups="v1 ([^"]*cpuset' "$log" && [ "$(cat /sys/fs/cgroup/cpuset/cpuset.sched_load_balance)" = 1 ]; then
+  for g in "$(group "$id" cpuset)" "$(group "$id" cpuset)/step_0"; do
+    [ "$(cat "$g/cpuset.sched_load_balance")" = 0 ] || fail "$g balances load"
+    [ -n "$(cat "$g/cpuset.cpus")" ] || fail "$g has no CPUs"
+  done
+fi
 gate left
 wait_end "$id"
 [ "$(job_state "$id")" = COMPLETED ] || fail "job left: $(jq "$id" 'j')"
