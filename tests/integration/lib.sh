@@ -36,7 +36,22 @@ cleanup() {
   if [ -f "$tmp/tasks.pids" ]; then
     while read -r p; do kill_if "$p" sh; done < "$tmp/tasks.pids"
   fi
+  cgroups_cleanup
   rm -rf "$tmp"
+}
+
+# The cluster's cgroups (its worker.cgroup_parent, in every hierarchy), where empty: a
+# worker killed with SIGKILL leaves its node's group, and on a long-lived machine hundreds
+# of stale cpusets slow every job's cgroup changes (bench/RESULTS.md). Only this cluster's.
+cgroups_cleanup() {
+  local parent d
+  [ -f "$state/gsched.toml" ] || return 0
+  parent=$(sed -n 's/^cgroup_parent = "\(gsched-up\/[0-9a-f]*\)"$/\1/p' "$state/gsched.toml")
+  [ -n "$parent" ] || return 0
+  for d in /sys/fs/cgroup/*/"$parent" /sys/fs/cgroup/"$parent"; do
+    [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+  done
+  return 0
 }
 trap cleanup EXIT
 
