@@ -36,8 +36,10 @@ cleanup() {
   if [ -f "$tmp/tasks.pids" ]; then
     while read -r p; do kill_if "$p" sh; done < "$tmp/tasks.pids"
   fi
-  # Any daemon of this cluster still running (one whose pid file `down` removed while it
-  # went on, seen once after a full run): its command line names this state directory.
+  # Any process of this cluster still running: above all the keeper of a worker the test
+  # SIGKILLed (a fork with the worker's command line, which ignores SIGTERM and lives on
+  # for 4/5 of the fence timeout to end that worker's tasks). Its command line names this
+  # state directory.
   pkill -KILL -f -- "--config $state/gsched.toml" 2>/dev/null
   cgroups_cleanup
   rm -rf "$tmp"
