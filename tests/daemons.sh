@@ -8,7 +8,17 @@ bin=$1
 src=$2
 tmp=$(mktemp -d)
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$tmp"; }
+# The daemons are killed with SIGKILL, so their workers' node groups stay: they are removed
+# here (only this test's, gsched-test/TMPNAME in every hierarchy; write_config), as stale
+# cpusets slow every later job's cgroup changes on the machine (bench/RESULTS.md).
+cleanup() {
+  local d
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  for d in /sys/fs/cgroup/*/gsched-test/"${tmp##*/}" /sys/fs/cgroup/gsched-test/"${tmp##*/}"; do
+    [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+  done
+  rm -rf "$tmp"
+}
 trap cleanup EXIT
 fail() {
   echo "$name: $*" >&2
