@@ -6,6 +6,13 @@
  * every ancestor's cgroup.subtree_control. v1's cpuset starts a new group with no CPUs and
  * no memory nodes, so every level gets its parent's before anything joins it.
  *
+ * v1 makes step groups only in the hierarchy that lists the job's processes (the freezer's
+ * where there is one): there a step's processes are told apart from the job's other steps',
+ * to be killed at the step's end; in the other hierarchies they sit in the job's group, whose
+ * limits bound every step anyway. Each v1 group is a directory of control files that the
+ * kernel makes and removes: four more per job were a fifth of the worker's time per short
+ * job (bench/RESULTS.md).
+ *
  * Ending a job: its group is frozen (v1 freezer, v2 cgroup.freeze) so nothing in it can
  * fork, every process listed in cgroup.procs gets SIGKILL, and it is thawed so the kills
  * land; repeated until the list is empty (v2's cgroup.kill does all of it where the kernel
@@ -436,6 +443,19 @@ const char *wrk_cg_describe(const struct wrk_cg *cg)
     return cg != NULL ? cg->desc : "none";
 }
 
+/* The hierarchy whose cgroup.procs lists the job's processes: the freezer's, else the
+ * first (a task joins every one). */
+static int list_hier(const struct wrk_cg *cg)
+{
+    return cg->freezer >= 0 ? cg->freezer : 0;
+}
+
+/* Whether hierarchy i has step groups (v1: only the listing one; see the top). */
+static bool has_steps(const struct wrk_cg *cg, int i)
+{
+    return cg->mode != WRK_CG_V1 || i == list_hier(cg);
+}
+
 /* BASE/job_ID, or with step >= 0 BASE/job_ID/step_STEP. */
 static int group_dir(const struct hier *h, uint64_t job_id, long step, char *out, size_t size)
 {
@@ -519,7 +539,8 @@ static int apply_limits(const struct wrk_cg *cg, const char *dirs[],
     return rc;
 }
 
-/* Makes the job's group (step < 0) or a step's in every hierarchy, their paths into dirs;
+/* Makes the job's group (step < 0) or a step's in every hierarchy that has them, the paths
+ * a task joins into dirs (a hierarchy without step groups: the job's, made before);
  * *created: whether some level was new. */
 static int make_group(struct wrk_cg *cg, uint64_t job_id, long step, char dirs_buf[][PATH_MAX],
                       const char *dirs[], bool *created, struct gs_buf *why)
@@ -529,8 +550,11 @@ static int make_group(struct wrk_cg *cg, uint64_t job_id, long step, char dirs_b
 
     *created = false;
     for (int i = 0; i < cg->nh && rc == 0; i++) {
-        rc = group_dir(&cg->h[i], job_id, step, dirs_buf[i], PATH_MAX);
-        if (rc == 0)
+        bool own = step < 0 || has_steps(cg, i);
+
+        made = false;
+        rc = group_dir(&cg->h[i], job_id, own ? step : -1, dirs_buf[i], PATH_MAX);
+        if (rc == 0 && own)
             rc = make_dir(cg, &cg->h[i], dirs_buf[i], &made);
         *created = *created || made;
         dirs[i] = dirs_buf[i];
@@ -576,13 +600,6 @@ int wrk_cg_job_enter(struct wrk_cg *cg, uint64_t job_id, uint32_t step,
         return rc;
     }
     return n;
-}
-
-/* The hierarchy whose cgroup.procs lists the job's processes: the freezer's, else the
- * first (a task joins every one). */
-static int list_hier(const struct wrk_cg *cg)
-{
-    return cg->freezer >= 0 ? cg->freezer : 0;
 }
 
 /* Appends the pids listed in dir/cgroup.procs to out[*n..max); 0 or -errno. */
@@ -688,7 +705,8 @@ static int end_group(struct wrk_cg *cg, uint64_t job_id, long step)
     if (cg == NULL || cg->mode == WRK_CG_NONE)
         return 0;
     for (int i = 0; i < cg->nh; i++) {
-        if (group_dir(&cg->h[i], job_id, step, dirs_buf[i], sizeof(dirs_buf[i])) < 0)
+        if (group_dir(&cg->h[i], job_id, step >= 0 && !has_steps(cg, i) ? -1 : step, dirs_buf[i],
+                      sizeof(dirs_buf[i])) < 0)
             return -ENAMETOOLONG;
         dirs[i] = dirs_buf[i];
     }
@@ -717,6 +735,8 @@ static int end_group(struct wrk_cg *cg, uint64_t job_id, long step)
         waited += 2;
     }
     for (int i = cg->nh - 1; i >= 0; i--) {
+        if (step >= 0 && !has_steps(cg, i))
+            continue; /* dirs[i] is the job's group, which goes on */
         if (remove_group(dirs[i], step < 0, &waited) < 0)
             rc = -EBUSY;
     }
@@ -757,9 +777,10 @@ uint64_t wrk_cg_job_oom_kills(const struct wrk_cg *cg, uint64_t job_id)
     if (cg == NULL || cg->memory < 0 || job_dir(&cg->h[cg->memory], job_id, dir, sizeof(dir)) < 0)
         return 0;
     n = oom_kills_in(cg, dir);
-    if (cg->mode != WRK_CG_V1)
-        return n; /* v2 counts a kill in every ancestor up to the root */
-    /* v1 counts it only in the victim's own group: one of the steps' */
+    /* v2 counts a kill in every ancestor up to the root; v1 only in the victim's own group,
+     * which is the job's unless the memory hierarchy has the step groups (no freezer) */
+    if (cg->mode != WRK_CG_V1 || !has_steps(cg, cg->memory))
+        return n;
     d = opendir(dir);
     while (d != NULL && (e = readdir(d)) != NULL) {
         if (strncmp(e->d_name, "step_", 5) == 0 && join(sub, sizeof(sub), dir, e->d_name) == 0)

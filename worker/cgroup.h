@@ -5,8 +5,9 @@
  *
  * Layout: ROOT/PARENT/NODE/job_ID/step_S (PARENT: worker.cgroup_parent, "gsched"; NODE: the
  * worker's name, so several workers of one machine do not meet; S: the step, 0 for the job's
- * own tasks), in each v1 hierarchy used (memory, pids, cpuset, freezer, devices) or once in the
- * v2 tree. The job's group holds the limits; its steps' groups, which hold the processes, are
+ * own tasks), once in the v2 tree, or in v1 job_ID in each hierarchy used (memory, pids,
+ * cpuset, freezer, devices) and step_S only in the freezer's (without a freezer: the first
+ * one's). The job's group holds the limits; its steps' groups, which hold the processes, are
  * what a step's end kills. A task joins its step's group in the child, between fork and exec,
  * by writing to descriptors the worker opened for it (wrk_cg_job_enter). When a step's last
  * task here has ended, wrk_cg_step_end kills what the step left (a `setsid sleep &`, a double
@@ -68,9 +69,9 @@ const char *wrk_cg_describe(const struct wrk_cg *cg);
 /*
  * Creates the job's group if it is not there yet, with lim (limits apply to the whole job
  * on this node, so only its first launch here sets them), and in it the step's group
- * (job_ID/step_STEP: step 0 is the job's own tasks, s >= 1 its srun steps), and opens the
- * step group's cgroup.procs files for writing into fds (close-on-exec; the caller closes
- * them). Returns how many (0 with no cgroups), or a negative errno with the reason in why.
+ * (job_ID/step_STEP: step 0 is the job's own tasks, s >= 1 its srun steps), and opens for
+ * writing into fds the cgroup.procs file of the step's group in each hierarchy, or of the
+ * job's where a v1 hierarchy has no step groups (close-on-exec; the caller closes them). Returns how many (0 with no cgroups), or a negative errno with the reason in why.
  */
 int wrk_cg_job_enter(struct wrk_cg *cg, uint64_t job_id, uint32_t step,
                      const struct wrk_cg_limits *lim, int fds[WRK_CG_MAX_FDS], struct gs_buf *why);

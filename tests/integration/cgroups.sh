@@ -7,7 +7,8 @@
 # killed when the step ends, the job going on; on v1, a job opens only its
 # own GPUs' /dev/nvidiaN (stand-in device nodes); the job's group has its
 # memory and pids limits while it runs and is gone after; on v1 its cpusets do not balance
-# load (the top cpuset does, for the whole machine). Without cgroups the worker says
+# load (the top cpuset does, for the whole machine), and its step groups are in the
+# freezer's hierarchy alone (the memory one's without a freezer). Without cgroups the worker says
 # so at start and the script checks only that.
 name="cgroups"
 . "$(dirname "$0")/lib.sh"
@@ -26,10 +27,14 @@ parent=$(sed -n 's/^cgroup_parent = "\(.*\)"$/\1/p' "$state/gsched.toml")
 if grep -q 'cgroups="v1' "$log"; then
   group() { echo "/sys/fs/cgroup/$2/$parent/node1/job_$1"; } # group JOB CONTROLLER
   mem_limit=memory.limit_in_bytes
+  steps=memory
+  grep -q 'cgroups="v1 ([^"]*freezer' "$log" && steps=freezer
 else
   group() { echo "/sys/fs/cgroup/$parent/node1/job_$1"; }
   mem_limit=memory.max
+  steps=
 fi
+steps() { group "$1" "$steps"; } # steps JOB: the job's group that has the step groups
 
 # --- a process left behind with setsid is killed when its job ends --------------------------
 job_file left.toml "name = \"left\"
@@ -50,15 +55,21 @@ pid_alive "$pid" || fail "the setsid sleep is not running"
 [ "$(cat "$(group "$id" memory)/$mem_limit")" = 268435456 ] ||
   fail "memory limit: $(cat "$(group "$id" memory)/$mem_limit")"
 [ "$(cat "$(group "$id" pids)/pids.max")" = 32768 ] || fail "pids limit: $(cat "$(group "$id" pids)/pids.max")"
-grep -qx "$pid" "$(group "$id" pids)/step_0/cgroup.procs" ||
+grep -qx "$pid" "$(steps "$id")/step_0/cgroup.procs" ||
   fail "the setsid sleep is not in the group of the job's step 0"
+if [ -n "$steps" ]; then # v1: in the other hierarchies, in the job's group itself
+  for c in memory pids cpuset devices; do
+    [ "$c" = "$steps" ] || [ ! -d "$(group "$id" "$c")" ] && continue
+    grep -qx "$pid" "$(group "$id" "$c")/cgroup.procs" || fail "the setsid sleep is not in the job's $c group"
+    [ ! -e "$(group "$id" "$c")/step_0" ] || fail "a step group in the $c hierarchy"
+  done
+fi
 # v1 cpusets of jobs do not balance load themselves where the top one balances the machine:
 # no scheduling-domain rebuild at each job's start and end.
 if grep -q 'cgroups="v1 ([^"]*cpuset' "$log" && [ "$(cat /sys/fs/cgroup/cpuset/cpuset.sched_load_balance)" = 1 ]; then
-  for g in "$(group "$id" cpuset)" "$(group "$id" cpuset)/step_0"; do
-    [ "$(cat "$g/cpuset.sched_load_balance")" = 0 ] || fail "$g balances load"
-    [ -n "$(cat "$g/cpuset.cpus")" ] || fail "$g has no CPUs"
-  done
+  g=$(group "$id" cpuset)
+  [ "$(cat "$g/cpuset.sched_load_balance")" = 0 ] || fail "$g balances load"
+  [ -n "$(cat "$g/cpuset.cpus")" ] || fail "$g has no CPUs"
 fi
 gate left
 wait_end "$id"
@@ -92,8 +103,8 @@ grep -qx 'srun=0' "$work/step.rc" || fail "srun: $(cat "$work/step.rc" "$work/st
 pid=$(cat "$work/step.pid")
 gone() { ! pid_alive "$pid"; }
 wait_for "the step's leftover sleep to be killed" 15 gone
-wait_for "the step's group to go" 15 test ! -e "$(group "$id" pids)/step_1"
-[ -n "$(cat "$(group "$id" pids)/step_0/cgroup.procs")" ] || fail "the batch step's group is empty"
+wait_for "the step's group to go" 15 test ! -e "$(steps "$id")/step_1"
+[ -n "$(cat "$(steps "$id")/step_0/cgroup.procs")" ] || fail "the batch step's group is empty"
 [ "$(job_state "$id")" = RUNNING ] || fail "the job ended with its step: $(jq "$id" 'j')"
 # the group goes hierarchy by hierarchy before the worker logs what it killed
 wait_for "the log line for the step's killed process" 15 \
