@@ -71,7 +71,8 @@ const char *wrk_cg_describe(const struct wrk_cg *cg);
  * on this node, so only its first launch here sets them), and in it the step's group
  * (job_ID/step_STEP: step 0 is the job's own tasks, s >= 1 its srun steps), and opens for
  * writing into fds the cgroup.procs file of the step's group in each hierarchy, or of the
- * job's where a v1 hierarchy has no step groups (close-on-exec; the caller closes them). Returns how many (0 with no cgroups), or a negative errno with the reason in why.
+ * job's where a v1 hierarchy has no step groups (close-on-exec; the caller closes them). Returns
+ * how many (0 with no cgroups), or a negative errno with the reason in why.
  */
 int wrk_cg_job_enter(struct wrk_cg *cg, uint64_t job_id, uint32_t step,
                      const struct wrk_cg_limits *lim, int fds[WRK_CG_MAX_FDS], struct gs_buf *why);
