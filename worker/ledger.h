@@ -10,8 +10,11 @@
  * in clock ticks since boot from /proc/PID/stat, which tells a reused pid from the task;
  * then its job, rank and step (TaskRef.step), for the log line when it is ended. Files of
  * workers that predate steps have no STEP and are read as step 0.
- * It is rewritten whole (temporary file, then rename) on every change; no fsync, since a
- * machine that crashed has no tasks left to end.
+ * The file is a journal: that line is appended when the task starts and "-PID" when it ends
+ * (readers replay them), and it is emptied when nothing runs and removed at a clean stop;
+ * one whose ended lines outnumber the live ones is rewritten whole (temporary file, then
+ * rename). No fsync, since a machine that crashed has no tasks left to end; a last line
+ * without its newline, cut short, is not read.
  *
  * Loop thread only; no global state.
  */
@@ -23,11 +26,12 @@
 
 struct wrk_ledger;
 
-/* A ledger kept at path (copied). NULL when out of memory. */
+/* A ledger kept at path (copied), which its first task replaces with a fresh file. NULL when
+ * out of memory. */
 struct wrk_ledger *wrk_ledger_new(const char *path);
 void wrk_ledger_free(struct wrk_ledger *l);
 
-/* One line of the file. */
+/* One task of the file. */
 struct wrk_ledger_entry {
     pid_t pid; /* the task's process group leader, and so its group id */
     uint64_t start_time, job_id;
@@ -55,7 +59,7 @@ int wrk_ledger_end(const struct wrk_ledger_entry *v, size_t n, const char *what)
  */
 int wrk_ledger_sweep(const char *path);
 
-/* Records a started task / forgets an ended one, and rewrites the file. Return 0 or < 0. */
+/* Records a started task / forgets an ended one in the file. Return 0 or < 0. */
 int wrk_ledger_add(struct wrk_ledger *l, pid_t pid, uint64_t job_id, uint32_t step, uint32_t rank);
 int wrk_ledger_remove(struct wrk_ledger *l, pid_t pid);
 

@@ -1,8 +1,9 @@
 /*
  * test_ledger.c: a worker's task ledger ends the process groups an earlier worker left
- * running (also a group whose leader is gone), never a process that merely reuses a pid,
- * and leaves no file once nothing runs. Entries carry the task's step (a batch shell and
- * srun steps of one job, same ranks); files written before steps existed still sweep.
+ * running (also a group whose leader is gone), never a process that merely reuses a pid;
+ * its journal replays to the tasks still running, is emptied when none runs, removed at a
+ * clean stop and compacted when mostly ended lines. Entries carry the task's step (a batch shell
+ * and srun steps of one job, same ranks); files written before steps existed still sweep.
  */
 #define _DEFAULT_SOURCE /* usleep, getpgid */
 
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -95,14 +97,80 @@ Test(ledger, a_reused_pid_is_not_killed)
     cr_assert_eq(wrk_ledger_sweep(path), 0);
 }
 
-Test(ledger, the_file_goes_when_nothing_runs)
+static off_t file_size(void)
+{
+    struct stat st;
+
+    cr_assert_eq(stat(path, &st), 0);
+    return st.st_size;
+}
+
+Test(ledger, the_file_empties_when_nothing_runs_and_goes_at_a_clean_stop)
 {
     struct wrk_ledger *l = wrk_ledger_new(path);
 
     cr_assert_eq(wrk_ledger_add(l, getpid(), 1, 0, 0), 0);
-    cr_assert_eq(access(path, F_OK), 0);
+    cr_assert_gt(file_size(), 0);
     cr_assert_eq(wrk_ledger_remove(l, getpid()), 0);
+    cr_assert_eq(file_size(), 0);
+    wrk_ledger_free(l);
     cr_assert_eq(access(path, F_OK), -1);
+}
+
+/* What a keeper or the next worker reads: the tasks started and not ended, whatever order
+ * they ended in; not a last line a crash cut short. */
+Test(ledger, the_journal_replays_to_the_tasks_still_running)
+{
+    struct wrk_ledger *l = wrk_ledger_new(path);
+    struct wrk_ledger_entry *v = NULL;
+    size_t n = 0;
+    FILE *f;
+
+    cr_assert_eq(wrk_ledger_add(l, 101, 1, 0, 0), 0);
+    cr_assert_eq(wrk_ledger_add(l, 102, 1, 0, 1), 0);
+    cr_assert_eq(wrk_ledger_add(l, 103, 2, 3, 0), 0);
+    cr_assert_eq(wrk_ledger_remove(l, 102), 0);
+    cr_assert_eq(wrk_ledger_remove(l, 101), 0);
+    cr_assert_eq(wrk_ledger_add(l, 101, 4, 0, 0), 0, "a pid used again");
+    cr_assert_eq(wrk_ledger_read(path, &v, &n), 0);
+    cr_assert_eq(n, 2);
+    cr_assert_eq(v[0].pid + v[1].pid, 103 + 101);
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].pid == 103)
+            cr_assert(v[i].job_id == 2 && v[i].step == 3 && v[i].rank == 0);
+        else
+            cr_assert_eq(v[i].job_id, 4);
+    }
+    free(v);
+    f = fopen(path, "a");
+    cr_assert_not_null(f);
+    fputs("-10", f); /* "-103\n" cut short */
+    fclose(f);
+    cr_assert_eq(wrk_ledger_read(path, &v, &n), 0);
+    cr_assert_eq(n, 2, "a line without its newline is not read");
+    free(v);
+    wrk_ledger_free(l); /* two still listed: the file stays */
+    cr_assert_eq(access(path, F_OK), 0);
+}
+
+/* A long-running task among many short ones: the ended lines are compacted away. */
+Test(ledger, a_journal_of_mostly_ended_tasks_is_compacted)
+{
+    struct wrk_ledger *l = wrk_ledger_new(path);
+    struct wrk_ledger_entry *v = NULL;
+    size_t n = 0;
+
+    cr_assert_eq(wrk_ledger_add(l, 7, 70, 0, 0), 0);
+    for (int pid = 1000; pid < 11000; pid++) {
+        cr_assert_eq(wrk_ledger_add(l, pid, (uint64_t)pid, 0, 0), 0);
+        cr_assert_eq(wrk_ledger_remove(l, pid), 0);
+        cr_assert_leq(file_size(), 80 << 10, "the journal outgrew its bound");
+    }
+    cr_assert_eq(wrk_ledger_read(path, &v, &n), 0);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(v[0].pid, 7);
+    cr_assert_eq(v[0].job_id, 70);
+    free(v);
     wrk_ledger_free(l);
 }
 
