@@ -53,30 +53,30 @@ static void send_exit(struct wrk_ctx *w, struct wrk_exit *e)
         wrk_send(w, &env);
 }
 
-/* Rewrites the file of unacknowledged exits (worker/exits_file.h) from w->exits. */
-static void save_exits(struct wrk_ctx *w)
+/* Records in the exits file (worker/exits_file.h) that the exits of refs were acknowledged,
+ * w->exits holding those left. */
+static void forget_exits(struct wrk_ctx *w, Gs__TaskRef *const *refs, size_t nrefs)
 {
     size_t n = 0, i = 0;
-    Gs__TaskExit **all;
+    Gs__TaskExit **left;
     int rc;
 
-    if (w->exits_path[0] == '\0')
+    if (w->exits_file == NULL)
         return;
     for (struct wrk_exit *e = w->exits; e != NULL; e = e->next)
         n++;
-    all = calloc(n + 1, sizeof(*all));
-    if (all == NULL) {
-        GS_LOG(GS_LOG_ERROR, "path=%s out of memory: unacknowledged exits not saved",
-               w->exits_path);
+    left = calloc(n + 1, sizeof(*left));
+    if (left == NULL) {
+        GS_LOG(GS_LOG_WARN, "out of memory: acknowledged exits stay in the exits file");
         return;
     }
     for (struct wrk_exit *e = w->exits; e != NULL; e = e->next)
-        all[i++] = &e->msg;
-    rc = wrk_exits_save(w->exits_path, all, n);
-    if (rc < 0)
-        GS_LOG(GS_LOG_ERROR, "path=%s error=\"%s\" unacknowledged exits not saved", w->exits_path,
+        left[i++] = &e->msg;
+    rc = wrk_exits_ack(w->exits_file, refs, nrefs, left, n);
+    if (rc < 0) /* they would only be reported again, and taken as repeats */
+        GS_LOG(GS_LOG_WARN, "error=\"%s\" acknowledged exits stay in the exits file",
                gs_strerror(rc));
-    free(all);
+    free(left);
 }
 
 /* An exit as kept until acknowledged; NULL when out of memory. */
@@ -99,6 +99,7 @@ void wrk_record_exit(struct wrk_ctx *w, const struct wrk_task_id *id, uint32_t a
                      const struct wrk_task_exit *ex, Gs__EndReason reason, const char *error)
 {
     struct wrk_exit *e = new_exit(w, NULL, error);
+    int rc;
 
     if (e == NULL) {
         GS_LOG(GS_LOG_ERROR, "job=%llu step=%u rank=%u exit lost: out of memory",
@@ -121,7 +122,10 @@ void wrk_record_exit(struct wrk_ctx *w, const struct wrk_task_id *id, uint32_t a
     }
     e->next = w->exits;
     w->exits = e;
-    save_exits(w); /* on disk before gschedd can hear of it */
+    /* on disk before gschedd can hear of it */
+    if (w->exits_file != NULL && (rc = wrk_exits_add(w->exits_file, &e->msg)) < 0)
+        GS_LOG(GS_LOG_ERROR, "job=%llu step=%u rank=%u error=\"%s\" exit not saved",
+               (unsigned long long)id->job_id, id->step, id->rank, gs_strerror(rc));
     send_exit(w, e);
 }
 
@@ -202,7 +206,7 @@ static void handle_ack(struct wrk_ctx *w, const Gs__TaskExitAck *ack)
         }
     }
     if (removed)
-        save_exits(w);
+        forget_exits(w, ack->tasks, ack->n_tasks);
 }
 
 struct running_ctx {
@@ -542,6 +546,7 @@ static void release_handle(struct wrk_ctx *w)
         free(w->features[i]);
     free(w->features);
     wrk_ledger_free(w->ledger);
+    wrk_exits_close(w->exits_file);
     gs_proto_auth_key_clear(&w->auth_key);
     wrk_cg_free(w->cg);
     free(w);
@@ -642,18 +647,29 @@ static int copy_features(struct wrk_ctx *w, char *const *features)
  * in the next registration like any other. */
 static void load_exits(struct wrk_ctx *w, const char *ledger_path)
 {
-    Gs__NodeRegister *saved = NULL;
+    Gs__TaskExit **saved = NULL;
+    size_t n = 0;
+    char path[4200];
     int rc;
 
-    snprintf(w->exits_path, sizeof(w->exits_path), "%s.exits", ledger_path);
-    rc = wrk_exits_load(w->exits_path, &saved);
+    snprintf(path, sizeof(path), "%s.exits", ledger_path);
+    rc = wrk_exits_open(path, &w->exits_file, &saved, &n);
+    if (rc == -EBADMSG) { /* a damaged file of an earlier worker: set aside, a fresh one */
+        char aside[4220];
+
+        snprintf(aside, sizeof(aside), "%s.damaged", path);
+        GS_LOG(GS_LOG_WARN, "path=%s error=\"%s\" moved_to=%s unacknowledged exits unreadable",
+               path, gs_strerror(rc), aside);
+        if (rename(path, aside) == 0)
+            rc = wrk_exits_open(path, &w->exits_file, &saved, &n);
+    }
     if (rc < 0) {
-        GS_LOG(GS_LOG_WARN, "path=%s error=\"%s\" unacknowledged exits unreadable, dropped",
-               w->exits_path, gs_strerror(rc));
+        GS_LOG(GS_LOG_ERROR, "path=%s error=\"%s\" no exits file: exits are not kept on disk", path,
+               gs_strerror(rc));
         return;
     }
-    for (size_t i = 0; saved != NULL && i < saved->n_unacked_exits; i++) {
-        const Gs__TaskExit *x = saved->unacked_exits[i];
+    for (size_t i = 0; i < n; i++) {
+        const Gs__TaskExit *x = saved[i];
         struct wrk_exit *e = new_exit(w, x->node_name, x->launch_error);
 
         if (e == NULL)
@@ -668,14 +684,16 @@ static void load_exits(struct wrk_ctx *w, const char *ledger_path)
         e->msg.term_signal = x->term_signal;
         e->msg.start_time_ms = x->start_time_ms;
         e->msg.end_time_ms = x->end_time_ms;
+        e->msg.max_rss_kib = x->max_rss_kib;
+        e->msg.cpu_time_ms = x->cpu_time_ms;
         e->next = w->exits;
         w->exits = e;
     }
-    if (saved != NULL && saved->n_unacked_exits > 0)
-        GS_LOG(GS_LOG_INFO, "exits=%zu unacknowledged exits of a previous worker, to report",
-               saved->n_unacked_exits);
-    if (saved != NULL)
-        gs__node_register__free_unpacked(saved, NULL);
+    if (n > 0)
+        GS_LOG(GS_LOG_INFO, "exits=%zu unacknowledged exits of a previous worker, to report", n);
+    for (size_t i = 0; i < n; i++)
+        gs__task_exit__free_unpacked(saved[i], NULL);
+    free(saved);
 }
 
 /*

@@ -45,7 +45,7 @@ struct wrk_ctx {
     bool allow_root_jobs;              /* worker.allow_root_jobs */
     struct wrk_cg *cg;                 /* the jobs' cgroups (worker/cgroup.h) */
     uint64_t job_pids_max;             /* worker.job_pids_max; 0: none */
-    char exits_path[4200];             /* unacknowledged exits on disk; "": none */
+    struct wrk_exits_file *exits_file; /* unacknowledged exits on disk; NULL: none */
     struct sockaddr_storage scheduler;
     char node_name[64];
     char address[256];
