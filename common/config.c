@@ -309,6 +309,21 @@ static void rd_min_job_age(struct gs_schema_ctx *c, const struct gs_toml_value *
         CFG(c)->min_job_age_ms = s * 1000;
 }
 
+/* "0s" (the default) and "unlimited" keep the store's history for good; else at least an
+ * hour. */
+static void rd_purge_after(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    uint64_t s;
+
+    if (gs_schema_duration(c, v, "scheduler.purge_after", 1, true, &s) < 0)
+        return;
+    if (s > 0 && s < 3600) {
+        GS_SCHEMA_REPORT_AT(c, v, "scheduler.purge_after must be at least 1h (or \"0s\": never)");
+        return;
+    }
+    CFG(c)->purge_after_ms = s < UINT64_MAX / 1000 ? s * 1000 : 0;
+}
+
 static void rd_data_locality(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
     static const char *const names[] = {"tiebreak", "prefer", "off"};
@@ -375,6 +390,7 @@ static const struct gs_schema_key scheduler_keys[] = {
     {"max_submit_jobs", rd_max_submit_jobs},
     {"fence_timeout", rd_fence_timeout},
     {"min_job_age", rd_min_job_age},
+    {"purge_after", rd_purge_after},
     {"data_locality", rd_data_locality},
     {"data_locality_wait", rd_data_locality_wait},
     {"data_copy_rate", rd_data_copy_rate},

@@ -31,6 +31,11 @@
  *     min_job_age = "5m"                    # a finished job leaves memory this long after
  *                                           # it ended (Slurm's MinJobAge); its rows stay:
  *                                           # show/sacct read them back. "0s": never
+ *     purge_after = "0s"                    # > 0 (at least 1h): the database's records
+ *                                           # of jobs that ended longer ago than this,
+ *                                           # and older node history and events, are
+ *                                           # deleted (slurmdbd's Purge*After); "0s":
+ *                                           # kept for good
  *     data_locality = "tiebreak"            # a job's cached data in placement: among
  *                                           # equally fit nodes ("tiebreak"), before fit
  *                                           # ("prefer"), or "off" (docs/data.md)
@@ -248,6 +253,7 @@ struct gs_config {
     uint32_t max_submit_jobs;            /* per uid, pending or running; 0: no limit */
     uint64_t fence_timeout_ms;           /* default 5 min; 0: no fencing */
     uint64_t min_job_age_ms;             /* default 5 min; 0: finished jobs stay in memory */
+    uint64_t purge_after_ms;             /* 0 (default): the store keeps every record */
     enum gs_data_locality data_locality; /* how placement weighs a job's cached data */
     uint32_t data_locality_wait_s;       /* how long a job may wait for its data's nodes */
     uint64_t data_copy_rate_mib; /* MiB/s a copy of data moves: the wait ends once as long as

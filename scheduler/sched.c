@@ -78,9 +78,10 @@ static void on_cron(uv_timer_t *timer)
     sched_cli_sweep(s, now);
     sched_workers_sweep(s, now);
     sched_policy_tick(s, false);
-    sched_purge_tick(s); /* finished jobs past scheduler.min_job_age leave memory */
-    sched_resv_tick(s);  /* reservations that start or end */
-    sched_alloc_tick(s); /* allocations past their time limit (no worker runs their task) */
+    sched_purge_tick(s);         /* finished jobs past scheduler.min_job_age leave memory */
+    sched_history_purge_tick(s); /* ... and past scheduler.purge_after, the store */
+    sched_resv_tick(s);          /* reservations that start or end */
+    sched_alloc_tick(s);         /* allocations past their time limit (no worker runs their task) */
     if (s->timed_deps)
         sched_engine_wake(s);
 }

@@ -190,6 +190,11 @@ struct sched_ctx {
      * not (forgotten, or left there at start), which queue/show then read back. */
     uint64_t jobs_forgotten;
     bool jobs_in_store_only;
+    /* sched_history_purge.c: when the next purge of old history runs (monotonic ms; 0: at
+     * the next tick), whether one runs now, and jobs deleted since start. */
+    uint64_t history_purge_next_mono;
+    bool history_purge_busy;
+    uint64_t history_purged;
     int open_handles;
     bool stopping;
     void (*stopped)(void *data);
@@ -619,6 +624,9 @@ bool sched_purge_pinned(const struct sched_purge_pins *p, const struct sched_job
 void sched_purge_pins_release(struct sched_purge_pins *p);
 /* From the cron: forgets finished jobs that ended over min_job_age ago and nothing pins. */
 void sched_purge_tick(struct sched_ctx *s);
+
+/* sched_history_purge.c: old records deleted from the store (scheduler.purge_after) */
+void sched_history_purge_tick(struct sched_ctx *s);
 /* What to read back: jobs by id (each array's first id standing for its elements), or else
  * the most recent finished ones matching the filter. */
 struct sched_stored_query {

@@ -48,6 +48,16 @@ enum stmt_id {
     ST_END_ALLOCS,
     ST_LOAD_NODE_STATES,
     ST_LOAD_ALLOCS,
+    ST_PURGE_PICK,
+    ST_PURGE_FLOOR,
+    ST_PURGE_TASKS,
+    ST_PURGE_STEPS,
+    ST_PURGE_ALLOCS,
+    ST_PURGE_EVENTS,
+    ST_PURGE_JOB,
+    ST_PURGE_UNOWNED_EVENTS,
+    ST_PURGE_HISTORY_KEEP,
+    ST_PURGE_HISTORY,
     ST_COUNT,
 };
 
@@ -63,7 +73,9 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_BEGIN] = "BEGIN IMMEDIATE",
     [ST_COMMIT] = "COMMIT",
     [ST_ROLLBACK] = "ROLLBACK",
-    [ST_NEXT_ID] = "SELECT COALESCE(MAX(id), 0) + 1 FROM jobs",
+    /* Past the highest id ever stored, also once a purge deleted it (sched_store_purge). */
+    [ST_NEXT_ID] = "SELECT MAX(COALESCE((SELECT MAX(id) FROM jobs), 0), COALESCE((SELECT "
+                   "CAST(value AS INTEGER) FROM meta WHERE key = 'job_id_floor'), 0)) + 1",
     [ST_PUT_JOB] =
         "INSERT OR REPLACE INTO jobs (id, name, uid, gid, user, priority, state, "
         "reason, held, submit_ms, start_ms, end_ms, exit_code, signaled, "
@@ -119,6 +131,22 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_PUT_ALLOC] = "INSERT OR IGNORE INTO allocations (job_id, attempt, node, cores, gpus, "
                      "start_ms, user, account) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     [ST_END_ALLOCS] = "UPDATE allocations SET end_ms = ?2 WHERE job_id = ?1 AND end_ms IS NULL",
+    [ST_PURGE_PICK] = "SELECT id FROM jobs WHERE id > ?1 AND state NOT IN (1, 2, 8) AND "
+                      "end_ms > 0 AND end_ms < ?2 ORDER BY id LIMIT ?3",
+    [ST_PURGE_FLOOR] = "INSERT INTO meta (key, value) VALUES ('job_id_floor', ?1) ON "
+                       "CONFLICT (key) DO UPDATE SET value = MAX(CAST(value AS INTEGER), ?1)",
+    [ST_PURGE_TASKS] = "DELETE FROM tasks WHERE job_id = ?1",
+    [ST_PURGE_STEPS] = "DELETE FROM steps WHERE job_id = ?1",
+    [ST_PURGE_ALLOCS] = "DELETE FROM allocations WHERE job_id = ?1",
+    [ST_PURGE_EVENTS] = "DELETE FROM events WHERE job_id = ?1",
+    [ST_PURGE_JOB] = "DELETE FROM jobs WHERE id = ?1",
+    [ST_PURGE_UNOWNED_EVENTS] = "DELETE FROM events WHERE job_id IS NULL AND at_ms < ?1",
+    /* Each node's last row before the horizon says its state there: it moves up to it. */
+    [ST_PURGE_HISTORY_KEEP] =
+        "UPDATE node_history SET at_ms = ?1 WHERE at_ms < ?1 AND id = (SELECT h.id FROM "
+        "node_history h WHERE h.node = node_history.node AND h.at_ms < ?1 ORDER BY h.at_ms "
+        "DESC, h.id DESC LIMIT 1)",
+    [ST_PURGE_HISTORY] = "DELETE FROM node_history WHERE at_ms < ?1",
     [ST_LOAD_NODE_STATES] = "SELECT at_ms, node, up, cores, gpus FROM node_history WHERE at_ms < "
                             "?1 ORDER BY node, at_ms, id",
     [ST_LOAD_ALLOCS] =
@@ -140,7 +168,9 @@ static const char *const stmt_sql[ST_COUNT] = {
     "CREATE TABLE IF NOT EXISTS allocations (job_id INTEGER NOT NULL, attempt INTEGER NOT NULL, "  \
     "  node TEXT NOT NULL, cores INTEGER, gpus INTEGER, start_ms INTEGER NOT NULL, "               \
     "  end_ms INTEGER, user TEXT, account TEXT, PRIMARY KEY (job_id, attempt, node));"             \
-    "CREATE INDEX IF NOT EXISTS allocations_end ON allocations (end_ms);"
+    "CREATE INDEX IF NOT EXISTS allocations_end ON allocations (end_ms);"                          \
+    "CREATE INDEX IF NOT EXISTS node_history_node ON node_history (node, at_ms);"                  \
+    "CREATE INDEX IF NOT EXISTS events_unowned ON events (at_ms) WHERE job_id IS NULL;"
 
 static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);"
@@ -851,6 +881,94 @@ int sched_store_end_allocs(struct sched_store *store, uint64_t job_id, uint64_t 
     sqlite3_bind_int64(st, 1, id_bound(job_id));
     sqlite3_bind_int64(st, 2, id_bound(end_ms));
     return run(store, ST_END_ALLOCS);
+}
+
+/* Runs a statement of one bound value. */
+static int run_with(struct sched_store *s, enum stmt_id id, uint64_t value)
+{
+    sqlite3_bind_int64(s->stmt[id], 1, id_bound(value));
+    return run(s, id);
+}
+
+static bool kept(const uint64_t *keep, size_t nkeep, uint64_t id)
+{
+    size_t lo = 0, hi = nkeep;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+
+        if (keep[mid] == id)
+            return true;
+        if (keep[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return false;
+}
+
+/* The ids of the next batch, kept ones left out, into ids[0..*n); *last: the highest seen,
+ * *seen: how many. */
+static int pick(struct sched_store *s, const struct sched_store_purge *p, uint64_t *ids, size_t *n,
+                uint64_t *last, size_t *seen)
+{
+    sqlite3_stmt *st = s->stmt[ST_PURGE_PICK];
+    int rc;
+
+    *n = *seen = 0;
+    *last = p->after_id;
+    sqlite3_bind_int64(st, 1, id_bound(p->after_id));
+    sqlite3_bind_int64(st, 2, id_bound(p->before_ms));
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)p->max_jobs);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        uint64_t id = col_u64(st, 0);
+
+        *last = id;
+        (*seen)++;
+        if (!kept(p->keep, p->nkeep, id))
+            ids[(*n)++] = id;
+    }
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return rc == SQLITE_DONE ? 0 : db_err(rc);
+}
+
+int sched_store_purge(struct sched_store *store, struct sched_store_purge *p)
+{
+    static const enum stmt_id per_job[] = {ST_PURGE_TASKS, ST_PURGE_STEPS, ST_PURGE_ALLOCS,
+                                           ST_PURGE_EVENTS, ST_PURGE_JOB};
+    uint64_t *ids, next_id = 0;
+    size_t n = 0, seen = 0;
+    int rc;
+
+    p->deleted = 0;
+    p->done = false;
+    if (p->max_jobs == 0)
+        return -EINVAL;
+    ids = malloc(p->max_jobs * sizeof(*ids));
+    if (ids == NULL)
+        return -ENOMEM;
+    rc = pick(store, p, ids, &n, &p->last_id, &seen);
+    /* The highest id ever given stays known, whatever goes (ST_NEXT_ID). */
+    if (rc == 0 && n > 0)
+        rc = sched_store_next_job_id(store, &next_id);
+    if (rc == 0 && n > 0)
+        rc = run_with(store, ST_PURGE_FLOOR, next_id - 1);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        for (size_t k = 0; rc == 0 && k < sizeof(per_job) / sizeof(per_job[0]); k++)
+            rc = run_with(store, per_job[k], ids[i]);
+        p->deleted += rc == 0;
+    }
+    free(ids);
+    p->done = rc == 0 && seen < p->max_jobs; /* no more after this batch */
+    /* What no job owns, once per run: with its last batch. */
+    if (rc == 0 && p->done)
+        rc = run_with(store, ST_PURGE_UNOWNED_EVENTS, p->before_ms);
+    if (rc == 0 && p->done)
+        rc = run_with(store, ST_PURGE_HISTORY_KEEP, p->before_ms);
+    if (rc == 0 && p->done)
+        rc = run_with(store, ST_PURGE_HISTORY, p->before_ms);
+    return rc;
 }
 
 static int visit_node_state(sqlite3_stmt *st, void *fn, void *data)

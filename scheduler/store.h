@@ -239,6 +239,28 @@ int sched_store_load_node_states(struct sched_store *store, uint64_t before_ms,
 int sched_store_load_allocs(struct sched_store *store, uint64_t from_ms, uint64_t to_ms,
                             int (*fn)(const struct sched_alloc_row *row, void *data), void *data);
 
+/*
+ * Deletes old history (scheduler.purge_after, as slurmdbd's Purge*After), one batch a call:
+ * the next max_jobs jobs by id after after_id that ended before before_ms (not pending,
+ * running or requeued), except those in keep[0..nkeep) (sorted ascending: the jobs gschedd
+ * still holds in memory), with their tasks, steps, allocations and events. last_id is set
+ * to the highest id the batch looked at, the next call's after_id. The call whose batch is
+ * the last (fewer than max_jobs looked at) sets done and also deletes the events of no
+ * job (nodes', reservations') and the node_history rows before before_ms, each node's last
+ * one there moved up to before_ms (its state then, from which sreport counts). The highest
+ * job id ever stored stays known, so ids are never given again (sched_store_next_job_id).
+ * Meant to run in a transaction. 0 or a negative errno.
+ */
+struct sched_store_purge {
+    uint64_t before_ms, after_id;
+    const uint64_t *keep; /* borrowed */
+    size_t nkeep, max_jobs;
+    uint64_t last_id; /* out */
+    size_t deleted;   /* out: jobs deleted */
+    bool done;        /* out */
+};
+int sched_store_purge(struct sched_store *store, struct sched_store_purge *p);
+
 /* Advance reservations (scontrol create reservation): spec is a packed gs.Reservation. */
 int sched_store_put_resv(struct sched_store *store, const char *name, const void *spec, size_t len);
 int sched_store_delete_resv(struct sched_store *store, const char *name);

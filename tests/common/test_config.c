@@ -947,3 +947,18 @@ Test(config, backfill_depth_is_easy_unless_set)
     assert_error("gsched.toml:2:18: scheduler.backfill_depth must be an integer from 1 to 1000");
     cr_assert_eq(cfg.backfill_depth, 50, "left as it was");
 }
+
+Test(config, purge_after_keeps_everything_unless_set_to_an_hour_or_more)
+{
+    cr_assert_eq(parse("[scheduler]\n"), 0, "%s", errors.data);
+    cr_assert_eq(cfg.purge_after_ms, 0, "kept for good, as slurmdbd by default");
+    cr_assert_eq(parse("[scheduler]\npurge_after = \"30-0:00:00\"\n"), 0, "%s", errors.data);
+    cr_assert_eq(cfg.purge_after_ms, 30ull * 86400 * 1000);
+    cr_assert_eq(parse("[scheduler]\npurge_after = \"unlimited\"\n"), 0, "%s", errors.data);
+    cr_assert_eq(cfg.purge_after_ms, 0, "unlimited: kept for good");
+    cr_assert_eq(parse("[scheduler]\npurge_after = \"1h\"\n"), 0, "%s", errors.data);
+    cr_assert_eq(cfg.purge_after_ms, 3600000);
+    cr_assert_eq(parse("[scheduler]\npurge_after = \"59m\"\n"), -EINVAL);
+    assert_error("gsched.toml:2:15: scheduler.purge_after must be at least 1h");
+    cr_assert_eq(cfg.purge_after_ms, 3600000, "left as it was");
+}
