@@ -25,6 +25,7 @@
 #include "scheduler/sched.h"
 #include "scheduler/sched_data.h"
 #include "scheduler/step_acct.h"
+#include "scheduler/wait_set.h"
 
 struct sched_node {
     char name[64];
@@ -118,6 +119,7 @@ struct sched_waiter {
     uint64_t request_id;
     uint64_t *job_ids;
     size_t njobs;
+    struct sched_wait_set set;        /* how far they have got (wait_set.h) */
     struct sched_wait_stored *stored; /* forgotten jobs among them, read back (sched_query.c) */
     size_t nstored;
     bool until_start;

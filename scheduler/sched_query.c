@@ -927,6 +927,7 @@ static void on_waiter_closed(uv_handle_t *handle)
 
     sched_cli_unhold(w->cli);
     free(w->job_ids);
+    sched_wait_set_release(&w->set);
     free(w->stored);
     free(w);
     sched_release_handle(s);
@@ -958,11 +959,26 @@ static void on_wait_timeout(uv_timer_t *timer)
     waiter_end(w->cli->s, w, true, true);
 }
 
+struct reached_ctx {
+    struct sched_ctx *s;
+    bool until_start;
+};
+
+/* sched_wait_reached_fn: a job not in memory has ended. */
+static bool id_reached(uint64_t id, void *data)
+{
+    struct reached_ctx *r = data;
+    const struct sched_job *job = sched_jobs_find(r->s->jobs, id);
+
+    return job == NULL || reached(job, r->until_start);
+}
+
 static bool all_reached(struct sched_ctx *s, const uint64_t *ids, size_t n, bool until_start)
 {
+    struct reached_ctx r = {s, until_start};
+
     for (size_t i = 0; i < n; i++) {
-        const struct sched_job *job = sched_jobs_find(s->jobs, ids[i]);
-        if (job != NULL && !reached(job, until_start))
+        if (!id_reached(ids[i], &r))
             return false;
     }
     return true;
@@ -997,7 +1013,11 @@ static void wait_begin(struct sched_cli *c, uint64_t request_id, const Gs__WaitR
         return;
     }
     w = calloc(1, sizeof(*w));
-    if (w == NULL || (w->job_ids = calloc(req->n_job_ids, sizeof(uint64_t))) == NULL) {
+    if (w == NULL || (w->job_ids = calloc(req->n_job_ids, sizeof(uint64_t))) == NULL ||
+        sched_wait_set_init(&w->set, req->job_ids, req->n_job_ids, id_reached,
+                            &(struct reached_ctx){s, until_start}) < 0) {
+        if (w != NULL)
+            free(w->job_ids);
         free(w);
         free(stored);
         sched_cli_error(c, request_id, -ENOMEM, "out of memory", held);
@@ -1110,12 +1130,10 @@ void sched_query_job_changed(struct sched_ctx *s, const struct sched_job *job)
     }
 
     for (; w != NULL; w = next) {
-        bool mine = false;
+        struct reached_ctx r = {s, w->until_start};
 
-        next = w->next;
-        for (size_t i = 0; i < w->njobs && !mine; i++)
-            mine = w->job_ids[i] == job->id;
-        if (mine && all_reached(s, w->job_ids, w->njobs, w->until_start))
+        next = w->next; /* a waiter is never left done: it ends */
+        if (sched_wait_set_changed(&w->set, job->id, reached(job, w->until_start), id_reached, &r))
             waiter_end(s, w, true, false);
     }
 }
