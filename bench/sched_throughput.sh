@@ -40,5 +40,14 @@ read -r w1 c1 < <(cpu_ticks node)
 awk -v s=$((s1 - s0)) -v w=$((w1 - w0)) -v c=$((c1 - c0)) -v hz="$hz" -v n="$n" 'BEGIN {
     printf "cpu_ms_per_job gschedd=%.3f workers=%.3f tasks=%.3f\n",
            1000 * s / hz / n, 1000 * w / hz / n, 1000 * c / hz / n }'
+# gschedd's planning passes so far (its /metrics), the bulk of its CPU time with a long queue
+if [ -s "$tmp/state/http.addr" ]; then
+    python3 - "$(cat "$tmp/state/http.addr")" <<'PY'
+import sys, urllib.request
+m = dict(l.split()[:2] for l in urllib.request.urlopen("http://%s/metrics" % sys.argv[1]).read().decode().splitlines() if l.startswith("gsched_sched_pass_seconds_"))
+n, s = float(m["gsched_sched_pass_seconds_count"]), float(m["gsched_sched_pass_seconds_sum"])
+print("plan_passes=%d plan_s=%.3f plan_ms_per_pass=%.3f" % (n, s, 1000 * s / n if n else 0))
+PY
+fi
 echo "--- latency on an idle cluster: $((n / 10)) jobs, one submit at a time"
 "$bin/sched_load" --socket "$tmp/state/gschedd.sock" -n "$((n / 10))" -c 1 true.toml | grep -E "latency|failed"

@@ -156,6 +156,7 @@ void sched_stop(struct sched_ctx *s, void (*stopped)(void *data), void *data)
         s->http = NULL;
     }
     uv_close((uv_handle_t *)&s->plan_idle, on_handle_closed);
+    uv_close((uv_handle_t *)&s->plan_timer, on_handle_closed);
     uv_close((uv_handle_t *)&s->cron, on_handle_closed);
     uv_close((uv_handle_t *)&s->workers, on_handle_closed);
     uv_close((uv_handle_t *)&s->cli, on_handle_closed);
@@ -246,8 +247,9 @@ struct sched_ctx *sched_new(uv_loop_t *loop, const struct gs_config *cfg, struct
     s->login.data = s;
     uv_timer_init(loop, &s->cron);
     uv_idle_init(loop, &s->plan_idle);
-    s->workers.data = s->cli.data = s->cron.data = s->plan_idle.data = s;
-    s->open_handles = 5;
+    uv_timer_init(loop, &s->plan_timer);
+    s->workers.data = s->cli.data = s->cron.data = s->plan_idle.data = s->plan_timer.data = s;
+    s->open_handles = 6;
     if (sched_policy_init(s) < 0) {
         gs_error_set(err, -ENOMEM, 0, 0, "out of memory");
         sched_stop(s, NULL, NULL);

@@ -154,7 +154,9 @@ struct sched_ctx {
     uv_pipe_t cli;
     uv_tcp_t login; /* scheduler.cli_port, listening only when set (sched_login.c) */
     uv_timer_t cron;
-    uv_idle_t plan_idle; /* runs one planning pass after the events of a loop iteration */
+    uv_idle_t plan_idle;   /* runs one planning pass after the events of a loop iteration */
+    uv_timer_t plan_timer; /* ... or once the last pass's spacing is over (sched_engine.c) */
+    uint64_t plan_next_ns; /* monotonic: no pass before this */
     bool plan_wanted;
     bool timed_deps;            /* a job waits for after:JOB+MIN: the cron plans again */
     uint64_t resv_wake_ms;      /* a reservation starts or ends then: the cron plans again */
