@@ -669,14 +669,18 @@ static void freeze(const struct wrk_cg *cg, const char *dirs[], bool frozen)
         (void)set_value(0, dirs, "cgroup.freeze", frozen ? "1" : "0");
 }
 
-/* Removes dir's step groups (the job's, with_steps), then dir; waits for EBUSY ones (killed
- * processes still leaving) while *waited allows. 0 or -EBUSY. */
+/* Removes dir, first its step groups when it has some left (the job's, with_steps); waits
+ * for EBUSY ones (killed processes still leaving) while *waited allows. 0 or -EBUSY. */
 static int remove_group(const char *dir, bool with_steps, int *waited)
 {
     char sub[PATH_MAX];
-    DIR *d = with_steps ? opendir(dir) : NULL;
+    DIR *d;
     struct dirent *e;
 
+    /* Most groups have no step group left (v1 makes them in one hierarchy): no listing. */
+    if (rmdir(dir) == 0 || errno == ENOENT)
+        return 0;
+    d = with_steps ? opendir(dir) : NULL;
     while (d != NULL && (e = readdir(d)) != NULL) {
         if (strncmp(e->d_name, "step_", 5) != 0 || join(sub, sizeof(sub), dir, e->d_name) < 0)
             continue;
