@@ -276,6 +276,10 @@ static void render_counters(struct sched_prom *p, struct sched_ctx *s)
     sched_prom_family(p, "gsched_sched_last_pass_seconds", "gauge",
                       "Time of the last planning pass.");
     sched_prom_sample(p, "gsched_sched_last_pass_seconds", (double)st->plan_ns_last / 1e9, NULL);
+    sched_prom_family(p, "gsched_store_purged_jobs_total", "counter",
+                      "Jobs deleted from the database since gschedd started, as ended longer "
+                      "ago than scheduler.purge_after.");
+    sched_prom_sample(p, "gsched_store_purged_jobs_total", (double)s->history_purged, NULL);
 }
 
 /* The sections of /metrics, in order; the GPU telemetry's are sched_telemetry.c's. */

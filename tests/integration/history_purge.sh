@@ -3,7 +3,8 @@
 # store (slurmdbd's PurgeJobAfter), on a `gsched up` cluster of one worker. Jobs run and
 # end, node1 is drained and resumed; with gschedd stopped, the database is made to say
 # they happened two hours ago (end, start and submit times, the node events, node history);
-# gschedd restarted with purge_after = "1h" purges at once and logs it: `gsched show` and
+# gschedd restarted with purge_after = "1h" purges at once, logs it and counts it in
+# /metrics (gsched_store_purged_jobs_total): `gsched show` and
 # sacct no longer know the old jobs, their tasks, steps, allocations and events are gone
 # from the database, and so are the node's old events; node history keeps node1's state
 # at the horizon. What stays: a job that ended within the hour, a pending job, and an old
@@ -67,6 +68,10 @@ top=$(db "SELECT MAX(id) FROM jobs")
 sed -i 's/^\[scheduler\]$/[scheduler]\npurge_after = "1h"\nmin_job_age = "1s"/' "$state/gsched.toml"
 out=$("$bin/gsched" up --state "$state" --workers 1 2>&1) || fail "up again: $out"
 wait_for "the purge's log line" 20 grep -q 'purged=2 .*purge_after_s=3600 ' "$state/gschedd.log"
+metric=$(python3 -c 'import sys, urllib.request
+for l in urllib.request.urlopen("http://%s/metrics" % sys.argv[1]).read().decode().splitlines():
+    if l.startswith("gsched_store_purged_jobs_total "): print(l.split()[1])' "$(cat "$state/http.addr")")
+[ "$metric" = 2 ] || fail "gsched_store_purged_jobs_total: '$metric', not 2"
 
 # --- gone --------------------------------------------------------------------------------
 for j in "$old1" "$old2"; do

@@ -175,6 +175,7 @@ Test(metrics, times_the_planning_pass_and_shows_the_counters)
 {
     s->stats.jobs_submitted = 5;
     s->stats.jobs_started = 3;
+    s->history_purged = 1234;
     sched_stats_time_pass(s, slow_pass);
     cr_assert_eq(s->stats.plan_passes, 1);
     cr_assert_geq(s->stats.plan_ns_last, 2000000);
@@ -185,6 +186,8 @@ Test(metrics, times_the_planning_pass_and_shows_the_counters)
     expect_line("\ngsched_sched_pass_seconds_count 1\n");
     expect_line("\ngsched_sched_pass_seconds_sum 0.00");
     expect_line("\ngsched_sched_last_pass_seconds 0.00");
+    expect_line("# TYPE gsched_store_purged_jobs_total counter\n");
+    expect_line("\ngsched_store_purged_jobs_total 1234\n");
 }
 
 Test(metrics, renders_a_thousand_nodes_of_eight_gpus_well_under_50_ms)
