@@ -117,6 +117,7 @@ static void plan_pass(struct sched_ctx *s)
 {
     struct sched_planner_hooks hooks;
     struct sched_plan_out out;
+    bool started = false;
 
     sched_policy_before_pass(s);
     if (planner_hooks(s, &hooks) < 0) {
@@ -131,9 +132,13 @@ static void plan_pass(struct sched_ctx *s)
     s->timed_deps = out.timed_deps;
     s->resv_wake_ms = out.wake_ms;
     for (size_t i = 0; i < out.n; i++) {
-        if (out.verdicts[i].start)
+        if (out.verdicts[i].start) {
             sched_launch_start(s, out.jobs[i], &out.verdicts[i].alloc, out.verdicts[i].backfilled);
+            started = true;
+        }
     }
+    if (started)
+        sched_resv_jobs_started(s); /* Flags=REPLACE pools refilled at once */
     for (size_t i = 0; i < out.npreempt; i++)
         preempt(s, &out.preempt[i]);
     for (size_t i = 0; i < out.nexpired; i++)

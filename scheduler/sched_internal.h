@@ -321,6 +321,9 @@ int sched_resv_admit(struct sched_ctx *s, uint32_t uid, const char *user,
 void sched_resv_cap(struct sched_ctx *s, struct sched_job *job, uint64_t now_ms);
 /* From the cron: reservations past their end are deleted; a pass when one starts or ends. */
 void sched_resv_tick(struct sched_ctx *s);
+/* A pass started jobs: a Flags=REPLACE reservation swaps the nodes they took for idle ones
+ * now, not at the next tick, so that its next job finds its pool whole. */
+void sched_resv_jobs_started(struct sched_ctx *s);
 /* Whether node is in a Flags=MAINT reservation active at now_ms (wall clock). */
 bool sched_resv_node_maint(const struct sched_ctx *s, const char *node, uint64_t now_ms);
 /* A node registered (again): the planner's view is rebuilt, node masks and GPU sets. */

@@ -1323,6 +1323,23 @@ static void replace_down(struct sched_ctx *s, struct sched_change **ch, struct r
     }
 }
 
+void sched_resv_jobs_started(struct sched_ctx *s)
+{
+    struct sched_resvs *rs = s->resvs;
+    uint64_t now = gs_clock_wall_ms();
+    struct sched_change *ch = NULL;
+
+    for (size_t i = 0; rs != NULL && i < rs->n; i++) {
+        struct resv *r = &rs->v[i];
+
+        if ((r->flags & FLAG_REPLACE) != 0 && now >= r->start_ms &&
+            (r->end_ms == 0 || r->end_ms > now))
+            replace_down(s, &ch, r, now);
+    }
+    if (ch != NULL)
+        sched_change_commit(s, ch, NULL, NULL);
+}
+
 void sched_resv_tick(struct sched_ctx *s)
 {
     struct sched_resvs *rs = s->resvs;
