@@ -51,10 +51,20 @@ static int put_job(struct sched_store *st, uint64_t id, uint64_t end_ms, const c
                               .attempt = 1,
                               .spec = spec,
                               .spec_len = spec_len};
-    struct sched_task_row t = {.job_id = id, .node = "node0042", .attempt = 1, .state = 3,
-                               .start_ms = end_ms - 50000, .end_ms = end_ms};
-    struct sched_step_row s = {.job_id = id, .step = 0, .name = "batch", .nodelist = "node0042",
-                               .nnodes = 1, .ntasks = 1, .state = 3, .end_ms = end_ms};
+    struct sched_task_row t = {.job_id = id,
+                               .node = "node0042",
+                               .attempt = 1,
+                               .state = 3,
+                               .start_ms = end_ms - 50000,
+                               .end_ms = end_ms};
+    struct sched_step_row s = {.job_id = id,
+                               .step = 0,
+                               .name = "batch",
+                               .nodelist = "node0042",
+                               .nnodes = 1,
+                               .ntasks = 1,
+                               .state = 3,
+                               .end_ms = end_ms};
     struct sched_alloc_row a = {id, 1, "node0042", 8, 1, end_ms - 50000, 0, "ada", "physics"};
     int rc = sched_store_put_job(st, &j);
 
@@ -102,7 +112,7 @@ int main(int argc, char **argv)
             rc = put_job(st, id, 1000000 + id, spec, sizeof(spec));
         for (int n = 0; rc == 0 && n < 4; n++)
             rc = sched_store_put_node_state(st, 1000000 + id, n % 2 ? "node0042" : "node0043",
-                                            n % 2 == 0, 64, 8);
+                                            n % 2 == 0, false, 64, 8);
         if (rc == 0)
             rc = sched_store_commit(st);
         commit_ns[ncommits++] = gs_clock_mono_ns() - t0;

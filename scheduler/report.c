@@ -1,9 +1,10 @@
 /*
  * report.c: sreport cluster utilization's arithmetic (report.h). Node by node: its
- * history rows become intervals of up or down over the window, its size times their length
- * is reported (and down, for the down ones); each allocation on it counts over the part of
- * the window the node was known, and the part of that which fell while the node was down
- * comes off its down time, so a job running on a draining node is allocated, not down.
+ * history rows become intervals of up, down or in maintenance over the window, its size
+ * times their length is reported (and down or planned down, for those); each allocation on
+ * it counts over the part of the window the node was known, and the part of that which fell
+ * while the node was down or in maintenance comes off that time, so a job running on a
+ * draining node is allocated, not down.
  */
 #include "scheduler/report.h"
 
@@ -47,7 +48,8 @@ static uint64_t overlap3(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1, uin
 static void one_node(const struct sched_report_state *st, size_t n, struct sched_report_alloc *al,
                      size_t nal, uint64_t start, uint64_t end, struct sched_report_usage *u)
 {
-    uint64_t down_cpu = 0, down_gpu = 0, held_cpu = 0, held_gpu = 0;
+    /* [0]: down, [1]: planned down; each per TRES, as is what jobs held in that time */
+    uint64_t off[2][SCHED_REPORT_NTRES] = {{0}}, held[2][SCHED_REPORT_NTRES] = {{0}};
     uint64_t known = st[0].at_ms;
 
     for (size_t i = 0; i < n; i++) {
@@ -55,9 +57,9 @@ static void one_node(const struct sched_report_state *st, size_t n, struct sched
 
         u[SCHED_REPORT_CPU].reported += (uint64_t)st[i].cores * len;
         u[SCHED_REPORT_GPU].reported += (uint64_t)st[i].gpus * len;
-        if (!st[i].up) {
-            down_cpu += (uint64_t)st[i].cores * len;
-            down_gpu += (uint64_t)st[i].gpus * len;
+        if (!st[i].up || st[i].maint) {
+            off[st[i].maint][SCHED_REPORT_CPU] += (uint64_t)st[i].cores * len;
+            off[st[i].maint][SCHED_REPORT_GPU] += (uint64_t)st[i].gpus * len;
         }
     }
     for (size_t k = 0; k < nal; k++) {
@@ -71,15 +73,17 @@ static void one_node(const struct sched_report_state *st, size_t n, struct sched
         for (size_t i = 0; i < n; i++) {
             uint64_t to = i + 1 < n ? st[i + 1].at_ms : end, both;
 
-            if (st[i].up)
+            if (st[i].up && !st[i].maint)
                 continue;
             both = overlap3(a->start_ms, a1, st[i].at_ms, to, start, end);
-            held_cpu += (uint64_t)a->cores * both;
-            held_gpu += (uint64_t)a->gpus * both;
+            held[st[i].maint][SCHED_REPORT_CPU] += (uint64_t)a->cores * both;
+            held[st[i].maint][SCHED_REPORT_GPU] += (uint64_t)a->gpus * both;
         }
     }
-    u[SCHED_REPORT_CPU].down += down_cpu > held_cpu ? down_cpu - held_cpu : 0;
-    u[SCHED_REPORT_GPU].down += down_gpu > held_gpu ? down_gpu - held_gpu : 0;
+    for (int t = 0; t < SCHED_REPORT_NTRES; t++) {
+        u[t].down += off[0][t] > held[0][t] ? off[0][t] - held[0][t] : 0;
+        u[t].plnd_down += off[1][t] > held[1][t] ? off[1][t] - held[1][t] : 0;
+    }
 }
 
 void sched_report_compute(struct sched_report_state *states, size_t nstates,
@@ -114,7 +118,7 @@ void sched_report_compute(struct sched_report_state *states, size_t nstates,
         i = j;
     }
     for (int t = 0; t < SCHED_REPORT_NTRES; t++) {
-        uint64_t used = ret[t].allocated + ret[t].down;
+        uint64_t used = ret[t].allocated + ret[t].down + ret[t].plnd_down;
 
         ret[t].idle = ret[t].reported > used ? ret[t].reported - used : 0;
     }

@@ -7,8 +7,11 @@
  * For each resource (cores, GPUs), in units x ms over the window [start, end):
  *   reported:  every node's size over the time it was known (from its first history row);
  *   allocated: what job attempts held there, over the same time;
- *   down:      what nodes down or drained had, less what jobs still held on them then;
- *   idle:      the rest (reported - allocated - down; never below 0).
+ *   plnd_down: what nodes in a Flags=MAINT reservation had (Slurm's PLND Down: planned
+ *              downtime), down or not, less what jobs held on them then;
+ *   down:      what nodes down or drained had outside maintenance, less what jobs still
+ *              held on them then;
+ *   idle:      the rest (reported - allocated - down - plnd_down; never below 0).
  * A node's state holds from its row until its next one (or the window's end): a gap while
  * gschedd itself was stopped counts as the state before it.
  */
@@ -19,11 +22,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* One node history row: node became schedulable (up) or stopped being so at at_ms. */
+/* One node history row: from at_ms node is schedulable (up) or not, in a MAINT reservation
+ * (maint) or not. */
 struct sched_report_state {
     const char *node;
     uint64_t at_ms;
-    bool up;
+    bool up, maint;
     uint32_t cores, gpus;
 };
 
@@ -41,7 +45,7 @@ struct sched_report_alloc {
 enum { SCHED_REPORT_CPU = 0, SCHED_REPORT_GPU, SCHED_REPORT_NTRES };
 
 struct sched_report_usage {
-    uint64_t allocated, down, idle, reported;
+    uint64_t allocated, down, plnd_down, idle, reported;
 };
 
 /*

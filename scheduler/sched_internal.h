@@ -43,6 +43,7 @@ struct sched_node {
     /* scontrol update state=drain: takes no new jobs (stored; kept across restarts). */
     bool drain;
     char drain_reason[128];
+    bool maint; /* in a whole-node MAINT reservation, as sreport's history has it (sched_resv.c) */
     /* Who holds each GPU, for telemetry (sched_telemetry.c); filled again when the
      * cluster's sched_cluster_alloc_gen for the node moves. */
     bool owners_valid;
@@ -199,6 +200,9 @@ struct sched_ctx {
     uint64_t history_purge_next_mono;
     bool history_purge_busy;
     uint64_t history_purged;
+    /* sched_resv.c: what the active MAINT reservations were when the nodes' maint flags
+     * were last worked out (a hash; 0: never) */
+    uint64_t maint_key;
     int open_handles;
     bool stopping;
     void (*stopped)(void *data);
@@ -578,9 +582,10 @@ void sched_change_clear_tasks(struct sched_change *ch, uint64_t job_id);
 void sched_change_event(struct sched_change *ch, uint64_t at_ms, uint64_t job_id, const char *node,
                         const char *kind, const char *detail);
 void sched_change_node(struct sched_change *ch, const struct sched_node *n);
-/* A node became schedulable (up) or stopped being so, with its size: sreport's history. */
+/* A node became schedulable (up) or stopped being so, or entered or left a MAINT
+ * reservation (maint), with its size: sreport's history. */
 void sched_change_node_state(struct sched_change *ch, uint64_t at_ms, const char *node, bool up,
-                             uint32_t cores, uint32_t gpus);
+                             bool maint, uint32_t cores, uint32_t gpus);
 /* A fair-share association's usage as of at_ms. */
 void sched_change_usage(struct sched_change *ch, const char *account, const char *user,
                         double usage, uint64_t at_ms);

@@ -77,7 +77,7 @@ struct ch_alloc {
 struct ch_node_state {
     uint64_t at_ms;
     char *node;
-    bool up;
+    bool up, maint;
     uint32_t cores, gpus;
 };
 
@@ -282,13 +282,13 @@ static void stage_allocs(struct sched_change *ch, const struct sched_job *job)
 }
 
 void sched_change_node_state(struct sched_change *ch, uint64_t at_ms, const char *node, bool up,
-                             uint32_t cores, uint32_t gpus)
+                             bool maint, uint32_t cores, uint32_t gpus)
 {
     struct ch_node_state *n = grow(ch, (void **)&ch->states, &ch->nstates, sizeof(*n));
 
     if (n == NULL)
         return;
-    *n = (struct ch_node_state){at_ms, dup_or_fail(ch, node), up, cores, gpus};
+    *n = (struct ch_node_state){at_ms, dup_or_fail(ch, node), up, maint, cores, gpus};
 }
 
 void sched_change_job(struct sched_change *ch, const struct sched_job *job)
@@ -516,7 +516,8 @@ static int apply_change(struct sched_store *store, void *data)
     }
     for (size_t i = 0; rc == 0 && i < ch->nstates; i++) {
         const struct ch_node_state *n = &ch->states[i];
-        rc = sched_store_put_node_state(store, n->at_ms, n->node, n->up, n->cores, n->gpus);
+        rc = sched_store_put_node_state(store, n->at_ms, n->node, n->up, n->maint, n->cores,
+                                        n->gpus);
     }
     return rc;
 }
@@ -943,7 +944,8 @@ static int nodes_down_at_start(struct sched_ctx *s, struct sched_store *store)
     for (size_t i = 0; rc == 0 && i < s->nnodes; i++) {
         const struct sched_node *n = s->nodes[i];
 
-        rc = sched_store_put_node_state(store, now, n->name, false, n->topology->cores,
+        /* out of any MAINT reservation too, until the first tick says again (sched_resv.c) */
+        rc = sched_store_put_node_state(store, now, n->name, false, false, n->topology->cores,
                                         (uint32_t)n->topology->n_gpus);
     }
     if (s->nnodes == 0)

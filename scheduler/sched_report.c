@@ -44,8 +44,8 @@ static void *grow(void *v, size_t *cap, size_t n, size_t size)
     return nv;
 }
 
-static int copy_state(uint64_t at_ms, const char *node, bool up, uint32_t cores, uint32_t gpus,
-                      void *data)
+static int copy_state(uint64_t at_ms, const char *node, bool up, bool maint, uint32_t cores,
+                      uint32_t gpus, void *data)
 {
     struct report_read *r = data;
     struct sched_report_state *v = grow(r->states, &r->cap_states, r->nstates, sizeof(*v));
@@ -56,7 +56,7 @@ static int copy_state(uint64_t at_ms, const char *node, bool up, uint32_t cores,
     r->states = v;
     if ((name = strdup(node != NULL ? node : "")) == NULL)
         return -ENOMEM;
-    v[r->nstates++] = (struct sched_report_state){name, at_ms, up, cores, gpus};
+    v[r->nstates++] = (struct sched_report_state){name, at_ms, up, maint, cores, gpus};
     return 0;
 }
 
@@ -187,6 +187,7 @@ static void read_done(int status, void *data)
         t[k].name = (char *)names[k];
         t[k].allocated = u[k].allocated;
         t[k].down = u[k].down;
+        t[k].plnd_down = u[k].plnd_down;
         t[k].idle = u[k].idle;
         t[k].reported = u[k].reported;
         tp[k] = &t[k];

@@ -250,6 +250,8 @@ static void resvs_remove(struct sched_ctx *s, struct resv *r)
     rs->dirty = true;
 }
 
+static void maint_tick(struct sched_ctx *s, uint64_t now);
+
 static bool windows_meet(uint64_t a_start, uint64_t a_end, const struct resv *b)
 {
     bool a_before_b = a_end != 0 && a_end <= b->start_ms;
@@ -973,6 +975,7 @@ void sched_resv_request(struct sched_cli *c, uint64_t request_id, const Gs__Rese
         delete (c, request_id, m->name);
     else
         change(c, request_id, &fixed);
+    maint_tick(c->s, gs_clock_wall_ms()); /* a MAINT one's nodes in or out of it now */
 }
 
 /* --- start-up, planner, submit, launch, cron --------------------------------------------- */
@@ -1323,6 +1326,77 @@ static void replace_down(struct sched_ctx *s, struct sched_change **ch, struct r
     }
 }
 
+/* FNV-1a over len bytes, on from h. */
+static uint64_t fnv(uint64_t h, const void *p, size_t len)
+{
+    const unsigned char *b = p;
+
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ b[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+/* Whether r is a whole-node MAINT reservation active at now (what sreport's PLND Down
+ * counts; a GPU reservation's GPUs are not set apart). */
+static bool maint_now(const struct resv *r, uint64_t now)
+{
+    return (r->flags & FLAG_MAINT) != 0 && r->gpus == 0 && r->start_ms <= now &&
+           (r->end_ms == 0 || r->end_ms > now);
+}
+
+/*
+ * sreport's PLND Down: each node's history row says whether it is in an active whole-node
+ * MAINT reservation (sched_node.maint). When the active ones, their nodes or the registry
+ * differ from the last tick's (a hash of them, so that a quiet tick costs a look at each
+ * reservation), every node's flag is worked out again and each that changed gets a row.
+ */
+static void maint_tick(struct sched_ctx *s, uint64_t now)
+{
+    struct sched_resvs *rs = s->resvs;
+    uint64_t key = fnv(0xcbf29ce484222325ULL, &s->nnodes, sizeof(s->nnodes));
+    struct sched_change *ch = NULL;
+    bool *in;
+
+    for (size_t i = 0; rs != NULL && i < rs->n; i++) {
+        const struct resv *r = &rs->v[i];
+
+        if (!maint_now(r, now))
+            continue;
+        key = fnv(key, r->name, strlen(r->name) + 1);
+        for (size_t k = 0; k < r->nnode_names; k++)
+            key = fnv(key, r->node_names[k], strlen(r->node_names[k]) + 1);
+    }
+    if (key == s->maint_key || (in = calloc(s->nnodes + 1, sizeof(*in))) == NULL)
+        return; /* unchanged, or out of memory: the next tick tries again */
+    s->maint_key = key;
+    for (size_t i = 0; rs != NULL && i < rs->n; i++) {
+        const struct resv *r = &rs->v[i];
+
+        for (size_t k = 0; maint_now(r, now) && k < r->nnode_names; k++) {
+            for (size_t j = 0; j < s->nnodes; j++) {
+                if (strcmp(s->nodes[j]->name, r->node_names[k]) == 0)
+                    in[j] = true;
+            }
+        }
+    }
+    for (size_t j = 0; j < s->nnodes; j++) {
+        struct sched_node *n = s->nodes[j];
+
+        if (n->maint == in[j])
+            continue;
+        if (ch == NULL && (ch = sched_change_new(s)) == NULL) {
+            s->maint_key = 0; /* the rest next tick */
+            break;
+        }
+        n->maint = in[j];
+        sched_change_node_state(ch, now, n->name, sched_cluster_is_up(s->cluster, n->index),
+                                n->maint, n->topology->cores, (uint32_t)n->topology->n_gpus);
+    }
+    if (ch != NULL)
+        sched_change_commit(s, ch, NULL, NULL);
+    free(in);
+}
+
 void sched_resv_jobs_started(struct sched_ctx *s)
 {
     struct sched_resvs *rs = s->resvs;
@@ -1379,6 +1453,7 @@ void sched_resv_tick(struct sched_ctx *s)
     }
     if (ch != NULL)
         sched_change_commit(s, ch, NULL, NULL);
+    maint_tick(s, now);
     if (s->resv_wake_ms != 0 && now >= s->resv_wake_ms) {
         s->resv_wake_ms = 0; /* the pass sets the next */
         sched_engine_wake(s);

@@ -181,7 +181,7 @@ void sched_node_update_schedulable(struct sched_ctx *s, struct sched_node *n)
         return;
     sched_cluster_set_up(s->cluster, n->index, ok);
     if (!s->stopping && (ch = sched_change_new(s)) != NULL) {
-        sched_change_node_state(ch, gs_clock_wall_ms(), n->name, ok, n->topology->cores,
+        sched_change_node_state(ch, gs_clock_wall_ms(), n->name, ok, n->maint, n->topology->cores,
                                 (uint32_t)n->topology->n_gpus);
         sched_change_commit(s, ch, NULL, NULL);
     }

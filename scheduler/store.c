@@ -126,8 +126,8 @@ static const char *const stmt_sql[ST_COUNT] = {
                             "ORDER BY job_id, step",
     [ST_END_RUNNING_STEPS] = "UPDATE steps SET state = ?1, end_ms = ?2 WHERE state = 2 AND "
                              "step > 0",
-    [ST_PUT_NODE_STATE] = "INSERT INTO node_history (at_ms, node, up, cores, gpus) VALUES (?1, "
-                          "?2, ?3, ?4, ?5)",
+    [ST_PUT_NODE_STATE] = "INSERT INTO node_history (at_ms, node, up, cores, gpus, maint) VALUES "
+                          "(?1, ?2, ?3, ?4, ?5, ?6)",
     [ST_PUT_ALLOC] = "INSERT OR IGNORE INTO allocations (job_id, attempt, node, cores, gpus, "
                      "start_ms, user, account) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     [ST_END_ALLOCS] = "UPDATE allocations SET end_ms = ?2 WHERE job_id = ?1 AND end_ms IS NULL",
@@ -147,8 +147,9 @@ static const char *const stmt_sql[ST_COUNT] = {
         "node_history h WHERE h.node = node_history.node AND h.at_ms < ?1 ORDER BY h.at_ms "
         "DESC, h.id DESC LIMIT 1)",
     [ST_PURGE_HISTORY] = "DELETE FROM node_history WHERE at_ms < ?1",
-    [ST_LOAD_NODE_STATES] = "SELECT at_ms, node, up, cores, gpus FROM node_history WHERE at_ms < "
-                            "?1 ORDER BY node, at_ms, id",
+    [ST_LOAD_NODE_STATES] =
+        "SELECT at_ms, node, up, cores, gpus, maint FROM node_history WHERE at_ms < "
+        "?1 ORDER BY node, at_ms, id",
     [ST_LOAD_ALLOCS] =
         "SELECT node, cores, gpus, start_ms, end_ms, user, account FROM allocations WHERE "
         "start_ms < ?2 AND (end_ms IS NULL OR end_ms > ?1) ORDER BY node",
@@ -164,7 +165,8 @@ static const char *const stmt_sql[ST_COUNT] = {
     "  start_ms INTEGER, end_ms INTEGER, max_rss_kib INTEGER, max_rss_node TEXT, "                 \
     "  max_rss_task INTEGER, cpu_ms INTEGER, PRIMARY KEY (job_id, step));"                         \
     "CREATE TABLE IF NOT EXISTS node_history (id INTEGER PRIMARY KEY, at_ms INTEGER NOT NULL, "    \
-    "  node TEXT NOT NULL, up INTEGER NOT NULL, cores INTEGER, gpus INTEGER);"                     \
+    "  node TEXT NOT NULL, up INTEGER NOT NULL, cores INTEGER, gpus INTEGER, "                     \
+    "  maint INTEGER NOT NULL DEFAULT 0);"                                                         \
     "CREATE TABLE IF NOT EXISTS allocations (job_id INTEGER NOT NULL, attempt INTEGER NOT NULL, "  \
     "  node TEXT NOT NULL, cores INTEGER, gpus INTEGER, start_ms INTEGER NOT NULL, "               \
     "  end_ms INTEGER, user TEXT, account TEXT, PRIMARY KEY (job_id, attempt, node));"             \
@@ -191,7 +193,7 @@ static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY, at_ms INTEGER, "
     "  job_id INTEGER, node TEXT, kind TEXT NOT NULL, detail TEXT);"
     "CREATE INDEX IF NOT EXISTS events_job ON events (job_id);" USAGE_SQL
-    "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '7');";
+    "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '8');";
 
 struct sched_store {
     sqlite3 *db;
@@ -239,6 +241,21 @@ static int migrate(struct sched_store *s, const char *sql)
     return -EIO;
 }
 
+static bool has_column(struct sched_store *s, const char *table, const char *column)
+{
+    sqlite3_stmt *st = NULL;
+    bool found = false;
+
+    if (sqlite3_prepare_v2(s->db, "SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2", -1, &st,
+                           NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, column, -1, SQLITE_STATIC);
+        found = sqlite3_step(st) == SQLITE_ROW;
+    }
+    sqlite3_finalize(st);
+    return found;
+}
+
 static int check_version(struct sched_store *s, struct gs_error *err)
 {
     sqlite3_stmt *st = NULL;
@@ -275,6 +292,13 @@ static int check_version(struct sched_store *s, struct gs_error *err)
     if (version == 6 &&
         migrate(s, "UPDATE meta SET value = '7' WHERE key = 'schema_version';") == 0)
         version = 7;
+    /* Version 7 had no node_history.maint (a table made above from nothing has it). */
+    if (version == 7 &&
+        migrate(s, has_column(s, "node_history", "maint")
+                       ? "UPDATE meta SET value = '8' WHERE key = 'schema_version';"
+                       : "ALTER TABLE node_history ADD COLUMN maint INTEGER NOT NULL DEFAULT 0; "
+                         "UPDATE meta SET value = '8' WHERE key = 'schema_version';") == 0)
+        version = 8;
     if (version != SCHED_STORE_SCHEMA_VERSION)
         return gs_error_set(err, -EPROTO, 0, 0,
                             "state database has schema version %d, this "
@@ -571,7 +595,7 @@ typedef int (*event_fn)(uint64_t at_ms, uint64_t job_id, const char *node, const
                         const char *detail, void *data);
 typedef int (*resv_fn)(const char *name, const void *spec, size_t len, void *data);
 typedef int (*step_fn)(const struct sched_step_row *row, void *data);
-typedef int (*node_state_fn)(uint64_t at_ms, const char *node, bool up, uint32_t cores,
+typedef int (*node_state_fn)(uint64_t at_ms, const char *node, bool up, bool maint, uint32_t cores,
                              uint32_t gpus, void *data);
 typedef int (*alloc_fn)(const struct sched_alloc_row *row, void *data);
 
@@ -847,7 +871,7 @@ int sched_store_end_running_steps(struct sched_store *store, int state, uint64_t
 /* ---- history for sreport: node availability and job allocations ---- */
 
 int sched_store_put_node_state(struct sched_store *store, uint64_t at_ms, const char *node, bool up,
-                               uint32_t cores, uint32_t gpus)
+                               bool maint, uint32_t cores, uint32_t gpus)
 {
     sqlite3_stmt *st = store->stmt[ST_PUT_NODE_STATE];
 
@@ -856,6 +880,7 @@ int sched_store_put_node_state(struct sched_store *store, uint64_t at_ms, const 
     sqlite3_bind_int(st, 3, up);
     sqlite3_bind_int64(st, 4, cores);
     sqlite3_bind_int64(st, 5, gpus);
+    sqlite3_bind_int(st, 6, maint);
     return run(store, ST_PUT_NODE_STATE);
 }
 
@@ -975,7 +1000,8 @@ static int visit_node_state(sqlite3_stmt *st, void *fn, void *data)
 {
     return ((struct fn_box *)fn)
         ->node_state(col_u64(st, 0), col_text(st, 1), sqlite3_column_int(st, 2) != 0,
-                     (uint32_t)col_u64(st, 3), (uint32_t)col_u64(st, 4), data);
+                     sqlite3_column_int(st, 5) != 0, (uint32_t)col_u64(st, 3),
+                     (uint32_t)col_u64(st, 4), data);
 }
 
 int sched_store_load_node_states(struct sched_store *store, uint64_t before_ms, node_state_fn fn,

@@ -9,10 +9,10 @@
  * queries. It is driven from one thread at a time, in practice the journal's writer thread
  * (scheduler/journal.h), which batches many changes into one transaction.
  *
- * Schema (version 7; older databases gain what they miss when opened: version 1
+ * Schema (version 8; older databases gain what they miss when opened: version 1
  * jobs.usage and jobs.submit_key, version 2 nodes.drain_reason, version 3 the usage table,
  * version 4 the reservations table, version 5 the steps table, version 6 node_history and
- * allocations):
+ * allocations, version 7 node_history.maint):
  *   meta(key TEXT PRIMARY KEY, value TEXT)                      -- schema_version, ...
  *   jobs(id INTEGER PRIMARY KEY, name, uid, gid, user, priority, state, reason, held,
  *        submit_ms, start_ms, end_ms, exit_code, signaled, term_signal, restarts, attempt,
@@ -31,13 +31,14 @@
  *         max_rss_task, cpu_ms, PRIMARY KEY (job_id, step))
  *                                   -- sacct's step rows: step is TaskRef.step (0 the batch
  *                                   -- shell, s >= 1 srun step s - 1), of attempt's run only
- *   node_history(id INTEGER PRIMARY KEY, at_ms, node, up, cores, gpus)
- *                                   -- sreport: a node became schedulable (up = 1) or not
+ *   node_history(id INTEGER PRIMARY KEY, at_ms, node, up, cores, gpus, maint)
+ *                                   -- sreport: a node became schedulable (up = 1) or not,
+ *                                   -- or entered (maint = 1) or left a MAINT reservation
  *   allocations(job_id, attempt, node, cores, gpus, start_ms, end_ms, user, account,
  *               PRIMARY KEY (job_id, attempt, node))  -- sreport: end_ms NULL while held
  * Indexes: jobs(state), jobs(end_ms) (made when missing at every open, no new version: the
  * start-up load and sacct's reads of forgotten jobs go by the end time), events(job_id),
- * allocations(end_ms).
+ * allocations(end_ms), node_history(node, at_ms), events(at_ms) of no job (the purge's).
  *
  * Finished jobs leave gschedd's memory after scheduler.min_job_age but keep their rows: the
  * reads below (by id range, the most recent finished ones matching a filter) answer for
@@ -53,7 +54,7 @@
 
 #include "common/error.h"
 
-#define SCHED_STORE_SCHEMA_VERSION 7
+#define SCHED_STORE_SCHEMA_VERSION 8
 
 /* One row of jobs; strings and blobs are borrowed (by the store on write, by the callback on
  * load: valid only during the callback). */
@@ -212,7 +213,8 @@ int sched_store_load_usage(struct sched_store *store,
 
 /*
  * History for sreport (scheduler/report.h). A node's availability: a row each time it
- * becomes schedulable (up) or stops being so (down, drained, lost), with its size then.
+ * becomes schedulable (up) or stops being so (down, drained, lost), or enters or leaves a
+ * Flags=MAINT reservation (maint), with its size then.
  * A job's allocation: a row per attempt and node, from its start (end_ms 0 while open).
  */
 struct sched_alloc_row {
@@ -225,14 +227,14 @@ struct sched_alloc_row {
 };
 
 int sched_store_put_node_state(struct sched_store *store, uint64_t at_ms, const char *node, bool up,
-                               uint32_t cores, uint32_t gpus);
+                               bool maint, uint32_t cores, uint32_t gpus);
 /* Once per (job, attempt, node): a row already there stays as it is. */
 int sched_store_put_alloc(struct sched_store *store, const struct sched_alloc_row *row);
 /* Closes the job's open allocation rows at end_ms. */
 int sched_store_end_allocs(struct sched_store *store, uint64_t job_id, uint64_t end_ms);
 /* Every node state row before before_ms, by node, oldest first. */
 int sched_store_load_node_states(struct sched_store *store, uint64_t before_ms,
-                                 int (*fn)(uint64_t at_ms, const char *node, bool up,
+                                 int (*fn)(uint64_t at_ms, const char *node, bool up, bool maint,
                                            uint32_t cores, uint32_t gpus, void *data),
                                  void *data);
 /* Allocation rows that overlap [from_ms, to_ms) (open ones included), by node. */

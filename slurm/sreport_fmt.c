@@ -10,9 +10,9 @@
  *     Cluster Utilization 2026-12-04T00:00:00 - 2026-12-04T23:59:59
  *     Usage reported in CPU Minutes
  *     --------------------------------------------------------------------------------
- *       Cluster Allocate     Down     Idle Reported
- *     --------- -------- -------- -------- --------
- *        gsched     1234        0    56789    58023
+ *       Cluster Allocate     Down PLND Dow     Idle Reported
+ *     --------- -------- -------- -------- -------- --------
+ *        gsched     1234        0        0    56789    58023
  *
  * every field followed by a blank. The title's end is the window's end less a second, as
  * Slurm prints it. Cluster is 9 wide, TRES Name 14, both right-justified and cut with '+'
@@ -65,9 +65,10 @@
  * Reported with 2 decimals ("0.00%" when nothing was reported). A TRES gschedd has no record
  * of gets no line, in every report.
  *
- * Not shown: Slurm's "PLND Down" and "Planned" columns, since gschedd records neither
- * planned downtime nor time held for pending jobs; Down is what nodes down or drained had
- * that no job held. Nor Slurm's Energy column, which gschedd does not measure. gsched adds
+ * PLND Down is what nodes in a whole-node MAINT reservation had that no job held, down or
+ * not; Down is what other nodes down or drained had that no job held. Not shown: Slurm's
+ * "Planned" column, since gschedd does not record time held for pending jobs, nor its
+ * Energy column, which gschedd does not measure. gsched adds
  * one title line when gschedd's history starts inside the window ("History recorded since
  * ...: earlier time is not counted"), only in the table form so that -n/-p/-P keep Slurm's
  * line count.
@@ -95,6 +96,7 @@ enum column {
     C_TRES,
     C_ALLOCATED,
     C_DOWN,
+    C_PLND_DOWN,
     C_IDLE,
     C_REPORTED,
     C_ACCOUNT,
@@ -105,10 +107,10 @@ enum column {
 };
 
 static const char *const column_names[C_COUNT] = {
-    [C_CLUSTER] = "Cluster", [C_TRES] = "TRES Name", [C_ALLOCATED] = "Allocated",
-    [C_DOWN] = "Down",       [C_IDLE] = "Idle",      [C_REPORTED] = "Reported",
-    [C_ACCOUNT] = "Account", [C_LOGIN] = "Login",    [C_PROPER] = "Proper Name",
-    [C_USED] = "Used",
+    [C_CLUSTER] = "Cluster",    [C_TRES] = "TRES Name",      [C_ALLOCATED] = "Allocated",
+    [C_DOWN] = "Down",          [C_PLND_DOWN] = "PLND Down", [C_IDLE] = "Idle",
+    [C_REPORTED] = "Reported",  [C_ACCOUNT] = "Account",     [C_LOGIN] = "Login",
+    [C_PROPER] = "Proper Name", [C_USED] = "Used",
 };
 
 struct layout {
@@ -170,26 +172,26 @@ static int usage_width(uint64_t max_ms, enum slurm_sreport_time t)
     return per_format(t) ? width + 9 : width;
 }
 
-/* Each report's columns, TRES Name among them. */
-#define REPORT_COLUMNS 6
-
 /* The report's columns (TRES Name only where shown) and the text columns' widths. */
 static void layout_init(struct layout *l, const struct slurm_sreport_args *a)
 {
-    static const enum column utilization[REPORT_COLUMNS] = {C_CLUSTER, C_TRES, C_ALLOCATED,
-                                                            C_DOWN,    C_IDLE, C_REPORTED};
-    static const enum column account_first[REPORT_COLUMNS] = {C_CLUSTER, C_ACCOUNT, C_LOGIN,
-                                                              C_PROPER,  C_TRES,    C_USED};
-    static const enum column login_first[REPORT_COLUMNS] = {C_CLUSTER, C_LOGIN, C_PROPER,
-                                                            C_ACCOUNT, C_TRES,  C_USED};
-    const enum column *cols = a->report == SLURM_SREPORT_UTILIZATION       ? utilization
+    static const enum column utilization[] = {C_CLUSTER,   C_TRES, C_ALLOCATED, C_DOWN,
+                                              C_PLND_DOWN, C_IDLE, C_REPORTED};
+    static const enum column account_first[] = {C_CLUSTER, C_ACCOUNT, C_LOGIN,
+                                                C_PROPER,  C_TRES,    C_USED};
+    static const enum column login_first[] = {C_CLUSTER, C_LOGIN, C_PROPER,
+                                              C_ACCOUNT, C_TRES,  C_USED};
+    bool util = a->report == SLURM_SREPORT_UTILIZATION;
+    const enum column *cols = util                                         ? utilization
                               : a->report == SLURM_SREPORT_ACCOUNT_BY_USER ? account_first
                                                                            : login_first;
+    size_t ncols = util ? sizeof(utilization) / sizeof(utilization[0])
+                        : sizeof(account_first) / sizeof(account_first[0]);
 
     memset(l, 0, sizeof(*l));
     l->args = a;
     l->tres_column = a->ntres > 1 || strcmp(a->tres[0], "cpu") != 0;
-    for (size_t i = 0; i < REPORT_COLUMNS; i++) {
+    for (size_t i = 0; i < ncols; i++) {
         if (cols[i] != C_TRES || l->tres_column)
             l->cols[l->ncols++] = cols[i];
     }
@@ -330,6 +332,8 @@ static uint64_t usage_ms(const Gs__TresUsage *t, enum column col)
         return t->allocated;
     case C_DOWN:
         return t->down;
+    case C_PLND_DOWN:
+        return t->plnd_down;
     case C_IDLE:
         return t->idle;
     default:
@@ -674,6 +678,7 @@ static void put_json_tres(struct gs_json *j, const Gs__TresUsage *t)
     gs_json_kv_string(j, "name", t->name != NULL ? t->name : "");
     gs_json_kv_uint(j, "allocated_ms", t->allocated);
     gs_json_kv_uint(j, "down_ms", t->down);
+    gs_json_kv_uint(j, "plnd_down_ms", t->plnd_down);
     gs_json_kv_uint(j, "idle_ms", t->idle);
     gs_json_kv_uint(j, "reported_ms", t->reported);
     gs_json_object_end(j);

@@ -3,8 +3,9 @@
 # two workers. Over a window of whole seconds after both nodes are up: a one-core job runs
 # for two seconds, node2 is drained until the clock passes the next second, then resumed. The report counts every core of both nodes for the whole
 # window (reported), the job's core for exactly its run (allocated), node2's cores for the
-# time it was drained (down, between the bounds the test measured around its commands), and
-# the rest as idle; -P and -t seconds print the same in Slurm's layout; per account and user
+# time it was drained (down, between the bounds the test measured around its commands),
+# node1's for the time a MAINT reservation held it (planned down, likewise), and the rest as
+# idle; -P and -t seconds print the same in Slurm's layout; per account and user
 # (AccountUtilizationByUser, TopUsage) each job counts for its own; and after a gschedd
 # restart the history it reads from its database gives the same answer.
 name="integration_report"
@@ -44,6 +45,15 @@ r0=$(now_ms)
 "$bin/gsched" scontrol update NodeName=node2 State=RESUME || fail "resume node2"
 wait_for "node2 up again" 10 eval '[ "$(node_field node2 state)" = up ]'
 r1=$(now_ms)
+# node1 in a MAINT reservation for a second or so: planned down, not idle (and not down)
+m0=$(now_ms)
+"$bin/gsched" scontrol create reservation ReservationName=fix StartTime=now Duration=60 \
+  Nodes=node1 Users=root Flags=MAINT > /dev/null || fail "create the MAINT reservation"
+m1=$(now_ms)
+next_second > /dev/null
+e0=$(now_ms)
+"$bin/gsched" scontrol delete ReservationName=fix || fail "delete the MAINT reservation"
+e1=$(now_ms)
 end=$(next_second)
 
 # report WORDS OPTIONS...: that sreport report over the window (WORDS split: "cluster utilization").
@@ -55,10 +65,11 @@ report() {
 }
 out=$(report "cluster utilization" --json -T cpu,gres/gpu 2>&1) || fail "sreport --json: $out"
 check() { # check JSON: the figures against what the test did
-  python3 - "$1" "$start" "$end" "$cores1" "$cores2" "$ran_ms" "$acct_ms" "$d0" "$d1" "$r0" "$r1" <<'PY' || fail "sreport's figures: $1"
+  python3 - "$1" "$start" "$end" "$cores1" "$cores2" "$ran_ms" "$acct_ms" "$d0" "$d1" "$r0" "$r1" \
+    "$m0" "$m1" "$e0" "$e1" <<'PY' || fail "sreport's figures: $1"
 import json, sys
 r = json.loads(sys.argv[1])
-start, end, c1, c2, ran, acct, d0, d1, r0, r1 = (int(x) for x in sys.argv[2:])
+start, end, c1, c2, ran, acct, d0, d1, r0, r1, m0, m1, e0, e1 = (int(x) for x in sys.argv[2:])
 cpu = next(t for t in r["tres"] if t["name"] == "cpu")
 gpu = next(t for t in r["tres"] if t["name"] == "gres/gpu")
 win = (end - start) * 1000
@@ -67,7 +78,8 @@ assert 0 < r["known_since_ms"] < start * 1000, r
 assert cpu["reported"] == (c1 + c2) * win, cpu
 assert cpu["allocated"] == ran + acct, (cpu, ran, acct)
 assert c2 * (r0 - d1) <= cpu["down"] <= c2 * (r1 - d0), (cpu, d0, d1, r0, r1)
-assert cpu["idle"] == cpu["reported"] - cpu["allocated"] - cpu["down"], cpu
+assert c1 * (e0 - m1) <= cpu["plnd_down"] <= c1 * (e1 - m0), (cpu, m0, m1, e0, e1)
+assert cpu["idle"] == cpu["reported"] - cpu["allocated"] - cpu["down"] - cpu["plnd_down"], cpu
 assert gpu["reported"] == 0 and gpu["allocated"] == 0, gpu
 PY
 }
@@ -75,7 +87,7 @@ check "$(python3 -c '
 import json, sys
 r = json.loads(sys.argv[1])
 for t in r["tres"]:
-    for k in ("allocated", "down", "idle", "reported"):
+    for k in ("allocated", "down", "plnd_down", "idle", "reported"):
         t[k] = t.pop(k + "_ms")
 print(json.dumps(r))' "$out")"
 
@@ -85,7 +97,7 @@ want=$(python3 -c '
 import json, sys
 t = next(t for t in json.loads(sys.argv[1])["tres"] if t["name"] == "cpu")
 s = lambda k: "%.0f" % (t[k + "_ms"] / 1000)
-print("|".join(["gsched", s("allocated"), s("down"), s("idle"), s("reported")]))' "$out")
+print("|".join(["gsched", s("allocated"), s("down"), s("plnd_down"), s("idle"), s("reported")]))' "$out")
 [ "$got" = "$want" ] || fail "sreport -P -n -t seconds: $got, want $want"
 
 # Per account and user: root's job under no account, and the one under physics.

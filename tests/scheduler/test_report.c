@@ -1,7 +1,8 @@
 /*
  * test_report.c: sreport cluster utilization's arithmetic (scheduler/report.c): what nodes
  * report over the time they were known, what allocations count, down time less what jobs
- * still held on a down node, idle as the rest, and the window's edges.
+ * still held on a down node, planned down time (a MAINT reservation's, down or not) less
+ * what jobs held there, idle as the rest, and the window's edges.
  */
 #include <criterion/criterion.h>
 
@@ -38,7 +39,7 @@ static void expect_cpu(uint64_t allocated, uint64_t down, uint64_t idle, uint64_
 
 Test(report, a_node_up_all_along_is_idle_but_for_its_jobs)
 {
-    struct sched_report_state st[] = {{"n1", 0, true, 4, 1}};
+    struct sched_report_state st[] = {{"n1", 0, true, false, 4, 1}};
     struct sched_report_alloc al[] = {AL("n1", 10, 60, 2, 1)};
 
     run(st, 1, NULL, 0, 0, 100);
@@ -54,17 +55,41 @@ Test(report, a_node_up_all_along_is_idle_but_for_its_jobs)
 Test(report, down_time_less_what_jobs_held_there)
 {
     /* Up from 0, drained at 50 (its job runs on to 60), back at 80. */
-    struct sched_report_state st[] = {
-        {"n1", 80, true, 4, 0}, {"n1", 0, true, 4, 0}, {"n1", 50, false, 4, 0}};
+    struct sched_report_state st[] = {{"n1", 80, true, false, 4, 0},
+                                      {"n1", 0, true, false, 4, 0},
+                                      {"n1", 50, false, false, 4, 0}};
     struct sched_report_alloc al[] = {AL("n1", 10, 60, 2, 0)};
 
     run(st, 3, al, 1, 0, 100);
     expect_cpu(100, 4 * 30 - 2 * 10, 400 - 100 - 100, 400);
 }
 
+/* Up from 0; in a MAINT reservation from 20 (a job on it to 30), drained inside it at 40,
+ * out of the reservation at 60 still drained, back up at 80. */
+Test(report, maintenance_is_planned_down_whether_the_node_is_down_or_not)
+{
+    struct sched_report_state st[] = {{"n1", 0, true, false, 4, 2},
+                                      {"n1", 20, true, true, 4, 2},
+                                      {"n1", 40, false, true, 4, 2},
+                                      {"n1", 60, false, false, 4, 2},
+                                      {"n1", 80, true, false, 4, 2}};
+    struct sched_report_alloc al[] = {AL("n1", 10, 30, 1, 1)};
+
+    run(st, 5, al, 1, 0, 100);
+    /* planned down 4 x 40 (20-60) less 1 x 10 held (20-30); down 4 x 20 (60-80) */
+    expect_cpu(20, 80, 400 - 20 - 80 - 150, 400);
+    cr_expect_eq(u[SCHED_REPORT_CPU].plnd_down, 150);
+    cr_expect_eq(u[SCHED_REPORT_GPU].plnd_down, 2 * 40 - 1 * 10);
+    cr_expect_eq(u[SCHED_REPORT_GPU].down, 2 * 20);
+    cr_expect_eq(u[SCHED_REPORT_GPU].idle, 200 - 20 - 70 - 40);
+    run(st, 5, al, 1, 50, 70); /* the window cuts maintenance too */
+    cr_expect_eq(u[SCHED_REPORT_CPU].plnd_down, 4 * 10);
+    cr_expect_eq(u[SCHED_REPORT_CPU].down, 4 * 10);
+}
+
 Test(report, the_window_cuts_every_interval)
 {
-    struct sched_report_state st[] = {{"n1", 0, true, 4, 0}, {"n1", 50, false, 4, 0}};
+    struct sched_report_state st[] = {{"n1", 0, true, false, 4, 0}, {"n1", 50, false, false, 4, 0}};
     struct sched_report_alloc al[] = {AL("n1", 10, 60, 2, 0)};
 
     run(st, 2, al, 1, 40, 70);
@@ -74,7 +99,7 @@ Test(report, the_window_cuts_every_interval)
 
 Test(report, nothing_before_a_node_was_known)
 {
-    struct sched_report_state st[] = {{"n1", 30, true, 4, 0}};
+    struct sched_report_state st[] = {{"n1", 30, true, false, 4, 0}};
     struct sched_report_alloc al[] = {AL("n1", 10, 60, 2, 0), AL("n9", 10, 60, 8, 0)};
 
     run(st, 1, al, 2, 0, 100);
@@ -88,7 +113,7 @@ Test(report, nothing_before_a_node_was_known)
 
 Test(report, an_open_allocation_runs_to_the_windows_end)
 {
-    struct sched_report_state st[] = {{"n2", 0, true, 8, 2}, {"n1", 5, true, 4, 0}};
+    struct sched_report_state st[] = {{"n2", 0, true, false, 8, 2}, {"n1", 5, true, false, 4, 0}};
     struct sched_report_alloc al[] = {AL("n2", 90, 0, 8, 2), AL("n1", 20, 30, 4, 0)};
 
     run(st, 2, al, 2, 0, 100);
@@ -99,7 +124,7 @@ Test(report, an_open_allocation_runs_to_the_windows_end)
 
 Test(report, a_size_change_counts_from_its_row)
 {
-    struct sched_report_state st[] = {{"n1", 0, true, 4, 0}, {"n1", 50, true, 8, 0}};
+    struct sched_report_state st[] = {{"n1", 0, true, false, 4, 0}, {"n1", 50, true, false, 8, 0}};
 
     run(st, 2, NULL, 0, 0, 100);
     expect_cpu(0, 0, 4 * 50 + 8 * 50, 4 * 50 + 8 * 50);

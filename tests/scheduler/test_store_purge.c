@@ -128,11 +128,11 @@ Test(store_purge, node_history_keeps_each_nodes_state_at_the_horizon)
 {
     int calls = 0;
 
-    cr_assert_eq(sched_store_put_node_state(store, 10, "n1", true, 4, 0), 0);
-    cr_assert_eq(sched_store_put_node_state(store, 20, "n1", false, 4, 0), 0);
-    cr_assert_eq(sched_store_put_node_state(store, 30, "n2", true, 8, 1), 0);
-    cr_assert_eq(sched_store_put_node_state(store, HORIZON + 5, "n1", true, 4, 0), 0);
-    cr_assert_eq(sched_store_put_node_state(store, HORIZON + 9, "n3", true, 2, 0), 0);
+    cr_assert_eq(sched_store_put_node_state(store, 10, "n1", true, false, 4, 0), 0);
+    cr_assert_eq(sched_store_put_node_state(store, 20, "n1", false, false, 4, 0), 0);
+    cr_assert_eq(sched_store_put_node_state(store, 30, "n2", true, false, 8, 1), 0);
+    cr_assert_eq(sched_store_put_node_state(store, HORIZON + 5, "n1", true, false, 4, 0), 0);
+    cr_assert_eq(sched_store_put_node_state(store, HORIZON + 9, "n3", true, false, 2, 0), 0);
     cr_assert_eq(sched_store_add_event(store, 50, 0, "n1", "DRAIN", "disk"), 0);
     cr_assert_eq(sched_store_add_event(store, HORIZON + 1, 0, "n1", "RESUME", ""), 0);
     purge_all(NULL, 0, 10, &calls);

@@ -135,9 +135,26 @@ Test(sreport, default_minutes_as_slurm)
     expect(&rep, &a,
            DASHES "Cluster Utilization 2026-12-04T00:00:00 - 2026-12-04T23:59:59\n"
                   "Usage reported in CPU Minutes\n" DASHES
-                  "  Cluster Allocate     Down     Idle Reported \n"
-                  "--------- -------- -------- -------- -------- \n"
-                  "   gsched     1234        0    56789    58023 \n");
+                  "  Cluster Allocate     Down PLND Dow     Idle Reported \n"
+                  "--------- -------- -------- -------- -------- -------- \n"
+                  "   gsched     1234        0        0    56789    58023 \n");
+}
+
+/* A MAINT reservation's time: its own column, between Down and Idle, as in Slurm. */
+Test(sreport, planned_down_has_its_column)
+{
+    struct slurm_sreport_args a = args_default();
+    struct reply rep;
+
+    reply_init(&rep);
+    a.time_format = SLURM_SREPORT_SECONDS;
+    a.noheader = true;
+    usage_set(&rep.tres[0], "cpu", 1000, 2000, 3000, 10000);
+    rep.tres[0].plnd_down = 4000;
+    expect(&rep, &a, "   gsched        1        2        4        3       10 \n");
+    a.parsable = SLURM_SREPORT_PARSABLE2;
+    a.time_format = SLURM_SREPORT_PERCENT;
+    expect(&rep, &a, "gsched|10.00%|20.00%|40.00%|30.00%|100.00%\n");
 }
 
 Test(sreport, hours_round_to_nearest_as_printf)
@@ -152,9 +169,9 @@ Test(sreport, hours_round_to_nearest_as_printf)
     expect(&rep, &a,
            DASHES "Cluster Utilization 2026-12-04T00:00:00 - 2026-12-04T23:59:59\n"
                   "Usage reported in CPU Hours\n" DASHES
-                  "  Cluster Allocate     Down     Idle Reported \n"
-                  "--------- -------- -------- -------- -------- \n"
-                  "   gsched        1        2        0        4 \n");
+                  "  Cluster Allocate     Down PLND Dow     Idle Reported \n"
+                  "--------- -------- -------- -------- -------- -------- \n"
+                  "   gsched        1        2        0        0        4 \n");
 }
 
 Test(sreport, seconds_round_and_wide_figures_widen_their_column)
@@ -166,7 +183,7 @@ Test(sreport, seconds_round_and_wide_figures_widen_their_column)
     a.time_format = SLURM_SREPORT_SECONDS;
     a.noheader = true;
     usage_set(&rep.tres[0], "cpu", 1499, 1500, 2500, 5499);
-    expect(&rep, &a, "   gsched        1        2        2        5 \n");
+    expect(&rep, &a, "   gsched        1        2        0        2        5 \n");
 
     /* 123456789 s is 9 digits: Allocated is 9 wide, its name whole; 10 digits for Reported. */
     a.noheader = false;
@@ -174,9 +191,9 @@ Test(sreport, seconds_round_and_wide_figures_widen_their_column)
     expect(&rep, &a,
            DASHES "Cluster Utilization 2026-12-04T00:00:00 - 2026-12-04T23:59:59\n"
                   "Usage reported in CPU Seconds\n" DASHES
-                  "  Cluster Allocated     Down       Idle   Reported \n"
-                  "--------- --------- -------- ---------- ---------- \n"
-                  "   gsched 123456789        0 1000000000 1123456789 \n");
+                  "  Cluster Allocated     Down PLND Dow       Idle   Reported \n"
+                  "--------- --------- -------- -------- ---------- ---------- \n"
+                  "   gsched 123456789        0        0 1000000000 1123456789 \n");
 }
 
 Test(sreport, percent_of_reported)
@@ -189,14 +206,14 @@ Test(sreport, percent_of_reported)
     expect(&rep, &a,
            DASHES "Cluster Utilization 2026-12-04T00:00:00 - 2026-12-04T23:59:59\n"
                   "Usage reported in Percentage of Total\n" DASHES
-                  "  Cluster Allocate     Down     Idle Reported \n"
-                  "--------- -------- -------- -------- -------- \n"
-                  "   gsched    2.13%    0.00%   97.87%  100.00% \n");
+                  "  Cluster Allocate     Down PLND Dow     Idle Reported \n"
+                  "--------- -------- -------- -------- -------- -------- \n"
+                  "   gsched    2.13%    0.00%    0.00%   97.87%  100.00% \n");
 
     /* Nothing reported: 0.00% throughout, no division by zero. */
     a.noheader = true;
     usage_set(&rep.tres[0], "cpu", 0, 0, 0, 0);
-    expect(&rep, &a, "   gsched    0.00%    0.00%    0.00%    0.00% \n");
+    expect(&rep, &a, "   gsched    0.00%    0.00%    0.00%    0.00%    0.00% \n");
 }
 
 Test(sreport, minper_shows_both)
@@ -207,14 +224,15 @@ Test(sreport, minper_shows_both)
     reply_init(&rep);
     a.time_format = SLURM_SREPORT_MIN_PER;
     expect(&rep, &a,
-           DASHES "Cluster Utilization 2026-12-04T00:00:00 - 2026-12-04T23:59:59\n"
-                  "Usage reported in CPU Minutes/Percentage of Total\n" DASHES
-                  "  Cluster         Allocated              Down              Idle "
-                  "         Reported \n"
-                  "--------- ----------------- ----------------- ----------------- "
-                  "----------------- \n"
-                  "   gsched       1234(2.13%)          0(0.00%)     56789(97.87%) "
-                  "   58023(100.00%) \n");
+           DASHES
+           "Cluster Utilization 2026-12-04T00:00:00 - 2026-12-04T23:59:59\n"
+           "Usage reported in CPU Minutes/Percentage of Total\n" DASHES
+           "  Cluster         Allocated              Down         PLND Down              Idle "
+           "         Reported \n"
+           "--------- ----------------- ----------------- ----------------- ----------------- "
+           "----------------- \n"
+           "   gsched       1234(2.13%)          0(0.00%)          0(0.00%)     56789(97.87%) "
+           "   58023(100.00%) \n");
 }
 
 Test(sreport, parsable2_and_parsable)
@@ -229,17 +247,19 @@ Test(sreport, parsable2_and_parsable)
     rep.r.known_since_ms = DEC04 + 6 * 3600000ULL;
     expect(&rep, &a,
            DASHES "Cluster Utilization 2026-12-04T00:00:00 - 2026-12-04T23:59:59\n"
-                  "Usage reported in CPU Minutes\n" DASHES "Cluster|Allocated|Down|Idle|Reported\n"
-                  "gsched|1234|0|56789|58023\n");
+                  "Usage reported in CPU Minutes\n" DASHES
+                  "Cluster|Allocated|Down|PLND Down|Idle|Reported\n"
+                  "gsched|1234|0|0|56789|58023\n");
     a.noheader = true;
-    expect(&rep, &a, "gsched|1234|0|56789|58023\n");
+    expect(&rep, &a, "gsched|1234|0|0|56789|58023\n");
     a.parsable = SLURM_SREPORT_PARSABLE;
-    expect(&rep, &a, "gsched|1234|0|56789|58023|\n");
+    expect(&rep, &a, "gsched|1234|0|0|56789|58023|\n");
     a.noheader = false;
     expect(&rep, &a,
            DASHES "Cluster Utilization 2026-12-04T00:00:00 - 2026-12-04T23:59:59\n"
-                  "Usage reported in CPU Minutes\n" DASHES "Cluster|Allocated|Down|Idle|Reported|\n"
-                  "gsched|1234|0|56789|58023|\n");
+                  "Usage reported in CPU Minutes\n" DASHES
+                  "Cluster|Allocated|Down|PLND Down|Idle|Reported|\n"
+                  "gsched|1234|0|0|56789|58023|\n");
 }
 
 Test(sreport, noheader_is_the_lines_alone)
@@ -250,7 +270,7 @@ Test(sreport, noheader_is_the_lines_alone)
     reply_init(&rep);
     a.noheader = true;
     rep.r.known_since_ms = DEC04 + 6 * 3600000ULL;
-    expect(&rep, &a, "   gsched     1234        0    56789    58023 \n");
+    expect(&rep, &a, "   gsched     1234        0        0    56789    58023 \n");
 }
 
 Test(sreport, two_tres_get_a_tres_name_column)
@@ -264,22 +284,22 @@ Test(sreport, two_tres_get_a_tres_name_column)
     expect(&rep, &a,
            DASHES "Cluster Utilization 2026-12-04T00:00:00 - 2026-12-04T23:59:59\n"
                   "Usage reported in TRES Minutes\n" DASHES
-                  "  Cluster      TRES Name Allocate     Down     Idle Reported \n"
-                  "--------- -------------- -------- -------- -------- -------- \n"
-                  "   gsched            cpu     1234        0    56789    58023 \n"
-                  "   gsched       gres/gpu      600       60      780     1440 \n");
+                  "  Cluster      TRES Name Allocate     Down PLND Dow     Idle Reported \n"
+                  "--------- -------------- -------- -------- -------- -------- -------- \n"
+                  "   gsched            cpu     1234        0        0    56789    58023 \n"
+                  "   gsched       gres/gpu      600       60        0      780     1440 \n");
 
     /* In the order given; a TRES alone but not cpu keeps the column. */
     a.noheader = true;
     a.tres[0] = "gres/gpu";
     a.tres[1] = "cpu";
     expect(&rep, &a,
-           "   gsched       gres/gpu      600       60      780     1440 \n"
-           "   gsched            cpu     1234        0    56789    58023 \n");
+           "   gsched       gres/gpu      600       60        0      780     1440 \n"
+           "   gsched            cpu     1234        0        0    56789    58023 \n");
     a.ntres = 1;
     a.parsable = SLURM_SREPORT_PARSABLE2;
     a.time_format = SLURM_SREPORT_PERCENT;
-    expect(&rep, &a, "gsched|gres/gpu|41.67%|4.17%|54.17%|100.00%\n");
+    expect(&rep, &a, "gsched|gres/gpu|41.67%|4.17%|0.00%|54.17%|100.00%\n");
 }
 
 Test(sreport, history_line_when_history_starts_inside_the_window)
@@ -293,9 +313,9 @@ Test(sreport, history_line_when_history_starts_inside_the_window)
            DASHES "Cluster Utilization 2026-12-04T00:00:00 - 2026-12-04T23:59:59\n"
                   "Usage reported in CPU Minutes\n"
                   "History recorded since 2026-12-04T06:00:00: earlier time is not counted\n" DASHES
-                  "  Cluster Allocate     Down     Idle Reported \n"
-                  "--------- -------- -------- -------- -------- \n"
-                  "   gsched     1234        0    56789    58023 \n");
+                  "  Cluster Allocate     Down PLND Dow     Idle Reported \n"
+                  "--------- -------- -------- -------- -------- -------- \n"
+                  "   gsched     1234        0        0    56789    58023 \n");
 }
 
 Test(sreport, end_cut_to_now_is_shown_less_a_second)
@@ -319,21 +339,23 @@ Test(sreport, json_is_the_reply)
 
     reply_init(&rep);
     a.json = true;
-    expect(&rep, &a,
-           "{\"start_ms\":1796342400000,\"end_ms\":1796428800000,"
-           "\"known_since_ms\":1796338800000,\"cluster\":\"gsched\",\"tres\":["
-           "{\"name\":\"cpu\",\"allocated_ms\":74040000,\"down_ms\":0,"
-           "\"idle_ms\":3407340000,\"reported_ms\":3481380000},"
-           "{\"name\":\"gres/gpu\",\"allocated_ms\":36000000,\"down_ms\":3600000,"
-           "\"idle_ms\":46800000,\"reported_ms\":86400000}]}\n");
+    expect(
+        &rep, &a,
+        "{\"start_ms\":1796342400000,\"end_ms\":1796428800000,"
+        "\"known_since_ms\":1796338800000,\"cluster\":\"gsched\",\"tres\":["
+        "{\"name\":\"cpu\",\"allocated_ms\":74040000,\"down_ms\":0,\"plnd_down_ms\":0,"
+        "\"idle_ms\":3407340000,\"reported_ms\":3481380000},"
+        "{\"name\":\"gres/gpu\",\"allocated_ms\":36000000,\"down_ms\":3600000,\"plnd_down_ms\":0,"
+        "\"idle_ms\":46800000,\"reported_ms\":86400000}]}\n");
     /* -T picks. */
     a.tres_set = true;
     a.tres[0] = "gres/gpu";
-    expect(&rep, &a,
-           "{\"start_ms\":1796342400000,\"end_ms\":1796428800000,"
-           "\"known_since_ms\":1796338800000,\"cluster\":\"gsched\",\"tres\":["
-           "{\"name\":\"gres/gpu\",\"allocated_ms\":36000000,\"down_ms\":3600000,"
-           "\"idle_ms\":46800000,\"reported_ms\":86400000}]}\n");
+    expect(
+        &rep, &a,
+        "{\"start_ms\":1796342400000,\"end_ms\":1796428800000,"
+        "\"known_since_ms\":1796338800000,\"cluster\":\"gsched\",\"tres\":["
+        "{\"name\":\"gres/gpu\",\"allocated_ms\":36000000,\"down_ms\":3600000,\"plnd_down_ms\":0,"
+        "\"idle_ms\":46800000,\"reported_ms\":86400000}]}\n");
 }
 
 /* --- the user reports ---------------------------------------------------------------------- */
@@ -675,7 +697,7 @@ Test(sreport, user_reports_json_is_the_reply_with_its_users)
     expect(&rep, &a,
            "{\"start_ms\":1796342400000,\"end_ms\":1796428800000,"
            "\"known_since_ms\":1796338800000,\"cluster\":\"gsched\",\"tres\":["
-           "{\"name\":\"cpu\",\"allocated_ms\":74040000,\"down_ms\":0,"
+           "{\"name\":\"cpu\",\"allocated_ms\":74040000,\"down_ms\":0,\"plnd_down_ms\":0,"
            "\"idle_ms\":3407340000,\"reported_ms\":3481380000}],\"users\":["
            "{\"account\":\"\",\"user\":\"carol\",\"cpu_ms\":1800000,\"gpu_ms\":0},"
            "{\"account\":\"chem\",\"user\":\"bob\",\"cpu_ms\":12000000,\"gpu_ms\":3600000},"
@@ -687,7 +709,7 @@ Test(sreport, user_reports_json_is_the_reply_with_its_users)
     expect(&rep, &a,
            "{\"start_ms\":1796342400000,\"end_ms\":1796428800000,"
            "\"known_since_ms\":1796338800000,\"cluster\":\"gsched\",\"tres\":["
-           "{\"name\":\"cpu\",\"allocated_ms\":74040000,\"down_ms\":0,"
+           "{\"name\":\"cpu\",\"allocated_ms\":74040000,\"down_ms\":0,\"plnd_down_ms\":0,"
            "\"idle_ms\":3407340000,\"reported_ms\":3481380000}],\"users\":[]}\n");
 }
 
