@@ -37,6 +37,7 @@
 #include <time.h>
 
 #include "common/clock.h"
+#include "common/fnv.h"
 #include "common/hostlist.h"
 #include "common/log.h"
 #include "common/sort.h"
@@ -1326,16 +1327,6 @@ static void replace_down(struct sched_ctx *s, struct sched_change **ch, struct r
     }
 }
 
-/* FNV-1a over len bytes, on from h. */
-static uint64_t fnv(uint64_t h, const void *p, size_t len)
-{
-    const unsigned char *b = p;
-
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ b[i]) * 0x100000001b3ULL;
-    return h;
-}
-
 /* Whether r is a whole-node MAINT reservation active at now (what sreport's PLND Down
  * counts; a GPU reservation's GPUs are not set apart). */
 static bool maint_now(const struct resv *r, uint64_t now)
@@ -1353,7 +1344,7 @@ static bool maint_now(const struct resv *r, uint64_t now)
 static void maint_tick(struct sched_ctx *s, uint64_t now)
 {
     struct sched_resvs *rs = s->resvs;
-    uint64_t key = fnv(0xcbf29ce484222325ULL, &s->nnodes, sizeof(s->nnodes));
+    uint64_t key = gs_fnv64(GS_FNV64_OFFSET, &s->nnodes, sizeof(s->nnodes));
     struct sched_change *ch = NULL;
     bool *in;
 
@@ -1362,9 +1353,9 @@ static void maint_tick(struct sched_ctx *s, uint64_t now)
 
         if (!maint_now(r, now))
             continue;
-        key = fnv(key, r->name, strlen(r->name) + 1);
+        key = gs_fnv64(key, r->name, strlen(r->name) + 1);
         for (size_t k = 0; k < r->nnode_names; k++)
-            key = fnv(key, r->node_names[k], strlen(r->node_names[k]) + 1);
+            key = gs_fnv64(key, r->node_names[k], strlen(r->node_names[k]) + 1);
     }
     if (key == s->maint_key || (in = calloc(s->nnodes + 1, sizeof(*in))) == NULL)
         return; /* unchanged, or out of memory: the next tick tries again */

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fnv.h"
+
 struct entry {
     char *key; /* owned; NULL: empty slot */
     uint32_t uid;
@@ -60,13 +62,10 @@ bool sched_submit_key_ok(const char *key)
 
 static uint64_t hash(uint32_t uid, const char *key)
 {
-    uint64_t h = 1469598103934665603ULL;
+    unsigned char le[4] = {(unsigned char)uid, (unsigned char)(uid >> 8),
+                           (unsigned char)(uid >> 16), (unsigned char)(uid >> 24)};
 
-    for (int i = 0; i < 4; i++)
-        h = (h ^ ((uid >> (8 * i)) & 0xff)) * 1099511628211ULL;
-    for (const unsigned char *p = (const unsigned char *)key; *p != '\0'; p++)
-        h = (h ^ *p) * 1099511628211ULL;
-    return h;
+    return gs_fnv64(gs_fnv64(GS_FNV64_OFFSET, le, sizeof(le)), key, strlen(key));
 }
 
 /* The slot of (uid, key), or the empty slot where it would go. */
