@@ -19,20 +19,14 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "common/sort.h"
 #include "scheduler/store.h"
 
 #define EVENTS_PER_JOB 3
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-    return (x > y) - (x < y);
-}
-
 static uint64_t median(uint64_t *v, size_t n)
 {
-    qsort(v, n, sizeof(*v), cmp_u64);
+    gs_sort(v, n, sizeof(*v), gs_cmp_u64);
     return n > 0 ? v[n / 2] : 0;
 }
 

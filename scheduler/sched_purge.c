@@ -68,17 +68,10 @@ static int push_array(struct sched_purge_pins *p, uint64_t id, uint32_t count)
     return 0;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-    return x < y ? -1 : x > y;
-}
-
 static int cmp_array(const void *a, const void *b)
 {
-    return cmp_u64(&((const struct sched_purge_array *)a)->id,
-                   &((const struct sched_purge_array *)b)->id);
+    return gs_cmp_u64(&((const struct sched_purge_array *)a)->id,
+                      &((const struct sched_purge_array *)b)->id);
 }
 
 /* Sorts and drops repeats (of arrays: the largest count kept). */
@@ -86,7 +79,7 @@ static void settle(struct sched_purge_pins *p)
 {
     size_t k = 0;
 
-    gs_sort(p->ids, p->nids, sizeof(*p->ids), cmp_u64);
+    gs_sort(p->ids, p->nids, sizeof(*p->ids), gs_cmp_u64);
     for (size_t i = 0; i < p->nids; i++) {
         if (k == 0 || p->ids[k - 1] != p->ids[i])
             p->ids[k++] = p->ids[i];
@@ -152,7 +145,7 @@ bool sched_purge_pinned(const struct sched_purge_pins *p, const struct sched_job
     uint64_t array = job->spec->array.array_job_id;
     struct sched_purge_array key = {array, 0};
 
-    if (p->nids > 0 && bsearch(&job->id, p->ids, p->nids, sizeof(*p->ids), cmp_u64) != NULL)
+    if (p->nids > 0 && bsearch(&job->id, p->ids, p->nids, sizeof(*p->ids), gs_cmp_u64) != NULL)
         return true;
     return array != 0 && p->narrays > 0 &&
            bsearch(&key, p->arrays, p->narrays, sizeof(*p->arrays), cmp_array) != NULL;
@@ -433,8 +426,8 @@ static int copy_step(const struct sched_step_row *row, void *data)
 
 static int cmp_stored(const void *a, const void *b)
 {
-    return cmp_u64(&((const struct stored_job *)a)->row.id,
-                   &((const struct stored_job *)b)->row.id);
+    return gs_cmp_u64(&((const struct stored_job *)a)->row.id,
+                      &((const struct stored_job *)b)->row.id);
 }
 
 /* Writer thread: the jobs named (arrays whole when asked) and, for each, its array. */

@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/sort.h"
+
 enum stmt_id {
     ST_BEGIN,
     ST_COMMIT,
@@ -917,19 +919,7 @@ static int run_with(struct sched_store *s, enum stmt_id id, uint64_t value)
 
 static bool kept(const uint64_t *keep, size_t nkeep, uint64_t id)
 {
-    size_t lo = 0, hi = nkeep;
-
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-
-        if (keep[mid] == id)
-            return true;
-        if (keep[mid] < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return false;
+    return nkeep > 0 && bsearch(&id, keep, nkeep, sizeof(id), gs_cmp_u64) != NULL;
 }
 
 /* The ids of the next batch, kept ones left out, into ids[0..*n); *last: the highest seen,

@@ -8,12 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int cmp_id(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-    return (x > y) - (x < y);
-}
+#include "common/sort.h"
 
 /* Moves the cursor over the jobs from it on that have got there. */
 static void advance(struct sched_wait_set *ws, sched_wait_reached_fn reached, void *data)
@@ -31,8 +26,11 @@ int sched_wait_set_init(struct sched_wait_set *ws, const uint64_t *ids, size_t n
         return -ENOMEM;
     if (n > 0)
         memcpy(ws->sorted, ids, n * sizeof(*ids));
-    qsort(ws->sorted, n, sizeof(*ws->sorted), cmp_id);
-    ws->n = n;
+    gs_sort(ws->sorted, n, sizeof(*ws->sorted), gs_cmp_u64);
+    for (size_t i = 0; i < n; i++) { /* a job named twice is one job */
+        if (ws->n == 0 || ws->sorted[ws->n - 1] != ws->sorted[i])
+            ws->sorted[ws->n++] = ws->sorted[i];
+    }
     advance(ws, reached, data);
     return 0;
 }
@@ -43,26 +41,12 @@ void sched_wait_set_release(struct sched_wait_set *ws)
     *ws = (struct sched_wait_set){0};
 }
 
-/* The first index of id, or n. */
-static size_t find(const struct sched_wait_set *ws, uint64_t id)
-{
-    size_t lo = 0, hi = ws->n;
-
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-
-        if (ws->sorted[mid] < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < ws->n && ws->sorted[lo] == id ? lo : ws->n;
-}
-
 bool sched_wait_set_changed(struct sched_wait_set *ws, uint64_t id, bool now_reached,
                             sched_wait_reached_fn reached, void *data)
 {
-    size_t at = find(ws, id);
+    const uint64_t *hit =
+        ws->n > 0 ? bsearch(&id, ws->sorted, ws->n, sizeof(id), gs_cmp_u64) : NULL;
+    size_t at = hit != NULL ? (size_t)(hit - ws->sorted) : ws->n;
 
     if (at == ws->n)
         return sched_wait_set_done(ws);

@@ -6,7 +6,7 @@
  * gschedd's time (bench/RESULTS.md). Pure: whether a job has got there is the caller's
  * answer (reached_fn), so the simulator and the tests can drive it.
  *
- * The ids are kept sorted; every id before the cursor has got there. A job that is no
+ * The ids are kept sorted, each once; every id before the cursor has got there. A job that is no
  * longer there (a requeued job that had ended or started) moves the cursor back to it, so
  * the caller must report every change of a job in the set, as sched_query_job_changed is
  * called on every job's change.
@@ -22,7 +22,7 @@
 typedef bool (*sched_wait_reached_fn)(uint64_t id, void *data);
 
 struct sched_wait_set {
-    uint64_t *sorted; /* owned */
+    uint64_t *sorted; /* owned; ascending, no repeats */
     size_t n;
     size_t reached; /* sorted[0..reached) have got there */
 };
