@@ -48,16 +48,11 @@ for e in json.load(sys.stdin)["shares"]:
 else:
     sys.exit(1)' "$@"
 }
-sbatch() { # sbatch OPTIONS... SCRIPT: prints the job id
-  local out
-  out=$("$bin/gsched" sbatch --parsable -o /dev/null "$@" 2>&1) || fail "sbatch $*: $out"
-  echo "${out%%;*}"
-}
 { echo "#!/bin/sh"; gate_wait use; } > "$work/use.sh"
 { echo "#!/bin/sh"; gate_wait block; } > "$work/block.sh"
 
 # --- heavy uses both GPUs a while: its usage grows, its factor falls ------------------------
-use=$(sbatch -A heavy --gres=gpu:2 use.sh) || exit 1
+use=$(sbatch_id -A heavy --gres=gpu:2 use.sh) || exit 1
 wait_start "$use"
 wait_for "heavy's usage to be charged" 20 eval '[ "$(share heavy root raw_usage | cut -d. -f1)" -ge 20 ]'
 gate use
@@ -67,10 +62,10 @@ python3 -c 'import sys; h, l = map(float, sys.argv[1:]); sys.exit(0 if h < l == 
   fail "fair share: heavy $(share heavy root fairshare), light $(share light root fairshare)"
 
 # --- queued behind a blocker: heavy's job first, light's after; light starts first ---------
-block=$(sbatch -A light --gres=gpu:2 block.sh) || exit 1
+block=$(sbatch_id -A light --gres=gpu:2 block.sh) || exit 1
 wait_start "$block"
-h=$(sbatch -A heavy --gres=gpu:2 --wrap=true) || exit 1
-l=$(sbatch -A light --gres=gpu:2 --wrap=true) || exit 1
+h=$(sbatch_id -A heavy --gres=gpu:2 --wrap=true) || exit 1
+l=$(sbatch_id -A light --gres=gpu:2 --wrap=true) || exit 1
 wait_for "both to be planned" 10 eval "is $h 'j[\"reason\"] in (\"Resources\", \"Priority\")' && is $l 'j[\"reason\"] in (\"Resources\", \"Priority\")'"
 out=$("$bin/gsched" sprio -h -j "$h,$l" 2>&1) || fail "sprio: $out"
 python3 - "$h" "$l" "$out" << 'PY' || fail "sprio: $out"
@@ -94,11 +89,11 @@ python3 -c 'import sys; b, a = map(float, sys.argv[1:]); sys.exit(0 if a >= 0.9 
   "$before" "$after" || fail "heavy's usage was $before before the restart, $after after"
 
 # --- a QOS with access lists: root may use it ------------------------------------------------
-q=$(sbatch -q urgent --wrap=true) || exit 1
+q=$(sbatch_id -q urgent --wrap=true) || exit 1
 wait_end "$q" || fail "root's job in QOS urgent failed"
 
 # --- scontrol update QOS= of a pending job: checked as a submit's QOS is ------------------------
-h=$(sbatch --hold --wrap=true) || exit 1
+h=$(sbatch_id --hold --wrap=true) || exit 1
 "$bin/gsched" scontrol update JobId="$h" QOS=urgent || fail "root's QOS=urgent refused"
 expect "$h" 'j["qos"] == "urgent"' "QOS urgent after the update"
 out=$("$bin/gsched" scontrol update JobId="$h" QOS=nosuch 2>&1) && fail "QOS=nosuch accepted: $out"

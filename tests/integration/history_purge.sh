@@ -14,11 +14,6 @@ name="integration_history_purge"
 . "$(dirname "$0")/lib.sh"
 
 start_cluster --workers 1 --gpus-per-node 1 --heartbeat 1s
-sbatch() { # sbatch OPTIONS...: prints the job id
-  local out
-  out=$("$bin/gsched" sbatch --parsable -o /dev/null "$@" 2>&1) || fail "sbatch $*: $out"
-  echo "${out%%;*}"
-}
 db() { # db SQL ARGS...: the first column of the first row (python's sqlite3), or fail
   python3 - "$state/gsched.db" "$@" <<'PY' || fail "database: $*"
 import sqlite3, sys
@@ -30,12 +25,12 @@ PY
 }
 
 # Submitted in this order so that the purged ones have the highest ids.
-pinned=$(sbatch --wrap=true) || exit 1
-dep=$(sbatch --hold --dependency=afterok:"$pinned" --wrap=true) || exit 1
-pending=$(sbatch --hold --wrap=true) || exit 1
-recent=$(sbatch --wrap=true) || exit 1
-old1=$(sbatch --wrap=true) || exit 1
-old2=$(sbatch --wrap='exit 3') || exit 1
+pinned=$(sbatch_id --wrap=true) || exit 1
+dep=$(sbatch_id --hold --dependency=afterok:"$pinned" --wrap=true) || exit 1
+pending=$(sbatch_id --hold --wrap=true) || exit 1
+recent=$(sbatch_id --wrap=true) || exit 1
+old1=$(sbatch_id --wrap=true) || exit 1
+old2=$(sbatch_id --wrap='exit 3') || exit 1
 for j in "$pinned" "$recent" "$old1"; do wait_end "$j" || fail "job $j failed"; done
 wait_end "$old2" && fail "job $old2 did not fail"
 "$bin/gsched" scontrol update NodeName=node1 State=DRAIN Reason=purge-test || fail "drain"
@@ -103,7 +98,7 @@ now=$(date +%s%3N)
 # --- ids go on from the highest ever given, also after a restart ----------------------------
 stop_sched
 out=$("$bin/gsched" up --state "$state" --workers 1 2>&1) || fail "up again: $out"
-new=$(sbatch --wrap=true) || exit 1
+new=$(sbatch_id --wrap=true) || exit 1
 [ "$new" = $((old2 + 1)) ] || fail "a new job got id $new, not $((old2 + 1))"
 "$bin/gsched" scontrol release "$dep" > /dev/null || fail "release $dep"
 wait_end "$dep" || fail "job $dep (afterok:$pinned) did not complete"

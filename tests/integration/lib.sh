@@ -161,6 +161,14 @@ gate_wait() {
     "$tmp" "$gates" "$1"
 }
 
+# sbatch_id OPTIONS...: `gsched sbatch --parsable -o /dev/null OPTIONS...`, printing the job
+# id (fails the test when refused). Not named sbatch: scripts run Slurm's name through links.
+sbatch_id() {
+  local out
+  out=$("$bin/gsched" sbatch --parsable -o /dev/null "$@" 2>&1) || fail "sbatch $*: $out"
+  echo "${out%%;*}"
+}
+
 # job_file FILE TOML-TEXT: writes a job file into $work.
 job_file() { printf '%s\n' "$2" > "$work/$1"; }
 

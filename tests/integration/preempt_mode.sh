@@ -24,18 +24,13 @@ tier = 1
 EOF
 restart_sched 1
 
-sbatch() { # sbatch OPTIONS...: prints the job id
-  local out
-  out=$("$bin/gsched" sbatch --parsable -o /dev/null "$@" 2>&1) || fail "sbatch $*: $out"
-  echo "${out%%;*}"
-}
 { echo "#!/bin/sh"; gate_wait keep; } > "$work/keep.sh"
 { echo "#!/bin/sh"; gate_wait urgent; } > "$work/urgent.sh"
 
 # --- off: never a victim --------------------------------------------------------------------------
-keep=$(sbatch -q keep --gres=gpu:1 keep.sh) || exit 1
+keep=$(sbatch_id -q keep --gres=gpu:1 keep.sh) || exit 1
 wait_start "$keep"
-u1=$(sbatch -q urgent --gres=gpu:1 --wrap=true) || exit 1
+u1=$(sbatch_id -q urgent --gres=gpu:1 --wrap=true) || exit 1
 wait_for "the urgent job to be planned" 10 is "$u1" 'j["reason"] == "Resources"'
 expect "$keep" 'j["state"] == "RUNNING" and not any("preempted" in e["reason"] for e in h)' \
   "a job of preempt_mode off left alone"
@@ -44,9 +39,9 @@ gate keep
 wait_end "$keep" || fail "the keep job failed"
 
 # --- cancel: the victim ends CANCELLED, nothing requeued ------------------------------------------
-victim=$(sbatch -q scratch --gres=gpu:1 --wrap="sleep 600") || exit 1
+victim=$(sbatch_id -q scratch --gres=gpu:1 --wrap="sleep 600") || exit 1
 wait_start "$victim"
-urgent=$(sbatch -q urgent --gres=gpu:1 urgent.sh) || exit 1
+urgent=$(sbatch_id -q urgent --gres=gpu:1 urgent.sh) || exit 1
 wait_start "$urgent"
 wait_end "$victim" 5
 expect "$victim" 'j["state"] == "CANCELLED" and j["restart_count"] == 0 and

@@ -18,11 +18,6 @@ name="integration_purge"
 
 start_cluster --workers 1 --gpus-per-node 1 --heartbeat 1s
 
-sbatch() { # sbatch OPTIONS...: prints the job id
-  local out
-  out=$("$bin/gsched" sbatch --parsable -o /dev/null "$@" 2>&1) || fail "sbatch $*: $out"
-  echo "${out%%;*}"
-}
 total() { # how many jobs gschedd says it has forgotten in all (its latest log line)
   local t
   t=$(grep -o 'forgotten_total=[0-9]*' "$state/gschedd.log" | tail -1)
@@ -40,13 +35,13 @@ restart_sched 1
 grep -q 'min_job_age_s=1 ' "$state/gschedd.log" || fail "gschedd did not take min_job_age"
 
 # --- jobs end; one of them is pinned by a held job that depends on it -----------------------
-ok=$(sbatch --wrap=true) || exit 1
-bad=$(sbatch -o "$work/bad.out" --wrap='echo purge-log-line; exit 3') || exit 1
-arr=$(sbatch --array=0-2 --wrap=true) || exit 1
+ok=$(sbatch_id --wrap=true) || exit 1
+bad=$(sbatch_id -o "$work/bad.out" --wrap='echo purge-log-line; exit 3') || exit 1
+arr=$(sbatch_id --array=0-2 --wrap=true) || exit 1
 wait_end "$ok" || fail "job $ok failed"
 wait_end "$bad" && fail "job $bad did not fail"
 for e in 0 1 2; do wait_end $((arr + e)) || fail "array element $((arr + e)) failed"; done
-dep=$(sbatch --hold --dependency=afterok:"$ok" --wrap=true) || exit 1
+dep=$(sbatch_id --hold --dependency=afterok:"$ok" --wrap=true) || exit 1
 show_bad_before=$("$bin/gsched" show "$bad" --json) || fail "show $bad"
 
 # bad and the array's 3 go; ok, submitted first and so forgettable first, stays while dep

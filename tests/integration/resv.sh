@@ -28,11 +28,6 @@ start_cluster --workers 2 --gpus-per-node 0 --share-cpus
 
 node_up() { "$bin/gsched" nodes --json "$1" | python3 -c 'import json,sys; sys.exit(json.load(sys.stdin)[0]["state"] != "up")'; }
 wait_for "both nodes up" 15 eval 'node_up node1 && node_up node2'
-sbatch() { # sbatch ARGS...: prints the job id
-  local out
-  out=$("$bin/gsched" sbatch --parsable -o /dev/null "$@" 2>&1) || fail "sbatch $*: $out"
-  echo "${out%%;*}"
-}
 scontrol() { "$bin/gsched" scontrol "$@"; }
 
 # --- refused, changing nothing -------------------------------------------------------------
@@ -66,9 +61,9 @@ case $out in *"Reservation created: team"*) ;; *) fail "create said: $out" ;; es
 out=$(scontrol create reservation ReservationName=other StartTime=now+60 Duration=10 Nodes=node2 \
   Users=root 2>&1) && fail "an overlapping reservation: $out"
 case $out in *"in reservation team"*) ;; *) fail "overlap: $out" ;; esac
-in=$(sbatch --reservation=team --wrap=true) || exit 1
+in=$(sbatch_id --reservation=team --wrap=true) || exit 1
 # Unlimited, node2 only: it would run into the reservation, so it waits though node2 is idle.
-out2=$(sbatch -w node2 --wrap=true) || exit 1
+out2=$(sbatch_id -w node2 --wrap=true) || exit 1
 expect "$in" 'j["state"] == "PENDING" and j["reason"] == "Reservation"' "to wait for the start"
 expect "$out2" 'j["state"] == "PENDING" and j["reason"] == "Resources"' "to keep off node2"
 wait_end "$in" || fail "the job in the reservation failed"
@@ -137,7 +132,7 @@ if id nobody >/dev/null 2>&1; then
 fi
 
 # --- a maintenance reservation: refused over a running job unless IGNORE_JOBS ----------------
-long=$(sbatch -w node1 --wrap="sleep 300") || exit 1
+long=$(sbatch_id -w node1 --wrap="sleep 300") || exit 1
 wait_for "the long job to run" 15 is "$long" 'j["state"] == "RUNNING"'
 out=$(scontrol create reservation ReservationName=maint StartTime=now Duration=10 Nodes=node1 \
   Users=root Flags=MAINT 2>&1) && fail "a reservation over a running job: $out"
@@ -167,7 +162,7 @@ scontrol create reservation ReservationName=b StartTime=now Duration=10 Nodes=no
   Flags=OVERLAP > /dev/null || fail "an OVERLAP reservation of node2 refused"
 scontrol update ReservationName=a Duration=20 > /dev/null || fail "a's update refused beside b"
 for r in a b; do
-  job=$(sbatch --reservation=$r --wrap=true) || exit 1
+  job=$(sbatch_id --reservation=$r --wrap=true) || exit 1
   wait_end "$job" || fail "the job in $r failed"
   expect "$job" 'j["allocation"][0]["node_name"] == "node2"' "the job in $r on node2"
 done
@@ -178,7 +173,7 @@ scontrol create reservation ReservationName=pc StartTime=now Duration=60 Nodes=n
   Users=root Flags=PURGE_COMP=0:05 > /dev/null || fail "Flags=PURGE_COMP=0:05 refused"
 case $(scontrol show reservation pc) in *" Flags=PURGE_COMP=00:00:05 "*) ;;
   *) fail "purge flag: $(scontrol show reservation pc)" ;; esac
-job=$(sbatch --reservation=pc --wrap="sleep 8") || exit 1
+job=$(sbatch_id --reservation=pc --wrap="sleep 8") || exit 1
 wait_end "$job" 30 || fail "the job in pc failed"
 expect "$job" 'j["end_time_ms"] - j["start_time_ms"] >= 7000' "a run past the purge time"
 scontrol show reservation pc > /dev/null 2>&1 || fail "pc purged while its job ran"
@@ -195,12 +190,12 @@ scontrol create reservation ReservationName=flex StartTime=now+1hour Duration=60
   Users=root Flags=FLEX > /dev/null || fail "Flags=FLEX refused"
 case $(scontrol show reservation flex) in *" Flags=FLEX "*) ;;
   *) fail "flex flag: $(scontrol show reservation flex)" ;; esac
-job=$(sbatch --reservation=flex -N 2 -t 120 --wrap=true) || exit 1
+job=$(sbatch_id --reservation=flex -N 2 -t 120 --wrap=true) || exit 1
 wait_end "$job" 30 || fail "the 2-node job in the 1-node FLEX reservation failed"
 expect "$job" 'sorted(a["node_name"] for a in j["allocation"]) == ["node1", "node2"]' \
   "on node1 and node2, an hour before the reservation"
 expect "$job" 'j["resources"]["time_limit_s"] == 7200' "its own 2 h limit, not cut to the reservation"
-other=$(sbatch -t 120 -w node2 --wrap=true) || exit 1
+other=$(sbatch_id -t 120 -w node2 --wrap=true) || exit 1
 wait_for "a job in no reservation to keep off node2" 15 \
   is "$other" 'j["state"] == "PENDING" and j["reason"] != ""'
 "$bin/gsched" cancel "$other" > /dev/null || fail "cancel $other"
@@ -211,11 +206,11 @@ scontrol create reservation ReservationName=mag StartTime=now Duration=60 Nodes=
   Users=root Flags=MAGNETIC > /dev/null || fail "Flags=MAGNETIC refused"
 case $(scontrol show reservation mag) in *" Flags=MAGNETIC "*) ;;
   *) fail "magnetic flag: $(scontrol show reservation mag)" ;; esac
-job=$(sbatch -t 120 --wrap=true) || exit 1
+job=$(sbatch_id -t 120 --wrap=true) || exit 1
 wait_end "$job" 30 || fail "the job drawn into mag failed"
 expect "$job" 'j["allocation"][0]["node_name"] == "node2"' "on mag's node2, though node1 ranks first"
 scontrol delete ReservationName=mag || fail "delete mag refused"
-job=$(sbatch -t 120 --wrap=true) || exit 1
+job=$(sbatch_id -t 120 --wrap=true) || exit 1
 wait_end "$job" 30 || fail "the job after mag failed"
 expect "$job" 'j["allocation"][0]["node_name"] == "node1"' "on node1 once mag is gone"
 
@@ -238,7 +233,7 @@ scontrol delete ReservationName=rd && scontrol delete ReservationName=stay || fa
 # --- REPLACE: a node its job holds is swapped for an idle one, a pool for the next job --------
 scontrol create reservation ReservationName=pool StartTime=now Duration=60 Nodes=node2 \
   Users=root Flags=REPLACE > /dev/null || fail "Flags=REPLACE refused"
-first=$(sbatch --reservation=pool -t 10 --wrap="sleep 300") || exit 1
+first=$(sbatch_id --reservation=pool -t 10 --wrap="sleep 300") || exit 1
 wait_for "the first job in pool to run" 15 is "$first" 'j["state"] == "RUNNING"'
 expect "$first" 'j["allocation"][0]["node_name"] == "node2"' "the first job on pool's node2"
 # moved in the pass that started the job, not at a later tick: there by the time it runs
@@ -246,7 +241,7 @@ case $(scontrol show reservation pool) in *" Nodes=node1 "*) ;;
   *) fail "pool not moved when its job started: $(scontrol show reservation pool)" ;; esac
 grep -q "reservation=pool node=node2 replaced_by=node1 .*held by a job, replaced (REPLACE)" \
   "$state/gschedd.log" || fail "no REPLACE line in gschedd.log"
-second=$(sbatch --reservation=pool -t 10 --wrap="sleep 300") || exit 1
+second=$(sbatch_id --reservation=pool -t 10 --wrap="sleep 300") || exit 1
 wait_for "the second job in pool to run" 15 is "$second" 'j["state"] == "RUNNING"'
 expect "$second" 'j["allocation"][0]["node_name"] == "node1"' "the second job on pool's new node1"
 expect "$first" 'j["state"] == "RUNNING"' "the first job to run on outside pool"

@@ -19,11 +19,6 @@ start_cluster --workers 1 --gpus-per-node 4 --share-cpus
 node_up() { "$bin/gsched" nodes --json node1 | python3 -c 'import json,sys; sys.exit(json.load(sys.stdin)[0]["state"] != "up")'; }
 wait_for "node1 up" 15 node_up
 { echo "#!/bin/sh"; gate_wait hold; } > "$work/hold.sh"
-sbatch() { # sbatch ARGS...: prints the job id
-  local out
-  out=$("$bin/gsched" sbatch --parsable -o /dev/null "$@" 2>&1) || fail "sbatch $*: $out"
-  echo "${out%%;*}"
-}
 scontrol() { "$bin/gsched" scontrol "$@"; }
 
 out=$(scontrol create reservation ReservationName=g StartTime=now Duration=10 Nodes=node1 \
@@ -39,9 +34,9 @@ case $(scontrol show reservation g) in *"TRES=gres/gpu=2"*"State=ACTIVE"*) ;;
 out=$("$bin/gsched" sbatch --reservation=g --gpus-per-node=3 --wrap=true 2>&1) &&
   fail "3 GPUs in a reservation of 2: $out"
 case $out in *"keeps 2 GPUs per node; the job asks for 3"*) ;; *) fail "3 GPUs: $out" ;; esac
-big=$(sbatch --gpus-per-node=4 hold.sh) || exit 1      # unlimited, not in it: waits
-other=$(sbatch --gpus-per-node=2 hold.sh) || exit 1    # the 2 GPUs it does not keep
-mine=$(sbatch --reservation=g --gpus-per-node=2 hold.sh) || exit 1 # the 2 it keeps
+big=$(sbatch_id --gpus-per-node=4 hold.sh) || exit 1      # unlimited, not in it: waits
+other=$(sbatch_id --gpus-per-node=2 hold.sh) || exit 1    # the 2 GPUs it does not keep
+mine=$(sbatch_id --reservation=g --gpus-per-node=2 hold.sh) || exit 1 # the 2 it keeps
 wait_start "$other"
 wait_start "$mine"
 expect "$big" 'j["state"] == "PENDING" and j["reason"] == "Resources"' "the 4-GPU job to wait"
@@ -58,9 +53,9 @@ wait_end "$big" || fail "the 4-GPU job failed once the reservation was gone"
 
 # --- busy GPUs: refused over a job on the GPUs it would keep, not over one on the others -----
 { echo "#!/bin/sh"; gate_wait hold2; } > "$work/hold2.sh"
-on_kept=$(sbatch --gpus-per-node=2 hold2.sh) || exit 1 # the lowest free pair: the one kept
+on_kept=$(sbatch_id --gpus-per-node=2 hold2.sh) || exit 1 # the lowest free pair: the one kept
 wait_start "$on_kept"
-beside=$(sbatch --gpus-per-node=2 hold2.sh) || exit 1
+beside=$(sbatch_id --gpus-per-node=2 hold2.sh) || exit 1
 wait_start "$beside"
 out=$(scontrol create reservation ReservationName=g2 StartTime=now Duration=10 Nodes=node1 \
   Users=root TRES=gres/gpu=2 2>&1) && fail "a GPU reservation over a job on its GPUs: $out"
@@ -86,8 +81,8 @@ case $out in *"node node1 has 4 GPUs, fewer than reservation"*"(5)"*) ;; *) fail
 apart() {
   local a b
   { echo "#!/bin/sh"; gate_wait "$1"; } > "$work/$1.sh"
-  a=$(sbatch --reservation="$2" --gpus-per-node=2 "$1.sh") || exit 1
-  b=$(sbatch --reservation="$3" --gpus-per-node=2 "$1.sh") || exit 1
+  a=$(sbatch_id --reservation="$2" --gpus-per-node=2 "$1.sh") || exit 1
+  b=$(sbatch_id --reservation="$3" --gpus-per-node=2 "$1.sh") || exit 1
   wait_start "$a"
   wait_start "$b"
   python3 -c 'import sys; a, b = eval(sys.argv[1]), eval(sys.argv[2]); sys.exit(1 if len(a) != 2 or len(b) != 2 or set(a) & set(b) else 0)' \
