@@ -151,8 +151,9 @@ static void plan_pass(struct sched_ctx *s)
  * long: thousands of jobs pending and short ones ending, a pass after each loop iteration
  * was 70 % of gschedd's CPU (bench/RESULTS.md). So after a pass that took d, the next one
  * waits until PLAN_SPACING * d has passed: planning takes at most a quarter of the loop's
- * time, and what happened meanwhile is planned in one pass. A short queue's pass takes
- * microseconds, so its spacing is less than a loop iteration and nothing waits.
+ * time, and what happened meanwhile is planned in one pass. A spacing under a millisecond
+ * (a pass under a third of one) is not waited for by a timer: the next pass runs at the end
+ * of the next loop iteration, as every pass did before.
  */
 #define PLAN_SPACING 3
 
