@@ -6,7 +6,9 @@
  * alone, as MUNGE's munge.key is: holding it is what makes a process a gsched daemon. The
  * checks before use refuse a key others could have read (group or other permission bits, an
  * owner other than us or root, a symbolic link), because a key that leaked lets anyone
- * register a node and be sent jobs to run as their users.
+ * register a node and be sent jobs to run as their users. The one exception is systemd's copy
+ * for a service (LoadCredential, in $CREDENTIALS_DIRECTORY): systemd made it read-only for the
+ * service's user alone, by owner or by an ACL whose mask shows as group bits.
  *
  * Proofs are HMAC-SHA256 (OpenSSL's libcrypto) over a fixed label, the sender's role and
  * name, the sender's nonce and the receiver's nonce, each length-prefixed; nonces come from
@@ -20,6 +22,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -76,6 +79,39 @@ bool gs_proto_auth_equal(const uint8_t *a, const uint8_t *b, size_t len)
     return CRYPTO_memcmp(a, b, len) == 0;
 }
 
+/* Whether path names a file directly in the credentials directory systemd gave this service. */
+static bool from_systemd(const char *path)
+{
+    const char *dir = getenv("CREDENTIALS_DIRECTORY");
+    size_t n;
+
+    if (dir == NULL || dir[0] != '/')
+        return false;
+    n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    return strncmp(path, dir, n) == 0 && path[n] == '/' && path[n + 1] != '\0' &&
+           strchr(path + n + 1, '/') == NULL && strcmp(path + n + 1, "..") != 0;
+}
+
+/* 0 when only root or this daemon's user can read or change the key; else -EPERM and why. */
+static int check_private(const char *path, const struct stat *st, struct gs_buf *err)
+{
+    if ((st->st_mode & 077) != 0) {
+        gs_buf_printf(err, "%s: open to others (mode %03o): the key must have mode 0600 or 0400",
+                      path, (unsigned)(st->st_mode & 0777));
+        return -EPERM;
+    }
+    if (st->st_uid != 0 && st->st_uid != geteuid()) {
+        gs_buf_printf(err,
+                      "%s: belongs to uid %u, who could change it: the key must belong to root "
+                      "or to this daemon's user (uid %u)",
+                      path, (unsigned)st->st_uid, (unsigned)geteuid());
+        return -EPERM;
+    }
+    return 0;
+}
+
 int gs_proto_auth_key_load(const char *path, struct gs_proto_auth_key *key, struct gs_buf *err)
 {
     struct stat st;
@@ -100,14 +136,8 @@ int gs_proto_auth_key_load(const char *path, struct gs_proto_auth_key *key, stru
         gs_buf_printf(err, "%s: not a regular file", path);
         goto out;
     }
-    if ((st.st_mode & 077) != 0 || (st.st_uid != 0 && st.st_uid != geteuid())) {
-        rc = -EPERM;
-        gs_buf_printf(err,
-                      "%s: readable by others (mode %03o, owner uid %u): the key must belong to "
-                      "root (or this daemon's user) with mode 0600 or 0400",
-                      path, (unsigned)(st.st_mode & 0777), (unsigned)st.st_uid);
+    if (!from_systemd(path) && (rc = check_private(path, &st, err)) < 0)
         goto out;
-    }
     n = read(fd, key->bytes, sizeof(key->bytes));
     if (n < 0) {
         rc = -errno;

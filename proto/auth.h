@@ -39,8 +39,10 @@ struct gs_proto_auth_key {
 /*
  * Reads the key at path after checking it is a regular file (not through a symbolic link)
  * owned by root or the effective uid, with no group or other permission bits, holding
- * GS_PROTO_AUTH_KEY_MIN..MAX bytes. 0, or a negative errno with a one-line reason naming
- * the path appended to err (-EPERM for the permissions). key is cleared on failure.
+ * GS_PROTO_AUTH_KEY_MIN..MAX bytes; a file directly in $CREDENTIALS_DIRECTORY (systemd's copy
+ * for this service, LoadCredential) is taken whatever its mode and owner. 0, or a negative errno
+ * with a one-line reason naming the path appended to err (-EPERM for the permissions). key is
+ * cleared on failure.
  */
 int gs_proto_auth_key_load(const char *path, struct gs_proto_auth_key *key, struct gs_buf *err);
 

@@ -20,11 +20,13 @@
 
 static const char usage[] =
     "usage: gschedd [--config FILE] [--port N] [--socket PATH] [--state-dir DIR]\n"
-    "               [--log-level LEVEL]\n"
+    "               [--auth-key FILE] [--log-level LEVEL]\n"
     "  --config FILE      configuration (default " GS_CONFIG_DEFAULT_PATH " when present)\n"
     "  --port N           TCP port workers connect to (0: any free port, printed at start)\n"
     "  --socket PATH      Unix socket for the gsched CLI\n"
     "  --state-dir DIR    where the job database lives (created when missing)\n"
+    "  --auth-key FILE    the cluster key (scheduler.auth_key; \"\": none); gschedd.service\n"
+    "                     passes the copy systemd's LoadCredential made for it\n"
     "  --log-level LEVEL  debug, info, warn or error\n";
 
 /* The one context of this program. */
@@ -35,13 +37,14 @@ struct gschedd {
     struct sched_ctx *sched;
 };
 
-enum { OPT_CONFIG = 1, OPT_PORT, OPT_SOCKET, OPT_STATE, OPT_LOG };
+enum { OPT_CONFIG = 1, OPT_PORT, OPT_SOCKET, OPT_STATE, OPT_AUTH_KEY, OPT_LOG };
 
 static const struct option long_opts[] = {
     {"config", required_argument, NULL, OPT_CONFIG},
     {"port", required_argument, NULL, OPT_PORT},
     {"socket", required_argument, NULL, OPT_SOCKET},
     {"state-dir", required_argument, NULL, OPT_STATE},
+    {"auth-key", required_argument, NULL, OPT_AUTH_KEY},
     {"log-level", required_argument, NULL, OPT_LOG},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
@@ -91,6 +94,15 @@ static int override(struct gschedd *d, int opt, const char *arg)
         free(d->cfg.state_dir);
         d->cfg.state_dir = strdup(arg);
         return d->cfg.state_dir != NULL ? 0 : 1;
+    case OPT_AUTH_KEY:
+        if (strlen(arg) > 400)
+            return bad("--auth-key wants a path of at most 400 bytes", arg);
+        free(d->cfg.auth_key);
+        d->cfg.auth_key = NULL;
+        if (arg[0] == '\0')
+            return 0;
+        d->cfg.auth_key = strdup(arg);
+        return d->cfg.auth_key != NULL ? 0 : 1;
     case OPT_LOG:
         return gs_log_level_parse(arg, &d->cfg.log_level) < 0
                    ? bad("--log-level wants debug, info, warn or error", arg)

@@ -81,7 +81,7 @@ Test(auth, keys_others_could_read_or_that_are_not_keys_are_refused)
 
     snprintf(path, sizeof(path), "%s/k", dir);
     write_file(path, 32, 0640);
-    refused(path, -EPERM, "readable by others (mode 640");
+    refused(path, -EPERM, "open to others (mode 640)");
     write_file(path, 32, 0604);
     refused(path, -EPERM, "mode 0600 or 0400");
     write_file(path, 8, 0600);
@@ -95,6 +95,53 @@ Test(auth, keys_others_could_read_or_that_are_not_keys_are_refused)
     refused(dir, -EINVAL, "not a regular file");
     snprintf(link, sizeof(link), "%s/none", dir);
     refused(link, -ENOENT, "No such file");
+}
+
+Test(auth, a_key_someone_else_owns_is_refused)
+{
+    struct gs_proto_auth_key key;
+    char path[128];
+
+    if (geteuid() != 0)
+        cr_skip_test("only root can give a file to another user");
+    snprintf(path, sizeof(path), "%s/k", dir);
+    write_file(path, 32, 0600);
+    cr_assert_eq(chown(path, 65534, 65534), 0);
+    refused(path, -EPERM, "belongs to uid 65534, who could change it");
+    cr_assert_eq(chown(path, 0, 0), 0);
+    write_file(path, 32, 0400);
+    cr_assert_eq(gs_proto_auth_key_load(path, &key, &err), 0, "%s", err.data);
+}
+
+/* Makes dir/NAME (mode 0700) and puts its path in out. */
+static void subdir(char *out, size_t size, const char *name)
+{
+    snprintf(out, size, "%s/%s", dir, name);
+    cr_assert_eq(mkdir(out, 0700), 0, "%s: %s", out, strerror(errno));
+}
+
+Test(auth, systemds_copy_is_taken_whatever_its_mode_and_nothing_beside_it)
+{
+    struct gs_proto_auth_key key;
+    char creds[128], path[160];
+
+    subdir(creds, sizeof(creds), "creds");
+    snprintf(path, sizeof(path), "%s/gsched.key", creds);
+    write_file(path, 32, 0440); /* as an ACL's mask shows in the group bits */
+    refused(path, -EPERM, "open to others (mode 440)");
+    cr_assert_eq(setenv("CREDENTIALS_DIRECTORY", creds, 1), 0);
+    cr_assert_eq(gs_proto_auth_key_load(path, &key, &err), 0, "%s", err.data);
+    cr_assert_eq(key.len, 32);
+
+    subdir(path, sizeof(path), "creds/d"); /* not directly in the directory */
+    strcat(path, "/gsched.key");
+    write_file(path, 32, 0440);
+    refused(path, -EPERM, "open to others");
+    subdir(path, sizeof(path), "credsx"); /* a directory whose name only starts like it */
+    strcat(path, "/gsched.key");
+    write_file(path, 32, 0440);
+    refused(path, -EPERM, "open to others");
+    cr_assert_eq(unsetenv("CREDENTIALS_DIRECTORY"), 0);
 }
 
 Test(auth, proofs_cover_every_input_and_agree_between_sides)

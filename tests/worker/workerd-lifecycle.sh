@@ -2,7 +2,7 @@
 # workerd-lifecycle.sh WORKERD SRC_DIR: gsched-workerd started with no scheduler listening
 # keeps running and retrying, and SIGTERM stops it cleanly (exit 0) within a few seconds;
 # bad options are refused with status 2 and a message, and a cluster key that is missing or
-# readable by others with status 1 and a message naming it.
+# open to others with status 1 and a message naming it.
 set -u
 workerd=$1
 src=$2
@@ -23,7 +23,7 @@ head -c 32 /dev/urandom > "$tmp/gsched.key"
 chmod 0644 "$tmp/gsched.key"
 "$workerd" --scheduler 127.0.0.1:"$port" --auth-key "$tmp/gsched.key" 2>"$tmp/err"
 [ $? -eq 1 ] || fail "a key others can read did not stop it"
-grep -q "readable by others (mode 644" "$tmp/err" || fail "$(cat "$tmp/err")"
+grep -q "open to others (mode 644)" "$tmp/err" || fail "$(cat "$tmp/err")"
 chmod 0600 "$tmp/gsched.key"
 
 "$workerd" --scheduler 127.0.0.1:"$port" --auth-key "$tmp/gsched.key" --name nodeX --topology "$src/tests/topologies/ws-4gpu.xml" \
