@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# check-deb.sh BUILD_DIR: `make deb`'s package made from BUILD_DIR (cpack -G DEB) and looked
+# check-deb.sh BUILD_DIR [KEEP_DIR]: `make deb`'s package made from BUILD_DIR (cpack -G DEB) and looked
 # at without installing it: its control fields (name, Depends from dpkg-shlibdeps naming the
 # Debian libraries gsched links), its files under /usr (programs, units where systemd finds
 # them, the status page, the example configuration), its maintainer scripts (they parse, and
-# postinst makes the gsched user and /etc/gsched), and the unpacked programs running.
+# postinst makes the gsched user and /etc/gsched), and the unpacked programs running. With
+# KEEP_DIR the package is left there, for check-deb-install.sh (ctest package_install).
 set -u
 build=$1
 out=$(mktemp -d)
@@ -44,4 +45,7 @@ dpkg-deb --extract "$deb" "$out/root"
 "$out/root/usr/sbin/gsched-workerd" --version > /dev/null || fail "the packaged worker does not run"
 grep -q '^ExecStart=gschedd ' "$out/root/usr/lib/systemd/system/gschedd.service" ||
   fail "gschedd.service: $(grep ExecStart "$out/root/usr/lib/systemd/system/gschedd.service")"
+if [ $# -ge 2 ]; then
+  mkdir -p "$2" && rm -f "$2"/gsched_*.deb && cp "$deb" "$2/" || fail "cannot keep it in $2"
+fi
 echo "check-deb: $(basename "$deb") ok ($(du -h "$deb" | cut -f1))"
