@@ -4,7 +4,7 @@
  * jobs pending and running in it; no loop, no store). /metrics: queue depth by state and
  * partition, node states and per-node gauges, one line per allocated GPU with its job and
  * user (escaped), the counters and the planning pass's timing; a thousand nodes of eight
- * GPUs rendered well under 50 ms. /api/v1: nodes with the job holding each GPU, one job
+ * GPUs rendered whole (how fast is bench/telemetry.sh's to measure, not a test's). /api/v1: nodes with the job holding each GPU, one job
  * with its allocation and history, unknown and malformed job ids refused.
  */
 #include <criterion/criterion.h>
@@ -190,22 +190,13 @@ Test(metrics, times_the_planning_pass_and_shows_the_counters)
     expect_line("\ngsched_store_purged_jobs_total 1234\n");
 }
 
-Test(metrics, renders_a_thousand_nodes_of_eight_gpus_well_under_50_ms)
+Test(metrics, renders_a_thousand_nodes_of_eight_gpus_whole)
 {
-    uint64_t start, took_us, limit_ms = 50;
-
-#if defined(__SANITIZE_ADDRESS__)
-    limit_ms *= 10; /* the sanitizers slow everything several times */
-#endif
     add_nodes(1000);
     for (uint64_t id = 1; id <= 1000; id++)
         add_job(id, GPUS, "alice", true);
-    start = gs_clock_mono_ns();
     cr_assert_eq(sched_metrics_render(s, &out), 0);
-    took_us = (gs_clock_mono_ns() - start) / 1000;
-    cr_log_info("1000 nodes x 8 GPUs: %zu bytes in %llu us", out.len, (unsigned long long)took_us);
-    cr_assert_lt(took_us, limit_ms * 1000, "1000 nodes x 8 GPUs took %llu us",
-                 (unsigned long long)took_us);
+    expect_line("\ngsched_gpu_allocated{node=\"n1\",gpu=\"0\",job=\"");
     expect_line("\ngsched_gpu_allocated{node=\"n1000\",gpu=\"7\",job=\"");
     expect_line("\ngsched_jobs{state=\"RUNNING\",partition=\"main\"} 1000\n");
 }
