@@ -2,11 +2,14 @@
  * plan_pass.c: the time of one planning pass (scheduler/planner.h, the code gschedd runs
  * on every event) over a large queue, against the issue 18 aim of a pass over 100,000
  * pending jobs in under 50 ms. The cluster is NODES nodes of 8 NVLinked GPUs (the link
- * matrix of an NVSwitch node); the queue is PENDING jobs of 1 node x 1 GPU.
+ * matrix of an NVSwitch node); the queue is PENDING jobs of 1 node x 1 GPU, or with GANG > 1
+ * gangs of GANG whole nodes (8 GPUs each).
  *
- *     plan_pass [NODES [PENDING [REPS [full|empty|both|test [DEPTH]]]]]
- *                                     defaults 10000, 100000, 3, both, 1 (EASY)
+ *     plan_pass [NODES [PENDING [REPS [full|empty|both|test [DEPTH [GANG [SWITCH]]]]]]]
+ *                                     defaults 10000, 100000, 3, both, 1 (EASY), 1, 0
  *
+ * SWITCH > 0 hangs the nodes off switches of SWITCH nodes each (a gang's nodes then stay
+ * under one where they can).
  * Two cases, each on a fresh table: "full" (every GPU already held by running jobs, so no
  * pending job fits: the pass decides that for each, the work of a busy cluster at every
  * event) and "empty" (the pass starts min(PENDING, GPUs) jobs: the first pass after a big
@@ -26,7 +29,7 @@
 
 #define GPUS 8
 
-static struct sched_cluster *make_cluster(uint32_t nodes)
+static struct sched_cluster *make_cluster(uint32_t nodes, uint32_t per_switch)
 {
     static struct gs_gpuset_link links[GPUS * GPUS];
     struct sched_cluster *c = sched_cluster_new();
@@ -35,8 +38,12 @@ static struct sched_cluster *make_cluster(uint32_t nodes)
     for (int i = 0; i < GPUS * GPUS; i++)
         links[i] = (struct gs_gpuset_link){GS_GPUSET_NVLINK, 18};
     for (uint32_t i = 0; c != NULL && i < nodes; i++) {
-        struct sched_node_info info = {
-            .name = name, .ngpus = GPUS, .ncores = 64, .mem_mib = 1 << 20, .links = links};
+        struct sched_node_info info = {.name = name,
+                                       .ngpus = GPUS,
+                                       .ncores = 64,
+                                       .mem_mib = 1 << 20,
+                                       .links = links,
+                                       .switch_id = per_switch > 0 ? (int)(1 + i / per_switch) : 0};
 
         snprintf(name, sizeof(name), "n%u", i);
         if (sched_cluster_add_node(c, &info) < 0) {
@@ -47,13 +54,14 @@ static struct sched_cluster *make_cluster(uint32_t nodes)
     return c;
 }
 
-static struct sched_job *add(struct sched_jobs *jobs, uint64_t id)
+static struct sched_job *add(struct sched_jobs *jobs, uint64_t id, uint32_t gang)
 {
     struct gs_jobspec *spec = gs_jobspec_new();
 
     if (spec == NULL)
         return NULL;
-    spec->gpus_per_node = 1;
+    spec->nodes = gang;
+    spec->gpus_per_node = gang > 1 ? GPUS : 1;
     spec->time_limit_s = 3600;
     return sched_jobs_add(jobs, id, spec, 1000);
 }
@@ -87,14 +95,19 @@ static int time_will_run(struct sched_jobs *jobs, struct sched_cluster *c,
     return rc;
 }
 
-static int run_case(uint32_t nodes, uint32_t pending, bool full, int reps, uint32_t depth,
-                    double *best_ms, double *ask_ms)
+/* What one run sets up: the command line's figures. */
+struct setup {
+    uint32_t nodes, pending, depth, gang, per_switch;
+    int reps;
+};
+
+static int run_case(const struct setup *su, bool full, double *best_ms, double *ask_ms)
 {
-    struct sched_planner_hooks hooks = {.backfill_depth = depth};
+    struct sched_planner_hooks hooks = {.backfill_depth = su->depth};
 
     *best_ms = 1e30;
-    for (int r = 0; r < reps; r++) {
-        struct sched_cluster *c = make_cluster(nodes);
+    for (int r = 0; r < su->reps; r++) {
+        struct sched_cluster *c = make_cluster(su->nodes, su->per_switch);
         struct sched_jobs *jobs = c != NULL ? sched_jobs_new(c) : NULL;
         struct sched_plan_out out;
         uint64_t id = 1, t0;
@@ -103,8 +116,8 @@ static int run_case(uint32_t nodes, uint32_t pending, bool full, int reps, uint3
 
         if (jobs == NULL)
             goto next;
-        for (uint32_t i = 0; full && i < nodes; i++) {
-            struct sched_job *job = add(jobs, id++);
+        for (uint32_t i = 0; full && i < su->nodes; i++) {
+            struct sched_job *job = add(jobs, id++, 1);
             struct sched_req req = {.nodes = 1, .gpus_per_node = GPUS, .cores_per_node = 8};
             struct sched_alloc a;
 
@@ -117,8 +130,8 @@ static int run_case(uint32_t nodes, uint32_t pending, bool full, int reps, uint3
             if (rc < 0)
                 goto next;
         }
-        for (uint32_t i = 0; i < pending; i++) {
-            if (add(jobs, id++) == NULL)
+        for (uint32_t i = 0; i < su->pending; i++) {
+            if (add(jobs, id++, su->gang) == NULL)
                 goto next;
         }
         t0 = gs_clock_mono_ns();
@@ -142,23 +155,24 @@ static int run_case(uint32_t nodes, uint32_t pending, bool full, int reps, uint3
 
 int main(int argc, char **argv)
 {
-    uint32_t nodes = argc > 1 ? (uint32_t)strtoul(argv[1], NULL, 10) : 10000;
-    uint32_t pending = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 100000;
-    int reps = argc > 3 ? atoi(argv[3]) : 3;
+    struct setup su = {.nodes = argc > 1 ? (uint32_t)strtoul(argv[1], NULL, 10) : 10000,
+                       .pending = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 100000,
+                       .reps = argc > 3 ? atoi(argv[3]) : 3,
+                       .depth = argc > 5 ? (uint32_t)strtoul(argv[5], NULL, 10) : 1,
+                       .gang = argc > 6 ? (uint32_t)strtoul(argv[6], NULL, 10) : 1,
+                       .per_switch = argc > 7 ? (uint32_t)strtoul(argv[7], NULL, 10) : 0};
     const char *which = argc > 4 ? argv[4] : "both";
-    uint32_t depth = argc > 5 ? (uint32_t)strtoul(argv[5], NULL, 10) : 1;
+    uint32_t nodes = su.nodes, pending = su.pending, depth = su.depth;
     double full_ms = 0, empty_ms = 0, ask_ms = 1e30;
     bool test = strcmp(which, "test") == 0;
 
-    if (nodes == 0 || pending == 0 || reps < 1 || depth == 0) {
-        fprintf(stderr,
-                "usage: plan_pass [NODES [PENDING [REPS [full|empty|both|test [DEPTH]]]]]\n");
+    if (nodes == 0 || pending == 0 || su.reps < 1 || depth == 0 || su.gang == 0) {
+        fprintf(stderr, "usage: plan_pass [NODES [PENDING [REPS [full|empty|both|test [DEPTH "
+                        "[GANG [SWITCH]]]]]]]\n");
         return 2;
     }
-    if ((strcmp(which, "empty") != 0 &&
-         run_case(nodes, pending, true, reps, depth, &full_ms, test ? &ask_ms : NULL) < 0) ||
-        (strcmp(which, "full") != 0 && !test &&
-         run_case(nodes, pending, false, reps, depth, &empty_ms, NULL) < 0)) {
+    if ((strcmp(which, "empty") != 0 && run_case(&su, true, &full_ms, test ? &ask_ms : NULL) < 0) ||
+        (strcmp(which, "full") != 0 && !test && run_case(&su, false, &empty_ms, NULL) < 0)) {
         fprintf(stderr, "plan_pass: out of memory\n");
         return 1;
     }
@@ -168,9 +182,9 @@ int main(int argc, char **argv)
                nodes, pending, depth, full_ms, ask_ms, ask_ms / full_ms);
         return 0;
     }
-    printf("plan_pass nodes=%u gpus=%u pending=%u depth=%u full_ms=%.1f empty_ms=%.1f "
-           "job_bytes=%zu\n",
-           nodes, nodes * GPUS, pending, depth, full_ms, empty_ms,
+    printf("plan_pass nodes=%u gpus=%u pending=%u depth=%u gang=%u switch=%u full_ms=%.1f "
+           "empty_ms=%.1f job_bytes=%zu\n",
+           nodes, nodes * GPUS, pending, depth, su.gang, su.per_switch, full_ms, empty_ms,
            sizeof(struct sched_job) + sizeof(struct gs_jobspec));
     return 0;
 }

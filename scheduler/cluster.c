@@ -2,7 +2,9 @@
  * cluster.c: per-node free-resource bookkeeping and placement (see cluster.h).
  * GPUs are a 64-bit mask per node, cores a bitmap, memory a counter, so fit checks are a
  * few popcounts. Node choice ranks the nodes that fit by what they would have left: the best
- * one in a single pass for a one-node job, a sort of them all for a gang.
+ * one in a single pass for a one-node job, the first ones in rank order for a gang, both
+ * through the candidate index (groups of alike nodes) where the request allows, else by
+ * scoring every node.
  */
 #include "scheduler/cluster.h"
 
@@ -47,6 +49,7 @@ struct node {
     const struct gs_gpuset_node *gs; /* the GPU link hierarchy; NULL: unknown */
     int switch_id;
     uint8_t nic_class[SCHED_MAX_GPUS]; /* per GPU, to its nearest NIC; 0 unknown */
+    bool nic_known;                    /* some GPU's nic_class is known */
     /* Every GPU pair has the same link (NVSwitch): any k free GPUs tie on links, and where
      * they sit (NUMA node, NIC) decides (pick_uniform). */
     bool links_uniform;
@@ -91,16 +94,19 @@ struct sched_cluster {
     uint32_t by_free[SCHED_MAX_GPUS + 1];
     uint32_t gpus_max; /* the most GPUs any node has had: by_free is zero above */
     /*
-     * The candidate index: nodes grouped by (link hierarchy, free GPU mask), each group's
-     * nodes sorted by (free cores, index). Every node of a group gets the same GPUs chosen
-     * with the same score, so a one-node job compares groups, not nodes: per group one
-     * choice (through the shape's cache) and a binary search for its best node with the
-     * cores. Not in copies (they scan); groups are never removed (at most one per shape
-     * and mask ever seen). Off past GROUPS_MAX groups: the scan is as cheap then.
+     * The candidate index: nodes grouped by (link hierarchy, GPU NUMA nodes and NIC
+     * classes, free GPU mask), each group's nodes sorted by (free cores, index). Every node
+     * of a group gets the same GPUs chosen with the same score and NIC class, so a one-node
+     * job compares groups, not nodes: per group one choice (through the shape's cache) and
+     * a binary search for its best node with the cores; a gang merges the groups' nodes in
+     * rank order and stops as soon as its nodes are known (gang_ranked). Not in copies (they
+     * scan); groups are never removed (at most one per kind of node and mask ever seen).
+     * Off past GROUPS_MAX groups: the scan is as cheap then.
      */
     struct group *groups;
     size_t ngroups, capgroups;
     uint32_t *node_group; /* per node, its group (cap entries) */
+    int switch_max;       /* the highest switch_id any node has had */
 };
 
 #define GROUPS_MAX 4096
@@ -108,9 +114,23 @@ struct sched_cluster {
 struct group {
     const struct gs_gpuset_node *gs;
     uint64_t mask;
+    uint32_t ngpus;
+    bool links_uniform;
+    int16_t gpu_numa[SCHED_MAX_GPUS]; /* ngpus of them, as are nic_class */
+    uint8_t nic_class[SCHED_MAX_GPUS];
     uint32_t *nodes;
     uint32_t n, cap;
 };
+
+/* Whether node n belongs in group g: what placement reads of a node but its cores, memory
+ * and switch. */
+static bool group_has_kind(const struct group *g, const struct node *n)
+{
+    return g->gs == n->gs && g->mask == n->gpu_free && g->ngpus == n->ngpus &&
+           g->links_uniform == n->links_uniform &&
+           memcmp(g->gpu_numa, n->gpu_numa, n->ngpus * sizeof(*n->gpu_numa)) == 0 &&
+           memcmp(g->nic_class, n->nic_class, n->ngpus * sizeof(*n->nic_class)) == 0;
+}
 
 static void index_out(struct sched_cluster *c, const struct node *n)
 {
@@ -192,7 +212,7 @@ static void group_in(struct sched_cluster *c, uint32_t i)
         memset(c->node_group, 0xff, c->cap * sizeof(*c->node_group));
     }
     for (size_t k = 0; k < c->ngroups && g == NULL; k++) {
-        if (c->groups[k].gs == n->gs && c->groups[k].mask == n->gpu_free)
+        if (group_has_kind(&c->groups[k], n))
             g = &c->groups[k];
     }
     if (g == NULL) {
@@ -208,7 +228,10 @@ static void group_in(struct sched_cluster *c, uint32_t i)
             c->capgroups = cap;
         }
         g = &c->groups[c->ngroups++];
-        *g = (struct group){.gs = n->gs, .mask = n->gpu_free};
+        *g = (struct group){
+            .gs = n->gs, .mask = n->gpu_free, .ngpus = n->ngpus, .links_uniform = n->links_uniform};
+        memcpy(g->gpu_numa, n->gpu_numa, sizeof(g->gpu_numa));
+        memcpy(g->nic_class, n->nic_class, sizeof(g->nic_class));
     }
     if (g->n == g->cap) {
         uint32_t cap = g->cap ? g->cap * 2 : 8;
@@ -274,6 +297,7 @@ struct sched_cluster *sched_cluster_copy(const struct sched_cluster *cluster)
     memcpy(c->nodes, cluster->nodes, cluster->nnodes * sizeof(*c->nodes));
     memcpy(c->by_free, cluster->by_free, sizeof(c->by_free));
     c->gpus_max = cluster->gpus_max;
+    c->switch_max = cluster->switch_max;
     c->nnodes = c->cap = cluster->nnodes;
     c->copy = true;
     return c;
@@ -322,8 +346,10 @@ static void fill_node(struct node *n, const struct sched_node_info *info)
     n->ncores_free = info->ncores;
     n->mem_free = info->mem_mib;
     n->switch_id = info->switch_id;
-    for (uint32_t i = 0; info->gpu_nic_class != NULL && i < info->ngpus; i++)
+    for (uint32_t i = 0; info->gpu_nic_class != NULL && i < info->ngpus; i++) {
         n->nic_class[i] = info->gpu_nic_class[i];
+        n->nic_known |= n->nic_class[i] != 0;
+    }
     n->links_uniform = info->links != NULL && info->ngpus > 1;
     for (uint32_t i = 0; n->links_uniform && i < info->ngpus * info->ngpus; i++) {
         const struct gs_gpuset_link *a = &info->links[1], *b = &info->links[i];
@@ -405,6 +431,8 @@ int sched_cluster_add_node(struct sched_cluster *cluster, const struct sched_nod
     if (info->ngpus > cluster->gpus_max)
         cluster->gpus_max = info->ngpus;
     cluster->nodes[cluster->nnodes].gs = make_shape(cluster, info);
+    if (info->switch_id > cluster->switch_max)
+        cluster->switch_max = info->switch_id;
     index_in(cluster, &cluster->nodes[cluster->nnodes]);
     group_in(cluster, (uint32_t)cluster->nnodes);
     return (int)cluster->nnodes++;
@@ -433,6 +461,8 @@ int sched_cluster_reset_node(struct sched_cluster *cluster, uint32_t node,
     n->up = up;
     if (info->ngpus > cluster->gpus_max)
         cluster->gpus_max = info->ngpus;
+    if (info->switch_id > cluster->switch_max)
+        cluster->switch_max = info->switch_id;
     index_in(cluster, n);
     n->gs = make_shape(cluster, info);
     group_in(cluster, node);
@@ -947,41 +977,72 @@ static int nic_class(const struct node *n, uint64_t gpus)
     return best;
 }
 
-/*
- * Moves to the front of the ranked candidates the first `want` of one switch, choosing the
- * switch whose chosen nodes have the best (lowest) sum of ranks; leaves the ranking alone
- * when no switch has enough. All-reduce traffic then crosses one switch, not the spine.
- */
-static void under_one_switch(struct candidate *cand, uint32_t ncand, uint32_t want)
+/* A gang's candidate figure for n: the NIC class of the GPUs it would get (the choice
+ * pick_uniform refines only matters when some GPU's NIC class is known). */
+HOT_INLINE int node_nic(const struct node *n, const struct sched_req *req, uint64_t pool,
+                        uint64_t chosen)
 {
-    int best = -1;
-    uint64_t best_sum = UINT64_MAX;
+    if (!n->nic_known)
+        return GS_GPUSET_CLASS_WORST + 1;
+    return nic_class(n, final_gpus(n, req, pool, chosen));
+}
 
-    for (uint32_t i = 0; i < ncand; i++) {
-        int sw = cand[i].switch_id;
-        uint32_t have = 0;
-        uint64_t sum = 0;
-        bool seen = false;
+/* Per switch, its candidates among the first ranked ones (up to a gang's size). */
+struct switch_tally {
+    uint32_t have;
+    uint32_t first; /* the rank of its first */
+    uint64_t sum;   /* of its candidates' ranks */
+};
 
-        for (uint32_t k = 0; k < i && !seen; k++)
-            seen = cand[k].switch_id == sw;
-        if (sw <= 0 || seen)
-            continue;
-        for (uint32_t k = i; k < ncand && have < want; k++) {
-            if (cand[k].switch_id == sw) {
-                have++;
-                sum += k;
-            }
-        }
-        if (have == want && sum < best_sum) {
-            best_sum = sum;
-            best = sw;
-        }
+/* Counts c, ranked rank, toward its switch (up to want of them); true when that gives the
+ * switch its want. */
+static bool tally_add(struct switch_tally *t, int nsw, const struct candidate *c, uint32_t rank,
+                      uint32_t want)
+{
+    int sw = c->switch_id;
+
+    if (sw <= 0 || sw > nsw || t[sw].have >= want)
+        return false;
+    if (t[sw].have++ == 0)
+        t[sw].first = rank;
+    t[sw].sum += rank;
+    return t[sw].have == want;
+}
+
+/* The switch a gang goes under: of those with want candidates, the lowest sum of their
+ * ranks, then the first to appear in the ranking. 0: none has want. */
+static int best_switch(const struct switch_tally *t, int nsw, uint32_t want)
+{
+    int best = 0;
+
+    for (int s = 1; s <= nsw; s++) {
+        if (t[s].have == want && (best == 0 || t[s].sum < t[best].sum ||
+                                  (t[s].sum == t[best].sum && t[s].first < t[best].first)))
+            best = s;
     }
-    if (best < 0)
-        return;
+    return best;
+}
+
+/*
+ * Moves to the front of the ranked candidates the first `want` of one switch (best_switch's);
+ * leaves the ranking alone when no switch has enough. All-reduce traffic then crosses one
+ * switch, not the spine. 0 or -ENOMEM.
+ */
+static int under_one_switch(struct candidate *cand, uint32_t ncand, uint32_t want, int nsw)
+{
+    struct switch_tally *t;
+    int best;
+
+    if (nsw <= 0)
+        return 0;
+    if ((t = calloc((size_t)nsw + 1, sizeof(*t))) == NULL)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < ncand; i++)
+        tally_add(t, nsw, &cand[i], i, want);
+    best = best_switch(t, nsw, want);
+    free(t);
     /* A stable partition: the switch's nodes first, in rank order. */
-    for (uint32_t placed = 0, k = 0; k < ncand && placed < want; k++) {
+    for (uint32_t placed = 0, k = 0; best > 0 && k < ncand && placed < want; k++) {
         struct candidate c = cand[k];
 
         if (c.switch_id != best)
@@ -989,6 +1050,30 @@ static void under_one_switch(struct candidate *cand, uint32_t ncand, uint32_t wa
         memmove(cand + placed + 1, cand + placed, (k - placed) * sizeof(*cand));
         cand[placed++] = c;
     }
+    return 0;
+}
+
+/*
+ * Whether the first m ranked candidates settle under_one_switch's choice: some switch has
+ * want of them, and no other could beat or tie it ahead even were all its missing
+ * candidates ranked next.
+ */
+static bool switch_settled(const struct switch_tally *t, int nsw, uint32_t want, uint64_t m)
+{
+    int best = best_switch(t, nsw, want);
+
+    if (best == 0)
+        return false;
+    for (int s = 1; s <= nsw; s++) {
+        uint64_t miss = want - t[s].have, bound = t[s].sum + miss * m + miss * (miss - 1) / 2;
+
+        if (miss == 0)
+            continue;
+        if (bound < t[best].sum ||
+            (bound == t[best].sum && t[s].have > 0 && t[s].first < t[best].first))
+            return false;
+    }
+    return true;
 }
 
 /* The candidates the request names (--nodelist) first, the rest after, each in rank order. */
@@ -1031,7 +1116,7 @@ HOT_INLINE bool candidate_at(const struct sched_cluster *cluster, const struct s
         .outside = req->preferred != NULL && !bit_set(req->preferred, i),
         .switch_id = n->switch_id,
         .worst = ch.worst,
-        .nic = req->nodes > 1 ? nic_class(n, final_gpus(n, req, pool, ch.mask)) : 0,
+        .nic = req->nodes > 1 ? node_nic(n, req, pool, ch.mask) : 0,
         .gpus_left = (uint32_t)__builtin_popcountll(free) - req->gpus_per_node,
         .cores_left = n->ncores_free - req->cores_per_node,
         .gpus = ch.mask,
@@ -1042,16 +1127,13 @@ HOT_INLINE bool candidate_at(const struct sched_cluster *cluster, const struct s
     return true;
 }
 
-/*
- * The best node of a group for req: the first in (free cores, index) order with the cores,
- * up, not held exclusively, with the memory. UINT32_MAX: none.
- */
-HOT_INLINE uint32_t group_best(const struct sched_cluster *c, const struct group *g,
-                               const struct sched_req *req)
+/* Where in g's order the nodes with req's free cores begin. */
+HOT_INLINE uint32_t group_first_with_cores(const struct sched_cluster *c, const struct group *g,
+                                           const struct sched_req *req)
 {
     uint32_t lo = 0, hi = g->n;
 
-    while (lo < hi) { /* the first with enough free cores */
+    while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
 
         if (c->nodes[g->nodes[mid]].ncores_free < req->cores_per_node)
@@ -1059,13 +1141,57 @@ HOT_INLINE uint32_t group_best(const struct sched_cluster *c, const struct group
         else
             hi = mid;
     }
-    for (uint32_t k = lo; k < g->n; k++) {
-        const struct node *n = &c->nodes[g->nodes[k]];
+    return lo;
+}
+
+/* From position at of g (whose nodes there on have the cores), the first node up, not held
+ * exclusively, with the memory: its position, or g->n. */
+HOT_INLINE uint32_t group_next(const struct sched_cluster *c, const struct group *g, uint32_t at,
+                               const struct sched_req *req)
+{
+    for (; at < g->n; at++) {
+        const struct node *n = &c->nodes[g->nodes[at]];
 
         if (n->up && !n->exclusive_held && n->mem_free >= req->mem_per_node_mib)
-            return g->nodes[k];
+            break;
     }
-    return UINT32_MAX;
+    return at;
+}
+
+/* The best node of a group for req: the first in (free cores, index) order that fits.
+ * UINT32_MAX: none. */
+HOT_INLINE uint32_t group_best(const struct sched_cluster *c, const struct group *g,
+                               const struct sched_req *req)
+{
+    uint32_t at = group_next(c, g, group_first_with_cores(c, g, req), req);
+
+    return at < g->n ? g->nodes[at] : UINT32_MAX;
+}
+
+/* Whether the candidate index can answer req: the groups do not see node lists, avoid
+ * masks, GPU masks or preferences, data, constraints or exclusivity. */
+static bool index_answers(const struct sched_cluster *cluster, const struct sched_req *req,
+                          const uint64_t *avoid)
+{
+    return cluster->groups != NULL && avoid == NULL && req->allowed == NULL &&
+           req->required == NULL && req->gpu_masks == NULL && req->data_bytes == NULL &&
+           req->preferred == NULL && req->gpu_prefer == NULL && !req->exclusive &&
+           (req->constraint == NULL || req->constraint[0] == '\0');
+}
+
+/* The GPUs every node of g would give req (false: none will do), as choose_gpus chooses. */
+HOT_INLINE bool group_choice(const struct group *g, const struct sched_req *req,
+                             struct gs_gpuset_choice *ch)
+{
+    uint32_t k = req->gpus_per_node;
+
+    memset(ch, 0, sizeof(*ch));
+    if (g->n == 0 || (uint32_t)__builtin_popcountll(g->mask) < k)
+        return false;
+    if (k > 0 && g->gs != NULL)
+        return shape_choose(g->gs, g->mask, k, req->affinity, ch) == 0;
+    ch->mask = lowest_bits(g->mask, k);
+    return true;
 }
 
 /*
@@ -1080,9 +1206,7 @@ HOT_INLINE bool place_one_indexed(const struct sched_cluster *cluster, const str
     uint32_t k = req->gpus_per_node;
     bool found = false;
 
-    if (cluster->groups == NULL || req->allowed != NULL || req->gpu_masks != NULL ||
-        req->data_bytes != NULL || req->preferred != NULL || req->gpu_prefer != NULL ||
-        req->exclusive || (req->constraint != NULL && req->constraint[0] != '\0'))
+    if (!index_answers(cluster, req, NULL))
         return false;
     for (size_t gi = 0; gi < cluster->ngroups; gi++) {
         const struct group *g = &cluster->groups[gi];
@@ -1090,16 +1214,7 @@ HOT_INLINE bool place_one_indexed(const struct sched_cluster *cluster, const str
         struct candidate c;
         uint32_t best;
 
-        if (g->n == 0 || (uint32_t)__builtin_popcountll(g->mask) < k)
-            continue;
-        memset(&ch, 0, sizeof(ch));
-        if (k > 0 && g->gs != NULL) {
-            if (shape_choose(g->gs, g->mask, k, req->affinity, &ch) != 0)
-                continue;
-        } else {
-            ch.mask = lowest_bits(g->mask, k);
-        }
-        if ((best = group_best(cluster, g, req)) == UINT32_MAX)
+        if (!group_choice(g, req, &ch) || (best = group_best(cluster, g, req)) == UINT32_MAX)
             continue;
         c = (struct candidate){.node = best,
                                .switch_id = cluster->nodes[best].switch_id,
@@ -1145,6 +1260,118 @@ HOT_INLINE int place_one(const struct sched_cluster *cluster, const struct sched
     alloc->nnodes = 1;
     alloc->exclusive = req->exclusive;
     return 0;
+}
+
+/*
+ * A gang's candidates in rank order without scoring every node: each group's nodes are
+ * already in rank order among themselves (they share every figure but free cores, switch and
+ * index), so a heap of the groups' next nodes merges them. under_one_switch then needs only
+ * a prefix of the ranking: the one that holds its switch's choice for certain.
+ */
+struct cursor {
+    struct candidate head; /* the group's next candidate */
+    const struct group *g;
+    uint32_t at; /* head's position in g */
+};
+
+/* Restores the heap below position i (the smallest head on top). */
+static void heap_down(struct cursor *h, uint32_t n, uint32_t i)
+{
+    for (;;) {
+        uint32_t l = 2 * i + 1, m = i;
+
+        if (l < n && compare_candidates(&h[l].head, &h[m].head) < 0)
+            m = l;
+        if (l + 1 < n && compare_candidates(&h[l + 1].head, &h[m].head) < 0)
+            m = l + 1;
+        if (m == i)
+            return;
+        struct cursor t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+}
+
+/* Moves cursor cur to its group's node at position at (which fits). */
+static void cursor_at(const struct sched_cluster *c, const struct sched_req *req,
+                      struct cursor *cur, uint32_t at)
+{
+    uint32_t node = cur->g->nodes[at];
+
+    cur->at = at;
+    cur->head.node = node;
+    cur->head.switch_id = c->nodes[node].switch_id;
+    cur->head.cores_left = c->nodes[node].ncores_free - req->cores_per_node;
+}
+
+/* One cursor per group with a node that fits, into h (ngroups entries); how many. */
+static uint32_t cursors_start(const struct sched_cluster *c, const struct sched_req *req,
+                              struct cursor *h)
+{
+    uint32_t n = 0;
+
+    for (size_t gi = 0; gi < c->ngroups; gi++) {
+        const struct group *g = &c->groups[gi];
+        struct gs_gpuset_choice ch;
+        uint32_t at;
+
+        if (!group_choice(g, req, &ch) ||
+            (at = group_next(c, g, group_first_with_cores(c, g, req), req)) == g->n)
+            continue;
+        h[n] = (struct cursor){
+            .g = g,
+            .head = {.worst = ch.worst,
+                     .nic = node_nic(&c->nodes[g->nodes[at]], req, g->mask, ch.mask),
+                     .gpus_left = (uint32_t)__builtin_popcountll(g->mask) - req->gpus_per_node,
+                     .gpus = ch.mask,
+                     .pool = g->mask,
+                     .score = ch.score}};
+        cursor_at(c, req, &h[n++], at);
+    }
+    for (uint32_t i = n / 2; i-- > 0;)
+        heap_down(h, n, i);
+    return n;
+}
+
+/*
+ * The ranked candidates for a gang from the candidate index, into cand (nnodes entries):
+ * the whole ranking, or a prefix of it that holds the first req->nodes and, on a cluster
+ * with switches, under_one_switch's choice. Their count; -ENOMEM.
+ */
+static int gang_ranked(const struct sched_cluster *c, const struct sched_req *req,
+                       struct candidate *cand)
+{
+    struct cursor *h = malloc((c->ngroups > 0 ? c->ngroups : 1) * sizeof(*h));
+    int nsw = c->switch_max;
+    struct switch_tally *tally = calloc((size_t)nsw + 1, sizeof(*tally));
+    uint32_t nh, m = 0, want = req->nodes;
+    int rc = -ENOMEM;
+
+    if (h == NULL || tally == NULL)
+        goto out;
+    nh = cursors_start(c, req, h);
+    while (nh > 0) {
+        struct cursor *top = &h[0];
+        bool filled = tally_add(tally, nsw, &top->head, m, want); /* a switch got its want */
+        uint32_t at;
+
+        cand[m++] = top->head;
+        if (m >= want && nsw <= 0)
+            break; /* no switches: under_one_switch keeps the ranking */
+        if (m >= want && (filled || (m & (m - 1)) == 0) && switch_settled(tally, nsw, want, m))
+            break;
+        if ((at = group_next(c, top->g, top->at + 1, req)) < top->g->n)
+            cursor_at(c, req, top, at);
+        else
+            h[0] = h[--nh];
+        heap_down(h, nh, 0);
+    }
+    rc = (int)m;
+out:
+    free(h);
+    free(tally);
+    return rc;
 }
 
 static int place_shape(const struct sched_cluster *cluster, const struct sched_req *req,
@@ -1220,18 +1447,26 @@ GS_POPCNT_CLONES static int place_shape(const struct sched_cluster *cluster,
     cand = malloc(cluster->nnodes * sizeof(*cand));
     if (cand == NULL)
         return -ENOMEM;
-    for (size_t i = 0; i < cluster->nnodes; i++) {
-        if (candidate_at(cluster, req, avoid, i, &cand[ncand]))
-            ncand++;
+    if (index_answers(cluster, req, avoid)) {
+        if ((rc = gang_ranked(cluster, req, cand)) < 0)
+            goto out;
+        ncand = (uint32_t)rc;
+        rc = -EAGAIN;
+    } else {
+        for (size_t i = 0; i < cluster->nnodes; i++) {
+            if (candidate_at(cluster, req, avoid, i, &cand[ncand]))
+                ncand++;
+        }
+        gs_sort(cand, ncand, sizeof(*cand), compare_candidates);
     }
     if (ncand < req->nodes)
         goto out;
-    gs_sort(cand, ncand, sizeof(*cand), compare_candidates);
     if (req->required != NULL) {
         if (required_first(cand, ncand, req->required) < req->nrequired)
             goto out; /* a node it must have is busy */
     } else if (req->nodes > 1) {
-        under_one_switch(cand, ncand, req->nodes);
+        if ((rc = under_one_switch(cand, ncand, req->nodes, cluster->switch_max)) < 0)
+            goto out;
     }
     rc = alloc_reserve(alloc, req->nodes);
     if (rc < 0)

@@ -14,6 +14,10 @@
  * (under one PCIe switch with it, ideally), and goes under one network switch when some switch has
  * enough such nodes (the one whose best nodes rank best), else across switches.
  *
+ * Alike nodes (the same link matrix, GPU NUMA nodes and NIC classes, and free GPUs) share
+ * every ranking figure but their free cores, so the cluster keeps them in groups: most
+ * requests are answered from the groups without scoring every node, with the same answer.
+ *
  * Loop thread only (the scheduler's state); a copy made with sched_cluster_copy() may be used
  * anywhere.
  */

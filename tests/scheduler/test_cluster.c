@@ -743,6 +743,121 @@ Test(cluster, the_candidate_index_places_one_node_jobs_as_the_scan_does)
         sched_alloc_release(&held[i]);
 }
 
+/* A random node for the gang run below: one of three kinds (NVSwitch with NUMA nodes and
+ * NICs, NV4 workstation, no matrix), a switch (0: none) and its cores and memory. */
+static void add_random_node(uint32_t i, uint32_t seed, int switches)
+{
+    static struct gs_gpuset_link nvs[64], nv4[16];
+    static int numa8[8] = {0, 0, 0, 0, 1, 1, 1, 1}, core_numa[64];
+    static uint8_t nic8[8] = {GS_GPUSET_SYS, GS_GPUSET_SYS, GS_GPUSET_PHB, GS_GPUSET_SYS,
+                              GS_GPUSET_PIX, GS_GPUSET_PIX, GS_GPUSET_SYS, GS_GPUSET_PIX};
+    char name[16];
+    uint32_t kind = seed % 3;
+    struct sched_node_info info = {.name = name,
+                                   .ngpus = kind == 0 ? 8 : 4,
+                                   .ncores = 8 + 8 * ((seed >> 4) % 3),
+                                   .mem_mib = 1024 * (1 + (seed >> 8) % 2),
+                                   .gpu_numa = kind == 0 ? numa8 : NULL,
+                                   .core_numa = core_numa,
+                                   .links = kind == 0   ? nvs
+                                            : kind == 1 ? nv4
+                                                        : NULL,
+                                   .gpu_nic_class = kind == 0 && (seed >> 12) % 2 ? nic8 : NULL,
+                                   .switch_id =
+                                       switches > 0 ? (int)((seed >> 16) % (switches + 1)) : 0};
+
+    for (int k = 0; k < 64; k++) {
+        nvs[k] = (struct gs_gpuset_link){GS_GPUSET_NVLINK, 18};
+        core_numa[k] = k % 2;
+    }
+    ws_links(nv4, 4);
+    snprintf(name, sizeof(name), "n%u", i);
+    cr_assert_eq(sched_cluster_add_node(cluster, &info), (int)i);
+}
+
+/*
+ * The candidate index ranks a gang's nodes as the scan of every node does, with switches
+ * (under_one_switch's choice from a prefix of the ranking) and without: random runs of gang
+ * and one-node placements, releases and nodes going down and up over 40 nodes of three
+ * kinds, each request placed both ways (an all-zero avoid mask makes place scan), the two
+ * allocations the same nodes in the same order, GPUs and cores.
+ */
+static void gangs_as_the_scan(int switches, uint32_t seed)
+{
+    struct sched_alloc held[128];
+    uint64_t none[1] = {0};
+    size_t nheld = 0;
+
+    for (uint32_t i = 0; i < 40; i++) {
+        seed = seed * 1103515245 + 12345;
+        add_random_node(i, seed >> 8, switches);
+    }
+    for (int step = 0; step < 3000; step++) {
+        struct sched_alloc scan, idx;
+        struct sched_req r;
+        int rc_scan, rc_idx;
+
+        seed = seed * 1103515245 + 12345;
+        if ((seed >> 9) % 29 == 0) {
+            uint32_t node = (seed >> 13) % 40;
+
+            sched_cluster_set_up(cluster, node, !sched_cluster_is_up(cluster, node));
+            continue;
+        }
+        if (nheld > 0 && ((seed >> 8) % 3 == 0 || nheld == 128)) {
+            size_t at = (seed >> 20) % nheld;
+
+            sched_cluster_give_back(cluster, &held[at]);
+            sched_alloc_release(&held[at]);
+            held[at] = held[--nheld];
+            continue;
+        }
+        r = req(1 + (seed >> 12) % 6, (seed >> 16) % 5, 1 + (seed >> 24) % 8);
+        r.mem_per_node_mib = (seed >> 4) % 4 == 0 ? 1500 : 0;
+        r.affinity = (seed >> 28) % 4 == 0 ? GS_GPUSET_STRICT : GS_GPUSET_PREFER;
+        sched_alloc_init(&scan);
+        sched_alloc_init(&idx);
+        rc_scan = sched_cluster_place(cluster, &r, none, &scan);
+        rc_idx = sched_cluster_place(cluster, &r, NULL, &idx);
+        cr_assert_eq(rc_idx, rc_scan, "step %d: index %d, scan %d", step, rc_idx, rc_scan);
+        if (rc_scan != 0) {
+            sched_alloc_release(&idx);
+            sched_alloc_release(&scan);
+            continue;
+        }
+        cr_assert_eq(idx.nnodes, scan.nnodes);
+        for (uint32_t k = 0; k < scan.nnodes; k++) {
+            cr_assert_eq(idx.nodes[k].node, scan.nodes[k].node,
+                         "step %d (%u nodes): #%u: %u, scan %u", step, r.nodes, k,
+                         idx.nodes[k].node, scan.nodes[k].node);
+            cr_assert_eq(idx.nodes[k].gpus, scan.nodes[k].gpus, "step %d #%u", step, k);
+            cr_assert_eq(
+                memcmp(idx.nodes[k].cores, scan.nodes[k].cores, sizeof(idx.nodes[k].cores)), 0,
+                "step %d #%u: cores", step, k);
+        }
+        sched_cluster_take(cluster, &idx);
+        held[nheld++] = idx;
+        sched_alloc_release(&scan);
+    }
+    for (size_t i = 0; i < nheld; i++)
+        sched_alloc_release(&held[i]);
+}
+
+Test(cluster, the_candidate_index_ranks_gangs_as_the_scan_does_under_switches)
+{
+    gangs_as_the_scan(3, 4242);
+}
+
+Test(cluster, the_candidate_index_ranks_gangs_as_the_scan_does_without_switches)
+{
+    gangs_as_the_scan(0, 99);
+}
+
+Test(cluster, the_candidate_index_ranks_gangs_as_the_scan_does_over_many_switches)
+{
+    gangs_as_the_scan(12, 2026);
+}
+
 Test(cluster, nodes_holding_the_jobs_data_go_first_among_equals)
 {
     uint64_t data[4] = {0, 500, 0, 900};
