@@ -5,11 +5,13 @@
  * matrix of an NVSwitch node); the queue is PENDING jobs of 1 node x 1 GPU, or with GANG > 1
  * gangs of GANG whole nodes (8 GPUs each).
  *
- *     plan_pass [NODES [PENDING [REPS [full|empty|both|test [DEPTH [GANG [SWITCH]]]]]]]
- *                                     defaults 10000, 100000, 3, both, 1 (EASY), 1, 0
+ *     plan_pass [NODES [PENDING [REPS [full|empty|both|test [DEPTH [GANG [SWITCH [PARTS]]]]]]]]
+ *                                     defaults 10000, 100000, 3, both, 1 (EASY), 1, 0, 0
  *
  * SWITCH > 0 hangs the nodes off switches of SWITCH nodes each (a gang's nodes then stay
- * under one where they can).
+ * under one where they can). PARTS > 1 splits the nodes into that many partitions of
+ * consecutive nodes (as node[1-2500] and so on), each job in one of them in turn: every job
+ * then has a node mask, as on a cluster whose partitions list their nodes.
  * Two cases, each on a fresh table: "full" (every GPU already held by running jobs, so no
  * pending job fits: the pass decides that for each, the work of a busy cluster at every
  * event) and "empty" (the pass starts min(PENDING, GPUs) jobs: the first pass after a big
@@ -54,12 +56,18 @@ static struct sched_cluster *make_cluster(uint32_t nodes, uint32_t per_switch)
     return c;
 }
 
-static struct sched_job *add(struct sched_jobs *jobs, uint64_t id, uint32_t gang)
+static struct sched_job *add(struct sched_jobs *jobs, uint64_t id, uint32_t gang, uint32_t parts)
 {
     struct gs_jobspec *spec = gs_jobspec_new();
+    char part[16];
 
     if (spec == NULL)
         return NULL;
+    snprintf(part, sizeof(part), "p%u", parts > 1 ? (uint32_t)(id % parts) : 0);
+    if ((spec->partition = strdup(part)) == NULL) {
+        gs_jobspec_free(spec);
+        return NULL;
+    }
     spec->nodes = gang;
     spec->gpus_per_node = gang > 1 ? GPUS : 1;
     spec->time_limit_s = 3600;
@@ -97,13 +105,30 @@ static int time_will_run(struct sched_jobs *jobs, struct sched_cluster *c,
 
 /* What one run sets up: the command line's figures. */
 struct setup {
-    uint32_t nodes, pending, depth, gang, per_switch;
+    uint32_t nodes, pending, depth, gang, per_switch, parts;
     int reps;
 };
 
+/* The planner's masks hook with PARTS partitions: a job's partition ("p" and its number)
+ * names the consecutive nodes it may use. */
+static int part_masks(void *data, const struct gs_jobspec *spec, struct sched_node_masks *m)
+{
+    const struct setup *su = data;
+    uint32_t part = (uint32_t)strtoul(spec->partition + 1, NULL, 10), per = su->nodes / su->parts;
+
+    *m = (struct sched_node_masks){0};
+    if ((m->allowed = calloc(su->nodes / 64 + 1, sizeof(*m->allowed))) == NULL)
+        return -ENOMEM;
+    for (uint32_t i = part * per; i < (part + 1) * per; i++)
+        m->allowed[i / 64] |= UINT64_C(1) << (i % 64);
+    return 0;
+}
+
 static int run_case(const struct setup *su, bool full, double *best_ms, double *ask_ms)
 {
-    struct sched_planner_hooks hooks = {.backfill_depth = su->depth};
+    struct sched_planner_hooks hooks = {.backfill_depth = su->depth,
+                                        .masks = su->parts > 1 ? part_masks : NULL,
+                                        .data = (void *)su};
 
     *best_ms = 1e30;
     for (int r = 0; r < su->reps; r++) {
@@ -117,7 +142,7 @@ static int run_case(const struct setup *su, bool full, double *best_ms, double *
         if (jobs == NULL)
             goto next;
         for (uint32_t i = 0; full && i < su->nodes; i++) {
-            struct sched_job *job = add(jobs, id++, 1);
+            struct sched_job *job = add(jobs, id++, 1, 0);
             struct sched_req req = {.nodes = 1, .gpus_per_node = GPUS, .cores_per_node = 8};
             struct sched_alloc a;
 
@@ -131,7 +156,7 @@ static int run_case(const struct setup *su, bool full, double *best_ms, double *
                 goto next;
         }
         for (uint32_t i = 0; i < su->pending; i++) {
-            if (add(jobs, id++, su->gang) == NULL)
+            if (add(jobs, id++, su->gang, su->parts) == NULL)
                 goto next;
         }
         t0 = gs_clock_mono_ns();
@@ -160,7 +185,8 @@ int main(int argc, char **argv)
                        .reps = argc > 3 ? atoi(argv[3]) : 3,
                        .depth = argc > 5 ? (uint32_t)strtoul(argv[5], NULL, 10) : 1,
                        .gang = argc > 6 ? (uint32_t)strtoul(argv[6], NULL, 10) : 1,
-                       .per_switch = argc > 7 ? (uint32_t)strtoul(argv[7], NULL, 10) : 0};
+                       .per_switch = argc > 7 ? (uint32_t)strtoul(argv[7], NULL, 10) : 0,
+                       .parts = argc > 8 ? (uint32_t)strtoul(argv[8], NULL, 10) : 0};
     const char *which = argc > 4 ? argv[4] : "both";
     uint32_t nodes = su.nodes, pending = su.pending, depth = su.depth;
     double full_ms = 0, empty_ms = 0, ask_ms = 1e30;
@@ -168,7 +194,7 @@ int main(int argc, char **argv)
 
     if (nodes == 0 || pending == 0 || su.reps < 1 || depth == 0 || su.gang == 0) {
         fprintf(stderr, "usage: plan_pass [NODES [PENDING [REPS [full|empty|both|test [DEPTH "
-                        "[GANG [SWITCH]]]]]]]\n");
+                        "[GANG [SWITCH [PARTS]]]]]]]]\n");
         return 2;
     }
     if ((strcmp(which, "empty") != 0 && run_case(&su, true, &full_ms, test ? &ask_ms : NULL) < 0) ||
@@ -182,9 +208,9 @@ int main(int argc, char **argv)
                nodes, pending, depth, full_ms, ask_ms, ask_ms / full_ms);
         return 0;
     }
-    printf("plan_pass nodes=%u gpus=%u pending=%u depth=%u gang=%u switch=%u full_ms=%.1f "
-           "empty_ms=%.1f job_bytes=%zu\n",
-           nodes, nodes * GPUS, pending, depth, su.gang, su.per_switch, full_ms, empty_ms,
+    printf("plan_pass nodes=%u gpus=%u pending=%u depth=%u gang=%u switch=%u parts=%u "
+           "full_ms=%.1f empty_ms=%.1f job_bytes=%zu\n",
+           nodes, nodes * GPUS, pending, depth, su.gang, su.per_switch, su.parts, full_ms, empty_ms,
            sizeof(struct sched_job) + sizeof(struct gs_jobspec));
     return 0;
 }

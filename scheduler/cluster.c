@@ -1144,15 +1144,18 @@ HOT_INLINE uint32_t group_first_with_cores(const struct sched_cluster *c, const 
     return lo;
 }
 
-/* From position at of g (whose nodes there on have the cores), the first node up, not held
- * exclusively, with the memory: its position, or g->n. */
+/* From position at of g (whose nodes there on have the cores), the first node req may take
+ * as node_fits_now and candidate_at would: its position, or g->n. */
 HOT_INLINE uint32_t group_next(const struct sched_cluster *c, const struct group *g, uint32_t at,
-                               const struct sched_req *req)
+                               const struct sched_req *req, const uint64_t *avoid)
 {
     for (; at < g->n; at++) {
-        const struct node *n = &c->nodes[g->nodes[at]];
+        uint32_t i = g->nodes[at];
+        const struct node *n = &c->nodes[i];
 
-        if (n->up && !n->exclusive_held && n->mem_free >= req->mem_per_node_mib)
+        if (n->up && !n->exclusive_held && n->mem_free >= req->mem_per_node_mib &&
+            !(req->exclusive && n->njobs > 0) && node_allowed(req, i) && !bit_set(avoid, i) &&
+            has_feature(n, req->constraint))
             break;
     }
     return at;
@@ -1161,22 +1164,23 @@ HOT_INLINE uint32_t group_next(const struct sched_cluster *c, const struct group
 /* The best node of a group for req: the first in (free cores, index) order that fits.
  * UINT32_MAX: none. */
 HOT_INLINE uint32_t group_best(const struct sched_cluster *c, const struct group *g,
-                               const struct sched_req *req)
+                               const struct sched_req *req, const uint64_t *avoid)
 {
-    uint32_t at = group_next(c, g, group_first_with_cores(c, g, req), req);
+    uint32_t at = group_next(c, g, group_first_with_cores(c, g, req), req, avoid);
 
     return at < g->n ? g->nodes[at] : UINT32_MAX;
 }
 
-/* Whether the candidate index can answer req: the groups do not see node lists, avoid
- * masks, GPU masks or preferences, data, constraints or exclusivity. */
-static bool index_answers(const struct sched_cluster *cluster, const struct sched_req *req,
-                          const uint64_t *avoid)
+/*
+ * Whether the candidate index can answer req. Node lists that allow or avoid nodes, a
+ * constraint and exclusivity only rule nodes out, one by one (group_next); a node list the
+ * job must have, reservations' GPU masks and preferences, and data change a node's figures,
+ * which its group would no longer share.
+ */
+static bool index_answers(const struct sched_cluster *cluster, const struct sched_req *req)
 {
-    return cluster->groups != NULL && avoid == NULL && req->allowed == NULL &&
-           req->required == NULL && req->gpu_masks == NULL && req->data_bytes == NULL &&
-           req->preferred == NULL && req->gpu_prefer == NULL && !req->exclusive &&
-           (req->constraint == NULL || req->constraint[0] == '\0');
+    return cluster->groups != NULL && req->required == NULL && req->gpu_masks == NULL &&
+           req->data_bytes == NULL && req->preferred == NULL && req->gpu_prefer == NULL;
 }
 
 /* The GPUs every node of g would give req (false: none will do), as choose_gpus chooses. */
@@ -1197,16 +1201,15 @@ HOT_INLINE bool group_choice(const struct group *g, const struct sched_req *req,
 /*
  * place_one through the candidate index: the same ranking (candidate_at's figures, which a
  * group's nodes share but for their free cores), one GPU choice and one search per group.
- * For requests with no node lists, avoid mask, constraint or exclusivity (the index does not
- * see those). Returns false when the index cannot answer (then the caller scans).
+ * Returns false when the index cannot answer (then the caller scans).
  */
 HOT_INLINE bool place_one_indexed(const struct sched_cluster *cluster, const struct sched_req *req,
-                                  struct candidate *ret, bool *ret_found)
+                                  const uint64_t *avoid, struct candidate *ret, bool *ret_found)
 {
     uint32_t k = req->gpus_per_node;
     bool found = false;
 
-    if (!index_answers(cluster, req, NULL))
+    if (!index_answers(cluster, req))
         return false;
     for (size_t gi = 0; gi < cluster->ngroups; gi++) {
         const struct group *g = &cluster->groups[gi];
@@ -1214,7 +1217,7 @@ HOT_INLINE bool place_one_indexed(const struct sched_cluster *cluster, const str
         struct candidate c;
         uint32_t best;
 
-        if (!group_choice(g, req, &ch) || (best = group_best(cluster, g, req)) == UINT32_MAX)
+        if (!group_choice(g, req, &ch) || (best = group_best(cluster, g, req, avoid)) == UINT32_MAX)
             continue;
         c = (struct candidate){.node = best,
                                .switch_id = cluster->nodes[best].switch_id,
@@ -1241,7 +1244,7 @@ HOT_INLINE int place_one(const struct sched_cluster *cluster, const struct sched
     bool found = false;
     int rc;
 
-    bool indexed = avoid == NULL && place_one_indexed(cluster, req, &best, &found);
+    bool indexed = place_one_indexed(cluster, req, avoid, &best, &found);
 
     for (size_t i = 0; !indexed && i < cluster->nnodes; i++) {
         if (candidate_at(cluster, req, avoid, i, &c) &&
@@ -1307,7 +1310,7 @@ static void cursor_at(const struct sched_cluster *c, const struct sched_req *req
 
 /* One cursor per group with a node that fits, into h (ngroups entries); how many. */
 static uint32_t cursors_start(const struct sched_cluster *c, const struct sched_req *req,
-                              struct cursor *h)
+                              const uint64_t *avoid, struct cursor *h)
 {
     uint32_t n = 0;
 
@@ -1317,7 +1320,7 @@ static uint32_t cursors_start(const struct sched_cluster *c, const struct sched_
         uint32_t at;
 
         if (!group_choice(g, req, &ch) ||
-            (at = group_next(c, g, group_first_with_cores(c, g, req), req)) == g->n)
+            (at = group_next(c, g, group_first_with_cores(c, g, req), req, avoid)) == g->n)
             continue;
         h[n] = (struct cursor){
             .g = g,
@@ -1340,7 +1343,7 @@ static uint32_t cursors_start(const struct sched_cluster *c, const struct sched_
  * with switches, under_one_switch's choice. Their count; -ENOMEM.
  */
 static int gang_ranked(const struct sched_cluster *c, const struct sched_req *req,
-                       struct candidate *cand)
+                       const uint64_t *avoid, struct candidate *cand)
 {
     struct cursor *h = malloc((c->ngroups > 0 ? c->ngroups : 1) * sizeof(*h));
     int nsw = c->switch_max;
@@ -1350,7 +1353,7 @@ static int gang_ranked(const struct sched_cluster *c, const struct sched_req *re
 
     if (h == NULL || tally == NULL)
         goto out;
-    nh = cursors_start(c, req, h);
+    nh = cursors_start(c, req, avoid, h);
     while (nh > 0) {
         struct cursor *top = &h[0];
         bool filled = tally_add(tally, nsw, &top->head, m, want); /* a switch got its want */
@@ -1361,7 +1364,7 @@ static int gang_ranked(const struct sched_cluster *c, const struct sched_req *re
             break; /* no switches: under_one_switch keeps the ranking */
         if (m >= want && (filled || (m & (m - 1)) == 0) && switch_settled(tally, nsw, want, m))
             break;
-        if ((at = group_next(c, top->g, top->at + 1, req)) < top->g->n)
+        if ((at = group_next(c, top->g, top->at + 1, req, avoid)) < top->g->n)
             cursor_at(c, req, top, at);
         else
             h[0] = h[--nh];
@@ -1447,8 +1450,8 @@ GS_POPCNT_CLONES static int place_shape(const struct sched_cluster *cluster,
     cand = malloc(cluster->nnodes * sizeof(*cand));
     if (cand == NULL)
         return -ENOMEM;
-    if (index_answers(cluster, req, avoid)) {
-        if ((rc = gang_ranked(cluster, req, cand)) < 0)
+    if (index_answers(cluster, req)) {
+        if ((rc = gang_ranked(cluster, req, avoid, cand)) < 0)
             goto out;
         ncand = (uint32_t)rc;
         rc = -EAGAIN;

@@ -667,18 +667,29 @@ Test(cluster, alike_nodes_share_a_shape_and_every_choice_stays_exact)
         sched_alloc_release(&held[i]);
 }
 
+/* sched_cluster_place without the candidate index: on a copy, which has none. */
+static int place_scanning(const struct sched_req *r, const uint64_t *avoid, struct sched_alloc *a)
+{
+    struct sched_cluster *copy = sched_cluster_copy(cluster);
+    int rc;
+
+    cr_assert_not_null(copy);
+    rc = sched_cluster_place(copy, r, avoid, a);
+    sched_cluster_free(copy);
+    return rc;
+}
+
 /*
  * The candidate index answers a one-node job exactly as the scan of every node does: through
  * a long random run of placements (GPUs, cores, memory), releases and nodes going down and
  * up, on nodes of two link matrices, one without a matrix and of several sizes, each request
- * is placed both ways (an all-zero avoid mask makes sched_cluster_place scan) and the two
- * allocations must be the same node and GPUs.
+ * is placed both ways (a copy of the cluster has no index: it scans) and the two allocations
+ * must be the same node and GPUs.
  */
 Test(cluster, the_candidate_index_places_one_node_jobs_as_the_scan_does)
 {
     struct gs_gpuset_link nv4[16], nv2[16];
     struct sched_alloc held[96];
-    uint64_t none[1] = {0};
     size_t nheld = 0;
     uint32_t seed = 777;
     char names[10][8];
@@ -722,7 +733,7 @@ Test(cluster, the_candidate_index_places_one_node_jobs_as_the_scan_does)
         r.affinity = (seed >> 28) % 4 == 0 ? GS_GPUSET_STRICT : GS_GPUSET_PREFER;
         sched_alloc_init(&scan);
         sched_alloc_init(&idx);
-        rc_scan = sched_cluster_place(cluster, &r, none, &scan);
+        rc_scan = place_scanning(&r, NULL, &scan);
         rc_idx = sched_cluster_place(cluster, &r, NULL, &idx);
         cr_assert_eq(rc_idx, rc_scan, "step %d: index %d, scan %d", step, rc_idx, rc_scan);
         if (rc_scan == 0) {
@@ -751,9 +762,12 @@ static void add_random_node(uint32_t i, uint32_t seed, int switches)
     static int numa8[8] = {0, 0, 0, 0, 1, 1, 1, 1}, core_numa[64];
     static uint8_t nic8[8] = {GS_GPUSET_SYS, GS_GPUSET_SYS, GS_GPUSET_PHB, GS_GPUSET_SYS,
                               GS_GPUSET_PIX, GS_GPUSET_PIX, GS_GPUSET_SYS, GS_GPUSET_PIX};
+    static const char *ib[] = {"ib"};
     char name[16];
     uint32_t kind = seed % 3;
     struct sched_node_info info = {.name = name,
+                                   .features = ib,
+                                   .nfeatures = (seed >> 20) % 3 != 0,
                                    .ngpus = kind == 0 ? 8 : 4,
                                    .ncores = 8 + 8 * ((seed >> 4) % 3),
                                    .mem_mib = 1024 * (1 + (seed >> 8) % 2),
@@ -778,14 +792,14 @@ static void add_random_node(uint32_t i, uint32_t seed, int switches)
 /*
  * The candidate index ranks a gang's nodes as the scan of every node does, with switches
  * (under_one_switch's choice from a prefix of the ranking) and without: random runs of gang
- * and one-node placements, releases and nodes going down and up over 40 nodes of three
- * kinds, each request placed both ways (an all-zero avoid mask makes place scan), the two
- * allocations the same nodes in the same order, GPUs and cores.
+ * and one-node placements, some with allowed nodes, avoided nodes, a constraint or
+ * --exclusive, releases and nodes going down and up over 40 nodes of three kinds, each
+ * request placed both ways (on a copy, which scans), the two allocations the same nodes in
+ * the same order, GPUs and cores.
  */
 static void gangs_as_the_scan(int switches, uint32_t seed)
 {
     struct sched_alloc held[128];
-    uint64_t none[1] = {0};
     size_t nheld = 0;
 
     for (uint32_t i = 0; i < 40; i++) {
@@ -795,7 +809,9 @@ static void gangs_as_the_scan(int switches, uint32_t seed)
     for (int step = 0; step < 3000; step++) {
         struct sched_alloc scan, idx;
         struct sched_req r;
+        uint64_t allowed[1], avoid[1];
         int rc_scan, rc_idx;
+        bool avoiding;
 
         seed = seed * 1103515245 + 12345;
         if ((seed >> 9) % 29 == 0) {
@@ -815,10 +831,17 @@ static void gangs_as_the_scan(int switches, uint32_t seed)
         r = req(1 + (seed >> 12) % 6, (seed >> 16) % 5, 1 + (seed >> 24) % 8);
         r.mem_per_node_mib = (seed >> 4) % 4 == 0 ? 1500 : 0;
         r.affinity = (seed >> 28) % 4 == 0 ? GS_GPUSET_STRICT : GS_GPUSET_PREFER;
+        seed = seed * 1103515245 + 12345;
+        allowed[0] = (uint64_t)seed * 0x9e3779b97f4a7c15ull | 0xff; /* about 5/8 of them */
+        avoid[0] = (uint64_t)(seed >> 3) * 0xbf58476d1ce4e5b9ull & 0x00f0f0f0f0ull;
+        r.allowed = seed % 4 == 0 ? allowed : NULL;
+        avoiding = (seed >> 2) % 4 == 0;
+        r.constraint = (seed >> 4) % 5 == 0 ? "ib" : NULL;
+        r.exclusive = (seed >> 7) % 6 == 0;
         sched_alloc_init(&scan);
         sched_alloc_init(&idx);
-        rc_scan = sched_cluster_place(cluster, &r, none, &scan);
-        rc_idx = sched_cluster_place(cluster, &r, NULL, &idx);
+        rc_scan = place_scanning(&r, avoiding ? avoid : NULL, &scan);
+        rc_idx = sched_cluster_place(cluster, &r, avoiding ? avoid : NULL, &idx);
         cr_assert_eq(rc_idx, rc_scan, "step %d: index %d, scan %d", step, rc_idx, rc_scan);
         if (rc_scan != 0) {
             sched_alloc_release(&idx);

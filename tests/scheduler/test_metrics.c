@@ -4,8 +4,9 @@
  * jobs pending and running in it; no loop, no store). /metrics: queue depth by state and
  * partition, node states and per-node gauges, one line per allocated GPU with its job and
  * user (escaped), the counters and the planning pass's timing; a thousand nodes of eight
- * GPUs rendered whole (how fast is bench/telemetry.sh's to measure, not a test's). /api/v1: nodes with the job holding each GPU, one job
- * with its allocation and history, unknown and malformed job ids refused.
+ * GPUs rendered whole (how fast is bench/telemetry.sh's to measure, not a test's). /api/v1: nodes
+ * with the job holding each GPU, one job with its allocation and history, unknown and malformed job
+ * ids refused.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
