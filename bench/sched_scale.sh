@@ -13,6 +13,10 @@
 # first submit to the last job's end, submits/s, median and p99 submit -> task start, gschedd's
 # CPU time over the submit phase (per job too) and what the rest of the machine took.
 #
+# PARTS=N (N > 1) splits the nodes into N partitions of consecutive nodes ([[partition]] with
+# node lists, the first the default one, where the jobs go): as on a cluster whose
+# partitions list their nodes, every job then has a node mask.
+#
 # JOBS defaults to 20,000,000 / NODES within [5000, 20000] (20,000 at 1,000 nodes, 5,000 at
 # 10,000): under a minute per run on the 2-core development machine. Everything is seeded
 # (node names, topologies, job order), so runs differ only by timing.
@@ -85,6 +89,13 @@ heartbeat_misses = 30
 log_level = "warn"
 auth_key = "$tmp/gsched.key"
 EOF
+    local parts=${PARTS:-0} k per
+    per=$((nodes / (parts > 0 ? parts : 1)))
+    for ((k = 0; parts > 1 && k < parts; k++)); do
+        printf '[[partition]]\nname = "p%d"\nnodes = "sim[%04d-%04d]"\n%s\n' "$k" \
+            $((k * per + 1)) $(((k + 1) * per)) "$([ $k = 0 ] && echo 'default = true')" \
+            >>"$run/gsched.toml"
+    done
     # shellcheck disable=SC2086 # GSCHEDD_PREFIX is words
     ${GSCHEDD_PREFIX:-} "$1" --config "$run/gsched.toml" 2>"$run/gschedd.log" &
     gschedd_pid=$!

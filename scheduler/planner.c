@@ -282,6 +282,22 @@ static uint64_t *resv_cut_mask(struct gathered *g, const struct sched_planner_ho
     return mask;
 }
 
+/* m's allowed nodes made its own before they are narrowed (a partition's or a reservation's
+ * mask is borrowed). 0 or -ENOMEM. */
+static int own_allowed(const struct gathered *g, struct sched_node_masks *m)
+{
+    uint64_t *copy;
+
+    if (!m->allowed_borrowed)
+        return 0;
+    if ((copy = malloc(g->words * sizeof(*copy))) == NULL)
+        return -ENOMEM;
+    memcpy(copy, m->allowed, g->words * sizeof(*copy));
+    m->allowed = copy;
+    m->allowed_borrowed = false;
+    return 0;
+}
+
 /*
  * apply_resv's way past 64 reservations, where sets no longer fit a word: masks of the
  * job's own, none shared. 0 or -ENOMEM.
@@ -296,6 +312,8 @@ static int resv_over_64(struct gathered *g, const struct sched_planner_hooks *hk
         if ((m->allowed = malloc(g->words * sizeof(*m->allowed))) == NULL)
             return -ENOMEM;
         memset(m->allowed, 0xff, g->words * sizeof(*m->allowed));
+    } else if (own_allowed(g, m) < 0) {
+        return -ENOMEM;
     }
     for (size_t i = 0; i < hk->nresv; i++) {
         const struct sched_planner_resv *r = &hk->resv[i];
@@ -360,6 +378,8 @@ static int apply_resv(struct gathered *g, const struct sched_planner_hooks *hk,
             m->allowed = (uint64_t *)r->nodes; /* not written through: allowed_borrowed */
             m->allowed_borrowed = true;
         } else {
+            if (own_allowed(g, m) < 0)
+                return -ENOMEM;
             for (size_t w = 0; w < g->words; w++)
                 m->allowed[w] &= r->nodes[w];
         }
@@ -399,6 +419,8 @@ static int apply_resv(struct gathered *g, const struct sched_planner_hooks *hk,
         m->allowed_borrowed = true;
         return 0;
     }
+    if (own_allowed(g, m) < 0)
+        return -ENOMEM;
     for (size_t i = 0; i < hk->nresv; i++) {
         if ((set >> i) & 1)
             clear_resv_nodes(m->allowed, &hk->resv[i], g->words);

@@ -38,7 +38,8 @@ struct sched_node_masks {
     uint64_t *allowed;
     uint64_t *required;
     uint32_t nrequired;
-    bool allowed_borrowed;      /* allowed is not the masks' own (a reservation's, shared) */
+    bool allowed_borrowed;      /* allowed is not the masks' own (a partition's or a
+                                 * reservation's, shared): copied before it is narrowed */
     const uint64_t *gpu_masks;  /* per node, the GPUs it may use (reservations'; borrowed) */
     uint64_t *data_bytes;       /* per node, bytes of the job's dataset its cache holds */
     bool data_first;            /* they rank before fit (scheduler.data_locality = "prefer") */

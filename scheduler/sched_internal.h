@@ -173,6 +173,12 @@ struct sched_ctx {
     uint64_t kill_grace_ms;
     const struct gs_config *cfg; /* borrowed from the caller of sched_new() */
     struct sched_cluster *cluster;
+    /* Per [[partition]], the nodes it lists as a bitmap over the cluster's node indices,
+     * part_words words each, kept as nodes join (sched_slurm.c); NULL for a partition of
+     * every node. part_masks_lost: out of memory once, masks are built per job instead. */
+    uint64_t **part_masks;
+    size_t part_words;
+    bool part_masks_lost;
     struct sched_node **nodes;
     size_t nnodes;
     struct sched_jobs *jobs;
@@ -549,9 +555,13 @@ const struct gs_config_partition *sched_job_partition(struct sched_ctx *s,
  * longer one, unknown partitions and nodes. Returns 0, -EINVAL with why, -ENOMEM.
  */
 int sched_slurm_admit(struct sched_ctx *s, struct gs_jobspec *spec, char *why, size_t size);
-/* The nodes a job may use and must use (planner.h), from its partition and node lists. */
+/* The nodes a job may use and must use (planner.h), from its partition and node lists: its
+ * partition's mask borrowed when it excludes no node. */
 int sched_node_masks_build(struct sched_ctx *s, const struct gs_jobspec *spec,
                            struct sched_node_masks *m);
+/* Node n has joined the cluster: its bit in the masks of the partitions that list it. */
+void sched_part_masks_node_added(struct sched_ctx *s, const struct sched_node *n);
+void sched_part_masks_free(struct sched_ctx *s);
 /*
  * A LaunchTasks environment: the run spec's variables (borrowed), then what gschedd adds
  * (owned), a key set twice keeping the later value.

@@ -6,8 +6,10 @@
  * Partitions come from the configuration ([[partition]], or the implicit "main" of every
  * node). A job's partition is fixed at submit (the default one when it names none), so a
  * later change of the default does not move queued jobs. Node masks are bitmaps over the
- * cluster's node indices, rebuilt for each planning pass because nodes join the cluster as
- * their workers register.
+ * cluster's node indices. Each partition's is kept as nodes join the cluster (their workers
+ * register), so that the planning pass, which asks every pending job's at every event, gets
+ * it without matching node names: a job's is its partition's, borrowed, or a copy of it less
+ * its --exclude.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -18,6 +20,7 @@
 
 #include "common/buf.h"
 #include "common/hostlist.h"
+#include "common/log.h"
 #include "common/units.h"
 #include "scheduler/sched_internal.h"
 
@@ -79,11 +82,70 @@ int sched_slurm_admit(struct sched_ctx *s, struct gs_jobspec *spec, char *why, s
     return 0;
 }
 
+void sched_part_masks_free(struct sched_ctx *s)
+{
+    for (size_t i = 0; s->part_masks != NULL && i < s->cfg->npartitions; i++)
+        free(s->part_masks[i]);
+    free(s->part_masks);
+    s->part_masks = NULL;
+    s->part_words = 0;
+}
+
+/* Every partition mask grown to words words (the new ones zero); false out of memory. */
+static bool part_masks_grow(struct sched_ctx *s, size_t words)
+{
+    if (s->part_masks == NULL &&
+        (s->part_masks = calloc(s->cfg->npartitions, sizeof(*s->part_masks))) == NULL)
+        return false;
+    for (size_t i = 0; words > s->part_words && i < s->cfg->npartitions; i++) {
+        uint64_t *grown;
+
+        if (s->cfg->partitions[i].nodes == NULL)
+            continue;
+        if ((grown = realloc(s->part_masks[i], words * sizeof(*grown))) == NULL)
+            return false;
+        memset(grown + s->part_words, 0, (words - s->part_words) * sizeof(*grown));
+        s->part_masks[i] = grown;
+    }
+    if (words > s->part_words)
+        s->part_words = words;
+    return true;
+}
+
+void sched_part_masks_node_added(struct sched_ctx *s, const struct sched_node *n)
+{
+    /* as many words as the planner's masks for a cluster of index + 1 nodes */
+    if (s->part_masks_lost || s->cfg->npartitions == 0)
+        return;
+    if (!part_masks_grow(s, (n->index + 1) / 64 + 1)) {
+        sched_part_masks_free(s);
+        s->part_masks_lost = true;
+        GS_LOG(GS_LOG_WARN,
+               "node=%s out of memory for the partitions' node masks: they are "
+               "built for each job from now on",
+               n->name);
+        return;
+    }
+    for (size_t i = 0; i < s->cfg->npartitions; i++) {
+        if (s->part_masks[i] != NULL && gs_config_partition_has(&s->cfg->partitions[i], n->name))
+            set_bit(s->part_masks[i], n->index);
+    }
+}
+
+/* The kept mask of partition p for a cluster of words-word masks, or NULL. */
+static uint64_t *part_mask(struct sched_ctx *s, const struct gs_config_partition *p, size_t words)
+{
+    if (p == NULL || s->part_masks == NULL || s->part_words != words)
+        return NULL;
+    return s->part_masks[p - s->cfg->partitions];
+}
+
 int sched_node_masks_build(struct sched_ctx *s, const struct gs_jobspec *spec,
                            struct sched_node_masks *m)
 {
     const struct gs_config_partition *p = sched_job_partition(s, spec);
     size_t n = sched_cluster_nnodes(s->cluster), words = n / 64 + 1;
+    uint64_t *kept = part_mask(s, p, words);
 
     *m = (struct sched_node_masks){0};
     if (spec->data.id[0] != '\0' && s->cfg->data_locality != GS_DATA_LOCALITY_OFF) {
@@ -100,14 +162,21 @@ int sched_node_masks_build(struct sched_ctx *s, const struct gs_jobspec *spec,
     }
     if (p != NULL && p->nodes == NULL && spec->nexclude == 0 && spec->nnodelist == 0)
         return 0; /* every node, nothing required: no masks at all */
-    m->allowed = calloc(words, sizeof(*m->allowed));
-    if (m->allowed == NULL)
+    if (kept != NULL && spec->nexclude == 0) {
+        m->allowed = kept;
+        m->allowed_borrowed = true;
+    } else if ((m->allowed = malloc(words * sizeof(*m->allowed))) == NULL) {
         goto oom;
-    for (size_t i = 0; i < s->nnodes; i++) {
-        const struct sched_node *node = s->nodes[i];
+    } else if (kept != NULL) {
+        memcpy(m->allowed, kept, words * sizeof(*m->allowed));
+    } else {
+        memset(m->allowed, 0, words * sizeof(*m->allowed));
+        for (size_t i = 0; i < s->nnodes; i++) {
+            const struct sched_node *node = s->nodes[i];
 
-        if (node->index < n && p != NULL && gs_config_partition_has(p, node->name))
-            set_bit(m->allowed, node->index);
+            if (node->index < n && p != NULL && gs_config_partition_has(p, node->name))
+                set_bit(m->allowed, node->index);
+        }
     }
     for (size_t i = 0; i < spec->nexclude; i++) {
         const struct sched_node *node = sched_node_find(s, spec->exclude[i]);

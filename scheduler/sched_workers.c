@@ -153,6 +153,7 @@ struct sched_node *sched_node_add(struct sched_ctx *s, const char *name,
     snprintf(n->name, sizeof(n->name), "%s", name);
     sched_cluster_set_up(s->cluster, n->index, false);
     s->nodes[s->nnodes++] = n;
+    sched_part_masks_node_added(s, n);
     return n;
 fail:
     if (n != NULL)
