@@ -118,18 +118,21 @@ struct group {
     bool links_uniform;
     int16_t gpu_numa[SCHED_MAX_GPUS]; /* ngpus of them, as are nic_class */
     uint8_t nic_class[SCHED_MAX_GPUS];
+    size_t nfeatures;
+    char features[SCHED_MAX_FEATURES][FEATURE_MAX_LEN];
     uint32_t *nodes;
     uint32_t n, cap;
 };
 
-/* Whether node n belongs in group g: what placement reads of a node but its cores, memory
- * and switch. */
+/* Whether node n belongs in group g: what placement reads of a node but its cores, memory,
+ * switch and state. (Features are kept zero-filled past each name, so memcmp compares them.) */
 static bool group_has_kind(const struct group *g, const struct node *n)
 {
     return g->gs == n->gs && g->mask == n->gpu_free && g->ngpus == n->ngpus &&
-           g->links_uniform == n->links_uniform &&
+           g->links_uniform == n->links_uniform && g->nfeatures == n->nfeatures &&
            memcmp(g->gpu_numa, n->gpu_numa, n->ngpus * sizeof(*n->gpu_numa)) == 0 &&
-           memcmp(g->nic_class, n->nic_class, n->ngpus * sizeof(*n->nic_class)) == 0;
+           memcmp(g->nic_class, n->nic_class, n->ngpus * sizeof(*n->nic_class)) == 0 &&
+           memcmp(g->features, n->features, n->nfeatures * sizeof(*n->features)) == 0;
 }
 
 static void index_out(struct sched_cluster *c, const struct node *n)
@@ -232,6 +235,8 @@ static void group_in(struct sched_cluster *c, uint32_t i)
             .gs = n->gs, .mask = n->gpu_free, .ngpus = n->ngpus, .links_uniform = n->links_uniform};
         memcpy(g->gpu_numa, n->gpu_numa, sizeof(g->gpu_numa));
         memcpy(g->nic_class, n->nic_class, sizeof(g->nic_class));
+        memcpy(g->features, n->features, sizeof(g->features));
+        g->nfeatures = n->nfeatures;
     }
     if (g->n == g->cap) {
         uint32_t cap = g->cap ? g->cap * 2 : 8;
@@ -560,15 +565,21 @@ int sched_alloc_copy(struct sched_alloc *dst, const struct sched_alloc *src)
     return 0;
 }
 
-static bool has_feature(const struct node *n, const char *feature)
+/* Whether feature (a job's constraint; NULL or "": none) is among n of features. */
+static bool features_have(const char (*features)[FEATURE_MAX_LEN], size_t n, const char *feature)
 {
     if (feature == NULL || feature[0] == '\0')
         return true;
-    for (size_t i = 0; i < n->nfeatures; i++) {
-        if (strcmp(n->features[i], feature) == 0)
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(features[i], feature) == 0)
             return true;
     }
     return false;
+}
+
+static bool has_feature(const struct node *n, const char *feature)
+{
+    return features_have(n->features, n->nfeatures, feature);
 }
 
 /* Could the node hold the request if it were idle? */
@@ -1144,8 +1155,8 @@ HOT_INLINE uint32_t group_first_with_cores(const struct sched_cluster *c, const 
     return lo;
 }
 
-/* From position at of g (whose nodes there on have the cores), the first node req may take
- * as node_fits_now and candidate_at would: its position, or g->n. */
+/* From position at of g (whose nodes there on have the cores, and the features: group_choice),
+ * the first node req may take as node_fits_now and candidate_at would: its position, or g->n. */
 HOT_INLINE uint32_t group_next(const struct sched_cluster *c, const struct group *g, uint32_t at,
                                const struct sched_req *req, const uint64_t *avoid)
 {
@@ -1154,8 +1165,7 @@ HOT_INLINE uint32_t group_next(const struct sched_cluster *c, const struct group
         const struct node *n = &c->nodes[i];
 
         if (n->up && !n->exclusive_held && n->mem_free >= req->mem_per_node_mib &&
-            !(req->exclusive && n->njobs > 0) && node_allowed(req, i) && !bit_set(avoid, i) &&
-            has_feature(n, req->constraint))
+            !(req->exclusive && n->njobs > 0) && node_allowed(req, i) && !bit_set(avoid, i))
             break;
     }
     return at;
@@ -1183,14 +1193,16 @@ static bool index_answers(const struct sched_cluster *cluster, const struct sche
            req->data_bytes == NULL && req->preferred == NULL && req->gpu_prefer == NULL;
 }
 
-/* The GPUs every node of g would give req (false: none will do), as choose_gpus chooses. */
+/* The GPUs every node of g would give req (false: none will do, or they lack its
+ * constraint), as choose_gpus chooses. */
 HOT_INLINE bool group_choice(const struct group *g, const struct sched_req *req,
                              struct gs_gpuset_choice *ch)
 {
     uint32_t k = req->gpus_per_node;
 
     memset(ch, 0, sizeof(*ch));
-    if (g->n == 0 || (uint32_t)__builtin_popcountll(g->mask) < k)
+    if (g->n == 0 || (uint32_t)__builtin_popcountll(g->mask) < k ||
+        !features_have(g->features, g->nfeatures, req->constraint))
         return false;
     if (k > 0 && g->gs != NULL)
         return shape_choose(g->gs, g->mask, k, req->affinity, ch) == 0;
