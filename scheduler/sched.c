@@ -25,13 +25,38 @@
 
 static void on_cron(uv_timer_t *timer);
 
+/* Where name is, or would go, in s->nodes_by_name. Names are looked up by every node list
+ * (reservations at each pass, --exclude, launches), so not by a walk of every node. */
+static size_t by_name_slot(const struct sched_ctx *s, const char *name)
+{
+    size_t lo = 0, hi = s->nnodes;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+
+        if (strcmp(s->nodes_by_name[mid]->name, name) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 struct sched_node *sched_node_find(struct sched_ctx *s, const char *name)
 {
-    for (size_t i = 0; i < s->nnodes; i++) {
-        if (strcmp(s->nodes[i]->name, name) == 0)
-            return s->nodes[i];
-    }
-    return NULL;
+    size_t at = by_name_slot(s, name);
+
+    return at < s->nnodes && strcmp(s->nodes_by_name[at]->name, name) == 0 ? s->nodes_by_name[at]
+                                                                           : NULL;
+}
+
+void sched_node_by_name_insert(struct sched_ctx *s, struct sched_node *n)
+{
+    size_t at = by_name_slot(s, n->name);
+
+    memmove(&s->nodes_by_name[at + 1], &s->nodes_by_name[at],
+            (s->nnodes - at) * sizeof(*s->nodes_by_name));
+    s->nodes_by_name[at] = n;
 }
 
 uint64_t sched_fence_ms(const struct sched_ctx *s)
@@ -99,6 +124,7 @@ void sched_release_handle(struct sched_ctx *s)
         free(s->nodes[i]);
     }
     free(s->nodes);
+    free(s->nodes_by_name);
     sched_jobs_free(s->jobs);
     sched_policy_free(s);
     sched_resv_free(s);

@@ -179,7 +179,8 @@ struct sched_ctx {
     uint64_t **part_masks;
     size_t part_words;
     bool part_masks_lost;
-    struct sched_node **nodes;
+    struct sched_node **nodes;         /* by cluster index (registration order) */
+    struct sched_node **nodes_by_name; /* the same, by name (sched_node_find) */
     size_t nnodes;
     struct sched_jobs *jobs;
     struct sched_journal *journal;
@@ -216,6 +217,8 @@ struct sched_ctx {
 };
 
 struct sched_node *sched_node_find(struct sched_ctx *s, const char *name);
+/* Node n, about to become s->nodes[s->nnodes], into nodes_by_name (grown by the caller). */
+void sched_node_by_name_insert(struct sched_ctx *s, struct sched_node *n);
 /* How long a worker that hears nothing from gschedd runs its tasks before killing them:
  * scheduler.fence_timeout (default 5 min); 0: workers never fence, and a lost node's jobs
  * move as soon as it is declared down. */

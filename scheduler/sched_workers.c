@@ -140,11 +140,15 @@ struct sched_node *sched_node_add(struct sched_ctx *s, const char *name,
 {
     struct sched_node *n = calloc(1, sizeof(*n));
     struct sched_node **v = realloc(s->nodes, (s->nnodes + 1) * sizeof(*v));
+    struct sched_node **by_name = realloc(s->nodes_by_name, (s->nnodes + 1) * sizeof(*by_name));
     int index;
 
     if (v != NULL)
         s->nodes = v;
-    if (n == NULL || v == NULL || (n->topology = copy_topology(topology)) == NULL)
+    if (by_name != NULL)
+        s->nodes_by_name = by_name;
+    if (n == NULL || v == NULL || by_name == NULL ||
+        (n->topology = copy_topology(topology)) == NULL)
         goto fail;
     index = to_cluster(s, name, n->topology, -1);
     if (index < 0 || (size_t)index != s->nnodes)
@@ -152,6 +156,7 @@ struct sched_node *sched_node_add(struct sched_ctx *s, const char *name,
     n->index = (uint32_t)index;
     snprintf(n->name, sizeof(n->name), "%s", name);
     sched_cluster_set_up(s->cluster, n->index, false);
+    sched_node_by_name_insert(s, n);
     s->nodes[s->nnodes++] = n;
     sched_part_masks_node_added(s, n);
     return n;

@@ -54,6 +54,7 @@ static void teardown(void)
     for (size_t i = 0; i < s->nnodes; i++)
         free_node(s->nodes[i]);
     free(s->nodes);
+    free(s->nodes_by_name);
     sched_jobs_free(s->jobs);
     sched_cluster_free(s->cluster);
     sched_tel_free(s->tel);
@@ -91,7 +92,9 @@ static Gs__NodeTopology *topology(const char *name)
 static void add_nodes(size_t n)
 {
     s->nodes = calloc(n, sizeof(*s->nodes));
+    s->nodes_by_name = calloc(n, sizeof(*s->nodes_by_name));
     cr_assert_not_null(s->nodes);
+    cr_assert_not_null(s->nodes_by_name);
     for (size_t i = 0; i < n; i++) {
         struct sched_node *node = calloc(1, sizeof(*node));
         struct sched_node_info info = {.ngpus = GPUS, .ncores = 64, .mem_mib = 512 * 1024};
@@ -107,6 +110,7 @@ static void add_nodes(size_t n)
         index = sched_cluster_add_node(s->cluster, &info);
         cr_assert_geq(index, 0);
         node->index = (uint32_t)index;
+        sched_node_by_name_insert(s, node);
         s->nodes[s->nnodes++] = node;
     }
 }
