@@ -13,6 +13,11 @@
 # first submit to the last job's end, submits/s, median and p99 submit -> task start, gschedd's
 # CPU time over the submit phase (per job too) and what the rest of the machine took.
 #
+# JOB_NODES and JOB_GPUS (default 1 and 1) shape the jobs: JOB_NODES=2 JOB_GPUS=8 makes
+# every job a gang of two whole nodes.
+#
+# SWITCH=N (N > 0) hangs the nodes off switches of N consecutive nodes each ([[switch]]).
+#
 # PARTS=N (N > 1) splits the nodes into N partitions of consecutive nodes ([[partition]] with
 # node lists, the first the default one, where the jobs go): as on a cluster whose
 # partitions list their nodes, every job then has a node mask.
@@ -89,7 +94,11 @@ heartbeat_misses = 30
 log_level = "warn"
 auth_key = "$tmp/gsched.key"
 EOF
-    local parts=${PARTS:-0} k per
+    local parts=${PARTS:-0} k per sw=${SWITCH:-0}
+    for ((k = 0; sw > 0 && k * sw < nodes; k++)); do
+        printf '[[switch]]\nname = "s%d"\nnodes = "sim[%04d-%04d]"\n' "$k" $((k * sw + 1)) \
+            $(((k + 1) * sw < nodes ? (k + 1) * sw : nodes)) >>"$run/gsched.toml"
+    done
     per=$((nodes / (parts > 0 ? parts : 1)))
     for ((k = 0; parts > 1 && k < parts; k++)); do
         printf '[[partition]]\nname = "p%d"\nnodes = "sim[%04d-%04d]"\n%s\n' "$k" \
@@ -134,7 +143,8 @@ one_run() {
     fi
     wait_for 300 nodes_up
     cd "$run"
-    printf 'name = "scale"\n[resources]\nnodes = 1\ngpus_per_node = 1\n[run]\ncommand = ["/bin/true"]\nstdout = "/dev/null"\n' >job.toml
+    printf 'name = "scale"\n[resources]\nnodes = %d\ngpus_per_node = %d\n[run]\ncommand = ["/bin/true"]\nstdout = "/dev/null"\n' \
+        "${JOB_NODES:-1}" "${JOB_GPUS:-1}" >job.toml
     before="$EPOCHREALTIME $(proc_ticks "$gschedd_pid") $(machine_ticks)"
     out=$("$bin/sched_load" --socket "$run/gschedd.sock" -n "$jobs" -c "$inflight" job.toml) ||
         echo "sched_load: exit status $?, output: $out" >&2
