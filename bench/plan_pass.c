@@ -11,7 +11,9 @@
  * SWITCH > 0 hangs the nodes off switches of SWITCH nodes each (a gang's nodes then stay
  * under one where they can). PARTS > 1 splits the nodes into that many partitions of
  * consecutive nodes (as node[1-2500] and so on), each job in one of them in turn: every job
- * then has a node mask, as on a cluster whose partitions list their nodes.
+ * then has a node mask, as on a cluster whose partitions list their nodes. With SPREAD=1 in
+ * the environment the running jobs of "full" started a second apart, so they end one by one
+ * (a reservation's shadow time then walks their ends).
  * Two cases, each on a fresh table: "full" (every GPU already held by running jobs, so no
  * pending job fits: the pass decides that for each, the work of a busy cluster at every
  * event) and "empty" (the pass starts min(PENDING, GPUs) jobs: the first pass after a big
@@ -150,7 +152,8 @@ static int run_case(const struct setup *su, bool full, double *best_ms, double *
             if (job == NULL || sched_cluster_place(c, &req, NULL, &a) < 0)
                 goto next;
             sched_cluster_take(c, &a);
-            rc = sched_job_start(job, &a, 1, 1000);
+            rc = sched_job_start(job, &a, 1,
+                                 getenv("SPREAD") != NULL ? 1000 + 1000 * (uint64_t)i : 1000);
             sched_alloc_release(&a);
             if (rc < 0)
                 goto next;

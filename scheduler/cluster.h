@@ -18,8 +18,10 @@
  * every ranking figure but their free cores, so the cluster keeps them in groups: most
  * requests are answered from the groups without scoring every node, with the same answer.
  *
- * Loop thread only (the scheduler's state); a copy made with sched_cluster_copy() may be used
- * anywhere.
+ * Loop thread only (the scheduler's state). A copy made with sched_cluster_copy() copies only
+ * what changes (free resources, state) and borrows the rest (node layouts, link hierarchies
+ * and their cache of GPU choices): it is used on the original's thread, while no node of
+ * the original is added or reset, and freed before the original.
  */
 #ifndef SCHED_CLUSTER_H
 #define SCHED_CLUSTER_H
@@ -115,7 +117,8 @@ struct sched_cluster;
 
 struct sched_cluster *sched_cluster_new(void);
 void sched_cluster_free(struct sched_cluster *cluster);
-/* A deep copy of the free-resource state, for what-if planning. NULL when out of memory. */
+/* A copy of the free-resource state, for what-if planning (see the top for what it borrows).
+ * NULL when out of memory. */
 struct sched_cluster *sched_cluster_copy(const struct sched_cluster *cluster);
 
 /* Adds a node, up and idle. Returns its index (>= 0), -EINVAL for impossible sizes, -ENOMEM. */
