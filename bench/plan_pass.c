@@ -13,7 +13,8 @@
  * consecutive nodes (as node[1-2500] and so on), each job in one of them in turn: every job
  * then has a node mask, as on a cluster whose partitions list their nodes. With SPREAD=1 in
  * the environment the running jobs of "full" started a second apart, so they end one by one
- * (a reservation's shadow time then walks their ends).
+ * (a reservation's shadow time then walks their ends). With RESV_GPUS=1 GPUs 0-3 of the first
+ * node are in an advance reservation no job names, so every job has reservations' GPU masks.
  * Two cases, each on a fresh table: "full" (every GPU already held by running jobs, so no
  * pending job fits: the pass decides that for each, the work of a busy cluster at every
  * event) and "empty" (the pass starts min(PENDING, GPUs) jobs: the first pass after a big
@@ -126,11 +127,10 @@ static int part_masks(void *data, const struct gs_jobspec *spec, struct sched_no
     return 0;
 }
 
-static int run_case(const struct setup *su, bool full, double *best_ms, double *ask_ms)
+static int run_reps(const struct setup *su, bool full, const struct sched_planner_hooks *hk,
+                    double *best_ms, double *ask_ms)
 {
-    struct sched_planner_hooks hooks = {.backfill_depth = su->depth,
-                                        .masks = su->parts > 1 ? part_masks : NULL,
-                                        .data = (void *)su};
+    struct sched_planner_hooks hooks = *hk;
 
     *best_ms = 1e30;
     for (int r = 0; r < su->reps; r++) {
@@ -179,6 +179,33 @@ static int run_case(const struct setup *su, bool full, double *best_ms, double *
             return rc;
     }
     return 0;
+}
+
+static int run_case(const struct setup *su, bool full, double *best_ms, double *ask_ms)
+{
+    struct sched_planner_hooks hooks = {.backfill_depth = su->depth,
+                                        .masks = su->parts > 1 ? part_masks : NULL,
+                                        .data = (void *)su};
+    uint64_t *resv_nodes = calloc(su->nodes / 64 + 1, sizeof(uint64_t));
+    uint64_t *resv_gpus = calloc(su->nodes + 1, sizeof(uint64_t));
+    struct sched_planner_resv resv = {.name = "r", .nodes = resv_nodes, .gpus = resv_gpus};
+    int rc = 0;
+
+    if (resv_nodes == NULL || resv_gpus == NULL) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    resv_nodes[0] = 1;
+    resv_gpus[0] = 0xf;
+    if (getenv("RESV_GPUS") != NULL) {
+        hooks.resv = &resv;
+        hooks.nresv = 1;
+    }
+    rc = run_reps(su, full, &hooks, best_ms, ask_ms);
+out:
+    free(resv_nodes);
+    free(resv_gpus);
+    return rc;
 }
 
 int main(int argc, char **argv)

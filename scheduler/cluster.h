@@ -69,8 +69,12 @@ struct sched_req {
     const uint64_t *required;
     uint32_t nrequired;
     /* Per node index, the GPUs the job may use there (advance reservations of GPUs: theirs
-     * for their jobs, all but theirs for the others); NULL: any. */
+     * for their jobs, all but theirs for the others); NULL: any. gpu_masked lists the nodes
+     * whose mask is not every GPU (ngpu_masked of them), when the caller knows them (NULL:
+     * placement looks at every node's mask). */
     const uint64_t *gpu_masks;
+    const uint32_t *gpu_masked;
+    uint32_t ngpu_masked;
     /* Per node index, the bytes of the job's dataset its cache holds (docs/data.md); NULL:
      * the job has none. Among nodes equal in link class and fit, more goes first. */
     const uint64_t *data_bytes;

@@ -643,14 +643,62 @@ HOT_INLINE uint32_t group_best(const struct sched_cluster *c, const struct group
 
 /*
  * Whether the candidate index can answer req. Node lists that allow or avoid nodes, a
- * constraint and exclusivity only rule nodes out, one by one (group_next); a node list the
- * job must have, reservations' GPU masks and preferences, and data change a node's figures,
- * which its group would no longer share.
+ * constraint and exclusivity only rule nodes out, one by one (group_next); reservations'
+ * GPU masks change the figures of the nodes they narrow, which are scored one by one
+ * (struct masked); a node list the job must have, reservations' preferences and data
+ * change every node's figures, which its group would no longer share.
  */
 static bool index_answers(const struct sched_cluster *cluster, const struct sched_req *req)
 {
-    return cluster->groups != NULL && req->required == NULL && req->gpu_masks == NULL &&
-           req->data_bytes == NULL && req->preferred == NULL && req->gpu_prefer == NULL;
+    return cluster->groups != NULL && req->required == NULL && req->data_bytes == NULL &&
+           req->preferred == NULL && req->gpu_prefer == NULL;
+}
+
+/*
+ * With reservations' GPU masks, the nodes whose mask is not every GPU (the reservations'
+ * own, as the planner makes the masks) are scored one by one, and the groups' walk passes
+ * over them (skip: avoid and them); the others' free GPUs are what their group says.
+ */
+struct masked {
+    uint64_t *skip;        /* NULL: no masks (skip is avoid) */
+    const uint32_t *nodes; /* n of them: req's list, or own */
+    uint32_t n;
+    uint32_t *own;
+};
+
+static int masked_split(const struct sched_cluster *c, const struct sched_req *req,
+                        const uint64_t *avoid, struct masked *ret)
+{
+    size_t words = c->nnodes / 64 + 1;
+
+    *ret = (struct masked){0};
+    if (req->gpu_masks == NULL)
+        return 0;
+    if ((ret->skip = calloc(words, sizeof(*ret->skip))) == NULL)
+        return -ENOMEM;
+    if (avoid != NULL)
+        memcpy(ret->skip, avoid, words * sizeof(*ret->skip));
+    if (req->gpu_masked != NULL) {
+        ret->nodes = req->gpu_masked;
+        ret->n = req->ngpu_masked;
+    } else {
+        if ((ret->own = malloc((c->nnodes > 0 ? c->nnodes : 1) * sizeof(*ret->own))) == NULL)
+            return -ENOMEM;
+        for (uint32_t i = 0; i < c->nnodes; i++) {
+            if (req->gpu_masks[i] != ~UINT64_C(0))
+                ret->own[ret->n++] = i;
+        }
+        ret->nodes = ret->own;
+    }
+    for (uint32_t k = 0; k < ret->n; k++)
+        ret->skip[ret->nodes[k] / 64] |= UINT64_C(1) << (ret->nodes[k] % 64);
+    return 0;
+}
+
+static void masked_release(struct masked *m)
+{
+    free(m->skip);
+    free(m->own);
 }
 
 /* The GPUs every node of g would give req (false: none will do, or they lack its
@@ -672,17 +720,15 @@ HOT_INLINE bool group_choice(const struct group *g, const struct sched_req *req,
 
 /*
  * place_one through the candidate index: the same ranking (candidate_at's figures, which a
- * group's nodes share but for their free cores), one GPU choice and one search per group.
- * Returns false when the index cannot answer (then the caller scans).
+ * group's nodes share but for their free cores), one GPU choice and one search per group,
+ * passing over the nodes in avoid; the best into *ret, *ret_found whether there is one.
  */
-HOT_INLINE bool place_one_indexed(const struct sched_cluster *cluster, const struct sched_req *req,
+HOT_INLINE void place_one_indexed(const struct sched_cluster *cluster, const struct sched_req *req,
                                   const uint64_t *avoid, struct candidate *ret, bool *ret_found)
 {
     uint32_t k = req->gpus_per_node;
     bool found = false;
 
-    if (!index_answers(cluster, req))
-        return false;
     for (size_t gi = 0; gi < cluster->ngroups; gi++) {
         const struct group *g = &cluster->groups[gi];
         struct gs_gpuset_choice ch;
@@ -705,25 +751,40 @@ HOT_INLINE bool place_one_indexed(const struct sched_cluster *cluster, const str
         }
     }
     *ret_found = found;
-    return true;
+}
+
+/* The better of *best (when *found) and node i's candidate, into *best. */
+HOT_INLINE void keep_better(const struct sched_cluster *cluster, const struct sched_req *req,
+                            const uint64_t *avoid, size_t i, struct candidate *best, bool *found)
+{
+    struct candidate c;
+
+    if (candidate_at(cluster, req, avoid, i, &c) && (!*found || compare_candidates(&c, best) < 0)) {
+        *best = c;
+        *found = true;
+    }
 }
 
 /* A one-node job without a node list: the best candidate, in one pass without a sort. */
 HOT_INLINE int place_one(const struct sched_cluster *cluster, const struct sched_req *req,
                          const uint64_t *avoid, struct sched_alloc *alloc)
 {
-    struct candidate best = {0}, c;
+    struct candidate best = {0};
+    struct masked m = {0};
     bool found = false;
     int rc;
 
-    bool indexed = place_one_indexed(cluster, req, avoid, &best, &found);
-
-    for (size_t i = 0; !indexed && i < cluster->nnodes; i++) {
-        if (candidate_at(cluster, req, avoid, i, &c) &&
-            (!found || compare_candidates(&c, &best) < 0)) {
-            best = c;
-            found = true;
-        }
+    if (!index_answers(cluster, req)) {
+        for (size_t i = 0; i < cluster->nnodes; i++)
+            keep_better(cluster, req, avoid, i, &best, &found);
+    } else if ((rc = masked_split(cluster, req, avoid, &m)) < 0) {
+        masked_release(&m);
+        return rc;
+    } else {
+        place_one_indexed(cluster, req, m.skip != NULL ? m.skip : avoid, &best, &found);
+        for (uint32_t k = 0; k < m.n; k++)
+            keep_better(cluster, req, avoid, m.nodes[k], &best, &found);
+        masked_release(&m);
     }
     if (!found)
         return -EAGAIN;
@@ -745,8 +806,14 @@ HOT_INLINE int place_one(const struct sched_cluster *cluster, const struct sched
  */
 struct cursor {
     struct candidate head; /* the group's next candidate */
-    const struct group *g;
-    uint32_t at; /* head's position in g */
+    const struct group *g; /* NULL: the masked nodes' candidates, ranked (struct ranked) */
+    uint32_t at;           /* head's position in g, or in those */
+};
+
+/* Candidates scored one by one (the masked nodes), in rank order. */
+struct ranked {
+    struct candidate *c;
+    uint32_t n;
 };
 
 /* Restores the heap below position i (the smallest head on top). */
@@ -780,12 +847,15 @@ static void cursor_at(const struct sched_cluster *c, const struct sched_req *req
     cur->head.cores_left = c->nodes[node].ncores_free - req->cores_per_node;
 }
 
-/* One cursor per group with a node that fits, into h (ngroups entries); how many. */
+/* One cursor per group with a node that fits, and one for extra when it has any, into h
+ * (ngroups + 1 entries); how many. */
 static uint32_t cursors_start(const struct sched_cluster *c, const struct sched_req *req,
-                              const uint64_t *avoid, struct cursor *h)
+                              const uint64_t *avoid, const struct ranked *extra, struct cursor *h)
 {
     uint32_t n = 0;
 
+    if (extra->n > 0)
+        h[n++] = (struct cursor){.head = extra->c[0], .g = NULL, .at = 0};
     for (size_t gi = 0; gi < c->ngroups; gi++) {
         const struct group *g = &c->groups[gi];
         struct gs_gpuset_choice ch;
@@ -810,14 +880,15 @@ static uint32_t cursors_start(const struct sched_cluster *c, const struct sched_
 }
 
 /*
- * The ranked candidates for a gang from the candidate index, into cand (nnodes entries):
- * the whole ranking, or a prefix of it that holds the first req->nodes and, on a cluster
- * with switches, under_one_switch's choice. Their count; -ENOMEM.
+ * The ranked candidates for a gang from the candidate index and extra (the nodes it passes
+ * over: avoid), into cand (nnodes entries): the whole ranking, or a prefix of it that holds
+ * the first req->nodes and, on a cluster with switches, under_one_switch's choice. Their
+ * count; -ENOMEM.
  */
 static int gang_ranked(const struct sched_cluster *c, const struct sched_req *req,
-                       const uint64_t *avoid, struct candidate *cand)
+                       const uint64_t *avoid, const struct ranked *extra, struct candidate *cand)
 {
-    struct cursor *h = malloc((c->ngroups > 0 ? c->ngroups : 1) * sizeof(*h));
+    struct cursor *h = malloc((c->ngroups + 1) * sizeof(*h));
     int nsw = c->switch_max;
     struct switch_tally *tally = calloc((size_t)nsw + 1, sizeof(*tally));
     uint32_t nh, m = 0, want = req->nodes;
@@ -825,7 +896,7 @@ static int gang_ranked(const struct sched_cluster *c, const struct sched_req *re
 
     if (h == NULL || tally == NULL)
         goto out;
-    nh = cursors_start(c, req, avoid, h);
+    nh = cursors_start(c, req, avoid, extra, h);
     while (nh > 0) {
         struct cursor *top = &h[0];
         bool filled = tally_add(tally, nsw, &top->head, m, want); /* a switch got its want */
@@ -836,7 +907,10 @@ static int gang_ranked(const struct sched_cluster *c, const struct sched_req *re
             break; /* no switches: under_one_switch keeps the ranking */
         if (m >= want && (filled || (m & (m - 1)) == 0) && switch_settled(tally, nsw, want, m))
             break;
-        if ((at = group_next(c, top->g, top->at + 1, req, avoid)) < top->g->n)
+        if (top->g == NULL && top->at + 1 < extra->n)
+            top->head = extra->c[++top->at];
+        else if (top->g != NULL &&
+                 (at = group_next(c, top->g, top->at + 1, req, avoid)) < top->g->n)
             cursor_at(c, req, top, at);
         else
             h[0] = h[--nh];
@@ -846,6 +920,30 @@ static int gang_ranked(const struct sched_cluster *c, const struct sched_req *re
 out:
     free(h);
     free(tally);
+    return rc;
+}
+
+/* gang_ranked, with the nodes reservations' GPU masks narrow scored one by one. */
+static int gang_indexed(const struct sched_cluster *c, const struct sched_req *req,
+                        const uint64_t *avoid, struct candidate *cand)
+{
+    struct ranked extra = {0};
+    struct masked m;
+    int rc = masked_split(c, req, avoid, &m);
+
+    if (rc == 0 && m.n > 0 && (extra.c = malloc(m.n * sizeof(*extra.c))) == NULL)
+        rc = -ENOMEM;
+    for (uint32_t k = 0; rc == 0 && k < m.n; k++) {
+        if (candidate_at(c, req, avoid, m.nodes[k], &extra.c[extra.n]))
+            extra.n++;
+    }
+    if (rc == 0) {
+        if (extra.n > 1)
+            gs_sort(extra.c, extra.n, sizeof(*extra.c), compare_candidates);
+        rc = gang_ranked(c, req, m.skip != NULL ? m.skip : avoid, &extra, cand);
+    }
+    free(extra.c);
+    masked_release(&m);
     return rc;
 }
 
@@ -923,7 +1021,7 @@ GS_POPCNT_CLONES static int place_shape(const struct sched_cluster *cluster,
     if (cand == NULL)
         return -ENOMEM;
     if (index_answers(cluster, req)) {
-        if ((rc = gang_ranked(cluster, req, avoid, cand)) < 0)
+        if ((rc = gang_indexed(cluster, req, avoid, cand)) < 0)
             goto out;
         ncand = (uint32_t)rc;
         rc = -EAGAIN;

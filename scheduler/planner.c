@@ -35,6 +35,8 @@ void sched_node_masks_apply(const struct sched_node_masks *m, struct sched_req *
     req->required = m->required;
     req->nrequired = m->nrequired;
     req->gpu_masks = m->gpu_masks;
+    req->gpu_masked = m->gpu_masked;
+    req->ngpu_masked = m->ngpu_masked;
     req->data_bytes = m->data_bytes;
     req->data_first = m->data_first;
     req->preferred = m->preferred;
@@ -181,7 +183,9 @@ static void note_reason(const struct gathered *g, struct sched_job *job, const c
 struct resv_cut {
     uint64_t set;
     uint64_t *mask;
-    bool gpus; /* mask is per node, the GPUs outside the set's GPU reservations */
+    bool gpus;        /* mask is per node, the GPUs outside the set's GPU reservations */
+    uint32_t *masked; /* then the nodes where that is not every GPU (nmasked; NULL: none) */
+    uint32_t nmasked;
 };
 
 static const struct sched_planner_resv *resv_find(const struct sched_planner_hooks *hk,
@@ -247,12 +251,24 @@ static void clear_resv_gpus(uint64_t *mask, const struct sched_planner_hooks *hk
     }
 }
 
+/* The nodes whose GPU mask is not every GPU, for placement (cluster.h, gpu_masked). */
+static int cut_masked(struct resv_cut *cut, size_t nnodes)
+{
+    if ((cut->masked = malloc((nnodes > 0 ? nnodes : 1) * sizeof(*cut->masked))) == NULL)
+        return -ENOMEM;
+    for (size_t n = 0; n < nnodes; n++) {
+        if (cut->mask[n] != ~UINT64_C(0))
+            cut->masked[cut->nmasked++] = (uint32_t)n;
+    }
+    return 0;
+}
+
 /*
  * The shared mask for set: of nodes (whole-node reservations) or, with gpus, of GPUs per
- * node (GPU reservations); NULL when out of memory.
+ * node (GPU reservations), with its nodes not every GPU; NULL when out of memory.
  */
-static uint64_t *resv_cut_mask(struct gathered *g, const struct sched_planner_hooks *hk,
-                               uint64_t set, bool gpus)
+static const struct resv_cut *resv_cut(struct gathered *g, const struct sched_planner_hooks *hk,
+                                       uint64_t set, bool gpus)
 {
     size_t len = gpus ? g->nnodes + 1 : g->words;
     struct resv_cut *grown;
@@ -260,7 +276,7 @@ static uint64_t *resv_cut_mask(struct gathered *g, const struct sched_planner_ho
 
     for (size_t i = 0; i < g->ncuts; i++) {
         if (g->cuts[i].set == set && g->cuts[i].gpus == gpus)
-            return g->cuts[i].mask;
+            return &g->cuts[i];
     }
     grown = realloc(g->cuts, (g->ncuts + 1) * sizeof(*grown));
     if (grown == NULL)
@@ -278,8 +294,20 @@ static uint64_t *resv_cut_mask(struct gathered *g, const struct sched_planner_ho
                 clear_resv_nodes(mask, &hk->resv[i], g->words);
         }
     }
-    g->cuts[g->ncuts++] = (struct resv_cut){set, mask, gpus};
-    return mask;
+    g->cuts[g->ncuts] = (struct resv_cut){set, mask, gpus, NULL, 0};
+    if (gpus && cut_masked(&g->cuts[g->ncuts], g->nnodes) < 0) {
+        free(mask);
+        return NULL;
+    }
+    return &g->cuts[g->ncuts++];
+}
+
+static uint64_t *resv_cut_mask(struct gathered *g, const struct sched_planner_hooks *hk,
+                               uint64_t set, bool gpus)
+{
+    const struct resv_cut *cut = resv_cut(g, hk, set, gpus);
+
+    return cut != NULL ? cut->mask : NULL;
 }
 
 /* m's allowed nodes made its own before they are narrowed (a partition's or a reservation's
@@ -333,7 +361,7 @@ static int resv_over_64(struct gathered *g, const struct sched_planner_hooks *hk
             g->cuts = grown; /* kept with the shared ones, freed after the pass */
             /* set 0 is never looked up (no reservation met: no mask), so no shared lookup
              * can return this job's own array */
-            g->cuts[g->ncuts++] = (struct resv_cut){0, gpus, true};
+            g->cuts[g->ncuts++] = (struct resv_cut){.set = 0, .mask = gpus, .gpus = true};
             memset(gpus, 0xff, (g->nnodes + 1) * sizeof(*gpus));
         }
         for (size_t n = 0; n < g->nnodes; n++)
@@ -409,8 +437,15 @@ static int apply_resv(struct gathered *g, const struct sched_planner_hooks *hk,
                 set |= UINT64_C(1) << i;
         }
     }
-    if (gpu_set != 0 && (m->gpu_masks = resv_cut_mask(g, hk, gpu_set, true)) == NULL)
-        return -ENOMEM;
+    if (gpu_set != 0) {
+        const struct resv_cut *cut = resv_cut(g, hk, gpu_set, true);
+
+        if (cut == NULL)
+            return -ENOMEM;
+        m->gpu_masks = cut->mask;
+        m->gpu_masked = cut->masked;
+        m->ngpu_masked = cut->nmasked;
+    }
     if (set == 0)
         return 0;
     if (m->allowed == NULL) {
@@ -731,8 +766,10 @@ static void gathered_release(struct gathered *g, size_t n)
     for (size_t i = 0; g->masks != NULL && i < n; i++)
         sched_node_masks_release(&g->masks[i]);
     free(g->masks);
-    for (size_t i = 0; i < g->ncuts; i++)
+    for (size_t i = 0; i < g->ncuts; i++) {
         free(g->cuts[i].mask);
+        free(g->cuts[i].masked);
+    }
     free(g->cuts);
     free(g->pending);
     free(g->running);

@@ -41,6 +41,8 @@ struct sched_node_masks {
     bool allowed_borrowed;      /* allowed is not the masks' own (a partition's or a
                                  * reservation's, shared): copied before it is narrowed */
     const uint64_t *gpu_masks;  /* per node, the GPUs it may use (reservations'; borrowed) */
+    const uint32_t *gpu_masked; /* the nodes where that is not every GPU (borrowed; NULL: */
+    uint32_t ngpu_masked;       /* not known, placement finds them) */
     uint64_t *data_bytes;       /* per node, bytes of the job's dataset its cache holds */
     bool data_first;            /* they rank before fit (scheduler.data_locality = "prefer") */
     const uint64_t *preferred;  /* nodes that rank first (a reservation's; borrowed) */

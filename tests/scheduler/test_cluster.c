@@ -792,8 +792,9 @@ static void add_random_node(uint32_t i, uint32_t seed, int switches)
 /*
  * The candidate index ranks a gang's nodes as the scan of every node does, with switches
  * (under_one_switch's choice from a prefix of the ranking) and without: random runs of gang
- * and one-node placements, some with allowed nodes, avoided nodes, a constraint or
- * --exclusive, releases and nodes going down and up over 40 nodes of three kinds, each
+ * and one-node placements, some with allowed nodes, avoided nodes, a constraint,
+ * --exclusive or reservations' GPU masks (all GPUs on most nodes, a few taken out on some),
+ * releases and nodes going down and up over 40 nodes of three kinds, each
  * request placed both ways (on a copy, which scans), the two allocations the same nodes in
  * the same order, GPUs and cores.
  */
@@ -809,7 +810,7 @@ static void gangs_as_the_scan(int switches, uint32_t seed)
     for (int step = 0; step < 3000; step++) {
         struct sched_alloc scan, idx;
         struct sched_req r;
-        uint64_t allowed[1], avoid[1];
+        uint64_t allowed[1], avoid[1], gpu_masks[41];
         int rc_scan, rc_idx;
         bool avoiding;
 
@@ -838,6 +839,9 @@ static void gangs_as_the_scan(int switches, uint32_t seed)
         avoiding = (seed >> 2) % 4 == 0;
         r.constraint = (seed >> 4) % 5 == 0 ? "ib" : NULL;
         r.exclusive = (seed >> 7) % 6 == 0;
+        for (uint32_t i = 0; i < 41; i++) /* GPUs 1 and 2 of every fifth node reserved */
+            gpu_masks[i] = (i + (seed >> 9)) % 5 == 0 ? ~UINT64_C(0x6) : ~UINT64_C(0);
+        r.gpu_masks = (seed >> 11) % 4 == 0 ? gpu_masks : NULL;
         sched_alloc_init(&scan);
         sched_alloc_init(&idx);
         rc_scan = place_scanning(&r, avoiding ? avoid : NULL, &scan);
