@@ -14,7 +14,8 @@
  * then has a node mask, as on a cluster whose partitions list their nodes. With SPREAD=1 in
  * the environment the running jobs of "full" started a second apart, so they end one by one
  * (a reservation's shadow time then walks their ends). With RESV_GPUS=1 GPUs 0-3 of the first
- * node are in an advance reservation no job names, so every job has reservations' GPU masks.
+ * node are in an advance reservation no job names, so every job has reservations' GPU masks;
+ * with RESV_MAGNETIC=1 it is a MAGNETIC one of every job's account, so every job prefers them.
  * Two cases, each on a fresh table: "full" (every GPU already held by running jobs, so no
  * pending job fits: the pass decides that for each, the work of a busy cluster at every
  * event) and "empty" (the pass starts min(PENDING, GPUs) jobs: the first pass after a big
@@ -72,6 +73,10 @@ static struct sched_job *add(struct sched_jobs *jobs, uint64_t id, uint32_t gang
         return NULL;
     }
     spec->nodes = gang;
+    if ((spec->account = strdup("a")) == NULL) {
+        gs_jobspec_free(spec);
+        return NULL;
+    }
     spec->gpus_per_node = gang > 1 ? GPUS : 1;
     spec->time_limit_s = 3600;
     return sched_jobs_add(jobs, id, spec, 1000);
@@ -188,7 +193,13 @@ static int run_case(const struct setup *su, bool full, double *best_ms, double *
                                         .data = (void *)su};
     uint64_t *resv_nodes = calloc(su->nodes / 64 + 1, sizeof(uint64_t));
     uint64_t *resv_gpus = calloc(su->nodes + 1, sizeof(uint64_t));
-    struct sched_planner_resv resv = {.name = "r", .nodes = resv_nodes, .gpus = resv_gpus};
+    static const char *const accounts[] = {"a"};
+    struct sched_planner_resv resv = {.name = "r",
+                                      .nodes = resv_nodes,
+                                      .gpus = resv_gpus,
+                                      .magnetic = getenv("RESV_MAGNETIC") != NULL,
+                                      .accounts = accounts,
+                                      .naccounts = 1};
     int rc = 0;
 
     if (resv_nodes == NULL || resv_gpus == NULL) {
@@ -197,7 +208,7 @@ static int run_case(const struct setup *su, bool full, double *best_ms, double *
     }
     resv_nodes[0] = 1;
     resv_gpus[0] = 0xf;
-    if (getenv("RESV_GPUS") != NULL) {
+    if (getenv("RESV_GPUS") != NULL || resv.magnetic) {
         hooks.resv = &resv;
         hooks.nresv = 1;
     }

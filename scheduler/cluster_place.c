@@ -644,20 +644,20 @@ HOT_INLINE uint32_t group_best(const struct sched_cluster *c, const struct group
 /*
  * Whether the candidate index can answer req. Node lists that allow or avoid nodes, a
  * constraint and exclusivity only rule nodes out, one by one (group_next); reservations'
- * GPU masks change the figures of the nodes they narrow, which are scored one by one
- * (struct masked); a node list the job must have, reservations' preferences and data
- * change every node's figures, which its group would no longer share.
+ * GPU masks and preferences change the figures of their own nodes, which are scored one by
+ * one (struct masked); a node list the job must have and data change every node's figures,
+ * which its group would no longer share.
  */
 static bool index_answers(const struct sched_cluster *cluster, const struct sched_req *req)
 {
-    return cluster->groups != NULL && req->required == NULL && req->data_bytes == NULL &&
-           req->preferred == NULL && req->gpu_prefer == NULL;
+    return cluster->groups != NULL && req->required == NULL && req->data_bytes == NULL;
 }
 
 /*
- * With reservations' GPU masks, the nodes whose mask is not every GPU (the reservations'
- * own, as the planner makes the masks) are scored one by one, and the groups' walk passes
- * over them (skip: avoid and them); the others' free GPUs are what their group says.
+ * The nodes scored one by one: those whose reservations' GPU mask is not every GPU (the
+ * reservations' own, as the planner makes the masks), and a reservation's preferred nodes
+ * and GPUs (they rank first). The groups' walk passes over them (skip: avoid and them); the
+ * others' figures are their group's, not preferred.
  */
 struct masked {
     uint64_t *skip;        /* NULL: no masks (skip is avoid) */
@@ -666,32 +666,49 @@ struct masked {
     uint32_t *own;
 };
 
+/* Node i into m's own list and skip, once. */
+static void masked_add(struct masked *m, uint32_t i)
+{
+    uint64_t bit = UINT64_C(1) << (i % 64);
+
+    if (m->skip[i / 64] & bit)
+        return; /* there already, or avoided (which no score would take) */
+    m->skip[i / 64] |= bit;
+    m->own[m->n++] = i;
+}
+
 static int masked_split(const struct sched_cluster *c, const struct sched_req *req,
                         const uint64_t *avoid, struct masked *ret)
 {
     size_t words = c->nnodes / 64 + 1;
+    bool prefs = req->preferred != NULL || req->gpu_prefer != NULL;
 
     *ret = (struct masked){0};
-    if (req->gpu_masks == NULL)
+    if (req->gpu_masks == NULL && !prefs)
         return 0;
     if ((ret->skip = calloc(words, sizeof(*ret->skip))) == NULL)
         return -ENOMEM;
     if (avoid != NULL)
         memcpy(ret->skip, avoid, words * sizeof(*ret->skip));
-    if (req->gpu_masked != NULL) {
+    if (req->gpu_masked != NULL && !prefs) { /* the planner's list, as it is */
         ret->nodes = req->gpu_masked;
         ret->n = req->ngpu_masked;
-    } else {
-        if ((ret->own = malloc((c->nnodes > 0 ? c->nnodes : 1) * sizeof(*ret->own))) == NULL)
-            return -ENOMEM;
-        for (uint32_t i = 0; i < c->nnodes; i++) {
-            if (req->gpu_masks[i] != ~UINT64_C(0))
-                ret->own[ret->n++] = i;
-        }
-        ret->nodes = ret->own;
+        for (uint32_t k = 0; k < ret->n; k++)
+            ret->skip[ret->nodes[k] / 64] |= UINT64_C(1) << (ret->nodes[k] % 64);
+        return 0;
     }
-    for (uint32_t k = 0; k < ret->n; k++)
-        ret->skip[ret->nodes[k] / 64] |= UINT64_C(1) << (ret->nodes[k] % 64);
+    if ((ret->own = malloc((c->nnodes > 0 ? c->nnodes : 1) * sizeof(*ret->own))) == NULL)
+        return -ENOMEM;
+    ret->nodes = ret->own;
+    for (uint32_t k = 0; req->gpu_masked != NULL && k < req->ngpu_masked; k++)
+        masked_add(ret, req->gpu_masked[k]);
+    for (uint32_t i = 0; i < c->nnodes; i++) {
+        if ((req->gpu_masks != NULL && req->gpu_masked == NULL &&
+             req->gpu_masks[i] != ~UINT64_C(0)) ||
+            (req->gpu_prefer != NULL && req->gpu_prefer[i] != 0) ||
+            (req->preferred != NULL && bit_set(req->preferred, i)))
+            masked_add(ret, i);
+    }
     return 0;
 }
 
@@ -738,6 +755,7 @@ HOT_INLINE void place_one_indexed(const struct sched_cluster *cluster, const str
         if (!group_choice(g, req, &ch) || (best = group_best(cluster, g, req, avoid)) == UINT32_MAX)
             continue;
         c = (struct candidate){.node = best,
+                               .outside = req->preferred != NULL,
                                .switch_id = cluster->nodes[best].switch_id,
                                .worst = ch.worst,
                                .gpus_left = (uint32_t)__builtin_popcountll(g->mask) - k,
@@ -866,7 +884,8 @@ static uint32_t cursors_start(const struct sched_cluster *c, const struct sched_
             continue;
         h[n] = (struct cursor){
             .g = g,
-            .head = {.worst = ch.worst,
+            .head = {.outside = req->preferred != NULL,
+                     .worst = ch.worst,
                      .nic = node_nic(&c->nodes[g->nodes[at]], req, g->mask, ch.mask),
                      .gpus_left = (uint32_t)__builtin_popcountll(g->mask) - req->gpus_per_node,
                      .gpus = ch.mask,

@@ -793,8 +793,8 @@ static void add_random_node(uint32_t i, uint32_t seed, int switches)
  * The candidate index ranks a gang's nodes as the scan of every node does, with switches
  * (under_one_switch's choice from a prefix of the ranking) and without: random runs of gang
  * and one-node placements, some with allowed nodes, avoided nodes, a constraint,
- * --exclusive or reservations' GPU masks (all GPUs on most nodes, a few taken out on some),
- * releases and nodes going down and up over 40 nodes of three kinds, each
+ * --exclusive, reservations' GPU masks (all GPUs on most nodes, a few taken out on some) or
+ * a reservation's preferred nodes and GPUs, releases and nodes going down and up over 40 nodes of three kinds, each
  * request placed both ways (on a copy, which scans), the two allocations the same nodes in
  * the same order, GPUs and cores.
  */
@@ -810,7 +810,7 @@ static void gangs_as_the_scan(int switches, uint32_t seed)
     for (int step = 0; step < 3000; step++) {
         struct sched_alloc scan, idx;
         struct sched_req r;
-        uint64_t allowed[1], avoid[1], gpu_masks[41];
+        uint64_t allowed[1], avoid[1], gpu_masks[41], preferred[1], gpu_prefer[41];
         int rc_scan, rc_idx;
         bool avoiding;
 
@@ -842,6 +842,11 @@ static void gangs_as_the_scan(int switches, uint32_t seed)
         for (uint32_t i = 0; i < 41; i++) /* GPUs 1 and 2 of every fifth node reserved */
             gpu_masks[i] = (i + (seed >> 9)) % 5 == 0 ? ~UINT64_C(0x6) : ~UINT64_C(0);
         r.gpu_masks = (seed >> 11) % 4 == 0 ? gpu_masks : NULL;
+        preferred[0] = UINT64_C(0x00f000f00f) << ((seed >> 13) % 4); /* a FLEX one's nodes */
+        for (uint32_t i = 0; i < 41; i++) /* ... and its GPUs 0 and 3 there */
+            gpu_prefer[i] = (preferred[0] >> i) & 1 ? UINT64_C(0x9) : 0;
+        r.preferred = (seed >> 15) % 4 == 0 ? preferred : NULL;
+        r.gpu_prefer = r.preferred != NULL && (seed >> 17) % 2 ? gpu_prefer : NULL;
         sched_alloc_init(&scan);
         sched_alloc_init(&idx);
         rc_scan = place_scanning(&r, avoiding ? avoid : NULL, &scan);
