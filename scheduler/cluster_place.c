@@ -644,20 +644,21 @@ HOT_INLINE uint32_t group_best(const struct sched_cluster *c, const struct group
 /*
  * Whether the candidate index can answer req. Node lists that allow or avoid nodes, a
  * constraint and exclusivity only rule nodes out, one by one (group_next); reservations'
- * GPU masks and preferences change the figures of their own nodes, which are scored one by
- * one (struct masked); a node list the job must have and data change every node's figures,
- * which its group would no longer share.
+ * GPU masks and preferences, and the job's data in the nodes' caches, change the figures of
+ * their own nodes, which are scored one by one (struct masked); a node list the job must
+ * have reorders the whole ranking.
  */
 static bool index_answers(const struct sched_cluster *cluster, const struct sched_req *req)
 {
-    return cluster->groups != NULL && req->required == NULL && req->data_bytes == NULL;
+    return cluster->groups != NULL && req->required == NULL;
 }
 
 /*
  * The nodes scored one by one: those whose reservations' GPU mask is not every GPU (the
- * reservations' own, as the planner makes the masks), and a reservation's preferred nodes
- * and GPUs (they rank first). The groups' walk passes over them (skip: avoid and them); the
- * others' figures are their group's, not preferred.
+ * reservations' own, as the planner makes the masks), a reservation's preferred nodes and
+ * GPUs (they rank first), and the nodes that hold some of the job's dataset. The groups'
+ * walk passes over them (skip: avoid and them); the others' figures are their group's, not
+ * preferred, holding none of the data.
  */
 struct masked {
     uint64_t *skip;        /* NULL: no masks (skip is avoid) */
@@ -681,7 +682,7 @@ static int masked_split(const struct sched_cluster *c, const struct sched_req *r
                         const uint64_t *avoid, struct masked *ret)
 {
     size_t words = c->nnodes / 64 + 1;
-    bool prefs = req->preferred != NULL || req->gpu_prefer != NULL;
+    bool prefs = req->preferred != NULL || req->gpu_prefer != NULL || req->data_bytes != NULL;
 
     *ret = (struct masked){0};
     if (req->gpu_masks == NULL && !prefs)
@@ -706,7 +707,8 @@ static int masked_split(const struct sched_cluster *c, const struct sched_req *r
         if ((req->gpu_masks != NULL && req->gpu_masked == NULL &&
              req->gpu_masks[i] != ~UINT64_C(0)) ||
             (req->gpu_prefer != NULL && req->gpu_prefer[i] != 0) ||
-            (req->preferred != NULL && bit_set(req->preferred, i)))
+            (req->preferred != NULL && bit_set(req->preferred, i)) ||
+            (req->data_bytes != NULL && req->data_bytes[i] != 0))
             masked_add(ret, i);
     }
     return 0;

@@ -793,8 +793,9 @@ static void add_random_node(uint32_t i, uint32_t seed, int switches)
  * The candidate index ranks a gang's nodes as the scan of every node does, with switches
  * (under_one_switch's choice from a prefix of the ranking) and without: random runs of gang
  * and one-node placements, some with allowed nodes, avoided nodes, a constraint,
- * --exclusive, reservations' GPU masks (all GPUs on most nodes, a few taken out on some) or
- * a reservation's preferred nodes and GPUs, releases and nodes going down and up over 40 nodes of three kinds, each
+ * --exclusive, reservations' GPU masks (all GPUs on most nodes, a few taken out on some), a
+ * reservation's preferred nodes and GPUs, or a dataset some nodes hold (tie-break or
+ * before fit), releases and nodes going down and up over 40 nodes of three kinds, each
  * request placed both ways (on a copy, which scans), the two allocations the same nodes in
  * the same order, GPUs and cores.
  */
@@ -810,7 +811,7 @@ static void gangs_as_the_scan(int switches, uint32_t seed)
     for (int step = 0; step < 3000; step++) {
         struct sched_alloc scan, idx;
         struct sched_req r;
-        uint64_t allowed[1], avoid[1], gpu_masks[41], preferred[1], gpu_prefer[41];
+        uint64_t allowed[1], avoid[1], gpu_masks[41], preferred[1], gpu_prefer[41], data[41];
         int rc_scan, rc_idx;
         bool avoiding;
 
@@ -847,6 +848,10 @@ static void gangs_as_the_scan(int switches, uint32_t seed)
             gpu_prefer[i] = (preferred[0] >> i) & 1 ? UINT64_C(0x9) : 0;
         r.preferred = (seed >> 15) % 4 == 0 ? preferred : NULL;
         r.gpu_prefer = r.preferred != NULL && (seed >> 17) % 2 ? gpu_prefer : NULL;
+        for (uint32_t i = 0; i < 41; i++) /* every seventh node holds some of it, by degrees */
+            data[i] = (i + (seed >> 19)) % 7 == 0 ? (uint64_t)(1 + i % 3) << 30 : 0;
+        r.data_bytes = (seed >> 21) % 4 == 0 ? data : NULL;
+        r.data_first = (seed >> 23) % 2 == 0;
         sched_alloc_init(&scan);
         sched_alloc_init(&idx);
         rc_scan = place_scanning(&r, avoiding ? avoid : NULL, &scan);
