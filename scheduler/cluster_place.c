@@ -642,23 +642,23 @@ HOT_INLINE uint32_t group_best(const struct sched_cluster *c, const struct group
 }
 
 /*
- * Whether the candidate index can answer req. Node lists that allow or avoid nodes, a
- * constraint and exclusivity only rule nodes out, one by one (group_next); reservations'
- * GPU masks and preferences, and the job's data in the nodes' caches, change the figures of
- * their own nodes, which are scored one by one (struct masked); a node list the job must
- * have reorders the whole ranking.
+ * Whether the candidate index answers: while the cluster keeps groups (not in a copy, not
+ * past GROUPS_MAX), for every request. Node lists that allow or avoid nodes, a constraint
+ * and exclusivity only rule nodes out, one by one (group_next); reservations' GPU masks and
+ * preferences, the job's data in the nodes' caches and the nodes it must have change the
+ * figures or the order of their own nodes, which are scored one by one (struct masked).
  */
-static bool index_answers(const struct sched_cluster *cluster, const struct sched_req *req)
+static bool index_answers(const struct sched_cluster *cluster)
 {
-    return cluster->groups != NULL && req->required == NULL;
+    return cluster->groups != NULL;
 }
 
 /*
  * The nodes scored one by one: those whose reservations' GPU mask is not every GPU (the
  * reservations' own, as the planner makes the masks), a reservation's preferred nodes and
- * GPUs (they rank first), and the nodes that hold some of the job's dataset. The groups'
- * walk passes over them (skip: avoid and them); the others' figures are their group's, not
- * preferred, holding none of the data.
+ * GPUs (they rank first), the nodes that hold some of the job's dataset, and those it must
+ * have (--nodelist). The groups' walk passes over them (skip: avoid and them); the others' figures
+ * are their group's, not preferred, holding none of the data.
  */
 struct masked {
     uint64_t *skip;        /* NULL: no masks (skip is avoid) */
@@ -682,7 +682,8 @@ static int masked_split(const struct sched_cluster *c, const struct sched_req *r
                         const uint64_t *avoid, struct masked *ret)
 {
     size_t words = c->nnodes / 64 + 1;
-    bool prefs = req->preferred != NULL || req->gpu_prefer != NULL || req->data_bytes != NULL;
+    bool prefs = req->preferred != NULL || req->gpu_prefer != NULL || req->data_bytes != NULL ||
+                 req->required != NULL;
 
     *ret = (struct masked){0};
     if (req->gpu_masks == NULL && !prefs)
@@ -708,7 +709,8 @@ static int masked_split(const struct sched_cluster *c, const struct sched_req *r
              req->gpu_masks[i] != ~UINT64_C(0)) ||
             (req->gpu_prefer != NULL && req->gpu_prefer[i] != 0) ||
             (req->preferred != NULL && bit_set(req->preferred, i)) ||
-            (req->data_bytes != NULL && req->data_bytes[i] != 0))
+            (req->data_bytes != NULL && req->data_bytes[i] != 0) ||
+            (req->required != NULL && bit_set(req->required, i)))
             masked_add(ret, i);
     }
     return 0;
@@ -794,7 +796,7 @@ HOT_INLINE int place_one(const struct sched_cluster *cluster, const struct sched
     bool found = false;
     int rc;
 
-    if (!index_answers(cluster, req)) {
+    if (!index_answers(cluster)) {
         for (size_t i = 0; i < cluster->nnodes; i++)
             keep_better(cluster, req, avoid, i, &best, &found);
     } else if ((rc = masked_split(cluster, req, avoid, &m)) < 0) {
@@ -903,16 +905,17 @@ static uint32_t cursors_start(const struct sched_cluster *c, const struct sched_
 /*
  * The ranked candidates for a gang from the candidate index and extra (the nodes it passes
  * over: avoid), into cand (nnodes entries): the whole ranking, or a prefix of it that holds
- * the first req->nodes and, on a cluster with switches, under_one_switch's choice. Their
- * count; -ENOMEM.
+ * the first want and, with switches on a cluster that has some, under_one_switch's choice.
+ * Their count; -ENOMEM.
  */
 static int gang_ranked(const struct sched_cluster *c, const struct sched_req *req,
-                       const uint64_t *avoid, const struct ranked *extra, struct candidate *cand)
+                       const uint64_t *avoid, const struct ranked *extra, uint32_t want,
+                       bool switches, struct candidate *cand)
 {
     struct cursor *h = malloc((c->ngroups + 1) * sizeof(*h));
-    int nsw = c->switch_max;
+    int nsw = switches ? c->switch_max : 0;
     struct switch_tally *tally = calloc((size_t)nsw + 1, sizeof(*tally));
-    uint32_t nh, m = 0, want = req->nodes;
+    uint32_t nh, m = 0;
     int rc = -ENOMEM;
 
     if (h == NULL || tally == NULL)
@@ -944,7 +947,32 @@ out:
     return rc;
 }
 
-/* gang_ranked, with the nodes reservations' GPU masks narrow scored one by one. */
+/*
+ * A job with a node list it must have (--nodelist): its listed nodes that fit, in rank order,
+ * then the others in rank order as far as it needs (the listed ones are among extra, scored
+ * one by one, and in skip). As required_first orders the scan's ranking; no switch choice.
+ */
+static int required_ranked(const struct sched_cluster *c, const struct sched_req *req,
+                           const uint64_t *skip, struct ranked *extra, struct candidate *cand)
+{
+    uint32_t nreq = 0, rest = 0;
+    int rc;
+
+    for (uint32_t k = 0; k < extra->n; k++) { /* a stable split: both keep their order */
+        if (bit_set(req->required, extra->c[k].node))
+            cand[nreq++] = extra->c[k];
+        else
+            extra->c[rest++] = extra->c[k];
+    }
+    extra->n = rest;
+    if (nreq >= req->nodes)
+        return (int)nreq;
+    rc = gang_ranked(c, req, skip, extra, req->nodes - nreq, false, cand + nreq);
+    return rc < 0 ? rc : rc + (int)nreq;
+}
+
+/* gang_ranked, with the nodes reservations narrow or prefer, that hold the job's data or
+ * that it must have, scored one by one. */
 static int gang_indexed(const struct sched_cluster *c, const struct sched_req *req,
                         const uint64_t *avoid, struct candidate *cand)
 {
@@ -958,10 +986,12 @@ static int gang_indexed(const struct sched_cluster *c, const struct sched_req *r
         if (candidate_at(c, req, avoid, m.nodes[k], &extra.c[extra.n]))
             extra.n++;
     }
-    if (rc == 0) {
-        if (extra.n > 1)
-            gs_sort(extra.c, extra.n, sizeof(*extra.c), compare_candidates);
-        rc = gang_ranked(c, req, m.skip != NULL ? m.skip : avoid, &extra, cand);
+    if (rc == 0 && extra.n > 1)
+        gs_sort(extra.c, extra.n, sizeof(*extra.c), compare_candidates);
+    if (rc == 0 && req->required != NULL) {
+        rc = required_ranked(c, req, m.skip, &extra, cand);
+    } else if (rc == 0) {
+        rc = gang_ranked(c, req, m.skip != NULL ? m.skip : avoid, &extra, req->nodes, true, cand);
     }
     free(extra.c);
     masked_release(&m);
@@ -1041,7 +1071,7 @@ GS_POPCNT_CLONES static int place_shape(const struct sched_cluster *cluster,
     cand = malloc(cluster->nnodes * sizeof(*cand));
     if (cand == NULL)
         return -ENOMEM;
-    if (index_answers(cluster, req)) {
+    if (index_answers(cluster)) {
         if ((rc = gang_indexed(cluster, req, avoid, cand)) < 0)
             goto out;
         ncand = (uint32_t)rc;

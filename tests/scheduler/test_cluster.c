@@ -794,8 +794,8 @@ static void add_random_node(uint32_t i, uint32_t seed, int switches)
  * (under_one_switch's choice from a prefix of the ranking) and without: random runs of gang
  * and one-node placements, some with allowed nodes, avoided nodes, a constraint,
  * --exclusive, reservations' GPU masks (all GPUs on most nodes, a few taken out on some), a
- * reservation's preferred nodes and GPUs, or a dataset some nodes hold (tie-break or
- * before fit), releases and nodes going down and up over 40 nodes of three kinds, each
+ * reservation's preferred nodes and GPUs, a dataset some nodes hold (tie-break or before
+ * fit), or nodes it must have (--nodelist), releases and nodes going down and up over 40 nodes of three kinds, each
  * request placed both ways (on a copy, which scans), the two allocations the same nodes in
  * the same order, GPUs and cores.
  */
@@ -812,6 +812,7 @@ static void gangs_as_the_scan(int switches, uint32_t seed)
         struct sched_alloc scan, idx;
         struct sched_req r;
         uint64_t allowed[1], avoid[1], gpu_masks[41], preferred[1], gpu_prefer[41], data[41];
+        uint64_t required[1];
         int rc_scan, rc_idx;
         bool avoiding;
 
@@ -852,6 +853,9 @@ static void gangs_as_the_scan(int switches, uint32_t seed)
             data[i] = (i + (seed >> 19)) % 7 == 0 ? (uint64_t)(1 + i % 3) << 30 : 0;
         r.data_bytes = (seed >> 21) % 4 == 0 ? data : NULL;
         r.data_first = (seed >> 23) % 2 == 0;
+        required[0] = (UINT64_C(1) << ((seed >> 24) % 40)) | (UINT64_C(1) << ((seed >> 26) % 40));
+        r.required = (seed >> 29) % 5 == 0 ? required : NULL;
+        r.nrequired = r.required != NULL ? (uint32_t)__builtin_popcountll(required[0]) : 0;
         sched_alloc_init(&scan);
         sched_alloc_init(&idx);
         rc_scan = place_scanning(&r, avoiding ? avoid : NULL, &scan);
