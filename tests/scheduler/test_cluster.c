@@ -667,6 +667,31 @@ Test(cluster, alike_nodes_share_a_shape_and_every_choice_stays_exact)
         sched_alloc_release(&held[i]);
 }
 
+/*
+ * A random run's step that is not a placement, as seed says: one of nnodes nodes goes down
+ * or comes back (one step in down_every), or one of the nheld allocations is given back (a
+ * third of the rest, and always when cap are held). Whether it was one.
+ */
+static bool churn(uint32_t seed, uint32_t nnodes, uint32_t down_every, struct sched_alloc *held,
+                  size_t *nheld, size_t cap)
+{
+    if ((seed >> 9) % down_every == 0) {
+        uint32_t node = (seed >> 13) % nnodes;
+
+        sched_cluster_set_up(cluster, node, !sched_cluster_is_up(cluster, node));
+        return true;
+    }
+    if (*nheld > 0 && ((seed >> 8) % 3 == 0 || *nheld == cap)) {
+        size_t at = (seed >> 20) % *nheld;
+
+        sched_cluster_give_back(cluster, &held[at]);
+        sched_alloc_release(&held[at]);
+        held[at] = held[--*nheld];
+        return true;
+    }
+    return false;
+}
+
 /* sched_cluster_place without the candidate index: on a copy, which has none. */
 static int place_scanning(const struct sched_req *r, const uint64_t *avoid, struct sched_alloc *a)
 {
@@ -714,20 +739,8 @@ Test(cluster, the_candidate_index_places_one_node_jobs_as_the_scan_does)
         int rc_scan, rc_idx;
 
         seed = seed * 1103515245 + 12345;
-        if ((seed >> 9) % 17 == 0) { /* a node goes down or comes back */
-            uint32_t node = (seed >> 13) % 10;
-
-            sched_cluster_set_up(cluster, node, !sched_cluster_is_up(cluster, node));
+        if (churn(seed, 10, 17, held, &nheld, 96))
             continue;
-        }
-        if (nheld > 0 && ((seed >> 8) % 3 == 0 || nheld == 96)) {
-            size_t at = (seed >> 20) % nheld;
-
-            sched_cluster_give_back(cluster, &held[at]);
-            sched_alloc_release(&held[at]);
-            held[at] = held[--nheld];
-            continue;
-        }
         r = req(1, (seed >> 16) % 4, 1 + (seed >> 24) % 6);
         r.mem_per_node_mib = (seed >> 4) % 4 == 0 ? 600 : 0;
         r.affinity = (seed >> 28) % 4 == 0 ? GS_GPUSET_STRICT : GS_GPUSET_PREFER;
@@ -795,9 +808,9 @@ static void add_random_node(uint32_t i, uint32_t seed, int switches)
  * and one-node placements, some with allowed nodes, avoided nodes, a constraint,
  * --exclusive, reservations' GPU masks (all GPUs on most nodes, a few taken out on some), a
  * reservation's preferred nodes and GPUs, a dataset some nodes hold (tie-break or before
- * fit), or nodes it must have (--nodelist), releases and nodes going down and up over 40 nodes of three kinds, each
- * request placed both ways (on a copy, which scans), the two allocations the same nodes in
- * the same order, GPUs and cores.
+ * fit), or nodes it must have (--nodelist), releases and nodes going down and up over 40 nodes of
+ * three kinds, each request placed both ways (on a copy, which scans), the two allocations the same
+ * nodes in the same order, GPUs and cores.
  */
 static void gangs_as_the_scan(int switches, uint32_t seed)
 {
@@ -817,20 +830,8 @@ static void gangs_as_the_scan(int switches, uint32_t seed)
         bool avoiding;
 
         seed = seed * 1103515245 + 12345;
-        if ((seed >> 9) % 29 == 0) {
-            uint32_t node = (seed >> 13) % 40;
-
-            sched_cluster_set_up(cluster, node, !sched_cluster_is_up(cluster, node));
+        if (churn(seed, 40, 29, held, &nheld, 128))
             continue;
-        }
-        if (nheld > 0 && ((seed >> 8) % 3 == 0 || nheld == 128)) {
-            size_t at = (seed >> 20) % nheld;
-
-            sched_cluster_give_back(cluster, &held[at]);
-            sched_alloc_release(&held[at]);
-            held[at] = held[--nheld];
-            continue;
-        }
         r = req(1 + (seed >> 12) % 6, (seed >> 16) % 5, 1 + (seed >> 24) % 8);
         r.mem_per_node_mib = (seed >> 4) % 4 == 0 ? 1500 : 0;
         r.affinity = (seed >> 28) % 4 == 0 ? GS_GPUSET_STRICT : GS_GPUSET_PREFER;
