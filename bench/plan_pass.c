@@ -115,6 +115,7 @@ static int time_will_run(struct sched_jobs *jobs, struct sched_cluster *c,
 struct setup {
     uint32_t nodes, pending, depth, gang, per_switch, parts;
     int reps;
+    bool spread, resv_gpus, resv_magnetic; /* SPREAD, RESV_GPUS, RESV_MAGNETIC set */
 };
 
 /* The planner's masks hook with PARTS partitions: a job's partition ("p" and its number)
@@ -132,11 +133,9 @@ static int part_masks(void *data, const struct gs_jobspec *spec, struct sched_no
     return 0;
 }
 
-static int run_reps(const struct setup *su, bool full, const struct sched_planner_hooks *hk,
+static int run_reps(const struct setup *su, bool full, const struct sched_planner_hooks *hooks,
                     double *best_ms, double *ask_ms)
 {
-    struct sched_planner_hooks hooks = *hk;
-
     *best_ms = 1e30;
     for (int r = 0; r < su->reps; r++) {
         struct sched_cluster *c = make_cluster(su->nodes, su->per_switch);
@@ -157,8 +156,7 @@ static int run_reps(const struct setup *su, bool full, const struct sched_planne
             if (job == NULL || sched_cluster_place(c, &req, NULL, &a) < 0)
                 goto next;
             sched_cluster_take(c, &a);
-            rc = sched_job_start(job, &a, 1,
-                                 getenv("SPREAD") != NULL ? 1000 + 1000 * (uint64_t)i : 1000);
+            rc = sched_job_start(job, &a, 1, su->spread ? 1000 + 1000 * (uint64_t)i : 1000);
             sched_alloc_release(&a);
             if (rc < 0)
                 goto next;
@@ -168,7 +166,7 @@ static int run_reps(const struct setup *su, bool full, const struct sched_planne
                 goto next;
         }
         t0 = gs_clock_mono_ns();
-        rc = sched_planner_pass(jobs, &from, c, &hooks, 2000, &out);
+        rc = sched_planner_pass(jobs, &from, c, hooks, 2000, &out);
         if (rc == 0) {
             double ms = (double)(gs_clock_mono_ns() - t0) / 1e6;
 
@@ -176,7 +174,7 @@ static int run_reps(const struct setup *su, bool full, const struct sched_planne
             sched_plan_out_release(&out);
         }
         if (rc == 0 && ask_ms != NULL)
-            rc = time_will_run(jobs, c, &hooks, id, ask_ms);
+            rc = time_will_run(jobs, c, hooks, id, ask_ms);
     next:
         sched_jobs_free(jobs);
         sched_cluster_free(c);
@@ -197,7 +195,7 @@ static int run_case(const struct setup *su, bool full, double *best_ms, double *
     struct sched_planner_resv resv = {.name = "r",
                                       .nodes = resv_nodes,
                                       .gpus = resv_gpus,
-                                      .magnetic = getenv("RESV_MAGNETIC") != NULL,
+                                      .magnetic = su->resv_magnetic,
                                       .accounts = accounts,
                                       .naccounts = 1};
     int rc = 0;
@@ -208,7 +206,7 @@ static int run_case(const struct setup *su, bool full, double *best_ms, double *
     }
     resv_nodes[0] = 1;
     resv_gpus[0] = 0xf;
-    if (getenv("RESV_GPUS") != NULL || resv.magnetic) {
+    if (su->resv_gpus || su->resv_magnetic) {
         hooks.resv = &resv;
         hooks.nresv = 1;
     }
@@ -227,7 +225,10 @@ int main(int argc, char **argv)
                        .depth = argc > 5 ? (uint32_t)strtoul(argv[5], NULL, 10) : 1,
                        .gang = argc > 6 ? (uint32_t)strtoul(argv[6], NULL, 10) : 1,
                        .per_switch = argc > 7 ? (uint32_t)strtoul(argv[7], NULL, 10) : 0,
-                       .parts = argc > 8 ? (uint32_t)strtoul(argv[8], NULL, 10) : 0};
+                       .parts = argc > 8 ? (uint32_t)strtoul(argv[8], NULL, 10) : 0,
+                       .spread = getenv("SPREAD") != NULL,
+                       .resv_gpus = getenv("RESV_GPUS") != NULL,
+                       .resv_magnetic = getenv("RESV_MAGNETIC") != NULL};
     const char *which = argc > 4 ? argv[4] : "both";
     uint32_t nodes = su.nodes, pending = su.pending, depth = su.depth;
     double full_ms = 0, empty_ms = 0, ask_ms = 1e30;
