@@ -15,8 +15,10 @@
  * enough such nodes (the one whose best nodes rank best), else across switches.
  *
  * Alike nodes (the same link matrix, GPU NUMA nodes and NIC classes, and free GPUs) share
- * every ranking figure but their free cores, so the cluster keeps them in groups: most
- * requests are answered from the groups without scoring every node, with the same answer.
+ * every ranking figure but their free cores, so the cluster keeps them in groups: requests
+ * are answered from the groups, with the nodes a request singles out (its reservations',
+ * its dataset's, its --nodelist) scored one by one, and the same answer as scoring every
+ * node; what-if copies keep no groups and score every node.
  *
  * Loop thread only (the scheduler's state). A copy made with sched_cluster_copy() copies only
  * what changes (free resources, state) and borrows the rest (node layouts, link hierarchies

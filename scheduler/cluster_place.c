@@ -646,7 +646,7 @@ HOT_INLINE uint32_t group_best(const struct sched_cluster *c, const struct group
  * past GROUPS_MAX), for every request. Node lists that allow or avoid nodes, a constraint
  * and exclusivity only rule nodes out, one by one (group_next); reservations' GPU masks and
  * preferences, the job's data in the nodes' caches and the nodes it must have change the
- * figures or the order of their own nodes, which are scored one by one (struct masked).
+ * figures or the order of their own nodes, which are scored one by one (struct singled).
  */
 static bool index_answers(const struct sched_cluster *cluster)
 {
@@ -657,18 +657,18 @@ static bool index_answers(const struct sched_cluster *cluster)
  * The nodes scored one by one: those whose reservations' GPU mask is not every GPU (the
  * reservations' own, as the planner makes the masks), a reservation's preferred nodes and
  * GPUs (they rank first), the nodes that hold some of the job's dataset, and those it must
- * have (--nodelist). The groups' walk passes over them (skip: avoid and them); the others' figures
- * are their group's, not preferred, holding none of the data.
+ * have (--nodelist). The groups' walk passes over them (skip: avoid and them); the others'
+ * figures are their group's, not preferred, holding none of the data.
  */
-struct masked {
-    uint64_t *skip;        /* NULL: no masks (skip is avoid) */
+struct singled {
+    uint64_t *skip;        /* NULL: none singled out (skip is avoid) */
     const uint32_t *nodes; /* n of them: req's list, or own */
     uint32_t n;
     uint32_t *own;
 };
 
 /* Node i into m's own list and skip, once. */
-static void masked_add(struct masked *m, uint32_t i)
+static void singled_add(struct singled *m, uint32_t i)
 {
     uint64_t bit = UINT64_C(1) << (i % 64);
 
@@ -678,21 +678,21 @@ static void masked_add(struct masked *m, uint32_t i)
     m->own[m->n++] = i;
 }
 
-static int masked_split(const struct sched_cluster *c, const struct sched_req *req,
-                        const uint64_t *avoid, struct masked *ret)
+static int singled_split(const struct sched_cluster *c, const struct sched_req *req,
+                         const uint64_t *avoid, struct singled *ret)
 {
     size_t words = c->nnodes / 64 + 1;
-    bool prefs = req->preferred != NULL || req->gpu_prefer != NULL || req->data_bytes != NULL ||
-                 req->required != NULL;
+    bool beyond_masks = req->preferred != NULL || req->gpu_prefer != NULL ||
+                        req->data_bytes != NULL || req->required != NULL;
 
-    *ret = (struct masked){0};
-    if (req->gpu_masks == NULL && !prefs)
+    *ret = (struct singled){0};
+    if (req->gpu_masks == NULL && !beyond_masks)
         return 0;
     if ((ret->skip = calloc(words, sizeof(*ret->skip))) == NULL)
         return -ENOMEM;
     if (avoid != NULL)
         memcpy(ret->skip, avoid, words * sizeof(*ret->skip));
-    if (req->gpu_masked != NULL && !prefs) { /* the planner's list, as it is */
+    if (req->gpu_masked != NULL && !beyond_masks) { /* the planner's list, as it is */
         ret->nodes = req->gpu_masked;
         ret->n = req->ngpu_masked;
         for (uint32_t k = 0; k < ret->n; k++)
@@ -703,7 +703,7 @@ static int masked_split(const struct sched_cluster *c, const struct sched_req *r
         return -ENOMEM;
     ret->nodes = ret->own;
     for (uint32_t k = 0; req->gpu_masked != NULL && k < req->ngpu_masked; k++)
-        masked_add(ret, req->gpu_masked[k]);
+        singled_add(ret, req->gpu_masked[k]);
     for (uint32_t i = 0; i < c->nnodes; i++) {
         if ((req->gpu_masks != NULL && req->gpu_masked == NULL &&
              req->gpu_masks[i] != ~UINT64_C(0)) ||
@@ -711,12 +711,12 @@ static int masked_split(const struct sched_cluster *c, const struct sched_req *r
             (req->preferred != NULL && bit_set(req->preferred, i)) ||
             (req->data_bytes != NULL && req->data_bytes[i] != 0) ||
             (req->required != NULL && bit_set(req->required, i)))
-            masked_add(ret, i);
+            singled_add(ret, i);
     }
     return 0;
 }
 
-static void masked_release(struct masked *m)
+static void singled_release(struct singled *m)
 {
     free(m->skip);
     free(m->own);
@@ -792,21 +792,21 @@ HOT_INLINE int place_one(const struct sched_cluster *cluster, const struct sched
                          const uint64_t *avoid, struct sched_alloc *alloc)
 {
     struct candidate best = {0};
-    struct masked m = {0};
+    struct singled m = {0};
     bool found = false;
     int rc;
 
     if (!index_answers(cluster)) {
         for (size_t i = 0; i < cluster->nnodes; i++)
             keep_better(cluster, req, avoid, i, &best, &found);
-    } else if ((rc = masked_split(cluster, req, avoid, &m)) < 0) {
-        masked_release(&m);
+    } else if ((rc = singled_split(cluster, req, avoid, &m)) < 0) {
+        singled_release(&m);
         return rc;
     } else {
         place_one_indexed(cluster, req, m.skip != NULL ? m.skip : avoid, &best, &found);
         for (uint32_t k = 0; k < m.n; k++)
             keep_better(cluster, req, avoid, m.nodes[k], &best, &found);
-        masked_release(&m);
+        singled_release(&m);
     }
     if (!found)
         return -EAGAIN;
@@ -828,11 +828,11 @@ HOT_INLINE int place_one(const struct sched_cluster *cluster, const struct sched
  */
 struct cursor {
     struct candidate head; /* the group's next candidate */
-    const struct group *g; /* NULL: the masked nodes' candidates, ranked (struct ranked) */
+    const struct group *g; /* NULL: the singled-out nodes' candidates (struct ranked) */
     uint32_t at;           /* head's position in g, or in those */
 };
 
-/* Candidates scored one by one (the masked nodes), in rank order. */
+/* Candidates scored one by one (the singled-out nodes), in rank order. */
 struct ranked {
     struct candidate *c;
     uint32_t n;
@@ -977,8 +977,8 @@ static int gang_indexed(const struct sched_cluster *c, const struct sched_req *r
                         const uint64_t *avoid, struct candidate *cand)
 {
     struct ranked extra = {0};
-    struct masked m;
-    int rc = masked_split(c, req, avoid, &m);
+    struct singled m;
+    int rc = singled_split(c, req, avoid, &m);
 
     if (rc == 0 && m.n > 0 && (extra.c = malloc(m.n * sizeof(*extra.c))) == NULL)
         rc = -ENOMEM;
@@ -994,7 +994,7 @@ static int gang_indexed(const struct sched_cluster *c, const struct sched_req *r
         rc = gang_ranked(c, req, m.skip != NULL ? m.skip : avoid, &extra, req->nodes, true, cand);
     }
     free(extra.c);
-    masked_release(&m);
+    singled_release(&m);
     return rc;
 }
 
