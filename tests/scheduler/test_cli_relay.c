@@ -88,6 +88,8 @@ static void on_worker_ready(struct gs_proto_conn *conn, const Gs__Hello *peer, v
     send_register(conn, "n1");
 }
 
+static bool launched; /* a LaunchTasks came: the job it starts is running on n1 */
+
 static void on_worker_message(struct gs_proto_conn *conn, const Gs__Envelope *env, void *data)
 {
     struct down_frame *f = &down[ndown];
@@ -103,8 +105,12 @@ static void on_worker_message(struct gs_proto_conn *conn, const Gs__Envelope *en
         registered = true;
         return;
     }
+    if (env->body_case == GS__ENVELOPE__BODY_LAUNCH_TASKS) {
+        launched = true; /* the own job started; this worker runs nothing */
+        return;
+    }
     if (env->body_case != GS__ENVELOPE__BODY_CLI_RELAY)
-        return; /* LaunchTasks of the submitted job: this worker runs nothing */
+        return;
     cr_assert_lt(ndown, MAX_DOWN);
     f->session = env->cli_relay->session;
     f->close = env->cli_relay->close;
@@ -564,13 +570,22 @@ static void on_own_ready(struct gs_proto_conn *conn, const Gs__Hello *peer, void
 
 /* A job of this process's uid (me) running on n1, submitted on gschedd's socket: n1 relays
  * only for users whose jobs run there. The fake worker runs nothing, so it stays RUNNING. */
+static bool is_launched(void)
+{
+    return launched;
+}
+
+/* Waits for the job to start, not only for its submission: a relay that came between the
+ * two was refused (no job of the user on the node), as the planning pass may run later. */
 static void own_job_on_n1(void)
 {
     cli_closed = false;
     cli_job = 0;
+    launched = false;
     cli = cli_conn(on_own_ready, on_cli_close);
     run_until(is_cli_closed, "the own job's submission");
     cr_assert_eq(cli_body, GS__ENVELOPE__BODY_SUBMIT_REPLY, "error %d", cli_error);
+    run_until(is_launched, "the own job's start on n1");
     cli_closed = false;
 }
 
