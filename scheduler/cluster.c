@@ -62,12 +62,34 @@ static uint32_t group_slot(const struct sched_cluster *c, const struct group *g,
 static void groups_drop(struct sched_cluster *c)
 {
     for (size_t g = 0; c->groups != NULL && g < c->ngroups; g++)
-        free(c->groups[g].nodes);
+        free(c->groups[g].buf);
     free(c->groups);
     free(c->node_group);
     c->groups = NULL;
     c->node_group = NULL;
     c->ngroups = c->capgroups = 0;
+}
+
+/* Room in g for one more node, before its first (front) or after its last: without it, a
+ * buffer twice as large with the nodes in its middle. 0 or -ENOMEM. */
+static int group_room(struct group *g, bool front)
+{
+    size_t off = (size_t)(g->nodes - g->buf);
+    uint32_t cap, *buf;
+
+    if (g->buf != NULL && (front ? off > 0 : off + g->n < g->cap))
+        return 0;
+    cap = g->n < 4 ? 8 : 2 * g->n;
+    buf = malloc(cap * sizeof(*buf));
+    if (buf == NULL)
+        return -ENOMEM;
+    if (g->n > 0)
+        memcpy(buf + (cap - g->n) / 2, g->nodes, g->n * sizeof(*buf));
+    free(g->buf);
+    g->buf = buf;
+    g->nodes = buf + (cap - g->n) / 2;
+    g->cap = cap;
+    return 0;
 }
 
 /* Node i out of its group (before its GPUs, cores or shape change). */
@@ -81,7 +103,12 @@ static void group_out(struct sched_cluster *c, uint32_t i)
     g = &c->groups[c->node_group[i]];
     at = group_slot(c, g, i);
     if (at < g->n && g->nodes[at] == i) {
-        memmove(&g->nodes[at], &g->nodes[at + 1], (g->n - at - 1) * sizeof(*g->nodes));
+        if (at < g->n / 2) {
+            memmove(&g->nodes[1], &g->nodes[0], at * sizeof(*g->nodes));
+            g->nodes++;
+        } else {
+            memmove(&g->nodes[at], &g->nodes[at + 1], (g->n - at - 1) * sizeof(*g->nodes));
+        }
         g->n--;
     }
     c->node_group[i] = UINT32_MAX;
@@ -126,17 +153,15 @@ static void group_in(struct sched_cluster *c, uint32_t i)
         memcpy(g->features, n->lay->features, sizeof(g->features));
         g->nfeatures = n->lay->nfeatures;
     }
-    if (g->n == g->cap) {
-        uint32_t cap = g->cap ? g->cap * 2 : 8;
-        uint32_t *grown = realloc(g->nodes, cap * sizeof(*grown));
-
-        if (grown == NULL)
-            goto drop;
-        g->nodes = grown;
-        g->cap = cap;
-    }
     at = group_slot(c, g, i);
-    memmove(&g->nodes[at + 1], &g->nodes[at], (g->n - at) * sizeof(*g->nodes));
+    if (group_room(g, at < g->n / 2) < 0)
+        goto drop;
+    if (at < g->n / 2 && g->nodes > g->buf) {
+        g->nodes--;
+        memmove(&g->nodes[0], &g->nodes[1], at * sizeof(*g->nodes));
+    } else {
+        memmove(&g->nodes[at + 1], &g->nodes[at], (g->n - at) * sizeof(*g->nodes));
+    }
     g->nodes[at] = i;
     g->n++;
     c->node_group[i] = (uint32_t)(g - c->groups);
@@ -174,8 +199,50 @@ void sched_cluster_free(struct sched_cluster *cluster)
     groups_drop(cluster);
     for (size_t i = 0; !cluster->copy && i < cluster->nnodes; i++)
         free(cluster->nodes[i].lay);
+    free(cluster->dirty_bits);
+    free(cluster->dirty);
     free(cluster->nodes);
     free(cluster);
+}
+
+/* Past this share of the nodes listing them costs more than copying them all at a sync. */
+#define DIRTY_SHARE 4
+
+/* Node i of a copy is about to change (an original keeps no list). */
+static void dirty(struct sched_cluster *c, uint32_t i)
+{
+    if (!c->copy || c->all_dirty ||
+        (c->dirty_bits != NULL && (c->dirty_bits[i / 64] >> (i % 64)) & 1))
+        return;
+    if (c->dirty_bits == NULL) { /* at the first change: a copy only read needs none */
+        c->dirty_bits = calloc((c->nnodes + 63) / 64, sizeof(*c->dirty_bits));
+        c->dirty = malloc((c->nnodes / DIRTY_SHARE + 1) * sizeof(*c->dirty));
+    }
+    if (c->dirty_bits == NULL || c->dirty == NULL || c->ndirty > c->nnodes / DIRTY_SHARE) {
+        c->all_dirty = true; /* a sync copies every node */
+        return;
+    }
+    c->dirty_bits[i / 64] |= UINT64_C(1) << (i % 64);
+    c->dirty[c->ndirty++] = i;
+}
+
+void sched_cluster_sync(struct sched_cluster *copy, const struct sched_cluster *original)
+{
+    if (copy->all_dirty) {
+        memcpy(copy->nodes, original->nodes, copy->nnodes * sizeof(*copy->nodes));
+        if (copy->dirty_bits != NULL)
+            memset(copy->dirty_bits, 0, (copy->nnodes + 63) / 64 * sizeof(*copy->dirty_bits));
+    } else {
+        for (size_t k = 0; k < copy->ndirty; k++) {
+            uint32_t i = copy->dirty[k];
+
+            copy->nodes[i] = original->nodes[i];
+            copy->dirty_bits[i / 64] &= ~(UINT64_C(1) << (i % 64));
+        }
+    }
+    memcpy(copy->by_free, original->by_free, sizeof(copy->by_free));
+    copy->ndirty = 0;
+    copy->all_dirty = false;
 }
 
 struct sched_cluster *sched_cluster_copy(const struct sched_cluster *cluster)
@@ -509,6 +576,7 @@ void sched_cluster_take(struct sched_cluster *cluster, const struct sched_alloc 
         const struct sched_node_alloc *a = &alloc->nodes[k];
         struct node *n = &cluster->nodes[a->node];
 
+        dirty(cluster, a->node);
         index_out(cluster, n);
         group_out(cluster, a->node);
         n->gpu_free &= ~a->gpus;
@@ -545,6 +613,7 @@ void sched_cluster_give_back(struct sched_cluster *cluster, const struct sched_a
         const struct sched_node_alloc *a = &alloc->nodes[k];
         struct node *n = &cluster->nodes[a->node];
 
+        dirty(cluster, a->node);
         index_out(cluster, n);
         group_out(cluster, a->node);
         n->gpu_free |= a->gpus & low_bits(n->ngpus);

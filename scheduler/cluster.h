@@ -126,6 +126,14 @@ void sched_cluster_free(struct sched_cluster *cluster);
 /* A copy of the free-resource state, for what-if planning (see the top for what it borrows).
  * NULL when out of memory. */
 struct sched_cluster *sched_cluster_copy(const struct sched_cluster *cluster);
+/*
+ * copy (made from original) as original is again, where original's nodes changed since the
+ * copy was made or last synced only as copy's did too (each sched_cluster_take() on the
+ * original also on the copy; the nodes' set is the same). At a cost in the nodes take and
+ * give back changed on copy since then, where a fresh copy costs every node: a simulation
+ * on a copy is undone for the next one.
+ */
+void sched_cluster_sync(struct sched_cluster *copy, const struct sched_cluster *original);
 
 /* Adds a node, up and idle. Returns its index (>= 0), -EINVAL for impossible sizes, -ENOMEM. */
 int sched_cluster_add_node(struct sched_cluster *cluster, const struct sched_node_info *info);

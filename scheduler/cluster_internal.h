@@ -100,6 +100,12 @@ struct sched_cluster {
     size_t ngroups, capgroups;
     uint32_t *node_group; /* per node, its group (cap entries) */
     int switch_max;       /* the highest switch_id any node has had */
+    /* A copy's nodes changed by take and give back since it was made or synced
+     * (sched_cluster_sync): listed while few, else all (and from the first failed alloc). */
+    uint64_t *dirty_bits;
+    uint32_t *dirty;
+    size_t ndirty;
+    bool all_dirty;
 };
 
 #define GROUPS_MAX 4096
@@ -113,8 +119,12 @@ struct group {
     uint8_t nic_class[SCHED_MAX_GPUS];
     size_t nfeatures;
     char features[SCHED_MAX_FEATURES][FEATURE_MAX_LEN];
+    /* n node indices in rank order, somewhere in buf (cap entries): room is kept at both
+     * ends, since a job mostly takes a group's first node (the best) and a node mostly
+     * comes back near one end, and either then moves the shorter side. */
     uint32_t *nodes;
     uint32_t n, cap;
+    uint32_t *buf;
 };
 
 /* alloc->nodes grown to hold n nodes. 0 or -ENOMEM. */

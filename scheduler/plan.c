@@ -6,8 +6,11 @@
  * ending at their limits, the reservations already made starting and ending) are played in
  * time order until the blocked job fits, on nodes that no reservation starting within its
  * time limit will take. Started jobs join the list of running ones so later reservations
- * see them. A job waiting for its data's nodes may hold a reservation too, on those nodes
- * (hold_data_nodes).
+ * see them. What grows with the cluster is done once a pass, not once a reservation: the
+ * ends are sorted once (and the started jobs' merged in), the copy is made once and put
+ * back node by node after each simulation, and the reservations to keep clear of are
+ * counted in and out as the walk passes their times. A job waiting for its data's nodes may hold a
+ * reservation too, on those nodes (hold_data_nodes).
  */
 #include "scheduler/plan.h"
 
@@ -33,13 +36,28 @@ struct slot {
     struct spare *spare; /* per alloc node */
 };
 
+/* A change the pass foresees: a job's resources given back, or taken by a reservation. */
+struct future {
+    uint64_t at_s;
+    bool take;
+    const struct sched_alloc *alloc;
+};
+
 struct pass {
     struct sched_cluster *cluster;
+    /* A copy of cluster for the reservations' simulations, made at the first: before each
+     * later one it is synced with cluster again (sched_cluster_sync), node by node, rather
+     * than copied whole. The jobs started meanwhile are taken on it too (start). */
+    struct sched_cluster *sim;
     const struct sched_pending *pending;
     struct sched_verdict *verdicts;
     uint64_t now_s;
-    struct sched_running *running; /* input jobs, then those started in this pass */
-    size_t nrunning;
+    /* The running jobs' ends (of those with a limit): the input jobs', then those started in
+     * this pass. Every reservation walks them in time order, so they are kept sorted
+     * ([0, nsorted)) rather than sorted for each; the jobs started since are merged in when
+     * a reservation next needs them (sort_ends). */
+    struct future *ends;
+    size_t nends, nsorted;
     const struct sched_pending *head; /* the first blocked job holding a reservation */
     uint64_t head_data; /* > 0: head waits for its data's nodes, to hold this many bytes */
     uint64_t shadow_s;
@@ -105,13 +123,6 @@ static uint64_t end_of(const struct pass *p, const struct sched_pending *job)
     return p->now_s + job->time_limit_s;
 }
 
-/* A change the pass foresees: a job's resources given back, or taken by a reservation. */
-struct future {
-    uint64_t at_s;
-    bool take;
-    const struct sched_alloc *alloc;
-};
-
 /* In time order; at one time, what is given back before what is taken. */
 static int by_time(const void *pa, const void *pb)
 {
@@ -127,30 +138,115 @@ static void set_node(uint64_t *bits, uint32_t node)
     bits[node / 64] |= UINT64_C(1) << (node % 64);
 }
 
+/* Merges the ends of the jobs started since the last call into the sorted ones. */
+static int sort_ends(struct pass *p)
+{
+    size_t i = p->nsorted, j = p->nends - p->nsorted, k = p->nends;
+    struct future *tail;
+
+    if (j == 0)
+        return 0;
+    if (i == 0) { /* the first time: all of them */
+        gs_sort(p->ends, j, sizeof(*p->ends), by_time);
+        p->nsorted = p->nends;
+        return 0;
+    }
+    tail = malloc(j * sizeof(*tail));
+    if (tail == NULL)
+        return -ENOMEM;
+    memcpy(tail, p->ends + p->nsorted, j * sizeof(*tail));
+    gs_sort(tail, j, sizeof(*tail), by_time);
+    while (j > 0) { /* from the back, so nothing is overwritten before it is moved */
+        if (i > 0 && by_time(&p->ends[i - 1], &tail[j - 1]) > 0)
+            p->ends[--k] = p->ends[--i];
+        else
+            p->ends[--k] = tail[--j];
+    }
+    p->nsorted = p->nends;
+    free(tail);
+    return 0;
+}
+
+/* The reservations whose nodes a job started at t must keep clear of, as the walk of one
+ * shadow time's events (t never decreasing) last found them. */
+struct kept {
+    uint64_t *avoid; /* the union of their nodes, words long */
+    uint32_t *count; /* per node, how many of them hold it */
+    bool *in;        /* per reservation, whether it is one of them */
+    size_t nin;
+    bool known; /* in and avoid hold until (exclusive) */
+    uint64_t until;
+};
+
+static int kept_init(struct kept *k, const struct pass *p, size_t nslots)
+{
+    *k = (struct kept){0};
+    if (nslots == 0)
+        return 0;
+    k->avoid = calloc(p->words, sizeof(*k->avoid));
+    k->count = calloc(p->words * 64, sizeof(*k->count));
+    k->in = calloc(nslots, sizeof(*k->in));
+    return k->avoid != NULL && k->count != NULL && k->in != NULL ? 0 : -ENOMEM;
+}
+
+static void kept_release(struct kept *k)
+{
+    free(k->avoid);
+    free(k->count);
+    free(k->in);
+}
+
+/* Reservation r comes in (step 1) or drops out (-1) of k: its nodes counted in avoid. */
+static void kept_change(struct kept *k, const struct slot *r, int step)
+{
+    for (uint32_t j = 0; j < r->alloc.nnodes; j++) {
+        uint32_t n = r->alloc.nodes[j].node;
+
+        k->count[n] += (uint32_t)step;
+        if (k->count[n] == 0)
+            k->avoid[n / 64] &= ~(UINT64_C(1) << (n % 64));
+        else
+            k->avoid[n / 64] |= UINT64_C(1) << (n % 64);
+    }
+}
+
 /*
  * The nodes of the first nslots reservations starting after t and before job, started at
  * t, would end by its limit: a reservation's nodes are kept from before it starts. Into
- * avoid (words long; cleared once one is found); false when there are none, and avoid is
- * then left alone (EASY's walk, without reservations before the head, never clears it).
+ * k->avoid; false when there are none. Which reservations those are changes only when t
+ * reaches one's start (it drops out) or the time from which it starts within the job's
+ * limit (it comes in), and only their nodes are counted in or out then: a walk over
+ * thousands of ends would otherwise OR every reservation's bitmap at each one.
  */
 static bool kept_during(const struct pass *p, size_t nslots, const struct sched_pending *job,
-                        uint64_t t, uint64_t *avoid)
+                        uint64_t t, struct kept *k)
 {
-    bool any = false;
-
+    if (k->known && t < k->until)
+        return k->nin > 0;
+    k->known = true;
+    k->until = SCHED_TIME_INFINITE;
     for (size_t i = 0; i < nslots; i++) {
         const struct slot *r = &p->slots[i];
+        bool in = false;
 
-        if (r->start_s <= t ||
-            (job->time_limit_s != SCHED_TIME_INFINITE && r->start_s - t >= job->time_limit_s))
-            continue;
-        if (!any)
-            memset(avoid, 0, p->words * sizeof(*avoid));
-        for (size_t w = 0; w < p->words; w++)
-            avoid[w] |= r->nodes[w];
-        any = true;
+        if (r->start_s <= t) {
+            /* started: the walk never comes back before it */
+        } else if (job->time_limit_s != SCHED_TIME_INFINITE &&
+                   r->start_s - t >= job->time_limit_s) {
+            if (r->start_s - job->time_limit_s + 1 < k->until)
+                k->until = r->start_s - job->time_limit_s + 1;
+        } else {
+            in = true;
+            if (r->start_s < k->until)
+                k->until = r->start_s;
+        }
+        if (in != k->in[i]) {
+            kept_change(k, r, in ? 1 : -1);
+            k->in[i] = in;
+            k->nin += in ? 1 : (size_t)-1;
+        }
     }
-    return any;
+    return k->nin > 0;
 }
 
 static uint32_t bits_in(const uint64_t *w, size_t n)
@@ -189,61 +285,67 @@ static struct spare *spares(const struct sched_cluster *sim, const struct sched_
 /*
  * Earliest time job fits if the running jobs end at their limits and the first nslots
  * reservations start and end in time, on sim (a copy of the cluster, holding what
- * p->running holds): after each time something is given back, on nodes no reservation
- * takes before job would end (kept_during). With data > 0, the earliest time it fits with
- * its data first on nodes holding that many bytes of its dataset. *ret_shadow is
- * SCHED_TIME_INFINITE when no such time comes; else ret_alloc (when not NULL, initialised)
- * gets where, and *ret_spare (when not NULL; malloc'd) what its nodes have to spare then.
+ * p->ends holds, and extra when not NULL: one more running job's end): after each time
+ * something is given back, on nodes no reservation takes before job would end
+ * (kept_during). With data > 0, the earliest time it fits with its data first on nodes
+ * holding that many bytes of its dataset. *ret_shadow is SCHED_TIME_INFINITE when no such
+ * time comes; else ret_alloc (when not NULL, initialised) gets where, and *ret_spare (when
+ * not NULL; malloc'd) what its nodes have to spare then.
  */
-static int shadow_time(const struct pass *p, struct sched_cluster *sim, size_t nslots,
-                       const struct sched_pending *job, uint64_t data, uint64_t *ret_shadow,
-                       struct sched_alloc *ret_alloc, struct spare **ret_spare)
+static int shadow_time(struct pass *p, struct sched_cluster *sim, size_t nslots,
+                       const struct sched_pending *job, const struct future *extra, uint64_t data,
+                       uint64_t *ret_shadow, struct sched_alloc *ret_alloc,
+                       struct spare **ret_spare)
 {
-    struct future *ev = malloc((p->nrunning + 2 * nslots + 1) * sizeof(*ev));
-    uint64_t *avoid = nslots > 0 ? calloc(p->words, sizeof(*avoid)) : NULL;
+    /* The reservations' events (and extra), sorted here: a handful beside p->ends. */
+    struct future *ev = malloc((2 * nslots + 1) * sizeof(*ev));
+    struct kept kept;
     struct sched_req req = job->req;
     struct sched_alloc alloc;
-    size_t n = 0;
+    size_t n = 0, a = 0, b = 0;
     bool gave = false;
     int rc = 0;
 
     *ret_shadow = SCHED_TIME_INFINITE;
-    if (ev == NULL || (nslots > 0 && avoid == NULL)) {
+    if (kept_init(&kept, p, nslots) < 0 || ev == NULL || sort_ends(p) < 0) {
+        kept_release(&kept);
         free(ev);
-        free(avoid);
         return -ENOMEM;
-    }
-    for (size_t i = 0; i < p->nrunning; i++) {
-        if (p->running[i].end_s != SCHED_TIME_INFINITE)
-            ev[n++] = (struct future){p->running[i].end_s, false, p->running[i].alloc};
     }
     for (size_t i = 0; i < nslots; i++) {
         ev[n++] = (struct future){p->slots[i].start_s, true, &p->slots[i].alloc};
         if (p->slots[i].end_s != SCHED_TIME_INFINITE)
             ev[n++] = (struct future){p->slots[i].end_s, false, &p->slots[i].alloc};
     }
+    if (extra != NULL && extra->at_s != SCHED_TIME_INFINITE)
+        ev[n++] = *extra;
     gs_sort(ev, n, sizeof(*ev), by_time);
     req.data_first = req.data_first || data > 0;
     sched_alloc_init(&alloc);
-    for (size_t i = 0; i < n; i++) {
-        if (ev[i].take) {
-            sched_cluster_take(sim, ev[i].alloc);
+    while (a < p->nends || b < n) { /* the two lists merged, in time order */
+        const struct future *e = a < p->nends && (b == n || by_time(&p->ends[a], &ev[b]) <= 0)
+                                     ? &p->ends[a++]
+                                     : &ev[b++];
+
+        if (e->take) {
+            sched_cluster_take(sim, e->alloc);
         } else {
-            sched_cluster_give_back(sim, ev[i].alloc);
+            sched_cluster_give_back(sim, e->alloc);
             gave = true;
         }
-        if ((i + 1 < n && ev[i + 1].at_s == ev[i].at_s) || !gave)
+        if ((a < p->nends && p->ends[a].at_s == e->at_s) || (b < n && ev[b].at_s == e->at_s) ||
+            !gave)
             continue; /* everything at the same moment first; nothing new to fit into */
         gave = false;
         rc = sched_cluster_place(
-            sim, &req, kept_during(p, nslots, job, ev[i].at_s, avoid) ? avoid : NULL, &alloc);
+            sim, &req, kept_during(p, nslots, job, e->at_s, &kept) ? kept.avoid : NULL, &alloc);
         if (rc == -EAGAIN || (rc == 0 && sched_cluster_data_at(&req, &alloc) < data)) {
             rc = -EAGAIN;
             continue;
         }
         if (rc < 0)
             break;
-        *ret_shadow = ev[i].at_s;
+        *ret_shadow = e->at_s;
         if (ret_spare != NULL && (*ret_spare = spares(sim, &req, &alloc)) == NULL)
             rc = -ENOMEM;
         if (ret_alloc != NULL) {
@@ -253,7 +355,7 @@ static int shadow_time(const struct pass *p, struct sched_cluster *sim, size_t n
         break;
     }
     sched_alloc_release(&alloc);
-    free(avoid);
+    kept_release(&kept);
     free(ev);
     return rc == -EAGAIN ? 0 : rc;
 }
@@ -272,21 +374,29 @@ static bool uses_reserved(const struct pass *p, const struct sched_alloc *alloc)
  * EASY (depth 1): would starting job now (at alloc) push the reservation later? Exact, by
  * simulation.
  */
+/* The pass's copy of the cluster, as the cluster is: what the last simulation did to it is
+ * undone first (not after each, so the pass's last costs nothing more). */
+static struct sched_cluster *what_if(struct pass *p)
+{
+    if (p->sim == NULL)
+        p->sim = sched_cluster_copy(p->cluster);
+    else
+        sched_cluster_sync(p->sim, p->cluster);
+    return p->sim;
+}
+
 static int delays_head(struct pass *p, const struct sched_pending *job,
                        const struct sched_alloc *alloc, bool *ret_delays)
 {
-    struct sched_cluster *sim = sched_cluster_copy(p->cluster);
+    struct sched_cluster *sim = what_if(p);
+    struct future end = {end_of(p, job), false, alloc};
     uint64_t shadow;
     int rc;
 
     if (sim == NULL)
         return -ENOMEM;
     sched_cluster_take(sim, alloc);
-    p->running[p->nrunning] = (struct sched_running){job->job_id, end_of(p, job), alloc};
-    p->nrunning++;
-    rc = shadow_time(p, sim, 0, p->head, p->head_data, &shadow, NULL, NULL);
-    p->nrunning--;
-    sched_cluster_free(sim);
+    rc = shadow_time(p, sim, 0, p->head, &end, p->head_data, &shadow, NULL, NULL);
     if (rc == 0)
         *ret_delays = shadow > p->shadow_s;
     return rc;
@@ -303,7 +413,7 @@ static int delays_head(struct pass *p, const struct sched_pending *job,
 static int reserve(struct pass *p, const struct sched_pending *job, uint64_t data, uint64_t until,
                    bool *ret_held)
 {
-    struct sched_cluster *sim = sched_cluster_copy(p->cluster);
+    struct sched_cluster *sim = what_if(p);
     struct slot r = {.job = job};
     int rc;
 
@@ -311,8 +421,7 @@ static int reserve(struct pass *p, const struct sched_pending *job, uint64_t dat
     if (sim == NULL)
         return -ENOMEM;
     sched_alloc_init(&r.alloc);
-    rc = shadow_time(p, sim, p->nslots, job, data, &r.start_s, &r.alloc, &r.spare);
-    sched_cluster_free(sim);
+    rc = shadow_time(p, sim, p->nslots, job, NULL, data, &r.start_s, &r.alloc, &r.spare);
     if (rc < 0 || r.start_s > until || (r.start_s == SCHED_TIME_INFINITE && p->head != NULL))
         goto out;
     if (p->head == NULL) {
@@ -490,10 +599,13 @@ static void start(struct pass *p, const struct sched_pending *job, struct sched_
     if (p->gate != NULL && p->gate->started != NULL)
         p->gate->started(p->gate->data, (size_t)(job - p->pending));
     sched_cluster_take(p->cluster, &v->alloc);
+    if (p->sim != NULL)
+        sched_cluster_take(p->sim, &v->alloc); /* so the next sync copies these nodes */
     v->start = true;
     v->backfilled = p->head != NULL;
     v->reason = SCHED_REASON_NONE;
-    p->running[p->nrunning++] = (struct sched_running){job->job_id, end_of(p, job), &v->alloc};
+    if (end_of(p, job) != SCHED_TIME_INFINITE)
+        p->ends[p->nends++] = (struct future){end_of(p, job), false, &v->alloc};
 }
 
 /* A job that fits but waits this pass, for reason: its placement is dropped. */
@@ -607,12 +719,14 @@ int sched_plan_gated(struct sched_cluster *cluster, const struct sched_pending *
         p.depth = (uint32_t)(npending + 1); /* no more reservations than jobs */
     p.words = (sched_cluster_nnodes(cluster) + 63) / 64 + 1;
     p.reserved = calloc(p.words, sizeof(uint64_t));
-    p.running = malloc((nrunning + npending + 1) * sizeof(*p.running));
+    p.ends = malloc((nrunning + npending + 1) * sizeof(*p.ends));
     p.slots = calloc(p.depth, sizeof(*p.slots));
-    if (order == NULL || p.reserved == NULL || p.running == NULL || p.slots == NULL)
+    if (order == NULL || p.reserved == NULL || p.ends == NULL || p.slots == NULL)
         goto out;
-    memcpy(p.running, running, nrunning * sizeof(*running));
-    p.nrunning = nrunning;
+    for (size_t i = 0; i < nrunning; i++) {
+        if (running[i].end_s != SCHED_TIME_INFINITE)
+            p.ends[p.nends++] = (struct future){running[i].end_s, false, running[i].alloc};
+    }
     for (size_t i = 0; i < npending; i++)
         order[i] =
             (struct order_key){pending[i].tier, pending[i].priority, pending[i].submit_seq, i};
@@ -631,8 +745,9 @@ out:
         free(p.slots[i].spare);
     }
     free(p.slots);
+    sched_cluster_free(p.sim);
     free(order);
     free(p.reserved);
-    free(p.running);
+    free(p.ends);
     return rc;
 }

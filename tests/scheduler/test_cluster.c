@@ -976,3 +976,63 @@ Test(cluster, heterogeneous_components_get_distinct_nodes_all_or_none)
     cr_assert_not(sched_cluster_could_ever_fit(cluster, &r, why, sizeof(why)));
     cr_assert(strncmp(why, "het component 1: ", 17) == 0, "%s", why);
 }
+
+static void assert_same_nodes(const struct sched_cluster *a, const struct sched_cluster *b)
+{
+    cr_assert_eq(sched_cluster_nnodes(a), sched_cluster_nnodes(b));
+    for (uint32_t i = 0; i < sched_cluster_nnodes(a); i++) {
+        cr_assert_eq(sched_cluster_free_gpu_mask(a, i), sched_cluster_free_gpu_mask(b, i),
+                     "node %u", i);
+        cr_assert_eq(sched_cluster_free_cores(a, i), sched_cluster_free_cores(b, i));
+        cr_assert_eq(sched_cluster_free_mem(a, i), sched_cluster_free_mem(b, i));
+        cr_assert_eq(sched_cluster_node_jobs(a, i), sched_cluster_node_jobs(b, i));
+    }
+    cr_assert(sched_cluster_index_ok(a));
+}
+
+/*
+ * A what-if copy, changed by a simulation (jobs taken and given back on it alone) while
+ * the cluster starts jobs (taken on both), is the cluster again after a sync: with a few of
+ * its nodes changed (copied back one by one) and with most (copied whole).
+ */
+Test(cluster, a_synced_copy_is_the_cluster_again)
+{
+    struct sched_alloc held[16], sim[16];
+    struct sched_cluster *copy;
+    char name[8];
+
+    for (int i = 0; i < 16; i++) {
+        snprintf(name, sizeof(name), "n%d", i);
+        cr_assert_eq(add(name, 4, NULL), i);
+        sched_alloc_init(&held[i]);
+        sched_alloc_init(&sim[i]);
+    }
+    for (int i = 0; i < 8; i++) { /* running jobs, one a node */
+        cr_assert_eq(sched_cluster_place(cluster, REQ(1, 3, 2), NULL, &held[i]), 0);
+        sched_cluster_take(cluster, &held[i]);
+    }
+    copy = sched_cluster_copy(cluster);
+    cr_assert_not_null(copy);
+    for (int changed = 1; changed <= 16; changed += 15) {
+        for (int i = 0; i < changed && i < 8; i++) /* a simulation: ends, then starts */
+            sched_cluster_give_back(copy, &held[i]);
+        for (int i = 0; i < changed; i++) {
+            if (sched_cluster_place(copy, REQ(1, 2, 1), NULL, &sim[i]) == 0)
+                sched_cluster_take(copy, &sim[i]);
+        }
+        /* A job the pass starts meanwhile: on the cluster and the copy alike. */
+        cr_assert_eq(sched_cluster_place(cluster, REQ(1, 1, 1), NULL, &held[8 + changed / 8]), 0);
+        sched_cluster_take(cluster, &held[8 + changed / 8]);
+        sched_cluster_take(copy, &held[8 + changed / 8]);
+        sched_cluster_sync(copy, cluster);
+        assert_same_nodes(copy, cluster);
+    }
+    cr_assert_eq(sched_cluster_place(copy, REQ(1, 4, 1), NULL, &alloc), 0);
+    cr_assert_eq(sched_cluster_place(copy, REQ(9, 4, 1), NULL, &sim[0]), -EAGAIN,
+                 "eight whole nodes are left, as on the cluster");
+    sched_cluster_free(copy);
+    for (int i = 0; i < 16; i++) {
+        sched_alloc_release(&held[i]);
+        sched_alloc_release(&sim[i]);
+    }
+}

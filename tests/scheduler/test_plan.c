@@ -5,6 +5,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdio.h>
 
 #include "scheduler/plan.h"
 
@@ -476,4 +477,88 @@ Test(plan, a_job_may_share_a_reserved_node_within_what_it_leaves)
     cr_assert_eq(of(2)->reserved_s, 300);
     cr_assert(of(3)->start, "4 of n3's GPUs are left for job 2 at 300");
     cr_assert_eq(of(3)->alloc.nodes[0].node, 1);
+}
+
+/*
+ * Which reservations a later one keeps clear of changes along its walk of the future: one
+ * comes in once it starts within the job's limit, and drops out once it has started (its
+ * nodes are then taken, and given back at its end).
+ */
+Test(plan, a_reservation_is_kept_clear_of_from_when_it_starts_within_the_limit)
+{
+    /* Job 1 reserves n0 and n1 from 100. Job 2 (50 s) could have n0 at 60, but would run
+     * into job 1's reservation then: it waits until that one ends, at 1100. */
+    node("n0", 2);
+    node("n1", 2);
+    node("n2", 1);
+    run(100, gpus(1, 2), 60);
+    run(101, gpus(1, 2), 100);
+    run(102, gpus(1, 1), 10);
+    submit(1, 10, gpus(2, 2), 1000);
+    submit(2, 9, gpus(1, 2), 50);
+    plan_deep(0, 4);
+    cr_assert_eq(of(1)->reserved_s, 100);
+    cr_assert_eq(of(2)->reserved_s, 1100, "not on n0 at 60: job 1 takes it at 100");
+}
+
+Test(plan, a_reservation_no_longer_kept_clear_of_once_it_has_ended)
+{
+    /* Job 1 reserves all of n0 from 20 to 25; job 2 has n0 after it, at 25. */
+    node("n0", 2);
+    run(100, gpus(1, 1), 10);
+    run(101, gpus(1, 1), 20);
+    submit(1, 10, gpus(1, 2), 5);
+    submit(2, 9, gpus(1, 1), 100);
+    plan_deep(0, 4);
+    cr_assert_eq(of(1)->reserved_s, 20);
+    cr_assert_eq(of(2)->reserved_s, 25);
+}
+
+/* Nodes n0, n1 and n2 of one GPU each: n0 busy until 100, n1 until n1_end, n2 free. */
+static void three_one_gpu_nodes(uint64_t n1_end)
+{
+    node("n0", 1);
+    node("n1", 1);
+    node("n2", 1);
+    run(100, gpus(1, 1), 100);
+    run(101, gpus(1, 1), n1_end);
+}
+
+Test(plan, a_later_reservation_counts_the_end_of_a_job_backfilled_before_it)
+{
+    /* Job 1 reserves all three nodes from 200. Job 2 backfills onto n2 until 50; job 3
+     * then has n2 from 50, not n0 from 100: the ends of jobs started in the pass are
+     * walked in time order with the running ones'. */
+    three_one_gpu_nodes(200);
+    submit(1, 10, gpus(3, 1), 1000);
+    submit(2, 9, gpus(1, 1), 50);
+    submit(3, 8, gpus(1, 1), 100);
+    plan_deep(0, 4);
+    cr_assert_eq(of(1)->reserved_s, 200);
+    cr_assert(of(2)->start);
+    cr_assert(of(2)->backfilled);
+    cr_assert_eq(of(3)->reserved_s, 50);
+    cr_assert_eq(of(3)->nreserved, 1);
+    cr_assert_eq(of(3)->reserved_nodes[0], 2, "n2");
+}
+
+Test(plan, a_later_reservation_sees_the_nodes_of_jobs_started_since_an_earlier_one)
+{
+    /* Job 1 reserves all three nodes from 300; job 2 then backfills onto n2 until 250. Job
+     * 3 (two nodes) has n0 from 100 but n2 only from 250. The CPU-only nodes make the
+     * cluster large enough for a simulation to be undone node by node. */
+    three_one_gpu_nodes(300);
+    for (int i = 0; i < 12; i++) {
+        char name[8];
+
+        snprintf(name, sizeof(name), "c%d", i);
+        node(name, 0);
+    }
+    submit(1, 10, gpus(3, 1), 1000);
+    submit(2, 9, gpus(1, 1), 250);
+    submit(3, 8, gpus(2, 1), 50);
+    plan_deep(0, 4);
+    cr_assert_eq(of(1)->reserved_s, 300);
+    cr_assert(of(2)->start);
+    cr_assert_eq(of(3)->reserved_s, 250);
 }
