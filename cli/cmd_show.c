@@ -106,6 +106,11 @@ static void put_slurm(struct gs_buf *out, const Gs__JobInfo *job)
         gs_buf_printf(out, "   Partition=%s Account=%s QOS=%s Reservation=%s\n",
                       or_null(job->partition), or_null(job->account), or_null(job->qos),
                       or_null(reservation));
+    if (job->spec != NULL && job->spec->n_licenses > 0) {
+        gs_buf_append_str(out, "   Licenses=");
+        cli_job_licenses(out, job->spec);
+        gs_buf_append_str(out, "\n");
+    }
     if (job->array_job_id != 0)
         gs_buf_printf(out, "   ArrayJobId=%llu ArrayTaskId=%u\n",
                       (unsigned long long)job->array_job_id, job->array_task_id);

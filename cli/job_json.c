@@ -97,6 +97,20 @@ static void json_resources(struct gs_json *j, const Gs__Resources *r)
     gs_json_object_end(j);
 }
 
+/* "licenses": {"matlab": 2, ...}, empty without any; null without a spec. */
+static void json_licenses(struct gs_json *j, const Gs__JobSpec *s)
+{
+    gs_json_key(j, "licenses");
+    if (s == NULL) {
+        gs_json_null(j);
+        return;
+    }
+    gs_json_object_begin(j);
+    for (size_t i = 0; i < s->n_licenses; i++)
+        gs_json_kv_uint(j, s->licenses[i]->name, s->licenses[i]->count);
+    gs_json_object_end(j);
+}
+
 static void json_allocation(struct gs_json *j, Gs__NodeAllocation *const *alloc, size_t n)
 {
     gs_json_key(j, "allocation");
@@ -238,6 +252,7 @@ void cli_json_job_spec(struct gs_json *j, const Gs__JobSpec *s)
     gs_json_kv_string(j, "account", s->account);
     gs_json_kv_string(j, "qos", s->qos);
     gs_json_kv_string(j, "reservation", s->reservation);
+    json_licenses(j, s);
     gs_json_kv_string(j, "comment", s->comment);
     gs_json_kv_string(j, "source", s->source);
     json_data(j, s->data);
@@ -315,6 +330,7 @@ void cli_json_job_info(struct gs_json *j, const Gs__JobInfo *job)
     gs_json_kv_string(j, "qos", job->qos);
     /* JobInfo has no reservation of its own: the spec's, in ShowReply; null where absent. */
     gs_json_kv_string(j, "reservation", job->spec != NULL ? job->spec->reservation : NULL);
+    json_licenses(j, job->spec);
     gs_json_kv_uint(j, "array_job_id", job->array_job_id);
     gs_json_kv_uint(j, "array_task_id", job->array_task_id);
     gs_json_kv_uint(j, "ntasks", job->ntasks);

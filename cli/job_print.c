@@ -383,3 +383,10 @@ int cli_job_het_lines(struct gs_buf *out, const Gs__JobInfo *job)
     }
     return gs_buf_error(out);
 }
+
+void cli_job_licenses(struct gs_buf *out, const Gs__JobSpec *spec)
+{
+    for (size_t i = 0; spec != NULL && i < spec->n_licenses; i++)
+        gs_buf_printf(out, "%s%s:%u", i > 0 ? "," : "", spec->licenses[i]->name,
+                      spec->licenses[i]->count);
+}

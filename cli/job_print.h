@@ -108,4 +108,7 @@ size_t cli_job_het_alloc(const Gs__JobInfo *job, uint32_t k, size_t *ret_first);
  */
 int cli_job_het_lines(struct gs_buf *out, const Gs__JobInfo *job);
 
+/* The licenses spec holds while it runs, "matlab:2,fluent:1"; nothing when none (or NULL). */
+void cli_job_licenses(struct gs_buf *out, const Gs__JobSpec *spec);
+
 #endif

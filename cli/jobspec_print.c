@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli/job_print.h"
+#include "common/jobspec_license.h"
 #include "common/units.h"
 
 static void json_strv(struct gs_json *j, const char *key, char *const *v)
@@ -68,6 +69,11 @@ static void json_resources(struct gs_json *j, const struct gs_jobspec *s)
         gs_json_uint(j, s->time_limit_s);
     gs_json_kv_bool(j, "exclusive", s->exclusive);
     gs_json_kv_string(j, "constraint", s->constraint);
+    gs_json_key(j, "licenses");
+    gs_json_object_begin(j);
+    for (size_t i = 0; i < s->nlicenses; i++)
+        gs_json_kv_uint(j, s->licenses[i].name, s->licenses[i].count);
+    gs_json_object_end(j);
     gs_json_object_end(j);
 }
 
@@ -224,6 +230,13 @@ int cli_jobspec_text(struct gs_buf *out, const struct gs_jobspec *s)
     text_line(&t, "time_limit", gs_format_duration(s->time_limit_s, b, sizeof(b)));
     if (s->constraint != NULL)
         text_line(&t, "constraint", s->constraint);
+    if (s->nlicenses > 0) {
+        struct gs_buf l = GS_BUF_INIT;
+
+        gs_license_list_format(s->licenses, s->nlicenses, &l);
+        text_line(&t, "licenses", l.data != NULL ? l.data : "");
+        gs_buf_release(&l);
+    }
     text_line(&t, "gpu_affinity", gs_gpu_affinity_name(s->gpu_affinity));
     if (s->argv != NULL)
         text_strv(&t, "command", s->argv);

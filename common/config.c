@@ -105,6 +105,7 @@ void gs_config_release(struct gs_config *cfg)
     gs_config_switches_free(cfg);
     gs_config_accounts_free(cfg);
     gs_config_qos_free(cfg);
+    gs_config_licenses_free(cfg);
     free_partitions(cfg);
     free(cfg->cluster_name);
     memset(cfg, 0, sizeof(*cfg));
@@ -799,6 +800,46 @@ bool gs_config_partition_has(const struct gs_config_partition *p, const char *no
     return false;
 }
 
+void gs_config_read_tables(struct gs_schema_ctx *c, const struct gs_toml_value *v, const char *name,
+                           size_t have, size_t max, bool (*add)(struct gs_schema_ctx *c),
+                           void (*after)(struct gs_schema_ctx *c, const struct gs_toml_value *t))
+{
+    size_t n = gs_toml_count(v);
+
+    if (gs_toml_type(v) != GS_TOML_ARRAY || have > max || n > max - have) {
+        GS_SCHEMA_REPORT_AT(c, v, "%s must be an array of tables ([[%s]]), at most %zu", name, name,
+                            max);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct gs_toml_value *t = gs_toml_at(v, i);
+
+        if (gs_toml_type(t) != GS_TOML_TABLE) {
+            GS_SCHEMA_REPORT_AT(c, t, "%s must be an array of tables ([[%s]])", name, name);
+            continue;
+        }
+        if (!add(c))
+            return;
+        gs_schema_read_section(c, t, name);
+        if (after != NULL)
+            after(c, t);
+    }
+}
+
+void *gs_config_append(struct gs_schema_ctx *c, void *items, size_t *n, size_t size,
+                       const void *init)
+{
+    char *grown = realloc(items, (*n + 1) * size);
+
+    if (grown == NULL) {
+        c->enomem = true;
+        return NULL;
+    }
+    memcpy(grown + *n * size, init, size);
+    (*n)++;
+    return grown;
+}
+
 static void rd_scheduler(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
     gs_schema_read_section(c, v, "scheduler");
@@ -810,10 +851,15 @@ static void rd_worker(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 }
 
 static const struct gs_schema_key root_keys[] = {
-    {"scheduler", rd_scheduler},           {"worker", rd_worker},
-    {"switch", gs_config_read_switches},   {"partition", rd_partition},
-    {"priority", gs_config_read_priority}, {"account", gs_config_read_accounts},
-    {"qos", gs_config_read_qos},           {NULL, NULL},
+    {"scheduler", rd_scheduler},
+    {"worker", rd_worker},
+    {"switch", gs_config_read_switches},
+    {"partition", rd_partition},
+    {"priority", gs_config_read_priority},
+    {"account", gs_config_read_accounts},
+    {"qos", gs_config_read_qos},
+    {"license", gs_config_read_licenses},
+    {NULL, NULL},
 };
 
 static const struct gs_schema_section sections[] = {
@@ -825,6 +871,7 @@ static const struct gs_schema_section sections[] = {
     {"priority", gs_config_priority_keys},
     {"account", gs_config_account_keys},
     {"qos", gs_config_qos_keys},
+    {"license", gs_config_license_keys},
 };
 
 /*

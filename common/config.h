@@ -116,6 +116,9 @@
  *     users = ["alice"]                     # who may ask for it: these users and jobs of
  *     accounts = ["ml"]                     # these accounts or their sub-accounts (root
  *                                           # may use any QOS); neither: everyone
+ *     [[license]]                           # a cluster-wide count jobs hold while they
+ *     name = "matlab"                       # run (sbatch -L matlab:2, a job file's
+ *     count = 10                            # resources.licenses): Slurm's Licenses=
  * Without [[partition]] there is one, "main", default, every node, no time limit.
  *
  * Errors name the place ("gsched.toml:4:8: scheduler.port must be an integer from 1 to
@@ -210,6 +213,14 @@ struct gs_config_qos {
     size_t naccounts;
 };
 
+/* A cluster-wide license ([[license]]): count of it, which running jobs hold. */
+struct gs_config_license {
+    char *name;
+    uint32_t count; /* 1..GS_LICENSE_COUNT_MAX */
+};
+
+#define GS_CONFIG_MAX_LICENSES 256
+
 #define GS_CONFIG_MAX_QOS 256
 #define GS_CONFIG_DEFAULT_QOS "normal"
 #define GS_CONFIG_MAX_ACCOUNTS 4096
@@ -291,6 +302,8 @@ struct gs_config {
     size_t naccounts;
     struct gs_config_qos *qos; /* [[qos]], in file order */
     size_t nqos;
+    struct gs_config_license *licenses; /* [[license]], in file order */
+    size_t nlicenses;
     /* [[partition]]; at least one after gs_config_init (the implicit "main") */
     struct gs_config_partition *partitions;
     size_t npartitions;
@@ -306,6 +319,9 @@ const struct gs_config_partition *gs_config_partition(const struct gs_config *cf
                                                       const char *name);
 /* "flag", "notify", "cancel", "requeue". */
 const char *gs_idle_action_name(enum gs_idle_action a);
+
+/* The license named, or NULL when not configured. */
+const struct gs_config_license *gs_config_license(const struct gs_config *cfg, const char *name);
 
 /* The account named, or NULL ("root" is not one: it has no entry). */
 const struct gs_config_account *gs_config_account(const struct gs_config *cfg, const char *name);

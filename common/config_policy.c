@@ -323,40 +323,34 @@ static void check_parent(struct gs_schema_ctx *c, const struct gs_config_account
     gs_buf_release(&chain);
 }
 
+static bool add_account(struct gs_schema_ctx *c)
+{
+    static const struct gs_config_account init = {.shares = 1};
+    struct gs_config_account *a =
+        gs_config_append(c, CFG(c)->accounts, &CFG(c)->naccounts, sizeof(*a), &init);
+
+    if (a != NULL)
+        CFG(c)->accounts = a;
+    return a != NULL;
+}
+
+static void after_account(struct gs_schema_ctx *c, const struct gs_toml_value *t)
+{
+    struct gs_config_account *a = current_account(c);
+
+    if (a->name == NULL)
+        GS_SCHEMA_REPORT_AT(c, t, "account needs a name");
+    if (a->parent == NULL)
+        a->parent = gs_schema_strdup(c, GS_CONFIG_ROOT_ACCOUNT); /* NULL: c->enomem */
+}
+
 void gs_config_read_accounts(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
     struct gs_config *cfg = CFG(c);
     size_t n = gs_toml_count(v), first = cfg->naccounts, k;
 
-    if (gs_toml_type(v) != GS_TOML_ARRAY || n > GS_CONFIG_MAX_ACCOUNTS - cfg->naccounts) {
-        GS_SCHEMA_REPORT_AT(c, v, "account must be an array of tables ([[account]]), at most %d",
-                            GS_CONFIG_MAX_ACCOUNTS);
-        return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        const struct gs_toml_value *t = gs_toml_at(v, i);
-        struct gs_config_account *a;
-
-        if (gs_toml_type(t) != GS_TOML_TABLE) {
-            GS_SCHEMA_REPORT_AT(c, t, "account must be an array of tables ([[account]])");
-            continue;
-        }
-        a = realloc(cfg->accounts, (cfg->naccounts + 1) * sizeof(*a));
-        if (a == NULL) {
-            c->enomem = true;
-            return;
-        }
-        cfg->accounts = a;
-        cfg->accounts[cfg->naccounts++] = (struct gs_config_account){.shares = 1};
-        gs_schema_read_section(c, t, "account");
-        a = current_account(c);
-        if (a->name == NULL)
-            GS_SCHEMA_REPORT_AT(c, t, "account needs a name");
-        if (a->parent == NULL)
-            a->parent = gs_schema_strdup(c, GS_CONFIG_ROOT_ACCOUNT);
-        if (a->parent == NULL)
-            return;
-    }
+    gs_config_read_tables(c, v, "account", cfg->naccounts, GS_CONFIG_MAX_ACCOUNTS, add_account,
+                          after_account);
     /* Now that every account is known: the same tables again, in the same order. */
     k = first;
     for (size_t i = 0; i < n && k < cfg->naccounts; i++) {

@@ -191,35 +191,25 @@ void gs_config_qos_free(struct gs_config *cfg)
     cfg->nqos = 0;
 }
 
+static bool add_qos(struct gs_schema_ctx *c)
+{
+    static const struct gs_config_qos init = {.max_wall_s = GS_DURATION_INFINITE};
+    struct gs_config_qos *q = gs_config_append(c, CFG(c)->qos, &CFG(c)->nqos, sizeof(*q), &init);
+
+    if (q != NULL)
+        CFG(c)->qos = q;
+    return q != NULL;
+}
+
+static void after_qos(struct gs_schema_ctx *c, const struct gs_toml_value *t)
+{
+    if (current(c)->name == NULL)
+        GS_SCHEMA_REPORT_AT(c, t, "qos needs a name");
+}
+
 void gs_config_read_qos(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
-    struct gs_config *cfg = CFG(c);
-    size_t n = gs_toml_count(v);
-
-    if (gs_toml_type(v) != GS_TOML_ARRAY || n > GS_CONFIG_MAX_QOS - cfg->nqos) {
-        GS_SCHEMA_REPORT_AT(c, v, "qos must be an array of tables ([[qos]]), at most %d",
-                            GS_CONFIG_MAX_QOS);
-        return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        const struct gs_toml_value *t = gs_toml_at(v, i);
-        struct gs_config_qos *q;
-
-        if (gs_toml_type(t) != GS_TOML_TABLE) {
-            GS_SCHEMA_REPORT_AT(c, t, "qos must be an array of tables ([[qos]])");
-            continue;
-        }
-        q = realloc(cfg->qos, (cfg->nqos + 1) * sizeof(*q));
-        if (q == NULL) {
-            c->enomem = true;
-            return;
-        }
-        cfg->qos = q;
-        cfg->qos[cfg->nqos++] = (struct gs_config_qos){.max_wall_s = GS_DURATION_INFINITE};
-        gs_schema_read_section(c, t, "qos");
-        if (current(c)->name == NULL)
-            GS_SCHEMA_REPORT_AT(c, t, "qos needs a name");
-    }
+    gs_config_read_tables(c, v, "qos", CFG(c)->nqos, GS_CONFIG_MAX_QOS, add_qos, after_qos);
 }
 
 const struct gs_config_qos *gs_config_qos(const struct gs_config *cfg, const char *name)

@@ -53,34 +53,27 @@ const struct gs_schema_key gs_config_switch_keys[] = {
     {NULL, NULL},
 };
 
+static bool add_switch(struct gs_schema_ctx *c)
+{
+    static const struct gs_config_switch none;
+    struct gs_config_switch *sw =
+        gs_config_append(c, CFG(c)->switches, &CFG(c)->nswitches, sizeof(*sw), &none);
+
+    if (sw != NULL)
+        CFG(c)->switches = sw;
+    return sw != NULL;
+}
+
+static void after_switch(struct gs_schema_ctx *c, const struct gs_toml_value *t)
+{
+    if (current_switch(c)->name == NULL)
+        GS_SCHEMA_REPORT_AT(c, t, "switch needs a name");
+}
+
 void gs_config_read_switches(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
-    size_t n = gs_toml_count(v);
-    struct gs_config_switch *sw;
-
-    if (gs_toml_type(v) != GS_TOML_ARRAY || n > GS_CONFIG_MAX_SWITCHES) {
-        GS_SCHEMA_REPORT_AT(c, v, "switch must be an array of tables ([[switch]]), at most %d",
-                            GS_CONFIG_MAX_SWITCHES);
-        return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        const struct gs_toml_value *t = gs_toml_at(v, i);
-
-        if (gs_toml_type(t) != GS_TOML_TABLE) {
-            GS_SCHEMA_REPORT_AT(c, t, "switch must be an array of tables ([[switch]])");
-            continue;
-        }
-        sw = realloc(CFG(c)->switches, (CFG(c)->nswitches + 1) * sizeof(*sw));
-        if (sw == NULL) {
-            c->enomem = true;
-            return;
-        }
-        CFG(c)->switches = sw;
-        memset(&sw[CFG(c)->nswitches++], 0, sizeof(*sw));
-        gs_schema_read_section(c, t, "switch");
-        if (current_switch(c)->name == NULL)
-            GS_SCHEMA_REPORT_AT(c, t, "switch needs a name");
-    }
+    gs_config_read_tables(c, v, "switch", CFG(c)->nswitches, GS_CONFIG_MAX_SWITCHES, add_switch,
+                          after_switch);
 }
 
 /* By name, then by switch and place, so that a name's first entry is where it was first. */

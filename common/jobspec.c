@@ -16,6 +16,7 @@
 
 #include "common/error.h"
 #include "common/jobspec_data.h"
+#include "common/jobspec_license.h"
 #include "common/schema.h"
 #include "common/toml.h"
 #include "common/units.h"
@@ -207,6 +208,7 @@ static const struct gs_schema_key resources_keys[] = {
     {"time_limit", rd_time_limit},
     {"exclusive", rd_exclusive},
     {"constraint", rd_constraint},
+    {"licenses", gs_jobspec_read_licenses},
     {NULL, NULL},
 };
 
@@ -619,6 +621,7 @@ void gs_jobspec_free(struct gs_jobspec *spec)
     free(spec->name);
     free(spec->deps);
     free(spec->constraint);
+    gs_license_list_free(spec->licenses, spec->nlicenses);
     gs_schema_strv_free(spec->argv);
     free(spec->script);
     free(spec->workdir);
@@ -683,6 +686,8 @@ static bool blank(const char *s)
 
 static int check_resources(const struct gs_jobspec *s, struct gs_error *err)
 {
+    char why[160];
+
     if (s->nodes < 1 || s->nodes > GS_JOBSPEC_NODES_MAX)
         return gs_error_set(err, -EINVAL, 0, 0, "resources.nodes must be 1 to %d",
                             GS_JOBSPEC_NODES_MAX);
@@ -700,6 +705,8 @@ static int check_resources(const struct gs_jobspec *s, struct gs_error *err)
                             "resources.cpus_per_gpu needs resources.gpus_per_node > 0");
     if (s->time_limit_s == 0)
         return gs_error_set(err, -EINVAL, 0, 0, "resources.time_limit must not be zero");
+    if (gs_license_list_check(s->licenses, s->nlicenses, why, sizeof(why)) < 0)
+        return gs_error_set(err, -EINVAL, 0, 0, "resources.licenses: %s", why);
     return 0;
 }
 

@@ -120,6 +120,16 @@ struct gs_het_component {
 #define GS_JOBSPEC_CPUS_MAX 4096 /* per GPU, per task, and tasks per node */
 #define GS_JOBSPEC_RESTARTS_MAX 1000
 
+/* A count of a cluster-wide license ([[license]] in gsched.toml) the job holds while it
+ * runs: sbatch -L NAME:COUNT, a job file's resources.licenses (jobspec_license.h). */
+struct gs_job_license {
+    char *name; /* one word, as gs_jobspec_word_ok takes it */
+    uint32_t count;
+};
+
+#define GS_JOBSPEC_LICENSES_MAX 16    /* licenses one job names */
+#define GS_LICENSE_COUNT_MAX 1000000u /* of one license, in a job or in the cluster */
+
 struct gs_jobspec {
     char *name;
     int32_t priority; /* higher runs first; -1e6..1e6; root only (gschedd refuses others) */
@@ -138,7 +148,9 @@ struct gs_jobspec {
     uint64_t mem_per_node_mib; /* 0: no memory request */
     uint64_t time_limit_s;     /* GS_DURATION_INFINITE when unlimited */
     bool exclusive;
-    char *constraint; /* node feature required, NULL for none */
+    char *constraint;                /* node feature required, NULL for none */
+    struct gs_job_license *licenses; /* distinct names; NULL, 0: none */
+    size_t nlicenses;
 
     /* [run] */
     char **argv; /* NULL-terminated; NULL when script is used */

@@ -122,6 +122,25 @@ static int view_het(struct gs_proto_jobspec_view *v, const struct gs_jobspec *sp
     return 0;
 }
 
+static int view_licenses(struct gs_proto_jobspec_view *v, const struct gs_jobspec *spec)
+{
+    if (spec->nlicenses == 0)
+        return 0;
+    v->licenses = calloc(spec->nlicenses, sizeof(*v->licenses));
+    v->license_ptrs = calloc(spec->nlicenses, sizeof(*v->license_ptrs));
+    if (v->licenses == NULL || v->license_ptrs == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < spec->nlicenses; i++) {
+        gs__job_license__init(&v->licenses[i]);
+        v->licenses[i].name = spec->licenses[i].name;
+        v->licenses[i].count = spec->licenses[i].count;
+        v->license_ptrs[i] = &v->licenses[i];
+    }
+    v->spec.n_licenses = spec->nlicenses;
+    v->spec.licenses = v->license_ptrs;
+    return 0;
+}
+
 static void view_run(Gs__RunSpec *run, const struct gs_jobspec *spec)
 {
     gs__run_spec__init(run);
@@ -218,6 +237,8 @@ int gs_proto_jobspec_view_init(struct gs_proto_jobspec_view *v, const struct gs_
         rc = view_env(v, spec);
     if (rc == 0)
         rc = view_het(v, spec);
+    if (rc == 0)
+        rc = view_licenses(v, spec);
     if (rc < 0)
         gs_proto_jobspec_view_release(v);
     return rc;
@@ -234,6 +255,8 @@ void gs_proto_jobspec_view_release(struct gs_proto_jobspec_view *v)
     free(v->dep_ptrs);
     free(v->het);
     free(v->het_ptrs);
+    free(v->licenses);
+    free(v->license_ptrs);
     memset(v, 0, sizeof(*v));
 }
 
@@ -405,6 +428,24 @@ static int copy_het(const Gs__JobSpec *pb, struct gs_jobspec *spec, struct gs_er
     return 0;
 }
 
+/* Checked with the rest of the spec (gs_jobspec_check). */
+static int copy_licenses(const Gs__JobSpec *pb, struct gs_jobspec *spec)
+{
+    if (pb->n_licenses == 0)
+        return 0;
+    spec->licenses = calloc(pb->n_licenses, sizeof(*spec->licenses));
+    if (spec->licenses == NULL)
+        return -ENOMEM;
+    spec->nlicenses = pb->n_licenses;
+    for (size_t i = 0; i < pb->n_licenses; i++) {
+        spec->licenses[i].name = strdup(pb->licenses[i]->name);
+        spec->licenses[i].count = pb->licenses[i]->count;
+        if (spec->licenses[i].name == NULL)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
 /* The fields sbatch jobs have (partition to comment, reservation: job files' too). */
 static int copy_slurm(const Gs__JobSpec *pb, struct gs_jobspec *spec)
 {
@@ -487,6 +528,8 @@ static int copy_all(const Gs__JobSpec *pb, struct gs_jobspec *spec, struct gs_er
         rc = copy_slurm(pb, spec);
     if (rc == 0)
         rc = copy_het(pb, spec, err);
+    if (rc == 0)
+        rc = copy_licenses(pb, spec);
     if (rc == -ENOMEM)
         gs_error_set(err, rc, 0, 0, "out of memory");
     return rc;

@@ -31,6 +31,8 @@ struct gs_proto_jobspec_view {
     char **env_keys;
     Gs__HetComponent *het; /* spec->nhet each */
     Gs__HetComponent **het_ptrs;
+    Gs__JobLicense *licenses; /* spec->nlicenses each */
+    Gs__JobLicense **license_ptrs;
 };
 
 /* Returns 0 or -ENOMEM (then nothing needs releasing). */

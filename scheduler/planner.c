@@ -13,6 +13,7 @@
 #include "common/buf.h"
 #include "common/hostlist.h"
 #include "common/units.h"
+#include "scheduler/license.h"
 #include "scheduler/preempt.h"
 #include "scheduler/qos.h"
 #include "common/sort.h"
@@ -157,11 +158,13 @@ struct gathered {
     struct sched_job **rjobs; /* running[i]'s job */
     struct sched_node_masks *masks;
     size_t nrunning;
-    struct sched_qos_usage *qos; /* NULL without QOS limits */
-    struct sched_job **pjobs;    /* out->jobs, for the gate */
-    size_t words;                /* in a node mask */
-    size_t nnodes;               /* entries of a per-node GPU mask array */
-    struct resv_cut *cuts;       /* shared masks of the nodes outside sets of reservations */
+    struct sched_qos_usage *qos;  /* NULL without QOS limits */
+    struct sched_license_use lic; /* used NULL without [[license]] */
+    bool licensed;                /* some pending job names licenses */
+    struct sched_job **pjobs;     /* out->jobs, for the gate */
+    size_t words;                 /* in a node mask */
+    size_t nnodes;                /* entries of a per-node GPU mask array */
+    struct resv_cut *cuts;        /* shared masks of the nodes outside sets of reservations */
     size_t ncuts;
     /* A what-if pass's job (sched_planner_will_run), not in the table: the pass writes
      * its reason only, none of the table's jobs'. NULL in a real pass. */
@@ -579,6 +582,7 @@ static int gather_pending(struct sched_jobs *jobs, const struct sched_planner_ho
         sched_node_masks_release(&g->masks[out->n]);
         return -ENOMEM;
     }
+    g->licensed = g->licensed || job->spec->nlicenses > 0;
     out->n++;
     return 0;
 }
@@ -601,6 +605,8 @@ static int gather(struct sched_jobs *jobs, size_t from, const struct sched_plann
     if (hk != NULL && hk->cfg != NULL && hk->cfg->nqos > 0 &&
         (g->qos = sched_qos_usage_new(hk->cfg)) == NULL)
         return -ENOMEM;
+    if (hk != NULL && hk->cfg != NULL && sched_license_use_init(&g->lic, hk->cfg) < 0)
+        return -ENOMEM;
     g->pjobs = out->jobs;
     for (size_t i = from; i < n; i++) {
         struct sched_job *job = sched_jobs_at(jobs, i);
@@ -611,6 +617,7 @@ static int gather(struct sched_jobs *jobs, size_t from, const struct sched_plann
             if (g->qos != NULL &&
                 sched_qos_usage_add(g->qos, job->spec, job->user, alloc_gpus(&job->alloc)) < 0)
                 return -ENOMEM;
+            sched_license_take(&g->lic, job->spec);
             g->rjobs[g->nrunning] = job;
             g->running[g->nrunning++] = (struct sched_running){
                 job->id,
@@ -623,14 +630,17 @@ static int gather(struct sched_jobs *jobs, size_t from, const struct sched_plann
     return 0;
 }
 
-/* QOS limits as plan.c's gate: the reason a job waits goes into the job. */
+/* QOS limits and licenses as plan.c's gate: the reason a job waits goes into the job. */
 static bool gate_may_start(void *data, size_t index)
 {
     struct gathered *g = data;
     struct sched_job *job = g->pjobs[index];
-    const char *why =
-        sched_qos_usage_check(g->qos, job->spec, job->user, req_gpus(&g->pending[index].req));
+    const char *why = g->qos != NULL ? sched_qos_usage_check(g->qos, job->spec, job->user,
+                                                             req_gpus(&g->pending[index].req))
+                                     : NULL;
 
+    if (why == NULL && !sched_license_free_for(&g->lic, job->spec))
+        why = "Licenses";
     if (why != NULL)
         note_reason(g, job, why);
     return why == NULL;
@@ -642,7 +652,17 @@ static void gate_started(void *data, size_t index)
     struct sched_job *job = g->pjobs[index];
 
     /* Out of memory: the job is not counted, so the next one may pass a limit once. */
-    (void)sched_qos_usage_add(g->qos, job->spec, job->user, req_gpus(&g->pending[index].req));
+    if (g->qos != NULL)
+        (void)sched_qos_usage_add(g->qos, job->spec, job->user, req_gpus(&g->pending[index].req));
+    sched_license_take(&g->lic, job->spec);
+}
+
+/* The gate, when there is something to gate on: QOS limits, or a job naming licenses
+ * (one no longer configured never frees). */
+static const struct sched_plan_gate *gate_of(const struct gathered *g,
+                                             const struct sched_plan_gate *gate)
+{
+    return g->qos != NULL || g->licensed ? gate : NULL;
 }
 
 /* Plan order again: tier, priority, submit order (plan.c's); keys copied for qsort. */
@@ -775,6 +795,7 @@ static void gathered_release(struct gathered *g, size_t n)
     free(g->running);
     free(g->rjobs);
     sched_qos_usage_free(g->qos);
+    sched_license_use_release(&g->lic);
 }
 
 int sched_planner_pass(struct sched_jobs *jobs, size_t *plan_from, struct sched_cluster *cluster,
@@ -807,8 +828,8 @@ int sched_planner_pass(struct sched_jobs *jobs, size_t *plan_from, struct sched_
         struct sched_plan_gate gate = {gate_may_start, gate_started, &g};
 
         rc = sched_plan_gated(cluster, g.pending, out->n, g.running, g.nrunning, now_ms / 1000,
-                              hooks != NULL ? hooks->backfill_depth : 1,
-                              g.qos != NULL ? &gate : NULL, out->verdicts, &out->res);
+                              hooks != NULL ? hooks->backfill_depth : 1, gate_of(&g, &gate),
+                              out->verdicts, &out->res);
     }
     for (size_t i = 0; rc == 0 && i < out->n; i++) {
         struct sched_job *job = out->jobs[i];
@@ -993,7 +1014,7 @@ int sched_planner_will_run(struct sched_jobs *jobs, size_t plan_from,
         struct sched_plan_gate gate = {gate_may_start, gate_started, &g};
 
         rc = sched_plan_gated(sim, g.pending, out.n, g.running, g.nrunning, now_ms / 1000, depth,
-                              g.qos != NULL ? &gate : NULL, out.verdicts, &out.res);
+                              gate_of(&g, &gate), out.verdicts, &out.res);
     }
     if (rc == 0)
         rc = will_run_answer(&out.verdicts[out.n - 1], &g.pending[out.n - 1].req, ahead, depth,

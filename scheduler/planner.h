@@ -90,7 +90,8 @@ struct sched_planner_hooks {
     int (*masks)(void *data, const struct gs_jobspec *spec, struct sched_node_masks *m);
     int32_t (*priority)(void *data, struct sched_job *job, uint64_t now_ms);
     void *data;
-    /* The QOS (limits, tiers; NULL: none): jobs of higher tiers go first and may preempt. */
+    /* The QOS (limits, tiers: jobs of higher tiers go first and may preempt) and licenses
+     * (a job waits while its counts are not free); NULL: none. */
     const struct gs_config *cfg;
     /* Advance reservations, borrowed for the pass (none: NULL, 0). */
     const struct sched_planner_resv *resv;

@@ -691,6 +691,8 @@ int sched_expand_ids(struct sched_ctx *s, const uint64_t *ids, size_t n, uint64_
                      size_t *ret_n);
 /* The cluster's partitions (sbatch -p, sinfo). */
 void sched_query_partitions(struct sched_cli *c, uint64_t request_id);
+/* The cluster's licenses and what running jobs hold (scontrol show licenses). */
+void sched_query_licenses(struct sched_cli *c, uint64_t request_id);
 /* A job changed state: answers the waits it completes, ends its steps unless it runs. */
 void sched_query_job_changed(struct sched_ctx *s, const struct sched_job *job);
 /* A worker answered a forwarded request (LogsReply or ErrorReply); false if not ours. */

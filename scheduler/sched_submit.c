@@ -18,6 +18,7 @@
 #include "common/hostlist.h"
 #include "common/log.h"
 #include "proto/jobspec.h"
+#include "scheduler/license.h"
 #include "scheduler/planner.h"
 #include "scheduler/sched_internal.h"
 
@@ -282,6 +283,8 @@ static int admit(struct sched_ctx *s, struct gs_jobspec *spec, char *why, size_t
         return -EINVAL;
     }
     rc = sched_slurm_admit(s, spec, why, size);
+    if (rc == 0)
+        rc = sched_license_admit(s->cfg, spec, why, size);
     if (rc < 0)
         return rc;
     rc = sched_node_masks_build(s, spec, &masks);

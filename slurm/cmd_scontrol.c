@@ -17,6 +17,8 @@
  *                                        change a pending job, or a running
  *                                        job's TimeLimit (scontrol_update.c)
  *     scontrol show reservation [NAME]   Slurm's record per advance reservation ("res" too)
+ *     scontrol show licenses [NAME]      per [[license]]: its total, what running jobs hold
+ *                                        ("lic", "license" too)
  *     scontrol create reservation KEY=VALUE...    (root) StartTime= EndTime=|Duration=
  *                                        Nodes= Users=|Accounts= [ReservationName=] [Flags=]
  *     scontrol update ReservationName=NAME KEY=VALUE...   (root; scontrol_update.c)
@@ -42,6 +44,7 @@
 
 #include "cli/client.h"
 #include "cli/job_print.h"
+#include "cli/jobcmd.h"
 #include "common/clock.h"
 #include "common/hostlist.h"
 #include "common/jobspec.h"
@@ -229,6 +232,10 @@ static int put_job(const struct scontrol *sc, struct gs_buf *out, const Gs__JobI
     gs_buf_printf(out, "Partition=%s", or_null(job->partition));
     if (spec != NULL && spec->reservation != NULL && spec->reservation[0] != '\0')
         gs_buf_printf(out, " Reservation=%s", spec->reservation); /* only when it has one */
+    if (spec != NULL && spec->n_licenses > 0) {
+        gs_buf_append_str(out, " Licenses=");
+        cli_job_licenses(out, spec);
+    }
     next_line(sc, out);
     gs_buf_append_str(out, "NodeList=");
     if (job->n_allocation > 0) {
@@ -594,6 +601,48 @@ out:
     return status;
 }
 
+/* --- licenses ------------------------------------------------------------------------------ */
+
+static int show_licenses(const struct scontrol *sc, int argc, char **argv)
+{
+    Gs__LicensesRequest req = GS__LICENSES_REQUEST__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT, *reply = NULL;
+    struct gs_buf out = GS_BUF_INIT;
+    char path[256];
+    size_t shown = 0;
+    int status = 1, rc = 0;
+
+    if (argc > 1)
+        return slurm_error(CMD, "show licenses takes one name, not '%s'", argv[1]);
+    env.body_case = GS__ENVELOPE__BODY_LICENSES_REQUEST;
+    env.licenses_request = &req;
+    if (cli_socket_path(sc->socket_opt, path, sizeof(path)) < 0 ||
+        cli_call(path, &env, GS__ENVELOPE__BODY_LICENSES_REPLY, &reply) < 0)
+        goto out;
+    for (size_t i = 0; rc == 0 && i < reply->licenses_reply->n_licenses; i++) {
+        const Gs__LicenseInfo *l = reply->licenses_reply->licenses[i];
+
+        if (argc == 1 && strcmp(l->name, argv[0]) != 0)
+            continue;
+        gs_buf_printf(&out, "LicenseName=%s", l->name);
+        next_line(sc, &out);
+        gs_buf_printf(&out, "Total=%u Used=%u Free=%u Reserved=0 Remote=no", l->total, l->used,
+                      l->used < l->total ? l->total - l->used : 0);
+        rc = end_record(sc, &out);
+        shown++;
+    }
+    if (rc < 0)
+        status = slurm_error(CMD, "out of memory");
+    else if (shown == 0 && argc == 1)
+        status = slurm_error(CMD, "License %s not found", argv[0]);
+    else
+        status = show_records(&out, shown, "licenses");
+out:
+    gs_buf_release(&out);
+    gs_proto_envelope_free(reply);
+    return status;
+}
+
 static bool is_resv_word(const char *word)
 {
     return strcasecmp(word, "reservation") == 0 || strcasecmp(word, "reservations") == 0 ||
@@ -769,7 +818,7 @@ static void usage(FILE *f)
           "  update NodeName=LIST State=DRAIN Reason=TEXT | update NodeName=LIST State=RESUME\n"
           "  update JobId=ID [Priority=N] [Nice=N] [TimeLimit=TIME] [Partition=NAME] "
           "[Dependency=LIST]\n"
-          "  show reservation [NAME]\n"
+          "  show reservation [NAME] | show licenses [NAME]\n"
           "  create reservation [ReservationName=NAME] StartTime=TIME EndTime=TIME|Duration=TIME\n"
           "                     Nodes=LIST Users=a,b|Accounts=x,y [TRES=gres/gpu=N]\n"
           "                     [Flags=DAILY|...,MAINT,IGNORE_JOBS,OVERLAP,FLEX,MAGNETIC,\n"
@@ -810,7 +859,8 @@ int cli_cmd_scontrol(int argc, char **argv)
     }
     if (is(argv[0], "show", NULL)) {
         if (argc < 2)
-            return slurm_error(CMD, "show what? (hostnames, job, partition, node, reservation)");
+            return slurm_error(
+                CMD, "show what? (hostnames, job, partition, node, reservation, licenses)");
         if (is(argv[1], "hostnames", "hostname"))
             return show_hostnames(argc - 2, argv + 2);
         if (is(argv[1], "job", "jobs"))
@@ -821,6 +871,8 @@ int cli_cmd_scontrol(int argc, char **argv)
             return show_nodes(&sc, argc - 2, argv + 2);
         if (is_resv_word(argv[1]))
             return show_reservations(&sc, argc - 2, argv + 2);
+        if (is(argv[1], "licenses", "license") || is(argv[1], "lic", NULL))
+            return show_licenses(&sc, argc - 2, argv + 2);
         return slurm_error(CMD, "invalid entity: %s for keyword: show", argv[1]);
     }
     if (is(argv[0], "hold", "uhold"))

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/hostlist.h"
+#include "common/jobspec_license.h"
 #include "common/json.h"
 #include "common/path.h"
 #include "common/signals.h"
@@ -280,6 +281,8 @@ static void show_resources(struct show *s, const struct gs_jobspec *spec)
     show_str(s, "qos", spec->qos);
     show_str(s, "constraint", spec->constraint);
     show_str(s, "reservation", spec->reservation);
+    gs_license_list_format(spec->licenses, spec->nlicenses, &s->value);
+    show_value(s, "licenses", gs_buf_error(&s->value));
     show_value(s, "nodelist", hostlist_text(&s->value, spec->nodelist, spec->nnodelist));
     show_value(s, "exclude", hostlist_text(&s->value, spec->exclude, spec->nexclude));
     show_bool(s, "exclusive", spec->exclusive);

@@ -20,6 +20,7 @@
 
 #include "common/buf.h"
 #include "common/gpu_bind.h"
+#include "common/jobspec_license.h"
 #include "common/path.h"
 #include "common/units.h"
 #include "slurm/sbatch_internal.h"
@@ -698,6 +699,18 @@ static bool gres_other(const struct gs_sbatch *sb)
     return other;
 }
 
+static void map_licenses(struct conv *c, const char *text)
+{
+    char why[200];
+    int rc = gs_license_list_parse(text != NULL ? text : "", &c->spec->licenses,
+                                   &c->spec->nlicenses, why, sizeof(why));
+
+    if (rc == -ENOMEM)
+        c->rc = rc;
+    else if (rc < 0)
+        fail(c, GS_SBATCH_OPT_LICENSES, "%s", why);
+}
+
 static void map_simple(struct conv *c)
 {
     const struct gs_sbatch *sb = c->sb;
@@ -737,7 +750,7 @@ static void map_simple(struct conv *c)
     if (is_set(sb, GS_SBATCH_OPT_REQUEUE) && sb->requeue)
         s->max_restarts = GS_SBATCH_REQUEUE_RESTARTS;
     if (is_set(sb, GS_SBATCH_OPT_LICENSES))
-        ignored(c, "--licenses");
+        map_licenses(c, sb->licenses);
     if (is_set(sb, GS_SBATCH_OPT_GRES_FLAGS))
         ignored(c, "--gres-flags");
     if (gres_other(sb))
@@ -767,6 +780,7 @@ static enum gs_sbatch_opt option_of(const char *msg)
         {"max_restarts", GS_SBATCH_OPT_REQUEUE},
         {"nice", GS_SBATCH_OPT_NICE},
         {"reservation", GS_SBATCH_OPT_RESERVATION},
+        {"licenses", GS_SBATCH_OPT_LICENSES},
     };
 
     for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)

@@ -28,8 +28,10 @@
  *     gs_jobspec_check takes it: Slurm's comma-separated list is refused);
  *   - --gpu-bind is checked and passed to the job's srun steps as SLURM_GPU_BIND in its
  *     environment (srun applies it, common/gpu_bind.h);
- *   - --licenses, --gres-flags, --signal's R: and non-GPU gres are accepted and not acted
- *     on: one warning lists them;
+ *   - --licenses becomes spec->licenses (gs_license_list_parse: Slurm's "|" and "@" are
+ *     refused);
+ *   - --gres-flags, --signal's R: and non-GPU gres are accepted and not acted on: one
+ *     warning lists them;
  *   - a heterogeneous job's further components (sb->het) become spec->het, each mapped by
  *     the same rules as component 0's nodes, tasks, GPUs, CPUs, memory and constraint
  *     (its GPU type its constraint when it names none); a problem in one names it:

@@ -331,7 +331,8 @@ Test(job_json, job_info_nests_user_resources_and_allocation_without_spec)
            "\"end_time_ms\":0,\"expected_start_ms\":0,\"sched_nodes\":\"\",\"signaled\":false,"
            "\"exit_code\":0,"
            "\"term_signal\":0,\"restart_count\":0,\"partition\":\"\",\"account\":\"\",\"qos\":"
-           "\"\",\"reservation\":null,\"array_job_id\":0,\"array_task_id\":0,\"ntasks\":0,"
+           "\"\",\"reservation\":null,\"licenses\":null,\"array_job_id\":0,\"array_task_id\":0,"
+           "\"ntasks\":0,"
            "\"ncpus\":0,\"workdir\":"
            "\"\",\"stdout_path\":\"\",\"stderr_path\":\"\",\"allocation\":[{\"node_name\":\"n1\","
            "\"address\":\"10.0.0.1\","
@@ -379,7 +380,7 @@ Test(job_json, job_info_from_show_carries_the_spec_and_absent_parts_are_null)
                   "\"warn_before_s\":0,\"warn_batch_only\":false,\"launcher\":\"NONE\","
                   "\"env\":{\"OMP_NUM_THREADS\":\"4\"}},"
                   "\"max_restarts\":0,\"account\":\"\",\"qos\":\"\",\"reservation\":\"\","
-                  "\"comment\":\"\","
+                  "\"licenses\":{},\"comment\":\"\","
                   "\"source\":\"\",\"data\":null,\"depends_any\":false,\"singleton\":false,"
                   "\"array\":null}}") != NULL,
         "%s", s);

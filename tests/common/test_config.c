@@ -962,3 +962,32 @@ Test(config, purge_after_keeps_everything_unless_set_to_an_hour_or_more)
     assert_error("gsched.toml:2:15: scheduler.purge_after must be at least 1h");
     cr_assert_eq(cfg.purge_after_ms, 3600000, "left as it was");
 }
+
+Test(config, licenses_are_read_and_their_mistakes_named)
+{
+    cr_assert_eq(
+        parse("[[license]]\nname = \"matlab\"\ncount = 10\n[[license]]\nname = \"fluent\"\n"
+              "count = 1\n"),
+        0, "%s", errors.data != NULL ? errors.data : "");
+    cr_assert_eq(cfg.nlicenses, 2);
+    cr_assert_str_eq(gs_config_license(&cfg, "fluent")->name, "fluent");
+    cr_assert_eq(gs_config_license(&cfg, "matlab")->count, 10);
+    cr_assert_null(gs_config_license(&cfg, "ansys"));
+    gs_config_release(&cfg);
+    cr_assert_eq(gs_config_init(&cfg), 0);
+    cr_assert_eq(
+        parse("[[license]]\nname = \"matlab\"\ncount = 1\n[[license]]\nname = \"matlab\"\n"
+              "count = 0\n[[license]]\ncount = 2\n[[license]]\nname = \"a b\"\ncount = 1\n"),
+        -EINVAL);
+    cr_assert_not_null(strstr(errors.data, "gsched.toml:5:8: license 'matlab' is defined twice"),
+                       "%s", errors.data);
+    cr_assert_not_null(
+        strstr(errors.data, "gsched.toml:6:9: license.count must be a positive integer"), "%s",
+        errors.data);
+    cr_assert_not_null(strstr(errors.data, "gsched.toml:7:1: license needs a name"), "%s",
+                       errors.data);
+    cr_assert_null(strstr(errors.data, "gsched.toml:4:1:"), "nothing more about the second: %s",
+                   errors.data);
+    cr_assert_not_null(strstr(errors.data, "gsched.toml:10:8: license.name must be one word"), "%s",
+                       errors.data);
+}

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/jobspec.h"
+#include "common/jobspec_license.h"
 #include "common/schema.h"
 #include "common/units.h"
 
@@ -503,4 +504,65 @@ Test(jobspec, data_ids)
     cr_assert_not(gs_data_id_valid("0123456789abcdef0123456789abcde"), "31 digits");
     cr_assert_not(gs_data_id_valid("0123456789abcdef0123456789abcdef0"), "33 digits");
     cr_assert_not(gs_data_id_valid(""));
+}
+
+Test(jobspec, licenses_are_read_from_a_table_and_checked_at_their_place)
+{
+    struct gs_jobspec *s = parse_ok("[resources]\nlicenses = { matlab = 2, fluent = 1 }\n"
+                                    "[run]\ncommand = [\"true\"]\n");
+
+    cr_assert_eq(s->nlicenses, 2);
+    cr_assert_str_eq(s->licenses[0].name, "matlab");
+    cr_assert_eq(s->licenses[0].count, 2);
+    cr_assert_str_eq(s->licenses[1].name, "fluent");
+    cr_assert_eq(s->licenses[1].count, 1);
+    gs_jobspec_free(s);
+    parse_fails("[resources]\nlicenses = { matlab = 0 }\n[run]\ncommand = [\"true\"]\n",
+                "job.toml:2:23: resources.licenses.matlab must be a positive integer");
+    gs_buf_reset(&errors);
+    parse_fails("[resources]\nlicenses = { \"two words\" = 1 }\n[run]\ncommand = [\"true\"]\n",
+                "job.toml:2:14: resources.licenses: 'two words' must be one word");
+    gs_buf_reset(&errors);
+    parse_fails("[resources]\nlicenses = \"matlab:2\"\n[run]\ncommand = [\"true\"]\n",
+                "job.toml:2:12: resources.licenses must be a table of license names and counts");
+}
+
+static void list_refused(const char *text, const char *want)
+{
+    struct gs_job_license *l = (struct gs_job_license *)0x1;
+    size_t n = 7;
+    char why[200];
+
+    cr_assert_eq(gs_license_list_parse(text, &l, &n, why, sizeof(why)), -EINVAL, "%s", text);
+    cr_assert_eq(l, (struct gs_job_license *)0x1, "%s: written on failure", text);
+    cr_assert_eq(n, 7);
+    cr_assert_not_null(strstr(why, want), "%s: want '%s' in '%s'", text, want, why);
+}
+
+Test(jobspec, a_slurm_license_list_is_parsed_and_its_mistakes_named)
+{
+    struct gs_job_license *l = NULL;
+    struct gs_buf text = GS_BUF_INIT;
+    size_t n = 0;
+    char why[200];
+
+    cr_assert_eq(gs_license_list_parse("matlab:2,fluent", &l, &n, why, sizeof(why)), 0);
+    cr_assert_eq(n, 2);
+    cr_assert_str_eq(l[0].name, "matlab");
+    cr_assert_eq(l[0].count, 2);
+    cr_assert_eq(l[1].count, 1, "a count left out is 1");
+    gs_license_list_format(l, n, &text);
+    cr_assert_str_eq(text.data, "matlab:2,fluent:1");
+    gs_buf_release(&text);
+    gs_license_list_free(l, n);
+    list_refused("matlab|fluent", "'|' (any one of several licenses) is not supported");
+    list_refused("matlab@db", "'@' (a remote license server) is not supported");
+    list_refused("matlab:0", "the count must be 1 to 1000000");
+    list_refused("matlab:x", "the count after ':' must be a number");
+    list_refused("matlab:", "the count after ':' must be a number");
+    list_refused("matlab,,fluent", "an empty entry between commas");
+    list_refused("matlab,", "an empty entry after the last comma");
+    list_refused("matlab,matlab:2", "license 'matlab' is named twice");
+    list_refused(":2", "license name '' must be one word");
+    list_refused("a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q", "at most 16 licenses");
 }

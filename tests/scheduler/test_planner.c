@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "scheduler/license.h"
 #include "scheduler/planner.h"
 
 static struct sched_cluster *cluster;
@@ -225,4 +226,88 @@ Test(planner, with_a_backfill_depth_each_reserved_job_has_an_expected_start)
     cr_assert_eq(sched_jobs_find(jobs, 4)->expected_start_ms, (10 + 7200) * 1000,
                  "job 3 takes job 1's node then: job 2's");
     cr_assert_eq(sched_jobs_find(jobs, 5)->expected_start_ms, 0, "past the depth: none");
+}
+
+static struct gs_job_license *licenses_of(const char *name, uint32_t count)
+{
+    struct gs_job_license *l = calloc(1, sizeof(*l));
+
+    cr_assert_not_null(l);
+    l->name = strdup(name);
+    cr_assert_not_null(l->name);
+    l->count = count;
+    return l;
+}
+
+static struct sched_job *add_licensed(uint64_t id, int32_t priority, const char *name,
+                                      uint32_t count)
+{
+    struct sched_job *job = add(id, 1, priority, 3600);
+
+    job->spec->licenses = licenses_of(name, count);
+    job->spec->nlicenses = 1;
+    return job;
+}
+
+Test(planner, a_job_waits_while_others_hold_its_licenses_and_lets_the_rest_by)
+{
+    static struct gs_config_license matlab = {.name = "matlab", .count = 2};
+    struct gs_config cfg;
+    struct sched_planner_hooks hk = {.cfg = &cfg};
+    size_t from = 0;
+
+    cr_assert_eq(gs_config_init(&cfg), 0);
+    cfg.licenses = &matlab;
+    cfg.nlicenses = 1;
+    add_licensed(1, 10, "matlab", 2);
+    add_licensed(2, 5, "matlab", 1);
+    add(3, 1, 1, 3600);
+    add_licensed(4, 0, "ansys", 1);
+    cr_assert_eq(sched_planner_pass(jobs, &from, cluster, &hk, 10000, &out), 0);
+    cr_assert(verdict_of(1)->start);
+    cr_assert_not(verdict_of(2)->start, "job 1 holds both matlab seats");
+    cr_assert_str_eq(sched_jobs_find(jobs, 2)->reason, "Licenses");
+    cr_assert(verdict_of(3)->start, "needs no license: goes by job 2");
+    cr_assert_not(verdict_of(4)->start);
+    cr_assert_str_eq(sched_jobs_find(jobs, 4)->reason, "Licenses", "not configured: never free");
+    start_all(10000);
+    cr_assert_eq(sched_planner_pass(jobs, &from, cluster, &hk, 20000, &out), 0);
+    cr_assert_not(verdict_of(2)->start, "running job 1 still holds them");
+    cfg.licenses = NULL;
+    cfg.nlicenses = 0;
+    gs_config_release(&cfg);
+}
+
+Test(planner, licenses_are_counted_and_refused_by_what_the_cluster_has)
+{
+    static struct gs_config_license lic[] = {{.name = "matlab", .count = 3},
+                                             {.name = "fluent", .count = 1}};
+    struct gs_config cfg = {.licenses = lic, .nlicenses = 2};
+    struct gs_job_license two[] = {{"matlab", 2}, {"fluent", 1}}, one = {"matlab", 1};
+    struct gs_jobspec a = {.licenses = two, .nlicenses = 2}, b = {.licenses = &one, .nlicenses = 1};
+    struct sched_license_use u;
+    char why[200];
+
+    cr_assert_eq(sched_license_use_init(&u, &cfg), 0);
+    cr_assert(sched_license_free_for(&u, &a));
+    sched_license_take(&u, &a);
+    cr_assert_eq(u.used[0], 2);
+    cr_assert_eq(u.used[1], 1);
+    cr_assert(sched_license_free_for(&u, &b), "one matlab seat is left");
+    sched_license_take(&u, &b);
+    cr_assert_not(sched_license_free_for(&u, &b));
+    sched_license_take(&u, &a);
+    cr_assert_eq(u.used[0], 3, "never counted past the total");
+    sched_license_use_release(&u);
+    cr_assert_eq(sched_license_admit(&cfg, &a, why, sizeof(why)), 0);
+    two[0].count = 4;
+    cr_assert_eq(sched_license_admit(&cfg, &a, why, sizeof(why)), -EINVAL);
+    cr_assert_str_eq(why, "resources.licenses: 4 of 'matlab' asked for, the cluster has 3");
+    one.name = "ansys";
+    cr_assert_eq(sched_license_admit(&cfg, &b, why, sizeof(why)), -EINVAL);
+    cr_assert_str_eq(why,
+                     "resources.licenses: no license 'ansys' (this cluster has matlab, fluent)");
+    cfg.nlicenses = 0;
+    cr_assert_eq(sched_license_admit(&cfg, &b, why, sizeof(why)), -EINVAL);
+    cr_assert_str_eq(why, "resources.licenses: this cluster has no licenses (no 'ansys')");
 }

@@ -526,6 +526,21 @@ Test(sbatch_spec, signal)
     gs_jobspec_free(s);
 }
 
+Test(sbatch_spec, licenses_are_read_and_a_bad_list_refused_naming_the_option)
+{
+    struct gs_jobspec *s = spec_of(SHEBANG "#SBATCH --licenses=matlab:2,fluent\n");
+
+    cr_assert_eq(s->nlicenses, 2);
+    cr_assert_str_eq(s->licenses[0].name, "matlab");
+    cr_assert_eq(s->licenses[0].count, 2);
+    cr_assert_eq(s->licenses[1].count, 1);
+    gs_jobspec_free(s);
+    assert_has(fail_of(SHEBANG "#SBATCH -L matlab|fluent\n"),
+               "'matlab|fluent': '|' (any one of several licenses) is not supported");
+    gs_buf_reset(&errors);
+    assert_has(fail_of(SHEBANG "#SBATCH --licenses=matlab:0\n"), "--licenses");
+}
+
 Test(sbatch_spec, accepted_without_effect_warns_once)
 {
     struct gs_jobspec *s = spec_of(SHEBANG "#SBATCH --gpu-bind=closest --reservation=r1 -L a:1\n"
@@ -533,8 +548,9 @@ Test(sbatch_spec, accepted_without_effect_warns_once)
                                            "#SBATCH --gres=gpu:2,nic:1 --signal=R:USR2@30\n");
 
     cr_assert_eq(s->gpus_per_node, 2);
-    cr_assert_str_eq(warnings.data, "accepted and not acted on: --licenses, "
+    cr_assert_str_eq(warnings.data, "accepted and not acted on: "
                                     "--gres-flags, --gres entries other than gpu, --signal=R:\n");
+    cr_assert_eq(s->nlicenses, 1, "-L is acted on");
     gs_jobspec_free(s);
 }
 
@@ -795,7 +811,7 @@ Test(sbatch_spec, show_kv_in_fixed_order)
 {
     char *out = show(SHEBANG "#SBATCH -J sweep -N 2 -n 3 -c 2 --gres=gpu:a100:2 --mem=8G\n"
                              "#SBATCH -t 1-00:00:30 --time-min=90 -p gpu -A nlp -q high\n"
-                             "#SBATCH --reservation=maint\n"
+                             "#SBATCH --reservation=maint -L matlab:2,fluent\n"
                              "#SBATCH -w n[1-2] -x n7 --exclusive -a 0-15:4%2 -H --requeue\n"
                              "#SBATCH --nice=-5\n"
                              "#SBATCH -d afterok:4?after:5+10 --signal=B:USR1@55\n"
@@ -819,6 +835,7 @@ Test(sbatch_spec, show_kv_in_fixed_order)
                           "qos=high\n"
                           "constraint=a100\n"
                           "reservation=maint\n"
+                          "licenses=matlab:2,fluent:1\n"
                           "nodelist=n[1-2]\n"
                           "exclude=n7\n"
                           "exclusive=yes\n"

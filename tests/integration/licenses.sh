@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# licenses.sh BIN_DIR SRC_DIR: cluster-wide licenses ([[license]], sbatch -L) on a `gsched up`
+# cluster of one worker whose gschedd is restarted with two: matlab (2) and fluent (1). A
+# job naming a license the cluster lacks, or more than it has, is refused and nothing is
+# queued. A job holding both matlab seats keeps the next matlab job pending, reason
+# Licenses, while a fluent job goes by it; scontrol shows the counts held and the job's
+# licenses; when the first job ends the waiting one starts. A job file's
+# resources.licenses is the same.
+name="integration_licenses"
+. "$(dirname "$0")/lib.sh"
+
+start_cluster --workers 1 --gpus-per-node 0 --heartbeat 1s --kill-grace 2s
+
+cat >> "$state/gsched.toml" << 'EOF2'
+[[license]]
+name = "matlab"
+count = 2
+[[license]]
+name = "fluent"
+count = 1
+EOF2
+restart_sched 1
+
+# --- refused at submit: nothing is queued ---------------------------------------------------------
+before=$(queue_count)
+out=$("$bin/gsched" sbatch -L ansys --wrap=true 2>&1) && fail "an unknown license was accepted: $out"
+grep -q "no license 'ansys' (this cluster has matlab, fluent)" <<< "$out" || fail "refusal: $out"
+out=$("$bin/gsched" sbatch -L matlab:3 --wrap=true 2>&1) && fail "3 of 2 accepted: $out"
+grep -q "3 of 'matlab' asked for, the cluster has 2" <<< "$out" || fail "refusal: $out"
+out=$("$bin/gsched" sbatch -L 'matlab|fluent' --wrap=true 2>&1) && fail "'|' accepted: $out"
+grep -q -- "--licenses" <<< "$out" || fail "the refusal does not name the option: $out"
+[ "$(queue_count)" = "$before" ] || fail "a refused job was queued"
+
+# --- held while running; the next waits, another license goes by ----------------------------------
+{ echo "#!/bin/sh"; gate_wait first; } > "$work/first.sh"
+first=$(sbatch_id -L matlab:2 first.sh) || exit 1
+wait_start "$first"
+second=$(sbatch_id -L matlab --wrap=true) || exit 1
+wait_for "the second matlab job to wait for licenses" 10 is "$second" \
+  'j["state"] == "PENDING" and j["reason"] == "Licenses"'
+other=$(sbatch_id --licenses=fluent --wrap=true) || exit 1
+wait_end "$other" || fail "the fluent job failed"
+expect "$second" 'j["state"] == "PENDING"' "still waiting for matlab"
+lic=$("$bin/gsched" scontrol show licenses 2>&1) || fail "scontrol show licenses: $lic"
+grep -q "LicenseName=matlab" <<< "$lic" && grep -q "Total=2 Used=2 Free=0 " <<< "$lic" &&
+  grep -q "Total=1 Used=0 Free=1 " <<< "$lic" || fail "scontrol show licenses: $lic"
+lic=$("$bin/gsched" scontrol -o show lic fluent 2>&1) || fail "scontrol show lic fluent: $lic"
+[ "$lic" = "LicenseName=fluent Total=1 Used=0 Free=1 Reserved=0 Remote=no" ] ||
+  fail "scontrol -o show lic fluent: $lic"
+show=$("$bin/gsched" scontrol show job "$second" 2>&1) || fail "scontrol show job: $show"
+grep -q "Licenses=matlab:1" <<< "$show" || fail "scontrol show job: $show"
+
+# --- the first ends: the waiting job starts -------------------------------------------------------
+gate first
+wait_end "$first" || fail "the first job failed"
+wait_end "$second" || fail "the second matlab job failed"
+
+# --- a job file's resources.licenses ---------------------------------------------------------------
+job_file lic.toml '[resources]
+licenses = { matlab = 2, fluent = 1 }
+[run]
+command = ["true"]'
+id=$(submit "$work/lic.toml") || exit 1
+wait_end "$id" || fail "the job file's job failed"
+expect "$id" 'j["state"] == "COMPLETED" and j["licenses"] == {"matlab": 2, "fluent": 1}' \
+  "the job file's licenses, and the job done"
+check_logs
+stop_cluster
+echo "$name: passed"
