@@ -2,8 +2,10 @@
  * license.c: cluster-wide licenses at submit and in the planning pass (see license.h).
  *
  * A job waiting for licenses holds no backfill reservation, as a job held back by a QOS
- * limit holds none (both are the planner's gate, plan.h): the jobs behind it that need
- * none of them, or fewer than are free, may start. Licenses are counted per pass from the
+ * limit holds none (both are the planner's gate, plan.h). Instead the licenses it names
+ * are claimed for the rest of the pass: the jobs behind it that need none of them start,
+ * those that need some wait behind it even where enough are free, so that it starts as
+ * soon as the running jobs give back what it needs. Licenses are counted per pass from the
  * running jobs rather than kept as a tally, so a restart, a requeue or a configuration
  * that lowers a count can never leave a tally wrong.
  */
@@ -16,18 +18,24 @@
 
 int sched_license_use_init(struct sched_license_use *u, const struct gs_config *cfg)
 {
-    u->cfg = cfg;
-    u->used = NULL;
+    *u = (struct sched_license_use){.cfg = cfg};
     if (cfg->nlicenses == 0)
         return 0;
     u->used = calloc(cfg->nlicenses, sizeof(*u->used));
-    return u->used != NULL ? 0 : -ENOMEM;
+    u->claimed = calloc(cfg->nlicenses, sizeof(*u->claimed));
+    if (u->used == NULL || u->claimed == NULL) {
+        sched_license_use_release(u);
+        return -ENOMEM;
+    }
+    return 0;
 }
 
 void sched_license_use_release(struct sched_license_use *u)
 {
     free(u->used);
+    free(u->claimed);
     u->used = NULL;
+    u->claimed = NULL;
 }
 
 /* The index of the license named in cfg->licenses, or -1. */
@@ -62,6 +70,24 @@ bool sched_license_free_for(const struct sched_license_use *u, const struct gs_j
             return false;
     }
     return true;
+}
+
+bool sched_license_gate(struct sched_license_use *u, const struct gs_jobspec *spec)
+{
+    bool ok = sched_license_free_for(u, spec), ever = u->claimed != NULL;
+
+    for (size_t i = 0; ok && i < spec->nlicenses; i++)
+        ok = !u->claimed[find(u->cfg, spec->licenses[i].name)]; /* free_for found each */
+    /* One that can never have its counts (a license since taken out of the configuration,
+     * or lowered below them) claims nothing: it would keep the others waiting for good. */
+    for (size_t i = 0; !ok && ever && i < spec->nlicenses; i++) {
+        long k = find(u->cfg, spec->licenses[i].name);
+
+        ever = k >= 0 && spec->licenses[i].count <= u->cfg->licenses[k].count;
+    }
+    for (size_t i = 0; !ok && ever && i < spec->nlicenses; i++)
+        u->claimed[find(u->cfg, spec->licenses[i].name)] = true;
+    return ok;
 }
 
 /* "a, b, c" (the configured names) into out, cut to fit size. */

@@ -639,7 +639,7 @@ static bool gate_may_start(void *data, size_t index)
                                                              req_gpus(&g->pending[index].req))
                                      : NULL;
 
-    if (why == NULL && !sched_license_free_for(&g->lic, job->spec))
+    if (why == NULL && !sched_license_gate(&g->lic, job->spec))
         why = "Licenses";
     if (why != NULL)
         note_reason(g, job, why);

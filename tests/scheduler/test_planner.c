@@ -311,3 +311,42 @@ Test(planner, licenses_are_counted_and_refused_by_what_the_cluster_has)
     cr_assert_eq(sched_license_admit(&cfg, &b, why, sizeof(why)), -EINVAL);
     cr_assert_str_eq(why, "resources.licenses: this cluster has no licenses (no 'ansys')");
 }
+
+Test(planner, licenses_a_job_waits_for_are_not_given_to_the_jobs_behind_it)
+{
+    static struct gs_config_license lic[] = {{.name = "matlab", .count = 3},
+                                             {.name = "fluent", .count = 1},
+                                             {.name = "ansys", .count = 1}};
+    struct gs_config cfg;
+    struct sched_planner_hooks hk = {.cfg = &cfg};
+    struct sched_job *five;
+    size_t from = 0;
+
+    cr_assert_eq(gs_config_init(&cfg), 0);
+    cfg.licenses = lic;
+    cfg.nlicenses = 3;
+    add_licensed(1, 10, "matlab", 1);
+    cr_assert_eq(sched_planner_pass(jobs, &from, cluster, &hk, 10000, &out), 0);
+    start_all(10000); /* job 1 holds one seat of three */
+    add_licensed(2, 9, "matlab", 3);
+    add_licensed(3, 8, "matlab", 1);
+    add_licensed(4, 7, "fluent", 1);
+    five = add_licensed(5, 6, "ansys", 1);
+    five->spec->licenses = realloc(five->spec->licenses, 2 * sizeof(*five->spec->licenses));
+    cr_assert_not_null(five->spec->licenses);
+    five->spec->licenses[1] = (struct gs_job_license){strdup("gone"), 1};
+    five->spec->nlicenses = 2;
+    add_licensed(6, 5, "matlab", 1);
+    add_licensed(7, 4, "ansys", 1);
+    cr_assert_eq(sched_planner_pass(jobs, &from, cluster, &hk, 20000, &out), 0);
+    cr_assert_not(verdict_of(2)->start, "two seats free, three needed");
+    cr_assert_not(verdict_of(3)->start, "its seat would delay job 2");
+    cr_assert_str_eq(sched_jobs_find(jobs, 3)->reason, "Licenses");
+    cr_assert(verdict_of(4)->start, "fluent is nobody's to wait for");
+    cr_assert_not(verdict_of(5)->start, "a license not configured");
+    cr_assert_not(verdict_of(6)->start);
+    cr_assert(verdict_of(7)->start, "job 5 can never run, so it claims no ansys seat");
+    cfg.licenses = NULL;
+    cfg.nlicenses = 0;
+    gs_config_release(&cfg);
+}
