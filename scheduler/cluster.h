@@ -83,7 +83,8 @@ struct sched_req {
     bool data_first; /* data_bytes ranks before fit, not after (scheduler.data_locality) */
     /* Nodes that rank before all others, as allowed (NULL: none): a reservation's own, for
      * the jobs it may take (FLEX's, and MAGNETIC's drawn in); and per node index, as
-     * gpu_masks, the GPUs chosen from first when they are enough (NULL: none). */
+     * gpu_masks, the GPUs chosen from first when they are enough (NULL: none; non-zero only
+     * on preferred nodes). */
     const uint64_t *preferred;
     const uint64_t *gpu_prefer;
     /* A heterogeneous job's further components, each on nodes of its own (NULL, 0: none):

@@ -678,6 +678,19 @@ static void singled_add(struct singled *m, uint32_t i)
     m->own[m->n++] = i;
 }
 
+/* The nodes of bitmap bits (NULL: none) below n into m. */
+static void singled_add_bits(struct singled *m, const uint64_t *bits, uint32_t n)
+{
+    for (uint32_t w = 0; bits != NULL && w < (n + 63) / 64; w++) {
+        for (uint64_t b = bits[w]; b != 0; b &= b - 1) {
+            uint32_t i = w * 64 + (uint32_t)__builtin_ctzll(b);
+
+            if (i < n)
+                singled_add(m, i);
+        }
+    }
+}
+
 static int singled_split(const struct sched_cluster *c, const struct sched_req *req,
                          const uint64_t *avoid, struct singled *ret)
 {
@@ -704,15 +717,19 @@ static int singled_split(const struct sched_cluster *c, const struct sched_req *
     ret->nodes = ret->own;
     for (uint32_t k = 0; req->gpu_masked != NULL && k < req->ngpu_masked; k++)
         singled_add(ret, req->gpu_masked[k]);
-    for (uint32_t i = 0; i < c->nnodes; i++) {
+    /* Per-node arrays without a list: every node looked at (the bitmaps below, word by
+     * word: a MAGNETIC reservation's few nodes are not sought among 10,000 for each job). */
+    for (uint32_t i = 0;
+         ((req->gpu_masks != NULL && req->gpu_masked == NULL) || req->data_bytes != NULL) &&
+         i < c->nnodes;
+         i++) {
         if ((req->gpu_masks != NULL && req->gpu_masked == NULL &&
              req->gpu_masks[i] != ~UINT64_C(0)) ||
-            (req->gpu_prefer != NULL && req->gpu_prefer[i] != 0) ||
-            (req->preferred != NULL && bit_set(req->preferred, i)) ||
-            (req->data_bytes != NULL && req->data_bytes[i] != 0) ||
-            (req->required != NULL && bit_set(req->required, i)))
+            (req->data_bytes != NULL && req->data_bytes[i] != 0))
             singled_add(ret, i);
     }
+    singled_add_bits(ret, req->preferred, c->nnodes); /* gpu_prefer's nodes among them */
+    singled_add_bits(ret, req->required, c->nnodes);
     return 0;
 }
 
