@@ -16,6 +16,9 @@
  * (a reservation's shadow time then walks their ends). With RESV_GPUS=1 GPUs 0-3 of the first
  * node are in an advance reservation no job names, so every job has reservations' GPU masks;
  * with RESV_MAGNETIC=1 it is a MAGNETIC one of every job's account, so every job prefers them.
+ * With DATA=1 every job reads one dataset that the caches of 8 nodes, spread over the
+ * cluster, hold some of (its nodes then scored one by one), listed for the placement as
+ * gschedd lists them; DATA=2 the same without the list (every node's bytes looked at).
  * Two cases, each on a fresh table: "full" (every GPU already held by running jobs, so no
  * pending job fits: the pass decides that for each, the work of a busy cluster at every
  * event) and "empty" (the pass starts min(PENDING, GPUs) jobs: the first pass after a big
@@ -116,7 +119,23 @@ struct setup {
     uint32_t nodes, pending, depth, gang, per_switch, parts;
     int reps;
     bool spread, resv_gpus, resv_magnetic; /* SPREAD, RESV_GPUS, RESV_MAGNETIC set */
+    int data;                              /* DATA: 0, 1 (listed) or 2 (not) */
+    uint64_t *data_bytes;                  /* DATA's, per node ... */
+    uint32_t data_nodes[8];                /* ... and where they are not 0 */
 };
+
+/* The masks hook with DATA (not with PARTS): the shared dataset, borrowed. */
+static int data_masks(void *data, const struct gs_jobspec *spec, struct sched_node_masks *m)
+{
+    struct setup *su = data;
+
+    (void)spec;
+    *m = (struct sched_node_masks){.data_bytes = su->data_bytes,
+                                   .data_nodes = su->data == 1 ? su->data_nodes : NULL,
+                                   .ndata_nodes = 8,
+                                   .data_borrowed = true};
+    return 0;
+}
 
 /* The planner's masks hook with PARTS partitions: a job's partition ("p" and its number)
  * names the consecutive nodes it may use. */
@@ -187,7 +206,9 @@ static int run_reps(const struct setup *su, bool full, const struct sched_planne
 static int run_case(const struct setup *su, bool full, double *best_ms, double *ask_ms)
 {
     struct sched_planner_hooks hooks = {.backfill_depth = su->depth,
-                                        .masks = su->parts > 1 ? part_masks : NULL,
+                                        .masks = su->parts > 1  ? part_masks
+                                                 : su->data > 0 ? data_masks
+                                                                : NULL,
                                         .data = (void *)su};
     uint64_t *resv_nodes = calloc(su->nodes / 64 + 1, sizeof(uint64_t));
     uint64_t *resv_gpus = calloc(su->nodes + 1, sizeof(uint64_t));
@@ -228,13 +249,20 @@ int main(int argc, char **argv)
                        .parts = argc > 8 ? (uint32_t)strtoul(argv[8], NULL, 10) : 0,
                        .spread = getenv("SPREAD") != NULL,
                        .resv_gpus = getenv("RESV_GPUS") != NULL,
-                       .resv_magnetic = getenv("RESV_MAGNETIC") != NULL};
+                       .resv_magnetic = getenv("RESV_MAGNETIC") != NULL,
+                       .data = getenv("DATA") != NULL ? atoi(getenv("DATA")) : 0};
     const char *which = argc > 4 ? argv[4] : "both";
     uint32_t nodes = su.nodes, pending = su.pending, depth = su.depth;
     double full_ms = 0, empty_ms = 0, ask_ms = 1e30;
     bool test = strcmp(which, "test") == 0;
 
-    if (nodes == 0 || pending == 0 || su.reps < 1 || depth == 0 || su.gang == 0) {
+    if (su.data > 0 && (su.data_bytes = calloc(nodes + 1, sizeof(uint64_t))) == NULL)
+        return 1;
+    for (uint32_t k = 0; su.data > 0 && k < 8; k++) {
+        su.data_nodes[k] = k * (nodes / 8);
+        su.data_bytes[su.data_nodes[k]] = (uint64_t)(1 + k % 3) << 30;
+    }
+    if (nodes < 8 || pending == 0 || su.reps < 1 || depth == 0 || su.gang == 0) {
         fprintf(stderr, "usage: plan_pass [NODES [PENDING [REPS [full|empty|both|test [DEPTH "
                         "[GANG [SWITCH [PARTS]]]]]]]]\n");
         return 2;
@@ -242,17 +270,19 @@ int main(int argc, char **argv)
     if ((strcmp(which, "empty") != 0 && run_case(&su, true, &full_ms, test ? &ask_ms : NULL) < 0) ||
         (strcmp(which, "full") != 0 && !test && run_case(&su, false, &empty_ms, NULL) < 0)) {
         fprintf(stderr, "plan_pass: out of memory\n");
+        free(su.data_bytes);
         return 1;
     }
+    free(su.data_bytes);
     if (test) {
         printf("plan_pass nodes=%u pending=%u depth=%u pass_ms=%.1f test_only_ms=%.1f "
                "ratio=%.2f\n",
                nodes, pending, depth, full_ms, ask_ms, ask_ms / full_ms);
         return 0;
     }
-    printf("plan_pass nodes=%u gpus=%u pending=%u depth=%u gang=%u switch=%u parts=%u "
+    printf("plan_pass nodes=%u gpus=%u pending=%u depth=%u gang=%u switch=%u parts=%u data=%d "
            "full_ms=%.1f empty_ms=%.1f job_bytes=%zu\n",
-           nodes, nodes * GPUS, pending, depth, su.gang, su.per_switch, su.parts, full_ms, empty_ms,
-           sizeof(struct sched_job) + sizeof(struct gs_jobspec));
+           nodes, nodes * GPUS, pending, depth, su.gang, su.per_switch, su.parts, su.data, full_ms,
+           empty_ms, sizeof(struct sched_job) + sizeof(struct gs_jobspec));
     return 0;
 }

@@ -81,6 +81,10 @@ struct sched_req {
      * the job has none. Among nodes equal in link class and fit, more goes first. */
     const uint64_t *data_bytes;
     bool data_first; /* data_bytes ranks before fit, not after (scheduler.data_locality) */
+    /* The nodes whose data_bytes is not 0 (ndata_nodes of them), when the caller knows
+     * them (NULL: placement looks at every node's bytes). */
+    const uint32_t *data_nodes;
+    uint32_t ndata_nodes;
     /* Nodes that rank before all others, as allowed (NULL: none): a reservation's own, for
      * the jobs it may take (FLEX's, and MAGNETIC's drawn in); and per node index, as
      * gpu_masks, the GPUs chosen from first when they are enough (NULL: none; non-zero only

@@ -108,7 +108,9 @@ uint64_t sched_cluster_data_best(const struct sched_cluster *cluster, const stru
 
     if (req->data_bytes == NULL || k == 0)
         return 0;
-    for (size_t i = 0; i < cluster->nnodes; i++) {
+    /* The nodes holding some (req->data_nodes, when known), else every node. */
+    for (size_t at = 0; at < (req->data_nodes != NULL ? req->ndata_nodes : cluster->nnodes); at++) {
+        size_t i = req->data_nodes != NULL ? req->data_nodes[at] : at;
         uint64_t b = req->data_bytes[i];
         uint32_t j;
 
@@ -697,6 +699,9 @@ static int singled_split(const struct sched_cluster *c, const struct sched_req *
     size_t words = c->nnodes / 64 + 1;
     bool beyond_masks = req->preferred != NULL || req->gpu_prefer != NULL ||
                         req->data_bytes != NULL || req->required != NULL;
+    bool masks_unlisted = req->gpu_masks != NULL && req->gpu_masked == NULL;
+    bool data_listed = req->data_bytes != NULL && req->data_nodes != NULL;
+    bool data_unlisted = req->data_bytes != NULL && req->data_nodes == NULL;
 
     *ret = (struct singled){0};
     if (req->gpu_masks == NULL && !beyond_masks)
@@ -717,15 +722,13 @@ static int singled_split(const struct sched_cluster *c, const struct sched_req *
     ret->nodes = ret->own;
     for (uint32_t k = 0; req->gpu_masked != NULL && k < req->ngpu_masked; k++)
         singled_add(ret, req->gpu_masked[k]);
+    for (uint32_t k = 0; data_listed && k < req->ndata_nodes; k++)
+        singled_add(ret, req->data_nodes[k]);
     /* Per-node arrays without a list: every node looked at (the bitmaps below, word by
      * word: a MAGNETIC reservation's few nodes are not sought among 10,000 for each job). */
-    for (uint32_t i = 0;
-         ((req->gpu_masks != NULL && req->gpu_masked == NULL) || req->data_bytes != NULL) &&
-         i < c->nnodes;
-         i++) {
-        if ((req->gpu_masks != NULL && req->gpu_masked == NULL &&
-             req->gpu_masks[i] != ~UINT64_C(0)) ||
-            (req->data_bytes != NULL && req->data_bytes[i] != 0))
+    for (uint32_t i = 0; (masks_unlisted || data_unlisted) && i < c->nnodes; i++) {
+        if ((masks_unlisted && req->gpu_masks[i] != ~UINT64_C(0)) ||
+            (data_unlisted && req->data_bytes[i] != 0))
             singled_add(ret, i);
     }
     singled_add_bits(ret, req->preferred, c->nnodes); /* gpu_prefer's nodes among them */

@@ -39,6 +39,8 @@ void sched_node_masks_apply(const struct sched_node_masks *m, struct sched_req *
     req->gpu_masked = m->gpu_masked;
     req->ngpu_masked = m->ngpu_masked;
     req->data_bytes = m->data_bytes;
+    req->data_nodes = m->data_nodes;
+    req->ndata_nodes = m->ndata_nodes;
     req->data_first = m->data_first;
     req->preferred = m->preferred;
     req->gpu_prefer = m->gpu_prefer;
@@ -49,7 +51,10 @@ void sched_node_masks_release(struct sched_node_masks *m)
     if (!m->allowed_borrowed)
         free(m->allowed);
     free(m->required);
-    free(m->data_bytes);
+    if (!m->data_borrowed) {
+        free(m->data_bytes);
+        free(m->data_nodes);
+    }
     free(m->het);
     *m = (struct sched_node_masks){0};
 }

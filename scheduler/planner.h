@@ -44,6 +44,9 @@ struct sched_node_masks {
     const uint32_t *gpu_masked; /* the nodes where that is not every GPU (borrowed; NULL: */
     uint32_t ngpu_masked;       /* not known, placement finds them) */
     uint64_t *data_bytes;       /* per node, bytes of the job's dataset its cache holds */
+    uint32_t *data_nodes;       /* the nodes where that is not 0 (NULL: not known) */
+    uint32_t ndata_nodes;
+    bool data_borrowed;         /* data_bytes and data_nodes are not the masks' own */
     bool data_first;            /* they rank before fit (scheduler.data_locality = "prefer") */
     const uint64_t *preferred;  /* nodes that rank first (a reservation's; borrowed) */
     const uint64_t *gpu_prefer; /* per node, GPUs chosen first (a GPU reservation's; borrowed) */

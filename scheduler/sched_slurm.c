@@ -152,12 +152,17 @@ int sched_node_masks_build(struct sched_ctx *s, const struct gs_jobspec *spec,
         /* where its dataset is cached, for the placement */
         m->data_first = s->cfg->data_locality == GS_DATA_LOCALITY_PREFER;
         m->data_bytes = calloc(n + 1, sizeof(*m->data_bytes));
-        if (m->data_bytes == NULL)
+        m->data_nodes = malloc((n + 1) * sizeof(*m->data_nodes));
+        if (m->data_bytes == NULL || m->data_nodes == NULL)
             goto oom;
         for (size_t i = 0; i < s->nnodes; i++) {
-            if (s->nodes[i]->index < n)
-                m->data_bytes[s->nodes[i]->index] =
-                    sched_data_node_bytes(s->nodes[i], spec->data.id);
+            uint32_t at = s->nodes[i]->index;
+
+            if (at >= n)
+                continue;
+            m->data_bytes[at] = sched_data_node_bytes(s->nodes[i], spec->data.id);
+            if (m->data_bytes[at] != 0)
+                m->data_nodes[m->ndata_nodes++] = at;
         }
     }
     if (p != NULL && p->nodes == NULL && spec->nexclude == 0 && spec->nnodelist == 0)

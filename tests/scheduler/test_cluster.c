@@ -826,6 +826,7 @@ static void gangs_as_the_scan(int switches, uint32_t seed)
         struct sched_req r;
         uint64_t allowed[1], avoid[1], gpu_masks[41], preferred[1], gpu_prefer[41], data[41];
         uint64_t required[1];
+        uint32_t data_nodes[41], ndata = 0;
         int rc_scan, rc_idx;
         bool avoiding;
 
@@ -853,6 +854,11 @@ static void gangs_as_the_scan(int switches, uint32_t seed)
         for (uint32_t i = 0; i < 41; i++) /* every seventh node holds some of it, by degrees */
             data[i] = (i + (seed >> 19)) % 7 == 0 ? (uint64_t)(1 + i % 3) << 30 : 0;
         r.data_bytes = (seed >> 21) % 4 == 0 ? data : NULL;
+        for (uint32_t i = 0; i < 41; i++) /* the caller's list of them, half the time */
+            if (data[i] != 0)
+                data_nodes[ndata++] = i;
+        r.data_nodes = r.data_bytes != NULL && (seed >> 5) % 2 ? data_nodes : NULL;
+        r.ndata_nodes = ndata;
         r.data_first = (seed >> 23) % 2 == 0;
         required[0] = (UINT64_C(1) << ((seed >> 24) % 40)) | (UINT64_C(1) << ((seed >> 26) % 40));
         r.required = (seed >> 29) % 5 == 0 ? required : NULL;
