@@ -130,6 +130,7 @@ void sched_release_handle(struct sched_ctx *s)
     sched_resv_free(s);
     sched_cluster_free(s->cluster);
     sched_part_masks_free(s);
+    sched_data_view_end(s);
     sched_tel_free(s->tel);
     sched_submit_keys_free(s->submit_keys);
     gs_proto_auth_key_clear(&s->auth_key);

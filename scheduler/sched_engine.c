@@ -107,9 +107,12 @@ int sched_engine_will_run(struct sched_ctx *s, struct sched_job *draft, struct s
     struct sched_planner_hooks hooks;
     int rc = planner_hooks(s, &hooks);
 
-    if (rc == 0)
+    if (rc == 0) {
+        sched_data_view_begin(s);
         rc = sched_planner_will_run(s->jobs, s->plan_from, s->cluster, &hooks, gs_clock_wall_ms(),
                                     draft, w);
+        sched_data_view_end(s);
+    }
     return rc;
 }
 
@@ -118,14 +121,17 @@ static void plan_pass(struct sched_ctx *s)
     struct sched_planner_hooks hooks;
     struct sched_plan_out out;
     bool started = false;
+    int rc;
 
     sched_policy_before_pass(s);
     if (planner_hooks(s, &hooks) < 0) {
         GS_LOG(GS_LOG_ERROR, "planning pass out of memory; retried on the next event");
         return;
     }
-    if (sched_planner_pass(s->jobs, &s->plan_from, s->cluster, &hooks, gs_clock_wall_ms(), &out) <
-        0) {
+    sched_data_view_begin(s);
+    rc = sched_planner_pass(s->jobs, &s->plan_from, s->cluster, &hooks, gs_clock_wall_ms(), &out);
+    sched_data_view_end(s); /* the pass's masks, which borrowed the views, are gone */
+    if (rc < 0) {
         GS_LOG(GS_LOG_ERROR, "planning pass out of memory; retried on the next event");
         return;
     }

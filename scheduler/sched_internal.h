@@ -179,6 +179,12 @@ struct sched_ctx {
     uint64_t **part_masks;
     size_t part_words;
     bool part_masks_lost;
+    /* During a planning pass (sched_data_view_begin/_end, sched_slurm.c): each dataset's
+     * bytes per node and the nodes holding some, built once for the pass's jobs reading it
+     * rather than once per job; the masks borrow them. */
+    struct sched_data_view *data_views;
+    size_t ndata_views;
+    bool data_views_on;
     struct sched_node **nodes;         /* by cluster index (registration order) */
     struct sched_node **nodes_by_name; /* the same, by name (sched_node_find) */
     size_t nnodes;
@@ -565,6 +571,10 @@ int sched_node_masks_build(struct sched_ctx *s, const struct gs_jobspec *spec,
 /* Node n has joined the cluster: its bit in the masks of the partitions that list it. */
 void sched_part_masks_node_added(struct sched_ctx *s, const struct sched_node *n);
 void sched_part_masks_free(struct sched_ctx *s);
+/* A planning pass begins (the masks built until _end share each dataset's view) / ends
+ * (the views freed: the nodes' holdings may change before the next). */
+void sched_data_view_begin(struct sched_ctx *s);
+void sched_data_view_end(struct sched_ctx *s);
 /*
  * A LaunchTasks environment: the run spec's variables (borrowed), then what gschedd adds
  * (owned), a key set twice keeping the later value.

@@ -140,6 +140,80 @@ static uint64_t *part_mask(struct sched_ctx *s, const struct gs_config_partition
     return s->part_masks[p - s->cfg->partitions];
 }
 
+/* One dataset's bytes in each node's cache, and the nodes holding some (ndata of them). */
+struct sched_data_view {
+    char id[GS_DATA_ID_SIZE];
+    uint64_t *bytes;
+    uint32_t *nodes;
+    uint32_t n;
+};
+
+#define DATA_VIEWS_MAX 32 /* datasets a pass shares views of; jobs of others build their own */
+
+/* Dataset id's bytes and nodes on s's n nodes into bytes (n + 1 zeroed) and nodes. */
+static void data_fill(struct sched_ctx *s, const char *id, size_t n, uint64_t *bytes,
+                      uint32_t *nodes, uint32_t *ret_n)
+{
+    *ret_n = 0;
+    for (size_t i = 0; i < s->nnodes; i++) {
+        uint32_t at = s->nodes[i]->index;
+
+        if (at >= n)
+            continue;
+        bytes[at] = sched_data_node_bytes(s->nodes[i], id);
+        if (bytes[at] != 0)
+            nodes[(*ret_n)++] = at;
+    }
+}
+
+void sched_data_view_begin(struct sched_ctx *s)
+{
+    sched_data_view_end(s);
+    s->data_views_on = true;
+}
+
+void sched_data_view_end(struct sched_ctx *s)
+{
+    for (size_t i = 0; i < s->ndata_views; i++) {
+        free(s->data_views[i].bytes);
+        free(s->data_views[i].nodes);
+    }
+    free(s->data_views);
+    s->data_views = NULL;
+    s->ndata_views = 0;
+    s->data_views_on = false;
+}
+
+/* The pass's view of dataset id, made at its first job; NULL outside a pass, past
+ * DATA_VIEWS_MAX datasets, or out of memory (the caller builds the job's own). */
+static const struct sched_data_view *data_view(struct sched_ctx *s, const char *id, size_t n)
+{
+    struct sched_data_view *v;
+
+    for (size_t i = 0; s->data_views_on && i < s->ndata_views; i++) {
+        if (strcmp(s->data_views[i].id, id) == 0)
+            return &s->data_views[i];
+    }
+    if (!s->data_views_on || s->ndata_views == DATA_VIEWS_MAX)
+        return NULL;
+    if (s->data_views == NULL &&
+        (s->data_views = calloc(DATA_VIEWS_MAX, sizeof(*s->data_views))) == NULL)
+        return NULL;
+    v = &s->data_views[s->ndata_views];
+    v->bytes = calloc(n + 1, sizeof(*v->bytes));
+    v->nodes = malloc((n + 1) * sizeof(*v->nodes));
+    if (v->bytes == NULL || v->nodes == NULL) {
+        free(v->bytes);
+        free(v->nodes);
+        *v = (struct sched_data_view){0};
+        return NULL;
+    }
+    snprintf(v->id, sizeof(v->id), "%s", id);
+    data_fill(s, id, n, v->bytes, v->nodes, &v->n);
+    s->ndata_views++;
+    return v;
+}
+
 int sched_node_masks_build(struct sched_ctx *s, const struct gs_jobspec *spec,
                            struct sched_node_masks *m)
 {
@@ -150,19 +224,20 @@ int sched_node_masks_build(struct sched_ctx *s, const struct gs_jobspec *spec,
     *m = (struct sched_node_masks){0};
     if (spec->data.id[0] != '\0' && s->cfg->data_locality != GS_DATA_LOCALITY_OFF) {
         /* where its dataset is cached, for the placement */
-        m->data_first = s->cfg->data_locality == GS_DATA_LOCALITY_PREFER;
-        m->data_bytes = calloc(n + 1, sizeof(*m->data_bytes));
-        m->data_nodes = malloc((n + 1) * sizeof(*m->data_nodes));
-        if (m->data_bytes == NULL || m->data_nodes == NULL)
-            goto oom;
-        for (size_t i = 0; i < s->nnodes; i++) {
-            uint32_t at = s->nodes[i]->index;
+        const struct sched_data_view *v = data_view(s, spec->data.id, n);
 
-            if (at >= n)
-                continue;
-            m->data_bytes[at] = sched_data_node_bytes(s->nodes[i], spec->data.id);
-            if (m->data_bytes[at] != 0)
-                m->data_nodes[m->ndata_nodes++] = at;
+        m->data_first = s->cfg->data_locality == GS_DATA_LOCALITY_PREFER;
+        if (v != NULL) {
+            m->data_bytes = v->bytes; /* the planner only reads them */
+            m->data_nodes = v->nodes;
+            m->ndata_nodes = v->n;
+            m->data_borrowed = true;
+        } else {
+            m->data_bytes = calloc(n + 1, sizeof(*m->data_bytes));
+            m->data_nodes = malloc((n + 1) * sizeof(*m->data_nodes));
+            if (m->data_bytes == NULL || m->data_nodes == NULL)
+                goto oom;
+            data_fill(s, spec->data.id, n, m->data_bytes, m->data_nodes, &m->ndata_nodes);
         }
     }
     if (p != NULL && p->nodes == NULL && spec->nexclude == 0 && spec->nnodelist == 0)
