@@ -249,8 +249,10 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && id nobody >/dev/null 2
   cp -a "$tmp/private" "$tmp/private2" && chgrp -R 4322 "$tmp/private2" ||
     fail "making the other group's copy"
   warm "$tmp/private2" node1
-  as 4322 cat "$private_cache/manifest.toml" > /dev/null ||
-    fail "the second source's group may not read the copy in node1's cache"
+  # The copy is whole already, so the warm's --wait returns before node1's worker has
+  # taken the request that lets the second group in: wait for that with a deadline.
+  wait_for "the second source's group to read the copy in node1's cache" 10 \
+    as 4322 cat "$private_cache/manifest.toml"
   as 4321 cat "$private_cache/manifest.toml" > /dev/null ||
     fail "the second source locked the first one's group out of node1's copy"
   as "$(id -g nobody)" cat "$private_cache/manifest.toml" > /dev/null 2>&1 &&
