@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/popcnt.h"
 #include "scheduler/cluster_internal.h"
 
 /* Whether node n belongs in group g: what placement reads of a node but its cores, memory,
@@ -570,7 +571,10 @@ uint32_t sched_cluster_node_jobs(const struct sched_cluster *cluster, uint32_t n
     return node < cluster->nnodes ? cluster->nodes[node].njobs : 0;
 }
 
-void sched_cluster_take(struct sched_cluster *cluster, const struct sched_alloc *alloc)
+/* Counting a node's free GPUs and cores for the indexes (common/popcnt.h): every job's
+ * start and end, and every end a backfill walk passes. */
+GS_POPCNT_CLONES void sched_cluster_take(struct sched_cluster *cluster,
+                                         const struct sched_alloc *alloc)
 {
     for (uint32_t k = 0; k < alloc->nnodes; k++) {
         const struct sched_node_alloc *a = &alloc->nodes[k];
@@ -607,7 +611,8 @@ void sched_cluster_gpu_quality(const struct sched_cluster *cluster, uint32_t nod
     ret->score = ch.score;
 }
 
-void sched_cluster_give_back(struct sched_cluster *cluster, const struct sched_alloc *alloc)
+GS_POPCNT_CLONES void sched_cluster_give_back(struct sched_cluster *cluster,
+                                              const struct sched_alloc *alloc)
 {
     for (uint32_t k = 0; k < alloc->nnodes; k++) {
         const struct sched_node_alloc *a = &alloc->nodes[k];

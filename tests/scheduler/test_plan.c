@@ -562,3 +562,25 @@ Test(plan, a_later_reservation_sees_the_nodes_of_jobs_started_since_an_earlier_o
     cr_assert(of(2)->start);
     cr_assert_eq(of(3)->reserved_s, 250);
 }
+
+Test(plan, tier_then_priority_over_its_whole_range_then_submit_order)
+{
+    /* Four GPUs for seven one-GPU jobs: the four first in plan order start. */
+    node("n1", 4);
+    submit(1, 300, gpus(1, 1), 100);
+    submit(2, INT32_MAX, gpus(1, 1), 100);
+    submit(3, -5, gpus(1, 1), 100);
+    pending[npending - 1].tier = 1; /* before every tier-0 job, whatever its priority */
+    submit(4, 300, gpus(1, 1), 100);
+    submit(5, INT32_MIN, gpus(1, 1), 100);
+    submit(6, 70000, gpus(1, 1), 100);
+    submit(7, -2, gpus(1, 1), 100); /* its low 16 bits rank it near the front */
+    plan_deep(0, 1);
+    cr_assert(of(3)->start);
+    cr_assert(of(2)->start);
+    cr_assert(of(6)->start);
+    cr_assert(of(1)->start, "submitted before job 4, at the same priority");
+    cr_assert_not(of(4)->start);
+    cr_assert_not(of(5)->start);
+    cr_assert_not(of(7)->start);
+}
