@@ -9,8 +9,8 @@
  * see them. What grows with the cluster is done once a pass, not once a reservation: the
  * ends are sorted once (and the started jobs' merged in), the copy is made once and put
  * back node by node after each simulation, and the reservations to keep clear of are
- * counted in and out as the walk passes their times. A job waiting for its data's nodes may hold a
- * reservation too, on those nodes (hold_data_nodes).
+ * counted in and out as the walk passes their times. A job waiting for its data's nodes may
+ * hold a reservation too, on those nodes (hold_data_nodes).
  */
 #include "scheduler/plan.h"
 
