@@ -125,18 +125,6 @@ void gs_license_list_format(const struct gs_job_license *l, size_t n, struct gs_
         gs_buf_printf(out, "%s%s:%u", i > 0 ? "," : "", l[i].name, l[i].count);
 }
 
-bool gs_license_list_equal(const struct gs_job_license *a, size_t na,
-                           const struct gs_job_license *b, size_t nb)
-{
-    if (na != nb)
-        return false;
-    for (size_t i = 0; i < na; i++) {
-        if (strcmp(a[i].name, b[i].name) != 0 || a[i].count != b[i].count)
-            return false;
-    }
-    return true;
-}
-
 void gs_jobspec_read_licenses(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
     struct gs_jobspec *spec = SPEC(c);

@@ -23,9 +23,6 @@ int gs_license_list_parse(const char *text, struct gs_job_license **ret, size_t 
 /* "NAME:COUNT,..." into out, in the list's order; nothing for an empty list. */
 void gs_license_list_format(const struct gs_job_license *l, size_t n, struct gs_buf *out);
 void gs_license_list_free(struct gs_job_license *l, size_t n);
-/* The same names and counts, in the same order. */
-bool gs_license_list_equal(const struct gs_job_license *a, size_t na,
-                           const struct gs_job_license *b, size_t nb);
 /* What a client may send: -EINVAL with why for what gs_license_list_parse refuses. */
 int gs_license_list_check(const struct gs_job_license *l, size_t n, char *why, size_t whylen);
 
