@@ -19,6 +19,8 @@
  * With DATA=1 every job reads one dataset that the caches of 8 nodes, spread over the
  * cluster, hold some of (its nodes then scored one by one), listed for the placement as
  * gschedd lists them; DATA=2 the same without the list (every node's bytes looked at).
+ * With LICENSES=N the cluster has N seats of one license and every job, running or pending,
+ * holds or asks for one (backfill then plans them too).
  * Two cases, each on a fresh table: "full" (every GPU already held by running jobs, so no
  * pending job fits: the pass decides that for each, the work of a busy cluster at every
  * event) and "empty" (the pass starts min(PENDING, GPUs) jobs: the first pass after a big
@@ -63,13 +65,22 @@ static struct sched_cluster *make_cluster(uint32_t nodes, uint32_t per_switch)
     return c;
 }
 
-static struct sched_job *add(struct sched_jobs *jobs, uint64_t id, uint32_t gang, uint32_t parts)
+static struct sched_job *add(struct sched_jobs *jobs, uint64_t id, uint32_t gang, uint32_t parts,
+                             bool lic)
 {
     struct gs_jobspec *spec = gs_jobspec_new();
     char part[16];
 
     if (spec == NULL)
         return NULL;
+    if (lic && ((spec->licenses = calloc(1, sizeof(*spec->licenses))) == NULL ||
+                (spec->licenses[0].name = strdup("lic")) == NULL)) {
+        gs_jobspec_free(spec);
+        return NULL;
+    }
+    spec->nlicenses = lic;
+    if (lic)
+        spec->licenses[0].count = 1;
     snprintf(part, sizeof(part), "p%u", parts > 1 ? (uint32_t)(id % parts) : 0);
     if ((spec->partition = strdup(part)) == NULL) {
         gs_jobspec_free(spec);
@@ -120,6 +131,7 @@ struct setup {
     int reps;
     bool spread, resv_gpus, resv_magnetic; /* SPREAD, RESV_GPUS, RESV_MAGNETIC set */
     int data;                              /* DATA: 0, 1 (listed) or 2 (not) */
+    uint32_t licenses;                     /* LICENSES: seats of "lic" (0: none) */
     uint64_t *data_bytes;                  /* DATA's, per node ... */
     uint32_t data_nodes[8];                /* ... and where they are not 0 */
 };
@@ -167,7 +179,7 @@ static int run_reps(const struct setup *su, bool full, const struct sched_planne
         if (jobs == NULL)
             goto next;
         for (uint32_t i = 0; full && i < su->nodes; i++) {
-            struct sched_job *job = add(jobs, id++, 1, 0);
+            struct sched_job *job = add(jobs, id++, 1, 0, su->licenses > 0);
             struct sched_req req = {.nodes = 1, .gpus_per_node = GPUS, .cores_per_node = 8};
             struct sched_alloc a;
 
@@ -181,7 +193,7 @@ static int run_reps(const struct setup *su, bool full, const struct sched_planne
                 goto next;
         }
         for (uint32_t i = 0; i < su->pending; i++) {
-            if (add(jobs, id++, su->gang, su->parts) == NULL)
+            if (add(jobs, id++, su->gang, su->parts, su->licenses > 0) == NULL)
                 goto next;
         }
         t0 = gs_clock_mono_ns();
@@ -219,11 +231,18 @@ static int run_case(const struct setup *su, bool full, double *best_ms, double *
                                       .magnetic = su->resv_magnetic,
                                       .accounts = accounts,
                                       .naccounts = 1};
-    int rc = 0;
+    struct gs_config_license lic = {"lic", su->licenses};
+    struct gs_config cfg;
+    int rc = gs_config_init(&cfg);
 
-    if (resv_nodes == NULL || resv_gpus == NULL) {
+    if (rc < 0 || resv_nodes == NULL || resv_gpus == NULL) {
         rc = -ENOMEM;
         goto out;
+    }
+    if (su->licenses > 0) {
+        cfg.licenses = &lic;
+        cfg.nlicenses = 1;
+        hooks.cfg = &cfg;
     }
     resv_nodes[0] = 1;
     resv_gpus[0] = 0xf;
@@ -233,6 +252,9 @@ static int run_case(const struct setup *su, bool full, double *best_ms, double *
     }
     rc = run_reps(su, full, &hooks, best_ms, ask_ms);
 out:
+    cfg.licenses = NULL; /* lic is on the stack */
+    cfg.nlicenses = 0;
+    gs_config_release(&cfg);
     free(resv_nodes);
     free(resv_gpus);
     return rc;
@@ -250,7 +272,10 @@ int main(int argc, char **argv)
                        .spread = getenv("SPREAD") != NULL,
                        .resv_gpus = getenv("RESV_GPUS") != NULL,
                        .resv_magnetic = getenv("RESV_MAGNETIC") != NULL,
-                       .data = getenv("DATA") != NULL ? atoi(getenv("DATA")) : 0};
+                       .data = getenv("DATA") != NULL ? atoi(getenv("DATA")) : 0,
+                       .licenses = getenv("LICENSES") != NULL
+                                       ? (uint32_t)strtoul(getenv("LICENSES"), NULL, 10)
+                                       : 0};
     const char *which = argc > 4 ? argv[4] : "both";
     uint32_t nodes = su.nodes, pending = su.pending, depth = su.depth;
     double full_ms = 0, empty_ms = 0, ask_ms = 1e30;
@@ -281,8 +306,8 @@ int main(int argc, char **argv)
         return 0;
     }
     printf("plan_pass nodes=%u gpus=%u pending=%u depth=%u gang=%u switch=%u parts=%u data=%d "
-           "full_ms=%.1f empty_ms=%.1f job_bytes=%zu\n",
-           nodes, nodes * GPUS, pending, depth, su.gang, su.per_switch, su.parts, su.data, full_ms,
-           empty_ms, sizeof(struct sched_job) + sizeof(struct gs_jobspec));
+           "licenses=%u full_ms=%.1f empty_ms=%.1f job_bytes=%zu\n",
+           nodes, nodes * GPUS, pending, depth, su.gang, su.per_switch, su.parts, su.data,
+           su.licenses, full_ms, empty_ms, sizeof(struct sched_job) + sizeof(struct gs_jobspec));
     return 0;
 }

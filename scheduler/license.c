@@ -1,13 +1,10 @@
 /*
  * license.c: cluster-wide licenses at submit and in the planning pass (see license.h).
  *
- * A job waiting for licenses holds no backfill reservation, as a job held back by a QOS
- * limit holds none (both are the planner's gate, plan.h). Instead the licenses it names
- * are claimed for the rest of the pass: the jobs behind it that need none of them start,
- * those that need some wait behind it even where enough are free, so that it starts as
- * soon as the running jobs give back what it needs. Licenses are counted per pass from the
- * running jobs rather than kept as a tally, so a restart, a requeue or a configuration
- * that lowers a count can never leave a tally wrong.
+ * Licenses are counted per pass from the running jobs rather than kept as a tally, so a
+ * restart, a requeue or a configuration that lowers a count can never leave a tally wrong.
+ * The pass itself (who waits, who holds a reservation, who may take some now) is plan.c's,
+ * over the needs made here.
  */
 #include "scheduler/license.h"
 
@@ -22,20 +19,13 @@ int sched_license_use_init(struct sched_license_use *u, const struct gs_config *
     if (cfg->nlicenses == 0)
         return 0;
     u->used = calloc(cfg->nlicenses, sizeof(*u->used));
-    u->claimed = calloc(cfg->nlicenses, sizeof(*u->claimed));
-    if (u->used == NULL || u->claimed == NULL) {
-        sched_license_use_release(u);
-        return -ENOMEM;
-    }
-    return 0;
+    return u->used != NULL ? 0 : -ENOMEM;
 }
 
 void sched_license_use_release(struct sched_license_use *u)
 {
     free(u->used);
-    free(u->claimed);
     u->used = NULL;
-    u->claimed = NULL;
 }
 
 /* The index of the license named in cfg->licenses, or -1. */
@@ -61,33 +51,24 @@ void sched_license_take(struct sched_license_use *u, const struct gs_jobspec *sp
     }
 }
 
-bool sched_license_free_for(const struct sched_license_use *u, const struct gs_jobspec *spec)
+uint32_t *sched_license_totals(const struct gs_config *cfg)
 {
-    for (size_t i = 0; i < spec->nlicenses; i++) {
-        long k = u->used != NULL ? find(u->cfg, spec->licenses[i].name) : -1;
+    uint32_t *total = cfg->nlicenses > 0 ? malloc(cfg->nlicenses * sizeof(*total)) : NULL;
 
-        if (k < 0 || spec->licenses[i].count > u->cfg->licenses[k].count - u->used[k])
-            return false;
-    }
-    return true;
+    for (size_t i = 0; total != NULL && i < cfg->nlicenses; i++)
+        total[i] = cfg->licenses[i].count;
+    return total;
 }
 
-bool sched_license_gate(struct sched_license_use *u, const struct gs_jobspec *spec)
+void sched_license_needs(const struct gs_config *cfg, const struct gs_jobspec *spec,
+                         struct sched_license_need *need)
 {
-    bool ok = sched_license_free_for(u, spec), ever = u->claimed != NULL;
+    for (size_t i = 0; i < spec->nlicenses; i++) {
+        long k = find(cfg, spec->licenses[i].name);
 
-    for (size_t i = 0; ok && i < spec->nlicenses; i++)
-        ok = !u->claimed[find(u->cfg, spec->licenses[i].name)]; /* free_for found each */
-    /* One that can never have its counts (a license since taken out of the configuration,
-     * or lowered below them) claims nothing: it would keep the others waiting for good. */
-    for (size_t i = 0; !ok && ever && i < spec->nlicenses; i++) {
-        long k = find(u->cfg, spec->licenses[i].name);
-
-        ever = k >= 0 && spec->licenses[i].count <= u->cfg->licenses[k].count;
+        need[i] = (struct sched_license_need){k >= 0 ? (uint32_t)k : (uint32_t)cfg->nlicenses,
+                                              spec->licenses[i].count};
     }
-    for (size_t i = 0; !ok && ever && i < spec->nlicenses; i++)
-        u->claimed[find(u->cfg, spec->licenses[i].name)] = true;
-    return ok;
 }
 
 /* "a, b, c" (the configured names) into out, cut to fit size. */

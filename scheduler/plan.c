@@ -10,7 +10,8 @@
  * ends are sorted once (and the started jobs' merged in), the copy is made once and put
  * back node by node after each simulation, and the reservations to keep clear of are
  * counted in and out as the walk passes their times. A job waiting for its data's nodes may
- * hold a reservation too, on those nodes (hold_data_nodes).
+ * hold a reservation too, on those nodes (hold_data_nodes). Licenses go the same way, in
+ * license_plan.c: the walk tries a job's nodes only at times its licenses are free too.
  */
 #include "scheduler/plan.h"
 
@@ -40,6 +41,7 @@ struct slot {
 struct future {
     uint64_t at_s;
     bool take;
+    uint32_t hold; /* a running job's end: its licenses' hold (license_plan.h), if any */
     const struct sched_alloc *alloc;
 };
 
@@ -68,14 +70,15 @@ struct pass {
     uint32_t nreserved; /* jobs holding one (the head's may be of unknown time: no slot) */
     struct slot *slots; /* the reservations with a time, in the order they were made */
     size_t nslots;
+    struct sched_license_plan lic; /* its reservations are the slots', in the same order */
 };
 
-static const char *const reason_names[] = {"None", "Resources", "Priority", "QOSLimit",
-                                           "DataNodesBusy"};
+static const char *const reason_names[] = {"None",     "Resources",     "Priority",
+                                           "QOSLimit", "DataNodesBusy", "Licenses"};
 
 const char *sched_reason_name(enum sched_reason reason)
 {
-    return (int)reason >= 0 && reason <= SCHED_REASON_DATA ? reason_names[reason] : "Unknown";
+    return (int)reason >= 0 && reason <= SCHED_REASON_LICENSES ? reason_names[reason] : "Unknown";
 }
 
 void sched_verdicts_init(struct sched_verdict *v, size_t n)
@@ -162,11 +165,17 @@ static void plan_order(struct order_key *order, struct order_key *tmp, size_t n)
         memcpy(order, from, n * sizeof(*order));
 }
 
+/* When job would end if started at t. */
+static uint64_t end_at(const struct sched_pending *job, uint64_t t)
+{
+    if (job->time_limit_s == SCHED_TIME_INFINITE || job->time_limit_s > UINT64_MAX - t)
+        return SCHED_TIME_INFINITE;
+    return t + job->time_limit_s;
+}
+
 static uint64_t end_of(const struct pass *p, const struct sched_pending *job)
 {
-    if (job->time_limit_s == SCHED_TIME_INFINITE || job->time_limit_s > UINT64_MAX - p->now_s)
-        return SCHED_TIME_INFINITE;
-    return p->now_s + job->time_limit_s;
+    return end_at(job, p->now_s);
 }
 
 /* In time order; at one time, what is given back before what is taken. */
@@ -333,10 +342,10 @@ static struct spare *spares(const struct sched_cluster *sim, const struct sched_
  * reservations start and end in time, on sim (a copy of the cluster, holding what
  * p->ends holds, and extra when not NULL: one more running job's end): after each time
  * something is given back, on nodes no reservation takes before job would end
- * (kept_during). With data > 0, the earliest time it fits with its data first on nodes
- * holding that many bytes of its dataset. *ret_shadow is SCHED_TIME_INFINITE when no such
- * time comes; else ret_alloc (when not NULL, initialised) gets where, and *ret_spare (when
- * not NULL; malloc'd) what its nodes have to spare then.
+ * (kept_during), while its licenses are free until then. With data > 0, the earliest time it fits
+ * with its data first on nodes holding that many bytes of its dataset. *ret_shadow is
+ * SCHED_TIME_INFINITE when no such time comes; else ret_alloc (when not NULL, initialised) gets
+ * where, and *ret_spare (when not NULL; malloc'd) what its nodes have to spare then.
  */
 static int shadow_time(struct pass *p, struct sched_cluster *sim, size_t nslots,
                        const struct sched_pending *job, const struct future *extra, uint64_t data,
@@ -345,6 +354,7 @@ static int shadow_time(struct pass *p, struct sched_cluster *sim, size_t nslots,
 {
     /* The reservations' events (and extra), sorted here: a handful beside p->ends. */
     struct future *ev = malloc((2 * nslots + 1) * sizeof(*ev));
+    struct sched_license_walk lic = {0}; /* what is free as the walk goes, when job needs some */
     struct kept kept;
     struct sched_req req = job->req;
     struct sched_alloc alloc;
@@ -353,15 +363,18 @@ static int shadow_time(struct pass *p, struct sched_cluster *sim, size_t nslots,
     int rc = 0;
 
     *ret_shadow = SCHED_TIME_INFINITE;
-    if (kept_init(&kept, p, nslots) < 0 || ev == NULL || sort_ends(p) < 0) {
+    if (kept_init(&kept, p, nslots) < 0 || ev == NULL || sort_ends(p) < 0 ||
+        (job->nlicenses > 0 && sched_license_walk_init(&lic, &p->lic) < 0)) {
         kept_release(&kept);
         free(ev);
         return -ENOMEM;
     }
     for (size_t i = 0; i < nslots; i++) {
-        ev[n++] = (struct future){p->slots[i].start_s, true, &p->slots[i].alloc};
+        ev[n++] =
+            (struct future){p->slots[i].start_s, true, SCHED_LICENSE_NO_HOLD, &p->slots[i].alloc};
         if (p->slots[i].end_s != SCHED_TIME_INFINITE)
-            ev[n++] = (struct future){p->slots[i].end_s, false, &p->slots[i].alloc};
+            ev[n++] = (struct future){p->slots[i].end_s, false, SCHED_LICENSE_NO_HOLD,
+                                      &p->slots[i].alloc};
     }
     if (extra != NULL && extra->at_s != SCHED_TIME_INFINITE)
         ev[n++] = *extra;
@@ -379,10 +392,16 @@ static int shadow_time(struct pass *p, struct sched_cluster *sim, size_t nslots,
             sched_cluster_give_back(sim, e->alloc);
             gave = true;
         }
+        if (e->hold != SCHED_LICENSE_NO_HOLD && lic.free != NULL)
+            sched_license_walk_back(&lic, &p->lic, e->hold, e->at_s);
         if ((a < p->nends && p->ends[a].at_s == e->at_s) || (b < n && ev[b].at_s == e->at_s) ||
             !gave)
             continue; /* everything at the same moment first; nothing new to fit into */
         gave = false;
+        if (job->nlicenses > 0 &&
+            !sched_license_walk_fits(&lic, &p->lic, nslots > 0, job->licenses, job->nlicenses,
+                                     e->at_s, end_at(job, e->at_s)))
+            continue;
         rc = sched_cluster_place(
             sim, &req, kept_during(p, nslots, job, e->at_s, &kept) ? kept.avoid : NULL, &alloc);
         if (rc == -EAGAIN || (rc == 0 && sched_cluster_data_at(&req, &alloc) < data)) {
@@ -401,6 +420,7 @@ static int shadow_time(struct pass *p, struct sched_cluster *sim, size_t nslots,
         break;
     }
     sched_alloc_release(&alloc);
+    sched_license_walk_release(&lic);
     kept_release(&kept);
     free(ev);
     return rc == -EAGAIN ? 0 : rc;
@@ -435,7 +455,7 @@ static int delays_head(struct pass *p, const struct sched_pending *job,
                        const struct sched_alloc *alloc, bool *ret_delays)
 {
     struct sched_cluster *sim = what_if(p);
-    struct future end = {end_of(p, job), false, alloc};
+    struct future end = {end_of(p, job), false, SCHED_LICENSE_NO_HOLD, alloc};
     uint64_t shadow;
     int rc;
 
@@ -493,6 +513,7 @@ static int reserve(struct pass *p, const struct sched_pending *job, uint64_t dat
         set_node(p->reserved, r.alloc.nodes[k].node);
     }
     p->slots[p->nslots++] = r; /* room for depth of them */
+    sched_license_plan_reserve(&p->lic, job->licenses, job->nlicenses, r.start_s, r.end_s);
     return 0;
 out:
     sched_alloc_release(&r.alloc);
@@ -642,6 +663,8 @@ static int near_data(struct pass *p, const struct sched_pending *job, struct sch
 
 static void start(struct pass *p, const struct sched_pending *job, struct sched_verdict *v)
 {
+    uint32_t hold;
+
     if (p->gate != NULL && p->gate->started != NULL)
         p->gate->started(p->gate->data, (size_t)(job - p->pending));
     sched_cluster_take(p->cluster, &v->alloc);
@@ -650,8 +673,9 @@ static void start(struct pass *p, const struct sched_pending *job, struct sched_
     v->start = true;
     v->backfilled = p->head != NULL;
     v->reason = SCHED_REASON_NONE;
+    hold = sched_license_plan_hold(&p->lic, job->licenses, job->nlicenses, end_of(p, job));
     if (end_of(p, job) != SCHED_TIME_INFINITE)
-        p->ends[p->nends++] = (struct future){end_of(p, job), false, &v->alloc};
+        p->ends[p->nends++] = (struct future){end_of(p, job), false, hold, &v->alloc};
 }
 
 /* A job that fits but waits this pass, for reason: its placement is dropped. */
@@ -680,6 +704,42 @@ static int note_reserved(const struct pass *p, const struct sched_pending *job,
     return 0;
 }
 
+/* Whether job's licenses are free from now until it would end beside the reservations
+ * (with_resv: when it would backfill), or free now (whether it waits for them). */
+static bool licenses_free(const struct pass *p, const struct sched_pending *job, bool with_resv)
+{
+    if (job->nlicenses == 0)
+        return true;
+    return with_resv
+               ? sched_license_plan_fits(&p->lic, job->licenses, job->nlicenses, end_of(p, job))
+               : sched_license_plan_free_now(&p->lic, job->licenses, job->nlicenses);
+}
+
+/*
+ * A job whose licenses are not free (or are claimed by a job before it) waits for them,
+ * holding a reservation while jobs may still get one: from when its licenses and nodes are
+ * free. Without one (too deep, or no time known) it claims them for the rest of the pass,
+ * so that a stream of smaller jobs behind it cannot keep them busy for good. One that can
+ * never have them (a license since taken out of the configuration, or a count lowered below
+ * its own) holds and claims nothing: it would keep the others waiting forever.
+ */
+static int wait_licenses(struct pass *p, const struct sched_pending *job, struct sched_verdict *v)
+{
+    bool held = false;
+    int rc = 0;
+
+    v->reason = SCHED_REASON_LICENSES;
+    if (!sched_license_plan_ever(&p->lic, job->licenses, job->nlicenses))
+        return 0;
+    if (p->nreserved < p->depth)
+        rc = reserve(p, job, 0, SCHED_TIME_INFINITE, &held);
+    if (rc == 0 && held)
+        rc = note_reserved(p, job, v);
+    if (rc == 0 && (p->nslots == 0 || p->slots[p->nslots - 1].job != job))
+        sched_license_plan_claim(&p->lic, job->licenses, job->nlicenses);
+    return rc;
+}
+
 static int decide(struct pass *p, size_t index)
 {
     const struct sched_pending *job = &p->pending[index];
@@ -692,6 +752,9 @@ static int decide(struct pass *p, size_t index)
         v->reason = SCHED_REASON_LIMIT;
         return 0;
     }
+    if (job->nlicenses > 0 && (sched_license_plan_claimed(&p->lic, job->licenses, job->nlicenses) ||
+                               !licenses_free(p, job, false)))
+        return wait_licenses(p, job, v);
     rc = sched_cluster_place(p->cluster, &job->req, NULL, &v->alloc);
 
     if (rc == -EAGAIN) {
@@ -717,6 +780,8 @@ static int decide(struct pass *p, size_t index)
         if (rc < 0 || !ok)
             return rc < 0 ? rc : held_back(v, SCHED_REASON_DATA);
     }
+    if (p->head != NULL && !licenses_free(p, job, true))
+        return held_back(v, SCHED_REASON_PRIORITY); /* a reservation needs them before its end */
     if (p->head != NULL) {
         rc = may_backfill(p, job, &v->alloc, &ok);
         if (rc < 0)
@@ -742,22 +807,44 @@ int sched_plan(struct sched_cluster *cluster, const struct sched_pending *pendin
                const struct sched_running *running, size_t nrunning, uint64_t now_s,
                struct sched_verdict *verdicts, struct sched_reservation *ret_res)
 {
-    return sched_plan_gated(cluster, pending, npending, running, nrunning, now_s, 1, NULL, verdicts,
-                            ret_res);
+    return sched_plan_with(cluster, pending, npending, running, nrunning, now_s, NULL, verdicts,
+                           ret_res);
 }
 
-int sched_plan_gated(struct sched_cluster *cluster, const struct sched_pending *pending,
-                     size_t npending, const struct sched_running *running, size_t nrunning,
-                     uint64_t now_s, uint32_t depth, const struct sched_plan_gate *gate,
-                     struct sched_verdict *verdicts, struct sched_reservation *ret_res)
+/* The running jobs' ends, and their licenses held (with room for the pending jobs'). */
+static int running_init(struct pass *p, const struct sched_plan_opts *opts,
+                        const struct sched_running *running, size_t nrunning, size_t npending)
 {
+    size_t holds = npending;
+    int rc;
+
+    for (size_t i = 0; i < nrunning; i++)
+        holds += running[i].nlicenses > 0;
+    rc = sched_license_plan_init(&p->lic, opts != NULL ? opts->license_total : NULL,
+                                 opts != NULL ? opts->nlicenses : 0, p->now_s, holds, p->depth);
+    for (size_t i = 0; rc == 0 && i < nrunning; i++) {
+        uint32_t hold = sched_license_plan_hold(&p->lic, running[i].licenses, running[i].nlicenses,
+                                                running[i].end_s);
+
+        if (running[i].end_s != SCHED_TIME_INFINITE)
+            p->ends[p->nends++] = (struct future){running[i].end_s, false, hold, running[i].alloc};
+    }
+    return rc;
+}
+
+int sched_plan_with(struct sched_cluster *cluster, const struct sched_pending *pending,
+                    size_t npending, const struct sched_running *running, size_t nrunning,
+                    uint64_t now_s, const struct sched_plan_opts *opts,
+                    struct sched_verdict *verdicts, struct sched_reservation *ret_res)
+{
+    uint32_t depth = opts != NULL && opts->depth > 0 ? opts->depth : 1;
     struct pass p = {.cluster = cluster,
                      .pending = pending,
                      .verdicts = verdicts,
                      .now_s = now_s,
                      .shadow_s = SCHED_TIME_INFINITE,
-                     .gate = gate,
-                     .depth = depth > 0 ? depth : 1};
+                     .gate = opts != NULL ? opts->gate : NULL,
+                     .depth = depth};
     struct order_key *order = malloc((npending > 0 ? 2 * npending : 1) * sizeof(*order));
     int rc = -ENOMEM;
 
@@ -767,12 +854,9 @@ int sched_plan_gated(struct sched_cluster *cluster, const struct sched_pending *
     p.reserved = calloc(p.words, sizeof(uint64_t));
     p.ends = malloc((nrunning + npending + 1) * sizeof(*p.ends));
     p.slots = calloc(p.depth, sizeof(*p.slots));
-    if (order == NULL || p.reserved == NULL || p.ends == NULL || p.slots == NULL)
+    if (order == NULL || p.reserved == NULL || p.ends == NULL || p.slots == NULL ||
+        running_init(&p, opts, running, nrunning, npending) < 0)
         goto out;
-    for (size_t i = 0; i < nrunning; i++) {
-        if (running[i].end_s != SCHED_TIME_INFINITE)
-            p.ends[p.nends++] = (struct future){running[i].end_s, false, running[i].alloc};
-    }
     for (size_t i = 0; i < npending; i++)
         order[i] =
             (struct order_key){pending[i].tier, pending[i].priority, pending[i].submit_seq, i};
@@ -791,6 +875,7 @@ out:
         free(p.slots[i].spare);
     }
     free(p.slots);
+    sched_license_plan_release(&p.lic);
     sched_cluster_free(p.sim);
     free(order);
     free(p.reserved);

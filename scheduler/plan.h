@@ -12,6 +12,12 @@
  * same way when it is the first to need one: its data's nodes, from when enough of them free
  * for it, if that is before its wait ends.
  *
+ * Licenses are planned over time too (license_plan.h): a job whose licenses are not free
+ * waits (SCHED_REASON_LICENSES) and, while jobs may still get one, holds a reservation from
+ * when they and its nodes free; a job behind it takes licenses now only if every reservation
+ * starting before it would end still finds its own then. One waiting for licenses without a
+ * reservation keeps them from the jobs behind it for the rest of the pass.
+ *
  * The pass is run on every event that can change the answer (submit, task exit, node up or
  * down, release), never on a timer. It takes the resources of the jobs it starts in
  * cluster; the caller records them. Pure: no I/O, no clock (now is a parameter).
@@ -24,6 +30,7 @@
 #include <stdint.h>
 
 #include "scheduler/cluster.h"
+#include "scheduler/license_plan.h"
 
 #define SCHED_TIME_INFINITE UINT64_MAX
 
@@ -41,12 +48,16 @@ struct sched_pending {
     uint64_t data_wait_until_s, data_wait_from_s;
     uint64_t data_copy_rate;
     struct sched_req req;
+    const struct sched_license_need *licenses; /* borrowed; nlicenses of them */
+    uint32_t nlicenses;
 };
 
 struct sched_running {
     uint64_t job_id;
     uint64_t end_s; /* start + time limit; SCHED_TIME_INFINITE when unlimited */
     const struct sched_alloc *alloc;
+    const struct sched_license_need *licenses; /* what it holds until end_s (borrowed) */
+    uint32_t nlicenses;
 };
 
 enum sched_reason {
@@ -55,6 +66,7 @@ enum sched_reason {
     SCHED_REASON_PRIORITY,  /* fits, but would delay a higher-priority job's reservation */
     SCHED_REASON_LIMIT,     /* the gate kept it back (a QOS limit); its reason is the gate's */
     SCHED_REASON_DATA,      /* fits, but away from its data, whose nodes are busy: waits */
+    SCHED_REASON_LICENSES,  /* its licenses are not free (or never can be) */
 };
 
 struct sched_verdict {
@@ -90,6 +102,20 @@ struct sched_plan_gate {
     void *data;
 };
 
+/* What a pass may do beside EASY backfill over nodes alone (sched_plan_with). */
+struct sched_plan_opts {
+    /* How many blocked jobs, in order, hold a reservation; 0 or 1 is EASY (above). With
+     * more, each further one's is computed after the running jobs and the reservations
+     * before it (their nodes kept from before they start, over its time limit), and a job
+     * behind them may start early only if it ends before each reservation's start or uses
+     * none of its nodes (conservative backfill, to that depth; no simulation). */
+    uint32_t depth;
+    const struct sched_plan_gate *gate; /* NULL: none */
+    /* Per license, how many the cluster has (borrowed); the jobs' licenses index it. */
+    const uint32_t *license_total;
+    uint32_t nlicenses;
+};
+
 /*
  * Runs the pass. verdicts has npending entries, matching pending by index. Returns 0 or
  * -ENOMEM (then nothing was taken from cluster).
@@ -97,17 +123,10 @@ struct sched_plan_gate {
 int sched_plan(struct sched_cluster *cluster, const struct sched_pending *pending, size_t npending,
                const struct sched_running *running, size_t nrunning, uint64_t now_s,
                struct sched_verdict *verdicts, struct sched_reservation *ret_res);
-/*
- * The same with a backfill depth and a gate (NULL: none). depth: how many blocked jobs, in
- * order, hold a reservation; sched_plan's 1 is EASY (above). With more, each further one's
- * is computed after the running jobs and the reservations before it (their nodes kept from
- * before they start, over its time limit), and a job behind them may start early only if
- * it ends before each reservation's start or uses none of its nodes (conservative
- * backfill, to that depth; no simulation).
- */
-int sched_plan_gated(struct sched_cluster *cluster, const struct sched_pending *pending,
-                     size_t npending, const struct sched_running *running, size_t nrunning,
-                     uint64_t now_s, uint32_t depth, const struct sched_plan_gate *gate,
-                     struct sched_verdict *verdicts, struct sched_reservation *ret_res);
+/* The same with opts (NULL: sched_plan's). */
+int sched_plan_with(struct sched_cluster *cluster, const struct sched_pending *pending,
+                    size_t npending, const struct sched_running *running, size_t nrunning,
+                    uint64_t now_s, const struct sched_plan_opts *opts,
+                    struct sched_verdict *verdicts, struct sched_reservation *ret_res);
 
 #endif

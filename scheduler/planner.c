@@ -163,13 +163,13 @@ struct gathered {
     struct sched_job **rjobs; /* running[i]'s job */
     struct sched_node_masks *masks;
     size_t nrunning;
-    struct sched_qos_usage *qos;  /* NULL without QOS limits */
-    struct sched_license_use lic; /* used NULL without [[license]] */
-    bool licensed;                /* some pending job names licenses */
-    struct sched_job **pjobs;     /* out->jobs, for the gate */
-    size_t words;                 /* in a node mask */
-    size_t nnodes;                /* entries of a per-node GPU mask array */
-    struct resv_cut *cuts;        /* shared masks of the nodes outside sets of reservations */
+    struct sched_qos_usage *qos;      /* NULL without QOS limits */
+    uint32_t *lic_total;              /* per configured license, its count (NULL: none) */
+    struct sched_license_need *needs; /* the jobs' licenses, which theirs point into */
+    struct sched_job **pjobs;         /* out->jobs, for the gate */
+    size_t words;                     /* in a node mask */
+    size_t nnodes;                    /* entries of a per-node GPU mask array */
+    struct resv_cut *cuts;            /* shared masks of the nodes outside sets of reservations */
     size_t ncuts;
     /* A what-if pass's job (sched_planner_will_run), not in the table: the pass writes
      * its reason only, none of the table's jobs'. NULL in a real pass. */
@@ -583,11 +583,12 @@ static int gather_pending(struct sched_jobs *jobs, const struct sched_planner_ho
     p->time_limit_s = job->spec->time_limit_s == GS_DURATION_INFINITE ? SCHED_TIME_INFINITE
                                                                       : job->spec->time_limit_s;
     data_wait(hk, job, p);
+    p->licenses = NULL; /* link_licenses */
+    p->nlicenses = (uint32_t)job->spec->nlicenses;
     if (sched_job_req_masked(job->spec, &g->masks[out->n], &p->req) < 0) {
         sched_node_masks_release(&g->masks[out->n]);
         return -ENOMEM;
     }
-    g->licensed = g->licensed || job->spec->nlicenses > 0;
     out->n++;
     return 0;
 }
@@ -610,7 +611,8 @@ static int gather(struct sched_jobs *jobs, size_t from, const struct sched_plann
     if (hk != NULL && hk->cfg != NULL && hk->cfg->nqos > 0 &&
         (g->qos = sched_qos_usage_new(hk->cfg)) == NULL)
         return -ENOMEM;
-    if (hk != NULL && hk->cfg != NULL && sched_license_use_init(&g->lic, hk->cfg) < 0)
+    if (hk != NULL && hk->cfg != NULL && hk->cfg->nlicenses > 0 &&
+        (g->lic_total = sched_license_totals(hk->cfg)) == NULL)
         return -ENOMEM;
     g->pjobs = out->jobs;
     for (size_t i = from; i < n; i++) {
@@ -622,12 +624,12 @@ static int gather(struct sched_jobs *jobs, size_t from, const struct sched_plann
             if (g->qos != NULL &&
                 sched_qos_usage_add(g->qos, job->spec, job->user, alloc_gpus(&job->alloc)) < 0)
                 return -ENOMEM;
-            sched_license_take(&g->lic, job->spec);
             g->rjobs[g->nrunning] = job;
-            g->running[g->nrunning++] = (struct sched_running){
+            g->running[g->nrunning] = (struct sched_running){
                 job->id,
                 lim == GS_DURATION_INFINITE ? SCHED_TIME_INFINITE : job->start_ms / 1000 + lim,
-                &job->alloc};
+                &job->alloc, NULL, (uint32_t)job->spec->nlicenses};
+            g->nrunning++;
         }
         if (job->state == SCHED_JOB_PENDING) /* out of memory: it waits for the next pass */
             (void)gather_pending(jobs, hk, now_ms, g, out, &th, job);
@@ -635,17 +637,58 @@ static int gather(struct sched_jobs *jobs, size_t from, const struct sched_plann
     return 0;
 }
 
-/* QOS limits and licenses as plan.c's gate: the reason a job waits goes into the job. */
+/* spec's licenses as plan.c's needs into need; without a configuration none is known, and
+ * a job naming some waits for them. */
+static void needs_of(const struct sched_planner_hooks *hk, const struct gs_jobspec *spec,
+                     struct sched_license_need *need)
+{
+    static const struct gs_config none;
+
+    sched_license_needs(hk != NULL && hk->cfg != NULL ? hk->cfg : &none, spec, need);
+}
+
+/*
+ * The licenses of the gathered jobs (n pending ones) as plan.c's needs, in one array that
+ * theirs point into: a malloc per job would cost a tenth of a busy pass. 0 or -ENOMEM.
+ */
+static int link_licenses(struct gathered *g, const struct sched_planner_hooks *hk,
+                         const struct sched_plan_out *out, size_t n)
+{
+    size_t total = 0, at = 0;
+
+    for (size_t i = 0; i < n; i++)
+        total += g->pending[i].nlicenses;
+    for (size_t i = 0; i < g->nrunning; i++)
+        total += g->running[i].nlicenses;
+    if (total == 0)
+        return 0;
+    if ((g->needs = malloc(total * sizeof(*g->needs))) == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        if (g->pending[i].nlicenses > 0) {
+            needs_of(hk, out->jobs[i]->spec, g->needs + at);
+            g->pending[i].licenses = g->needs + at;
+            at += g->pending[i].nlicenses;
+        }
+    }
+    for (size_t i = 0; i < g->nrunning; i++) {
+        if (g->running[i].nlicenses > 0) {
+            needs_of(hk, g->rjobs[i]->spec, g->needs + at);
+            g->running[i].licenses = g->needs + at;
+            at += g->running[i].nlicenses;
+        }
+    }
+    return 0;
+}
+
+/* QOS limits as plan.c's gate: the reason a job waits goes into the job. */
 static bool gate_may_start(void *data, size_t index)
 {
     struct gathered *g = data;
     struct sched_job *job = g->pjobs[index];
-    const char *why = g->qos != NULL ? sched_qos_usage_check(g->qos, job->spec, job->user,
-                                                             req_gpus(&g->pending[index].req))
-                                     : NULL;
+    const char *why =
+        sched_qos_usage_check(g->qos, job->spec, job->user, req_gpus(&g->pending[index].req));
 
-    if (why == NULL && !sched_license_gate(&g->lic, job->spec))
-        why = "Licenses";
     if (why != NULL)
         note_reason(g, job, why);
     return why == NULL;
@@ -657,17 +700,17 @@ static void gate_started(void *data, size_t index)
     struct sched_job *job = g->pjobs[index];
 
     /* Out of memory: the job is not counted, so the next one may pass a limit once. */
-    if (g->qos != NULL)
-        (void)sched_qos_usage_add(g->qos, job->spec, job->user, req_gpus(&g->pending[index].req));
-    sched_license_take(&g->lic, job->spec);
+    (void)sched_qos_usage_add(g->qos, job->spec, job->user, req_gpus(&g->pending[index].req));
 }
 
-/* The gate, when there is something to gate on: QOS limits, or a job naming licenses
- * (one no longer configured never frees). */
-static const struct sched_plan_gate *gate_of(const struct gathered *g,
-                                             const struct sched_plan_gate *gate)
+/* What plan.c is asked to do beside placing: backfill to a depth, the QOS gate (only with
+ * QOS limits), the licenses. */
+static struct sched_plan_opts plan_opts(const struct gathered *g,
+                                        const struct sched_plan_gate *gate, uint32_t depth,
+                                        const struct gs_config *cfg)
 {
-    return g->qos != NULL || g->licensed ? gate : NULL;
+    return (struct sched_plan_opts){depth, g->qos != NULL ? gate : NULL, g->lic_total,
+                                    g->lic_total != NULL ? (uint32_t)cfg->nlicenses : 0};
 }
 
 /* Plan order again: tier, priority, submit order (plan.c's); keys copied for qsort. */
@@ -800,7 +843,8 @@ static void gathered_release(struct gathered *g, size_t n)
     free(g->running);
     free(g->rjobs);
     sched_qos_usage_free(g->qos);
-    sched_license_use_release(&g->lic);
+    free(g->lic_total);
+    free(g->needs);
 }
 
 int sched_planner_pass(struct sched_jobs *jobs, size_t *plan_from, struct sched_cluster *cluster,
@@ -829,12 +873,16 @@ int sched_planner_pass(struct sched_jobs *jobs, size_t *plan_from, struct sched_
         goto out;
     }
     sched_verdicts_init(out->verdicts, out->n);
+    if ((rc = link_licenses(&g, hooks, out, out->n)) < 0)
+        goto out;
     {
         struct sched_plan_gate gate = {gate_may_start, gate_started, &g};
+        struct sched_plan_opts opts =
+            plan_opts(&g, &gate, hooks != NULL ? hooks->backfill_depth : 1,
+                      hooks != NULL ? hooks->cfg : NULL);
 
-        rc = sched_plan_gated(cluster, g.pending, out->n, g.running, g.nrunning, now_ms / 1000,
-                              hooks != NULL ? hooks->backfill_depth : 1, gate_of(&g, &gate),
-                              out->verdicts, &out->res);
+        rc = sched_plan_with(cluster, g.pending, out->n, g.running, g.nrunning, now_ms / 1000,
+                             &opts, out->verdicts, &out->res);
     }
     for (size_t i = 0; rc == 0 && i < out->n; i++) {
         struct sched_job *job = out->jobs[i];
@@ -1015,11 +1063,15 @@ int sched_planner_will_run(struct sched_jobs *jobs, size_t plan_from,
         goto out;
     }
     sched_verdicts_init(out.verdicts, out.n);
+    if ((rc = link_licenses(&g, hooks, &out, out.n)) < 0)
+        goto out;
     {
         struct sched_plan_gate gate = {gate_may_start, gate_started, &g};
+        struct sched_plan_opts opts =
+            plan_opts(&g, &gate, depth, hooks != NULL ? hooks->cfg : NULL);
 
-        rc = sched_plan_gated(sim, g.pending, out.n, g.running, g.nrunning, now_ms / 1000, depth,
-                              gate_of(&g, &gate), out.verdicts, &out.res);
+        rc = sched_plan_with(sim, g.pending, out.n, g.running, g.nrunning, now_ms / 1000, &opts,
+                             out.verdicts, &out.res);
     }
     if (rc == 0)
         rc = will_run_answer(&out.verdicts[out.n - 1], &g.pending[out.n - 1].req, ahead, depth,

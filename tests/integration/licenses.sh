@@ -2,10 +2,12 @@
 # licenses.sh BIN_DIR SRC_DIR: cluster-wide licenses ([[license]], sbatch -L) on a `gsched up`
 # cluster of one worker whose gschedd is restarted with two: matlab (2) and fluent (1). A
 # job naming a license the cluster lacks, or more than it has, is refused and nothing is
-# queued. A job holding both matlab seats keeps the next matlab job pending, reason
-# Licenses, while a fluent job goes by it; scontrol shows the counts held and the job's
-# licenses; when the first job ends the waiting one starts. A job file's
-# resources.licenses is the same.
+# queued. A job holding one matlab seat for 10 minutes keeps a job needing both pending,
+# reason Licenses, expected to start when the first one's limit ends; a fluent job goes by
+# it, and so does a matlab job limited to 5 minutes, while one limited to 20 waits
+# (Priority: it would keep a seat the waiting job needs then); scontrol shows the counts
+# held and the job's licenses; when the first job ends the waiting ones start. A job
+# file's resources.licenses is the same.
 name="integration_licenses"
 . "$(dirname "$0")/lib.sh"
 
@@ -33,27 +35,35 @@ grep -q -- "--licenses" <<< "$out" || fail "the refusal does not name the option
 
 # --- held while running; the next waits, another license goes by ----------------------------------
 { echo "#!/bin/sh"; gate_wait first; } > "$work/first.sh"
-first=$(sbatch_id -L matlab:2 first.sh) || exit 1
+first=$(sbatch_id -L matlab:1 -t 10 first.sh) || exit 1
 wait_start "$first"
-second=$(sbatch_id -L matlab --wrap=true) || exit 1
+started=$(jq "$first" 'j["start_time_ms"]')
+second=$(sbatch_id -L matlab:2 --wrap=true) || exit 1
 wait_for "the second matlab job to wait for licenses" 10 is "$second" \
-  'j["state"] == "PENDING" and j["reason"] == "Licenses"'
+  "j['state'] == 'PENDING' and j['reason'] == 'Licenses' and
+   abs(j['expected_start_ms'] - $started - 600000) <= 1500"
 other=$(sbatch_id --licenses=fluent --wrap=true) || exit 1
 wait_end "$other" || fail "the fluent job failed"
+short=$(sbatch_id -L matlab -t 5 --wrap=true) || exit 1
+wait_end "$short" || fail "the 5-minute matlab job did not use the free seat meanwhile"
+long=$(sbatch_id -L matlab -t 20 --wrap=true) || exit 1
+wait_for "the 20-minute matlab job to wait behind the second" 10 is "$long" \
+  'j["state"] == "PENDING" and j["reason"] == "Priority"'
 expect "$second" 'j["state"] == "PENDING"' "still waiting for matlab"
 lic=$("$bin/gsched" scontrol show licenses 2>&1) || fail "scontrol show licenses: $lic"
-grep -q "LicenseName=matlab" <<< "$lic" && grep -q "Total=2 Used=2 Free=0 " <<< "$lic" &&
+grep -q "LicenseName=matlab" <<< "$lic" && grep -q "Total=2 Used=1 Free=1 " <<< "$lic" &&
   grep -q "Total=1 Used=0 Free=1 " <<< "$lic" || fail "scontrol show licenses: $lic"
 lic=$("$bin/gsched" scontrol -o show lic fluent 2>&1) || fail "scontrol show lic fluent: $lic"
 [ "$lic" = "LicenseName=fluent Total=1 Used=0 Free=1 Reserved=0 Remote=no" ] ||
   fail "scontrol -o show lic fluent: $lic"
 show=$("$bin/gsched" scontrol show job "$second" 2>&1) || fail "scontrol show job: $show"
-grep -q "Licenses=matlab:1" <<< "$show" || fail "scontrol show job: $show"
+grep -q "Licenses=matlab:2" <<< "$show" || fail "scontrol show job: $show"
 
 # --- the first ends: the waiting job starts -------------------------------------------------------
 gate first
 wait_end "$first" || fail "the first job failed"
 wait_end "$second" || fail "the second matlab job failed"
+wait_end "$long" || fail "the 20-minute matlab job failed"
 
 # --- a job file's resources.licenses ---------------------------------------------------------------
 job_file lic.toml '[resources]

@@ -55,7 +55,8 @@ static void run(uint64_t id, struct sched_req req, uint64_t end_s)
 {
     cr_assert_eq(sched_cluster_place(cluster, &req, NULL, &running_alloc[nrunning]), 0);
     sched_cluster_take(cluster, &running_alloc[nrunning]);
-    running[nrunning] = (struct sched_running){id, end_s, &running_alloc[nrunning]};
+    running[nrunning] =
+        (struct sched_running){.job_id = id, .end_s = end_s, .alloc = &running_alloc[nrunning]};
     nrunning++;
 }
 
@@ -382,14 +383,16 @@ Test(plan, data_wait_reason_name)
     cr_assert_str_eq(sched_reason_name(SCHED_REASON_DATA), "DataNodesBusy");
 }
 
-/* plan_at with backfill depth depth (sched_plan_gated, no gate). */
+/* plan_at with backfill depth depth (sched_plan_with, no gate). */
 static void plan_deep(uint64_t now, uint32_t depth)
 {
+    struct sched_plan_opts opts = {.depth = depth};
+
     sched_verdicts_release(verdicts, MAXJ);
     sched_verdicts_init(verdicts, MAXJ);
-    cr_assert_eq(sched_plan_gated(cluster, pending, npending, running, nrunning, now, depth, NULL,
-                                  verdicts, &res),
-                 0);
+    cr_assert_eq(
+        sched_plan_with(cluster, pending, npending, running, nrunning, now, &opts, verdicts, &res),
+        0);
 }
 
 /*
@@ -583,4 +586,254 @@ Test(plan, tier_then_priority_over_its_whole_range_then_submit_order)
     cr_assert_not(of(4)->start);
     cr_assert_not(of(5)->start);
     cr_assert_not(of(7)->start);
+}
+
+/* Licenses: "a" (index 0) has 4 seats, "b" (1) has 2. */
+static const uint32_t seats[] = {4, 2};
+static const struct sched_license_need a1[] = {{0, 1}}, a2[] = {{0, 2}}, a3[] = {{0, 3}},
+                                       a4[] = {{0, 4}}, b1[] = {{1, 1}}, b2[] = {{1, 2}},
+                                       gone[] = {{2, 1}};
+
+static void plan_lic(uint64_t now, uint32_t depth)
+{
+    struct sched_plan_opts opts = {.depth = depth, .license_total = seats, .nlicenses = 2};
+
+    sched_verdicts_release(verdicts, MAXJ);
+    sched_verdicts_init(verdicts, MAXJ);
+    cr_assert_eq(
+        sched_plan_with(cluster, pending, npending, running, nrunning, now, &opts, verdicts, &res),
+        0);
+}
+
+/* The last job run or submitted names need (n of them). */
+static void ran_with(const struct sched_license_need *need, uint32_t n)
+{
+    running[nrunning - 1].licenses = need;
+    running[nrunning - 1].nlicenses = n;
+}
+
+static void needs(const struct sched_license_need *need, uint32_t n)
+{
+    pending[npending - 1].licenses = need;
+    pending[npending - 1].nlicenses = n;
+}
+
+Test(plan, a_job_waiting_for_licenses_holds_a_reservation_and_short_jobs_use_them_meanwhile)
+{
+    node("n1", 8);
+    run(99, gpus(1, 1), 50); /* gives a GPU back at 50, but no seat */
+    run(100, gpus(1, 1), 100);
+    ran_with(a2, 1); /* two seats of a free */
+    submit(1, 10, gpus(1, 1), 1000);
+    needs(a4, 1);
+    submit(2, 5, gpus(1, 1), 50); /* back by 50, before job 1 can start */
+    needs(a1, 1);
+    submit(3, 4, gpus(1, 1), 200); /* would hold the last free seat past 100 */
+    needs(a1, 1);
+    submit(4, 3, gpus(1, 1), 200);
+    needs(b1, 1);
+    submit(5, 2, gpus(1, 1), 200);
+    submit(6, 1, gpus(1, 1), 10);
+    needs(b2, 1); /* job 4 took one of the two */
+    plan_lic(0, 1);
+    cr_assert_not(of(1)->start);
+    cr_assert_eq(of(1)->reason, SCHED_REASON_LICENSES);
+    cr_assert_eq(res.job_id, 1);
+    cr_assert_eq(res.start_s, 100, "when job 100 gives its two seats back");
+    cr_assert_eq(of(1)->reserved_s, 100);
+    cr_assert(of(2)->start && of(2)->backfilled);
+    cr_assert_not(of(3)->start);
+    cr_assert_eq(of(3)->reason, SCHED_REASON_PRIORITY);
+    cr_assert(of(4)->start, "b is nobody's to wait for");
+    cr_assert(of(5)->start);
+    cr_assert_not(of(6)->start);
+    cr_assert_eq(of(6)->reason, SCHED_REASON_LICENSES);
+    cr_assert_str_eq(sched_reason_name(SCHED_REASON_LICENSES), "Licenses");
+}
+
+Test(plan, a_job_blocked_on_nodes_keeps_its_free_licenses_from_jobs_that_would_delay_it)
+{
+    node("n1", 8);
+    node("n2", 2);
+    run(100, gpus(1, 8), 100);
+    submit(1, 10, gpus(1, 8), 1000); /* its seats are free now, its node at 100 */
+    needs(a4, 1);
+    submit(2, 5, gpus(1, 1), 500); /* on n2, but holding a seat of job 1's past 100 */
+    needs(a1, 1);
+    submit(3, 4, gpus(1, 1), 50);
+    needs(a1, 1);
+    plan_lic(0, 1);
+    cr_assert_eq(of(1)->reason, SCHED_REASON_RESOURCES);
+    cr_assert_eq(res.start_s, 100);
+    cr_assert_not(of(2)->start, "it would leave job 1 three seats at 100");
+    cr_assert_eq(of(2)->reason, SCHED_REASON_PRIORITY);
+    cr_assert(of(3)->start, "back by 50");
+}
+
+/* Job 1 blocked on n1 (no licenses), job 2 waiting for two seats of a (one is free until
+ * job 101 ends at 300), job 3 short and needing the free seat. */
+static void seat_waiter_behind_a_head(void)
+{
+    node("n1", 8);
+    node("n2", 4);
+    run(100, gpus(1, 8), 100);
+    run(101, gpus(1, 1), 300);
+    ran_with(a3, 1);
+    submit(1, 10, gpus(1, 8), 1000);
+    submit(2, 9, gpus(1, 1), 1000);
+    needs(a2, 1);
+    submit(3, 8, gpus(1, 1), 10);
+    needs(a1, 1);
+}
+
+Test(plan, past_the_depth_a_job_waiting_for_licenses_claims_them_for_the_pass)
+{
+    seat_waiter_behind_a_head();
+    submit(4, 7, gpus(1, 1), 10);
+    needs(b1, 1);
+    plan_lic(0, 1);
+    cr_assert_eq(res.job_id, 1);
+    cr_assert_eq(of(2)->reason, SCHED_REASON_LICENSES);
+    cr_assert_eq(of(2)->reserved_s, 0, "past the depth");
+    cr_assert_not(of(3)->start, "job 2 claims a");
+    cr_assert_eq(of(3)->reason, SCHED_REASON_LICENSES);
+    cr_assert(of(4)->start);
+}
+
+Test(plan, within_the_depth_a_job_waiting_for_licenses_claims_nothing_beyond_its_reservation)
+{
+    seat_waiter_behind_a_head();
+    plan_lic(0, 2);
+    cr_assert_eq(of(2)->reason, SCHED_REASON_LICENSES);
+    cr_assert_eq(of(2)->reserved_s, 300, "when job 101 gives its seats back");
+    cr_assert(of(3)->start, "done by 10, long before job 2 needs the seat");
+}
+
+Test(plan, a_later_reservation_counts_the_licenses_of_the_earlier_ones)
+{
+    node("n1", 8);
+    run(100, gpus(1, 1), 100);
+    ran_with(a4, 1);
+    submit(1, 10, gpus(1, 1), 100); /* every seat of a, from 100 to 200 */
+    needs(a4, 1);
+    submit(2, 9, gpus(1, 1), 100);
+    needs(a1, 1);
+    plan_lic(0, 2);
+    cr_assert_eq(of(1)->reserved_s, 100);
+    cr_assert_eq(of(2)->reserved_s, 200, "job 1 holds them all until 200");
+}
+
+Test(plan, licenses_held_without_a_limit_give_no_time_and_never_had_ones_claim_nothing)
+{
+    node("n1", 8);
+    run(100, gpus(1, 1), SCHED_TIME_INFINITE);
+    ran_with(a4, 1);
+    submit(1, 10, gpus(1, 1), 100);
+    needs(gone, 1); /* a license the pass does not know */
+    submit(2, 9, gpus(1, 1), 100);
+    needs(a1, 1);
+    submit(3, 8, gpus(1, 2), 100);
+    needs(b1, 1);
+    submit(4, 7, gpus(1, 1), 100);
+    needs(b1, 1);
+    plan_lic(0, 4);
+    cr_assert_eq(of(1)->reason, SCHED_REASON_LICENSES);
+    cr_assert_eq(of(1)->reserved_s, 0);
+    cr_assert_eq(of(2)->reason, SCHED_REASON_LICENSES);
+    cr_assert_eq(res.job_id, 2, "the first to wait with a chance, though of no known time");
+    cr_assert_eq(res.start_s, SCHED_TIME_INFINITE);
+    cr_assert(of(3)->start && of(4)->start, "job 1 claims no b");
+}
+
+/* How many of license held at t: running jobs and those the pass started (until their
+ * ends), and the reservations running then. */
+static int64_t held_at(uint32_t license, uint64_t now, uint64_t t)
+{
+    int64_t held = 0;
+
+    for (size_t i = 0; i < nrunning; i++) {
+        for (uint32_t k = 0; running[i].end_s > t && k < running[i].nlicenses; k++)
+            held += running[i].licenses[k].license == license ? running[i].licenses[k].count : 0;
+    }
+    for (size_t i = 0; i < npending; i++) {
+        const struct sched_pending *j = &pending[i];
+        uint64_t from = verdicts[i].start ? now : verdicts[i].reserved_s;
+
+        if (!verdicts[i].start && verdicts[i].nreserved == 0)
+            continue;
+        for (uint32_t k = 0; from <= t && t < from + j->time_limit_s && k < j->nlicenses; k++)
+            held += j->licenses[k].license == license ? j->licenses[k].count : 0;
+    }
+    return held;
+}
+
+/* A number below n from seed (a 64-bit LCG: the same draws on every run). */
+static uint32_t rnd(uint64_t *seed, uint32_t n)
+{
+    *seed = *seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (uint32_t)(*seed >> 33) % n;
+}
+
+Test(plan, random_passes_never_hold_more_licenses_than_there_are_now_or_at_a_reservation)
+{
+    static struct sched_license_need need[MAXJ * 2][2];
+    uint64_t seed = 42;
+
+    for (int round = 0; round < 400; round++) {
+        uint64_t now = 1000;
+        uint32_t depth;
+
+        sched_cluster_free(cluster);
+        cluster = sched_cluster_new();
+        npending = nrunning = 0;
+        for (int i = 0; i < MAXJ; i++) {
+            sched_alloc_release(&running_alloc[i]);
+            sched_alloc_init(&running_alloc[i]);
+        }
+        for (uint32_t n = 0, nn = 2 + rnd(&seed, 3); n < nn; n++)
+            node(n == 0 ? "n0" : n == 1 ? "n1" : n == 2 ? "n2" : "n3", 8);
+        for (uint32_t i = 0, nr = rnd(&seed, MAXJ); i < nr; i++) {
+            struct sched_req req = gpus(1, 1 + rnd(&seed, 4));
+            struct sched_license_need *l = need[MAXJ + i];
+
+            if (sched_cluster_place(cluster, &req, NULL, &running_alloc[nrunning]) != 0)
+                continue;
+            sched_cluster_take(cluster, &running_alloc[nrunning]);
+            l[0] = (struct sched_license_need){rnd(&seed, 2), 1 + rnd(&seed, 2)};
+            running[nrunning] = (struct sched_running){.job_id = 100 + i,
+                                                       .end_s = now + 1 + rnd(&seed, 300),
+                                                       .alloc = &running_alloc[nrunning],
+                                                       .licenses = l,
+                                                       .nlicenses = rnd(&seed, 3) > 0};
+            if (held_at(l[0].license, now, now) + l[0].count > seats[l[0].license])
+                running[nrunning].nlicenses = 0; /* the cluster never over-holds */
+            nrunning++;
+        }
+        for (uint32_t i = 0, np = 1 + rnd(&seed, MAXJ); i < np; i++) {
+            struct sched_license_need *l = need[i];
+
+            submit(1 + i, (int32_t)rnd(&seed, 3), gpus(1, 1 + rnd(&seed, 8)), 1 + rnd(&seed, 400));
+            l[0] = (struct sched_license_need){0, 1 + rnd(&seed, 4)};
+            l[1] = (struct sched_license_need){1, 1 + rnd(&seed, 2)};
+            pending[npending - 1].licenses = rnd(&seed, 2) ? l : l + 1;
+            pending[npending - 1].nlicenses = rnd(&seed, 4) == 0 ? 0 : 1 + (rnd(&seed, 3) == 0);
+            if (pending[npending - 1].licenses == l + 1)
+                pending[npending - 1].nlicenses = pending[npending - 1].nlicenses > 0;
+        }
+        depth = 1 + rnd(&seed, 4);
+        plan_lic(now, depth);
+        for (uint32_t license = 0; license < 2; license++) {
+            cr_assert_leq(held_at(license, now, now), seats[license], "round %d: now", round);
+            for (size_t i = 0; i < npending; i++) {
+                uint64_t t = verdicts[i].reserved_s;
+
+                if (verdicts[i].start || verdicts[i].nreserved == 0)
+                    continue;
+                cr_assert_leq(held_at(license, now, t), seats[license],
+                              "round %d: license %u at job %llu's reservation (%llu)", round,
+                              license, (unsigned long long)pending[i].job_id,
+                              (unsigned long long)t);
+            }
+        }
+    }
 }

@@ -288,17 +288,25 @@ Test(planner, licenses_are_counted_and_refused_by_what_the_cluster_has)
     struct sched_license_use u;
     char why[200];
 
+    struct sched_license_need need[2];
+    uint32_t *total;
+
     cr_assert_eq(sched_license_use_init(&u, &cfg), 0);
-    cr_assert(sched_license_free_for(&u, &a));
     sched_license_take(&u, &a);
     cr_assert_eq(u.used[0], 2);
     cr_assert_eq(u.used[1], 1);
-    cr_assert(sched_license_free_for(&u, &b), "one matlab seat is left");
     sched_license_take(&u, &b);
-    cr_assert_not(sched_license_free_for(&u, &b));
+    cr_assert_eq(u.used[0], 3);
     sched_license_take(&u, &a);
     cr_assert_eq(u.used[0], 3, "never counted past the total");
     sched_license_use_release(&u);
+    total = sched_license_totals(&cfg);
+    cr_assert_not_null(total);
+    cr_assert(total[0] == 3 && total[1] == 1);
+    free(total);
+    sched_license_needs(&cfg, &a, need);
+    cr_assert(need[0].license == 0 && need[0].count == 2 && need[1].license == 1 &&
+              need[1].count == 1);
     cr_assert_eq(sched_license_admit(&cfg, &a, why, sizeof(why)), 0);
     two[0].count = 4;
     cr_assert_eq(sched_license_admit(&cfg, &a, why, sizeof(why)), -EINVAL);
@@ -307,6 +315,8 @@ Test(planner, licenses_are_counted_and_refused_by_what_the_cluster_has)
     cr_assert_eq(sched_license_admit(&cfg, &b, why, sizeof(why)), -EINVAL);
     cr_assert_str_eq(why,
                      "resources.licenses: no license 'ansys' (this cluster has matlab, fluent)");
+    sched_license_needs(&cfg, &b, need);
+    cr_assert_eq(need[0].license, 2, "not configured: an index past the licenses");
     cfg.nlicenses = 0;
     cr_assert_eq(sched_license_admit(&cfg, &b, why, sizeof(why)), -EINVAL);
     cr_assert_str_eq(why, "resources.licenses: this cluster has no licenses (no 'ansys')");
@@ -341,7 +351,10 @@ Test(planner, licenses_a_job_waits_for_are_not_given_to_the_jobs_behind_it)
     cr_assert_eq(sched_planner_pass(jobs, &from, cluster, &hk, 20000, &out), 0);
     cr_assert_not(verdict_of(2)->start, "two seats free, three needed");
     cr_assert_not(verdict_of(3)->start, "its seat would delay job 2");
-    cr_assert_str_eq(sched_jobs_find(jobs, 3)->reason, "Licenses");
+    cr_assert_str_eq(sched_jobs_find(jobs, 3)->reason, "Priority");
+    cr_assert_str_eq(sched_jobs_find(jobs, 2)->reason, "Licenses");
+    cr_assert_eq(sched_jobs_find(jobs, 2)->expected_start_ms, (10 + 3600) * 1000,
+                 "job 2 holds a reservation from when job 1 gives its seat back");
     cr_assert(verdict_of(4)->start, "fluent is nobody's to wait for");
     cr_assert_not(verdict_of(5)->start, "a license not configured");
     cr_assert_not(verdict_of(6)->start);
