@@ -3,7 +3,8 @@
  * allows it: its priority (root only; 0 gives it back to the multifactor computation), its
  * nice (anyone may lower their job's priority; a negative nice is root's), its time limit
  * (its owner may only lower it, root may set any), its partition, its QOS (one that admits
- * its owner or account: sched_policy_qos_change) and its dependencies. The
+ * its owner or account: sched_policy_qos_change), its dependencies and its licenses (ones
+ * the cluster has, no more than it has: sched_license_admit; none clears them). The
  * whole request is checked before anything changes, so a bad value changes nothing; the
  * change is stored, put in the job's history, and answered once on disk, and the planner
  * is woken.
@@ -24,9 +25,11 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/jobspec_license.h"
 #include "common/log.h"
 #include "common/units.h"
 #include "proto/frame.h"
+#include "scheduler/license.h"
 #include "scheduler/sched_internal.h"
 
 struct update_op {
@@ -81,6 +84,26 @@ static void update_stored(struct sched_ctx *s, int status, void *arg)
     free(op);
 }
 
+/* req's licenses as a job's list, the names borrowed from req, into l (room for the most a
+ * job may name); how many, or -EINVAL with msg. */
+static int req_licenses(const Gs__JobUpdateRequest *req, struct gs_job_license *l, char *msg,
+                        size_t size)
+{
+    char why[160];
+
+    if (req->n_licenses > GS_JOBSPEC_LICENSES_MAX) {
+        snprintf(msg, size, "Licenses: at most %d names", GS_JOBSPEC_LICENSES_MAX);
+        return -EINVAL;
+    }
+    for (size_t i = 0; i < req->n_licenses; i++)
+        l[i] = (struct gs_job_license){req->licenses[i]->name, req->licenses[i]->count};
+    if (gs_license_list_check(l, req->n_licenses, why, sizeof(why)) < 0) {
+        snprintf(msg, size, "Licenses: %.140s", why);
+        return -EINVAL;
+    }
+    return (int)req->n_licenses;
+}
+
 /* Every check of req against job; 0, or < 0 with msg saying which key. */
 static int check(struct sched_ctx *s, const struct sched_cli *c, const struct sched_job *job,
                  const Gs__JobUpdateRequest *req, char *msg, size_t size)
@@ -97,7 +120,7 @@ static int check(struct sched_ctx *s, const struct sched_cli *c, const struct sc
         return -EPERM;
     }
     if (job->state == SCHED_JOB_RUNNING &&
-        (req->set_priority || req->set_nice || req->set_dependency ||
+        (req->set_priority || req->set_nice || req->set_dependency || req->set_licenses ||
          (req->partition != NULL && req->partition[0] != '\0') ||
          (req->qos != NULL && req->qos[0] != '\0'))) {
         snprintf(msg, size, "job %llu is RUNNING: only its TimeLimit can be changed",
@@ -151,6 +174,19 @@ static int check(struct sched_ctx *s, const struct sched_cli *c, const struct sc
         if ((rc = sched_policy_qos_change(s, (uint32_t)c->uid, job->user, &trial, msg, size)) < 0)
             return rc;
     }
+    if (req->set_licenses) {
+        struct gs_job_license l[GS_JOBSPEC_LICENSES_MAX];
+
+        if ((rc = req_licenses(req, l, msg, size)) < 0)
+            return rc;
+        trial.licenses = l;
+        trial.nlicenses = (size_t)rc;
+        if (sched_license_admit(s->cfg, &trial, why, sizeof(why)) < 0) {
+            /* "resources.licenses: ..." named as scontrol's key */
+            snprintf(msg, size, "Licenses%.150s", why + strlen("resources.licenses"));
+            return -EINVAL;
+        }
+    }
     for (uint32_t i = 0; job->state == SCHED_JOB_RUNNING && i < job->alloc.nnodes; i++) {
         struct sched_node *n = sched_node_at(s, job->alloc.nodes[i].node);
         const Gs__Hello *peer =
@@ -178,11 +214,27 @@ static int check(struct sched_ctx *s, const struct sched_cli *c, const struct sc
     return 0;
 }
 
+/* A checked request's licenses, the job's own copy; NULL out of memory. */
+static struct gs_job_license *licenses_copy(const Gs__JobUpdateRequest *req)
+{
+    struct gs_job_license *l = calloc(req->n_licenses, sizeof(*l));
+
+    for (size_t i = 0; l != NULL && i < req->n_licenses; i++) {
+        l[i] = (struct gs_job_license){strdup(req->licenses[i]->name), req->licenses[i]->count};
+        if (l[i].name == NULL) {
+            gs_license_list_free(l, i);
+            return NULL;
+        }
+    }
+    return l;
+}
+
 /* The checked request into job's spec; "Priority=5 TimeLimit=01:00:00" into what. */
 static int apply(struct sched_job *job, const Gs__JobUpdateRequest *req, char *what, size_t size)
 {
     struct gs_jobspec *sp = job->spec;
     struct gs_dep *deps = NULL;
+    struct gs_job_license *lic = NULL;
     char *part = NULL, *qos = NULL;
     size_t off = 0;
 
@@ -199,9 +251,11 @@ static int apply(struct sched_job *job, const Gs__JobUpdateRequest *req, char *w
         free(deps);
         return -ENOMEM;
     }
-    if (req->qos != NULL && req->qos[0] != '\0' && (qos = strdup(req->qos)) == NULL) {
+    if ((req->qos != NULL && req->qos[0] != '\0' && (qos = strdup(req->qos)) == NULL) ||
+        (req->n_licenses > 0 && (lic = licenses_copy(req)) == NULL)) {
         free(deps);
         free(part);
+        free(qos);
         return -ENOMEM;
     }
     what[0] = '\0';
@@ -227,6 +281,16 @@ static int apply(struct sched_job *job, const Gs__JobUpdateRequest *req, char *w
         free(sp->qos);
         sp->qos = qos;
         SAY(" QOS=%s", qos);
+    }
+    if (req->set_licenses) {
+        struct gs_buf text = GS_BUF_INIT;
+
+        gs_license_list_free(sp->licenses, sp->nlicenses);
+        sp->licenses = lic;
+        sp->nlicenses = req->n_licenses;
+        gs_license_list_format(sp->licenses, sp->nlicenses, &text);
+        SAY(" Licenses=%s", text.data != NULL ? text.data : "(null)");
+        gs_buf_release(&text);
     }
     if (req->set_time_limit) {
         char d[32];

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "common/buf.h"
+#include "common/jobspec_license.h"
 #include "common/log.h"
 #include "common/units.h"
 #include "proto/jobspec.h"
@@ -34,7 +35,7 @@ struct info {
     struct sched_alloc_msg alloc;
     struct gs_proto_jobspec_view view;
     bool has_view;
-    struct gs_buf stdout_path, stderr_path;
+    struct gs_buf stdout_path, stderr_path, licenses;
     struct sched_usage_msg usage;
     Gs__PriorityFactors factors;
     Gs__StepInfo *steps; /* QueueRequest.with_steps: strings borrowed from the job */
@@ -251,6 +252,10 @@ static int info_fill(struct sched_ctx *s, const struct sched_job *job, struct in
     in->info.expected_start_ms = job->expected_start_ms;
     if (job->state == SCHED_JOB_PENDING && job->expected_start_ms > 0 && job->sched_nodes != NULL)
         in->info.sched_nodes = job->sched_nodes;
+    if (sp->nlicenses > 0) {
+        gs_license_list_format(sp->licenses, sp->nlicenses, &in->licenses);
+        in->info.licenses = in->licenses.data != NULL ? in->licenses.data : "";
+    }
     in->info.signaled = job->signaled;
     in->info.exit_code = job->exit_code;
     in->info.term_signal = (uint32_t)job->term_signal;
@@ -273,6 +278,8 @@ static int info_fill(struct sched_ctx *s, const struct sched_job *job, struct in
         in->usage.usage.cpus_alloc = in->info.ncpus;
         in->info.usage = &in->usage.usage;
     }
+    if (rc == 0)
+        rc = gs_buf_error(&in->licenses);
     if (rc == 0 && with_spec) {
         rc = gs_proto_jobspec_view_init(&in->view, sp);
         in->has_view = rc == 0;
@@ -348,6 +355,7 @@ static void info_release(struct info *in)
     sched_alloc_msg_release(&in->alloc);
     gs_buf_release(&in->stdout_path);
     gs_buf_release(&in->stderr_path);
+    gs_buf_release(&in->licenses);
     if (in->has_view)
         gs_proto_jobspec_view_release(&in->view);
 }

@@ -4,7 +4,7 @@
  *     scontrol update NodeName=LIST State=DRAIN Reason=TEXT
  *     scontrol update NodeName=LIST State=RESUME        (UNDRAIN too)
  *     scontrol update JobId=ID [Priority=N] [Nice=N] [TimeLimit=TIME] [Partition=NAME] [QOS=NAME]
- *                              [Dependency=LIST]
+ *                              [Dependency=LIST] [Licenses=LIST]
  *     scontrol update ReservationName=NAME [StartTime=TIME] [EndTime=TIME|Duration=TIME]
  *                              [Nodes=LIST] [Users=a,b] [Accounts=x,y] [Flags=F]
  *                              [Users+=a] [Users-=b] [Accounts+=x] [Accounts-=y] [Flags+-=F]
@@ -16,7 +16,8 @@
  * negative nice are root's (gschedd checks). A running job's TimeLimit changes too, by the
  * same rules, counted from its start (one already passed ends it); nothing else of it. TIME is
  * Slurm's (MIN, MIN:SEC, H:M:S, D-H, D-H:M, D-H:M:S, or UNLIMITED), Dependency sbatch's
- * (afterok:12:13, singleton, "" none). Nothing is printed on success for nodes and jobs,
+ * (afterok:12:13, singleton, "" none), Licenses sbatch -L's (matlab:2,fluent; "" none: a
+ * pending job's only). Nothing is printed on success for nodes and jobs,
  * "Reservation updated." for a reservation (Slurm's words); each failure prints a line and exits 1.
  * A reservation's words are read by scontrol_resv.c; they are root's to change (gschedd checks).
  */
@@ -33,6 +34,7 @@
 #include "cli/client.h"
 #include "common/clock.h"
 #include "common/hostlist.h"
+#include "common/jobspec_license.h"
 #include "common/units.h"
 #include "slurm/scontrol_resv.h"
 #include "slurm/slurm_cmd.h"
@@ -45,8 +47,23 @@ struct node_update {
     const char *state;
     const char *reason;
     /* JobId=: the job's keys */
-    const char *job, *priority, *nice, *time_limit, *partition, *dependency, *qos;
+    const char *job, *priority, *nice, *time_limit, *partition, *dependency, *qos, *licenses;
 };
+
+/* What a job's update request points into, released by job_storage_release. */
+struct job_storage {
+    Gs__Dependency *deps, **dep_ptrs;
+    struct gs_job_license *licenses;
+    size_t nlicenses;
+    Gs__JobLicense pb[GS_JOBSPEC_LICENSES_MAX], *pb_ptrs[GS_JOBSPEC_LICENSES_MAX];
+};
+
+static void job_storage_release(struct job_storage *st)
+{
+    free(st->deps);
+    free(st->dep_ptrs);
+    gs_license_list_free(st->licenses, st->nlicenses);
+}
 
 static bool key_is(const char *word, size_t klen, const char *key)
 {
@@ -70,6 +87,7 @@ static int parse_words(int argc, char **argv, struct node_update *u)
         {"Partition", offsetof(struct node_update, partition)},
         {"Dependency", offsetof(struct node_update, dependency)},
         {"QOS", offsetof(struct node_update, qos)},
+        {"Licenses", offsetof(struct node_update, licenses)},
     };
 
     for (int i = 0; i < argc; i++) {
@@ -96,9 +114,9 @@ static int parse_words(int argc, char **argv, struct node_update *u)
         return 0;
     }
     if (u->priority != NULL || u->nice != NULL || u->time_limit != NULL || u->partition != NULL ||
-        u->dependency != NULL || u->qos != NULL)
-        return slurm_error(CMD, "update: Priority=, Nice=, TimeLimit=, Partition=, QOS= and "
-                                "Dependency= are for jobs (JobId=)");
+        u->dependency != NULL || u->qos != NULL || u->licenses != NULL)
+        return slurm_error(CMD, "update: Priority=, Nice=, TimeLimit=, Partition=, QOS=, "
+                                "Dependency= and Licenses= are for jobs (JobId=)");
     if (u->nodes[0] == '\0')
         return slurm_error(CMD, "update: NodeName=LIST is empty");
     if (u->state == NULL)
@@ -119,9 +137,31 @@ static int parse_int(const char *key, const char *text, int32_t *ret)
     return 0;
 }
 
-/* JobId=ID's keys into req (depends_on allocated into *deps, the caller's to free). */
+/* Licenses=LIST into req, its storage in st. */
+static int job_licenses(const char *text, Gs__JobUpdateRequest *req, struct job_storage *st)
+{
+    char why[160];
+    int rc = gs_license_list_parse(text, &st->licenses, &st->nlicenses, why, sizeof(why));
+
+    if (rc == -ENOMEM)
+        return slurm_error(CMD, "out of memory");
+    if (rc < 0)
+        return slurm_error(CMD, "Invalid Licenses value: %s: %s", text, why);
+    for (size_t i = 0; i < st->nlicenses; i++) { /* the parser keeps to the maximum */
+        gs__job_license__init(&st->pb[i]);
+        st->pb[i].name = st->licenses[i].name;
+        st->pb[i].count = st->licenses[i].count;
+        st->pb_ptrs[i] = &st->pb[i];
+    }
+    req->set_licenses = true;
+    req->licenses = st->pb_ptrs;
+    req->n_licenses = st->nlicenses;
+    return 0;
+}
+
+/* JobId=ID's keys into req, what it points into in st (the caller's to release). */
 static int job_request(const struct node_update *u, Gs__JobUpdateRequest *req,
-                       Gs__Dependency **deps, Gs__Dependency ***ptrs)
+                       struct job_storage *st)
 {
     struct gs_sbatch_deps d = {0};
     struct slurm_job_ref ref;
@@ -165,15 +205,17 @@ static int job_request(const struct node_update *u, Gs__JobUpdateRequest *req,
             status = slurm_error(CMD, "Invalid QOS value: an empty name");
         req->qos = (char *)u->qos;
     }
+    if (status == 0 && u->licenses != NULL)
+        status = job_licenses(u->licenses, req, st);
     if (status != 0 || u->dependency == NULL)
         return status;
     req->set_dependency = true;
     gs_error_clear(&err);
     if (u->dependency[0] != '\0' && gs_sbatch_parse_dependency(u->dependency, &d, &err) < 0)
         return slurm_error(CMD, "Dependency=%s, column %d: %s", u->dependency, err.col, err.msg);
-    *deps = calloc(d.n + 1, sizeof(**deps));
-    *ptrs = calloc(d.n + 1, sizeof(**ptrs));
-    if (*deps == NULL || *ptrs == NULL) {
+    st->deps = calloc(d.n + 1, sizeof(*st->deps));
+    st->dep_ptrs = calloc(d.n + 1, sizeof(*st->dep_ptrs));
+    if (st->deps == NULL || st->dep_ptrs == NULL) {
         gs_sbatch_deps_release(&d);
         return slurm_error(CMD, "out of memory");
     }
@@ -182,14 +224,14 @@ static int job_request(const struct node_update *u, Gs__JobUpdateRequest *req,
             req->singleton = true;
             continue;
         }
-        gs__dependency__init(&(*deps)[req->n_depends_on]);
-        (*deps)[req->n_depends_on].type = (Gs__DependencyType)d.terms[i].dep.type;
-        (*deps)[req->n_depends_on].job_id = d.terms[i].dep.job_id;
-        (*deps)[req->n_depends_on].delay_min = d.terms[i].delay_min;
-        (*ptrs)[req->n_depends_on] = &(*deps)[req->n_depends_on];
+        gs__dependency__init(&st->deps[req->n_depends_on]);
+        st->deps[req->n_depends_on].type = (Gs__DependencyType)d.terms[i].dep.type;
+        st->deps[req->n_depends_on].job_id = d.terms[i].dep.job_id;
+        st->deps[req->n_depends_on].delay_min = d.terms[i].delay_min;
+        st->dep_ptrs[req->n_depends_on] = &st->deps[req->n_depends_on];
         req->n_depends_on++;
     }
-    req->depends_on = *ptrs;
+    req->depends_on = st->dep_ptrs;
     req->depends_any = d.op != GS_SBATCH_DEP_ALL;
     gs_sbatch_deps_release(&d);
     return 0;
@@ -199,8 +241,8 @@ static int update_job(const char *socket_opt, const struct node_update *u)
 {
     Gs__JobUpdateRequest req = GS__JOB_UPDATE_REQUEST__INIT;
     Gs__Envelope env = GS__ENVELOPE__INIT, *reply = NULL;
-    Gs__Dependency *deps = NULL, **ptrs = NULL;
-    int status = job_request(u, &req, &deps, &ptrs);
+    struct job_storage st = {0};
+    int status = job_request(u, &req, &st);
 
     if (status != 0)
         goto out;
@@ -220,8 +262,7 @@ static int update_job(const char *socket_opt, const struct node_update *u)
     }
 out:
     gs_proto_envelope_free(reply);
-    free(deps);
-    free(ptrs);
+    job_storage_release(&st);
     return status;
 }
 

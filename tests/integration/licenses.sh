@@ -6,8 +6,9 @@
 # reason Licenses, expected to start when the first one's limit ends; a fluent job goes by
 # it, and so does a matlab job limited to 5 minutes, while one limited to 20 waits
 # (Priority: it would keep a seat the waiting job needs then); scontrol shows the counts
-# held and the job's licenses; when the first job ends the waiting ones start. A job
-# file's resources.licenses is the same.
+# held and the job's licenses, squeue's %W too; scontrol update Licenses= refuses what the
+# cluster lacks and moves the 20-minute job to fluent, where it runs; when the first job
+# ends the waiting one starts. A job file's resources.licenses is the same.
 name="integration_licenses"
 . "$(dirname "$0")/lib.sh"
 
@@ -58,12 +59,32 @@ lic=$("$bin/gsched" scontrol -o show lic fluent 2>&1) || fail "scontrol show lic
   fail "scontrol -o show lic fluent: $lic"
 show=$("$bin/gsched" scontrol show job "$second" 2>&1) || fail "scontrol show job: $show"
 grep -q "Licenses=matlab:2" <<< "$show" || fail "scontrol show job: $show"
+out=$("$bin/gsched" squeue -h -j "$second,$long,$first" -o '%i %W' | sort) || fail "squeue %W"
+[ "$out" = "$(printf '%s matlab:1\n%s matlab:2\n%s matlab:1' "$first" "$second" "$long" | sort)" ] ||
+  fail "squeue %W: $out"
+out=$("$bin/gsched" squeue -h -j "$other" -t all -O JobID,Licenses) || fail "squeue -O Licenses"
+[ "$(echo $out)" = "$other fluent:1" ] || fail "squeue -O Licenses: $out"
+
+# --- scontrol update Licenses=: refusals change nothing; the 20-minute job moves to fluent ----
+out=$("$bin/gsched" scontrol update JobId="$long" Licenses=ansys 2>&1) &&
+  fail "update to an unknown license accepted: $out"
+grep -q "Licenses: no license 'ansys' (this cluster has matlab, fluent)" <<< "$out" ||
+  fail "update refusal: $out"
+out=$("$bin/gsched" scontrol update JobId="$long" Licenses=matlab:x 2>&1) &&
+  fail "a bad count accepted: $out"
+grep -q "Invalid Licenses value: matlab:x" <<< "$out" || fail "update refusal: $out"
+out=$("$bin/gsched" scontrol update JobId="$first" Licenses=fluent 2>&1) &&
+  fail "a running job's licenses changed: $out"
+grep -q "only its TimeLimit can be changed" <<< "$out" || fail "running job's refusal: $out"
+expect "$long" 'j["state"] == "PENDING" and j["licenses"] == {"matlab": 1}' "unchanged by refusals"
+"$bin/gsched" scontrol update JobId="$long" Licenses=fluent || fail "scontrol update Licenses="
+wait_end "$long" || fail "the job moved to fluent failed"
+expect "$long" 'j["licenses"] == {"fluent": 1}' "its licenses after the update"
 
 # --- the first ends: the waiting job starts -------------------------------------------------------
 gate first
 wait_end "$first" || fail "the first job failed"
 wait_end "$second" || fail "the second matlab job failed"
-wait_end "$long" || fail "the 20-minute matlab job failed"
 
 # --- a job file's resources.licenses ---------------------------------------------------------------
 job_file lic.toml '[resources]
