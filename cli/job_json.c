@@ -191,6 +191,7 @@ static void json_run(struct gs_json *j, const Gs__RunSpec *r)
     gs_json_kv_string(j, "workdir", r->workdir);
     gs_json_kv_string(j, "stdout_pattern", r->stdout_pattern);
     gs_json_kv_string(j, "stderr_pattern", r->stderr_pattern);
+    gs_json_kv_bool(j, "truncate_output", r->truncate_output);
     gs_json_kv_bool(j, "batch", r->batch);
     gs_json_kv_bool(j, "slurm", r->slurm);
     gs_json_kv_string(j, "submit_dir", r->submit_dir);

@@ -92,6 +92,7 @@ static void json_run(struct gs_json *j, const struct gs_jobspec *s)
     gs_json_kv_string(j, "workdir", s->workdir);
     gs_json_kv_string(j, "stdout", s->stdout_pattern);
     gs_json_kv_string(j, "stderr", s->stderr_pattern);
+    gs_json_kv_string(j, "open_mode", s->truncate_output ? "truncate" : "append");
     json_env(j, s);
     gs_json_object_end(j);
 }
@@ -248,6 +249,8 @@ int cli_jobspec_text(struct gs_buf *out, const struct gs_jobspec *s)
     if (s->launcher != GS_LAUNCHER_NONE)
         text_line(&t, "launcher", gs_launcher_name(s->launcher));
     text_line(&t, "stdout", s->stdout_pattern);
+    if (s->truncate_output)
+        text_line(&t, "open_mode", "truncate");
     for (size_t i = 0; i < s->nenv; i++)
         text_line(&t, "env", s->env[i]);
     return t.rc;

@@ -414,10 +414,33 @@ static void rd_launcher(struct gs_schema_ctx *c, const struct gs_toml_value *v)
     free(name);
 }
 
+static void rd_open_mode(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    char *mode = NULL;
+
+    if (gs_schema_string(c, v, "run.open_mode", &mode) < 0 || mode == NULL)
+        return;
+    if (strcmp(mode, "append") == 0 || strcmp(mode, "truncate") == 0)
+        SPEC(c)->truncate_output = mode[0] == 't';
+    else
+        REPORT_AT(c, v,
+                  "run.open_mode must be \"append\" (output files are added to) or "
+                  "\"truncate\" (emptied when the job starts), not \"%s\"",
+                  mode);
+    free(mode);
+}
+
 static const struct gs_schema_key run_keys[] = {
-    {"command", rd_command}, {"script", rd_script},     {"tasks_per_node", rd_tasks_per_node},
-    {"workdir", rd_workdir}, {"stdout", rd_stdout},     {"stderr", rd_stderr},
-    {"env", rd_env},         {"launcher", rd_launcher}, {NULL, NULL},
+    {"command", rd_command},
+    {"script", rd_script},
+    {"tasks_per_node", rd_tasks_per_node},
+    {"workdir", rd_workdir},
+    {"stdout", rd_stdout},
+    {"stderr", rd_stderr},
+    {"env", rd_env},
+    {"launcher", rd_launcher},
+    {"open_mode", rd_open_mode},
+    {NULL, NULL},
 };
 
 static void rd_max_restarts(struct gs_schema_ctx *c, const struct gs_toml_value *v)

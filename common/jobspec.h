@@ -161,7 +161,10 @@ struct gs_jobspec {
     char *workdir;
     char *stdout_pattern; /* %j job id, %t task rank, %n node name, %x job name, %% */
     char *stderr_pattern; /* NULL: same file as stdout */
-    char **env;           /* NULL-terminated "KEY=VALUE" strings, in file order */
+    /* Output files emptied when the job (each attempt) starts, where one task alone writes
+     * each (Slurm's --open-mode=truncate, sbatch's default); false: appended to. */
+    bool truncate_output;
+    char **env; /* NULL-terminated "KEY=VALUE" strings, in file order */
     size_t nenv;
     enum gs_launcher launcher;
 

@@ -152,6 +152,7 @@ static void view_run(Gs__RunSpec *run, const struct gs_jobspec *spec)
     run->workdir = or_empty(spec->workdir);
     run->stdout_pattern = or_empty(spec->stdout_pattern);
     run->stderr_pattern = or_empty(spec->stderr_pattern);
+    run->truncate_output = spec->truncate_output;
     run->batch = spec->batch;
     run->launcher = spec->launcher == GS_LAUNCHER_MPI        ? GS__LAUNCHER__LAUNCHER_MPI
                     : spec->launcher == GS_LAUNCHER_TORCHRUN ? GS__LAUNCHER__LAUNCHER_TORCHRUN
@@ -507,6 +508,7 @@ static int copy_all(const Gs__JobSpec *pb, struct gs_jobspec *spec, struct gs_er
     copy_resources(pb->resources, spec);
     spec->tasks_per_node = run->tasks_per_node;
     spec->tasks_per_gpu = run->tasks_per_gpu;
+    spec->truncate_output = run->truncate_output;
     rc = copy_opt(pb->name, &spec->name);
     if (rc == 0)
         rc = copy_opt(pb->resources->constraint, &spec->constraint);

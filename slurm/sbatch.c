@@ -583,6 +583,21 @@ static int set_count(struct ctx *c, const struct opt_def *d, const char *value,
     return 0;
 }
 
+/* --open-mode=append|truncate (a prefix will do, any case, as Slurm reads it). */
+static int set_open_mode(struct ctx *c, const struct opt_def *d, const char *value,
+                         struct gs_error *err)
+{
+    size_t n = strlen(value);
+
+    if (n > 0 && strncasecmp(value, "append", n) == 0)
+        *AT(c, d, bool) = true;
+    else if (n > 0 && strncasecmp(value, "truncate", n) == 0)
+        *AT(c, d, bool) = false;
+    else
+        return gs_error_set(err, -EINVAL, 0, 0, "must be append or truncate");
+    return 0;
+}
+
 static int set_flag(struct ctx *c, const struct opt_def *d, const char *value, struct gs_error *err)
 {
     (void)value;
@@ -860,7 +875,7 @@ static const struct opt_def options[] = {
     FLAG("parsable", 0, PARSABLE, parsable, 1),
     WARNED("mail-type", REQ, "gsched does not send mail"),
     WARNED("mail-user", REQ, "gsched does not send mail"),
-    WARNED("open-mode", REQ, "output files are always truncated"),
+    OPT("open-mode", 0, OPEN_MODE, set_open_mode, open_append, 0, GROUP_NONE),
     WARNED("get-user-env", ARG_OPTIONAL, "jobs get the submitting environment"),
     WARNED("hint", REQ, "placement follows the GPU topology"),
     OPT("begin", 'b', BEGIN, set_begin, begin_ms, 0, GROUP_NONE),

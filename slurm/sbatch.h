@@ -105,6 +105,7 @@ enum gs_sbatch_opt {
     GS_SBATCH_OPT_NICE,
     GS_SBATCH_OPT_BEGIN,
     GS_SBATCH_OPT_DEADLINE,
+    GS_SBATCH_OPT_OPEN_MODE,
     GS_SBATCH_OPT_COUNT,
 };
 
@@ -201,6 +202,7 @@ struct gs_sbatch {
     uint64_t begin_ms;    /* --begin: not to start before this wall-clock time (ms) */
     uint64_t deadline_ms; /* --deadline: to be removed once it could not end by then (ms) */
     bool parsable;        /* print only the job id (for JOBID=$(sbatch --parsable ...)) */
+    bool open_append;     /* --open-mode=append; truncate (Slurm's default) otherwise */
 
     /*
      * A heterogeneous job's further components, nhet of them (het[k - 1] is component k;

@@ -304,6 +304,7 @@ static void show_job(struct show *s, const struct gs_jobspec *spec, const struct
     show_str(s, "workdir", spec->workdir);
     show_str(s, "stdout", spec->stdout_pattern);
     show_str(s, "stderr", spec->stderr_pattern);
+    show_str(s, "open_mode", spec->truncate_output ? "truncate" : "append");
     show_value(s, "stdout_path", pattern_path(&s->value, spec->stdout_pattern, spec, user));
     show_value(s, "stderr_path", pattern_path(&s->value, err, spec, user));
     show_value(s, "export", export_text(&s->value, sb));

@@ -69,6 +69,7 @@ static const char *const opt_names[GS_SBATCH_OPT_COUNT] = {
     [GS_SBATCH_OPT_NICE] = "--nice",
     [GS_SBATCH_OPT_BEGIN] = "--begin",
     [GS_SBATCH_OPT_DEADLINE] = "--deadline",
+    [GS_SBATCH_OPT_OPEN_MODE] = "--open-mode",
 };
 
 /*
@@ -461,6 +462,7 @@ static void map_paths(struct conv *c)
     else if (is_set(sb, GS_SBATCH_OPT_ARRAY))
         out = GS_SBATCH_DEFAULT_ARRAY_OUTPUT;
     s->stdout_pattern = dup_or_fail(c, out);
+    s->truncate_output = !sb->open_append;
     if (is_set(sb, GS_SBATCH_OPT_ERROR))
         s->stderr_pattern = dup_or_fail(c, sb->error);
     if (gs_path_absolute(c->env->cwd, is_set(sb, GS_SBATCH_OPT_CHDIR) ? sb->chdir : ".", &dir) < 0)

@@ -224,10 +224,12 @@ static _Noreturn void child_fail(int fd, enum step step)
 /* Non-blocking for the open alone: a FIFO with no reader then fails (ENXIO) instead of
  * leaving the task waiting, unstarted, for one. The task gets a blocking descriptor, as any
  * program expects of its stdout. */
-static int open_log(const char *path)
+static int open_log(const char *path, bool truncate)
 {
     int fd = open(path != NULL ? path : "/dev/null",
-                  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0644);
+                  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK |
+                      (truncate && path != NULL ? O_TRUNC : 0),
+                  0644);
     int flags, saved;
 
     if (fd < 0)
@@ -309,10 +311,10 @@ static void redirect_stdio(int fd, const struct wrk_launch_spec *spec)
             child_fail(fd, STEP_STDERR);
         return;
     }
-    out = open_log(spec->stdout_path);
+    out = open_log(spec->stdout_path, spec->truncate_output);
     if (out < 0 || dup2(out, 1) < 0)
         child_fail(fd, STEP_STDOUT);
-    errfd = spec->stderr_path != NULL ? open_log(spec->stderr_path) : out;
+    errfd = spec->stderr_path != NULL ? open_log(spec->stderr_path, spec->truncate_output) : out;
     if (errfd < 0 || dup2(errfd, 2) < 0)
         child_fail(fd, STEP_STDERR);
 }

@@ -42,6 +42,7 @@ struct wrk_launch_spec {
     const char *workdir;     /* NULL: stay in the worker's directory */
     const char *stdout_path; /* NULL: /dev/null; created (0644) or appended to */
     const char *stderr_path; /* NULL: same file as stdout */
+    bool truncate_output;    /* the paths emptied first (as the user: the child opens them) */
     bool use_fds;            /* stdout/stderr onto these descriptors instead (pipes the */
     int stdout_fd;           /* caller reads); the paths are then ignored */
     int stderr_fd;

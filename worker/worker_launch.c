@@ -527,6 +527,30 @@ static const char *default_stdout(const struct launch *l)
     return l->msg->array_job_id != 0 ? "slurm-%A_%a.out" : "slurm-%j.out";
 }
 
+/*
+ * Whether a task alone writes the file pattern names: the job's only task, a batch shell,
+ * or a pattern with the task's rank (%t; Slurm's %4t too). Only such a file is emptied at
+ * start (run.truncate_output): one that tasks share, maybe from several nodes, could lose
+ * what another task had already written to it.
+ */
+static bool writes_alone(const struct launch *l, const char *pattern)
+{
+    if (l->batch || l->msg->world_size <= 1)
+        return true;
+    for (const char *p = pattern; *p != '\0'; p++) {
+        if (*p != '%')
+            continue;
+        p++;
+        while (l->msg->run->slurm && *p >= '0' && *p <= '9')
+            p++;
+        if (*p == 't')
+            return true;
+        if (*p == '\0')
+            break;
+    }
+    return false;
+}
+
 /* The PUs of this node's cores of the job, when binding: the job's cpuset. */
 static int job_pus(const struct launch *l, int **ret, int *n)
 {
@@ -675,6 +699,10 @@ static int start_task(struct launch *l, const Gs__TaskAssignment *t, struct gs_e
     spec.workdir = run->workdir[0] != '\0' ? run->workdir : NULL;
     spec.stdout_path = out.data;
     spec.stderr_path = errp.data;
+    spec.truncate_output =
+        run->truncate_output &&
+        writes_alone(l, run->stdout_pattern[0] ? run->stdout_pattern : default_stdout(l)) &&
+        (run->stderr_pattern[0] == '\0' || writes_alone(l, run->stderr_pattern));
     spec.set_user = l->set_user;
     spec.uid = l->msg->user != NULL ? l->msg->user->uid : 0;
     spec.gid = l->msg->user != NULL ? l->msg->user->gid : 0;

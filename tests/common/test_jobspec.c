@@ -375,6 +375,22 @@ Test(jobspec, placement_gpu_affinity)
                 "did you mean 'placement.gpu_affinity'");
 }
 
+Test(jobspec, open_mode_appends_unless_truncate_is_asked_for)
+{
+    struct gs_jobspec *spec = parse_ok("[run]\ncommand = [\"true\"]\n");
+
+    cr_assert_not(spec->truncate_output, "append is a job file's default");
+    gs_jobspec_free(spec);
+    spec = parse_ok("[run]\ncommand = [\"true\"]\nopen_mode = \"truncate\"\n");
+    cr_assert(spec->truncate_output);
+    gs_jobspec_free(spec);
+    spec = parse_ok("[run]\ncommand = [\"true\"]\nopen_mode = \"append\"\n");
+    cr_assert_not(spec->truncate_output);
+    gs_jobspec_free(spec);
+    parse_fails("[run]\ncommand = [\"true\"]\nopen_mode = \"trunc\"\n",
+                "job.toml:3:13: run.open_mode must be \"append\"");
+}
+
 Test(jobspec, mpi_launcher)
 {
     struct gs_jobspec *spec = parse_ok("[run]\ncommand = [\"true\"]\n");

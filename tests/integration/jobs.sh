@@ -68,6 +68,31 @@ out=$("$bin/gsched" logs "$j" --task 3) || fail "logs --task 3 failed"
 "$bin/gsched" logs "$j" --task 4 2>err.txt && fail "logs of a task that does not exist succeeded"
 grep -q "has no task 4" err.txt || fail "logs --task 4: $(cat err.txt)"
 
+# --- open modes: sbatch empties its output file (Slurm's truncate) unless --open-mode=append;
+# a job file's run.open_mode = "truncate" empties each task's own file, never a shared one --
+echo stale > sb.out
+a=$(sbatch_id -o sb.out --wrap="echo one")
+wait_end "$a" || fail "sbatch job failed"
+[ "$(cat sb.out)" = one ] || fail "sbatch's output was not emptied first: $(cat sb.out)"
+a=$(sbatch_id -o sb.out --open-mode=append --wrap="echo two")
+wait_end "$a" || fail "sbatch --open-mode=append job failed"
+[ "$(cat sb.out)" = "$(printf 'one\ntwo')" ] || fail "--open-mode=append: $(cat sb.out)"
+for f in own-0.out own-1.out shared.out; do echo stale > "$f"; done
+for pattern in own-%t.out shared.out; do
+  job_file open.toml "[resources]
+nodes = 2
+[run]
+open_mode = \"truncate\"
+stdout = \"$pattern\"
+command = [\"sh\", \"-c\", \"echo rank \$RANK\"]"
+  a=$(submit open.toml)
+  wait_end "$a" || fail "open_mode job ($pattern) failed"
+done
+[ "$(cat own-0.out)" = "rank 0" ] && [ "$(cat own-1.out)" = "rank 1" ] ||
+  fail "each task's own file was not emptied first: $(cat own-0.out own-1.out)"
+[ "$(head -1 shared.out)" = stale ] && [ "$(sort shared.out | tr '\n' ' ')" = "rank 0 rank 1 stale " ] ||
+  fail "a file both tasks write was emptied or lost a line: $(cat shared.out)"
+
 # One task per GPU: LOCAL_RANK 0..2, each sees the job's 3 GPUs.
 cat > pergpu.toml <<EOF
 [resources]

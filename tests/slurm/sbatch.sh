@@ -75,6 +75,7 @@ constraint=a100"
 has "$out" "workdir=$dir/work
 stdout=%x-%j.out
 stderr=
+open_mode=truncate
 stdout_path=$dir/work/llama-ft-%j.out"
 has "$err" "sbatch: warning: train.sh:8: --mail-type=END: ignored: gsched does not send mail"
 has "$err" "sbatch: warning: no scheduler answered; the job was checked here only"

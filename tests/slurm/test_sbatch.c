@@ -891,13 +891,15 @@ Test(sbatch_options, ignorable_options_warn_once_each)
 
     for (size_t i = 0; i < warnings.len; i++)
         lines += warnings.data[i] == '\n';
-    /* --comment is recorded with the job, so it is the one without a warning. */
-    cr_assert_eq(lines, 5, "%s", warnings.data);
+    /* --comment is recorded with the job and --open-mode acted on: no warning for them. */
+    cr_assert_eq(lines, 4, "%s", warnings.data);
     cr_assert(has(warnings.data, "run.sh:2: --mail-type=END,FAIL: ignored: gsched does not send"),
               "%s", warnings.data);
     cr_assert(has(warnings.data, "run.sh:4: --hint=nomultithread: ignored"), "%s", warnings.data);
-    cr_assert(!has(warnings.data, "--comment"), "%s", warnings.data);
+    cr_assert(!has(warnings.data, "--comment") && !has(warnings.data, "--open-mode"), "%s",
+              warnings.data);
     cr_assert_str_eq(sb->comment, "hi");
+    cr_assert(sb->open_append);
     gs_sbatch_free(sb);
 }
 
@@ -908,6 +910,8 @@ Test(sbatch_options, known_slurm_options_gsched_lacks_are_errors)
     expect_error(SHEBANG "#SBATCH --deadline=whenever\n",
                  "run.sh:2: --deadline=whenever: 'whenever' is not a time");
     expect_error(SHEBANG "#SBATCH --begin=soon\n", "run.sh:2: --begin=soon: 'soon' is not a time");
+    expect_error(SHEBANG "#SBATCH --open-mode=overwrite\n",
+                 "run.sh:2: --open-mode=overwrite: must be append or truncate");
     expect_error(SHEBANG "#SBATCH -s\n", "run.sh:2: -s: a Slurm option gsched does not support: "
                                          "GPUs are never shared");
 }

@@ -136,6 +136,7 @@ Test(sbatch_spec, defaults_are_slurms)
     cr_assert_eq(s->time_limit_s, GS_DURATION_INFINITE);
     cr_assert_str_eq(s->stdout_pattern, "slurm-%j.out");
     cr_assert_null(s->stderr_pattern);
+    cr_assert(s->truncate_output, "Slurm's open mode: truncate");
     cr_assert_str_eq(s->workdir, "/home/alice/run");
     cr_assert_str_eq(s->submit_dir, "/home/alice/run");
     cr_assert_str_eq(s->submit_host, "login1");
@@ -199,6 +200,17 @@ Test(sbatch_spec, script_arguments)
     cr_assert_str_eq(s->argv[2], "--x");
     cr_assert_null(s->argv[3]);
     cr_assert_not_null(s->script);
+    gs_jobspec_free(s);
+}
+
+Test(sbatch_spec, open_mode_append_or_truncate_by_any_prefix)
+{
+    struct gs_jobspec *s = spec_of(SHEBANG "#SBATCH --open-mode=append\n");
+
+    cr_assert_not(s->truncate_output);
+    gs_jobspec_free(s);
+    s = spec_of(SHEBANG "#SBATCH --open-mode=A\n#SBATCH --open-mode=T\n");
+    cr_assert(s->truncate_output, "the last one counts");
     gs_jobspec_free(s);
 }
 
@@ -850,6 +862,7 @@ Test(sbatch_spec, show_kv_in_fixed_order)
                           "workdir=/home/alice/run\n"
                           "stdout=logs/%x_%A_%3a.out\n"
                           "stderr=\n"
+                          "open_mode=truncate\n"
                           "stdout_path=/home/alice/run/logs/sweep_%A_000.out\n"
                           "stderr_path=/home/alice/run/logs/sweep_%A_000.out\n"
                           "export=NONE,HOME,X\n");

@@ -103,6 +103,26 @@ Test(launch, stderr_joins_stdout_when_not_given)
     cr_assert_str_eq(out, "a\nb\n");
 }
 
+Test(launch, logs_are_appended_to_unless_truncate_output)
+{
+    struct wrk_launch_spec spec = {.stderr_path = err_path};
+    char out[256], errtxt[256];
+    FILE *f = fopen(out_path, "w");
+
+    cr_assert_not_null(f);
+    fputs("old\n", f);
+    fclose(f);
+    run_sh(&spec, "echo new; echo e >&2");
+    slurp(out_path, out, sizeof(out));
+    cr_assert_str_eq(out, "old\nnew\n");
+    spec = (struct wrk_launch_spec){.stderr_path = err_path, .truncate_output = true};
+    run_sh(&spec, "echo newer; echo e2 >&2");
+    slurp(out_path, out, sizeof(out));
+    slurp(err_path, errtxt, sizeof(errtxt));
+    cr_assert_str_eq(out, "newer\n");
+    cr_assert_str_eq(errtxt, "e2\n", "stderr's file emptied too");
+}
+
 Test(launch, task_sees_exactly_its_environment_and_workdir)
 {
     struct wrk_launch_spec spec = {.workdir = dir};
