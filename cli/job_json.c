@@ -9,6 +9,7 @@
 
 #include "cli/job_print.h"
 #include "cli/usage_print.h"
+#include "common/jobspec_mail.h"
 
 static void json_u32_array(struct gs_json *j, const char *key, const uint32_t *v, size_t n)
 {
@@ -95,6 +96,17 @@ static void json_resources(struct gs_json *j, const Gs__Resources *r)
     gs_json_kv_uint(j, "time_min_s", r->time_min_s);
     gs_json_kv_uint(j, "gpus_per_task", r->gpus_per_task);
     gs_json_object_end(j);
+}
+
+/* "mail_type": "END,FAIL" ("NONE"), "mail_user": the address ("": the job's user). */
+static void json_mail(struct gs_json *j, const Gs__JobSpec *s)
+{
+    struct gs_buf types = GS_BUF_INIT;
+
+    gs_mail_types_format(s->mail_types, &types);
+    gs_json_kv_string(j, "mail_type", types.data != NULL ? types.data : "NONE");
+    gs_json_kv_string(j, "mail_user", s->mail_user);
+    gs_buf_release(&types);
 }
 
 /* "licenses": {"matlab": 2, ...}, empty without any; null without a spec. */
@@ -254,6 +266,7 @@ void cli_json_job_spec(struct gs_json *j, const Gs__JobSpec *s)
     gs_json_kv_string(j, "qos", s->qos);
     gs_json_kv_string(j, "reservation", s->reservation);
     json_licenses(j, s);
+    json_mail(j, s);
     gs_json_kv_string(j, "comment", s->comment);
     gs_json_kv_string(j, "source", s->source);
     json_data(j, s->data);

@@ -10,6 +10,7 @@
 
 #include "cli/job_print.h"
 #include "common/jobspec_license.h"
+#include "common/jobspec_mail.h"
 #include "common/units.h"
 
 static void json_strv(struct gs_json *j, const char *key, char *const *v)
@@ -141,6 +142,17 @@ void cli_jobspec_json(struct gs_json *j, const struct gs_jobspec *s)
     gs_json_object_begin(j);
     gs_json_kv_string(j, "gpu_affinity", gs_gpu_affinity_name(s->gpu_affinity));
     gs_json_object_end(j);
+    if (s->mail_types != 0) { /* only with mail: a job's JSON without it stays as it was */
+        struct gs_buf types = GS_BUF_INIT;
+
+        gs_mail_types_format(s->mail_types, &types);
+        gs_json_key(j, "mail");
+        gs_json_object_begin(j);
+        gs_json_kv_string(j, "type", types.data);
+        gs_json_kv_string(j, "user", s->mail_user);
+        gs_json_object_end(j);
+        gs_buf_release(&types);
+    }
     /* Only a heterogeneous job has the key: an ordinary job's JSON stays as it was. */
     if (s->nhet > 0)
         json_het(j, s);
@@ -239,6 +251,14 @@ int cli_jobspec_text(struct gs_buf *out, const struct gs_jobspec *s)
         gs_buf_release(&l);
     }
     text_line(&t, "gpu_affinity", gs_gpu_affinity_name(s->gpu_affinity));
+    if (s->mail_types != 0) {
+        struct gs_buf m = GS_BUF_INIT;
+
+        gs_mail_types_format(s->mail_types, &m);
+        gs_buf_printf(&m, " to %s", s->mail_user != NULL ? s->mail_user : "the job's user");
+        text_line(&t, "mail", m.data != NULL ? m.data : "");
+        gs_buf_release(&m);
+    }
     if (s->argv != NULL)
         text_strv(&t, "command", s->argv);
     else

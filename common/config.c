@@ -47,6 +47,7 @@ int gs_config_init(struct gs_config *cfg)
     cfg->cluster_name = strdup(GS_CONFIG_DEFAULT_CLUSTER);
     cfg->http_listen = strdup(GS_CONFIG_DEFAULT_HTTP);
     cfg->auth_key = strdup(GS_CONFIG_DEFAULT_AUTH_KEY);
+    cfg->mail_prog = strdup(GS_CONFIG_DEFAULT_MAIL_PROG);
     cfg->cgroups = strdup("auto");
     cfg->cgroup_parent = strdup("gsched");
     cfg->job_pids_max = 32768;
@@ -76,8 +77,8 @@ int gs_config_init(struct gs_config *cfg)
     }
     if (cfg->host == NULL || cfg->socket_path == NULL || cfg->state_dir == NULL ||
         cfg->log_dir == NULL || cfg->cluster_name == NULL || cfg->http_listen == NULL ||
-        cfg->auth_key == NULL || cfg->cgroups == NULL || cfg->cgroup_parent == NULL ||
-        cfg->partitions == NULL || cfg->partitions[0].name == NULL) {
+        cfg->auth_key == NULL || cfg->mail_prog == NULL || cfg->cgroups == NULL ||
+        cfg->cgroup_parent == NULL || cfg->partitions == NULL || cfg->partitions[0].name == NULL) {
         gs_config_release(cfg);
         return -ENOMEM;
     }
@@ -91,6 +92,7 @@ void gs_config_release(struct gs_config *cfg)
     free(cfg->state_dir);
     free(cfg->http_listen);
     free(cfg->auth_key);
+    free(cfg->mail_prog);
     free(cfg->munge_socket);
     free(cfg->cgroups);
     free(cfg->cgroup_parent);
@@ -285,6 +287,24 @@ static void rd_auth_key(struct gs_schema_ctx *c, const struct gs_toml_value *v)
         free(path);
 }
 
+/* An absolute path (it runs with gschedd's environment cleared); "" turns mail off. */
+static void rd_mail_prog(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    char *path = NULL;
+
+    if (gs_schema_string(c, v, "scheduler.mail_prog", &path) < 0 || path == NULL)
+        return;
+    if (path[0] != '\0' && path[0] != '/') {
+        GS_SCHEMA_REPORT_AT(c, v, "scheduler.mail_prog must be an absolute path, or \"\"");
+        free(path);
+        return;
+    }
+    free(CFG(c)->mail_prog);
+    CFG(c)->mail_prog = path[0] != '\0' ? path : NULL;
+    if (path[0] == '\0')
+        free(path);
+}
+
 /* "0s" (the default) turns fencing off. */
 static void rd_fence_timeout(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
@@ -396,6 +416,7 @@ static const struct gs_schema_key scheduler_keys[] = {
     {"data_locality_wait", rd_data_locality_wait},
     {"data_copy_rate", rd_data_copy_rate},
     {"backfill_depth", rd_backfill_depth},
+    {"mail_prog", rd_mail_prog},
     {NULL, NULL},
 };
 

@@ -46,6 +46,8 @@
  *     backfill_depth = 1                    # blocked jobs, in priority order, that hold a
  *                                           # reservation backfill keeps: 1 is EASY, more
  *                                           # is conservative backfill (1-1000)
+ *     mail_prog = "/usr/bin/mail"           # sends jobs' mail (sbatch --mail-type) as
+ *                                           # PROG -s SUBJECT ADDRESS; "": none is sent
  *     auth_key = "/etc/gsched/gsched.key"   # the cluster key gschedd and every worker
  *                                           # hold (root only, 0600; proto/auth.h); ""
  *                                           # leaves worker links unauthenticated
@@ -233,6 +235,7 @@ struct gs_config_license {
 #define GS_CONFIG_DEFAULT_PARTITION "main"
 #define GS_CONFIG_DEFAULT_CLUSTER "gsched"
 #define GS_CONFIG_DEFAULT_AUTH_KEY "/etc/gsched/gsched.key"
+#define GS_CONFIG_DEFAULT_MAIL_PROG "/usr/bin/mail"
 
 /* scheduler.data_locality: what a job's data in the nodes' caches weighs in its placement. */
 enum gs_data_locality {
@@ -254,13 +257,14 @@ struct gs_config {
     uint64_t kill_grace_ms;
     enum gs_log_level log_level;
     char *cluster_name;
-    char *http_listen;                   /* "host:port"; NULL when turned off ("") */
-    uint32_t idle_threshold_pct;         /* 0-100, default 5 */
-    uint64_t idle_window_ms;             /* default 60 s */
-    uint32_t max_connections;            /* CLI connections at once; default 1024 */
-    uint32_t max_connections_per_user;   /* default 64 */
-    uint64_t request_timeout_ms;         /* default 10 s */
-    char *auth_key;                      /* the cluster key's path; NULL when turned off ("") */
+    char *http_listen;                 /* "host:port"; NULL when turned off ("") */
+    uint32_t idle_threshold_pct;       /* 0-100, default 5 */
+    uint64_t idle_window_ms;           /* default 60 s */
+    uint32_t max_connections;          /* CLI connections at once; default 1024 */
+    uint32_t max_connections_per_user; /* default 64 */
+    uint64_t request_timeout_ms;       /* default 10 s */
+    char *auth_key;                    /* the cluster key's path; NULL when turned off ("") */
+    char *mail_prog; /* run as PROG -s SUBJECT USER for a job's mail; NULL: none sent ("") */
     uint32_t max_submit_jobs;            /* per uid, pending or running; 0: no limit */
     uint64_t fence_timeout_ms;           /* default 5 min; 0: no fencing */
     uint64_t min_job_age_ms;             /* default 5 min; 0: finished jobs stay in memory */

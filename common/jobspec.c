@@ -17,6 +17,7 @@
 #include "common/error.h"
 #include "common/jobspec_data.h"
 #include "common/jobspec_license.h"
+#include "common/jobspec_mail.h"
 #include "common/schema.h"
 #include "common/toml.h"
 #include "common/units.h"
@@ -510,6 +511,11 @@ static void rd_data(struct gs_schema_ctx *c, const struct gs_toml_value *v)
     gs_schema_read_section(c, v, "data");
 }
 
+static void rd_mail(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    gs_schema_read_section(c, v, "mail");
+}
+
 static const struct gs_schema_key root_keys[] = {
     {"name", rd_name},
     {"priority", rd_priority},
@@ -526,13 +532,19 @@ static const struct gs_schema_key root_keys[] = {
     {"restart", rd_restart},
     {"placement", rd_placement},
     {"data", rd_data},
+    {"mail", rd_mail},
     {NULL, NULL},
 };
 
 /* Every section, so that a key put in the wrong one gets pointed to the right one. */
 static const struct gs_schema_section sections[] = {
-    {"", root_keys},           {"resources", resources_keys}, {"run", run_keys},
-    {"restart", restart_keys}, {"placement", placement_keys}, {"data", gs_jobspec_data_keys},
+    {"", root_keys},
+    {"resources", resources_keys},
+    {"run", run_keys},
+    {"restart", restart_keys},
+    {"placement", placement_keys},
+    {"data", gs_jobspec_data_keys},
+    {"mail", gs_jobspec_mail_keys},
 };
 
 /* ---- checks across keys, defaults that depend on other keys ---- */
@@ -645,6 +657,7 @@ void gs_jobspec_free(struct gs_jobspec *spec)
     free(spec->deps);
     free(spec->constraint);
     gs_license_list_free(spec->licenses, spec->nlicenses);
+    free(spec->mail_user);
     gs_schema_strv_free(spec->argv);
     free(spec->script);
     free(spec->workdir);
@@ -730,6 +743,18 @@ static int check_resources(const struct gs_jobspec *s, struct gs_error *err)
         return gs_error_set(err, -EINVAL, 0, 0, "resources.time_limit must not be zero");
     if (gs_license_list_check(s->licenses, s->nlicenses, why, sizeof(why)) < 0)
         return gs_error_set(err, -EINVAL, 0, 0, "resources.licenses: %s", why);
+    return 0;
+}
+
+/* What a client may send in [mail]: gschedd hands the address to a program. */
+static int check_mail(const struct gs_jobspec *s, struct gs_error *err)
+{
+    char why[120];
+
+    if ((s->mail_types & ~(uint32_t)GS_MAIL_KNOWN) != 0)
+        return gs_error_set(err, -EINVAL, 0, 0, "mail.type has an unknown type");
+    if (s->mail_user != NULL && gs_mail_user_check(s->mail_user, why, sizeof(why)) < 0)
+        return gs_error_set(err, -EINVAL, 0, 0, "mail.user: %s", why);
     return 0;
 }
 
@@ -905,6 +930,8 @@ int gs_jobspec_check(const struct gs_jobspec *s, struct gs_error *err)
         rc = gs_jobdata_check(&s->data, err);
     if (rc == 0)
         rc = check_slurm(s, err);
+    if (rc == 0)
+        rc = check_mail(s, err);
     return rc < 0 ? rc : gs_jobspec_het_check(s, err);
 }
 

@@ -152,6 +152,11 @@ struct gs_jobspec {
     struct gs_job_license *licenses; /* distinct names; NULL, 0: none */
     size_t nlicenses;
 
+    /* [mail]: what gschedd mails about (enum gs_mail_type bits; 0 none) and to whom
+     * (NULL: the submitting user's name) */
+    uint32_t mail_types;
+    char *mail_user;
+
     /* [run] */
     char **argv; /* NULL-terminated; NULL when script is used */
     size_t argc;

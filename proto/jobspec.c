@@ -219,6 +219,8 @@ int gs_proto_jobspec_view_init(struct gs_proto_jobspec_view *v, const struct gs_
     v->spec.comment = or_empty(spec->comment);
     v->spec.reservation = or_empty(spec->reservation);
     v->spec.source = or_empty(spec->source);
+    v->spec.mail_types = spec->mail_types;
+    v->spec.mail_user = or_empty(spec->mail_user);
     v->spec.depends_any = spec->depends_any;
     v->spec.singleton = spec->singleton;
     if (is_array(&spec->array)) {
@@ -464,7 +466,10 @@ static int copy_slurm(const Gs__JobSpec *pb, struct gs_jobspec *spec)
     spec->warn_batch_only = run->warn_batch_only;
     spec->depends_any = pb->depends_any;
     spec->singleton = pb->singleton;
+    spec->mail_types = pb->mail_types;
     rc = copy_opt(r->partition, &spec->partition);
+    if (rc == 0)
+        rc = copy_opt(pb->mail_user, &spec->mail_user);
     if (rc == 0)
         rc = copy_opt(pb->account, &spec->account);
     if (rc == 0)

@@ -214,6 +214,7 @@ struct sched_job *sched_job_detached_new(uint64_t id, struct gs_jobspec *spec, u
     job->id = id;
     job->spec = spec;
     job->state = SCHED_JOB_PENDING;
+    job->mail_seen = SCHED_JOB_PENDING;
     job->held = spec->hold;
     job->submit_seq = id;
     job->submit_ms = submit_ms;

@@ -127,6 +127,10 @@ struct sched_job {
     uint8_t lost_tasks;
     uint32_t master_port;
     uint64_t expected_start_ms; /* the planner's estimate while pending, 0 unknown */
+    /* Mail (mail.h): the state its last mail decision saw, and the shares of its time
+     * limit this attempt has been mailed about (GS_MAIL_TIME_LIMIT_* bits). */
+    enum sched_job_state mail_seen;
+    uint32_t mail_sent;
     char *sched_nodes; /* ... and the nodes its reservation holds (a hostlist; owned), NULL */
     struct sched_job_event *history;
     size_t nhistory;

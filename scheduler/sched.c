@@ -107,6 +107,7 @@ static void on_cron(uv_timer_t *timer)
     sched_history_purge_tick(s); /* ... and past scheduler.purge_after, the store */
     sched_resv_tick(s);          /* reservations that start or end */
     sched_alloc_tick(s);         /* allocations past their time limit (no worker runs their task) */
+    sched_mail_tick(s);          /* running jobs past the shares of their limit they mail about */
     if (s->timed_deps)
         sched_engine_wake(s);
 }
@@ -132,6 +133,7 @@ void sched_release_handle(struct sched_ctx *s)
     sched_part_masks_free(s);
     sched_data_view_end(s);
     sched_tel_free(s->tel);
+    sched_mail_free(s);
     sched_submit_keys_free(s->submit_keys);
     gs_proto_auth_key_clear(&s->auth_key);
     free(s);
@@ -170,6 +172,7 @@ void sched_stop(struct sched_ctx *s, void (*stopped)(void *data), void *data)
      * otherwise hold the stop for as long as its peer keeps it open (the cron that times
      * those out is closed below). */
     sched_workers_close_all(s);
+    sched_mail_stop(s);
     for (struct sched_cli *c = s->clis; c != NULL; c = c->next)
         sched_cli_close(c);
     if (s->journal != NULL && s->fs != NULL)

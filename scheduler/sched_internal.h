@@ -199,6 +199,7 @@ struct sched_ctx {
     struct sched_step *steps;              /* srun steps streaming to their CLI (sched_steps.c) */
     struct sched_step_seq *step_seqs;      /* per job with steps: numbers, holdings, waiting */
     struct sched_tel *tel;                 /* GPU telemetry (telemetry.h, sched_telemetry.c) */
+    struct sched_mail *mail;               /* the jobs' mail waiting or running (sched_mail.c) */
     struct sched_submit_keys *submit_keys; /* clients' submit keys (sched_keys.c) */
     struct sched_wconn *wconns;            /* worker connections (sched_workers.c) */
     struct gs_proto_auth_key auth_key;     /* the cluster key; len 0: links not authenticated */
@@ -230,6 +231,13 @@ void sched_node_by_name_insert(struct sched_ctx *s, struct sched_node *n);
  * move as soon as it is declared down. */
 uint64_t sched_fence_ms(const struct sched_ctx *s);
 void sched_release_handle(struct sched_ctx *s);
+/* sched_mail.c: a job's change (sched_query_job_changed) mailed about as it asked
+ * (--mail-type); the shares of time limits reached, on the cron; at stop, what waits is
+ * dropped and the running programs' handles closed; its memory freed with s. */
+void sched_mail_job_changed(struct sched_ctx *s, struct sched_job *job);
+void sched_mail_tick(struct sched_ctx *s);
+void sched_mail_stop(struct sched_ctx *s);
+void sched_mail_free(struct sched_ctx *s);
 /* sched_metrics.c: runs pass(s) (the planning pass) and counts its time in s->stats. */
 void sched_stats_time_pass(struct sched_ctx *s, void (*pass)(struct sched_ctx *s));
 /* sched_telemetry.c: heartbeats' figures into s->tel, the jobs' usage and their steps'
@@ -704,7 +712,7 @@ void sched_query_partitions(struct sched_cli *c, uint64_t request_id);
 /* The cluster's licenses and what running jobs hold (scontrol show licenses). */
 void sched_query_licenses(struct sched_cli *c, uint64_t request_id);
 /* A job changed state: answers the waits it completes, ends its steps unless it runs. */
-void sched_query_job_changed(struct sched_ctx *s, const struct sched_job *job);
+void sched_query_job_changed(struct sched_ctx *s, struct sched_job *job);
 /* A worker answered a forwarded request (LogsReply or ErrorReply); false if not ours. */
 bool sched_query_worker_reply(struct sched_ctx *s, struct gs_proto_conn *worker,
                               const Gs__Envelope *env);

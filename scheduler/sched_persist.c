@@ -24,6 +24,7 @@
 #include "common/log.h"
 #include "proto/jobspec.h"
 #include "scheduler/sched_internal.h"
+#include "scheduler/mail.h"
 
 struct ch_job {
     struct sched_job_row row;
@@ -733,6 +734,9 @@ static int load_job(const struct sched_job_row *row, void *data)
     }
     if (job->state == SCHED_JOB_RUNNING)
         job->start_ms = start_ms;
+    /* What happened before the restart was mailed about then, if at all. */
+    job->mail_seen = job->state;
+    (void)sched_mail_time_share(job, gs_clock_wall_ms(), &job->mail_sent);
     if (sched_keys_restore(s, job, row->submit_key) < 0)
         return -ENOMEM;
     if (row->usage != NULL && sched_usage_from_packed(&job->usage, row->usage, row->usage_len) < 0)

@@ -1127,10 +1127,11 @@ void sched_query_wait(struct sched_cli *c, uint64_t request_id, const Gs__WaitRe
     }
 }
 
-void sched_query_job_changed(struct sched_ctx *s, const struct sched_job *job)
+void sched_query_job_changed(struct sched_ctx *s, struct sched_job *job)
 {
     struct sched_waiter *w = s->waiters, *next;
 
+    sched_mail_job_changed(s, job);
     if (job->state != SCHED_JOB_RUNNING) { /* ended, requeued: its srun steps are over */
         sched_steps_job_ended(s, job->id);
         sched_kv_job_changed(s, job);    /* and its key/value store is gone */

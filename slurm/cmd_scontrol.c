@@ -48,6 +48,7 @@
 #include "common/clock.h"
 #include "common/hostlist.h"
 #include "common/jobspec.h"
+#include "common/jobspec_mail.h"
 #include "slurm/scontrol_resv.h"
 #include "slurm/scontrol_update.h"
 #include "slurm/slurm_cmd.h"
@@ -281,6 +282,16 @@ static int put_job(const struct scontrol *sc, struct gs_buf *out, const Gs__JobI
     if (r != NULL && r->gpus_per_node > 0) {
         next_line(sc, out);
         gs_buf_printf(out, "TresPerNode=gres/gpu:%u", r->gpus_per_node);
+    }
+    if (spec != NULL && spec->mail_types != 0) { /* mail asked for (sbatch --mail-type) */
+        char user[64];
+
+        next_line(sc, out);
+        gs_buf_printf(out, "MailUser=%s MailType=",
+                      spec->mail_user != NULL && spec->mail_user[0] != '\0'
+                          ? spec->mail_user
+                          : slurm_user_name(job, user, sizeof(user)));
+        gs_mail_types_format(spec->mail_types, out);
     }
     return end_record(sc, out);
 }

@@ -24,6 +24,7 @@
 
 #include "common/clock.h"
 #include "common/hostlist.h"
+#include "common/jobspec_mail.h"
 #include "common/schema.h"
 #include "common/signals.h"
 #include "common/units.h"
@@ -583,6 +584,28 @@ static int set_count(struct ctx *c, const struct opt_def *d, const char *value,
     return 0;
 }
 
+/* --mail-type=END,FAIL (common/jobspec_mail.h's names). */
+static int set_mail_type(struct ctx *c, const struct opt_def *d, const char *value,
+                         struct gs_error *err)
+{
+    char why[240];
+
+    if (gs_mail_types_parse(value, AT(c, d, uint32_t), why, sizeof(why)) < 0)
+        return gs_error_set(err, -EINVAL, 0, 0, "%s", why);
+    return 0;
+}
+
+/* --mail-user=ADDRESS: given to the mail program as an argument, so checked here too. */
+static int set_mail_user(struct ctx *c, const struct opt_def *d, const char *value,
+                         struct gs_error *err)
+{
+    char why[120];
+
+    if (gs_mail_user_check(value, why, sizeof(why)) < 0)
+        return gs_error_set(err, -EINVAL, 0, 0, "%s", why);
+    return set_string(c, d, value, err);
+}
+
 /* --open-mode=append|truncate (a prefix will do, any case, as Slurm reads it). */
 static int set_open_mode(struct ctx *c, const struct opt_def *d, const char *value,
                          struct gs_error *err)
@@ -873,8 +896,8 @@ static const struct opt_def options[] = {
     FLAG("test-only", 0, TEST_ONLY, test_only, 1),
     OPT("wrap", 0, WRAP, set_wrap, wrap, 0, GROUP_NONE),
     FLAG("parsable", 0, PARSABLE, parsable, 1),
-    WARNED("mail-type", REQ, "gsched does not send mail"),
-    WARNED("mail-user", REQ, "gsched does not send mail"),
+    OPT("mail-type", 0, MAIL_TYPE, set_mail_type, mail_types, 0, GROUP_NONE),
+    OPT("mail-user", 0, MAIL_USER, set_mail_user, mail_user, 0, GROUP_NONE),
     OPT("open-mode", 0, OPEN_MODE, set_open_mode, open_append, 0, GROUP_NONE),
     WARNED("get-user-env", ARG_OPTIONAL, "jobs get the submitting environment"),
     WARNED("hint", REQ, "placement follows the GPU topology"),
@@ -1462,6 +1485,7 @@ static void sbatch_release(struct gs_sbatch *sb)
     free(sb->licenses);
     free(sb->gres_flags);
     free(sb->comment);
+    free(sb->mail_user);
     free(sb->nodelist);
     gs_hostlist_free(sb->nodelist_names);
     free(sb->exclude);

@@ -106,6 +106,8 @@ enum gs_sbatch_opt {
     GS_SBATCH_OPT_BEGIN,
     GS_SBATCH_OPT_DEADLINE,
     GS_SBATCH_OPT_OPEN_MODE,
+    GS_SBATCH_OPT_MAIL_TYPE,
+    GS_SBATCH_OPT_MAIL_USER,
     GS_SBATCH_OPT_COUNT,
 };
 
@@ -203,6 +205,8 @@ struct gs_sbatch {
     uint64_t deadline_ms; /* --deadline: to be removed once it could not end by then (ms) */
     bool parsable;        /* print only the job id (for JOBID=$(sbatch --parsable ...)) */
     bool open_append;     /* --open-mode=append; truncate (Slurm's default) otherwise */
+    uint32_t mail_types;  /* --mail-type (common/jobspec_mail.h bits) */
+    char *mail_user;      /* --mail-user */
 
     /*
      * A heterogeneous job's further components, nhet of them (het[k - 1] is component k;

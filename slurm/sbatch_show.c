@@ -13,6 +13,7 @@
 
 #include "common/hostlist.h"
 #include "common/jobspec_license.h"
+#include "common/jobspec_mail.h"
 #include "common/json.h"
 #include "common/path.h"
 #include "common/signals.h"
@@ -305,6 +306,9 @@ static void show_job(struct show *s, const struct gs_jobspec *spec, const struct
     show_str(s, "stdout", spec->stdout_pattern);
     show_str(s, "stderr", spec->stderr_pattern);
     show_str(s, "open_mode", spec->truncate_output ? "truncate" : "append");
+    gs_mail_types_format(spec->mail_types, &s->value);
+    show_value(s, "mail_type", gs_buf_error(&s->value));
+    show_str(s, "mail_user", spec->mail_user);
     show_value(s, "stdout_path", pattern_path(&s->value, spec->stdout_pattern, spec, user));
     show_value(s, "stderr_path", pattern_path(&s->value, err, spec, user));
     show_value(s, "export", export_text(&s->value, sb));

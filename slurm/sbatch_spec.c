@@ -70,6 +70,8 @@ static const char *const opt_names[GS_SBATCH_OPT_COUNT] = {
     [GS_SBATCH_OPT_BEGIN] = "--begin",
     [GS_SBATCH_OPT_DEADLINE] = "--deadline",
     [GS_SBATCH_OPT_OPEN_MODE] = "--open-mode",
+    [GS_SBATCH_OPT_MAIL_TYPE] = "--mail-type",
+    [GS_SBATCH_OPT_MAIL_USER] = "--mail-user",
 };
 
 /*
@@ -735,6 +737,9 @@ static void map_simple(struct conv *c)
         s->reservation = dup_or_fail(c, sb->reservation);
     if (is_set(sb, GS_SBATCH_OPT_COMMENT))
         s->comment = dup_or_fail(c, sb->comment);
+    s->mail_types = sb->mail_types;
+    if (is_set(sb, GS_SBATCH_OPT_MAIL_USER))
+        s->mail_user = dup_or_fail(c, sb->mail_user);
     if (is_set(sb, GS_SBATCH_OPT_NODELIST) && sb->nodelist_n > 0 &&
         (s->nodelist = strv_dup(c, sb->nodelist_names, sb->nodelist_n)) != NULL)
         s->nnodelist = sb->nodelist_n;

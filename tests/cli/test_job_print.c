@@ -381,7 +381,7 @@ Test(job_json, job_info_from_show_carries_the_spec_and_absent_parts_are_null)
                   "\"warn_before_s\":0,\"warn_batch_only\":false,\"launcher\":\"NONE\","
                   "\"env\":{\"OMP_NUM_THREADS\":\"4\"}},"
                   "\"max_restarts\":0,\"account\":\"\",\"qos\":\"\",\"reservation\":\"\","
-                  "\"licenses\":{},\"comment\":\"\","
+                  "\"licenses\":{},\"mail_type\":\"NONE\",\"mail_user\":\"\",\"comment\":\"\","
                   "\"source\":\"\",\"data\":null,\"depends_any\":false,\"singleton\":false,"
                   "\"array\":null}}") != NULL,
         "%s", s);

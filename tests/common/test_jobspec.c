@@ -9,6 +9,7 @@
 
 #include "common/jobspec.h"
 #include "common/jobspec_license.h"
+#include "common/jobspec_mail.h"
 #include "common/schema.h"
 #include "common/units.h"
 
@@ -389,6 +390,42 @@ Test(jobspec, open_mode_appends_unless_truncate_is_asked_for)
     gs_jobspec_free(spec);
     parse_fails("[run]\ncommand = [\"true\"]\nopen_mode = \"trunc\"\n",
                 "job.toml:3:13: run.open_mode must be \"append\"");
+}
+
+Test(jobspec, mail_types_and_address)
+{
+    struct gs_jobspec *spec =
+        parse_ok("[mail]\ntype = [\"begin\", \"END,FAIL\"]\nuser = \"a.b+c@x-y.org\"\n"
+                 "[run]\ncommand = [\"true\"]\n");
+    struct gs_buf text = GS_BUF_INIT;
+    uint32_t bits;
+    char why[240];
+
+    cr_assert_eq(spec->mail_types, GS_MAIL_BEGIN | GS_MAIL_END | GS_MAIL_FAIL);
+    cr_assert_str_eq(spec->mail_user, "a.b+c@x-y.org");
+    gs_jobspec_free(spec);
+    cr_assert_eq(gs_mail_types_parse("ALL,time_limit_90", &bits, why, sizeof(why)), 0);
+    cr_assert_eq(bits, GS_MAIL_ALL | GS_MAIL_TIME_LIMIT_90);
+    gs_mail_types_format(bits, &text);
+    cr_assert_str_eq(text.data, "BEGIN,END,FAIL,REQUEUE,INVALID_DEPEND,STAGE_OUT,TIME_LIMIT_90");
+    gs_buf_release(&text);
+    cr_assert_eq(gs_mail_types_parse("NONE", &bits, why, sizeof(why)), 0);
+    cr_assert_eq(bits, 0);
+    gs_mail_types_format(0, &text);
+    cr_assert_str_eq(text.data, "NONE");
+    gs_buf_release(&text);
+    cr_assert_eq(gs_mail_types_parse("END,,FAIL", &bits, why, sizeof(why)), -EINVAL);
+    cr_assert_eq(gs_mail_types_parse("END,LATER", &bits, why, sizeof(why)), -EINVAL);
+    cr_assert(strncmp(why, "'LATER' is not a mail type", 26) == 0, "%s", why);
+    cr_assert_eq(gs_mail_user_check("-oProxy", why, sizeof(why)), -EINVAL);
+    cr_assert_eq(gs_mail_user_check("a;b", why, sizeof(why)), -EINVAL);
+    cr_assert_eq(gs_mail_user_check("", why, sizeof(why)), -EINVAL);
+    cr_assert_eq(gs_mail_user_check("alice", why, sizeof(why)), 0);
+    parse_fails("[mail]\ntype = \"END,SOON\"\n[run]\ncommand = [\"true\"]\n",
+                "job.toml:2:8: mail.type: 'SOON' is not a mail type");
+    parse_fails("[mail]\nuser = \"--x\"\n[run]\ncommand = [\"true\"]\n",
+                "job.toml:2:8: mail.user: a mail address does not start with '-'");
+    parse_fails("[mail]\nto = \"x\"\n[run]\ncommand = [\"true\"]\n", "job.toml:2:1: unknown key");
 }
 
 Test(jobspec, mpi_launcher)

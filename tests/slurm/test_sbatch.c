@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "common/units.h"
+#include "common/jobspec_mail.h"
 #include "slurm/sbatch.h"
 
 #define SHEBANG "#!/bin/bash\n"
@@ -891,10 +892,11 @@ Test(sbatch_options, ignorable_options_warn_once_each)
 
     for (size_t i = 0; i < warnings.len; i++)
         lines += warnings.data[i] == '\n';
-    /* --comment is recorded with the job and --open-mode acted on: no warning for them. */
-    cr_assert_eq(lines, 4, "%s", warnings.data);
-    cr_assert(has(warnings.data, "run.sh:2: --mail-type=END,FAIL: ignored: gsched does not send"),
-              "%s", warnings.data);
+    /* --comment is recorded with the job, --open-mode and mail acted on: no warning. */
+    cr_assert_eq(lines, 2, "%s", warnings.data);
+    cr_assert(!has(warnings.data, "--mail"), "%s", warnings.data);
+    cr_assert_eq(sb->mail_types, GS_MAIL_END | GS_MAIL_FAIL);
+    cr_assert_str_eq(sb->mail_user, "a@b");
     cr_assert(has(warnings.data, "run.sh:4: --hint=nomultithread: ignored"), "%s", warnings.data);
     cr_assert(!has(warnings.data, "--comment") && !has(warnings.data, "--open-mode"), "%s",
               warnings.data);
@@ -912,6 +914,10 @@ Test(sbatch_options, known_slurm_options_gsched_lacks_are_errors)
     expect_error(SHEBANG "#SBATCH --begin=soon\n", "run.sh:2: --begin=soon: 'soon' is not a time");
     expect_error(SHEBANG "#SBATCH --open-mode=overwrite\n",
                  "run.sh:2: --open-mode=overwrite: must be append or truncate");
+    expect_error(SHEBANG "#SBATCH --mail-type=END,SOON\n",
+                 "run.sh:2: --mail-type=END,SOON: 'SOON' is not a mail type");
+    expect_error(SHEBANG "#SBATCH --mail-user=-x\n",
+                 "run.sh:2: --mail-user=-x: a mail address does not start with '-'");
     expect_error(SHEBANG "#SBATCH -s\n", "run.sh:2: -s: a Slurm option gsched does not support: "
                                          "GPUs are never shared");
 }

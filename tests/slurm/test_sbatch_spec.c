@@ -863,6 +863,8 @@ Test(sbatch_spec, show_kv_in_fixed_order)
                           "stdout=logs/%x_%A_%3a.out\n"
                           "stderr=\n"
                           "open_mode=truncate\n"
+                          "mail_type=NONE\n"
+                          "mail_user=\n"
                           "stdout_path=/home/alice/run/logs/sweep_%A_000.out\n"
                           "stderr_path=/home/alice/run/logs/sweep_%A_000.out\n"
                           "export=NONE,HOME,X\n");
