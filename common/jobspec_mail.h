@@ -12,7 +12,7 @@
 #include "common/buf.h"
 #include "common/schema.h"
 
-/* Slurm's mail types, as bits. INVALID_DEPEND and STAGE_OUT are taken and send nothing. */
+/* Slurm's mail types, as bits. STAGE_OUT (burst buffers) is taken and sends nothing. */
 enum gs_mail_type {
     GS_MAIL_BEGIN = 1u << 0,
     GS_MAIL_END = 1u << 1,

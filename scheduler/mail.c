@@ -10,6 +10,7 @@
 #include "scheduler/mail.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "common/jobspec_mail.h"
 #include "common/units.h"
@@ -153,6 +154,13 @@ uint32_t sched_mail_time_share(const struct sched_job *job, uint64_t now_ms, uin
     return 0;
 }
 
+bool sched_mail_invalid_depend(const struct sched_job *job)
+{
+    return job->state == SCHED_JOB_PENDING &&
+           (job->spec->mail_types & ~job->mail_sent & GS_MAIL_INVALID_DEPEND) != 0 &&
+           strcmp(job->reason, "DependencyNeverSatisfied") == 0;
+}
+
 /* Slurm's mail durations: HH:MM:SS, or D-HH:MM:SS past a day. */
 static void put_time(struct gs_buf *out, uint64_t ms)
 {
@@ -239,6 +247,10 @@ void sched_mail_subject(const struct sched_jobs *jobs, const struct sched_job *j
         *ret_type = "Time_limit";
         gs_buf_append_str(subject, " Reached time limit, Run time ");
         put_time(subject, run_ms(job, now_ms));
+        return;
+    case SCHED_MAIL_INVALID_DEPEND:
+        *ret_type = "Invalid_depend";
+        gs_buf_append_str(subject, " Failed, Invalid dependency");
         return;
     case SCHED_MAIL_TIME_SHARE:
         *ret_type = msg->pct >= 90   ? "Time_limit_90"

@@ -20,8 +20,9 @@ enum sched_mail_event {
     SCHED_MAIL_ENDED,
     SCHED_MAIL_FAILED,
     SCHED_MAIL_REQUEUED,
-    SCHED_MAIL_TIME_LIMIT, /* ended by its time limit */
-    SCHED_MAIL_TIME_SHARE, /* has run 50, 80 or 90 % of it */
+    SCHED_MAIL_TIME_LIMIT,     /* ended by its time limit */
+    SCHED_MAIL_TIME_SHARE,     /* has run 50, 80 or 90 % of it */
+    SCHED_MAIL_INVALID_DEPEND, /* waits for a dependency that can never be met */
 };
 
 struct sched_mail_msg {
@@ -44,6 +45,9 @@ size_t sched_mail_due(const struct sched_jobs *jobs, const struct sched_job *job
  * job->mail_sent: the lower ones count as sent with it); 0 for none.
  */
 uint32_t sched_mail_time_share(const struct sched_job *job, uint64_t now_ms, uint32_t *ret_bit);
+/* Whether a pending job waits for a dependency that can never be met and asked to hear
+ * of it (INVALID_DEPEND) and has not yet; its bit is then to go into job->mail_sent. */
+bool sched_mail_invalid_depend(const struct sched_job *job);
 /* msg's subject ("Slurm Job_id=42 Name=train Ended, Run time 00:10:02, COMPLETED,
  * ExitCode 0") and the word for SLURM_JOB_MAIL_TYPE ("Ended") into subject and type. */
 void sched_mail_subject(const struct sched_jobs *jobs, const struct sched_job *job,

@@ -9,7 +9,8 @@
  * is logged: mail is best effort and never holds a job up. It runs as gschedd does.
  *
  * Decisions are made where every change to a job is announced (sched_query_job_changed)
- * and, for the shares of a time limit, on the cron.
+ * and, for the shares of a time limit and dependencies that can never be met (a reason the
+ * planning pass writes), on the cron.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -242,8 +243,15 @@ void sched_mail_tick(struct sched_ctx *s)
         struct sched_mail_msg msg = {SCHED_MAIL_TIME_SHARE, 0, false};
         uint32_t bit;
 
-        if (job->state != SCHED_JOB_RUNNING || job->spec->mail_types == 0)
+        if (job->spec->mail_types == 0)
             continue;
+        if (sched_mail_invalid_depend(job)) {
+            struct sched_mail_msg dep = {SCHED_MAIL_INVALID_DEPEND, 0, false};
+
+            job->mail_sent |= GS_MAIL_INVALID_DEPEND;
+            queue(s, job, &dep, now);
+            continue;
+        }
         msg.pct = sched_mail_time_share(job, now, &bit);
         if (msg.pct == 0)
             continue;

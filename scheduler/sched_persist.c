@@ -21,10 +21,11 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/jobspec_mail.h"
 #include "common/log.h"
 #include "proto/jobspec.h"
-#include "scheduler/sched_internal.h"
 #include "scheduler/mail.h"
+#include "scheduler/sched_internal.h"
 
 struct ch_job {
     struct sched_job_row row;
@@ -737,6 +738,8 @@ static int load_job(const struct sched_job_row *row, void *data)
     /* What happened before the restart was mailed about then, if at all. */
     job->mail_seen = job->state;
     (void)sched_mail_time_share(job, gs_clock_wall_ms(), &job->mail_sent);
+    if (sched_mail_invalid_depend(job))
+        job->mail_sent |= GS_MAIL_INVALID_DEPEND;
     if (sched_keys_restore(s, job, row->submit_key) < 0)
         return -ENOMEM;
     if (row->usage != NULL && sched_usage_from_packed(&job->usage, row->usage, row->usage_len) < 0)

@@ -2,8 +2,8 @@
 # mail.sh BIN_DIR SRC_DIR: the mail gschedd sends about jobs (sbatch --mail-type,
 # --mail-user, a job file's [mail]) through scheduler.mail_prog, here a script that logs
 # its arguments and SLURM_JOB_* variables. BEGIN and END of a job; FAIL only for a job that
-# fails; nothing for a job that asks for none; an array mailed about once as a whole; a
-# requeue; 50 % of a time limit and the limit itself. Bad types and addresses are refused
+# fails; a dependency that can never be met; nothing for a job that asks for none; an array
+# mailed about once as a whole; a requeue; 50 % of a time limit and the limit itself. Bad types and addresses are refused
 # at submit, naming the option or the job file's field.
 name="integration_mail"
 . "$(dirname "$0")/lib.sh"
@@ -44,6 +44,10 @@ for j in "$b" "$c" "$d"; do wait_end "$j" || true; done
 wait_for "job $b's FAIL mail" 10 eval "[ \"\$(mailed \"Job_id=$b \")\" = 1 ]"
 grep -qx -- "-s|Slurm Job_id=$b Name=bad Failed, Run time 00:00:0[0-9], FAILED, ExitCode 3|$me|Failed|$b|FAILED|$me" "$mails" ||
   fail "FAIL mail: $(cat "$mails")"
+h=$(sbatch_id --mail-type=INVALID_DEPEND -d "afterok:$b" -J after --wrap=true)
+wait_for "job $h's INVALID_DEPEND mail" 10 grep -q "Slurm Job_id=$h Name=after Failed, Invalid dependency|$me|Invalid_depend|$h|PENDING" "$mails"
+"$bin/gsched" cancel "$h" > /dev/null || fail "cancel $h"
+[ "$(mailed "Job_id=$h ")" = 1 ] || fail "INVALID_DEPEND mailed more than once: $(cat "$mails")"
 
 # --- an array: one mail when its last element ends ------------------------------------------
 e=$(sbatch_id --mail-type=END --array=1-3 -J arr --wrap=true)

@@ -153,6 +153,25 @@ Test(mail, array_tasks_mails_each_element)
             "ExitCode 0");
 }
 
+Test(mail, a_dependency_never_met_once)
+{
+    struct sched_job *job = add(50, GS_MAIL_INVALID_DEPEND, "dep");
+    struct sched_mail_msg msg = {SCHED_MAIL_INVALID_DEPEND, 0, false};
+    struct gs_buf s = GS_BUF_INIT;
+    const char *type;
+
+    snprintf(job->reason, sizeof(job->reason), "Dependency");
+    cr_assert_not(sched_mail_invalid_depend(job), "it may yet be met");
+    snprintf(job->reason, sizeof(job->reason), "DependencyNeverSatisfied");
+    cr_assert(sched_mail_invalid_depend(job));
+    sched_mail_subject(jobs, job, &msg, 0, &s, &type);
+    cr_assert_str_eq(s.data, "Slurm Job_id=50 Name=dep Failed, Invalid dependency");
+    cr_assert_str_eq(type, "Invalid_depend");
+    gs_buf_release(&s);
+    job->mail_sent |= GS_MAIL_INVALID_DEPEND;
+    cr_assert_not(sched_mail_invalid_depend(job), "once");
+}
+
 Test(mail, shares_of_the_time_limit_the_highest_reached_once)
 {
     struct sched_job *job = add(30, GS_MAIL_TIME_LIMIT_50 | GS_MAIL_TIME_LIMIT_90, "s");
