@@ -20,7 +20,9 @@
  * cluster, hold some of (its nodes then scored one by one), listed for the placement as
  * gschedd lists them; DATA=2 the same without the list (every node's bytes looked at).
  * With LICENSES=N the cluster has N seats of one license and every job, running or pending,
- * holds or asks for one (backfill then plans them too).
+ * holds or asks for one (backfill then plans them too). With PREEMPT=N the first N pending
+ * jobs are of a QOS of tier 1, which may preempt the running jobs (tier 0): in "full" each
+ * chooses victims.
  * Two cases, each on a fresh table: "full" (every GPU already held by running jobs, so no
  * pending job fits: the pass decides that for each, the work of a busy cluster at every
  * event) and "empty" (the pass starts min(PENDING, GPUs) jobs: the first pass after a big
@@ -36,6 +38,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/units.h"
 #include "scheduler/planner.h"
 
 #define GPUS 8
@@ -66,7 +69,7 @@ static struct sched_cluster *make_cluster(uint32_t nodes, uint32_t per_switch)
 }
 
 static struct sched_job *add(struct sched_jobs *jobs, uint64_t id, uint32_t gang, uint32_t parts,
-                             bool lic)
+                             bool lic, bool high)
 {
     struct gs_jobspec *spec = gs_jobspec_new();
     char part[16];
@@ -79,6 +82,10 @@ static struct sched_job *add(struct sched_jobs *jobs, uint64_t id, uint32_t gang
         return NULL;
     }
     spec->nlicenses = lic;
+    if (high && (spec->qos = strdup("hi")) == NULL) {
+        gs_jobspec_free(spec);
+        return NULL;
+    }
     if (lic)
         spec->licenses[0].count = 1;
     snprintf(part, sizeof(part), "p%u", parts > 1 ? (uint32_t)(id % parts) : 0);
@@ -132,6 +139,7 @@ struct setup {
     bool spread, resv_gpus, resv_magnetic; /* SPREAD, RESV_GPUS, RESV_MAGNETIC set */
     int data;                              /* DATA: 0, 1 (listed) or 2 (not) */
     uint32_t licenses;                     /* LICENSES: seats of "lic" (0: none) */
+    uint32_t preempt;                      /* PREEMPT: pending jobs of tier 1 */
     uint64_t *data_bytes;                  /* DATA's, per node ... */
     uint32_t data_nodes[8];                /* ... and where they are not 0 */
 };
@@ -179,7 +187,7 @@ static int run_reps(const struct setup *su, bool full, const struct sched_planne
         if (jobs == NULL)
             goto next;
         for (uint32_t i = 0; full && i < su->nodes; i++) {
-            struct sched_job *job = add(jobs, id++, 1, 0, su->licenses > 0);
+            struct sched_job *job = add(jobs, id++, 1, 0, su->licenses > 0, false);
             struct sched_req req = {.nodes = 1, .gpus_per_node = GPUS, .cores_per_node = 8};
             struct sched_alloc a;
 
@@ -193,7 +201,7 @@ static int run_reps(const struct setup *su, bool full, const struct sched_planne
                 goto next;
         }
         for (uint32_t i = 0; i < su->pending; i++) {
-            if (add(jobs, id++, su->gang, su->parts, su->licenses > 0) == NULL)
+            if (add(jobs, id++, su->gang, su->parts, su->licenses > 0, i < su->preempt) == NULL)
                 goto next;
         }
         t0 = gs_clock_mono_ns();
@@ -232,6 +240,7 @@ static int run_case(const struct setup *su, bool full, double *best_ms, double *
                                       .accounts = accounts,
                                       .naccounts = 1};
     struct gs_config_license lic = {"lic", su->licenses};
+    struct gs_config_qos hi = {.name = "hi", .tier = 1, .max_wall_s = GS_DURATION_INFINITE};
     struct gs_config cfg;
     int rc = gs_config_init(&cfg);
 
@@ -244,6 +253,11 @@ static int run_case(const struct setup *su, bool full, double *best_ms, double *
         cfg.nlicenses = 1;
         hooks.cfg = &cfg;
     }
+    if (su->preempt > 0) {
+        cfg.qos = &hi;
+        cfg.nqos = 1;
+        hooks.cfg = &cfg;
+    }
     resv_nodes[0] = 1;
     resv_gpus[0] = 0xf;
     if (su->resv_gpus || su->resv_magnetic) {
@@ -252,8 +266,10 @@ static int run_case(const struct setup *su, bool full, double *best_ms, double *
     }
     rc = run_reps(su, full, &hooks, best_ms, ask_ms);
 out:
-    cfg.licenses = NULL; /* lic is on the stack */
+    cfg.licenses = NULL; /* lic and hi are on the stack */
     cfg.nlicenses = 0;
+    cfg.qos = NULL;
+    cfg.nqos = 0;
     gs_config_release(&cfg);
     free(resv_nodes);
     free(resv_gpus);
@@ -262,20 +278,21 @@ out:
 
 int main(int argc, char **argv)
 {
-    struct setup su = {.nodes = argc > 1 ? (uint32_t)strtoul(argv[1], NULL, 10) : 10000,
-                       .pending = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 100000,
-                       .reps = argc > 3 ? atoi(argv[3]) : 3,
-                       .depth = argc > 5 ? (uint32_t)strtoul(argv[5], NULL, 10) : 1,
-                       .gang = argc > 6 ? (uint32_t)strtoul(argv[6], NULL, 10) : 1,
-                       .per_switch = argc > 7 ? (uint32_t)strtoul(argv[7], NULL, 10) : 0,
-                       .parts = argc > 8 ? (uint32_t)strtoul(argv[8], NULL, 10) : 0,
-                       .spread = getenv("SPREAD") != NULL,
-                       .resv_gpus = getenv("RESV_GPUS") != NULL,
-                       .resv_magnetic = getenv("RESV_MAGNETIC") != NULL,
-                       .data = getenv("DATA") != NULL ? atoi(getenv("DATA")) : 0,
-                       .licenses = getenv("LICENSES") != NULL
-                                       ? (uint32_t)strtoul(getenv("LICENSES"), NULL, 10)
-                                       : 0};
+    struct setup su = {
+        .nodes = argc > 1 ? (uint32_t)strtoul(argv[1], NULL, 10) : 10000,
+        .pending = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 100000,
+        .reps = argc > 3 ? atoi(argv[3]) : 3,
+        .depth = argc > 5 ? (uint32_t)strtoul(argv[5], NULL, 10) : 1,
+        .gang = argc > 6 ? (uint32_t)strtoul(argv[6], NULL, 10) : 1,
+        .per_switch = argc > 7 ? (uint32_t)strtoul(argv[7], NULL, 10) : 0,
+        .parts = argc > 8 ? (uint32_t)strtoul(argv[8], NULL, 10) : 0,
+        .spread = getenv("SPREAD") != NULL,
+        .resv_gpus = getenv("RESV_GPUS") != NULL,
+        .resv_magnetic = getenv("RESV_MAGNETIC") != NULL,
+        .data = getenv("DATA") != NULL ? atoi(getenv("DATA")) : 0,
+        .licenses =
+            getenv("LICENSES") != NULL ? (uint32_t)strtoul(getenv("LICENSES"), NULL, 10) : 0,
+        .preempt = getenv("PREEMPT") != NULL ? (uint32_t)strtoul(getenv("PREEMPT"), NULL, 10) : 0};
     const char *which = argc > 4 ? argv[4] : "both";
     uint32_t nodes = su.nodes, pending = su.pending, depth = su.depth;
     double full_ms = 0, empty_ms = 0, ask_ms = 1e30;

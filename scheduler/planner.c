@@ -752,13 +752,14 @@ static int add_preemption(struct sched_plan_out *out, struct sched_job *victim,
 static int preempt(const struct gathered *g, struct sched_cluster *cluster, uint64_t now_ms,
                    const struct gs_config *cfg, struct sched_plan_out *out)
 {
-    struct sched_preempt_cand *cands = calloc(g->nrunning + 1, sizeof(*cands));
+    struct sched_preempt_cand *cands = calloc(g->nrunning + 1, sizeof(*cands)), **by_cost = NULL;
+    uint64_t *opened = calloc(sched_cluster_nnodes(cluster) / 64 + 1, sizeof(*opened));
     struct order_key *order = calloc(out->n + 1, sizeof(*order));
     size_t n = 0;
     struct sched_cluster *sim = NULL;
     int rc = -ENOMEM;
 
-    if (cands == NULL || order == NULL)
+    if (cands == NULL || order == NULL || opened == NULL)
         goto out;
     for (size_t i = 0; i < out->n; i++) {
         const struct sched_pending *p = &g->pending[i];
@@ -784,15 +785,16 @@ static int preempt(const struct gathered *g, struct sched_cluster *cluster, uint
             &r->alloc, r->preempted_by};
     }
     sim = sched_cluster_copy(cluster);
-    if (sim == NULL) {
+    if (sim == NULL || sched_preempt_order(cands, g->nrunning, &by_cost) < 0) {
         rc = -ENOMEM;
         goto out;
     }
     for (size_t k = 0; k < n && rc >= 0; k++) {
         size_t at = order[k].index;
         struct sched_job *job = out->jobs[at];
-        int chosen = sched_preempt_choose(sim, &g->pending[at].req, job->id, g->pending[at].tier,
-                                          cands, g->nrunning);
+        int chosen =
+            sched_preempt_choose_ordered(sim, &g->pending[at].req, job->id, g->pending[at].tier,
+                                         cands, g->nrunning, by_cost, opened);
 
         if (chosen == -ENOMEM)
             rc = chosen;
@@ -803,6 +805,8 @@ static int preempt(const struct gathered *g, struct sched_cluster *cluster, uint
     }
 out:
     sched_cluster_free(sim);
+    free(by_cost);
+    free(opened);
     free(cands);
     free(order);
     return rc;

@@ -39,5 +39,19 @@ double sched_preempt_cost(const struct sched_alloc *alloc, uint64_t start_ms, ui
  */
 int sched_preempt_choose(struct sched_cluster *sim, const struct sched_req *req, uint64_t job_id,
                          uint32_t tier, struct sched_preempt_cand *cands, size_t ncands);
+/* cands cheapest first, for the pass's preemptors to share (*ret_order malloc'd, pointing
+ * into cands). 0 or -ENOMEM. */
+int sched_preempt_order(struct sched_preempt_cand *cands, size_t ncands,
+                        struct sched_preempt_cand ***ret_order);
+/*
+ * sched_preempt_choose with the order sched_preempt_order made of cands, and opened (NULL:
+ * none), a node bitmap the pass's preemptors share: the nodes where victims have given
+ * something back in sim. The job found no room in the pass, so a one-node job can only
+ * fit on those; it adds its victims' nodes.
+ */
+int sched_preempt_choose_ordered(struct sched_cluster *sim, const struct sched_req *req,
+                                 uint64_t job_id, uint32_t tier, struct sched_preempt_cand *cands,
+                                 size_t ncands, struct sched_preempt_cand *const *by_cost_order,
+                                 uint64_t *opened);
 
 #endif

@@ -99,6 +99,47 @@ Test(preempt, equal_tiers_are_never_preempted_and_what_ends_for_it_counts)
     cr_assert_eq(c[1].preempted_by, 0);
 }
 
+Test(preempt, a_choice_that_cannot_fit_leaves_the_cluster_as_it_was)
+{
+    struct sched_preempt_cand c[3];
+
+    run_on(0, 0, 2); /* a victim, but not enough: its neighbour is of a higher tier */
+    run_on(1, 0, 2);
+    run_on(2, 1, 4);
+    c[0] = (struct sched_preempt_cand){1, 0, 5, &held[0], 0};
+    c[1] = (struct sched_preempt_cand){2, 2, 5, &held[1], 0};
+    c[2] = (struct sched_preempt_cand){3, 2, 5, &held[2], 0};
+    cr_assert_eq(sched_preempt_choose(cluster, &four, 9, 1, c, 3), -EAGAIN);
+    cr_assert_eq(c[0].preempted_by, 0);
+    cr_assert_eq(sched_cluster_free_gpus(cluster, 0), 0, "the tried victim holds its GPUs again");
+    cr_assert_eq(sched_cluster_free_gpus(cluster, 1), 0);
+}
+
+Test(preempt, the_preemptors_of_a_pass_share_the_nodes_victims_opened)
+{
+    struct sched_preempt_cand c[2], **order;
+    struct sched_req one = {.nodes = 1, .gpus_per_node = 1, .cores_per_node = 1};
+    struct sched_req two = {.nodes = 1, .gpus_per_node = 2, .cores_per_node = 1};
+    uint64_t opened = 0;
+
+    run_on(0, 0, 4);
+    run_on(1, 1, 4);
+    c[0] = (struct sched_preempt_cand){1, 0, 5, &held[0], 0};
+    c[1] = (struct sched_preempt_cand){2, 0, 7, &held[1], 0};
+    cr_assert_eq(sched_preempt_order(c, 2, &order), 0);
+    cr_assert_eq(sched_preempt_choose_ordered(cluster, &one, 8, 1, c, 2, order, &opened), 1);
+    cr_assert_eq(c[0].preempted_by, 8, "the cheaper");
+    cr_assert_eq(opened, 1, "n0 opened");
+    cr_assert_eq(sched_preempt_choose_ordered(cluster, &two, 9, 1, c, 2, order, &opened), 0,
+                 "room where job 8's victim gave back: no victim of its own");
+    cr_assert_eq(sched_cluster_free_gpus(cluster, 0), 1);
+    cr_assert_eq(sched_preempt_choose_ordered(cluster, &two, 10, 1, c, 2, order, &opened), 1);
+    cr_assert_eq(c[1].preempted_by, 10);
+    cr_assert_eq(opened, 3);
+    cr_assert_eq(sched_cluster_free_gpus(cluster, 1), 2);
+    free(order);
+}
+
 Test(preempt, the_cost_counts_from_the_last_checkpoint)
 {
     run_on(0, 0, 3);
