@@ -36,6 +36,10 @@ grep -qx -- "-s|Slurm Job_id=$a Name=hello Ended, Run time 00:00:0[0-9], COMPLET
 out=$("$bin/gsched" scontrol show job "$a") || fail "scontrol show job $a"
 grep -q "MailUser=alice@example.com MailType=BEGIN,END" <<< "$out" || fail "scontrol show job: $out"
 
+# --- srun outside a job: its allocation's mail ----------------------------------------------------
+"$bin/gsched" srun --mail-type=END -J srunmail true || fail "srun --mail-type=END"
+wait_for "srun's allocation's END mail" 10 grep -q "Name=srunmail Ended, Run time .*, COMPLETED, ExitCode 0|$me|Ended|" "$mails"
+
 # --- FAIL: mailed for a job that fails (to its user), not for one that succeeds ---------------
 b=$(sbatch_id --mail-type=FAIL -J bad --wrap="exit 3")
 c=$(sbatch_id --mail-type=FAIL -J good --wrap=true)
