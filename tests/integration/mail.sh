@@ -71,19 +71,19 @@ wait_end "$f" 30 || fail "requeued job $f failed"
 
 # --- half the time limit, then the limit (a job file's [mail]) -------------------------------
 job_file limit.toml '[resources]
-time_limit = "4s"
+time_limit = "10s"
 [mail]
 type = ["TIME_LIMIT_50", "TIME_LIMIT"]
 user = "ops@example.com"
 [run]
 command = ["sleep", "30"]'
 g=$(submit "$work/limit.toml")
-wait_end "$g" 20 || true
+wait_end "$g" 40 || true
 expect "$g" 'j["state"] == "TIMEOUT"'
 wait_for "job $g's limit mails" 10 eval "[ \"\$(mailed \"Job_id=$g \")\" = 2 ]"
-grep -q -- "Slurm Job_id=$g Name=limit Reached 50% of time limit, Run time 00:00:0[2-4]|ops@example.com|Time_limit_50|" "$mails" ||
+grep -q -- "Slurm Job_id=$g Name=limit Reached 50% of time limit, Run time 00:00:0[5-9]|ops@example.com|Time_limit_50|" "$mails" ||
   fail "50 % mail: $(cat "$mails")"
-grep -q -- "Slurm Job_id=$g Name=limit Reached time limit, Run time 00:00:0[4-9]|ops@example.com|Time_limit|" "$mails" ||
+grep -q -- "Slurm Job_id=$g Name=limit Reached time limit, Run time 00:00:[1-2][0-9]|ops@example.com|Time_limit|" "$mails" ||
   fail "time limit mail: $(cat "$mails")"
 [ "$(mailed "Job_id=$c ")" = 0 ] && [ "$(mailed "Job_id=$d ")" = 0 ] ||
   fail "mail for a job that succeeded with FAIL only, or asked for none: $(cat "$mails")"
