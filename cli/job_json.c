@@ -156,6 +156,8 @@ static const char *dependency_type_name(Gs__DependencyType t)
         return "AFTERNOTOK";
     case GS__DEPENDENCY_TYPE__DEPENDENCY_TYPE_AFTERANY:
         return "AFTERANY";
+    case GS__DEPENDENCY_TYPE__DEPENDENCY_TYPE_AFTERCORR:
+        return "AFTERCORR";
     default:
         return "UNSPECIFIED";
     }
@@ -169,6 +171,12 @@ static void json_deps(struct gs_json *j, Gs__Dependency *const *deps, size_t n)
         gs_json_object_begin(j);
         gs_json_kv_string(j, "type", dependency_type_name(deps[i]->type));
         gs_json_kv_uint(j, "job_id", deps[i]->job_id);
+        if (deps[i]->target == GS__DEPENDENCY_TARGET__DEPENDENCY_TARGET_TASK)
+            gs_json_kv_uint(j, "task_id", deps[i]->task_id);
+        else if (deps[i]->target == GS__DEPENDENCY_TARGET__DEPENDENCY_TARGET_ARRAY)
+            gs_json_kv_string(j, "task_id", "*");
+        if (deps[i]->delay_min > 0)
+            gs_json_kv_uint(j, "delay_min", deps[i]->delay_min);
         gs_json_object_end(j);
     }
     gs_json_array_end(j);
@@ -272,6 +280,10 @@ void cli_json_job_spec(struct gs_json *j, const Gs__JobSpec *s)
     json_data(j, s->data);
     gs_json_kv_bool(j, "depends_any", s->depends_any);
     gs_json_kv_bool(j, "singleton", s->singleton);
+    gs_json_kv_string(j, "kill_on_invalid_dep",
+                      s->kill_on_invalid_dep == GS_KILL_INVALID_DEP_YES  ? "yes"
+                      : s->kill_on_invalid_dep == GS_KILL_INVALID_DEP_NO ? "no"
+                                                                         : "default");
     gs_json_key(j, "array");
     if (s->array == NULL) {
         gs_json_null(j);
@@ -335,6 +347,7 @@ void cli_json_job_info(struct gs_json *j, const Gs__JobInfo *job)
     gs_json_kv_uint(j, "end_time_ms", job->end_time_ms);
     gs_json_kv_uint(j, "expected_start_ms", job->expected_start_ms);
     gs_json_kv_string(j, "sched_nodes", job->sched_nodes != NULL ? job->sched_nodes : "");
+    gs_json_kv_string(j, "dependency", job->dependency != NULL ? job->dependency : "");
     gs_json_kv_bool(j, "signaled", job->signaled);
     gs_json_kv_int(j, "exit_code", job->exit_code);
     gs_json_kv_uint(j, "term_signal", job->term_signal);

@@ -31,10 +31,9 @@ static void json_deps(struct gs_json *j, const struct gs_jobspec *s)
     gs_json_key(j, "depends_on");
     gs_json_array_begin(j);
     for (size_t i = 0; i < s->ndeps; i++) {
-        char dep[64];
-        snprintf(dep, sizeof(dep), "%s:%llu", gs_dep_type_name(s->deps[i].type),
-                 (unsigned long long)s->deps[i].job_id);
-        gs_json_string(j, dep);
+        char dep[GS_DEP_TEXT_SIZE];
+
+        gs_json_string(j, gs_dep_format(&s->deps[i], dep));
     }
     gs_json_array_end(j);
 }
@@ -132,6 +131,8 @@ void cli_jobspec_json(struct gs_json *j, const struct gs_jobspec *s)
     gs_json_kv_int(j, "nice", s->nice);
     gs_json_kv_bool(j, "hold", s->hold);
     json_deps(j, s);
+    if (s->kill_invalid_dep != GS_KILL_INVALID_DEP_DEFAULT)
+        gs_json_kv_bool(j, "kill_on_invalid_dep", s->kill_invalid_dep == GS_KILL_INVALID_DEP_YES);
     json_resources(j, s);
     json_run(j, s);
     gs_json_key(j, "restart");
@@ -227,11 +228,8 @@ int cli_jobspec_text(struct gs_buf *out, const struct gs_jobspec *s)
     text_line(&t, "priority", a);
     snprintf(a, sizeof(a), "%d", s->nice);
     text_line(&t, "nice", a);
-    for (size_t i = 0; i < s->ndeps; i++) {
-        snprintf(a, sizeof(a), "%s:%llu", gs_dep_type_name(s->deps[i].type),
-                 (unsigned long long)s->deps[i].job_id);
-        text_line(&t, "depends_on", a);
-    }
+    for (size_t i = 0; i < s->ndeps; i++)
+        text_line(&t, "depends_on", gs_dep_format(&s->deps[i], a));
     snprintf(a, sizeof(a), "%u node(s) x %u GPU(s)", s->nodes, s->gpus_per_node);
     text_line(&t, "resources", a);
     snprintf(a, sizeof(a), "%u per %s", s->cpus_per_gpu ? s->cpus_per_gpu : s->cpus_per_task,

@@ -389,6 +389,11 @@ static void rd_backfill_depth(struct gs_schema_ctx *c, const struct gs_toml_valu
     gs_schema_uint(c, v, "scheduler.backfill_depth", 1, 1000, &CFG(c)->backfill_depth);
 }
 
+static void rd_kill_invalid_depend(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    gs_schema_bool(c, v, "scheduler.kill_invalid_depend", &CFG(c)->kill_invalid_depend);
+}
+
 static const struct gs_schema_key scheduler_keys[] = {
     {"host", rd_host},
     {"port", rd_port},
@@ -417,6 +422,7 @@ static const struct gs_schema_key scheduler_keys[] = {
     {"data_copy_rate", rd_data_copy_rate},
     {"backfill_depth", rd_backfill_depth},
     {"mail_prog", rd_mail_prog},
+    {"kill_invalid_depend", rd_kill_invalid_depend},
     {NULL, NULL},
 };
 

@@ -48,6 +48,8 @@
  *                                           # is conservative backfill (1-1000)
  *     mail_prog = "/usr/bin/mail"           # sends jobs' mail (sbatch --mail-type) as
  *                                           # PROG -s SUBJECT ADDRESS; "": none is sent
+ *     kill_invalid_depend = false           # true: a pending job whose dependencies can
+ *                                           # never be met is cancelled, not left waiting
  *     auth_key = "/etc/gsched/gsched.key"   # the cluster key gschedd and every worker
  *                                           # hold (root only, 0600; proto/auth.h); ""
  *                                           # leaves worker links unauthenticated
@@ -265,6 +267,9 @@ struct gs_config {
     uint64_t request_timeout_ms;       /* default 10 s */
     char *auth_key;                    /* the cluster key's path; NULL when turned off ("") */
     char *mail_prog; /* run as PROG -s SUBJECT USER for a job's mail; NULL: none sent ("") */
+    /* A pending job whose dependencies can never be met is cancelled (Slurm's
+     * SchedulerParameters=kill_invalid_depend), unless it said --kill-on-invalid-dep=no */
+    bool kill_invalid_depend;
     uint32_t max_submit_jobs;            /* per uid, pending or running; 0: no limit */
     uint64_t fence_timeout_ms;           /* default 5 min; 0: no fencing */
     uint64_t min_job_age_ms;             /* default 5 min; 0: finished jobs stay in memory */

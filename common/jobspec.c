@@ -73,6 +73,14 @@ static void rd_hold(struct gs_schema_ctx *c, const struct gs_toml_value *v)
     gs_schema_bool(c, v, "hold", &SPEC(c)->hold);
 }
 
+static void rd_kill_on_invalid_dep(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    bool kill = false;
+
+    if (gs_schema_bool(c, v, "kill_on_invalid_dep", &kill) == 0)
+        SPEC(c)->kill_invalid_dep = kill ? GS_KILL_INVALID_DEP_YES : GS_KILL_INVALID_DEP_NO;
+}
+
 static void rd_depends_on(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
     const struct gs_toml_value **items = NULL;
@@ -95,7 +103,8 @@ static void rd_depends_on(struct gs_schema_ctx *c, const struct gs_toml_value *v
         if (gs_dep_parse(s, &SPEC(c)->deps[SPEC(c)->ndeps]) < 0)
             REPORT_AT(c, items[i],
                       "depends_on: cannot read '%s' (write TYPE:JOBID, TYPE one of after, "
-                      "afterok, afternotok, afterany)",
+                      "afterok, afternotok, afterany, aftercorr; JOBID_TASK for one array "
+                      "task)",
                       s);
         else
             SPEC(c)->ndeps++;
@@ -521,6 +530,7 @@ static const struct gs_schema_key root_keys[] = {
     {"priority", rd_priority},
     {"nice", rd_nice},
     {"hold", rd_hold},
+    {"kill_on_invalid_dep", rd_kill_on_invalid_dep},
     {"depends_on", rd_depends_on},
     {"account", rd_account},
     {"qos", rd_qos},
@@ -680,39 +690,96 @@ void gs_jobspec_free(struct gs_jobspec *spec)
     free(spec);
 }
 
-static const char *const dep_names[] = {"after", "afterok", "afternotok", "afterany"};
+static const char *const dep_names[] = {"after", "afterok", "afternotok", "afterany", "aftercorr"};
 
 const char *gs_dep_type_name(enum gs_dep_type type)
 {
-    if ((int)type < 0 || type > GS_DEP_AFTERANY)
+    if ((int)type < 0 || type > GS_DEP_AFTERCORR)
         return "unknown";
     return dep_names[type];
 }
 
+/* Decimal digits at *p, at most max; advances *p. 0, or -EINVAL for none or too large. */
+static int read_number(const char **p, uint64_t max, uint64_t *ret)
+{
+    uint64_t v = 0;
+    const char *s = *p;
+
+    if (*s < '0' || *s > '9')
+        return -EINVAL;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        if (v > (max - (uint64_t)(*s - '0')) / 10)
+            return -EINVAL;
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    *p = s;
+    *ret = v;
+    return 0;
+}
+
 int gs_dep_parse(const char *text, struct gs_dep *ret_dep)
 {
-    const char *colon = strchr(text, ':');
-    unsigned long long id = 0;
-    size_t len;
+    const char *colon = strchr(text, ':'), *p;
+    struct gs_dep d = {0};
+    uint64_t v;
+    int type = -1;
 
-    if (colon == NULL || colon[1] == '\0')
+    if (colon == NULL)
         return -EINVAL;
-    len = (size_t)(colon - text);
-    for (const char *p = colon + 1; *p != '\0'; p++) {
-        if (*p < '0' || *p > '9' || id > (UINT64_MAX - 9) / 10)
+    for (int t = GS_DEP_AFTER; t <= GS_DEP_AFTERCORR; t++) {
+        if (strlen(dep_names[t]) == (size_t)(colon - text) &&
+            strncmp(text, dep_names[t], (size_t)(colon - text)) == 0)
+            type = t;
+    }
+    p = colon + 1;
+    if (type < 0 || read_number(&p, UINT64_MAX, &d.job_id) < 0 || d.job_id == 0)
+        return -EINVAL;
+    d.type = (enum gs_dep_type)type;
+    if (p[0] == '_' && p[1] == '*') {
+        d.target = GS_DEP_ARRAY;
+        p += 2;
+    } else if (*p == '_') {
+        p++;
+        if (read_number(&p, UINT32_MAX, &v) < 0)
             return -EINVAL;
-        id = id * 10 + (unsigned long long)(*p - '0');
+        d.target = GS_DEP_TASK;
+        d.task_id = (uint32_t)v;
     }
-    if (id == 0)
+    /* aftercorr pairs tasks: naming one of the other array's makes no sense */
+    if (d.type == GS_DEP_AFTERCORR && d.target == GS_DEP_TASK)
         return -EINVAL;
-    for (int t = GS_DEP_AFTER; t <= GS_DEP_AFTERANY; t++) {
-        if (strlen(dep_names[t]) == len && strncmp(text, dep_names[t], len) == 0) {
-            ret_dep->type = (enum gs_dep_type)t;
-            ret_dep->job_id = id;
-            return 0;
-        }
+    if (*p == '+' && d.type == GS_DEP_AFTER) {
+        p++;
+        if (read_number(&p, UINT32_MAX, &v) < 0)
+            return -EINVAL;
+        d.delay_min = (uint32_t)v;
     }
-    return -EINVAL;
+    if (*p != '\0')
+        return -EINVAL;
+    *ret_dep = d;
+    return 0;
+}
+
+bool gs_dep_valid(const struct gs_dep *d)
+{
+    return d->job_id != 0 && (int)d->type >= GS_DEP_AFTER && d->type <= GS_DEP_AFTERCORR &&
+           (unsigned)d->target <= GS_DEP_ARRAY &&
+           !(d->type == GS_DEP_AFTERCORR && d->target == GS_DEP_TASK) &&
+           (d->delay_min == 0 || d->type == GS_DEP_AFTER);
+}
+
+const char *gs_dep_format(const struct gs_dep *d, char buf[GS_DEP_TEXT_SIZE])
+{
+    int n = snprintf(buf, GS_DEP_TEXT_SIZE, "%s:%llu", gs_dep_type_name(d->type),
+                     (unsigned long long)d->job_id);
+
+    if (n > 0 && d->target == GS_DEP_TASK)
+        n += snprintf(buf + n, GS_DEP_TEXT_SIZE - (size_t)n, "_%u", d->task_id);
+    else if (n > 0 && d->target == GS_DEP_ARRAY)
+        n += snprintf(buf + n, GS_DEP_TEXT_SIZE - (size_t)n, "_*");
+    if (n > 0 && d->delay_min > 0)
+        snprintf(buf + n, GS_DEP_TEXT_SIZE - (size_t)n, "+%u", d->delay_min);
+    return buf;
 }
 
 static bool blank(const char *s)
@@ -908,8 +975,7 @@ int gs_jobspec_check(const struct gs_jobspec *s, struct gs_error *err)
         return gs_error_set(err, -EINVAL, 0, 0, "nice must be from %d to %d", -GS_JOBSPEC_NICE_MAX,
                             GS_JOBSPEC_NICE_MAX);
     for (size_t i = 0; i < s->ndeps; i++) {
-        if (s->deps[i].job_id == 0 || (int)s->deps[i].type < GS_DEP_AFTER ||
-            s->deps[i].type > GS_DEP_AFTERANY)
+        if (!gs_dep_valid(&s->deps[i]))
             return gs_error_set(err, -EINVAL, 0, 0, "depends_on[%zu] is not a valid dependency", i);
     }
     /* The scheduler matches it against reservation names: one word, as a job file takes it. */
@@ -918,6 +984,8 @@ int gs_jobspec_check(const struct gs_jobspec *s, struct gs_error *err)
                             "reservation must be one name of 1 to %d letters, digits, "
                             "'_', '.' or '-'",
                             GS_JOBSPEC_NAME_MAX);
+    if ((unsigned)s->kill_invalid_dep > GS_KILL_INVALID_DEP_NO)
+        return gs_error_set(err, -EINVAL, 0, 0, "kill_on_invalid_dep is not a known value");
     if ((unsigned)s->gpu_affinity > GS_GPU_AFFINITY_ANY)
         return gs_error_set(err, -EINVAL, 0, 0, "placement.gpu_affinity is not a known value");
     if (s->max_restarts > GS_JOBSPEC_RESTARTS_MAX)

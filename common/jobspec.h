@@ -25,6 +25,25 @@ enum gs_dep_type {
     GS_DEP_AFTEROK,    /* once it completed with exit code 0 */
     GS_DEP_AFTERNOTOK, /* once it ended in failure (non-zero, timeout, node failure) */
     GS_DEP_AFTERANY,   /* once it ended, however */
+    /* An array element: once the element of the other array with its own task id completed
+     * with exit code 0 (Slurm's aftercorr); without one, afterok on the whole other job. */
+    GS_DEP_AFTERCORR,
+};
+
+/* What job_id names: the job (an array's first element: the whole array), one element of
+ * the array by its task id (Slurm's afterok:42_3), or the whole array explicitly (42_*). */
+enum gs_dep_target {
+    GS_DEP_JOB = 0,
+    GS_DEP_TASK,
+    GS_DEP_ARRAY,
+};
+
+/* sbatch --kill-on-invalid-dep: a pending job whose dependencies can never be met is
+ * cancelled (yes) or waits (no); default: scheduler.kill_invalid_depend decides. */
+enum gs_kill_invalid_dep {
+    GS_KILL_INVALID_DEP_DEFAULT = 0,
+    GS_KILL_INVALID_DEP_YES,
+    GS_KILL_INVALID_DEP_NO,
 };
 
 /* How much a job cares which of a node's GPUs it gets ([placement] gpu_affinity). */
@@ -75,7 +94,11 @@ struct gs_dep {
     enum gs_dep_type type;
     uint64_t job_id;
     uint32_t delay_min; /* after only: minutes after the other job started */
+    enum gs_dep_target target;
+    uint32_t task_id; /* GS_DEP_TASK's */
 };
+
+#define GS_DEP_TEXT_SIZE 64 /* gs_dep_format's longest text and its NUL */
 
 /*
  * A job array (sbatch --array). A submitted spec lists every task id; the scheduler makes
@@ -203,6 +226,7 @@ struct gs_jobspec {
     bool warn_batch_only;
     bool depends_any; /* one dependency suffices */
     bool singleton;   /* one job of this name and user at a time */
+    enum gs_kill_invalid_dep kill_invalid_dep;
     struct gs_job_array array;
     struct gs_jobdata data;
     /* A heterogeneous job's components after the first (owned), nhet of them; NULL, 0 for
@@ -329,8 +353,16 @@ void gs_jobspec_pattern_vars(const struct gs_jobspec *spec, uint64_t job_id, uin
 int gs_jobspec_expand_pattern(const char *pattern, const struct gs_pattern_vars *vars,
                               struct gs_buf *out);
 
-/* Parses "afterok:41" (also after, afternotok, afterany). Returns 0 or -EINVAL. */
+/*
+ * Parses one dependency, TYPE:JOBID with TYPE one of after, afterok, afternotok, afterany,
+ * aftercorr; JOBID_TASK names one array element, JOBID_* the whole array; after:JOBID+MIN
+ * waits MIN minutes past the other job's start. Returns 0 or -EINVAL.
+ */
 int gs_dep_parse(const char *text, struct gs_dep *ret_dep);
+/* Whether d is one gs_dep_parse could have made (as a decoded one must be). */
+bool gs_dep_valid(const struct gs_dep *d);
+/* d as gs_dep_parse reads it ("afterok:42_3", "after:41+10") into buf; returns buf. */
+const char *gs_dep_format(const struct gs_dep *d, char buf[GS_DEP_TEXT_SIZE]);
 const char *gs_dep_type_name(enum gs_dep_type type);
 const char *gs_gpu_affinity_name(enum gs_gpu_affinity a); /* "prefer", "strict", "any" */
 

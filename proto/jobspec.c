@@ -54,6 +54,8 @@ static int view_deps(struct gs_proto_jobspec_view *v, const struct gs_jobspec *s
         v->deps[i].type = (Gs__DependencyType)(spec->deps[i].type + 1);
         v->deps[i].job_id = spec->deps[i].job_id;
         v->deps[i].delay_min = spec->deps[i].delay_min;
+        v->deps[i].target = (Gs__DependencyTarget)spec->deps[i].target;
+        v->deps[i].task_id = spec->deps[i].task_id;
         v->dep_ptrs[i] = &v->deps[i];
     }
     v->spec.n_depends_on = spec->ndeps;
@@ -223,6 +225,7 @@ int gs_proto_jobspec_view_init(struct gs_proto_jobspec_view *v, const struct gs_
     v->spec.mail_user = or_empty(spec->mail_user);
     v->spec.depends_any = spec->depends_any;
     v->spec.singleton = spec->singleton;
+    v->spec.kill_on_invalid_dep = (uint32_t)spec->kill_invalid_dep;
     if (is_array(&spec->array)) {
         view_array(&v->array, &spec->array);
         v->spec.array = &v->array;
@@ -316,11 +319,15 @@ static int copy_deps(const Gs__JobSpec *pb, struct gs_jobspec *spec, struct gs_e
     for (size_t i = 0; i < pb->n_depends_on; i++) {
         int64_t type = (int64_t)pb->depends_on[i]->type - 1; /* the wire's: any int32 */
 
-        if (type < GS_DEP_AFTER || type > GS_DEP_AFTERANY)
+        if (type < GS_DEP_AFTER || type > GS_DEP_AFTERCORR)
             return gs_error_set(err, -EINVAL, 0, 0, "depends_on[%zu] has no valid type", i);
+        if ((unsigned)pb->depends_on[i]->target > GS_DEP_ARRAY)
+            return gs_error_set(err, -EINVAL, 0, 0, "depends_on[%zu] has no valid target", i);
         spec->deps[i].type = (enum gs_dep_type)type;
         spec->deps[i].job_id = pb->depends_on[i]->job_id;
         spec->deps[i].delay_min = pb->depends_on[i]->delay_min;
+        spec->deps[i].target = (enum gs_dep_target)pb->depends_on[i]->target;
+        spec->deps[i].task_id = pb->depends_on[i]->task_id;
         spec->ndeps = i + 1;
     }
     return 0;
@@ -466,6 +473,7 @@ static int copy_slurm(const Gs__JobSpec *pb, struct gs_jobspec *spec)
     spec->warn_batch_only = run->warn_batch_only;
     spec->depends_any = pb->depends_any;
     spec->singleton = pb->singleton;
+    spec->kill_invalid_dep = (enum gs_kill_invalid_dep)pb->kill_on_invalid_dep;
     spec->mail_types = pb->mail_types;
     rc = copy_opt(r->partition, &spec->partition);
     if (rc == 0)

@@ -300,6 +300,7 @@ static enum sched_dep_status one_dep(const struct sched_job *other, enum gs_dep_
     case GS_DEP_AFTER:
         return other->state != SCHED_JOB_PENDING ? SCHED_DEP_MET : SCHED_DEP_WAIT;
     case GS_DEP_AFTEROK:
+    case GS_DEP_AFTERCORR: /* on the element it pairs with */
         if (!ended)
             return SCHED_DEP_WAIT;
         return other->state == SCHED_JOB_COMPLETED ? SCHED_DEP_MET : SCHED_DEP_NEVER;
@@ -359,6 +360,82 @@ static bool singleton_blocked(const struct sched_jobs *jobs, const struct sched_
     return false;
 }
 
+const struct sched_job *sched_jobs_array_task(const struct sched_jobs *jobs,
+                                              const struct sched_job *first, uint32_t task_id)
+{
+    size_t lo, hi;
+
+    if (first->spec->array.array_job_id != first->id)
+        return NULL;
+    /* Its elements' ids run from first's on, in task id order: they sit side by side. */
+    lo = lower_bound(jobs, first->id);
+    hi = lower_bound(jobs, first->id + first->spec->array.count);
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        uint32_t t = jobs->v[mid]->spec->array.task_id;
+
+        if (t == task_id)
+            return jobs->v[mid];
+        if (t < task_id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+int sched_jobs_dep_check(const struct sched_jobs *jobs, const struct gs_dep *d, char *why,
+                         size_t size)
+{
+    const struct sched_job *other = sched_jobs_find(jobs, d->job_id);
+
+    if (other == NULL)
+        snprintf(why, size, "job %llu does not exist", (unsigned long long)d->job_id);
+    else if (d->target != GS_DEP_JOB && other->spec->array.array_job_id != other->id)
+        snprintf(why, size, "job %llu is not a job array (or not its first job)",
+                 (unsigned long long)d->job_id);
+    else if (d->target == GS_DEP_TASK && sched_jobs_array_task(jobs, other, d->task_id) == NULL)
+        snprintf(why, size, "job array %llu has no task %u", (unsigned long long)d->job_id,
+                 d->task_id);
+    else
+        return 0;
+    return -EINVAL;
+}
+
+/*
+ * One of job's dependencies. *ret_timed: it is met but for after:JOB+MIN's minutes. A job
+ * (or array task) missing now was never one (submit refuses unknown ones, and a pending
+ * dependent keeps them in memory): never met.
+ */
+static enum sched_dep_status dep_status(const struct sched_jobs *jobs, const struct sched_job *job,
+                                        const struct gs_dep *d, bool *ret_timed)
+{
+    const struct sched_job *other = sched_jobs_find(jobs, d->job_id), *e = NULL;
+    enum sched_dep_status s;
+
+    *ret_timed = false;
+    if (other == NULL)
+        return SCHED_DEP_NEVER;
+    if (d->target == GS_DEP_TASK) {
+        if ((other = sched_jobs_array_task(jobs, other, d->task_id)) == NULL)
+            return SCHED_DEP_NEVER;
+        s = one_dep(other, d->type);
+    } else if (d->type == GS_DEP_AFTERCORR) {
+        /* Slurm's: without a task of its own id there (or of its own), the whole job */
+        if (job->spec->array.array_job_id != 0)
+            e = sched_jobs_array_task(jobs, other, job->spec->array.task_id);
+        s = e != NULL ? one_dep(e, GS_DEP_AFTEROK) : on_job(jobs, other, GS_DEP_AFTEROK);
+    } else {
+        s = on_job(jobs, other, d->type);
+    }
+    if (s == SCHED_DEP_MET && d->type == GS_DEP_AFTER && d->delay_min > 0 &&
+        other->start_ms + (uint64_t)d->delay_min * 60000 > jobs->now_ms) {
+        s = SCHED_DEP_WAIT;
+        *ret_timed = true;
+    }
+    return s;
+}
+
 enum sched_dep_status sched_job_deps(const struct sched_jobs *jobs, const struct sched_job *job,
                                      uint64_t *ret_blocker)
 {
@@ -367,15 +444,11 @@ enum sched_dep_status sched_job_deps(const struct sched_jobs *jobs, const struct
 
     for (size_t i = 0; i < sp->ndeps; i++) {
         const struct gs_dep *d = &sp->deps[i];
-        const struct sched_job *other = sched_jobs_find(jobs, d->job_id);
-        /* Submit refuses unknown ids; one missing now was never a job: never met. */
-        enum sched_dep_status s = other != NULL ? on_job(jobs, other, d->type) : SCHED_DEP_NEVER;
+        bool timed;
+        enum sched_dep_status s = dep_status(jobs, job, d, &timed);
 
-        if (s == SCHED_DEP_MET && d->type == GS_DEP_AFTER && d->delay_min > 0 &&
-            other->start_ms + (uint64_t)d->delay_min * 60000 > jobs->now_ms) {
-            s = SCHED_DEP_WAIT;
+        if (timed)
             ((struct sched_jobs *)jobs)->timed_waits = true;
-        }
         if (s < best)
             best = s;
         if (s > worst || (sp->depends_any && s == SCHED_DEP_WAIT)) {
@@ -389,6 +462,31 @@ enum sched_dep_status sched_job_deps(const struct sched_jobs *jobs, const struct
     if (sp->singleton && worst == SCHED_DEP_MET && singleton_blocked(jobs, job, ret_blocker))
         worst = SCHED_DEP_WAIT;
     return worst;
+}
+
+int sched_job_deps_text(const struct sched_jobs *jobs, const struct sched_job *job,
+                        struct gs_buf *out)
+{
+    const struct gs_jobspec *sp = job->spec;
+    const char *sep = "";
+    char text[GS_DEP_TEXT_SIZE];
+    int rc = 0;
+
+    if (job->state != SCHED_JOB_PENDING || sched_job_deps(jobs, job, NULL) == SCHED_DEP_MET)
+        return 0;
+    for (size_t i = 0; i < sp->ndeps && rc == 0; i++) {
+        bool timed;
+        enum sched_dep_status s = dep_status(jobs, job, &sp->deps[i], &timed);
+
+        if (s == SCHED_DEP_MET)
+            continue;
+        rc = gs_buf_printf(out, "%s%s(%s)", sep, gs_dep_format(&sp->deps[i], text),
+                           s == SCHED_DEP_NEVER ? "failed" : "unfulfilled");
+        sep = sp->depends_any ? "?" : ",";
+    }
+    if (rc == 0 && sp->singleton && singleton_blocked(jobs, job, NULL))
+        rc = gs_buf_printf(out, "%ssingleton(unfulfilled)", sep);
+    return rc;
 }
 
 const char *sched_job_hold_reason(const struct sched_jobs *jobs, const struct sched_job *job)

@@ -226,6 +226,23 @@ bool sched_jobs_timed_waits(const struct sched_jobs *jobs);
 enum sched_dep_status sched_job_deps(const struct sched_jobs *jobs, const struct sched_job *job,
                                      uint64_t *ret_blocker);
 /*
+ * A pending job's dependencies not met yet, as Slurm shows them (squeue %E): each one
+ * "afterok:41(unfulfilled)", or "(failed)" when it can never be met, ',' or '?' between
+ * them, then "singleton(unfulfilled)" while another job of its name is in the way; nothing
+ * once they allow it to start, or when it is not pending. 0 or -ENOMEM.
+ */
+int sched_job_deps_text(const struct sched_jobs *jobs, const struct sched_job *job,
+                        struct gs_buf *out);
+/* Whether d names a job (or array task) in the table; else why not into why, -EINVAL. */
+int sched_jobs_dep_check(const struct sched_jobs *jobs, const struct gs_dep *d, char *why,
+                         size_t size);
+/*
+ * The element of the array whose first element is first with task id task_id; NULL when
+ * first is not an array's first element or the array has no such task (in memory).
+ */
+const struct sched_job *sched_jobs_array_task(const struct sched_jobs *jobs,
+                                              const struct sched_job *first, uint32_t task_id);
+/*
  * Why a PENDING job is not running, for squeue-style output when the planner has not said:
  * "Held", "Dependency", "DependencyNeverSatisfied", or NULL when it is eligible.
  */

@@ -120,6 +120,12 @@ size_t sched_mail_due(const struct sched_jobs *jobs, const struct sched_job *job
     if (job->state == SCHED_JOB_PENDING && before == SCHED_JOB_RUNNING &&
         (types & GS_MAIL_REQUEUE) != 0)
         n = add(out, n, SCHED_MAIL_REQUEUED, false);
+    /* Cancelled for it (kill_invalid_depend) in the pass that found it out, before the
+     * cron could see it waiting */
+    if (job->state == SCHED_JOB_CANCELLED && before == SCHED_JOB_PENDING &&
+        (types & ~job->mail_sent & GS_MAIL_INVALID_DEPEND) != 0 &&
+        strcmp(job->reason, "DependencyNeverSatisfied") == 0)
+        n = add(out, n, SCHED_MAIL_INVALID_DEPEND, false);
     if (sched_job_finished(job) && !was_over) {
         if (job->state == SCHED_JOB_TIMEOUT && (types & GS_MAIL_TIME_LIMIT) != 0)
             n = add(out, n, SCHED_MAIL_TIME_LIMIT, false);

@@ -22,7 +22,8 @@ enum sched_mail_event {
     SCHED_MAIL_REQUEUED,
     SCHED_MAIL_TIME_LIMIT,     /* ended by its time limit */
     SCHED_MAIL_TIME_SHARE,     /* has run 50, 80 or 90 % of it */
-    SCHED_MAIL_INVALID_DEPEND, /* waits for a dependency that can never be met */
+    SCHED_MAIL_INVALID_DEPEND, /* waits for a dependency that can never be met, or was
+                                * cancelled for it (kill_invalid_depend) */
 };
 
 struct sched_mail_msg {

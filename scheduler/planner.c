@@ -539,6 +539,13 @@ static void data_wait(const struct sched_planner_hooks *hk, const struct sched_j
     p->data_copy_rate = hk->cfg->data_copy_rate_mib * GS_MIB;
 }
 
+static bool kill_invalid_dep(const struct sched_planner_hooks *hk, const struct sched_job *job)
+{
+    if (job->spec->kill_invalid_dep != GS_KILL_INVALID_DEP_DEFAULT)
+        return job->spec->kill_invalid_dep == GS_KILL_INVALID_DEP_YES;
+    return hk != NULL && hk->cfg != NULL && hk->cfg->kill_invalid_depend;
+}
+
 /*
  * Adds a pending job to the pass (out->jobs[out->n], g's arrays), or leaves it out: past
  * its deadline (out->expired), held, throttled, waiting for its reservation (its reason
@@ -557,6 +564,8 @@ static int gather_pending(struct sched_jobs *jobs, const struct sched_planner_ho
     }
     if ((why = sched_job_hold_reason(jobs, job)) != NULL) {
         note_reason(g, job, why);
+        if (strcmp(why, "DependencyNeverSatisfied") == 0 && kill_invalid_dep(hk, job))
+            out->invalid_dep[out->ninvalid_dep++] = job; /* the caller cancels it */
         return 0;
     }
     if (!throttle_admits(jobs, th, job)) {
@@ -605,8 +614,9 @@ static int gather(struct sched_jobs *jobs, size_t from, const struct sched_plann
     g->masks = calloc(span + 1, sizeof(*g->masks));
     out->jobs = malloc((span + 1) * sizeof(*out->jobs));
     out->expired = malloc((span + 1) * sizeof(*out->expired));
+    out->invalid_dep = malloc((span + 1) * sizeof(*out->invalid_dep));
     if (g->pending == NULL || g->running == NULL || g->rjobs == NULL || g->masks == NULL ||
-        out->jobs == NULL || out->expired == NULL)
+        out->jobs == NULL || out->expired == NULL || out->invalid_dep == NULL)
         return -ENOMEM;
     if (hk != NULL && hk->cfg != NULL && hk->cfg->nqos > 0 &&
         (g->qos = sched_qos_usage_new(hk->cfg)) == NULL)
@@ -925,6 +935,7 @@ void sched_plan_out_release(struct sched_plan_out *out)
 {
     free(out->preempt);
     free(out->expired);
+    free(out->invalid_dep);
     if (out->verdicts != NULL)
         sched_verdicts_release(out->verdicts, out->n);
     free(out->verdicts);

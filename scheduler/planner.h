@@ -131,6 +131,10 @@ struct sched_plan_out {
     size_t npreempt;
     struct sched_job **expired; /* pending jobs that could no longer end by their deadline */
     size_t nexpired;
+    /* Pending jobs whose dependencies can never be met, to be cancelled: they asked so
+     * (--kill-on-invalid-dep=yes), or the cluster does (scheduler.kill_invalid_depend). */
+    struct sched_job **invalid_dep;
+    size_t ninvalid_dep;
     struct sched_reservation res;
     bool timed_deps;  /* a job waits for after:JOB+MIN: plan again when that time comes */
     uint64_t wake_ms; /* the next advance reservation's start or end, or a job's wait for

@@ -70,25 +70,27 @@ static void preempt(struct sched_ctx *s, const struct sched_preemption *p)
     sched_query_job_changed(s, v);
 }
 
-/* A pending job that can no longer end by its deadline (sbatch --deadline) is cancelled. */
-static void expire(struct sched_ctx *s, struct sched_job *job)
+/*
+ * A pending job the pass gave up on is cancelled with why as its reason: one that can no
+ * longer end by its deadline (sbatch --deadline), or whose dependencies can never be met
+ * (kill_invalid_depend). Returns whether it was.
+ */
+static bool cancel_pending(struct sched_ctx *s, struct sched_job *job, const char *why)
 {
-    const char *why = "DeadLine: it could not end before its deadline";
     uint64_t now = gs_clock_wall_ms();
     struct sched_change *ch;
 
     snprintf(job->reason, sizeof(job->reason), "%s", why);
     if (!sched_job_cancel(job, now))
-        return;
+        return false;
     sched_job_note(job, now, job->state, why);
-    GS_LOG(GS_LOG_INFO, "job=%llu deadline_ms=%llu job past its deadline, cancelled",
-           (unsigned long long)job->id, (unsigned long long)job->spec->deadline_ms);
     ch = sched_change_new(s);
     sched_change_job(ch, job);
     sched_change_event(ch, now, job->id, "", "CANCELLED", why);
     sched_change_commit(s, ch, NULL, NULL);
     sched_query_job_changed(s, job);
     sched_engine_wake(s); /* its dependents may now be decided */
+    return true;
 }
 
 /* What the planner asks of the daemon; reservations borrowed until the next change. */
@@ -147,8 +149,24 @@ static void plan_pass(struct sched_ctx *s)
         sched_resv_jobs_started(s); /* Flags=REPLACE pools refilled at once */
     for (size_t i = 0; i < out.npreempt; i++)
         preempt(s, &out.preempt[i]);
-    for (size_t i = 0; i < out.nexpired; i++)
-        expire(s, out.expired[i]);
+    for (size_t i = 0; i < out.nexpired; i++) {
+        struct sched_job *job = out.expired[i];
+
+        if (cancel_pending(s, job, "DeadLine: it could not end before its deadline"))
+            GS_LOG(GS_LOG_INFO, "job=%llu deadline_ms=%llu job past its deadline, cancelled",
+                   (unsigned long long)job->id, (unsigned long long)job->spec->deadline_ms);
+    }
+    for (size_t i = 0; i < out.ninvalid_dep; i++) {
+        struct sched_job *job = out.invalid_dep[i];
+        uint64_t blocker = 0;
+
+        sched_job_deps(s->jobs, job, &blocker);
+        if (cancel_pending(s, job, "DependencyNeverSatisfied"))
+            GS_LOG(GS_LOG_INFO,
+                   "job=%llu dependency=%llu job dependency never satisfied, "
+                   "cancelled",
+                   (unsigned long long)job->id, (unsigned long long)blocker);
+    }
     sched_plan_out_release(&out);
 }
 

@@ -105,6 +105,13 @@ static int req_licenses(const Gs__JobUpdateRequest *req, struct gs_job_license *
 }
 
 /* Every check of req against job; 0, or < 0 with msg saying which key. */
+/* An update's dependency: its types count from 0 (gsched.proto's JobUpdateRequest). */
+static struct gs_dep dep_of(const Gs__Dependency *d)
+{
+    return (struct gs_dep){(enum gs_dep_type)d->type, d->job_id, d->delay_min,
+                           (enum gs_dep_target)d->target, d->task_id};
+}
+
 static int check(struct sched_ctx *s, const struct sched_cli *c, const struct sched_job *job,
                  const Gs__JobUpdateRequest *req, char *msg, size_t size)
 {
@@ -202,12 +209,19 @@ static int check(struct sched_ctx *s, const struct sched_cli *c, const struct sc
         }
     }
     for (size_t i = 0; req->set_dependency && i < req->n_depends_on; i++) {
-        const Gs__Dependency *d = req->depends_on[i];
+        struct gs_dep d = dep_of(req->depends_on[i]);
+        char bad[100];
 
-        if (d->job_id == job->id || sched_jobs_find(s->jobs, d->job_id) == NULL ||
-            (int)d->type < GS_DEP_AFTER || (int)d->type > GS_DEP_AFTERANY) {
-            snprintf(msg, size, "Dependency: job %llu does not exist",
-                     (unsigned long long)d->job_id);
+        if (!gs_dep_valid(&d)) {
+            snprintf(msg, size, "Dependency: not a valid dependency");
+            return -EINVAL;
+        }
+        if (d.job_id == job->id) {
+            snprintf(msg, size, "Dependency: a job cannot depend on itself");
+            return -EINVAL;
+        }
+        if (sched_jobs_dep_check(s->jobs, &d, bad, sizeof(bad)) < 0) {
+            snprintf(msg, size, "Dependency: %s", bad);
             return -EINVAL;
         }
     }
@@ -243,8 +257,7 @@ static int apply(struct sched_job *job, const Gs__JobUpdateRequest *req, char *w
         if (deps == NULL)
             return -ENOMEM;
         for (size_t i = 0; i < req->n_depends_on; i++)
-            deps[i] = (struct gs_dep){(enum gs_dep_type)req->depends_on[i]->type,
-                                      req->depends_on[i]->job_id, req->depends_on[i]->delay_min};
+            deps[i] = dep_of(req->depends_on[i]);
     }
     if (req->partition != NULL && req->partition[0] != '\0' &&
         (part = strdup(req->partition)) == NULL) {

@@ -229,8 +229,11 @@ void sched_mail_job_changed(struct sched_ctx *s, struct sched_job *job)
     if (job->spec->mail_types == 0 || mail_of(s) == NULL)
         return;
     n = sched_mail_due(s->jobs, job, before, msgs);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+        if (msgs[i].event == SCHED_MAIL_INVALID_DEPEND)
+            job->mail_sent |= GS_MAIL_INVALID_DEPEND;
         queue(s, job, &msgs[i], gs_clock_wall_ms());
+    }
 }
 
 void sched_mail_tick(struct sched_ctx *s)

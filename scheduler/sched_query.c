@@ -35,7 +35,7 @@ struct info {
     struct sched_alloc_msg alloc;
     struct gs_proto_jobspec_view view;
     bool has_view;
-    struct gs_buf stdout_path, stderr_path, licenses;
+    struct gs_buf stdout_path, stderr_path, licenses, deps;
     struct sched_usage_msg usage;
     Gs__PriorityFactors factors;
     Gs__StepInfo *steps; /* QueueRequest.with_steps: strings borrowed from the job */
@@ -256,13 +256,17 @@ static int info_fill(struct sched_ctx *s, const struct sched_job *job, struct in
         gs_license_list_format(sp->licenses, sp->nlicenses, &in->licenses);
         in->info.licenses = in->licenses.data != NULL ? in->licenses.data : "";
     }
+    if (job->state == SCHED_JOB_PENDING && (sp->ndeps > 0 || sp->singleton)) {
+        rc = sched_job_deps_text(s->jobs, job, &in->deps);
+        in->info.dependency = in->deps.data != NULL ? in->deps.data : "";
+    }
     in->info.signaled = job->signaled;
     in->info.exit_code = job->exit_code;
     in->info.term_signal = (uint32_t)job->term_signal;
     in->info.restart_count = job->restarts;
-    if (job->state == SCHED_JOB_RUNNING)
+    if (rc == 0 && job->state == SCHED_JOB_RUNNING)
         rc = sched_alloc_msg_build(s, job, &in->alloc);
-    else if (job->tasks != NULL)
+    else if (rc == 0 && job->tasks != NULL)
         rc = ended_nodes(s, job, &in->alloc);
     in->info.n_allocation = in->alloc.n;
     in->info.allocation = in->alloc.ptrs;
@@ -356,6 +360,7 @@ static void info_release(struct info *in)
     gs_buf_release(&in->stdout_path);
     gs_buf_release(&in->stderr_path);
     gs_buf_release(&in->licenses);
+    gs_buf_release(&in->deps);
     if (in->has_view)
         gs_proto_jobspec_view_release(&in->view);
 }

@@ -266,9 +266,10 @@ static int admit(struct sched_ctx *s, struct gs_jobspec *spec, char *why, size_t
     int rc;
 
     for (size_t i = 0; i < spec->ndeps; i++) {
-        if (sched_jobs_find(s->jobs, spec->deps[i].job_id) == NULL) {
-            snprintf(why, size, "depends_on: job %llu does not exist",
-                     (unsigned long long)spec->deps[i].job_id);
+        char dep[100];
+
+        if (sched_jobs_dep_check(s->jobs, &spec->deps[i], dep, sizeof(dep)) < 0) {
+            snprintf(why, size, "depends_on: %s", dep);
             return -EINVAL;
         }
     }

@@ -104,11 +104,6 @@ static int end_record(const struct scontrol *sc, struct gs_buf *out)
     return gs_buf_error(out);
 }
 
-static const char *or_null(const char *s)
-{
-    return s != NULL && s[0] != '\0' ? s : "(null)";
-}
-
 static void put_user(struct gs_buf *out, const Gs__UserIdentity *u)
 {
     struct group *gr;
@@ -128,39 +123,10 @@ static void put_user(struct gs_buf *out, const Gs__UserIdentity *u)
         gs_buf_printf(out, " GroupId=%u(%u)", u->gid, u->gid);
 }
 
-/*
- * Slurm's dependency words, common/jobspec.h's names: the wire's types are those plus one (0
- * unspecified), as proto/jobspec.c reads them. Anything else shows as Slurm's default.
- */
-static const char *dep_name(Gs__DependencyType t)
+/* What is left of a pending job's dependencies, as gschedd says (JobInfo.dependency). */
+static void put_dependency(struct gs_buf *out, const Gs__JobInfo *job)
 {
-    int type = (int)t - 1;
-
-    if (type < GS_DEP_AFTER || type > GS_DEP_AFTERANY)
-        return "afterany";
-    return gs_dep_type_name((enum gs_dep_type)type);
-}
-
-static void put_dependency(struct gs_buf *out, const Gs__JobSpec *spec)
-{
-    gs_buf_append_str(out, "Dependency=");
-    if (spec == NULL || (spec->n_depends_on == 0 && !spec->singleton)) {
-        gs_buf_append_str(out, "(null)");
-        return;
-    }
-    for (size_t i = 0; i < spec->n_depends_on; i++) {
-        const Gs__Dependency *d = spec->depends_on[i];
-
-        gs_buf_printf(out, "%s%s:%llu",
-                      i == 0              ? ""
-                      : spec->depends_any ? "?"
-                                          : ",",
-                      dep_name(d->type), (unsigned long long)d->job_id);
-        if (d->delay_min > 0)
-            gs_buf_printf(out, "+%u", d->delay_min);
-    }
-    if (spec->singleton)
-        gs_buf_printf(out, "%ssingleton", spec->n_depends_on > 0 ? "," : "");
+    gs_buf_printf(out, "Dependency=%s", slurm_or_null(job->dependency));
 }
 
 /*
@@ -207,11 +173,12 @@ static int put_job(const struct scontrol *sc, struct gs_buf *out, const Gs__JobI
     gs_buf_append_str(out, " MCS_label=N/A");
     next_line(sc, out);
     gs_buf_printf(out, "Priority=%d Nice=%d Account=%s QOS=%s", job->priority,
-                  spec != NULL ? spec->nice : 0, or_null(job->account), or_null(job->qos));
+                  spec != NULL ? spec->nice : 0, slurm_or_null(job->account),
+                  slurm_or_null(job->qos));
     next_line(sc, out);
     gs_buf_printf(out, "JobState=%s Reason=%s ", slurm_state_name(job->state),
                   slurm_reason(job, reason, sizeof(reason)));
-    put_dependency(out, spec);
+    put_dependency(out, whole);
     next_line(sc, out);
     gs_buf_printf(out, "Requeue=1 Restarts=%u BatchFlag=%d Reboot=0 ExitCode=%d:%u",
                   job->restart_count, run != NULL && run->batch ? 1 : 0,
@@ -230,7 +197,7 @@ static int put_job(const struct scontrol *sc, struct gs_buf *out, const Gs__JobI
                   slurm_fmt_date(start, "Unknown", a, sizeof(a)),
                   slurm_fmt_date(slurm_job_end_ms(job), "Unknown", b, sizeof(b)));
     next_line(sc, out);
-    gs_buf_printf(out, "Partition=%s", or_null(job->partition));
+    gs_buf_printf(out, "Partition=%s", slurm_or_null(job->partition));
     if (spec != NULL && spec->reservation != NULL && spec->reservation[0] != '\0')
         gs_buf_printf(out, " Reservation=%s", spec->reservation); /* only when it has one */
     if (spec != NULL && spec->n_licenses > 0) {
@@ -270,15 +237,15 @@ static int put_job(const struct scontrol *sc, struct gs_buf *out, const Gs__JobI
         gs_buf_append_str(out, "(null)");
     next_line(sc, out);
     gs_buf_printf(out, "WorkDir=%s",
-                  or_null(job->workdir != NULL && job->workdir[0] != '\0' ? job->workdir
-                          : run != NULL                                   ? run->workdir
-                                                                          : NULL));
+                  slurm_or_null(job->workdir != NULL && job->workdir[0] != '\0' ? job->workdir
+                                : run != NULL                                   ? run->workdir
+                                                                                : NULL));
     next_line(sc, out);
-    gs_buf_printf(out, "StdErr=%s", or_null(se));
+    gs_buf_printf(out, "StdErr=%s", slurm_or_null(se));
     next_line(sc, out);
     gs_buf_append_str(out, "StdIn=/dev/null");
     next_line(sc, out);
-    gs_buf_printf(out, "StdOut=%s", or_null(so));
+    gs_buf_printf(out, "StdOut=%s", slurm_or_null(so));
     if (r != NULL && r->gpus_per_node > 0) {
         next_line(sc, out);
         gs_buf_printf(out, "TresPerNode=gres/gpu:%u", r->gpus_per_node);
@@ -488,7 +455,8 @@ static int put_node(const struct scontrol *sc, struct gs_buf *out, const Gs__Nod
         gs_buf_append_str(out, "Gres=(null)");
     if (topo != NULL && topo->address != NULL && topo->address[0] != '\0') {
         next_line(sc, out);
-        gs_buf_printf(out, "NodeAddr=%s NodeHostName=%s", topo->address, or_null(topo->hostname));
+        gs_buf_printf(out, "NodeAddr=%s NodeHostName=%s", topo->address,
+                      slurm_or_null(topo->hostname));
     }
     next_line(sc, out);
     gs_buf_printf(out, "RealMemory=%llu AllocMem=%llu FreeMem=%llu",
@@ -684,7 +652,7 @@ static int create_reservation(const struct scontrol *sc, int argc, char **argv)
         /* The reply's name: gschedd makes one up when none was given. */
         rr = reply->reservation_reply;
         printf("Reservation created: %s\n",
-               rr->n_reservations > 0 ? rr->reservations[0]->name : or_null(r.resv.name));
+               rr->n_reservations > 0 ? rr->reservations[0]->name : slurm_or_null(r.resv.name));
     }
     gs_proto_envelope_free(reply);
     scontrol_resv_release(&r);

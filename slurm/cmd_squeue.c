@@ -12,7 +12,9 @@
  * %.19S %.6D %20Y %R", soonest first, those without one after; SCHEDNODES the nodes the
  * job's backfill reservation holds, "(null)" without one),
  * $SQUEUE_FORMAT / $SQUEUE_FORMAT2, and gsched's --socket. %W / -O Licenses: the job's
- * licenses as sbatch -L takes them, "(null)" without any. A heterogeneous job
+ * licenses as sbatch -L takes them, "(null)" without any. %E / -O Dependency: a pending
+ * job's dependencies not met yet, "afterok:41(unfulfilled)" or "(failed)" when one never
+ * can be, "(null)" when none are left. A heterogeneous job
  * shows a line per component, "42+0", "42+1" (%i and %A alike; -O HetJobID, HetJobOffset),
  * each with its own nodes, CPUs and tasks (slurm_het.h); -j 42+1 shows component 1's line
  * alone, and none for a job without that component. Without -t only jobs that have
@@ -70,6 +72,7 @@ enum field {
     F_HET_OFFSET,
     F_SCHEDNODES,
     F_LICENSES,
+    F_DEPENDENCY,
 };
 
 static const struct slurm_field fields[] = {
@@ -107,6 +110,7 @@ static const struct slurm_field fields[] = {
     [F_HET_OFFSET] = {0, "HetJobOffset", "HET_JOB_OFFSET"},
     [F_SCHEDNODES] = {'Y', "SchedNodes", "SCHEDNODES"},
     [F_LICENSES] = {'W', "Licenses", "LICENSES"},
+    [F_DEPENDENCY] = {'E', "Dependency", "DEPENDENCY"},
 };
 
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
@@ -334,12 +338,11 @@ static int value(void *vctx, int field, struct gs_buf *out)
         return gs_buf_append_str(out, slurm_fmt_date(start, "N/A", buf, sizeof(buf)));
     }
     case F_SCHEDNODES:
-        return gs_buf_append_str(out, job->sched_nodes != NULL && job->sched_nodes[0] != '\0'
-                                          ? job->sched_nodes
-                                          : "(null)");
+        return gs_buf_append_str(out, slurm_or_null(job->sched_nodes));
     case F_LICENSES:
-        return gs_buf_append_str(
-            out, job->licenses != NULL && job->licenses[0] != '\0' ? job->licenses : "(null)");
+        return gs_buf_append_str(out, slurm_or_null(job->licenses));
+    case F_DEPENDENCY:
+        return gs_buf_append_str(out, slurm_or_null(job->dependency));
     case F_END:
         return gs_buf_append_str(out,
                                  slurm_fmt_date(slurm_job_end_ms(job), "N/A", buf, sizeof(buf)));

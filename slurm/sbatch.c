@@ -350,29 +350,41 @@ static int push_term(struct gs_sbatch_deps *d, const struct gs_sbatch_dep_term *
     return 0;
 }
 
-/* One job id of a TYPE:ID[:ID...] element, [s, end); "+MIN" only after "after". */
+/*
+ * One job of a TYPE:ID[:ID...] element, [s, end): JOBID, JOBID_TASK (one array task) or
+ * JOBID_* (the whole array); "+MIN" only after "after".
+ */
 static int dep_job(struct gs_sbatch_deps *d, const char *type, size_t type_len, const char *s,
                    const char *end, struct gs_error *err)
 {
-    struct gs_sbatch_dep_term t = {false, {GS_DEP_AFTER, 0, 0}, 0};
-    const char *plus = memchr(s, '+', (size_t)(end - s));
-    char buf[64];
+    struct gs_sbatch_dep_term t = {false, {GS_DEP_AFTER, 0, 0, GS_DEP_JOB, 0}};
+    const char *plus = memchr(s, '+', (size_t)(end - s)),
+               *under = memchr(s, '_', (size_t)(end - s)), *id_end = plus ? plus : end;
+    char buf[GS_DEP_TEXT_SIZE];
 
-    if (memchr(s, '_', (size_t)(end - s)) != NULL)
-        return gs_error_set(err, -EINVAL, 0, 0,
-                            "dependencies on array tasks (JOBID_TASK) are not supported yet");
     if (plus != NULL) {
         const char *p = plus + 1;
+        uint32_t minutes;
 
         if (type_len != 5 || strncmp(type, "after", 5) != 0)
             return gs_error_set(err, -EINVAL, 0, 0, "'+MINUTES' is only allowed after 'after:'");
-        if (read_u32(&p, &t.delay_min) < 0 || p != end)
+        if (read_u32(&p, &minutes) < 0 || p != end)
             return gs_error_set(err, -EINVAL, 0, 0, "expected minutes after '+'");
-        end = plus;
     }
+    if (under != NULL && type_len == 9 && strncmp(type, "aftercorr", 9) == 0 &&
+        !(id_end - under == 2 && under[1] == '*'))
+        return gs_error_set(err, -EINVAL, 0, 0,
+                            "aftercorr pairs each task with the other array's task of the same "
+                            "id: name the array (%.*s), not one of its tasks",
+                            (int)(under - s), s);
+    if (type_len + (size_t)(end - s) + 2 > sizeof(buf))
+        return gs_error_set(err, -EINVAL, 0, 0, "'%.*s' is not a job id", (int)(id_end - s), s);
     snprintf(buf, sizeof(buf), "%.*s:%.*s", (int)type_len, type, (int)(end - s), s);
     if (gs_dep_parse(buf, &t.dep) < 0)
-        return gs_error_set(err, -EINVAL, 0, 0, "'%.*s' is not a job id", (int)(end - s), s);
+        return gs_error_set(err, -EINVAL, 0, 0,
+                            "'%.*s' is not a job id (JOBID, JOBID_TASK for one array task, "
+                            "JOBID_* for all)",
+                            (int)(id_end - s), s);
     return push_term(d, &t);
 }
 
@@ -408,7 +420,7 @@ static int dep_element(void *ctx, const char *s, const char *end, bool first, st
 
     (void)first;
     if (end - s == 9 && strncmp(s, "singleton", 9) == 0)
-        return push_term(d, &(struct gs_sbatch_dep_term){true, {GS_DEP_AFTER, 0, 0}, 0});
+        return push_term(d, &(struct gs_sbatch_dep_term){.singleton = true});
     if (colon == NULL || colon == s || colon + 1 == end)
         return gs_error_set(err, -EINVAL, 0, 0, "'%.*s' is not TYPE:JOBID or singleton",
                             (int)(end - s), s);
@@ -416,7 +428,7 @@ static int dep_element(void *ctx, const char *s, const char *end, bool first, st
     if (gs_dep_parse(buf, &probe) < 0)
         return gs_error_set(err, -EINVAL, 0, 0,
                             "unknown dependency type '%.*s' (after, afterok, afternotok, "
-                            "afterany, singleton)",
+                            "afterany, aftercorr, singleton)",
                             (int)(colon - s), s);
     for (const char *id = colon + 1; id < end;) {
         const char *id_end = memchr(id, ':', (size_t)(end - id));
@@ -618,6 +630,19 @@ static int set_open_mode(struct ctx *c, const struct opt_def *d, const char *val
         *AT(c, d, bool) = false;
     else
         return gs_error_set(err, -EINVAL, 0, 0, "must be append or truncate");
+    return 0;
+}
+
+/* --kill-on-invalid-dep=yes|no */
+static int set_kill_invalid_dep(struct ctx *c, const struct opt_def *d, const char *value,
+                                struct gs_error *err)
+{
+    if (strcasecmp(value, "yes") == 0)
+        *AT(c, d, enum gs_kill_invalid_dep) = GS_KILL_INVALID_DEP_YES;
+    else if (strcasecmp(value, "no") == 0)
+        *AT(c, d, enum gs_kill_invalid_dep) = GS_KILL_INVALID_DEP_NO;
+    else
+        return gs_error_set(err, -EINVAL, 0, 0, "must be yes or no");
     return 0;
 }
 
@@ -899,6 +924,8 @@ static const struct opt_def options[] = {
     OPT("mail-type", 0, MAIL_TYPE, set_mail_type, mail_types, 0, GROUP_NONE),
     OPT("mail-user", 0, MAIL_USER, set_mail_user, mail_user, 0, GROUP_NONE),
     OPT("open-mode", 0, OPEN_MODE, set_open_mode, open_append, 0, GROUP_NONE),
+    OPT("kill-on-invalid-dep", 0, KILL_ON_INVALID_DEP, set_kill_invalid_dep, kill_invalid_dep, 0,
+        GROUP_NONE),
     WARNED("get-user-env", ARG_OPTIONAL, "jobs get the submitting environment"),
     WARNED("hint", REQ, "placement follows the GPU topology"),
     OPT("begin", 'b', BEGIN, set_begin, begin_ms, 0, GROUP_NONE),
@@ -1658,6 +1685,8 @@ static int kv_array(struct gs_buf *out, int rc, const struct gs_sbatch_array *a)
 
 static int kv_deps(struct gs_buf *out, int rc, const struct gs_sbatch_deps *d)
 {
+    char text[GS_DEP_TEXT_SIZE];
+
     if (rc == 0)
         rc = gs_buf_append_str(out, "dependency=");
     for (size_t i = 0; i < d->n && rc == 0; i++) {
@@ -1667,10 +1696,7 @@ static int kv_deps(struct gs_buf *out, int rc, const struct gs_sbatch_deps *d)
         if (t->singleton)
             rc = gs_buf_printf(out, "%ssingleton", sep);
         else
-            rc = gs_buf_printf(out, "%s%s:%llu", sep, gs_dep_type_name(t->dep.type),
-                               (unsigned long long)t->dep.job_id);
-        if (rc == 0 && t->delay_min > 0)
-            rc = gs_buf_printf(out, "+%u", t->delay_min);
+            rc = gs_buf_printf(out, "%s%s", sep, gs_dep_format(&t->dep, text));
     }
     return rc == 0 ? gs_buf_putc(out, '\n') : rc;
 }

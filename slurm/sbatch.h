@@ -108,6 +108,7 @@ enum gs_sbatch_opt {
     GS_SBATCH_OPT_OPEN_MODE,
     GS_SBATCH_OPT_MAIL_TYPE,
     GS_SBATCH_OPT_MAIL_USER,
+    GS_SBATCH_OPT_KILL_ON_INVALID_DEP,
     GS_SBATCH_OPT_COUNT,
 };
 
@@ -126,9 +127,8 @@ struct gs_sbatch_array {
 
 /* One term of --dependency: TYPE:JOBID (one per job id of "afterok:1:2"), or singleton. */
 struct gs_sbatch_dep_term {
-    bool singleton;     /* then dep is unused */
-    struct gs_dep dep;  /* type and job id */
-    uint32_t delay_min; /* after:JOBID+MIN: minutes after the job started */
+    bool singleton;    /* then dep is unused */
+    struct gs_dep dep; /* type, job (or array task) and after's +MIN */
 };
 
 /* How the terms combine: ',' needs all of them, '?' any one (sbatch allows only one kind). */
@@ -205,8 +205,9 @@ struct gs_sbatch {
     uint64_t deadline_ms; /* --deadline: to be removed once it could not end by then (ms) */
     bool parsable;        /* print only the job id (for JOBID=$(sbatch --parsable ...)) */
     bool open_append;     /* --open-mode=append; truncate (Slurm's default) otherwise */
-    uint32_t mail_types;  /* --mail-type (common/jobspec_mail.h bits) */
-    char *mail_user;      /* --mail-user */
+    enum gs_kill_invalid_dep kill_invalid_dep; /* --kill-on-invalid-dep=yes|no */
+    uint32_t mail_types;                       /* --mail-type (common/jobspec_mail.h bits) */
+    char *mail_user;                           /* --mail-user */
 
     /*
      * A heterogeneous job's further components, nhet of them (het[k - 1] is component k;

@@ -116,14 +116,11 @@ static int array_text(struct gs_buf *out, const struct gs_job_array *a)
 static int deps_text(struct gs_buf *out, const struct gs_jobspec *spec)
 {
     const char *sep = spec->depends_any ? "?" : ",";
+    char text[GS_DEP_TEXT_SIZE];
     int rc = 0;
 
-    for (size_t i = 0; i < spec->ndeps && rc == 0; i++) {
-        rc = gs_buf_printf(out, "%s%s:%llu", i > 0 ? sep : "", gs_dep_type_name(spec->deps[i].type),
-                           (unsigned long long)spec->deps[i].job_id);
-        if (rc == 0 && spec->deps[i].delay_min > 0)
-            rc = gs_buf_printf(out, "+%u", spec->deps[i].delay_min);
-    }
+    for (size_t i = 0; i < spec->ndeps && rc == 0; i++)
+        rc = gs_buf_printf(out, "%s%s", i > 0 ? sep : "", gs_dep_format(&spec->deps[i], text));
     if (rc == 0 && spec->singleton)
         rc = gs_buf_printf(out, "%ssingleton", spec->ndeps > 0 ? sep : "");
     return rc;
@@ -297,6 +294,10 @@ static void show_job(struct show *s, const struct gs_jobspec *spec, const struct
     show_value(s, "array", spec->array.ntask_ids > 0 ? array_text(&s->value, &spec->array) : 0);
     show_uint(s, "array_size", spec->array.ntask_ids);
     show_value(s, "dependency", deps_text(&s->value, spec));
+    show_str(s, "kill_on_invalid_dep",
+             spec->kill_invalid_dep == GS_KILL_INVALID_DEP_YES  ? "yes"
+             : spec->kill_invalid_dep == GS_KILL_INVALID_DEP_NO ? "no"
+                                                                : "");
     show_bool(s, "hold", spec->hold);
     show_int(s, "nice", spec->nice);
     show_bool(s, "requeue", spec->max_restarts > 0);

@@ -72,6 +72,7 @@ static const char *const opt_names[GS_SBATCH_OPT_COUNT] = {
     [GS_SBATCH_OPT_OPEN_MODE] = "--open-mode",
     [GS_SBATCH_OPT_MAIL_TYPE] = "--mail-type",
     [GS_SBATCH_OPT_MAIL_USER] = "--mail-user",
+    [GS_SBATCH_OPT_KILL_ON_INVALID_DEP] = "--kill-on-invalid-dep",
 };
 
 /*
@@ -465,6 +466,7 @@ static void map_paths(struct conv *c)
         out = GS_SBATCH_DEFAULT_ARRAY_OUTPUT;
     s->stdout_pattern = dup_or_fail(c, out);
     s->truncate_output = !sb->open_append;
+    s->kill_invalid_dep = sb->kill_invalid_dep;
     if (is_set(sb, GS_SBATCH_OPT_ERROR))
         s->stderr_pattern = dup_or_fail(c, sb->error);
     if (gs_path_absolute(c->env->cwd, is_set(sb, GS_SBATCH_OPT_CHDIR) ? sb->chdir : ".", &dir) < 0)
@@ -561,8 +563,7 @@ static void map_deps(struct conv *c)
             s->singleton = true;
             continue;
         }
-        s->deps[s->ndeps] = d->terms[i].dep;
-        s->deps[s->ndeps++].delay_min = d->terms[i].delay_min;
+        s->deps[s->ndeps++] = d->terms[i].dep;
     }
     s->depends_any = d->op == GS_SBATCH_DEP_ANY;
 }

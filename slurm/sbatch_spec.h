@@ -86,7 +86,8 @@ enum gs_sbatch_show_format {
  * the path given, "(wrap)" or "(stdin)"): every key, always, in this order:
  *   job_name script nodes ntasks tasks_per_node cpus_per_task cpus_per_gpu gpus_per_node
  *   gpus_per_task mem_per_node_mib time_limit time_min partition account qos constraint
- *   reservation nodelist exclude exclusive array array_size dependency hold requeue max_restarts
+ *   reservation nodelist exclude exclusive array array_size dependency kill_on_invalid_dep hold
+ *   requeue max_restarts
  * signal workdir stdout stderr stdout_path stderr_path export Times are Slurm's [D-]HH:MM:SS or
  * UNLIMITED; node names a compressed hostlist; array "0-15:4%2" (a single step when the ids have
  * one, else runs "1,3-5"); dependency "afterok:4,after:5+10" ('?' between terms when any one

@@ -603,22 +603,17 @@ static void put_list(struct gs_buf *out, const char *key, char *const *v, size_t
         gs_buf_append_str(out, "(null)");
 }
 
-static const char *or_null(const char *s)
-{
-    return s != NULL && s[0] != '\0' ? s : "(null)";
-}
-
 int scontrol_resv_record(struct gs_buf *out, const Gs__Reservation *r, bool oneliner)
 {
     char start[48], end[48], dur[48];
 
     /* Written straight through: out keeps its first failure (gs_buf_error). */
-    gs_buf_printf(out, "ReservationName=%s StartTime=%s EndTime=%s Duration=%s", or_null(r->name),
-                  slurm_fmt_date(r->start_ms, "Unknown", start, sizeof(start)),
-                  slurm_fmt_date(r->end_ms, "Unknown", end, sizeof(end)),
-                  duration(r, dur, sizeof(dur)));
+    gs_buf_printf(
+        out, "ReservationName=%s StartTime=%s EndTime=%s Duration=%s", slurm_or_null(r->name),
+        slurm_fmt_date(r->start_ms, "Unknown", start, sizeof(start)),
+        slurm_fmt_date(r->end_ms, "Unknown", end, sizeof(end)), duration(r, dur, sizeof(dur)));
     gs_buf_append_str(out, oneliner ? " " : "\n   ");
-    gs_buf_printf(out, "Nodes=%s NodeCnt=%u ", or_null(r->nodes), r->node_count);
+    gs_buf_printf(out, "Nodes=%s NodeCnt=%u ", slurm_or_null(r->nodes), r->node_count);
     if (r->gpus > 0)
         gs_buf_printf(out, "TRES=gres/gpu=%u ", r->gpus);
     for (size_t f = 0, first = 1; f < sizeof(flag_names) / sizeof(flag_names[0]); f++) {
@@ -649,7 +644,7 @@ int scontrol_resv_table(struct gs_buf *out, Gs__Reservation *const *v, size_t n,
 
     /* Slurm widens the name column to the longest name; the others are fixed. */
     for (size_t i = 0; i < n; i++) {
-        int len = (int)strlen(or_null(v[i]->name));
+        int len = (int)strlen(slurm_or_null(v[i]->name));
 
         width = len > width ? len : width;
     }
@@ -659,11 +654,11 @@ int scontrol_resv_table(struct gs_buf *out, Gs__Reservation *const *v, size_t n,
     for (size_t i = 0; rc == 0 && i < n; i++) {
         const Gs__Reservation *r = v[i];
 
-        rc = gs_buf_printf(out, "%-*s  %8s  %19s  %19s  %11s  %s\n", width, or_null(r->name),
+        rc = gs_buf_printf(out, "%-*s  %8s  %19s  %19s  %11s  %s\n", width, slurm_or_null(r->name),
                            r->active ? "ACTIVE" : "INACTIVE",
                            slurm_fmt_date(r->start_ms, "Unknown", start, sizeof(start)),
                            slurm_fmt_date(r->end_ms, "Unknown", end, sizeof(end)),
-                           duration(r, dur, sizeof(dur)), or_null(r->nodes));
+                           duration(r, dur, sizeof(dur)), slurm_or_null(r->nodes));
     }
     return rc;
 }

@@ -224,10 +224,13 @@ static int job_request(const struct node_update *u, Gs__JobUpdateRequest *req,
             req->singleton = true;
             continue;
         }
+        /* An update's types are common/jobspec.h's, not the JobSpec's (those plus one). */
         gs__dependency__init(&st->deps[req->n_depends_on]);
         st->deps[req->n_depends_on].type = (Gs__DependencyType)d.terms[i].dep.type;
         st->deps[req->n_depends_on].job_id = d.terms[i].dep.job_id;
-        st->deps[req->n_depends_on].delay_min = d.terms[i].delay_min;
+        st->deps[req->n_depends_on].delay_min = d.terms[i].dep.delay_min;
+        st->deps[req->n_depends_on].target = (Gs__DependencyTarget)d.terms[i].dep.target;
+        st->deps[req->n_depends_on].task_id = d.terms[i].dep.task_id;
         st->dep_ptrs[req->n_depends_on] = &st->deps[req->n_depends_on];
         req->n_depends_on++;
     }

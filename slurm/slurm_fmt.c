@@ -286,6 +286,11 @@ bool slurm_job_ref_match(const struct slurm_job_ref *ref, const Gs__JobInfo *job
     return false;
 }
 
+const char *slurm_or_null(const char *s)
+{
+    return s != NULL && s[0] != '\0' ? s : "(null)";
+}
+
 int slurm_fmt_ranges(struct gs_buf *out, const uint32_t *v, size_t n)
 {
     /* Slurm writes any run of two or more as a range ("1-2"), unlike gsched's GPU lists. */

@@ -101,6 +101,9 @@ int slurm_job_list_parse(const char *list, struct slurm_job_ref *refs, size_t ma
  */
 bool slurm_job_ref_match(const struct slurm_job_ref *ref, const Gs__JobInfo *job);
 
+/* s, or Slurm's "(null)" when it is NULL or empty. */
+const char *slurm_or_null(const char *s);
+
 /* Appends task ids (ascending) in Slurm's range syntax: {1,2,3,5} -> "1-3,5". 0/-ENOMEM. */
 int slurm_fmt_ranges(struct gs_buf *out, const uint32_t *v, size_t n);
 

@@ -328,7 +328,8 @@ Test(job_json, job_info_nests_user_resources_and_allocation_without_spec)
            "\"cpus_per_gpu\":2,\"mem_per_node_mib\":0,\"time_limit_s\":0,\"exclusive\":false,"
            "\"constraint\":\"\",\"ntasks\":0,\"partition\":\"\",\"nodelist\":[],\"exclude\":[],"
            "\"time_min_s\":0,\"gpus_per_task\":0},\"submit_time_ms\":0,\"start_time_ms\":0,"
-           "\"end_time_ms\":0,\"expected_start_ms\":0,\"sched_nodes\":\"\",\"signaled\":false,"
+           "\"end_time_ms\":0,\"expected_start_ms\":0,\"sched_nodes\":\"\","
+           "\"dependency\":\"\",\"signaled\":false,"
            "\"exit_code\":0,"
            "\"term_signal\":0,\"restart_count\":0,\"partition\":\"\",\"account\":\"\",\"qos\":"
            "\"\",\"reservation\":null,\"licenses\":null,\"array_job_id\":0,\"array_task_id\":0,"
@@ -383,7 +384,7 @@ Test(job_json, job_info_from_show_carries_the_spec_and_absent_parts_are_null)
                   "\"max_restarts\":0,\"account\":\"\",\"qos\":\"\",\"reservation\":\"\","
                   "\"licenses\":{},\"mail_type\":\"NONE\",\"mail_user\":\"\",\"comment\":\"\","
                   "\"source\":\"\",\"data\":null,\"depends_any\":false,\"singleton\":false,"
-                  "\"array\":null}}") != NULL,
+                  "\"kill_on_invalid_dep\":\"default\",\"array\":null}}") != NULL,
         "%s", s);
     free(s);
 }

@@ -337,6 +337,50 @@ Test(jobspec, dependency_strings)
     cr_assert_str_eq(gs_dep_type_name(GS_DEP_AFTERANY), "afterany");
 }
 
+/* Slurm's JOBID_TASK, JOBID_*, aftercorr and after's +MIN; each reads back as written. */
+Test(jobspec, dependency_strings_on_array_tasks_round_trip)
+{
+    static const char *const good[] = {"afterok:42_3",
+                                       "afterany:42_*",
+                                       "aftercorr:42",
+                                       "aftercorr:42_*",
+                                       "after:42+10",
+                                       "after:42_0+1",
+                                       "afternotok:18446744073709551615_4294967295"};
+    static const char *const bad[] = {
+        "afterok:42_",  "afterok:42_x", "afterok:42__1", "afterok:42_*3",         "aftercorr:42_3",
+        "afterok:42+5", "after:42+",    "after:42+5x",   "afterok:42_4294967296", "after:0_1"};
+    char text[GS_DEP_TEXT_SIZE];
+    struct gs_dep d;
+
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        cr_assert_eq(gs_dep_parse(good[i], &d), 0, "%s", good[i]);
+        cr_assert(gs_dep_valid(&d), "%s", good[i]);
+        cr_assert_str_eq(gs_dep_format(&d, text), good[i]);
+    }
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        cr_assert_eq(gs_dep_parse(bad[i], &d), -EINVAL, "%s", bad[i]);
+    cr_assert_eq(gs_dep_parse("afterok:42_3", &d), 0);
+    cr_assert_eq(d.target, GS_DEP_TASK);
+    cr_assert_eq(d.task_id, 3);
+    cr_assert_eq(d.job_id, 42);
+}
+
+Test(jobspec, kill_on_invalid_dep_is_a_boolean)
+{
+    struct gs_jobspec *spec = NULL;
+    const char *yes = "kill_on_invalid_dep = true\ndepends_on = \"aftercorr:4\"\n"
+                      "[run]\ncommand = [\"x\"]\n";
+
+    cr_assert_eq(gs_jobspec_parse_toml(yes, strlen(yes), "job.toml", &spec, &errors), 0, "%s",
+                 errors.data);
+    cr_assert_eq(spec->kill_invalid_dep, GS_KILL_INVALID_DEP_YES);
+    cr_assert_eq(spec->deps[0].type, GS_DEP_AFTERCORR);
+    gs_jobspec_free(spec);
+    parse_fails("kill_on_invalid_dep = \"yes\"\n[run]\ncommand = [\"x\"]\n",
+                "job.toml:1:23: kill_on_invalid_dep");
+}
+
 Test(jobspec, output_patterns_expand_every_placeholder)
 {
     struct gs_pattern_vars v = {

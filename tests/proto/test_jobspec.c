@@ -13,7 +13,8 @@
 #include "proto/jobspec.h"
 
 static const char full[] = "name = \"gpt\"\npriority = -3\nnice = -7\nhold = true\n"
-                           "depends_on = [\"afterok:41\", \"after:2\"]\n"
+                           "depends_on = [\"afterok:41\", \"after:2+5\", \"afterany:9_3\", "
+                           "\"aftercorr:8_*\"]\nkill_on_invalid_dep = false\n"
                            "account = \"nlp\"\nqos = \"high\"\npartition = \"gpu\"\n"
                            "reservation = \"maint\"\ncomment = \"sweep 3\"\n"
                            "[resources]\nnodes = 2\ngpus_per_node = 4\ncpus_per_gpu = 8\n"
@@ -67,10 +68,16 @@ Test(proto_jobspec, every_field_survives_the_wire)
     cr_assert_eq(out->priority, -3);
     cr_assert_eq(out->nice, -7, "negative nice survives the wire (sint32)");
     cr_assert(out->hold);
-    cr_assert_eq(out->ndeps, 2);
+    cr_assert_eq(out->ndeps, 4);
     cr_assert_eq(out->deps[0].type, GS_DEP_AFTEROK);
     cr_assert_eq(out->deps[1].type, GS_DEP_AFTER);
     cr_assert_eq(out->deps[1].job_id, 2);
+    cr_assert_eq(out->deps[1].delay_min, 5);
+    cr_assert_eq(out->deps[2].target, GS_DEP_TASK);
+    cr_assert_eq(out->deps[2].task_id, 3);
+    cr_assert_eq(out->deps[3].type, GS_DEP_AFTERCORR);
+    cr_assert_eq(out->deps[3].target, GS_DEP_ARRAY);
+    cr_assert_eq(out->kill_invalid_dep, GS_KILL_INVALID_DEP_NO);
     cr_assert_eq(out->nodes, 2);
     cr_assert_eq(out->gpus_per_node, 4);
     cr_assert_eq(out->cpus_per_gpu, 8);
@@ -221,6 +228,19 @@ Test(proto_jobspec, wire_specs_are_checked_like_job_files)
     dep.type = GS__DEPENDENCY_TYPE__DEPENDENCY_TYPE_AFTERANY;
     assert_rejected(&pb, "depends_on[0]"); /* job id 0 */
     dep.job_id = 5;
+    dep.target = (Gs__DependencyTarget)3;
+    assert_rejected(&pb, "depends_on[0]");
+    dep.target = GS__DEPENDENCY_TARGET__DEPENDENCY_TARGET_TASK;
+    dep.type = GS__DEPENDENCY_TYPE__DEPENDENCY_TYPE_AFTERCORR;
+    assert_rejected(&pb, "depends_on[0]"); /* aftercorr names the array, not a task */
+    dep.type = GS__DEPENDENCY_TYPE__DEPENDENCY_TYPE_AFTEROK;
+    dep.delay_min = 5;
+    assert_rejected(&pb, "depends_on[0]"); /* +MIN only after "after" */
+    dep.target = GS__DEPENDENCY_TARGET__DEPENDENCY_TARGET_JOB;
+    dep.delay_min = 0;
+    pb.kill_on_invalid_dep = 3;
+    assert_rejected(&pb, "kill_on_invalid_dep");
+    pb.kill_on_invalid_dep = 1;
     pb.priority = 2000000;
     assert_rejected(&pb, "priority");
     pb.priority = 0;

@@ -2,8 +2,9 @@
  * test_jobs.c: the job table keeps jobs in id order; jobs end in the state their tasks
  * earned (with the first failing task's exit code); node failures requeue until the
  * restarts run out; dependencies and holds give squeue's pending reasons; Slurm's any (?),
- * singleton, after+MIN and whole-array dependencies; scontrol requeue; a batch job is one
- * task, its script, on the first node.
+ * singleton, after+MIN and whole-array dependencies; dependencies on one array task
+ * (JOBID_TASK) and aftercorr, and what is left of them as squeue's %E shows it; scontrol
+ * requeue; a batch job is one task, its script, on the first node.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -461,11 +462,8 @@ Test(jobs, one_failed_element_makes_afterok_on_the_array_never)
     cr_assert_eq(sched_job_deps(jobs, notok, NULL), SCHED_DEP_WAIT, "the others have not ended");
 }
 
-/*
- * Slurm judges afternotok on a whole array once every element has ended: met when any
- * failed, never when all completed. Disabled: jobs.c on_job() takes the worst element, so
- * one COMPLETED element makes it NEVER (reported to the lead; enable once fixed).
- */
+/* Slurm judges afternotok on a whole array once every element has ended: met when any
+ * failed, never when all completed. */
 Test(jobs, afternotok_on_an_array_is_met_when_any_element_failed)
 {
     struct sched_job *notok = add_dep(21, GS_DEP_AFTERNOTOK, 10);
@@ -491,6 +489,227 @@ Test(jobs, afternotok_on_an_array_is_never_when_every_element_completed)
         end(sched_jobs_find(jobs, id), 0);
     }
     cr_assert_eq(sched_job_deps(jobs, notok, NULL), SCHED_DEP_NEVER);
+}
+
+/* An array whose elements have the task ids ids[0..n-1] (ascending), ids first on. */
+static void array_of(uint64_t first, const uint32_t *ids, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        struct sched_job *e = fixture_add(first + i, 0);
+
+        e->spec->array.array_job_id = first;
+        e->spec->array.task_id = ids[i];
+        e->spec->array.count = n;
+    }
+}
+
+static struct sched_job *element(uint64_t first, uint32_t task)
+{
+    const struct sched_job *e = sched_jobs_array_task(jobs, sched_jobs_find(jobs, first), task);
+
+    cr_assert_not_null(e, "array %llu has task %u", (unsigned long long)first, task);
+    return (struct sched_job *)e;
+}
+
+static bool forget_id_12(void *data, const struct sched_job *job)
+{
+    (void)data;
+    return job->id == 12;
+}
+
+Test(jobs, array_tasks_are_found_by_task_id_among_sparse_ids)
+{
+    static const uint32_t ids[] = {1, 5, 9, 10, 40};
+
+    array_of(10, ids, 5);
+    fixture_add(15, 0);
+    for (uint32_t i = 0; i < 5; i++)
+        cr_assert_eq(element(10, ids[i])->id, 10 + i);
+    cr_assert_null(sched_jobs_array_task(jobs, sched_jobs_find(jobs, 10), 2));
+    cr_assert_null(sched_jobs_array_task(jobs, sched_jobs_find(jobs, 10), 41));
+    cr_assert_null(sched_jobs_array_task(jobs, sched_jobs_find(jobs, 11), 5), "not the first");
+    cr_assert_null(sched_jobs_array_task(jobs, sched_jobs_find(jobs, 15), 0), "not an array");
+    /* a forgotten element is simply not there */
+    sched_jobs_find(jobs, 12)->state = SCHED_JOB_COMPLETED;
+    cr_assert_eq(sched_jobs_forget(jobs, forget_id_12, NULL, NULL), 1);
+    cr_assert_null(sched_jobs_array_task(jobs, sched_jobs_find(jobs, 10), 9));
+    cr_assert_eq(element(10, 40)->id, 14);
+}
+
+Test(jobs, a_dependency_on_one_array_task_waits_for_that_task_alone)
+{
+    static const uint32_t ids[] = {0, 3, 7};
+    struct sched_job *ok = fixture_add(20, 0), *after = fixture_add(21, 0);
+    const struct gs_dep on3 = {.type = GS_DEP_AFTEROK,
+                               .job_id = 10,
+                               .target = GS_DEP_TASK,
+                               .task_id = 3},
+                        on0 = {.type = GS_DEP_AFTER,
+                               .job_id = 10,
+                               .target = GS_DEP_TASK,
+                               .task_id = 0,
+                               .delay_min = 1};
+    uint64_t blocker = 0;
+
+    array_of(10, ids, 3);
+    set_deps(ok, &on3, 1);
+    set_deps(after, &on0, 1);
+    sched_jobs_set_now(jobs, 100000);
+    start(element(10, 7), 6000);
+    end(element(10, 7), 1);
+    cr_assert_eq(sched_job_deps(jobs, ok, &blocker), SCHED_DEP_WAIT, "task 7's failure is not 3's");
+    cr_assert_eq(blocker, 10);
+    start(element(10, 3), 6000);
+    end(element(10, 3), 0);
+    cr_assert_eq(sched_job_deps(jobs, ok, NULL), SCHED_DEP_MET, "task 0 still pending");
+    cr_assert_eq(sched_job_deps(jobs, after, NULL), SCHED_DEP_WAIT);
+    start(element(10, 0), 50000);
+    cr_assert_eq(sched_job_deps(jobs, after, NULL), SCHED_DEP_WAIT, "a minute after task 0");
+    cr_assert(sched_jobs_timed_waits(jobs));
+    sched_jobs_set_now(jobs, 110000);
+    cr_assert_eq(sched_job_deps(jobs, after, NULL), SCHED_DEP_MET);
+}
+
+Test(jobs, a_failed_array_task_makes_afterok_on_it_never)
+{
+    static const uint32_t ids[] = {0, 1};
+    struct sched_job *ok = fixture_add(20, 0), *notok = fixture_add(21, 0);
+    const struct gs_dep d = {
+        .type = GS_DEP_AFTEROK, .job_id = 10, .target = GS_DEP_TASK, .task_id = 1};
+    struct gs_dep n = d;
+
+    n.type = GS_DEP_AFTERNOTOK;
+    array_of(10, ids, 2);
+    set_deps(ok, &d, 1);
+    set_deps(notok, &n, 1);
+    start(element(10, 1), 6000);
+    end(element(10, 1), 3);
+    cr_assert_eq(sched_job_deps(jobs, ok, NULL), SCHED_DEP_NEVER);
+    cr_assert_eq(sched_job_deps(jobs, notok, NULL), SCHED_DEP_MET, "not the whole array's rule");
+}
+
+Test(jobs, aftercorr_pairs_each_task_with_the_other_arrays_task_of_its_id)
+{
+    static const uint32_t a_ids[] = {0, 1, 2}, b_ids[] = {1, 2, 5};
+    const struct gs_dep corr = {.type = GS_DEP_AFTERCORR, .job_id = 10};
+
+    array_of(10, a_ids, 3);
+    array_of(20, b_ids, 3);
+    for (uint32_t i = 0; i < 3; i++)
+        set_deps(sched_jobs_find(jobs, 20 + i), &corr, 1);
+    start(element(10, 1), 6000);
+    end(element(10, 1), 0);
+    start(element(10, 2), 6000);
+    end(element(10, 2), 4);
+    cr_assert_eq(sched_job_deps(jobs, element(20, 1), NULL), SCHED_DEP_MET, "A's task 1 done");
+    cr_assert_eq(sched_job_deps(jobs, element(20, 2), NULL), SCHED_DEP_NEVER, "A's task 2 failed");
+    /* A has no task 5: the whole of A, as afterok, which waits for A's task 0 */
+    cr_assert_eq(sched_job_deps(jobs, element(20, 5), NULL), SCHED_DEP_NEVER,
+                 "A's task 2 failed: afterok on all of A can never be met");
+    start(element(10, 0), 7000);
+    end(element(10, 0), 0);
+    cr_assert_eq(sched_job_deps(jobs, element(20, 1), NULL), SCHED_DEP_MET);
+}
+
+Test(jobs, aftercorr_outside_arrays_is_afterok_on_the_whole_job)
+{
+    static const uint32_t ids[] = {0, 1};
+    struct sched_job *plain = fixture_add(5, 0), *on_plain = fixture_add(30, 0),
+                     *on_array = fixture_add(31, 0);
+    const struct gs_dep p = {.type = GS_DEP_AFTERCORR, .job_id = 5},
+                        a = {.type = GS_DEP_AFTERCORR, .job_id = 10};
+
+    array_of(10, ids, 2);
+    set_deps(on_plain, &p, 1);
+    set_deps(on_array, &a, 1);
+    start(plain, 6000);
+    cr_assert_eq(sched_job_deps(jobs, on_plain, NULL), SCHED_DEP_WAIT);
+    end(plain, 0);
+    cr_assert_eq(sched_job_deps(jobs, on_plain, NULL), SCHED_DEP_MET);
+    start(element(10, 0), 6000);
+    end(element(10, 0), 0);
+    cr_assert_eq(sched_job_deps(jobs, on_array, NULL), SCHED_DEP_WAIT, "task 1 of the array");
+    start(element(10, 1), 6000);
+    end(element(10, 1), 0);
+    cr_assert_eq(sched_job_deps(jobs, on_array, NULL), SCHED_DEP_MET);
+}
+
+Test(jobs, dependencies_are_checked_against_the_table)
+{
+    static const uint32_t ids[] = {2, 4};
+    char why[160];
+
+    array_of(10, ids, 2);
+    fixture_add(15, 0);
+    cr_assert_eq(sched_jobs_dep_check(jobs, &(struct gs_dep){GS_DEP_AFTEROK, 10, 0, GS_DEP_TASK, 4},
+                                      why, sizeof(why)),
+                 0);
+    cr_assert_eq(sched_jobs_dep_check(jobs, &(struct gs_dep){GS_DEP_AFTEROK, 10, 0, GS_DEP_TASK, 3},
+                                      why, sizeof(why)),
+                 -EINVAL);
+    cr_assert_str_eq(why, "job array 10 has no task 3");
+    cr_assert_eq(sched_jobs_dep_check(jobs,
+                                      &(struct gs_dep){GS_DEP_AFTEROK, 11, 0, GS_DEP_ARRAY, 0}, why,
+                                      sizeof(why)),
+                 -EINVAL);
+    cr_assert_str_eq(why, "job 11 is not a job array (or not its first job)");
+    cr_assert_eq(sched_jobs_dep_check(jobs, &(struct gs_dep){GS_DEP_AFTERCORR, 15, 0, 0, 0}, why,
+                                      sizeof(why)),
+                 0, "aftercorr on a plain job is afterok on it");
+    cr_assert_eq(sched_jobs_dep_check(jobs, &(struct gs_dep){GS_DEP_AFTERANY, 99, 0, 0, 0}, why,
+                                      sizeof(why)),
+                 -EINVAL);
+    cr_assert_str_eq(why, "job 99 does not exist");
+}
+
+static char *deps_text(const struct sched_job *job)
+{
+    struct gs_buf out = GS_BUF_INIT;
+
+    cr_assert_eq(sched_job_deps_text(jobs, job, &out), 0);
+    return out.data != NULL ? gs_buf_detach(&out, NULL) : strdup("");
+}
+
+static void expect_text(const struct sched_job *job, const char *want)
+{
+    char *got = deps_text(job);
+
+    cr_assert_str_eq(got, want);
+    free(got);
+}
+
+Test(jobs, what_is_left_of_the_dependencies_reads_as_squeue_shows_it)
+{
+    static const uint32_t ids[] = {0, 3};
+    struct sched_job *a = fixture_running(1, 1), *b = fixture_running(2, 1),
+                     *job = named(20, "train", 7), *any = fixture_add(21, 0);
+    const struct gs_dep deps[] = {
+        {.type = GS_DEP_AFTEROK, .job_id = 1},
+        {.type = GS_DEP_AFTERNOTOK, .job_id = 2},
+        {.type = GS_DEP_AFTERANY, .job_id = 10, .target = GS_DEP_TASK, .task_id = 3},
+        {.type = GS_DEP_AFTER, .job_id = 10, .target = GS_DEP_ARRAY, .delay_min = 5},
+    };
+
+    array_of(10, ids, 2);
+    set_deps(job, deps, 4);
+    job->spec->singleton = true;
+    set_deps(any, deps, 2);
+    any->spec->depends_any = true;
+    named(5, "train", 7); /* earlier, unfinished: in the way */
+    expect_text(job, "afterok:1(unfulfilled),afternotok:2(unfulfilled),afterany:10_3(unfulfilled),"
+                     "after:10_*+5(unfulfilled),singleton(unfulfilled)");
+    expect_text(any, "afterok:1(unfulfilled)?afternotok:2(unfulfilled)");
+    end(a, 0);
+    end(b, 0);
+    expect_text(job, "afternotok:2(failed),afterany:10_3(unfulfilled),after:10_*+5(unfulfilled),"
+                     "singleton(unfulfilled)");
+    expect_text(any, ""); /* one met is enough */
+    sched_jobs_find(jobs, 5)->state = SCHED_JOB_CANCELLED;
+    set_deps(job, deps, 1);
+    expect_text(job, "");
+    set_deps(any, deps + 1, 1);
+    any->state = SCHED_JOB_CANCELLED;
+    expect_text(any, ""); /* not pending */
 }
 
 Test(jobs, requeue_of_a_running_job_waits_for_its_tasks)

@@ -172,6 +172,28 @@ Test(mail, a_dependency_never_met_once)
     cr_assert_not(sched_mail_invalid_depend(job), "once");
 }
 
+/* kill_invalid_depend cancels the job in the pass that finds it out: its cancellation
+ * says so (once), beside the END/FAIL message it asked for. */
+Test(mail, a_job_cancelled_for_a_dependency_never_met_says_so)
+{
+    struct sched_job *job = add(51, GS_MAIL_INVALID_DEPEND | GS_MAIL_FAIL, "dep"),
+                     *plain = add(52, GS_MAIL_INVALID_DEPEND, "dep");
+    struct sched_mail_msg msgs[SCHED_MAIL_MAX];
+
+    snprintf(job->reason, sizeof(job->reason), "DependencyNeverSatisfied");
+    job->state = SCHED_JOB_CANCELLED;
+    cr_assert_eq(sched_mail_due(jobs, job, SCHED_JOB_PENDING, msgs), 2);
+    cr_assert_eq(msgs[0].event, SCHED_MAIL_INVALID_DEPEND);
+    cr_assert_eq(msgs[1].event, SCHED_MAIL_FAILED);
+    job->mail_sent |= GS_MAIL_INVALID_DEPEND; /* as sched_mail.c records it */
+    cr_assert_eq(sched_mail_due(jobs, job, SCHED_JOB_PENDING, msgs), 1, "mailed already");
+    cr_assert_eq(msgs[0].event, SCHED_MAIL_FAILED);
+    snprintf(plain->reason, sizeof(plain->reason), "scancel");
+    plain->state = SCHED_JOB_CANCELLED;
+    cr_assert_eq(sched_mail_due(jobs, plain, SCHED_JOB_PENDING, msgs), 0,
+                 "cancelled for another reason");
+}
+
 Test(mail, shares_of_the_time_limit_the_highest_reached_once)
 {
     struct sched_job *job = add(30, GS_MAIL_TIME_LIMIT_50 | GS_MAIL_TIME_LIMIT_90, "s");

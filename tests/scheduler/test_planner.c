@@ -363,3 +363,43 @@ Test(planner, licenses_a_job_waits_for_are_not_given_to_the_jobs_behind_it)
     cfg.nlicenses = 0;
     gs_config_release(&cfg);
 }
+
+/* A job whose dependency can never be met is handed back to be cancelled where the
+ * cluster says so (kill_invalid_depend) or it asked to be (--kill-on-invalid-dep=yes),
+ * and left waiting where it said no or neither is set. */
+Test(planner, jobs_whose_dependencies_can_never_be_met_are_given_up_as_asked)
+{
+    struct sched_job *failed = add(1, 1, 0, 60), *by_default = add(2, 1, 0, 60),
+                     *yes = add(3, 1, 0, 60), *no = add(4, 1, 0, 60), *waits = add(5, 1, 0, 60);
+    struct gs_config cfg = {0};
+    struct sched_planner_hooks hooks = {.cfg = &cfg};
+    size_t from = 0;
+
+    for (uint64_t id = 2; id <= 5; id++) {
+        struct gs_jobspec *sp = sched_jobs_find(jobs, id)->spec;
+
+        sp->deps = calloc(1, sizeof(*sp->deps));
+        cr_assert_not_null(sp->deps);
+        sp->ndeps = 1;
+        sp->deps[0] = (struct gs_dep){.type = GS_DEP_AFTEROK, .job_id = 1};
+    }
+    waits->spec->deps[0].type = GS_DEP_AFTERNOTOK; /* met once job 1 failed */
+    yes->spec->kill_invalid_dep = GS_KILL_INVALID_DEP_YES;
+    no->spec->kill_invalid_dep = GS_KILL_INVALID_DEP_NO;
+    cr_assert_eq(sched_planner_pass(jobs, &from, cluster, &hooks, 10000, &out), 0);
+    cr_assert_eq(out.ninvalid_dep, 0, "job 1 may still complete");
+    start_all(10000);
+    cr_assert(sched_job_task_ended(failed, 0, SCHED_TASK_EXITED, 1, 0, 11000));
+    cr_assert_eq(sched_planner_pass(jobs, &from, cluster, &hooks, 12000, &out), 0);
+    cr_assert_eq(out.ninvalid_dep, 1);
+    cr_assert_eq(out.invalid_dep[0], yes);
+    cr_assert_str_eq(by_default->reason, "DependencyNeverSatisfied");
+    cr_assert_str_eq(no->reason, "DependencyNeverSatisfied");
+    cr_assert_eq(verdict_of(5) != NULL && verdict_of(5)->start, true);
+    start_all(12000);
+    cfg.kill_invalid_depend = true;
+    cr_assert_eq(sched_planner_pass(jobs, &from, cluster, &hooks, 13000, &out), 0);
+    cr_assert_eq(out.ninvalid_dep, 2, "the cluster's setting, and the job's own yes");
+    cr_assert_eq(out.invalid_dep[0], by_default);
+    cr_assert_eq(out.invalid_dep[1], yes);
+}

@@ -1081,8 +1081,29 @@ Test(sbatch_dependency, after_with_delay)
 
     cr_assert_eq(d.n, 2);
     cr_assert_eq(d.terms[0].dep.type, GS_DEP_AFTER);
-    cr_assert_eq(d.terms[0].delay_min, 10);
-    cr_assert_eq(d.terms[1].delay_min, 0);
+    cr_assert_eq(d.terms[0].dep.delay_min, 10);
+    cr_assert_eq(d.terms[1].dep.delay_min, 0);
+    gs_sbatch_deps_release(&d);
+}
+
+Test(sbatch_dependency, array_tasks_and_aftercorr)
+{
+    struct gs_sbatch_deps d = deps_ok("afterok:12_3:12_*:14,aftercorr:20,aftercorr:21_*");
+
+    cr_assert_eq(d.n, 5);
+    cr_assert_eq(d.terms[0].dep.job_id, 12);
+    cr_assert_eq(d.terms[0].dep.target, GS_DEP_TASK);
+    cr_assert_eq(d.terms[0].dep.task_id, 3);
+    cr_assert_eq(d.terms[1].dep.target, GS_DEP_ARRAY);
+    cr_assert_eq(d.terms[2].dep.target, GS_DEP_JOB);
+    cr_assert_eq(d.terms[3].dep.type, GS_DEP_AFTERCORR);
+    cr_assert_eq(d.terms[3].dep.job_id, 20);
+    cr_assert_eq(d.terms[4].dep.target, GS_DEP_ARRAY);
+    gs_sbatch_deps_release(&d);
+    d = deps_ok("after:9_0+5");
+    cr_assert_eq(d.terms[0].dep.target, GS_DEP_TASK);
+    cr_assert_eq(d.terms[0].dep.task_id, 0);
+    cr_assert_eq(d.terms[0].dep.delay_min, 5);
     gs_sbatch_deps_release(&d);
 }
 
@@ -1093,13 +1114,18 @@ Test(sbatch_dependency, malformed)
     deps_fail("afterok:", "is not TYPE:JOBID");
     deps_fail("", "is not TYPE:JOBID");
     deps_fail("afterok:1,", "is not TYPE:JOBID");
-    deps_fail("aftercorr:1", "unknown dependency type 'aftercorr'");
+    deps_fail("afterkinda:1", "unknown dependency type 'afterkinda'");
     deps_fail("afterok:x", "'x' is not a job id");
     deps_fail("afterok:0", "'0' is not a job id");
     deps_fail("afterok:1::2", "'' is not a job id");
     deps_fail("afterok:5+3", "only allowed after 'after:'");
     deps_fail("after:5+", "expected minutes");
-    deps_fail("afterok:12_3", "array tasks");
+    deps_fail("afterok:12_x", "'12_x' is not a job id (JOBID, JOBID_TASK");
+    deps_fail("afterok:12_", "'12_' is not a job id");
+    deps_fail("afterok:12_4294967296", "is not a job id");
+    deps_fail("afterok:12_*5", "is not a job id");
+    deps_fail("aftercorr:12_3", "aftercorr pairs each task");
+    deps_fail("after:12_3+x", "expected minutes");
 }
 
 Test(sbatch_dependency, in_a_script)

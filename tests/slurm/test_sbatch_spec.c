@@ -854,6 +854,7 @@ Test(sbatch_spec, show_kv_in_fixed_order)
                           "array=0-12:4%2\n"
                           "array_size=4\n"
                           "dependency=afterok:4?after:5+10\n"
+                          "kill_on_invalid_dep=\n"
                           "hold=yes\n"
                           "nice=-5\n"
                           "requeue=yes\n"
