@@ -14,9 +14,9 @@
  * the job as gsched would submit it (key=value lines, or one JSON object with --json) and
  * asks the scheduler whether it would take it, without queueing anything.
  *
- * gsched adds --json, --socket PATH and --wait (-W: wait for the job's end and exit with its
- * status, as Slurm's --wait); they are taken out before the sbatch options are read. Usage
- * errors of those exit 2.
+ * gsched adds --json and --socket PATH; they and --wait (-W: wait for the job's end and
+ * exit with its status, as Slurm's --wait) are taken out before the sbatch options are
+ * read, which take #SBATCH --wait too. Usage errors of those exit 2.
  */
 #include "slurm/commands.h"
 
@@ -382,7 +382,7 @@ static int submit(const struct sbatch_args *a, const struct where *w, const stru
     if (print_submitted(reply->submit_reply, a, sb->parsable) < 0)
         goto out;
     status = 0;
-    if (!a->wait)
+    if (!a->wait && !sb->wait) /* the command line's, or #SBATCH --wait */
         goto out;
     /* An array's elements have consecutive ids from the first; --wait waits for all. */
     n = reply->submit_reply->array_size > 0 ? reply->submit_reply->array_size : 1;

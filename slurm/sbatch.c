@@ -801,24 +801,45 @@ static int set_export(struct ctx *c, const struct opt_def *d, const char *value,
     return 0;
 }
 
-/* --nice[=N]: N may be negative (gschedd allows that to root only); no value is 100. */
-static int set_nice(struct ctx *c, const struct opt_def *d, const char *value, struct gs_error *err)
+/* A signed whole number from -max to max ("+5" too) into *ret; 0 or -EINVAL. */
+static int whole_signed(const char *value, uint32_t max, int32_t *ret)
 {
     const char *p = value;
     bool negative = false;
     uint32_t n;
 
+    if (*p == '-' || *p == '+')
+        negative = *p++ == '-';
+    if (whole_u32(p, &n) < 0 || n > max || n > INT32_MAX)
+        return -EINVAL;
+    *ret = negative ? -(int32_t)n : (int32_t)n;
+    return 0;
+}
+
+/* --nice[=N]: N may be negative (gschedd allows that to root only); no value is 100. */
+static int set_nice(struct ctx *c, const struct opt_def *d, const char *value, struct gs_error *err)
+{
     (void)d;
     if (value == NULL) {
         c->sb->nice = GS_SBATCH_NICE_DEFAULT;
         return 0;
     }
-    if (*p == '-' || *p == '+')
-        negative = *p++ == '-';
-    if (whole_u32(p, &n) < 0 || n > GS_JOBSPEC_NICE_MAX)
+    if (whole_signed(value, GS_JOBSPEC_NICE_MAX, &c->sb->nice) < 0)
         return gs_error_set(err, -EINVAL, 0, 0, "'%s' is not an adjustment from %d to %d", value,
                             -GS_JOBSPEC_NICE_MAX, GS_JOBSPEC_NICE_MAX);
-    c->sb->nice = negative ? -(int32_t)n : (int32_t)n;
+    return 0;
+}
+
+/* --priority=N: a number (Slurm's TOP, over the user's other jobs, is not offered). */
+static int set_priority(struct ctx *c, const struct opt_def *d, const char *value,
+                        struct gs_error *err)
+{
+    (void)d;
+    if (strcasecmp(value, "TOP") == 0)
+        return gs_error_set(err, -EINVAL, 0, 0, "TOP is not supported: give a number");
+    if (whole_signed(value, GS_JOBSPEC_PRIORITY_MAX, &c->sb->priority) < 0)
+        return gs_error_set(err, -EINVAL, 0, 0, "'%s' is not a priority from %d to %d", value,
+                            -GS_JOBSPEC_PRIORITY_MAX, GS_JOBSPEC_PRIORITY_MAX);
     return 0;
 }
 
@@ -883,6 +904,8 @@ static const struct opt_def options[] = {
     OPT("ntasks", 'n', NTASKS, set_count, ntasks, 1000000, GROUP_NONE),
     OPT("ntasks-per-node", 0, NTASKS_PER_NODE, set_count, ntasks_per_node, GS_JOBSPEC_CPUS_MAX,
         GROUP_NONE),
+    OPT("ntasks-per-gpu", 0, NTASKS_PER_GPU, set_count, ntasks_per_gpu, GS_JOBSPEC_CPUS_MAX,
+        GROUP_NONE),
     OPT("cpus-per-task", 'c', CPUS_PER_TASK, set_count, cpus_per_task, GS_JOBSPEC_CPUS_MAX,
         GROUP_CPUS),
     OPT("cpus-per-gpu", 0, CPUS_PER_GPU, set_count, cpus_per_gpu, GS_JOBSPEC_CPUS_MAX, GROUP_CPUS),
@@ -918,6 +941,8 @@ static const struct opt_def options[] = {
     OPT("comment", 0, COMMENT, set_string, comment, 0, GROUP_NONE),
     FLAG("hold", 'H', HOLD, hold, 1),
     {"nice", 0, ARG_OPTIONAL, GS_SBATCH_OPT_NICE, set_nice, FIELD(nice), 0, GROUP_NONE, NULL},
+    OPT("priority", 0, PRIORITY, set_priority, priority, 0, GROUP_NONE),
+    FLAG("wait", 'W', WAIT, wait, 1),
     FLAG("test-only", 0, TEST_ONLY, test_only, 1),
     OPT("wrap", 0, WRAP, set_wrap, wrap, 0, GROUP_NONE),
     FLAG("parsable", 0, PARSABLE, parsable, 1),
@@ -936,11 +961,8 @@ static const struct opt_def options[] = {
     UNSUPPORTED("no-kill", 'k', ARG_OPTIONAL, NULL),
     UNSUPPORTED("ntasks-per-socket", 0, REQ, NULL),
     UNSUPPORTED("ntasks-per-core", 0, REQ, NULL),
-    UNSUPPORTED("ntasks-per-gpu", 0, REQ, NULL),
     UNSUPPORTED("overcommit", 'O', ARG_NONE, NULL),
     UNSUPPORTED("oversubscribe", 's', ARG_NONE, "GPUs are never shared"),
-    UNSUPPORTED("priority", 0, REQ, NULL),
-    UNSUPPORTED("wait", 'W', ARG_NONE, NULL),
     UNSUPPORTED("clusters", 'M', REQ, "gsched runs one cluster"),
     UNSUPPORTED("mem-bind", 0, REQ, NULL),
     UNSUPPORTED("tmp", 0, REQ, NULL),
@@ -1082,6 +1104,7 @@ bool gs_sbatch_opt_per_component(enum gs_sbatch_opt id)
     case GS_SBATCH_OPT_NODES:
     case GS_SBATCH_OPT_NTASKS:
     case GS_SBATCH_OPT_NTASKS_PER_NODE:
+    case GS_SBATCH_OPT_NTASKS_PER_GPU:
     case GS_SBATCH_OPT_CPUS_PER_TASK:
     case GS_SBATCH_OPT_CPUS_PER_GPU:
     case GS_SBATCH_OPT_GRES:
@@ -1730,6 +1753,8 @@ static int kv_resources(const struct gs_sbatch *sb, struct gs_buf *out, int rc)
         rc = kv(out, rc, "ntasks", "%u", sb->ntasks);
     if (is_set(sb, GS_SBATCH_OPT_NTASKS_PER_NODE))
         rc = kv(out, rc, "ntasks_per_node", "%u", sb->ntasks_per_node);
+    if (is_set(sb, GS_SBATCH_OPT_NTASKS_PER_GPU))
+        rc = kv(out, rc, "ntasks_per_gpu", "%u", sb->ntasks_per_gpu);
     if (is_set(sb, GS_SBATCH_OPT_CPUS_PER_TASK))
         rc = kv(out, rc, "cpus_per_task", "%u", sb->cpus_per_task);
     if (is_set(sb, GS_SBATCH_OPT_CPUS_PER_GPU))
@@ -1803,6 +1828,10 @@ static int kv_job(const struct gs_sbatch *sb, struct gs_buf *out, int rc)
         rc = kv(out, rc, "hold", "yes");
     if (is_set(sb, GS_SBATCH_OPT_NICE))
         rc = kv(out, rc, "nice", "%d", sb->nice);
+    if (is_set(sb, GS_SBATCH_OPT_PRIORITY))
+        rc = kv(out, rc, "priority", "%d", sb->priority);
+    if (is_set(sb, GS_SBATCH_OPT_WAIT))
+        rc = kv(out, rc, "wait", "yes");
     if (is_set(sb, GS_SBATCH_OPT_BEGIN))
         rc = kv(out, rc, "begin_ms", "%llu", (unsigned long long)sb->begin_ms);
     if (is_set(sb, GS_SBATCH_OPT_DEADLINE))

@@ -109,6 +109,9 @@ enum gs_sbatch_opt {
     GS_SBATCH_OPT_MAIL_TYPE,
     GS_SBATCH_OPT_MAIL_USER,
     GS_SBATCH_OPT_KILL_ON_INVALID_DEP,
+    GS_SBATCH_OPT_NTASKS_PER_GPU,
+    GS_SBATCH_OPT_PRIORITY,
+    GS_SBATCH_OPT_WAIT,
     GS_SBATCH_OPT_COUNT,
 };
 
@@ -175,6 +178,7 @@ struct gs_sbatch {
 
     uint32_t nodes_min, nodes_max; /* -N N gives min = max = N */
     uint32_t ntasks, ntasks_per_node, cpus_per_task, cpus_per_gpu;
+    uint32_t ntasks_per_gpu;    /* --ntasks-per-gpu: tasks per GPU, bound to it (single:N) */
     struct gs_sbatch_gpus gres; /* --gres gpu entry (per node); count 0 if none was named */
     bool gres_other;            /* --gres named resources other than gpu (ignored) */
     struct gs_sbatch_gpus gpus, gpus_per_node, gpus_per_task;
@@ -201,6 +205,8 @@ struct gs_sbatch {
     struct gs_sbatch_export export_env;
     bool hold, test_only;
     int32_t nice;         /* --nice[=N]: N, or GS_SBATCH_NICE_DEFAULT without a value */
+    int32_t priority;     /* --priority=N (root's: gschedd refuses others) */
+    bool wait;            /* -W/--wait in the script: sbatch waits for the job's end */
     uint64_t begin_ms;    /* --begin: not to start before this wall-clock time (ms) */
     uint64_t deadline_ms; /* --deadline: to be removed once it could not end by then (ms) */
     bool parsable;        /* print only the job id (for JOBID=$(sbatch --parsable ...)) */

@@ -73,6 +73,9 @@ static const char *const opt_names[GS_SBATCH_OPT_COUNT] = {
     [GS_SBATCH_OPT_MAIL_TYPE] = "--mail-type",
     [GS_SBATCH_OPT_MAIL_USER] = "--mail-user",
     [GS_SBATCH_OPT_KILL_ON_INVALID_DEP] = "--kill-on-invalid-dep",
+    [GS_SBATCH_OPT_NTASKS_PER_GPU] = "--ntasks-per-gpu",
+    [GS_SBATCH_OPT_PRIORITY] = "--priority",
+    [GS_SBATCH_OPT_WAIT] = "--wait",
 };
 
 /*
@@ -346,6 +349,48 @@ static void map_gpus(struct conv *c)
         c->spec->constraint = dup_or_fail(c, type);
 }
 
+/*
+ * --ntasks-per-gpu=K, as Slurm reads it: K tasks for each GPU. With GPUs asked for, each
+ * node runs K per GPU it gets (--ntasks, if given too, at most that many in all); with
+ * --ntasks alone the GPUs follow from it, ntasks / K of them spread over the nodes (-N's;
+ * one without). Not with --ntasks-per-node or --gpus-per-task. Each task is bound to its
+ * GPU by map_env (single:K).
+ */
+static void map_tasks_per_gpu(struct conv *c)
+{
+    const struct gs_sbatch *sb = c->sb;
+    struct gs_jobspec *s = c->spec;
+    enum gs_sbatch_opt id = GS_SBATCH_OPT_NTASKS_PER_GPU;
+    uint64_t per_node;
+
+    if (!is_set(sb, id))
+        return;
+    if (is_set(sb, GS_SBATCH_OPT_NTASKS_PER_NODE) || is_set(sb, GS_SBATCH_OPT_GPUS_PER_TASK)) {
+        fail(c, id, "cannot be used with %s",
+             is_set(sb, GS_SBATCH_OPT_NTASKS_PER_NODE) ? "--ntasks-per-node" : "--gpus-per-task");
+        return;
+    }
+    if (s->gpus_per_node == 0 && !is_set(sb, GS_SBATCH_OPT_NTASKS)) {
+        fail(c, id, "needs GPUs (--gpus, --gpus-per-node, --gres=gpu:N) or --ntasks");
+        return;
+    }
+    if (s->gpus_per_node == 0)
+        s->gpus_per_node = div_up(div_up(sb->ntasks, sb->ntasks_per_gpu), s->nodes);
+    per_node = (uint64_t)sb->ntasks_per_gpu * s->gpus_per_node;
+    if (s->gpus_per_node > GS_JOBSPEC_GPUS_MAX || per_node > GS_JOBSPEC_CPUS_MAX) {
+        fail(c, id, "%u tasks on each of %u GPUs per node is more than gsched allows",
+             sb->ntasks_per_gpu, s->gpus_per_node);
+        return;
+    }
+    s->tasks_per_node = (uint32_t)per_node;
+    s->ntasks = 0;
+    if (is_set(sb, GS_SBATCH_OPT_NTASKS) && sb->ntasks > s->nodes * per_node)
+        fail(c, GS_SBATCH_OPT_NTASKS, "%u tasks do not fit %u nodes of %u GPUs at %u per GPU",
+             sb->ntasks, s->nodes, s->gpus_per_node, sb->ntasks_per_gpu);
+    else if (is_set(sb, GS_SBATCH_OPT_NTASKS) && sb->ntasks != s->nodes * per_node)
+        s->ntasks = sb->ntasks;
+}
+
 /* ---- CPUs and memory ---- */
 
 static void map_cpus(struct conv *c)
@@ -403,6 +448,7 @@ static void map_shape(struct conv *c)
 {
     map_tasks(c);
     map_gpus(c);
+    map_tasks_per_gpu(c);
     map_cpus(c);
     map_mem(c);
     if (is_set(c->sb, GS_SBATCH_OPT_CONSTRAINT))
@@ -628,23 +674,35 @@ static void env_push(struct conv *c, char **v, size_t *n, const char *var)
         (*n)++;
 }
 
-/* --gpu-bind, checked here, reaches the job's srun steps as Slurm's does: SLURM_GPU_BIND
- * in the batch environment, which srun reads when it is not given one itself. */
+/*
+ * --gpu-bind, checked here, reaches the job's srun steps as Slurm's does: SLURM_GPU_BIND
+ * in the batch environment, which srun reads when it is not given one itself. Without
+ * it --ntasks-per-gpu=K binds as Slurm's does, single:K; SLURM_NTASKS_PER_GPU says K.
+ */
 static void gpu_bind(struct conv *c, char **v, size_t *n)
 {
     struct gs_gpu_bind b;
     struct gs_buf var = GS_BUF_INIT;
     char why[256];
+    int rc = 0;
 
-    if (!is_set(c->sb, GS_SBATCH_OPT_GPU_BIND) || c->sb->gpu_bind == NULL)
-        return;
-    if (gs_gpu_bind_parse(c->sb->gpu_bind, &b, why, sizeof(why)) < 0) {
-        fail(c, GS_SBATCH_OPT_GPU_BIND, "%s", why + strlen("--gpu-bind: "));
-        return;
+    if (is_set(c->sb, GS_SBATCH_OPT_NTASKS_PER_GPU)) {
+        rc = gs_buf_printf(&var, "SLURM_NTASKS_PER_GPU=%u", c->sb->ntasks_per_gpu);
+        if (rc == 0)
+            env_push(c, v, n, var.data);
+        gs_buf_reset(&var);
     }
-    if (gs_buf_printf(&var, "SLURM_GPU_BIND=%s", c->sb->gpu_bind) < 0)
+    if (rc == 0 && is_set(c->sb, GS_SBATCH_OPT_GPU_BIND) && c->sb->gpu_bind != NULL) {
+        if (gs_gpu_bind_parse(c->sb->gpu_bind, &b, why, sizeof(why)) < 0)
+            fail(c, GS_SBATCH_OPT_GPU_BIND, "%s", why + strlen("--gpu-bind: "));
+        else
+            rc = gs_buf_printf(&var, "SLURM_GPU_BIND=%s", c->sb->gpu_bind);
+    } else if (rc == 0 && is_set(c->sb, GS_SBATCH_OPT_NTASKS_PER_GPU)) {
+        rc = gs_buf_printf(&var, "SLURM_GPU_BIND=single:%u", c->sb->ntasks_per_gpu);
+    }
+    if (rc < 0)
         c->rc = -ENOMEM;
-    else
+    else if (var.len > 0)
         env_push(c, v, n, var.data);
     gs_buf_release(&var);
 }
@@ -659,7 +717,7 @@ static void map_env(struct conv *c)
 
     for (size_t i = 0; all && envp != NULL && envp[i] != NULL; i++)
         total++;
-    total++; /* SLURM_GPU_BIND */
+    total += 2; /* SLURM_GPU_BIND, SLURM_NTASKS_PER_GPU */
     v = calloc(total + 1, sizeof(*v));
     if (v == NULL) {
         c->rc = -ENOMEM;
@@ -751,6 +809,8 @@ static void map_simple(struct conv *c)
     s->hold = is_set(sb, GS_SBATCH_OPT_HOLD) && sb->hold;
     if (is_set(sb, GS_SBATCH_OPT_NICE))
         s->nice = sb->nice;
+    if (is_set(sb, GS_SBATCH_OPT_PRIORITY))
+        s->priority = sb->priority;
     if (is_set(sb, GS_SBATCH_OPT_BEGIN))
         s->begin_ms = sb->begin_ms;
     if (is_set(sb, GS_SBATCH_OPT_DEADLINE))

@@ -6,7 +6,8 @@
 # first two tasks of each socket share its first GPU); sbatch's own --gpu-bind reaching the
 # steps through SLURM_GPU_BIND; an id the step does not have refused with the reason before
 # anything runs, and a typo refused by srun itself. verbose: each task's stderr starts with
-# Slurm's report of its binding.
+# Slurm's report of its binding. sbatch --ntasks-per-gpu=2 on 4 GPUs: 8 tasks, two on each
+# GPU (single:2), from a script whose #SBATCH -W makes sbatch wait and exit as the job did.
 name="integration_gpu_bind"
 . "$(dirname "$0")/lib.sh"
 start_cluster --workers 1 --topology "$src/tests/topologies/pcie-8gpu.xml"
@@ -75,6 +76,29 @@ for half in "F 0-3 0,1,2,3" "F0 4-7 4,5,6,7"; do
   n=$(grep -Ec "^[$ranks]: gpu-bind: usable_gres=0x$mask; bit_alloc=0xFF; local_inx=[$ranks]; global_list=$list; local_list=$list\$" "$work/verbose.err")
   [ "$n" = 4 ] || fail "--gpu-bind=verbose reported $n of tasks $ranks: $(cat "$work/verbose.err")"
 done
+
+cat > "$work/pergpu.sh" << 'EOF'
+#!/bin/bash
+#SBATCH -N1 --gpus-per-node=4 --ntasks-per-gpu=2 -W --priority=10 -o pergpu-%j.out
+echo "ntasks=$SLURM_NTASKS per_gpu=$SLURM_NTASKS_PER_GPU bind=$SLURM_GPU_BIND"
+srun -l sh -c 'echo "$CUDA_VISIBLE_DEVICES"' | sort -n
+exit 3
+EOF
+out=$(cd "$work" && "$bin/gsched" sbatch --parsable pergpu.sh 2>/dev/null)
+rc=$?
+j=${out%%;*}
+[ "$rc" = 3 ] || fail "#SBATCH -W: sbatch exited $rc, not the job's 3: $out"
+expect "$j" 'j["state"] == "FAILED" and j["spec"]["priority"] == 10'
+want='ntasks=8 per_gpu=2 bind=single:2
+0: 0
+1: 0
+2: 1
+3: 1
+4: 2
+5: 2
+6: 3
+7: 3'
+[ "$(cat "$work/pergpu-$j.out")" = "$want" ] || fail "--ntasks-per-gpu=2: $(cat "$work/pergpu-$j.out")"
 stop_cluster
 check_logs
 echo "$name: passed"

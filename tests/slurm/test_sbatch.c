@@ -920,6 +920,15 @@ Test(sbatch_options, known_slurm_options_gsched_lacks_are_errors)
                  "run.sh:2: --mail-user=-x: a mail address does not start with '-'");
     expect_error(SHEBANG "#SBATCH -s\n", "run.sh:2: -s: a Slurm option gsched does not support: "
                                          "GPUs are never shared");
+    expect_error(SHEBANG "#SBATCH --priority=TOP\n",
+                 "run.sh:2: --priority=TOP: TOP is not supported: give a number");
+    expect_error(
+        SHEBANG "#SBATCH --priority=2000000\n",
+        "run.sh:2: --priority=2000000: '2000000' is not a priority from -1000000 to 1000000");
+    expect_error(SHEBANG "#SBATCH --ntasks-per-gpu=0\n",
+                 "run.sh:2: --ntasks-per-gpu=0: '0' is not a count");
+    expect_error(SHEBANG "#SBATCH --kill-on-invalid-dep=maybe\n",
+                 "run.sh:2: --kill-on-invalid-dep=maybe: must be yes or no");
 }
 
 /* ---- --array ---- */

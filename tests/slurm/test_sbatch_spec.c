@@ -578,6 +578,64 @@ Test(sbatch_spec, gpu_bind_goes_to_the_steps)
         "%s", errors.data);
 }
 
+/* --ntasks-per-gpu: K tasks per GPU, bound single:K unless --gpu-bind says otherwise. */
+Test(sbatch_spec, ntasks_per_gpu_from_the_gpus_or_the_tasks)
+{
+    struct gs_jobspec *s = spec_of(SHEBANG "#SBATCH -N 2 --gpus-per-node=4 --ntasks-per-gpu=2\n");
+
+    cr_assert_eq(s->nodes, 2);
+    cr_assert_eq(s->gpus_per_node, 4);
+    cr_assert_eq(s->tasks_per_node, 8);
+    cr_assert_eq(s->ntasks, 0, "even: 2 x 8");
+    cr_assert(has_env(s, "SLURM_GPU_BIND=single:2"));
+    cr_assert(has_env(s, "SLURM_NTASKS_PER_GPU=2"));
+    gs_jobspec_free(s);
+    s = spec_of(SHEBANG "#SBATCH -n 6 --ntasks-per-gpu=1\n");
+    cr_assert_eq(s->nodes, 1);
+    cr_assert_eq(s->gpus_per_node, 6, "the GPUs follow from the tasks");
+    cr_assert_eq(s->tasks_per_node, 6);
+    gs_jobspec_free(s);
+    s = spec_of(SHEBANG "#SBATCH -N 2 -n 7 --ntasks-per-gpu=2 --gpu-bind=closest\n");
+    cr_assert_eq(s->gpus_per_node, 2, "4 GPUs for 7 tasks, over 2 nodes");
+    cr_assert_eq(s->tasks_per_node, 4);
+    cr_assert_eq(s->ntasks, 7);
+    cr_assert(has_env(s, "SLURM_GPU_BIND=closest"), "the job's own --gpu-bind wins");
+    cr_assert_not(has_env(s, "SLURM_GPU_BIND=single:2"));
+    gs_jobspec_free(s);
+    s = spec_of(SHEBANG "#SBATCH -G 8 -N 2 -n 5 --ntasks-per-gpu=1\n");
+    cr_assert_eq(s->gpus_per_node, 4);
+    cr_assert_eq(s->tasks_per_node, 4);
+    cr_assert_eq(s->ntasks, 5);
+    gs_jobspec_free(s);
+}
+
+Test(sbatch_spec, ntasks_per_gpu_refusals_name_the_option)
+{
+    assert_has(fail_of(SHEBANG "#SBATCH --ntasks-per-gpu=2\n"), "--ntasks-per-gpu: needs GPUs");
+    assert_has(
+        fail_of(SHEBANG "#SBATCH --gpus-per-node=2 --ntasks-per-node=2 --ntasks-per-gpu=1\n"),
+        "cannot be used with --ntasks-per-node");
+    assert_has(fail_of(SHEBANG "#SBATCH --gpus-per-task=1 -n 2 --ntasks-per-gpu=1\n"),
+               "cannot be used with --gpus-per-task");
+    assert_has(fail_of(SHEBANG "#SBATCH --gpus-per-node=2 -n 5 --ntasks-per-gpu=2\n"),
+               "5 tasks do not fit 1 nodes of 2 GPUs at 2 per GPU");
+    assert_has(fail_of(SHEBANG "#SBATCH --gpus-per-node=64 --ntasks-per-gpu=100\n"),
+               "more than gsched allows");
+}
+
+Test(sbatch_spec, priority_and_wait)
+{
+    struct gs_jobspec *s = spec_of(SHEBANG "#SBATCH --priority=500 -W\n");
+
+    cr_assert_eq(s->priority, 500);
+    cr_assert(last_sb->wait, "#SBATCH -W: sbatch waits");
+    gs_jobspec_free(s);
+    s = spec_cli(SHEBANG "#SBATCH --priority=500\n", ARGC("--priority=-7"), ARGV("--priority=-7"));
+    cr_assert_eq(s->priority, -7);
+    cr_assert_not(last_sb->wait);
+    gs_jobspec_free(s);
+}
+
 /* ---- arrays and dependencies ---- */
 
 Test(sbatch_spec, array)
