@@ -314,7 +314,13 @@ static void report_unknown(struct gs_schema_ctx *c, const struct gs_toml_value *
     suggest(c, key, section, hint, sizeof(hint));
     if (section[0] != '\0')
         snprintf(where, sizeof(where), " in %s", section);
-    if (hint[0] != '\0')
+    /* The same name at the top: say where it goes, not just its name again. */
+    if (hint[0] != '\0' && section[0] != '\0' && strchr(hint, '.') == NULL)
+        gs_schema_report(c, gs_toml_key_line(table, i), gs_toml_key_col(table, i),
+                         "unknown key '%s'%s (did you mean the top-level '%s', before any "
+                         "[table]?)",
+                         key, where, hint);
+    else if (hint[0] != '\0')
         gs_schema_report(c, gs_toml_key_line(table, i), gs_toml_key_col(table, i),
                          "unknown key '%s'%s (did you mean '%s'?)", key, where, hint);
     else

@@ -13,8 +13,8 @@
  *     scontrol requeue|requeuehold IDS   end running jobs and queue them again (held)
  *     scontrol update NodeName=LIST State=DRAIN Reason=TEXT | State=RESUME
  *                                        take nodes out of service and back (root)
- *     scontrol update JobId=ID Priority=|Nice=|TimeLimit=|Partition=|Dependency=
- *                                        change a pending job, or a running
+ *     scontrol update JobId=ID Priority=|Nice=|TimeLimit=|Partition=|QOS=|Dependency=|
+ *                     Licenses=          change a pending job, or a running
  *                                        job's TimeLimit (scontrol_update.c)
  *     scontrol show reservation [NAME]   Slurm's record per advance reservation ("res" too)
  *     scontrol show licenses [NAME]      per [[license]]: its total, what running jobs hold
@@ -23,6 +23,7 @@
  *                                        Nodes= Users=|Accounts= [ReservationName=] [Flags=]
  *     scontrol update ReservationName=NAME KEY=VALUE...   (root; scontrol_update.c)
  *     scontrol delete ReservationName=NAME | delete reservation NAME   (root)
+ *     scontrol write batch_script ID [FILE|-]   a batch job's script (scontrol_write.c)
  *
  * `-o`/`--oneliner` before the command puts each record on one line, as Slurm's; --socket
  * PATH is gsched's. The hostnames expansion needs no daemon: the way multi-node torchrun
@@ -51,6 +52,7 @@
 #include "common/jobspec_mail.h"
 #include "slurm/scontrol_resv.h"
 #include "slurm/scontrol_update.h"
+#include "slurm/scontrol_write.h"
 #include "slurm/slurm_cmd.h"
 #include "slurm/slurm_fmt.h"
 #include "slurm/slurm_het.h"
@@ -795,8 +797,9 @@ static void usage(FILE *f)
           "  show hostnames [LIST] | show job [ID] | show partition [NAME] | show node [NAME]\n"
           "  hold IDS | release IDS | requeue IDS | requeuehold IDS\n"
           "  update NodeName=LIST State=DRAIN Reason=TEXT | update NodeName=LIST State=RESUME\n"
-          "  update JobId=ID [Priority=N] [Nice=N] [TimeLimit=TIME] [Partition=NAME] "
-          "[Dependency=LIST]\n"
+          "  update JobId=ID [Priority=N] [Nice=N] [TimeLimit=TIME] [Partition=NAME] [QOS=NAME]\n"
+          "                  [Dependency=LIST] [Licenses=LIST]\n"
+          "  write batch_script ID [FILE|-]\n"
           "  show reservation [NAME] | show licenses [NAME]\n"
           "  create reservation [ReservationName=NAME] StartTime=TIME EndTime=TIME|Duration=TIME\n"
           "                     Nodes=LIST Users=a,b|Accounts=x,y [TRES=gres/gpu=N]\n"
@@ -868,5 +871,7 @@ int cli_cmd_scontrol(int argc, char **argv)
         return create_reservation(&sc, argc - 1, argv + 1);
     if (is(argv[0], "delete", NULL))
         return delete_reservation(&sc, argc - 1, argv + 1);
+    if (is(argv[0], "write", NULL))
+        return scontrol_write(sc.socket_opt, argc - 1, argv + 1);
     return slurm_error(CMD, "invalid keyword: %s", argv[0]);
 }

@@ -212,7 +212,8 @@ Test(jobspec, nice_is_read_and_checked)
                 "job.toml:1:8: nice must be an integer");
     gs_buf_reset(&errors);
     parse_fails("[run]\ncommand = [\"x\"]\nnice = 3\n",
-                "job.toml:3:1: unknown key 'nice' in run (did you mean 'nice'?)");
+                "job.toml:3:1: unknown key 'nice' in run (did you mean the top-level 'nice', "
+                "before any [table]?)");
 }
 
 Test(jobspec, account_qos_partition_reservation_and_comment_are_read)
@@ -259,8 +260,8 @@ Test(jobspec, rejects_bad_names_at_their_place)
                        errors.data);
     gs_buf_reset(&errors);
     parse_fails("[resources]\nreservation = \"r\"\n[run]\ncommand = [\"x\"]\n",
-                "job.toml:2:1: unknown key 'reservation' in resources (did you mean "
-                "'reservation'?)");
+                "job.toml:2:1: unknown key 'reservation' in resources (did you mean the "
+                "top-level 'reservation', before any [table]?)");
 }
 
 Test(jobspec, check_refuses_a_reservation_that_is_not_one_name)

@@ -10,7 +10,8 @@
 # a negative nice, raise its time limit or touch another's job. A running job's time limit
 # changes (only that): root raises one past its old end and the job runs on, then lowers it
 # below what the job has run and it ends at once, TIMEOUT; a user may lower their running
-# job's limit, not raise it.
+# job's limit, not raise it. scontrol write batch_script writes a job's script as submitted
+# to stdout or a file (0600), for its owner and root only; a job running a command has none.
 name="integration_update"
 . "$(dirname "$0")/lib.sh"
 
@@ -83,8 +84,34 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && id nobody >/dev/null 2
   case $out in *"permission denied"*) ;; *) fail "root's job: $out" ;; esac
   out=$(update JobId="$n" TimeLimit=1:00:00) || fail "root raising nobody's limit: $out"
   expect "$n" 'j["spec"]["resources"]["time_limit_s"] == 3600' "root's raise"
+  # scontrol write batch_script: the owner's own (the file 0600), root's any, not another's
+  out=$(as_nobody scontrol write batch_script "$n") || fail "nobody's write batch_script: $out"
+  [ "$out" = "batch script for job $n written to slurm-$n.sh" ] || fail "write: $out"
+  [ "$(stat -c %a "slurm-$n.sh")" = 600 ] || fail "the script's mode: $(stat -c %a "slurm-$n.sh")"
+  grep -qx "true" "slurm-$n.sh" || fail "the script written: $(cat "slurm-$n.sh")"
+  out=$(as_nobody scontrol write batch_script "$a" -) && fail "nobody read root's script: $out"
+  case $out in *"Unable to retrieve batch script for job $a: Access/permission denied"*) ;;
+    *) fail "root's script: $out" ;; esac
+  "$bin/gsched" scontrol write batch_script "$n" - | grep -qx "true" || fail "root reading nobody's script"
   cd "$work" || exit 1
 fi
+
+# --- scontrol write batch_script: the script as submitted --------------------------------------
+printf '#!/bin/bash\n#SBATCH -J kept --hold\necho "$1"\n' > "$work/kept.sh"
+k=$(sbatch "$work/kept.sh" arg) || exit 1
+out=$("$bin/gsched" scontrol write batch_script "$k" -) || fail "write batch_script $k -: $out"
+[ "$out" = "$(cat "$work/kept.sh")" ] || fail "the script written to stdout: $out"
+out=$("$bin/gsched" scontrol write batch_script "$k" "$work/copy.sh") || fail "write to a file: $out"
+cmp -s "$work/kept.sh" "$work/copy.sh" || fail "the file written: $(cat "$work/copy.sh")"
+out=$("$bin/gsched" scontrol write batch_script 99999 2>&1) && fail "job 99999: $out"
+case $out in *"Invalid job id specified: 99999"*) ;; *) fail "job 99999: $out" ;; esac
+job_file cmd.toml 'hold = true
+[run]
+command = ["true"]'
+c=$(submit "$work/cmd.toml")
+out=$("$bin/gsched" scontrol write batch_script "$c" 2>&1) && fail "a command job's script: $out"
+case $out in *"job $c has no batch script"*) ;; *) fail "a command job: $out" ;; esac
+"$bin/gsched" scancel "$k" "$c" || fail "scancel $k $c"
 
 # --- sbatch --begin: not before its time ------------------------------------------------------
 late=$(sbatch --begin=now+3 --wrap=true) || exit 1
