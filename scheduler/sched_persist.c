@@ -738,8 +738,6 @@ static int load_job(const struct sched_job_row *row, void *data)
     /* What happened before the restart was mailed about then, if at all. */
     job->mail_seen = job->state;
     (void)sched_mail_time_share(job, gs_clock_wall_ms(), &job->mail_sent);
-    if (sched_mail_invalid_depend(job))
-        job->mail_sent |= GS_MAIL_INVALID_DEPEND;
     if (sched_keys_restore(s, job, row->submit_key) < 0)
         return -ENOMEM;
     if (row->usage != NULL && sched_usage_from_packed(&job->usage, row->usage, row->usage_len) < 0)
@@ -860,6 +858,25 @@ static int load_event(uint64_t at_ms, uint64_t job_id, const char *node, const c
  * pin (a pending job's dependency, an array with an unfinished element: loaded whole). The
  * others stay in the store alone, read back when asked for.
  */
+/*
+ * A pending job whose dependencies could already never be met was mailed about that
+ * (INVALID_DEPEND) before the restart; the reason it was noticed by is the planning pass's,
+ * not stored, so it is judged here, once every job it may depend on is loaded.
+ */
+static void invalid_depend_seen(struct sched_ctx *s)
+{
+    size_t n = sched_jobs_count(s->jobs);
+
+    for (size_t i = 0; i < n; i++) {
+        struct sched_job *job = sched_jobs_at(s->jobs, i);
+
+        if (job->state == SCHED_JOB_PENDING &&
+            (job->spec->mail_types & GS_MAIL_INVALID_DEPEND) != 0 &&
+            sched_job_deps(s->jobs, job, NULL) == SCHED_DEP_NEVER)
+            job->mail_sent |= GS_MAIL_INVALID_DEPEND;
+    }
+}
+
 static int load_jobs(struct sched_ctx *s, struct sched_store *store)
 {
     uint64_t age = s->cfg->min_job_age_ms, now = gs_clock_wall_ms();
@@ -868,8 +885,12 @@ static int load_jobs(struct sched_ctx *s, struct sched_store *store)
     size_t live, n;
     int rc;
 
-    if (age == 0)
-        return sched_store_load_jobs(store, load_job, s);
+    if (age == 0) {
+        rc = sched_store_load_jobs(store, load_job, s);
+        if (rc == 0)
+            invalid_depend_seen(s);
+        return rc;
+    }
     rc = sched_store_load_live_jobs(store, now > keep ? now - keep : 0, load_job, s);
     live = sched_jobs_count(s->jobs);
     /* Twice: a pinned first element, once loaded, says how many elements its array has. */
@@ -884,6 +905,8 @@ static int load_jobs(struct sched_ctx *s, struct sched_store *store)
         }
     }
     sched_purge_pins_release(&pins);
+    if (rc == 0)
+        invalid_depend_seen(s);
     n = sched_jobs_count(s->jobs);
     /* Ids go 1, 2, ... with no gaps: fewer in memory means some are in the store alone. */
     s->jobs_in_store_only = s->next_job_id > n + 1;

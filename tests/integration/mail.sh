@@ -2,9 +2,10 @@
 # mail.sh BIN_DIR SRC_DIR: the mail gschedd sends about jobs (sbatch --mail-type,
 # --mail-user, a job file's [mail]) through scheduler.mail_prog, here a script that logs
 # its arguments and SLURM_JOB_* variables. BEGIN and END of a job; FAIL only for a job that
-# fails; a dependency that can never be met; nothing for a job that asks for none; an array
-# mailed about once as a whole; a requeue; 50 % of a time limit and the limit itself. Bad types and addresses are refused
-# at submit, naming the option or the job file's field.
+# fails; a dependency that can never be met, once, also across a gschedd restart, and a
+# job cancelled for it (--kill-on-invalid-dep); nothing for a job that asks for none; an
+# array mailed about once as a whole; a requeue; 50 % of a time limit and the limit itself.
+# Bad types and addresses are refused at submit, naming the option or the job file's field.
 name="integration_mail"
 . "$(dirname "$0")/lib.sh"
 
@@ -50,8 +51,8 @@ grep -qx -- "-s|Slurm Job_id=$b Name=bad Failed, Run time 00:00:0[0-9], FAILED, 
   fail "FAIL mail: $(cat "$mails")"
 h=$(sbatch_id --mail-type=INVALID_DEPEND -d "afterok:$b" -J after --wrap=true)
 wait_for "job $h's INVALID_DEPEND mail" 10 grep -q "Slurm Job_id=$h Name=after Failed, Invalid dependency|$me|Invalid_depend|$h|PENDING" "$mails"
-"$bin/gsched" cancel "$h" > /dev/null || fail "cancel $h"
-[ "$(mailed "Job_id=$h ")" = 1 ] || fail "INVALID_DEPEND mailed more than once: $(cat "$mails")"
+k=$(sbatch_id --mail-type=INVALID_DEPEND --kill-on-invalid-dep=yes -d "afterok:$b" -J killed --wrap=true)
+wait_for "job $k's INVALID_DEPEND mail" 10 grep -q "Slurm Job_id=$k Name=killed Failed, Invalid dependency|$me|Invalid_depend|$k|CANCELLED" "$mails"
 
 # --- an array: one mail when its last element ends ------------------------------------------
 e=$(sbatch_id --mail-type=END --array=1-3 -J arr --wrap=true)
@@ -68,6 +69,10 @@ wait_start "$f"
 wait_for "job $f's REQUEUE mail" 15 grep -q "Slurm Job_id=$f Name=again Requeued, Run time " "$mails"
 gate requeue
 wait_end "$f" 30 || fail "requeued job $f failed"
+
+# --- a restart: what was mailed before is not mailed again --------------------------------------
+restart_sched 1
+wait_for "job $h to wait on its dependency again" 10 is "$h" 'j["reason"] == "DependencyNeverSatisfied"'
 
 # --- half the time limit, then the limit (a job file's [mail]) -------------------------------
 job_file limit.toml '[resources]
@@ -87,6 +92,10 @@ grep -q -- "Slurm Job_id=$g Name=limit Reached time limit, Run time 00:00:[1-2][
   fail "time limit mail: $(cat "$mails")"
 [ "$(mailed "Job_id=$c ")" = 0 ] && [ "$(mailed "Job_id=$d ")" = 0 ] ||
   fail "mail for a job that succeeded with FAIL only, or asked for none: $(cat "$mails")"
+# the ticks that mailed the 50 % saw job $h waiting too
+"$bin/gsched" cancel "$h" > /dev/null || fail "cancel $h"
+[ "$(mailed "Job_id=$h ")" = 1 ] || fail "INVALID_DEPEND mailed more than once: $(cat "$mails")"
+[ "$(mailed "Job_id=$k ")" = 1 ] || fail "the killed job mailed other than once: $(cat "$mails")"
 
 # --- refused at submit ------------------------------------------------------------------------
 before=$(queue_count)
