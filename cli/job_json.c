@@ -355,8 +355,14 @@ void cli_json_job_info(struct gs_json *j, const Gs__JobInfo *job)
     gs_json_kv_string(j, "partition", job->partition);
     gs_json_kv_string(j, "account", job->account);
     gs_json_kv_string(j, "qos", job->qos);
-    /* JobInfo has no reservation of its own: the spec's, in ShowReply; null where absent. */
-    gs_json_kv_string(j, "reservation", job->spec != NULL ? job->spec->reservation : NULL);
+    /* The reservation: JobInfo's (1.22), else the spec's; null where neither says. */
+    gs_json_kv_string(j, "reservation",
+                      job->reservation != NULL && job->reservation[0] != '\0' ? job->reservation
+                      : job->spec != NULL ? job->spec->reservation
+                                          : NULL);
+    gs_json_kv_string(j, "comment", job->comment);
+    gs_json_kv_string(j, "command", job->command);
+    gs_json_kv_int(j, "nice", job->nice);
     json_licenses(j, job->spec);
     gs_json_kv_uint(j, "array_job_id", job->array_job_id);
     gs_json_kv_uint(j, "array_task_id", job->array_task_id);

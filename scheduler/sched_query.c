@@ -35,7 +35,7 @@ struct info {
     struct sched_alloc_msg alloc;
     struct gs_proto_jobspec_view view;
     bool has_view;
-    struct gs_buf stdout_path, stderr_path, licenses, deps;
+    struct gs_buf stdout_path, stderr_path, licenses, deps, command;
     struct sched_usage_msg usage;
     Gs__PriorityFactors factors;
     Gs__StepInfo *steps; /* QueueRequest.with_steps: strings borrowed from the job */
@@ -256,6 +256,16 @@ static int info_fill(struct sched_ctx *s, const struct sched_job *job, struct in
         gs_license_list_format(sp->licenses, sp->nlicenses, &in->licenses);
         in->info.licenses = in->licenses.data != NULL ? in->licenses.data : "";
     }
+    in->info.comment = sp->comment != NULL ? sp->comment : "";
+    in->info.nice = sp->nice;
+    in->info.reservation = sp->reservation != NULL ? sp->reservation : "";
+    if (sp->source != NULL && sp->source[0] != '\0') {
+        in->info.command = sp->source;
+    } else {
+        for (size_t i = 0; i < sp->argc; i++)
+            gs_buf_printf(&in->command, "%s%s", i > 0 ? " " : "", sp->argv[i]);
+        in->info.command = in->command.data != NULL ? in->command.data : "";
+    }
     if (job->state == SCHED_JOB_PENDING && (sp->ndeps > 0 || sp->singleton)) {
         rc = sched_job_deps_text(s->jobs, job, &in->deps);
         in->info.dependency = in->deps.data != NULL ? in->deps.data : "";
@@ -284,6 +294,8 @@ static int info_fill(struct sched_ctx *s, const struct sched_job *job, struct in
     }
     if (rc == 0)
         rc = gs_buf_error(&in->licenses);
+    if (rc == 0)
+        rc = gs_buf_error(&in->command);
     if (rc == 0 && with_spec) {
         rc = gs_proto_jobspec_view_init(&in->view, sp);
         in->has_view = rc == 0;
@@ -361,6 +373,7 @@ static void info_release(struct info *in)
     gs_buf_release(&in->stderr_path);
     gs_buf_release(&in->licenses);
     gs_buf_release(&in->deps);
+    gs_buf_release(&in->command);
     if (in->has_view)
         gs_proto_jobspec_view_release(&in->view);
 }
@@ -429,6 +442,15 @@ static int by_priority(const void *a, const void *b)
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
+/* What another user's job shows of its command: its script's path, never its argv. */
+static void hide_command(struct info *in)
+{
+    static char hidden[] = "";
+
+    if (in->command.len > 0)
+        in->info.command = hidden;
+}
+
 /*
  * Forgotten jobs one queue request reads back at most (sacct without -j: the most recent):
  * with 200 nodes, sacct -a of 10,000 of them and 4,000 in memory took 0.33 s, and the reply
@@ -481,6 +503,8 @@ static void queue_answer(struct sched_cli *c, uint64_t request_id, const Gs__Que
         goto oom;
     for (size_t i = 0; i < n; i++) {
         info_fill(s, v[i], &infos[i], false);
+        if (c->uid != 0 && c->uid != v[i]->uid)
+            hide_command(&infos[i]);
         if (req->with_steps && steps_fill(v[i], &infos[i]) < 0)
             goto oom;
         ptrs[i] = &infos[i].info;
@@ -715,6 +739,7 @@ static void hide_private(struct info *in)
 {
     static char hidden[] = "";
 
+    hide_command(in);
     if (!in->has_view)
         return;
     in->view.run.n_env = 0;

@@ -14,7 +14,9 @@
  * -S/-E TIMES (ISO dates, "now", "today"), --name NAMES, -r PARTITIONS, -A ACCOUNTS, and
  * gsched's --socket and --json (every job's JobInfo, its usage included). The usage
  * columns (TotalCPU, MaxRSS, TRESUsageInAve/Max, GPUUtil, GPUUtilMax, GPUMem, GPUHours,
- * GPUIdle, GPUsUsed) come from gschedd's telemetry and are empty without it.
+ * GPUIdle, GPUsUsed) come from gschedd's telemetry and are empty without it. Also CPUTime
+ * and CPUTimeRAW (the CPUs held times the time run), TimelimitRaw (minutes), ReqCPUS,
+ * ReqNodes, ReqTRES, Group, GID, Comment, Constraints and Reservation, on the job's line.
  *
  * After each job's line come its steps', as in Slurm: JOB.batch (an sbatch job's batch
  * shell) and JOB.0, JOB.1, ... (its sruns), from gschedd's step records (StepInfo), with
@@ -94,6 +96,17 @@ enum field {
     F_MAXRSSNODE,
     F_MAXRSSTASK,
     F_AVECPU,
+    F_CPUTIME,
+    F_CPUTIMERAW,
+    F_TIMELIMITRAW,
+    F_REQCPUS,
+    F_REQNODES,
+    F_REQTRES,
+    F_GROUP,
+    F_GID,
+    F_COMMENT,
+    F_CONSTRAINTS,
+    F_RESERVATION,
     F_COUNT
 };
 
@@ -138,6 +151,17 @@ static const struct slurm_col_def fields[F_COUNT] = {
     [F_MAXRSSNODE] = {"MaxRSSNode", 10},
     [F_MAXRSSTASK] = {"MaxRSSTask", 10},
     [F_AVECPU] = {"AveCPU", 10},
+    [F_CPUTIME] = {"CPUTime", 10},
+    [F_CPUTIMERAW] = {"CPUTimeRAW", 10},
+    [F_TIMELIMITRAW] = {"TimelimitRaw", 12},
+    [F_REQCPUS] = {"ReqCPUS", 8},
+    [F_REQNODES] = {"ReqNodes", 8},
+    [F_REQTRES] = {"ReqTRES", 10},
+    [F_GROUP] = {"Group", 9},
+    [F_GID] = {"GID", 6},
+    [F_COMMENT] = {"Comment", 15},
+    [F_CONSTRAINTS] = {"Constraints", 19},
+    [F_RESERVATION] = {"Reservation", 10},
 };
 
 struct sacct_args {
@@ -442,7 +466,38 @@ static int value(const Gs__JobInfo *job, const struct slurm_het_part *part, enum
     case F_MAXRSSNODE:
     case F_MAXRSSTASK:
     case F_AVECPU:
-        return 0; /* a step's figures: the job's line has none, as in sacct */
+        return 0;   /* a step's figures: the job's line has none, as in sacct */
+    case F_CPUTIME: /* the CPUs it held for as long as it ran */
+    case F_CPUTIMERAW: {
+        uint64_t cpu_s = job->state == GS__JOB_STATE__JOB_STATE_PENDING ? 0 : elapsed * job->ncpus;
+
+        return f == F_CPUTIMERAW
+                   ? gs_buf_printf(out, "%llu", (unsigned long long)cpu_s)
+                   : gs_buf_append_str(out, slurm_fmt_secs_long(cpu_s, buf, sizeof(buf)));
+    }
+    case F_TIMELIMITRAW: /* minutes */
+        return limit == 0 ? gs_buf_append_str(out, "UNLIMITED")
+                          : gs_buf_printf(out, "%llu", (unsigned long long)((limit + 59) / 60));
+    case F_REQCPUS:
+        return gs_buf_printf(out, "%u", job->ncpus);
+    case F_REQNODES:
+        return gs_buf_printf(
+            out, "%u",
+            job->resources != NULL && job->resources->nodes > 0 ? job->resources->nodes : 1);
+    case F_REQTRES:
+        return slurm_job_tres(out, job);
+    case F_GROUP:
+        return gs_buf_append_str(
+            out, slurm_group_name(job->user != NULL ? job->user->gid : 0, buf, sizeof(buf)));
+    case F_GID:
+        return gs_buf_printf(out, "%u", job->user != NULL ? job->user->gid : 0);
+    case F_COMMENT:
+        return gs_buf_append_str(out, or_empty(job->comment));
+    case F_CONSTRAINTS:
+        return gs_buf_append_str(
+            out, or_empty(job->resources != NULL ? job->resources->constraint : NULL));
+    case F_RESERVATION:
+        return gs_buf_append_str(out, or_empty(job->reservation));
     case F_COUNT:
         break;
     }

@@ -14,7 +14,9 @@
  * $SQUEUE_FORMAT / $SQUEUE_FORMAT2, and gsched's --socket. %W / -O Licenses: the job's
  * licenses as sbatch -L takes them, "(null)" without any. %E / -O Dependency: a pending
  * job's dependencies not met yet, "afterok:41(unfulfilled)" or "(failed)" when one never
- * can be, "(null)" when none are left. A heterogeneous job
+ * can be, "(null)" when none are left. Slurm's other letters but %X and %s: what gsched
+ * does not have reads as Slurm prints it unasked (%d 0, %w (null), %z *:*:*). A
+ * heterogeneous job
  * shows a line per component, "42+0", "42+1" (%i and %A alike; -O HetJobID, HetJobOffset),
  * each with its own nodes, CPUs and tasks (slurm_het.h); -j 42+1 shows component 1's line
  * alone, and none for a job without that component. Without -t only jobs that have
@@ -30,6 +32,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/hostlist.h"
 #include "common/sort.h"
 #include "slurm/slurm_cmd.h"
 #include "slurm/slurm_fmt.h"
@@ -73,6 +76,26 @@ enum field {
     F_SCHEDNODES,
     F_LICENSES,
     F_DEPENDENCY,
+    F_BATCH_HOST,
+    F_MIN_CPUS,
+    F_MIN_TMP,
+    F_FEATURES,
+    F_GROUP,
+    F_GID,
+    F_OVERSUBSCRIBE,
+    F_SOCKETS,
+    F_CORES,
+    F_THREADS,
+    F_COMMENT,
+    F_REQ_NODES,
+    F_COMMAND,
+    F_CONTIGUOUS,
+    F_PRIORITY_NORM,
+    F_RESERVATION,
+    F_WCKEY,
+    F_EXC_NODES,
+    F_NICE,
+    F_SCT,
 };
 
 static const struct slurm_field fields[] = {
@@ -111,6 +134,26 @@ static const struct slurm_field fields[] = {
     [F_SCHEDNODES] = {'Y', "SchedNodes", "SCHEDNODES"},
     [F_LICENSES] = {'W', "Licenses", "LICENSES"},
     [F_DEPENDENCY] = {'E', "Dependency", "DEPENDENCY"},
+    [F_BATCH_HOST] = {'B', "BatchHost", "EXEC_HOST"},
+    [F_MIN_CPUS] = {'c', "MinCpus", "MIN_CPUS"},
+    [F_MIN_TMP] = {'d', "MinTmpDisk", "MIN_TMP_DISK"},
+    [F_FEATURES] = {'f', "Feature", "FEATURES"},
+    [F_GROUP] = {'g', "GroupName", "GROUP"},
+    [F_GID] = {'G', "GroupID", "GROUP"},
+    [F_OVERSUBSCRIBE] = {'h', "OverSubscribe", "OVER_SUBSCRIBE"},
+    [F_SOCKETS] = {'H', "SocketsPerNode", "S"},
+    [F_CORES] = {'I', "CoresPerSocket", "C"},
+    [F_THREADS] = {'J', "ThreadsPerCore", "T"},
+    [F_COMMENT] = {'k', "Comment", "COMMENT"},
+    [F_REQ_NODES] = {'n', "ReqNodes", "REQ_NODES"},
+    [F_COMMAND] = {'o', "Command", "COMMAND"},
+    [F_CONTIGUOUS] = {'O', "Contiguous", "CONTIGUOUS"},
+    [F_PRIORITY_NORM] = {'p', "Priority", "PRIORITY"},
+    [F_RESERVATION] = {'v', "Reservation", "RESERVATION"},
+    [F_WCKEY] = {'w', "WCKey", "WCKEY"},
+    [F_EXC_NODES] = {'x', "ExcNodes", "EXC_NODES"},
+    [F_NICE] = {'y', "Nice", "NICE"},
+    [F_SCT] = {'z', "SCT", "S:C:T"},
 };
 
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
@@ -343,6 +386,53 @@ static int value(void *vctx, int field, struct gs_buf *out)
         return gs_buf_append_str(out, slurm_or_null(job->licenses));
     case F_DEPENDENCY:
         return gs_buf_append_str(out, slurm_or_null(job->dependency));
+    case F_BATCH_HOST: /* the first node, where a batch script runs */
+        return gs_buf_append_str(out,
+                                 job->n_allocation > 0 ? job->allocation[0]->node_name : "n/a");
+    case F_MIN_CPUS: /* per task, or per GPU */
+        return gs_buf_printf(out, "%u",
+                             res == NULL || res->cpus_case == GS__RESOURCES__CPUS__NOT_SET ? 1
+                             : res->cpus_case == GS__RESOURCES__CPUS_CPUS_PER_TASK
+                                 ? res->cpus_per_task
+                                 : res->cpus_per_gpu);
+    case F_MIN_TMP:
+    case F_CONTIGUOUS:
+        return gs_buf_append_str(out, "0");
+    case F_FEATURES:
+        return gs_buf_append_str(out, slurm_or_null(res != NULL ? res->constraint : NULL));
+    case F_GROUP:
+        return gs_buf_append_str(
+            out, slurm_group_name(job->user != NULL ? job->user->gid : 0, buf, sizeof(buf)));
+    case F_GID:
+        return gs_buf_printf(out, "%u", job->user != NULL ? job->user->gid : 0);
+    case F_OVERSUBSCRIBE: /* GPUs are never shared; an exclusive job shares no node either */
+        return gs_buf_append_str(out, res != NULL && res->exclusive ? "NO" : "OK");
+    case F_SOCKETS:
+    case F_CORES:
+    case F_THREADS:
+        return gs_buf_append_str(out, "*");
+    case F_SCT:
+        return gs_buf_append_str(out, "*:*:*");
+    case F_COMMENT:
+        return gs_buf_append_str(out, slurm_or_null(job->comment));
+    case F_REQ_NODES:
+        return res != NULL && res->n_nodelist > 0
+                   ? gs_hostlist_compress((const char *const *)res->nodelist, res->n_nodelist, out)
+                   : 0;
+    case F_EXC_NODES:
+        return res != NULL && res->n_exclude > 0
+                   ? gs_hostlist_compress((const char *const *)res->exclude, res->n_exclude, out)
+                   : 0;
+    case F_COMMAND:
+        return gs_buf_append_str(out, slurm_or_null(job->command));
+    case F_PRIORITY_NORM: /* Slurm's: the priority as a share of 2^32 */
+        return gs_buf_printf(out, "%.14f", (double)job->priority / 4294967296.0);
+    case F_RESERVATION:
+        return gs_buf_append_str(out, slurm_or_null(job->reservation));
+    case F_WCKEY:
+        return gs_buf_append_str(out, "(null)");
+    case F_NICE:
+        return gs_buf_printf(out, "%d", job->nice);
     case F_END:
         return gs_buf_append_str(out,
                                  slurm_fmt_date(slurm_job_end_ms(job), "N/A", buf, sizeof(buf)));

@@ -7,6 +7,7 @@
 #include "slurm/slurm_cmd.h"
 
 #include <errno.h>
+#include <grp.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -198,4 +199,14 @@ const char *slurm_my_name(char *out, size_t size)
     else
         snprintf(out, size, "%u", (unsigned)getuid());
     return out;
+}
+
+const char *slurm_group_name(uint32_t gid, char *buf, size_t size)
+{
+    const struct group *gr = getgrgid(gid);
+
+    if (gr != NULL && gr->gr_name != NULL)
+        return gr->gr_name;
+    snprintf(buf, size, "%u", gid);
+    return buf;
 }

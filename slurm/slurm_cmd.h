@@ -93,5 +93,7 @@ int slurm_print(const char *cmd, int rc, const struct gs_buf *out);
 
 /* The caller's user name for --me and sacct's default, or the uid when it has none. */
 const char *slurm_my_name(char *out, size_t size);
+/* gid's group name (getgrgid), or the number in buf when it has none. */
+const char *slurm_group_name(uint32_t gid, char *buf, size_t size);
 
 #endif

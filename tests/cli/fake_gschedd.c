@@ -154,6 +154,11 @@ static void fill_running(struct fake *f, struct running_job *j)
     j->info.ncpus = 16;
     j->info.workdir = "/home/alice";
     j->info.stdout_path = "/home/alice/slurm-42.out";
+    j->info.comment = "sweep 3";
+    j->info.command = "/home/alice/train.sh";
+    j->info.nice = 10;
+    j->res.cpus_case = GS__RESOURCES__CPUS_CPUS_PER_TASK;
+    j->res.cpus_per_task = 8;
 }
 
 #define NARRAY 6
@@ -231,6 +236,8 @@ static void fill_table(struct fake *f, struct job_table *t)
     t->cancelled.term_signal = 15;
     t->cancelled.reason = "cancelled by uid 1000";
     t->pending.expected_start_ms = 1796468400000ull; /* 2026-12-05 11:00 UTC */
+    t->done.comment = "prep data";
+    t->done.reservation = "maint";
     t->sweep_res.nodes = 1;
     t->sweep_res.gpus_per_node = 1;
     t->sweep_res.time_limit_s = 1800;
