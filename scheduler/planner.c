@@ -755,9 +755,38 @@ static int add_preemption(struct sched_plan_out *out, struct sched_job *victim,
 }
 
 /*
- * Pending jobs of a tier above 0 that found no room, in plan order, each choosing victims
- * among the running jobs of lower tiers on what the pass left free; jobs whose QOS has
- * preempt_mode "off" are never chosen.
+ * Per configured license, what is free once the pass's starts hold theirs (NULL: no
+ * licenses configured, or out of memory: *ret_rc says).
+ */
+static int64_t *licenses_free(const struct gathered *g, const struct sched_plan_out *out,
+                              const struct gs_config *cfg, int *ret_rc)
+{
+    int64_t *free_now;
+
+    *ret_rc = 0;
+    if (g->lic_total == NULL)
+        return NULL;
+    if ((free_now = calloc(cfg->nlicenses + 1, sizeof(*free_now))) == NULL) {
+        *ret_rc = -ENOMEM;
+        return NULL;
+    }
+    for (size_t l = 0; l < cfg->nlicenses; l++)
+        free_now[l] = g->lic_total[l];
+    for (size_t i = 0; i < g->nrunning; i++) {
+        for (uint32_t k = 0; k < g->running[i].nlicenses; k++)
+            free_now[g->running[i].licenses[k].license] -= g->running[i].licenses[k].count;
+    }
+    for (size_t i = 0; i < out->n; i++) {
+        for (uint32_t k = 0; out->verdicts[i].start && k < g->pending[i].nlicenses; k++)
+            free_now[g->pending[i].licenses[k].license] -= g->pending[i].licenses[k].count;
+    }
+    return free_now;
+}
+
+/*
+ * Pending jobs of a tier above 0 that found no room, or not their licenses, in plan order,
+ * each choosing victims among the running jobs of lower tiers on what the pass left free;
+ * jobs whose QOS has preempt_mode "off" are never chosen.
  */
 static int preempt(const struct gathered *g, struct sched_cluster *cluster, uint64_t now_ms,
                    const struct gs_config *cfg, struct sched_plan_out *out)
@@ -767,15 +796,17 @@ static int preempt(const struct gathered *g, struct sched_cluster *cluster, uint
     struct order_key *order = calloc(out->n + 1, sizeof(*order));
     size_t n = 0;
     struct sched_cluster *sim = NULL;
+    int64_t *lic_free = NULL;
     int rc = -ENOMEM;
 
     if (cands == NULL || order == NULL || opened == NULL)
         goto out;
     for (size_t i = 0; i < out->n; i++) {
         const struct sched_pending *p = &g->pending[i];
+        enum sched_reason why = out->verdicts[i].reason;
 
-        if (!out->verdicts[i].start && out->verdicts[i].reason == SCHED_REASON_RESOURCES &&
-            p->tier > 0)
+        if (!out->verdicts[i].start &&
+            (why == SCHED_REASON_RESOURCES || why == SCHED_REASON_LICENSES) && p->tier > 0)
             order[n++] = (struct order_key){p->tier, p->priority, p->submit_seq, i};
     }
     rc = 0;
@@ -791,10 +822,16 @@ static int preempt(const struct gathered *g, struct sched_cluster *cluster, uint
                             : sched_qos_tier(cfg, r->spec);
 
         cands[i] = (struct sched_preempt_cand){
-            r->id, tier, sched_preempt_cost(&r->alloc, r->start_ms, r->checkpoint_ms, now_ms),
-            &r->alloc, r->preempted_by};
+            r->id,
+            tier,
+            sched_preempt_cost(&r->alloc, r->start_ms, r->checkpoint_ms, now_ms),
+            &r->alloc,
+            r->preempted_by,
+            g->running[i].licenses,
+            g->running[i].nlicenses};
     }
-    sim = sched_cluster_copy(cluster);
+    lic_free = licenses_free(g, out, cfg, &rc);
+    sim = rc == 0 ? sched_cluster_copy(cluster) : NULL;
     if (sim == NULL || sched_preempt_order(cands, g->nrunning, &by_cost) < 0) {
         rc = -ENOMEM;
         goto out;
@@ -802,9 +839,12 @@ static int preempt(const struct gathered *g, struct sched_cluster *cluster, uint
     for (size_t k = 0; k < n && rc >= 0; k++) {
         size_t at = order[k].index;
         struct sched_job *job = out->jobs[at];
-        int chosen =
-            sched_preempt_choose_ordered(sim, &g->pending[at].req, job->id, g->pending[at].tier,
-                                         cands, g->nrunning, by_cost, opened);
+        const struct sched_pending *p = &g->pending[at];
+        struct sched_preempt_lic lic = {p->licenses, p->nlicenses, lic_free,
+                                        out->verdicts[at].reason == SCHED_REASON_LICENSES};
+        int chosen = sched_preempt_choose_ordered(
+            sim, &p->req, job->id, p->tier, cands, g->nrunning, by_cost, opened,
+            lic_free != NULL && (p->nlicenses > 0 || lic.anywhere) ? &lic : NULL);
 
         if (chosen == -ENOMEM)
             rc = chosen;
@@ -815,6 +855,7 @@ static int preempt(const struct gathered *g, struct sched_cluster *cluster, uint
     }
 out:
     sched_cluster_free(sim);
+    free(lic_free);
     free(by_cost);
     free(opened);
     free(cands);

@@ -6,7 +6,9 @@
  * it fits on what they free, and then any victim it can do without is spared, dearest first.
  * A victim's cost is the work it would lose: GPU-seconds (core-seconds for a job without
  * GPUs) since its last checkpoint as its progress reports say, else since it started. So the
- * choice frees the GPUs needed at the least lost work, then with the fewest jobs.
+ * choice frees the GPUs needed at the least lost work, then with the fewest jobs. A pending
+ * job that waits for licenses ([[license]]) chooses the same way among the jobs holding
+ * them, until what is free and what its victims give back covers its counts.
  */
 #ifndef SCHED_PREEMPT_H
 #define SCHED_PREEMPT_H
@@ -15,14 +17,31 @@
 #include <stdint.h>
 
 #include "scheduler/cluster.h"
+#include "scheduler/license_plan.h"
 
 /* A running job the pending one might preempt. */
 struct sched_preempt_cand {
     uint64_t job_id;
     uint32_t tier;
-    double cost;                     /* lost work if preempted now */
-    const struct sched_alloc *alloc; /* what it holds */
-    uint64_t preempted_by;           /* 0, or the job it is already being preempted for */
+    double cost;                               /* lost work if preempted now */
+    const struct sched_alloc *alloc;           /* what it holds */
+    uint64_t preempted_by;                     /* 0, or the job it is already being preempted for */
+    const struct sched_license_need *licenses; /* the licenses it holds (borrowed) */
+    uint32_t nlicenses;
+};
+
+/*
+ * A preemptor's licenses: what it needs, and per configured license what is free for it
+ * (the pass's free counts, less what earlier preemptors of the pass claimed). A choice adds
+ * its victims' counts to free and takes the job's out, so that a later preemptor does not
+ * count on them. anywhere: its nodes were not what it waited for, so it may go on any node,
+ * not only where victims gave something back.
+ */
+struct sched_preempt_lic {
+    const struct sched_license_need *need; /* borrowed; nneed of them */
+    uint32_t nneed;
+    int64_t *free;
+    bool anywhere;
 };
 
 /* The lost work of a job holding alloc, started at start_ms, checkpointed last at ckpt_ms. */
@@ -47,11 +66,12 @@ int sched_preempt_order(struct sched_preempt_cand *cands, size_t ncands,
  * sched_preempt_choose with the order sched_preempt_order made of cands, and opened (NULL:
  * none), a node bitmap the pass's preemptors share: the nodes where victims have given
  * something back in sim. The job found no room in the pass, so a one-node job can only
- * fit on those; it adds its victims' nodes.
+ * fit on those (unless lic says anywhere); it adds its victims' nodes. lic (NULL: the job
+ * names no license) is its licenses, as above.
  */
 int sched_preempt_choose_ordered(struct sched_cluster *sim, const struct sched_req *req,
                                  uint64_t job_id, uint32_t tier, struct sched_preempt_cand *cands,
                                  size_t ncands, struct sched_preempt_cand *const *by_cost_order,
-                                 uint64_t *opened);
+                                 uint64_t *opened, const struct sched_preempt_lic *lic);
 
 #endif

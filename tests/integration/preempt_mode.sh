@@ -5,6 +5,8 @@
 # GPU is never preempted: an urgent job waits for Resources beside it. A scratch job running
 # `sleep 600` on the GPU is preempted by an urgent job: it ends CANCELLED, not requeued, its
 # history saying by which job, while the urgent job runs; /metrics counts the preemption.
+# A scratch job holding the one matlab seat is preempted by an urgent job that needs the
+# seat (and no GPU), which then runs.
 # (preempt.sh covers the default, requeue, with a checkpointing gsched-train run.)
 name="integration_preempt_mode"
 . "$(dirname "$0")/lib.sh"
@@ -21,6 +23,9 @@ preempt_mode = "cancel"
 [[qos]]
 name = "urgent"
 tier = 1
+[[license]]
+name = "matlab"
+count = 1
 EOF
 restart_sched 1
 
@@ -58,6 +63,15 @@ grep -q '^gsched_preemptions_total 1$' <<< "$metrics" || fail "metrics: $(grep p
 gate urgent
 wait_end "$urgent" || fail "the urgent job failed"
 expect "$victim" 'j["state"] == "CANCELLED"' "still cancelled: not queued again"
+
+# --- licenses: a job short of a seat preempts the lower-tier job holding it ---------------------
+holder=$(sbatch_id -q scratch -L matlab --wrap="sleep 600") || exit 1
+wait_start "$holder"
+seat=$(sbatch_id -q urgent -L matlab --wrap=true) || exit 1
+wait_end "$seat" 20 || fail "the urgent job needing the seat failed: $(jq "$seat" 'j')"
+expect "$holder" 'j["state"] == "CANCELLED" and
+  any("preempted by job '"$seat"' (QOS urgent)" in e["reason"] for e in h)' \
+  "the seat's holder preempted"
 check_logs
 stop_cluster
 echo "$name: passed"
