@@ -55,9 +55,9 @@ static const char usage_text[] =
     "                            idle flags, totals (--once: one plain-text frame)\n"
     "  seff JOB [--json]         CPU and GPU efficiency of a running or ended job, as Slurm's\n"
     "                            seff, from the workers' telemetry\n"
-    "  squeue / sinfo / sacct / sstat / scancel / sprio / sshare [Slurm's options]\n"
+    "  squeue / sinfo / sacct / sstat / scancel / sprio / sshare / sdiag [Slurm's options]\n"
     "                            Slurm's views and scancel, with Slurm's formats and options\n"
-    "                            (sprio: pending jobs' priority factors; sshare: fair share)\n"
+    "                            (sprio: priority factors; sshare: fair share; sdiag: counters)\n"
     "  sbatch [OPTIONS] SCRIPT [ARGS] | --wrap CMD [--test-only] [--json] [--wait]\n"
     "                            submit a Slurm batch script, its #SBATCH lines as Slurm reads\n"
     "                            them (--test-only: show the job and when it would start,\n"
@@ -130,7 +130,7 @@ static const struct command slurm_commands[] = {
     {"sacct", cli_cmd_sacct},       {"scancel", cli_cmd_scancel},   {"sbatch", cli_cmd_sbatch},
     {"srun", cli_cmd_srun},         {"seff", cli_cmd_seff},         {"sprio", cli_cmd_sprio},
     {"sshare", cli_cmd_sshare},     {"simulate", cli_cmd_simulate}, {"salloc", cli_cmd_salloc},
-    {"sstat", cli_cmd_sstat},       {"sreport", cli_cmd_sreport},
+    {"sstat", cli_cmd_sstat},       {"sreport", cli_cmd_sreport},   {"sdiag", cli_cmd_sdiag},
 };
 
 static const struct command *slurm_command(const char *argv0)

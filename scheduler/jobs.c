@@ -61,10 +61,14 @@ const char *sched_job_state_name(enum sched_job_state state)
     return state_names[state];
 }
 
+bool sched_job_finished_state(enum sched_job_state state)
+{
+    return state != SCHED_JOB_PENDING && state != SCHED_JOB_RUNNING && state != SCHED_JOB_REQUEUED;
+}
+
 bool sched_job_finished(const struct sched_job *job)
 {
-    return job->state != SCHED_JOB_PENDING && job->state != SCHED_JOB_RUNNING &&
-           job->state != SCHED_JOB_REQUEUED;
+    return sched_job_finished_state(job->state);
 }
 
 struct sched_jobs *sched_jobs_new(struct sched_cluster *cluster)

@@ -211,6 +211,7 @@ void sched_job_detached_free(struct sched_job *job);
 
 const char *sched_job_state_name(enum sched_job_state state); /* "PENDING", ... */
 bool sched_job_finished(const struct sched_job *job);
+bool sched_job_finished_state(enum sched_job_state state); /* not pending, running, requeued */
 
 /* The clock after:JOB+MIN dependencies are judged by; forgets earlier timed waits. */
 void sched_jobs_set_now(struct sched_jobs *jobs, uint64_t now_ms);

@@ -103,8 +103,7 @@ size_t sched_mail_due(const struct sched_jobs *jobs, const struct sched_job *job
                       enum sched_job_state before, struct sched_mail_msg out[SCHED_MAIL_MAX])
 {
     uint32_t types = job->spec->mail_types;
-    bool was_over =
-        before != SCHED_JOB_PENDING && before != SCHED_JOB_RUNNING && before != SCHED_JOB_REQUEUED;
+    bool was_over = sched_job_finished_state(before);
     size_t n = 0;
 
     if (types == 0 || before == job->state)

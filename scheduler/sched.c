@@ -267,6 +267,7 @@ struct sched_ctx *sched_new(uv_loop_t *loop, const struct gs_config *cfg, struct
         return NULL;
     }
     s->loop = loop;
+    s->diag_since_ms = gs_clock_wall_ms();
     s->heartbeat_ms = cfg->heartbeat_interval_ms;
     s->heartbeat_misses = cfg->heartbeat_misses;
     s->kill_grace_ms = cfg->kill_grace_ms;

@@ -138,6 +138,7 @@ static void plan_pass(struct sched_ctx *s)
         return;
     }
     s->timed_deps = out.timed_deps;
+    s->stats.plan_last_queue = (uint32_t)out.n;
     s->resv_wake_ms = out.wake_ms;
     for (size_t i = 0; i < out.n; i++) {
         if (out.verdicts[i].start) {

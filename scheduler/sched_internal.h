@@ -147,6 +147,10 @@ struct sched_stats {
     uint64_t metrics_ns_last; /* the last render of /metrics */
     uint64_t preemptions;     /* running jobs requeued for a job of a higher tier */
     double preempt_lost_s;    /* their lost work, GPU-seconds (core-seconds without GPUs) */
+    uint64_t jobs_completed, jobs_cancelled, jobs_failed; /* ends, each attempt's last */
+    uint64_t jobs_backfilled; /* started ahead of a blocked higher-priority job */
+    uint64_t plan_ns_max;     /* the longest pass since the last sdiag reset */
+    uint32_t plan_last_queue; /* pending jobs the last pass looked at */
 };
 
 struct sched_ctx {
@@ -205,6 +209,10 @@ struct sched_ctx {
     struct gs_proto_auth_key auth_key;     /* the cluster key; len 0: links not authenticated */
     struct sched_http *http;  /* the HTTP server (http.h); NULL when off or not started */
     struct sched_stats stats; /* counters for /metrics */
+    /* sdiag (sched_diag.c): the counters as they were at the last reset (zero: none), and
+     * when that was (gschedd's start before any). */
+    struct sched_stats diag_base;
+    uint64_t diag_since_ms;
     /* sched_purge.c: jobs forgotten since start; whether the store holds jobs memory does
      * not (forgotten, or left there at start), which queue/show then read back. */
     uint64_t jobs_forgotten;
@@ -711,6 +719,11 @@ int sched_expand_ids(struct sched_ctx *s, const uint64_t *ids, size_t n, uint64_
 void sched_query_partitions(struct sched_cli *c, uint64_t request_id);
 /* The cluster's licenses and what running jobs hold (scontrol show licenses). */
 void sched_query_licenses(struct sched_cli *c, uint64_t request_id);
+/* sched_diag.c: sdiag's counters (root may reset them), and a job's change counted (before:
+ * the state last announced). */
+void sched_query_diag(struct sched_cli *c, uint64_t request_id, const Gs__DiagRequest *req);
+void sched_diag_job_changed(struct sched_ctx *s, const struct sched_job *job,
+                            enum sched_job_state before);
 /* A job changed state: answers the waits it completes, ends its steps unless it runs. */
 void sched_query_job_changed(struct sched_ctx *s, struct sched_job *job);
 /* A worker answered a forwarded request (LogsReply or ErrorReply); false if not ours. */

@@ -547,6 +547,7 @@ void sched_launch_start(struct sched_ctx *s, struct sched_job *job, struct sched
         return;
     }
     s->stats.jobs_started++;
+    s->stats.jobs_backfilled += backfilled;
     job->preempted_by = 0;
     job->checkpoint_ms = 0; /* this attempt's reports say when it checkpoints */
     job->master_port = pick_master_port(job);

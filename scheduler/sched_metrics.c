@@ -29,6 +29,8 @@ void sched_stats_time_pass(struct sched_ctx *s, void (*pass)(struct sched_ctx *s
 
     pass(s);
     s->stats.plan_ns_last = gs_clock_mono_ns() - start;
+    if (s->stats.plan_ns_last > s->stats.plan_ns_max)
+        s->stats.plan_ns_max = s->stats.plan_ns_last;
     s->stats.plan_ns_sum += s->stats.plan_ns_last;
     s->stats.plan_passes++;
 }

@@ -1161,6 +1161,7 @@ void sched_query_job_changed(struct sched_ctx *s, struct sched_job *job)
 {
     struct sched_waiter *w = s->waiters, *next;
 
+    sched_diag_job_changed(s, job, job->mail_seen); /* mail_seen: the last one announced */
     sched_mail_job_changed(s, job);
     if (job->state != SCHED_JOB_RUNNING) { /* ended, requeued: its srun steps are over */
         sched_steps_job_ended(s, job->id);

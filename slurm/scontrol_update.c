@@ -303,41 +303,14 @@ static int send_update(const char *socket_opt, const struct node_update *u,
 int scontrol_resv_call(const char *cmd, const char *socket_opt, Gs__ReservationRequest *req,
                        const char *missing, Gs__Envelope **ret_reply)
 {
-    Gs__Envelope env = GS__ENVELOPE__INIT, *reply = NULL;
-    char path[256];
-    int status = 1;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    char enoent[160];
 
     env.body_case = GS__ENVELOPE__BODY_RESERVATION_REQUEST;
     env.reservation_request = req;
-    /* Raw: gschedd's refusals are worded as scontrol's errors, not gsched's. */
-    if (cli_socket_path(socket_opt, path, sizeof(path)) < 0 ||
-        cli_request_raw(path, &env, &reply) < 0)
-        return 1;
-    if (reply->body_case == GS__ENVELOPE__BODY_ERROR) {
-        const Gs__ErrorReply *e = reply->error;
-
-        if (missing != NULL && e->code == -ENOENT)
-            slurm_error(cmd, "Reservation %s not found", missing);
-        else
-            slurm_error(cmd, "%s",
-                        e->message != NULL && e->message[0] != '\0'
-                            ? e->message
-                            : gs_strerror(e->code < 0 ? e->code : -EIO));
-        for (size_t i = 0; i < e->n_details; i++)
-            fprintf(stderr, "%s\n", e->details[i]);
-        goto out;
-    }
-    if (reply->body_case != GS__ENVELOPE__BODY_RESERVATION_REPLY) {
-        slurm_error(cmd, "gschedd answered with %s, not a reservation reply (too old a gschedd?)",
-                    gs_proto_body_name(reply->body_case));
-        goto out;
-    }
-    *ret_reply = reply;
-    reply = NULL;
-    status = 0;
-out:
-    gs_proto_envelope_free(reply);
-    return status;
+    snprintf(enoent, sizeof(enoent), "Reservation %s not found", missing != NULL ? missing : "");
+    return slurm_call_as(cmd, socket_opt, &env, GS__ENVELOPE__BODY_RESERVATION_REPLY,
+                         missing != NULL ? enoent : NULL, ret_reply);
 }
 
 /*

@@ -42,7 +42,7 @@ static int fetch(const char *socket_opt, const struct slurm_job_ref *ref, const 
         return slurm_error(CMD, "Invalid job id specified: %s", text);
     env.body_case = GS__ENVELOPE__BODY_SHOW_REQUEST;
     env.show_request = &req;
-    return slurm_call(socket_opt, &env, GS__ENVELOPE__BODY_SHOW_REPLY, ret_reply);
+    return slurm_call_as(CMD, socket_opt, &env, GS__ENVELOPE__BODY_SHOW_REPLY, NULL, ret_reply);
 }
 
 static int put_script(uint64_t job_id, const char *script, const char *file)

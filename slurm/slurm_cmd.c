@@ -29,6 +29,44 @@ int slurm_call(const char *socket_opt, Gs__Envelope *req, Gs__Envelope__BodyCase
     return 0;
 }
 
+int slurm_call_as(const char *cmd, const char *socket_opt, Gs__Envelope *req,
+                  Gs__Envelope__BodyCase want, const char *enoent, Gs__Envelope **ret_reply)
+{
+    Gs__Envelope *reply = NULL;
+    char path[256];
+    int status = 1;
+
+    /* Raw: gschedd's refusals are worded as the command's errors, not gsched's. */
+    if (cli_socket_path(socket_opt, path, sizeof(path)) < 0 ||
+        cli_request_raw(path, req, &reply) < 0)
+        return 1;
+    if (reply->body_case == GS__ENVELOPE__BODY_ERROR) {
+        const Gs__ErrorReply *e = reply->error;
+
+        if (enoent != NULL && e->code == -ENOENT)
+            slurm_error(cmd, "%s", enoent);
+        else
+            slurm_error(cmd, "%s",
+                        e->message != NULL && e->message[0] != '\0'
+                            ? e->message
+                            : gs_strerror(e->code < 0 ? e->code : -EIO));
+        for (size_t i = 0; i < e->n_details; i++)
+            fprintf(stderr, "%s\n", e->details[i]);
+        goto out;
+    }
+    if (reply->body_case != want) {
+        slurm_error(cmd, "gschedd answered with %s, not %s (too old a gschedd?)",
+                    gs_proto_body_name(reply->body_case), gs_proto_body_name(want));
+        goto out;
+    }
+    *ret_reply = reply;
+    reply = NULL;
+    status = 0;
+out:
+    gs_proto_envelope_free(reply);
+    return status;
+}
+
 static int fetch(const char *socket_opt, const struct slurm_job_ref *refs, size_t nrefs,
                  bool include_finished, bool with_steps, Gs__Envelope **ret_reply)
 {

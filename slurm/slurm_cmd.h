@@ -28,6 +28,13 @@
  */
 int slurm_call(const char *socket_opt, Gs__Envelope *req, Gs__Envelope__BodyCase want,
                Gs__Envelope **ret_reply);
+/*
+ * As slurm_call, with gschedd's refusals in the command's words: "CMD: error: MESSAGE" (and
+ * its details), or enoent when not NULL and the refusal is -ENOENT; another answer than
+ * want is "CMD: error: gschedd answered with X, not Y (too old a gschedd?)".
+ */
+int slurm_call_as(const char *cmd, const char *socket_opt, Gs__Envelope *req,
+                  Gs__Envelope__BodyCase want, const char *enoent, Gs__Envelope **ret_reply);
 
 /*
  * Asks gschedd for the jobs refs name (none: every job; at most SLURM_MAX_REFS are sent),

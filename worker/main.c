@@ -403,9 +403,9 @@ static const char *cli_beside(char *out, size_t size)
  */
 static const char *slurm_bin(const struct workerd *d, const char *cli, char *out, size_t size)
 {
-    static const char *const names[] = {"sbatch", "srun",     "squeue", "scancel",
-                                        "sinfo",  "scontrol", "sacct",  "sstat",
-                                        "seff",   "sprio",    "sshare", "sreport"};
+    static const char *const names[] = {"sbatch",   "srun",    "squeue", "scancel", "sinfo",
+                                        "scontrol", "sacct",   "sstat",  "seff",    "sprio",
+                                        "sshare",   "sreport", "sdiag"};
     char link[4300], tmp[4400], target[4200];
     int rc = 0;
 

@@ -205,7 +205,13 @@ static uint64_t wall_ms(void)
 
 static Gs__Envelope *query(struct lf_run *run, struct lf_rng *r, uint64_t rid)
 {
-    switch (lf_below(r, 7)) {
+    switch (lf_below(r, 8)) {
+    case 7: { /* sdiag, now and then resetting its counters */
+        Gs__DiagRequest *req = lf_new(&gs__diag_request__descriptor);
+
+        req->reset = lf_chance(r, 20);
+        return lf_envelope(GS__ENVELOPE__BODY_DIAG_REQUEST, req, rid);
+    }
     case 6: { /* sreport: a window around now, sometimes empty, reversed or in the future */
         Gs__ReportRequest *req = lf_new(&gs__report_request__descriptor);
 

@@ -5,7 +5,9 @@
 # -u -j -p -o --json, through a link named sprio, and exit 1 with Slurm's message for bad
 # options, job lists and sort keys. The factor values are the scheduler's to fill: only the
 # structure is checked. sshare: the header and its dashes, -n, -P, -p, --json, the filters,
-# refusals.
+# refusals. sdiag: the jobs submitted, started and ended (completed, then one cancelled),
+# pending and running, the passes; --json; root's -r counts again from zero; another user's
+# -r is refused.
 name="cli_sprio_sshare"
 . "$(dirname "$0")/../integration/lib.sh"
 
@@ -187,9 +189,48 @@ has "$err" "sshare: option '-A' requires an argument"
 run 0 sshare --help
 has "$out" "Usage: sshare"
 
+# --- sdiag --------------------------------------------------------------------------------------
+run 0 sdiag
+has "$out" "sdiag output at "
+has "$out" "Jobs submitted: 3"
+has "$out" "Jobs started:   1"
+has "$out" "Jobs completed: 1"
+has "$out" "Jobs canceled:  0"
+has "$out" "Jobs pending:   2"
+has "$out" "Jobs running:   0"
+has "$out" "Main schedule statistics (microseconds):"
+has "$out" "Total backfilled jobs (since last stats cycle start): 0"
+run 0 scancel "$a"
+wait_for "the cancel to be counted" 10 eval \
+  '"$bin/gsched" sdiag --json | python3 -c "import json,sys; d=json.load(sys.stdin); sys.exit(d[\"jobs_cancelled\"] != 1)"'
+run 0 sdiag --json
+json_check "$out" "d['jobs_submitted'] == 3 and d['jobs_completed'] == 1 and d['jobs_pending'] == 1"
+json_check "$out" "d['plan_passes'] > 0 and d['plan_max_us'] >= d['plan_last_us'] and d['nodes'] == 1"
+json_check "$out" "d['since_ms'] <= d['now_ms'] and d['cli_connections'] >= 1"
+before=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["now_ms"])' "$out")
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && id nobody >/dev/null 2>&1; then
+  chmod 711 "$tmp" "$state"
+  out=$(setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups "$bin/gsched" sdiag -r 2>&1) &&
+    fail "nobody reset the counters: $out"
+  has "$out" "sdiag: error: only root may reset the counters"
+  run 0 sdiag --json
+  json_check "$out" "d['jobs_submitted'] == 3"
+  run 0 sdiag -r
+  has "$out" "Reset scheduling statistics"
+  run 0 sdiag --json
+  json_check "$out" "d['jobs_submitted'] == 0 and d['jobs_cancelled'] == 0 and d['since_ms'] >= $before"
+  json_check "$out" "d['jobs_pending'] == 1"
+fi
+ln -s "$bin/gsched" "$tmp/links/sdiag"
+out=$("$tmp/links/sdiag" 2>&1) || fail "sdiag through the link failed: $out"
+has "$out" "Jobs pending:   1"
+run 1 sdiag --bogus
+has "$err" "sdiag: unrecognized option '--bogus'"
+
 run 0 --help
 has "$out" "sprio"
 has "$out" "sshare"
+has "$out" "sdiag"
 
 stop_cluster
 check_logs
