@@ -131,6 +131,38 @@ static void put_dependency(struct gs_buf *out, const Gs__JobInfo *job)
     gs_buf_printf(out, "Dependency=%s", slurm_or_null(job->dependency));
 }
 
+/* "KEY=n[1-2]" of names, or "KEY=(null)" without any. */
+static void put_names(struct gs_buf *out, const char *key, char **names, size_t n)
+{
+    gs_buf_printf(out, "%s=", key);
+    if (n > 0)
+        gs_hostlist_compress((const char *const *)names, n, out);
+    else
+        gs_buf_append_str(out, "(null)");
+}
+
+/* What each node must have, as Slurm's record lists it: CPUs per task (or per GPU), memory,
+ * the feature asked for, whether the job shares its nodes. */
+static void put_node_needs(const struct scontrol *sc, struct gs_buf *out, const Gs__Resources *r,
+                           uint32_t cpt)
+{
+    uint32_t min_cpus =
+        r != NULL && r->cpus_case == GS__RESOURCES__CPUS_CPUS_PER_GPU ? r->cpus_per_gpu : cpt;
+
+    gs_buf_printf(out, "MinCPUsNode=%u MinMemoryNode=", min_cpus);
+    if (r != NULL && r->mem_per_node_mib > 0)
+        gs_buf_printf(out, "%lluM", (unsigned long long)r->mem_per_node_mib);
+    else
+        gs_buf_append_str(out, "0");
+    gs_buf_append_str(out, " MinTmpDiskNode=0");
+    next_line(sc, out);
+    gs_buf_printf(out, "Features=%s DelayBoot=00:00:00",
+                  slurm_or_null(r != NULL ? r->constraint : NULL));
+    next_line(sc, out);
+    gs_buf_printf(out, "OverSubscribe=%s Contiguous=0 Network=(null)",
+                  r != NULL && r->exclusive ? "NO" : "OK");
+}
+
 /*
  * One job's record; part: one component of a heterogeneous job, job its view (slurm_het.h).
  * Slurm gives each component an id of its own (JobId=43 HetJobId=42 HetJobOffset=1);
@@ -207,6 +239,10 @@ static int put_job(const struct scontrol *sc, struct gs_buf *out, const Gs__JobI
         cli_job_licenses(out, spec);
     }
     next_line(sc, out);
+    put_names(out, "ReqNodeList", r != NULL ? r->nodelist : NULL, r != NULL ? r->n_nodelist : 0);
+    gs_buf_append_str(out, " ");
+    put_names(out, "ExcNodeList", r != NULL ? r->exclude : NULL, r != NULL ? r->n_exclude : 0);
+    next_line(sc, out);
     gs_buf_append_str(out, "NodeList=");
     if (job->n_allocation > 0) {
         slurm_alloc_hostlist(out, job->allocation, job->n_allocation);
@@ -229,6 +265,8 @@ static int put_job(const struct scontrol *sc, struct gs_buf *out, const Gs__JobI
     if (job->n_allocation > 0)
         slurm_job_tres(out, job);
     next_line(sc, out);
+    put_node_needs(sc, out, r, cpt);
+    next_line(sc, out);
     /* A batch job's Command= is its script's path, as Slurm prints it; --wrap has none. */
     gs_buf_append_str(out, "Command=");
     if (run != NULL && run->batch && spec->source != NULL && spec->source[0] != '\0')
@@ -242,6 +280,10 @@ static int put_job(const struct scontrol *sc, struct gs_buf *out, const Gs__JobI
                   slurm_or_null(job->workdir != NULL && job->workdir[0] != '\0' ? job->workdir
                                 : run != NULL                                   ? run->workdir
                                                                                 : NULL));
+    if (job->comment != NULL && job->comment[0] != '\0') { /* only when it has one */
+        next_line(sc, out);
+        gs_buf_printf(out, "Comment=%s", job->comment);
+    }
     next_line(sc, out);
     gs_buf_printf(out, "StdErr=%s", slurm_or_null(se));
     next_line(sc, out);

@@ -238,6 +238,11 @@ has "$out" "   NumNodes=2 NumCPUs=16 NumTasks=2 CPUs/Task=8"
 has "$out" "   ReqTRES=cpu=16,node=2,billing=16,gres/gpu=4"
 has "$out" "   Command=python3 train.py --name 'my run'"
 has "$out" "   WorkDir=/home/alice"
+has "$out" "   Comment=sweep 3"
+has "$out" "   ReqNodeList=(null) ExcNodeList=(null)"
+has "$out" "   MinCPUsNode=8 MinMemoryNode=0 MinTmpDiskNode=0"
+has "$out" "   Features=(null) DelayBoot=00:00:00"
+has "$out" "   OverSubscribe=OK Contiguous=0 Network=(null)"
 has "$out" "   StdOut=/home/alice/slurm-42.out"
 has "$out" "   TresPerNode=gres/gpu:2"
 run 0 scontrol -o show job 50_4
@@ -245,7 +250,7 @@ run 0 scontrol -o show job 50_4
 has "$out" "JobId=54 ArrayJobId=50 ArrayTaskId=4 JobName=sweep UserId=alice(1000)"
 has "$out" " JobState=PENDING Reason=JobHeldUser Dependency=(null) "
 has "$out" " RunTime=00:00:00 TimeLimit=00:30:00 TimeMin=N/A "
-has "$out" " StartTime=Unknown EndTime=Unknown Deadline=N/A Partition=debug NodeList=(null) NumNodes=1"
+has "$out" " StartTime=Unknown EndTime=Unknown Deadline=N/A Partition=debug ReqNodeList=(null) ExcNodeList=(null) NodeList=(null) NumNodes=1"
 run 0 scontrol show jobs 50
 [ "$(grep -c '^JobId=' <<< "$out")" -eq 6 ] || fail "show job of an array: $out"
 run 1 scontrol show job 99
