@@ -37,6 +37,7 @@
 #include "slurm/slurm_cmd.h"
 #include "slurm/slurm_fmt.h"
 #include "slurm/slurm_het.h"
+#include "slurm/squeue_steps.h"
 
 #define CMD "squeue"
 
@@ -168,7 +169,8 @@ struct squeue_args {
     const char *format;      /* -o */
     const char *long_fields; /* -O */
     const char *socket_opt;
-    bool noheader, array, long_out, jobs_given, start;
+    const char *steps_list; /* -s/--steps=LIST */
+    bool noheader, array, long_out, jobs_given, start, steps;
     char me[64];
 };
 
@@ -188,7 +190,7 @@ static void usage(FILE *f)
 {
     fputs("Usage: squeue [-A account] [-j jobs] [-n name] [-o format] [-O fields] [-p partitions]\n"
           "              [-q qos] [-t states] [-u users] [--me] [-h] [-l] [-r] [--start]\n"
-          "              [--socket PATH]\n",
+          "              [-s | --steps[=STEPS]] [--socket PATH]\n",
           f);
 }
 
@@ -212,8 +214,9 @@ static int parse_args(int argc, char **argv, struct squeue_args *q)
         {"states", required_argument, NULL, 't'},
         {"user", required_argument, NULL, 'u'},
         {"usage", no_argument, NULL, 'U'},
-        {"socket", required_argument, NULL, 's'},
+        {"socket", required_argument, NULL, 'K'},
         {"start", no_argument, NULL, 'S'},
+        {"steps", optional_argument, NULL, 's'},
         {NULL, 0, NULL, 0},
     };
     int c, status = -1;
@@ -221,7 +224,7 @@ static int parse_args(int argc, char **argv, struct squeue_args *q)
     opterr = 0;
     optind = 1;
     while (status < 0 &&
-           (c = getopt_long(argc, argv, ":A:aho:O:j:ln:p:q:rt:u:", opts, NULL)) != -1) {
+           (c = getopt_long(argc, argv, ":A:aho:O:j:ln:p:q:rs::t:u:", opts, NULL)) != -1) {
         switch (c) {
         case 'A':
             q->filter.accounts = optarg;
@@ -264,8 +267,12 @@ static int parse_args(int argc, char **argv, struct squeue_args *q)
         case 'u':
             q->filter.users = optarg;
             break;
-        case 's':
+        case 'K':
             q->socket_opt = optarg;
+            break;
+        case 's':
+            q->steps = true;
+            q->steps_list = optarg;
             break;
         case 'S':
             q->start = true;
@@ -559,6 +566,13 @@ int cli_cmd_squeue(int argc, char **argv)
     if (status >= 0)
         goto out;
     q.filter.refs = q.refs;
+    if (q.steps) {
+        struct squeue_steps_opts o = {q.socket_opt, &q.filter,     q.steps_list,
+                                      q.format,     q.long_fields, q.noheader};
+
+        status = squeue_steps(&o);
+        goto out;
+    }
     /* The command line wins over the environment, -o over -O, as in Slurm. */
     if (q.format == NULL && q.long_fields == NULL) {
         q.format = env_fmt != NULL && env_fmt[0] != '\0' ? env_fmt : NULL;

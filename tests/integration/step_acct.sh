@@ -6,13 +6,14 @@
 # shows JOB, JOB.batch, JOB.0 and JOB.1 with their names, states, exit codes, tasks, nodes and
 # MaxRSS (wait4's peak of step 0 between 40 and 400 MiB), -X the job alone, -j JOB.1 that
 # step alone, --json the steps; sstat of the ended job and of an unknown one fails as Slurm's.
+# squeue -s lists the running steps (the batch shell and step 0), --steps= one of them.
 # gschedd is then restarted and sacct shows the same rows from its database.
 name="step_acct"
 . "$(dirname "$0")/lib.sh"
 
 links=$tmp/bin
 mkdir -p "$links"
-for cmd in sbatch srun sacct sstat; do
+for cmd in sbatch srun sacct sstat squeue; do
   ln -s "$bin/gsched" "$links/$cmd"
 done
 export PATH=$links:$PATH
@@ -66,6 +67,16 @@ out=$(sstat -j "$id" -P -n -o JobID,MaxRSSNode,MaxRSSTask,NTasks) || fail "sstat
 out=$(sstat -a -j "$id" -P -n -o JobID,NTasks) || fail "sstat -a -j $id: $out"
 [ "$(printf '%s\n' "$out" | sort)" = "$(printf '%s\n' "$id.0|1" "$id.batch|1")" ] ||
   fail "sstat -a -j $id printed: $out"
+out=$(squeue -s -h -o '%i|%j|%u|%N|%A') || fail "squeue -s: $out"
+[ "$out" = "$(printf '%s\n' "$id.batch|batch|$(id -un)|node1|1" "$id.0|big|$(id -un)|node1|1")" ] ||
+  fail "squeue -s printed: $out"
+out=$(squeue --steps="$id.0" -h -o '%i %j') || fail "squeue --steps=$id.0: $out"
+[ "$out" = "$id.0 big" ] || fail "squeue --steps=$id.0 printed: $out"
+out=$(squeue -s -j "$id") || fail "squeue -s -j $id: $out"
+[ "$(head -1 <<< "$out" | tr -s ' ')" = " STEPID NAME PARTITION USER TIME NODELIST" ] ||
+  fail "squeue -s's header: $out"
+out=$(squeue --steps=x.y 2>&1) && fail "squeue --steps=x.y: $out"
+grep -q "squeue: error: Invalid job step id" <<< "$out" || fail "squeue --steps=x.y: $out"
 out=$(sstat -j "$id.0") || fail "sstat -j $id.0: $out"
 [ "$(printf '%s\n' "$out" | head -1 | tr -s ' ')" = "JobID MaxRSS MaxRSSNode MaxRSSTask AveCPU NTasks " ] ||
   fail "sstat's header: $out"
