@@ -986,11 +986,73 @@ void sched_plan_out_release(struct sched_plan_out *out)
 
 /* ---- what if: sched_planner_will_run ---- */
 
+/*
+ * A draft of a higher tier that would wait: the pass's preemption over the planned sim,
+ * every blocked preemptor ahead of it choosing first. When it finds room (on what its own
+ * victims, or earlier ones' leftovers, give back) it would start now, on its victims'
+ * nodes, and the answer says so with them. 0 or -ENOMEM; nothing found leaves w as it was.
+ */
+static int will_run_preempt(const struct gathered *g, struct sched_cluster *sim, uint64_t now_ms,
+                            const struct gs_config *cfg, struct sched_plan_out *out,
+                            struct sched_job *draft, struct sched_will_run *w)
+{
+    uint32_t n = 0, nnodes = 0, held = 0, *nodes;
+    uint64_t *ids;
+    int rc = preempt(g, sim, now_ms, cfg, out);
+
+    if (rc < 0)
+        return rc;
+    for (size_t i = 0; i < out->npreempt; i++) {
+        if (out->preempt[i].by != draft)
+            continue;
+        n++;
+        held += out->preempt[i].victim->alloc.nnodes;
+    }
+    if (n == 0) /* it could wait for others' victims' leftovers, but those are not promised */
+        return 0;
+    ids = calloc(n, sizeof(*ids));
+    nodes = calloc(held + 1, sizeof(*nodes));
+    if (ids == NULL || nodes == NULL) {
+        free(ids);
+        free(nodes);
+        return -ENOMEM;
+    }
+    n = 0;
+    for (size_t i = 0; i < out->npreempt; i++) {
+        const struct sched_job *v = out->preempt[i].victim;
+
+        if (out->preempt[i].by != draft)
+            continue;
+        ids[n++] = v->id;
+        for (uint32_t k = 0; k < v->alloc.nnodes; k++) {
+            bool seen = false;
+
+            for (uint32_t m = 0; m < nnodes && !seen; m++)
+                seen = nodes[m] == v->alloc.nodes[k].node;
+            if (!seen)
+                nodes[nnodes++] = v->alloc.nodes[k].node;
+        }
+    }
+    sched_will_run_release(w);
+    w->now = true;
+    w->start_ms = now_ms;
+    w->cpus = req_total(&g->pending[out->n - 1].req, true);
+    w->nodes = nodes;
+    w->nnodes = nnodes;
+    w->preempts = ids;
+    w->npreempts = n;
+    w->reason[0] = '\0';
+    return 0;
+}
+
 void sched_will_run_release(struct sched_will_run *w)
 {
     free(w->nodes);
+    free(w->preempts);
     w->nodes = NULL;
     w->nnodes = 0;
+    w->preempts = NULL;
+    w->npreempts = 0;
 }
 
 static uint32_t alloc_cores(const struct sched_alloc *a)
@@ -1132,6 +1194,9 @@ int sched_planner_will_run(struct sched_jobs *jobs, size_t plan_from,
     if (rc == 0)
         rc = will_run_answer(&out.verdicts[out.n - 1], &g.pending[out.n - 1].req, ahead, depth,
                              now_ms, draft, ret);
+    if (rc == 0 && hooks != NULL && hooks->cfg != NULL && hooks->cfg->nqos > 0 &&
+        !out.verdicts[out.n - 1].start)
+        rc = will_run_preempt(&g, sim, now_ms, hooks->cfg, &out, draft, ret);
 out:
     if (rc == 0 && begin_ms > now_ms && ret->start_ms != 0 && ret->start_ms < begin_ms) {
         ret->start_ms = begin_ms;

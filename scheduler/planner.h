@@ -163,6 +163,10 @@ struct sched_will_run {
     uint32_t nnodes;
     uint32_t cpus;    /* the cores it would hold there, all nodes together */
     char reason[160]; /* without a start: why, as a pending reason ("Dependency", ...) */
+    /* It would start at once by preempting these running jobs (owned; npreempts of them;
+     * nodes: theirs): a job of a higher tier than they, as the pass would choose them. */
+    uint64_t *preempts;
+    uint32_t npreempts;
 };
 
 void sched_will_run_release(struct sched_will_run *w);

@@ -206,6 +206,8 @@ void sched_cli_test_reply(struct sched_cli *c, uint64_t request_id, uint32_t arr
     reply.sched_nodes = (char *)nodes;
     reply.cpus = w->cpus;
     reply.wait_reason = (char *)w->reason;
+    reply.preempts = w->preempts;
+    reply.n_preempts = w->npreempts;
     env.request_id = request_id;
     env.body_case = GS__ENVELOPE__BODY_SUBMIT_REPLY;
     env.submit_reply = &reply;

@@ -311,7 +311,15 @@ static void print_estimate(const Gs__SubmitReply *r)
 {
     char at[32];
 
-    if (r->expected_start_ms != 0 && r->sched_nodes[0] != '\0')
+    if (r->n_preempts > 0) {
+        fprintf(stderr,
+                CMD ": Job would start now, at %s using %u processors in partition %s, "
+                    "by preempting jobs ",
+                cli_format_time(r->expected_start_ms, at, sizeof(at)), r->cpus, r->partition);
+        for (size_t i = 0; i < r->n_preempts; i++)
+            fprintf(stderr, "%s%llu", i > 0 ? "," : "", (unsigned long long)r->preempts[i]);
+        fprintf(stderr, " on nodes %s\n", r->sched_nodes);
+    } else if (r->expected_start_ms != 0 && r->sched_nodes[0] != '\0')
         fprintf(stderr, CMD ": Job would start%s at %s using %u processors on nodes %s%s%s\n",
                 r->starts_now ? " now," : "", cli_format_time(r->expected_start_ms, at, sizeof(at)),
                 r->cpus, r->sched_nodes, r->partition[0] != '\0' ? " in partition " : "",

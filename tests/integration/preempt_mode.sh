@@ -5,6 +5,7 @@
 # GPU is never preempted: an urgent job waits for Resources beside it. A scratch job running
 # `sleep 600` on the GPU is preempted by an urgent job: it ends CANCELLED, not requeued, its
 # history saying by which job, while the urgent job runs; /metrics counts the preemption.
+# sbatch --test-only of an urgent job says it would start now by preempting the scratch job.
 # A scratch job holding the one matlab seat is preempted by an urgent job that needs the
 # seat (and no GPU), which then runs.
 # (preempt.sh covers the default, requeue, with a checkpointing gsched-train run.)
@@ -46,6 +47,12 @@ wait_end "$keep" || fail "the keep job failed"
 # --- cancel: the victim ends CANCELLED, nothing requeued ------------------------------------------
 victim=$(sbatch_id -q scratch --gres=gpu:1 --wrap="sleep 600") || exit 1
 wait_start "$victim"
+# --test-only weighs the preemption, and changes nothing
+out=$("$bin/gsched" sbatch --test-only -q urgent --gres=gpu:1 --wrap=true 2>&1 > /dev/null) ||
+  fail "sbatch --test-only: $out"
+grep -q "sbatch: Job would start now, at .* by preempting jobs $victim on nodes node1" <<< "$out" ||
+  fail "--test-only's estimate: $out"
+expect "$victim" 'j["state"] == "RUNNING"' "the victim untouched by the estimate"
 urgent=$(sbatch_id -q urgent --gres=gpu:1 urgent.sh) || exit 1
 wait_start "$urgent"
 wait_end "$victim" 5

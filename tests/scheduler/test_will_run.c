@@ -235,3 +235,38 @@ Test(will_run, a_reservation_not_started_yet_is_its_start)
     cr_assert(w.now, "it has started: its node is free");
     cr_assert_str_eq(sched_cluster_node_name(cluster, w.nodes[0]), "n0");
 }
+
+/* --- preemption ---------------------------------------------------------------------------- */
+
+/* A job of a higher tier than the running ones would start now by preempting the cheapest
+ * (the later start: less lost work), on its node; one of their own tier waits as before. */
+Test(will_run, a_higher_tier_would_start_now_by_preempting)
+{
+    static struct gs_config_qos qos[2] = {{.name = "low", .max_wall_s = UINT64_MAX},
+                                          {.name = "high", .tier = 1, .max_wall_s = UINT64_MAX}};
+    struct gs_config cfg = {.qos = qos, .nqos = 2};
+    struct sched_planner_hooks hooks = {.cfg = &cfg};
+    struct sched_job *old = add(1, 4, 0, 3600), *young = add(2, 4, 0, 3600);
+
+    old->spec->qos = strdup("low");
+    young->spec->qos = strdup("low");
+    pass(10000, &hooks);
+    young->start_ms = 20000; /* started later: less lost work */
+    make_draft(4, 0, 600);
+    draft->spec->qos = strdup("low");
+    cr_assert_eq(ask(30000, &hooks), 0);
+    cr_assert_not(w.now, "its own tier: it waits");
+    cr_assert_eq(w.npreempts, 0);
+    sched_will_run_release(&w);
+    free(draft->spec->qos);
+    draft->spec->qos = strdup("high");
+    cr_assert_eq(ask(30000, &hooks), 0);
+    cr_assert(w.now);
+    cr_assert_eq(w.start_ms, 30000);
+    cr_assert_eq(w.npreempts, 1);
+    cr_assert_eq(w.preempts[0], 2);
+    cr_assert_eq(w.nnodes, 1);
+    cr_assert_eq(w.nodes[0], young->alloc.nodes[0].node);
+    cr_assert_eq(young->preempted_by, 0, "asking marked no victim");
+    cr_assert_eq(sched_cluster_free_gpus(cluster, 0) + sched_cluster_free_gpus(cluster, 1), 0);
+}
