@@ -509,6 +509,9 @@ void sched_cli_dispatch(struct sched_cli *c, const Gs__Envelope *env)
     case GS__ENVELOPE__BODY_DIAG_REQUEST:
         sched_query_diag(c, env->request_id, env->diag_request);
         break;
+    case GS__ENVELOPE__BODY_CONFIG_REQUEST:
+        sched_query_config(c, env->request_id);
+        break;
     case GS__ENVELOPE__BODY_STEP_LAUNCH_REQUEST:
         sched_steps_launch(c, env->request_id, env->step_launch_request);
         break;

@@ -722,6 +722,10 @@ void sched_query_licenses(struct sched_cli *c, uint64_t request_id);
 /* sched_diag.c: sdiag's counters (root may reset them), and a job's change counted (before:
  * the state last announced). */
 void sched_query_diag(struct sched_cli *c, uint64_t request_id, const Gs__DiagRequest *req);
+/* Slurm's default MaxArraySize: an array's task ids are 0..1000 (checked at submit). */
+#define SCHED_MAX_ARRAY_SIZE 1001
+/* sched_config_show.c: the settings gschedd runs with (scontrol show config). */
+void sched_query_config(struct sched_cli *c, uint64_t request_id);
 void sched_diag_job_changed(struct sched_ctx *s, const struct sched_job *job,
                             enum sched_job_state before);
 /* A job changed state: answers the waits it completes, ends its steps unless it runs. */

@@ -22,7 +22,6 @@
 #include "scheduler/planner.h"
 #include "scheduler/sched_internal.h"
 
-#define SCHED_MAX_ARRAY_SIZE 1001 /* Slurm's default MaxArraySize: task ids 0..1000 */
 
 struct submit_op {
     struct sched_cli *cli;

@@ -19,6 +19,7 @@
  *     scontrol show reservation [NAME]   Slurm's record per advance reservation ("res" too)
  *     scontrol show licenses [NAME]      per [[license]]: its total, what running jobs hold
  *                                        ("lic", "license" too)
+ *     scontrol show config               gschedd's settings, Slurm's names first (Key = Value)
  *     scontrol create reservation KEY=VALUE...    (root) StartTime= EndTime=|Duration=
  *                                        Nodes= Users=|Accounts= [ReservationName=] [Flags=]
  *     scontrol update ReservationName=NAME KEY=VALUE...   (root; scontrol_update.c)
@@ -626,6 +627,37 @@ out:
 
 /* --- licenses ------------------------------------------------------------------------------ */
 
+/* "Configuration data as of 2026-12-07T01:20:00", then "Key = Value" lines, keys padded
+ * to Slurm's 23. */
+static int show_config(const struct scontrol *sc, int argc)
+{
+    Gs__ConfigRequest req = GS__CONFIG_REQUEST__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT, *reply = NULL;
+    struct gs_buf out = GS_BUF_INIT;
+    char at[48];
+    int status;
+
+    if (argc > 0)
+        return slurm_error(CMD, "show config takes no arguments");
+    env.body_case = GS__ENVELOPE__BODY_CONFIG_REQUEST;
+    env.config_request = &req;
+    status =
+        slurm_call_as(CMD, sc->socket_opt, &env, GS__ENVELOPE__BODY_CONFIG_REPLY, NULL, &reply);
+    if (status != 0)
+        return status;
+    gs_buf_printf(&out, "Configuration data as of %s\n",
+                  slurm_fmt_date(reply->config_reply->now_ms, "Unknown", at, sizeof(at)));
+    for (size_t i = 0; i < reply->config_reply->n_entries; i++) {
+        const Gs__ConfigEntry *e = reply->config_reply->entries[i];
+
+        gs_buf_printf(&out, "%-23s = %s\n", e->key, e->value);
+    }
+    status = slurm_print(CMD, 0, &out);
+    gs_buf_release(&out);
+    gs_proto_envelope_free(reply);
+    return status;
+}
+
 static int show_licenses(const struct scontrol *sc, int argc, char **argv)
 {
     Gs__LicensesRequest req = GS__LICENSES_REQUEST__INIT;
@@ -842,7 +874,7 @@ static void usage(FILE *f)
           "  update JobId=ID [Priority=N] [Nice=N] [TimeLimit=TIME] [Partition=NAME] [QOS=NAME]\n"
           "                  [Dependency=LIST] [Licenses=LIST]\n"
           "  write batch_script ID [FILE|-]\n"
-          "  show reservation [NAME] | show licenses [NAME]\n"
+          "  show reservation [NAME] | show licenses [NAME] | show config\n"
           "  create reservation [ReservationName=NAME] StartTime=TIME EndTime=TIME|Duration=TIME\n"
           "                     Nodes=LIST Users=a,b|Accounts=x,y [TRES=gres/gpu=N]\n"
           "                     [Flags=DAILY|...,MAINT,IGNORE_JOBS,OVERLAP,FLEX,MAGNETIC,\n"
@@ -884,7 +916,7 @@ int cli_cmd_scontrol(int argc, char **argv)
     if (is(argv[0], "show", NULL)) {
         if (argc < 2)
             return slurm_error(
-                CMD, "show what? (hostnames, job, partition, node, reservation, licenses)");
+                CMD, "show what? (hostnames, job, partition, node, reservation, licenses, config)");
         if (is(argv[1], "hostnames", "hostname"))
             return show_hostnames(argc - 2, argv + 2);
         if (is(argv[1], "job", "jobs"))
@@ -897,6 +929,8 @@ int cli_cmd_scontrol(int argc, char **argv)
             return show_reservations(&sc, argc - 2, argv + 2);
         if (is(argv[1], "licenses", "license") || is(argv[1], "lic", NULL))
             return show_licenses(&sc, argc - 2, argv + 2);
+        if (is(argv[1], "config", "configuration"))
+            return show_config(&sc, argc - 2);
         return slurm_error(CMD, "invalid entity: %s for keyword: show", argv[1]);
     }
     if (is(argv[0], "hold", "uhold"))

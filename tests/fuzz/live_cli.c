@@ -205,7 +205,10 @@ static uint64_t wall_ms(void)
 
 static Gs__Envelope *query(struct lf_run *run, struct lf_rng *r, uint64_t rid)
 {
-    switch (lf_below(r, 8)) {
+    switch (lf_below(r, 9)) {
+    case 8:
+        return lf_envelope(GS__ENVELOPE__BODY_CONFIG_REQUEST,
+                           lf_new(&gs__config_request__descriptor), rid);
     case 7: { /* sdiag, now and then resetting its counters */
         Gs__DiagRequest *req = lf_new(&gs__diag_request__descriptor);
 

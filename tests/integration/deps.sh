@@ -73,6 +73,9 @@ wait_end "$c" || fail "afterany:${a}_1 did not run"
 sed -i "s|^\[scheduler\]\$|[scheduler]\nkill_invalid_depend = true|" "$state/gsched.toml"
 grep -q '^kill_invalid_depend = true' "$state/gsched.toml" || fail "no [scheduler] table to edit"
 restart_sched 1
+out=$("$bin/gsched" scontrol show config) || fail "scontrol show config: $out"
+grep -qx "SchedulerParameters     = bf_licenses,kill_invalid_depend" <<< "$out" ||
+  fail "show config after kill_invalid_depend: $(grep Scheduler <<< "$out")"
 wait_for "the aftercorr tasks to be cancelled" 10 \
   is "$((d + 1))" 'j["state"] == "CANCELLED"'
 wait_for "the aftercorr task 3 to be cancelled" 10 is "$((d + 3))" 'j["state"] == "CANCELLED"'
