@@ -22,7 +22,6 @@
 #include "scheduler/planner.h"
 #include "scheduler/sched_internal.h"
 
-
 struct submit_op {
     struct sched_cli *cli;
     uint64_t request_id;
