@@ -345,15 +345,21 @@ static void rd_purge_after(struct gs_schema_ctx *c, const struct gs_toml_value *
     CFG(c)->purge_after_ms = s < UINT64_MAX / 1000 ? s * 1000 : 0;
 }
 
+static const char *const data_locality_names[] = {"tiebreak", "prefer", "off"};
+
+const char *gs_data_locality_name(enum gs_data_locality l)
+{
+    return (unsigned)l <= GS_DATA_LOCALITY_OFF ? data_locality_names[l] : "?";
+}
+
 static void rd_data_locality(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
-    static const char *const names[] = {"tiebreak", "prefer", "off"};
     char *name = NULL;
 
     if (gs_schema_string(c, v, "scheduler.data_locality", &name) < 0 || name == NULL)
         return;
-    for (int i = 0; i < 3; i++) {
-        if (strcmp(name, names[i]) == 0) {
+    for (int i = 0; i <= GS_DATA_LOCALITY_OFF; i++) {
+        if (strcmp(name, data_locality_names[i]) == 0) {
             CFG(c)->data_locality = (enum gs_data_locality)i;
             free(name);
             return;

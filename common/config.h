@@ -328,6 +328,8 @@ const struct gs_config_partition *gs_config_partition(const struct gs_config *cf
                                                       const char *name);
 /* "flag", "notify", "cancel", "requeue". */
 const char *gs_idle_action_name(enum gs_idle_action a);
+/* "tiebreak", "prefer", "off" (scheduler.data_locality's words). */
+const char *gs_data_locality_name(enum gs_data_locality l);
 
 /* The license named, or NULL when not configured. */
 const struct gs_config_license *gs_config_license(const struct gs_config *cfg, const char *name);

@@ -111,11 +111,8 @@ static void slurm_names(struct entries *e, const struct gs_config *cfg)
 
 static void gsched_names(struct entries *e, const struct gs_config *cfg)
 {
-    static const char *const locality[] = {"tiebreak", "prefer", "off"};
-
     add(e, "scheduler.backfill_depth", "%u", cfg->backfill_depth);
-    add(e, "scheduler.data_locality", "%s",
-        (unsigned)cfg->data_locality < 3 ? locality[cfg->data_locality] : "?");
+    add(e, "scheduler.data_locality", "%s", gs_data_locality_name(cfg->data_locality));
     add(e, "scheduler.data_locality_wait", "%u sec", cfg->data_locality_wait_s);
     add(e, "scheduler.data_copy_rate", "%llu MiB/s", (unsigned long long)cfg->data_copy_rate_mib);
     add(e, "scheduler.fence_timeout", "%llu sec",

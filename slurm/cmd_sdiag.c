@@ -6,7 +6,7 @@
  *     sdiag output at Mon Dec 07 00:35:00 2026 (1796603700)
  *     Data since      Mon Dec 07 00:00:00 2026 (1796601600)
  *     *******************************************************
- *     Server thread count:  1
+ *     Nodes:                4
  *     ...
  *     Jobs submitted: 14
  *     ...
@@ -98,7 +98,6 @@ static void put_text(struct gs_buf *out, const Gs__DiagReply *r)
     put_when(out, "sdiag output at ", r->now_ms);
     put_when(out, "Data since      ", r->since_ms);
     gs_buf_append_str(out, "*******************************************************\n");
-    gs_buf_printf(out, "Server thread count:  1\n");
     gs_buf_printf(out, "Nodes:                %u\n", r->nodes);
     gs_buf_printf(out, "CLI connections:      %u\n\n", r->cli_connections);
     gs_buf_printf(out, "Jobs submitted: %llu\n", (unsigned long long)r->jobs_submitted);
