@@ -160,7 +160,7 @@ static void put_run(struct gs_buf *out, const Gs__JobSpec *spec)
         return;
     gs_buf_append_str(out, "   Command=");
     if (run->n_argv > 0)
-        cli_argv_join(out, run->argv, run->n_argv);
+        gs_buf_argv_join(out, run->argv, run->n_argv);
     else
         gs_buf_append_str(out, "(script)");
     gs_buf_printf(out, "\n   WorkDir=%s\n   StdOut=%s", or_none(run->workdir),

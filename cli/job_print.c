@@ -174,44 +174,6 @@ int cli_job_nodelist(struct gs_buf *out, Gs__NodeAllocation *const *alloc, size_
 }
 
 /* Characters a shell takes literally in a word. */
-static bool shell_safe(const char *s)
-{
-    if (s[0] == '\0')
-        return false;
-    for (const char *p = s; *p != '\0'; p++) {
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-              strchr("-_./=:,+%@", *p) != NULL))
-            return false;
-    }
-    return true;
-}
-
-static void append_quoted(struct gs_buf *out, const char *s)
-{
-    if (shell_safe(s)) {
-        gs_buf_append_str(out, s);
-        return;
-    }
-    gs_buf_putc(out, '\'');
-    for (const char *p = s; *p != '\0'; p++) {
-        if (*p == '\'')
-            gs_buf_append_str(out, "'\\''");
-        else
-            gs_buf_putc(out, *p);
-    }
-    gs_buf_putc(out, '\'');
-}
-
-int cli_argv_join(struct gs_buf *out, char *const *argv, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (i > 0)
-            gs_buf_putc(out, ' ');
-        append_quoted(out, argv[i]);
-    }
-    return gs_buf_error(out);
-}
-
 int cli_job_exit_status(Gs__JobState state, bool signaled, int32_t exit_code, uint32_t term_signal)
 {
     if (state == GS__JOB_STATE__JOB_STATE_COMPLETED)

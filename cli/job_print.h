@@ -54,8 +54,6 @@ int cli_format_ranges(struct gs_buf *out, const uint32_t *v, size_t n, size_t mi
  */
 int cli_job_nodelist(struct gs_buf *out, Gs__NodeAllocation *const *alloc, size_t n,
                      bool with_gpus);
-/* Appends argv as a shell would need it typed: words with specials in '...'. 0/-ENOMEM. */
-int cli_argv_join(struct gs_buf *out, char *const *argv, size_t n);
 
 /*
  * The exit status a command waiting for one job returns: COMPLETED 0; otherwise the job's

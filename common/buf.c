@@ -7,6 +7,7 @@
 #include "common/buf.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,4 +175,42 @@ int gs_buf_read_stream(struct gs_buf *b, FILE *f)
     if (rc == 0 && ferror(f))
         rc = -EIO;
     return rc;
+}
+
+static bool shell_safe(const char *s)
+{
+    if (s[0] == '\0')
+        return false;
+    for (const char *p = s; *p != '\0'; p++) {
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              strchr("-_./=:,+%@", *p) != NULL))
+            return false;
+    }
+    return true;
+}
+
+static void append_quoted(struct gs_buf *b, const char *s)
+{
+    if (shell_safe(s)) {
+        gs_buf_append_str(b, s);
+        return;
+    }
+    gs_buf_putc(b, '\'');
+    for (const char *p = s; *p != '\0'; p++) {
+        if (*p == '\'')
+            gs_buf_append_str(b, "'\\''");
+        else
+            gs_buf_putc(b, *p);
+    }
+    gs_buf_putc(b, '\'');
+}
+
+int gs_buf_argv_join(struct gs_buf *b, char *const *argv, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0)
+            gs_buf_putc(b, ' ');
+        append_quoted(b, argv[i]);
+    }
+    return gs_buf_error(b);
 }

@@ -61,4 +61,7 @@ void gs_buf_truncate(struct gs_buf *b, size_t len);
  */
 char *gs_buf_detach(struct gs_buf *b, size_t *ret_len);
 
+/* Appends argv as a shell would need it typed: words with specials in '...'. 0/-ENOMEM. */
+int gs_buf_argv_join(struct gs_buf *b, char *const *argv, size_t n);
+
 #endif

@@ -262,8 +262,7 @@ static int info_fill(struct sched_ctx *s, const struct sched_job *job, struct in
     if (sp->source != NULL && sp->source[0] != '\0') {
         in->info.command = sp->source;
     } else {
-        for (size_t i = 0; i < sp->argc; i++)
-            gs_buf_printf(&in->command, "%s%s", i > 0 ? " " : "", sp->argv[i]);
+        gs_buf_argv_join(&in->command, sp->argv, sp->argc);
         in->info.command = in->command.data != NULL ? in->command.data : "";
     }
     if (job->state == SCHED_JOB_PENDING && (sp->ndeps > 0 || sp->singleton)) {

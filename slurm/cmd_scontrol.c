@@ -273,7 +273,7 @@ static int put_job(const struct scontrol *sc, struct gs_buf *out, const Gs__JobI
     if (run != NULL && run->batch && spec->source != NULL && spec->source[0] != '\0')
         gs_buf_append_str(out, spec->source);
     else if (run != NULL && !run->batch && run->n_argv > 0)
-        cli_argv_join(out, run->argv, run->n_argv);
+        gs_buf_argv_join(out, run->argv, run->n_argv);
     else
         gs_buf_append_str(out, "(null)");
     next_line(sc, out);

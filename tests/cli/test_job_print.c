@@ -158,7 +158,7 @@ Test(job_print, quotes_arguments_a_shell_would_split)
     char *argv[] = {"python3", "train.py", "--lr=3e-4", "two words", "it's", ""};
     struct gs_buf out = GS_BUF_INIT;
 
-    cr_assert_eq(cli_argv_join(&out, argv, 6), 0);
+    cr_assert_eq(gs_buf_argv_join(&out, argv, 6), 0);
     cr_assert_str_eq(out.data, "python3 train.py --lr=3e-4 'two words' 'it'\\''s' ''");
     gs_buf_release(&out);
 }

@@ -12,6 +12,7 @@
 # below what the job has run and it ends at once, TIMEOUT; a user may lower their running
 # job's limit, not raise it. scontrol write batch_script writes a job's script as submitted
 # to stdout or a file (0600), for its owner and root only; a job running a command has none.
+# squeue %o shows a job's command line to its owner and root alone.
 name="integration_update"
 . "$(dirname "$0")/lib.sh"
 
@@ -93,6 +94,17 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && id nobody >/dev/null 2
   case $out in *"Unable to retrieve batch script for job $a: Access/permission denied"*) ;;
     *) fail "root's script: $out" ;; esac
   "$bin/gsched" scontrol write batch_script "$n" - | grep -qx "true" || fail "root reading nobody's script"
+  # squeue %o: a job's command line (from standard input: no job file's path to show),
+  # quoted as typed, for its owner and root alone
+  job_file argv.toml 'hold = true
+[run]
+command = ["sleep", "1 2"]'
+  g=$(submit - < "$work/argv.toml")
+  out=$("$bin/gsched" squeue -h -j "$g" -o %o) || fail "squeue %o: $out"
+  [ "$out" = "sleep '1 2'" ] || fail "root's squeue %o: $out"
+  out=$(as_nobody squeue -h -j "$g" -o %o) || fail "nobody's squeue %o: $out"
+  [ "$out" = "(null)" ] || fail "nobody saw root's command line: $out"
+  "$bin/gsched" scancel "$g" || fail "scancel $g"
   cd "$work" || exit 1
 fi
 
