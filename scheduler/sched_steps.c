@@ -355,7 +355,7 @@ static void step_run(struct sched_ctx *s, struct sched_step_seq *q, const struct
 
             if (left == NULL)
                 break;
-            fake_exit(s, left, m.nodes[i].first_rank + r, m.nodes[i].node_name,
+            fake_exit(s, left, left->ranks[left->nodes[i].first + r], m.nodes[i].node_name,
                       GS__END_REASON__END_REASON_LAUNCH_FAILED,
                       "gschedd could not send the launch to its worker");
         }
@@ -520,7 +520,7 @@ static void step_input(struct sched_ctx *s, const struct sched_step *st, const G
         const Gs__Hello *peer =
             n != NULL && n->conn != NULL ? gs_proto_conn_peer_hello(n->conn) : NULL;
 
-        if (sn->first_rank != 0 || sn->ntasks == 0 || n == NULL)
+        if (sn->ntasks == 0 || st->ranks[sn->first] != 0 || n == NULL)
             continue;
         /* An older worker would drop the connection over a body case it does not know. */
         if (peer != NULL && peer->protocol_minor >= GS_PROTO_MINOR_ALLOC)
@@ -646,7 +646,9 @@ void sched_steps_node_gone(struct sched_ctx *s, struct sched_node *n)
 
             if (sn->index != n->index)
                 continue;
-            for (uint32_t r = sn->first_rank; !ended && r < sn->first_rank + sn->ntasks; r++) {
+            for (uint32_t l = 0; !ended && l < sn->ntasks; l++) {
+                uint32_t r = st->ranks[sn->first + l];
+
                 if (st->exited[r])
                     continue;
                 ended = st->nexited + 1 == st->ntasks;

@@ -42,22 +42,19 @@ static uint64_t task_numa_of(const Gs__NodeTopology *topo, const Gs__TaskAssignm
     return mask;
 }
 
-int sched_step_bind_prepare(struct sched_ctx *s, const Gs__StepLaunchRequest *req,
-                            const struct sched_step *st, struct sched_step_msg *m)
+int sched_step_bind_prepare(const Gs__StepLaunchRequest *req, const struct sched_step *st,
+                            struct sched_step_msg *m)
 {
     size_t most_tasks = 0, most_gpus = 0;
 
     if (req->gpu_bind == NULL || req->gpu_bind[0] == '\0')
         return 0;
     m->bind = calloc(1, sizeof(*m->bind));
-    m->topos = calloc(st->nnodes + 1, sizeof(*m->topos));
-    if (m->bind == NULL || m->topos == NULL)
+    if (m->bind == NULL)
         return -ENOMEM;
     if (gs_gpu_bind_parse(req->gpu_bind, m->bind, m->bind_why, sizeof(m->bind_why)) < 0)
         return -EINVAL;
     for (uint32_t i = 0; i < st->nnodes; i++) {
-        m->topos[i] =
-            st->nodes[i].index < s->nnodes ? s->nodes[st->nodes[i].index]->topology : NULL;
         most_tasks = m->nodes[i].ntasks > most_tasks ? m->nodes[i].ntasks : most_tasks;
         most_gpus = m->nodes[i].n_gpus > most_gpus ? m->nodes[i].n_gpus : most_gpus;
     }

@@ -117,12 +117,28 @@ out:
     return rc;
 }
 
+/* -m arbitrary's layout: the host list's, on the nodes of the step's het groups. */
+static int arbitrary_layout(const struct sched_job *job, const struct sched_alloc_msg *m,
+                            const Gs__StepLaunchRequest *req, struct sched_step *st, char *why,
+                            size_t size)
+{
+    bool *in = calloc(m->n + 1, sizeof(*in));
+    uint32_t avail = 0;
+    int rc = in == NULL ? -ENOMEM : het_nodes(job, m, req, in, &avail, why, size);
+
+    if (rc == 0)
+        rc = sched_step_dist_arbitrary(job, m, req, in, st, why, size);
+    free(in);
+    return rc;
+}
+
 /*
  * The step's nodes and tasks per node: ntasks spread as sbatch spreads them (the first nodes
  * one more), at most ntasks_per_node each; neither given: the job's own layout on those
  * nodes. Fewer tasks than nodes uses only the first nodes, as srun does ("setting nnodes"),
- * unless the nodes were named. Whether the nodes can hold the tasks' CPUs and GPUs is
- * sched_step_take()'s.
+ * unless the nodes were named. --distribution then numbers the tasks; with arbitrary and a
+ * host list, that list is the layout. Whether the nodes can hold the tasks' CPUs and GPUs
+ * is sched_step_take()'s.
  */
 int sched_step_plan_layout(const struct sched_job *job, const struct sched_alloc_msg *m,
                            const Gs__StepLaunchRequest *req, struct sched_step *st, char *why,
@@ -130,11 +146,23 @@ int sched_step_plan_layout(const struct sched_job *job, const struct sched_alloc
 {
     bool *pick = calloc(m->n + 1, sizeof(*pick));
     uint32_t k = 0, ntasks = req->ntasks, tpn = req->ntasks_per_node, rank = 0;
+    struct gs_dist dist = {0};
     int rc = -ENOMEM;
 
     st->nodes = calloc(m->n + 1, sizeof(*st->nodes));
     if (pick == NULL || st->nodes == NULL)
         goto out;
+    rc = -EINVAL;
+    if (req->distribution != NULL && req->distribution[0] != '\0' &&
+        gs_dist_parse(req->distribution, &dist, why, size) < 0)
+        goto out;
+    if (dist.nodes == GS_DIST_ARBITRARY && req->n_task_nodes > 0) {
+        rc = arbitrary_layout(job, m, req, st, why, size);
+        if (rc < 0)
+            goto out;
+        rank = st->ntasks;
+        goto exits;
+    }
     rc = pick_nodes(job, m, req, pick, &k, why, size);
     if (rc < 0)
         goto out;
@@ -176,12 +204,18 @@ int sched_step_plan_layout(const struct sched_job *job, const struct sched_alloc
         used++;
         sn->index = job->alloc.nodes[i].node;
         sn->alloc_index = i;
-        sn->first_rank = rank;
+        sn->first = rank;
         sn->ntasks = cnt;
         rank += cnt;
         st->nnodes++;
     }
+    if (rank > 0 && sched_step_dist_ranks(st, &dist) < 0) {
+        rc = -ENOMEM;
+        goto out;
+    }
+exits:
     if (rank == 0) {
+        rc = -EINVAL;
         snprintf(why, size, "the step would have no tasks");
         goto out;
     }
@@ -365,11 +399,10 @@ static int step_slices(const struct sched_step *st, struct sched_step_msg *m)
 
 /* --gpu-bind read, and every node's tasks bound once, so that a binding the step's GPUs
  * cannot give refuses the step before srun hears of it (step_gpu_bind.c). */
-static int bind_every_node(struct sched_ctx *s, const struct sched_job *job,
-                           const Gs__StepLaunchRequest *req, const struct sched_step *st,
-                           struct sched_step_msg *m)
+static int bind_every_node(const struct sched_job *job, const Gs__StepLaunchRequest *req,
+                           const struct sched_step *st, struct sched_step_msg *m)
 {
-    int rc = sched_step_bind_prepare(s, req, st, m);
+    int rc = sched_step_bind_prepare(req, st, m);
 
     for (uint32_t i = 0; rc == 0 && m->bind != NULL && i < st->nnodes; i++) {
         sched_step_node_tasks(job, req, &m->nodes[i], m);
@@ -394,13 +427,20 @@ int sched_step_msg_init(struct sched_ctx *s, const struct sched_job *job,
     m->tasks = calloc(most + 1, sizeof(*m->tasks));
     m->task_ptrs = calloc(most + 1, sizeof(*m->task_ptrs));
     m->alloc_index = calloc(st->nnodes + 1, sizeof(*m->alloc_index));
+    m->topos = calloc(st->nnodes + 1, sizeof(*m->topos));
     if (m->nodes == NULL || m->node_ptrs == NULL || m->env == NULL || m->env_ptrs == NULL ||
-        m->tasks == NULL || m->task_ptrs == NULL || m->alloc_index == NULL)
+        m->tasks == NULL || m->task_ptrs == NULL || m->alloc_index == NULL || m->topos == NULL)
         return -ENOMEM;
+    m->st = st;
+    if (req->distribution != NULL && req->distribution[0] != '\0' &&
+        gs_dist_parse(req->distribution, &m->dist, m->bind_why, sizeof(m->bind_why)) < 0)
+        return -EINVAL; /* the layout read it: only a request changed since */
     for (uint32_t i = 0; i < st->nnodes; i++) {
+        m->topos[i] =
+            st->nodes[i].index < s->nnodes ? s->nodes[st->nodes[i].index]->topology : NULL;
         m->alloc_index[i] = st->nodes[i].alloc_index;
-        m->nodes[i] = alloc->nodes[st->nodes[i].alloc_index]; /* its lists replaced below */
-        m->nodes[i].first_rank = st->nodes[i].first_rank;
+        m->nodes[i] = alloc->nodes[st->nodes[i].alloc_index];   /* its lists replaced below */
+        m->nodes[i].first_rank = st->ranks[st->nodes[i].first]; /* its lowest */
         m->nodes[i].ntasks = st->nodes[i].ntasks;
         m->node_ptrs[i] = &m->nodes[i];
     }
@@ -435,18 +475,22 @@ int sched_step_msg_init(struct sched_ctx *s, const struct sched_job *job,
     m->lt.n_env = req->n_env;
     m->lt.env = m->env_ptrs;
     m->lt.step = st->step;
-    return bind_every_node(s, job, req, st, m);
+    return bind_every_node(job, req, st, m);
 }
 
 /* Node na's tasks: the step's CPUs and GPUs per task, else the job's (sched_node_tasks). */
 void sched_step_node_tasks(const struct sched_job *job, const Gs__StepLaunchRequest *req,
                            const Gs__NodeAllocation *na, struct sched_step_msg *m)
 {
+    const struct step_node *sn = &m->st->nodes[na - m->nodes];
     struct gs_jobspec comp;
 
     node_comp(job, m->alloc_index[na - m->nodes], &comp);
+    sched_step_dist_cores(m, na, na->ntasks, step_cpus_per_task(&comp, req));
     sched_node_tasks(na, na->ntasks, step_cpus_per_task(&comp, req), step_gpus_per_task(&comp, req),
                      m->tasks, m->task_ptrs, &m->lt);
+    for (uint32_t l = 0; l < na->ntasks; l++)
+        m->tasks[l].rank = m->st->ranks[sn->first + l];
     /* srun's stdin, or its --pty terminal, goes to task 0 alone (Slurm's --input=0). */
     m->lt.step_input = req->input && na->ntasks > 0 && na->first_rank == 0;
     m->lt.step_pty = req->pty && na->ntasks > 0 && na->first_rank == 0;

@@ -109,6 +109,7 @@ void sched_step_free(struct sched_ctx *s, struct sched_step *st)
         gs__step_launch_request__free_unpacked(st->req, NULL);
     free(st->grants);
     free(st->exited);
+    free(st->ranks);
     free(st->nodes);
     free(st);
 }

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "common/gpu_bind.h"
+#include "common/task_dist.h"
 #include "scheduler/sched_internal.h"
 #include "scheduler/step_alloc.h"
 
@@ -22,7 +23,7 @@
 struct step_node {
     uint32_t index;       /* in s->nodes, which is the cluster's index */
     uint32_t alloc_index; /* in the job's alloc.nodes */
-    uint32_t first_rank;
+    uint32_t first;       /* its tasks' ranks are st->ranks[first..first+ntasks), rising */
     uint32_t ntasks;
     uint64_t launch_request_id; /* of its LaunchTasks, which its reply echoes */
 };
@@ -38,7 +39,8 @@ struct sched_step {
     Gs__StepLaunchRequest *req; /* while waiting: an owned copy (free_unpacked) */
     uint32_t ntasks;
     uint32_t nexited;
-    bool *exited; /* per rank */
+    bool *exited;    /* per rank */
+    uint32_t *ranks; /* per task, node after node (--distribution, step_dist.c) */
     struct step_node *nodes;
     uint32_t nnodes;
     struct sched_step_grant *grants; /* per node of the job; NULL: nothing given yet */
@@ -74,13 +76,15 @@ struct sched_step_msg {
     Gs__TaskAssignment **task_ptrs;
     /* --gpu-bind (step_gpu_bind.c); NULL/0 without one */
     struct gs_gpu_bind *bind;
-    const Gs__NodeTopology **topos; /* each step node's, for NUMA */
+    const Gs__NodeTopology **topos; /* each step node's, for NUMA and sockets */
     uint32_t *bound;                /* each task's GPU list, bound_stride apart */
     size_t bound_stride;
     char *notes; /* --gpu-bind=verbose: each task's report, SCHED_STEP_NOTE_MAX apart; NULL */
     int bind_rc; /* < 0: a task's binding failed, bind_why says why */
     char bind_why[256];
     uint32_t *alloc_index; /* each step node's index in the job's allocation */
+    const struct sched_step *st;
+    struct gs_dist dist; /* the request's --distribution */
 };
 
 /* step_records.c: the steps in memory. */
@@ -102,8 +106,9 @@ void sched_step_seq_forget(struct sched_ctx *s, uint64_t job_id);
 
 /* step_plan.c: over the job, the request and the allocation message (sched_alloc_msg). */
 
-/* Lays st out: its nodes (st->nodes, owned) and ranks (st->exited, owned) from -w, -N, -n
- * and --ntasks-per-node; 0, -EINVAL with why, or -ENOMEM. */
+/* Lays st out: its nodes (st->nodes, owned), ranks (st->ranks, owned, by --distribution)
+ * and exits (st->exited, owned) from -w, -N, -n, --ntasks-per-node and -m arbitrary's host
+ * list; 0, -EINVAL with why, or -ENOMEM. */
 int sched_step_plan_layout(const struct sched_job *job, const struct sched_alloc_msg *m,
                            const Gs__StepLaunchRequest *req, struct sched_step *st, char *why,
                            size_t size);
@@ -126,8 +131,23 @@ void sched_step_msg_release(struct sched_step_msg *m);
 /* step_gpu_bind.c: --gpu-bind. prepare() reads req's (0 without one; -EINVAL with m->bind_why
  * for a bad one, -ENOMEM); bind_tasks() gives m->lt's tasks on na their GPUs, or sets
  * m->bind_rc and m->bind_why. */
-int sched_step_bind_prepare(struct sched_ctx *s, const Gs__StepLaunchRequest *req,
-                            const struct sched_step *st, struct sched_step_msg *m);
+int sched_step_bind_prepare(const Gs__StepLaunchRequest *req, const struct sched_step *st,
+                            struct sched_step_msg *m);
 void sched_step_bind_tasks(struct sched_step_msg *m, const Gs__NodeAllocation *na);
+
+/* step_dist.c: --distribution. */
+
+/* st->ranks (owned) for st's nodes and their counts under d; 0 or -ENOMEM. */
+int sched_step_dist_ranks(struct sched_step *st, const struct gs_dist *d);
+/* -m arbitrary with req->task_nodes: st's nodes (in the job's node order), counts and ranks
+ * from the host list, on the job's nodes in[] (alloc indices) allows; 0, -EINVAL with why,
+ * or -ENOMEM. */
+int sched_step_dist_arbitrary(const struct sched_job *job, const struct sched_alloc_msg *m,
+                              const Gs__StepLaunchRequest *req, const bool *in,
+                              struct sched_step *st, char *why, size_t size);
+/* Reorders na's cores so that sched_node_tasks() deals them to its
+ * ntasks tasks over the node's sockets as m->dist says; nothing for the default, block. */
+void sched_step_dist_cores(struct sched_step_msg *m, const Gs__NodeAllocation *na, uint32_t ntasks,
+                           uint32_t cpus_per_task);
 
 #endif

@@ -29,6 +29,7 @@
 #include "common/signals.h"
 #include "common/units.h"
 #include "common/sort.h"
+#include "common/task_dist.h"
 #include "slurm/sbatch_internal.h"
 
 /* ---- small helpers ---- */
@@ -633,6 +634,20 @@ static int set_open_mode(struct ctx *c, const struct opt_def *d, const char *val
     return 0;
 }
 
+/* -m/--distribution: read now, so a typo names its line; the job's steps apply it. */
+static int set_distribution(struct ctx *c, const struct opt_def *d, const char *value,
+                            struct gs_error *err)
+{
+    struct gs_dist dist;
+    char why[256];
+    const char *prefix = "--distribution: ";
+
+    if (gs_dist_parse(value, &dist, why, sizeof(why)) < 0)
+        return gs_error_set(err, -EINVAL, 0, 0, "%s",
+                            strncmp(why, prefix, strlen(prefix)) == 0 ? why + strlen(prefix) : why);
+    return set_string(c, d, value, err);
+}
+
 /* --kill-on-invalid-dep=yes|no */
 static int set_kill_invalid_dep(struct ctx *c, const struct opt_def *d, const char *value,
                                 struct gs_error *err)
@@ -914,6 +929,7 @@ static const struct opt_def options[] = {
     OPT("gpus-per-node", 0, GPUS_PER_NODE, set_gpus, gpus_per_node, 0, GROUP_NONE),
     OPT("gpus-per-task", 0, GPUS_PER_TASK, set_gpus, gpus_per_task, 0, GROUP_NONE),
     OPT("gpu-bind", 0, GPU_BIND, set_string, gpu_bind, 0, GROUP_NONE),
+    OPT("distribution", 'm', DISTRIBUTION, set_distribution, distribution, 0, GROUP_NONE),
     OPT("mem", 0, MEM, set_mem, mem_mib, 0, GROUP_MEM),
     OPT("mem-per-cpu", 0, MEM_PER_CPU, set_mem, mem_per_cpu_mib, 0, GROUP_MEM),
     OPT("mem-per-gpu", 0, MEM_PER_GPU, set_mem, mem_per_gpu_mib, 0, GROUP_MEM),
@@ -955,7 +971,6 @@ static const struct opt_def options[] = {
     WARNED("hint", REQ, "placement follows the GPU topology"),
     OPT("begin", 'b', BEGIN, set_begin, begin_ms, 0, GROUP_NONE),
     OPT("deadline", 0, DEADLINE, set_begin, deadline_ms, 0, GROUP_NONE),
-    UNSUPPORTED("distribution", 'm', REQ, NULL),
     UNSUPPORTED("input", 'i', REQ, NULL),
     UNSUPPORTED("mincpus", 0, REQ, NULL),
     UNSUPPORTED("no-kill", 'k', ARG_OPTIONAL, NULL),
@@ -1527,6 +1542,7 @@ static void sbatch_release(struct gs_sbatch *sb)
     free(sb->wrap);
     free(sb->job_name);
     free(sb->gpu_bind);
+    free(sb->distribution);
     free(sb->partition);
     free(sb->account);
     free(sb->qos);
@@ -1791,6 +1807,7 @@ static const struct {
     size_t field;
 } kv_strings[] = {
     {"gpu_bind", GS_SBATCH_OPT_GPU_BIND, FIELD(gpu_bind)},
+    {"distribution", GS_SBATCH_OPT_DISTRIBUTION, FIELD(distribution)},
     {"partition", GS_SBATCH_OPT_PARTITION, FIELD(partition)},
     {"account", GS_SBATCH_OPT_ACCOUNT, FIELD(account)},
     {"qos", GS_SBATCH_OPT_QOS, FIELD(qos)},

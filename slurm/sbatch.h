@@ -112,6 +112,7 @@ enum gs_sbatch_opt {
     GS_SBATCH_OPT_NTASKS_PER_GPU,
     GS_SBATCH_OPT_PRIORITY,
     GS_SBATCH_OPT_WAIT,
+    GS_SBATCH_OPT_DISTRIBUTION,
     GS_SBATCH_OPT_COUNT,
 };
 
@@ -183,7 +184,8 @@ struct gs_sbatch {
     bool gres_other;            /* --gres named resources other than gpu (ignored) */
     struct gs_sbatch_gpus gpus, gpus_per_node, gpus_per_task;
     char *gpu_bind;
-    uint64_t mem_mib; /* --mem per node; 0 with set_by[MEM] set: all of each node's memory */
+    char *distribution; /* -m, checked (common/task_dist.h): SLURM_DISTRIBUTION for srun */
+    uint64_t mem_mib;   /* --mem per node; 0 with set_by[MEM] set: all of each node's memory */
     uint64_t mem_per_cpu_mib, mem_per_gpu_mib;
     uint64_t time_limit_s, time_min_s; /* GS_DURATION_INFINITE for unlimited */
 

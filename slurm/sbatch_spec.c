@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/buf.h"
 #include "common/gpu_bind.h"
@@ -76,6 +77,7 @@ static const char *const opt_names[GS_SBATCH_OPT_COUNT] = {
     [GS_SBATCH_OPT_NTASKS_PER_GPU] = "--ntasks-per-gpu",
     [GS_SBATCH_OPT_PRIORITY] = "--priority",
     [GS_SBATCH_OPT_WAIT] = "--wait",
+    [GS_SBATCH_OPT_DISTRIBUTION] = "--distribution",
 };
 
 /*
@@ -707,6 +709,31 @@ static void gpu_bind(struct conv *c, char **v, size_t *n)
     gs_buf_release(&var);
 }
 
+/* -m reaches the job's srun steps as Slurm's does: SLURM_DISTRIBUTION, and for plane=N
+ * SLURM_DIST_PLANESIZE, in the batch environment; srun reads them when given no -m. */
+static void distribution_env(struct conv *c, char **v, size_t *n)
+{
+    const char *text = c->sb->distribution;
+    struct gs_buf var = GS_BUF_INIT;
+    int rc = 0;
+
+    if (!is_set(c->sb, GS_SBATCH_OPT_DISTRIBUTION) || text == NULL)
+        return;
+    rc = gs_buf_printf(&var, "SLURM_DISTRIBUTION=%s", text);
+    if (rc == 0)
+        env_push(c, v, n, var.data);
+    gs_buf_reset(&var);
+    if (rc == 0 && strncasecmp(text, "plane=", 6) == 0) {
+        rc = gs_buf_printf(&var, "SLURM_DIST_PLANESIZE=%.*s", (int)strcspn(text + 6, ":,"),
+                           text + 6);
+        if (rc == 0)
+            env_push(c, v, n, var.data);
+    }
+    if (rc < 0)
+        c->rc = -ENOMEM;
+    gs_buf_release(&var);
+}
+
 static void map_env(struct conv *c)
 {
     const struct gs_sbatch_export *e = &c->sb->export_env;
@@ -717,7 +744,7 @@ static void map_env(struct conv *c)
 
     for (size_t i = 0; all && envp != NULL && envp[i] != NULL; i++)
         total++;
-    total += 2; /* SLURM_GPU_BIND, SLURM_NTASKS_PER_GPU */
+    total += 4; /* SLURM_GPU_BIND, SLURM_NTASKS_PER_GPU, SLURM_DISTRIBUTION, _PLANESIZE */
     v = calloc(total + 1, sizeof(*v));
     if (v == NULL) {
         c->rc = -ENOMEM;
@@ -746,6 +773,7 @@ static void map_env(struct conv *c)
             env_push(c, v, &n, var);
     }
     gpu_bind(c, v, &n);
+    distribution_env(c, v, &n);
     c->spec->env = v;
     c->spec->nenv = n;
 }

@@ -27,7 +27,8 @@
  *   - --reservation names the one reservation the job runs in (one name, as
  *     gs_jobspec_check takes it: Slurm's comma-separated list is refused);
  *   - --gpu-bind is checked and passed to the job's srun steps as SLURM_GPU_BIND in its
- *     environment (srun applies it, common/gpu_bind.h);
+ *     environment (srun applies it, common/gpu_bind.h); -m/--distribution likewise as
+ *     SLURM_DISTRIBUTION (and SLURM_DIST_PLANESIZE for plane=N; common/task_dist.h);
  *   - --licenses becomes spec->licenses (gs_license_list_parse: Slurm's "|" and "@" are
  *     refused);
  *   - --gres-flags, --signal's R: and non-GPU gres are accepted and not acted on: one

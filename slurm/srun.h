@@ -13,6 +13,7 @@
 
 #include "common/buf.h"
 #include "common/jobspec.h"
+#include "common/task_dist.h"
 #include "proto/frame.h"
 
 #define CLI_SRUN_ALLOC_OPTS_MAX 64
@@ -32,6 +33,8 @@ struct cli_srun_args {
     /* --het-group: the heterogeneous job's components the step runs on, ascending */
     uint32_t het_groups[GS_JOBSPEC_HET_MAX];
     size_t nhet_groups;
+    struct gs_dist dist; /* -m, else SLURM_DISTRIBUTION, as req.distribution says it */
+    bool dist_given;     /* -m: the tasks get SLURM_DISTRIBUTION set to it */
     char **command;
     int ncommand;
     /* The options that also ask for an allocation when srun makes one (outside a job):
@@ -47,6 +50,8 @@ struct cli_srun_owned {
     Gs__StepLaunchRequest__EnvEntry **ptrs;
     size_t n, cap;
     char **nodes;
+    char **task_nodes; /* -m arbitrary: SLURM_HOSTFILE's hosts, or -w's taken from nodes */
+    char *dist_text;   /* SLURM_DISTRIBUTION=plane with SLURM_DIST_PLANESIZE, as plane=N */
     struct gs_buf workdir;
 };
 
@@ -58,8 +63,9 @@ int cli_srun_parse(struct cli_srun_args *a, int argc, char **argv);
 
 /*
  * Completes a->req: the job (--jobid, else $SLURM_JOB_ID or $SLURM_JOBID), the command,
- * the absolute workdir, the expanded -w list and the environment --export passes, the last
- * three held in own (zeroed but for workdir = GS_BUF_INIT; the caller releases it, whatever
+ * the distribution (-m, else $SLURM_DISTRIBUTION), the absolute workdir, the expanded -w
+ * list (or -m arbitrary's hosts) and the environment --export passes, the last ones held in
+ * own (zeroed but for workdir = GS_BUF_INIT; the caller releases it, whatever
  * this returns). Returns 0 or < 0 with the reason printed.
  */
 int cli_srun_request(struct cli_srun_args *a, struct cli_srun_owned *own);

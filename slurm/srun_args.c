@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "cli/args.h"
@@ -18,6 +19,7 @@
 #include "common/gpu_bind.h"
 #include "common/hostlist.h"
 #include "common/path.h"
+#include "common/task_dist.h"
 
 extern char **environ;
 
@@ -50,6 +52,7 @@ enum srun_id {
     O_PTY,
     O_GPU_BIND,
     O_HET_GROUP,
+    O_DISTRIBUTION,
     O_IGNORED_FLAG,  /* accepted, no effect here (--quiet, --verbose) */
     O_IGNORED_VALUE, /* accepted with its value, no effect here (--cpu-bind ...) */
 };
@@ -90,7 +93,7 @@ static const struct srun_opt srun_opts[] = {
     {"gpu-bind", 0, VALUE, O_GPU_BIND},
     {"het-group", 0, VALUE, O_HET_GROUP},
     {"pack-group", 0, VALUE, O_HET_GROUP}, /* its name before Slurm 20.02 */
-    {"distribution", 'm', VALUE, O_IGNORED_VALUE},
+    {"distribution", 'm', VALUE, O_DISTRIBUTION},
     {"mem", 0, VALUE, O_IGNORED_VALUE},
     {"mem-per-cpu", 0, VALUE, O_IGNORED_VALUE},
     {"mem-per-gpu", 0, VALUE, O_IGNORED_VALUE},
@@ -140,6 +143,11 @@ static const char srun_usage[] =
     "      --jobid=ID           the job (default: $SLURM_JOB_ID)\n"
     "      --het-group=LIST     a heterogeneous job's components to run on (0,2 or 0-1;\n"
     "                           default 0), each with its own layout, ranks across them\n"
+    "  -m, --distribution=NODES[:SOCKETS]\n"
+    "                           ranks over the nodes: block (default), cyclic, plane=N,\n"
+    "                           arbitrary (in $SLURM_HOSTFILE's or -w's order); cores\n"
+    "                           over each node's sockets: block (default), cyclic, fcyclic\n"
+    "                           (default: $SLURM_DISTRIBUTION, as sbatch -m sets it)\n"
     "Outside a job srun first asks for an allocation (as salloc does) with -N -n\n"
     "--ntasks-per-node -c --gpus* --gres -w -J and -t -p -A -q -x -C --mem*, runs the\n"
     "step in it, then releases it.\n";
@@ -177,6 +185,19 @@ static int gpu_bind(struct cli_srun_args *a, const char *value)
         return -EINVAL;
     }
     a->req.gpu_bind = (char *)value;
+    return 0;
+}
+
+/* -m (or SLURM_DISTRIBUTION, sbatch's): checked here, so a typo sends nothing. */
+static int distribution(struct cli_srun_args *a, const char *value)
+{
+    char why[256];
+
+    if (gs_dist_parse(value, &a->dist, why, sizeof(why)) < 0) {
+        fprintf(stderr, "srun: error: %s\n", why);
+        return -EINVAL;
+    }
+    a->req.distribution = (char *)value;
     return 0;
 }
 
@@ -311,6 +332,9 @@ static int take(struct cli_srun_args *a, const struct srun_opt *o, const char *v
         return gpu_bind(a, value);
     case O_HET_GROUP:
         return het_groups(a, value);
+    case O_DISTRIBUTION:
+        a->dist_given = true;
+        return distribution(a, value);
     default:
         (void)n;
         return 0;
@@ -439,6 +463,8 @@ void cli_srun_owned_release(struct cli_srun_owned *o)
     free(o->entries);
     free(o->ptrs);
     gs_hostlist_free(o->nodes);
+    gs_hostlist_free(o->task_nodes);
+    free(o->dist_text);
     gs_buf_release(&o->workdir);
 }
 
@@ -552,6 +578,84 @@ static int het_group_env(struct cli_srun_owned *o, const struct cli_srun_args *a
     return rc;
 }
 
+/* SLURM_DISTRIBUTION (sbatch -m's), as -m; "plane" takes its size from SLURM_DIST_PLANESIZE. */
+static int env_distribution(struct cli_srun_args *a, struct cli_srun_owned *own)
+{
+    const char *text = getenv("SLURM_DISTRIBUTION"), *size = getenv("SLURM_DIST_PLANESIZE");
+
+    if (text == NULL || text[0] == '\0')
+        return 0;
+    if (strcasecmp(text, "plane") == 0 && size != NULL && size[0] != '\0') {
+        size_t len = strlen(size) + sizeof("plane=");
+
+        if ((own->dist_text = malloc(len)) == NULL) {
+            fprintf(stderr, "srun: error: out of memory\n");
+            return -ENOMEM;
+        }
+        snprintf(own->dist_text, len, "plane=%s", size);
+        text = own->dist_text;
+    }
+    return distribution(a, text);
+}
+
+/*
+ * -m arbitrary: task r runs on the r-th host of SLURM_HOSTFILE (hosts or hostlists, one a
+ * line or comma-separated), else of -w with its repeats; neither given, Slurm's fallback,
+ * block. The hosts go as req.task_nodes; -w then names no node set of its own.
+ */
+static int arbitrary_hosts(struct cli_srun_args *a, struct cli_srun_owned *own)
+{
+    const char *file = getenv("SLURM_HOSTFILE");
+    struct gs_buf text = GS_BUF_INIT, list = GS_BUF_INIT;
+    struct gs_error err;
+    int rc = 0;
+
+    if (file == NULL || file[0] == '\0') {
+        own->task_nodes = own->nodes;
+        a->req.n_task_nodes = a->req.n_nodelist;
+        own->nodes = NULL;
+        a->req.nodelist = NULL;
+        a->req.n_nodelist = 0;
+        goto out;
+    }
+    if (a->nodelist != NULL) {
+        fprintf(stderr, "srun: error: -m arbitrary takes its hosts from SLURM_HOSTFILE or from "
+                        "-w, not from both\n");
+        rc = -EINVAL;
+        goto out;
+    }
+    rc = gs_path_read_all(file, &text);
+    if (rc < 0) {
+        fprintf(stderr, "srun: error: SLURM_HOSTFILE %s: %s\n", file, strerror(-rc));
+        goto out;
+    }
+    for (const char *p = text.data != NULL ? text.data : ""; rc == 0 && *p != '\0';) {
+        size_t len = strcspn(p, ", \t\r\n");
+
+        if (len > 0)
+            rc = gs_buf_printf(&list, "%s%.*s", list.len > 0 ? "," : "", (int)len, p);
+        p += len;
+        p += strspn(p, ", \t\r\n");
+    }
+    if (rc < 0 || list.len == 0) {
+        fprintf(stderr, "srun: error: SLURM_HOSTFILE %s: %s\n", file,
+                rc < 0 ? strerror(-rc) : "names no host");
+        rc = rc < 0 ? rc : -EINVAL;
+        goto out;
+    }
+    gs_error_clear(&err);
+    rc = gs_hostlist_expand(list.data, &own->task_nodes, &a->req.n_task_nodes, &err);
+    if (rc < 0)
+        fprintf(stderr, "srun: error: SLURM_HOSTFILE %s: %s\n", file, err.msg);
+out:
+    a->req.task_nodes = own->task_nodes;
+    if (a->req.task_nodes == NULL)
+        a->req.n_task_nodes = 0;
+    gs_buf_release(&text);
+    gs_buf_release(&list);
+    return rc;
+}
+
 bool cli_srun_in_job(const struct cli_srun_args *a)
 {
     return a->job_id != 0 || getenv("SLURM_JOB_ID") != NULL || getenv("SLURM_JOBID") != NULL;
@@ -578,6 +682,8 @@ int cli_srun_request(struct cli_srun_args *a, struct cli_srun_owned *own)
     if ((a->req.gpu_bind == NULL || a->req.gpu_bind[0] == '\0') &&
         getenv("SLURM_GPU_BIND") != NULL && gpu_bind(a, getenv("SLURM_GPU_BIND")) < 0)
         return -EINVAL;
+    if (!a->dist_given && env_distribution(a, own) < 0)
+        return -EINVAL;
     a->req.argv = a->command;
     a->req.n_argv = (size_t)a->ncommand;
     if (getcwd(cwd, sizeof(cwd)) == NULL) {
@@ -598,7 +704,14 @@ int cli_srun_request(struct cli_srun_args *a, struct cli_srun_owned *own)
         }
         a->req.nodelist = own->nodes;
     }
+    if (a->req.distribution != NULL && a->dist.nodes == GS_DIST_ARBITRARY &&
+        arbitrary_hosts(a, own) < 0)
+        return -EINVAL;
     if (build_env(own, a->export_spec) < 0 || het_group_env(own, a) < 0)
+        goto nomem;
+    /* The tasks see the distribution they were laid out by, as Slurm's do. */
+    if (a->dist_given && env_set(own, "SLURM_DISTRIBUTION", 18, a->req.distribution,
+                                 strlen(a->req.distribution)) < 0)
         goto nomem;
     a->req.het_groups = a->nhet_groups > 0 ? a->het_groups : NULL;
     a->req.n_het_groups = a->nhet_groups;

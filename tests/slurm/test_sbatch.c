@@ -912,6 +912,10 @@ Test(sbatch_options, known_slurm_options_gsched_lacks_are_errors)
     expect_error(SHEBANG "#SBATCH --deadline=whenever\n",
                  "run.sh:2: --deadline=whenever: 'whenever' is not a time");
     expect_error(SHEBANG "#SBATCH --begin=soon\n", "run.sh:2: --begin=soon: 'soon' is not a time");
+    expect_error(SHEBANG "#SBATCH -m block:block:cyclic\n",
+                 "run.sh:2: -m block:block:cyclic: the core level 'cyclic' is not supported");
+    expect_error(SHEBANG "#SBATCH --distribution=plane\n",
+                 "run.sh:2: --distribution=plane: plane needs its size: plane=N");
     expect_error(SHEBANG "#SBATCH --open-mode=overwrite\n",
                  "run.sh:2: --open-mode=overwrite: must be append or truncate");
     expect_error(SHEBANG "#SBATCH --mail-type=END,SOON\n",

@@ -578,6 +578,20 @@ Test(sbatch_spec, gpu_bind_goes_to_the_steps)
         "%s", errors.data);
 }
 
+/* -m reaches the steps as SLURM_DISTRIBUTION (plane's size also alone). */
+Test(sbatch_spec, distribution_goes_to_the_steps)
+{
+    struct gs_jobspec *s = spec_of(SHEBANG "#SBATCH -N 2 -m cyclic:block\n");
+
+    cr_assert(has_env(s, "SLURM_DISTRIBUTION=cyclic:block"));
+    cr_assert_not(has_env(s, "SLURM_DIST_PLANESIZE=2"));
+    gs_jobspec_free(s);
+    s = spec_of(SHEBANG "#SBATCH -N 2 --distribution=plane=2\n");
+    cr_assert(has_env(s, "SLURM_DISTRIBUTION=plane=2"));
+    cr_assert(has_env(s, "SLURM_DIST_PLANESIZE=2"));
+    gs_jobspec_free(s);
+}
+
 /* --ntasks-per-gpu: K tasks per GPU, bound single:K unless --gpu-bind says otherwise. */
 Test(sbatch_spec, ntasks_per_gpu_from_the_gpus_or_the_tasks)
 {

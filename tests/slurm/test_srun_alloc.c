@@ -2,13 +2,14 @@
  * test_srun_alloc.c: what an allocation asks for. salloc's options (sbatch's) become the
  * job, named after the command's program unless -J says otherwise; srun outside a job hands
  * on only the options sbatch also reads, as --NAME=VALUE words; bad options make no job.
- * Also srun's --input and --pty.
+ * Also srun's --input and --pty, and -m (--distribution) with its host lists.
  */
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/units.h"
 #include "slurm/alloc.h"
@@ -109,4 +110,81 @@ Test(srun_alloc, input_and_pty_options, .init = cr_redirect_stderr)
     cr_assert(b.req.pty && b.unbuffered, "--pty passes output on as it comes");
     cr_assert_not(b.no_input);
     cr_assert_eq(cli_srun_parse(&c, 4, all), -EINVAL, "only task 0 or none");
+}
+
+/* The value of the request's environment variable key, NULL when it has none. */
+static const char *req_env(const Gs__StepLaunchRequest *req, const char *key)
+{
+    for (size_t i = 0; i < req->n_env; i++)
+        if (strcmp(req->env[i]->key, key) == 0)
+            return req->env[i]->value;
+    return NULL;
+}
+
+/* -m, else sbatch's SLURM_DISTRIBUTION (plane's size from SLURM_DIST_PLANESIZE); a typo
+ * sends nothing; the tasks see -m as SLURM_DISTRIBUTION. */
+Test(srun_dist, option_or_environment, .init = cr_redirect_stderr)
+{
+    char *given[] = {"srun", "-m", "cyclic:fcyclic", "true"};
+    char *plain[] = {"srun", "true"};
+    char *typo[] = {"srun", "--distribution=plane=x", "true"};
+    struct cli_srun_args a = {.req = GS__STEP_LAUNCH_REQUEST__INIT};
+    struct cli_srun_args b = {.req = GS__STEP_LAUNCH_REQUEST__INIT};
+    struct cli_srun_args c = {.req = GS__STEP_LAUNCH_REQUEST__INIT};
+    struct cli_srun_owned own = {.workdir = GS_BUF_INIT}, own2 = {.workdir = GS_BUF_INIT};
+
+    setenv("SLURM_JOB_ID", "5", 1);
+    setenv("SLURM_DISTRIBUTION", "plane", 1);
+    setenv("SLURM_DIST_PLANESIZE", "4", 1);
+    cr_assert_eq(cli_srun_parse(&a, 4, given), 0);
+    cr_assert_eq(cli_srun_request(&a, &own), 0);
+    cr_assert_str_eq(a.req.distribution, "cyclic:fcyclic", "-m wins over the environment");
+    cr_assert_eq(a.dist.sockets, GS_DIST_SOCKETS_FCYCLIC);
+    cr_assert_str_eq(req_env(&a.req, "SLURM_DISTRIBUTION"), "cyclic:fcyclic");
+    cr_assert_eq(cli_srun_parse(&b, 2, plain), 0);
+    cr_assert_eq(cli_srun_request(&b, &own2), 0);
+    cr_assert_str_eq(b.req.distribution, "plane=4");
+    cr_assert_eq(b.dist.plane, 4);
+    cr_assert_eq(cli_srun_parse(&c, 3, typo), -EINVAL);
+    cli_srun_owned_release(&own);
+    cli_srun_owned_release(&own2);
+}
+
+/* -m arbitrary: SLURM_HOSTFILE's hosts, else -w's with its repeats; not both. */
+Test(srun_dist, arbitrary_host_lists, .init = cr_redirect_stderr)
+{
+    char path[] = "/tmp/srun_hostfile.XXXXXX";
+    int fd = mkstemp(path);
+    char *from_file[] = {"srun", "-m", "arbitrary", "true"};
+    char *from_w[] = {"srun", "-m", "arbitrary", "-w", "n1,n1,n2", "true"};
+    struct cli_srun_args a = {.req = GS__STEP_LAUNCH_REQUEST__INIT};
+    struct cli_srun_args b = {.req = GS__STEP_LAUNCH_REQUEST__INIT};
+    struct cli_srun_args c = {.req = GS__STEP_LAUNCH_REQUEST__INIT};
+    struct cli_srun_owned own = {.workdir = GS_BUF_INIT}, own2 = {.workdir = GS_BUF_INIT};
+    struct cli_srun_owned own3 = {.workdir = GS_BUF_INIT};
+    const char text[] = "n2\nn1, n[3-4]\n\n";
+
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, text, sizeof(text) - 1), (ssize_t)sizeof(text) - 1);
+    close(fd);
+    setenv("SLURM_JOB_ID", "5", 1);
+    setenv("SLURM_HOSTFILE", path, 1);
+    cr_assert_eq(cli_srun_parse(&a, 4, from_file), 0);
+    cr_assert_eq(cli_srun_request(&a, &own), 0);
+    cr_assert_eq(a.req.n_task_nodes, 4);
+    cr_assert_str_eq(a.req.task_nodes[0], "n2");
+    cr_assert_str_eq(a.req.task_nodes[1], "n1");
+    cr_assert_str_eq(a.req.task_nodes[3], "n4");
+    cr_assert_eq(cli_srun_parse(&c, 6, from_w), 0);
+    cr_assert_eq(cli_srun_request(&c, &own3), -EINVAL, "a host file and -w");
+    unsetenv("SLURM_HOSTFILE");
+    cr_assert_eq(cli_srun_parse(&b, 6, from_w), 0);
+    cr_assert_eq(cli_srun_request(&b, &own2), 0);
+    cr_assert_eq(b.req.n_task_nodes, 3);
+    cr_assert_str_eq(b.req.task_nodes[1], "n1");
+    cr_assert_eq(b.req.n_nodelist, 0, "-w is the host list, not a node set");
+    unlink(path);
+    cli_srun_owned_release(&own);
+    cli_srun_owned_release(&own2);
+    cli_srun_owned_release(&own3);
 }
