@@ -6,6 +6,8 @@
  */
 #include "common/gpu_bind.h"
 
+#include "common/bind_list.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -15,54 +17,16 @@
 /* why gets the message (a literal format, so that the compiler checks it); -EINVAL. */
 #define BAD(why, size, ...) (snprintf((why), (size), __VA_ARGS__), -EINVAL)
 
-/* A whole unsigned number of base 10 or 16 in [s, end); false when it is not one. */
-static bool number(const char *s, const char *end, int base, uint64_t *out)
-{
-    char buf[32], *stop;
-    size_t len = (size_t)(end - s);
-
-    if (len == 0 || len >= sizeof(buf))
-        return false;
-    memcpy(buf, s, len);
-    buf[len] = '\0';
-    if (base == 16 && len > 2 && buf[0] == '0' && (buf[1] == 'x' || buf[1] == 'X'))
-        memmove(buf, buf + 2, len - 1);
-    if (buf[0] == '\0' || buf[0] == '-' || buf[0] == '+')
-        return false;
-    errno = 0;
-    *out = strtoull(buf, &stop, base);
-    return errno == 0 && *stop == '\0';
-}
-
-/* "a,b*3,c": each item a number of the base, repeated N times with "*N". */
 static int parse_list(const char *s, int base, struct gs_gpu_bind *b, char *why, size_t size)
 {
-    b->n = 0;
-    while (*s != '\0') {
-        const char *comma = strchr(s, ','), *end = comma != NULL ? comma : s + strlen(s);
-        const char *star = memchr(s, '*', (size_t)(end - s));
-        uint64_t v, times = 1;
-
-        if (!number(s, star != NULL ? star : end, base, &v) ||
-            (star != NULL && (!number(star + 1, end, 10, &times) || times == 0)) ||
-            (base == 16 && v == 0))
-            return BAD(why, size, "--gpu-bind: '%s' is not a list of GPU ids or masks", s);
-        if (times > GS_GPU_BIND_MAX_LIST - b->n)
-            return BAD(why, size, "--gpu-bind: more than 128 entries in '%s'", s);
-        for (uint64_t i = 0; i < times; i++)
-            b->list[b->n++] = v;
-        s = comma != NULL ? comma + 1 : end;
-        if (comma != NULL && *s == '\0')
-            return BAD(why, size, "--gpu-bind: the list ends with a comma");
-    }
-    return b->n > 0 ? 0 : BAD(why, size, "--gpu-bind: an empty list");
+    return gs_bind_list_parse(s, base, "--gpu-bind", "GPU", b->list, &b->n, why, size);
 }
 
 static int parse_count(const char *s, uint32_t *out, char *why, size_t size)
 {
     uint64_t v;
 
-    if (!number(s, s + strlen(s), 10, &v) || v == 0 || v > 1024)
+    if (!gs_bind_number(s, s + strlen(s), 10, &v) || v == 0 || v > 1024)
         return BAD(why, size, "--gpu-bind: '%s' is not a count from 1 to 1024", s);
     *out = (uint32_t)v;
     return 0;

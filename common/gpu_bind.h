@@ -16,7 +16,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GS_GPU_BIND_MAX_LIST 128 /* map_gpu / mask_gpu entries after expanding "*N" */
+#include "common/bind_list.h"
+
+#define GS_GPU_BIND_MAX_LIST GS_BIND_LIST_MAX /* map_gpu / mask_gpu entries after "*N" */
 
 enum gs_gpu_bind_kind {
     GS_GPU_BIND_NONE = 0, /* every task sees all of the node's step GPUs (also "none") */

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "scheduler/steps_internal.h"
 
@@ -60,7 +61,8 @@ int sched_step_bind_prepare(const Gs__StepLaunchRequest *req, const struct sched
     }
     m->bound_stride = most_gpus;
     m->bound = calloc(most_tasks * most_gpus + 1, sizeof(*m->bound));
-    if (m->bind->verbose && (m->notes = calloc(most_tasks + 1, SCHED_STEP_NOTE_MAX)) == NULL)
+    if (m->bind->verbose && m->notes == NULL &&
+        (m->notes = calloc(most_tasks + 1, SCHED_STEP_NOTE_MAX)) == NULL)
         return -ENOMEM;
     return m->bound != NULL ? 0 : -ENOMEM;
 }
@@ -79,7 +81,8 @@ static void put_index(char *out, size_t size, size_t *at, uint32_t v, bool first
  * and as its CUDA_VISIBLE_DEVICES lists them (the same numbers here: gsched does not
  * renumber a task's devices).
  */
-static void note_binding(char *out, const Gs__NodeAllocation *na, const Gs__TaskAssignment *t)
+static void note_binding(char *out, size_t size, const Gs__NodeAllocation *na,
+                         const Gs__TaskAssignment *t)
 {
     uint64_t usable = 0, alloc = 0;
     char list[SCHED_STEP_NOTE_MAX / 4] = "";
@@ -91,7 +94,7 @@ static void note_binding(char *out, const Gs__NodeAllocation *na, const Gs__Task
         usable |= t->gpus[g] < 64 ? 1ull << t->gpus[g] : 0;
         put_index(list, sizeof(list), &at, t->gpus[g], g == 0);
     }
-    snprintf(out, SCHED_STEP_NOTE_MAX,
+    snprintf(out, size,
              "gpu-bind: usable_gres=0x%llX; bit_alloc=0x%llX; local_inx=%u; global_list=%s; "
              "local_list=%s",
              (unsigned long long)usable, (unsigned long long)alloc, t->local_rank, list, list);
@@ -130,9 +133,16 @@ void sched_step_bind_tasks(struct sched_step_msg *m, const Gs__NodeAllocation *n
             room[i] = na->gpus[picked[i]];
         t->gpus = room;
         t->n_gpus = n;
-        if (m->notes != NULL) {
-            note_binding(m->notes + l * SCHED_STEP_NOTE_MAX, na, t);
-            t->stderr_note = m->notes + l * SCHED_STEP_NOTE_MAX;
+        if (m->bind->verbose) {
+            char *note = m->notes + l * SCHED_STEP_NOTE_MAX;
+            /* after --cpu-bind=verbose's line, if it wrote one for this node */
+            size_t at = m->cpu_bind != NULL && m->cpu_bind->verbose ? strlen(note) : 0;
+
+            if (at > 0 && at + 1 < SCHED_STEP_NOTE_MAX)
+                note[at++] = '\n';
+            if (at < SCHED_STEP_NOTE_MAX / 2)
+                note_binding(note + at, SCHED_STEP_NOTE_MAX - at, na, t);
+            t->stderr_note = note;
         }
     }
 }

@@ -337,6 +337,8 @@ void sched_step_msg_release(struct sched_step_msg *m)
     free(m->bound);
     free(m->alloc_index);
     free(m->notes);
+    free(m->cpu_bind);
+    free(m->cpu_bound);
 }
 
 /* Seconds the job has left (at least 1), 0 when it has no time limit. */
@@ -397,14 +399,18 @@ static int step_slices(const struct sched_step *st, struct sched_step_msg *m)
     return 0;
 }
 
-/* --gpu-bind read, and every node's tasks bound once, so that a binding the step's GPUs
- * cannot give refuses the step before srun hears of it (step_gpu_bind.c). */
+/* --cpu-bind and --gpu-bind read, and every node's tasks bound once, so that a binding the
+ * step's cores or GPUs cannot give refuses the step before srun hears of it
+ * (step_cpu_bind.c, step_gpu_bind.c). */
 static int bind_every_node(const struct sched_job *job, const Gs__StepLaunchRequest *req,
                            const struct sched_step *st, struct sched_step_msg *m)
 {
-    int rc = sched_step_bind_prepare(req, st, m);
+    int rc = sched_step_cpu_bind_prepare(req, st, m);
 
-    for (uint32_t i = 0; rc == 0 && m->bind != NULL && i < st->nnodes; i++) {
+    if (rc == 0)
+        rc = sched_step_bind_prepare(req, st, m);
+    for (uint32_t i = 0; rc == 0 && (m->bind != NULL || m->cpu_bind != NULL) && i < st->nnodes;
+         i++) {
         sched_step_node_tasks(job, req, &m->nodes[i], m);
         rc = m->bind_rc;
     }
@@ -496,5 +502,6 @@ void sched_step_node_tasks(const struct sched_job *job, const Gs__StepLaunchRequ
     m->lt.step_pty = req->pty && na->ntasks > 0 && na->first_rank == 0;
     m->lt.pty_rows = req->pty_rows;
     m->lt.pty_cols = req->pty_cols;
+    sched_step_cpu_bind_tasks(m, na);
     sched_step_bind_tasks(m, na);
 }

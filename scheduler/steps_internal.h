@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/cpu_bind.h"
 #include "common/gpu_bind.h"
 #include "common/task_dist.h"
 #include "scheduler/sched_internal.h"
@@ -85,6 +86,10 @@ struct sched_step_msg {
     uint32_t *alloc_index; /* each step node's index in the job's allocation */
     const struct sched_step *st;
     struct gs_dist dist; /* the request's --distribution */
+    /* --cpu-bind (step_cpu_bind.c); NULL/0 without one */
+    struct gs_cpu_bind *cpu_bind;
+    uint32_t *cpu_bound; /* each task's core list, cpu_stride apart */
+    size_t cpu_stride;
 };
 
 /* step_records.c: the steps in memory. */
@@ -134,6 +139,12 @@ void sched_step_msg_release(struct sched_step_msg *m);
 int sched_step_bind_prepare(const Gs__StepLaunchRequest *req, const struct sched_step *st,
                             struct sched_step_msg *m);
 void sched_step_bind_tasks(struct sched_step_msg *m, const Gs__NodeAllocation *na);
+
+/* step_cpu_bind.c: --cpu-bind, as step_gpu_bind.c's pair (before it: "closest" reads the
+ * tasks' cores). */
+int sched_step_cpu_bind_prepare(const Gs__StepLaunchRequest *req, const struct sched_step *st,
+                                struct sched_step_msg *m);
+void sched_step_cpu_bind_tasks(struct sched_step_msg *m, const Gs__NodeAllocation *na);
 
 /* step_dist.c: --distribution. */
 

@@ -35,6 +35,7 @@ struct cli_srun_args {
     size_t nhet_groups;
     struct gs_dist dist; /* -m, else SLURM_DISTRIBUTION, as req.distribution says it */
     bool dist_given;     /* -m: the tasks get SLURM_DISTRIBUTION set to it */
+    bool cpu_bind_given; /* --cpu-bind: the tasks get SLURM_CPU_BIND set to it */
     char **command;
     int ncommand;
     /* The options that also ask for an allocation when srun makes one (outside a job):

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli/args.h"
+#include "common/cpu_bind.h"
 #include "common/error.h"
 #include "common/gpu_bind.h"
 #include "common/hostlist.h"
@@ -53,8 +54,9 @@ enum srun_id {
     O_GPU_BIND,
     O_HET_GROUP,
     O_DISTRIBUTION,
+    O_CPU_BIND,
     O_IGNORED_FLAG,  /* accepted, no effect here (--quiet, --verbose) */
-    O_IGNORED_VALUE, /* accepted with its value, no effect here (--cpu-bind ...) */
+    O_IGNORED_VALUE, /* accepted with its value, no effect in a step (--mem, -t, -p ...) */
 };
 
 struct srun_opt {
@@ -88,8 +90,8 @@ static const struct srun_opt srun_opts[] = {
     {"help", 'h', FLAG, O_HELP},
     {"usage", 0, FLAG, O_HELP},
     /* What scripts commonly pass and a step here needs no action for. */
-    {"cpu-bind", 0, VALUE, O_IGNORED_VALUE},
-    {"cpu_bind", 0, VALUE, O_IGNORED_VALUE},
+    {"cpu-bind", 0, VALUE, O_CPU_BIND},
+    {"cpu_bind", 0, VALUE, O_CPU_BIND},
     {"gpu-bind", 0, VALUE, O_GPU_BIND},
     {"het-group", 0, VALUE, O_HET_GROUP},
     {"pack-group", 0, VALUE, O_HET_GROUP}, /* its name before Slurm 20.02 */
@@ -143,6 +145,11 @@ static const char srun_usage[] =
     "      --jobid=ID           the job (default: $SLURM_JOB_ID)\n"
     "      --het-group=LIST     a heterogeneous job's components to run on (0,2 or 0-1;\n"
     "                           default 0), each with its own layout, ranks across them\n"
+    "      --cpu-bind=[verbose,]TYPE\n"
+    "                           which of its node's step cores each task is bound to:\n"
+    "                           cores (default), none, sockets, ldoms, rank, rank_ldom,\n"
+    "                           map_cpu:L, mask_cpu:L, map_ldom:L, mask_ldom:L\n"
+    "                           (default: $SLURM_CPU_BIND)\n"
     "  -m, --distribution=NODES[:SOCKETS]\n"
     "                           ranks over the nodes: block (default), cyclic, plane=N,\n"
     "                           arbitrary (in $SLURM_HOSTFILE's or -w's order); cores\n"
@@ -198,6 +205,20 @@ static int distribution(struct cli_srun_args *a, const char *value)
         return -EINVAL;
     }
     a->req.distribution = (char *)value;
+    return 0;
+}
+
+/* --cpu-bind (or SLURM_CPU_BIND): checked here, so a typo sends nothing. */
+static int cpu_bind(struct cli_srun_args *a, const char *value)
+{
+    struct gs_cpu_bind b;
+    char why[256];
+
+    if (gs_cpu_bind_parse(value, &b, why, sizeof(why)) < 0) {
+        fprintf(stderr, "srun: error: %s\n", why);
+        return -EINVAL;
+    }
+    a->req.cpu_bind = (char *)value;
     return 0;
 }
 
@@ -335,6 +356,9 @@ static int take(struct cli_srun_args *a, const struct srun_opt *o, const char *v
     case O_DISTRIBUTION:
         a->dist_given = true;
         return distribution(a, value);
+    case O_CPU_BIND:
+        a->cpu_bind_given = true;
+        return cpu_bind(a, value);
     default:
         (void)n;
         return 0;
@@ -684,6 +708,9 @@ int cli_srun_request(struct cli_srun_args *a, struct cli_srun_owned *own)
         return -EINVAL;
     if (!a->dist_given && env_distribution(a, own) < 0)
         return -EINVAL;
+    if (!a->cpu_bind_given && getenv("SLURM_CPU_BIND") != NULL &&
+        cpu_bind(a, getenv("SLURM_CPU_BIND")) < 0)
+        return -EINVAL;
     a->req.argv = a->command;
     a->req.n_argv = (size_t)a->ncommand;
     if (getcwd(cwd, sizeof(cwd)) == NULL) {
@@ -712,6 +739,9 @@ int cli_srun_request(struct cli_srun_args *a, struct cli_srun_owned *own)
     /* The tasks see the distribution they were laid out by, as Slurm's do. */
     if (a->dist_given && env_set(own, "SLURM_DISTRIBUTION", 18, a->req.distribution,
                                  strlen(a->req.distribution)) < 0)
+        goto nomem;
+    if (a->cpu_bind_given &&
+        env_set(own, "SLURM_CPU_BIND", 14, a->req.cpu_bind, strlen(a->req.cpu_bind)) < 0)
         goto nomem;
     a->req.het_groups = a->nhet_groups > 0 ? a->het_groups : NULL;
     a->req.n_het_groups = a->nhet_groups;

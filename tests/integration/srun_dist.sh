@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# srun_dist.sh BIN_DIR SRC_DIR: srun -m/--distribution on a two-worker `gsched up` cluster
-# of two-socket nodes (tests/topologies/cpu-only.xml: cores 0-7 on socket 0, 8-15 on 1).
-# sbatch -m cyclic reaches the job's steps as SLURM_DISTRIBUTION; each step prints every
-# task's rank, node and cores, and the test checks the ranks each node level gives (block,
-# cyclic, plane=2, cyclic over uneven nodes, arbitrary from SLURM_HOSTFILE and from -w with
-# repeats) and the cores each socket level binds (block, cyclic, fcyclic). Then what is
-# refused: a typo in srun's -m and sbatch's (nothing runs, nothing is queued), a host the
-# job does not have.
+# srun_dist.sh BIN_DIR SRC_DIR: srun -m/--distribution and --cpu-bind on a two-worker
+# `gsched up` cluster of two-socket nodes (tests/topologies/cpu-only.xml: cores 0-7 on
+# socket 0, 8-15 on 1). sbatch -m cyclic reaches the job's steps as SLURM_DISTRIBUTION;
+# each step prints every task's rank, node and cores, and the test checks the ranks each
+# node level gives (block, cyclic, plane=2, cyclic over uneven nodes, arbitrary from
+# SLURM_HOSTFILE and from -w with repeats), the cores each socket level binds (block,
+# cyclic, fcyclic), and each task's cores under --cpu-bind (map_cpu, none, sockets,
+# SLURM_CPU_BIND, verbose's report). Then what is refused: a typo in srun's -m and
+# sbatch's (nothing runs, nothing is queued), a host the job does not have, a core the
+# step does not have.
 name="srun_dist"
 . "$(dirname "$0")/lib.sh"
 
@@ -60,6 +62,11 @@ T=SOCK_CYCLIC srun -m block:cyclic bash -c "$show"
 T=SOCK_FCYCLIC srun -m block:fcyclic:* bash -c "$show"
 T=HOSTFILE SLURM_HOSTFILE=$work/hosts srun -m arbitrary bash -c "$show"
 T=HOSTW srun -m arbitrary -w node1,node1,node2 -n 3 bash -c "$show"
+T=MAP srun -w node1 -n 4 --cpu-bind=map_cpu:3,9 bash -c "$show"
+T=NONE srun -w node1 -n 4 --cpu-bind=none bash -c "$show"
+T=SOCKETS SLURM_CPU_BIND=sockets srun -w node1 -n 4 bash -c "$show"
+T=VERBOSE srun -w node1 -n 1 --cpu-bind=verbose,mask_cpu:0x30 bash -c "$show"
+srun -w node1 -n 1 --cpu-bind=map_cpu:20 true; echo "NOCORE_RC=\$?"
 srun -m cyclc true; echo "TYPO_RC=\$?"
 srun -m arbitrary -w node1,node3 true; echo "STRANGER_RC=\$?"
 echo DIST_DONE
@@ -87,6 +94,18 @@ check_ranks HOSTW "0 1" "2"
 check_cores SOCK_BLOCK 0-3 4-7 8-11 12-15
 check_cores SOCK_CYCLIC 0-3 8-11 4-7 12-15
 check_cores SOCK_FCYCLIC 0-1,8-9 2-3,10-11 4-5,12-13 6-7,14-15
+
+# --cpu-bind on node1's four tasks: a map of cores (wrapping), none (GSCHED_CPUS unset),
+# each task's socket (from SLURM_CPU_BIND), a mask with verbose's report before the task.
+check_cores MAP 3 9 3 9
+check_cores NONE "" "" "" ""
+check_cores SOCKETS 0-7 0-7 8-15 8-15
+check_cores VERBOSE 4-5
+grep -q '^cpu-bind=MASK - node1, task  0  0: mask 0x30 set$' "$out" ||
+  fail "no --cpu-bind=verbose report: $(cat "$out")"
+grep -q "cpu-bind: map_cpu core 20 names no core the step has on the node" "$out" ||
+  fail "a core outside the step was not refused: $(cat "$out")"
+grep -Eq '^NOCORE_RC=[1-9]' "$out" || fail "the refused step exited 0: $(cat "$out")"
 
 # What is refused: srun's typo sends nothing, a host the job does not have refuses the step.
 grep -q "^srun: error: --distribution: 'cyclc' is not a node distribution" "$out" ||
