@@ -471,6 +471,9 @@ int sched_step_msg_init(struct sched_ctx *s, const struct sched_job *job,
     m->run.submit_host = job->spec->submit_host != NULL ? job->spec->submit_host : "";
     sched_launch_msg_job(s, job, &m->lt, &m->user, &m->limits);
     m->limits.time_limit_s = time_left_s(job);
+    if (req->time_limit_s > 0 &&
+        (m->limits.time_limit_s == 0 || req->time_limit_s < m->limits.time_limit_s))
+        m->limits.time_limit_s = req->time_limit_s; /* srun -t, within the job's */
     if (req->job_name[0] != '\0')
         m->lt.job_name = req->job_name;
     m->lt.n_allocation = st->nnodes;

@@ -70,6 +70,9 @@ struct srun_run {
     char *ended_why; /* gschedd's ErrorReply while streaming (the job ended) */
     bool in_open;    /* srun's stdin is read and passed on to task 0 */
     bool raw;        /* --pty: the terminal was put in raw mode, saved_tty to restore */
+    bool said_timeout;
+    uint64_t first_exit_ms; /* when the first task exited (-W counts from it); 0 none yet */
+    bool wait_ended;        /* -W's time ran out and the step was told to end */
     struct termios saved_tty;
 };
 
@@ -213,9 +216,17 @@ static void on_exit_frame(struct srun_run *r, const Gs__TaskExit *ex)
     if (ex->rank >= r->ntasks || r->tasks[ex->rank].exited)
         return;
     r->tasks[ex->rank].exited = true;
-    r->nexited++;
+    if (r->nexited++ == 0)
+        r->first_exit_ms = gs_clock_mono_ms();
     drain(r, ex->rank, 0, true);
     drain(r, ex->rank, 1, true);
+    if (ex->end_reason == GS__END_REASON__END_REASON_TIMEOUT && !r->said_timeout) {
+        /* slurmstepd's words, once: the time limit ends every task of the step */
+        r->said_timeout = true;
+        fprintf(stderr,
+                "srun: error: *** STEP %" PRIu64 ".%u ON %s CANCELLED DUE TO TIME LIMIT ***\n",
+                r->a->job_id, r->step_id, node);
+    }
     if (ex->end_reason == GS__END_REASON__END_REASON_LAUNCH_FAILED) {
         fprintf(stderr, "srun: error: %s: task %u: could not start: %s\n", node, ex->rank,
                 ex->launch_error != NULL && ex->launch_error[0] ? ex->launch_error : "?");
@@ -319,6 +330,28 @@ static int on_frame(struct srun_run *r, const Gs__Envelope *env)
  * Streams until gschedd closes the connection (every task done, or the job ended) or the
  * user aborts. Returns the exit status.
  */
+/*
+ * -W S: milliseconds poll may wait before S seconds have passed since the first task
+ * exited (-1: no such deadline); at it, srun says so as Slurm's does and ends the step.
+ */
+static int wait_deadline(struct srun_run *r)
+{
+    uint64_t now = gs_clock_mono_ms(), due;
+
+    if (r->a->wait_s == 0 || r->first_exit_ms == 0 || r->wait_ended || r->nexited == r->ntasks)
+        return -1;
+    due = r->first_exit_ms + (uint64_t)r->a->wait_s * 1000;
+    if (now < due)
+        return (int)(due - now < INT32_MAX ? due - now : INT32_MAX);
+    r->wait_ended = true;
+    fprintf(stderr, "srun: First task exited %us ago\n", r->a->wait_s);
+    fprintf(stderr, "srun: StepId=%" PRIu64 ".%u tasks: %u of %u running\n", r->a->job_id,
+            r->step_id, r->ntasks - r->nexited, r->ntasks);
+    fprintf(stderr, "srun: Terminating StepId=%" PRIu64 ".%u\n", r->a->job_id, r->step_id);
+    send_signal(r, 0); /* as -K: gschedd ends the step's tasks */
+    return -1;
+}
+
 static int stream(struct srun_run *r)
 {
     uint64_t last_int = 0;
@@ -331,7 +364,7 @@ static int stream(struct srun_run *r)
         unsigned char sigs[16];
         ssize_t got;
 
-        if (poll(p, 3, -1) < 0) {
+        if (poll(p, 3, wait_deadline(r)) < 0) {
             if (errno == EINTR)
                 continue;
             fprintf(stderr, "srun: error: poll: %s\n", strerror(errno));

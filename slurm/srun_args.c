@@ -21,6 +21,7 @@
 #include "common/hostlist.h"
 #include "common/path.h"
 #include "common/task_dist.h"
+#include "common/units.h"
 
 extern char **environ;
 
@@ -55,6 +56,8 @@ enum srun_id {
     O_HET_GROUP,
     O_DISTRIBUTION,
     O_CPU_BIND,
+    O_TIME,
+    O_WAIT,
     O_IGNORED_FLAG,  /* accepted, no effect here (--quiet, --verbose) */
     O_IGNORED_VALUE, /* accepted with its value, no effect in a step (--mem, -t, -p ...) */
 };
@@ -99,8 +102,8 @@ static const struct srun_opt srun_opts[] = {
     {"mem", 0, VALUE, O_IGNORED_VALUE},
     {"mem-per-cpu", 0, VALUE, O_IGNORED_VALUE},
     {"mem-per-gpu", 0, VALUE, O_IGNORED_VALUE},
-    {"time", 't', VALUE, O_IGNORED_VALUE},
-    {"wait", 'W', VALUE, O_IGNORED_VALUE},
+    {"time", 't', VALUE, O_TIME},
+    {"wait", 'W', VALUE, O_WAIT},
     {"gres", 0, VALUE, O_IGNORED_VALUE},
     /* Inside a job these are the job's already; outside one, srun's allocation's. */
     {"partition", 'p', VALUE, O_IGNORED_VALUE},
@@ -150,6 +153,8 @@ static const char srun_usage[] =
     "                           cores (default), none, sockets, ldoms, rank, rank_ldom,\n"
     "                           map_cpu:L, mask_cpu:L, map_ldom:L, mask_ldom:L\n"
     "                           (default: $SLURM_CPU_BIND)\n"
+    "  -t, --time=TIME          the step's time limit (within the job's)\n"
+    "  -W, --wait=S             end the step S seconds after its first task exited\n"
     "  -m, --distribution=NODES[:SOCKETS]\n"
     "                           ranks over the nodes: block (default), cyclic, plane=N,\n"
     "                           arbitrary (in $SLURM_HOSTFILE's or -w's order); cores\n"
@@ -356,6 +361,29 @@ static int take(struct cli_srun_args *a, const struct srun_opt *o, const char *v
     case O_DISTRIBUTION:
         a->dist_given = true;
         return distribution(a, value);
+    case O_TIME: {
+        uint64_t s;
+
+        if (gs_parse_duration(value, &s) < 0) {
+            fprintf(stderr,
+                    "srun: error: invalid --time '%s' (MIN, MIN:SEC, H:M:S, D-H, D-H:M, "
+                    "D-H:M:S)\n",
+                    value);
+            return -EINVAL;
+        }
+        a->req.time_limit_s = s == GS_DURATION_INFINITE ? 0 : s; /* 0: none, as Slurm */
+        return 0;
+    }
+    case O_WAIT: {
+        uint64_t s;
+
+        if (cli_parse_u64(value, &s) < 0 || s > UINT32_MAX) {
+            fprintf(stderr, "srun: error: invalid --wait value '%s'\n", value);
+            return -EINVAL;
+        }
+        a->wait_s = (uint32_t)s; /* 0: wait as long as it takes */
+        return 0;
+    }
     case O_CPU_BIND:
         a->cpu_bind_given = true;
         return cpu_bind(a, value);

@@ -12,7 +12,7 @@ name="srun"
 
 links=$tmp/bin
 mkdir -p "$links"
-for cmd in sbatch srun scontrol; do
+for cmd in sbatch srun scontrol sacct; do
   ln -s "$bin/gsched" "$links/$cmd"
 done
 export PATH=$links:$PATH
@@ -94,6 +94,33 @@ has "$out" '^BAD_NODE=1$'
 has "$out" "node 'nosuchnode' \\(-w\\) is not one of job $id's nodes"
 has "$out" '^NOEXEC=1$'
 has "$out" '^srun: error: node[12]: task 0: could not start: .*/no/such/program'
+
+# --- a step's own time limit (-t) and -W's wait after the first exit ----------------------------
+id=$(batch limits "#SBATCH -N 2
+#SBATCH --ntasks-per-node=2
+srun -t 0:01 bash -c 'while :; do sleep 0.05; done'
+echo \"TIMED=\$?\"
+srun -W 1 bash -c 'if [ \$SLURM_PROCID = 0 ]; then exit 0; fi; while :; do sleep 0.05; done'
+echo \"WAITED=\$?\"
+srun -t soon true
+echo \"BADTIME=\$?\"
+srun -t 5 bash -c 'echo \"LONG \$SLURM_PROCID\"'
+echo \"INTIME=\$?\"")
+out=$work/limits.out
+[ "$(job_state "$id")" = COMPLETED ] || fail "limits job: $(jq "$id" 'j') output: $(cat "$out")"
+has "$out" "^srun: error: \\*\\*\\* STEP $id\\.0 ON node[12] CANCELLED DUE TO TIME LIMIT \\*\\*\\*\$"
+[ "$(count "$out" 'DUE TO TIME LIMIT')" = 1 ] || fail "the time limit was said more than once: $(cat "$out")"
+has "$out" '^TIMED=1[0-9][0-9]$'
+has "$out" '^srun: First task exited 1s ago$'
+has "$out" "^srun: StepId=$id\\.1 tasks: 3 of 4 running\$"
+has "$out" "^srun: Terminating StepId=$id\\.1\$"
+has "$out" '^WAITED=1[0-9][0-9]$'
+has "$out" "^srun: error: invalid --time 'soon'"
+has "$out" '^BADTIME=1$'
+[ "$(count "$out" '^LONG [0-3]$')" = 4 ] || fail "a step within its -t did not run: $(cat "$out")"
+has "$out" '^INTIME=0$'
+[ "$(sacct -n -P -j "$id.0" -o State)" = TIMEOUT ] ||
+  fail "step $id.0 is not TIMEOUT in sacct: $(sacct -n -P -j "$id" -o JobID,State 2>&1)"
 
 # --- -w, and one GPU per task -------------------------------------------------------------------
 id=$(batch layout "#SBATCH -N 2

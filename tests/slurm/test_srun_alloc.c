@@ -188,3 +188,24 @@ Test(srun_dist, arbitrary_host_lists, .init = cr_redirect_stderr)
     cli_srun_owned_release(&own2);
     cli_srun_owned_release(&own3);
 }
+
+/* -t is the step's own limit (Slurm's forms, 0 none); -W counts seconds, 0 allowed. */
+Test(srun_limits, time_and_wait, .init = cr_redirect_stderr)
+{
+    char *timed[] = {"srun", "-t", "1:30", "-W", "0", "true"};
+    char *none[] = {"srun", "--time=0", "--wait=5", "true"};
+    char *bad_time[] = {"srun", "-t", "soon", "true"};
+    char *bad_wait[] = {"srun", "-W", "-1", "true"};
+    struct cli_srun_args a = {.req = GS__STEP_LAUNCH_REQUEST__INIT};
+    struct cli_srun_args b = {.req = GS__STEP_LAUNCH_REQUEST__INIT};
+    struct cli_srun_args c = {.req = GS__STEP_LAUNCH_REQUEST__INIT};
+
+    cr_assert_eq(cli_srun_parse(&a, 6, timed), 0);
+    cr_assert_eq(a.req.time_limit_s, 90);
+    cr_assert_eq(a.wait_s, 0);
+    cr_assert_eq(cli_srun_parse(&b, 4, none), 0);
+    cr_assert_eq(b.req.time_limit_s, 0);
+    cr_assert_eq(b.wait_s, 5);
+    cr_assert_eq(cli_srun_parse(&c, 4, bad_time), -EINVAL);
+    cr_assert_eq(cli_srun_parse(&c, 4, bad_wait), -EINVAL);
+}
