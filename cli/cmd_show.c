@@ -131,6 +131,8 @@ static void put_resources(struct gs_buf *out, const Gs__JobInfo *job)
                   r != NULL ? r->gpus_per_node : 0);
     if (r != NULL && r->mem_per_node_mib > 0)
         gs_buf_printf(out, " MemPerNode=%lluM", (unsigned long long)r->mem_per_node_mib);
+    if (r != NULL && r->tmp_per_node_mib > 0)
+        gs_buf_printf(out, " TmpPerNode=%lluM", (unsigned long long)r->tmp_per_node_mib);
     if (r != NULL && r->constraint != NULL && r->constraint[0] != '\0')
         gs_buf_printf(out, " Constraint=%s", r->constraint);
     if (r != NULL && r->exclusive)

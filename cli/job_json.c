@@ -86,6 +86,8 @@ static void json_resources(struct gs_json *j, const Gs__Resources *r)
     else if (r->cpus_case == GS__RESOURCES__CPUS_CPUS_PER_TASK)
         gs_json_kv_uint(j, "cpus_per_task", r->cpus_per_task);
     gs_json_kv_uint(j, "mem_per_node_mib", r->mem_per_node_mib);
+    if (r->tmp_per_node_mib > 0)
+        gs_json_kv_uint(j, "tmp_per_node_mib", r->tmp_per_node_mib);
     gs_json_kv_uint(j, "time_limit_s", r->time_limit_s);
     gs_json_kv_bool(j, "exclusive", r->exclusive);
     gs_json_kv_string(j, "constraint", r->constraint);

@@ -62,6 +62,8 @@ static void json_resources(struct gs_json *j, const struct gs_jobspec *s)
     gs_json_key(j, s->cpus_per_gpu > 0 ? "cpus_per_gpu" : "cpus_per_task");
     gs_json_uint(j, s->cpus_per_gpu > 0 ? s->cpus_per_gpu : s->cpus_per_task);
     gs_json_kv_uint(j, "mem_per_node_mib", s->mem_per_node_mib);
+    if (s->tmp_per_node_mib > 0)
+        gs_json_kv_uint(j, "tmp_per_node_mib", s->tmp_per_node_mib);
     gs_json_key(j, "time_limit_s");
     if (s->time_limit_s == GS_DURATION_INFINITE)
         gs_json_null(j);
@@ -238,6 +240,8 @@ int cli_jobspec_text(struct gs_buf *out, const struct gs_jobspec *s)
     text_line(&t, "mem_per_node",
               s->mem_per_node_mib ? gs_format_size(s->mem_per_node_mib << 20, b, sizeof(b))
                                   : "no request");
+    if (s->tmp_per_node_mib > 0)
+        text_line(&t, "tmp_per_node", gs_format_size(s->tmp_per_node_mib << 20, b, sizeof(b)));
     text_line(&t, "time_limit", gs_format_duration(s->time_limit_s, b, sizeof(b)));
     if (s->constraint != NULL)
         text_line(&t, "constraint", s->constraint);

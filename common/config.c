@@ -104,6 +104,7 @@ void gs_config_release(struct gs_config *cfg)
     free(cfg->log_dir);
     free(cfg->worker_cli_socket);
     free(cfg->data_dir);
+    free(cfg->tmp_fs);
     gs_config_switches_free(cfg);
     gs_config_accounts_free(cfg);
     gs_config_qos_free(cfg);
@@ -555,6 +556,22 @@ static void rd_data_dir(struct gs_schema_ctx *c, const struct gs_toml_value *v)
     CFG(c)->data_dir = dir;
 }
 
+/* Slurm's TmpFS: the file system whose size the node reports as its TmpDisk. */
+static void rd_tmp_fs(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    char *dir = NULL;
+
+    if (gs_schema_string(c, v, "worker.tmp_fs", &dir) < 0 || dir == NULL)
+        return;
+    if (dir[0] != '/') {
+        GS_SCHEMA_REPORT_AT(c, v, "worker.tmp_fs must be an absolute directory");
+        free(dir);
+        return;
+    }
+    free(CFG(c)->tmp_fs);
+    CFG(c)->tmp_fs = dir;
+}
+
 static void rd_data_cap(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
     gs_schema_size_mib(c, v, "worker.data_cap", &CFG(c)->data_cap_mib);
@@ -608,6 +625,7 @@ static const struct gs_schema_key worker_keys[] = {
     {"cgroup_parent", rd_cgroup_parent},
     {"job_pids_max", rd_job_pids_max},
     {"data_dir", rd_data_dir},
+    {"tmp_fs", rd_tmp_fs},
     {"data_cap", rd_data_cap},
     {"data_rate", rd_data_rate},
     {"data_port", rd_data_port},

@@ -68,6 +68,8 @@
  *                                           # "v2" or "off" (worker/cgroup.h)
  *     cgroup_parent = "gsched"              # ... under PARENT/NODE in the cgroup trees
  *     job_pids_max = 32768                  # each job's pids limit on a node; 0: none
+ *     tmp_fs = "/tmp"                       # the file system whose size the node reports
+ *                                           # as its TmpDisk (sbatch --tmp asks for it)
  *     data_dir = "/var/cache/gsched/data"   # the node's shard cache (docs/data.md);
  *                                           # unset: the node keeps none
  *     data_cap = "500G"                     # the most it holds; LRU shards go first
@@ -295,6 +297,7 @@ struct gs_config {
     char *cgroup_parent;            /* default "gsched" */
     uint32_t job_pids_max;          /* default 32768; 0: none */
     char *data_dir;                 /* the shard cache; NULL: none */
+    char *tmp_fs;                   /* whose size is the node's TmpDisk; NULL: /tmp */
     uint64_t data_cap_mib;          /* 0: no cap */
     uint64_t data_rate_mib;         /* MiB/s of staging copies; 0: no limit */
     uint32_t data_port;             /* 0: chosen by the kernel (reported to gschedd) */

@@ -193,6 +193,11 @@ static void rd_mem_per_node(struct gs_schema_ctx *c, const struct gs_toml_value 
     gs_schema_size_mib(c, v, "resources.mem_per_node", &SPEC(c)->mem_per_node_mib);
 }
 
+static void rd_tmp_per_node(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    gs_schema_size_mib(c, v, "resources.tmp_per_node", &SPEC(c)->tmp_per_node_mib);
+}
+
 /* An integer time limit counts minutes, as Slurm's --time does. */
 static void rd_time_limit(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
@@ -215,6 +220,7 @@ static const struct gs_schema_key resources_keys[] = {
     {"cpus_per_gpu", rd_cpus_per_gpu},
     {"cpus_per_task", rd_cpus_per_task},
     {"mem_per_node", rd_mem_per_node},
+    {"tmp_per_node", rd_tmp_per_node},
     {"time_limit", rd_time_limit},
     {"exclusive", rd_exclusive},
     {"constraint", rd_constraint},

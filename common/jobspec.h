@@ -169,6 +169,7 @@ struct gs_jobspec {
     uint32_t cpus_per_gpu;     /* 0 when cpus_per_task is used */
     uint32_t cpus_per_task;    /* 0 when cpus_per_gpu is used */
     uint64_t mem_per_node_mib; /* 0: no memory request */
+    uint64_t tmp_per_node_mib; /* each node's TmpDisk at least (sbatch --tmp); 0: any */
     uint64_t time_limit_s;     /* GS_DURATION_INFINITE when unlimited */
     bool exclusive;
     char *constraint;                /* node feature required, NULL for none */

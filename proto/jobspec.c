@@ -63,7 +63,7 @@ static int view_deps(struct gs_proto_jobspec_view *v, const struct gs_jobspec *s
     return 0;
 }
 
-static void view_resources(Gs__Resources *r, const struct gs_jobspec *spec)
+void gs_proto_jobspec_resources(Gs__Resources *r, const struct gs_jobspec *spec)
 {
     gs__resources__init(r);
     r->nodes = spec->nodes;
@@ -76,6 +76,7 @@ static void view_resources(Gs__Resources *r, const struct gs_jobspec *spec)
         r->cpus_per_task = spec->cpus_per_task;
     }
     r->mem_per_node_mib = spec->mem_per_node_mib;
+    r->tmp_per_node_mib = spec->tmp_per_node_mib;
     r->time_limit_s = spec->time_limit_s == GS_DURATION_INFINITE ? 0 : spec->time_limit_s;
     r->exclusive = spec->exclusive;
     r->constraint = or_empty(spec->constraint);
@@ -234,7 +235,7 @@ int gs_proto_jobspec_view_init(struct gs_proto_jobspec_view *v, const struct gs_
         view_data(&v->data, &spec->data);
         v->spec.data = &v->data;
     }
-    view_resources(&v->resources, spec);
+    gs_proto_jobspec_resources(&v->resources, spec);
     view_run(&v->run, spec);
     v->spec.resources = &v->resources;
     v->spec.run = &v->run;
@@ -342,6 +343,7 @@ static void copy_resources(const Gs__Resources *r, struct gs_jobspec *spec)
                           : r->cpus_case == GS__RESOURCES__CPUS__NOT_SET    ? 1
                                                                             : 0;
     spec->mem_per_node_mib = r->mem_per_node_mib;
+    spec->tmp_per_node_mib = r->tmp_per_node_mib;
     spec->time_limit_s = r->time_limit_s == 0 ? GS_DURATION_INFINITE : r->time_limit_s;
     spec->exclusive = r->exclusive;
     spec->ntasks = r->ntasks;

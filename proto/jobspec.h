@@ -35,6 +35,10 @@ struct gs_proto_jobspec_view {
     Gs__JobLicense **license_ptrs;
 };
 
+/* r (initialised here) as spec's resources, borrowing its strings and lists: for a
+ * JobInfo as for a JobSpec. */
+void gs_proto_jobspec_resources(Gs__Resources *r, const struct gs_jobspec *spec);
+
 /* Returns 0 or -ENOMEM (then nothing needs releasing). */
 int gs_proto_jobspec_view_init(struct gs_proto_jobspec_view *view, const struct gs_jobspec *spec);
 void gs_proto_jobspec_view_release(struct gs_proto_jobspec_view *view);

@@ -161,8 +161,8 @@ static bool could_ever_fit_one(const struct sched_cluster *cluster, const struct
         return true;
     if (req->nodes > 0 && req->allowed != NULL && allowed < req->nodes)
         snprintf(why, why_size,
-                 "the job may use %u node(s) (its partition less excluded ones), "
-                 "it asks for %u",
+                 "the job may use %u node(s) (its partition less excluded ones and those "
+                 "short of its --tmp), it asks for %u",
                  allowed, req->nodes);
     else if (req->nodes == 0)
         snprintf(why, why_size, "a job needs at least one node");

@@ -276,6 +276,7 @@ static void fill_node_info(struct sched_ctx *s, struct sched_node *n, Gs__NodeIn
     info->cores_free = n->up ? sched_cluster_free_cores(s->cluster, n->index) : 0;
     info->memory_total_mib = n->topology->memory_mib;
     info->memory_free_mib = n->up ? sched_cluster_free_mem(s->cluster, n->index) : 0;
+    info->tmp_disk_mib = n->topology->tmp_disk_mib;
     info->n_features = n->topology->n_features;
     info->features = n->topology->features;
     info->last_heartbeat_ms = n->last_heartbeat_wall;

@@ -201,31 +201,10 @@ static int info_fill(struct sched_ctx *s, const struct sched_job *job, struct in
     memset(in, 0, sizeof(*in));
     gs__job_info__init(&in->info);
     gs__user_identity__init(&in->user);
-    gs__resources__init(&in->res);
     in->user.uid = job->uid;
     in->user.gid = job->gid;
     in->user.username = (char *)job->user;
-    in->res.nodes = sp->nodes;
-    in->res.gpus_per_node = sp->gpus_per_node;
-    if (sp->cpus_per_gpu > 0) {
-        in->res.cpus_case = GS__RESOURCES__CPUS_CPUS_PER_GPU;
-        in->res.cpus_per_gpu = sp->cpus_per_gpu;
-    } else if (sp->cpus_per_task > 0) {
-        in->res.cpus_case = GS__RESOURCES__CPUS_CPUS_PER_TASK;
-        in->res.cpus_per_task = sp->cpus_per_task;
-    }
-    in->res.mem_per_node_mib = sp->mem_per_node_mib;
-    in->res.time_limit_s = sp->time_limit_s == GS_DURATION_INFINITE ? 0 : sp->time_limit_s;
-    in->res.exclusive = sp->exclusive;
-    in->res.constraint = sp->constraint != NULL ? sp->constraint : "";
-    in->res.ntasks = sp->ntasks;
-    in->res.partition = sp->partition != NULL ? sp->partition : "";
-    in->res.nodelist = sp->nodelist;
-    in->res.n_nodelist = sp->nnodelist;
-    in->res.exclude = sp->exclude;
-    in->res.n_exclude = sp->nexclude;
-    in->res.time_min_s = sp->time_min_s;
-    in->res.gpus_per_task = sp->gpus_per_task;
+    gs_proto_jobspec_resources(&in->res, sp);
     in->info.partition = sp->partition != NULL ? sp->partition : "";
     in->info.account = sp->account != NULL ? sp->account : "";
     in->info.qos = sp->qos != NULL ? sp->qos : "";

@@ -240,9 +240,10 @@ int sched_node_masks_build(struct sched_ctx *s, const struct gs_jobspec *spec,
             data_fill(s, spec->data.id, n, m->data_bytes, m->data_nodes, &m->ndata_nodes);
         }
     }
-    if (p != NULL && p->nodes == NULL && spec->nexclude == 0 && spec->nnodelist == 0)
+    if (p != NULL && p->nodes == NULL && spec->nexclude == 0 && spec->nnodelist == 0 &&
+        spec->tmp_per_node_mib == 0)
         return 0; /* every node, nothing required: no masks at all */
-    if (kept != NULL && spec->nexclude == 0) {
+    if (kept != NULL && spec->nexclude == 0 && spec->tmp_per_node_mib == 0) {
         m->allowed = kept;
         m->allowed_borrowed = true;
     } else if ((m->allowed = malloc(words * sizeof(*m->allowed))) == NULL) {
@@ -261,6 +262,12 @@ int sched_node_masks_build(struct sched_ctx *s, const struct gs_jobspec *spec,
     for (size_t i = 0; i < spec->nexclude; i++) {
         const struct sched_node *node = sched_node_find(s, spec->exclude[i]);
         if (node != NULL && node->index < n)
+            clear_bit(m->allowed, node->index);
+    }
+    for (size_t i = 0; spec->tmp_per_node_mib > 0 && i < s->nnodes; i++) { /* sbatch --tmp */
+        const struct sched_node *node = s->nodes[i];
+
+        if (node->index < n && node->topology->tmp_disk_mib < spec->tmp_per_node_mib)
             clear_bit(m->allowed, node->index);
     }
     if (spec->nnodelist > 0) {

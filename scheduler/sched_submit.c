@@ -251,6 +251,25 @@ static void unfit_reason(struct sched_ctx *s, const struct gs_jobspec *spec,
     snprintf(why, size, "resources: %s", fallback);
 }
 
+/* sbatch --tmp more than any node's TmpDisk: said as such, before the masks leave no node. */
+static int tmp_admit(struct sched_ctx *s, const struct gs_jobspec *spec, char *why, size_t size)
+{
+    uint64_t most = 0;
+
+    if (spec->tmp_per_node_mib == 0)
+        return 0;
+    for (size_t i = 0; i < s->nnodes; i++)
+        if (s->nodes[i]->topology->tmp_disk_mib > most)
+            most = s->nodes[i]->topology->tmp_disk_mib;
+    if (most >= spec->tmp_per_node_mib)
+        return 0;
+    snprintf(why, size,
+             "resources.tmp_per_node: no node has %llu MiB of temporary disk (TmpDisk, the "
+             "size of its worker.tmp_fs; the most is %llu)",
+             (unsigned long long)spec->tmp_per_node_mib, (unsigned long long)most);
+    return -EINVAL;
+}
+
 /*
  * Cluster-dependent checks a job file cannot make by itself. The reason starts with the
  * job-file field it is about ("resources.gpus_per_node: ..."), which the CLI turns into
@@ -284,6 +303,8 @@ static int admit(struct sched_ctx *s, struct gs_jobspec *spec, char *why, size_t
     rc = sched_slurm_admit(s, spec, why, size);
     if (rc == 0)
         rc = sched_license_admit(s->cfg, spec, why, size);
+    if (rc == 0)
+        rc = tmp_admit(s, spec, why, size);
     if (rc < 0)
         return rc;
     rc = sched_node_masks_build(s, spec, &masks);

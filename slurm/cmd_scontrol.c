@@ -155,7 +155,10 @@ static void put_node_needs(const struct scontrol *sc, struct gs_buf *out, const 
         gs_buf_printf(out, "%lluM", (unsigned long long)r->mem_per_node_mib);
     else
         gs_buf_append_str(out, "0");
-    gs_buf_append_str(out, " MinTmpDiskNode=0");
+    if (r != NULL && r->tmp_per_node_mib > 0)
+        gs_buf_printf(out, " MinTmpDiskNode=%lluM", (unsigned long long)r->tmp_per_node_mib);
+    else
+        gs_buf_append_str(out, " MinTmpDiskNode=0");
     next_line(sc, out);
     gs_buf_printf(out, "Features=%s DelayBoot=00:00:00",
                   slurm_or_null(r != NULL ? r->constraint : NULL));
@@ -504,9 +507,9 @@ static int put_node(const struct scontrol *sc, struct gs_buf *out, const Gs__Nod
                       slurm_or_null(topo->hostname));
     }
     next_line(sc, out);
-    gs_buf_printf(out, "RealMemory=%llu AllocMem=%llu FreeMem=%llu",
+    gs_buf_printf(out, "RealMemory=%llu AllocMem=%llu FreeMem=%llu TmpDisk=%llu",
                   (unsigned long long)n->memory_total_mib, (unsigned long long)alloc_mem,
-                  (unsigned long long)n->memory_free_mib);
+                  (unsigned long long)n->memory_free_mib, (unsigned long long)n->tmp_disk_mib);
     next_line(sc, out);
     gs_buf_printf(out, "State=%s", slurm_node_state_scontrol(n, state, sizeof(state)));
     next_line(sc, out);

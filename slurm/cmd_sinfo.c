@@ -59,6 +59,7 @@ enum field {
     F_REASON,
     F_FEATURES,
     F_FREEMEM,
+    F_TMPDISK,
 };
 
 static const struct slurm_field fields[] = {
@@ -79,6 +80,7 @@ static const struct slurm_field fields[] = {
     [F_REASON] = {'E', "Reason", "REASON"},
     [F_FEATURES] = {'f', "Features", "AVAIL_FEATURES"},
     [F_FREEMEM] = {'e', "FreeMem", "FREE_MEM"},
+    [F_TMPDISK] = {'d', "Disk", "TMP_DISK"},
 };
 
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
@@ -191,6 +193,7 @@ static int min_plus(struct gs_buf *out, const struct group *g, int which)
                      : which == F_CPUS    ? n->cores_total
                      : which == F_MEMORY  ? n->memory_total_mib
                      : which == F_FREEMEM ? n->memory_free_mib
+                     : which == F_TMPDISK ? n->tmp_disk_mib
                                           : n->gpus_total;
 
         lo = v < lo ? v : lo;
@@ -233,6 +236,7 @@ static int value(void *vctx, int field, struct gs_buf *out)
     case F_CPUS:
     case F_MEMORY:
     case F_FREEMEM:
+    case F_TMPDISK:
         return min_plus(out, g, field);
     case F_AIOT:
         count_aiot(g, &al, &id, &ot);

@@ -34,6 +34,7 @@
 #include "common/clock.h"
 #include "common/hostlist.h"
 #include "common/sort.h"
+#include "common/units.h"
 #include "slurm/slurm_cmd.h"
 #include "slurm/slurm_fmt.h"
 #include "slurm/slurm_het.h"
@@ -403,6 +404,10 @@ static int value(void *vctx, int field, struct gs_buf *out)
                                  ? res->cpus_per_task
                                  : res->cpus_per_gpu);
     case F_MIN_TMP:
+        if (res != NULL && res->tmp_per_node_mib > 0)
+            return gs_buf_append_str(
+                out, gs_format_size(res->tmp_per_node_mib * GS_MIB, buf, sizeof(buf)));
+        return gs_buf_append_str(out, "0");
     case F_CONTIGUOUS:
         return gs_buf_append_str(out, "0");
     case F_FEATURES:

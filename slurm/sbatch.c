@@ -711,7 +711,7 @@ static int set_mem(struct ctx *c, const struct opt_def *d, const char *value, st
     if (rc < 0)
         return gs_error_set(err, rc, 0, 0, "'%s' is not a size (a number of MiB, or 64G, 512M)",
                             value);
-    if (bytes == 0 && d->id != GS_SBATCH_OPT_MEM)
+    if (bytes == 0 && d->id != GS_SBATCH_OPT_MEM && d->id != GS_SBATCH_OPT_TMP)
         return gs_error_set(err, -EINVAL, 0, 0, "must be more than 0");
     *AT(c, d, uint64_t) = (bytes + GS_MIB - 1) / GS_MIB;
     return 0;
@@ -933,6 +933,7 @@ static const struct opt_def options[] = {
     OPT("mem", 0, MEM, set_mem, mem_mib, 0, GROUP_MEM),
     OPT("mem-per-cpu", 0, MEM_PER_CPU, set_mem, mem_per_cpu_mib, 0, GROUP_MEM),
     OPT("mem-per-gpu", 0, MEM_PER_GPU, set_mem, mem_per_gpu_mib, 0, GROUP_MEM),
+    OPT("tmp", 0, TMP, set_mem, tmp_mib, 0, GROUP_NONE),
     OPT("time", 't', TIME, set_time, time_limit_s, 0, GROUP_NONE),
     OPT("time-min", 0, TIME_MIN, set_time, time_min_s, 0, GROUP_NONE),
     OPT("partition", 'p', PARTITION, set_string, partition, 0, GROUP_NONE),
@@ -980,7 +981,6 @@ static const struct opt_def options[] = {
     UNSUPPORTED("oversubscribe", 's', ARG_NONE, "GPUs are never shared"),
     UNSUPPORTED("clusters", 'M', REQ, "gsched runs one cluster"),
     UNSUPPORTED("mem-bind", 0, REQ, NULL),
-    UNSUPPORTED("tmp", 0, REQ, NULL),
     UNSUPPORTED("wckey", 0, REQ, NULL),
 };
 
@@ -1787,6 +1787,8 @@ static int kv_resources(const struct gs_sbatch *sb, struct gs_buf *out, int rc)
         rc = kv(out, rc, "mem", "all");
     else if (is_set(sb, GS_SBATCH_OPT_MEM))
         rc = kv_size(out, rc, "mem", sb->mem_mib);
+    if (is_set(sb, GS_SBATCH_OPT_TMP))
+        rc = kv_size(out, rc, "tmp", sb->tmp_mib);
     if (is_set(sb, GS_SBATCH_OPT_MEM_PER_CPU))
         rc = kv_size(out, rc, "mem_per_cpu", sb->mem_per_cpu_mib);
     if (is_set(sb, GS_SBATCH_OPT_MEM_PER_GPU))

@@ -78,6 +78,7 @@ static const char *const opt_names[GS_SBATCH_OPT_COUNT] = {
     [GS_SBATCH_OPT_PRIORITY] = "--priority",
     [GS_SBATCH_OPT_WAIT] = "--wait",
     [GS_SBATCH_OPT_DISTRIBUTION] = "--distribution",
+    [GS_SBATCH_OPT_TMP] = "--tmp",
 };
 
 /*
@@ -814,6 +815,8 @@ static void map_simple(struct conv *c)
         s->time_limit_s = sb->time_limit_s;
     if (is_set(sb, GS_SBATCH_OPT_TIME_MIN))
         s->time_min_s = sb->time_min_s == GS_DURATION_INFINITE ? 0 : sb->time_min_s;
+    if (is_set(sb, GS_SBATCH_OPT_TMP))
+        s->tmp_per_node_mib = sb->tmp_mib;
     if (is_set(sb, GS_SBATCH_OPT_PARTITION))
         s->partition = dup_or_fail(c, sb->partition);
     if (is_set(sb, GS_SBATCH_OPT_ACCOUNT))

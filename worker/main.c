@@ -42,6 +42,8 @@ static const char usage[] =
     "  --features A,B       node features job constraints match\n"
     "  --log-dir DIR        where the worker keeps its state (worker.log_dir)\n"
     "  --data-dir DIR       the node's shard cache (worker.data_dir; docs/data.md)\n"
+    "  --tmp-fs DIR         the file system whose size is the node's TmpDisk (worker.tmp_fs;\n"
+    "                       default /tmp)\n"
     "  --cli-socket PATH    the gsched CLI's socket inside this node's jobs (worker.cli_socket;\n"
     "                       default LOG_DIR/NAME.sock)\n"
     "  --log-level LEVEL    debug, info, warn or error\n"
@@ -135,7 +137,8 @@ enum {
     OPT_CLISOCK,
     OPT_AUTH_KEY,
     OPT_ALLOW_ROOT,
-    OPT_DATA_DIR
+    OPT_DATA_DIR,
+    OPT_TMP_FS
 };
 
 static const struct option long_opts[] = {
@@ -153,6 +156,7 @@ static const struct option long_opts[] = {
     {"auth-key", required_argument, NULL, OPT_AUTH_KEY},
     {"allow-root-jobs", no_argument, NULL, OPT_ALLOW_ROOT},
     {"data-dir", required_argument, NULL, OPT_DATA_DIR},
+    {"tmp-fs", required_argument, NULL, OPT_TMP_FS},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -195,6 +199,10 @@ static int apply_option(struct workerd *d, int opt, const char *arg)
         if (arg[0] != '/')
             return usage_error("--data-dir wants an absolute directory, not '%s'", arg);
         return set_str(&cfg->data_dir, arg) < 0 ? 1 : 0;
+    case OPT_TMP_FS:
+        if (arg[0] != '/')
+            return usage_error("--tmp-fs wants an absolute directory, not '%s'", arg);
+        return set_str(&cfg->tmp_fs, arg) < 0 ? 1 : 0;
     case OPT_AUTH_KEY:
         if (arg[0] == '\0') {
             free(cfg->auth_key);
@@ -474,6 +482,7 @@ static int run(struct workerd *d)
                             .cgroup_parent = d->cfg.cgroup_parent,
                             .job_pids_max = d->cfg.job_pids_max,
                             .data_dir = d->cfg.data_dir,
+                            .tmp_fs = d->cfg.tmp_fs,
                             .data_cap_bytes = d->cfg.data_cap_mib << 20,
                             .data_rate_bytes = d->cfg.data_rate_mib << 20,
                             .data_port = d->cfg.data_port,

@@ -223,6 +223,7 @@ int wrk_register_build(const struct wrk_register_info *info, Gs__NodeRegister **
     t->cores = (uint32_t)gs_topo_ncores(info->topo);
     t->threads = (uint32_t)gs_topo_npus(info->topo);
     t->memory_mib = gs_topo_memory_mib(info->topo);
+    t->tmp_disk_mib = info->tmp_disk_mib;
     if (rc == 0)
         build_lists(t, info, &rc);
     if (rc < 0) {

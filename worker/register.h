@@ -18,6 +18,7 @@ struct wrk_register_info {
     const char *address;
     char *const *features; /* NULL-terminated, may be NULL */
     uint64_t worker_start_ms;
+    uint64_t tmp_disk_mib; /* the size of worker.tmp_fs */
 };
 
 /* Returns 0 with a new message in *ret_msg, or -ENOMEM. */

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -225,10 +226,25 @@ static void add_running(const struct wrk_task_id *id, pid_t pid, uint64_t start_
                                          job != NULL ? job->attempt : 0);
 }
 
+/* The size of worker.tmp_fs in MiB (Slurm's TmpDisk), measured at each registration so a
+ * file system mounted since counts; 0 (said) when it cannot be read. */
+static uint64_t tmp_disk_mib(const struct wrk_ctx *w)
+{
+    struct statvfs st;
+
+    if (statvfs(w->tmp_fs, &st) < 0) {
+        GS_LOG(GS_LOG_WARN, "path=%s err=\"%s\" worker.tmp_fs unreadable: TmpDisk=0", w->tmp_fs,
+               strerror(errno));
+        return 0;
+    }
+    return (uint64_t)st.f_blocks * st.f_frsize >> 20;
+}
+
 /* NodeRegister with the running tasks and every unacknowledged exit. */
 static int send_register(struct wrk_ctx *w)
 {
-    struct wrk_register_info info = {w->topo, w->node_name, w->address, w->features, w->start_ms};
+    struct wrk_register_info info = {w->topo,     w->node_name, w->address,
+                                     w->features, w->start_ms,  tmp_disk_mib(w)};
     Gs__Envelope env = GS__ENVELOPE__INIT;
     struct running_ctx r = {w, NULL, 0};
     Gs__TaskExit **exits = NULL;
@@ -846,6 +862,7 @@ struct wrk_ctx *wrk_new(uv_loop_t *loop, const struct wrk_opts *opts, struct gs_
     memcpy(&w->scheduler, opts->scheduler, len);
     snprintf(w->node_name, sizeof(w->node_name), "%s", opts->node_name);
     snprintf(w->address, sizeof(w->address), "%s", opts->address);
+    snprintf(w->tmp_fs, sizeof(w->tmp_fs), "%s", opts->tmp_fs != NULL ? opts->tmp_fs : "/tmp");
     snprintf(w->script_dir, sizeof(w->script_dir), "%s",
              opts->script_dir != NULL ? opts->script_dir : "/tmp");
     snprintf(w->cli_path, sizeof(w->cli_path), "%s",

@@ -55,6 +55,7 @@ struct wrk_opts {
     const char *cgroup_parent; /* the group the node's job groups go under; NULL: "gsched" */
     uint64_t job_pids_max;     /* each job's pids limit on this node; 0: none */
     const char *data_dir;      /* the node's shard cache (worker/worker_data.c); NULL: none */
+    const char *tmp_fs;        /* whose size the node reports as TmpDisk; NULL: /tmp */
     uint64_t data_cap_bytes;   /* its cap; 0: none */
     uint64_t data_rate_bytes;  /* staging copies' rate per second; 0: no limit */
     uint32_t data_port;        /* where peers fetch shards; 0: chosen by the kernel */

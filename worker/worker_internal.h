@@ -52,6 +52,7 @@ struct wrk_ctx {
     char script_dir[256]; /* where batch scripts are written for their run */
     char cli_path[4096];  /* the gsched CLI, for a launcher job's leader */
     char slurm_bin[4096]; /* Slurm's command names for Slurm jobs' PATH; "": none */
+    char tmp_fs[4096];    /* worker.tmp_fs: its size is the node's TmpDisk */
     char **features;
     const struct gs_topo *topo;
     uint64_t grace_ms;

@@ -129,11 +129,12 @@ Test(jobspec, name_defaults_to_file_base_name)
 Test(jobspec, accepts_integer_minutes_and_mib_and_per_gpu_tasks)
 {
     struct gs_jobspec *s = parse_ok("[resources]\ngpus_per_node = 2\ntime_limit = 90\n"
-                                    "mem_per_node = 4096\n"
+                                    "mem_per_node = 4096\ntmp_per_node = 100\n"
                                     "[run]\ncommand = [\"true\"]\ntasks_per_node = \"per-gpu\"\n");
 
     cr_assert_eq(s->time_limit_s, 5400);
     cr_assert_eq(s->mem_per_node_mib, 4096);
+    cr_assert_eq(s->tmp_per_node_mib, 100);
     cr_assert(s->tasks_per_gpu);
     gs_jobspec_free(s);
 }

@@ -578,6 +578,21 @@ Test(sbatch_spec, gpu_bind_goes_to_the_steps)
         "%s", errors.data);
 }
 
+/* --tmp: MiB by default, as Slurm's, each node's TmpDisk at least; 0 asks for nothing. */
+Test(sbatch_spec, tmp_is_each_nodes_temporary_disk)
+{
+    struct gs_jobspec *s = spec_of(SHEBANG "#SBATCH --tmp=10G\n");
+
+    cr_assert_eq(s->tmp_per_node_mib, 10240);
+    gs_jobspec_free(s);
+    s = spec_of(SHEBANG "#SBATCH --tmp=300\n");
+    cr_assert_eq(s->tmp_per_node_mib, 300);
+    gs_jobspec_free(s);
+    s = spec_of(SHEBANG "#SBATCH --tmp=0\n");
+    cr_assert_eq(s->tmp_per_node_mib, 0);
+    gs_jobspec_free(s);
+}
+
 /* -m reaches the steps as SLURM_DISTRIBUTION (plane's size also alone). */
 Test(sbatch_spec, distribution_goes_to_the_steps)
 {

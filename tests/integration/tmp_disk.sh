@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# tmp_disk.sh BIN_DIR SRC_DIR: nodes' temporary disk (Slurm's TmpDisk) and sbatch --tmp on a
+# two-worker `gsched up` cluster. Each worker reports the size of its worker.tmp_fs (/tmp);
+# node2 is restarted with --tmp-fs /proc, a file system of no blocks, so it has none.
+# scontrol show node and sinfo %d say both sizes; while node1 is held, a job asking --tmp
+# waits while one queued after it takes node2, then runs on node1; two nodes of it are
+# refused at submit, more than any node has is refused naming the field, and squeue %d /
+# scontrol show job say what a job asked for.
+name="tmp_disk"
+. "$(dirname "$0")/lib.sh"
+
+links=$tmp/bin
+mkdir -p "$links"
+for cmd in sbatch scontrol sinfo squeue; do
+  ln -s "$bin/gsched" "$links/$cmd"
+done
+export PATH=$links:$PATH
+
+start_cluster --workers 2 --heartbeat 1s
+tmp_mib=$(python3 -c 'import os; s = os.statvfs("/tmp"); print(s.f_blocks * s.f_frsize >> 20)')
+[ "$tmp_mib" -gt 16 ] || skip "/tmp holds only $tmp_mib MiB"
+
+# node2 again, its TmpDisk from /proc (0 blocks).
+pid=$(cat "$state/node2.pid")
+mapfile -d '' cmd < "/proc/$pid/cmdline"
+kill "$pid"
+wait_for "node2's worker to stop" 15 eval '! pid_alive '"$pid"
+respawn node2 "${cmd[@]}" --tmp-fs /proc </dev/null >>"$state/node2.log" 2>&1 &
+echo $! > "$state/node2.pid"
+wait_for "node2's worker to register again" 15 \
+  eval "[ \"\$(grep -c ' registered' '$state/node2.log')\" -ge 2 ]"
+wait_for "node2 to be up" 15 eval "scontrol show node node2 | grep -q 'State=IDLE'"
+
+scontrol show node node1 | grep -q "TmpDisk=$tmp_mib\$\|TmpDisk=$tmp_mib " ||
+  fail "node1 does not say TmpDisk=$tmp_mib: $(scontrol show node node1)"
+scontrol show node node2 | grep -q "TmpDisk=0\\b" ||
+  fail "node2 does not say TmpDisk=0: $(scontrol show node node2)"
+[ "$(sinfo -h -N -o '%N %d' | sort | tr '\n' ' ')" = "node1 $tmp_mib node2 0 " ] ||
+  fail "sinfo %d: $(sinfo -h -N -o '%N %d')"
+
+# While node1 is held, a job that needs 1 MiB of it waits (node2 has none) and a job
+# queued after it without --tmp takes node2; once node1 is free the first runs there.
+printf '#!/bin/bash\n%s\n' "$(gate_wait node1)" > "$work/hold.sh"
+blocker=$(sbatch_id --exclusive -w node1 "$work/hold.sh")
+wait_start "$blocker"
+printf '#!/bin/bash\n#SBATCH --tmp=1\n#SBATCH -o %s/tmp.out\necho "ON $SLURMD_NODENAME"\n' \
+  "$work" > "$work/tmp.sh"
+needs=$(sbatch --parsable "$work/tmp.sh" 2>&1) || fail "sbatch --tmp=1 refused: $needs"
+other=$(sbatch_id --wrap 'echo "ON $SLURMD_NODENAME"' -o "$work/other.out")
+wait_end "$other" 30 || fail "the job without --tmp failed: $(jq "$other" 'j')"
+grep -qx 'ON node2' "$work/other.out" || fail "the job without --tmp: $(cat "$work/other.out")"
+[ "$(job_state "$needs")" = PENDING ] || fail "the --tmp job did not wait for node1: $(jq "$needs" 'j')"
+gate node1
+wait_end "$needs" 30 || fail "the --tmp job failed: $(jq "$needs" 'j')"
+grep -qx 'ON node1' "$work/tmp.out" || fail "the --tmp job ran elsewhere: $(cat "$work/tmp.out")"
+
+# Two such nodes do not exist; more than any node has is said as such.
+printf '#!/bin/bash\n#SBATCH -N 2\n#SBATCH --tmp=1M\ntrue\n' > "$work/two.sh"
+if sbatch "$work/two.sh" > "$tmp/two.txt" 2>&1; then fail "-N 2 --tmp=1M was accepted"; fi
+grep -q "may use 1 node(s) (its partition less excluded ones and those short of its --tmp), it asks for 2" \
+  "$tmp/two.txt" || fail "-N 2 --tmp: $(cat "$tmp/two.txt")"
+if sbatch --tmp=$((tmp_mib + 1)) --wrap true > "$tmp/big.txt" 2>&1; then fail "--tmp beyond every node was accepted"; fi
+grep -q "no node has $((tmp_mib + 1)) MiB of temporary disk" "$tmp/big.txt" ||
+  fail "--tmp beyond every node: $(cat "$tmp/big.txt")"
+
+# What a job asked for, as squeue and scontrol say it.
+held=$(sbatch --parsable -H --tmp=8 --wrap true 2>&1)
+[[ $held =~ ^[0-9]+$ ]] || fail "sbatch -H --tmp=8: $held"
+[ "$(squeue -h -j "$held" -o %d)" = 8M ] || fail "squeue %d: $(squeue -h -j "$held" -o %d)"
+scontrol show job "$held" | grep -q 'MinTmpDiskNode=8M' ||
+  fail "scontrol show job: $(scontrol show job "$held")"
+
+check_logs
+echo "$name: all checks passed"
