@@ -541,35 +541,32 @@ static void rd_job_pids_max(struct gs_schema_ctx *c, const struct gs_toml_value 
     gs_schema_uint(c, v, "worker.job_pids_max", 0, 4194304, &CFG(c)->job_pids_max);
 }
 
-static void rd_data_dir(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+/* An absolute directory into *field (replacing what it held). */
+static void rd_abs_dir(struct gs_schema_ctx *c, const struct gs_toml_value *v, const char *key,
+                       char **field)
 {
     char *dir = NULL;
 
-    if (gs_schema_string(c, v, "worker.data_dir", &dir) < 0 || dir == NULL)
+    if (gs_schema_string(c, v, key, &dir) < 0 || dir == NULL)
         return;
     if (dir[0] != '/') {
-        GS_SCHEMA_REPORT_AT(c, v, "worker.data_dir must be an absolute directory");
+        GS_SCHEMA_REPORT_AT(c, v, "%s must be an absolute directory", key);
         free(dir);
         return;
     }
-    free(CFG(c)->data_dir);
-    CFG(c)->data_dir = dir;
+    free(*field);
+    *field = dir;
+}
+
+static void rd_data_dir(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    rd_abs_dir(c, v, "worker.data_dir", &CFG(c)->data_dir);
 }
 
 /* Slurm's TmpFS: the file system whose size the node reports as its TmpDisk. */
 static void rd_tmp_fs(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
-    char *dir = NULL;
-
-    if (gs_schema_string(c, v, "worker.tmp_fs", &dir) < 0 || dir == NULL)
-        return;
-    if (dir[0] != '/') {
-        GS_SCHEMA_REPORT_AT(c, v, "worker.tmp_fs must be an absolute directory");
-        free(dir);
-        return;
-    }
-    free(CFG(c)->tmp_fs);
-    CFG(c)->tmp_fs = dir;
+    rd_abs_dir(c, v, "worker.tmp_fs", &CFG(c)->tmp_fs);
 }
 
 static void rd_data_cap(struct gs_schema_ctx *c, const struct gs_toml_value *v)

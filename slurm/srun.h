@@ -30,7 +30,7 @@ struct cli_srun_args {
     bool unbuffered;
     bool kill_bad;
     uint32_t wait_s; /* -W: seconds after the first exit before the step is ended; 0 none */
-    bool no_input; /* --input=none: task 0's stdin is /dev/null */
+    bool no_input;   /* --input=none: task 0's stdin is /dev/null */
     /* --het-group: the heterogeneous job's components the step runs on, ascending */
     uint32_t het_groups[GS_JOBSPEC_HET_MAX];
     size_t nhet_groups;
