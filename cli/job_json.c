@@ -88,6 +88,10 @@ static void json_resources(struct gs_json *j, const Gs__Resources *r)
     gs_json_kv_uint(j, "mem_per_node_mib", r->mem_per_node_mib);
     if (r->tmp_per_node_mib > 0)
         gs_json_kv_uint(j, "tmp_per_node_mib", r->tmp_per_node_mib);
+    if (r->min_cpus_per_node > 0)
+        gs_json_kv_uint(j, "min_cpus_per_node", r->min_cpus_per_node);
+    if (r->overcommit)
+        gs_json_kv_bool(j, "overcommit", true);
     gs_json_kv_uint(j, "time_limit_s", r->time_limit_s);
     gs_json_kv_bool(j, "exclusive", r->exclusive);
     gs_json_kv_string(j, "constraint", r->constraint);

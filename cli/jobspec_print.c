@@ -64,6 +64,10 @@ static void json_resources(struct gs_json *j, const struct gs_jobspec *s)
     gs_json_kv_uint(j, "mem_per_node_mib", s->mem_per_node_mib);
     if (s->tmp_per_node_mib > 0)
         gs_json_kv_uint(j, "tmp_per_node_mib", s->tmp_per_node_mib);
+    if (s->min_cpus_per_node > 0)
+        gs_json_kv_uint(j, "min_cpus_per_node", s->min_cpus_per_node);
+    if (s->overcommit)
+        gs_json_kv_bool(j, "overcommit", true);
     gs_json_key(j, "time_limit_s");
     if (s->time_limit_s == GS_DURATION_INFINITE)
         gs_json_null(j);
@@ -236,6 +240,11 @@ int cli_jobspec_text(struct gs_buf *out, const struct gs_jobspec *s)
     text_line(&t, "resources", a);
     snprintf(a, sizeof(a), "%u per %s", s->cpus_per_gpu ? s->cpus_per_gpu : s->cpus_per_task,
              s->cpus_per_gpu ? "GPU" : "task");
+    if (s->overcommit)
+        snprintf(a + strlen(a), sizeof(a) - strlen(a), ", one task's a node (overcommit)");
+    if (s->min_cpus_per_node > 0)
+        snprintf(a + strlen(a), sizeof(a) - strlen(a), ", at least %u a node",
+                 s->min_cpus_per_node);
     text_line(&t, "cpus", a);
     text_line(&t, "mem_per_node",
               s->mem_per_node_mib ? gs_format_size(s->mem_per_node_mib << 20, b, sizeof(b))

@@ -193,6 +193,17 @@ static void rd_mem_per_node(struct gs_schema_ctx *c, const struct gs_toml_value 
     gs_schema_size_mib(c, v, "resources.mem_per_node", &SPEC(c)->mem_per_node_mib);
 }
 
+static void rd_min_cpus_per_node(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    gs_schema_uint(c, v, "resources.min_cpus_per_node", 1, GS_JOBSPEC_CPUS_MAX,
+                   &SPEC(c)->min_cpus_per_node);
+}
+
+static void rd_overcommit(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    gs_schema_bool(c, v, "resources.overcommit", &SPEC(c)->overcommit);
+}
+
 static void rd_tmp_per_node(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
     gs_schema_size_mib(c, v, "resources.tmp_per_node", &SPEC(c)->tmp_per_node_mib);
@@ -221,6 +232,8 @@ static const struct gs_schema_key resources_keys[] = {
     {"cpus_per_task", rd_cpus_per_task},
     {"mem_per_node", rd_mem_per_node},
     {"tmp_per_node", rd_tmp_per_node},
+    {"min_cpus_per_node", rd_min_cpus_per_node},
+    {"overcommit", rd_overcommit},
     {"time_limit", rd_time_limit},
     {"exclusive", rd_exclusive},
     {"constraint", rd_constraint},
@@ -841,6 +854,16 @@ uint32_t gs_jobspec_tasks_per_node(const struct gs_jobspec *s)
     if (s->tasks_per_gpu)
         return s->gpus_per_node > 0 ? s->gpus_per_node : 1;
     return s->tasks_per_node > 0 ? s->tasks_per_node : 1;
+}
+
+uint32_t gs_jobspec_cores_per_node(const struct gs_jobspec *s)
+{
+    uint32_t per_task = s->cpus_per_task > 0 ? s->cpus_per_task : 1;
+    uint32_t cores = s->cpus_per_gpu > 0 ? s->cpus_per_gpu * s->gpus_per_node
+                     : s->overcommit     ? per_task
+                                         : per_task * gs_jobspec_tasks_per_node(s);
+
+    return cores > s->min_cpus_per_node ? cores : s->min_cpus_per_node;
 }
 
 uint32_t gs_jobspec_ntasks(const struct gs_jobspec *s)

@@ -166,11 +166,13 @@ struct gs_jobspec {
     /* [resources] */
     uint32_t nodes;
     uint32_t gpus_per_node;
-    uint32_t cpus_per_gpu;     /* 0 when cpus_per_task is used */
-    uint32_t cpus_per_task;    /* 0 when cpus_per_gpu is used */
-    uint64_t mem_per_node_mib; /* 0: no memory request */
-    uint64_t tmp_per_node_mib; /* each node's TmpDisk at least (sbatch --tmp); 0: any */
-    uint64_t time_limit_s;     /* GS_DURATION_INFINITE when unlimited */
+    uint32_t cpus_per_gpu;      /* 0 when cpus_per_task is used */
+    uint32_t cpus_per_task;     /* 0 when cpus_per_gpu is used */
+    uint64_t mem_per_node_mib;  /* 0: no memory request */
+    uint64_t tmp_per_node_mib;  /* each node's TmpDisk at least (sbatch --tmp); 0: any */
+    uint32_t min_cpus_per_node; /* cores each node gives the job at least (--mincpus) */
+    bool overcommit;            /* one task's cores a node, its tasks share them (-O) */
+    uint64_t time_limit_s;      /* GS_DURATION_INFINITE when unlimited */
     bool exclusive;
     char *constraint;                /* node feature required, NULL for none */
     struct gs_job_license *licenses; /* distinct names; NULL, 0: none */
@@ -275,6 +277,12 @@ int gs_launcher_parse(const char *name, enum gs_launcher *ret);
 
 /* The most tasks one node runs (tasks_per_node, or gpus_per_node for per-gpu). */
 uint32_t gs_jobspec_tasks_per_node(const struct gs_jobspec *spec);
+/*
+ * The cores the job (or the component spec views) holds on each node: cpus_per_gpu x GPUs,
+ * else cpus_per_task (1 when 0) x tasks, one task's with overcommit; min_cpus_per_node at
+ * least.
+ */
+uint32_t gs_jobspec_cores_per_node(const struct gs_jobspec *spec);
 /* Tasks in all: ntasks, or nodes x tasks per node (summed over a heterogeneous job's
  * components). */
 uint32_t gs_jobspec_ntasks(const struct gs_jobspec *spec);

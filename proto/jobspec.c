@@ -77,6 +77,8 @@ void gs_proto_jobspec_resources(Gs__Resources *r, const struct gs_jobspec *spec)
     }
     r->mem_per_node_mib = spec->mem_per_node_mib;
     r->tmp_per_node_mib = spec->tmp_per_node_mib;
+    r->min_cpus_per_node = spec->min_cpus_per_node;
+    r->overcommit = spec->overcommit;
     r->time_limit_s = spec->time_limit_s == GS_DURATION_INFINITE ? 0 : spec->time_limit_s;
     r->exclusive = spec->exclusive;
     r->constraint = or_empty(spec->constraint);
@@ -344,6 +346,8 @@ static void copy_resources(const Gs__Resources *r, struct gs_jobspec *spec)
                                                                             : 0;
     spec->mem_per_node_mib = r->mem_per_node_mib;
     spec->tmp_per_node_mib = r->tmp_per_node_mib;
+    spec->min_cpus_per_node = r->min_cpus_per_node;
+    spec->overcommit = r->overcommit;
     spec->time_limit_s = r->time_limit_s == 0 ? GS_DURATION_INFINITE : r->time_limit_s;
     spec->exclusive = r->exclusive;
     spec->ntasks = r->ntasks;

@@ -59,22 +59,11 @@ void sched_node_masks_release(struct sched_node_masks *m)
     *m = (struct sched_node_masks){0};
 }
 
-uint32_t sched_tasks_per_node(const struct gs_jobspec *spec)
-{
-    if (spec->tasks_per_gpu)
-        return spec->gpus_per_node > 0 ? spec->gpus_per_node : 1;
-    return spec->tasks_per_node > 0 ? spec->tasks_per_node : 1;
-}
-
 void sched_job_req(const struct gs_jobspec *spec, struct sched_req *req)
 {
-    uint32_t cores = spec->cpus_per_gpu > 0 ? spec->cpus_per_gpu * spec->gpus_per_node
-                                            : (spec->cpus_per_task > 0 ? spec->cpus_per_task : 1) *
-                                                  sched_tasks_per_node(spec);
-
     *req = (struct sched_req){.nodes = spec->nodes,
                               .gpus_per_node = spec->gpus_per_node,
-                              .cores_per_node = cores,
+                              .cores_per_node = gs_jobspec_cores_per_node(spec),
                               .mem_per_node_mib = spec->mem_per_node_mib,
                               .exclusive = spec->exclusive,
                               .constraint = spec->constraint,

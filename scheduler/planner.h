@@ -103,8 +103,6 @@ struct sched_planner_hooks {
     uint32_t backfill_depth;
 };
 
-/* Tasks a job runs on each of its nodes. */
-uint32_t sched_tasks_per_node(const struct gs_jobspec *spec);
 /* What the job asks of each node, without node masks. */
 void sched_job_req(const struct gs_jobspec *spec, struct sched_req *req);
 /*

@@ -538,7 +538,7 @@ void sched_launch_start(struct sched_ctx *s, struct sched_job *job, struct sched
 
     sort_by_name(s, job->spec, alloc);
     sched_resv_cap(s, job, now);
-    rc = sched_job_start(job, alloc, sched_tasks_per_node(job->spec), now);
+    rc = sched_job_start(job, alloc, gs_jobspec_tasks_per_node(job->spec), now);
 
     if (rc < 0) {
         sched_cluster_give_back(s->cluster, alloc);

@@ -61,11 +61,7 @@ static uint32_t alloc_cpus(const struct sched_job *job, uint32_t first, uint32_t
 /* Cores one component (the view of it, or the job's only one) asks for. */
 static uint32_t asked_cpus(const struct gs_jobspec *c)
 {
-    uint32_t per = c->cpus_per_gpu > 0 ? c->cpus_per_gpu * c->gpus_per_node
-                                       : (c->cpus_per_task > 0 ? c->cpus_per_task : 1) *
-                                             gs_jobspec_tasks_per_node(c);
-
-    return per * c->nodes;
+    return gs_jobspec_cores_per_node(c) * c->nodes;
 }
 
 /* Cores the job holds (running) or asks for (else): Slurm's NumCPUs. */

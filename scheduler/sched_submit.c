@@ -231,9 +231,10 @@ static void unfit_reason(struct sched_ctx *s, const struct gs_jobspec *spec,
     t = (struct sched_req){.nodes = 1, .cores_per_node = req->cores_per_node};
     if (!could_fit(s, &t)) {
         snprintf(why, size, "%s: the job needs %u cores per node; no node has more than %u",
-                 spec->cpus_per_gpu > 0    ? "resources.cpus_per_gpu"
-                 : spec->cpus_per_task > 1 ? "resources.cpus_per_task"
-                                           : "run.tasks_per_node",
+                 spec->min_cpus_per_node == req->cores_per_node ? "resources.min_cpus_per_node"
+                 : spec->cpus_per_gpu > 0                       ? "resources.cpus_per_gpu"
+                 : spec->cpus_per_task > 1                      ? "resources.cpus_per_task"
+                                                                : "run.tasks_per_node",
                  req->cores_per_node, cores);
         return;
     }

@@ -150,6 +150,8 @@ static void put_node_needs(const struct scontrol *sc, struct gs_buf *out, const 
     uint32_t min_cpus =
         r != NULL && r->cpus_case == GS__RESOURCES__CPUS_CPUS_PER_GPU ? r->cpus_per_gpu : cpt;
 
+    if (r != NULL && r->min_cpus_per_node > min_cpus) /* --mincpus */
+        min_cpus = r->min_cpus_per_node;
     gs_buf_printf(out, "MinCPUsNode=%u MinMemoryNode=", min_cpus);
     if (r != NULL && r->mem_per_node_mib > 0)
         gs_buf_printf(out, "%lluM", (unsigned long long)r->mem_per_node_mib);
@@ -507,11 +509,12 @@ static int put_node(const struct scontrol *sc, struct gs_buf *out, const Gs__Nod
                       slurm_or_null(topo->hostname));
     }
     next_line(sc, out);
-    gs_buf_printf(out, "RealMemory=%llu AllocMem=%llu FreeMem=%llu TmpDisk=%llu",
+    gs_buf_printf(out, "RealMemory=%llu AllocMem=%llu FreeMem=%llu",
                   (unsigned long long)n->memory_total_mib, (unsigned long long)alloc_mem,
-                  (unsigned long long)n->memory_free_mib, (unsigned long long)n->tmp_disk_mib);
+                  (unsigned long long)n->memory_free_mib);
     next_line(sc, out);
-    gs_buf_printf(out, "State=%s", slurm_node_state_scontrol(n, state, sizeof(state)));
+    gs_buf_printf(out, "State=%s TmpDisk=%llu", slurm_node_state_scontrol(n, state, sizeof(state)),
+                  (unsigned long long)n->tmp_disk_mib);
     next_line(sc, out);
     gs_buf_append_str(out, "Partitions=");
     for (size_t i = 0; i < parts->n_partitions; i++) {

@@ -397,12 +397,15 @@ static int value(void *vctx, int field, struct gs_buf *out)
     case F_BATCH_HOST: /* the first node, where a batch script runs */
         return gs_buf_append_str(out,
                                  job->n_allocation > 0 ? job->allocation[0]->node_name : "n/a");
-    case F_MIN_CPUS: /* per task, or per GPU */
-        return gs_buf_printf(out, "%u",
-                             res == NULL || res->cpus_case == GS__RESOURCES__CPUS__NOT_SET ? 1
-                             : res->cpus_case == GS__RESOURCES__CPUS_CPUS_PER_TASK
-                                 ? res->cpus_per_task
-                                 : res->cpus_per_gpu);
+    case F_MIN_CPUS: { /* per task, or per GPU; --mincpus when more */
+        uint32_t min = res == NULL || res->cpus_case == GS__RESOURCES__CPUS__NOT_SET ? 1
+                       : res->cpus_case == GS__RESOURCES__CPUS_CPUS_PER_TASK ? res->cpus_per_task
+                                                                             : res->cpus_per_gpu;
+
+        if (res != NULL && res->min_cpus_per_node > min)
+            min = res->min_cpus_per_node;
+        return gs_buf_printf(out, "%u", min);
+    }
     case F_MIN_TMP:
         if (res != NULL && res->tmp_per_node_mib > 0)
             return gs_buf_append_str(

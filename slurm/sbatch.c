@@ -934,6 +934,8 @@ static const struct opt_def options[] = {
     OPT("mem-per-cpu", 0, MEM_PER_CPU, set_mem, mem_per_cpu_mib, 0, GROUP_MEM),
     OPT("mem-per-gpu", 0, MEM_PER_GPU, set_mem, mem_per_gpu_mib, 0, GROUP_MEM),
     OPT("tmp", 0, TMP, set_mem, tmp_mib, 0, GROUP_NONE),
+    OPT("mincpus", 0, MINCPUS, set_count, mincpus, GS_JOBSPEC_CPUS_MAX, GROUP_NONE),
+    FLAG("overcommit", 'O', OVERCOMMIT, overcommit, 1),
     OPT("time", 't', TIME, set_time, time_limit_s, 0, GROUP_NONE),
     OPT("time-min", 0, TIME_MIN, set_time, time_min_s, 0, GROUP_NONE),
     OPT("partition", 'p', PARTITION, set_string, partition, 0, GROUP_NONE),
@@ -973,11 +975,9 @@ static const struct opt_def options[] = {
     OPT("begin", 'b', BEGIN, set_begin, begin_ms, 0, GROUP_NONE),
     OPT("deadline", 0, DEADLINE, set_begin, deadline_ms, 0, GROUP_NONE),
     UNSUPPORTED("input", 'i', REQ, NULL),
-    UNSUPPORTED("mincpus", 0, REQ, NULL),
     UNSUPPORTED("no-kill", 'k', ARG_OPTIONAL, NULL),
     UNSUPPORTED("ntasks-per-socket", 0, REQ, NULL),
     UNSUPPORTED("ntasks-per-core", 0, REQ, NULL),
-    UNSUPPORTED("overcommit", 'O', ARG_NONE, NULL),
     UNSUPPORTED("oversubscribe", 's', ARG_NONE, "GPUs are never shared"),
     UNSUPPORTED("clusters", 'M', REQ, "gsched runs one cluster"),
     UNSUPPORTED("mem-bind", 0, REQ, NULL),
@@ -1799,6 +1799,10 @@ static int kv_resources(const struct gs_sbatch *sb, struct gs_buf *out, int rc)
         rc = kv_time(out, rc, "time_min", sb->time_min_s);
     if (is_set(sb, GS_SBATCH_OPT_EXCLUSIVE))
         rc = kv(out, rc, "exclusive", "yes");
+    if (is_set(sb, GS_SBATCH_OPT_MINCPUS))
+        rc = kv(out, rc, "mincpus", "%u", sb->mincpus);
+    if (is_set(sb, GS_SBATCH_OPT_OVERCOMMIT))
+        rc = kv(out, rc, "overcommit", "yes");
     return rc;
 }
 

@@ -114,6 +114,8 @@ enum gs_sbatch_opt {
     GS_SBATCH_OPT_WAIT,
     GS_SBATCH_OPT_DISTRIBUTION,
     GS_SBATCH_OPT_TMP,
+    GS_SBATCH_OPT_MINCPUS,
+    GS_SBATCH_OPT_OVERCOMMIT,
     GS_SBATCH_OPT_COUNT,
 };
 
@@ -189,6 +191,8 @@ struct gs_sbatch {
     uint64_t mem_mib;   /* --mem per node; 0 with set_by[MEM] set: all of each node's memory */
     uint64_t mem_per_cpu_mib, mem_per_gpu_mib;
     uint64_t tmp_mib;                  /* --tmp: each node's TmpDisk at least (MiB) */
+    uint32_t mincpus;                  /* --mincpus: cores each node gives the job at least */
+    bool overcommit;                   /* -O: one task's cores a node */
     uint64_t time_limit_s, time_min_s; /* GS_DURATION_INFINITE for unlimited */
 
     char *partition, *account, *qos, *constraint, *reservation, *licenses, *gres_flags;

@@ -79,6 +79,8 @@ static const char *const opt_names[GS_SBATCH_OPT_COUNT] = {
     [GS_SBATCH_OPT_WAIT] = "--wait",
     [GS_SBATCH_OPT_DISTRIBUTION] = "--distribution",
     [GS_SBATCH_OPT_TMP] = "--tmp",
+    [GS_SBATCH_OPT_MINCPUS] = "--mincpus",
+    [GS_SBATCH_OPT_OVERCOMMIT] = "--overcommit",
 };
 
 /*
@@ -409,6 +411,9 @@ static void map_cpus(struct conv *c)
     } else {
         s->cpus_per_task = is_set(sb, GS_SBATCH_OPT_CPUS_PER_TASK) ? sb->cpus_per_task : 1;
     }
+    if (is_set(sb, GS_SBATCH_OPT_MINCPUS))
+        s->min_cpus_per_node = sb->mincpus;
+    s->overcommit = is_set(sb, GS_SBATCH_OPT_OVERCOMMIT);
 }
 
 static void mem_times(struct conv *c, enum gs_sbatch_opt id, uint64_t each, uint64_t count,
@@ -430,8 +435,7 @@ static void map_mem(struct conv *c)
 {
     const struct gs_sbatch *sb = c->sb;
     struct gs_jobspec *s = c->spec;
-    uint64_t cpus = s->cpus_per_gpu > 0 ? (uint64_t)s->cpus_per_gpu * s->gpus_per_node
-                                        : (uint64_t)s->cpus_per_task * s->tasks_per_node;
+    uint64_t cpus = gs_jobspec_cores_per_node(s);
 
     if (is_set(sb, GS_SBATCH_OPT_MEM) && sb->mem_mib == 0)
         warn(c, GS_SBATCH_OPT_MEM,

@@ -665,3 +665,20 @@ Test(jobspec, a_slurm_license_list_is_parsed_and_its_mistakes_named)
     list_refused(":2", "license name '' must be one word");
     list_refused("a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q", "at most 16 licenses");
 }
+
+/* The cores a node gives a job: per GPU, per task, one task's with overcommit, at least
+ * min_cpus_per_node. */
+Test(jobspec, cores_per_node)
+{
+    struct gs_jobspec s = {.nodes = 1, .tasks_per_node = 4, .cpus_per_task = 2};
+
+    cr_assert_eq(gs_jobspec_cores_per_node(&s), 8);
+    s.overcommit = true;
+    cr_assert_eq(gs_jobspec_cores_per_node(&s), 2, "one task's");
+    s.min_cpus_per_node = 6;
+    cr_assert_eq(gs_jobspec_cores_per_node(&s), 6, "--mincpus when more");
+    s = (struct gs_jobspec){.nodes = 1, .gpus_per_node = 4, .cpus_per_gpu = 3, .tasks_per_node = 9};
+    cr_assert_eq(gs_jobspec_cores_per_node(&s), 12);
+    s = (struct gs_jobspec){.nodes = 1, .tasks_per_node = 3};
+    cr_assert_eq(gs_jobspec_cores_per_node(&s), 3, "one CPU a task when none is said");
+}

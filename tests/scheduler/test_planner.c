@@ -68,7 +68,7 @@ static void start_all(uint64_t now_ms)
     for (size_t i = 0; i < out.n; i++) {
         if (out.verdicts[i].start)
             cr_assert_eq(sched_job_start(out.jobs[i], &out.verdicts[i].alloc,
-                                         sched_tasks_per_node(out.jobs[i]->spec), now_ms),
+                                         gs_jobspec_tasks_per_node(out.jobs[i]->spec), now_ms),
                          0);
     }
     sched_plan_out_release(&out);
@@ -175,7 +175,7 @@ Test(planner, computes_what_a_job_asks_of_each_node)
     struct sched_req req;
 
     sched_job_req(&spec, &req);
-    cr_assert_eq(sched_tasks_per_node(&spec), 4, "a task per GPU");
+    cr_assert_eq(gs_jobspec_tasks_per_node(&spec), 4, "a task per GPU");
     cr_assert_eq(req.nodes, 2);
     cr_assert_eq(req.cores_per_node, 12);
     spec.cpus_per_gpu = 5;

@@ -79,7 +79,7 @@ static void pass(uint64_t now_ms, const struct sched_planner_hooks *hooks)
     for (size_t i = 0; i < out.n; i++) {
         if (out.verdicts[i].start)
             cr_assert_eq(sched_job_start(out.jobs[i], &out.verdicts[i].alloc,
-                                         sched_tasks_per_node(out.jobs[i]->spec), now_ms),
+                                         gs_jobspec_tasks_per_node(out.jobs[i]->spec), now_ms),
                          0);
     }
     sched_plan_out_release(&out);

@@ -278,15 +278,15 @@ NodeName=n1
    AvailableFeatures=h100,nvlink
    Gres=gpu:4
    RealMemory=65536 AllocMem=16384 FreeMem=49152
-   State=MIXED
+   State=MIXED TmpDisk=0
    Partitions=gpu
    CfgTRES=cpu=16,mem=65536M,billing=16,gres/gpu=4
    AllocTRES=cpu=8,mem=16384M,gres/gpu=2
 EOF
 run 0 scontrol -o show nodes 'n[4-5]'
 same - <<'EOF'
-NodeName=n4 CPUAlloc=0 CPUEfctv=16 CPUTot=16 AvailableFeatures=h100,nvlink Gres=gpu:4 RealMemory=65536 AllocMem=0 FreeMem=65536 State=IDLE+DRAIN Partitions=gpu CfgTRES=cpu=16,mem=65536M,billing=16,gres/gpu=4 AllocTRES= Reason=maintenance
-NodeName=n5 CPUAlloc=0 CPUEfctv=16 CPUTot=16 AvailableFeatures=h100,nvlink Gres=gpu:4 RealMemory=65536 AllocMem=0 FreeMem=65536 State=IDLE Partitions=gpu,debug CfgTRES=cpu=16,mem=65536M,billing=16,gres/gpu=4 AllocTRES=
+NodeName=n4 CPUAlloc=0 CPUEfctv=16 CPUTot=16 AvailableFeatures=h100,nvlink Gres=gpu:4 RealMemory=65536 AllocMem=0 FreeMem=65536 State=IDLE+DRAIN TmpDisk=0 Partitions=gpu CfgTRES=cpu=16,mem=65536M,billing=16,gres/gpu=4 AllocTRES= Reason=maintenance
+NodeName=n5 CPUAlloc=0 CPUEfctv=16 CPUTot=16 AvailableFeatures=h100,nvlink Gres=gpu:4 RealMemory=65536 AllocMem=0 FreeMem=65536 State=IDLE TmpDisk=0 Partitions=gpu,debug CfgTRES=cpu=16,mem=65536M,billing=16,gres/gpu=4 AllocTRES=
 EOF
 run 1 scontrol show node n99
 has "$err" "scontrol: error: Node n99 not found"

@@ -907,8 +907,10 @@ Test(sbatch_options, ignorable_options_warn_once_each)
 
 Test(sbatch_options, known_slurm_options_gsched_lacks_are_errors)
 {
-    expect_error(SHEBANG "#SBATCH --mincpus=4\n",
-                 "run.sh:2: --mincpus=4: a Slurm option gsched does not support");
+    expect_error(SHEBANG "#SBATCH --ntasks-per-core=2\n",
+                 "run.sh:2: --ntasks-per-core=2: a Slurm option gsched does not support");
+    expect_error(SHEBANG "#SBATCH --mincpus=0\n",
+                 "run.sh:2: --mincpus=0: '0' is not a count from 1 to");
     expect_error(SHEBANG "#SBATCH --deadline=whenever\n",
                  "run.sh:2: --deadline=whenever: 'whenever' is not a time");
     expect_error(SHEBANG "#SBATCH --begin=soon\n", "run.sh:2: --begin=soon: 'soon' is not a time");

@@ -593,6 +593,21 @@ Test(sbatch_spec, tmp_is_each_nodes_temporary_disk)
     gs_jobspec_free(s);
 }
 
+/* --mincpus and -O become the job's; --mem-per-cpu counts the cores a node gives. */
+Test(sbatch_spec, mincpus_and_overcommit)
+{
+    struct gs_jobspec *s = spec_of(SHEBANG "#SBATCH -n 1 --mincpus=4 --mem-per-cpu=1G\n");
+
+    cr_assert_eq(s->min_cpus_per_node, 4);
+    cr_assert_not(s->overcommit);
+    cr_assert_eq(s->mem_per_node_mib, 4096, "4 cores a node, 1G each");
+    gs_jobspec_free(s);
+    s = spec_of(SHEBANG "#SBATCH -n 4 -c 2 -O --mem-per-cpu=1G\n");
+    cr_assert(s->overcommit);
+    cr_assert_eq(s->mem_per_node_mib, 2048, "one task's 2 cores");
+    gs_jobspec_free(s);
+}
+
 /* -m reaches the steps as SLURM_DISTRIBUTION (plane's size also alone). */
 Test(sbatch_spec, distribution_goes_to_the_steps)
 {

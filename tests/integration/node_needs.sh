@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# tmp_disk.sh BIN_DIR SRC_DIR: nodes' temporary disk (Slurm's TmpDisk) and sbatch --tmp on a
-# two-worker `gsched up` cluster. Each worker reports the size of its worker.tmp_fs (/tmp);
+# node_needs.sh BIN_DIR SRC_DIR: what each node must give a job, on a two-worker `gsched up`
+# cluster: sbatch --mincpus and --overcommit (the cores each node gives, as
+# SLURM_JOB_CPUS_PER_NODE says), then nodes' temporary disk (Slurm's TmpDisk) and --tmp. Each worker reports the size of its worker.tmp_fs (/tmp);
 # node2 is restarted with --tmp-fs /proc, a file system of no blocks, so it has none.
 # scontrol show node and sinfo %d say both sizes; while node1 is held, a job asking --tmp
 # waits while one queued after it takes node2, then runs on node1; two nodes of it are
 # refused at submit, more than any node has is refused naming the field, and squeue %d /
 # scontrol show job say what a job asked for.
-name="tmp_disk"
+name="node_needs"
 . "$(dirname "$0")/lib.sh"
 
 links=$tmp/bin
@@ -16,7 +17,19 @@ for cmd in sbatch scontrol sinfo squeue; do
 done
 export PATH=$links:$PATH
 
-start_cluster --workers 2 --heartbeat 1s
+start_cluster --workers 2 --heartbeat 1s --topology "$src/tests/topologies/ws-4gpu.xml"
+
+# --mincpus: one task of one CPU gets 3 cores; -O: four tasks of 2 CPUs share one task's 2.
+cpus_of() { # cpus_of NAME SBATCH-OPTIONS...: the job's SLURM_JOB_CPUS_PER_NODE and _OVERCOMMIT
+  local name=$1 id
+  shift
+  id=$(sbatch_id "$@" -o "$work/$name.out" --wrap 'echo "CPN=$SLURM_JOB_CPUS_PER_NODE OC=${SLURM_OVERCOMMIT:-}"')
+  wait_end "$id" 30 || fail "$name: $(jq "$id" 'j')"
+  cat "$work/$name.out"
+}
+[ "$(cpus_of mincpus -n 1 --mincpus=3)" = "CPN=3 OC=" ] || fail "--mincpus=3: $(cat "$work/mincpus.out")"
+[ "$(cpus_of plain -n 4 -c 2)" = "CPN=8 OC=" ] || fail "-n 4 -c 2: $(cat "$work/plain.out")"
+[ "$(cpus_of over -n 4 -c 2 -O)" = "CPN=2 OC=1" ] || fail "-O: $(cat "$work/over.out")"
 tmp_mib=$(python3 -c 'import os; s = os.statvfs("/tmp"); print(s.f_blocks * s.f_frsize >> 20)')
 [ "$tmp_mib" -gt 16 ] || skip "/tmp holds only $tmp_mib MiB"
 
@@ -29,7 +42,7 @@ respawn node2 "${cmd[@]}" --tmp-fs /proc </dev/null >>"$state/node2.log" 2>&1 &
 echo $! > "$state/node2.pid"
 wait_for "node2's worker to register again" 15 \
   eval "[ \"\$(grep -c ' registered' '$state/node2.log')\" -ge 2 ]"
-wait_for "node2 to be up" 15 eval "scontrol show node node2 | grep -q 'State=IDLE'"
+wait_for "node2 to be up" 15 eval "scontrol show node node2 | grep -q 'State=IDLE '"
 
 scontrol show node node1 | grep -q "TmpDisk=$tmp_mib\$\|TmpDisk=$tmp_mib " ||
   fail "node1 does not say TmpDisk=$tmp_mib: $(scontrol show node node1)"
