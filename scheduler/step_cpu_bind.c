@@ -68,8 +68,8 @@ static const char *kind_word(enum gs_cpu_bind_kind k)
 
 /* "cpu-bind=MASK - node1, task  2  0: mask 0xF set" (Slurm's slurmstepd line, without its
  * PID); cores past 63 are listed instead of masked. */
-static void note_binding(char *out, const struct gs_cpu_bind *b, const Gs__NodeAllocation *na,
-                         const Gs__TaskAssignment *t)
+static void note_binding(char *out, size_t size, const struct gs_cpu_bind *b,
+                         const Gs__NodeAllocation *na, const Gs__TaskAssignment *t)
 {
     uint64_t mask = 0;
     bool wide = false;
@@ -79,23 +79,22 @@ static void note_binding(char *out, const struct gs_cpu_bind *b, const Gs__NodeA
         wide = wide || t->cores[i] >= 64;
         mask |= t->cores[i] < 64 ? 1ull << t->cores[i] : 0;
     }
-    at = snprintf(out, SCHED_STEP_NOTE_MAX, "cpu-bind=%s - %s, task %2u %2u: ", kind_word(b->kind),
-                  na->node_name, t->rank, t->local_rank);
-    if (at < 0 || at >= SCHED_STEP_NOTE_MAX)
+    at = snprintf(out, size, "cpu-bind=%s - %s, task %2u %2u: ", kind_word(b->kind), na->node_name,
+                  t->rank, t->local_rank);
+    if (at < 0 || (size_t)at >= size)
         return;
     if (t->n_cores == 0) {
-        snprintf(out + at, SCHED_STEP_NOTE_MAX - (size_t)at, "unbound");
+        snprintf(out + at, size - (size_t)at, "unbound");
     } else if (!wide) {
-        snprintf(out + at, SCHED_STEP_NOTE_MAX - (size_t)at, "mask 0x%llX set",
-                 (unsigned long long)mask);
+        snprintf(out + at, size - (size_t)at, "mask 0x%llX set", (unsigned long long)mask);
     } else {
-        for (size_t i = 0; i < t->n_cores && at < SCHED_STEP_NOTE_MAX; i++) {
-            int k = snprintf(out + at, SCHED_STEP_NOTE_MAX - (size_t)at, "%s%u",
-                             i == 0 ? "cores " : ",", t->cores[i]);
+        for (size_t i = 0; i < t->n_cores && at < (int)size; i++) {
+            int k =
+                snprintf(out + at, size - (size_t)at, "%s%u", i == 0 ? "cores " : ",", t->cores[i]);
             at += k > 0 ? k : 0;
         }
-        if (at < SCHED_STEP_NOTE_MAX)
-            snprintf(out + at, SCHED_STEP_NOTE_MAX - (size_t)at, " set");
+        if (at < (int)size)
+            snprintf(out + at, size - (size_t)at, " set");
     }
 }
 
@@ -103,22 +102,13 @@ void sched_step_cpu_bind_tasks(struct sched_step_msg *m, const Gs__NodeAllocatio
 {
     const Gs__NodeTopology *topo;
     uint32_t cores[SCHED_MAX_CORES], socket[SCHED_MAX_CORES], numa[SCHED_MAX_CORES];
-    uint32_t socket_of[SCHED_MAX_CORES] = {0}, numa_of[SCHED_MAX_CORES] = {0};
+    uint32_t socket_of[SCHED_MAX_CORES], numa_of[SCHED_MAX_CORES];
     struct gs_cpu_bind_node node = {.cores = cores, .socket = socket, .numa = numa};
 
     if (m->cpu_bind == NULL || na->n_cores > SCHED_MAX_CORES)
         return;
     topo = m->topos[na - m->nodes];
-    for (size_t k = 0; topo != NULL && k < topo->n_numa_nodes; k++) {
-        const Gs__NumaNode *nn = topo->numa_nodes[k];
-
-        for (size_t c = 0; c < nn->n_cores; c++) {
-            if (nn->cores[c] < SCHED_MAX_CORES) {
-                socket_of[nn->cores[c]] = nn->socket;
-                numa_of[nn->cores[c]] = nn->os_index;
-            }
-        }
-    }
+    sched_step_core_places(topo, socket_of, numa_of);
     memcpy(cores, na->cores, na->n_cores * sizeof(*cores));
     gs_sort(cores, na->n_cores, sizeof(*cores), cmp_u32);
     for (size_t i = 0; i < na->n_cores; i++) {
@@ -140,8 +130,10 @@ void sched_step_cpu_bind_tasks(struct sched_step_msg *m, const Gs__NodeAllocatio
         t->cores = room;
         t->n_cores = n;
         if (m->cpu_bind->verbose) {
-            note_binding(m->notes + l * SCHED_STEP_NOTE_MAX, m->cpu_bind, na, t);
-            t->stderr_note = m->notes + l * SCHED_STEP_NOTE_MAX;
+            char line[SCHED_STEP_NOTE_MAX / 2];
+
+            note_binding(line, sizeof(line), m->cpu_bind, na, t);
+            sched_step_note_add(m, l, line);
         }
     }
 }

@@ -112,11 +112,28 @@ out:
     return rc;
 }
 
+void sched_step_core_places(const Gs__NodeTopology *topo, uint32_t *socket_of, uint32_t *numa_of)
+{
+    memset(socket_of, 0, SCHED_MAX_CORES * sizeof(*socket_of));
+    memset(numa_of, 0, SCHED_MAX_CORES * sizeof(*numa_of));
+    for (size_t k = 0; topo != NULL && k < topo->n_numa_nodes; k++) {
+        const Gs__NumaNode *nn = topo->numa_nodes[k];
+
+        for (size_t c = 0; c < nn->n_cores; c++) {
+            if (nn->cores[c] < SCHED_MAX_CORES) {
+                socket_of[nn->cores[c]] = nn->socket;
+                numa_of[nn->cores[c]] = nn->os_index;
+            }
+        }
+    }
+}
+
 void sched_step_dist_cores(struct sched_step_msg *m, const Gs__NodeAllocation *na, uint32_t ntasks,
                            uint32_t cpus_per_task)
 {
     const Gs__NodeTopology *topo = m->topos[na - m->nodes];
-    uint32_t socket_of[SCHED_MAX_CORES] = {0}, socket[SCHED_MAX_CORES], out[SCHED_MAX_CORES];
+    uint32_t socket_of[SCHED_MAX_CORES], numa_of[SCHED_MAX_CORES], socket[SCHED_MAX_CORES];
+    uint32_t out[SCHED_MAX_CORES];
     uint32_t per = cpus_per_task > 0 ? cpus_per_task
                    : ntasks > 0      ? (uint32_t)na->n_cores / ntasks
                                      : 0;
@@ -124,13 +141,7 @@ void sched_step_dist_cores(struct sched_step_msg *m, const Gs__NodeAllocation *n
     if (m->dist.sockets == GS_DIST_SOCKETS_BLOCK || per == 0 || topo == NULL ||
         na->n_cores > SCHED_MAX_CORES || (size_t)ntasks * per > na->n_cores)
         return; /* block: index order, which is socket after socket */
-    for (size_t k = 0; k < topo->n_numa_nodes; k++) {
-        const Gs__NumaNode *nn = topo->numa_nodes[k];
-
-        for (size_t c = 0; c < nn->n_cores; c++)
-            if (nn->cores[c] < SCHED_MAX_CORES)
-                socket_of[nn->cores[c]] = nn->socket;
-    }
+    sched_step_core_places(topo, socket_of, numa_of);
     for (size_t i = 0; i < na->n_cores; i++)
         socket[i] = na->cores[i] < SCHED_MAX_CORES ? socket_of[na->cores[i]] : 0;
     gs_dist_cores(m->dist.sockets, na->cores, socket, na->n_cores, ntasks, per, out);

@@ -134,15 +134,10 @@ void sched_step_bind_tasks(struct sched_step_msg *m, const Gs__NodeAllocation *n
         t->gpus = room;
         t->n_gpus = n;
         if (m->bind->verbose) {
-            char *note = m->notes + l * SCHED_STEP_NOTE_MAX;
-            /* after --cpu-bind=verbose's line, if it wrote one for this node */
-            size_t at = m->cpu_bind != NULL && m->cpu_bind->verbose ? strlen(note) : 0;
+            char line[SCHED_STEP_NOTE_MAX / 2];
 
-            if (at > 0 && at + 1 < SCHED_STEP_NOTE_MAX)
-                note[at++] = '\n';
-            if (at < SCHED_STEP_NOTE_MAX / 2)
-                note_binding(note + at, SCHED_STEP_NOTE_MAX - at, na, t);
-            t->stderr_note = note;
+            note_binding(line, sizeof(line), na, t);
+            sched_step_note_add(m, l, line);
         }
     }
 }

@@ -339,6 +339,8 @@ void sched_step_msg_release(struct sched_step_msg *m)
     free(m->notes);
     free(m->cpu_bind);
     free(m->cpu_bound);
+    free(m->mem_bind);
+    free(m->mem_bound);
 }
 
 /* Seconds the job has left (at least 1), 0 when it has no time limit. */
@@ -408,8 +410,12 @@ static int bind_every_node(const struct sched_job *job, const Gs__StepLaunchRequ
     int rc = sched_step_cpu_bind_prepare(req, st, m);
 
     if (rc == 0)
+        rc = sched_step_mem_bind_prepare(req, st, m);
+    if (rc == 0)
         rc = sched_step_bind_prepare(req, st, m);
-    for (uint32_t i = 0; rc == 0 && (m->bind != NULL || m->cpu_bind != NULL) && i < st->nnodes;
+    for (uint32_t i = 0;
+         rc == 0 && (m->bind != NULL || m->cpu_bind != NULL || m->mem_bind != NULL) &&
+         i < st->nnodes;
          i++) {
         sched_step_node_tasks(job, req, &m->nodes[i], m);
         rc = m->bind_rc;
@@ -487,6 +493,15 @@ int sched_step_msg_init(struct sched_ctx *s, const struct sched_job *job,
     return bind_every_node(job, req, st, m);
 }
 
+void sched_step_note_add(struct sched_step_msg *m, size_t l, const char *line)
+{
+    char *note = m->notes + l * SCHED_STEP_NOTE_MAX;
+    size_t at = strlen(note);
+
+    snprintf(note + at, SCHED_STEP_NOTE_MAX - at, "%s%s", at > 0 ? "\n" : "", line);
+    m->lt.tasks[l]->stderr_note = note;
+}
+
 /* Node na's tasks: the step's CPUs and GPUs per task, else the job's (sched_node_tasks). */
 void sched_step_node_tasks(const struct sched_job *job, const Gs__StepLaunchRequest *req,
                            const Gs__NodeAllocation *na, struct sched_step_msg *m)
@@ -505,6 +520,9 @@ void sched_step_node_tasks(const struct sched_job *job, const Gs__StepLaunchRequ
     m->lt.step_pty = req->pty && na->ntasks > 0 && na->first_rank == 0;
     m->lt.pty_rows = req->pty_rows;
     m->lt.pty_cols = req->pty_cols;
+    for (uint32_t l = 0; m->notes != NULL && l < na->ntasks; l++)
+        m->notes[l * SCHED_STEP_NOTE_MAX] = '\0'; /* the previous node's reports */
     sched_step_cpu_bind_tasks(m, na);
+    sched_step_mem_bind_tasks(m, na);
     sched_step_bind_tasks(m, na);
 }

@@ -14,6 +14,7 @@
 
 #include "common/cpu_bind.h"
 #include "common/gpu_bind.h"
+#include "common/mem_bind.h"
 #include "common/task_dist.h"
 #include "scheduler/sched_internal.h"
 #include "scheduler/step_alloc.h"
@@ -90,6 +91,9 @@ struct sched_step_msg {
     struct gs_cpu_bind *cpu_bind;
     uint32_t *cpu_bound; /* each task's core list, cpu_stride apart */
     size_t cpu_stride;
+    /* --mem-bind (step_mem_bind.c); NULL without one */
+    struct gs_mem_bind *mem_bind;
+    uint32_t *mem_bound; /* each task's NUMA nodes, 64 apart */
 };
 
 /* step_records.c: the steps in memory. */
@@ -146,7 +150,20 @@ int sched_step_cpu_bind_prepare(const Gs__StepLaunchRequest *req, const struct s
                                 struct sched_step_msg *m);
 void sched_step_cpu_bind_tasks(struct sched_step_msg *m, const Gs__NodeAllocation *na);
 
+/* step_mem_bind.c: --mem-bind, as step_cpu_bind.c's pair (after it: local reads the
+ * tasks' cores). */
+int sched_step_mem_bind_prepare(const Gs__StepLaunchRequest *req, const struct sched_step *st,
+                                struct sched_step_msg *m);
+void sched_step_mem_bind_tasks(struct sched_step_msg *m, const Gs__NodeAllocation *na);
+
+/* step_plan.c: a line of task l's --*-bind=verbose report, after the ones the node's other
+ * bindings wrote (m->notes; the lines are cleared for each node). */
+void sched_step_note_add(struct sched_step_msg *m, size_t l, const char *line);
+
 /* step_dist.c: --distribution. */
+
+/* Each core's socket and NUMA node (SCHED_MAX_CORES each; 0 where topo does not say). */
+void sched_step_core_places(const Gs__NodeTopology *topo, uint32_t *socket_of, uint32_t *numa_of);
 
 /* st->ranks (owned) for st's nodes and their counts under d; 0 or -ENOMEM. */
 int sched_step_dist_ranks(struct sched_step *st, const struct gs_dist *d);

@@ -25,6 +25,7 @@
 #include "common/clock.h"
 #include "common/hostlist.h"
 #include "common/jobspec_mail.h"
+#include "common/mem_bind.h"
 #include "common/schema.h"
 #include "common/signals.h"
 #include "common/units.h"
@@ -634,18 +635,37 @@ static int set_open_mode(struct ctx *c, const struct opt_def *d, const char *val
     return 0;
 }
 
-/* -m/--distribution: read now, so a typo names its line; the job's steps apply it. */
+/* A string option its reader (parsed: its return) checked: the reader's why, less its
+ * "--option: ", as the error, else the value kept. Read now, so a typo names its line. */
+static int set_checked(struct ctx *c, const struct opt_def *d, const char *value, int parsed,
+                       const char *why, struct gs_error *err)
+{
+    const char *colon = strstr(why, ": ");
+
+    if (parsed < 0)
+        return gs_error_set(err, -EINVAL, 0, 0, "%s",
+                            strncmp(why, "--", 2) == 0 && colon != NULL ? colon + 2 : why);
+    return set_string(c, d, value, err);
+}
+
+/* -m/--distribution: the job's steps apply it (SLURM_DISTRIBUTION). */
 static int set_distribution(struct ctx *c, const struct opt_def *d, const char *value,
                             struct gs_error *err)
 {
     struct gs_dist dist;
-    char why[256];
-    const char *prefix = "--distribution: ";
+    char why[256] = "";
 
-    if (gs_dist_parse(value, &dist, why, sizeof(why)) < 0)
-        return gs_error_set(err, -EINVAL, 0, 0, "%s",
-                            strncmp(why, prefix, strlen(prefix)) == 0 ? why + strlen(prefix) : why);
-    return set_string(c, d, value, err);
+    return set_checked(c, d, value, gs_dist_parse(value, &dist, why, sizeof(why)), why, err);
+}
+
+/* --mem-bind: the job's steps apply it (SLURM_MEM_BIND). */
+static int set_mem_bind(struct ctx *c, const struct opt_def *d, const char *value,
+                        struct gs_error *err)
+{
+    struct gs_mem_bind b;
+    char why[256] = "";
+
+    return set_checked(c, d, value, gs_mem_bind_parse(value, &b, why, sizeof(why)), why, err);
 }
 
 /* --kill-on-invalid-dep=yes|no */
@@ -930,6 +950,7 @@ static const struct opt_def options[] = {
     OPT("gpus-per-task", 0, GPUS_PER_TASK, set_gpus, gpus_per_task, 0, GROUP_NONE),
     OPT("gpu-bind", 0, GPU_BIND, set_string, gpu_bind, 0, GROUP_NONE),
     OPT("distribution", 'm', DISTRIBUTION, set_distribution, distribution, 0, GROUP_NONE),
+    OPT("mem-bind", 0, MEM_BIND, set_mem_bind, mem_bind, 0, GROUP_NONE),
     OPT("mem", 0, MEM, set_mem, mem_mib, 0, GROUP_MEM),
     OPT("mem-per-cpu", 0, MEM_PER_CPU, set_mem, mem_per_cpu_mib, 0, GROUP_MEM),
     OPT("mem-per-gpu", 0, MEM_PER_GPU, set_mem, mem_per_gpu_mib, 0, GROUP_MEM),
@@ -980,7 +1001,6 @@ static const struct opt_def options[] = {
     UNSUPPORTED("ntasks-per-core", 0, REQ, NULL),
     UNSUPPORTED("oversubscribe", 's', ARG_NONE, "GPUs are never shared"),
     UNSUPPORTED("clusters", 'M', REQ, "gsched runs one cluster"),
-    UNSUPPORTED("mem-bind", 0, REQ, NULL),
     UNSUPPORTED("wckey", 0, REQ, NULL),
 };
 
@@ -1543,6 +1563,7 @@ static void sbatch_release(struct gs_sbatch *sb)
     free(sb->job_name);
     free(sb->gpu_bind);
     free(sb->distribution);
+    free(sb->mem_bind);
     free(sb->partition);
     free(sb->account);
     free(sb->qos);
@@ -1814,6 +1835,7 @@ static const struct {
 } kv_strings[] = {
     {"gpu_bind", GS_SBATCH_OPT_GPU_BIND, FIELD(gpu_bind)},
     {"distribution", GS_SBATCH_OPT_DISTRIBUTION, FIELD(distribution)},
+    {"mem_bind", GS_SBATCH_OPT_MEM_BIND, FIELD(mem_bind)},
     {"partition", GS_SBATCH_OPT_PARTITION, FIELD(partition)},
     {"account", GS_SBATCH_OPT_ACCOUNT, FIELD(account)},
     {"qos", GS_SBATCH_OPT_QOS, FIELD(qos)},

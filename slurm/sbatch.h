@@ -116,6 +116,7 @@ enum gs_sbatch_opt {
     GS_SBATCH_OPT_TMP,
     GS_SBATCH_OPT_MINCPUS,
     GS_SBATCH_OPT_OVERCOMMIT,
+    GS_SBATCH_OPT_MEM_BIND,
     GS_SBATCH_OPT_COUNT,
 };
 
@@ -188,6 +189,7 @@ struct gs_sbatch {
     struct gs_sbatch_gpus gpus, gpus_per_node, gpus_per_task;
     char *gpu_bind;
     char *distribution; /* -m, checked (common/task_dist.h): SLURM_DISTRIBUTION for srun */
+    char *mem_bind;     /* --mem-bind, checked (common/mem_bind.h): SLURM_MEM_BIND for srun */
     uint64_t mem_mib;   /* --mem per node; 0 with set_by[MEM] set: all of each node's memory */
     uint64_t mem_per_cpu_mib, mem_per_gpu_mib;
     uint64_t tmp_mib;                  /* --tmp: each node's TmpDisk at least (MiB) */

@@ -81,6 +81,7 @@ static const char *const opt_names[GS_SBATCH_OPT_COUNT] = {
     [GS_SBATCH_OPT_TMP] = "--tmp",
     [GS_SBATCH_OPT_MINCPUS] = "--mincpus",
     [GS_SBATCH_OPT_OVERCOMMIT] = "--overcommit",
+    [GS_SBATCH_OPT_MEM_BIND] = "--mem-bind",
 };
 
 /*
@@ -714,16 +715,23 @@ static void gpu_bind(struct conv *c, char **v, size_t *n)
     gs_buf_release(&var);
 }
 
-/* -m reaches the job's srun steps as Slurm's does: SLURM_DISTRIBUTION, and for plane=N
- * SLURM_DIST_PLANESIZE, in the batch environment; srun reads them when given no -m. */
-static void distribution_env(struct conv *c, char **v, size_t *n)
+/* -m and --mem-bind reach the job's srun steps as Slurm's do: SLURM_DISTRIBUTION (and for
+ * plane=N SLURM_DIST_PLANESIZE) and SLURM_MEM_BIND in the batch environment; srun reads
+ * them when not given the options itself. */
+static void step_defaults_env(struct conv *c, char **v, size_t *n)
 {
     const char *text = c->sb->distribution;
     struct gs_buf var = GS_BUF_INIT;
     int rc = 0;
 
-    if (!is_set(c->sb, GS_SBATCH_OPT_DISTRIBUTION) || text == NULL)
-        return;
+    if (is_set(c->sb, GS_SBATCH_OPT_MEM_BIND) && c->sb->mem_bind != NULL) {
+        rc = gs_buf_printf(&var, "SLURM_MEM_BIND=%s", c->sb->mem_bind);
+        if (rc == 0)
+            env_push(c, v, n, var.data);
+        gs_buf_reset(&var);
+    }
+    if (rc < 0 || !is_set(c->sb, GS_SBATCH_OPT_DISTRIBUTION) || text == NULL)
+        goto out;
     rc = gs_buf_printf(&var, "SLURM_DISTRIBUTION=%s", text);
     if (rc == 0)
         env_push(c, v, n, var.data);
@@ -734,6 +742,7 @@ static void distribution_env(struct conv *c, char **v, size_t *n)
         if (rc == 0)
             env_push(c, v, n, var.data);
     }
+out:
     if (rc < 0)
         c->rc = -ENOMEM;
     gs_buf_release(&var);
@@ -749,7 +758,7 @@ static void map_env(struct conv *c)
 
     for (size_t i = 0; all && envp != NULL && envp[i] != NULL; i++)
         total++;
-    total += 4; /* SLURM_GPU_BIND, SLURM_NTASKS_PER_GPU, SLURM_DISTRIBUTION, _PLANESIZE */
+    total += 5; /* SLURM_GPU_BIND, _NTASKS_PER_GPU, _DISTRIBUTION, _DIST_PLANESIZE, _MEM_BIND */
     v = calloc(total + 1, sizeof(*v));
     if (v == NULL) {
         c->rc = -ENOMEM;
@@ -778,7 +787,7 @@ static void map_env(struct conv *c)
             env_push(c, v, &n, var);
     }
     gpu_bind(c, v, &n);
-    distribution_env(c, v, &n);
+    step_defaults_env(c, v, &n);
     c->spec->env = v;
     c->spec->nenv = n;
 }

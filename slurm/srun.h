@@ -37,6 +37,7 @@ struct cli_srun_args {
     struct gs_dist dist; /* -m, else SLURM_DISTRIBUTION, as req.distribution says it */
     bool dist_given;     /* -m: the tasks get SLURM_DISTRIBUTION set to it */
     bool cpu_bind_given; /* --cpu-bind: the tasks get SLURM_CPU_BIND set to it */
+    bool mem_bind_given; /* --mem-bind: the tasks get SLURM_MEM_BIND set to it */
     char **command;
     int ncommand;
     /* The options that also ask for an allocation when srun makes one (outside a job):

@@ -19,6 +19,7 @@
 #include "common/error.h"
 #include "common/gpu_bind.h"
 #include "common/hostlist.h"
+#include "common/mem_bind.h"
 #include "common/path.h"
 #include "common/task_dist.h"
 #include "common/units.h"
@@ -56,6 +57,7 @@ enum srun_id {
     O_HET_GROUP,
     O_DISTRIBUTION,
     O_CPU_BIND,
+    O_MEM_BIND,
     O_TIME,
     O_WAIT,
     O_IGNORED_FLAG,  /* accepted, no effect here (--quiet, --verbose) */
@@ -95,6 +97,8 @@ static const struct srun_opt srun_opts[] = {
     /* What scripts commonly pass and a step here needs no action for. */
     {"cpu-bind", 0, VALUE, O_CPU_BIND},
     {"cpu_bind", 0, VALUE, O_CPU_BIND},
+    {"mem-bind", 0, VALUE, O_MEM_BIND},
+    {"mem_bind", 0, VALUE, O_MEM_BIND},
     {"gpu-bind", 0, VALUE, O_GPU_BIND},
     {"het-group", 0, VALUE, O_HET_GROUP},
     {"pack-group", 0, VALUE, O_HET_GROUP}, /* its name before Slurm 20.02 */
@@ -153,6 +157,10 @@ static const char srun_usage[] =
     "                           cores (default), none, sockets, ldoms, rank, rank_ldom,\n"
     "                           map_cpu:L, mask_cpu:L, map_ldom:L, mask_ldom:L\n"
     "                           (default: $SLURM_CPU_BIND)\n"
+    "      --mem-bind=[verbose,][prefer,]TYPE\n"
+    "                           each task's memory: none, local (its cores' NUMA nodes),\n"
+    "                           rank, map_mem:L, mask_mem:L (default: prefer its cores'\n"
+    "                           NUMA nodes; $SLURM_MEM_BIND)\n"
     "  -t, --time=TIME          the step's time limit (within the job's)\n"
     "  -W, --wait=S             end the step S seconds after its first task exited\n"
     "  -m, --distribution=NODES[:SOCKETS]\n"
@@ -224,6 +232,20 @@ static int cpu_bind(struct cli_srun_args *a, const char *value)
         return -EINVAL;
     }
     a->req.cpu_bind = (char *)value;
+    return 0;
+}
+
+/* --mem-bind (or SLURM_MEM_BIND): checked here, so a typo sends nothing. */
+static int mem_bind(struct cli_srun_args *a, const char *value)
+{
+    struct gs_mem_bind b;
+    char why[256];
+
+    if (gs_mem_bind_parse(value, &b, why, sizeof(why)) < 0) {
+        fprintf(stderr, "srun: error: %s\n", why);
+        return -EINVAL;
+    }
+    a->req.mem_bind = (char *)value;
     return 0;
 }
 
@@ -387,6 +409,9 @@ static int take(struct cli_srun_args *a, const struct srun_opt *o, const char *v
     case O_CPU_BIND:
         a->cpu_bind_given = true;
         return cpu_bind(a, value);
+    case O_MEM_BIND:
+        a->mem_bind_given = true;
+        return mem_bind(a, value);
     default:
         (void)n;
         return 0;
@@ -739,6 +764,9 @@ int cli_srun_request(struct cli_srun_args *a, struct cli_srun_owned *own)
     if (!a->cpu_bind_given && getenv("SLURM_CPU_BIND") != NULL &&
         cpu_bind(a, getenv("SLURM_CPU_BIND")) < 0)
         return -EINVAL;
+    if (!a->mem_bind_given && getenv("SLURM_MEM_BIND") != NULL &&
+        mem_bind(a, getenv("SLURM_MEM_BIND")) < 0)
+        return -EINVAL;
     a->req.argv = a->command;
     a->req.n_argv = (size_t)a->ncommand;
     if (getcwd(cwd, sizeof(cwd)) == NULL) {
@@ -770,6 +798,9 @@ int cli_srun_request(struct cli_srun_args *a, struct cli_srun_owned *own)
         goto nomem;
     if (a->cpu_bind_given &&
         env_set(own, "SLURM_CPU_BIND", 14, a->req.cpu_bind, strlen(a->req.cpu_bind)) < 0)
+        goto nomem;
+    if (a->mem_bind_given &&
+        env_set(own, "SLURM_MEM_BIND", 14, a->req.mem_bind, strlen(a->req.mem_bind)) < 0)
         goto nomem;
     a->req.het_groups = a->nhet_groups > 0 ? a->het_groups : NULL;
     a->req.n_het_groups = a->nhet_groups;

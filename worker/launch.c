@@ -79,6 +79,7 @@ static const char *const step_names[] = {
  * header has MPOL_PREFERRED_MANY. */
 enum {
     MEMPOLICY_PREFERRED = 1,
+    MEMPOLICY_BIND = 2,
     MEMPOLICY_PREFERRED_MANY = 5,
 };
 
@@ -96,6 +97,7 @@ struct prepared {
     cpu_set_t cpus;
     struct wrk_numa_mask mem;       /* the nodes of the task's cores */
     struct wrk_numa_mask mem_first; /* the first of them alone, for kernels before 5.15 */
+    bool mem_strict;                /* MPOL_BIND to mem instead */
 };
 
 static const char *env_get(char *const *envp, const char *name)
@@ -187,6 +189,7 @@ static int prepare_binding(const struct wrk_launch_spec *spec, struct prepared *
             return gs_error_set(err, -EINVAL, 0, 0, "cpu %d out of range", spec->cpus[i]);
         CPU_SET(spec->cpus[i], &prep->cpus);
     }
+    prep->mem_strict = spec->mem_strict;
     rc = wrk_launch_numa_mask(spec->mem_nodes, spec->mem_nodes != NULL ? spec->nmem_nodes : 0,
                               &prep->mem);
     if (rc < 0)
@@ -326,11 +329,20 @@ static long set_mempolicy_mask(int mode, const struct wrk_numa_mask *mask)
     return syscall(SYS_set_mempolicy, mode, mask->bits, (unsigned long)WRK_LAUNCH_NUMA_MAX + 1);
 }
 
-/* Preferred, not bound: see launch.h for why, and for which failures are only noted. */
+/* Preferred, not bound, unless asked: see launch.h for why, and for which failures are only
+ * noted. */
 static void bind_memory(int fd, const struct prepared *prep)
 {
     if (prep->mem.count == 0)
         return;
+    if (prep->mem_strict) {
+        if (set_mempolicy_mask(MEMPOLICY_BIND, &prep->mem) == 0)
+            return;
+        if (errno != EPERM && errno != ENOSYS)
+            child_fail(fd, STEP_MEMPOLICY);
+        child_report(fd, STEP_MEMPOLICY, 0);
+        return;
+    }
     /* Kernels before 5.15 refuse PREFERRED_MANY (EINVAL); the first node alone is next best. */
     if (prep->mem.count > 1 && set_mempolicy_mask(MEMPOLICY_PREFERRED_MANY, &prep->mem) == 0)
         return;

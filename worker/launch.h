@@ -18,7 +18,8 @@
  * that says "not here" rather than "wrong request" — EPERM (Docker's default seccomp
  * profile allows set_mempolicy only with CAP_SYS_NICE) or ENOSYS (a kernel without NUMA) —
  * does not fail the task: it starts unbound and the caller gets a note. Any other failure
- * (a node outside the cpuset, say) is a failed step like the rest.
+ * (a node outside the cpuset, say) is a failed step like the rest. srun --mem-bind asks
+ * for other nodes, a strict bind (mem_strict) or no policy at all (no nodes).
  *
  * The child does only async-signal-safe work between fork and exec (the worker has libuv
  * threads): everything it needs — paths, argv, envp, the CPU mask, the nodemasks — is
@@ -63,6 +64,7 @@ struct wrk_launch_spec {
     const int *cpus;
     int nmem_nodes;          /* memory policy: OS indices of the NUMA nodes to prefer, */
     const int *mem_nodes;    /* repeats and negatives (unknown) allowed; 0 = no policy */
+    bool mem_strict;         /* bind to them (MPOL_BIND, srun --mem-bind), not prefer */
     const int *cgroup_fds;   /* cgroup.procs files (worker/cgroup.h) the child writes itself */
     int ncgroup_fds;         /* into before dropping privileges; 0 = none */
     const char *stderr_note; /* a line for stderr before exec (WRK_LAUNCH_NOTE_MAX); NULL none */

@@ -283,8 +283,9 @@ struct task_facts {
     const struct gs_topo_nic *nic; /* nearest its GPU; NULL when none is known */
     int *cpus;                     /* the PUs of its cores, to bind to; none when unbound */
     int ncpus;
-    int *nodes; /* the NUMA node of each core, in the scheduler's order; none when unbound */
-    int nnodes;
+    int *nodes;      /* the NUMA node of each core, in the scheduler's order; none when unbound */
+    int nnodes;      /* (or srun --mem-bind's nodes); the memory policy's */
+    bool mem_strict; /* bind memory to nodes, not prefer them (--mem-bind) */
 };
 
 static void task_facts_release(struct task_facts *f)
@@ -300,12 +301,35 @@ static void task_facts_release(struct task_facts *f)
  * nodes keep the scheduler's order, whose first cores sit nearest the task's GPU, so the
  * first node is the one to prefer alone. A core the topology lacks (a stale view) is left out.
  */
+/* srun --mem-bind's nodes (BIND, PREFER) in place of the cores' own; none for NONE. */
+static int task_mem_policy(const struct launch *l, const Gs__TaskAssignment *t,
+                           struct task_facts *f)
+{
+    if (t->mem_policy == GS__MEM_POLICY__MEM_POLICY_NONE) {
+        f->nnodes = 0;
+        return 0;
+    }
+    if (!l->bind || t->n_mem_nodes == 0 ||
+        (t->mem_policy != GS__MEM_POLICY__MEM_POLICY_BIND &&
+         t->mem_policy != GS__MEM_POLICY__MEM_POLICY_PREFER))
+        return 0;
+    free(f->nodes);
+    f->nodes = calloc(t->n_mem_nodes, sizeof(*f->nodes));
+    if (f->nodes == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < t->n_mem_nodes; i++)
+        f->nodes[i] = (int)t->mem_nodes[i];
+    f->nnodes = (int)t->n_mem_nodes;
+    f->mem_strict = t->mem_policy == GS__MEM_POLICY__MEM_POLICY_BIND;
+    return 0;
+}
+
 static int task_binding(const struct launch *l, const Gs__TaskAssignment *t, struct task_facts *f)
 {
     size_t npus = 0;
 
     if (!l->bind || t->n_cores == 0)
-        return 0;
+        return task_mem_policy(l, t, f);
     for (size_t i = 0; i < t->n_cores; i++) {
         const struct gs_topo_core *core = gs_topo_core(l->w->topo, (int)t->cores[i]);
 
@@ -324,7 +348,7 @@ static int task_binding(const struct launch *l, const Gs__TaskAssignment *t, str
             f->cpus[f->ncpus++] = core->pus[p];
         f->nodes[f->nnodes++] = core->numa_node;
     }
-    return 0;
+    return task_mem_policy(l, t, f);
 }
 
 /*
@@ -712,6 +736,7 @@ static int start_task(struct launch *l, const Gs__TaskAssignment *t, struct gs_e
     spec.cpus = f.cpus;
     spec.nmem_nodes = f.nnodes;
     spec.mem_nodes = f.nodes;
+    spec.mem_strict = f.mem_strict;
     spec.stderr_note = t->stderr_note;
     rc = enter_cgroup(l, cg_fds, err);
     if (rc < 0)
