@@ -98,6 +98,8 @@ static void json_run(struct gs_json *j, const struct gs_jobspec *s)
     gs_json_kv_string(j, "workdir", s->workdir);
     gs_json_kv_string(j, "stdout", s->stdout_pattern);
     gs_json_kv_string(j, "stderr", s->stderr_pattern);
+    if (s->stdin_pattern != NULL)
+        gs_json_kv_string(j, "stdin", s->stdin_pattern);
     gs_json_kv_string(j, "open_mode", s->truncate_output ? "truncate" : "append");
     json_env(j, s);
     gs_json_object_end(j);
@@ -280,6 +282,8 @@ int cli_jobspec_text(struct gs_buf *out, const struct gs_jobspec *s)
     if (s->launcher != GS_LAUNCHER_NONE)
         text_line(&t, "launcher", gs_launcher_name(s->launcher));
     text_line(&t, "stdout", s->stdout_pattern);
+    if (s->stdin_pattern != NULL)
+        text_line(&t, "stdin", s->stdin_pattern);
     if (s->truncate_output)
         text_line(&t, "open_mode", "truncate");
     for (size_t i = 0; i < s->nenv; i++)

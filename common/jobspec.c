@@ -160,6 +160,12 @@ static void rd_reservation(struct gs_schema_ctx *c, const struct gs_toml_value *
     read_name(c, v, "reservation", true, &SPEC(c)->reservation);
 }
 
+/* A workload characterization key, only recorded and shown (sbatch --wckey). */
+static void rd_wckey(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    read_name(c, v, "wckey", true, &SPEC(c)->wckey);
+}
+
 /* Free text, only recorded and shown (sbatch --comment). */
 static void rd_comment(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
@@ -349,6 +355,11 @@ static void rd_stdout(struct gs_schema_ctx *c, const struct gs_toml_value *v)
     read_pattern(c, v, "run.stdout", &SPEC(c)->stdout_pattern);
 }
 
+static void rd_stdin(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    read_pattern(c, v, "run.stdin", &SPEC(c)->stdin_pattern);
+}
+
 static void rd_stderr(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
     read_pattern(c, v, "run.stderr", &SPEC(c)->stderr_pattern);
@@ -460,16 +471,10 @@ static void rd_open_mode(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 }
 
 static const struct gs_schema_key run_keys[] = {
-    {"command", rd_command},
-    {"script", rd_script},
-    {"tasks_per_node", rd_tasks_per_node},
-    {"workdir", rd_workdir},
-    {"stdout", rd_stdout},
-    {"stderr", rd_stderr},
-    {"env", rd_env},
-    {"launcher", rd_launcher},
-    {"open_mode", rd_open_mode},
-    {NULL, NULL},
+    {"command", rd_command},     {"script", rd_script}, {"tasks_per_node", rd_tasks_per_node},
+    {"workdir", rd_workdir},     {"stdout", rd_stdout}, {"stderr", rd_stderr},
+    {"stdin", rd_stdin},         {"env", rd_env},       {"launcher", rd_launcher},
+    {"open_mode", rd_open_mode}, {NULL, NULL},
 };
 
 static void rd_max_restarts(struct gs_schema_ctx *c, const struct gs_toml_value *v)
@@ -556,6 +561,7 @@ static const struct gs_schema_key root_keys[] = {
     {"partition", rd_partition},
     {"reservation", rd_reservation},
     {"comment", rd_comment},
+    {"wckey", rd_wckey},
     {"resources", rd_resources},
     {"run", rd_run},
     {"restart", rd_restart},
@@ -692,11 +698,13 @@ void gs_jobspec_free(struct gs_jobspec *spec)
     free(spec->workdir);
     free(spec->stdout_pattern);
     free(spec->stderr_pattern);
+    free(spec->stdin_pattern);
     gs_schema_strv_free(spec->env);
     free(spec->partition);
     free(spec->account);
     free(spec->qos);
     free(spec->comment);
+    free(spec->wckey);
     free(spec->reservation);
     gs_jobdata_release(&spec->data);
     free(spec->source);
@@ -973,10 +981,12 @@ static int check_run(const struct gs_jobspec *s, struct gs_error *err)
     bad = bad_placeholder(s, s->stdout_pattern);
     if (bad == NULL && s->stderr_pattern != NULL)
         bad = bad_placeholder(s, s->stderr_pattern);
+    if (bad == NULL && s->stdin_pattern != NULL)
+        bad = bad_placeholder(s, s->stdin_pattern);
     if (bad != NULL)
         return gs_error_set(err, -EINVAL, 0, 0,
-                            "unknown placeholder '%.2s' in run.stdout or "
-                            "run.stderr",
+                            "unknown placeholder '%.2s' in run.stdout, run.stderr or "
+                            "run.stdin",
                             bad);
     for (size_t i = 0; i < s->nenv; i++) {
         const char *eq = strchr(s->env[i], '=');

@@ -192,6 +192,7 @@ struct gs_jobspec {
     char *workdir;
     char *stdout_pattern; /* %j job id, %t task rank, %n node name, %x job name, %% */
     char *stderr_pattern; /* NULL: same file as stdout */
+    char *stdin_pattern;  /* each task's stdin (sbatch --input); NULL: /dev/null */
     /* Output files emptied when the job (each attempt) starts, where one task alone writes
      * each (Slurm's --open-mode=truncate, sbatch's default); false: appended to. */
     bool truncate_output;
@@ -208,6 +209,7 @@ struct gs_jobspec {
     /* Where it runs and who pays: job-file top-level keys, or sbatch's -p -A -q ... */
     char *partition; /* NULL: the cluster's default */
     char *account, *qos, *comment;
+    char *wckey;       /* sbatch --wckey: recorded for accounting (sacct's WCKey); NULL none */
     char *reservation; /* NULL: none (sbatch --reservation) */
 
     /* What Slurm batch scripts ask for (gsched sbatch); zero / NULL from a job file. */

@@ -157,6 +157,7 @@ static void view_run(Gs__RunSpec *run, const struct gs_jobspec *spec)
     run->workdir = or_empty(spec->workdir);
     run->stdout_pattern = or_empty(spec->stdout_pattern);
     run->stderr_pattern = or_empty(spec->stderr_pattern);
+    run->stdin_pattern = or_empty(spec->stdin_pattern);
     run->truncate_output = spec->truncate_output;
     run->batch = spec->batch;
     run->launcher = spec->launcher == GS_LAUNCHER_MPI        ? GS__LAUNCHER__LAUNCHER_MPI
@@ -222,6 +223,7 @@ int gs_proto_jobspec_view_init(struct gs_proto_jobspec_view *v, const struct gs_
     v->spec.account = or_empty(spec->account);
     v->spec.qos = or_empty(spec->qos);
     v->spec.comment = or_empty(spec->comment);
+    v->spec.wckey = or_empty(spec->wckey);
     v->spec.reservation = or_empty(spec->reservation);
     v->spec.source = or_empty(spec->source);
     v->spec.mail_types = spec->mail_types;
@@ -491,6 +493,8 @@ static int copy_slurm(const Gs__JobSpec *pb, struct gs_jobspec *spec)
     if (rc == 0)
         rc = copy_opt(pb->comment, &spec->comment);
     if (rc == 0)
+        rc = copy_opt(pb->wckey, &spec->wckey);
+    if (rc == 0)
         rc = copy_opt(pb->reservation, &spec->reservation);
     if (rc == 0)
         rc = copy_opt(pb->source, &spec->source);
@@ -539,6 +543,8 @@ static int copy_all(const Gs__JobSpec *pb, struct gs_jobspec *spec, struct gs_er
         rc = copy_opt(run->stdout_pattern, &spec->stdout_pattern);
     if (rc == 0)
         rc = copy_opt(run->stderr_pattern, &spec->stderr_pattern);
+    if (rc == 0)
+        rc = copy_opt(run->stdin_pattern, &spec->stdin_pattern);
     if (rc == 0)
         rc = copy_argv(run, spec);
     if (rc == 0)

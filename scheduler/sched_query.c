@@ -232,6 +232,7 @@ static int info_fill(struct sched_ctx *s, const struct sched_job *job, struct in
         in->info.licenses = in->licenses.data != NULL ? in->licenses.data : "";
     }
     in->info.comment = sp->comment != NULL ? sp->comment : "";
+    in->info.wckey = sp->wckey != NULL ? sp->wckey : "";
     in->info.nice = sp->nice;
     in->info.reservation = sp->reservation != NULL ? sp->reservation : "";
     if (sp->source != NULL && sp->source[0] != '\0') {

@@ -107,6 +107,7 @@ enum field {
     F_COMMENT,
     F_CONSTRAINTS,
     F_RESERVATION,
+    F_WCKEY,
     F_COUNT
 };
 
@@ -162,6 +163,7 @@ static const struct slurm_col_def fields[F_COUNT] = {
     [F_COMMENT] = {"Comment", 15},
     [F_CONSTRAINTS] = {"Constraints", 19},
     [F_RESERVATION] = {"Reservation", 10},
+    [F_WCKEY] = {"WCKey", 10},
 };
 
 struct sacct_args {
@@ -498,6 +500,8 @@ static int value(const Gs__JobInfo *job, const struct slurm_het_part *part, enum
             out, or_empty(job->resources != NULL ? job->resources->constraint : NULL));
     case F_RESERVATION:
         return gs_buf_append_str(out, or_empty(job->reservation));
+    case F_WCKEY:
+        return gs_buf_append_str(out, or_empty(job->wckey));
     case F_COUNT:
         break;
     }

@@ -445,7 +445,7 @@ static int value(void *vctx, int field, struct gs_buf *out)
     case F_RESERVATION:
         return gs_buf_append_str(out, slurm_or_null(job->reservation));
     case F_WCKEY:
-        return gs_buf_append_str(out, "(null)");
+        return gs_buf_append_str(out, slurm_or_null(job->wckey));
     case F_NICE:
         return gs_buf_printf(out, "%d", job->nice);
     case F_END:

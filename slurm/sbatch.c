@@ -648,6 +648,16 @@ static int set_checked(struct ctx *c, const struct opt_def *d, const char *value
     return set_string(c, d, value, err);
 }
 
+/* One name, as a job file's account or wckey is (--wckey). */
+static int set_word(struct ctx *c, const struct opt_def *d, const char *value, struct gs_error *err)
+{
+    if (!gs_jobspec_word_ok(value))
+        return gs_error_set(err, -EINVAL, 0, 0,
+                            "one name of 1 to %d letters, digits, '_', '.' or '-'",
+                            GS_JOBSPEC_NAME_MAX);
+    return set_string(c, d, value, err);
+}
+
 /* -m/--distribution: the job's steps apply it (SLURM_DISTRIBUTION). */
 static int set_distribution(struct ctx *c, const struct opt_def *d, const char *value,
                             struct gs_error *err)
@@ -967,6 +977,7 @@ static const struct opt_def options[] = {
     OPT("exclude", 'x', EXCLUDE, set_hostlist, exclude, 0, GROUP_NONE),
     {"exclusive", 0, ARG_OPTIONAL, GS_SBATCH_OPT_EXCLUSIVE, set_exclusive, 0, 0, GROUP_NONE, NULL},
     OPT("output", 'o', OUTPUT, set_pattern, output, 0, GROUP_NONE),
+    OPT("input", 'i', INPUT, set_pattern, input, 0, GROUP_NONE),
     OPT("error", 'e', ERROR, set_pattern, error, 0, GROUP_NONE),
     OPT("chdir", 'D', CHDIR, set_string, chdir, 0, GROUP_NONE),
     OPT("array", 'a', ARRAY, set_array, array, 0, GROUP_NONE),
@@ -979,6 +990,7 @@ static const struct opt_def options[] = {
     OPT("licenses", 'L', LICENSES, set_string, licenses, 0, GROUP_NONE),
     OPT("gres-flags", 0, GRES_FLAGS, set_string, gres_flags, 0, GROUP_NONE),
     OPT("comment", 0, COMMENT, set_string, comment, 0, GROUP_NONE),
+    OPT("wckey", 0, WCKEY, set_word, wckey, 0, GROUP_NONE),
     FLAG("hold", 'H', HOLD, hold, 1),
     {"nice", 0, ARG_OPTIONAL, GS_SBATCH_OPT_NICE, set_nice, FIELD(nice), 0, GROUP_NONE, NULL},
     OPT("priority", 0, PRIORITY, set_priority, priority, 0, GROUP_NONE),
@@ -995,13 +1007,11 @@ static const struct opt_def options[] = {
     WARNED("hint", REQ, "placement follows the GPU topology"),
     OPT("begin", 'b', BEGIN, set_begin, begin_ms, 0, GROUP_NONE),
     OPT("deadline", 0, DEADLINE, set_begin, deadline_ms, 0, GROUP_NONE),
-    UNSUPPORTED("input", 'i', REQ, NULL),
     UNSUPPORTED("no-kill", 'k', ARG_OPTIONAL, NULL),
     UNSUPPORTED("ntasks-per-socket", 0, REQ, NULL),
     UNSUPPORTED("ntasks-per-core", 0, REQ, NULL),
     UNSUPPORTED("oversubscribe", 's', ARG_NONE, "GPUs are never shared"),
     UNSUPPORTED("clusters", 'M', REQ, "gsched runs one cluster"),
-    UNSUPPORTED("wckey", 0, REQ, NULL),
 };
 
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
@@ -1572,6 +1582,7 @@ static void sbatch_release(struct gs_sbatch *sb)
     free(sb->licenses);
     free(sb->gres_flags);
     free(sb->comment);
+    free(sb->wckey);
     free(sb->mail_user);
     free(sb->nodelist);
     gs_hostlist_free(sb->nodelist_names);
@@ -1579,6 +1590,7 @@ static void sbatch_release(struct gs_sbatch *sb)
     gs_hostlist_free(sb->exclude_names);
     free(sb->output);
     free(sb->error);
+    free(sb->input);
     free(sb->chdir);
     gs_sbatch_array_release(&sb->array);
     gs_sbatch_deps_release(&sb->deps);
@@ -1844,10 +1856,12 @@ static const struct {
     {"licenses", GS_SBATCH_OPT_LICENSES, FIELD(licenses)},
     {"gres_flags", GS_SBATCH_OPT_GRES_FLAGS, FIELD(gres_flags)},
     {"comment", GS_SBATCH_OPT_COMMENT, FIELD(comment)},
+    {"wckey", GS_SBATCH_OPT_WCKEY, FIELD(wckey)},
     {"nodelist", GS_SBATCH_OPT_NODELIST, FIELD(nodelist)},
     {"exclude", GS_SBATCH_OPT_EXCLUDE, FIELD(exclude)},
     {"output", GS_SBATCH_OPT_OUTPUT, FIELD(output)},
     {"error", GS_SBATCH_OPT_ERROR, FIELD(error)},
+    {"input", GS_SBATCH_OPT_INPUT, FIELD(input)},
     {"chdir", GS_SBATCH_OPT_CHDIR, FIELD(chdir)},
 };
 

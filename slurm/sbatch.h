@@ -117,6 +117,8 @@ enum gs_sbatch_opt {
     GS_SBATCH_OPT_MINCPUS,
     GS_SBATCH_OPT_OVERCOMMIT,
     GS_SBATCH_OPT_MEM_BIND,
+    GS_SBATCH_OPT_WCKEY,
+    GS_SBATCH_OPT_INPUT,
     GS_SBATCH_OPT_COUNT,
 };
 
@@ -199,6 +201,7 @@ struct gs_sbatch {
 
     char *partition, *account, *qos, *constraint, *reservation, *licenses, *gres_flags;
     char *comment;  /* recorded with the job and shown */
+    char *wckey;    /* recorded with the job (sacct WCKey) */
     char *nodelist; /* the expression as given; nodelist_names its expansion */
     char **nodelist_names;
     size_t nodelist_n;
@@ -208,6 +211,7 @@ struct gs_sbatch {
     bool exclusive;
 
     char *output, *error, *chdir; /* output patterns checked for known placeholders */
+    char *input;                  /* -i: the batch script's stdin (a pattern, as -o) */
     struct gs_sbatch_array array;
     struct gs_sbatch_deps deps;
     bool requeue; /* true: --requeue, false: --no-requeue */

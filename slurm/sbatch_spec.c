@@ -82,6 +82,8 @@ static const char *const opt_names[GS_SBATCH_OPT_COUNT] = {
     [GS_SBATCH_OPT_MINCPUS] = "--mincpus",
     [GS_SBATCH_OPT_OVERCOMMIT] = "--overcommit",
     [GS_SBATCH_OPT_MEM_BIND] = "--mem-bind",
+    [GS_SBATCH_OPT_WCKEY] = "--wckey",
+    [GS_SBATCH_OPT_INPUT] = "--input",
 };
 
 /*
@@ -523,6 +525,9 @@ static void map_paths(struct conv *c)
     s->kill_invalid_dep = sb->kill_invalid_dep;
     if (is_set(sb, GS_SBATCH_OPT_ERROR))
         s->stderr_pattern = dup_or_fail(c, sb->error);
+    /* "none" is Slurm's /dev/null, as without the option */
+    if (is_set(sb, GS_SBATCH_OPT_INPUT) && strcmp(sb->input, "none") != 0)
+        s->stdin_pattern = dup_or_fail(c, sb->input);
     if (gs_path_absolute(c->env->cwd, is_set(sb, GS_SBATCH_OPT_CHDIR) ? sb->chdir : ".", &dir) < 0)
         c->rc = -ENOMEM;
     else
@@ -840,6 +845,8 @@ static void map_simple(struct conv *c)
         s->reservation = dup_or_fail(c, sb->reservation);
     if (is_set(sb, GS_SBATCH_OPT_COMMENT))
         s->comment = dup_or_fail(c, sb->comment);
+    if (is_set(sb, GS_SBATCH_OPT_WCKEY))
+        s->wckey = dup_or_fail(c, sb->wckey);
     s->mail_types = sb->mail_types;
     if (is_set(sb, GS_SBATCH_OPT_MAIL_USER))
         s->mail_user = dup_or_fail(c, sb->mail_user);

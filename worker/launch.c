@@ -304,7 +304,9 @@ static void redirect_stdio(int fd, const struct wrk_launch_spec *spec)
         redirect_tty(fd, spec->tty_path);
         return;
     }
-    in = spec->use_stdin_fd ? spec->stdin_fd : open("/dev/null", O_RDONLY | O_CLOEXEC);
+    in = spec->use_stdin_fd ? spec->stdin_fd
+                            : open(spec->stdin_path != NULL ? spec->stdin_path : "/dev/null",
+                                   O_RDONLY | O_CLOEXEC);
     if (in < 0 || dup2(in, 0) < 0)
         child_fail(fd, STEP_STDIN);
     if (spec->use_fds) {
@@ -457,7 +459,7 @@ struct wrk_launch_status {
     int fd; /* the report pipe's read end, non-blocking */
     /* What a failed step's message names: the working directory, the output files, the
      * program, as they were when the child was forked. */
-    char *workdir, *stdout_path, *stderr_path, *exe;
+    char *workdir, *stdout_path, *stderr_path, *stdin_path, *exe;
     struct gs_error note; /* a skipped step's, until the exec */
 };
 
@@ -470,6 +472,7 @@ void wrk_launch_status_free(struct wrk_launch_status *st)
     free(st->workdir);
     free(st->stdout_path);
     free(st->stderr_path);
+    free(st->stdin_path);
     free(st->exe);
     free(st);
 }
@@ -492,6 +495,9 @@ static const char *step_detail(const struct wrk_launch_status *st, int step)
         break;
     case STEP_STDERR:
         d = st->stderr_path;
+        break;
+    case STEP_STDIN:
+        d = st->stdin_path;
         break;
     case STEP_EXEC:
         d = st->exe;
@@ -527,6 +533,7 @@ static int status_new(const struct wrk_launch_spec *spec, const struct prepared 
         st->workdir = dup_or_null(spec->workdir, &failed);
         st->stdout_path = dup_or_null(spec->stdout_path, &failed);
         st->stderr_path = dup_or_null(spec->stderr_path, &failed);
+        st->stdin_path = dup_or_null(spec->stdin_path, &failed);
         st->exe = dup_or_null(prep->exe, &failed);
     }
     if (failed) {

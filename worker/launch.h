@@ -47,8 +47,9 @@ struct wrk_launch_spec {
     bool use_fds;            /* stdout/stderr onto these descriptors instead (pipes the */
     int stdout_fd;           /* caller reads); the paths are then ignored */
     int stderr_fd;
-    bool use_stdin_fd; /* stdin from stdin_fd (a pipe srun's input comes through) instead */
-    int stdin_fd;      /* of /dev/null */
+    bool use_stdin_fd;      /* stdin from stdin_fd (a pipe srun's input comes through) instead */
+    int stdin_fd;           /* of /dev/null */
+    const char *stdin_path; /* else this file, opened as the user (sbatch --input); NULL none */
     /* A pseudo-terminal's slave (srun --pty): the task's controlling terminal and its
      * stdin, stdout and stderr, whatever the fields above say; NULL: none. */
     const char *tty_path;

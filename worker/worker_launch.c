@@ -386,6 +386,24 @@ static int output_path(const struct launch *l, const char *pattern, uint32_t ran
     return gs_jobspec_expand_pattern(pattern, &vars, out);
 }
 
+/* sbatch --input's file for rank: the pattern expanded, and against the workdir when
+ * relative, so that a failure to open it names the whole path. */
+static int input_path(const struct launch *l, const Gs__RunSpec *run, uint32_t rank,
+                      struct gs_buf *out)
+{
+    struct gs_buf rel = GS_BUF_INIT;
+    int rc = output_path(l, run->stdin_pattern, rank, &rel);
+
+    if (rc == 0 && rel.len == 0)
+        rc = -EINVAL;
+    else if (rc == 0 && rel.data[0] != '/' && run->workdir[0] == '/')
+        rc = gs_path_absolute(run->workdir, rel.data, out);
+    else if (rc == 0)
+        rc = gs_buf_append_str(out, rel.data);
+    gs_buf_release(&rel);
+    return rc;
+}
+
 static int cmp_u32(const void *a, const void *b)
 {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -676,7 +694,7 @@ static int start_task(struct launch *l, const Gs__TaskAssignment *t, struct gs_e
 {
     const Gs__RunSpec *run = l->msg->run;
     const Gs__TaskLimits *lim = l->msg->limits;
-    struct gs_buf out = GS_BUF_INIT, errp = GS_BUF_INIT, script = GS_BUF_INIT;
+    struct gs_buf out = GS_BUF_INIT, errp = GS_BUF_INIT, inp = GS_BUF_INIT, script = GS_BUF_INIT;
     struct wrk_launch_spec spec = {.argv = l->argv};
     struct wrk_task_id id = {.job_id = l->msg->job_id, .step = l->msg->step, .rank = t->rank};
     struct wrk_task_opts opts = {.time_limit_ms = lim != NULL ? lim->time_limit_s * 1000 : 0,
@@ -700,6 +718,8 @@ static int start_task(struct launch *l, const Gs__TaskAssignment *t, struct gs_e
                          t->rank, &out);
     if (rc == 0 && !l->capture && run->stderr_pattern[0] != '\0')
         rc = output_path(l, run->stderr_pattern, t->rank, &errp);
+    if (rc == 0 && !l->capture && run->stdin_pattern[0] != '\0')
+        rc = input_path(l, run, t->rank, &inp);
     if (rc < 0) {
         rc = gs_error_set(err, rc, 0, 0, "cannot prepare the task: %s", gs_strerror(rc));
         goto out;
@@ -723,6 +743,7 @@ static int start_task(struct launch *l, const Gs__TaskAssignment *t, struct gs_e
     spec.workdir = run->workdir[0] != '\0' ? run->workdir : NULL;
     spec.stdout_path = out.data;
     spec.stderr_path = errp.data;
+    spec.stdin_path = inp.data;
     spec.truncate_output =
         run->truncate_output &&
         writes_alone(l, run->stdout_pattern[0] ? run->stdout_pattern : default_stdout(l)) &&
@@ -753,6 +774,7 @@ out:
     task_facts_release(&f);
     gs_buf_release(&out);
     gs_buf_release(&errp);
+    gs_buf_release(&inp);
     return rc;
 }
 

@@ -155,6 +155,7 @@ static void fill_running(struct fake *f, struct running_job *j)
     j->info.workdir = "/home/alice";
     j->info.stdout_path = "/home/alice/slurm-42.out";
     j->info.comment = "sweep 3";
+    j->info.wckey = "ml7";
     j->info.command = "/home/alice/train.sh";
     j->info.nice = 10;
     j->res.cpus_case = GS__RESOURCES__CPUS_CPUS_PER_TASK;
@@ -238,6 +239,7 @@ static void fill_table(struct fake *f, struct job_table *t)
     t->pending.expected_start_ms = 1796468400000ull; /* 2026-12-05 11:00 UTC */
     t->done.comment = "prep data";
     t->done.reservation = "maint";
+    t->done.wckey = "prep";
     t->sweep_res.nodes = 1;
     t->sweep_res.gpus_per_node = 1;
     t->sweep_res.time_limit_s = 1800;

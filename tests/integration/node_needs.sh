@@ -6,7 +6,7 @@
 # scontrol show node and sinfo %d say both sizes; while node1 is held, a job asking --tmp
 # waits while one queued after it takes node2, then runs on node1; two nodes of it are
 # refused at submit, more than any node has is refused naming the field, and squeue %d /
-# scontrol show job say what a job asked for.
+# scontrol show job say what a job asked for (and squeue %w its --wckey).
 name="node_needs"
 . "$(dirname "$0")/lib.sh"
 
@@ -77,9 +77,10 @@ grep -q "no node has $((tmp_mib + 1)) MiB of temporary disk" "$tmp/big.txt" ||
   fail "--tmp beyond every node: $(cat "$tmp/big.txt")"
 
 # What a job asked for, as squeue and scontrol say it.
-held=$(sbatch --parsable -H --tmp=8 --wrap true 2>&1)
+held=$(sbatch --parsable -H --tmp=8 --wckey=proj7 --wrap true 2>&1)
 [[ $held =~ ^[0-9]+$ ]] || fail "sbatch -H --tmp=8: $held"
-[ "$(squeue -h -j "$held" -o %d)" = 8M ] || fail "squeue %d: $(squeue -h -j "$held" -o %d)"
+[ "$(squeue -h -j "$held" -o '%d %w')" = '8M proj7' ] ||
+  fail "squeue %d %w: $(squeue -h -j "$held" -o '%d %w')"
 scontrol show job "$held" | grep -q 'MinTmpDiskNode=8M' ||
   fail "scontrol show job: $(scontrol show job "$held")"
 

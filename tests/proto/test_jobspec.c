@@ -17,7 +17,7 @@ static const char full[] =
     "depends_on = [\"afterok:41\", \"after:2+5\", \"afterany:9_3\", "
     "\"aftercorr:8_*\"]\nkill_on_invalid_dep = false\n"
     "account = \"nlp\"\nqos = \"high\"\npartition = \"gpu\"\n"
-    "reservation = \"maint\"\ncomment = \"sweep 3\"\n"
+    "reservation = \"maint\"\ncomment = \"sweep 3\"\nwckey = \"ml7\"\n"
     "[resources]\nnodes = 2\ngpus_per_node = 4\ncpus_per_gpu = 8\n"
     "mem_per_node = \"64G\"\ntmp_per_node = \"2G\"\ntime_limit = \"1:00:00\"\nexclusive = true\n"
     "constraint = \"h100\"\n"
@@ -104,6 +104,7 @@ Test(proto_jobspec, every_field_survives_the_wire)
     cr_assert_str_eq(out->partition, "gpu");
     cr_assert_str_eq(out->reservation, "maint");
     cr_assert_str_eq(out->comment, "sweep 3");
+    cr_assert_str_eq(out->wckey, "ml7");
     gs_jobspec_free(in);
     gs_jobspec_free(out);
 }

@@ -110,6 +110,23 @@ has "$out" '^NAME=bert large NTASKS=3 ARGS=run 7$'
 [ "$(count "$out" '^TRAIN .* args=--tag run 7$')" = 3 ] || fail "spaces: not three tasks: $(cat "$out")"
 for r in 0 1 2; do has "$out" "^TRAIN host=node[0-9] procid=$r localid=$r step=0 "; done
 
+# --- parameters on stdin (--input), --wckey, --mincpus, --tmp -------------------------------------
+printf '0.1 0.01\n0.3 0.0\n' > "$work/params.txt"
+id=$(sbatch_ok stdin-params.sh)
+out=$work/params-$id.out
+completed "$id" stdin-params "$out"
+has "$out" '^RUN lr=0.1 wd=0.01$'
+has "$out" '^RUN lr=0.3 wd=0.0$'
+has "$out" '^CPN=2$'
+[ "$(sacct -n -X -P -j "$id" -o WCKey)" = sweeps ] || fail "WCKey: $(sacct -n -X -P -j "$id" -o WCKey)"
+# A missing input file fails the job, naming the file.
+printf '#!/bin/bash\n#SBATCH --input=absent.txt\ncat\n' > "$work/absent.sh"
+id=$(sbatch --parsable -o /dev/null "$work/absent.sh" 2>&1) || fail "sbatch absent.sh: $id"
+wait_end "$id" 30 || true
+[ "$(job_state "$id")" = FAILED ] || fail "a missing --input file: $(jq "$id" 'j')"
+jq "$id" 'j["reason"]' | grep -q "open stdin $work/absent.txt: No such file" ||
+  fail "the reason does not name the file: $(jq "$id" 'j["reason"]')"
+
 # --- one GPU per task ----------------------------------------------------------------------------
 id=$(sbatch_ok gpus-per-task.sh)
 out=$work/gpt-$id.out

@@ -95,7 +95,7 @@ same "$(printf '43 2026-12-05T11:00:00\n50_4 N/A')"
 run 1 squeue --bogus
 has "$err" "squeue: unrecognized option '--bogus'"
 run 0 squeue -h -o '%i|%B|%c|%f|%G|%h|%k|%o|%v|%y|%z|%d|%w|%O|%H|%n|%x|%p' -j 42,43
-same "$(printf '43|n/a|1|(null)|0|OK|(null)|(null)|(null)|0|*:*:*|0|(null)|0|*|||0.00000000232831\n42|n1|8|(null)|0|OK|sweep 3|/home/alice/train.sh|(null)|10|*:*:*|0|(null)|0|*|||0.00000000000000')"
+same "$(printf '43|n/a|1|(null)|0|OK|(null)|(null)|(null)|0|*:*:*|0|(null)|0|*|||0.00000000232831\n42|n1|8|(null)|0|OK|sweep 3|/home/alice/train.sh|(null)|10|*:*:*|0|ml7|0|*|||0.00000000000000')"
 run 0 squeue -h -O 'BatchHost:4,Nice:4,Comment:9,GroupID:3' -j 42
 same "n1  10  sweep 3  0  "
 run 1 squeue -o '%.8X'
@@ -172,8 +172,8 @@ JobID           JobName  Partition    Account  AllocCPUS      State ExitCode
 EOF
 run 0 sacct -j 41 -P --format=jobid,State,exitcode,Elapsed
 same "$(printf 'JobID|State|ExitCode|Elapsed\n41|COMPLETED|0:0|00:01:01')"
-run 0 sacct -j 41 -n -P -o CPUTime,CPUTimeRAW,TimelimitRaw,ReqCPUS,ReqNodes,ReqTRES,GID,Comment,Constraints,Reservation
-same "00:08:08|488|UNLIMITED|8|1|cpu=8,node=1,billing=8,gres/gpu=8|0|prep data||maint"
+run 0 sacct -j 41 -n -P -o CPUTime,CPUTimeRAW,TimelimitRaw,ReqCPUS,ReqNodes,ReqTRES,GID,Comment,Constraints,Reservation,WCKey
+same "00:08:08|488|UNLIMITED|8|1|cpu=8,node=1,billing=8,gres/gpu=8|0|prep data||maint|prep"
 run 0 sacct -a -S 2000-01-01 -p -n -X -s F,CA --format=JobID,JobName%-6,State,NodeList,Reason
 same "$(printf '47|eval|FAILED|n5|NonZeroExitCode|\n48|old|CANCELLED by 1000|n5|None|')"
 run 0 sacct -j 50_4,43 -o 'jobid%6,jobidraw,user,timelimit,nnodes'
