@@ -185,6 +185,24 @@ static int where_init(struct where *w)
     return 0;
 }
 
+/* -v: the options as read, one "sbatch: key=value" line each on stderr, as --test-only
+ * names them. */
+static void print_options(const struct gs_sbatch *sb)
+{
+    struct gs_buf kv = GS_BUF_INIT;
+
+    if (gs_sbatch_to_kv(sb, &kv) == 0 && kv.data != NULL) {
+        fprintf(stderr, CMD ": defined options\n");
+        for (const char *p = kv.data; *p != '\0';) {
+            size_t len = strcspn(p, "\n");
+
+            fprintf(stderr, CMD ": %.*s\n", (int)len, p);
+            p += len + (p[len] == '\n');
+        }
+    }
+    gs_buf_release(&kv);
+}
+
 /* Reads the script and the options into a spec; prints what is wrong. Returns 0 or < 0. */
 static int build(const struct sbatch_args *a, const struct where *w, struct gs_sbatch **ret_sb,
                  struct gs_jobspec **ret_spec)
@@ -211,7 +229,10 @@ static int build(const struct sbatch_args *a, const struct where *w, struct gs_s
     if (rc == 0)
         rc = gs_sbatch_to_jobspec(*ret_sb, text.data, a->script_args, &env, ret_spec, &errors,
                                   &warnings);
-    print_lines(&warnings, "warning");
+    if (rc < 0 || !(*ret_sb)->quiet) /* -Q: errors only */
+        print_lines(&warnings, "warning");
+    if (rc == 0 && (*ret_sb)->verbose)
+        print_options(*ret_sb);
     print_lines(&errors, "error");
     if (rc < 0 && errors.len == 0)
         fprintf(stderr, CMD ": error: %s\n", gs_strerror(rc));
@@ -266,13 +287,15 @@ static void print_reply_warnings(const Gs__SubmitReply *r)
         fprintf(stderr, CMD ": warning: %s\n", r->warnings[i]);
 }
 
-static int print_submitted(const Gs__SubmitReply *r, const struct sbatch_args *a, bool parsable)
+static int print_submitted(const Gs__SubmitReply *r, const struct sbatch_args *a,
+                           const struct gs_sbatch *sb)
 {
     struct gs_buf out = GS_BUF_INIT;
     struct gs_json j;
     int rc = 0;
 
-    print_reply_warnings(r);
+    if (!sb->quiet)
+        print_reply_warnings(r);
     if (a->json) {
         gs_json_init(&j, &out);
         gs_json_object_begin(&j);
@@ -283,9 +306,9 @@ static int print_submitted(const Gs__SubmitReply *r, const struct sbatch_args *a
         cli_json_kv_strings(&j, "warnings", r->warnings, r->n_warnings);
         gs_json_object_end(&j);
         rc = cli_json_write(&j, &out, stdout);
-    } else if (parsable) {
+    } else if (sb->parsable) {
         printf("%llu\n", (unsigned long long)r->job_id); /* JOBID=$(sbatch --parsable ...) */
-    } else {
+    } else if (!sb->quiet) { /* -Q: Slurm's sbatch prints nothing on success */
         printf("Submitted batch job %llu\n", (unsigned long long)r->job_id);
     }
     fflush(stdout);
@@ -387,7 +410,7 @@ static int submit(const struct sbatch_args *a, const struct where *w, const stru
     if (send_spec(a, spec, source.data != NULL ? source.data : "", false, w->user, path,
                   sizeof(path), &reply) != 0)
         goto out;
-    if (print_submitted(reply->submit_reply, a, sb->parsable) < 0)
+    if (print_submitted(reply->submit_reply, a, sb) < 0)
         goto out;
     status = 0;
     if (!a->wait && !sb->wait) /* the command line's, or #SBATCH --wait */

@@ -678,6 +678,16 @@ static int set_mem_bind(struct ctx *c, const struct opt_def *d, const char *valu
     return set_checked(c, d, value, gs_mem_bind_parse(value, &b, why, sizeof(why)), why, err);
 }
 
+/* 0 or 1 (--wait-all-nodes). */
+static int set_zero_one(struct ctx *c, const struct opt_def *d, const char *value,
+                        struct gs_error *err)
+{
+    if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0)
+        return gs_error_set(err, -EINVAL, 0, 0, "must be 0 or 1");
+    *AT(c, d, bool) = value[0] == '1';
+    return 0;
+}
+
 /* --kill-on-invalid-dep=yes|no */
 static int set_kill_invalid_dep(struct ctx *c, const struct opt_def *d, const char *value,
                                 struct gs_error *err)
@@ -998,6 +1008,9 @@ static const struct opt_def options[] = {
     FLAG("test-only", 0, TEST_ONLY, test_only, 1),
     OPT("wrap", 0, WRAP, set_wrap, wrap, 0, GROUP_NONE),
     FLAG("parsable", 0, PARSABLE, parsable, 1),
+    FLAG("quiet", 'Q', QUIET, quiet, 1),
+    FLAG("verbose", 'v', VERBOSE, verbose, 1),
+    OPT("wait-all-nodes", 0, WAIT_ALL_NODES, set_zero_one, wait_all_nodes, 0, GROUP_NONE),
     OPT("mail-type", 0, MAIL_TYPE, set_mail_type, mail_types, 0, GROUP_NONE),
     OPT("mail-user", 0, MAIL_USER, set_mail_user, mail_user, 0, GROUP_NONE),
     OPT("open-mode", 0, OPEN_MODE, set_open_mode, open_append, 0, GROUP_NONE),

@@ -119,6 +119,9 @@ enum gs_sbatch_opt {
     GS_SBATCH_OPT_MEM_BIND,
     GS_SBATCH_OPT_WCKEY,
     GS_SBATCH_OPT_INPUT,
+    GS_SBATCH_OPT_QUIET,
+    GS_SBATCH_OPT_VERBOSE,
+    GS_SBATCH_OPT_WAIT_ALL_NODES,
     GS_SBATCH_OPT_COUNT,
 };
 
@@ -224,6 +227,9 @@ struct gs_sbatch {
     uint64_t begin_ms;    /* --begin: not to start before this wall-clock time (ms) */
     uint64_t deadline_ms; /* --deadline: to be removed once it could not end by then (ms) */
     bool parsable;        /* print only the job id (for JOBID=$(sbatch --parsable ...)) */
+    bool quiet;           /* -Q: no "Submitted batch job", no warnings: errors only */
+    bool verbose;         /* -v: the options as read, on stderr, before submitting */
+    bool wait_all_nodes;  /* --wait-all-nodes=1: always met (a job starts on up nodes) */
     bool open_append;     /* --open-mode=append; truncate (Slurm's default) otherwise */
     enum gs_kill_invalid_dep kill_invalid_dep; /* --kill-on-invalid-dep=yes|no */
     uint32_t mail_types;                       /* --mail-type (common/jobspec_mail.h bits) */

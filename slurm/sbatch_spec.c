@@ -84,6 +84,9 @@ static const char *const opt_names[GS_SBATCH_OPT_COUNT] = {
     [GS_SBATCH_OPT_MEM_BIND] = "--mem-bind",
     [GS_SBATCH_OPT_WCKEY] = "--wckey",
     [GS_SBATCH_OPT_INPUT] = "--input",
+    [GS_SBATCH_OPT_QUIET] = "--quiet",
+    [GS_SBATCH_OPT_VERBOSE] = "--verbose",
+    [GS_SBATCH_OPT_WAIT_ALL_NODES] = "--wait-all-nodes",
 };
 
 /*

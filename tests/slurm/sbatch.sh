@@ -166,6 +166,15 @@ run 0 sbatch --wrap 'echo hi' -p x
 has "$(tail -1 "$dir/record")" "submit workdir=$dir/work source= "
 stdin=sweep.sh run 0 sbatch
 [ "$out" = "Submitted batch job 42" ] || fail "from stdin printed: $out"
+# -Q: nothing but errors; -v: the options as read first; --wait-all-nodes takes 0 or 1.
+run 0 sbatch -Q --wait-all-nodes=1 train.sh
+[ -z "$out$err" ] || fail "-Q printed: '$out' '$err'"
+run 0 sbatch -v -N 2 train.sh
+[ "$out" = "Submitted batch job 42" ] || fail "-v printed: $out"
+has "$err" "sbatch: defined options"
+has "$err" "sbatch: nodes=2"
+run 1 sbatch --wait-all-nodes=yes train.sh
+has "$err" "--wait-all-nodes=yes: must be 0 or 1"
 
 # The scheduler's refusal, as Slurm words it.
 run 1 sbatch -J rejected train.sh
