@@ -282,6 +282,10 @@ void cli_json_job_spec(struct gs_json *j, const Gs__JobSpec *s)
     json_licenses(j, s);
     json_mail(j, s);
     gs_json_kv_string(j, "comment", s->comment);
+    if (s->wckey != NULL && s->wckey[0] != '\0')
+        gs_json_kv_string(j, "wckey", s->wckey);
+    if (s->begin_time_ms > 0)
+        gs_json_kv_uint(j, "begin_time_ms", s->begin_time_ms);
     gs_json_kv_string(j, "source", s->source);
     json_data(j, s->data);
     gs_json_kv_bool(j, "depends_any", s->depends_any);

@@ -457,6 +457,11 @@ int sched_engine_will_run(struct sched_ctx *s, struct sched_job *draft, struct s
 
 /* sched_submit.c: a SubmitRequest, answered once its jobs are stored (or refused). */
 void sched_submit(struct sched_cli *c, uint64_t request_id, const Gs__SubmitRequest *req);
+/* Whether spec's shape could ever run here: its partition, node lists, --tmp, constraint
+ * and sizes against the cluster's nodes. 0, or < 0 with why naming the job-file field
+ * ("resources.constraint: no node has the feature 'h200'"). */
+int sched_submit_shape_check(struct sched_ctx *s, const struct gs_jobspec *spec, char *why,
+                             size_t size);
 
 /* sched_actions.c: cancel, hold, release, requeue, answered once stored. */
 void sched_action(struct sched_cli *c, const Gs__Envelope *env);

@@ -4,7 +4,10 @@
  * nice (anyone may lower their job's priority; a negative nice is root's), its time limit
  * (its owner may only lower it, root may set any), its partition, its QOS (one that admits
  * its owner or account: sched_policy_qos_change), its dependencies and its licenses (ones
- * the cluster has, no more than it has: sched_license_admit; none clears them). The
+ * the cluster has, no more than it has: sched_license_admit; none clears them), its start
+ * time (StartTime=, sbatch --begin's), its constraint (Features=) and excluded nodes
+ * (ExcNodeList=), as long as some node could still run it (sched_submit_shape_check). Its
+ * name, comment and WCKey change while it runs too. The
  * whole request is checked before anything changes, so a bad value changes nothing; the
  * change is stored, put in the job's history, and answered once on disk, and the planner
  * is woken.
@@ -112,6 +115,29 @@ static struct gs_dep dep_of(const Gs__Dependency *d)
                            (enum gs_dep_target)d->target, d->task_id};
 }
 
+/* The names an update sets, as a job file's keys would take them. */
+static int check_words(const Gs__JobUpdateRequest *req, char *msg, size_t size)
+{
+    if (req->name != NULL && req->name[0] != '\0' && !gs_jobspec_name_ok(req->name)) {
+        snprintf(msg, size, "Name: 1 to %d characters without '/', tabs or newlines",
+                 GS_JOBSPEC_NAME_MAX);
+        return -EINVAL;
+    }
+    if (req->set_wckey && req->wckey[0] != '\0' && !gs_jobspec_word_ok(req->wckey)) {
+        snprintf(msg, size, "WCKey: one name of letters, digits, '_', '.' or '-'");
+        return -EINVAL;
+    }
+    if (req->set_constraint && req->constraint[0] != '\0' && !gs_jobspec_word_ok(req->constraint)) {
+        snprintf(msg, size, "Features: one feature name");
+        return -EINVAL;
+    }
+    if (req->set_comment && strchr(req->comment, '\n') != NULL) {
+        snprintf(msg, size, "Comment: one line");
+        return -EINVAL;
+    }
+    return 0;
+}
+
 static int check(struct sched_ctx *s, const struct sched_cli *c, const struct sched_job *job,
                  const Gs__JobUpdateRequest *req, char *msg, size_t size)
 {
@@ -128,12 +154,17 @@ static int check(struct sched_ctx *s, const struct sched_cli *c, const struct sc
     }
     if (job->state == SCHED_JOB_RUNNING &&
         (req->set_priority || req->set_nice || req->set_dependency || req->set_licenses ||
+         req->set_begin || req->set_constraint || req->set_exclude ||
          (req->partition != NULL && req->partition[0] != '\0') ||
          (req->qos != NULL && req->qos[0] != '\0'))) {
-        snprintf(msg, size, "job %llu is RUNNING: only its TimeLimit can be changed",
+        snprintf(msg, size,
+                 "job %llu is RUNNING: only its TimeLimit, Name, Comment and WCKey can be "
+                 "changed",
                  (unsigned long long)job->id);
         return -EINVAL;
     }
+    if ((rc = check_words(req, msg, size)) < 0)
+        return rc;
     if (job->state != SCHED_JOB_PENDING && job->state != SCHED_JOB_RUNNING) {
         snprintf(msg, size, "job %llu is %s: only pending and running jobs can be updated",
                  (unsigned long long)job->id, sched_job_state_name(job->state));
@@ -208,6 +239,20 @@ static int check(struct sched_ctx *s, const struct sched_cli *c, const struct sc
             return -EOPNOTSUPP;
         }
     }
+    if (req->set_constraint || req->set_exclude) {
+        trial.constraint = req->set_constraint && req->constraint[0] != '\0' ? req->constraint
+                           : req->set_constraint                             ? NULL
+                                                                             : sp->constraint;
+        trial.exclude = req->set_exclude ? req->exclude : sp->exclude;
+        trial.nexclude = req->set_exclude ? req->n_exclude : sp->nexclude;
+        if (sched_submit_shape_check(s, &trial, why, sizeof(why)) < 0) {
+            const char *colon = strstr(why, ": "); /* named as scontrol's key instead */
+
+            snprintf(msg, size, "%s: %.120s", req->set_constraint ? "Features" : "ExcNodeList",
+                     strncmp(why, "resources", 9) == 0 && colon != NULL ? colon + 2 : why);
+            return -EINVAL;
+        }
+    }
     for (size_t i = 0; req->set_dependency && i < req->n_depends_on; i++) {
         struct gs_dep d = dep_of(req->depends_on[i]);
         char bad[100];
@@ -243,6 +288,98 @@ static struct gs_job_license *licenses_copy(const Gs__JobUpdateRequest *req)
     return l;
 }
 
+/* The strings a checked request gives the job, copied before anything of it changes (so
+ * that running out of memory changes nothing). NULL: not given, or cleared ("" asked). */
+struct new_words {
+    char *name, *comment, *wckey, *constraint;
+    char **exclude;
+};
+
+static void words_free(struct new_words *w, size_t nexclude)
+{
+    free(w->name);
+    free(w->comment);
+    free(w->wckey);
+    free(w->constraint);
+    for (size_t i = 0; w->exclude != NULL && i < nexclude; i++)
+        free(w->exclude[i]);
+    free(w->exclude);
+}
+
+static char *dup_set(const char *v, bool *failed)
+{
+    char *d = v != NULL && v[0] != '\0' ? strdup(v) : NULL;
+
+    *failed = *failed || (v != NULL && v[0] != '\0' && d == NULL);
+    return d;
+}
+
+static int words_make(const Gs__JobUpdateRequest *req, struct new_words *w)
+{
+    bool failed = false;
+
+    *w = (struct new_words){0};
+    w->name = dup_set(req->name, &failed);
+    w->comment = req->set_comment ? dup_set(req->comment, &failed) : NULL;
+    w->wckey = req->set_wckey ? dup_set(req->wckey, &failed) : NULL;
+    w->constraint = req->set_constraint ? dup_set(req->constraint, &failed) : NULL;
+    if (req->set_exclude && req->n_exclude > 0) {
+        w->exclude = calloc(req->n_exclude + 1, sizeof(*w->exclude));
+        failed = failed || w->exclude == NULL;
+        for (size_t i = 0; w->exclude != NULL && i < req->n_exclude; i++)
+            w->exclude[i] = dup_set(req->exclude[i], &failed);
+    }
+    if (failed)
+        words_free(w, req->n_exclude);
+    return failed ? -ENOMEM : 0;
+}
+
+/* The checked request's names, comment, WCKey, constraint, excluded nodes and start time
+ * into sp (w's strings move there); what gets " Name=x ..." appended at *off. */
+static void apply_words(struct gs_jobspec *sp, const Gs__JobUpdateRequest *req, struct new_words *w,
+                        char *what, size_t size, size_t *off)
+{
+#define SAY(...)                                                                                   \
+    do {                                                                                           \
+        int k_ = snprintf(what + *off, size - *off, __VA_ARGS__);                                  \
+        *off += k_ > 0 && (size_t)k_ < size - *off ? (size_t)k_ : 0;                               \
+    } while (0)
+    if (w->name != NULL) {
+        free(sp->name);
+        sp->name = w->name;
+        SAY(" Name=%s", sp->name);
+    }
+    if (req->set_comment) {
+        free(sp->comment);
+        sp->comment = w->comment;
+        SAY(" Comment=%s", sp->comment != NULL ? sp->comment : "(null)");
+    }
+    if (req->set_wckey) {
+        free(sp->wckey);
+        sp->wckey = w->wckey;
+        SAY(" WCKey=%s", sp->wckey != NULL ? sp->wckey : "(null)");
+    }
+    if (req->set_constraint) {
+        free(sp->constraint);
+        sp->constraint = w->constraint;
+        SAY(" Features=%s", sp->constraint != NULL ? sp->constraint : "(null)");
+    }
+    if (req->set_exclude) {
+        for (size_t i = 0; i < sp->nexclude; i++)
+            free(sp->exclude[i]);
+        free(sp->exclude);
+        sp->exclude = w->exclude;
+        sp->nexclude = w->exclude != NULL ? req->n_exclude : 0;
+        SAY(" ExcNodeList=%s", sp->nexclude > 0 ? "set" : "(null)");
+    }
+    if (req->set_begin) {
+        sp->begin_ms = req->begin_ms;
+        SAY(" StartTime=%s", req->begin_ms > 0 ? "set" : "now");
+    }
+#undef SAY
+    *w = (struct new_words){0};
+}
+
 /* The checked request into job's spec; "Priority=5 TimeLimit=01:00:00" into what. */
 static int apply(struct sched_job *job, const Gs__JobUpdateRequest *req, char *what, size_t size)
 {
@@ -250,18 +387,24 @@ static int apply(struct sched_job *job, const Gs__JobUpdateRequest *req, char *w
     struct gs_dep *deps = NULL;
     struct gs_job_license *lic = NULL;
     char *part = NULL, *qos = NULL;
+    struct new_words w;
     size_t off = 0;
 
+    if (words_make(req, &w) < 0)
+        return -ENOMEM;
     if (req->set_dependency && req->n_depends_on > 0) {
         deps = calloc(req->n_depends_on, sizeof(*deps));
-        if (deps == NULL)
+        if (deps == NULL) {
+            words_free(&w, req->n_exclude);
             return -ENOMEM;
+        }
         for (size_t i = 0; i < req->n_depends_on; i++)
             deps[i] = dep_of(req->depends_on[i]);
     }
     if (req->partition != NULL && req->partition[0] != '\0' &&
         (part = strdup(req->partition)) == NULL) {
         free(deps);
+        words_free(&w, req->n_exclude);
         return -ENOMEM;
     }
     if ((req->qos != NULL && req->qos[0] != '\0' && (qos = strdup(req->qos)) == NULL) ||
@@ -269,6 +412,7 @@ static int apply(struct sched_job *job, const Gs__JobUpdateRequest *req, char *w
         free(deps);
         free(part);
         free(qos);
+        words_free(&w, req->n_exclude);
         return -ENOMEM;
     }
     what[0] = '\0';
@@ -324,6 +468,7 @@ static int apply(struct sched_job *job, const Gs__JobUpdateRequest *req, char *w
         SAY(" Dependency=%s", sp->ndeps > 0 || sp->singleton ? "set" : "(null)");
     }
 #undef SAY
+    apply_words(sp, req, &w, what, size, &off);
     job->prio_valid = false;
     job->expected_start_ms = 0;
     return 0;
@@ -335,7 +480,7 @@ void sched_job_update(struct sched_cli *c, uint64_t request_id, const Gs__JobUpd
     struct sched_job *job = sched_jobs_find(s->jobs, req->job_id);
     struct update_op *op = calloc(1, sizeof(*op));
     struct sched_change *ch = NULL;
-    char detail[240], what[160];
+    char detail[480], what[400];
     uint64_t now = gs_clock_wall_ms();
     int rc;
 

@@ -278,9 +278,6 @@ static int tmp_admit(struct sched_ctx *s, const struct gs_jobspec *spec, char *w
  */
 static int admit(struct sched_ctx *s, struct gs_jobspec *spec, char *why, size_t size)
 {
-    struct sched_req req;
-    struct sched_node_masks masks = {0};
-    char fit[200];
     int rc;
 
     for (size_t i = 0; i < spec->ndeps; i++) {
@@ -308,7 +305,17 @@ static int admit(struct sched_ctx *s, struct gs_jobspec *spec, char *why, size_t
         rc = tmp_admit(s, spec, why, size);
     if (rc < 0)
         return rc;
-    rc = sched_node_masks_build(s, spec, &masks);
+    return sched_submit_shape_check(s, spec, why, size);
+}
+
+int sched_submit_shape_check(struct sched_ctx *s, const struct gs_jobspec *spec, char *why,
+                             size_t size)
+{
+    struct sched_req req;
+    struct sched_node_masks masks = {0};
+    char fit[200];
+    int rc = sched_node_masks_build(s, spec, &masks);
+
     if (rc < 0) {
         snprintf(why, size, "out of memory");
         return rc;

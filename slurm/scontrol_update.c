@@ -4,7 +4,9 @@
  *     scontrol update NodeName=LIST State=DRAIN Reason=TEXT
  *     scontrol update NodeName=LIST State=RESUME        (UNDRAIN too)
  *     scontrol update JobId=ID [Priority=N] [Nice=N] [TimeLimit=TIME] [Partition=NAME] [QOS=NAME]
- *                              [Dependency=LIST] [Licenses=LIST]
+ *                              [Dependency=LIST] [Licenses=LIST] [StartTime=TIME|now]
+ *                              [Name=NAME] [Comment=TEXT] [WCKey=KEY] [Features=NAME]
+ *                              [ExcNodeList=LIST]
  *     scontrol update ReservationName=NAME [StartTime=TIME] [EndTime=TIME|Duration=TIME]
  *                              [Nodes=LIST] [Users=a,b] [Accounts=x,y] [Flags=F]
  *                              [Users+=a] [Users-=b] [Accounts+=x] [Accounts-=y] [Flags+-=F]
@@ -48,10 +50,12 @@ struct node_update {
     const char *reason;
     /* JobId=: the job's keys */
     const char *job, *priority, *nice, *time_limit, *partition, *dependency, *qos, *licenses;
+    const char *start_time, *name, *comment, *wckey, *features, *exc_nodes;
 };
 
 /* What a job's update request points into, released by job_storage_release. */
 struct job_storage {
+    char **exclude; /* ExcNodeList=, expanded */
     Gs__Dependency *deps, **dep_ptrs;
     struct gs_job_license *licenses;
     size_t nlicenses;
@@ -60,6 +64,7 @@ struct job_storage {
 
 static void job_storage_release(struct job_storage *st)
 {
+    gs_hostlist_free(st->exclude);
     free(st->deps);
     free(st->dep_ptrs);
     gs_license_list_free(st->licenses, st->nlicenses);
@@ -88,6 +93,14 @@ static int parse_words(int argc, char **argv, struct node_update *u)
         {"Dependency", offsetof(struct node_update, dependency)},
         {"QOS", offsetof(struct node_update, qos)},
         {"Licenses", offsetof(struct node_update, licenses)},
+        {"StartTime", offsetof(struct node_update, start_time)},
+        {"Name", offsetof(struct node_update, name)},
+        {"JobName", offsetof(struct node_update, name)},
+        {"Comment", offsetof(struct node_update, comment)},
+        {"WCKey", offsetof(struct node_update, wckey)},
+        {"Features", offsetof(struct node_update, features)},
+        {"Constraint", offsetof(struct node_update, features)},
+        {"ExcNodeList", offsetof(struct node_update, exc_nodes)},
     };
 
     for (int i = 0; i < argc; i++) {
@@ -114,9 +127,12 @@ static int parse_words(int argc, char **argv, struct node_update *u)
         return 0;
     }
     if (u->priority != NULL || u->nice != NULL || u->time_limit != NULL || u->partition != NULL ||
-        u->dependency != NULL || u->qos != NULL || u->licenses != NULL)
+        u->dependency != NULL || u->qos != NULL || u->licenses != NULL || u->start_time != NULL ||
+        u->name != NULL || u->comment != NULL || u->wckey != NULL || u->features != NULL ||
+        u->exc_nodes != NULL)
         return slurm_error(CMD, "update: Priority=, Nice=, TimeLimit=, Partition=, QOS=, "
-                                "Dependency= and Licenses= are for jobs (JobId=)");
+                                "Dependency=, Licenses=, StartTime=, Name=, Comment=, WCKey=, "
+                                "Features= and ExcNodeList= are for jobs (JobId=)");
     if (u->nodes[0] == '\0')
         return slurm_error(CMD, "update: NodeName=LIST is empty");
     if (u->state == NULL)
@@ -156,6 +172,47 @@ static int job_licenses(const char *text, Gs__JobUpdateRequest *req, struct job_
     req->set_licenses = true;
     req->licenses = st->pb_ptrs;
     req->n_licenses = st->nlicenses;
+    return 0;
+}
+
+/* StartTime= (sbatch --begin's forms; "now" or "" clears it), Name=, Comment=, WCKey=,
+ * Features= and ExcNodeList= (a hostlist; "" none) into req. */
+static int job_words(const struct node_update *u, Gs__JobUpdateRequest *req, struct job_storage *st)
+{
+    struct gs_error err;
+
+    gs_error_clear(&err);
+    if (u->start_time != NULL) {
+        req->set_begin = true;
+        if (u->start_time[0] != '\0' && strcasecmp(u->start_time, "now") != 0 &&
+            gs_sbatch_parse_begin(u->start_time, gs_clock_wall_ms(), &req->begin_ms, &err) < 0)
+            return slurm_error(CMD, "Invalid StartTime value: %s: %s", u->start_time, err.msg);
+    }
+    if (u->name != NULL) {
+        if (u->name[0] == '\0')
+            return slurm_error(CMD, "Invalid Name value: an empty name");
+        req->name = (char *)u->name;
+    }
+    if (u->comment != NULL) {
+        req->set_comment = true;
+        req->comment = (char *)u->comment;
+    }
+    if (u->wckey != NULL) {
+        req->set_wckey = true;
+        req->wckey = (char *)u->wckey;
+    }
+    if (u->features != NULL) {
+        req->set_constraint = true;
+        req->constraint = (char *)u->features;
+    }
+    if (u->exc_nodes != NULL) {
+        req->set_exclude = true;
+        if (u->exc_nodes[0] != '\0' &&
+            gs_hostlist_expand(u->exc_nodes, &st->exclude, &req->n_exclude, &err) < 0)
+            return slurm_error(CMD, "Invalid ExcNodeList value: %s, column %d: %s", u->exc_nodes,
+                               err.col, err.msg);
+        req->exclude = st->exclude;
+    }
     return 0;
 }
 
@@ -207,6 +264,8 @@ static int job_request(const struct node_update *u, Gs__JobUpdateRequest *req,
     }
     if (status == 0 && u->licenses != NULL)
         status = job_licenses(u->licenses, req, st);
+    if (status == 0)
+        status = job_words(u, req, st);
     if (status != 0 || u->dependency == NULL)
         return status;
     req->set_dependency = true;

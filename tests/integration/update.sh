@@ -12,7 +12,8 @@
 # below what the job has run and it ends at once, TIMEOUT; a user may lower their running
 # job's limit, not raise it. scontrol write batch_script writes a job's script as submitted
 # to stdout or a file (0600), for its owner and root only; a job running a command has none.
-# squeue %o shows a job's command line to its owner and root alone.
+# squeue %o shows a job's command line to its owner and root alone. Name, Comment, WCKey and
+# StartTime change; Features and ExcNodeList no node could give are refused.
 name="integration_update"
 . "$(dirname "$0")/lib.sh"
 
@@ -61,10 +62,28 @@ case $out in *"Invalid TimeLimit value: soon"*) ;; *) fail "TimeLimit=soon: $out
 out=$(update JobId="$a" TimeLimit=5 Partition=short) || fail "5 min into short: $out"
 expect "$a" 'j["partition"] == "short" and j["spec"]["resources"]["time_limit_s"] == 300' "in short, 5 min"
 
+# --- its name, comment, WCKey, start time; features and excluded nodes no node could give ---------
+out=$(update JobId="$a" Name=renamed "Comment=two words" WCKey=ml7 StartTime=now+1hour) ||
+  fail "Name/Comment/WCKey/StartTime: $out"
+expect "$a" 'j["name"] == "renamed" and j["spec"]["comment"] == "two words" and
+  j["spec"]["wckey"] == "ml7" and j["spec"]["begin_time_ms"] > j["submit_time_ms"] + 3000000' \
+  "renamed, commented, ml7, starting in an hour"
+out=$(update JobId="$a" StartTime=now) || fail "StartTime=now: $out"
+expect "$a" '"begin_time_ms" not in j["spec"]' "no start time"
+out=$(update JobId="$a" ExcNodeList=node1) && fail "ExcNodeList=node1 on one node: $out"
+case $out in *"ExcNodeList: the job may use 0 node(s)"*) ;; *) fail "ExcNodeList=node1: $out" ;; esac
+out=$(update JobId="$a" Features=h999) && fail "Features=h999: $out"
+case $out in *"Features: no node has the feature 'h999'"*) ;; *) fail "Features=h999: $out" ;; esac
+expect "$a" 'j["spec"]["resources"]["exclude"] == [] and j["spec"]["resources"]["constraint"] == ""' \
+  "no features or excluded nodes after the refusals"
+out=$(update JobId="$a" Name=a/b) && fail "Name=a/b: $out"
+case $out in *"Name: 1 to 128 characters without '/'"*) ;; *) fail "Name=a/b: $out" ;; esac
+
 # --- kept across a gschedd restart ------------------------------------------------------------
 restart_sched 1
 expect "$a" 'j["spec"]["priority"] == 500 and j["partition"] == "short" and
-  j["spec"]["resources"]["time_limit_s"] == 300' "the updates after a restart"
+  j["spec"]["resources"]["time_limit_s"] == 300 and j["name"] == "renamed" and
+  j["spec"]["wckey"] == "ml7"' "the updates after a restart"
 
 # --- another user: their own job within limits, nobody else's ---------------------------------
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && id nobody >/dev/null 2>&1; then
@@ -150,7 +169,10 @@ case $out in *"deadline comes before the begin time"*) ;; *) fail "begin after d
 r=$(sbatch run.sh) || exit 1
 wait_start "$r"
 out=$(update JobId="$r" Nice=5) && fail "a running job's nice updated: $out"
-case $out in *"is RUNNING: only its TimeLimit can be changed"*) ;; *) fail "running: $out" ;; esac
+case $out in *"is RUNNING: only its TimeLimit, Name, Comment and WCKey can be changed"*) ;; *) fail "running: $out" ;; esac
+out=$(update JobId="$r" Comment=busy) || fail "a running job's comment: $out"
+expect "$r" 'j["comment"] == "busy"' "a running job's new comment"
+out=$(update JobId="$r" StartTime=now+1hour) && fail "a running job's start time updated: $out"
 gate run
 wait_end "$r" || fail "the running job failed"
 
