@@ -699,6 +699,7 @@ void gs_jobspec_free(struct gs_jobspec *spec)
     free(spec->stdout_pattern);
     free(spec->stderr_pattern);
     free(spec->stdin_pattern);
+    free(spec->rlimits);
     gs_schema_strv_free(spec->env);
     free(spec->partition);
     free(spec->account);

@@ -143,6 +143,13 @@ struct gs_het_component {
 #define GS_JOBSPEC_CPUS_MAX 4096 /* per GPU, per task, and tasks per node */
 #define GS_JOBSPEC_RESTARTS_MAX 1000
 
+/* A resource limit the job's tasks get as their soft limit (sbatch --propagate), by Slurm's
+ * name (common/rlimit_names.h); UINT64_MAX is unlimited. */
+struct gs_rlimit {
+    char name[8];
+    uint64_t soft;
+};
+
 /* A count of a cluster-wide license ([[license]] in gsched.toml) the job holds while it
  * runs: sbatch -L NAME:COUNT, a job file's resources.licenses (jobspec_license.h). */
 struct gs_job_license {
@@ -190,9 +197,11 @@ struct gs_jobspec {
     uint32_t tasks_per_node;
     bool tasks_per_gpu; /* tasks_per_node = "per-gpu" */
     char *workdir;
-    char *stdout_pattern; /* %j job id, %t task rank, %n node name, %x job name, %% */
-    char *stderr_pattern; /* NULL: same file as stdout */
-    char *stdin_pattern;  /* each task's stdin (sbatch --input); NULL: /dev/null */
+    char *stdout_pattern;      /* %j job id, %t task rank, %n node name, %x job name, %% */
+    char *stderr_pattern;      /* NULL: same file as stdout */
+    char *stdin_pattern;       /* each task's stdin (sbatch --input); NULL: /dev/null */
+    struct gs_rlimit *rlimits; /* the submitting shell's soft limits (sbatch --propagate) */
+    size_t nrlimits;
     /* Output files emptied when the job (each attempt) starts, where one task alone writes
      * each (Slurm's --open-mode=truncate, sbatch's default); false: appended to. */
     bool truncate_output;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/rlimit_names.h"
 #include "common/units.h"
 
 static char *or_empty(const char *s)
@@ -146,6 +147,25 @@ static int view_licenses(struct gs_proto_jobspec_view *v, const struct gs_jobspe
     return 0;
 }
 
+static int view_rlimits(struct gs_proto_jobspec_view *v, const struct gs_jobspec *spec)
+{
+    if (spec->nrlimits == 0)
+        return 0;
+    v->rlimits = calloc(spec->nrlimits, sizeof(*v->rlimits));
+    v->rlimit_ptrs = calloc(spec->nrlimits, sizeof(*v->rlimit_ptrs));
+    if (v->rlimits == NULL || v->rlimit_ptrs == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < spec->nrlimits; i++) {
+        gs__rlimit__init(&v->rlimits[i]);
+        v->rlimits[i].name = (char *)spec->rlimits[i].name;
+        v->rlimits[i].soft = spec->rlimits[i].soft;
+        v->rlimit_ptrs[i] = &v->rlimits[i];
+    }
+    v->run.n_rlimits = spec->nrlimits;
+    v->run.rlimits = v->rlimit_ptrs;
+    return 0;
+}
+
 static void view_run(Gs__RunSpec *run, const struct gs_jobspec *spec)
 {
     gs__run_spec__init(run);
@@ -250,6 +270,8 @@ int gs_proto_jobspec_view_init(struct gs_proto_jobspec_view *v, const struct gs_
         rc = view_het(v, spec);
     if (rc == 0)
         rc = view_licenses(v, spec);
+    if (rc == 0)
+        rc = view_rlimits(v, spec);
     if (rc < 0)
         gs_proto_jobspec_view_release(v);
     return rc;
@@ -268,6 +290,8 @@ void gs_proto_jobspec_view_release(struct gs_proto_jobspec_view *v)
     free(v->het_ptrs);
     free(v->licenses);
     free(v->license_ptrs);
+    free(v->rlimits);
+    free(v->rlimit_ptrs);
     memset(v, 0, sizeof(*v));
 }
 
@@ -464,6 +488,30 @@ static int copy_licenses(const Gs__JobSpec *pb, struct gs_jobspec *spec)
     return 0;
 }
 
+/* Slurm's names only (common/rlimit_names.h). */
+static int copy_rlimits(const Gs__RunSpec *run, struct gs_jobspec *spec, struct gs_error *err)
+{
+    if (run->n_rlimits == 0)
+        return 0;
+    if (run->n_rlimits > GS_RLIMIT_COUNT)
+        return gs_error_set(err, -EINVAL, 0, 0, "run.rlimits: more than %d limits",
+                            GS_RLIMIT_COUNT);
+    spec->rlimits = calloc(run->n_rlimits, sizeof(*spec->rlimits));
+    if (spec->rlimits == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < run->n_rlimits; i++) {
+        const char *name = run->rlimits[i]->name;
+
+        if (gs_rlimit_resource(name) < 0 || strlen(name) >= sizeof(spec->rlimits[i].name))
+            return gs_error_set(err, -EINVAL, 0, 0, "run.rlimits: '%.20s' is no limit's name",
+                                name);
+        snprintf(spec->rlimits[i].name, sizeof(spec->rlimits[i].name), "%s", name);
+        spec->rlimits[i].soft = run->rlimits[i]->soft;
+        spec->nrlimits++;
+    }
+    return 0;
+}
+
 /* The fields sbatch jobs have (partition to comment, reservation: job files' too). */
 static int copy_slurm(const Gs__JobSpec *pb, struct gs_jobspec *spec)
 {
@@ -557,6 +605,8 @@ static int copy_all(const Gs__JobSpec *pb, struct gs_jobspec *spec, struct gs_er
         rc = copy_het(pb, spec, err);
     if (rc == 0)
         rc = copy_licenses(pb, spec);
+    if (rc == 0)
+        rc = copy_rlimits(run, spec, err);
     if (rc == -ENOMEM)
         gs_error_set(err, rc, 0, 0, "out of memory");
     return rc;

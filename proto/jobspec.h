@@ -33,6 +33,8 @@ struct gs_proto_jobspec_view {
     Gs__HetComponent **het_ptrs;
     Gs__JobLicense *licenses; /* spec->nlicenses each */
     Gs__JobLicense **license_ptrs;
+    Gs__Rlimit *rlimits; /* spec->nrlimits each */
+    Gs__Rlimit **rlimit_ptrs;
 };
 
 /* r (initialised here) as spec's resources, borrowing its strings and lists: for a

@@ -341,6 +341,8 @@ void sched_step_msg_release(struct sched_step_msg *m)
     free(m->cpu_bound);
     free(m->mem_bind);
     free(m->mem_bound);
+    free(m->rlimits);
+    free(m->rlimit_ptrs);
 }
 
 /* Seconds the job has left (at least 1), 0 when it has no time limit. */
@@ -423,6 +425,27 @@ static int bind_every_node(const struct sched_job *job, const Gs__StepLaunchRequ
     return rc;
 }
 
+/* The job's sbatch --propagate limits into m->run: srun's steps run with them as Slurm's
+ * do (srun, in the batch shell, has them). */
+static int step_rlimits(const struct gs_jobspec *sp, struct sched_step_msg *m)
+{
+    if (sp->nrlimits == 0)
+        return 0;
+    m->rlimits = calloc(sp->nrlimits, sizeof(*m->rlimits));
+    m->rlimit_ptrs = calloc(sp->nrlimits, sizeof(*m->rlimit_ptrs));
+    if (m->rlimits == NULL || m->rlimit_ptrs == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < sp->nrlimits; i++) {
+        gs__rlimit__init(&m->rlimits[i]);
+        m->rlimits[i].name = (char *)sp->rlimits[i].name;
+        m->rlimits[i].soft = sp->rlimits[i].soft;
+        m->rlimit_ptrs[i] = &m->rlimits[i];
+    }
+    m->run.rlimits = m->rlimit_ptrs;
+    m->run.n_rlimits = sp->nrlimits;
+    return 0;
+}
+
 /* Everything of the LaunchTasks but each node's tasks, borrowing from job, req and alloc. */
 int sched_step_msg_init(struct sched_ctx *s, const struct sched_job *job,
                         const Gs__StepLaunchRequest *req, const struct sched_step *st,
@@ -474,6 +497,8 @@ int sched_step_msg_init(struct sched_ctx *s, const struct sched_job *job,
                      : job->spec->workdir != NULL ? job->spec->workdir
                                                   : "";
     m->run.submit_dir = job->spec->submit_dir != NULL ? job->spec->submit_dir : "";
+    if (step_rlimits(job->spec, m) < 0)
+        return -ENOMEM;
     m->run.submit_host = job->spec->submit_host != NULL ? job->spec->submit_host : "";
     sched_launch_msg_job(s, job, &m->lt, &m->user, &m->limits);
     m->limits.time_limit_s = time_left_s(job);

@@ -87,6 +87,8 @@ struct sched_step_msg {
     uint32_t *alloc_index; /* each step node's index in the job's allocation */
     const struct sched_step *st;
     struct gs_dist dist; /* the request's --distribution */
+    Gs__Rlimit *rlimits; /* the job's sbatch --propagate limits, for the step's tasks too */
+    Gs__Rlimit **rlimit_ptrs;
     /* --cpu-bind (step_cpu_bind.c); NULL/0 without one */
     struct gs_cpu_bind *cpu_bind;
     uint32_t *cpu_bound; /* each task's core list, cpu_stride apart */

@@ -26,6 +26,7 @@
 #include "common/hostlist.h"
 #include "common/jobspec_mail.h"
 #include "common/mem_bind.h"
+#include "common/rlimit_names.h"
 #include "common/schema.h"
 #include "common/signals.h"
 #include "common/units.h"
@@ -678,6 +679,35 @@ static int set_mem_bind(struct ctx *c, const struct opt_def *d, const char *valu
     return set_checked(c, d, value, gs_mem_bind_parse(value, &b, why, sizeof(why)), why, err);
 }
 
+/* --propagate[=ALL|NONE|NAME,...]: which of the shell's limits (common/rlimit_names.h). */
+static int set_propagate(struct ctx *c, const struct opt_def *d, const char *value,
+                         struct gs_error *err)
+{
+    uint32_t mask = 0;
+
+    if (value == NULL || value[0] == '\0' || strcasecmp(value, "ALL") == 0)
+        mask = (1u << GS_RLIMIT_COUNT) - 1;
+    else if (strcasecmp(value, "NONE") != 0) {
+        for (const char *p = value; *p != '\0';) {
+            size_t len = strcspn(p, ","), i = 0;
+            char name[16];
+
+            snprintf(name, sizeof(name), "%.*s", (int)(len < 15 ? len : 15), p);
+            while (i < GS_RLIMIT_COUNT && strcasecmp(name, gs_rlimit_name(i)) != 0)
+                i++;
+            if (len >= 15 || i == GS_RLIMIT_COUNT)
+                return gs_error_set(err, -EINVAL, 0, 0,
+                                    "'%.*s' is none of ALL, NONE, AS, CORE, CPU, DATA, FSIZE, "
+                                    "MEMLOCK, NOFILE, NPROC, RSS, STACK",
+                                    (int)len, p);
+            mask |= 1u << i;
+            p += len + (p[len] == ',');
+        }
+    }
+    *AT(c, d, uint32_t) = mask;
+    return 0;
+}
+
 /* 0 or 1 (--wait-all-nodes). */
 static int set_zero_one(struct ctx *c, const struct opt_def *d, const char *value,
                         struct gs_error *err)
@@ -1011,6 +1041,8 @@ static const struct opt_def options[] = {
     FLAG("quiet", 'Q', QUIET, quiet, 1),
     FLAG("verbose", 'v', VERBOSE, verbose, 1),
     OPT("wait-all-nodes", 0, WAIT_ALL_NODES, set_zero_one, wait_all_nodes, 0, GROUP_NONE),
+    {"propagate", 0, ARG_OPTIONAL, GS_SBATCH_OPT_PROPAGATE, set_propagate, FIELD(propagate), 0,
+     GROUP_NONE, NULL},
     OPT("mail-type", 0, MAIL_TYPE, set_mail_type, mail_types, 0, GROUP_NONE),
     OPT("mail-user", 0, MAIL_USER, set_mail_user, mail_user, 0, GROUP_NONE),
     OPT("open-mode", 0, OPEN_MODE, set_open_mode, open_append, 0, GROUP_NONE),

@@ -18,12 +18,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 
 #include "common/buf.h"
 #include "common/gpu_bind.h"
 #include "common/jobspec_license.h"
 #include "common/path.h"
 #include "common/units.h"
+#include "common/rlimit_names.h"
 #include "slurm/sbatch_internal.h"
 
 /* How the options are spelled in messages. */
@@ -87,6 +89,7 @@ static const char *const opt_names[GS_SBATCH_OPT_COUNT] = {
     [GS_SBATCH_OPT_QUIET] = "--quiet",
     [GS_SBATCH_OPT_VERBOSE] = "--verbose",
     [GS_SBATCH_OPT_WAIT_ALL_NODES] = "--wait-all-nodes",
+    [GS_SBATCH_OPT_PROPAGATE] = "--propagate",
 };
 
 /*
@@ -756,6 +759,29 @@ out:
     gs_buf_release(&var);
 }
 
+/* --propagate: the submitting shell's soft limits, as sbatch sees them now. */
+static void map_rlimits(struct conv *c)
+{
+    struct gs_jobspec *s = c->spec;
+
+    if (!is_set(c->sb, GS_SBATCH_OPT_PROPAGATE) || c->sb->propagate == 0)
+        return;
+    s->rlimits = calloc(GS_RLIMIT_COUNT, sizeof(*s->rlimits));
+    if (s->rlimits == NULL) {
+        c->rc = -ENOMEM;
+        return;
+    }
+    for (size_t i = 0; i < GS_RLIMIT_COUNT; i++) {
+        struct rlimit rl;
+
+        if (!(c->sb->propagate & (1u << i)) ||
+            getrlimit(gs_rlimit_resource(gs_rlimit_name(i)), &rl) < 0)
+            continue;
+        snprintf(s->rlimits[s->nrlimits].name, sizeof(s->rlimits[0].name), "%s", gs_rlimit_name(i));
+        s->rlimits[s->nrlimits++].soft = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : rl.rlim_cur;
+    }
+}
+
 static void map_env(struct conv *c)
 {
     const struct gs_sbatch_export *e = &c->sb->export_env;
@@ -798,6 +824,7 @@ static void map_env(struct conv *c)
     step_defaults_env(c, v, &n);
     c->spec->env = v;
     c->spec->nenv = n;
+    map_rlimits(c);
 }
 
 /* ---- the rest, and the whole ---- */

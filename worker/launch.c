@@ -255,6 +255,24 @@ static void set_limit(int fd, int resource, uint64_t value)
         child_fail(fd, STEP_RLIMIT);
 }
 
+/* sbatch --propagate's soft limits, under the hard ones (which only root could raise). */
+static void set_soft_limits(int fd, const struct wrk_launch_spec *spec)
+{
+    for (int i = 0; i < spec->nrlimits; i++) {
+        const struct wrk_launch_rlimit *r = &spec->rlimits[i];
+        struct rlimit rl;
+
+        if (getrlimit(r->resource, &rl) < 0)
+            child_fail(fd, STEP_RLIMIT);
+        rl.rlim_cur = r->soft == UINT64_MAX ? RLIM_INFINITY : (rlim_t)r->soft;
+        if (rl.rlim_max != RLIM_INFINITY &&
+            (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > rl.rlim_max))
+            rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(r->resource, &rl) < 0)
+            child_fail(fd, STEP_RLIMIT);
+    }
+}
+
 /* Signals the worker ignores or blocks must not leak into the task: every handler back to its
  * default, then the mask (all blocked since the fork) cleared. */
 static void reset_signals(void)
@@ -445,6 +463,7 @@ static _Noreturn void run_child(int fd, const struct wrk_launch_spec *spec,
     }
     set_limit(fd, RLIMIT_AS, spec->mem_limit_bytes);
     set_limit(fd, RLIMIT_NOFILE, spec->max_open_files);
+    set_soft_limits(fd, spec);
     if (spec->ncpus > 0 && sched_setaffinity(0, sizeof(prep->cpus), &prep->cpus) < 0)
         child_fail(fd, STEP_AFFINITY);
     bind_memory(fd, prep);

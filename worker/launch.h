@@ -61,7 +61,11 @@ struct wrk_launch_spec {
     gid_t gid;
     uint64_t mem_limit_bytes; /* RLIMIT_AS; 0 = unlimited */
     uint64_t max_open_files;  /* RLIMIT_NOFILE; 0 = inherit */
-    int ncpus;                /* CPU affinity: OS indices of the PUs; 0 = no binding */
+    /* sbatch --propagate: soft limits set after those two, each no higher than its hard
+     * limit (UINT64_MAX: as high as that); NULL/0 none. */
+    const struct wrk_launch_rlimit *rlimits;
+    int nrlimits;
+    int ncpus; /* CPU affinity: OS indices of the PUs; 0 = no binding */
     const int *cpus;
     int nmem_nodes;          /* memory policy: OS indices of the NUMA nodes to prefer, */
     const int *mem_nodes;    /* repeats and negatives (unknown) allowed; 0 = no policy */
@@ -75,6 +79,12 @@ struct wrk_launch_spec {
  * (wrk_launch() waits for the exec, and nobody reads the task's pipes meanwhile): an empty
  * pipe holds at least PIPE_BUF (4096) bytes. gschedd's notes are under 512. */
 #define WRK_LAUNCH_NOTE_MAX 1024
+
+/* A soft limit for the task: setrlimit's resource and value. */
+struct wrk_launch_rlimit {
+    int resource;
+    uint64_t soft;
+};
 
 /* NUMA node OS indices a memory policy can name; set_mempolicy's nodemask is this wide. */
 #define WRK_LAUNCH_NUMA_MAX 1024

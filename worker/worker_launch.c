@@ -51,6 +51,7 @@
 #include "common/jobspec.h"
 #include "common/log.h"
 #include "common/path.h"
+#include "common/rlimit_names.h"
 #include "worker/env.h"
 #include "common/sort.h"
 
@@ -695,6 +696,8 @@ static int start_task(struct launch *l, const Gs__TaskAssignment *t, struct gs_e
     const Gs__RunSpec *run = l->msg->run;
     const Gs__TaskLimits *lim = l->msg->limits;
     struct gs_buf out = GS_BUF_INIT, errp = GS_BUF_INIT, inp = GS_BUF_INIT, script = GS_BUF_INIT;
+    struct wrk_launch_rlimit rlimits[GS_RLIMIT_COUNT];
+    int nrlimits = 0;
     struct wrk_launch_spec spec = {.argv = l->argv};
     struct wrk_task_id id = {.job_id = l->msg->job_id, .step = l->msg->step, .rank = t->rank};
     struct wrk_task_opts opts = {.time_limit_ms = lim != NULL ? lim->time_limit_s * 1000 : 0,
@@ -751,6 +754,14 @@ static int start_task(struct launch *l, const Gs__TaskAssignment *t, struct gs_e
     spec.set_user = l->set_user;
     spec.uid = l->msg->user != NULL ? l->msg->user->uid : 0;
     spec.gid = l->msg->user != NULL ? l->msg->user->gid : 0;
+    for (size_t i = 0; i < run->n_rlimits && i < GS_RLIMIT_COUNT; i++) {
+        int res = gs_rlimit_resource(run->rlimits[i]->name);
+
+        if (res >= 0)
+            rlimits[nrlimits++] = (struct wrk_launch_rlimit){res, run->rlimits[i]->soft};
+    }
+    spec.rlimits = rlimits;
+    spec.nrlimits = nrlimits;
     spec.mem_limit_bytes = lim != NULL ? lim->mem_limit_mib << 20 : 0;
     spec.max_open_files = lim != NULL ? lim->max_open_files : 0;
     spec.ncpus = f.ncpus;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # node_needs.sh BIN_DIR SRC_DIR: what each node must give a job, on a two-worker `gsched up`
 # cluster: sbatch --mincpus and --overcommit (the cores each node gives, as
-# SLURM_JOB_CPUS_PER_NODE says), then nodes' temporary disk (Slurm's TmpDisk) and --tmp. Each worker reports the size of its worker.tmp_fs (/tmp);
+# SLURM_JOB_CPUS_PER_NODE says), the submitting shell's limits (--propagate), then nodes'
+# temporary disk (Slurm's TmpDisk) and --tmp. Each worker reports the size of its worker.tmp_fs (/tmp);
 # node2 is restarted with --tmp-fs /proc, a file system of no blocks, so it has none.
 # scontrol show node and sinfo %d say both sizes; while node1 is held, a job asking --tmp
 # waits while one queued after it takes node2, then runs on node1; two nodes of it are
@@ -12,7 +13,7 @@ name="node_needs"
 
 links=$tmp/bin
 mkdir -p "$links"
-for cmd in sbatch scontrol sinfo squeue; do
+for cmd in sbatch srun scontrol sinfo squeue; do
   ln -s "$bin/gsched" "$links/$cmd"
 done
 export PATH=$links:$PATH
@@ -30,6 +31,22 @@ cpus_of() { # cpus_of NAME SBATCH-OPTIONS...: the job's SLURM_JOB_CPUS_PER_NODE 
 [ "$(cpus_of mincpus -n 1 --mincpus=3)" = "CPN=3 OC=" ] || fail "--mincpus=3: $(cat "$work/mincpus.out")"
 [ "$(cpus_of plain -n 4 -c 2)" = "CPN=8 OC=" ] || fail "-n 4 -c 2: $(cat "$work/plain.out")"
 [ "$(cpus_of over -n 4 -c 2 -O)" = "CPN=2 OC=1" ] || fail "-O: $(cat "$work/over.out")"
+
+# --propagate: the submitting shell's soft limits reach the batch shell and its srun steps;
+# without it the tasks keep the worker's.
+stack_of() { # stack_of NAME SBATCH-OPTIONS...: the soft stack limits the job and its step saw
+  local name=$1 id
+  shift
+  id=$( (ulimit -S -s 2000 && sbatch_id "$@" -o "$work/$name.out" --wrap \
+    'echo "JOB $(ulimit -S -s)"; srun -n1 bash -c '"'"'echo "STEP $(ulimit -S -s)"'"'"'') )
+  wait_end "$id" 30 || fail "$name: $(jq "$id" 'j')"
+  sort "$work/$name.out" | tr '\n' ' '
+}
+[ "$(stack_of prop --propagate=STACK,NOFILE)" = "JOB 2000 STEP 2000 " ] ||
+  fail "--propagate=STACK: $(cat "$work/prop.out")"
+[ "$(stack_of noprop)" != "JOB 2000 STEP 2000 " ] || fail "the limit passed without --propagate"
+out=$(sbatch --propagate=STAK --wrap true 2>&1) && fail "--propagate=STAK: $out"
+case $out in *"--propagate=STAK: 'STAK' is none of"*) ;; *) fail "--propagate=STAK: $out" ;; esac
 tmp_mib=$(python3 -c 'import os; s = os.statvfs("/tmp"); print(s.f_blocks * s.f_frsize >> 20)')
 [ "$tmp_mib" -gt 16 ] || skip "/tmp holds only $tmp_mib MiB"
 

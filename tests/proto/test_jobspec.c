@@ -345,3 +345,27 @@ Test(proto_jobspec, heterogeneous_jobs_are_checked_whole_and_per_component)
     cr_assert(strstr(err.msg, "nodelist") != NULL, "%s", err.msg);
     gs_jobspec_free(in);
 }
+
+/* sbatch --propagate's limits cross the wire by name; one the worker could not set is
+ * refused. */
+Test(proto_jobspec, rlimits_survive_and_are_checked)
+{
+    struct gs_jobspec *in = parse("[run]\ncommand = [\"true\"]\n"), *out = NULL;
+    struct gs_error err;
+
+    in->rlimits = calloc(2, sizeof(*in->rlimits));
+    cr_assert_not_null(in->rlimits);
+    in->rlimits[0] = (struct gs_rlimit){"STACK", 2000 * 1024};
+    in->rlimits[1] = (struct gs_rlimit){"CORE", UINT64_MAX};
+    in->nrlimits = 2;
+    cr_assert_eq(round_trip(in, &out, &err), 0, "%s", err.msg);
+    cr_assert_eq(out->nrlimits, 2);
+    cr_assert_str_eq(out->rlimits[1].name, "CORE");
+    cr_assert_eq(out->rlimits[1].soft, UINT64_MAX);
+    cr_assert_eq(out->rlimits[0].soft, 2000 * 1024);
+    gs_jobspec_free(out);
+    snprintf(in->rlimits[1].name, sizeof(in->rlimits[1].name), "CORES");
+    cr_assert_eq(round_trip(in, &out, &err), -EINVAL);
+    cr_assert_not_null(strstr(err.msg, "'CORES' is no limit's name"), "%s", err.msg);
+    gs_jobspec_free(in);
+}
