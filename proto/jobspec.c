@@ -147,22 +147,25 @@ static int view_licenses(struct gs_proto_jobspec_view *v, const struct gs_jobspe
     return 0;
 }
 
-static int view_rlimits(struct gs_proto_jobspec_view *v, const struct gs_jobspec *spec)
+int gs_proto_jobspec_rlimits(const struct gs_jobspec *spec, Gs__RunSpec *run, Gs__Rlimit **items,
+                             Gs__Rlimit ***ptrs)
 {
+    *items = NULL;
+    *ptrs = NULL;
     if (spec->nrlimits == 0)
         return 0;
-    v->rlimits = calloc(spec->nrlimits, sizeof(*v->rlimits));
-    v->rlimit_ptrs = calloc(spec->nrlimits, sizeof(*v->rlimit_ptrs));
-    if (v->rlimits == NULL || v->rlimit_ptrs == NULL)
+    *items = calloc(spec->nrlimits, sizeof(**items));
+    *ptrs = calloc(spec->nrlimits, sizeof(**ptrs));
+    if (*items == NULL || *ptrs == NULL)
         return -ENOMEM;
     for (size_t i = 0; i < spec->nrlimits; i++) {
-        gs__rlimit__init(&v->rlimits[i]);
-        v->rlimits[i].name = (char *)spec->rlimits[i].name;
-        v->rlimits[i].soft = spec->rlimits[i].soft;
-        v->rlimit_ptrs[i] = &v->rlimits[i];
+        gs__rlimit__init(&(*items)[i]);
+        (*items)[i].name = (char *)spec->rlimits[i].name;
+        (*items)[i].soft = spec->rlimits[i].soft;
+        (*ptrs)[i] = &(*items)[i];
     }
-    v->run.n_rlimits = spec->nrlimits;
-    v->run.rlimits = v->rlimit_ptrs;
+    run->n_rlimits = spec->nrlimits;
+    run->rlimits = *ptrs;
     return 0;
 }
 
@@ -271,7 +274,7 @@ int gs_proto_jobspec_view_init(struct gs_proto_jobspec_view *v, const struct gs_
     if (rc == 0)
         rc = view_licenses(v, spec);
     if (rc == 0)
-        rc = view_rlimits(v, spec);
+        rc = gs_proto_jobspec_rlimits(spec, &v->run, &v->rlimits, &v->rlimit_ptrs);
     if (rc < 0)
         gs_proto_jobspec_view_release(v);
     return rc;

@@ -41,6 +41,11 @@ struct gs_proto_jobspec_view {
  * JobInfo as for a JobSpec. */
 void gs_proto_jobspec_resources(Gs__Resources *r, const struct gs_jobspec *spec);
 
+/* spec's sbatch --propagate limits into run, borrowing their names: *items and *ptrs are
+ * the caller's to free (NULL without any). 0 or -ENOMEM. */
+int gs_proto_jobspec_rlimits(const struct gs_jobspec *spec, Gs__RunSpec *run, Gs__Rlimit **items,
+                             Gs__Rlimit ***ptrs);
+
 /* Returns 0 or -ENOMEM (then nothing needs releasing). */
 int gs_proto_jobspec_view_init(struct gs_proto_jobspec_view *view, const struct gs_jobspec *spec);
 void gs_proto_jobspec_view_release(struct gs_proto_jobspec_view *view);

@@ -16,6 +16,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/units.h"
+#include "proto/jobspec.h"
 #include "scheduler/steps_internal.h"
 
 #define STEP_NEVER_FITS "Requested node configuration is not available"
@@ -425,27 +426,6 @@ static int bind_every_node(const struct sched_job *job, const Gs__StepLaunchRequ
     return rc;
 }
 
-/* The job's sbatch --propagate limits into m->run: srun's steps run with them as Slurm's
- * do (srun, in the batch shell, has them). */
-static int step_rlimits(const struct gs_jobspec *sp, struct sched_step_msg *m)
-{
-    if (sp->nrlimits == 0)
-        return 0;
-    m->rlimits = calloc(sp->nrlimits, sizeof(*m->rlimits));
-    m->rlimit_ptrs = calloc(sp->nrlimits, sizeof(*m->rlimit_ptrs));
-    if (m->rlimits == NULL || m->rlimit_ptrs == NULL)
-        return -ENOMEM;
-    for (size_t i = 0; i < sp->nrlimits; i++) {
-        gs__rlimit__init(&m->rlimits[i]);
-        m->rlimits[i].name = (char *)sp->rlimits[i].name;
-        m->rlimits[i].soft = sp->rlimits[i].soft;
-        m->rlimit_ptrs[i] = &m->rlimits[i];
-    }
-    m->run.rlimits = m->rlimit_ptrs;
-    m->run.n_rlimits = sp->nrlimits;
-    return 0;
-}
-
 /* Everything of the LaunchTasks but each node's tasks, borrowing from job, req and alloc. */
 int sched_step_msg_init(struct sched_ctx *s, const struct sched_job *job,
                         const Gs__StepLaunchRequest *req, const struct sched_step *st,
@@ -497,7 +477,9 @@ int sched_step_msg_init(struct sched_ctx *s, const struct sched_job *job,
                      : job->spec->workdir != NULL ? job->spec->workdir
                                                   : "";
     m->run.submit_dir = job->spec->submit_dir != NULL ? job->spec->submit_dir : "";
-    if (step_rlimits(job->spec, m) < 0)
+    /* srun's steps run with sbatch --propagate's limits as Slurm's do (srun, in the batch
+     * shell, has them). */
+    if (gs_proto_jobspec_rlimits(job->spec, &m->run, &m->rlimits, &m->rlimit_ptrs) < 0)
         return -ENOMEM;
     m->run.submit_host = job->spec->submit_host != NULL ? job->spec->submit_host : "";
     sched_launch_msg_job(s, job, &m->lt, &m->user, &m->limits);
