@@ -38,6 +38,7 @@ struct cli_srun_args {
     bool dist_given;     /* -m: the tasks get SLURM_DISTRIBUTION set to it */
     bool cpu_bind_given; /* --cpu-bind: the tasks get SLURM_CPU_BIND set to it */
     bool mem_bind_given; /* --mem-bind: the tasks get SLURM_MEM_BIND set to it */
+    bool multi_prog;     /* --multi-prog: the command is an MPMD configuration file */
     char **command;
     int ncommand;
     /* The options that also ask for an allocation when srun makes one (outside a job):
@@ -53,8 +54,10 @@ struct cli_srun_owned {
     Gs__StepLaunchRequest__EnvEntry **ptrs;
     size_t n, cap;
     char **nodes;
-    char **task_nodes; /* -m arbitrary: SLURM_HOSTFILE's hosts, or -w's taken from nodes */
-    char *dist_text;   /* SLURM_DISTRIBUTION=plane with SLURM_DIST_PLANESIZE, as plane=N */
+    char **task_nodes;        /* -m arbitrary: SLURM_HOSTFILE's hosts, or -w's taken from nodes */
+    char *dist_text;          /* SLURM_DISTRIBUTION=plane with SLURM_DIST_PLANESIZE, as plane=N */
+    struct gs_buf multi_prog; /* --multi-prog's program for every task (srun_multi_prog.c) */
+    char *multi_argv[5];      /* /bin/sh -c it */
     struct gs_buf workdir;
 };
 
@@ -73,6 +76,14 @@ int cli_srun_parse(struct cli_srun_args *a, int argc, char **argv);
  */
 int cli_srun_request(struct cli_srun_args *a, struct cli_srun_owned *own);
 void cli_srun_owned_release(struct cli_srun_owned *o);
+
+/*
+ * srun_multi_prog.c: --multi-prog FILE (Slurm's MPMD configuration: "RANKS PROGRAM ARGS"
+ * lines, %t the task's rank, %o its offset in the line's ranks, * the rest) as one /bin/sh
+ * program that runs each task's line; appended to script. 0, or < 0 with why naming the
+ * file and line (or why it could not be read).
+ */
+int cli_srun_multi_prog(const char *path, struct gs_buf *script, char *why, size_t why_size);
 
 /* Whether srun runs inside a job: --jobid, else $SLURM_JOB_ID or $SLURM_JOBID. */
 bool cli_srun_in_job(const struct cli_srun_args *a);

@@ -57,6 +57,7 @@ enum srun_id {
     O_HET_GROUP,
     O_DISTRIBUTION,
     O_CPU_BIND,
+    O_MULTI_PROG,
     O_MEM_BIND,
     O_TIME,
     O_WAIT,
@@ -98,6 +99,7 @@ static const struct srun_opt srun_opts[] = {
     {"cpu-bind", 0, VALUE, O_CPU_BIND},
     {"cpu_bind", 0, VALUE, O_CPU_BIND},
     {"mem-bind", 0, VALUE, O_MEM_BIND},
+    {"multi-prog", 0, FLAG, O_MULTI_PROG},
     {"mem_bind", 0, VALUE, O_MEM_BIND},
     {"gpu-bind", 0, VALUE, O_GPU_BIND},
     {"het-group", 0, VALUE, O_HET_GROUP},
@@ -163,6 +165,8 @@ static const char srun_usage[] =
     "                           NUMA nodes; $SLURM_MEM_BIND)\n"
     "  -t, --time=TIME          the step's time limit (within the job's)\n"
     "  -W, --wait=S             end the step S seconds after its first task exited\n"
+    "      --multi-prog         the command is a file of RANKS PROGRAM ARGS lines (MPMD):\n"
+    "                           each task runs its line, %t its rank, %o its offset\n"
     "  -m, --distribution=NODES[:SOCKETS]\n"
     "                           ranks over the nodes: block (default), cyclic, plane=N,\n"
     "                           arbitrary (in $SLURM_HOSTFILE's or -w's order); cores\n"
@@ -412,6 +416,9 @@ static int take(struct cli_srun_args *a, const struct srun_opt *o, const char *v
     case O_MEM_BIND:
         a->mem_bind_given = true;
         return mem_bind(a, value);
+    case O_MULTI_PROG:
+        a->multi_prog = true;
+        return 0;
     default:
         (void)n;
         return 0;
@@ -542,6 +549,7 @@ void cli_srun_owned_release(struct cli_srun_owned *o)
     gs_hostlist_free(o->nodes);
     gs_hostlist_free(o->task_nodes);
     free(o->dist_text);
+    gs_buf_release(&o->multi_prog);
     gs_buf_release(&o->workdir);
 }
 
@@ -733,6 +741,30 @@ out:
     return rc;
 }
 
+/* --multi-prog FILE: every task runs /bin/sh -c with the file's lines (srun_multi_prog.c). */
+static int multi_prog(struct cli_srun_args *a, struct cli_srun_owned *own)
+{
+    char why[300];
+    int rc;
+
+    if (a->ncommand != 1) {
+        fprintf(stderr, "srun: error: --multi-prog takes its configuration file alone\n");
+        return -EINVAL;
+    }
+    rc = cli_srun_multi_prog(a->command[0], &own->multi_prog, why, sizeof(why));
+    if (rc < 0) {
+        fprintf(stderr, "srun: error: --multi-prog: %s\n", rc == -ENOMEM ? "out of memory" : why);
+        return rc;
+    }
+    own->multi_argv[0] = "/bin/sh";
+    own->multi_argv[1] = "-c";
+    own->multi_argv[2] = own->multi_prog.data;
+    own->multi_argv[3] = "srun-multi-prog"; /* $0 */
+    a->req.argv = own->multi_argv;
+    a->req.n_argv = 4;
+    return 0;
+}
+
 bool cli_srun_in_job(const struct cli_srun_args *a)
 {
     return a->job_id != 0 || getenv("SLURM_JOB_ID") != NULL || getenv("SLURM_JOBID") != NULL;
@@ -769,6 +801,8 @@ int cli_srun_request(struct cli_srun_args *a, struct cli_srun_owned *own)
         return -EINVAL;
     a->req.argv = a->command;
     a->req.n_argv = (size_t)a->ncommand;
+    if (a->multi_prog && multi_prog(a, own) < 0)
+        return -EINVAL;
     if (getcwd(cwd, sizeof(cwd)) == NULL) {
         int rc = -errno;
 

@@ -6,7 +6,8 @@
 # task, step ids counting up), srun's exit status (the worst task's, 128 + signal for a
 # killed one, Slurm's "Exited with exit code" lines), layouts (-n 1, -w, --gpus-per-task)
 # and the ones refused, a signal forwarded to the tasks, srun killed ending its tasks, and
-# srun outside a job asking for more nodes than there are, or with an unknown option, refused.
+# srun outside a job asking for more nodes than there are, or with an unknown option, refused;
+# --multi-prog's MPMD lines, a step's own -t and -W's end after the first exit.
 name="srun"
 . "$(dirname "$0")/lib.sh"
 
@@ -94,6 +95,17 @@ has "$out" '^BAD_NODE=1$'
 has "$out" "node 'nosuchnode' \\(-w\\) is not one of job $id's nodes"
 has "$out" '^NOEXEC=1$'
 has "$out" '^srun: error: node[12]: task 0: could not start: .*/no/such/program'
+
+# --- --multi-prog: each task runs its own line of an MPMD file -------------------------------------
+printf '0 echo "MP head %%t"\n1-3 echo MP worker %%t off=%%o\n' > "$work/mp.conf"
+id=$(batch mpmd "#SBATCH -N 2
+#SBATCH --ntasks-per-node=2
+srun --multi-prog $work/mp.conf
+echo \"MPRC=\$?\"")
+out=$work/mpmd.out
+has "$out" '^MP head 0$'
+for r in 1 2 3; do has "$out" "^MP worker $r off=$((r - 1))\$"; done
+has "$out" '^MPRC=0$'
 
 # --- a step's own time limit (-t) and -W's wait after the first exit ----------------------------
 id=$(batch limits "#SBATCH -N 2

@@ -7,6 +7,8 @@
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -208,4 +210,65 @@ Test(srun_limits, time_and_wait, .init = cr_redirect_stderr)
     cr_assert_eq(b.wait_s, 5);
     cr_assert_eq(cli_srun_parse(&c, 4, bad_time), -EINVAL);
     cr_assert_eq(cli_srun_parse(&c, 4, bad_wait), -EINVAL);
+}
+
+/* What task `rank` of an MPMD step prints: the program --multi-prog builds, run by sh. */
+static const char *mpmd_task(const struct gs_buf *script, int rank)
+{
+    static char out[256];
+    char cmd[64];
+    FILE *f;
+    size_t n;
+
+    snprintf(cmd, sizeof(cmd), "SLURM_PROCID=%d /bin/sh -c \"$MP\" mp 2>&1", rank);
+    cr_assert_eq(setenv("MP", script->data, 1), 0);
+    f = popen(cmd, "r");
+    cr_assert_not_null(f);
+    n = fread(out, 1, sizeof(out) - 1, f);
+    out[n] = '\0';
+    pclose(f);
+    return out;
+}
+
+/* --multi-prog: each task runs its own line, %t its rank, %o its offset in the line's ranks,
+ * * the rest; quotes group words; a rank no line names fails; bad lines name their place. */
+Test(srun_multi_prog, each_task_runs_its_line)
+{
+    char path[] = "/tmp/srun_mp.XXXXXX", why[300] = "";
+    int fd = mkstemp(path);
+    const char conf[] = "# MPMD\n"
+                        "0      echo 'first %t' \"a b\"\n"
+                        "\n"
+                        "1-2,5  echo rest %t off=%o\n";
+    struct gs_buf script = GS_BUF_INIT;
+
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, conf, sizeof(conf) - 1), (ssize_t)sizeof(conf) - 1);
+    close(fd);
+    cr_assert_eq(cli_srun_multi_prog(path, &script, why, sizeof(why)), 0, "%s", why);
+    cr_assert_str_eq(mpmd_task(&script, 0), "first 0 a b\n");
+    cr_assert_str_eq(mpmd_task(&script, 2), "rest 2 off=1\n");
+    cr_assert_str_eq(mpmd_task(&script, 5), "rest 5 off=2\n");
+    cr_assert_str_eq(mpmd_task(&script, 3),
+                     "srun: error: task 3: no line of the --multi-prog file names it\n");
+    gs_buf_reset(&script);
+    fd = open(path, O_WRONLY | O_TRUNC);
+    cr_assert_eq(write(fd, "4 echo four\n* echo any %t %o\n", 29), 29);
+    close(fd);
+    cr_assert_eq(cli_srun_multi_prog(path, &script, why, sizeof(why)), 0, "%s", why);
+    cr_assert_str_eq(mpmd_task(&script, 7), "any 7 7\n");
+    cr_assert_str_eq(mpmd_task(&script, 4), "four\n");
+    gs_buf_reset(&script);
+    fd = open(path, O_WRONLY | O_TRUNC);
+    cr_assert_eq(write(fd, "0 true\n0-1 false\n", 17), 17);
+    close(fd);
+    cr_assert_eq(cli_srun_multi_prog(path, &script, why, sizeof(why)), -EINVAL);
+    cr_assert_not_null(strstr(why, ":2: task 0 is on an earlier line too"), "%s", why);
+    fd = open(path, O_WRONLY | O_TRUNC);
+    cr_assert_eq(write(fd, "x-1 true\n", 9), 9);
+    close(fd);
+    cr_assert_eq(cli_srun_multi_prog(path, &script, why, sizeof(why)), -EINVAL);
+    cr_assert_not_null(strstr(why, ":1: 'x-1' is not a list of task ranks"), "%s", why);
+    unlink(path);
+    gs_buf_release(&script);
 }
