@@ -26,6 +26,7 @@
 #include "common/hostlist.h"
 #include "common/jobspec_mail.h"
 #include "common/mem_bind.h"
+#include "common/path.h"
 #include "common/rlimit_names.h"
 #include "common/schema.h"
 #include "common/signals.h"
@@ -798,29 +799,81 @@ static int set_time(struct ctx *c, const struct opt_def *d, const char *value, s
     return 0;
 }
 
+/* A host file's names (hostlists, at blanks, commas or line ends) as one hostlist. */
+static int read_host_file(const char *path, struct gs_buf *list, struct gs_error *err)
+{
+    struct gs_buf text = GS_BUF_INIT;
+    int rc = gs_path_read_all(path, &text);
+
+    if (rc < 0) {
+        gs_buf_release(&text);
+        return gs_error_set(err, rc, 0, 0, "cannot read the host file %s: %s", path,
+                            gs_strerror(rc));
+    }
+    for (const char *p = text.data != NULL ? text.data : ""; *p != '\0';) {
+        size_t len = strcspn(p, " \t\r\n,");
+
+        if (len > 0)
+            gs_buf_printf(list, "%s%.*s", list->len > 0 ? "," : "", (int)len, p);
+        p += len;
+        p += strspn(p, " \t\r\n,");
+    }
+    gs_buf_release(&text);
+    if (gs_buf_error(list) < 0)
+        return -ENOMEM;
+    if (list->len == 0)
+        return gs_error_set(err, -EINVAL, 0, 0, "the host file %s names no node", path);
+    return 0;
+}
+
+/* Drops the repeats of a name list, keeping each first; the new count. */
+static size_t distinct(char **names, size_t n)
+{
+    size_t kept = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        bool seen = false;
+
+        for (size_t k = 0; k < kept && !seen; k++)
+            seen = strcmp(names[k], names[i]) == 0;
+        if (seen)
+            free(names[i]);
+        else
+            names[kept++] = names[i];
+    }
+    if (names != NULL)
+        names[kept] = NULL;
+    return kept;
+}
+
+/* -w/-x LIST, or a host file (a value with '/', as Slurm reads it; --nodefile always). */
 static int set_hostlist(struct ctx *c, const struct opt_def *d, const char *value,
                         struct gs_error *err)
 {
     bool excl = d->id == GS_SBATCH_OPT_EXCLUDE;
     char ***names = excl ? &c->sb->exclude_names : &c->sb->nodelist_names;
     size_t *n = excl ? &c->sb->exclude_n : &c->sb->nodelist_n;
-    char **expanded;
+    struct gs_buf list = GS_BUF_INIT;
+    char **expanded = NULL;
     size_t count;
-    int rc;
+    int rc = 0;
 
-    if (strchr(value, '/') != NULL)
-        return gs_error_set(err, -EINVAL, 0, 0, "host files are not supported; list the nodes");
-    rc = gs_hostlist_expand(value, &expanded, &count, err);
-    if (rc < 0)
-        return rc;
-    rc = set_string(c, d, value, err);
+    if (strchr(value, '/') != NULL || strcmp(d->name, "nodefile") == 0)
+        rc = read_host_file(value, &list, err);
+    else
+        rc = gs_buf_append_str(&list, value);
+    if (rc == 0)
+        rc = gs_hostlist_expand(list.data, &expanded, &count, err);
+    if (rc == 0)
+        rc = set_string(c, d, list.data, err);
+    gs_buf_release(&list);
     if (rc < 0) {
         gs_hostlist_free(expanded);
         return rc;
     }
     gs_hostlist_free(*names);
     *names = expanded;
-    *n = count;
+    *n = distinct(expanded, count);
     return 0;
 }
 
@@ -1014,6 +1067,7 @@ static const struct opt_def options[] = {
     OPT("qos", 'q', QOS, set_string, qos, 0, GROUP_NONE),
     OPT("constraint", 'C', CONSTRAINT, set_string, constraint, 0, GROUP_NONE),
     OPT("nodelist", 'w', NODELIST, set_hostlist, nodelist, 0, GROUP_NONE),
+    OPT("nodefile", 'F', NODELIST, set_hostlist, nodelist, 0, GROUP_NONE),
     OPT("exclude", 'x', EXCLUDE, set_hostlist, exclude, 0, GROUP_NONE),
     {"exclusive", 0, ARG_OPTIONAL, GS_SBATCH_OPT_EXCLUSIVE, set_exclusive, 0, 0, GROUP_NONE, NULL},
     OPT("output", 'o', OUTPUT, set_pattern, output, 0, GROUP_NONE),
@@ -1039,6 +1093,7 @@ static const struct opt_def options[] = {
     OPT("wrap", 0, WRAP, set_wrap, wrap, 0, GROUP_NONE),
     FLAG("parsable", 0, PARSABLE, parsable, 1),
     FLAG("quiet", 'Q', QUIET, quiet, 1),
+    FLAG("use-min-nodes", 0, USE_MIN_NODES, use_min_nodes, 1),
     FLAG("verbose", 'v', VERBOSE, verbose, 1),
     OPT("wait-all-nodes", 0, WAIT_ALL_NODES, set_zero_one, wait_all_nodes, 0, GROUP_NONE),
     {"propagate", 0, ARG_OPTIONAL, GS_SBATCH_OPT_PROPAGATE, set_propagate, FIELD(propagate), 0,

@@ -123,6 +123,7 @@ enum gs_sbatch_opt {
     GS_SBATCH_OPT_VERBOSE,
     GS_SBATCH_OPT_WAIT_ALL_NODES,
     GS_SBATCH_OPT_PROPAGATE,
+    GS_SBATCH_OPT_USE_MIN_NODES,
     GS_SBATCH_OPT_COUNT,
 };
 
@@ -231,6 +232,7 @@ struct gs_sbatch {
     bool quiet;           /* -Q: no "Submitted batch job", no warnings: errors only */
     bool verbose;         /* -v: the options as read, on stderr, before submitting */
     bool wait_all_nodes;  /* --wait-all-nodes=1: always met (a job starts on up nodes) */
+    bool use_min_nodes;   /* --use-min-nodes: what gsched does anyway with -N MIN-MAX */
     uint32_t propagate;   /* --propagate: bit i for gs_rlimit_name(i), the shell's to pass */
     bool open_append;     /* --open-mode=append; truncate (Slurm's default) otherwise */
     enum gs_kill_invalid_dep kill_invalid_dep; /* --kill-on-invalid-dep=yes|no */

@@ -90,6 +90,7 @@ static const char *const opt_names[GS_SBATCH_OPT_COUNT] = {
     [GS_SBATCH_OPT_VERBOSE] = "--verbose",
     [GS_SBATCH_OPT_WAIT_ALL_NODES] = "--wait-all-nodes",
     [GS_SBATCH_OPT_PROPAGATE] = "--propagate",
+    [GS_SBATCH_OPT_USE_MIN_NODES] = "--use-min-nodes",
 };
 
 /*

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/units.h"
 #include "common/jobspec_mail.h"
@@ -803,7 +804,35 @@ Test(sbatch_options, nodelist_and_exclude_are_hostlists)
     cr_assert_str_eq(sb->exclude_names[1], "gpu9");
     gs_sbatch_free(sb);
     expect_error(SHEBANG "#SBATCH -w gpu[3-1\n", "run.sh:2: -w gpu[3-1: ");
-    expect_error(SHEBANG "#SBATCH -w ./hosts\n", "host files are not supported");
+    expect_error(SHEBANG "#SBATCH -w ./no-such-hosts\n",
+                 "run.sh:2: -w ./no-such-hosts: cannot read the host file ./no-such-hosts");
+}
+
+/* A -w value with '/' is a host file, as is --nodefile's: names or hostlists at blanks,
+ * commas or line ends, repeats dropped. */
+Test(sbatch_options, host_files)
+{
+    char path[] = "/tmp/sbatch_hosts.XXXXXX", text[300];
+    int fd = mkstemp(path);
+    const char hosts[] = "gpu1\ngpu[2-3], gpu1\n\n";
+    struct gs_sbatch *sb;
+
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, hosts, sizeof(hosts) - 1), (ssize_t)sizeof(hosts) - 1);
+    close(fd);
+    snprintf(text, sizeof(text), SHEBANG "#SBATCH -w %s\n", path);
+    sb = parse(text);
+    cr_assert_eq(sb->nodelist_n, 3);
+    cr_assert_str_eq(sb->nodelist_names[0], "gpu1");
+    cr_assert_str_eq(sb->nodelist_names[2], "gpu3");
+    cr_assert_str_eq(sb->nodelist, "gpu1,gpu[2-3],gpu1");
+    gs_sbatch_free(sb);
+    snprintf(text, sizeof(text), SHEBANG "#SBATCH --nodefile=%s -x %s\n", path, path);
+    sb = parse(text);
+    cr_assert_eq(sb->nodelist_n, 3);
+    cr_assert_eq(sb->exclude_n, 3);
+    gs_sbatch_free(sb);
+    unlink(path);
 }
 
 Test(sbatch_options, exclusive_flag)
