@@ -95,6 +95,8 @@ static void json_resources(struct gs_json *j, const Gs__Resources *r)
     gs_json_kv_uint(j, "time_limit_s", r->time_limit_s);
     gs_json_kv_bool(j, "exclusive", r->exclusive);
     gs_json_kv_string(j, "constraint", r->constraint);
+    if (r->prefer != NULL && r->prefer[0] != '\0')
+        gs_json_kv_string(j, "prefer", r->prefer);
     gs_json_kv_uint(j, "ntasks", r->ntasks);
     gs_json_kv_string(j, "partition", r->partition);
     json_strings(j, "nodelist", r->nodelist, r->n_nodelist);

@@ -256,6 +256,8 @@ int cli_jobspec_text(struct gs_buf *out, const struct gs_jobspec *s)
     text_line(&t, "time_limit", gs_format_duration(s->time_limit_s, b, sizeof(b)));
     if (s->constraint != NULL)
         text_line(&t, "constraint", s->constraint);
+    if (s->prefer != NULL)
+        text_line(&t, "prefer", s->prefer);
     if (s->nlicenses > 0) {
         struct gs_buf l = GS_BUF_INIT;
 

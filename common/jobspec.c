@@ -231,6 +231,11 @@ static void rd_constraint(struct gs_schema_ctx *c, const struct gs_toml_value *v
     gs_schema_string(c, v, "resources.constraint", &SPEC(c)->constraint);
 }
 
+static void rd_prefer(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    gs_schema_string(c, v, "resources.prefer", &SPEC(c)->prefer);
+}
+
 static const struct gs_schema_key resources_keys[] = {
     {"nodes", rd_nodes},
     {"gpus_per_node", rd_gpus_per_node},
@@ -243,6 +248,7 @@ static const struct gs_schema_key resources_keys[] = {
     {"time_limit", rd_time_limit},
     {"exclusive", rd_exclusive},
     {"constraint", rd_constraint},
+    {"prefer", rd_prefer},
     {"licenses", gs_jobspec_read_licenses},
     {NULL, NULL},
 };
@@ -691,6 +697,7 @@ void gs_jobspec_free(struct gs_jobspec *spec)
     free(spec->name);
     free(spec->deps);
     free(spec->constraint);
+    free(spec->prefer);
     gs_license_list_free(spec->licenses, spec->nlicenses);
     free(spec->mail_user);
     gs_schema_strv_free(spec->argv);

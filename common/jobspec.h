@@ -182,6 +182,7 @@ struct gs_jobspec {
     uint64_t time_limit_s;      /* GS_DURATION_INFINITE when unlimited */
     bool exclusive;
     char *constraint;                /* node feature required, NULL for none */
+    char *prefer;                    /* node feature preferred (sbatch --prefer), NULL none */
     struct gs_job_license *licenses; /* distinct names; NULL, 0: none */
     size_t nlicenses;
 

@@ -83,6 +83,7 @@ void gs_proto_jobspec_resources(Gs__Resources *r, const struct gs_jobspec *spec)
     r->time_limit_s = spec->time_limit_s == GS_DURATION_INFINITE ? 0 : spec->time_limit_s;
     r->exclusive = spec->exclusive;
     r->constraint = or_empty(spec->constraint);
+    r->prefer = or_empty(spec->prefer);
     r->ntasks = spec->ntasks;
     r->partition = or_empty(spec->partition);
     r->n_nodelist = spec->nodelist != NULL ? spec->nnodelist : 0;
@@ -586,6 +587,8 @@ static int copy_all(const Gs__JobSpec *pb, struct gs_jobspec *spec, struct gs_er
     rc = copy_opt(pb->name, &spec->name);
     if (rc == 0)
         rc = copy_opt(pb->resources->constraint, &spec->constraint);
+    if (rc == 0)
+        rc = copy_opt(pb->resources->prefer, &spec->prefer);
     if (rc == 0)
         rc = copy_opt(run->script, &spec->script);
     if (rc == 0)

@@ -51,6 +51,7 @@ void sched_node_masks_release(struct sched_node_masks *m)
     if (!m->allowed_borrowed)
         free(m->allowed);
     free(m->required);
+    free(m->prefer_own);
     if (!m->data_borrowed) {
         free(m->data_bytes);
         free(m->data_nodes);

@@ -49,6 +49,8 @@ struct sched_node_masks {
     bool data_borrowed;         /* data_bytes and data_nodes are not the masks' own */
     bool data_first;            /* they rank before fit (scheduler.data_locality = "prefer") */
     const uint64_t *preferred;  /* nodes that rank first (a reservation's; borrowed) */
+    uint64_t *prefer_own;       /* sbatch --prefer's nodes, owned; preferred unless a
+                                 * reservation's are */
     const uint64_t *gpu_prefer; /* per node, GPUs chosen first (a GPU reservation's; borrowed) */
     struct sched_req *het;      /* a heterogeneous job's further components' requests, owned */
 };

@@ -240,6 +240,18 @@ int sched_node_masks_build(struct sched_ctx *s, const struct gs_jobspec *spec,
             data_fill(s, spec->data.id, n, m->data_bytes, m->data_nodes, &m->ndata_nodes);
         }
     }
+    if (spec->prefer != NULL && spec->prefer[0] != '\0') { /* sbatch --prefer: rank first */
+        if ((m->prefer_own = calloc(words, sizeof(*m->prefer_own))) == NULL)
+            goto oom;
+        for (size_t i = 0; i < s->nnodes; i++) {
+            const Gs__NodeTopology *t = s->nodes[i]->topology;
+
+            for (size_t f = 0; s->nodes[i]->index < n && f < t->n_features; f++)
+                if (strcmp(t->features[f], spec->prefer) == 0)
+                    set_bit(m->prefer_own, s->nodes[i]->index);
+        }
+        m->preferred = m->prefer_own;
+    }
     if (p != NULL && p->nodes == NULL && spec->nexclude == 0 && spec->nnodelist == 0 &&
         spec->tmp_per_node_mib == 0)
         return 0; /* every node, nothing required: no masks at all */

@@ -1085,6 +1085,7 @@ static const struct opt_def options[] = {
     OPT("gres-flags", 0, GRES_FLAGS, set_string, gres_flags, 0, GROUP_NONE),
     OPT("comment", 0, COMMENT, set_string, comment, 0, GROUP_NONE),
     OPT("wckey", 0, WCKEY, set_word, wckey, 0, GROUP_NONE),
+    OPT("prefer", 0, PREFER, set_word, prefer, 0, GROUP_NONE),
     FLAG("hold", 'H', HOLD, hold, 1),
     {"nice", 0, ARG_OPTIONAL, GS_SBATCH_OPT_NICE, set_nice, FIELD(nice), 0, GROUP_NONE, NULL},
     OPT("priority", 0, PRIORITY, set_priority, priority, 0, GROUP_NONE),
@@ -1683,6 +1684,7 @@ static void sbatch_release(struct gs_sbatch *sb)
     free(sb->gres_flags);
     free(sb->comment);
     free(sb->wckey);
+    free(sb->prefer);
     free(sb->mail_user);
     free(sb->nodelist);
     gs_hostlist_free(sb->nodelist_names);
@@ -1957,6 +1959,7 @@ static const struct {
     {"gres_flags", GS_SBATCH_OPT_GRES_FLAGS, FIELD(gres_flags)},
     {"comment", GS_SBATCH_OPT_COMMENT, FIELD(comment)},
     {"wckey", GS_SBATCH_OPT_WCKEY, FIELD(wckey)},
+    {"prefer", GS_SBATCH_OPT_PREFER, FIELD(prefer)},
     {"nodelist", GS_SBATCH_OPT_NODELIST, FIELD(nodelist)},
     {"exclude", GS_SBATCH_OPT_EXCLUDE, FIELD(exclude)},
     {"output", GS_SBATCH_OPT_OUTPUT, FIELD(output)},

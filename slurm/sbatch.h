@@ -124,6 +124,7 @@ enum gs_sbatch_opt {
     GS_SBATCH_OPT_WAIT_ALL_NODES,
     GS_SBATCH_OPT_PROPAGATE,
     GS_SBATCH_OPT_USE_MIN_NODES,
+    GS_SBATCH_OPT_PREFER,
     GS_SBATCH_OPT_COUNT,
 };
 
@@ -207,6 +208,7 @@ struct gs_sbatch {
     char *partition, *account, *qos, *constraint, *reservation, *licenses, *gres_flags;
     char *comment;  /* recorded with the job and shown */
     char *wckey;    /* recorded with the job (sacct WCKey) */
+    char *prefer;   /* --prefer: a feature its nodes should have, when free ones do */
     char *nodelist; /* the expression as given; nodelist_names its expansion */
     char **nodelist_names;
     size_t nodelist_n;

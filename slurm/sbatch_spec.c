@@ -91,6 +91,7 @@ static const char *const opt_names[GS_SBATCH_OPT_COUNT] = {
     [GS_SBATCH_OPT_WAIT_ALL_NODES] = "--wait-all-nodes",
     [GS_SBATCH_OPT_PROPAGATE] = "--propagate",
     [GS_SBATCH_OPT_USE_MIN_NODES] = "--use-min-nodes",
+    [GS_SBATCH_OPT_PREFER] = "--prefer",
 };
 
 /*
@@ -876,6 +877,8 @@ static void map_simple(struct conv *c)
         s->reservation = dup_or_fail(c, sb->reservation);
     if (is_set(sb, GS_SBATCH_OPT_COMMENT))
         s->comment = dup_or_fail(c, sb->comment);
+    if (is_set(sb, GS_SBATCH_OPT_PREFER))
+        s->prefer = dup_or_fail(c, sb->prefer);
     if (is_set(sb, GS_SBATCH_OPT_WCKEY))
         s->wckey = dup_or_fail(c, sb->wckey);
     s->mail_types = sb->mail_types;

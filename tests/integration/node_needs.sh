@@ -2,7 +2,7 @@
 # node_needs.sh BIN_DIR SRC_DIR: what each node must give a job, on a two-worker `gsched up`
 # cluster: sbatch --mincpus and --overcommit (the cores each node gives, as
 # SLURM_JOB_CPUS_PER_NODE says), the submitting shell's limits (--propagate), then nodes'
-# temporary disk (Slurm's TmpDisk) and --tmp. Each worker reports the size of its worker.tmp_fs (/tmp);
+# temporary disk (Slurm's TmpDisk) and --tmp, a node feature preferred (--prefer). Each worker reports the size of its worker.tmp_fs (/tmp);
 # node2 is restarted with --tmp-fs /proc, a file system of no blocks, so it has none.
 # scontrol show node and sinfo %d say both sizes; while node1 is held, a job asking --tmp
 # waits while one queued after it takes node2, then runs on node1; two nodes of it are
@@ -20,13 +20,18 @@ export PATH=$links:$PATH
 
 start_cluster --workers 2 --heartbeat 1s --topology "$src/tests/topologies/ws-4gpu.xml"
 
-# --mincpus: one task of one CPU gets 3 cores; -O: four tasks of 2 CPUs share one task's 2.
-cpus_of() { # cpus_of NAME SBATCH-OPTIONS...: the job's SLURM_JOB_CPUS_PER_NODE and _OVERCOMMIT
-  local name=$1 id
-  shift
-  id=$(sbatch_id "$@" -o "$work/$name.out" --wrap 'echo "CPN=$SLURM_JOB_CPUS_PER_NODE OC=${SLURM_OVERCOMMIT:-}"')
+# output_of NAME WRAP SBATCH-OPTIONS...: runs --wrap WRAP as a job, waits, prints its output.
+output_of() {
+  local name=$1 wrap=$2 id
+  shift 2
+  id=$(sbatch_id "$@" -o "$work/$name.out" --wrap "$wrap")
   wait_end "$id" 30 || fail "$name: $(jq "$id" 'j')"
   cat "$work/$name.out"
+}
+
+# --mincpus: one task of one CPU gets 3 cores; -O: four tasks of 2 CPUs share one task's 2.
+cpus_of() { # cpus_of NAME SBATCH-OPTIONS...: the job's SLURM_JOB_CPUS_PER_NODE and _OVERCOMMIT
+  output_of "$1" 'echo "CPN=$SLURM_JOB_CPUS_PER_NODE OC=${SLURM_OVERCOMMIT:-}"' "${@:2}"
 }
 [ "$(cpus_of mincpus -n 1 --mincpus=3)" = "CPN=3 OC=" ] || fail "--mincpus=3: $(cat "$work/mincpus.out")"
 [ "$(cpus_of plain -n 4 -c 2)" = "CPN=8 OC=" ] || fail "-n 4 -c 2: $(cat "$work/plain.out")"
@@ -35,12 +40,9 @@ cpus_of() { # cpus_of NAME SBATCH-OPTIONS...: the job's SLURM_JOB_CPUS_PER_NODE 
 # --propagate: the submitting shell's soft limits reach the batch shell and its srun steps;
 # without it the tasks keep the worker's.
 stack_of() { # stack_of NAME SBATCH-OPTIONS...: the soft stack limits the job and its step saw
-  local name=$1 id
-  shift
-  id=$( (ulimit -S -s 2000 && sbatch_id "$@" -o "$work/$name.out" --wrap \
-    'echo "JOB $(ulimit -S -s)"; srun -n1 bash -c '"'"'echo "STEP $(ulimit -S -s)"'"'"'') )
-  wait_end "$id" 30 || fail "$name: $(jq "$id" 'j')"
-  sort "$work/$name.out" | tr '\n' ' '
+  (ulimit -S -s 2000 && output_of "$1" \
+    'echo "JOB $(ulimit -S -s)"; srun -n1 bash -c '"'"'echo "STEP $(ulimit -S -s)"'"'"'' \
+    "${@:2}") | sort | tr '\n' ' '
 }
 [ "$(stack_of prop --propagate=STACK,NOFILE)" = "JOB 2000 STEP 2000 " ] ||
   fail "--propagate=STACK: $(cat "$work/prop.out")"
@@ -50,12 +52,12 @@ case $out in *"--propagate=STAK: 'STAK' is none of"*) ;; *) fail "--propagate=ST
 tmp_mib=$(python3 -c 'import os; s = os.statvfs("/tmp"); print(s.f_blocks * s.f_frsize >> 20)')
 [ "$tmp_mib" -gt 16 ] || skip "/tmp holds only $tmp_mib MiB"
 
-# node2 again, its TmpDisk from /proc (0 blocks).
+# node2 again, its TmpDisk from /proc (0 blocks), with the feature "fast".
 pid=$(cat "$state/node2.pid")
 mapfile -d '' cmd < "/proc/$pid/cmdline"
 kill "$pid"
 wait_for "node2's worker to stop" 15 eval '! pid_alive '"$pid"
-respawn node2 "${cmd[@]}" --tmp-fs /proc </dev/null >>"$state/node2.log" 2>&1 &
+respawn node2 "${cmd[@]}" --tmp-fs /proc --features fast </dev/null >>"$state/node2.log" 2>&1 &
 echo $! > "$state/node2.pid"
 wait_for "node2's worker to register again" 15 \
   eval "[ \"\$(grep -c ' registered' '$state/node2.log')\" -ge 2 ]"
@@ -68,11 +70,31 @@ scontrol show node node2 | grep -q "TmpDisk=0\\b" ||
 [ "$(sinfo -h -N -o '%N %d' | sort | tr '\n' ' ')" = "node1 $tmp_mib node2 0 " ] ||
   fail "sinfo %d: $(sinfo -h -N -o '%N %d')"
 
+# --prefer: with a one-core job on node1 (best fit ranks node1 first then), a job without
+# --prefer takes node1 and one with --prefer=fast node2; with node2 held, it takes node1
+# rather than wait.
+where() { output_of "$1" 'echo "$SLURMD_NODENAME"' "${@:2}"; } # where NAME SBATCH-OPTIONS...
+hold() { # hold GATE SBATCH-OPTIONS...: a job that runs until gate GATE opens, started; its id
+  printf '#!/bin/bash\n%s\n' "$(gate_wait "$1")" > "$work/hold-$1.sh"
+  held_id=$(sbatch_id "${@:2}" "$work/hold-$1.sh")
+  wait_start "$held_id"
+}
+hold small -n 1 -w node1
+small=$held_id
+[ "$(where plain1)" = node1 ] || fail "a job without --prefer: $(cat "$work/plain1.out")"
+[ "$(where fast1 --prefer=fast)" = node2 ] || fail "--prefer=fast: $(cat "$work/fast1.out")"
+gate small
+wait_end "$small" 30 || fail "the one-core job: $(jq "$small" 'j')"
+hold node2 --exclusive -w node2
+holder=$held_id
+[ "$(where fast2 --prefer=fast)" = node1 ] || fail "--prefer=fast, node2 busy: $(cat "$work/fast2.out")"
+gate node2
+wait_end "$holder" 30 || fail "the node2 holder: $(jq "$holder" 'j')"
+
 # While node1 is held, a job that needs 1 MiB of it waits (node2 has none) and a job
 # queued after it without --tmp takes node2; once node1 is free the first runs there.
-printf '#!/bin/bash\n%s\n' "$(gate_wait node1)" > "$work/hold.sh"
-blocker=$(sbatch_id --exclusive -w node1 "$work/hold.sh")
-wait_start "$blocker"
+hold node1 --exclusive -w node1
+blocker=$held_id
 printf '#!/bin/bash\n#SBATCH --tmp=1\n#SBATCH -o %s/tmp.out\necho "ON $SLURMD_NODENAME"\n' \
   "$work" > "$work/tmp.sh"
 needs=$(sbatch --parsable "$work/tmp.sh" 2>&1) || fail "sbatch --tmp=1 refused: $needs"
