@@ -713,6 +713,7 @@ void gs_jobspec_free(struct gs_jobspec *spec)
     free(spec->qos);
     free(spec->comment);
     free(spec->wckey);
+    free(spec->clusters);
     free(spec->reservation);
     gs_jobdata_release(&spec->data);
     free(spec->source);

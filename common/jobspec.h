@@ -220,6 +220,7 @@ struct gs_jobspec {
     char *partition; /* NULL: the cluster's default */
     char *account, *qos, *comment;
     char *wckey;       /* sbatch --wckey: recorded for accounting (sacct's WCKey); NULL none */
+    char *clusters;    /* sbatch -M: must name this cluster (gschedd checks); NULL any */
     char *reservation; /* NULL: none (sbatch --reservation) */
 
     /* What Slurm batch scripts ask for (gsched sbatch); zero / NULL from a job file. */

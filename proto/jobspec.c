@@ -248,6 +248,7 @@ int gs_proto_jobspec_view_init(struct gs_proto_jobspec_view *v, const struct gs_
     v->spec.qos = or_empty(spec->qos);
     v->spec.comment = or_empty(spec->comment);
     v->spec.wckey = or_empty(spec->wckey);
+    v->spec.clusters = or_empty(spec->clusters);
     v->spec.reservation = or_empty(spec->reservation);
     v->spec.source = or_empty(spec->source);
     v->spec.mail_types = spec->mail_types;
@@ -546,6 +547,8 @@ static int copy_slurm(const Gs__JobSpec *pb, struct gs_jobspec *spec)
         rc = copy_opt(pb->comment, &spec->comment);
     if (rc == 0)
         rc = copy_opt(pb->wckey, &spec->wckey);
+    if (rc == 0)
+        rc = copy_opt(pb->clusters, &spec->clusters);
     if (rc == 0)
         rc = copy_opt(pb->reservation, &spec->reservation);
     if (rc == 0)

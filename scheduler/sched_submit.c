@@ -252,6 +252,26 @@ static void unfit_reason(struct sched_ctx *s, const struct gs_jobspec *spec,
     snprintf(why, size, "resources: %s", fallback);
 }
 
+/* sbatch -M: one of the clusters it names must be this one. */
+static int clusters_admit(const struct sched_ctx *s, const struct gs_jobspec *spec, char *why,
+                          size_t size)
+{
+    const char *mine = s->cfg->cluster_name != NULL ? s->cfg->cluster_name : "gsched";
+
+    if (spec->clusters == NULL || spec->clusters[0] == '\0')
+        return 0;
+    for (const char *p = spec->clusters; *p != '\0';) {
+        size_t len = strcspn(p, ",");
+
+        if (len == strlen(mine) && strncmp(p, mine, len) == 0)
+            return 0;
+        p += len + (p[len] == ',');
+    }
+    snprintf(why, size, "clusters: no cluster '%.60s' here (this one is '%.60s')", spec->clusters,
+             mine);
+    return -EINVAL;
+}
+
 /* sbatch --tmp more than any node's TmpDisk: said as such, before the masks leave no node. */
 static int tmp_admit(struct sched_ctx *s, const struct gs_jobspec *spec, char *why, size_t size)
 {
@@ -303,6 +323,8 @@ static int admit(struct sched_ctx *s, struct gs_jobspec *spec, char *why, size_t
         rc = sched_license_admit(s->cfg, spec, why, size);
     if (rc == 0)
         rc = tmp_admit(s, spec, why, size);
+    if (rc == 0)
+        rc = clusters_admit(s, spec, why, size);
     if (rc < 0)
         return rc;
     return sched_submit_shape_check(s, spec, why, size);

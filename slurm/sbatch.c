@@ -709,6 +709,17 @@ static int set_propagate(struct ctx *c, const struct opt_def *d, const char *val
     return 0;
 }
 
+/* --ntasks-per-core=1: what gsched gives every task (whole cores of its own); more is not. */
+static int set_per_core(struct ctx *c, const struct opt_def *d, const char *value,
+                        struct gs_error *err)
+{
+    if (strcmp(value, "1") != 0)
+        return gs_error_set(err, -EINVAL, 0, 0,
+                            "gsched gives each task whole cores of its own: only 1 is supported");
+    *AT(c, d, uint32_t) = 1;
+    return 0;
+}
+
 /* 0 or 1 (--wait-all-nodes). */
 static int set_zero_one(struct ctx *c, const struct opt_def *d, const char *value,
                         struct gs_error *err)
@@ -1086,6 +1097,8 @@ static const struct opt_def options[] = {
     OPT("comment", 0, COMMENT, set_string, comment, 0, GROUP_NONE),
     OPT("wckey", 0, WCKEY, set_word, wckey, 0, GROUP_NONE),
     OPT("prefer", 0, PREFER, set_word, prefer, 0, GROUP_NONE),
+    OPT("clusters", 'M', CLUSTERS, set_string, clusters, 0, GROUP_NONE),
+    OPT("ntasks-per-core", 0, NTASKS_PER_CORE, set_per_core, ntasks_per_core, 0, GROUP_NONE),
     FLAG("hold", 'H', HOLD, hold, 1),
     {"nice", 0, ARG_OPTIONAL, GS_SBATCH_OPT_NICE, set_nice, FIELD(nice), 0, GROUP_NONE, NULL},
     OPT("priority", 0, PRIORITY, set_priority, priority, 0, GROUP_NONE),
@@ -1110,9 +1123,7 @@ static const struct opt_def options[] = {
     OPT("deadline", 0, DEADLINE, set_begin, deadline_ms, 0, GROUP_NONE),
     UNSUPPORTED("no-kill", 'k', ARG_OPTIONAL, NULL),
     UNSUPPORTED("ntasks-per-socket", 0, REQ, NULL),
-    UNSUPPORTED("ntasks-per-core", 0, REQ, NULL),
     UNSUPPORTED("oversubscribe", 's', ARG_NONE, "GPUs are never shared"),
-    UNSUPPORTED("clusters", 'M', REQ, "gsched runs one cluster"),
 };
 
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
@@ -1685,6 +1696,7 @@ static void sbatch_release(struct gs_sbatch *sb)
     free(sb->comment);
     free(sb->wckey);
     free(sb->prefer);
+    free(sb->clusters);
     free(sb->mail_user);
     free(sb->nodelist);
     gs_hostlist_free(sb->nodelist_names);
@@ -1960,6 +1972,7 @@ static const struct {
     {"comment", GS_SBATCH_OPT_COMMENT, FIELD(comment)},
     {"wckey", GS_SBATCH_OPT_WCKEY, FIELD(wckey)},
     {"prefer", GS_SBATCH_OPT_PREFER, FIELD(prefer)},
+    {"clusters", GS_SBATCH_OPT_CLUSTERS, FIELD(clusters)},
     {"nodelist", GS_SBATCH_OPT_NODELIST, FIELD(nodelist)},
     {"exclude", GS_SBATCH_OPT_EXCLUDE, FIELD(exclude)},
     {"output", GS_SBATCH_OPT_OUTPUT, FIELD(output)},

@@ -125,6 +125,8 @@ enum gs_sbatch_opt {
     GS_SBATCH_OPT_PROPAGATE,
     GS_SBATCH_OPT_USE_MIN_NODES,
     GS_SBATCH_OPT_PREFER,
+    GS_SBATCH_OPT_CLUSTERS,
+    GS_SBATCH_OPT_NTASKS_PER_CORE,
     GS_SBATCH_OPT_COUNT,
 };
 
@@ -206,10 +208,12 @@ struct gs_sbatch {
     uint64_t time_limit_s, time_min_s; /* GS_DURATION_INFINITE for unlimited */
 
     char *partition, *account, *qos, *constraint, *reservation, *licenses, *gres_flags;
-    char *comment;  /* recorded with the job and shown */
-    char *wckey;    /* recorded with the job (sacct WCKey) */
-    char *prefer;   /* --prefer: a feature its nodes should have, when free ones do */
-    char *nodelist; /* the expression as given; nodelist_names its expansion */
+    char *comment;            /* recorded with the job and shown */
+    char *wckey;              /* recorded with the job (sacct WCKey) */
+    char *prefer;             /* --prefer: a feature its nodes should have, when free ones do */
+    char *clusters;           /* -M: checked by gschedd against its cluster_name */
+    uint32_t ntasks_per_core; /* --ntasks-per-core: 1, what gsched always gives */
+    char *nodelist;           /* the expression as given; nodelist_names its expansion */
     char **nodelist_names;
     size_t nodelist_n;
     char *exclude;

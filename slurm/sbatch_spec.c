@@ -92,6 +92,8 @@ static const char *const opt_names[GS_SBATCH_OPT_COUNT] = {
     [GS_SBATCH_OPT_PROPAGATE] = "--propagate",
     [GS_SBATCH_OPT_USE_MIN_NODES] = "--use-min-nodes",
     [GS_SBATCH_OPT_PREFER] = "--prefer",
+    [GS_SBATCH_OPT_CLUSTERS] = "--clusters",
+    [GS_SBATCH_OPT_NTASKS_PER_CORE] = "--ntasks-per-core",
 };
 
 /*
@@ -879,6 +881,11 @@ static void map_simple(struct conv *c)
         s->comment = dup_or_fail(c, sb->comment);
     if (is_set(sb, GS_SBATCH_OPT_PREFER))
         s->prefer = dup_or_fail(c, sb->prefer);
+    if (is_set(sb, GS_SBATCH_OPT_CLUSTERS))
+        s->clusters = dup_or_fail(c, sb->clusters);
+    if (is_set(sb, GS_SBATCH_OPT_NTASKS_PER_CORE) && sb->overcommit)
+        fail(c, GS_SBATCH_OPT_NTASKS_PER_CORE,
+             "one task a core is not what --overcommit's tasks get (they share one task's)");
     if (is_set(sb, GS_SBATCH_OPT_WCKEY))
         s->wckey = dup_or_fail(c, sb->wckey);
     s->mail_types = sb->mail_types;

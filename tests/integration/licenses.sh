@@ -80,7 +80,7 @@ out=$("$bin/gsched" scontrol update JobId="$long" Licenses=matlab:x 2>&1) &&
 grep -q "Invalid Licenses value: matlab:x" <<< "$out" || fail "update refusal: $out"
 out=$("$bin/gsched" scontrol update JobId="$first" Licenses=fluent 2>&1) &&
   fail "a running job's licenses changed: $out"
-grep -q "only its TimeLimit can be changed" <<< "$out" || fail "running job's refusal: $out"
+grep -q "only its TimeLimit, Name, Comment and WCKey can be changed" <<< "$out" || fail "running job's refusal: $out"
 expect "$long" 'j["state"] == "PENDING" and j["licenses"] == {"matlab": 1}' "unchanged by refusals"
 "$bin/gsched" scontrol update JobId="$long" Licenses=fluent || fail "scontrol update Licenses="
 wait_end "$long" || fail "the job moved to fluent failed"

@@ -175,6 +175,14 @@ has "$work/sig.marks" '^BATCH_DONE$'
 scontrol show job "$id" > "$tmp/scontrol.out" 2>&1 || fail "scontrol show job: $(cat "$tmp/scontrol.out")"
 has "$tmp/scontrol.out" "Command=$work/batch-sig.sh\$"
 
+# --- -M: a script written for several clusters runs here when it names this one ------------------
+id=$(sbatch --parsable -M other,gsched -o /dev/null --wrap true 2>&1) || fail "-M other,gsched: $id"
+completed "$id" clusters /dev/null
+before=$(queue_count)
+if out=$(sbatch -M other --wrap true 2>&1); then fail "-M other was accepted: $out"; fi
+case $out in *"clusters: no cluster 'other' here (this one is 'gsched')"*) ;; *) fail "-M other: $out" ;; esac
+[ "$(queue_count)" = "$before" ] || fail "-M other left a job behind"
+
 # --- a bad directive submits nothing ---------------------------------------------------------------
 before=$(queue_count)
 printf '#!/bin/sh\n#SBATCH --nodse=2\necho hi\n' > "$work/typo.sh"

@@ -936,8 +936,10 @@ Test(sbatch_options, ignorable_options_warn_once_each)
 
 Test(sbatch_options, known_slurm_options_gsched_lacks_are_errors)
 {
+    expect_error(SHEBANG "#SBATCH --ntasks-per-socket=2\n",
+                 "run.sh:2: --ntasks-per-socket=2: a Slurm option gsched does not support");
     expect_error(SHEBANG "#SBATCH --ntasks-per-core=2\n",
-                 "run.sh:2: --ntasks-per-core=2: a Slurm option gsched does not support");
+                 "run.sh:2: --ntasks-per-core=2: gsched gives each task whole cores of its own");
     expect_error(SHEBANG "#SBATCH --mincpus=0\n",
                  "run.sh:2: --mincpus=0: '0' is not a count from 1 to");
     expect_error(SHEBANG "#SBATCH --deadline=whenever\n",
