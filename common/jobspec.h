@@ -243,6 +243,7 @@ struct gs_jobspec {
     bool depends_any; /* one dependency suffices */
     bool singleton;   /* one job of this name and user at a time */
     enum gs_kill_invalid_dep kill_invalid_dep;
+    bool no_kill; /* sbatch -k: a batch job outlives a node other than its first failing */
     struct gs_job_array array;
     struct gs_jobdata data;
     /* A heterogeneous job's components after the first (owned), nhet of them; NULL, 0 for

@@ -256,6 +256,7 @@ int gs_proto_jobspec_view_init(struct gs_proto_jobspec_view *v, const struct gs_
     v->spec.depends_any = spec->depends_any;
     v->spec.singleton = spec->singleton;
     v->spec.kill_on_invalid_dep = (uint32_t)spec->kill_invalid_dep;
+    v->spec.no_kill = spec->no_kill;
     if (is_array(&spec->array)) {
         view_array(&v->array, &spec->array);
         v->spec.array = &v->array;
@@ -535,6 +536,7 @@ static int copy_slurm(const Gs__JobSpec *pb, struct gs_jobspec *spec)
     spec->depends_any = pb->depends_any;
     spec->singleton = pb->singleton;
     spec->kill_invalid_dep = (enum gs_kill_invalid_dep)pb->kill_on_invalid_dep;
+    spec->no_kill = pb->no_kill;
     spec->mail_types = pb->mail_types;
     rc = copy_opt(r->partition, &spec->partition);
     if (rc == 0)

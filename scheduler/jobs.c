@@ -513,6 +513,11 @@ const char *sched_job_hold_reason(const struct sched_jobs *jobs, const struct sc
     }
 }
 
+bool sched_job_nokill_lost(const struct sched_job *job, uint32_t at)
+{
+    return at < SCHED_MAX_JOB_NODES && (job->nokill_lost[at / 64] >> (at % 64)) & 1;
+}
+
 int sched_job_start(struct sched_job *job, const struct sched_alloc *alloc, uint32_t tasks_per_node,
                     uint64_t now_ms)
 {
@@ -556,6 +561,7 @@ int sched_job_start(struct sched_job *job, const struct sched_alloc *alloc, uint
     job->tasks_ended = 0;
     job->any_failed = job->any_timeout = job->any_cancelled = job->any_oom = false;
     job->node_fail_pending = false;
+    memset(job->nokill_lost, 0, sizeof(job->nokill_lost));
     job->lost_tasks = SCHED_LOST_NONE;
     job->exit_code = 0;
     job->signaled = false;

@@ -121,6 +121,9 @@ struct sched_job {
      * tasks failing meanwhile (their peers lost with it) do not end the job; the node's
      * failover requeues it, or NODE_FAIL. */
     bool node_fail_pending;
+    /* sbatch --no-kill: the alloc indices of its nodes that failed while it ran on (bit i of
+     * word i / 64); its srun steps leave them out. */
+    uint64_t nokill_lost[SCHED_MAX_JOB_NODES / 64];
     /* Its tasks on a node were lost (the node failed over, or its worker lost them): the
      * attempt ends once its other tasks have ended too, so that the next one never runs
      * beside them; SCHED_LOST_* says how. */
@@ -256,6 +259,9 @@ const char *sched_job_hold_reason(const struct sched_jobs *jobs, const struct sc
  */
 int sched_job_start(struct sched_job *job, const struct sched_alloc *alloc, uint32_t tasks_per_node,
                     uint64_t now_ms);
+/* Whether the job's node at (an alloc index) failed while it ran on (sbatch --no-kill,
+ * sched_failover.c): its srun steps leave it out. */
+bool sched_job_nokill_lost(const struct sched_job *job, uint32_t at);
 /*
  * Task rank of the current attempt ended. A rank out of range or already ended is ignored
  * (returns false), so a repeated report changes nothing. Returns true when that was the last

@@ -39,6 +39,36 @@ static bool uses_pending_node(struct sched_ctx *s, const struct sched_job *job)
     return false;
 }
 
+/* Whether a lost node (alloc index at) leaves job running: sbatch --no-kill, a batch job
+ * (its tasks are srun steps there, ended with the node) whose first node, the batch shell's,
+ * is not the one. */
+static bool runs_on(const struct sched_job *job, uint32_t at)
+{
+    return job->spec->no_kill && gs_jobspec_runs_leader(job->spec) && at != 0 &&
+           at < SCHED_MAX_JOB_NODES;
+}
+
+/* --no-kill: the node is the job's no more; noted in its history, stored. */
+static void run_on(struct sched_ctx *s, struct sched_job *job, uint32_t at, const char *why)
+{
+    uint64_t now = gs_clock_wall_ms();
+    struct sched_change *ch;
+    char detail[320];
+
+    if (sched_job_nokill_lost(job, at))
+        return;
+    job->nokill_lost[at / 64] |= UINT64_C(1) << (at % 64);
+    snprintf(detail, sizeof(detail), "%s; the job runs on without it (--no-kill)", why);
+    sched_job_note(job, now, job->state, detail);
+    GS_LOG(GS_LOG_WARN, "job=%llu reason=\"%s\" job lost a node and runs on (--no-kill)",
+           (unsigned long long)job->id, why);
+    ch = sched_change_new(s);
+    sched_change_job(ch, job);
+    sched_change_event(ch, now, job->id, "", sched_job_state_name(job->state), detail);
+    sched_change_commit(s, ch, NULL, NULL);
+    sched_query_job_changed(s, job);
+}
+
 /* The job lost node (an alloc index): its other tasks are ended, and once none runs it is
  * requeued (charged a restart when charge) or ends NODE_FAIL. Until then it stays RUNNING,
  * so that its next attempt never starts beside a task of this one still in its kill grace
@@ -51,6 +81,10 @@ static void fail_over(struct sched_ctx *s, struct sched_job *job, uint32_t at, c
     struct sched_change *ch;
     char detail[320];
 
+    if (charge && runs_on(job, at)) {
+        run_on(s, job, at, why);
+        return;
+    }
     sched_signal_job(s, job, at, 0, GS__END_REASON__END_REASON_REQUEUED, why);
     st = sched_job_tasks_lost(job, at, charge ? SCHED_LOST_NODE_FAIL : SCHED_LOST_UNSTARTED,
                               charge ? why : "Requeued: its launch was lost", now);
@@ -94,8 +128,9 @@ void sched_failover_node_down(struct sched_ctx *s, struct sched_node *n)
      * gone): that is the node failure's, not the job's own end. */
     for (size_t i = 0; i < count; i++) {
         struct sched_job *job = sched_jobs_at(s->jobs, i);
+        uint32_t at;
 
-        if (job->state == SCHED_JOB_RUNNING && job_uses(job, n->index, NULL))
+        if (job->state == SCHED_JOB_RUNNING && job_uses(job, n->index, &at) && !runs_on(job, at))
             job->node_fail_pending = true;
     }
     {

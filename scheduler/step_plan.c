@@ -55,6 +55,8 @@ static int het_nodes(const struct sched_job *job, const struct sched_alloc_msg *
         gs_jobspec_het_view(sp, groups[g], &view);
         for (uint32_t i = first;
              i < first + (sp->nhet > 0 ? view.nodes : (uint32_t)m->n) && i < m->n; i++) {
+            if (sched_job_nokill_lost(job, i))
+                continue; /* failed under the job (--no-kill): not a step's */
             n += !in[i];
             in[i] = true;
         }
@@ -89,6 +91,13 @@ static int pick_nodes(const struct sched_job *job, const struct sched_alloc_msg 
 
         while (at < m->n && strcmp(m->nodes[at].node_name, req->nodelist[i]) != 0)
             at++;
+        if (at < m->n && sched_job_nokill_lost(job, at)) {
+            snprintf(why, size,
+                     "node '%s' (-w) of job %" PRIu64 " failed (the job runs on: "
+                     "--no-kill)",
+                     req->nodelist[i], job->id);
+            goto out;
+        }
         if (at == m->n || !in[at]) {
             snprintf(why, size, "node '%s' (-w) is not one of job %" PRIu64 "'s nodes%s",
                      req->nodelist[i], job->id,

@@ -720,6 +720,16 @@ static int set_per_core(struct ctx *c, const struct opt_def *d, const char *valu
     return 0;
 }
 
+/* -k/--no-kill[=off]. */
+static int set_no_kill(struct ctx *c, const struct opt_def *d, const char *value,
+                       struct gs_error *err)
+{
+    if (value != NULL && strcasecmp(value, "off") != 0 && strcasecmp(value, "on") != 0)
+        return gs_error_set(err, -EINVAL, 0, 0, "must be off (or nothing)");
+    *AT(c, d, bool) = value == NULL || strcasecmp(value, "on") == 0;
+    return 0;
+}
+
 /* 0 or 1 (--wait-all-nodes). */
 static int set_zero_one(struct ctx *c, const struct opt_def *d, const char *value,
                         struct gs_error *err)
@@ -1121,7 +1131,8 @@ static const struct opt_def options[] = {
     WARNED("hint", REQ, "placement follows the GPU topology"),
     OPT("begin", 'b', BEGIN, set_begin, begin_ms, 0, GROUP_NONE),
     OPT("deadline", 0, DEADLINE, set_begin, deadline_ms, 0, GROUP_NONE),
-    UNSUPPORTED("no-kill", 'k', ARG_OPTIONAL, NULL),
+    {"no-kill", 'k', ARG_OPTIONAL, GS_SBATCH_OPT_NO_KILL, set_no_kill, FIELD(no_kill), 0,
+     GROUP_NONE, NULL},
     UNSUPPORTED("ntasks-per-socket", 0, REQ, NULL),
     UNSUPPORTED("oversubscribe", 's', ARG_NONE, "GPUs are never shared"),
 };
@@ -1433,6 +1444,10 @@ static int short_options(struct ctx *c, const char *word, const char *next)
             snprintf(shown, sizeof(shown), "-%s", p);
             apply(c, d, p + 1, shown);
             return 0;
+        }
+        if (d->arg == ARG_OPTIONAL) { /* as getopt's "k::": a value only when attached */
+            apply(c, d, NULL, shown);
+            continue;
         }
         if (next == NULL) {
             report(c, shown, "needs a value");

@@ -127,6 +127,7 @@ enum gs_sbatch_opt {
     GS_SBATCH_OPT_PREFER,
     GS_SBATCH_OPT_CLUSTERS,
     GS_SBATCH_OPT_NTASKS_PER_CORE,
+    GS_SBATCH_OPT_NO_KILL,
     GS_SBATCH_OPT_COUNT,
 };
 
@@ -239,6 +240,7 @@ struct gs_sbatch {
     bool verbose;         /* -v: the options as read, on stderr, before submitting */
     bool wait_all_nodes;  /* --wait-all-nodes=1: always met (a job starts on up nodes) */
     bool use_min_nodes;   /* --use-min-nodes: what gsched does anyway with -N MIN-MAX */
+    bool no_kill;         /* -k: the job outlives a node other than its first failing */
     uint32_t propagate;   /* --propagate: bit i for gs_rlimit_name(i), the shell's to pass */
     bool open_append;     /* --open-mode=append; truncate (Slurm's default) otherwise */
     enum gs_kill_invalid_dep kill_invalid_dep; /* --kill-on-invalid-dep=yes|no */

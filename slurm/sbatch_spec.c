@@ -94,6 +94,7 @@ static const char *const opt_names[GS_SBATCH_OPT_COUNT] = {
     [GS_SBATCH_OPT_PREFER] = "--prefer",
     [GS_SBATCH_OPT_CLUSTERS] = "--clusters",
     [GS_SBATCH_OPT_NTASKS_PER_CORE] = "--ntasks-per-core",
+    [GS_SBATCH_OPT_NO_KILL] = "--no-kill",
 };
 
 /*
@@ -883,6 +884,7 @@ static void map_simple(struct conv *c)
         s->prefer = dup_or_fail(c, sb->prefer);
     if (is_set(sb, GS_SBATCH_OPT_CLUSTERS))
         s->clusters = dup_or_fail(c, sb->clusters);
+    s->no_kill = sb->no_kill;
     if (is_set(sb, GS_SBATCH_OPT_NTASKS_PER_CORE) && sb->overcommit)
         fail(c, GS_SBATCH_OPT_NTASKS_PER_CORE,
              "one task a core is not what --overcommit's tasks get (they share one task's)");

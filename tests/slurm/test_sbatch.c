@@ -946,6 +946,7 @@ Test(sbatch_options, known_slurm_options_gsched_lacks_are_errors)
                  "run.sh:2: --deadline=whenever: 'whenever' is not a time");
     expect_error(SHEBANG "#SBATCH --begin=soon\n", "run.sh:2: --begin=soon: 'soon' is not a time");
     expect_error(SHEBANG "#SBATCH --tmp=lots\n", "run.sh:2: --tmp=lots: 'lots' is not a size");
+    expect_error(SHEBANG "#SBATCH --no-kill=maybe\n", "run.sh:2: --no-kill=maybe: must be off");
     expect_error(SHEBANG "#SBATCH --wckey=a|b\n", "run.sh:2: --wckey=a|b: one name of 1 to");
     expect_error(SHEBANG "#SBATCH -m block:block:cyclic\n",
                  "run.sh:2: -m block:block:cyclic: the core level 'cyclic' is not supported");

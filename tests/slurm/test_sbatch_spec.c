@@ -593,6 +593,20 @@ Test(sbatch_spec, tmp_is_each_nodes_temporary_disk)
     gs_jobspec_free(s);
 }
 
+/* -k and --no-kill=off; -M and --prefer reach the job as given. */
+Test(sbatch_spec, no_kill_clusters_prefer)
+{
+    struct gs_jobspec *s = spec_of(SHEBANG "#SBATCH -k -M a,b --prefer=fast\n");
+
+    cr_assert(s->no_kill);
+    cr_assert_str_eq(s->clusters, "a,b");
+    cr_assert_str_eq(s->prefer, "fast");
+    gs_jobspec_free(s);
+    s = spec_of(SHEBANG "#SBATCH --no-kill=off\n");
+    cr_assert_not(s->no_kill);
+    gs_jobspec_free(s);
+}
+
 /* --mincpus and -O become the job's; --mem-per-cpu counts the cores a node gives. */
 Test(sbatch_spec, mincpus_and_overcommit)
 {
