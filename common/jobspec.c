@@ -205,6 +205,11 @@ static void rd_min_cpus_per_node(struct gs_schema_ctx *c, const struct gs_toml_v
                    &SPEC(c)->min_cpus_per_node);
 }
 
+static void rd_threads_per_core(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    gs_schema_uint(c, v, "resources.threads_per_core", 1, 64, &SPEC(c)->threads_per_core);
+}
+
 static void rd_overcommit(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
     gs_schema_bool(c, v, "resources.overcommit", &SPEC(c)->overcommit);
@@ -245,6 +250,7 @@ static const struct gs_schema_key resources_keys[] = {
     {"tmp_per_node", rd_tmp_per_node},
     {"min_cpus_per_node", rd_min_cpus_per_node},
     {"overcommit", rd_overcommit},
+    {"threads_per_core", rd_threads_per_core},
     {"time_limit", rd_time_limit},
     {"exclusive", rd_exclusive},
     {"constraint", rd_constraint},

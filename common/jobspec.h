@@ -179,6 +179,7 @@ struct gs_jobspec {
     uint64_t tmp_per_node_mib;  /* each node's TmpDisk at least (sbatch --tmp); 0: any */
     uint32_t min_cpus_per_node; /* cores each node gives the job at least (--mincpus) */
     bool overcommit;            /* one task's cores a node, its tasks share them (-O) */
+    uint32_t threads_per_core;  /* hardware threads a task uses of each core; 0: all */
     uint64_t time_limit_s;      /* GS_DURATION_INFINITE when unlimited */
     bool exclusive;
     char *constraint;                /* node feature required, NULL for none */

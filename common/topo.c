@@ -548,6 +548,12 @@ const struct gs_topo_core *gs_topo_core(const struct gs_topo *topo, int i)
     return i >= 0 && i < topo->ncores ? &topo->cores[i] : NULL;
 }
 
+int gs_topo_core_threads(const struct gs_topo_core *core, uint32_t threads_per_core)
+{
+    return threads_per_core == 0 || threads_per_core > (uint32_t)core->npus ? core->npus
+                                                                            : (int)threads_per_core;
+}
+
 bool gs_topo_is_this_system(const struct gs_topo *topo)
 {
     return topo->this_system;

@@ -134,6 +134,10 @@ int gs_topo_ngpus(const struct gs_topo *topo);
 /* Borrowed pointers into topo, valid until gs_topo_free(); NULL when i is out of range. */
 const struct gs_topo_gpu *gs_topo_gpu(const struct gs_topo *topo, int i);
 const struct gs_topo_core *gs_topo_core(const struct gs_topo *topo, int i);
+/* How many of core's hardware threads a task bound to it uses: its first threads_per_core
+ * (sbatch --threads-per-core, --hint=nomultithread), or all of them when that is 0 or more
+ * than it has. */
+int gs_topo_core_threads(const struct gs_topo_core *core, uint32_t threads_per_core);
 /* True when the topology describes the machine we run on (binding is meaningful). */
 bool gs_topo_is_this_system(const struct gs_topo *topo);
 

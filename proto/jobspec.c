@@ -182,6 +182,7 @@ static void view_run(Gs__RunSpec *run, const struct gs_jobspec *spec)
     run->stdout_pattern = or_empty(spec->stdout_pattern);
     run->stderr_pattern = or_empty(spec->stderr_pattern);
     run->stdin_pattern = or_empty(spec->stdin_pattern);
+    run->threads_per_core = spec->threads_per_core;
     run->truncate_output = spec->truncate_output;
     run->batch = spec->batch;
     run->launcher = spec->launcher == GS_LAUNCHER_MPI        ? GS__LAUNCHER__LAUNCHER_MPI
@@ -604,6 +605,7 @@ static int copy_all(const Gs__JobSpec *pb, struct gs_jobspec *spec, struct gs_er
         rc = copy_opt(run->stderr_pattern, &spec->stderr_pattern);
     if (rc == 0)
         rc = copy_opt(run->stdin_pattern, &spec->stdin_pattern);
+    spec->threads_per_core = run->threads_per_core;
     if (rc == 0)
         rc = copy_argv(run, spec);
     if (rc == 0)

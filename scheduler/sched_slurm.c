@@ -481,6 +481,8 @@ static int component_env(struct sched_ctx *s, const struct sched_job *job,
         put_sfx(e, "SLURM_CPUS_PER_GPU", sfx, "%u", sp->cpus_per_gpu);
     if (sp->overcommit)
         put_sfx(e, "SLURM_OVERCOMMIT", sfx, "1");
+    if (sp->threads_per_core > 0)
+        put_sfx(e, "SLURM_THREADS_PER_CORE", sfx, "%u", sp->threads_per_core);
     if (sp->gpus_per_node > 0) {
         put_sfx(e, "SLURM_GPUS_PER_NODE", sfx, "%u", sp->gpus_per_node);
         put_sfx(e, "SLURM_GPUS", sfx, "%u", sp->gpus_per_node * cn.n);

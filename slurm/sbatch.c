@@ -730,6 +730,27 @@ static int set_no_kill(struct ctx *c, const struct opt_def *d, const char *value
     return 0;
 }
 
+__attribute__((format(printf, 3, 4))) static void warn(struct ctx *c, const char *shown,
+                                                       const char *fmt, ...);
+
+/* --hint=nomultithread (one hardware thread a core, as --threads-per-core=1), multithread
+ * (all of them, the default); compute_bound and memory_bound are only warned about. */
+static int set_hint(struct ctx *c, const struct opt_def *d, const char *value, struct gs_error *err)
+{
+    char shown[64];
+
+    if (strcmp(value, "nomultithread") == 0 || strcmp(value, "multithread") == 0) {
+        *AT(c, d, uint32_t) = value[0] == 'n' ? 1 : 0;
+        return 0;
+    }
+    if (strcmp(value, "compute_bound") != 0 && strcmp(value, "memory_bound") != 0)
+        return gs_error_set(err, -EINVAL, 0, 0,
+                            "must be nomultithread, multithread, compute_bound or memory_bound");
+    snprintf(shown, sizeof(shown), "--hint=%s", value);
+    warn(c, shown, "ignored: placement follows the GPU topology");
+    return 0;
+}
+
 /* 0 or 1 (--wait-all-nodes). */
 static int set_zero_one(struct ctx *c, const struct opt_def *d, const char *value,
                         struct gs_error *err)
@@ -1128,7 +1149,8 @@ static const struct opt_def options[] = {
     OPT("kill-on-invalid-dep", 0, KILL_ON_INVALID_DEP, set_kill_invalid_dep, kill_invalid_dep, 0,
         GROUP_NONE),
     WARNED("get-user-env", ARG_OPTIONAL, "jobs get the submitting environment"),
-    WARNED("hint", REQ, "placement follows the GPU topology"),
+    OPT("hint", 0, THREADS_PER_CORE, set_hint, threads_per_core, 0, GROUP_NONE),
+    OPT("threads-per-core", 0, THREADS_PER_CORE, set_count, threads_per_core, 64, GROUP_NONE),
     OPT("begin", 'b', BEGIN, set_begin, begin_ms, 0, GROUP_NONE),
     OPT("deadline", 0, DEADLINE, set_begin, deadline_ms, 0, GROUP_NONE),
     {"no-kill", 'k', ARG_OPTIONAL, GS_SBATCH_OPT_NO_KILL, set_no_kill, FIELD(no_kill), 0,

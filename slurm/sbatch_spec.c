@@ -95,6 +95,7 @@ static const char *const opt_names[GS_SBATCH_OPT_COUNT] = {
     [GS_SBATCH_OPT_CLUSTERS] = "--clusters",
     [GS_SBATCH_OPT_NTASKS_PER_CORE] = "--ntasks-per-core",
     [GS_SBATCH_OPT_NO_KILL] = "--no-kill",
+    [GS_SBATCH_OPT_THREADS_PER_CORE] = "--threads-per-core",
 };
 
 /*
@@ -427,6 +428,7 @@ static void map_cpus(struct conv *c)
     }
     if (is_set(sb, GS_SBATCH_OPT_MINCPUS))
         s->min_cpus_per_node = sb->mincpus;
+    s->threads_per_core = sb->threads_per_core;
     s->overcommit = is_set(sb, GS_SBATCH_OPT_OVERCOMMIT);
 }
 

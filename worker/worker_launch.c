@@ -327,6 +327,7 @@ static int task_mem_policy(const struct launch *l, const Gs__TaskAssignment *t,
 
 static int task_binding(const struct launch *l, const Gs__TaskAssignment *t, struct task_facts *f)
 {
+    uint32_t tpc = l->msg->run != NULL ? l->msg->run->threads_per_core : 0;
     size_t npus = 0;
 
     if (!l->bind || t->n_cores == 0)
@@ -345,7 +346,7 @@ static int task_binding(const struct launch *l, const Gs__TaskAssignment *t, str
 
         if (core == NULL)
             continue;
-        for (int p = 0; p < core->npus; p++)
+        for (int p = 0; p < gs_topo_core_threads(core, tpc); p++)
             f->cpus[f->ncpus++] = core->pus[p];
         f->nodes[f->nnodes++] = core->numa_node;
     }

@@ -86,6 +86,9 @@ Test(topo, core_lists_its_hardware_threads)
     cr_assert_eq(c0->npus, 2);
     cr_assert_eq(c0->pus[0], 0);
     cr_assert_eq(c0->pus[1], 112);
+    cr_assert_eq(gs_topo_core_threads(c0, 1), 1, "--threads-per-core=1: its first thread");
+    cr_assert_eq(gs_topo_core_threads(c0, 0), 2, "all of them");
+    cr_assert_eq(gs_topo_core_threads(c0, 4), 2, "no more than it has");
     cr_assert_eq(c60->package, 1);
     cr_assert_eq(c60->numa_node, 1);
     cr_assert_null(gs_topo_core(topo, 112));

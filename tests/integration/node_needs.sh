@@ -36,6 +36,9 @@ cpus_of() { # cpus_of NAME SBATCH-OPTIONS...: the job's SLURM_JOB_CPUS_PER_NODE 
 [ "$(cpus_of mincpus -n 1 --mincpus=3)" = "CPN=3 OC=" ] || fail "--mincpus=3: $(cat "$work/mincpus.out")"
 [ "$(cpus_of plain -n 4 -c 2)" = "CPN=8 OC=" ] || fail "-n 4 -c 2: $(cat "$work/plain.out")"
 [ "$(cpus_of over -n 4 -c 2 -O)" = "CPN=2 OC=1" ] || fail "-O: $(cat "$work/over.out")"
+# --hint=nomultithread: one hardware thread of each core, said as Slurm says it.
+[ "$(output_of tpc 'echo "TPC=$SLURM_THREADS_PER_CORE"' --hint=nomultithread)" = TPC=1 ] ||
+  fail "--hint=nomultithread: $(cat "$work/tpc.out")"
 
 # --propagate: the submitting shell's soft limits reach the batch shell and its srun steps;
 # without it the tasks keep the worker's.

@@ -12,19 +12,19 @@
 #include "common/units.h"
 #include "proto/jobspec.h"
 
-static const char full[] =
-    "name = \"gpt\"\npriority = -3\nnice = -7\nhold = true\n"
-    "depends_on = [\"afterok:41\", \"after:2+5\", \"afterany:9_3\", "
-    "\"aftercorr:8_*\"]\nkill_on_invalid_dep = false\n"
-    "account = \"nlp\"\nqos = \"high\"\npartition = \"gpu\"\n"
-    "reservation = \"maint\"\ncomment = \"sweep 3\"\nwckey = \"ml7\"\n"
-    "[resources]\nnodes = 2\ngpus_per_node = 4\ncpus_per_gpu = 8\n"
-    "mem_per_node = \"64G\"\ntmp_per_node = \"2G\"\ntime_limit = \"1:00:00\"\nexclusive = true\n"
-    "constraint = \"h100\"\n"
-    "[run]\ncommand = [\"python3\", \"train.py\"]\n"
-    "tasks_per_node = \"per-gpu\"\nworkdir = \"/w\"\nlauncher = \"mpi\"\n"
-    "stdout = \"o-%j\"\nstderr = \"e-%t\"\n"
-    "env = { A = \"1\", B = \"x=y\" }\n[restart]\nmax_restarts = 2\n";
+static const char full[] = "name = \"gpt\"\npriority = -3\nnice = -7\nhold = true\n"
+                           "depends_on = [\"afterok:41\", \"after:2+5\", \"afterany:9_3\", "
+                           "\"aftercorr:8_*\"]\nkill_on_invalid_dep = false\n"
+                           "account = \"nlp\"\nqos = \"high\"\npartition = \"gpu\"\n"
+                           "reservation = \"maint\"\ncomment = \"sweep 3\"\nwckey = \"ml7\"\n"
+                           "[resources]\nnodes = 2\ngpus_per_node = 4\ncpus_per_gpu = 8\n"
+                           "mem_per_node = \"64G\"\ntmp_per_node = \"2G\"\nthreads_per_core = "
+                           "1\ntime_limit = \"1:00:00\"\nexclusive = true\n"
+                           "constraint = \"h100\"\n"
+                           "[run]\ncommand = [\"python3\", \"train.py\"]\n"
+                           "tasks_per_node = \"per-gpu\"\nworkdir = \"/w\"\nlauncher = \"mpi\"\n"
+                           "stdout = \"o-%j\"\nstderr = \"e-%t\"\n"
+                           "env = { A = \"1\", B = \"x=y\" }\n[restart]\nmax_restarts = 2\n";
 
 static struct gs_jobspec *parse(const char *text)
 {
@@ -85,6 +85,7 @@ Test(proto_jobspec, every_field_survives_the_wire)
     cr_assert_eq(out->cpus_per_task, 0);
     cr_assert_eq(out->mem_per_node_mib, 65536);
     cr_assert_eq(out->tmp_per_node_mib, 2048);
+    cr_assert_eq(out->threads_per_core, 1);
     cr_assert_eq(out->time_limit_s, 3600);
     cr_assert(out->exclusive);
     cr_assert_str_eq(out->constraint, "h100");

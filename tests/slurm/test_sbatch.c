@@ -916,7 +916,7 @@ Test(sbatch_options, ignorable_options_warn_once_each)
 {
     struct gs_sbatch *sb = parse(SHEBANG "#SBATCH --mail-type=END,FAIL --mail-user=a@b\n"
                                          "#SBATCH --comment \"hi\" --open-mode=append\n"
-                                         "#SBATCH --get-user-env --hint=nomultithread\n");
+                                         "#SBATCH --get-user-env --hint=memory_bound\n");
     size_t lines = 0;
 
     for (size_t i = 0; i < warnings.len; i++)
@@ -926,7 +926,7 @@ Test(sbatch_options, ignorable_options_warn_once_each)
     cr_assert(!has(warnings.data, "--mail"), "%s", warnings.data);
     cr_assert_eq(sb->mail_types, GS_MAIL_END | GS_MAIL_FAIL);
     cr_assert_str_eq(sb->mail_user, "a@b");
-    cr_assert(has(warnings.data, "run.sh:4: --hint=nomultithread: ignored"), "%s", warnings.data);
+    cr_assert(has(warnings.data, "run.sh:4: --hint=memory_bound: ignored"), "%s", warnings.data);
     cr_assert(!has(warnings.data, "--comment") && !has(warnings.data, "--open-mode"), "%s",
               warnings.data);
     cr_assert_str_eq(sb->comment, "hi");
@@ -1372,4 +1372,21 @@ Test(sbatch, begin_times_read_as_slurm_reads_them)
     cr_assert_lt(gs_sbatch_parse_begin("25:00", now, &t, &err), 0);
     cr_assert_lt(gs_sbatch_parse_begin("2026-13-01", now, &t, &err), 0);
     cr_assert_lt(gs_sbatch_parse_begin("12:00x", now, &t, &err), 0);
+}
+
+/* --hint=nomultithread is --threads-per-core=1 (the one given last wins, as for any option
+ * given twice). */
+Test(sbatch_options, threads_per_core_and_hint)
+{
+    struct gs_sbatch *sb = parse(SHEBANG "#SBATCH --hint=nomultithread\n");
+
+    cr_assert_eq(sb->threads_per_core, 1);
+    gs_sbatch_free(sb);
+    sb = parse(SHEBANG "#SBATCH --threads-per-core=2\n");
+    cr_assert_eq(sb->threads_per_core, 2);
+    gs_sbatch_free(sb);
+    sb = parse(SHEBANG "#SBATCH --hint=nomultithread --threads-per-core=2\n");
+    cr_assert_eq(sb->threads_per_core, 2);
+    gs_sbatch_free(sb);
+    expect_error(SHEBANG "#SBATCH --hint=fast\n", "run.sh:2: --hint=fast: must be nomultithread");
 }
