@@ -872,23 +872,6 @@ static uint32_t tasks_max(const struct gs_jobspec *s)
     return gs_jobspec_tasks_per_node(s);
 }
 
-uint32_t gs_jobspec_tasks_per_node(const struct gs_jobspec *s)
-{
-    if (s->tasks_per_gpu)
-        return s->gpus_per_node > 0 ? s->gpus_per_node : 1;
-    return s->tasks_per_node > 0 ? s->tasks_per_node : 1;
-}
-
-uint32_t gs_jobspec_cores_per_node(const struct gs_jobspec *s)
-{
-    uint32_t per_task = s->cpus_per_task > 0 ? s->cpus_per_task : 1;
-    uint32_t cores = s->cpus_per_gpu > 0 ? s->cpus_per_gpu * s->gpus_per_node
-                     : s->overcommit     ? per_task
-                                         : per_task * gs_jobspec_tasks_per_node(s);
-
-    return cores > s->min_cpus_per_node ? cores : s->min_cpus_per_node;
-}
-
 uint32_t gs_jobspec_ntasks(const struct gs_jobspec *s)
 {
     uint32_t sum = 0;

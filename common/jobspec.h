@@ -290,14 +290,29 @@ bool gs_jobspec_runs_leader(const struct gs_jobspec *spec);
 const char *gs_launcher_name(enum gs_launcher l);
 int gs_launcher_parse(const char *name, enum gs_launcher *ret);
 
-/* The most tasks one node runs (tasks_per_node, or gpus_per_node for per-gpu). */
-uint32_t gs_jobspec_tasks_per_node(const struct gs_jobspec *spec);
+/* The most tasks one node runs (tasks_per_node, or gpus_per_node for per-gpu). Inline: the
+ * planner asks it of every pending job in every pass. */
+static inline uint32_t gs_jobspec_tasks_per_node(const struct gs_jobspec *s)
+{
+    if (s->tasks_per_gpu)
+        return s->gpus_per_node > 0 ? s->gpus_per_node : 1;
+    return s->tasks_per_node > 0 ? s->tasks_per_node : 1;
+}
+
 /*
  * The cores the job (or the component spec views) holds on each node: cpus_per_gpu x GPUs,
  * else cpus_per_task (1 when 0) x tasks, one task's with overcommit; min_cpus_per_node at
- * least.
+ * least. Inline, as gs_jobspec_tasks_per_node.
  */
-uint32_t gs_jobspec_cores_per_node(const struct gs_jobspec *spec);
+static inline uint32_t gs_jobspec_cores_per_node(const struct gs_jobspec *s)
+{
+    uint32_t per_task = s->cpus_per_task > 0 ? s->cpus_per_task : 1;
+    uint32_t cores = s->cpus_per_gpu > 0 ? s->cpus_per_gpu * s->gpus_per_node
+                     : s->overcommit     ? per_task
+                                         : per_task * gs_jobspec_tasks_per_node(s);
+
+    return cores > s->min_cpus_per_node ? cores : s->min_cpus_per_node;
+}
 /* Tasks in all: ntasks, or nodes x tasks per node (summed over a heterogeneous job's
  * components). */
 uint32_t gs_jobspec_ntasks(const struct gs_jobspec *spec);

@@ -51,7 +51,8 @@ void sched_node_masks_release(struct sched_node_masks *m)
     if (!m->allowed_borrowed)
         free(m->allowed);
     free(m->required);
-    free(m->prefer_own);
+    if (m->prefer_own != NULL) /* rare: not a call per job per pass */
+        free(m->prefer_own);
     if (!m->data_borrowed) {
         free(m->data_bytes);
         free(m->data_nodes);
