@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/path.h"
 #include "common/sort.h"
 
 struct names {
@@ -430,4 +431,22 @@ int gs_hostlist_counts_parse(const char *text, uint32_t **ret_counts, size_t *re
     *ret_counts = counts;
     *ret_n = n;
     return 0;
+}
+
+int gs_hostlist_read_file(const char *path, struct gs_buf *list)
+{
+    struct gs_buf text = GS_BUF_INIT;
+    size_t before = list->len;
+    int rc = gs_path_read_all(path, &text);
+
+    for (const char *p = text.data != NULL ? text.data : ""; rc == 0 && *p != '\0';) {
+        size_t len = strcspn(p, " \t\r\n,");
+
+        if (len > 0)
+            rc = gs_buf_printf(list, "%s%.*s", list->len > before ? "," : "", (int)len, p);
+        p += len;
+        p += strspn(p, " \t\r\n,");
+    }
+    gs_buf_release(&text);
+    return rc == 0 && list->len == before ? -ENODATA : rc;
 }

@@ -30,6 +30,13 @@
 int gs_hostlist_expand(const char *expr, char ***ret_names, size_t *ret_n, struct gs_error *err);
 void gs_hostlist_free(char **names);
 
+/*
+ * A host file (Slurm's SLURM_HOSTFILE, sbatch -w FILE, --nodefile): names or hostlists at
+ * blanks, commas or line ends, appended to list as one comma-separated hostlist. Returns 0,
+ * a negative errno reading the file, -ENODATA when it names no host, or -ENOMEM.
+ */
+int gs_hostlist_read_file(const char *path, struct gs_buf *list);
+
 /* Appends the compressed form of n names to out. Returns 0 or -ENOMEM (out failed, as
  * gs_buf_fail marks it). */
 int gs_hostlist_compress(const char *const *names, size_t n, struct gs_buf *out);

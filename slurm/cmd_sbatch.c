@@ -156,7 +156,8 @@ static void print_lines(const struct gs_buf *text, const char *kind)
     while (p != NULL && *p != '\0') {
         size_t n = strcspn(p, "\n");
 
-        fprintf(stderr, CMD ": %s: %.*s\n", kind, (int)n, p);
+        fprintf(stderr, CMD ": %s%s%.*s\n", kind != NULL ? kind : "", kind != NULL ? ": " : "",
+                (int)n, p);
         p += n + (p[n] == '\n');
     }
 }
@@ -193,12 +194,7 @@ static void print_options(const struct gs_sbatch *sb)
 
     if (gs_sbatch_to_kv(sb, &kv) == 0 && kv.data != NULL) {
         fprintf(stderr, CMD ": defined options\n");
-        for (const char *p = kv.data; *p != '\0';) {
-            size_t len = strcspn(p, "\n");
-
-            fprintf(stderr, CMD ": %.*s\n", (int)len, p);
-            p += len + (p[len] == '\n');
-        }
+        print_lines(&kv, NULL);
     }
     gs_buf_release(&kv);
 }

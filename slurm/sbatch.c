@@ -26,7 +26,6 @@
 #include "common/hostlist.h"
 #include "common/jobspec_mail.h"
 #include "common/mem_bind.h"
-#include "common/path.h"
 #include "common/rlimit_names.h"
 #include "common/schema.h"
 #include "common/signals.h"
@@ -85,6 +84,11 @@ static void strv_free(char **v)
     for (size_t i = 0; v[i] != NULL; i++)
         free(v[i]);
     free(v);
+}
+
+void gs_sbatch_words_free(char **words)
+{
+    strv_free(words);
 }
 
 /* Appends s to the NULL-terminated *v of *n entries, taking ownership of s. */
@@ -841,31 +845,17 @@ static int set_time(struct ctx *c, const struct opt_def *d, const char *value, s
     return 0;
 }
 
-/* A host file's names (hostlists, at blanks, commas or line ends) as one hostlist. */
+/* A host file's names as one hostlist (gs_hostlist_read_file), its failure said in err. */
 static int read_host_file(const char *path, struct gs_buf *list, struct gs_error *err)
 {
-    struct gs_buf text = GS_BUF_INIT;
-    int rc = gs_path_read_all(path, &text);
+    int rc = gs_hostlist_read_file(path, list);
 
-    if (rc < 0) {
-        gs_buf_release(&text);
+    if (rc == -ENODATA)
+        return gs_error_set(err, -EINVAL, 0, 0, "the host file %s names no node", path);
+    if (rc < 0 && rc != -ENOMEM)
         return gs_error_set(err, rc, 0, 0, "cannot read the host file %s: %s", path,
                             gs_strerror(rc));
-    }
-    for (const char *p = text.data != NULL ? text.data : ""; *p != '\0';) {
-        size_t len = strcspn(p, " \t\r\n,");
-
-        if (len > 0)
-            gs_buf_printf(list, "%s%.*s", list->len > 0 ? "," : "", (int)len, p);
-        p += len;
-        p += strspn(p, " \t\r\n,");
-    }
-    gs_buf_release(&text);
-    if (gs_buf_error(list) < 0)
-        return -ENOMEM;
-    if (list->len == 0)
-        return gs_error_set(err, -EINVAL, 0, 0, "the host file %s names no node", path);
-    return 0;
+    return rc;
 }
 
 /* Drops the repeats of a name list, keeping each first; the new count. */
@@ -1548,9 +1538,8 @@ static void parse_words(struct ctx *c, char *const *words, int n)
 
 /* ---- the script ---- */
 
-/* Splits a directive's text [p, end) into words: quotes group, '#' starts a comment. */
-static int split_words(const char *p, const char *end, char ***ret_words, size_t *ret_n,
-                       struct gs_error *err)
+int gs_sbatch_split_words(const char *p, const char *end, char ***ret_words, size_t *ret_n,
+                          struct gs_error *err)
 {
     char **words = NULL;
     size_t n = 0;
@@ -1596,7 +1585,7 @@ static void directive(struct ctx *c, const char *p, const char *end)
     int rc;
 
     gs_error_clear(&err);
-    rc = split_words(p, end, &words, &n, &err);
+    rc = gs_sbatch_split_words(p, end, &words, &n, &err);
     if (rc == -ENOMEM)
         c->rc = rc;
     else if (rc < 0)

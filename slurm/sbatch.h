@@ -303,6 +303,16 @@ void gs_sbatch_array_release(struct gs_sbatch_array *array);
 int gs_sbatch_parse_gres(const char *text, struct gs_sbatch_gpus *ret, bool *ret_other,
                          struct gs_error *err);
 
+/*
+ * Splits [p, end) into words as a #SBATCH line's are split: blanks separate, '...' and "..."
+ * group (without escapes), a word starting with '#' starts a comment. *ret_words is
+ * NULL-terminated (gs_sbatch_words_free). Returns 0, -EINVAL with err (a quote left open),
+ * or -ENOMEM. srun --multi-prog's lines are split the same way.
+ */
+int gs_sbatch_split_words(const char *p, const char *end, char ***ret_words, size_t *ret_n,
+                          struct gs_error *err);
+void gs_sbatch_words_free(char **words);
+
 /* "[type:]N" of --gpus, --gpus-per-node, --gpus-per-task; N at least 1. */
 int gs_sbatch_parse_gpus(const char *text, struct gs_sbatch_gpus *ret, struct gs_error *err);
 

@@ -691,7 +691,7 @@ static int env_distribution(struct cli_srun_args *a, struct cli_srun_owned *own)
 static int arbitrary_hosts(struct cli_srun_args *a, struct cli_srun_owned *own)
 {
     const char *file = getenv("SLURM_HOSTFILE");
-    struct gs_buf text = GS_BUF_INIT, list = GS_BUF_INIT;
+    struct gs_buf list = GS_BUF_INIT;
     struct gs_error err;
     int rc = 0;
 
@@ -709,23 +709,11 @@ static int arbitrary_hosts(struct cli_srun_args *a, struct cli_srun_owned *own)
         rc = -EINVAL;
         goto out;
     }
-    rc = gs_path_read_all(file, &text);
+    rc = gs_hostlist_read_file(file, &list);
     if (rc < 0) {
-        fprintf(stderr, "srun: error: SLURM_HOSTFILE %s: %s\n", file, strerror(-rc));
-        goto out;
-    }
-    for (const char *p = text.data != NULL ? text.data : ""; rc == 0 && *p != '\0';) {
-        size_t len = strcspn(p, ", \t\r\n");
-
-        if (len > 0)
-            rc = gs_buf_printf(&list, "%s%.*s", list.len > 0 ? "," : "", (int)len, p);
-        p += len;
-        p += strspn(p, ", \t\r\n");
-    }
-    if (rc < 0 || list.len == 0) {
         fprintf(stderr, "srun: error: SLURM_HOSTFILE %s: %s\n", file,
-                rc < 0 ? strerror(-rc) : "names no host");
-        rc = rc < 0 ? rc : -EINVAL;
+                rc == -ENODATA ? "names no host" : strerror(-rc));
+        rc = rc == -ENODATA ? -EINVAL : rc;
         goto out;
     }
     gs_error_clear(&err);
@@ -736,7 +724,6 @@ out:
     a->req.task_nodes = own->task_nodes;
     if (a->req.task_nodes == NULL)
         a->req.n_task_nodes = 0;
-    gs_buf_release(&text);
     gs_buf_release(&list);
     return rc;
 }

@@ -1,6 +1,7 @@
 /*
  * srun_multi_prog.c: srun --multi-prog FILE, Slurm's MPMD configuration: each line names
- * task ranks ("0", "1-3,7", or "*" for the rest) and the program each of them runs, with
+ * task ranks ("0", "1-3,7", or "*" for the rest) and the program each of them runs (words
+ * split as a #SBATCH line's: gs_sbatch_split_words), with
  * %t standing for the task's rank and %o for its offset among the line's ranks. srun reads
  * the file here, where the user typed the command, and turns it into one small /bin/sh
  * program that every task runs: tests on SLURM_PROCID, one a line, that exec the task's own
@@ -18,6 +19,7 @@
 #include <string.h>
 
 #include "common/path.h"
+#include "slurm/sbatch.h"
 
 #define MULTI_PROG_MAX_RANK 65535 /* ranks a line may name: 0..this */
 
@@ -39,52 +41,6 @@ __attribute__((format(printf, 2, 3))) static int bad(struct mp_ctx *c, const cha
     va_end(ap);
     snprintf(c->why, c->why_size, "%s:%d: %s", c->path, c->line, msg);
     return -EINVAL;
-}
-
-/* Splits [p, end) into words at blanks, '...' and "..." quoting (no escapes within them). */
-static int words_of(struct mp_ctx *c, const char *p, const char *end, char ***ret, size_t *ret_n)
-{
-    char **w = NULL;
-    size_t n = 0;
-
-    while (p < end) {
-        struct gs_buf word = GS_BUF_INIT;
-        char **grown;
-
-        while (p < end && (*p == ' ' || *p == '\t'))
-            p++;
-        if (p == end)
-            break;
-        while (p < end && *p != ' ' && *p != '\t') {
-            if (*p == '\'' || *p == '"') {
-                const char *close = memchr(p + 1, *p, (size_t)(end - p - 1));
-
-                if (close == NULL) {
-                    gs_buf_release(&word);
-                    for (size_t i = 0; i < n; i++)
-                        free(w[i]);
-                    free(w);
-                    return bad(c, "a quote is not closed");
-                }
-                gs_buf_append(&word, p + 1, (size_t)(close - p - 1));
-                p = close + 1;
-            } else {
-                gs_buf_putc(&word, *p++);
-            }
-        }
-        grown = realloc(w, (n + 2) * sizeof(*w));
-        if (grown == NULL || gs_buf_error(&word) < 0) {
-            free(grown != NULL ? grown : w);
-            gs_buf_release(&word);
-            return -ENOMEM;
-        }
-        w = grown;
-        w[n++] = gs_buf_detach(&word, NULL);
-        w[n] = NULL;
-    }
-    *ret = w;
-    *ret_n = n;
-    return 0;
 }
 
 /* Appends word as one shell word: %t and %o as the task's rank and its offset (variables
@@ -182,7 +138,9 @@ int cli_srun_multi_prog(const char *path, struct gs_buf *script, char *why, size
         size_t len = strcspn(p, "\n"), rlen;
         const char *line = p, *end = p + len;
         struct gs_buf test = GS_BUF_INIT;
+        struct gs_error err;
         char **w = NULL;
+        int wrc;
         size_t nw = 0;
         bool star = false;
 
@@ -200,8 +158,9 @@ int cli_srun_multi_prog(const char *path, struct gs_buf *script, char *why, size
         rc = put_ranks(&c, line, rlen, &test, &star);
         if (rc == 0 && star && rest.len > 0)
             rc = bad(&c, "a second * line");
-        if (rc == 0)
-            rc = words_of(&c, line + rlen, end, &w, &nw);
+        gs_error_clear(&err);
+        if (rc == 0 && (wrc = gs_sbatch_split_words(line + rlen, end, &w, &nw, &err)) < 0)
+            rc = wrc == -ENOMEM ? -ENOMEM : bad(&c, "%s", err.msg);
         if (rc == 0 && nw == 0)
             rc = bad(&c, "a line is RANKS PROGRAM [ARGS...]");
         if (rc == 0) {
@@ -212,9 +171,7 @@ int cli_srun_multi_prog(const char *path, struct gs_buf *script, char *why, size
                 put_word(to, w[i]);
             gs_buf_append_str(to, star ? "\n" : "; fi\n");
         }
-        for (size_t i = 0; i < nw; i++)
-            free(w[i]);
-        free(w);
+        gs_sbatch_words_free(w);
         gs_buf_release(&test);
     }
     /* The * line last: it takes every rank the others did not. */
