@@ -4,16 +4,18 @@
 #   1. builds gsched with CUDA into BUILD (default build-gpu) unless BUILD already holds a
 #      build (bench/gpu_pack.sh makes one elsewhere for a machine without the build's
 #      Debian packages: then LD_LIBRARY_PATH must reach its libraries, as gpu_pack.sh says);
-#   2. runs every GPU test (the CUDA twins against the CPU kernels, the model against the
-#      PyTorch fixtures on the GPU, NCCL with one rank); on this machine a skipped GPU test
-#      is a failure: the device is there;
-#      then times the attention kernels alone (bench/kern_attention_gpu.c);
+#   2. runs every GPU test (the CUDA twins against the CPU kernels, cuDNN's fused attention
+#      against them too, the model against the PyTorch fixtures on the GPU, NCCL with one
+#      rank); on this machine a skipped GPU test is a failure: the device is there;
+#      then times the attention kernels alone (bench/kern_attention_gpu.c: ours, and cuDNN's
+#      where the build has it);
 #   3. trains a tiny model on the CPU and on the GPU from the same seed and compares the
 #      losses step by step, and resumes each from the other's checkpoint;
 #   4. trains GPT-2 124M's shape in bf16 for STEPS steps (default 30) and prints tokens/s,
 #      MFU against the GPU's dense bf16 peak, the step-time split, the device memory peak and
 #      the checkpoint stall; then the same with one-rank NCCL data parallelism for the
-#      all-reduce's overlap. Beside the first run, the worker's NVML sampling
+#      all-reduce's overlap, and with cuDNN's attention (attention = "cudnn") for its speed
+#      and losses against the first run's. Beside the first run, the worker's NVML sampling
 #      (bench/nvml_probe.c) must see GPU 0 busy, its memory used and the trainer's process.
 #
 # GPU_CHECK_STEPS sets the GPT-2 runs' steps, GPU_CHECK_TIMEOUT the seconds any one test
@@ -38,6 +40,9 @@ row() { table+=("$1|$2|$3"); say "gpu_check: $1: $2 ($3)"; }
 fail() { failed=1; row "$1" FAIL "$2"; }
 
 mkdir -p "$OUT"
+# A pack's cuDNN front library, last: the machine's own cuDNN comes first where it has one.
+[ -d "$BUILD/../lib-fallback" ] &&
+  export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$(cd "$BUILD/../lib-fallback" && pwd)
 if ! command -v nvidia-smi > /dev/null || ! nvidia-smi -L > "$OUT/gpus.txt" 2>&1; then
   say "gpu_check: no NVIDIA GPU here (nvidia-smi -L failed)"
   exit 2
@@ -60,9 +65,12 @@ fi
 # Each Criterion binary at verbosity 1: [PASS]/[FAIL]/[SKIP] per test.
 # A pack from bench/gpu_pack.sh carries the model's fixtures beside its build.
 [ -d "$BUILD/../fixtures" ] && export GSCHED_FIXTURES=$BUILD/../fixtures
-for t in test_gpu_kernels test_gpu_gemm test_adamw test_trn_model test_trn_comm_gpu; do
+# test_cudnn_graph's heuristics test runs against the real libcuda here (it skips without
+# GSCHED_TEST_CUDA_STUB, which names a stub elsewhere).
+for t in test_gpu_kernels test_gpu_gemm test_cudnn_graph test_adamw test_trn_model \
+  test_trn_comm_gpu; do
   [ -x "$TESTS/$t" ] || { fail "$t" "not built"; continue; }
-  CRITERION_VERBOSITY_LEVEL=1 timeout "$LIMIT" "$TESTS/$t" --jobs=1 > "$OUT/$t.log" 2>&1
+  GSCHED_TEST_CUDA_STUB=1 CRITERION_VERBOSITY_LEVEL=1 timeout "$LIMIT" "$TESTS/$t" --jobs=1 > "$OUT/$t.log" 2>&1
   rc=$?
   pass=$(grep -c '^\[PASS\]' "$OUT/$t.log")
   skip=$(grep -c '^\[SKIP\]' "$OUT/$t.log")
@@ -79,7 +87,7 @@ for t in test_gpu_kernels test_gpu_gemm test_adamw test_trn_model test_trn_comm_
 done
 
 # The attention kernels alone at one layer of GPT-2 124M's shape: Tensor-Core against SIMT,
-# in the same run, and whether they agree there.
+# and cuDNN's against Tensor-Core, in the same run, and whether they agree there.
 if [ -x "$BIN/kern_attention_gpu" ]; then
   if timeout "$LIMIT" "$BIN/kern_attention_gpu" > "$OUT/kern_attention.log" 2>&1; then
     row "attention kernels, GPT-2 124M layer" ok "$(cat "$OUT/kern_attention.log")"
@@ -217,6 +225,30 @@ if [ -d "$OUT/gpt2" ]; then
   else
     fail "gpt2-124m with CUDA Graphs" "$OUT/gpt2-graph.log"
     tail -10 "$OUT/gpt2-graph.log"
+  fi
+fi
+
+# The same with cuDNN's fused attention: the trainer says which engines, or why cuDNN refused
+# (a failure here); losses within 2% of the run with ours at every logged step (not bitwise:
+# other kernels, other rounding), and the speed against that run's.
+if [ -d "$OUT/gpt2" ]; then
+  if train gpt2-cudnn "$ROOT/examples/train-gpt2-124m.toml" "${gpt[@]}" --attention=cudnn; then
+    j=$OUT/gpt2-cudnn/metrics.jsonl
+    used=$(grep -o 'attention: cuDNN fused flash attention.*' "$OUT/gpt2-cudnn.log" | head -1)
+    worst=$(paste <(losses "$OUT/gpt2/metrics.jsonl") <(losses "$j") |
+      awk '{d = $2 - $4; if (d < 0) d = -d; r = d / $2; if (r > w) w = r} END {printf "%.2e", w}')
+    ratio=$(awk -v a="$(metric "$j" tokens_per_s)" -v b="$(metric "$OUT/gpt2/metrics.jsonl" tokens_per_s)" \
+      'BEGIN {printf "%.2f", a / b}')
+    if [ -z "$used" ]; then
+      fail "gpt2-124m with cuDNN attention" "$(grep -o 'attention: cuDNN refused.*' "$OUT/gpt2-cudnn.log")"
+    elif awk -v w="$worst" 'BEGIN {exit !(w <= 2e-2)}'; then
+      row "gpt2-124m with cuDNN attention" ok "$(metric "$j" tokens_per_s) tokens/s (${ratio}x ours), MFU $(metric "$j" mfu), largest relative loss difference $worst; $used"
+    else
+      fail "gpt2-124m with cuDNN attention" "largest relative loss difference $worst > 2e-2; $used"
+    fi
+  else
+    fail "gpt2-124m with cuDNN attention" "$OUT/gpt2-cudnn.log"
+    tail -10 "$OUT/gpt2-cudnn.log"
   fi
 fi
 

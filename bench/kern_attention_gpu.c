@@ -3,7 +3,9 @@
  * (B 16, T 1024, 12 heads of 64 channels, bf16): milliseconds a call and TFLOP/s of the
  * Tensor-Core kernels (kernels/attention_tc.cu) and, as the baseline in the same run, of the
  * SIMT kernels (kernels/attention.cu), forward and backward; then whether the two agree on
- * out and dqkv (bf16 tolerances of tests/kernels/test_gpu_gemm.c).
+ * out and dqkv (bf16 tolerances of tests/kernels/test_gpu_gemm.c). Where the build has
+ * cuDNN, a second line does the same for cuDNN's fused attention (kernels/attention_cudnn.cu)
+ * against the Tensor-Core kernels, or says why cuDNN refused the shapes.
  *
  *     kern_attention_gpu [B T C NH [REPEATS]]     default 16 1024 768 12, REPEATS 20
  *
@@ -79,36 +81,42 @@ static int bwd(struct gs_kern_gpu *g, const struct bufs *b, const struct shape *
                                      s->NH, DT);
 }
 
-/* One forward and one backward on the path simt chooses, waited for. */
-static int once(struct gs_kern_gpu *g, const struct bufs *b, const struct shape *s, bool simt)
+enum path { TC, SIMT, CUDNN };
+
+/* One forward and one backward on path p, waited for. */
+static int once(struct gs_kern_gpu *g, const struct bufs *b, const struct shape *s, enum path p)
 {
     int rc;
 
-    gs_kern_gpu_set_attention_simt(g, simt);
-    rc = fwd(g, b, s);
+    gs_kern_gpu_set_attention_simt(g, p == SIMT);
+    rc = gs_kern_gpu_set_attention_cudnn(g, p == CUDNN);
+    if (rc == 0 && p == CUDNN)
+        rc = gs_kern_gpu_attention_prepare(g, s->B, s->T, s->C, s->NH, DT);
+    if (rc == 0)
+        rc = fwd(g, b, s);
     if (rc == 0)
         rc = bwd(g, b, s);
     return rc == 0 ? gs_kern_gpu_sync(g) : rc;
 }
 
-/* The mean milliseconds of a forward and of a backward call, on the path simt chooses, after
- * one of each to warm up. */
+/* The mean milliseconds of a forward and of a backward call, on path p, after one of each to
+ * warm up. */
 static int time_path(struct gs_kern_gpu *g, const struct bufs *b, const struct shape *s, int reps,
-                     bool simt, struct timing *ret)
+                     enum path p, struct timing *ret)
 {
     int (*const pass[2])(struct gs_kern_gpu *, const struct bufs *, const struct shape *) = {fwd,
                                                                                              bwd};
     double *ms[2] = {&ret->fwd_ms, &ret->bwd_ms};
-    int rc = once(g, b, s, simt);
+    int rc = once(g, b, s, p);
 
-    for (int p = 0; p < 2 && rc == 0; p++) {
+    for (int k = 0; k < 2 && rc == 0; k++) {
         double t0 = now_s();
 
         for (int i = 0; i < reps && rc == 0; i++)
-            rc = pass[p](g, b, s);
+            rc = pass[k](g, b, s);
         if (rc == 0)
             rc = gs_kern_gpu_sync(g);
-        *ms[p] = (now_s() - t0) * 1e3 / reps;
+        *ms[k] = (now_s() - t0) * 1e3 / reps;
     }
     return rc;
 }
@@ -129,12 +137,12 @@ static size_t count_off(const uint16_t *got, const uint16_t *want, size_t n)
     return off;
 }
 
-/* Runs the path simt chooses once and copies out and dqkv back into host buffers. */
-static int results(struct gs_kern_gpu *g, const struct bufs *b, const struct shape *s, bool simt,
+/* Runs path p once and copies out and dqkv back into host buffers. */
+static int results(struct gs_kern_gpu *g, const struct bufs *b, const struct shape *s, enum path p,
                    uint16_t *out, uint16_t *dqkv)
 {
     size_t n = (size_t)s->B * s->T * s->C;
-    int rc = once(g, b, s, simt);
+    int rc = once(g, b, s, p);
 
     if (rc == 0)
         rc = gs_kern_dev_copy_from(out, b->out, n * 2);
@@ -186,9 +194,9 @@ int main(int argc, char **argv)
     if (rc != 0)
         goto out;
     gs_kern_gpu_set_workspace(g, b.ws, ws_bytes);
-    rc = time_path(g, &b, &sh, reps, false, &tc);
+    rc = time_path(g, &b, &sh, reps, TC, &tc);
     if (rc == 0)
-        rc = time_path(g, &b, &sh, reps, true, &simt);
+        rc = time_path(g, &b, &sh, reps, SIMT, &simt);
     if (rc != 0)
         goto out;
     out_tc = malloc(n * 2), out_simt = malloc(n * 2);
@@ -197,9 +205,9 @@ int main(int argc, char **argv)
         rc = -ENOMEM;
         goto out;
     }
-    rc = results(g, &b, &sh, false, out_tc, dqkv_tc);
+    rc = results(g, &b, &sh, TC, out_tc, dqkv_tc);
     if (rc == 0)
-        rc = results(g, &b, &sh, true, out_simt, dqkv_simt);
+        rc = results(g, &b, &sh, SIMT, out_simt, dqkv_simt);
     if (rc != 0)
         goto out;
     off_out = count_off(out_tc, out_simt, n);
@@ -215,6 +223,27 @@ int main(int argc, char **argv)
            off_out, n, off_dqkv, 3 * n);
     if (off_out != 0 || off_dqkv != 0)
         rc = -EDOM;
+    if (rc == 0 && gs_kern_cudnn_built()) {
+        /* cuDNN against the Tensor-Core kernels, whose results are in out_tc and dqkv_tc. */
+        struct timing cd;
+
+        if (time_path(g, &b, &sh, reps, CUDNN, &cd) != 0 ||
+            results(g, &b, &sh, CUDNN, out_simt, dqkv_simt) != 0) {
+            printf("cudnn: refused or failed: %s\n", gs_kern_dev_last_error());
+            rc = -EDOM;
+            goto out;
+        }
+        off_out = count_off(out_simt, out_tc, n);
+        off_dqkv = count_off(dqkv_simt, dqkv_tc, 3 * n);
+        printf("cudnn fused attention (%s): fwd %.3f ms %.1f TFLOP/s, bwd %.3f ms %.1f TFLOP/s; "
+               "cudnn/tc speed fwd %.2fx bwd %.2fx; cudnn vs tc: %zu of %zu out and %zu of %zu "
+               "dqkv elements outside tolerance\n",
+               gs_kern_gpu_attention_engine(g), cd.fwd_ms, flop / cd.fwd_ms * 1e-9, cd.bwd_ms,
+               2.5 * flop / cd.bwd_ms * 1e-9, tc.fwd_ms / cd.fwd_ms, tc.bwd_ms / cd.bwd_ms, off_out,
+               n, off_dqkv, 3 * n);
+        if (off_out != 0 || off_dqkv != 0)
+            rc = -EDOM;
+    }
 out:
     if (rc != 0 && rc != -EDOM)
         fprintf(stderr, "kern_attention_gpu: %s (%s)\n", strerror(-rc), gs_kern_dev_last_error());

@@ -40,7 +40,8 @@
  * SIMT fp32 with shared-memory tiles: the path for fp32, head sizes 65..128, GPUs before
  * sm_80 and unaligned tensors; bf16 and fp16 with head sizes up to 64 run on Tensor Cores
  * (attention_tc.cu) unless gs_kern_gpu_set_attention_simt says otherwise, after the same
- * D kernel. hs up to 128 (-EINVAL past it).
+ * D kernel. hs up to 128 (-EINVAL past it). Shapes prepared for cuDNN's fused attention
+ * (gs_kern_gpu_attention_prepare) go there instead, before any of these.
  * Scratch: the backward pass takes B*NH*T floats of the workspace for D (-ENOSPC if short).
  */
 #include <cerrno>
@@ -402,6 +403,8 @@ extern "C" int gs_kern_gpu_attention_fwd(struct gs_kern_gpu *g, void *out, float
         return -EINVAL;
     if ((T + ROWS - 1) / ROWS > 65535)
         return -EINVAL;
+    if (gs_kern_gpu_cudnn_takes(g, B, T, C, NH, dt, ptrs, 2))
+        return gs_kern_gpu_cudnn_fwd(g, out, lse, qkv, B, T, C, NH, dt);
     if (gs_kern_gpu_attention_tc_takes(g, C, NH, dt, ptrs, 2))
         return gs_kern_gpu_attention_tc_fwd(g, out, lse, qkv, B, T, C, NH, dt);
     a = make_args(T, C, NH, dt);
@@ -420,6 +423,8 @@ extern "C" int gs_kern_gpu_attention_bwd(struct gs_kern_gpu *g, void *dqkv, cons
     if (g == NULL || dqkv == NULL || dout == NULL || out == NULL || lse == NULL || qkv == NULL ||
         args_bad(B, T, C, NH, dt) || (T + ROWS - 1) / ROWS > 65535)
         return -EINVAL;
+    if (gs_kern_gpu_cudnn_takes(g, B, T, C, NH, dt, ptrs, 4))
+        return gs_kern_gpu_cudnn_bwd(g, dqkv, dout, out, lse, qkv, B, T, C, NH, dt);
     if (g->ws == NULL || g->ws_bytes < gs_kern_gpu_attention_ws_bytes(B, T, NH))
         return -ENOSPC;
     a = make_args(T, C, NH, dt);

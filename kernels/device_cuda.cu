@@ -4,6 +4,7 @@
  * error text per thread for the caller's log line.
  */
 #include <cerrno>
+#include <cstdarg>
 #include <cstdio>
 #include <cublasLt.h>
 #include <cuda_runtime.h>
@@ -13,7 +14,7 @@ extern "C" {
 #include "kernels/device_internal.h"
 }
 
-static thread_local char last_error[128];
+static thread_local char last_error[512];
 
 /* Keeps "NAME: text" for gs_kern_dev_last_error() and gives the error code every caller maps
  * a CUDA or cuBLASLt failure to. */
@@ -21,6 +22,16 @@ static int keep_error(const char *name, const char *text)
 {
     snprintf(last_error, sizeof(last_error), "%s: %s", name, text);
     return -EIO;
+}
+
+extern "C" int gs_kern_dev_fail(int rc, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof(last_error), fmt, ap);
+    va_end(ap);
+    return rc;
 }
 
 extern "C" int gs_kern_dev_check(int cuda_status)

@@ -8,5 +8,8 @@
 
 int gs_kern_dev_check(int cuda_status);
 int gs_kern_dev_check_blas(int cublas_status);
+/* Keeps the formatted text for gs_kern_dev_last_error() and returns rc: for failures that
+ * are not a CUDA status (a library refusing a shape). */
+int gs_kern_dev_fail(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

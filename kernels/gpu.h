@@ -88,6 +88,33 @@ void gs_kern_gpu_set_tf32(struct gs_kern_gpu *g, bool allow);
 /* Attention on CUDA cores only (SIMT fp32), also where the Tensor-Core kernels would run
  * (bf16/fp16, head size up to 64, sm_80+): for tests and comparisons; off by default. */
 void gs_kern_gpu_set_attention_simt(struct gs_kern_gpu *g, bool simt);
+/*
+ * cuDNN's fused flash attention, where the build found cuDNN 9 (gs_kern_cudnn_built()). On,
+ * attention_fwd/bwd run through cuDNN for the shapes whose plans were prepared (below) and
+ * through the kernels of our own for every other call (fp32, other shapes): building a plan
+ * takes long, so none is built inside a training step or a CUDA Graph capture. Turning it on
+ * without cuDNN is -ENOTSUP. Unlike the kernels of our own, cuDNN may pick an engine whose
+ * backward adds with atomics: gs_kern_gpu_attention_engine() says "nondeterministic" then.
+ * cuDNN's scratch is not the context's workspace: the plans' own device memory, allocated
+ * when they are built (its size in gs_kern_gpu_attention_engine()).
+ */
+bool gs_kern_cudnn_built(void);
+int gs_kern_gpu_set_attention_cudnn(struct gs_kern_gpu *g, bool on);
+/*
+ * Builds cuDNN's forward and backward attention plans for these shapes (bf16 or fp16, head
+ * size C/NH a multiple of 8 up to 128) and keeps them: 0, or -ENOTSUP when the cuDNN path is
+ * off or cuDNN refuses the shapes, -ENOSPC when a plan needs more workspace than the
+ * context's, -EIO on a CUDA error; the reason in gs_kern_dev_last_error(). Again for the
+ * same shapes is 0 at once.
+ */
+int gs_kern_gpu_attention_prepare(struct gs_kern_gpu *g, int B, int T, int C, int NH,
+                                  enum gs_kern_dtype dt);
+/* Whether attention over these shapes runs through cuDNN now. */
+bool gs_kern_gpu_attention_on_cudnn(const struct gs_kern_gpu *g, int B, int T, int C, int NH,
+                                    enum gs_kern_dtype dt);
+/* The engines of the last prepared plans, for logs: "fwd engine 7, bwd engine 9 (...)", or
+ * "" before any. */
+const char *gs_kern_gpu_attention_engine(const struct gs_kern_gpu *g);
 /* Waits for everything queued on the compute stream. */
 int gs_kern_gpu_sync(struct gs_kern_gpu *g);
 

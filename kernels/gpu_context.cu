@@ -76,6 +76,7 @@ extern "C" void gs_kern_gpu_free(struct gs_kern_gpu *g)
 {
     if (g == NULL)
         return;
+    gs_kern_gpu_cudnn_free(g);
     if (g->lt != NULL)
         cublasLtDestroy(g->lt);
     if (g->stream != NULL)

@@ -26,6 +26,7 @@ struct gs_kern_gpu {
     bool tf32;
     int cc_major;  /* compute capability: Tensor-Core attention needs 8 (mma.sync bf16) */
     bool att_simt; /* gs_kern_gpu_set_attention_simt: the SIMT attention kernels only */
+    struct gs_kern_cudnn *cudnn; /* cuDNN's attention plans; NULL: that path is off */
 };
 
 /* cuBLASLt's own workspace: the front of the context's workspace. Kernels run one after
@@ -52,6 +53,19 @@ int gs_kern_gpu_attention_tc_fwd(struct gs_kern_gpu *g, void *out, float *lse, c
 int gs_kern_gpu_attention_tc_bwd(struct gs_kern_gpu *g, void *dqkv, const void *dout,
                                  const float *lse, const float *dvec, const void *qkv, int B, int T,
                                  int C, int NH, enum gs_kern_dtype dt);
+
+/* cuDNN's fused attention (attention_cudnn.cu; attention_cudnn_none.cu stands in for a build
+ * without cuDNN): whether it runs this call (its path on, a plan prepared for the shapes,
+ * every pointer 16-byte aligned), the passes (arguments checked by attention.cu), and the
+ * context's part to free. Its plans' workspace is its own, allocated when they are built. */
+bool gs_kern_gpu_cudnn_takes(const struct gs_kern_gpu *g, int B, int T, int C, int NH,
+                             enum gs_kern_dtype dt, const void *const *ptrs, int nptrs);
+int gs_kern_gpu_cudnn_fwd(struct gs_kern_gpu *g, void *out, float *lse, const void *qkv, int B,
+                          int T, int C, int NH, enum gs_kern_dtype dt);
+int gs_kern_gpu_cudnn_bwd(struct gs_kern_gpu *g, void *dqkv, const void *dout, const void *out,
+                          const float *lse, const void *qkv, int B, int T, int C, int NH,
+                          enum gs_kern_dtype dt);
+void gs_kern_gpu_cudnn_free(struct gs_kern_gpu *g);
 
 /* grad.cu's fixed grid (GRAD_BLOCKS there), and so its per-block partials in the workspace:
  * a float and an int per block. Fixed, not per device, so sums repeat on any GPU. */

@@ -39,6 +39,33 @@ void gs_kern_gpu_set_tf32(struct gs_kern_gpu *g, bool allow)
 {
 }
 
+bool gs_kern_cudnn_built(void)
+{
+    return false;
+}
+
+int gs_kern_gpu_set_attention_cudnn(struct gs_kern_gpu *g, bool on)
+{
+    return -ENODEV;
+}
+
+int gs_kern_gpu_attention_prepare(struct gs_kern_gpu *g, int B, int T, int C, int NH,
+                                  enum gs_kern_dtype dt)
+{
+    return -ENODEV;
+}
+
+bool gs_kern_gpu_attention_on_cudnn(const struct gs_kern_gpu *g, int B, int T, int C, int NH,
+                                    enum gs_kern_dtype dt)
+{
+    return false;
+}
+
+const char *gs_kern_gpu_attention_engine(const struct gs_kern_gpu *g)
+{
+    return "";
+}
+
 void gs_kern_gpu_set_attention_simt(struct gs_kern_gpu *g, bool simt)
 {
 }

@@ -28,6 +28,7 @@ enum field_kind {
     F_BOOL,
     F_ALLREDUCE, /* "fp32" | "bf16" */
     F_DEVICE,    /* "auto" | "cpu" | "cuda" */
+    F_ATTENTION, /* "own" | "cudnn" */
     F_DATA_PLAN, /* "auto" | "off" */
 };
 
@@ -53,6 +54,7 @@ static const struct field fields[] = {
     F("device", F_DEVICE, device, 0, 0),
     F("tf32", F_BOOL, tf32, 0, 0),
     F("cuda_graph", F_BOOL, cuda_graph, 0, 0),
+    F("attention", F_ATTENTION, attention_cudnn, 0, 0),
     F("model.layers", F_U32, layers, 1, 256),
     F("model.heads", F_U32, heads, 1, 256),
     F("model.channels", F_U32, channels, 1, 65536),
@@ -184,6 +186,13 @@ static void rd_field(struct gs_schema_ctx *c, const struct gs_toml_value *v)
         else
             GS_SCHEMA_REPORT_AT(c, v, "%s must be \"auto\", \"cpu\" or \"cuda\"", f->path);
         return;
+    case F_ATTENTION:
+        gs_toml_as_string(v, &s, NULL);
+        if (s != NULL && (strcmp(s, "own") == 0 || strcmp(s, "cudnn") == 0))
+            *AT(f, c, bool) = strcmp(s, "cudnn") == 0;
+        else
+            GS_SCHEMA_REPORT_AT(c, v, "%s must be \"own\" or \"cudnn\"", f->path);
+        return;
     case F_DATA_PLAN:
         gs_toml_as_string(v, &s, NULL);
         if (s != NULL && strcmp(s, "auto") == 0)
@@ -212,12 +221,25 @@ static void rd_section(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 
 /* The tables common/schema.h walks: key names for its checks, all read by rd_field. */
 static const struct gs_schema_key root_keys[] = {
-    {"precision", rd_field},  {"seed", rd_field},         {"threads", rd_field},
-    {"out_dir", rd_field},    {"device", rd_field},       {"tf32", rd_field},
-    {"cuda_graph", rd_field}, {"model", rd_section},      {"data", rd_section},
-    {"batch", rd_section},    {"optim", rd_section},      {"loss_scale", rd_section},
-    {"eval", rd_section},     {"checkpoint", rd_section}, {"metrics", rd_section},
-    {"ddp", rd_section},      {"profile", rd_section},    {NULL, NULL},
+    {"precision", rd_field},
+    {"seed", rd_field},
+    {"threads", rd_field},
+    {"out_dir", rd_field},
+    {"device", rd_field},
+    {"tf32", rd_field},
+    {"cuda_graph", rd_field},
+    {"attention", rd_field},
+    {"model", rd_section},
+    {"data", rd_section},
+    {"batch", rd_section},
+    {"optim", rd_section},
+    {"loss_scale", rd_section},
+    {"eval", rd_section},
+    {"checkpoint", rd_section},
+    {"metrics", rd_section},
+    {"ddp", rd_section},
+    {"profile", rd_section},
+    {NULL, NULL},
 };
 static const struct gs_schema_key model_keys[] = {
     {"layers", rd_field},  {"heads", rd_field}, {"channels", rd_field},

@@ -41,8 +41,9 @@ struct trn_config {
     uint32_t threads; /* kernel threads; 0: OpenMP's default (OMP_NUM_THREADS, else every core) */
     char *out_dir;    /* metrics, plot, checkpoints unless given elsewhere; default "." */
     enum trn_device device;
-    bool tf32;       /* fp32 matmuls on a GPU may use TF32 Tensor Cores */
-    bool cuda_graph; /* replay training micro-steps from CUDA Graphs on a GPU */
+    bool tf32;            /* fp32 matmuls on a GPU may use TF32 Tensor Cores */
+    bool cuda_graph;      /* replay training micro-steps from CUDA Graphs on a GPU */
+    bool attention_cudnn; /* attention = "cudnn": cuDNN's fused attention on a GPU */
 
     /* [model] */
     uint32_t layers, heads, channels, context, vocab; /* vocab as the data has it */

@@ -445,6 +445,22 @@ int trn_model_use_graphs(struct trn_model *m, bool on)
     return 0;
 }
 
+int trn_model_use_cudnn_attention(struct trn_model *m)
+{
+    const struct trn_model_shape *s = &m->shape;
+    int rc;
+
+    if (m->gpu == NULL)
+        return -ENOTSUP;
+    rc = gs_kern_gpu_set_attention_cudnn(m->gpu, true);
+    if (rc == 0)
+        rc = gs_kern_gpu_attention_prepare(m->gpu, (int)m->batch, (int)s->context, (int)s->channels,
+                                           (int)s->heads, m->dt);
+    if (rc < 0)
+        gs_kern_gpu_set_attention_cudnn(m->gpu, false);
+    return rc;
+}
+
 const char *trn_model_graph_note(const struct trn_model *m)
 {
     return m->graph_note;

@@ -935,6 +935,17 @@ static int setup(struct run *r)
         trn_model_use_graphs(r->model, true);
     else if (cfg->cuda_graph && r->out != NULL)
         fprintf(r->out, "cuda_graph: only on a GPU; training without graphs\n");
+    if (cfg->attention_cudnn && r->gpu != NULL) {
+        rc = trn_model_use_cudnn_attention(r->model);
+        if (r->out != NULL && rc == 0)
+            fprintf(r->out, "attention: cuDNN fused flash attention (%s)\n",
+                    gs_kern_gpu_attention_engine(r->gpu));
+        else if (r->out != NULL)
+            fprintf(r->out, "attention: cuDNN refused (%s); using the kernels of our own\n",
+                    gs_kern_dev_last_error());
+    } else if (cfg->attention_cudnn && r->out != NULL) {
+        fprintf(r->out, "attention: cudnn only on a GPU; using the CPU kernels\n");
+    }
     trn_model_init(r->model, cfg->seed);
     rc = trn_model_sync(r->model);
     trn_loss_scaler_init(&r->st.scaler, cfg->scale_init, cfg->scale_growth, cfg->scale_backoff,

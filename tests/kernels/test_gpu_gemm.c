@@ -587,6 +587,56 @@ Test(gpu_gemm, attention_simt_matches_cpu_16bit)
     check_attention_dtype(GS_KERN_F16, true);
 }
 
+/* A context with the cuDNN attention path on (skips where there is no device or no cuDNN). */
+static void cudnn_open(struct dev *d)
+{
+    NEED_DEVICE();
+    if (!gs_kern_cudnn_built())
+        cr_skip_test("built without cuDNN");
+    dev_open(d);
+    gpu_ok(gs_kern_gpu_set_attention_cudnn(d->g, true), "set_attention_cudnn");
+}
+
+/* cuDNN's fused attention over the same shapes, against the same CPU results and tolerances
+ * (its P is rounded to the dtype before P.V, as the Tensor-Core kernels' is): the plans are
+ * prepared per shape first, and a refusal fails the test with cuDNN's reason. */
+static void check_attention_cudnn(enum gs_kern_dtype dt)
+{
+    static const int shapes[][4] = {{2, 67, 96, 3}, {1, 256, 128, 2}, {2, 200, 256, 4}};
+    struct dev d;
+
+    cudnn_open(&d);
+    for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+        const int *s = shapes[i];
+
+        gpu_ok(gs_kern_gpu_attention_prepare(d.g, s[0], s[1], s[2], s[3], dt), "prepare");
+        cr_assert(gs_kern_gpu_attention_on_cudnn(d.g, s[0], s[1], s[2], s[3], dt));
+        check_attention(&d, s[0], s[1], s[2], s[3], dt);
+    }
+    cr_log_info("cuDNN attention: %s", gs_kern_gpu_attention_engine(d.g));
+    dev_close(&d);
+}
+
+Test(gpu_gemm, attention_cudnn_matches_cpu_16bit)
+{
+    check_attention_cudnn(GS_KERN_BF16);
+    check_attention_cudnn(GS_KERN_F16);
+}
+
+/* fp32 and unprepared shapes stay on the kernels of our own with the cuDNN path on. */
+Test(gpu_gemm, attention_cudnn_leaves_other_shapes_to_our_kernels)
+{
+    struct dev d;
+
+    cudnn_open(&d);
+    cr_assert_eq(gs_kern_gpu_attention_prepare(d.g, 2, 67, 96, 3, GS_KERN_F32), -ENOTSUP);
+    cr_assert(!gs_kern_gpu_attention_on_cudnn(d.g, 2, 67, 96, 3, GS_KERN_F32));
+    check_attention(&d, 2, 67, 96, 3, GS_KERN_F32);
+    cr_assert(!gs_kern_gpu_attention_on_cudnn(d.g, 2, 45, 160, 2, GS_KERN_BF16));
+    check_attention(&d, 2, 45, 160, 2, GS_KERN_BF16);
+    dev_close(&d);
+}
+
 /* Head sizes 4 (far below the 32-channel instance), 80 (channels padded to 128) and 128. */
 Test(gpu_gemm, attention_head_sizes_up_to_128)
 {

@@ -835,6 +835,11 @@ Test(gpu_kernels, stubs_report_enodev_without_cuda)
     cr_assert_eq(gs_kern_gpu_sum_losses(g, x, x, t, 2), -ENODEV);
     cr_assert_eq(gs_kern_gpu_grad_stats(g, x, 8, 1.0f, x), -ENODEV);
     cr_assert_eq(gs_kern_gpu_adamw(g, x, x, x, x, 8, &hp, 1.0f, NULL, GS_KERN_F32), -ENODEV);
+    cr_assert(!gs_kern_cudnn_built());
+    cr_assert_eq(gs_kern_gpu_set_attention_cudnn(g, true), -ENODEV);
+    cr_assert_eq(gs_kern_gpu_attention_prepare(g, 1, 2, 8, 1, GS_KERN_BF16), -ENODEV);
+    cr_assert(!gs_kern_gpu_attention_on_cudnn(g, 1, 2, 8, 1, GS_KERN_BF16));
+    cr_assert_str_eq(gs_kern_gpu_attention_engine(g), "");
     cr_assert_eq(gs_kern_gpu_cast(g, x, GS_KERN_BF16, x, GS_KERN_F32, 8), -ENODEV);
 }
 

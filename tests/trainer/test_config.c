@@ -146,6 +146,14 @@ Test(trn_config, device_settings)
     cr_assert_eq(trn_config_override(&cfg, "device=gpu", &errors), -EINVAL);
     cr_assert(strstr(errs(), "device must be \"auto\", \"cpu\" or \"cuda\"") != NULL, "%s", errs());
     cr_assert_eq(cfg.device, TRN_DEVICE_CPU, "a bad value changes nothing");
+    cr_assert(!cfg.attention_cudnn, "the kernels of our own by default");
+    cr_assert_eq(trn_config_override(&cfg, "attention=cudnn", &errors), 0, "%s", errs());
+    cr_assert(cfg.attention_cudnn);
+    cr_assert_eq(trn_config_override(&cfg, "attention=flash", &errors), -EINVAL);
+    cr_assert(strstr(errs(), "attention must be \"own\" or \"cudnn\"") != NULL, "%s", errs());
+    cr_assert(cfg.attention_cudnn, "a bad value changes nothing");
+    cr_assert_eq(trn_config_override(&cfg, "attention=own", &errors), 0, "%s", errs());
+    cr_assert(!cfg.attention_cudnn);
 }
 
 Test(trn_config, profile_settings)

@@ -133,8 +133,10 @@ if ! command -v nvidia-smi > /dev/null || ! nvidia-smi -L > /dev/null 2>&1; then
     "$tmp/g.log" || fail "no device message: $(cat "$tmp/g.log")"
 fi
 "$bin/gsched-train" train "$tmp/tiny.toml" --out_dir="$tmp/h" --device=cpu --cuda_graph=true \
-  --optim.steps=2 > "$tmp/h.log" 2>&1 || fail "cuda_graph on the CPU: $(cat "$tmp/h.log")"
+  --attention=cudnn --optim.steps=2 > "$tmp/h.log" 2>&1 || fail "cuda_graph on the CPU: $(cat "$tmp/h.log")"
 grep -q '^device: cpu' "$tmp/h.log" || fail "no device line: $(cat "$tmp/h.log")"
 grep -q 'cuda_graph: only on a GPU; training without graphs' "$tmp/h.log" ||
   fail "no cuda_graph note: $(cat "$tmp/h.log")"
+grep -q 'attention: cudnn only on a GPU; using the CPU kernels' "$tmp/h.log" ||
+  fail "no attention note: $(cat "$tmp/h.log")"
 echo "$name: all checks passed"
