@@ -55,10 +55,10 @@ static int parse_nodes(const char *p, size_t len, struct gs_dist *out, char *why
 
 static int parse_sockets(const char *p, size_t len, struct gs_dist *out, char *why, size_t size)
 {
-    if (len == 0 || word_is(p, len, "*") || word_is(p, len, "block"))
-        out->sockets = GS_DIST_SOCKETS_BLOCK;
-    else if (word_is(p, len, "cyclic"))
+    if (len == 0 || word_is(p, len, "*") || word_is(p, len, "cyclic"))
         out->sockets = GS_DIST_SOCKETS_CYCLIC;
+    else if (word_is(p, len, "block"))
+        out->sockets = GS_DIST_SOCKETS_BLOCK;
     else if (word_is(p, len, "fcyclic"))
         out->sockets = GS_DIST_SOCKETS_FCYCLIC;
     else {

@@ -21,9 +21,9 @@ enum gs_dist_nodes {
 };
 
 enum gs_dist_sockets {
-    GS_DIST_SOCKETS_BLOCK = 0, /* a task's cores from one socket, the next task's after them */
-    GS_DIST_SOCKETS_CYCLIC,    /* a task's cores from one socket, the next task's from the next */
-    GS_DIST_SOCKETS_FCYCLIC,   /* each of a task's cores from the next socket in turn */
+    GS_DIST_SOCKETS_CYCLIC = 0, /* a task's cores from one socket, the next task's from the next */
+    GS_DIST_SOCKETS_BLOCK,      /* a task's cores from one socket, the next task's after them */
+    GS_DIST_SOCKETS_FCYCLIC,    /* each of a task's cores from the next socket in turn */
 };
 
 struct gs_dist {
@@ -34,10 +34,11 @@ struct gs_dist {
 
 /*
  * Parses Slurm's "NODES[:SOCKETS[:CORES]][,NoPack]", NODES one of * block cyclic
- * arbitrary plane=N, SOCKETS one of * block cyclic fcyclic; "*" and "" are the defaults
- * (block). A third level other than "*" and ",Pack" are refused (gsched binds tasks to
- * logical CPUs and always spreads tasks evenly), as are levels after plane=N, which Slurm
- * does not combine. Returns 0, or -EINVAL with why (one line naming the wrong part).
+ * arbitrary plane=N, SOCKETS one of * block cyclic fcyclic; "*" and "" are the defaults,
+ * Slurm's: block for the nodes, cyclic for the sockets (the zero values, so a struct gs_dist
+ * of zeros is the default layout). A third level other than "*" and ",Pack" are refused (gsched
+ * binds tasks to logical CPUs and always spreads tasks evenly), as are levels after plane=N, which
+ * Slurm does not combine. Returns 0, or -EINVAL with why (one line naming the wrong part).
  */
 int gs_dist_parse(const char *text, struct gs_dist *out, char *why, size_t why_size);
 

@@ -54,9 +54,14 @@ Test(task_dist, parses_slurm_forms)
     struct gs_dist d = parse_ok("");
 
     cr_assert_eq(d.nodes, GS_DIST_BLOCK);
-    cr_assert_eq(d.sockets, GS_DIST_SOCKETS_BLOCK);
+    cr_assert_eq(d.sockets, GS_DIST_SOCKETS_CYCLIC, "Slurm's default: block:cyclic");
     d = parse_ok("cyclic");
     cr_assert_eq(d.nodes, GS_DIST_CYCLIC);
+    cr_assert_eq(d.sockets, GS_DIST_SOCKETS_CYCLIC);
+    d = parse_ok("block:*");
+    cr_assert_eq(d.sockets, GS_DIST_SOCKETS_CYCLIC);
+    d = parse_ok("cyclic:block");
+    cr_assert_eq(d.sockets, GS_DIST_SOCKETS_BLOCK);
     d = parse_ok("block:cyclic");
     cr_assert_eq(d.nodes, GS_DIST_BLOCK);
     cr_assert_eq(d.sockets, GS_DIST_SOCKETS_CYCLIC);

@@ -96,10 +96,11 @@ check_cores SOCK_CYCLIC 0-3 8-11 4-7 12-15
 check_cores SOCK_FCYCLIC 0-1,8-9 2-3,10-11 4-5,12-13 6-7,14-15
 
 # --cpu-bind on node1's four tasks: a map of cores (wrapping), none (GSCHED_CPUS unset),
-# each task's socket (from SLURM_CPU_BIND), a mask with verbose's report before the task.
+# each task's socket (from SLURM_CPU_BIND; the default socket level, cyclic as Slurm's,
+# deals the tasks' cores round the sockets), a mask with verbose's report before the task.
 check_cores MAP 3 9 3 9
 check_cores NONE "" "" "" ""
-check_cores SOCKETS 0-7 0-7 8-15 8-15
+check_cores SOCKETS 0-7 8-15 0-7 8-15
 check_cores VERBOSE 4-5
 grep -q '^cpu-bind=MASK - node1, task  0  0: mask 0x30 set$' "$out" ||
   fail "no --cpu-bind=verbose report: $(cat "$out")"
