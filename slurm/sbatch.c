@@ -738,20 +738,20 @@ __attribute__((format(printf, 3, 4))) static void warn(struct ctx *c, const char
                                                        const char *fmt, ...);
 
 /* --hint=nomultithread (one hardware thread a core, as --threads-per-core=1), multithread
- * (all of them, the default); compute_bound and memory_bound are only warned about. */
+ * (all of them, the default); compute_bound is Slurm's whole cores per task, each task bound
+ * to its cores, which is what every job gets here; memory_bound's one core per socket is not
+ * done, and is warned about. */
 static int set_hint(struct ctx *c, const struct opt_def *d, const char *value, struct gs_error *err)
 {
-    char shown[64];
-
-    if (strcmp(value, "nomultithread") == 0 || strcmp(value, "multithread") == 0) {
+    if (strcmp(value, "nomultithread") == 0 || strcmp(value, "multithread") == 0 ||
+        strcmp(value, "compute_bound") == 0) {
         *AT(c, d, uint32_t) = value[0] == 'n' ? 1 : 0;
         return 0;
     }
-    if (strcmp(value, "compute_bound") != 0 && strcmp(value, "memory_bound") != 0)
+    if (strcmp(value, "memory_bound") != 0)
         return gs_error_set(err, -EINVAL, 0, 0,
                             "must be nomultithread, multithread, compute_bound or memory_bound");
-    snprintf(shown, sizeof(shown), "--hint=%s", value);
-    warn(c, shown, "ignored: placement follows the GPU topology");
+    warn(c, "--hint=memory_bound", "ignored: tasks are not spread one core per socket");
     return 0;
 }
 
@@ -1023,12 +1023,18 @@ static int set_begin(struct ctx *c, const struct opt_def *d, const char *value,
         d->id == GS_SBATCH_OPT_DEADLINE ? &c->sb->deadline_ms : &c->sb->begin_ms, err);
 }
 
+/* --exclusive: whole nodes. =user asks only that no other user's job shares them: whole
+ * nodes meet that (the user's own jobs do not share them either), said in a warning. */
 static int set_exclusive(struct ctx *c, const struct opt_def *d, const char *value,
                          struct gs_error *err)
 {
     (void)d;
-    if (value != NULL)
-        return gs_error_set(err, -EINVAL, 0, 0, "only whole-node --exclusive is supported, not =%s",
+    if (value != NULL && strcmp(value, "user") == 0)
+        warn(c, "--exclusive=user",
+             "taken as --exclusive: the job's nodes run no other job, its user's neither");
+    else if (value != NULL)
+        return gs_error_set(err, -EINVAL, 0, 0,
+                            "only --exclusive (whole nodes) and =user are supported, not =%s",
                             value);
     c->sb->exclusive = true;
     return 0;
@@ -1146,7 +1152,8 @@ static const struct opt_def options[] = {
     {"no-kill", 'k', ARG_OPTIONAL, GS_SBATCH_OPT_NO_KILL, set_no_kill, FIELD(no_kill), 0,
      GROUP_NONE, NULL},
     UNSUPPORTED("ntasks-per-socket", 0, REQ, NULL),
-    UNSUPPORTED("oversubscribe", 's', ARG_NONE, "GPUs are never shared"),
+    {"oversubscribe", 's', ARG_NONE, -1, NULL, 0, 0, GROUP_NONE,
+     "jobs never share cores or GPUs here (as under Slurm's default OverSubscribe=NO)"},
 };
 
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))

@@ -39,7 +39,7 @@ cat > train.sh <<'EOF'
 #SBATCH -c 4 --mem-per-gpu=10G
 #SBATCH -t 00:30:00
 #SBATCH -o %x-%j.out
-#SBATCH --mail-type=END --hint=compute_bound
+#SBATCH --mail-type=END --hint=memory_bound
 srun python3 train.py
 EOF
 # shellcheck disable=SC2016 # the job expands it, not this shell
@@ -79,7 +79,7 @@ open_mode=truncate
 mail_type=END
 mail_user=
 stdout_path=$dir/work/llama-ft-%j.out"
-has "$err" "sbatch: warning: train.sh:8: --hint=compute_bound: ignored: placement follows the GPU topology"
+has "$err" "sbatch: warning: train.sh:8: --hint=memory_bound: ignored: tasks are not spread one core per socket"
 has "$err" "sbatch: warning: no scheduler answered; the job was checked here only"
 # The command line over the script, and --json.
 run 0 sbatch --test-only --json -N 1 -p debug -t 1-0 train.sh

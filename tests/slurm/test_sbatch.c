@@ -840,8 +840,15 @@ Test(sbatch_options, exclusive_flag)
     struct gs_sbatch *sb = parse(SHEBANG "#SBATCH --exclusive\n");
 
     cr_assert(sb->exclusive);
+    cr_assert_eq(warnings.len, 0, "%s", warnings.data);
     gs_sbatch_free(sb);
-    expect_error(SHEBANG "#SBATCH --exclusive=user\n", "--exclusive=user: only whole-node");
+    sb = parse(SHEBANG "#SBATCH --exclusive=user\n");
+    cr_assert(sb->exclusive, "=user is met by whole nodes");
+    cr_assert(has(warnings.data, "run.sh:2: --exclusive=user: taken as --exclusive"), "%s",
+              warnings.data);
+    gs_sbatch_free(sb);
+    expect_error(SHEBANG "#SBATCH --exclusive=mcs\n",
+                 "--exclusive=mcs: only --exclusive (whole nodes) and =user are supported");
 }
 
 Test(sbatch_options, output_patterns_are_checked)
@@ -916,17 +923,22 @@ Test(sbatch_options, ignorable_options_warn_once_each)
 {
     struct gs_sbatch *sb = parse(SHEBANG "#SBATCH --mail-type=END,FAIL --mail-user=a@b\n"
                                          "#SBATCH --comment \"hi\" --open-mode=append\n"
-                                         "#SBATCH --get-user-env --hint=memory_bound\n");
+                                         "#SBATCH --get-user-env --hint=memory_bound -s\n"
+                                         "#SBATCH --hint=compute_bound\n");
     size_t lines = 0;
 
     for (size_t i = 0; i < warnings.len; i++)
         lines += warnings.data[i] == '\n';
     /* --comment is recorded with the job, --open-mode and mail acted on: no warning. */
-    cr_assert_eq(lines, 2, "%s", warnings.data);
+    cr_assert_eq(lines, 3, "%s", warnings.data);
     cr_assert(!has(warnings.data, "--mail"), "%s", warnings.data);
     cr_assert_eq(sb->mail_types, GS_MAIL_END | GS_MAIL_FAIL);
     cr_assert_str_eq(sb->mail_user, "a@b");
     cr_assert(has(warnings.data, "run.sh:4: --hint=memory_bound: ignored"), "%s", warnings.data);
+    cr_assert(has(warnings.data, "run.sh:4: -s: ignored: jobs never share cores or GPUs"), "%s",
+              warnings.data);
+    cr_assert(!has(warnings.data, "compute_bound"), "whole cores per task: what every job gets");
+    cr_assert_eq(sb->threads_per_core, 0, "compute_bound binds every thread of the cores");
     cr_assert(!has(warnings.data, "--comment") && !has(warnings.data, "--open-mode"), "%s",
               warnings.data);
     cr_assert_str_eq(sb->comment, "hi");
@@ -958,8 +970,6 @@ Test(sbatch_options, known_slurm_options_gsched_lacks_are_errors)
                  "run.sh:2: --mail-type=END,SOON: 'SOON' is not a mail type");
     expect_error(SHEBANG "#SBATCH --mail-user=-x\n",
                  "run.sh:2: --mail-user=-x: a mail address does not start with '-'");
-    expect_error(SHEBANG "#SBATCH -s\n", "run.sh:2: -s: a Slurm option gsched does not support: "
-                                         "GPUs are never shared");
     expect_error(SHEBANG "#SBATCH --priority=TOP\n",
                  "run.sh:2: --priority=TOP: TOP is not supported: give a number");
     expect_error(
