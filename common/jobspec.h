@@ -138,6 +138,9 @@ struct gs_het_component {
 #define GS_JOBSPEC_PRIORITY_MAX 1000000
 #define GS_JOBSPEC_NICE_MAX 1000000 /* as the priority; Slurm allows more */
 #define GS_JOBSPEC_DEFAULT_STDOUT "gsched-%j-%t.out"
+/* A step's threads_per_core (StepLaunchRequest) for every hardware thread of its cores, over
+ * a job's own setting (srun --hint=multithread); 0 there is the job's. */
+#define GS_STEP_THREADS_ALL 0xffffffffu
 #define GS_JOBSPEC_NODES_MAX 100000
 #define GS_JOBSPEC_GPUS_MAX 1024
 #define GS_JOBSPEC_CPUS_MAX 4096 /* per GPU, per task, and tasks per node */

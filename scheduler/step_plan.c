@@ -486,7 +486,10 @@ int sched_step_msg_init(struct sched_ctx *s, const struct sched_job *job,
                      : job->spec->workdir != NULL ? job->spec->workdir
                                                   : "";
     m->run.submit_dir = job->spec->submit_dir != NULL ? job->spec->submit_dir : "";
-    m->run.threads_per_core = job->spec->threads_per_core;
+    /* srun --threads-per-core / --hint, else the job's (sbatch's). */
+    m->run.threads_per_core = req->threads_per_core == GS_STEP_THREADS_ALL ? 0
+                              : req->threads_per_core > 0                  ? req->threads_per_core
+                                                          : job->spec->threads_per_core;
     /* srun's steps run with sbatch --propagate's limits as Slurm's do (srun, in the batch
      * shell, has them). */
     if (gs_proto_jobspec_rlimits(job->spec, &m->run, &m->rlimits, &m->rlimit_ptrs) < 0)

@@ -19,6 +19,7 @@
 #include "common/error.h"
 #include "common/gpu_bind.h"
 #include "common/hostlist.h"
+#include "common/jobspec.h"
 #include "common/mem_bind.h"
 #include "common/path.h"
 #include "common/task_dist.h"
@@ -59,6 +60,9 @@ enum srun_id {
     O_CPU_BIND,
     O_MULTI_PROG,
     O_MEM_BIND,
+    O_THREADS,
+    O_HINT,
+    O_NTASKS_PER_CORE,
     O_TIME,
     O_WAIT,
     O_IGNORED_FLAG,  /* accepted, no effect here (--quiet, --verbose) */
@@ -105,6 +109,9 @@ static const struct srun_opt srun_opts[] = {
     {"het-group", 0, VALUE, O_HET_GROUP},
     {"pack-group", 0, VALUE, O_HET_GROUP}, /* its name before Slurm 20.02 */
     {"distribution", 'm', VALUE, O_DISTRIBUTION},
+    {"threads-per-core", 0, VALUE, O_THREADS},
+    {"hint", 0, VALUE, O_HINT},
+    {"ntasks-per-core", 0, VALUE, O_NTASKS_PER_CORE},
     {"mem", 0, VALUE, O_IGNORED_VALUE},
     {"mem-per-cpu", 0, VALUE, O_IGNORED_VALUE},
     {"mem-per-gpu", 0, VALUE, O_IGNORED_VALUE},
@@ -163,6 +170,11 @@ static const char srun_usage[] =
     "                           each task's memory: none, local (its cores' NUMA nodes),\n"
     "                           rank, map_mem:L, mask_mem:L (default: prefer its cores'\n"
     "                           NUMA nodes; $SLURM_MEM_BIND)\n"
+    "      --threads-per-core=N the tasks use the first N hardware threads of each core\n"
+    "      --hint=TYPE          nomultithread (as --threads-per-core=1), multithread or\n"
+    "                           compute_bound (every thread of the cores); memory_bound\n"
+    "                           is warned about (default: the job's, sbatch's)\n"
+    "      --ntasks-per-core=1  what every task gets: cores of its own\n"
     "  -t, --time=TIME          the step's time limit (within the job's)\n"
     "  -W, --wait=S             end the step S seconds after its first task exited\n"
     "      --multi-prog         the command is a file of RANKS PROGRAM ARGS lines (MPMD):\n"
@@ -170,7 +182,7 @@ static const char srun_usage[] =
     "  -m, --distribution=NODES[:SOCKETS]\n"
     "                           ranks over the nodes: block (default), cyclic, plane=N,\n"
     "                           arbitrary (in $SLURM_HOSTFILE's or -w's order); cores\n"
-    "                           over each node's sockets: block (default), cyclic, fcyclic\n"
+    "                           over each node's sockets: cyclic (default), block, fcyclic\n"
     "                           (default: $SLURM_DISTRIBUTION, as sbatch -m sets it)\n"
     "Outside a job srun first asks for an allocation (as salloc does) with -N -n\n"
     "--ntasks-per-node -c --gpus* --gres -w -J and -t -p -A -q -x -C --mem*, runs the\n"
@@ -222,6 +234,28 @@ static int distribution(struct cli_srun_args *a, const char *value)
         return -EINVAL;
     }
     a->req.distribution = (char *)value;
+    return 0;
+}
+
+/* --hint: nomultithread is one thread a core; multithread and compute_bound (Slurm's whole
+ * cores per task, bound to them) every thread, over a job's nomultithread; memory_bound's
+ * one core per socket is not done, and said. */
+static int hint(struct cli_srun_args *a, const char *value)
+{
+    if (strcmp(value, "nomultithread") == 0)
+        a->req.threads_per_core = 1;
+    else if (strcmp(value, "multithread") == 0 || strcmp(value, "compute_bound") == 0)
+        a->req.threads_per_core = GS_STEP_THREADS_ALL;
+    else if (strcmp(value, "memory_bound") == 0)
+        fprintf(stderr, "srun: warning: --hint=memory_bound: ignored: tasks are not spread one "
+                        "core per socket\n");
+    else {
+        fprintf(stderr,
+                "srun: error: --hint=%s: must be nomultithread, multithread, compute_bound or "
+                "memory_bound\n",
+                value);
+        return -EINVAL;
+    }
     return 0;
 }
 
@@ -419,6 +453,25 @@ static int take(struct cli_srun_args *a, const struct srun_opt *o, const char *v
     case O_MULTI_PROG:
         a->multi_prog = true;
         return 0;
+    case O_THREADS:
+        if (number(opt, value, &a->req.threads_per_core) < 0)
+            return -EINVAL;
+        if (a->req.threads_per_core > 64) {
+            fprintf(stderr, "srun: error: --threads-per-core=%s: at most 64\n", value);
+            return -EINVAL;
+        }
+        return 0;
+    case O_HINT:
+        return hint(a, value);
+    case O_NTASKS_PER_CORE:
+        if (strcmp(value, "1") != 0) {
+            fprintf(stderr,
+                    "srun: error: --ntasks-per-core=%s: gsched gives each task whole cores of "
+                    "its own (only 1)\n",
+                    value);
+            return -EINVAL;
+        }
+        return 0;
     default:
         (void)n;
         return 0;
@@ -551,6 +604,19 @@ void cli_srun_owned_release(struct cli_srun_owned *o)
     free(o->dist_text);
     gs_buf_release(&o->multi_prog);
     gs_buf_release(&o->workdir);
+}
+
+/* Takes the variable key out of the tasks' environment, if it is there. */
+static void env_unset(struct cli_srun_owned *o, const char *key)
+{
+    for (size_t i = 0; i < o->n; i++) {
+        if (strcmp(o->entries[i].key, key) != 0)
+            continue;
+        free(o->entries[i].key);
+        free(o->entries[i].value);
+        o->entries[i] = o->entries[--o->n];
+        return;
+    }
 }
 
 /* Sets the variable named by kv's first keylen bytes to value (copied); a later set wins. */
@@ -823,6 +889,16 @@ int cli_srun_request(struct cli_srun_args *a, struct cli_srun_owned *own)
     if (a->mem_bind_given &&
         env_set(own, "SLURM_MEM_BIND", 14, a->req.mem_bind, strlen(a->req.mem_bind)) < 0)
         goto nomem;
+    /* --threads-per-core and --hint: the tasks see the step's setting, not the job's. */
+    if (a->req.threads_per_core == GS_STEP_THREADS_ALL) {
+        env_unset(own, "SLURM_THREADS_PER_CORE");
+    } else if (a->req.threads_per_core > 0) {
+        char n[16];
+
+        snprintf(n, sizeof(n), "%u", a->req.threads_per_core);
+        if (env_set(own, "SLURM_THREADS_PER_CORE", 22, n, strlen(n)) < 0)
+            goto nomem;
+    }
     a->req.het_groups = a->nhet_groups > 0 ? a->het_groups : NULL;
     a->req.n_het_groups = a->nhet_groups;
     own->ptrs = calloc(own->n + 1, sizeof(*own->ptrs));

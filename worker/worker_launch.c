@@ -948,9 +948,10 @@ void wrk_launch_now(struct wrk_ctx *w, const Gs__LaunchTasks *msg, uint64_t requ
             wrk_ledger_add(w->ledger, l.results[i].pid, msg->job_id, msg->step, id.rank) < 0)
             GS_LOG(GS_LOG_WARN, "job=%llu step=%u rank=%u task ledger not updated",
                    (unsigned long long)msg->job_id, msg->step, id.rank);
-        GS_LOG(GS_LOG_INFO, "job=%llu step=%u rank=%u gpus=%zu batch=%d task started",
+        GS_LOG(GS_LOG_INFO,
+               "job=%llu step=%u rank=%u gpus=%zu batch=%d threads_per_core=%u task started",
                (unsigned long long)msg->job_id, msg->step, id.rank, msg->tasks[i]->n_gpus,
-               (int)l.batch);
+               (int)l.batch, msg->run != NULL ? msg->run->threads_per_core : 0);
     }
     if (l.results != NULL)
         send_reply(&l, request_id);

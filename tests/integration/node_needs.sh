@@ -36,9 +36,22 @@ cpus_of() { # cpus_of NAME SBATCH-OPTIONS...: the job's SLURM_JOB_CPUS_PER_NODE 
 [ "$(cpus_of mincpus -n 1 --mincpus=3)" = "CPN=3 OC=" ] || fail "--mincpus=3: $(cat "$work/mincpus.out")"
 [ "$(cpus_of plain -n 4 -c 2)" = "CPN=8 OC=" ] || fail "-n 4 -c 2: $(cat "$work/plain.out")"
 [ "$(cpus_of over -n 4 -c 2 -O)" = "CPN=2 OC=1" ] || fail "-O: $(cat "$work/over.out")"
-# --hint=nomultithread: one hardware thread of each core, said as Slurm says it.
-[ "$(output_of tpc 'echo "TPC=$SLURM_THREADS_PER_CORE"' --hint=nomultithread)" = TPC=1 ] ||
+# --hint=nomultithread: one hardware thread of each core, said as Slurm says it; its steps
+# keep it unless srun says otherwise (the workers log what they bind each task to: 0 is
+# every thread).
+steps='echo "TPC=$SLURM_THREADS_PER_CORE"; srun -n1 -J keep true
+srun -n1 -J two --threads-per-core=2 bash -c '"'"'echo "TWO=$SLURM_THREADS_PER_CORE"'"'"'
+srun -n1 -J all --hint=multithread bash -c '"'"'echo "ALL=${SLURM_THREADS_PER_CORE:-unset}"'"'"''
+tpc_job=$(sbatch_id --hint=nomultithread -o "$work/tpc.out" --wrap "$steps")
+wait_end "$tpc_job" 30 || fail "tpc: $(jq "$tpc_job" 'j')"
+[ "$(tr '\n' ' ' < "$work/tpc.out")" = "TPC=1 TWO=2 ALL=unset " ] ||
   fail "--hint=nomultithread: $(cat "$work/tpc.out")"
+# (The workers number the batch shell step 0, srun's steps from 1.)
+for want in "step=0 .*batch=1 threads_per_core=1 " "step=1 .*batch=0 threads_per_core=1 " \
+  "step=2 .*threads_per_core=2 " "step=3 .*threads_per_core=0 "; do
+  grep -qE "job=$tpc_job $want" "$state"/*.log ||
+    fail "no task started with '$want' in the workers' logs: $(grep "job=$tpc_job " "$state"/*.log)"
+done
 
 # --propagate: the submitting shell's soft limits reach the batch shell and its srun steps;
 # without it the tasks keep the worker's.

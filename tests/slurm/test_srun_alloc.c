@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/jobspec.h"
 #include "common/units.h"
 #include "slurm/alloc.h"
 #include "slurm/srun.h"
@@ -210,6 +211,54 @@ Test(srun_limits, time_and_wait, .init = cr_redirect_stderr)
     cr_assert_eq(b.wait_s, 5);
     cr_assert_eq(cli_srun_parse(&c, 4, bad_time), -EINVAL);
     cr_assert_eq(cli_srun_parse(&c, 4, bad_wait), -EINVAL);
+}
+
+/* --threads-per-core and --hint over the job's setting (SLURM_THREADS_PER_CORE in srun's
+ * environment): the tasks see the step's; --ntasks-per-core only 1. */
+Test(srun_threads, hint_and_threads_per_core, .init = cr_redirect_stderr)
+{
+    char *nomt[] = {"srun", "--hint=nomultithread", "true"};
+    char *two[] = {"srun", "--threads-per-core=2", "--ntasks-per-core=1", "true"};
+    char *all[] = {"srun", "--hint=compute_bound", "true"};
+    char *plain[] = {"srun", "--hint=memory_bound", "true"};
+    char *bad[][3] = {{"srun", "--hint=fast", "true"},
+                      {"srun", "--threads-per-core=65", "true"},
+                      {"srun", "--ntasks-per-core=2", "true"}};
+    struct cli_srun_args a = {.req = GS__STEP_LAUNCH_REQUEST__INIT};
+    struct cli_srun_args b = {.req = GS__STEP_LAUNCH_REQUEST__INIT};
+    struct cli_srun_args c = {.req = GS__STEP_LAUNCH_REQUEST__INIT};
+    struct cli_srun_args d = {.req = GS__STEP_LAUNCH_REQUEST__INIT};
+    struct cli_srun_owned own[4] = {{.workdir = GS_BUF_INIT},
+                                    {.workdir = GS_BUF_INIT},
+                                    {.workdir = GS_BUF_INIT},
+                                    {.workdir = GS_BUF_INIT}};
+
+    setenv("SLURM_JOB_ID", "5", 1);
+    setenv("SLURM_THREADS_PER_CORE", "1", 1); /* the job's: sbatch --hint=nomultithread */
+    cr_assert_eq(cli_srun_parse(&a, 3, nomt), 0);
+    cr_assert_eq(cli_srun_request(&a, &own[0]), 0);
+    cr_assert_eq(a.req.threads_per_core, 1);
+    cr_assert_str_eq(req_env(&a.req, "SLURM_THREADS_PER_CORE"), "1");
+    cr_assert_eq(cli_srun_parse(&b, 4, two), 0);
+    cr_assert_eq(cli_srun_request(&b, &own[1]), 0);
+    cr_assert_eq(b.req.threads_per_core, 2);
+    cr_assert_str_eq(req_env(&b.req, "SLURM_THREADS_PER_CORE"), "2");
+    cr_assert_eq(cli_srun_parse(&c, 3, all), 0);
+    cr_assert_eq(cli_srun_request(&c, &own[2]), 0);
+    cr_assert_eq(c.req.threads_per_core, GS_STEP_THREADS_ALL, "every thread, over the job's");
+    cr_assert_null(req_env(&c.req, "SLURM_THREADS_PER_CORE"));
+    cr_assert_eq(cli_srun_parse(&d, 3, plain), 0, "memory_bound is warned about");
+    cr_assert_eq(cli_srun_request(&d, &own[3]), 0);
+    cr_assert_eq(d.req.threads_per_core, 0, "the job's");
+    cr_assert_str_eq(req_env(&d.req, "SLURM_THREADS_PER_CORE"), "1");
+    for (size_t i = 0; i < 3; i++) {
+        struct cli_srun_args e = {.req = GS__STEP_LAUNCH_REQUEST__INIT};
+
+        cr_assert_eq(cli_srun_parse(&e, 3, bad[i]), -EINVAL, "%s", bad[i][1]);
+    }
+    unsetenv("SLURM_THREADS_PER_CORE");
+    for (size_t i = 0; i < 4; i++)
+        cli_srun_owned_release(&own[i]);
 }
 
 /* What task `rank` of an MPMD step prints: the program --multi-prog builds, run by sh. */
