@@ -21,6 +21,9 @@ trap cleanup EXIT
 cd "$tmp"
 export GSCHED_SOCKET="$tmp/state/gschedd.sock"
 export PATH="$build/bin:$PATH" # the job's environment is submit's: gsched-train is found there
+# A local cluster is this one machine: the ranks and Open MPI's daemons talk over loopback,
+# not over interfaces that may come and go meanwhile (a test suite's network namespaces).
+export OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_btl_tcp_if_include=lo
 
 "$gsched" --version
 echo "--- gsched up --workers 2"

@@ -906,6 +906,11 @@ extern "C" const char *gs_kern_gpu_attention_engine(const struct gs_kern_gpu *g)
     return g != NULL && g->cudnn != NULL ? g->cudnn->engine : "";
 }
 
+extern "C" size_t gs_kern_gpu_attention_scratch_bytes(const struct gs_kern_gpu *g)
+{
+    return g != NULL && g->cudnn != NULL ? g->cudnn->scratch_bytes : 0;
+}
+
 /* --- running --------------------------------------------------------------------------------- */
 
 bool gs_kern_gpu_cudnn_takes(const struct gs_kern_gpu *g, int B, int T, int C, int NH,

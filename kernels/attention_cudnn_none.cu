@@ -39,6 +39,11 @@ extern "C" const char *gs_kern_gpu_attention_engine(const struct gs_kern_gpu *)
     return "";
 }
 
+extern "C" size_t gs_kern_gpu_attention_scratch_bytes(const struct gs_kern_gpu *)
+{
+    return 0;
+}
+
 bool gs_kern_gpu_cudnn_takes(const struct gs_kern_gpu *, int, int, int, int, enum gs_kern_dtype,
                              const void *const *, int)
 {

@@ -115,6 +115,8 @@ bool gs_kern_gpu_attention_on_cudnn(const struct gs_kern_gpu *g, int B, int T, i
 /* The engines of the last prepared plans, for logs: "fwd engine 7, bwd engine 9 (...)", or
  * "" before any. */
 const char *gs_kern_gpu_attention_engine(const struct gs_kern_gpu *g);
+/* Device bytes the cuDNN path holds for its plans (0 when off). */
+size_t gs_kern_gpu_attention_scratch_bytes(const struct gs_kern_gpu *g);
 /* Waits for everything queued on the compute stream. */
 int gs_kern_gpu_sync(struct gs_kern_gpu *g);
 

@@ -66,6 +66,11 @@ const char *gs_kern_gpu_attention_engine(const struct gs_kern_gpu *g)
     return "";
 }
 
+size_t gs_kern_gpu_attention_scratch_bytes(const struct gs_kern_gpu *g)
+{
+    return 0;
+}
+
 void gs_kern_gpu_set_attention_simt(struct gs_kern_gpu *g, bool simt)
 {
 }

@@ -347,9 +347,11 @@ struct gs_kern_gpu *trn_model_gpu(const struct trn_model *m)
     return m->gpu;
 }
 
-size_t trn_model_arena_bytes(const struct trn_model *m)
+size_t trn_model_mem_bytes(const struct trn_model *m)
 {
-    return m->gpu != NULL ? m->arena_bytes : trn_model_bytes(&m->shape, m->dt, m->batch);
+    if (m->gpu != NULL)
+        return m->arena_bytes + gs_kern_gpu_attention_scratch_bytes(m->gpu);
+    return trn_model_bytes(&m->shape, m->dt, m->batch);
 }
 
 const struct trn_model_shape *trn_model_shape(const struct trn_model *m)

@@ -79,9 +79,9 @@ int trn_model_new_on(const struct trn_model_shape *shape, enum gs_kern_dtype dt,
 void trn_model_free(struct trn_model *m);
 bool trn_model_on_gpu(const struct trn_model *m);
 struct gs_kern_gpu *trn_model_gpu(const struct trn_model *m); /* NULL on the CPU */
-/* The model's memory: the device arena on a GPU (its peak: nothing else is allocated),
- * trn_model_bytes() on the CPU. */
-size_t trn_model_arena_bytes(const struct trn_model *m);
+/* The model's memory: on a GPU the device arena plus, with cuDNN's attention on, that
+ * path's scratch (the peak: nothing else is allocated); trn_model_bytes() on the CPU. */
+size_t trn_model_mem_bytes(const struct trn_model *m);
 
 const struct trn_model_shape *trn_model_shape(const struct trn_model *m);
 enum gs_kern_dtype trn_model_dtype(const struct trn_model *m);

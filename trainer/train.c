@@ -987,7 +987,7 @@ static int setup(struct run *r)
                 cfg->layers, cfg->heads, cfg->channels, cfg->context, cfg->vocab,
                 trn_vocab_padded(cfg->vocab), (double)trn_model_nparams(r->model) / 1e6,
                 trn_precision_name(cfg->precision), gs_kern_threads(), seqs, r->T, r->B, r->accum,
-                (double)trn_model_arena_bytes(r->model) / (1024.0 * 1024.0),
+                (double)trn_model_mem_bytes(r->model) / (1024.0 * 1024.0),
                 r->gpu != NULL ? "device" : "model");
     return rc;
 }
@@ -1380,7 +1380,7 @@ int trn_train(const struct trn_config *cfg, volatile sig_atomic_t *stop, FILE *o
             rc = checkpoint(&r, &rec.ckpt_ms);
         rec.peak_mem_bytes = peak_rss_bytes();
         if (r.gpu != NULL)
-            rec.device_mem_bytes = trn_model_arena_bytes(r.model);
+            rec.device_mem_bytes = trn_model_mem_bytes(r.model);
         if (rc == 0 && r.metrics != NULL)
             rc = trn_metrics_step(r.metrics, &rec);
         if (rc == 0 && r.writer != NULL)

@@ -2,8 +2,9 @@
 # gpu_bind.sh BIN_DIR SRC_DIR: srun --gpu-bind (issue 20) in a batch job holding a whole
 # node of tests/topologies/pcie-8gpu.xml (8 GPUs, 4 on each of two NUMA nodes, 64 cores):
 # each task's CUDA_VISIBLE_DEVICES under map_gpu, mask_gpu, per_task, closest (a step of 8
-# one-core tasks has 4 on each socket: those on the second see its GPUs) and single:2 (the
-# first two tasks of each socket share its first GPU); sbatch's own --gpu-bind reaching the
+# one-core tasks has 4 on each socket, dealt round them as Slurm's default block:cyclic
+# does: the odd ranks, on the second, see its GPUs) and single:2 (the first two tasks of
+# each socket share its first GPU); sbatch's own --gpu-bind reaching the
 # steps through SLURM_GPU_BIND; an id the step does not have refused with the reason before
 # anything runs, and a typo refused by srun itself. verbose: each task's stderr starts with
 # Slurm's report of its binding. sbatch --ntasks-per-gpu=2 on 4 GPUs: 8 tasks, two on each
@@ -42,21 +43,21 @@ want='== --gpu-bind=map_gpu:7,5*2 -n4
 2: 6,7,0
 == --gpu-bind=verbose,closest -n8
 0: 0,1,2,3
-1: 0,1,2,3
+1: 4,5,6,7
 2: 0,1,2,3
-3: 0,1,2,3
-4: 4,5,6,7
+3: 4,5,6,7
+4: 0,1,2,3
 5: 4,5,6,7
-6: 4,5,6,7
+6: 0,1,2,3
 7: 4,5,6,7
 == -n8
 0: 0
-1: 0
-2: 1
-3: 1
-4: 4
-5: 4
-6: 5
+1: 4
+2: 0
+3: 4
+4: 1
+5: 5
+6: 1
 7: 5
 == none
 0,1,2,3,4,5,6,7
@@ -71,7 +72,7 @@ grep -q "map_gpu id 8 names a GPU the step does not have on the node (it has 8 t
 grep -q "srun: error: --gpu-bind: 'closet' is none of" "$work/bind-$j.out" ||
   fail "typo: $(sed -n '/^== typo/,$p' "$work/bind-$j.out")"
 [ "$(grep -c '^rc=[1-9]' "$work/bind-$j.out")" = 2 ] || fail "refused sruns did not fail: $(cat "$work/bind-$j.out")"
-for half in "F 0-3 0,1,2,3" "F0 4-7 4,5,6,7"; do
+for half in "F 0246 0,1,2,3" "F0 1357 4,5,6,7"; do
   read -r mask ranks list <<<"$half"
   n=$(grep -Ec "^[$ranks]: gpu-bind: usable_gres=0x$mask; bit_alloc=0xFF; local_inx=[$ranks]; global_list=$list; local_list=$list\$" "$work/verbose.err")
   [ "$n" = 4 ] || fail "--gpu-bind=verbose reported $n of tasks $ranks: $(cat "$work/verbose.err")"

@@ -23,6 +23,12 @@ py=$(python3 -c 'import sys; print(sys.executable)') || exit 1
 python3() { "$py" "$@"; }
 unset GSCHED_SOCKET
 export GSCHED_SOCKET=$state/gschedd.sock
+# The cluster is this machine's loopback (unless its nodes are network namespaces, below):
+# Open MPI's ranks and daemons (gsched mpirun) talk over it only, not over the bridges the
+# netns tests make and remove while this one runs.
+if [ "${GSCHED_TEST_NETNS:-0}" != 1 ]; then
+  export OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_btl_tcp_if_include=lo
+fi
 
 cleanup() {
   if [ -f "$state/gschedd.pid" ] || ls "$state"/node*.pid >/dev/null 2>&1 || [ -f "$state/netns" ]; then

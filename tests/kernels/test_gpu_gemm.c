@@ -611,6 +611,7 @@ static void check_attention_cudnn(enum gs_kern_dtype dt)
 
         gpu_ok(gs_kern_gpu_attention_prepare(d.g, s[0], s[1], s[2], s[3], dt), "prepare");
         cr_assert(gs_kern_gpu_attention_on_cudnn(d.g, s[0], s[1], s[2], s[3], dt));
+        cr_assert_gt(gs_kern_gpu_attention_scratch_bytes(d.g), 0, "softmax_sum at least");
         check_attention(&d, s[0], s[1], s[2], s[3], dt);
     }
     cr_log_info("cuDNN attention: %s", gs_kern_gpu_attention_engine(d.g));

@@ -840,6 +840,7 @@ Test(gpu_kernels, stubs_report_enodev_without_cuda)
     cr_assert_eq(gs_kern_gpu_attention_prepare(g, 1, 2, 8, 1, GS_KERN_BF16), -ENODEV);
     cr_assert(!gs_kern_gpu_attention_on_cudnn(g, 1, 2, 8, 1, GS_KERN_BF16));
     cr_assert_str_eq(gs_kern_gpu_attention_engine(g), "");
+    cr_assert_eq(gs_kern_gpu_attention_scratch_bytes(g), 0);
     cr_assert_eq(gs_kern_gpu_cast(g, x, GS_KERN_BF16, x, GS_KERN_F32, 8), -ENODEV);
 }
 
