@@ -29,9 +29,10 @@
  * Scratch: softmax_sum (and dQ's fp32 sum) then the plans' own workspace, in one device
  * buffer of this context grown by prepare, never while a step runs.
  *
- * Not yet run on a GPU: what runs here without one is the building of every descriptor up
- * to the operation graph (tests/kernels/test_cudnn_graph.c); the graph, the heuristics and
- * the plans need a device (tests/kernels/test_gpu_gemm.c, bench/gpu_check.sh).
+ * Not yet run on a GPU. Without one, tests/kernels/test_cudnn_graph.c builds every descriptor
+ * and the operation graphs, and asks cuDNN's heuristics which engines take them on a
+ * described H100 (gs_kern_cudnn_check_graph); plans and numbers need a device
+ * (tests/kernels/test_gpu_gemm.c, bench/gpu_check.sh).
  */
 #include <cerrno>
 #include <cmath>

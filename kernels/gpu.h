@@ -102,10 +102,10 @@ bool gs_kern_cudnn_built(void);
 int gs_kern_gpu_set_attention_cudnn(struct gs_kern_gpu *g, bool on);
 /*
  * Builds cuDNN's forward and backward attention plans for these shapes (bf16 or fp16, head
- * size C/NH a multiple of 8 up to 128) and keeps them: 0, or -ENOTSUP when the cuDNN path is
- * off or cuDNN refuses the shapes, -ENOSPC when a plan needs more workspace than the
- * context's, -EIO on a CUDA error; the reason in gs_kern_dev_last_error(). Again for the
- * same shapes is 0 at once.
+ * size C/NH a multiple of 8 up to 128, T > 1) and keeps them, with their scratch: 0, or
+ * -ENOTSUP when the cuDNN path is off or cuDNN refuses the shapes, -EIO on a CUDA error (the
+ * scratch's allocation among them), -ENOMEM; the reason in gs_kern_dev_last_error(). Again for the
+ * same shapes is 0 at once. Not inside a CUDA Graph capture: it waits for the stream.
  */
 int gs_kern_gpu_attention_prepare(struct gs_kern_gpu *g, int B, int T, int C, int NH,
                                   enum gs_kern_dtype dt);

@@ -117,9 +117,9 @@ const char *trn_model_graph_note(const struct trn_model *m);
 /*
  * On a GPU: runs attention over the training shapes (batch x context) through cuDNN's fused
  * flash attention, its plans built now; other shapes (sampling) keep the kernels of our own.
- * -ENOTSUP on the CPU, or where cuDNN is not built or refuses (fp32, the shapes: the reason
- * in gs_kern_dev_last_error()), -ENOSPC when its workspace is more than the arena set aside:
- * attention then stays on the kernels of our own.
+ * -ENOTSUP on the CPU, or where cuDNN is not built or refuses (fp32, the shapes), -EIO when
+ * its scratch cannot be had: the reason in gs_kern_dev_last_error(), and attention stays on
+ * the kernels of our own.
  */
 int trn_model_use_cudnn_attention(struct trn_model *m);
 /* Copies the nparams gradients to dst (host). */
