@@ -23,13 +23,10 @@ enum field_kind {
     F_DOUBLE,
     F_STRING,
     F_SIZE_MIB,
-    F_PRECISION,
     F_AUTO_U32, /* an integer from min to max, or "auto", stored as min - 1 (wrapping) */
     F_BOOL,
-    F_ALLREDUCE, /* "fp32" | "bf16" */
-    F_DEVICE,    /* "auto" | "cpu" | "cuda" */
-    F_ATTENTION, /* "own" | "cudnn" */
-    F_DATA_PLAN, /* "auto" | "off" */
+    F_ENUM,     /* one of choices, stored as its index in an enum (int-sized) member */
+    F_TWO_WAYS, /* one of two choices, stored as a bool: true for the second */
 };
 
 struct field {
@@ -37,24 +34,42 @@ struct field {
     enum field_kind kind;
     size_t offset;
     double min, max;
+    const char *const *choices; /* F_ENUM, F_TWO_WAYS: the words, NULL-terminated */
 };
+
+/* The words of the enum-valued keys, in the order of their enums' values. */
+static const char *const precisions[] = {"fp32", "bf16", "fp16", NULL};
+static const char *const devices[] = {"auto", "cpu", "cuda", NULL};
+static const char *const data_plans[] = {"auto", "off", NULL};
+static const char *const allreduces[] = {"fp32", "bf16", NULL};
+static const char *const attentions[] = {"own", "cudnn", NULL};
+_Static_assert(TRN_PRECISION_FP16 == 2 && TRN_DEVICE_CUDA == 2 && TRN_DATA_PLAN_OFF == 1,
+               "the word lists follow the enums");
+_Static_assert(sizeof(enum trn_precision) == sizeof(int) &&
+                   sizeof(enum trn_device) == sizeof(int) &&
+                   sizeof(enum trn_data_plan) == sizeof(int),
+               "F_ENUM stores an int");
 
 #define U32_MAX 4294967295.0
 #define I64_MAX 9.2e18
 #define F(path, kind, member, min, max)                                                            \
     {                                                                                              \
-        path, kind, offsetof(struct trn_config, member), min, max                                  \
+        path, kind, offsetof(struct trn_config, member), min, max, NULL                            \
+    }
+#define CHOICE(path, kind, member, words)                                                          \
+    {                                                                                              \
+        path, kind, offsetof(struct trn_config, member), 0, 0, words                               \
     }
 
 static const struct field fields[] = {
-    F("precision", F_PRECISION, precision, 0, 0),
+    CHOICE("precision", F_ENUM, precision, precisions),
     F("seed", F_U64, seed, 0, I64_MAX),
     F("threads", F_U32, threads, 0, 1024),
     F("out_dir", F_STRING, out_dir, 0, 0),
-    F("device", F_DEVICE, device, 0, 0),
+    CHOICE("device", F_ENUM, device, devices),
     F("tf32", F_BOOL, tf32, 0, 0),
     F("cuda_graph", F_BOOL, cuda_graph, 0, 0),
-    F("attention", F_ATTENTION, attention_cudnn, 0, 0),
+    CHOICE("attention", F_TWO_WAYS, attention_cudnn, attentions),
     F("model.layers", F_U32, layers, 1, 256),
     F("model.heads", F_U32, heads, 1, 256),
     F("model.channels", F_U32, channels, 1, 65536),
@@ -63,7 +78,7 @@ static const struct field fields[] = {
     F("data.dir", F_STRING, data_dir, 0, 0),
     F("data.seed", F_U64, data_seed, 0, I64_MAX),
     F("data.prefetch", F_U32, prefetch, 1, 64),
-    F("data.plan", F_DATA_PLAN, data_plan, 0, 0),
+    CHOICE("data.plan", F_ENUM, data_plan, data_plans),
     F("data.fetch_ahead", F_U32, fetch_ahead, 1, 10000),
     F("data.fetch_timeout", F_U32, fetch_timeout, 1, 604800),
     F("batch.global_tokens", F_U64, global_tokens, 1, I64_MAX),
@@ -91,7 +106,7 @@ static const struct field fields[] = {
     F("ddp.bucket_mib", F_U32, ddp_bucket_mib, 1, 4096),
     F("ddp.first_bucket_mib", F_U32, ddp_first_bucket_mib, 1, 4096),
     F("ddp.overlap", F_BOOL, ddp_overlap, 0, 0),
-    F("ddp.allreduce", F_ALLREDUCE, ddp_bf16, 0, 0),
+    CHOICE("ddp.allreduce", F_TWO_WAYS, ddp_bf16, allreduces),
     F("ddp.check_every", F_U32, ddp_check_every, 0, U32_MAX),
     F("ddp.always", F_BOOL, ddp_always, 0, 0),
     F("metrics.file", F_STRING, metrics_file, 0, 0),
@@ -122,6 +137,27 @@ static const struct field *current_field(const struct gs_schema_ctx *c)
 #define CFG(c) ((struct trn_config *)(c)->target)
 #define AT(f, c, T) ((T *)((char *)CFG(c) + (f)->offset))
 
+/* The index of v among f's choices; else -1, reported as `KEY must be "a", "b" or "c"`. */
+static int choice(struct gs_schema_ctx *c, const struct gs_toml_value *v, const struct field *f)
+{
+    const char *s = NULL;
+    char want[128] = "";
+    size_t n = 0, len = 0;
+
+    gs_toml_as_string(v, &s, NULL);
+    for (; f->choices[n] != NULL; n++)
+        if (s != NULL && strcmp(s, f->choices[n]) == 0)
+            return (int)n;
+    for (size_t i = 0; i < n && len < sizeof(want); i++)
+        len += (size_t)snprintf(want + len, sizeof(want) - len, "%s\"%s\"",
+                                i == 0      ? ""
+                                : i + 1 < n ? ", "
+                                            : " or ",
+                                f->choices[i]);
+    GS_SCHEMA_REPORT_AT(c, v, "%s must be %s", f->path, want);
+    return -1;
+}
+
 static void rd_field(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
     const struct field *f = current_field(c);
@@ -129,6 +165,7 @@ static void rd_field(struct gs_schema_ctx *c, const struct gs_toml_value *v)
     int64_t n = 0;
     uint32_t u32;
     double d;
+    int k;
 
     if (f == NULL)
         return; /* every key of the tables below has a descriptor (test_config.c reads all) */
@@ -154,53 +191,16 @@ static void rd_field(struct gs_schema_ctx *c, const struct gs_toml_value *v)
     case F_SIZE_MIB:
         gs_schema_size_mib(c, v, f->path, AT(f, c, uint64_t));
         return;
-    case F_PRECISION:
-        gs_toml_as_string(v, &s, NULL);
-        if (s != NULL && strcmp(s, "fp32") == 0)
-            *AT(f, c, enum trn_precision) = TRN_PRECISION_FP32;
-        else if (s != NULL && strcmp(s, "bf16") == 0)
-            *AT(f, c, enum trn_precision) = TRN_PRECISION_BF16;
-        else if (s != NULL && strcmp(s, "fp16") == 0)
-            *AT(f, c, enum trn_precision) = TRN_PRECISION_FP16;
-        else
-            GS_SCHEMA_REPORT_AT(c, v, "%s must be \"fp32\", \"bf16\" or \"fp16\"", f->path);
-        return;
     case F_BOOL:
         gs_schema_bool(c, v, f->path, AT(f, c, bool));
         return;
-    case F_ALLREDUCE:
-        gs_toml_as_string(v, &s, NULL);
-        if (s != NULL && (strcmp(s, "fp32") == 0 || strcmp(s, "bf16") == 0))
-            *AT(f, c, bool) = strcmp(s, "bf16") == 0;
-        else
-            GS_SCHEMA_REPORT_AT(c, v, "%s must be \"fp32\" or \"bf16\"", f->path);
+    case F_ENUM:
+        if ((k = choice(c, v, f)) >= 0)
+            *AT(f, c, int) = k;
         return;
-    case F_DEVICE:
-        gs_toml_as_string(v, &s, NULL);
-        if (s != NULL && strcmp(s, "auto") == 0)
-            *AT(f, c, enum trn_device) = TRN_DEVICE_AUTO;
-        else if (s != NULL && strcmp(s, "cpu") == 0)
-            *AT(f, c, enum trn_device) = TRN_DEVICE_CPU;
-        else if (s != NULL && strcmp(s, "cuda") == 0)
-            *AT(f, c, enum trn_device) = TRN_DEVICE_CUDA;
-        else
-            GS_SCHEMA_REPORT_AT(c, v, "%s must be \"auto\", \"cpu\" or \"cuda\"", f->path);
-        return;
-    case F_ATTENTION:
-        gs_toml_as_string(v, &s, NULL);
-        if (s != NULL && (strcmp(s, "own") == 0 || strcmp(s, "cudnn") == 0))
-            *AT(f, c, bool) = strcmp(s, "cudnn") == 0;
-        else
-            GS_SCHEMA_REPORT_AT(c, v, "%s must be \"own\" or \"cudnn\"", f->path);
-        return;
-    case F_DATA_PLAN:
-        gs_toml_as_string(v, &s, NULL);
-        if (s != NULL && strcmp(s, "auto") == 0)
-            *AT(f, c, enum trn_data_plan) = TRN_DATA_PLAN_AUTO;
-        else if (s != NULL && strcmp(s, "off") == 0)
-            *AT(f, c, enum trn_data_plan) = TRN_DATA_PLAN_OFF;
-        else
-            GS_SCHEMA_REPORT_AT(c, v, "%s must be \"auto\" or \"off\"", f->path);
+    case F_TWO_WAYS:
+        if ((k = choice(c, v, f)) >= 0)
+            *AT(f, c, bool) = k == 1;
         return;
     case F_AUTO_U32: /* batch.micro's "auto" is 0, profile.start's UINT32_MAX */
         if (gs_toml_as_string(v, &s, NULL) == 0 && strcmp(s, "auto") == 0)

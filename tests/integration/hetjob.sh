@@ -17,12 +17,7 @@
 name="hetjob"
 . "$(dirname "$0")/lib.sh"
 
-links=$tmp/bin
-mkdir -p "$links"
-for cmd in sbatch srun squeue sacct scontrol salloc scancel; do
-  ln -s "$bin/gsched" "$links/$cmd"
-done
-export PATH=$links:$PATH
+slurm_names sbatch srun squeue sacct scontrol salloc scancel
 
 start_cluster --workers 3 --gpus-per-node 4 --heartbeat 1s --kill-grace 1s
 

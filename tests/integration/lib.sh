@@ -160,6 +160,14 @@ check_logs() {
 
 gate() { touch "$gates/$1"; }
 
+# slurm_names CMD...: puts links named CMD (sbatch, srun, ...) to gsched first on PATH, so
+# that scripts and jobs run Slurm's names as users do.
+slurm_names() {
+  mkdir -p "$tmp/bin"
+  for cmd in "$@"; do ln -s "$bin/gsched" "$tmp/bin/$cmd"; done
+  export PATH=$tmp/bin:$PATH
+}
+
 # A shell fragment for job scripts: records the task's pid, then waits for gate NAME
 # (at most 30 s, so that no task outlives the test by long).
 gate_wait() {

@@ -8,12 +8,7 @@
 name="mem_bind"
 . "$(dirname "$0")/lib.sh"
 
-links=$tmp/bin
-mkdir -p "$links"
-for cmd in sbatch srun; do
-  ln -s "$bin/gsched" "$links/$cmd"
-done
-export PATH=$links:$PATH
+slurm_names sbatch srun
 
 start_cluster --workers 1
 # The task's stack's policy, after its tag ($T from srun's environment).

@@ -8,12 +8,7 @@
 name="no_kill"
 . "$(dirname "$0")/lib.sh"
 
-links=$tmp/bin
-mkdir -p "$links"
-for cmd in sbatch srun; do
-  ln -s "$bin/gsched" "$links/$cmd"
-done
-export PATH=$links:$PATH
+slurm_names sbatch srun
 
 start_cluster --workers 2 --topology "$src/tests/topologies/ws-4gpu.xml" --heartbeat 1s \
   --fence-timeout 5s --kill-grace 1s

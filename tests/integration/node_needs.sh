@@ -11,12 +11,7 @@
 name="node_needs"
 . "$(dirname "$0")/lib.sh"
 
-links=$tmp/bin
-mkdir -p "$links"
-for cmd in sbatch srun scontrol sinfo squeue; do
-  ln -s "$bin/gsched" "$links/$cmd"
-done
-export PATH=$links:$PATH
+slurm_names sbatch srun scontrol sinfo squeue
 
 start_cluster --workers 2 --heartbeat 1s --topology "$src/tests/topologies/ws-4gpu.xml"
 

@@ -13,12 +13,7 @@
 name="relay"
 . "$(dirname "$0")/lib.sh"
 
-links=$tmp/bin
-mkdir -p "$links"
-for cmd in sbatch srun scontrol squeue scancel; do
-  ln -s "$bin/gsched" "$links/$cmd"
-done
-export PATH=$links:$PATH
+slurm_names sbatch srun scontrol squeue scancel
 
 start_cluster --workers 2 --heartbeat 1s --kill-grace 1s
 

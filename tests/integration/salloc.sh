@@ -18,12 +18,7 @@
 name="salloc"
 . "$(dirname "$0")/lib.sh"
 
-links=$tmp/bin
-mkdir -p "$links"
-for cmd in salloc srun scancel scontrol; do
-  ln -s "$bin/gsched" "$links/$cmd"
-done
-export PATH=$links:$PATH
+slurm_names salloc srun scancel scontrol
 unset SLURM_JOB_ID SLURM_JOBID
 
 start_cluster --workers 2 --topology "$src/tests/topologies/ws-4gpu.xml" --heartbeat 1s \

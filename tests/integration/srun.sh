@@ -11,12 +11,7 @@
 name="srun"
 . "$(dirname "$0")/lib.sh"
 
-links=$tmp/bin
-mkdir -p "$links"
-for cmd in sbatch srun scontrol sacct; do
-  ln -s "$bin/gsched" "$links/$cmd"
-done
-export PATH=$links:$PATH
+slurm_names sbatch srun scontrol sacct
 
 start_cluster --workers 2 --topology "$src/tests/topologies/ws-4gpu.xml" --heartbeat 1s \
   --kill-grace 1s

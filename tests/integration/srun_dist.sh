@@ -12,12 +12,7 @@
 name="srun_dist"
 . "$(dirname "$0")/lib.sh"
 
-links=$tmp/bin
-mkdir -p "$links"
-for cmd in sbatch srun; do
-  ln -s "$bin/gsched" "$links/$cmd"
-done
-export PATH=$links:$PATH
+slurm_names sbatch srun
 
 start_cluster --workers 2 --topology "$src/tests/topologies/cpu-only.xml" --heartbeat 1s \
   --kill-grace 1s

@@ -15,12 +15,8 @@
 name="srun_steps"
 . "$(dirname "$0")/lib.sh"
 
-links=$tmp/bin
-mkdir -p "$links" "$tmp/markers"
-for cmd in sbatch srun scontrol; do
-  ln -s "$bin/gsched" "$links/$cmd"
-done
-export PATH=$links:$PATH
+mkdir -p "$tmp/markers"
+slurm_names sbatch srun scontrol
 
 start_cluster --workers 1 --topology "$src/tests/topologies/ws-4gpu.xml" --heartbeat 1s \
   --kill-grace 1s

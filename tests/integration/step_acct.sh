@@ -11,12 +11,7 @@
 name="step_acct"
 . "$(dirname "$0")/lib.sh"
 
-links=$tmp/bin
-mkdir -p "$links"
-for cmd in sbatch srun sacct sstat squeue; do
-  ln -s "$bin/gsched" "$links/$cmd"
-done
-export PATH=$links:$PATH
+slurm_names sbatch srun sacct sstat squeue
 
 start_cluster --workers 1 --heartbeat 1s --kill-grace 1s
 

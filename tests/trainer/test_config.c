@@ -154,6 +154,14 @@ Test(trn_config, device_settings)
     cr_assert(cfg.attention_cudnn, "a bad value changes nothing");
     cr_assert_eq(trn_config_override(&cfg, "attention=own", &errors), 0, "%s", errs());
     cr_assert(!cfg.attention_cudnn);
+    cr_assert_eq(trn_config_override(&cfg, "precision=fp8", &errors), -EINVAL);
+    cr_assert(strstr(errs(), "precision must be \"fp32\", \"bf16\" or \"fp16\"") != NULL, "%s",
+              errs());
+    cr_assert_eq(trn_config_override(&cfg, "ddp.allreduce=bf16", &errors), 0, "%s", errs());
+    cr_assert(cfg.ddp_bf16);
+    cr_assert_eq(trn_config_override(&cfg, "ddp.allreduce=fp16", &errors), -EINVAL);
+    cr_assert(strstr(errs(), "ddp.allreduce must be \"fp32\" or \"bf16\"") != NULL, "%s", errs());
+    cr_assert(cfg.ddp_bf16, "a bad value changes nothing");
 }
 
 Test(trn_config, profile_settings)
