@@ -248,6 +248,10 @@ expect "$first" 'j["state"] == "RUNNING"' "the first job to run on outside pool"
 case $(scontrol show reservation pool) in *" Nodes=node1 "*" Flags=REPLACE "*) ;;
   *) fail "pool with no idle node left: $(scontrol show reservation pool)" ;; esac
 "$bin/gsched" cancel "$first" "$second" > /dev/null || fail "cancel the pool's jobs"
+# A cancel is acknowledged once the tasks are signalled; the reservation stays busy (and its
+# deletion refused, as Slurm's is) until they have ended.
+wait_end "$first"
+wait_end "$second"
 scontrol delete ReservationName=pool || fail "delete pool"
 check_logs
 stop_cluster
