@@ -118,6 +118,52 @@ int cli_connect(const char *path)
     return fd;
 }
 
+/* The value of the detail "key=VALUE" of err, or NULL. */
+static const char *detail(const Gs__ErrorReply *err, const char *key)
+{
+    size_t len = strlen(key);
+
+    for (size_t i = 0; i < err->n_details; i++)
+        if (strncmp(err->details[i], key, len) == 0 && err->details[i][len] == '=')
+            return err->details[i] + len + 1;
+    return NULL;
+}
+
+/*
+ * An older gschedd refusing a field it does not know names it by numbers only; this gsched
+ * knows its name and the option behind it is the user's, so the message is put in those
+ * terms (and the details, meant for this, dropped). Left as it is when it cannot be.
+ */
+static void name_unknown_field(Gs__Envelope *reply)
+{
+    Gs__ErrorReply *err = reply->error;
+    const char *path, *protocol;
+    char names[256], *msg;
+    size_t size = 512;
+
+    if (reply->body_case != GS__ENVELOPE__BODY_ERROR || err->code != -EPROTONOSUPPORT)
+        return;
+    path = detail(err, "field");
+    protocol = detail(err, "protocol");
+    if (path == NULL || protocol == NULL)
+        return;
+    gs_proto_field_names(&gs__envelope__descriptor, path, false, names, sizeof(names));
+    msg = malloc(size); /* freed with the reply, as protobuf-c's default allocator would */
+    if (msg == NULL)
+        return;
+    snprintf(msg, size,
+             "gschedd speaks protocol %.16s and does not know %s, which this gsched (protocol "
+             "%u.%u) sets for an option you gave: upgrade gschedd, or leave that option out",
+             protocol, names, GS_PROTO_VERSION_MAJOR, GS_PROTO_VERSION_MINOR);
+    free(err->message);
+    err->message = msg;
+    for (size_t i = 0; i < err->n_details; i++)
+        free(err->details[i]);
+    free(err->details);
+    err->details = NULL;
+    err->n_details = 0;
+}
+
 int cli_exchange(int fd, Gs__Envelope *req, int timeout_ms, Gs__Envelope **ret_reply)
 {
     int rc;
@@ -138,6 +184,8 @@ int cli_exchange(int fd, Gs__Envelope *req, int timeout_ms, Gs__Envelope **ret_r
         *ret_reply = NULL;
         rc = GS_PROTO_ERR_REJECTED;
     }
+    if (rc == 0)
+        name_unknown_field(*ret_reply);
     return rc;
 }
 

@@ -13,6 +13,7 @@
 #include "proto/frame.h"
 #include "proto/seal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -177,6 +178,44 @@ sub_messages(const ProtobufCMessage *msg, const ProtobufCFieldDescriptor *fd, si
     return (const ProtobufCMessage *const *)(base + fd->offset);
 }
 
+/* Writes id at path[at] (behind a dot unless first); returns where the next one goes. */
+static size_t put_id(char *path, size_t size, size_t at, uint32_t id)
+{
+    int n;
+
+    if (path == NULL || at + 1 >= size)
+        return at;
+    n = snprintf(path + at, size - at, "%s%u", at > 0 ? "." : "", (unsigned)id);
+    return n < 0 ? at : at + (size_t)n < size ? at + (size_t)n : size - 1;
+}
+
+/*
+ * Whether msg or a message inside it kept an unknown field (numbered 0 only, if zero_only),
+ * depth first; the field numbers leading to the first one go to path from path[at].
+ */
+static bool find_unknown(const ProtobufCMessage *msg, bool zero_only, char *path, size_t size,
+                         size_t at)
+{
+    const ProtobufCMessageDescriptor *desc = msg->descriptor;
+
+    for (unsigned i = 0; i < msg->n_unknown_fields; i++) {
+        if (zero_only && msg->unknown_fields[i].tag != 0)
+            continue;
+        put_id(path, size, at, msg->unknown_fields[i].tag);
+        return true;
+    }
+    for (unsigned f = 0; f < desc->n_fields; f++) {
+        size_t n;
+        const ProtobufCMessage *const *subs = sub_messages(msg, &desc->fields[f], &n);
+
+        for (size_t k = 0; k < n; k++)
+            if (subs[k] != NULL && find_unknown(subs[k], zero_only, path, size,
+                                                put_id(path, size, at, desc->fields[f].id)))
+                return true;
+    }
+    return false;
+}
+
 /*
  * Whether msg or a message inside it kept an unknown field numbered 0. Protobuf forbids
  * field 0, but protobuf-c 1.4.1 takes it from a tag written in two bytes (81 00) and keeps
@@ -185,20 +224,49 @@ sub_messages(const ProtobufCMessage *msg, const ProtobufCFieldDescriptor *fd, si
  */
 static bool has_field_zero(const ProtobufCMessage *msg)
 {
-    const ProtobufCMessageDescriptor *desc = msg->descriptor;
+    return find_unknown(msg, true, NULL, 0, 0);
+}
 
-    for (unsigned i = 0; i < msg->n_unknown_fields; i++)
-        if (msg->unknown_fields[i].tag == 0)
-            return true;
-    for (unsigned f = 0; f < desc->n_fields; f++) {
-        size_t n;
-        const ProtobufCMessage *const *subs = sub_messages(msg, &desc->fields[f], &n);
+bool gs_proto_unknown_field(const ProtobufCMessage *msg, char *path, size_t size)
+{
+    bool found = find_unknown(msg, false, path, size, 0);
 
-        for (size_t k = 0; k < n; k++)
-            if (subs[k] != NULL && has_field_zero(subs[k]))
-                return true;
+    if (!found && size > 0) /* the walk wrote the numbers of the messages it went into */
+        path[0] = '\0';
+    return found;
+}
+
+void gs_proto_field_names(const ProtobufCMessageDescriptor *desc, const char *path, bool numbers,
+                          char *out, size_t size)
+{
+    size_t at = 0;
+
+    if (size == 0)
+        return;
+    out[0] = '\0';
+    while (*path != '\0' && at + 1 < size) {
+        char *end;
+        unsigned long id = strtoul(path, &end, 10);
+        const ProtobufCFieldDescriptor *fd =
+            desc != NULL && id <= UINT32_MAX
+                ? protobuf_c_message_descriptor_get_field(desc, (unsigned)id)
+                : NULL;
+        int n;
+
+        if (end == path)
+            break;
+        if (fd != NULL && numbers)
+            n = snprintf(out + at, size - at, "%s%s (%lu)", at > 0 ? "." : "", fd->name, id);
+        else if (fd != NULL)
+            n = snprintf(out + at, size - at, "%s%s", at > 0 ? "." : "", fd->name);
+        else
+            n = snprintf(out + at, size - at, "%s%lu", at > 0 ? "." : "", id);
+        if (n < 0)
+            break;
+        at = at + (size_t)n < size ? at + (size_t)n : size - 1;
+        desc = fd != NULL && fd->type == PROTOBUF_C_TYPE_MESSAGE ? fd->descriptor : NULL;
+        path = *end == '.' ? end + 1 : end;
     }
-    return false;
 }
 
 int gs_proto_decode(const void *payload, size_t len, Gs__Envelope **ret_env)

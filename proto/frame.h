@@ -35,7 +35,7 @@
 
 #define GS_PROTO_MAGIC 0x47534348u /* "GSCH" */
 #define GS_PROTO_VERSION_MAJOR 1u  /* bump on an incompatible change */
-#define GS_PROTO_VERSION_MINOR 24u /* bump when adding fields or body cases */
+#define GS_PROTO_VERSION_MINOR 25u /* bump when adding fields or body cases */
 /* The first minor whose peers know JobKvPut and JobKvGet (a client checks the peer's Hello). */
 #define GS_PROTO_MINOR_JOB_KV 4u
 /* The first minor whose workers know JobLimitUpdate (a running job's new time limit). */
@@ -111,6 +111,24 @@ int gs_proto_relay_pack(Gs__CliRelay *relay, const Gs__Envelope *inner, struct g
  * the GS_PROTO_UNPACK_FACTOR budget), GS_PROTO_ERR_UNKNOWN or -ENOMEM.
  */
 int gs_proto_decode(const void *payload, size_t len, Gs__Envelope **ret_env);
+
+/*
+ * Whether msg, or a message inside it, holds a field this build's gsched.proto does not
+ * know; the field numbers leading to the first such one from msg go to path ("7.29": field
+ * 29 of the message in msg's field 7), or "" when there is none. A newer peer sets a new
+ * request field only for an option that asks for what the field does, so a request holding
+ * one cannot be served as sent (gsched.proto, "Conventions").
+ */
+bool gs_proto_unknown_field(const ProtobufCMessage *msg, char *path, size_t size);
+
+/*
+ * Names a path of field numbers from gs_proto_unknown_field, read from messages of type
+ * desc, in out: "step_launch_request.threads_per_core", or with numbers
+ * "step_launch_request (7).threads_per_core (29)". A number not known here stays a number,
+ * and the rest of the path after it too.
+ */
+void gs_proto_field_names(const ProtobufCMessageDescriptor *desc, const char *path, bool numbers,
+                          char *out, size_t size);
 
 /* Frees an envelope from gs_proto_decode() or a decoder; NULL allowed. */
 void gs_proto_envelope_free(Gs__Envelope *env);

@@ -29,6 +29,7 @@
 #include "common/buf.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "gsched_config.h"
 #include "scheduler/sched_internal.h"
 #include "common/sort.h"
 
@@ -440,6 +441,43 @@ static void handle_progress(struct sched_cli *c, uint64_t request_id,
     sched_cli_reply(c, &env, false);
 }
 
+/*
+ * Refuses a request holding a field this gschedd does not know (gsched.proto,
+ * "Conventions"): a newer CLI set it for an option, which must not be ignored. The details
+ * carry the field's numbers and this protocol, for the CLI to name the field in its own
+ * terms. Returns whether it refused.
+ */
+static bool refuse_unknown_field(struct sched_cli *c, const Gs__Envelope *env)
+{
+    Gs__ErrorReply err = GS__ERROR_REPLY__INIT;
+    Gs__Envelope reply = GS__ENVELOPE__INIT;
+    char path[96], names[192], msg[384], field[112], protocol[32];
+    char *details[2] = {field, protocol};
+
+    if (!gs_proto_unknown_field(&env->base, path, sizeof(path)))
+        return false;
+    gs_proto_field_names(&gs__envelope__descriptor, path, false, names, sizeof(names));
+    GS_LOG(GS_LOG_WARN, "uid=%u body=%s field=%s path=%s cli request with an unknown field refused",
+           (unsigned)c->uid, gs_proto_body_name(env->body_case), names, path);
+    snprintf(msg, sizeof(msg),
+             "this gschedd (gsched %s, protocol %u.%u) does not know field %s of the request, "
+             "set by a newer gsched for an option it was given: upgrade gschedd, or leave that "
+             "option out",
+             GSCHED_VERSION, GS_PROTO_VERSION_MAJOR, GS_PROTO_VERSION_MINOR, names);
+    snprintf(field, sizeof(field), "field=%s", path);
+    snprintf(protocol, sizeof(protocol), "protocol=%u.%u", GS_PROTO_VERSION_MAJOR,
+             GS_PROTO_VERSION_MINOR);
+    err.code = -EPROTONOSUPPORT;
+    err.message = msg;
+    err.n_details = 2;
+    err.details = details;
+    reply.request_id = env->request_id;
+    reply.body_case = GS__ENVELOPE__BODY_ERROR;
+    reply.error = &err;
+    sched_cli_reply(c, &reply, false);
+    return true;
+}
+
 void sched_cli_dispatch(struct sched_cli *c, const Gs__Envelope *env)
 {
     char msg[128];
@@ -458,6 +496,8 @@ void sched_cli_dispatch(struct sched_cli *c, const Gs__Envelope *env)
         sched_cli_error(c, env->request_id, -EBUSY, "one request per connection", false);
         return;
     }
+    if (refuse_unknown_field(c, env))
+        return;
     switch (env->body_case) {
     case GS__ENVELOPE__BODY_NODES_REQUEST:
         handle_nodes(c, env->request_id, env->nodes_request);

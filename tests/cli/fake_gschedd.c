@@ -29,7 +29,11 @@
  * accounts=x,y", then only when given: "flags=BITS" (set), "+users=", "-users=",
  * "+accounts=", "-accounts=", "+flags=BITS", "-flags=BITS" (an update's edits); answered with the
  * reservation sent (a create without a name gets its first user's or account's name + "_1"); Nodes
- * naming gpu9 are refused, as gschedd would. Single-threaded; exits on SIGTERM (default action).
+ * naming gpu9 are refused, as gschedd would.
+ *
+ * A cancel of job 41 with batch_only set is refused as a gschedd of protocol 1.3 would refuse
+ * it, knowing no CancelRequest.batch_only (sched_cli.c's refuse_unknown_field). Single-threaded;
+ * exits on SIGTERM (default action).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -70,6 +74,29 @@ static void send_error(int fd, int code, const char *msg, const char *detail)
     err.message = (char *)msg;
     err.details = details;
     err.n_details = detail != NULL ? 1 : 0;
+    env.body_case = GS__ENVELOPE__BODY_ERROR;
+    env.error = &err;
+    send_reply(fd, &env);
+}
+
+/* What an older gschedd answers a request holding field `field` of body `body` it never knew. */
+static void send_unknown_field(int fd, const char *body, const char *field)
+{
+    const ProtobufCFieldDescriptor *b =
+        protobuf_c_message_descriptor_get_field_by_name(&gs__envelope__descriptor, body);
+    const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field_by_name(
+        (const ProtobufCMessageDescriptor *)b->descriptor, field);
+    Gs__ErrorReply err = GS__ERROR_REPLY__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    char path[32], msg[160], *details[] = {path, "protocol=1.3"};
+
+    snprintf(path, sizeof(path), "field=%u.%u", b->id, f->id);
+    snprintf(msg, sizeof(msg),
+             "this gschedd (gsched 0.0.3, protocol 1.3) does not know field %s.%u", body, f->id);
+    err.code = -EPROTONOSUPPORT;
+    err.message = msg;
+    err.details = details;
+    err.n_details = 2;
     env.body_case = GS__ENVELOPE__BODY_ERROR;
     env.error = &err;
     send_reply(fd, &env);
@@ -404,6 +431,11 @@ static void on_action(struct fake *f, int fd, const Gs__Envelope *in)
     Gs__JobActionResult results[16], *ptrs[16];
     Gs__Envelope env = GS__ENVELOPE__INIT;
 
+    if (in->body_case == GS__ENVELOPE__BODY_CANCEL_REQUEST && in->cancel_request->batch_only &&
+        sel != NULL && sel->n_job_ids == 1 && sel->job_ids[0] == 41) {
+        send_unknown_field(fd, "cancel_request", "batch_only");
+        return;
+    }
     record_action(f, in, sel);
     for (size_t i = 0; sel != NULL && i < sel->n_job_ids && i < 16; i++) {
         bool pending = sel->job_ids[i] == 43 || (sel->job_ids[i] >= 51 && sel->job_ids[i] <= 55);

@@ -108,6 +108,11 @@ has "$out" "job 42: held (PENDING)"
 run 0 release --json 42
 python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d == [{"job_id":42,"code":0,"message":"","state":"PENDING"}], d' "$out" \
   || fail "release --json: $out"
+# An older gschedd refusing a field it does not know: named as this gsched knows it.
+run 1 scancel --batch 41
+has "$err" "gschedd speaks protocol 1.3 and does not know cancel_request.batch_only, which this gsched"
+has "$err" "upgrade gschedd, or leave that option out"
+grep -q "field=" <<< "$err" && fail "the refusal's details were printed: $err"
 run 2 cancel
 run 2 cancel 0
 has "$err" "not a job id: '0'"

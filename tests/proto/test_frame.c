@@ -726,6 +726,35 @@ Test(frame, rejects_a_field_numbered_zero_as_malformed)
     gs_proto_envelope_free(env);
 }
 
+/* gschedd refuses a CLI request holding a field it does not know; the path says which. */
+Test(frame, finds_and_names_a_field_this_build_does_not_know)
+{
+    /* SubmitRequest (envelope field 40) whose JobSpec (1) holds field 1000 = 5. */
+    const uint8_t submit[] = {0xc2, 0x02, 0x05, 0x0a, 0x03, 0xc0, 0x3e, 0x05};
+    Gs__Envelope *env = NULL, plain = GS__ENVELOPE__INIT;
+    Gs__NodesRequest nodes = GS__NODES_REQUEST__INIT;
+    char path[32], names[96];
+
+    cr_assert_eq(gs_proto_decode(submit, sizeof(submit), &env), 0);
+    cr_assert(gs_proto_unknown_field(&env->base, path, sizeof(path)));
+    cr_assert_str_eq(path, "40.1.1000");
+    gs_proto_field_names(&gs__envelope__descriptor, path, false, names, sizeof(names));
+    cr_assert_str_eq(names, "submit_request.spec.1000");
+    gs_proto_field_names(&gs__envelope__descriptor, path, true, names, sizeof(names));
+    cr_assert_str_eq(names, "submit_request (40).spec (1).1000");
+    /* A path cut short by its buffer is cut, never overrun. */
+    cr_assert(gs_proto_unknown_field(&env->base, path, 6));
+    cr_assert_str_eq(path, "40.1.");
+    gs_proto_envelope_free(env);
+    /* A field this build knows, by the numbers an older peer would send. */
+    gs_proto_field_names(&gs__envelope__descriptor, "40.1.999.3", false, names, sizeof(names));
+    cr_assert_str_eq(names, "submit_request.spec.999.3");
+    plain.body_case = GS__ENVELOPE__BODY_NODES_REQUEST;
+    plain.nodes_request = &nodes;
+    cr_assert_not(gs_proto_unknown_field(&plain.base, path, sizeof(path)));
+    cr_assert_str_eq(path, "");
+}
+
 Test(frame, rejects_payload_that_would_unpack_beyond_its_budget)
 {
     enum { NJOBS = 200000 };

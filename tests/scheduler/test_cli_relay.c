@@ -405,6 +405,36 @@ Test(cli_relay, a_uid_without_a_job_on_the_node_is_refused)
     cr_assert_eq(down[2].inner->body_case, GS__ENVELOPE__BODY_NODES_REPLY);
 }
 
+/* A newer CLI's field gschedd does not know is an option it would ignore: refused, named. */
+Test(cli_relay, a_request_holding_a_field_gschedd_does_not_know_is_refused)
+{
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    Gs__NodesRequest req;
+    uint8_t one = 1;
+    ProtobufCMessageUnknownField extra = {
+        .tag = 4000, .wire_type = PROTOBUF_C_WIRE_TYPE_VARINT, .len = 1, .data = &one};
+    char want[32];
+    const Gs__ErrorReply *err;
+
+    nodes_request(&env, &req, 7);
+    req.base.n_unknown_fields = 1;
+    req.base.unknown_fields = &extra;
+    relay(1, me, &env);
+    wait_down(2);
+    cr_assert_eq(down[0].inner->body_case, GS__ENVELOPE__BODY_ERROR);
+    err = down[0].inner->error;
+    cr_assert_eq(down[0].inner->request_id, 7);
+    cr_assert_eq(err->code, -EPROTONOSUPPORT);
+    cr_assert(strstr(err->message, "does not know field nodes_request.4000 of the request") != NULL,
+              "%s", err->message);
+    cr_assert_eq(err->n_details, 2);
+    snprintf(want, sizeof(want), "field=%u.4000", (unsigned)GS__ENVELOPE__BODY_NODES_REQUEST);
+    cr_assert_str_eq(err->details[0], want);
+    snprintf(want, sizeof(want), "protocol=%u.%u", GS_PROTO_VERSION_MAJOR, GS_PROTO_VERSION_MINOR);
+    cr_assert_str_eq(err->details[1], want);
+    cr_assert(down[1].close);
+}
+
 /* scheduler.max_submit_jobs: a user's jobs pending or running at once (root's too). */
 Test(cli_relay, submissions_past_the_users_limit_are_refused)
 {
