@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "common/features.h"
 #include "common/jobspec_data.h"
 #include "common/jobspec_license.h"
 #include "common/jobspec_mail.h"
@@ -231,14 +232,26 @@ static void rd_exclusive(struct gs_schema_ctx *c, const struct gs_toml_value *v)
     gs_schema_bool(c, v, "resources.exclusive", &SPEC(c)->exclusive);
 }
 
+/* A node feature expression (common/features.h) for key into *out. */
+static void read_features(struct gs_schema_ctx *c, const struct gs_toml_value *v, const char *key,
+                          char **out)
+{
+    char why[160];
+
+    if (gs_schema_string(c, v, key, out) < 0 || *out == NULL)
+        return;
+    if (gs_features_check(*out, why, sizeof(why)) < 0)
+        REPORT_AT(c, v, "%s: '%.200s': %s", key, *out, why);
+}
+
 static void rd_constraint(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
-    gs_schema_string(c, v, "resources.constraint", &SPEC(c)->constraint);
+    read_features(c, v, "resources.constraint", &SPEC(c)->constraint);
 }
 
 static void rd_prefer(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
-    gs_schema_string(c, v, "resources.prefer", &SPEC(c)->prefer);
+    read_features(c, v, "resources.prefer", &SPEC(c)->prefer);
 }
 
 static const struct gs_schema_key resources_keys[] = {
@@ -996,6 +1009,7 @@ static int check_run(const struct gs_jobspec *s, struct gs_error *err)
 
 int gs_jobspec_check(const struct gs_jobspec *s, struct gs_error *err)
 {
+    char why[160];
     int rc;
 
     if (s->name == NULL || !gs_jobspec_name_ok(s->name))
@@ -1015,6 +1029,10 @@ int gs_jobspec_check(const struct gs_jobspec *s, struct gs_error *err)
         if (!gs_dep_valid(&s->deps[i]))
             return gs_error_set(err, -EINVAL, 0, 0, "depends_on[%zu] is not a valid dependency", i);
     }
+    if (gs_features_check(s->constraint, why, sizeof(why)) < 0)
+        return gs_error_set(err, -EINVAL, 0, 0, "resources.constraint: %s", why);
+    if (gs_features_check(s->prefer, why, sizeof(why)) < 0)
+        return gs_error_set(err, -EINVAL, 0, 0, "resources.prefer: %s", why);
     /* The scheduler matches it against reservation names: one word, as a job file takes it. */
     if (s->reservation != NULL && !gs_jobspec_word_ok(s->reservation))
         return gs_error_set(err, -EINVAL, 0, 0,

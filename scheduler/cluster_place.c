@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/features.h"
 #include "common/popcnt.h"
 #include "common/sort.h"
 #include "scheduler/cluster_internal.h"
@@ -23,16 +24,27 @@
  */
 #define HOT_INLINE static inline __attribute__((always_inline))
 
-/* Whether feature (a job's constraint; NULL or "": none) is among n of features. */
-static bool features_have(const char (*features)[FEATURE_MAX_LEN], size_t n, const char *feature)
+struct feature_list {
+    const char (*v)[FEATURE_MAX_LEN];
+    size_t n;
+};
+
+static bool list_has(const char *name, size_t len, const void *data)
 {
-    if (feature == NULL || feature[0] == '\0')
-        return true;
-    for (size_t i = 0; i < n; i++) {
-        if (strcmp(features[i], feature) == 0)
+    const struct feature_list *l = data;
+
+    for (size_t i = 0; i < l->n; i++)
+        if (len < FEATURE_MAX_LEN && memcmp(l->v[i], name, len) == 0 && l->v[i][len] == '\0')
             return true;
-    }
     return false;
+}
+
+/* Whether n features satisfy expr (a job's constraint: common/features.h; NULL or "": any). */
+static bool features_have(const char (*features)[FEATURE_MAX_LEN], size_t n, const char *expr)
+{
+    struct feature_list l = {features, n};
+
+    return expr == NULL || expr[0] == '\0' || gs_features_match(expr, list_has, &l);
 }
 
 static bool has_feature(const struct node *n, const char *feature)

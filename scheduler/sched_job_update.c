@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/features.h"
 #include "common/jobspec_license.h"
 #include "common/log.h"
 #include "common/units.h"
@@ -118,6 +119,8 @@ static struct gs_dep dep_of(const Gs__Dependency *d)
 /* The names an update sets, as a job file's keys would take them. */
 static int check_words(const Gs__JobUpdateRequest *req, char *msg, size_t size)
 {
+    char why[160];
+
     if (req->name != NULL && req->name[0] != '\0' && !gs_jobspec_name_ok(req->name)) {
         snprintf(msg, size, "Name: 1 to %d characters without '/', tabs or newlines",
                  GS_JOBSPEC_NAME_MAX);
@@ -127,8 +130,8 @@ static int check_words(const Gs__JobUpdateRequest *req, char *msg, size_t size)
         snprintf(msg, size, "WCKey: one name of letters, digits, '_', '.' or '-'");
         return -EINVAL;
     }
-    if (req->set_constraint && req->constraint[0] != '\0' && !gs_jobspec_word_ok(req->constraint)) {
-        snprintf(msg, size, "Features: one feature name");
+    if (req->set_constraint && gs_features_check(req->constraint, why, sizeof(why)) < 0) {
+        snprintf(msg, size, "Features: '%.200s': %s", req->constraint, why);
         return -EINVAL;
     }
     if (req->set_comment && strchr(req->comment, '\n') != NULL) {

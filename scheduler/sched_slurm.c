@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "common/buf.h"
+#include "common/features.h"
 #include "common/hostlist.h"
 #include "common/log.h"
 #include "common/units.h"
@@ -246,9 +247,9 @@ int sched_node_masks_build(struct sched_ctx *s, const struct gs_jobspec *spec,
         for (size_t i = 0; i < s->nnodes; i++) {
             const Gs__NodeTopology *t = s->nodes[i]->topology;
 
-            for (size_t f = 0; s->nodes[i]->index < n && f < t->n_features; f++)
-                if (strcmp(t->features[f], spec->prefer) == 0)
-                    set_bit(m->prefer_own, s->nodes[i]->index);
+            if (s->nodes[i]->index < n &&
+                gs_features_match_names(spec->prefer, t->features, t->n_features))
+                set_bit(m->prefer_own, s->nodes[i]->index);
         }
         m->preferred = m->prefer_own;
     }

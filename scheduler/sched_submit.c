@@ -15,6 +15,7 @@
 
 #include "common/buf.h"
 #include "common/clock.h"
+#include "common/features.h"
 #include "common/hostlist.h"
 #include "common/log.h"
 #include "proto/jobspec.h"
@@ -225,7 +226,11 @@ static void unfit_reason(struct sched_ctx *s, const struct gs_jobspec *spec,
     }
     t = (struct sched_req){.nodes = 1, .cores_per_node = 1, .constraint = req->constraint};
     if (!could_fit(s, &t)) {
-        snprintf(why, size, "resources.constraint: no node has the feature '%s'", req->constraint);
+        snprintf(why, size,
+                 gs_features_single(req->constraint)
+                     ? "resources.constraint: no node has the feature '%s'"
+                     : "resources.constraint: no node has the features '%s' asks for",
+                 req->constraint);
         return;
     }
     t = (struct sched_req){.nodes = 1, .cores_per_node = req->cores_per_node};

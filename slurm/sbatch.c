@@ -23,6 +23,7 @@
 #include <strings.h>
 
 #include "common/clock.h"
+#include "common/features.h"
 #include "common/hostlist.h"
 #include "common/jobspec_mail.h"
 #include "common/mem_bind.h"
@@ -664,6 +665,17 @@ static int set_word(struct ctx *c, const struct opt_def *d, const char *value, s
     return set_string(c, d, value, err);
 }
 
+/* -C/--constraint, --prefer: a node feature expression (common/features.h). */
+static int set_features(struct ctx *c, const struct opt_def *d, const char *value,
+                        struct gs_error *err)
+{
+    char why[160];
+
+    if (gs_features_check(value, why, sizeof(why)) < 0)
+        return gs_error_set(err, -EINVAL, 0, 0, "%s", why);
+    return set_string(c, d, value, err);
+}
+
 /* -m/--distribution: the job's steps apply it (SLURM_DISTRIBUTION). */
 static int set_distribution(struct ctx *c, const struct opt_def *d, const char *value,
                             struct gs_error *err)
@@ -1103,7 +1115,7 @@ static const struct opt_def options[] = {
     OPT("partition", 'p', PARTITION, set_string, partition, 0, GROUP_NONE),
     OPT("account", 'A', ACCOUNT, set_string, account, 0, GROUP_NONE),
     OPT("qos", 'q', QOS, set_string, qos, 0, GROUP_NONE),
-    OPT("constraint", 'C', CONSTRAINT, set_string, constraint, 0, GROUP_NONE),
+    OPT("constraint", 'C', CONSTRAINT, set_features, constraint, 0, GROUP_NONE),
     OPT("nodelist", 'w', NODELIST, set_hostlist, nodelist, 0, GROUP_NONE),
     OPT("nodefile", 'F', NODELIST, set_hostlist, nodelist, 0, GROUP_NONE),
     OPT("exclude", 'x', EXCLUDE, set_hostlist, exclude, 0, GROUP_NONE),
@@ -1123,7 +1135,7 @@ static const struct opt_def options[] = {
     OPT("gres-flags", 0, GRES_FLAGS, set_string, gres_flags, 0, GROUP_NONE),
     OPT("comment", 0, COMMENT, set_string, comment, 0, GROUP_NONE),
     OPT("wckey", 0, WCKEY, set_word, wckey, 0, GROUP_NONE),
-    OPT("prefer", 0, PREFER, set_word, prefer, 0, GROUP_NONE),
+    OPT("prefer", 0, PREFER, set_features, prefer, 0, GROUP_NONE),
     OPT("clusters", 'M', CLUSTERS, set_string, clusters, 0, GROUP_NONE),
     OPT("ntasks-per-core", 0, NTASKS_PER_CORE, set_per_core, ntasks_per_core, 0, GROUP_NONE),
     FLAG("hold", 'H', HOLD, hold, 1),

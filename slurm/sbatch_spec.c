@@ -314,6 +314,29 @@ static size_t gpu_asks(struct conv *c, struct gpu_ask *asks)
 }
 
 /*
+ * The job's node constraint becomes expr, and the GPU type already there too: "expr&type",
+ * which features.h reads left to right, so "a|b&h100" is "(a|b)&h100".
+ */
+static void and_constraint(struct conv *c, const char *expr)
+{
+    struct gs_buf both = GS_BUF_INIT;
+    char *type = c->spec->constraint;
+
+    if (type == NULL) {
+        c->spec->constraint = dup_or_fail(c, expr);
+        return;
+    }
+    if (gs_buf_printf(&both, "%s&%s", expr, type) < 0) {
+        c->rc = -ENOMEM;
+        return;
+    }
+    free(type);
+    c->spec->constraint = gs_buf_detach(&both, NULL);
+    if (c->spec->constraint == NULL)
+        c->rc = -ENOMEM;
+}
+
+/*
  * The options of the most important source decide (the command line's replace the
  * script's); among them --gres, --gpus-per-node and --gpus must agree, and --gpus-per-task
  * must fit what they give.
@@ -359,13 +382,7 @@ static void map_gpus(struct conv *c)
                              : per_task != NULL ? per_task->per_node
                                                 : 0;
     c->spec->gpus_per_task = per_task != NULL ? per_task->g->count : 0;
-    if (type[0] == '\0')
-        return;
-    if (is_set(c->sb, GS_SBATCH_OPT_CONSTRAINT))
-        warn(c, type_from,
-             "GPU type '%s' ignored: a job has one node constraint, and --constraint names it",
-             type);
-    else
+    if (type[0] != '\0') /* a node feature, ANDed with --constraint's by map_shape */
         c->spec->constraint = dup_or_fail(c, type);
 }
 
@@ -475,7 +492,7 @@ static void map_shape(struct conv *c)
     map_cpus(c);
     map_mem(c);
     if (is_set(c->sb, GS_SBATCH_OPT_CONSTRAINT))
-        c->spec->constraint = dup_or_fail(c, c->sb->constraint);
+        and_constraint(c, c->sb->constraint);
 }
 
 /*

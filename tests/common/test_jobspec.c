@@ -307,6 +307,24 @@ Test(jobspec, rejects_inconsistent_resources)
                 "needs resources.gpus_per_node > 0");
 }
 
+/* resources.constraint and prefer: node feature expressions (common/features.h). */
+Test(jobspec, reads_feature_expressions_and_places_their_mistakes)
+{
+    struct gs_jobspec *s = parse_ok("[run]\ncommand = [\"x\"]\n[resources]\n"
+                                    "constraint = \"(a100|h100)&ib\"\nprefer = \"nvl\"\n");
+
+    cr_assert_str_eq(s->constraint, "(a100|h100)&ib");
+    cr_assert_str_eq(s->prefer, "nvl");
+    gs_jobspec_free(s);
+    parse_fails("[run]\ncommand = [\"x\"]\n[resources]\nconstraint = \"a100&\"\n",
+                "job.toml:4:14: resources.constraint: 'a100&': at character 6: a feature name "
+                "expected after '&'");
+    gs_buf_reset(&errors);
+    parse_fails("[run]\ncommand = [\"x\"]\n[resources]\nprefer = \"[a|b]\"\n",
+                "job.toml:4:10: resources.prefer: '[a|b]': at character 1: Slurm's bracketed");
+    gs_buf_reset(&errors);
+}
+
 Test(jobspec, rejects_bad_dependencies_patterns_and_env)
 {
     parse_fails("depends_on = [\"afterbad:3\"]\n[run]\ncommand = [\"x\"]\n",

@@ -63,12 +63,12 @@ case $out in *"--propagate=STAK: 'STAK' is none of"*) ;; *) fail "--propagate=ST
 tmp_mib=$(python3 -c 'import os; s = os.statvfs("/tmp"); print(s.f_blocks * s.f_frsize >> 20)')
 [ "$tmp_mib" -gt 16 ] || skip "/tmp holds only $tmp_mib MiB"
 
-# node2 again, its TmpDisk from /proc (0 blocks), with the feature "fast".
+# node2 again, its TmpDisk from /proc (0 blocks), with the features "fast" and "ib".
 pid=$(cat "$state/node2.pid")
 mapfile -d '' cmd < "/proc/$pid/cmdline"
 kill "$pid"
 wait_for "node2's worker to stop" 15 eval '! pid_alive '"$pid"
-respawn node2 "${cmd[@]}" --tmp-fs /proc --features fast </dev/null >>"$state/node2.log" 2>&1 &
+respawn node2 "${cmd[@]}" --tmp-fs /proc --features fast,ib </dev/null >>"$state/node2.log" 2>&1 &
 echo $! > "$state/node2.pid"
 wait_for "node2's worker to register again" 15 \
   eval "[ \"\$(grep -c ' registered' '$state/node2.log')\" -ge 2 ]"
@@ -94,6 +94,19 @@ hold small -n 1 -w node1
 small=$held_id
 [ "$(where plain1)" = node1 ] || fail "a job without --prefer: $(cat "$work/plain1.out")"
 [ "$(where fast1 --prefer=fast)" = node2 ] || fail "--prefer=fast: $(cat "$work/fast1.out")"
+# Feature expressions, read left to right as Slurm reads them (node1 has no feature).
+[ "$(where fast3 --prefer='(slow|fast)&ib')" = node2 ] ||
+  fail "--prefer='(slow|fast)&ib': $(cat "$work/fast3.out")"
+[ "$(where fast4 --prefer='ib|slow&nope')" = node1 ] ||
+  fail "--prefer='ib|slow&nope' preferred node2: $(cat "$work/fast4.out")"
+[ "$(where and1 -C 'fast&ib')" = node2 ] || fail "-C 'fast&ib': $(cat "$work/and1.out")"
+[ "$(where or1 -C 'slow|ib')" = node2 ] || fail "-C 'slow|ib': $(cat "$work/or1.out")"
+out=$(sbatch -o /dev/null -C 'ib&slow' --wrap true 2>&1) && fail "-C 'ib&slow' was taken: $out"
+case $out in *"resources.constraint: no node has the features 'ib&slow' asks for"*) ;;
+  *) fail "-C 'ib&slow': $out" ;; esac
+out=$(sbatch -C 'fast,ib' --wrap true 2>&1) && fail "-C 'fast,ib' was taken: $out"
+case $out in *"-C fast,ib: at character 5: ',' joins nothing: '&' for nodes with both"*) ;;
+  *) fail "-C 'fast,ib': $out" ;; esac
 gate small
 wait_end "$small" 30 || fail "the one-core job: $(jq "$small" 'j')"
 hold node2 --exclusive -w node2

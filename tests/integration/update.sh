@@ -74,6 +74,9 @@ out=$(update JobId="$a" ExcNodeList=node1) && fail "ExcNodeList=node1 on one nod
 case $out in *"ExcNodeList: the job may use 0 node(s)"*) ;; *) fail "ExcNodeList=node1: $out" ;; esac
 out=$(update JobId="$a" Features=h999) && fail "Features=h999: $out"
 case $out in *"Features: no node has the feature 'h999'"*) ;; *) fail "Features=h999: $out" ;; esac
+out=$(update JobId="$a" "Features=h999|(a100") && fail "Features=h999|(a100: $out"
+case $out in *"Features: 'h999|(a100': at character 11: ')' expected"*) ;;
+  *) fail "Features=h999|(a100: $out" ;; esac
 expect "$a" 'j["spec"]["resources"]["exclude"] == [] and j["spec"]["resources"]["constraint"] == ""' \
   "no features or excluded nodes after the refusals"
 out=$(update JobId="$a" Name=a/b) && fail "Name=a/b: $out"

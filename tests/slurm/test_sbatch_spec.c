@@ -378,8 +378,11 @@ Test(sbatch_spec, gpu_type_becomes_the_constraint)
     cr_assert_str_eq(s->constraint, "a100");
     gs_jobspec_free(s);
     s = spec_of(SHEBANG "#SBATCH --gpus-per-node=h100:8 -C ib\n");
-    cr_assert_str_eq(s->constraint, "ib");
-    assert_has(warnings.data, "run.sh: --gpus-per-node: GPU type 'h100' ignored");
+    cr_assert_str_eq(s->constraint, "ib&h100");
+    cr_assert_eq(warnings.len, 0, "%s", warnings.data);
+    gs_jobspec_free(s);
+    s = spec_of(SHEBANG "#SBATCH --gres=gpu:a100:1 -C 'ib|roce'\n");
+    cr_assert_str_eq(s->constraint, "ib|roce&a100"); /* read left to right: (ib|roce)&a100 */
     gs_jobspec_free(s);
     assert_has(fail_of(SHEBANG "#SBATCH --gres=gpu:a100:2 --gpus-per-node=h100:2\n"),
                "--gpus-per-node: GPU type 'h100' differs from --gres's 'a100'");
@@ -842,15 +845,14 @@ Test(sbatch_spec, het_components_get_the_same_rules_as_the_first)
     cr_assert_eq(c1->gpus_per_task, 0);
     cr_assert_eq(c1->mem_per_node_mib, 6144);
     cr_assert_null(c1->constraint);
-    /* component 2: -G divided over its nodes; -C wins over the GPU type, with a warning */
+    /* component 2: -G divided over its nodes; -C ANDed with the GPU type */
     cr_assert_eq(c2->nodes, 2);
     cr_assert_eq(c2->gpus_per_node, 2);
     cr_assert_eq(c2->cpus_per_gpu, 2);
     cr_assert_eq(c2->cpus_per_task, 0);
     cr_assert_eq(c2->tasks_per_node, 1);
     cr_assert_eq(c2->mem_per_node_mib, 0);
-    cr_assert_str_eq(c2->constraint, "fast");
-    assert_has(warnings.data, "run.sh: het component 2: --gpus: GPU type 'h100' ignored");
+    cr_assert_str_eq(c2->constraint, "fast&h100");
     cr_assert_eq(gs_jobspec_total_nodes(s), 6);
     cr_assert_eq(gs_jobspec_ntasks(s), 2 + 6 + 2);
     gs_jobspec_free(s);
