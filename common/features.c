@@ -51,8 +51,7 @@ static int bad_term(struct walk *w, const char *after)
     char c = w->s[w->at];
 
     if (c == '[')
-        return fail(w, "Slurm's bracketed forms ('[a|b]', '[a*2&b*1]') are not supported; "
-                       "'a|b' lets each node have either");
+        return fail(w, "a matching OR ('[a|b]') is the whole expression, or not there");
     if (c == '\0')
         return fail(w, "a feature name expected%s%s", after[0] != '\0' ? " after " : "", after);
     return fail(w, "a feature name or '(' expected%s%s, not '%c'",
@@ -110,13 +109,60 @@ static int expr(struct walk *w, bool *val)
     return rc;
 }
 
+/*
+ * A matching OR, "[t1|t2|...]" from w->at, each ti a name or an expression in parentheses:
+ * a node satisfies it as it satisfies any one (every node the same one is for placement to
+ * see to: gs_features_alternative). With k >= 0, the k-th alternative's text goes to
+ * *ret_from and *ret_len (-ENOENT past the last).
+ */
+static int bracket(struct walk *w, bool *val, int k, size_t *ret_from, size_t *ret_len)
+{
+    int rc, i = 0;
+
+    w->at++; /* '[' */
+    *val = false;
+    for (;; i++) {
+        size_t from = w->at;
+        bool alt = false;
+
+        rc = term(w, &alt, i == 0 ? "'['" : "'|'");
+        if (rc < 0)
+            return rc;
+        *val = *val || alt;
+        if (i == k) {
+            *ret_from = from;
+            *ret_len = w->at - from;
+            return 0;
+        }
+        if (w->s[w->at] == ']')
+            break;
+        if (w->s[w->at] == '&')
+            return fail(w, "alternatives in '[...]' are joined by '|' (group the others in "
+                           "parentheses: '[(a&b)|c]')");
+        if (w->s[w->at] != '|')
+            return fail(w, "'|' or ']' expected");
+        w->at++;
+    }
+    w->at++; /* ']' */
+    if (k >= 0)
+        return -ENOENT;
+    if (w->s[w->at] == '*')
+        return fail(w, "node counts ('[...]*N') are not supported");
+    if (w->s[w->at] != '\0')
+        return fail(w, "a matching OR ('[a|b]') is the whole expression, or not there");
+    return 0;
+}
+
 static int walk(struct walk *w, bool *val)
 {
+    size_t from, len;
     char c;
     int rc;
 
     if (strlen(w->s) > GS_FEATURES_EXPR_MAX)
         return fail(w, "longer than %d characters", GS_FEATURES_EXPR_MAX);
+    if (w->s[0] == '[')
+        return bracket(w, val, -1, &from, &len);
     rc = expr(w, val);
     if (rc < 0)
         return rc;
@@ -174,6 +220,25 @@ bool gs_features_match_names(const char *expr, char *const *names, size_t n)
     struct names all = {names, n};
 
     return gs_features_match(expr, names_have, &all);
+}
+
+bool gs_features_matching_or(const char *expr)
+{
+    return expr != NULL && expr[0] == '[';
+}
+
+bool gs_features_alternative(const char *expr, unsigned k, char *out, size_t size)
+{
+    struct walk w = {.s = expr};
+    size_t from = 0, len = 0;
+    bool val;
+
+    if (!gs_features_matching_or(expr) || k > GS_FEATURES_EXPR_MAX ||
+        bracket(&w, &val, (int)k, &from, &len) < 0 || len >= size)
+        return false;
+    memcpy(out, expr + from, len);
+    out[len] = '\0';
+    return true;
 }
 
 bool gs_features_single(const char *expr)

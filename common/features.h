@@ -4,8 +4,9 @@
  *
  * An expression is feature names joined by '&' (the node has both) and '|' (it has either),
  * grouped with parentheses. As Slurm reads it, it is read left to right with no precedence:
- * "a|b&c" is "(a|b)&c". Slurm's bracketed forms ("[a|b]": every node the same one; "a*2":
- * node counts) are refused by name.
+ * "a|b&c" is "(a|b)&c". A matching OR, "[a|b|(c&d)]" as the whole expression, is met by each
+ * node as "a|b|(c&d)" is, and placement gives a job nodes that all meet the same one
+ * (gs_features_alternative). Slurm's node counts ("a*2", "[a*2&b*1]") are refused by name.
  */
 #ifndef GS_FEATURES_H
 #define GS_FEATURES_H
@@ -34,6 +35,15 @@ bool gs_features_match(const char *expr, gs_features_has_fn *has, const void *da
 
 /* Whether the node whose n features are in the NULL-free array names satisfies expr. */
 bool gs_features_match_names(const char *expr, char *const *names, size_t n);
+
+/* Whether expr, checked, is a matching OR ("[a|b]"). */
+bool gs_features_matching_or(const char *expr);
+
+/*
+ * The k-th alternative (from 0) of a checked matching OR, as an expression of its own, in
+ * out; false past the last one (or when it does not fit in size bytes).
+ */
+bool gs_features_alternative(const char *expr, unsigned k, char *out, size_t size);
 
 /* Whether expr is one feature name alone (messages then say "the feature 'x'"). */
 bool gs_features_single(const char *expr);

@@ -148,8 +148,31 @@ uint64_t sched_cluster_data_at(const struct sched_req *req, const struct sched_a
     return sum;
 }
 
+static bool could_ever_fit_plain(const struct sched_cluster *cluster, const struct sched_req *req,
+                                 char *why, size_t why_size);
+
+/* Under a matching OR, whether some alternative alone could ever hold the job. */
 static bool could_ever_fit_one(const struct sched_cluster *cluster, const struct sched_req *req,
                                char *why, size_t why_size)
+{
+    char alt[GS_FEATURES_EXPR_MAX + 1], last[200] = "";
+    struct sched_req one;
+
+    if (!gs_features_matching_or(req->constraint))
+        return could_ever_fit_plain(cluster, req, why, why_size);
+    one = *req;
+    one.constraint = alt;
+    for (unsigned k = 0; gs_features_alternative(req->constraint, k, alt, sizeof(alt)); k++)
+        if (could_ever_fit_plain(cluster, &one, last, sizeof(last)))
+            return true;
+    snprintf(why, why_size,
+             "no one alternative of %.100s can ever hold all its nodes (the last: %s)",
+             req->constraint, last);
+    return false;
+}
+
+static bool could_ever_fit_plain(const struct sched_cluster *cluster, const struct sched_req *req,
+                                 char *why, size_t why_size)
 {
     uint32_t able = 0, allowed = 0;
 
@@ -1087,8 +1110,32 @@ int sched_cluster_place(const struct sched_cluster *cluster, const struct sched_
     return place_shape(cluster, req, avoid, alloc);
 }
 
+static int place_plain(const struct sched_cluster *cluster, const struct sched_req *req,
+                       const uint64_t *avoid, struct sched_alloc *alloc);
+
+/*
+ * One shape. Under a matching OR ("[a|b]"), every node meets the same alternative: the first,
+ * in the order written, under which the job fits.
+ */
+static int place_shape(const struct sched_cluster *cluster, const struct sched_req *req,
+                       const uint64_t *avoid, struct sched_alloc *alloc)
+{
+    char alt[GS_FEATURES_EXPR_MAX + 1];
+    struct sched_req one;
+    int rc = -EAGAIN;
+
+    if (!gs_features_matching_or(req->constraint))
+        return place_plain(cluster, req, avoid, alloc);
+    one = *req;
+    one.constraint = alt;
+    for (unsigned k = 0;
+         rc == -EAGAIN && gs_features_alternative(req->constraint, k, alt, sizeof(alt)); k++)
+        rc = place_plain(cluster, &one, avoid, alloc);
+    return rc;
+}
+
 /* One shape: req->nodes nodes alike. */
-GS_POPCNT_CLONES static int place_shape(const struct sched_cluster *cluster,
+GS_POPCNT_CLONES static int place_plain(const struct sched_cluster *cluster,
                                         const struct sched_req *req, const uint64_t *avoid,
                                         struct sched_alloc *alloc)
 {

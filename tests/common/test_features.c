@@ -71,13 +71,46 @@ Test(features, refuses_what_it_cannot_read_naming_the_character)
     cr_assert_str_eq(refusal("a,b"), "at character 2: ',' joins nothing: '&' for nodes with "
                                      "both features, '|' for either");
     cr_assert_str_eq(refusal("a b"), "at character 2: '&', '|' or the end expected, not ' '");
-    cr_assert(strstr(refusal("[a|b]"), "at character 1: Slurm's bracketed forms") != NULL);
     cr_assert_str_eq(refusal("knl*2"), "at character 4: node counts ('knl*N') are not supported");
     cr_assert_str_eq(refusal("(a&b)*2"),
                      "at character 6: node counts ('(...)*N') are not supported");
     cr_assert_eq(gs_features_check("", NULL, 0), 0);
     cr_assert_eq(gs_features_check("a_1.x-y&(b|c)", NULL, 0), 0);
     cr_assert_not(node("a&&b", "a,b"), "a refused expression matches no node");
+}
+
+/* "[a|b]": a node meets it as it meets a|b; placement takes one alternative for all nodes. */
+Test(features, a_matching_or_and_its_alternatives)
+{
+    char alt[32];
+
+    cr_assert_eq(gs_features_check("[rack1|rack2|(a100&ib)]", NULL, 0), 0);
+    cr_assert(gs_features_matching_or("[rack1|rack2]"));
+    cr_assert_not(gs_features_matching_or("rack1|rack2"));
+    cr_assert(node("[rack1|rack2]", "rack2"));
+    cr_assert_not(node("[rack1|(a100&ib)]", "a100"));
+    cr_assert(node("[rack1|(a100&ib)]", "ib,a100"));
+    cr_assert(gs_features_alternative("[rack1|rack2|(a100&ib)]", 0, alt, sizeof(alt)));
+    cr_assert_str_eq(alt, "rack1");
+    cr_assert(gs_features_alternative("[rack1|rack2|(a100&ib)]", 2, alt, sizeof(alt)));
+    cr_assert_str_eq(alt, "(a100&ib)");
+    cr_assert_not(gs_features_alternative("[rack1|rack2|(a100&ib)]", 3, alt, sizeof(alt)));
+    cr_assert_not(gs_features_alternative("[rack1|rack2]", 0, alt, 5), "does not fit");
+    cr_assert_not(gs_features_alternative("rack1|rack2", 0, alt, sizeof(alt)));
+    cr_assert_str_eq(refusal("[a&b]"), "at character 3: alternatives in '[...]' are joined by "
+                                       "'|' (group the others in parentheses: '[(a&b)|c]')");
+    cr_assert_str_eq(refusal("ib&[a|b]"),
+                     "at character 4: a matching OR ('[a|b]') is the whole expression, or not "
+                     "there");
+    cr_assert_str_eq(refusal("[a|b]&ib"),
+                     "at character 6: a matching OR ('[a|b]') is the whole expression, or not "
+                     "there");
+    cr_assert_str_eq(refusal("[a|b"), "at character 5: '|' or ']' expected");
+    cr_assert_str_eq(refusal("[]"), "at character 2: a feature name or '(' expected after '[', "
+                                    "not ']'");
+    cr_assert_str_eq(refusal("[a*2&b*1]"), "at character 3: node counts ('a*N') are not supported");
+    cr_assert_str_eq(refusal("[a|b]*2"),
+                     "at character 6: node counts ('[...]*N') are not supported");
 }
 
 /* Expressions reach gschedd from users: their walk is bounded. */

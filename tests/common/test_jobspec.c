@@ -320,8 +320,8 @@ Test(jobspec, reads_feature_expressions_and_places_their_mistakes)
                 "job.toml:4:14: resources.constraint: 'a100&': at character 6: a feature name "
                 "expected after '&'");
     gs_buf_reset(&errors);
-    parse_fails("[run]\ncommand = [\"x\"]\n[resources]\nprefer = \"[a|b]\"\n",
-                "job.toml:4:10: resources.prefer: '[a|b]': at character 1: Slurm's bracketed");
+    parse_fails("[run]\ncommand = [\"x\"]\n[resources]\nprefer = \"ib&[a|b]\"\n",
+                "job.toml:4:10: resources.prefer: 'ib&[a|b]': at character 4: a matching OR");
     gs_buf_reset(&errors);
 }
 

@@ -7,7 +7,8 @@
  * that need no second evaluator: a node with every feature satisfies any expression the
  * check takes, a node with none satisfies none, and adding features to a node never turns
  * a match into a miss. An expression the check refuses matches no node, and its reason
- * names a character.
+ * names a character. Each alternative of a matching OR ("[a|b]") is taken by the check
+ * alone, and is no matching OR itself.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -55,7 +56,7 @@ static bool has_more(const char *name, size_t len, const void *data)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *expr = malloc(size + 1), why[200];
+    char *expr = malloc(size + 1), why[200], alt[GS_FEATURES_EXPR_MAX + 1];
     int rc;
 
     if (expr == NULL)
@@ -73,6 +74,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         if (gs_features_match(expr, has_some, NULL) && !gs_features_match(expr, has_more, NULL))
             abort();
+        for (unsigned k = 0; gs_features_alternative(expr, k, alt, sizeof(alt)); k++)
+            if (gs_features_check(alt, why, sizeof(why)) != 0 || gs_features_matching_or(alt))
+                abort();
     }
     free(expr);
     return 0;

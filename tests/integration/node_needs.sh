@@ -101,6 +101,10 @@ small=$held_id
   fail "--prefer='ib|slow&nope' preferred node2: $(cat "$work/fast4.out")"
 [ "$(where and1 -C 'fast&ib')" = node2 ] || fail "-C 'fast&ib': $(cat "$work/and1.out")"
 [ "$(where or1 -C 'slow|ib')" = node2 ] || fail "-C 'slow|ib': $(cat "$work/or1.out")"
+[ "$(where br1 -C '[slow|ib]')" = node2 ] || fail "-C '[slow|ib]': $(cat "$work/br1.out")"
+out=$(sbatch -o /dev/null -N2 -C '[ib|fast]' --wrap true 2>&1) && fail "-N2 -C '[ib|fast]': $out"
+case $out in *"no one alternative of [ib|fast] can ever hold all its nodes"*) ;;
+  *) fail "-N2 -C '[ib|fast]': $out" ;; esac
 out=$(sbatch -o /dev/null -C 'ib&slow' --wrap true 2>&1) && fail "-C 'ib&slow' was taken: $out"
 case $out in *"resources.constraint: no node has the features 'ib&slow' asks for"*) ;;
   *) fail "-C 'ib&slow': $out" ;; esac

@@ -160,6 +160,51 @@ Test(cluster, constraint_selects_nodes_with_the_feature)
     cr_assert_eq(sched_cluster_place(cluster, &r, NULL, &alloc), -EAGAIN);
 }
 
+/* "[r1|r2]": every node of a gang meets the same alternative, the first under which it fits. */
+Test(cluster, a_matching_or_gives_every_node_the_same_alternative)
+{
+    struct sched_req r = req(2, 1, 1);
+    struct sched_alloc held;
+    char why[256];
+
+    add("n0", 8, "r1");
+    add("n1", 8, "r2");
+    add("n2", 8, "r2");
+    r.constraint = "r1|r2"; /* each node its own: the first two */
+    cr_assert_eq(sched_cluster_place(cluster, &r, NULL, &alloc), 0);
+    cr_assert(alloc.nodes[0].node == 0 || alloc.nodes[1].node == 0, "r1|r2 would mix racks");
+    r.constraint = "[r1|r2]"; /* r1 has one node: both on r2 */
+    cr_assert_eq(sched_cluster_place(cluster, &r, NULL, &alloc), 0);
+    cr_assert_eq(alloc.nnodes, 2);
+    cr_assert_str_eq(sched_cluster_node_name(cluster, alloc.nodes[0].node), "n1");
+    cr_assert_str_eq(sched_cluster_node_name(cluster, alloc.nodes[1].node), "n2");
+    cr_assert(sched_cluster_could_ever_fit(cluster, &r, why, sizeof(why)));
+    /* n2 busy: r2 has one node free, and r1|r2 per node would still take n0 and n1 */
+    sched_alloc_init(&held);
+    r.nodes = 1;
+    r.constraint = "n9|r2";
+    r.exclusive = true;
+    cr_assert_eq(sched_cluster_place(cluster, &r, (const uint64_t[]){0x3}, &held), 0);
+    cr_assert_eq(held.nodes[0].node, 2);
+    sched_cluster_take(cluster, &held);
+    r = req(2, 1, 1);
+    r.constraint = "[r1|r2]";
+    cr_assert_eq(sched_cluster_place(cluster, &r, NULL, &alloc), -EAGAIN);
+    r.constraint = "r1|r2";
+    cr_assert_eq(sched_cluster_place(cluster, &r, NULL, &alloc), 0);
+    sched_cluster_give_back(cluster, &held);
+    sched_alloc_release(&held);
+    /* three nodes: no rack has them */
+    r = req(3, 1, 1);
+    r.constraint = "[r1|r2]";
+    cr_assert_not(sched_cluster_could_ever_fit(cluster, &r, why, sizeof(why)));
+    cr_assert(strstr(why, "no one alternative of [r1|r2] can ever hold all its nodes") != NULL,
+              "%s", why);
+    r.constraint = "[(r1|r2)|n9]"; /* one alternative covers both racks */
+    cr_assert(sched_cluster_could_ever_fit(cluster, &r, why, sizeof(why)), "%s", why);
+    cr_assert_eq(sched_cluster_place(cluster, &r, NULL, &alloc), 0);
+}
+
 Test(cluster, down_and_avoided_nodes_are_not_used)
 {
     uint64_t avoid = 0x1;
