@@ -288,6 +288,10 @@ void cli_json_job_spec(struct gs_json *j, const Gs__JobSpec *s)
         gs_json_kv_string(j, "wckey", s->wckey);
     if (s->begin_time_ms > 0)
         gs_json_kv_uint(j, "begin_time_ms", s->begin_time_ms);
+    if (s->switches > 0) /* --switches=N[@TIME], only when asked */
+        gs_json_kv_uint(j, "switches", s->switches);
+    if (s->switch_wait_set)
+        gs_json_kv_uint(j, "switch_wait_s", s->switch_wait_s);
     gs_json_kv_string(j, "source", s->source);
     json_data(j, s->data);
     gs_json_kv_bool(j, "depends_any", s->depends_any);

@@ -150,6 +150,10 @@ void cli_jobspec_json(struct gs_json *j, const struct gs_jobspec *s)
     gs_json_key(j, "placement");
     gs_json_object_begin(j);
     gs_json_kv_string(j, "gpu_affinity", gs_gpu_affinity_name(s->gpu_affinity));
+    if (s->switches > 0) /* only when asked: a job's JSON without it stays as it was */
+        gs_json_kv_uint(j, "switches", s->switches);
+    if (s->switch_wait_set)
+        gs_json_kv_uint(j, "switch_wait_s", s->switch_wait_s);
     gs_json_object_end(j);
     if (s->mail_types != 0) { /* only with mail: a job's JSON without it stays as it was */
         struct gs_buf types = GS_BUF_INIT;
@@ -266,6 +270,17 @@ int cli_jobspec_text(struct gs_buf *out, const struct gs_jobspec *s)
         gs_buf_release(&l);
     }
     text_line(&t, "gpu_affinity", gs_gpu_affinity_name(s->gpu_affinity));
+    if (s->switches > 0) {
+        char w[32], line[96];
+
+        if (s->switch_wait_set)
+            snprintf(line, sizeof(line), "at most %u, waited for up to %s", s->switches,
+                     gs_format_duration(s->switch_wait_s, w, sizeof(w)));
+        else
+            snprintf(line, sizeof(line), "at most %u, waited for up to scheduler.max_switch_wait",
+                     s->switches);
+        text_line(&t, "switches", line);
+    }
     if (s->mail_types != 0) {
         struct gs_buf m = GS_BUF_INIT;
 

@@ -60,6 +60,7 @@ int gs_config_init(struct gs_config *cfg)
     cfg->request_timeout_ms = 10000;
     cfg->max_submit_jobs = 10000;
     cfg->backfill_depth = 1;
+    cfg->max_switch_wait_s = 300;   /* Slurm's default max_switch_wait */
     cfg->fence_timeout_ms = 300000; /* as Slurm's SlurmdTimeout: a node silent 5 min is lost */
     cfg->min_job_age_ms = 300000;   /* as Slurm's MinJobAge (300 s) */
     cfg->telemetry_interval_ms = 1000;
@@ -386,6 +387,18 @@ static void rd_data_locality_wait(struct gs_schema_ctx *c, const struct gs_toml_
     }
 }
 
+static void rd_max_switch_wait(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    uint64_t s;
+
+    if (gs_schema_duration(c, v, "scheduler.max_switch_wait", 1, true, &s) == 0) {
+        if (s > 86400)
+            GS_SCHEMA_REPORT_AT(c, v, "scheduler.max_switch_wait must be at most a day (86400 s)");
+        else
+            CFG(c)->max_switch_wait_s = (uint32_t)s;
+    }
+}
+
 static void rd_data_copy_rate(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
     gs_schema_size_mib(c, v, "scheduler.data_copy_rate", &CFG(c)->data_copy_rate_mib);
@@ -426,6 +439,7 @@ static const struct gs_schema_key scheduler_keys[] = {
     {"purge_after", rd_purge_after},
     {"data_locality", rd_data_locality},
     {"data_locality_wait", rd_data_locality_wait},
+    {"max_switch_wait", rd_max_switch_wait},
     {"data_copy_rate", rd_data_copy_rate},
     {"backfill_depth", rd_backfill_depth},
     {"mail_prog", rd_mail_prog},

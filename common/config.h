@@ -43,6 +43,8 @@
  *                                           # for them this long before going elsewhere
  *     data_copy_rate = "0"                  # > 0 (MiB/s): ... or as long as copying the
  *                                           # data it lacks elsewhere would take, if less
+ *     max_switch_wait = "5m"                # longest a job waits for its --switches count
+ *                                           # (Slurm's max_switch_wait; at most a day)
  *     backfill_depth = 1                    # blocked jobs, in priority order, that hold a
  *                                           # reservation backfill keeps: 1 is EASY, more
  *                                           # is conservative backfill (1-1000)
@@ -281,6 +283,7 @@ struct gs_config {
     uint64_t data_copy_rate_mib; /* MiB/s a copy of data moves: the wait ends once as long as
                                   * the copy would take; 0: the wait is not weighed */
     uint32_t backfill_depth;     /* blocked jobs holding a reservation: 1 EASY, more conservative */
+    uint32_t max_switch_wait_s;  /* a job's --switches wait, default and most (300 s) */
     /* [worker] */
     char *worker_name; /* NULL: the host name */
     char *worker_address;

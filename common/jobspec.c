@@ -539,8 +539,29 @@ static void rd_gpu_affinity(struct gs_schema_ctx *c, const struct gs_toml_value 
     REPORT_AT(c, v, "placement.gpu_affinity must be \"prefer\", \"strict\" or \"any\"");
 }
 
+static void rd_switches(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    gs_schema_uint(c, v, "placement.switches", 0, GS_JOBSPEC_NODES_MAX, &SPEC(c)->switches);
+}
+
+static void rd_switch_wait(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    uint64_t s;
+
+    if (gs_schema_duration(c, v, "placement.switch_wait", 1, true, &s) < 0)
+        return;
+    if (s > GS_JOBSPEC_SWITCH_WAIT_MAX) {
+        REPORT_AT(c, v, "placement.switch_wait must be at most a day (86400 s)");
+        return;
+    }
+    SPEC(c)->switch_wait_s = (uint32_t)s;
+    SPEC(c)->switch_wait_set = true;
+}
+
 static const struct gs_schema_key placement_keys[] = {
     {"gpu_affinity", rd_gpu_affinity},
+    {"switches", rd_switches},
+    {"switch_wait", rd_switch_wait},
     {NULL, NULL},
 };
 
@@ -1043,6 +1064,11 @@ int gs_jobspec_check(const struct gs_jobspec *s, struct gs_error *err)
         return gs_error_set(err, -EINVAL, 0, 0, "kill_on_invalid_dep is not a known value");
     if ((unsigned)s->gpu_affinity > GS_GPU_AFFINITY_ANY)
         return gs_error_set(err, -EINVAL, 0, 0, "placement.gpu_affinity is not a known value");
+    if (s->switches > GS_JOBSPEC_NODES_MAX || s->switch_wait_s > GS_JOBSPEC_SWITCH_WAIT_MAX)
+        return gs_error_set(err, -EINVAL, 0, 0,
+                            "placement.switches must be at most %d and switch_wait at most a "
+                            "day",
+                            GS_JOBSPEC_NODES_MAX);
     if (s->max_restarts > GS_JOBSPEC_RESTARTS_MAX)
         return gs_error_set(err, -EINVAL, 0, 0, "restart.max_restarts must be at most %d",
                             GS_JOBSPEC_RESTARTS_MAX);

@@ -145,6 +145,7 @@ struct gs_het_component {
 #define GS_JOBSPEC_GPUS_MAX 1024
 #define GS_JOBSPEC_CPUS_MAX 4096 /* per GPU, per task, and tasks per node */
 #define GS_JOBSPEC_RESTARTS_MAX 1000
+#define GS_JOBSPEC_SWITCH_WAIT_MAX 86400 /* a day, in seconds */
 
 /* A resource limit the job's tasks get as their soft limit (sbatch --propagate), by Slurm's
  * name (common/rlimit_names.h); UINT64_MAX is unlimited. */
@@ -219,6 +220,12 @@ struct gs_jobspec {
 
     /* [placement] */
     enum gs_gpu_affinity gpu_affinity;
+    /* A multi-node job waits, up to switch_wait_s (when switch_wait_set, else the
+     * scheduler's max_switch_wait, which also caps it), for nodes under at most this many
+     * network switches ([[switch]]); then takes any (sbatch --switches=N@TIME). 0: any. */
+    uint32_t switches;
+    bool switch_wait_set;
+    uint32_t switch_wait_s;
 
     /* Where it runs and who pays: job-file top-level keys, or sbatch's -p -A -q ... */
     char *partition; /* NULL: the cluster's default */

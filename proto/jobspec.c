@@ -245,6 +245,9 @@ int gs_proto_jobspec_view_init(struct gs_proto_jobspec_view *v, const struct gs_
     v->spec.hold = spec->hold;
     v->spec.max_restarts = spec->max_restarts;
     v->spec.gpu_affinity = (Gs__GpuAffinity)spec->gpu_affinity;
+    v->spec.switches = spec->switches;
+    v->spec.switch_wait_set = spec->switch_wait_set;
+    v->spec.switch_wait_s = spec->switch_wait_s;
     v->spec.account = or_empty(spec->account);
     v->spec.qos = or_empty(spec->qos);
     v->spec.comment = or_empty(spec->comment);
@@ -586,6 +589,9 @@ static int copy_all(const Gs__JobSpec *pb, struct gs_jobspec *spec, struct gs_er
     spec->hold = pb->hold;
     spec->max_restarts = pb->max_restarts;
     spec->gpu_affinity = (enum gs_gpu_affinity)pb->gpu_affinity;
+    spec->switches = pb->switches;
+    spec->switch_wait_set = pb->switch_wait_set;
+    spec->switch_wait_s = pb->switch_wait_s;
     copy_resources(pb->resources, spec);
     spec->tasks_per_node = run->tasks_per_node;
     spec->tasks_per_gpu = run->tasks_per_gpu;

@@ -61,6 +61,9 @@ struct sched_req {
     uint64_t mem_per_node_mib;
     bool exclusive;
     const char *constraint; /* NULL: any node */
+    /* A gang's nodes under at most this many network switches (a node under none counts as
+     * one of its own); 0: any. The planner sets it while the job may still wait for it. */
+    uint32_t max_switches;
     enum gs_gpuset_affinity affinity;
     /*
      * Bitmaps over cluster node indices (bit i of word i / 64), NULL for no restriction:

@@ -534,7 +534,7 @@ static int best_switch(const struct switch_tally *t, int nsw, uint32_t want)
 /*
  * Moves to the front of the ranked candidates the first `want` of one switch (best_switch's);
  * leaves the ranking alone when no switch has enough. All-reduce traffic then crosses one
- * switch, not the spine. 0 or -ENOMEM.
+ * switch, not the spine. 1 when a switch had them, 0 when none did, or -ENOMEM.
  */
 static int under_one_switch(struct candidate *cand, uint32_t ncand, uint32_t want, int nsw)
 {
@@ -558,7 +558,62 @@ static int under_one_switch(struct candidate *cand, uint32_t ncand, uint32_t wan
         memmove(cand + placed + 1, cand + placed, (k - placed) * sizeof(*cand));
         cand[placed++] = c;
     }
-    return 0;
+    return best > 0;
+}
+
+/*
+ * A gang's --switches count, when no one switch has want of the ranked candidates: the
+ * fewest switches that do, those with the most candidates first (a node under none is a
+ * switch of its own), and their first want candidates moved to the front in rank order.
+ * 0; -EAGAIN when more than max switches it would take; -ENOMEM.
+ */
+static int within_switches(struct candidate *cand, uint32_t ncand, uint32_t want, int nsw,
+                           uint32_t max)
+{
+    uint32_t *have = calloc((size_t)nsw + 1, sizeof(*have)), got = 0, used = 0;
+    bool *pick = calloc(ncand, sizeof(*pick));
+    int rc = -ENOMEM;
+
+    if (have == NULL || pick == NULL)
+        goto out;
+    for (uint32_t i = 0; i < ncand; i++)
+        if (cand[i].switch_id > 0 && cand[i].switch_id <= nsw)
+            have[cand[i].switch_id]++;
+    while (got < want && used < max) {
+        int best = 0;
+
+        for (int s = 1; s <= nsw; s++) /* ties: the lowest id */
+            if (have[s] > have[best])
+                best = s;
+        if (best == 0)
+            break;
+        for (uint32_t i = 0; i < ncand; i++)
+            pick[i] = pick[i] || cand[i].switch_id == best;
+        got += have[best];
+        have[best] = 0;
+        used++;
+    }
+    for (uint32_t i = 0; i < ncand && got < want && used < max; i++) {
+        if (cand[i].switch_id <= 0 || cand[i].switch_id > nsw) {
+            pick[i] = true;
+            got++;
+            used++;
+        }
+    }
+    rc = got < want ? -EAGAIN : 0;
+    /* A stable partition, as under_one_switch's: the picked ones first, in rank order. */
+    for (uint32_t placed = 0, k = 0; rc == 0 && k < ncand && placed < want; k++) {
+        struct candidate c = cand[k];
+
+        if (!pick[k])
+            continue;
+        memmove(cand + placed + 1, cand + placed, (k - placed) * sizeof(*cand));
+        cand[placed++] = c;
+    }
+out:
+    free(have);
+    free(pick);
+    return rc;
 }
 
 /*
@@ -1177,6 +1232,12 @@ GS_POPCNT_CLONES static int place_plain(const struct sched_cluster *cluster,
             goto out; /* a node it must have is busy */
     } else if (req->nodes > 1) {
         if ((rc = under_one_switch(cand, ncand, req->nodes, cluster->switch_max)) < 0)
+            goto out;
+        /* With no [[switch]] declared, --switches asks for nothing, as Slurm's without a
+         * topology does. */
+        if (rc == 0 && req->max_switches > 0 && cluster->switch_max > 0 &&
+            (rc = within_switches(cand, ncand, req->nodes, cluster->switch_max,
+                                  req->max_switches)) < 0)
             goto out;
     }
     rc = sched_alloc_reserve(alloc, req->nodes);

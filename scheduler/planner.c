@@ -538,6 +538,32 @@ static bool kill_invalid_dep(const struct sched_planner_hooks *hk, const struct 
 }
 
 /*
+ * When a job's wait for its --switches count ends (0: it has none): from when it could
+ * first start (submitted, or its --begin), its own wait or scheduler.max_switch_wait,
+ * whichever is shorter.
+ */
+static uint64_t switch_wait_end_ms(const struct sched_planner_hooks *hk,
+                                   const struct sched_job *job)
+{
+    const struct gs_jobspec *s = job->spec;
+    uint32_t wait_s = hk != NULL && hk->cfg != NULL ? hk->cfg->max_switch_wait_s : 300;
+    uint64_t from_ms = s->begin_ms > job->submit_ms ? s->begin_ms : job->submit_ms;
+
+    if (s->switches == 0 || s->nodes < 2)
+        return 0;
+    if (s->switch_wait_set && s->switch_wait_s < wait_s)
+        wait_s = s->switch_wait_s;
+    return from_ms + (uint64_t)wait_s * 1000;
+}
+
+/* The job's --switches count while it may still wait for it, then 0 (any switches). */
+static uint32_t switches_now(const struct sched_planner_hooks *hk, const struct sched_job *job,
+                             uint64_t now_ms)
+{
+    return now_ms < switch_wait_end_ms(hk, job) ? job->spec->switches : 0;
+}
+
+/*
  * Adds a pending job to the pass (out->jobs[out->n], g's arrays), or leaves it out: past
  * its deadline (out->expired), held, throttled, waiting for its reservation (its reason
  * written). Returns 0, or -ENOMEM (left out: the next pass tries again).
@@ -589,6 +615,7 @@ static int gather_pending(struct sched_jobs *jobs, const struct sched_planner_ho
         sched_node_masks_release(&g->masks[out->n]);
         return -ENOMEM;
     }
+    p->req.max_switches = switches_now(hk, job, now_ms);
     out->n++;
     return 0;
 }
@@ -939,6 +966,12 @@ int sched_planner_pass(struct sched_jobs *jobs, size_t *plan_from, struct sched_
             set_reason(job, sched_reason_name(out->verdicts[i].reason));
         if (out->verdicts[i].reason == SCHED_REASON_DATA) { /* plan again when its wait ends */
             uint64_t at = out->verdicts[i].wake_s * 1000;
+
+            if (out->wake_ms == 0 || at < out->wake_ms)
+                out->wake_ms = at;
+        }
+        if (g.pending[i].req.max_switches > 0) { /* ... and when its switch wait does */
+            uint64_t at = switch_wait_end_ms(hooks, job);
 
             if (out->wake_ms == 0 || at < out->wake_ms)
                 out->wake_ms = at;

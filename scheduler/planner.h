@@ -138,7 +138,8 @@ struct sched_plan_out {
     struct sched_reservation res;
     bool timed_deps;  /* a job waits for after:JOB+MIN: plan again when that time comes */
     uint64_t wake_ms; /* the next advance reservation's start or end, or a job's wait for
-                       * its data's nodes ending, after now: plan again then (0: none) */
+                       * its data's nodes or for its --switches count ending, after now:
+                       * plan again then (0: none) */
 };
 
 /*

@@ -97,8 +97,8 @@ static void slurm_names(struct entries *e, const struct gs_config *cfg)
     add(e, "PriorityWeightJobSize", "%u", p->weight_job_size);
     add(e, "PriorityWeightPartition", "%u", p->weight_partition);
     add(e, "PriorityWeightQOS", "%u", p->weight_qos);
-    add(e, "SchedulerParameters", "bf_licenses%s",
-        cfg->kill_invalid_depend ? ",kill_invalid_depend" : "");
+    add(e, "SchedulerParameters", "bf_licenses%s,max_switch_wait=%u",
+        cfg->kill_invalid_depend ? ",kill_invalid_depend" : "", cfg->max_switch_wait_s);
     add(e, "SchedulerType", "sched/backfill");
     add(e, "SelectType", "select/cons_tres");
     add(e, "SlurmctldHost", "%s", or_null(cfg->host));

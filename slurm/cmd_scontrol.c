@@ -273,6 +273,12 @@ static int put_job(const struct scontrol *sc, struct gs_buf *out, const Gs__JobI
     next_line(sc, out);
     put_node_needs(sc, out, r, cpt);
     next_line(sc, out);
+    if (spec != NULL && spec->switches > 0) { /* --switches=N[@TIME], as Slurm's record says it */
+        gs_buf_printf(out, "Switches=%u", spec->switches);
+        if (spec->switch_wait_set)
+            gs_buf_printf(out, "@%s", slurm_fmt_secs_long(spec->switch_wait_s, a, sizeof(a)));
+        next_line(sc, out);
+    }
     /* A batch job's Command= is its script's path, as Slurm prints it; --wrap has none. */
     gs_buf_append_str(out, "Command=");
     if (run != NULL && run->batch && spec->source != NULL && spec->source[0] != '\0')

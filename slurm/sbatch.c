@@ -736,6 +736,35 @@ static int set_per_core(struct ctx *c, const struct opt_def *d, const char *valu
     return 0;
 }
 
+/* --switches=N[@TIME]: N a count, TIME as --time takes it (at most a day). */
+static int set_switches(struct ctx *c, const struct opt_def *d, const char *value,
+                        struct gs_error *err)
+{
+    const char *at = strchr(value, '@');
+    char count[24];
+    uint64_t n = 0, s = 0;
+    char *end;
+
+    (void)d;
+    if ((at != NULL ? (size_t)(at - value) : strlen(value)) >= sizeof(count))
+        return gs_error_set(err, -EINVAL, 0, 0, "'%s' is not COUNT[@TIME]", value);
+    snprintf(count, sizeof(count), "%.*s", at != NULL ? (int)(at - value) : (int)strlen(value),
+             value);
+    if (count[0] < '0' || count[0] > '9' || (n = strtoull(count, &end, 10), *end != '\0') ||
+        n > GS_JOBSPEC_NODES_MAX)
+        return gs_error_set(err, -EINVAL, 0, 0, "'%s': COUNT must be a number of switches, 0 to %d",
+                            value, GS_JOBSPEC_NODES_MAX);
+    if (at != NULL && (gs_parse_duration(at + 1, &s) < 0 || s > GS_JOBSPEC_SWITCH_WAIT_MAX))
+        return gs_error_set(err, -EINVAL, 0, 0,
+                            "'%s': TIME must be a time of at most a day (MIN, MIN:SEC, H:M:S, "
+                            "D-H, D-H:M, D-H:M:S)",
+                            value);
+    c->sb->switches.count = (uint32_t)n;
+    c->sb->switches.wait_set = at != NULL;
+    c->sb->switches.wait_s = (uint32_t)s;
+    return 0;
+}
+
 /* -k/--no-kill[=off]. */
 static int set_no_kill(struct ctx *c, const struct opt_def *d, const char *value,
                        struct gs_error *err)
@@ -1163,6 +1192,7 @@ static const struct opt_def options[] = {
     OPT("deadline", 0, DEADLINE, set_begin, deadline_ms, 0, GROUP_NONE),
     {"no-kill", 'k', ARG_OPTIONAL, GS_SBATCH_OPT_NO_KILL, set_no_kill, FIELD(no_kill), 0,
      GROUP_NONE, NULL},
+    OPT("switches", 0, SWITCHES, set_switches, switches, 0, GROUP_NONE),
     UNSUPPORTED("ntasks-per-socket", 0, REQ, NULL),
     {"oversubscribe", 's', ARG_NONE, -1, NULL, 0, 0, GROUP_NONE,
      "jobs never share cores or GPUs here (as under Slurm's default OverSubscribe=NO)"},
@@ -2056,6 +2086,10 @@ static int kv_job(const struct gs_sbatch *sb, struct gs_buf *out, int rc)
         rc = kv(out, rc, "begin_ms", "%llu", (unsigned long long)sb->begin_ms);
     if (is_set(sb, GS_SBATCH_OPT_DEADLINE))
         rc = kv(out, rc, "deadline_ms", "%llu", (unsigned long long)sb->deadline_ms);
+    if (is_set(sb, GS_SBATCH_OPT_SWITCHES) && sb->switches.wait_set)
+        rc = kv(out, rc, "switches", "%u@%us", sb->switches.count, sb->switches.wait_s);
+    else if (is_set(sb, GS_SBATCH_OPT_SWITCHES))
+        rc = kv(out, rc, "switches", "%u", sb->switches.count);
     return rc;
 }
 

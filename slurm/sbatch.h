@@ -129,6 +129,7 @@ enum gs_sbatch_opt {
     GS_SBATCH_OPT_NTASKS_PER_CORE,
     GS_SBATCH_OPT_NO_KILL,
     GS_SBATCH_OPT_THREADS_PER_CORE,
+    GS_SBATCH_OPT_SWITCHES,
     GS_SBATCH_OPT_COUNT,
 };
 
@@ -231,17 +232,23 @@ struct gs_sbatch {
     struct gs_sbatch_signal signal;
     struct gs_sbatch_export export_env;
     bool hold, test_only;
-    int32_t nice;              /* --nice[=N]: N, or GS_SBATCH_NICE_DEFAULT without a value */
-    int32_t priority;          /* --priority=N (root's: gschedd refuses others) */
-    bool wait;                 /* -W/--wait in the script: sbatch waits for the job's end */
-    uint64_t begin_ms;         /* --begin: not to start before this wall-clock time (ms) */
-    uint64_t deadline_ms;      /* --deadline: to be removed once it could not end by then (ms) */
-    bool parsable;             /* print only the job id (for JOBID=$(sbatch --parsable ...)) */
-    bool quiet;                /* -Q: no "Submitted batch job", no warnings: errors only */
-    bool verbose;              /* -v: the options as read, on stderr, before submitting */
-    bool wait_all_nodes;       /* --wait-all-nodes=1: always met (a job starts on up nodes) */
-    bool use_min_nodes;        /* --use-min-nodes: what gsched does anyway with -N MIN-MAX */
-    bool no_kill;              /* -k: the job outlives a node other than its first failing */
+    int32_t nice;         /* --nice[=N]: N, or GS_SBATCH_NICE_DEFAULT without a value */
+    int32_t priority;     /* --priority=N (root's: gschedd refuses others) */
+    bool wait;            /* -W/--wait in the script: sbatch waits for the job's end */
+    uint64_t begin_ms;    /* --begin: not to start before this wall-clock time (ms) */
+    uint64_t deadline_ms; /* --deadline: to be removed once it could not end by then (ms) */
+    bool parsable;        /* print only the job id (for JOBID=$(sbatch --parsable ...)) */
+    bool quiet;           /* -Q: no "Submitted batch job", no warnings: errors only */
+    bool verbose;         /* -v: the options as read, on stderr, before submitting */
+    bool wait_all_nodes;  /* --wait-all-nodes=1: always met (a job starts on up nodes) */
+    bool use_min_nodes;   /* --use-min-nodes: what gsched does anyway with -N MIN-MAX */
+    bool no_kill;         /* -k: the job outlives a node other than its first failing */
+    /* --switches=N[@TIME]: at most N network switches, waited for up to TIME (wait_set) */
+    struct {
+        uint32_t count;
+        bool wait_set;
+        uint32_t wait_s;
+    } switches;
     uint32_t threads_per_core; /* --threads-per-core, --hint=[no]multithread; 0: all */
     uint32_t propagate;        /* --propagate: bit i for gs_rlimit_name(i), the shell's to pass */
     bool open_append;          /* --open-mode=append; truncate (Slurm's default) otherwise */

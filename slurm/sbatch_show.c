@@ -302,6 +302,10 @@ static void show_job(struct show *s, const struct gs_jobspec *spec, const struct
     show_int(s, "nice", spec->nice);
     show_bool(s, "requeue", spec->max_restarts > 0);
     show_uint(s, "max_restarts", spec->max_restarts);
+    if (spec->switches > 0)
+        show_uint(s, "switches", spec->switches);
+    if (spec->switch_wait_set)
+        show_uint(s, "switch_wait_s", spec->switch_wait_s);
     show_value(s, "signal", signal_text(&s->value, spec));
     show_str(s, "workdir", spec->workdir);
     show_str(s, "stdout", spec->stdout_pattern);

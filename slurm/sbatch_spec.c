@@ -96,6 +96,7 @@ static const char *const opt_names[GS_SBATCH_OPT_COUNT] = {
     [GS_SBATCH_OPT_NTASKS_PER_CORE] = "--ntasks-per-core",
     [GS_SBATCH_OPT_NO_KILL] = "--no-kill",
     [GS_SBATCH_OPT_THREADS_PER_CORE] = "--threads-per-core",
+    [GS_SBATCH_OPT_SWITCHES] = "--switches",
 };
 
 /*
@@ -904,6 +905,9 @@ static void map_simple(struct conv *c)
     if (is_set(sb, GS_SBATCH_OPT_CLUSTERS))
         s->clusters = dup_or_fail(c, sb->clusters);
     s->no_kill = sb->no_kill;
+    s->switches = sb->switches.count;
+    s->switch_wait_set = sb->switches.wait_set;
+    s->switch_wait_s = sb->switches.wait_s;
     if (is_set(sb, GS_SBATCH_OPT_NTASKS_PER_CORE) && sb->overcommit)
         fail(c, GS_SBATCH_OPT_NTASKS_PER_CORE,
              "one task a core is not what --overcommit's tasks get (they share one task's)");

@@ -125,6 +125,7 @@ static const struct srun_opt srun_opts[] = {
     {"reservation", 0, VALUE, O_IGNORED_VALUE},
     {"exclude", 'x', VALUE, O_IGNORED_VALUE},
     {"constraint", 'C', VALUE, O_IGNORED_VALUE},
+    {"switches", 0, VALUE, O_IGNORED_VALUE},
     {"mail-type", 0, VALUE, O_IGNORED_VALUE},
     {"mail-user", 0, VALUE, O_IGNORED_VALUE},
     {"exact", 0, FLAG, O_EXACT},
@@ -185,8 +186,8 @@ static const char srun_usage[] =
     "                           over each node's sockets: cyclic (default), block, fcyclic\n"
     "                           (default: $SLURM_DISTRIBUTION, as sbatch -m sets it)\n"
     "Outside a job srun first asks for an allocation (as salloc does) with -N -n\n"
-    "--ntasks-per-node -c --gpus* --gres -w -J and -t -p -A -q -x -C --mem*, runs the\n"
-    "step in it, then releases it.\n";
+    "--ntasks-per-node -c --gpus* --gres -w -J and -t -p -A -q -x -C --switches --mem*,\n"
+    "runs the step in it, then releases it.\n";
 
 /* --- options ------------------------------------------------------------------------------- */
 
@@ -480,29 +481,14 @@ static int take(struct cli_srun_args *a, const struct srun_opt *o, const char *v
 
 /* The options sbatch reads too: outside a job they ask for srun's allocation. */
 static const char *const alloc_opts[] = {
-    "nodes",
-    "ntasks",
-    "ntasks-per-node",
-    "cpus-per-task",
-    "gpus-per-task",
-    "gpus",
-    "gpus-per-node",
-    "nodelist",
-    "job-name",
-    "time",
-    "gres",
-    "mem",
-    "mem-per-cpu",
-    "mem-per-gpu",
-    "partition",
-    "account",
-    "qos",
-    "reservation",
-    "exclude",
-    "constraint",
-    "mail-type",
-    "mail-user",
-    NULL,
+    "nodes",         "ntasks",        "ntasks-per-node",
+    "cpus-per-task", "gpus-per-task", "gpus",
+    "gpus-per-node", "nodelist",      "job-name",
+    "time",          "gres",          "mem",
+    "mem-per-cpu",   "mem-per-gpu",   "partition",
+    "account",       "qos",           "reservation",
+    "exclude",       "constraint",    "switches",
+    "mail-type",     "mail-user",     NULL,
 };
 
 static void keep_for_alloc(struct cli_srun_args *a, const struct srun_opt *o, const char *value)

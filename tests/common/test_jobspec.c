@@ -325,6 +325,20 @@ Test(jobspec, reads_feature_expressions_and_places_their_mistakes)
     gs_buf_reset(&errors);
 }
 
+Test(jobspec, reads_the_switch_count_and_its_wait)
+{
+    struct gs_jobspec *s = parse_ok("[run]\ncommand = [\"x\"]\n[placement]\nswitches = 1\n"
+                                    "switch_wait = \"10m\"\n");
+
+    cr_assert_eq(s->switches, 1);
+    cr_assert(s->switch_wait_set);
+    cr_assert_eq(s->switch_wait_s, 600);
+    gs_jobspec_free(s);
+    parse_fails("[run]\ncommand = [\"x\"]\n[placement]\nswitch_wait = \"2d\"\n",
+                "job.toml:4:15: placement.switch_wait must be at most a day (86400 s)");
+    gs_buf_reset(&errors);
+}
+
 Test(jobspec, rejects_bad_dependencies_patterns_and_env)
 {
     parse_fails("depends_on = [\"afterbad:3\"]\n[run]\ncommand = [\"x\"]\n",

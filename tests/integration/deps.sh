@@ -74,7 +74,7 @@ sed -i "s|^\[scheduler\]\$|[scheduler]\nkill_invalid_depend = true|" "$state/gsc
 grep -q '^kill_invalid_depend = true' "$state/gsched.toml" || fail "no [scheduler] table to edit"
 restart_sched 1
 out=$("$bin/gsched" scontrol show config) || fail "scontrol show config: $out"
-grep -qx "SchedulerParameters     = bf_licenses,kill_invalid_depend" <<< "$out" ||
+grep -qx "SchedulerParameters     = bf_licenses,kill_invalid_depend,max_switch_wait=300" <<< "$out" ||
   fail "show config after kill_invalid_depend: $(grep Scheduler <<< "$out")"
 wait_for "the aftercorr tasks to be cancelled" 10 \
   is "$((d + 1))" 'j["state"] == "CANCELLED"'

@@ -26,7 +26,7 @@ restart_sched 1
 out=$("$bin/gsched" scontrol show config) || fail "scontrol show config: $out"
 grep -q "^Configuration data as of " <<< "$out" || fail "show config's first line: $out"
 grep -qx "Licenses                = matlab:2,fluent:1" <<< "$out" || fail "show config's Licenses: $out"
-grep -qx "SchedulerParameters     = bf_licenses" <<< "$out" || fail "show config: $out"
+grep -qx "SchedulerParameters     = bf_licenses,max_switch_wait=300" <<< "$out" || fail "show config: $out"
 grep -qx "scheduler.backfill_depth = 1" <<< "$out" || fail "show config's gsched keys: $out"
 
 # --- refused at submit: nothing is queued ---------------------------------------------------------

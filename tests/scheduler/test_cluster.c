@@ -376,6 +376,49 @@ Test(cluster, multi_node_jobs_stay_under_one_switch)
     cr_assert_eq(alloc.nodes[1].node, 1);
 }
 
+/* sbatch --switches=N: a gang's nodes under at most N switches, else it waits (-EAGAIN). */
+static void switch_count(uint32_t nodes, uint32_t max, int want_rc, int want_switches)
+{
+    struct sched_req r = req(nodes, 1, 1);
+    uint32_t seen = 0;
+
+    r.max_switches = max;
+    cr_assert_eq(sched_cluster_place(cluster, &r, NULL, &alloc), want_rc, "%u nodes, at most %u",
+                 nodes, max);
+    if (want_rc != 0)
+        return;
+    for (uint32_t k = 0; k < alloc.nnodes; k++) { /* switches 1-3 by bit, n6 (none) as bit 4 */
+        uint32_t n = alloc.nodes[k].node;
+        seen |= n == 5 ? 16u : 1u << (n / 2 + 1);
+    }
+    cr_assert_eq((int)__builtin_popcount(seen), want_switches, "%u nodes, at most %u: %#x", nodes,
+                 max, seen);
+}
+
+Test(cluster, a_switch_count_keeps_a_gang_under_that_many_switches)
+{
+    add_ws("n1", 1);
+    add_ws("n2", 1);
+    add_ws("n3", 2);
+    add_ws("n4", 2);
+    add_ws("n5", 3);
+    add_ws("n6", 0); /* under no switch: one of its own */
+    switch_count(2, 1, 0, 1);
+    switch_count(3, 1, -EAGAIN, 0);
+    switch_count(3, 2, 0, 2);
+    switch_count(5, 3, 0, 3);
+    switch_count(6, 3, -EAGAIN, 0);
+    switch_count(6, 4, 0, 4);
+    busy(0, 0x1); /* n1 and n3 full: one free node per switch */
+    busy(0, 0xe);
+    busy(2, 0xf);
+    switch_count(2, 1, -EAGAIN, 0);
+    switch_count(2, 0, 0, 2);
+    switch_count(3, 2, -EAGAIN, 0);
+    switch_count(3, 3, 0, 3);
+    switch_count(4, 4, 0, 4);
+}
+
 Test(cluster, multi_node_jobs_prefer_gpus_near_a_nic)
 {
     cr_assert_eq(add_ws_nic("n1", 0, GS_GPUSET_PIX), 0);
@@ -907,6 +950,7 @@ static void gangs_as_the_scan(int switches, uint32_t seed)
         r.data_first = (seed >> 23) % 2 == 0;
         required[0] = (UINT64_C(1) << ((seed >> 24) % 40)) | (UINT64_C(1) << ((seed >> 26) % 40));
         r.required = (seed >> 29) % 5 == 0 ? required : NULL;
+        r.max_switches = (seed >> 1) % 4 == 0 ? 1 + (seed >> 3) % 3 : 0;
         r.nrequired = r.required != NULL ? (uint32_t)__builtin_popcountll(required[0]) : 0;
         sched_alloc_init(&scan);
         sched_alloc_init(&idx);

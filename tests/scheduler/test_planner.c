@@ -97,6 +97,55 @@ Test(planner, starts_in_priority_order_and_says_why_the_others_wait)
                  "the earliest end of a running job's time limit");
 }
 
+/* The nodes the pass set aside for the jobs it would start, back to the cluster, unstarted. */
+static void give_back_all(void)
+{
+    for (size_t i = 0; i < out.n; i++)
+        if (out.verdicts[i].start)
+            sched_cluster_give_back(cluster, &out.verdicts[i].alloc);
+    sched_plan_out_release(&out);
+}
+
+/* sbatch --switches=1@60: the job waits for nodes under one switch 60 s from its submission,
+ * then takes any; scheduler.max_switch_wait caps its wait. */
+Test(planner, a_switch_count_is_waited_for_as_long_as_the_job_said)
+{
+    struct sched_node_info n2 = {
+        .name = "n2", .ngpus = 4, .ncores = 16, .mem_mib = 1024, .switch_id = 1};
+    struct sched_node_info n3 = {
+        .name = "n3", .ngpus = 4, .ncores = 16, .mem_mib = 1024, .switch_id = 2};
+    struct gs_config cfg = {.max_switch_wait_s = 30};
+    struct sched_planner_hooks capped = {.cfg = &cfg};
+    struct sched_job *job;
+    size_t from = 0;
+
+    cr_assert_eq(sched_cluster_add_node(cluster, &n2), 2);
+    cr_assert_eq(sched_cluster_add_node(cluster, &n3), 3);
+    job = add(1, 4, 0, 3600); /* submitted at 1 s */
+    job->spec->nodes = 2;
+    job->spec->switches = 1;
+    job->spec->switch_wait_set = true;
+    job->spec->switch_wait_s = 60;
+    cr_assert_eq(sched_planner_pass(jobs, &from, cluster, NULL, 60000, &out), 0);
+    cr_assert_not(verdict_of(1)->start, "four nodes, none two under one switch");
+    cr_assert_str_eq(job->reason, "Resources");
+    cr_assert_eq(out.wake_ms, 61000, "planned again when its wait ends: %llu",
+                 (unsigned long long)out.wake_ms);
+    sched_plan_out_release(&out);
+    cr_assert_eq(sched_planner_pass(jobs, &from, cluster, &capped, 31000, &out), 0);
+    cr_assert(verdict_of(1)->start, "scheduler.max_switch_wait (30 s) caps the job's 60 s");
+    give_back_all();
+    cr_assert_eq(sched_planner_pass(jobs, &from, cluster, NULL, 60999, &out), 0);
+    cr_assert_not(verdict_of(1)->start, "still within its 60 s");
+    sched_plan_out_release(&out);
+    cr_assert_eq(sched_planner_pass(jobs, &from, cluster, NULL, 61000, &out), 0);
+    cr_assert(verdict_of(1)->start, "60 s after its submission it takes any two nodes");
+    give_back_all();
+    job->spec->switches = 2;
+    cr_assert_eq(sched_planner_pass(jobs, &from, cluster, NULL, 2000, &out), 0);
+    cr_assert(verdict_of(1)->start, "two switches: at once (%s)", job->reason);
+}
+
 Test(planner, leaves_out_held_dependent_and_throttled_jobs)
 {
     struct sched_job *held = add(1, 1, 0, 60), *dep = add(2, 1, 0, 60), *e[3];

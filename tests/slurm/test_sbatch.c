@@ -192,6 +192,15 @@ Test(sbatch_directives, a_word_that_is_no_option_is_an_error)
     expect_error(SHEBANG "#SBATCH -N 1 : -N 2\n", "run.sh:2: unexpected argument ':'");
 }
 
+Test(sbatch_directives, a_switch_count_and_its_wait_are_checked)
+{
+    expect_error("#!/bin/sh\n#SBATCH --switches=one\n",
+                 "--switches=one: 'one': COUNT must be a number of switches");
+    expect_error("#!/bin/sh\n#SBATCH --switches=1@2-00:00:00\n",
+                 "'1@2-00:00:00': TIME must be a time of at most a day");
+    expect_error("#!/bin/sh\n#SBATCH --switches=1@soon\n", "TIME must be a time");
+}
+
 Test(sbatch_directives, wrap_is_refused_in_a_script)
 {
     expect_error(SHEBANG "#SBATCH --wrap=hostname\n",

@@ -388,6 +388,21 @@ Test(sbatch_spec, gpu_type_becomes_the_constraint)
                "--gpus-per-node: GPU type 'h100' differs from --gres's 'a100'");
 }
 
+/* --switches=COUNT[@TIME]: TIME as --time reads it, at most a day. */
+Test(sbatch_spec, switches_and_their_wait)
+{
+    struct gs_jobspec *s = spec_of(SHEBANG "#SBATCH -N4 --switches=1@10:00\n");
+
+    cr_assert_eq(s->switches, 1);
+    cr_assert(s->switch_wait_set);
+    cr_assert_eq(s->switch_wait_s, 600);
+    gs_jobspec_free(s);
+    s = spec_of(SHEBANG "#SBATCH -N4 --switches=2\n");
+    cr_assert_eq(s->switches, 2);
+    cr_assert_not(s->switch_wait_set, "the scheduler's max_switch_wait then");
+    gs_jobspec_free(s);
+}
+
 /* ---- CPUs and memory ---- */
 
 Test(sbatch_spec, cpus)
