@@ -19,6 +19,8 @@
  * With DATA=1 every job reads one dataset that the caches of 8 nodes, spread over the
  * cluster, hold some of (its nodes then scored one by one), listed for the placement as
  * gschedd lists them; DATA=2 the same without the list (every node's bytes looked at).
+ * With FEATURES=EXPR every node has the features "ib" and "a100" (even nodes) or "h100"
+ * (odd ones), and every pending job asks for EXPR as its constraint (sbatch -C).
  * With LICENSES=N the cluster has N seats of one license and every job, running or pending,
  * holds or asks for one (backfill then plans them too). With PREEMPT=N the first N pending
  * jobs are of a QOS of tier 1, which may preempt the running jobs (tier 0): in "full" each
@@ -43,8 +45,9 @@
 
 #define GPUS 8
 
-static struct sched_cluster *make_cluster(uint32_t nodes, uint32_t per_switch)
+static struct sched_cluster *make_cluster(uint32_t nodes, uint32_t per_switch, bool features)
 {
+    static const char *even[] = {"ib", "a100"}, *odd[] = {"ib", "h100"};
     static struct gs_gpuset_link links[GPUS * GPUS];
     struct sched_cluster *c = sched_cluster_new();
     char name[32];
@@ -57,7 +60,9 @@ static struct sched_cluster *make_cluster(uint32_t nodes, uint32_t per_switch)
                                        .ncores = 64,
                                        .mem_mib = 1 << 20,
                                        .links = links,
-                                       .switch_id = per_switch > 0 ? (int)(1 + i / per_switch) : 0};
+                                       .switch_id = per_switch > 0 ? (int)(1 + i / per_switch) : 0,
+                                       .features = i % 2 ? odd : even,
+                                       .nfeatures = features ? 2 : 0};
 
         snprintf(name, sizeof(name), "n%u", i);
         if (sched_cluster_add_node(c, &info) < 0) {
@@ -69,7 +74,7 @@ static struct sched_cluster *make_cluster(uint32_t nodes, uint32_t per_switch)
 }
 
 static struct sched_job *add(struct sched_jobs *jobs, uint64_t id, uint32_t gang, uint32_t parts,
-                             bool lic, bool high)
+                             bool lic, bool high, const char *constraint)
 {
     struct gs_jobspec *spec = gs_jobspec_new();
     char part[16];
@@ -95,6 +100,10 @@ static struct sched_job *add(struct sched_jobs *jobs, uint64_t id, uint32_t gang
     }
     spec->nodes = gang;
     if ((spec->account = strdup("a")) == NULL) {
+        gs_jobspec_free(spec);
+        return NULL;
+    }
+    if (constraint != NULL && (spec->constraint = strdup(constraint)) == NULL) {
         gs_jobspec_free(spec);
         return NULL;
     }
@@ -140,6 +149,7 @@ struct setup {
     int data;                              /* DATA: 0, 1 (listed) or 2 (not) */
     uint32_t licenses;                     /* LICENSES: seats of "lic" (0: none) */
     uint32_t preempt;                      /* PREEMPT: pending jobs of tier 1 */
+    const char *features;                  /* FEATURES: the pending jobs' constraint */
     uint64_t *data_bytes;                  /* DATA's, per node ... */
     uint32_t data_nodes[8];                /* ... and where they are not 0 */
 };
@@ -177,7 +187,7 @@ static int run_reps(const struct setup *su, bool full, const struct sched_planne
 {
     *best_ms = 1e30;
     for (int r = 0; r < su->reps; r++) {
-        struct sched_cluster *c = make_cluster(su->nodes, su->per_switch);
+        struct sched_cluster *c = make_cluster(su->nodes, su->per_switch, su->features != NULL);
         struct sched_jobs *jobs = c != NULL ? sched_jobs_new(c) : NULL;
         struct sched_plan_out out;
         uint64_t id = 1, t0;
@@ -187,7 +197,7 @@ static int run_reps(const struct setup *su, bool full, const struct sched_planne
         if (jobs == NULL)
             goto next;
         for (uint32_t i = 0; full && i < su->nodes; i++) {
-            struct sched_job *job = add(jobs, id++, 1, 0, su->licenses > 0, false);
+            struct sched_job *job = add(jobs, id++, 1, 0, su->licenses > 0, false, NULL);
             struct sched_req req = {.nodes = 1, .gpus_per_node = GPUS, .cores_per_node = 8};
             struct sched_alloc a;
 
@@ -201,7 +211,8 @@ static int run_reps(const struct setup *su, bool full, const struct sched_planne
                 goto next;
         }
         for (uint32_t i = 0; i < su->pending; i++) {
-            if (add(jobs, id++, su->gang, su->parts, su->licenses > 0, i < su->preempt) == NULL)
+            if (add(jobs, id++, su->gang, su->parts, su->licenses > 0, i < su->preempt,
+                    su->features) == NULL)
                 goto next;
         }
         t0 = gs_clock_mono_ns();
@@ -292,7 +303,8 @@ int main(int argc, char **argv)
         .data = getenv("DATA") != NULL ? atoi(getenv("DATA")) : 0,
         .licenses =
             getenv("LICENSES") != NULL ? (uint32_t)strtoul(getenv("LICENSES"), NULL, 10) : 0,
-        .preempt = getenv("PREEMPT") != NULL ? (uint32_t)strtoul(getenv("PREEMPT"), NULL, 10) : 0};
+        .preempt = getenv("PREEMPT") != NULL ? (uint32_t)strtoul(getenv("PREEMPT"), NULL, 10) : 0,
+        .features = getenv("FEATURES")};
     const char *which = argc > 4 ? argv[4] : "both";
     uint32_t nodes = su.nodes, pending = su.pending, depth = su.depth;
     double full_ms = 0, empty_ms = 0, ask_ms = 1e30;

@@ -15,7 +15,20 @@
 
 #include "common/jobspec.h"
 
-#define NAME_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
+/* The length of the feature name at s: letters, digits, '_', '.' and '-' (as a job file's
+ * words; strspn with a set costs more than the rest of a one-name match). */
+static size_t name_len(const char *s)
+{
+    size_t n = 0;
+
+    for (;; n++) {
+        unsigned char c = (unsigned char)s[n];
+
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.' || c == '-'))
+            return n;
+    }
+}
 
 struct walk {
     const char *s;
@@ -81,7 +94,7 @@ static int term(struct walk *w, bool *val, const char *after)
         w->depth--;
         return 0;
     }
-    n = strspn(name, NAME_CHARS);
+    n = name_len(name);
     if (n == 0)
         return bad_term(w, after);
     if (n > GS_JOBSPEC_NAME_MAX)
@@ -159,7 +172,8 @@ static int walk(struct walk *w, bool *val)
     char c;
     int rc;
 
-    if (strlen(w->s) > GS_FEATURES_EXPR_MAX)
+    /* Matching walks what the check took: its parentheses are bounded, its length too. */
+    if (w->has == NULL && strlen(w->s) > GS_FEATURES_EXPR_MAX)
         return fail(w, "longer than %d characters", GS_FEATURES_EXPR_MAX);
     if (w->s[0] == '[')
         return bracket(w, val, -1, &from, &len);
@@ -194,9 +208,13 @@ bool gs_features_match(const char *expr, gs_features_has_fn *has, const void *da
 {
     struct walk w = {.s = expr, .has = has, .data = data};
     bool val = false;
+    size_t n;
 
     if (expr == NULL || expr[0] == '\0')
         return true;
+    n = name_len(expr);
+    if (expr[n] == '\0') /* one name: what most constraints are, for every node of a pass */
+        return n <= GS_JOBSPEC_NAME_MAX && has(expr, n, data);
     return walk(&w, &val) == 0 && val;
 }
 
@@ -243,7 +261,7 @@ bool gs_features_alternative(const char *expr, unsigned k, char *out, size_t siz
 
 bool gs_features_single(const char *expr)
 {
-    size_t n = expr != NULL ? strspn(expr, NAME_CHARS) : 0;
+    size_t n = expr != NULL ? name_len(expr) : 0;
 
     return n > 0 && expr[n] == '\0';
 }
