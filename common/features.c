@@ -166,21 +166,26 @@ static int bracket(struct walk *w, bool *val, int k, size_t *ret_from, size_t *r
     return 0;
 }
 
+/* The whole of w->s; one walked to its end past GS_FEATURES_EXPR_MAX is refused there, so
+ * that matching needs no strlen of its own and still takes nothing the check refuses. */
 static int walk(struct walk *w, bool *val)
 {
     size_t from, len;
     char c;
     int rc;
 
-    /* Matching walks what the check took: its parentheses are bounded, its length too. */
-    if (w->has == NULL && strlen(w->s) > GS_FEATURES_EXPR_MAX)
-        return fail(w, "longer than %d characters", GS_FEATURES_EXPR_MAX);
-    if (w->s[0] == '[')
-        return bracket(w, val, -1, &from, &len);
+    if (w->s[0] == '[') {
+        rc = bracket(w, val, -1, &from, &len);
+        if (rc == 0 && w->at > GS_FEATURES_EXPR_MAX)
+            return fail(w, "longer than %d characters", GS_FEATURES_EXPR_MAX);
+        return rc;
+    }
     rc = expr(w, val);
     if (rc < 0)
         return rc;
     c = w->s[w->at];
+    if (c == '\0' && w->at > GS_FEATURES_EXPR_MAX)
+        return fail(w, "longer than %d characters", GS_FEATURES_EXPR_MAX);
     if (c == '\0')
         return 0;
     if (c == ',')
