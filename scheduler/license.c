@@ -60,6 +60,11 @@ uint32_t *sched_license_totals(const struct gs_config *cfg)
     return total;
 }
 
+long sched_license_index(const struct gs_config *cfg, const char *name)
+{
+    return find(cfg, name);
+}
+
 void sched_license_needs(const struct gs_config *cfg, const struct gs_jobspec *spec,
                          struct sched_license_need *need)
 {

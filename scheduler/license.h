@@ -31,6 +31,8 @@ void sched_license_use_release(struct sched_license_use *u);
 void sched_license_take(struct sched_license_use *u, const struct gs_jobspec *spec);
 /* cfg's counts, one per license in its order (malloc'd; NULL without licenses or memory). */
 uint32_t *sched_license_totals(const struct gs_config *cfg);
+/* The index of license name among cfg's, or -1 when it is not configured. */
+long sched_license_index(const struct gs_config *cfg, const char *name);
 /*
  * spec's licenses as plan.c's needs, into need (room for spec->nlicenses): indices into
  * cfg's licenses, one not configured given index cfg->nlicenses (never had).

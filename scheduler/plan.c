@@ -468,6 +468,12 @@ static int delays_head(struct pass *p, const struct sched_pending *job,
     return rc;
 }
 
+/* The licenses job takes once it starts. */
+static const struct sched_license_need *held(const struct sched_pending *job)
+{
+    return job->lic_hold != NULL ? job->lic_hold : job->licenses;
+}
+
 /*
  * Gives job a reservation: from when it fits, after the running jobs and the reservations
  * made before it (shadow_time), on the nodes it would use then. With data > 0 (a job
@@ -513,7 +519,7 @@ static int reserve(struct pass *p, const struct sched_pending *job, uint64_t dat
         set_node(p->reserved, r.alloc.nodes[k].node);
     }
     p->slots[p->nslots++] = r; /* room for depth of them */
-    sched_license_plan_reserve(&p->lic, job->licenses, job->nlicenses, r.start_s, r.end_s);
+    sched_license_plan_reserve(&p->lic, held(job), job->nlicenses, r.start_s, r.end_s);
     return 0;
 out:
     sched_alloc_release(&r.alloc);
@@ -673,7 +679,7 @@ static void start(struct pass *p, const struct sched_pending *job, struct sched_
     v->start = true;
     v->backfilled = p->head != NULL;
     v->reason = SCHED_REASON_NONE;
-    hold = sched_license_plan_hold(&p->lic, job->licenses, job->nlicenses, end_of(p, job));
+    hold = sched_license_plan_hold(&p->lic, held(job), job->nlicenses, end_of(p, job));
     if (end_of(p, job) != SCHED_TIME_INFINITE)
         p->ends[p->nends++] = (struct future){end_of(p, job), false, hold, &v->alloc};
 }

@@ -50,6 +50,9 @@ struct sched_pending {
     struct sched_req req;
     const struct sched_license_need *licenses; /* borrowed; nlicenses of them */
     uint32_t nlicenses;
+    /* What it holds once started, when not licenses (NULL): an advance reservation's
+     * licenses make what it is checked for differ from what it takes (planner.c). */
+    const struct sched_license_need *lic_hold;
 };
 
 struct sched_running {

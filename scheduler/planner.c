@@ -157,10 +157,18 @@ struct gathered {
     struct sched_qos_usage *qos;      /* NULL without QOS limits */
     uint32_t *lic_total;              /* per configured license, its count (NULL: none) */
     struct sched_license_need *needs; /* the jobs' licenses, which theirs point into */
-    struct sched_job **pjobs;         /* out->jobs, for the gate */
-    size_t words;                     /* in a node mask */
-    size_t nnodes;                    /* entries of a per-node GPU mask array */
-    struct resv_cut *cuts;            /* shared masks of the nodes outside sets of reservations */
+    /* Advance reservations' licenses (resv_licenses; NULL without any): per reservation,
+     * where its entries start (first), and per entry of the view's licenses, what the
+     * reservation keeps that its running jobs do not hold (unused); the pending jobs'
+     * licenses as they take them once started (held: needs has what they are checked for). */
+    const struct sched_planner_hooks *hk;
+    size_t *resv_first;
+    int64_t *resv_unused;
+    struct sched_license_need *held;
+    struct sched_job **pjobs; /* out->jobs, for the gate */
+    size_t words;             /* in a node mask */
+    size_t nnodes;            /* entries of a per-node GPU mask array */
+    struct resv_cut *cuts;    /* shared masks of the nodes outside sets of reservations */
     size_t ncuts;
     /* A what-if pass's job (sched_planner_will_run), not in the table: the pass writes
      * its reason only, none of the table's jobs'. NULL in a real pass. */
@@ -401,6 +409,10 @@ static int apply_resv(struct gathered *g, const struct sched_planner_hooks *hk,
             note_reason(g, job, "Reservation");
             return 1;
         }
+    }
+    if (own != NULL && !own->flex && !own->any_nodes) {
+        const struct sched_planner_resv *r = own;
+
         if (m->allowed == NULL) {
             m->allowed = (uint64_t *)r->nodes; /* not written through: allowed_borrowed */
             m->allowed_borrowed = true;
@@ -413,12 +425,15 @@ static int apply_resv(struct gathered *g, const struct sched_planner_hooks *hk,
         m->gpu_masks = r->gpus; /* its GPUs there, when it keeps GPUs */
         return 0;
     }
-    if (own != NULL) {
+    if (own != NULL && !own->nodeless) {
         m->preferred = own->nodes;
         m->gpu_prefer = own->gpus;
     }
     for (size_t i = 0; i < hk->nresv; i++) {
         const struct sched_planner_resv *r = &hk->resv[i];
+
+        if (r->nodeless) /* licenses alone: resv_licenses */
+            continue;
 
         if (own == NULL && draws_in(r, job, now_ms)) {
             if (m->preferred == NULL) {
@@ -611,6 +626,7 @@ static int gather_pending(struct sched_jobs *jobs, const struct sched_planner_ho
     data_wait(hk, job, p);
     p->licenses = NULL; /* link_licenses */
     p->nlicenses = (uint32_t)job->spec->nlicenses;
+    p->lic_hold = NULL; /* resv_licenses */
     if (sched_job_req_masked(job->spec, &g->masks[out->n], &p->req) < 0) {
         sched_node_masks_release(&g->masks[out->n]);
         return -ENOMEM;
@@ -704,6 +720,106 @@ static int link_licenses(struct gathered *g, const struct sched_planner_hooks *h
             needs_of(hk, g->rjobs[i]->spec, g->needs + at);
             g->running[i].licenses = g->needs + at;
             at += g->running[i].nlicenses;
+        }
+    }
+    return 0;
+}
+
+/* Where reservation r's licenses start in resv_unused. */
+static size_t resv_entry(const struct gathered *g, const struct sched_planner_resv *r)
+{
+    return g->resv_first[r - g->hk->resv];
+}
+
+/* The reservation a job names, when it keeps licenses; NULL else. */
+static const struct sched_planner_resv *lic_resv(const struct gathered *g,
+                                                 const struct sched_job *job)
+{
+    const char *name = job->spec->reservation;
+    const struct sched_planner_resv *r;
+
+    if (g->resv_unused == NULL || name == NULL || name[0] == '\0')
+        return NULL;
+    r = resv_find(g->hk, name);
+    return r != NULL && r->nlicenses > 0 ? r : NULL;
+}
+
+/*
+ * Licenses kept by advance reservations (planner.h). Each keeps, from its start to its end,
+ * what it was given less what its running jobs hold (unused). A pending job's licenses are
+ * checked as its own count, less what its reservation's unused covers of it, plus every
+ * reservation's unused that its time limit would meet (its own's included): what is free
+ * must hold all the keeps besides what the job takes outside its own. Once started it holds
+ * its own count (held). The check is never below that count, so nothing is ever held
+ * twice over; within the pass the keeps stay as they were at its start, which only errs on
+ * the safe side (a job of the reservation started in the pass still counts as unused).
+ * 0 or -ENOMEM.
+ */
+static int resv_licenses(struct gathered *g, const struct sched_planner_hooks *hk,
+                         const struct sched_plan_out *out, size_t n, uint64_t now_ms)
+{
+    size_t nl = 0, np = 0;
+
+    for (size_t i = 0; hk != NULL && i < hk->nresv; i++)
+        nl += hk->resv[i].nlicenses;
+    for (size_t i = 0; i < n; i++)
+        np += g->pending[i].nlicenses;
+    if (nl == 0 || g->needs == NULL)
+        return 0;
+    g->hk = hk;
+    g->resv_first = malloc(hk->nresv * sizeof(*g->resv_first));
+    g->resv_unused = malloc(nl * sizeof(*g->resv_unused));
+    g->held = malloc((np + 1) * sizeof(*g->held));
+    if (g->resv_first == NULL || g->resv_unused == NULL || g->held == NULL)
+        return -ENOMEM;
+    for (size_t i = 0, at = 0; i < hk->nresv; i++) {
+        const struct sched_planner_resv *r = &hk->resv[i];
+
+        g->resv_first[i] = at;
+        at += r->nlicenses;
+        for (uint32_t k = 0; k < r->nlicenses; k++)
+            g->resv_unused[resv_entry(g, r) + k] = r->licenses[k].count;
+    }
+    for (size_t j = 0; j < g->nrunning; j++) {
+        const struct sched_planner_resv *r = lic_resv(g, g->rjobs[j]);
+
+        for (uint32_t k = 0; r != NULL && k < r->nlicenses; k++)
+            for (uint32_t q = 0; q < g->running[j].nlicenses; q++)
+                if (g->running[j].licenses[q].license == r->licenses[k].license)
+                    g->resv_unused[resv_entry(g, r) + k] -= g->running[j].licenses[q].count;
+    }
+    for (size_t e = 0; e < nl; e++)
+        g->resv_unused[e] = g->resv_unused[e] > 0 ? g->resv_unused[e] : 0;
+    memcpy(g->held, g->needs, np * sizeof(*g->held)); /* the pending ones come first */
+    for (size_t i = 0; i < n; i++) {
+        struct sched_pending *p = &g->pending[i];
+        struct sched_license_need *need = (struct sched_license_need *)p->licenses;
+        size_t at = (size_t)(need - g->needs);
+        const struct sched_planner_resv *own = lic_resv(g, out->jobs[i]);
+
+        if (p->nlicenses == 0)
+            continue;
+        p->lic_hold = g->held + at;
+        for (uint32_t q = 0; q < p->nlicenses; q++) {
+            int64_t check = need[q].count, covered = 0;
+
+            for (size_t ri = 0; ri < hk->nresv; ri++) {
+                const struct sched_planner_resv *r = &hk->resv[ri];
+
+                if (r != own && !resv_meets(r, now_ms, out->jobs[i]->spec->time_limit_s))
+                    continue;
+                for (uint32_t k = 0; k < r->nlicenses; k++) {
+                    int64_t unused = g->resv_unused[resv_entry(g, r) + k];
+
+                    if (r->licenses[k].license != need[q].license)
+                        continue;
+                    if (r == own) /* its own keeps cover it first */
+                        covered = unused < need[q].count ? unused : need[q].count;
+                    check += unused;
+                }
+            }
+            check -= covered;
+            need[q].count = check > UINT32_MAX ? UINT32_MAX : (uint32_t)check;
         }
     }
     return 0;
@@ -918,6 +1034,9 @@ static void gathered_release(struct gathered *g, size_t n)
     sched_qos_usage_free(g->qos);
     free(g->lic_total);
     free(g->needs);
+    free(g->resv_first);
+    free(g->resv_unused);
+    free(g->held);
 }
 
 int sched_planner_pass(struct sched_jobs *jobs, size_t *plan_from, struct sched_cluster *cluster,
@@ -946,7 +1065,8 @@ int sched_planner_pass(struct sched_jobs *jobs, size_t *plan_from, struct sched_
         goto out;
     }
     sched_verdicts_init(out->verdicts, out->n);
-    if ((rc = link_licenses(&g, hooks, out, out->n)) < 0)
+    if ((rc = link_licenses(&g, hooks, out, out->n)) < 0 ||
+        (rc = resv_licenses(&g, hooks, out, out->n, now_ms)) < 0)
         goto out;
     {
         struct sched_plan_gate gate = {gate_may_start, gate_started, &g};
@@ -1205,7 +1325,8 @@ int sched_planner_will_run(struct sched_jobs *jobs, size_t plan_from,
         goto out;
     }
     sched_verdicts_init(out.verdicts, out.n);
-    if ((rc = link_licenses(&g, hooks, &out, out.n)) < 0)
+    if ((rc = link_licenses(&g, hooks, &out, out.n)) < 0 ||
+        (rc = resv_licenses(&g, hooks, &out, out.n, now_ms)) < 0)
         goto out;
     {
         struct sched_plan_gate gate = {gate_may_start, gate_started, &g};

@@ -77,6 +77,14 @@ struct sched_planner_resv {
     size_t nusers;
     const char *const *accounts;
     size_t naccounts;
+    /* ANY_NODES, or licenses and no nodes (nodeless): a job naming it may run on any node
+     * a job naming no reservation may (other reservations kept), its own nodes first. */
+    bool any_nodes, nodeless;
+    /* Licenses= it keeps from its start to its end (borrowed; indices into the configured
+     * licenses): a job outside it whose time limit meets it takes only what they leave, a
+     * job naming it draws on them first. */
+    const struct sched_license_need *licenses;
+    uint32_t nlicenses;
 };
 
 /* Points req at the masks, which must outlive it. */

@@ -361,6 +361,9 @@ void sched_resv_tick(struct sched_ctx *s);
 void sched_resv_jobs_started(struct sched_ctx *s);
 /* Whether node is in a Flags=MAINT reservation active at now_ms (wall clock). */
 bool sched_resv_node_maint(const struct sched_ctx *s, const char *node, uint64_t now_ms);
+/* How many of license name the reservations active at now_ms keep (Licenses=) and their
+ * own running jobs do not hold: what jobs outside them cannot take now. */
+uint32_t sched_resv_licenses_kept(const struct sched_ctx *s, const char *name, uint64_t now_ms);
 /* A node registered (again): the planner's view is rebuilt, node masks and GPU sets. */
 void sched_resv_nodes_changed(struct sched_ctx *s);
 void sched_resv_free(struct sched_ctx *s);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "common/clock.h"
 #include "scheduler/license.h"
 #include "scheduler/sched_internal.h"
 
@@ -18,6 +19,7 @@ void sched_query_licenses(struct sched_cli *c, uint64_t request_id)
     Gs__LicensesReply reply = GS__LICENSES_REPLY__INIT;
     Gs__Envelope env = GS__ENVELOPE__INIT;
     size_t n = sched_jobs_count(s->jobs);
+    uint64_t now_ms = gs_clock_wall_ms();
 
     if (sched_license_use_init(&use, cfg) < 0 || infos == NULL || ptrs == NULL) {
         sched_cli_error(c, request_id, -ENOMEM, "out of memory", false);
@@ -34,6 +36,7 @@ void sched_query_licenses(struct sched_cli *c, uint64_t request_id)
         infos[i].name = cfg->licenses[i].name;
         infos[i].total = cfg->licenses[i].count;
         infos[i].used = use.used[i];
+        infos[i].reserved = sched_resv_licenses_kept(s, cfg->licenses[i].name, now_ms);
         ptrs[i] = &infos[i];
     }
     reply.licenses = ptrs;

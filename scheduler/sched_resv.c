@@ -42,6 +42,7 @@
 #include "common/log.h"
 #include "common/sort.h"
 #include "common/units.h"
+#include "scheduler/license.h"
 #include "scheduler/resv_recur.h"
 #include "scheduler/sched_internal.h"
 
@@ -55,9 +56,10 @@
 #define FLAG_MAGNETIC GS__RESERVATION_FLAG__RESERVATION_FLAG_MAGNETIC
 #define FLAG_REPLACE_DOWN GS__RESERVATION_FLAG__RESERVATION_FLAG_REPLACE_DOWN
 #define FLAG_REPLACE GS__RESERVATION_FLAG__RESERVATION_FLAG_REPLACE
+#define FLAG_ANY_NODES GS__RESERVATION_FLAG__RESERVATION_FLAG_ANY_NODES
 #define KNOWN_FLAGS                                                                                \
     (RECUR_FLAGS | FLAG_MAINT | FLAG_IGNORE_JOBS | FLAG_OVERLAP | FLAG_PURGE_COMP | FLAG_FLEX |    \
-     FLAG_MAGNETIC | FLAG_REPLACE_DOWN | FLAG_REPLACE)
+     FLAG_MAGNETIC | FLAG_REPLACE_DOWN | FLAG_REPLACE | FLAG_ANY_NODES)
 /* PURGE_COMP without a time: Slurm's 5 minutes. */
 #define PURGE_DEFAULT_S 300
 /* A pair of reservations may hold a node at the same time when either has one of these. */
@@ -79,6 +81,9 @@ struct resv {
     size_t nnode_names;
     char **users, **accounts;
     size_t nusers, naccounts;
+    /* Licenses= kept for its jobs, as messages so that a reply borrows them (names owned) */
+    Gs__JobLicense *lic, **lic_ptrs;
+    size_t nlic;
 };
 
 struct sched_resvs {
@@ -86,8 +91,9 @@ struct sched_resvs {
     size_t n;
     /* The planner's view: rebuilt when a reservation or the node registry changed. */
     struct sched_planner_resv *view;
-    uint64_t *masks; /* n x words */
-    uint64_t *gpus;  /* n x (view_nodes + 1): each GPU reservation's GPUs per node */
+    uint64_t *masks;                /* n x words */
+    uint64_t *gpus;                 /* n x (view_nodes + 1): each GPU reservation's GPUs per node */
+    struct sched_license_need *lic; /* the view's licenses, each reservation's in a row */
     size_t words, view_nodes;
     bool dirty;
 };
@@ -99,8 +105,17 @@ static void strv_free(char **v, size_t n)
     free(v);
 }
 
+static void lic_free(Gs__JobLicense *lic, Gs__JobLicense **ptrs, size_t n)
+{
+    for (size_t i = 0; lic != NULL && i < n; i++)
+        free(lic[i].name);
+    free(lic);
+    free(ptrs);
+}
+
 static void resv_release(struct resv *r)
 {
+    lic_free(r->lic, r->lic_ptrs, r->nlic);
     free(r->nodes);
     gs_hostlist_free(r->node_names);
     strv_free(r->users, r->nusers);
@@ -132,9 +147,15 @@ static int set_nodes(struct resv *r, const char *nodes, char *why, size_t size)
     size_t n = 0;
     int rc;
 
-    if (nodes[0] == '\0') {
-        snprintf(why, size, "Nodes: no nodes named");
-        return -EINVAL;
+    if (nodes[0] == '\0') { /* licenses alone (resv_check says whether that may be) */
+        if ((copy = strdup("")) == NULL)
+            return -ENOMEM;
+        free(r->nodes);
+        gs_hostlist_free(r->node_names);
+        r->nodes = copy;
+        r->node_names = NULL;
+        r->nnode_names = 0;
+        return 0;
     }
     rc = gs_hostlist_expand(nodes, &names, &n, &err);
     if (rc == -EINVAL)
@@ -165,6 +186,33 @@ static int set_strv(char ***v, size_t *n, char *const *src, size_t nsrc)
     return 0;
 }
 
+/* r's licenses from n messages (replacing any it had); 0 or -ENOMEM. */
+static int set_licenses(struct resv *r, Gs__JobLicense *const *src, size_t n)
+{
+    Gs__JobLicense *lic = calloc(n + 1, sizeof(*lic));
+    Gs__JobLicense **ptrs = calloc(n + 1, sizeof(*ptrs));
+
+    for (size_t i = 0; lic != NULL && ptrs != NULL && i < n; i++) {
+        gs__job_license__init(&lic[i]);
+        lic[i].count = src[i]->count;
+        if ((lic[i].name = strdup(src[i]->name)) == NULL) {
+            lic_free(lic, ptrs, i);
+            return -ENOMEM;
+        }
+        ptrs[i] = &lic[i];
+    }
+    if (lic == NULL || ptrs == NULL) {
+        free(lic);
+        free(ptrs);
+        return -ENOMEM;
+    }
+    lic_free(r->lic, r->lic_ptrs, r->nlic);
+    r->lic = lic;
+    r->lic_ptrs = ptrs;
+    r->nlic = n;
+    return 0;
+}
+
 /* r from a stored message; -EINVAL with why, -ENOMEM. */
 static int resv_from_msg(const Gs__Reservation *m, struct resv *r, char *why, size_t size)
 {
@@ -179,8 +227,9 @@ static int resv_from_msg(const Gs__Reservation *m, struct resv *r, char *why, si
     r->flags = m->flags;
     r->purge_s = m->purge_comp_s;
     if ((rc = set_nodes(r, m->nodes, why, size)) == 0 &&
-        (rc = set_strv(&r->users, &r->nusers, m->users, m->n_users)) == 0)
-        rc = set_strv(&r->accounts, &r->naccounts, m->accounts, m->n_accounts);
+        (rc = set_strv(&r->users, &r->nusers, m->users, m->n_users)) == 0 &&
+        (rc = set_strv(&r->accounts, &r->naccounts, m->accounts, m->n_accounts)) == 0)
+        rc = set_licenses(r, m->licenses, m->n_licenses);
     if (rc == -ENOMEM)
         snprintf(why, size, "out of memory");
     if (rc < 0)
@@ -206,6 +255,8 @@ static void resv_to_msg(const struct resv *r, uint64_t now_ms, Gs__Reservation *
     m->gpus = r->gpus;
     m->flags = r->flags;
     m->purge_comp_s = r->purge_s;
+    m->licenses = r->lic_ptrs;
+    m->n_licenses = r->nlic;
 }
 
 static struct resv *resv_find(struct sched_resvs *rs, const char *name)
@@ -438,10 +489,59 @@ static bool user_exists(const char *name)
     return getpwnam_r(name, &pw, buf, sizeof(buf), &found) == 0 && found != NULL;
 }
 
+/* How many of license name r keeps. */
+static uint64_t lic_count(const struct resv *r, const char *name)
+{
+    uint64_t n = 0;
+
+    for (size_t i = 0; i < r->nlic; i++)
+        n += strcmp(r->lic[i].name, name) == 0 ? r->lic[i].count : 0;
+    return n;
+}
+
+/* Licenses=: each one configured, named once, and no more of it kept at any time by r and
+ * the reservations meeting it than the cluster has; self as in resv_check. */
+static int lic_check(struct sched_ctx *s, const struct resv *r, const struct resv *self, char *why,
+                     size_t size)
+{
+    for (size_t i = 0; i < r->nlic; i++) {
+        const char *name = r->lic[i].name;
+        const struct gs_config_license *l = gs_config_license(s->cfg, name);
+        uint64_t kept = r->lic[i].count;
+
+        if (l == NULL) {
+            snprintf(why, size, "Licenses: no license %.64s in the configuration ([[license]])",
+                     name);
+            return -EINVAL;
+        }
+        if (r->lic[i].count == 0 || lic_count(r, name) != r->lic[i].count) {
+            snprintf(why, size, "Licenses: %.64s: %s", name,
+                     r->lic[i].count == 0 ? "keep at least 1" : "named more than once");
+            return -EINVAL;
+        }
+        for (size_t k = 0; s->resvs != NULL && k < s->resvs->n; k++) {
+            const struct resv *o = &s->resvs->v[k];
+
+            if (o != self && o->nlic > 0 && resvs_meet(r, o))
+                kept += lic_count(o, name);
+        }
+        if (kept > l->count) {
+            snprintf(why, size,
+                     "Licenses: %.64s: the reservations at that time would keep %llu with this "
+                     "one; the cluster has %u",
+                     name, (unsigned long long)kept, l->count);
+            return r->lic[i].count > l->count ? -EINVAL : -EBUSY;
+        }
+    }
+    return 0;
+}
+
 /* Whether r may be kept as it is; self is the reservation it replaces (update), or NULL. */
 static int resv_check(struct sched_ctx *s, const struct resv *r, const struct resv *self, char *why,
                       size_t size)
 {
+    int rc;
+
     if (!name_ok(r->name)) {
         snprintf(why, size,
                  "ReservationName: '%.64s' is not a name (1-%d letters, digits, '_', '-', '.')",
@@ -468,6 +568,16 @@ static int resv_check(struct sched_ctx *s, const struct resv *r, const struct re
             return -EINVAL;
         }
     }
+    if (r->nnode_names == 0 && r->nlic == 0) {
+        snprintf(why, size, "Nodes, Licenses: a reservation keeps nodes, licenses or both");
+        return -EINVAL;
+    }
+    if (r->nnode_names == 0 && r->gpus > 0) {
+        snprintf(why, size, "TRES: GPUs are kept on the reservation's nodes: give Nodes=");
+        return -EINVAL;
+    }
+    if ((rc = lic_check(s, r, self, why, size)) < 0)
+        return rc;
     if (r->gpus > 0 && r->gpus % r->nnode_names != 0) {
         snprintf(why, size, "TRES: gres/gpu=%u does not split evenly over its %zu nodes", r->gpus,
                  r->nnode_names);
@@ -564,6 +674,40 @@ static int busy_check(struct sched_ctx *s, const struct resv *r, char *why, size
         }
     }
     return 0;
+}
+
+/* How many of license name the running jobs naming reservation r hold. */
+static uint64_t lic_used_in(const struct sched_ctx *s, const struct resv *r, const char *name)
+{
+    uint64_t used = 0;
+
+    for (size_t i = s->plan_from; i < sched_jobs_count(s->jobs); i++) {
+        const struct sched_job *job = sched_jobs_at(s->jobs, i);
+        const struct gs_jobspec *spec = job->spec;
+
+        if (job->state != SCHED_JOB_RUNNING || spec->nlicenses == 0 || spec->reservation == NULL ||
+            strcmp(spec->reservation, r->name) != 0)
+            continue;
+        for (size_t k = 0; k < spec->nlicenses; k++)
+            used += strcmp(spec->licenses[k].name, name) == 0 ? spec->licenses[k].count : 0;
+    }
+    return used;
+}
+
+uint32_t sched_resv_licenses_kept(const struct sched_ctx *s, const char *name, uint64_t now_ms)
+{
+    uint64_t kept = 0;
+
+    for (size_t i = 0; s->resvs != NULL && i < s->resvs->n; i++) {
+        const struct resv *r = &s->resvs->v[i];
+        uint64_t n = lic_count(r, name), used;
+
+        if (n == 0 || r->start_ms > now_ms || (r->end_ms != 0 && now_ms >= r->end_ms))
+            continue;
+        used = lic_used_in(s, r, name);
+        kept += used < n ? n - used : 0;
+    }
+    return kept > UINT32_MAX ? UINT32_MAX : (uint32_t)kept;
 }
 
 bool sched_resv_node_maint(const struct sched_ctx *s, const char *node, uint64_t now_ms)
@@ -784,6 +928,8 @@ static int apply_fields(const Gs__ReservationRequest *req, bool create, struct r
         rc = set_strv(&r->users, &r->nusers, m->users, m->n_users);
     if (rc == 0 && (create || req->set_accounts))
         rc = set_strv(&r->accounts, &r->naccounts, m->accounts, m->n_accounts);
+    if (rc == 0 && (create || req->set_licenses))
+        rc = set_licenses(r, m->licenses, m->n_licenses);
     if (rc == 0)
         rc = edit_list(&r->users, &r->nusers, req->add_users, req->n_add_users, req->remove_users,
                        req->n_remove_users, "Users", why, size);
@@ -844,7 +990,9 @@ static const char *flag_names(uint32_t flags, char *out, size_t size)
     if ((flags & FLAG_REPLACE_DOWN) != 0 && len < size)
         len += (size_t)snprintf(out + len, size - len, "%sREPLACE_DOWN", len > 0 ? "," : "");
     if ((flags & FLAG_REPLACE) != 0 && len < size)
-        snprintf(out + len, size - len, "%sREPLACE", len > 0 ? "," : "");
+        len += (size_t)snprintf(out + len, size - len, "%sREPLACE", len > 0 ? "," : "");
+    if ((flags & FLAG_ANY_NODES) != 0 && len < size)
+        snprintf(out + len, size - len, "%sANY_NODES", len > 0 ? "," : "");
     return out[0] != '\0' ? out : "none";
 }
 
@@ -1049,11 +1197,17 @@ int sched_resv_view(struct sched_ctx *s, const struct sched_planner_resv **ret, 
         return 0;
     if (rs->dirty || rs->view_nodes != nnodes) {
         struct sched_planner_resv *view = realloc(rs->view, rs->n * sizeof(*view));
+        size_t nlic = 0, at = 0;
         uint64_t *masks;
 
         if (view == NULL)
             return -ENOMEM;
         rs->view = view;
+        for (size_t i = 0; i < rs->n; i++)
+            nlic += rs->v[i].nlic;
+        free(rs->lic);
+        if ((rs->lic = malloc((nlic + 1) * sizeof(*rs->lic))) == NULL)
+            return -ENOMEM;
         if ((masks = realloc(rs->masks, rs->n * words * sizeof(*masks))) == NULL)
             return -ENOMEM;
         rs->masks = masks;
@@ -1069,18 +1223,28 @@ int sched_resv_view(struct sched_ctx *s, const struct sched_planner_resv **ret, 
                 if (n != NULL && n->index < nnodes)
                     set_bit(&masks[i * words], n->index);
             }
-            view[i] = (struct sched_planner_resv){.name = r->name,
-                                                  .start_ms = r->start_ms,
-                                                  .end_ms = r->end_ms,
-                                                  .nodes = &masks[i * words],
-                                                  .gpus = r->gpus > 0 ? &rs->gpus[i * (nnodes + 1)]
-                                                                      : NULL,
-                                                  .flex = (r->flags & FLAG_FLEX) != 0,
-                                                  .magnetic = (r->flags & FLAG_MAGNETIC) != 0,
-                                                  .users = (const char *const *)r->users,
-                                                  .nusers = r->nusers,
-                                                  .accounts = (const char *const *)r->accounts,
-                                                  .naccounts = r->naccounts};
+            view[i] = (struct sched_planner_resv){
+                .name = r->name,
+                .start_ms = r->start_ms,
+                .end_ms = r->end_ms,
+                .nodes = &masks[i * words],
+                .gpus = r->gpus > 0 ? &rs->gpus[i * (nnodes + 1)] : NULL,
+                .flex = (r->flags & FLAG_FLEX) != 0,
+                .magnetic = (r->flags & FLAG_MAGNETIC) != 0,
+                .users = (const char *const *)r->users,
+                .nusers = r->nusers,
+                .accounts = (const char *const *)r->accounts,
+                .naccounts = r->naccounts,
+                .any_nodes = (r->flags & FLAG_ANY_NODES) != 0 || r->nnode_names == 0,
+                .nodeless = r->nnode_names == 0,
+                .licenses = &rs->lic[at],
+                .nlicenses = (uint32_t)r->nlic};
+            for (size_t k = 0; k < r->nlic; k++) { /* one no longer configured: never had */
+                long idx = sched_license_index(s->cfg, r->lic[k].name);
+
+                rs->lic[at++] = (struct sched_license_need){
+                    idx >= 0 ? (uint32_t)idx : (uint32_t)s->cfg->nlicenses, r->lic[k].count};
+            }
         }
         rs->words = words;
         rs->view_nodes = nnodes;
@@ -1095,6 +1259,7 @@ int sched_resv_admit(struct sched_ctx *s, uint32_t uid, const char *user,
                      const struct gs_jobspec *spec, char *why, size_t size)
 {
     const struct resv *r;
+    bool any; /* its jobs may use nodes outside it */
 
     if (spec->reservation == NULL || spec->reservation[0] == '\0')
         return 0;
@@ -1103,13 +1268,13 @@ int sched_resv_admit(struct sched_ctx *s, uint32_t uid, const char *user,
         snprintf(why, size, "reservation: no reservation %.64s", spec->reservation);
         return -EINVAL;
     }
-    if ((r->flags & FLAG_FLEX) == 0 && gs_jobspec_total_nodes(spec) > r->nnode_names) {
+    any = (r->flags & (FLAG_FLEX | FLAG_ANY_NODES)) != 0 || r->nnode_names == 0;
+    if (!any && gs_jobspec_total_nodes(spec) > r->nnode_names) {
         snprintf(why, size, "reservation: %.64s holds %zu nodes; the job asks for %u", r->name,
                  r->nnode_names, gs_jobspec_total_nodes(spec));
         return -EINVAL;
     }
-    if ((r->flags & FLAG_FLEX) == 0 && r->gpus > 0 &&
-        spec->gpus_per_node > r->gpus / r->nnode_names) {
+    if (!any && r->gpus > 0 && spec->gpus_per_node > r->gpus / r->nnode_names) {
         snprintf(why, size, "reservation: %.64s keeps %zu GPUs per node; the job asks for %u",
                  r->name, r->gpus / r->nnode_names, spec->gpus_per_node);
         return -EINVAL;
@@ -1468,6 +1633,7 @@ void sched_resv_free(struct sched_ctx *s)
         free(rs->view);
         free(rs->masks);
         free(rs->gpus);
+        free(rs->lic);
     }
     free(rs);
     s->resvs = NULL;

@@ -693,8 +693,11 @@ static int show_licenses(const struct scontrol *sc, int argc, char **argv)
             continue;
         gs_buf_printf(&out, "LicenseName=%s", l->name);
         next_line(sc, &out);
-        gs_buf_printf(&out, "Total=%u Used=%u Free=%u Reserved=0 Remote=no", l->total, l->used,
-                      l->used < l->total ? l->total - l->used : 0);
+        /* Reserved: what active reservations keep and their jobs do not use; Free: what a
+         * job outside them could take now. */
+        gs_buf_printf(&out, "Total=%u Used=%u Free=%u Reserved=%u Remote=no", l->total, l->used,
+                      l->used + l->reserved < l->total ? l->total - l->used - l->reserved : 0,
+                      l->reserved);
         rc = end_record(sc, &out);
         shown++;
     }

@@ -9,13 +9,14 @@
  * time: MIN, H:M:S, D-H:M:S, ...; UNLIMITED for no end), Nodes= (a hostlist, checked here and
  * sent as typed, since gschedd keeps the expression), Users=a,b, Accounts=x,y and Flags= (the
  * recurrence flags HOURLY, DAILY, WEEKDAY, WEEKEND, WEEKLY, and MAINT, IGNORE_JOBS, OVERLAP,
- * PURGE_COMP[=TIME], TIME as Duration='s, default 5 minutes, FLEX, MAGNETIC and
- * REPLACE_DOWN). On
+ * PURGE_COMP[=TIME], TIME as Duration='s, default 5 minutes, FLEX, MAGNETIC, REPLACE_DOWN,
+ * REPLACE and ANY_NODES) and Licenses=NAME[:COUNT],... (the cluster's [[license]]s kept for
+ * its jobs; a reservation of licenses needs no Nodes=). On
  * update, Users, Accounts and Flags also take Slurm's edits, Users+=a / Users-=a or
  * Users=+a / Users=-a, which gschedd applies to the stored list. Slurm's other keys
- * (Licenses=, CoreCnt=, ...) and flags (ANY_NODES, ...) are refused by name rather than
- * ignored: a reservation that silently lacks a flag the operator asked for is worse than an
- * error.
+ * (CoreCnt=, BurstBuffer=, ...) and flags (STATIC_ALLOC, ...) are refused by name rather
+ * than ignored: a reservation that silently lacks a flag the operator asked for is worse
+ * than an error.
  * Whether the nodes and users exist, and who may reserve, is gschedd's to say.
  *
  * Pure: no daemon, no clock (the caller passes now), no stdout; local time for dates.
@@ -32,6 +33,7 @@
 
 #include "common/error.h"
 #include "common/hostlist.h"
+#include "common/jobspec_license.h"
 #include "common/units.h"
 #include "slurm/slurm_fmt.h"
 #include "slurm/sbatch.h"
@@ -46,6 +48,7 @@ enum key {
     K_ACCOUNTS,
     K_TRES,
     K_FLAGS,
+    K_LICENSES,
     NKEYS
 };
 
@@ -53,6 +56,7 @@ static const char *const key_names[NKEYS] = {
     [K_NAME] = "ReservationName", [K_START] = "StartTime", [K_END] = "EndTime",
     [K_DURATION] = "Duration",    [K_NODES] = "Nodes",     [K_USERS] = "Users",
     [K_ACCOUNTS] = "Accounts",    [K_TRES] = "TRES",       [K_FLAGS] = "Flags",
+    [K_LICENSES] = "Licenses",
 };
 
 /* The words' values by key: set (KEY=), added (KEY+=) and taken away (KEY-=). */
@@ -77,6 +81,7 @@ static const struct {
     {"MAGNETIC", GS__RESERVATION_FLAG__RESERVATION_FLAG_MAGNETIC},
     {"REPLACE_DOWN", GS__RESERVATION_FLAG__RESERVATION_FLAG_REPLACE_DOWN},
     {"REPLACE", GS__RESERVATION_FLAG__RESERVATION_FLAG_REPLACE},
+    {"ANY_NODES", GS__RESERVATION_FLAG__RESERVATION_FLAG_ANY_NODES},
 };
 
 /* Writes why and returns -EINVAL. */
@@ -122,7 +127,7 @@ static int collect(int argc, char *const *argv, Gs__ReservationAction action, st
             return fail(why, size,
                         "%s: unknown or unsupported reservation key '%.*s' (gsched takes "
                         "ReservationName, StartTime, EndTime, Duration, Nodes, Users, Accounts, "
-                        "TRES, Flags)",
+                        "TRES, Flags, Licenses)",
                         argv[i], (int)(op != '\0' ? klen - 1 : klen), argv[i]);
         if (op != '\0' && k != K_USERS && k != K_ACCOUNTS && k != K_FLAGS)
             return fail(why, size, "%s: only Users, Accounts and Flags take %c=", argv[i], op);
@@ -234,6 +239,45 @@ static int read_tres(struct scontrol_resv *r, const char *tres, char *why, size_
         return fail(why, size, "TRES=%s: N must be a count of GPUs", tres);
     r->resv.gpus = (uint32_t)n;
     r->req.set_gpus = true;
+    return 0;
+}
+
+/* Licenses=NAME[:COUNT],... as sbatch -L reads them (an update's empty list drops them). */
+static int read_licenses(struct scontrol_resv *r, const char *text, Gs__ReservationAction action,
+                         char *why, size_t size)
+{
+    struct gs_job_license *l = NULL;
+    char msg[160];
+    size_t n = 0;
+    int rc;
+
+    if (text == NULL)
+        return 0;
+    if (text[0] == '\0' && action != GS__RESERVATION_ACTION__RESERVATION_ACTION_UPDATE)
+        return fail(why, size, "Licenses= is empty: name at least one (NAME[:COUNT])");
+    rc = gs_license_list_parse(text, &l, &n, msg, sizeof(msg));
+    if (rc == -EINVAL)
+        return fail(why, size, "Licenses=%s: %s", text, msg);
+    if (rc < 0)
+        return rc;
+    r->lic = calloc(n + 1, sizeof(*r->lic));
+    r->lic_ptrs = calloc(n + 1, sizeof(*r->lic_ptrs));
+    if (r->lic == NULL || r->lic_ptrs == NULL) {
+        gs_license_list_free(l, n);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) { /* the names move into the messages */
+        gs__job_license__init(&r->lic[i]);
+        r->lic[i].name = l[i].name;
+        r->lic[i].count = l[i].count;
+        r->lic_ptrs[i] = &r->lic[i];
+        l[i].name = NULL;
+    }
+    r->nlic = n;
+    gs_license_list_free(l, n);
+    r->resv.licenses = r->lic_ptrs;
+    r->resv.n_licenses = n;
+    r->req.set_licenses = true;
     return 0;
 }
 
@@ -446,7 +490,7 @@ static int flag_bits(const char *label, const char *text, bool signs, uint32_t *
             rc = fail(why, size,
                       "%s%s: flag %s%s%s is not supported (gsched takes HOURLY, DAILY, WEEKDAY, "
                       "WEEKEND, WEEKLY, MAINT, IGNORE_JOBS, OVERLAP, PURGE_COMP[=TIME], FLEX, "
-                      "MAGNETIC, REPLACE_DOWN and REPLACE)",
+                      "MAGNETIC, REPLACE_DOWN, REPLACE and ANY_NODES)",
                       label, text, v[i], eq != NULL ? "=" : "", eq != NULL ? eq + 1 : "");
         else if (eq != NULL)
             rc = purge_time(label, text, eq + 1, purge_s, why, size);
@@ -500,12 +544,13 @@ static int check_complete(const struct scontrol_resv *r, const char *const *val,
         if (val[K_NAME] == NULL || val[K_NAME][0] == '\0')
             return fail(why, size, "ReservationName= is required: which reservation to update");
         if (!q->set_start && !q->set_end && !q->set_nodes && !q->set_users && !q->set_accounts &&
-            !q->set_gpus && !q->set_flags && q->n_add_users == 0 && q->n_remove_users == 0 &&
-            q->n_add_accounts == 0 && q->n_remove_accounts == 0 && q->add_flags == 0 &&
-            q->remove_flags == 0)
+            !q->set_gpus && !q->set_flags && !q->set_licenses && q->n_add_users == 0 &&
+            q->n_remove_users == 0 && q->n_add_accounts == 0 && q->n_remove_accounts == 0 &&
+            q->add_flags == 0 && q->remove_flags == 0)
             return fail(why, size,
                         "nothing to update: give StartTime=, EndTime=, Duration=, Nodes=, "
-                        "Users=, Accounts=, TRES= or Flags= (or Users+=, Users-=, ...)");
+                        "Users=, Accounts=, TRES=, Flags= or Licenses= (or Users+=, Users-=, "
+                        "...)");
         return 0;
     }
     if (!r->req.set_start)
@@ -516,10 +561,10 @@ static int check_complete(const struct scontrol_resv *r, const char *const *val,
         return fail(why, size,
                     "EndTime= or Duration= is required to create a reservation "
                     "(Duration=UNLIMITED for no end)");
-    if (!r->req.set_nodes)
+    if (!r->req.set_nodes && !r->req.set_licenses)
         return fail(why, size,
-                    "Nodes= is required to create a reservation (a hostlist, "
-                    "node[1-4])");
+                    "Nodes= or Licenses= is required to create a reservation (a hostlist, "
+                    "node[1-4]; licenses, matlab:2)");
     if (!r->req.set_users && !r->req.set_accounts)
         return fail(why, size,
                     "Users= or Accounts= is required to create a reservation "
@@ -556,6 +601,8 @@ int scontrol_resv_parse(struct scontrol_resv *r, Gs__ReservationAction action, i
     if (rc == 0)
         rc = read_tres(r, val[K_TRES], why, why_size);
     if (rc == 0)
+        rc = read_licenses(r, val[K_LICENSES], action, why, why_size);
+    if (rc == 0)
         rc = check_complete(r, val, action, why, why_size);
     if (rc == -ENOMEM)
         snprintf(why, why_size, "out of memory");
@@ -574,6 +621,15 @@ void scontrol_resv_release(struct scontrol_resv *r)
     free_list(r->req.remove_users, r->req.n_remove_users);
     free_list(r->req.add_accounts, r->req.n_add_accounts);
     free_list(r->req.remove_accounts, r->req.n_remove_accounts);
+    for (size_t i = 0; r->lic != NULL && i < r->nlic; i++)
+        free(r->lic[i].name);
+    free(r->lic);
+    free(r->lic_ptrs);
+    r->lic = NULL;
+    r->lic_ptrs = NULL;
+    r->nlic = 0;
+    r->resv.licenses = NULL;
+    r->resv.n_licenses = 0;
     r->resv.users = r->resv.accounts = NULL;
     r->resv.n_users = r->resv.n_accounts = 0;
     r->req.add_users = r->req.remove_users = r->req.add_accounts = r->req.remove_accounts = NULL;
@@ -616,6 +672,9 @@ int scontrol_resv_record(struct gs_buf *out, const Gs__Reservation *r, bool onel
     gs_buf_printf(out, "Nodes=%s NodeCnt=%u ", slurm_or_null(r->nodes), r->node_count);
     if (r->gpus > 0)
         gs_buf_printf(out, "TRES=gres/gpu=%u ", r->gpus);
+    for (size_t i = 0; i < r->n_licenses; i++) /* Slurm's Licenses=matlab:2,fluent:1 */
+        gs_buf_printf(out, "%s%s:%u%s", i == 0 ? "Licenses=" : ",", r->licenses[i]->name,
+                      r->licenses[i]->count, i + 1 == r->n_licenses ? " " : "");
     for (size_t f = 0, first = 1; f < sizeof(flag_names) / sizeof(flag_names[0]); f++) {
         if ((r->flags & flag_names[f].bit) == 0)
             continue;

@@ -35,6 +35,9 @@ struct scontrol_resv {
      */
     bool end_from_start;
     uint64_t duration_s;
+    /* Licenses=: resv.licenses points at these (owned, names too). */
+    Gs__JobLicense *lic, **lic_ptrs;
+    size_t nlic;
 };
 
 /*

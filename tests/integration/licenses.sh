@@ -8,7 +8,10 @@
 # (Priority: it would keep a seat the waiting job needs then); scontrol shows the counts
 # held and the job's licenses, squeue's %W too; scontrol update Licenses= refuses what the
 # cluster lacks and moves the 20-minute job to fluent, where it runs; when the first job
-# ends the waiting one starts. A job file's resources.licenses is the same.
+# ends the waiting one starts. A job file's resources.licenses is the same. Then a reservation
+# keeping one matlab seat and no node: more than the cluster has is refused, and so is a
+# second one keeping more beside it; a job outside it gets the other seat, the next waits
+# (Licenses) while a job in it runs on its seat, and starts when the first outside ends.
 name="integration_licenses"
 . "$(dirname "$0")/lib.sh"
 
@@ -100,6 +103,37 @@ id=$(submit "$work/lic.toml") || exit 1
 wait_end "$id" || fail "the job file's job failed"
 expect "$id" 'j["state"] == "COMPLETED" and j["licenses"] == {"matlab": 2, "fluent": 1}' \
   "the job file's licenses, and the job done"
+
+# --- a reservation of licenses: one matlab seat kept for root's reservation "lab" ----------------
+out=$("$bin/gsched" scontrol create reservation ReservationName=lab StartTime=now Duration=60 \
+  Users=root Licenses=matlab:3 2>&1) && fail "3 of 2 kept: $out"
+grep -q "Licenses: matlab: the reservations at that time would keep 3 with this one; the cluster has 2" \
+  <<< "$out" || fail "refusal of 3 of 2: $out"
+"$bin/gsched" scontrol create reservation ReservationName=lab StartTime=now Duration=60 \
+  Users=root Licenses=matlab:1 > /dev/null || fail "create reservation Licenses=matlab:1"
+out=$("$bin/gsched" scontrol create reservation ReservationName=more StartTime=now+10 \
+  Duration=60 Users=root Licenses=matlab:2 2>&1) && fail "2 more kept beside lab's: $out"
+grep -q "would keep 3 with this one" <<< "$out" || fail "refusal beside lab: $out"
+restart_sched 1 # stored with its licenses
+show=$("$bin/gsched" scontrol -o show reservation lab) || fail "show reservation lab"
+grep -q " Nodes=(null) NodeCnt=0 Licenses=matlab:1 Users=root " <<< "$show" ||
+  fail "show reservation lab after a restart: $show"
+lic=$("$bin/gsched" scontrol -o show lic matlab 2>&1) || fail "scontrol show lic matlab: $lic"
+[ "$lic" = "LicenseName=matlab Total=2 Used=0 Free=1 Reserved=1 Remote=no" ] ||
+  fail "scontrol show lic matlab with lab: $lic"
+{ echo "#!/bin/sh"; gate_wait outside; } > "$work/outside.sh"
+out1=$(sbatch_id -L matlab -t 5 outside.sh) || exit 1
+wait_start "$out1"
+out2=$(sbatch_id -L matlab -t 5 --wrap=true) || exit 1
+wait_for "a second job outside lab to wait for the seat lab keeps" 10 is "$out2" \
+  'j["state"] == "PENDING" and j["reason"] == "Licenses"'
+inside=$(sbatch_id -L matlab -t 5 --reservation=lab --wrap=true) || exit 1
+wait_end "$inside" || fail "the job in lab did not get its seat: $(jq "$inside" 'j')"
+expect "$out2" 'j["state"] == "PENDING"' "still waiting outside lab"
+gate outside
+wait_end "$out1" || fail "the first job outside lab"
+wait_end "$out2" || fail "the second job outside lab, once the first ended"
+"$bin/gsched" scontrol delete ReservationName=lab || fail "delete lab"
 check_logs
 stop_cluster
 echo "$name: passed"

@@ -327,6 +327,94 @@ Test(planner, a_job_waits_while_others_hold_its_licenses_and_lets_the_rest_by)
     gs_config_release(&cfg);
 }
 
+/*
+ * scontrol create reservation Licenses=matlab:2 (no nodes): of the cluster's 4 seats, jobs
+ * outside it take only what its 2 leave, while its own jobs draw on them first; what a job
+ * takes once started is its own count, not what it was checked for.
+ */
+Test(planner, a_reservation_keeps_its_licenses_for_its_own_jobs)
+{
+    static struct gs_config_license matlab = {.name = "matlab", .count = 4};
+    static const struct sched_license_need kept = {0, 2};
+    static const uint64_t no_nodes[1] = {0};
+    static const char *const users[] = {"u"};
+    struct sched_planner_resv r = {.name = "r",
+                                   .start_ms = 1000,
+                                   .nodes = no_nodes,
+                                   .users = users,
+                                   .nusers = 1,
+                                   .any_nodes = true,
+                                   .nodeless = true,
+                                   .licenses = &kept,
+                                   .nlicenses = 1};
+    struct gs_config cfg;
+    struct sched_planner_hooks hk = {.cfg = &cfg, .resv = &r, .nresv = 1};
+    struct sched_job *own;
+    size_t from = 0;
+
+    cr_assert_eq(gs_config_init(&cfg), 0);
+    cfg.licenses = &matlab;
+    cfg.nlicenses = 1;
+    add_licensed(1, 5, "matlab", 1);
+    add_licensed(2, 4, "matlab", 1);
+    add_licensed(3, 3, "matlab", 1);
+    cr_assert_eq(sched_planner_pass(jobs, &from, cluster, &hk, 10000, &out), 0);
+    cr_assert(verdict_of(1)->start, "1 + the 2 kept of 4");
+    cr_assert(verdict_of(2)->start, "job 1 holds 1 seat, not the 3 it was checked for");
+    cr_assert_not(verdict_of(3)->start, "the last 2 are the reservation's");
+    cr_assert_str_eq(sched_jobs_find(jobs, 3)->reason, "Licenses");
+    start_all(10000);
+    own = add_licensed(4, 9, "matlab", 2); /* in the reservation: its 2 */
+    own->spec->reservation = strdup("r");
+    cr_assert_eq(sched_planner_pass(jobs, &from, cluster, &hk, 20000, &out), 0);
+    cr_assert(verdict_of(4)->start, "its reservation's seats");
+    cr_assert_not(verdict_of(3)->start);
+    start_all(20000);
+    own = add_licensed(5, 9, "matlab", 1); /* its reservation's are in use: none left */
+    own->spec->reservation = strdup("r");
+    cr_assert_eq(sched_planner_pass(jobs, &from, cluster, &hk, 30000, &out), 0);
+    cr_assert_not(verdict_of(5)->start, "all 4 held");
+    cr_assert_str_eq(sched_jobs_find(jobs, 5)->reason, "Licenses");
+    cfg.licenses = NULL;
+    cfg.nlicenses = 0;
+    gs_config_release(&cfg);
+}
+
+/* A reservation's licenses matter to the jobs its window meets, not to those ending first. */
+Test(planner, licenses_kept_later_leave_jobs_that_end_before_alone)
+{
+    static struct gs_config_license matlab = {.name = "matlab", .count = 4};
+    static const struct sched_license_need kept = {0, 3};
+    static const uint64_t no_nodes[1] = {0};
+    static const char *const users[] = {"u"};
+    struct sched_planner_resv r = {.name = "later",
+                                   .start_ms = 10000 + 7200 * 1000,
+                                   .nodes = no_nodes,
+                                   .users = users,
+                                   .nusers = 1,
+                                   .any_nodes = true,
+                                   .nodeless = true,
+                                   .licenses = &kept,
+                                   .nlicenses = 1};
+    struct gs_config cfg;
+    struct sched_planner_hooks hk = {.cfg = &cfg, .resv = &r, .nresv = 1};
+    struct sched_job *long_job;
+    size_t from = 0;
+
+    cr_assert_eq(gs_config_init(&cfg), 0);
+    cfg.licenses = &matlab;
+    cfg.nlicenses = 1;
+    add_licensed(1, 5, "matlab", 2); /* an hour: ends before the reservation starts */
+    long_job = add_licensed(2, 4, "matlab", 2);
+    long_job->spec->time_limit_s = 3 * 3600;
+    cr_assert_eq(sched_planner_pass(jobs, &from, cluster, &hk, 10000, &out), 0);
+    cr_assert(verdict_of(1)->start);
+    cr_assert_not(verdict_of(2)->start, "3 hours: it would hold 2 of the 3 kept from hour 2");
+    cfg.licenses = NULL;
+    cfg.nlicenses = 0;
+    gs_config_release(&cfg);
+}
+
 Test(planner, licenses_are_counted_and_refused_by_what_the_cluster_has)
 {
     static struct gs_config_license lic[] = {{.name = "matlab", .count = 3},

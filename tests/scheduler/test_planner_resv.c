@@ -279,6 +279,38 @@ Test(planner_resv, a_flex_reservations_jobs_go_to_its_nodes_first)
     cr_assert_eq(node_of(2), 0, "a job in none keeps off n1");
 }
 
+/* ANY_NODES: its jobs wait for its start, then run on its nodes first and on others too. */
+Test(planner_resv, an_any_nodes_reservations_jobs_wait_for_it_then_run_anywhere)
+{
+    resv[0].any_nodes = true;
+    add(1, 4, 60, "maint");
+    pass(T0);
+    cr_assert_null(verdict_of(1), "not before its start, unlike FLEX");
+    add(2, 4, 60, "maint");
+    add(3, 4, 60, NULL);
+    pass(T0 + 3600000);
+    cr_assert_eq(node_of(1), 1, "its own n1 first");
+    cr_assert_eq(node_of(2), 0, "then n0, outside it");
+    cr_assert_not(verdict_of(3)->start, "a job in none still keeps off n1");
+}
+
+/* Licenses and no nodes: its jobs run where a job in none would, and keep off no node. */
+Test(planner_resv, a_reservation_of_licenses_alone_keeps_no_node)
+{
+    static const uint64_t none[1] = {0};
+
+    resv[0].nodes = none;
+    resv[0].any_nodes = resv[0].nodeless = true;
+    add(1, 4, 7200, "maint");
+    add(2, 4, 7200, NULL);
+    add(3, 4, 7200, NULL);
+    pass(T0 + 3600000);
+    cr_assert_eq(node_of(1), 0);
+    cr_assert(verdict_of(2)->start && verdict_of(2)->alloc.nodes[0].node == 1,
+              "n1 is kept by no reservation");
+    cr_assert_not(verdict_of(3)->start, "both nodes taken");
+}
+
 static const char *const alice_only[] = {"alice"};
 static const char *const physics_only[] = {"physics"};
 

@@ -85,16 +85,16 @@ $out"
   [ "$out" = "Reservation created: physics_1" ] || fail "create without a name: $out"
   [[ $(last_record) == *" end=0 nodes=n1 users= accounts=physics" ]] || fail "unlimited: $(last_record)"
   lines=$(wc -l < "$dir/record")
-  expect 1 scontrol create reservation StartTime=now Duration=60 Nodes=n1 Users=alice Flags=ANY_NODES
-  [[ $out == "scontrol: error: create reservation: Flags=ANY_NODES: flag ANY_NODES is not supported"* ]] ||
-    fail "Flags=ANY_NODES: $out"
-  expect 1 scontrol create reservation StartTime=now Duration=60 Nodes=n1 Users=alice Licenses=x:1
-  [[ $out == "scontrol: error: create reservation: Licenses=x:1: unknown"*"'Licenses'"* ]] ||
+  expect 1 scontrol create reservation StartTime=now Duration=60 Nodes=n1 Users=alice Flags=STATIC_ALLOC
+  [[ $out == "scontrol: error: create reservation: Flags=STATIC_ALLOC: flag STATIC_ALLOC is not supported"* ]] ||
+    fail "Flags=STATIC_ALLOC: $out"
+  expect 1 scontrol create reservation StartTime=now Duration=60 Nodes=n1 Users=alice CoreCnt=4
+  [[ $out == "scontrol: error: create reservation: CoreCnt=4: unknown"*"'CoreCnt'"* ]] ||
     fail "unknown key: $out"
   expect 1 scontrol create reservation StartTime=now EndTime=now+1hour Duration=60 Nodes=n1 Users=a
   [[ $out == *"EndTime=now+1hour and Duration=60"* ]] || fail "EndTime and Duration: $out"
   expect 1 scontrol create reservation StartTime=now Duration=60 Users=alice
-  [[ $out == *"Nodes= is required"* ]] || fail "no Nodes: $out"
+  [[ $out == *"Nodes= or Licenses= is required"* ]] || fail "no Nodes: $out"
   [ "$(wc -l < "$dir/record")" -eq "$lines" ] || fail "a refused create was sent"
   expect 1 scontrol create reservation StartTime=now Duration=60 Nodes=gpu9 Users=alice
   [ "$out" = "scontrol: error: Nodes: no node gpu9 in the cluster" ] || fail "gschedd's no: $out"

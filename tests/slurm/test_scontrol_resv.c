@@ -123,11 +123,12 @@ Test(scontrol_resv, names_an_unknown_key)
     struct scontrol_resv r;
 
     cr_assert_eq(PARSE(&r, CREATE, "StartTime=now", "Duration=60", "Nodes=n1", "Users=alice",
-                       "Flags=ANY_NODES"),
+                       "Flags=STATIC_ALLOC"),
                  -EINVAL);
-    cr_assert(strstr(why, "Flags=ANY_NODES: flag ANY_NODES is not supported") != NULL, "%s", why);
-    cr_assert_eq(PARSE(&r, CREATE, "Licenses=foo:1"), -EINVAL);
-    cr_assert(strstr(why, "'Licenses'") != NULL, "%s", why);
+    cr_assert(strstr(why, "Flags=STATIC_ALLOC: flag STATIC_ALLOC is not supported") != NULL, "%s",
+              why);
+    cr_assert_eq(PARSE(&r, CREATE, "BurstBuffer=1G"), -EINVAL);
+    cr_assert(strstr(why, "'BurstBuffer'") != NULL, "%s", why);
     cr_assert_eq(PARSE(&r, CREATE, "CoreCnt=4"), -EINVAL);
     cr_assert(strstr(why, "'CoreCnt'") != NULL, "%s", why);
     cr_assert_eq(PARSE(&r, CREATE, "maint"), -EINVAL);
@@ -325,9 +326,44 @@ Test(scontrol_resv, reads_recurrence_flags)
     cr_assert_eq(r.resv.flags, 0);
     scontrol_resv_release(&r);
     cr_assert_eq(PARSE(&r, CREATE, "StartTime=now", "Duration=60", "Nodes=n1", "Users=alice",
-                       "Flags=DAILY,ANY_NODES"),
+                       "Flags=DAILY,STATIC_ALLOC"),
                  -EINVAL);
-    cr_assert(strstr(why, "flag ANY_NODES is not supported") != NULL, "%s", why);
+    cr_assert(strstr(why, "flag STATIC_ALLOC is not supported") != NULL, "%s", why);
+}
+
+/* Licenses=: kept for the reservation's jobs; with them Nodes= may be left out. */
+Test(scontrol_resv, reads_licenses_and_needs_no_nodes_with_them)
+{
+    struct scontrol_resv r;
+    struct gs_buf out = GS_BUF_INIT;
+
+    cr_assert_eq(PARSE(&r, CREATE, "StartTime=now", "Duration=60", "Users=alice",
+                       "Licenses=matlab:2,fluent", "Flags=ANY_NODES"),
+                 0, "%s", why);
+    cr_assert(r.req.set_licenses);
+    cr_assert_not(r.req.set_nodes);
+    cr_assert_eq(r.resv.n_licenses, 2);
+    cr_assert_str_eq(r.resv.licenses[0]->name, "matlab");
+    cr_assert_eq(r.resv.licenses[0]->count, 2);
+    cr_assert_str_eq(r.resv.licenses[1]->name, "fluent");
+    cr_assert_eq(r.resv.licenses[1]->count, 1, "a name alone is one");
+    cr_assert_eq(r.resv.flags, GS__RESERVATION_FLAG__RESERVATION_FLAG_ANY_NODES);
+    r.resv.name = "lic";
+    cr_assert_eq(scontrol_resv_record(&out, &r.resv, true), 0);
+    cr_assert(strstr(out.data, " Nodes=(null) NodeCnt=0 Licenses=matlab:2,fluent:1 "
+                               "Flags=ANY_NODES Users=alice") != NULL,
+              "%s", out.data);
+    gs_buf_release(&out);
+    scontrol_resv_release(&r);
+    cr_assert_eq(PARSE(&r, CREATE, "StartTime=now", "Duration=60", "Users=alice"), -EINVAL);
+    cr_assert(strstr(why, "Nodes= or Licenses= is required") != NULL, "%s", why);
+    cr_assert_eq(
+        PARSE(&r, CREATE, "StartTime=now", "Duration=60", "Users=alice", "Licenses=matlab:0"),
+        -EINVAL);
+    cr_assert(strstr(why, "Licenses=matlab:0: ") != NULL, "%s", why);
+    cr_assert_eq(PARSE(&r, UPDATE, "ReservationName=lic", "Licenses=matlab:3"), 0, "%s", why);
+    cr_assert(r.req.set_licenses);
+    scontrol_resv_release(&r);
 }
 
 /* PURGE_COMP[=TIME]: Slurm's times; without one gschedd's default; only it takes a value. */
