@@ -1,6 +1,7 @@
 /*
  * sched_resv.c: advance reservations, as Slurm's `scontrol create reservation`: whole nodes
- * kept for some users and accounts from a start time to an end time (or for good).
+ * (or some of their GPUs), cluster licenses (Licenses=), or both, kept for some users and
+ * accounts from a start time to an end time (or for good).
  *
  * The planner does the keeping (planner.h): a job that names a reservation waits for its
  * start and then runs on its nodes only; other jobs use those nodes only when their time
@@ -17,7 +18,8 @@
  * 02:00), and stores it. Jobs waiting for it start in that window.
  *
  * Changes are root's, checked whole before anything changes (nodes known, users real,
- * accounts configured, no other reservation holding a node at the same time: for a
+ * accounts configured, licenses configured and never more of one kept at a time than the
+ * cluster has, no other reservation holding a node at the same time: for a
  * repeating one, in any of its windows until the other ends, and two repeating ones never
  * share a node, unless either is OVERLAP or MAINT; no running job on its nodes past its
  * start, unless IGNORE_JOBS), kept in
