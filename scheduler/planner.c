@@ -806,7 +806,8 @@ static int resv_licenses(struct gathered *g, const struct sched_planner_hooks *h
             for (size_t ri = 0; ri < hk->nresv; ri++) {
                 const struct sched_planner_resv *r = &hk->resv[ri];
 
-                if (r != own && !resv_meets(r, now_ms, out->jobs[i]->spec->time_limit_s))
+                if (r->nlicenses == 0 ||
+                    (r != own && !resv_meets(r, now_ms, out->jobs[i]->spec->time_limit_s)))
                     continue;
                 for (uint32_t k = 0; k < r->nlicenses; k++) {
                     int64_t unused = g->resv_unused[resv_entry(g, r) + k];

@@ -131,7 +131,7 @@ static int check_words(const Gs__JobUpdateRequest *req, char *msg, size_t size)
         return -EINVAL;
     }
     if (req->set_constraint && gs_features_check(req->constraint, why, sizeof(why)) < 0) {
-        snprintf(msg, size, "Features: '%.200s': %s", req->constraint, why);
+        snprintf(msg, size, "Features: '%.40s': %.90s", req->constraint, why);
         return -EINVAL;
     }
     if (req->set_comment && strchr(req->comment, '\n') != NULL) {
