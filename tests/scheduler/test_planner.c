@@ -327,6 +327,35 @@ Test(planner, a_job_waits_while_others_hold_its_licenses_and_lets_the_rest_by)
     gs_config_release(&cfg);
 }
 
+/* A cluster configuration with 4 matlab seats (released by the test with gs_config_release
+ * once it has taken them back: cfg->licenses = NULL, nlicenses = 0). */
+static void four_matlab(struct gs_config *cfg)
+{
+    static struct gs_config_license matlab = {.name = "matlab", .count = 4};
+
+    cr_assert_eq(gs_config_init(cfg), 0);
+    cfg->licenses = &matlab;
+    cfg->nlicenses = 1;
+}
+
+/* A reservation keeping kept (license 0) and no node, for user u, from start_ms on. */
+static struct sched_planner_resv licenses_resv(const char *name, uint64_t start_ms,
+                                               const struct sched_license_need *kept)
+{
+    static const uint64_t no_nodes[1] = {0};
+    static const char *const users[] = {"u"};
+
+    return (struct sched_planner_resv){.name = name,
+                                       .start_ms = start_ms,
+                                       .nodes = no_nodes,
+                                       .users = users,
+                                       .nusers = 1,
+                                       .any_nodes = true,
+                                       .nodeless = true,
+                                       .licenses = kept,
+                                       .nlicenses = 1};
+}
+
 /*
  * scontrol create reservation Licenses=matlab:2 (no nodes): of the cluster's 4 seats, jobs
  * outside it take only what its 2 leave, while its own jobs draw on them first; what a job
@@ -334,27 +363,14 @@ Test(planner, a_job_waits_while_others_hold_its_licenses_and_lets_the_rest_by)
  */
 Test(planner, a_reservation_keeps_its_licenses_for_its_own_jobs)
 {
-    static struct gs_config_license matlab = {.name = "matlab", .count = 4};
     static const struct sched_license_need kept = {0, 2};
-    static const uint64_t no_nodes[1] = {0};
-    static const char *const users[] = {"u"};
-    struct sched_planner_resv r = {.name = "r",
-                                   .start_ms = 1000,
-                                   .nodes = no_nodes,
-                                   .users = users,
-                                   .nusers = 1,
-                                   .any_nodes = true,
-                                   .nodeless = true,
-                                   .licenses = &kept,
-                                   .nlicenses = 1};
+    struct sched_planner_resv r = licenses_resv("r", 1000, &kept);
     struct gs_config cfg;
     struct sched_planner_hooks hk = {.cfg = &cfg, .resv = &r, .nresv = 1};
     struct sched_job *own;
     size_t from = 0;
 
-    cr_assert_eq(gs_config_init(&cfg), 0);
-    cfg.licenses = &matlab;
-    cfg.nlicenses = 1;
+    four_matlab(&cfg);
     add_licensed(1, 5, "matlab", 1);
     add_licensed(2, 4, "matlab", 1);
     add_licensed(3, 3, "matlab", 1);
@@ -383,27 +399,14 @@ Test(planner, a_reservation_keeps_its_licenses_for_its_own_jobs)
 /* A reservation's licenses matter to the jobs its window meets, not to those ending first. */
 Test(planner, licenses_kept_later_leave_jobs_that_end_before_alone)
 {
-    static struct gs_config_license matlab = {.name = "matlab", .count = 4};
     static const struct sched_license_need kept = {0, 3};
-    static const uint64_t no_nodes[1] = {0};
-    static const char *const users[] = {"u"};
-    struct sched_planner_resv r = {.name = "later",
-                                   .start_ms = 10000 + 7200 * 1000,
-                                   .nodes = no_nodes,
-                                   .users = users,
-                                   .nusers = 1,
-                                   .any_nodes = true,
-                                   .nodeless = true,
-                                   .licenses = &kept,
-                                   .nlicenses = 1};
+    struct sched_planner_resv r = licenses_resv("later", 10000 + 7200 * 1000, &kept);
     struct gs_config cfg;
     struct sched_planner_hooks hk = {.cfg = &cfg, .resv = &r, .nresv = 1};
     struct sched_job *long_job;
     size_t from = 0;
 
-    cr_assert_eq(gs_config_init(&cfg), 0);
-    cfg.licenses = &matlab;
-    cfg.nlicenses = 1;
+    four_matlab(&cfg);
     add_licensed(1, 5, "matlab", 2); /* an hour: ends before the reservation starts */
     long_job = add_licensed(2, 4, "matlab", 2);
     long_job->spec->time_limit_s = 3 * 3600;
