@@ -18,6 +18,9 @@
 #
 # SWITCH=N (N > 0) hangs the nodes off switches of N consecutive nodes each ([[switch]]).
 #
+# PREFER=EXPR gives every job resources.prefer = EXPR (sbatch --prefer; tel_load's nodes
+# have the features h100 and nvlink).
+#
 # PARTS=N (N > 1) splits the nodes into N partitions of consecutive nodes ([[partition]] with
 # node lists, the first the default one, where the jobs go): as on a cluster whose
 # partitions list their nodes, every job then has a node mask.
@@ -143,8 +146,10 @@ one_run() {
     fi
     wait_for 300 nodes_up
     cd "$run"
-    printf 'name = "scale"\n[resources]\nnodes = %d\ngpus_per_node = %d\n[run]\ncommand = ["/bin/true"]\nstdout = "/dev/null"\n' \
-        "${JOB_NODES:-1}" "${JOB_GPUS:-1}" >job.toml
+    prefer_line=""
+    [ -n "${PREFER:-}" ] && prefer_line="prefer = \"$PREFER\"\n"
+    printf 'name = "scale"\n[resources]\nnodes = %d\ngpus_per_node = %d\n%b[run]\ncommand = ["/bin/true"]\nstdout = "/dev/null"\n' \
+        "${JOB_NODES:-1}" "${JOB_GPUS:-1}" "$prefer_line" >job.toml
     before="$EPOCHREALTIME $(proc_ticks "$gschedd_pid") $(machine_ticks)"
     out=$("$bin/sched_load" --socket "$run/gschedd.sock" -n "$jobs" -c "$inflight" job.toml) ||
         echo "sched_load: exit status $?, output: $out" >&2

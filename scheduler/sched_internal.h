@@ -184,10 +184,13 @@ struct sched_ctx {
     size_t part_words;
     bool part_masks_lost;
     /* During a planning pass (sched_data_view_begin/_end, sched_slurm.c): each dataset's
-     * bytes per node and the nodes holding some, built once for the pass's jobs reading it
-     * rather than once per job; the masks borrow them. */
+     * bytes per node and the nodes holding some, and each --prefer expression's nodes,
+     * built once for the pass's jobs reading it or asking it rather than once per job; the
+     * masks borrow them. */
     struct sched_data_view *data_views;
     size_t ndata_views;
+    struct sched_prefer_view *prefer_views;
+    size_t nprefer_views;
     bool data_views_on;
     struct sched_node **nodes;         /* by cluster index (registration order) */
     struct sched_node **nodes_by_name; /* the same, by name (sched_node_find) */
@@ -595,8 +598,9 @@ int sched_node_masks_build(struct sched_ctx *s, const struct gs_jobspec *spec,
 /* Node n has joined the cluster: its bit in the masks of the partitions that list it. */
 void sched_part_masks_node_added(struct sched_ctx *s, const struct sched_node *n);
 void sched_part_masks_free(struct sched_ctx *s);
-/* A planning pass begins (the masks built until _end share each dataset's view) / ends
- * (the views freed: the nodes' holdings may change before the next). */
+/* A planning pass begins (the masks built until _end share each dataset's view and each
+ * --prefer's nodes) / ends (the views freed: the nodes' holdings, and the nodes, may change
+ * before the next). */
 void sched_data_view_begin(struct sched_ctx *s);
 void sched_data_view_end(struct sched_ctx *s);
 /*

@@ -151,6 +151,14 @@ struct sched_data_view {
 
 #define DATA_VIEWS_MAX 32 /* datasets a pass shares views of; jobs of others build their own */
 
+/* The nodes satisfying one --prefer expression, for a pass. */
+struct sched_prefer_view {
+    char *expr;
+    uint64_t *mask;
+};
+
+#define PREFER_VIEWS_MAX 32 /* --prefer expressions a pass shares masks of */
+
 /* Dataset id's bytes and nodes on s's n nodes into bytes (n + 1 zeroed) and nodes. */
 static void data_fill(struct sched_ctx *s, const char *id, size_t n, uint64_t *bytes,
                       uint32_t *nodes, uint32_t *ret_n)
@@ -182,6 +190,13 @@ void sched_data_view_end(struct sched_ctx *s)
     free(s->data_views);
     s->data_views = NULL;
     s->ndata_views = 0;
+    for (size_t i = 0; i < s->nprefer_views; i++) {
+        free(s->prefer_views[i].expr);
+        free(s->prefer_views[i].mask);
+    }
+    free(s->prefer_views);
+    s->prefer_views = NULL;
+    s->nprefer_views = 0;
     s->data_views_on = false;
 }
 
@@ -215,6 +230,52 @@ static const struct sched_data_view *data_view(struct sched_ctx *s, const char *
     return v;
 }
 
+/* The nodes (of n) whose features satisfy expr, into mask (words words, zeroed here). */
+static void prefer_fill(const struct sched_ctx *s, const char *expr, size_t n, size_t words,
+                        uint64_t *mask)
+{
+    memset(mask, 0, words * sizeof(*mask));
+    for (size_t i = 0; i < s->nnodes; i++) {
+        const Gs__NodeTopology *t = s->nodes[i]->topology;
+
+        if (s->nodes[i]->index < n && gs_features_match_names(expr, t->features, t->n_features))
+            set_bit(mask, s->nodes[i]->index);
+    }
+}
+
+/*
+ * The pass's mask of --prefer expression expr, made at its first job: every node matched
+ * once per expression and pass, not once per job (a queue of 100,000 jobs preferring "ib"
+ * would otherwise match 100,000 x the nodes). NULL outside a pass, past PREFER_VIEWS_MAX
+ * expressions, or out of memory (the caller builds the job's own).
+ */
+static const uint64_t *prefer_view(struct sched_ctx *s, const char *expr, size_t n, size_t words)
+{
+    struct sched_prefer_view *v;
+
+    for (size_t i = 0; s->data_views_on && i < s->nprefer_views; i++) {
+        if (strcmp(s->prefer_views[i].expr, expr) == 0)
+            return s->prefer_views[i].mask;
+    }
+    if (!s->data_views_on || s->nprefer_views == PREFER_VIEWS_MAX)
+        return NULL;
+    if (s->prefer_views == NULL &&
+        (s->prefer_views = calloc(PREFER_VIEWS_MAX, sizeof(*s->prefer_views))) == NULL)
+        return NULL;
+    v = &s->prefer_views[s->nprefer_views];
+    v->expr = strdup(expr);
+    v->mask = malloc(words * sizeof(*v->mask));
+    if (v->expr == NULL || v->mask == NULL) {
+        free(v->expr);
+        free(v->mask);
+        *v = (struct sched_prefer_view){0};
+        return NULL;
+    }
+    prefer_fill(s, expr, n, words, v->mask);
+    s->nprefer_views++;
+    return v->mask;
+}
+
 int sched_node_masks_build(struct sched_ctx *s, const struct gs_jobspec *spec,
                            struct sched_node_masks *m)
 {
@@ -242,16 +303,13 @@ int sched_node_masks_build(struct sched_ctx *s, const struct gs_jobspec *spec,
         }
     }
     if (spec->prefer != NULL && spec->prefer[0] != '\0') { /* sbatch --prefer: rank first */
-        if ((m->prefer_own = calloc(words, sizeof(*m->prefer_own))) == NULL)
-            goto oom;
-        for (size_t i = 0; i < s->nnodes; i++) {
-            const Gs__NodeTopology *t = s->nodes[i]->topology;
-
-            if (s->nodes[i]->index < n &&
-                gs_features_match_names(spec->prefer, t->features, t->n_features))
-                set_bit(m->prefer_own, s->nodes[i]->index);
+        m->preferred = prefer_view(s, spec->prefer, n, words);
+        if (m->preferred == NULL) {
+            if ((m->prefer_own = malloc(words * sizeof(*m->prefer_own))) == NULL)
+                goto oom;
+            prefer_fill(s, spec->prefer, n, words, m->prefer_own);
+            m->preferred = m->prefer_own;
         }
-        m->preferred = m->prefer_own;
     }
     if (p != NULL && p->nodes == NULL && spec->nexclude == 0 && spec->nnodelist == 0 &&
         spec->tmp_per_node_mib == 0)
