@@ -155,6 +155,7 @@ struct sched_data_view {
 struct sched_prefer_view {
     char *expr;
     uint64_t *mask;
+    bool every; /* every node: no node ranks before another, so no preference at all */
 };
 
 #define PREFER_VIEWS_MAX 32 /* --prefer expressions a pass shares masks of */
@@ -230,32 +231,42 @@ static const struct sched_data_view *data_view(struct sched_ctx *s, const char *
     return v;
 }
 
-/* The nodes (of n) whose features satisfy expr, into mask (words words, zeroed here). */
-static void prefer_fill(const struct sched_ctx *s, const char *expr, size_t n, size_t words,
+/* The nodes (of n) whose features satisfy expr, into mask (words words, zeroed here);
+ * whether that is every one of them. */
+static bool prefer_fill(const struct sched_ctx *s, const char *expr, size_t n, size_t words,
                         uint64_t *mask)
 {
+    size_t set = 0;
+
     memset(mask, 0, words * sizeof(*mask));
     for (size_t i = 0; i < s->nnodes; i++) {
         const Gs__NodeTopology *t = s->nodes[i]->topology;
 
-        if (s->nodes[i]->index < n && gs_features_match_names(expr, t->features, t->n_features))
+        if (s->nodes[i]->index < n && gs_features_match_names(expr, t->features, t->n_features)) {
             set_bit(mask, s->nodes[i]->index);
+            set++;
+        }
     }
+    return set == n;
 }
 
 /*
  * The pass's mask of --prefer expression expr, made at its first job: every node matched
  * once per expression and pass, not once per job (a queue of 100,000 jobs preferring "ib"
- * would otherwise match 100,000 x the nodes). NULL outside a pass, past PREFER_VIEWS_MAX
- * expressions, or out of memory (the caller builds the job's own).
+ * would otherwise match 100,000 x the nodes), and whether it holds every node (*ret_every).
+ * NULL outside a pass, past PREFER_VIEWS_MAX expressions, or out of memory (the caller
+ * builds the job's own).
  */
-static const uint64_t *prefer_view(struct sched_ctx *s, const char *expr, size_t n, size_t words)
+static const uint64_t *prefer_view(struct sched_ctx *s, const char *expr, size_t n, size_t words,
+                                   bool *ret_every)
 {
     struct sched_prefer_view *v;
 
     for (size_t i = 0; s->data_views_on && i < s->nprefer_views; i++) {
-        if (strcmp(s->prefer_views[i].expr, expr) == 0)
+        if (strcmp(s->prefer_views[i].expr, expr) == 0) {
+            *ret_every = s->prefer_views[i].every;
             return s->prefer_views[i].mask;
+        }
     }
     if (!s->data_views_on || s->nprefer_views == PREFER_VIEWS_MAX)
         return NULL;
@@ -271,7 +282,8 @@ static const uint64_t *prefer_view(struct sched_ctx *s, const char *expr, size_t
         *v = (struct sched_prefer_view){0};
         return NULL;
     }
-    prefer_fill(s, expr, n, words, v->mask);
+    v->every = prefer_fill(s, expr, n, words, v->mask);
+    *ret_every = v->every;
     s->nprefer_views++;
     return v->mask;
 }
@@ -303,13 +315,17 @@ int sched_node_masks_build(struct sched_ctx *s, const struct gs_jobspec *spec,
         }
     }
     if (spec->prefer != NULL && spec->prefer[0] != '\0') { /* sbatch --prefer: rank first */
-        m->preferred = prefer_view(s, spec->prefer, n, words);
+        bool every = false;
+
+        m->preferred = prefer_view(s, spec->prefer, n, words, &every);
         if (m->preferred == NULL) {
             if ((m->prefer_own = malloc(words * sizeof(*m->prefer_own))) == NULL)
                 goto oom;
-            prefer_fill(s, spec->prefer, n, words, m->prefer_own);
+            every = prefer_fill(s, spec->prefer, n, words, m->prefer_own);
             m->preferred = m->prefer_own;
         }
+        if (every) /* ranking every node first is ranking none: placement need not score them */
+            m->preferred = NULL;
     }
     if (p != NULL && p->nodes == NULL && spec->nexclude == 0 && spec->nnodelist == 0 &&
         spec->tmp_per_node_mib == 0)

@@ -340,8 +340,12 @@ int sched_submit_shape_check(struct sched_ctx *s, const struct gs_jobspec *spec,
 {
     struct sched_req req;
     struct sched_node_masks masks = {0};
+    struct gs_jobspec shape = *spec; /* borrowed fields; --prefer changes where, not whether */
     char fit[200];
-    int rc = sched_node_masks_build(s, spec, &masks);
+    int rc;
+
+    shape.prefer = NULL;
+    rc = sched_node_masks_build(s, &shape, &masks);
 
     if (rc < 0) {
         snprintf(why, size, "out of memory");
