@@ -16,7 +16,9 @@
  *
  * gsched adds --json and --socket PATH; they and --wait (-W: wait for the job's end and
  * exit with its status, as Slurm's --wait) are taken out before the sbatch options are
- * read, which take #SBATCH --wait too. Usage errors of those exit 2.
+ * read, which take #SBATCH --wait too. Usage errors of those exit 2. -h, --help and --usage
+ * print the options the parser's own table holds (gs_sbatch_options_help), so the list
+ * cannot claim one it does not take.
  */
 #include "slurm/commands.h"
 
@@ -53,6 +55,7 @@ struct sbatch_args {
     int nopts;
     const char *script; /* NULL: --wrap or standard input */
     char **script_args; /* NULL-terminated, borrowed from argv */
+    bool help;
 };
 
 __attribute__((format(printf, 1, 2))) static int usage(const char *fmt, ...)
@@ -78,6 +81,30 @@ static int word_kind(const char *word)
     return gs_sbatch_script_index(2, probe); /* 0 script, 2 takes a value, 1 on its own */
 }
 
+/* sbatch --help: how it is called, then every option it takes, warns about or refuses. */
+static int help(void)
+{
+    struct gs_buf out = GS_BUF_INIT;
+    int rc;
+
+    gs_buf_append_str(
+        &out, "Usage: sbatch [OPTIONS] SCRIPT [ARGS...]   (also gsched sbatch)\n"
+              "       sbatch [OPTIONS] --wrap=COMMAND\n"
+              "       sbatch [OPTIONS] < SCRIPT\n"
+              "       sbatch [OPTIONS] : [OPTIONS] ... SCRIPT   (heterogeneous job)\n"
+              "Submits a batch script; its #SBATCH lines take the same options, the\n"
+              "command line's over them. docs/slurm.md says what each does here.\n"
+              "gsched's own: --json (the reply, or --test-only's job, as JSON),\n"
+              "--socket PATH (gschedd's socket), -W, --wait (exit with the job's status).\n");
+    rc = gs_sbatch_options_help(&out);
+    if (rc == 0)
+        fputs(out.data, stdout);
+    else
+        fprintf(stderr, CMD ": error: out of memory\n");
+    gs_buf_release(&out);
+    return rc == 0 ? 0 : 1;
+}
+
 /* Returns 0, or the exit status of a usage error. */
 static int split_args(int argc, char **argv, struct sbatch_args *a)
 {
@@ -89,7 +116,10 @@ static int split_args(int argc, char **argv, struct sbatch_args *a)
     while (i < argc) {
         const char *w = argv[i];
 
-        if (strcmp(w, "--json") == 0) {
+        if (strcmp(w, "--help") == 0 || strcmp(w, "-h") == 0 || strcmp(w, "--usage") == 0) {
+            a->help = true;
+            return 0;
+        } else if (strcmp(w, "--json") == 0) {
             a->json = true;
         } else if (strcmp(w, "--wait") == 0 || strcmp(w, "-W") == 0) {
             a->wait = true;
@@ -445,6 +475,10 @@ int cli_cmd_sbatch(int argc, char **argv)
 
     if (status != 0)
         goto out;
+    if (a.help) {
+        status = help();
+        goto out;
+    }
     status = 1;
     if (where_init(&w) < 0 || build(&a, &w, &sb, &spec) < 0)
         goto out;

@@ -1200,6 +1200,38 @@ static const struct opt_def options[] = {
 
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
 
+/* One option as a help line: "  -J, --job-name=VALUE" (no value: no "="; optional: "[=V]"). */
+static void help_line(const struct opt_def *d, struct gs_buf *out)
+{
+    if (d->short_name != 0)
+        gs_buf_printf(out, "  -%c, --%s", d->short_name, d->name);
+    else
+        gs_buf_printf(out, "      --%s", d->name);
+    gs_buf_append_str(out, d->arg == REQ ? "=VALUE" : d->arg == ARG_OPTIONAL ? "[=VALUE]" : "");
+    if (d->note != NULL)
+        gs_buf_printf(out, "   (%s)", d->note);
+    gs_buf_putc(out, '\n');
+}
+
+int gs_sbatch_options_help(struct gs_buf *out)
+{
+    static const char *const part[] = {"Options:\n",
+                                       "Accepted, with a warning that they change nothing:\n",
+                                       "Refused (Slurm's, not done here):\n"};
+
+    for (int k = 0; k < 3; k++) {
+        gs_buf_append_str(out, part[k]);
+        for (size_t i = 0; i < NOPTIONS; i++) {
+            const struct opt_def *d = &options[i];
+            int kind = d->set == unsupported ? 2 : d->set == NULL ? 1 : 0;
+
+            if (kind == k)
+                help_line(d, out);
+        }
+    }
+    return gs_buf_error(out);
+}
+
 /* ---- reporting ---- */
 
 __attribute__((format(printf, 4, 0))) static void

@@ -279,6 +279,13 @@ bool gs_sbatch_opt_per_component(enum gs_sbatch_opt id);
 int gs_sbatch_script_index(int argc, char *const *argv);
 
 /*
+ * The options the parser takes, from its own table, into out as the lines of a help text:
+ * "  -J, --job-name=VALUE", "  --overcommit"... in the table's order (each once), then
+ * those accepted and only warned about, and those refused by name. 0 or -ENOMEM.
+ */
+int gs_sbatch_options_help(struct gs_buf *out);
+
+/*
  * Parses the directives of script_text (len bytes; NULL when there is no script, as with
  * --wrap) and the options in argv[0..argc) (the command line before the script; a trailing
  * "--" is allowed). script_name prefixes messages about the script ("run.sh:4: ...").

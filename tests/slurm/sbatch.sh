@@ -53,6 +53,21 @@ cat > het.sh <<'EOF'
 srun --het-group=0,1 hostname
 EOF
 
+# --- --help: the parser's own table; every option in it is known to the parser ----------------
+run 0 sbatch --help
+has "$out" "Usage: sbatch [OPTIONS] SCRIPT [ARGS...]"
+has "$out" "  -C, --constraint=VALUE"
+has "$out" "      --switches=VALUE"
+has "$out" "Refused (Slurm's, not done here):"
+has "$out" "      --ntasks-per-socket=VALUE"
+while read -r opt; do # each taken option, given once with a value it may refuse: never unknown
+  run_any() { "$gsched" sbatch --test-only "$@" --wrap true 2>&1 < /dev/null; }
+  said=$(run_any "$opt=1")
+  grep -q "unknown option" <<< "$said" && fail "--help lists $opt, the parser does not know it: $said"
+done < <(sed -n '/^Options:/,/^Accepted/p' <<< "$out" | grep -o -- '--[a-z-]*' | grep -v -- '--wrap\|--test-only\|--help')
+run 0 sbatch --usage
+has "$out" "Options:"
+
 # --- --test-only without a scheduler: the local view, and a warning ---------------------------
 export GSCHED_SOCKET=$dir/none.sock
 run 0 sbatch --test-only train.sh
