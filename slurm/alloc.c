@@ -17,6 +17,7 @@
 
 #include "cli/client.h"
 #include "common/buf.h"
+#include "common/clock.h"
 #include "common/error.h"
 #include "proto/jobspec.h"
 
@@ -116,20 +117,79 @@ static void say_pending(const struct cli_alloc *al, bool *said)
     fprintf(stderr, "%s: job %" PRIu64 " queued and waiting for resources\n", al->prog, al->job_id);
 }
 
+int cli_alloc_immediate_value(const char *prog, const char *word, const char *value,
+                              uint32_t *ret_s)
+{
+    unsigned long s = 1;
+    char *end;
+
+    if (value != NULL && (value[0] < '0' || value[0] > '9' ||
+                          (s = strtoul(value, &end, 10), *end != '\0') || s == 0 || s > 86400)) {
+        fprintf(stderr, "%s: error: %s: the seconds to wait, 1 to 86400\n", prog, word);
+        return -EINVAL;
+    }
+    *ret_s = (uint32_t)s;
+    return 0;
+}
+
+int cli_alloc_take_immediate(struct cli_alloc *al, char **opts, int *nopts)
+{
+    int kept = 0;
+
+    for (int i = 0; i < *nopts; i++) {
+        const char *w = opts[i], *value;
+
+        if (strncmp(w, "-I", 2) == 0)
+            value = w[2] != '\0' ? w + 2 : NULL;
+        else if (strcmp(w, "--immediate") == 0 || strncmp(w, "--immediate=", 12) == 0)
+            value = w[11] == '=' ? w + 12 : NULL;
+        else {
+            opts[kept++] = opts[i];
+            continue;
+        }
+        if (cli_alloc_immediate_value(al->prog, w, value, &al->immediate_s) < 0)
+            return -EINVAL;
+    }
+    *nopts = kept;
+    return 0;
+}
+
+/* How long poll may wait now: until the pending notice, or until --immediate gives up. */
+static int wait_ms(const struct cli_alloc *al, bool said, uint64_t since_ms)
+{
+    int64_t left = -1;
+
+    if (al->immediate_s > 0)
+        left = (int64_t)(since_ms + (uint64_t)al->immediate_s * 1000) - (int64_t)gs_clock_mono_ms();
+    if (!said && (left < 0 || left > ALLOC_QUIET_WAIT_MS))
+        return ALLOC_QUIET_WAIT_MS;
+    return al->immediate_s == 0 ? -1 : left > 0 ? (int)left : 0;
+}
+
 /* Waits for GRANTED after the first reply; returns 0, or 1 (said). */
 static int wait_grant(struct cli_alloc *al, Gs__Envelope *first, int sig_fd)
 {
+    uint64_t since_ms = gs_clock_mono_ms();
     bool said = false;
     int rc = on_wait_frame(al, first, &said);
 
     while (rc == 1) {
         struct pollfd p[2] = {{.fd = al->fd, .events = POLLIN}, {.fd = sig_fd, .events = POLLIN}};
         Gs__Envelope *env = NULL;
-        int n = poll(p, sig_fd >= 0 ? 2 : 1, said ? -1 : ALLOC_QUIET_WAIT_MS);
+        int n = poll(p, sig_fd >= 0 ? 2 : 1, wait_ms(al, said, since_ms));
         unsigned char sig;
 
         if (n < 0 && errno == EINTR)
             continue;
+        if (n == 0 && al->immediate_s > 0 &&
+            gs_clock_mono_ms() >= since_ms + (uint64_t)al->immediate_s * 1000) {
+            /* Slurm's words; closing the connection cancels the job */
+            fprintf(stderr,
+                    "%s: error: Unable to allocate resources: job %" PRIu64
+                    " not granted within %u second(s) (--immediate)\n",
+                    al->prog, al->job_id, al->immediate_s);
+            return 1;
+        }
         if (n == 0) {
             say_pending(al, &said);
             continue;

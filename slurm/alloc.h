@@ -20,7 +20,23 @@ struct cli_alloc {
     uint64_t job_id;
     char **env;  /* NULL-terminated "KEY=VALUE": the job's SLURM_* variables, once granted */
     char *nodes; /* the nodes, comma-separated, once granted */
+    /* -I, --immediate[=S]: give up (the job is cancelled) when not granted within S seconds
+     * of its submission; 0: wait as long as it takes */
+    uint32_t immediate_s;
 };
+
+/*
+ * -I's or --immediate's seconds (value; NULL: 1) into *ret_s; -EINVAL said as "PROG: error:
+ * WORD: ..." for anything but 1 to 86400.
+ */
+int cli_alloc_immediate_value(const char *prog, const char *word, const char *value,
+                              uint32_t *ret_s);
+/*
+ * Takes -I[S], --immediate[=S] out of opts (nopts of them, before the command; S seconds,
+ * 1 without) into al->immediate_s, as Slurm's salloc and srun read it: a job waiting longer
+ * for its allocation is given up. Returns 0, or -EINVAL said as "PROG: error: ...".
+ */
+int cli_alloc_take_immediate(struct cli_alloc *al, char **opts, int *nopts);
 
 /*
  * The job that options (sbatch's, as salloc takes them; borrowed) ask for, named after the

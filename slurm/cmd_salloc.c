@@ -46,7 +46,9 @@ static const char salloc_usage[] =
     "  sbatch's options (-N -n --ntasks-per-node -c --gres -G -t -p -J -A -q -w ...) ask for\n"
     "  the allocation; COMMAND (default $SHELL) runs here with SLURM_JOB_ID and the rest set,\n"
     "  and `srun` in it runs steps on the allocated nodes. The allocation ends with COMMAND.\n"
-    "  ':' starts a further component of a heterogeneous allocation (srun --het-group=K).\n";
+    "  ':' starts a further component of a heterogeneous allocation (srun --het-group=K).\n"
+    "  -I, --immediate[=S]: give up (exit 1, the job cancelled) unless granted within S\n"
+    "  seconds (1 without S).\n";
 
 static int sig_fd = -1; /* the signal self-pipe's read end (sig_pipe.h) */
 static const int caught[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD};
@@ -206,7 +208,7 @@ int cli_cmd_salloc(int argc, char **argv)
     char socket_path[108];
     char *shell[] = {getenv("SHELL"), NULL};
     char **command;
-    int at = command_index(argc, argv);
+    int at = command_index(argc, argv), nopts;
     int status = 1;
 
     for (int i = 1; i < at; i++) {
@@ -218,7 +220,9 @@ int cli_cmd_salloc(int argc, char **argv)
     if (shell[0] == NULL || shell[0][0] == '\0')
         shell[0] = "/bin/sh";
     command = at < argc ? argv + at : shell;
-    if (cli_alloc_spec("salloc", argv + 1, at - 1, command[0], &spec) < 0)
+    nopts = at - 1;
+    if (cli_alloc_take_immediate(&al, argv + 1, &nopts) < 0 ||
+        cli_alloc_spec("salloc", argv + 1, nopts, command[0], &spec) < 0)
         goto out;
     if (cli_socket_path(NULL, socket_path, sizeof(socket_path)) < 0)
         goto out;

@@ -29,8 +29,9 @@ struct cli_srun_args {
     bool nodes_given;
     bool unbuffered;
     bool kill_bad;
-    uint32_t wait_s; /* -W: seconds after the first exit before the step is ended; 0 none */
-    bool no_input;   /* --input=none: task 0's stdin is /dev/null */
+    uint32_t wait_s;      /* -W: seconds after the first exit before the step is ended; 0 none */
+    uint32_t immediate_s; /* -I: outside a job, seconds to wait for the allocation; 0 any */
+    bool no_input;        /* --input=none: task 0's stdin is /dev/null */
     /* --het-group: the heterogeneous job's components the step runs on, ascending */
     uint32_t het_groups[GS_JOBSPEC_HET_MAX];
     size_t nhet_groups;

@@ -50,6 +50,7 @@ int cli_srun_alloc(struct cli_srun_args *a, struct cli_alloc *al, const char *so
     }
     if (cli_alloc_spec("srun", words, a->nalloc, a->command[0], &spec) < 0)
         goto out;
+    al->immediate_s = a->immediate_s;
     if (cli_alloc_get(al, spec, socket_path, sig_fd) != 0)
         goto out;
     if (take_env(al) < 0) {

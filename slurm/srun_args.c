@@ -5,6 +5,7 @@
  * reading of srun's environment, and the StepLaunchRequest they all become. Everything
  * wrong is said as "srun: error: ..."; cmd_srun.c exits 1 on it.
  */
+#include "slurm/alloc.h"
 #include "slurm/srun.h"
 
 #include <errno.h>
@@ -46,6 +47,7 @@ enum srun_id {
     O_UNBUFFERED,
     O_MPI,
     O_KILL_BAD,
+    O_IMMEDIATE, /* -I[S], --immediate[=S]: outside a job, the allocation's wait */
     O_EXACT,
     O_EXCLUSIVE,
     O_OVERLAP,
@@ -93,6 +95,7 @@ static const struct srun_opt srun_opts[] = {
     {"unbuffered", 'u', FLAG, O_UNBUFFERED},
     {"mpi", 0, VALUE, O_MPI},
     {"kill-on-bad-exit", 'K', FLAG, O_KILL_BAD},
+    {"immediate", 'I', FLAG, O_IMMEDIATE},
     {"output", 'o', VALUE, O_OUTPUT},
     {"error", 'e', VALUE, O_ERROR},
     {"input", 'i', VALUE, O_INPUT},
@@ -178,6 +181,8 @@ static const char srun_usage[] =
     "      --ntasks-per-core=1  what every task gets: cores of its own\n"
     "  -t, --time=TIME          the step's time limit (within the job's)\n"
     "  -W, --wait=S             end the step S seconds after its first task exited\n"
+    "  -I, --immediate[=S]      outside a job: give up unless the allocation comes within\n"
+    "                           S seconds (1 without S); inside one, accepted\n"
     "      --multi-prog         the command is a file of RANKS PROGRAM ARGS lines (MPMD):\n"
     "                           each task runs its line, %t its rank, %o its offset\n"
     "  -m, --distribution=NODES[:SOCKETS]\n"
@@ -395,6 +400,8 @@ static int take(struct cli_srun_args *a, const struct srun_opt *o, const char *v
     case O_KILL_BAD:
         a->kill_bad = value == NULL || strcmp(value, "0") != 0;
         return 0;
+    case O_IMMEDIATE:
+        return cli_alloc_immediate_value("srun", o->name, value, &a->immediate_s);
     case O_OUTPUT:
         a->out_pattern = value;
         return 0;
@@ -539,13 +546,14 @@ int cli_srun_parse(struct cli_srun_args *a, int argc, char **argv)
             const char *eq = strchr(arg + 2, '=');
 
             o = find_long(arg + 2, eq != NULL ? (size_t)(eq - arg - 2) : strlen(arg + 2));
-            if (o != NULL && eq != NULL && o->kind == FLAG && o->id != O_KILL_BAD)
+            if (o != NULL && eq != NULL && o->kind == FLAG && o->id != O_KILL_BAD &&
+                o->id != O_IMMEDIATE)
                 o = NULL; /* a value for a flag */
             value = eq != NULL ? eq + 1 : NULL;
         } else {
             o = find_short(arg[1]);
             if (o != NULL && arg[2] != '\0' && o->kind == FLAG &&
-                !(o->id == O_KILL_BAD && arg[3] == '\0'))
+                !(o->id == O_KILL_BAD && arg[3] == '\0') && o->id != O_IMMEDIATE)
                 o = NULL; /* -lu and such: not taken apart here */
             value = arg[2] != '\0' ? arg + 2 : NULL;
         }

@@ -14,7 +14,9 @@
 #   - scancel of a salloc job: salloc says it was revoked, its command is hung up; so does
 #     scontrol requeue, which ends an allocation CANCELLED;
 #   - a time limit: the job ends TIMEOUT under salloc, which says so;
-#   - gschedd restarted under a salloc: the allocation ends CANCELLED.
+#   - gschedd restarted under a salloc: the allocation ends CANCELLED;
+#   - salloc -I1 and srun -I1 on a full cluster give up after a second, their jobs
+#     CANCELLED; salloc --immediate=20 gets nodes that free meanwhile.
 name="salloc"
 . "$(dirname "$0")/lib.sh"
 
@@ -178,6 +180,29 @@ rc=$?
 id=$(job_of "$tmp/t.err")
 has "$tmp/t.err" "^salloc: Job $id has exceeded its time limit and its allocation has been revoked\\.\$"
 expect "$id" 'j["state"] == "TIMEOUT"'
+
+# --- -I, --immediate: not granted in time, given up ----------------------------------------------
+{ echo "#!/bin/sh"; gate_wait full; } > "$work/full.sh"
+full=$("$bin/gsched" sbatch --parsable -N2 --exclusive -o /dev/null "$work/full.sh") ||
+  fail "the job filling the cluster"
+wait_start "$full"
+start_ms=$(date +%s%3N)
+salloc -I1 -N1 true > /dev/null 2> "$tmp/i.err" && fail "salloc -I1 got a full cluster"
+took=$(($(date +%s%3N) - start_ms))
+has "$tmp/i.err" "^salloc: error: Unable to allocate resources: job [0-9]+ not granted within 1 second\\(s\\) \\(--immediate\\)\$"
+[ "$took" -lt 10000 ] || fail "salloc -I1 gave up after $took ms"
+id=$(sed -n 's/.*job \([0-9]*\) not granted.*/\1/p' "$tmp/i.err")
+wait_for "job $id, given up, to end" 10 is "$id" 'j["state"] == "CANCELLED"'
+srun -I1 -N1 true > /dev/null 2> "$tmp/i2.err" && fail "srun -I1 got a full cluster"
+has "$tmp/i2.err" "^srun: error: Unable to allocate resources: job [0-9]+ not granted within 1 second"
+salloc -I0 -N1 true > /dev/null 2> "$tmp/i3.err" && fail "salloc -I0 was taken"
+has "$tmp/i3.err" "^salloc: error: -I0: the seconds to wait, 1 to 86400\$"
+salloc --immediate=20 -N1 sh -c 'echo "GOT $SLURM_JOB_ID"' > "$tmp/i4.out" 2> "$tmp/i4.err" &
+waiter=$!
+wait_for "salloc --immediate=20 to wait" 10 grep -q "queued and waiting" "$tmp/i4.err"
+gate full
+wait "$waiter" || fail "salloc --immediate=20 did not get the freed nodes: $(cat "$tmp/i4.err")"
+has "$tmp/i4.out" "^GOT [0-9]+\$"
 
 # --- gschedd restarted under a salloc ----------------------------------------------------------
 salloc -N1 sh -c "echo started > $tmp/g.mark; sleep 300" > /dev/null 2> "$tmp/g.err" &
