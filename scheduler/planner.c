@@ -794,12 +794,12 @@ static int resv_licenses(struct gathered *g, const struct sched_planner_hooks *h
     for (size_t i = 0; i < n; i++) {
         struct sched_pending *p = &g->pending[i];
         struct sched_license_need *need = (struct sched_license_need *)p->licenses;
-        size_t at = (size_t)(need - g->needs);
-        const struct sched_planner_resv *own = lic_resv(g, out->jobs[i]);
+        const struct sched_planner_resv *own;
 
         if (p->nlicenses == 0)
             continue;
-        p->lic_hold = g->held + at;
+        own = lic_resv(g, out->jobs[i]);
+        p->lic_hold = g->held + (need - g->needs);
         for (uint32_t q = 0; q < p->nlicenses; q++) {
             int64_t check = need[q].count, covered = 0;
 
