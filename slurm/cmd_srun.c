@@ -73,18 +73,24 @@ struct srun_run {
     bool said_timeout;
     uint64_t first_exit_ms; /* when the first task exited (-W counts from it); 0 none yet */
     bool wait_ended;        /* -W's time ran out and the step was told to end */
+    int write_error;        /* the first failed write of the tasks' output (-errno), or 0 */
     struct termios saved_tty;
 };
 
-static void write_all(int fd, const char *p, size_t n)
+/* Writes the tasks' output; the first failure is kept (said at the end, and srun then
+ * exits 1: output that went nowhere must not pass as a clean run). */
+static void write_all(struct srun_run *r, int fd, const char *p, size_t n)
 {
     while (n > 0) {
         ssize_t w = write(fd, p, n);
 
         if (w < 0 && errno == EINTR)
             continue;
-        if (w <= 0)
-            return; /* a closed stdout: the output has nowhere to go */
+        if (w <= 0) {
+            if (r->write_error == 0)
+                r->write_error = w < 0 ? -errno : -EIO;
+            return;
+        }
         p += w;
         n -= (size_t)w;
     }
@@ -97,9 +103,9 @@ static void emit(struct srun_run *r, uint32_t rank, int stream, const char *p, s
 
     if (r->a->req.label) {
         int len = snprintf(prefix, sizeof(prefix), "%*u: ", r->rank_width, rank);
-        write_all(fd, prefix, (size_t)len);
+        write_all(r, fd, prefix, (size_t)len);
     }
-    write_all(fd, p, n);
+    write_all(r, fd, p, n);
 }
 
 /* Complete lines of a task's stream go out whole (all of it with flush). */
@@ -128,7 +134,7 @@ static void on_output(struct srun_run *r, const Gs__StepOutput *o)
     if (o->rank >= r->ntasks)
         return;
     if (r->a->unbuffered && !r->a->req.label) {
-        write_all(stream == 1 ? r->err_fd : r->out_fd, (const char *)o->data.data, o->data.len);
+        write_all(r, stream == 1 ? r->err_fd : r->out_fd, (const char *)o->data.data, o->data.len);
         return;
     }
     if (gs_buf_append(&r->tasks[o->rank].part[stream], o->data.data, o->data.len) < 0) {
@@ -556,6 +562,10 @@ static int run_step(struct cli_srun_args *a, const char *socket_path)
     }
     status = stream(&r);
     raw_off(&r);
+    if (r.write_error != 0) {
+        fprintf(stderr, "srun: error: writing the tasks' output: %s\n", gs_strerror(r.write_error));
+        status = status != 0 ? status : 1;
+    }
 out:
     if (r.fd >= 0)
         close(r.fd);

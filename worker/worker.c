@@ -424,8 +424,12 @@ static void on_task_output(struct wrk_tasks *tasks, const struct wrk_task_id *id
     int rc;
 
     (void)tasks;
-    if (!w->registered)
+    if (!w->registered) { /* its srun hears of the lost connection; this says what went */
+        GS_LOG(GS_LOG_DEBUG,
+               "job=%llu step=%u rank=%u bytes=%zu step output dropped: not registered",
+               (unsigned long long)id->job_id, id->step, id->rank, len);
         return;
+    }
     out.job_id = id->job_id;
     out.step = id->step;
     out.rank = id->rank;
@@ -437,8 +441,9 @@ static void on_task_output(struct wrk_tasks *tasks, const struct wrk_task_id *id
     env.body_case = GS__ENVELOPE__BODY_STEP_OUTPUT;
     env.step_output = &out;
     rc = wrk_send(w, &env);
-    if (rc < 0 && rc != -ENOTCONN)
-        GS_LOG(GS_LOG_WARN, "job=%llu step=%u rank=%u bytes=%zu rc=%d step output dropped",
+    if (rc < 0)
+        GS_LOG(rc == -ENOTCONN ? GS_LOG_DEBUG : GS_LOG_WARN,
+               "job=%llu step=%u rank=%u bytes=%zu rc=%d step output dropped",
                (unsigned long long)id->job_id, id->step, id->rank, len, rc);
 }
 

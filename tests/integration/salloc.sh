@@ -67,6 +67,9 @@ id=$("$bin/gsched" queue --all --json |
   fail "no job named echo in the queue"
 wait_for "srun's job to end" 10 is "$id" 'j["state"] != "RUNNING"'
 expect "$id" 'j["state"] == "COMPLETED"'
+# Output that cannot be written (a full disk: /dev/full) is said, and fails srun.
+srun -N1 echo lost > /dev/full 2> "$tmp/rf.err" && fail "srun writing to /dev/full succeeded"
+has "$tmp/rf.err" "^srun: error: writing the tasks' output: No space left on device\$"
 srun -N1 sh -c 'exit 5' 2> "$tmp/r2.err"
 rc=$?
 [ $rc = 5 ] || fail "srun of 'exit 5' outside a job exited $rc: $(cat "$tmp/r2.err")"
