@@ -186,8 +186,8 @@ struct gs_jobspec {
     uint32_t threads_per_core;  /* hardware threads a task uses of each core; 0: all */
     uint64_t time_limit_s;      /* GS_DURATION_INFINITE when unlimited */
     bool exclusive;
-    char *constraint;                /* node feature required, NULL for none */
-    char *prefer;                    /* node feature preferred (sbatch --prefer), NULL none */
+    char *constraint; /* node features required (common/features.h), NULL for none */
+    char *prefer;     /* node features preferred (sbatch --prefer; the same), NULL none */
     struct gs_job_license *licenses; /* distinct names; NULL, 0: none */
     size_t nlicenses;
 

@@ -42,12 +42,12 @@ struct scontrol_resv {
 
 /*
  * Reads argv[0..argc) (KEY=VALUE words, keys any case: ReservationName, StartTime, EndTime,
- * Duration, Nodes, Users, Accounts, TRES, Flags; on update also Users/Accounts/Flags with +=
- * or -=, or Users=+a / Users=-a) for action (CREATE or UPDATE) into *r, with StartTime and
+ * Duration, Nodes, Users, Accounts, TRES, Flags, Licenses; on update also Users/Accounts/Flags with
+ * += or -=, or Users=+a / Users=-a) for action (CREATE or UPDATE) into *r, with StartTime and
  * EndTime read at now_ms (wall clock) as sbatch --begin reads its TIME. Sets req.set_* for
  * each field given, and the request's add_ / remove_ lists and flag bits for the edits
- * (owned by r too). Create needs StartTime, Nodes, EndTime or Duration (not both) and Users
- * or Accounts; update needs ReservationName and something to change. Returns 0 (release r
+ * (owned by r too). Create needs StartTime, Nodes or Licenses, EndTime or Duration (not both) and
+ * Users or Accounts; update needs ReservationName and something to change. Returns 0 (release r
  * with scontrol_resv_release), or -EINVAL with why holding one sentence naming the key at
  * fault (r is then left empty), or -ENOMEM.
  */
