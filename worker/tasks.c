@@ -253,25 +253,61 @@ static void emit(struct task *t, enum wrk_stream which, const char *bytes, size_
 static void send_term(struct task *t, enum wrk_end_reason reason);
 static int signal_task(struct task *t, int sig, bool leader_only);
 
+/* Reads what s's pipe holds now, without waiting, and hands it on. A loop that was held up
+ * past the drain time runs this timer before it polls the pipes, which may still hold the
+ * task's last lines: those are not dropped. Returns true when the pipe reached its end (or
+ * failed), false when it is empty but still open. */
+static bool drain_now(struct stream *s)
+{
+    struct task *t = s->task;
+    uv_os_fd_t fd;
+
+    if (uv_fileno((const uv_handle_t *)&s->pipe, &fd) < 0)
+        return true;
+    for (;;) {
+        ssize_t n = read(fd, t->owner->buf, sizeof(t->owner->buf));
+
+        if (n > 0) {
+            emit(t, s->which, t->owner->buf, (size_t)n, false);
+            if (t->owner->closing)
+                return false;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        return !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+    }
+}
+
+/* The drain time of a reaped task ran out: what its pipes hold is read, and a pipe still
+ * open after that is held by something outside the task's group, so it is cut. */
+static void end_drain(struct task *t)
+{
+    bool cut = false;
+
+    for (int i = 0; i < 2; i++) {
+        if (!t->out[i].open)
+            continue;
+        cut |= !drain_now(&t->out[i]);
+        if (t->owner->closing)
+            return;
+        close_stream(&t->out[i]);
+        emit(t, (enum wrk_stream)i, NULL, 0, true);
+        if (t->owner->closing)
+            return;
+    }
+    if (cut)
+        GS_LOG(GS_LOG_INFO, "job=%llu step=%u rank=%u output still open after the task ended, cut",
+               (unsigned long long)t->id.job_id, t->id.step, t->id.rank);
+    finish(t->owner, t);
+}
+
 static void on_task_timer(uv_timer_t *timer)
 {
     struct task *t = timer->data;
 
     if (t->reaped) {
-        /* Something outside the task's group still holds a pipe: cut the streams. */
-        GS_LOG(GS_LOG_INFO,
-               "job=%llu step=%u rank=%u output still open after the task ended, "
-               "cut",
-               (unsigned long long)t->id.job_id, t->id.step, t->id.rank);
-        for (int i = 0; i < 2; i++) {
-            if (!t->out[i].open)
-                continue;
-            close_stream(&t->out[i]);
-            emit(t, (enum wrk_stream)i, NULL, 0, true);
-            if (t->owner->closing)
-                return;
-        }
-        finish(t->owner, t);
+        end_drain(t);
         return;
     }
     if (!t->term_sent) {

@@ -3,7 +3,8 @@
  * their code and reason, cancel sends SIGTERM then SIGKILL after the grace period, time
  * limits end tasks, leftovers of a finished task are killed, and closing leaks nothing.
  * Tasks are keyed (job, step, rank): the same rank runs in two steps at once and each is
- * signalled apart; captured output arrives, in order, before the exit; input reaches a
+ * signalled apart; captured output arrives, in order, before the exit, and what a pipe still
+ * holds when the drain time runs out is kept; input reaches a
  * task's stdin (or its pseudo-terminal) and is bounded; the --signal warning
  * comes before the time limit, to the group or to the main process only; a file handed over
  * is removed when the task ends. A new time limit (scontrol update on a running job) moves
@@ -408,6 +409,57 @@ Test(tasks, output_held_open_by_an_escaped_process_is_cut)
         snprintf(cmd, sizeof(cmd), "kill $(cat '%s/escaped.pid') 2>/dev/null", dir);
         cr_assert_eq(system(cmd), 0, "the escaped sleeper was still there to end");
     }
+}
+
+/* Reads the pid a task wrote to name in its directory. */
+static pid_t read_pid(const char *name)
+{
+    char path[128];
+    FILE *f;
+    int pid = 0;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    wait_for_file(name);
+    f = fopen(path, "r");
+    cr_assert_not_null(f);
+    cr_assert_eq(fscanf(f, "%d", &pid), 1, "no pid in %s", name);
+    fclose(f);
+    return (pid_t)pid;
+}
+
+Test(tasks, output_left_in_a_pipe_when_the_drain_time_runs_out_is_kept)
+{
+    struct wrk_task_opts opts = {.capture = true};
+    char path[128];
+    pid_t pid;
+    uint64_t reaped_ms, deadline = gs_clock_mono_ms() + 10000;
+    int fd;
+
+    /* An escaped process writes the task's last line only after the task was reaped, while
+     * the loop is held past the drain time: the timer then comes before the loop polls the
+     * pipe, as it does on a loaded node. The line waits in the pipe and must not be lost. */
+    start_opts(15, 2, 0,
+               "echo $$ > main.pid; setsid sh -c 'touch out; while [ ! -e go ]; do sleep 0.01; "
+               "done; echo late; touch said' & while [ ! -e out ]; do sleep 0.01; done",
+               &opts);
+    pid = read_pid("main.pid");
+    while (kill(pid, 0) == 0) {
+        cr_assert_lt(gs_clock_mono_ms(), deadline, "the task was never reaped");
+        uv_run(&loop, UV_RUN_NOWAIT);
+        nanosleep(&(struct timespec){0, 2000000}, NULL);
+    }
+    reaped_ms = gs_clock_mono_ms();
+    cr_assert_eq(nexits, 0, "the escaped process holds the output open");
+    snprintf(path, sizeof(path), "%s/go", dir);
+    fd = open(path, O_CREAT | O_WRONLY, 0600);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    wait_for_file("said");
+    while (gs_clock_mono_ms() < reaped_ms + 1500)
+        nanosleep(&(struct timespec){0, 10000000}, NULL);
+    run_until_exits(1);
+    cr_assert_str_eq(output[2][WRK_STREAM_STDOUT], "late\n");
+    cr_assert_eq(eofs_at_exit[2][WRK_STREAM_STDOUT], 1);
 }
 
 Test(tasks, warning_signal_comes_before_the_time_limit)
