@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/units.h"
 #include "scheduler/job_kv.h"
 #include "scheduler/step_acct.h"
 
@@ -130,6 +131,9 @@ static void release_alloc(struct sched_job *job)
     if (job->cluster != NULL && job->alloc.nnodes > 0)
         sched_cluster_give_back(job->cluster, &job->alloc);
     sched_alloc_release(&job->alloc);
+    /* Nothing of it runs to be stopped; an end counted its suspended time first (finish). */
+    job->suspended = false;
+    job->suspend_at_ms = 0;
 }
 
 int sched_job_note(struct sched_job *job, uint64_t at_ms, enum sched_job_state state,
@@ -566,14 +570,27 @@ int sched_job_start(struct sched_job *job, const struct sched_alloc *alloc, uint
     job->exit_code = 0;
     job->signaled = false;
     job->term_signal = 0;
+    job->suspended = false;
+    job->suspend_at_ms = job->suspended_ms = job->resume_ms = 0;
     return 0;
 }
 
 static void back_to_pending(struct sched_job *job);
 static void lost_end(struct sched_job *job, uint64_t now_ms);
 
+/* A suspended job that ends was suspended up to its end. */
+static void end_suspension(struct sched_job *job, uint64_t now_ms)
+{
+    if (!job->suspended)
+        return;
+    job->suspended = false;
+    job->suspended_ms += now_ms > job->suspend_at_ms ? now_ms - job->suspend_at_ms : 0;
+    job->suspend_at_ms = 0;
+}
+
 static void finish(struct sched_job *job, enum sched_job_state state, uint64_t now_ms)
 {
+    end_suspension(job, now_ms);
     job->state = state;
     job->end_ms = now_ms;
     release_alloc(job);
@@ -741,6 +758,45 @@ int sched_job_requeue(struct sched_job *job, bool hold, const char *why)
     }
     back_to_pending(job);
     return 1;
+}
+
+int sched_job_suspend(struct sched_job *job, bool resume, uint64_t now_ms)
+{
+    if (job->state != SCHED_JOB_RUNNING || job->cancel_requested || job->requeue_requested)
+        return -EINVAL;
+    if (job->suspended != resume)
+        return -EALREADY;
+    if (resume) {
+        end_suspension(job, now_ms);
+        job->resume_ms = now_ms;
+        return 0;
+    }
+    job->suspended = true;
+    job->suspend_at_ms = now_ms;
+    return 0;
+}
+
+uint64_t sched_job_run_ms(const struct sched_job *job, uint64_t now_ms)
+{
+    uint64_t end = job->suspended                                ? job->suspend_at_ms
+                   : job->end_ms != 0 && sched_job_finished(job) ? job->end_ms
+                                                                 : now_ms;
+
+    if (job->start_ms == 0 || end < job->start_ms + job->suspended_ms)
+        return 0;
+    return end - job->start_ms - job->suspended_ms;
+}
+
+uint64_t sched_job_limit_end_ms(const struct sched_job *job, uint64_t now_ms)
+{
+    uint64_t limit_s = job->spec->time_limit_s, base = job->start_ms + job->suspended_ms;
+
+    /* Suspended, the run time stands still: its end moves with the clock. */
+    if (job->suspended && now_ms > job->suspend_at_ms)
+        base += now_ms - job->suspend_at_ms;
+    if (limit_s == GS_DURATION_INFINITE || limit_s > (UINT64_MAX - base) / 1000)
+        return UINT64_MAX;
+    return base + limit_s * 1000;
 }
 
 bool sched_job_cancel(struct sched_job *job, uint64_t now_ms)

@@ -7,6 +7,9 @@
  *      |                  \--------no restarts left--> NODE_FAIL
  *   PENDING --cancel--> CANCELLED
  *
+ * A RUNNING job may be suspended and resumed (scontrol suspend, root's): it stays RUNNING
+ * with its allocation, and its run time (the time limit's) stands still meanwhile.
+ *
  * A job's outcome when all its tasks have ended: CANCELLED if gsched cancelled it, TIMEOUT
  * if its time limit ended it, FAILED if any task failed to launch, exited non-zero or died
  * of a signal (exit code: the first failing task's, or 128 + signal), else COMPLETED.
@@ -165,6 +168,12 @@ struct sched_job {
     /* Its current attempt's step accounting records (step_acct.h), owned; sacct's rows. */
     struct sched_step_acct *steps;
     uint32_t nsteps;
+    /* scontrol suspend: its tasks are stopped since suspend_at_ms, and this attempt's earlier
+     * suspended stretches took suspended_ms. Neither counts against its time limit. */
+    bool suspended;
+    uint64_t suspend_at_ms;
+    uint64_t suspended_ms;
+    uint64_t resume_ms; /* when it last resumed (0: never), for the idle policy's grace */
 };
 
 struct sched_jobs;
@@ -304,5 +313,17 @@ uint32_t sched_job_rank_node(const struct sched_job *job, uint32_t rank);
 int sched_job_requeue(struct sched_job *job, bool hold, const char *why);
 /* Cancels a PENDING job at once (returns true); a RUNNING one is only marked (false). */
 bool sched_job_cancel(struct sched_job *job, uint64_t now_ms);
+/*
+ * scontrol suspend (resume false) or resume of a RUNNING job at now_ms: only the record; the
+ * caller stops or continues its tasks. -EINVAL when it is not running or its end was already
+ * asked for (cancel, requeue), -EALREADY when it already is suspended (or is not).
+ */
+int sched_job_suspend(struct sched_job *job, bool resume, uint64_t now_ms);
+/* How long job's attempt has run by now_ms (by its end, once ended), its suspended time left
+ * out; 0 before it started. */
+uint64_t sched_job_run_ms(const struct sched_job *job, uint64_t now_ms);
+/* When job's time limit runs out (wall ms): its start, plus the time it was suspended (a
+ * suspended job's as if it resumed at now_ms), plus the limit. UINT64_MAX without a limit. */
+uint64_t sched_job_limit_end_ms(const struct sched_job *job, uint64_t now_ms);
 
 #endif

@@ -151,7 +151,7 @@ uint32_t sched_mail_time_share(const struct sched_job *job, uint64_t now_ms, uin
         return 0;
     for (size_t i = 0; i < sizeof(shares) / sizeof(shares[0]); i++) {
         if ((want & shares[i].bit) == 0 ||
-            (now_ms - job->start_ms) * 100 < shares[i].pct * limit_s * 1000)
+            sched_job_run_ms(job, now_ms) * 100 < shares[i].pct * limit_s * 1000)
             continue;
         *ret_bit = shares[i].bit | shares[i].with;
         return shares[i].pct;
@@ -197,13 +197,6 @@ static void put_head(const struct sched_job *job, const struct sched_mail_msg *m
         gs_buf_putc(out, (unsigned char)*p < 0x20 || *p == 0x7f ? '?' : *p);
 }
 
-static uint64_t run_ms(const struct sched_job *job, uint64_t now_ms)
-{
-    uint64_t end = job->end_ms != 0 && sched_job_finished(job) ? job->end_ms : now_ms;
-
-    return job->start_ms != 0 && end > job->start_ms ? end - job->start_ms : 0;
-}
-
 /* ", COMPLETED, ExitCode 0", or an array's ", Mixed, ExitCode [0-1]". */
 static void put_outcome(const struct sched_jobs *jobs, const struct sched_job *job,
                         const struct sched_mail_msg *msg, struct gs_buf *out)
@@ -239,19 +232,19 @@ void sched_mail_subject(const struct sched_jobs *jobs, const struct sched_job *j
         gs_buf_printf(subject, " %s", *ret_type);
         if (!msg->array_summary) {
             gs_buf_append_str(subject, ", Run time ");
-            put_time(subject, run_ms(job, now_ms));
+            put_time(subject, sched_job_run_ms(job, now_ms));
         }
         put_outcome(jobs, job, msg, subject);
         return;
     case SCHED_MAIL_REQUEUED:
         *ret_type = "Requeued";
         gs_buf_append_str(subject, " Requeued, Run time ");
-        put_time(subject, run_ms(job, now_ms));
+        put_time(subject, sched_job_run_ms(job, now_ms));
         return;
     case SCHED_MAIL_TIME_LIMIT:
         *ret_type = "Time_limit";
         gs_buf_append_str(subject, " Reached time limit, Run time ");
-        put_time(subject, run_ms(job, now_ms));
+        put_time(subject, sched_job_run_ms(job, now_ms));
         return;
     case SCHED_MAIL_INVALID_DEPEND:
         *ret_type = "Invalid_depend";
@@ -262,7 +255,7 @@ void sched_mail_subject(const struct sched_jobs *jobs, const struct sched_job *j
                     : msg->pct >= 80 ? "Time_limit_80"
                                      : "Time_limit_50";
         gs_buf_printf(subject, " Reached %u%% of time limit, Run time ", msg->pct);
-        put_time(subject, run_ms(job, now_ms));
+        put_time(subject, sched_job_run_ms(job, now_ms));
         return;
     }
 }

@@ -663,16 +663,16 @@ static int gather(struct sched_jobs *jobs, size_t from, const struct sched_plann
         struct sched_job *job = sched_jobs_at(jobs, i);
 
         if (job->state == SCHED_JOB_RUNNING) {
-            uint64_t lim = job->spec->time_limit_s;
+            /* A suspended job is planned as if it resumed now: it ends no earlier. */
+            uint64_t end = sched_job_limit_end_ms(job, now_ms);
 
             if (g->qos != NULL &&
                 sched_qos_usage_add(g->qos, job->spec, job->user, alloc_gpus(&job->alloc)) < 0)
                 return -ENOMEM;
             g->rjobs[g->nrunning] = job;
             g->running[g->nrunning] = (struct sched_running){
-                job->id,
-                lim == GS_DURATION_INFINITE ? SCHED_TIME_INFINITE : job->start_ms / 1000 + lim,
-                &job->alloc, NULL, (uint32_t)job->spec->nlicenses};
+                job->id, end == UINT64_MAX ? SCHED_TIME_INFINITE : end / 1000, &job->alloc, NULL,
+                (uint32_t)job->spec->nlicenses};
             g->nrunning++;
         }
         if (job->state == SCHED_JOB_PENDING) /* out of memory: it waits for the next pass */

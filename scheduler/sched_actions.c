@@ -1,10 +1,20 @@
 /*
  * sched_actions.c: what users do to their jobs: cancel (or signal), hold, release and
  * requeue, for the jobs a selector names (ids, or filters over the caller's jobs; root's
- * over everyone's), and the idle policy's cancel or requeue. Each job's result is
- * collected; the changes are stored together and sched_cli.c answers once they are.
+ * over everyone's), root's suspend and resume, and the idle policy's cancel or requeue.
+ * Each job's result is collected; the changes are stored together and sched_cli.c answers
+ * once they are.
+ *
+ * A suspended job's tasks are stopped (SIGSTOP to each process group, every step, every
+ * node) and it keeps its allocation: stopped processes still hold their memory, GPU memory
+ * included, so nothing else could use its GPUs anyway (Slurm hands a suspended job's CPUs to
+ * other jobs). Its workers drop its time limit while it is stopped and get it back, the
+ * suspended time left out, when it resumes (sched_job_limit_send). Workers are told only
+ * once the change is on disk, and then what the job's record says at that moment, so two
+ * requests in a row leave the tasks as the last one asked.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +64,86 @@ static int requeue(struct sched_ctx *s, struct sched_cli *c, bool hold, struct s
     return 0;
 }
 
+static bool all_started(const struct sched_job *job)
+{
+    for (uint32_t r = 0; r < job->ntasks; r++) {
+        if (!job->tasks[r].started && !job->tasks[r].ended)
+            return false;
+    }
+    return true;
+}
+
+/* scontrol suspend or resume of one job, root's (checked by the caller): the record only;
+ * its tasks are told once it is stored (apply_suspension). */
+static int suspend(struct sched_ctx *s, bool resume, struct sched_job *job, struct sched_change *ch,
+                   char *msg, size_t size)
+{
+    uint64_t now = gs_clock_wall_ms();
+    const char *detail = resume ? "resumed by root" : "suspended by root";
+    int rc;
+
+    if (!resume && job->state == SCHED_JOB_RUNNING && !all_started(job)) {
+        snprintf(msg, size, "job %llu is still starting its tasks: suspend it once they run",
+                 (unsigned long long)job->id);
+        return -EAGAIN;
+    }
+    rc = sched_job_limit_reachable(s, job, resume ? "resume" : "suspend", msg, size);
+    if (rc < 0)
+        return rc;
+    rc = sched_job_suspend(job, resume, now);
+    if (rc == -EALREADY)
+        snprintf(msg, size, "job %llu is %s suspended", (unsigned long long)job->id,
+                 resume ? "not" : "already");
+    else if (rc < 0 && job->state == SCHED_JOB_RUNNING)
+        snprintf(msg, size, "job %llu is ending", (unsigned long long)job->id);
+    else if (rc < 0)
+        snprintf(msg, size, "job %llu is %s: only running jobs can be %s",
+                 (unsigned long long)job->id, sched_job_state_name(job->state),
+                 resume ? "resumed" : "suspended");
+    if (rc < 0)
+        return rc;
+    sched_job_note(job, now, job->state, detail);
+    sched_change_job(ch, job);
+    sched_change_event(ch, now, job->id, "", resume ? "RESUMED" : "SUSPENDED", detail);
+    sched_query_job_changed(s, job);
+    sched_engine_wake(s); /* its end moves: backfill plans again */
+    return 0;
+}
+
+/* Stops or continues job's tasks as its record says now, with the time limit that goes
+ * with it (none while stopped). */
+static void apply_suspension(struct sched_ctx *s, const struct sched_job *job)
+{
+    GS_LOG(GS_LOG_INFO, "job=%llu suspended=%d tasks %s", (unsigned long long)job->id,
+           (int)job->suspended, job->suspended ? "stopped" : "continued");
+    if (job->suspended) {
+        sched_signal_job(s, job, UINT32_MAX, SIGSTOP, GS__END_REASON__END_REASON_NONE,
+                         "scontrol suspend");
+        sched_job_limit_send(s, job, NULL);
+        return;
+    }
+    sched_job_limit_send(s, job, NULL);
+    sched_signal_job(s, job, UINT32_MAX, SIGCONT, GS__END_REASON__END_REASON_NONE,
+                     "scontrol resume");
+    sched_steps_job_resumed(s, job->id);
+}
+
+void sched_action_resend_suspension(const struct sched_job *job, struct sched_node *n)
+{
+    Gs__SignalTasks sig;
+    Gs__Envelope env;
+
+    /* Only a job suspended in this attempt: a STOP the user sent (scancel -s STOP) to one
+     * never suspended stays theirs. */
+    if (job->state != SCHED_JOB_RUNNING || (!job->suspended && job->suspended_ms == 0))
+        return;
+    sched_signal_tasks_msg(&sig, &env, job->id, job->suspended ? SIGSTOP : SIGCONT,
+                           GS__END_REASON__END_REASON_NONE,
+                           job->suspended ? "scontrol suspend" : "scontrol resume");
+    sig.all_steps = true;
+    sched_node_send(n, &env);
+}
+
 void sched_action_idle_end(struct sched_ctx *s, struct sched_job *job, bool requeue,
                            const char *why)
 {
@@ -79,21 +169,29 @@ void sched_action_idle_end(struct sched_ctx *s, struct sched_job *job, bool requ
     sched_change_commit(s, ch, NULL, NULL);
 }
 
-/* One job's action; returns 0 or a negative errno with msg saying why. */
+/* One job's action (flag: RequeueRequest.hold or SuspendRequest.resume); returns 0 or a
+ * negative errno with msg saying why. */
 static int act(struct sched_ctx *s, struct sched_cli *c, Gs__Envelope__BodyCase what,
-               const Gs__CancelRequest *cancel, bool requeue_hold, struct sched_job *job,
+               const Gs__CancelRequest *cancel, bool flag, struct sched_job *job,
                struct sched_change *ch, char *msg, size_t size)
 {
     uint64_t now = gs_clock_wall_ms();
     char detail[160];
 
+    if (what == GS__ENVELOPE__BODY_SUSPEND_REQUEST && c->uid != 0) {
+        snprintf(msg, size, "job %llu: permission denied (only root may suspend or resume jobs)",
+                 (unsigned long long)job->id);
+        return -EPERM;
+    }
     if (c->uid != 0 && c->uid != job->uid) {
         snprintf(msg, size, "job %llu: permission denied (it belongs to %s)",
                  (unsigned long long)job->id, job->user);
         return -EPERM;
     }
+    if (what == GS__ENVELOPE__BODY_SUSPEND_REQUEST)
+        return suspend(s, flag, job, ch, msg, size);
     if (what == GS__ENVELOPE__BODY_REQUEUE_REQUEST)
-        return requeue(s, c, requeue_hold, job, ch, msg, size);
+        return requeue(s, c, flag, job, ch, msg, size);
     if (sched_job_finished(job)) {
         snprintf(msg, size, "job %llu has already ended (%s)", (unsigned long long)job->id,
                  sched_job_state_name(job->state));
@@ -162,7 +260,14 @@ static void action_stored(struct sched_ctx *s, int status, void *arg)
 {
     struct action_op *op = arg;
 
-    (void)s;
+    for (size_t i = 0;
+         status == 0 && !s->stopping && op->what == GS__ENVELOPE__BODY_SUSPEND_REQUEST && i < op->n;
+         i++) {
+        struct sched_job *job = sched_jobs_find(s->jobs, op->results[i].job_id);
+
+        if (op->results[i].code == 0 && job != NULL && job->state == SCHED_JOB_RUNNING)
+            apply_suspension(s, job);
+    }
     if (status < 0)
         sched_cli_error(op->cli, op->request_id, status, "the change could not be stored", true);
     else
@@ -190,7 +295,7 @@ void sched_action(struct sched_cli *c, const Gs__Envelope *env)
     struct sched_ctx *s = c->s;
     const Gs__JobSelector *sel = NULL;
     const Gs__CancelRequest *cancel = NULL;
-    bool requeue_hold = false;
+    bool flag = false; /* RequeueRequest.hold, SuspendRequest.resume */
     uint64_t *ids = NULL;
     size_t nids = 0;
     struct action_op *op = calloc(1, sizeof(*op));
@@ -203,9 +308,12 @@ void sched_action(struct sched_cli *c, const Gs__Envelope *env)
         sel = cancel->selector;
     } else if (env->body_case == GS__ENVELOPE__BODY_REQUEUE_REQUEST) {
         sel = env->requeue_request->selector;
-        requeue_hold = env->requeue_request->hold;
+        flag = env->requeue_request->hold;
     } else if (env->body_case == GS__ENVELOPE__BODY_HOLD_REQUEST) {
         sel = env->hold_request->selector;
+    } else if (env->body_case == GS__ENVELOPE__BODY_SUSPEND_REQUEST) {
+        sel = env->suspend_request->selector;
+        flag = env->suspend_request->resume;
     } else {
         sel = env->release_request->selector;
     }
@@ -239,7 +347,7 @@ void sched_action(struct sched_cli *c, const Gs__Envelope *env)
             add_result(op, ids[i], -ENOENT, msg, GS__JOB_STATE__JOB_STATE_UNSPECIFIED, cap);
             continue;
         }
-        rc = act(s, c, env->body_case, cancel, requeue_hold, job, ch, msg, sizeof(msg));
+        rc = act(s, c, env->body_case, cancel, flag, job, ch, msg, sizeof(msg));
         add_result(op, job->id, rc, msg, sched_job_wire_state(job), cap);
     }
     free(ids);

@@ -351,7 +351,7 @@ void sched_alloc_tick(struct sched_ctx *s)
         struct sched_job *job = sched_jobs_at(s->jobs, i);
         uint64_t limit_s = job->spec->time_limit_s;
 
-        if (!job->spec->allocation || job->state != SCHED_JOB_RUNNING)
+        if (!job->spec->allocation || job->state != SCHED_JOB_RUNNING || job->suspended)
             continue;
         /* Marked to end by preemption, the idle policy or a requeue, which wait for tasks
          * to end: an allocation has none, and is not requeued (Slurm requeues batch jobs
@@ -360,7 +360,7 @@ void sched_alloc_tick(struct sched_ctx *s)
             alloc_end(s, job, SCHED_TASK_CANCELLED, 0, 0, NULL, NULL, NULL);
             continue;
         }
-        if (limit_s == GS_DURATION_INFINITE || now < job->start_ms + limit_s * 1000)
+        if (now < sched_job_limit_end_ms(job, now))
             continue;
         GS_LOG(GS_LOG_INFO, "job=%" PRIu64 " limit_s=%" PRIu64 " allocation timed out", job->id,
                limit_s);

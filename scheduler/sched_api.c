@@ -305,6 +305,9 @@ static void write_job_fields(struct gs_json *j, struct sched_ctx *s, const struc
         gs_json_kv_string(j, "sched_nodes", job->sched_nodes);
     kv_ms(j, "start_ms", job->start_ms);
     kv_ms(j, "end_ms", sched_job_finished(job) ? job->end_ms : 0);
+    /* scontrol suspend: "state" stays RUNNING; the run time leaves the suspended time out. */
+    gs_json_kv_bool(j, "suspended", job->suspended);
+    gs_json_kv_uint(j, "run_ms", sched_job_run_ms(job, gs_clock_wall_ms()));
     gs_json_kv_uint(j, "attempt", job->attempt);
     gs_json_kv_uint(j, "restarts", job->restarts);
     write_outcome(j, job);

@@ -243,6 +243,7 @@ void sched_cli_action_reply(struct sched_cli *c, uint64_t request_id, Gs__Envelo
                     : what == GS__ENVELOPE__BODY_CANCEL_REQUEST  ? GS__ENVELOPE__BODY_CANCEL_REPLY
                     : what == GS__ENVELOPE__BODY_HOLD_REQUEST    ? GS__ENVELOPE__BODY_HOLD_REPLY
                     : what == GS__ENVELOPE__BODY_REQUEUE_REQUEST ? GS__ENVELOPE__BODY_REQUEUE_REPLY
+                    : what == GS__ENVELOPE__BODY_SUSPEND_REQUEST ? GS__ENVELOPE__BODY_SUSPEND_REPLY
                                                                  : GS__ENVELOPE__BODY_RELEASE_REPLY;
     if (env.body_case == GS__ENVELOPE__BODY_JOB_UPDATE_REPLY)
         env.job_update_reply = &reply;
@@ -252,6 +253,8 @@ void sched_cli_action_reply(struct sched_cli *c, uint64_t request_id, Gs__Envelo
         env.hold_reply = &reply;
     else if (env.body_case == GS__ENVELOPE__BODY_REQUEUE_REPLY)
         env.requeue_reply = &reply;
+    else if (env.body_case == GS__ENVELOPE__BODY_SUSPEND_REPLY)
+        env.suspend_reply = &reply;
     else
         env.release_reply = &reply;
     sched_cli_reply(c, &env, true);
@@ -515,6 +518,7 @@ void sched_cli_dispatch(struct sched_cli *c, const Gs__Envelope *env)
     case GS__ENVELOPE__BODY_HOLD_REQUEST:
     case GS__ENVELOPE__BODY_RELEASE_REQUEST:
     case GS__ENVELOPE__BODY_REQUEUE_REQUEST:
+    case GS__ENVELOPE__BODY_SUSPEND_REQUEST:
         sched_action(c, env);
         break;
     case GS__ENVELOPE__BODY_WAIT_REQUEST:

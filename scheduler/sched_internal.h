@@ -471,6 +471,9 @@ int sched_submit_shape_check(struct sched_ctx *s, const struct gs_jobspec *spec,
 
 /* sched_actions.c: cancel, hold, release, requeue, answered once stored. */
 void sched_action(struct sched_cli *c, const Gs__Envelope *env);
+/* A worker registering again: the stop (or continue) of a job suspended (or resumed) in this
+ * attempt goes to node n again, in case it missed it while away. */
+void sched_action_resend_suspension(const struct sched_job *job, struct sched_node *n);
 /* The idle policy's end of a job: cancelled, or requeued when requeue. */
 void sched_action_idle_end(struct sched_ctx *s, struct sched_job *job, bool requeue,
                            const char *why);
@@ -482,6 +485,10 @@ void sched_job_update(struct sched_cli *c, uint64_t request_id, const Gs__JobUpd
  * only's alone (a worker registering again: an update it missed while away reaches it). */
 void sched_job_limit_send(struct sched_ctx *s, const struct sched_job *job,
                           const struct sched_node *only);
+/* 0 when every worker on job's nodes knows JobLimitUpdate, else -EOPNOTSUPP with msg naming
+ * the node and what (the option that needs it). */
+int sched_job_limit_reachable(struct sched_ctx *s, const struct sched_job *job, const char *what,
+                              char *msg, size_t size);
 
 /* sched_exits.c: a task exit from node n's worker; acknowledged to that worker once stored. */
 void sched_exit_task(struct sched_ctx *s, struct sched_node *n, const Gs__TaskExit *ex);
@@ -541,6 +548,8 @@ bool sched_steps_known(struct sched_ctx *s, uint64_t job_id, uint32_t step);
 /* The job ended, however: its sruns are told and closed, the records of its steps still
  * running stored CANCELLED (called by sched_engine.c). */
 void sched_steps_job_ended(struct sched_ctx *s, uint64_t job_id);
+/* The job was resumed (scontrol resume): the steps that waited meanwhile start if they fit. */
+void sched_steps_job_resumed(struct sched_ctx *s, uint64_t job_id);
 /* Node n's worker went away: its step tasks count as exited with a failure. */
 void sched_steps_node_gone(struct sched_ctx *s, struct sched_node *n);
 /* Frees what is left at shutdown (called where sched_ctx is freed). */

@@ -53,7 +53,11 @@ void sched_job_limit_send(struct sched_ctx *s, const struct sched_job *job,
 
     up.job_id = job->id;
     up.time_limit_s = job->spec->time_limit_s == GS_DURATION_INFINITE ? 0 : job->spec->time_limit_s;
-    up.elapsed_ms = now > job->start_ms ? now - job->start_ms : 0;
+    /* Suspended, it has none: its stopped tasks must not time out meanwhile. Resumed, the
+     * time it was suspended does not count. */
+    if (job->suspended)
+        up.time_limit_s = 0;
+    up.elapsed_ms = sched_job_run_ms(job, now);
     up.attempt = job->attempt;
     env.body_case = GS__ENVELOPE__BODY_JOB_LIMIT_UPDATE;
     env.job_limit_update = &up;
@@ -68,6 +72,26 @@ void sched_job_limit_send(struct sched_ctx *s, const struct sched_job *job,
                    "limit",
                    (unsigned long long)job->id, n != NULL ? n->name : "?");
     }
+}
+
+int sched_job_limit_reachable(struct sched_ctx *s, const struct sched_job *job, const char *what,
+                              char *msg, size_t size)
+{
+    for (uint32_t i = 0; job->state == SCHED_JOB_RUNNING && i < job->alloc.nnodes; i++) {
+        struct sched_node *n = sched_node_at(s, job->alloc.nodes[i].node);
+        const Gs__Hello *peer =
+            n != NULL && n->conn != NULL ? gs_proto_conn_peer_hello(n->conn) : NULL;
+
+        if (peer != NULL && peer->protocol_minor < GS_PROTO_MINOR_JOB_LIMIT) {
+            snprintf(msg, size,
+                     "%s: the worker on %s speaks protocol %u.%u; a running job's time limit "
+                     "needs %u.%u",
+                     what, n->name, peer->protocol_major, peer->protocol_minor,
+                     GS_PROTO_VERSION_MAJOR, GS_PROTO_MINOR_JOB_LIMIT);
+            return -EOPNOTSUPP;
+        }
+    }
+    return 0;
 }
 
 static void update_stored(struct sched_ctx *s, int status, void *arg)
@@ -228,20 +252,8 @@ static int check(struct sched_ctx *s, const struct sched_cli *c, const struct sc
             return -EINVAL;
         }
     }
-    for (uint32_t i = 0; job->state == SCHED_JOB_RUNNING && i < job->alloc.nnodes; i++) {
-        struct sched_node *n = sched_node_at(s, job->alloc.nodes[i].node);
-        const Gs__Hello *peer =
-            n != NULL && n->conn != NULL ? gs_proto_conn_peer_hello(n->conn) : NULL;
-
-        if (peer != NULL && peer->protocol_minor < GS_PROTO_MINOR_JOB_LIMIT) {
-            snprintf(msg, size,
-                     "TimeLimit: the worker on %s speaks protocol %u.%u; a running job's time "
-                     "limit needs %u.%u",
-                     n->name, peer->protocol_major, peer->protocol_minor, GS_PROTO_VERSION_MAJOR,
-                     GS_PROTO_MINOR_JOB_LIMIT);
-            return -EOPNOTSUPP;
-        }
-    }
+    if (sched_job_limit_reachable(s, job, "TimeLimit", msg, size) < 0)
+        return -EOPNOTSUPP;
     if (req->set_constraint || req->set_exclude) {
         trial.constraint = req->set_constraint && req->constraint[0] != '\0' ? req->constraint
                            : req->set_constraint                             ? NULL

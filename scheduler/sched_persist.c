@@ -333,6 +333,8 @@ void sched_change_job(struct sched_change *ch, const struct sched_job *job)
     r->alloc = cj->alloc;
     r->usage = cj->usage;
     r->submit_key = cj->submit_key;
+    r->suspend_at_ms = job->suspended ? job->suspend_at_ms : 0;
+    r->suspended_ms = job->suspended_ms;
     stage_allocs(ch, job);
 }
 
@@ -671,6 +673,9 @@ static void fill_job(struct sched_job *job, const struct sched_job_row *row)
     job->term_signal = row->term_signal;
     job->restarts = row->restarts;
     job->attempt = row->attempt;
+    job->suspended = row->suspend_at_ms != 0;
+    job->suspend_at_ms = row->suspend_at_ms;
+    job->suspended_ms = row->suspended_ms;
 }
 
 static bool state_ok(int state)
@@ -733,8 +738,12 @@ static int load_job(const struct sched_job_row *row, void *data)
         job->state = SCHED_JOB_PENDING;
         sched_alloc_release(&job->alloc);
     }
-    if (job->state == SCHED_JOB_RUNNING)
+    if (job->state == SCHED_JOB_RUNNING) { /* restore_alloc started it afresh */
         job->start_ms = start_ms;
+        job->suspended = row->suspend_at_ms != 0;
+        job->suspend_at_ms = row->suspend_at_ms;
+        job->suspended_ms = row->suspended_ms;
+    }
     /* What happened before the restart was mailed about then, if at all. */
     job->mail_seen = job->state;
     (void)sched_mail_time_share(job, gs_clock_wall_ms(), &job->mail_sent);

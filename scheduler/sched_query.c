@@ -224,6 +224,9 @@ static int info_fill(struct sched_ctx *s, const struct sched_job *job, struct in
     in->info.submit_time_ms = job->submit_ms;
     in->info.start_time_ms = job->start_ms;
     in->info.end_time_ms = job->end_ms;
+    in->info.suspended = job->suspended;
+    in->info.suspend_time_ms = job->suspended ? job->suspend_at_ms : 0;
+    in->info.suspended_ms = job->suspended_ms;
     in->info.expected_start_ms = job->expected_start_ms;
     if (job->state == SCHED_JOB_PENDING && job->expected_start_ms > 0 && job->sched_nodes != NULL)
         in->info.sched_nodes = job->sched_nodes;

@@ -654,12 +654,13 @@ static int busy_check(struct sched_ctx *s, const struct resv *r, char *why, size
             kept = gpus_choose(s, r, n, NULL);
         for (size_t i = s->plan_from; i < sched_jobs_count(s->jobs); i++) {
             const struct sched_job *job = sched_jobs_at(s->jobs, i);
-            uint64_t lim = job->spec->time_limit_s;
 
             if (job->state != SCHED_JOB_RUNNING ||
                 (job->spec->reservation != NULL && strcmp(job->spec->reservation, r->name) == 0))
                 continue;
-            if (lim != GS_DURATION_INFINITE && job->start_ms + lim * 1000 <= r->start_ms)
+            uint64_t end = sched_job_limit_end_ms(job, gs_clock_wall_ms());
+
+            if (end <= r->start_ms)
                 continue;
             for (uint32_t a = 0; a < job->alloc.nnodes; a++) {
                 if (job->alloc.nodes[a].node != n->index ||
@@ -669,8 +670,8 @@ static int busy_check(struct sched_ctx *s, const struct resv *r, char *why, size
                          "Nodes: node %.64s is busy: job %llu runs there %s (Slurm: Requested "
                          "nodes are busy; Flags=IGNORE_JOBS makes it anyway)",
                          n->name, (unsigned long long)job->id,
-                         lim == GS_DURATION_INFINITE ? "without a time limit"
-                                                     : "past the reservation's start");
+                         end == UINT64_MAX ? "without a time limit"
+                                           : "past the reservation's start");
                 return -EBUSY;
             }
         }

@@ -368,9 +368,9 @@ out:
 /* --- waiting ------------------------------------------------------------------------------------
  */
 
-/* Queues st (laid out, nothing given) behind its job's waiting steps and tells srun. */
+/* Queues st (laid out, nothing given) behind its job's waiting steps and tells srun why. */
 static int step_wait(struct sched_step_seq *q, const Gs__StepLaunchRequest *req,
-                     struct sched_step *st)
+                     struct sched_step *st, const char *reason)
 {
     size_t len = gs__step_launch_request__get_packed_size(req);
     uint8_t *packed = malloc(len + 1);
@@ -392,7 +392,7 @@ static int step_wait(struct sched_step_seq *q, const Gs__StepLaunchRequest *req,
     st->next = NULL;
     st->waiting = true;
     st->cli->step = st;
-    pending.reason = STEP_BUSY_REASON;
+    pending.reason = (char *)reason;
     env.request_id = st->request_id;
     env.body_case = GS__ENVELOPE__BODY_STEP_PENDING;
     env.step_pending = &pending;
@@ -417,8 +417,8 @@ static int start_waiting(struct sched_ctx *s, struct sched_step_seq *q, struct s
         rc = sched_alloc_msg_build(s, job, &alloc);
     if (rc == 0)
         rc = check_workers(s, st, &alloc, why, sizeof(why));
-    if (rc == 0)
-        rc = sched_step_take(q, job, &alloc, st->req, st, false, why, sizeof(why));
+    if (rc == 0) /* a suspended job's steps wait for its resume */
+        rc = sched_step_take(q, job, &alloc, st->req, st, job->suspended, why, sizeof(why));
     if (rc == -EBUSY)
         goto out;
     sched_step_unlink(&q->waiting, st);
@@ -459,6 +459,11 @@ static void retry_waiting(struct sched_ctx *s, uint64_t job_id)
     q->retrying = false;
 }
 
+void sched_steps_job_resumed(struct sched_ctx *s, uint64_t job_id)
+{
+    retry_waiting(s, job_id);
+}
+
 void sched_steps_launch(struct sched_cli *c, uint64_t request_id, const Gs__StepLaunchRequest *req)
 {
     struct sched_ctx *s = c->s;
@@ -485,10 +490,11 @@ void sched_steps_launch(struct sched_cli *c, uint64_t request_id, const Gs__Step
         st->job_id = job->id;
         st->cli = c;
         st->request_id = request_id;
-        rc = sched_step_take(q, job, &alloc, req, st, q->waiting != NULL, why, sizeof(why));
+        rc = sched_step_take(q, job, &alloc, req, st, q->waiting != NULL || job->suspended, why,
+                             sizeof(why));
     }
     if (rc == -EBUSY)
-        rc = step_wait(q, req, st);
+        rc = step_wait(q, req, st, job->suspended ? "Job is suspended" : STEP_BUSY_REASON);
     if (rc < 0) {
         refuse(c, request_id, req->job_id, rc, why);
         if (st != NULL)

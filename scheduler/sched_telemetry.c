@@ -112,11 +112,13 @@ static void apply_policy(struct sched_ctx *s, struct sched_job *job, const struc
                          uint32_t gpu, const struct sched_tel_gpu *g, uint64_t now)
 {
     const struct gs_config_partition *p = sched_job_partition(s, job->spec);
+    /* A suspended job's GPUs idle by root's doing; resumed, it gets its grace afresh. */
+    uint64_t since = g->flagged_at_ms > job->resume_ms ? g->flagged_at_ms : job->resume_ms;
     char why[160];
 
-    if (p == NULL || !g->flagged ||
+    if (p == NULL || !g->flagged || job->suspended ||
         (p->idle_action != GS_IDLE_CANCEL && p->idle_action != GS_IDLE_REQUEUE) ||
-        now - g->flagged_at_ms < p->idle_grace_s * 1000)
+        now < since + p->idle_grace_s * 1000)
         return;
     snprintf(why, sizeof(why), "%s by gsched: GPU %s:%u idle (under %u%%) for %" PRIu64 " s",
              p->idle_action == GS_IDLE_CANCEL ? "cancelled" : "requeued", n->name, gpu,
@@ -169,7 +171,7 @@ static void note_idle(struct sched_ctx *s, struct sched_job *job, struct sched_n
            (unsigned long long)job->id, n->name, gpu, job->user,
            flagged ? "gpu idle flagged" : "gpu idle cleared");
     sched_job_note(job, now, job->state, detail);
-    if (flagged)
+    if (flagged && !job->suspended) /* root stopped it: no news to its owner */
         notify_owner(s, job, n, gpu, (now - g->below_since_ms) / 1000);
     if (ch == NULL)
         return;

@@ -341,10 +341,10 @@ static int register_node(struct sched_wconn *wc, struct gs_proto_conn *conn,
 /*
  * The time limits of the running jobs on a node whose worker registers (again): a
  * `scontrol update TimeLimit=` sent while it was away never reached it. The message holds
- * the whole limit, so sending it again changes nothing for a worker that had it.
+ * the whole limit, so sending it again changes nothing for a worker that had it. Likewise
+ * the stop or continue of a job suspended or resumed meanwhile.
  */
-static void resend_limits(struct sched_ctx *s, const struct sched_node *n,
-                          struct gs_proto_conn *conn)
+static void resend_limits(struct sched_ctx *s, struct sched_node *n, struct gs_proto_conn *conn)
 {
     const Gs__Hello *peer = gs_proto_conn_peer_hello(conn);
 
@@ -356,6 +356,7 @@ static void resend_limits(struct sched_ctx *s, const struct sched_node *n,
         for (uint32_t k = 0; job->state == SCHED_JOB_RUNNING && k < job->alloc.nnodes; k++) {
             if (job->alloc.nodes[k].node == n->index) {
                 sched_job_limit_send(s, job, n);
+                sched_action_resend_suspension(job, n);
                 break;
             }
         }

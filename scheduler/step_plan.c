@@ -358,12 +358,11 @@ void sched_step_msg_release(struct sched_step_msg *m)
 /* Seconds the job has left (at least 1), 0 when it has no time limit. */
 static uint64_t time_left_s(const struct sched_job *job)
 {
-    uint64_t now = gs_clock_wall_ms() / 1000, end;
+    uint64_t now = gs_clock_wall_ms(), end = sched_job_limit_end_ms(job, now);
 
-    if (job->spec->time_limit_s == GS_DURATION_INFINITE)
+    if (end == UINT64_MAX)
         return 0;
-    end = job->start_ms / 1000 + job->spec->time_limit_s;
-    return end > now ? end - now : 1;
+    return end > now + 1000 ? (end - now) / 1000 : 1;
 }
 
 static size_t bits_count(const uint64_t *words, size_t nwords)

@@ -65,7 +65,8 @@ enum stmt_id {
 
 #define JOB_COLUMNS                                                                                \
     "id, name, uid, gid, user, priority, state, reason, held, submit_ms, start_ms, end_ms, "       \
-    "exit_code, signaled, term_signal, restarts, attempt, spec, alloc, usage, submit_key"
+    "exit_code, signaled, term_signal, restarts, attempt, spec, alloc, usage, submit_key, "        \
+    "suspend_at_ms, suspended_ms"
 
 #define STEP_COLUMNS                                                                               \
     "job_id, step, attempt, name, nodelist, nnodes, ntasks, state, exit_code, signaled, "          \
@@ -81,9 +82,9 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_PUT_JOB] =
         "INSERT OR REPLACE INTO jobs (id, name, uid, gid, user, priority, state, "
         "reason, held, submit_ms, start_ms, end_ms, exit_code, signaled, "
-        "term_signal, restarts, attempt, spec, alloc, usage, submit_key) VALUES (?1, ?2, "
-        "?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, "
-        "?20, ?21)",
+        "term_signal, restarts, attempt, spec, alloc, usage, submit_key, suspend_at_ms, "
+        "suspended_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
+        "?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)",
     [ST_PUT_TASK] = "INSERT OR REPLACE INTO tasks (job_id, rank, node, attempt, state, pid, "
                     "exit_code, signaled, term_signal, end_reason, start_ms, end_ms) VALUES "
                     "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
@@ -92,9 +93,7 @@ static const char *const stmt_sql[ST_COUNT] = {
                     "drain_reason) VALUES (?1, ?2, ?3, ?4, ?5)",
     [ST_ADD_EVENT] = "INSERT INTO events (at_ms, job_id, node, kind, detail) VALUES (?1, ?2, "
                      "?3, ?4, ?5)",
-    [ST_LOAD_JOBS] = "SELECT id, name, uid, gid, user, priority, state, reason, held, "
-                     "submit_ms, start_ms, end_ms, exit_code, signaled, term_signal, restarts, "
-                     "attempt, spec, alloc, usage, submit_key FROM jobs ORDER BY id",
+    [ST_LOAD_JOBS] = "SELECT " JOB_COLUMNS " FROM jobs ORDER BY id",
     [ST_LOAD_TASKS] = "SELECT job_id, rank, node, attempt, state, pid, exit_code, signaled, "
                       "term_signal, end_reason, start_ms, end_ms FROM tasks ORDER BY job_id, "
                       "rank",
@@ -183,7 +182,8 @@ static const char schema_sql[] =
     "  state INTEGER NOT NULL, reason TEXT, held INTEGER NOT NULL, submit_ms INTEGER, "
     "  start_ms INTEGER, end_ms INTEGER, exit_code INTEGER, signaled INTEGER, "
     "  term_signal INTEGER, restarts INTEGER, attempt INTEGER, spec BLOB NOT NULL, alloc BLOB, "
-    "  usage BLOB, submit_key TEXT);"
+    "  usage BLOB, submit_key TEXT, suspend_at_ms INTEGER NOT NULL DEFAULT 0, "
+    "  suspended_ms INTEGER NOT NULL DEFAULT 0);"
     "CREATE INDEX IF NOT EXISTS jobs_state ON jobs (state);"
     "CREATE INDEX IF NOT EXISTS jobs_end ON jobs (end_ms);"
     "CREATE TABLE IF NOT EXISTS tasks (job_id INTEGER NOT NULL, rank INTEGER NOT NULL, "
@@ -195,7 +195,7 @@ static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY, at_ms INTEGER, "
     "  job_id INTEGER, node TEXT, kind TEXT NOT NULL, detail TEXT);"
     "CREATE INDEX IF NOT EXISTS events_job ON events (job_id);" USAGE_SQL
-    "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '8');";
+    "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '9');";
 
 struct sched_store {
     sqlite3 *db;
@@ -301,6 +301,14 @@ static int check_version(struct sched_store *s, struct gs_error *err)
                        : "ALTER TABLE node_history ADD COLUMN maint INTEGER NOT NULL DEFAULT 0; "
                          "UPDATE meta SET value = '8' WHERE key = 'schema_version';") == 0)
         version = 8;
+    /* Version 8 had no jobs.suspend_at_ms nor jobs.suspended_ms (scontrol suspend). */
+    if (version == 8 &&
+        migrate(s, has_column(s, "jobs", "suspended_ms")
+                       ? "UPDATE meta SET value = '9' WHERE key = 'schema_version';"
+                       : "ALTER TABLE jobs ADD COLUMN suspend_at_ms INTEGER NOT NULL DEFAULT 0; "
+                         "ALTER TABLE jobs ADD COLUMN suspended_ms INTEGER NOT NULL DEFAULT 0; "
+                         "UPDATE meta SET value = '9' WHERE key = 'schema_version';") == 0)
+        version = 9;
     if (version != SCHED_STORE_SCHEMA_VERSION)
         return gs_error_set(err, -EPROTO, 0, 0,
                             "state database has schema version %d, this "
@@ -448,6 +456,8 @@ int sched_store_put_job(struct sched_store *store, const struct sched_job_row *r
         bind_text(st, 21, r->submit_key);
     else
         sqlite3_bind_null(st, 21);
+    sqlite3_bind_int64(st, 22, (sqlite3_int64)r->suspend_at_ms);
+    sqlite3_bind_int64(st, 23, (sqlite3_int64)r->suspended_ms);
     return run(store, ST_PUT_JOB);
 }
 
@@ -550,6 +560,8 @@ static void read_job(sqlite3_stmt *st, struct sched_job_row *r)
     }
     if (sqlite3_column_type(st, 20) != SQLITE_NULL)
         r->submit_key = col_text(st, 20);
+    r->suspend_at_ms = col_u64(st, 21);
+    r->suspended_ms = col_u64(st, 22);
 }
 
 static void read_task(sqlite3_stmt *st, struct sched_task_row *r)

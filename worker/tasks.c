@@ -344,6 +344,8 @@ static void send_term(struct task *t, enum wrk_end_reason reason)
     t->term_sent = true;
     t->reason = reason;
     signal_task(t, SIGTERM, false);
+    /* A stopped task (scontrol suspend) takes its SIGTERM once continued, as Slurm's do. */
+    signal_task(t, SIGCONT, false);
     /* The loop's clock is cached at the start of an iteration; a grace period counts from
      * now, not from then. */
     uv_update_time(t->owner->loop);

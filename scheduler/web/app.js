@@ -111,7 +111,7 @@ function fillTable(id, rows, empty, cols) {
   body.replaceChildren(...(rows.length ? rows : [el('tr', {}, el('td', { colspan: cols, class: 'empty' }, empty))]));
 }
 
-function drawRunning(jobs, now) {
+function drawRunning(jobs) {
   const rows = jobs.filter((j) => j.state === 'RUNNING').map((j) => {
     const u = j.usage || {};
     const p = j.progress;
@@ -123,7 +123,7 @@ function drawRunning(jobs, now) {
       [p ? `${p.step}/${p.steps || '?'}` : '', true],
       [p && p.tokens_per_s ? Math.round(p.tokens_per_s) : '', true],
       [p && p.mfu ? pct(100 * p.mfu, 1) : '', true],
-      [fmtDuration(now - j.start_ms), true],
+      [j.suspended ? `${fmtDuration(j.run_ms)}, suspended` : fmtDuration(j.run_ms), true],
     ], idleGpus ? 'idle' : '');
   });
   fillTable('running', rows, 'no job is running', 12);
@@ -203,7 +203,7 @@ async function refresh() {
     state.jobs = jobs.jobs;
     drawTotals(state.nodes, state.jobs);
     drawHeatmap(state.nodes);
-    drawRunning(state.jobs, jobs.now_ms);
+    drawRunning(state.jobs);
     drawQueue(state.jobs, jobs.now_ms);
     if (state.node) await drawNode();
     document.getElementById('updated').textContent = `updated ${new Date(nodes.now_ms).toLocaleTimeString()}`;

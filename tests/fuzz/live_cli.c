@@ -4,10 +4,10 @@
  * Each is valid as the CLI would send it (a job file's spec, selectors naming jobs that
  * exist), so that a mutation of it reaches past the first checks: submit (arrays,
  * dependencies, batch scripts, the MPI launcher, client keys), cancel, hold, release,
- * requeue, queue, nodes, show, wait, partitions, logs, srun steps, progress reports, the
- * jobs' key/value store and advance reservations (root's: create, update, delete, show, with
- * every flag, PURGE_COMP's times, GPU counts and windows around now); now and then any body
- * at all.
+ * requeue, suspend and resume, queue, nodes, show, wait, partitions, logs, srun steps, progress
+ * reports, the jobs' key/value store and advance reservations (root's: create, update, delete,
+ * show, with every flag, PURGE_COMP's times, GPU counts and windows around now); now and then any
+ * body at all.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -163,7 +163,7 @@ static Gs__Envelope *submit(struct lf_run *run, struct lf_rng *r, uint64_t rid)
 
 static Gs__Envelope *job_action(struct lf_run *run, struct lf_rng *r, uint64_t rid)
 {
-    switch (lf_below(r, 4)) {
+    switch (lf_below(r, 5)) {
     case 0: {
         Gs__CancelRequest *req = lf_new(&gs__cancel_request__descriptor);
 
@@ -184,6 +184,13 @@ static Gs__Envelope *job_action(struct lf_run *run, struct lf_rng *r, uint64_t r
 
         req->selector = selector(run, r);
         return lf_envelope(GS__ENVELOPE__BODY_RELEASE_REQUEST, req, rid);
+    }
+    case 3: { /* scontrol suspend or resume (root's; refused otherwise) */
+        Gs__SuspendRequest *req = lf_new(&gs__suspend_request__descriptor);
+
+        req->selector = selector(run, r);
+        req->resume = lf_chance(r, 50);
+        return lf_envelope(GS__ENVELOPE__BODY_SUSPEND_REQUEST, req, rid);
     }
     default: {
         Gs__RequeueRequest *req = lf_new(&gs__requeue_request__descriptor);

@@ -200,7 +200,7 @@ Test(frame, round_trips_every_body_case_with_every_field_set)
         gs_buf_release(&first);
         gs_buf_release(&second);
     }
-    cr_assert_eq(cases, 81, "every body case is covered (%d)", cases);
+    cr_assert_eq(cases, 83, "every body case is covered (%d)", cases);
 }
 
 static Gs__Envelope *round_trip(const Gs__Envelope *env)

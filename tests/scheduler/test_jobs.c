@@ -4,7 +4,8 @@
  * restarts run out; dependencies and holds give squeue's pending reasons; Slurm's any (?),
  * singleton, after+MIN and whole-array dependencies; dependencies on one array task
  * (JOBID_TASK) and aftercorr, and what is left of them as squeue's %E shows it; scontrol
- * requeue; a batch job is one task, its script, on the first node.
+ * requeue; a batch job is one task, its script, on the first node; scontrol suspend and
+ * resume leave the suspended time out of the run time and move the time limit's end.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/units.h"
 #include "job_fixture.h"
 
 TestSuite(jobs, .init = job_fixture_setup, .fini = job_fixture_teardown);
@@ -842,4 +844,50 @@ Test(jobs, a_batch_job_is_one_task_on_the_first_node)
               "the script ending ends the job");
     cr_assert_eq(job->state, SCHED_JOB_COMPLETED);
     sched_alloc_release(&two);
+}
+
+Test(jobs, suspended_time_counts_neither_as_run_time_nor_against_the_limit)
+{
+    struct sched_job *job = fixture_running(1, 1), *p = fixture_add(2, 0);
+
+    job->spec->time_limit_s = 60;
+    job->start_ms = 10000;
+    cr_assert_eq(sched_job_run_ms(job, 25000), 15000);
+    cr_assert_eq(sched_job_limit_end_ms(job, 25000), 70000);
+    cr_assert_eq(sched_job_suspend(job, true, 25000), -EALREADY, "not suspended");
+    cr_assert_eq(sched_job_suspend(job, false, 25000), 0);
+    cr_assert_eq(sched_job_suspend(job, false, 26000), -EALREADY);
+    cr_assert_eq(sched_job_run_ms(job, 40000), 15000, "the run time stands still");
+    cr_assert_eq(sched_job_limit_end_ms(job, 40000), 85000, "as if it resumed now");
+    cr_assert_eq(sched_job_suspend(job, true, 45000), 0);
+    cr_assert_eq(job->suspended_ms, 20000);
+    cr_assert_eq(sched_job_run_ms(job, 50000), 20000);
+    cr_assert_eq(sched_job_limit_end_ms(job, 50000), 90000);
+    /* A second stretch adds to the first; ending while suspended counts it to the end. */
+    cr_assert_eq(sched_job_suspend(job, false, 60000), 0);
+    cr_assert(sched_job_task_ended(job, 0, SCHED_TASK_EXITED, 0, SIGKILL, 70000));
+    cr_assert_not(job->suspended);
+    cr_assert_eq(job->suspended_ms, 30000);
+    cr_assert_eq(sched_job_run_ms(job, 99000), 30000, "run time up to the end");
+    cr_assert_eq(sched_job_suspend(p, false, 1000), -EINVAL, "a pending job runs nothing");
+    p->spec->time_limit_s = GS_DURATION_INFINITE;
+    cr_assert_eq(sched_job_limit_end_ms(p, 1000), UINT64_MAX);
+}
+
+Test(jobs, a_job_ending_or_starting_again_is_not_suspended)
+{
+    struct sched_job *job = fixture_running(1, 1);
+    struct sched_alloc none = {0};
+
+    cr_assert_eq(sched_job_suspend(job, false, 20000), 0);
+    cr_assert_not(sched_job_cancel(job, 21000));
+    cr_assert_eq(sched_job_suspend(job, true, 21500), -EINVAL, "its end was asked for");
+    job->cancel_requested = false;
+    cr_assert_eq(sched_job_requeue(job, false, "requeued"), 0);
+    cr_assert(sched_job_task_ended(job, 0, SCHED_TASK_CANCELLED, 0, SIGTERM, 22000));
+    cr_assert_eq(job->state, SCHED_JOB_PENDING);
+    cr_assert_eq(sched_job_start(job, &none, 1, 30000), 0);
+    cr_assert_not(job->suspended, "a new attempt runs");
+    cr_assert_eq(job->suspended_ms, 0);
+    cr_assert_eq(sched_job_run_ms(job, 31000), 1000);
 }

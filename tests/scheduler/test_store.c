@@ -1,7 +1,8 @@
 /*
  * test_store.c: the scheduler's SQLite state survives close and reopen, rolls back what was
  * not committed, and refuses a database of another schema version; job steps' rows (sacct)
- * round-trip, srun steps still running end at a restart, and an older database gains them.
+ * round-trip, srun steps still running end at a restart, and an older database gains them;
+ * a job's suspension (scontrol suspend) round-trips, and a version 8 database gains it.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -24,6 +25,28 @@ static void reopen(void)
 
     sched_store_close(store);
     cr_assert_eq(sched_store_open(store_path, &store, &err), 0, "%s", err.msg);
+}
+
+/* Closes the store, runs sql on its database as an older gschedd would have left it (sql
+ * sets the older schema version), and opens it again, which upgrades it. */
+static void as_older(const char *sql)
+{
+    sqlite3 *db;
+
+    sched_store_close(store);
+    store = NULL;
+    cr_assert_eq(sqlite3_open(store_path, &db), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK, "%s", sqlite3_errmsg(db));
+    sqlite3_close(db);
+    reopen();
+}
+
+/* r stored in a transaction of its own. */
+static void put_job(const struct sched_job_row *r)
+{
+    cr_assert_eq(sched_store_begin(store), 0);
+    cr_assert_eq(sched_store_put_job(store, r), 0);
+    cr_assert_eq(sched_store_commit(store), 0);
 }
 
 static struct sched_job_row job(uint64_t id, int state)
@@ -83,9 +106,7 @@ Test(store, committed_jobs_survive_reopen_with_every_column)
     r.held = true;
     r.restarts = 2;
     r.attempt = 3;
-    cr_assert_eq(sched_store_begin(store), 0);
-    cr_assert_eq(sched_store_put_job(store, &r), 0);
-    cr_assert_eq(sched_store_commit(store), 0);
+    put_job(&r);
     reopen();
     cr_assert_eq(sched_store_load_jobs(store, collect_job, &s), 0);
     cr_assert_eq(s.n, 1);
@@ -198,21 +219,12 @@ Test(store, a_version_2_database_gains_the_drain_reason_and_keeps_its_nodes)
     struct sched_node_row n1 = {.name = "node1", .state = "up", .topology = "x", .topology_len = 1};
     struct sched_node_row n2 = n1;
     struct gs_buf b = GS_BUF_INIT;
-    sqlite3 *db;
 
     n2.name = "node2";
     cr_assert_eq(sched_store_put_node(store, &n1), 0);
-    sched_store_close(store);
-    store = NULL;
     /* What gschedd before schema 3 left: no nodes.drain_reason, version 2. */
-    cr_assert_eq(sqlite3_open(store_path, &db), SQLITE_OK);
-    cr_assert_eq(sqlite3_exec(db,
-                              "ALTER TABLE nodes DROP COLUMN drain_reason; UPDATE meta SET value "
-                              "= '2' WHERE key = 'schema_version'",
-                              NULL, NULL, NULL),
-                 SQLITE_OK);
-    sqlite3_close(db);
-    reopen();
+    as_older("ALTER TABLE nodes DROP COLUMN drain_reason; UPDATE meta SET value "
+             "= '2' WHERE key = 'schema_version'");
     n2.drain_reason = "bad DIMM";
     cr_assert_eq(sched_store_put_node(store, &n2), 0);
     reopen();
@@ -296,38 +308,49 @@ Test(store, a_version_1_database_gains_the_usage_column)
 {
     struct sched_job_row r = job(4, 3);
     struct seen s = {0};
-    sqlite3 *db;
 
-    cr_assert_eq(sched_store_begin(store), 0);
-    cr_assert_eq(sched_store_put_job(store, &r), 0);
-    cr_assert_eq(sched_store_commit(store), 0);
-    sched_store_close(store);
-    store = NULL;
+    put_job(&r);
     /* What gschedd before schema 2 left: no jobs.usage, version 1. */
-    cr_assert_eq(sqlite3_open(store_path, &db), SQLITE_OK);
-    cr_assert_eq(sqlite3_exec(db,
-                              "ALTER TABLE jobs DROP COLUMN usage; ALTER TABLE jobs DROP COLUMN "
-                              "submit_key; ALTER TABLE nodes DROP COLUMN drain_reason; "
-                              "UPDATE meta SET value = '1' WHERE key = 'schema_version'",
-                              NULL, NULL, NULL),
-                 SQLITE_OK);
-    sqlite3_close(db);
-    reopen();
+    as_older("ALTER TABLE jobs DROP COLUMN usage; ALTER TABLE jobs DROP COLUMN "
+             "submit_key; ALTER TABLE nodes DROP COLUMN drain_reason; "
+             "UPDATE meta SET value = '1' WHERE key = 'schema_version'");
     cr_assert_eq(sched_store_load_jobs(store, collect_job, &s), 0);
     cr_assert_eq(s.n, 1, "the old row is kept");
     cr_assert_eq(s.usage_len, 0);
     r.usage = "\x08\x01";
     r.usage_len = 2;
     r.submit_key = "retry-7f3a";
-    cr_assert_eq(sched_store_begin(store), 0);
-    cr_assert_eq(sched_store_put_job(store, &r), 0);
-    cr_assert_eq(sched_store_commit(store), 0);
+    put_job(&r);
     reopen();
     memset(&s, 0, sizeof(s));
     cr_assert_eq(sched_store_load_jobs(store, collect_job, &s), 0);
     cr_assert_eq(s.usage_len, 2);
     cr_assert_eq(memcmp(s.usage, "\x08\x01", 2), 0);
     cr_assert_str_eq(s.submit_key, "retry-7f3a");
+}
+
+Test(store, a_version_8_database_gains_the_suspension_columns)
+{
+    struct sched_job_row r = job(6, 2);
+    struct seen s = {0};
+
+    put_job(&r);
+    /* What gschedd before schema 9 left: no jobs.suspend_at_ms, jobs.suspended_ms. */
+    as_older("ALTER TABLE jobs DROP COLUMN suspend_at_ms; ALTER TABLE jobs DROP "
+             "COLUMN suspended_ms; UPDATE meta SET value = '8' WHERE key = "
+             "'schema_version'");
+    cr_assert_eq(sched_store_load_jobs(store, collect_job, &s), 0);
+    cr_assert_eq(s.n, 1, "the old row is kept");
+    cr_assert_eq(s.last.suspend_at_ms, 0, "an old job was never suspended");
+    cr_assert_eq(s.last.suspended_ms, 0);
+    r.suspend_at_ms = 1764683009000ULL;
+    r.suspended_ms = 4500;
+    put_job(&r);
+    reopen();
+    memset(&s, 0, sizeof(s));
+    cr_assert_eq(sched_store_load_jobs(store, collect_job, &s), 0);
+    cr_assert_eq(s.last.suspend_at_ms, 1764683009000ULL);
+    cr_assert_eq(s.last.suspended_ms, 4500);
 }
 
 Test(store, the_database_is_readable_by_its_owner_only)
@@ -425,19 +448,10 @@ Test(store, a_version_5_database_gains_the_steps_table)
 {
     struct sched_step_row r = step_row(3, 1, 3);
     struct gs_buf out = GS_BUF_INIT;
-    sqlite3 *db;
 
-    sched_store_close(store);
-    store = NULL;
     /* What gschedd before schema 6 left: no steps table, version 5. */
-    cr_assert_eq(sqlite3_open(store_path, &db), SQLITE_OK);
-    cr_assert_eq(sqlite3_exec(db,
-                              "DROP TABLE steps; UPDATE meta SET value = '5' WHERE key = "
-                              "'schema_version'",
-                              NULL, NULL, NULL),
-                 SQLITE_OK);
-    sqlite3_close(db);
-    reopen();
+    as_older("DROP TABLE steps; UPDATE meta SET value = '5' WHERE key = "
+             "'schema_version'");
     cr_assert_eq(sched_store_put_step(store, &r), 0);
     reopen();
     cr_assert_eq(sched_store_load_steps_range(store, 3, 3, describe_step, &out), 0);
