@@ -4,10 +4,14 @@
  *     gsched cancel JOB... [--signal SIG] [--reason TEXT] [--verbose] [--json]
  *     gsched hold JOB... [--verbose] [--json]
  *     gsched release JOB... [--verbose] [--json]
+ *     gsched suspend JOB... [--verbose] [--json]
+ *     gsched resume JOB... [--verbose] [--json]
  *
- * (all with [--socket PATH]). Each job that could not be acted on is named on stderr
- * ("gsched cancel: job 7: no such job") and makes the exit status 1; the others are quiet
- * unless --verbose. --json prints every result as an array of JobActionResult objects.
+ * (all with [--socket PATH]). suspend stops every task of running jobs, which keep their
+ * nodes and GPUs; resume continues them (root only: gschedd refuses others, per job). Each
+ * job that could not be acted on is named on stderr ("gsched cancel: job 7: no such job")
+ * and makes the exit status 1; the others are quiet unless --verbose. --json prints every
+ * result as an array of JobActionResult objects.
  * Job ids are required: an empty selector would select every job.
  */
 #include "cli/commands.h"
@@ -22,7 +26,7 @@
 #include "cli/jobcmd.h"
 #include "common/error.h"
 
-enum action { ACTION_CANCEL, ACTION_HOLD, ACTION_RELEASE };
+enum action { ACTION_CANCEL, ACTION_HOLD, ACTION_RELEASE, ACTION_SUSPEND, ACTION_RESUME };
 
 struct action_args {
     enum action action;
@@ -76,28 +80,42 @@ static int parse_args(int argc, char **argv, struct action_args *x)
     return status;
 }
 
+/* The request bodies, one of which build_request fills; the caller's storage. */
+struct requests {
+    Gs__CancelRequest cancel;
+    Gs__HoldRequest hold;
+    Gs__ReleaseRequest release;
+    Gs__SuspendRequest suspend;
+};
+
 /* The request for x, borrowing sel (and x's strings); the reply body it must get back. */
 static Gs__Envelope__BodyCase build_request(const struct action_args *x, Gs__Envelope *env,
-                                            Gs__JobSelector *sel, Gs__CancelRequest *cancel,
-                                            Gs__HoldRequest *hold, Gs__ReleaseRequest *release)
+                                            Gs__JobSelector *sel, struct requests *q)
 {
     switch (x->action) {
     case ACTION_CANCEL:
-        cancel->selector = sel;
-        cancel->signal = x->signal;
-        cancel->reason = (char *)(x->reason != NULL ? x->reason : "");
+        q->cancel.selector = sel;
+        q->cancel.signal = x->signal;
+        q->cancel.reason = (char *)(x->reason != NULL ? x->reason : "");
         env->body_case = GS__ENVELOPE__BODY_CANCEL_REQUEST;
-        env->cancel_request = cancel;
+        env->cancel_request = &q->cancel;
         return GS__ENVELOPE__BODY_CANCEL_REPLY;
     case ACTION_HOLD:
-        hold->selector = sel;
+        q->hold.selector = sel;
         env->body_case = GS__ENVELOPE__BODY_HOLD_REQUEST;
-        env->hold_request = hold;
+        env->hold_request = &q->hold;
         return GS__ENVELOPE__BODY_HOLD_REPLY;
+    case ACTION_SUSPEND:
+    case ACTION_RESUME:
+        q->suspend.selector = sel;
+        q->suspend.resume = x->action == ACTION_RESUME;
+        env->body_case = GS__ENVELOPE__BODY_SUSPEND_REQUEST;
+        env->suspend_request = &q->suspend;
+        return GS__ENVELOPE__BODY_SUSPEND_REPLY;
     default:
-        release->selector = sel;
+        q->release.selector = sel;
         env->body_case = GS__ENVELOPE__BODY_RELEASE_REQUEST;
-        env->release_request = release;
+        env->release_request = &q->release;
         return GS__ENVELOPE__BODY_RELEASE_REPLY;
     }
 }
@@ -109,6 +127,8 @@ static const Gs__JobActionReply *action_reply(const Gs__Envelope *reply)
         return reply->cancel_reply;
     case GS__ENVELOPE__BODY_HOLD_REPLY:
         return reply->hold_reply;
+    case GS__ENVELOPE__BODY_SUSPEND_REPLY:
+        return reply->suspend_reply;
     default:
         return reply->release_reply;
     }
@@ -116,9 +136,29 @@ static const Gs__JobActionReply *action_reply(const Gs__Envelope *reply)
 
 static const char *done_word(const struct action_args *x)
 {
-    if (x->action == ACTION_CANCEL)
+    switch (x->action) {
+    case ACTION_CANCEL:
         return x->signal != 0 ? "signalled" : "cancelled";
-    return x->action == ACTION_HOLD ? "held" : "released";
+    case ACTION_HOLD:
+        return "held";
+    case ACTION_SUSPEND:
+        return "suspended";
+    case ACTION_RESUME:
+        return "resumed";
+    default:
+        return "released";
+    }
+}
+
+/*
+ * The state a job that was acted on is in. The wire keeps a suspended job RUNNING; one
+ * suspend succeeded on is suspended, which is what people are shown (cli_job_shown_name).
+ */
+static const char *done_state(const struct action_args *x, const Gs__JobActionResult *r)
+{
+    if (x->action == ACTION_SUSPEND && r->state == GS__JOB_STATE__JOB_STATE_RUNNING)
+        return "SUSPENDED";
+    return cli_job_state_name(r->state);
 }
 
 /* Says what happened to one job; returns true when it failed. */
@@ -129,7 +169,7 @@ static bool report_result(const struct action_args *x, const Gs__JobActionResult
     if (r->code == 0) {
         if (x->verbose && !x->json)
             printf("job %llu: %s (%s)\n", (unsigned long long)r->job_id, done_word(x),
-                   cli_job_state_name(r->state));
+                   done_state(x, r));
         return false;
     }
     /* gschedd may or may not have named the job in its message already. */
@@ -183,9 +223,8 @@ static int run_action(enum action action, int argc, char **argv)
 {
     struct action_args x = {.action = action, .cmd = argv[0]};
     Gs__JobSelector sel = GS__JOB_SELECTOR__INIT;
-    Gs__CancelRequest cancel = GS__CANCEL_REQUEST__INIT;
-    Gs__HoldRequest hold = GS__HOLD_REQUEST__INIT;
-    Gs__ReleaseRequest release = GS__RELEASE_REQUEST__INIT;
+    struct requests q = {GS__CANCEL_REQUEST__INIT, GS__HOLD_REQUEST__INIT,
+                         GS__RELEASE_REQUEST__INIT, GS__SUSPEND_REQUEST__INIT};
     Gs__Envelope env = GS__ENVELOPE__INIT, *reply = NULL;
     Gs__Envelope__BodyCase want;
     char path[256];
@@ -196,7 +235,7 @@ static int run_action(enum action action, int argc, char **argv)
     status = 1;
     sel.job_ids = x.jobs.ids;
     sel.n_job_ids = x.jobs.n;
-    want = build_request(&x, &env, &sel, &cancel, &hold, &release);
+    want = build_request(&x, &env, &sel, &q);
     if (cli_socket_path(x.socket_opt, path, sizeof(path)) < 0 ||
         cli_call(path, &env, want, &reply) < 0)
         goto out;
@@ -220,4 +259,14 @@ int cli_cmd_hold(int argc, char **argv)
 int cli_cmd_release(int argc, char **argv)
 {
     return run_action(ACTION_RELEASE, argc, argv);
+}
+
+int cli_cmd_suspend(int argc, char **argv)
+{
+    return run_action(ACTION_SUSPEND, argc, argv);
+}
+
+int cli_cmd_resume(int argc, char **argv)
+{
+    return run_action(ACTION_RESUME, argc, argv);
 }

@@ -12,11 +12,16 @@
  * of JobInfo objects. Finished jobs are listed only with --all. Array
  * elements show as ARRAYID_TASK; pending ones of one array waiting for the same reason fold
  * into one line, "123_[4-15]", as squeue folds them (--array / -r: one line each).
+ *
+ * A suspended job (RUNNING on the wire with JobInfo.suspended) shows as S, its TIME stopped
+ * where it was suspended. --state S (SUSPENDED) asks gschedd for the running jobs and keeps
+ * the suspended ones; --state R keeps the running ones that are not.
  */
 #include "cli/commands.h"
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/client.h"
@@ -37,7 +42,9 @@ struct queue_args {
     struct cli_job_ids jobs;
     const char *socket_opt;
     bool json;
-    bool unfold; /* --array: one line per array element */
+    bool unfold;    /* --array: one line per array element */
+    bool running;   /* --state named RUNNING: running jobs not suspended */
+    bool suspended; /* --state named SUSPENDED: suspended jobs, asked for as RUNNING */
 };
 
 static const struct cli_opt queue_opts[] = {
@@ -46,25 +53,51 @@ static const struct cli_opt queue_opts[] = {
     {"--array", "-r", false, 'r'}, {NULL, NULL, false, 0},
 };
 
-/* "R,PD" or "running,pending" into the selector. Returns 0 or the usage error's status. */
+/*
+ * "R,PD" or "running,pending" into the selector; "S" / "SUSPENDED" as RUNNING, which is
+ * what gschedd knows such a job as. Returns 0 or the usage error's status.
+ */
 static int parse_states(struct queue_args *q, const char *list)
 {
     char name[32];
 
     for (const char *p = list; *p != '\0';) {
         size_t len = strcspn(p, ",");
+        Gs__JobState state;
+        bool suspended;
 
         snprintf(name, sizeof(name), "%.*s", (int)len, p);
         if (q->sel.n_states == MAX_STATES)
             return cli_usage_error("queue", "at most %d states in --state", MAX_STATES);
-        if (cli_job_state_parse(name, &q->states[q->sel.n_states]) < 0)
+        if (cli_job_shown_parse(name, &state, &suspended) < 0)
             return cli_usage_error("queue", "unknown job state '%s' in --state", name);
-        q->sel.n_states++;
+        if (state == GS__JOB_STATE__JOB_STATE_RUNNING) {
+            q->suspended |= suspended;
+            q->running |= !suspended;
+        }
+        q->states[q->sel.n_states++] = state;
         p += len;
         if (*p == ',')
             p++;
     }
     return 0;
+}
+
+/*
+ * Whether job is in a state --state named (none: every job is). gschedd selected by the
+ * wire's states; a running job is kept as what it shows as, suspended or not.
+ */
+static bool state_wanted(const struct queue_args *q, const Gs__JobInfo *job)
+{
+    if (q->sel.n_states == 0)
+        return true;
+    if (job->state == GS__JOB_STATE__JOB_STATE_RUNNING)
+        return cli_job_suspended(job) ? q->suspended : q->running;
+    for (size_t i = 0; i < q->sel.n_states; i++) {
+        if (q->states[i] == job->state)
+            return true;
+    }
+    return false;
 }
 
 /* Returns 0, or the exit status to leave with. */
@@ -135,8 +168,7 @@ static int add_row(struct cli_table *t, const struct slurm_row *row, uint64_t no
         snprintf(user, sizeof(user), "%s", job->user->username);
     else
         snprintf(user, sizeof(user), "%u", job->user != NULL ? job->user->uid : 0);
-    gs_format_duration(cli_job_elapsed_s(job->state, job->start_time_ms, job->end_time_ms, now_ms),
-                       elapsed, sizeof(elapsed));
+    gs_format_duration(cli_job_run_s(job, job->state, now_ms), elapsed, sizeof(elapsed));
     snprintf(nnodes, sizeof(nnodes), "%llu", (unsigned long long)nodes);
     snprintf(ngpus, sizeof(ngpus), "%llu", (unsigned long long)gpus);
     if (rc == 0)
@@ -144,7 +176,7 @@ static int add_row(struct cli_table *t, const struct slurm_row *row, uint64_t no
     cells[0] = id.data != NULL ? id.data : "";
     cells[1] = job->name;
     cells[2] = user;
-    cells[3] = cli_job_state_code(job->state);
+    cells[3] = cli_job_shown_code(job);
     cells[4] = elapsed;
     cells[5] = nnodes;
     cells[6] = ngpus;
@@ -156,7 +188,7 @@ static int add_row(struct cli_table *t, const struct slurm_row *row, uint64_t no
     return rc;
 }
 
-static int print_table(const Gs__QueueReply *r, bool fold)
+static int print_table(Gs__JobInfo *const *jobs, size_t n, bool fold)
 {
     static const char *const header[] = {"JOBID", "NAME",  "USER", "ST",
                                          "TIME",  "NODES", "GPUS", "NODELIST(REASON)"};
@@ -165,7 +197,7 @@ static int print_table(const Gs__QueueReply *r, bool fold)
     uint64_t now = gs_clock_wall_ms();
     struct slurm_row *rows = NULL;
     size_t nrows = 0;
-    int rc = slurm_rows_build(r->jobs, r->n_jobs, fold, &rows, &nrows);
+    int rc = slurm_rows_build(jobs, n, fold, &rows, &nrows);
 
     cli_table_init(&t, 8);
     for (size_t i = 0; rc == 0 && i < 8; i++)
@@ -182,7 +214,7 @@ static int print_table(const Gs__QueueReply *r, bool fold)
     return rc;
 }
 
-static int print_json(const Gs__QueueReply *r)
+static int print_json(Gs__JobInfo *const *jobs, size_t n)
 {
     struct gs_buf out = GS_BUF_INIT;
     struct gs_json j;
@@ -190,11 +222,29 @@ static int print_json(const Gs__QueueReply *r)
 
     gs_json_init(&j, &out);
     gs_json_array_begin(&j);
-    for (size_t i = 0; i < r->n_jobs; i++)
-        cli_json_job_info(&j, r->jobs[i]);
+    for (size_t i = 0; i < n; i++)
+        cli_json_job_info(&j, jobs[i]);
     gs_json_array_end(&j);
     rc = cli_json_write(&j, &out, stdout);
     gs_buf_release(&out);
+    return rc;
+}
+
+/* The listing of the jobs r holds that --state wants. Returns 0 or < 0. */
+static int print_jobs(const struct queue_args *q, const Gs__QueueReply *r)
+{
+    Gs__JobInfo **jobs = calloc(r->n_jobs + 1, sizeof(*jobs));
+    size_t n = 0;
+    int rc;
+
+    if (jobs == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < r->n_jobs; i++) {
+        if (state_wanted(q, r->jobs[i]))
+            jobs[n++] = r->jobs[i];
+    }
+    rc = q->json ? print_json(jobs, n) : print_table(jobs, n, !q->unfold);
+    free(jobs);
     return rc;
 }
 
@@ -217,7 +267,7 @@ int cli_cmd_queue(int argc, char **argv)
     if (cli_socket_path(q.socket_opt, path, sizeof(path)) < 0 ||
         cli_call(path, &env, GS__ENVELOPE__BODY_QUEUE_REPLY, &reply) < 0)
         goto out;
-    if ((q.json ? print_json(reply->queue_reply) : print_table(reply->queue_reply, !q.unfold)) == 0)
+    if (print_jobs(&q, reply->queue_reply) == 0)
         status = 0;
     else
         fprintf(stderr, "gsched queue: cannot write the listing\n");

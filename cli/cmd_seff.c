@@ -98,7 +98,7 @@ static void print_text(const Gs__JobInfo *job, const Gs__JobUsage *u)
         printf("State: %s (exit code %d)\n", cli_job_state_name(job->state),
                cli_job_exit_status(job->state, job->signaled, job->exit_code, job->term_signal));
     else
-        printf("State: %s\n", cli_job_state_name(job->state));
+        printf("State: %s\n", cli_job_shown_name(job));
     printf("Nodes: %u\n", nodes);
     printf("Cores per node: %u\n", nodes > 0 ? job->ncpus / nodes : job->ncpus);
     put_cpu(u);
@@ -115,6 +115,7 @@ static int print_json(const Gs__JobInfo *job)
     gs_json_object_begin(&j);
     gs_json_kv_uint(&j, "job_id", job->job_id);
     gs_json_kv_string(&j, "state", cli_job_state_name(job->state));
+    gs_json_kv_bool(&j, "suspended", job->suspended); /* "state" stays the wire's, as --json's */
     gs_json_key(&j, "cpu_efficiency_pct");
     if (job->usage != NULL && cli_usage_cpu_eff(job->usage) >= 0)
         gs_json_double(&j, cli_usage_cpu_eff(job->usage));
@@ -145,7 +146,7 @@ int cli_cmd_seff(int argc, char **argv)
         rc = print_json(job);
     } else if (job->start_time_ms == 0) {
         printf("Job ID: %" PRIu64 "\nState: %s\nThe job has not started: nothing to measure.\n",
-               job->job_id, cli_job_state_name(job->state));
+               job->job_id, cli_job_shown_name(job));
     } else {
         print_text(job, job->usage != NULL ? job->usage : &none);
     }

@@ -12,6 +12,9 @@
  *     Tasks:
  *        Rank=0 Node=n1 ExitCode=0:0 EndReason=NONE Attempt=0
  *
+ * A suspended job's State is SUSPENDED, its Elapsed (the time it ran, suspensions left out)
+ * stopped at its SuspendTime.
+ *
  * A job whose tasks report their progress (gsched-train does) gets one line for the latest
  * report before its history (wrapped here), the numbers the report left at 0 (unknown) left
  * out, and its free text, if any, indented on the next:
@@ -61,9 +64,8 @@ static void put_identity(struct gs_buf *out, const Gs__JobInfo *job)
 static void put_state(struct gs_buf *out, const Gs__JobInfo *job)
 {
     gs_buf_printf(out, "   State=%s Reason=%s ExitCode=%d:%u Restarts=%u\n",
-                  cli_job_state_name(job->state), or_none(job->reason),
-                  job->signaled ? 0 : job->exit_code, job->signaled ? job->term_signal : 0,
-                  job->restart_count);
+                  cli_job_shown_name(job), or_none(job->reason), job->signaled ? 0 : job->exit_code,
+                  job->signaled ? job->term_signal : 0, job->restart_count);
 }
 
 static void put_times(struct gs_buf *out, const Gs__JobInfo *job, uint64_t now_ms)
@@ -75,10 +77,13 @@ static void put_times(struct gs_buf *out, const Gs__JobInfo *job, uint64_t now_m
                   cli_format_time(job->submit_time_ms, submit, sizeof(submit)),
                   cli_format_time(job->start_time_ms, start, sizeof(start)),
                   cli_format_time(job->end_time_ms, end, sizeof(end)));
-    cli_format_elapsed(cli_job_elapsed_s(job->state, job->start_time_ms, job->end_time_ms, now_ms),
-                       elapsed, sizeof(elapsed));
+    /* Elapsed leaves out the time suspended, which does not count against the limit. */
+    cli_format_elapsed(cli_job_run_s(job, job->state, now_ms), elapsed, sizeof(elapsed));
     gs_format_duration(limit > 0 ? limit : GS_DURATION_INFINITE, tl, sizeof(tl));
     gs_buf_printf(out, "   Elapsed=%s TimeLimit=%s", elapsed, tl);
+    if (cli_job_suspended(job))
+        gs_buf_printf(out, " SuspendTime=%s",
+                      cli_format_time(job->suspend_time_ms, start, sizeof(start)));
     if (job->state == GS__JOB_STATE__JOB_STATE_PENDING && job->expected_start_ms > 0)
         gs_buf_printf(out, " ExpectedStart=%s",
                       cli_format_time(job->expected_start_ms, start, sizeof(start)));

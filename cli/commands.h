@@ -16,6 +16,8 @@ int cli_cmd_show(int argc, char **argv);
 int cli_cmd_cancel(int argc, char **argv);
 int cli_cmd_hold(int argc, char **argv);
 int cli_cmd_release(int argc, char **argv);
+int cli_cmd_suspend(int argc, char **argv);
+int cli_cmd_resume(int argc, char **argv);
 int cli_cmd_wait(int argc, char **argv);
 int cli_cmd_logs(int argc, char **argv);
 int cli_cmd_up(int argc, char **argv);

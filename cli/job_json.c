@@ -361,6 +361,10 @@ void cli_json_job_info(struct gs_json *j, const Gs__JobInfo *job)
     gs_json_kv_uint(j, "submit_time_ms", job->submit_time_ms);
     gs_json_kv_uint(j, "start_time_ms", job->start_time_ms);
     gs_json_kv_uint(j, "end_time_ms", job->end_time_ms);
+    /* A suspended job's "state" stays the wire's RUNNING: "suspended" says it (1.26). */
+    gs_json_kv_bool(j, "suspended", job->suspended);
+    gs_json_kv_uint(j, "suspend_time_ms", job->suspend_time_ms);
+    gs_json_kv_uint(j, "suspended_ms", job->suspended_ms);
     gs_json_kv_uint(j, "expected_start_ms", job->expected_start_ms);
     gs_json_kv_string(j, "sched_nodes", job->sched_nodes != NULL ? job->sched_nodes : "");
     gs_json_kv_string(j, "dependency", job->dependency != NULL ? job->dependency : "");

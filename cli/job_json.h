@@ -2,9 +2,10 @@
  * job_json.h: the job messages of proto/gsched.proto as the CLI's --json output. Keys are
  * the proto's field names; enums are their value names without the type prefix ("state":
  * "PENDING", "end_reason": "LAUNCH_FAILED", "type": "AFTEROK"); times stay ms since the
- * epoch and durations their proto units, so a program reads exactly what gschedd sent.
- * Absent submessages are null. Each writer emits one value into j (after a key, in an
- * array, or at the top); errors are j's sticky error. Thread-safe.
+ * epoch and durations their proto units, so a program reads exactly what gschedd sent: a
+ * suspended job is "state": "RUNNING" with "suspended": true, where the text views say
+ * SUSPENDED. Absent submessages are null. Each writer emits one value into j (after a key,
+ * in an array, or at the top); errors are j's sticky error. Thread-safe.
  */
 #ifndef GS_CLI_JOB_JSON_H
 #define GS_CLI_JOB_JSON_H

@@ -59,6 +59,38 @@ int cli_job_state_parse(const char *text, Gs__JobState *ret_state)
     return -EINVAL;
 }
 
+bool cli_job_suspended(const Gs__JobInfo *job)
+{
+    /* Only a running job can be: a job that ends while suspended is no longer one. */
+    return job->suspended && job->state == GS__JOB_STATE__JOB_STATE_RUNNING;
+}
+
+const char *cli_job_shown_name(const Gs__JobInfo *job)
+{
+    return cli_job_suspended(job) ? "SUSPENDED" : cli_job_state_name(job->state);
+}
+
+const char *cli_job_shown_code(const Gs__JobInfo *job)
+{
+    return cli_job_suspended(job) ? "S" : cli_job_state_code(job->state);
+}
+
+int cli_job_shown_parse(const char *text, Gs__JobState *ret_state, bool *ret_suspended)
+{
+    Gs__JobState state;
+
+    if (strcasecmp(text, "SUSPENDED") == 0 || strcasecmp(text, "S") == 0) {
+        *ret_state = GS__JOB_STATE__JOB_STATE_RUNNING;
+        *ret_suspended = true;
+        return 0;
+    }
+    if (cli_job_state_parse(text, &state) < 0)
+        return -EINVAL;
+    *ret_state = state;
+    *ret_suspended = false;
+    return 0;
+}
+
 bool cli_job_state_final(Gs__JobState state)
 {
     /* REQUEUED is not final: the job is about to be pending again. */
@@ -94,16 +126,42 @@ const char *cli_end_reason_name(Gs__EndReason reason)
     }
 }
 
-uint64_t cli_job_elapsed_s(Gs__JobState state, uint64_t start_ms, uint64_t end_ms, uint64_t now_ms)
+/*
+ * The run-time formula both public functions share: from start_ms to when the job stopped
+ * running (suspend_ms, the current suspension's start, 0 when not suspended; else end_ms;
+ * else now_ms if it runs), less the suspended_ms of its earlier suspensions.
+ */
+static uint64_t run_s(Gs__JobState state, uint64_t start_ms, uint64_t end_ms, uint64_t suspend_ms,
+                      uint64_t suspended_ms, uint64_t now_ms)
 {
+    uint64_t to_ms;
+
     /* A pending job shows 0 even when an earlier attempt ran, as squeue does. */
     if (start_ms == 0 || state == GS__JOB_STATE__JOB_STATE_PENDING)
         return 0;
-    if (end_ms != 0)
-        return end_ms > start_ms ? (end_ms - start_ms) / 1000 : 0;
-    if (state == GS__JOB_STATE__JOB_STATE_RUNNING && now_ms > start_ms)
-        return (now_ms - start_ms) / 1000;
-    return 0;
+    if (suspend_ms != 0)
+        to_ms = suspend_ms;
+    else if (end_ms != 0)
+        to_ms = end_ms;
+    else if (state == GS__JOB_STATE__JOB_STATE_RUNNING)
+        to_ms = now_ms;
+    else
+        return 0;
+    /* A clock behind start, or suspensions longer than the span (clocks stepped): 0. */
+    if (to_ms <= start_ms || to_ms - start_ms <= suspended_ms)
+        return 0;
+    return (to_ms - start_ms - suspended_ms) / 1000;
+}
+
+uint64_t cli_job_elapsed_s(Gs__JobState state, uint64_t start_ms, uint64_t end_ms, uint64_t now_ms)
+{
+    return run_s(state, start_ms, end_ms, 0, 0, now_ms);
+}
+
+uint64_t cli_job_run_s(const Gs__JobInfo *job, Gs__JobState as, uint64_t now_ms)
+{
+    return run_s(as, job->start_time_ms, job->end_time_ms,
+                 job->suspended ? job->suspend_time_ms : 0, job->suspended_ms, now_ms);
 }
 
 char *cli_format_elapsed(uint64_t seconds, char *out, size_t size)

@@ -23,6 +23,24 @@ const char *cli_job_state_name(Gs__JobState state);
 const char *cli_job_state_code(Gs__JobState state);
 /* A state by name or code, any case ("running", "R", "pd"). Returns 0 or -EINVAL. */
 int cli_job_state_parse(const char *text, Gs__JobState *ret_state);
+
+/*
+ * Suspended jobs (scontrol suspend): the wire keeps such a job RUNNING with
+ * JobInfo.suspended set, and people are shown it as SUSPENDED, squeue's code "S". Whatever
+ * shows a job's state shows it through these, from the whole JobInfo.
+ */
+/* Whether job is suspended: RUNNING with suspended set. */
+bool cli_job_suspended(const Gs__JobInfo *job);
+/* cli_job_state_name of its state, "SUSPENDED" for a suspended job. */
+const char *cli_job_shown_name(const Gs__JobInfo *job);
+/* cli_job_state_code of its state, "S" for a suspended job. */
+const char *cli_job_shown_code(const Gs__JobInfo *job);
+/*
+ * A state as people name it: cli_job_state_parse's, or "SUSPENDED" / "S" (any case), which
+ * is RUNNING on the wire: *ret_state RUNNING and *ret_suspended true. *ret_suspended is
+ * false for every other state. Returns 0 or -EINVAL (nothing written).
+ */
+int cli_job_shown_parse(const char *text, Gs__JobState *ret_state, bool *ret_suspended);
 /* True for the states a job stays in: COMPLETED, FAILED, CANCELLED, TIMEOUT, NODE_FAIL,
  * OUT_OF_MEMORY. */
 bool cli_job_state_final(Gs__JobState state);
@@ -31,9 +49,19 @@ const char *cli_end_reason_name(Gs__EndReason reason);
 
 /*
  * Seconds a job has run: pending 0, running now - start, ended end - start. Times are ms
- * since the epoch, 0 for unknown (which gives 0); a clock behind start gives 0.
+ * since the epoch, 0 for unknown (which gives 0); a clock behind start gives 0. For a
+ * JobStateChange, which says nothing of suspensions; a JobInfo's is cli_job_run_s.
  */
 uint64_t cli_job_elapsed_s(Gs__JobState state, uint64_t start_ms, uint64_t end_ms, uint64_t now_ms);
+/*
+ * Seconds job has run, the time it spent suspended left out, so that the figure stops while
+ * it is suspended: (suspend_time_ms while suspended, else end_time_ms when set, else now_ms)
+ * - start_time_ms - suspended_ms, as cli_job_elapsed_s counts for a job in state as (gsched's
+ * commands pass job->state; Slurm's views RUNNING for any job not pending, so that one
+ * without an end time counts to now). The one place that formula lives: every elapsed
+ * time, run time and time left of a JobInfo is reckoned from it.
+ */
+uint64_t cli_job_run_s(const Gs__JobInfo *job, Gs__JobState as, uint64_t now_ms);
 /* "HH:MM:SS", with "D-" in front from one day on ("00:00:03", "1-02:03:04"). Returns out. */
 char *cli_format_elapsed(uint64_t seconds, char *out, size_t size);
 /* Local time as ISO 8601 without zone, "2024-05-01T10:00:00"; 0 gives "Unknown". */

@@ -30,11 +30,15 @@ static const char usage_text[] =
     "                            end jobs (--signal: only send them SIG, e.g. USR1)\n"
     "  hold JOB... / release JOB...\n"
     "                            keep pending jobs from starting / let them start again\n"
+    "  suspend JOB... / resume JOB...\n"
+    "                            stop running jobs' tasks, which keep their nodes and GPUs /\n"
+    "                            continue them (root)\n"
     "  wait JOB... [--timeout DUR] [--start] [--json]\n"
     "                            until the jobs end (--start: start); exit as submit --wait\n"
     "  logs JOB [-f] [--task N] [--stderr] [--tail BYTES]\n"
     "                            a task's output (rank 0 unless --task); -f follows it\n"
-    "  (job commands also take --socket PATH; cancel/hold/release take --verbose, --json)\n"
+    "  (job commands also take --socket PATH; cancel, hold, release, suspend, resume take\n"
+    "  --verbose, --json)\n"
     "  up [--workers N] [--gpus-per-node K | --topology FILE.xml] [--state DIR]\n"
     "     [--features A,B] [--port P] [--heartbeat DUR] [--kill-grace DUR]\n"
     "     [--fence-timeout DUR]\n"
@@ -49,6 +53,7 @@ static const char usage_text[] =
     "                            a Slurm hostlist (default $SLURM_JOB_NODELIST), one per line\n"
     "  scontrol [-o] show job|partition|node|reservation [X] / hold|release|requeue|requeuehold "
     "IDS\n"
+    "  scontrol suspend|resume IDS\n"
 
     "  top [--once] [--interval DUR] [--user U] [--partition P] [--sort node|util|idle]\n"
     "      [--idle]              every GPU of the cluster, refreshed: use, memory, power, job,\n"
@@ -63,7 +68,9 @@ static const char usage_text[] =
     "                            them (--test-only: show the job and when it would start,\n"
     "                            submit nothing)\n"
     "  srun [-N N] [-n N] [-c N] [-l] [-w LIST] ... COMMAND [ARGS]\n"
-    "                            inside a job: a job step on its nodes, output streamed back\n"
+    "                            inside a job: a job step on its nodes, output streamed back\n";
+/* The rest of the help (a string literal may not be longer than 4095 characters). */
+static const char usage_more[] =
     "  mpirun [MPIRUN OPTIONS --] PROGRAM [ARGS]\n"
     "                            inside a job: Open MPI's mpirun over the job's nodes, its\n"
     "                            daemons started by gsched rsh (a launcher = \"mpi\" job's "
@@ -71,9 +78,7 @@ static const char usage_text[] =
     "  rsh HOST COMMAND...       inside a job: a shell command on one of its nodes\n"
     "  kv put KEY VALUE / kv get KEY [--timeout SECONDS] [--job ID] [--json]\n"
     "                            the job's key/value store, for its tasks to rendezvous:\n"
-    "                            one puts (an address), the others wait for it (kv --help)\n";
-/* The rest of the help (a string literal may not be longer than 4095 characters). */
-static const char usage_more[] =
+    "                            one puts (an address), the others wait for it (kv --help)\n"
     "  salloc [SBATCH OPTIONS] [COMMAND [ARGS]]\n"
     "                            an allocation; COMMAND (default $SHELL) runs here in it, srun\n"
     "                            there runs steps on its nodes (srun outside a job: the same)\n"
@@ -110,7 +115,7 @@ static const struct command commands[] = {
     {"logs", cli_cmd_logs},   {"up", cli_cmd_up},           {"down", cli_cmd_down},
     {"place", cli_cmd_place}, {"shard", cli_cmd_shard},     {"mpirun", cli_cmd_mpirun},
     {"rsh", cli_cmd_rsh},     {"kv", cli_cmd_kv},           {"top", cli_cmd_top},
-    {"data", cli_cmd_data},
+    {"data", cli_cmd_data},   {"suspend", cli_cmd_suspend}, {"resume", cli_cmd_resume},
 };
 
 static void print_version(void)

@@ -24,6 +24,8 @@
  * MaxRSSTask / TotalCPU / AveCPU (wait4's figures once a task ended, the heartbeats' while
  * it runs). Columns a step has no figure of (Partition, AllocCPUS, User, ...) are empty.
  * -X/--allocations leaves the steps out; -j 42.0 or 42.batch selects one step's line alone.
+ * A suspended job (RUNNING on the wire, JobInfo.suspended) and its running steps show as
+ * SUSPENDED, their Elapsed (and CPUTime) stopped where it was suspended; -s S selects it.
  * A heterogeneous job shows as Slurm's: a line per component ("42+0", "42+1") with its
  * nodes, tasks and CPUs, each followed by the steps that ran on its nodes ("42+0.batch",
  * "42+1.0"; a step on several components under each, with its nodes there; slurm_het.h).
@@ -327,7 +329,7 @@ static int put_state(struct gs_buf *out, const Gs__JobInfo *job)
         if (end != by + 7)
             return gs_buf_printf(out, "CANCELLED by %lu", uid);
     }
-    return gs_buf_append_str(out, slurm_state_name(job->state));
+    return gs_buf_append_str(out, slurm_job_state_name(job));
 }
 
 /* Slurm's TRES usage form: cpu as a time, memory in M, GPU figures as gres. */
@@ -512,8 +514,7 @@ static int value(const Gs__JobInfo *job, const struct slurm_het_part *part, enum
 static int step_value(const Gs__JobInfo *job, const struct slurm_het_part *part,
                       const Gs__StepInfo *st, enum field f, uint64_t now_ms, struct gs_buf *out)
 {
-    uint64_t end = st->end_time_ms != 0 ? st->end_time_ms : now_ms;
-    uint64_t elapsed = end > st->start_time_ms ? (end - st->start_time_ms) / 1000 : 0;
+    uint64_t elapsed = slurm_step_elapsed_s(job, st, now_ms);
     char buf[128], step[16];
 
     switch (f) {
@@ -529,7 +530,7 @@ static int step_value(const Gs__JobInfo *job, const struct slurm_het_part *part,
     case F_ACCOUNT:
         return gs_buf_append_str(out, or_empty(job->account));
     case F_STATE:
-        return gs_buf_append_str(out, slurm_state_name(st->state));
+        return gs_buf_append_str(out, slurm_step_state_name(job, st));
     case F_EXITCODE:
         return gs_buf_printf(out, "%d:%u", st->signaled ? 0 : st->exit_code,
                              st->signaled ? st->term_signal : 0);

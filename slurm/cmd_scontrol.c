@@ -11,6 +11,8 @@
  *     scontrol hold|release IDS          keep pending jobs from starting / let them start
  *                                        (IDS as show job's; a component, 42+1, is refused)
  *     scontrol requeue|requeuehold IDS   end running jobs and queue them again (held)
+ *     scontrol suspend|resume IDS        stop running jobs' tasks / continue them (root);
+ *                                        a suspended job keeps its nodes and GPUs
  *     scontrol update NodeName=LIST State=DRAIN Reason=TEXT | State=RESUME
  *                                        take nodes out of service and back (root)
  *     scontrol update JobId=ID Priority=|Nice=|TimeLimit=|Partition=|QOS=|Dependency=|
@@ -186,7 +188,8 @@ static int put_job(const struct scontrol *sc, struct gs_buf *out, const Gs__JobI
                    job->state == GS__JOB_STATE__JOB_STATE_REQUEUED;
     uint64_t limit = r != NULL ? r->time_limit_s : 0;
     uint64_t start = pending ? job->expected_start_ms : job->start_time_ms;
-    uint64_t elapsed = cli_job_elapsed_s(job->state, job->start_time_ms, job->end_time_ms, now_ms);
+    uint64_t elapsed = cli_job_run_s(job, job->state, now_ms);
+    bool suspended = cli_job_suspended(job);
     const char *so = job->stdout_path != NULL && job->stdout_path[0] != '\0' ? job->stdout_path
                      : run != NULL                                           ? run->stdout_pattern
                                                                              : NULL;
@@ -216,7 +219,7 @@ static int put_job(const struct scontrol *sc, struct gs_buf *out, const Gs__JobI
                   spec != NULL ? spec->nice : 0, slurm_or_null(job->account),
                   slurm_or_null(job->qos));
     next_line(sc, out);
-    gs_buf_printf(out, "JobState=%s Reason=%s ", slurm_state_name(job->state),
+    gs_buf_printf(out, "JobState=%s Reason=%s ", slurm_job_state_name(job),
                   slurm_reason(job, reason, sizeof(reason)));
     put_dependency(out, whole);
     next_line(sc, out);
@@ -236,6 +239,14 @@ static int put_job(const struct scontrol *sc, struct gs_buf *out, const Gs__JobI
     gs_buf_printf(out, "StartTime=%s EndTime=%s Deadline=N/A",
                   slurm_fmt_date(start, "Unknown", a, sizeof(a)),
                   slurm_fmt_date(slurm_job_end_ms(job), "Unknown", b, sizeof(b)));
+    next_line(sc, out);
+    /*
+     * Slurm's SecsPreSuspend is what the job had run when last suspended: while it is, its
+     * RunTime. gschedd keeps neither once it resumes (Slurm keeps both): None and 0 then.
+     */
+    gs_buf_printf(out, "SuspendTime=%s SecsPreSuspend=%llu",
+                  slurm_fmt_date(suspended ? job->suspend_time_ms : 0, "None", a, sizeof(a)),
+                  suspended ? (unsigned long long)elapsed : 0ull);
     next_line(sc, out);
     gs_buf_printf(out, "Partition=%s", slurm_or_null(job->partition));
     if (spec != NULL && spec->reservation != NULL && spec->reservation[0] != '\0')
@@ -777,9 +788,9 @@ static int delete_reservation(const struct scontrol *sc, int argc, char **argv)
     return status;
 }
 
-/* --- hold, release, requeue ---------------------------------------------------------------- */
+/* --- hold, release, requeue, suspend, resume ---------------------------------------------- */
 
-enum action { ACT_HOLD, ACT_RELEASE, ACT_REQUEUE, ACT_REQUEUEHOLD };
+enum action { ACT_HOLD, ACT_RELEASE, ACT_REQUEUE, ACT_REQUEUEHOLD, ACT_SUSPEND, ACT_RESUME };
 
 /*
  * The job ids IDS name: plain ids as typed (gschedd expands an array's), array elements
@@ -811,12 +822,22 @@ static int resolve_ids(const struct scontrol *sc, int argc, char **argv, uint64_
     return status;
 }
 
+/* Whether gschedd's message names job id already ("job 42 is running: ..."). */
+static bool names_job(const char *msg, uint64_t id)
+{
+    char prefix[32];
+    int len = snprintf(prefix, sizeof(prefix), "job %llu", (unsigned long long)id);
+
+    return strncmp(msg, prefix, (size_t)len) == 0 && (msg[len] == ' ' || msg[len] == ':');
+}
+
 static int job_action(const struct scontrol *sc, enum action act, int argc, char **argv)
 {
     Gs__JobSelector sel = GS__JOB_SELECTOR__INIT;
     Gs__HoldRequest hold = GS__HOLD_REQUEST__INIT;
     Gs__ReleaseRequest release = GS__RELEASE_REQUEST__INIT;
     Gs__RequeueRequest requeue = GS__REQUEUE_REQUEST__INIT;
+    Gs__SuspendRequest suspend = GS__SUSPEND_REQUEST__INIT;
     Gs__Envelope env = GS__ENVELOPE__INIT, *reply = NULL;
     Gs__Envelope__BodyCase want;
     const Gs__JobActionReply *r;
@@ -841,6 +862,14 @@ static int job_action(const struct scontrol *sc, enum action act, int argc, char
         env.release_request = &release;
         want = GS__ENVELOPE__BODY_RELEASE_REPLY;
         break;
+    case ACT_SUSPEND:
+    case ACT_RESUME:
+        suspend.selector = &sel;
+        suspend.resume = act == ACT_RESUME;
+        env.body_case = GS__ENVELOPE__BODY_SUSPEND_REQUEST;
+        env.suspend_request = &suspend;
+        want = GS__ENVELOPE__BODY_SUSPEND_REPLY;
+        break;
     default:
         requeue.selector = &sel;
         requeue.hold = act == ACT_REQUEUEHOLD;
@@ -862,6 +891,8 @@ static int job_action(const struct scontrol *sc, enum action act, int argc, char
         if (res->code == -ENOENT)
             slurm_error(CMD, "Invalid job id specified for job %llu",
                         (unsigned long long)res->job_id);
+        else if (names_job(slurm_result_message(res), res->job_id))
+            slurm_error(CMD, "%s", slurm_result_message(res));
         else
             slurm_error(CMD, "job %llu: %s", (unsigned long long)res->job_id,
                         slurm_result_message(res));
@@ -885,6 +916,7 @@ static void usage(FILE *f)
     fputs("Usage: scontrol [-o] [--socket PATH] COMMAND\n"
           "  show hostnames [LIST] | show job [ID] | show partition [NAME] | show node [NAME]\n"
           "  hold IDS | release IDS | requeue IDS | requeuehold IDS\n"
+          "  suspend IDS | resume IDS (root)\n"
           "  update NodeName=LIST State=DRAIN Reason=TEXT | update NodeName=LIST State=RESUME\n"
           "  update JobId=ID [Priority=N] [Nice=N] [TimeLimit=TIME] [Partition=NAME] [QOS=NAME]\n"
           "                  [Dependency=LIST] [Licenses=LIST]\n"
@@ -956,6 +988,10 @@ int cli_cmd_scontrol(int argc, char **argv)
         return job_action(&sc, ACT_REQUEUE, argc - 1, argv + 1);
     if (is(argv[0], "requeuehold", NULL))
         return job_action(&sc, ACT_REQUEUEHOLD, argc - 1, argv + 1);
+    if (is(argv[0], "suspend", NULL))
+        return job_action(&sc, ACT_SUSPEND, argc - 1, argv + 1);
+    if (is(argv[0], "resume", NULL))
+        return job_action(&sc, ACT_RESUME, argc - 1, argv + 1);
     if (is(argv[0], "update", NULL))
         return scontrol_update(sc.socket_opt, argc - 1, argv + 1);
     if (is(argv[0], "create", NULL))

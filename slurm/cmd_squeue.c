@@ -20,8 +20,11 @@
  * shows a line per component, "42+0", "42+1" (%i and %A alike; -O HetJobID, HetJobOffset),
  * each with its own nodes, CPUs and tasks (slurm_het.h); -j 42+1 shows component 1's line
  * alone, and none for a job without that component. Without -t only jobs that have
- * not ended show, unless -j names jobs (then all states, as Slurm). Jobs are sorted as
- * Slurm's default "P,t,-p": partition, state (pending first), then priority, highest first.
+ * not ended show, unless -j names jobs (then all states, as Slurm). A suspended job
+ * (scontrol suspend; RUNNING on the wire with JobInfo.suspended) shows as S / SUSPENDED,
+ * its TIME stopped where it was suspended and TIME_LEFT with it; -t S (SUSPENDED) selects
+ * those, -t R the running jobs that are not. Jobs are sorted as Slurm's default "P,t,-p":
+ * partition, state (pending, running, suspended, ended), then priority, highest first.
  * Every failure exits 1, as in Slurm.
  */
 #include "slurm/commands.h"
@@ -31,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/job_print.h"
 #include "common/clock.h"
 #include "common/hostlist.h"
 #include "common/sort.h"
@@ -346,9 +350,9 @@ static int value(void *vctx, int field, struct gs_buf *out)
     case F_UID:
         return gs_buf_printf(out, "%u", job->user != NULL ? job->user->uid : 0);
     case F_ST:
-        return gs_buf_append_str(out, slurm_state_code(job->state));
+        return gs_buf_append_str(out, slurm_job_state_code(job));
     case F_STATE:
-        return gs_buf_append_str(out, slurm_state_name(job->state));
+        return gs_buf_append_str(out, slurm_job_state_name(job));
     case F_TIME:
         return gs_buf_append_str(out, slurm_fmt_secs(elapsed, buf, sizeof(buf)));
     case F_LIMIT:
@@ -467,15 +471,18 @@ static int value(void *vctx, int field, struct gs_buf *out)
     return 0;
 }
 
-/* Slurm's job state order, for the default sort: pending before running before ended. */
-static int state_rank(Gs__JobState s)
+/*
+ * Slurm's job state order, for the default sort: pending before running before suspended
+ * before ended.
+ */
+static int state_rank(const Gs__JobInfo *job)
 {
-    switch (s) {
+    switch (job->state) {
     case GS__JOB_STATE__JOB_STATE_PENDING:
     case GS__JOB_STATE__JOB_STATE_REQUEUED:
         return 0;
     case GS__JOB_STATE__JOB_STATE_RUNNING:
-        return 1;
+        return cli_job_suspended(job) ? 2 : 1;
     case GS__JOB_STATE__JOB_STATE_COMPLETED:
         return 3;
     case GS__JOB_STATE__JOB_STATE_CANCELLED:
@@ -502,7 +509,7 @@ static int by_slurm_order(const void *a, const void *b)
 
     if (c != 0)
         return c;
-    c = state_rank(x->job->state) - state_rank(y->job->state);
+    c = state_rank(x->job) - state_rank(y->job);
     if (c != 0)
         return c;
     if (x->job->priority != y->job->priority)
@@ -566,9 +573,10 @@ int cli_cmd_squeue(int argc, char **argv)
     struct slurm_format fmt = {0};
     Gs__Envelope *reply = NULL;
     const char *env_fmt = getenv("SQUEUE_FORMAT"), *env_fmt2 = getenv("SQUEUE_FORMAT2");
+    /* A suspended job has not ended: the default listing shows it, -t S asks no more. */
     const uint32_t active = 1u << GS__JOB_STATE__JOB_STATE_PENDING |
                             1u << GS__JOB_STATE__JOB_STATE_RUNNING |
-                            1u << GS__JOB_STATE__JOB_STATE_REQUEUED;
+                            1u << GS__JOB_STATE__JOB_STATE_REQUEUED | SLURM_STATE_SUSPENDED;
     int status = parse_args(argc, argv, &q);
 
     if (status >= 0)

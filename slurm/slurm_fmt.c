@@ -38,6 +38,23 @@ int slurm_state_parse(const char *text, Gs__JobState *ret_state)
     return cli_job_state_parse(text, ret_state);
 }
 
+const char *slurm_job_state_code(const Gs__JobInfo *job)
+{
+    return cli_job_suspended(job) ? cli_job_shown_code(job) : slurm_state_code(job->state);
+}
+
+const char *slurm_job_state_name(const Gs__JobInfo *job)
+{
+    return cli_job_suspended(job) ? cli_job_shown_name(job) : slurm_state_name(job->state);
+}
+
+uint32_t slurm_job_state_bit(const Gs__JobInfo *job)
+{
+    if (cli_job_suspended(job))
+        return SLURM_STATE_SUSPENDED;
+    return (unsigned)job->state < 31 ? 1u << job->state : 0;
+}
+
 int slurm_state_list_parse(const char *list, uint32_t *ret_mask, const char **ret_bad)
 {
     uint32_t mask = 0;
@@ -46,6 +63,7 @@ int slurm_state_list_parse(const char *list, uint32_t *ret_mask, const char **re
     for (const char *p = list;;) {
         size_t len = strcspn(p, ",");
         Gs__JobState st;
+        bool suspended;
 
         if (len == 0 || len >= sizeof(word))
             goto bad;
@@ -53,8 +71,8 @@ int slurm_state_list_parse(const char *list, uint32_t *ret_mask, const char **re
         word[len] = '\0';
         if (strcasecmp(word, "all") == 0)
             mask |= UINT32_MAX;
-        else if (slurm_state_parse(word, &st) == 0)
-            mask |= 1u << st;
+        else if (cli_job_shown_parse(word, &st, &suspended) == 0)
+            mask |= suspended ? SLURM_STATE_SUSPENDED : 1u << st;
         else
             goto bad;
         p += len;
@@ -451,7 +469,7 @@ bool slurm_filter_match(const struct slurm_filter *f, const Gs__JobInfo *job)
         any = slurm_job_ref_match(&f->refs[i], job);
     if (!any)
         return false;
-    if (f->states != 0 && (job->state >= 32 || (f->states & (1u << job->state)) == 0))
+    if (f->states != 0 && (f->states & slurm_job_state_bit(job)) == 0)
         return false;
     if (f->users != NULL && !user_matches(f->users, job))
         return false;
@@ -511,21 +529,22 @@ uint64_t slurm_job_elapsed_s(const Gs__JobInfo *job, uint64_t now_ms)
 {
     /*
      * Unlike gsched's own commands, a job that started and has no end time yet counts to
-     * now whatever its state says: cli_job_elapsed_s does exactly that for RUNNING.
+     * now whatever its state says: cli_job_run_s does exactly that for RUNNING.
      */
     Gs__JobState as = job->state == GS__JOB_STATE__JOB_STATE_PENDING
                           ? GS__JOB_STATE__JOB_STATE_PENDING
                           : GS__JOB_STATE__JOB_STATE_RUNNING;
 
-    return cli_job_elapsed_s(as, job->start_time_ms, job->end_time_ms, now_ms);
+    return cli_job_run_s(job, as, now_ms);
 }
 
 uint64_t slurm_job_end_ms(const Gs__JobInfo *job)
 {
     uint64_t limit = job->resources != NULL ? job->resources->time_limit_s : 0;
 
+    /* Time suspended does not count against the limit: the end moves on by as much. */
     if (job->end_time_ms == 0 && job->state == GS__JOB_STATE__JOB_STATE_RUNNING && limit > 0)
-        return job->start_time_ms + limit * 1000;
+        return job->start_time_ms + job->suspended_ms + limit * 1000;
     return job->end_time_ms;
 }
 

@@ -31,9 +31,25 @@ const char *slurm_state_name(Gs__JobState state);
 /* A state by name or code, any case ("pd", "Running"). Returns 0 or -EINVAL. */
 int slurm_state_parse(const char *text, Gs__JobState *ret_state);
 /*
- * A comma-separated state list ("PD,r", "all"). Sets bit (1 << state) in *ret_mask for each;
- * "all" sets every state. Returns 0 or -EINVAL with *ret_bad pointing at the bad word's
- * start (the word runs to the next comma).
+ * A job's state as the views show it: slurm_state_code / slurm_state_name of its state,
+ * but "S" / "SUSPENDED" for a suspended job, which the wire keeps RUNNING
+ * (cli_job_shown_name).
+ */
+const char *slurm_job_state_code(const Gs__JobInfo *job);
+const char *slurm_job_state_name(const Gs__JobInfo *job);
+
+/*
+ * The bit of a state mask that selects suspended jobs. They are RUNNING on the wire, yet
+ * Slurm's SUSPENDED is a state of its own: RUNNING's bit (1 << RUNNING) selects only the
+ * running jobs that are not suspended, this one only those that are. Above every JobState.
+ */
+#define SLURM_STATE_SUSPENDED (1u << 31)
+/* The bit of mask job's shown state holds: SLURM_STATE_SUSPENDED, else 1 << state. */
+uint32_t slurm_job_state_bit(const Gs__JobInfo *job);
+/*
+ * A comma-separated state list ("PD,r,S", "all"). Sets bit (1 << state) in *ret_mask for
+ * each, SLURM_STATE_SUSPENDED for "S" / "SUSPENDED"; "all" sets every bit. Returns 0 or
+ * -EINVAL with *ret_bad pointing at the bad word's start (the word runs to the next comma).
  */
 int slurm_state_list_parse(const char *list, uint32_t *ret_mask, const char **ret_bad);
 
@@ -174,9 +190,17 @@ bool slurm_filter_narrows(const struct slurm_filter *f);
 const char *slurm_user_name(const Gs__JobInfo *job, char *buf, size_t size);
 /* Nodes: those allocated, else those asked for (at least 1). */
 uint32_t slurm_job_nodes(const Gs__JobInfo *job);
-/* Seconds run: 0 until started (and while pending again), then to its end, else to now. */
+/*
+ * Seconds run: 0 until started (and while pending again), then to its end, else to now;
+ * the time it spent suspended left out, so it stands still while the job is suspended
+ * (cli_job_run_s). Time left is its limit less this.
+ */
 uint64_t slurm_job_elapsed_s(const Gs__JobInfo *job, uint64_t now_ms);
-/* Its end time; for a running job with a limit, when the limit falls (as Slurm); 0 unknown. */
+/*
+ * Its end time; for a running job with a limit, when the limit falls (as Slurm): its start
+ * plus its limit plus the time it was suspended before. While it is suspended that is the
+ * end it had when suspended; it moves on when it resumes, as Slurm's does. 0 unknown.
+ */
 uint64_t slurm_job_end_ms(const Gs__JobInfo *job);
 /* Appends the memory per node asked for ("16G"), "0" when none. 0/-ENOMEM. */
 int slurm_job_mem(struct gs_buf *out, const Gs__JobInfo *job);

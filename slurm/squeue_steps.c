@@ -8,6 +8,9 @@
  *           42.batch    batch       gpu    alice      1:30 n1
  *               42.0  python3       gpu    alice      1:23 n[1-2]
  *
+ * A suspended job's steps show with it, their TIME stopped where the job was suspended
+ * (slurm_step_elapsed_s), as Slurm's stand still while the job is suspended.
+ *
  * --steps=LIST narrows to the steps named ("42.0,43.batch"; a job alone: all of its);
  * -j, -u, -p, -n, -A, -q filter the steps' jobs as for jobs. -o takes Slurm's step letters
  * %i (step id) %j (name) %P %u %U %M (time used) %l (the job's limit) %N %S (start) %A
@@ -80,7 +83,7 @@ static int step_value(void *vctx, int field, struct gs_buf *out)
     const struct step_ctx *ctx = vctx;
     const Gs__JobInfo *job = ctx->row->job;
     const Gs__StepInfo *st = ctx->row->step;
-    uint64_t used = ctx->now_ms > st->start_time_ms ? (ctx->now_ms - st->start_time_ms) / 1000 : 0;
+    uint64_t used = slurm_step_elapsed_s(job, st, ctx->now_ms);
     char buf[128], step[16];
 
     switch ((enum step_field)field) {

@@ -1,6 +1,7 @@
 /*
  * step_fmt.c: job steps as sacct and sstat print and read them (step_fmt.h): step ids,
- * -j lists of JOB[.STEP], which rows such a list asks for, Slurm's memory figures. Pure.
+ * -j lists of JOB[.STEP], which rows such a list asks for, Slurm's memory figures, a step's
+ * state and time within its job. Pure.
  */
 #include "slurm/step_fmt.h"
 
@@ -8,6 +9,8 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "cli/job_print.h"
 
 char *slurm_step_id(uint32_t step, char *out, size_t size)
 {
@@ -133,4 +136,26 @@ char *slurm_fmt_rss(uint64_t kib, char *out, size_t size)
     }
     snprintf(out, size, "%" PRIu64 "%c", kib, units[unit]);
     return out;
+}
+
+const char *slurm_step_state_name(const Gs__JobInfo *job, const Gs__StepInfo *st)
+{
+    if (st->state == GS__JOB_STATE__JOB_STATE_RUNNING && cli_job_suspended(job))
+        return slurm_job_state_name(job);
+    return slurm_state_name(st->state);
+}
+
+uint64_t slurm_step_elapsed_s(const Gs__JobInfo *job, const Gs__StepInfo *st, uint64_t now_ms)
+{
+    uint64_t end = st->end_time_ms != 0 ? st->end_time_ms : now_ms;
+    uint64_t step_s = end > st->start_time_ms ? (end - st->start_time_ms) / 1000 : 0, job_s;
+
+    /*
+     * A step runs only while its job does. An ended step keeps its own span: its job may be
+     * pending again (0) or show another attempt.
+     */
+    if (st->end_time_ms != 0 || job->state != GS__JOB_STATE__JOB_STATE_RUNNING)
+        return step_s;
+    job_s = slurm_job_elapsed_s(job, now_ms);
+    return step_s < job_s ? step_s : job_s;
 }

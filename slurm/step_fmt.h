@@ -1,8 +1,8 @@
 /*
  * step_fmt.h: what sacct and sstat print of job steps, as pure functions: Slurm's step ids
  * ("42.batch", "42.0"), -j lists naming steps ("42.0,43"), and Slurm's memory figures
- * ("50M", "1000K"). The step numbers are the wire's (StepInfo.step, TaskRef.step): 0 the
- * batch shell, s >= 1 srun step s - 1.
+ * ("50M", "1000K"), a step's state and time within its job. The step numbers are the wire's
+ * (StepInfo.step, TaskRef.step): 0 the batch shell, s >= 1 srun step s - 1.
  */
 #ifndef GS_SLURM_STEP_FMT_H
 #define GS_SLURM_STEP_FMT_H
@@ -41,6 +41,17 @@ bool slurm_step_selected(const struct slurm_job_ref *refs, const uint32_t *steps
                          const Gs__JobInfo *job, const struct slurm_het_part *part, uint32_t step);
 bool slurm_step_job_selected(const struct slurm_job_ref *refs, const uint32_t *steps, size_t n,
                              const Gs__JobInfo *job, const struct slurm_het_part *part);
+
+/*
+ * A step's state and time as the views show them within job: a running step of a
+ * suspended job is SUSPENDED, as Slurm stops a job's steps with it and sacct shows them
+ * so; otherwise the step's own state's name. Its seconds run: to its end, else to now_ms,
+ * but a running step of a running job no longer than the job has run (slurm_job_elapsed_s),
+ * so that it stops while the job is suspended and the batch step leaves out the job's
+ * earlier suspensions (gschedd keeps no step's own; a step started after one is unchanged).
+ */
+const char *slurm_step_state_name(const Gs__JobInfo *job, const Gs__StepInfo *st);
+uint64_t slurm_step_elapsed_s(const Gs__JobInfo *job, const Gs__StepInfo *st, uint64_t now_ms);
 
 /*
  * A memory figure in KiB as sacct and sstat print MaxRSS: divided by 1024 into M, G, T, P

@@ -31,6 +31,14 @@
  * reservation sent (a create without a name gets its first user's or account's name + "_1"); Nodes
  * naming gpu9 are refused, as gschedd would.
  *
+ * Job 49 ("ckpt", alice, partition gpu, on n1, limit 1 h) is suspended: it started 600 s
+ * ago, was suspended 300 s ago and had been suspended 60 s before, so it has run 240 s
+ * whatever the clock says now. Queue requests naming states get only jobs in them (the
+ * wire's: 49 is RUNNING), as from gschedd. Suspend requests are appended to RECORD as
+ * "suspend ids=42,49 resume=0|1" and answered per job, in gschedd's words ("job 43 is not
+ * running: ..."): -ENOENT for no job, -EINVAL for one not running (43, 51-55 pending; 41,
+ * 44-48 ended), -EALREADY for suspending 49 or resuming 42 or 50, else done.
+ *
  * A cancel of job 41 with batch_only set is refused as a gschedd of protocol 1.3 would refuse
  * it, knowing no CancelRequest.batch_only (sched_cli.c's refuse_unknown_field). Single-threaded;
  * exits on SIGTERM (default action).
@@ -104,7 +112,7 @@ static void send_unknown_field(int fd, const char *body, const char *field)
 
 static bool job_exists(uint64_t id)
 {
-    return (id >= 41 && id <= 48) || (id >= 50 && id <= 55);
+    return id >= 41 && id <= 55;
 }
 
 static void on_submit(struct fake *f, int fd, const Gs__SubmitRequest *req)
@@ -195,13 +203,44 @@ static void fill_running(struct fake *f, struct running_job *j)
 /* Every job the queue holds, in gschedd's order; storage for their parts. */
 struct job_table {
     struct running_job run;
-    Gs__JobInfo pending, done, failed, cancelled, array[NARRAY];
+    Gs__JobInfo pending, suspended, done, failed, cancelled, array[NARRAY];
     Gs__UserIdentity bob;
-    Gs__Resources one, sweep_res;
-    Gs__NodeAllocation n3, n5, *n3_ptr, *n5_ptr;
+    Gs__Resources one, sweep_res, ckpt_res;
+    Gs__NodeAllocation n1, n3, n5, *n1_ptr, *n3_ptr, *n5_ptr;
     Gs__JobInfo *all[MAX_JOBS];
     size_t n;
 };
+
+/* Job 49, suspended: 240 s run, frozen (see the top of the file). */
+static void fill_suspended(struct job_table *t, uint64_t now)
+{
+    Gs__JobInfo *j = &t->suspended;
+
+    gs__resources__init(&t->ckpt_res);
+    gs__node_allocation__init(&t->n1);
+    t->n1.node_name = "n1";
+    t->n1_ptr = &t->n1;
+    t->ckpt_res.nodes = 1;
+    t->ckpt_res.gpus_per_node = 1;
+    t->ckpt_res.time_limit_s = 3600;
+    gs__job_info__init(j);
+    j->job_id = 49;
+    j->name = "ckpt";
+    j->user = t->run.info.user;
+    j->state = GS__JOB_STATE__JOB_STATE_RUNNING;
+    j->resources = &t->ckpt_res;
+    j->partition = "gpu";
+    j->account = "ml";
+    j->ntasks = 1;
+    j->ncpus = 8;
+    j->submit_time_ms = now - 700000;
+    j->start_time_ms = now - 600000;
+    j->suspended = true;
+    j->suspend_time_ms = now - 300000;
+    j->suspended_ms = 60000;
+    j->allocation = &t->n1_ptr;
+    j->n_allocation = 1;
+}
 
 static void fill_table(struct fake *f, struct job_table *t)
 {
@@ -295,8 +334,10 @@ static void fill_table(struct fake *f, struct job_table *t)
     t->array[0].n_allocation = 1;
     t->array[5].held = true;
     t->array[5].reason = "Held";
+    fill_suspended(t, now);
     t->all[t->n++] = &t->run.info;
     t->all[t->n++] = &t->pending;
+    t->all[t->n++] = &t->suspended;
     for (int i = 0; i < NARRAY; i++)
         t->all[t->n++] = &t->array[i];
     t->all[t->n++] = &t->done;
@@ -310,9 +351,21 @@ static bool finished(const Gs__JobInfo *j)
            j->state != GS__JOB_STATE__JOB_STATE_RUNNING;
 }
 
+/* The selector's states hold the job's (the wire's), as gschedd's do; none: any. */
+static bool state_selected(const Gs__JobSelector *sel, const Gs__JobInfo *j)
+{
+    for (size_t i = 0; sel != NULL && i < sel->n_states; i++) {
+        if (sel->states[i] == j->state)
+            return true;
+    }
+    return sel == NULL || sel->n_states == 0;
+}
+
 /* The selector's ids match a job's own id or its array's, as gschedd's do. */
 static bool selected(const Gs__JobSelector *sel, const Gs__JobInfo *j)
 {
+    if (!state_selected(sel, j))
+        return false;
     if (sel == NULL || sel->n_job_ids == 0)
         return true;
     for (size_t i = 0; i < sel->n_job_ids; i++) {
@@ -405,6 +458,7 @@ static void record_action(struct fake *f, const Gs__Envelope *in, const Gs__JobS
             in->body_case == GS__ENVELOPE__BODY_CANCEL_REQUEST    ? "cancel"
             : in->body_case == GS__ENVELOPE__BODY_HOLD_REQUEST    ? "hold"
             : in->body_case == GS__ENVELOPE__BODY_RELEASE_REQUEST ? "release"
+            : in->body_case == GS__ENVELOPE__BODY_SUSPEND_REQUEST ? "suspend"
                                                                   : "requeue");
     for (size_t i = 0; sel != NULL && i < sel->n_job_ids; i++)
         fprintf(rec, "%s%llu", i > 0 ? "," : "", (unsigned long long)sel->job_ids[i]);
@@ -415,8 +469,33 @@ static void record_action(struct fake *f, const Gs__Envelope *in, const Gs__JobS
                 in->cancel_request->batch_only ? " batch" : "");
     if (in->body_case == GS__ENVELOPE__BODY_REQUEUE_REQUEST)
         fprintf(rec, " hold=%d", in->requeue_request->hold ? 1 : 0);
+    if (in->body_case == GS__ENVELOPE__BODY_SUSPEND_REQUEST)
+        fprintf(rec, " resume=%d", in->suspend_request->resume ? 1 : 0);
     fputc('\n', rec);
     fclose(rec);
+}
+
+/* A suspend (or, resume, resume) of job id: its result, worded as gschedd's (into msg). */
+static void suspend_result(uint64_t id, bool resume, Gs__JobActionResult *r, char *msg, size_t size)
+{
+    bool running = id == 42 || id == 49 || id == 50;
+    unsigned long long n = (unsigned long long)id;
+
+    r->state = running ? GS__JOB_STATE__JOB_STATE_RUNNING : GS__JOB_STATE__JOB_STATE_PENDING;
+    r->code = 0;
+    msg[0] = '\0';
+    if (!job_exists(id)) {
+        r->code = -ENOENT;
+        snprintf(msg, size, "job %llu: no such job", n);
+    } else if (!running) {
+        r->code = -EINVAL;
+        snprintf(msg, size, "job %llu is not running: only running jobs can be %s", n,
+                 resume ? "resumed" : "suspended");
+    } else if ((id == 49) != resume) {
+        r->code = -EALREADY;
+        snprintf(msg, size, "job %llu is %s suspended", n, resume ? "not" : "already");
+    }
+    r->message = msg;
 }
 
 static void on_action(struct fake *f, int fd, const Gs__Envelope *in)
@@ -425,11 +504,13 @@ static void on_action(struct fake *f, int fd, const Gs__Envelope *in)
         in->body_case == GS__ENVELOPE__BODY_CANCEL_REQUEST    ? in->cancel_request->selector
         : in->body_case == GS__ENVELOPE__BODY_HOLD_REQUEST    ? in->hold_request->selector
         : in->body_case == GS__ENVELOPE__BODY_RELEASE_REQUEST ? in->release_request->selector
+        : in->body_case == GS__ENVELOPE__BODY_SUSPEND_REQUEST ? in->suspend_request->selector
                                                               : in->requeue_request->selector;
     bool requeue = in->body_case == GS__ENVELOPE__BODY_REQUEUE_REQUEST;
     Gs__JobActionReply reply = GS__JOB_ACTION_REPLY__INIT;
     Gs__JobActionResult results[16], *ptrs[16];
     Gs__Envelope env = GS__ENVELOPE__INIT;
+    char msgs[16][96];
 
     if (in->body_case == GS__ENVELOPE__BODY_CANCEL_REQUEST && in->cancel_request->batch_only &&
         sel != NULL && sel->n_job_ids == 1 && sel->job_ids[0] == 41) {
@@ -451,6 +532,9 @@ static void on_action(struct fake *f, int fd, const Gs__Envelope *in)
         results[i].state = in->body_case == GS__ENVELOPE__BODY_CANCEL_REQUEST
                                ? GS__JOB_STATE__JOB_STATE_CANCELLED
                                : GS__JOB_STATE__JOB_STATE_PENDING;
+        if (in->body_case == GS__ENVELOPE__BODY_SUSPEND_REQUEST)
+            suspend_result(sel->job_ids[i], in->suspend_request->resume, &results[i], msgs[i],
+                           sizeof(msgs[i]));
         ptrs[reply.n_results++] = &results[i];
     }
     reply.results = ptrs;
@@ -757,6 +841,7 @@ static void serve(struct fake *f, int fd)
     case GS__ENVELOPE__BODY_HOLD_REQUEST:
     case GS__ENVELOPE__BODY_RELEASE_REQUEST:
     case GS__ENVELOPE__BODY_REQUEUE_REQUEST:
+    case GS__ENVELOPE__BODY_SUSPEND_REQUEST:
         on_action(f, fd, in);
         break;
     case GS__ENVELOPE__BODY_PARTITIONS_REQUEST:

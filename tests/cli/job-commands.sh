@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # job-commands.sh GSCHED FAKE_GSCHEDD SRC_DIR: the job commands (submit, queue, show,
-# cancel, hold, release, wait, logs) against fake_gschedd, which answers from a fixed
-# script (see fake_gschedd.c): what each prints, on which stream, and its exit status.
+# cancel, hold, release, suspend, resume, wait, logs) against fake_gschedd, which answers
+# from a fixed script (see fake_gschedd.c): what each prints, on which stream, and its exit
+# status.
 set -u
 gsched=$1
 fake=$2
@@ -84,6 +85,23 @@ python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert len(d) == 1 and d
   || fail "queue --json: $out"
 run 2 queue --state bogus
 has "$err" "unknown job state 'bogus'"
+# A suspended job (49: RUNNING on the wire, suspended) shows as S, its TIME stopped at what
+# it ran before (4:00); --state S asks for the running jobs and keeps it alone, R the others.
+run 0 queue
+grep -qE '^49 +ckpt +alice +S +4:00 +1 +1 +n1$' <<< "$out" || fail "queue suspended row: $out"
+run 0 queue --state S
+[ "$(tail -n +2 <<< "$out" | cut -d' ' -f1)" = 49 ] || fail "queue --state S: $out"
+run 0 queue --state running,pd
+grep -q '^49 ' <<< "$out" && fail "queue --state running listed the suspended job: $out"
+grep -qE '^42 +train +alice +R ' <<< "$out" || fail "queue --state running,pd: $out"
+grep -qE '^43 ' <<< "$out" || fail "queue --state running,pd: $out"
+run 0 queue --state SUSPENDED --json
+python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert [j["job_id"] for j in d] == [49] and d[0]["state"] == "RUNNING" and d[0]["suspended"] is True and d[0]["suspended_ms"] == 60000 and d[0]["suspend_time_ms"] > d[0]["start_time_ms"], d' "$out" \
+  || fail "queue --state SUSPENDED --json: $out"
+run 0 show 49
+has "$out" "State=SUSPENDED Reason=None"
+grep -qE '^   Elapsed=00:04:00 TimeLimit=1:00:00 SuspendTime=[0-9-]+T[0-9:]+$' <<< "$out" ||
+  fail "show 49's times: $out"
 
 # show: Key=Value lines, history and tasks; an unknown job is the scheduler's error.
 run 0 show 42
@@ -119,6 +137,29 @@ has "$err" "not a job id: '0'"
 run 2 cancel 42 --signal NOPE
 run 2 hold 42 --signal TERM
 has "$err" "unknown option '--signal'"
+
+# suspend / resume: a SuspendRequest with the ids and resume set or not; refusals per job
+# (gschedd names the job in its message), quiet success unless --verbose.
+run 1 suspend 42 43 7
+[ "$(tail -1 "$dir/record")" = "suspend ids=42,43,7 resume=0" ] || fail "suspend sent: $(tail -1 "$dir/record")"
+has "$err" "gsched suspend: job 43 is not running: only running jobs can be suspended"
+has "$err" "gsched suspend: job 7: no such job"
+grep -q "job 42" <<< "$err$out" && fail "suspend talked about job 42: $out $err"
+run 0 suspend -v 42
+has "$out" "job 42: suspended (SUSPENDED)"
+run 0 resume --verbose 49
+[ "$(tail -1 "$dir/record")" = "suspend ids=49 resume=1" ] || fail "resume sent: $(tail -1 "$dir/record")"
+has "$out" "job 49: resumed (RUNNING)"
+run 1 resume --json 49 42
+python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d == [{"job_id":49,"code":0,"message":"","state":"RUNNING"},{"job_id":42,"code":-114,"message":"job 42 is not suspended","state":"RUNNING"}], d' "$out" \
+  || fail "resume --json: $out"
+has "$err" "gsched resume: job 42 is not suspended"
+run 2 suspend
+has "$err" "which jobs? (gsched suspend JOB...)"
+run 2 resume 49 --signal STOP
+has "$err" "unknown option '--signal'"
+run 0 --help
+has "$out" "suspend JOB... / resume JOB..."
 
 # wait: each job's end line; the exit status follows the job(s).
 run 3 wait 44

@@ -1,7 +1,8 @@
 /*
- * test_job_print.c: how the job commands show jobs: state names and codes, elapsed times,
- * node and GPU lists, status and end lines, the exit status of a waited-for job, the JSON
- * of the job messages, and aligned tables.
+ * test_job_print.c: how the job commands show jobs: state names and codes (a suspended
+ * job's too), elapsed times with suspensions left out, node and GPU lists, status and end
+ * lines, the exit status of a waited-for job, the JSON of the job messages, and aligned
+ * tables.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -78,6 +79,74 @@ Test(job_print, elapsed_is_zero_pending_now_minus_start_running_end_minus_start_
     cr_assert_eq(cli_job_elapsed_s(RUNNING, 9000, 0, 4000), 0, "clock behind start");
     cr_assert_eq(cli_job_elapsed_s(COMPLETED, 1000, 61000, 999999), 60);
     cr_assert_eq(cli_job_elapsed_s(FAILED, 1000, 0, 999999), 0, "ended, end unknown");
+}
+
+Test(job_print, suspended_running_job_shows_as_suspended_and_s)
+{
+    Gs__JobInfo job = GS__JOB_INFO__INIT;
+
+    job.state = RUNNING;
+    cr_assert_not(cli_job_suspended(&job));
+    cr_assert_str_eq(cli_job_shown_name(&job), "RUNNING");
+    cr_assert_str_eq(cli_job_shown_code(&job), "R");
+    job.suspended = true;
+    cr_assert(cli_job_suspended(&job));
+    cr_assert_str_eq(cli_job_shown_name(&job), "SUSPENDED");
+    cr_assert_str_eq(cli_job_shown_code(&job), "S");
+    /* Only a running job is suspended: one that ended while it was shows how it ended. */
+    job.state = GS__JOB_STATE__JOB_STATE_CANCELLED;
+    cr_assert_not(cli_job_suspended(&job));
+    cr_assert_str_eq(cli_job_shown_name(&job), "CANCELLED");
+    cr_assert_str_eq(cli_job_shown_code(&job), "CA");
+}
+
+Test(job_print, parses_suspended_as_running_and_suspended_in_any_case)
+{
+    Gs__JobState s = GS__JOB_STATE__JOB_STATE_UNSPECIFIED;
+    bool suspended = false;
+
+    cr_assert_eq(cli_job_shown_parse("S", &s, &suspended), 0);
+    cr_assert(s == RUNNING && suspended);
+    cr_assert_eq(cli_job_shown_parse("suspended", &s, &suspended), 0);
+    cr_assert(s == RUNNING && suspended);
+    cr_assert_eq(cli_job_shown_parse("r", &s, &suspended), 0);
+    cr_assert(s == RUNNING && !suspended, "RUNNING is the running jobs not suspended");
+    cr_assert_eq(cli_job_shown_parse("PD", &s, &suspended), 0);
+    cr_assert(s == PENDING && !suspended);
+    cr_assert_eq(cli_job_shown_parse("SUSP", &s, &suspended), -EINVAL);
+    cr_assert(s == PENDING && !suspended, "output written on failure");
+    cr_assert_eq(cli_job_state_parse("S", &s), -EINVAL, "not a state on the wire");
+}
+
+Test(job_print, run_time_leaves_out_suspensions_and_stops_while_suspended)
+{
+    Gs__JobInfo job = GS__JOB_INFO__INIT;
+
+    /* Started at 10 s, suspended 5 s before, suspended again at 40 s: 25 s run, whenever. */
+    job.state = RUNNING;
+    job.start_time_ms = 10000;
+    job.suspended_ms = 5000;
+    job.suspended = true;
+    job.suspend_time_ms = 40000;
+    cr_assert_eq(cli_job_run_s(&job, RUNNING, 41000), 25);
+    cr_assert_eq(cli_job_run_s(&job, RUNNING, 999000), 25, "stands still while suspended");
+    /* Resumed at 70 s (35 s suspended in all): 25 s again then, counting on from there. */
+    job.suspended = false;
+    job.suspend_time_ms = 0;
+    job.suspended_ms = 35000;
+    cr_assert_eq(cli_job_run_s(&job, RUNNING, 70000), 25);
+    cr_assert_eq(cli_job_run_s(&job, RUNNING, 80000), 35);
+    job.state = COMPLETED;
+    job.end_time_ms = 100000;
+    cr_assert_eq(cli_job_run_s(&job, COMPLETED, 999000), 55, "ended: to its end");
+    job.end_time_ms = 0;
+    cr_assert_eq(cli_job_run_s(&job, COMPLETED, 90000), 0, "ended, end unknown");
+    cr_assert_eq(cli_job_run_s(&job, RUNNING, 90000), 45, "as RUNNING: to now");
+    cr_assert_eq(cli_job_run_s(&job, PENDING, 90000), 0, "pending again");
+    job.suspended_ms = 90000;
+    cr_assert_eq(cli_job_run_s(&job, RUNNING, 90000), 0, "suspended longer than the span");
+    job.start_time_ms = 0;
+    cr_assert_eq(cli_job_run_s(&job, RUNNING, 90000), 0, "not started");
 }
 
 Test(job_print, formats_elapsed_as_hh_mm_ss_with_days_in_front)
@@ -328,7 +397,8 @@ Test(job_json, job_info_nests_user_resources_and_allocation_without_spec)
            "\"cpus_per_gpu\":2,\"mem_per_node_mib\":0,\"time_limit_s\":0,\"exclusive\":false,"
            "\"constraint\":\"\",\"ntasks\":0,\"partition\":\"\",\"nodelist\":[],\"exclude\":[],"
            "\"time_min_s\":0,\"gpus_per_task\":0},\"submit_time_ms\":0,\"start_time_ms\":0,"
-           "\"end_time_ms\":0,\"expected_start_ms\":0,\"sched_nodes\":\"\","
+           "\"end_time_ms\":0,\"suspended\":false,\"suspend_time_ms\":0,\"suspended_ms\":0,"
+           "\"expected_start_ms\":0,\"sched_nodes\":\"\","
            "\"dependency\":\"\",\"signaled\":false,"
            "\"exit_code\":0,"
            "\"term_signal\":0,\"restart_count\":0,\"partition\":\"\",\"account\":\"\",\"qos\":"
@@ -387,6 +457,25 @@ Test(job_json, job_info_from_show_carries_the_spec_and_absent_parts_are_null)
                   "\"source\":\"\",\"data\":null,\"depends_any\":false,\"singleton\":false,"
                   "\"kill_on_invalid_dep\":\"default\",\"array\":null}}") != NULL,
         "%s", s);
+    free(s);
+}
+
+Test(job_json, suspended_job_stays_running_with_suspended_and_its_times)
+{
+    Gs__JobInfo job = GS__JOB_INFO__INIT;
+    char *s;
+
+    job.job_id = 49;
+    job.state = RUNNING;
+    job.start_time_ms = 1000;
+    job.suspended = true;
+    job.suspend_time_ms = 9000;
+    job.suspended_ms = 2000;
+    s = json_of(write_info, &job);
+    cr_assert(strstr(s, "\"state\":\"RUNNING\"") != NULL, "%s", s);
+    cr_assert(strstr(s, "\"suspended\":true,\"suspend_time_ms\":9000,\"suspended_ms\":2000,") !=
+                  NULL,
+              "%s", s);
     free(s);
 }
 

@@ -44,8 +44,9 @@ has() { grep -qF -- "$2" <<< "$1" || fail "missing '$2' in: $1"; }
 last_record() { tail -n 1 "$dir/record"; }
 
 # --- squeue --------------------------------------------------------------------------------
-# Slurm's default columns and widths, sorted by partition, state (pending first), priority;
-# the pending elements of array 50 that wait for the same reason folded into one line.
+# Slurm's default columns and widths, sorted by partition, state (pending, running,
+# suspended), priority; the pending elements of array 50 that wait for the same reason folded
+# into one line; suspended job 49 listed too, as S, its TIME stopped at 4:00.
 run 0 squeue
 head -n 5 <<< "$out" > "$dir/got"
 cat > "$dir/want" <<'EOF'
@@ -56,9 +57,22 @@ cat > "$dir/want" <<'EOF'
                 43       gpu a-much-l     1001 PD       0:00      1 (Resources)
 EOF
 diff "$dir/want" "$dir/got" >&2 || fail "squeue default listing"
-[ "$(wc -l <<< "$out")" -eq 6 ] || fail "squeue: $out"
+[ "$(wc -l <<< "$out")" -eq 7 ] || fail "squeue: $out"
 grep -qxE '                42       gpu    train    alice  R       0:[0-9]{2}      2 n\[1-2\]' \
-  <<< "$(tail -n 1 <<< "$out")" || fail "squeue row 42: $out"
+  <<< "$(sed -n 6p <<< "$out")" || fail "squeue row 42: $out"
+[ "$(tail -n 1 <<< "$out")" = '                49       gpu     ckpt    alice  S       4:00      1 n1' ] ||
+  fail "squeue row 49 (suspended): $out"
+# A suspended job: S / SUSPENDED, TIME and TIME_LEFT from the time it ran before it was
+# suspended (600 s since its start, less 300 s suspended now and 60 s before), which stand
+# still; its end is its start, limit and earlier suspension. -t S selects it, -t R not.
+run 0 squeue -h -j 49 -o '%i|%t|%T|%M|%L|%l|%R|%r'
+same "49|S|SUSPENDED|4:00|56:00|1:00:00|n1|None"
+run 0 squeue -h -t S -o %i
+same "49"
+run 0 squeue -h --states=suspended,PD -p gpu -o '%i %t'
+same "$(printf '43 PD\n49 S')"
+run 0 squeue -l -h -j 49  # %.8T cuts the state, as Slurm's -l does
+has "$out" " SUSPENDE       4:00   1:00:00 "
 
 run 0 squeue -r -h -p debug -t PD -o '%i %r'
 same - <<'EOF'
@@ -163,6 +177,7 @@ JobID           JobName  Partition    Account  AllocCPUS      State ExitCode
 43           a-much-lo+        gpu                     0    PENDING      0:0 
 47                 eval        gpu         ml          8     FAILED      2:0 
 48                  old        gpu         ml          8 CANCELLED+     0:15 
+49                 ckpt        gpu         ml          8  SUSPENDED      0:0 
 50_0              sweep      debug         ml          4    RUNNING      0:0 
 50_1              sweep      debug         ml          0    PENDING      0:0 
 50_2              sweep      debug         ml          0    PENDING      0:0 
@@ -184,7 +199,11 @@ same - <<'EOF'
   50_4 54               alice   00:30:00        1 
 EOF
 run 0 sacct -u alice -S 2000-01-01 -E now -n -P -o jobid -r gpu
-same "$(printf '42\n47\n48')"
+same "$(printf '42\n47\n48\n49')"
+run 0 sacct -a -S 2000-01-01 -n -X -P -s S -o jobid,state,elapsed,elapsedraw
+same "49|SUSPENDED|00:04:00|240"
+run 0 sacct -a -S 2000-01-01 -n -X -P -s R -o jobid
+same "$(printf '42\n50_0')"
 run 1 sacct --format=JobID,bogus
 has "$err" 'sacct: error: Invalid field requested: "bogus"'
 run 1 sacct -S yesterday
@@ -250,7 +269,17 @@ run 0 scontrol -o show job 50_4
 has "$out" "JobId=54 ArrayJobId=50 ArrayTaskId=4 JobName=sweep UserId=alice(1000)"
 has "$out" " JobState=PENDING Reason=JobHeldUser Dependency=(null) "
 has "$out" " RunTime=00:00:00 TimeLimit=00:30:00 TimeMin=N/A "
-has "$out" " StartTime=Unknown EndTime=Unknown Deadline=N/A Partition=debug ReqNodeList=(null) ExcNodeList=(null) NodeList=(null) NumNodes=1"
+has "$out" " StartTime=Unknown EndTime=Unknown Deadline=N/A SuspendTime=None SecsPreSuspend=0 Partition=debug ReqNodeList=(null) ExcNodeList=(null) NodeList=(null) NumNodes=1"
+# A suspended job: JobState=SUSPENDED, RunTime stopped, when it was suspended and what it had
+# run by then on the line after StartTime's, as Slurm's record puts them.
+TZ=UTC run 0 scontrol show job 49
+has "$out" "   JobState=SUSPENDED Reason=None Dependency=(null)"
+has "$out" "   RunTime=00:04:00 TimeLimit=01:00:00 TimeMin=N/A"
+grep -qE '^   StartTime=[0-9-]+T[0-9:]+ EndTime=[0-9-]+T[0-9:]+ Deadline=N/A
+   SuspendTime=[0-9-]+T[0-9:]+ SecsPreSuspend=240$' <<< "$(grep -A1 '^   StartTime=' <<< "$out")" ||
+  fail "show job 49's times: $out"
+run 0 scontrol show job 42
+has "$out" "   SuspendTime=None SecsPreSuspend=0"
 run 0 scontrol show jobs 50
 [ "$(grep -c '^JobId=' <<< "$out")" -eq 6 ] || fail "show job of an array: $out"
 run 1 scontrol show job 99
@@ -303,6 +332,27 @@ run 0 scontrol release 54 43
 [ "$(last_record)" = "release ids=54,43" ] || fail "release sent: $(last_record)"
 run 1 scontrol hold 7
 has "$err" "scontrol: error: Invalid job id specified for job 7"
+# suspend / resume: SuspendRequest with the ids (array elements looked up) and resume set
+# or not, silent on success; each refused job named, exit 1.
+run 0 scontrol suspend 42,50_0
+[ "$(last_record)" = "suspend ids=42,50 resume=0" ] || fail "suspend sent: $(last_record)"
+[ -z "$out$err" ] || fail "suspend was not silent: $out $err"
+run 0 scontrol resume 49
+[ "$(last_record)" = "suspend ids=49 resume=1" ] || fail "resume sent: $(last_record)"
+[ -z "$out$err" ] || fail "resume was not silent: $out $err"
+run 1 scontrol suspend 43 49 7
+[ "$(last_record)" = "suspend ids=43,49,7 resume=0" ] || fail "suspend sent: $(last_record)"
+has "$err" "scontrol: error: job 43 is not running: only running jobs can be suspended"
+has "$err" "scontrol: error: job 49 is already suspended"
+has "$err" "scontrol: error: Invalid job id specified for job 7"
+run 1 scontrol resume 42
+has "$err" "scontrol: error: job 42 is not suspended"
+lines=$(wc -l < "$dir/record")
+run 1 scontrol suspend
+has "$err" "a job id is required"
+run 1 scontrol resume 42+1
+has "$err" "gsched acts on a heterogeneous job as a whole"
+[ "$(wc -l < "$dir/record")" -eq "$lines" ] || fail "a refused suspend was sent"
 run 1 scontrol hold
 has "$err" "a job id is required"
 run 1 scontrol show bogus

@@ -381,6 +381,47 @@ Test(slurm_fmt, filters)
     cr_assert_not(slurm_list_has("a,b", "a,"));
 }
 
+Test(slurm_fmt, suspended_job_is_its_own_state_for_codes_filters_and_times)
+{
+    Gs__Resources r = GS__RESOURCES__INIT;
+    Gs__JobInfo run = GS__JOB_INFO__INIT, susp = GS__JOB_INFO__INIT;
+    struct slurm_filter f = {0};
+    uint32_t mask = 0;
+    const char *bad = NULL;
+
+    r.time_limit_s = 3600;
+    run.state = ST(RUNNING);
+    run.resources = &r;
+    run.start_time_ms = 100000;
+    susp = run;
+    susp.suspended = true;
+    susp.suspend_time_ms = 400000;
+    susp.suspended_ms = 60000;
+    cr_assert_str_eq(slurm_job_state_code(&susp), "S");
+    cr_assert_str_eq(slurm_job_state_name(&susp), "SUSPENDED");
+    cr_assert_str_eq(slurm_job_state_code(&run), "R");
+    cr_assert_str_eq(slurm_job_state_name(&run), "RUNNING");
+    /* -t S, SUSPENDED: a bit of its own; R keeps meaning the running jobs not suspended. */
+    cr_assert_eq(slurm_state_list_parse("S,pd", &mask, &bad), 0);
+    cr_assert_eq(mask, SLURM_STATE_SUSPENDED | (1u << ST(PENDING)));
+    cr_assert_eq(slurm_state_list_parse("suspended", &mask, &bad), 0);
+    cr_assert_eq(mask, SLURM_STATE_SUSPENDED);
+    f.states = mask;
+    cr_assert(slurm_filter_match(&f, &susp));
+    cr_assert_not(slurm_filter_match(&f, &run));
+    f.states = 1u << ST(RUNNING);
+    cr_assert_not(slurm_filter_match(&f, &susp));
+    cr_assert(slurm_filter_match(&f, &run));
+    cr_assert_eq(slurm_state_list_parse("all", &f.states, &bad), 0);
+    cr_assert(slurm_filter_match(&f, &susp));
+    /* 400 - 100 - 60 s run, however late it is; its end moved by its earlier suspension. */
+    cr_assert_eq(slurm_job_elapsed_s(&susp, 500000), 240);
+    cr_assert_eq(slurm_job_elapsed_s(&susp, 9000000), 240);
+    cr_assert_eq(slurm_job_elapsed_s(&run, 500000), 400);
+    cr_assert_eq(slurm_job_end_ms(&susp), 100000 + 60000 + 3600000);
+    cr_assert_eq(slurm_job_end_ms(&run), 100000 + 3600000);
+}
+
 Test(slurm_fmt, node_states)
 {
     Gs__NodeInfo n = GS__NODE_INFO__INIT;

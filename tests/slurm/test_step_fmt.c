@@ -1,8 +1,8 @@
 /*
  * test_step_fmt.c: what sacct and sstat print and read of job steps (slurm/step_fmt.h): step
  * ids both ways ("batch" is wire step 0, "N" wire step N + 1), -j lists of JOB[.STEP] with
- * bracketed array ranges and components ("42+1.0"), which rows such a list selects, and
- * Slurm's exact memory figures.
+ * bracketed array ranges and components ("42+1.0"), which rows such a list selects,
+ * Slurm's exact memory figures, and a suspended job's steps' state and time.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -138,4 +138,35 @@ Test(step_fmt, memory_figures_are_exact_as_slurms)
     cr_assert_str_eq(slurm_fmt_rss(1025ull * 1024 * 1024, buf, sizeof(buf)), "1025G");
     cr_assert_str_eq(slurm_fmt_rss(3ull << 40, buf, sizeof(buf)), "3P");
     cr_assert_str_eq(slurm_fmt_rss(5ull << 50, buf, sizeof(buf)), "5120P", "P is the largest unit");
+}
+
+Test(step_fmt, steps_of_a_suspended_job_are_suspended_and_stop_with_it)
+{
+    Gs__JobInfo job = GS__JOB_INFO__INIT;
+    Gs__StepInfo batch = GS__STEP_INFO__INIT, late = GS__STEP_INFO__INIT,
+                 done = GS__STEP_INFO__INIT;
+
+    /* Started at 100 s, suspended for 60 s before, suspended again at 400 s: 240 s run. */
+    job.state = GS__JOB_STATE__JOB_STATE_RUNNING;
+    job.start_time_ms = 100000;
+    job.suspended_ms = 60000;
+    job.suspended = true;
+    job.suspend_time_ms = 400000;
+    batch.state = GS__JOB_STATE__JOB_STATE_RUNNING;
+    batch.start_time_ms = 100000;
+    late = batch;
+    late.start_time_ms = 350000;
+    done.state = GS__JOB_STATE__JOB_STATE_COMPLETED;
+    done.start_time_ms = 110000;
+    done.end_time_ms = 150000;
+    cr_assert_str_eq(slurm_step_state_name(&job, &batch), "SUSPENDED");
+    cr_assert_str_eq(slurm_step_state_name(&job, &done), "COMPLETED");
+    cr_assert_eq(slurm_step_elapsed_s(&job, &batch, 900000), 240, "no longer than its job");
+    cr_assert_eq(slurm_step_elapsed_s(&job, &late, 360000), 10);
+    cr_assert_eq(slurm_step_elapsed_s(&job, &late, 900000), 240, "stopped with its job");
+    cr_assert_eq(slurm_step_elapsed_s(&job, &done, 900000), 40, "an ended step: its own span");
+    job.suspended = false;
+    job.suspend_time_ms = 0;
+    cr_assert_str_eq(slurm_step_state_name(&job, &batch), "RUNNING");
+    cr_assert_eq(slurm_step_elapsed_s(&job, &late, 360000), 10);
 }
