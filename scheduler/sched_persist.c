@@ -657,6 +657,14 @@ static struct gs_jobspec *spec_of_row(const struct sched_job_row *row, struct gs
     return spec;
 }
 
+/* scontrol suspend's record, as the row has it. */
+static void fill_suspension(struct sched_job *job, const struct sched_job_row *row)
+{
+    job->suspended = row->suspend_at_ms != 0;
+    job->suspend_at_ms = row->suspend_at_ms;
+    job->suspended_ms = row->suspended_ms;
+}
+
 /* The row's columns into job (made with the row's spec). */
 static void fill_job(struct sched_job *job, const struct sched_job_row *row)
 {
@@ -673,9 +681,7 @@ static void fill_job(struct sched_job *job, const struct sched_job_row *row)
     job->term_signal = row->term_signal;
     job->restarts = row->restarts;
     job->attempt = row->attempt;
-    job->suspended = row->suspend_at_ms != 0;
-    job->suspend_at_ms = row->suspend_at_ms;
-    job->suspended_ms = row->suspended_ms;
+    fill_suspension(job, row);
 }
 
 static bool state_ok(int state)
@@ -740,9 +746,7 @@ static int load_job(const struct sched_job_row *row, void *data)
     }
     if (job->state == SCHED_JOB_RUNNING) { /* restore_alloc started it afresh */
         job->start_ms = start_ms;
-        job->suspended = row->suspend_at_ms != 0;
-        job->suspend_at_ms = row->suspend_at_ms;
-        job->suspended_ms = row->suspended_ms;
+        fill_suspension(job, row);
     }
     /* What happened before the restart was mailed about then, if at all. */
     job->mail_seen = job->state;
