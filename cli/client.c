@@ -164,16 +164,79 @@ static void name_unknown_field(Gs__Envelope *reply)
     err->n_details = 0;
 }
 
-int cli_exchange(int fd, Gs__Envelope *req, int timeout_ms, Gs__Envelope **ret_reply)
+/*
+ * An ErrorReply of our own for a request the peer is too old to know (a body case after its
+ * protocol minor): it would close the connection on it (hello.c), so it is never sent. As an
+ * unpacked reply: every part malloc'd, freed by gs_proto_envelope_free(). NULL without memory.
+ */
+static Gs__Envelope *too_old(const Gs__Envelope *req, const Gs__Hello *peer)
+{
+    Gs__Envelope *env = malloc(sizeof(*env));
+    Gs__ErrorReply *err = malloc(sizeof(*err));
+    char *msg = malloc(320);
+
+    if (env == NULL || err == NULL || msg == NULL) {
+        free(env);
+        free(err);
+        free(msg);
+        return NULL;
+    }
+    gs__envelope__init(env);
+    gs__error_reply__init(err);
+    snprintf(msg, 320,
+             "%s speaks protocol %u.%u, and %s needs %u.%u (this gsched speaks %u.%u): upgrade "
+             "%s",
+             peer->role == GS__ROLE__ROLE_WORKER ? "the gsched-workerd relaying this request"
+                                                 : "gschedd",
+             peer->protocol_major, peer->protocol_minor, gs_proto_body_name(req->body_case),
+             GS_PROTO_VERSION_MAJOR, gs_proto_body_minor(req->body_case), GS_PROTO_VERSION_MAJOR,
+             GS_PROTO_VERSION_MINOR,
+             peer->role == GS__ROLE__ROLE_WORKER ? "gsched-workerd" : "gschedd");
+    err->code = -EPROTONOSUPPORT;
+    err->message = msg;
+    env->request_id = req->request_id;
+    env->body_case = GS__ENVELOPE__BODY_ERROR;
+    env->error = err;
+    return env;
+}
+
+/* The hello on fd, by whichever handshake its kind takes; the peer's Hello into *ret_peer
+ * (the caller frees it), or NULL where only its minor is known (*ret_minor either way). */
+static int hello(int fd, int timeout_ms, Gs__Envelope **ret_peer, uint32_t *ret_minor)
 {
     int rc;
 
-    req->request_id = 1;
+    *ret_peer = NULL;
     if (cli_server_fd(fd))
-        rc = cli_server_hello(fd, timeout_ms);
-    else
-        rc = gs_proto_handshake_fd(fd, GS__ROLE__ROLE_CLI, "gsched",
-                                   GS_PROTO_ROLE_BIT(GS__ROLE__ROLE_SCHEDULER), timeout_ms, NULL);
+        return cli_server_hello(fd, timeout_ms, ret_minor);
+    rc = gs_proto_handshake_fd(fd, GS__ROLE__ROLE_CLI, "gsched",
+                               GS_PROTO_ROLE_BIT(GS__ROLE__ROLE_SCHEDULER), timeout_ms, ret_peer);
+    if (rc == 0)
+        *ret_minor = (*ret_peer)->hello->protocol_minor;
+    return rc;
+}
+
+int cli_exchange(int fd, Gs__Envelope *req, int timeout_ms, Gs__Envelope **ret_reply)
+{
+    Gs__Envelope *peer = NULL;
+    uint32_t minor = 0;
+    int rc;
+
+    req->request_id = 1;
+    rc = hello(fd, timeout_ms, &peer, &minor);
+    if (rc == 0 && minor < gs_proto_body_minor(req->body_case)) {
+        Gs__Hello old = GS__HELLO__INIT;
+
+        if (peer == NULL) { /* a login node's gschedd */
+            old.protocol_major = GS_PROTO_VERSION_MAJOR;
+            old.protocol_minor = minor;
+            old.role = GS__ROLE__ROLE_SCHEDULER;
+        }
+        *ret_reply = too_old(req, peer != NULL ? peer->hello : &old);
+        gs_proto_envelope_free(peer);
+        return *ret_reply != NULL ? 0 : -ENOMEM;
+    }
+    gs_proto_envelope_free(peer);
     if (rc == 0)
         rc = gs_proto_write_fd(fd, req, timeout_ms);
     if (rc == 0)

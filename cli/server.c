@@ -171,7 +171,7 @@ static int send_hello(int fd, const Gs__Hello *peer, int timeout_ms)
     return rc;
 }
 
-int cli_server_hello(int fd, int timeout_ms)
+int cli_server_hello(int fd, int timeout_ms, uint32_t *ret_minor)
 {
     Gs__Envelope *peer = NULL;
     int rc;
@@ -179,6 +179,7 @@ int cli_server_hello(int fd, int timeout_ms)
     rc = gs_proto_read_hello_fd(fd, GS_PROTO_ROLE_BIT(GS__ROLE__ROLE_SCHEDULER), timeout_ms, &peer);
     if (rc < 0)
         return rc;
+    *ret_minor = peer->hello->protocol_minor;
     rc = send_hello(fd, peer->hello, timeout_ms);
     gs_proto_envelope_free(peer);
     return rc;

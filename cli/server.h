@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 
 /* How cli_socket_path marks $GSCHED_SERVER's address among socket paths. */
@@ -37,10 +38,10 @@ int cli_server_connect(const char *addr, int timeout_ms);
 bool cli_server_fd(int fd);
 
 /*
- * The login handshake on fd: gschedd's Hello read first (its nonce), a credential for it
- * from munged, our Hello with it. 0, a GS_PROTO_ERR_* / -errno of the exchange, or
- * CLI_ERR_LOGIN after printing why to stderr ("gsched: munge: ...").
+ * The login handshake on fd: gschedd's Hello read first (its nonce; its protocol minor into
+ * *ret_minor), a credential for it from munged, our Hello with it. 0, a GS_PROTO_ERR_* /
+ * -errno of the exchange, or CLI_ERR_LOGIN after printing why to stderr ("gsched: munge: ...").
  */
-int cli_server_hello(int fd, int timeout_ms);
+int cli_server_hello(int fd, int timeout_ms, uint32_t *ret_minor);
 
 #endif

@@ -82,6 +82,36 @@ const char *gs_proto_body_name(Gs__Envelope__BodyCase body)
     return field != NULL ? field->name : "unknown";
 }
 
+uint32_t gs_proto_body_minor(Gs__Envelope__BodyCase body)
+{
+    /* From the envelope's comments in gsched.proto: field numbers and the minor that added
+     * them, in ascending order of number. */
+    static const struct {
+        uint32_t from, to, minor;
+    } since[] = {
+        {19, 19, 6},    /* AuthProof */
+        {29, 29, 5},    /* JobNotice */
+        {30, 30, 6},    /* HeartbeatAck */
+        {31, 31, 8},    /* JobLimitUpdate */
+        {32, 36, 9},    /* datasets: holdings, commands, reports, shard reads */
+        {70, 73, 4},    /* the jobs' key/value store */
+        {74, 79, 7},    /* node and job updates, shares */
+        {120, 121, 8},  /* reservations */
+        {122, 125, 9},  /* datasets, from the CLI and from tasks */
+        {134, 137, 10}, /* allocations, a step's input */
+        {138, 139, 18}, /* sreport */
+        {140, 141, 20}, /* licenses */
+        {142, 145, 22}, /* sdiag, scontrol show config */
+        {146, 147, 26}, /* scontrol suspend and resume */
+    };
+
+    for (size_t i = 0; i < sizeof(since) / sizeof(since[0]); i++) {
+        if ((uint32_t)body >= since[i].from && (uint32_t)body <= since[i].to)
+            return since[i].minor;
+    }
+    return 0;
+}
+
 /* The body's message pointer, read through the descriptor so it works for every case. */
 static const void *body_message(const Gs__Envelope *env)
 {

@@ -89,6 +89,12 @@ const char *gs_proto_reason(int code);
 bool gs_proto_body_known(Gs__Envelope__BodyCase body);
 /* The body's field name ("hello", "submit_request"), "none" when unset, "unknown" else. */
 const char *gs_proto_body_name(Gs__Envelope__BodyCase body);
+/*
+ * The protocol minor that first knew body: a peer whose Hello says less closes the
+ * connection on it (an unknown body), so it must not be sent one (hello.c). 0 for the bodies
+ * of 1.0 to 1.3, and for a body this build does not know.
+ */
+uint32_t gs_proto_body_minor(Gs__Envelope__BodyCase body);
 
 /*
  * Appends one whole frame (header and packed env) to out. Returns 0; -EINVAL when env has

@@ -4,7 +4,11 @@
  * connection like gschedd, and answers from a fixed script of jobs, so job-commands.sh can
  * check what each command sends and prints without a scheduler or workers:
  *
- *     fake_gschedd SOCKET RECORD
+ *     fake_gschedd SOCKET RECORD [MINOR]
+ *
+ * With MINOR it plays a gschedd of protocol 1.MINOR: its Hello says so, and a request whose
+ * body came later is recorded as "unknown BODY" and the connection closed, as such a
+ * gschedd does (it takes the frame for a protocol error).
  *
  * Jobs: 42 runs on n1,n2 (two GPUs each) and completes on the second WaitRequest; 44
  * fails with exit code 3; 45 is killed by signal 9; 46 never ends (waits time out); 43
@@ -63,6 +67,7 @@ struct fake {
     const char *record_path;
     unsigned waits_42; /* WaitRequests seen for job 42: it completes on the second */
     uint64_t started_ms;
+    uint32_t minor; /* the protocol minor it plays; 0: this build's */
 };
 
 static void send_reply(int fd, Gs__Envelope *env)
@@ -819,14 +824,45 @@ static void on_reservation(struct fake *f, int fd, const Gs__ReservationRequest 
     send_reply(fd, &env);
 }
 
+/* The hello both ways, saying protocol minor f->minor (this build's when 0). */
+static int handshake(const struct fake *f, int fd)
+{
+    Gs__Envelope env = GS__ENVELOPE__INIT, *peer = NULL;
+    Gs__Hello hello;
+    int rc;
+
+    if (f->minor == 0)
+        return gs_proto_handshake_fd(fd, GS__ROLE__ROLE_SCHEDULER, "gschedd",
+                                     GS_PROTO_ROLE_BIT(GS__ROLE__ROLE_CLI), TIMEOUT_MS, NULL);
+    gs_proto_hello_init(&hello, GS__ROLE__ROLE_SCHEDULER, "gschedd");
+    hello.protocol_minor = f->minor;
+    env.body_case = GS__ENVELOPE__BODY_HELLO;
+    env.hello = &hello;
+    rc = gs_proto_write_fd(fd, &env, TIMEOUT_MS);
+    if (rc == 0)
+        rc = gs_proto_read_fd(fd, 0, TIMEOUT_MS, &peer);
+    if (rc == 0 && peer->body_case != GS__ENVELOPE__BODY_HELLO)
+        rc = -EPROTO;
+    gs_proto_envelope_free(peer);
+    return rc;
+}
+
 static void serve(struct fake *f, int fd)
 {
     Gs__Envelope *in = NULL;
 
-    if (gs_proto_handshake_fd(fd, GS__ROLE__ROLE_SCHEDULER, "gschedd",
-                              GS_PROTO_ROLE_BIT(GS__ROLE__ROLE_CLI), TIMEOUT_MS, NULL) < 0 ||
-        gs_proto_read_fd(fd, 0, TIMEOUT_MS, &in) < 0)
+    if (handshake(f, fd) < 0 || gs_proto_read_fd(fd, 0, TIMEOUT_MS, &in) < 0)
         return;
+    if (f->minor != 0 && gs_proto_body_minor(in->body_case) > f->minor) {
+        FILE *rec = fopen(f->record_path, "a");
+
+        if (rec != NULL) {
+            fprintf(rec, "unknown %s\n", gs_proto_body_name(in->body_case));
+            fclose(rec);
+        }
+        gs_proto_envelope_free(in);
+        return;
+    }
     switch (in->body_case) {
     case GS__ENVELOPE__BODY_SUBMIT_REQUEST:
         on_submit(f, fd, in->submit_request);
@@ -886,11 +922,12 @@ int main(int argc, char **argv)
     struct fake f = {0};
     int lfd;
 
-    if (argc != 3) {
-        fprintf(stderr, "usage: fake_gschedd SOCKET RECORD\n");
+    if (argc != 3 && argc != 4) {
+        fprintf(stderr, "usage: fake_gschedd SOCKET RECORD [MINOR]\n");
         return 2;
     }
     f.record_path = argv[2];
+    f.minor = argc == 4 ? (uint32_t)strtoul(argv[3], NULL, 10) : 0;
     f.started_ms = gs_clock_wall_ms() - 3000;
     lfd = listen_on(argv[1]);
     if (lfd < 0) {

@@ -131,6 +131,19 @@ run 1 scancel --batch 41
 has "$err" "gschedd speaks protocol 1.3 and does not know cancel_request.batch_only, which this gsched"
 has "$err" "upgrade gschedd, or leave that option out"
 grep -q "field=" <<< "$err" && fail "the refusal's details were printed: $err"
+# An older gschedd is never sent a request it does not know (it would drop the connection):
+# gsched says which protocol the request needs. What it knows goes through.
+"$fake" "$dir/old.sock" "$dir/old-record" 25 &
+old_pid=$!
+for _ in $(seq 100); do [ -S "$dir/old.sock" ] && break; sleep 0.05; done
+run 1 suspend --socket "$dir/old.sock" 42
+has "$err" "gschedd speaks protocol 1.25, and suspend_request needs 1.26"
+has "$err" "upgrade gschedd"
+GSCHED_SOCKET=$dir/old.sock run 1 scontrol resume 42
+has "$err" "suspend_request needs 1.26"
+run 0 hold --socket "$dir/old.sock" 42
+[ "$(cat "$dir/old-record")" = "hold ids=42" ] || fail "the old gschedd saw: $(cat "$dir/old-record")"
+kill "$old_pid"
 run 2 cancel
 run 2 cancel 0
 has "$err" "not a job id: '0'"

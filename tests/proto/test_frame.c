@@ -2,7 +2,8 @@
  * test_frame.c: the wire format without an event loop. Every body case survives a round
  * trip with every field set; a stream of frames decodes the same however it is cut; the
  * decoder rejects oversized, empty, garbage, unknown and truncated frames with the right
- * code and never holds more than one frame; Hellos are judged by magic, major and role; and
+ * code and never holds more than one frame; each body case says the minor that added it;
+ * Hellos are judged by magic, major and role; and
  * the blocking fd helpers frame, time out and see a vanished peer without SIGPIPE.
  */
 #include <criterion/criterion.h>
@@ -201,6 +202,35 @@ Test(frame, round_trips_every_body_case_with_every_field_set)
         gs_buf_release(&second);
     }
     cr_assert_eq(cases, 83, "every body case is covered (%d)", cases);
+}
+
+/* The newest body case has a minor: a body added later must be given one too, or a CLI
+ * would send it to a gschedd that drops the connection on it. */
+Test(frame, each_body_case_says_the_protocol_minor_that_added_it)
+{
+    const ProtobufCMessageDescriptor *desc = &gs__envelope__descriptor;
+    uint32_t newest = 0;
+
+    for (unsigned i = 0; i < desc->n_fields; i++) {
+        const ProtobufCFieldDescriptor *f = &desc->fields[i];
+        uint32_t minor = gs_proto_body_minor((Gs__Envelope__BodyCase)f->id);
+
+        if (!(f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF))
+            continue;
+        cr_assert_leq(minor, GS_PROTO_VERSION_MINOR, "%s", f->name);
+        if (f->id > newest)
+            newest = f->id;
+    }
+    cr_assert_gt(gs_proto_body_minor((Gs__Envelope__BodyCase)newest), 0,
+                 "the newest body (%u) has its minor", newest);
+    cr_assert_eq(gs_proto_body_minor(GS__ENVELOPE__BODY_SUSPEND_REQUEST), 26);
+    cr_assert_eq(gs_proto_body_minor(GS__ENVELOPE__BODY_DIAG_REQUEST), 22);
+    cr_assert_eq(gs_proto_body_minor(GS__ENVELOPE__BODY_JOB_KV_GET), GS_PROTO_MINOR_JOB_KV);
+    cr_assert_eq(gs_proto_body_minor(GS__ENVELOPE__BODY_JOB_LIMIT_UPDATE),
+                 GS_PROTO_MINOR_JOB_LIMIT);
+    cr_assert_eq(gs_proto_body_minor(GS__ENVELOPE__BODY_ALLOC_REQUEST), GS_PROTO_MINOR_ALLOC);
+    cr_assert_eq(gs_proto_body_minor(GS__ENVELOPE__BODY_SHARD_READ), GS_PROTO_MINOR_DATA);
+    cr_assert_eq(gs_proto_body_minor(GS__ENVELOPE__BODY_SUBMIT_REQUEST), 0, "1.0's");
 }
 
 static Gs__Envelope *round_trip(const Gs__Envelope *env)
