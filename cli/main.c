@@ -120,10 +120,10 @@ static const struct command commands[] = {
 
 static void print_version(void)
 {
-    printf("gsched %s (cuda=%s cudnn=%s nccl=%s mpi=%s munge=%s)\n", GSCHED_VERSION,
+    printf("gsched %s (cuda=%s cudnn=%s nccl=%s mpi=%s munge=%s pmix=%s)\n", GSCHED_VERSION,
            GSCHED_HAVE_CUDA ? "yes" : "no", GSCHED_HAVE_CUDNN ? "yes" : "no",
            GSCHED_HAVE_NCCL ? "yes" : "no", GSCHED_HAVE_MPI ? "yes" : "no",
-           GSCHED_HAVE_MUNGE ? "yes" : "no");
+           GSCHED_HAVE_MUNGE ? "yes" : "no", GSCHED_HAVE_PMIX ? "yes" : "no");
 }
 
 /*

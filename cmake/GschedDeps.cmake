@@ -28,6 +28,17 @@ if(GSCHED_MUNGE)
   endif()
 endif()
 
+# PMIx (libpmix): the workers' PMIx server for srun --mpi=pmix steps (worker/pmix.c);
+# optional: without it such a step fails to launch, saying so.
+option(GSCHED_PMIX "Use libpmix when it is found (OFF: build as if it were not)" ON)
+set(GSCHED_HAVE_PMIX OFF)
+if(GSCHED_PMIX)
+  pkg_check_modules(PMIX IMPORTED_TARGET pmix)
+  if(PMIX_FOUND)
+    set(GSCHED_HAVE_PMIX ON)
+  endif()
+endif()
+
 find_program(PROTOC_C NAMES protoc-c protoc-gen-c REQUIRED)
 find_package(Python3 COMPONENTS Interpreter)
 

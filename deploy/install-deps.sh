@@ -30,7 +30,8 @@ packages=(
   libcriterion-dev   # unit tests
   clang              # the libFuzzer build (make test-fuzz)
   libclang-rt-14-dev # libclang_rt.fuzzer, sanitizer runtimes: only a Recommends of clang-14
-  libopenmpi-dev     # CPU all-reduce in the trainer
+  libopenmpi-dev     # CPU all-reduce in the trainer; mpicc for tests/integration/pmix.sh
+  libpmix-dev        # the workers' PMIx server: srun --mpi=pmix
   openmpi-bin
   iproute2           # gsched up --netns: namespaces, a bridge and veth pairs (ip)
   nftables           # packet loss on a link in tests/netns/loss.sh where the kernel has no netem

@@ -94,6 +94,7 @@ uint32_t gs_proto_body_minor(Gs__Envelope__BodyCase body)
         {30, 30, 6},    /* HeartbeatAck */
         {31, 31, 8},    /* JobLimitUpdate */
         {32, 36, 9},    /* datasets: holdings, commands, reports, shard reads */
+        {37, 39, 26},   /* PMIx fences and aborts */
         {70, 73, 4},    /* the jobs' key/value store */
         {74, 79, 7},    /* node and job updates, shares */
         {120, 121, 8},  /* reservations */

@@ -550,6 +550,10 @@ bool sched_steps_known(struct sched_ctx *s, uint64_t job_id, uint32_t step);
 void sched_steps_job_ended(struct sched_ctx *s, uint64_t job_id);
 /* The job was resumed (scontrol resume): the steps that waited meanwhile start if they fit. */
 void sched_steps_job_resumed(struct sched_ctx *s, uint64_t job_id);
+/* sched_pmix.c: node n's part of a fence of an srun --mpi=pmix step (PmixFence). */
+void sched_pmix_fence(struct sched_ctx *s, struct sched_node *n, const Gs__PmixFence *msg);
+/* A task of such a step on node n called MPI_Abort: the step's tasks end everywhere. */
+void sched_pmix_abort(struct sched_ctx *s, struct sched_node *n, const Gs__PmixAbort *msg);
 /* Node n's worker went away: its step tasks count as exited with a failure. */
 void sched_steps_node_gone(struct sched_ctx *s, struct sched_node *n);
 /* Frees what is left at shutdown (called where sched_ctx is freed). */

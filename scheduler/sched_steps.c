@@ -89,6 +89,11 @@ static void signal_step(struct sched_ctx *s, const struct sched_step *st, uint32
     }
 }
 
+void sched_step_end_tasks(struct sched_ctx *s, const struct sched_step *st, const char *why)
+{
+    signal_step(s, st, 0, why);
+}
+
 /* Through the node's current connection, which may not be the one the exit came on. */
 static void ack_exit(struct sched_node *n, const Gs__TaskExit *ex)
 {
@@ -197,6 +202,8 @@ static void task_done(struct sched_ctx *s, struct sched_step *st, const Gs__Task
     Gs__Envelope env = GS__ENVELOPE__INIT;
     uint64_t job_id = st->job_id;
 
+    if (st->fences != NULL)
+        sched_step_pmix_task_ended(s, st);
     acct_exit(s, st, ex, n);
     st->exited[ex->rank] = true;
     st->nexited++;
@@ -280,16 +287,27 @@ static int check_job(const struct sched_cli *c, const struct sched_job *job, uin
 
 /* Whether every node of the step has its worker connected; -EAGAIN with why if not. */
 static int check_workers(struct sched_ctx *s, const struct sched_step *st,
-                         const struct sched_alloc_msg *alloc, char *why, size_t size)
+                         const struct sched_alloc_msg *alloc, bool pmix, char *why, size_t size)
 {
     for (uint32_t i = 0; i < st->nnodes; i++) {
         const struct sched_node *n =
             st->nodes[i].index < s->nnodes ? s->nodes[st->nodes[i].index] : NULL;
+        const Gs__Hello *peer =
+            n != NULL && n->conn != NULL ? gs_proto_conn_peer_hello(n->conn) : NULL;
 
         if (n == NULL || n->conn == NULL) {
             snprintf(why, size, "node %s: its worker is not connected",
                      alloc->nodes[st->nodes[i].alloc_index].node_name);
             return -EAGAIN;
+        }
+        if (pmix && peer != NULL &&
+            peer->protocol_minor < gs_proto_body_minor(GS__ENVELOPE__BODY_PMIX_FENCE)) {
+            snprintf(why, size,
+                     "--mpi=pmix: the worker on %s speaks protocol %u.%u, and PMIx "
+                     "steps need %u.%u",
+                     n->name, peer->protocol_major, peer->protocol_minor, GS_PROTO_VERSION_MAJOR,
+                     gs_proto_body_minor(GS__ENVELOPE__BODY_PMIX_FENCE));
+            return -EOPNOTSUPP;
         }
     }
     return 0;
@@ -416,7 +434,7 @@ static int start_waiting(struct sched_ctx *s, struct sched_step_seq *q, struct s
     if (rc == 0)
         rc = sched_alloc_msg_build(s, job, &alloc);
     if (rc == 0)
-        rc = check_workers(s, st, &alloc, why, sizeof(why));
+        rc = check_workers(s, st, &alloc, sched_step_pmix(st->req), why, sizeof(why));
     if (rc == 0) /* a suspended job's steps wait for its resume */
         rc = sched_step_take(q, job, &alloc, st->req, st, job->suspended, why, sizeof(why));
     if (rc == -EBUSY)
@@ -478,6 +496,10 @@ void sched_steps_launch(struct sched_cli *c, uint64_t request_id, const Gs__Step
         snprintf(why, sizeof(why), "no command to run");
         rc = -EINVAL;
     }
+    if (rc == 0 && req->mpi != NULL && req->mpi[0] != '\0' && !sched_step_pmix(req)) {
+        snprintf(why, sizeof(why), "--mpi=%.64s: gsched's steps know pmix and none", req->mpi);
+        rc = -EINVAL;
+    }
     if (rc == 0 && (q = sched_step_seq_get(s, job)) == NULL)
         rc = -ENOMEM;
     if (rc == 0)
@@ -485,7 +507,7 @@ void sched_steps_launch(struct sched_cli *c, uint64_t request_id, const Gs__Step
     if (rc == 0)
         rc = sched_step_plan_layout(job, &alloc, req, st, why, sizeof(why));
     if (rc == 0)
-        rc = check_workers(s, st, &alloc, why, sizeof(why));
+        rc = check_workers(s, st, &alloc, sched_step_pmix(req), why, sizeof(why));
     if (rc == 0) {
         st->job_id = job->id;
         st->cli = c;

@@ -429,6 +429,12 @@ static void on_worker_message(struct gs_proto_conn *conn, const Gs__Envelope *en
     case GS__ENVELOPE__BODY_STEP_OUTPUT:
         sched_steps_output(wc->s, wc->node, env->step_output);
         break;
+    case GS__ENVELOPE__BODY_PMIX_FENCE:
+        sched_pmix_fence(wc->s, wc->node, env->pmix_fence);
+        break;
+    case GS__ENVELOPE__BODY_PMIX_ABORT:
+        sched_pmix_abort(wc->s, wc->node, env->pmix_abort);
+        break;
     case GS__ENVELOPE__BODY_LAUNCH_TASKS_REPLY:
         if (!sched_steps_launch_reply(wc->s, wc->node, env->request_id))
             sched_launch_reply(wc->s, wc->node, env->launch_tasks_reply);

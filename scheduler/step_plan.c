@@ -353,6 +353,7 @@ void sched_step_msg_release(struct sched_step_msg *m)
     free(m->mem_bound);
     free(m->rlimits);
     free(m->rlimit_ptrs);
+    free(m->rank_nodes);
 }
 
 /* Seconds the job has left (at least 1), 0 when it has no time limit. */
@@ -509,6 +510,22 @@ int sched_step_msg_init(struct sched_ctx *s, const struct sched_job *job,
     m->lt.n_env = req->n_env;
     m->lt.env = m->env_ptrs;
     m->lt.step = st->step;
+    if (sched_step_pmix(req)) { /* each rank's node, for the PMIx servers' process maps */
+        m->rank_nodes = calloc(st->ntasks + 1, sizeof(*m->rank_nodes));
+        if (m->rank_nodes == NULL)
+            return -ENOMEM;
+        for (uint32_t i = 0; i < st->nnodes; i++) {
+            for (uint32_t t = 0; t < st->nodes[i].ntasks; t++) {
+                uint32_t r = st->ranks[st->nodes[i].first + t];
+
+                if (r < st->ntasks)
+                    m->rank_nodes[r] = i;
+            }
+        }
+        m->lt.mpi = "pmix";
+        m->lt.n_rank_nodes = st->ntasks;
+        m->lt.rank_nodes = m->rank_nodes;
+    }
     return bind_every_node(job, req, st, m);
 }
 

@@ -107,6 +107,7 @@ void sched_step_free(struct sched_ctx *s, struct sched_step *st)
         st->cli->step = NULL;
     if (st->req != NULL)
         gs__step_launch_request__free_unpacked(st->req, NULL);
+    sched_step_pmix_free(st);
     free(st->grants);
     free(st->exited);
     free(st->ranks);

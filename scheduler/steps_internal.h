@@ -1,8 +1,9 @@
 /*
  * steps_internal.h: what the files of job steps (srun inside a running job) share:
  * sched_steps.c (talking to srun and to workers, launching, waiting, the sched_steps_*
- * entry points), step_records.c (the steps and per-job records in memory) and step_plan.c
- * (a step's layout, what it takes of the job, its LaunchTasks). Not installed; included
+ * entry points), step_records.c (the steps and per-job records in memory), step_plan.c
+ * (a step's layout, what it takes of the job, its LaunchTasks) and sched_pmix.c (the fences
+ * of srun --mpi=pmix steps). Not installed; included
  * only by those files. Single-threaded: gschedd's loop.
  */
 #ifndef SCHED_STEPS_INTERNAL_H
@@ -47,6 +48,7 @@ struct sched_step {
     uint32_t nnodes;
     struct sched_step_grant *grants; /* per node of the job; NULL: nothing given yet */
     bool send_failed;                /* said once in the log */
+    struct sched_pmix_fence *fences; /* srun --mpi=pmix: fences under way (sched_pmix.c) */
 };
 
 /* A running job with steps: its step numbers, what they hold, and those waiting. */
@@ -95,8 +97,20 @@ struct sched_step_msg {
     size_t cpu_stride;
     /* --mem-bind (step_mem_bind.c); NULL without one */
     struct gs_mem_bind *mem_bind;
-    uint32_t *mem_bound; /* each task's NUMA nodes, 64 apart */
+    uint32_t *mem_bound;  /* each task's NUMA nodes, 64 apart */
+    uint32_t *rank_nodes; /* srun --mpi=pmix: each rank's step node; NULL without */
 };
+
+/* sched_pmix.c: srun --mpi=pmix steps. */
+
+/* Whether req asks for PMIx (srun --mpi=pmix). */
+bool sched_step_pmix(const Gs__StepLaunchRequest *req);
+/* The fences under way of a step that ends: gone, their workers' tasks end with it. */
+void sched_step_pmix_free(struct sched_step *st);
+/* A task of st ended: its fences under way can never complete, and fail on every node. */
+void sched_step_pmix_task_ended(struct sched_ctx *s, struct sched_step *st);
+/* sched_steps.c: ends every task of st, on each of its nodes (why in their exits' logs). */
+void sched_step_end_tasks(struct sched_ctx *s, const struct sched_step *st, const char *why);
 
 /* step_records.c: the steps in memory. */
 

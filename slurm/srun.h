@@ -40,6 +40,7 @@ struct cli_srun_args {
     bool cpu_bind_given; /* --cpu-bind: the tasks get SLURM_CPU_BIND set to it */
     bool mem_bind_given; /* --mem-bind: the tasks get SLURM_MEM_BIND set to it */
     bool multi_prog;     /* --multi-prog: the command is an MPMD configuration file */
+    bool mpi_given;      /* --mpi: SLURM_MPI_TYPE is not read */
     char **command;
     int ncommand;
     /* The options that also ask for an allocation when srun makes one (outside a job):

@@ -185,6 +185,9 @@ static const char srun_usage[] =
     "                           S seconds (1 without S); inside one, accepted\n"
     "      --multi-prog         the command is a file of RANKS PROGRAM ARGS lines (MPMD):\n"
     "                           each task runs its line, %t its rank, %o its offset\n"
+    "      --mpi=pmix|none      pmix: the tasks start under their workers' PMIx servers, so\n"
+    "                           MPI programs run without mpirun (default: $SLURM_MPI_TYPE);\n"
+    "                           list prints the types\n"
     "  -m, --distribution=NODES[:SOCKETS]\n"
     "                           ranks over the nodes: block (default), cyclic, plane=N,\n"
     "                           arbitrary (in $SLURM_HOSTFILE's or -w's order); cores\n"
@@ -227,6 +230,27 @@ static int gpu_bind(struct cli_srun_args *a, const char *value)
         return -EINVAL;
     }
     a->req.gpu_bind = (char *)value;
+    return 0;
+}
+
+/*
+ * --mpi=TYPE, or SLURM_MPI_TYPE: pmix (and Slurm's pmix_vN) starts the step's tasks under
+ * the workers' PMIx servers; none starts them plain. Slurm's other types (pmi2, cray_shasta)
+ * are warned about and start them plain too, their SLURM_* variables theirs to read.
+ */
+static int mpi_type(struct cli_srun_args *a, const char *value)
+{
+    if (strcmp(value, "pmix") == 0 || strncmp(value, "pmix_v", 6) == 0) {
+        a->req.mpi = "pmix";
+    } else if (strcmp(value, "none") == 0) {
+        a->req.mpi = "";
+    } else {
+        fprintf(stderr,
+                "srun: warning: --mpi=%s: gsched knows pmix and none; the tasks start without "
+                "an MPI server and get SLURM_PROCID and friends\n",
+                value);
+        a->req.mpi = "";
+    }
     return 0;
 }
 
@@ -391,12 +415,8 @@ static int take(struct cli_srun_args *a, const struct srun_opt *o, const char *v
         a->unbuffered = true;
         return 0;
     case O_MPI:
-        if (strcmp(value, "none") != 0 && strcmp(value, "list") != 0)
-            fprintf(stderr,
-                    "srun: warning: --mpi=%s: gsched starts no PMI server; tasks get "
-                    "SLURM_PROCID and friends and must set up their own communication\n",
-                    value);
-        return 0;
+        a->mpi_given = true;
+        return mpi_type(a, value);
     case O_KILL_BAD:
         a->kill_bad = value == NULL || strcmp(value, "0") != 0;
         return 0;
@@ -571,6 +591,10 @@ int cli_srun_parse(struct cli_srun_args *a, int argc, char **argv)
         }
         if (o->id == O_HELP) {
             fputs(srun_usage, stdout);
+            return 1;
+        }
+        if (o->id == O_MPI && strcmp(value, "list") == 0) { /* as Slurm's srun lists them */
+            fputs("MPI plugin types are...\n\tnone\n\tpmix\n", stdout);
             return 1;
         }
         rc = take(a, o, value);
@@ -845,6 +869,9 @@ int cli_srun_request(struct cli_srun_args *a, struct cli_srun_owned *own)
         return -EINVAL;
     if (!a->mem_bind_given && getenv("SLURM_MEM_BIND") != NULL &&
         mem_bind(a, getenv("SLURM_MEM_BIND")) < 0)
+        return -EINVAL;
+    if (!a->mpi_given && getenv("SLURM_MPI_TYPE") != NULL &&
+        mpi_type(a, getenv("SLURM_MPI_TYPE")) < 0)
         return -EINVAL;
     a->req.argv = a->command;
     a->req.n_argv = (size_t)a->ncommand;

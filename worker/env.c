@@ -319,6 +319,8 @@ int wrk_env_build(const struct wrk_task_env *in, char ***ret_envp)
     set_nic(&e, in);
     if (in->slurm)
         set_slurm(&e, in);
+    for (size_t i = 0; in->task_env != NULL && in->task_env[i] != NULL; i++)
+        put_owned(&e, strdup(in->task_env[i]));
     if (e.rc < 0) {
         wrk_env_free(e.v);
         return e.rc;

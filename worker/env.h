@@ -42,6 +42,7 @@
  * The batch shell (batch) is one process for the whole node, not a rank: it gets no RANK,
  * LOCAL_RANK, WORLD_SIZE or LOCAL_WORLD_SIZE (a torchrun it starts works them out itself),
  * and CUDA_VISIBLE_DEVICES lists all of the node's GPUs.
+ * A task of an srun --mpi=pmix step also gets its PMIx server's PMIX_* variables (task_env).
  * The result is a NULL-terminated malloc'd array of malloc'd "KEY=VALUE" strings, freed
  * with wrk_env_free(). No global state; any thread.
  */
@@ -93,6 +94,9 @@ struct wrk_task_env {
      * of a Slurm job's PATH: its scripts find them there unless a real Slurm's come first.
      * NULL: none. */
     const char *slurm_bin;
+    /* This task's own "KEY=VALUE" (NULL-terminated; NULL none), over everything else: a
+     * PMIx step's PMIX_* variables (worker/pmix.h). */
+    char *const *task_env;
 };
 
 /* Length of the room after "SLURM_TASK_PID=" that task_pid_slot leaves for the pid. */

@@ -181,6 +181,8 @@ static void on_task_exit(struct wrk_tasks *tasks, const struct wrk_task_exit *ex
     /* The exit carries the attempt from here on; a job with no task left here is dropped
      * so that a long-running worker does not accumulate them (its cgroup goes with it). A
      * step with no task left here while the job goes on loses what it left running. */
+    if (wrk_tasks_count_step(w->tasks, ex->job_id, ex->step) == 0)
+        wrk_pmix_step_end(w->pmix, ex->job_id, ex->step); /* its namespace, if it had one */
     if (job != NULL && --job->ntasks <= 0)
         wrk_job_idle(w, job);
     else if (job != NULL && wrk_tasks_count_step(w->tasks, ex->job_id, ex->step) == 0)
@@ -514,6 +516,9 @@ static void on_message(struct gs_proto_conn *conn, const Gs__Envelope *env, void
     case GS__ENVELOPE__BODY_STEP_INPUT:
         handle_input(w, env->step_input);
         break;
+    case GS__ENVELOPE__BODY_PMIX_FENCE_DONE:
+        wrk_handle_fence_done(w, env->pmix_fence_done);
+        break;
     default:
         GS_LOG(GS_LOG_WARN, "body=%s unexpected from scheduler, ignored",
                gs_proto_body_name(env->body_case));
@@ -581,6 +586,7 @@ static void on_conn_close(struct gs_proto_conn *conn, int status, void *data)
     w->conn = NULL;
     w->registered = false;
     wrk_relay_set_connected(w->relay, false);
+    wrk_pmix_fail_fences(w->pmix); /* the parts gschedd held went with the connection */
     uv_timer_stop(&w->heartbeat);
     if (!w->stopping)
         GS_LOG(GS_LOG_WARN, "status=%d reason=%s lost the scheduler, reconnecting", status,
@@ -936,6 +942,8 @@ void wrk_stop(struct wrk_ctx *w, void (*stopped)(void *data), void *data)
     w->stopped_data = data;
     wrk_tasks_close(w->tasks);
     w->tasks = NULL;
+    wrk_pmix_close(w->pmix);
+    w->pmix = NULL;
     for (struct wrk_job *j = w->jobs; j != NULL; j = j->next)
         (void)wrk_cg_job_end(w->cg, j->job_id); /* its tasks were killed just now */
     wrk_relay_close(w->relay, on_relay_closed, w);

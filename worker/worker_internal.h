@@ -15,6 +15,7 @@
 #include "worker/relay.h"
 #include "worker/tasks.h"
 #include "worker/offload.h"
+#include "worker/pmix.h"
 #include "worker/telemetry.h"
 #include "worker/worker.h"
 
@@ -80,6 +81,7 @@ struct wrk_ctx {
     struct wrk_exit *exits;
     struct wrk_job *jobs;
     struct wrk_data *data; /* the shard cache (worker_data.c); NULL: the node keeps none */
+    struct wrk_pmix *pmix; /* the PMIx server (worker_pmix.c), from the first step asking */
     int open_handles;
     bool warned_unbound; /* said that a fake topology leaves tasks unbound */
     bool stopping;
@@ -114,6 +116,11 @@ void wrk_job_forget(struct wrk_ctx *w, struct wrk_job *job);
 /* The job's last task here ended: runs a deferred launch, or forgets the job. Either may
  * free job: the caller must not use it afterwards. */
 void wrk_job_idle(struct wrk_ctx *w, struct wrk_job *job);
+
+/* worker_pmix.c: srun --mpi=pmix. Starts w->pmix unless it runs; 0 or an error in err. */
+int wrk_pmix_start(struct wrk_ctx *w, struct gs_error *err);
+/* PmixFenceDone from gschedd: the fence's tasks here go on (or see it fail). */
+void wrk_handle_fence_done(struct wrk_ctx *w, const Gs__PmixFenceDone *msg);
 
 /* worker_logs.c: replies a LogsReply or an ErrorReply under request_id. */
 void wrk_handle_logs(struct wrk_ctx *w, const Gs__LogsRequest *req, uint64_t request_id);

@@ -23,7 +23,9 @@
  * the task does. srun steps (step >= 1) have their stdout and stderr captured for srun
  * instead of written to files. Tasks of all steps are keyed (job, step, rank). An sbatch
  * --signal warning goes, before the time limit, to the batch shell alone when it asked
- * for B:, else to the step tasks (and to the tasks of a plain job), as Slurm sends it.
+ * for B:, else to the step tasks (and to the tasks of a plain job), as Slurm sends it. The
+ * tasks of an srun --mpi=pmix step (LaunchTasks.mpi) are registered with the node's PMIx
+ * server first (worker/pmix.h) and get its PMIX_* variables.
  *
  * JobLimitUpdate (scontrol update TimeLimit= on a running job) restarts the time limit of
  * every task of the job here, the batch shell and each srun step alike: Slurm's limit is
@@ -73,6 +75,7 @@ struct launch {
     bool mpi;      /* a launcher job's leader: gsched mpirun -- the command */
     bool torchrun; /* a torchrun job's agent on this node: torchrun --nnodes ... command */
     bool capture;  /* a step: output to the scheduler rather than to files */
+    bool pmix;     /* an srun --mpi=pmix step: its tasks are the PMIx server's clients */
     const Gs__NodeAllocation *here; /* this node's entry of the allocation; NULL: none */
     const char **step_nodes;        /* the allocation's node names, for SLURM_STEP_NODELIST */
     uint32_t *step_node_tasks;
@@ -435,7 +438,7 @@ static int task_facts_init(const struct launch *l, const Gs__TaskAssignment *t,
 }
 
 static int build_task_env(const struct launch *l, const Gs__TaskAssignment *t,
-                          const struct task_facts *f, char ***ret_envp)
+                          const struct task_facts *f, char *const *task_env, char ***ret_envp)
 {
     struct wrk_task_env te = {
         .job_id = l->msg->job_id,
@@ -472,6 +475,7 @@ static int build_task_env(const struct launch *l, const Gs__TaskAssignment *t,
         .task_pid_slot = l->slurm,
         .cli_socket = wrk_cli_socket(l->w),
         .slurm_bin = l->w->slurm_bin[0] != '\0' ? l->w->slurm_bin : NULL,
+        .task_env = task_env,
     };
 
     return wrk_env_build(&te, ret_envp);
@@ -705,7 +709,7 @@ static int start_task(struct launch *l, const Gs__TaskAssignment *t, struct gs_e
                                  .capture = l->capture};
 
     struct task_facts f = {0};
-    char **envp = NULL, **argv = NULL;
+    char **envp = NULL, **argv = NULL, **pmix_env = NULL;
     int cg_fds[WRK_CG_MAX_FDS];
     int rc;
 
@@ -715,8 +719,15 @@ static int start_task(struct launch *l, const Gs__TaskAssignment *t, struct gs_e
     opts.pty_rows = (uint16_t)(l->msg->pty_rows <= UINT16_MAX ? l->msg->pty_rows : 0);
     opts.pty_cols = (uint16_t)(l->msg->pty_cols <= UINT16_MAX ? l->msg->pty_cols : 0);
     rc = task_facts_init(l, t, &f);
+    if (rc == 0 && l->pmix &&
+        (rc = wrk_pmix_task_env(l->w->pmix, l->msg->job_id, l->msg->step, t->rank, &pmix_env)) <
+            0) {
+        rc = gs_error_set(err, rc, 0, 0, "PMIx has no variables for rank %u: %s", t->rank,
+                          gs_strerror(rc));
+        goto out;
+    }
     if (rc == 0)
-        rc = build_task_env(l, t, &f, &envp);
+        rc = build_task_env(l, t, &f, pmix_env, &envp);
     if (rc == 0 && !l->capture)
         rc = output_path(l, run->stdout_pattern[0] ? run->stdout_pattern : default_stdout(l),
                          t->rank, &out);
@@ -783,6 +794,7 @@ out:
     free(argv);
     gs_buf_release(&script);
     wrk_env_free(envp);
+    wrk_pmix_env_free(pmix_env);
     task_facts_release(&f);
     gs_buf_release(&out);
     gs_buf_release(&errp);
@@ -850,6 +862,39 @@ static void decide_binding(struct launch *l)
            (unsigned long long)l->msg->job_id);
 }
 
+/* An srun --mpi=pmix step: its namespace on this node's PMIx server (started if need be). */
+static int pmix_step(struct launch *l, char *why, size_t why_size)
+{
+    const Gs__LaunchTasks *m = l->msg;
+    struct wrk_pmix_step s = {
+        .job_id = m->job_id,
+        .step = m->step,
+        .attempt = m->attempt,
+        .nodes = l->step_nodes,
+        .nnodes = m->n_allocation,
+        .here = l->node_rank,
+        .rank_nodes = m->rank_nodes,
+        .nranks = m->n_rank_nodes,
+        .uid = m->user != NULL ? m->user->uid : 0,
+        .gid = m->user != NULL ? m->user->gid : 0,
+    };
+    struct gs_error err;
+    int rc;
+
+    gs_error_clear(&err);
+    if (l->here == NULL || m->n_rank_nodes == 0) {
+        snprintf(why, why_size, "PMIx: the launch says no rank's node%s",
+                 l->here == NULL ? ", nor this one" : "");
+        return -EINVAL;
+    }
+    rc = wrk_pmix_start(l->w, &err);
+    if (rc == 0)
+        rc = wrk_pmix_step_add(l->w->pmix, &s, &err);
+    if (rc < 0)
+        snprintf(why, why_size, "%s", err.msg);
+    return rc;
+}
+
 static int prepare(struct launch *l, char *why, size_t why_size)
 {
     size_t n = l->msg->n_tasks;
@@ -874,10 +919,13 @@ static int prepare(struct launch *l, char *why, size_t why_size)
     l->torchrun = l->msg->run != NULL && l->msg->run->launcher == GS__LAUNCHER__LAUNCHER_TORCHRUN &&
                   l->msg->step == 0;
     l->capture = l->msg->step >= 1;
+    l->pmix = l->capture && l->msg->mpi != NULL && strcmp(l->msg->mpi, "pmix") == 0;
     rc = describe_allocation(l);
     decide_binding(l);
     if (rc == 0)
         rc = resolve_user(l, why, why_size);
+    if (rc == 0 && l->pmix)
+        rc = pmix_step(l, why, why_size);
     if (rc == 0 && (rc = build_argv(l)) == -EINVAL)
         snprintf(why, why_size, "the job has no command or script");
     if (rc == 0)
@@ -955,6 +1003,9 @@ void wrk_launch_now(struct wrk_ctx *w, const Gs__LaunchTasks *msg, uint64_t requ
     }
     if (l.results != NULL)
         send_reply(&l, request_id);
+    /* No task of a PMIx step started here: no exit will end its namespace. */
+    if (l.pmix && wrk_tasks_count_step(w->tasks, msg->job_id, msg->step) == 0)
+        wrk_pmix_step_end(w->pmix, msg->job_id, msg->step);
     if (job != NULL && job->ntasks <= 0)
         wrk_job_forget(w, job); /* frees it: job is not used again */
     free_strv(l.job_env);
