@@ -399,6 +399,20 @@ static void rd_max_switch_wait(struct gs_schema_ctx *c, const struct gs_toml_val
     }
 }
 
+static void rd_mpi_default(struct gs_schema_ctx *c, const struct gs_toml_value *v)
+{
+    char *name = NULL;
+
+    if (gs_schema_string(c, v, "scheduler.mpi_default", &name) < 0 || name == NULL)
+        return;
+    if (strcmp(name, "pmix") == 0 || strcmp(name, "none") == 0)
+        CFG(c)->mpi_default_pmix = strcmp(name, "pmix") == 0;
+    else
+        GS_SCHEMA_REPORT_AT(c, v, "scheduler.mpi_default must be \"none\" or \"pmix\", not \"%s\"",
+                            name);
+    free(name);
+}
+
 static void rd_data_copy_rate(struct gs_schema_ctx *c, const struct gs_toml_value *v)
 {
     gs_schema_size_mib(c, v, "scheduler.data_copy_rate", &CFG(c)->data_copy_rate_mib);
@@ -440,6 +454,7 @@ static const struct gs_schema_key scheduler_keys[] = {
     {"data_locality", rd_data_locality},
     {"data_locality_wait", rd_data_locality_wait},
     {"max_switch_wait", rd_max_switch_wait},
+    {"mpi_default", rd_mpi_default},
     {"data_copy_rate", rd_data_copy_rate},
     {"backfill_depth", rd_backfill_depth},
     {"mail_prog", rd_mail_prog},

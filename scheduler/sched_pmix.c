@@ -37,9 +37,11 @@ struct sched_pmix_fence {
     bool *came; /* per step node: its part has come (an empty one too) */
 };
 
-bool sched_step_pmix(const Gs__StepLaunchRequest *req)
+bool sched_step_pmix(const struct sched_ctx *s, const Gs__StepLaunchRequest *req)
 {
-    return req->mpi != NULL && strcmp(req->mpi, "pmix") == 0;
+    if (req->mpi == NULL || req->mpi[0] == '\0') /* srun said nothing: MpiDefault's */
+        return s->cfg != NULL && s->cfg->mpi_default_pmix;
+    return strcmp(req->mpi, "pmix") == 0;
 }
 
 static void fence_free(struct sched_pmix_fence *f, uint32_t nnodes)

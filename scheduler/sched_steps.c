@@ -434,7 +434,7 @@ static int start_waiting(struct sched_ctx *s, struct sched_step_seq *q, struct s
     if (rc == 0)
         rc = sched_alloc_msg_build(s, job, &alloc);
     if (rc == 0)
-        rc = check_workers(s, st, &alloc, sched_step_pmix(st->req), why, sizeof(why));
+        rc = check_workers(s, st, &alloc, sched_step_pmix(s, st->req), why, sizeof(why));
     if (rc == 0) /* a suspended job's steps wait for its resume */
         rc = sched_step_take(q, job, &alloc, st->req, st, job->suspended, why, sizeof(why));
     if (rc == -EBUSY)
@@ -496,7 +496,8 @@ void sched_steps_launch(struct sched_cli *c, uint64_t request_id, const Gs__Step
         snprintf(why, sizeof(why), "no command to run");
         rc = -EINVAL;
     }
-    if (rc == 0 && req->mpi != NULL && req->mpi[0] != '\0' && !sched_step_pmix(req)) {
+    if (rc == 0 && req->mpi != NULL && req->mpi[0] != '\0' && strcmp(req->mpi, "pmix") != 0 &&
+        strcmp(req->mpi, "none") != 0) {
         snprintf(why, sizeof(why), "--mpi=%.64s: gsched's steps know pmix and none", req->mpi);
         rc = -EINVAL;
     }
@@ -507,7 +508,7 @@ void sched_steps_launch(struct sched_cli *c, uint64_t request_id, const Gs__Step
     if (rc == 0)
         rc = sched_step_plan_layout(job, &alloc, req, st, why, sizeof(why));
     if (rc == 0)
-        rc = check_workers(s, st, &alloc, sched_step_pmix(req), why, sizeof(why));
+        rc = check_workers(s, st, &alloc, sched_step_pmix(s, req), why, sizeof(why));
     if (rc == 0) {
         st->job_id = job->id;
         st->cli = c;

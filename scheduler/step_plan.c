@@ -510,7 +510,7 @@ int sched_step_msg_init(struct sched_ctx *s, const struct sched_job *job,
     m->lt.n_env = req->n_env;
     m->lt.env = m->env_ptrs;
     m->lt.step = st->step;
-    if (sched_step_pmix(req)) { /* each rank's node, for the PMIx servers' process maps */
+    if (sched_step_pmix(s, req)) { /* each rank's node, for the PMIx servers' process maps */
         m->rank_nodes = calloc(st->ntasks + 1, sizeof(*m->rank_nodes));
         if (m->rank_nodes == NULL)
             return -ENOMEM;

@@ -103,8 +103,9 @@ struct sched_step_msg {
 
 /* sched_pmix.c: srun --mpi=pmix steps. */
 
-/* Whether req asks for PMIx (srun --mpi=pmix). */
-bool sched_step_pmix(const Gs__StepLaunchRequest *req);
+/* Whether req's step runs under PMIx: srun --mpi=pmix, or no --mpi with
+ * scheduler.mpi_default = "pmix" ("none" says none). */
+bool sched_step_pmix(const struct sched_ctx *s, const Gs__StepLaunchRequest *req);
 /* The fences under way of a step that ends: gone, their workers' tasks end with it. */
 void sched_step_pmix_free(struct sched_step *st);
 /* A task of st ended: its fences under way can never complete, and fail on every node. */

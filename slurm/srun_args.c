@@ -236,20 +236,21 @@ static int gpu_bind(struct cli_srun_args *a, const char *value)
 /*
  * --mpi=TYPE, or SLURM_MPI_TYPE: pmix (and Slurm's pmix_vN) starts the step's tasks under
  * the workers' PMIx servers; none starts them plain. Slurm's other types (pmi2, cray_shasta)
- * are warned about and start them plain too, their SLURM_* variables theirs to read.
+ * are warned about and start them plain too, their SLURM_* variables theirs to read. Without
+ * either, the cluster's scheduler.mpi_default decides (gschedd).
  */
 static int mpi_type(struct cli_srun_args *a, const char *value)
 {
     if (strcmp(value, "pmix") == 0 || strncmp(value, "pmix_v", 6) == 0) {
         a->req.mpi = "pmix";
     } else if (strcmp(value, "none") == 0) {
-        a->req.mpi = "";
+        a->req.mpi = "none"; /* over the cluster's scheduler.mpi_default */
     } else {
         fprintf(stderr,
                 "srun: warning: --mpi=%s: gsched knows pmix and none; the tasks start without "
                 "an MPI server and get SLURM_PROCID and friends\n",
                 value);
-        a->req.mpi = "";
+        a->req.mpi = "none";
     }
     return 0;
 }

@@ -991,3 +991,18 @@ Test(config, licenses_are_read_and_their_mistakes_named)
     cr_assert_not_null(strstr(errors.data, "gsched.toml:10:8: license.name must be one word"), "%s",
                        errors.data);
 }
+
+Test(config, mpi_default_is_none_unless_pmix_is_asked_for)
+{
+    cr_assert_eq(parse(""), 0);
+    cr_assert_not(cfg.mpi_default_pmix, "srun steps start plain unless asked");
+    cr_assert_eq(parse("[scheduler]\nmpi_default = \"pmix\"\n"), 0, "%s", errors.data);
+    cr_assert(cfg.mpi_default_pmix);
+    cr_assert_eq(parse("[scheduler]\nmpi_default = \"pmi2\"\n"), -EINVAL);
+    assert_error("gsched.toml:2:15: scheduler.mpi_default must be \"none\" or \"pmix\", not "
+                 "\"pmi2\"");
+    gs_buf_reset(&errors);
+    cr_assert(cfg.mpi_default_pmix, "old value kept");
+    cr_assert_eq(parse("[scheduler]\nmpi_default = \"none\"\n"), 0, "%s", errors.data);
+    cr_assert_not(cfg.mpi_default_pmix);
+}

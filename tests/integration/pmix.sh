@@ -5,7 +5,8 @@
 # servers and gschedd's fences, and an MPI_Allreduce of their ranks gives each 6, laid out
 # block or cyclic; SLURM_MPI_TYPE=pmix stands for --mpi=pmix; srun --mpi=list names the
 # types and --mpi=pmi2 is warned about; a rank's MPI_Abort ends the step on both nodes,
-# failed; each step's namespace goes when its last task has ended. Tasks of another user
+# failed; each step's namespace goes when its last task has ended. With scheduler.mpi_default
+# = "pmix" a plain srun runs under PMIx and --mpi=none does not. Tasks of another user
 # (nobody) wire up through the servers, which run as root, too.
 #
 # The two workers share this machine, so Open MPI's shared-memory transport would see ranks
@@ -81,6 +82,23 @@ for n in node1 node2; do
   ended=$(grep -c "pmix step ended here" "$state/$n.log")
   [ "$reg" -ge 4 ] && [ "$reg" = "$ended" ] || fail "$n: $reg namespaces registered, $ended ended"
 done
+# scheduler.mpi_default = "pmix" (Slurm's MpiDefault): srun without --mpi runs under PMIx,
+# --mpi=none plainly (its tasks get no PMIX_* variables).
+sed -i 's|^\[scheduler\]$|[scheduler]\nmpi_default = "pmix"|' "$state/gsched.toml"
+grep -q '^mpi_default = "pmix"' "$state/gsched.toml" || fail "no [scheduler] table to edit"
+restart_sched 2
+job_file default.sh "#!/bin/sh
+cd $work
+srun -n4 ./ring > default.out 2> default.err; echo \"default \$?\" >> rc2.log
+srun --mpi=none -n2 sh -c 'echo pmix=\${PMIX_RANK:-none}' > none.out 2> none.err
+echo \"none \$?\" >> rc2.log"
+id=$(sbatch_id -N2 --ntasks-per-node=2 -t 2 "$work/default.sh")
+wait_end "$id" 60 || fail "the MpiDefault job failed: $(cat "$work/rc2.log" "$work"/default.err)"
+[ "$(grep -c ' sum 6$' "$work/default.out")" = 4 ] ||
+  fail "MpiDefault=pmix: $(cat "$work/rc2.log" "$work/default.out" "$work/default.err")"
+[ "$(grep -cx 'pmix=none' "$work/none.out")" = 2 ] ||
+  fail "--mpi=none under MpiDefault=pmix: $(cat "$work/none.out" "$work/none.err")"
+
 # Another user's step: its tasks reach a server root runs.
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && id nobody >/dev/null 2>&1; then
   chmod 711 "$tmp" "$state" # the socket is 0666: let others through the directories
