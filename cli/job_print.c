@@ -158,6 +158,15 @@ uint64_t cli_job_elapsed_s(Gs__JobState state, uint64_t start_ms, uint64_t end_m
     return run_s(state, start_ms, end_ms, 0, 0, now_ms);
 }
 
+uint64_t cli_job_suspended_s(const Gs__JobInfo *job, uint64_t now_ms)
+{
+    uint64_t ms = job->suspended_ms;
+
+    if (cli_job_suspended(job) && now_ms > job->suspend_time_ms)
+        ms += now_ms - job->suspend_time_ms;
+    return ms / 1000;
+}
+
 uint64_t cli_job_run_s(const Gs__JobInfo *job, Gs__JobState as, uint64_t now_ms)
 {
     return run_s(as, job->start_time_ms, job->end_time_ms,

@@ -62,6 +62,9 @@ uint64_t cli_job_elapsed_s(Gs__JobState state, uint64_t start_ms, uint64_t end_m
  * time, run time and time left of a JobInfo is reckoned from it.
  */
 uint64_t cli_job_run_s(const Gs__JobInfo *job, Gs__JobState as, uint64_t now_ms);
+/* Seconds job's attempt has spent suspended by now_ms, the stretch under way included
+ * (sacct's Suspended). */
+uint64_t cli_job_suspended_s(const Gs__JobInfo *job, uint64_t now_ms);
 /* "HH:MM:SS", with "D-" in front from one day on ("00:00:03", "1-02:03:04"). Returns out. */
 char *cli_format_elapsed(uint64_t seconds, char *out, size_t size);
 /* Local time as ISO 8601 without zone, "2024-05-01T10:00:00"; 0 gives "Unknown". */

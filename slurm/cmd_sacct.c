@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "cli/job_json.h"
+#include "cli/job_print.h"
 #include "common/clock.h"
 #include "common/sort.h"
 #include "slurm/acct_cols.h"
@@ -110,6 +111,7 @@ enum field {
     F_CONSTRAINTS,
     F_RESERVATION,
     F_WCKEY,
+    F_SUSPENDED,
     F_COUNT
 };
 
@@ -166,6 +168,7 @@ static const struct slurm_col_def fields[F_COUNT] = {
     [F_CONSTRAINTS] = {"Constraints", 19},
     [F_RESERVATION] = {"Reservation", 10},
     [F_WCKEY] = {"WCKey", 10},
+    [F_SUSPENDED] = {"Suspended", 10},
 };
 
 struct sacct_args {
@@ -419,6 +422,9 @@ static int value(const Gs__JobInfo *job, const struct slurm_het_part *part, enum
         return gs_buf_append_str(out, slurm_fmt_secs_long(elapsed, buf, sizeof(buf)));
     case F_ELAPSEDRAW:
         return gs_buf_printf(out, "%llu", (unsigned long long)elapsed);
+    case F_SUSPENDED:
+        return gs_buf_append_str(
+            out, slurm_fmt_secs_long(cli_job_suspended_s(job, now_ms), buf, sizeof(buf)));
     case F_START:
         return gs_buf_append_str(out,
                                  slurm_fmt_date(job->start_time_ms, "Unknown", buf, sizeof(buf)));

@@ -130,12 +130,15 @@ Test(job_print, run_time_leaves_out_suspensions_and_stops_while_suspended)
     job.suspend_time_ms = 40000;
     cr_assert_eq(cli_job_run_s(&job, RUNNING, 41000), 25);
     cr_assert_eq(cli_job_run_s(&job, RUNNING, 999000), 25, "stands still while suspended");
+    cr_assert_eq(cli_job_suspended_s(&job, 41000), 6, "the stretch under way counts");
+    cr_assert_eq(cli_job_suspended_s(&job, 70000), 35);
     /* Resumed at 70 s (35 s suspended in all): 25 s again then, counting on from there. */
     job.suspended = false;
     job.suspend_time_ms = 0;
     job.suspended_ms = 35000;
     cr_assert_eq(cli_job_run_s(&job, RUNNING, 70000), 25);
     cr_assert_eq(cli_job_run_s(&job, RUNNING, 80000), 35);
+    cr_assert_eq(cli_job_suspended_s(&job, 999000), 35, "resumed: what it was suspended");
     job.state = COMPLETED;
     job.end_time_ms = 100000;
     cr_assert_eq(cli_job_run_s(&job, COMPLETED, 999000), 55, "ended: to its end");

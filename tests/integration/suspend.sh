@@ -11,7 +11,7 @@ name="integration_suspend"
 . "$(dirname "$0")/lib.sh"
 
 start_cluster --workers 2 --gpus-per-node 0 --kill-grace 1s
-slurm_names sbatch squeue scontrol srun
+slurm_names sbatch squeue scontrol srun sacct
 
 # stopped PID: every process of PID's group is stopped (T).
 stopped() {
@@ -95,6 +95,9 @@ wait_end "$b" 20
 expect "$b" 'j["state"] == "TIMEOUT"' "TIMEOUT once resumed"
 [ $((SECONDS - t0)) -ge 6 ] || fail "job $b timed out too early"
 expect "$b" 'j["end_time_ms"] - j["start_time_ms"] >= 9000' "a run of 4 s and a suspension of 6 s at least"
+susp=$(sacct -j "$b" -n -X -P -o suspended)
+[ "$(echo "$susp" | awk -F: '{ print $1 * 3600 + $2 * 60 + $3 }')" -ge 6 ] ||
+  fail "sacct Suspended of job $b: '$susp'"
 
 # --- cancel of a suspended job: its SIGTERM is delivered -----------------------------------------
 c=$(sbatch_id --wrap="echo \$\$ > $tmp/pid.c; $(gate_wait never)")

@@ -204,6 +204,11 @@ run 0 sacct -a -S 2000-01-01 -n -X -P -s S -o jobid,state,elapsed,elapsedraw
 same "49|SUSPENDED|00:04:00|240"
 run 0 sacct -a -S 2000-01-01 -n -X -P -s R -o jobid
 same "$(printf '42\n50_0')"
+# Suspended: 49's 60 s before and its stretch under way (300 s and the seconds since the
+# fake started); 42 never was.
+run 0 sacct -j 42,49 -n -X -P -o jobid,suspended
+grep -qx '42|00:00:00' <<< "$out" && grep -qE '^49\|00:06:[0-5][0-9]$' <<< "$out" ||
+  fail "sacct Suspended: $out"
 run 1 sacct --format=JobID,bogus
 has "$err" 'sacct: error: Invalid field requested: "bogus"'
 run 1 sacct -S yesterday
