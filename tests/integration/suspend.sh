@@ -76,13 +76,14 @@ wait_for "job $b's task" 15 test -s "$tmp/pid.b"
 pb=$(cat "$tmp/pid.b")
 out=$(scontrol suspend "$b" 2>&1) || fail "suspend: $out"
 wait_for "job $b's task to stop" 10 stopped "$pb"
-t0=$SECONDS
+ms() { date +%s%3N; }
+t0=$(ms) # in ms: $SECONDS counts whole seconds, and 6 of them may be 5.01 s
 # A step asked for meanwhile waits for the resume.
 srun --jobid="$b" -n1 echo step-ran > "$tmp/srun.out" 2> "$tmp/srun.err" &
 srun_pid=$!
 wait_for "srun to wait" 10 grep -q "(Job is suspended)" "$tmp/srun.err"
 # Past its limit of run time while stopped: it must not time out.
-while [ $((SECONDS - t0)) -lt 6 ]; do
+while [ $(($(ms) - t0)) -lt 6000 ]; do
   [ "$(job_state "$b")" = RUNNING ] || fail "job $b ended while suspended: $(jq "$b" 'j')"
   sleep 0.2
 done
@@ -93,7 +94,7 @@ wait "$srun_pid" || fail "srun failed after the resume: $(cat "$tmp/srun.err")"
 grep -qx step-ran "$tmp/srun.out" || fail "the step did not run: $(cat "$tmp/srun.out" "$tmp/srun.err")"
 wait_end "$b" 20
 expect "$b" 'j["state"] == "TIMEOUT"' "TIMEOUT once resumed"
-[ $((SECONDS - t0)) -ge 6 ] || fail "job $b timed out too early"
+[ $(($(ms) - t0)) -ge 6000 ] || fail "job $b timed out too early"
 expect "$b" 'j["end_time_ms"] - j["start_time_ms"] >= 9000' "a run of 4 s and a suspension of 6 s at least"
 susp=$(sacct -j "$b" -n -X -P -o suspended)
 [ "$(echo "$susp" | awk -F: '{ print $1 * 3600 + $2 * 60 + $3 }')" -ge 6 ] ||
