@@ -162,6 +162,7 @@ static void on_task_exit(struct wrk_tasks *tasks, const struct wrk_task_exit *ex
     struct wrk_job *job = wrk_job_find(w, ex->job_id);
     struct wrk_task_id id = {.job_id = ex->job_id, .step = ex->step, .rank = ex->rank};
     Gs__EndReason reason;
+    int step_left;
 
     (void)tasks;
     if (w->ledger != NULL && wrk_ledger_remove(w->ledger, ex->pid) < 0)
@@ -181,11 +182,12 @@ static void on_task_exit(struct wrk_tasks *tasks, const struct wrk_task_exit *ex
     /* The exit carries the attempt from here on; a job with no task left here is dropped
      * so that a long-running worker does not accumulate them (its cgroup goes with it). A
      * step with no task left here while the job goes on loses what it left running. */
-    if (wrk_tasks_count_step(w->tasks, ex->job_id, ex->step) == 0)
+    step_left = wrk_tasks_count_step(w->tasks, ex->job_id, ex->step);
+    if (step_left == 0)
         wrk_pmix_step_end(w->pmix, ex->job_id, ex->step); /* its namespace, if it had one */
     if (job != NULL && --job->ntasks <= 0)
         wrk_job_idle(w, job);
-    else if (job != NULL && wrk_tasks_count_step(w->tasks, ex->job_id, ex->step) == 0)
+    else if (job != NULL && step_left == 0)
         step_ended(w, ex->job_id, ex->step);
 }
 
