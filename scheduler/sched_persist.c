@@ -223,11 +223,17 @@ static int pack_alloc(struct sched_ctx *s, const struct sched_job *job, uint8_t 
 {
     Gs__LaunchTasks lt = GS__LAUNCH_TASKS__INIT;
     struct sched_alloc_msg m;
+    uint32_t lost[SCHED_MAX_JOB_NODES];
     size_t len;
     int rc = sched_alloc_msg_build(s, job, &m);
 
     if (rc < 0)
         return rc;
+    for (uint32_t i = 0; i < m.n && i < SCHED_MAX_JOB_NODES; i++) {
+        if (sched_job_nokill_lost(job, i))
+            lost[lt.n_nokill_lost++] = i;
+    }
+    lt.nokill_lost = lost;
     lt.job_id = job->id;
     lt.attempt = job->attempt;
     lt.n_allocation = m.n;
@@ -632,6 +638,11 @@ static int restore_alloc(struct sched_ctx *s, struct sched_job *job, const void 
     if (rc == 0) {
         sched_cluster_take(s->cluster, &job->alloc);
         job->master_port = lt->master_port;
+        for (size_t i = 0; i < lt->n_nokill_lost; i++) {
+            if (lt->nokill_lost[i] < alloc.nnodes) /* start cleared them */
+                job->nokill_lost[lt->nokill_lost[i] / 64] |= UINT64_C(1)
+                                                             << (lt->nokill_lost[i] % 64);
+        }
     }
 out:
     if (rc < 0)

@@ -2,9 +2,10 @@
 # no_kill.sh BIN_DIR SRC_DIR: sbatch --no-kill on a `gsched up` cluster of two workers with 1 s
 # heartbeats and a 5 s fence timeout. A two-node batch job runs a step on both nodes; the
 # worker of its second node is killed (-9); once the node fails over the job is still
-# RUNNING (its history says it runs on), its next srun runs on the node it has left, an
-# srun -w naming the failed node is refused, and the job completes. The same job without
-# --no-kill is ended NODE_FAIL by the failover.
+# RUNNING (its history says it runs on). The node comes back (its worker again) and gschedd
+# restarts: the job still knows the node as lost, so its next srun runs on the node it has
+# left, an srun -w naming the failed node is refused, and the job completes. The same job
+# without --no-kill is ended NODE_FAIL by the failover.
 name="no_kill"
 . "$(dirname "$0")/lib.sh"
 
@@ -49,6 +50,13 @@ kill_second() {
 node_up() { "$bin/gsched" nodes --json "$1" | python3 -c '
 import json, sys
 sys.exit(0 if json.load(sys.stdin)[0]["state"] == "up" else 1)'; }
+# bring_back NODE: its worker again, as up started it, and waits for the node to be up.
+bring_back() {
+  mapfile -d '' worker_cmd < "$work/$1.cmd"
+  respawn "$1" "${worker_cmd[@]}" </dev/null >>"$state/$1.log" 2>&1 &
+  echo $! > "$state/$1.pid"
+  wait_for "$1 back" 20 node_up "$1"
+}
 
 id=$(job keep --no-kill)
 wait_start "$id"
@@ -56,6 +64,10 @@ lost=$(kill_second "$id" keep)
 wait_for "the job to run on without $lost" 30 \
   is "$id" 'any("runs on without it (--no-kill)" in e["reason"] for e in h)'
 expect "$id" 'j["state"] == "RUNNING"' "still RUNNING after losing $lost"
+bring_back "$lost"
+restart_sched 2
+wait_for "$lost up after the restart" 20 node_up "$lost"
+expect "$id" 'j["state"] == "RUNNING"' "still RUNNING after gschedd's restart"
 gate keep
 wait_end "$id" 30 || true
 out=$work/keep.out
@@ -67,21 +79,16 @@ grep -q '^AFTER_RC=0$' "$out" || fail "the step after the failure failed: $(cat 
 grep -q "node '$lost' (-w) of job $id failed (the job runs on: --no-kill)" "$out" ||
   fail "srun -w $lost was not refused as failed: $(cat "$out")"
 grep -q '^LOST_RC=1$' "$out" || fail "srun -w $lost: $(cat "$out")"
+expect "$id" 'sum("runs on without it (--no-kill)" in e["reason"] for e in h) == 1' \
+  "the node's loss noted once"
 
-# The node back (its worker again, as up started it), and the same job without --no-kill.
-mapfile -d '' worker_cmd < "$work/$lost.cmd"
-respawn "$lost" "${worker_cmd[@]}" </dev/null >>"$state/$lost.log" 2>&1 &
-echo $! > "$state/$lost.pid"
-wait_for "$lost back" 20 node_up "$lost"
+# The same job without --no-kill.
 id=$(job fail)
 wait_start "$id"
 lost=$(kill_second "$id" fail)
 wait_end "$id" 40 || true # the failover ends it; its gate never opens
 expect "$id" 'j["state"] == "NODE_FAIL"' "NODE_FAIL without --no-kill"
-mapfile -d '' worker_cmd < "$work/$lost.cmd"
-respawn "$lost" "${worker_cmd[@]}" </dev/null >>"$state/$lost.log" 2>&1 &
-echo $! > "$state/$lost.pid"
-wait_for "$lost back again" 20 node_up "$lost"
+bring_back "$lost"
 
 stop_cluster
 check_logs
