@@ -50,7 +50,7 @@ static bool reached(Gs__JobState state, Gs__WaitFor until)
 /* Copies c into w; returns 1 when the state changed, 0 when not, -ENOMEM. */
 static int record(struct waited *w, const Gs__JobStateChange *c)
 {
-    bool changed = !w->seen || w->last.state != c->state;
+    bool changed = !w->seen || w->last.state != c->state || w->last.suspended != c->suspended;
     char *reason = strdup(c->reason != NULL ? c->reason : "");
 
     if (reason == NULL)

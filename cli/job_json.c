@@ -433,6 +433,10 @@ void cli_json_state_change(struct gs_json *j, const Gs__JobStateChange *c)
     gs_json_kv_uint(j, "start_time_ms", c->start_time_ms);
     gs_json_kv_uint(j, "end_time_ms", c->end_time_ms);
     gs_json_kv_uint(j, "restart_count", c->restart_count);
+    /* As a JobInfo's: "state" stays the wire's RUNNING (1.26). */
+    gs_json_kv_bool(j, "suspended", c->suspended);
+    gs_json_kv_uint(j, "suspend_time_ms", c->suspend_time_ms);
+    gs_json_kv_uint(j, "suspended_ms", c->suspended_ms);
     gs_json_object_end(j);
 }
 

@@ -153,11 +153,6 @@ static uint64_t run_s(Gs__JobState state, uint64_t start_ms, uint64_t end_ms, ui
     return (to_ms - start_ms - suspended_ms) / 1000;
 }
 
-uint64_t cli_job_elapsed_s(Gs__JobState state, uint64_t start_ms, uint64_t end_ms, uint64_t now_ms)
-{
-    return run_s(state, start_ms, end_ms, 0, 0, now_ms);
-}
-
 uint64_t cli_job_suspended_s(const Gs__JobInfo *job, uint64_t now_ms)
 {
     uint64_t ms = job->suspended_ms;
@@ -171,6 +166,19 @@ uint64_t cli_job_run_s(const Gs__JobInfo *job, Gs__JobState as, uint64_t now_ms)
 {
     return run_s(as, job->start_time_ms, job->end_time_ms,
                  job->suspended ? job->suspend_time_ms : 0, job->suspended_ms, now_ms);
+}
+
+uint64_t cli_change_run_s(const Gs__JobStateChange *c, uint64_t now_ms)
+{
+    return run_s(c->state, c->start_time_ms, c->end_time_ms, c->suspended ? c->suspend_time_ms : 0,
+                 c->suspended_ms, now_ms);
+}
+
+const char *cli_change_shown_name(const Gs__JobStateChange *c)
+{
+    return c->suspended && c->state == GS__JOB_STATE__JOB_STATE_RUNNING
+               ? "SUSPENDED"
+               : cli_job_state_name(c->state);
 }
 
 char *cli_format_elapsed(uint64_t seconds, char *out, size_t size)
@@ -259,10 +267,9 @@ int cli_job_status_line(struct gs_buf *out, const Gs__JobStateChange *c, const c
     char elapsed[32];
     int rc;
 
-    cli_format_elapsed(cli_job_elapsed_s(c->state, c->start_time_ms, c->end_time_ms, now_ms),
-                       elapsed, sizeof(elapsed));
+    cli_format_elapsed(cli_change_run_s(c, now_ms), elapsed, sizeof(elapsed));
     rc = gs_buf_printf(out, "job %llu %s %s", (unsigned long long)c->job_id,
-                       cli_job_state_name(c->state), elapsed);
+                       cli_change_shown_name(c), elapsed);
     if (rc == 0 && nodelist != NULL && nodelist[0] != '\0')
         rc = gs_buf_printf(out, " %s", nodelist);
     else if (rc == 0 && c->reason != NULL && c->reason[0] != '\0')
@@ -275,8 +282,7 @@ int cli_job_end_line(struct gs_buf *out, const Gs__JobStateChange *c, uint64_t n
     char elapsed[32];
     int rc;
 
-    cli_format_elapsed(cli_job_elapsed_s(c->state, c->start_time_ms, c->end_time_ms, now_ms),
-                       elapsed, sizeof(elapsed));
+    cli_format_elapsed(cli_change_run_s(c, now_ms), elapsed, sizeof(elapsed));
     rc = gs_buf_printf(out, "job %llu %s", (unsigned long long)c->job_id,
                        cli_job_state_name(c->state));
     if (rc == 0 && c->signaled)

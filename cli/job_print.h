@@ -48,15 +48,17 @@ bool cli_job_state_final(Gs__JobState state);
 const char *cli_end_reason_name(Gs__EndReason reason);
 
 /*
- * Seconds a job has run: pending 0, running now - start, ended end - start. Times are ms
- * since the epoch, 0 for unknown (which gives 0); a clock behind start gives 0. For a
- * JobStateChange, which says nothing of suspensions; a JobInfo's is cli_job_run_s.
+ * Seconds the job a JobStateChange (of a wait) says has run: pending 0, running now - start,
+ * ended end - start, its suspensions left out as cli_job_run_s leaves them. Times are ms
+ * since the epoch, 0 for unknown (which gives 0); a clock behind start gives 0.
  */
-uint64_t cli_job_elapsed_s(Gs__JobState state, uint64_t start_ms, uint64_t end_ms, uint64_t now_ms);
+uint64_t cli_change_run_s(const Gs__JobStateChange *c, uint64_t now_ms);
+/* "SUSPENDED" for a running job the change says is suspended, else its state's name. */
+const char *cli_change_shown_name(const Gs__JobStateChange *c);
 /*
  * Seconds job has run, the time it spent suspended left out, so that the figure stops while
  * it is suspended: (suspend_time_ms while suspended, else end_time_ms when set, else now_ms)
- * - start_time_ms - suspended_ms, as cli_job_elapsed_s counts for a job in state as (gsched's
+ * - start_time_ms - suspended_ms, as cli_change_run_s counts for a job in state as (gsched's
  * commands pass job->state; Slurm's views RUNNING for any job not pending, so that one
  * without an end time counts to now). The one place that formula lives: every elapsed
  * time, run time and time left of a JobInfo is reckoned from it.

@@ -866,6 +866,9 @@ static void fill_change(const struct sched_job *job, Gs__JobStateChange *ch)
     ch->start_time_ms = job->start_ms;
     ch->end_time_ms = job->end_ms;
     ch->restart_count = job->restarts;
+    ch->suspended = job->suspended;
+    ch->suspend_time_ms = job->suspended ? job->suspend_at_ms : 0;
+    ch->suspended_ms = job->suspended_ms;
     if (job->nhistory > 0) {
         ch->changed_at_ms = job->history[job->nhistory - 1].at_ms;
         if (job->nhistory > 1)

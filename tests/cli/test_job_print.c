@@ -70,15 +70,31 @@ Test(job_print, requeued_is_not_final_but_every_end_state_is)
     cr_assert_not(cli_job_state_final(RUNNING));
 }
 
+static Gs__JobStateChange change(Gs__JobState state, uint64_t start_ms, uint64_t end_ms)
+{
+    Gs__JobStateChange c = GS__JOB_STATE_CHANGE__INIT;
+
+    c.job_id = 42;
+    c.state = state;
+    c.start_time_ms = start_ms;
+    c.end_time_ms = end_ms;
+    return c;
+}
+
 Test(job_print, elapsed_is_zero_pending_now_minus_start_running_end_minus_start_ended)
 {
-    cr_assert_eq(cli_job_elapsed_s(PENDING, 1000, 0, 99000), 0);
-    cr_assert_eq(cli_job_elapsed_s(PENDING, 1000, 5000, 99000), 0, "earlier attempt ignored");
-    cr_assert_eq(cli_job_elapsed_s(RUNNING, 1000, 0, 4999), 3);
-    cr_assert_eq(cli_job_elapsed_s(RUNNING, 0, 0, 4999), 0, "start unknown");
-    cr_assert_eq(cli_job_elapsed_s(RUNNING, 9000, 0, 4000), 0, "clock behind start");
-    cr_assert_eq(cli_job_elapsed_s(COMPLETED, 1000, 61000, 999999), 60);
-    cr_assert_eq(cli_job_elapsed_s(FAILED, 1000, 0, 999999), 0, "ended, end unknown");
+    Gs__JobStateChange c[] = {change(PENDING, 1000, 0), change(PENDING, 1000, 5000),
+                              change(RUNNING, 1000, 0), change(RUNNING, 0, 0),
+                              change(RUNNING, 9000, 0), change(COMPLETED, 1000, 61000),
+                              change(FAILED, 1000, 0)};
+
+    cr_assert_eq(cli_change_run_s(&c[0], 99000), 0);
+    cr_assert_eq(cli_change_run_s(&c[1], 99000), 0, "earlier attempt ignored");
+    cr_assert_eq(cli_change_run_s(&c[2], 4999), 3);
+    cr_assert_eq(cli_change_run_s(&c[3], 4999), 0, "start unknown");
+    cr_assert_eq(cli_change_run_s(&c[4], 4000), 0, "clock behind start");
+    cr_assert_eq(cli_change_run_s(&c[5], 999999), 60);
+    cr_assert_eq(cli_change_run_s(&c[6], 999999), 0, "ended, end unknown");
 }
 
 Test(job_print, suspended_running_job_shows_as_suspended_and_s)
@@ -246,17 +262,6 @@ Test(job_print, exit_status_follows_the_job)
     cr_assert_eq(cli_job_exit_status(GS__JOB_STATE__JOB_STATE_TIMEOUT, true, 0, 15), 143);
 }
 
-static Gs__JobStateChange change(Gs__JobState state, uint64_t start_ms, uint64_t end_ms)
-{
-    Gs__JobStateChange c = GS__JOB_STATE_CHANGE__INIT;
-
-    c.job_id = 42;
-    c.state = state;
-    c.start_time_ms = start_ms;
-    c.end_time_ms = end_ms;
-    return c;
-}
-
 Test(job_print, status_line_shows_nodes_when_running_and_reason_when_waiting)
 {
     Gs__JobStateChange run = change(RUNNING, 10000, 0), wait = change(PENDING, 0, 0);
@@ -271,6 +276,34 @@ Test(job_print, status_line_shows_nodes_when_running_and_reason_when_waiting)
     gs_buf_reset(&out);
     cr_assert_eq(cli_job_status_line(&out, &run, "", 13500), 0);
     cr_assert_str_eq(out.data, "job 42 RUNNING 00:00:03", "no nodes, no reason: nothing after");
+    gs_buf_release(&out);
+}
+
+Test(job_print, status_line_of_a_suspended_job_stops_its_time)
+{
+    Gs__JobStateChange c = change(RUNNING, 10000, 0);
+    struct gs_buf out = GS_BUF_INIT;
+
+    /* Ran 10 s, suspended 20 s, ran 5 s, suspended again at 45 s; now 100 s. */
+    c.suspended = true;
+    c.suspend_time_ms = 45000;
+    c.suspended_ms = 20000;
+    cr_assert_eq(cli_job_status_line(&out, &c, "node1", 100000), 0);
+    cr_assert_str_eq(out.data, "job 42 SUSPENDED 00:00:15 node1");
+    gs_buf_reset(&out);
+    c.suspended = false; /* resumed at 100 s: 15 s then, 20 s by 105 s */
+    c.suspend_time_ms = 0;
+    c.suspended_ms = 75000;
+    cr_assert_eq(cli_job_status_line(&out, &c, "node1", 105000), 0);
+    cr_assert_str_eq(out.data, "job 42 RUNNING 00:00:20 node1");
+    gs_buf_reset(&out);
+    c.state = COMPLETED; /* ended at 110 s: 25 s run */
+    c.end_time_ms = 110000;
+    cr_assert_eq(cli_job_end_line(&out, &c, 200000), 0);
+    cr_assert_str_eq(out.data, "job 42 COMPLETED exit=0 elapsed=00:00:25");
+    gs_buf_reset(&out);
+    c.suspended = true; /* a flag on an ended job is not a suspension */
+    cr_assert_str_eq(cli_change_shown_name(&c), "COMPLETED");
     gs_buf_release(&out);
 }
 
@@ -339,7 +372,8 @@ Test(job_json, state_change_has_every_field_with_states_as_names)
     cr_assert_str_eq(s, "{\"job_id\":42,\"state\":\"FAILED\",\"previous\":\"RUNNING\","
                         "\"reason\":\"rank 0 exited 3\",\"signaled\":false,\"exit_code\":3,"
                         "\"term_signal\":0,\"changed_at_ms\":4001,\"submit_time_ms\":500,"
-                        "\"start_time_ms\":1000,\"end_time_ms\":4000,\"restart_count\":1}");
+                        "\"start_time_ms\":1000,\"end_time_ms\":4000,\"restart_count\":1,"
+                        "\"suspended\":false,\"suspend_time_ms\":0,\"suspended_ms\":0}");
     free(s);
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # suspend.sh BIN_DIR SRC_DIR: `scontrol suspend` and `resume`, on a `gsched up` cluster of
 # two workers (1 s kill grace). A 2-node job's processes on both nodes stop (state T) and
-# squeue shows it S; it stays suspended across a gschedd restart and runs on once resumed.
+# squeue and gsched wait show it S (SUSPENDED); it stays suspended across a gschedd restart and runs on once resumed.
 # A job with a 4 s time limit, suspended for longer than that, runs on when resumed and times
 # out only once it has run 4 s in all; an srun step asked for while it is suspended waits
 # and runs once it resumes. A suspended job that is cancelled ends at once on
@@ -56,6 +56,13 @@ out=$(scontrol suspend "$a" 2>&1) && fail "suspended twice: $out"
 grep -q "already suspended" <<< "$out" || fail "second suspend: $out"
 [ "$(api "$a" 'd["state"] == "RUNNING" and d["suspended"]')" = True ] || fail "api: $(api "$a" d)"
 ran=$(api "$a" 'd["run_ms"]')
+# gsched wait shows it suspended: its status line (not a terminal: on stderr) and --json.
+out=$("$bin/gsched" wait "$a" --timeout 1s 2>&1 >/dev/null)
+grep -q "^job $a SUSPENDED " <<< "$out" || fail "gsched wait's line: $out"
+out=$("$bin/gsched" wait "$a" --start --json) || fail "gsched wait --start: $out"
+python3 -c 'import json, sys; j = json.loads(sys.argv[1])["jobs"][0]
+sys.exit(0 if j["state"] == "RUNNING" and j["suspended"] and j["suspend_time_ms"] > 0 else 1)' \
+  "$out" || fail "gsched wait --start --json: $out"
 
 restart_sched 2
 [ "$(st "$a")" = S ] || fail "after a restart squeue shows job $a as $(st "$a"), not S"
