@@ -169,7 +169,8 @@ static void name_unknown_field(Gs__Envelope *reply)
  * protocol minor): it would close the connection on it (hello.c), so it is never sent. As an
  * unpacked reply: every part malloc'd, freed by gs_proto_envelope_free(). NULL without memory.
  */
-static Gs__Envelope *too_old(const Gs__Envelope *req, const Gs__Hello *peer)
+static Gs__Envelope *too_old(const Gs__Envelope *req, const Gs__Hello *peer, uint32_t need,
+                             const char *what)
 {
     Gs__Envelope *env = malloc(sizeof(*env));
     Gs__ErrorReply *err = malloc(sizeof(*err));
@@ -188,9 +189,8 @@ static Gs__Envelope *too_old(const Gs__Envelope *req, const Gs__Hello *peer)
              "%s",
              peer->role == GS__ROLE__ROLE_WORKER ? "the gsched-workerd relaying this request"
                                                  : "gschedd",
-             peer->protocol_major, peer->protocol_minor, gs_proto_body_name(req->body_case),
-             GS_PROTO_VERSION_MAJOR, gs_proto_body_minor(req->body_case), GS_PROTO_VERSION_MAJOR,
-             GS_PROTO_VERSION_MINOR,
+             peer->protocol_major, peer->protocol_minor, what, GS_PROTO_VERSION_MAJOR, need,
+             GS_PROTO_VERSION_MAJOR, GS_PROTO_VERSION_MINOR,
              peer->role == GS__ROLE__ROLE_WORKER ? "gsched-workerd" : "gschedd");
     err->code = -EPROTONOSUPPORT;
     err->message = msg;
@@ -216,15 +216,31 @@ static int hello(int fd, int timeout_ms, Gs__Envelope **ret_peer, uint32_t *ret_
     return rc;
 }
 
+/* The minor the peer must speak to read req as meant, and what needs it. Its body's, but a
+ * field value a peer would take for another may need more: srun --mpi=pmi2 would start plain
+ * under a gschedd that does not know it. */
+static uint32_t request_minor(const Gs__Envelope *req, const char **ret_what)
+{
+    *ret_what = gs_proto_body_name(req->body_case);
+    if (req->body_case == GS__ENVELOPE__BODY_STEP_LAUNCH_REQUEST &&
+        req->step_launch_request->mpi != NULL &&
+        strcmp(req->step_launch_request->mpi, "pmi2") == 0) {
+        *ret_what = "srun --mpi=pmi2";
+        return GS_PROTO_MINOR_PMI;
+    }
+    return gs_proto_body_minor(req->body_case);
+}
+
 int cli_exchange(int fd, Gs__Envelope *req, int timeout_ms, Gs__Envelope **ret_reply)
 {
     Gs__Envelope *peer = NULL;
-    uint32_t minor = 0;
+    const char *what;
+    uint32_t minor = 0, need = request_minor(req, &what);
     int rc;
 
     req->request_id = 1;
     rc = hello(fd, timeout_ms, &peer, &minor);
-    if (rc == 0 && minor < gs_proto_body_minor(req->body_case)) {
+    if (rc == 0 && minor < need) {
         Gs__Hello old = GS__HELLO__INIT;
 
         if (peer == NULL) { /* a login node's gschedd */
@@ -232,7 +248,7 @@ int cli_exchange(int fd, Gs__Envelope *req, int timeout_ms, Gs__Envelope **ret_r
             old.protocol_minor = minor;
             old.role = GS__ROLE__ROLE_SCHEDULER;
         }
-        *ret_reply = too_old(req, peer != NULL ? peer->hello : &old);
+        *ret_reply = too_old(req, peer != NULL ? peer->hello : &old, need, what);
         gs_proto_envelope_free(peer);
         return *ret_reply != NULL ? 0 : -ENOMEM;
     }

@@ -405,10 +405,14 @@ static void rd_mpi_default(struct gs_schema_ctx *c, const struct gs_toml_value *
 
     if (gs_schema_string(c, v, "scheduler.mpi_default", &name) < 0 || name == NULL)
         return;
-    if (strcmp(name, "pmix") == 0 || strcmp(name, "none") == 0)
-        CFG(c)->mpi_default_pmix = strcmp(name, "pmix") == 0;
+    if (strcmp(name, "pmix") == 0 || strcmp(name, "pmi2") == 0)
+        snprintf(CFG(c)->mpi_default, sizeof(CFG(c)->mpi_default), "%s", name);
+    else if (strcmp(name, "none") == 0)
+        CFG(c)->mpi_default[0] = '\0';
     else
-        GS_SCHEMA_REPORT_AT(c, v, "scheduler.mpi_default must be \"none\" or \"pmix\", not \"%s\"",
+        GS_SCHEMA_REPORT_AT(c, v,
+                            "scheduler.mpi_default must be \"none\", \"pmix\" or \"pmi2\", not "
+                            "\"%s\"",
                             name);
     free(name);
 }

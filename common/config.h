@@ -45,8 +45,9 @@
  *                                           # data it lacks elsewhere would take, if less
  *     max_switch_wait = "5m"                # longest a job waits for its --switches count
  *                                           # (Slurm's max_switch_wait; at most a day)
- *     mpi_default = "none"                  # "pmix": srun steps without --mpi start under
- *                                           # the workers' PMIx servers (MpiDefault)
+ *     mpi_default = "none"                  # "pmix" or "pmi2": srun steps without --mpi
+ *                                           # start under the workers' PMIx or PMI
+ *                                           # servers (MpiDefault)
  *     backfill_depth = 1                    # blocked jobs, in priority order, that hold a
  *                                           # reservation backfill keeps: 1 is EASY, more
  *                                           # is conservative backfill (1-1000)
@@ -286,7 +287,7 @@ struct gs_config {
                                   * the copy would take; 0: the wait is not weighed */
     uint32_t backfill_depth;     /* blocked jobs holding a reservation: 1 EASY, more conservative */
     uint32_t max_switch_wait_s;  /* a job's --switches wait, default and most (300 s) */
-    bool mpi_default_pmix;       /* srun steps without --mpi run under PMIx (MpiDefault) */
+    char mpi_default[8];         /* srun steps without --mpi: "pmix", "pmi2"; "" none */
     /* [worker] */
     char *worker_name; /* NULL: the host name */
     char *worker_address;

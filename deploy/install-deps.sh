@@ -33,6 +33,8 @@ packages=(
   libopenmpi-dev     # CPU all-reduce in the trainer; mpicc for tests/integration/pmix.sh
   libpmix-dev        # the workers' PMIx server: srun --mpi=pmix
   openmpi-bin
+  mpich              # mpicc.mpich for tests/integration/pmi.sh (srun --mpi=pmi2); Open
+  libmpich-dev       # MPI stays the default mpicc (alternatives: priority 50 over 40)
   iproute2           # gsched up --netns: namespaces, a bridge and veth pairs (ip)
   nftables           # packet loss on a link in tests/netns/loss.sh where the kernel has no netem
   python3-torch      # the PyTorch DDP client test (gloo) on a --netns cluster

@@ -35,7 +35,7 @@
 
 #define GS_PROTO_MAGIC 0x47534348u /* "GSCH" */
 #define GS_PROTO_VERSION_MAJOR 1u  /* bump on an incompatible change */
-#define GS_PROTO_VERSION_MINOR 26u /* bump when adding fields or body cases */
+#define GS_PROTO_VERSION_MINOR 27u /* bump when adding fields or body cases */
 /* The first minor whose peers know JobKvPut and JobKvGet (a client checks the peer's Hello). */
 #define GS_PROTO_MINOR_JOB_KV 4u
 /* The first minor whose workers know JobLimitUpdate (a running job's new time limit). */
@@ -51,6 +51,8 @@
 #define GS_PROTO_MINOR_CRYPT 13u
 /* The first minor that reads a holding's shards as runs (DatasetHolding.held_runs). */
 #define GS_PROTO_MINOR_HELD_RUNS 15u
+/* The first minor whose workers serve srun --mpi=pmi2 steps (LaunchTasks.mpi "pmi2"). */
+#define GS_PROTO_MINOR_PMI 27u
 #define GS_PROTO_HEADER_SIZE 4u
 #define GS_PROTO_MAX_FRAME_DEFAULT (16u * 1024u * 1024u)
 

@@ -87,7 +87,7 @@ static void slurm_names(struct entries *e, const struct gs_config *cfg)
     add(e, "MaxArraySize", "%u", SCHED_MAX_ARRAY_SIZE);
     add(e, "MinJobAge", "%llu sec", (unsigned long long)(cfg->min_job_age_ms / 1000));
     add(e, "PreemptMode", "%s", any_tier(cfg) ? "REQUEUE" : "OFF");
-    add(e, "MpiDefault", "%s", cfg->mpi_default_pmix ? "pmix" : "none");
+    add(e, "MpiDefault", "%s", cfg->mpi_default[0] != '\0' ? cfg->mpi_default : "none");
     add(e, "PreemptType", "%s", any_tier(cfg) ? "preempt/qos" : "preempt/none");
     add(e, "PriorityDecayHalfLife", "%llu sec", (unsigned long long)p->decay_half_life_s);
     add(e, "PriorityFavorSmall", "%s", p->favor_small ? "Yes" : "No");

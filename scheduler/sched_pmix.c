@@ -37,11 +37,15 @@ struct sched_pmix_fence {
     bool *came; /* per step node: its part has come (an empty one too) */
 };
 
-bool sched_step_pmix(const struct sched_ctx *s, const Gs__StepLaunchRequest *req)
+const char *sched_step_mpi(const struct sched_ctx *s, const Gs__StepLaunchRequest *req)
 {
-    if (req->mpi == NULL || req->mpi[0] == '\0') /* srun said nothing: MpiDefault's */
-        return s->cfg != NULL && s->cfg->mpi_default_pmix;
-    return strcmp(req->mpi, "pmix") == 0;
+    const char *mpi = req->mpi;
+
+    if (mpi == NULL || mpi[0] == '\0') /* srun said nothing: MpiDefault's */
+        mpi = s->cfg != NULL ? s->cfg->mpi_default : "";
+    if (strcmp(mpi, "pmix") == 0)
+        return "pmix";
+    return strcmp(mpi, "pmi2") == 0 ? "pmi2" : NULL;
 }
 
 static void fence_free(struct sched_pmix_fence *f, uint32_t nnodes)

@@ -287,8 +287,14 @@ static int check_job(const struct sched_cli *c, const struct sched_job *job, uin
 
 /* Whether every node of the step has its worker connected; -EAGAIN with why if not. */
 static int check_workers(struct sched_ctx *s, const struct sched_step *st,
-                         const struct sched_alloc_msg *alloc, bool pmix, char *why, size_t size)
+                         const struct sched_alloc_msg *alloc, const char *mpi, char *why,
+                         size_t size)
 {
+    /* A worker that predates a step's server would start its tasks without one. */
+    uint32_t need = mpi == NULL                ? 0
+                    : strcmp(mpi, "pmix") == 0 ? gs_proto_body_minor(GS__ENVELOPE__BODY_PMIX_FENCE)
+                                               : GS_PROTO_MINOR_PMI;
+
     for (uint32_t i = 0; i < st->nnodes; i++) {
         const struct sched_node *n =
             st->nodes[i].index < s->nnodes ? s->nodes[st->nodes[i].index] : NULL;
@@ -300,13 +306,12 @@ static int check_workers(struct sched_ctx *s, const struct sched_step *st,
                      alloc->nodes[st->nodes[i].alloc_index].node_name);
             return -EAGAIN;
         }
-        if (pmix && peer != NULL &&
-            peer->protocol_minor < gs_proto_body_minor(GS__ENVELOPE__BODY_PMIX_FENCE)) {
+        if (peer != NULL && peer->protocol_minor < need) {
             snprintf(why, size,
-                     "--mpi=pmix: the worker on %s speaks protocol %u.%u, and PMIx "
-                     "steps need %u.%u",
-                     n->name, peer->protocol_major, peer->protocol_minor, GS_PROTO_VERSION_MAJOR,
-                     gs_proto_body_minor(GS__ENVELOPE__BODY_PMIX_FENCE));
+                     "--mpi=%s: the worker on %s speaks protocol %u.%u, and %s steps need "
+                     "%u.%u",
+                     mpi, n->name, peer->protocol_major, peer->protocol_minor,
+                     strcmp(mpi, "pmix") == 0 ? "PMIx" : "PMI", GS_PROTO_VERSION_MAJOR, need);
             return -EOPNOTSUPP;
         }
     }
@@ -434,7 +439,7 @@ static int start_waiting(struct sched_ctx *s, struct sched_step_seq *q, struct s
     if (rc == 0)
         rc = sched_alloc_msg_build(s, job, &alloc);
     if (rc == 0)
-        rc = check_workers(s, st, &alloc, sched_step_pmix(s, st->req), why, sizeof(why));
+        rc = check_workers(s, st, &alloc, sched_step_mpi(s, st->req), why, sizeof(why));
     if (rc == 0) /* a suspended job's steps wait for its resume */
         rc = sched_step_take(q, job, &alloc, st->req, st, job->suspended, why, sizeof(why));
     if (rc == -EBUSY)
@@ -497,8 +502,9 @@ void sched_steps_launch(struct sched_cli *c, uint64_t request_id, const Gs__Step
         rc = -EINVAL;
     }
     if (rc == 0 && req->mpi != NULL && req->mpi[0] != '\0' && strcmp(req->mpi, "pmix") != 0 &&
-        strcmp(req->mpi, "none") != 0) {
-        snprintf(why, sizeof(why), "--mpi=%.64s: gsched's steps know pmix and none", req->mpi);
+        strcmp(req->mpi, "pmi2") != 0 && strcmp(req->mpi, "none") != 0) {
+        snprintf(why, sizeof(why), "--mpi=%.64s: gsched's steps know pmix, pmi2 and none",
+                 req->mpi);
         rc = -EINVAL;
     }
     if (rc == 0 && (q = sched_step_seq_get(s, job)) == NULL)
@@ -508,7 +514,7 @@ void sched_steps_launch(struct sched_cli *c, uint64_t request_id, const Gs__Step
     if (rc == 0)
         rc = sched_step_plan_layout(job, &alloc, req, st, why, sizeof(why));
     if (rc == 0)
-        rc = check_workers(s, st, &alloc, sched_step_pmix(s, req), why, sizeof(why));
+        rc = check_workers(s, st, &alloc, sched_step_mpi(s, req), why, sizeof(why));
     if (rc == 0) {
         st->job_id = job->id;
         st->cli = c;

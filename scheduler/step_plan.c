@@ -510,7 +510,7 @@ int sched_step_msg_init(struct sched_ctx *s, const struct sched_job *job,
     m->lt.n_env = req->n_env;
     m->lt.env = m->env_ptrs;
     m->lt.step = st->step;
-    if (sched_step_pmix(s, req)) { /* each rank's node, for the PMIx servers' process maps */
+    if (sched_step_mpi(s, req) != NULL) { /* each rank's node, for the servers' process maps */
         m->rank_nodes = calloc(st->ntasks + 1, sizeof(*m->rank_nodes));
         if (m->rank_nodes == NULL)
             return -ENOMEM;
@@ -522,7 +522,7 @@ int sched_step_msg_init(struct sched_ctx *s, const struct sched_job *job,
                     m->rank_nodes[r] = i;
             }
         }
-        m->lt.mpi = "pmix";
+        m->lt.mpi = (char *)sched_step_mpi(s, req);
         m->lt.n_rank_nodes = st->ntasks;
         m->lt.rank_nodes = m->rank_nodes;
     }

@@ -98,14 +98,14 @@ struct sched_step_msg {
     /* --mem-bind (step_mem_bind.c); NULL without one */
     struct gs_mem_bind *mem_bind;
     uint32_t *mem_bound;  /* each task's NUMA nodes, 64 apart */
-    uint32_t *rank_nodes; /* srun --mpi=pmix: each rank's step node; NULL without */
+    uint32_t *rank_nodes; /* srun --mpi=pmix|pmi2: each rank's step node; NULL without */
 };
 
-/* sched_pmix.c: srun --mpi=pmix steps. */
+/* sched_pmix.c: srun --mpi=pmix and --mpi=pmi2 steps (their fences are alike). */
 
-/* Whether req's step runs under PMIx: srun --mpi=pmix, or no --mpi with
- * scheduler.mpi_default = "pmix" ("none" says none). */
-bool sched_step_pmix(const struct sched_ctx *s, const Gs__StepLaunchRequest *req);
+/* The servers req's step runs under: "pmix" (srun --mpi=pmix), "pmi2", or NULL for none;
+ * without --mpi, scheduler.mpi_default's. */
+const char *sched_step_mpi(const struct sched_ctx *s, const Gs__StepLaunchRequest *req);
 /* The fences under way of a step that ends: gone, their workers' tasks end with it. */
 void sched_step_pmix_free(struct sched_step *st);
 /* A task of st ended: its fences under way can never complete, and fail on every node. */

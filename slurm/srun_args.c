@@ -185,10 +185,12 @@ static const char srun_usage[] =
     "                           S seconds (1 without S); inside one, accepted\n"
     "      --multi-prog         the command is a file of RANKS PROGRAM ARGS lines (MPMD):\n"
     "                           each task runs its line, %t its rank, %o its offset\n"
-    "      --mpi=pmix|none      pmix: the tasks start under their workers' PMIx servers, so\n"
-    "                           MPI programs run without mpirun (default: $SLURM_MPI_TYPE,\n"
-    "                           else the cluster's scheduler.mpi_default); list prints the\n"
-    "                           types\n"
+    "      --mpi=pmix|pmi2|none pmix: the tasks start under their workers' PMIx servers, so\n"
+    "                           MPI programs run without mpirun; pmi2: under their PMI-1\n"
+    "                           servers (MPICH's PMI_FD) (default: $SLURM_MPI_TYPE, else\n"
+    "                           the cluster's scheduler.mpi_default); list prints the types\n";
+/* In two: C99 promises string literals of 4095 bytes only. */
+static const char srun_usage_layout[] =
     "  -m, --distribution=NODES[:SOCKETS]\n"
     "                           ranks over the nodes: block (default), cyclic, plane=N,\n"
     "                           arbitrary (in $SLURM_HOSTFILE's or -w's order); cores\n"
@@ -236,21 +238,26 @@ static int gpu_bind(struct cli_srun_args *a, const char *value)
 
 /*
  * --mpi=TYPE, or SLURM_MPI_TYPE: pmix (and Slurm's pmix_vN) starts the step's tasks under
- * the workers' PMIx servers; none starts them plain. Slurm's other types (pmi2, cray_shasta)
- * are warned about and start them plain too, their SLURM_* variables theirs to read. Without
- * either, the cluster's scheduler.mpi_default decides (gschedd).
+ * the workers' PMIx servers; pmi2 under their PMI-1 servers (worker/pmi.h: what MPICH's
+ * PMI_FD client speaks; Slurm's pmi2 plugin serves it too); none starts them plain. Slurm's
+ * other types (cray_shasta) are warned about and start them plain too, their SLURM_*
+ * variables theirs to read. Without either, the cluster's scheduler.mpi_default decides
+ * (gschedd).
  */
 static int mpi_type(struct cli_srun_args *a, const char *value)
 {
     if (strcmp(value, "pmix") == 0 || strncmp(value, "pmix_v", 6) == 0) {
         a->req.mpi = "pmix";
+    } else if (strcmp(value, "pmi2") == 0) {
+        a->req.mpi = "pmi2";
     } else if (strcmp(value, "none") == 0) {
         a->req.mpi = "none"; /* over the cluster's scheduler.mpi_default */
     } else {
-        fprintf(stderr,
-                "srun: warning: --mpi=%s: gsched knows pmix and none; the tasks start without "
-                "an MPI server and get SLURM_PROCID and friends\n",
-                value);
+        fprintf(
+            stderr,
+            "srun: warning: --mpi=%s: gsched knows pmix, pmi2 and none; the tasks start without "
+            "an MPI server and get SLURM_PROCID and friends\n",
+            value);
         a->req.mpi = "none";
     }
     return 0;
@@ -593,10 +600,11 @@ int cli_srun_parse(struct cli_srun_args *a, int argc, char **argv)
         }
         if (o->id == O_HELP) {
             fputs(srun_usage, stdout);
+            fputs(srun_usage_layout, stdout);
             return 1;
         }
         if (o->id == O_MPI && strcmp(value, "list") == 0) { /* as Slurm's srun lists them */
-            fputs("MPI plugin types are...\n\tnone\n\tpmix\n", stdout);
+            fputs("MPI plugin types are...\n\tnone\n\tpmi2\n\tpmix\n", stdout);
             return 1;
         }
         rc = take(a, o, value);

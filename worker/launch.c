@@ -414,6 +414,8 @@ static void close_inherited(int fd, const struct wrk_launch_spec *spec)
     }
     if (spec->use_stdin_fd)
         keep[n++] = spec->stdin_fd;
+    if (spec->pmi_fd > 2)
+        keep[n++] = spec->pmi_fd;
     for (int i = 0; i < spec->ncgroup_fds; i++) {
         if (n == KEEP_MAX)
             return; /* never so many: leave them all, as before; the exec closes them */
@@ -470,6 +472,8 @@ static _Noreturn void run_child(int fd, const struct wrk_launch_spec *spec,
     /* Whatever the worker left open (sockets, the SQLite file of a test harness) stays out
      * of the task; the failure pipe is close-on-exec already. */
     close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+    if (spec->pmi_fd > 2) /* the one the task keeps: PMI_FD names it */
+        (void)fcntl(spec->pmi_fd, F_SETFD, 0);
     execve(prep->exe, spec->argv, spec->envp);
     child_fail(fd, STEP_EXEC);
 }

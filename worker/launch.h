@@ -73,6 +73,9 @@ struct wrk_launch_spec {
     const int *cgroup_fds;   /* cgroup.procs files (worker/cgroup.h) the child writes itself */
     int ncgroup_fds;         /* into before dropping privileges; 0 = none */
     const char *stderr_note; /* a line for stderr before exec (WRK_LAUNCH_NOTE_MAX); NULL none */
+    /* A descriptor (> 2) the task inherits as it is, its PMI server's socket (srun
+     * --mpi=pmi2, worker/pmi.h); 0: none. */
+    int pmi_fd;
 };
 
 /* The most of stderr_note the child writes. A write before exec must never wait for room

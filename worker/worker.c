@@ -184,7 +184,7 @@ static void on_task_exit(struct wrk_tasks *tasks, const struct wrk_task_exit *ex
      * step with no task left here while the job goes on loses what it left running. */
     step_left = wrk_tasks_count_step(w->tasks, ex->job_id, ex->step);
     if (step_left == 0)
-        wrk_pmix_step_end(w->pmix, ex->job_id, ex->step); /* its namespace, if it had one */
+        wrk_mpi_step_end(w, ex->job_id, ex->step);
     if (job != NULL && --job->ntasks <= 0)
         wrk_job_idle(w, job);
     else if (job != NULL && step_left == 0)
@@ -589,6 +589,7 @@ static void on_conn_close(struct gs_proto_conn *conn, int status, void *data)
     w->registered = false;
     wrk_relay_set_connected(w->relay, false);
     wrk_pmix_fail_fences(w->pmix); /* the parts gschedd held went with the connection */
+    wrk_pmi_fail_fences(w->pmi);
     uv_timer_stop(&w->heartbeat);
     if (!w->stopping)
         GS_LOG(GS_LOG_WARN, "status=%d reason=%s lost the scheduler, reconnecting", status,
@@ -946,6 +947,8 @@ void wrk_stop(struct wrk_ctx *w, void (*stopped)(void *data), void *data)
     w->tasks = NULL;
     wrk_pmix_close(w->pmix);
     w->pmix = NULL;
+    wrk_pmi_close(w->pmi);
+    w->pmi = NULL;
     for (struct wrk_job *j = w->jobs; j != NULL; j = j->next)
         (void)wrk_cg_job_end(w->cg, j->job_id); /* its tasks were killed just now */
     wrk_relay_close(w->relay, on_relay_closed, w);

@@ -15,6 +15,7 @@
 #include "worker/relay.h"
 #include "worker/tasks.h"
 #include "worker/offload.h"
+#include "worker/pmi.h"
 #include "worker/pmix.h"
 #include "worker/telemetry.h"
 #include "worker/worker.h"
@@ -82,6 +83,7 @@ struct wrk_ctx {
     struct wrk_job *jobs;
     struct wrk_data *data; /* the shard cache (worker_data.c); NULL: the node keeps none */
     struct wrk_pmix *pmix; /* the PMIx server (worker_pmix.c), from the first step asking */
+    struct wrk_pmi *pmi;   /* the PMI-1 server (worker/pmi.h), from the first step asking */
     int open_handles;
     bool warned_unbound; /* said that a fake topology leaves tasks unbound */
     bool stopping;
@@ -119,6 +121,10 @@ void wrk_job_idle(struct wrk_ctx *w, struct wrk_job *job);
 
 /* worker_pmix.c: srun --mpi=pmix. Starts w->pmix unless it runs; 0 or an error in err. */
 int wrk_pmix_start(struct wrk_ctx *w, struct gs_error *err);
+/* srun --mpi=pmi2: starts w->pmi unless it runs. 0 or -ENOMEM. */
+int wrk_pmi_start(struct wrk_ctx *w);
+/* The step's last task here ended: its PMIx namespace or PMI space goes, if it had one. */
+void wrk_mpi_step_end(struct wrk_ctx *w, uint64_t job_id, uint32_t step);
 /* PmixFenceDone from gschedd: the fence's tasks here go on (or see it fail). */
 void wrk_handle_fence_done(struct wrk_ctx *w, const Gs__PmixFenceDone *msg);
 

@@ -25,7 +25,8 @@
  * --signal warning goes, before the time limit, to the batch shell alone when it asked
  * for B:, else to the step tasks (and to the tasks of a plain job), as Slurm sends it. The
  * tasks of an srun --mpi=pmix step (LaunchTasks.mpi) are registered with the node's PMIx
- * server first (worker/pmix.h) and get its PMIX_* variables.
+ * server first (worker/pmix.h) and get its PMIX_* variables; those of an --mpi=pmi2 step
+ * each get a socket to the node's PMI server (worker/pmi.h) and its PMI_* variables.
  *
  * JobLimitUpdate (scontrol update TimeLimit= on a running job) restarts the time limit of
  * every task of the job here, the batch shell and each srun step alike: Slurm's limit is
@@ -76,6 +77,7 @@ struct launch {
     bool torchrun; /* a torchrun job's agent on this node: torchrun --nnodes ... command */
     bool capture;  /* a step: output to the scheduler rather than to files */
     bool pmix;     /* an srun --mpi=pmix step: its tasks are the PMIx server's clients */
+    bool pmi;      /* an srun --mpi=pmi2 step: its tasks are the PMI server's */
     const Gs__NodeAllocation *here; /* this node's entry of the allocation; NULL: none */
     const char **step_nodes;        /* the allocation's node names, for SLURM_STEP_NODELIST */
     uint32_t *step_node_tasks;
@@ -709,8 +711,9 @@ static int start_task(struct launch *l, const Gs__TaskAssignment *t, struct gs_e
                                  .capture = l->capture};
 
     struct task_facts f = {0};
-    char **envp = NULL, **argv = NULL, **pmix_env = NULL;
+    char **envp = NULL, **argv = NULL, **mpi_env = NULL;
     int cg_fds[WRK_CG_MAX_FDS];
+    int pmi_fd = -1;
     int rc;
 
     /* srun's stdin (StepInput, worker.c) or --pty terminal: the step's task 0 only. */
@@ -720,14 +723,20 @@ static int start_task(struct launch *l, const Gs__TaskAssignment *t, struct gs_e
     opts.pty_cols = (uint16_t)(l->msg->pty_cols <= UINT16_MAX ? l->msg->pty_cols : 0);
     rc = task_facts_init(l, t, &f);
     if (rc == 0 && l->pmix &&
-        (rc = wrk_pmix_task_env(l->w->pmix, l->msg->job_id, l->msg->step, t->rank, &pmix_env)) <
-            0) {
+        (rc = wrk_pmix_task_env(l->w->pmix, l->msg->job_id, l->msg->step, t->rank, &mpi_env)) < 0) {
         rc = gs_error_set(err, rc, 0, 0, "PMIx has no variables for rank %u: %s", t->rank,
                           gs_strerror(rc));
         goto out;
     }
+    if (rc == 0 && l->pmi &&
+        (rc = wrk_pmi_task(l->w->pmi, l->msg->job_id, l->msg->step, t->rank, &pmi_fd, &mpi_env)) <
+            0) {
+        rc = gs_error_set(err, rc, 0, 0, "PMI has no socket for rank %u: %s", t->rank,
+                          gs_strerror(rc));
+        goto out;
+    }
     if (rc == 0)
-        rc = build_task_env(l, t, &f, pmix_env, &envp);
+        rc = build_task_env(l, t, &f, mpi_env, &envp);
     if (rc == 0 && !l->capture)
         rc = output_path(l, run->stdout_pattern[0] ? run->stdout_pattern : default_stdout(l),
                          t->rank, &out);
@@ -782,6 +791,7 @@ static int start_task(struct launch *l, const Gs__TaskAssignment *t, struct gs_e
     spec.mem_nodes = f.nodes;
     spec.mem_strict = f.mem_strict;
     spec.stderr_note = t->stderr_note;
+    spec.pmi_fd = pmi_fd > 2 ? pmi_fd : 0;
     rc = enter_cgroup(l, cg_fds, err);
     if (rc < 0)
         goto out;
@@ -794,7 +804,9 @@ out:
     free(argv);
     gs_buf_release(&script);
     wrk_env_free(envp);
-    wrk_pmix_env_free(pmix_env);
+    wrk_pmix_env_free(mpi_env);
+    if (pmi_fd >= 0)
+        close(pmi_fd); /* the task's own now, or no task's */
     task_facts_release(&f);
     gs_buf_release(&out);
     gs_buf_release(&errp);
@@ -862,8 +874,11 @@ static void decide_binding(struct launch *l)
            (unsigned long long)l->msg->job_id);
 }
 
-/* An srun --mpi=pmix step: its namespace on this node's PMIx server (started if need be). */
-static int pmix_step(struct launch *l, char *why, size_t why_size)
+/*
+ * An srun --mpi=pmix or --mpi=pmi2 step: its namespace on this node's PMIx server, or its
+ * key/value space on the PMI one (either started if need be).
+ */
+static int mpi_step(struct launch *l, char *why, size_t why_size)
 {
     const Gs__LaunchTasks *m = l->msg;
     struct wrk_pmix_step s = {
@@ -883,13 +898,21 @@ static int pmix_step(struct launch *l, char *why, size_t why_size)
 
     gs_error_clear(&err);
     if (l->here == NULL || m->n_rank_nodes == 0) {
-        snprintf(why, why_size, "PMIx: the launch says no rank's node%s",
+        snprintf(why, why_size, "%s: the launch says no rank's node%s", l->pmix ? "PMIx" : "PMI",
                  l->here == NULL ? ", nor this one" : "");
         return -EINVAL;
     }
-    rc = wrk_pmix_start(l->w, &err);
-    if (rc == 0)
-        rc = wrk_pmix_step_add(l->w->pmix, &s, &err);
+    if (l->pmix) {
+        rc = wrk_pmix_start(l->w, &err);
+        if (rc == 0)
+            rc = wrk_pmix_step_add(l->w->pmix, &s, &err);
+    } else {
+        rc = wrk_pmi_start(l->w);
+        if (rc == 0)
+            rc = wrk_pmi_step_add(l->w->pmi, &s, &err);
+        else
+            gs_error_set(&err, rc, 0, 0, "PMI: %s", gs_strerror(rc));
+    }
     if (rc < 0)
         snprintf(why, why_size, "%s", err.msg);
     return rc;
@@ -920,12 +943,13 @@ static int prepare(struct launch *l, char *why, size_t why_size)
                   l->msg->step == 0;
     l->capture = l->msg->step >= 1;
     l->pmix = l->capture && l->msg->mpi != NULL && strcmp(l->msg->mpi, "pmix") == 0;
+    l->pmi = l->capture && l->msg->mpi != NULL && strcmp(l->msg->mpi, "pmi2") == 0;
     rc = describe_allocation(l);
     decide_binding(l);
     if (rc == 0)
         rc = resolve_user(l, why, why_size);
-    if (rc == 0 && l->pmix)
-        rc = pmix_step(l, why, why_size);
+    if (rc == 0 && (l->pmix || l->pmi))
+        rc = mpi_step(l, why, why_size);
     if (rc == 0 && (rc = build_argv(l)) == -EINVAL)
         snprintf(why, why_size, "the job has no command or script");
     if (rc == 0)
@@ -1003,9 +1027,9 @@ void wrk_launch_now(struct wrk_ctx *w, const Gs__LaunchTasks *msg, uint64_t requ
     }
     if (l.results != NULL)
         send_reply(&l, request_id);
-    /* No task of a PMIx step started here: no exit will end its namespace. */
-    if (l.pmix && wrk_tasks_count_step(w->tasks, msg->job_id, msg->step) == 0)
-        wrk_pmix_step_end(w->pmix, msg->job_id, msg->step);
+    /* No task of a PMIx or PMI step started here: no exit will end its namespace. */
+    if ((l.pmix || l.pmi) && wrk_tasks_count_step(w->tasks, msg->job_id, msg->step) == 0)
+        wrk_mpi_step_end(w, msg->job_id, msg->step);
     if (job != NULL && job->ntasks <= 0)
         wrk_job_forget(w, job); /* frees it: job is not used again */
     free_strv(l.job_env);

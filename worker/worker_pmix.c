@@ -1,8 +1,9 @@
 /*
- * worker_pmix.c: the worker's side of srun --mpi=pmix (the server itself is pmix.c): the
- * server started for the first step that asks for one, each fence's part sent to gschedd
- * and gschedd's answer handed back, and a task's MPI_Abort ending its step's tasks here and,
- * through gschedd (PmixAbort), on its other nodes, as Slurm ends a step whose rank aborted.
+ * worker_pmix.c: the worker's side of srun --mpi=pmix and --mpi=pmi2 (the servers themselves
+ * are pmix.c and pmi.c): a server started for the first step that asks for one, each
+ * fence's part sent to gschedd and gschedd's answer handed back to the server whose step it
+ * is, and a task's MPI_Abort ending its step's tasks here and, through gschedd (PmixAbort),
+ * on its other nodes, as Slurm ends a step whose rank aborted.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -11,6 +12,14 @@
 
 #include "common/log.h"
 #include "worker/worker_internal.h"
+
+/* A fence's answer, to the server of its step. */
+static void fence_done(struct wrk_ctx *w, uint64_t job_id, uint32_t step, uint32_t seq, int code,
+                       const void *bytes, size_t len)
+{
+    if (wrk_pmi_fence_done(w->pmi, job_id, step, seq, code, bytes, len) == -ENOENT)
+        wrk_pmix_fence_done(w->pmix, job_id, step, seq, code, bytes, len);
+}
 
 static void send_fence(void *data, uint64_t job_id, uint32_t step, uint32_t attempt, uint32_t seq,
                        const void *bytes, size_t len)
@@ -28,7 +37,7 @@ static void send_fence(void *data, uint64_t job_id, uint32_t step, uint32_t atte
     env.body_case = GS__ENVELOPE__BODY_PMIX_FENCE;
     env.pmix_fence = &f;
     if (wrk_send(w, &env) < 0) /* no gschedd to join the parts: the fence fails */
-        wrk_pmix_fence_done(w->pmix, job_id, step, seq, -ENOTCONN, NULL, 0);
+        fence_done(w, job_id, step, seq, -ENOTCONN, NULL, 0);
 }
 
 static void on_abort(void *data, uint64_t job_id, uint32_t step, int status, const char *msg)
@@ -42,7 +51,7 @@ static void on_abort(void *data, uint64_t job_id, uint32_t step, int status, con
 
     GS_LOG(GS_LOG_WARN,
            "job=%" PRIu64 " step=%" PRIu32 " status=%d tasks=%d message=\"%s\" a task aborted "
-           "(pmix): the step's tasks end",
+           "(MPI_Abort): the step's tasks end",
            job_id, step, status, n, msg);
     a.job_id = job_id;
     a.step = step;
@@ -69,8 +78,18 @@ int wrk_pmix_start(struct wrk_ctx *w, struct gs_error *err)
     return wrk_pmix_new(w->loop, dir, w->node_name, send_fence, on_abort, w, &w->pmix, err);
 }
 
+int wrk_pmi_start(struct wrk_ctx *w)
+{
+    return w->pmi != NULL ? 0 : wrk_pmi_new(w->loop, send_fence, on_abort, w, &w->pmi);
+}
+
+void wrk_mpi_step_end(struct wrk_ctx *w, uint64_t job_id, uint32_t step)
+{
+    wrk_pmix_step_end(w->pmix, job_id, step);
+    wrk_pmi_step_end(w->pmi, job_id, step);
+}
+
 void wrk_handle_fence_done(struct wrk_ctx *w, const Gs__PmixFenceDone *msg)
 {
-    wrk_pmix_fence_done(w->pmix, msg->job_id, msg->step, msg->seq, msg->code, msg->data.data,
-                        msg->data.len);
+    fence_done(w, msg->job_id, msg->step, msg->seq, msg->code, msg->data.data, msg->data.len);
 }

@@ -992,17 +992,19 @@ Test(config, licenses_are_read_and_their_mistakes_named)
                        errors.data);
 }
 
-Test(config, mpi_default_is_none_unless_pmix_is_asked_for)
+Test(config, mpi_default_is_none_unless_pmix_or_pmi2_is_asked_for)
 {
     cr_assert_eq(parse(""), 0);
-    cr_assert_not(cfg.mpi_default_pmix, "srun steps start plain unless asked");
+    cr_assert_str_eq(cfg.mpi_default, "", "srun steps start plain unless asked");
     cr_assert_eq(parse("[scheduler]\nmpi_default = \"pmix\"\n"), 0, "%s", errors.data);
-    cr_assert(cfg.mpi_default_pmix);
-    cr_assert_eq(parse("[scheduler]\nmpi_default = \"pmi2\"\n"), -EINVAL);
-    assert_error("gsched.toml:2:15: scheduler.mpi_default must be \"none\" or \"pmix\", not "
-                 "\"pmi2\"");
+    cr_assert_str_eq(cfg.mpi_default, "pmix");
+    cr_assert_eq(parse("[scheduler]\nmpi_default = \"pmi1\"\n"), -EINVAL);
+    assert_error("gsched.toml:2:15: scheduler.mpi_default must be \"none\", \"pmix\" or "
+                 "\"pmi2\", not \"pmi1\"");
     gs_buf_reset(&errors);
-    cr_assert(cfg.mpi_default_pmix, "old value kept");
+    cr_assert_str_eq(cfg.mpi_default, "pmix", "old value kept");
+    cr_assert_eq(parse("[scheduler]\nmpi_default = \"pmi2\"\n"), 0, "%s", errors.data);
+    cr_assert_str_eq(cfg.mpi_default, "pmi2");
     cr_assert_eq(parse("[scheduler]\nmpi_default = \"none\"\n"), 0, "%s", errors.data);
-    cr_assert_not(cfg.mpi_default_pmix);
+    cr_assert_str_eq(cfg.mpi_default, "");
 }
