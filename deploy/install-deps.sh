@@ -35,6 +35,7 @@ packages=(
   openmpi-bin
   mpich              # mpicc.mpich for tests/integration/pmi.sh (srun --mpi=pmi2); Open
   libmpich-dev       # MPI stays the default mpicc (alternatives: priority 50 over 40)
+  libpmi2-0-dev      # Slurm's PMI-2 client library: pmi.sh's other peer
   iproute2           # gsched up --netns: namespaces, a bridge and veth pairs (ip)
   nftables           # packet loss on a link in tests/netns/loss.sh where the kernel has no netem
   python3-torch      # the PyTorch DDP client test (gloo) on a --netns cluster

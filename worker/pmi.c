@@ -1,25 +1,21 @@
 /*
- * pmi.c: the PMI-1 wire protocol server of srun --mpi=pmi2 steps (see pmi.h for what it is
- * for). A step here holds its key/value space (keys from every node, sorted, after each
- * barrier), the puts of this node's ranks since the last barrier, and one connection per
+ * pmi.c: the PMI server of srun --mpi=pmi2 steps (see pmi.h for what it is for; pmi1.c and
+ * pmi2.c read and answer the two wire protocols). A step here holds its key/value space
+ * (keys from every node, sorted, after each barrier), the puts of this node's ranks since
+ * the last barrier, its node attributes (PMI-2's, this node's alone) and one connection per
  * local rank: the worker's end of a socket pair whose other end the task inherits.
- *
- * A request is one line of space-separated key=value words, the first cmd=NAME; an answer
- * is one such line (MPICH's client reads each line whole and checks its cmd and rc). The
- * one multi-line request, spawn's mcmd=spawn ... endcmd, is read to its end and refused.
  *
  * A barrier's part is the node's new puts as records, each a 4-byte little-endian length
  * and the key, then the same for the value; gschedd joins the parts of the step's nodes in
  * node order, so a key put twice keeps the value of the later node (a key is put once in
  * practice: each rank puts its own). Within a step the space is bounded at PMI_BYTES_MAX,
- * a line at PMI_LINE_MAX: past either the barrier fails or the connection closes, as for
+ * a request at PMI_LINE_MAX: past either the put fails or the connection closes, as for
  * any client that sends what no MPI library does.
  */
 #include "worker/pmi.h"
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,68 +25,12 @@
 
 #include "common/buf.h"
 #include "common/log.h"
+#include "worker/pmi_internal.h"
 
-#define PMI_LINE_MAX (64u << 10)
-#define PMI_BYTES_MAX (64u << 20)
-#define PMI_ARGS_MAX 16
 /* What get_maxes says: MPICH cuts longer values into several keys itself. */
-#define PMI_KVSNAME_MAX 256
-#define PMI_KEYLEN_MAX 64
 #define PMI_VALLEN_MAX 1024
-
-/* One key and its value, in one allocation (key first). */
-struct pmi_kv {
-    char *key;
-    char *value;
-    uint64_t order; /* later puts win */
-};
-
-struct pmi_step;
-
-/* A local rank's connection: the worker's end of its socket pair. */
-struct pmi_conn {
-    uv_pipe_t pipe;
-    struct wrk_pmi *p;
-    struct pmi_step *st; /* NULL once its step is gone */
-    struct pmi_conn *next;
-    uint32_t rank;
-    bool in_barrier;
-    bool in_mcmd; /* reading a multi-line request to its endcmd */
-    struct gs_buf in;
-    char rbuf[4096];
-};
-
-struct pmi_step {
-    struct pmi_step *next;
-    uint64_t job_id;
-    uint32_t step, attempt;
-    uint32_t size;       /* ranks in the step */
-    uint32_t nlocal;     /* of them here */
-    uint32_t in_barrier; /* local ranks in the barrier */
-    uint32_t seq;        /* the next fence's number */
-    bool fencing;        /* the part is with gschedd */
-    char kvsname[48];
-    char *mapping; /* PMI_process_mapping; NULL when too long to give */
-    uint32_t *rank_nodes;
-    uint32_t here;
-    struct pmi_conn *conns;
-    struct pmi_kv *kv; /* sorted by key, unique */
-    size_t nkv;
-    struct pmi_kv *puts; /* this node's since the last barrier */
-    size_t nputs;
-    size_t bytes; /* of keys and values held */
-    uint64_t order;
-};
-
-struct wrk_pmi {
-    uv_loop_t *loop;
-    wrk_pmix_fence_cb fence;
-    wrk_pmix_abort_cb abort_cb;
-    void *data;
-    struct pmi_step *steps;
-    size_t handles; /* connections not yet closed */
-    bool closing;
-};
+/* The length before each PMI-2 request: 6 decimal digits, space padded. */
+#define PMI2_LEN_SIZE 6
 
 int wrk_pmi_new(uv_loop_t *loop, wrk_pmix_fence_cb fence, wrk_pmix_abort_cb abort_cb, void *data,
                 struct wrk_pmi **ret)
@@ -109,8 +49,8 @@ int wrk_pmi_new(uv_loop_t *loop, wrk_pmix_fence_cb fence, wrk_pmix_abort_cb abor
 
 /* --- the key/value space ------------------------------------------------------------------- */
 
-static int kv_make(struct pmi_kv *kv, const char *key, size_t klen, const char *value, size_t vlen,
-                   uint64_t order)
+int pmi_kv_make(struct pmi_kv *kv, const char *key, size_t klen, const char *value, size_t vlen,
+                uint64_t order)
 {
     char *m = malloc(klen + vlen + 2);
 
@@ -171,7 +111,7 @@ static const char *kv_get(const struct pmi_step *st, const char *key)
     return NULL;
 }
 
-static void kv_free(struct pmi_kv *v, size_t n)
+void pmi_kv_free(struct pmi_kv *v, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         free(v[i].key);
@@ -214,7 +154,8 @@ static int kv_take(struct pmi_step *st, const uint8_t *bytes, size_t len)
         if (v == NULL)
             return -ENOMEM;
         st->kv = v;
-        rc = kv_make(&st->kv[st->nkv], (const char *)key, kl, (const char *)value, vl, st->order++);
+        rc = pmi_kv_make(&st->kv[st->nkv], (const char *)key, kl, (const char *)value, vl,
+                         st->order++);
         if (rc < 0)
             return rc;
         st->nkv++;
@@ -243,51 +184,39 @@ static void written(uv_write_t *req, int status)
     free(req);
 }
 
-static void conn_close(struct pmi_conn *c);
-
-/* One answer line to c (the newline added). */
-static void say(struct pmi_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(struct pmi_conn *c, const char *fmt, ...)
+void pmi_write(struct pmi_conn *c, const char *text, size_t len)
 {
     struct pmi_write *w;
     uv_buf_t buf;
-    va_list ap;
-    int n;
 
     if (uv_is_closing((uv_handle_t *)&c->pipe))
         return;
-    va_start(ap, fmt);
-    n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    w = n >= 0 ? malloc(sizeof(*w) + (size_t)n + 2) : NULL;
+    w = malloc(sizeof(*w) + len + 1);
     if (w == NULL) {
-        conn_close(c);
+        pmi_conn_close(c);
         return;
     }
-    va_start(ap, fmt);
-    vsnprintf(w->text, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    w->text[n] = '\n';
-    buf = uv_buf_init(w->text, (unsigned)n + 1);
+    memcpy(w->text, text, len);
+    buf = uv_buf_init(w->text, (unsigned)len);
     if (uv_write(&w->req, (uv_stream_t *)&c->pipe, &buf, 1, written) < 0) {
         free(w);
-        conn_close(c);
+        pmi_conn_close(c);
     }
 }
 
 /* --- barriers --------------------------------------------------------------------------------- */
 
-/* Ends the barrier of every local rank in it: rc 0, or the failure the clients see. */
+/* Ends the barrier of every local rank in it: code 0, or the failure the clients see. */
 static void barrier_out(struct pmi_step *st, int code)
 {
     for (struct pmi_conn *c = st->conns; c != NULL; c = c->next) {
         if (!c->in_barrier)
             continue;
         c->in_barrier = false;
-        if (code == 0)
-            say(c, "cmd=barrier_out rc=0");
+        if (c->version == 2)
+            pmi2_fence_out(c, code);
         else
-            say(c, "cmd=barrier_out rc=-1 msg=barrier_failed:%s", gs_strerror(code));
+            pmi1_fence_out(c, code);
     }
     st->in_barrier = 0;
 }
@@ -307,7 +236,7 @@ static void fence_start(struct wrk_pmi *p, struct pmi_step *st)
         put_u32(&part, vl);
         gs_buf_append(&part, st->puts[i].value, vl);
     }
-    kv_free(st->puts, st->nputs);
+    pmi_kv_free(st->puts, st->nputs);
     st->puts = NULL;
     st->nputs = 0;
     if (gs_buf_error(&part) < 0) {
@@ -323,33 +252,39 @@ static void fence_start(struct wrk_pmi *p, struct pmi_step *st)
     gs_buf_release(&part);
 }
 
-/* --- requests --------------------------------------------------------------------------------- */
+/* --- what both protocols ask ------------------------------------------------------------------ */
 
-struct pmi_args {
-    size_t n;
-    const char *k[PMI_ARGS_MAX];
-    const char *v[PMI_ARGS_MAX];
-};
-
-/* Splits line (in place) into its key=value words; words without '=' are skipped. */
-static void split(char *line, struct pmi_args *a)
+int pmi_put(struct pmi_step *st, const char *key, const char *value, const char **why)
 {
-    char *save = NULL;
+    size_t kl = strlen(key), vl = strlen(value);
+    struct pmi_kv *v;
 
-    a->n = 0;
-    for (char *w = strtok_r(line, " ", &save); w != NULL && a->n < PMI_ARGS_MAX;
-         w = strtok_r(NULL, " ", &save)) {
-        char *eq = strchr(w, '=');
-
-        if (eq == NULL)
-            continue;
-        *eq = '\0';
-        a->k[a->n] = w;
-        a->v[a->n++] = eq + 1;
+    if (kl == 0) {
+        *why = "a put needs a key";
+        return -EINVAL;
     }
+    if (kl + vl > PMI_BYTES_MAX - st->bytes) {
+        *why = "the step's keys and values are past 64 MiB";
+        return -E2BIG;
+    }
+    v = realloc(st->puts, (st->nputs + 1) * sizeof(*v));
+    if (v != NULL)
+        st->puts = v;
+    if (v == NULL || pmi_kv_make(&v[st->nputs], key, kl, value, vl, 0) < 0) {
+        *why = "out of memory";
+        return -ENOMEM;
+    }
+    st->nputs++;
+    st->bytes += kl + vl;
+    return 0;
 }
 
-static const char *arg(const struct pmi_args *a, const char *key)
+const char *pmi_get(const struct pmi_step *st, const char *key)
+{
+    return strcmp(key, "PMI_process_mapping") == 0 ? st->mapping : kv_get(st, key);
+}
+
+const char *pmi_arg(const struct pmi_args *a, const char *key)
 {
     for (size_t i = 0; i < a->n; i++)
         if (strcmp(a->k[i], key) == 0)
@@ -357,122 +292,23 @@ static const char *arg(const struct pmi_args *a, const char *key)
     return NULL;
 }
 
-static void do_put(struct pmi_conn *c, struct pmi_step *st, const struct pmi_args *a)
+void pmi_barrier_in(struct pmi_conn *c)
 {
-    const char *name = arg(a, "kvsname"), *key = arg(a, "key"), *value = arg(a, "value");
-    size_t kl = key != NULL ? strlen(key) : 0, vl = value != NULL ? strlen(value) : 0;
-    struct pmi_kv *v;
+    struct pmi_step *st = c->st;
 
-    if (name == NULL || strcmp(name, st->kvsname) != 0 || kl == 0 || value == NULL) {
-        say(c, "cmd=put_result rc=-1 msg=put_needs_this_step's_kvsname,_a_key_and_a_value");
+    if (c->in_barrier)
         return;
-    }
-    if (kl + vl > PMI_BYTES_MAX - st->bytes) {
-        say(c, "cmd=put_result rc=-1 msg=the_step's_keys_and_values_are_past_%u_MiB",
-            PMI_BYTES_MAX >> 20);
-        return;
-    }
-    v = realloc(st->puts, (st->nputs + 1) * sizeof(*v));
-    if (v == NULL || kv_make(&v[st->nputs], key, kl, value, vl, 0) < 0) {
-        if (v != NULL)
-            st->puts = v;
-        say(c, "cmd=put_result rc=-1 msg=out_of_memory");
-        return;
-    }
-    st->puts = v;
-    st->nputs++;
-    st->bytes += kl + vl;
-    say(c, "cmd=put_result rc=0");
+    c->in_barrier = true;
+    if (++st->in_barrier == st->nlocal)
+        fence_start(c->p, st);
 }
 
-static void do_get(struct pmi_conn *c, const struct pmi_step *st, const struct pmi_args *a)
+void pmi_abort(struct pmi_conn *c, int code, const char *msg)
 {
-    const char *name = arg(a, "kvsname"), *key = arg(a, "key"), *value;
-
-    if (name == NULL || strcmp(name, st->kvsname) != 0 || key == NULL) {
-        say(c, "cmd=get_result rc=-1 msg=get_needs_this_step's_kvsname_and_a_key");
-        return;
-    }
-    value = strcmp(key, "PMI_process_mapping") == 0 ? st->mapping : kv_get(st, key);
-    if (value != NULL)
-        say(c, "cmd=get_result rc=0 value=%s", value);
-    else
-        say(c, "cmd=get_result rc=-1 msg=key_%s_not_found", key);
-}
-
-static void do_abort(struct pmi_conn *c, const struct pmi_step *st, const struct pmi_args *a)
-{
-    const char *code = arg(a, "exitcode");
     struct wrk_pmi *p = c->p;
 
     /* The worker ends the step's tasks here (this one too) and, through gschedd, elsewhere. */
-    p->abort_cb(p->data, st->job_id, st->step, code != NULL ? atoi(code) : 1, "PMI_Abort");
-}
-
-static void on_line(struct pmi_conn *c, char *line)
-{
-    struct pmi_step *st = c->st;
-    struct pmi_args a;
-    const char *cmd;
-
-    if (c->in_mcmd) { /* spawn: its lines up to endcmd, then one answer */
-        if (strcmp(line, "endcmd") == 0) {
-            c->in_mcmd = false;
-            say(c, "cmd=spawn_result rc=-1 errmsg=gsched_does_not_serve_PMI_spawn");
-        }
-        return;
-    }
-    if (strncmp(line, "mcmd=", 5) == 0) {
-        c->in_mcmd = true;
-        return;
-    }
-    split(line, &a);
-    cmd = arg(&a, "cmd");
-    if (cmd == NULL) {
-        GS_LOG(GS_LOG_WARN,
-               "job=%" PRIu64 " step=%" PRIu32 " rank=%" PRIu32 " pmi request "
-               "without cmd, connection closed",
-               st->job_id, st->step, c->rank);
-        conn_close(c);
-    } else if (strcmp(cmd, "init") == 0) {
-        const char *v = arg(&a, "pmi_version");
-
-        say(c, "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=%d",
-            v != NULL && strcmp(v, "1") == 0 ? 0 : -1);
-    } else if (strcmp(cmd, "get_maxes") == 0) {
-        say(c, "cmd=maxes rc=0 kvsname_max=%d keylen_max=%d vallen_max=%d", PMI_KVSNAME_MAX,
-            PMI_KEYLEN_MAX, PMI_VALLEN_MAX);
-    } else if (strcmp(cmd, "get_appnum") == 0) {
-        say(c, "cmd=appnum rc=0 appnum=0");
-    } else if (strcmp(cmd, "get_my_kvsname") == 0) {
-        say(c, "cmd=my_kvsname rc=0 kvsname=%s", st->kvsname);
-    } else if (strcmp(cmd, "get_universe_size") == 0) {
-        say(c, "cmd=universe_size rc=0 size=%" PRIu32, st->size);
-    } else if (strcmp(cmd, "put") == 0) {
-        do_put(c, st, &a);
-    } else if (strcmp(cmd, "get") == 0) {
-        do_get(c, st, &a);
-    } else if (strcmp(cmd, "barrier_in") == 0) {
-        if (!c->in_barrier) {
-            c->in_barrier = true;
-            if (++st->in_barrier == st->nlocal)
-                fence_start(c->p, st);
-        }
-    } else if (strcmp(cmd, "finalize") == 0) {
-        say(c, "cmd=finalize_ack rc=0");
-    } else if (strcmp(cmd, "abort") == 0) {
-        do_abort(c, st, &a);
-    } else if (strcmp(cmd, "publish_name") == 0 || strcmp(cmd, "unpublish_name") == 0 ||
-               strcmp(cmd, "lookup_name") == 0) {
-        say(c, "cmd=%.*s_result rc=-1 msg=gsched_does_not_serve_PMI_names", (int)(strlen(cmd) - 5),
-            cmd);
-    } else {
-        GS_LOG(GS_LOG_WARN,
-               "job=%" PRIu64 " step=%" PRIu32 " rank=%" PRIu32 " cmd=%.40s "
-               "unknown pmi request",
-               st->job_id, st->step, c->rank, cmd);
-        say(c, "cmd=%.40s_result rc=-1 msg=unknown_request", cmd);
-    }
+    p->abort_cb(p->data, c->st->job_id, c->st->step, code, msg);
 }
 
 /* --- connections ------------------------------------------------------------------------------ */
@@ -489,7 +325,7 @@ static void conn_closed(uv_handle_t *h)
 }
 
 /* Closes c; a rank in the barrier leaves it (its task ending fails the fence, gschedd's). */
-static void conn_close(struct pmi_conn *c)
+void pmi_conn_close(struct pmi_conn *c)
 {
     struct pmi_step *st = c->st;
 
@@ -504,6 +340,8 @@ static void conn_close(struct pmi_conn *c)
         }
         if (c->in_barrier)
             st->in_barrier--;
+        if (c->version == 2)
+            pmi2_conn_gone(c);
         c->st = NULL;
     }
     uv_close((uv_handle_t *)&c->pipe, conn_closed);
@@ -517,33 +355,69 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     *buf = uv_buf_init(c->rbuf, sizeof(c->rbuf));
 }
 
+/* The next whole request in c's input, handed to its protocol's reader: 1, or 0 when it
+ * has not all come. */
+static int next_request(struct pmi_conn *c)
+{
+    char *text = c->in.data, *nl, lenbuf[PMI2_LEN_SIZE + 1], *end;
+    unsigned long len;
+
+    if (c->version == 1) {
+        if ((nl = memchr(text, '\n', c->in.len)) == NULL)
+            return 0;
+        *nl = '\0';
+        pmi1_request(c, text);
+        gs_buf_consume(&c->in, (size_t)(nl - text) + 1);
+        return 1;
+    }
+    if (c->in.len < PMI2_LEN_SIZE)
+        return 0;
+    memcpy(lenbuf, text, PMI2_LEN_SIZE);
+    lenbuf[PMI2_LEN_SIZE] = '\0';
+    len = strtoul(lenbuf, &end, 10);
+    while (*end == ' ')
+        end++;
+    if (*end != '\0' || len == 0 || len > PMI_LINE_MAX) {
+        GS_LOG(GS_LOG_WARN,
+               "job=%" PRIu64 " step=%" PRIu32 " rank=%" PRIu32 " pmi2 request with a bad "
+               "length, connection closed",
+               c->st->job_id, c->st->step, c->rank);
+        pmi_conn_close(c);
+        return 0;
+    }
+    if (c->in.len - PMI2_LEN_SIZE < len)
+        return 0;
+    /* NUL-terminated in place: the byte after it is the next request's, read first. */
+    char first = c->in.len > PMI2_LEN_SIZE + len ? text[PMI2_LEN_SIZE + len] : '\0';
+
+    text[PMI2_LEN_SIZE + len] = '\0';
+    pmi2_request(c, text + PMI2_LEN_SIZE, len);
+    if (c->in.len > PMI2_LEN_SIZE + len)
+        c->in.data[PMI2_LEN_SIZE + len] = first;
+    gs_buf_consume(&c->in, PMI2_LEN_SIZE + len);
+    return 1;
+}
+
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
     struct pmi_conn *c = s->data;
-    char *nl;
 
     if (n < 0 || c->st == NULL) { /* end of file: the task and its children are gone */
-        conn_close(c);
+        pmi_conn_close(c);
         return;
     }
     if (gs_buf_append(&c->in, buf->base, (size_t)n) < 0) {
-        conn_close(c);
+        pmi_conn_close(c);
         return;
     }
-    while (!uv_is_closing((uv_handle_t *)&c->pipe) &&
-           (nl = memchr(c->in.data, '\n', c->in.len)) != NULL) {
-        size_t len = (size_t)(nl - c->in.data);
-
-        *nl = '\0';
-        on_line(c, c->in.data);
-        gs_buf_consume(&c->in, len + 1);
-    }
-    if (c->in.len > PMI_LINE_MAX && !uv_is_closing((uv_handle_t *)&c->pipe)) {
+    while (!uv_is_closing((uv_handle_t *)&c->pipe) && c->in.len > 0 && next_request(c))
+        ;
+    if (c->in.len > PMI_LINE_MAX + PMI2_LEN_SIZE && !uv_is_closing((uv_handle_t *)&c->pipe)) {
         GS_LOG(GS_LOG_WARN,
                "job=%" PRIu64 " step=%" PRIu32 " rank=%" PRIu32 " pmi request "
-               "line past %u bytes, connection closed",
+               "past %u bytes, connection closed",
                c->st->job_id, c->st->step, c->rank, PMI_LINE_MAX);
-        conn_close(c);
+        pmi_conn_close(c);
     }
 }
 
@@ -588,9 +462,13 @@ int wrk_pmi_process_mapping(const uint32_t *rank_nodes, size_t n, char *out, siz
 static void step_free(struct pmi_step *st)
 {
     while (st->conns != NULL)
-        conn_close(st->conns);
-    kv_free(st->kv, st->nkv);
-    kv_free(st->puts, st->nputs);
+        pmi_conn_close(st->conns);
+    pmi_kv_free(st->kv, st->nkv);
+    pmi_kv_free(st->puts, st->nputs);
+    pmi_kv_free(st->attrs, st->nattrs);
+    for (size_t i = 0; i < st->nwaits; i++)
+        free(st->waits[i].key);
+    free(st->waits);
     free(st->rank_nodes);
     free(st->mapping);
     free(st);
@@ -688,6 +566,7 @@ int wrk_pmi_task(struct wrk_pmi *p, uint64_t job_id, uint32_t step, uint32_t ran
     c->p = p;
     c->st = st;
     c->rank = rank;
+    c->version = 1;
     p->handles++;
     rc = uv_pipe_open(&c->pipe, sv[0]);
     if (rc == 0) {

@@ -1,19 +1,20 @@
 /*
- * pmi.h: the node's PMI server for srun --mpi=pmi2 steps, speaking the PMI-1 wire protocol
- * ("simple PMI": one "cmd=NAME key=value ..." line per request) that MPICH's own client
- * speaks, as Debian's MPICH does, over a socket each task inherits (PMI_FD). A rank puts its
- * wire-up data into the step's key/value space and enters a barrier; once every rank of
- * the step on this node has, the node's puts since the last barrier go to gschedd as a
- * fence part (the same PmixFence a PMIx step's server sends, worker/pmix.h), gschedd joins
- * the parts of all the step's nodes and sends them back, and every key is then there for
- * any rank to get. Slurm's mpi/pmi2 plugin serves this protocol too: MPICH programs start
- * with srun alone, as under Slurm.
+ * pmi.h: the node's PMI server for srun --mpi=pmi2 steps, speaking both PMI wire protocols
+ * over a socket each task inherits (PMI_FD): PMI-1 ("simple PMI", one "cmd=NAME key=value
+ * ..." line per request; pmi1.c), which MPICH's own client speaks, as Debian's MPICH does,
+ * and PMI-2 (length-prefixed "cmd=NAME;key=value;" requests; pmi2.c), which Slurm's
+ * libpmi2 speaks. A rank puts its wire-up data into the step's key/value space and enters
+ * a barrier; once every rank of the step on this node has, the node's puts since the last
+ * barrier go to gschedd as a fence part (the same PmixFence a PMIx step's server sends,
+ * worker/pmix.h), gschedd joins the parts of all the step's nodes and sends them back, and
+ * every key is then there for any rank to get. Slurm's mpi/pmi2 plugin serves both
+ * protocols too: MPICH programs start with srun alone, as under Slurm.
  *
  * Everything runs on the worker's loop: each task's end of the socket pair is a uv_pipe_t.
  * A step's space lives from its launch here until its last task here has ended. Nothing
  * but the task holds the other end, so no other process can talk to a step's server.
- * Not served: PMI-2's wire protocol, spawn, and publish/lookup of names (each refused with
- * an error the client reports).
+ * Not served: spawn, publish/lookup of names, job connect (each refused with an error the
+ * client reports), and PMI_PORT (a task reaches its server only through its socket).
  */
 #ifndef WRK_PMI_H
 #define WRK_PMI_H

@@ -1,7 +1,8 @@
 /*
- * test_pmi.c: the PMI-1 server of srun --mpi=pmi2 steps (worker/pmi.h), driven over its
- * sockets as MPICH's client drives it: a step of 4 ranks laid out cyclic over two nodes,
- * this node holding ranks 0 and 2; gschedd's side of the fences is played by the test.
+ * test_pmi.c: the PMI server of srun --mpi=pmi2 steps (worker/pmi.h), driven over its
+ * sockets in both wire protocols, as MPICH's PMI-1 client and Slurm's libpmi2 drive it: a
+ * step of 4 ranks laid out cyclic over two nodes, this node holding ranks 0 and 2;
+ * gschedd's side of the fences is played by the test.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -23,6 +24,7 @@ struct rec {
     uint8_t part[4096];
     size_t len;
     int aborts, abort_status;
+    char abort_msg[64];
     bool fail_now; /* no gschedd: the fence fails as it is sent */
     struct wrk_pmi *p;
 };
@@ -58,7 +60,7 @@ static void on_abort(void *data, uint64_t job_id, uint32_t step, int status, con
 
     cr_assert_eq(job_id, 7);
     cr_assert_eq(step, 1);
-    cr_assert_str_eq(msg, "PMI_Abort");
+    snprintf(r->abort_msg, sizeof(r->abort_msg), "%s", msg);
     r->aborts++;
     r->abort_status = status;
 }
@@ -237,7 +239,7 @@ Test(pmi, init_and_the_step_facts_answer_as_mpich_expects, .init = setup, .fini 
 {
     expect(fd0, "cmd=init pmi_version=1 pmi_subversion=1",
            "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0");
-    expect(fd0, "cmd=init pmi_version=2 pmi_subversion=0",
+    expect(fd0, "cmd=init pmi_version=3 pmi_subversion=0",
            "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=-1");
     expect(fd0, "cmd=get_maxes", "cmd=maxes rc=0 kvsname_max=256 keylen_max=64 vallen_max=1024");
     expect(fd0, "cmd=get_appnum", "cmd=appnum rc=0 appnum=0");
@@ -267,7 +269,7 @@ Test(pmi, keys_put_on_every_node_are_there_after_the_barrier, .init = setup, .fi
     expect(fd2, "cmd=get kvsname=gsched.7.0 key=addr-1",
            "cmd=get_result rc=-1 msg=key_addr-1_not_found");
     expect(fd2, "cmd=put kvsname=other key=k value=v",
-           "cmd=put_result rc=-1 msg=put_needs_this_step's_kvsname,_a_key_and_a_value");
+           "cmd=put_result rc=-1 msg=kvsname_is_not_this_step's_(gsched.7.0)");
     send_line(fd0, "cmd=barrier_in");
     settle();
     cr_assert_eq(rec.fences, 0, "rank 2 is not in the barrier yet");
@@ -352,6 +354,7 @@ Test(pmi, abort_is_passed_on_with_its_code, .init = setup, .fini = teardown)
     settle();
     cr_assert_eq(rec.aborts, 1);
     cr_assert_eq(rec.abort_status, 5);
+    cr_assert_str_eq(rec.abort_msg, "PMI_Abort");
 }
 
 Test(pmi, a_line_past_the_limit_or_without_cmd_closes_that_connection, .init = setup,
@@ -366,4 +369,153 @@ Test(pmi, a_line_past_the_limit_or_without_cmd_closes_that_connection, .init = s
     expect(fd2, "cmd=get_appnum", "cmd=appnum rc=0 appnum=0");
     send_line(fd2, "key=value");
     cr_assert_null(read_line(fd2), "closed");
+}
+
+/* --- PMI-2 ------------------------------------------------------------------------------------ */
+
+/* Turns fd's connection PMI-2, as a PMI-2 client's init does. */
+static void init2(int fd)
+{
+    expect(fd, "cmd=init pmi_version=2 pmi_subversion=0",
+           "cmd=response_to_init pmi_version=2 pmi_subversion=0 rc=0");
+}
+
+static void send2(int fd, const char *text)
+{
+    char len[24];
+    size_t n = strlen(text);
+
+    snprintf(len, sizeof(len), "%-6zu", n);
+    cr_assert_eq(write(fd, len, 6), 6);
+    cr_assert_eq(write(fd, text, n), (ssize_t)n);
+}
+
+/* Runs the loop until fd has a whole PMI-2 answer (returned without its length) or reached
+ * end of file (NULL); fails past 5 s. */
+static char *read2(int fd)
+{
+    static char text[PMI_TEST_LINE];
+    char len[7] = "";
+    size_t want = 0, got = 0;
+    uint64_t deadline = gs_clock_mono_ms() + 5000;
+
+    for (;;) {
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+
+        uv_run(&loop, UV_RUN_NOWAIT);
+        if (poll(&pfd, 1, 10) == 1) {
+            ssize_t n =
+                got < 6 ? read(fd, len + got, 6 - got) : read(fd, text + got - 6, want - (got - 6));
+
+            if (n <= 0)
+                return NULL;
+            got += (size_t)n;
+            if (got == 6) {
+                want = strtoul(len, NULL, 10);
+                cr_assert_lt(want, sizeof(text), "answer too long");
+            }
+            if (got >= 6 && got - 6 == want) {
+                text[want] = '\0';
+                return text;
+            }
+        }
+        cr_assert_lt(gs_clock_mono_ms(), deadline, "no answer within 5 s");
+    }
+}
+
+static void expect2(int fd, const char *text, const char *want)
+{
+    char *got;
+
+    send2(fd, text);
+    got = read2(fd);
+    cr_assert_not_null(got, "%s: end of file", text);
+    cr_assert_str_eq(got, want, "%s", text);
+}
+
+Test(pmi, pmi2_clients_init_and_learn_the_step, .init = setup, .fini = teardown)
+{
+    init2(fd2);
+    expect2(fd2, "cmd=fullinit;pmirank=2;threaded=FALSE;",
+            "cmd=fullinit-response;rc=0;pmi-version=2;pmi-subversion=0;rank=2;size=4;appnum=0;"
+            "debugged=FALSE;pmiverbose=FALSE;");
+    expect2(fd2, "cmd=fullinit;pmirank=1;",
+            "cmd=fullinit-response;rc=-1;errmsg=pmirank is not this task's rank (PMI_RANK);");
+    expect2(fd2, "cmd=job-getid;thrid=7;", "cmd=job-getid-response;rc=0;jobid=gsched.7.0;thrid=7;");
+    expect2(fd2, "cmd=info-getjobattr;key=PMI_process_mapping;",
+            "cmd=info-getjobattr-response;rc=0;found=TRUE;value=(vector,(0,2,1),(0,2,1));");
+    expect2(fd2, "cmd=info-getjobattr;key=universeSize;",
+            "cmd=info-getjobattr-response;rc=0;found=TRUE;value=4;");
+    expect2(fd2, "cmd=info-getjobattr;key=PMI_hwloc_xmlfile;",
+            "cmd=info-getjobattr-response;rc=0;found=FALSE;");
+    expect2(fd2, "cmd=spawn;ncmds=1;",
+            "cmd=spawn-response;rc=-1;errmsg=gsched does not serve this PMI-2 request;");
+    expect2(fd2, "cmd=finalize;", "cmd=finalize-response;rc=0;");
+    send2(fd2, "nocmd;");
+    cr_assert_null(read2(fd2), "a request without cmd closes the connection");
+}
+
+Test(pmi, pmi2_and_pmi1_ranks_share_the_space_and_its_fences, .init = setup, .fini = teardown)
+{
+    uint8_t all[256];
+    size_t len;
+
+    init2(fd0); /* rank 0 speaks PMI-2, rank 2 PMI-1 */
+    expect2(fd0, "cmd=kvs-put;key=a;;b;value=x;;y;", "cmd=kvs-put-response;rc=0;");
+    expect2(fd0, "cmd=kvs-get;jobid=gsched.7.0;srcid=-1;key=a;;b;",
+            "cmd=kvs-get-response;rc=0;found=TRUE;value=x;;y;");
+    expect2(fd0, "cmd=kvs-get;jobid=other.1;key=a;;b;", "cmd=kvs-get-response;rc=0;found=FALSE;");
+    send2(fd0, "cmd=kvs-fence;thrid=3;");
+    send_line(fd2, "cmd=barrier_in");
+    settle();
+    cr_assert_eq(rec.fences, 1);
+    len = record(all, "a;b", "x;y");
+    cr_assert_eq(rec.len, len);
+    cr_assert_arr_eq(rec.part, all, len);
+    len += record(all + len, "n1", "v1");
+    cr_assert_eq(wrk_pmi_fence_done(pmi, 7, 1, 0, 0, all, len), 0);
+    cr_assert_str_eq(read2(fd0), "cmd=kvs-fence-response;rc=0;thrid=3;");
+    cr_assert_str_eq(read_line(fd2), "cmd=barrier_out rc=0");
+    expect2(fd0, "cmd=kvs-get;key=n1;", "cmd=kvs-get-response;rc=0;found=TRUE;value=v1;");
+    expect(fd2, "cmd=get kvsname=gsched.7.0 key=a;b", "cmd=get_result rc=0 value=x;y");
+    send2(fd0, "cmd=kvs-fence;");
+    send_line(fd2, "cmd=barrier_in");
+    settle();
+    wrk_pmi_fail_fences(pmi);
+    cr_assert_not_null(strstr(read2(fd0), "cmd=kvs-fence-response;rc=-1;errmsg=the fence failed"));
+    cr_assert_not_null(read_line(fd2));
+}
+
+Test(pmi, pmi2_node_attributes_are_the_nodes_and_a_get_may_wait, .init = setup, .fini = teardown)
+{
+    init2(fd0);
+    init2(fd2);
+    expect2(fd0, "cmd=info-getnodeattr;key=shm;wait=FALSE;",
+            "cmd=info-getnodeattr-response;rc=0;found=FALSE;");
+    send2(fd0, "cmd=info-getnodeattr;key=shm;wait=TRUE;thrid=9;");
+    settle();
+    expect2(fd2, "cmd=info-putnodeattr;key=shm;value=/dev/shm/seg;",
+            "cmd=info-putnodeattr-response;rc=0;");
+    cr_assert_str_eq(read2(fd0), "cmd=info-getnodeattr-response;rc=0;found=TRUE;"
+                                 "value=/dev/shm/seg;thrid=9;");
+    expect2(fd2, "cmd=info-putnodeattr;key=shm;value=/dev/shm/new;",
+            "cmd=info-putnodeattr-response;rc=0;");
+    expect2(fd0, "cmd=info-getnodeattr;key=shm;",
+            "cmd=info-getnodeattr-response;rc=0;found=TRUE;value=/dev/shm/new;");
+    send2(fd0, "cmd=info-getnodeattr;key=never;wait=TRUE;");
+    settle();
+    close(fd0); /* its wait goes with it */
+    fd0 = -1;
+    settle();
+    send2(fd2, "cmd=abort;isworld=TRUE;msg=bad input;");
+    settle();
+    cr_assert_eq(rec.aborts, 1);
+    cr_assert_str_eq(rec.abort_msg, "bad input");
+}
+
+Test(pmi, pmi2_request_with_a_bad_length_closes_that_connection, .init = setup, .fini = teardown)
+{
+    init2(fd0);
+    cr_assert_eq(write(fd0, "abcdef", 6), 6);
+    cr_assert_null(read2(fd0));
 }
