@@ -5,7 +5,7 @@
 # seed corpus with -seed=1. Prints one row per fuzzer: inputs run, inputs per second,
 # libFuzzer's final edge coverage (cov) and features (ft), the corpus it grew (inputs and
 # bytes), and the crashes, leaks, timeouts and out-of-memory inputs it wrote (it stops at the
-# first). FUZZERS (default: all seven) picks some. Logs, grown corpora and findings go to
+# first). FUZZERS (default: all nine) picks some. Logs, grown corpora and findings go to
 # WORK (default: a temporary directory, removed at the end unless KEEP=1). FORK=N runs each
 # fuzzer as libFuzzer's -fork=N: N worker processes sharing one corpus, the inputs counted
 # together (the slow harnesses, hostlist and topology, reach 10 million sooner on N cores).
@@ -35,7 +35,7 @@ fi
 build=$1
 runs=${2:-10000000}
 max_seconds=${MAX_SECONDS:-3600}
-fuzzers=${FUZZERS:-"toml jobfile sbatch hostlist frame topology config"}
+fuzzers=${FUZZERS:-"toml jobfile sbatch hostlist frame topology config features pmi"}
 here=$(cd "$(dirname "$0")" && pwd)
 seeds=$here/../tests/fuzz/corpus
 work=${WORK:-$(mktemp -d)}

@@ -512,6 +512,15 @@ int wrk_pmi_step_add(struct wrk_pmi *p, const struct wrk_pmix_step *s, struct gs
     return 0;
 }
 
+/* Frees an environment of wrk_pmi_task's (pmix.c's wrk_pmix_env_free does the same; pmi.c
+ * stands without libpmix, as its fuzzer builds it). */
+static void env_free(char **env)
+{
+    for (size_t i = 0; env != NULL && env[i] != NULL; i++)
+        free(env[i]);
+    free(env);
+}
+
 /* Appends "NAME=number" (value NULL) or "NAME=value" to env. 0 or -ENOMEM. */
 static int env_add(char **env, size_t *n, const char *name, uint64_t number, const char *value)
 {
@@ -578,7 +587,7 @@ int wrk_pmi_task(struct wrk_pmi *p, uint64_t job_id, uint32_t step, uint32_t ran
         if (sv[0] >= 0)
             close(sv[0]);
         close(sv[1]);
-        wrk_pmix_env_free(env);
+        env_free(env);
         return rc;
     }
     c->next = st->conns;
@@ -588,7 +597,7 @@ int wrk_pmi_task(struct wrk_pmi *p, uint64_t job_id, uint32_t step, uint32_t ran
     return 0;
 fail:
     free(c);
-    wrk_pmix_env_free(env);
+    env_free(env);
     close(sv[0]);
     close(sv[1]);
     return rc;
