@@ -127,7 +127,6 @@ static int kv_take(struct pmi_step *st, const uint8_t *bytes, size_t len)
     while (at < len) {
         uint32_t kl, vl;
         const uint8_t *key, *value;
-        struct pmi_kv *v;
         int rc;
 
         if (len - at < 4)
@@ -150,10 +149,9 @@ static int kv_take(struct pmi_step *st, const uint8_t *bytes, size_t len)
             return -EPROTO;
         if ((size_t)kl + vl > PMI_BYTES_MAX - st->bytes)
             return -E2BIG;
-        v = realloc(st->kv, (st->nkv + 1) * sizeof(*v));
-        if (v == NULL)
-            return -ENOMEM;
-        st->kv = v;
+        rc = pmi_grow(&st->kv, &st->cap_kv, st->nkv, sizeof(*st->kv), PMI_KEYS_MAX);
+        if (rc < 0)
+            return rc == -ENOSPC ? -E2BIG : rc;
         rc = pmi_kv_make(&st->kv[st->nkv], (const char *)key, kl, (const char *)value, vl,
                          st->order++);
         if (rc < 0)
@@ -238,7 +236,7 @@ static void fence_start(struct wrk_pmi *p, struct pmi_step *st)
     }
     pmi_kv_free(st->puts, st->nputs);
     st->puts = NULL;
-    st->nputs = 0;
+    st->nputs = st->cap_puts = 0;
     if (gs_buf_error(&part) < 0) {
         barrier_out(st, gs_buf_error(&part));
         gs_buf_release(&part);
@@ -257,7 +255,7 @@ static void fence_start(struct wrk_pmi *p, struct pmi_step *st)
 int pmi_put(struct pmi_step *st, const char *key, const char *value, const char **why)
 {
     size_t kl = strlen(key), vl = strlen(value);
-    struct pmi_kv *v;
+    int rc;
 
     if (kl == 0) {
         *why = "a put needs a key";
@@ -267,12 +265,13 @@ int pmi_put(struct pmi_step *st, const char *key, const char *value, const char 
         *why = "the step's keys and values are past 64 MiB";
         return -E2BIG;
     }
-    v = realloc(st->puts, (st->nputs + 1) * sizeof(*v));
-    if (v != NULL)
-        st->puts = v;
-    if (v == NULL || pmi_kv_make(&v[st->nputs], key, kl, value, vl, 0) < 0) {
-        *why = "out of memory";
-        return -ENOMEM;
+    rc = pmi_grow(&st->puts, &st->cap_puts, st->nputs, sizeof(*st->puts), PMI_KEYS_MAX);
+    if (rc == 0)
+        rc = pmi_kv_make(&st->puts[st->nputs], key, kl, value, vl, 0);
+    if (rc < 0) {
+        *why = rc == -ENOSPC ? "the node's ranks put over a million keys before a barrier"
+                             : "out of memory";
+        return rc;
     }
     st->nputs++;
     st->bytes += kl + vl;
@@ -282,6 +281,26 @@ int pmi_put(struct pmi_step *st, const char *key, const char *value, const char 
 const char *pmi_get(const struct pmi_step *st, const char *key)
 {
     return strcmp(key, "PMI_process_mapping") == 0 ? st->mapping : kv_get(st, key);
+}
+
+int pmi_grow(void *arr, size_t *cap, size_t n, size_t elem, size_t max)
+{
+    void **at = arr, *v;
+    size_t want;
+
+    if (n < *cap)
+        return 0;
+    if (n >= max)
+        return -ENOSPC;
+    want = *cap < 16 ? 16 : *cap * 2;
+    if (want > max)
+        want = max;
+    v = realloc(*at, want * elem);
+    if (v == NULL)
+        return -ENOMEM;
+    *at = v;
+    *cap = want;
+    return 0;
 }
 
 const char *pmi_arg(const struct pmi_args *a, const char *key)

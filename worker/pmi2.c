@@ -152,21 +152,18 @@ static void put_attr(struct pmi_conn *c, const char *key, const char *value, con
 {
     struct pmi_step *st = c->st;
     size_t kl = strlen(key), vl = strlen(value), i;
-    struct pmi_kv kv, *v;
+    struct pmi_kv kv;
 
-    if (kl + vl > PMI_BYTES_MAX - st->bytes || pmi_kv_make(&kv, key, kl, value, vl, 0) < 0) {
+    for (i = 0; i < st->nattrs && strcmp(st->attrs[i].key, key) != 0; i++)
+        ;
+    if (kl + vl > PMI_BYTES_MAX - st->bytes ||
+        (i == st->nattrs &&
+         pmi_grow(&st->attrs, &st->cap_attrs, i, sizeof(*st->attrs), PMI_ATTRS_MAX) < 0) ||
+        pmi_kv_make(&kv, key, kl, value, vl, 0) < 0) {
         refuse(c, "info-putnodeattr-response", thrid, "no room for the attribute");
         return;
     }
-    for (i = 0; i < st->nattrs && strcmp(st->attrs[i].key, key) != 0; i++)
-        ;
-    if (i == st->nattrs && (v = realloc(st->attrs, (i + 1) * sizeof(*v))) == NULL) {
-        free(kv.key);
-        refuse(c, "info-putnodeattr-response", thrid, "out of memory");
-        return;
-    }
     if (i == st->nattrs) {
-        st->attrs = v;
         st->nattrs++;
     } else {
         st->bytes -= strlen(st->attrs[i].key) + strlen(st->attrs[i].value);
@@ -196,14 +193,12 @@ static void get_attr(struct pmi_conn *c, const char *key, bool wait, const char 
         found(c, "info-getnodeattr-response", thrid, value);
         return;
     }
-    v = realloc(st->waits, (st->nwaits + 1) * sizeof(*v));
-    if (v == NULL || (v[st->nwaits].key = strdup(key)) == NULL) {
-        if (v != NULL)
-            st->waits = v;
-        refuse(c, "info-getnodeattr-response", thrid, "out of memory");
+    if (pmi_grow(&st->waits, &st->cap_waits, st->nwaits, sizeof(*st->waits), PMI_ATTRS_MAX) < 0 ||
+        (st->waits[st->nwaits].key = strdup(key)) == NULL) {
+        refuse(c, "info-getnodeattr-response", thrid, "too many gets waiting, or out of memory");
         return;
     }
-    st->waits = v;
+    v = st->waits;
     v[st->nwaits].c = c;
     snprintf(v[st->nwaits].thrid, sizeof(v[st->nwaits].thrid), "%s", thrid != NULL ? thrid : "");
     st->nwaits++;

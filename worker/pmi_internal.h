@@ -18,6 +18,11 @@
 
 #define PMI_LINE_MAX (64u << 10)  /* the longest request either protocol takes */
 #define PMI_BYTES_MAX (64u << 20) /* a step's keys and values, node attributes too */
+/* Keys a step holds, its space's and this node's new puts each; node attributes and waiting
+ * gets, each. Far past what MPI libraries put (a few per rank), and a bound on the work a
+ * task can make the root-run worker's loop do for one request. */
+#define PMI_KEYS_MAX (1u << 20)
+#define PMI_ATTRS_MAX 4096u
 
 /* One key and its value, in one allocation (key first). */
 struct pmi_kv {
@@ -65,13 +70,13 @@ struct pmi_step {
     uint32_t here;
     struct pmi_conn *conns;
     struct pmi_kv *kv; /* sorted by key, unique */
-    size_t nkv;
+    size_t nkv, cap_kv;
     struct pmi_kv *puts; /* this node's since the last barrier */
-    size_t nputs;
+    size_t nputs, cap_puts;
     struct pmi_kv *attrs; /* PMI-2 node attributes, this node's alone */
-    size_t nattrs;
+    size_t nattrs, cap_attrs;
     struct pmi_wait *waits;
-    size_t nwaits;
+    size_t nwaits, cap_waits;
     size_t bytes; /* of keys and values held */
     uint64_t order;
 };
@@ -98,6 +103,9 @@ struct pmi_args {
 
 /* The value of key in a, or NULL. */
 const char *pmi_arg(const struct pmi_args *a, const char *key);
+/* Makes room in *arr (of elem-byte entries, *cap of them) for one more after n, doubling;
+ * more than max refused. 0, -ENOSPC or -ENOMEM. */
+int pmi_grow(void *arr, size_t *cap, size_t n, size_t elem, size_t max);
 
 /* Sends len bytes of text to c as they are; a failure closes c. */
 void pmi_write(struct pmi_conn *c, const char *text, size_t len);

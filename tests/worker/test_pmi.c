@@ -519,3 +519,21 @@ Test(pmi, pmi2_request_with_a_bad_length_closes_that_connection, .init = setup, 
     cr_assert_eq(write(fd0, "abcdef", 6), 6);
     cr_assert_null(read2(fd0));
 }
+
+Test(pmi, pmi2_waiting_gets_are_bounded, .init = setup, .fini = teardown)
+{
+    char req[64];
+
+    init2(fd0);
+    for (int i = 0; i < 4096; i++) {
+        snprintf(req, sizeof(req), "cmd=info-getnodeattr;key=k%d;wait=TRUE;", i);
+        send2(fd0, req);
+        if (i % 16 == 0) /* the socket holds a few hundred small writes at most */
+            settle();
+    }
+    expect2(fd0, "cmd=info-getnodeattr;key=one-more;wait=TRUE;",
+            "cmd=info-getnodeattr-response;rc=-1;errmsg=too many gets waiting, or out of memory;");
+    init2(fd2);
+    expect2(fd2, "cmd=info-putnodeattr;key=k4095;value=v;", "cmd=info-putnodeattr-response;rc=0;");
+    cr_assert_str_eq(read2(fd0), "cmd=info-getnodeattr-response;rc=0;found=TRUE;value=v;");
+}
