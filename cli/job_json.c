@@ -365,6 +365,7 @@ void cli_json_job_info(struct gs_json *j, const Gs__JobInfo *job)
     gs_json_kv_bool(j, "suspended", job->suspended);
     gs_json_kv_uint(j, "suspend_time_ms", job->suspend_time_ms);
     gs_json_kv_uint(j, "suspended_ms", job->suspended_ms);
+    gs_json_kv_uint(j, "resume_time_ms", job->resume_time_ms);
     gs_json_kv_uint(j, "expected_start_ms", job->expected_start_ms);
     gs_json_kv_string(j, "sched_nodes", job->sched_nodes != NULL ? job->sched_nodes : "");
     gs_json_kv_string(j, "dependency", job->dependency != NULL ? job->dependency : "");

@@ -341,6 +341,7 @@ void sched_change_job(struct sched_change *ch, const struct sched_job *job)
     r->submit_key = cj->submit_key;
     r->suspend_at_ms = job->suspended ? job->suspend_at_ms : 0;
     r->suspended_ms = job->suspended_ms;
+    r->resume_at_ms = job->resume_ms;
     stage_allocs(ch, job);
 }
 
@@ -674,6 +675,7 @@ static void fill_suspension(struct sched_job *job, const struct sched_job_row *r
     job->suspended = row->suspend_at_ms != 0;
     job->suspend_at_ms = row->suspend_at_ms;
     job->suspended_ms = row->suspended_ms;
+    job->resume_ms = row->resume_at_ms;
 }
 
 /* The row's columns into job (made with the row's spec). */

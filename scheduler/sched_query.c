@@ -226,6 +226,7 @@ static int info_fill(struct sched_ctx *s, const struct sched_job *job, struct in
     in->info.end_time_ms = job->end_ms;
     in->info.suspended = job->suspended;
     in->info.suspend_time_ms = job->suspended ? job->suspend_at_ms : 0;
+    in->info.resume_time_ms = job->resume_ms;
     in->info.suspended_ms = job->suspended_ms;
     in->info.expected_start_ms = job->expected_start_ms;
     if (job->state == SCHED_JOB_PENDING && job->expected_start_ms > 0 && job->sched_nodes != NULL)

@@ -66,7 +66,7 @@ enum stmt_id {
 #define JOB_COLUMNS                                                                                \
     "id, name, uid, gid, user, priority, state, reason, held, submit_ms, start_ms, end_ms, "       \
     "exit_code, signaled, term_signal, restarts, attempt, spec, alloc, usage, submit_key, "        \
-    "suspend_at_ms, suspended_ms"
+    "suspend_at_ms, suspended_ms, resume_at_ms"
 
 #define STEP_COLUMNS                                                                               \
     "job_id, step, attempt, name, nodelist, nnodes, ntasks, state, exit_code, signaled, "          \
@@ -83,8 +83,8 @@ static const char *const stmt_sql[ST_COUNT] = {
         "INSERT OR REPLACE INTO jobs (id, name, uid, gid, user, priority, state, "
         "reason, held, submit_ms, start_ms, end_ms, exit_code, signaled, "
         "term_signal, restarts, attempt, spec, alloc, usage, submit_key, suspend_at_ms, "
-        "suspended_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
-        "?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)",
+        "suspended_ms, resume_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
+        "?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)",
     [ST_PUT_TASK] = "INSERT OR REPLACE INTO tasks (job_id, rank, node, attempt, state, pid, "
                     "exit_code, signaled, term_signal, end_reason, start_ms, end_ms) VALUES "
                     "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
@@ -183,7 +183,7 @@ static const char schema_sql[] =
     "  start_ms INTEGER, end_ms INTEGER, exit_code INTEGER, signaled INTEGER, "
     "  term_signal INTEGER, restarts INTEGER, attempt INTEGER, spec BLOB NOT NULL, alloc BLOB, "
     "  usage BLOB, submit_key TEXT, suspend_at_ms INTEGER NOT NULL DEFAULT 0, "
-    "  suspended_ms INTEGER NOT NULL DEFAULT 0);"
+    "  suspended_ms INTEGER NOT NULL DEFAULT 0, resume_at_ms INTEGER NOT NULL DEFAULT 0);"
     "CREATE INDEX IF NOT EXISTS jobs_state ON jobs (state);"
     "CREATE INDEX IF NOT EXISTS jobs_end ON jobs (end_ms);"
     "CREATE TABLE IF NOT EXISTS tasks (job_id INTEGER NOT NULL, rank INTEGER NOT NULL, "
@@ -195,7 +195,7 @@ static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY, at_ms INTEGER, "
     "  job_id INTEGER, node TEXT, kind TEXT NOT NULL, detail TEXT);"
     "CREATE INDEX IF NOT EXISTS events_job ON events (job_id);" USAGE_SQL
-    "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '9');";
+    "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '10');";
 
 struct sched_store {
     sqlite3 *db;
@@ -309,6 +309,13 @@ static int check_version(struct sched_store *s, struct gs_error *err)
                          "ALTER TABLE jobs ADD COLUMN suspended_ms INTEGER NOT NULL DEFAULT 0; "
                          "UPDATE meta SET value = '9' WHERE key = 'schema_version';") == 0)
         version = 9;
+    /* Version 9 had no jobs.resume_at_ms (scontrol show job's SuspendTime after a resume). */
+    if (version == 9 &&
+        migrate(s, has_column(s, "jobs", "resume_at_ms")
+                       ? "UPDATE meta SET value = '10' WHERE key = 'schema_version';"
+                       : "ALTER TABLE jobs ADD COLUMN resume_at_ms INTEGER NOT NULL DEFAULT 0; "
+                         "UPDATE meta SET value = '10' WHERE key = 'schema_version';") == 0)
+        version = 10;
     if (version != SCHED_STORE_SCHEMA_VERSION)
         return gs_error_set(err, -EPROTO, 0, 0,
                             "state database has schema version %d, this "
@@ -458,6 +465,7 @@ int sched_store_put_job(struct sched_store *store, const struct sched_job_row *r
         sqlite3_bind_null(st, 21);
     sqlite3_bind_int64(st, 22, (sqlite3_int64)r->suspend_at_ms);
     sqlite3_bind_int64(st, 23, (sqlite3_int64)r->suspended_ms);
+    sqlite3_bind_int64(st, 24, (sqlite3_int64)r->resume_at_ms);
     return run(store, ST_PUT_JOB);
 }
 
@@ -562,6 +570,7 @@ static void read_job(sqlite3_stmt *st, struct sched_job_row *r)
         r->submit_key = col_text(st, 20);
     r->suspend_at_ms = col_u64(st, 21);
     r->suspended_ms = col_u64(st, 22);
+    r->resume_at_ms = col_u64(st, 23);
 }
 
 static void read_task(sqlite3_stmt *st, struct sched_task_row *r)

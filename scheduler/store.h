@@ -9,17 +9,17 @@
  * queries. It is driven from one thread at a time, in practice the journal's writer thread
  * (scheduler/journal.h), which batches many changes into one transaction.
  *
- * Schema (version 9; older databases gain what they miss when opened: version 1
+ * Schema (version 10; older databases gain what they miss when opened: version 1
  * jobs.usage and jobs.submit_key, version 2 nodes.drain_reason, version 3 the usage table,
  * version 4 the reservations table, version 5 the steps table, version 6 node_history and
  * allocations, version 7 node_history.maint, version 8 jobs.suspend_at_ms and
- * jobs.suspended_ms):
+ * jobs.suspended_ms, version 9 jobs.resume_at_ms):
  *   meta(key TEXT PRIMARY KEY, value TEXT)                      -- schema_version, ...
  *   jobs(id INTEGER PRIMARY KEY, name, uid, gid, user, priority, state, reason, held,
  *        submit_ms, start_ms, end_ms, exit_code, signaled, term_signal, restarts, attempt,
  *        spec BLOB NOT NULL, alloc BLOB, usage BLOB,   -- usage: packed gs.JobUsage
  *        submit_key TEXT,                              -- SubmitRequest.client_key
- *        suspend_at_ms, suspended_ms)                  -- scontrol suspend (jobs.h)
+ *        suspend_at_ms, suspended_ms, resume_at_ms)    -- scontrol suspend (jobs.h)
  *   tasks(job_id, rank, node, attempt, state, pid, exit_code, signaled, term_signal,
  *         end_reason, start_ms, end_ms, PRIMARY KEY (job_id, rank))
  *   nodes(name TEXT PRIMARY KEY, state, last_seen_ms, topology BLOB,
@@ -56,7 +56,7 @@
 
 #include "common/error.h"
 
-#define SCHED_STORE_SCHEMA_VERSION 9
+#define SCHED_STORE_SCHEMA_VERSION 10
 
 /* One row of jobs; strings and blobs are borrowed (by the store on write, by the callback on
  * load: valid only during the callback). */
@@ -87,6 +87,7 @@ struct sched_job_row {
     const char *submit_key; /* NULL: none */
     uint64_t suspend_at_ms; /* scontrol suspend: since when, 0 not suspended */
     uint64_t suspended_ms;  /* the attempt's earlier suspended time */
+    uint64_t resume_at_ms;  /* scontrol resume: when it last resumed, 0 never */
 };
 
 struct sched_task_row {

@@ -171,6 +171,18 @@ static void put_node_needs(const struct scontrol *sc, struct gs_buf *out, const 
                   r != NULL && r->exclusive ? "NO" : "OK");
 }
 
+/* Seconds a resumed job had run when it was last suspended: at its resume, by then (its
+ * suspensions, the last one included, left out); 0 when it never resumed. */
+static uint64_t pre_suspend_s(const Gs__JobInfo *job)
+{
+    uint64_t r = job->resume_time_ms;
+
+    if (r == 0 || job->start_time_ms == 0 || r <= job->start_time_ms ||
+        r - job->start_time_ms <= job->suspended_ms)
+        return 0;
+    return (r - job->start_time_ms - job->suspended_ms) / 1000;
+}
+
 /*
  * One job's record; part: one component of a heterogeneous job, job its view (slurm_het.h).
  * Slurm gives each component an id of its own (JobId=43 HetJobId=42 HetJobOffset=1);
@@ -241,12 +253,14 @@ static int put_job(const struct scontrol *sc, struct gs_buf *out, const Gs__JobI
                   slurm_fmt_date(slurm_job_end_ms(job), "Unknown", b, sizeof(b)));
     next_line(sc, out);
     /*
-     * Slurm's SecsPreSuspend is what the job had run when last suspended: while it is, its
-     * RunTime. gschedd keeps neither once it resumes (Slurm keeps both): None and 0 then.
+     * Slurm's SuspendTime is when the job was last suspended or resumed, and SecsPreSuspend
+     * what it had run when last suspended: while it is, its RunTime; once resumed, what it
+     * had run at the resume (suspended_ms by then holds the last stretch too).
      */
     gs_buf_printf(out, "SuspendTime=%s SecsPreSuspend=%llu",
-                  slurm_fmt_date(suspended ? job->suspend_time_ms : 0, "None", a, sizeof(a)),
-                  suspended ? (unsigned long long)elapsed : 0ull);
+                  slurm_fmt_date(suspended ? job->suspend_time_ms : job->resume_time_ms, "None", a,
+                                 sizeof(a)),
+                  (unsigned long long)(suspended ? elapsed : pre_suspend_s(job)));
     next_line(sc, out);
     gs_buf_printf(out, "Partition=%s", slurm_or_null(job->partition));
     if (spec != NULL && spec->reservation != NULL && spec->reservation[0] != '\0')

@@ -285,6 +285,7 @@ static void fill_table(struct fake *f, struct job_table *t)
     t->done.reason = "";
     t->done.start_time_ms = 1000;
     t->done.end_time_ms = 62000;
+    t->done.resume_time_ms = 31000; /* suspended and resumed (no time suspended to count) */
     t->done.priority = 0;
     t->failed = t->done;
     t->failed.job_id = 47;

@@ -435,6 +435,7 @@ Test(job_json, job_info_nests_user_resources_and_allocation_without_spec)
            "\"constraint\":\"\",\"ntasks\":0,\"partition\":\"\",\"nodelist\":[],\"exclude\":[],"
            "\"time_min_s\":0,\"gpus_per_task\":0},\"submit_time_ms\":0,\"start_time_ms\":0,"
            "\"end_time_ms\":0,\"suspended\":false,\"suspend_time_ms\":0,\"suspended_ms\":0,"
+           "\"resume_time_ms\":0,"
            "\"expected_start_ms\":0,\"sched_nodes\":\"\","
            "\"dependency\":\"\",\"signaled\":false,"
            "\"exit_code\":0,"

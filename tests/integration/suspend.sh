@@ -72,6 +72,14 @@ out=$(scontrol resume "$a" 2>&1) || fail "resume: $out"
 wait_for "job $a's tasks to run" 10 eval "running $p0 && running $p1"
 [ "$(st "$a")" = R ] || fail "squeue shows the resumed job $a as $(st "$a")"
 out=$(scontrol resume "$a" 2>&1) && fail "resumed twice: $out"
+# Once resumed, show job says when (SuspendTime) and what it had run before (SecsPreSuspend),
+# as Slurm keeps them, across a gschedd restart too.
+resumed() {
+  scontrol show job "$a" | grep -qE "SuspendTime=[0-9]{4}-[0-9-]+T[0-9:]+ SecsPreSuspend=[0-9]+$"
+}
+resumed || fail "show job after the resume: $(scontrol show job "$a")"
+restart_sched 2
+resumed || fail "show job after the resume and a restart: $(scontrol show job "$a")"
 gate two
 wait_end "$a" || fail "job $a failed: $(jq "$a" 'j')"
 expect "$a" 'j["state"] == "COMPLETED" and not j.get("suspended")' "COMPLETED"

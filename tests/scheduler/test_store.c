@@ -2,7 +2,8 @@
  * test_store.c: the scheduler's SQLite state survives close and reopen, rolls back what was
  * not committed, and refuses a database of another schema version; job steps' rows (sacct)
  * round-trip, srun steps still running end at a restart, and an older database gains them;
- * a job's suspension (scontrol suspend) round-trips, and a version 8 database gains it.
+ * a job's suspension (scontrol suspend) round-trips, and a version 8 database gains it (a
+ * version 9 one its resume time).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -351,6 +352,28 @@ Test(store, a_version_8_database_gains_the_suspension_columns)
     cr_assert_eq(sched_store_load_jobs(store, collect_job, &s), 0);
     cr_assert_eq(s.last.suspend_at_ms, 1764683009000ULL);
     cr_assert_eq(s.last.suspended_ms, 4500);
+}
+
+Test(store, a_version_9_database_gains_the_resume_time)
+{
+    struct sched_job_row r = job(7, 2);
+    struct seen s = {0};
+
+    r.suspended_ms = 4500;
+    put_job(&r);
+    /* What gschedd before schema 10 left: no jobs.resume_at_ms. */
+    as_older("ALTER TABLE jobs DROP COLUMN resume_at_ms; UPDATE meta SET value = '9' WHERE "
+             "key = 'schema_version'");
+    cr_assert_eq(sched_store_load_jobs(store, collect_job, &s), 0);
+    cr_assert_eq(s.n, 1, "the old row is kept");
+    cr_assert_eq(s.last.suspended_ms, 4500);
+    cr_assert_eq(s.last.resume_at_ms, 0, "when it resumed was not kept");
+    r.resume_at_ms = 1764683013500ULL;
+    put_job(&r);
+    reopen();
+    memset(&s, 0, sizeof(s));
+    cr_assert_eq(sched_store_load_jobs(store, collect_job, &s), 0);
+    cr_assert_eq(s.last.resume_at_ms, 1764683013500ULL);
 }
 
 Test(store, the_database_is_readable_by_its_owner_only)

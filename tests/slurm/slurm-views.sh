@@ -285,6 +285,9 @@ grep -qE '^   StartTime=[0-9-]+T[0-9:]+ EndTime=[0-9-]+T[0-9:]+ Deadline=N/A
   fail "show job 49's times: $out"
 run 0 scontrol show job 42
 has "$out" "   SuspendTime=None SecsPreSuspend=0"
+# Resumed, and ended since: when it resumed, and what it had run by then (Slurm keeps both).
+TZ=UTC run 0 scontrol show job 41
+has "$out" "   SuspendTime=1970-01-01T00:00:31 SecsPreSuspend=30"
 run 0 scontrol show jobs 50
 [ "$(grep -c '^JobId=' <<< "$out")" -eq 6 ] || fail "show job of an array: $out"
 run 1 scontrol show job 99
