@@ -79,6 +79,8 @@ static const char usage_more[] =
     "  kv put KEY VALUE / kv get KEY [--timeout SECONDS] [--job ID] [--json]\n"
     "                            the job's key/value store, for its tasks to rendezvous:\n"
     "                            one puts (an address), the others wait for it (kv --help)\n"
+    "  sbcast [-f] [-p] SOURCE DEST\n"
+    "                            inside a job: copy a file to DEST on each of its nodes\n"
     "  salloc [SBATCH OPTIONS] [COMMAND [ARGS]]\n"
     "                            an allocation; COMMAND (default $SHELL) runs here in it, srun\n"
     "                            there runs steps on its nodes (srun outside a job: the same)\n"
@@ -137,6 +139,7 @@ static const struct command slurm_commands[] = {
     {"srun", cli_cmd_srun},         {"seff", cli_cmd_seff},         {"sprio", cli_cmd_sprio},
     {"sshare", cli_cmd_sshare},     {"simulate", cli_cmd_simulate}, {"salloc", cli_cmd_salloc},
     {"sstat", cli_cmd_sstat},       {"sreport", cli_cmd_sreport},   {"sdiag", cli_cmd_sdiag},
+    {"sbcast", cli_cmd_sbcast},
 };
 
 static const struct command *slurm_command(const char *argv0)

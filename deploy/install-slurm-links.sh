@@ -1,6 +1,6 @@
 #!/bin/sh
 # install-slurm-links.sh [DIR]: links sbatch, srun, salloc, squeue, scancel, sinfo, scontrol, sacct,
-# sstat, seff, sprio, sshare, sreport and sdiag to gsched in DIR (default /usr/local/lib/gsched/slurm-bin),
+# sstat, seff, sprio, sshare, sreport, sdiag and sbcast to gsched in DIR (default /usr/local/lib/gsched/slurm-bin),
 # so that Slurm job scripts and habits work unchanged (gsched answers to those names; docs/slurm.md).
 # Never run by the install itself: on a machine that also has Slurm the links would shadow
 # it. Put DIR on PATH (first) only where gsched is the scheduler. Refuses to replace a file
@@ -10,7 +10,7 @@ dir=${1:-/usr/local/lib/gsched/slurm-bin}
 gsched=$(command -v gsched || true)
 [ -n "$gsched" ] || { echo "install-slurm-links.sh: gsched is not on PATH" >&2; exit 1; }
 mkdir -p "$dir"
-for cmd in sbatch srun salloc squeue scancel sinfo scontrol sacct sstat seff sprio sshare sreport sdiag; do
+for cmd in sbatch srun salloc squeue scancel sinfo scontrol sacct sstat seff sprio sshare sreport sdiag sbcast; do
   target=$dir/$cmd
   if [ -e "$target" ] || [ -L "$target" ]; then
     if [ "$(readlink -f "$target")" != "$(readlink -f "$gsched")" ]; then

@@ -1,6 +1,7 @@
 /*
  * commands.h: the Slurm commands gsched answers as (squeue, sinfo, sacct, sstat, sprio,
- * sshare, sreport, sdiag, scancel, scontrol, sbatch, srun, salloc). Each takes its arguments as
+ * sshare, sreport, sdiag, scancel, scontrol, sbatch, srun, salloc, sbcast). Each takes its
+ * arguments as
  * Slurm's does (argv[0] is the command's name) and returns the process exit status as
  * Slurm's would: 1 on a failure, with Slurm's messages, because scripts test for it; srun and
  * salloc otherwise pass on the status of what they ran.
@@ -23,5 +24,6 @@ int cli_cmd_scancel(int argc, char **argv);
 int cli_cmd_sbatch(int argc, char **argv);
 int cli_cmd_srun(int argc, char **argv);
 int cli_cmd_salloc(int argc, char **argv);
+int cli_cmd_sbcast(int argc, char **argv);
 
 #endif

@@ -18,6 +18,7 @@
 
 #include "common/clock.h"
 #include "common/crc32c.h"
+#include "common/path.h"
 
 #define MAGIC "GSTF"
 #define ALIGN 64
@@ -109,23 +110,6 @@ int trn_tf_serialize(void *buf, size_t size, const struct trn_tensor *t, size_t 
     return 0;
 }
 
-static int write_all(int fd, const void *data, size_t len)
-{
-    const char *p = data;
-
-    while (len > 0) {
-        ssize_t w = write(fd, p, len);
-
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return -errno;
-        p += w;
-        len -= (size_t)w;
-    }
-    return 0;
-}
-
 static int fsync_dir_of(const char *path)
 {
     const char *slash = strrchr(path, '/');
@@ -168,7 +152,7 @@ int trn_write_file_durably_timed(const char *path, const void *data, size_t len,
         rc = -errno;
         goto out;
     }
-    rc = write_all(fd, data, len);
+    rc = gs_write_all(fd, data, len);
     if (times != NULL)
         times->written = gs_clock_mono_ns();
     if (rc == 0 && fsync(fd) < 0)

@@ -413,7 +413,7 @@ static const char *slurm_bin(const struct workerd *d, const char *cli, char *out
 {
     static const char *const names[] = {"sbatch",   "srun",    "squeue", "scancel", "sinfo",
                                         "scontrol", "sacct",   "sstat",  "seff",    "sprio",
-                                        "sshare",   "sreport", "sdiag"};
+                                        "sshare",   "sreport", "sdiag",  "sbcast"};
     char link[4300], tmp[4400], target[4200];
     int rc = 0;
 
