@@ -10,15 +10,13 @@
  * in the step's environment only, not on a command line), reads the file's size, mode and
  * times and then its bytes, and writes them to a temporary file beside DEST, synced, then
  * renamed over it: a node has the whole file or its old one, never part of one. Each
- * receiver answers "ok" or why not; the sender serves them one after another and exits 1
- * when any node failed.
+ * receiver answers "ok" or why not; the sender serves them all at once (sbcast_serve.c)
+ * and exits 1 when any node failed.
  *
  * DEST keeps SOURCE's permission bits (a program stays runnable); -p also keeps its access
  * and modification times. An existing DEST is refused unless -f. Slurm's -C (compression),
  * -F (fanout) and -s (block size) are taken and have no effect.
  */
-#define _GNU_SOURCE /* accept4 */
-
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -26,16 +24,13 @@
 #include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli/client.h"
@@ -43,13 +38,11 @@
 #include "common/path.h"
 #include "proto/auth.h"
 #include "slurm/commands.h"
+#include "slurm/sbcast.h"
 #include "slurm/slurm_cmd.h"
 #include "slurm/slurm_fmt.h"
 
 #define CMD "sbcast"
-#define TOKEN_VAR "GSCHED_SBCAST_TOKEN"
-#define TOKEN_HEX (2 * GS_PROTO_AUTH_NONCE_SIZE)
-#define LINE_MAX_LEN 512
 
 struct sbcast {
     const char *source, *dest, *job, *receive;
@@ -139,13 +132,13 @@ static int take_file(const struct sbcast *o, int fd, uint64_t size, mode_t mode,
     int out, rc = 0;
 
     if (snprintf(tmp, sizeof(tmp), "%s.sbcast-XXXXXX", o->dest) >= (int)sizeof(tmp)) {
-        snprintf(why, why_size, "%s: path too long", o->dest);
+        snprintf(why, why_size, "%.300s: path too long", o->dest);
         return -ENAMETOOLONG;
     }
     out = mkstemp(tmp);
     if (out < 0) {
         rc = -errno;
-        snprintf(why, why_size, "cannot create a file beside %s: %s", o->dest, strerror(-rc));
+        snprintf(why, why_size, "cannot create a file beside %.300s: %s", o->dest, strerror(-rc));
         return rc;
     }
     while (rc == 0 && size > 0) {
@@ -156,22 +149,22 @@ static int take_file(const struct sbcast *o, int fd, uint64_t size, mode_t mode,
             snprintf(why, why_size, "the file was cut short: %s",
                      r == 0 ? "the sender closed" : strerror(errno));
         } else if ((rc = gs_write_all(out, buf, (size_t)r)) < 0) {
-            snprintf(why, why_size, "writing %s: %s", tmp, strerror(-rc));
+            snprintf(why, why_size, "writing %.300s: %s", tmp, strerror(-rc));
         }
         size -= r > 0 ? (uint64_t)r : 0;
     }
     if (rc == 0 &&
         (fchmod(out, mode) < 0 || (o->preserve && futimens(out, times) < 0) || fsync(out) < 0)) {
         rc = -errno;
-        snprintf(why, why_size, "%s: %s", tmp, strerror(errno));
+        snprintf(why, why_size, "%.300s: %s", tmp, strerror(errno));
     }
     if (close(out) < 0 && rc == 0) {
         rc = -errno;
-        snprintf(why, why_size, "%s: %s", tmp, strerror(errno));
+        snprintf(why, why_size, "%.300s: %s", tmp, strerror(errno));
     }
     if (rc == 0 && rename(tmp, o->dest) < 0) {
         rc = -errno;
-        snprintf(why, why_size, "rename to %s: %s", o->dest, strerror(errno));
+        snprintf(why, why_size, "rename to %.300s: %s", o->dest, strerror(errno));
     }
     if (rc < 0)
         unlink(tmp);
@@ -180,8 +173,8 @@ static int take_file(const struct sbcast *o, int fd, uint64_t size, mode_t mode,
 
 static int receive(const struct sbcast *o)
 {
-    const char *token = getenv(TOKEN_VAR), *node = getenv("SLURMD_NODENAME");
-    char line[LINE_MAX_LEN], why[LINE_MAX_LEN + 64] = "";
+    const char *token = getenv(SBCAST_TOKEN_VAR), *node = getenv("SLURMD_NODENAME");
+    char line[SBCAST_LINE_MAX], why[SBCAST_LINE_MAX + 64] = "";
     uint64_t size = 0;
     unsigned mode = 0;
     long long sec[2] = {0, 0};
@@ -190,8 +183,8 @@ static int receive(const struct sbcast *o)
     struct stat st;
     int fd, rc;
 
-    if (token == NULL || strlen(token) != TOKEN_HEX) {
-        fprintf(stderr, "sbcast: error: --receive is sbcast's own (no " TOKEN_VAR ")\n");
+    if (token == NULL || strlen(token) != SBCAST_TOKEN_HEX) {
+        fprintf(stderr, "sbcast: error: --receive is sbcast's own (no " SBCAST_TOKEN_VAR ")\n");
         return 1;
     }
     if (!o->force && lstat(o->dest, &st) == 0) { /* before the sender sends it all */
@@ -205,7 +198,7 @@ static int receive(const struct sbcast *o)
                 node != NULL ? node : "?", o->receive, strerror(-fd));
         return 1;
     }
-    rc = gs_write_all(fd, token, TOKEN_HEX);
+    rc = gs_write_all(fd, token, SBCAST_TOKEN_HEX);
     if (rc == 0)
         rc = gs_write_all(fd, "\n", 1);
     if (rc == 0)
@@ -265,7 +258,7 @@ static int listen_any(uint16_t *ret_port)
     struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT};
     struct sockaddr_in b = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
     socklen_t len = sizeof(a);
-    int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0), off = 0;
+    int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), off = 0;
 
     /* Both families where the kernel has IPv6 (the node's address may be either). */
     if (fd >= 0 && (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off)) < 0 ||
@@ -274,7 +267,7 @@ static int listen_any(uint16_t *ret_port)
         fd = -1;
     }
     if (fd < 0) {
-        fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0 || bind(fd, (struct sockaddr *)&b, sizeof(b)) < 0) {
             int rc = -errno;
 
@@ -303,7 +296,7 @@ static int run_receivers(const struct sbcast *o, const char *where, const char *
     char *argv[16];
     int k = 0;
 
-    if (n <= 0 || nodes == NULL || setenv(TOKEN_VAR, token, 1) < 0) {
+    if (n <= 0 || nodes == NULL || setenv(SBCAST_TOKEN_VAR, token, 1) < 0) {
         fprintf(stderr, "sbcast: error: cannot start the receivers (no SLURM_JOB_NUM_NODES?)\n");
         return 1;
     }
@@ -329,71 +322,11 @@ static int run_receivers(const struct sbcast *o, const char *where, const char *
     return cli_cmd_srun(k, argv);
 }
 
-/* One receiver: its token checked, the file sent, its answer read. 0, or 1 said why. */
-static int serve(int c, int src, const struct stat *st, const char *token)
-{
-    char line[LINE_MAX_LEN];
-    off_t off = 0;
-    int rc = read_line(c, line, sizeof(line));
-
-    if (rc < 0 || strlen(line) != TOKEN_HEX ||
-        !gs_proto_auth_equal((const uint8_t *)line, (const uint8_t *)token, TOKEN_HEX))
-        return 0; /* not one of ours: dropped, and its node's receiver will say so */
-    snprintf(line, sizeof(line), "%jd %o %lld %ld %lld %ld\n", (intmax_t)st->st_size,
-             (unsigned)(st->st_mode & 07777), (long long)st->st_atim.tv_sec, st->st_atim.tv_nsec,
-             (long long)st->st_mtim.tv_sec, st->st_mtim.tv_nsec);
-    rc = gs_write_all(c, line, strlen(line));
-    while (rc == 0 && off < st->st_size) {
-        ssize_t w = sendfile(c, src, &off, (size_t)(st->st_size - off));
-
-        if (w < 0 && errno != EINTR)
-            rc = -errno;
-        else if (w == 0)
-            rc = -EIO; /* the source shrank */
-    }
-    if (rc == 0)
-        rc = read_line(c, line, sizeof(line));
-    if (rc == 0 && strcmp(line, "ok") == 0)
-        return 0;
-    /* The receiver says why on its own stderr, which srun passes on. */
-    return 1;
-}
-
-/* Serves receivers until the step of them (pid) has ended; its status, or 1 on a failure. */
-static int serve_all(int lfd, pid_t pid, int src, const struct stat *st, const char *token,
-                     unsigned timeout_s)
-{
-    int status = 0, failed = 0;
-
-    for (;;) {
-        struct pollfd p = {.fd = lfd, .events = POLLIN};
-        pid_t done;
-
-        if (poll(&p, 1, 100) > 0) {
-            int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-
-            if (c >= 0) {
-                set_timeouts(c, timeout_s);
-                failed |= serve(c, src, st, token);
-                close(c);
-            }
-        }
-        done = waitpid(pid, &status, WNOHANG);
-        if (done == pid)
-            break;
-        if (done < 0 && errno != EINTR)
-            return 1;
-    }
-    if (!WIFEXITED(status))
-        return 1;
-    return WEXITSTATUS(status) != 0 || failed ? 1 : 0;
-}
-
 static int send_file(const struct sbcast *o)
 {
     const char *node = getenv("SLURMD_NODENAME");
     uint8_t nonce[GS_PROTO_AUTH_NONCE_SIZE];
-    char token[TOKEN_HEX + 1], addr[256], where[300];
+    char token[SBCAST_TOKEN_HEX + 1], addr[256], where[300];
     struct stat st;
     uint16_t port = 0;
     int src = -1, lfd = -1, status = 1;
@@ -431,7 +364,7 @@ static int send_file(const struct sbcast *o)
         goto out;
     }
     signal(SIGPIPE, SIG_IGN); /* a receiver that gives up is its node's failure, not ours */
-    status = serve_all(lfd, pid, src, &st, token, o->timeout_s);
+    status = sbcast_serve(lfd, pid, src, &st, token, o->timeout_s);
 out:
     if (lfd >= 0)
         close(lfd);
