@@ -24,12 +24,9 @@ pmi2)
   peer="mpiexec.mpich -n 4" peer_name="mpiexec.mpich" ;;
 *) echo "mpi_start: KIND is pmix or pmi2, not $kind" >&2; exit 2 ;;
 esac
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/gsched-bench.XXXXXX")
-cleanup() { "$bin/gsched" down --state "$tmp/state" >/dev/null 2>&1 || true; rm -rf "$tmp"; }
-trap cleanup EXIT
-cd "$tmp"
-"$bin/gsched" up --workers 2 --gpus-per-node 0 --state "$tmp/state" >/dev/null
-export GSCHED_SOCKET=$tmp/state/gschedd.sock
+bench_name=mpi_start
+. "$(dirname "$0")/local_job.sh"
+local_cluster srun sbatch
 cat > ring.c <<'EOF'
 #include <mpi.h>
 int main(int argc, char **argv)
@@ -44,9 +41,6 @@ int main(int argc, char **argv)
 }
 EOF
 "$mpicc" -O2 -o ring ring.c
-mkdir -p "$tmp/bin"
-for c in srun sbatch; do ln -sf "$bin/gsched" "$tmp/bin/$c"; done
-export PATH=$tmp/bin:$PATH
 export OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 cat > run.sh <<EOF
@@ -59,16 +53,10 @@ for i in \$(seq $rounds); do
   echo "peer \$((\$(ms) - t))" >> times
 done
 EOF
-out=$("$bin/gsched" sbatch --parsable -N2 --ntasks-per-node=2 -t 30 -o "$tmp/job.out" run.sh)
-id=${out%%;*}
-"$bin/gsched" wait "$id" --timeout 1800s >/dev/null || { cat "$tmp/job.out" >&2; exit 1; }
-[ ! -s fail.log ] || { echo "mpi_start: runs failed:" >&2; cat fail.log peer.err >&2; exit 1; }
+EXTRA_LOGS=peer.err run_job -N2 --ntasks-per-node=2
 echo "mpi_start: $kind, 4 ranks on 2 workers, $rounds rounds each, $(nproc) cores"
-# stat LAUNCHER Q: the Q quantile of its times (nearest rank).
-stat() { awk -v k="$1" '$1 == k { print $2 }' times | sort -n |
-  awk -v q="$2" '{ v[NR] = $1 } END { print v[int((NR - 1) * q) + 1] }'; }
-sm=$(stat srun 0.5) pm=$(stat peer 0.5)
-printf '%-16s median %s ms, p90 %s ms\n' "srun --mpi=$kind:" "$sm" "$(stat srun 0.9)"
-printf '%-16s median %s ms, p90 %s ms\n' "$peer_name:" "$pm" "$(stat peer 0.9)"
+sm=$(quantile srun 0.5) pm=$(quantile peer 0.5)
+printf '%-16s median %s ms, p90 %s ms\n' "srun --mpi=$kind:" "$sm" "$(quantile srun 0.9)"
+printf '%-16s median %s ms, p90 %s ms\n' "$peer_name:" "$pm" "$(quantile peer 0.9)"
 awk -v a="$pm" -v b="$sm" -v n="$peer_name" -v k="$kind" \
   'BEGIN { printf "ratio (%s / srun --mpi=%s): %.2fx\n", n, k, a / b }'

@@ -14,16 +14,10 @@ build=$(cd "${1:-build}" && pwd)
 mib=${2:-256}
 rounds=${3:-5}
 bin="$build/bin"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/gsched-bench.XXXXXX")
-cleanup() { "$bin/gsched" down --state "$tmp/state" >/dev/null 2>&1 || true; rm -rf "$tmp"; }
-trap cleanup EXIT
-cd "$tmp"
-"$bin/gsched" up --workers 2 --gpus-per-node 0 --state "$tmp/state" >/dev/null
-export GSCHED_SOCKET=$tmp/state/gschedd.sock
+bench_name="sbcast bench"
+. "$(dirname "$0")/local_job.sh"
+local_cluster srun sbatch sbcast
 head -c $((mib << 20)) /dev/urandom > src.bin
-mkdir -p "$tmp/bin"
-for c in srun sbatch sbcast; do ln -sf "$bin/gsched" "$tmp/bin/$c"; done
-export PATH=$tmp/bin:$PATH
 cat > run.sh <<EOF
 #!/bin/bash
 cd $tmp
@@ -41,14 +35,9 @@ for i in \$(seq $rounds); do
   rm -f dest.sbcast dest.cp.* dest.sync.*
 done
 EOF
-out=$("$bin/gsched" sbatch --parsable -N2 -t 30 -o "$tmp/job.out" run.sh)
-id=${out%%;*}
-"$bin/gsched" wait "$id" --timeout 1800s >/dev/null || { cat "$tmp/job.out" >&2; exit 1; }
-[ ! -s fail.log ] || { echo "sbcast bench: runs failed:" >&2; cat fail.log job.out >&2; exit 1; }
+run_job -N2
 echo "sbcast: $mib MiB to 2 workers, $rounds rounds each, $(nproc) cores"
-med() { awk -v k="$1" '$1 == k { print $2 }' times | sort -n |
-  awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-sm=$(med sbcast) cm=$(med cp) ym=$(med sync)
+sm=$(quantile sbcast 0.5) cm=$(quantile cp 0.5) ym=$(quantile sync 0.5)
 awk -v m="$mib" -v s="$sm" -v c="$cm" -v y="$ym" 'BEGIN {
   printf "sbcast:          median %d ms, %.0f MiB/s per node\n", s, m * 1000 / s
   printf "srun cp:         median %d ms, %.0f MiB/s per node\n", c, m * 1000 / c
