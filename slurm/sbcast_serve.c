@@ -197,9 +197,7 @@ int sbcast_serve(int lfd, pid_t pid, int src, const struct stat *st, const char 
         if (done < 0 && errno != EINTR)
             goto out;
     }
-    /* The step is over: every receiver has answered or gone. */
-    while (s->n > 0)
-        drop(s, s->n - 1, false);
+    /* The step is over: every receiver has answered or gone (what is left is dropped below). */
     rc = WIFEXITED(status) && WEXITSTATUS(status) == 0 && !s->failed ? 0 : 1;
 out:
     while (s->n > 0)

@@ -186,9 +186,9 @@ static const char srun_usage[] =
     "      --multi-prog         the command is a file of RANKS PROGRAM ARGS lines (MPMD):\n"
     "                           each task runs its line, %t its rank, %o its offset\n"
     "      --mpi=pmix|pmi2|none pmix: the tasks start under their workers' PMIx servers, so\n"
-    "                           MPI programs run without mpirun; pmi2: under their PMI-1\n"
-    "                           servers (MPICH's PMI_FD) (default: $SLURM_MPI_TYPE, else\n"
-    "                           the cluster's scheduler.mpi_default); list prints the types\n";
+    "                           MPI programs run without mpirun; pmi2: under their PMI\n"
+    "                           servers (MPICH, libpmi2); default: $SLURM_MPI_TYPE, else\n"
+    "                           the cluster's scheduler.mpi_default; list: the types\n";
 /* In two: C99 promises string literals of 4095 bytes only. */
 static const char srun_usage_layout[] =
     "  -m, --distribution=NODES[:SOCKETS]\n"
@@ -238,8 +238,9 @@ static int gpu_bind(struct cli_srun_args *a, const char *value)
 
 /*
  * --mpi=TYPE, or SLURM_MPI_TYPE: pmix (and Slurm's pmix_vN) starts the step's tasks under
- * the workers' PMIx servers; pmi2 under their PMI-1 servers (worker/pmi.h: what MPICH's
- * PMI_FD client speaks; Slurm's pmi2 plugin serves it too); none starts them plain. Slurm's
+ * the workers' PMIx servers; pmi2 under their PMI servers (worker/pmi.h: PMI-1, what MPICH's
+ * PMI_FD client speaks, and PMI-2, Slurm's libpmi2's, as Slurm's pmi2 plugin serves both);
+ * none starts them plain. Slurm's
  * other types (cray_shasta) are warned about and start them plain too, their SLURM_*
  * variables theirs to read. Without either, the cluster's scheduler.mpi_default decides
  * (gschedd).

@@ -27,11 +27,6 @@
 #include "common/log.h"
 #include "worker/pmi_internal.h"
 
-/* What get_maxes says: MPICH cuts longer values into several keys itself. */
-#define PMI_VALLEN_MAX 1024
-/* The length before each PMI-2 request: 6 decimal digits, space padded. */
-#define PMI2_LEN_SIZE 6
-
 int wrk_pmi_new(uv_loop_t *loop, wrk_pmix_fence_cb fence, wrk_pmix_abort_cb abort_cb, void *data,
                 struct wrk_pmi **ret)
 {

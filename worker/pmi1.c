@@ -16,10 +16,9 @@
 #include "common/log.h"
 #include "worker/pmi_internal.h"
 
-/* What get_maxes says; MPICH cuts longer values into several keys itself. */
+/* What get_maxes says (and PMI_VALLEN_MAX). */
 #define PMI1_KVSNAME_MAX 256
 #define PMI1_KEYLEN_MAX 64
-#define PMI1_VALLEN_MAX 1024
 
 /* One answer line to c (the newline added). */
 static void say(struct pmi_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -171,7 +170,7 @@ void pmi1_request(struct pmi_conn *c, char *line)
         do_init(c, &a);
     } else if (strcmp(cmd, "get_maxes") == 0) {
         say(c, "cmd=maxes rc=0 kvsname_max=%d keylen_max=%d vallen_max=%d", PMI1_KVSNAME_MAX,
-            PMI1_KEYLEN_MAX, PMI1_VALLEN_MAX);
+            PMI1_KEYLEN_MAX, PMI_VALLEN_MAX);
     } else if (strcmp(cmd, "get_appnum") == 0) {
         say(c, "cmd=appnum rc=0 appnum=0");
     } else if (strcmp(cmd, "get_my_kvsname") == 0) {

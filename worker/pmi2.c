@@ -54,7 +54,7 @@ static int parse(char *text, struct pmi_args *a)
 /* Starts an answer: room for the length, then cmd and rc. */
 static void begin(struct gs_buf *b, const char *cmd, int rc)
 {
-    gs_buf_append(b, "      ", 6);
+    gs_buf_printf(b, "%*s", PMI2_LEN_SIZE, "");
     gs_buf_printf(b, "cmd=%s;rc=%d;", cmd, rc);
 }
 
@@ -77,13 +77,13 @@ static void send_answer(struct pmi_conn *c, struct gs_buf *b, const char *thrid)
 
     if (thrid != NULL && thrid[0] != '\0')
         add(b, "thrid", thrid);
-    if (gs_buf_error(b) < 0 || b->len - 6 > 999999) {
+    if (gs_buf_error(b) < 0 || b->len - PMI2_LEN_SIZE > 999999) {
         pmi_conn_close(c);
         gs_buf_release(b);
         return;
     }
-    snprintf(len, sizeof(len), "%-6zu", b->len - 6);
-    memcpy(b->data, len, 6);
+    snprintf(len, sizeof(len), "%-*zu", PMI2_LEN_SIZE, b->len - PMI2_LEN_SIZE);
+    memcpy(b->data, len, PMI2_LEN_SIZE);
     pmi_write(c, b->data, b->len);
     gs_buf_release(b);
 }

@@ -23,6 +23,11 @@
  * task can make the root-run worker's loop do for one request. */
 #define PMI_KEYS_MAX (1u << 20)
 #define PMI_ATTRS_MAX 4096u
+/* The longest value a PMI-1 get_maxes promises (MPICH cuts longer values into several keys
+ * itself); PMI_process_mapping longer than this is not given. */
+#define PMI_VALLEN_MAX 1024
+/* The length before each PMI-2 request and answer: 6 decimal digits, space padded. */
+#define PMI2_LEN_SIZE 6
 
 /* One key and its value, in one allocation (key first). */
 struct pmi_kv {
