@@ -341,7 +341,7 @@ const char *gs_jobspec_slurm_bad_placeholder(const char *pattern)
         p++;
         while (isdigit((unsigned char)*p))
             p++;
-        if (*p == '\0' || strchr("jJAaxNntu%", *p) == NULL)
+        if (*p == '\0' || strchr("jJAaxNnstu%", *p) == NULL)
             return pct;
     }
     return NULL;
@@ -1151,6 +1151,11 @@ static int expand_slurm(char code, int width, const struct gs_pattern_vars *v, s
         break;
     case 'N':
         return gs_buf_append_str(out, v->node != NULL ? v->node : "");
+    case 's': /* the batch shell's step is Slurm's "batch" */
+        if (v->step == 0)
+            return gs_buf_append_str(out, "batch");
+        num = v->step - 1;
+        break;
     default:
         return expand_one(code, v, out);
     }
@@ -1175,7 +1180,7 @@ int gs_jobspec_expand_pattern(const char *pattern, const struct gs_pattern_vars 
         if (*p == '\0')
             rc = -EINVAL;
         else if (vars->slurm)
-            rc = strchr("jJAaxNntu%", *p) != NULL ? expand_slurm(*p, width, vars, out) : -EINVAL;
+            rc = strchr("jJAaxNnstu%", *p) != NULL ? expand_slurm(*p, width, vars, out) : -EINVAL;
         else
             rc = expand_one(*p, vars, out);
     }

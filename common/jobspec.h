@@ -367,7 +367,7 @@ bool gs_jobspec_env_name_ok(const char *name, size_t len);
 const char *gs_jobspec_bad_placeholder(const char *pattern);
 /*
  * The same for a Slurm job (spec->slurm, sbatch's patterns): the first '%' that is not
- * %j %J %A %a %x %N %n %t %u or %%, each optionally zero-padded to a width ("%4a"), or NULL.
+ * %j %J %A %a %x %N %n %s %t %u or %%, each optionally zero-padded to a width ("%4a"), or NULL.
  */
 const char *gs_jobspec_slurm_bad_placeholder(const char *pattern);
 
@@ -396,7 +396,8 @@ void gs_jobspec_pattern_vars(const struct gs_jobspec *spec, uint64_t job_id, uin
 
 /*
  * Appends pattern with its placeholders replaced: gsched's %j %t %n (node name) %x %u %%,
- * or with vars->slurm, sbatch's %A %a %j %J %N (node name) %n (node index) %t %u %x %%.
+ * or with vars->slurm, sbatch's %A %a %j %J %N (node name) %n (node index) %s (step,
+ * "batch" for the batch shell) %t %u %x %%.
  * Returns 0, -EINVAL (unknown %), -ENOMEM.
  */
 int gs_jobspec_expand_pattern(const char *pattern, const struct gs_pattern_vars *vars,

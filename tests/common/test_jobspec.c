@@ -577,10 +577,17 @@ Test(jobspec, slurm_output_patterns_as_sbatch_writes_them)
     cr_assert_eq(gs_jobspec_expand_pattern("%J", &v, &errors), 0);
     cr_assert_str_eq(errors.data, "125");
     gs_buf_reset(&errors);
+    cr_assert_eq(gs_jobspec_expand_pattern("%s", &v, &errors), 0);
+    cr_assert_str_eq(errors.data, "batch", "%s of the batch shell, as Slurm names its step");
+    gs_buf_reset(&errors);
     v.step = 3;
     cr_assert_eq(gs_jobspec_expand_pattern("%J", &v, &errors), 0);
     cr_assert_str_eq(errors.data, "125.2");
     gs_buf_reset(&errors);
+    cr_assert_eq(gs_jobspec_expand_pattern("%2s", &v, &errors), 0);
+    cr_assert_str_eq(errors.data, "02");
+    gs_buf_reset(&errors);
+    cr_assert_null(gs_jobspec_slurm_bad_placeholder("o-%s-%4t"));
 
     cr_assert_eq(gs_jobspec_expand_pattern("%q", &v, &errors), -EINVAL);
     cr_assert_eq(gs_jobspec_expand_pattern("%4", &v, &errors), -EINVAL, "a width without a letter");
