@@ -221,10 +221,18 @@ static int hello(int fd, int timeout_ms, Gs__Envelope **ret_peer, uint32_t *ret_
  * under a gschedd that does not know it. */
 static uint32_t request_minor(const Gs__Envelope *req, const char **ret_what)
 {
+    const Gs__StepLaunchRequest *step = req->step_launch_request;
+
     *ret_what = gs_proto_body_name(req->body_case);
-    if (req->body_case == GS__ENVELOPE__BODY_STEP_LAUNCH_REQUEST &&
-        req->step_launch_request->mpi != NULL &&
-        strcmp(req->step_launch_request->mpi, "pmi2") == 0) {
+    if (req->body_case != GS__ENVELOPE__BODY_STEP_LAUNCH_REQUEST)
+        return gs_proto_body_minor(req->body_case);
+    /* srun --input=N or FILE: an older gschedd would feed task 0 or give /dev/null */
+    if (!step->pty && ((step->input && !step->input_all && step->input_rank != 0) ||
+                       (!step->input && step->stdin_pattern != NULL && step->stdin_pattern[0]))) {
+        *ret_what = "srun --input=TASK|FILE";
+        return GS_PROTO_MINOR_INPUT;
+    }
+    if (step->mpi != NULL && strcmp(step->mpi, "pmi2") == 0) {
         *ret_what = "srun --mpi=pmi2";
         return GS_PROTO_MINOR_PMI;
     }

@@ -35,7 +35,7 @@
 
 #define GS_PROTO_MAGIC 0x47534348u /* "GSCH" */
 #define GS_PROTO_VERSION_MAJOR 1u  /* bump on an incompatible change */
-#define GS_PROTO_VERSION_MINOR 27u /* bump when adding fields or body cases */
+#define GS_PROTO_VERSION_MINOR 28u /* bump when adding fields or body cases */
 /* The first minor whose peers know JobKvPut and JobKvGet (a client checks the peer's Hello). */
 #define GS_PROTO_MINOR_JOB_KV 4u
 /* The first minor whose workers know JobLimitUpdate (a running job's new time limit). */
@@ -53,6 +53,9 @@
 #define GS_PROTO_MINOR_HELD_RUNS 15u
 /* The first minor whose workers serve srun --mpi=pmi2 steps (LaunchTasks.mpi "pmi2"). */
 #define GS_PROTO_MINOR_PMI 27u
+/* The first minor that knows srun's input modes (StepLaunchRequest.input_all, input_rank,
+ * stdin_pattern; LaunchTasks.step_input_all, step_input_rank) and StepInputAck. */
+#define GS_PROTO_MINOR_INPUT 28u
 #define GS_PROTO_HEADER_SIZE 4u
 #define GS_PROTO_MAX_FRAME_DEFAULT (16u * 1024u * 1024u)
 

@@ -541,6 +541,8 @@ void sched_steps_cli_gone(struct sched_cli *c);
  * record is stored), a StepOutput. */
 void sched_steps_task_exit(struct sched_ctx *s, struct sched_node *n, const Gs__TaskExit *ex);
 void sched_steps_output(struct sched_ctx *s, struct sched_node *n, const Gs__StepOutput *out);
+/* A worker's StepInputAck: how far the step's input got on n; srun hears the least. */
+void sched_steps_input_ack(struct sched_ctx *s, struct sched_node *n, const Gs__StepInputAck *a);
 /* A LaunchTasksReply: true when it answers a step's launch (then it is handled here). */
 bool sched_steps_launch_reply(struct sched_ctx *s, struct sched_node *n, uint64_t request_id);
 /* Whether job_id has a live step number step (TaskRef.step), e.g. for reconciliation. */

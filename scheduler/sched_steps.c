@@ -243,25 +243,32 @@ static void send_reply(struct sched_cli *c, uint64_t request_id, const struct sc
     Gs__Envelope env = GS__ENVELOPE__INIT;
     char **names = calloc(st->nnodes + 1, sizeof(*names));
     uint32_t *tpn = calloc(st->nnodes + 1, sizeof(*tpn));
+    uint32_t *rank_nodes = calloc(st->ntasks + 1, sizeof(*rank_nodes));
 
-    if (names != NULL && tpn != NULL) {
+    if (names != NULL && tpn != NULL && rank_nodes != NULL) {
         for (uint32_t i = 0; i < st->nnodes; i++) {
             names[i] = alloc->nodes[st->nodes[i].alloc_index].node_name;
             tpn[i] = st->nodes[i].ntasks;
+            for (uint32_t l = 0; l < st->nodes[i].ntasks; l++)
+                rank_nodes[st->ranks[st->nodes[i].first + l]] = i;
         }
         reply.n_nodes = reply.n_tasks_per_node = st->nnodes;
+        reply.n_rank_nodes = st->ntasks;
     }
     reply.step_id = st->step - 1;
     reply.ntasks = st->ntasks;
     reply.input = true; /* StepInput is relayed: srun may send its stdin */
+    reply.input_acked = st->in_acks;
     reply.nodes = names;
     reply.tasks_per_node = tpn;
+    reply.rank_nodes = rank_nodes;
     env.request_id = request_id;
     env.body_case = GS__ENVELOPE__BODY_STEP_LAUNCH_REPLY;
     env.step_launch_reply = &reply;
     sched_cli_send(c, &env);
     free(names);
     free(tpn);
+    free(rank_nodes);
 }
 
 /* Who may start a step in the job, and whether it can have one now; 0 or -errno with why. */
@@ -285,11 +292,35 @@ static int check_job(const struct sched_cli *c, const struct sched_job *job, uin
     return 0;
 }
 
+/* The protocol minor of node index's worker; 0 when it is not connected. */
+static uint32_t node_minor(const struct sched_ctx *s, uint32_t index)
+{
+    const struct sched_node *n = index < s->nnodes ? s->nodes[index] : NULL;
+    const Gs__Hello *peer = n != NULL && n->conn != NULL ? gs_proto_conn_peer_hello(n->conn) : NULL;
+
+    return peer != NULL ? peer->protocol_minor : 0;
+}
+
+/* srun --input=N (N > 0) or --input=FILE: what a worker before 1.28 would not follow (it
+ * would feed task 0, or give every task /dev/null). NULL for what any worker does. */
+static const char *input_needs_new(const Gs__StepLaunchRequest *req)
+{
+    if (req->pty)
+        return NULL;
+    if (req->input && !req->input_all && req->input_rank != 0)
+        return "a task other than 0";
+    if (!req->input && req->stdin_pattern != NULL && req->stdin_pattern[0] != '\0')
+        return "a file";
+    return NULL;
+}
+
 /* Whether every node of the step has its worker connected; -EAGAIN with why if not. */
 static int check_workers(struct sched_ctx *s, const struct sched_step *st,
-                         const struct sched_alloc_msg *alloc, const char *mpi, char *why,
-                         size_t size)
+                         const struct sched_alloc_msg *alloc, const Gs__StepLaunchRequest *req,
+                         char *why, size_t size)
 {
+    const char *mpi = sched_step_mpi(s, req);
+    const char *input = input_needs_new(req);
     /* A worker that predates a step's server would start its tasks without one. */
     uint32_t need = mpi == NULL                ? 0
                     : strcmp(mpi, "pmix") == 0 ? gs_proto_body_minor(GS__ENVELOPE__BODY_PMIX_FENCE)
@@ -314,8 +345,59 @@ static int check_workers(struct sched_ctx *s, const struct sched_step *st,
                      strcmp(mpi, "pmix") == 0 ? "PMIx" : "PMI", GS_PROTO_VERSION_MAJOR, need);
             return -EOPNOTSUPP;
         }
+        if (input != NULL && peer != NULL && peer->protocol_minor < GS_PROTO_MINOR_INPUT) {
+            snprintf(why, size,
+                     "--input: the worker on %s speaks protocol %u.%u, and stdin from %s "
+                     "needs %u.%u",
+                     n->name, peer->protocol_major, peer->protocol_minor, input,
+                     GS_PROTO_VERSION_MAJOR, GS_PROTO_MINOR_INPUT);
+            return -EOPNOTSUPP;
+        }
     }
     return 0;
+}
+
+/* srun --input=N names a task of the step. */
+static int check_input(const struct sched_step *st, const Gs__StepLaunchRequest *req, char *why,
+                       size_t size)
+{
+    if (!req->input || req->input_all || req->pty || req->input_rank < st->ntasks)
+        return 0;
+    snprintf(why, size, "--input=%u: the step has %u task%s (0-%u)", req->input_rank, st->ntasks,
+             st->ntasks == 1 ? "" : "s", st->ntasks - 1);
+    return -EINVAL;
+}
+
+/*
+ * Whether srun's connection can carry StepInputAck: srun says it reads them, and a worker
+ * relaying it (srun on a worker's node) must know the body, or it would end the session.
+ */
+static bool cli_takes_acks(const struct sched_cli *c, const Gs__StepLaunchRequest *req)
+{
+    const Gs__Hello *relay;
+
+    if (!req->input_acks)
+        return false;
+    if (!c->relayed)
+        return true;
+    relay = c->relay != NULL ? gs_proto_conn_peer_hello(c->relay) : NULL;
+    return relay != NULL && relay->protocol_minor >= GS_PROTO_MINOR_INPUT;
+}
+
+/* Which nodes read srun's stdin, and how far each is: nothing yet, or for a worker that
+ * never says (before 1.28) as good as everything. */
+static void input_plan(struct sched_ctx *s, struct sched_step *st, const struct sched_cli *c,
+                       const Gs__StepLaunchRequest *req)
+{
+    st->in_all = req->input_all && !req->pty;
+    st->in_rank = req->pty ? 0 : req->input_rank;
+    st->in_acks = (req->input || req->pty) && cli_takes_acks(c, req);
+    for (uint32_t i = 0; i < st->nnodes; i++) {
+        struct step_node *sn = &st->nodes[i];
+
+        sn->reads = (req->input || req->pty) && sched_step_node_reads(st, sn, req);
+        sn->in_acked = node_minor(s, sn->index) >= GS_PROTO_MINOR_INPUT ? 0 : UINT64_MAX;
+    }
 }
 
 static void refuse(struct sched_cli *c, uint64_t request_id, uint64_t job_id, int rc,
@@ -355,6 +437,7 @@ static void step_run(struct sched_ctx *s, struct sched_step_seq *q, const struct
     c->step = st;
     st->next = s->steps;
     s->steps = st;
+    input_plan(s, st, c, req);
     acct_start(s, st, req, alloc);
     /* The reply goes first: srun must know the step before its first output comes. */
     send_reply(c, st->request_id, st, alloc);
@@ -439,7 +522,7 @@ static int start_waiting(struct sched_ctx *s, struct sched_step_seq *q, struct s
     if (rc == 0)
         rc = sched_alloc_msg_build(s, job, &alloc);
     if (rc == 0)
-        rc = check_workers(s, st, &alloc, sched_step_mpi(s, st->req), why, sizeof(why));
+        rc = check_workers(s, st, &alloc, st->req, why, sizeof(why));
     if (rc == 0) /* a suspended job's steps wait for its resume */
         rc = sched_step_take(q, job, &alloc, st->req, st, job->suspended, why, sizeof(why));
     if (rc == -EBUSY)
@@ -514,7 +597,9 @@ void sched_steps_launch(struct sched_cli *c, uint64_t request_id, const Gs__Step
     if (rc == 0)
         rc = sched_step_plan_layout(job, &alloc, req, st, why, sizeof(why));
     if (rc == 0)
-        rc = check_workers(s, st, &alloc, sched_step_mpi(s, req), why, sizeof(why));
+        rc = check_input(st, req, why, sizeof(why));
+    if (rc == 0)
+        rc = check_workers(s, st, &alloc, req, why, sizeof(why));
     if (rc == 0) {
         st->job_id = job->id;
         st->cli = c;
@@ -537,8 +622,8 @@ void sched_steps_launch(struct sched_cli *c, uint64_t request_id, const Gs__Step
 /* --- what comes back ----------------------------------------------------------------------------
  */
 
-/* srun's StepInput: to the worker of the step's task 0, job, step and rank filled in;
- * dropped when that worker is not connected. */
+/* srun's StepInput: to the workers of the step's reading tasks (every one, or the one with
+ * the input rank), job, step and rank filled in; dropped where a worker is not connected. */
 static void step_input(struct sched_ctx *s, const struct sched_step *st, const Gs__StepInput *in)
 {
     Gs__StepInput fwd = *in;
@@ -546,20 +631,52 @@ static void step_input(struct sched_ctx *s, const struct sched_step *st, const G
 
     fwd.job_id = st->job_id;
     fwd.step = st->step;
-    fwd.rank = 0;
+    fwd.rank = st->in_rank;
+    fwd.all = st->in_all;
     env.body_case = GS__ENVELOPE__BODY_STEP_INPUT;
     env.step_input = &fwd;
     for (uint32_t i = 0; i < st->nnodes; i++) {
         const struct step_node *sn = &st->nodes[i];
         struct sched_node *n = sn->index < s->nnodes ? s->nodes[sn->index] : NULL;
-        const Gs__Hello *peer =
-            n != NULL && n->conn != NULL ? gs_proto_conn_peer_hello(n->conn) : NULL;
 
-        if (sn->ntasks == 0 || st->ranks[sn->first] != 0 || n == NULL)
-            continue;
         /* An older worker would drop the connection over a body case it does not know. */
-        if (peer != NULL && peer->protocol_minor >= GS_PROTO_MINOR_ALLOC)
+        if (sn->reads && n != NULL && node_minor(s, sn->index) >= GS_PROTO_MINOR_ALLOC)
             sched_node_send(n, &env);
+    }
+}
+
+/* The least of the reading nodes' progress, told to srun when it passed what it was told. */
+static void input_progress(struct sched_step *st)
+{
+    Gs__StepInputAck ack = GS__STEP_INPUT_ACK__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    uint64_t least = UINT64_MAX;
+
+    for (uint32_t i = 0; i < st->nnodes; i++) {
+        if (st->nodes[i].reads && st->nodes[i].in_acked < least)
+            least = st->nodes[i].in_acked;
+    }
+    if (!st->in_acks || least <= st->in_told)
+        return;
+    st->in_told = least;
+    ack.job_id = st->job_id;
+    ack.offset = least;
+    env.body_case = GS__ENVELOPE__BODY_STEP_INPUT_ACK;
+    env.step_input_ack = &ack;
+    to_srun(st, &env);
+}
+
+void sched_steps_input_ack(struct sched_ctx *s, struct sched_node *n, const Gs__StepInputAck *a)
+{
+    struct sched_step *st = sched_step_find(s, a->job_id, a->step);
+
+    for (uint32_t i = 0; st != NULL && i < st->nnodes; i++) {
+        struct step_node *sn = &st->nodes[i];
+
+        if (sn->index != n->index || !sn->reads || a->offset <= sn->in_acked)
+            continue;
+        sn->in_acked = a->offset;
+        input_progress(st);
         return;
     }
 }
@@ -677,10 +794,14 @@ void sched_steps_node_gone(struct sched_ctx *s, struct sched_node *n)
         next = st->next;
         /* The last fake exit frees st: ended is tested before st is read again. */
         for (uint32_t i = 0; !ended && i < st->nnodes; i++) {
-            const struct step_node *sn = &st->nodes[i];
+            struct step_node *sn = &st->nodes[i];
 
             if (sn->index != n->index)
                 continue;
+            if (sn->reads && sn->in_acked != UINT64_MAX) { /* srun's input waits on it no more */
+                sn->in_acked = UINT64_MAX;
+                input_progress(st);
+            }
             for (uint32_t l = 0; !ended && l < sn->ntasks; l++) {
                 uint32_t r = st->ranks[sn->first + l];
 

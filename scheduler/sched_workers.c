@@ -429,6 +429,9 @@ static void on_worker_message(struct gs_proto_conn *conn, const Gs__Envelope *en
     case GS__ENVELOPE__BODY_STEP_OUTPUT:
         sched_steps_output(wc->s, wc->node, env->step_output);
         break;
+    case GS__ENVELOPE__BODY_STEP_INPUT_ACK:
+        sched_steps_input_ack(wc->s, wc->node, env->step_input_ack);
+        break;
     case GS__ENVELOPE__BODY_PMIX_FENCE:
         sched_pmix_fence(wc->s, wc->node, env->pmix_fence);
         break;

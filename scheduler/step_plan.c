@@ -495,6 +495,7 @@ int sched_step_msg_init(struct sched_ctx *s, const struct sched_job *job,
     if (gs_proto_jobspec_rlimits(job->spec, &m->run, &m->rlimits, &m->rlimit_ptrs) < 0)
         return -ENOMEM;
     m->run.submit_host = job->spec->submit_host != NULL ? job->spec->submit_host : "";
+    m->run.stdin_pattern = req->input ? "" : req->stdin_pattern; /* srun --input=FILE */
     sched_launch_msg_job(s, job, &m->lt, &m->user, &m->limits);
     m->limits.time_limit_s = time_left_s(job);
     if (req->time_limit_s > 0 &&
@@ -538,6 +539,20 @@ void sched_step_note_add(struct sched_step_msg *m, size_t l, const char *line)
     m->lt.tasks[l]->stderr_note = note;
 }
 
+bool sched_step_node_reads(const struct sched_step *st, const struct step_node *sn,
+                           const Gs__StepLaunchRequest *req)
+{
+    uint32_t rank = req->pty ? 0 : req->input_rank;
+
+    if (!req->pty && req->input_all)
+        return sn->ntasks > 0;
+    for (uint32_t l = 0; l < sn->ntasks; l++) {
+        if (st->ranks[sn->first + l] == rank)
+            return true;
+    }
+    return false;
+}
+
 /* Node na's tasks: the step's CPUs and GPUs per task, else the job's (sched_node_tasks). */
 void sched_step_node_tasks(const struct sched_job *job, const Gs__StepLaunchRequest *req,
                            const Gs__NodeAllocation *na, struct sched_step_msg *m)
@@ -551,8 +566,10 @@ void sched_step_node_tasks(const struct sched_job *job, const Gs__StepLaunchRequ
                      m->tasks, m->task_ptrs, &m->lt);
     for (uint32_t l = 0; l < na->ntasks; l++)
         m->tasks[l].rank = m->st->ranks[sn->first + l];
-    /* srun's stdin, or its --pty terminal, goes to task 0 alone (Slurm's --input=0). */
-    m->lt.step_input = req->input && na->ntasks > 0 && na->first_rank == 0;
+    /* srun's stdin goes to every task or to one (--input); its --pty terminal to task 0. */
+    m->lt.step_input = req->input && sched_step_node_reads(m->st, sn, req);
+    m->lt.step_input_all = req->input_all && !req->pty;
+    m->lt.step_input_rank = req->pty ? 0 : req->input_rank;
     m->lt.step_pty = req->pty && na->ntasks > 0 && na->first_rank == 0;
     m->lt.pty_rows = req->pty_rows;
     m->lt.pty_cols = req->pty_cols;

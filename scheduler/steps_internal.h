@@ -29,6 +29,9 @@ struct step_node {
     uint32_t first;       /* its tasks' ranks are st->ranks[first..first+ntasks), rising */
     uint32_t ntasks;
     uint64_t launch_request_id; /* of its LaunchTasks, which its reply echoes */
+    bool reads;                 /* a task here reads srun's stdin */
+    uint64_t in_acked;          /* of it, what its worker said its tasks took (StepInputAck;
+                                 * UINT64_MAX: never holds srun back) */
 };
 
 struct sched_step {
@@ -49,6 +52,12 @@ struct sched_step {
     struct sched_step_grant *grants; /* per node of the job; NULL: nothing given yet */
     bool send_failed;                /* said once in the log */
     struct sched_pmix_fence *fences; /* srun --mpi=pmix: fences under way (sched_pmix.c) */
+    /* srun's stdin: to every reading task (in_all) or to rank in_rank; srun hears how far
+     * it got (in_acks) whenever the least of the nodes' in_acked passes in_told */
+    bool in_all;
+    uint32_t in_rank;
+    bool in_acks;
+    uint64_t in_told;
 };
 
 /* A running job with steps: its step numbers, what they hold, and those waiting. */
@@ -150,6 +159,9 @@ int sched_step_msg_init(struct sched_ctx *s, const struct sched_job *job,
                         const Gs__StepLaunchRequest *req, const struct sched_step *st,
                         const struct sched_alloc_msg *alloc, struct sched_step_msg *m);
 /* Sets m->lt's tasks to node na's (one node of m->nodes), replacing the previous node's. */
+/* Whether a task of st on node sn reads srun's stdin (req's --input, --pty: task 0). */
+bool sched_step_node_reads(const struct sched_step *st, const struct step_node *sn,
+                           const Gs__StepLaunchRequest *req);
 void sched_step_node_tasks(const struct sched_job *job, const Gs__StepLaunchRequest *req,
                            const Gs__NodeAllocation *na, struct sched_step_msg *m);
 void sched_step_msg_release(struct sched_step_msg *m);

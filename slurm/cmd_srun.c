@@ -7,8 +7,11 @@
  * environment), then stays on the connection: the tasks' output arrives as StepOutput
  * frames and goes to srun's stdout and stderr (-l puts "RANK: " before each line), each
  * task's end as a TaskExit, and gschedd closes the connection once every task has ended.
- * srun's stdin goes to task 0 as StepInput frames (--pty: into a pseudo-terminal there,
- * this terminal in raw mode meanwhile). A step that must wait for GPUs or cores the job's
+ * srun's stdin goes to the step's tasks (every one, or the one -i names) as StepInput
+ * frames (--pty: into task 0's pseudo-terminal, this terminal in raw mode meanwhile), at
+ * most SRUN_INPUT_WINDOW bytes ahead of what gschedd says they took (StepInputAck), so that
+ * a task that reads slowly slows srun's reading instead of losing input; srun_io.c says
+ * where each task's output goes (-o/-e). A step that must wait for GPUs or cores the job's
  * other steps hold hears StepPending first and waits, as long as it takes. SIGINT, SIGTERM
  * and the other signals srun passes on go to the step as StepSignal (a waiting srun ends at
  * the first, which withdraws its step); a second SIGINT within a second closes the
@@ -46,6 +49,9 @@
 
 #define SRUN_ABORT_WINDOW_MS 1000 /* a second SIGINT this soon after the first: abort */
 #define SRUN_INPUT_CHUNK 16384    /* bytes of stdin per StepInput */
+/* Bytes of stdin in flight to the tasks: below what a worker holds for a task
+ * (WRK_TASKS_INPUT_MAX, 1 MiB), so that it never has to drop any. */
+#define SRUN_INPUT_WINDOW (512u * 1024u)
 
 /* --- output ----------------------------------------------------------------------------------- */
 
@@ -57,7 +63,7 @@ struct task_state {
 struct srun_run {
     const struct cli_srun_args *a;
     int fd;
-    int out_fd, err_fd;
+    struct cli_srun_sinks sinks; /* where each task's stdout and stderr go */
     uint32_t step_id;
     uint32_t ntasks;
     char **nodes;
@@ -68,8 +74,10 @@ struct srun_run {
     int worst;
     int rank_width;
     char *ended_why; /* gschedd's ErrorReply while streaming (the job ended) */
-    bool in_open;    /* srun's stdin is read and passed on to task 0 */
-    bool raw;        /* --pty: the terminal was put in raw mode, saved_tty to restore */
+    bool in_open;    /* srun's stdin is read and passed on to the tasks */
+    bool in_acked;   /* gschedd says how far it got: keep within SRUN_INPUT_WINDOW of it */
+    uint64_t in_sent, in_taken; /* bytes of stdin sent; of them, taken (StepInputAck) */
+    bool raw;                   /* --pty: the terminal was put in raw mode, saved_tty to restore */
     bool said_timeout;
     uint64_t first_exit_ms; /* when the first task exited (-W counts from it); 0 none yet */
     bool wait_ended;        /* -W's time ran out and the step was told to end */
@@ -99,8 +107,10 @@ static void write_all(struct srun_run *r, int fd, const char *p, size_t n)
 static void emit(struct srun_run *r, uint32_t rank, int stream, const char *p, size_t n)
 {
     char prefix[24];
-    int fd = stream == 1 ? r->err_fd : r->out_fd;
+    int fd = cli_srun_sink_fd(&r->sinks, rank, stream);
 
+    if (fd < 0) /* -o/-e none, or another task's */
+        return;
     if (r->a->req.label) {
         int len = snprintf(prefix, sizeof(prefix), "%*u: ", r->rank_width, rank);
         write_all(r, fd, prefix, (size_t)len);
@@ -134,7 +144,7 @@ static void on_output(struct srun_run *r, const Gs__StepOutput *o)
     if (o->rank >= r->ntasks)
         return;
     if (r->a->unbuffered && !r->a->req.label) {
-        write_all(r, stream == 1 ? r->err_fd : r->out_fd, (const char *)o->data.data, o->data.len);
+        emit(r, o->rank, stream, (const char *)o->data.data, o->data.len);
         return;
     }
     if (gs_buf_append(&r->tasks[o->rank].part[stream], o->data.data, o->data.len) < 0) {
@@ -173,7 +183,7 @@ static void send_size(struct srun_run *r)
     gs_proto_write_fd(r->fd, &env, CLI_TIMEOUT_MS);
 }
 
-/* A read of srun's stdin, passed on to task 0; its end (or an error) ends the input. */
+/* A read of srun's stdin, passed on to the tasks; its end (or an error) ends the input. */
 static void forward_input(struct srun_run *r)
 {
     char buf[SRUN_INPUT_CHUNK];
@@ -186,6 +196,7 @@ static void forward_input(struct srun_run *r)
     if (n > 0) {
         in.data.data = (uint8_t *)buf;
         in.data.len = (size_t)n;
+        r->in_sent += (uint64_t)n;
     } else {
         in.eof = true;
         r->in_open = false;
@@ -323,6 +334,12 @@ static int on_frame(struct srun_run *r, const Gs__Envelope *env)
     case GS__ENVELOPE__BODY_TASK_EXIT:
         on_exit_frame(r, env->task_exit);
         return 0;
+    case GS__ENVELOPE__BODY_STEP_INPUT_ACK:
+        if (env->step_input_ack->offset > r->in_taken)
+            r->in_taken = env->step_input_ack->offset;
+        if (r->in_taken == UINT64_MAX) /* no task reads any more: neither does srun */
+            r->in_open = false;
+        return 0;
     case GS__ENVELOPE__BODY_ERROR:
         free(r->ended_why);
         r->ended_why = strdup(env->error->message != NULL ? env->error->message : "");
@@ -364,9 +381,11 @@ static int stream(struct srun_run *r)
     bool aborted = false;
 
     for (;;) {
+        /* stdin waits while a window of it is in flight */
+        bool reading = r->in_open && (!r->in_acked || r->in_sent - r->in_taken < SRUN_INPUT_WINDOW);
         struct pollfd p[3] = {{.fd = r->fd, .events = POLLIN},
                               {.fd = sig_fd, .events = POLLIN},
-                              {.fd = r->in_open ? STDIN_FILENO : -1, .events = POLLIN}};
+                              {.fd = reading ? STDIN_FILENO : -1, .events = POLLIN}};
         unsigned char sigs[16];
         ssize_t got;
 
@@ -404,7 +423,7 @@ static int stream(struct srun_run *r)
             fprintf(stderr, "srun: Job step aborted\n");
             return 128 + SIGINT;
         }
-        if (r->in_open && (p[2].revents & (POLLIN | POLLHUP | POLLERR)))
+        if (reading && r->in_open && (p[2].revents & (POLLIN | POLLHUP | POLLERR)))
             forward_input(r);
         if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
             Gs__Envelope *env = NULL;
@@ -485,33 +504,9 @@ static int wait_for_step(struct srun_run *r, Gs__Envelope **reply)
     }
 }
 
-/* A step's -o / -e file: %j the job, %s the step, %% a percent. -1 (said) on failure. */
-static int open_output(const char *pattern, uint64_t job_id, uint32_t step)
-{
-    struct gs_buf path = GS_BUF_INIT;
-    int fd;
-
-    for (const char *p = pattern; *p != '\0'; p++) {
-        if (p[0] == '%' && p[1] == 'j')
-            gs_buf_printf(&path, "%" PRIu64, job_id), p++;
-        else if (p[0] == '%' && p[1] == 's')
-            gs_buf_printf(&path, "%u", step), p++;
-        else if (p[0] == '%' && p[1] == '%')
-            gs_buf_putc(&path, '%'), p++;
-        else
-            gs_buf_putc(&path, *p);
-    }
-    fd = path.data != NULL ? open(path.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666) : -1;
-    if (fd < 0)
-        fprintf(stderr, "srun: error: cannot open %s: %s\n", path.data != NULL ? path.data : "",
-                strerror(errno));
-    gs_buf_release(&path);
-    return fd;
-}
-
 static int run_step(struct cli_srun_args *a, const char *socket_path)
 {
-    struct srun_run r = {.a = a, .fd = -1, .out_fd = STDOUT_FILENO, .err_fd = STDERR_FILENO};
+    struct srun_run r = {.a = a, .fd = -1};
     Gs__Envelope env = GS__ENVELOPE__INIT, *reply = NULL;
     int rc, status = 1;
 
@@ -540,20 +535,13 @@ static int run_step(struct cli_srun_args *a, const char *socket_path)
         goto out;
     if (take_reply(&r, reply) != 0)
         goto out;
-    if (a->out_pattern != NULL &&
-        (r.out_fd = open_output(a->out_pattern, a->job_id, r.step_id)) < 0) {
-        send_signal(&r, 0);
+    if (cli_srun_sinks_open(&r.sinks, a, reply->step_launch_reply) < 0) {
+        send_signal(&r, 0); /* as -K: gschedd ends the step's tasks */
         goto out;
     }
-    if (a->err_pattern != NULL &&
-        (r.err_fd = open_output(a->err_pattern, a->job_id, r.step_id)) < 0) {
-        send_signal(&r, 0);
-        goto out;
-    }
-    if (a->out_pattern != NULL && a->err_pattern == NULL)
-        r.err_fd = r.out_fd; /* Slurm: -o alone takes both */
     /* An older gschedd would close the connection over StepInput: only when it says so. */
     r.in_open = (a->req.input || a->req.pty) && reply->step_launch_reply->input;
+    r.in_acked = reply->step_launch_reply->input_acked;
     if (a->req.pty) {
         raw_on(&r);
         /* From now on a new size of this terminal goes to task 0's (send_size). */
@@ -569,10 +557,7 @@ static int run_step(struct cli_srun_args *a, const char *socket_path)
 out:
     if (r.fd >= 0)
         close(r.fd);
-    if (r.out_fd > STDERR_FILENO)
-        close(r.out_fd);
-    if (r.err_fd > STDERR_FILENO && r.err_fd != r.out_fd)
-        close(r.err_fd);
+    cli_srun_sinks_close(&r.sinks);
     for (uint32_t i = 0; r.tasks != NULL && i < r.ntasks; i++) {
         gs_buf_release(&r.tasks[i].part[0]);
         gs_buf_release(&r.tasks[i].part[1]);

@@ -18,6 +18,21 @@
 
 #define CLI_SRUN_ALLOC_OPTS_MAX 64
 
+/* -i, -o or -e (srun_io.c): Slurm's IO redirection modes. */
+enum cli_srun_io_mode {
+    CLI_SRUN_IO_ALL = 0, /* every task; srun's own stream (the default) */
+    CLI_SRUN_IO_NONE,    /* no task: /dev/null */
+    CLI_SRUN_IO_TASK,    /* task rank alone */
+    CLI_SRUN_IO_FILE,    /* a file name pattern, expanded per task */
+};
+
+struct cli_srun_io {
+    enum cli_srun_io_mode mode;
+    uint32_t rank;       /* CLI_SRUN_IO_TASK */
+    const char *pattern; /* CLI_SRUN_IO_FILE: borrowed from argv */
+    bool given;
+};
+
 /* The command line; req borrows from argv and, once built, from struct cli_srun_owned. */
 struct cli_srun_args {
     Gs__StepLaunchRequest req;
@@ -25,13 +40,13 @@ struct cli_srun_args {
     const char *chdir;
     const char *nodelist;
     const char *export_spec;
-    const char *out_pattern, *err_pattern;
+    struct cli_srun_io in, out, err;
+    bool append; /* --open-mode=append: output files are appended to, not truncated */
     bool nodes_given;
     bool unbuffered;
     bool kill_bad;
     uint32_t wait_s;      /* -W: seconds after the first exit before the step is ended; 0 none */
     uint32_t immediate_s; /* -I: outside a job, seconds to wait for the allocation; 0 any */
-    bool no_input;        /* --input=none: task 0's stdin is /dev/null */
     /* --het-group: the heterogeneous job's components the step runs on, ascending */
     uint32_t het_groups[GS_JOBSPEC_HET_MAX];
     size_t nhet_groups;
@@ -86,6 +101,34 @@ void cli_srun_owned_release(struct cli_srun_owned *o);
  * file and line (or why it could not be read).
  */
 int cli_srun_multi_prog(const char *path, struct gs_buf *script, char *why, size_t why_size);
+
+/*
+ * srun_io.c. Reads one -i/-o/-e value (opt is its long name, for errors) into io: all,
+ * none, a task id or a file name pattern (Slurm's placeholders; refused otherwise). 0 or
+ * -EINVAL (said).
+ */
+int cli_srun_io_parse(const char *opt, const char *value, struct cli_srun_io *io);
+/* Sets a->req's input fields from a->in (and --pty). 0 or -EINVAL (said). */
+int cli_srun_io_request(struct cli_srun_args *a);
+
+/* Where each task's stdout and stderr go once the step runs: an fd (srun's own or a file
+ * these opened) or -1 for nowhere. */
+struct cli_srun_sinks {
+    int *fds; /* rank * 2 + stream */
+    uint32_t ntasks;
+    struct srun_file *files;
+    size_t nfiles;
+};
+
+/*
+ * Opens what a's -o/-e name for the step gschedd described in rep (its ranks' nodes for
+ * %N and %n). 0, or < 0 with the reason said (k is then still to be closed).
+ */
+int cli_srun_sinks_open(struct cli_srun_sinks *k, const struct cli_srun_args *a,
+                        const Gs__StepLaunchReply *rep);
+/* The fd for rank's stream (0 stdout, 1 stderr); -1: dropped. */
+int cli_srun_sink_fd(const struct cli_srun_sinks *k, uint32_t rank, int stream);
+void cli_srun_sinks_close(struct cli_srun_sinks *k);
 
 /* Whether srun runs inside a job: --jobid, else $SLURM_JOB_ID or $SLURM_JOBID. */
 bool cli_srun_in_job(const struct cli_srun_args *a);

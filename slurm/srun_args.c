@@ -56,6 +56,7 @@ enum srun_id {
     O_HELP,
     O_INPUT,
     O_PTY,
+    O_OPEN_MODE,
     O_GPU_BIND,
     O_HET_GROUP,
     O_DISTRIBUTION,
@@ -100,6 +101,7 @@ static const struct srun_opt srun_opts[] = {
     {"error", 'e', VALUE, O_ERROR},
     {"input", 'i', VALUE, O_INPUT},
     {"pty", 0, FLAG, O_PTY},
+    {"open-mode", 0, VALUE, O_OPEN_MODE},
     {"help", 'h', FLAG, O_HELP},
     {"usage", 0, FLAG, O_HELP},
     /* What scripts commonly pass and a step here needs no action for. */
@@ -157,10 +159,17 @@ static const char srun_usage[] =
     "  -l, --label              put the task's rank before each output line\n"
     "  -u, --unbuffered         pass output on as it comes, not line by line\n"
     "  -K, --kill-on-bad-exit   end the step when a task exits non-zero\n"
-    "  -i, --input=0|none       srun's stdin to task 0 (the default), or none at all\n"
+    "  -i, --input=MODE         srun's stdin to every task (all, the default), to one\n"
+    "                           (a task id), to none (none); or a FILE each task reads\n"
+    "                           where it runs (a pattern, as below)\n"
     "      --pty                task 0 under a pseudo-terminal, this one in raw mode\n"
-    "  -o, --output=FILE / -e, --error=FILE\n"
-    "                           the step's stdout / stderr to FILE (%j job, %s step)\n"
+    "  -o, --output=MODE / -e, --error=MODE\n"
+    "                           the tasks' stdout / stderr: all (the default), none, a task\n"
+    "                           id (that task's only), or FILE, which srun writes: %j job,\n"
+    "                           %J job.step, %s step, %t task, %n node index, %N node, %u\n"
+    "                           user, %x job name, %A %a array, %% (widths: %4t); -e not\n"
+    "                           given, stderr goes where -o says\n"
+    "      --open-mode=append|truncate  FILE's (default truncate)\n"
     "      --export=ALL|NONE|VARS  which of srun's variables the tasks get (default ALL)\n"
     "      --jobid=ID           the job (default: $SLURM_JOB_ID)\n"
     "      --het-group=LIST     a heterogeneous job's components to run on (0,2 or 0-1;\n"
@@ -433,21 +442,24 @@ static int take(struct cli_srun_args *a, const struct srun_opt *o, const char *v
     case O_IMMEDIATE:
         return cli_alloc_immediate_value("srun", o->name, value, &a->immediate_s);
     case O_OUTPUT:
-        a->out_pattern = value;
-        return 0;
+        return cli_srun_io_parse(o->name, value, &a->out);
     case O_ERROR:
-        a->err_pattern = value;
-        return 0;
+        return cli_srun_io_parse(o->name, value, &a->err);
     case O_INPUT:
-        if (strcmp(value, "0") != 0 && strcmp(value, "none") != 0) {
-            fprintf(stderr,
-                    "srun: error: --input=%s: gsched passes stdin to task 0 (0) or to "
-                    "none (none)\n",
-                    value);
+        return cli_srun_io_parse(o->name, value, &a->in);
+    case O_OPEN_MODE: { /* a prefix will do, any case, as Slurm reads it */
+        size_t len = strlen(value);
+
+        if (len > 0 && strncasecmp(value, "append", len) == 0) {
+            a->append = true;
+        } else if (len > 0 && strncasecmp(value, "truncate", len) == 0) {
+            a->append = false;
+        } else {
+            fprintf(stderr, "srun: error: --open-mode=%s: append or truncate\n", value);
             return -EINVAL;
         }
-        a->no_input = strcmp(value, "none") == 0;
         return 0;
+    }
     case O_PTY:
         a->req.pty = true;
         a->unbuffered = true; /* a prompt has no newline: it must show as it comes */
@@ -869,7 +881,8 @@ int cli_srun_request(struct cli_srun_args *a, struct cli_srun_owned *own)
         return -EINVAL;
     }
     a->req.job_id = a->job_id;
-    a->req.input = !a->no_input; /* Slurm's default, --input=0 */
+    if (cli_srun_io_request(a) < 0)
+        return -EINVAL;
     if ((a->req.gpu_bind == NULL || a->req.gpu_bind[0] == '\0') &&
         getenv("SLURM_GPU_BIND") != NULL && gpu_bind(a, getenv("SLURM_GPU_BIND")) < 0)
         return -EINVAL;

@@ -73,11 +73,12 @@ struct task {
     bool warn_leader_only;
     bool warn_sent;
     struct stream out[2];
-    uv_pipe_t in;     /* stdin's write end, or the pty's master (opts input, pty) */
-    bool in_open;     /* in is initialised and not yet being closed */
-    bool in_pty;      /* a terminal: the end of srun's input leaves it open */
-    bool in_eof;      /* close in once what is queued is written */
-    size_t in_queued; /* bytes handed to uv_write not yet written */
+    uv_pipe_t in;      /* stdin's write end, or the pty's master (opts input, pty) */
+    bool in_open;      /* in is initialised and not yet being closed */
+    bool in_pty;       /* a terminal: the end of srun's input leaves it open */
+    bool in_eof;       /* close in once what is queued is written */
+    size_t in_queued;  /* bytes handed to uv_write not yet written */
+    uint64_t in_given; /* bytes handed to uv_write in all: in_given - in_queued are written */
     char *remove_on_exit;
     struct wrk_launch_status *launch; /* until the exec happened or a step failed */
     uv_poll_t launch_poll;            /* on the launch's report pipe */
@@ -92,6 +93,7 @@ struct wrk_tasks {
     uint64_t grace_ms;
     wrk_task_exit_cb exit_cb;
     wrk_task_output_cb output_cb;
+    wrk_task_input_cb input_cb;
     void *data;
     struct task *head;
     int open_handles; /* sigchld and one per task; freed when the last one is closed */
@@ -152,12 +154,54 @@ static void drop_launch(struct task *t)
     t->launch = NULL;
 }
 
-static void close_input(struct task *t)
+/*
+ * Where the input of id's step stands on this worker: the least any of its tasks still
+ * reading has had written into its stdin; UINT64_MAX when none reads any more. All of a
+ * step's input tasks here are given the same bytes, so the counts compare.
+ */
+static uint64_t step_input_offset(const struct wrk_tasks *tasks, const struct wrk_task_id *id)
+{
+    uint64_t least = UINT64_MAX;
+
+    for (const struct task *t = tasks->head; t != NULL; t = t->next) {
+        if (t->in_open && t->id.job_id == id->job_id && t->id.step == id->step &&
+            t->in_given - t->in_queued < least)
+            least = t->in_given - t->in_queued;
+    }
+    return least;
+}
+
+/* Tells the input callback when the step's offset grew past before (step_input_offset). */
+static void input_moved(struct wrk_tasks *tasks, const struct wrk_task_id *id, uint64_t before)
+{
+    uint64_t now;
+
+    if (tasks->input_cb == NULL || tasks->closing)
+        return;
+    now = step_input_offset(tasks, id);
+    if (now > before)
+        tasks->input_cb(tasks, id->job_id, id->step, now, tasks->data);
+}
+
+/* Closes t's input at once (what is queued is dropped); the caller reports the move. */
+static void drop_input(struct task *t)
 {
     if (!t->in_open)
         return;
     t->in_open = false;
     uv_close((uv_handle_t *)&t->in, on_input_closed); /* pending writes are cancelled */
+}
+
+/* Closes t's input, which may let its step's input go on (t read slowest). */
+static void close_input(struct task *t)
+{
+    uint64_t before;
+
+    if (!t->in_open)
+        return;
+    before = step_input_offset(t->owner, &t->id);
+    drop_input(t);
+    input_moved(t->owner, &t->id, before);
 }
 
 static void on_sigchld_closed(uv_handle_t *handle)
@@ -185,6 +229,7 @@ static void remove_file(struct task *t)
 /* Takes t off the list and closes its handles; t is freed once they are closed. */
 static void unlink_task(struct wrk_tasks *tasks, struct task *t)
 {
+    close_input(t); /* while listed: its step's other readers may go on */
     if (t->prev != NULL)
         t->prev->next = t->next;
     else
@@ -196,7 +241,6 @@ static void unlink_task(struct wrk_tasks *tasks, struct task *t)
     drop_launch(t);
     close_stream(&t->out[0]);
     close_stream(&t->out[1]);
-    close_input(t);
     uv_close((uv_handle_t *)&t->warn, on_timer_closed);
     uv_close((uv_handle_t *)&t->timer, on_timer_closed);
 }
@@ -519,6 +563,11 @@ void wrk_tasks_set_output_cb(struct wrk_tasks *tasks, wrk_task_output_cb output_
     tasks->output_cb = output_cb;
 }
 
+void wrk_tasks_set_input_cb(struct wrk_tasks *tasks, wrk_task_input_cb input_cb)
+{
+    tasks->input_cb = input_cb;
+}
+
 void wrk_tasks_close(struct wrk_tasks *tasks)
 {
     int status;
@@ -672,26 +721,35 @@ static void on_input_written(uv_write_t *req, int status)
 {
     struct input_write *w = (struct input_write *)req;
     struct task *t = w->task;
+    uint64_t before;
 
+    if (status == UV_ECANCELED) { /* its input was closed: the move was reported then */
+        t->in_queued -= w->len;
+        free(w);
+        return;
+    }
+    before = step_input_offset(t->owner, &t->id);
     t->in_queued -= w->len;
     free(w);
     /* A task that closed its stdin (EPIPE) reads no more: what comes later is dropped. */
     if (status < 0 || (t->in_eof && t->in_queued == 0))
-        close_input(t);
+        drop_input(t);
+    input_moved(t->owner, &t->id, before);
 }
 
-int wrk_tasks_input(struct wrk_tasks *tasks, const struct wrk_task_id *id, const void *data,
-                    size_t len, bool eof)
+/* task_input() for t, whose step's offset the caller reports. */
+static int task_input(struct task *t, const void *data, size_t len, bool eof)
 {
-    struct task *t = find(tasks, id);
     struct input_write *w;
     uv_buf_t buf;
 
-    if (t == NULL || !t->in_open || t->in_eof)
+    if (!t->in_open || t->in_eof)
         return -ENOENT;
     if (len > 0) {
-        if (t->in_queued + len > WRK_TASKS_INPUT_MAX)
+        if (t->in_queued + len > WRK_TASKS_INPUT_MAX) {
+            t->in_given += len; /* lost to it: its count keeps in step with its step's others */
             return -ENOBUFS;
+        }
         w = malloc(sizeof(*w) + len);
         if (w == NULL)
             return -ENOMEM;
@@ -701,17 +759,56 @@ int wrk_tasks_input(struct wrk_tasks *tasks, const struct wrk_task_id *id, const
         buf = uv_buf_init(w->data, (unsigned int)len);
         if (uv_write(&w->req, (uv_stream_t *)&t->in, &buf, 1, on_input_written) < 0) {
             free(w);
-            close_input(t);
+            drop_input(t);
             return -ENOENT;
         }
         t->in_queued += len;
+        t->in_given += len;
     }
     if (eof && !t->in_pty) {
         t->in_eof = true;
         if (t->in_queued == 0)
-            close_input(t);
+            drop_input(t);
     }
     return 0;
+}
+
+int wrk_tasks_input(struct wrk_tasks *tasks, const struct wrk_task_id *id, const void *data,
+                    size_t len, bool eof)
+{
+    struct task *t = find(tasks, id);
+    uint64_t before;
+    int rc;
+
+    if (t == NULL)
+        return -ENOENT;
+    before = step_input_offset(tasks, id);
+    rc = task_input(t, data, len, eof);
+    input_moved(tasks, id, before);
+    return rc;
+}
+
+int wrk_tasks_input_step(struct wrk_tasks *tasks, uint64_t job_id, uint32_t step, const void *data,
+                         size_t len, bool eof, int *ret_fed)
+{
+    struct wrk_task_id id = {.job_id = job_id, .step = step};
+    uint64_t before = step_input_offset(tasks, &id);
+    int rc = 0;
+
+    *ret_fed = 0;
+    for (struct task *t = tasks->head; t != NULL; t = t->next) {
+        int r;
+
+        if (t->id.job_id != job_id || t->id.step != step || !t->in_open || t->in_eof)
+            continue;
+        r = task_input(t, data, len, eof);
+        if (r == 0)
+            (*ret_fed)++;
+        else if (rc == 0)
+            rc = r;
+    }
+    input_moved(tasks, &id, before);
+    return rc;
 }
 
 int wrk_tasks_resize(struct wrk_tasks *tasks, const struct wrk_task_id *id, uint16_t rows,

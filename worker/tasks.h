@@ -20,9 +20,10 @@
  *   process that escaped the task's group keep a pipe open, the streams are cut one second
  *   after the task's group was killed;
  * - a file to remove once the task is over (the batch script's private copy);
- * - stdin fed by the worker (srun's stdin, for a step's task 0), or a pseudo-terminal
+ * - stdin fed by the worker (srun's stdin, for a step's tasks), or a pseudo-terminal
  *   (srun --pty). Input waiting to be written is held up to WRK_TASKS_INPUT_MAX bytes per
- *   task; more is refused (the caller drops it) until the task reads.
+ *   task; more is refused (the caller drops it) until the task reads. The input callback
+ *   says how far each step's input got, so that its sender keeps within that bound.
  *
  * Loop thread only. wrk_tasks_close() kills what is still running (SIGKILL, no grace),
  * reports nothing more, and frees the object from its last close callback; the loop must
@@ -118,11 +119,22 @@ typedef void (*wrk_task_output_cb)(struct wrk_tasks *tasks, const struct wrk_tas
                                    enum wrk_stream stream, const char *bytes, size_t len, bool eof,
                                    void *data);
 
+/*
+ * A step's input on this worker got further: every task of it still reading has had offset
+ * bytes written into its stdin (counted from its first, bytes it lost or did not read
+ * because its input closed included), or UINT64_MAX once none reads any more. Only called
+ * when offset grew.
+ */
+typedef void (*wrk_task_input_cb)(struct wrk_tasks *tasks, uint64_t job_id, uint32_t step,
+                                  uint64_t offset, void *data);
+
 /* Creates the table on loop. grace_ms: SIGTERM-to-SIGKILL delay. NULL on failure. */
 struct wrk_tasks *wrk_tasks_new(uv_loop_t *loop, uint64_t grace_ms, wrk_task_exit_cb exit_cb,
                                 void *data);
 /* Where captured output goes (same data as the exit callback). Without it, it is dropped. */
 void wrk_tasks_set_output_cb(struct wrk_tasks *tasks, wrk_task_output_cb output_cb);
+/* Where the input callback goes (same data as the exit callback); none by default. */
+void wrk_tasks_set_input_cb(struct wrk_tasks *tasks, wrk_task_input_cb input_cb);
 void wrk_tasks_close(struct wrk_tasks *tasks);
 
 /*
@@ -144,6 +156,12 @@ int wrk_tasks_start(struct wrk_tasks *tasks, const struct wrk_task_id *id,
  */
 int wrk_tasks_input(struct wrk_tasks *tasks, const struct wrk_task_id *id, const void *data,
                     size_t len, bool eof);
+/*
+ * The same for every task of (job_id, step) whose input is open (srun --input=all); how
+ * many took it into *ret_fed. Returns 0 or the first task's error (the others still fed).
+ */
+int wrk_tasks_input_step(struct wrk_tasks *tasks, uint64_t job_id, uint32_t step, const void *data,
+                         size_t len, bool eof, int *ret_fed);
 
 /* Gives the task's pseudo-terminal (srun --pty) a new size; the kernel signals its
  * foreground process group (SIGWINCH). 0, -ENOENT when it has no pty, or -errno. */

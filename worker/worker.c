@@ -451,7 +451,34 @@ static void on_task_output(struct wrk_tasks *tasks, const struct wrk_task_id *id
                (unsigned long long)id->job_id, id->step, id->rank, len, rc);
 }
 
-/* srun's stdin for a step's task 0, relayed by the scheduler. */
+/*
+ * How far a step's input got here, for srun's window (StepInputAck). A gschedd before 1.28
+ * would drop the connection over a body it does not know: it hears none.
+ */
+static void on_task_input(struct wrk_tasks *tasks, uint64_t job_id, uint32_t step, uint64_t offset,
+                          void *data)
+{
+    struct wrk_ctx *w = data;
+    const Gs__Hello *peer = w->conn != NULL ? gs_proto_conn_peer_hello(w->conn) : NULL;
+    Gs__StepInputAck ack = GS__STEP_INPUT_ACK__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    int rc;
+
+    (void)tasks;
+    if (!w->registered || peer == NULL || peer->protocol_minor < GS_PROTO_MINOR_INPUT)
+        return;
+    ack.job_id = job_id;
+    ack.step = step;
+    ack.offset = offset;
+    env.body_case = GS__ENVELOPE__BODY_STEP_INPUT_ACK;
+    env.step_input_ack = &ack;
+    rc = wrk_send(w, &env);
+    if (rc < 0 && rc != -ENOTCONN)
+        GS_LOG(GS_LOG_WARN, "job=%llu step=%u offset=%llu rc=%d step input ack dropped",
+               (unsigned long long)job_id, step, (unsigned long long)offset, rc);
+}
+
+/* srun's stdin for a step's input tasks (one, or every one here), relayed by the scheduler. */
 static void handle_input(struct wrk_ctx *w, const Gs__StepInput *in)
 {
     struct wrk_task_id id = {.job_id = in->job_id, .step = in->step, .rank = in->rank};
@@ -465,8 +492,14 @@ static void handle_input(struct wrk_ctx *w, const Gs__StepInput *in)
         if (in->data.len == 0 && !in->eof)
             return;
     }
-    rc = wrk_tasks_input(w->tasks, &id, in->data.data, in->data.len, in->eof);
+    if (in->all) {
+        int fed;
 
+        rc = wrk_tasks_input_step(w->tasks, in->job_id, in->step, in->data.data, in->data.len,
+                                  in->eof, &fed);
+    } else {
+        rc = wrk_tasks_input(w->tasks, &id, in->data.data, in->data.len, in->eof);
+    }
     if (rc < 0 && rc != -ENOENT)
         GS_LOG(GS_LOG_WARN, "job=%llu step=%u rank=%u bytes=%zu rc=%d step input dropped",
                (unsigned long long)in->job_id, in->step, in->rank, in->data.len, rc);
@@ -900,6 +933,7 @@ struct wrk_ctx *wrk_new(uv_loop_t *loop, const struct wrk_opts *opts, struct gs_
         goto fail;
     }
     wrk_tasks_set_output_cb(w->tasks, on_task_output);
+    wrk_tasks_set_input_cb(w->tasks, on_task_input);
     if (opts->ledger_path != NULL) {
         start_ledger(w, opts->ledger_path);
         load_exits(w, opts->ledger_path);

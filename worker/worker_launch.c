@@ -716,8 +716,10 @@ static int start_task(struct launch *l, const Gs__TaskAssignment *t, struct gs_e
     int pmi_fd = -1;
     int rc;
 
-    /* srun's stdin (StepInput, worker.c) or --pty terminal: the step's task 0 only. */
-    opts.input = l->capture && l->msg->step_input && t->rank == 0;
+    /* srun's stdin (StepInput, worker.c): every task of the step or one (srun --input);
+     * its --pty terminal: task 0's. */
+    opts.input = l->capture && l->msg->step_input &&
+                 (l->msg->step_input_all || t->rank == l->msg->step_input_rank);
     opts.pty = l->capture && l->msg->step_pty && t->rank == 0;
     opts.pty_rows = (uint16_t)(l->msg->pty_rows <= UINT16_MAX ? l->msg->pty_rows : 0);
     opts.pty_cols = (uint16_t)(l->msg->pty_cols <= UINT16_MAX ? l->msg->pty_cols : 0);
@@ -742,7 +744,8 @@ static int start_task(struct launch *l, const Gs__TaskAssignment *t, struct gs_e
                          t->rank, &out);
     if (rc == 0 && !l->capture && run->stderr_pattern[0] != '\0')
         rc = output_path(l, run->stderr_pattern, t->rank, &errp);
-    if (rc == 0 && !l->capture && run->stdin_pattern[0] != '\0')
+    /* sbatch --input, or srun --input=FILE (a step: captured output, a file for stdin) */
+    if (rc == 0 && !opts.input && !opts.pty && run->stdin_pattern[0] != '\0')
         rc = input_path(l, run, t->rank, &inp);
     if (rc < 0) {
         rc = gs_error_set(err, rc, 0, 0, "cannot prepare the task: %s", gs_strerror(rc));

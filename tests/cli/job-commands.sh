@@ -141,6 +141,11 @@ has "$err" "gschedd speaks protocol 1.25, and suspend_request needs 1.26"
 has "$err" "upgrade gschedd"
 GSCHED_SOCKET=$dir/old.sock run 1 scontrol resume 42
 has "$err" "suspend_request needs 1.26"
+# srun -i TASK|FILE would be fed to task 0 (or to none) by a gschedd before 1.28.
+SLURM_JOB_ID=42 GSCHED_SOCKET=$dir/old.sock run 1 srun -i 2 true
+has "$err" "gschedd speaks protocol 1.25, and srun --input=TASK|FILE needs 1.28"
+SLURM_JOB_ID=42 GSCHED_SOCKET=$dir/old.sock run 1 srun -i 'in-%t' true
+has "$err" "srun --input=TASK|FILE needs 1.28"
 run 0 hold --socket "$dir/old.sock" 42
 [ "$(cat "$dir/old-record")" = "hold ids=42" ] || fail "the old gschedd saw: $(cat "$dir/old-record")"
 kill "$old_pid"

@@ -7,7 +7,8 @@
 #     the command's status, the job COMPLETED (FAILED with the command's code otherwise);
 #   - srun outside a job makes its own allocation (-N2 -l: one labelled line per task), the
 #     job COMPLETED and named after the program;
-#   - srun's stdin goes to task 0 (--input=none: nowhere); --pty gives task 0 a terminal,
+#   - srun's stdin goes to every task (-i0: task 0, --input=none: nowhere; the other
+#     modes are srun_io.sh's); --pty gives task 0 a terminal,
 #     which follows srun's terminal's size (SIGWINCH);
 #     salloc from a terminal runs an interactive shell;
 #   - salloc killed (SIGKILL): its job ends CANCELLED and its step's task is killed;
@@ -80,11 +81,13 @@ has "$tmp/s3.err" '^salloc: error: Job submit/allocate failed: '
 salloc --nodse=1 true > "$tmp/s4.err" 2>&1 && fail "salloc with an unknown option succeeded"
 has "$tmp/s4.err" '^salloc: error: command line: --nodse=1: unknown option'
 
-# --- stdin: srun's goes to task 0, --pty runs it under a terminal --------------------------------
+# --- stdin: srun's goes to every task, --pty runs task 0 under a terminal ------------------------
 got=$(echo abc | srun -n1 cat 2> "$tmp/i1.err") || fail "echo abc | srun -n1 cat failed: $(cat "$tmp/i1.err")"
 [ "$got" = abc ] || fail "echo abc | srun -n1 cat printed '$got': $(cat "$tmp/i1.err")"
 got=$(printf 'x\ny\n' | srun -N2 -l cat 2> "$tmp/i2.err" | sort | tr '\n' ' ')
-[ "$got" = "0: x 0: y " ] || fail "srun -N2 -l cat printed '$got': $(cat "$tmp/i2.err")"
+[ "$got" = "0: x 0: y 1: x 1: y " ] || fail "srun -N2 -l cat printed '$got': $(cat "$tmp/i2.err")"
+got=$(printf 'x\ny\n' | srun -N2 -l -i0 cat 2> "$tmp/i4.err" | sort | tr '\n' ' ')
+[ "$got" = "0: x 0: y " ] || fail "srun -N2 -l -i0 cat printed '$got': $(cat "$tmp/i4.err")"
 got=$(echo abc | srun -n1 --input=none cat 2> "$tmp/i3.err")
 [ -z "$got" ] || fail "srun --input=none passed stdin on: '$got'"
 # srun --pty from a terminal of its own (python's pty module): task 0 sees a terminal, reads

@@ -98,21 +98,125 @@ Test(srun_alloc, srun_words_make_the_job)
     free(words);
 }
 
-Test(srun_alloc, input_and_pty_options, .init = cr_redirect_stderr)
+/* The request's input fields after parsing argv (argc words). */
+static int input_of(int argc, char **argv, struct cli_srun_args *a)
 {
+    *a = (struct cli_srun_args){.req = GS__STEP_LAUNCH_REQUEST__INIT};
+    if (cli_srun_parse(a, argc, argv) != 0)
+        return -EINVAL;
+    return cli_srun_io_request(a);
+}
+
+Test(srun_alloc, input_modes, .init = cr_redirect_stderr)
+{
+    char *plain[] = {"srun", "cat"};
     char *none[] = {"srun", "--input=none", "cat"};
-    char *pty[] = {"srun", "--pty", "bash"};
     char *all[] = {"srun", "-i", "all", "cat"};
+    char *task[] = {"srun", "-i3", "cat"};
+    char *file[] = {"srun", "--input", "in-%t.txt", "cat"};
+    char *digits_file[] = {"srun", "-i", "3x", "cat"};
+    char *bad[] = {"srun", "-i", "in-%q", "cat"};
+    char *huge[] = {"srun", "-i", "99999999999", "cat"};
+    char *pty[] = {"srun", "--pty", "bash"};
+    char *pty_task[] = {"srun", "--pty", "-i", "2", "bash"};
+    struct cli_srun_args a;
+
+    cr_assert_eq(input_of(2, plain, &a), 0);
+    cr_assert(a.req.input && a.req.input_all && a.req.input_acks, "Slurm's default: all tasks");
+    cr_assert_eq(input_of(3, none, &a), 0);
+    cr_assert(!a.req.input && a.req.stdin_pattern[0] == '\0');
+    cr_assert_eq(input_of(4, all, &a), 0);
+    cr_assert(a.req.input && a.req.input_all);
+    cr_assert_eq(input_of(3, task, &a), 0);
+    cr_assert(a.req.input && !a.req.input_all && a.req.input_rank == 3);
+    cr_assert_eq(input_of(4, file, &a), 0);
+    cr_assert(!a.req.input);
+    cr_assert_str_eq(a.req.stdin_pattern, "in-%t.txt");
+    cr_assert_eq(input_of(4, digits_file, &a), 0, "not all digits: a file name");
+    cr_assert_str_eq(a.req.stdin_pattern, "3x");
+    cr_assert_eq(input_of(4, bad, &a), -EINVAL, "an unknown placeholder is refused");
+    cr_assert_eq(input_of(4, huge, &a), -EINVAL);
+    cr_assert_eq(input_of(3, pty, &a), 0);
+    cr_assert(a.req.pty && a.unbuffered, "--pty passes output on as it comes");
+    cr_assert_eq(input_of(5, pty_task, &a), -EINVAL, "a terminal is task 0's");
+}
+
+Test(srun_alloc, output_modes, .init = cr_redirect_stderr)
+{
+    char *argv[] = {"srun", "-o", "none", "--error=2", "--open-mode=a", "cat"};
+    char *file[] = {"srun", "--output=out-%4t-%N.txt", "cat"};
+    char *bad_mode[] = {"srun", "--open-mode=sideways", "cat"};
+    char *bad[] = {"srun", "-e", "%", "cat"};
     struct cli_srun_args a = {.req = GS__STEP_LAUNCH_REQUEST__INIT};
     struct cli_srun_args b = {.req = GS__STEP_LAUNCH_REQUEST__INIT};
     struct cli_srun_args c = {.req = GS__STEP_LAUNCH_REQUEST__INIT};
+    struct cli_srun_args d = {.req = GS__STEP_LAUNCH_REQUEST__INIT};
 
-    cr_assert_eq(cli_srun_parse(&a, 3, none), 0);
-    cr_assert(a.no_input);
-    cr_assert_eq(cli_srun_parse(&b, 3, pty), 0);
-    cr_assert(b.req.pty && b.unbuffered, "--pty passes output on as it comes");
-    cr_assert_not(b.no_input);
-    cr_assert_eq(cli_srun_parse(&c, 4, all), -EINVAL, "only task 0 or none");
+    cr_assert_eq(cli_srun_parse(&a, 6, argv), 0);
+    cr_assert(a.out.given && a.out.mode == CLI_SRUN_IO_NONE);
+    cr_assert(a.err.given && a.err.mode == CLI_SRUN_IO_TASK && a.err.rank == 2);
+    cr_assert(a.append);
+    cr_assert_eq(cli_srun_parse(&b, 3, file), 0);
+    cr_assert(b.out.mode == CLI_SRUN_IO_FILE && !b.err.given);
+    cr_assert_str_eq(b.out.pattern, "out-%4t-%N.txt");
+    cr_assert_eq(cli_srun_parse(&c, 3, bad_mode), -EINVAL);
+    cr_assert_eq(cli_srun_parse(&d, 4, bad), -EINVAL);
+}
+
+/* Where each task's streams go, for a step of 4 tasks on 2 nodes laid out cyclic. */
+Test(srun_alloc, output_sinks)
+{
+    char dir[] = "/tmp/srun-sinks-XXXXXX";
+    char *nodes[] = {"n1", "n2"};
+    uint32_t tpn[] = {2, 2}, rank_nodes[] = {0, 1, 0, 1};
+    Gs__StepLaunchReply rep = GS__STEP_LAUNCH_REPLY__INIT;
+    struct cli_srun_args a = {.req = GS__STEP_LAUNCH_REQUEST__INIT};
+    struct cli_srun_sinks k;
+    char path[256];
+
+    cr_assert_not_null(mkdtemp(dir));
+    unsetenv("SLURM_JOB_NODELIST");
+    rep.ntasks = 4;
+    rep.step_id = 7;
+    rep.n_nodes = rep.n_tasks_per_node = 2;
+    rep.nodes = nodes;
+    rep.tasks_per_node = tpn;
+    rep.n_rank_nodes = 4;
+    rep.rank_nodes = rank_nodes;
+    a.job_id = 42;
+    a.req.workdir = dir;
+    cr_assert_eq(cli_srun_io_parse("output", "o-%s-%N.txt", &a.out), 0);
+    cr_assert_eq(cli_srun_io_parse("error", "1", &a.err), 0);
+    cr_assert_eq(cli_srun_sinks_open(&k, &a, &rep), 0);
+    cr_assert_eq(k.nfiles, 2, "one file per node");
+    cr_assert_eq(cli_srun_sink_fd(&k, 0, 0), cli_srun_sink_fd(&k, 2, 0), "ranks 0, 2 on n1");
+    cr_assert_neq(cli_srun_sink_fd(&k, 0, 0), cli_srun_sink_fd(&k, 1, 0));
+    cr_assert_eq(cli_srun_sink_fd(&k, 1, 1), STDERR_FILENO, "-e 1: task 1's stderr");
+    cr_assert_eq(cli_srun_sink_fd(&k, 0, 1), -1, "and no other's");
+    snprintf(path, sizeof(path), "%s/o-7-n2.txt", dir);
+    cr_assert_eq(access(path, F_OK), 0, "%s", path);
+    cli_srun_sinks_close(&k);
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/o-7-n1.txt", dir);
+    unlink(path);
+
+    /* -o FILE alone: stderr into the same file; an older gschedd's reply: block layout */
+    rep.n_rank_nodes = 0;
+    a.err = (struct cli_srun_io){0};
+    cr_assert_eq(cli_srun_io_parse("output", "t%t-n%n", &a.out), 0);
+    cr_assert_eq(cli_srun_sinks_open(&k, &a, &rep), 0);
+    cr_assert_eq(k.nfiles, 4);
+    cr_assert_eq(cli_srun_sink_fd(&k, 3, 0), cli_srun_sink_fd(&k, 3, 1));
+    snprintf(path, sizeof(path), "%s/t1-n0", dir);
+    cr_assert_eq(access(path, F_OK), 0, "block: rank 1 on the first node");
+    snprintf(path, sizeof(path), "%s/t2-n1", dir);
+    cr_assert_eq(access(path, F_OK), 0);
+    cli_srun_sinks_close(&k);
+    for (int t = 0; t < 4; t++) {
+        snprintf(path, sizeof(path), "%s/t%d-n%d", dir, t, t / 2);
+        unlink(path);
+    }
+    cr_assert_eq(rmdir(dir), 0, "nothing else was written");
 }
 
 /* The value of the request's environment variable key, NULL when it has none. */

@@ -77,6 +77,22 @@ static void on_output_cb(struct wrk_tasks *t, const struct wrk_task_id *id, enum
     *have += len;
 }
 
+/* The input callback's reports, per step: the last offset and how many came. */
+static uint64_t input_offset[4];
+static int input_reports[4];
+
+static void on_input_cb(struct wrk_tasks *t, uint64_t job_id, uint32_t step, uint64_t offset,
+                        void *data)
+{
+    (void)t;
+    (void)job_id;
+    (void)data;
+    cr_assert_lt(step, 4);
+    cr_assert_gt(offset, input_offset[step], "offsets only grow");
+    input_offset[step] = offset;
+    input_reports[step]++;
+}
+
 static void setup(void)
 {
     snprintf(dir, sizeof(dir), "/tmp/gsched-tasks-XXXXXX");
@@ -87,9 +103,12 @@ static void setup(void)
     memset(output_len, 0, sizeof(output_len));
     memset(eofs, 0, sizeof(eofs));
     memset(eofs_at_exit, 0, sizeof(eofs_at_exit));
+    memset(input_offset, 0, sizeof(input_offset));
+    memset(input_reports, 0, sizeof(input_reports));
     tasks = wrk_tasks_new(&loop, 300, on_exit_cb, NULL);
     cr_assert_not_null(tasks);
     wrk_tasks_set_output_cb(tasks, on_output_cb);
+    wrk_tasks_set_input_cb(tasks, on_input_cb);
 }
 
 static void teardown(void)
@@ -362,6 +381,50 @@ Test(tasks, input_beyond_what_is_held_unread_is_refused)
     free(big);
     cr_assert_eq(wrk_tasks_kill(tasks, whole_job(22), WRK_END_CANCELLED), 1);
     run_until_exits(1);
+}
+
+/* srun --input=all: every reading task of the step gets the bytes; the step's offset is
+ * the slowest reader's, and once none reads any more it is UINT64_MAX. */
+Test(tasks, input_to_a_whole_step_reports_how_far_it_got)
+{
+    struct wrk_task_opts opts = {.capture = true, .input = true};
+    struct wrk_task_opts plain = {.capture = true};
+    int fed;
+
+    start_opts(23, 1, 0, "cat", &opts);
+    start_opts(23, 1, 1, "head -c 3 >/dev/null; echo took3 >&2", &opts);
+    start_opts(23, 1, 2, "cat", &plain); /* stdin /dev/null: prints nothing */
+    start_opts(23, 2, 0, "cat", &opts);  /* another step: never fed */
+    cr_assert_eq(wrk_tasks_input_step(tasks, 23, 1, "abcdef", 6, false, &fed), 0);
+    cr_assert_eq(fed, 2, "the two reading tasks of step 1");
+    cr_assert_eq(wrk_tasks_input_step(tasks, 23, 1, "g\n", 2, true, &fed), 0);
+    run_until_exits(3);
+    cr_assert_str_eq(output[1][WRK_STREAM_STDOUT], "abcdefg\n", "rank 0's alone");
+    cr_assert_str_eq(output[1][WRK_STREAM_STDERR], "took3\n");
+    cr_assert_eq(input_offset[1], UINT64_MAX, "every reader of step 1 is done");
+    cr_assert_eq(input_reports[2], 0, "step 2 heard of nothing");
+    cr_assert_eq(wrk_tasks_input_step(tasks, 23, 1, "x", 1, false, &fed), 0);
+    cr_assert_eq(fed, 0, "nobody reads any more");
+    cr_assert_eq(wrk_tasks_kill(tasks, whole_job(23), WRK_END_CANCELLED), 1);
+    run_until_exits(4);
+}
+
+/* Input a task cannot hold is lost to it, and counted as past: its step's offset moves on. */
+Test(tasks, input_lost_to_a_full_task_still_counts)
+{
+    struct wrk_task_opts opts = {.capture = true, .input = true};
+    char *big = calloc(WRK_TASKS_INPUT_MAX + 1, 1);
+    int fed;
+
+    cr_assert_not_null(big);
+    start_opts(24, 3, 0, "sleep 30", &opts);
+    cr_assert_eq(wrk_tasks_input_step(tasks, 24, 3, big, WRK_TASKS_INPUT_MAX + 1, false, &fed),
+                 -ENOBUFS);
+    cr_assert_eq(input_offset[3], WRK_TASKS_INPUT_MAX + 1);
+    free(big);
+    cr_assert_eq(wrk_tasks_kill(tasks, whole_job(24), WRK_END_CANCELLED), 1);
+    run_until_exits(1);
+    cr_assert_eq(input_offset[3], UINT64_MAX, "its end closed its input");
 }
 
 Test(tasks, pty_task_has_a_terminal_of_the_given_size)
