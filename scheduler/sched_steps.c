@@ -389,15 +389,19 @@ static bool cli_takes_acks(const struct sched_cli *c, const Gs__StepLaunchReques
 static void input_plan(struct sched_ctx *s, struct sched_step *st, const struct sched_cli *c,
                        const Gs__StepLaunchRequest *req)
 {
+    bool acked = false; /* a reading node's worker says how far it got */
+
     st->in_all = req->input_all && !req->pty;
     st->in_rank = req->pty ? 0 : req->input_rank;
-    st->in_acks = (req->input || req->pty) && cli_takes_acks(c, req);
     for (uint32_t i = 0; i < st->nnodes; i++) {
         struct step_node *sn = &st->nodes[i];
 
         sn->reads = (req->input || req->pty) && sched_step_node_reads(st, sn, req);
         sn->in_acked = node_minor(s, sn->index) >= GS_PROTO_MINOR_INPUT ? 0 : UINT64_MAX;
+        acked = acked || (sn->reads && sn->in_acked == 0);
     }
+    /* With only older workers reading nothing would ever let srun past its window. */
+    st->in_acks = acked && cli_takes_acks(c, req);
 }
 
 static void refuse(struct sched_cli *c, uint64_t request_id, uint64_t job_id, int rc,
