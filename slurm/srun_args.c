@@ -6,6 +6,7 @@
  * wrong is said as "srun: error: ..."; cmd_srun.c exits 1 on it.
  */
 #include "slurm/alloc.h"
+#include "slurm/sbatch.h"
 #include "slurm/srun.h"
 
 #include <errno.h>
@@ -38,6 +39,7 @@ enum srun_id {
     O_GPT,
     O_GPUS,
     O_GPN,
+    O_GRES,
     O_CHDIR,
     O_NAME,
     O_LABEL,
@@ -122,7 +124,7 @@ static const struct srun_opt srun_opts[] = {
     {"mem-per-gpu", 0, VALUE, O_IGNORED_VALUE},
     {"time", 't', VALUE, O_TIME},
     {"wait", 'W', VALUE, O_WAIT},
-    {"gres", 0, VALUE, O_IGNORED_VALUE},
+    {"gres", 0, VALUE, O_GRES},
     /* Inside a job these are the job's already; outside one, srun's allocation's. */
     {"partition", 'p', VALUE, O_IGNORED_VALUE},
     {"account", 'A', VALUE, O_IGNORED_VALUE},
@@ -150,6 +152,7 @@ static const char srun_usage[] =
     "      --gpus-per-task=N    GPUs per task (default: every task sees its node's GPUs)\n"
     "  -G, --gpus=N             GPUs for the whole step, spread over its nodes\n"
     "      --gpus-per-node=N    GPUs on each node of the step\n"
+    "      --gres=gpu[:TYPE]:N  the same (other gres are not scheduled)\n"
     "      --exact, --exclusive hold only ntasks x cpus-per-task cores (default: all of\n"
     "                           the job's cores on each node), so steps run side by side\n"
     "      --overlap            hold nothing: run beside the job's other steps\n"
@@ -159,17 +162,6 @@ static const char srun_usage[] =
     "  -l, --label              put the task's rank before each output line\n"
     "  -u, --unbuffered         pass output on as it comes, not line by line\n"
     "  -K, --kill-on-bad-exit   end the step when a task exits non-zero\n"
-    "  -i, --input=MODE         srun's stdin to every task (all, the default), to one\n"
-    "                           (a task id), to none (none); or a FILE each task reads\n"
-    "                           where it runs (a pattern, as below)\n"
-    "      --pty                task 0 under a pseudo-terminal, this one in raw mode\n"
-    "  -o, --output=MODE / -e, --error=MODE\n"
-    "                           the tasks' stdout / stderr: all (the default), none, a task\n"
-    "                           id (that task's only), or FILE, which srun writes: %j job,\n"
-    "                           %J job.step, %s step, %t task, %n node index, %N node, %u\n"
-    "                           user, %x job name, %A %a array, %% (widths: %4t); -e not\n"
-    "                           given, stderr goes where -o says\n"
-    "      --open-mode=append|truncate  FILE's (default truncate)\n"
     "      --export=ALL|NONE|VARS  which of srun's variables the tasks get (default ALL)\n"
     "      --jobid=ID           the job (default: $SLURM_JOB_ID)\n"
     "      --het-group=LIST     a heterogeneous job's components to run on (0,2 or 0-1;\n"
@@ -198,7 +190,19 @@ static const char srun_usage[] =
     "                           MPI programs run without mpirun; pmi2: under their PMI\n"
     "                           servers (MPICH, libpmi2); default: $SLURM_MPI_TYPE, else\n"
     "                           the cluster's scheduler.mpi_default; list: the types\n";
-/* In two: C99 promises string literals of 4095 bytes only. */
+/* In parts: C99 promises string literals of 4095 bytes only. */
+static const char srun_usage_io[] =
+    "  -i, --input=MODE         srun's stdin to every task (all, the default), to one\n"
+    "                           (a task id), to none (none); or a FILE each task reads\n"
+    "                           where it runs (a pattern, as below)\n"
+    "      --pty                task 0 under a pseudo-terminal, this one in raw mode\n"
+    "  -o, --output=MODE / -e, --error=MODE\n"
+    "                           the tasks' stdout / stderr: all (the default), none, a task\n"
+    "                           id (that task's only), or FILE, which srun writes: %j job,\n"
+    "                           %J job.step, %s step, %t task, %n node index, %N node, %u\n"
+    "                           user, %x job name, %A %a array, %% (widths: %4t); -e not\n"
+    "                           given, stderr goes where -o says\n"
+    "      --open-mode=append|truncate  FILE's (default truncate)\n";
 static const char srun_usage_layout[] =
     "  -m, --distribution=NODES[:SOCKETS]\n"
     "                           ranks over the nodes: block (default), cyclic, plane=N,\n"
@@ -375,6 +379,49 @@ bad:
     return -EINVAL;
 }
 
+/* Whether a gres list has a gpu entry ("gpu", "gpu:...") */
+static bool names_gpu(const char *list)
+{
+    for (const char *p = list; *p != '\0'; p += strcspn(p, ","), p += *p == ',') {
+        if (strcspn(p, ":,") == 3 && strncmp(p, "gpu", 3) == 0)
+            return true;
+    }
+    return false;
+}
+
+/*
+ * --gres: its gpu entry is the step's GPUs on each node, as Slurm's step --gres is
+ * (srun --gres=gpu:1 --exclusive ... & runs steps side by side, a GPU each); other gres
+ * are not scheduled by gsched. A step cannot be given no GPU: gpu:0 and none say so.
+ */
+static int gres(struct cli_srun_args *a, const char *value)
+{
+    struct gs_sbatch_gpus g;
+    struct gs_error err;
+    bool other;
+
+    if (strcmp(value, "none") == 0) {
+        fprintf(stderr, "srun: warning: --gres=none: the step sees the job's GPUs on its nodes "
+                        "(a gsched step cannot be given none)\n");
+        return 0;
+    }
+    if (gs_sbatch_parse_gres(value, &g, &other, &err) < 0) {
+        fprintf(stderr, "srun: error: --gres=%s: %s\n", value, err.msg);
+        return -EINVAL;
+    }
+    if (g.count == 0 && !names_gpu(value))
+        return 0; /* no gpu entry: nothing gsched schedules */
+    if (g.count == 0) {
+        fprintf(stderr,
+                "srun: warning: --gres=%s: the step sees the job's GPUs on its nodes "
+                "(a gsched step cannot be given none)\n",
+                value);
+        return 0;
+    }
+    a->req.gpus_per_node = g.count;
+    return 0;
+}
+
 static int take(struct cli_srun_args *a, const struct srun_opt *o, const char *value)
 {
     char opt[40];
@@ -400,6 +447,8 @@ static int take(struct cli_srun_args *a, const struct srun_opt *o, const char *v
     case O_GPN:
         return number(opt, strchr(value, ':') != NULL ? strrchr(value, ':') + 1 : value,
                       &a->req.gpus_per_node);
+    case O_GRES:
+        return gres(a, value);
     case O_EXACT:
         a->req.exact = true;
         return 0;
@@ -613,6 +662,7 @@ int cli_srun_parse(struct cli_srun_args *a, int argc, char **argv)
         }
         if (o->id == O_HELP) {
             fputs(srun_usage, stdout);
+            fputs(srun_usage_io, stdout);
             fputs(srun_usage_layout, stdout);
             return 1;
         }

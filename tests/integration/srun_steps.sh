@@ -2,7 +2,8 @@
 # srun_steps.sh BIN_DIR SRC_DIR: concurrent srun steps share their job's allocation as Slurm's
 # do, on a one-worker `gsched up` cluster with the hardware of tests/topologies/ws-4gpu.xml
 # (4 GPUs, 16 cores). The sweep of a `--gres=gpu:4` batch job, six `srun -n1
-# --gpus-per-task=1 --exclusive` in the background: each running step sees its own single
+# --gpus-per-task=1 --exclusive` in the background (every other one `--gres=gpu:1`, as
+# Slurm scripts write it): each running step sees its own single
 # GPU, at most four run at once, the other two print Slurm's "step creation temporarily
 # disabled" and start ("Step created") once GPUs are given back, and all six complete.
 # Then: an --overlap step runs beside a step that holds everything, a waiting srun killed
@@ -53,7 +54,8 @@ cat > "$work/sweep.sh" <<EOF
 #SBATCH -n 4
 #SBATCH --gres=gpu:4
 for i in 0 1 2 3 4 5; do
-  srun -n1 --gpus-per-task=1 --exclusive bash $work/step.sh \$i &
+  if [ \$((i % 2)) = 0 ]; then gpus=--gpus-per-task=1; else gpus=--gres=gpu:1; fi
+  srun -n1 \$gpus --exclusive bash $work/step.sh \$i &
 done
 wait
 echo "SWEEP_DONE"

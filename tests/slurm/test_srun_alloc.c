@@ -141,6 +141,36 @@ Test(srun_alloc, input_modes, .init = cr_redirect_stderr)
     cr_assert_eq(input_of(5, pty_task, &a), -EINVAL, "a terminal is task 0's");
 }
 
+/* A step's --gres: its gpu entry is GPUs per node; other gres, none and gpu:0 change nothing. */
+Test(srun_alloc, step_gres_is_gpus_per_node, .init = cr_redirect_stderr)
+{
+    char *typed[] = {"srun", "--gres=nic:1,gpu:a100:3", "true"};
+    char *plain[] = {"srun", "--gres", "gpu", "true"};
+    char *other[] = {"srun", "--gres=nic:2", "true"};
+    char *zero[] = {"srun", "--gres=gpu:0", "true"};
+    char *none[] = {"srun", "--gres=none", "true"};
+    char *bad[] = {"srun", "--gres=gpu:1:2", "true"};
+    struct cli_srun_args a;
+
+    a = (struct cli_srun_args){.req = GS__STEP_LAUNCH_REQUEST__INIT};
+    cr_assert_eq(cli_srun_parse(&a, 3, typed), 0);
+    cr_assert_eq(a.req.gpus_per_node, 3);
+    a = (struct cli_srun_args){.req = GS__STEP_LAUNCH_REQUEST__INIT};
+    cr_assert_eq(cli_srun_parse(&a, 4, plain), 0);
+    cr_assert_eq(a.req.gpus_per_node, 1, "gpu alone is one");
+    a = (struct cli_srun_args){.req = GS__STEP_LAUNCH_REQUEST__INIT};
+    cr_assert_eq(cli_srun_parse(&a, 3, other), 0);
+    cr_assert_eq(a.req.gpus_per_node, 0);
+    a = (struct cli_srun_args){.req = GS__STEP_LAUNCH_REQUEST__INIT};
+    cr_assert_eq(cli_srun_parse(&a, 3, zero), 0);
+    cr_assert_eq(a.req.gpus_per_node, 0);
+    a = (struct cli_srun_args){.req = GS__STEP_LAUNCH_REQUEST__INIT};
+    cr_assert_eq(cli_srun_parse(&a, 3, none), 0);
+    cr_assert_eq(a.req.gpus_per_node, 0);
+    a = (struct cli_srun_args){.req = GS__STEP_LAUNCH_REQUEST__INIT};
+    cr_assert_eq(cli_srun_parse(&a, 3, bad), -EINVAL);
+}
+
 Test(srun_alloc, output_modes, .init = cr_redirect_stderr)
 {
     char *argv[] = {"srun", "-o", "none", "--error=2", "--open-mode=a", "cat"};
