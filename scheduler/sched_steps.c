@@ -31,6 +31,7 @@
  * the workers, starts steps, queues and retries those that wait, and handles what comes back.
  */
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,7 @@
 #include "common/buf.h"
 #include "common/clock.h"
 #include "common/hostlist.h"
+#include "common/jobspec.h"
 #include "common/log.h"
 #include "scheduler/steps_internal.h"
 
@@ -357,10 +359,18 @@ static int check_workers(struct sched_ctx *s, const struct sched_step *st,
     return 0;
 }
 
-/* srun --input=N names a task of the step. */
+/* srun --input=N names a task of the step; --input=FILE is a pattern its workers can read. */
 static int check_input(const struct sched_step *st, const Gs__StepLaunchRequest *req, char *why,
                        size_t size)
 {
+    const char *pattern = req->stdin_pattern != NULL ? req->stdin_pattern : "";
+    const char *bad = gs_jobspec_slurm_bad_placeholder(pattern);
+
+    if (!req->input && (bad != NULL || strlen(pattern) >= PATH_MAX)) {
+        snprintf(why, size, "--input=%.64s: %s", pattern,
+                 bad != NULL ? "an unknown placeholder" : "too long a file name");
+        return -EINVAL;
+    }
     if (!req->input || req->input_all || req->pty || req->input_rank < st->ntasks)
         return 0;
     snprintf(why, size, "--input=%u: the step has %u task%s (0-%u)", req->input_rank, st->ntasks,
