@@ -6,6 +6,7 @@
  *     scontrol show job [ID]             Slurm's Key=Value block per job (ID: 42, 123, 123_4),
  *                                        per component of a heterogeneous job (42+1: that
  *                                        component's alone)
+ *     scontrol show step [ID[.STEP]]     per running job step (scontrol_step.c)
  *     scontrol show partition [NAME]     per partition
  *     scontrol show node [NAME]          per node ("nodes" too)
  *     scontrol hold|release IDS          keep pending jobs from starting / let them start
@@ -54,6 +55,7 @@
 #include "common/jobspec.h"
 #include "common/jobspec_mail.h"
 #include "slurm/scontrol_resv.h"
+#include "slurm/scontrol_step.h"
 #include "slurm/scontrol_update.h"
 #include "slurm/scontrol_write.h"
 #include "slurm/slurm_cmd.h"
@@ -928,7 +930,8 @@ static bool is(const char *word, const char *a, const char *b)
 static void usage(FILE *f)
 {
     fputs("Usage: scontrol [-o] [--socket PATH] COMMAND\n"
-          "  show hostnames [LIST] | show job [ID] | show partition [NAME] | show node [NAME]\n"
+          "  show hostnames [LIST] | show job [ID] | show step [ID[.STEP]]\n"
+          "  show partition [NAME] | show node [NAME]\n"
           "  hold IDS | release IDS | requeue IDS | requeuehold IDS\n"
           "  suspend IDS | resume IDS (root)\n"
           "  update NodeName=LIST State=DRAIN Reason=TEXT | update NodeName=LIST State=RESUME\n"
@@ -976,12 +979,14 @@ int cli_cmd_scontrol(int argc, char **argv)
     }
     if (is(argv[0], "show", NULL)) {
         if (argc < 2)
-            return slurm_error(
-                CMD, "show what? (hostnames, job, partition, node, reservation, licenses, config)");
+            return slurm_error(CMD, "show what? (hostnames, job, step, partition, node, "
+                                    "reservation, licenses, config)");
         if (is(argv[1], "hostnames", "hostname"))
             return show_hostnames(argc - 2, argv + 2);
         if (is(argv[1], "job", "jobs"))
             return show_jobs(&sc, argc - 2, argv + 2);
+        if (is(argv[1], "step", "steps"))
+            return scontrol_show_steps(sc.socket_opt, sc.oneliner, argc - 2, argv + 2);
         if (is(argv[1], "partition", "partitions"))
             return show_partitions(&sc, argc - 2, argv + 2);
         if (is(argv[1], "node", "nodes"))

@@ -6,12 +6,14 @@
 # shows JOB, JOB.batch, JOB.0 and JOB.1 with their names, states, exit codes, tasks, nodes and
 # MaxRSS (wait4's peak of step 0 between 40 and 400 MiB), -X the job alone, -j JOB.1 that
 # step alone, --json the steps; sstat of the ended job and of an unknown one fails as Slurm's.
-# squeue -s lists the running steps (the batch shell and step 0), --steps= one of them.
+# squeue -s lists the running steps (the batch shell and step 0), --steps= one of them;
+# scontrol show step the same as Key=Value records (-o: one line each), one by its id, and
+# says an ended or unknown one is not found.
 # gschedd is then restarted and sacct shows the same rows from its database.
 name="step_acct"
 . "$(dirname "$0")/lib.sh"
 
-slurm_names sbatch srun sacct sstat squeue
+slurm_names sbatch srun sacct sstat squeue scontrol
 
 start_cluster --workers 1 --heartbeat 1s --kill-grace 1s
 
@@ -70,6 +72,17 @@ out=$(squeue --steps="$id.0" -h -o '%i %j') || fail "squeue --steps=$id.0: $out"
 out=$(squeue -s -j "$id") || fail "squeue -s -j $id: $out"
 [ "$(head -1 <<< "$out" | tr -s ' ')" = " STEPID NAME PARTITION USER TIME NODELIST" ] ||
   fail "squeue -s's header: $out"
+out=$(scontrol show step) || fail "scontrol show step: $out"
+grep -Eq "^StepId=$id\.0 UserId=$(id -u) StartTime=[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\$" <<< "$out" ||
+  fail "scontrol show step printed: $out"
+grep -q "^   State=RUNNING Partition=.* NodeList=node1\$" <<< "$out" || fail "scontrol show step: $out"
+grep -q "^   Nodes=1 Tasks=1 Name=big\$" <<< "$out" || fail "scontrol show step: $out"
+grep -q "^StepId=$id\.batch " <<< "$out" || fail "scontrol show step has no batch step: $out"
+out=$(scontrol -o show step "$id.0") || fail "scontrol -o show step $id.0: $out"
+[ "$(wc -l <<< "$out")" = 1 ] && grep -q "^StepId=$id\.0 .* State=RUNNING .* Name=big\$" <<< "$out" ||
+  fail "scontrol -o show step $id.0 printed: $out"
+out=$(scontrol show step "$id.1" 2>&1) && fail "scontrol show step $id.1 (not started): $out"
+grep -q "^scontrol: error: Job step $id.1 not found\$" <<< "$out" || fail "scontrol show step $id.1: $out"
 out=$(squeue --steps=x.y 2>&1) && fail "squeue --steps=x.y: $out"
 grep -q "squeue: error: Invalid job step id" <<< "$out" || fail "squeue --steps=x.y: $out"
 out=$(sstat -j "$id.0") || fail "sstat -j $id.0: $out"
