@@ -578,11 +578,16 @@ int sched_job_start(struct sched_job *job, const struct sched_alloc *alloc, uint
 static void back_to_pending(struct sched_job *job);
 static void lost_end(struct sched_job *job, uint64_t now_ms);
 
-/* A suspended job that ends was suspended up to its end. */
+/* A suspended job that ends was suspended up to its end; so were its steps, each for the
+ * part of the suspension it ran through (their records are stored with the job's change). */
 static void end_suspension(struct sched_job *job, uint64_t now_ms)
 {
     if (!job->suspended)
         return;
+    for (uint32_t i = 0; i < job->nsteps; i++) {
+        if (job->steps[i].attempt == job->attempt)
+            sched_step_acct_suspended(&job->steps[i], job->suspend_at_ms, now_ms);
+    }
     job->suspended = false;
     job->suspended_ms += now_ms > job->suspend_at_ms ? now_ms - job->suspend_at_ms : 0;
     job->suspend_at_ms = 0;

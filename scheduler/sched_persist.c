@@ -343,6 +343,12 @@ void sched_change_job(struct sched_change *ch, const struct sched_job *job)
     r->suspended_ms = job->suspended_ms;
     r->resume_at_ms = job->resume_ms;
     stage_allocs(ch, job);
+    /* A resume, or an end while suspended, gave its steps their share of the suspension
+     * (jobs.c, end_suspension): stored with the job, so that each is a whole. */
+    for (uint32_t i = 0; job->suspended_ms > 0 && i < job->nsteps; i++) {
+        if (job->steps[i].attempt == job->attempt && job->steps[i].suspended_ms > 0)
+            sched_change_step(ch, job->id, &job->steps[i]);
+    }
 }
 
 /* A task's row state: RUNNING until it ends, then what its end means for the job. */

@@ -317,6 +317,7 @@ static void step_fill(const struct sched_job *job, const struct sched_step_acct 
     si->max_rss_node = (char *)a->max_rss_node;
     si->max_rss_task = a->max_rss_task;
     si->cpu_time_ms = sched_step_acct_cpu_ms(a);
+    si->suspended_ms = a->suspended_ms;
 }
 
 /* JobInfo.steps: the current attempt's records in step order (batch first). */

@@ -188,7 +188,17 @@ void sched_step_acct_row(const struct sched_step_acct *a, uint64_t job_id,
         .max_rss_node = a->max_rss_node,
         .max_rss_task = a->max_rss_task,
         .cpu_ms = sched_step_acct_cpu_ms(a),
+        .suspended_ms = a->suspended_ms,
     };
+}
+
+void sched_step_acct_suspended(struct sched_step_acct *a, uint64_t from_ms, uint64_t to_ms)
+{
+    uint64_t from = from_ms > a->start_ms ? from_ms : a->start_ms;
+    uint64_t to = a->end_ms != 0 && a->end_ms < to_ms ? a->end_ms : to_ms;
+
+    if (to > from)
+        a->suspended_ms += to - from;
 }
 
 static bool state_ok(int state)
@@ -211,6 +221,7 @@ int sched_step_acct_restore(struct sched_job *job, const struct sched_step_row *
     a->signaled = row->signaled;
     a->term_signal = row->term_signal;
     a->end_ms = row->end_ms;
+    a->suspended_ms = row->suspended_ms;
     note_rss(a, row->max_rss_task, row->max_rss_node, row->max_rss_kib);
     /* Per-task figures are not stored. A running one is a batch shell (srun steps do not
      * outlive gschedd): its one task's heartbeats go on from the stored total. */

@@ -44,6 +44,7 @@ struct sched_step_acct {
     uint64_t cpu_done_ms;  /* CPU time of the records read back (no per-task figures) */
     uint64_t *task_cpu_ms; /* per rank, the latest figure; owned, NULL when none */
     uint32_t nexited;
+    uint64_t suspended_ms; /* of its span, the time its job was suspended (ended stretches) */
     /* What the exits said, for the state the record closes with. */
     bool any_failed, any_cancelled, any_timeout, any_oom;
 };
@@ -72,6 +73,9 @@ bool sched_step_acct_exit(struct sched_step_acct *a, uint32_t rank, const char *
 /* Closes a record whose tasks will not all report: with state (its job ended, gschedd
  * restarted), at end_ms. A closed record is left as it is. */
 void sched_step_acct_close(struct sched_step_acct *a, enum sched_job_state state, uint64_t end_ms);
+/* The job was suspended from from_ms to to_ms: the part of it within the record's span
+ * (its start to its end, or on) is added to its suspended_ms. */
+void sched_step_acct_suspended(struct sched_step_acct *a, uint64_t from_ms, uint64_t to_ms);
 /* Every task's CPU time together, so far. */
 uint64_t sched_step_acct_cpu_ms(const struct sched_step_acct *a);
 

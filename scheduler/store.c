@@ -70,7 +70,8 @@ enum stmt_id {
 
 #define STEP_COLUMNS                                                                               \
     "job_id, step, attempt, name, nodelist, nnodes, ntasks, state, exit_code, signaled, "          \
-    "term_signal, start_ms, end_ms, max_rss_kib, max_rss_node, max_rss_task, cpu_ms"
+    "term_signal, start_ms, end_ms, max_rss_kib, max_rss_node, max_rss_task, cpu_ms, "             \
+    "suspended_ms"
 
 static const char *const stmt_sql[ST_COUNT] = {
     [ST_BEGIN] = "BEGIN IMMEDIATE",
@@ -122,7 +123,7 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_DELETE_RESV] = "DELETE FROM reservations WHERE name = ?1",
     [ST_LOAD_RESVS] = "SELECT name, spec FROM reservations ORDER BY name",
     [ST_PUT_STEP] = "INSERT OR REPLACE INTO steps (" STEP_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, "
-                    "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+                    "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
     [ST_LOAD_STEPS_RANGE] = "SELECT " STEP_COLUMNS " FROM steps WHERE job_id BETWEEN ?1 AND ?2 "
                             "ORDER BY job_id, step",
     [ST_END_RUNNING_STEPS] = "UPDATE steps SET state = ?1, end_ms = ?2 WHERE state = 2 AND "
@@ -164,7 +165,8 @@ static const char *const stmt_sql[ST_COUNT] = {
     "  attempt INTEGER, name TEXT, nodelist TEXT, nnodes INTEGER, ntasks INTEGER, "                \
     "  state INTEGER NOT NULL, exit_code INTEGER, signaled INTEGER, term_signal INTEGER, "         \
     "  start_ms INTEGER, end_ms INTEGER, max_rss_kib INTEGER, max_rss_node TEXT, "                 \
-    "  max_rss_task INTEGER, cpu_ms INTEGER, PRIMARY KEY (job_id, step));"                         \
+    "  max_rss_task INTEGER, cpu_ms INTEGER, suspended_ms INTEGER NOT NULL DEFAULT 0, "            \
+    "  PRIMARY KEY (job_id, step));"                                                               \
     "CREATE TABLE IF NOT EXISTS node_history (id INTEGER PRIMARY KEY, at_ms INTEGER NOT NULL, "    \
     "  node TEXT NOT NULL, up INTEGER NOT NULL, cores INTEGER, gpus INTEGER, "                     \
     "  maint INTEGER NOT NULL DEFAULT 0);"                                                         \
@@ -195,7 +197,7 @@ static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY, at_ms INTEGER, "
     "  job_id INTEGER, node TEXT, kind TEXT NOT NULL, detail TEXT);"
     "CREATE INDEX IF NOT EXISTS events_job ON events (job_id);" USAGE_SQL
-    "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '10');";
+    "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '11');";
 
 struct sched_store {
     sqlite3 *db;
@@ -316,6 +318,13 @@ static int check_version(struct sched_store *s, struct gs_error *err)
                        : "ALTER TABLE jobs ADD COLUMN resume_at_ms INTEGER NOT NULL DEFAULT 0; "
                          "UPDATE meta SET value = '10' WHERE key = 'schema_version';") == 0)
         version = 10;
+    /* Version 10 had no steps.suspended_ms (a step's own time suspended with its job). */
+    if (version == 10 &&
+        migrate(s, has_column(s, "steps", "suspended_ms")
+                       ? "UPDATE meta SET value = '11' WHERE key = 'schema_version';"
+                       : "ALTER TABLE steps ADD COLUMN suspended_ms INTEGER NOT NULL DEFAULT 0; "
+                         "UPDATE meta SET value = '11' WHERE key = 'schema_version';") == 0)
+        version = 11;
     if (version != SCHED_STORE_SCHEMA_VERSION)
         return gs_error_set(err, -EPROTO, 0, 0,
                             "state database has schema version %d, this "
@@ -847,6 +856,7 @@ int sched_store_put_step(struct sched_store *store, const struct sched_step_row 
     bind_text(st, 15, r->max_rss_node != NULL ? r->max_rss_node : "");
     sqlite3_bind_int64(st, 16, r->max_rss_task);
     sqlite3_bind_int64(st, 17, id_bound(r->cpu_ms));
+    sqlite3_bind_int64(st, 18, id_bound(r->suspended_ms));
     return run(store, ST_PUT_STEP);
 }
 
@@ -870,6 +880,7 @@ static int visit_step(sqlite3_stmt *st, void *fn, void *data)
         .max_rss_node = col_text(st, 14),
         .max_rss_task = (uint32_t)col_u64(st, 15),
         .cpu_ms = col_u64(st, 16),
+        .suspended_ms = col_u64(st, 17),
     };
 
     return ((struct fn_box *)fn)->step(&r, data);

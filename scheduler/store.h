@@ -9,11 +9,11 @@
  * queries. It is driven from one thread at a time, in practice the journal's writer thread
  * (scheduler/journal.h), which batches many changes into one transaction.
  *
- * Schema (version 10; older databases gain what they miss when opened: version 1
+ * Schema (version 11; older databases gain what they miss when opened: version 1
  * jobs.usage and jobs.submit_key, version 2 nodes.drain_reason, version 3 the usage table,
  * version 4 the reservations table, version 5 the steps table, version 6 node_history and
  * allocations, version 7 node_history.maint, version 8 jobs.suspend_at_ms and
- * jobs.suspended_ms, version 9 jobs.resume_at_ms):
+ * jobs.suspended_ms, version 9 jobs.resume_at_ms, version 10 steps.suspended_ms):
  *   meta(key TEXT PRIMARY KEY, value TEXT)                      -- schema_version, ...
  *   jobs(id INTEGER PRIMARY KEY, name, uid, gid, user, priority, state, reason, held,
  *        submit_ms, start_ms, end_ms, exit_code, signaled, term_signal, restarts, attempt,
@@ -30,7 +30,7 @@
  *   reservations(name TEXT PRIMARY KEY, spec BLOB)   -- packed gs.Reservation
  *   steps(job_id, step, attempt, name, nodelist, nnodes, ntasks, state, exit_code,
  *         signaled, term_signal, start_ms, end_ms, max_rss_kib, max_rss_node,
- *         max_rss_task, cpu_ms, PRIMARY KEY (job_id, step))
+ *         max_rss_task, cpu_ms, suspended_ms, PRIMARY KEY (job_id, step))
  *                                   -- sacct's step rows: step is TaskRef.step (0 the batch
  *                                   -- shell, s >= 1 srun step s - 1), of attempt's run only
  *   node_history(id INTEGER PRIMARY KEY, at_ms, node, up, cores, gpus, maint)
@@ -56,7 +56,7 @@
 
 #include "common/error.h"
 
-#define SCHED_STORE_SCHEMA_VERSION 10
+#define SCHED_STORE_SCHEMA_VERSION 11
 
 /* One row of jobs; strings and blobs are borrowed (by the store on write, by the callback on
  * load: valid only during the callback). */
@@ -124,6 +124,7 @@ struct sched_step_row {
     const char *max_rss_node;
     uint32_t max_rss_task;
     uint64_t cpu_ms;
+    uint64_t suspended_ms; /* of its run, the time its job was suspended (ended spans) */
 };
 
 struct sched_node_row {

@@ -147,11 +147,18 @@ const char *slurm_step_state_name(const Gs__JobInfo *job, const Gs__StepInfo *st
 
 uint64_t slurm_step_elapsed_s(const Gs__JobInfo *job, const Gs__StepInfo *st, uint64_t now_ms)
 {
-    uint64_t end = st->end_time_ms != 0 ? st->end_time_ms : now_ms;
-    uint64_t step_s = end > st->start_time_ms ? (end - st->start_time_ms) / 1000 : 0, job_s;
+    uint64_t end = st->end_time_ms != 0 ? st->end_time_ms : now_ms, step_s, job_s;
 
+    /* A running step of a suspended job stands still where the job was stopped. */
+    if (st->end_time_ms == 0 && cli_job_suspended(job) && job->suspend_time_ms != 0 &&
+        job->suspend_time_ms < end)
+        end = job->suspend_time_ms;
+    step_s = end > st->start_time_ms + st->suspended_ms
+                 ? (end - st->start_time_ms - st->suspended_ms) / 1000
+                 : 0;
     /*
-     * A step runs only while its job does. An ended step keeps its own span: its job may be
+     * A step runs only while its job does (this also bounds it where a gschedd before 1.28
+     * kept no step's suspended time). An ended step keeps its own span: its job may be
      * pending again (0) or show another attempt.
      */
     if (st->end_time_ms != 0 || job->state != GS__JOB_STATE__JOB_STATE_RUNNING)

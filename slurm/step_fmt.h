@@ -46,9 +46,9 @@ bool slurm_step_job_selected(const struct slurm_job_ref *refs, const uint32_t *s
  * A step's state and time as the views show them within job: a running step of a
  * suspended job is SUSPENDED, as Slurm stops a job's steps with it and sacct shows them
  * so; otherwise the step's own state's name. Its seconds run: to its end, else to now_ms,
- * but a running step of a running job no longer than the job has run (slurm_job_elapsed_s),
- * so that it stops while the job is suspended and the batch step leaves out the job's
- * earlier suspensions (gschedd keeps no step's own; a step started after one is unchanged).
+ * less the time its job was suspended while it ran (StepInfo.suspended_ms, from gschedd
+ * 1.28), and a running step of a running job no longer than the job has run
+ * (slurm_job_elapsed_s), so that it stops while the job is suspended now.
  */
 const char *slurm_step_state_name(const Gs__JobInfo *job, const Gs__StepInfo *st);
 uint64_t slurm_step_elapsed_s(const Gs__JobInfo *job, const Gs__StepInfo *st, uint64_t now_ms);

@@ -115,6 +115,30 @@ susp=$(sacct -j "$b" -n -X -P -o suspended)
 [ "$(echo "$susp" | awk -F: '{ print $1 * 3600 + $2 * 60 + $3 }')" -ge 6 ] ||
   fail "sacct Suspended of job $b: '$susp'"
 
+# --- a step's own time leaves out its job's suspension, across a gschedd restart too ------------
+e=$(sbatch_id --wrap="srun -n1 sh -c 'echo \$\$ > $tmp/pid.e; $(gate_wait stepe)'")
+wait_start "$e"
+wait_for "job $e's step" 15 test -s "$tmp/pid.e"
+out=$(scontrol suspend "$e" 2>&1) || fail "suspend: $out"
+wait_for "job $e's step to stop" 10 stopped "$(cat "$tmp/pid.e")"
+t0=$(ms)
+while [ $(($(ms) - t0)) -lt 3000 ]; do
+  [ "$(job_state "$e")" = RUNNING ] || fail "job $e ended while suspended: $(jq "$e" 'j')"
+  sleep 0.2
+done
+out=$(scontrol resume "$e" 2>&1) || fail "resume: $out"
+wait_for "job $e's step to run" 10 running "$(cat "$tmp/pid.e")"
+gate stepe
+wait_end "$e" 20 || fail "job $e: $(jq "$e" 'j')"
+restart_sched 2
+# The step ran within the job, its suspension left out of both: not longer than the job. It
+# spans the job's 3 s of suspension, which would count otherwise.
+job_s=$(sacct -j "$e" -n -X -P -o ElapsedRaw)
+step_s=$(sacct -j "$e.0" -n -P -o ElapsedRaw)
+wall_s=$(jq "$e" '(j["end_time_ms"] - j["start_time_ms"]) // 1000')
+[ -n "$step_s" ] && [ "$step_s" -le "$job_s" ] && [ "$wall_s" -ge $((step_s + 3)) ] ||
+  fail "job $e ran ${job_s}s (${wall_s}s with its suspension), its step ${step_s}s"
+
 # --- cancel of a suspended job: its SIGTERM is delivered -----------------------------------------
 c=$(sbatch_id --wrap="echo \$\$ > $tmp/pid.c; $(gate_wait never)")
 wait_start "$c"

@@ -161,6 +161,28 @@ Test(step_acct, a_row_round_trips_onto_a_job_of_its_attempt)
     cr_assert_null(sched_step_acct_find(other, 4), "another attempt's row is skipped");
 }
 
+/* A suspension counts for a step only where it overlaps the step's span. */
+Test(step_acct, a_step_keeps_its_share_of_a_suspension)
+{
+    struct sched_job *job = fixture_running(1, 1);
+    struct sched_step_acct *a = add(job, 1, 1), *b = add(job, 2, 1);
+    struct sched_step_row row;
+
+    b->start_ms = 5000; /* a started at 1000 */
+    sched_step_acct_suspended(a, 3000, 4000);
+    sched_step_acct_suspended(b, 3000, 4000); /* before b started */
+    cr_assert_eq(a->suspended_ms, 1000);
+    cr_assert_eq(b->suspended_ms, 0);
+    sched_step_acct_suspended(b, 4500, 6000); /* from b's start on */
+    cr_assert_eq(b->suspended_ms, 1000);
+    sched_step_acct_exit(a, 0, "node1", SCHED_TASK_EXITED, 0, 0, 100, 100, 7000);
+    sched_step_acct_suspended(a, 6500, 9000); /* a ended at 7000 */
+    cr_assert_eq(a->suspended_ms, 1500);
+    sched_step_acct_row(a, job->id, &row);
+    cr_assert_eq(row.suspended_ms, 1500);
+    cr_assert_eq(sched_step_acct_restore(fixture_running(2, 1), &row), 0);
+}
+
 Test(step_acct, a_running_batch_row_goes_on_from_its_stored_cpu_time)
 {
     struct sched_job *job = fixture_running(1, 1);

@@ -467,6 +467,30 @@ Test(store, running_srun_steps_end_at_a_restart_and_batch_steps_run_on)
     gs_buf_release(&out);
 }
 
+static int step_suspended(const struct sched_step_row *r, void *data)
+{
+    *(uint64_t *)data = r->suspended_ms + 1; /* 0: no row seen */
+    return 0;
+}
+
+Test(store, a_version_10_database_gains_the_steps_suspended_time)
+{
+    struct sched_step_row r = step_row(7, 1, 2);
+    uint64_t seen = 0;
+
+    cr_assert_eq(sched_store_put_step(store, &r), 0);
+    /* What gschedd before schema 11 left: no steps.suspended_ms. */
+    as_older("ALTER TABLE steps DROP COLUMN suspended_ms; UPDATE meta SET value = '10' WHERE "
+             "key = 'schema_version'");
+    cr_assert_eq(sched_store_load_steps_range(store, 7, 7, step_suspended, &seen), 0);
+    cr_assert_eq(seen, 1, "the old row is kept, never suspended");
+    r.suspended_ms = 2500;
+    cr_assert_eq(sched_store_put_step(store, &r), 0);
+    reopen();
+    cr_assert_eq(sched_store_load_steps_range(store, 7, 7, step_suspended, &seen), 0);
+    cr_assert_eq(seen, 2501);
+}
+
 Test(store, a_version_5_database_gains_the_steps_table)
 {
     struct sched_step_row r = step_row(3, 1, 3);

@@ -163,10 +163,20 @@ Test(step_fmt, steps_of_a_suspended_job_are_suspended_and_stop_with_it)
     cr_assert_str_eq(slurm_step_state_name(&job, &done), "COMPLETED");
     cr_assert_eq(slurm_step_elapsed_s(&job, &batch, 900000), 240, "no longer than its job");
     cr_assert_eq(slurm_step_elapsed_s(&job, &late, 360000), 10);
-    cr_assert_eq(slurm_step_elapsed_s(&job, &late, 900000), 240, "stopped with its job");
+    cr_assert_eq(slurm_step_elapsed_s(&job, &late, 900000), 50, "stopped where its job was");
     cr_assert_eq(slurm_step_elapsed_s(&job, &done, 900000), 40, "an ended step: its own span");
+    batch.suspended_ms = 60000; /* gschedd 1.28 says it ran through the earlier suspension */
+    cr_assert_eq(slurm_step_elapsed_s(&job, &batch, 900000), 240);
     job.suspended = false;
     job.suspend_time_ms = 0;
     cr_assert_str_eq(slurm_step_state_name(&job, &batch), "RUNNING");
     cr_assert_eq(slurm_step_elapsed_s(&job, &late, 360000), 10);
+    /* Resumed, at 500 s: the job has run 340 s. A step started at 150 s that ran through
+     * the 60 s suspension ran 290 s, not as long as its job. */
+    late.start_time_ms = 150000;
+    late.suspended_ms = 60000;
+    cr_assert_eq(slurm_step_elapsed_s(&job, &late, 500000), 290);
+    cr_assert_eq(slurm_step_elapsed_s(&job, &batch, 500000), 340);
+    done.suspended_ms = 15000; /* an ended step that was suspended for part of its span */
+    cr_assert_eq(slurm_step_elapsed_s(&job, &done, 900000), 25);
 }
