@@ -260,6 +260,46 @@ static bool has_column(struct sched_store *s, const char *table, const char *col
     return found;
 }
 
+/*
+ * What each schema version lacked, by version: the ALTERs that bring it to the next one,
+ * skipped where the table already has column (a table made above from nothing has it).
+ * "" where only new tables came (made above, with the others).
+ */
+static const struct upgrade {
+    const char *table, *column, *alter;
+} upgrades[] = {
+    [1] = {NULL, NULL, /* jobs.usage, jobs.submit_key */
+           "ALTER TABLE jobs ADD COLUMN usage BLOB; ALTER TABLE jobs ADD COLUMN submit_key TEXT;"},
+    [2] = {NULL, NULL, "ALTER TABLE nodes ADD COLUMN drain_reason TEXT;"},
+    [3] = {NULL, NULL, ""}, /* the usage table */
+    [4] = {NULL, NULL, ""}, /* the reservations table */
+    [5] = {NULL, NULL, ""}, /* the steps table */
+    [6] = {NULL, NULL, ""}, /* node_history and allocations */
+    [7] = {"node_history", "maint",
+           "ALTER TABLE node_history ADD COLUMN maint INTEGER NOT NULL DEFAULT 0;"},
+    [8] = {"jobs", "suspended_ms", /* scontrol suspend */
+           "ALTER TABLE jobs ADD COLUMN suspend_at_ms INTEGER NOT NULL DEFAULT 0; "
+           "ALTER TABLE jobs ADD COLUMN suspended_ms INTEGER NOT NULL DEFAULT 0;"},
+    [9] = {"jobs", "resume_at_ms", /* scontrol show job's SuspendTime after a resume */
+           "ALTER TABLE jobs ADD COLUMN resume_at_ms INTEGER NOT NULL DEFAULT 0;"},
+    [10] = {"steps", "suspended_ms", /* a step's share of its job's suspensions */
+            "ALTER TABLE steps ADD COLUMN suspended_ms INTEGER NOT NULL DEFAULT 0;"},
+};
+_Static_assert(sizeof(upgrades) / sizeof(upgrades[0]) == SCHED_STORE_SCHEMA_VERSION,
+               "each schema version but the last has its upgrade");
+
+/* From version to version + 1, in one transaction. */
+static int upgrade(struct sched_store *s, int version)
+{
+    const struct upgrade *u = &upgrades[version];
+    bool done = u->column != NULL && has_column(s, u->table, u->column);
+    char sql[512];
+
+    snprintf(sql, sizeof(sql), "%s UPDATE meta SET value = '%d' WHERE key = 'schema_version';",
+             done ? "" : u->alter, version + 1);
+    return migrate(s, sql);
+}
+
 static int check_version(struct sched_store *s, struct gs_error *err)
 {
     sqlite3_stmt *st = NULL;
@@ -270,61 +310,8 @@ static int check_version(struct sched_store *s, struct gs_error *err)
     if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
         version = sqlite3_column_int(st, 0);
     sqlite3_finalize(st);
-    /* Version 1 had no jobs.usage nor jobs.submit_key, version 2 no nodes.drain_reason. */
-    if (version == 1 &&
-        migrate(s, "ALTER TABLE jobs ADD COLUMN usage BLOB; "
-                   "ALTER TABLE jobs ADD COLUMN submit_key TEXT; "
-                   "UPDATE meta SET value = '2' WHERE key = 'schema_version';") == 0)
-        version = 2;
-    if (version == 2 &&
-        migrate(s, "ALTER TABLE nodes ADD COLUMN drain_reason TEXT; "
-                   "UPDATE meta SET value = '3' WHERE key = 'schema_version';") == 0)
-        version = 3;
-    /* Version 3 had no usage table (made above, with the others). */
-    if (version == 3 &&
-        migrate(s, "UPDATE meta SET value = '4' WHERE key = 'schema_version';") == 0)
-        version = 4;
-    /* Version 4 had no reservations table (made above too). */
-    if (version == 4 &&
-        migrate(s, "UPDATE meta SET value = '5' WHERE key = 'schema_version';") == 0)
-        version = 5;
-    /* Version 5 had no steps table (made above too). */
-    if (version == 5 &&
-        migrate(s, "UPDATE meta SET value = '6' WHERE key = 'schema_version';") == 0)
-        version = 6;
-    /* Version 6 had no node_history and allocations tables (made above too). */
-    if (version == 6 &&
-        migrate(s, "UPDATE meta SET value = '7' WHERE key = 'schema_version';") == 0)
-        version = 7;
-    /* Version 7 had no node_history.maint (a table made above from nothing has it). */
-    if (version == 7 &&
-        migrate(s, has_column(s, "node_history", "maint")
-                       ? "UPDATE meta SET value = '8' WHERE key = 'schema_version';"
-                       : "ALTER TABLE node_history ADD COLUMN maint INTEGER NOT NULL DEFAULT 0; "
-                         "UPDATE meta SET value = '8' WHERE key = 'schema_version';") == 0)
-        version = 8;
-    /* Version 8 had no jobs.suspend_at_ms nor jobs.suspended_ms (scontrol suspend). */
-    if (version == 8 &&
-        migrate(s, has_column(s, "jobs", "suspended_ms")
-                       ? "UPDATE meta SET value = '9' WHERE key = 'schema_version';"
-                       : "ALTER TABLE jobs ADD COLUMN suspend_at_ms INTEGER NOT NULL DEFAULT 0; "
-                         "ALTER TABLE jobs ADD COLUMN suspended_ms INTEGER NOT NULL DEFAULT 0; "
-                         "UPDATE meta SET value = '9' WHERE key = 'schema_version';") == 0)
-        version = 9;
-    /* Version 9 had no jobs.resume_at_ms (scontrol show job's SuspendTime after a resume). */
-    if (version == 9 &&
-        migrate(s, has_column(s, "jobs", "resume_at_ms")
-                       ? "UPDATE meta SET value = '10' WHERE key = 'schema_version';"
-                       : "ALTER TABLE jobs ADD COLUMN resume_at_ms INTEGER NOT NULL DEFAULT 0; "
-                         "UPDATE meta SET value = '10' WHERE key = 'schema_version';") == 0)
-        version = 10;
-    /* Version 10 had no steps.suspended_ms (a step's own time suspended with its job). */
-    if (version == 10 &&
-        migrate(s, has_column(s, "steps", "suspended_ms")
-                       ? "UPDATE meta SET value = '11' WHERE key = 'schema_version';"
-                       : "ALTER TABLE steps ADD COLUMN suspended_ms INTEGER NOT NULL DEFAULT 0; "
-                         "UPDATE meta SET value = '11' WHERE key = 'schema_version';") == 0)
-        version = 11;
+    while (version >= 1 && version < SCHED_STORE_SCHEMA_VERSION && upgrade(s, version) == 0)
+        version++;
     if (version != SCHED_STORE_SCHEMA_VERSION)
         return gs_error_set(err, -EPROTO, 0, 0,
                             "state database has schema version %d, this "
