@@ -236,10 +236,9 @@ void sched_store_close(struct sched_store *store)
 /* Runs one schema upgrade (ALTERs and the new version) in a transaction: all or nothing. */
 static int migrate(struct sched_store *s, const char *sql)
 {
-    char buf[512];
-
-    snprintf(buf, sizeof(buf), "BEGIN IMMEDIATE; %s COMMIT;", sql);
-    if (sqlite3_exec(s->db, buf, NULL, NULL, NULL) == SQLITE_OK)
+    if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK &&
+        sqlite3_exec(s->db, sql, NULL, NULL, NULL) == SQLITE_OK &&
+        sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
         return 0;
     sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
     return -EIO;
@@ -295,9 +294,11 @@ static int upgrade(struct sched_store *s, int version)
     bool done = u->column != NULL && has_column(s, u->table, u->column);
     char sql[512];
 
-    snprintf(sql, sizeof(sql), "%s UPDATE meta SET value = '%d' WHERE key = 'schema_version';",
-             done ? "" : u->alter, version + 1);
-    return migrate(s, sql);
+    int n =
+        snprintf(sql, sizeof(sql), "%s UPDATE meta SET value = '%d' WHERE key = 'schema_version';",
+                 done ? "" : u->alter, version + 1);
+
+    return n > 0 && (size_t)n < sizeof(sql) ? migrate(s, sql) : -E2BIG;
 }
 
 static int check_version(struct sched_store *s, struct gs_error *err)
