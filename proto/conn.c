@@ -66,6 +66,9 @@ struct gs_proto_conn {
     bool ready;
     bool closing;
     bool handles_closing;
+    bool linger;   /* closing: reads on, discarded, until the peer's end (close_linger) */
+    bool shut;     /* closing: what was queued is flushed (or could not be) */
+    bool peer_end; /* closing with linger: the peer's end (or a read error) came */
 };
 
 struct write_req {
@@ -225,8 +228,12 @@ static void close_handles(struct gs_proto_conn *conn)
 
 static void on_shutdown(uv_shutdown_t *req, int status)
 {
-    (void)status; /* flushed or not, the connection goes now */
-    close_handles(req->data);
+    struct gs_proto_conn *conn = req->data;
+
+    (void)status; /* flushed or not, the connection goes now, */
+    conn->shut = true;
+    if (!conn->linger || conn->peer_end) /* or once the peer is done sending */
+        close_handles(conn);
 }
 
 static void on_close_deadline(uv_timer_t *timer)
@@ -238,7 +245,8 @@ static void on_close_deadline(uv_timer_t *timer)
     close_handles(conn);
 }
 
-/* Starts closing: stop reading, flush queued writes (bounded), then close the handles. */
+/* Starts closing: stop reading (unless lingering), flush queued writes (bounded), then close
+ * the handles. */
 static void close_with(struct gs_proto_conn *conn, int status)
 {
     if (conn->closing)
@@ -247,7 +255,8 @@ static void close_with(struct gs_proto_conn *conn, int status)
     conn->status = status;
     uv_timer_stop(&conn->timer);
     if (conn->started) {
-        uv_read_stop(&conn->io.stream);
+        if (!conn->linger)
+            uv_read_stop(&conn->io.stream);
         conn->shutdown_req.data = conn;
         if (uv_shutdown(&conn->shutdown_req, &conn->io.stream, on_shutdown) == 0) {
             uv_timer_start(&conn->timer, on_close_deadline, conn->opts.close_timeout_ms, 0);
@@ -261,6 +270,23 @@ void gs_proto_conn_close(struct gs_proto_conn *conn)
 {
     if (conn != NULL)
         close_with(conn, 0);
+}
+
+void gs_proto_conn_close_linger(struct gs_proto_conn *conn)
+{
+    if (conn == NULL || conn->closing)
+        return;
+    conn->linger = conn->started; /* before the handshake there is nothing to wait for */
+    close_with(conn, 0);
+}
+
+/* A lingering close heard the peer's end (or a read error): it may go now. */
+static void linger_done(struct gs_proto_conn *conn)
+{
+    conn->peer_end = true;
+    uv_read_stop(&conn->io.stream);
+    if (conn->shut)
+        close_handles(conn);
 }
 
 /* ---- writing ---- */
@@ -650,6 +676,11 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
     struct gs_proto_conn *conn = stream->data;
 
+    if (conn->closing) { /* lingering: what comes now is dropped, up to the peer's end */
+        if (nread < 0)
+            linger_done(conn);
+        return;
+    }
     if (nread > 0) {
         feed(conn, (const uint8_t *)buf->base, (size_t)nread);
     } else if (nread == UV_EOF) {

@@ -104,6 +104,14 @@ int gs_proto_conn_send(struct gs_proto_conn *conn, const Gs__Envelope *env);
 
 /* Closes conn (see above); on_close gets status 0. Safe to call again and from callbacks. */
 void gs_proto_conn_close(struct gs_proto_conn *conn);
+/*
+ * The same, but the handles close only once the peer has ended its side too (or the close
+ * timeout passed), reading and dropping what it still sends meanwhile. A socket closed with
+ * unread data in it is reset, and a TCP reset can discard what was written last but had
+ * not reached the peer yet: a connection whose peer may still be sending as it ends (srun's
+ * acknowledgements, its input) closes this way, so that its last frames arrive.
+ */
+void gs_proto_conn_close_linger(struct gs_proto_conn *conn);
 
 /* True once the peer's Hello was accepted and until closing starts. */
 bool gs_proto_conn_is_ready(const struct gs_proto_conn *conn);

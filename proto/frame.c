@@ -97,7 +97,7 @@ uint32_t gs_proto_body_minor(Gs__Envelope__BodyCase body)
         {37, 39, 26},   /* PMIx fences and aborts */
         {70, 73, 4},    /* the jobs' key/value store */
         {74, 79, 7},    /* node and job updates, shares */
-        {81, 81, 28},   /* a step's input acknowledged */
+        {81, 82, 28},   /* a step's input and output acknowledged */
         {120, 121, 8},  /* reservations */
         {122, 125, 9},  /* datasets, from the CLI and from tasks */
         {134, 137, 10}, /* allocations, a step's input */

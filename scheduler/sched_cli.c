@@ -145,6 +145,15 @@ void sched_cli_close(struct sched_cli *c)
         gs_proto_conn_close(c->conn);
 }
 
+void sched_cli_close_linger(struct sched_cli *c)
+{
+    if (c->closed || c->closing || c->relayed || c->conn == NULL) {
+        sched_cli_close(c); /* a relayed CLI's worker ends its own socket */
+        return;
+    }
+    gs_proto_conn_close_linger(c->conn);
+}
+
 void sched_cli_reply(struct sched_cli *c, Gs__Envelope *env, bool held)
 {
     /*

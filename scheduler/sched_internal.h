@@ -412,6 +412,8 @@ void sched_cli_reply(struct sched_cli *c, Gs__Envelope *env, bool held);
 int sched_cli_send(struct sched_cli *c, const Gs__Envelope *env);
 /* Ends the peer's session once what is queued has been flushed; nothing if already gone. */
 void sched_cli_close(struct sched_cli *c);
+/* The same, hearing the peer out first (gs_proto_conn_close_linger): a step's srun. */
+void sched_cli_close_linger(struct sched_cli *c);
 void sched_cli_error(struct sched_cli *c, uint64_t request_id, int code, const char *msg,
                      bool held);
 void sched_cli_unhold(struct sched_cli *c);

@@ -69,8 +69,10 @@ static void step_finish(struct sched_ctx *s, struct sched_step *st)
 {
     struct sched_cli *c = st->cli;
 
+    /* What is queued is flushed first; srun may still be sending (acknowledgements, its
+     * input) and is heard out, so that the last frames are not lost to a reset. */
     if (c != NULL)
-        sched_cli_close(c); /* what is queued is flushed first */
+        sched_cli_close_linger(c);
     GS_LOG(GS_LOG_INFO, "job=%" PRIu64 " step=%u exited=%u/%u step ended", st->job_id, st->step - 1,
            st->nexited, st->ntasks);
     sched_step_free(s, st);
@@ -261,6 +263,7 @@ static void send_reply(struct sched_cli *c, uint64_t request_id, const struct sc
     reply.ntasks = st->ntasks;
     reply.input = true; /* StepInput is relayed: srun may send its stdin */
     reply.input_acked = st->in_acks;
+    reply.output_window = st->out_window;
     reply.nodes = names;
     reply.tasks_per_node = tpn;
     reply.rank_nodes = rank_nodes;
@@ -379,19 +382,30 @@ static int check_input(const struct sched_step *st, const Gs__StepLaunchRequest 
 }
 
 /*
- * Whether srun's connection can carry StepInputAck: srun says it reads them, and a worker
- * relaying it (srun on a worker's node) must know the body, or it would end the session.
+ * Whether srun's connection can carry StepInputAck and StepOutputAck (srun says, in its
+ * request, that it knows them): a worker relaying it (srun on a worker's node) must know
+ * them too, or it would end the session over a body it cannot decode.
  */
-static bool cli_takes_acks(const struct sched_cli *c, const Gs__StepLaunchRequest *req)
+static bool cli_carries_acks(const struct sched_cli *c)
 {
     const Gs__Hello *relay;
 
-    if (!req->input_acks)
-        return false;
     if (!c->relayed)
         return true;
     relay = c->relay != NULL ? gs_proto_conn_peer_hello(c->relay) : NULL;
     return relay != NULL && relay->protocol_minor >= GS_PROTO_MINOR_INPUT;
+}
+
+/* srun's output window per node: what gschedd may then hold for srun stays well within its
+ * connection's queue (GS_PROTO_WRITE_QUEUE_DEFAULT, past which output is dropped), however
+ * many nodes send at once. */
+static uint32_t output_window(uint32_t nnodes)
+{
+    uint64_t w = (GS_PROTO_WRITE_QUEUE_DEFAULT / 2) / (nnodes > 0 ? nnodes : 1);
+
+    return w > SCHED_STEP_OUTPUT_WINDOW_MAX   ? SCHED_STEP_OUTPUT_WINDOW_MAX
+           : w < SCHED_STEP_OUTPUT_WINDOW_MIN ? SCHED_STEP_OUTPUT_WINDOW_MIN
+                                              : (uint32_t)w;
 }
 
 /* Which nodes read srun's stdin, and how far each is: nothing yet, or for a worker that
@@ -411,7 +425,8 @@ static void input_plan(struct sched_ctx *s, struct sched_step *st, const struct 
         acked = acked || (sn->reads && sn->in_acked == 0);
     }
     /* With only older workers reading nothing would ever let srun past its window. */
-    st->in_acks = acked && cli_takes_acks(c, req);
+    st->in_acks = acked && req->input_acks && cli_carries_acks(c);
+    st->out_window = req->output_acks && cli_carries_acks(c) ? output_window(st->nnodes) : 0;
 }
 
 static void refuse(struct sched_cli *c, uint64_t request_id, uint64_t job_id, int rc,
@@ -462,6 +477,7 @@ static void step_run(struct sched_ctx *s, struct sched_step_seq *q, const struct
            req->overlap, st->req != NULL, req->argv[0]);
     env.body_case = GS__ENVELOPE__BODY_LAUNCH_TASKS;
     env.launch_tasks = &m.lt;
+    m.lt.step_output_window = st->out_window;
     for (uint32_t i = 0; i < st->nnodes; i++) {
         sched_step_node_tasks(job, req, &m.nodes[i], &m);
         env.request_id = st->nodes[i].launch_request_id = ++s->next_request_id;
@@ -659,6 +675,25 @@ static void step_input(struct sched_ctx *s, const struct sched_step *st, const G
     }
 }
 
+/* srun's StepOutputAck for one node of the step: to that node's worker, job and step filled
+ * in (one before 1.28 would drop the connection over it, and holds nothing back anyway). */
+static void output_taken(struct sched_ctx *s, const struct sched_step *st,
+                         const Gs__StepOutputAck *ack)
+{
+    Gs__StepOutputAck fwd = *ack;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    const struct step_node *sn = ack->node < st->nnodes ? &st->nodes[ack->node] : NULL;
+    struct sched_node *n = sn != NULL && sn->index < s->nnodes ? s->nodes[sn->index] : NULL;
+
+    if (n == NULL || st->out_window == 0 || node_minor(s, sn->index) < GS_PROTO_MINOR_INPUT)
+        return;
+    fwd.job_id = st->job_id;
+    fwd.step = st->step;
+    env.body_case = GS__ENVELOPE__BODY_STEP_OUTPUT_ACK;
+    env.step_output_ack = &fwd;
+    sched_node_send(n, &env);
+}
+
 /* The least of the reading nodes' progress, told to srun when it passed what it was told. */
 static void input_progress(struct sched_step *st)
 {
@@ -707,6 +742,10 @@ void sched_steps_cli_message(struct sched_cli *c, const Gs__Envelope *env)
     }
     if (env->body_case == GS__ENVELOPE__BODY_STEP_INPUT) {
         step_input(c->s, st, env->step_input);
+        return;
+    }
+    if (env->body_case == GS__ENVELOPE__BODY_STEP_OUTPUT_ACK) {
+        output_taken(c->s, st, env->step_output_ack);
         return;
     }
     if (env->body_case != GS__ENVELOPE__BODY_STEP_SIGNAL) {

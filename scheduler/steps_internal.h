@@ -58,7 +58,13 @@ struct sched_step {
     uint32_t in_rank;
     bool in_acks;
     uint64_t in_told;
+    uint32_t out_window; /* srun's output window per node (StepOutputAck); 0: none */
 };
+
+/* srun's output window per node: gschedd's queue to srun divided among the step's nodes,
+ * within these bounds. */
+#define SCHED_STEP_OUTPUT_WINDOW_MIN (256u * 1024u)
+#define SCHED_STEP_OUTPUT_WINDOW_MAX (4u * 1024u * 1024u)
 
 /* A running job with steps: its step numbers, what they hold, and those waiting. */
 struct sched_step_seq {

@@ -83,7 +83,11 @@ struct srun_run {
     bool in_open;    /* srun's stdin is read and passed on to the tasks */
     bool in_acked;   /* gschedd says how far it got: keep within SRUN_INPUT_WINDOW of it */
     uint64_t in_sent, in_taken; /* bytes of stdin sent; of them, taken (StepInputAck) */
-    bool raw;                   /* --pty: the terminal was put in raw mode, saved_tty to restore */
+    /* gschedd's output window (0: none): per node, the output bytes written and the last
+     * count told (StepOutputAck), a quarter of the window apart at most */
+    uint32_t out_window;
+    uint64_t *out_written, *out_told;
+    bool raw; /* --pty: the terminal was put in raw mode, saved_tty to restore */
     bool said_timeout;
     uint64_t first_exit_ms; /* when the first task exited (-W counts from it); 0 none yet */
     bool wait_ended;        /* -W's time ran out and the step was told to end */
@@ -143,12 +147,34 @@ static void drain(struct srun_run *r, uint32_t rank, int stream, bool flush)
     gs_buf_consume(b, start);
 }
 
+/* The output of rank's node written as far as now: told to gschedd, for that node's worker,
+ * every quarter window. A failure means gschedd is gone, which the read loop finds out. */
+static void output_taken(struct srun_run *r, uint32_t rank, size_t len)
+{
+    Gs__StepOutputAck ack = GS__STEP_OUTPUT_ACK__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    uint32_t node = r->sinks.node_of[rank];
+
+    if (r->out_window == 0 || node >= r->nnodes)
+        return;
+    r->out_written[node] += len;
+    if (r->out_written[node] - r->out_told[node] < r->out_window / 4)
+        return;
+    r->out_told[node] = r->out_written[node];
+    ack.node = node;
+    ack.offset = r->out_written[node];
+    env.body_case = GS__ENVELOPE__BODY_STEP_OUTPUT_ACK;
+    env.step_output_ack = &ack;
+    gs_proto_write_fd(r->fd, &env, CLI_TIMEOUT_MS);
+}
+
 static void on_output(struct srun_run *r, const Gs__StepOutput *o)
 {
     int stream = o->stream == GS__LOG_STREAM__LOG_STREAM_STDERR ? 1 : 0;
 
     if (o->rank >= r->ntasks)
         return;
+    output_taken(r, o->rank, o->data.len); /* written below, or held as part of a line */
     if (r->a->unbuffered && !r->a->req.label) {
         emit(r, o->rank, stream, (const char *)o->data.data, o->data.len);
         return;
@@ -435,7 +461,9 @@ static int stream(struct srun_run *r)
             Gs__Envelope *env = NULL;
             int rc = gs_proto_read_fd(r->fd, 0, CLI_TIMEOUT_MS, &env);
 
-            if (rc == GS_PROTO_ERR_PEER_CLOSED)
+            /* Every task reported: gschedd (or the relaying worker) ended the connection, and
+             * may have reset it over an acknowledgement it did not read; nothing is lost. */
+            if (rc == GS_PROTO_ERR_PEER_CLOSED || (rc < 0 && r->nexited == r->ntasks))
                 break;
             if (rc < 0) {
                 fprintf(stderr, "srun: error: the connection to gschedd failed: %s\n",
@@ -548,6 +576,16 @@ static int run_step(struct cli_srun_args *a, const char *socket_path)
     /* An older gschedd would close the connection over StepInput: only when it says so. */
     r.in_open = (a->req.input || a->req.pty) && reply->step_launch_reply->input;
     r.in_acked = reply->step_launch_reply->input_acked;
+    r.out_window = reply->step_launch_reply->output_window;
+    if (r.out_window > 0) {
+        r.out_written = calloc(r.nnodes + 1, sizeof(*r.out_written));
+        r.out_told = calloc(r.nnodes + 1, sizeof(*r.out_told));
+        if (r.out_written == NULL || r.out_told == NULL) {
+            fprintf(stderr, "srun: error: out of memory\n");
+            send_signal(&r, 0);
+            goto out;
+        }
+    }
     if (a->req.pty) {
         raw_on(&r);
         /* From now on a new size of this terminal goes to task 0's (send_size). */
@@ -564,6 +602,8 @@ out:
     if (r.fd >= 0)
         close(r.fd);
     cli_srun_sinks_close(&r.sinks);
+    free(r.out_written);
+    free(r.out_told);
     for (uint32_t i = 0; r.tasks != NULL && i < r.ntasks; i++) {
         gs_buf_release(&r.tasks[i].part[0]);
         gs_buf_release(&r.tasks[i].part[1]);

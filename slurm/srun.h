@@ -114,7 +114,8 @@ int cli_srun_io_request(struct cli_srun_args *a);
 /* Where each task's stdout and stderr go once the step runs: an fd (srun's own or a file
  * these opened) or -1 for nowhere. */
 struct cli_srun_sinks {
-    int *fds; /* rank * 2 + stream */
+    int *fds;          /* rank * 2 + stream */
+    uint32_t *node_of; /* each rank's node: an index into the reply's nodes */
     uint32_t ntasks;
     struct srun_file *files;
     size_t nfiles;

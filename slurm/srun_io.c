@@ -74,6 +74,7 @@ int cli_srun_io_request(struct cli_srun_args *a)
     const struct cli_srun_io *in = &a->in;
 
     a->req.input_acks = true;
+    a->req.output_acks = true;
     a->req.input = in->mode == CLI_SRUN_IO_ALL || in->mode == CLI_SRUN_IO_TASK;
     a->req.input_all = in->mode == CLI_SRUN_IO_ALL;
     a->req.input_rank = in->mode == CLI_SRUN_IO_TASK ? in->rank : 0;
@@ -206,7 +207,8 @@ int cli_srun_sinks_open(struct cli_srun_sinks *k, const struct cli_srun_args *a,
     memset(k, 0, sizeof(*k));
     k->ntasks = rep->ntasks;
     k->fds = calloc((size_t)rep->ntasks * 2, sizeof(*k->fds));
-    if (k->fds == NULL) {
+    k->node_of = calloc(rep->ntasks, sizeof(*k->node_of));
+    if (k->fds == NULL || k->node_of == NULL) {
         fprintf(stderr, "srun: error: out of memory\n");
         return -ENOMEM;
     }
@@ -222,6 +224,7 @@ int cli_srun_sinks_open(struct cli_srun_sinks *k, const struct cli_srun_args *a,
             left -= left > 0;
             at = node;
         }
+        k->node_of[rank] = at;
         sv.v.rank = rank;
         sv.v.node = at < rep->n_nodes ? rep->nodes[at] : "";
         sv.v.node_rank = job_node_index(&sv, sv.v.node, at);
@@ -248,5 +251,6 @@ void cli_srun_sinks_close(struct cli_srun_sinks *k)
     }
     free(k->files);
     free(k->fds);
+    free(k->node_of);
     memset(k, 0, sizeof(*k));
 }

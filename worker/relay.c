@@ -218,7 +218,7 @@ void wrk_relay_from_scheduler(struct wrk_relay *r, const Gs__CliRelay *msg)
     }
     if (msg->close) {
         s->ended_there = s->closing = true;
-        gs_proto_conn_close(s->conn); /* after what is queued for the CLI */
+        gs_proto_conn_close_linger(s->conn); /* after what is queued, hearing the CLI out */
         return;
     }
     rc = gs_proto_decode(msg->frame.data, msg->frame.len, &inner);

@@ -811,6 +811,29 @@ int wrk_tasks_input_step(struct wrk_tasks *tasks, uint64_t job_id, uint32_t step
     return rc;
 }
 
+int wrk_tasks_pause_output(struct wrk_tasks *tasks, uint64_t job_id, uint32_t step, bool pause)
+{
+    int n = 0;
+
+    for (struct task *t = tasks->head; t != NULL; t = t->next) {
+        if (t->id.job_id != job_id || t->id.step != step)
+            continue;
+        for (int i = 0; i < 2; i++) {
+            struct stream *s = &t->out[i];
+
+            if (!s->open)
+                continue;
+            if (pause)
+                uv_read_stop((uv_stream_t *)&s->pipe);
+            else if (!uv_is_active((uv_handle_t *)&s->pipe) &&
+                     uv_read_start((uv_stream_t *)&s->pipe, on_alloc, on_read) < 0)
+                close_stream(s); /* as open_stream does: the pipe reads as ended */
+            n++;
+        }
+    }
+    return n;
+}
+
 int wrk_tasks_resize(struct wrk_tasks *tasks, const struct wrk_task_id *id, uint16_t rows,
                      uint16_t cols)
 {

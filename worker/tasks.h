@@ -163,6 +163,14 @@ int wrk_tasks_input(struct wrk_tasks *tasks, const struct wrk_task_id *id, const
 int wrk_tasks_input_step(struct wrk_tasks *tasks, uint64_t job_id, uint32_t step, const void *data,
                          size_t len, bool eof, int *ret_fed);
 
+/*
+ * Stops (pause) or starts again reading the captured output of every task of (job_id,
+ * step): a step whose reader is behind (srun's output window). A stopped task blocks on its
+ * full pipe; once it has exited, what its pipes hold is read at the end of its drain time
+ * all the same. Returns how many streams it changed.
+ */
+int wrk_tasks_pause_output(struct wrk_tasks *tasks, uint64_t job_id, uint32_t step, bool pause);
+
 /* Gives the task's pseudo-terminal (srun --pty) a new size; the kernel signals its
  * foreground process group (SIGWINCH). 0, -ENOENT when it has no pty, or -errno. */
 int wrk_tasks_resize(struct wrk_tasks *tasks, const struct wrk_task_id *id, uint16_t rows,

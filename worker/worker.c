@@ -183,8 +183,10 @@ static void on_task_exit(struct wrk_tasks *tasks, const struct wrk_task_exit *ex
      * so that a long-running worker does not accumulate them (its cgroup goes with it). A
      * step with no task left here while the job goes on loses what it left running. */
     step_left = wrk_tasks_count_step(w->tasks, ex->job_id, ex->step);
-    if (step_left == 0)
+    if (step_left == 0) {
         wrk_mpi_step_end(w, ex->job_id, ex->step);
+        wrk_flow_close(w, ex->job_id, ex->step);
+    }
     if (job != NULL && --job->ntasks <= 0)
         wrk_job_idle(w, job);
     else if (job != NULL && step_left == 0)
@@ -449,6 +451,8 @@ static void on_task_output(struct wrk_tasks *tasks, const struct wrk_task_id *id
         GS_LOG(rc == -ENOTCONN ? GS_LOG_DEBUG : GS_LOG_WARN,
                "job=%llu step=%u rank=%u bytes=%zu rc=%d step output dropped",
                (unsigned long long)id->job_id, id->step, id->rank, len, rc);
+    else /* srun's window: its reading may stop here (output_flow.c) */
+        wrk_flow_sent(w, id->job_id, id->step, len);
 }
 
 /*
@@ -553,6 +557,9 @@ static void on_message(struct gs_proto_conn *conn, const Gs__Envelope *env, void
         break;
     case GS__ENVELOPE__BODY_PMIX_FENCE_DONE:
         wrk_handle_fence_done(w, env->pmix_fence_done);
+        break;
+    case GS__ENVELOPE__BODY_STEP_OUTPUT_ACK:
+        wrk_flow_taken(w, env->step_output_ack);
         break;
     default:
         GS_LOG(GS_LOG_WARN, "body=%s unexpected from scheduler, ignored",
@@ -983,6 +990,7 @@ void wrk_stop(struct wrk_ctx *w, void (*stopped)(void *data), void *data)
     w->pmix = NULL;
     wrk_pmi_close(w->pmi);
     w->pmi = NULL;
+    wrk_flows_free(w);
     for (struct wrk_job *j = w->jobs; j != NULL; j = j->next)
         (void)wrk_cg_job_end(w->cg, j->job_id); /* its tasks were killed just now */
     wrk_relay_close(w->relay, on_relay_closed, w);

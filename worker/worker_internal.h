@@ -81,15 +81,26 @@ struct wrk_ctx {
     void *log_read_gate_data;
     struct wrk_exit *exits;
     struct wrk_job *jobs;
-    struct wrk_data *data; /* the shard cache (worker_data.c); NULL: the node keeps none */
-    struct wrk_pmix *pmix; /* the PMIx server (worker_pmix.c), from the first step asking */
-    struct wrk_pmi *pmi;   /* the PMI-1 server (worker/pmi.h), from the first step asking */
+    struct wrk_data *data;  /* the shard cache (worker_data.c); NULL: the node keeps none */
+    struct wrk_pmix *pmix;  /* the PMIx server (worker_pmix.c), from the first step asking */
+    struct wrk_pmi *pmi;    /* the PMI-1 server (worker/pmi.h), from the first step asking */
+    struct wrk_flow *flows; /* srun's output windows, one per step with one (output_flow.c) */
     int open_handles;
     bool warned_unbound; /* said that a fake topology leaves tasks unbound */
     bool stopping;
     void (*stopped)(void *data);
     void *stopped_data;
 };
+
+/* output_flow.c: the output window of srun steps launched with one. open: a step's flow
+ * (window 0: none, nothing done); sent: len more bytes of its output went to gschedd (its
+ * tasks' reading stops past the window); taken: srun's StepOutputAck (reading starts again
+ * below half the window); close: the step's last task here ended. */
+int wrk_flow_open(struct wrk_ctx *w, uint64_t job_id, uint32_t step, uint64_t window);
+void wrk_flow_sent(struct wrk_ctx *w, uint64_t job_id, uint32_t step, size_t len);
+void wrk_flow_taken(struct wrk_ctx *w, const Gs__StepOutputAck *ack);
+void wrk_flow_close(struct wrk_ctx *w, uint64_t job_id, uint32_t step);
+void wrk_flows_free(struct wrk_ctx *w);
 
 /* worker_launch.c */
 void wrk_handle_launch(struct wrk_ctx *w, const Gs__LaunchTasks *msg, uint64_t request_id);

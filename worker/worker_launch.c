@@ -1001,6 +1001,11 @@ void wrk_launch_now(struct wrk_ctx *w, const Gs__LaunchTasks *msg, uint64_t requ
         snprintf(why, sizeof(why), "%s", fail_why != NULL ? fail_why : "launch refused");
     }
 
+    /* srun's output window (output_flow.c), before the first output can come */
+    if (rc == 0 && l.capture && msg->step_output_window > 0 &&
+        wrk_flow_open(w, msg->job_id, msg->step, msg->step_output_window) < 0)
+        GS_LOG(GS_LOG_WARN, "job=%llu step=%u out of memory: its output is not held for srun",
+               (unsigned long long)msg->job_id, msg->step);
     for (size_t i = 0; l.results != NULL && i < msg->n_tasks; i++) {
         struct gs_error err;
 
@@ -1033,6 +1038,8 @@ void wrk_launch_now(struct wrk_ctx *w, const Gs__LaunchTasks *msg, uint64_t requ
     /* No task of a PMIx or PMI step started here: no exit will end its namespace. */
     if ((l.pmix || l.pmi) && wrk_tasks_count_step(w->tasks, msg->job_id, msg->step) == 0)
         wrk_mpi_step_end(w, msg->job_id, msg->step);
+    if (wrk_tasks_count_step(w->tasks, msg->job_id, msg->step) == 0)
+        wrk_flow_close(w, msg->job_id, msg->step);
     if (job != NULL && job->ntasks <= 0)
         wrk_job_forget(w, job); /* frees it: job is not used again */
     free_strv(l.job_env);

@@ -10,7 +10,10 @@
 #   - nothing of srun's stdin is lost to a task that reads slowly: 24 MiB through a task
 #     that reads nothing for a second, on both nodes at once (the workers hold 1 MiB per
 #     task: srun keeps within what they took), inside a batch job too;
-#   - a task that stops reading (head -1 of yes) lets srun stop reading and end.
+#   - a task that stops reading (head -1 of yes) lets srun stop reading and end;
+#   - nothing of the tasks' output is lost to a slow reader of srun's: 96 MiB (more than
+#     gschedd queues for srun, 64 MiB) through a pipe that reads nothing for 2 s, the task
+#     held by the workers' output window meanwhile, inside a batch job too.
 name="srun_io"
 . "$(dirname "$0")/lib.sh"
 
@@ -99,16 +102,23 @@ srun -N2 -n2 -l sh -c 'sleep 1; md5sum' < "$work/big" > "$tmp/big.out" 2> "$tmp/
 yes | srun -N2 -n2 head -1 > "$tmp/yes.out" 2> "$tmp/yes.err" || fail "yes | srun head -1: $(cat "$tmp/yes.err")"
 [ "$(lines "$tmp/yes.out")" = "y y " ] || fail "yes | srun head -1 printed: $(cat "$tmp/yes.out")"
 
-# Inside a batch job srun talks through its worker's relay: the same, 8 MiB.
+# A slow reader of srun's output: the task waits for it, nothing is dropped.
+head -c $((96 << 20)) /dev/urandom > "$work/out96"
+want96=$(md5sum < "$work/out96" | cut -d' ' -f1)
+got=$(srun -N1 -n1 cat "$work/out96" 2> "$tmp/out96.err" | (sleep 2; md5sum) | cut -d' ' -f1)
+[ "$got" = "$want96" ] || fail "96 MiB of output through a slow reader: $got, want $want96: $(cat "$tmp/out96.err")"
+[ ! -s "$tmp/out96.err" ] || fail "srun said, with a slow reader: $(cat "$tmp/out96.err")"
+
+# Inside a batch job srun talks through its worker's relay: the same, 8 MiB in, 96 MiB out.
 head -c $((8 << 20)) /dev/urandom > "$work/mid"
 want=$(md5sum < "$work/mid" | cut -d' ' -f1)
-printf '#!/bin/sh\n#SBATCH -N2 -n2 -o %s/batch.out\nsrun -l sh -c "sleep 1; md5sum" < %s/mid\n' \
-  "$work" "$work" > "$work/batch.sh"
+printf '#!/bin/sh\n#SBATCH -N2 -n2 -o %s/batch.out\nsrun -l sh -c "sleep 1; md5sum" < %s/mid\nsrun -N1 -n1 cat %s/out96 | (sleep 2; md5sum)\n' \
+  "$work" "$work" "$work" > "$work/batch.sh"
 id=$(sbatch --parsable "$work/batch.sh" 2>&1) || fail "sbatch refused: $id"
 wait_end "$id" 60 || fail "the batch job did not end: $(cat "$work/batch.out")"
 [ "$(job_state "$id")" = COMPLETED ] || fail "batch job: $(jq "$id" 'j') output: $(cat "$work/batch.out")"
-[ "$(lines "$work/batch.out")" = "0: $want  - 1: $want  - " ] ||
-  fail "8 MiB through the relay: $(cat "$work/batch.out") (want $want)"
+[ "$(lines "$work/batch.out")" = "$(printf '%s\n' "0: $want  -" "1: $want  -" "$want96  -" | sort | tr '\n' ' ')" ] ||
+  fail "8 MiB in and 96 MiB out through the relay: $(cat "$work/batch.out") (want $want, $want96)"
 
 check_logs
 if grep -lE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$tmp"/*.err "$tmp"/*.out; then

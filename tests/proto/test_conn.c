@@ -283,6 +283,25 @@ Test(conn, delivers_reply_sent_just_before_close_to_pipelined_request)
     cr_assert_eq(b.status, 0);
 }
 
+/* A lingering close: what it sent arrives, what the peer sends meanwhile is dropped
+ * unread, and it ends only once the peer has ended too. */
+Test(conn, a_lingering_close_hears_the_peer_out)
+{
+    struct side a = {0}, b = {0};
+
+    conn_pair(&a, &b);
+    RUN_UNTIL(a.readies == 1 && b.readies == 1);
+    send_reply(b.conn, 3);
+    gs_proto_conn_close_linger(b.conn);
+    send_request(a.conn, 4); /* a has not heard b's end yet: b drops these unread, */
+    send_request(a.conn, 5); /* which would otherwise reset a's side of the socket */
+    RUN_UNTIL(a.closes == 1 && b.closes == 1);
+    cr_assert_eq(a.status, GS_PROTO_ERR_PEER_CLOSED, "a clean end, no reset");
+    cr_assert_eq(b.status, 0);
+    cr_assert_eq(b.messages, 0, "nothing is delivered once closing");
+    cr_assert_eq(a.request_ids[0], 3);
+}
+
 static void on_connection(uv_stream_t *server, int status)
 {
     struct side *s = server->data;

@@ -427,6 +427,30 @@ Test(tasks, input_lost_to_a_full_task_still_counts)
     cr_assert_eq(input_offset[3], UINT64_MAX, "its end closed its input");
 }
 
+static void run_for(uint64_t ms);
+
+/* srun's output window: a held step's tasks are not read, so they block on their pipes
+ * rather than finish; let go, all of their output comes and then their exits. */
+Test(tasks, held_output_blocks_the_step_until_let_go)
+{
+    struct wrk_task_opts opts = {.capture = true};
+    size_t have;
+
+    start_opts(25, 2, 0, "head -c 1048576 /dev/zero", &opts);
+    start_opts(25, 3, 0, "echo other step", &opts);
+    cr_assert_eq(wrk_tasks_pause_output(tasks, 25, 2, true), 2, "stdout and stderr");
+    run_until_exits(1);
+    cr_assert_eq(exits[0].step, 3, "the other step is not held");
+    run_for(300);
+    cr_assert_eq(nexits, 1, "the held task cannot write its megabyte");
+    have = output_len[2][WRK_STREAM_STDOUT];
+    cr_assert_lt(have, 1048576);
+    cr_assert_eq(wrk_tasks_pause_output(tasks, 25, 2, false), 2);
+    run_until_exits(2);
+    cr_assert_eq(output_len[2][WRK_STREAM_STDOUT], 1048576, "all of it, nothing lost");
+    cr_assert_eq(exits[1].exit_code, 0);
+}
+
 Test(tasks, pty_task_has_a_terminal_of_the_given_size)
 {
     struct wrk_task_opts opts = {.capture = true, .pty = true, .pty_rows = 24, .pty_cols = 91};
