@@ -165,9 +165,13 @@ Test(step_acct, a_row_round_trips_onto_a_job_of_its_attempt)
 Test(step_acct, a_step_keeps_its_share_of_a_suspension)
 {
     struct sched_job *job = fixture_running(1, 1);
-    struct sched_step_acct *a = add(job, 1, 1), *b = add(job, 2, 1);
+    struct sched_step_acct *a, *b;
     struct sched_step_row row;
 
+    add(job, 1, 1);
+    add(job, 2, 1);
+    a = sched_step_acct_find(job, 1); /* an add may move the records */
+    b = sched_step_acct_find(job, 2);
     b->start_ms = 5000; /* a started at 1000 */
     sched_step_acct_suspended(a, 3000, 4000);
     sched_step_acct_suspended(b, 3000, 4000); /* before b started */
