@@ -13,11 +13,12 @@ name="integration_suspend"
 start_cluster --workers 2 --gpus-per-node 0 --kill-grace 1s
 slurm_names sbatch squeue scontrol srun sacct
 
-# stopped PID: every process of PID's group is stopped (T).
+# stopped PID: every process of PID's group is stopped (T), but for zombies: a child (the
+# gate loop's sleep) that exited as the stop came stays one, its stopped parent not reaping it.
 stopped() {
   local states
   states=$(ps -o stat= -g "$1") || return 1
-  [ -n "$states" ] && ! grep -qv '^T' <<< "$states"
+  grep -q '^T' <<< "$states" && ! grep -qv '^[TZ]' <<< "$states"
 }
 # running PID: no process of PID's group is stopped.
 running() {
