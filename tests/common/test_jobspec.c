@@ -578,7 +578,7 @@ Test(jobspec, slurm_output_patterns_as_sbatch_writes_them)
     cr_assert_str_eq(errors.data, "125");
     gs_buf_reset(&errors);
     cr_assert_eq(gs_jobspec_expand_pattern("%s", &v, &errors), 0);
-    cr_assert_str_eq(errors.data, "batch", "%s of the batch shell, as Slurm names its step");
+    cr_assert_str_eq(errors.data, "batch", "%%s of the batch shell, as Slurm names its step");
     gs_buf_reset(&errors);
     v.step = 3;
     cr_assert_eq(gs_jobspec_expand_pattern("%J", &v, &errors), 0);
