@@ -54,7 +54,7 @@
 #define SRUN_WORKER_HOLDS (1024u * 1024u)
 /* Bytes of stdin in flight to the tasks before srun stops reading: a chunk more may go
  * once it is reached, and that must still fit in what the worker holds. Wider windows
- * wait less for StepInputAck (bench/srun_input.sh: 512 KiB was 17% slower). */
+ * wait less for StepInputAck (bench/srun_io.sh: 512 KiB was 17% slower). */
 #define SRUN_INPUT_WINDOW (SRUN_WORKER_HOLDS - 2 * SRUN_INPUT_CHUNK)
 _Static_assert(SRUN_INPUT_WINDOW + SRUN_INPUT_CHUNK <= SRUN_WORKER_HOLDS,
                "srun's input window overruns what a worker holds");
@@ -455,7 +455,7 @@ static int stream(struct srun_run *r)
             fprintf(stderr, "srun: Job step aborted\n");
             return 128 + SIGINT;
         }
-        if (reading && r->in_open && (p[2].revents & (POLLIN | POLLHUP | POLLERR)))
+        if (reading && (p[2].revents & (POLLIN | POLLHUP | POLLERR)))
             forward_input(r);
         if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
             Gs__Envelope *env = NULL;
