@@ -423,7 +423,7 @@ static int apply(struct sched_job *job, const Gs__JobUpdateRequest *req, char *w
         return -ENOMEM;
     }
     if ((req->qos != NULL && req->qos[0] != '\0' && (qos = strdup(req->qos)) == NULL) ||
-        (req->n_licenses > 0 && (lic = licenses_copy(req)) == NULL)) {
+        (req->set_licenses && req->n_licenses > 0 && (lic = licenses_copy(req)) == NULL)) {
         free(deps);
         free(part);
         free(qos);
