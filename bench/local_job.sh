@@ -6,6 +6,16 @@
 # script (run.sh, the caller's) appends "LABEL MS" lines to times and a line to fail.log for
 # each run that failed.
 
+# file_bench_args [BUILD_DIR] [MIB] [ROUNDS]: the arguments of the benchmarks that move a file
+# (sbcast.sh, srun_io.sh): build and bin from BUILD_DIR (default build), mib (default 256)
+# and rounds (default 5).
+file_bench_args() {
+  build=$(cd "${1:-build}" && pwd)
+  mib=${2:-256}
+  rounds=${3:-5}
+  bin="$build/bin"
+}
+
 # local_cluster NAMES...: a cluster of two workers without GPUs in a temporary directory
 # ($tmp, the current directory from here), brought down and removed at exit, its socket in
 # GSCHED_SOCKET, and gsched linked as each of NAMES first on PATH.

@@ -10,12 +10,9 @@
 # on loopback: the figures say what sbcast's own path costs, not what it saves a real
 # cluster's shared filesystem.
 set -euo pipefail
-build=$(cd "${1:-build}" && pwd)
-mib=${2:-256}
-rounds=${3:-5}
-bin="$build/bin"
 bench_name="sbcast bench"
 . "$(dirname "$0")/local_job.sh"
+file_bench_args "$@"
 local_cluster srun sbatch sbcast
 head -c $((mib << 20)) /dev/urandom > src.bin
 cat > run.sh <<EOF

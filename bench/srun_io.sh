@@ -11,12 +11,9 @@
 # what the slowest task took (StepInputAck); output back the same way, each worker at most
 # its window (4 MiB for one node) ahead of what srun wrote (StepOutputAck).
 set -euo pipefail
-build=$(cd "${1:-build}" && pwd)
-mib=${2:-256}
-rounds=${3:-5}
-bin="$build/bin"
 bench_name="srun io bench"
 . "$(dirname "$0")/local_job.sh"
+file_bench_args "$@"
 local_cluster srun sbatch
 head -c $((mib << 20)) /dev/urandom > src.bin
 want=$(md5sum < src.bin | cut -d' ' -f1)
