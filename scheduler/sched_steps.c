@@ -408,10 +408,11 @@ static uint32_t output_window(uint32_t nnodes)
                                               : (uint32_t)w;
 }
 
-/* Which nodes read srun's stdin, and how far each is: nothing yet, or for a worker that
- * never says (before 1.28) as good as everything. */
-static void input_plan(struct sched_ctx *s, struct sched_step *st, const struct sched_cli *c,
-                       const Gs__StepLaunchRequest *req)
+/* Which nodes read srun's stdin, and how far each is (nothing yet, or for a worker that
+ * never says, before 1.28, as good as everything); whether srun hears how far the input got
+ * (StepInputAck), and its output window per node (StepOutputAck; 0: none). */
+static void io_plan(struct sched_ctx *s, struct sched_step *st, const struct sched_cli *c,
+                    const Gs__StepLaunchRequest *req)
 {
     bool acked = false; /* a reading node's worker says how far it got */
 
@@ -466,7 +467,7 @@ static void step_run(struct sched_ctx *s, struct sched_step_seq *q, const struct
     c->step = st;
     st->next = s->steps;
     s->steps = st;
-    input_plan(s, st, c, req);
+    io_plan(s, st, c, req);
     acct_start(s, st, req, alloc);
     /* The reply goes first: srun must know the step before its first output comes. */
     send_reply(c, st->request_id, st, alloc);
