@@ -495,6 +495,15 @@ uint64_t sched_cluster_free_mem(const struct sched_cluster *cluster, uint32_t no
     return cluster->nodes[node].mem_free;
 }
 
+uint32_t sched_node_alloc_cores(const struct sched_node_alloc *na)
+{
+    uint32_t n = 0;
+
+    for (size_t w = 0; w < SCHED_MAX_CORES / 64; w++)
+        n += (uint32_t)__builtin_popcountll(na->cores[w]);
+    return n;
+}
+
 void sched_alloc_init(struct sched_alloc *alloc)
 {
     memset(alloc, 0, sizeof(*alloc));

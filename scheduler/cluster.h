@@ -114,6 +114,9 @@ struct sched_node_alloc {
     uint64_t mem_mib;
 };
 
+/* How many cores na holds. */
+uint32_t sched_node_alloc_cores(const struct sched_node_alloc *na);
+
 /* Where one job runs. Caller-owned: sched_alloc_init() before use, sched_alloc_release(). */
 struct sched_alloc {
     uint32_t nnodes;

@@ -1204,10 +1204,8 @@ static uint32_t alloc_cores(const struct sched_alloc *a)
 {
     uint32_t n = 0;
 
-    for (uint32_t i = 0; i < a->nnodes; i++) {
-        for (size_t w = 0; w < SCHED_MAX_CORES / 64; w++)
-            n += (uint32_t)__builtin_popcountll(a->nodes[i].cores[w]);
-    }
+    for (uint32_t i = 0; i < a->nnodes; i++)
+        n += sched_node_alloc_cores(&a->nodes[i]);
     return n;
 }
 

@@ -26,8 +26,7 @@ double sched_preempt_cost(const struct sched_alloc *alloc, uint64_t start_ms, ui
 
     for (uint32_t i = 0; i < alloc->nnodes; i++) {
         gpus += (uint64_t)__builtin_popcountll(alloc->nodes[i].gpus);
-        for (size_t w = 0; w < SCHED_MAX_CORES / 64; w++)
-            cores += (uint64_t)__builtin_popcountll(alloc->nodes[i].cores[w]);
+        cores += sched_node_alloc_cores(&alloc->nodes[i]);
     }
     return (double)(gpus > 0 ? gpus : cores) * (double)(now_ms > since ? now_ms - since : 0) /
            1000.0;

@@ -204,10 +204,8 @@ static void write_allocation(struct gs_json *j, struct sched_ctx *s, const struc
     gs_json_array_begin(j);
     for (uint32_t k = 0; job->state == SCHED_JOB_RUNNING && k < job->alloc.nnodes; k++) {
         const struct sched_node_alloc *na = &job->alloc.nodes[k];
-        uint32_t cores = 0;
+        uint32_t cores = sched_node_alloc_cores(na);
 
-        for (size_t w = 0; w < SCHED_MAX_CORES / 64; w++)
-            cores += (uint32_t)__builtin_popcountll(na->cores[w]);
         gs_json_object_begin(j);
         gs_json_kv_string(j, "node", sched_cluster_node_name(s->cluster, na->node));
         gs_json_key(j, "gpus");

@@ -268,12 +268,10 @@ static void stage_allocs(struct sched_change *ch, const struct sched_job *job)
     }
     for (uint32_t i = 0; i < job->alloc.nnodes; i++) {
         const struct sched_node_alloc *na = &job->alloc.nodes[i];
-        uint32_t cores = 0;
+        uint32_t cores = sched_node_alloc_cores(na);
 
         if ((a = grow(ch, (void **)&ch->allocs, &ch->nallocs, sizeof(*a))) == NULL)
             return;
-        for (size_t w = 0; w < SCHED_MAX_CORES / 64; w++)
-            cores += (uint32_t)__builtin_popcountll(na->cores[w]);
         a->node = dup_or_fail(ch, sched_cluster_node_name(ch->s->cluster, na->node));
         a->user = dup_or_fail(ch, job->user);
         a->account = dup_or_fail(ch, job->spec->account);

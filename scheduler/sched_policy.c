@@ -55,8 +55,7 @@ static double job_rate(struct sched_ctx *s, const struct sched_job *job)
         const struct sched_node_alloc *a = &job->alloc.nodes[i];
 
         gpus += (uint64_t)__builtin_popcountll(a->gpus);
-        for (size_t w = 0; w < SCHED_MAX_CORES / 64; w++)
-            cores += (uint64_t)__builtin_popcountll(a->cores[w]);
+        cores += sched_node_alloc_cores(a);
         mem += a->mem_mib;
     }
     return sched_billing_rate(&s->cfg->priority, gpus, cores, mem);

@@ -51,10 +51,8 @@ static uint32_t alloc_cpus(const struct sched_job *job, uint32_t first, uint32_t
 {
     uint32_t cores = 0;
 
-    for (uint32_t i = first; i < first + n && i < job->alloc.nnodes; i++) {
-        for (size_t w = 0; w < SCHED_MAX_CORES / 64; w++)
-            cores += (uint32_t)__builtin_popcountll(job->alloc.nodes[i].cores[w]);
-    }
+    for (uint32_t i = first; i < first + n && i < job->alloc.nnodes; i++)
+        cores += sched_node_alloc_cores(&job->alloc.nodes[i]);
     return cores;
 }
 

@@ -501,13 +501,8 @@ static int node_counts(const struct sched_job *job, const struct gs_jobspec *sp,
     if (*tasks == NULL || *cpus == NULL)
         return -ENOMEM;
     for (uint32_t i = 0; i < cn.n; i++) {
-        const struct sched_node_alloc *a = &job->alloc.nodes[cn.first + i];
-        uint32_t c = 0;
-
-        for (size_t w = 0; w < SCHED_MAX_CORES / 64; w++)
-            c += (uint32_t)__builtin_popcountll(a->cores[w]);
         (*tasks)[i] = gs_jobspec_node_tasks(sp, i);
-        (*cpus)[i] = c;
+        (*cpus)[i] = sched_node_alloc_cores(&job->alloc.nodes[cn.first + i]);
     }
     return 0;
 }

@@ -245,8 +245,7 @@ static void charge(struct run *run, struct sched_job *job, uint64_t now_ms)
     for (uint32_t i = 0; i < job->alloc.nnodes; i++) {
         const struct sched_node_alloc *na = &job->alloc.nodes[i];
 
-        for (size_t w = 0; w < SCHED_MAX_CORES / 64; w++)
-            cores += (uint64_t)__builtin_popcountll(na->cores[w]);
+        cores += sched_node_alloc_cores(na);
         mem += na->mem_mib;
     }
     a = assoc_of(run, job);
