@@ -232,6 +232,10 @@ static uint32_t request_minor(const Gs__Envelope *req, const char **ret_what)
         *ret_what = "srun --input=TASK|FILE";
         return GS_PROTO_MINOR_INPUT;
     }
+    if (step->no_gpus) { /* an older gschedd would give the step the job's GPUs */
+        *ret_what = "srun --gres=none";
+        return GS_PROTO_MINOR_STEP_GRES;
+    }
     if (step->mpi != NULL && strcmp(step->mpi, "pmi2") == 0) {
         *ret_what = "srun --mpi=pmi2";
         return GS_PROTO_MINOR_PMI;

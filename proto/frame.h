@@ -35,7 +35,7 @@
 
 #define GS_PROTO_MAGIC 0x47534348u /* "GSCH" */
 #define GS_PROTO_VERSION_MAJOR 1u  /* bump on an incompatible change */
-#define GS_PROTO_VERSION_MINOR 28u /* bump when adding fields or body cases */
+#define GS_PROTO_VERSION_MINOR 29u /* bump when adding fields or body cases */
 /* The first minor whose peers know JobKvPut and JobKvGet (a client checks the peer's Hello). */
 #define GS_PROTO_MINOR_JOB_KV 4u
 /* The first minor whose workers know JobLimitUpdate (a running job's new time limit). */
@@ -56,6 +56,9 @@
 /* The first minor that knows srun's input modes (StepLaunchRequest.input_all, input_rank,
  * stdin_pattern; LaunchTasks.step_input_all, step_input_rank) and StepInputAck. */
 #define GS_PROTO_MINOR_INPUT 28u
+/* The first minor that knows StepLaunchRequest.no_gpus (srun --gres=none) and keeps what a
+ * step was given (StepInfo.cpus, gpus, time_limit_s). */
+#define GS_PROTO_MINOR_STEP_GRES 29u
 #define GS_PROTO_HEADER_SIZE 4u
 #define GS_PROTO_MAX_FRAME_DEFAULT (16u * 1024u * 1024u)
 

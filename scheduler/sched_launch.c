@@ -521,9 +521,13 @@ static void batch_step_start(struct sched_ctx *s, struct sched_job *job, struct 
     if (!job->spec->batch || job->spec->allocation || n == NULL)
         return;
     a = sched_step_acct_add(job, SCHED_STEP_BATCH, "batch", n->name, 1, 1, now);
-    if (a != NULL)
+    if (a != NULL) {
+        const struct sched_node_alloc *na = &job->alloc.nodes[0];
+
+        a->gpus = (uint32_t)__builtin_popcountll(na->gpus);
+        a->cpus = sched_node_alloc_cores(na);
         sched_change_step(ch, job->id, a);
-    else
+    } else
         GS_LOG(GS_LOG_WARN, "job=%llu out of memory: no accounting record of its batch step",
                (unsigned long long)job->id);
 }

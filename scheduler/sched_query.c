@@ -316,6 +316,9 @@ static void step_fill(const struct sched_job *job, const struct sched_step_acct 
     si->max_rss_task = a->max_rss_task;
     si->cpu_time_ms = sched_step_acct_cpu_ms(a);
     si->suspended_ms = a->suspended_ms;
+    si->cpus = a->cpus;
+    si->gpus = a->gpus;
+    si->time_limit_s = a->time_limit_s;
 }
 
 /* JobInfo.steps: the current attempt's records in step order (batch first). */

@@ -153,9 +153,11 @@ static const char *step_name(const Gs__StepLaunchRequest *req)
     return slash != NULL ? slash + 1 : cmd;
 }
 
-/* The started step's record made and stored (sacct's JOB.N row while it runs). */
+/* The started step's record made and stored (sacct's JOB.N row while it runs), with what m
+ * gives it on its nodes. */
 static void acct_start(struct sched_ctx *s, const struct sched_step *st,
-                       const Gs__StepLaunchRequest *req, const struct sched_alloc_msg *alloc)
+                       const Gs__StepLaunchRequest *req, const struct sched_alloc_msg *alloc,
+                       const struct sched_step_msg *m)
 {
     struct sched_job *job = sched_jobs_find(s->jobs, st->job_id);
     const char **names = calloc(st->nnodes + 1, sizeof(*names));
@@ -167,9 +169,14 @@ static void acct_start(struct sched_ctx *s, const struct sched_step *st,
     if (job != NULL && names != NULL && gs_hostlist_compress(names, st->nnodes, &list) == 0)
         a = sched_step_acct_add(job, st->step, step_name(req), list.data, st->nnodes, st->ntasks,
                                 gs_clock_wall_ms());
-    if (a != NULL)
+    for (uint32_t i = 0; a != NULL && i < st->nnodes; i++) {
+        a->cpus += (uint32_t)m->nodes[i].n_cores;
+        a->gpus += (uint32_t)m->nodes[i].n_gpus;
+    }
+    if (a != NULL) {
+        a->time_limit_s = req->time_limit_s;
         acct_store(s, st->job_id, a, NULL, NULL);
-    else
+    } else
         GS_LOG(GS_LOG_WARN, "job=%" PRIu64 " step=%u out of memory: no accounting record",
                st->job_id, st->step - 1);
     gs_buf_release(&list);
@@ -468,7 +475,7 @@ static void step_run(struct sched_ctx *s, struct sched_step_seq *q, const struct
     st->next = s->steps;
     s->steps = st;
     io_plan(s, st, c, req);
-    acct_start(s, st, req, alloc);
+    acct_start(s, st, req, alloc, &m);
     /* The reply goes first: srun must know the step before its first output comes. */
     send_reply(c, st->request_id, st, alloc);
     GS_LOG(GS_LOG_INFO,

@@ -189,6 +189,9 @@ void sched_step_acct_row(const struct sched_step_acct *a, uint64_t job_id,
         .max_rss_task = a->max_rss_task,
         .cpu_ms = sched_step_acct_cpu_ms(a),
         .suspended_ms = a->suspended_ms,
+        .cpus = a->cpus,
+        .gpus = a->gpus,
+        .time_limit_s = a->time_limit_s,
     };
 }
 
@@ -222,6 +225,9 @@ int sched_step_acct_restore(struct sched_job *job, const struct sched_step_row *
     a->term_signal = row->term_signal;
     a->end_ms = row->end_ms;
     a->suspended_ms = row->suspended_ms;
+    a->cpus = row->cpus;
+    a->gpus = row->gpus;
+    a->time_limit_s = row->time_limit_s;
     note_rss(a, row->max_rss_task, row->max_rss_node, row->max_rss_kib);
     /* Per-task figures are not stored. A running one is a batch shell (srun steps do not
      * outlive gschedd): its one task's heartbeats go on from the stored total. */

@@ -45,6 +45,11 @@ struct sched_step_acct {
     uint64_t *task_cpu_ms; /* per rank, the latest figure; owned, NULL when none */
     uint32_t nexited;
     uint64_t suspended_ms; /* of its span, the time its job was suspended (ended stretches) */
+    /* What it was given, over all its nodes (StepInfo.cpus, gpus, time_limit_s): set by
+     * whoever adds the record; 0 where unknown (a row stored before schema 12). */
+    uint32_t cpus;
+    uint32_t gpus;
+    uint64_t time_limit_s; /* srun -t; 0: none of its own */
     /* What the exits said, for the state the record closes with. */
     bool any_failed, any_cancelled, any_timeout, any_oom;
 };

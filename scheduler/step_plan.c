@@ -241,14 +241,14 @@ out:
  */
 
 /*
- * GPUs each task is bound to: --gpus-per-task, else the job's unless -G or --gpus-per-node.
- * comp: the job as the component the node belongs to (gs_jobspec_het_view).
+ * GPUs each task is bound to: --gpus-per-task, else the job's unless -G, --gpus-per-node or
+ * --gres=none. comp: the job as the component the node belongs to (gs_jobspec_het_view).
  */
 static uint32_t step_gpus_per_task(const struct gs_jobspec *comp, const Gs__StepLaunchRequest *req)
 {
     if (req->gpus_per_task > 0)
         return req->gpus_per_task;
-    if (req->gpus > 0 || req->gpus_per_node > 0)
+    if (req->gpus > 0 || req->gpus_per_node > 0 || req->no_gpus)
         return 0; /* the node's share, seen by every task there */
     return comp->gpus_per_task;
 }
@@ -284,7 +284,7 @@ static void step_asks(const struct sched_job *job, const Gs__StepLaunchRequest *
             a->gpus = req->gpus_per_node;
         else if (req->gpus > 0) /* spread as tasks are: the first nodes one more */
             a->gpus = req->gpus / st->nnodes + (k < req->gpus % st->nnodes ? 1 : 0);
-        else
+        else if (!req->no_gpus) /* --gres=none: a count given as well wins */
             a->all_gpus = true;
     }
 }

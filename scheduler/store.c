@@ -71,7 +71,7 @@ enum stmt_id {
 #define STEP_COLUMNS                                                                               \
     "job_id, step, attempt, name, nodelist, nnodes, ntasks, state, exit_code, signaled, "          \
     "term_signal, start_ms, end_ms, max_rss_kib, max_rss_node, max_rss_task, cpu_ms, "             \
-    "suspended_ms"
+    "suspended_ms, cpus, gpus, time_limit_s"
 
 static const char *const stmt_sql[ST_COUNT] = {
     [ST_BEGIN] = "BEGIN IMMEDIATE",
@@ -123,7 +123,8 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_DELETE_RESV] = "DELETE FROM reservations WHERE name = ?1",
     [ST_LOAD_RESVS] = "SELECT name, spec FROM reservations ORDER BY name",
     [ST_PUT_STEP] = "INSERT OR REPLACE INTO steps (" STEP_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, "
-                    "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+                    "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "
+                    "?21)",
     [ST_LOAD_STEPS_RANGE] = "SELECT " STEP_COLUMNS " FROM steps WHERE job_id BETWEEN ?1 AND ?2 "
                             "ORDER BY job_id, step",
     [ST_END_RUNNING_STEPS] = "UPDATE steps SET state = ?1, end_ms = ?2 WHERE state = 2 AND "
@@ -166,7 +167,8 @@ static const char *const stmt_sql[ST_COUNT] = {
     "  state INTEGER NOT NULL, exit_code INTEGER, signaled INTEGER, term_signal INTEGER, "         \
     "  start_ms INTEGER, end_ms INTEGER, max_rss_kib INTEGER, max_rss_node TEXT, "                 \
     "  max_rss_task INTEGER, cpu_ms INTEGER, suspended_ms INTEGER NOT NULL DEFAULT 0, "            \
-    "  PRIMARY KEY (job_id, step));"                                                               \
+    "  cpus INTEGER NOT NULL DEFAULT 0, gpus INTEGER NOT NULL DEFAULT 0, "                         \
+    "  time_limit_s INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (job_id, step));"                      \
     "CREATE TABLE IF NOT EXISTS node_history (id INTEGER PRIMARY KEY, at_ms INTEGER NOT NULL, "    \
     "  node TEXT NOT NULL, up INTEGER NOT NULL, cores INTEGER, gpus INTEGER, "                     \
     "  maint INTEGER NOT NULL DEFAULT 0);"                                                         \
@@ -197,7 +199,7 @@ static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY, at_ms INTEGER, "
     "  job_id INTEGER, node TEXT, kind TEXT NOT NULL, detail TEXT);"
     "CREATE INDEX IF NOT EXISTS events_job ON events (job_id);" USAGE_SQL
-    "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '11');";
+    "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '12');";
 
 struct sched_store {
     sqlite3 *db;
@@ -283,6 +285,10 @@ static const struct upgrade {
            "ALTER TABLE jobs ADD COLUMN resume_at_ms INTEGER NOT NULL DEFAULT 0;"},
     [10] = {"steps", "suspended_ms", /* a step's share of its job's suspensions */
             "ALTER TABLE steps ADD COLUMN suspended_ms INTEGER NOT NULL DEFAULT 0;"},
+    [11] = {"steps", "time_limit_s", /* what a step was given (scontrol show step, sacct) */
+            "ALTER TABLE steps ADD COLUMN cpus INTEGER NOT NULL DEFAULT 0; "
+            "ALTER TABLE steps ADD COLUMN gpus INTEGER NOT NULL DEFAULT 0; "
+            "ALTER TABLE steps ADD COLUMN time_limit_s INTEGER NOT NULL DEFAULT 0;"},
 };
 _Static_assert(sizeof(upgrades) / sizeof(upgrades[0]) == SCHED_STORE_SCHEMA_VERSION,
                "each schema version but the last has its upgrade");
@@ -845,6 +851,9 @@ int sched_store_put_step(struct sched_store *store, const struct sched_step_row 
     sqlite3_bind_int64(st, 16, r->max_rss_task);
     sqlite3_bind_int64(st, 17, id_bound(r->cpu_ms));
     sqlite3_bind_int64(st, 18, id_bound(r->suspended_ms));
+    sqlite3_bind_int64(st, 19, r->cpus);
+    sqlite3_bind_int64(st, 20, r->gpus);
+    sqlite3_bind_int64(st, 21, id_bound(r->time_limit_s));
     return run(store, ST_PUT_STEP);
 }
 
@@ -869,6 +878,9 @@ static int visit_step(sqlite3_stmt *st, void *fn, void *data)
         .max_rss_task = (uint32_t)col_u64(st, 15),
         .cpu_ms = col_u64(st, 16),
         .suspended_ms = col_u64(st, 17),
+        .cpus = (uint32_t)col_u64(st, 18),
+        .gpus = (uint32_t)col_u64(st, 19),
+        .time_limit_s = col_u64(st, 20),
     };
 
     return ((struct fn_box *)fn)->step(&r, data);

@@ -9,18 +9,17 @@
  * queries. It is driven from one thread at a time, in practice the journal's writer thread
  * (scheduler/journal.h), which batches many changes into one transaction.
  *
- * Schema (version 11; older databases gain what they miss when opened: version 1
+ * Schema (version 12; older databases gain what they miss when opened: version 1
  * jobs.usage and jobs.submit_key, version 2 nodes.drain_reason, version 3 the usage table,
  * version 4 the reservations table, version 5 the steps table, version 6 node_history and
  * allocations, version 7 node_history.maint, version 8 jobs.suspend_at_ms and
- * jobs.suspended_ms, version 9 jobs.resume_at_ms, version 10 steps.suspended_ms):
- *   meta(key TEXT PRIMARY KEY, value TEXT)                      -- schema_version, ...
- *   jobs(id INTEGER PRIMARY KEY, name, uid, gid, user, priority, state, reason, held,
- *        submit_ms, start_ms, end_ms, exit_code, signaled, term_signal, restarts, attempt,
- *        spec BLOB NOT NULL, alloc BLOB, usage BLOB,   -- usage: packed gs.JobUsage
- *        submit_key TEXT,                              -- SubmitRequest.client_key
- *        suspend_at_ms, suspended_ms, resume_at_ms)    -- scontrol suspend (jobs.h)
- *   tasks(job_id, rank, node, attempt, state, pid, exit_code, signaled, term_signal,
+ * jobs.suspended_ms, version 9 jobs.resume_at_ms, version 10 steps.suspended_ms, version 11
+ * steps.cpus, steps.gpus and steps.time_limit_s): meta(key TEXT PRIMARY KEY, value TEXT) --
+ * schema_version, ... jobs(id INTEGER PRIMARY KEY, name, uid, gid, user, priority, state, reason,
+ * held, submit_ms, start_ms, end_ms, exit_code, signaled, term_signal, restarts, attempt, spec BLOB
+ * NOT NULL, alloc BLOB, usage BLOB,   -- usage: packed gs.JobUsage submit_key TEXT, --
+ * SubmitRequest.client_key suspend_at_ms, suspended_ms, resume_at_ms)    -- scontrol suspend
+ * (jobs.h) tasks(job_id, rank, node, attempt, state, pid, exit_code, signaled, term_signal,
  *         end_reason, start_ms, end_ms, PRIMARY KEY (job_id, rank))
  *   nodes(name TEXT PRIMARY KEY, state, last_seen_ms, topology BLOB,
  *         drain_reason TEXT)                         -- NULL: not drained
@@ -30,7 +29,8 @@
  *   reservations(name TEXT PRIMARY KEY, spec BLOB)   -- packed gs.Reservation
  *   steps(job_id, step, attempt, name, nodelist, nnodes, ntasks, state, exit_code,
  *         signaled, term_signal, start_ms, end_ms, max_rss_kib, max_rss_node,
- *         max_rss_task, cpu_ms, suspended_ms, PRIMARY KEY (job_id, step))
+ *         max_rss_task, cpu_ms, suspended_ms, cpus, gpus, time_limit_s,
+ *         PRIMARY KEY (job_id, step))
  *                                   -- sacct's step rows: step is TaskRef.step (0 the batch
  *                                   -- shell, s >= 1 srun step s - 1), of attempt's run only
  *   node_history(id INTEGER PRIMARY KEY, at_ms, node, up, cores, gpus, maint)
@@ -56,7 +56,7 @@
 
 #include "common/error.h"
 
-#define SCHED_STORE_SCHEMA_VERSION 11
+#define SCHED_STORE_SCHEMA_VERSION 12
 
 /* One row of jobs; strings and blobs are borrowed (by the store on write, by the callback on
  * load: valid only during the callback). */
@@ -125,6 +125,9 @@ struct sched_step_row {
     uint32_t max_rss_task;
     uint64_t cpu_ms;
     uint64_t suspended_ms; /* of its run, the time its job was suspended (ended spans) */
+    uint32_t cpus;         /* its cores, over all its nodes (0 before schema 12) */
+    uint32_t gpus;
+    uint64_t time_limit_s; /* srun -t; 0: none */
 };
 
 struct sched_node_row {

@@ -22,7 +22,8 @@
  * shell) and JOB.0, JOB.1, ... (its sruns), from gschedd's step records (StepInfo), with
  * their own name, state, exit code, times, nodes, tasks and MaxRSS / MaxRSSNode /
  * MaxRSSTask / TotalCPU / AveCPU (wait4's figures once a task ended, the heartbeats' while
- * it runs). Columns a step has no figure of (Partition, AllocCPUS, User, ...) are empty.
+ * it runs), and what it was given: AllocCPUS, AllocTRES, CPUTime (gschedd 1.29 on). Columns
+ * a step has no figure of (Partition, User, Timelimit, ...) are empty.
  * -X/--allocations leaves the steps out; -j 42.0 or 42.batch selects one step's line alone.
  * A suspended job (RUNNING on the wire, JobInfo.suspended) and its running steps show as
  * SUSPENDED, their Elapsed (and CPUTime) stopped where it was suspended; -s S selects it.
@@ -557,6 +558,19 @@ static int step_value(const Gs__JobInfo *job, const struct slurm_het_part *part,
         return gs_buf_printf(out, "%u", st->nnodes);
     case F_NTASKS:
         return gs_buf_printf(out, "%u", st->ntasks);
+    case F_ALLOCCPUS: /* what gschedd 1.29 says it was given; empty before */
+    case F_NCPUS:
+        return st->cpus > 0 ? gs_buf_printf(out, "%u", st->cpus) : 0;
+    case F_ALLOCTRES:
+        return slurm_step_tres(out, st);
+    case F_CPUTIME:
+    case F_CPUTIMERAW:
+        if (st->cpus == 0)
+            return 0;
+        return f == F_CPUTIMERAW
+                   ? gs_buf_printf(out, "%llu", (unsigned long long)elapsed * st->cpus)
+                   : gs_buf_append_str(out,
+                                       slurm_fmt_secs_long(elapsed * st->cpus, buf, sizeof(buf)));
     case F_UID:
     case F_USER:
         return 0;

@@ -3,15 +3,18 @@
  * step: the batch shell ("42.batch") and each srun ("42.0"), from gschedd's step records
  * (StepInfo, as squeue -s and sacct read them):
  *
- *     StepId=42.0 UserId=1000 StartTime=2026-12-07T18:00:00
+ *     StepId=42.0 UserId=1000 StartTime=2026-12-07T18:00:00 TimeLimit=UNLIMITED
  *        State=RUNNING Partition=gpu NodeList=node[1-2]
- *        Nodes=2 Tasks=4 Name=python3
+ *        Nodes=2 CPUs=8 Tasks=4 Name=python3
+ *        TRES=cpu=8,node=2,gres/gpu=2
  *
- * A running step of a suspended job shows SUSPENDED, as sacct shows it. No argument: every
- * running step of every running job; JOBID: that job's; JOBID.STEP: that step ("Job step
- * 42.7 not found" otherwise). -o puts each record on one line. Slurm's fields gschedd does
- * not keep per step (TimeLimit, CPUs, TRES, Network, ResvPorts, CPUFreqReq, Dist,
- * SrunHost:Pid) are left out rather than guessed.
+ * TimeLimit is srun -t's (UNLIMITED without: the job's limit still ends it); CPUs and TRES
+ * what the step was given, its cores and GPUs over its nodes (left out when gschedd is older
+ * than 1.29 and does not say). A running step of a suspended job shows SUSPENDED, as sacct
+ * shows it. No argument: every running step of every running job; JOBID: that job's;
+ * JOBID.STEP: that step ("Job step 42.7 not found" otherwise). -o puts each record on one
+ * line. Slurm's fields gschedd does not keep per step (the step's memory in TRES, Network,
+ * ResvPorts, CPUFreqReq, Dist, SrunHost:Pid) are left out rather than guessed.
  */
 #include "slurm/scontrol_step.h"
 
@@ -29,17 +32,24 @@ static void put_step(struct gs_buf *out, bool oneliner, const Gs__JobInfo *job,
                      const Gs__StepInfo *st)
 {
     const char *sep = oneliner ? " " : "\n   ";
-    char id[48], step[16], start[32];
+    char id[48], step[16], start[32], limit[32];
 
-    gs_buf_printf(out, "StepId=%s.%s UserId=%u StartTime=%s", slurm_job_id(job, id, sizeof(id)),
-                  slurm_step_id(st->step, step, sizeof(step)),
+    gs_buf_printf(out, "StepId=%s.%s UserId=%u StartTime=%s TimeLimit=%s",
+                  slurm_job_id(job, id, sizeof(id)), slurm_step_id(st->step, step, sizeof(step)),
                   job->user != NULL ? job->user->uid : 0,
-                  slurm_fmt_date(st->start_time_ms, "Unknown", start, sizeof(start)));
+                  slurm_fmt_date(st->start_time_ms, "Unknown", start, sizeof(start)),
+                  slurm_fmt_limit(st->time_limit_s, true, "UNLIMITED", limit, sizeof(limit)));
     gs_buf_printf(out, "%sState=%s Partition=%s NodeList=%s", sep, slurm_step_state_name(job, st),
                   job->partition != NULL && job->partition[0] != '\0' ? job->partition : "(null)",
                   st->nodelist != NULL && st->nodelist[0] != '\0' ? st->nodelist : "(null)");
-    gs_buf_printf(out, "%sNodes=%u Tasks=%u Name=%s", sep, st->nnodes, st->ntasks,
-                  st->name != NULL ? st->name : "");
+    gs_buf_printf(out, "%sNodes=%u", sep, st->nnodes);
+    if (st->cpus > 0)
+        gs_buf_printf(out, " CPUs=%u", st->cpus);
+    gs_buf_printf(out, " Tasks=%u Name=%s", st->ntasks, st->name != NULL ? st->name : "");
+    if (st->cpus > 0) {
+        gs_buf_printf(out, "%sTRES=", sep);
+        slurm_step_tres(out, st);
+    }
     gs_buf_append_str(out, oneliner ? "\n" : "\n\n");
 }
 

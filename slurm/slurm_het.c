@@ -190,6 +190,8 @@ int slurm_het_step_view(const Gs__JobInfo *whole, uint32_t k, const Gs__StepInfo
     *ret_view = *st;
     ret_view->nodelist = buf->data;
     ret_view->nnodes = (uint32_t)nmine;
+    if (nmine < n) /* what it was given is known over all its nodes only */
+        ret_view->cpus = ret_view->gpus = 0;
     rc = 1;
 out:
     free(mine);

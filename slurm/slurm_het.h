@@ -50,7 +50,8 @@ char *slurm_het_job_id(const Gs__JobInfo *job, const struct slurm_het_part *part
 /*
  * Step st of the heterogeneous job whole as component k ran it, for sacct's "42+K.0" rows:
  * a step on several components is listed under each, NodeList and NNodes its nodes there
- * (the other figures the whole step's, which StepInfo does not split). Returns 1 with
+ * (the other figures the whole step's, which StepInfo does not split, but cpus and gpus: 0,
+ * unknown, where the step ran on other components' nodes too). Returns 1 with
  * *ret_view a copy of *st (its nodelist in the caller's buf), 0 when st did not run on k's
  * nodes, or -ENOMEM. A step whose nodes match no component (an unknown or empty nodelist,
  * no allocation recorded) is component 0's, whole.

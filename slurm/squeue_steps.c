@@ -13,8 +13,8 @@
  *
  * --steps=LIST narrows to the steps named ("42.0,43.batch"; a job alone: all of its);
  * -j, -u, -p, -n, -A, -q filter the steps' jobs as for jobs. -o takes Slurm's step letters
- * %i (step id) %j (name) %P %u %U %M (time used) %l (the job's limit) %N %S (start) %A
- * (tasks); -O their names (StepId, StepName, Partition, UserName, UserID, TimeUsed,
+ * %i (step id) %j (name) %P %u %U %M (time used) %l (srun -t's limit, else the job's) %N
+ * %S (start) %A (tasks); -O their names (StepId, StepName, Partition, UserName, UserID, TimeUsed,
  * TimeLimit, NodeList, StartTime, NumTasks).
  */
 #include "slurm/squeue_steps.h"
@@ -100,10 +100,12 @@ static int step_value(void *vctx, int field, struct gs_buf *out)
         return gs_buf_printf(out, "%u", job->user != NULL ? job->user->uid : 0);
     case S_TIME:
         return gs_buf_append_str(out, slurm_fmt_secs(used, buf, sizeof(buf)));
-    case S_LIMIT:
-        return gs_buf_append_str(
-            out, slurm_fmt_limit(job->resources != NULL ? job->resources->time_limit_s : 0, false,
-                                 "UNLIMITED", buf, sizeof(buf)));
+    case S_LIMIT: /* srun -t, else the job's, which ends it */
+        return gs_buf_append_str(out, slurm_fmt_limit(st->time_limit_s > 0 ? st->time_limit_s
+                                                      : job->resources != NULL
+                                                          ? job->resources->time_limit_s
+                                                          : 0,
+                                                      false, "UNLIMITED", buf, sizeof(buf)));
     case S_NODELIST:
         return gs_buf_append_str(out, st->nodelist != NULL ? st->nodelist : "");
     case S_START:

@@ -152,7 +152,7 @@ static const char srun_usage[] =
     "      --gpus-per-task=N    GPUs per task (default: every task sees its node's GPUs)\n"
     "  -G, --gpus=N             GPUs for the whole step, spread over its nodes\n"
     "      --gpus-per-node=N    GPUs on each node of the step\n"
-    "      --gres=gpu[:TYPE]:N  the same (other gres are not scheduled)\n"
+    "      --gres=gpu[:TYPE]:N  the same (other gres are not scheduled); none: no GPU\n"
     "      --exact, --exclusive hold only ntasks x cpus-per-task cores (default: all of\n"
     "                           the job's cores on each node), so steps run side by side\n"
     "      --overlap            hold nothing: run beside the job's other steps\n"
@@ -392,7 +392,8 @@ static bool names_gpu(const char *list)
 /*
  * --gres: its gpu entry is the step's GPUs on each node, as Slurm's step --gres is
  * (srun --gres=gpu:1 --exclusive ... & runs steps side by side, a GPU each); other gres
- * are not scheduled by gsched. A step cannot be given no GPU: gpu:0 and none say so.
+ * are not scheduled by gsched. none, or gpu:0, gives the step no GPU (a CPU helper beside
+ * the job's GPU steps); a later --gres with a gpu entry takes that back.
  */
 static int gres(struct cli_srun_args *a, const char *value)
 {
@@ -401,8 +402,8 @@ static int gres(struct cli_srun_args *a, const char *value)
     bool other;
 
     if (strcmp(value, "none") == 0) {
-        fprintf(stderr, "srun: warning: --gres=none: the step sees the job's GPUs on its nodes "
-                        "(a gsched step cannot be given none)\n");
+        a->req.no_gpus = true;
+        a->req.gpus_per_node = 0;
         return 0;
     }
     if (gs_sbatch_parse_gres(value, &g, &other, &err) < 0) {
@@ -411,13 +412,7 @@ static int gres(struct cli_srun_args *a, const char *value)
     }
     if (g.count == 0 && !names_gpu(value))
         return 0; /* no gpu entry: nothing gsched schedules */
-    if (g.count == 0) {
-        fprintf(stderr,
-                "srun: warning: --gres=%s: the step sees the job's GPUs on its nodes "
-                "(a gsched step cannot be given none)\n",
-                value);
-        return 0;
-    }
+    a->req.no_gpus = g.count == 0;
     a->req.gpus_per_node = g.count;
     return 0;
 }

@@ -138,6 +138,16 @@ char *slurm_fmt_rss(uint64_t kib, char *out, size_t size)
     return out;
 }
 
+int slurm_step_tres(struct gs_buf *out, const Gs__StepInfo *st)
+{
+    if (st->cpus == 0)
+        return gs_buf_error(out);
+    gs_buf_printf(out, "cpu=%u,node=%u", st->cpus, st->nnodes);
+    if (st->gpus > 0)
+        gs_buf_printf(out, ",gres/gpu=%u", st->gpus);
+    return gs_buf_error(out);
+}
+
 const char *slurm_step_state_name(const Gs__JobInfo *job, const Gs__StepInfo *st)
 {
     if (st->state == GS__JOB_STATE__JOB_STATE_RUNNING && cli_job_suspended(job))

@@ -54,6 +54,13 @@ const char *slurm_step_state_name(const Gs__JobInfo *job, const Gs__StepInfo *st
 uint64_t slurm_step_elapsed_s(const Gs__JobInfo *job, const Gs__StepInfo *st, uint64_t now_ms);
 
 /*
+ * What the step was given, as Slurm's step TRES: "cpu=4,node=2,gres/gpu=2" (no gres/gpu
+ * without GPUs), appended to out; nothing where gschedd did not say (StepInfo.cpus 0:
+ * before 1.29, or a heterogeneous job's component's share). Returns gs_buf_error(out).
+ */
+int slurm_step_tres(struct gs_buf *out, const Gs__StepInfo *st);
+
+/*
  * A memory figure in KiB as sacct and sstat print MaxRSS: divided by 1024 into M, G, T, P
  * while it stays above 1024 and the division is exact, with the unit's letter ("51200" ->
  * "50M", "1000" -> "1000K", "1536" -> "1536K"); "0" for 0. Returns out.

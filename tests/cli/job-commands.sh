@@ -146,6 +146,9 @@ SLURM_JOB_ID=42 GSCHED_SOCKET=$dir/old.sock run 1 srun -i 2 true
 has "$err" "gschedd speaks protocol 1.25, and srun --input=TASK|FILE needs 1.28"
 SLURM_JOB_ID=42 GSCHED_SOCKET=$dir/old.sock run 1 srun -i 'in-%t' true
 has "$err" "srun --input=TASK|FILE needs 1.28"
+# srun --gres=none would be given the job's GPUs by a gschedd before 1.29.
+SLURM_JOB_ID=42 GSCHED_SOCKET=$dir/old.sock run 1 srun --gres=none true
+has "$err" "gschedd speaks protocol 1.25, and srun --gres=none needs 1.29"
 run 0 hold --socket "$dir/old.sock" 42
 [ "$(cat "$dir/old-record")" = "hold ids=42" ] || fail "the old gschedd saw: $(cat "$dir/old-record")"
 kill "$old_pid"

@@ -7,8 +7,9 @@
 # GPU, at most four run at once, the other two print Slurm's "step creation temporarily
 # disabled" and start ("Step created") once GPUs are given back, and all six complete.
 # Then: an --overlap step runs beside a step that holds everything, a waiting srun killed
-# withdraws its request (its command never runs), and a step that could never fit in the
-# job is refused at once.
+# withdraws its request (its command never runs), a step that could never fit in the
+# job is refused at once, and a --gres=none step runs beside one that holds the job's GPUs,
+# seeing none (it would wait for them if it took any).
 #
 # Each step records what it sees in a marker file while it runs, then waits for a gate;
 # every step snapshots the markers when it starts (gate_wait's loop uses i: steps say step), so two steps sharing a GPU, or a fifth
@@ -113,6 +114,14 @@ srun -n1 --gpus-per-task=3 true
 echo "NEVER_RC=\$?"
 srun -n1 bash -c 'echo "AFTER \$CUDA_VISIBLE_DEVICES"'
 echo "AFTER_RC=\$?"
+srun -n1 --exact --gres=gpu:2 bash -c 'touch $tmp/gpus.up; $(gate_wait gpus)' &
+g=\$!
+i=0; until [ -e $tmp/gpus.up ] || [ \$i -ge 400 ]; do sleep 0.05; i=\$((i+1)); done
+srun -n1 --exact --gres=none bash -c 'echo "NONE [\$CUDA_VISIBLE_DEVICES]"'
+echo "NONE_RC=\$?"
+touch $gates/gpus
+wait \$g
+echo "GPUS_RC=\$?"
 EOF
 id=$(sbatch --parsable "$work/share.sh" 2>&1) || fail "sbatch share.sh refused: $id"
 wait_end "$id" 30 || true
@@ -131,6 +140,9 @@ has "$out" "^srun: error: Unable to create step for job $id: Requested node conf
 has "$out" '^NEVER_RC=1$'
 has "$out" "^AFTER $held\$"
 has "$out" '^AFTER_RC=0$'
+has "$out" '^NONE \[\]$'
+has "$out" '^NONE_RC=0$'
+has "$out" '^GPUS_RC=0$'
 
 check_logs
 echo "$name: all checks passed"

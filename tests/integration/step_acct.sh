@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # step_acct.sh BIN_DIR SRC_DIR: accounting per job step, as Slurm's sacct and sstat show it,
-# on a one-worker `gsched up` cluster. An sbatch job runs two srun steps: step 0 holds ~50 MB
-# (written, so resident) and waits for a gate, step 1 exits 3. While step 0 runs, sstat shows
+# on a one-worker `gsched up` cluster. An sbatch job runs two srun steps: step 0 (srun -t 10)
+# holds ~50 MB (written, so resident) and waits for a gate, step 1 exits 3. While step 0 runs, sstat shows
 # it with its RSS from the heartbeats (-a: the batch step too); once the job ended, sacct
 # shows JOB, JOB.batch, JOB.0 and JOB.1 with their names, states, exit codes, tasks, nodes and
 # MaxRSS (wait4's peak of step 0 between 40 and 400 MiB), -X the job alone, -j JOB.1 that
 # step alone, --json the steps; sstat of the ended job and of an unknown one fails as Slurm's.
-# squeue -s lists the running steps (the batch shell and step 0), --steps= one of them;
-# scontrol show step the same as Key=Value records (-o: one line each), one by its id, and
-# says an ended or unknown one is not found.
+# squeue -s lists the running steps (the batch shell and step 0, with its limit), --steps= one
+# of them; scontrol show step the same as Key=Value records with each step's TimeLimit, CPUs
+# and TRES (-o: one line each), one by its id, and says an ended or unknown one is not found;
+# sacct shows step 0's AllocCPUS, AllocTRES and CPUTime.
 # gschedd is then restarted and sacct shows the same rows from its database.
 name="step_acct"
 . "$(dirname "$0")/lib.sh"
@@ -48,7 +49,7 @@ cat > "$work/acct.sh" <<EOF
 #SBATCH -o $work/acct.out
 #SBATCH -N 1
 #SBATCH -n 1
-srun -J big python3 $work/big.py
+srun -J big -t 10 python3 $work/big.py
 echo "BIG_RC=\$?"
 srun sh -c 'exit 3'
 echo "THREE_RC=\$?"
@@ -64,8 +65,8 @@ out=$(sstat -j "$id" -P -n -o JobID,MaxRSSNode,MaxRSSTask,NTasks) || fail "sstat
 out=$(sstat -a -j "$id" -P -n -o JobID,NTasks) || fail "sstat -a -j $id: $out"
 [ "$(printf '%s\n' "$out" | sort)" = "$(printf '%s\n' "$id.0|1" "$id.batch|1")" ] ||
   fail "sstat -a -j $id printed: $out"
-out=$(squeue -s -h -o '%i|%j|%u|%N|%A') || fail "squeue -s: $out"
-[ "$out" = "$(printf '%s\n' "$id.batch|batch|$(id -un)|node1|1" "$id.0|big|$(id -un)|node1|1")" ] ||
+out=$(squeue -s -h -o '%i|%j|%u|%N|%A|%l') || fail "squeue -s: $out"
+[ "$out" = "$(printf '%s\n' "$id.batch|batch|$(id -un)|node1|1|UNLIMITED" "$id.0|big|$(id -un)|node1|1|10:00")" ] ||
   fail "squeue -s printed: $out"
 out=$(squeue --steps="$id.0" -h -o '%i %j') || fail "squeue --steps=$id.0: $out"
 [ "$out" = "$id.0 big" ] || fail "squeue --steps=$id.0 printed: $out"
@@ -73,13 +74,15 @@ out=$(squeue -s -j "$id") || fail "squeue -s -j $id: $out"
 [ "$(head -1 <<< "$out" | tr -s ' ')" = " STEPID NAME PARTITION USER TIME NODELIST" ] ||
   fail "squeue -s's header: $out"
 out=$(scontrol show step) || fail "scontrol show step: $out"
-grep -Eq "^StepId=$id\.0 UserId=$(id -u) StartTime=[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\$" <<< "$out" ||
+grep -Eq "^StepId=$id\.0 UserId=$(id -u) StartTime=[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8} TimeLimit=00:10:00\$" <<< "$out" ||
   fail "scontrol show step printed: $out"
 grep -q "^   State=RUNNING Partition=.* NodeList=node1\$" <<< "$out" || fail "scontrol show step: $out"
-grep -q "^   Nodes=1 Tasks=1 Name=big\$" <<< "$out" || fail "scontrol show step: $out"
+grep -q "^   Nodes=1 CPUs=1 Tasks=1 Name=big\$" <<< "$out" || fail "scontrol show step: $out"
+grep -q "^   TRES=cpu=1,node=1\$" <<< "$out" || fail "scontrol show step: $out"
+grep -Eq "^StepId=$id\.batch .* TimeLimit=UNLIMITED\$" <<< "$out" || fail "scontrol show step: $out"
 grep -q "^StepId=$id\.batch " <<< "$out" || fail "scontrol show step has no batch step: $out"
 out=$(scontrol -o show step "$id.0") || fail "scontrol -o show step $id.0: $out"
-[ "$(wc -l <<< "$out")" = 1 ] && grep -q "^StepId=$id\.0 .* State=RUNNING .* Name=big\$" <<< "$out" ||
+[ "$(wc -l <<< "$out")" = 1 ] && grep -q "^StepId=$id\.0 .* State=RUNNING .* Name=big TRES=cpu=1,node=1\$" <<< "$out" ||
   fail "scontrol -o show step $id.0 printed: $out"
 out=$(scontrol show step "$id.1" 2>&1) && fail "scontrol show step $id.1 (not started): $out"
 grep -q "^scontrol: error: Job step $id.1 not found\$" <<< "$out" || fail "scontrol show step $id.1: $out"
@@ -115,6 +118,10 @@ for job_id, start, end, elapsed in rows:
     assert start != "Unknown" and end != "Unknown" and start <= end, rows
     assert elapsed.count(":") == 2, rows
 PY
+out=$(sacct -j "$id.0" -P -n -o AllocCPUS,AllocTRES,Elapsed,CPUTime) || fail "sacct -j $id.0: $out"
+IFS='|' read -r cpus tres elapsed cputime <<< "$out"
+[ "$cpus|$tres" = "1|cpu=1,node=1" ] && [ "$cputime" = "$elapsed" ] ||
+  fail "sacct -j $id.0 (what the step was given) printed: $out"
 out=$(sacct -X -j "$id" -P -n -o JobID) || fail "sacct -X: $out"
 [ "$out" = "$id" ] || fail "sacct -X -j $id printed: $out"
 out=$(sacct -j "$id.1" -P -n -o JobID,ExitCode) || fail "sacct -j $id.1: $out"
@@ -152,10 +159,11 @@ EOF
 id2=$(sbatch --parsable "$work/across.sh" 2>&1) || fail "sbatch across.sh refused: $id2"
 wait_for "step $id2.0 to run" 30 test -e "$tmp/hold.up"
 [ "$(sacct -j "$id2.0" -P -n -o State)" = RUNNING ] || fail "step $id2.0: $(sacct -j "$id2")"
-all=$(sacct -j "$id" -P -n -o "$fmt,MaxRSS,Start,End") || fail "sacct: $all"
+all=$(sacct -j "$id" -P -n -o "$fmt,MaxRSS,Start,End,AllocCPUS,AllocTRES") || fail "sacct: $all"
 restart_sched 1
 wait_for "job $id2's srun to end" 30 grep -q '^HOLD_RC=' "$work/across.out"
-after=$(sacct -j "$id" -P -n -o "$fmt,MaxRSS,Start,End") || fail "sacct after the restart: $after"
+after=$(sacct -j "$id" -P -n -o "$fmt,MaxRSS,Start,End,AllocCPUS,AllocTRES") ||
+  fail "sacct after the restart: $after"
 [ "$after" = "$all" ] || fail "sacct changed across the restart:
 $all
 became

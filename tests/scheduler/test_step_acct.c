@@ -137,6 +137,9 @@ Test(step_acct, a_row_round_trips_onto_a_job_of_its_attempt)
     sched_step_acct_sample(a, 1, "node2", 4096, 900);
     sched_step_acct_exit(a, 0, "node1", SCHED_TASK_EXITED, 2, 0, 100, 100, 7000);
     sched_step_acct_exit(a, 1, "node2", SCHED_TASK_EXITED, 0, 0, 100, 1000, 7100);
+    a->cpus = 8;
+    a->gpus = 2;
+    a->time_limit_s = 600;
     sched_step_acct_row(a, job->id, &row);
     cr_assert_eq(row.job_id, 1);
     cr_assert_eq(row.step, 3);
@@ -155,6 +158,7 @@ Test(step_acct, a_row_round_trips_onto_a_job_of_its_attempt)
     cr_assert_str_eq(a->max_rss_node, "node2");
     cr_assert_eq(a->max_rss_task, 1);
     cr_assert_eq(sched_step_acct_cpu_ms(a), 1100);
+    cr_assert(a->cpus == 8 && a->gpus == 2 && a->time_limit_s == 600, "what it was given");
     row.attempt++;
     row.step = 4;
     cr_assert_eq(sched_step_acct_restore(other, &row), 0);

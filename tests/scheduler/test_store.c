@@ -491,6 +491,34 @@ Test(store, a_version_10_database_gains_the_steps_suspended_time)
     cr_assert_eq(seen, 2501);
 }
 
+static int step_given(const struct sched_step_row *r, void *data)
+{
+    snprintf(data, 64, "cpus=%u gpus=%u limit=%llu", r->cpus, r->gpus,
+             (unsigned long long)r->time_limit_s);
+    return 0;
+}
+
+Test(store, a_version_11_database_gains_what_steps_were_given)
+{
+    struct sched_step_row r = step_row(7, 1, 2);
+    char seen[64] = "";
+
+    cr_assert_eq(sched_store_put_step(store, &r), 0);
+    /* What gschedd before schema 12 left: no steps.cpus, gpus, time_limit_s. */
+    as_older("ALTER TABLE steps DROP COLUMN cpus; ALTER TABLE steps DROP COLUMN gpus; "
+             "ALTER TABLE steps DROP COLUMN time_limit_s; UPDATE meta SET value = '11' WHERE "
+             "key = 'schema_version'");
+    cr_assert_eq(sched_store_load_steps_range(store, 7, 7, step_given, seen), 0);
+    cr_assert_str_eq(seen, "cpus=0 gpus=0 limit=0", "the old row is kept, as unknown");
+    r.cpus = 12;
+    r.gpus = 2;
+    r.time_limit_s = 600;
+    cr_assert_eq(sched_store_put_step(store, &r), 0);
+    reopen();
+    cr_assert_eq(sched_store_load_steps_range(store, 7, 7, step_given, seen), 0);
+    cr_assert_str_eq(seen, "cpus=12 gpus=2 limit=600");
+}
+
 Test(store, a_version_5_database_gains_the_steps_table)
 {
     struct sched_step_row r = step_row(3, 1, 3);

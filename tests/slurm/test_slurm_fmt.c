@@ -652,7 +652,8 @@ Test(slurm_het, spec_gives_each_components_shape_and_cpus)
     check_row(slurm_job_mem, &p1.job, "16G");
 }
 
-/* Which component's rows step (on nodelist) shows under, as a string "0:NODES 1:NODES". */
+/* Which component's rows step (on nodelist, given 12 CPUs) shows under, as a string
+ * "0:NODES/N/CPUS 1:NODES/N/CPUS" (CPUS 0: not known for that component alone). */
 static void check_step(const Gs__JobInfo *job, const char *nodelist, const char *want)
 {
     Gs__StepInfo st = GS__STEP_INFO__INIT, view;
@@ -661,6 +662,7 @@ static void check_step(const Gs__JobInfo *job, const char *nodelist, const char 
     st.nodelist = (char *)nodelist;
     st.nnodes = 3;
     st.ntasks = 9;
+    st.cpus = 12;
     cr_assert_eq(gs_buf_append_str(&got, ""), 0);
     for (uint32_t k = 0; k < 2; k++) {
         int rc = slurm_het_step_view(job, k, &st, &view, &nodes);
@@ -668,8 +670,8 @@ static void check_step(const Gs__JobInfo *job, const char *nodelist, const char 
         cr_assert(rc == 0 || rc == 1);
         if (rc == 1) {
             cr_assert_eq(view.ntasks, 9);
-            cr_assert_eq(gs_buf_printf(&got, "%s%u:%s/%u", got.len > 0 ? " " : "", k, view.nodelist,
-                                       view.nnodes),
+            cr_assert_eq(gs_buf_printf(&got, "%s%u:%s/%u/%u", got.len > 0 ? " " : "", k,
+                                       view.nodelist, view.nnodes, view.cpus),
                          0);
         }
     }
@@ -683,10 +685,10 @@ Test(slurm_het, steps_show_under_each_component_whose_nodes_they_ran_on)
     struct het_job h;
 
     het_job(&h, ST(COMPLETED));
-    check_step(&h.job, "n1", "0:n1/1");         /* the batch shell: 42+0.batch */
-    check_step(&h.job, "n[2-3]", "1:n[2-3]/2"); /* 42+1.0 */
-    check_step(&h.job, "n3", "1:n3/1");
-    check_step(&h.job, "n[1-3]", "0:n1/1 1:n[2-3]/2"); /* 42+0.1 and 42+1.1 */
-    check_step(&h.job, "", "0:/3");                    /* nodes unknown: component 0's */
-    check_step(&h.job, "elsewhere", "0:elsewhere/3");
+    check_step(&h.job, "n1", "0:n1/1/12");         /* the batch shell: 42+0.batch */
+    check_step(&h.job, "n[2-3]", "1:n[2-3]/2/12"); /* 42+1.0 */
+    check_step(&h.job, "n3", "1:n3/1/12");
+    check_step(&h.job, "n[1-3]", "0:n1/1/0 1:n[2-3]/2/0"); /* 42+0.1 and 42+1.1 */
+    check_step(&h.job, "", "0:/3/12");                     /* nodes unknown: component 0's */
+    check_step(&h.job, "elsewhere", "0:elsewhere/3/12");
 }

@@ -141,7 +141,8 @@ Test(srun_alloc, input_modes, .init = cr_redirect_stderr)
     cr_assert_eq(input_of(5, pty_task, &a), -EINVAL, "a terminal is task 0's");
 }
 
-/* A step's --gres: its gpu entry is GPUs per node; other gres, none and gpu:0 change nothing. */
+/* A step's --gres: its gpu entry is GPUs per node; other gres change nothing; none and gpu:0
+ * ask for no GPU, and a later gpu entry takes that back. */
 Test(srun_alloc, step_gres_is_gpus_per_node, .init = cr_redirect_stderr)
 {
     char *typed[] = {"srun", "--gres=nic:1,gpu:a100:3", "true"};
@@ -149,6 +150,7 @@ Test(srun_alloc, step_gres_is_gpus_per_node, .init = cr_redirect_stderr)
     char *other[] = {"srun", "--gres=nic:2", "true"};
     char *zero[] = {"srun", "--gres=gpu:0", "true"};
     char *none[] = {"srun", "--gres=none", "true"};
+    char *again[] = {"srun", "--gres=none", "--gres=gpu:2", "true"};
     char *bad[] = {"srun", "--gres=gpu:1:2", "true"};
     struct cli_srun_args a;
 
@@ -161,12 +163,16 @@ Test(srun_alloc, step_gres_is_gpus_per_node, .init = cr_redirect_stderr)
     a = (struct cli_srun_args){.req = GS__STEP_LAUNCH_REQUEST__INIT};
     cr_assert_eq(cli_srun_parse(&a, 3, other), 0);
     cr_assert_eq(a.req.gpus_per_node, 0);
+    cr_assert_not(a.req.no_gpus, "no gpu entry: the job's GPUs, as without --gres");
     a = (struct cli_srun_args){.req = GS__STEP_LAUNCH_REQUEST__INIT};
     cr_assert_eq(cli_srun_parse(&a, 3, zero), 0);
-    cr_assert_eq(a.req.gpus_per_node, 0);
+    cr_assert(a.req.gpus_per_node == 0 && a.req.no_gpus);
     a = (struct cli_srun_args){.req = GS__STEP_LAUNCH_REQUEST__INIT};
     cr_assert_eq(cli_srun_parse(&a, 3, none), 0);
-    cr_assert_eq(a.req.gpus_per_node, 0);
+    cr_assert(a.req.gpus_per_node == 0 && a.req.no_gpus);
+    a = (struct cli_srun_args){.req = GS__STEP_LAUNCH_REQUEST__INIT};
+    cr_assert_eq(cli_srun_parse(&a, 4, again), 0);
+    cr_assert(a.req.gpus_per_node == 2 && !a.req.no_gpus);
     a = (struct cli_srun_args){.req = GS__STEP_LAUNCH_REQUEST__INIT};
     cr_assert_eq(cli_srun_parse(&a, 3, bad), -EINVAL);
 }

@@ -124,6 +124,24 @@ Test(step_fmt, a_component_word_selects_that_components_rows_alone)
     cr_assert_str_eq(bad, "42+.0");
 }
 
+Test(step_fmt, a_steps_tres_is_what_it_was_given)
+{
+    Gs__StepInfo st = GS__STEP_INFO__INIT;
+    struct gs_buf out = GS_BUF_INIT;
+
+    st.nnodes = 2;
+    cr_assert_eq(slurm_step_tres(&out, &st), 0);
+    cr_assert_null(out.data, "an older gschedd's step says nothing");
+    st.cpus = 8;
+    cr_assert_eq(slurm_step_tres(&out, &st), 0);
+    cr_assert_str_eq(out.data, "cpu=8,node=2");
+    gs_buf_reset(&out);
+    st.gpus = 2;
+    cr_assert_eq(slurm_step_tres(&out, &st), 0);
+    cr_assert_str_eq(out.data, "cpu=8,node=2,gres/gpu=2");
+    gs_buf_release(&out);
+}
+
 Test(step_fmt, memory_figures_are_exact_as_slurms)
 {
     char buf[32];
