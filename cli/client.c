@@ -236,6 +236,10 @@ static uint32_t request_minor(const Gs__Envelope *req, const char **ret_what)
         *ret_what = "srun --gres=none";
         return GS_PROTO_MINOR_STEP_GRES;
     }
+    if (step->ntasks_per_gpu > 0 || step->cpus_per_gpu > 0) { /* it would lay out the job's */
+        *ret_what = step->ntasks_per_gpu > 0 ? "srun --ntasks-per-gpu" : "srun --cpus-per-gpu";
+        return GS_PROTO_MINOR_STEP_GRES;
+    }
     if (step->mpi != NULL && strcmp(step->mpi, "pmi2") == 0) {
         *ret_what = "srun --mpi=pmi2";
         return GS_PROTO_MINOR_PMI;

@@ -56,8 +56,8 @@
 /* The first minor that knows srun's input modes (StepLaunchRequest.input_all, input_rank,
  * stdin_pattern; LaunchTasks.step_input_all, step_input_rank) and StepInputAck. */
 #define GS_PROTO_MINOR_INPUT 28u
-/* The first minor that knows StepLaunchRequest.no_gpus (srun --gres=none) and keeps what a
- * step was given (StepInfo.cpus, gpus, time_limit_s). */
+/* The first minor that knows StepLaunchRequest.no_gpus (srun --gres=none), ntasks_per_gpu and
+ * cpus_per_gpu, and keeps what a step was given (StepInfo.cpus, gpus, time_limit_s). */
 #define GS_PROTO_MINOR_STEP_GRES 29u
 #define GS_PROTO_HEADER_SIZE 4u
 #define GS_PROTO_MAX_FRAME_DEFAULT (16u * 1024u * 1024u)

@@ -37,10 +37,11 @@ static int het_nodes(const struct sched_job *job, const struct sched_alloc_msg *
     const uint32_t *groups = req->n_het_groups > 0 ? req->het_groups : &zero;
     size_t ngroups = req->n_het_groups > 0 ? req->n_het_groups : 1;
 
-    if (ngroups > 1 && (req->nodes > 0 || req->ntasks > 0 || req->ntasks_per_node > 0)) {
+    if (ngroups > 1 && (req->nodes > 0 || req->ntasks > 0 || req->ntasks_per_node > 0 ||
+                        req->ntasks_per_gpu > 0)) {
         snprintf(why, size,
-                 "-N, -n and --ntasks-per-node apply to one het group: a step over "
-                 "several (--het-group) runs each group's own layout");
+                 "-N, -n, --ntasks-per-node and --ntasks-per-gpu apply to one het group: a step "
+                 "over several (--het-group) runs each group's own layout");
         return -EINVAL;
     }
     for (size_t g = 0; g < ngroups; g++) {
@@ -143,8 +144,68 @@ static int arbitrary_layout(const struct sched_job *job, const struct sched_allo
 }
 
 /*
+ * The step's GPUs on the j-th of the k nodes it picked (alloc index i), as step_asks() will
+ * take them: --gpus-per-node, -G spread over the nodes (the first ones one more), none for
+ * --gres=none, else the job's there.
+ */
+static uint32_t picked_gpus(const struct sched_job *job, const Gs__StepLaunchRequest *req,
+                            uint32_t i, uint32_t j, uint32_t k)
+{
+    if (req->gpus_per_node > 0)
+        return req->gpus_per_node;
+    if (req->gpus > 0)
+        return req->gpus / k + (j < req->gpus % k ? 1 : 0);
+    return req->no_gpus ? 0 : (uint32_t)__builtin_popcountll(job->alloc.nodes[i].gpus);
+}
+
+/*
+ * --ntasks-per-gpu=K: each picked node's task count into cnt[] (by alloc index), K for
+ * each GPU the step has there; with -n at most that many in all, the first nodes filled
+ * first. A node named by -w must get a task. Returns 0 or -EINVAL with why.
+ */
+static int per_gpu_counts(const struct sched_job *job, const struct sched_alloc_msg *m,
+                          const Gs__StepLaunchRequest *req, const bool *pick, uint32_t k,
+                          uint32_t *cnt, char *why, size_t size)
+{
+    uint64_t total = 0, gpus = 0, per = req->ntasks_per_gpu;
+
+    for (uint32_t i = 0, j = 0; i < m->n; i++) {
+        uint64_t want;
+
+        if (!pick[i])
+            continue;
+        want = per * picked_gpus(job, req, i, j++, k);
+        gpus += want / per;
+        if (want > GS_JOBSPEC_CPUS_MAX) {
+            snprintf(why, size,
+                     "--ntasks-per-gpu=%u puts %" PRIu64 " tasks on node %s (at most %u)",
+                     req->ntasks_per_gpu, want, m->nodes[i].node_name, GS_JOBSPEC_CPUS_MAX);
+            return -EINVAL;
+        }
+        if (req->ntasks > 0 && want > req->ntasks - total)
+            want = total < req->ntasks ? req->ntasks - total : 0;
+        if (want == 0 && req->n_nodelist > 0) {
+            snprintf(why, size, "node %s (-w) would have no task at --ntasks-per-gpu=%u",
+                     m->nodes[i].node_name, req->ntasks_per_gpu);
+            return -EINVAL;
+        }
+        cnt[i] = (uint32_t)want;
+        total += want;
+    }
+    if (total == 0 || req->ntasks > total) {
+        snprintf(why, size,
+                 "%u task%s do%s not fit --ntasks-per-gpu=%u on the step's %" PRIu64 " GPU%s",
+                 req->ntasks > 0 ? req->ntasks : 1, req->ntasks > 1 ? "s" : "",
+                 req->ntasks > 1 ? "" : "es", req->ntasks_per_gpu, gpus, gpus == 1 ? "" : "s");
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/*
  * The step's nodes and tasks per node: ntasks spread as sbatch spreads them (the first nodes
- * one more), at most ntasks_per_node each; neither given: the job's own layout on those
+ * one more), at most ntasks_per_node each, or ntasks_per_gpu for each of the step's GPUs on
+ * a node (per_gpu_counts); none given: the job's own layout on those
  * nodes. Fewer tasks than nodes uses only the first nodes, as srun does ("setting nnodes"),
  * unless the nodes were named. --distribution then numbers the tasks; with arbitrary and a
  * host list, that list is the layout. Whether the nodes can hold the tasks' CPUs and GPUs
@@ -155,12 +216,13 @@ int sched_step_plan_layout(const struct sched_job *job, const struct sched_alloc
                            size_t size)
 {
     bool *pick = calloc(m->n + 1, sizeof(*pick));
+    uint32_t *per_gpu = calloc(m->n + 1, sizeof(*per_gpu));
     uint32_t k = 0, ntasks = req->ntasks, tpn = req->ntasks_per_node, rank = 0;
     struct gs_dist dist = {0};
     int rc = -ENOMEM;
 
     st->nodes = calloc(m->n + 1, sizeof(*st->nodes));
-    if (pick == NULL || st->nodes == NULL)
+    if (pick == NULL || per_gpu == NULL || st->nodes == NULL)
         goto out;
     rc = -EINVAL;
     if (req->distribution != NULL && req->distribution[0] != '\0' &&
@@ -177,6 +239,12 @@ int sched_step_plan_layout(const struct sched_job *job, const struct sched_alloc
     if (rc < 0)
         goto out;
     rc = -EINVAL;
+    if (req->ntasks_per_gpu > 0 && tpn > 0) {
+        snprintf(why, size, "--ntasks-per-gpu and --ntasks-per-node exclude each other");
+        goto out;
+    }
+    if (req->ntasks_per_gpu > 0 && per_gpu_counts(job, m, req, pick, k, per_gpu, why, size) < 0)
+        goto out;
     if (tpn > 0 && ntasks == 0)
         ntasks = tpn * k;
     if (tpn > 0 && ntasks > tpn * k) {
@@ -195,7 +263,11 @@ int sched_step_plan_layout(const struct sched_job *job, const struct sched_alloc
 
         if (!pick[i])
             continue;
-        if (ntasks > 0) {
+        if (req->ntasks_per_gpu > 0) {
+            cnt = per_gpu[i];
+            if (cnt == 0)
+                continue; /* no GPU of the step there, or -n filled the nodes before it */
+        } else if (ntasks > 0) {
             uint32_t kk = ntasks < k ? ntasks : k;
             if (used == kk)
                 break;
@@ -234,6 +306,7 @@ exits:
     rc = st->exited == NULL ? -ENOMEM : 0;
 out:
     free(pick);
+    free(per_gpu);
     return rc;
 }
 
@@ -241,21 +314,32 @@ out:
  */
 
 /*
- * GPUs each task is bound to: --gpus-per-task, else the job's unless -G, --gpus-per-node or
- * --gres=none. comp: the job as the component the node belongs to (gs_jobspec_het_view).
+ * GPUs each task is bound to: --gpus-per-task, else the job's unless -G, --gpus-per-node,
+ * --ntasks-per-gpu or --gres=none. comp: the job as the component the node belongs to
+ * (gs_jobspec_het_view).
  */
 static uint32_t step_gpus_per_task(const struct gs_jobspec *comp, const Gs__StepLaunchRequest *req)
 {
     if (req->gpus_per_task > 0)
         return req->gpus_per_task;
-    if (req->gpus > 0 || req->gpus_per_node > 0 || req->no_gpus)
-        return 0; /* the node's share, seen by every task there */
+    if (req->gpus > 0 || req->gpus_per_node > 0 || req->ntasks_per_gpu > 0 || req->no_gpus)
+        return 0; /* the node's share, seen by every task there (--gpu-bind may narrow it) */
     return comp->gpus_per_task;
 }
 
-static uint32_t step_cpus_per_task(const struct gs_jobspec *comp, const Gs__StepLaunchRequest *req)
+/* Cores each of a node's ntasks tasks holds: -c, --cpus-per-gpu's share of C x the step's
+ * gpus there (at least one), else the job's (0: the node's cores split between them). */
+static uint32_t step_cpus_per_task(const struct gs_jobspec *comp, const Gs__StepLaunchRequest *req,
+                                   uint32_t ntasks, uint32_t gpus)
 {
-    return req->cpus_per_task > 0 ? req->cpus_per_task : comp->cpus_per_task;
+    if (req->cpus_per_task > 0)
+        return req->cpus_per_task;
+    if (req->cpus_per_gpu > 0 && ntasks > 0) {
+        uint64_t each = (uint64_t)req->cpus_per_gpu * gpus / ntasks;
+
+        return each == 0 ? 1 : each > GS_JOBSPEC_CPUS_MAX ? GS_JOBSPEC_CPUS_MAX : (uint32_t)each;
+    }
+    return comp->cpus_per_task;
 }
 
 /* The job as the component its alloc_index-th node belongs to. */
@@ -276,8 +360,6 @@ static void step_asks(const struct sched_job *job, const Gs__StepLaunchRequest *
         node_comp(job, st->nodes[k].alloc_index, &comp);
         gpt = step_gpus_per_task(&comp, req);
         a->ntasks = st->nodes[k].ntasks;
-        a->cpus_per_task = step_cpus_per_task(&comp, req);
-        a->exact_cores = req->exact || req->exclusive || req->cpus_per_task > 0;
         if (gpt > 0)
             a->gpus = a->ntasks * gpt;
         else if (req->gpus_per_node > 0)
@@ -286,6 +368,13 @@ static void step_asks(const struct sched_job *job, const Gs__StepLaunchRequest *
             a->gpus = req->gpus / st->nnodes + (k < req->gpus % st->nnodes ? 1 : 0);
         else if (!req->no_gpus) /* --gres=none: a count given as well wins */
             a->all_gpus = true;
+        a->cpus_per_task = step_cpus_per_task(
+            &comp, req, a->ntasks,
+            a->all_gpus
+                ? (uint32_t)__builtin_popcountll(job->alloc.nodes[st->nodes[k].alloc_index].gpus)
+                : a->gpus);
+        a->exact_cores =
+            req->exact || req->exclusive || req->cpus_per_task > 0 || req->cpus_per_gpu > 0;
     }
 }
 
@@ -559,11 +648,13 @@ void sched_step_node_tasks(const struct sched_job *job, const Gs__StepLaunchRequ
 {
     const struct step_node *sn = &m->st->nodes[na - m->nodes];
     struct gs_jobspec comp;
+    uint32_t cpt;
 
     node_comp(job, m->alloc_index[na - m->nodes], &comp);
-    sched_step_dist_cores(m, na, na->ntasks, step_cpus_per_task(&comp, req));
-    sched_node_tasks(na, na->ntasks, step_cpus_per_task(&comp, req), step_gpus_per_task(&comp, req),
-                     m->tasks, m->task_ptrs, &m->lt);
+    cpt = step_cpus_per_task(&comp, req, na->ntasks, (uint32_t)na->n_gpus);
+    sched_step_dist_cores(m, na, na->ntasks, cpt);
+    sched_node_tasks(na, na->ntasks, cpt, step_gpus_per_task(&comp, req), m->tasks, m->task_ptrs,
+                     &m->lt);
     for (uint32_t l = 0; l < na->ntasks; l++)
         m->tasks[l].rank = m->st->ranks[sn->first + l];
     /* srun's stdin goes to every task or to one (--input); its --pty terminal to task 0. */

@@ -76,6 +76,7 @@ struct cli_srun_owned {
     struct gs_buf multi_prog; /* --multi-prog's program for every task (srun_multi_prog.c) */
     char *multi_argv[5];      /* /bin/sh -c it */
     struct gs_buf workdir;
+    char gpu_bind[32]; /* --ntasks-per-gpu=K's implied --gpu-bind=single:K */
 };
 
 /*

@@ -68,6 +68,8 @@ enum srun_id {
     O_THREADS,
     O_HINT,
     O_NTASKS_PER_CORE,
+    O_NTASKS_PER_GPU,
+    O_CPUS_PER_GPU,
     O_TIME,
     O_WAIT,
     O_IGNORED_FLAG,  /* accepted, no effect here (--quiet, --verbose) */
@@ -119,6 +121,8 @@ static const struct srun_opt srun_opts[] = {
     {"threads-per-core", 0, VALUE, O_THREADS},
     {"hint", 0, VALUE, O_HINT},
     {"ntasks-per-core", 0, VALUE, O_NTASKS_PER_CORE},
+    {"ntasks-per-gpu", 0, VALUE, O_NTASKS_PER_GPU},
+    {"cpus-per-gpu", 0, VALUE, O_CPUS_PER_GPU},
     {"mem", 0, VALUE, O_IGNORED_VALUE},
     {"mem-per-cpu", 0, VALUE, O_IGNORED_VALUE},
     {"mem-per-gpu", 0, VALUE, O_IGNORED_VALUE},
@@ -153,6 +157,10 @@ static const char srun_usage[] =
     "  -G, --gpus=N             GPUs for the whole step, spread over its nodes\n"
     "      --gpus-per-node=N    GPUs on each node of the step\n"
     "      --gres=gpu[:TYPE]:N  the same (other gres are not scheduled); none: no GPU\n"
+    "      --ntasks-per-gpu=K   K tasks for each of the step's GPUs on each node, each K\n"
+    "                           bound to one GPU (-n: at most that many)\n"
+    "      --cpus-per-gpu=C     C cores for each of the step's GPUs on each node, split\n"
+    "                           between its tasks there (as --exact)\n"
     "      --exact, --exclusive hold only ntasks x cpus-per-task cores (default: all of\n"
     "                           the job's cores on each node), so steps run side by side\n"
     "      --overlap            hold nothing: run beside the job's other steps\n"
@@ -210,7 +218,8 @@ static const char srun_usage_layout[] =
     "                           over each node's sockets: cyclic (default), block, fcyclic\n"
     "                           (default: $SLURM_DISTRIBUTION, as sbatch -m sets it)\n"
     "Outside a job srun first asks for an allocation (as salloc does) with -N -n\n"
-    "--ntasks-per-node -c --gpus* --gres -w -J and -t -p -A -q -x -C --switches --mem*,\n"
+    "--ntasks-per-node -c --*-per-gpu --gpus* --gres -w -J and -t -p -A -q -x -C\n"
+    "--switches --mem*, "
     "runs the step in it, then releases it.\n";
 
 /* --- options ------------------------------------------------------------------------------- */
@@ -433,6 +442,10 @@ static int take(struct cli_srun_args *a, const struct srun_opt *o, const char *v
         return number(opt, value, &a->req.ntasks_per_node);
     case O_CPT:
         return number(opt, value, &a->req.cpus_per_task);
+    case O_NTASKS_PER_GPU:
+        return number(opt, value, &a->req.ntasks_per_gpu);
+    case O_CPUS_PER_GPU:
+        return number(opt, value, &a->req.cpus_per_gpu);
     case O_GPT:
         return number(opt, value, &a->req.gpus_per_task);
     case O_GPUS:
@@ -574,14 +587,12 @@ static int take(struct cli_srun_args *a, const struct srun_opt *o, const char *v
 
 /* The options sbatch reads too: outside a job they ask for srun's allocation. */
 static const char *const alloc_opts[] = {
-    "nodes",         "ntasks",        "ntasks-per-node",
-    "cpus-per-task", "gpus-per-task", "gpus",
-    "gpus-per-node", "nodelist",      "job-name",
-    "time",          "gres",          "mem",
-    "mem-per-cpu",   "mem-per-gpu",   "partition",
-    "account",       "qos",           "reservation",
-    "exclude",       "constraint",    "switches",
-    "mail-type",     "mail-user",     NULL,
+    "nodes",    "ntasks",        "ntasks-per-node", "cpus-per-task",  "gpus-per-task",
+    "gpus",     "gpus-per-node", "nodelist",        "job-name",       "time",
+    "gres",     "mem",           "mem-per-cpu",     "mem-per-gpu",    "partition",
+    "account",  "qos",           "reservation",     "exclude",        "constraint",
+    "switches", "mail-type",     "mail-user",       "ntasks-per-gpu", "cpus-per-gpu",
+    NULL,
 };
 
 static void keep_for_alloc(struct cli_srun_args *a, const struct srun_opt *o, const char *value)
@@ -904,6 +915,48 @@ static int multi_prog(struct cli_srun_args *a, struct cli_srun_owned *own)
     return 0;
 }
 
+/*
+ * --ntasks-per-gpu and --cpus-per-gpu against the options they exclude, as Slurm's srun
+ * says; --ntasks-per-gpu=K without a --gpu-bind binds each K tasks to one GPU, as Slurm's
+ * implied single:K (over a job's SLURM_GPU_BIND: the step's K wins).
+ */
+static int per_gpu(struct cli_srun_args *a, struct cli_srun_owned *own)
+{
+    const Gs__StepLaunchRequest *r = &a->req;
+
+    if (r->cpus_per_gpu > 0 && r->cpus_per_task > 0) {
+        fprintf(stderr, "srun: fatal: --cpus-per-gpu is mutually exclusive with --cpus-per-task\n");
+        return -EINVAL;
+    }
+    if (r->ntasks_per_gpu > 0 && (r->ntasks_per_node > 0 || r->gpus_per_task > 0)) {
+        fprintf(stderr, "srun: fatal: --ntasks-per-gpu is mutually exclusive with %s\n",
+                r->ntasks_per_node > 0 ? "--ntasks-per-node" : "--gpus-per-task");
+        return -EINVAL;
+    }
+    if ((r->ntasks_per_gpu > 0 || r->cpus_per_gpu > 0) && r->no_gpus) {
+        fprintf(stderr, "srun: fatal: --%s-per-gpu: the step has no GPU (--gres=none)\n",
+                r->ntasks_per_gpu > 0 ? "ntasks" : "cpus");
+        return -EINVAL;
+    }
+    if (r->ntasks_per_gpu > 0 && (r->gpu_bind == NULL || r->gpu_bind[0] == '\0')) {
+        snprintf(own->gpu_bind, sizeof(own->gpu_bind), "single:%u", r->ntasks_per_gpu);
+        a->req.gpu_bind = own->gpu_bind;
+    }
+    return 0;
+}
+
+/* The tasks see the step's --ntasks-per-gpu / --cpus-per-gpu (n) as Slurm's do, over the
+ * job's; 0: as they are. */
+static int per_gpu_env(struct cli_srun_owned *own, const char *key, uint32_t n)
+{
+    char text[16];
+
+    if (n == 0)
+        return 0;
+    snprintf(text, sizeof(text), "%u", n);
+    return env_set(own, key, strlen(key), text, strlen(text));
+}
+
 bool cli_srun_in_job(const struct cli_srun_args *a)
 {
     return a->job_id != 0 || getenv("SLURM_JOB_ID") != NULL || getenv("SLURM_JOBID") != NULL;
@@ -926,7 +979,7 @@ int cli_srun_request(struct cli_srun_args *a, struct cli_srun_owned *own)
         return -EINVAL;
     }
     a->req.job_id = a->job_id;
-    if (cli_srun_io_request(a) < 0)
+    if (cli_srun_io_request(a) < 0 || per_gpu(a, own) < 0)
         return -EINVAL;
     if ((a->req.gpu_bind == NULL || a->req.gpu_bind[0] == '\0') &&
         getenv("SLURM_GPU_BIND") != NULL && gpu_bind(a, getenv("SLURM_GPU_BIND")) < 0)
@@ -989,6 +1042,9 @@ int cli_srun_request(struct cli_srun_args *a, struct cli_srun_owned *own)
         if (env_set(own, "SLURM_THREADS_PER_CORE", 22, n, strlen(n)) < 0)
             goto nomem;
     }
+    if (per_gpu_env(own, "SLURM_NTASKS_PER_GPU", a->req.ntasks_per_gpu) < 0 ||
+        per_gpu_env(own, "SLURM_CPUS_PER_GPU", a->req.cpus_per_gpu) < 0)
+        goto nomem;
     a->req.het_groups = a->nhet_groups > 0 ? a->het_groups : NULL;
     a->req.n_het_groups = a->nhet_groups;
     own->ptrs = calloc(own->n + 1, sizeof(*own->ptrs));

@@ -9,7 +9,9 @@
 # Then: an --overlap step runs beside a step that holds everything, a waiting srun killed
 # withdraws its request (its command never runs), a step that could never fit in the
 # job is refused at once, and a --gres=none step runs beside one that holds the job's GPUs,
-# seeing none (it would wait for them if it took any).
+# seeing none (it would wait for them if it took any). Last, --ntasks-per-gpu lays out K tasks
+# per GPU, each K bound to one (-n fewer: the first GPUs; more: refused), and --cpus-per-gpu
+# gives each task its share of C cores per GPU.
 #
 # Each step records what it sees in a marker file while it runs, then waits for a gate;
 # every step snapshots the markers when it starts (gate_wait's loop uses i: steps say step), so two steps sharing a GPU, or a fifth
@@ -143,6 +145,52 @@ has "$out" '^AFTER_RC=0$'
 has "$out" '^NONE \[\]$'
 has "$out" '^NONE_RC=0$'
 has "$out" '^GPUS_RC=0$'
+
+# --- --ntasks-per-gpu and --cpus-per-gpu in a step -----------------------------------------------
+cat > "$work/pergpu.sh" <<EOF
+#!/bin/bash
+#SBATCH -J pergpu
+#SBATCH -o $work/pergpu.out
+#SBATCH -N 1
+#SBATCH -n 8
+#SBATCH --gres=gpu:4
+srun --ntasks-per-gpu=2 bash -c 'echo "PER \$SLURM_LOCALID \$CUDA_VISIBLE_DEVICES \$SLURM_NTASKS_PER_GPU"'
+echo "PER_RC=\$?"
+srun --ntasks-per-gpu=1 -n 3 bash -c 'echo "FEW \$SLURM_LOCALID \$CUDA_VISIBLE_DEVICES"'
+echo "FEW_RC=\$?"
+srun --ntasks-per-gpu=1 -n 5 true
+echo "MANY_RC=\$?"
+srun -n2 --gres=gpu:2 --cpus-per-gpu=3 bash -c 'echo "CPG \$SLURM_LOCALID \$GSCHED_CPUS"'
+echo "CPG_RC=\$?"
+EOF
+id=$(sbatch --parsable "$work/pergpu.sh" 2>&1) || fail "sbatch pergpu.sh refused: $id"
+wait_end "$id" 30 || true
+out=$work/pergpu.out
+[ "$(job_state "$id")" = COMPLETED ] || fail "pergpu job: $(jq "$id" 'j') output: $(cat "$out")"
+has "$out" '^PER_RC=0$'
+has "$out" '^FEW_RC=0$'
+has "$out" '^MANY_RC=1$'
+has "$out" "^srun: error: Unable to create step for job $id: 5 tasks do not fit --ntasks-per-gpu=1 on the step's 4 GPUs\$"
+has "$out" '^CPG_RC=0$'
+python3 - "$out" <<'EOF' || fail "--ntasks-per-gpu / --cpus-per-gpu laid the tasks out wrong: $(cat "$out")"
+import sys
+lines = [l.split() for l in open(sys.argv[1])]
+per = {int(l[1]): l[2] for l in lines if l[0] == "PER"}
+assert sorted(per) == list(range(8)), per                     # 2 tasks x 4 GPUs
+assert all(len(l) == 4 and l[3] == "2" for l in lines if l[0] == "PER"), lines
+assert all(per[2 * g] == per[2 * g + 1] for g in range(4)), per  # each two on one GPU
+assert len(set(per.values())) == 4 and all("," not in v for v in per.values()), per
+few = {int(l[1]): l[2] for l in lines if l[0] == "FEW"}
+assert sorted(few) == [0, 1, 2] and len(set(few.values())) == 3, few  # -n 3: one GPU each
+def count(cpus):
+    n = 0
+    for part in cpus.split(","):
+        a, _, b = part.partition("-")
+        n += int(b or a) - int(a) + 1
+    return n
+cpg = {int(l[1]): count(l[2]) for l in lines if l[0] == "CPG"}
+assert cpg == {0: 3, 1: 3}, cpg                               # 3 x 2 GPUs over 2 tasks
+EOF
 
 check_logs
 echo "$name: all checks passed"

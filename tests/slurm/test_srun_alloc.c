@@ -461,3 +461,51 @@ Test(srun_multi_prog, each_task_runs_its_line)
     unlink(path);
     gs_buf_release(&script);
 }
+
+/* --ntasks-per-gpu binds each K tasks to one GPU unless --gpu-bind says otherwise, and the
+ * tasks see both counts; the options Slurm's srun excludes are refused; outside a job they
+ * shape the allocation. */
+Test(srun_alloc, per_gpu_options, .init = cr_redirect_stderr)
+{
+    char *per[] = {"srun", "--ntasks-per-gpu=2", "--cpus-per-gpu", "3", "true"};
+    char *bound[] = {"srun", "--ntasks-per-gpu=2", "--gpu-bind=closest", "true"};
+    char *bad[][5] = {{"srun", "--cpus-per-gpu=2", "-c", "2", "true"},
+                      {"srun", "--ntasks-per-gpu=2", "--ntasks-per-node=2", "true", NULL},
+                      {"srun", "--ntasks-per-gpu=2", "--gpus-per-task=1", "true", NULL},
+                      {"srun", "--gres=none", "--cpus-per-gpu=2", "true", NULL}};
+    int nbad[] = {5, 4, 4, 4};
+    struct cli_srun_args a = {.req = GS__STEP_LAUNCH_REQUEST__INIT};
+    struct cli_srun_args b = {.req = GS__STEP_LAUNCH_REQUEST__INIT};
+    struct cli_srun_owned own[2] = {{.workdir = GS_BUF_INIT}, {.workdir = GS_BUF_INIT}};
+    char **words = NULL;
+
+    setenv("SLURM_JOB_ID", "5", 1);
+    setenv("SLURM_GPU_BIND", "closest", 1); /* the job's: the step's K wins */
+    cr_assert_eq(cli_srun_parse(&a, 5, per), 0);
+    cr_assert_eq(cli_srun_request(&a, &own[0]), 0);
+    cr_assert(a.req.ntasks_per_gpu == 2 && a.req.cpus_per_gpu == 3);
+    cr_assert_str_eq(a.req.gpu_bind, "single:2");
+    cr_assert_str_eq(req_env(&a.req, "SLURM_NTASKS_PER_GPU"), "2");
+    cr_assert_str_eq(req_env(&a.req, "SLURM_CPUS_PER_GPU"), "3");
+    cr_assert_eq(cli_srun_alloc_words(&a, &words), 0);
+    cr_assert_str_eq(words[0], "--ntasks-per-gpu=2");
+    cr_assert_str_eq(words[1], "--cpus-per-gpu=3");
+    cr_assert_null(words[2]);
+    free(words[0]);
+    free(words[1]);
+    free(words);
+    unsetenv("SLURM_GPU_BIND");
+    cr_assert_eq(cli_srun_parse(&b, 4, bound), 0);
+    cr_assert_eq(cli_srun_request(&b, &own[1]), 0);
+    cr_assert_str_eq(b.req.gpu_bind, "closest", "the step's own --gpu-bind wins");
+    for (size_t i = 0; i < 4; i++) {
+        struct cli_srun_args e = {.req = GS__STEP_LAUNCH_REQUEST__INIT};
+        struct cli_srun_owned o = {.workdir = GS_BUF_INIT};
+
+        cr_assert_eq(cli_srun_parse(&e, nbad[i], bad[i]), 0);
+        cr_assert_eq(cli_srun_request(&e, &o), -EINVAL, "%s %s", bad[i][1], bad[i][2]);
+        cli_srun_owned_release(&o);
+    }
+    for (size_t i = 0; i < 2; i++)
+        cli_srun_owned_release(&own[i]);
+}
