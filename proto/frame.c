@@ -98,6 +98,7 @@ uint32_t gs_proto_body_minor(Gs__Envelope__BodyCase body)
         {70, 73, 4},    /* the jobs' key/value store */
         {74, 79, 7},    /* node and job updates, shares */
         {81, 82, 28},   /* a step's input and output acknowledged */
+        {83, 83, 29},   /* a step's output sent again */
         {120, 121, 8},  /* reservations */
         {122, 125, 9},  /* datasets, from the CLI and from tasks */
         {134, 137, 10}, /* allocations, a step's input */
@@ -105,6 +106,7 @@ uint32_t gs_proto_body_minor(Gs__Envelope__BodyCase body)
         {140, 141, 20}, /* licenses */
         {142, 145, 22}, /* sdiag, scontrol show config */
         {146, 147, 26}, /* scontrol suspend and resume */
+        {148, 148, 29}, /* srun reattaching to its step */
     };
 
     for (size_t i = 0; i < sizeof(since) / sizeof(since[0]); i++) {

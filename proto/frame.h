@@ -57,7 +57,8 @@
  * stdin_pattern; LaunchTasks.step_input_all, step_input_rank) and StepInputAck. */
 #define GS_PROTO_MINOR_INPUT 28u
 /* The first minor that knows StepLaunchRequest.no_gpus (srun --gres=none), ntasks_per_gpu and
- * cpus_per_gpu, and keeps what a step was given (StepInfo.cpus, gpus, time_limit_s). */
+ * cpus_per_gpu, keeps what a step was given (StepInfo.cpus, gpus, time_limit_s), and keeps
+ * running steps over a gschedd restart (StepAttach, StepOutputResume). */
 #define GS_PROTO_MINOR_STEP_GRES 29u
 #define GS_PROTO_HEADER_SIZE 4u
 #define GS_PROTO_MAX_FRAME_DEFAULT (16u * 1024u * 1024u)

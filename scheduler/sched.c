@@ -107,7 +107,8 @@ static void on_cron(uv_timer_t *timer)
     sched_history_purge_tick(s); /* ... and past scheduler.purge_after, the store */
     sched_resv_tick(s);          /* reservations that start or end */
     sched_alloc_tick(s);         /* allocations past their time limit (no worker runs their task) */
-    sched_mail_tick(s);          /* running jobs past the shares of their limit they mail about */
+    sched_steps_check_detached(s); /* steps whose srun did not come back after a restart */
+    sched_mail_tick(s);            /* running jobs past the shares of their limit they mail about */
     if (s->timed_deps)
         sched_engine_wake(s);
 }

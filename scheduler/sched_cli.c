@@ -566,6 +566,9 @@ void sched_cli_dispatch(struct sched_cli *c, const Gs__Envelope *env)
     case GS__ENVELOPE__BODY_CONFIG_REQUEST:
         sched_query_config(c, env->request_id);
         break;
+    case GS__ENVELOPE__BODY_STEP_ATTACH:
+        sched_steps_attach(c, env->request_id, env->step_attach);
+        break;
     case GS__ENVELOPE__BODY_STEP_LAUNCH_REQUEST:
         sched_steps_launch(c, env->request_id, env->step_launch_request);
         break;
@@ -789,6 +792,7 @@ void sched_cli_relay_gone(struct sched_ctx *s, struct gs_proto_conn *conn)
         if (c == NULL)
             return;
         c->relay = NULL;
+        c->relay_lost = true;
         sched_cli_gone(c); /* unlinks it: the scan starts over */
     }
 }

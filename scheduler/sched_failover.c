@@ -270,8 +270,13 @@ int sched_failover_reconcile(struct sched_ctx *s, struct sched_node *n, const Gs
             kill[nkill++] = reg->running[i];
         }
     }
-    for (size_t i = 0; i < reg->n_unacked_exits; i++)
-        sched_exit_task(s, n, reg->unacked_exits[i]);
+    for (size_t i = 0; i < reg->n_unacked_exits; i++) {
+        if (reg->unacked_exits[i]->step != 0) /* a step's, maybe one kept over a restart */
+            sched_steps_task_exit(s, n, reg->unacked_exits[i]);
+        else
+            sched_exit_task(s, n, reg->unacked_exits[i]);
+    }
+    sched_steps_reconcile(s, n, reg);
     check_missing(s, n, reg);
     node_back(s, n);
     *ret_kill = kill;

@@ -91,6 +91,7 @@ struct sched_cli {
     bool closing;                /* sched_cli_close ran: its close_timer is started */
     bool freeing;                /* close_timer is being closed, then the record freed */
     struct gs_proto_conn *relay; /* the worker's connection; NULL once it is gone */
+    bool relay_lost;             /* it went away under the session (srun may come back) */
     uint64_t relay_session;
     char relay_node[64];
     uv_timer_t close_timer;
@@ -562,6 +563,26 @@ void sched_pmix_abort(struct sched_ctx *s, struct sched_node *n, const Gs__PmixA
 void sched_steps_node_gone(struct sched_ctx *s, struct sched_node *n);
 /* Frees what is left at shutdown (called where sched_ctx is freed). */
 void sched_steps_free(struct sched_ctx *s);
+/* srun's StepAttach: c takes up its running step again (after gschedd or the worker relaying
+ * srun restarted), or is refused; the connection then streams as after a launch. */
+void sched_steps_attach(struct sched_cli *c, uint64_t request_id, const Gs__StepAttach *a);
+/* Node n registered with reg: step tasks it should run but neither runs nor kept an exit of
+ * (its worker restarted, or never got the launch) end LOST. */
+void sched_steps_reconcile(struct sched_ctx *s, struct sched_node *n, const Gs__NodeRegister *reg);
+/* Node n's worker registered: each step with tasks there that srun streams has its output
+ * sent again from what srun acknowledged (what went to a gschedd that died is lost else). */
+void sched_steps_node_back(struct sched_ctx *s, struct sched_node *n);
+/* From the cron: steps whose srun has not reattached within the fence timeout (the
+ * default's 5 minutes without one) end their tasks. */
+void sched_steps_check_detached(struct sched_ctx *s);
+/* step_keep.c, at start-up: a stored running step (live_steps) back, waiting for its srun;
+ * one that cannot be (its job ended, another attempt) is left out. 0 or -ENOMEM. */
+int sched_steps_restore(struct sched_ctx *s, uint64_t job_id, uint32_t step, const void *record,
+                        size_t len);
+/* Once every record is read back and the journal runs: the running jobs' srun steps whose
+ * record was not taken up end CANCELLED in sacct (their tasks end when their workers
+ * register), their records deleted. */
+void sched_steps_restore_done(struct sched_ctx *s);
 
 /* sched_alloc.c: allocations (salloc, srun outside a job), held by their CLI connection */
 struct sched_salloc;
@@ -678,6 +699,10 @@ int sched_persist_job_event(struct sched_job *job, uint64_t at_ms, const char *k
                             const char *detail);
 /* A job's step record (its current attempt's, step_acct.h) stored: its row as it is now. */
 void sched_change_step(struct sched_change *ch, uint64_t job_id, const struct sched_step_acct *a);
+/* A running srun step's packed gs.StepRecord stored (record malloc'd, owned by ch from here
+ * on), or with record NULL its record deleted (sched_steps.c keeps steps over a restart). */
+void sched_change_live_step(struct sched_change *ch, uint64_t job_id, uint32_t step,
+                            uint8_t *record, size_t len);
 
 /* sched_purge.c: forgetting finished jobs (scheduler.min_job_age), and reading them back */
 /*

@@ -69,6 +69,14 @@ struct ch_resv {
     size_t len;
 };
 
+/* A running srun step's record (live_steps), or its removal. */
+struct ch_live {
+    uint64_t job_id;
+    uint32_t step;
+    uint8_t *record; /* NULL: delete it */
+    size_t len;
+};
+
 /* History for sreport: an attempt's allocation on a node (end_ms 0: it opens), or the
  * end of a job's open ones (node NULL); a node's availability. */
 struct ch_alloc {
@@ -101,6 +109,8 @@ struct sched_change {
     size_t nnodes;
     struct ch_step *steps;
     size_t nsteps;
+    struct ch_live *lives;
+    size_t nlives;
     struct ch_alloc *allocs;
     size_t nallocs;
     struct ch_node_state *states;
@@ -184,6 +194,9 @@ static void change_free(struct sched_change *ch)
         free(ch->steps[i].max_rss_node);
     }
     free(ch->steps);
+    for (size_t i = 0; i < ch->nlives; i++)
+        free(ch->lives[i].record);
+    free(ch->lives);
     for (size_t i = 0; i < ch->nallocs; i++) {
         free(ch->allocs[i].node);
         free(ch->allocs[i].user);
@@ -417,6 +430,18 @@ void sched_change_step(struct sched_change *ch, uint64_t job_id, const struct sc
     cs->row.max_rss_node = cs->max_rss_node;
 }
 
+void sched_change_live_step(struct sched_change *ch, uint64_t job_id, uint32_t step,
+                            uint8_t *record, size_t len)
+{
+    struct ch_live *l = grow(ch, (void **)&ch->lives, &ch->nlives, sizeof(*l));
+
+    if (l == NULL) {
+        free(record);
+        return;
+    }
+    *l = (struct ch_live){.job_id = job_id, .step = step, .record = record, .len = len};
+}
+
 void sched_change_clear_tasks(struct sched_change *ch, uint64_t job_id)
 {
     uint64_t *slot = grow(ch, (void **)&ch->clears, &ch->nclears, sizeof(*slot));
@@ -509,6 +534,12 @@ static int apply_change(struct sched_store *store, void *data)
         rc = sched_store_put_task(store, &ch->tasks[i].row);
     for (size_t i = 0; rc == 0 && i < ch->nsteps; i++)
         rc = sched_store_put_step(store, &ch->steps[i].row);
+    for (size_t i = 0; rc == 0 && i < ch->nlives; i++) {
+        const struct ch_live *l = &ch->lives[i];
+        rc = l->record != NULL
+                 ? sched_store_put_live_step(store, l->job_id, l->step, l->record, l->len)
+                 : sched_store_delete_live_step(store, l->job_id, l->step);
+    }
     for (size_t i = 0; rc == 0 && i < ch->nevents; i++) {
         const struct ch_event *e = &ch->events[i];
         rc = sched_store_add_event(store, e->at_ms, e->job_id, e->node, e->kind, e->detail);
@@ -1016,6 +1047,12 @@ static int nodes_down_at_start(struct sched_ctx *s, struct sched_store *store)
     return rc;
 }
 
+static int load_live_step(uint64_t job_id, uint32_t step, const void *record, size_t len,
+                          void *data)
+{
+    return sched_steps_restore(data, job_id, step, record, len);
+}
+
 int sched_persist_open(struct sched_ctx *s, struct gs_error *err)
 {
     struct sched_store *store = NULL;
@@ -1029,8 +1066,10 @@ int sched_persist_open(struct sched_ctx *s, struct gs_error *err)
     if (rc < 0)
         return rc;
     rc = sched_store_next_job_id(store, &s->next_job_id);
-    /* srun steps do not outlive gschedd: their sruns lost their connection, and their tasks
-     * are ended when their workers register (sched_failover_reconcile). */
+    /* srun steps gschedd kept a record of are taken up again below (their sruns reattach);
+     * the others' tasks are ended when their workers register (sched_failover_reconcile). */
+    if (rc == 0)
+        rc = sched_store_prune_live_steps(store);
     if (rc == 0)
         rc = sched_store_end_running_steps(store, SCHED_JOB_CANCELLED, gs_clock_wall_ms());
     if (rc == 0)
@@ -1048,6 +1087,8 @@ int sched_persist_open(struct sched_ctx *s, struct gs_error *err)
             rc = sched_store_load_events_range(store, first, UINT64_MAX, load_event, s);
         if (rc == 0)
             rc = sched_store_load_steps_range(store, first, UINT64_MAX, load_step, s);
+        if (rc == 0)
+            rc = sched_store_load_live_steps(store, load_live_step, s);
     }
     if (rc == 0)
         rc = sched_store_load_usage(store, sched_policy_load_usage, s);
@@ -1062,6 +1103,7 @@ int sched_persist_open(struct sched_ctx *s, struct gs_error *err)
         sched_store_close(store);
         return gs_error_set(err, -ENOMEM, 0, 0, "cannot start the journal");
     }
+    sched_steps_restore_done(s);
     GS_LOG(GS_LOG_INFO, "db=%s jobs=%zu nodes=%zu next_job=%llu state loaded", path,
            sched_jobs_count(s->jobs), s->nnodes, (unsigned long long)s->next_job_id);
     return 0;

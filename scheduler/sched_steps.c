@@ -14,18 +14,23 @@
  * in the job is refused at once. --overlap steps hold nothing and never wait; the batch
  * step holds nothing either.
  *
- * Steps run from memory only (Slurm does not restart steps either; the job's own tasks are
- * sched_engine.c's), but each has an accounting record (step_acct.h, sacct's JOB.N row)
- * stored when it starts and at each of its tasks' exits, which is acknowledged to the worker
- * once that row is on disk; srun hears of the exit at once. The step number (TaskRef.step, Slurm's
- * step id + 1) is given when a step starts, from a per-job counter kept here until the job ends. A
- * step does not hold its CLI record with sched_cli_hold: the record lives until on_cli_close, which
- * calls sched_steps_cli_gone first, and that clears every pointer to it. A running step whose srun
- * went away stays (cli NULL) until its tasks' exits come, so that what it holds is not given out
- * early.
+ * Each step has an accounting record (step_acct.h, sacct's JOB.N row) and a record to take
+ * it up again after a gschedd restart (step_keep.c), both stored when it starts and at each
+ * of its tasks' exits, which is acknowledged to the worker once they are on disk; srun hears
+ * of the exit at once. The step number (TaskRef.step, Slurm's step id + 1) is given when a
+ * step starts, from a per-job counter that goes on from the job's last step. A step does not
+ * hold its CLI record with sched_cli_hold: the record lives until on_cli_close, which calls
+ * sched_steps_cli_gone first, and that clears every pointer to it. A running step whose srun
+ * went away stays (cli NULL) until its tasks' exits come, so that what it holds is not given
+ * out early; one whose srun lost its connection without leaving (the worker relaying it lost
+ * gschedd), or that gschedd took up again after a restart, waits for srun to reattach
+ * (StepAttach): it then hears every exit and has each node's worker send the output again
+ * from where srun got to. A step whose srun does not come back within the fence timeout ends
+ * its tasks.
  *
  * The pieces: steps_internal.h holds the structs they share; step_records.c keeps the steps
  * and per-job records in memory (finding, freeing, what a freed step gives back);
+ * step_keep.c stores running steps and takes them up again at start-up;
  * step_plan.c lays a step out, decides what it takes of the job and builds its LaunchTasks,
  * over the job, the request and the allocation message. This file talks to srun and to
  * the workers, starts steps, queues and retries those that wait, and handles what comes back.
@@ -126,9 +131,11 @@ static void acct_stored(struct sched_ctx *s, int status, void *arg)
     free(op);
 }
 
-/* Stores the record's row; then acks ex to n (n NULL: nothing to ack). */
-static void acct_store(struct sched_ctx *s, uint64_t job_id, const struct sched_step_acct *a,
-                       struct sched_node *n, const Gs__TaskExit *ex)
+/* Stores the record's row with st's kept record (step_keep.c); then acks ex to n (n NULL:
+ * nothing to ack), so that a worker forgets an exit only once a restart would keep it. */
+static void acct_store(struct sched_ctx *s, const struct sched_step *st,
+                       const struct sched_step_acct *a, struct sched_node *n,
+                       const Gs__TaskExit *ex)
 {
     struct step_ack *op = NULL;
     struct sched_change *ch = sched_change_new(s);
@@ -139,7 +146,9 @@ static void acct_store(struct sched_ctx *s, uint64_t job_id, const struct sched_
     } else if (n != NULL) {
         ack_exit(n, ex); /* out of memory: the row may be lost, the exit is not kept */
     }
-    sched_change_step(ch, job_id, a);
+    if (a != NULL)
+        sched_change_step(ch, st->job_id, a);
+    sched_step_keep(ch, st);
     sched_change_commit(s, ch, op != NULL ? acct_stored : NULL, op);
 }
 
@@ -173,12 +182,12 @@ static void acct_start(struct sched_ctx *s, const struct sched_step *st,
         a->cpus += (uint32_t)m->nodes[i].n_cores;
         a->gpus += (uint32_t)m->nodes[i].n_gpus;
     }
-    if (a != NULL) {
+    if (a != NULL)
         a->time_limit_s = req->time_limit_s;
-        acct_store(s, st->job_id, a, NULL, NULL);
-    } else
+    else
         GS_LOG(GS_LOG_WARN, "job=%" PRIu64 " step=%u out of memory: no accounting record",
                st->job_id, st->step - 1);
+    acct_store(s, st, a, NULL, NULL);
     gs_buf_release(&list);
     free(names);
 }
@@ -190,18 +199,30 @@ static void acct_exit(struct sched_ctx *s, const struct sched_step *st, const Gs
     struct sched_job *job = sched_jobs_find(s->jobs, st->job_id);
     struct sched_step_acct *a = job != NULL ? sched_step_acct_find(job, st->step) : NULL;
 
-    if (a == NULL) {
-        if (n != NULL)
-            ack_exit(n, ex);
-        return;
-    }
-    sched_step_acct_exit(a, ex->rank, ex->node_name, sched_task_end_of(ex->end_reason),
-                         ex->exit_code, (int32_t)ex->term_signal, ex->max_rss_kib, ex->cpu_time_ms,
-                         ex->end_time_ms ? ex->end_time_ms : gs_clock_wall_ms());
-    acct_store(s, st->job_id, a, n, ex);
+    if (a != NULL)
+        sched_step_acct_exit(a, ex->rank, ex->node_name, sched_task_end_of(ex->end_reason),
+                             ex->exit_code, (int32_t)ex->term_signal, ex->max_rss_kib,
+                             ex->cpu_time_ms,
+                             ex->end_time_ms ? ex->end_time_ms : gs_clock_wall_ms());
+    acct_store(s, st, a, n, ex);
 }
 
 static void retry_waiting(struct sched_ctx *s, uint64_t job_id);
+
+/* Every task of a step whose srun is away has ended: what it held goes back to its job, and
+ * the step stays (released) until srun reattaches for the exits, or gives up. */
+static void release(struct sched_ctx *s, struct sched_step *st)
+{
+    struct sched_step_seq *q = sched_step_seq_find(s, st->job_id);
+
+    if (st->grants != NULL && q != NULL)
+        sched_step_alloc_give_back(q->held, st->grants);
+    free(st->grants);
+    st->grants = NULL;
+    st->released = true;
+    GS_LOG(GS_LOG_INFO, "job=%" PRIu64 " step=%u tasks=%u every task ended; kept for its srun",
+           st->job_id, st->step - 1, st->ntasks);
+}
 
 /*
  * Records rank's exit (acked to n once stored; n NULL for a made-up one), passes it to srun,
@@ -215,15 +236,22 @@ static void task_done(struct sched_ctx *s, struct sched_step *st, const Gs__Task
 
     if (st->fences != NULL)
         sched_step_pmix_task_ended(s, st);
-    acct_exit(s, st, ex, n);
     st->exited[ex->rank] = true;
     st->nexited++;
+    /* kept for srun (a reattach hears it again) and stored with the step's record */
+    if (st->exits[ex->rank] == NULL && (st->exits[ex->rank] = sched_step_exit_copy(ex)) == NULL)
+        GS_LOG(GS_LOG_WARN, "job=%" PRIu64 " step=%u rank=%u out of memory: exit not kept",
+               st->job_id, st->step - 1, ex->rank);
+    acct_exit(s, st, ex, n);
     env.body_case = GS__ENVELOPE__BODY_TASK_EXIT;
     env.task_exit = (Gs__TaskExit *)ex;
     to_srun(st, &env);
     if (st->nexited < st->ntasks)
         return;
-    step_finish(s, st);
+    if (st->cli == NULL && st->detached_ms != 0)
+        release(s, st); /* srun is away: it hears the exits when it reattaches */
+    else
+        step_finish(s, st);
     retry_waiting(s, job_id);
 }
 
@@ -461,6 +489,7 @@ static void step_run(struct sched_ctx *s, struct sched_step_seq *q, const struct
 
     st->step = ++q->last;
     st->attempt = job->attempt;
+    st->uid = c->uid;
     rc = sched_step_msg_init(s, job, req, st, alloc, &m);
     if (rc == 0 && (unsent = calloc(st->nnodes, sizeof(*unsent))) == NULL)
         rc = -ENOMEM;
@@ -685,14 +714,15 @@ static void step_input(struct sched_ctx *s, const struct sched_step *st, const G
 
 /* srun's StepOutputAck for one node of the step: to that node's worker, job and step filled
  * in (one before 1.28 would drop the connection over it, and holds nothing back anyway). */
-static void output_taken(struct sched_ctx *s, const struct sched_step *st,
-                         const Gs__StepOutputAck *ack)
+static void output_taken(struct sched_ctx *s, struct sched_step *st, const Gs__StepOutputAck *ack)
 {
     Gs__StepOutputAck fwd = *ack;
     Gs__Envelope env = GS__ENVELOPE__INIT;
-    const struct step_node *sn = ack->node < st->nnodes ? &st->nodes[ack->node] : NULL;
+    struct step_node *sn = ack->node < st->nnodes ? &st->nodes[ack->node] : NULL;
     struct sched_node *n = sn != NULL && sn->index < s->nnodes ? s->nodes[sn->index] : NULL;
 
+    if (sn != NULL && ack->offset > sn->out_acked) /* where a worker back resends from */
+        sn->out_acked = ack->offset;
     if (n == NULL || st->out_window == 0 || node_minor(s, sn->index) < GS_PROTO_MINOR_INPUT)
         return;
     fwd.job_id = st->job_id;
@@ -787,9 +817,19 @@ void sched_steps_cli_gone(struct sched_cli *c)
     }
     st->cli = NULL;
     c->step = NULL;
-    /* On shutdown every connection closes and the tasks are to go on: nothing to keep. */
+    /* On shutdown every connection closes and the tasks are to go on: the step's stored
+     * record takes it up again at the next start (step_keep.c). */
     if (s->stopping) {
         sched_step_free(s, st);
+        return;
+    }
+    /* The worker relaying srun lost gschedd (or restarted): srun lost its connection
+     * without ending, and reattaches through the worker once it is back. */
+    if (c->relay_lost && st->nexited < st->ntasks) {
+        st->detached_ms = gs_clock_mono_ms();
+        GS_LOG(GS_LOG_INFO,
+               "job=%" PRIu64 " step=%u exited=%u/%u srun's relay went away; waiting for srun",
+               st->job_id, st->step - 1, st->nexited, st->ntasks);
         return;
     }
     /* srun went away before its tasks ended: they end too, as with Slurm. The step keeps
@@ -919,10 +959,15 @@ void sched_steps_job_ended(struct sched_ctx *s, uint64_t job_id)
     for (struct sched_step *st = s->steps, *next; st != NULL; st = next) {
         Gs__ErrorReply err = GS__ERROR_REPLY__INIT;
         Gs__Envelope env = GS__ENVELOPE__INIT;
+        struct sched_change *ch;
 
         next = st->next;
         if (st->job_id != job_id)
             continue;
+        if ((ch = sched_change_new(s)) != NULL) { /* nothing of it to take up again */
+            sched_change_live_step(ch, job_id, st->step, NULL, 0);
+            sched_change_commit(s, ch, NULL, NULL);
+        }
         err.code = -ECANCELED;
         err.message = msg;
         env.body_case = GS__ENVELOPE__BODY_ERROR;
@@ -934,4 +979,172 @@ void sched_steps_job_ended(struct sched_ctx *s, uint64_t job_id)
     }
     sched_step_seq_forget(s, job_id);
     acct_job_ended(s, job_id);
+}
+
+/* --- srun reattaching (steps kept over a restart, step_keep.c) ---------------------------------
+ */
+
+/* Node i of st sends its output again from offset (what srun has of it), if its worker keeps
+ * output for that (1.29) and the step has srun's window. */
+static void resume_output(struct sched_ctx *s, const struct sched_step *st, uint32_t i,
+                          uint64_t offset)
+{
+    Gs__StepOutputResume resume = GS__STEP_OUTPUT_RESUME__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    const struct step_node *sn = &st->nodes[i];
+    struct sched_node *n = sn->index < s->nnodes ? s->nodes[sn->index] : NULL;
+
+    if (n == NULL || n->conn == NULL || st->out_window == 0 ||
+        node_minor(s, sn->index) < GS_PROTO_MINOR_STEP_GRES)
+        return;
+    resume.job_id = st->job_id;
+    resume.step = st->step;
+    resume.offset = offset;
+    env.body_case = GS__ENVELOPE__BODY_STEP_OUTPUT_RESUME;
+    env.step_output_resume = &resume;
+    sched_node_send(n, &env);
+}
+
+void sched_steps_attach(struct sched_cli *c, uint64_t request_id, const Gs__StepAttach *a)
+{
+    struct sched_ctx *s = c->s;
+    struct sched_step *st = sched_step_find(s, a->job_id, a->step);
+    const struct sched_job *job = sched_jobs_find(s->jobs, a->job_id);
+    struct sched_alloc_msg alloc = {0};
+    char why[200] = "out of memory";
+    int rc = 0;
+
+    if (st == NULL || job == NULL) {
+        snprintf(why, sizeof(why), "job %" PRIu64 " has no step %u running", a->job_id,
+                 a->step > 0 ? a->step - 1 : 0);
+        rc = -ENOENT;
+    } else if (c->uid != 0 && c->uid != st->uid) {
+        snprintf(why, sizeof(why), "step %" PRIu64 ".%u is uid %u's, not uid %u's", a->job_id,
+                 a->step - 1, (unsigned)st->uid, (unsigned)c->uid);
+        rc = -EPERM;
+    } else if (st->cli != NULL) {
+        snprintf(why, sizeof(why), "step %" PRIu64 ".%u has its srun connected", a->job_id,
+                 a->step - 1);
+        rc = -EBUSY;
+    } else {
+        rc = sched_alloc_msg_build(s, job, &alloc);
+    }
+    if (rc < 0) {
+        refuse(c, request_id, a->job_id, rc, why);
+        sched_alloc_msg_release(&alloc);
+        return;
+    }
+    st->cli = c;
+    c->step = st;
+    st->request_id = request_id;
+    st->detached_ms = 0;
+    st->send_failed = false;
+    st->in_told = 0;
+    send_reply(c, request_id, st, &alloc);
+    GS_LOG(GS_LOG_INFO, "job=%" PRIu64 " step=%u uid=%u exited=%u/%u srun reattached", st->job_id,
+           st->step - 1, (unsigned)c->uid, st->nexited, st->ntasks);
+    for (uint32_t r = 0; r < st->ntasks; r++) { /* srun takes each rank's once */
+        Gs__Envelope env = GS__ENVELOPE__INIT;
+
+        if (st->exits[r] == NULL)
+            continue;
+        env.body_case = GS__ENVELOPE__BODY_TASK_EXIT;
+        env.task_exit = st->exits[r];
+        to_srun(st, &env);
+    }
+    for (uint32_t i = 0; i < st->nnodes; i++) {
+        uint64_t have = i < a->n_output_written ? a->output_written[i] : st->nodes[i].out_acked;
+
+        if (have > st->nodes[i].out_acked)
+            st->nodes[i].out_acked = have;
+        resume_output(s, st, i, have);
+    }
+    if (st->released || st->nexited == st->ntasks)
+        step_finish(s, st);
+    sched_alloc_msg_release(&alloc);
+}
+
+void sched_steps_node_back(struct sched_ctx *s, struct sched_node *n)
+{
+    for (struct sched_step *st = s->steps; st != NULL; st = st->next) {
+        for (uint32_t i = 0; st->cli != NULL && i < st->nnodes; i++) {
+            if (st->nodes[i].index == n->index)
+                resume_output(s, st, i, st->nodes[i].out_acked);
+        }
+    }
+}
+
+/* How long a step waits for its srun after a restart: as long as a worker waits for gschedd
+ * before it fences itself, 5 minutes where it never does. */
+static uint64_t reattach_ms(const struct sched_ctx *s)
+{
+    uint64_t fence = sched_fence_ms(s);
+
+    return fence > 0 ? fence : 5 * 60 * 1000;
+}
+
+void sched_steps_check_detached(struct sched_ctx *s)
+{
+    uint64_t now = gs_clock_mono_ms();
+
+    for (struct sched_step *st = s->steps, *next; st != NULL; st = next) {
+        next = st->next;
+        if (st->cli != NULL || st->detached_ms == 0 || now - st->detached_ms < reattach_ms(s))
+            continue;
+        GS_LOG(GS_LOG_WARN,
+               "job=%" PRIu64 " step=%u exited=%u/%u srun did not come back; "
+               "ending the step",
+               st->job_id, st->step - 1, st->nexited, st->ntasks);
+        if (st->released || st->nexited == st->ntasks) {
+            step_finish(s, st); /* its tasks are gone; what it held is back already */
+            continue;
+        }
+        st->detached_ms = 0; /* its tasks' exits end it, as when srun goes away */
+        signal_step(s, st, 0, "srun did not reattach after gschedd restarted");
+    }
+}
+
+/* Whether node n's registration lists rank of st as running, or as ended (an exit it keeps). */
+static bool reg_knows(const Gs__NodeRegister *reg, const struct sched_step *st, uint32_t rank)
+{
+    for (size_t i = 0; i < reg->n_running; i++) {
+        const Gs__TaskRef *t = reg->running[i];
+
+        if (t->job_id == st->job_id && t->step == st->step && t->rank == rank &&
+            t->attempt == st->attempt)
+            return true;
+    }
+    for (size_t i = 0; i < reg->n_unacked_exits; i++) {
+        const Gs__TaskExit *e = reg->unacked_exits[i];
+
+        if (e->job_id == st->job_id && e->step == st->step && e->rank == rank &&
+            e->attempt == st->attempt)
+            return true;
+    }
+    return false;
+}
+
+void sched_steps_reconcile(struct sched_ctx *s, struct sched_node *n, const Gs__NodeRegister *reg)
+{
+    char why[160];
+
+    snprintf(why, sizeof(why), "node %s: its worker no longer runs the task", n->name);
+    for (struct sched_step *st = s->steps, *next; st != NULL; st = next) {
+        bool ended = false;
+
+        next = st->next;
+        for (uint32_t i = 0; !ended && i < st->nnodes; i++) {
+            const struct step_node *sn = &st->nodes[i];
+
+            for (uint32_t l = 0; !ended && sn->index == n->index && l < sn->ntasks; l++) {
+                uint32_t r = st->ranks[sn->first + l];
+
+                if (st->exited[r] || reg_knows(reg, st, r))
+                    continue;
+                /* the last fake exit may free st (ended is tested before it is read) */
+                ended = st->nexited + 1 == st->ntasks && !(st->cli == NULL && st->detached_ms);
+                fake_exit(s, st, r, n->name, GS__END_REASON__END_REASON_LOST, why);
+            }
+        }
+    }
 }

@@ -389,6 +389,7 @@ static void handle_register(struct sched_wconn *wc, struct gs_proto_conn *conn,
     }
     send_reply(conn, true, NULL, s->heartbeat_ms, sched_fence_ms(s), kill, nkill);
     free(kill);
+    sched_steps_node_back(s, wc->node);
     resend_limits(s, wc->node, conn);
     sched_node_update_schedulable(s, wc->node);
     ch = sched_change_new(s);

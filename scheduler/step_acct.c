@@ -229,8 +229,9 @@ int sched_step_acct_restore(struct sched_job *job, const struct sched_step_row *
     a->gpus = row->gpus;
     a->time_limit_s = row->time_limit_s;
     note_rss(a, row->max_rss_task, row->max_rss_node, row->max_rss_kib);
-    /* Per-task figures are not stored. A running one is a batch shell (srun steps do not
-     * outlive gschedd): its one task's heartbeats go on from the stored total. */
+    /* Per-task figures are not stored. A running one is a batch shell, whose one task's
+     * heartbeats go on from the stored total, or an srun step kept over the restart, whose
+     * figures step_keep.c sets again from its ended tasks' exits. */
     if (a->state == SCHED_JOB_RUNNING && a->ntasks > 0)
         a->task_cpu_ms[0] = row->cpu_ms;
     else

@@ -256,6 +256,32 @@ void sched_step_alloc_give_back(struct sched_step_alloc *a, const struct sched_s
     }
 }
 
+int sched_step_alloc_hold(struct sched_step_alloc *a, const struct sched_step_grant *grants)
+{
+    for (uint32_t i = 0; i < a->nnodes; i++) {
+        const struct step_node *n = &a->nodes[i];
+
+        if (!grants[i].held)
+            continue;
+        if ((n->held_gpus & grants[i].gpus) != 0)
+            return -EBUSY;
+        for (size_t w = 0; w < SCHED_STEP_CORE_WORDS; w++) {
+            if ((n->held_cores[w] & grants[i].cores[w]) != 0)
+                return -EBUSY;
+        }
+    }
+    for (uint32_t i = 0; i < a->nnodes; i++) {
+        struct step_node *n = &a->nodes[i];
+
+        if (!grants[i].held)
+            continue;
+        n->held_gpus |= grants[i].gpus;
+        for (size_t w = 0; w < SCHED_STEP_CORE_WORDS; w++)
+            n->held_cores[w] |= grants[i].cores[w];
+    }
+    return 0;
+}
+
 bool sched_step_alloc_idle(const struct sched_step_alloc *a)
 {
     for (uint32_t i = 0; i < a->nnodes; i++) {

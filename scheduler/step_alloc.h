@@ -67,6 +67,10 @@ int sched_step_alloc_take(struct sched_step_alloc *a, const struct sched_step_as
 /* Gives back what take() held in grants (one per job node); a grant not held is ignored. */
 void sched_step_alloc_give_back(struct sched_step_alloc *a, const struct sched_step_grant *grants);
 
+/* Holds exactly grants (one per job node; those not held are ignored), as a step kept over a
+ * gschedd restart held them: 0, or -EBUSY (nothing changed) when another step holds some. */
+int sched_step_alloc_hold(struct sched_step_alloc *a, const struct sched_step_grant *grants);
+
 /* Whether any step holds anything (for tests and logs). */
 bool sched_step_alloc_idle(const struct sched_step_alloc *a);
 

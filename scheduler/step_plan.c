@@ -205,8 +205,8 @@ static int per_gpu_counts(const struct sched_job *job, const struct sched_alloc_
 /*
  * The step's nodes and tasks per node: ntasks spread as sbatch spreads them (the first nodes
  * one more), at most ntasks_per_node each, or ntasks_per_gpu for each of the step's GPUs on
- * a node (per_gpu_counts); none given: the job's own layout on those
- * nodes. Fewer tasks than nodes uses only the first nodes, as srun does ("setting nnodes"),
+ * a node (per_gpu_counts); none given: the job's own layout on those nodes. Fewer tasks
+ * than nodes uses only the first nodes, as srun does ("setting nnodes"),
  * unless the nodes were named. --distribution then numbers the tasks; with arbitrary and a
  * host list, that list is the layout. Whether the nodes can hold the tasks' CPUs and GPUs
  * is sched_step_take()'s.
@@ -303,7 +303,8 @@ exits:
     }
     st->ntasks = rank;
     st->exited = calloc(rank, sizeof(*st->exited));
-    rc = st->exited == NULL ? -ENOMEM : 0;
+    st->exits = calloc(rank, sizeof(*st->exits));
+    rc = st->exited == NULL || st->exits == NULL ? -ENOMEM : 0;
 out:
     free(pick);
     free(per_gpu);

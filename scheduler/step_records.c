@@ -8,6 +8,7 @@
  */
 #include <stdlib.h>
 
+#include "scheduler/step_acct.h"
 #include "scheduler/steps_internal.h"
 
 /* --- bookkeeping ---------------------------------------------------------------------------- */
@@ -76,6 +77,11 @@ struct sched_step_seq *sched_step_seq_get(struct sched_ctx *s, const struct sche
     }
     for (uint32_t i = 0; i < job->alloc.nnodes; i++)
         set_numa(s, job, i, q->held);
+    /* After a restart the numbers go on from the attempt's last step, which sacct keeps. */
+    for (uint32_t i = 0; i < job->nsteps; i++) {
+        if (job->steps[i].attempt == job->attempt && job->steps[i].step > q->last)
+            q->last = job->steps[i].step;
+    }
     q->job_id = job->id;
     q->next = s->step_seqs;
     s->step_seqs = q;
@@ -105,9 +111,19 @@ void sched_step_free(struct sched_ctx *s, struct sched_step *st)
         sched_step_alloc_give_back(q->held, st->grants);
     if (st->cli != NULL)
         st->cli->step = NULL;
+    sched_step_destroy(st);
+}
+
+void sched_step_destroy(struct sched_step *st)
+{
     if (st->req != NULL)
         gs__step_launch_request__free_unpacked(st->req, NULL);
     sched_step_pmix_free(st);
+    for (uint32_t r = 0; st->exits != NULL && r < st->ntasks; r++) {
+        if (st->exits[r] != NULL)
+            gs__task_exit__free_unpacked(st->exits[r], NULL);
+    }
+    free(st->exits);
     free(st->grants);
     free(st->exited);
     free(st->ranks);

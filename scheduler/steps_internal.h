@@ -32,6 +32,7 @@ struct step_node {
     bool reads;                 /* a task here reads srun's stdin */
     uint64_t in_acked;          /* of it, what its worker said its tasks took (StepInputAck;
                                  * UINT64_MAX: never holds srun back) */
+    uint64_t out_acked;         /* of its output, what srun said it wrote (StepOutputAck) */
 };
 
 struct sched_step {
@@ -59,6 +60,14 @@ struct sched_step {
     bool in_acks;
     uint64_t in_told;
     uint32_t out_window; /* srun's output window per node (StepOutputAck); 0: none */
+    /* Kept over a gschedd restart (step_keep.c): who may reattach, each ended task's exit
+     * as srun is to hear it (per rank, owned; NULL while it runs), and since when (mono ms)
+     * gschedd waits for srun to reattach (0: attached). released: every task ended while
+     * srun was away; what the step held is given back, the step stays for srun's sake. */
+    uint32_t uid;
+    Gs__TaskExit **exits;
+    uint64_t detached_ms;
+    bool released;
 };
 
 /* srun's output window per node: gschedd's queue to srun divided among the step's nodes,
@@ -142,8 +151,17 @@ void sched_step_unlink(struct sched_step **head, struct sched_step *st);
 /* Unlinks and frees st, giving back what it holds and clearing its CLI's pointer to it; the
  * caller retries the job's waiting steps. */
 void sched_step_free(struct sched_ctx *s, struct sched_step *st);
+/* Frees st and what it owns, nothing else: it is in no list and holds nothing of its job. */
+void sched_step_destroy(struct sched_step *st);
 /* Frees job_id's record and its waiting steps (not its running ones). */
 void sched_step_seq_forget(struct sched_ctx *s, uint64_t job_id);
+
+/* step_keep.c: running steps kept over a gschedd restart (store.h's live_steps). */
+
+/* Stores st's record in ch as it is now: running, or deleted once every task ended. */
+void sched_step_keep(struct sched_change *ch, const struct sched_step *st);
+/* A copy of ex (owned; free with gs__task_exit__free_unpacked), NULL when out of memory. */
+Gs__TaskExit *sched_step_exit_copy(const Gs__TaskExit *ex);
 
 /* step_plan.c: over the job, the request and the allocation message (sched_alloc_msg). */
 

@@ -45,6 +45,10 @@ enum stmt_id {
     ST_PUT_STEP,
     ST_LOAD_STEPS_RANGE,
     ST_END_RUNNING_STEPS,
+    ST_PUT_LIVE_STEP,
+    ST_DELETE_LIVE_STEP,
+    ST_LOAD_LIVE_STEPS,
+    ST_PRUNE_LIVE_STEPS,
     ST_PUT_NODE_STATE,
     ST_PUT_ALLOC,
     ST_END_ALLOCS,
@@ -127,8 +131,16 @@ static const char *const stmt_sql[ST_COUNT] = {
                     "?21)",
     [ST_LOAD_STEPS_RANGE] = "SELECT " STEP_COLUMNS " FROM steps WHERE job_id BETWEEN ?1 AND ?2 "
                             "ORDER BY job_id, step",
+    /* srun steps gschedd kept a record of to take up again are left running */
     [ST_END_RUNNING_STEPS] = "UPDATE steps SET state = ?1, end_ms = ?2 WHERE state = 2 AND "
-                             "step > 0",
+                             "step > 0 AND NOT EXISTS (SELECT 1 FROM live_steps l WHERE "
+                             "l.job_id = steps.job_id AND l.step = steps.step)",
+    [ST_PUT_LIVE_STEP] = "INSERT OR REPLACE INTO live_steps (job_id, step, record) VALUES (?1, ?2, "
+                         "?3)",
+    [ST_DELETE_LIVE_STEP] = "DELETE FROM live_steps WHERE job_id = ?1 AND step = ?2",
+    [ST_LOAD_LIVE_STEPS] = "SELECT job_id, step, record FROM live_steps ORDER BY job_id, step",
+    [ST_PRUNE_LIVE_STEPS] = "DELETE FROM live_steps WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE "
+                            "j.id = live_steps.job_id AND j.state = 2)",
     [ST_PUT_NODE_STATE] = "INSERT INTO node_history (at_ms, node, up, cores, gpus, maint) VALUES "
                           "(?1, ?2, ?3, ?4, ?5, ?6)",
     [ST_PUT_ALLOC] = "INSERT OR IGNORE INTO allocations (job_id, attempt, node, cores, gpus, "
@@ -177,7 +189,9 @@ static const char *const stmt_sql[ST_COUNT] = {
     "  end_ms INTEGER, user TEXT, account TEXT, PRIMARY KEY (job_id, attempt, node));"             \
     "CREATE INDEX IF NOT EXISTS allocations_end ON allocations (end_ms);"                          \
     "CREATE INDEX IF NOT EXISTS node_history_node ON node_history (node, at_ms);"                  \
-    "CREATE INDEX IF NOT EXISTS events_unowned ON events (at_ms) WHERE job_id IS NULL;"
+    "CREATE INDEX IF NOT EXISTS events_unowned ON events (at_ms) WHERE job_id IS NULL;"            \
+    "CREATE TABLE IF NOT EXISTS live_steps (job_id INTEGER NOT NULL, step INTEGER NOT NULL, "      \
+    "  record BLOB NOT NULL, PRIMARY KEY (job_id, step));"
 
 static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);"
@@ -199,7 +213,7 @@ static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY, at_ms INTEGER, "
     "  job_id INTEGER, node TEXT, kind TEXT NOT NULL, detail TEXT);"
     "CREATE INDEX IF NOT EXISTS events_job ON events (job_id);" USAGE_SQL
-    "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '12');";
+    "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '13');";
 
 struct sched_store {
     sqlite3 *db;
@@ -289,6 +303,7 @@ static const struct upgrade {
             "ALTER TABLE steps ADD COLUMN cpus INTEGER NOT NULL DEFAULT 0; "
             "ALTER TABLE steps ADD COLUMN gpus INTEGER NOT NULL DEFAULT 0; "
             "ALTER TABLE steps ADD COLUMN time_limit_s INTEGER NOT NULL DEFAULT 0;"},
+    [12] = {NULL, NULL, ""}, /* the live_steps table */
 };
 _Static_assert(sizeof(upgrades) / sizeof(upgrades[0]) == SCHED_STORE_SCHEMA_VERSION,
                "each schema version but the last has its upgrade");
@@ -621,6 +636,8 @@ typedef int (*event_fn)(uint64_t at_ms, uint64_t job_id, const char *node, const
                         const char *detail, void *data);
 typedef int (*resv_fn)(const char *name, const void *spec, size_t len, void *data);
 typedef int (*step_fn)(const struct sched_step_row *row, void *data);
+typedef int (*live_step_fn)(uint64_t job_id, uint32_t step, const void *record, size_t len,
+                            void *data);
 typedef int (*node_state_fn)(uint64_t at_ms, const char *node, bool up, bool maint, uint32_t cores,
                              uint32_t gpus, void *data);
 typedef int (*alloc_fn)(const struct sched_alloc_row *row, void *data);
@@ -634,6 +651,7 @@ struct fn_box {
     usage_fn usage;
     resv_fn resv;
     step_fn step;
+    live_step_fn live_step;
     node_state_fn node_state;
     alloc_fn alloc;
 };
@@ -900,6 +918,45 @@ int sched_store_end_running_steps(struct sched_store *store, int state, uint64_t
     sqlite3_bind_int(store->stmt[ST_END_RUNNING_STEPS], 1, state);
     sqlite3_bind_int64(store->stmt[ST_END_RUNNING_STEPS], 2, id_bound(end_ms));
     return run(store, ST_END_RUNNING_STEPS);
+}
+
+int sched_store_put_live_step(struct sched_store *store, uint64_t job_id, uint32_t step,
+                              const void *record, size_t len)
+{
+    sqlite3_stmt *st = store->stmt[ST_PUT_LIVE_STEP];
+
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)job_id);
+    sqlite3_bind_int64(st, 2, step);
+    bind_blob(st, 3, record, len);
+    return run(store, ST_PUT_LIVE_STEP);
+}
+
+int sched_store_delete_live_step(struct sched_store *store, uint64_t job_id, uint32_t step)
+{
+    sqlite3_bind_int64(store->stmt[ST_DELETE_LIVE_STEP], 1, (sqlite3_int64)job_id);
+    sqlite3_bind_int64(store->stmt[ST_DELETE_LIVE_STEP], 2, step);
+    return run(store, ST_DELETE_LIVE_STEP);
+}
+
+static int visit_live_step(sqlite3_stmt *st, void *fn, void *data)
+{
+    const void *record = sqlite3_column_blob(st, 2);
+
+    return ((struct fn_box *)fn)
+        ->live_step(col_u64(st, 0), (uint32_t)col_u64(st, 1), record != NULL ? record : "",
+                    (size_t)sqlite3_column_bytes(st, 2), data);
+}
+
+int sched_store_prune_live_steps(struct sched_store *store)
+{
+    return run(store, ST_PRUNE_LIVE_STEPS);
+}
+
+int sched_store_load_live_steps(struct sched_store *store, live_step_fn fn, void *data)
+{
+    struct fn_box box = {.live_step = fn};
+
+    return walk(store, ST_LOAD_LIVE_STEPS, visit_live_step, &box, data);
 }
 
 /* ---- history for sreport: node availability and job allocations ---- */

@@ -9,17 +9,19 @@
  * queries. It is driven from one thread at a time, in practice the journal's writer thread
  * (scheduler/journal.h), which batches many changes into one transaction.
  *
- * Schema (version 12; older databases gain what they miss when opened: version 1
+ * Schema (version 13; older databases gain what they miss when opened: version 1
  * jobs.usage and jobs.submit_key, version 2 nodes.drain_reason, version 3 the usage table,
  * version 4 the reservations table, version 5 the steps table, version 6 node_history and
  * allocations, version 7 node_history.maint, version 8 jobs.suspend_at_ms and
- * jobs.suspended_ms, version 9 jobs.resume_at_ms, version 10 steps.suspended_ms, version 11
- * steps.cpus, steps.gpus and steps.time_limit_s): meta(key TEXT PRIMARY KEY, value TEXT) --
- * schema_version, ... jobs(id INTEGER PRIMARY KEY, name, uid, gid, user, priority, state, reason,
- * held, submit_ms, start_ms, end_ms, exit_code, signaled, term_signal, restarts, attempt, spec BLOB
- * NOT NULL, alloc BLOB, usage BLOB,   -- usage: packed gs.JobUsage submit_key TEXT, --
- * SubmitRequest.client_key suspend_at_ms, suspended_ms, resume_at_ms)    -- scontrol suspend
- * (jobs.h) tasks(job_id, rank, node, attempt, state, pid, exit_code, signaled, term_signal,
+ * jobs.suspended_ms, version 9 jobs.resume_at_ms, version 10 steps.suspended_ms,
+ * version 11 steps.cpus, steps.gpus and steps.time_limit_s, version 12 live_steps):
+ *   meta(key TEXT PRIMARY KEY, value TEXT)                      -- schema_version, ...
+ *   jobs(id INTEGER PRIMARY KEY, name, uid, gid, user, priority, state, reason, held,
+ *        submit_ms, start_ms, end_ms, exit_code, signaled, term_signal, restarts, attempt,
+ *        spec BLOB NOT NULL, alloc BLOB, usage BLOB,   -- usage: packed gs.JobUsage
+ *        submit_key TEXT,                              -- SubmitRequest.client_key
+ *        suspend_at_ms, suspended_ms, resume_at_ms)    -- scontrol suspend (jobs.h)
+ *   tasks(job_id, rank, node, attempt, state, pid, exit_code, signaled, term_signal,
  *         end_reason, start_ms, end_ms, PRIMARY KEY (job_id, rank))
  *   nodes(name TEXT PRIMARY KEY, state, last_seen_ms, topology BLOB,
  *         drain_reason TEXT)                         -- NULL: not drained
@@ -33,6 +35,9 @@
  *         PRIMARY KEY (job_id, step))
  *                                   -- sacct's step rows: step is TaskRef.step (0 the batch
  *                                   -- shell, s >= 1 srun step s - 1), of attempt's run only
+ *   live_steps(job_id, step, record BLOB, PRIMARY KEY (job_id, step))
+ *                                   -- a running srun step (packed gs.StepRecord), kept over
+ *                                   -- a restart (sched_steps.c); deleted when it ends
  *   node_history(id INTEGER PRIMARY KEY, at_ms, node, up, cores, gpus, maint)
  *                                   -- sreport: a node became schedulable (up = 1) or not,
  *                                   -- or entered (maint = 1) or left a MAINT reservation
@@ -56,7 +61,7 @@
 
 #include "common/error.h"
 
-#define SCHED_STORE_SCHEMA_VERSION 12
+#define SCHED_STORE_SCHEMA_VERSION 13
 
 /* One row of jobs; strings and blobs are borrowed (by the store on write, by the callback on
  * load: valid only during the callback). */
@@ -164,8 +169,9 @@ int sched_store_put_step(struct sched_store *store, const struct sched_step_row 
 int sched_store_load_steps_range(struct sched_store *store, uint64_t first, uint64_t last,
                                  int (*fn)(const struct sched_step_row *row, void *data),
                                  void *data);
-/* Every srun step (step >= 1) still RUNNING becomes state, ended at end_ms: gschedd starts
- * none again after a restart (their tasks are ended when their workers register). */
+/* Every srun step (step >= 1) still RUNNING without a live_steps record becomes state, ended
+ * at end_ms: gschedd takes up only those it kept a record of after a restart (the others'
+ * tasks are ended when their workers register). */
 int sched_store_end_running_steps(struct sched_store *store, int state, uint64_t end_ms);
 int sched_store_add_event(struct sched_store *store, uint64_t at_ms, uint64_t job_id,
                           const char *node, const char *kind, const char *detail);
@@ -279,6 +285,18 @@ int sched_store_delete_resv(struct sched_store *store, const char *name);
 int sched_store_load_resvs(struct sched_store *store,
                            int (*fn)(const char *name, const void *spec, size_t len, void *data),
                            void *data);
+
+/* Running srun steps (live_steps): record is a packed gs.StepRecord, borrowed for the call. */
+int sched_store_put_live_step(struct sched_store *store, uint64_t job_id, uint32_t step,
+                              const void *record, size_t len);
+int sched_store_delete_live_step(struct sched_store *store, uint64_t job_id, uint32_t step);
+/* Deletes the records of steps whose job is not RUNNING (it ended while gschedd was down,
+ * or before the record was deleted). */
+int sched_store_prune_live_steps(struct sched_store *store);
+int sched_store_load_live_steps(struct sched_store *store,
+                                int (*fn)(uint64_t job_id, uint32_t step, const void *record,
+                                          size_t len, void *data),
+                                void *data);
 
 /* Events of one job (job_id != 0) or all, oldest first. */
 int sched_store_load_events(struct sched_store *store, uint64_t job_id,

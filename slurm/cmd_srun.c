@@ -7,6 +7,10 @@
  * environment), then stays on the connection: the tasks' output arrives as StepOutput
  * frames and goes to srun's stdout and stderr (-l puts "RANK: " before each line), each
  * task's end as a TaskExit, and gschedd closes the connection once every task has ended.
+ * A connection that closes under the step (gschedd, or the worker relaying srun,
+ * restarted) is taken up again: srun reattaches to its step (StepAttach) on a new one,
+ * saying how much of each node's output it wrote, and drops what it has when that comes
+ * again (StepOutput.end).
  * srun's stdin goes to the step's tasks (every one, or the one -i names) as StepInput
  * frames (--pty: into task 0's pseudo-terminal, this terminal in raw mode meanwhile), at
  * most SRUN_INPUT_WINDOW bytes ahead of what gschedd says they took (StepInputAck), so that
@@ -48,7 +52,16 @@
 #include "slurm/srun.h"
 
 #define SRUN_ABORT_WINDOW_MS 1000 /* a second SIGINT this soon after the first: abort */
-#define SRUN_INPUT_CHUNK 65536    /* bytes of stdin per StepInput */
+/* How long srun tries to reattach to its step once its connection closed under it (gschedd,
+ * or the worker relaying srun, restarted): longer than gschedd waits for it (the fence
+ * timeout, 5 minutes by default). */
+#define SRUN_REATTACH_MS (10 * 60 * 1000)
+#define SRUN_REATTACH_EVERY_MS 500
+/* ... but no longer than this while nothing listens where gschedd (or the worker relaying
+ * srun) was: gschedd restarts in seconds (systemd: RestartSec=1), and the tasks of a worker
+ * that died, this srun among them where it relayed srun, end with it. */
+#define SRUN_UNREACHABLE_MS (10 * 1000)
+#define SRUN_INPUT_CHUNK 65536 /* bytes of stdin per StepInput */
 /* What a worker holds of a task's input not yet read: 1 MiB, as the protocol says
  * (StepInput; WRK_TASKS_INPUT_MAX). */
 #define SRUN_WORKER_HOLDS (1024u * 1024u)
@@ -68,6 +81,7 @@ struct task_state {
 
 struct srun_run {
     const struct cli_srun_args *a;
+    const char *socket_path;
     int fd;
     struct cli_srun_sinks sinks; /* where each task's stdout and stderr go */
     uint32_t step_id;
@@ -87,7 +101,8 @@ struct srun_run {
      * count told (StepOutputAck), a quarter of the window apart at most */
     uint32_t out_window;
     uint64_t *out_written, *out_told;
-    bool raw; /* --pty: the terminal was put in raw mode, saved_tty to restore */
+    uint64_t *out_asked; /* per node, 1 + where srun asked for output again (0: never) */
+    bool raw;            /* --pty: the terminal was put in raw mode, saved_tty to restore */
     bool said_timeout;
     uint64_t first_exit_ms; /* when the first task exited (-W counts from it); 0 none yet */
     bool wait_ended;        /* -W's time ran out and the step was told to end */
@@ -147,6 +162,24 @@ static void drain(struct srun_run *r, uint32_t rank, int stream, bool flush)
     gs_buf_consume(b, start);
 }
 
+/* Output of node came past a gap (lost on its way: gschedd restarted, or dropped it): its
+ * worker is asked once to send it again from what srun has (StepOutputAck.resend). */
+static void ask_again(struct srun_run *r, uint32_t node)
+{
+    Gs__StepOutputAck ack = GS__STEP_OUTPUT_ACK__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+
+    if (r->out_asked[node] == r->out_written[node] + 1)
+        return;
+    r->out_asked[node] = r->out_written[node] + 1;
+    ack.node = node;
+    ack.offset = r->out_written[node];
+    ack.resend = true;
+    env.body_case = GS__ENVELOPE__BODY_STEP_OUTPUT_ACK;
+    env.step_output_ack = &ack;
+    gs_proto_write_fd(r->fd, &env, CLI_TIMEOUT_MS);
+}
+
 /* The output of rank's node written as far as now: told to gschedd, for that node's worker,
  * every quarter window. A failure means gschedd is gone, which the read loop finds out. */
 static void output_taken(struct srun_run *r, uint32_t rank, size_t len)
@@ -171,17 +204,35 @@ static void output_taken(struct srun_run *r, uint32_t rank, size_t len)
 static void on_output(struct srun_run *r, const Gs__StepOutput *o)
 {
     int stream = o->stream == GS__LOG_STREAM__LOG_STREAM_STDERR ? 1 : 0;
+    const char *data = (const char *)o->data.data;
+    size_t len = o->data.len;
+    uint32_t node = o->rank < r->ntasks ? r->sinks.node_of[o->rank] : UINT32_MAX;
 
     if (o->rank >= r->ntasks)
         return;
-    output_taken(r, o->rank, o->data.len); /* written below, or held as part of a line */
+    /* Around a reattach (StepOutput.end): what srun has is dropped, and so is what comes
+     * after a gap (output lost while srun was away, or dropped on the way): the worker
+     * sends it again from what srun has (StepOutputResume after a reattach, else asked). */
+    if (o->end != 0 && o->end >= len && r->out_window > 0 && node < r->nnodes) {
+        uint64_t have = r->out_written[node], start = o->end - len;
+
+        if (start > have)
+            ask_again(r, node);
+        if (o->end < have || (o->end == have && len > 0) || start > have)
+            return;
+        if (start < have) {
+            data += have - start;
+            len -= (size_t)(have - start);
+        }
+    }
+    output_taken(r, o->rank, len); /* written below, or held as part of a line */
     if (r->a->unbuffered && !r->a->req.label) {
-        emit(r, o->rank, stream, (const char *)o->data.data, o->data.len);
+        emit(r, o->rank, stream, data, len);
         return;
     }
-    if (gs_buf_append(&r->tasks[o->rank].part[stream], o->data.data, o->data.len) < 0) {
+    if (gs_buf_append(&r->tasks[o->rank].part[stream], data, len) < 0) {
         drain(r, o->rank, stream, true); /* out of memory: what is there goes now */
-        emit(r, o->rank, stream, (const char *)o->data.data, o->data.len);
+        emit(r, o->rank, stream, data, len);
         return;
     }
     drain(r, o->rank, stream, o->eof);
@@ -407,6 +458,106 @@ static int wait_deadline(struct srun_run *r)
     return -1;
 }
 
+/* One try at taking the step up again on a fresh connection: 0 (r->fd is it), -EAGAIN (not
+ * now: no gschedd yet, or it still holds the old connection), -ECONNREFUSED (nothing
+ * listens), or another error, said. */
+static int attach_once(struct srun_run *r)
+{
+    Gs__StepAttach at = GS__STEP_ATTACH__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT, *reply = NULL;
+    int fd = cli_connect(r->socket_path), rc;
+
+    if (fd < 0)
+        return -ECONNREFUSED;
+    at.job_id = r->a->job_id;
+    at.step = r->step_id + 1;
+    at.output_written = r->out_written;
+    at.n_output_written = r->out_window > 0 ? r->nnodes : 0;
+    env.body_case = GS__ENVELOPE__BODY_STEP_ATTACH;
+    env.step_attach = &at;
+    rc = cli_exchange(fd, &env, CLI_TIMEOUT_MS, &reply);
+    if (rc < 0) {
+        rc = -EAGAIN; /* it went again, or is not serving yet */
+    } else if (reply->body_case == GS__ENVELOPE__BODY_STEP_LAUNCH_REPLY) {
+        r->fd = fd;
+        fd = -1;
+        for (size_t i = 0; r->out_window > 0 && i < r->nnodes; i++)
+            r->out_told[i] = r->out_written[i]; /* StepAttach said it */
+        rc = 0;
+    } else if (reply->body_case == GS__ENVELOPE__BODY_ERROR &&
+               (reply->error->code == -ENOTCONN || reply->error->code == -EBUSY)) {
+        rc = -EAGAIN; /* the relaying worker is not back with gschedd, or the old session is
+                       * still there */
+    } else {
+        fprintf(stderr, "srun: error: cannot reattach to StepId=%" PRIu64 ".%u: %s\n", r->a->job_id,
+                r->step_id,
+                reply->body_case == GS__ENVELOPE__BODY_ERROR && reply->error->message != NULL
+                    ? reply->error->message
+                    : gs_proto_body_name(reply->body_case));
+        rc = -EIO;
+    }
+    if (fd >= 0)
+        close(fd);
+    gs_proto_envelope_free(reply);
+    return rc;
+}
+
+/*
+ * The connection closed under the step (gschedd, or the worker relaying srun, restarted):
+ * srun reattaches (StepAttach) and streams on, trying for SRUN_REATTACH_MS. Signals meanwhile
+ * are passed on once back; a second SIGINT within a second gives up. 0, or -1 (said).
+ */
+static int reattach(struct srun_run *r)
+{
+    uint64_t start = gs_clock_mono_ms(), deadline = start + SRUN_REATTACH_MS, last_int = 0;
+    uint64_t pending = 0, refused = 0; /* bit n: signal n came meanwhile; since when refused */
+    int rc;
+
+    close(r->fd);
+    r->fd = -1;
+    fprintf(stderr, "srun: lost the connection to gschedd; reattaching to StepId=%" PRIu64 ".%u\n",
+            r->a->job_id, r->step_id);
+    for (;;) {
+        struct pollfd p = {.fd = sig_fd, .events = POLLIN};
+        unsigned char sigs[16];
+        uint64_t now;
+        ssize_t got;
+
+        rc = attach_once(r);
+        now = gs_clock_mono_ms();
+        refused = rc != -ECONNREFUSED ? 0 : refused != 0 ? refused : now;
+        if ((rc != -EAGAIN && rc != -ECONNREFUSED) || now >= deadline ||
+            (refused != 0 && now - refused >= SRUN_UNREACHABLE_MS))
+            break;
+        if (poll(&p, 1, SRUN_REATTACH_EVERY_MS) <= 0)
+            continue;
+        got = read(sig_fd, sigs, sizeof(sigs));
+        now = gs_clock_mono_ms();
+        for (ssize_t i = 0; i < got; i++) {
+            if (sigs[i] == SIGINT && last_int != 0 && now - last_int < SRUN_ABORT_WINDOW_MS) {
+                fprintf(stderr, "srun: Job step aborted (not reattached)\n");
+                return -1;
+            }
+            if (sigs[i] == SIGINT)
+                last_int = now;
+            if (sigs[i] < 64)
+                pending |= 1ull << sigs[i];
+        }
+    }
+    if (rc == -EAGAIN || rc == -ECONNREFUSED)
+        fprintf(stderr, "srun: error: could not reattach to StepId=%" PRIu64 ".%u in %llu s%s\n",
+                r->a->job_id, r->step_id, (unsigned long long)(gs_clock_mono_ms() - start) / 1000,
+                rc == -ECONNREFUSED ? ": nothing answers at the socket" : "");
+    if (rc < 0)
+        return -1;
+    fprintf(stderr, "srun: reattached to StepId=%" PRIu64 ".%u\n", r->a->job_id, r->step_id);
+    for (uint32_t s = 1; s < 64; s++) {
+        if (pending & (1ull << s) && s != SIGWINCH)
+            send_signal(r, s);
+    }
+    return 0;
+}
+
 static int stream(struct srun_run *r)
 {
     uint64_t last_int = 0;
@@ -463,7 +614,12 @@ static int stream(struct srun_run *r)
 
             /* Every task reported: gschedd (or the relaying worker) ended the connection, and
              * may have reset it over an acknowledgement it did not read; nothing is lost. */
-            if (rc == GS_PROTO_ERR_PEER_CLOSED || (rc < 0 && r->nexited == r->ntasks))
+            if (rc < 0 && r->nexited == r->ntasks)
+                break;
+            /* Closed under the step, which goes on: gschedd keeps it over a restart. */
+            if (rc < 0 && r->ended_why == NULL && reattach(r) == 0)
+                continue;
+            if (rc == GS_PROTO_ERR_PEER_CLOSED || r->fd < 0)
                 break;
             if (rc < 0) {
                 fprintf(stderr, "srun: error: the connection to gschedd failed: %s\n",
@@ -540,7 +696,7 @@ static int wait_for_step(struct srun_run *r, Gs__Envelope **reply)
 
 static int run_step(struct cli_srun_args *a, const char *socket_path)
 {
-    struct srun_run r = {.a = a, .fd = -1};
+    struct srun_run r = {.a = a, .socket_path = socket_path, .fd = -1};
     Gs__Envelope env = GS__ENVELOPE__INIT, *reply = NULL;
     int rc, status = 1;
 
@@ -580,7 +736,8 @@ static int run_step(struct cli_srun_args *a, const char *socket_path)
     if (r.out_window > 0) {
         r.out_written = calloc(r.nnodes + 1, sizeof(*r.out_written));
         r.out_told = calloc(r.nnodes + 1, sizeof(*r.out_told));
-        if (r.out_written == NULL || r.out_told == NULL) {
+        r.out_asked = calloc(r.nnodes + 1, sizeof(*r.out_asked));
+        if (r.out_written == NULL || r.out_told == NULL || r.out_asked == NULL) {
             fprintf(stderr, "srun: error: out of memory\n");
             send_signal(&r, 0);
             goto out;
@@ -604,6 +761,7 @@ out:
     cli_srun_sinks_close(&r.sinks);
     free(r.out_written);
     free(r.out_told);
+    free(r.out_asked);
     for (uint32_t i = 0; r.tasks != NULL && i < r.ntasks; i++) {
         gs_buf_release(&r.tasks[i].part[0]);
         gs_buf_release(&r.tasks[i].part[1]);

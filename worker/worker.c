@@ -418,41 +418,15 @@ static void handle_register_reply(struct wrk_ctx *w, const Gs__NodeRegisterReply
     wrk_data_registered(w);
 }
 
-/* A chunk (or the end) of a step task's stdout or stderr, for the srun waiting on it. Only
- * while registered: the scheduler relays output of tasks it knows. */
+/* A chunk (or the end) of a step task's stdout or stderr, for the srun waiting on it: sent
+ * while registered (the scheduler relays output of tasks it knows), kept for srun as its
+ * output window says (output_flow.c). */
 static void on_task_output(struct wrk_tasks *tasks, const struct wrk_task_id *id,
                            enum wrk_stream stream, const char *bytes, size_t len, bool eof,
                            void *data)
 {
-    struct wrk_ctx *w = data;
-    Gs__StepOutput out = GS__STEP_OUTPUT__INIT;
-    Gs__Envelope env = GS__ENVELOPE__INIT;
-    int rc;
-
     (void)tasks;
-    if (!w->registered) { /* its srun hears of the lost connection; this says what went */
-        GS_LOG(GS_LOG_DEBUG,
-               "job=%llu step=%u rank=%u bytes=%zu step output dropped: not registered",
-               (unsigned long long)id->job_id, id->step, id->rank, len);
-        return;
-    }
-    out.job_id = id->job_id;
-    out.step = id->step;
-    out.rank = id->rank;
-    out.stream = stream == WRK_STREAM_STDERR ? GS__LOG_STREAM__LOG_STREAM_STDERR
-                                             : GS__LOG_STREAM__LOG_STREAM_STDOUT;
-    out.data.data = (uint8_t *)bytes;
-    out.data.len = len;
-    out.eof = eof;
-    env.body_case = GS__ENVELOPE__BODY_STEP_OUTPUT;
-    env.step_output = &out;
-    rc = wrk_send(w, &env);
-    if (rc < 0)
-        GS_LOG(rc == -ENOTCONN ? GS_LOG_DEBUG : GS_LOG_WARN,
-               "job=%llu step=%u rank=%u bytes=%zu rc=%d step output dropped",
-               (unsigned long long)id->job_id, id->step, id->rank, len, rc);
-    else /* srun's window: its reading may stop here (output_flow.c) */
-        wrk_flow_sent(w, id->job_id, id->step, len);
+    wrk_flow_output(data, id, stream, bytes, len, eof);
 }
 
 /*
@@ -560,6 +534,9 @@ static void on_message(struct gs_proto_conn *conn, const Gs__Envelope *env, void
         break;
     case GS__ENVELOPE__BODY_STEP_OUTPUT_ACK:
         wrk_flow_taken(w, env->step_output_ack);
+        break;
+    case GS__ENVELOPE__BODY_STEP_OUTPUT_RESUME:
+        wrk_flow_resume(w, env->step_output_resume);
         break;
     default:
         GS_LOG(GS_LOG_WARN, "body=%s unexpected from scheduler, ignored",

@@ -93,12 +93,17 @@ struct wrk_ctx {
 };
 
 /* output_flow.c: the output window of srun steps launched with one. open: a step's flow
- * (window 0: none, nothing done); sent: len more bytes of its output went to gschedd (its
- * tasks' reading stops past the window); taken: srun's StepOutputAck (reading starts again
- * below half the window); close: the step's last task here ended. */
+ * (window 0: none, nothing done); output: a chunk of a task's output (or its end) for srun,
+ * sent while registered and kept until srun has it (its tasks' reading stops past the
+ * window); taken: srun's StepOutputAck (reading starts again below half the window; one
+ * asking to resend is a resume);
+ * resume: gschedd's StepOutputResume, once srun is back (what srun lacks is sent again);
+ * close: the step's last task here ended. */
 int wrk_flow_open(struct wrk_ctx *w, uint64_t job_id, uint32_t step, uint64_t window);
-void wrk_flow_sent(struct wrk_ctx *w, uint64_t job_id, uint32_t step, size_t len);
+void wrk_flow_output(struct wrk_ctx *w, const struct wrk_task_id *id, enum wrk_stream stream,
+                     const char *bytes, size_t len, bool eof);
 void wrk_flow_taken(struct wrk_ctx *w, const Gs__StepOutputAck *ack);
+void wrk_flow_resume(struct wrk_ctx *w, const Gs__StepOutputResume *resume);
 void wrk_flow_close(struct wrk_ctx *w, uint64_t job_id, uint32_t step);
 void wrk_flows_free(struct wrk_ctx *w);
 

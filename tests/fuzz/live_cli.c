@@ -281,7 +281,7 @@ static Gs__Envelope *in_job(struct lf_run *run, struct lf_rng *r, uint64_t rid)
 {
     uint64_t job = some_job(run, r);
 
-    switch (lf_below(r, 5)) {
+    switch (lf_below(r, 6)) {
     case 0: {
         Gs__LogsRequest *req = lf_new(&gs__logs_request__descriptor);
 
@@ -316,6 +316,19 @@ static Gs__Envelope *in_job(struct lf_run *run, struct lf_rng *r, uint64_t rid)
         rep->text = lf_strdup("step 10 loss 2.5");
         rep->mfu = 0.3;
         return lf_envelope(GS__ENVELOPE__BODY_JOB_PROGRESS_REPORT, rep, rid);
+    }
+    case 4: { /* srun back on a step (none is kept here, or a running one's) */
+        Gs__StepAttach *at = lf_new(&gs__step_attach__descriptor);
+        size_t n = (size_t)lf_below(r, 4);
+
+        at->job_id = job;
+        at->step = (uint32_t)lf_below(r, 4);
+        for (size_t i = 0; i < n; i++) {
+            uint64_t v = lf_chance(r, 30) ? UINT64_MAX : lf_below(r, 1u << 20);
+
+            LF_PUSH(at->output_written, at->n_output_written, v);
+        }
+        return lf_envelope(GS__ENVELOPE__BODY_STEP_ATTACH, at, rid);
     }
     case 3: {
         Gs__JobKvPut *put = lf_new(&gs__job_kv_put__descriptor);

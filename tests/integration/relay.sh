@@ -9,7 +9,8 @@
 # (with setpriv), a CLI of another uid on a worker's socket is refused while that uid has no
 # job running on the node, and once it has one is served as that uid: it cannot cancel
 # root's job but can submit and cancel its own. Finally a worker killed with
-# -9 while srun streams through it ends that srun with an error, and gschedd runs on.
+# -9 while srun streams through it ends that srun with an error (once it gave up
+# reattaching: nothing answers at the worker's socket), and gschedd runs on.
 name="relay"
 . "$(dirname "$0")/lib.sh"
 
@@ -124,8 +125,12 @@ wait_for "the streamed step's output" 20 grep -q '^[01]: tick$' "$out"
 node=$(sed -n 's/^BATCH node=//p' "$out")
 [[ $node =~ ^node[12]$ ]] || fail "killed job's batch node: '$node'"
 kill -9 "$(cat "$state/$node.pid")" || fail "cannot kill $node's worker"
-wait_for "srun to end after its worker was killed" 20 test -s "$work/killed.rc"
+# srun tries to reattach (as after a gschedd restart), but nothing answers at its worker's
+# socket any more: it gives up after 10 s.
+wait_for "srun to end after its worker was killed" 30 test -s "$work/killed.rc"
 has "$work/killed.rc" '^RC_SRUN=[1-9][0-9]*$'
+has "$out" '^srun: lost the connection to gschedd; reattaching to StepId='
+has "$out" '^srun: error: could not reattach to StepId=.*: nothing answers at the socket$'
 has "$out" '^srun: error: '
 pid_alive "$(cat "$state/gschedd.pid")" || fail "gschedd died with the worker"
 "$bin/gsched" nodes > "$tmp/nodes.txt" 2>&1 || fail "gschedd does not answer: $(cat "$tmp/nodes.txt")"

@@ -201,7 +201,7 @@ Test(frame, round_trips_every_body_case_with_every_field_set)
         gs_buf_release(&first);
         gs_buf_release(&second);
     }
-    cr_assert_eq(cases, 88, "every body case is covered (%d)", cases);
+    cr_assert_eq(cases, 90, "every body case is covered (%d)", cases);
 }
 
 /* The newest body case has a minor: a body added later must be given one too, or a CLI
@@ -224,6 +224,9 @@ Test(frame, each_body_case_says_the_protocol_minor_that_added_it)
     cr_assert_gt(gs_proto_body_minor((Gs__Envelope__BodyCase)newest), 0,
                  "the newest body (%u) has its minor", newest);
     cr_assert_eq(gs_proto_body_minor(GS__ENVELOPE__BODY_SUSPEND_REQUEST), 26);
+    cr_assert_eq(gs_proto_body_minor(GS__ENVELOPE__BODY_STEP_ATTACH), GS_PROTO_MINOR_STEP_GRES);
+    cr_assert_eq(gs_proto_body_minor(GS__ENVELOPE__BODY_STEP_OUTPUT_RESUME),
+                 GS_PROTO_MINOR_STEP_GRES);
     cr_assert_eq(gs_proto_body_minor(GS__ENVELOPE__BODY_DIAG_REQUEST), 22);
     cr_assert_eq(gs_proto_body_minor(GS__ENVELOPE__BODY_JOB_KV_GET), GS_PROTO_MINOR_JOB_KV);
     cr_assert_eq(gs_proto_body_minor(GS__ENVELOPE__BODY_JOB_LIMIT_UPDATE),

@@ -252,3 +252,25 @@ Test(step_alloc, falls_back_to_lowest_indices_across_numa_nodes)
     cr_assert_eq(sched_step_alloc_take(alloc, &three, false, &a, NULL), 0);
     cr_assert_eq(a.gpus, 0x7);
 }
+
+/* A step kept over a gschedd restart holds again exactly what it held; a grant another step
+ * holds part of is refused whole, and what was held goes back as from take(). */
+Test(step_alloc, holds_a_kept_steps_grant_again_unless_another_holds_it)
+{
+    struct sched_step_ask ask = gpu_task();
+    struct sched_step_grant kept = {.gpus = 0x4, .held = true}, other, clash, overlap = {0};
+
+    kept.cores[0] = 0x30;
+    cr_assert_eq(sched_step_alloc_hold(alloc, &kept), 0);
+    cr_assert_not(sched_step_alloc_idle(alloc));
+    cr_assert_eq(sched_step_alloc_take(alloc, &ask, false, &other, NULL), 0);
+    cr_assert_eq(other.gpus & kept.gpus, 0, "a held GPU was given again");
+    cr_assert_eq(other.cores[0] & kept.cores[0], 0, "a held core was given again");
+    clash = (struct sched_step_grant){.gpus = 0x8 | other.gpus, .held = true};
+    cr_assert_eq(sched_step_alloc_hold(alloc, &clash), -EBUSY);
+    overlap.gpus = 0xf; /* --overlap: held nothing, holds nothing */
+    cr_assert_eq(sched_step_alloc_hold(alloc, &overlap), 0);
+    sched_step_alloc_give_back(alloc, &other);
+    sched_step_alloc_give_back(alloc, &kept);
+    cr_assert(sched_step_alloc_idle(alloc), "the refused hold took nothing");
+}

@@ -533,3 +533,44 @@ Test(store, a_version_5_database_gains_the_steps_table)
     cr_assert_str_eq(out.data, "3.1:python3:3:1764683005000:51234@node2/3;");
     gs_buf_release(&out);
 }
+
+/* Each live step as "job.step:record;" (its bytes as text). */
+static int describe_live(uint64_t job_id, uint32_t step, const void *record, size_t len, void *data)
+{
+    return gs_buf_printf(data, "%llu.%u:%.*s;", (unsigned long long)job_id, step, (int)len,
+                         (const char *)record);
+}
+
+/* Running srun steps kept over a restart: put, replaced, deleted; the prune keeps those of
+ * running jobs only; and ending the running steps' rows leaves the kept ones running. */
+Test(store, live_steps_are_kept_for_running_jobs_and_their_rows_stay_running)
+{
+    struct sched_job_row running = job(7, 2), done = job(8, 4);
+    struct sched_step_row kept = step_row(7, 1, 2), lost = step_row(7, 2, 2);
+    struct gs_buf out = GS_BUF_INIT;
+
+    put_job(&running);
+    put_job(&done);
+    cr_assert_eq(sched_store_put_step(store, &kept), 0);
+    cr_assert_eq(sched_store_put_step(store, &lost), 0);
+    cr_assert_eq(sched_store_put_live_step(store, 7, 1, "old", 3), 0);
+    cr_assert_eq(sched_store_put_live_step(store, 7, 1, "rec1", 4), 0);
+    cr_assert_eq(sched_store_put_live_step(store, 7, 3, "rec3", 4), 0);
+    cr_assert_eq(sched_store_put_live_step(store, 8, 1, "gone", 4), 0);
+    cr_assert_eq(sched_store_delete_live_step(store, 7, 3), 0);
+    reopen();
+    cr_assert_eq(sched_store_load_live_steps(store, describe_live, &out), 0);
+    cr_assert_str_eq(out.data, "7.1:rec1;8.1:gone;");
+    cr_assert_eq(sched_store_prune_live_steps(store), 0);
+    cr_assert_eq(sched_store_end_running_steps(store, 5, 1764683009000ULL), 0);
+    gs_buf_reset(&out);
+    cr_assert_eq(sched_store_load_live_steps(store, describe_live, &out), 0);
+    cr_assert_str_eq(out.data, "7.1:rec1;", "a step of a job that is not running is dropped");
+    gs_buf_reset(&out);
+    cr_assert_eq(sched_store_load_steps_range(store, 7, 7, describe_step, &out), 0);
+    cr_assert_str_eq(out.data,
+                     "7.1:python3:2:1764683005000:51234@node2/3;"
+                     "7.2:python3:5:1764683009000:51234@node2/3;",
+                     "the kept step runs on, the other ends");
+    gs_buf_release(&out);
+}

@@ -17,7 +17,10 @@
  * Slurm (suite worker): a batch script runs as itself under its own "#!" line (or /bin/sh)
  * from a private file that goes with the task, with its arguments and the batch shell's
  * environment; srun steps run next to it under the same ranks, their output arriving as
- * StepOutput chunks whose end comes before the TaskExit; SignalTasks picks steps, all
+ * StepOutput chunks whose end comes before the TaskExit, and with srun's output window
+ * the output srun has not acknowledged kept, also while the worker has no scheduler, and
+ * sent again from where StepOutputResume (or an acknowledgement asking for it) says;
+ * SignalTasks picks steps, all
  * steps or the batch shell alone; the --signal warning reaches the batch shell or the
  * steps as sbatch's B: says. Telemetry (suite worker_telemetry, the fake NVML scripted as
  * in test_telemetry.c): heartbeats carry every GPU's figures and the running task's CPU time.
@@ -75,6 +78,8 @@ static int telemetry_beats; /* heartbeats with GPU 2's scripted figures and task
 /* StepOutput by rank and stream: the bytes, the eofs, and the eofs seen by each exit. */
 static char step_out[4][2][512];
 static size_t step_out_len[4][2];
+static uint64_t step_last_end; /* the latest StepOutput.end */
+static bool hold_registration; /* a NodeRegister is not answered */
 static int step_eofs[4][2], step_outputs, eofs_before_exit[MAX_EXITS];
 
 static void send_env(Gs__Envelope *env)
@@ -139,7 +144,8 @@ static void on_sched_message(struct gs_proto_conn *c, const Gs__Envelope *env, v
         cr_assert_eq(env->node_register->topology->n_gpus, (size_t)gs_topo_ngpus(topo));
         last_running_reported = (int)env->node_register->n_running;
         last_unacked_reported = (int)env->node_register->n_unacked_exits;
-        reply_register();
+        if (!hold_registration) /* else the test answers it itself */
+            reply_register();
         break;
     case GS__ENVELOPE__BODY_HEARTBEAT:
         heartbeats++;
@@ -193,6 +199,7 @@ static void on_sched_message(struct gs_proto_conn *c, const Gs__Envelope *env, v
             step_eofs[o->rank][o->stream]++;
             break;
         }
+        step_last_end = o->end;
         have = &step_out_len[o->rank][o->stream];
         cr_assert_lt(*have + o->data.len, sizeof(step_out[0][0]));
         memcpy(step_out[o->rank][o->stream] + *have, o->data.data, o->data.len);
@@ -1103,6 +1110,7 @@ struct slurm_launch {
     uint64_t time_limit_s;
     uint32_t warn_signal, warn_before_s;
     bool warn_batch_only;
+    uint32_t output_window; /* srun's (LaunchTasks.step_output_window); 0: none */
 };
 
 /*
@@ -1174,6 +1182,7 @@ static void launch_slurm(const struct slurm_launch *sl)
     msg.job_name = "slurm-test";
     msg.attempt = 1;
     msg.step = sl->step;
+    msg.step_output_window = sl->output_window;
     msg.tasks = task_ptrs;
     msg.world_size = sl->step == 0 ? 1 : 4;
     msg.master_addr = "127.0.0.1";
@@ -1315,6 +1324,72 @@ Test(worker, step_output_arrives_in_chunks_and_ends_before_the_exit)
     }
     cr_assert_eq(exits[2].step, 0);
     cr_assert_eq(exits[2].rank, 0);
+}
+
+/* Runs until rank's stdout holds want bytes, a frame at a time. */
+static void run_until_stdout(uint32_t rank, size_t want, const char *what)
+{
+    while (step_out_len[rank][0] < want)
+        run_until(&step_outputs, step_outputs + 1, what);
+}
+
+/*
+ * With srun's window the output srun has not acknowledged is kept: what a task prints while
+ * the worker has no scheduler is not lost, and StepOutputResume (after srun reattached to a
+ * restarted gschedd), or srun's acknowledgement asking for it after a gap, has it sent again
+ * from where srun got to, each chunk saying where it ends in the node's output of the step.
+ */
+Test(worker, step_output_is_kept_until_srun_has_it_and_sent_again)
+{
+    char *argv[] = {"/bin/sh", "-c",
+                    ("[ $SLURM_PROCID = 2 ] || exit 0; echo a; while [ ! -f go ]; do sleep 0.02; "
+                     "done; echo bb; touch printed; while [ ! -f end ]; do sleep 0.02; done")};
+    struct slurm_launch step = {
+        .job_id = 34, .step = 1, .argv = argv, .argc = 3, .output_window = 1024 * 1024};
+    Gs__StepOutputResume resume = GS__STEP_OUTPUT_RESUME__INIT;
+    Gs__StepOutputAck ack = GS__STEP_OUTPUT_ACK__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+    char printed[160];
+
+    snprintf(printed, sizeof(printed), "%s/printed", dir);
+    run_until(&registers, 1, "registration");
+    launch_slurm(&step);
+    run_until(&nexits, 1, "rank 3, which prints nothing");
+    run_until_stdout(2, 2, "rank 2's first line");
+    cr_assert_eq(step_last_end, 2, "\"a\\n\" ends at byte 2 of the node's output");
+    hold_registration = true;
+    gs_proto_conn_close(sched_conn); /* gschedd goes away */
+    run_until(&registers, 2, "the worker back, not registered yet");
+    touch("go"); /* rank 2 prints its second line meanwhile */
+    for (int i = 0; i < 500 && access(printed, F_OK) != 0; i++)
+        run_for(20);
+    cr_assert_eq(access(printed, F_OK), 0, "rank 2 did not print its second line");
+    run_for(200); /* the worker's loop reads the pipe as soon as it runs */
+    hold_registration = false;
+    reply_register();
+    run_until(&heartbeats, heartbeats + 1, "a heartbeat, registered");
+    cr_assert_eq(step_out_len[2][0], 2, "nothing is sent before gschedd asks");
+    resume.job_id = 34;
+    resume.step = 1;
+    resume.offset = 2; /* srun has the first line */
+    env.body_case = GS__ENVELOPE__BODY_STEP_OUTPUT_RESUME;
+    env.step_output_resume = &resume;
+    send_env(&env);
+    run_until_stdout(2, 5, "the second line, sent again");
+    cr_assert_eq(memcmp(step_out[2][0], "a\nbb\n", 5), 0);
+    cr_assert_eq(step_last_end, 5);
+    ack.job_id = 34; /* srun saw a gap: once more from inside a chunk, its rest alone */
+    ack.step = 1;
+    ack.offset = 3;
+    ack.resend = true;
+    env.body_case = GS__ENVELOPE__BODY_STEP_OUTPUT_ACK;
+    env.step_output_ack = &ack;
+    send_env(&env);
+    run_until_stdout(2, 7, "the second line's rest");
+    cr_assert_eq(memcmp(step_out[2][0] + 5, "b\n", 2), 0);
+    cr_assert_eq(step_last_end, 5);
+    touch("end");
+    run_until(&nexits, 2, "rank 2");
 }
 
 static void signal_tasks(uint64_t job_id, uint32_t sig, uint32_t step, bool all_steps,

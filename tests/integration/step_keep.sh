@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# step_keep.sh BIN_DIR SRC_DIR: srun steps outlive gschedd. On a two-worker `gsched up`
+# cluster a batch job runs a three-task step over both nodes (srun -l); each task prints a
+# line and task 2 exits 5, then gschedd is killed (SIGKILL, as a crash). While it is down
+# task 1 exits 3 and task 0 prints 3000 numbered lines. gschedd comes back: srun reattaches
+# (it says so) and the step goes on; task 0 prints a last line and exits. srun's output then
+# holds every line exactly once, in order, both failures as Slurm says them, and srun exits
+# 5; sacct shows the step FAILED with 5:0 and its job COMPLETED. A second srun in the same
+# job, after the restart, is numbered 1: step numbers go on from before the restart.
+# Then a worker killed under a step and started again, without the task it ran: gschedd
+# ends that task LOST when the worker registers, and srun says so and exits 1.
+name="step_keep"
+. "$(dirname "$0")/lib.sh"
+
+slurm_names sbatch srun sacct
+
+start_cluster --workers 2 --heartbeat 1s --kill-grace 1s
+
+# has_lines PATTERN N: $out has N lines matching PATTERN (for wait_for).
+has_lines() { [ "$(grep -c -- "$1" "$out" 2>/dev/null)" = "$2" ]; }
+
+cat > "$work/task.sh" <<EOF
+#!/bin/bash
+echo "before \$SLURM_PROCID"
+if [ "\$SLURM_PROCID" = 2 ]; then exit 5; fi
+$(gate_wait down)
+if [ "\$SLURM_PROCID" = 1 ]; then exit 3; fi
+seq 1 3000 | sed 's/^/line /'
+touch $tmp/lines.done
+$(gate_wait end)
+echo "after \$SLURM_PROCID"
+EOF
+cat > "$work/keep.sh" <<EOF
+#!/bin/bash
+#SBATCH -J keep
+#SBATCH -o $work/keep.out
+#SBATCH -N 2
+#SBATCH -n 3
+srun -l bash $work/task.sh
+echo "STEP_RC=\$?"
+srun -N1 -n1 true
+echo "NEXT_RC=\$?"
+EOF
+id=$(sbatch --parsable "$work/keep.sh" 2>&1) || fail "sbatch keep.sh refused: $id"
+out=$work/keep.out
+wait_for "the tasks to say they run" 30 has_lines ': before ' 3
+wait_for "task 2's exit" 30 grep -q 'task 2: Exited with exit code 5$' "$out"
+
+sched=$(cat "$state/gschedd.pid")
+kill -KILL "$sched"
+wait_for "gschedd (pid $sched) to die" 10 eval "! pid_alive $sched"
+gate down
+wait_for "task 0 to print its lines while gschedd is down" 30 test -e "$tmp/lines.done"
+up=$("$bin/gsched" up --state "$state" --workers 2 2>&1) || fail "up after gschedd died: $up"
+wait_for "srun to reattach" 60 grep -q '^srun: reattached to StepId=' "$out"
+gate end
+wait_end "$id" 60 || true
+[ "$(job_state "$id")" = COMPLETED ] || fail "job: $(jq "$id" 'j') output: $(cat "$out")"
+
+grep -q "^srun: lost the connection to gschedd; reattaching to StepId=$id\\.0\$" "$out" ||
+  fail "srun did not say it lost gschedd: $(cat "$out")"
+grep -q '^STEP_RC=5$' "$out" || fail "srun's status: $(cat "$out")"
+grep -q '^NEXT_RC=0$' "$out" || fail "the step after the restart: $(cat "$out")"
+grep -Eq '^srun: error: node[12]: task 1: Exited with exit code 3$' "$out" ||
+  fail "task 1's failure: $(cat "$out")"
+python3 - "$out" <<'PY' || fail "task 0's output across the restart: $(cat "$out")"
+import sys
+lines = [l.rstrip("\n") for l in open(sys.argv[1])]
+zero = [l[3:] for l in lines if l.startswith("0: ")]
+want = ["before 0"] + ["line %d" % i for i in range(1, 3001)] + ["after 0"]
+assert zero == want, (len(zero), [z for z in zero if z not in want][:5], zero[:3], zero[-3:])
+assert [l for l in lines if l.startswith("1: ")] == ["1: before 1"], lines
+assert [l for l in lines if l.startswith("2: ")] == ["2: before 2"], lines
+assert len([l for l in lines if l.endswith("task 2: Exited with exit code 5")]) == 1, lines
+PY
+rows=$(sacct -j "$id" -P -n -o JobID,State,ExitCode) || fail "sacct -j $id: $rows"
+[ "$rows" = "$(printf '%s\n' "$id|COMPLETED|0:0" "$id.batch|COMPLETED|0:0" "$id.0|FAILED|5:0" \
+  "$id.1|COMPLETED|0:0")" ] || fail "sacct -j $id: $rows"
+# --- a worker restarted under a step: its task there ends, srun hears why -----------------------
+cat > "$work/lost.sh" <<EOF
+#!/bin/bash
+#SBATCH -J lost
+#SBATCH -o $work/lost.out
+#SBATCH -N 2
+#SBATCH -n 2
+srun -l bash -c 'echo "up \$SLURMD_NODENAME"; $(gate_wait lost)'
+echo "LOST_RC=\$?"
+EOF
+id=$(sbatch --parsable "$work/lost.sh" 2>&1) || fail "sbatch lost.sh refused: $id"
+out=$work/lost.out
+wait_for "both tasks to run" 30 has_lines ': up ' 2
+other=$(sed -n 's/^1: up //p' "$out")
+[[ $other =~ ^node[12]$ ]] || fail "task 1's node: $(cat "$out")"
+pid=$(cat "$state/$other.pid")
+mapfile -d '' cmd < "/proc/$pid/cmdline"
+kill -KILL "$pid"
+wait_for "$other's worker to die" 10 eval "! pid_alive $pid"
+(cd / && exec "${cmd[@]}" >> "$state/$other.log" 2>&1) &
+echo $! > "$state/$other.pid"
+wait_for "srun to hear of task 1" 30 grep -q 'task 1: ' "$out"
+gate lost
+wait_end "$id" 30 || true
+grep -q '^LOST_RC=1$' "$out" || fail "srun's status: $(cat "$out")"
+grep -q "^srun: error: $other: task 1: lost: node $other: its worker no longer runs the task\$" "$out" ||
+  fail "srun did not say why task 1 ended: $(cat "$out")"
+check_logs
+echo "$name: all checks passed"
