@@ -227,16 +227,17 @@ int sched_steps_restore(struct sched_ctx *s, uint64_t job_id, uint32_t step, con
     st->in_rank = rec->input_rank;
     st->detached_ms = gs_clock_mono_ms();
     rc = take_layout(st, rec, job);
-    if (rc == 0 && sched_step_alloc_hold(q->held, st->grants) < 0) {
-        GS_LOG(GS_LOG_WARN,
-               "job=%" PRIu64 " step=%u its cores or GPUs are another step's: not "
-               "taken up",
-               job_id, step - 1);
-        rc = 0;
-        goto out;
-    }
     if (rc < 0)
         goto out;
+    if (st->nexited == st->ntasks) { /* it ended as gschedd stopped: kept for srun alone */
+        free(st->grants);
+        st->grants = NULL;
+        st->released = true;
+    } else if (sched_step_alloc_hold(q->held, st->grants) < 0) {
+        GS_LOG(GS_LOG_WARN, "job=%" PRIu64 " step=%u held by another step: not taken up", job_id,
+               step - 1);
+        goto out;
+    }
     for (uint32_t i = 0; i < st->nnodes; i++) /* told again by the workers as they register */
         st->nodes[i].in_acked = st->nodes[i].reads ? 0 : UINT64_MAX;
     if (step > q->last)
@@ -244,9 +245,7 @@ int sched_steps_restore(struct sched_ctx *s, uint64_t job_id, uint32_t step, con
     acct_from_exits(job, st);
     st->next = s->steps;
     s->steps = st;
-    GS_LOG(GS_LOG_INFO,
-           "job=%" PRIu64 " step=%u tasks=%u exited=%u step taken up; waiting for "
-           "its srun",
+    GS_LOG(GS_LOG_INFO, "job=%" PRIu64 " step=%u tasks=%u exited=%u step taken up, srun awaited",
            job_id, step - 1, st->ntasks, st->nexited);
     st = NULL;
 out:
