@@ -16,8 +16,10 @@
  * gschedd once srun is back (or srun's StepOutputAck asking for it after a gap), says from
  * where to send it again; srun drops what it has (StepOutput.end).
  *
- * The flows are a short list on the worker's context, one per step with tasks here; the
- * step's last task ending here closes its flow. Loop thread only.
+ * The flows are a short list on the worker's context, one per step with tasks here. The
+ * step's last task ending here ends its flow, which goes once srun has all of it or once
+ * gschedd has acknowledged the step's exits here (it passed on what came before them);
+ * until then a gschedd that stops can still have it sent again. Loop thread only.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -44,6 +46,8 @@ struct wrk_flow {
     uint64_t window;
     uint64_t sent, taken; /* put out (sent, or kept while not registered); written by srun */
     bool paused;
+    bool ended; /* its last task here ended: it goes once srun has it all, or its exits are
+                 * acknowledged (gschedd passed everything before them on) */
     struct chunk *head, **tail; /* after taken, oldest first */
 };
 
@@ -56,10 +60,23 @@ static struct wrk_flow **find(struct wrk_ctx *w, uint64_t job_id, uint32_t step)
     return at;
 }
 
+static void flow_free(struct wrk_flow *f);
+
+/* Unlinks and frees *at. */
+static void flow_drop(struct wrk_flow **at)
+{
+    struct wrk_flow *f = *at;
+
+    *at = f->next;
+    flow_free(f);
+}
+
 int wrk_flow_open(struct wrk_ctx *w, uint64_t job_id, uint32_t step, uint64_t window)
 {
     struct wrk_flow **at = find(w, job_id, step), *f;
 
+    if (*at != NULL && (*at)->ended) /* an earlier attempt's step of that number */
+        flow_drop(at);
     if (window == 0 || *at != NULL)
         return 0;
     f = calloc(1, sizeof(*f));
@@ -162,6 +179,13 @@ static void drop_taken(struct wrk_flow *f, uint64_t offset)
         f->tail = &f->head;
 }
 
+/* An ended flow srun has all of goes. */
+static void drop_if_done(struct wrk_ctx *w, struct wrk_flow *f)
+{
+    if (f->ended && f->head == NULL)
+        flow_drop(find(w, f->job_id, f->step));
+}
+
 void wrk_flow_taken(struct wrk_ctx *w, const Gs__StepOutputAck *ack)
 {
     struct wrk_flow *f = *find(w, ack->job_id, ack->step);
@@ -181,6 +205,7 @@ void wrk_flow_taken(struct wrk_ctx *w, const Gs__StepOutputAck *ack)
     f->taken = ack->offset < f->sent ? ack->offset : f->sent;
     drop_taken(f, f->taken);
     hold_or_go(w, f);
+    drop_if_done(w, f);
 }
 
 void wrk_flow_resume(struct wrk_ctx *w, const Gs__StepOutputResume *resume)
@@ -207,7 +232,9 @@ void wrk_flow_resume(struct wrk_ctx *w, const Gs__StepOutputResume *resume)
     GS_LOG(GS_LOG_INFO, "job=%llu step=%u from=%llu sent=%llu chunks=%zu step output sent again",
            (unsigned long long)f->job_id, f->step, (unsigned long long)from,
            (unsigned long long)f->sent, n);
-    hold_or_go(w, f);
+    if (!f->ended)
+        hold_or_go(w, f);
+    drop_if_done(w, f);
 }
 
 static void flow_free(struct wrk_flow *f)
@@ -223,12 +250,25 @@ static void flow_free(struct wrk_flow *f)
 
 void wrk_flow_close(struct wrk_ctx *w, uint64_t job_id, uint32_t step)
 {
-    struct wrk_flow **at = find(w, job_id, step), *f = *at;
+    struct wrk_flow **at = find(w, job_id, step);
 
-    if (f == NULL)
+    if (*at == NULL)
         return;
-    *at = f->next;
-    flow_free(f);
+    (*at)->ended = true;
+    drop_if_done(w, *at);
+}
+
+void wrk_flow_exits_acked(struct wrk_ctx *w, uint64_t job_id, uint32_t step)
+{
+    struct wrk_flow **at = find(w, job_id, step);
+
+    if (*at == NULL || !(*at)->ended)
+        return;
+    for (const struct wrk_exit *e = w->exits; e != NULL; e = e->next) {
+        if (e->msg.job_id == job_id && e->msg.step == step)
+            return; /* one still to be stored: gschedd may yet stop before it */
+    }
+    flow_drop(at);
 }
 
 void wrk_flows_free(struct wrk_ctx *w)

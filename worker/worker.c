@@ -214,6 +214,10 @@ static void handle_ack(struct wrk_ctx *w, const Gs__TaskExitAck *ack)
     }
     if (removed)
         forget_exits(w, ack->tasks, ack->n_tasks);
+    for (size_t i = 0; removed && i < ack->n_tasks; i++) {
+        if (ack->tasks[i]->step != 0) /* an ended step's output need not be kept past it */
+            wrk_flow_exits_acked(w, ack->tasks[i]->job_id, ack->tasks[i]->step);
+    }
 }
 
 struct running_ctx {

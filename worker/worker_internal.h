@@ -98,13 +98,15 @@ struct wrk_ctx {
  * window); taken: srun's StepOutputAck (reading starts again below half the window; one
  * asking to resend is a resume);
  * resume: gschedd's StepOutputResume, once srun is back (what srun lacks is sent again);
- * close: the step's last task here ended. */
+ * close: the step's last task here ended (its flow stays while srun lacks some of it and
+ * exits_acked has not said gschedd stored the step's exits here). */
 int wrk_flow_open(struct wrk_ctx *w, uint64_t job_id, uint32_t step, uint64_t window);
 void wrk_flow_output(struct wrk_ctx *w, const struct wrk_task_id *id, enum wrk_stream stream,
                      const char *bytes, size_t len, bool eof);
 void wrk_flow_taken(struct wrk_ctx *w, const Gs__StepOutputAck *ack);
 void wrk_flow_resume(struct wrk_ctx *w, const Gs__StepOutputResume *resume);
 void wrk_flow_close(struct wrk_ctx *w, uint64_t job_id, uint32_t step);
+void wrk_flow_exits_acked(struct wrk_ctx *w, uint64_t job_id, uint32_t step);
 void wrk_flows_free(struct wrk_ctx *w);
 
 /* worker_launch.c */

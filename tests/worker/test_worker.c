@@ -18,8 +18,9 @@
  * from a private file that goes with the task, with its arguments and the batch shell's
  * environment; srun steps run next to it under the same ranks, their output arriving as
  * StepOutput chunks whose end comes before the TaskExit, and with srun's output window
- * the output srun has not acknowledged kept, also while the worker has no scheduler, and
- * sent again from where StepOutputResume (or an acknowledgement asking for it) says;
+ * the output srun has not acknowledged kept, also while the worker has no scheduler and
+ * after the step's tasks ended until their exits are acknowledged, and sent again from
+ * where StepOutputResume (or an acknowledgement asking for it) says;
  * SignalTasks picks steps, all
  * steps or the batch shell alone; the --signal warning reaches the batch shell or the
  * steps as sbatch's B: says. Telemetry (suite worker_telemetry, the fake NVML scripted as
@@ -1342,8 +1343,9 @@ static void run_until_stdout(uint32_t rank, size_t want, const char *what)
 Test(worker, step_output_is_kept_until_srun_has_it_and_sent_again)
 {
     char *argv[] = {"/bin/sh", "-c",
-                    ("[ $SLURM_PROCID = 2 ] || exit 0; echo a; while [ ! -f go ]; do sleep 0.02; "
-                     "done; echo bb; touch printed; while [ ! -f end ]; do sleep 0.02; done")};
+                    ("[ $SLURM_PROCID = 2 ] || exit 0; echo a; i=0; while [ ! -f go ] && "
+                     "[ $i -lt 1500 ]; do sleep 0.02; i=$((i+1)); done; echo bb; touch printed; "
+                     "while [ ! -f end ] && [ $i -lt 3000 ]; do sleep 0.02; i=$((i+1)); done")};
     struct slurm_launch step = {
         .job_id = 34, .step = 1, .argv = argv, .argc = 3, .output_window = 1024 * 1024};
     Gs__StepOutputResume resume = GS__STEP_OUTPUT_RESUME__INIT;
@@ -1390,6 +1392,57 @@ Test(worker, step_output_is_kept_until_srun_has_it_and_sent_again)
     cr_assert_eq(step_last_end, 5);
     touch("end");
     run_until(&nexits, 2, "rank 2");
+}
+
+/* A step's last task here ended while the worker had no scheduler: its output is still sent
+ * again on StepOutputResume, until gschedd has acknowledged the step's exits here. */
+Test(worker, an_ended_steps_output_is_kept_until_its_exits_are_acknowledged)
+{
+    char *argv[] = {"/bin/sh", "-c",
+                    ("[ $SLURM_PROCID = 2 ] || exit 0; echo a; i=0; while [ ! -f go ] && "
+                     "[ $i -lt 1500 ]; do sleep 0.02; i=$((i+1)); done; echo bb")};
+    struct slurm_launch step = {
+        .job_id = 35, .step = 1, .argv = argv, .argc = 3, .output_window = 1024 * 1024};
+    Gs__StepOutputResume resume = GS__STEP_OUTPUT_RESUME__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+
+    ack_exits = false;
+    run_until(&registers, 1, "registration");
+    launch_slurm(&step);
+    run_until(&nexits, 1, "rank 3, which prints nothing");
+    run_until_stdout(2, 2, "rank 2's first line");
+    hold_registration = true;
+    gs_proto_conn_close(sched_conn); /* gschedd goes away */
+    run_until(&registers, 2, "the worker back, not registered yet");
+    touch("go"); /* rank 2 prints its second line and ends meanwhile */
+    for (int i = 0; i < 500 && wrk_running(worker) > 0; i++)
+        run_for(20);
+    cr_assert_eq(wrk_running(worker), 0, "rank 2 did not end");
+    hold_registration = false;
+    reply_register();
+    run_until(&heartbeats, heartbeats + 1, "a heartbeat, registered");
+    cr_assert_eq(wrk_unacked_exits(worker), 2, "both exits wait for gschedd");
+    resume.job_id = 35;
+    resume.step = 1;
+    resume.offset = 2;
+    env.body_case = GS__ENVELOPE__BODY_STEP_OUTPUT_RESUME;
+    env.step_output_resume = &resume;
+    send_env(&env);
+    run_until_stdout(2, 5, "the second line, after the task ended");
+    cr_assert_eq(memcmp(step_out[2][0], "a\nbb\n", 5), 0);
+    for (uint32_t rank = 2; rank < 4; rank++) {
+        Gs__TaskExit ex = GS__TASK_EXIT__INIT;
+
+        ex.job_id = 35;
+        ex.step = 1;
+        ex.rank = rank;
+        ex.attempt = 1;
+        ack(&ex);
+    }
+    run_until_acked();
+    send_env(&env); /* the flow is gone with the acknowledged exits: nothing comes */
+    run_until(&heartbeats, heartbeats + 2, "two heartbeats");
+    cr_assert_eq(step_out_len[2][0], 5, "output sent after its step's exits were stored");
 }
 
 static void signal_tasks(uint64_t job_id, uint32_t sig, uint32_t step, bool all_steps,
