@@ -600,7 +600,8 @@ Test(worker, tasks_survive_losing_the_scheduler_and_exits_are_resent)
 
     run_until(&registers, 1, "registration");
     ack_exits = false;
-    launch(7, 1, NULL, 0, "while [ ! -f go ]; do sleep 0.02; done");
+    launch(7, 1, NULL, 0,
+           "i=0; while [ ! -f go ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i+1)); done");
     run_until(&replies, 1, "the launch reply");
     gs_proto_conn_close(sched_conn); /* the scheduler goes away */
     run_until(&registers, 2, "re-registration");
@@ -1294,10 +1295,13 @@ Test(worker, step_output_arrives_in_chunks_and_ends_before_the_exit)
                     "echo out-$SLURM_PROCID-$SLURM_LOCALID-$SLURM_NODEID-$SLURM_STEP_ID "
                     "$SLURM_STEP_NODELIST $SLURM_STEP_TASKS_PER_NODE $SLURM_STEP_NUM_TASKS "
                     "gpus=$CUDA_VISIBLE_DEVICES; echo err-$RANK >&2; exit $SLURM_LOCALID"};
-    struct slurm_launch batch = {.job_id = 33,
-                                 .script = "#!/bin/sh\n"
-                                           "while [ ! -f go ]; do sleep 0.02; done\n"},
-                        step = {.job_id = 33, .step = 1, .argv = argv, .argc = 3};
+    struct slurm_launch
+        batch =
+            {.job_id = 33,
+             .script =
+                 "#!/bin/sh\n"
+                 "i=0; while [ ! -f go ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i+1)); done\n"},
+        step = {.job_id = 33, .step = 1, .argv = argv, .argc = 3};
 
     run_until(&registers, 1, "registration");
     launch_slurm(&batch);
@@ -1533,12 +1537,13 @@ Test(worker, warning_signal_goes_to_the_batch_shell_with_b)
 
 Test(worker, warning_signal_goes_to_the_steps_without_b)
 {
-    struct slurm_launch batch = {.job_id = 36,
-                                 .script = "#!/bin/sh\ntrap 'echo warned' USR1\n"
-                                           "while [ ! -f go ]; do sleep 0.02; done\n",
-                                 .time_limit_s = 2,
-                                 .warn_signal = SIGUSR1,
-                                 .warn_before_s = 1};
+    struct slurm_launch batch = {
+        .job_id = 36,
+        .script = "#!/bin/sh\ntrap 'echo warned' USR1\n"
+                  "i=0; while [ ! -f go ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i+1)); done\n",
+        .time_limit_s = 2,
+        .warn_signal = SIGUSR1,
+        .warn_before_s = 1};
     char *argv[] = {"/bin/sh", "-c", "trap 'echo warned; exit 0' USR1; sleep 30 & wait"};
     struct slurm_launch step = batch;
     uint64_t t0 = gs_clock_mono_ms();
