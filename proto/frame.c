@@ -329,6 +329,20 @@ int gs_proto_decode(const void *payload, size_t len, Gs__Envelope **ret_env)
     return 0;
 }
 
+Gs__TaskExit *gs_proto_task_exit_copy(const Gs__TaskExit *ex)
+{
+    size_t len = gs__task_exit__get_packed_size(ex);
+    uint8_t *packed = malloc(len + 1);
+    Gs__TaskExit *copy = NULL;
+
+    if (packed != NULL) {
+        gs__task_exit__pack(ex, packed);
+        copy = gs__task_exit__unpack(NULL, len, packed);
+    }
+    free(packed);
+    return copy;
+}
+
 void gs_proto_envelope_free(Gs__Envelope *env)
 {
     /* The budget allocator allocates with malloc(), so the default allocator frees. */

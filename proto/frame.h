@@ -127,6 +127,10 @@ int gs_proto_relay_pack(Gs__CliRelay *relay, const Gs__Envelope *inner, struct g
  */
 int gs_proto_decode(const void *payload, size_t len, Gs__Envelope **ret_env);
 
+/* A deep copy of ex (packed and unpacked again: owned, freed with
+ * gs__task_exit__free_unpacked), NULL when out of memory. */
+Gs__TaskExit *gs_proto_task_exit_copy(const Gs__TaskExit *ex);
+
 /*
  * Whether msg, or a message inside it, holds a field this build's gsched.proto does not
  * know; the field numbers leading to the first such one from msg go to path ("7.29": field

@@ -239,7 +239,7 @@ static void task_done(struct sched_ctx *s, struct sched_step *st, const Gs__Task
     st->exited[ex->rank] = true;
     st->nexited++;
     /* kept for srun (a reattach hears it again) and stored with the step's record */
-    if (st->exits[ex->rank] == NULL && (st->exits[ex->rank] = sched_step_exit_copy(ex)) == NULL)
+    if (st->exits[ex->rank] == NULL && (st->exits[ex->rank] = gs_proto_task_exit_copy(ex)) == NULL)
         GS_LOG(GS_LOG_WARN, "job=%" PRIu64 " step=%u rank=%u out of memory: exit not kept",
                st->job_id, st->step - 1, ex->rank);
     acct_exit(s, st, ex, n);

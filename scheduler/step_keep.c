@@ -23,20 +23,6 @@
 #include "scheduler/step_acct.h"
 #include "scheduler/steps_internal.h"
 
-Gs__TaskExit *sched_step_exit_copy(const Gs__TaskExit *ex)
-{
-    size_t len = gs__task_exit__get_packed_size(ex);
-    uint8_t *packed = malloc(len + 1);
-    Gs__TaskExit *copy = NULL;
-
-    if (packed != NULL) {
-        gs__task_exit__pack(ex, packed);
-        copy = gs__task_exit__unpack(NULL, len, packed);
-    }
-    free(packed);
-    return copy;
-}
-
 /* st as a record, packed into *ret (malloc'd); 0 or -ENOMEM. */
 static int record_pack(const struct sched_step *st, uint8_t **ret, size_t *ret_len)
 {
@@ -189,7 +175,7 @@ static int take_layout(struct sched_step *st, const Gs__StepRecord *rec,
 
         if (ex->rank >= st->ntasks || st->exits[ex->rank] != NULL)
             continue;
-        if ((st->exits[ex->rank] = sched_step_exit_copy(ex)) == NULL)
+        if ((st->exits[ex->rank] = gs_proto_task_exit_copy(ex)) == NULL)
             return -ENOMEM;
         st->exited[ex->rank] = true;
         st->nexited++;

@@ -160,8 +160,6 @@ void sched_step_seq_forget(struct sched_ctx *s, uint64_t job_id);
 
 /* Stores st's record in ch as it is now: running, or deleted once every task ended. */
 void sched_step_keep(struct sched_change *ch, const struct sched_step *st);
-/* A copy of ex (owned; free with gs__task_exit__free_unpacked), NULL when out of memory. */
-Gs__TaskExit *sched_step_exit_copy(const Gs__TaskExit *ex);
 
 /* step_plan.c: over the job, the request and the allocation message (sched_alloc_msg). */
 

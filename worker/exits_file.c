@@ -22,6 +22,7 @@
 #include "common/crc32c.h"
 #include "common/log.h"
 #include "common/path.h"
+#include "proto/frame.h"
 
 #define MAGIC "GSEXIT1\n"
 #define MAGIC_LEN 8
@@ -146,16 +147,8 @@ static int load_legacy(const uint8_t *data, size_t len, struct loaded *l)
     if (msg == NULL)
         return -EBADMSG;
     for (size_t i = 0; rc == 0 && i < msg->n_unacked_exits; i++) {
-        const Gs__TaskExit *x = msg->unacked_exits[i];
-        size_t size = gs__task_exit__get_packed_size(x);
-        uint8_t *buf = malloc(size + 1);
-        Gs__TaskExit *e = NULL;
+        Gs__TaskExit *e = gs_proto_task_exit_copy(msg->unacked_exits[i]);
 
-        if (buf != NULL) {
-            gs__task_exit__pack(x, buf);
-            e = gs__task_exit__unpack(NULL, size, buf);
-        }
-        free(buf);
         rc = e != NULL ? loaded_add(l, e) : -ENOMEM;
     }
     gs__node_register__free_unpacked(msg, NULL);
