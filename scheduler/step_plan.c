@@ -225,6 +225,14 @@ int sched_step_plan_layout(const struct sched_job *job, const struct sched_alloc
     if (pick == NULL || per_gpu == NULL || st->nodes == NULL)
         goto out;
     rc = -EINVAL;
+    /* Each task holds a core of its own: counts no node could hold are refused before any
+     * array is made for them (srun -n 4000000000 had gschedd number them for minutes). */
+    if (ntasks > (uint64_t)m->n * SCHED_MAX_CORES || tpn > SCHED_MAX_CORES ||
+        req->ntasks_per_gpu > SCHED_MAX_CORES) {
+        snprintf(why, size, "more tasks than the job's %zu node%s can hold (a core each)", m->n,
+                 m->n == 1 ? "" : "s");
+        goto out;
+    }
     if (req->distribution != NULL && req->distribution[0] != '\0' &&
         gs_dist_parse(req->distribution, &dist, why, size) < 0)
         goto out;

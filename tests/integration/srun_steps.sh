@@ -162,6 +162,10 @@ srun --ntasks-per-gpu=1 -n 5 true
 echo "MANY_RC=\$?"
 srun -n2 --gres=gpu:2 --cpus-per-gpu=3 bash -c 'echo "CPG \$SLURM_LOCALID \$GSCHED_CPUS"'
 echo "CPG_RC=\$?"
+srun -n 4000000000 true
+echo "HUGE_RC=\$?"
+srun --ntasks-per-node=4000000000 true
+echo "HUGE_TPN_RC=\$?"
 EOF
 id=$(sbatch --parsable "$work/pergpu.sh" 2>&1) || fail "sbatch pergpu.sh refused: $id"
 wait_end "$id" 30 || true
@@ -172,6 +176,10 @@ has "$out" '^FEW_RC=0$'
 has "$out" '^MANY_RC=1$'
 has "$out" "^srun: error: Unable to create step for job $id: 5 tasks do not fit --ntasks-per-gpu=1 on the step's 4 GPUs\$"
 has "$out" '^CPG_RC=0$'
+# counts no node could hold are refused at once (gschedd used to number 4e9 tasks first)
+has "$out" "^srun: error: Unable to create step for job $id: more tasks than the job's 1 node can hold \(a core each\)\$"
+has "$out" '^HUGE_RC=1$'
+has "$out" '^HUGE_TPN_RC=1$'
 python3 - "$out" <<'EOF' || fail "--ntasks-per-gpu / --cpus-per-gpu laid the tasks out wrong: $(cat "$out")"
 import sys
 lines = [l.split() for l in open(sys.argv[1])]
