@@ -579,7 +579,12 @@ void sched_steps_check_detached(struct sched_ctx *s);
  * one that cannot be (its job ended, another attempt) is left out. 0 or -ENOMEM. */
 int sched_steps_restore(struct sched_ctx *s, uint64_t job_id, uint32_t step, const void *record,
                         size_t len);
-/* Once every record is read back and the journal runs: the running jobs' srun steps whose
+/* After every record: a stored task exit (live_step_exits, a packed gs.TaskExit) of a step
+ * taken up; one of a step left out, or unreadable, is skipped. 0 or -ENOMEM. */
+int sched_steps_restore_exit(struct sched_ctx *s, uint64_t job_id, uint32_t step, const void *exit,
+                             size_t len);
+/* Once every record and exit is read back and the journal runs: the steps taken up have
+ * their accounting rows follow their exits, and the running jobs' srun steps whose
  * record was not taken up end CANCELLED in sacct (their tasks end when their workers
  * register), their records deleted. */
 void sched_steps_restore_done(struct sched_ctx *s);
@@ -703,6 +708,10 @@ void sched_change_step(struct sched_change *ch, uint64_t job_id, const struct sc
  * on), or with record NULL its record deleted (sched_steps.c keeps steps over a restart). */
 void sched_change_live_step(struct sched_change *ch, uint64_t job_id, uint32_t step,
                             uint8_t *record, size_t len);
+/* A running step's task exit of rank stored (exit a malloc'd packed gs.TaskExit, owned by
+ * ch from here on): a row of its own, so that a step's exits are written once each. */
+void sched_change_live_exit(struct sched_change *ch, uint64_t job_id, uint32_t step, uint32_t rank,
+                            uint8_t *exit, size_t len);
 
 /* sched_purge.c: forgetting finished jobs (scheduler.min_job_age), and reading them back */
 /*

@@ -69,10 +69,12 @@ struct ch_resv {
     size_t len;
 };
 
-/* A running srun step's record (live_steps), or its removal. */
+/* A running srun step's record (live_steps), or its removal, or one of its task exits
+ * (live_step_exits: exit set, record the packed exit of rank). */
 struct ch_live {
     uint64_t job_id;
-    uint32_t step;
+    uint32_t step, rank;
+    bool exit;
     uint8_t *record; /* NULL: delete it */
     size_t len;
 };
@@ -442,6 +444,20 @@ void sched_change_live_step(struct sched_change *ch, uint64_t job_id, uint32_t s
     *l = (struct ch_live){.job_id = job_id, .step = step, .record = record, .len = len};
 }
 
+void sched_change_live_exit(struct sched_change *ch, uint64_t job_id, uint32_t step, uint32_t rank,
+                            uint8_t *exit, size_t len)
+{
+    struct ch_live *l =
+        exit != NULL ? grow(ch, (void **)&ch->lives, &ch->nlives, sizeof(*l)) : NULL;
+
+    if (l == NULL) {
+        free(exit);
+        return;
+    }
+    *l = (struct ch_live){
+        .job_id = job_id, .step = step, .rank = rank, .exit = true, .record = exit, .len = len};
+}
+
 void sched_change_clear_tasks(struct sched_change *ch, uint64_t job_id)
 {
     uint64_t *slot = grow(ch, (void **)&ch->clears, &ch->nclears, sizeof(*slot));
@@ -536,9 +552,12 @@ static int apply_change(struct sched_store *store, void *data)
         rc = sched_store_put_step(store, &ch->steps[i].row);
     for (size_t i = 0; rc == 0 && i < ch->nlives; i++) {
         const struct ch_live *l = &ch->lives[i];
-        rc = l->record != NULL
-                 ? sched_store_put_live_step(store, l->job_id, l->step, l->record, l->len)
-                 : sched_store_delete_live_step(store, l->job_id, l->step);
+        if (l->exit)
+            rc = sched_store_put_live_exit(store, l->job_id, l->step, l->rank, l->record, l->len);
+        else if (l->record != NULL)
+            rc = sched_store_put_live_step(store, l->job_id, l->step, l->record, l->len);
+        else
+            rc = sched_store_delete_live_step(store, l->job_id, l->step);
     }
     for (size_t i = 0; rc == 0 && i < ch->nevents; i++) {
         const struct ch_event *e = &ch->events[i];
@@ -1053,6 +1072,11 @@ static int load_live_step(uint64_t job_id, uint32_t step, const void *record, si
     return sched_steps_restore(data, job_id, step, record, len);
 }
 
+static int load_live_exit(uint64_t job_id, uint32_t step, const void *exit, size_t len, void *data)
+{
+    return sched_steps_restore_exit(data, job_id, step, exit, len);
+}
+
 int sched_persist_open(struct sched_ctx *s, struct gs_error *err)
 {
     struct sched_store *store = NULL;
@@ -1089,6 +1113,8 @@ int sched_persist_open(struct sched_ctx *s, struct gs_error *err)
             rc = sched_store_load_steps_range(store, first, UINT64_MAX, load_step, s);
         if (rc == 0)
             rc = sched_store_load_live_steps(store, load_live_step, s);
+        if (rc == 0)
+            rc = sched_store_load_live_exits(store, load_live_exit, s);
     }
     if (rc == 0)
         rc = sched_store_load_usage(store, sched_policy_load_usage, s);

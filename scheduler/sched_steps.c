@@ -148,7 +148,7 @@ static void acct_store(struct sched_ctx *s, const struct sched_step *st,
     }
     if (a != NULL)
         sched_change_step(ch, st->job_id, a);
-    sched_step_keep(ch, st);
+    sched_step_keep(ch, st, ex);
     sched_change_commit(s, ch, op != NULL ? acct_stored : NULL, op);
 }
 

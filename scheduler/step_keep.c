@@ -1,10 +1,12 @@
 /*
  * step_keep.c: running srun steps kept over a gschedd restart. Each running step has a row
  * in the store's live_steps (a packed gs.StepRecord: its layout, the cores and GPUs it
- * holds, where srun's stdin goes, its ended tasks' exits), written when it starts and at
- * each exit in the same transaction as its accounting row, and deleted once every task has
- * ended. At start-up each row of a running job's current attempt comes back as a running
- * step without srun (detached): its workers' tasks are kept when they register
+ * holds, where srun's stdin goes), written when it starts, and a row in live_step_exits for
+ * each of its ended tasks, written with the exit in the same transaction as the step's
+ * accounting row (a row each, not the record again: a step of N tasks writes O(N) bytes
+ * over its life, not O(N^2)). Both are deleted once every task has ended. At start-up each
+ * record of a running job's current attempt comes back as a running step without srun
+ * (detached), with its exits: its workers' tasks are kept when they register
  * (sched_failover_reconcile asks sched_steps_known) and srun, which lost its connection,
  * reattaches (StepAttach, sched_steps.c), or the step's tasks end when it does not come
  * back in time.
@@ -23,18 +25,18 @@
 #include "scheduler/step_acct.h"
 #include "scheduler/steps_internal.h"
 
-/* st as a record, packed into *ret (malloc'd); 0 or -ENOMEM. */
+/* st's layout as a record (its exits are rows of their own), packed into *ret (malloc'd);
+ * 0 or -ENOMEM. */
 static int record_pack(const struct sched_step *st, uint8_t **ret, size_t *ret_len)
 {
     Gs__StepRecord rec = GS__STEP_RECORD__INIT;
     Gs__StepRecordNode *nodes = calloc(st->nnodes + 1, sizeof(*nodes));
     Gs__StepRecordNode **node_ptrs = calloc(st->nnodes + 1, sizeof(*node_ptrs));
-    Gs__TaskExit **exits = calloc(st->nexited + 1, sizeof(*exits));
     uint64_t *cores = calloc((size_t)st->nnodes * SCHED_STEP_CORE_WORDS + 1, sizeof(*cores));
     int rc = -ENOMEM;
 
     *ret = NULL;
-    if (nodes == NULL || node_ptrs == NULL || exits == NULL || cores == NULL)
+    if (nodes == NULL || node_ptrs == NULL || cores == NULL)
         goto out;
     for (uint32_t i = 0; i < st->nnodes; i++) {
         const struct step_node *sn = &st->nodes[i];
@@ -54,10 +56,6 @@ static int record_pack(const struct sched_step *st, uint8_t **ret, size_t *ret_l
         memcpy(nodes[i].cores, g->cores, sizeof(g->cores));
         node_ptrs[i] = &nodes[i];
     }
-    for (uint32_t r = 0; r < st->ntasks; r++) {
-        if (st->exits[r] != NULL)
-            exits[rec.n_exits++] = st->exits[r];
-    }
     rec.attempt = st->attempt;
     rec.uid = st->uid;
     rec.n_nodes = st->nnodes;
@@ -68,7 +66,6 @@ static int record_pack(const struct sched_step *st, uint8_t **ret, size_t *ret_l
     rec.input_acks = st->in_acks;
     rec.input_all = st->in_all;
     rec.input_rank = st->in_rank;
-    rec.exits = exits;
     *ret_len = gs__step_record__get_packed_size(&rec);
     *ret = malloc(*ret_len + 1);
     if (*ret == NULL)
@@ -78,22 +75,32 @@ static int record_pack(const struct sched_step *st, uint8_t **ret, size_t *ret_l
 out:
     free(nodes);
     free(node_ptrs);
-    free(exits);
     free(cores);
     return rc;
 }
 
-void sched_step_keep(struct sched_change *ch, const struct sched_step *st)
+void sched_step_keep(struct sched_change *ch, const struct sched_step *st, const Gs__TaskExit *ex)
 {
     uint8_t *record = NULL;
     size_t len = 0;
 
-    if (st->nexited < st->ntasks && record_pack(st, &record, &len) < 0) {
-        GS_LOG(GS_LOG_WARN, "job=%" PRIu64 " step=%u out of memory: the step is not kept",
-               st->job_id, st->step - 1);
+    if (st->nexited == st->ntasks) { /* the last exit: nothing left to keep */
+        sched_change_live_step(ch, st->job_id, st->step, NULL, 0);
         return;
     }
-    sched_change_live_step(ch, st->job_id, st->step, record, len);
+    if (ex != NULL) {
+        len = gs__task_exit__get_packed_size(ex);
+        if ((record = malloc(len + 1)) != NULL) {
+            gs__task_exit__pack(ex, record);
+            sched_change_live_exit(ch, st->job_id, st->step, ex->rank, record, len);
+            return;
+        }
+    } else if (record_pack(st, &record, &len) == 0) {
+        sched_change_live_step(ch, st->job_id, st->step, record, len);
+        return;
+    }
+    GS_LOG(GS_LOG_WARN, "job=%" PRIu64 " step=%u out of memory: the step is not kept", st->job_id,
+           st->step - 1);
 }
 
 /* Whether rec lays its step out on job's nodes as a step of it can be. */
@@ -142,6 +149,18 @@ static void acct_from_exits(struct sched_job *job, const struct sched_step *st)
     }
 }
 
+/* ex (owned by st from here on, or freed) as st's exit of its rank, unless st has one. */
+static void take_exit(struct sched_step *st, Gs__TaskExit *ex)
+{
+    if (ex->rank >= st->ntasks || st->exits[ex->rank] != NULL) {
+        gs__task_exit__free_unpacked(ex, NULL);
+        return;
+    }
+    st->exits[ex->rank] = ex;
+    st->exited[ex->rank] = true;
+    st->nexited++;
+}
+
 /* st's nodes and grants from rec (checked by record_fits); 0 or -ENOMEM. */
 static int take_layout(struct sched_step *st, const Gs__StepRecord *rec,
                        const struct sched_job *job)
@@ -170,15 +189,12 @@ static int take_layout(struct sched_step *st, const Gs__StepRecord *rec,
         g->held = n->held;
         memcpy(g->cores, n->cores, sizeof(g->cores));
     }
-    for (size_t k = 0; k < rec->n_exits; k++) {
-        const Gs__TaskExit *ex = rec->exits[k];
+    for (size_t k = 0; k < rec->n_exits; k++) { /* a record of schema 13 holds its exits */
+        Gs__TaskExit *ex = gs_proto_task_exit_copy(rec->exits[k]);
 
-        if (ex->rank >= st->ntasks || st->exits[ex->rank] != NULL)
-            continue;
-        if ((st->exits[ex->rank] = gs_proto_task_exit_copy(ex)) == NULL)
+        if (ex == NULL)
             return -ENOMEM;
-        st->exited[ex->rank] = true;
-        st->nexited++;
+        take_exit(st, ex);
     }
     return 0;
 }
@@ -228,11 +244,8 @@ int sched_steps_restore(struct sched_ctx *s, uint64_t job_id, uint32_t step, con
         st->nodes[i].in_acked = st->nodes[i].reads ? 0 : UINT64_MAX;
     if (step > q->last)
         q->last = step;
-    acct_from_exits(job, st);
     st->next = s->steps;
     s->steps = st;
-    GS_LOG(GS_LOG_INFO, "job=%" PRIu64 " step=%u tasks=%u exited=%u step taken up, srun awaited",
-           job_id, step - 1, st->ntasks, st->nexited);
     st = NULL;
 out:
     if (st != NULL) /* not linked, holding nothing */
@@ -242,12 +255,56 @@ out:
     return rc;
 }
 
+int sched_steps_restore_exit(struct sched_ctx *s, uint64_t job_id, uint32_t step, const void *exit,
+                             size_t len)
+{
+    struct sched_step *st = sched_step_find(s, job_id, step);
+    Gs__TaskExit *ex;
+
+    if (st == NULL || st->nexited == st->ntasks)
+        return 0; /* of a step left out */
+    ex = gs__task_exit__unpack(NULL, len, exit);
+    if (ex == NULL) {
+        GS_LOG(GS_LOG_WARN, "job=%" PRIu64 " step=%u unreadable task exit left out", job_id,
+               step - 1);
+        return 0;
+    }
+    take_exit(st, ex);
+    return 0;
+}
+
+/* Each step taken up as its exits leave it: one whose every task had ended holds nothing
+ * (its last exit deletes its rows, so only rows written apart can say so), and its
+ * accounting record follows its exits. */
+static void restored_steps_done(struct sched_ctx *s)
+{
+    for (struct sched_step *st = s->steps; st != NULL; st = st->next) {
+        struct sched_job *job = sched_jobs_find(s->jobs, st->job_id);
+        struct sched_step_seq *q = sched_step_seq_find(s, st->job_id);
+
+        if (st->nexited == st->ntasks && !st->released) {
+            if (st->grants != NULL && q != NULL)
+                sched_step_alloc_give_back(q->held, st->grants);
+            free(st->grants);
+            st->grants = NULL;
+            st->released = true;
+        }
+        if (job != NULL)
+            acct_from_exits(job, st);
+        GS_LOG(GS_LOG_INFO,
+               "job=%" PRIu64 " step=%u tasks=%u exited=%u step taken up, "
+               "srun awaited",
+               st->job_id, st->step - 1, st->ntasks, st->nexited);
+    }
+}
+
 void sched_steps_restore_done(struct sched_ctx *s)
 {
     size_t count = sched_jobs_count(s->jobs);
     struct sched_change *ch = NULL;
     uint64_t now = gs_clock_wall_ms();
 
+    restored_steps_done(s);
     for (size_t i = 0; i < count; i++) {
         struct sched_job *job = sched_jobs_at(s->jobs, i);
 

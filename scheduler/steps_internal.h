@@ -158,8 +158,9 @@ void sched_step_seq_forget(struct sched_ctx *s, uint64_t job_id);
 
 /* step_keep.c: running steps kept over a gschedd restart (store.h's live_steps). */
 
-/* Stores st's record in ch as it is now: running, or deleted once every task ended. */
-void sched_step_keep(struct sched_change *ch, const struct sched_step *st);
+/* Stores st's record in ch (when it starts: its layout), or, with ex, that exit of its
+ * task; the record is deleted, its exits with it, once every task ended. */
+void sched_step_keep(struct sched_change *ch, const struct sched_step *st, const Gs__TaskExit *ex);
 
 /* step_plan.c: over the job, the request and the allocation message (sched_alloc_msg). */
 

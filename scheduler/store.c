@@ -49,6 +49,10 @@ enum stmt_id {
     ST_DELETE_LIVE_STEP,
     ST_LOAD_LIVE_STEPS,
     ST_PRUNE_LIVE_STEPS,
+    ST_PUT_LIVE_EXIT,
+    ST_DELETE_LIVE_EXITS,
+    ST_LOAD_LIVE_EXITS,
+    ST_PRUNE_LIVE_EXITS,
     ST_PUT_NODE_STATE,
     ST_PUT_ALLOC,
     ST_END_ALLOCS,
@@ -141,6 +145,14 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_LOAD_LIVE_STEPS] = "SELECT job_id, step, record FROM live_steps ORDER BY job_id, step",
     [ST_PRUNE_LIVE_STEPS] = "DELETE FROM live_steps WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE "
                             "j.id = live_steps.job_id AND j.state = 2)",
+    [ST_PUT_LIVE_EXIT] = "INSERT OR REPLACE INTO live_step_exits (job_id, step, rank, exit) "
+                         "VALUES (?1, ?2, ?3, ?4)",
+    [ST_DELETE_LIVE_EXITS] = "DELETE FROM live_step_exits WHERE job_id = ?1 AND step = ?2",
+    [ST_LOAD_LIVE_EXITS] = "SELECT job_id, step, exit FROM live_step_exits ORDER BY job_id, "
+                           "step, rank",
+    [ST_PRUNE_LIVE_EXITS] = "DELETE FROM live_step_exits WHERE NOT EXISTS (SELECT 1 FROM "
+                            "live_steps l WHERE l.job_id = live_step_exits.job_id AND l.step = "
+                            "live_step_exits.step)",
     [ST_PUT_NODE_STATE] = "INSERT INTO node_history (at_ms, node, up, cores, gpus, maint) VALUES "
                           "(?1, ?2, ?3, ?4, ?5, ?6)",
     [ST_PUT_ALLOC] = "INSERT OR IGNORE INTO allocations (job_id, attempt, node, cores, gpus, "
@@ -191,7 +203,10 @@ static const char *const stmt_sql[ST_COUNT] = {
     "CREATE INDEX IF NOT EXISTS node_history_node ON node_history (node, at_ms);"                  \
     "CREATE INDEX IF NOT EXISTS events_unowned ON events (at_ms) WHERE job_id IS NULL;"            \
     "CREATE TABLE IF NOT EXISTS live_steps (job_id INTEGER NOT NULL, step INTEGER NOT NULL, "      \
-    "  record BLOB NOT NULL, PRIMARY KEY (job_id, step));"
+    "  record BLOB NOT NULL, PRIMARY KEY (job_id, step));"                                         \
+    "CREATE TABLE IF NOT EXISTS live_step_exits (job_id INTEGER NOT NULL, "                        \
+    "  step INTEGER NOT NULL, rank INTEGER NOT NULL, exit BLOB NOT NULL, "                         \
+    "  PRIMARY KEY (job_id, step, rank));"
 
 static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);"
@@ -304,6 +319,7 @@ static const struct upgrade {
             "ALTER TABLE steps ADD COLUMN gpus INTEGER NOT NULL DEFAULT 0; "
             "ALTER TABLE steps ADD COLUMN time_limit_s INTEGER NOT NULL DEFAULT 0;"},
     [12] = {NULL, NULL, ""}, /* the live_steps table */
+    [13] = {NULL, NULL, ""}, /* the live_step_exits table */
 };
 _Static_assert(sizeof(upgrades) / sizeof(upgrades[0]) == SCHED_STORE_SCHEMA_VERSION,
                "each schema version but the last has its upgrade");
@@ -920,11 +936,24 @@ int sched_store_end_running_steps(struct sched_store *store, int state, uint64_t
     return run(store, ST_END_RUNNING_STEPS);
 }
 
+/* Runs statement which (bound to job_id and step as ?1 and ?2). */
+static int run_step_key(struct sched_store *store, int which, uint64_t job_id, uint32_t step)
+{
+    sqlite3_bind_int64(store->stmt[which], 1, (sqlite3_int64)job_id);
+    sqlite3_bind_int64(store->stmt[which], 2, step);
+    return run(store, which);
+}
+
 int sched_store_put_live_step(struct sched_store *store, uint64_t job_id, uint32_t step,
                               const void *record, size_t len)
 {
     sqlite3_stmt *st = store->stmt[ST_PUT_LIVE_STEP];
+    /* a new record starts without exits (a step number is not used twice, but an earlier
+     * attempt's rows may have outlived a failed write) */
+    int rc = run_step_key(store, ST_DELETE_LIVE_EXITS, job_id, step);
 
+    if (rc < 0)
+        return rc;
     sqlite3_bind_int64(st, 1, (sqlite3_int64)job_id);
     sqlite3_bind_int64(st, 2, step);
     bind_blob(st, 3, record, len);
@@ -933,9 +962,21 @@ int sched_store_put_live_step(struct sched_store *store, uint64_t job_id, uint32
 
 int sched_store_delete_live_step(struct sched_store *store, uint64_t job_id, uint32_t step)
 {
-    sqlite3_bind_int64(store->stmt[ST_DELETE_LIVE_STEP], 1, (sqlite3_int64)job_id);
-    sqlite3_bind_int64(store->stmt[ST_DELETE_LIVE_STEP], 2, step);
-    return run(store, ST_DELETE_LIVE_STEP);
+    int rc = run_step_key(store, ST_DELETE_LIVE_EXITS, job_id, step);
+
+    return rc < 0 ? rc : run_step_key(store, ST_DELETE_LIVE_STEP, job_id, step);
+}
+
+int sched_store_put_live_exit(struct sched_store *store, uint64_t job_id, uint32_t step,
+                              uint32_t rank, const void *exit, size_t len)
+{
+    sqlite3_stmt *st = store->stmt[ST_PUT_LIVE_EXIT];
+
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)job_id);
+    sqlite3_bind_int64(st, 2, step);
+    sqlite3_bind_int64(st, 3, rank);
+    bind_blob(st, 4, exit, len);
+    return run(store, ST_PUT_LIVE_EXIT);
 }
 
 static int visit_live_step(sqlite3_stmt *st, void *fn, void *data)
@@ -949,7 +990,9 @@ static int visit_live_step(sqlite3_stmt *st, void *fn, void *data)
 
 int sched_store_prune_live_steps(struct sched_store *store)
 {
-    return run(store, ST_PRUNE_LIVE_STEPS);
+    int rc = run(store, ST_PRUNE_LIVE_STEPS);
+
+    return rc < 0 ? rc : run(store, ST_PRUNE_LIVE_EXITS);
 }
 
 int sched_store_load_live_steps(struct sched_store *store, live_step_fn fn, void *data)
@@ -957,6 +1000,13 @@ int sched_store_load_live_steps(struct sched_store *store, live_step_fn fn, void
     struct fn_box box = {.live_step = fn};
 
     return walk(store, ST_LOAD_LIVE_STEPS, visit_live_step, &box, data);
+}
+
+int sched_store_load_live_exits(struct sched_store *store, live_step_fn fn, void *data)
+{
+    struct fn_box box = {.live_step = fn};
+
+    return walk(store, ST_LOAD_LIVE_EXITS, visit_live_step, &box, data);
 }
 
 /* ---- history for sreport: node availability and job allocations ---- */

@@ -9,12 +9,13 @@
  * queries. It is driven from one thread at a time, in practice the journal's writer thread
  * (scheduler/journal.h), which batches many changes into one transaction.
  *
- * Schema (version 13; older databases gain what they miss when opened: version 1
+ * Schema (version 14; older databases gain what they miss when opened: version 1
  * jobs.usage and jobs.submit_key, version 2 nodes.drain_reason, version 3 the usage table,
  * version 4 the reservations table, version 5 the steps table, version 6 node_history and
  * allocations, version 7 node_history.maint, version 8 jobs.suspend_at_ms and
  * jobs.suspended_ms, version 9 jobs.resume_at_ms, version 10 steps.suspended_ms,
- * version 11 steps.cpus, steps.gpus and steps.time_limit_s, version 12 live_steps):
+ * version 11 steps.cpus, steps.gpus and steps.time_limit_s, version 12 live_steps, version 13
+ * live_step_exits):
  *   meta(key TEXT PRIMARY KEY, value TEXT)                      -- schema_version, ...
  *   jobs(id INTEGER PRIMARY KEY, name, uid, gid, user, priority, state, reason, held,
  *        submit_ms, start_ms, end_ms, exit_code, signaled, term_signal, restarts, attempt,
@@ -38,6 +39,10 @@
  *   live_steps(job_id, step, record BLOB, PRIMARY KEY (job_id, step))
  *                                   -- a running srun step (packed gs.StepRecord), kept over
  *                                   -- a restart (sched_steps.c); deleted when it ends
+ *   live_step_exits(job_id, step, rank, exit BLOB, PRIMARY KEY (job_id, step, rank))
+ *                                   -- its ended tasks' exits (packed gs.TaskExit), a row
+ *                                   -- each: a step's exits cost O(tasks) to store, not
+ *                                   -- O(tasks^2); deleted with the step's record
  *   node_history(id INTEGER PRIMARY KEY, at_ms, node, up, cores, gpus, maint)
  *                                   -- sreport: a node became schedulable (up = 1) or not,
  *                                   -- or entered (maint = 1) or left a MAINT reservation
@@ -61,7 +66,7 @@
 
 #include "common/error.h"
 
-#define SCHED_STORE_SCHEMA_VERSION 13
+#define SCHED_STORE_SCHEMA_VERSION 14
 
 /* One row of jobs; strings and blobs are borrowed (by the store on write, by the callback on
  * load: valid only during the callback). */
@@ -286,13 +291,22 @@ int sched_store_load_resvs(struct sched_store *store,
                            int (*fn)(const char *name, const void *spec, size_t len, void *data),
                            void *data);
 
-/* Running srun steps (live_steps): record is a packed gs.StepRecord, borrowed for the call. */
+/* Running srun steps (live_steps): record is a packed gs.StepRecord, borrowed for the call;
+ * putting one deletes the step's stored exits, deleting one deletes them too. */
 int sched_store_put_live_step(struct sched_store *store, uint64_t job_id, uint32_t step,
                               const void *record, size_t len);
 int sched_store_delete_live_step(struct sched_store *store, uint64_t job_id, uint32_t step);
+/* A running step's task exit (live_step_exits): a packed gs.TaskExit of rank, borrowed. */
+int sched_store_put_live_exit(struct sched_store *store, uint64_t job_id, uint32_t step,
+                              uint32_t rank, const void *exit, size_t len);
 /* Deletes the records of steps whose job is not RUNNING (it ended while gschedd was down,
- * or before the record was deleted). */
+ * or before the record was deleted), and the exits of steps without a record. */
 int sched_store_prune_live_steps(struct sched_store *store);
+/* Every stored exit, by job, step and rank: fn's record is a packed gs.TaskExit. */
+int sched_store_load_live_exits(struct sched_store *store,
+                                int (*fn)(uint64_t job_id, uint32_t step, const void *record,
+                                          size_t len, void *data),
+                                void *data);
 int sched_store_load_live_steps(struct sched_store *store,
                                 int (*fn)(uint64_t job_id, uint32_t step, const void *record,
                                           size_t len, void *data),

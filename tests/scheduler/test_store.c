@@ -574,3 +574,37 @@ Test(store, live_steps_are_kept_for_running_jobs_and_their_rows_stay_running)
                      "the kept step runs on, the other ends");
     gs_buf_release(&out);
 }
+
+Test(store, a_live_steps_exits_are_rows_that_go_with_its_record)
+{
+    struct sched_job_row running = job(7, 2), done = job(8, 4);
+    struct gs_buf out = GS_BUF_INIT;
+
+    put_job(&running);
+    put_job(&done);
+    cr_assert_eq(sched_store_put_live_step(store, 7, 1, "rec1", 4), 0);
+    cr_assert_eq(sched_store_put_live_exit(store, 7, 1, 2, "x2", 2), 0);
+    cr_assert_eq(sched_store_put_live_exit(store, 7, 1, 0, "x0", 2), 0);
+    cr_assert_eq(sched_store_put_live_exit(store, 7, 1, 2, "x2b", 3), 0); /* replaced */
+    cr_assert_eq(sched_store_put_live_step(store, 7, 2, "rec2", 4), 0);
+    cr_assert_eq(sched_store_put_live_exit(store, 7, 2, 0, "y0", 2), 0);
+    cr_assert_eq(sched_store_put_live_step(store, 7, 3, "rec3", 4), 0);
+    cr_assert_eq(sched_store_put_live_exit(store, 7, 3, 1, "z1", 2), 0);
+    cr_assert_eq(sched_store_put_live_step(store, 8, 1, "gone", 4), 0);
+    cr_assert_eq(sched_store_put_live_exit(store, 8, 1, 0, "g0", 2), 0);
+    cr_assert_eq(sched_store_put_live_exit(store, 9, 1, 0, "orphan", 6), 0);
+    cr_assert_eq(sched_store_delete_live_step(store, 7, 2), 0);
+    cr_assert_eq(sched_store_put_live_step(store, 7, 3, "rec3b", 5), 0);
+    reopen();
+    cr_assert_eq(sched_store_load_live_exits(store, describe_live, &out), 0);
+    cr_assert_str_eq(out.data, "7.1:x0;7.1:x2b;8.1:g0;9.1:orphan;",
+                     "by job, step and rank; a deleted or rewritten record's exits are gone");
+    cr_assert_eq(sched_store_prune_live_steps(store), 0);
+    gs_buf_reset(&out);
+    cr_assert_eq(sched_store_load_live_exits(store, describe_live, &out), 0);
+    cr_assert_str_eq(out.data, "7.1:x0;7.1:x2b;", "exits without a kept record are dropped");
+    gs_buf_reset(&out);
+    cr_assert_eq(sched_store_load_live_steps(store, describe_live, &out), 0);
+    cr_assert_str_eq(out.data, "7.1:rec1;7.3:rec3b;");
+    gs_buf_release(&out);
+}
