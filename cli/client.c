@@ -269,6 +269,11 @@ int cli_exchange(int fd, Gs__Envelope *req, int timeout_ms, Gs__Envelope **ret_r
         return *ret_reply != NULL ? 0 : -ENOMEM;
     }
     gs_proto_envelope_free(peer);
+    /* What an older peer goes without, left out for it (it would refuse a field it does not
+     * know): the caller sees the field cleared. */
+    if (rc == 0 && req->body_case == GS__ENVELOPE__BODY_STEP_LAUNCH_REQUEST &&
+        minor < GS_PROTO_MINOR_STEP_KEY)
+        req->step_launch_request->launch_key = NULL;
     if (rc == 0)
         rc = gs_proto_write_fd(fd, req, timeout_ms);
     if (rc == 0)

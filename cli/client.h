@@ -60,7 +60,8 @@ int cli_request_retried(const char *socket_path, Gs__Envelope *req, uint64_t ret
  * socket or -errno (-ENAMETOOLONG for a path sun_path cannot hold). cli_exchange
  * introduces the CLI to the scheduler, sends req (its request_id is set here) and reads
  * one reply into *ret_reply, each step limited to timeout_ms; it returns 0 or a
- * GS_PROTO_ERR_* / -errno (gs_proto_reason words it).
+ * GS_PROTO_ERR_* / -errno (gs_proto_reason words it). A field an older peer goes without
+ * (StepLaunchRequest.launch_key) is cleared in req for it.
  */
 int cli_connect(const char *socket_path); /* "tcp:HOST:PORT": as cli_server_connect */
 int cli_exchange(int fd, Gs__Envelope *req, int timeout_ms, Gs__Envelope **ret_reply);

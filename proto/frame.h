@@ -35,7 +35,7 @@
 
 #define GS_PROTO_MAGIC 0x47534348u /* "GSCH" */
 #define GS_PROTO_VERSION_MAJOR 1u  /* bump on an incompatible change */
-#define GS_PROTO_VERSION_MINOR 29u /* bump when adding fields or body cases */
+#define GS_PROTO_VERSION_MINOR 30u /* bump when adding fields or body cases */
 /* The first minor whose peers know JobKvPut and JobKvGet (a client checks the peer's Hello). */
 #define GS_PROTO_MINOR_JOB_KV 4u
 /* The first minor whose workers know JobLimitUpdate (a running job's new time limit). */
@@ -60,6 +60,9 @@
  * cpus_per_gpu, keeps what a step was given (StepInfo.cpus, gpus, time_limit_s), and keeps
  * running steps over a gschedd restart (StepAttach, StepOutputResume). */
 #define GS_PROTO_MINOR_STEP_GRES 29u
+/* The first minor that knows StepLaunchRequest.launch_key (srun sends a request again after
+ * losing its connection before the reply; clients leave the key out for older peers). */
+#define GS_PROTO_MINOR_STEP_KEY 30u
 #define GS_PROTO_HEADER_SIZE 4u
 #define GS_PROTO_MAX_FRAME_DEFAULT (16u * 1024u * 1024u)
 

@@ -637,16 +637,40 @@ void sched_steps_job_resumed(struct sched_ctx *s, uint64_t job_id)
     retry_waiting(s, job_id);
 }
 
+static void attach(struct sched_cli *c, uint64_t request_id, uint64_t job_id, struct sched_step *st,
+                   const uint64_t *written, size_t n_written);
+
+/* The running step of req's job that was launched with req's key (NULL: none, or no key). */
+static struct sched_step *keyed_step(struct sched_ctx *s, const Gs__StepLaunchRequest *req)
+{
+    for (struct sched_step *st = s->steps;
+         req->launch_key != NULL && req->launch_key[0] != '\0' && st != NULL; st = st->next) {
+        if (st->job_id == req->job_id && strcmp(st->launch_key, req->launch_key) == 0)
+            return st;
+    }
+    return NULL;
+}
+
 void sched_steps_launch(struct sched_cli *c, uint64_t request_id, const Gs__StepLaunchRequest *req)
 {
     struct sched_ctx *s = c->s;
     struct sched_job *job = sched_jobs_find(s->jobs, req->job_id);
-    struct sched_step *st = calloc(1, sizeof(*st));
+    struct sched_step *st = calloc(1, sizeof(*st)), *kept;
     struct sched_alloc_msg alloc = {0};
     struct sched_step_seq *q = NULL;
     char why[320] = "out of memory";
     int rc = st == NULL ? -ENOMEM : check_job(c, job, req->job_id, why, sizeof(why));
 
+    if (rc == 0 && req->launch_key != NULL && strlen(req->launch_key) > SCHED_STEP_KEY_MAX) {
+        snprintf(why, sizeof(why), "launch_key: longer than %d bytes", SCHED_STEP_KEY_MAX);
+        rc = -EINVAL;
+    }
+    /* Sent again by an srun that lost its connection before the reply: the step it started */
+    if (rc == 0 && (kept = keyed_step(s, req)) != NULL) {
+        free(st);
+        attach(c, request_id, req->job_id, kept, NULL, 0);
+        return;
+    }
     if (rc == 0 && req->n_argv == 0) {
         snprintf(why, sizeof(why), "no command to run");
         rc = -EINVAL;
@@ -671,6 +695,8 @@ void sched_steps_launch(struct sched_cli *c, uint64_t request_id, const Gs__Step
         st->job_id = job->id;
         st->cli = c;
         st->request_id = request_id;
+        snprintf(st->launch_key, sizeof(st->launch_key), "%s",
+                 req->launch_key != NULL ? req->launch_key : "");
         rc = sched_step_take(q, job, &alloc, req, st, q->waiting != NULL || job->suspended, why,
                              sizeof(why));
     }
@@ -1005,32 +1031,37 @@ static void resume_output(struct sched_ctx *s, const struct sched_step *st, uint
     sched_node_send(n, &env);
 }
 
-void sched_steps_attach(struct sched_cli *c, uint64_t request_id, const Gs__StepAttach *a)
+/*
+ * srun c back on step st of job_id with written[i] bytes of the output of the step's node i
+ * (n_written of them; the others: what it acknowledged): the StepLaunchReply, every exit
+ * so far, and the output again from there (StepAttach, or a launch request sent again with
+ * the step's key).
+ */
+static void attach(struct sched_cli *c, uint64_t request_id, uint64_t job_id, struct sched_step *st,
+                   const uint64_t *written, size_t n_written)
 {
     struct sched_ctx *s = c->s;
-    struct sched_step *st = sched_step_find(s, a->job_id, a->step);
-    const struct sched_job *job = sched_jobs_find(s->jobs, a->job_id);
+    const struct sched_job *job = sched_jobs_find(s->jobs, job_id);
     struct sched_alloc_msg alloc = {0};
     char why[200] = "out of memory";
     int rc = 0;
 
-    if (st == NULL || job == NULL) {
-        snprintf(why, sizeof(why), "job %" PRIu64 " has no step %u running", a->job_id,
-                 a->step > 0 ? a->step - 1 : 0);
+    if (job == NULL) {
+        snprintf(why, sizeof(why), "job %" PRIu64 " is not running", job_id);
         rc = -ENOENT;
     } else if (c->uid != 0 && c->uid != st->uid) {
-        snprintf(why, sizeof(why), "step %" PRIu64 ".%u is uid %u's, not uid %u's", a->job_id,
-                 a->step - 1, (unsigned)st->uid, (unsigned)c->uid);
+        snprintf(why, sizeof(why), "step %" PRIu64 ".%u is uid %u's, not uid %u's", job_id,
+                 st->step - 1, (unsigned)st->uid, (unsigned)c->uid);
         rc = -EPERM;
     } else if (st->cli != NULL) {
-        snprintf(why, sizeof(why), "step %" PRIu64 ".%u has its srun connected", a->job_id,
-                 a->step - 1);
+        snprintf(why, sizeof(why), "step %" PRIu64 ".%u has its srun connected", job_id,
+                 st->step - 1);
         rc = -EBUSY;
     } else {
         rc = sched_alloc_msg_build(s, job, &alloc);
     }
     if (rc < 0) {
-        refuse(c, request_id, a->job_id, rc, why);
+        refuse(c, request_id, job_id, rc, why);
         sched_alloc_msg_release(&alloc);
         return;
     }
@@ -1053,7 +1084,7 @@ void sched_steps_attach(struct sched_cli *c, uint64_t request_id, const Gs__Step
         to_srun(st, &env);
     }
     for (uint32_t i = 0; i < st->nnodes; i++) {
-        uint64_t have = i < a->n_output_written ? a->output_written[i] : st->nodes[i].out_acked;
+        uint64_t have = i < n_written ? written[i] : st->nodes[i].out_acked;
 
         if (have > st->nodes[i].out_acked)
             st->nodes[i].out_acked = have;
@@ -1062,6 +1093,20 @@ void sched_steps_attach(struct sched_cli *c, uint64_t request_id, const Gs__Step
     if (st->released || st->nexited == st->ntasks)
         step_finish(s, st);
     sched_alloc_msg_release(&alloc);
+}
+
+void sched_steps_attach(struct sched_cli *c, uint64_t request_id, const Gs__StepAttach *a)
+{
+    struct sched_step *st = sched_step_find(c->s, a->job_id, a->step);
+    char why[100];
+
+    if (st == NULL) {
+        snprintf(why, sizeof(why), "job %" PRIu64 " has no step %u running", a->job_id,
+                 a->step > 0 ? a->step - 1 : 0);
+        refuse(c, request_id, a->job_id, -ENOENT, why);
+        return;
+    }
+    attach(c, request_id, a->job_id, st, a->output_written, a->n_output_written);
 }
 
 void sched_steps_node_back(struct sched_ctx *s, struct sched_node *n)

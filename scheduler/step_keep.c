@@ -11,6 +11,9 @@
  * reattaches (StepAttach, sched_steps.c), or the step's tasks end when it does not come
  * back in time.
  *
+ * A step waiting for resources is not kept: its srun sends the request again, with the
+ * same launch key, which finds the step if gschedd started it (keyed_step, sched_steps.c).
+ *
  * What is not kept: a PMIx fence under way (its ranks wait for one that never completes;
  * srun --mpi steps fence at start-up, long before most restarts), and srun's stdin in
  * flight when gschedd stopped.
@@ -66,6 +69,7 @@ static int record_pack(const struct sched_step *st, uint8_t **ret, size_t *ret_l
     rec.input_acks = st->in_acks;
     rec.input_all = st->in_all;
     rec.input_rank = st->in_rank;
+    rec.launch_key = (char *)st->launch_key;
     *ret_len = gs__step_record__get_packed_size(&rec);
     *ret = malloc(*ret_len + 1);
     if (*ret == NULL)
@@ -227,6 +231,8 @@ int sched_steps_restore(struct sched_ctx *s, uint64_t job_id, uint32_t step, con
     st->in_acks = rec->input_acks;
     st->in_all = rec->input_all;
     st->in_rank = rec->input_rank;
+    snprintf(st->launch_key, sizeof(st->launch_key), "%s",
+             rec->launch_key != NULL ? rec->launch_key : "");
     st->detached_ms = gs_clock_mono_ms();
     rc = take_layout(st, rec, job);
     if (rc < 0)

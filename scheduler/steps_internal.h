@@ -35,6 +35,8 @@ struct step_node {
     uint64_t out_acked;         /* of its output, what srun said it wrote (StepOutputAck) */
 };
 
+#define SCHED_STEP_KEY_MAX 64 /* StepLaunchRequest.launch_key's bytes */
+
 struct sched_step {
     struct sched_step *next; /* in s->steps, or in its job's queue while waiting */
     uint64_t job_id;
@@ -68,6 +70,9 @@ struct sched_step {
     Gs__TaskExit **exits;
     uint64_t detached_ms;
     bool released;
+    /* srun's StepLaunchRequest.launch_key ("": none): a request sent again with it, which
+     * srun does when it lost the connection before the reply, reattaches to this step */
+    char launch_key[SCHED_STEP_KEY_MAX + 1];
 };
 
 /* srun's output window per node: gschedd's queue to srun divided among the step's nodes,

@@ -10,7 +10,9 @@
  * A connection that closes under the step (gschedd, or the worker relaying srun,
  * restarted) is taken up again: srun reattaches to its step (StepAttach) on a new one,
  * saying how much of each node's output it wrote, and drops what it has when that comes
- * again (StepOutput.end).
+ * again (StepOutput.end); one that closes before the step's reply (the step waited for
+ * resources) has srun send the request again, with the random key it carried, which
+ * gschedd answers for a step it started with that key, so that none starts twice.
  * srun's stdin goes to the step's tasks (every one, or the one -i names) as StepInput
  * frames (--pty: into task 0's pseudo-terminal, this terminal in raw mode meanwhile), at
  * most SRUN_INPUT_WINDOW bytes ahead of what gschedd says they took (StepInputAck), so that
@@ -47,6 +49,7 @@
 #include "cli/client.h"
 #include "common/clock.h"
 #include "common/error.h"
+#include "proto/auth.h"
 #include "slurm/alloc.h"
 #include "slurm/sig_pipe.h"
 #include "slurm/srun.h"
@@ -81,6 +84,7 @@ struct task_state {
 
 struct srun_run {
     const struct cli_srun_args *a;
+    Gs__StepLaunchRequest *req; /* a's, sent again by launch_once */
     const char *socket_path;
     int fd;
     struct cli_srun_sinks sinks; /* where each task's stdout and stderr go */
@@ -108,6 +112,11 @@ struct srun_run {
     bool wait_ended;        /* -W's time ran out and the step was told to end */
     int write_error;        /* the first failed write of the tasks' output (-errno), or 0 */
     struct termios saved_tty;
+    /* StepLaunchRequest.launch_key: the request goes again with it when the connection
+     * closes before its reply (cleared by cli_exchange for a gschedd that does not know it) */
+    char key[33];
+    Gs__Envelope *relaunched; /* launch_once's reply */
+    bool said_pending;        /* "step creation temporarily disabled" */
 };
 
 /* Writes the tasks' output; the first failure is kept (said at the end, and srun then
@@ -503,27 +512,28 @@ static int attach_once(struct srun_run *r)
 }
 
 /*
- * The connection closed under the step (gschedd, or the worker relaying srun, restarted):
- * srun reattaches (StepAttach) and streams on, trying for SRUN_REATTACH_MS. Signals meanwhile
- * are passed on once back; a second SIGINT within a second gives up. 0, or -1 (said).
+ * Tries once (attach_once, launch_once) every SRUN_REATTACH_EVERY_MS until it is done or
+ * fails for good, for SRUN_REATTACH_MS, or SRUN_UNREACHABLE_MS while nothing listens. Signals
+ * meanwhile: with pending (a step not started), the first ends srun, as it withdraws a
+ * waiting step; else each is kept in *ret_pending (bit n: signal n) to pass on once back,
+ * and a second SIGINT within a second gives up. Returns once's 0, -1 when srun gives up
+ * (said), or once's last -EAGAIN / -ECONNREFUSED (said: "could not WHAT in N s"), or its
+ * error (said by it).
  */
-static int reattach(struct srun_run *r)
+static int retry(struct srun_run *r, int (*once)(struct srun_run *r), const char *what,
+                 bool pending, uint64_t *ret_pending)
 {
     uint64_t start = gs_clock_mono_ms(), deadline = start + SRUN_REATTACH_MS, last_int = 0;
-    uint64_t pending = 0, refused = 0; /* bit n: signal n came meanwhile; since when refused */
+    uint64_t refused = 0; /* since when nothing listens */
     int rc;
 
-    close(r->fd);
-    r->fd = -1;
-    fprintf(stderr, "srun: lost the connection to gschedd; reattaching to StepId=%" PRIu64 ".%u\n",
-            r->a->job_id, r->step_id);
     for (;;) {
         struct pollfd p = {.fd = sig_fd, .events = POLLIN};
         unsigned char sigs[16];
         uint64_t now;
         ssize_t got;
 
-        rc = attach_once(r);
+        rc = once(r);
         now = gs_clock_mono_ms();
         refused = rc != -ECONNREFUSED ? 0 : refused != 0 ? refused : now;
         if ((rc != -EAGAIN && rc != -ECONNREFUSED) || now >= deadline ||
@@ -534,6 +544,10 @@ static int reattach(struct srun_run *r)
         got = read(sig_fd, sigs, sizeof(sigs));
         now = gs_clock_mono_ms();
         for (ssize_t i = 0; i < got; i++) {
+            if (pending && sigs[i] != SIGWINCH) {
+                fprintf(stderr, "srun: Cancelled pending job step with signal %u\n", sigs[i]);
+                return -1;
+            }
             if (sigs[i] == SIGINT && last_int != 0 && now - last_int < SRUN_ABORT_WINDOW_MS) {
                 fprintf(stderr, "srun: Job step aborted (not reattached)\n");
                 return -1;
@@ -541,14 +555,32 @@ static int reattach(struct srun_run *r)
             if (sigs[i] == SIGINT)
                 last_int = now;
             if (sigs[i] < 64)
-                pending |= 1ull << sigs[i];
+                *ret_pending |= 1ull << sigs[i];
         }
     }
     if (rc == -EAGAIN || rc == -ECONNREFUSED)
-        fprintf(stderr, "srun: error: could not reattach to StepId=%" PRIu64 ".%u in %llu s%s\n",
-                r->a->job_id, r->step_id, (unsigned long long)(gs_clock_mono_ms() - start) / 1000,
+        fprintf(stderr, "srun: error: could not %s in %llu s%s\n", what,
+                (unsigned long long)(gs_clock_mono_ms() - start) / 1000,
                 rc == -ECONNREFUSED ? ": nothing answers at the socket" : "");
-    if (rc < 0)
+    return rc;
+}
+
+/*
+ * The connection closed under the step (gschedd, or the worker relaying srun, restarted):
+ * srun reattaches (StepAttach) and streams on, trying for SRUN_REATTACH_MS. Signals meanwhile
+ * are passed on once back; a second SIGINT within a second gives up. 0, or -1 (said).
+ */
+static int reattach(struct srun_run *r)
+{
+    uint64_t pending = 0;
+    char what[80];
+
+    close(r->fd);
+    r->fd = -1;
+    fprintf(stderr, "srun: lost the connection to gschedd; reattaching to StepId=%" PRIu64 ".%u\n",
+            r->a->job_id, r->step_id);
+    snprintf(what, sizeof(what), "reattach to StepId=%" PRIu64 ".%u", r->a->job_id, r->step_id);
+    if (retry(r, attach_once, what, false, &pending) < 0)
         return -1;
     fprintf(stderr, "srun: reattached to StepId=%" PRIu64 ".%u\n", r->a->job_id, r->step_id);
     for (uint32_t s = 1; s < 64; s++) {
@@ -645,18 +677,29 @@ static int stream(struct srun_run *r)
     return r->worst;
 }
 
+/* Whether the request went with its key (gschedd knows it), and rc (a failed exchange)
+ * says the connection closed under it: then it may go again (launch_once). */
+static bool may_resend(const struct srun_run *r, int rc)
+{
+    return r->req->launch_key != NULL && r->req->launch_key[0] != '\0' &&
+           (rc == GS_PROTO_ERR_PEER_CLOSED || rc == -ECONNRESET || rc == -EPIPE);
+}
+
 /*
  * gschedd said the step waits for resources its job's other steps hold (StepPending): say
  * so as Slurm does and wait, as long as it takes, for the StepLaunchReply (or an error),
  * which replaces *reply. A signal withdraws the request: closing the connection is enough.
- * Returns 0, or 1 (said) when srun is to end.
+ * Returns 0, 1 (said) when srun is to end, or 2 when the connection closed and the request
+ * may go again (may_resend).
  */
 static int wait_for_step(struct srun_run *r, Gs__Envelope **reply)
 {
     const char *why = (*reply)->step_pending->reason;
 
-    fprintf(stderr, "srun: Job %" PRIu64 " step creation temporarily disabled, retrying (%s)\n",
-            r->a->job_id, why != NULL && why[0] != '\0' ? why : "Requested nodes are busy");
+    if (!r->said_pending)
+        fprintf(stderr, "srun: Job %" PRIu64 " step creation temporarily disabled, retrying (%s)\n",
+                r->a->job_id, why != NULL && why[0] != '\0' ? why : "Requested nodes are busy");
+    r->said_pending = true;
     for (;;) {
         struct pollfd p[2] = {{.fd = r->fd, .events = POLLIN}, {.fd = sig_fd, .events = POLLIN}};
         Gs__Envelope *env = NULL;
@@ -676,6 +719,8 @@ static int wait_for_step(struct srun_run *r, Gs__Envelope **reply)
         if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
             continue;
         rc = gs_proto_read_fd(r->fd, 0, CLI_TIMEOUT_MS, &env);
+        if (rc < 0 && may_resend(r, rc))
+            return 2;
         if (rc < 0) {
             fprintf(stderr, "srun: error: the connection to gschedd failed: %s\n",
                     gs_proto_reason(rc));
@@ -687,17 +732,61 @@ static int wait_for_step(struct srun_run *r, Gs__Envelope **reply)
         }
         gs_proto_envelope_free(*reply);
         *reply = env;
-        if (env->body_case == GS__ENVELOPE__BODY_STEP_LAUNCH_REPLY)
-            fprintf(stderr, "srun: Step created for StepId=%" PRIu64 ".%u\n", r->a->job_id,
-                    env->step_launch_reply->step_id);
         return 0;
     }
 }
 
+/* One try at sending the step's request again on a fresh connection: 0 (r->fd is it,
+ * r->relaunched its reply), -EAGAIN (not now: gschedd is not back, or still holds the
+ * old connection), or -ECONNREFUSED (nothing listens). */
+static int launch_once(struct srun_run *r)
+{
+    Gs__Envelope env = GS__ENVELOPE__INIT, *reply = NULL;
+    int fd = cli_connect(r->socket_path), rc;
+
+    if (fd < 0)
+        return -ECONNREFUSED;
+    env.body_case = GS__ENVELOPE__BODY_STEP_LAUNCH_REQUEST;
+    env.step_launch_request = r->req;
+    rc = cli_exchange(fd, &env, CLI_TIMEOUT_MS, &reply);
+    if (rc < 0 || (reply->body_case == GS__ENVELOPE__BODY_ERROR &&
+                   (reply->error->code == -ENOTCONN || reply->error->code == -EBUSY))) {
+        close(fd);
+        gs_proto_envelope_free(reply);
+        return -EAGAIN;
+    }
+    r->fd = fd;
+    r->relaunched = reply;
+    return 0;
+}
+
+/*
+ * The connection closed before the step's reply (gschedd, or the worker relaying srun,
+ * restarted while the step waited): the request goes again with its key, which gschedd
+ * answers for the step it started meanwhile, if it did, so that none starts twice. 0 (the
+ * new reply in *reply), or 1 (said) when srun is to end.
+ */
+static int relaunch(struct srun_run *r, Gs__Envelope **reply)
+{
+    uint64_t signals = 0;
+
+    if (r->fd >= 0)
+        close(r->fd);
+    r->fd = -1;
+    fprintf(stderr, "srun: lost the connection to gschedd; sending the step's request again\n");
+    if (retry(r, launch_once, "send the step's request again", true, &signals) < 0)
+        return 1;
+    gs_proto_envelope_free(*reply);
+    *reply = r->relaunched;
+    r->relaunched = NULL;
+    return 0;
+}
+
 static int run_step(struct cli_srun_args *a, const char *socket_path)
 {
-    struct srun_run r = {.a = a, .socket_path = socket_path, .fd = -1};
+    struct srun_run r = {.a = a, .req = &a->req, .socket_path = socket_path, .fd = -1};
     Gs__Envelope env = GS__ENVELOPE__INIT, *reply = NULL;
+    uint8_t nonce[GS_PROTO_AUTH_NONCE_SIZE];
     int rc, status = 1;
 
     r.fd = cli_connect(socket_path);
@@ -714,15 +803,30 @@ static int run_step(struct cli_srun_args *a, const char *socket_path)
             a->req.pty_cols = ws.ws_col;
         }
     }
+    if (gs_proto_auth_nonce(nonce) == 0) { /* without one, a lost connection ends srun */
+        for (size_t i = 0; i < (sizeof(r.key) - 1) / 2; i++)
+            snprintf(r.key + 2 * i, 3, "%02x", nonce[i]);
+        a->req.launch_key = r.key;
+    }
     env.body_case = GS__ENVELOPE__BODY_STEP_LAUNCH_REQUEST;
     env.step_launch_request = &a->req;
     rc = cli_exchange(r.fd, &env, CLI_TIMEOUT_MS, &reply);
-    if (rc < 0) {
+    if (rc < 0 && may_resend(&r, rc) && relaunch(&r, &reply) != 0)
+        goto out;
+    if (rc < 0 && reply == NULL) {
         fprintf(stderr, "srun: error: gschedd at %s: %s\n", socket_path, gs_proto_reason(rc));
         goto out;
     }
-    if (reply->body_case == GS__ENVELOPE__BODY_STEP_PENDING && wait_for_step(&r, &reply) != 0)
-        goto out;
+    while (reply->body_case == GS__ENVELOPE__BODY_STEP_PENDING) {
+        rc = wait_for_step(&r, &reply);
+        if (rc == 2 && relaunch(&r, &reply) == 0)
+            continue;
+        if (rc != 0)
+            goto out;
+    }
+    if (r.said_pending && reply->body_case == GS__ENVELOPE__BODY_STEP_LAUNCH_REPLY)
+        fprintf(stderr, "srun: Step created for StepId=%" PRIu64 ".%u\n", a->job_id,
+                reply->step_launch_reply->step_id);
     if (take_reply(&r, reply) != 0)
         goto out;
     if (cli_srun_sinks_open(&r.sinks, a, reply->step_launch_reply) < 0) {
@@ -772,6 +876,7 @@ out:
     free(r.tasks);
     free(r.ended_why);
     gs_proto_envelope_free(reply);
+    a->req.launch_key = NULL; /* r.key's, gone with r */
     return status;
 }
 

@@ -566,6 +566,20 @@ static bool job_state(struct fake *f, uint64_t id, Gs__JobStateChange *c)
     return true;
 }
 
+/* srun's request: recorded with whether it holds a launch key (a gschedd before 1.30 must
+ * not be sent one), and refused. */
+static void on_step_launch(struct fake *f, int fd, const Gs__StepLaunchRequest *req)
+{
+    FILE *rec = fopen(f->record_path, "a");
+
+    if (rec != NULL) {
+        fprintf(rec, "step launch_key=%s\n",
+                req->launch_key != NULL && req->launch_key[0] != '\0' ? "set" : "none");
+        fclose(rec);
+    }
+    send_error(fd, -EOPNOTSUPP, "steps are not run by the fake", NULL);
+}
+
 static void on_wait(struct fake *f, int fd, const Gs__WaitRequest *req)
 {
     Gs__WaitReply reply = GS__WAIT_REPLY__INIT;
@@ -895,6 +909,9 @@ static void serve(struct fake *f, int fd)
         break;
     case GS__ENVELOPE__BODY_RESERVATION_REQUEST:
         on_reservation(f, fd, in->reservation_request);
+        break;
+    case GS__ENVELOPE__BODY_STEP_LAUNCH_REQUEST:
+        on_step_launch(f, fd, in->step_launch_request);
         break;
     default:
         send_error(fd, -EOPNOTSUPP, "not served by the fake", NULL);

@@ -116,6 +116,10 @@ python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["job"]["spec"][
   || fail "show --json: $out"
 run 1 show 99
 has "$err" "job 99: no such job"
+# srun's request holds its launch key for this protocol
+SLURM_JOB_ID=42 run 1 srun true
+[ "$(tail -1 "$dir/record")" = "step launch_key=set" ] ||
+  fail "srun's request to this gschedd: $(tail -1 "$dir/record")"
 
 # cancel / hold / release: failures per job on stderr, quiet success unless --verbose.
 run 1 cancel 42 7 --signal USR1 --reason "test"
@@ -149,8 +153,13 @@ has "$err" "srun --input=TASK|FILE needs 1.28"
 # srun --gres=none would be given the job's GPUs by a gschedd before 1.29.
 SLURM_JOB_ID=42 GSCHED_SOCKET=$dir/old.sock run 1 srun --gres=none true
 has "$err" "gschedd speaks protocol 1.25, and srun --gres=none needs 1.29"
+# srun's launch key (to send its request again after losing the connection) is left out
+# for a gschedd before 1.30, which would refuse a field it does not know.
+SLURM_JOB_ID=42 GSCHED_SOCKET=$dir/old.sock run 1 srun true
+has "$err" "steps are not run by the fake"
 run 0 hold --socket "$dir/old.sock" 42
-[ "$(cat "$dir/old-record")" = "hold ids=42" ] || fail "the old gschedd saw: $(cat "$dir/old-record")"
+[ "$(cat "$dir/old-record")" = "$(printf '%s\n' "step launch_key=none" "hold ids=42")" ] ||
+  fail "the old gschedd saw: $(cat "$dir/old-record")"
 kill "$old_pid"
 run 2 cancel
 run 2 cancel 0

@@ -7,6 +7,8 @@
 # holds every line exactly once, in order, both failures as Slurm says them, and srun exits
 # 5; sacct shows the step FAILED with 5:0 and its job COMPLETED. A second srun in the same
 # job, after the restart, is numbered 1: step numbers go on from before the restart.
+# Then a step waiting for the cores another step holds while gschedd is killed and started
+# again: its srun sends the request again and the step runs once, after the other.
 # Then a worker killed under a step and started again, without the task it ran: gschedd
 # ends that task LOST when the worker registers, and srun says so and exits 1.
 name="step_keep"
@@ -76,6 +78,41 @@ PY
 rows=$(sacct -j "$id" -P -n -o JobID,State,ExitCode) || fail "sacct -j $id: $rows"
 [ "$rows" = "$(printf '%s\n' "$id|COMPLETED|0:0" "$id.batch|COMPLETED|0:0" "$id.0|FAILED|5:0" \
   "$id.1|COMPLETED|0:0")" ] || fail "sacct -j $id: $rows"
+# --- a step waiting for resources across a restart: srun asks again, the step runs once ----------
+cat > "$work/wait.sh" <<EOF
+#!/bin/bash
+#SBATCH -J wait
+#SBATCH -o $work/wait.out
+#SBATCH -N 1
+#SBATCH -n 2
+srun -n2 bash -c 'touch $tmp/held.\$SLURM_PROCID; $(gate_wait held)' &
+for i in \$(seq 300); do [ -e $tmp/held.0 ] && [ -e $tmp/held.1 ] && break; sleep 0.1; done
+srun -n1 bash -c 'echo "ran \$SLURM_STEP_ID"'
+echo "WAITED_RC=\$?"
+wait
+echo "HELD_RC=\$?"
+EOF
+id=$(sbatch --parsable "$work/wait.sh" 2>&1) || fail "sbatch wait.sh refused: $id"
+out=$work/wait.out
+wait_for "the second step to wait" 30 grep -q 'step creation temporarily disabled' "$out"
+sched=$(cat "$state/gschedd.pid")
+kill -KILL "$sched"
+wait_for "gschedd (pid $sched) to die" 10 eval "! pid_alive $sched"
+wait_for "srun to lose gschedd" 30 grep -q "^srun: lost the connection to gschedd; sending the step's request again\$" "$out"
+up=$("$bin/gsched" up --state "$state" --workers 2 2>&1) || fail "up after gschedd died: $up"
+wait_for "the holding step's srun to reattach" 60 grep -q '^srun: reattached to StepId=' "$out"
+gate held
+wait_end "$id" 60 || true
+[ "$(job_state "$id")" = COMPLETED ] || fail "wait job: $(jq "$id" 'j') output: $(cat "$out")"
+grep -q '^WAITED_RC=0$' "$out" || fail "the waiting srun's status: $(cat "$out")"
+grep -q '^HELD_RC=0$' "$out" || fail "the holding srun's status: $(cat "$out")"
+[ "$(grep -c '^ran ' "$out")" = 1 ] && grep -q '^ran 1$' "$out" ||
+  fail "the waiting step did not run once, as step 1: $(cat "$out")"
+[ "$(grep -c 'step creation temporarily disabled' "$out")" = 1 ] ||
+  fail "srun said it waits more than once: $(cat "$out")"
+rows=$(sacct -j "$id" -P -n -o JobID,State) || fail "sacct -j $id: $rows"
+[ "$rows" = "$(printf '%s\n' "$id|COMPLETED" "$id.batch|COMPLETED" "$id.0|COMPLETED" \
+  "$id.1|COMPLETED")" ] || fail "sacct -j $id: $rows"
 # --- a worker restarted under a step: its task there ends, srun hears why -----------------------
 cat > "$work/lost.sh" <<EOF
 #!/bin/bash
