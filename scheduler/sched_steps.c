@@ -719,22 +719,32 @@ void sched_steps_launch(struct sched_cli *c, uint64_t request_id, const Gs__Step
  * the input rank), job, step and rank filled in; dropped where a worker is not connected. */
 static void step_input(struct sched_ctx *s, const struct sched_step *st, const Gs__StepInput *in)
 {
-    Gs__StepInput fwd = *in;
-    Gs__Envelope env = GS__ENVELOPE__INIT;
+    Gs__StepInput fwd = *in, old;
+    Gs__Envelope env = GS__ENVELOPE__INIT, env_old = GS__ENVELOPE__INIT;
 
     fwd.job_id = st->job_id;
     fwd.step = st->step;
     fwd.rank = st->in_rank;
     fwd.all = st->in_all;
-    env.body_case = GS__ENVELOPE__BODY_STEP_INPUT;
+    env.body_case = env_old.body_case = GS__ENVELOPE__BODY_STEP_INPUT;
     env.step_input = &fwd;
+    /* A worker before 1.30 knows no end: it would give its tasks again what srun resends */
+    old = fwd;
+    old.end = 0;
+    old.resent = false;
+    env_old.step_input = &old;
     for (uint32_t i = 0; i < st->nnodes; i++) {
         const struct step_node *sn = &st->nodes[i];
         struct sched_node *n = sn->index < s->nnodes ? s->nodes[sn->index] : NULL;
+        uint32_t minor = n != NULL ? node_minor(s, sn->index) : 0;
 
         /* An older worker would drop the connection over a body case it does not know. */
-        if (sn->reads && n != NULL && node_minor(s, sn->index) >= GS_PROTO_MINOR_ALLOC)
+        if (!sn->reads || n == NULL || minor < GS_PROTO_MINOR_ALLOC)
+            continue;
+        if (minor >= GS_PROTO_MINOR_STEP_KEY)
             sched_node_send(n, &env);
+        else if (!in->resent)
+            sched_node_send(n, &env_old);
     }
 }
 

@@ -14,9 +14,11 @@
  * A step waiting for resources is not kept: its srun sends the request again, with the
  * same launch key, which finds the step if gschedd started it (keyed_step, sched_steps.c).
  *
+ * srun's stdin in flight when gschedd stopped is not kept here either: srun sends again what
+ * the tasks had not taken (StepInput.end and resent), and the workers skip what they have.
+ *
  * What is not kept: a PMIx fence under way (its ranks wait for one that never completes;
- * srun --mpi steps fence at start-up, long before most restarts), and srun's stdin in
- * flight when gschedd stopped.
+ * srun --mpi steps fence at start-up, long before most restarts).
  */
 #include <errno.h>
 #include <inttypes.h>

@@ -16,9 +16,10 @@
  * srun's stdin goes to the step's tasks (every one, or the one -i names) as StepInput
  * frames (--pty: into task 0's pseudo-terminal, this terminal in raw mode meanwhile), at
  * most SRUN_INPUT_WINDOW bytes ahead of what gschedd says they took (StepInputAck), so that
- * a task that reads slowly slows srun's reading instead of losing input; srun_io.c says
- * where each task's output goes (-o/-e). A step that must wait for GPUs or cores the job's
- * other steps hold hears StepPending first and waits, as long as it takes. SIGINT, SIGTERM
+ * a task that reads slowly slows srun's reading instead of losing input (what is in flight
+ * is kept, and sent again after a reattach, with where each chunk ends: StepInput.end);
+ * srun_io.c says where each task's output goes (-o/-e). A step that must wait for GPUs or cores the
+ * job's other steps hold hears StepPending first and waits, as long as it takes. SIGINT, SIGTERM
  * and the other signals srun passes on go to the step as StepSignal (a waiting srun ends at
  * the first, which withdraws its step); a second SIGINT within a second closes the
  * connection, which ends the step's tasks. srun exits with the worst task status (a task
@@ -101,6 +102,12 @@ struct srun_run {
     bool in_open;    /* srun's stdin is read and passed on to the tasks */
     bool in_acked;   /* gschedd says how far it got: keep within SRUN_INPUT_WINDOW of it */
     uint64_t in_sent, in_taken; /* bytes of stdin sent; of them, taken (StepInputAck) */
+    /* gschedd takes StepInput.end (1.30, with in_acked): what was sent and not yet taken
+     * is kept, from offset in_keep_from on, and sent again after a reattach */
+    bool in_resend;
+    bool in_eof_sent;
+    struct gs_buf in_keep;
+    uint64_t in_keep_from;
     /* gschedd's output window (0: none): per node, the output bytes written and the last
      * count told (StepOutputAck), a quarter of the window apart at most */
     uint32_t out_window;
@@ -276,26 +283,73 @@ static void send_size(struct srun_run *r)
 }
 
 /* A read of srun's stdin, passed on to the tasks; its end (or an error) ends the input. */
+/* One StepInput: len bytes of stdin ending at end (0: not said), or its end (eof). */
+static void send_input(struct srun_run *r, const void *data, size_t len, uint64_t end, bool eof,
+                       bool resent)
+{
+    Gs__StepInput in = GS__STEP_INPUT__INIT;
+    Gs__Envelope env = GS__ENVELOPE__INIT;
+
+    in.data.data = (uint8_t *)data;
+    in.data.len = len;
+    in.end = end;
+    in.eof = eof;
+    in.resent = resent;
+    env.body_case = GS__ENVELOPE__BODY_STEP_INPUT;
+    env.step_input = &in;
+    gs_proto_write_fd(r->fd, &env, CLI_TIMEOUT_MS);
+}
+
 static void forward_input(struct srun_run *r)
 {
     char buf[SRUN_INPUT_CHUNK];
     ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
-    Gs__StepInput in = GS__STEP_INPUT__INIT;
-    Gs__Envelope env = GS__ENVELOPE__INIT;
 
     if (n < 0 && (errno == EINTR || errno == EAGAIN))
         return;
     if (n > 0) {
-        in.data.data = (uint8_t *)buf;
-        in.data.len = (size_t)n;
         r->in_sent += (uint64_t)n;
+        /* kept until taken; without the copy a reattach could not send it again */
+        if (r->in_resend && gs_buf_append(&r->in_keep, buf, (size_t)n) < 0)
+            r->in_resend = false;
+        send_input(r, buf, (size_t)n, r->in_resend ? r->in_sent : 0, false, false);
     } else {
-        in.eof = true;
         r->in_open = false;
+        r->in_eof_sent = true;
+        send_input(r, NULL, 0, r->in_resend ? r->in_sent : 0, true, false);
     }
-    env.body_case = GS__ENVELOPE__BODY_STEP_INPUT;
-    env.step_input = &in;
-    gs_proto_write_fd(r->fd, &env, CLI_TIMEOUT_MS);
+}
+
+/* The kept stdin the tasks took (StepInputAck) dropped, moving the rest at most as many
+ * bytes as are dropped (so at most once per byte). */
+static void input_taken(struct srun_run *r)
+{
+    uint64_t upto = r->in_taken < r->in_sent ? r->in_taken : r->in_sent;
+    size_t drop = upto > r->in_keep_from ? (size_t)(upto - r->in_keep_from) : 0;
+
+    if (drop == 0 || 2 * drop < r->in_keep.len)
+        return;
+    gs_buf_consume(&r->in_keep, drop);
+    r->in_keep_from += drop;
+}
+
+/* After a reattach: the stdin sent and not yet taken (lost, maybe, with gschedd) is sent
+ * again from what the tasks took; each worker gives its tasks only what they lack. */
+static void resend_input(struct srun_run *r)
+{
+    uint64_t at = r->in_taken > r->in_keep_from ? r->in_taken : r->in_keep_from;
+
+    if (!r->in_resend)
+        return;
+    for (; at < r->in_sent;
+         at += SRUN_INPUT_CHUNK < r->in_sent - at ? SRUN_INPUT_CHUNK : r->in_sent - at) {
+        size_t n =
+            SRUN_INPUT_CHUNK < r->in_sent - at ? SRUN_INPUT_CHUNK : (size_t)(r->in_sent - at);
+
+        send_input(r, r->in_keep.data + (at - r->in_keep_from), n, at + n, false, true);
+    }
+    if (r->in_eof_sent)
+        send_input(r, NULL, 0, r->in_sent, true, true);
 }
 
 /* --pty: the local terminal passes every key on (^C and ^D too) until the step ends. */
@@ -429,6 +483,7 @@ static int on_frame(struct srun_run *r, const Gs__Envelope *env)
     case GS__ENVELOPE__BODY_STEP_INPUT_ACK:
         if (env->step_input_ack->offset > r->in_taken)
             r->in_taken = env->step_input_ack->offset;
+        input_taken(r);
         if (r->in_taken == UINT64_MAX) /* no task reads any more: neither does srun */
             r->in_open = false;
         return 0;
@@ -583,6 +638,7 @@ static int reattach(struct srun_run *r)
     if (retry(r, attach_once, what, false, &pending) < 0)
         return -1;
     fprintf(stderr, "srun: reattached to StepId=%" PRIu64 ".%u\n", r->a->job_id, r->step_id);
+    resend_input(r);
     for (uint32_t s = 1; s < 64; s++) {
         if (pending & (1ull << s) && s != SIGWINCH)
             send_signal(r, s);
@@ -836,6 +892,8 @@ static int run_step(struct cli_srun_args *a, const char *socket_path)
     /* An older gschedd would close the connection over StepInput: only when it says so. */
     r.in_open = (a->req.input || a->req.pty) && reply->step_launch_reply->input;
     r.in_acked = reply->step_launch_reply->input_acked;
+    /* the key went: this gschedd knows StepInput.end too */
+    r.in_resend = r.in_acked && a->req.launch_key != NULL && a->req.launch_key[0] != '\0';
     r.out_window = reply->step_launch_reply->output_window;
     if (r.out_window > 0) {
         r.out_written = calloc(r.nnodes + 1, sizeof(*r.out_written));
@@ -875,6 +933,7 @@ out:
     free(r.nodes);
     free(r.tasks);
     free(r.ended_why);
+    gs_buf_release(&r.in_keep);
     gs_proto_envelope_free(reply);
     a->req.launch_key = NULL; /* r.key's, gone with r */
     return status;

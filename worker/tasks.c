@@ -738,13 +738,19 @@ static void on_input_written(uv_write_t *req, int status)
 }
 
 /* task_input() for t, whose step's offset the caller reports. */
-static int task_input(struct task *t, const void *data, size_t len, bool eof)
+static int task_input(struct task *t, const void *data, size_t len, uint64_t end, bool eof)
 {
     struct input_write *w;
     uv_buf_t buf;
 
     if (!t->in_open || t->in_eof)
         return -ENOENT;
+    if (end >= len && end > 0 && t->in_given > end - len) { /* it has some: sent again */
+        size_t had = t->in_given >= end ? len : (size_t)(t->in_given - (end - len));
+
+        data = (const char *)data + had;
+        len -= had;
+    }
     if (len > 0) {
         if (t->in_queued + len > WRK_TASKS_INPUT_MAX) {
             t->in_given += len; /* lost to it: its count keeps in step with its step's others */
@@ -774,7 +780,7 @@ static int task_input(struct task *t, const void *data, size_t len, bool eof)
 }
 
 int wrk_tasks_input(struct wrk_tasks *tasks, const struct wrk_task_id *id, const void *data,
-                    size_t len, bool eof)
+                    size_t len, uint64_t end, bool eof)
 {
     struct task *t = find(tasks, id);
     uint64_t before;
@@ -783,13 +789,13 @@ int wrk_tasks_input(struct wrk_tasks *tasks, const struct wrk_task_id *id, const
     if (t == NULL)
         return -ENOENT;
     before = step_input_offset(tasks, id);
-    rc = task_input(t, data, len, eof);
+    rc = task_input(t, data, len, end, eof);
     input_moved(tasks, id, before);
     return rc;
 }
 
 int wrk_tasks_input_step(struct wrk_tasks *tasks, uint64_t job_id, uint32_t step, const void *data,
-                         size_t len, bool eof, int *ret_fed)
+                         size_t len, uint64_t end, bool eof, int *ret_fed)
 {
     struct wrk_task_id id = {.job_id = job_id, .step = step};
     uint64_t before = step_input_offset(tasks, &id);
@@ -801,7 +807,7 @@ int wrk_tasks_input_step(struct wrk_tasks *tasks, uint64_t job_id, uint32_t step
 
         if (t->id.job_id != job_id || t->id.step != step || !t->in_open || t->in_eof)
             continue;
-        r = task_input(t, data, len, eof);
+        r = task_input(t, data, len, end, eof);
         if (r == 0)
             (*ret_fed)++;
         else if (rc == 0)

@@ -150,18 +150,20 @@ int wrk_tasks_start(struct wrk_tasks *tasks, const struct wrk_task_id *id,
 
 /*
  * len bytes for the stdin of task id (started with input or pty), and with eof its end
- * (the pipe closes once they are written; a pty stays open). Returns 0, -ENOENT when there
- * is no such task or its input is closed, -ENOBUFS when it would hold more than
- * WRK_TASKS_INPUT_MAX unread, -ENOMEM.
+ * (the pipe closes once they are written; a pty stays open). end, when not 0, says where
+ * the bytes end in the stream (StepInput.end): what the task was given already is left
+ * out, so that bytes sent again reach it once. Returns 0, -ENOENT when there is no such
+ * task or its input is closed, -ENOBUFS when it would hold more than WRK_TASKS_INPUT_MAX
+ * unread, -ENOMEM.
  */
 int wrk_tasks_input(struct wrk_tasks *tasks, const struct wrk_task_id *id, const void *data,
-                    size_t len, bool eof);
+                    size_t len, uint64_t end, bool eof);
 /*
  * The same for every task of (job_id, step) whose input is open (srun --input=all); how
  * many took it into *ret_fed. Returns 0 or the first task's error (the others still fed).
  */
 int wrk_tasks_input_step(struct wrk_tasks *tasks, uint64_t job_id, uint32_t step, const void *data,
-                         size_t len, bool eof, int *ret_fed);
+                         size_t len, uint64_t end, bool eof, int *ret_fed);
 
 /*
  * Stops (pause) or starts again reading the captured output of every task of (job_id,

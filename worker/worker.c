@@ -478,9 +478,9 @@ static void handle_input(struct wrk_ctx *w, const Gs__StepInput *in)
         int fed;
 
         rc = wrk_tasks_input_step(w->tasks, in->job_id, in->step, in->data.data, in->data.len,
-                                  in->eof, &fed);
+                                  in->end, in->eof, &fed);
     } else {
-        rc = wrk_tasks_input(w->tasks, &id, in->data.data, in->data.len, in->eof);
+        rc = wrk_tasks_input(w->tasks, &id, in->data.data, in->data.len, in->end, in->eof);
     }
     if (rc < 0 && rc != -ENOENT)
         GS_LOG(GS_LOG_WARN, "job=%llu step=%u rank=%u bytes=%zu rc=%d step input dropped",

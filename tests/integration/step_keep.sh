@@ -9,6 +9,9 @@
 # job, after the restart, is numbered 1: step numbers go on from before the restart.
 # Then a step waiting for the cores another step holds while gschedd is killed and started
 # again: its srun sends the request again and the step runs once, after the other.
+# Then srun's stdin in flight when gschedd is killed (stopped first, so that what srun sent
+# is lost with it): srun sends it again after reattaching, and the task, which had read the
+# first part before, gets every byte once.
 # Then a worker killed under a step and started again, without the task it ran: gschedd
 # ends that task LOST when the worker registers, and srun says so and exits 1.
 name="step_keep"
@@ -113,6 +116,48 @@ grep -q '^HELD_RC=0$' "$out" || fail "the holding srun's status: $(cat "$out")"
 rows=$(sacct -j "$id" -P -n -o JobID,State) || fail "sacct -j $id: $rows"
 [ "$rows" = "$(printf '%s\n' "$id|COMPLETED" "$id.batch|COMPLETED" "$id.0|COMPLETED" \
   "$id.1|COMPLETED")" ] || fail "sacct -j $id: $rows"
+# --- srun's stdin in flight across a restart: sent again, each byte reaches the task once --------
+head -c 700000 /dev/urandom > "$work/in.bin"
+want=$(md5sum < "$work/in.bin" | cut -d' ' -f1)
+mkfifo "$work/in.fifo"
+exec 5<> "$work/in.fifo" # held open both ways: srun's open does not wait, and no EOF comes yet
+cat > "$work/reader.sh" <<EOF
+#!/bin/bash
+dd bs=300000 count=1 iflag=fullblock of=$tmp/part1 2> /dev/null
+touch $tmp/got1
+$(gate_wait input)
+cat > $tmp/part2
+EOF
+cat > "$work/input.sh" <<EOF
+#!/bin/bash
+#SBATCH -J input
+#SBATCH -o $work/input.out
+#SBATCH -N 1
+#SBATCH -n 1
+srun bash $work/reader.sh < $work/in.fifo
+echo "INPUT_RC=\$?"
+EOF
+id=$(sbatch --parsable "$work/input.sh" 2>&1) || fail "sbatch input.sh refused: $id"
+out=$work/input.out
+head -c 300000 "$work/in.bin" >&5
+wait_for "the task to read the first part" 30 test -e "$tmp/got1"
+sched=$(cat "$state/gschedd.pid")
+kill -STOP "$sched"
+tail -c +300001 "$work/in.bin" >&5
+# fifo_empty: srun has read all that was written into the FIFO (fd 5 is its other end)
+fifo_empty() { python3 -c 'import array, fcntl, termios; b = array.array("i", [0]); fcntl.ioctl(5, termios.FIONREAD, b); assert b[0] == 0'; }
+wait_for "srun to read the rest" 30 fifo_empty
+exec 5>&- # srun's stdin ends
+kill -KILL "$sched"
+wait_for "gschedd (pid $sched) to die" 10 eval "! pid_alive $sched"
+up=$("$bin/gsched" up --state "$state" --workers 2 2>&1) || fail "up after gschedd died: $up"
+wait_for "srun to reattach" 60 grep -q '^srun: reattached to StepId=' "$out"
+gate input
+wait_end "$id" 60 || true
+grep -q '^INPUT_RC=0$' "$out" || fail "the reading srun's status: $(cat "$out")"
+got=$(cat "$tmp/part1" "$tmp/part2" | md5sum | cut -d' ' -f1)
+[ "$got" = "$want" ] ||
+  fail "the task's stdin: $(stat -c %s "$tmp/part1" "$tmp/part2" | tr '\n' ' ')bytes, not the 700000 sent"
 # --- a worker restarted under a step: its task there ends, srun hears why -----------------------
 cat > "$work/lost.sh" <<EOF
 #!/bin/bash

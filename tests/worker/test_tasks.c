@@ -362,13 +362,33 @@ Test(tasks, input_reaches_stdin_and_its_end_closes_it)
     struct wrk_task_id other = {.job_id = 21, .step = 1, .rank = 1};
 
     start_opts(21, 1, 0, "cat; echo done", &opts);
-    cr_assert_eq(wrk_tasks_input(tasks, &id, "abc\n", 4, false), 0);
-    cr_assert_eq(wrk_tasks_input(tasks, &id, "de", 2, true), 0);
-    cr_assert_eq(wrk_tasks_input(tasks, &id, "f", 1, false), -ENOENT, "after its end");
-    cr_assert_eq(wrk_tasks_input(tasks, &other, "x", 1, false), -ENOENT, "no such task");
+    cr_assert_eq(wrk_tasks_input(tasks, &id, "abc\n", 4, 0, false), 0);
+    cr_assert_eq(wrk_tasks_input(tasks, &id, "de", 2, 0, true), 0);
+    cr_assert_eq(wrk_tasks_input(tasks, &id, "f", 1, 0, false), -ENOENT, "after its end");
+    cr_assert_eq(wrk_tasks_input(tasks, &other, "x", 1, 0, false), -ENOENT, "no such task");
     run_until_exits(1);
     cr_assert_eq(exits[0].exit_code, 0);
     cr_assert_str_eq(output[1][WRK_STREAM_STDOUT], "abc\ndedone\n", "cat's, then the echo");
+}
+
+/* Input sent again (srun after reattaching) with where it ends: what a task has is left out. */
+Test(tasks, input_sent_again_reaches_a_task_once)
+{
+    struct wrk_task_opts opts = {.capture = true, .input = true};
+    struct wrk_task_id id = {.job_id = 25, .step = 1, .rank = 0};
+    int fed;
+
+    start_opts(25, 1, 0, "cat", &opts);
+    cr_assert_eq(wrk_tasks_input(tasks, &id, "abc", 3, 3, false), 0);
+    cr_assert_eq(wrk_tasks_input(tasks, &id, "def", 3, 6, false), 0);
+    cr_assert_eq(wrk_tasks_input(tasks, &id, "abc", 3, 3, false), 0, "all of it had");
+    cr_assert_eq(wrk_tasks_input_step(tasks, 25, 1, "efgh", 4, 8, false, &fed), 0, "part had");
+    cr_assert_eq(fed, 1);
+    cr_assert_eq(wrk_tasks_input(tasks, &id, "ij", 2, 10, false), 0);
+    cr_assert_eq(wrk_tasks_input(tasks, &id, "x\n", 2, 0, false), 0, "no end said: taken whole");
+    cr_assert_eq(wrk_tasks_input(tasks, &id, "", 0, 12, true), 0);
+    run_until_exits(1);
+    cr_assert_str_eq(output[1][WRK_STREAM_STDOUT], "abcdefghijx\n");
 }
 
 Test(tasks, input_beyond_what_is_held_unread_is_refused)
@@ -379,8 +399,8 @@ Test(tasks, input_beyond_what_is_held_unread_is_refused)
 
     cr_assert_not_null(big);
     start_opts(22, 1, 0, "sleep 30", &opts);
-    cr_assert_eq(wrk_tasks_input(tasks, &id, big, WRK_TASKS_INPUT_MAX + 1, false), -ENOBUFS);
-    cr_assert_eq(wrk_tasks_input(tasks, &id, big, 10, false), 0);
+    cr_assert_eq(wrk_tasks_input(tasks, &id, big, WRK_TASKS_INPUT_MAX + 1, 0, false), -ENOBUFS);
+    cr_assert_eq(wrk_tasks_input(tasks, &id, big, 10, 0, false), 0);
     free(big);
     cr_assert_eq(wrk_tasks_kill(tasks, whole_job(22), WRK_END_CANCELLED), 1);
     run_until_exits(1);
@@ -398,15 +418,15 @@ Test(tasks, input_to_a_whole_step_reports_how_far_it_got)
     start_opts(23, 1, 1, "head -c 3 >/dev/null; echo took3 >&2", &opts);
     start_opts(23, 1, 2, "cat", &plain); /* stdin /dev/null: prints nothing */
     start_opts(23, 2, 0, "cat", &opts);  /* another step: never fed */
-    cr_assert_eq(wrk_tasks_input_step(tasks, 23, 1, "abcdef", 6, false, &fed), 0);
+    cr_assert_eq(wrk_tasks_input_step(tasks, 23, 1, "abcdef", 6, 0, false, &fed), 0);
     cr_assert_eq(fed, 2, "the two reading tasks of step 1");
-    cr_assert_eq(wrk_tasks_input_step(tasks, 23, 1, "g\n", 2, true, &fed), 0);
+    cr_assert_eq(wrk_tasks_input_step(tasks, 23, 1, "g\n", 2, 0, true, &fed), 0);
     run_until_exits(3);
     cr_assert_str_eq(output[1][WRK_STREAM_STDOUT], "abcdefg\n", "rank 0's alone");
     cr_assert_str_eq(output[1][WRK_STREAM_STDERR], "took3\n");
     cr_assert_eq(input_offset[1], UINT64_MAX, "every reader of step 1 is done");
     cr_assert_eq(input_reports[2], 0, "step 2 heard of nothing");
-    cr_assert_eq(wrk_tasks_input_step(tasks, 23, 1, "x", 1, false, &fed), 0);
+    cr_assert_eq(wrk_tasks_input_step(tasks, 23, 1, "x", 1, 0, false, &fed), 0);
     cr_assert_eq(fed, 0, "nobody reads any more");
     cr_assert_eq(wrk_tasks_kill(tasks, whole_job(23), WRK_END_CANCELLED), 1);
     run_until_exits(4);
@@ -421,7 +441,7 @@ Test(tasks, input_lost_to_a_full_task_still_counts)
 
     cr_assert_not_null(big);
     start_opts(24, 3, 0, "sleep 30", &opts);
-    cr_assert_eq(wrk_tasks_input_step(tasks, 24, 3, big, WRK_TASKS_INPUT_MAX + 1, false, &fed),
+    cr_assert_eq(wrk_tasks_input_step(tasks, 24, 3, big, WRK_TASKS_INPUT_MAX + 1, 0, false, &fed),
                  -ENOBUFS);
     cr_assert_eq(input_offset[3], WRK_TASKS_INPUT_MAX + 1);
     free(big);
@@ -461,7 +481,7 @@ Test(tasks, pty_task_has_a_terminal_of_the_given_size)
 
     start_opts(23, 1, 0, "test -t 0 && test -t 1 && test -t 2 && stty size; read x; echo got $x",
                &opts);
-    cr_assert_eq(wrk_tasks_input(tasks, &id, "hi\n", 3, true), 0, "a terminal stays open");
+    cr_assert_eq(wrk_tasks_input(tasks, &id, "hi\n", 3, 0, true), 0, "a terminal stays open");
     run_until_exits(1);
     cr_assert_eq(exits[0].exit_code, 0);
     cr_assert_not_null(strstr(output[1][WRK_STREAM_STDOUT], "24 91"), "%s",
