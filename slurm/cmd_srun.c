@@ -75,6 +75,9 @@
 #define SRUN_INPUT_WINDOW (SRUN_WORKER_HOLDS - 2 * SRUN_INPUT_CHUNK)
 _Static_assert(SRUN_INPUT_WINDOW + SRUN_INPUT_CHUNK <= SRUN_WORKER_HOLDS,
                "srun's input window overruns what a worker holds");
+/* The ring stdin is read into and kept in until the tasks took it, to send again after a
+ * reattach: what is in flight (at most the window and a chunk) never wraps onto itself. */
+#define SRUN_INPUT_KEEP SRUN_WORKER_HOLDS
 
 /* --- output ----------------------------------------------------------------------------------- */
 
@@ -102,12 +105,12 @@ struct srun_run {
     bool in_open;    /* srun's stdin is read and passed on to the tasks */
     bool in_acked;   /* gschedd says how far it got: keep within SRUN_INPUT_WINDOW of it */
     uint64_t in_sent, in_taken; /* bytes of stdin sent; of them, taken (StepInputAck) */
-    /* gschedd takes StepInput.end (1.30, with in_acked): what was sent and not yet taken
-     * is kept, from offset in_keep_from on, and sent again after a reattach */
+    /* gschedd takes StepInput.end (1.30, with in_acked): stdin is read into in_ring (byte
+     * o at o % SRUN_INPUT_KEEP), where what was sent and not yet taken is sent again from
+     * after a reattach */
     bool in_resend;
     bool in_eof_sent;
-    struct gs_buf in_keep;
-    uint64_t in_keep_from;
+    char *in_ring;
     /* gschedd's output window (0: none): per node, the output bytes written and the last
      * count told (StepOutputAck), a quarter of the window apart at most */
     uint32_t out_window;
@@ -300,19 +303,33 @@ static void send_input(struct srun_run *r, const void *data, size_t len, uint64_
     gs_proto_write_fd(r->fd, &env, CLI_TIMEOUT_MS);
 }
 
+/* How much of what srun sent from offset at on lies in one piece in its ring. */
+static size_t ring_run(const struct srun_run *r, uint64_t at)
+{
+    uint64_t left = r->in_sent - at, room = SRUN_INPUT_KEEP - at % SRUN_INPUT_KEEP;
+    uint64_t n = left < room ? left : room;
+
+    return n < SRUN_INPUT_CHUNK ? (size_t)n : SRUN_INPUT_CHUNK;
+}
+
 static void forward_input(struct srun_run *r)
 {
-    char buf[SRUN_INPUT_CHUNK];
-    ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
+    char buf[SRUN_INPUT_CHUNK], *at = buf;
+    size_t want = sizeof(buf);
+    ssize_t n;
 
+    if (r->in_resend) { /* read into the ring, where it stays until taken */
+        uint64_t room = SRUN_INPUT_KEEP - r->in_sent % SRUN_INPUT_KEEP;
+
+        at = r->in_ring + r->in_sent % SRUN_INPUT_KEEP;
+        want = room < want ? (size_t)room : want;
+    }
+    n = read(STDIN_FILENO, at, want);
     if (n < 0 && (errno == EINTR || errno == EAGAIN))
         return;
     if (n > 0) {
         r->in_sent += (uint64_t)n;
-        /* kept until taken; without the copy a reattach could not send it again */
-        if (r->in_resend && gs_buf_append(&r->in_keep, buf, (size_t)n) < 0)
-            r->in_resend = false;
-        send_input(r, buf, (size_t)n, r->in_resend ? r->in_sent : 0, false, false);
+        send_input(r, at, (size_t)n, r->in_resend ? r->in_sent : 0, false, false);
     } else {
         r->in_open = false;
         r->in_eof_sent = true;
@@ -320,33 +337,17 @@ static void forward_input(struct srun_run *r)
     }
 }
 
-/* The kept stdin the tasks took (StepInputAck) dropped, moving the rest at most as many
- * bytes as are dropped (so at most once per byte). */
-static void input_taken(struct srun_run *r)
-{
-    uint64_t upto = r->in_taken < r->in_sent ? r->in_taken : r->in_sent;
-    size_t drop = upto > r->in_keep_from ? (size_t)(upto - r->in_keep_from) : 0;
-
-    if (drop == 0 || 2 * drop < r->in_keep.len)
-        return;
-    gs_buf_consume(&r->in_keep, drop);
-    r->in_keep_from += drop;
-}
-
 /* After a reattach: the stdin sent and not yet taken (lost, maybe, with gschedd) is sent
  * again from what the tasks took; each worker gives its tasks only what they lack. */
 static void resend_input(struct srun_run *r)
 {
-    uint64_t at = r->in_taken > r->in_keep_from ? r->in_taken : r->in_keep_from;
+    uint64_t at = r->in_taken < r->in_sent ? r->in_taken : r->in_sent;
 
     if (!r->in_resend)
         return;
-    for (; at < r->in_sent;
-         at += SRUN_INPUT_CHUNK < r->in_sent - at ? SRUN_INPUT_CHUNK : r->in_sent - at) {
-        size_t n =
-            SRUN_INPUT_CHUNK < r->in_sent - at ? SRUN_INPUT_CHUNK : (size_t)(r->in_sent - at);
-
-        send_input(r, r->in_keep.data + (at - r->in_keep_from), n, at + n, false, true);
+    for (size_t n; at < r->in_sent; at += n) {
+        n = ring_run(r, at);
+        send_input(r, r->in_ring + at % SRUN_INPUT_KEEP, n, at + n, false, true);
     }
     if (r->in_eof_sent)
         send_input(r, NULL, 0, r->in_sent, true, true);
@@ -483,7 +484,6 @@ static int on_frame(struct srun_run *r, const Gs__Envelope *env)
     case GS__ENVELOPE__BODY_STEP_INPUT_ACK:
         if (env->step_input_ack->offset > r->in_taken)
             r->in_taken = env->step_input_ack->offset;
-        input_taken(r);
         if (r->in_taken == UINT64_MAX) /* no task reads any more: neither does srun */
             r->in_open = false;
         return 0;
@@ -893,7 +893,8 @@ static int run_step(struct cli_srun_args *a, const char *socket_path)
     r.in_open = (a->req.input || a->req.pty) && reply->step_launch_reply->input;
     r.in_acked = reply->step_launch_reply->input_acked;
     /* the key went: this gschedd knows StepInput.end too */
-    r.in_resend = r.in_acked && a->req.launch_key != NULL && a->req.launch_key[0] != '\0';
+    r.in_resend = r.in_acked && a->req.launch_key != NULL && a->req.launch_key[0] != '\0' &&
+                  r.in_open && (r.in_ring = malloc(SRUN_INPUT_KEEP)) != NULL;
     r.out_window = reply->step_launch_reply->output_window;
     if (r.out_window > 0) {
         r.out_written = calloc(r.nnodes + 1, sizeof(*r.out_written));
@@ -933,7 +934,7 @@ out:
     free(r.nodes);
     free(r.tasks);
     free(r.ended_why);
-    gs_buf_release(&r.in_keep);
+    free(r.in_ring);
     gs_proto_envelope_free(reply);
     a->req.launch_key = NULL; /* r.key's, gone with r */
     return status;
