@@ -62,7 +62,8 @@
 #define GS_PROTO_MINOR_STEP_GRES 29u
 /* The first minor that knows StepLaunchRequest.launch_key (srun sends a request again after
  * losing its connection before the reply; clients leave the key out for older peers) and
- * StepInput.end and resent (srun sends its stdin in flight again after reattaching). */
+ * StepInput.end and resent (srun sends its stdin in flight again after reattaching), and
+ * PmixFence.done (workers send their fences under way again when they register). */
 #define GS_PROTO_MINOR_STEP_KEY 30u
 #define GS_PROTO_HEADER_SIZE 4u
 #define GS_PROTO_MAX_FRAME_DEFAULT (16u * 1024u * 1024u)

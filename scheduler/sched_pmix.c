@@ -8,6 +8,11 @@
  * task's MPI_Abort ends its step's tasks on its node (its worker does) and, through a
  * PmixAbort, everywhere else: ranks elsewhere would wait on it for good.
  *
+ * Fences outlive a lost connection and a gschedd restart: a worker sends the parts of its
+ * fences under way again when it registers (a part twice is taken once), and the answer of
+ * the last one it had (PmixFence.done), which gschedd keeps too (fence_done): a node that
+ * sent its part again after the others had their answer is given that answer.
+ *
  * A fence never completes once a task of its step has ended (a rank that exits has left
  * every fence still to come): those under way then fail on every node, so that the tasks
  * waiting in them see an error rather than hang. A step holds at most PMIX_FENCES_MAX
@@ -60,6 +65,8 @@ static void fence_free(struct sched_pmix_fence *f, uint32_t nnodes)
 
 void sched_step_pmix_free(struct sched_step *st)
 {
+    free(st->fence_done);
+    st->fence_done = NULL;
     while (st->fences != NULL) {
         struct sched_pmix_fence *f = st->fences;
 
@@ -125,6 +132,19 @@ void sched_step_pmix_task_ended(struct sched_ctx *s, struct sched_step *st)
         fail(s, st, st->fences, -ECONNABORTED);
 }
 
+/* answer (owned from here on) as st's last completed fence, seq, unless it has a later one. */
+static void keep_done(struct sched_step *st, uint32_t seq, uint8_t *answer, size_t len)
+{
+    if (st->fence_done != NULL && st->fence_done_seq > seq) {
+        free(answer);
+        return;
+    }
+    free(st->fence_done);
+    st->fence_done = answer;
+    st->fence_done_len = len;
+    st->fence_done_seq = seq;
+}
+
 /* Every part is in: the whole, in node order, to each node. */
 static void complete(struct sched_ctx *s, struct sched_step *st, struct sched_pmix_fence *f)
 {
@@ -143,8 +163,32 @@ static void complete(struct sched_ctx *s, struct sched_step *st, struct sched_pm
     GS_LOG(GS_LOG_DEBUG, "job=%" PRIu64 " step=%u seq=%" PRIu32 " bytes=%zu pmix fence complete",
            st->job_id, st->step - 1, f->seq, f->bytes);
     send_all(s, st, f->seq, 0, all, at);
-    free(all);
+    keep_done(st, f->seq, all, at);
     drop(st, f);
+}
+
+/* A worker's answer of fence seq (PmixFence.done; gschedd restarted, or lost that node's
+ * connection, since): kept, and given to the nodes whose parts of it are in. */
+static void answer_from(struct sched_ctx *s, struct sched_step *st, const Gs__PmixFence *msg)
+{
+    uint8_t *answer = malloc(msg->data.len > 0 ? msg->data.len : 1);
+
+    if (answer == NULL)
+        return; /* the nodes waiting on it send their parts again when they register */
+    if (msg->data.len > 0)
+        memcpy(answer, msg->data.data, msg->data.len);
+    for (struct sched_pmix_fence *f = st->fences; f != NULL; f = f->next) {
+        if (f->seq != msg->seq)
+            continue;
+        for (uint32_t k = 0; k < st->nnodes; k++) {
+            if (f->came[k])
+                send_done(sched_node_at(s, st->nodes[k].index), st->job_id, st->step, f->seq, 0,
+                          answer, msg->data.len);
+        }
+        drop(st, f);
+        break;
+    }
+    keep_done(st, msg->seq, answer, msg->data.len);
 }
 
 /* The fence seq of st, made if it is not under way yet; NULL when out of memory or over
@@ -197,6 +241,15 @@ void sched_pmix_fence(struct sched_ctx *s, struct sched_node *n, const Gs__PmixF
                msg->job_id, msg->step, n->name);
         if (st == NULL || st->attempt != msg->attempt)
             send_done(n, msg->job_id, msg->step, msg->seq, -ENOENT, NULL, 0);
+        return;
+    }
+    if (msg->done) {
+        if (msg->data.len <= PMIX_FENCE_BYTES_MAX)
+            answer_from(s, st, msg);
+        return;
+    }
+    if (st->fence_done != NULL && msg->seq == st->fence_done_seq) { /* over: its answer */
+        send_done(n, st->job_id, st->step, msg->seq, 0, st->fence_done, st->fence_done_len);
         return;
     }
     f = fence_get(st, msg->seq);

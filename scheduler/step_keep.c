@@ -16,9 +16,8 @@
  *
  * srun's stdin in flight when gschedd stopped is not kept here either: srun sends again what
  * the tasks had not taken (StepInput.end and resent), and the workers skip what they have.
- *
- * What is not kept: a PMIx fence under way (its ranks wait for one that never completes;
- * srun --mpi steps fence at start-up, long before most restarts).
+ * Nor are PMIx and PMI fences under way: the workers send their parts, and the last answer
+ * they had, again when they register (sched_pmix.c).
  */
 #include <errno.h>
 #include <inttypes.h>

@@ -55,6 +55,11 @@ struct sched_step {
     struct sched_step_grant *grants; /* per node of the job; NULL: nothing given yet */
     bool send_failed;                /* said once in the log */
     struct sched_pmix_fence *fences; /* srun --mpi=pmix: fences under way (sched_pmix.c) */
+    /* the answer of its last fence that completed (seq done_seq, owned; NULL: none yet),
+     * for a part of it sent again by a worker that lost the answer with its connection */
+    uint8_t *fence_done;
+    size_t fence_done_len;
+    uint32_t fence_done_seq;
     /* srun's stdin: to every reading task (in_all) or to rank in_rank; srun hears how far
      * it got (in_acks) whenever the least of the nodes' in_acked passes in_told */
     bool in_all;

@@ -660,16 +660,6 @@ int wrk_pmi_fence_done(struct wrk_pmi *p, uint64_t job_id, uint32_t step, uint32
     return 0;
 }
 
-void wrk_pmi_fail_fences(struct wrk_pmi *p)
-{
-    for (struct pmi_step *st = p != NULL ? p->steps : NULL; st != NULL; st = st->next) {
-        if (st->fencing) {
-            st->fencing = false;
-            barrier_out(st, -ENOTCONN);
-        }
-    }
-}
-
 void wrk_pmi_close(struct wrk_pmi *p)
 {
     if (p == NULL)

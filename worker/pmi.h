@@ -53,8 +53,6 @@ void wrk_pmi_step_end(struct wrk_pmi *p, uint64_t job_id, uint32_t step);
  * fails. -ENOENT when no step of that name is here (a PMIx step's answer), else 0. */
 int wrk_pmi_fence_done(struct wrk_pmi *p, uint64_t job_id, uint32_t step, uint32_t seq, int code,
                        const void *bytes, size_t len);
-/* gschedd was lost: every barrier waiting on it fails. */
-void wrk_pmi_fail_fences(struct wrk_pmi *p);
 
 /*
  * PMI_process_mapping for ranks whose nodes (indices) are rank_nodes: "(vector,(N,C,K),...)",

@@ -556,18 +556,6 @@ void wrk_pmix_fence_done(struct wrk_pmix *p, uint64_t job_id, uint32_t step, uin
     free(f);
 }
 
-void wrk_pmix_fail_fences(struct wrk_pmix *p)
-{
-    for (struct pstep *s = p != NULL ? p->steps : NULL; s != NULL; s = s->next) {
-        while (s->pending != NULL) {
-            struct pfence *f = s->pending;
-
-            s->pending = f->next;
-            fail_fence(f);
-        }
-    }
-}
-
 #else /* !GSCHED_HAVE_PMIX */
 
 int wrk_pmix_new(uv_loop_t *loop, const char *dir, const char *node_name, wrk_pmix_fence_cb fence,
@@ -631,11 +619,6 @@ void wrk_pmix_fence_done(struct wrk_pmix *p, uint64_t job_id, uint32_t step, uin
     (void)code;
     (void)bytes;
     (void)len;
-}
-
-void wrk_pmix_fail_fences(struct wrk_pmix *p)
-{
-    (void)p;
 }
 
 #endif

@@ -74,7 +74,5 @@ void wrk_pmix_step_end(struct wrk_pmix *p, uint64_t job_id, uint32_t step);
 /* gschedd's PmixFenceDone: the fence's tasks go on with bytes (code 0), or see it fail. */
 void wrk_pmix_fence_done(struct wrk_pmix *p, uint64_t job_id, uint32_t step, uint32_t seq, int code,
                          const void *bytes, size_t len);
-/* gschedd was lost: every fence in flight fails (its parts with gschedd went too). */
-void wrk_pmix_fail_fences(struct wrk_pmix *p);
 
 #endif

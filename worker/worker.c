@@ -420,6 +420,7 @@ static void handle_register_reply(struct wrk_ctx *w, const Gs__NodeRegisterReply
     GS_LOG(GS_LOG_INFO, "node=%s heartbeat_ms=%llu registered", w->node_name,
            (unsigned long long)w->heartbeat_ms);
     wrk_data_registered(w);
+    wrk_fences_registered(w);
 }
 
 /* A chunk (or the end) of a step task's stdout or stderr, for the srun waiting on it: sent
@@ -582,6 +583,7 @@ static void release_handle(struct wrk_ctx *w)
     if (w->stopped != NULL)
         w->stopped(w->stopped_data);
     wrk_data_free(w);
+    wrk_fences_free(w);
     for (struct wrk_exit *e = w->exits, *next; e != NULL; e = next) {
         next = e->next;
         free(e);
@@ -609,8 +611,7 @@ static void on_conn_close(struct gs_proto_conn *conn, int status, void *data)
     w->conn = NULL;
     w->registered = false;
     wrk_relay_set_connected(w->relay, false);
-    wrk_pmix_fail_fences(w->pmix); /* the parts gschedd held went with the connection */
-    wrk_pmi_fail_fences(w->pmi);
+    /* The fences under way wait: their parts go again when the worker registers. */
     uv_timer_stop(&w->heartbeat);
     if (!w->stopping)
         GS_LOG(GS_LOG_WARN, "status=%d reason=%s lost the scheduler, reconnecting", status,

@@ -81,9 +81,10 @@ struct wrk_ctx {
     void *log_read_gate_data;
     struct wrk_exit *exits;
     struct wrk_job *jobs;
-    struct wrk_data *data;  /* the shard cache (worker_data.c); NULL: the node keeps none */
-    struct wrk_pmix *pmix;  /* the PMIx server (worker_pmix.c), from the first step asking */
-    struct wrk_pmi *pmi;    /* the PMI-1 server (worker/pmi.h), from the first step asking */
+    struct wrk_data *data;         /* the shard cache (worker_data.c); NULL: the node keeps none */
+    struct wrk_pmix *pmix;         /* the PMIx server (worker_pmix.c), from the first step asking */
+    struct wrk_pmi *pmi;           /* the PMI-1 server (worker/pmi.h), from the first step asking */
+    struct wrk_fence_keep *fences; /* parts and answers sent again at registration */
     struct wrk_flow *flows; /* srun's output windows, one per step with one (output_flow.c) */
     int open_handles;
     bool warned_unbound; /* said that a fake topology leaves tasks unbound */
@@ -145,6 +146,12 @@ int wrk_pmi_start(struct wrk_ctx *w);
 void wrk_mpi_step_end(struct wrk_ctx *w, uint64_t job_id, uint32_t step);
 /* PmixFenceDone from gschedd: the fence's tasks here go on (or see it fail). */
 void wrk_handle_fence_done(struct wrk_ctx *w, const Gs__PmixFenceDone *msg);
+/* Registered: the parts of fences under way go to gschedd again, with the answer of each
+ * step's last fence, so that fences outlive the connection (a gschedd before 1.30 does not
+ * take them: they fail, as the connection's loss failed them before). */
+void wrk_fences_registered(struct wrk_ctx *w);
+/* Forgets every kept part and answer (the worker stops). */
+void wrk_fences_free(struct wrk_ctx *w);
 
 /* worker_logs.c: replies a LogsReply or an ErrorReply under request_id. */
 void wrk_handle_logs(struct wrk_ctx *w, const Gs__LogsRequest *req, uint64_t request_id);

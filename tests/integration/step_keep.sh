@@ -12,6 +12,10 @@
 # Then srun's stdin in flight when gschedd is killed (stopped first, so that what srun sent
 # is lost with it): srun sends it again after reattaching, and the task, which had read the
 # first part before, gets every byte once.
+# Then a PMI fence under way (srun --mpi=pmi2, a client speaking PMI-1 over PMI_FD): rank 0
+# on one node enters a barrier, gschedd is killed and started again, then rank 1 on the
+# other node enters it: the barrier completes for both (its worker sent rank 0's part
+# again when it registered).
 # Then a worker killed under a step and started again, without the task it ran: gschedd
 # ends that task LOST when the worker registers, and srun says so and exits 1.
 name="step_keep"
@@ -158,6 +162,54 @@ grep -q '^INPUT_RC=0$' "$out" || fail "the reading srun's status: $(cat "$out")"
 got=$(cat "$tmp/part1" "$tmp/part2" | md5sum | cut -d' ' -f1)
 [ "$got" = "$want" ] ||
   fail "the task's stdin: $(stat -c %s "$tmp/part1" "$tmp/part2" | tr '\n' ' ')bytes, not the 700000 sent"
+# --- a PMI fence under way across a restart: the workers send their parts again --------------
+cat > "$work/pmi_client.py" <<'EOF'
+import os, sys, time
+fd, rank, tmp = int(os.environ["PMI_FD"]), os.environ["PMI_RANK"], sys.argv[1]
+def ask(line):
+    os.write(fd, (line + "\n").encode())
+    got = b""
+    while not got.endswith(b"\n"):
+        b = os.read(fd, 1)
+        if not b:
+            sys.exit("PMI_FD closed")
+        got += b
+    return got.decode().strip()
+print("init", ask("cmd=init pmi_version=1 pmi_subversion=1"), flush=True)
+if rank == "1":
+    for _ in range(600):
+        if os.path.exists(tmp + "/gates/fence"):
+            break
+        time.sleep(0.05)
+os.write(fd, b"cmd=barrier_in\n")
+open("%s/barrier.%s" % (tmp, rank), "w").close()
+got = b""
+while not got.endswith(b"\n"):
+    got += os.read(fd, 1)
+print("rank", rank, got.decode().strip(), flush=True)
+EOF
+cat > "$work/fence.sh" <<EOF
+#!/bin/bash
+#SBATCH -J fence
+#SBATCH -o $work/fence.out
+#SBATCH -N 2
+#SBATCH -n 2
+srun --mpi=pmi2 -n2 python3 $work/pmi_client.py $tmp
+echo "FENCE_RC=\$?"
+EOF
+id=$(sbatch --parsable "$work/fence.sh" 2>&1) || fail "sbatch fence.sh refused: $id"
+out=$work/fence.out
+wait_for "rank 0 to enter the barrier" 30 test -e "$tmp/barrier.0"
+sched=$(cat "$state/gschedd.pid")
+kill -KILL "$sched"
+wait_for "gschedd (pid $sched) to die" 10 eval "! pid_alive $sched"
+up=$("$bin/gsched" up --state "$state" --workers 2 2>&1) || fail "up after gschedd died: $up"
+wait_for "the fence's srun to reattach" 60 grep -q '^srun: reattached to StepId=' "$out"
+gate fence
+wait_end "$id" 60 || true
+grep -q '^FENCE_RC=0$' "$out" || fail "the fence step's srun: $(cat "$out")"
+[ "$(grep -c '^rank [01] cmd=barrier_out rc=0$' "$out")" = 2 ] ||
+  fail "the barrier did not complete on both nodes: $(cat "$out")"
 # --- a worker restarted under a step: its task there ends, srun hears why -----------------------
 cat > "$work/lost.sh" <<EOF
 #!/bin/bash
