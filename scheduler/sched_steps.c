@@ -209,9 +209,7 @@ static void acct_exit(struct sched_ctx *s, const struct sched_step *st, const Gs
 
 static void retry_waiting(struct sched_ctx *s, uint64_t job_id);
 
-/* Every task of a step whose srun is away has ended: what it held goes back to its job, and
- * the step stays (released) until srun reattaches for the exits, or gives up. */
-static void release(struct sched_ctx *s, struct sched_step *st)
+void sched_step_release(struct sched_ctx *s, struct sched_step *st)
 {
     struct sched_step_seq *q = sched_step_seq_find(s, st->job_id);
 
@@ -249,7 +247,7 @@ static void task_done(struct sched_ctx *s, struct sched_step *st, const Gs__Task
     if (st->nexited < st->ntasks)
         return;
     if (st->cli == NULL && st->detached_ms != 0)
-        release(s, st); /* srun is away: it hears the exits when it reattaches */
+        sched_step_release(s, st); /* srun is away: it hears the exits when it reattaches */
     else
         step_finish(s, st);
     retry_waiting(s, job_id);

@@ -287,15 +287,9 @@ static void restored_steps_done(struct sched_ctx *s)
 {
     for (struct sched_step *st = s->steps; st != NULL; st = st->next) {
         struct sched_job *job = sched_jobs_find(s->jobs, st->job_id);
-        struct sched_step_seq *q = sched_step_seq_find(s, st->job_id);
 
-        if (st->nexited == st->ntasks && !st->released) {
-            if (st->grants != NULL && q != NULL)
-                sched_step_alloc_give_back(q->held, st->grants);
-            free(st->grants);
-            st->grants = NULL;
-            st->released = true;
-        }
+        if (st->nexited == st->ntasks && !st->released)
+            sched_step_release(s, st);
         if (job != NULL)
             acct_from_exits(job, st);
         GS_LOG(GS_LOG_INFO,

@@ -166,6 +166,10 @@ void sched_step_destroy(struct sched_step *st);
 /* Frees job_id's record and its waiting steps (not its running ones). */
 void sched_step_seq_forget(struct sched_ctx *s, uint64_t job_id);
 
+/* Every task of a step whose srun is away has ended: what it held goes back to its job, and
+ * the step stays (released) until srun reattaches for the exits, or gives up. */
+void sched_step_release(struct sched_ctx *s, struct sched_step *st);
+
 /* step_keep.c: running steps kept over a gschedd restart (store.h's live_steps). */
 
 /* Stores st's record in ch (when it starts: its layout), or, with ex, that exit of its

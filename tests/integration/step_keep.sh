@@ -27,6 +27,17 @@ start_cluster --workers 2 --heartbeat 1s --kill-grace 1s
 
 # has_lines PATTERN N: $out has N lines matching PATTERN (for wait_for).
 has_lines() { [ "$(grep -c -- "$1" "$out" 2>/dev/null)" = "$2" ]; }
+# kill_sched: gschedd killed (SIGKILL, as a crash) and gone; start_sched: started again.
+kill_sched() {
+  local sched
+  sched=$(cat "$state/gschedd.pid")
+  kill -KILL "$sched"
+  wait_for "gschedd (pid $sched) to die" 10 eval "! pid_alive $sched"
+}
+start_sched() {
+  local up
+  up=$("$bin/gsched" up --state "$state" --workers 2 2>&1) || fail "up after gschedd died: $up"
+}
 
 cat > "$work/task.sh" <<EOF
 #!/bin/bash
@@ -55,12 +66,10 @@ out=$work/keep.out
 wait_for "the tasks to say they run" 30 has_lines ': before ' 3
 wait_for "task 2's exit" 30 grep -q 'task 2: Exited with exit code 5$' "$out"
 
-sched=$(cat "$state/gschedd.pid")
-kill -KILL "$sched"
-wait_for "gschedd (pid $sched) to die" 10 eval "! pid_alive $sched"
+kill_sched
 gate down
 wait_for "task 0 to print its lines while gschedd is down" 30 test -e "$tmp/lines.done"
-up=$("$bin/gsched" up --state "$state" --workers 2 2>&1) || fail "up after gschedd died: $up"
+start_sched
 wait_for "srun to reattach" 60 grep -q '^srun: reattached to StepId=' "$out"
 gate end
 wait_end "$id" 60 || true
@@ -102,11 +111,9 @@ EOF
 id=$(sbatch --parsable "$work/wait.sh" 2>&1) || fail "sbatch wait.sh refused: $id"
 out=$work/wait.out
 wait_for "the second step to wait" 30 grep -q 'step creation temporarily disabled' "$out"
-sched=$(cat "$state/gschedd.pid")
-kill -KILL "$sched"
-wait_for "gschedd (pid $sched) to die" 10 eval "! pid_alive $sched"
+kill_sched
 wait_for "srun to lose gschedd" 30 grep -q "^srun: lost the connection to gschedd; sending the step's request again\$" "$out"
-up=$("$bin/gsched" up --state "$state" --workers 2 2>&1) || fail "up after gschedd died: $up"
+start_sched
 wait_for "the holding step's srun to reattach" 60 grep -q '^srun: reattached to StepId=' "$out"
 gate held
 wait_end "$id" 60 || true
@@ -152,9 +159,8 @@ tail -c +300001 "$work/in.bin" >&5
 fifo_empty() { python3 -c 'import array, fcntl, termios; b = array.array("i", [0]); fcntl.ioctl(5, termios.FIONREAD, b); assert b[0] == 0'; }
 wait_for "srun to read the rest" 30 fifo_empty
 exec 5>&- # srun's stdin ends
-kill -KILL "$sched"
-wait_for "gschedd (pid $sched) to die" 10 eval "! pid_alive $sched"
-up=$("$bin/gsched" up --state "$state" --workers 2 2>&1) || fail "up after gschedd died: $up"
+kill_sched
+start_sched
 wait_for "srun to reattach" 60 grep -q '^srun: reattached to StepId=' "$out"
 gate input
 wait_end "$id" 60 || true
@@ -200,10 +206,8 @@ EOF
 id=$(sbatch --parsable "$work/fence.sh" 2>&1) || fail "sbatch fence.sh refused: $id"
 out=$work/fence.out
 wait_for "rank 0 to enter the barrier" 30 test -e "$tmp/barrier.0"
-sched=$(cat "$state/gschedd.pid")
-kill -KILL "$sched"
-wait_for "gschedd (pid $sched) to die" 10 eval "! pid_alive $sched"
-up=$("$bin/gsched" up --state "$state" --workers 2 2>&1) || fail "up after gschedd died: $up"
+kill_sched
+start_sched
 wait_for "the fence's srun to reattach" 60 grep -q '^srun: reattached to StepId=' "$out"
 gate fence
 wait_end "$id" 60 || true
